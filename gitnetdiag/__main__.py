@@ -1,0 +1,3 @@
+from gitnetdiag.cli import main
+
+main()

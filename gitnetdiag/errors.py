@@ -1,0 +1,112 @@
+"""One error tree for everything a user can see.
+
+    GitnetdiagError                 reference, message, hint, exit code
+    ├── UsageError                  bad option values, bad paths        (EXIT_USAGE)
+    ├── EnvironmentProblem          missing program, not root           (EXIT_ENVIRONMENT)
+    ├── InputError                  a file we were given is unreadable  (EXIT_INPUT)
+    │   └── CaptureFormatError      pcap/pcapng damage, with an offset
+    ├── NetworkError                unreachable, refused, TLS, auth     (EXIT_NETWORK)
+    ├── ExternalCommandError        a program failed or timed out       (EXIT_EXTERNAL)
+    └── LabError                    the reproduction lab                (EXIT_LAB)
+
+Lower-level exceptions are mapped at the boundary where they happen
+(``raise NetworkError(...) from exc``); the CLI catches ``GitnetdiagError`` in
+one place (:func:`gitnetdiag.cli.main`) and renders reference, message, hint.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class ExitCode(IntEnum):
+    """Process exit codes; stable, documented in the README."""
+
+    OK = 0
+    FAILURE = 1
+    USAGE = 2
+    INPUT = 3
+    ENVIRONMENT = 4
+    NETWORK = 5
+    EXTERNAL = 6
+    LAB = 7
+    INTERRUPTED = 130
+
+
+class GitnetdiagError(Exception):
+    """Base of every error shown to a user.
+
+    ``reference`` is a stable kebab-case id, ``hint`` says what to do next.
+    """
+
+    reference = "gitnetdiag-error"
+    exit_code = ExitCode.FAILURE
+
+    def __init__(self, message: str, *, hint: str = "", reference: str | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+        if reference is not None:
+            self.reference = reference
+
+    def one_line(self) -> str:
+        """The error as a single line: ``reference: message (hint: ...)``."""
+        text = f"{self.reference}: {self.message}"
+        if self.hint:
+            text += f" (hint: {self.hint})"
+        return text
+
+
+class UsageError(GitnetdiagError):
+    reference = "usage"
+    exit_code = ExitCode.USAGE
+
+
+class EnvironmentProblem(GitnetdiagError):
+    reference = "environment"
+    exit_code = ExitCode.ENVIRONMENT
+
+
+class InputError(GitnetdiagError):
+    reference = "bad-input"
+    exit_code = ExitCode.INPUT
+
+
+class CaptureFormatError(InputError):
+    """A capture file is damaged or of an unsupported kind.
+
+    ``offset`` is the byte offset of the damage; ``packets_read`` how many
+    packets were read before it (they may still be analysed).
+    """
+
+    reference = "capture-format"
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        hint: str = "",
+        offset: int | None = None,
+        packets_read: int = 0,
+        reference: str | None = None,
+    ) -> None:
+        if offset is not None:
+            message = f"{message} at byte {offset}"
+        super().__init__(message, hint=hint, reference=reference)
+        self.offset = offset
+        self.packets_read = packets_read
+
+
+class NetworkError(GitnetdiagError):
+    reference = "network"
+    exit_code = ExitCode.NETWORK
+
+
+class ExternalCommandError(GitnetdiagError):
+    reference = "external-command"
+    exit_code = ExitCode.EXTERNAL
+
+
+class LabError(GitnetdiagError):
+    reference = "lab"
+    exit_code = ExitCode.LAB

@@ -1,0 +1,1 @@
+"""The reproduction lab: client -- router -- server network namespaces with real servers."""

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Install everything gitnetdiag needs on a Debian machine, idempotently:
+# Debian packages (apt-get, only the missing ones) and a virtual environment
+# at .venv with the project in editable mode plus its dev tools.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DEBS=(git apache2 haproxy openssh-server openssh-client tshark tcpdump iperf3
+      iptables libnetfilter-queue-dev iproute2 openssl fio ethtool procps kmod
+      python3-venv)
+
+missing=()
+for p in "${DEBS[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "setup: missing Debian packages: ${missing[*]} (hint: run as root so apt-get can install them)" >&2
+    exit 4
+  fi
+  echo "setup: installing Debian packages: ${missing[*]}"
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -q >/dev/null
+  apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+fi
+# Debian enables these services on install; the lab runs its own copies in namespaces.
+for svc in apache2 haproxy ssh; do
+  if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
+    systemctl stop "$svc" >/dev/null 2>&1 || true
+  fi
+done
+
+PY=${PYTHON:-python3}
+stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+if [ ! -x .venv/bin/python ]; then
+  "$PY" -m venv .venv
+fi
+if [ ! -f "$stamp" ]; then
+  echo "setup: installing Python packages into .venv"
+  .venv/bin/python -m pip install -q --upgrade pip >/dev/null
+  .venv/bin/python -m pip install -q -e '.[dev]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi
