@@ -1,0 +1,123 @@
+"""``gitnetdiag lab up|down|status``: the local reproduction lab."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gitnetdiag.lab import manager
+from gitnetdiag.lab.spec import FAULTS, build_spec, parse_duration_ms, parse_loss, parse_rate
+from gitnetdiag.lab.state import DEFAULT_INSTANCE, LabState
+
+console = Console(highlight=False)
+
+lab_app = typer.Typer(
+    help=(
+        "A reproduction lab in three network namespaces, client -- router -- server, with real "
+        "Apache (mod_http2), HAProxy, sshd and git daemon, and named faults. Needs root.\n\n"
+        "Faults: " + "; ".join(f"[bold]{k}[/bold]: {v}" for k, v in FAULTS.items())
+    ),
+    no_args_is_help=True,
+    rich_markup_mode="rich",
+)
+
+NAME_HELP = "Lab instance name (1-8 lowercase letters/digits); several instances can coexist."
+
+
+@lab_app.command("up", epilog=(
+    "Examples:\n\n"
+    "  gitnetdiag lab up                                   healthy lab, 50 ms RTT\n\n"
+    "  gitnetdiag lab up --fault h2-small-window           the slow HTTP/2 edge\n\n"
+    "  gitnetdiag lab up --fault loss --loss 1% --rtt 100ms\n\n"
+    "  gitnetdiag lab up --name b --fault tiny-backlog     a second instance beside the first"
+))
+def up_command(
+    fault: list[str] = typer.Option(
+        ["healthy"], "--fault", "-f", help="Named fault to inject; repeat for several."
+    ),
+    rtt: str = typer.Option("50ms", "--rtt", help="Round-trip delay the router adds (50ms, 0.2s)."),
+    loss: str | None = typer.Option(
+        None, "--loss", help="Random drop per packet in the router (2% or 0.02). "
+        "Default 0, or 2% with --fault loss."
+    ),
+    rate: str | None = typer.Option(None, "--rate", help="Rate limit of the path (100mbit)."),
+    edge_h2_window: int | None = typer.Option(
+        None, "--edge-h2-window", help="HAProxy tune.h2.initial-window-size (overrides faults)."
+    ),
+    apache_h2_window: int | None = typer.Option(
+        None, "--apache-h2-window", help="Apache H2WindowSize (default 16 MiB)."
+    ),
+    name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
+) -> None:
+    """Build the lab and start its servers; prints every endpoint."""
+    spec = build_spec(
+        instance=name, faults=fault, rtt_ms=parse_duration_ms(rtt),
+        loss=parse_loss(loss) if loss is not None else None,
+        rate=parse_rate(rate) if rate else None,
+        edge_h2_window=edge_h2_window, apache_h2_window=apache_h2_window,
+    )
+    with console.status("bringing the lab up") as status:
+        state = manager.up(spec, progress=lambda msg: status.update(f"lab up: {msg}"))
+    _print_state(state, {role: True for role in state.pids}, as_json)
+
+
+@lab_app.command("down", epilog="Example:\n\n  gitnetdiag lab down; gitnetdiag lab down --name b")
+def down_command(
+    name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
+    all_instances: bool = typer.Option(False, "--all", help="Take down every lab instance."),
+) -> None:
+    """Stop the lab's processes, delete its namespaces, rules and files. Safe to run twice."""
+    names = manager.list_instances() if all_instances else [name]
+    removed = [item for n in names for item in manager.down(n)]
+    if removed:
+        for item in removed:
+            console.print(f"removed {item}")
+    else:
+        console.print("nothing to remove: no lab is up")
+
+
+@lab_app.command("status", epilog="Examples:\n\n  gitnetdiag lab status\n\n"
+                 "  gitnetdiag lab status --json | jq .endpoints")
+def status_command(
+    name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
+) -> None:
+    """Show the endpoints (HTTPS edge and direct, SSH, git://), keys, CA file and faults."""
+    state, alive = manager.status(name)
+    _print_state(state, alive, as_json)
+
+
+def _print_state(state: LabState, alive: dict[str, bool], as_json: bool) -> None:
+    if as_json:
+        data: dict[str, Any] = state.to_dict()
+        data["processes_alive"] = alive
+        typer.echo(json.dumps(data, indent=2))
+        return
+    table = Table(title=f"gitnetdiag lab '{state.instance}'", show_header=False)
+    table.add_column("what", style="bold")
+    table.add_column("value")
+    table.add_row("faults", ", ".join(state.faults))
+    table.add_row("path", f"{state.rtt_ms:g} ms RTT, loss {state.loss:.1%}, "
+                  f"rate {state.rate or 'unlimited'}")
+    table.add_row("HTTPS via edge", f"{state.endpoints.https_edge}  (HAProxy, "
+                  f"h2 window {state.edge_h2_window})")
+    table.add_row("HTTPS direct", f"{state.endpoints.https_direct}  (Apache, "
+                  f"H2WindowSize {state.apache_h2_window})")
+    table.add_row("SSH", state.endpoints.ssh)
+    table.add_row("SSH key", state.ssh_key)
+    table.add_row("known_hosts", state.ssh_known_hosts)
+    table.add_row("git://", state.endpoints.git)
+    table.add_row("CA file", state.ca_file)
+    table.add_row("client namespace", f"{state.client_ns}  (ip netns exec {state.client_ns} ...)")
+    table.add_row("processes", ", ".join(
+        f"{role} {'up' if ok else '[red]DOWN[/red]'}" for role, ok in alive.items()))
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(lab_app, name="lab")

@@ -1,0 +1,228 @@
+"""Configuration files of the lab's real servers, as text (pure).
+
+Each function takes the paths and settings it needs and returns the file's
+content; :mod:`gitnetdiag.lab.manager` writes and starts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitnetdiag.lab.spec import H2_DEFAULT_WINDOW, LabSpec
+from gitnetdiag.lab.state import PORT_HTTP_BACKEND, PORT_HTTPS_DIRECT, PORT_HTTPS_EDGE, PORT_SSH
+
+APACHE_MODULES = (
+    "mpm_event", "authz_core", "mime", "alias", "env",
+    "setenvif", "cgid", "ssl", "socache_shmcb", "http2", "headers",
+)
+HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabPaths:
+    """Where one lab instance keeps its files."""
+
+    root: Path
+    """The instance's state directory."""
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def ca_cert(self) -> Path:
+        return self.pki / "ca.pem"
+
+    @property
+    def server_cert(self) -> Path:
+        return self.pki / "server.crt"
+
+    @property
+    def server_key(self) -> Path:
+        return self.pki / "server.key"
+
+    @property
+    def server_pem(self) -> Path:
+        """Certificate and key in one file, as HAProxy wants it."""
+        return self.pki / "server.pem"
+
+    @property
+    def ssh(self) -> Path:
+        return self.root / "ssh"
+
+    @property
+    def client_key(self) -> Path:
+        return self.ssh / "client_ed25519"
+
+    @property
+    def host_key(self) -> Path:
+        return self.ssh / "ssh_host_ed25519_key"
+
+    @property
+    def known_hosts(self) -> Path:
+        return self.ssh / "known_hosts"
+
+    @property
+    def authorized_keys(self) -> Path:
+        return self.ssh / "authorized_keys"
+
+    @property
+    def srv(self) -> Path:
+        """Base path of the served repositories."""
+        return self.root / "srv"
+
+    @property
+    def repo(self) -> Path:
+        return self.srv / "lab.git"
+
+    @property
+    def home(self) -> Path:
+        """HOME of the server processes."""
+        return self.root / "home"
+
+    @property
+    def bin(self) -> Path:
+        """Wrapper scripts (CGI, forced SSH command)."""
+        return self.root / "bin"
+
+    @property
+    def run(self) -> Path:
+        """Pid files, sockets, logs."""
+        return self.root / "run"
+
+
+def apache_conf(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> str:
+    """Apache 2.4: TLS with h2 on the direct port, plain HTTP/1.1 for the edge on loopback."""
+    loads = "\n".join(
+        f"LoadModule {m}_module /usr/lib/apache2/modules/mod_{m}.so" for m in APACHE_MODULES
+    )
+    run = paths.run
+    cgi = paths.bin / "git-http-backend.cgi"
+    return f"""# gitnetdiag lab: Apache with mod_http2 and git-http-backend
+{loads}
+ServerRoot {paths.root}
+ServerName gnd-server
+PidFile {run}/apache2.pid
+DefaultRuntimeDir {run}
+Mutex file:{run} default
+ScriptSock {run}/cgisock
+User {user}
+Group {user}
+ErrorLog {run}/apache-error.log
+LogFormat "%h %t \\"%r\\" %>s %I %O %{{ms}}T %H" gnd
+CustomLog {run}/apache-access.log gnd
+TypesConfig /etc/mime.types
+Timeout 600
+KeepAliveTimeout 60
+LimitRequestBody 0
+H2WindowSize {spec.apache_h2_window}
+SetEnv GIT_PROJECT_ROOT {paths.srv}
+SetEnv GIT_HTTP_EXPORT_ALL 1
+SetEnv HOME {paths.home}
+SetEnv GND_AUTH_DELAY_S {spec.auth_delay_s:g}
+ScriptAlias /git/ {cgi}/
+<Directory {paths.bin}>
+    Options +ExecCGI
+    Require all granted
+</Directory>
+
+Listen {server_ip}:{PORT_HTTPS_DIRECT}
+Listen 127.0.0.1:{PORT_HTTP_BACKEND}
+
+<VirtualHost 127.0.0.1:{PORT_HTTP_BACKEND}>
+    Protocols http/1.1
+</VirtualHost>
+
+<VirtualHost {server_ip}:{PORT_HTTPS_DIRECT}>
+    Protocols h2 http/1.1
+    SSLEngine on
+    SSLCertificateFile {paths.server_cert}
+    SSLCertificateKeyFile {paths.server_key}
+</VirtualHost>
+"""
+
+
+def haproxy_cfg(paths: LabPaths, spec: LabSpec, *, server_ip: str) -> str:
+    """HAProxy TLS edge with ALPN h2 in front of Apache's plain HTTP/1.1 port.
+
+    Under ``h2-small-window`` the window line is left out on purpose: the edge
+    then runs with HAProxy's own default (65535), as a stock install does.
+    """
+    window = (
+        ""
+        if spec.edge_h2_window == H2_DEFAULT_WINDOW
+        else f"    tune.h2.initial-window-size {spec.edge_h2_window}\n"
+    )
+    return f"""# gitnetdiag lab: HAProxy TLS edge
+global
+    maxconn 4096
+    pidfile {paths.run}/haproxy.pid
+{window}
+defaults
+    mode http
+    timeout connect 5s
+    timeout client 600s
+    timeout server 600s
+    timeout http-request 60s
+
+frontend edge
+    bind {server_ip}:{PORT_HTTPS_EDGE} ssl crt {paths.server_pem} alpn h2,http/1.1
+    default_backend apache
+
+backend apache
+    server apache 127.0.0.1:{PORT_HTTP_BACKEND}
+"""
+
+
+def sshd_config(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> str:
+    """OpenSSH sshd for the git-shell user; key-only, no PAM."""
+    forced = (
+        f"ForceCommand {paths.bin / 'slow-auth-ssh'}\n" if spec.auth_delay_s > 0 else ""
+    )
+    return f"""# gitnetdiag lab: sshd
+Port {PORT_SSH}
+ListenAddress {server_ip}
+HostKey {paths.host_key}
+PidFile {paths.run}/sshd.pid
+UsePAM no
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PubkeyAuthentication yes
+AuthorizedKeysFile {paths.authorized_keys}
+StrictModes no
+AllowUsers {user}
+PermitRootLogin no
+X11Forwarding no
+AllowTcpForwarding no
+PrintMotd no
+{forced}"""
+
+
+def http_backend_cgi(paths: LabPaths) -> str:
+    """CGI wrapper: delays the ref advertisement under slow-auth, then runs git-http-backend."""
+    return f"""#!/bin/sh
+# gitnetdiag lab: git-http-backend, with the slow-auth delay on ref advertisement
+case "$QUERY_STRING" in
+  *service=*) [ "${{GND_AUTH_DELAY_S:-0}}" != 0 ] && sleep "$GND_AUTH_DELAY_S" ;;
+esac
+exec {HTTP_BACKEND}
+"""
+
+
+def slow_auth_ssh(delay_s: float) -> str:
+    """ForceCommand for sshd under slow-auth: sleep, then what the client asked for."""
+    return f"""#!/bin/sh
+# gitnetdiag lab: delay the ref advertisement over SSH
+sleep {delay_s:g}
+exec /usr/bin/git-shell -c "$SSH_ORIGINAL_COMMAND"
+"""
+
+
+def pre_receive_hook(delay_s: float) -> str:
+    """pre-receive hook that sleeps (slow-hook fault)."""
+    return f"""#!/bin/sh
+# gitnetdiag lab: slow-hook fault
+cat >/dev/null
+sleep {delay_s:g}
+"""

@@ -1,0 +1,516 @@
+"""Bring the reproduction lab up and down (the I/O side of the lab).
+
+Topology (one instance; several instances can coexist, each closed in its
+own namespaces, so they may reuse the same addresses)::
+
+    <prefix>client          <prefix>router                <prefix>server
+    veth-c 198.18.1.2 ---- veth-cr 198.18.1.1
+                            veth-sr 198.18.2.1 ---------- veth-s 198.18.2.2
+                            FORWARD: reset / loss / NFQUEUE delay      Apache :443 (h2, TLS)
+                            tbf rate limit on both legs                HAProxy :8443 (TLS edge)
+                                                                       Apache :8080 on lo
+                                                                       sshd :22, git :9418
+
+198.18.0.0/15 is the range set aside for benchmarking (RFC 2544); it only
+exists inside the lab's namespaces.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import pwd
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitnetdiag.errors import GitnetdiagError, LabError
+from gitnetdiag.lab import config
+from gitnetdiag.lab.config import LabPaths
+from gitnetdiag.lab.spec import LabSpec
+from gitnetdiag.lab.state import (
+    CLIENT_IP,
+    PORT_GIT,
+    PORT_HTTP_BACKEND,
+    PORT_HTTPS_DIRECT,
+    PORT_HTTPS_EDGE,
+    PORT_SSH,
+    ROUTER_CLIENT_SIDE_IP,
+    ROUTER_SERVER_SIDE_IP,
+    SERVER_IP,
+    STATE_ROOT,
+    LabEndpoints,
+    LabState,
+    load_state,
+    namespace_prefix,
+    save_state,
+    state_dir,
+)
+from gitnetdiag.proc import require_program, require_root, run
+
+SERVICE_USER = "gnd-git"
+NFQUEUE_NUM = 1
+REQUIRED_PROGRAMS = {
+    "ip": "iproute2", "tc": "iproute2", "iptables-legacy": "iptables", "ethtool": "ethtool",
+    "apache2": "apache2", "haproxy": "haproxy", "sshd": "openssh-server",
+    "ssh-keygen": "openssh-client", "openssl": "openssl", "git": "git", "ss": "iproute2",
+}
+Progress = Callable[[str], None]
+
+
+def _quiet(_msg: str) -> None:
+    return None
+
+
+@dataclass(frozen=True)
+class Namespaces:
+    client: str
+    router: str
+    server: str
+
+    @classmethod
+    def of(cls, instance: str) -> Namespaces:
+        p = namespace_prefix(instance)
+        return cls(client=f"{p}client", router=f"{p}router", server=f"{p}server")
+
+    def all(self) -> tuple[str, str, str]:
+        return (self.client, self.router, self.server)
+
+
+def _nsexec(ns: str, *argv: str, check: bool = True, timeout_s: float = 30.0) -> str:
+    return run(["ip", "netns", "exec", ns, *argv], check=check, timeout_s=timeout_s).stdout
+
+
+def existing_namespaces() -> set[str]:
+    out = run(["ip", "netns", "list"], timeout_s=10).stdout
+    return {line.split()[0] for line in out.splitlines() if line.strip()}
+
+
+def list_instances() -> list[str]:
+    """Instances that have a state directory."""
+    if not STATE_ROOT.is_dir():
+        return []
+    return sorted(p.name for p in STATE_ROOT.iterdir() if (p / "state.json").exists())
+
+
+# --- building -----------------------------------------------------------------
+
+
+def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
+    for name in ns.all():
+        run(["ip", "netns", "add", name], timeout_s=10)
+        _nsexec(name, "ip", "link", "set", "lo", "up")
+    run(["ip", "link", "add", "veth-c", "netns", ns.client, "type", "veth",
+         "peer", "name", "veth-cr", "netns", ns.router], timeout_s=10)
+    run(["ip", "link", "add", "veth-s", "netns", ns.server, "type", "veth",
+         "peer", "name", "veth-sr", "netns", ns.router], timeout_s=10)
+    links = (
+        (ns.client, "veth-c", f"{CLIENT_IP}/24"),
+        (ns.router, "veth-cr", f"{ROUTER_CLIENT_SIDE_IP}/24"),
+        (ns.router, "veth-sr", f"{ROUTER_SERVER_SIDE_IP}/24"),
+        (ns.server, "veth-s", f"{SERVER_IP}/24"),
+    )
+    for name, dev, addr in links:
+        _nsexec(name, "ip", "addr", "add", addr, "dev", dev)
+        _nsexec(name, "ip", "link", "set", dev, "up")
+        # Real segments on the wire: no TSO/GSO super-packets in captures, no GRO in the router.
+        _nsexec(name, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
+    _nsexec(ns.client, "ip", "route", "add", "default", "via", ROUTER_CLIENT_SIDE_IP)
+    _nsexec(ns.server, "ip", "route", "add", "default", "via", ROUTER_SERVER_SIDE_IP)
+    _nsexec(ns.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+    # cubic, what most clients and servers run; BBR would hide the loss fault (LAB-NOTES).
+    _allow_cubic()
+    for name in (ns.client, ns.server):
+        _nsexec(name, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=cubic")
+    if spec.server_rmem_max is not None:
+        _nsexec(ns.server, "sysctl", "-qw",
+                f"net.ipv4.tcp_rmem=4096 {spec.server_rmem_max} {spec.server_rmem_max}")
+    if spec.rate:
+        for dev in ("veth-cr", "veth-sr"):
+            _nsexec(ns.router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
+                    spec.rate, "burst", "256kb", "latency", "200ms")
+
+
+def _allow_cubic() -> None:
+    key = "net.ipv4.tcp_allowed_congestion_control"
+    current = run(["sysctl", "-n", key], timeout_s=10).stdout.split()
+    if "cubic" in current:
+        return
+    saved = STATE_ROOT / "allowed_cc.orig"
+    saved.write_text(" ".join(current) + "\n")
+    run(["sysctl", "-qw", f"{key}={' '.join([*current, 'cubic'])}"], timeout_s=10)
+
+
+def _restore_cubic() -> None:
+    saved = STATE_ROOT / "allowed_cc.orig"
+    if saved.exists():
+        key = "net.ipv4.tcp_allowed_congestion_control"
+        run(["sysctl", "-qw", f"{key}={saved.read_text().strip()}"], timeout_s=10, check=False)
+        saved.unlink()
+
+
+def _router_rules(ns: Namespaces, spec: LabSpec) -> None:
+    ipt = ("iptables-legacy", "-w", "5", "-A", "FORWARD")
+    if spec.reset_port is not None:
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
+                "-j", "REJECT", "--reject-with", "tcp-reset")
+    if spec.loss > 0:
+        _nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
+                "--probability", f"{spec.loss:.6f}", "-j", "DROP")
+    if spec.rtt_ms > 0:
+        _nsexec(ns.router, *ipt, "-j", "NFQUEUE", "--queue-num", str(NFQUEUE_NUM))
+
+
+def _make_pki(paths: LabPaths) -> None:
+    paths.pki.mkdir(parents=True, exist_ok=True)
+    ca_key = paths.pki / "ca.key"
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    run(["openssl", "req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(paths.ca_cert),
+         "-days", "30", "-subj", "/CN=gitnetdiag lab CA",
+         "-addext", "basicConstraints=critical,CA:TRUE",
+         "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
+    csr = paths.pki / "server.csr"
+    run(["openssl", "req", *ec, "-keyout", str(paths.server_key), "-out", str(csr),
+         "-subj", "/CN=gnd-server"])
+    ext = paths.pki / "server.ext"
+    ext.write_text(
+        f"subjectAltName=IP:{SERVER_IP},DNS:gnd-server\n"
+        "extendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
+    )
+    run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(paths.ca_cert),
+         "-CAkey", str(ca_key), "-CAcreateserial", "-out", str(paths.server_cert),
+         "-days", "30", "-extfile", str(ext)])
+    paths.server_pem.write_text(paths.server_cert.read_text() + paths.server_key.read_text())
+    for secret in (ca_key, paths.server_key, paths.server_pem):
+        secret.chmod(0o600)
+
+
+def _make_ssh_keys(paths: LabPaths) -> None:
+    paths.ssh.mkdir(parents=True, exist_ok=True)
+    for key, comment in ((paths.client_key, "gitnetdiag-lab-client"),
+                         (paths.host_key, "gitnetdiag-lab-host")):
+        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(key)])
+    paths.authorized_keys.write_text(Path(f"{paths.client_key}.pub").read_text())
+    host_pub = Path(f"{paths.host_key}.pub").read_text().split()
+    paths.known_hosts.write_text(f"{SERVER_IP} {host_pub[0]} {host_pub[1]}\n")
+
+
+def _ensure_user() -> pwd.struct_passwd:
+    try:
+        return pwd.getpwnam(SERVICE_USER)
+    except KeyError:
+        pass
+    home = STATE_ROOT / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    run(["useradd", "--system", "--user-group", "--home-dir", str(home), "--no-create-home",
+         "--shell", "/usr/bin/git-shell", SERVICE_USER], timeout_s=20)
+    # A locked account ("!") is refused by sshd even for keys when PAM is off.
+    run(["usermod", "-p", "*", SERVICE_USER], timeout_s=20)
+    (STATE_ROOT / "user-created").write_text(SERVICE_USER + "\n")
+    account = pwd.getpwnam(SERVICE_USER)
+    os.chown(home, account.pw_uid, account.pw_gid)
+    return account
+
+
+def _remove_user_if_ours() -> None:
+    marker = STATE_ROOT / "user-created"
+    if marker.exists():
+        run(["userdel", SERVICE_USER], timeout_s=20, check=False)
+        marker.unlink()
+
+
+def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> None:
+    repo = str(paths.repo)
+    git = ("git", "-c", "safe.directory=*", f"--git-dir={repo}")
+    run(["git", "init", "-q", "--bare", "-b", "main", repo])
+    run([*git, "config", "http.receivepack", "true"])
+    run([*git, "config", "receive.denyDeletes", "false"])
+    tree = run([*git, "hash-object", "-t", "tree", "-w", "/dev/null"]).stdout.strip()
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "GIT_AUTHOR_NAME": "gitnetdiag lab", "GIT_AUTHOR_EMAIL": "lab@gitnetdiag.invalid",
+        "GIT_COMMITTER_NAME": "gitnetdiag lab", "GIT_COMMITTER_EMAIL": "lab@gitnetdiag.invalid",
+        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
+    }
+    commit = run([*git, "commit-tree", tree, "-m", "lab: initial commit"], env=env).stdout.strip()
+    run([*git, "update-ref", "refs/heads/main", commit])
+    if spec.hook_delay_s > 0:
+        hook = paths.repo / "hooks" / "pre-receive"
+        hook.write_text(config.pre_receive_hook(spec.hook_delay_s))
+        hook.chmod(0o755)
+    run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", str(paths.srv)])
+
+
+def _write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
+    paths.bin.mkdir(parents=True, exist_ok=True)
+    paths.run.mkdir(parents=True, exist_ok=True)
+    cgi = paths.bin / "git-http-backend.cgi"
+    cgi.write_text(config.http_backend_cgi(paths))
+    cgi.chmod(0o755)
+    if spec.auth_delay_s > 0:
+        forced = paths.bin / "slow-auth-ssh"
+        forced.write_text(config.slow_auth_ssh(spec.auth_delay_s))
+        forced.chmod(0o755)
+    files = {
+        "apache": paths.root / "apache2.conf",
+        "haproxy": paths.root / "haproxy.cfg",
+        "sshd": paths.root / "sshd_config",
+    }
+    files["apache"].write_text(
+        config.apache_conf(paths, spec, server_ip=SERVER_IP, user=SERVICE_USER))
+    files["haproxy"].write_text(config.haproxy_cfg(paths, spec, server_ip=SERVER_IP))
+    files["sshd"].write_text(
+        config.sshd_config(paths, spec, server_ip=SERVER_IP, user=SERVICE_USER))
+    return files
+
+
+def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> int:
+    with open(log, "ab") as out:
+        proc = subprocess.Popen(
+            ["ip", "netns", "exec", ns, *argv], stdin=subprocess.DEVNULL, stdout=out,
+            stderr=subprocess.STDOUT, start_new_session=True, env=env,
+        )
+    return proc.pid
+
+
+def _start_servers(ns: Namespaces, paths: LabPaths, spec: LabSpec,
+                   files: dict[str, Path]) -> dict[str, int]:
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+    base_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C",
+                "HOME": str(STATE_ROOT / "home")}
+    log = paths.run
+    pids = {
+        "apache": _spawn(ns.server, ["apache2", "-f", str(files["apache"]), "-DFOREGROUND"],
+                         log / "apache.log", base_env),
+        "haproxy": _spawn(ns.server, ["haproxy", "-f", str(files["haproxy"]), "-db"],
+                          log / "haproxy.log", base_env),
+        "sshd": _spawn(ns.server, [_sshd_path(base_env["PATH"]), "-D", "-e",
+                                   "-f", str(files["sshd"])], log / "sshd.log", base_env),
+    }
+    srv = str(paths.srv)
+    if spec.real_git_daemon:
+        pids["git"] = _spawn(ns.server, [
+            "git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
+            f"--base-path={srv}", f"--listen={SERVER_IP}", f"--port={PORT_GIT}",
+            f"--user={SERVICE_USER}", f"--group={SERVICE_USER}", srv,
+        ], log / "git-daemon.log", base_env)
+    else:
+        pids["git"] = _spawn(ns.server, [
+            sys.executable, "-m", "gitnetdiag.lab.inetd", "--listen", SERVER_IP,
+            "--port", str(PORT_GIT), "--backlog", str(spec.git_backlog),
+            "--user", SERVICE_USER, "--base-path", srv,
+        ], log / "git-inetd.log", {**base_env, "PYTHONPATH": _package_parent()})
+    return pids
+
+
+def _sshd_path(search_path: str) -> str:
+    """sshd insists on being started by its absolute path."""
+    return shutil.which("sshd", path=search_path) or "/usr/sbin/sshd"
+
+
+def _package_parent() -> str:
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _start_delay(ns: Namespaces, paths: LabPaths, spec: LabSpec) -> int | None:
+    if spec.rtt_ms <= 0:
+        return None
+    return _spawn(ns.router, [sys.executable, "-m", "gitnetdiag.lab.delay",
+                              "--queue", str(NFQUEUE_NUM), "--delay-ms", f"{spec.rtt_ms / 2:g}"],
+                  paths.run / "delay.log",
+                  {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_parent()})
+
+
+def _wait_listening(ns: Namespaces, paths: LabPaths, pids: dict[str, int],
+                    timeout_s: float = 30.0) -> None:
+    wanted = {PORT_HTTPS_DIRECT: "apache", PORT_HTTP_BACKEND: "apache",
+              PORT_HTTPS_EDGE: "haproxy", PORT_SSH: "sshd", PORT_GIT: "git"}
+    deadline = time.monotonic() + timeout_s
+    while True:
+        out = _nsexec(ns.server, "ss", "-ltnH", check=False)
+        ports = {int(line.split()[3].rsplit(":", 1)[1])
+                 for line in out.splitlines() if line.strip()}
+        missing = [p for p in wanted if p not in ports]
+        if not missing:
+            return
+        dead = [role for role, pid in pids.items() if not _alive(pid)]
+        if dead or time.monotonic() > deadline:
+            role = dead[0] if dead else wanted[missing[0]]
+            raise LabError(
+                f"{role} did not start (port {missing[0] if missing else '?'} not listening): "
+                + _log_tail(paths.run, role),
+                hint=f"see the logs in {paths.run}",
+                reference="lab-server-failed",
+            )
+        time.sleep(0.2)
+
+
+def _log_tail(run_dir: Path, role: str) -> str:
+    for name in (f"{role}.log", "git-daemon.log", "git-inetd.log", "apache-error.log"):
+        p = run_dir / name
+        if p.exists() and p.stat().st_size and (name.startswith(role) or role == "apache"):
+            lines = p.read_text(errors="replace").strip().splitlines()
+            if lines:
+                return lines[-1][:300]
+    return "no log output"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
+    """Build the lab described by ``spec``; on any failure remove what was made."""
+    require_root("gitnetdiag lab up")
+    for program, package in REQUIRED_PROGRAMS.items():
+        require_program(program, package=package)
+    ns = Namespaces.of(spec.instance)
+    root = state_dir(spec.instance)
+    if (root / "state.json").exists():
+        raise LabError(
+            f"lab instance '{spec.instance}' is already up",
+            hint="run 'gitnetdiag lab down' first, or pick another --name",
+            reference="lab-already-up",
+        )
+    leftovers = existing_namespaces() & set(ns.all())
+    if leftovers or root.exists():
+        progress("removing leftovers of an earlier lab")
+        down(spec.instance)
+    STATE_ROOT.mkdir(parents=True, exist_ok=True)
+    STATE_ROOT.chmod(0o755)
+    root.mkdir(mode=0o755)
+    paths = LabPaths(root=root)
+    pids: dict[str, int] = {}
+    try:
+        progress("network namespaces, veth pairs, routes")
+        _build_topology(ns, spec)
+        progress("certificate authority and server certificate")
+        _make_pki(paths)
+        progress("SSH keys, service user, bare repository")
+        _make_ssh_keys(paths)
+        account = _ensure_user()
+        paths.home.mkdir(exist_ok=True)
+        _make_repo(paths, spec, account)
+        files = _write_configs(paths, spec)
+        progress("starting Apache, HAProxy, sshd, git daemon")
+        pids = _start_servers(ns, paths, spec, files)
+        _wait_listening(ns, paths, pids)
+        progress(f"router: {spec.rtt_ms:g} ms RTT, loss {spec.loss:.1%}, "
+                 f"rate {spec.rate or 'none'}")
+        delay_pid = _start_delay(ns, paths, spec)
+        if delay_pid is not None:
+            pids["delay"] = delay_pid
+            time.sleep(0.5)
+            if not _alive(delay_pid):
+                raise LabError("the delay program died: " + _log_tail(paths.run, "delay"),
+                               hint=f"see {paths.run / 'delay.log'}", reference="lab-delay-failed")
+        _router_rules(ns, spec)
+        state = LabState(
+            instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
+            server_ns=ns.server, client_ip=CLIENT_IP, server_ip=SERVER_IP,
+            rtt_ms=spec.rtt_ms, loss=spec.loss, rate=spec.rate, faults=list(spec.faults),
+            endpoints=LabEndpoints(
+                https_edge=f"https://{SERVER_IP}:{PORT_HTTPS_EDGE}/git/lab.git",
+                https_direct=f"https://{SERVER_IP}:{PORT_HTTPS_DIRECT}/git/lab.git",
+                ssh=f"ssh://{SERVICE_USER}@{SERVER_IP}:{PORT_SSH}{paths.repo}",
+                git=f"git://{SERVER_IP}:{PORT_GIT}/lab.git",
+            ),
+            ca_file=str(paths.ca_cert), ssh_key=str(paths.client_key),
+            ssh_known_hosts=str(paths.known_hosts), ssh_user=SERVICE_USER,
+            repo_path=str(paths.repo), edge_h2_window=spec.edge_h2_window,
+            apache_h2_window=spec.apache_h2_window, hook_delay_s=spec.hook_delay_s,
+            auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
+            state_dir=str(root),
+        )
+        save_state(state)
+        return state
+    except BaseException as exc:
+        keep_logs = _collect_logs(paths)
+        down(spec.instance)
+        if isinstance(exc, GitnetdiagError) and keep_logs:
+            exc.hint = (exc.hint + "; " if exc.hint else "") + f"logs kept in {keep_logs}"
+        raise
+
+
+def _collect_logs(paths: LabPaths) -> str:
+    if not paths.run.is_dir():
+        return ""
+    dest = Path("/tmp") / f"gitnetdiag-lab-{paths.root.name}-logs"
+    shutil.rmtree(dest, ignore_errors=True)
+    shutil.copytree(paths.run, dest, ignore=shutil.ignore_patterns("*.sock", "cgisock*"))
+    return str(dest)
+
+
+# --- tearing down ---------------------------------------------------------------
+
+
+def _in_netns(pid: int, netns: str) -> bool:
+    try:
+        return os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat(f"/run/netns/{netns}").st_ino
+    except OSError:
+        return False
+
+
+def _stop_pids(pids: list[int], timeout_s: float = 5.0) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline and any(_alive(p) for p in pids):
+        time.sleep(0.1)
+    for pid in pids:
+        if _alive(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+    for pid in pids:  # reap our own children so they do not linger as zombies
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+def down(instance: str) -> list[str]:
+    """Remove everything one lab instance made; safe to run twice. Returns what it removed."""
+    require_root("gitnetdiag lab down")
+    ns = Namespaces.of(instance)
+    removed: list[str] = []
+    present = existing_namespaces() & set(ns.all())
+    for name in sorted(present):
+        out = run(["ip", "netns", "pids", name], check=False, timeout_s=10).stdout
+        pids = [int(p) for p in out.split() if p.isdigit() and _in_netns(int(p), name)]
+        if pids:
+            _stop_pids(pids)
+            removed.append(f"{len(pids)} process(es) in {name}")
+    for name in sorted(present):
+        run(["ip", "netns", "del", name], check=False, timeout_s=10)
+        removed.append(f"namespace {name} (with its interfaces and iptables rules)")
+    root = state_dir(instance)
+    if root.exists():
+        shutil.rmtree(root, ignore_errors=True)
+        removed.append(f"files in {root}")
+    if STATE_ROOT.is_dir() and not any(p.is_dir() and p.name != "home"
+                                       for p in STATE_ROOT.iterdir()):
+        _restore_cubic()
+        _remove_user_if_ours()
+        shutil.rmtree(STATE_ROOT, ignore_errors=True)
+        removed.append("service user and shared lab files")
+    return removed
+
+
+def status(instance: str) -> tuple[LabState, dict[str, bool]]:
+    """The running instance's state and which of its processes are alive."""
+    state = load_state(instance)
+    return state, {role: _alive(pid) for role, pid in state.pids.items()}

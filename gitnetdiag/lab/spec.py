@@ -1,0 +1,142 @@
+"""What a lab should look like: named faults turned into concrete settings (pure)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gitnetdiag.errors import UsageError
+
+# HTTP/2's default initial window (RFC 9113 section 6.9.2), what HAProxy up to 3.0 keeps.
+H2_DEFAULT_WINDOW = 65535
+# A window that never binds on this path: 16 MiB per round trip is >2.6 Gbit/s at 50 ms.
+LARGE_WINDOW = 16 * 1024 * 1024
+RMEM_CLAMP_BYTES = 65536
+TINY_BACKLOG = 5
+HEALTHY_BACKLOG = 1024
+DEFAULT_LOSS = 0.02
+DEFAULT_HOOK_DELAY_S = 3.0
+DEFAULT_AUTH_DELAY_S = 3.0
+DEFAULT_RESET_PORT = 22
+
+FAULTS: dict[str, str] = {
+    "healthy": "every window is large enough for the path; nothing injected",
+    "h2-small-window": "the HAProxy edge keeps the HTTP/2 default window of 65535",
+    "tcp-rmem-clamp": "server net.ipv4.tcp_rmem max clamped to 64 KiB",
+    "tiny-backlog": "git daemon listens with its built-in backlog of 5",
+    "loss": "the router drops packets at random (default 2%)",
+    "firewall-reset": "the router answers the SSH port with TCP resets",
+    "slow-hook": "a pre-receive hook sleeps before accepting a push",
+    "slow-auth": "the ref advertisement is delayed by seconds",
+}
+
+
+def parse_duration_ms(text: str) -> float:
+    """``50ms``, ``0.05s``, ``50`` (ms) -> milliseconds."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s)?\s*", text)
+    if not m:
+        raise UsageError(f"cannot read the duration '{text}'", hint="write it like 50ms or 0.2s")
+    value = float(m.group(1))
+    return value * 1000.0 if m.group(2) == "s" else value
+
+
+def parse_rate(text: str) -> str:
+    """Validate a tc rate such as ``100mbit`` or ``1gbit``; returns it normalised."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(kbit|mbit|gbit)\s*", text.lower())
+    if not m:
+        raise UsageError(f"cannot read the rate '{text}'", hint="write it like 100mbit or 1gbit")
+    return f"{m.group(1)}{m.group(2)}"
+
+
+def parse_loss(text: str) -> float:
+    """``2%`` or ``0.02`` -> 0.02."""
+    t = text.strip()
+    try:
+        value = float(t[:-1]) / 100.0 if t.endswith("%") else float(t)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the loss '{text}'", hint="write it like 2% or 0.02") from exc
+    if not 0.0 <= value < 1.0:
+        raise UsageError(f"loss {text} is out of range", hint="use a value from 0% to 99%")
+    return value
+
+
+@dataclass(frozen=True, kw_only=True)
+class LabSpec:
+    """The settings a lab instance is built with."""
+
+    instance: str
+    """Instance name (``default`` gives the namespaces gnd-client/router/server)."""
+    faults: tuple[str, ...]
+    """Named faults; ``("healthy",)`` when none."""
+    rtt_ms: float
+    """Round-trip delay added by the router."""
+    loss: float
+    """Random drop probability per packet in the router."""
+    rate: str | None
+    """tc rate limit of the path, or None."""
+    edge_h2_window: int
+    """HAProxy ``tune.h2.initial-window-size`` (None in the config means the default 65535)."""
+    apache_h2_window: int
+    """Apache ``H2WindowSize``."""
+    server_rmem_max: int | None
+    """Clamp for the server's ``net.ipv4.tcp_rmem`` max, or None."""
+    git_backlog: int
+    """Listen backlog of the git:// service."""
+    hook_delay_s: float
+    """Seconds the pre-receive hook sleeps."""
+    auth_delay_s: float
+    """Seconds the ref advertisement is delayed."""
+    reset_port: int | None
+    """Server port the router answers with TCP resets."""
+
+    @property
+    def real_git_daemon(self) -> bool:
+        """git daemon itself listens (backlog 5) only under ``tiny-backlog``."""
+        return self.git_backlog == TINY_BACKLOG
+
+
+def build_spec(
+    *,
+    instance: str,
+    faults: list[str],
+    rtt_ms: float = 50.0,
+    loss: float | None = None,
+    rate: str | None = None,
+    edge_h2_window: int | None = None,
+    apache_h2_window: int | None = None,
+    hook_delay_s: float = DEFAULT_HOOK_DELAY_S,
+    auth_delay_s: float = DEFAULT_AUTH_DELAY_S,
+) -> LabSpec:
+    """Resolve named faults and explicit overrides into one LabSpec."""
+    if not re.fullmatch(r"[a-z0-9]{1,8}", instance) and instance != "default":
+        raise UsageError(
+            f"bad lab instance name '{instance}'",
+            hint="use 1-8 lowercase letters or digits (namespace names stay short)",
+        )
+    unknown = [f for f in faults if f not in FAULTS]
+    if unknown:
+        raise UsageError(
+            f"unknown fault '{unknown[0]}'",
+            hint="choose from: " + ", ".join(FAULTS),
+            reference="unknown-fault",
+        )
+    active = tuple(dict.fromkeys(f for f in faults if f != "healthy")) or ("healthy",)
+    if rtt_ms < 0 or rtt_ms > 10_000:
+        raise UsageError(f"RTT {rtt_ms} ms is out of range", hint="use 0ms to 10s")
+    has = set(active).__contains__
+    return LabSpec(
+        instance=instance,
+        faults=active,
+        rtt_ms=rtt_ms,
+        loss=loss if loss is not None else (DEFAULT_LOSS if has("loss") else 0.0),
+        rate=rate,
+        edge_h2_window=edge_h2_window
+        if edge_h2_window is not None
+        else (H2_DEFAULT_WINDOW if has("h2-small-window") else LARGE_WINDOW),
+        apache_h2_window=apache_h2_window if apache_h2_window is not None else LARGE_WINDOW,
+        server_rmem_max=RMEM_CLAMP_BYTES if has("tcp-rmem-clamp") else None,
+        git_backlog=TINY_BACKLOG if has("tiny-backlog") else HEALTHY_BACKLOG,
+        hook_delay_s=hook_delay_s if has("slow-hook") else 0.0,
+        auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
+        reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
+    )
