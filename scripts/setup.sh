@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 DEBS=(git apache2 haproxy openssh-server openssh-client tshark tcpdump iperf3
       iptables libnetfilter-queue-dev iproute2 openssl fio ethtool procps kmod
-      python3-venv)
+)
 
 missing=()
 for p in "${DEBS[@]}"; do

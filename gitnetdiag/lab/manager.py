@@ -320,10 +320,10 @@ def _package_parent() -> str:
 def _start_delay(ns: Namespaces, paths: LabPaths, spec: LabSpec) -> int | None:
     if spec.rtt_ms <= 0:
         return None
-    return _spawn(ns.router, [sys.executable, "-m", "gitnetdiag.lab.delay",
-                              "--queue", str(NFQUEUE_NUM), "--delay-ms", f"{spec.rtt_ms / 2:g}"],
-                  paths.run / "delay.log",
-                  {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_parent()})
+    argv = [sys.executable, "-m", "gitnetdiag.lab.delay",
+            "--queue", str(NFQUEUE_NUM), "--delay-ms", f"{spec.rtt_ms / 2:g}"]
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "PYTHONPATH": _package_parent()}
+    return _spawn(ns.router, argv, paths.run / "delay.log", env)
 
 
 def _wait_listening(ns: Namespaces, paths: LabPaths, pids: dict[str, int],
@@ -410,16 +410,6 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         progress("starting Apache, HAProxy, sshd, git daemon")
         pids = _start_servers(ns, paths, spec, files)
         _wait_listening(ns, paths, pids)
-        progress(f"router: {spec.rtt_ms:g} ms RTT, loss {spec.loss:.1%}, "
-                 f"rate {spec.rate or 'none'}")
-        delay_pid = _start_delay(ns, paths, spec)
-        if delay_pid is not None:
-            pids["delay"] = delay_pid
-            time.sleep(0.5)
-            if not _alive(delay_pid):
-                raise LabError("the delay program died: " + _log_tail(paths.run, "delay"),
-                               hint=f"see {paths.run / 'delay.log'}", reference="lab-delay-failed")
-        _router_rules(ns, spec)
         state = LabState(
             instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
             server_ns=ns.server, client_ip=CLIENT_IP, server_ip=SERVER_IP,
@@ -437,6 +427,19 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
             state_dir=str(root),
         )
+        # Readiness before the faults: a reset port or loss must not fail the check.
+        progress("waiting until every endpoint answers git ls-remote")
+        _wait_ready(state)
+        progress(f"router: {spec.rtt_ms:g} ms RTT, loss {spec.loss:.1%}, "
+                 f"rate {spec.rate or 'none'}")
+        delay_pid = _start_delay(ns, paths, spec)
+        if delay_pid is not None:
+            state.pids["delay"] = delay_pid
+            time.sleep(0.5)
+            if not _alive(delay_pid):
+                raise LabError("the delay program died: " + _log_tail(paths.run, "delay"),
+                               hint=f"see {paths.run / 'delay.log'}", reference="lab-delay-failed")
+        _router_rules(ns, spec)
         save_state(state)
         return state
     except BaseException as exc:
@@ -445,6 +448,38 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         if isinstance(exc, GitnetdiagError) and keep_logs:
             exc.hint = (exc.hint + "; " if exc.hint else "") + f"logs kept in {keep_logs}"
         raise
+
+
+def lab_git_env(state: LabState) -> dict[str, str]:
+    """Environment for git in the client namespace: the lab's CA and SSH key, nothing inherited
+    that could point git elsewhere (GIT_SSL_CAINFO, proxies)."""
+    keep = ("PATH", "HOME", "LANG", "LC_ALL", "TERM")
+    env = {k: os.environ[k] for k in keep if k in os.environ}
+    env.update(GIT_SSL_CAINFO=state.ca_file, GIT_SSH_COMMAND=state.ssh_command(),
+               GIT_TERMINAL_PROMPT="0")
+    return env
+
+
+def _wait_ready(state: LabState, timeout_s: float = 45.0) -> None:
+    """Apache takes seconds before its first TLS handshake; wait until all four ways in work."""
+    env = lab_git_env(state)
+    deadline = time.monotonic() + timeout_s
+    endpoints = state.endpoints
+    pending = [endpoints.https_direct, endpoints.https_edge, endpoints.ssh, endpoints.git]
+    while pending:
+        url = pending[0]
+        proc = run(["ip", "netns", "exec", state.client_ns, "git", "ls-remote", url],
+                   env=env, check=False, timeout_s=max(5.0, deadline - time.monotonic()))
+        if proc.returncode == 0 and "refs/heads/main" in proc.stdout:
+            pending.pop(0)
+            continue
+        if time.monotonic() > deadline:
+            raise LabError(
+                f"{url} does not answer git ls-remote: {proc.stderr.strip()[-300:]}",
+                hint=f"see the logs in {Path(state.state_dir) / 'run'}",
+                reference="lab-not-ready",
+            )
+        time.sleep(0.3)
 
 
 def _collect_logs(paths: LabPaths) -> str:

@@ -1,0 +1,1 @@
+"""Pure analysis: packet tables and parsed records in, measured values out."""

@@ -1,0 +1,518 @@
+"""HTTP/2 flow-control ledgers from a decrypted capture (tshark does the TLS + HTTP/2).
+
+    capture + keys --tshark -T fields--> text --parse_tshark_fields()--> H2FrameRow
+        --h2_ledgers_from_rows()--> H2Ledger per TCP connection
+
+Only :func:`h2_ledgers_from_capture` runs a program; parsing and ledger
+building are pure and tested on recorded tshark output.
+
+One TCP frame can carry several HTTP/2 frames: tshark then lists each field's
+values comma-separated. ``http2.type``, ``http2.streamid``, ``http2.length``
+and ``http2.flags`` occur once per HTTP/2 frame and line up. Settings do not:
+a SETTINGS frame of length L holds L/6 parameters, so ``http2.settings.id``
+is consumed L/6 at a time and each id 4 (INITIAL_WINDOW_SIZE) or 5
+(MAX_FRAME_SIZE) takes the next value of its own field. Each WINDOW_UPDATE
+takes the next ``window_size_increment``.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
+
+from gitnetdiag.analysis.flowcontrol import (
+    HTTP2_DEFAULT_WINDOW_BYTES,
+    BindingWindow,
+    CreditEvent,
+    CreditLedger,
+    DataSent,
+    InitialWindowChanged,
+    LedgerScope,
+    WindowIncreased,
+    WindowOpened,
+    binding_window,
+    credit_ledger,
+)
+from gitnetdiag.errors import CaptureFormatError, InputError
+
+TSHARK_FIELDS: tuple[str, ...] = (
+    "frame.number",
+    "frame.time_epoch",
+    "tcp.stream",
+    "ip.src",
+    "ipv6.src",
+    "tcp.srcport",
+    "http2.magic",
+    "http2.type",
+    "http2.streamid",
+    "http2.length",
+    "http2.flags",
+    "http2.settings.id",
+    "http2.settings.initial_window_size",
+    "http2.settings.max_frame_size",
+    "http2.window_update.window_size_increment",
+)
+"""The tshark fields read, in column order."""
+
+FRAME_DATA, FRAME_HEADERS, FRAME_SETTINGS, FRAME_WINDOW_UPDATE = 0, 1, 4, 8
+FLAG_END_STREAM, FLAG_ACK = 0x1, 0x1
+SETTING_INITIAL_WINDOW_SIZE, SETTING_MAX_FRAME_SIZE = 4, 5
+SETTING_NAMES = {
+    1: "HEADER_TABLE_SIZE",
+    2: "ENABLE_PUSH",
+    3: "MAX_CONCURRENT_STREAMS",
+    4: "INITIAL_WINDOW_SIZE",
+    5: "MAX_FRAME_SIZE",
+    6: "MAX_HEADER_LIST_SIZE",
+    8: "ENABLE_CONNECT_PROTOCOL",
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2FrameRow:
+    """One HTTP/2 frame as tshark dissected it."""
+
+    frame_number: int
+    """Capture frame (packet) number that completed this HTTP/2 frame."""
+    ts_ns: int
+    """Capture time, nanoseconds since the epoch."""
+    tcp_stream: int
+    """tshark's TCP conversation index."""
+    src: str
+    """Sender ``ip:port``."""
+    is_preface: bool
+    """The TCP frame carried the client connection preface (its sender is the client)."""
+    frame_type: int
+    stream_id: int
+    length_bytes: int
+    """Frame payload length (for DATA: the flow-controlled size, padding included)."""
+    flags: int
+    settings: tuple[tuple[int, int | None], ...]
+    """SETTINGS parameters (id, value); value None for ids whose value is not read."""
+    increment_bytes: int | None
+    """WINDOW_UPDATE increment."""
+
+
+def _split(value: str) -> list[str]:
+    return [item for item in value.split(",")] if value else []
+
+
+def _int(value: str, *, where: str) -> int:
+    try:
+        return int(value, 0)
+    except ValueError as exc:
+        raise CaptureFormatError(
+            f"unexpected tshark value {value!r} in {where}",
+            hint="the tshark version may format this field differently",
+        ) from exc
+
+
+def _epoch_ns(value: str) -> int:
+    whole, _, fraction = value.partition(".")
+    return int(whole) * 1_000_000_000 + int((fraction + "000000000")[:9])
+
+
+def parse_tshark_fields(text: str) -> list[H2FrameRow]:
+    """Parse ``tshark -T fields`` output (tab separated, :data:`TSHARK_FIELDS`)."""
+    rows: list[H2FrameRow] = []
+    for line_number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        columns = line.split("\t")
+        if len(columns) != len(TSHARK_FIELDS):
+            raise CaptureFormatError(
+                f"tshark line {line_number} has {len(columns)} columns, "
+                f"expected {len(TSHARK_FIELDS)}",
+                hint="run tshark with exactly the fields in TSHARK_FIELDS",
+            )
+        (number, epoch, stream, ip4, ip6, port, magic, types, sids, lengths, flags,
+         setting_ids, initial_windows, max_frames, increments) = columns  # fmt: skip
+        where = f"frame {number}"
+        type_list = [_int(v, where=where) for v in _split(types)]
+        sid_list = [_int(v, where=where) for v in _split(sids)]
+        length_list = [_int(v, where=where) for v in _split(lengths)]
+        flag_list = [_int(v, where=where) for v in _split(flags)]
+        if not (len(type_list) == len(sid_list) == len(length_list) == len(flag_list)):
+            raise CaptureFormatError(
+                f"{where}: http2 type/stream/length/flags lists do not line up",
+                hint="the capture may be damaged at this frame",
+            )
+        ids = iter(_int(v, where=where) for v in _split(setting_ids))
+        windows = iter(_int(v, where=where) for v in _split(initial_windows))
+        frames = iter(_int(v, where=where) for v in _split(max_frames))
+        incs = iter(_int(v, where=where) for v in _split(increments))
+        src = f"{ip4 or ip6}:{port}"
+        ts_ns = _epoch_ns(epoch)
+        for ftype, sid, length, flag in zip(
+            type_list, sid_list, length_list, flag_list, strict=True
+        ):
+            settings: list[tuple[int, int | None]] = []
+            increment: int | None = None
+            if ftype == FRAME_SETTINGS and not flag & FLAG_ACK:
+                for _ in range(length // 6):
+                    setting = next(ids, None)
+                    if setting is None:
+                        break
+                    value: int | None = None
+                    if setting == SETTING_INITIAL_WINDOW_SIZE:
+                        value = next(windows, None)
+                    elif setting == SETTING_MAX_FRAME_SIZE:
+                        value = next(frames, None)
+                    settings.append((setting, value))
+            elif ftype == FRAME_WINDOW_UPDATE:
+                increment = next(incs, None)
+            rows.append(
+                H2FrameRow(
+                    frame_number=int(number),
+                    ts_ns=ts_ns,
+                    tcp_stream=_int(stream, where=where),
+                    src=src,
+                    is_preface=bool(magic),
+                    frame_type=ftype,
+                    stream_id=sid,
+                    length_bytes=length,
+                    flags=flag,
+                    settings=tuple(settings),
+                    increment_bytes=increment,
+                )
+            )
+    return rows
+
+
+@dataclass(frozen=True, kw_only=True)
+class UploadStream:
+    """Credit of one client stream that sent a request body."""
+
+    stream_id: int
+    ledger: CreditLedger
+    finished: bool
+    """The client ended the stream (END_STREAM seen)."""
+
+    def to_dict(self, *, series: bool = True) -> dict[str, Any]:
+        return {
+            "stream_id": self.stream_id,
+            "finished": self.finished,
+            "ledger": self.ledger.to_dict(series=series),
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2Ledger:
+    """HTTP/2 flow control of one TCP connection, seen from the uploading client."""
+
+    tcp_stream: int
+    """tshark's TCP conversation index."""
+    client: str
+    """Client ``ip:port``."""
+    server: str
+    """Server ``ip:port``."""
+    start_epoch_ns: int
+    """Capture time of the first HTTP/2 frame; ledger times are seconds after it."""
+    duration_s: float
+    """First to last HTTP/2 frame."""
+    client_settings: dict[str, int]
+    """Client SETTINGS (first value of each parameter; names as in RFC 9113)."""
+    server_settings: dict[str, int]
+    """Server SETTINGS (first value of each parameter)."""
+    server_initial_window_bytes: int
+    """Server SETTINGS_INITIAL_WINDOW_SIZE: the stream window for uploads (65535 if unset)."""
+    server_max_frame_bytes: int
+    """Server SETTINGS_MAX_FRAME_SIZE (16384 if unset)."""
+    data_bytes_to_server: int
+    """DATA payload bytes client -> server."""
+    data_bytes_to_client: int
+    """DATA payload bytes server -> client."""
+    window_updates_from_server: int
+    """WINDOW_UPDATE frames the server sent (stream and connection)."""
+    connection_window_updates_from_server: int
+    """Of those, on stream 0."""
+    window_updates_from_client: int
+    """WINDOW_UPDATE frames the client sent."""
+    connection: CreditLedger
+    """Client -> server connection credit."""
+    uploads: tuple[UploadStream, ...]
+    """Client streams that carried DATA, by stream id."""
+    bound: BindingWindow
+    """Which window held the largest upload back."""
+    first_frame: int
+    """First capture frame number of this connection's HTTP/2 traffic (evidence)."""
+    last_frame: int
+
+    @property
+    def stalled_s(self) -> float:
+        """Seconds the upload waited for credit (on the binding window)."""
+        return self.bound.stalled_s
+
+    @property
+    def stall_count(self) -> int:
+        counts = [self.connection.stall_count, *(u.ledger.stall_count for u in self.uploads)]
+        return max(counts)
+
+    def to_dict(self, *, series: bool = True) -> dict[str, Any]:
+        return {
+            "tcp_stream": self.tcp_stream,
+            "client": self.client,
+            "server": self.server,
+            "start_epoch_ns": self.start_epoch_ns,
+            "duration_s": self.duration_s,
+            "client_settings": self.client_settings,
+            "server_settings": self.server_settings,
+            "server_initial_window_bytes": self.server_initial_window_bytes,
+            "server_max_frame_bytes": self.server_max_frame_bytes,
+            "data_bytes_to_server": self.data_bytes_to_server,
+            "data_bytes_to_client": self.data_bytes_to_client,
+            "window_updates_from_server": self.window_updates_from_server,
+            "connection_window_updates_from_server": self.connection_window_updates_from_server,
+            "window_updates_from_client": self.window_updates_from_client,
+            "stalled_s": self.stalled_s,
+            "stall_count": self.stall_count,
+            "bound": self.bound.to_dict(),
+            "connection": self.connection.to_dict(series=series),
+            "uploads": [upload.to_dict(series=series) for upload in self.uploads],
+            "first_frame": self.first_frame,
+            "last_frame": self.last_frame,
+        }
+
+
+def _client_of(rows: Sequence[H2FrameRow]) -> str:
+    """The client: who sent the preface; else who opened an odd stream; else the higher port."""
+    for row in rows:
+        if row.is_preface:
+            return row.src
+    for row in rows:
+        if row.frame_type == FRAME_HEADERS and row.stream_id % 2 == 1:
+            return row.src
+    sources = sorted({row.src for row in rows}, key=lambda s: int(s.rsplit(":", 1)[1]))
+    return sources[-1]
+
+
+def _settings_dict(rows: Iterable[H2FrameRow]) -> dict[str, int]:
+    merged: dict[str, int] = {}
+    for row in rows:
+        for setting, value in row.settings:
+            name = SETTING_NAMES.get(setting, f"0x{setting:x}")
+            if value is not None:
+                merged.setdefault(name, value)
+            else:
+                merged.setdefault(name, -1)
+    return {name: value for name, value in merged.items() if value >= 0}
+
+
+def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2Ledger:
+    client = _client_of(rows)
+    sources = {row.src for row in rows}
+    server = next((src for src in sources if src != client), "unknown")
+    t0 = rows[0].ts_ns
+
+    def seconds(row: H2FrameRow) -> float:
+        return (row.ts_ns - t0) / 1e9
+
+    end_s = seconds(rows[-1])
+    from_client = [row for row in rows if row.src == client]
+    from_server = [row for row in rows if row.src != client]
+
+    stream_events: dict[int, list[CreditEvent]] = defaultdict(list)
+    finished: set[int] = set()
+    connection_events: list[CreditEvent] = [
+        WindowOpened(t_s=0.0, window_bytes=HTTP2_DEFAULT_WINDOW_BYTES)
+    ]
+    server_initial = HTTP2_DEFAULT_WINDOW_BYTES
+    opened: set[int] = set()
+    for row in rows:
+        t = seconds(row)
+        if row.src == client:
+            if row.frame_type == FRAME_HEADERS and row.stream_id not in opened:
+                opened.add(row.stream_id)
+                stream_events[row.stream_id].append(
+                    WindowOpened(t_s=t, window_bytes=server_initial)
+                )
+            if row.frame_type == FRAME_DATA:
+                stream_events[row.stream_id].append(DataSent(t_s=t, size_bytes=row.length_bytes))
+                connection_events.append(DataSent(t_s=t, size_bytes=row.length_bytes))
+            if row.frame_type in (FRAME_DATA, FRAME_HEADERS) and row.flags & FLAG_END_STREAM:
+                finished.add(row.stream_id)
+        else:
+            if row.frame_type == FRAME_SETTINGS:
+                for setting, value in row.settings:
+                    if setting == SETTING_INITIAL_WINDOW_SIZE and value is not None:
+                        for sid in opened - finished:
+                            stream_events[sid].append(
+                                InitialWindowChanged(
+                                    t_s=t, old_initial_bytes=server_initial, new_initial_bytes=value
+                                )
+                            )
+                        server_initial = value
+            elif row.frame_type == FRAME_WINDOW_UPDATE and row.increment_bytes is not None:
+                update = WindowIncreased(t_s=t, increment_bytes=row.increment_bytes)
+                if row.stream_id == 0:
+                    connection_events.append(update)
+                elif row.stream_id in opened:
+                    stream_events[row.stream_id].append(update)
+
+    uploads: list[UploadStream] = []
+    for sid in sorted(stream_events):
+        events = stream_events[sid]
+        if not any(isinstance(event, DataSent) for event in events):
+            continue
+        done = sid in finished
+        uploads.append(
+            UploadStream(
+                stream_id=sid,
+                finished=done,
+                ledger=credit_ledger(
+                    events,
+                    scope=LedgerScope.H2_STREAM,
+                    label=f"stream {sid}",
+                    open_until_s=None if done else end_s,
+                ),
+            )
+        )
+    all_done = all(upload.finished for upload in uploads)
+    connection = credit_ledger(
+        connection_events,
+        scope=LedgerScope.H2_CONNECTION,
+        label="connection",
+        open_until_s=None if all_done else end_s,
+    )
+    if uploads:
+        largest = max(uploads, key=lambda upload: upload.ledger.bytes_sent)
+        bound = binding_window(largest.ledger, connection)
+    else:
+        bound = BindingWindow(
+            which="none", window_bytes=connection.peak_credit_bytes, stalled_s=0.0
+        )
+    server_settings = _settings_dict(from_server)
+    return H2Ledger(
+        tcp_stream=tcp_stream,
+        client=client,
+        server=server,
+        start_epoch_ns=t0,
+        duration_s=end_s,
+        client_settings=_settings_dict(from_client),
+        server_settings=server_settings,
+        server_initial_window_bytes=server_settings.get(
+            "INITIAL_WINDOW_SIZE", HTTP2_DEFAULT_WINDOW_BYTES
+        ),
+        server_max_frame_bytes=server_settings.get("MAX_FRAME_SIZE", 16_384),
+        data_bytes_to_server=sum(r.length_bytes for r in from_client if r.frame_type == FRAME_DATA),
+        data_bytes_to_client=sum(r.length_bytes for r in from_server if r.frame_type == FRAME_DATA),
+        window_updates_from_server=sum(
+            1 for r in from_server if r.frame_type == FRAME_WINDOW_UPDATE
+        ),
+        connection_window_updates_from_server=sum(
+            1 for r in from_server if r.frame_type == FRAME_WINDOW_UPDATE and r.stream_id == 0
+        ),
+        window_updates_from_client=sum(
+            1 for r in from_client if r.frame_type == FRAME_WINDOW_UPDATE
+        ),
+        connection=connection,
+        uploads=tuple(uploads),
+        bound=bound,
+        first_frame=rows[0].frame_number,
+        last_frame=rows[-1].frame_number,
+    )
+
+
+def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2Ledger]:
+    """One ledger per TCP connection that carried HTTP/2, in connection order."""
+    by_connection: dict[int, list[H2FrameRow]] = defaultdict(list)
+    for row in rows:
+        by_connection[row.tcp_stream].append(row)
+    return [
+        _ledger_for_connection(stream, sorted(frames, key=lambda r: (r.ts_ns, r.frame_number)))
+        for stream, frames in sorted(by_connection.items())
+    ]
+
+
+def tshark_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
+    """The tshark command line that prints :data:`TSHARK_FIELDS` for every HTTP/2 frame."""
+    argv = [tshark, "-n", "-r", str(pcap)]
+    if keylog is not None:
+        argv += ["-o", f"tls.keylog_file:{keylog}"]
+    argv += ["-Y", "http2", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a"]
+    argv += ["-E", "aggregator=,"]
+    for name in TSHARK_FIELDS:
+        argv += ["-e", name]
+    return argv
+
+
+def h2_ledgers_from_capture(
+    pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0
+) -> list[H2Ledger]:
+    """Decrypt ``pcap`` (with ``keylog``, or secrets embedded in a pcapng) and build ledgers."""
+    from gitnetdiag.proc import require_program, run
+
+    if not Path(pcap).is_file():
+        raise InputError(f"no such capture: {pcap}", hint="give a pcap or pcapng file")
+    if keylog is not None and not Path(keylog).is_file():
+        raise InputError(
+            f"no such key log: {keylog}",
+            hint="give the SSLKEYLOGFILE written during the capture",
+        )
+    tshark = require_program("tshark")
+    proc = run(tshark_argv(tshark, Path(pcap), keylog), timeout_s=timeout_s, check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        raise CaptureFormatError(
+            f"tshark could not read {pcap}: {lines[-1] if lines else proc.returncode}",
+            hint="check that the file is a pcap/pcapng capture",
+        )
+    return h2_ledgers_from_rows(parse_tshark_fields(proc.stdout))
+
+
+class _Console(Protocol):
+    def print(self, *objects: Any, **kwargs: Any) -> None: ...
+
+
+def ledger_table_rows(ledgers: Sequence[H2Ledger]) -> list[list[str]]:
+    """Rows of the ledger table: one per connection (header first)."""
+    rows = [
+        [
+            "conn",
+            "server",
+            "srv window",
+            "conn window",
+            "DATA up",
+            "DATA down",
+            "WIN_UPD (conn)",
+            "s no credit",
+            "stalls",
+            "bound",
+        ]
+    ]
+    for ledger in ledgers:
+        rows.append(
+            [
+                str(ledger.tcp_stream),
+                ledger.server,
+                str(ledger.server_initial_window_bytes),
+                str(ledger.connection.peak_credit_bytes),
+                str(ledger.data_bytes_to_server),
+                str(ledger.data_bytes_to_client),
+                f"{ledger.window_updates_from_server} "
+                f"({ledger.connection_window_updates_from_server} conn)",
+                f"{ledger.stalled_s:.3f}",
+                str(ledger.stall_count),
+                ledger.bound.which,
+            ]
+        )
+    return rows
+
+
+def render_h2_ledgers(ledgers: Sequence[H2Ledger], console: _Console) -> None:
+    """Print the HTTP/2 flow-control ledger table with rich."""
+    from rich.table import Table
+
+    header, *body = ledger_table_rows(ledgers)
+    table = Table(title="HTTP/2 flow control (client uploads)")
+    for name in header:
+        table.add_column(name, justify="left" if name == "server" else "right")
+    for row in body:
+        table.add_row(*row)
+    if not body:
+        console.print("no decrypted HTTP/2 traffic in the capture (give --keylog?)")
+        return
+    console.print(table)

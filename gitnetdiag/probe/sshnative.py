@@ -1,0 +1,368 @@
+"""Native SSH push probe (paramiko): the SSH channel-window ledger of a push.
+
+    connect, verify the host key against known_hosts, key exchange (timed),
+    public-key auth, open a session channel: the server's window and maximum
+    packet size are the channel's ``out_window_size`` / ``out_max_packet_size``
+    exec "git-receive-pack '<path>'"   ref advertisement
+    send command + flush + pack        every SSH_MSG_CHANNEL_WINDOW_ADJUST timestamped
+    EOF, read report-status            "unpack ok", "ok <probe ref>"
+    a second exec deletes the branch   (always, in finally; compare-and-swap on our oid)
+
+Window adjusts are timestamped by a Transport subclass whose channel handler
+table maps MSG_CHANNEL_WINDOW_ADJUST to a recording wrapper around paramiko's
+own handler; nothing else in paramiko is changed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import socket
+import struct
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+from urllib.parse import urlsplit
+
+import paramiko
+from paramiko.common import MSG_CHANNEL_WINDOW_ADJUST
+
+from gitnetdiag.analysis.flowcontrol import (
+    CreditEvent,
+    CreditLedger,
+    DataSent,
+    LedgerScope,
+    WindowIncreased,
+    WindowOpened,
+    credit_ledger,
+)
+from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.probe.h2native import (
+    ZERO_OID,
+    RefAdvertisement,
+    ReportStatus,
+    check_safe_ref,
+    parse_advertisement,
+    parse_report_status,
+    ref_update_request,
+    split_pkt_lines,
+)
+from gitnetdiag.probe.repo import probe_branch_name
+
+
+def _recording_window_adjust(channel: paramiko.Channel, message: paramiko.Message) -> None:
+    """Timestamp the adjust, then let paramiko apply it."""
+    packet = message.packet
+    position = packet.tell()
+    (increment,) = struct.unpack("!I", packet.read(4))
+    packet.seek(position)
+    transport = channel.get_transport()
+    if isinstance(transport, LedgerTransport):
+        transport.window_adjusts.setdefault(channel.get_id(), []).append(
+            (time.monotonic_ns(), increment)
+        )
+    paramiko.Channel._window_adjust(channel, message)
+
+
+class LedgerTransport(paramiko.Transport):  # type: ignore[misc]
+    """A paramiko Transport that records each channel window adjust with its time."""
+
+    _channel_handler_table: ClassVar[dict[int, Callable[..., None]]] = {
+        **paramiko.Transport._channel_handler_table,
+        MSG_CHANNEL_WINDOW_ADJUST: _recording_window_adjust,
+    }
+
+    def __init__(self, sock: socket.socket) -> None:
+        super().__init__(sock)
+        self.window_adjusts: dict[int, list[tuple[int, int]]] = {}
+        """channel id -> [(monotonic ns, increment bytes)]."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SshPushLedger:
+    """One native SSH push: what the channel window did to the upload."""
+
+    target: str
+    """``host:port``."""
+    server_banner: str
+    """The server's identification string."""
+    connect_s: float
+    """TCP connect time."""
+    kex_s: float
+    """Key exchange (and host-key verification) time."""
+    auth_s: float
+    """Public-key authentication time."""
+    server_window_bytes: int
+    """Server's initial channel window at channel open."""
+    server_max_packet_bytes: int
+    """Server's maximum packet size at channel open."""
+    advertisement: RefAdvertisement
+    request_bytes: int
+    """Command + flush + pack bytes sent on the channel."""
+    upload_s: float
+    """First byte sent to report-status received."""
+    window_adjusts: int
+    """SSH_MSG_CHANNEL_WINDOW_ADJUST messages received during the push."""
+    channel: CreditLedger
+    """Channel credit over time."""
+    report: ReportStatus
+    ref: str
+    ref_deleted: bool
+
+    @property
+    def upload_rate_bytes_per_s(self) -> float | None:
+        return self.request_bytes / self.upload_s if self.upload_s > 0 else None
+
+    def to_dict(self, *, series: bool = True) -> dict[str, Any]:
+        return {
+            "target": self.target,
+            "server_banner": self.server_banner,
+            "connect_s": self.connect_s,
+            "kex_s": self.kex_s,
+            "auth_s": self.auth_s,
+            "server_window_bytes": self.server_window_bytes,
+            "server_max_packet_bytes": self.server_max_packet_bytes,
+            "advertisement": self.advertisement.to_dict(),
+            "request_bytes": self.request_bytes,
+            "upload_s": self.upload_s,
+            "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
+            "window_adjusts": self.window_adjusts,
+            "channel": self.channel.to_dict(series=series),
+            "report": self.report.to_dict(),
+            "ref": self.ref,
+            "ref_deleted": self.ref_deleted,
+        }
+
+
+@dataclass(frozen=True, kw_only=True)
+class SshTarget:
+    host: str
+    port: int
+    user: str
+    path: str
+
+    @classmethod
+    def from_url(cls, url: str) -> SshTarget:
+        parts = urlsplit(url)
+        if parts.scheme != "ssh" or not parts.hostname or not parts.username:
+            raise UsageError(f"not an ssh://user@host/path URL: {url}")
+        return cls(host=parts.hostname, port=parts.port or 22, user=parts.username, path=parts.path)
+
+
+def _read_until_flush(channel: paramiko.Channel, deadline: float) -> list[bytes | None]:
+    buffer = b""
+    collected: list[bytes | None] = []
+    while True:
+        lines, buffer = split_pkt_lines(buffer)
+        for index, line in enumerate(lines):
+            if line is None:
+                return collected + lines[: index + 1]
+        collected += lines
+        if time.monotonic() > deadline:
+            raise NetworkError("timed out reading from git-receive-pack", reference="ssh-timeout")
+        chunk = channel.recv(65_536)
+        if not chunk:
+            stderr = channel.recv_stderr(4096).decode(errors="replace").strip()
+            raise NetworkError(
+                f"git-receive-pack closed the channel early{': ' + stderr if stderr else ''}",
+                hint="check the repository path and the user's git-shell access",
+                reference="ssh-channel-closed",
+            )
+        buffer += chunk
+
+
+def _exec_receive_pack(transport: paramiko.Transport, path: str) -> paramiko.Channel:
+    channel = transport.open_session()
+    channel.settimeout(60.0)
+    quoted = path.replace("'", "'\\''")
+    channel.exec_command(f"git-receive-pack '{quoted}'")
+    return channel
+
+
+class _Connection:
+    def __init__(self, target: SshTarget, *, key_file: str, known_hosts: str, timeout_s: float):
+        started = time.monotonic()
+        try:
+            self.sock = socket.create_connection((target.host, target.port), timeout=timeout_s)
+        except OSError as exc:
+            raise NetworkError(
+                f"cannot connect to {target.host}:{target.port}: {exc}",
+                reference="connect-failed",
+            ) from exc
+        self.connect_s = time.monotonic() - started
+        self.transport = LedgerTransport(self.sock)
+        try:
+            started = time.monotonic()
+            self.transport.start_client(timeout=timeout_s)
+            self._verify_host_key(target, known_hosts)
+            self.kex_s = time.monotonic() - started
+            started = time.monotonic()
+            self.transport.auth_publickey(target.user, paramiko.PKey.from_path(key_file))
+            self.auth_s = time.monotonic() - started
+        except paramiko.SSHException as exc:
+            self.transport.close()
+            raise NetworkError(
+                f"SSH to {target.host}:{target.port} failed: {exc}",
+                hint="check the key file, the user and known_hosts",
+                reference="ssh-failed",
+            ) from exc
+        self.banner = str(self.transport.remote_version)
+
+    def _verify_host_key(self, target: SshTarget, known_hosts: str) -> None:
+        keys = paramiko.HostKeys(known_hosts)
+        server_key = self.transport.get_remote_server_key()
+        name = target.host if target.port == 22 else f"[{target.host}]:{target.port}"
+        known = keys.lookup(name)
+        key_type = server_key.get_name()
+        if known and key_type in known and known[key_type] == server_key:
+            return
+        self.transport.close()
+        raise NetworkError(
+            f"host key of {target.host} does not match {known_hosts}",
+            hint="the server is not the one in known_hosts; check it before trusting it",
+            reference="ssh-host-key",
+        )
+
+    def close(self) -> None:
+        self.transport.close()
+
+
+def delete_probe_branch_ssh(conn: _Connection, target: SshTarget, ref: str, oid: str) -> bool:
+    """Delete ``ref`` if it still points at ``oid`` (compare-and-swap); True when gone."""
+    check_safe_ref(ref)
+    channel = _exec_receive_pack(conn.transport, target.path)
+    try:
+        deadline = time.monotonic() + 60
+        advertised = parse_advertisement(_read_until_flush(channel, deadline))
+        current = advertised.refs.get(ref)
+        if current != oid:
+            channel.sendall(b"0000")
+            return current is None
+        caps = [c for c in ("report-status", "delete-refs") if c in advertised.capabilities]
+        channel.sendall(ref_update_request(oid, ZERO_OID, ref, caps))
+        channel.shutdown_write()
+        return parse_report_status(_read_until_flush(channel, deadline)).ok_for(ref)
+    finally:
+        channel.close()
+
+
+def ssh_push_probe(
+    url: str,
+    *,
+    key_file: str,
+    known_hosts: str,
+    pack: bytes,
+    new_oid: str,
+    probe_id: str,
+    timeout_s: float = 120.0,
+) -> SshPushLedger:
+    """Push ``pack`` over SSH to a fresh probe branch, recording the channel window."""
+    target = SshTarget.from_url(url)
+    ref = f"refs/heads/{probe_branch_name(probe_id)}"
+    check_safe_ref(ref)
+    conn = _Connection(target, key_file=key_file, known_hosts=known_hosts, timeout_s=timeout_s)
+    pushed = deleted = False
+    try:
+        channel = _exec_receive_pack(conn.transport, target.path)
+        opened_ns = time.monotonic_ns()
+        server_window = int(channel.out_window_size)
+        server_packet = int(channel.out_max_packet_size)
+        deadline = time.monotonic() + timeout_s
+        advertised = parse_advertisement(_read_until_flush(channel, deadline))
+        if ref in advertised.refs:
+            channel.sendall(b"0000")
+            raise UsageError(f"{ref} already exists on the server", hint="use a new probe id")
+        caps = [c for c in ("report-status",) if c in advertised.capabilities]
+        body = ref_update_request(ZERO_OID, new_oid, ref, caps, pack)
+        sent: list[tuple[int, int]] = []
+        pushed = True
+        first_ns = time.monotonic_ns()
+        view = memoryview(body)
+        offset = 0
+        while offset < len(body):
+            count = channel.send(bytes(view[offset : offset + server_packet]))
+            if count <= 0:
+                raise NetworkError("the SSH channel closed during the push", reference="ssh-send")
+            sent.append((time.monotonic_ns(), count))
+            offset += count
+        channel.shutdown_write()
+        report = parse_report_status(_read_until_flush(channel, deadline))
+        ended_ns = time.monotonic_ns()
+        adjusts = list(conn.transport.window_adjusts.get(channel.get_id(), []))
+        channel.close()
+    finally:
+        if pushed:
+            try:
+                deleted = delete_probe_branch_ssh(conn, target, ref, new_oid)
+            except GitnetdiagError as exc:
+                print(f"warning: could not delete {ref}: {exc.one_line()}", file=sys.stderr)
+            except (paramiko.SSHException, OSError) as exc:
+                print(f"warning: could not delete {ref}: {exc}", file=sys.stderr)
+        conn.close()
+
+    def rel(t_ns: int) -> float:
+        return (t_ns - opened_ns) / 1e9
+
+    # Credit starts at channel open; adjusts during the advertisement count too.
+    events: list[CreditEvent] = [WindowOpened(t_s=0.0, window_bytes=server_window)]
+    events += [WindowIncreased(t_s=rel(t), increment_bytes=n) for t, n in adjusts]
+    events += [DataSent(t_s=rel(t), size_bytes=n) for t, n in sent]
+    ledger = credit_ledger(events, scope=LedgerScope.SSH_CHANNEL, label="channel")
+    return SshPushLedger(
+        target=f"{target.host}:{target.port}",
+        server_banner=conn.banner,
+        connect_s=conn.connect_s,
+        kex_s=conn.kex_s,
+        auth_s=conn.auth_s,
+        server_window_bytes=server_window,
+        server_max_packet_bytes=server_packet,
+        advertisement=advertised,
+        request_bytes=len(body),
+        upload_s=(ended_ns - first_ns) / 1e9,
+        window_adjusts=len(adjusts),
+        channel=ledger,
+        report=report,
+        ref=ref,
+        ref_deleted=deleted,
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m gitnetdiag.probe.sshnative --url ssh://u@h/p --key K --known-hosts F``."""
+    from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit
+
+    parser = argparse.ArgumentParser(prog="python -m gitnetdiag.probe.sshnative")
+    parser.add_argument("--url", required=True)
+    parser.add_argument("--key", required=True)
+    parser.add_argument("--known-hosts", required=True)
+    parser.add_argument("--size-bytes", type=int, default=2_000_000)
+    parser.add_argument("--seed", type=int, default=2)
+    parser.add_argument("--timeout-s", type=float, default=120.0)
+    parser.add_argument("--no-series", action="store_true")
+    args = parser.parse_args(argv)
+    try:
+        with tempfile.TemporaryDirectory(prefix="gnd-sshnative-") as tmp:
+            repo = generate_repo(Path(tmp) / "repo", args.size_bytes, args.seed)
+            pack = pack_for_commit(repo.path, repo.head_oid)
+            ledger = ssh_push_probe(
+                args.url,
+                key_file=args.key,
+                known_hosts=args.known_hosts,
+                pack=pack,
+                new_oid=repo.head_oid,
+                probe_id=new_probe_id(),
+                timeout_s=args.timeout_s,
+            )
+            print(json.dumps(ledger.to_dict(series=not args.no_series)))
+    except GitnetdiagError as exc:
+        print(json.dumps({"error": exc.reference, "message": exc.message, "hint": exc.hint}))
+        return int(exc.exit_code)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

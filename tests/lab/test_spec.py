@@ -1,0 +1,85 @@
+"""Named faults become concrete settings (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitnetdiag.errors import UsageError
+from gitnetdiag.lab import config
+from gitnetdiag.lab.config import LabPaths
+from gitnetdiag.lab.spec import (
+    H2_DEFAULT_WINDOW,
+    LARGE_WINDOW,
+    build_spec,
+    parse_duration_ms,
+    parse_loss,
+    parse_rate,
+)
+
+
+def test_healthy_has_every_window_large() -> None:
+    spec = build_spec(instance="default", faults=["healthy"])
+    assert spec.faults == ("healthy",)
+    assert spec.edge_h2_window == LARGE_WINDOW and spec.apache_h2_window == LARGE_WINDOW
+    assert spec.server_rmem_max is None and spec.loss == 0.0 and spec.git_backlog > 128
+    assert spec.reset_port is None and spec.hook_delay_s == 0 and spec.auth_delay_s == 0
+
+
+def test_each_fault_sets_its_knob() -> None:
+    assert build_spec(instance="a", faults=["h2-small-window"]).edge_h2_window == 65535
+    assert build_spec(instance="a", faults=["tcp-rmem-clamp"]).server_rmem_max == 65536
+    assert build_spec(instance="a", faults=["tiny-backlog"]).git_backlog == 5
+    assert build_spec(instance="a", faults=["loss"]).loss == pytest.approx(0.02)
+    assert build_spec(instance="a", faults=["loss"], loss=0.005).loss == pytest.approx(0.005)
+    assert build_spec(instance="a", faults=["firewall-reset"]).reset_port == 22
+    assert build_spec(instance="a", faults=["slow-hook"]).hook_delay_s > 0
+    assert build_spec(instance="a", faults=["slow-auth"]).auth_delay_s > 0
+    both = build_spec(instance="a", faults=["healthy", "loss", "slow-hook", "loss"])
+    assert both.faults == ("loss", "slow-hook")
+
+
+def test_unknown_fault_and_bad_names_are_usage_errors() -> None:
+    with pytest.raises(UsageError, match="unknown fault 'h3'"):
+        build_spec(instance="a", faults=["h3"])
+    with pytest.raises(UsageError, match="instance name"):
+        build_spec(instance="Bad-Name", faults=[])
+
+
+@pytest.mark.parametrize(("text", "ms"), [("50ms", 50.0), ("0.2s", 200.0), ("75", 75.0)])
+def test_parse_duration(text: str, ms: float) -> None:
+    assert parse_duration_ms(text) == ms
+
+
+def test_parse_loss_and_rate() -> None:
+    assert parse_loss("2%") == pytest.approx(0.02)
+    assert parse_loss("0.01") == pytest.approx(0.01)
+    assert parse_rate("100Mbit") == "100mbit"
+    for bad in ("lots", "150%"):
+        with pytest.raises(UsageError):
+            parse_loss(bad)
+    with pytest.raises(UsageError):
+        parse_rate("fast")
+
+
+def test_haproxy_config_keeps_default_window_under_fault() -> None:
+    paths = LabPaths(root=__import__("pathlib").Path("/x"))
+    small = config.haproxy_cfg(paths, build_spec(instance="a", faults=["h2-small-window"]),
+                               server_ip="198.18.2.2")
+    large = config.haproxy_cfg(paths, build_spec(instance="a", faults=[]), server_ip="198.18.2.2")
+    assert "tune.h2.initial-window-size" not in small
+    assert f"tune.h2.initial-window-size {LARGE_WINDOW}" in large
+    assert "alpn h2,http/1.1" in small
+    assert H2_DEFAULT_WINDOW == 65535
+
+
+def test_apache_and_sshd_configs_carry_the_settings() -> None:
+    paths = LabPaths(root=__import__("pathlib").Path("/x"))
+    spec = build_spec(instance="a", faults=["slow-auth"], apache_h2_window=1 << 20)
+    apache = config.apache_conf(paths, spec, server_ip="198.18.2.2", user="gnd-git")
+    assert "H2WindowSize 1048576" in apache and "Protocols h2 http/1.1" in apache
+    assert "SetEnv GND_AUTH_DELAY_S 3" in apache
+    sshd = config.sshd_config(paths, spec, server_ip="198.18.2.2", user="gnd-git")
+    assert "ForceCommand /x/bin/slow-auth-ssh" in sshd and "UsePAM no" in sshd
+    healthy = config.sshd_config(paths, build_spec(instance="a", faults=[]),
+                                 server_ip="198.18.2.2", user="gnd-git")
+    assert "ForceCommand" not in healthy
