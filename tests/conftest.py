@@ -39,3 +39,25 @@ def lab_factory() -> Iterator[LabFactory]:
     yield make
     for name in made:
         manager.down(name)
+
+
+@pytest.fixture(scope="session")
+def shared_lab() -> Iterator[LabFactory]:
+    """Lab instances shared by the whole session, one per distinct set of faults/options.
+
+    Tests that only read from the lab (or push to throwaway branches and clean up)
+    use this to avoid bringing up the same lab again and again.
+    """
+    made: dict[tuple[object, ...], LabState] = {}
+
+    def get(*faults: str, **options: object) -> LabState:
+        key = (tuple(sorted(faults)), tuple(sorted(options.items())))
+        if key not in made:
+            name = "s" + uuid.uuid4().hex[:6]
+            spec = build_spec(instance=name, faults=list(faults) or ["healthy"], **options)  # type: ignore[arg-type]
+            made[key] = manager.up(spec)
+        return made[key]
+
+    yield get
+    for state in made.values():
+        manager.down(state.instance)

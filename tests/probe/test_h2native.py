@@ -45,6 +45,7 @@ from gitnetdiag.probe.h2native import (
     split_pkt_lines,
 )
 from gitnetdiag.probe.repo import generate_repo, pack_for_commit
+from tests.conftest import LabFactory
 
 # ---------------------------------------------------------------- pure parts
 
@@ -455,11 +456,8 @@ def _ls_remote(state_ns: str, url: str, ca_file: str) -> str:
 
 
 @pytest.mark.lab
-def test_lab_edge_small_window_and_direct_large_window() -> None:
-    from gitnetdiag.lab.state import load_state
-
-    instance = os.environ.get("GITNETDIAG_H2_LAB", "h2fc")
-    state = load_state(instance)
+def test_lab_edge_small_window_and_direct_large_window(shared_lab: LabFactory) -> None:
+    state = shared_lab("h2-small-window")
     url_edge, url_direct = state.endpoints.https_edge, state.endpoints.https_direct
     before = _ls_remote(state.client_ns, url_direct, state.ca_file)
 

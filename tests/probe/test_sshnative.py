@@ -12,6 +12,7 @@ import pytest
 
 from gitnetdiag.errors import UsageError
 from gitnetdiag.probe.sshnative import LedgerTransport, SshTarget, _recording_window_adjust
+from tests.conftest import LabFactory
 
 
 class _FakeChannel:
@@ -67,10 +68,8 @@ def test_ssh_url_parsing() -> None:
 
 
 @pytest.mark.lab
-def test_lab_ssh_ledger_records_channel_window() -> None:
-    from gitnetdiag.lab.state import load_state
-
-    state = load_state(os.environ.get("GITNETDIAG_H2_LAB", "h2fc"))
+def test_lab_ssh_ledger_records_channel_window(shared_lab: LabFactory) -> None:
+    state = shared_lab("h2-small-window")
     root = Path(__file__).resolve().parents[2]
 
     def ls_remote() -> str:

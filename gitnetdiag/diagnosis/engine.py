@@ -1,0 +1,136 @@
+"""Run every culprit, rank the findings, and build the :class:`Diagnosis`.
+
+Ranking: by ``cost_s x score`` (expected seconds lost), highest first; ties by
+score, then by catalogue order. A finding is kept only when its impact is at
+least :data:`MIN_IMPACT_S` seconds and its score at least :data:`MIN_SCORE`;
+the rest are returned as ``dropped``. No kept finding means ``healthy``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gitnetdiag import __version__
+from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
+from gitnetdiag.diagnosis.measures import (
+    failed_pushes,
+    median,
+    ok_pushes,
+    push_bytes,
+    push_duration_s,
+    upload_s,
+)
+from gitnetdiag.diagnosis.model import Diagnosis, Environment, Finding, ProtocolSummary
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_LABELS,
+    PROTOCOL_ORDER,
+    Observations,
+    ProtocolObservation,
+)
+from gitnetdiag.diagnosis.units import fmt_bits, fmt_s
+
+MIN_IMPACT_S = 0.5
+"""Findings whose cost x score is below this many seconds are dropped."""
+MIN_SCORE = 0.25
+"""Findings less confident than this are dropped."""
+
+
+def rank(findings: Sequence[Finding]) -> list[Finding]:
+    """Order by cost x score, then score, then catalogue order (stable)."""
+    order = {culprit.id: index for index, culprit in enumerate(CULPRITS)}
+    return sorted(
+        findings,
+        key=lambda f: (-f.impact_s, -f.score, order.get(f.id, len(order))),
+    )
+
+
+def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
+    """Outcome and rates of one protocol's pushes."""
+    done = ok_pushes(p)
+    rates = sorted(push.bytes * 8 / push.duration_s for push in done if push.bytes > 0)
+    durations = sorted(push.duration_s for push in done)
+    size = push_bytes(p)
+    typical = push_duration_s(p)
+    if typical is None and p.pushes:
+        typical = sorted(push.duration_s for push in p.pushes)[len(p.pushes) // 2]
+    return ProtocolSummary(
+        protocol=name,
+        label=PROTOCOL_LABELS.get(name, name),
+        pushes_ok=len(done),
+        pushes_failed=len(failed_pushes(p)),
+        failure_kinds=tuple(push.error_kind or "other" for push in failed_pushes(p)),
+        bytes=round(size) if size is not None else None,
+        duration_s=typical,
+        duration_min_s=durations[0] if durations else None,
+        duration_max_s=durations[-1] if durations else None,
+        rate_bps=median(rates),
+        rate_min_bps=rates[0] if rates else None,
+        rate_max_bps=rates[-1] if rates else None,
+        upload_s=upload_s(p),
+    )
+
+
+def _environment(obs: Observations, min_impact_s: float, min_score: float) -> Environment:
+    run = obs.run
+    versions = {
+        name: value
+        for name, value in (
+            ("git", run.git_version),
+            ("libcurl", run.libcurl_version),
+            ("nghttp2", run.nghttp2_version),
+            ("openssh", run.openssh_version),
+        )
+        if value
+    }
+    return Environment(
+        gitnetdiag_version=__version__,
+        started=run.started,
+        target_url=run.target_url,
+        rtt_s=run.rtt_s,
+        path_rate_bps=run.path_rate_bps,
+        versions=versions,
+        protocols=tuple(name for name in PROTOCOL_ORDER if name in obs.protocols),
+        measured_by=run.measured_by,
+        min_impact_s=min_impact_s,
+        min_score=min_score,
+    )
+
+
+def _headline(findings: Sequence[Finding], protocols: Sequence[ProtocolSummary]) -> str:
+    rates = ", ".join(f"{s.label} {fmt_bits(s.rate_bps)}" for s in protocols if s.rate_bps)
+    if not findings:
+        measured = f" ({rates})" if rates else ""
+        return f"No culprit costs the pushes noticeable time{measured}."
+    top = findings[0]
+    more = ""
+    if len(findings) > 1:
+        more = f"; {len(findings) - 1} more culprit{'s' if len(findings) > 2 else ''} below"
+    return f"{top.id} costs an estimated {fmt_s(top.cost_s)} (confidence {top.score:.2f}){more}."
+
+
+def diagnose(
+    obs: Observations,
+    *,
+    culprits: Sequence[Culprit] = CULPRITS,
+    min_impact_s: float = MIN_IMPACT_S,
+    min_score: float = MIN_SCORE,
+) -> Diagnosis:
+    """Diagnose one run: every culprit, ranked, thresholded."""
+    fired = [finding for culprit in culprits if (finding := culprit(obs)) is not None]
+    ranked = rank(fired)
+    kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score)
+    dropped = tuple(f for f in ranked if f not in kept)
+    summaries = tuple(
+        summarize_protocol(name, obs.protocols[name])
+        for name in PROTOCOL_ORDER
+        if name in obs.protocols
+    )
+    return Diagnosis(
+        verdict="degraded" if kept else "healthy",
+        headline=_headline(kept, summaries),
+        findings=kept,
+        dropped=dropped,
+        protocols=summaries,
+        environment=_environment(obs, min_impact_s, min_score),
+        observations=obs,
+    )

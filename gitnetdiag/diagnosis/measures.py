@@ -1,0 +1,139 @@
+"""Derived quantities every culprit needs: rates, upload times, RTT, next limits.
+
+All rates here are bytes per second (``_bytes_s``); reports convert to bits.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_ORDER,
+    Observations,
+    ProtocolObservation,
+    PushResult,
+)
+
+
+def median(values: Iterable[float]) -> float | None:
+    """Median, or ``None`` for no values."""
+    items = list(values)
+    return statistics.median(items) if items else None
+
+
+def ok_pushes(p: ProtocolObservation) -> list[PushResult]:
+    """Completed pushes with a positive duration."""
+    return [push for push in p.pushes if push.ok and push.duration_s > 0]
+
+
+def failed_pushes(p: ProtocolObservation) -> list[PushResult]:
+    """Failed or hung pushes."""
+    return [push for push in p.pushes if not push.ok]
+
+
+def push_bytes(p: ProtocolObservation) -> float | None:
+    """Bytes of a typical push (median)."""
+    return median(push.bytes for push in p.pushes if push.bytes > 0)
+
+
+def push_duration_s(p: ProtocolObservation) -> float | None:
+    """Median duration of the completed pushes."""
+    return median(push.duration_s for push in ok_pushes(p))
+
+
+def upload_s(p: ProtocolObservation) -> float | None:
+    """Upload phase of a typical completed push: trace2 when known, else the whole push."""
+    if not ok_pushes(p):
+        return None
+    if p.trace2 is not None and p.trace2.upload_s is not None and p.trace2.upload_s > 0:
+        return p.trace2.upload_s
+    return push_duration_s(p)
+
+
+def upload_rate_bytes_s(p: ProtocolObservation) -> float | None:
+    """Rate of the upload phase of a typical completed push."""
+    size, seconds = push_bytes(p), upload_s(p)
+    if size is None or seconds is None or seconds <= 0:
+        return None
+    return size / seconds
+
+
+def capture_rtt_s(p: ProtocolObservation) -> float | None:
+    """RTT seen on a protocol's capture: handshake, else min, else median sample."""
+    if p.capture is None:
+        return None
+    c = p.capture
+    for value in (c.handshake_rtt_s, c.min_rtt_s, c.median_rtt_s):
+        if value is not None and value > 0:
+            return value
+    return None
+
+
+def rtt_s(obs: Observations, p: ProtocolObservation | None = None) -> float | None:
+    """The path RTT: the run's when measured, else this protocol's capture, else any capture."""
+    if obs.run.rtt_s is not None and obs.run.rtt_s > 0:
+        return obs.run.rtt_s
+    candidates = [p] if p is not None else []
+    candidates += [other for other in obs.protocols.values() if other is not p]
+    for candidate in candidates:
+        found = capture_rtt_s(candidate)
+        if found is not None:
+            return found
+    return None
+
+
+def path_rate_bytes_s(obs: Observations) -> float | None:
+    """Measured path capacity in bytes per second."""
+    if obs.run.path_rate_bps is None or obs.run.path_rate_bps <= 0:
+        return None
+    return obs.run.path_rate_bps / 8
+
+
+@dataclass(frozen=True, kw_only=True)
+class Rate:
+    """A rate and where it was measured."""
+
+    bytes_s: float
+    """Bytes per second."""
+    label: str
+    """What it is, for evidence (``HTTP/1.1 push``, ``path (iperf)``)."""
+
+
+def protocol_rates(obs: Observations) -> dict[str, float]:
+    """Upload rate of each protocol that completed a push, canonical order."""
+    rates: dict[str, float] = {}
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        if p is None:
+            continue
+        rate = upload_rate_bytes_s(p)
+        if rate is not None:
+            rates[name] = rate
+    return rates
+
+
+def best_other_rate(obs: Observations, exclude: str) -> tuple[str, float] | None:
+    """The fastest other protocol's measured upload rate."""
+    rates = {name: rate for name, rate in protocol_rates(obs).items() if name != exclude}
+    if not rates:
+        return None
+    name = max(rates, key=lambda key: rates[key])
+    return name, rates[name]
+
+
+def tcp_window_rate(obs: Observations, p: ProtocolObservation) -> float | None:
+    """What the TCP receive window alone would allow: largest advertised window / RTT."""
+    rtt = rtt_s(obs, p)
+    if p.capture is None or rtt is None:
+        return None
+    window = p.capture.advertised_window_max_bytes or p.capture.advertised_window_median_bytes
+    return window / rtt if window else None
+
+
+def saved_time_s(size: float, upload: float, faster_bytes_s: float | None) -> float | None:
+    """Seconds saved if the upload ran at ``faster_bytes_s`` instead (never negative)."""
+    if faster_bytes_s is None or faster_bytes_s <= 0:
+        return None
+    return max(0.0, upload - size / faster_bytes_s)

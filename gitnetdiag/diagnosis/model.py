@@ -1,0 +1,138 @@
+"""What the engine returns: findings, per-protocol summaries, the diagnosis.
+
+Renderers read only these types (and the :class:`Observations` a diagnosis
+carries, for plots); every number they show is computed here or in the engine.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gitnetdiag.diagnosis._serial import to_jsonable
+from gitnetdiag.diagnosis.observations import Observations
+
+Verdict = Literal["healthy", "degraded"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Evidence:
+    """One measured fact behind a finding."""
+
+    what: str
+    """What was measured, e.g. ``HTTP/2 stream window``."""
+    value: str
+    """The measured value with its unit, e.g. ``65535 B``."""
+    threshold: str = ""
+    """What it was compared with, e.g. ``< BDP 1.6 MB``; empty when purely informative."""
+    source: str = ""
+    """Where it came from: ``capture h2 conn 3 frames 120-4410``, ``trace2``,
+    ``host counter ListenOverflows``, ``haproxy.cfg line 4``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Finding:
+    """One culprit that fired, with its evidence and fix."""
+
+    id: str
+    """Stable culprit id from the catalogue (``h2-flow-control-window``, ...)."""
+    title: str
+    """Short human name of the culprit."""
+    score: float
+    """Confidence 0..1 that this culprit is real."""
+    cost_s: float
+    """Estimated seconds it cost on the measured push (or client-seconds in a burst)."""
+    summary: str
+    """One sentence with the key numbers."""
+    evidence: tuple[Evidence, ...]
+    """The measured facts."""
+    fix: str
+    """What to change, naming the exact setting."""
+
+    @property
+    def impact_s(self) -> float:
+        """Ranking key: cost weighted by confidence."""
+        return self.cost_s * self.score
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolSummary:
+    """Rates and outcomes of one protocol's pushes."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    label: str
+    """Human name (``HTTP/2``)."""
+    pushes_ok: int
+    """Completed pushes."""
+    pushes_failed: int
+    """Failed or hung pushes."""
+    failure_kinds: tuple[str, ...]
+    """Kinds of the failures, in push order."""
+    bytes: int | None
+    """Bytes of a push (median over pushes)."""
+    duration_s: float | None
+    """Median duration of the completed pushes (of all pushes when none completed)."""
+    duration_min_s: float | None
+    """Fastest completed push."""
+    duration_max_s: float | None
+    """Slowest completed push."""
+    rate_bps: float | None
+    """Median rate of the completed pushes, bits per second (bytes x 8 / duration)."""
+    rate_min_bps: float | None
+    """Slowest completed push's rate."""
+    rate_max_bps: float | None
+    """Fastest completed push's rate."""
+    upload_s: float | None
+    """Upload phase of a typical push (trace2), when known."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Environment:
+    """Where and how the run was measured, for the report's environment section."""
+
+    gitnetdiag_version: str
+    """Version of this tool."""
+    started: str
+    """Start of the run."""
+    target_url: str
+    """Remote (renderers redact it)."""
+    rtt_s: float | None
+    """Path round-trip time."""
+    path_rate_bps: float | None
+    """Measured path capacity."""
+    versions: dict[str, str]
+    """Client tool versions by name (git, libcurl, nghttp2, openssh)."""
+    protocols: tuple[str, ...]
+    """Protocols measured, in canonical order."""
+    measured_by: str
+    """How it was measured."""
+    min_impact_s: float
+    """Ranking threshold: findings with cost x score below it were dropped."""
+    min_score: float
+    """Ranking threshold: findings less confident than this were dropped."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Diagnosis:
+    """The engine's answer; the one input of every renderer."""
+
+    verdict: Verdict
+    """``healthy`` when no culprit passed the threshold, else ``degraded``."""
+    headline: str
+    """One sentence: the verdict in words."""
+    findings: tuple[Finding, ...]
+    """Culprits above the threshold, ranked by cost x score, highest first."""
+    dropped: tuple[Finding, ...]
+    """Culprits that fired below the threshold (kept for the JSON, not shown as causes)."""
+    protocols: tuple[ProtocolSummary, ...]
+    """Per protocol summaries in canonical order."""
+    environment: Environment
+    """Where and how."""
+    observations: Observations = field(default_factory=Observations)
+    """The input it came from (plots read their series from here)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types, every field (the JSON report builds on this)."""
+        result: dict[str, Any] = to_jsonable(self)
+        return result

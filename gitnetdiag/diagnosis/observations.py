@@ -1,0 +1,378 @@
+"""The only input of the diagnosis engine: a flat summary of one measured run.
+
+Adapters (run directory, capture analysis, host collectors) fill these frozen
+dataclasses; the engine never sees packets, files or sockets. Everything that
+may be missing is optional and defaults to ``None`` (or an empty tuple/dict),
+and every culprit copes with its absence by simply not firing.
+
+Units are in the names: ``_s`` seconds, ``_bytes`` bytes, ``_bps`` *bits* per
+second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
+``from_dict`` round-trip through plain JSON types.
+
+    Observations
+    ├── run: RunInfo                      when, what, versions, RTT, path rate
+    ├── protocols: {h1|h2|ssh|git: ProtocolObservation}
+    │     ├── pushes: (PushResult, ...)
+    │     ├── trace2: Trace2Phases | None
+    │     ├── capture: CaptureMetrics | None     bulk upload TCP connection
+    │     ├── h2_ledger: H2Ledger | None         HTTP/2 flow-control credit
+    │     ├── ssh_ledger: SshLedger | None       SSH channel window
+    │     └── flight: FlightSeries | None        in flight vs advertised window
+    ├── bursts: (BurstResult, ...)        many concurrent connections
+    ├── host: HostEvidence | None         server-side kernel and config evidence
+    └── storage: StorageResult | None     fio on the git data path
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gitnetdiag.diagnosis._serial import from_jsonable, to_jsonable
+
+ProtocolName = Literal["h1", "h2", "ssh", "git"]
+"""``h1`` HTTP/1.1, ``h2`` HTTP/2, ``ssh`` git over SSH, ``git`` the git:// daemon."""
+
+PROTOCOL_ORDER: tuple[ProtocolName, ...] = ("h1", "h2", "ssh", "git")
+
+PROTOCOL_LABELS: dict[str, str] = {
+    "h1": "HTTP/1.1",
+    "h2": "HTTP/2",
+    "ssh": "SSH",
+    "git": "git://",
+}
+
+ErrorKind = Literal["reset", "timeout", "refused", "hung", "auth", "other"]
+"""How a push failed: ``reset`` connection reset, ``timeout`` our timeout fired
+while data still moved, ``refused`` connection refused or closed before the
+protocol started, ``hung`` no progress at all until our timeout, ``auth``
+credentials rejected, ``other`` anything else (see the message)."""
+
+MAX_SERIES_POINTS = 2000
+"""Longest time series accepted; adapters downsample before filling."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunInfo:
+    """Metadata of the run."""
+
+    started: str = ""
+    """Start time, ISO 8601 with time zone (``2026-11-22T00:45:00+00:00``)."""
+    target_url: str = ""
+    """The remote pushed to, credentials already redacted (renderers redact again)."""
+    rtt_s: float | None = None
+    """Round-trip time of the path (ping or TCP handshake), seconds."""
+    path_rate_bps: float | None = None
+    """Measured capacity of the path (iperf3 or similar), bits per second."""
+    git_version: str | None = None
+    """``git --version`` number, e.g. ``2.39.5``."""
+    libcurl_version: str | None = None
+    """libcurl git is linked against, e.g. ``7.88.1``."""
+    nghttp2_version: str | None = None
+    """nghttp2 libcurl is linked against, e.g. ``1.52.0``."""
+    openssh_version: str | None = None
+    """OpenSSH client version, e.g. ``9.2p1``."""
+    repo_bytes: int | None = None
+    """Size of the pushed pack (when known independently of the pushes)."""
+    measured_by: str = ""
+    """One line on how the run was measured (command, probe set), for the report."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushResult:
+    """One measured push."""
+
+    duration_s: float
+    """Wall time of the whole ``git push`` (or until it was given up)."""
+    bytes: int
+    """Bytes of pack data the push had to send."""
+    ok: bool = True
+    """Whether the push completed."""
+    error_kind: ErrorKind | None = None
+    """How it failed (``None`` when ``ok``)."""
+    error_message: str = ""
+    """The last meaningful line of git's stderr or the probe's reason."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trace2Phases:
+    """Phases of one typical push from git's trace2 (median over pushes)."""
+
+    pack_objects_s: float | None = None
+    """Client time in pack-objects (counting, compressing)."""
+    upload_s: float | None = None
+    """Time sending the pack (first to last byte of the request body)."""
+    server_wait_s: float | None = None
+    """After the upload until the server's status report arrived."""
+    ref_advertisement_s: float | None = None
+    """From the start until the first response (ref advertisement, auth)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureMetrics:
+    """TCP metrics of the bulk upload connection of one protocol's push."""
+
+    source: str = "capture"
+    """Where the numbers come from, cited as evidence (``capture h2 conn 3 frames 120-4410``)."""
+    handshake_rtt_s: float | None = None
+    """SYN to SYN-ACK to ACK round trip measured on the handshake."""
+    min_rtt_s: float | None = None
+    """Smallest data-to-ACK RTT sample."""
+    median_rtt_s: float | None = None
+    """Median data-to-ACK RTT sample."""
+    mss_bytes: int | None = None
+    """Maximum segment size negotiated."""
+    handshake_seen: bool = True
+    """Whether the SYN/SYN-ACK were captured (else ``window_scale`` is unknown)."""
+    window_scale: int | None = None
+    """Receiver's window scale shift; ``None`` when the option was absent."""
+    advertised_window_median_bytes: int | None = None
+    """Median receive window the receiver advertised (scaled), bytes."""
+    advertised_window_max_bytes: int | None = None
+    """Largest receive window the receiver advertised (scaled), bytes."""
+    bytes_in_flight_median: int | None = None
+    """Median unacknowledged bytes during the upload."""
+    bytes_in_flight_p95: int | None = None
+    """95th percentile of unacknowledged bytes."""
+    rwnd_limited_share: float | None = None
+    """Share of upload time with bytes in flight at the advertised window."""
+    network_limited_share: float | None = None
+    """Share of upload time limited by the network (cwnd, losses), window open."""
+    self_limited_share: float | None = None
+    """Share of upload time the sender had nothing more to send (application limited)."""
+    retransmitted_bytes: int | None = None
+    """Bytes sent again."""
+    retransmission_rate: float | None = None
+    """Retransmitted bytes / payload bytes, 0..1."""
+    timeout_retransmissions: int | None = None
+    """Retransmissions after an RTO."""
+    fast_retransmissions: int | None = None
+    """Retransmissions after duplicate ACKs / SACK."""
+    zero_window_count: int | None = None
+    """Zero-window advertisements by the receiver."""
+    zero_window_s: float | None = None
+    """Seconds the receiver advertised a zero window."""
+    resets_from_client: int | None = None
+    """RST segments sent by the client side."""
+    resets_from_server: int | None = None
+    """RST segments that arrived from the server side (server or a middle box)."""
+    syn_retransmissions: int | None = None
+    """Retransmitted SYNs of this connection."""
+    synack_retransmissions: int | None = None
+    """Retransmitted SYN-ACKs of this connection."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimeSeries:
+    """A short sampled series (at most :data:`MAX_SERIES_POINTS` points)."""
+
+    t_s: tuple[float, ...] = ()
+    """Sample times, seconds since the start of the push."""
+    values: tuple[float, ...] = ()
+    """Sampled values (unit given by the owning field)."""
+
+    def __post_init__(self) -> None:
+        if len(self.t_s) != len(self.values):
+            raise ValueError(f"t_s has {len(self.t_s)} points but values {len(self.values)}")
+        if len(self.t_s) > MAX_SERIES_POINTS:
+            raise ValueError(f"{len(self.t_s)} points, at most {MAX_SERIES_POINTS}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class FlightSeries:
+    """Bytes in flight and the advertised window over the push (for the flat-lining plot)."""
+
+    t_s: tuple[float, ...] = ()
+    """Sample times, seconds since the start of the push."""
+    bytes_in_flight: tuple[float, ...] = ()
+    """Unacknowledged bytes at each sample."""
+    advertised_window: tuple[float, ...] = ()
+    """Receiver's advertised window (scaled, bytes) at each sample."""
+
+    def __post_init__(self) -> None:
+        n = len(self.t_s)
+        if len(self.bytes_in_flight) != n or len(self.advertised_window) != n:
+            raise ValueError("t_s, bytes_in_flight and advertised_window differ in length")
+        if n > MAX_SERIES_POINTS:
+            raise ValueError(f"{n} points, at most {MAX_SERIES_POINTS}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2Ledger:
+    """Summary of HTTP/2 flow-control credit for the upload (client's send credit)."""
+
+    source: str = "http2 ledger"
+    """Where it comes from, e.g. ``capture h2 conn 3 frames 120-4410 (decrypted)``."""
+    server_initial_window_bytes: int | None = None
+    """Server's SETTINGS_INITIAL_WINDOW_SIZE (stream window), 65535 if never sent."""
+    connection_window_bytes: int | None = None
+    """Connection window granted by the server (65535 + its connection WINDOW_UPDATEs)."""
+    max_frame_size_bytes: int | None = None
+    """Server's SETTINGS_MAX_FRAME_SIZE."""
+    stream_zero_credit_s: float | None = None
+    """Seconds the upload stream had no send credit."""
+    connection_zero_credit_s: float | None = None
+    """Seconds the connection had no send credit."""
+    window_updates: int | None = None
+    """WINDOW_UPDATE frames received from the server."""
+    credit: TimeSeries | None = None
+    """Stream send credit over time, bytes."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SshLedger:
+    """Summary of the SSH channel window for the upload."""
+
+    source: str = "ssh ledger"
+    """Where it comes from (probe log, decrypted session)."""
+    initial_window_bytes: int | None = None
+    """Server's channel initial window (SSH_MSG_CHANNEL_OPEN_CONFIRMATION)."""
+    max_packet_bytes: int | None = None
+    """Server's channel maximum packet size."""
+    zero_window_s: float | None = None
+    """Seconds the client had no channel window."""
+    window_adjusts: int | None = None
+    """SSH_MSG_CHANNEL_WINDOW_ADJUST messages received."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolObservation:
+    """Everything measured for one transport."""
+
+    pushes: tuple[PushResult, ...] = ()
+    """Every push attempted over this protocol, in order."""
+    trace2: Trace2Phases | None = None
+    """Phase timings of a typical push."""
+    capture: CaptureMetrics | None = None
+    """TCP metrics of the bulk upload connection."""
+    h2_ledger: H2Ledger | None = None
+    """HTTP/2 flow-control summary (``h2`` only, needs decryption)."""
+    ssh_ledger: SshLedger | None = None
+    """SSH channel-window summary (``ssh`` only)."""
+    flight: FlightSeries | None = None
+    """Bytes in flight vs advertised window over time."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BurstResult:
+    """Many concurrent connections (clones, ls-remote) against one service."""
+
+    protocol: ProtocolName
+    """Which service was hit."""
+    concurrency: int
+    """How many connections were opened at once."""
+    ok: int
+    """Connections that completed."""
+    port: int | None = None
+    """Server port, to match the host's listeners."""
+    failed_by_kind: dict[str, int] = field(default_factory=dict)
+    """Failures by :data:`ErrorKind` name."""
+    connect_p50_s: float | None = None
+    """Median TCP connect time."""
+    connect_p99_s: float | None = None
+    """99th percentile TCP connect time."""
+    connect_max_s: float | None = None
+    """Slowest TCP connect."""
+    duration_p50_s: float | None = None
+    """Median duration of one whole operation (what a failure costs to redo)."""
+    syn_retransmissions: int = 0
+    """SYNs retransmitted by clients."""
+    synack_retransmissions: int = 0
+    """SYN-ACKs retransmitted by the server."""
+    resets: int = 0
+    """RSTs seen on the burst's connections."""
+
+    @property
+    def failed(self) -> int:
+        """All failed connections."""
+        return sum(self.failed_by_kind.values())
+
+
+@dataclass(frozen=True, kw_only=True)
+class Listener:
+    """A listening socket on the server (``ss -ltnp``)."""
+
+    port: int
+    """Local port."""
+    backlog: int
+    """Configured backlog (Send-Q of a LISTEN socket)."""
+    accept_queue: int = 0
+    """Connections waiting in the accept queue (Recv-Q) when sampled."""
+    process: str = ""
+    """Owning process, e.g. ``git-daemon``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConfigFinding:
+    """One relevant line of a server-side configuration file."""
+
+    setting: str
+    """The directive, e.g. ``tune.h2.initial-window-size`` or ``MaxStartups``."""
+    value: str
+    """Its value as written (or the default when the file does not set it)."""
+    file: str
+    """The file path."""
+    line: int | None = None
+    """1-based line number, ``None`` when the value is a default."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HostEvidence:
+    """Server-side evidence gathered during the run."""
+
+    listeners: tuple[Listener, ...] = ()
+    """Listening sockets."""
+    counter_deltas: dict[str, int] = field(default_factory=dict)
+    """Kernel counter deltas over the run, kernel names (``ListenOverflows``, ``ListenDrops``,
+    ``TCPReqQFullDoCookies``, ``TCPReqQFullDrop``, ``SyncookiesSent``, ...)."""
+    sysctls: dict[str, str] = field(default_factory=dict)
+    """Relevant sysctls, e.g. ``net.core.somaxconn`` -> ``4096``."""
+    kernel_log: tuple[str, ...] = ()
+    """Kernel or service log lines from the run (``Possible SYN flooding ...``)."""
+    config_findings: tuple[ConfigFinding, ...] = ()
+    """Relevant configuration lines."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageResult:
+    """fio result for the git data filesystem."""
+
+    read_iops: float | None = None
+    """4 KiB random read IOPS."""
+    write_iops: float | None = None
+    """4 KiB random write IOPS."""
+    reference_iops: float = 1000.0
+    """IOPS below which the storage is called slow (an ordinary SSD does far more)."""
+    path: str = ""
+    """Filesystem path benchmarked."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Observations:
+    """One measured run, flat and JSON-serialisable: the engine's only input."""
+
+    run: RunInfo = field(default_factory=RunInfo)
+    """Run metadata."""
+    protocols: dict[str, ProtocolObservation] = field(default_factory=dict)
+    """Per transport, keyed ``h1``, ``h2``, ``ssh``, ``git``."""
+    bursts: tuple[BurstResult, ...] = ()
+    """Concurrency bursts."""
+    host: HostEvidence | None = None
+    """Server-side evidence, when the server could be inspected."""
+    storage: StorageResult | None = None
+    """Storage benchmark, when run."""
+
+    def __post_init__(self) -> None:
+        unknown = sorted(set(self.protocols) - set(PROTOCOL_ORDER))
+        if unknown:
+            raise ValueError(f"unknown protocol key(s) {', '.join(unknown)}; use h1, h2, ssh, git")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain JSON types (dicts, lists, numbers, strings, null)."""
+        result: dict[str, Any] = to_jsonable(self)
+        return result
+
+    @classmethod
+    def from_dict(cls, data: Any) -> Observations:
+        """Read back what :meth:`to_dict` wrote; raises ``InputError`` naming a bad field."""
+        return from_jsonable(cls, data, where="observations")

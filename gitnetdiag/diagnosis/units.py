@@ -1,0 +1,51 @@
+"""Human formatting of bytes, rates and durations (shared by summaries and renderers)."""
+
+from __future__ import annotations
+
+
+def fmt_bytes(n: float | None) -> str:
+    """``65535 B``, ``1.6 MB``, ``24.0 MB`` (decimal units; small values exact)."""
+    if n is None:
+        return "-"
+    if abs(n) < 100_000:
+        return f"{round(n)} B"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{round(n)} B"  # pragma: no cover - unreachable, kept for mypy
+
+
+def fmt_rate(bytes_per_s: float | None) -> str:
+    """A byte rate as ``1.31 MB/s``."""
+    if bytes_per_s is None:
+        return "-"
+    if bytes_per_s >= 1e6:
+        return f"{bytes_per_s / 1e6:.2f} MB/s"
+    return f"{bytes_per_s / 1e3:.1f} kB/s"
+
+
+def fmt_bits(bits_per_s: float | None) -> str:
+    """A bit rate as ``10.5 Mbit/s``."""
+    if bits_per_s is None:
+        return "-"
+    if bits_per_s >= 1e9:
+        return f"{bits_per_s / 1e9:.2f} Gbit/s"
+    if bits_per_s >= 1e6:
+        return f"{bits_per_s / 1e6:.1f} Mbit/s"
+    return f"{bits_per_s / 1e3:.0f} kbit/s"
+
+
+def fmt_s(seconds: float | None) -> str:
+    """``50 ms`` below a second, ``3.4 s`` above."""
+    if seconds is None:
+        return "-"
+    if abs(seconds) < 1.0:
+        return f"{seconds * 1000:.0f} ms"
+    return f"{seconds:.1f} s"
+
+
+def fmt_share(share: float | None) -> str:
+    """A fraction as ``83%``."""
+    if share is None:
+        return "-"
+    return f"{share * 100:.0f}%"

@@ -1,0 +1,195 @@
+"""tcpdump around a probe step: started and confirmed before, stopped cleanly after.
+
+:func:`capture_support` tells once whether capturing is possible (root and
+tcpdump); when it is not, the probe runs without captures and says so once.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError
+from gitnetdiag.proc import run
+
+HEADERS_SNAPLEN = 128
+"""Bytes kept per packet by default: enough for the IP, TCP headers and options."""
+BUFFER_KIB = 65536
+"""Kernel capture buffer: with the 2 MiB default, whole-packet captures of a fast
+push lost most packets on a busy 2-core machine."""
+START_TIMEOUT_S = 5.0
+SETTLE_S = 0.3
+"""Pause before stopping tcpdump so the last packets (FIN, ACK) are in the file."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureSupport:
+    """Whether this process can capture packets."""
+
+    available: bool
+    """True when tcpdump exists and we are root."""
+    reason: str
+    """Why not, as one line (empty when available)."""
+
+
+def capture_support() -> CaptureSupport:
+    """Check root and tcpdump without starting anything."""
+    if shutil.which("tcpdump") is None and not Path("/usr/bin/tcpdump").exists():
+        return CaptureSupport(
+            available=False, reason="tcpdump is not installed: captures are off"
+        )
+    if os.geteuid() != 0:
+        return CaptureSupport(available=False, reason="not root: captures are off")
+    return CaptureSupport(available=True, reason="")
+
+
+def capture_filter(host: str, port: int) -> str:
+    """BPF filter for one remote: its address and port, either direction."""
+    if not re.fullmatch(r"[A-Za-z0-9.:\-_%]+", host):
+        raise EnvironmentProblem(f"cannot build a capture filter for host {host!r}")
+    return f"host {host} and port {port}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureResult:
+    """What tcpdump reported when it stopped."""
+
+    path: str
+    """Capture file (relative to the run directory when stored in a manifest)."""
+    filter: str
+    """BPF filter used."""
+    snaplen: int
+    """Bytes kept per packet (0 = whole packets)."""
+    packets_captured: int | None
+    """tcpdump's own count."""
+    packets_dropped: int | None
+    """Packets the kernel dropped before tcpdump read them."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def parse_tcpdump_stats(stderr: str) -> tuple[int | None, int | None]:
+    """(captured, dropped by kernel) from tcpdump's closing lines."""
+    captured = re.search(r"(\d+) packets? captured", stderr)
+    dropped = re.search(r"(\d+) packets? dropped by kernel", stderr)
+    return (
+        int(captured.group(1)) if captured else None,
+        int(dropped.group(1)) if dropped else None,
+    )
+
+
+class Capture:
+    """``with Capture(path, host, port): ...`` runs tcpdump around the block."""
+
+    def __init__(self, path: Path, *, host: str, port: int, snaplen: int = HEADERS_SNAPLEN) -> None:
+        self.path = path
+        self.filter = capture_filter(host, port)
+        self.snaplen = snaplen
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stderr_lines: list[str] = []
+        self._listening = threading.Event()
+        self._reader: threading.Thread | None = None
+        self.result: CaptureResult | None = None
+
+    def start(self) -> None:
+        argv = [
+            "tcpdump", "-i", "any", "--immediate-mode", "-n", "-B", str(BUFFER_KIB),
+            "-s", str(self.snaplen), "-w", str(self.path), self.filter,
+        ]
+        # Without --immediate-mode libpcap reads the kernel ring in blocks, and
+        # the packets of the last, unfilled block are lost when tcpdump stops:
+        # short captures came out empty.
+        try:
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                stderr=subprocess.PIPE, start_new_session=True,
+            )
+        except FileNotFoundError as exc:
+            raise EnvironmentProblem(
+                "the program 'tcpdump' is not installed", hint="install the package 'tcpdump'",
+                reference="missing-program",
+            ) from exc
+        self._reader = threading.Thread(target=self._read_stderr, daemon=True)
+        self._reader.start()
+        if not self._listening.wait(START_TIMEOUT_S):
+            self._terminate()
+            detail = " ".join(self._stderr_lines[-2:]) or "no output"
+            raise ExternalCommandError(
+                f"tcpdump did not start listening within {START_TIMEOUT_S:.0f} s: {detail}",
+                hint="check that tcpdump can capture on 'any' (root, CAP_NET_RAW)",
+                reference="capture-start",
+            )
+
+    def _read_stderr(self) -> None:
+        assert self._proc is not None and self._proc.stderr is not None
+        for raw in self._proc.stderr:
+            line = raw.decode(errors="replace").rstrip()
+            self._stderr_lines.append(line)
+            if "listening on" in line:
+                self._listening.set()
+
+    def _terminate(self) -> None:
+        proc = self._proc
+        if proc is None or proc.poll() is not None:
+            return
+        for sig, wait_s in ((signal.SIGINT, 5.0), (signal.SIGTERM, 2.0), (signal.SIGKILL, 2.0)):
+            try:
+                proc.send_signal(sig)
+            except ProcessLookupError:
+                return
+            try:
+                proc.wait(timeout=wait_s)
+                return
+            except subprocess.TimeoutExpired:
+                continue
+
+    def stop(self) -> CaptureResult:
+        if self.result is not None:
+            return self.result
+        time.sleep(SETTLE_S)
+        self._terminate()
+        if self._reader is not None:
+            self._reader.join(timeout=2.0)
+        captured, dropped = parse_tcpdump_stats("\n".join(self._stderr_lines))
+        self.result = CaptureResult(
+            path=str(self.path), filter=self.filter, snaplen=self.snaplen,
+            packets_captured=captured, packets_dropped=dropped,
+        )
+        return self.result
+
+    def __enter__(self) -> Capture:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+
+def inject_secrets(pcap: Path, keylog: Path, out: Path) -> None:
+    """Write ``out`` (pcapng) with the TLS secrets of ``keylog`` embedded (editcap)."""
+    run(
+        ["editcap", "--inject-secrets", f"tls,{keylog}", str(pcap), str(out)],
+        timeout_s=120.0,
+    )
+
+
+def create_private_file(path: Path) -> None:
+    """Create an empty file readable only by its owner (for TLS keylogs)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.close(fd)
+    os.chmod(path, 0o600)

@@ -1,0 +1,159 @@
+"""The repository a probe pushes: reproducible, incompressible, quick to make.
+
+Other probes (the native HTTP/2 and SSH ones) use :func:`generate_repo` and
+:func:`pack_for_commit` too, so that every transport sends the same bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError, UsageError
+
+FILE_SIZE_BYTES = 1024 * 1024
+"""Size of each data file in a generated repository (the last one may be smaller)."""
+
+BRANCH = "main"
+PROBE_BRANCH_PREFIX = "gitnetdiag/probe-"
+
+_PROBE_ID_RE = re.compile(r"[A-Za-z0-9_-]{1,40}")
+_GIT_TIMEOUT_S = 300.0
+_FIXED_DATE = "1700000000 +0000"
+_IDENTITY_ENV = {
+    "GIT_AUTHOR_NAME": "gitnetdiag",
+    "GIT_AUTHOR_EMAIL": "probe@gitnetdiag.invalid",
+    "GIT_AUTHOR_DATE": _FIXED_DATE,
+    "GIT_COMMITTER_NAME": "gitnetdiag",
+    "GIT_COMMITTER_EMAIL": "probe@gitnetdiag.invalid",
+    "GIT_COMMITTER_DATE": _FIXED_DATE,
+}
+
+
+@dataclass(frozen=True, kw_only=True)
+class GeneratedRepo:
+    """A generated (non-bare) repository with one commit on ``main``."""
+
+    path: Path
+    """Work tree of the repository."""
+    head_oid: str
+    """Object id of the single commit (same seed and size give the same id)."""
+    size_bytes: int
+    """Bytes of random file content in the commit."""
+
+
+def probe_branch_name(probe_id: str) -> str:
+    """The throwaway branch a probe pushes to: ``gitnetdiag/probe-<id>``."""
+    if not _PROBE_ID_RE.fullmatch(probe_id):
+        raise UsageError(f"invalid probe id {probe_id!r}", hint="use letters, digits, '-' or '_'")
+    return f"{PROBE_BRANCH_PREFIX}{probe_id}"
+
+
+def new_probe_id() -> str:
+    """A short random hex id for one probe's throwaway branch."""
+    return secrets.token_hex(4)
+
+
+def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """Environment for git runs: fixed identity and dates, no user or system config."""
+    env = dict(os.environ)
+    env.update(_IDENTITY_ENV)
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["GIT_CONFIG_GLOBAL"] = os.devnull
+    env["GIT_TERMINAL_PROMPT"] = "0"
+    env.pop("GIT_DIR", None)
+    env.pop("GIT_WORK_TREE", None)
+    if extra:
+        env.update(extra)
+    return env
+
+
+def _git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None) -> bytes:
+    argv = ["git", *args]
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=cwd,
+            env=git_env(),
+            input=input_bytes,
+            capture_output=True,
+            timeout=_GIT_TIMEOUT_S,
+        )
+    except FileNotFoundError as exc:
+        raise EnvironmentProblem(
+            "the program 'git' is not installed",
+            hint="install the Debian package 'git'",
+            reference="missing-program",
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise ExternalCommandError(
+            f"'git {args[0]}' did not finish within {_GIT_TIMEOUT_S:.0f} s",
+            hint="the disk may be very slow or full",
+            reference="command-timeout",
+        ) from exc
+    if proc.returncode != 0:
+        lines = proc.stderr.decode(errors="replace").strip().splitlines()
+        last = lines[-1] if lines else f"exit code {proc.returncode}"
+        raise ExternalCommandError(
+            f"'git {args[0]}' failed in {cwd}: {last}",
+            hint="check that the directory is writable and is a git repository",
+        )
+    return proc.stdout
+
+
+def generate_repo(dest: Path, size_bytes: int, seed: int = 1) -> GeneratedRepo:
+    """Create a repository at ``dest`` with ``size_bytes`` of seeded random data.
+
+    The data is split into files of :data:`FILE_SIZE_BYTES`; author, committer
+    and dates are fixed, so the commit id depends only on ``seed`` and
+    ``size_bytes``. ``dest`` must not exist or be an empty directory.
+    """
+    if size_bytes <= 0:
+        raise UsageError(f"repository size must be positive, got {size_bytes}")
+    dest = Path(dest)
+    if dest.exists() and any(dest.iterdir()):
+        raise UsageError(f"{dest} exists and is not empty", hint="choose a new directory")
+    data_dir = dest / "data"
+    data_dir.mkdir(parents=True, exist_ok=True)
+    _git(["init", "--quiet", "--initial-branch", BRANCH, str(dest)], cwd=dest)
+    _git(["config", "core.looseCompression", "0"], cwd=dest)
+    rng = np.random.default_rng(seed)
+    remaining = size_bytes
+    index = 0
+    while remaining > 0:
+        chunk = min(FILE_SIZE_BYTES, remaining)
+        (data_dir / f"blob-{index:05d}.bin").write_bytes(rng.bytes(chunk))
+        remaining -= chunk
+        index += 1
+    _git(["add", "--all"], cwd=dest)
+    message = f"gitnetdiag probe data seed={seed}"
+    _git(["commit", "--quiet", "--no-gpg-sign", "-m", message], cwd=dest)
+    # Packed like a real repository, so a push reuses the pack data instead of
+    # deflating every loose object again. Random data neither compresses nor
+    # deltifies: level 0 and no delta window keep generation well under a second.
+    _git(
+        ["-c", "pack.compression=0", "repack", "-a", "-d", "-q", "--window=0", "--depth=0"],
+        cwd=dest,
+    )
+    head = _git(["rev-parse", "HEAD"], cwd=dest).decode().strip()
+    return GeneratedRepo(path=dest, head_oid=head, size_bytes=size_bytes)
+
+
+def pack_for_commit(repo: Path, oid: str) -> bytes:
+    """The pack a push of a brand-new branch at ``oid`` sends: everything reachable from it."""
+    return _git(
+        ["pack-objects", "--stdout", "--revs", "--quiet"],
+        cwd=Path(repo),
+        input_bytes=f"{oid}\n".encode(),
+    )
+
+
+def head_oid(repo: Path) -> str:
+    """Object id of HEAD in an existing repository."""
+    return _git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=Path(repo)).decode().strip()

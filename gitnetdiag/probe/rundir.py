@@ -1,0 +1,275 @@
+"""The run directory: ``manifest.json`` plus the artifacts of every probe step.
+
+Layout and fields are documented in ``docs/run-directory.md``. The manifest is
+rewritten atomically after every step, so a crash or Ctrl-C leaves a valid,
+partial manifest (``status`` tells which). :func:`load_run` reads it back into
+frozen dataclasses for ``gitnetdiag analyze``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import types
+import typing
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+
+from gitnetdiag.errors import InputError
+from gitnetdiag.probe.burst import BurstResult
+from gitnetdiag.probe.capture import CaptureResult
+from gitnetdiag.probe.pathinfo import PathMeasurement
+from gitnetdiag.probe.trace2 import Trace2Phases
+from gitnetdiag.probe.versions import ToolVersions
+
+SCHEMA = "gitnetdiag.run/1"
+MANIFEST_NAME = "manifest.json"
+
+
+def redact_url(url: str) -> str:
+    """The URL without secrets: no password, no HTTP user (often a token), no query values."""
+    scp_like = re.fullmatch(r"([^@/:]+)@([^/:]+):(.*)", url)
+    if scp_like and "://" not in url:
+        return url
+    parts = urlsplit(url)
+    if not parts.scheme or not parts.netloc:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    if parts.username and parts.scheme in ("ssh", "git+ssh", "ssh+git"):
+        host = f"{parts.username}@{host}"
+    elif parts.username or parts.password:
+        host = f"<redacted>@{host}"
+    query = parts.query
+    if query:
+        query = urlencode([(key, "<redacted>") for key, _ in parse_qsl(query, True)], safe="<>")
+    return urlunsplit((parts.scheme, host, parts.path, query, ""))
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunError:
+    """An error met during the run; the run goes on where it can."""
+
+    stage: str
+    """``setup``, ``path``, ``push``, ``cleanup``, ``burst`` or ``capture``."""
+    protocol: str | None
+    """Protocol concerned, None for the whole run."""
+    reference: str
+    """Stable kebab-case reference of the error (as in gitnetdiag.errors)."""
+    kind: str | None
+    """Failure kind of a git run (``refused``, ``tls``, ``auth``, ...), when one."""
+    message: str
+    """One line, URLs redacted."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepoInfo:
+    """The repository pushed."""
+
+    generated: bool
+    """True for a generated repository of random data."""
+    seed: int | None
+    """Seed of the generated data (same seed and size give the same commit)."""
+    size_bytes: int | None
+    """Bytes of generated data; None for a given repository."""
+    head_oid: str
+    """Commit pushed."""
+    pack_bytes: int
+    """Size of the pack a push of a new branch at ``head_oid`` sends."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushRecord:
+    """One push of the throwaway branch and its clean-up."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    repeat: int
+    """1-based repeat number."""
+    branch: str
+    """Throwaway branch pushed (``gitnetdiag/probe-<id>``)."""
+    started_at: str
+    """ISO 8601 UTC start time."""
+    outcome: str
+    """``ok``, ``hung`` (killed at the timeout), ``failed`` or ``interrupted``."""
+    failure_kind: str | None
+    """Failure kind when not ok (see FailureKind)."""
+    last_line: str
+    """git's last stderr line (empty when ok)."""
+    wall_s: float
+    """Wall time of the git push."""
+    pack_bytes: int
+    """Bytes of the pack pushed."""
+    rate_bytes_per_s: float | None
+    """pack_bytes / wall_s for a successful push."""
+    http_version: str | None
+    """Negotiated HTTP version of the receive-pack POST (``HTTP/2``, ``HTTP/1.1``)."""
+    alpn: str | None
+    """ALPN protocol libcurl reported."""
+    post_s: float | None
+    """receive-pack POST: request header sent to response status (curl trace)."""
+    curl_last_info: str | None
+    """Last ``== Info:`` line of the curl trace: where a hung push stopped."""
+    phases: Trace2Phases | None
+    """Phases from trace2."""
+    capture: CaptureResult | None
+    """Packet capture, when captured (path relative to the run directory)."""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    """Artifact kind (``capture``, ``capture_decrypted``, ``trace2``, ``curl_trace``,
+    ``stderr``, ``keylog``, ``cleanup_stderr``) -> path relative to the run directory."""
+    cleanup: str = "not-run"
+    """``deleted``, ``absent`` (never created), ``failed`` or ``not-run``."""
+    cleanup_detail: str = ""
+    """Last stderr line of a failed clean-up."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolRun:
+    """Everything done over one protocol."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    url: str
+    """Remote URL, redacted."""
+    endpoint: str
+    """``host:port`` the pushes connect to (key into ``RunManifest.paths``)."""
+    pushes: tuple[PushRecord, ...] = ()
+    """Pushes in order."""
+    burst: BurstResult | None = None
+    """The burst, when ``--burst`` was given."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunManifest:
+    """``manifest.json`` of a run directory."""
+
+    schema: str
+    """Always :data:`SCHEMA` for this layout."""
+    tool_version: str
+    """gitnetdiag version that wrote it."""
+    run_id: str
+    """Random id of the run (also in the branch names)."""
+    started_at: str
+    """ISO 8601 UTC."""
+    finished_at: str | None
+    """ISO 8601 UTC, None while running or after a crash."""
+    status: str
+    """``running``, ``complete``, ``failed`` (some step failed) or ``interrupted``."""
+    options: dict[str, Any]
+    """Options of the run (URLs redacted)."""
+    environment: ToolVersions | None
+    """Versions of git, libcurl, nghttp2, OpenSSH, ..."""
+    repo: RepoInfo | None
+    """Repository pushed."""
+    capture_enabled: bool
+    """Whether pushes were captured."""
+    protocols: tuple[ProtocolRun, ...]
+    """One entry per protocol probed, in order."""
+    paths: tuple[PathMeasurement, ...]
+    """Path measurements, one per endpoint."""
+    errors: tuple[RunError, ...]
+    """Errors met (the run went on where it could)."""
+    warnings: tuple[str, ...]
+    """Warnings (e.g. captures off because not root)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def protocol(self, name: str) -> ProtocolRun | None:
+        return next((p for p in self.protocols if p.protocol == name), None)
+
+
+def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
+    """Write ``manifest.json`` atomically (temporary file + rename)."""
+    path = run_dir / MANIFEST_NAME
+    tmp = run_dir / f".{MANIFEST_NAME}.tmp"
+    tmp.write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=False) + "\n")
+    os.replace(tmp, path)
+    return path
+
+
+def _build(tp: Any, value: Any) -> Any:
+    if value is None:
+        return None
+    origin = typing.get_origin(tp)
+    if origin in (types.UnionType, typing.Union):
+        options = [arg for arg in typing.get_args(tp) if arg is not type(None)]
+        return _build(options[0], value)
+    if origin is tuple:
+        (item_type, *_rest) = typing.get_args(tp)
+        return tuple(_build(item_type, item) for item in value)
+    if origin is dict or tp is dict:
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object, got {type(value).__name__}")
+        return dict(value)
+    if dataclasses.is_dataclass(tp) and isinstance(tp, type):
+        if not isinstance(value, dict):
+            raise TypeError(f"expected an object for {tp.__name__}")
+        hints = typing.get_type_hints(tp)
+        kwargs = {
+            f.name: _build(hints[f.name], value[f.name])
+            for f in dataclasses.fields(tp)
+            if f.name in value
+        }
+        return tp(**kwargs)
+    if tp is float and isinstance(value, int | float):
+        return float(value)
+    if tp in (int, str, bool) and not isinstance(value, tp):
+        raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
+    return value
+
+
+def manifest_from_dict(data: dict[str, Any]) -> RunManifest:
+    """Build a :class:`RunManifest` from parsed JSON (raises TypeError/KeyError on bad data)."""
+    manifest = _build(RunManifest, data)
+    assert isinstance(manifest, RunManifest)
+    return manifest
+
+
+def load_run(path: Path | str) -> RunManifest:
+    """Read a run directory's manifest (``path`` is the directory or the manifest itself)."""
+    path = Path(path)
+    manifest_path = path / MANIFEST_NAME if path.is_dir() else path
+    try:
+        data = json.loads(manifest_path.read_text())
+    except FileNotFoundError as exc:
+        raise InputError(
+            f"{manifest_path} does not exist",
+            hint="give a run directory written by 'gitnetdiag probe'",
+            reference="no-manifest",
+        ) from exc
+    except (OSError, ValueError) as exc:
+        raise InputError(
+            f"cannot read {manifest_path}: {exc}", hint="the manifest is damaged",
+            reference="bad-manifest",
+        ) from exc
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else None
+        raise InputError(
+            f"{manifest_path} has schema {found!r}, expected {SCHEMA!r}",
+            hint="it was written by another tool or version",
+            reference="bad-manifest",
+        )
+    try:
+        return manifest_from_dict(data)
+    except (TypeError, KeyError, ValueError) as exc:
+        raise InputError(
+            f"{manifest_path} is incomplete or malformed: {exc}",
+            hint="the manifest is damaged",
+            reference="bad-manifest",
+        ) from exc

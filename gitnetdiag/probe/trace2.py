@@ -1,0 +1,285 @@
+"""Pure parsers for git's own traces: trace2 events and ``GIT_TRACE_CURL``.
+
+No I/O here: the functions take the text git wrote and return values.
+
+trace2 (``GIT_TRACE2_EVENT``) holds one JSON object per line for git push
+and every git process it starts (remote helper, send-pack, pack-objects),
+told apart by ``sid`` (a child's sid is ``<parent sid>/<own id>``). The
+phases of a push come from a few of those events:
+
+- ``ref_advertisement_s``: start of ``git push`` to the end of its
+  ``transport_push/get_refs_list`` region (connect, TLS/SSH, auth, refs);
+- ``pack_prepare_s``: pack-objects' ``enumerate-objects`` + ``prepare-pack``;
+- ``pack_write_s``: pack-objects' ``write-pack-file``: the pack streamed into
+  the transport (socket for ssh/git, the remote helper's POST for HTTP), so
+  for a large push this is the upload time;
+- ``server_wait_s``: pack-objects' exit to the end of the process that ran
+  it (the ``push_refs`` region of git push, or send-pack's exit over HTTP):
+  the wait for the server's status report.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from dataclasses import asdict, dataclass
+from datetime import datetime
+from typing import Any
+
+_REDACTED_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trace2Phases:
+    """Where the time of one push went, according to trace2 (seconds; None when not seen)."""
+
+    total_s: float | None
+    """git push from start to exit."""
+    ref_advertisement_s: float | None
+    """Start to the end of the ref advertisement (first response of the server)."""
+    pack_prepare_s: float | None
+    """pack-objects counting and preparing objects (client CPU before any byte is sent)."""
+    pack_write_s: float | None
+    """pack-objects writing the pack into the transport (the upload, for a large pack)."""
+    server_wait_s: float | None
+    """pack-objects exit to the server's status report being read."""
+    objects_written: int | None
+    """Objects pack-objects wrote (0 means the remote already had everything)."""
+    exit_code: int | None
+    """Exit code of git push as recorded by trace2 (None when the run was cut short)."""
+    events: int
+    """Number of events parsed."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _time_s(event: dict[str, Any]) -> float | None:
+    stamp = event.get("time")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def _parent_sid(sid: str) -> str | None:
+    return sid.rsplit("/", 1)[0] if "/" in sid else None
+
+
+def parse_trace2_events(lines: Iterable[str]) -> Trace2Phases:
+    """Phases of a push from trace2 event lines; tolerant of cut-off and junk lines."""
+    events: list[dict[str, Any]] = []
+    for line in lines:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("sid"), str):
+            events.append(event)
+    if not events:
+        return Trace2Phases(
+            total_s=None, ref_advertisement_s=None, pack_prepare_s=None, pack_write_s=None,
+            server_wait_s=None, objects_written=None, exit_code=None, events=0,
+        )
+
+    root_sid = min((e["sid"] for e in events), key=len)
+    root_start = next((_time_s(e) for e in events if e["sid"] == root_sid), None)
+    total_s: float | None = None
+    exit_code: int | None = None
+    ref_adv_s: float | None = None
+    for event in events:
+        if event["sid"] != root_sid:
+            continue
+        if event["event"] == "exit":
+            exit_code = int(event.get("code", -1))
+            total_s = float(event["t_abs"]) if "t_abs" in event else None
+        if (
+            event["event"] == "region_leave"
+            and event.get("label") == "get_refs_list"
+            and ref_adv_s is None
+        ):
+            leave = _time_s(event)
+            if leave is not None and root_start is not None:
+                ref_adv_s = leave - root_start
+
+    pack_sids = [
+        e["sid"] for e in events if e["event"] == "cmd_name" and e.get("name") == "pack-objects"
+    ]
+    pack_prepare_s: float | None = None
+    pack_write_s: float | None = None
+    server_wait_s: float | None = None
+    objects_written: int | None = None
+    if pack_sids:
+        pack_sid = pack_sids[-1]
+        prepare = 0.0
+        for event in events:
+            if event["sid"] != pack_sid:
+                continue
+            label = event.get("label")
+            if event["event"] == "region_leave" and label in ("enumerate-objects", "prepare-pack"):
+                prepare += float(event.get("t_rel", 0.0))
+            elif event["event"] == "region_leave" and label == "write-pack-file":
+                pack_write_s = float(event.get("t_rel", 0.0))
+            elif event["event"] == "data" and event.get("key") == "write_pack_file/wrote":
+                objects_written = int(event.get("value", 0))
+        pack_prepare_s = prepare
+        server_wait_s = _server_wait_s(events, pack_sid)
+    return Trace2Phases(
+        total_s=total_s,
+        ref_advertisement_s=ref_adv_s,
+        pack_prepare_s=pack_prepare_s,
+        pack_write_s=pack_write_s,
+        server_wait_s=server_wait_s,
+        objects_written=objects_written,
+        exit_code=exit_code,
+        events=len(events),
+    )
+
+
+def _server_wait_s(events: list[dict[str, Any]], pack_sid: str) -> float | None:
+    parent = _parent_sid(pack_sid)
+    if parent is None:
+        return None
+    pack_exit: float | None = None
+    for event in events:
+        if event["sid"] != parent:
+            continue
+        if event["event"] == "child_exit" and pack_exit is None:
+            # The parent's first child_exit after pack-objects started is pack-objects'.
+            pack_exit = _time_s(event)
+        elif pack_exit is not None and (
+            (event["event"] == "region_leave" and event.get("label") == "push_refs")
+            or event["event"] == "exit"
+        ):
+            end = _time_s(event)
+            return None if end is None else max(0.0, end - pack_exit)
+    return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurlRequest:
+    """One HTTP request seen in a curl trace."""
+
+    method: str
+    """Request method (GET, POST)."""
+    path: str
+    """Request path with the query string removed."""
+    sent_s: float
+    """Seconds from the first trace line to the request's header being sent."""
+    status: int | None
+    """Response status, None when no response arrived."""
+    response_s: float | None
+    """Seconds from the first trace line to the response's status line."""
+    http_version: str | None
+    """Protocol of the response (``HTTP/2``, ``HTTP/1.1``) or of the request."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
+class CurlTraceSummary:
+    """What a ``GIT_TRACE_CURL`` file says about the HTTP exchanges of one git run."""
+
+    http_version: str | None
+    """Negotiated protocol of the git-receive-pack POST or, lacking it, of the last response."""
+    alpn: str | None
+    """Protocol the server accepted in ALPN (``h2``, ``http/1.1``), when logged."""
+    requests: tuple[CurlRequest, ...]
+    """Requests in order."""
+    last_info: str | None
+    """The last ``== Info:`` line (shows where a hung transfer stopped)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+_CURL_LINE = re.compile(r"^(\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\s+\S+\s+(.*)$")
+_REQUEST_LINE = re.compile(r"^=> Send header: ([A-Z]+) (\S+) (HTTP/[\d.]+)\s*$")
+_STATUS_LINE = re.compile(r"^<= Recv header: (HTTP/[\d.]+) (\d{3})")
+
+
+def _normalise_version(version: str) -> str:
+    return {"HTTP/2.0": "HTTP/2", "HTTP/2": "HTTP/2"}.get(version, version)
+
+
+def parse_curl_trace(text: str) -> CurlTraceSummary:
+    """Requests, negotiated HTTP version and last info line of a curl trace."""
+    first_s: float | None = None
+    requests: list[CurlRequest] = []
+    alpn: str | None = None
+    last_info: str | None = None
+    using_http2 = False
+    for raw in text.splitlines():
+        match = _CURL_LINE.match(raw)
+        if match is None:
+            continue
+        hours, minutes, seconds, frac, body = match.groups()
+        stamp = int(hours) * 3600 + int(minutes) * 60 + int(seconds) + int(frac.ljust(6, "0")) / 1e6
+        if first_s is None:
+            first_s = stamp
+        rel_s = stamp - first_s
+        if rel_s < 0:  # crossed midnight
+            rel_s += 86400.0
+        if body.startswith("== Info:"):
+            info = body[len("== Info:"):].strip()
+            last_info = info
+            if "ALPN" in info and "accepted" in info:
+                alpn = info.rsplit(" ", 1)[-1]
+            if info.startswith("Using HTTP2"):
+                using_http2 = True
+            continue
+        request = _REQUEST_LINE.match(body)
+        if request is not None:
+            method, target, version = request.groups()
+            requests.append(
+                CurlRequest(
+                    method=method, path=target.split("?", 1)[0], sent_s=rel_s, status=None,
+                    response_s=None,
+                    http_version=_normalise_version(version),
+                )
+            )
+            continue
+        status = _STATUS_LINE.match(body)
+        if status is not None and requests:
+            version, code = status.groups()
+            last = requests[-1]
+            if last.status is None or int(code) >= 200 > last.status:
+                requests[-1] = CurlRequest(
+                    method=last.method, path=last.path, sent_s=last.sent_s, status=int(code),
+                    response_s=rel_s, http_version=_normalise_version(version),
+                )
+    http_version: str | None = None
+    posts = [r for r in requests if r.method == "POST" and r.path.endswith("git-receive-pack")]
+    chosen = posts[-1] if posts else (requests[-1] if requests else None)
+    if chosen is not None:
+        http_version = chosen.http_version
+    if using_http2 and http_version is None:
+        http_version = "HTTP/2"
+    return CurlTraceSummary(
+        http_version=http_version, alpn=alpn, requests=tuple(requests), last_info=last_info
+    )
+
+
+def redact_curl_trace(text: str) -> str:
+    """The trace with credentials removed: Authorization, Cookie headers and URL userinfo."""
+    out: list[str] = []
+    for line in text.splitlines(keepends=True):
+        lowered = line.lower()
+        for header in _REDACTED_HEADERS:
+            marker = f"header: {header}:"
+            index = lowered.find(marker)
+            if index >= 0:
+                cut = index + len(marker)
+                ending = "\n" if line.endswith("\n") else ""
+                line = line[:cut] + " <redacted>" + ending
+                break
+        line = re.sub(r"(https?://)[^/@\s]+@", r"\1<redacted>@", line)
+        out.append(line)
+    return "".join(out)

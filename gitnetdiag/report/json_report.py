@@ -1,0 +1,54 @@
+"""JSON report with a versioned schema (docs/report-schema.md)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gitnetdiag.diagnosis._serial import to_jsonable
+from gitnetdiag.diagnosis.model import Diagnosis, Finding
+from gitnetdiag.report.redact import redact_diagnosis
+
+SCHEMA = "gitnetdiag.report/1"
+"""Schema id; bump the number on any incompatible change."""
+
+
+def _finding(rank: int | None, f: Finding) -> dict[str, Any]:
+    return {
+        "rank": rank,
+        "id": f.id,
+        "title": f.title,
+        "score": f.score,
+        "cost_s": f.cost_s,
+        "impact_s": round(f.impact_s, 3),
+        "summary": f.summary,
+        "evidence": [to_jsonable(e) for e in f.evidence],
+        "fix": f.fix,
+    }
+
+
+def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
+    """The report as plain JSON types."""
+    d = redact_diagnosis(diagnosis)
+    protocols = {}
+    for s in d.protocols:
+        item = to_jsonable(s)
+        del item["protocol"]
+        protocols[s.protocol] = item
+    env = to_jsonable(d.environment)
+    return {
+        "schema": SCHEMA,
+        "generated_by": f"gitnetdiag {d.environment.gitnetdiag_version}",
+        "verdict": d.verdict,
+        "headline": d.headline,
+        "culprits": [_finding(i, f) for i, f in enumerate(d.findings, start=1)],
+        "dropped": [_finding(None, f) for f in d.dropped],
+        "protocols": protocols,
+        "environment": env,
+        "observations": d.observations.to_dict(),
+    }
+
+
+def render_json(diagnosis: Diagnosis) -> str:
+    """The report as indented JSON text (ends with a newline)."""
+    return json.dumps(report_dict(diagnosis), indent=2, sort_keys=False) + "\n"

@@ -1,0 +1,91 @@
+"""Markdown report for tickets: summary first, culprits with evidence, environment, method."""
+
+from __future__ import annotations
+
+from gitnetdiag.diagnosis.model import Diagnosis, Finding
+from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
+from gitnetdiag.report.redact import redact_diagnosis
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _finding(rank: int, f: Finding) -> list[str]:
+    lines = [
+        f"### {rank}. `{f.id}`: {f.title}",
+        "",
+        f"**Cost** ~{fmt_s(f.cost_s)} · **confidence** {f.score:.2f}",
+        "",
+        f.summary,
+        "",
+        "| evidence | measured | threshold | source |",
+        "|---|---|---|---|",
+    ]
+    lines += [
+        f"| {_cell(e.what)} | {_cell(e.value)} | {_cell(e.threshold)} | {_cell(e.source)} |"
+        for e in f.evidence
+    ]
+    lines += ["", f"**Fix:** {f.fix}", ""]
+    return lines
+
+
+def render_markdown(diagnosis: Diagnosis) -> str:
+    """The report as GitHub-flavoured Markdown."""
+    d = redact_diagnosis(diagnosis)
+    env = d.environment
+    lines = [
+        "# gitnetdiag report",
+        "",
+        f"**Verdict: {d.verdict}.** {d.headline}",
+        "",
+    ]
+    if d.findings:
+        lines.append("| rank | culprit | cost | confidence |")
+        lines.append("|---|---|---|---|")
+        lines += [
+            f"| {i} | `{f.id}` | {fmt_s(f.cost_s)} | {f.score:.2f} |"
+            for i, f in enumerate(d.findings, start=1)
+        ]
+        lines.append("")
+    if d.protocols:
+        lines += [
+            "## Pushes per protocol",
+            "",
+            "| protocol | ok | failed | bytes | duration (median) | rate median | rate min | "
+            "rate max |",
+            "|---|---|---|---|---|---|---|---|",
+        ]
+        for s in d.protocols:
+            failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
+            lines.append(
+                f"| {s.label} | {s.pushes_ok} | {failed} | {fmt_bytes(s.bytes)} | "
+                f"{fmt_s(s.duration_s)} | {fmt_bits(s.rate_bps)} | {fmt_bits(s.rate_min_bps)} | "
+                f"{fmt_bits(s.rate_max_bps)} |"
+            )
+        lines.append("")
+    lines += ["## Culprits", ""]
+    if d.findings:
+        for i, f in enumerate(d.findings, start=1):
+            lines += _finding(i, f)
+    else:
+        lines += ["No culprit passed the threshold.", ""]
+    versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
+    lines += [
+        "## Environment",
+        "",
+        f"- target: `{env.target_url or '-'}`",
+        f"- started: {env.started or '-'}",
+        f"- RTT: {fmt_s(env.rtt_s)}",
+        f"- path rate: {fmt_bits(env.path_rate_bps)}",
+        f"- client versions: {versions}",
+        f"- protocols measured: {', '.join(env.protocols) or '-'}",
+        "",
+        "## How it was measured",
+        "",
+        f"{env.measured_by or 'not recorded'}. gitnetdiag {env.gitnetdiag_version} ranked "
+        f"culprits by estimated cost x confidence and dropped those below "
+        f"{env.min_impact_s:g} s of impact or {env.min_score:g} confidence.",
+        "",
+    ]
+    return "\n".join(lines)

@@ -1,0 +1,99 @@
+"""Terminal report (rich): verdict first, protocol table, ranked culprits with evidence and fix."""
+
+from __future__ import annotations
+
+import io
+
+from rich import box
+from rich.console import Console
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from gitnetdiag.diagnosis.model import Diagnosis, Finding
+from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
+from gitnetdiag.report.redact import redact_diagnosis
+
+
+def _protocol_table(diagnosis: Diagnosis) -> Table:
+    table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    for header, justify in (
+        ("protocol", "left"),
+        ("pushes ok/failed", "right"),
+        ("bytes", "right"),
+        ("duration median", "right"),
+        ("rate median", "right"),
+        ("rate min-max", "right"),
+    ):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for s in diagnosis.protocols:
+        failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
+        table.add_row(
+            s.label,
+            f"{s.pushes_ok}/{failed}",
+            fmt_bytes(s.bytes),
+            fmt_s(s.duration_s),
+            fmt_bits(s.rate_bps),
+            f"{fmt_bits(s.rate_min_bps)} - {fmt_bits(s.rate_max_bps)}" if s.rate_bps else "-",
+        )
+    return table
+
+
+def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None:
+    head = Text()
+    head.append(f"#{rank} {finding.id}", style="bold" if color else "")
+    head.append(f"  {finding.title}")
+    head.append(f"  cost ~{fmt_s(finding.cost_s)}  confidence {finding.score:.2f}")
+    console.print(head)
+    console.print(Padding(Text(finding.summary), (0, 0, 0, 3)))
+    for item in finding.evidence:
+        line = f"- {item.what}: {item.value}"
+        extra = "; ".join(
+            f"{label}: {text}"
+            for label, text in (("threshold", item.threshold), ("source", item.source))
+            if text
+        )
+        if extra:
+            line += f" ({extra})"
+        console.print(Padding(Text(line), (0, 0, 0, 3)))
+    fix = Text(f"fix: {finding.fix}", style="green" if color else "")
+    console.print(Padding(fix, (0, 0, 0, 3)))
+
+
+def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = False) -> str:
+    """The report as terminal text; ``color`` adds ANSI styles."""
+    d = redact_diagnosis(diagnosis)
+    buffer = io.StringIO()
+    console = Console(
+        file=buffer,
+        width=width,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        highlight=False,
+        emoji=False,
+    )
+    verdict_style = "bold red" if d.verdict == "degraded" else "bold green"
+    console.print(Text(f"verdict: {d.verdict.upper()}", style=verdict_style if color else ""))
+    console.print(Text(d.headline))
+    console.print()
+    if d.protocols:
+        console.print(_protocol_table(d))
+        console.print()
+    if d.findings:
+        console.print(Text("culprits, ranked by cost x confidence:"))
+        for rank, finding in enumerate(d.findings, start=1):
+            _finding(console, rank, finding, color)
+            console.print()
+    else:
+        console.print(Text("no culprit above the threshold."))
+        console.print()
+    env = d.environment
+    versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
+    console.print(
+        Text(
+            f"target {env.target_url or '-'} | RTT {fmt_s(env.rtt_s)} | {versions} | "
+            f"gitnetdiag {env.gitnetdiag_version}"
+        )
+    )
+    # Padding fills lines to the width; trailing blanks only make golden files brittle.
+    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))

@@ -1,0 +1,87 @@
+"""Fixtures: a loopback git daemon accepting pushes, and a private lab instance."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.lab.state import LabState, load_state
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def git_refs(url: str) -> dict[str, str]:
+    """The remote's refs as ``git ls-remote`` shows them."""
+    out = subprocess.run(
+        ["git", "ls-remote", url], capture_output=True, text=True, check=True, timeout=60
+    ).stdout
+    return {line.split("\t")[1]: line.split("\t")[0] for line in out.splitlines() if "\t" in line}
+
+
+@pytest.fixture()
+def remote_refs() -> Callable[[str], dict[str, str]]:
+    """``git ls-remote`` of a URL as ``ref -> oid``."""
+    return git_refs
+
+
+@pytest.fixture()
+def git_daemon(tmp_path: Path) -> Iterator[str]:
+    """git:// URL of a bare repository (with a ``main`` branch) served on loopback."""
+    base = tmp_path / "srv"
+    bare = base / "repo.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    seed = tmp_path / "seed"
+    subprocess.run(["git", "init", "-q", "-b", "main", str(seed)], check=True)
+    (seed / "README").write_text("existing\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
+           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+    subprocess.run(["git", "-C", str(seed), "add", "README"], check=True)
+    subprocess.run(["git", "-C", str(seed), "commit", "-qm", "x"], check=True, env=env)
+    subprocess.run(["git", "-C", str(seed), "push", "-q", str(bare), "main"], check=True)
+    port = _free_port()
+    daemon = subprocess.Popen(
+        ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+         "--enable=receive-pack", "--listen=127.0.0.1", f"--port={port}", str(base)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    url = f"git://127.0.0.1:{port}/repo.git"
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield url
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+
+
+@pytest.fixture(scope="session")
+def probe_lab() -> Iterator[LabState]:
+    """A private lab instance (never ``default``), taken down at the end."""
+    if os.geteuid() != 0:
+        pytest.fail("lab tests need root")
+    name = f"pr{secrets.token_hex(2)}"
+    cli = [sys.executable, "-m", "gitnetdiag", "lab"]
+    up = subprocess.run([*cli, "up", "--name", name, "--rtt", "5ms"], capture_output=True,
+                        text=True, timeout=300)
+    try:
+        assert up.returncode == 0, up.stderr[-2000:]
+        yield load_state(name)
+    finally:
+        subprocess.run([*cli, "down", "--name", name], capture_output=True, timeout=300)

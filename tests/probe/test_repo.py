@@ -1,0 +1,59 @@
+"""The generated repository, its pack and the throwaway branch names."""
+
+from __future__ import annotations
+
+import re
+import struct
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.errors import UsageError
+from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, probe_branch_name
+
+
+def test_same_seed_same_commit_other_seed_other_commit(tmp_path: Path) -> None:
+    first = generate_repo(tmp_path / "a", 3 * 1024 * 1024 + 5, seed=7)
+    again = generate_repo(tmp_path / "b", 3 * 1024 * 1024 + 5, seed=7)
+    other = generate_repo(tmp_path / "c", 3 * 1024 * 1024 + 5, seed=8)
+    assert first.head_oid == again.head_oid
+    assert first.head_oid != other.head_oid
+    assert re.fullmatch(r"[0-9a-f]{40}", first.head_oid)
+    files = sorted((first.path / "data").iterdir())
+    assert len(files) == 4
+    assert sum(f.stat().st_size for f in files) == 3 * 1024 * 1024 + 5
+    branch = subprocess.run(
+        ["git", "-C", str(first.path), "symbolic-ref", "HEAD"], capture_output=True, text=True,
+        check=True,
+    ).stdout.strip()
+    assert branch == "refs/heads/main"
+
+
+def test_pack_holds_everything_and_does_not_compress(tmp_path: Path) -> None:
+    repo = generate_repo(tmp_path / "r", 2 * 1024 * 1024, seed=1)
+    pack = pack_for_commit(repo.path, repo.head_oid)
+    assert pack[:4] == b"PACK"
+    version, objects = struct.unpack(">II", pack[4:12])
+    assert version == 2
+    assert objects == 5  # commit, root tree, data/ tree, two 1 MiB blobs
+    assert len(pack) >= 2 * 1024 * 1024
+
+
+def test_rejects_bad_size_and_non_empty_dest(tmp_path: Path) -> None:
+    with pytest.raises(UsageError):
+        generate_repo(tmp_path / "x", 0)
+    (tmp_path / "full").mkdir()
+    (tmp_path / "full" / "file").write_text("x")
+    with pytest.raises(UsageError):
+        generate_repo(tmp_path / "full", 1024)
+
+
+def test_branch_names() -> None:
+    probe_id = new_probe_id()
+    assert re.fullmatch(r"[0-9a-f]{8}", probe_id)
+    assert new_probe_id() != probe_id
+    assert probe_branch_name(probe_id) == f"gitnetdiag/probe-{probe_id}"
+    for bad in ("", "a/b", "x..y", "a b", "main:refs"):
+        with pytest.raises(UsageError):
+            probe_branch_name(bad)

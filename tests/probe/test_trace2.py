@@ -1,0 +1,96 @@
+"""trace2 and curl trace parsing on recorded traces of real pushes (git 2.39.5)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
+
+DATA = Path(__file__).parent / "data"
+
+
+def test_git_daemon_push_phases() -> None:
+    """A git:// push: ref advertisement, pack write and server wait come from the events."""
+    lines = (DATA / "push-git.trace2.json").read_text().splitlines()
+    phases = parse_trace2_events(lines)
+    assert phases.events == 29
+    assert phases.exit_code == 0
+    assert phases.total_s == pytest.approx(1.011709)
+    assert phases.objects_written == 35
+    # get_refs_list left at .565280, the process started at .560174 (first event)
+    assert phases.ref_advertisement_s == pytest.approx(0.565280 - 0.560174, abs=1e-6)
+    assert phases.pack_write_s == pytest.approx(0.841236)
+    assert phases.pack_prepare_s == pytest.approx(0.000326 + 0.000374)
+    # pack-objects child_exit .410584 -> push_refs region_leave .570914
+    assert phases.server_wait_s == pytest.approx(0.570914 - 0.410584, abs=1e-6)
+
+
+def test_https_push_phases_through_remote_helper() -> None:
+    """Over HTTPS pack-objects runs under send-pack under git-remote-https; still found."""
+    phases = parse_trace2_events((DATA / "push-h2.trace2.json").read_text().splitlines())
+    assert phases.exit_code == 0
+    assert phases.objects_written == 7
+    assert phases.pack_write_s is not None and phases.pack_write_s > 0.0
+    assert phases.server_wait_s is not None and 0.0 < phases.server_wait_s < phases.total_s  # type: ignore[operator]
+    assert phases.ref_advertisement_s is not None
+    assert 0.0 < phases.ref_advertisement_s < (phases.total_s or 0.0)
+
+
+def test_cut_off_trace_and_junk_lines() -> None:
+    """A hung push leaves a trace without exit events: parsed, exit code None."""
+    lines = (DATA / "push-git.trace2.json").read_text().splitlines()[:20]
+    phases = parse_trace2_events(["not json", "", '{"no": "sid"}', *lines])
+    assert phases.exit_code is None
+    assert phases.total_s is None
+    assert phases.ref_advertisement_s is not None
+    assert phases.server_wait_s is None
+    empty = parse_trace2_events([])
+    assert empty.events == 0 and empty.pack_write_s is None
+
+
+def test_curl_trace_http2() -> None:
+    summary = parse_curl_trace((DATA / "push-h2.curl.txt").read_text())
+    assert summary.http_version == "HTTP/2"
+    assert summary.alpn == "h2"
+    methods = [(r.method, r.path.rsplit("/", 1)[-1], r.status) for r in summary.requests]
+    assert methods[0] == ("GET", "refs", 200)
+    assert ("POST", "git-receive-pack", 200) in methods
+    post = next(r for r in summary.requests if r.method == "POST")
+    assert post.response_s is not None and post.response_s > post.sent_s
+    assert summary.last_info is not None
+
+
+def test_curl_trace_http11() -> None:
+    summary = parse_curl_trace((DATA / "push-h1.curl.txt").read_text())
+    assert summary.http_version == "HTTP/1.1"
+    assert all(r.http_version == "HTTP/1.1" for r in summary.requests)
+
+
+def test_hung_http2_trace_keeps_last_info() -> None:
+    """The HAProxy stall: the POST never gets an answer, the last line says where."""
+    text = (
+        "10:00:00.000000 http.c:725  == Info: Using HTTP2, server supports multiplexing\n"
+        "10:00:00.100000 http.c:684  => Send header: POST /git/lab.git/git-receive-pack HTTP/2\n"
+        "10:00:00.100100 http.c:725  == Info: Using Stream ID: 5 (easy handle 0x1)\n"
+    )
+    summary = parse_curl_trace(text)
+    assert summary.http_version == "HTTP/2"
+    assert summary.requests[0].status is None
+    assert summary.last_info == "Using Stream ID: 5 (easy handle 0x1)"
+
+
+def test_redaction() -> None:
+    text = (
+        "10:00:00.000000 http.c:684              => Send header: Authorization: Basic c2VjcmV0\n"
+        "10:00:00.000001 http.c:684              => Send header: cookie: session=abc\n"
+        "10:00:00.000002 http.c:725              == Info: url https://bob:hunter2@host/x\n"
+        "10:00:00.000003 http.c:684              => Send header: Host: example\n"
+    )
+    redacted = redact_curl_trace(text)
+    assert "c2VjcmV0" not in redacted and "session=abc" not in redacted
+    assert "hunter2" not in redacted and "bob" not in redacted
+    assert "Authorization: <redacted>" in redacted
+    assert "Host: example" in redacted
+    assert redacted.count("\n") == 4
