@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import shlex
 import sys
+from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
-from gitnetdiag.errors import UsageError
+from gitnetdiag.diagnosis.observations import HostEvidence
+from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.rundir import RunManifest
 from gitnetdiag.probe.runner import ProbeOptions, parse_size, run_probe, summarize
@@ -51,6 +56,15 @@ class RichReporter:
 
     def warn(self, message: str) -> None:
         self.progress.console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+
+
+class ReportFormat(StrEnum):
+    """--format of the diagnosis."""
+
+    TERMINAL = "terminal"
+    MD = "md"
+    HTML = "html"
+    JSON = "json"
 
 
 def _mib_s(value: float | None) -> str:
@@ -139,6 +153,18 @@ def probe_command(
     lab_instance: str = typer.Option("default", "--lab-instance", help="Lab instance name."),
     lab_http: LabHttp = typer.Option(
         LabHttp.EDGE, "--lab-http", help="Lab HTTPS way in: edge (HAProxy) or direct (Apache)."),
+    native: bool = typer.Option(
+        True, "--native/--no-native",
+        help="Also push with the native HTTP/2 and SSH probes to record the flow-control "
+        "ledgers (server window, every WINDOW_UPDATE / window adjust)."),
+    then_diagnose: bool = typer.Option(
+        False, "--diagnose", help="Analyse the run and print the ranked diagnosis "
+        "(what 'gitnetdiag diagnose' does)."),
+    host_report: Path | None = typer.Option(
+        None, "--host-report", help="Server-side evidence from 'gitnetdiag host --json' "
+        "to add to the diagnosis."),
+    report_format: ReportFormat = typer.Option(
+        ReportFormat.TERMINAL, "--format", help="How to print the diagnosis."),
 ) -> None:
     """Push the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 
@@ -198,7 +224,11 @@ def probe_command(
         timeout_s=timeout,
         capture=not no_capture,
         extra_options=extra,
+        native=native,
+        ssh_key=str(ssh_key) if ssh_key else None,
+        ssh_known_hosts=str(ssh_known_hosts) if ssh_known_hosts else None,
     )
+    host = load_host_evidence(host_report) if host_report else None
     console = Console(stderr=True, highlight=False)
     progress = Progress(
         SpinnerColumn(finished_text=" "), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -217,9 +247,93 @@ def probe_command(
             "errors": [error.to_dict() for error in outcome.manifest.errors],
         }
         json_out.write_text(json.dumps(summary, indent=2) + "\n")
-    if outcome.error is not None:
+    if then_diagnose:
+        print_diagnosis(outcome.run_dir, host, report_format)
+    if outcome.error is not None and not then_diagnose:
         raise outcome.error
 
 
+def load_host_evidence(path: Path) -> HostEvidence:
+    """Read a ``gitnetdiag host --json`` report and turn it into the engine's host evidence."""
+    from gitnetdiag.host.adapter import host_observation_from_report
+
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError as exc:
+        raise UsageError(f"host report {path} does not exist",
+                         hint="write one with: gitnetdiag host --json FILE") from exc
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read host report {path}: {exc}",
+                         hint="give the JSON written by gitnetdiag host --json") from exc
+    return host_observation_from_report(data)
+
+
+def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat) -> None:
+    """Analyse ``run_dir``, write its reports, print the diagnosis in ``fmt``."""
+    from gitnetdiag.pipeline import diagnose_run, write_reports
+    from gitnetdiag.report import RENDERERS
+
+    console = Console(stderr=True, highlight=False)
+    with console.status("analysing captures") as status:
+        diagnosis, warnings = diagnose_run(
+            run_dir, host=host, progress=lambda msg: status.update(msg))
+    for warning in warnings:
+        console.print(f"warning: {warning}", style="yellow", markup=False)
+    written = write_reports(diagnosis, run_dir)
+    if fmt is ReportFormat.TERMINAL:
+        from gitnetdiag.report.terminal import render_terminal
+
+        out = Console(highlight=False)
+        typer.echo(render_terminal(diagnosis, width=out.width, color=out.is_terminal), nl=False)
+    else:
+        typer.echo(RENDERERS[fmt.value](diagnosis), nl=False)
+    console.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)
+
+
+DIAGNOSE_HELP = """Probe, capture, analyse and rank the culprits: the main job.
+
+Pushes the same repository over HTTP/1.1, HTTP/2 and SSH (and git:// with --git)
+to throwaway branches, captures every push, records the HTTP/2 and SSH
+flow-control ledgers, then prints a ranked diagnosis with evidence and the fix.
+The run directory keeps everything; 'gitnetdiag report RUNDIR' re-renders it.
+"""
+
+DIAGNOSE_EPILOG = (
+    "Examples:\n\n"
+    "  gitnetdiag diagnose --lab                                  against the local lab\n\n"
+    "  gitnetdiag diagnose --http https://git.example.com/team/repo.git "
+    "--ssh ssh://git@git.example.com/team/repo.git --ca-file ca.pem --ssh-key ~/.ssh/id_ed25519"
+    "\n\n"
+    "  gitnetdiag diagnose --lab --burst 150 --git git://198.18.2.2/lab.git --host-report "
+    "host.json\n\n"
+    "  gitnetdiag diagnose --lab --format md > ticket.md"
+)
+
+
+def _diagnose_command() -> Callable[..., None]:
+    """``probe`` with --diagnose always on: the same options, one flag fewer."""
+    signature = inspect.signature(probe_command)
+    params = [p for p in signature.parameters.values() if p.name != "then_diagnose"]
+
+    @functools.wraps(probe_command)
+    def diagnose_command(**kwargs: Any) -> None:
+        probe_command(then_diagnose=True, **kwargs)
+
+    diagnose_command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    diagnose_command.__doc__ = DIAGNOSE_HELP
+    return diagnose_command
+
+
 def register(app: typer.Typer) -> None:
-    app.command("probe")(probe_command)
+    app.command("diagnose", epilog=DIAGNOSE_EPILOG)(_diagnose_command())
+    app.command("probe", epilog=PROBE_EPILOG)(probe_command)
+
+
+PROBE_EPILOG = (
+    "Examples:\n\n"
+    "  gitnetdiag probe --lab --size 8MiB --repeat 3\n\n"
+    "  gitnetdiag probe --http https://git.example.com/team/repo.git --ca-file ca.pem "
+    "--protocols h1,h2 --out runs/edge\n\n"
+    "  gitnetdiag probe --lab --full                keylog + decryptable pcapng\n\n"
+    "  gitnetdiag analyze runs/edge --diagnose      the diagnosis, offline"
+)

@@ -142,6 +142,7 @@ def _allow_cubic() -> None:
     if "cubic" in current:
         return
     saved = STATE_ROOT / "allowed_cc.orig"
+    saved.parent.mkdir(parents=True, exist_ok=True)
     saved.write_text(" ".join(current) + "\n")
     run(["sysctl", "-qw", f"{key}={' '.join([*current, 'cubic'])}"], timeout_s=10)
 

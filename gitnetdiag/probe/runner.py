@@ -9,6 +9,7 @@ deleted in a ``finally``, with Ctrl-C ignored while that runs.
 
 from __future__ import annotations
 
+import json
 import re
 import signal
 import statistics
@@ -144,6 +145,14 @@ class ProbeOptions:
     """Capture packets (when root and tcpdump allow)."""
     extra_options: dict[str, Any] = field(default_factory=dict)
     """More options to record in the manifest (e.g. the lab instance)."""
+    native: bool = False
+    """After the git pushes, push the same pack with the native HTTP/2 (h2) and SSH
+    (paramiko) probes to record the flow-control ledgers (``native-h2.json``,
+    ``native-ssh.json``)."""
+    ssh_key: str | None = None
+    """SSH private key file (the native SSH probe needs it)."""
+    ssh_known_hosts: str | None = None
+    """known_hosts file (the native SSH probe verifies the host key with it)."""
 
     def transport(self, protocol: Protocol) -> Transport:
         return Transport(
@@ -159,6 +168,7 @@ class ProbeOptions:
             "repo": str(self.repo) if self.repo else None, "repeat": self.repeat,
             "ca_file": self.ca_file, "insecure": self.insecure, "full": self.full,
             "burst": self.burst, "timeout_s": self.timeout_s, "capture": self.capture,
+            "native": self.native,
             **self.extra_options,
         }
 
@@ -375,6 +385,10 @@ def _run_steps(state: _Run, scratch: Path) -> None:
             _append_push(state, protocol, record)
             state.save()
 
+    if options.native:
+        _native(state, repo_path, oid)
+        state.save()
+
     if options.burst > 0:
         for protocol in options.protocols:
             if protocol in state.failed:
@@ -540,6 +554,54 @@ def _delete_branch(
             return outcome, ""
         detail = "timed out" if result.timed_out else last_stderr_line(result.stderr)
     return "failed", detail
+
+
+NATIVE_ARTIFACTS = {Protocol.H2: "native-h2.json", Protocol.SSH: "native-ssh.json"}
+"""Where the native probes' ledgers land in the run directory."""
+
+
+def _native(state: _Run, repo_path: Path, oid: str) -> None:
+    """The native HTTP/2 and SSH pushes: flow-control ledgers with every window update."""
+    from gitnetdiag.probe.h2native import h2_push_probe
+    from gitnetdiag.probe.sshnative import ssh_push_probe
+
+    options = state.options
+    wanted = [p for p in (Protocol.H2, Protocol.SSH)
+              if p in options.protocols and p not in state.failed]
+    if not wanted:
+        return
+    pack = pack_for_commit(repo_path, oid)
+    for protocol in wanted:
+        label = f"native {protocol.value} ledger"
+        url = options.urls[protocol]
+        if protocol is Protocol.H2 and options.ca_file is None:
+            state.warn("native HTTP/2 probe skipped: it verifies TLS with --ca-file only")
+            continue
+        if protocol is Protocol.SSH and not (options.ssh_key and options.ssh_known_hosts):
+            state.warn("native SSH probe skipped: it needs --ssh-key and --ssh-known-hosts")
+            continue
+        state.reporter.begin(label)
+        try:
+            if protocol is Protocol.H2:
+                ledger: Any = h2_push_probe(url, ca_file=options.ca_file or "", pack=pack,
+                                            new_oid=oid, probe_id=new_probe_id(),
+                                            timeout_s=options.timeout_s)
+                detail = (f"server window {ledger.server_initial_window_bytes}, "
+                          f"{ledger.stream.stall_count} stalls")
+            else:
+                ledger = ssh_push_probe(url, key_file=options.ssh_key or "",
+                                        known_hosts=options.ssh_known_hosts or "", pack=pack,
+                                        new_oid=oid, probe_id=new_probe_id(),
+                                        timeout_s=options.timeout_s)
+                detail = (f"channel window {ledger.server_window_bytes}, "
+                          f"{ledger.window_adjusts} adjusts")
+        except GitnetdiagError as exc:
+            state.error("native", protocol, exc)
+            state.reporter.done(label, exc.message, ok=False)
+            continue
+        path = state.run_dir / NATIVE_ARTIFACTS[protocol]
+        path.write_text(json.dumps(ledger.to_dict(), indent=1) + "\n")
+        state.reporter.done(label, detail, ok=True)
 
 
 def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:

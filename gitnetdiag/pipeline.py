@@ -1,0 +1,341 @@
+"""From a run directory to a Diagnosis: the glue between probes, analysis and diagnosis.
+
+    run directory (manifest.json, captures, native-*.json)
+        -> capture analysis (gitnetdiag.capture) per push and per burst
+        -> Observations (gitnetdiag.diagnosis.observations)
+        -> Diagnosis (gitnetdiag.diagnosis.engine)
+
+It reads files only; it runs no probe. ``gitnetdiag analyze RUNDIR --diagnose``,
+``gitnetdiag diagnose`` and ``gitnetdiag report`` all go through
+:func:`diagnose_run`, so a support engineer who receives a run directory gets
+the same answer offline.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
+from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
+from gitnetdiag.diagnosis import observations as obs
+from gitnetdiag.diagnosis.engine import diagnose
+from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.errors import GitnetdiagError, InputError
+from gitnetdiag.probe.rundir import PushRecord, RunManifest, load_run
+
+OBSERVATIONS_FILE = "observations.json"
+"""Written into the run directory by :func:`diagnose_run` (what the diagnosis saw)."""
+REPORT_FILES = {"md": "report.md", "html": "report.html", "json": "report.json"}
+"""Report files :func:`write_reports` leaves in the run directory."""
+NATIVE_FILES = {"h2": "native-h2.json", "ssh": "native-ssh.json"}
+
+Progress = Callable[[str], None]
+
+PROTOCOL_PORT_HINTS = {"h1": "https", "h2": "https", "ssh": "ssh", "git": "git"}
+
+
+def _quiet(_msg: str) -> None:
+    return None
+
+
+# --- one capture -> CaptureMetrics / FlightSeries ------------------------------------
+
+
+def upload_connection(analysis: CaptureAnalysis) -> ConnectionAnalysis | None:
+    """The connection that carried the push: most payload from the initiator (client)."""
+    if not analysis.connections:
+        return None
+    best = max(analysis.connections, key=lambda c: c.a_to_b.payload_bytes)
+    return best if best.a_to_b.payload_bytes > 0 or len(analysis.connections) == 1 else None
+
+
+def _downsample(n: int, limit: int = obs.MAX_SERIES_POINTS) -> np.ndarray[Any, Any]:
+    return np.unique(np.linspace(0, n - 1, min(n, limit)).astype(np.int64))
+
+
+def flight_series(conn: ConnectionAnalysis) -> obs.FlightSeries | None:
+    """Per-bin bytes in flight of the uploader against the receiver's advertised window."""
+    series = conn.series
+    if not series.max_in_flight_bytes or not series.max_in_flight_bytes[0]:
+        return None
+    flight = np.asarray(series.max_in_flight_bytes[0], dtype=np.float64)
+    window = np.asarray(series.min_window_bytes[1], dtype=np.float64)
+    # Bins without a window advertisement carry the last one forward.
+    known = window >= 0
+    if not known.any():
+        return None
+    idx = np.where(known, np.arange(window.size), 0)
+    np.maximum.accumulate(idx, out=idx)
+    window = np.where(known[idx], window[idx], np.nan)
+    first = int(np.argmax(known))
+    window[:first] = window[first]
+    keep = _downsample(flight.size)
+    t = keep.astype(np.float64) * series.bin_s
+    return obs.FlightSeries(
+        t_s=tuple(float(x) for x in t),
+        bytes_in_flight=tuple(float(x) for x in flight[keep]),
+        advertised_window=tuple(float(x) for x in window[keep]),
+    )
+
+
+def capture_metrics(conn: ConnectionAnalysis, label: str) -> obs.CaptureMetrics:
+    """The engine's view of the upload connection (the client is the initiator ``a``)."""
+    up, down = conn.a_to_b, conn.b_to_a
+    hs = conn.handshake
+    flight = np.asarray(conn.series.max_in_flight_bytes[0] if conn.series.max_in_flight_bytes
+                        else [], dtype=np.float64)
+    sending = np.asarray(conn.series.sent_bytes[0] if conn.series.sent_bytes else [],
+                         dtype=np.float64)
+    active = flight[(flight > 0) & (sending > 0)] if flight.size == sending.size else flight
+    windows = np.asarray(conn.series.min_window_bytes[1] if conn.series.min_window_bytes
+                         else [], dtype=np.float64)
+    windows = windows[windows >= 0]
+    limits = up.limits
+    mss_values = [m for m in (up.mss_bytes, down.mss_bytes) if m]
+    return obs.CaptureMetrics(
+        source=f"capture {label} {conn.connection.a_port}->{conn.connection.b_port}",
+        handshake_rtt_s=hs.rtt_s,
+        min_rtt_s=up.rtt.min_s,
+        median_rtt_s=up.rtt.median_s,
+        mss_bytes=min(mss_values) if mss_values else None,
+        handshake_seen=hs.window_scale_known,
+        window_scale=down.window_scale if hs.window_scaling else None,
+        advertised_window_median_bytes=int(np.median(windows)) if windows.size else None,
+        advertised_window_max_bytes=down.max_window_bytes or None,
+        bytes_in_flight_median=int(np.median(active)) if active.size else None,
+        bytes_in_flight_p95=int(np.percentile(active, 95)) if active.size else None,
+        rwnd_limited_share=limits.share(LimitKind.RWND),
+        network_limited_share=limits.share(LimitKind.CWND) + limits.share(LimitKind.LOSS),
+        self_limited_share=limits.share(LimitKind.SELF),
+        retransmitted_bytes=up.retransmitted_bytes,
+        retransmission_rate=up.loss_rate,
+        timeout_retransmissions=up.timeout_retransmissions,
+        fast_retransmissions=up.fast_retransmissions,
+        zero_window_count=down.zero_window_count,
+        zero_window_s=down.zero_window_s,
+        resets_from_client=up.resets_sent,
+        resets_from_server=down.resets_sent,
+        syn_retransmissions=hs.syn_retransmissions,
+        synack_retransmissions=hs.synack_retransmissions,
+    )
+
+
+# --- native ledgers -> H2Ledger / SshLedger -------------------------------------------
+
+
+def _read_json(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"cannot read {path}: {exc}", hint="the run directory is damaged") from exc
+    return data if isinstance(data, dict) else None
+
+
+def h2_ledger_from_native(data: dict[str, Any]) -> obs.H2Ledger:
+    stream = data.get("stream") or {}
+    connection = data.get("connection") or {}
+    series = stream.get("credit_series") or []
+    credit = None
+    if series:
+        keep = _downsample(len(series))
+        credit = obs.TimeSeries(t_s=tuple(float(series[i][0]) for i in keep),
+                                values=tuple(float(series[i][1]) for i in keep))
+    return obs.H2Ledger(
+        source=f"native HTTP/2 probe of {data.get('target', '?')}",
+        server_initial_window_bytes=data.get("server_initial_window_bytes"),
+        connection_window_bytes=connection.get("peak_credit_bytes"),
+        max_frame_size_bytes=data.get("server_max_frame_bytes"),
+        stream_zero_credit_s=stream.get("stalled_s"),
+        connection_zero_credit_s=connection.get("stalled_s"),
+        window_updates=len(data.get("window_updates") or ()) or stream.get("updates_received"),
+        credit=credit,
+    )
+
+
+def ssh_ledger_from_native(data: dict[str, Any]) -> obs.SshLedger:
+    channel = data.get("channel") or {}
+    return obs.SshLedger(
+        source=f"native SSH probe of {data.get('target', '?')}",
+        initial_window_bytes=data.get("server_window_bytes"),
+        max_packet_bytes=data.get("server_max_packet_bytes"),
+        zero_window_s=channel.get("stalled_s"),
+        window_adjusts=data.get("window_adjusts"),
+    )
+
+
+# --- pushes, trace2, bursts ----------------------------------------------------------
+
+
+_ERROR_KINDS = {"reset": "reset", "timeout": "timeout", "refused": "refused", "hung": "hung",
+                "auth": "auth", "unreachable": "refused"}
+
+
+def push_result(record: PushRecord) -> obs.PushResult:
+    ok = record.outcome == "ok"
+    kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
+    return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
+                          error_kind=kind,  # type: ignore[arg-type]
+                          error_message="" if ok else record.last_line)
+
+
+def _median(values: Sequence[float | None]) -> float | None:
+    present = [v for v in values if v is not None]
+    return statistics.median(present) if present else None
+
+
+def trace2_phases(records: Sequence[PushRecord]) -> obs.Trace2Phases | None:
+    phases = [r.phases for r in records if r.phases is not None and r.outcome == "ok"]
+    if not phases:
+        return None
+    return obs.Trace2Phases(
+        pack_objects_s=_median([p.pack_prepare_s for p in phases]),
+        upload_s=_median([r.post_s if r.post_s is not None else r.phases.pack_write_s
+                          for r in records if r.phases is not None and r.outcome == "ok"]),
+        server_wait_s=_median([p.server_wait_s for p in phases]),
+        ref_advertisement_s=_median([p.ref_advertisement_s for p in phases]),
+    )
+
+
+def _percentile(values: Sequence[float], q: float) -> float | None:
+    return float(np.percentile(np.asarray(values), q)) if values else None
+
+
+# --- the whole run ---------------------------------------------------------------------
+
+
+def _analyze(path: Path, progress: Progress, warnings: list[str]) -> CaptureAnalysis | None:
+    progress(f"analysing {path.name}")
+    try:
+        result = analyze_capture(path)
+    except GitnetdiagError as exc:
+        warnings.append(f"{path.name}: {exc.message}")
+        return None
+    warnings.extend(f"{path.name}: {w}" for w in result.warnings)
+    return result
+
+
+def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
+                          host: obs.HostEvidence | None = None,
+                          progress: Progress = _quiet) -> tuple[obs.Observations, list[str]]:
+    """Build the engine's input from a run directory; returns it with analysis warnings."""
+    manifest = manifest or load_run(run_dir)
+    warnings: list[str] = []
+    protocols: dict[str, obs.ProtocolObservation] = {}
+    bursts: list[obs.BurstResult] = []
+    for run in manifest.protocols:
+        records = run.pushes
+        capture_m: obs.CaptureMetrics | None = None
+        flight: obs.FlightSeries | None = None
+        # The analysed push: the slowest successful one (what the user complains about),
+        # or the first failed one when none succeeded.
+        chosen = sorted((r for r in records if r.capture is not None),
+                        key=lambda r: (r.outcome != "ok", -r.wall_s))
+        if chosen:
+            record = chosen[0]
+            assert record.capture is not None
+            analysis = _analyze(run_dir / record.capture.path, progress, warnings)
+            conn = upload_connection(analysis) if analysis else None
+            if conn is not None:
+                label = f"{run.protocol} push {record.repeat}"
+                capture_m = capture_metrics(conn, label)
+                flight = flight_series(conn)
+        native = NATIVE_FILES.get(run.protocol)
+        native_data = _read_json(run_dir / native) if native else None
+        protocols[run.protocol] = obs.ProtocolObservation(
+            pushes=tuple(push_result(r) for r in records),
+            trace2=trace2_phases(records),
+            capture=capture_m,
+            h2_ledger=h2_ledger_from_native(native_data)
+            if native_data and run.protocol == "h2" else None,
+            ssh_ledger=ssh_ledger_from_native(native_data)
+            if native_data and run.protocol == "ssh" else None,
+            flight=flight,
+        )
+        if run.burst is not None:
+            bursts.append(_burst(run_dir, run.burst, run.endpoint, progress, warnings))
+    rtts = [p.connect_rtt_min_s for p in manifest.paths if p.connect_rtt_min_s]
+    env = manifest.environment
+    pack = manifest.repo.pack_bytes if manifest.repo else None
+    run_info = obs.RunInfo(
+        started=manifest.started_at,
+        target_url=", ".join(sorted({r.url for r in manifest.protocols})),
+        rtt_s=min(rtts) if rtts else None,
+        git_version=env.git if env else None,
+        libcurl_version=env.libcurl if env else None,
+        nghttp2_version=env.nghttp2 if env else None,
+        openssh_version=env.openssh if env else None,
+        repo_bytes=pack,
+        measured_by=(
+            f"gitnetdiag {manifest.tool_version} probe {manifest.run_id}: "
+            f"{manifest.options.get('repeat', 1)} push(es) per protocol of a "
+            f"{(pack or 0) / 2**20:.1f} MiB pack with git, captured with tcpdump"
+            + (", native HTTP/2 and SSH ledgers" if manifest.options.get("native") else "")
+            + (f", burst of {manifest.options.get('burst')}" if manifest.options.get("burst")
+               else "")
+        ),
+    )
+    return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
+                            host=host), warnings
+
+
+def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
+           warnings: list[str]) -> obs.BurstResult:
+    failed: dict[str, int] = {}
+    for op in burst.ops:
+        if not op.ok:
+            kind = _ERROR_KINDS.get(op.failure_kind or "", "other")
+            failed[kind] = failed.get(kind, 0) + 1
+    connects = [c.connect_s for c in burst.connects if c.connect_s is not None]
+    syn = synack = resets = 0
+    if burst.capture:
+        analysis = _analyze(run_dir / burst.capture, progress, warnings)
+        for conn in analysis.connections if analysis else ():
+            syn += conn.handshake.syn_retransmissions
+            synack += max(conn.handshake.synack_retransmissions, conn.handshake.synack_after_ack)
+            resets += conn.a_to_b.resets_sent + conn.b_to_a.resets_sent
+    walls = [op.wall_s for op in burst.ops if op.ok]
+    port = int(endpoint.rsplit(":", 1)[1]) if ":" in endpoint else None
+    return obs.BurstResult(
+        protocol=burst.protocol, concurrency=burst.concurrency,
+        ok=sum(1 for op in burst.ops if op.ok), port=port, failed_by_kind=failed,
+        connect_p50_s=_percentile(connects, 50), connect_p99_s=_percentile(connects, 99),
+        connect_max_s=max(connects) if connects else None,
+        duration_p50_s=statistics.median(walls) if walls else None,
+        syn_retransmissions=syn, synack_retransmissions=synack, resets=resets,
+    )
+
+
+def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
+                 progress: Progress = _quiet) -> tuple[Diagnosis, list[str]]:
+    """Analyse a run directory and diagnose it; saves ``observations.json`` beside it."""
+    observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
+    (run_dir / OBSERVATIONS_FILE).write_text(json.dumps(observations.to_dict(), indent=1) + "\n")
+    return diagnose(observations), warnings
+
+
+def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
+    """The diagnosis of a run already analysed (``observations.json``), without re-parsing."""
+    data = _read_json(run_dir / OBSERVATIONS_FILE)
+    if data is None:
+        return diagnose_run(run_dir)[0]
+    return diagnose(obs.Observations.from_dict(data))
+
+
+def write_reports(diagnosis: Diagnosis, run_dir: Path) -> dict[str, Path]:
+    """Markdown, HTML and JSON reports into the run directory."""
+    from gitnetdiag.report import RENDERERS
+
+    written = {}
+    for fmt, name in REPORT_FILES.items():
+        path = run_dir / name
+        path.write_text(RENDERERS[fmt](diagnosis))
+        written[fmt] = path
+    return written
