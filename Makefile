@@ -9,7 +9,7 @@ setup:
 	@./scripts/setup.sh
 
 demo: setup
-	@$(BIN)/python scripts/demo.py
+	@./scripts/demo.sh
 
 lint: setup
 	$(BIN)/ruff check gitnetdiag tests benchmarks scripts

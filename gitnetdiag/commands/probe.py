@@ -236,8 +236,10 @@ def probe_command(
     )
     with progress:
         outcome = run_probe(options, RichReporter(progress, console))
-    render_summary(outcome.manifest, Console(highlight=False))
-    typer.echo(f"run directory: {outcome.run_dir}")
+    # With --diagnose the report is the product on stdout; the summary goes to stderr.
+    summary_console = console if then_diagnose else Console(highlight=False)
+    render_summary(outcome.manifest, summary_console)
+    summary_console.print(f"run directory: {outcome.run_dir}", markup=False)
     if json_out is not None:
         summary = {
             "run_dir": str(outcome.run_dir),

@@ -1,0 +1,235 @@
+"""gitnetdiag analyze vs tshark on a large headers-only capture.
+
+    .venv/bin/python benchmarks/analyze_vs_tshark.py                    # 1M packets
+    .venv/bin/python benchmarks/analyze_vs_tshark.py --packets 10000000 --tshark-packets 200000
+    .venv/bin/python benchmarks/analyze_vs_tshark.py --capture my.pcap
+
+Without ``--capture`` it writes a synthetic bulk TCP transfer (Ethernet,
+IPv4, TCP with timestamps, snap length 128, one ACK per two segments, one
+retransmission per thousand segments) straight from numpy, then times:
+
+* ``gitnetdiag analyze FILE --json OUT`` end to end, in a subprocess (start-up,
+  imports, reading, analysis, JSON), with its peak RSS from getrusage;
+* ``tshark -T fields`` exporting the same per-packet fields (to /dev/null), on
+  the first ``--tshark-packets`` packets (extrapolated, and the
+  output says so when it is a prefix).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+SNAPLEN = 128
+MSS = 1448
+_ETH = bytes.fromhex("020000000002" "020000000001" "0800")
+_DATA_ORIG = 14 + 20 + 32 + MSS
+_ACK_LEN = 14 + 20 + 32
+
+
+def _frame_template(src: bytes, dst: bytes, sport: int, dport: int) -> np.ndarray:
+    ip = bytearray(20)
+    ip[0] = 0x45
+    ip[8] = 64
+    ip[9] = 6
+    ip[12:16] = src
+    ip[16:20] = dst
+    tcp = bytearray(32)
+    tcp[0:2] = sport.to_bytes(2, "big")
+    tcp[2:4] = dport.to_bytes(2, "big")
+    tcp[12] = 8 << 4
+    tcp[13] = 0x10
+    tcp[20:24] = bytes((1, 1, 8, 10))
+    return np.frombuffer(_ETH + bytes(ip) + bytes(tcp), dtype=np.uint8).copy()
+
+
+def _put32(buf: np.ndarray, at: np.ndarray, value: np.ndarray, *, big: bool) -> None:
+    value = value.astype(np.uint32)
+    for k in range(4):
+        shift = (24 - 8 * k) if big else 8 * k
+        buf[at + k] = (value >> shift) & 0xFF
+
+
+def _put16(buf: np.ndarray, at: np.ndarray, value: np.ndarray) -> None:
+    buf[at] = (value >> 8) & 0xFF
+    buf[at + 1] = value & 0xFF
+
+
+def generate(path: Path, packets: int, *, block: int = 1_000_000) -> None:
+    """Write a synthetic bulk transfer of ``packets`` records to ``path`` (pcap, ns)."""
+    client, server = bytes((10, 0, 0, 1)), bytes((10, 0, 0, 2))
+    data_tpl = _frame_template(client, server, 40000, 443)
+    ack_tpl = _frame_template(server, client, 443, 40000)
+    t0 = 1_700_000_000 * 10**9
+    with open(path, "wb") as out:
+        out.write(np.array([0xA1B23C4D, 0x00040002, 0, 0, SNAPLEN, 1], dtype="<u4").tobytes()[:24])
+        out.write(bytes(_handshake(t0, client, server)))
+        done = 3
+        data_seq = 0
+        while done < packets:
+            n = min(block, packets - done)
+            idx = np.arange(done, done + n, dtype=np.int64)
+            is_ack = (idx % 3) == 2
+            data_no = idx - (idx + 1) // 3  # data segments before this record
+            caplen = np.where(is_ack, _ACK_LEN, SNAPLEN)
+            size = 16 + caplen
+            off = np.concatenate(([0], np.cumsum(size)[:-1]))
+            buf = np.zeros(int(size.sum()), dtype=np.uint8)
+            ts = t0 + 1_000_000 + idx * 10_000
+            _put32(buf, off, ts // 10**9, big=False)
+            _put32(buf, off + 4, ts % 10**9, big=False)
+            _put32(buf, off + 8, caplen, big=False)
+            _put32(buf, off + 12, np.where(is_ack, _ACK_LEN, _DATA_ORIG), big=False)
+            frame = off + 16
+            d_off = frame[~is_ack]
+            a_off = frame[is_ack]
+            buf[d_off[:, None] + np.arange(len(data_tpl))] = data_tpl
+            buf[a_off[:, None] + np.arange(len(ack_tpl))] = ack_tpl
+            seg = data_no[~is_ack]
+            # Every 1000th segment is sent again two records later (a fast retransmission).
+            resend = (seg % 1000) == 999
+            seg = np.where(resend, seg - 2, seg)
+            _put16(buf, d_off + 16, np.full(len(d_off), 20 + 32 + MSS))
+            _put32(buf, d_off + 38, 1 + seg * MSS, big=True)
+            _put32(buf, d_off + 42, np.ones(len(d_off)), big=True)
+            _put16(buf, d_off + 48, np.full(len(d_off), 2048))
+            _put32(buf, d_off + 58, ts[~is_ack] // 1000, big=True)
+            acked = data_no[is_ack]
+            _put16(buf, a_off + 16, np.full(len(a_off), 20 + 32))
+            _put32(buf, a_off + 38, np.ones(len(a_off)), big=True)
+            _put32(buf, a_off + 42, 1 + acked * MSS, big=True)
+            _put16(buf, a_off + 48, np.full(len(a_off), 1024))
+            _put32(buf, a_off + 58, ts[is_ack] // 1000, big=True)
+            out.write(buf.tobytes())
+            done += n
+            data_seq += len(seg)
+
+
+def _handshake(t0: int, client: bytes, server: bytes) -> bytearray:
+    """SYN, SYN-ACK, ACK with MSS and window scale 7 on both sides."""
+    out = bytearray()
+    for i, (src, dst, sport, dport, flags, seq, ack) in enumerate(
+        [
+            (client, server, 40000, 443, 0x02, 0, 0),
+            (server, client, 443, 40000, 0x12, 0, 1),
+            (client, server, 40000, 443, 0x10, 1, 1),
+        ]
+    ):
+        tpl = bytearray(_frame_template(src, dst, sport, dport).tobytes())
+        tpl[16:18] = (20 + 32).to_bytes(2, "big")
+        tpl[34 + 4 : 34 + 8] = seq.to_bytes(4, "big")
+        tpl[34 + 8 : 34 + 12] = ack.to_bytes(4, "big")
+        tpl[34 + 13] = flags
+        tpl[34 + 14 : 34 + 16] = (65535).to_bytes(2, "big")
+        if flags & 0x02:
+            tpl[34 + 20 : 34 + 32] = bytes((2, 4, 5, 0xB4, 1, 3, 3, 7, 4, 2, 1, 1))
+        ts = t0 + i * 500_000
+        out += np.array([ts // 10**9, ts % 10**9, len(tpl), len(tpl)], dtype="<u4").tobytes()
+        out += tpl
+    return out
+
+
+_WRAPPER = (
+    "import resource, subprocess, sys, time\n"
+    "start = time.perf_counter()\n"
+    "proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
+    "wall = time.perf_counter() - start\n"
+    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
+    "print(proc.returncode, wall, peak)\n"
+)
+
+
+def _run_measured(argv: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of ``argv``.
+
+    A small wrapper process starts it: ru_maxrss survives exec, so a child
+    forked straight from this (large) process would report our own RSS.
+    """
+    out = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], capture_output=True,
+                         text=True, check=True, timeout=3600).stdout.split()
+    code, wall, peak_kb = int(out[0]), float(out[1]), int(out[2])
+    if code != 0:
+        sys.exit(f"{argv[0]} failed with exit code {code}")
+    return wall, peak_kb / 1024
+
+
+def _count_records(path: Path) -> int:
+    from gitnetdiag.capture.reader import CaptureReader
+
+    with CaptureReader(path) as reader:
+        for _ in reader.chunks():
+            pass
+        return reader.stats.records
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--packets", type=int, default=1_000_000, help="synthetic capture size")
+    parser.add_argument("--capture", type=Path, help="use this capture instead of generating one")
+    parser.add_argument(
+        "--tshark-packets", type=int, default=200_000,
+        help="time tshark on this many packets and extrapolate (0 = skip tshark)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the generated capture")
+    args = parser.parse_args()
+
+    tmp = Path(tempfile.mkdtemp(prefix="gnd-bench-"))
+    try:
+        if args.capture:
+            capture = args.capture
+        else:
+            capture = tmp / "bulk.pcap"
+            t = time.perf_counter()
+            generate(capture, args.packets)
+            print(f"generated {args.packets:,} packets ({capture.stat().st_size / 1e6:.0f} MB) "
+                  f"in {time.perf_counter() - t:.1f} s: {capture}")
+        records = _count_records(capture)
+        out_json = tmp / "analysis.json"
+        gnd_wall, gnd_rss = _run_measured(
+            [sys.executable, "-m", "gitnetdiag", "analyze", str(capture), "--json", str(out_json)]
+        )
+        rows = [("gitnetdiag analyze (end to end)", records, gnd_wall, gnd_rss, "measured")]
+        if args.tshark_packets and shutil.which("tshark"):
+            n = min(args.tshark_packets, records)
+            target = capture
+            note = "measured"
+            if n < records:
+                target = tmp / "prefix.pcap"
+                subprocess.run(["editcap", "-r", str(capture), str(target), f"1-{n}"],
+                               check=True, capture_output=True, timeout=600)
+                note = f"timed on first {n:,}, extrapolated"
+            fields = ["frame.number", "frame.time_epoch", "tcp.stream", "tcp.flags", "tcp.seq_raw",
+                      "tcp.ack_raw", "tcp.window_size_value", "tcp.len", "tcp.options.mss_val",
+                      "tcp.options.wscale.shift", "tcp.options.timestamp.tsval",
+                      "tcp.options.timestamp.tsecr", "tcp.options.sack_le"]
+            argv = ["tshark", "-r", str(target), "-T", "fields"]
+            for f in fields:
+                argv += ["-e", f]
+            wall, rss = _run_measured(argv)
+            rows.append(("tshark -T fields (same fields)", records, wall * records / n,
+                         rss, note))
+        print()
+        header = f"{'tool':<34} {'packets':>12} {'wall s':>9} {'packets/s':>12}"
+        print(f"{header} {'peak RSS MB':>12}  note")
+        for name, count, wall, rss, note in rows:
+            line = f"{name:<34} {count:>12,} {wall:>9.2f} {count / wall:>12,.0f}"
+            print(f"{line} {rss:>12.0f}  {note}")
+        if len(rows) == 2:
+            print(f"\nspeed-up: {rows[1][2] / rows[0][2]:.0f}x  (cores: {os.cpu_count()})")
+    finally:
+        if args.keep:
+            print(f"kept {tmp}")
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,109 @@
+"""One library call from a capture file to per-connection TCP results.
+
+:func:`analyze_capture` streams the file through :class:`CaptureReader` into
+:class:`~gitnetdiag.analysis.tcp.TcpAnalyzer`, so memory stays bounded by the
+chunk size however large the capture is.  A damaged file is analysed up to
+the damage and the result says so in ``warnings``; a file that is not a
+capture at all raises :class:`~gitnetdiag.errors.CaptureFormatError`.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitnetdiag.analysis.tcp import ConnectionAnalysis, TcpAnalyzer, Thresholds
+from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES
+from gitnetdiag.capture.reader import CaptureReader
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureAnalysis:
+    """TCP analysis of one capture file."""
+
+    path: str
+    """The file analysed."""
+    file_bytes: int
+    """Its size."""
+    records: int
+    """Packet records read (every frame, TCP or not)."""
+    tcp_segments: int
+    """TCP segments decoded."""
+    non_ip: int
+    """Frames that were not IPv4/IPv6."""
+    non_tcp: int
+    """IP packets that were not TCP."""
+    fragments: int
+    """IP fragments (skipped)."""
+    short_frames: int
+    """Frames cut inside the IP or TCP header (skipped, counted)."""
+    truncated_at: int | None
+    """Byte offset where the file was damaged, None when clean."""
+    warnings: list[str]
+    """Things the reader of the report should know (damage, unsupported link types)."""
+    connections: list[ConnectionAnalysis]
+    """One entry per TCP connection, in order of first appearance."""
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        return {
+            "path": self.path,
+            "file_bytes": self.file_bytes,
+            "records": self.records,
+            "tcp_segments": self.tcp_segments,
+            "non_ip": self.non_ip,
+            "non_tcp": self.non_tcp,
+            "fragments": self.fragments,
+            "short_frames": self.short_frames,
+            "truncated_at": self.truncated_at,
+            "warnings": list(self.warnings),
+            "connections": [c.to_dict() for c in self.connections],
+        }
+
+
+def analyze_capture(
+    path: str | os.PathLike[str],
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    thresholds: Thresholds | None = None,
+) -> CaptureAnalysis:
+    """Read ``path`` (pcap or pcapng) and analyse every TCP connection in it."""
+    analyzer = TcpAnalyzer(thresholds)
+    with CaptureReader(path, chunk_bytes=chunk_bytes) as reader:
+        for packets in reader.chunks():
+            analyzer.feed(packets)
+        stats = reader.stats
+        damage = reader.damage
+        connections = analyzer.results(reader.connections)
+        file_bytes = reader.file_bytes
+        segments = reader.packets_read
+    warnings: list[str] = []
+    if damage is not None:
+        warnings.append(
+            f"{damage.message}: analysed the {segments} TCP segments before it "
+            f"({damage.hint})" if damage.hint else f"{damage.message}"
+        )
+    if stats.unsupported_linktypes:
+        kinds = ", ".join(str(k) for k in sorted(stats.unsupported_linktypes))
+        warnings.append(f"frames of unsupported link type(s) {kinds} were skipped")
+    if stats.short:
+        warnings.append(
+            f"{stats.short} frame(s) were cut inside the IP/TCP header (snap length too small?)"
+        )
+    if stats.records and not segments:
+        warnings.append("the capture holds no TCP segments")
+    return CaptureAnalysis(
+        path=str(Path(path)),
+        file_bytes=file_bytes,
+        records=stats.records,
+        tcp_segments=segments,
+        non_ip=stats.non_ip,
+        non_tcp=stats.non_tcp,
+        fragments=stats.fragments,
+        short_frames=stats.short,
+        truncated_at=None if damage is None else damage.offset,
+        warnings=warnings,
+        connections=connections,
+    )

@@ -1,0 +1,426 @@
+"""Vectorised decoding of link, IP and TCP headers for a whole chunk.
+
+Every step works on arrays of byte offsets: each header is copied out of
+the chunk for all records at once as a fixed-width window (one row of bytes
+per record, through a stride-1 view of the buffer), and fields are columns of
+that matrix; never a Python loop per packet.  The
+only loops are over header *depth* (VLAN tags, IPv6 extension headers, TCP
+options), each running on the shrinking set of rows that still need it.
+
+Lengths come from the IP headers, never from the captured bytes: a
+headers-only capture (``tcpdump -s 96``) holds almost none of the payload.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import numpy.typing as npt
+
+from gitnetdiag.capture.formats import RecordBatch
+
+I64Array = npt.NDArray[np.int64]
+U8Array = npt.NDArray[np.uint8]
+BoolArray = npt.NDArray[np.bool_]
+
+LINKTYPE_NULL = 0
+LINKTYPE_ETHERNET = 1
+LINKTYPE_RAW_BSD12 = 12
+LINKTYPE_RAW_BSD14 = 14
+LINKTYPE_RAW = 101
+LINKTYPE_LOOP = 108
+LINKTYPE_LINUX_SLL = 113
+LINKTYPE_IPV4 = 228
+LINKTYPE_IPV6 = 229
+LINKTYPE_LINUX_SLL2 = 276
+
+SUPPORTED_LINKTYPES = frozenset(
+    {
+        LINKTYPE_NULL, LINKTYPE_ETHERNET, LINKTYPE_RAW_BSD12, LINKTYPE_RAW_BSD14, LINKTYPE_RAW,
+        LINKTYPE_LOOP, LINKTYPE_LINUX_SLL, LINKTYPE_IPV4, LINKTYPE_IPV6, LINKTYPE_LINUX_SLL2,
+    }
+)
+
+_ETH_IPV4 = 0x0800
+_ETH_IPV6 = 0x86DD
+_VLAN_TAGS = (0x8100, 0x88A8, 0x9100)
+_BSD_AF_INET6 = (10, 24, 28, 30)
+_IPV6_EXT_SIMPLE = (0, 43, 60)
+_IPV6_FRAGMENT = 44
+_IPV6_AH = 51
+_PROTO_TCP = 6
+_V4_MAPPED = np.int64(0xFFFF00000000)
+
+
+@dataclass
+class DecodeStats:
+    """What a chunk held besides decodable TCP segments."""
+
+    records: int = 0
+    """Records seen."""
+    non_ip: int = 0
+    """Records that are not IPv4/IPv6 (ARP, unknown link types, ...)."""
+    non_tcp: int = 0
+    """IP packets that do not carry TCP."""
+    fragments: int = 0
+    """IP fragments, skipped like Wireshark does."""
+    short: int = 0
+    """Frames cut before the end of the base TCP header (20 bytes)."""
+    options_cut: int = 0
+    """TCP segments whose options were cut by the snap length (kept)."""
+    unsupported_linktypes: set[int] = field(default_factory=set)
+    """Link types seen but not decoded."""
+
+    def add(self, other: DecodeStats) -> None:
+        """Accumulate ``other`` into this one."""
+        self.records += other.records
+        self.non_ip += other.non_ip
+        self.non_tcp += other.non_tcp
+        self.fragments += other.fragments
+        self.short += other.short
+        self.options_cut += other.options_cut
+        self.unsupported_linktypes |= other.unsupported_linktypes
+
+
+@dataclass(frozen=True, kw_only=True)
+class TcpRows:
+    """Decoded TCP segments of one chunk (parallel arrays)."""
+
+    record: I64Array
+    """Index of the record in its batch."""
+    ts_ns: I64Array
+    """Capture time, ns since the epoch."""
+    ip_version: I64Array
+    """4 or 6."""
+    src_hi: I64Array
+    """High 64 bits of the source address (IPv4 as ::ffff:a.b.c.d)."""
+    src_lo: I64Array
+    """Low 64 bits of the source address."""
+    dst_hi: I64Array
+    """High 64 bits of the destination address."""
+    dst_lo: I64Array
+    """Low 64 bits of the destination address."""
+    sport: I64Array
+    """Source port."""
+    dport: I64Array
+    """Destination port."""
+    seq: I64Array
+    """Sequence number."""
+    ack: I64Array
+    """Acknowledgement number."""
+    flags: I64Array
+    """TCP flags (9 bits: NS CWR ECE URG ACK PSH RST SYN FIN)."""
+    win_raw: I64Array
+    """Window field as sent (unscaled)."""
+    payload_len: I64Array
+    """TCP payload bytes, from the IP length fields."""
+    opt_mss: I64Array
+    """MSS option, -1 if absent."""
+    opt_wscale: I64Array
+    """Window scale shift, -1 if absent."""
+    opt_sack_perm: I64Array
+    """1 if SACK-permitted was present."""
+    opt_ts_val: I64Array
+    """Timestamp option TSval, 0 if absent."""
+    opt_ts_ecr: I64Array
+    """Timestamp option TSecr, 0 if absent."""
+    sack_count: I64Array
+    """Number of SACK blocks (0 if none)."""
+    sack_left: I64Array
+    """Left edge of the first SACK block."""
+    sack_right: I64Array
+    """Right edge of the first SACK block."""
+
+
+class _Bytes:
+    """Bounds-safe single-byte gathers from a chunk buffer (for rare deep headers)."""
+
+    def __init__(self, buf: U8Array) -> None:
+        self.buf = buf
+        self.last = max(len(buf) - 1, 0)
+
+    def u8(self, idx: I64Array) -> I64Array:
+        if len(self.buf) == 0:
+            return np.zeros(len(idx), dtype=np.int64)
+        return self.buf[np.minimum(idx, self.last)].astype(np.int64)
+
+    def u16(self, idx: I64Array) -> I64Array:
+        return (self.u8(idx) << 8) | self.u8(idx + 1)
+
+
+def _windows(buf: U8Array, offsets: I64Array, width: int) -> U8Array:
+    """Rows of ``width`` bytes starting at each offset (the buffer is padded by PAD)."""
+    usable = len(buf) - width + 1
+    if usable <= 0 or len(offsets) == 0:
+        return np.zeros((len(offsets), width), dtype=np.uint8)
+    view = np.lib.stride_tricks.as_strided(buf, shape=(usable, width), strides=(1, 1),
+                                           writeable=False)
+    return view[np.minimum(offsets, usable - 1)]
+
+
+def _be16(m: U8Array, col: int) -> I64Array:
+    return (m[:, col].astype(np.int64) << 8) | m[:, col + 1]
+
+
+def _be32(m: U8Array, col: int) -> I64Array:
+    return np.ascontiguousarray(m[:, col : col + 4]).view(">u4").reshape(-1).astype(np.int64)
+
+
+def _be64(m: U8Array, col: int) -> I64Array:
+    return np.ascontiguousarray(m[:, col : col + 8]).view(">i8").reshape(-1).astype(np.int64)
+
+
+_LINK_WIDTH = 24
+_IP_WIDTH = 40
+_TCP_WIDTH = 60
+
+
+def _link_layer(
+    buf: U8Array, batch: RecordBatch, stats: DecodeStats
+) -> tuple[I64Array, I64Array]:
+    """Offset of the network header and IP version (0 = not IP) per record."""
+    n = len(batch.data_off)
+    start = batch.data_off
+    l3 = np.full(n, -1, dtype=np.int64)
+    version = np.zeros(n, dtype=np.int64)
+    kinds = np.unique(batch.linktype).tolist() if n else []
+    for lt in kinds:
+        sel: slice | I64Array = slice(None) if len(kinds) == 1 else np.flatnonzero(
+            batch.linktype == lt
+        )
+        s = start[sel]
+        m = _windows(buf, s, _LINK_WIDTH)
+        if lt == LINKTYPE_ETHERNET:
+            ethertype = _be16(m, 12)
+            pos = np.full(len(s), 14, dtype=np.int64)
+            for col in (16, 20):
+                tagged = np.isin(ethertype, _VLAN_TAGS)
+                if not tagged.any():
+                    break
+                ethertype = np.where(tagged, _be16(m, col), ethertype)
+                pos += np.where(tagged, 4, 0)
+            ver = np.where(ethertype == _ETH_IPV4, 4, np.where(ethertype == _ETH_IPV6, 6, 0))
+        elif lt == LINKTYPE_LINUX_SLL:
+            proto = _be16(m, 14)
+            pos = np.full(len(s), 16, dtype=np.int64)
+            ver = np.where(proto == _ETH_IPV4, 4, np.where(proto == _ETH_IPV6, 6, 0))
+        elif lt == LINKTYPE_LINUX_SLL2:
+            proto = _be16(m, 0)
+            pos = np.full(len(s), 20, dtype=np.int64)
+            ver = np.where(proto == _ETH_IPV4, 4, np.where(proto == _ETH_IPV6, 6, 0))
+        elif lt in (LINKTYPE_RAW, LINKTYPE_RAW_BSD12, LINKTYPE_RAW_BSD14, LINKTYPE_IPV4,
+                    LINKTYPE_IPV6):
+            pos = np.zeros(len(s), dtype=np.int64)
+            ver = m[:, 0].astype(np.int64) >> 4
+        elif lt in (LINKTYPE_NULL, LINKTYPE_LOOP):
+            # NULL stores the address family in the capturing host's byte order.
+            fam_be = _be32(m, 0)
+            fam_le = np.ascontiguousarray(m[:, 0:4]).view("<u4").reshape(-1).astype(np.int64)
+            fam = fam_be if lt == LINKTYPE_LOOP else np.where(fam_be < 256, fam_be, fam_le)
+            pos = np.full(len(s), 4, dtype=np.int64)
+            ver = np.where(fam == 2, 4, np.where(np.isin(fam, _BSD_AF_INET6), 6, 0))
+        else:
+            stats.unsupported_linktypes.add(int(lt))
+            continue
+        # The link header itself must be there, and the version nibble must agree.
+        first = m[np.arange(len(s)), np.minimum(pos, _LINK_WIDTH - 1)].astype(np.int64) >> 4
+        ok = (pos < batch.caplen[sel]) & (ver > 0) & (first == ver)
+        l3[sel] = np.where(ok, s + pos, -1)
+        version[sel] = np.where(ok, ver, 0)
+    return l3, version
+
+
+def decode_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows:
+    """Decode every TCP segment of a batch; count everything else in ``stats``."""
+    buf = batch.buf
+    n = len(batch.data_off)
+    stats.records += n
+    l3, version = _link_layer(buf, batch, stats)
+    cap_end = batch.data_off + batch.caplen
+    stats.non_ip += int(n - np.count_nonzero(version))
+
+    idx4 = np.flatnonzero(version == 4)
+    idx6 = np.flatnonzero(version == 6)
+
+    # IPv4
+    p = l3[idx4]
+    m = _windows(buf, p, _IP_WIDTH)
+    ihl = (m[:, 0].astype(np.int64) & 0x0F) * 4
+    total = _be16(m, 2)
+    frag = _be16(m, 6)
+    proto4 = m[:, 9]
+    hdr_ok4 = (p + 20 <= cap_end[idx4]) & (ihl >= 20)
+    # TSO captures show total length 0: fall back to what the wire carried.
+    zero_total = total == 0
+    if zero_total.any():
+        wire_total = batch.origlen[idx4] - (p - batch.data_off[idx4])
+        total = np.where(zero_total, wire_total, total)
+    is_frag4 = (frag & 0x3FFF) != 0
+    tcp4 = hdr_ok4 & (proto4 == _PROTO_TCP) & ~is_frag4
+    stats.fragments += int(np.count_nonzero(hdr_ok4 & is_frag4))
+    stats.non_tcp += int(np.count_nonzero(hdr_ok4 & ~is_frag4 & (proto4 != _PROTO_TCP)))
+    stats.short += int(np.count_nonzero(~hdr_ok4))
+    all4 = bool(tcp4.all())
+    sel4: slice | BoolArray = slice(None) if all4 else tcp4
+    t4 = (p + ihl)[sel4]
+    plen4 = (total - ihl)[sel4]
+    rec4 = idx4[sel4]
+    src4 = _be32(m[sel4], 12) | _V4_MAPPED
+    dst4 = _be32(m[sel4], 16) | _V4_MAPPED
+
+    # IPv6: walk the extension header chain.
+    p = l3[idx6]
+    m6 = _windows(buf, p, _IP_WIDTH)
+    cap6 = cap_end[idx6]
+    hdr_ok6 = p + 40 <= cap6
+    plen6 = _be16(m6, 4)
+    nh = m6[:, 6].astype(np.int64)
+    pos = p + 40
+    is_frag6 = np.zeros(len(p), dtype=bool)
+    chain_cut = np.zeros(len(p), dtype=bool)
+    by = _Bytes(buf)
+    for _ in range(8):
+        in_ext = np.isin(nh, (*_IPV6_EXT_SIMPLE, _IPV6_FRAGMENT, _IPV6_AH)) & hdr_ok6
+        in_ext &= ~is_frag6 & ~chain_cut
+        if not in_ext.any():
+            break
+        cut = in_ext & (pos + 8 > cap6)
+        chain_cut |= cut
+        step = in_ext & ~cut
+        ext_len = np.where(
+            nh == _IPV6_FRAGMENT, 8,
+            np.where(nh == _IPV6_AH, (by.u8(pos + 1) + 2) * 4, (by.u8(pos + 1) + 1) * 8),
+        )
+        frag_field = by.u16(pos + 2)
+        is_frag6 |= step & (nh == _IPV6_FRAGMENT) & ((frag_field & 0xFFF9) != 0)
+        nh = np.where(step, by.u8(pos), nh)
+        plen6 = np.where(step, plen6 - ext_len, plen6)
+        pos = np.where(step, pos + ext_len, pos)
+    ok6 = hdr_ok6 & ~chain_cut
+    tcp6 = ok6 & (nh == _PROTO_TCP) & ~is_frag6
+    stats.fragments += int(np.count_nonzero(ok6 & is_frag6))
+    stats.non_tcp += int(np.count_nonzero(ok6 & ~is_frag6 & (nh != _PROTO_TCP)))
+    stats.short += int(np.count_nonzero(~ok6))
+    m6 = m6[tcp6]
+    t6 = pos[tcp6]
+    plen6 = plen6[tcp6]
+    rec6 = idx6[tcp6]
+
+    if len(rec6) == 0:
+        rec, t, ip_plen = rec4, t4, plen4
+        src_hi = dst_hi = np.zeros(len(rec4), dtype=np.int64)
+        src_lo, dst_lo = src4, dst4
+        ipver = np.full(len(rec4), 4, dtype=np.int64)
+    else:
+        rec = np.concatenate([rec4, rec6])
+        order = np.argsort(rec, kind="stable")
+        z4 = np.zeros(len(rec4), dtype=np.int64)
+        rec = rec[order]
+        t = np.concatenate([t4, t6])[order]
+        ip_plen = np.concatenate([plen4, plen6])[order]
+        src_hi = np.concatenate([z4, _be64(m6, 8)])[order]
+        src_lo = np.concatenate([src4, _be64(m6, 16)])[order]
+        dst_hi = np.concatenate([z4, _be64(m6, 24)])[order]
+        dst_lo = np.concatenate([dst4, _be64(m6, 32)])[order]
+        ipver = np.concatenate([np.full(len(rec4), 4), np.full(len(rec6), 6)]).astype(
+            np.int64
+        )[order]
+
+    # TCP base header must be complete; otherwise the frame is "short".
+    end = cap_end[rec]
+    whole = t + 20 <= end
+    if not whole.all():
+        stats.short += int(len(t) - np.count_nonzero(whole))
+        rec, t, ip_plen, end = rec[whole], t[whole], ip_plen[whole], end[whole]
+        src_hi, src_lo, dst_hi, dst_lo, ipver = (
+            src_hi[whole], src_lo[whole], dst_hi[whole], dst_lo[whole], ipver[whole]
+        )
+    tm = _windows(buf, t, _TCP_WIDTH)
+    doff = (tm[:, 12].astype(np.int64) >> 4) * 4
+    flags = ((tm[:, 12].astype(np.int64) & 1) << 8) | tm[:, 13]
+    payload = np.maximum(ip_plen - doff, 0)
+    opts = _options(tm, doff, end - t, stats)
+    return TcpRows(
+        record=rec,
+        ts_ns=batch.ts_ns[rec],
+        ip_version=ipver,
+        src_hi=src_hi,
+        src_lo=src_lo,
+        dst_hi=dst_hi,
+        dst_lo=dst_lo,
+        sport=_be16(tm, 0),
+        dport=_be16(tm, 2),
+        seq=_be32(tm, 4),
+        ack=_be32(tm, 8),
+        flags=flags,
+        win_raw=_be16(tm, 14),
+        payload_len=payload,
+        **opts,
+    )
+
+
+_OPT_NAMES = (
+    "opt_mss", "opt_wscale", "opt_sack_perm", "opt_ts_val", "opt_ts_ecr",
+    "sack_count", "sack_left", "sack_right",
+)
+
+
+def _options(
+    tm: U8Array, doff: I64Array, captured: I64Array, stats: DecodeStats
+) -> dict[str, I64Array]:
+    """Parse TCP options from the TCP header windows; a cursor per row, vectorised."""
+    n = len(doff)
+    out = {name: np.zeros(n, dtype=np.int64) for name in _OPT_NAMES}
+    out["opt_mss"][:] = -1
+    out["opt_wscale"][:] = -1
+    hdr_len = np.maximum(doff, 20)
+    stats.options_cut += int(np.count_nonzero(hdr_len > captured))
+    opt_end = np.minimum(np.minimum(hdr_len, captured), _TCP_WIDTH)
+    has = np.flatnonzero(doff > 20)
+    if len(has) == 0:
+        return out
+    # Fast path: the ubiquitous NOP NOP TS(10) layout of data segments.
+    first4 = _be32(tm[has], 20)
+    fast = (first4 == 0x0101080A) & (doff[has] == 32) & (opt_end[has] >= 32)
+    fidx = has[fast]
+    if len(fidx):
+        ftm = tm[fidx]
+        out["opt_ts_val"][fidx] = _be32(ftm, 24)
+        out["opt_ts_ecr"][fidx] = _be32(ftm, 28)
+    rows = has[~fast]
+    cur = np.full(len(rows), 20, dtype=np.int64)
+    lim = opt_end[rows]
+
+    def at(r: I64Array, c: I64Array) -> I64Array:
+        return tm[r, np.minimum(c, _TCP_WIDTH - 1)].astype(np.int64)
+
+    def be32_at(r: I64Array, c: I64Array) -> I64Array:
+        return (at(r, c) << 24) | (at(r, c + 1) << 16) | (at(r, c + 2) << 8) | at(r, c + 3)
+
+    for _ in range(40):
+        live = cur < lim
+        if not live.all():
+            rows, cur, lim = rows[live], cur[live], lim[live]
+        if len(rows) == 0:
+            break
+        kind = at(rows, cur)
+        length = at(rows, cur + 1)
+        is_nop = kind == 1
+        stop = (kind == 0) | (~is_nop & ((length < 2) | (cur + 2 > lim)))
+        ok = (cur + length <= lim) & ~stop
+        sel = (kind == 2) & (length == 4) & ok
+        out["opt_mss"][rows[sel]] = (at(rows[sel], cur[sel] + 2) << 8) | at(rows[sel], cur[sel] + 3)
+        sel = (kind == 3) & (length == 3) & ok
+        out["opt_wscale"][rows[sel]] = np.minimum(at(rows[sel], cur[sel] + 2), 14)
+        sel = (kind == 4) & (length == 2) & ok
+        out["opt_sack_perm"][rows[sel]] = 1
+        sel = (kind == 8) & (length == 10) & ok
+        out["opt_ts_val"][rows[sel]] = be32_at(rows[sel], cur[sel] + 2)
+        out["opt_ts_ecr"][rows[sel]] = be32_at(rows[sel], cur[sel] + 6)
+        sel = (kind == 5) & (length >= 10) & ~stop & (cur + 10 <= lim)
+        out["sack_count"][rows[sel]] = (length[sel] - 2) // 8
+        out["sack_left"][rows[sel]] = be32_at(rows[sel], cur[sel] + 2)
+        out["sack_right"][rows[sel]] = be32_at(rows[sel], cur[sel] + 6)
+        cur = np.where(stop, lim, cur + np.where(is_nop, 1, np.maximum(length, 1)))
+    return out

@@ -1,0 +1,230 @@
+"""``gitnetdiag analyze FILE``: what TCP was doing in a pcap/pcapng capture.
+
+The work is one library call, :func:`gitnetdiag.capture.analyze.analyze_capture`;
+this module only renders its result (:func:`render_analysis`) and writes JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from gitnetdiag.analysis.h2ledger import H2Ledger, h2_ledgers_from_capture, render_h2_ledgers
+from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
+from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
+from gitnetdiag.errors import UsageError
+
+HELP = """Read a pcap/pcapng capture and show, per TCP connection, what limited it.
+
+For every connection: who talked to whom, the protocol guessed from the port
+(443 https, 22 ssh, 9418 git), bytes each way, duration, rate, handshake RTT,
+what limited the bulk sender and for what share of the time (rwnd = the
+receiver's window, cwnd / loss = the network, self = the sender itself, e.g.
+HTTP/2 or SSH flow control above TCP), retransmissions, zero windows,
+SYN / SYN-ACK retransmissions and resets.
+
+[bold]Examples[/bold]
+
+  gitnetdiag analyze push.pcap
+      one table row per connection
+
+  tcpdump -i any -s 128 -w push.pcapng 'port 443' &  git push ...; kill %1
+  gitnetdiag analyze push.pcapng --json analysis.json
+      headers-only capture of a push, analysed, JSON kept for the ticket
+
+  gitnetdiag analyze push.pcap --json - | jq '.connections[0].a_to_b.limits'
+      JSON on stdout (no table)
+
+A capture cut short (tcpdump killed) is analysed up to the damage, with a warning.
+"""
+
+_LIMIT_LABEL = {
+    LimitKind.RWND: "rwnd",
+    LimitKind.CWND: "cwnd",
+    LimitKind.LOSS: "loss",
+    LimitKind.SELF: "self",
+}
+
+
+def _bytes(n: int) -> str:
+    for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= size:
+            return f"{n / size:.1f} {unit}"
+    return f"{n} B"
+
+
+def _seconds(value: float | None) -> str:
+    if value is None:
+        return "-"
+    if value < 1:
+        return f"{value * 1000:.1f} ms"
+    return f"{value:.2f} s"
+
+
+def _rate(c: ConnectionAnalysis) -> str:
+    bulk = c.bulk
+    if bulk.first_data_ts_ns is None or bulk.last_data_ts_ns is None:
+        return "-"
+    span = (bulk.last_data_ts_ns - bulk.first_data_ts_ns) / 1e9
+    if span <= 0:
+        return "-"
+    return f"{bulk.unique_bytes * 8 / span / 1e6:.2f} Mbit/s"
+
+
+def limit_summary(c: ConnectionAnalysis) -> str:
+    """Dominant limit of the bulk sender and the other shares, e.g. ``rwnd 81% (self 12%)``."""
+    limits = c.bulk.limits
+    kinds = sorted(LimitKind, key=limits.share, reverse=True)
+    kinds = [k for k in kinds if limits.share(k) >= 0.005]
+    if not kinds:
+        return "-"
+    head = f"{_LIMIT_LABEL[kinds[0]]} {limits.share(kinds[0]):.0%}"
+    rest = ", ".join(f"{_LIMIT_LABEL[k]} {limits.share(k):.0%}" for k in kinds[1:3])
+    return f"{head} ({rest})" if rest else head
+
+
+def _retransmissions(c: ConnectionAnalysis) -> str:
+    b = c.bulk
+    if not b.retransmissions:
+        return "0"
+    text = f"{b.retransmissions} ({b.loss_rate:.2%}; {b.fast_retransmissions} fast, "
+    text += f"{b.timeout_retransmissions} RTO"
+    if b.spurious_retransmissions:
+        text += f", {b.spurious_retransmissions} spurious"
+    return text + ")"
+
+
+def _zero_windows(c: ConnectionAnalysis) -> str:
+    parts = []
+    for label, d in (("a", c.a_to_b), ("b", c.b_to_a)):
+        if d.zero_window_count:
+            parts.append(f"{label}: {d.zero_window_count} / {_seconds(d.zero_window_s)}")
+    return ", ".join(parts) or "0"
+
+
+def _syn(c: ConnectionAnalysis) -> str:
+    hs = c.handshake
+    if not (hs.syn_retransmissions or hs.synack_retransmissions):
+        return "0"
+    text = f"SYN {hs.syn_retransmissions}, SYN-ACK {hs.synack_retransmissions}"
+    if hs.synack_after_ack:
+        text += f" ({hs.synack_after_ack} after ACK)"
+    return text
+
+
+def _resets(c: ConnectionAnalysis) -> str:
+    parts = [f"{label} {d.resets_sent}" for label, d in (("a", c.a_to_b), ("b", c.b_to_a))
+             if d.resets_sent]
+    return ", ".join(parts) or "0"
+
+
+def _window(c: ConnectionAnalysis) -> str:
+    receiver = c.b_to_a if c.bulk_direction == 0 else c.a_to_b
+    scale = receiver.window_scale
+    text = _bytes(receiver.max_window_bytes)
+    if scale is None:
+        return text + " (scale ?)"
+    if not c.handshake.window_scaling:
+        return text + " (no wscale)"
+    return text
+
+
+def connection_rows(c: ConnectionAnalysis) -> list[tuple[str, str]]:
+    """The (what, value) lines shown for one connection."""
+    bulk_label = "a -> b" if c.bulk_direction == 0 else "b -> a"
+    rtt = c.bulk.rtt
+    return [
+        ("bytes a -> b / b -> a",
+         f"{_bytes(c.a_to_b.payload_bytes)} / {_bytes(c.b_to_a.payload_bytes)}"),
+        ("packets", f"{c.packets:,}"),
+        ("duration", _seconds(c.duration_s)),
+        (f"rate ({bulk_label})", _rate(c)),
+        ("handshake RTT", _seconds(c.handshake.rtt_s)),
+        ("data RTT (median)", _seconds(rtt.median_s) + (f" ({rtt.samples:,} samples)"
+                                                       if rtt.samples else "")),
+        (f"limited by ({bulk_label})", limit_summary(c)),
+        ("receiver window (max)", _window(c)),
+        ("retransmissions", _retransmissions(c)),
+        ("zero windows", _zero_windows(c)),
+        ("SYN / SYN-ACK rtx", _syn(c)),
+        ("resets sent", _resets(c)),
+    ]
+
+
+def render_analysis(result: CaptureAnalysis, console: Console) -> None:
+    """Print one small table per connection, then the warnings."""
+    console.print(
+        f"{result.path}: {result.records:,} frames, {result.tcp_segments:,} TCP segments, "
+        f"{len(result.connections)} connection(s)",
+        highlight=False,
+    )
+    for c in result.connections:
+        conn = c.connection
+        title = (
+            f"#{conn.index} {c.protocol}  a={conn.a_addr}:{conn.a_port}  "
+            f"b={conn.b_addr}:{conn.b_port}"
+        )
+        if not conn.syn_seen:
+            title += "  (no SYN: a = first sender)"
+        table = Table(title=title, title_justify="left", show_header=False, box=None,
+                      padding=(0, 2))
+        table.add_column("what", style="bold")
+        table.add_column("value", overflow="fold")
+        for what, value in connection_rows(c):
+            table.add_row(what, value)
+        console.print(table)
+    for warning in result.warnings:
+        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+
+
+def write_json(
+    result: CaptureAnalysis, out: str, *, h2_ledgers: list[H2Ledger] | None = None
+) -> None:
+    """Write the result as JSON to ``out`` (``-`` for stdout); ``h2_ledgers`` under its own key."""
+    data = result.to_dict()
+    if h2_ledgers is not None:
+        data["h2_ledgers"] = [ledger.to_dict() for ledger in h2_ledgers]
+    text = json.dumps(data, indent=2)
+    if out == "-":
+        sys.stdout.write(text + "\n")
+        return
+    try:
+        Path(out).write_text(text + "\n")
+    except OSError as exc:
+        raise UsageError(
+            f"cannot write {out}: {exc.strerror}", hint="pass a writable path or - for stdout"
+        ) from exc
+
+
+def analyze(
+    file: Path = typer.Argument(..., help="pcap or pcapng capture (tcpdump -w, dumpcap)."),
+    json_out: str | None = typer.Option(
+        None, "--json", metavar="OUT", help="Also write the results as JSON to OUT ('-' = stdout)."
+    ),
+    keylog: Path | None = typer.Option(
+        None,
+        "--keylog",
+        metavar="FILE",
+        help="TLS key log (SSLKEYLOGFILE): decrypt HTTP/2 and show its flow-control ledgers.",
+    ),
+) -> None:
+    """Read a capture and show what limited each TCP connection."""
+    result = analyze_capture(file)
+    ledgers = h2_ledgers_from_capture(file, keylog) if keylog is not None else None
+    if json_out != "-":
+        console = Console(highlight=False)
+        render_analysis(result, console)
+        if ledgers is not None:
+            render_h2_ledgers(ledgers, console)
+    if json_out is not None:
+        write_json(result, json_out, h2_ledgers=ledgers)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``analyze`` command."""
+    app.command("analyze", help=HELP)(analyze)

@@ -1,0 +1,53 @@
+"""``gitnetdiag report RUNDIR``: render a run's diagnosis again, in any format."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from gitnetdiag.commands.probe import ReportFormat
+from gitnetdiag.errors import UsageError
+from gitnetdiag.probe.rundir import MANIFEST_NAME
+
+
+def report_command(
+    run_dir: Path = typer.Argument(..., help="A run directory written by probe or diagnose."),
+    report_format: ReportFormat = typer.Option(
+        ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
+        "(self-contained, with plots) or json (schema in docs/report-schema.md)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write here instead of stdout."),
+    reanalyze: bool = typer.Option(
+        False, "--reanalyze", help="Parse the captures again instead of reusing "
+        "observations.json."),
+) -> None:
+    """Render the ranked diagnosis of a run directory (offline; no network, no root)."""
+    from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
+    from gitnetdiag.report import RENDERERS
+
+    if not (run_dir / MANIFEST_NAME).is_file():
+        raise UsageError(f"{run_dir} is not a run directory (no {MANIFEST_NAME})",
+                         hint="give a directory written by 'gitnetdiag probe' or 'diagnose'")
+    diagnosis = diagnose_run(run_dir)[0] if reanalyze else diagnosis_from_saved(run_dir)
+    if report_format is ReportFormat.TERMINAL and out is None:
+        from gitnetdiag.report.terminal import render_terminal
+
+        console = Console(highlight=False)
+        text = render_terminal(diagnosis, width=console.width, color=console.is_terminal)
+    else:
+        text = RENDERERS[report_format.value](diagnosis)
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        out.write_text(text)
+        typer.echo(f"wrote {out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("report", epilog=(
+        "Examples:\n\n"
+        "  gitnetdiag report captures/h2-small-window\n\n"
+        "  gitnetdiag report runs/20261122T010000Z --format md > ticket.md\n\n"
+        "  gitnetdiag report runs/20261122T010000Z --format html -o report.html"
+    ))(report_command)

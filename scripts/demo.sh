@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# make demo: the main job on the embedded default. Brings up a lab instance
+# named "demo" whose HAProxy edge keeps the HTTP/2 default window (65535), runs
+# `gitnetdiag diagnose` against it (HTTP/1.1, HTTP/2 and SSH pushes of a
+# 24 MiB generated repository at 50 ms RTT, captured, with the native ledgers),
+# prints the ranked diagnosis, and takes the lab down again, whatever happens.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+GND=.venv/bin/gitnetdiag
+OUT=${DEMO_OUT:-demo-run}
+
+if [ "$(id -u)" -ne 0 ]; then
+  echo "demo: needs root (network namespaces, tcpdump); run: sudo make demo" >&2
+  exit 4
+fi
+trap '$GND lab down --name demo >/dev/null 2>&1 || true' EXIT
+$GND lab down --name demo >/dev/null 2>&1 || true
+rm -rf "$OUT"
+echo "== gitnetdiag lab up --name demo --fault h2-small-window --rtt 50ms"
+$GND lab up --name demo --fault h2-small-window --rtt 50ms
+echo
+echo "== gitnetdiag diagnose --lab --lab-instance demo --size 24MiB --protocols h1,h2,ssh --out $OUT"
+$GND diagnose --lab --lab-instance demo --size 24MiB --protocols h1,h2,ssh --out "$OUT"
+echo
+echo "The run directory $OUT/ holds the captures and the reports (report.md, report.html)."
+echo "Re-render offline any time: $GND report $OUT --format md"

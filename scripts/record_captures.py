@@ -1,0 +1,72 @@
+"""Record the offline example runs under captures/: one lab run per fault.
+
+For each fault this brings up a lab instance (root), runs `gitnetdiag diagnose`
+against it with small pushes, keeps the run directory (headers-only captures,
+manifest, native ledgers, observations) under captures/<fault>/, and writes
+captures/<fault>/expected.json with the ranked culprit ids it produced.
+
+    .venv/bin/python scripts/record_captures.py [FAULT ...]
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+GND = str(ROOT / ".venv" / "bin" / "gitnetdiag")
+
+CASES: dict[str, list[str]] = {
+    "healthy": ["--protocols", "h1,h2,ssh"],
+    "h2-small-window": ["--protocols", "h1,h2,ssh"],
+    "tcp-rmem-clamp": ["--protocols", "h1,h2,ssh"],
+    "tiny-backlog": ["--protocols", "git", "--burst", "150"],
+    "loss": ["--protocols", "h1,h2,ssh"],
+    "firewall-reset": ["--protocols", "h1,h2,ssh"],
+    "slow-hook": ["--protocols", "h1,h2,ssh"],
+    "slow-auth": ["--protocols", "h1,h2,ssh"],
+}
+KEEP_SUFFIXES = (".pcap", ".json", ".txt")
+
+
+def record(fault: str) -> dict[str, object]:
+    name = "rec" + str(abs(hash(fault)) % 10_000)
+    dest = ROOT / "captures" / fault
+    tmp = Path("/tmp") / f"gitnetdiag-record-{fault}"
+    shutil.rmtree(tmp, ignore_errors=True)
+    subprocess.run([GND, "lab", "down", "--name", name], capture_output=True)
+    subprocess.run([GND, "lab", "up", "--name", name, "--fault", fault], check=True,
+                   capture_output=True)
+    try:
+        proc = subprocess.run(
+            [GND, "diagnose", "--lab", "--lab-instance", name, "--size", "3MiB",
+             "--timeout", "120", "--out", str(tmp), "--format", "json", *CASES[fault]],
+            capture_output=True, text=True, timeout=900)
+    finally:
+        subprocess.run([GND, "lab", "down", "--name", name], capture_output=True)
+    report = json.loads(proc.stdout)
+    shutil.rmtree(dest, ignore_errors=True)
+    dest.mkdir(parents=True)
+    for path in sorted(tmp.iterdir()):
+        if path.suffix in KEEP_SUFFIXES and not path.name.startswith("report"):
+            shutil.copy2(path, dest / path.name)
+    expected = {
+        "fault": fault,
+        "verdict": report["verdict"],
+        "culprits": [c["id"] for c in report["culprits"]],
+    }
+    (dest / "expected.json").write_text(json.dumps(expected, indent=2) + "\n")
+    return expected
+
+
+def main(argv: list[str]) -> int:
+    for fault in argv or list(CASES):
+        print(json.dumps(record(fault)), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
