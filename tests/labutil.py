@@ -28,14 +28,22 @@ def make_commit(repo: Path, size_bytes: int) -> None:
 
 
 def timed_push(state: LabState, repo: Path, url: str, branch: str,
-               http_version: str | None = None) -> float:
-    """Push HEAD to ``branch``; return wall seconds; raise with git's message on failure."""
+               http_version: str | None = None, timeout_s: float = 180) -> float:
+    """Push HEAD to ``branch``; return wall seconds; fail with git's message on error.
+
+    A push still running after ``timeout_s`` is killed and reported as taking
+    ``timeout_s`` (at least that long): the HTTP/2 edge with the small window
+    sometimes stalls for good (LAB-NOTES), which is slower still.
+    """
     args = ["git"]
     if http_version:
         args += ["-c", f"http.version={http_version}"]
     args += ["push", "-q", url, f"HEAD:refs/heads/{branch}"]
     start = time.monotonic()
-    proc = in_client(state, *args, cwd=repo)
+    try:
+        proc = in_client(state, *args, cwd=repo, timeout_s=timeout_s)
+    except subprocess.TimeoutExpired:
+        return timeout_s
     elapsed = time.monotonic() - start
     assert proc.returncode == 0, f"push to {url} ({http_version}) failed: {proc.stderr}"
     return elapsed

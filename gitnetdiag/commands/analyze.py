@@ -40,6 +40,9 @@ SYN / SYN-ACK retransmissions and resets.
   gitnetdiag analyze push.pcap --json - | jq '.connections[0].a_to_b.limits'
       JSON on stdout (no table)
 
+  gitnetdiag analyze captures/h2-small-window --diagnose
+      a run directory (from probe / diagnose): every capture, then the ranked diagnosis
+
 A capture cut short (tcpdump killed) is analysed up to the damage, with a warning.
 """
 
@@ -212,8 +215,26 @@ def analyze(
         metavar="FILE",
         help="TLS key log (SSLKEYLOGFILE): decrypt HTTP/2 and show its flow-control ledgers.",
     ),
+    then_diagnose: bool = typer.Option(
+        False, "--diagnose", help="For a run directory: rank the culprits (as 'diagnose' did)."
+    ),
+    host_report: Path | None = typer.Option(
+        None, "--host-report", help="With --diagnose: add a 'gitnetdiag host --json' report."
+    ),
 ) -> None:
-    """Read a capture and show what limited each TCP connection."""
+    """Read a capture (or a run directory) and show what limited each TCP connection."""
+    if file.is_dir():
+        _analyze_run(file, json_out, then_diagnose, host_report)
+        return
+    if then_diagnose:
+        raise UsageError(
+            "--diagnose needs a run directory, not a single capture",
+            hint="run 'gitnetdiag probe' or 'diagnose' to make one; try: "
+            "gitnetdiag analyze captures/h2-small-window --diagnose",
+        )
+    if not file.exists():
+        raise UsageError(f"{file} does not exist",
+                         hint="give a pcap/pcapng file or a run directory")
     result = analyze_capture(file)
     ledgers = h2_ledgers_from_capture(file, keylog) if keylog is not None else None
     if json_out != "-":
@@ -223,6 +244,37 @@ def analyze(
             render_h2_ledgers(ledgers, console)
     if json_out is not None:
         write_json(result, json_out, h2_ledgers=ledgers)
+
+
+def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
+                 host_report: Path | None) -> None:
+    """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
+    from gitnetdiag.commands.probe import ReportFormat, load_host_evidence, print_diagnosis
+    from gitnetdiag.probe.rundir import MANIFEST_NAME, load_run
+
+    if not (run_dir / MANIFEST_NAME).is_file():
+        raise UsageError(f"{run_dir} is a directory without {MANIFEST_NAME}",
+                         hint="give a run directory written by 'gitnetdiag probe' or 'diagnose'")
+    manifest = load_run(run_dir)
+    captures = [r.capture.path for p in manifest.protocols for r in p.pushes if r.capture]
+    captures += [p.burst.capture for p in manifest.protocols if p.burst and p.burst.capture]
+    results = {name: analyze_capture(run_dir / name) for name in captures}
+    if json_out is not None:
+        data = {"run_dir": str(run_dir),
+                "captures": {name: r.to_dict() for name, r in results.items()}}
+        text = json.dumps(data, indent=2) + "\n"
+        if json_out == "-":
+            sys.stdout.write(text)
+        else:
+            Path(json_out).write_text(text)
+    if json_out != "-":
+        console = Console(highlight=False)
+        for name, result in results.items():
+            console.print(f"[bold]{name}[/bold]")
+            render_analysis(result, console)
+    if then_diagnose:
+        host = load_host_evidence(host_report) if host_report else None
+        print_diagnosis(run_dir, host, ReportFormat.TERMINAL)
 
 
 def register(app: typer.Typer) -> None:
