@@ -16,7 +16,7 @@ from rich.console import Console
 from gitnetdiag import __version__
 from gitnetdiag.errors import ExitCode, GitnetdiagError
 
-COMMAND_MODULES: tuple[str, ...] = ("lab",)
+COMMAND_MODULES: tuple[str, ...] = ("probe", "analyze", "report", "lab", "storage", "host", "load")
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
