@@ -18,19 +18,20 @@ from gitnetdiag.errors import ExitCode, GitnetdiagError
 
 COMMAND_MODULES: tuple[str, ...] = ("probe", "analyze", "report", "lab", "storage", "host", "load")
 
+COMMAND_MODULE_OF: dict[str, str] = {
+    "diagnose": "probe", "probe": "probe", "analyze": "analyze", "report": "report",
+    "lab": "lab", "storage": "storage", "host": "host", "load": "load",
+}
+"""Which module registers each command, so a run imports only what it needs."""
+
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
-app = typer.Typer(
-    name="gitnetdiag",
-    help=(
-        "Why is git push slow? Push the same repository over HTTP/1.1, HTTP/2 and SSH, "
-        "capture the packets, and rank the culprits with evidence.\n\n"
-        "Start with:  [bold]gitnetdiag lab up --fault h2-small-window[/bold]  (as root)"
-    ),
-    rich_markup_mode="rich",
-    no_args_is_help=True,
-    add_completion=False,
-    pretty_exceptions_enable=False,
+APP_HELP = (
+    "Why is git push slow? Push the same repository over HTTP/1.1, HTTP/2 and SSH, "
+    "capture the packets, and rank the culprits with evidence.\n\n"
+    "Start with:  [bold]sudo gitnetdiag lab up --fault h2-small-window[/bold]  then  "
+    "[bold]sudo gitnetdiag diagnose --lab[/bold]\n\n"
+    "Offline, no root:  [bold]gitnetdiag analyze captures/h2-small-window --diagnose[/bold]"
 )
 
 
@@ -40,7 +41,6 @@ def _version_callback(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _root(
     version: bool = typer.Option(
         False, "--version", help="Print the version and exit.", callback=_version_callback,
@@ -50,8 +50,23 @@ def _root(
     """gitnetdiag: network-layer diagnosis of slow Git transfers."""
 
 
-for _name in COMMAND_MODULES:
-    importlib.import_module(f"gitnetdiag.commands.{_name}").register(app)
+def build_app(modules: tuple[str, ...] = COMMAND_MODULES) -> typer.Typer:
+    """The typer application with the commands of ``modules`` registered."""
+    application = typer.Typer(
+        name="gitnetdiag", help=APP_HELP, rich_markup_mode="rich", no_args_is_help=True,
+        add_completion=False, pretty_exceptions_enable=False,
+    )
+    application.callback()(_root)
+    for name in modules:
+        importlib.import_module(f"gitnetdiag.commands.{name}").register(application)
+    return application
+
+
+def __getattr__(name: str) -> typer.Typer:
+    """``gitnetdiag.cli.app``: the full application, built on first use (tests, tools)."""
+    if name == "app":
+        return build_app()
+    raise AttributeError(name)
 
 
 def render_error(exc: GitnetdiagError) -> None:
@@ -68,8 +83,12 @@ def main() -> None:
     typer runs in standalone mode (it prints usage errors itself and exits 2);
     everything of ours arrives here as a GitnetdiagError.
     """
+    # Startup time matters (analyze reads a million packets in about a second): import
+    # only the module of the command being run; --help and unknown words get them all.
+    first = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
+    module = COMMAND_MODULE_OF.get(first or "")
     try:
-        app()
+        build_app((module,) if module else COMMAND_MODULES)()
     except GitnetdiagError as exc:
         render_error(exc)
         sys.exit(int(exc.exit_code))

@@ -294,6 +294,15 @@ def _h2_window(obs: Observations) -> Hit | None:
             )
         )
 
+    # A slower HTTP/2 push is not blamed on its flow control when the ledger shows a
+    # window above the BDP, or when the capture shows TCP bound by the network
+    # (losses, cwnd) rather than waiting on HTTP/2: that is packet-loss's evidence.
+    window_rules_out = window is not None and rtt is not None and not small_window
+    network_bound = cap is not None and (cap.network_limited_share or 0.0) > (
+        cap.self_limited_share or 0.0
+    )
+    if window_rules_out or network_bound:
+        slower = False
     if not (slower or small_window or (stalled and score > 0)):
         return None
 
@@ -380,6 +389,9 @@ def _h2_frames(obs: Observations) -> Hit | None:
     zero = max(ledger.stream_zero_credit_s or 0.0, ledger.connection_zero_credit_s or 0.0)
     if zero >= 0.1 * up:
         return None
+    cap = p.capture
+    if cap is not None and (cap.network_limited_share or 0.0) > (cap.self_limited_share or 0.0):
+        return None  # TCP was bound by the network (loss, cwnd), not by per-frame cost
     return Hit(
         score=0.45,
         cost_s=saved_time_s(size, up, other[1]) or 0.0,
@@ -1356,8 +1368,10 @@ def _phase_excess(
     values = _phase(obs, attr)
     if not values:
         return 0.0, []
-    ordered = sorted(v for _, v in values)
-    typical = ordered[len(ordered) // 2]
+    # A server-side step (a hook, an auth check) delays every transport alike, so the
+    # fastest transport bounds it; slower ones may add client-side buffering (an SSH
+    # upload "ends" when git has handed the pack to ssh, long before it is on the wire).
+    typical = min(v for _, v in values)
     baseline = rtts * (rtt_s(obs) or 0.0)
     return max(0.0, typical - baseline), values
 

@@ -11,13 +11,11 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import types
 import typing
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from gitnetdiag.errors import InputError
 from gitnetdiag.probe.burst import BurstResult
@@ -25,28 +23,12 @@ from gitnetdiag.probe.capture import CaptureResult
 from gitnetdiag.probe.pathinfo import PathMeasurement
 from gitnetdiag.probe.trace2 import Trace2Phases
 from gitnetdiag.probe.versions import ToolVersions
+from gitnetdiag.report.redact import redact_url
+
+__all__ = ["MANIFEST_NAME", "SCHEMA", "load_run", "redact_url", "write_manifest"]
 
 SCHEMA = "gitnetdiag.run/1"
 MANIFEST_NAME = "manifest.json"
-
-
-def redact_url(url: str) -> str:
-    """The URL without secrets: no password, no HTTP user (often a token), no query values."""
-    scp_like = re.fullmatch(r"([^@/:]+)@([^/:]+):(.*)", url)
-    if scp_like and "://" not in url:
-        return url
-    parts = urlsplit(url)
-    if not parts.scheme or not parts.netloc:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    if parts.username and parts.scheme in ("ssh", "git+ssh", "ssh+git"):
-        host = f"{parts.username}@{host}"
-    elif parts.username or parts.password:
-        host = f"<redacted>@{host}"
-    query = parts.query
-    if query:
-        query = urlencode([(key, "<redacted>") for key, _ in parse_qsl(query, True)], safe="<>")
-    return urlunsplit((parts.scheme, host, parts.path, query, ""))
 
 
 @dataclass(frozen=True, kw_only=True)

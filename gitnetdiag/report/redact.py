@@ -25,50 +25,33 @@ _BEARER = re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")
 T = TypeVar("T")
 
 
-def _safe_user(user: str) -> bool:
-    """A plain login name (``git``, ``alice``) may stay; anything token-like goes."""
-    return (
-        len(user) <= 16
-        and re.fullmatch(r"[A-Za-z0-9._-]+", user) is not None
-        and not _TOKEN_PREFIX.match(user)
-    )
-
-
 def redact_url(url: str) -> str:
-    """``https://user:pass@host/p?token=x`` -> ``https://***:***@host/p?token=***``.
+    """The URL without secrets; the one redaction policy of the project.
 
-    A user name without password is kept when it looks like a login (``ssh://git@host``);
-    query parameters whose name suggests a secret get their value masked.
-    Strings that are not URLs are returned unchanged.
+    - ``https://user:pass@host`` and ``https://TOKEN@host``: the whole user part
+      is masked (over HTTP a "user" is often a token);
+    - ``ssh://git:pw@host``: the login stays (``git@host``), a password goes;
+    - every query value is masked (remotes need none; signatures and tokens live there);
+    - scp-like ``git@host:path`` and strings that are not URLs are returned unchanged.
     """
+    if "://" not in url:
+        return url
     try:
         parts = urlsplit(url)
     except ValueError:
         return url
     if not parts.scheme or not parts.netloc:
         return url
-    netloc = parts.netloc
-    if "@" in netloc:
-        userinfo, host = netloc.rsplit("@", 1)
-        if ":" in userinfo:
-            userinfo = f"{MASK}:{MASK}"
-        elif not _safe_user(userinfo):
-            userinfo = MASK
-        netloc = f"{userinfo}@{host}"
-    query = parts.query
-    if query:
-        fields = []
-        for item in query.split("&"):
-            name, sep, value = item.partition("=")
-            if sep and value and (_SECRET_PARAM.search(name) or _TOKEN_PREFIX.match(value)):
-                value = MASK
-            fields.append(f"{name}{sep}{value}")
-        query = "&".join(fields)
-    text = f"{parts.scheme}://{netloc}{parts.path}"
-    if query:
-        text += f"?{query}"
-    if parts.fragment:
-        text += f"#{parts.fragment}"
+    host = parts.netloc.rsplit("@", 1)[-1]
+    if parts.username and parts.scheme in ("ssh", "git+ssh", "ssh+git"):
+        host = f"{parts.username}@{host}"
+    elif "@" in parts.netloc:
+        host = f"{MASK}@{host}"
+    text = f"{parts.scheme}://{host}{parts.path}"
+    if parts.query:
+        text += "?" + "&".join(
+            f"{item.partition('=')[0]}={MASK}" for item in parts.query.split("&") if item
+        )
     return text
 
 

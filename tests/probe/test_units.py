@@ -37,10 +37,10 @@ def test_parse_size_rejects(text: str) -> None:
 @pytest.mark.parametrize(
     ("url", "expected"),
     [
-        ("https://bob:s3cret@git.example/r.git", "https://<redacted>@git.example/r.git"),
-        ("https://ghp_TOKEN@git.example:8443/r.git", "https://<redacted>@git.example:8443/r.git"),
+        ("https://bob:s3cret@git.example/r.git", "https://***@git.example/r.git"),
+        ("https://ghp_TOKEN@git.example:8443/r.git", "https://***@git.example:8443/r.git"),
         ("https://git.example/r.git?token=abc&x=1",
-         "https://git.example/r.git?token=<redacted>&x=<redacted>"),
+         "https://git.example/r.git?token=***&x=***"),
         ("ssh://git@host:2222/r.git", "ssh://git@host:2222/r.git"),
         ("ssh://git:pw@host/r.git", "ssh://git@host/r.git"),
         ("git@host:group/r.git", "git@host:group/r.git"),
