@@ -177,8 +177,13 @@ backend apache
 
 def sshd_config(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> str:
     """OpenSSH sshd for the git-shell user; key-only, no PAM."""
-    forced = (
-        f"ForceCommand {paths.bin / 'slow-auth-ssh'}\n" if spec.auth_delay_s > 0 else ""
+    # Under slow-auth the keys come from a slow lookup program, as with an LDAP or
+    # SSO key service; the git-shell login shell rules out a ForceCommand wrapper.
+    keys = (
+        f"AuthorizedKeysFile none\nAuthorizedKeysCommand {paths.bin / 'slow-auth-keys'} %u\n"
+        "AuthorizedKeysCommandUser nobody\n"
+        if spec.auth_delay_s > 0
+        else f"AuthorizedKeysFile {paths.authorized_keys}\n"
     )
     return f"""# gitnetdiag lab: sshd
 Port {PORT_SSH}
@@ -189,14 +194,13 @@ UsePAM no
 PasswordAuthentication no
 KbdInteractiveAuthentication no
 PubkeyAuthentication yes
-AuthorizedKeysFile {paths.authorized_keys}
-StrictModes no
+{keys}StrictModes no
 AllowUsers {user}
 PermitRootLogin no
 X11Forwarding no
 AllowTcpForwarding no
 PrintMotd no
-{forced}"""
+"""
 
 
 def http_backend_cgi(paths: LabPaths) -> str:
@@ -210,12 +214,12 @@ exec {HTTP_BACKEND}
 """
 
 
-def slow_auth_ssh(delay_s: float) -> str:
-    """ForceCommand for sshd under slow-auth: sleep, then what the client asked for."""
+def slow_auth_keys(paths: LabPaths, delay_s: float) -> str:
+    """sshd AuthorizedKeysCommand under slow-auth: a key lookup that takes seconds."""
     return f"""#!/bin/sh
-# gitnetdiag lab: delay the ref advertisement over SSH
+# gitnetdiag lab: slow-auth fault, a slow key service
 sleep {delay_s:g}
-exec /usr/bin/git-shell -c "$SSH_ORIGINAL_COMMAND"
+cat {paths.authorized_keys}
 """
 
 

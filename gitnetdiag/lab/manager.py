@@ -254,9 +254,9 @@ def _write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
     cgi.write_text(config.http_backend_cgi(paths))
     cgi.chmod(0o755)
     if spec.auth_delay_s > 0:
-        forced = paths.bin / "slow-auth-ssh"
-        forced.write_text(config.slow_auth_ssh(spec.auth_delay_s))
-        forced.chmod(0o755)
+        keys = paths.bin / "slow-auth-keys"
+        keys.write_text(config.slow_auth_keys(paths, spec.auth_delay_s))
+        keys.chmod(0o755)
     files = {
         "apache": paths.root / "apache2.conf",
         "haproxy": paths.root / "haproxy.cfg",

@@ -79,7 +79,9 @@ def test_apache_and_sshd_configs_carry_the_settings() -> None:
     assert "H2WindowSize 1048576" in apache and "Protocols h2 http/1.1" in apache
     assert "SetEnv GND_AUTH_DELAY_S 3" in apache
     sshd = config.sshd_config(paths, spec, server_ip="198.18.2.2", user="gnd-git")
-    assert "ForceCommand /x/bin/slow-auth-ssh" in sshd and "UsePAM no" in sshd
+    assert "AuthorizedKeysCommand /x/bin/slow-auth-keys %u" in sshd and "UsePAM no" in sshd
+    assert "AuthorizedKeysFile none" in sshd
     healthy = config.sshd_config(paths, build_spec(instance="a", faults=[]),
                                  server_ip="198.18.2.2", user="gnd-git")
-    assert "ForceCommand" not in healthy
+    assert "AuthorizedKeysCommand" not in healthy
+    assert "AuthorizedKeysFile /x/ssh/authorized_keys" in healthy
