@@ -1,0 +1,259 @@
+"""``gitnetdiag load``: capacity test of a git remote (local ramp, or collected from Locust)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+import typer
+from rich.console import Console
+from rich.live import Live
+from rich.text import Text
+
+from gitnetdiag.errors import ExitCode, UsageError
+from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
+from gitnetdiag.load.report import render_html, render_json, render_markdown, render_terminal
+from gitnetdiag.load.scheduler import LiveStatus
+from gitnetdiag.load.stats import parse_concurrency, parse_duration_s, parse_mix, parse_ops
+from gitnetdiag.probe.gitpush import Protocol
+from gitnetdiag.probe.runner import parse_size
+
+
+class LabHttp(StrEnum):
+    """Which HTTPS way into the lab --lab uses."""
+
+    EDGE = "edge"
+    DIRECT = "direct"
+
+
+class LiveReporter:
+    """One live status line while a step runs; a line per finished step."""
+
+    def __init__(self, live: Live | None, console: Console) -> None:
+        self.live = live
+        self.console = console
+
+    def tick(self, status: LiveStatus) -> None:
+        if self.live is None:
+            return
+        rate = status.ok / status.elapsed_s if status.elapsed_s > 0 else 0.0
+        errors = ", ".join(f"{k} {v}" for k, v in sorted(status.errors.items())) or "none"
+        self.live.update(Text(
+            f"step {status.step + 1}/{status.steps}: concurrency {status.concurrency}, "
+            f"{min(status.elapsed_s, status.duration_s):.0f}/{status.duration_s:.0f} s, "
+            f"{status.ok} ok ({rate:.1f} ops/s), {status.failed} failed; errors: {errors}"))
+
+    def step_done(self, step: StepResult) -> None:
+        errors = ", ".join(f"{e.kind} {e.count}" for e in step.errors) or "no errors"
+        p50 = f"{step.latency.p50_s:.3f} s" if step.latency else "-"
+        self.console.print(
+            f"step {step.index + 1} concurrency {step.concurrency}: {step.ok}/{step.ops} ok, "
+            f"{step.ops_per_s:.2f} ops/s, p50 {p50}, {errors}", highlight=False)
+
+    def warn(self, message: str) -> None:
+        self.console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+
+
+def _protocol_for(url: str, given: str | None) -> Protocol:
+    if given is not None:
+        try:
+            return Protocol(given.lower())
+        except ValueError as exc:
+            raise UsageError(f"unknown protocol {given!r}", hint="use h1, h2, ssh, git") from exc
+    scheme = url.split("://", 1)[0].lower() if "://" in url else "ssh"
+    mapping = {"https": Protocol.H1, "http": Protocol.H1, "ssh": Protocol.SSH,
+               "git": Protocol.GIT}
+    if scheme not in mapping:
+        raise UsageError(f"cannot tell the protocol of {url!r}", hint="give --protocol")
+    return mapping[scheme]
+
+
+def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
+    parts = ["ssh", "-o", "BatchMode=yes"]
+    if key is not None:
+        parts += ["-i", str(key), "-o", "IdentitiesOnly=yes"]
+    if known_hosts is not None:
+        parts += ["-o", f"UserKnownHostsFile={known_hosts}", "-o", "StrictHostKeyChecking=yes"]
+    return " ".join(shlex.quote(p) for p in parts)
+
+
+def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
+                   json_out: Path | None) -> None:
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "load.json").write_text(render_json(report))
+        (out / "load.md").write_text(render_markdown(report))
+        (out / "load.html").write_text(render_html(report))
+        with (out / "ops.jsonl").open("w") as handle:
+            for rec in records:
+                handle.write(json.dumps(rec.to_dict()) + "\n")
+        typer.echo(f"run directory: {out}")
+    if json_out is not None:
+        json_out.write_text(render_json(report))
+
+
+def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
+            json_out: Path | None, leftover: tuple[str, ...] = ()) -> None:
+    render_terminal(report, Console(highlight=False, width=200))
+    _write_outputs(report, records, out, json_out)
+    if leftover:
+        raise UsageError(
+            f"{len(leftover)} throwaway branch(es) could not be deleted: {', '.join(leftover)}",
+            hint="delete them by hand with git push URL :refs/heads/<branch>",
+            reference="load-cleanup",
+        )
+    if report.interrupted:
+        Console(stderr=True).print("interrupted: partial results were kept", style="yellow")
+        raise typer.Exit(int(ExitCode.INTERRUPTED))
+    if report.passed is False:
+        raise typer.Exit(int(ExitCode.FAILURE))
+
+
+def _collect_locust(master: str | None, results: Path | None, wait: float, out: Path | None,
+                    json_out: Path | None, min_ops_per_hour: float | None) -> None:
+    from dataclasses import replace
+
+    from gitnetdiag.errors import InputError
+    from gitnetdiag.load.locust_collect import fetch_payload, report_from_payload
+
+    payload: dict[str, Any]
+    if results is not None:
+        try:
+            payload = json.loads(results.read_text())
+        except (OSError, ValueError) as exc:
+            raise InputError(f"cannot read {results}: {exc}",
+                             hint="give the file the master wrote with --git-results") from exc
+    else:
+        assert master is not None
+        console = Console(stderr=True, highlight=False)
+
+        def show(p: dict[str, Any]) -> None:
+            console.print(f"locust master: {p.get('state')}, {len(p['records'])} operations",
+                          highlight=False)
+
+        payload = fetch_payload(master, wait_s=wait, on_poll=show)
+    report = replace(report_from_payload(payload), min_ops_per_hour=min_ops_per_hour)
+    _finish(report, (), out, json_out)
+
+
+def load_command(
+    url: str | None = typer.Argument(None, help="git remote URL (not needed with --lab)."),
+    ops: str = typer.Option("clone,fetch,push", "--ops", help="clone,fetch,push,ls-remote"),
+    mix: str | None = typer.Option(None, "--mix", help="Weights per op, e.g. 40:35:25."),
+    concurrency: str = typer.Option("1,2,4,8,16,32", "--concurrency", help="Ramp steps."),
+    duration: str = typer.Option("60s", "--duration", help="Duration of each step."),
+    protocol: str | None = typer.Option(
+        None, "--protocol", help="h1, h2, ssh or git (default: from the URL; https -> h1)."),
+    timeout: float = typer.Option(300.0, "--timeout", min=1.0, help="Timeout of each git run, s."),
+    push_size: str = typer.Option("64KiB", "--push-size", help="New data in each push."),
+    min_ops_per_hour: float | None = typer.Option(
+        None, "--min-ops-per-hour", help="Pass mark: some step must reach it (exit 1 if not)."),
+    max_error_ratio: float = typer.Option(
+        0.01, "--max-error-ratio", help="Highest error ratio of a passing step."),
+    out: Path | None = typer.Option(None, "--out", help="Run directory for load.json/md/html."),
+    json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON here."),
+    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for HTTPS."),
+    insecure: bool = typer.Option(False, "--insecure", help="Do not verify HTTPS certificates."),
+    ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key."),
+    ssh_known_hosts: Path | None = typer.Option(None, "--ssh-known-hosts", help="known_hosts."),
+    host_netns: str | None = typer.Option(
+        None, "--host-netns", help="Server counters from this network namespace (root)."),
+    host_local: bool = typer.Option(
+        False, "--host-local", help="The server runs here: counters from /proc/net/netstat."),
+    lab: bool = typer.Option(False, "--lab", help="Load the local lab (runs in its client ns)."),
+    lab_instance: str = typer.Option("default", "--lab-instance", help="Lab instance name."),
+    lab_http: LabHttp = typer.Option(LabHttp.EDGE, "--lab-http", help="edge or direct."),
+    locust_master: str | None = typer.Option(
+        None, "--locust-master", help="Collect a Locust run's results from HOST[:PORT]."),
+    locust_results: Path | None = typer.Option(
+        None, "--locust-results", help="Read the results file a Locust master wrote."),
+    wait: float = typer.Option(
+        0.0, "--wait", min=0.0, help="With --locust-master: wait up to N s for the run to end."),
+    no_live: bool = typer.Option(False, "--no-live", help="No live display."),
+) -> None:
+    """Capacity test: clones, fetches, pushes and ls-remotes at rising concurrency.
+
+    Reports per step ops/s and ops/hour, latency percentiles, errors by kind with
+    git's message, bytes moved and server counter deltas. Pushes go only to
+    throwaway branches gitnetdiag/probe-<id>, deleted right after; clones and
+    fetches land in a scratch directory removed at the end.
+    """
+    if locust_master is not None or locust_results is not None:
+        _collect_locust(locust_master, locust_results, wait, out, json_out, min_ops_per_hour)
+        return
+    op_list = parse_ops(ops)
+    weights = parse_mix(mix, len(op_list))
+    steps = parse_concurrency(concurrency)
+    step_s = parse_duration_s(duration)
+    push_bytes = parse_size(push_size)
+    extra: dict[str, Any] = {}
+    from gitnetdiag.load.hostcounters import CounterSource, LocalNetstat, NamespaceNetstat
+
+    counters: CounterSource | None = None
+    if lab:
+        from gitnetdiag.lab.state import in_namespace, load_state, reexec_in_namespace
+        from gitnetdiag.proc import require_root
+
+        state = load_state(lab_instance)
+        if not in_namespace(state.client_ns):
+            require_root("gitnetdiag load --lab")
+            reexec_in_namespace(state.client_ns,
+                                [sys.executable, "-m", "gitnetdiag", *sys.argv[1:]])
+        chosen = _protocol_for("git://x", protocol or "git")
+        if url is None:
+            url = {
+                Protocol.GIT: state.endpoints.git, Protocol.SSH: state.endpoints.ssh,
+            }.get(chosen) or (state.endpoints.https_edge if lab_http is LabHttp.EDGE
+                              else state.endpoints.https_direct)
+        protocol = chosen.value
+        if ca_file is None and not insecure:
+            ca_file = Path(state.ca_file)
+        ssh_key = ssh_key or Path(state.ssh_key)
+        ssh_known_hosts = ssh_known_hosts or Path(state.ssh_known_hosts)
+        host_netns = host_netns or state.server_ns
+        extra = {"lab_instance": lab_instance, "lab_faults": list(state.faults),
+                 "lab_rtt_ms": state.rtt_ms}
+    if url is None:
+        raise UsageError("no remote to load", hint="give a URL (or --lab, or --locust-master)")
+    if host_netns is not None:
+        counters = NamespaceNetstat(host_netns)
+    elif host_local:
+        counters = LocalNetstat()
+    chosen_protocol = _protocol_for(url, protocol)
+    for path, what in ((ca_file, "CA file"), (ssh_key, "SSH key"),
+                       (ssh_known_hosts, "known_hosts file")):
+        if path is not None and not path.is_file():
+            raise UsageError(f"{what} {path} does not exist", hint=f"give an existing {what}")
+    from gitnetdiag.load.scheduler import LoadOptions, run_load
+    from gitnetdiag.probe.gitpush import Transport
+
+    transport = Transport(
+        protocol=chosen_protocol, url=url, ca_file=str(ca_file) if ca_file else None,
+        insecure=insecure,
+        ssh_command=_ssh_command(ssh_key, ssh_known_hosts)
+        if chosen_protocol is Protocol.SSH else None,
+    )
+    if counters is not None:
+        extra["host_counters"] = counters.description
+    options = LoadOptions(
+        transport=transport, ops=tuple(str(op) for op in op_list), mix=weights,
+        concurrency=steps, step_duration_s=step_s, timeout_s=timeout, push_bytes=push_bytes,
+        min_ops_per_hour=min_ops_per_hour, max_error_ratio=max_error_ratio, counters=counters,
+        extra=extra,
+    )
+    console = Console(stderr=True, highlight=False)
+    if no_live or not console.is_terminal:
+        outcome = run_load(options, LiveReporter(None, console))
+    else:
+        with Live(Text("starting"), console=console, refresh_per_second=4,
+                  transient=True) as live:
+            outcome = run_load(options, LiveReporter(live, console))
+    _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("load")(load_command)

@@ -1,0 +1,54 @@
+"""Kernel counter snapshots of the server, taken before and after each load step.
+
+Two sources: this machine's own ``/proc/net/netstat`` (the server is local),
+or a network namespace on this machine (the lab's server namespace), read
+with ``ip netns exec``. Parsing is :func:`gitnetdiag.load.stats.parse_netstat`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from gitnetdiag.errors import EnvironmentProblem
+from gitnetdiag.load.stats import parse_netstat
+from gitnetdiag.proc import run
+
+NETSTAT_TIMEOUT_S = 10.0
+
+
+class CounterSource(Protocol):
+    """Anything that can snapshot the server's kernel counters."""
+
+    description: str
+
+    def snapshot(self) -> dict[str, int]: ...
+
+
+class LocalNetstat:
+    """``/proc/net/netstat`` of this process's own network namespace."""
+
+    def __init__(self, path: Path = Path("/proc/net/netstat")) -> None:
+        self.path = path
+        self.description = f"local {path}"
+
+    def snapshot(self) -> dict[str, int]:
+        try:
+            return parse_netstat(self.path.read_text())
+        except OSError as exc:
+            raise EnvironmentProblem(
+                f"cannot read {self.path}: {exc.strerror}", hint="run on Linux with /proc",
+            ) from exc
+
+
+class NamespaceNetstat:
+    """``/proc/net/netstat`` of a named network namespace (needs root)."""
+
+    def __init__(self, netns: str) -> None:
+        self.netns = netns
+        self.description = f"netns {netns} /proc/net/netstat"
+
+    def snapshot(self) -> dict[str, int]:
+        proc = run(["ip", "netns", "exec", self.netns, "cat", "/proc/net/netstat"],
+                   timeout_s=NETSTAT_TIMEOUT_S)
+        return parse_netstat(proc.stdout)

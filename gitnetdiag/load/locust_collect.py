@@ -1,0 +1,152 @@
+"""Results of a distributed Locust run, turned into the same :class:`LoadReport`.
+
+The master (running :mod:`gitnetdiag.load.locustfile`) serves a JSON payload
+at :data:`RESULTS_PATH`: every operation record its workers shipped, and
+Locust's own request counts. :func:`report_from_payload` is pure;
+:func:`fetch_payload` is the only I/O (plain HTTP GET to the master's web UI).
+This module never imports Locust.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from gitnetdiag.errors import InputError, NetworkError
+from gitnetdiag.load.model import LoadReport, OpRecord
+from gitnetdiag.load.stats import summarize_step
+from gitnetdiag.report.redact import redact_text
+
+RESULTS_PATH = "/gitnetdiag/results"
+FINAL_REPORT_WAIT_S = 4.0
+"""Workers report every 3 s: after the stop, wait this long for their last records."""
+POLL_S = 1.0
+
+
+def results_payload(
+    *,
+    state: str,
+    records: list[dict[str, Any]],
+    target: str,
+    protocol: str,
+    ops: list[str],
+    mix: list[int],
+    timeout_s: float,
+    started_epoch: float | None,
+    stopped_epoch: float | None,
+    users: int,
+    workers: int,
+    locust_counts: dict[str, int],
+    locust_failures: dict[str, int],
+) -> dict[str, Any]:
+    """The JSON the master serves (one place defines its shape)."""
+    return {
+        "format": "gitnetdiag-locust-results/1", "state": state, "records": records,
+        "target": target, "protocol": protocol, "ops": ops, "mix": mix, "timeout_s": timeout_s,
+        "started_epoch": started_epoch, "stopped_epoch": stopped_epoch, "users": users,
+        "workers": workers, "locust_counts": locust_counts, "locust_failures": locust_failures,
+    }
+
+
+def report_from_payload(payload: dict[str, Any]) -> LoadReport:
+    """One step (the run's user count) from the master's records."""
+    if payload.get("format") != "gitnetdiag-locust-results/1":
+        raise InputError("not a gitnetdiag Locust results payload",
+                         hint="collect from a master running gitnetdiag's locustfile")
+    started = payload.get("started_epoch") or 0.0
+    stopped = payload.get("stopped_epoch") or time.time()
+    records = [
+        OpRecord(op=r["op"], step=0, slot=int(r["slot"]),
+                 start_s=float(r["start_epoch"]) - started, wall_s=float(r["wall_s"]),
+                 ok=bool(r["ok"]), kind=r.get("kind"), message=redact_text(r.get("message", "")),
+                 bytes_moved=int(r.get("bytes_moved", 0)))
+        for r in payload["records"]
+    ]
+    step = summarize_step(records, index=0, concurrency=int(payload.get("users", 0)),
+                          elapsed_s=max(stopped - started, 0.0))
+    return LoadReport(
+        target=payload["target"], protocol=payload["protocol"], ops=tuple(payload["ops"]),
+        mix=tuple(payload["mix"]), step_duration_s=step.elapsed_s,
+        timeout_s=float(payload["timeout_s"]),
+        started=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started)),
+        source="locust", steps=(step,),
+        extra={"locust_counts": payload["locust_counts"],
+               "locust_failures": payload["locust_failures"],
+               "workers": payload["workers"],
+               "ops_by_worker": _by_worker(payload["records"])},
+    )
+
+
+def _by_worker(records: list[dict[str, Any]]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[str(r.get("worker", "?"))] = counts.get(str(r.get("worker", "?")), 0) + 1
+    return counts
+
+
+def master_url(master: str) -> str:
+    """``HOST``, ``HOST:PORT`` or a full URL -> the results URL (default port 8089)."""
+    base = master if "://" in master else f"http://{master}"
+    scheme_host = base.split("://", 1)[1]
+    if ":" not in scheme_host.split("/", 1)[0]:
+        base = base.rstrip("/") + ":8089"
+    return base.rstrip("/") + RESULTS_PATH
+
+
+def _get(url: str, timeout_s: float) -> dict[str, Any]:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout_s) as response:
+            data: dict[str, Any] = json.loads(response.read())
+            return data
+    except urllib.error.HTTPError as exc:
+        raise NetworkError(
+            f"{url}: HTTP {exc.code}",
+            hint="is the master running gitnetdiag's locustfile with its web UI (--autostart)?",
+            reference="locust-master",
+        ) from exc
+    except (urllib.error.URLError, OSError) as exc:
+        raise NetworkError(
+            f"cannot reach the Locust master at {url}: {getattr(exc, 'reason', exc)}",
+            hint="give --locust-master HOST[:PORT] of the master's web UI (default port 8089)",
+            reference="locust-master",
+        ) from exc
+    except ValueError as exc:
+        raise InputError(f"{url} did not answer JSON", hint="is that a Locust master?") from exc
+
+
+def fetch_payload(
+    master: str,
+    *,
+    wait_s: float = 0.0,
+    on_poll: Callable[[dict[str, Any]], None] | None = None,
+    request_timeout_s: float = 10.0,
+) -> dict[str, Any]:
+    """The master's results; with ``wait_s`` > 0, wait (that long at most) for the run to end
+    and the workers' last reports to arrive."""
+    url = master_url(master)
+    deadline = time.monotonic() + wait_s
+    previous: int | None = None
+    while True:
+        try:
+            payload = _get(url, request_timeout_s)
+        except NetworkError:
+            # The master may still be starting: keep trying while there is time to wait.
+            if time.monotonic() >= deadline:
+                raise
+            time.sleep(POLL_S)
+            continue
+        if on_poll is not None:
+            on_poll(payload)
+        stopped = payload.get("stopped_epoch")
+        settled = (payload.get("state") == "stopped" and stopped is not None
+                   and time.time() - float(stopped) >= FINAL_REPORT_WAIT_S)
+        if settled and previous == len(payload["records"]):
+            return payload
+        if wait_s <= 0 or time.monotonic() >= deadline:
+            return payload
+        previous = len(payload["records"]) if settled else None
+        time.sleep(POLL_S)

@@ -1,0 +1,364 @@
+"""The git operations of a load test, run with the real git CLI in a scratch directory.
+
+Safety: pushes go only to throwaway branches ``gitnetdiag/probe-<id>``
+(:func:`gitnetdiag.probe.gitpush.push_argv` refuses any other ref) and each
+is deleted right after its push; whatever is left (a push cut by Ctrl-C or a
+timeout) is deleted again by :meth:`Workspace.close`, which also removes the
+scratch directory. Every git call has a timeout.
+
+git commands run through :class:`InFlight` rather than
+:func:`~gitnetdiag.probe.gitpush.run_git` because the load test has many
+operations in flight on worker threads: on Ctrl-C the main thread must be able
+to kill all their process groups at once, which a blocking call on another
+thread cannot do. The argv builders, the environment and the stderr
+classification are gitpush's own.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError, NetworkError
+from gitnetdiag.load.model import Operation
+from gitnetdiag.probe.gitpush import (
+    FailureKind,
+    GitRun,
+    Transport,
+    delete_argv,
+    delete_outcome,
+    error_for_failure,
+    last_stderr_line,
+    ls_remote_argv,
+    push_argv,
+)
+from gitnetdiag.probe.repo import git_env, new_probe_id, probe_branch_name
+from gitnetdiag.report.redact import redact_text, redact_url
+
+LOCAL_GIT_TIMEOUT_S = 60.0
+_SERVER_ERROR = re.compile(r"(returned error|http|status)[: ]+5\d\d\b", re.IGNORECASE)
+
+
+def load_failure_kind(run: GitRun) -> str | None:
+    """Failure kind of a git run for the load report: gitpush's kinds, plus ``server-error``
+    for HTTP 5xx answers (gitpush files those under ``other``)."""
+    kind = run.failure_kind()
+    if kind is None:
+        return None
+    if kind is FailureKind.OTHER and _SERVER_ERROR.search(run.stderr):
+        return "server-error"
+    return kind.value
+
+
+class InFlight:
+    """Runs git commands (from any thread) and can kill every running one at once."""
+
+    def __init__(self) -> None:
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+        self._stopping = False
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str],
+        cwd: Path,
+        timeout_s: float,
+        input_bytes: bytes | None = None,
+    ) -> GitRun:
+        """Run in its own process group; the timeout (or :meth:`kill_all`) kills the group.
+
+        A process group rather than a new session keeps vfork usable, which halves the
+        cost of starting git at hundreds of operations per second."""
+        started = time.monotonic()
+        try:
+            proc = subprocess.Popen(
+                list(argv), cwd=cwd, env=dict(env),
+                stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+                stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0,
+            )
+        except FileNotFoundError as exc:
+            raise EnvironmentProblem(
+                "the program 'git' is not installed", hint="install the Debian package 'git'",
+                reference="missing-program",
+            ) from exc
+        with self._lock:
+            self._procs.add(proc)
+            stopping = self._stopping
+        if stopping:
+            _kill_group(proc)
+        timed_out = False
+        try:
+            out, err = proc.communicate(input=input_bytes, timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            _kill_group(proc)
+            out, err = proc.communicate()
+        except BaseException:
+            _kill_group(proc)
+            proc.communicate()
+            raise
+        finally:
+            with self._lock:
+                self._procs.discard(proc)
+        return GitRun(
+            argv=tuple(argv), exit_code=None if timed_out else proc.returncode,
+            wall_s=time.monotonic() - started, timed_out=timed_out,
+            stderr=err.decode(errors="replace"), stdout=out.decode(errors="replace"),
+        )
+
+    def kill_all(self) -> None:
+        """Kill every running command, and every one started from now on."""
+        with self._lock:
+            self._stopping = True
+            procs = list(self._procs)
+        for proc in procs:
+            _kill_group(proc)
+
+    def resume(self) -> None:
+        """Allow commands again (for the final cleanup after :meth:`kill_all`)."""
+        with self._lock:
+            self._stopping = False
+
+
+def _kill_group(proc: subprocess.Popen[bytes]) -> None:
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=2.0)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+@dataclass(frozen=True, kw_only=True)
+class OpOutcome:
+    """What one operation measured (the scheduler adds step, slot and start)."""
+
+    wall_s: float
+    """Duration of the timed git command."""
+    ok: bool
+    """Success."""
+    kind: str | None
+    """Failure kind, None on success."""
+    message: str
+    """git's last stderr line on failure, URLs redacted."""
+    bytes_moved: int
+    """Bytes received, sent or listed."""
+
+
+def _pack_bytes(git_dir: Path) -> int:
+    pack_dir = git_dir / "objects" / "pack"
+    try:
+        return sum(p.stat().st_size for p in pack_dir.glob("*.pack"))
+    except OSError:
+        return 0
+
+
+class Workspace:
+    """Scratch directory and state shared by the slots of one load generator."""
+
+    def __init__(
+        self,
+        transport: Transport,
+        *,
+        timeout_s: float,
+        push_bytes: int = 64 * 1024,
+        scratch_parent: Path | None = None,
+        inflight: InFlight | None = None,
+    ) -> None:
+        self.transport = transport
+        self.timeout_s = timeout_s
+        self.push_bytes = push_bytes
+        self.inflight = inflight or InFlight()
+        self.root = Path(tempfile.mkdtemp(prefix="gitnetdiag-load-", dir=scratch_parent))
+        self.env = transport.env()
+        self.cleanup_counts: Counter[str] = Counter()
+        self._pending: set[str] = set()
+        self._lock = threading.Lock()
+        self._push_repo: Path | None = None
+        self._base_oid: str | None = None
+        self._fetch_repos: dict[int, Path] = {}
+
+    # -- setup -------------------------------------------------------------------------------
+
+    def prepare(self, ops: Sequence[str]) -> None:
+        """Check the remote answers (one clear error if not) and set up what pushes need."""
+        probe = self.inflight.run(
+            ls_remote_argv(self.transport, "HEAD"), env=self.env, cwd=self.root,
+            timeout_s=self.timeout_s,
+        )
+        if not probe.ok:
+            kind = probe.failure_kind() or FailureKind.OTHER
+            raise error_for_failure(
+                kind, redact_url(self.transport.url), redact_text(last_stderr_line(probe.stderr))
+            )
+        if Operation.PUSH in ops:
+            self._prepare_push(has_head=bool(probe.stdout.strip()))
+
+    def _local_git(self, args: Sequence[str], cwd: Path, input_bytes: bytes | None = None) -> str:
+        run = self.inflight.run(
+            ["git", *args], env=git_env(), cwd=cwd, timeout_s=LOCAL_GIT_TIMEOUT_S,
+            input_bytes=input_bytes,
+        )
+        if not run.ok:
+            raise GitnetdiagError(
+                f"local 'git {args[0]}' failed: {last_stderr_line(run.stderr)}",
+                hint=f"check that {self.root} is writable", reference="load-scratch",
+            )
+        return run.stdout
+
+    def _prepare_push(self, *, has_head: bool) -> None:
+        repo = self.root / "push.git"
+        self._local_git(["init", "--quiet", "--bare", str(repo)], cwd=self.root)
+        if has_head:
+            # Fresh commits on top of the remote's HEAD: a push then sends only them.
+            fetch = self.inflight.run(
+                ["git", *self.transport.config_args(), "fetch", "--quiet", "--no-tags",
+                 self.transport.url, "+HEAD:refs/gitnetdiag-load/base"],
+                env=self.env, cwd=repo, timeout_s=self.timeout_s,
+            )
+            if not fetch.ok:
+                line = redact_text(last_stderr_line(fetch.stderr))
+                raise NetworkError(
+                    f"cannot fetch the remote's HEAD: {line}",
+                    hint="pushes build on the remote's HEAD; check read access",
+                )
+            self._base_oid = self._local_git(
+                ["rev-parse", "refs/gitnetdiag-load/base"], cwd=repo).strip()
+        self._push_repo = repo
+
+    def _new_commit(self, probe_id: str) -> str:
+        """A fresh commit (random, incompressible file of ``push_bytes``) on the base."""
+        assert self._push_repo is not None
+        payload = os.urandom(self.push_bytes)
+        message = f"gitnetdiag load {probe_id}\n".encode()
+        stream = b"".join([
+            f"commit refs/gitnetdiag-load/{probe_id}\nmark :1\n".encode(),
+            b"committer gitnetdiag <load@gitnetdiag.invalid> 1700000000 +0000\n",
+            f"data {len(message)}\n".encode(), message,
+            f"from {self._base_oid}\n".encode() if self._base_oid else b"",
+            f"M 100644 inline gitnetdiag-load-{probe_id}.bin\ndata {len(payload)}\n".encode(),
+            payload, b"\n",
+        ])
+        marks = self.root / f"marks-{probe_id}"
+        self._local_git(
+            ["fast-import", "--quiet", f"--export-marks={marks}"], cwd=self._push_repo,
+            input_bytes=stream,
+        )
+        oid = marks.read_text().split()[1]
+        marks.unlink()
+        return oid
+
+    # -- operations ----------------------------------------------------------------------------
+
+    def run(self, op: str, slot: int) -> OpOutcome:
+        """Run one operation; only the git command talking to the remote is timed."""
+        if op == Operation.LS_REMOTE:
+            run = self.inflight.run(ls_remote_argv(self.transport), env=self.env, cwd=self.root,
+                                    timeout_s=self.timeout_s)
+            return self._outcome(run, len(run.stdout.encode()))
+        if op == Operation.CLONE:
+            dest = self.root / f"clone-{slot}-{new_probe_id()}"
+            try:
+                run = self.inflight.run(
+                    ["git", *self.transport.config_args(), "clone", "--quiet", "--bare",
+                     "--no-tags", self.transport.url, str(dest)],
+                    env=self.env, cwd=self.root, timeout_s=self.timeout_s,
+                )
+                return self._outcome(run, _pack_bytes(dest))
+            finally:
+                shutil.rmtree(dest, ignore_errors=True)
+        if op == Operation.FETCH:
+            repo = self._fetch_repo(slot)
+            before = _pack_bytes(repo)
+            run = self.inflight.run(
+                ["git", *self.transport.config_args(), "fetch", "--quiet", "--no-tags",
+                 self.transport.url, "+HEAD:refs/gitnetdiag-load/head"],
+                env=self.env, cwd=repo, timeout_s=self.timeout_s,
+            )
+            return self._outcome(run, max(0, _pack_bytes(repo) - before))
+        if op == Operation.PUSH:
+            return self._push()
+        raise ValueError(f"unknown operation {op!r}")
+
+    def _fetch_repo(self, slot: int) -> Path:
+        repo = self._fetch_repos.get(slot)
+        if repo is None:
+            repo = self.root / f"fetch-{slot}.git"
+            self._local_git(["init", "--quiet", "--bare", str(repo)], cwd=self.root)
+            self._fetch_repos[slot] = repo
+        return repo
+
+    def _push(self) -> OpOutcome:
+        if self._push_repo is None:
+            raise ValueError("prepare() was not given the push operation")
+        probe_id = new_probe_id()
+        branch = probe_branch_name(probe_id)
+        oid = self._new_commit(probe_id)
+        with self._lock:
+            self._pending.add(branch)
+        run = self.inflight.run(
+            push_argv(self.transport, oid, branch), env=self.env, cwd=self._push_repo,
+            timeout_s=self.timeout_s,
+        )
+        outcome = self._outcome(run, self.push_bytes if run.ok else 0)
+        self._delete(branch)
+        return outcome
+
+    def _delete(self, branch: str) -> str:
+        assert self._push_repo is not None
+        run = self.inflight.run(delete_argv(self.transport, branch), env=self.env,
+                                cwd=self._push_repo, timeout_s=self.timeout_s)
+        result = delete_outcome(run)
+        with self._lock:
+            if result != "failed":
+                self._pending.discard(branch)
+                self.cleanup_counts[result] += 1
+        return result
+
+    def _outcome(self, run: GitRun, bytes_moved: int) -> OpOutcome:
+        kind = load_failure_kind(run)
+        return OpOutcome(
+            wall_s=run.wall_s, ok=run.ok, kind=kind,
+            message="" if run.ok else redact_text(last_stderr_line(run.stderr))[:300],
+            bytes_moved=bytes_moved if run.ok else 0,
+        )
+
+    # -- teardown ------------------------------------------------------------------------------
+
+    @property
+    def pending_branches(self) -> tuple[str, ...]:
+        with self._lock:
+            return tuple(sorted(self._pending))
+
+    def close(self) -> dict[str, int]:
+        """Delete every throwaway branch still pending, remove the scratch directory.
+
+        Returns how many throwaway branches were ``deleted`` or found ``absent`` (a push
+        that never created its branch) over the whole run, and how many are ``leftover``
+        because even this last deletion failed (:attr:`pending_branches` names them).
+        """
+        self.inflight.resume()
+        try:
+            for branch in self.pending_branches:
+                self._delete(branch)
+        finally:
+            shutil.rmtree(self.root, ignore_errors=True)
+        counts = dict(self.cleanup_counts)
+        counts["leftover"] = len(self.pending_branches)
+        return counts

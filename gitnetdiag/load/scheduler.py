@@ -1,0 +1,262 @@
+"""The ramp: for each concurrency step, that many slots run operations back to back.
+
+Each slot is a thread that picks the next operation from the shared mix,
+runs it (a git process), records it, and starts the next one until the step's
+time is up; operations still running then finish and count for the step (its
+elapsed time stretches to the last one). Ctrl-C kills every running git,
+drops the operations it cut, cleans up and returns what was measured.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.load.hostcounters import CounterSource
+from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
+from gitnetdiag.load.operations import InFlight, Workspace
+from gitnetdiag.load.stats import MixPicker, counter_deltas, summarize_step
+from gitnetdiag.probe.gitpush import Transport
+from gitnetdiag.report.redact import redact_url
+
+TICK_S = 0.25
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadOptions:
+    """Everything one local load run needs."""
+
+    transport: Transport
+    """Remote and protocol."""
+    ops: tuple[str, ...]
+    """Operation types."""
+    mix: tuple[int, ...]
+    """Weights, one per operation type."""
+    concurrency: tuple[int, ...]
+    """Ramp steps."""
+    step_duration_s: float
+    """Time each step starts new operations."""
+    timeout_s: float
+    """Timeout of each git command."""
+    push_bytes: int = 64 * 1024
+    """Size of the random file each push adds."""
+    min_ops_per_hour: float | None = None
+    """Pass mark."""
+    max_error_ratio: float = 0.01
+    """Highest error ratio of a passing step."""
+    counters: CounterSource | None = None
+    """Server counters read around each step."""
+    scratch_parent: Path | None = None
+    """Where the scratch directory goes (default: the system temp directory)."""
+    extra: dict[str, Any] = field(default_factory=dict)
+    """Copied into the report."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class LiveStatus:
+    """What the live display shows while a step runs."""
+
+    step: int
+    """Step index."""
+    steps: int
+    """Number of steps."""
+    concurrency: int
+    """Slots of this step."""
+    elapsed_s: float
+    """Since the step started."""
+    duration_s: float
+    """Planned step duration."""
+    ok: int
+    """Successful operations so far in this step."""
+    failed: int
+    """Failed operations so far."""
+    errors: dict[str, int]
+    """Failures by kind so far."""
+
+
+class LoadReporter(Protocol):
+    """Progress callbacks (the CLI's live display; tests pass a silent one)."""
+
+    def tick(self, status: LiveStatus) -> None: ...
+
+    def step_done(self, step: StepResult) -> None: ...
+
+    def warn(self, message: str) -> None: ...
+
+
+class SilentReporter:
+    """A reporter that shows nothing."""
+
+    def tick(self, status: LiveStatus) -> None:
+        return None
+
+    def step_done(self, step: StepResult) -> None:
+        return None
+
+    def warn(self, message: str) -> None:
+        return None
+
+
+@dataclass(frozen=True, kw_only=True)
+class LoadOutcome:
+    """A finished (or interrupted) run."""
+
+    report: LoadReport
+    """The report."""
+    records: tuple[OpRecord, ...]
+    """Every operation measured."""
+    leftover_branches: tuple[str, ...] = ()
+    """Throwaway branches that could not be deleted (should be empty)."""
+
+
+class _Step:
+    """Shared state of the slots of one step."""
+
+    def __init__(self, index: int, deadline: float, run_start: float) -> None:
+        self.index = index
+        self.deadline = deadline
+        self.run_start = run_start
+        self.records: list[OpRecord] = []
+        self.last_end = 0.0
+        self.lock = threading.Lock()
+        self.errors: list[BaseException] = []
+
+
+def _slot(
+    slot: int, step: _Step, picker: MixPicker, workspace: Workspace, stop: threading.Event
+) -> None:
+    try:
+        while not stop.is_set() and time.monotonic() < step.deadline:
+            op = picker.next()
+            started = time.monotonic()
+            outcome = workspace.run(op, slot)
+            ended = time.monotonic()
+            if stop.is_set():
+                return  # cut by Ctrl-C: not a measurement
+            record = OpRecord(
+                op=op, step=step.index, slot=slot, start_s=started - step.run_start,
+                wall_s=outcome.wall_s, ok=outcome.ok, kind=outcome.kind,
+                message=outcome.message, bytes_moved=outcome.bytes_moved,
+            )
+            with step.lock:
+                step.records.append(record)
+                step.last_end = max(step.last_end, ended)
+    except BaseException as exc:  # surfaced by the main thread
+        with step.lock:
+            step.errors.append(exc)
+        stop.set()
+
+
+def _status(step: _Step, steps: int, concurrency: int, began: float, duration_s: float
+            ) -> LiveStatus:
+    with step.lock:
+        records = list(step.records)
+    failed = [r for r in records if not r.ok]
+    return LiveStatus(
+        step=step.index, steps=steps, concurrency=concurrency,
+        elapsed_s=time.monotonic() - began, duration_s=duration_s,
+        ok=len(records) - len(failed), failed=len(failed),
+        errors=dict(Counter(r.kind or "other" for r in failed)),
+    )
+
+
+def run_load(
+    options: LoadOptions,
+    reporter: LoadReporter | None = None,
+    *,
+    stop: threading.Event | None = None,
+) -> LoadOutcome:
+    """Run the whole ramp and clean up; Ctrl-C (or ``stop``) ends it early with a report."""
+    reporter = reporter or SilentReporter()
+    stop = stop or threading.Event()
+    inflight = InFlight()
+    started_iso = datetime.now(UTC).isoformat(timespec="seconds")
+    workspace = Workspace(options.transport, timeout_s=options.timeout_s,
+                          push_bytes=options.push_bytes, scratch_parent=options.scratch_parent,
+                          inflight=inflight)
+    picker = MixPicker(options.ops, options.mix)
+    steps: list[StepResult] = []
+    records: list[OpRecord] = []
+    interrupted = False
+    try:
+        workspace.prepare(options.ops)
+        run_start = time.monotonic()
+        for index, concurrency in enumerate(options.concurrency):
+            if stop.is_set():
+                break
+            before = options.counters.snapshot() if options.counters else None
+            began = time.monotonic()
+            step = _Step(index, began + options.step_duration_s, run_start)
+            threads = [
+                threading.Thread(target=_slot, args=(slot, step, picker, workspace, stop),
+                                 name=f"load-slot-{slot}", daemon=True)
+                for slot in range(concurrency)
+            ]
+            for thread in threads:
+                thread.start()
+            try:
+                while any(t.is_alive() for t in threads):
+                    time.sleep(TICK_S)
+                    reporter.tick(_status(step, len(options.concurrency), concurrency, began,
+                                          options.step_duration_s))
+            except KeyboardInterrupt:
+                interrupted = True
+                stop.set()
+                inflight.kill_all()
+                for thread in threads:
+                    thread.join(timeout=10.0)
+            if step.errors and not interrupted:
+                error = step.errors[0]
+                if isinstance(error, KeyboardInterrupt):
+                    interrupted = True
+                else:
+                    raise error
+            deltas = None
+            if options.counters and before is not None:
+                try:
+                    deltas = counter_deltas(before, options.counters.snapshot())
+                except GitnetdiagError as exc:
+                    reporter.warn(f"host counters after step {index}: {exc.message}")
+            end = max(step.last_end, step.deadline) if not interrupted else time.monotonic()
+            result = summarize_step(
+                step.records, index=index, concurrency=concurrency, elapsed_s=end - began,
+                host_deltas=deltas, interrupted=interrupted or stop.is_set(),
+            )
+            steps.append(result)
+            records.extend(step.records)
+            reporter.step_done(result)
+            if interrupted:
+                break
+    except KeyboardInterrupt:
+        interrupted = True
+        inflight.kill_all()
+    finally:
+        try:
+            cleanup = workspace.close()
+        except KeyboardInterrupt:
+            cleanup = {"leftover": len(workspace.pending_branches)}
+    report = LoadReport(
+        target=redact_url(options.transport.url),
+        protocol=options.transport.protocol.value,
+        ops=options.ops,
+        mix=options.mix,
+        step_duration_s=options.step_duration_s,
+        timeout_s=options.timeout_s,
+        started=started_iso,
+        source="local",
+        steps=tuple(steps),
+        min_ops_per_hour=options.min_ops_per_hour,
+        max_error_ratio=options.max_error_ratio,
+        interrupted=interrupted or stop.is_set(),
+        cleanup=cleanup,
+        extra=dict(options.extra),
+    )
+    return LoadOutcome(report=report, records=tuple(records),
+                       leftover_branches=workspace.pending_branches)
+

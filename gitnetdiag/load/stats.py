@@ -1,0 +1,219 @@
+"""Pure helpers of the load test: option parsing, the op mix, percentiles, step records.
+
+Nothing here runs a program or opens a socket.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+
+from gitnetdiag.errors import UsageError
+from gitnetdiag.load.model import ErrorGroup, LatencySummary, Operation, OpRecord, StepResult
+
+MAX_MESSAGES_PER_KIND = 3
+
+HOST_COUNTERS_SHOWN = (
+    "ListenOverflows",
+    "ListenDrops",
+    "SyncookiesSent",
+    "TCPReqQFullDoCookies",
+    "TCPReqQFullDrop",
+    "TCPAbortOnData",
+    "TCPTimeouts",
+)
+"""Kernel counters the step table shows first (all non-zero deltas are kept)."""
+
+
+def parse_ops(text: str) -> tuple[Operation, ...]:
+    """``clone,fetch,push`` -> operations, in the order given, no duplicates."""
+    chosen: list[Operation] = []
+    for name in (part.strip().lower() for part in text.split(",")):
+        if not name:
+            continue
+        try:
+            op = Operation(name)
+        except ValueError as exc:
+            raise UsageError(
+                f"unknown operation {name!r}", hint="use clone, fetch, push, ls-remote"
+            ) from exc
+        if op in chosen:
+            raise UsageError(f"operation {name} is listed twice", hint="list each once")
+        chosen.append(op)
+    if not chosen:
+        raise UsageError("no operation given", hint="e.g. --ops clone,fetch,push")
+    return tuple(chosen)
+
+
+def parse_mix(text: str | None, count: int) -> tuple[int, ...]:
+    """``40:35:25`` -> weights, one per operation; None gives equal weights."""
+    if text is None:
+        return (1,) * count
+    parts = [p.strip() for p in text.replace(",", ":").split(":")]
+    try:
+        weights = tuple(int(p) for p in parts)
+    except ValueError as exc:
+        raise UsageError(f"cannot read the mix {text!r}", hint="write it like 40:35:25") from exc
+    if len(weights) != count:
+        raise UsageError(
+            f"the mix {text!r} has {len(weights)} weights for {count} operations",
+            hint="give one weight per operation in --ops, in the same order",
+        )
+    if any(w < 0 for w in weights) or sum(weights) == 0:
+        raise UsageError(f"bad mix {text!r}", hint="weights are >= 0 and not all 0")
+    return weights
+
+
+def parse_concurrency(text: str) -> tuple[int, ...]:
+    """``1,2,4,8`` -> steps of the ramp."""
+    try:
+        steps = tuple(int(p) for p in text.split(",") if p.strip())
+    except ValueError as exc:
+        raise UsageError(f"cannot read the concurrency {text!r}", hint="write it like 1,4,16") \
+            from exc
+    if not steps or any(s < 1 or s > 4096 for s in steps):
+        raise UsageError(f"bad concurrency {text!r}", hint="use integers from 1 to 4096")
+    return steps
+
+
+def parse_duration_s(text: str) -> float:
+    """``60s``, ``2m``, ``500ms``, ``90`` (seconds) -> seconds."""
+    m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*", text)
+    if not m:
+        raise UsageError(f"cannot read the duration {text!r}", hint="write it like 60s or 2m")
+    scale = {"ms": 0.001, "s": 1.0, None: 1.0, "m": 60.0, "h": 3600.0}[m.group(2)]
+    value = float(m.group(1)) * scale
+    if value <= 0:
+        raise UsageError(f"duration {text!r} must be positive", hint="e.g. 60s")
+    return value
+
+
+class MixPicker:
+    """Smooth weighted round robin shared by all slots (thread-safe).
+
+    Over any ``sum(weights)`` consecutive picks each operation comes up exactly
+    its weight's number of times, evenly spread: the started mix matches the
+    requested one however many slots run.
+    """
+
+    def __init__(self, ops: Sequence[str], weights: Sequence[int]) -> None:
+        if len(ops) != len(weights) or not ops or sum(weights) <= 0:
+            raise ValueError("one positive-sum weight per operation")
+        self._ops = tuple(ops)
+        self._weights = tuple(weights)
+        self._current = [0] * len(ops)
+        self._total = sum(weights)
+        self._lock = threading.Lock()
+
+    def next(self) -> str:
+        with self._lock:
+            for i, weight in enumerate(self._weights):
+                self._current[i] += weight
+            best = max(range(len(self._ops)), key=lambda i: self._current[i])
+            self._current[best] -= self._total
+            return self._ops[best]
+
+
+def latency_summary(values_s: Iterable[float]) -> LatencySummary | None:
+    """Percentiles and box-plot figures of latencies (linear interpolation), None if empty."""
+    data = np.asarray(list(values_s), dtype=np.float64)
+    if data.size == 0:
+        return None
+    q1, p50, p75, p90, p99 = np.percentile(data, [25, 50, 75, 90, 99])
+    iqr = p75 - q1
+    inside_low = data[data >= q1 - 1.5 * iqr]
+    inside_high = data[data <= p75 + 1.5 * iqr]
+    return LatencySummary(
+        p50_s=float(p50), p75_s=float(p75), p90_s=float(p90), p99_s=float(p99),
+        max_s=float(data.max()), min_s=float(data.min()), q1_s=float(q1),
+        whisker_low_s=float(inside_low.min()), whisker_high_s=float(inside_high.max()),
+        mean_s=float(data.mean()),
+    )
+
+
+def error_groups(records: Iterable[OpRecord]) -> tuple[ErrorGroup, ...]:
+    """Failures grouped by kind, most frequent first, with a few distinct messages each."""
+    counts: Counter[str] = Counter()
+    messages: dict[str, list[str]] = {}
+    for rec in records:
+        if rec.ok:
+            continue
+        kind = rec.kind or "other"
+        counts[kind] += 1
+        seen = messages.setdefault(kind, [])
+        if rec.message and rec.message not in seen and len(seen) < MAX_MESSAGES_PER_KIND:
+            seen.append(rec.message)
+    return tuple(
+        ErrorGroup(kind=kind, count=n, messages=tuple(messages.get(kind, ())))
+        for kind, n in sorted(counts.items(), key=lambda item: (-item[1], item[0]))
+    )
+
+
+def summarize_step(
+    records: Sequence[OpRecord],
+    *,
+    index: int,
+    concurrency: int,
+    elapsed_s: float,
+    host_deltas: dict[str, int] | None = None,
+    interrupted: bool = False,
+) -> StepResult:
+    """The step record of a step's finished operations."""
+    ok = [r for r in records if r.ok]
+    ops_per_s = len(ok) / elapsed_s if elapsed_s > 0 else 0.0
+    by_op: dict[str, list[float]] = {}
+    for rec in ok:
+        by_op.setdefault(rec.op, []).append(rec.wall_s)
+    latency_by_op: dict[str, LatencySummary] = {}
+    for op, values in by_op.items():
+        summary = latency_summary(values)
+        if summary is not None:
+            latency_by_op[op] = summary
+    return StepResult(
+        index=index,
+        concurrency=concurrency,
+        elapsed_s=elapsed_s,
+        ops=len(records),
+        ok=len(ok),
+        failed=len(records) - len(ok),
+        ops_per_s=ops_per_s,
+        ops_per_hour=ops_per_s * 3600.0,
+        latency=latency_summary(r.wall_s for r in ok),
+        latency_by_op=latency_by_op,
+        ops_by_op=dict(Counter(r.op for r in records)),
+        errors=error_groups(records),
+        bytes_moved=sum(r.bytes_moved for r in records),
+        host_deltas={k: v for k, v in (host_deltas or {}).items() if v},
+        interrupted=interrupted,
+    )
+
+
+def parse_netstat(text: str) -> dict[str, int]:
+    """``/proc/net/netstat`` (or ``/proc/net/snmp``) -> counters.
+
+    TcpExt counters keep their kernel names (``ListenOverflows``), the others
+    are prefixed with their group (``IpExt.InOctets``).
+    """
+    counters: dict[str, int] = {}
+    lines = [line for line in text.splitlines() if line.strip()]
+    for names, values in zip(lines[::2], lines[1::2], strict=False):
+        group, _, name_text = names.partition(":")
+        value_group, _, value_text = values.partition(":")
+        if group != value_group:
+            continue
+        for name, value in zip(name_text.split(), value_text.split(), strict=False):
+            key = name if group == "TcpExt" else f"{group}.{name}"
+            try:
+                counters[key] = int(value)
+            except ValueError:
+                continue
+    return counters
+
+
+def counter_deltas(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
+    """Non-zero ``after - before`` for counters present in both."""
+    return {k: after[k] - before[k] for k in after if k in before and after[k] != before[k]}
