@@ -34,6 +34,8 @@ OBSERVATIONS_FILE = "observations.json"
 REPORT_FILES = {"md": "report.md", "html": "report.html", "json": "report.json"}
 """Report files :func:`write_reports` leaves in the run directory."""
 NATIVE_FILES = {"h2": "native-h2.json", "ssh": "native-ssh.json"}
+HOST_REPORT_FILE = "host.json"
+"""Server-side evidence of the run (``gitnetdiag host --since``), when it was collected."""
 
 Progress = Callable[[str], None]
 
@@ -228,6 +230,10 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     """Build the engine's input from a run directory; returns it with analysis warnings."""
     manifest = manifest or load_run(run_dir)
     warnings: list[str] = []
+    if host is None and (run_dir / HOST_REPORT_FILE).is_file():
+        from gitnetdiag.host.adapter import load_host_report
+
+        host = load_host_report(run_dir / HOST_REPORT_FILE)
     protocols: dict[str, obs.ProtocolObservation] = {}
     bursts: list[obs.BurstResult] = []
     for run in manifest.protocols:

@@ -6,6 +6,7 @@ manifest, native ledgers, observations) under captures/<fault>/, and writes
 captures/<fault>/expected.json with the ranked culprit ids it produced.
 
     .venv/bin/python scripts/record_captures.py [FAULT ...]
+    .venv/bin/python scripts/record_captures.py --refresh [FAULT ...]   (no lab: re-diagnose)
 """
 
 from __future__ import annotations
@@ -16,19 +17,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gitnetdiag.lab.spec import FAULT_PROBE_ARGS
+
 ROOT = Path(__file__).resolve().parents[1]
 GND = str(ROOT / ".venv" / "bin" / "gitnetdiag")
 
-CASES: dict[str, list[str]] = {
-    "healthy": ["--protocols", "h1,h2,ssh"],
-    "h2-small-window": ["--protocols", "h1,h2,ssh"],
-    "tcp-rmem-clamp": ["--protocols", "h1,h2,ssh"],
-    "tiny-backlog": ["--protocols", "git", "--burst", "150"],
-    "loss": ["--protocols", "h1,h2,ssh"],
-    "firewall-reset": ["--protocols", "h1,h2,ssh"],
-    "slow-hook": ["--protocols", "h1,h2,ssh"],
-    "slow-auth": ["--protocols", "h1,h2,ssh"],
-}
 KEEP_SUFFIXES = (".pcap", ".json", ".txt")
 
 
@@ -43,7 +36,7 @@ def record(fault: str) -> dict[str, object]:
     try:
         proc = subprocess.run(
             [GND, "diagnose", "--lab", "--lab-instance", name, "--size", "3MiB",
-             "--timeout", "120", "--out", str(tmp), "--format", "json", *CASES[fault]],
+             "--timeout", "120", "--out", str(tmp), "--format", "json", *FAULT_PROBE_ARGS[fault]],
             capture_output=True, text=True, timeout=900)
     finally:
         subprocess.run([GND, "lab", "down", "--name", name], capture_output=True)
@@ -62,9 +55,26 @@ def record(fault: str) -> dict[str, object]:
     return expected
 
 
+def refresh(fault: str) -> dict[str, object]:
+    """Recompute expected.json from the stored run (after a change to the engine), no lab."""
+    from gitnetdiag.pipeline import diagnose_run
+
+    dest = ROOT / "captures" / fault
+    diagnosis, _ = diagnose_run(dest)
+    expected = {
+        "fault": fault,
+        "verdict": diagnosis.verdict,
+        "culprits": [f.id for f in diagnosis.findings],
+    }
+    (dest / "expected.json").write_text(json.dumps(expected, indent=2) + "\n")
+    return expected
+
+
 def main(argv: list[str]) -> int:
-    for fault in argv or list(CASES):
-        print(json.dumps(record(fault)), flush=True)
+    offline = "--refresh" in argv
+    faults = [a for a in argv if not a.startswith("--")] or list(FAULT_PROBE_ARGS)
+    for fault in faults:
+        print(json.dumps(refresh(fault) if offline else record(fault)), flush=True)
     return 0
 
 

@@ -249,7 +249,8 @@ def analyze(
 def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
                  host_report: Path | None) -> None:
     """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
-    from gitnetdiag.commands.probe import ReportFormat, load_host_evidence, print_diagnosis
+    from gitnetdiag.commands.probe import ReportFormat, print_diagnosis
+    from gitnetdiag.host.adapter import load_host_report
     from gitnetdiag.probe.rundir import MANIFEST_NAME, load_run
 
     if not (run_dir / MANIFEST_NAME).is_file():
@@ -273,7 +274,7 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
             console.print(f"[bold]{name}[/bold]")
             render_analysis(result, console)
     if then_diagnose:
-        host = load_host_evidence(host_report) if host_report else None
+        host = load_host_report(host_report) if host_report else None
         print_diagnosis(run_dir, host, ReportFormat.TERMINAL)
 
 

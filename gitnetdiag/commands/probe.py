@@ -7,6 +7,7 @@ import inspect
 import json
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -19,10 +20,14 @@ from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElaps
 from rich.table import Table
 
 from gitnetdiag.diagnosis.observations import HostEvidence
-from gitnetdiag.errors import InputError, UsageError
+from gitnetdiag.errors import GitnetdiagError, UsageError
+from gitnetdiag.host.adapter import load_host_report
+from gitnetdiag.lab.state import LabState, load_state
+from gitnetdiag.pipeline import HOST_REPORT_FILE
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.rundir import RunManifest
 from gitnetdiag.probe.runner import ProbeOptions, parse_size, run_probe, summarize
+from gitnetdiag.proc import run
 
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -174,7 +179,7 @@ def probe_command(
     extra: dict[str, object] = {}
     ssh_command: str | None = None
     if lab:
-        from gitnetdiag.lab.state import in_namespace, load_state, reexec_in_namespace
+        from gitnetdiag.lab.state import in_namespace, reexec_in_namespace
         from gitnetdiag.proc import require_root
 
         state = load_state(lab_instance)
@@ -228,14 +233,21 @@ def probe_command(
         ssh_key=str(ssh_key) if ssh_key else None,
         ssh_known_hosts=str(ssh_known_hosts) if ssh_known_hosts else None,
     )
-    host = load_host_evidence(host_report) if host_report else None
+    host = load_host_report(host_report) if host_report else None
     console = Console(stderr=True, highlight=False)
     progress = Progress(
         SpinnerColumn(finished_text=" "), TextColumn("{task.description}"), TimeElapsedColumn(),
         console=console, transient=False,
     )
-    with progress:
-        outcome = run_probe(options, RichReporter(progress, console))
+    lab_state = load_state(lab_instance) if lab else None
+    with tempfile.TemporaryDirectory(prefix="gitnetdiag-host-") as scratch:
+        before = Path(scratch) / "host-before.json"
+        if lab_state is not None and not _lab_host_report(lab_state, before, None, console):
+            lab_state = None
+        with progress:
+            outcome = run_probe(options, RichReporter(progress, console))
+        if lab_state is not None:
+            _lab_host_report(lab_state, outcome.run_dir / HOST_REPORT_FILE, before, console)
     # With --diagnose the report is the product on stdout; the summary goes to stderr.
     summary_console = console if then_diagnose else Console(highlight=False)
     render_summary(outcome.manifest, summary_console)
@@ -255,19 +267,27 @@ def probe_command(
         raise outcome.error
 
 
-def load_host_evidence(path: Path) -> HostEvidence:
-    """Read a ``gitnetdiag host --json`` report and turn it into the engine's host evidence."""
-    from gitnetdiag.host.adapter import host_observation_from_report
+def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Console) -> bool:
+    """The lab's server is on this machine: collect its host evidence in its namespace.
 
+    Called before the probe (a snapshot) and after it (counter deltas since the
+    snapshot, written into the run directory as ``host.json``), so ListenOverflows
+    and friends of exactly this run reach the diagnosis, also offline.
+    """
+    root = Path(state.state_dir)
+    argv = ["ip", "netns", "exec", state.server_ns, sys.executable, "-m", "gitnetdiag", "host",
+            "--json", str(out), "--no-standard-configs"]
+    for name in ("haproxy.cfg", "apache2.conf", "sshd_config"):
+        argv += ["--config", str(root / name)]
+    if since is not None:
+        argv += ["--since", str(since)]
     try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError as exc:
-        raise UsageError(f"host report {path} does not exist",
-                         hint="write one with: gitnetdiag host --json FILE") from exc
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read host report {path}: {exc}",
-                         hint="give the JSON written by gitnetdiag host --json") from exc
-    return host_observation_from_report(data)
+        run(argv, timeout_s=120)
+    except GitnetdiagError as exc:
+        console.print(f"warning: no host evidence from the lab server: {exc.message}",
+                      style="yellow", markup=False)
+        return False
+    return True
 
 
 def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat) -> None:

@@ -31,6 +31,36 @@ FAULTS: dict[str, str] = {
 }
 
 
+FAULT_CULPRIT: dict[str, str | None] = {
+    "healthy": None,
+    "h2-small-window": "h2-flow-control-window",
+    "tcp-rmem-clamp": "tcp-receive-window-clamp",
+    "tiny-backlog": "listen-backlog-overflow",
+    "loss": "packet-loss",
+    "firewall-reset": "firewall-reset",
+    "slow-hook": "server-processing",
+    "slow-auth": "slow-ref-advertisement",
+}
+"""The culprit id (docs/culprits.md) each fault must produce as the top finding."""
+
+FAULT_FIX_NAMES: dict[str, str] = {
+    "h2-small-window": "tune.h2.initial-window-size",
+    "tcp-rmem-clamp": "net.ipv4.tcp_rmem",
+    "tiny-backlog": "net.core.somaxconn",
+    "loss": "lossy hop",
+    "firewall-reset": "tcp-reset",
+    "slow-hook": "pre-receive",
+    "slow-auth": "authentication",
+}
+"""A setting or step the fix of each fault's culprit must name."""
+
+FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
+    **{fault: ("--protocols", "h1,h2,ssh") for fault in FAULTS},
+    "tiny-backlog": ("--protocols", "git", "--burst", "150"),
+}
+"""How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst)."""
+
+
 def parse_duration_ms(text: str) -> float:
     """``50ms``, ``0.05s``, ``50`` (ms) -> milliseconds."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s)?\s*", text)

@@ -43,7 +43,9 @@ class CaptureSupport:
 
 def capture_support() -> CaptureSupport:
     """Check root and tcpdump without starting anything."""
-    if shutil.which("tcpdump") is None and not Path("/usr/bin/tcpdump").exists():
+    # The same lookup as Capture.start (tcpdump by name, on PATH): a file
+    # elsewhere that start() cannot run would fail every push's capture.
+    if shutil.which("tcpdump") is None:
         return CaptureSupport(
             available=False, reason="tcpdump is not installed: captures are off"
         )

@@ -1,0 +1,112 @@
+"""A host report (JSON, schema ``gitnetdiag.host/1``) -> the engine's :class:`HostEvidence`.
+
+``gitnetdiag diagnose --host-report FILE`` reads the file, calls
+:func:`host_observation_from_report` and puts the result in
+``Observations.host``. Bad reports raise :class:`InputError` naming the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from gitnetdiag.diagnosis.observations import ConfigFinding, HostEvidence, Listener
+from gitnetdiag.errors import InputError
+from gitnetdiag.host.report import SCHEMA
+
+_HINT = "pass the JSON written by `gitnetdiag host --json FILE`"
+
+
+def _bad(field: str, why: str) -> InputError:
+    return InputError(f"host report: {field} {why}", hint=_HINT, reference="bad-host-report")
+
+
+def _int(value: Any, field: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise _bad(field, f"is {value!r}, not an integer")
+    return value
+
+
+def _listeners(items: Any) -> tuple[Listener, ...]:
+    if not isinstance(items, list):
+        raise _bad("listeners", "is not a list")
+    result = []
+    for index, item in enumerate(items):
+        where = f"listeners[{index}]"
+        if not isinstance(item, dict):
+            raise _bad(where, "is not an object")
+        if item.get("backlog") is None:
+            continue  # backlog unknown (no ss, no netlink): nothing to judge it by
+        result.append(
+            Listener(
+                port=_int(item.get("port"), f"{where}.port"),
+                backlog=_int(item["backlog"], f"{where}.backlog"),
+                accept_queue=max(
+                    _int(item.get("accept_queue", 0), f"{where}.accept_queue"),
+                    _int(item.get("accept_queue_max", 0), f"{where}.accept_queue_max"),
+                ),
+                process=str(item.get("process") or ""),
+            )
+        )
+    return tuple(result)
+
+
+def _findings(items: Any) -> tuple[ConfigFinding, ...]:
+    if not isinstance(items, list):
+        raise _bad("config_findings", "is not a list")
+    result = []
+    for index, item in enumerate(items):
+        where = f"config_findings[{index}]"
+        if not isinstance(item, dict):
+            raise _bad(where, "is not an object")
+        for key in ("setting", "value", "file"):
+            if not isinstance(item.get(key), str):
+                raise _bad(f"{where}.{key}", "is missing or not a string")
+        line = item.get("line")
+        result.append(
+            ConfigFinding(
+                setting=item["setting"],
+                value=item["value"],
+                file=item["file"],
+                line=None if line is None else _int(line, f"{where}.line"),
+            )
+        )
+    return tuple(result)
+
+
+def host_observation_from_report(report: dict[str, Any]) -> HostEvidence:
+    """Map a host report (as parsed JSON) onto the diagnosis engine's host evidence."""
+    if not isinstance(report, dict):
+        raise _bad("document", "is not a JSON object")
+    if report.get("schema") != SCHEMA:
+        raise _bad("schema", f"is {report.get('schema')!r}, expected {SCHEMA!r}")
+    counters = report.get("counters", {})
+    sysctls = report.get("sysctls", {})
+    log = report.get("kernel_log", [])
+    if not isinstance(counters, dict):
+        raise _bad("counters", "is not an object")
+    if not isinstance(sysctls, dict):
+        raise _bad("sysctls", "is not an object")
+    if not isinstance(log, list) or not all(isinstance(line, str) for line in log):
+        raise _bad("kernel_log", "is not a list of strings")
+    return HostEvidence(
+        listeners=_listeners(report.get("listeners", [])),
+        counter_deltas={str(k): _int(v, f"counters.{k}") for k, v in counters.items()},
+        sysctls={str(k): str(v) for k, v in sysctls.items()},
+        kernel_log=tuple(log),
+        config_findings=_findings(report.get("config_findings", [])),
+    )
+
+
+def load_host_report(path: Path) -> HostEvidence:
+    """Read a host report file and map it; unreadable or non-JSON files raise InputError."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read host report {path}: {exc.strerror}", hint=_HINT) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"host report {path} is not JSON: {exc.msg} at line {exc.lineno}", hint=_HINT
+        ) from exc
+    return host_observation_from_report(data)
