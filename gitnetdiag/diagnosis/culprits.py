@@ -763,9 +763,12 @@ def _burst_cost_s(burst: BurstResult, rtt: float | None, *, syn: bool = True) ->
     plus a redo) and the p99 - p50 connect spread (what the unlucky clients wait)."""
     if burst.concurrency <= 0:
         return 0.0
-    # A failed connection loses the wait until it failed (the slowest connect
-    # when known) plus doing the operation again.
-    lost = burst.failed * ((burst.connect_max_s or SYN_RTO_S) + (burst.duration_p50_s or 0.0))
+    # A failed connection loses the wait until it failed plus doing the operation
+    # again, and a client retries no sooner than TCP's initial RTO (what a dropped
+    # SYN costs), however fast the reset came.
+    lost = burst.failed * (
+        max(burst.connect_max_s or 0.0, SYN_RTO_S) + (burst.duration_p50_s or 0.0)
+    )
     if syn:
         lost += (burst.syn_retransmissions + burst.synack_retransmissions) * SYN_RTO_S
     spread = 0.0
