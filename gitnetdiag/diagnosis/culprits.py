@@ -155,7 +155,9 @@ def _failure_cost_s(obs: Observations, name: str, kinds: set[str]) -> tuple[floa
     if redo is None:
         durations = [d for d in (push_duration_s(o) for o in obs.protocols.values()) if d]
         redo = min(durations) if durations else 0.0
-    lost = sum(push.duration_s + redo for push in failed)
+    # As with burst connections: whoever retries waits at least one initial RTO,
+    # however fast the refusal came.
+    lost = sum(max(push.duration_s, SYN_RTO_S) + redo for push in failed)
     return lost / len(p.pushes), len(failed), len(p.pushes)
 
 

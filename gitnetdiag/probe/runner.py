@@ -41,6 +41,7 @@ from gitnetdiag.probe.gitpush import (
     FailureKind,
     Protocol,
     Transport,
+    classify_git_stderr,
     delete_argv,
     delete_outcome,
     error_for_failure,
@@ -463,9 +464,17 @@ def _push_once(
                     )
     finally:
         with _no_interrupts():
-            cleanup, cleanup_detail = _delete_branch(state, transport, branch, stem, repo_path)
-            if cleanup != "not-run":
-                artifacts["cleanup_stderr"] = f"{stem}.cleanup.stderr.txt"
+            if git_run is not None and not git_run.ok and not git_run.timed_out and (
+                classify_git_stderr(git_run.stderr) in NEVER_CONNECTED
+            ):
+                # The push never reached receive-pack: there is no branch to delete,
+                # and a delete would only fail the same way.
+                cleanup, cleanup_detail = "absent", "the push never reached the server"
+            else:
+                cleanup, cleanup_detail = _delete_branch(
+                    state, transport, branch, stem, repo_path)
+                if cleanup != "not-run":
+                    artifacts["cleanup_stderr"] = f"{stem}.cleanup.stderr.txt"
 
     curl_path = run_dir / artifacts.get("curl_trace", "-")
     http_version = alpn = curl_last_info = None
@@ -555,6 +564,12 @@ def _delete_branch(
         detail = "timed out" if result.timed_out else last_stderr_line(result.stderr)
     return "failed", detail
 
+
+NEVER_CONNECTED = frozenset({
+    FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.AUTH,
+    FailureKind.HOST_KEY,
+})
+"""Failures that happen before receive-pack runs, so no ref can have been created."""
 
 NATIVE_ARTIFACTS = {Protocol.H2: "native-h2.json", Protocol.SSH: "native-ssh.json"}
 """Where the native probes' ledgers land in the run directory."""
