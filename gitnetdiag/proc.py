@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+import signal
 import subprocess
-from collections.abc import Mapping, Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from types import FrameType
 
 from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError
 
@@ -74,3 +78,35 @@ def run(
             hint="see the message above; run with the same arguments by hand to see more",
         )
     return proc
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """While active, SIGTERM raises KeyboardInterrupt like Ctrl-C (main thread only),
+    so the same clean-up runs (throwaway branches deleted, scratch files removed)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def kill_group(proc: subprocess.Popen[bytes]) -> None:
+    """Stop a child started in its own process group: SIGTERM, then SIGKILL after 2 s."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=2.0)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import shlex
-import sys
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -195,14 +194,9 @@ def load_command(
 
     counters: CounterSource | None = None
     if lab:
-        from gitnetdiag.lab.state import in_namespace, load_state, reexec_in_namespace
-        from gitnetdiag.proc import require_root
+        from gitnetdiag.lab.state import enter_lab_client
 
-        state = load_state(lab_instance)
-        if not in_namespace(state.client_ns):
-            require_root("gitnetdiag load --lab")
-            reexec_in_namespace(state.client_ns,
-                                [sys.executable, "-m", "gitnetdiag", *sys.argv[1:]])
+        state = enter_lab_client(lab_instance, "load")
         chosen = _protocol_for("git://x", protocol or "git")
         if url is None:
             url = {

@@ -22,7 +22,7 @@ from rich.table import Table
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.host.adapter import load_host_report
-from gitnetdiag.lab.state import LabState, load_state
+from gitnetdiag.lab.state import LabState, enter_lab_client
 from gitnetdiag.pipeline import HOST_REPORT_FILE
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.rundir import RunManifest
@@ -178,16 +178,9 @@ def probe_command(
     """
     extra: dict[str, object] = {}
     ssh_command: str | None = None
+    lab_state: LabState | None = None
     if lab:
-        from gitnetdiag.lab.state import in_namespace, reexec_in_namespace
-        from gitnetdiag.proc import require_root
-
-        state = load_state(lab_instance)
-        if not in_namespace(state.client_ns):
-            require_root("gitnetdiag probe --lab")
-            reexec_in_namespace(
-                state.client_ns, [sys.executable, "-m", "gitnetdiag", *sys.argv[1:]]
-            )
+        state = lab_state = enter_lab_client(lab_instance, "probe")
         http = http or (
             state.endpoints.https_edge if lab_http is LabHttp.EDGE else state.endpoints.https_direct
         )
@@ -239,7 +232,6 @@ def probe_command(
         SpinnerColumn(finished_text=" "), TextColumn("{task.description}"), TimeElapsedColumn(),
         console=console, transient=False,
     )
-    lab_state = load_state(lab_instance) if lab else None
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-host-") as scratch:
         before = Path(scratch) / "host-before.json"
         if lab_state is not None and not _lab_host_report(lab_state, before, None, console):

@@ -157,3 +157,21 @@ def reexec_in_namespace(netns: str, argv: list[str]) -> None:
         raise LabError(f"network namespace {netns} does not exist", hint="run: gitnetdiag lab up")
     os.environ["GITNETDIAG_IN_LAB_NS"] = netns
     os.execvp("ip", ["ip", "netns", "exec", netns, *argv])
+
+
+def enter_lab_client(instance: str, command: str) -> LabState:
+    """The lab's state, with this process running in its client namespace.
+
+    Commands given ``--lab`` call this first: outside the namespace it re-executes
+    the same command line there (needs root) and does not return; inside it
+    returns the state, so the command can fill in the lab's URLs and keys.
+    """
+    import sys
+
+    from gitnetdiag.proc import require_root
+
+    state = load_state(instance)
+    if not in_namespace(state.client_ns):
+        require_root(f"gitnetdiag {command} --lab")
+        reexec_in_namespace(state.client_ns, [sys.executable, "-m", "gitnetdiag", *sys.argv[1:]])
+    return state

@@ -19,7 +19,6 @@ from __future__ import annotations
 import os
 import re
 import shutil
-import signal
 import subprocess
 import tempfile
 import threading
@@ -43,6 +42,7 @@ from gitnetdiag.probe.gitpush import (
     push_argv,
 )
 from gitnetdiag.probe.repo import git_env, new_probe_id, probe_branch_name
+from gitnetdiag.proc import kill_group
 from gitnetdiag.report.redact import redact_text, redact_url
 
 LOCAL_GIT_TIMEOUT_S = 60.0
@@ -97,16 +97,16 @@ class InFlight:
             self._procs.add(proc)
             stopping = self._stopping
         if stopping:
-            _kill_group(proc)
+            kill_group(proc)
         timed_out = False
         try:
             out, err = proc.communicate(input=input_bytes, timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            _kill_group(proc)
+            kill_group(proc)
             out, err = proc.communicate()
         except BaseException:
-            _kill_group(proc)
+            kill_group(proc)
             proc.communicate()
             raise
         finally:
@@ -124,7 +124,7 @@ class InFlight:
             self._stopping = True
             procs = list(self._procs)
         for proc in procs:
-            _kill_group(proc)
+            kill_group(proc)
 
     def resume(self) -> None:
         """Allow commands again (for the final cleanup after :meth:`kill_all`)."""
@@ -132,17 +132,6 @@ class InFlight:
             self._stopping = False
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=2.0)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -9,7 +9,6 @@ and maps git's messages to failure kinds.
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -19,6 +18,7 @@ from pathlib import Path
 
 from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.repo import PROBE_BRANCH_PREFIX
+from gitnetdiag.proc import kill_group
 
 
 class Protocol(StrEnum):
@@ -275,10 +275,10 @@ def run_git(
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
         timed_out = True
-        _kill_group(proc)
+        kill_group(proc)
         out, err = proc.communicate()
     except BaseException:
-        _kill_group(proc)
+        kill_group(proc)
         proc.communicate()
         raise
     wall_s = time.monotonic() - started
@@ -291,17 +291,6 @@ def run_git(
     )
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=2.0)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 def parse_ls_remote(stdout: str) -> dict[str, str]:

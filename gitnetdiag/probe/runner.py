@@ -21,7 +21,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from types import FrameType
 from typing import Any
 from typing import Protocol as TypingProtocol
 from urllib.parse import urlsplit
@@ -63,6 +62,7 @@ from gitnetdiag.probe.rundir import (
 )
 from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
 from gitnetdiag.probe.versions import ToolVersions, collect_versions
+from gitnetdiag.proc import sigterm_interrupts
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
 CLEANUP_TIMEOUT_S = 60.0
@@ -224,20 +224,6 @@ def _no_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-@contextmanager
-def _sigterm_as_interrupt() -> Iterator[None]:
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class _Run:
@@ -313,7 +299,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
                          hint="choose a writable --out directory") from exc
     state = _Run(options, reporter or SilentReporter())
     state.save()
-    with tempfile.TemporaryDirectory(prefix="gitnetdiag-repo-") as scratch, _sigterm_as_interrupt():
+    with tempfile.TemporaryDirectory(prefix="gitnetdiag-repo-") as scratch, sigterm_interrupts():
         try:
             _run_steps(state, Path(scratch))
             state.status = "failed" if state.errors else "complete"

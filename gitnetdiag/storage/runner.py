@@ -9,19 +9,16 @@ runs) and errors leave nothing behind. fio runs as a child with a timeout;
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import shutil
-import signal
 import tempfile
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
-from types import FrameType
 
 from gitnetdiag import proc
 from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError, UsageError
+from gitnetdiag.proc import sigterm_interrupts
 from gitnetdiag.storage.fio import direct_io_refused, parse_fio_json
 from gitnetdiag.storage.job import FioJob
 from gitnetdiag.storage.model import FioResult, IoMode, StorageCheck
@@ -123,21 +120,6 @@ def supports_direct_io(directory: Path) -> bool:
         probe.unlink(missing_ok=True)
 
 
-@contextlib.contextmanager
-def sigterm_interrupts() -> Iterator[None]:
-    """While active, SIGTERM raises KeyboardInterrupt like Ctrl-C (main thread only)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
-    previous = signal.signal(signal.SIGTERM, handler)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 def _run_fio(fio: str, job: FioJob) -> tuple[FioResult | None, str]:
