@@ -232,9 +232,6 @@ def analyze(
             hint="run 'gitnetdiag probe' or 'diagnose' to make one; try: "
             "gitnetdiag analyze captures/h2-small-window --diagnose",
         )
-    if not file.exists():
-        raise UsageError(f"{file} does not exist",
-                         hint="give a pcap/pcapng file or a run directory")
     result = analyze_capture(file)
     ledgers = h2_ledgers_from_capture(file, keylog) if keylog is not None else None
     if json_out != "-":

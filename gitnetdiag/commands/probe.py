@@ -26,7 +26,7 @@ from gitnetdiag.lab.state import LabState, enter_lab_client
 from gitnetdiag.pipeline import HOST_REPORT_FILE
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.rundir import RunManifest
-from gitnetdiag.probe.runner import ProbeOptions, parse_size, run_probe, summarize
+from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe, summarize
 from gitnetdiag.proc import run
 
 DEFAULT_TIMEOUT_S = 300.0
@@ -162,6 +162,9 @@ def probe_command(
         True, "--native/--no-native",
         help="Also push with the native HTTP/2 and SSH probes to record the flow-control "
         "ledgers (server window, every WINDOW_UPDATE / window adjust)."),
+    h2_sweep: bool = typer.Option(
+        False, "--h2-sweep", help="Repeat the native HTTP/2 upload advertising different "
+        "client SETTINGS and show how the rate follows the server's window."),
     then_diagnose: bool = typer.Option(
         False, "--diagnose", help="Analyse the run and print the ranked diagnosis "
         "(what 'gitnetdiag diagnose' does)."),
@@ -223,6 +226,7 @@ def probe_command(
         capture=not no_capture,
         extra_options=extra,
         native=native,
+        h2_sweep=h2_sweep,
         ssh_key=str(ssh_key) if ssh_key else None,
         ssh_known_hosts=str(ssh_known_hosts) if ssh_known_hosts else None,
     )
@@ -243,6 +247,14 @@ def probe_command(
     # With --diagnose the report is the product on stdout; the summary goes to stderr.
     summary_console = console if then_diagnose else Console(highlight=False)
     render_summary(outcome.manifest, summary_console)
+    sweep = outcome.run_dir / SWEEP_ARTIFACT
+    if sweep.is_file():
+        from gitnetdiag.probe.h2native import SweepRow, render_sweep
+
+        rows = [SweepRow(**row) for row in json.loads(sweep.read_text())]
+        summary_console.print("HTTP/2 sweep: the upload rate follows the server's window, "
+                              "not the client's settings", markup=False)
+        summary_console.print(render_sweep(rows), markup=False, highlight=False)
     summary_console.print(f"run directory: {outcome.run_dir}", markup=False)
     if json_out is not None:
         summary = {

@@ -154,6 +154,9 @@ class ProbeOptions:
     """SSH private key file (the native SSH probe needs it)."""
     ssh_known_hosts: str | None = None
     """known_hosts file (the native SSH probe verifies the host key with it)."""
+    h2_sweep: bool = False
+    """Repeat the native HTTP/2 upload while advertising different client SETTINGS
+    (``native-h2-sweep.json``): shows the rate follows the server's window."""
 
     def transport(self, protocol: Protocol) -> Transport:
         return Transport(
@@ -169,7 +172,7 @@ class ProbeOptions:
             "repo": str(self.repo) if self.repo else None, "repeat": self.repeat,
             "ca_file": self.ca_file, "insecure": self.insecure, "full": self.full,
             "burst": self.burst, "timeout_s": self.timeout_s, "capture": self.capture,
-            "native": self.native,
+            "native": self.native, "h2_sweep": self.h2_sweep,
             **self.extra_options,
         }
 
@@ -374,6 +377,9 @@ def _run_steps(state: _Run, scratch: Path) -> None:
 
     if options.native:
         _native(state, repo_path, oid)
+        state.save()
+    if options.h2_sweep:
+        _sweep(state, repo_path, oid)
         state.save()
 
     if options.burst > 0:
@@ -603,6 +609,34 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         path = state.run_dir / NATIVE_ARTIFACTS[protocol]
         path.write_text(json.dumps(ledger.to_dict(), indent=1) + "\n")
         state.reporter.done(label, detail, ok=True)
+
+
+SWEEP_ARTIFACT = "native-h2-sweep.json"
+
+
+def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
+    """The native HTTP/2 upload once per client SETTINGS variant."""
+    from gitnetdiag.probe.h2native import h2_sweep
+
+    options = state.options
+    if Protocol.H2 not in options.urls or options.ca_file is None:
+        state.warn("--h2-sweep skipped: it needs an HTTPS URL (--http) and --ca-file")
+        return
+    label = "h2 sweep of client settings"
+    state.reporter.begin(label)
+    try:
+        rows = h2_sweep(options.urls[Protocol.H2], ca_file=options.ca_file,
+                        pack=pack_for_commit(repo_path, oid), new_oid=oid,
+                        probe_id_factory=new_probe_id, timeout_s=options.timeout_s)
+    except GitnetdiagError as exc:
+        state.error("h2-sweep", Protocol.H2, exc)
+        state.reporter.done(label, exc.message, ok=False)
+        return
+    (state.run_dir / SWEEP_ARTIFACT).write_text(
+        json.dumps([row.to_dict() for row in rows], indent=1) + "\n")
+    rates = [row.upload_rate_bytes_per_s or 0.0 for row in rows]
+    state.reporter.done(label, f"{len(rows)} variants, {min(rates) / 1e6:.2f}-"
+                        f"{max(rates) / 1e6:.2f} MB/s", ok=all(r.push_ok for r in rows))
 
 
 def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:
