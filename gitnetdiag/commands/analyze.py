@@ -9,15 +9,18 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 from rich.console import Console
 from rich.table import Table
 
-from gitnetdiag.analysis.h2ledger import H2Ledger, h2_ledgers_from_capture, render_h2_ledgers
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.errors import UsageError
+
+if TYPE_CHECKING:  # the HTTP/2 ledger (tshark) is only loaded with --keylog
+    from gitnetdiag.analysis.h2ledger import H2Ledger
 
 HELP = """Read a pcap/pcapng capture and show, per TCP connection, what limited it.
 
@@ -233,11 +236,17 @@ def analyze(
             "gitnetdiag analyze captures/h2-small-window --diagnose",
         )
     result = analyze_capture(file)
-    ledgers = h2_ledgers_from_capture(file, keylog) if keylog is not None else None
+    ledgers = None
+    if keylog is not None:
+        from gitnetdiag.analysis.h2ledger import h2_ledgers_from_capture
+
+        ledgers = h2_ledgers_from_capture(file, keylog)
     if json_out != "-":
         console = Console(highlight=False)
         render_analysis(result, console)
         if ledgers is not None:
+            from gitnetdiag.analysis.h2ledger import render_h2_ledgers
+
             render_h2_ledgers(ledgers, console)
     if json_out is not None:
         write_json(result, json_out, h2_ledgers=ledgers)
