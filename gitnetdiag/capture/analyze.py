@@ -45,6 +45,8 @@ class CaptureAnalysis:
     """Things the reader of the report should know (damage, unsupported link types)."""
     connections: list[ConnectionAnalysis]
     """One entry per TCP connection, in order of first appearance."""
+    has_tls_secrets: bool = False
+    """The pcapng carries TLS decryption secrets: HTTP/2 can be decoded without a keylog."""
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
@@ -60,6 +62,7 @@ class CaptureAnalysis:
             "truncated_at": self.truncated_at,
             "warnings": list(self.warnings),
             "connections": [c.to_dict() for c in self.connections],
+            "has_tls_secrets": self.has_tls_secrets,
         }
 
 
@@ -79,6 +82,7 @@ def analyze_capture(
         connections = analyzer.results(reader.connections)
         file_bytes = reader.file_bytes
         segments = reader.packets_read
+        secrets = reader.has_tls_secrets
     warnings: list[str] = []
     if damage is not None:
         warnings.append(
@@ -106,4 +110,5 @@ def analyze_capture(
         truncated_at=None if damage is None else damage.offset,
         warnings=warnings,
         connections=connections,
+        has_tls_secrets=secrets,
     )

@@ -43,6 +43,7 @@ _BLOCK_IDB = 1
 _BLOCK_OPB = 2
 _BLOCK_SPB = 3
 _BLOCK_EPB = 6
+_BLOCK_DSB = 0x0A
 
 U8Array = npt.NDArray[np.uint8]
 I64Array = npt.NDArray[np.int64]
@@ -149,6 +150,7 @@ class PcapWalker:
         self.handle = handle
         self.chunk_bytes = chunk_bytes
         self.damage: CaptureFormatError | None = None
+        self.has_tls_secrets = False
         self.packets_seen = 0
         self.max_record = max(self.snaplen, 262144) if self.snaplen else MAX_RECORD_BYTES
 
@@ -282,6 +284,8 @@ class PcapngWalker:
         self.handle = handle
         self.chunk_bytes = chunk_bytes
         self.damage: CaptureFormatError | None = None
+        self.has_tls_secrets = False
+        """A decryption secrets block was seen (``editcap --inject-secrets``)."""
         self.packets_seen = 0
         self.big = False
         self.interfaces: list[_Interface] = []
@@ -357,6 +361,8 @@ class PcapngWalker:
                         break
                     offs.append(off)
                     kinds.append(btype)
+                elif btype == _BLOCK_DSB:
+                    self.has_tls_secrets = True
                 elif btype == _BLOCK_IDB:
                     iface = self._parse_idb(data, off, blen, order)
                     if iface is None:

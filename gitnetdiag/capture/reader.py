@@ -96,6 +96,11 @@ class CaptureReader:
         return self._tracker.connections
 
     @property
+    def has_tls_secrets(self) -> bool:
+        """Whether the file carries TLS decryption secrets (a pcapng DSB)."""
+        return self._walker.has_tls_secrets
+
+    @property
     def damage(self) -> CaptureFormatError | None:
         """Where the file was damaged, once the walk has stopped there."""
         return self._walker.damage

@@ -237,7 +237,7 @@ def analyze(
         )
     result = analyze_capture(file)
     ledgers = None
-    if keylog is not None:
+    if keylog is not None or result.has_tls_secrets:
         from gitnetdiag.analysis.h2ledger import h2_ledgers_from_capture
 
         ledgers = h2_ledgers_from_capture(file, keylog)
