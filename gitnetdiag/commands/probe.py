@@ -310,7 +310,8 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat)
         from gitnetdiag.report.terminal import render_terminal
 
         out = Console(highlight=False)
-        typer.echo(render_terminal(diagnosis, width=out.width, color=out.is_terminal), nl=False)
+        width = out.width if out.is_terminal else 100  # files and pipes get the full table
+        typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal), nl=False)
     else:
         typer.echo(RENDERERS[fmt.value](diagnosis), nl=False)
     console.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)

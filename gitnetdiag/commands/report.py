@@ -34,7 +34,8 @@ def report_command(
         from gitnetdiag.report.terminal import render_terminal
 
         console = Console(highlight=False)
-        text = render_terminal(diagnosis, width=console.width, color=console.is_terminal)
+        text = render_terminal(diagnosis, width=console.width if console.is_terminal else 100,
+                               color=console.is_terminal)
     else:
         text = RENDERERS[report_format.value](diagnosis)
     if out is None:
