@@ -16,8 +16,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.repo import PROBE_BRANCH_PREFIX
+from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError, NetworkError
+from gitnetdiag.probe.repo import check_safe_ref
 from gitnetdiag.proc import kill_group
 
 
@@ -219,16 +219,10 @@ class Transport:
         return env
 
 
-def _check_branch(ref: str) -> None:
-    # The one guard every ref update passes: only our throwaway namespace.
-    if not ref.startswith(f"refs/heads/{PROBE_BRANCH_PREFIX}") or ".." in ref:
-        raise UsageError(f"refusing to touch {ref}: probes only write {PROBE_BRANCH_PREFIX}*")
-
-
 def push_argv(transport: Transport, oid: str, branch: str) -> list[str]:
     """git push creating ``refs/heads/<branch>`` at ``oid``."""
     ref = f"refs/heads/{branch}"
-    _check_branch(ref)
+    check_safe_ref(ref)
     return [
         "git", *transport.config_args(), "push", "--progress", "--no-verify",
         transport.url, f"{oid}:{ref}",
@@ -238,7 +232,7 @@ def push_argv(transport: Transport, oid: str, branch: str) -> list[str]:
 def delete_argv(transport: Transport, branch: str) -> list[str]:
     """git push deleting ``refs/heads/<branch>``."""
     ref = f"refs/heads/{branch}"
-    _check_branch(ref)
+    check_safe_ref(ref)
     return ["git", *transport.config_args(), "push", "--no-verify", transport.url, f":{ref}"]
 
 

@@ -30,7 +30,7 @@ import ssl
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -64,136 +64,26 @@ from gitnetdiag.analysis.flowcontrol import (
     credit_ledger,
 )
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.repo import PROBE_BRANCH_PREFIX, probe_branch_name
+from gitnetdiag.probe.receivepack import (
+    ZERO_OID,
+    RefAdvertisement,
+    ReportStatus,
+    parse_advertisement,
+    parse_report_status,
+    pkt_line,
+    ref_update_request,
+    split_pkt_lines,
+)
+from gitnetdiag.probe.repo import check_safe_ref, probe_branch_name
 
-ZERO_OID = "0" * 40
-FLUSH_PKT = b"0000"
+__all__ = [
+    "ZERO_OID", "check_safe_ref", "h2_push_probe", "h2_sweep", "parse_advertisement",
+    "parse_report_status", "pkt_line", "ref_update_request", "render_sweep", "split_pkt_lines",
+]
+
 RECEIVE_PACK_REQUEST = "application/x-git-receive-pack-request"
 RECEIVE_PACK_RESULT = "application/x-git-receive-pack-result"
 USER_AGENT = "git/2.39-gitnetdiag-h2native"
-
-
-# --------------------------------------------------------------------------
-# receive-pack protocol (pure)
-# --------------------------------------------------------------------------
-
-
-def pkt_line(payload: bytes) -> bytes:
-    """One pkt-line: 4 hex digits of total length, then the payload."""
-    if len(payload) > 65_516:
-        raise ValueError("pkt-line payload too long")
-    return f"{len(payload) + 4:04x}".encode() + payload
-
-
-def split_pkt_lines(data: bytes) -> tuple[list[bytes | None], bytes]:
-    """Split ``data`` into pkt-lines (``None`` for a flush) and the incomplete rest."""
-    lines: list[bytes | None] = []
-    offset = 0
-    while len(data) - offset >= 4:
-        try:
-            length = int(data[offset : offset + 4], 16)
-        except ValueError as exc:
-            raise NetworkError(
-                f"the server sent a malformed pkt-line: {data[offset : offset + 8]!r}",
-                hint="the URL may not be a git repository, or a proxy rewrote the answer",
-                reference="bad-pkt-line",
-            ) from exc
-        if length in (0, 1, 2):  # flush, delimiter, response-end
-            lines.append(None)
-            offset += 4
-            continue
-        if length < 4:
-            raise NetworkError(f"invalid pkt-line length {length}", reference="bad-pkt-line")
-        if len(data) - offset < length:
-            break
-        lines.append(data[offset + 4 : offset + length])
-        offset += length
-    return lines, data[offset:]
-
-
-@dataclass(frozen=True, kw_only=True)
-class RefAdvertisement:
-    """What receive-pack advertised before the push."""
-
-    refs: dict[str, str]
-    """Ref name -> object id (empty for an empty repository)."""
-    capabilities: frozenset[str]
-    """Capabilities from the first line (``report-status``, ``delete-refs``, ...)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"ref_count": len(self.refs), "capabilities": sorted(self.capabilities)}
-
-
-def parse_advertisement(lines: Sequence[bytes | None]) -> RefAdvertisement:
-    """Parse receive-pack's ref advertisement (smart-HTTP service header allowed)."""
-    refs: dict[str, str] = {}
-    capabilities: frozenset[str] = frozenset()
-    first = True
-    for line in lines:
-        if line is None:
-            continue
-        text = line.rstrip(b"\n")
-        if text.startswith(b"# service="):
-            continue
-        if first:
-            text, _, caps = text.partition(b"\0")
-            capabilities = frozenset(caps.decode(errors="replace").split())
-            first = False
-        oid, _, name = text.decode(errors="replace").partition(" ")
-        if name and name != "capabilities^{}":
-            refs[name] = oid
-    return RefAdvertisement(refs=refs, capabilities=capabilities)
-
-
-def ref_update_request(
-    old_oid: str, new_oid: str, ref: str, capabilities: Iterable[str], pack: bytes = b""
-) -> bytes:
-    """The receive-pack request body: one command, a flush, then the pack (if any)."""
-    caps = " ".join(capabilities)
-    return pkt_line(f"{old_oid} {new_oid} {ref}\0 {caps}\n".encode()) + FLUSH_PKT + pack
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReportStatus:
-    """receive-pack's answer to a push with ``report-status``."""
-
-    unpack_ok: bool
-    """``unpack ok`` was reported."""
-    unpack_message: str
-    """The unpack line as sent (``ok`` or an error)."""
-    refs: dict[str, str]
-    """Ref -> ``ok`` or ``ng <reason>``."""
-
-    def ok_for(self, ref: str) -> bool:
-        return self.unpack_ok and self.refs.get(ref) == "ok"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"unpack_ok": self.unpack_ok, "unpack": self.unpack_message, "refs": self.refs}
-
-
-def parse_report_status(lines: Sequence[bytes | None]) -> ReportStatus:
-    """Parse ``unpack ok`` / ``ok <ref>`` / ``ng <ref> <reason>`` lines (no side-band)."""
-    unpack = ""
-    refs: dict[str, str] = {}
-    for line in lines:
-        if line is None:
-            continue
-        text = line.decode(errors="replace").rstrip("\n")
-        if text.startswith("unpack "):
-            unpack = text[len("unpack ") :]
-        elif text.startswith("ok "):
-            refs[text[3:]] = "ok"
-        elif text.startswith("ng "):
-            ref, _, reason = text[3:].partition(" ")
-            refs[ref] = f"ng {reason}"
-    return ReportStatus(unpack_ok=unpack == "ok", unpack_message=unpack, refs=refs)
-
-
-def check_safe_ref(ref: str) -> None:
-    """Refuse any ref that is not a probe branch: the probe never touches anything else."""
-    prefix = "refs/heads/" + PROBE_BRANCH_PREFIX
-    if not ref.startswith(prefix) or len(ref) == len(prefix):
-        raise UsageError(f"refusing to update {ref}: probes only write {prefix}<id>")
 
 
 # --------------------------------------------------------------------------

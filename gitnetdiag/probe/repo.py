@@ -157,3 +157,13 @@ def pack_for_commit(repo: Path, oid: str) -> bytes:
 def head_oid(repo: Path) -> str:
     """Object id of HEAD in an existing repository."""
     return _git(["rev-parse", "--verify", "HEAD^{commit}"], cwd=Path(repo)).decode().strip()
+
+
+def check_safe_ref(ref: str) -> None:
+    """The one guard every ref update passes: only our throwaway namespace.
+
+    Probes never create, update or delete any ref but ``refs/heads/gitnetdiag/probe-<id>``.
+    """
+    prefix = "refs/heads/" + PROBE_BRANCH_PREFIX
+    if not ref.startswith(prefix) or len(ref) == len(prefix) or ".." in ref:
+        raise UsageError(f"refusing to touch {ref}: probes only write {prefix}<id>")

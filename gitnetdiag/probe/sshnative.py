@@ -41,17 +41,16 @@ from gitnetdiag.analysis.flowcontrol import (
     credit_ledger,
 )
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.h2native import (
+from gitnetdiag.probe.receivepack import (
     ZERO_OID,
     RefAdvertisement,
     ReportStatus,
-    check_safe_ref,
     parse_advertisement,
     parse_report_status,
     ref_update_request,
     split_pkt_lines,
 )
-from gitnetdiag.probe.repo import probe_branch_name
+from gitnetdiag.probe.repo import check_safe_ref, probe_branch_name
 
 
 def _recording_window_adjust(channel: paramiko.Channel, message: paramiko.Message) -> None:
