@@ -17,7 +17,13 @@ from gitnetdiag.errors import ExitCode, UsageError
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
 from gitnetdiag.load.report import render_html, render_json, render_markdown, render_terminal
 from gitnetdiag.load.scheduler import LiveStatus
-from gitnetdiag.load.stats import parse_concurrency, parse_duration_s, parse_mix, parse_ops
+from gitnetdiag.load.stats import (
+    parse_concurrency,
+    parse_duration_s,
+    parse_mix,
+    parse_ops,
+    parse_urls,
+)
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import parse_size
 
@@ -101,7 +107,7 @@ def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
     _write_outputs(report, records, out, json_out)
     if leftover:
         raise UsageError(
-            f"{len(leftover)} throwaway branch(es) could not be deleted: {', '.join(leftover)}",
+            f"{len(leftover)} throwaway branch(es) could not be deleted: {'; '.join(leftover)}",
             hint="delete them by hand with git push URL :refs/heads/<branch>",
             reference="load-cleanup",
         )
@@ -140,7 +146,10 @@ def _collect_locust(master: str | None, results: Path | None, wait: float, out: 
 
 
 def load_command(
-    url: str | None = typer.Argument(None, help="git remote URL (not needed with --lab)."),
+    urls: list[str] | None = typer.Argument(
+        None, metavar="URL", show_default=False,
+        help="One or more git remotes of one protocol; operations are spread over them round "
+             "robin per operation type (none with --lab or --locust-master)."),
     ops: str = typer.Option("clone,fetch,push", "--ops", help="clone,fetch,push,ls-remote"),
     mix: str | None = typer.Option(None, "--mix", help="Weights per op, e.g. 40:35:25."),
     concurrency: str = typer.Option("1,2,4,8,16,32", "--concurrency", help="Ramp steps."),
@@ -181,6 +190,13 @@ def load_command(
     throwaway branches gitnetdiag/probe-<id>, deleted right after; clones and
     fetches land in a scratch directory removed at the end.
     """
+    if urls and (lab or locust_master is not None or locust_results is not None):
+        source = "--lab" if lab else "--locust-master/--locust-results"
+        raise UsageError(
+            f"{source} takes no URL: the remote comes from "
+            + ("the lab" if lab else "the Locust master's --git-url"),
+            hint="drop the URLs, or drop " + source.split("/")[0],
+        )
     if locust_master is not None or locust_results is not None:
         _collect_locust(locust_master, locust_results, wait, out, json_out, min_ops_per_hour)
         return
@@ -198,11 +214,10 @@ def load_command(
 
         state = enter_lab_client(lab_instance, "load")
         chosen = _protocol_for("git://x", protocol or "git")
-        if url is None:
-            url = {
-                Protocol.GIT: state.endpoints.git, Protocol.SSH: state.endpoints.ssh,
-            }.get(chosen) or (state.endpoints.https_edge if lab_http is LabHttp.EDGE
-                              else state.endpoints.https_direct)
+        urls = [{
+            Protocol.GIT: state.endpoints.git, Protocol.SSH: state.endpoints.ssh,
+        }.get(chosen) or (state.endpoints.https_edge if lab_http is LabHttp.EDGE
+                          else state.endpoints.https_direct)]
         protocol = chosen.value
         if ca_file is None and not insecure:
             ca_file = Path(state.ca_file)
@@ -211,13 +226,15 @@ def load_command(
         host_netns = host_netns or state.server_ns
         extra = {"lab_instance": lab_instance, "lab_faults": list(state.faults),
                  "lab_rtt_ms": state.rtt_ms}
-    if url is None:
-        raise UsageError("no remote to load", hint="give a URL (or --lab, or --locust-master)")
+    if not urls:
+        raise UsageError("no remote to load",
+                         hint="give one or more URLs (or --lab, or --locust-master)")
+    remotes = parse_urls(urls, protocol)
     if host_netns is not None:
         counters = NamespaceNetstat(host_netns)
     elif host_local:
         counters = LocalNetstat()
-    chosen_protocol = _protocol_for(url, protocol)
+    chosen_protocol = _protocol_for(remotes[0], protocol)
     for path, what in ((ca_file, "CA file"), (ssh_key, "SSH key"),
                        (ssh_known_hosts, "known_hosts file")):
         if path is not None and not path.is_file():
@@ -225,16 +242,20 @@ def load_command(
     from gitnetdiag.load.scheduler import LoadOptions, run_load
     from gitnetdiag.probe.gitpush import Transport
 
-    transport = Transport(
-        protocol=chosen_protocol, url=url, ca_file=str(ca_file) if ca_file else None,
-        insecure=insecure,
-        ssh_command=_ssh_command(ssh_key, ssh_known_hosts)
-        if chosen_protocol is Protocol.SSH else None,
+    transports = tuple(
+        Transport(
+            protocol=chosen_protocol, url=url, ca_file=str(ca_file) if ca_file else None,
+            insecure=insecure,
+            ssh_command=_ssh_command(ssh_key, ssh_known_hosts)
+            if chosen_protocol is Protocol.SSH else None,
+        )
+        for url in remotes
     )
     if counters is not None:
         extra["host_counters"] = counters.description
     options = LoadOptions(
-        transport=transport, ops=tuple(str(op) for op in op_list), mix=weights,
+        transport=transports[0], extra_transports=transports[1:],
+        ops=tuple(str(op) for op in op_list), mix=weights,
         concurrency=steps, step_duration_s=step_s, timeout_s=timeout, push_bytes=push_bytes,
         min_ops_per_hour=min_ops_per_hour, max_error_ratio=max_error_ratio, counters=counters,
         extra=extra,
@@ -249,5 +270,23 @@ def load_command(
     _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches)
 
 
+LOAD_EPILOG = (
+    "Examples:\n\n"
+    "  sudo gitnetdiag load --lab --protocol git --ops clone,fetch,push,ls-remote "
+    "--concurrency 1,4,16 --duration 10s --out runs/lab-ramp\n\n"
+    "  Vendor-style mix, clone:fetch:push 40:35:25 spread over two repositories, "
+    "the default ramp 1,2,4,8,16,32 of 60 s steps, exit 1 below 32,700 ops/hour:\n\n"
+    "  gitnetdiag load https://git.example.com/team/app.git https://git.example.com/team/lib.git "
+    "--ops clone,fetch,push --mix 40:35:25 --min-ops-per-hour 32700 --out runs/capacity\n\n"
+    "  Distributed with Locust: a master, a worker on each load generator, then collect:\n\n"
+    "  LF=$(python -c 'import gitnetdiag.load.locustfile as m; print(m.__file__)')\n\n"
+    "  locust -f $LF --master --autostart --autoquit 30 -u 64 -r 16 -t 120s --expect-workers 2 "
+    "--git-url git://git.example.com/app.git git://git.example.com/lib.git --git-protocol git "
+    "--git-ops clone,fetch,push --git-mix 40:35:25\n\n"
+    "  locust -f $LF --worker --master-host MASTER\n\n"
+    "  gitnetdiag load --locust-master MASTER:8089 --wait 300 --out runs/locust"
+)
+
+
 def register(app: typer.Typer) -> None:
-    app.command("load")(load_command)
+    app.command("load", epilog=LOAD_EPILOG)(load_command)

@@ -28,7 +28,8 @@ def target_port(url: str) -> int | None:
 
 def observations_from_load(report: LoadReport) -> Observations:
     """Bursts (one per step) and host counter deltas (summed over steps)."""
-    port = target_port(report.target)
+    ports = {target_port(url) for url in report.remotes}
+    port = ports.pop() if len(ports) == 1 else None
     bursts = []
     for step in report.steps:
         failed: Counter[str] = Counter()

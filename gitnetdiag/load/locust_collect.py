@@ -42,9 +42,12 @@ def results_payload(
     workers: int,
     locust_counts: dict[str, int],
     locust_failures: dict[str, int],
+    targets: list[str] | None = None,
 ) -> dict[str, Any]:
-    """The JSON the master serves (one place defines its shape)."""
+    """The JSON the master serves (one place defines its shape). ``target`` is the first
+    remote, ``targets`` all of them (redacted); a record's ``target`` indexes them."""
     return {
+        "targets": targets or [target],
         "format": "gitnetdiag-locust-results/1", "state": state, "records": records,
         "target": target, "protocol": protocol, "ops": ops, "mix": mix, "timeout_s": timeout_s,
         "started_epoch": started_epoch, "stopped_epoch": stopped_epoch, "users": users,
@@ -63,13 +66,15 @@ def report_from_payload(payload: dict[str, Any]) -> LoadReport:
         OpRecord(op=r["op"], step=0, slot=int(r["slot"]),
                  start_s=float(r["start_epoch"]) - started, wall_s=float(r["wall_s"]),
                  ok=bool(r["ok"]), kind=r.get("kind"), message=redact_text(r.get("message", "")),
-                 bytes_moved=int(r.get("bytes_moved", 0)))
+                 bytes_moved=int(r.get("bytes_moved", 0)), target=int(r.get("target", 0)))
         for r in payload["records"]
     ]
+    targets = tuple(payload.get("targets") or [payload["target"]])
     step = summarize_step(records, index=0, concurrency=int(payload.get("users", 0)),
-                          elapsed_s=max(stopped - started, 0.0))
+                          elapsed_s=max(stopped - started, 0.0), targets=targets)
     return LoadReport(
-        target=payload["target"], protocol=payload["protocol"], ops=tuple(payload["ops"]),
+        target=targets[0], targets=targets, protocol=payload["protocol"],
+        ops=tuple(payload["ops"]),
         mix=tuple(payload["mix"]), step_duration_s=step.elapsed_s,
         timeout_s=float(payload["timeout_s"]),
         started=time.strftime("%Y-%m-%dT%H:%M:%S+00:00", time.gmtime(started)),

@@ -1,13 +1,16 @@
 """gitnetdiag's git operations as a Locust ``User``, for load from many generators.
 
-Run it (see docs/load.md) with the same ``--git-*`` options on master and workers::
+Run it (see docs/load.md)::
 
     LF=$(python -c 'import gitnetdiag.load.locustfile as m; print(m.__file__)')
     locust -f $LF --master --autostart --autoquit 30 -u 32 -r 32 -t 60s --expect-workers 2 \\
-        --git-url git://server/repo.git --git-protocol git --git-ops clone,fetch,push
-    locust -f $LF --worker --master-host 10.0.0.1 --git-url ...      # on each generator
+        --git-url git://server/a.git git://server/b.git --git-protocol git \\
+        --git-ops clone,fetch,push
+    locust -f $LF --worker --master-host 10.0.0.1      # on each generator
 
-The master sends its ``--git-*`` options to the workers. Set
+The master checks its ``--git-*`` options (one or more URLs of one protocol
+family) and sends them to the workers, which spread the operations over the
+URLs like ``gitnetdiag load`` does: round robin per operation type. Set
 ``GITNETDIAG_LOCUST_WORKER_LOG=DIR`` on a worker to have it log every operation
 it made (an independent count to check the collected results against);
 then ``gitnetdiag load --locust-master 10.0.0.1:8089`` collects the results.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import sys
 import threading
 import time
 from pathlib import Path
@@ -35,11 +39,12 @@ from typing import Any
 
 from locust import User, constant, events, task
 from locust.exception import StopUser
-from locust.runners import MasterRunner
+from locust.runners import MasterRunner, WorkerRunner
 
+from gitnetdiag.errors import UsageError
 from gitnetdiag.load.locust_collect import RESULTS_PATH, results_payload
 from gitnetdiag.load.operations import Workspace
-from gitnetdiag.load.stats import MixPicker, parse_mix, parse_ops
+from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_mix, parse_ops, parse_urls
 from gitnetdiag.probe.gitpush import Protocol, Transport
 from gitnetdiag.report.redact import redact_url
 
@@ -56,8 +61,9 @@ class _NodeState:
     """Per-process state: the workspace of a worker, the collected records of a master."""
 
     def __init__(self) -> None:
-        self.workspace: Workspace | None = None
+        self.workspaces: tuple[Workspace, ...] = ()
         self.picker: MixPicker | None = None
+        self.targets: TargetPicker | None = None
         self.unsent: list[dict[str, Any]] = []
         self.collected: list[dict[str, Any]] = []
         self.lock = threading.Lock()
@@ -73,7 +79,8 @@ _state = _NodeState()
 
 def _add_options(parser: Any) -> None:
     group = parser.add_argument_group("gitnetdiag")
-    group.add_argument("--git-url", default="", help="git remote URL")
+    group.add_argument("--git-url", nargs="+", default=[],
+                       help="one or more git remote URLs of one protocol")
     group.add_argument("--git-protocol", default="git", help="h1, h2, ssh or git")
     group.add_argument("--git-ops", default="clone,fetch,push",
                        help="operations: clone,fetch,push,ls-remote")
@@ -90,7 +97,27 @@ def _options(environment: Any) -> Any:
     return environment.parsed_options
 
 
+def _given_urls(opts: Any) -> list[str]:
+    """``--git-url``: a list from the command line, or one string (the web UI's form)."""
+    value = opts.git_url
+    items = [value] if isinstance(value, str) else list(value or [])
+    return [url for item in items for url in str(item).split()]
+
+
+def _urls(opts: Any) -> tuple[str, ...]:
+    return parse_urls(_given_urls(opts), opts.git_protocol)
+
+
 def _on_init(environment: Any, **_: Any) -> None:
+    opts = _options(environment)
+    if not isinstance(environment.runner, WorkerRunner) and opts is not None and opts.git_url:
+        # Workers take the master's options when a test starts: check them here, once (an
+        # empty list may still be filled in on the web UI's form).
+        try:
+            _urls(opts)
+        except UsageError as exc:
+            print(f"gitnetdiag locustfile: --git-url: {exc.one_line()}", file=sys.stderr)
+            raise SystemExit(2) from exc
     web_ui = getattr(environment, "web_ui", None)
     if isinstance(environment.runner, MasterRunner) and web_ui is not None:
         def _results() -> Any:
@@ -113,8 +140,9 @@ def _payload(environment: Any) -> dict[str, Any]:
     with _state.lock:
         records = list(_state.collected)
     ops = parse_ops(opts.git_ops)
+    urls = [redact_url(url) for url in _given_urls(opts)] or [""]
     return results_payload(
-        state=str(runner.state), records=records, target=redact_url(opts.git_url),
+        state=str(runner.state), records=records, target=urls[0], targets=urls,
         protocol=opts.git_protocol, ops=[str(op) for op in ops],
         mix=list(parse_mix(opts.git_mix or None, len(ops))), timeout_s=opts.git_timeout,
         started_epoch=_state.started_epoch, stopped_epoch=_state.stopped_epoch,
@@ -133,15 +161,24 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         with _state.lock:
             _state.collected.clear()
         return
-    ops = parse_ops(opts.git_ops)
-    transport = Transport(
-        protocol=Protocol(opts.git_protocol), url=opts.git_url,
-        ca_file=opts.git_ca_file or None, ssh_command=opts.git_ssh_command or None,
+    ops = [str(op) for op in parse_ops(opts.git_ops)]
+    workspaces = tuple(
+        Workspace(Transport(protocol=Protocol(opts.git_protocol), url=url,
+                            ca_file=opts.git_ca_file or None,
+                            ssh_command=opts.git_ssh_command or None),
+                  timeout_s=opts.git_timeout, push_bytes=opts.git_push_bytes)
+        for url in _urls(opts)
     )
-    workspace = Workspace(transport, timeout_s=opts.git_timeout, push_bytes=opts.git_push_bytes)
-    workspace.prepare([str(op) for op in ops])
-    _state.picker = MixPicker([str(op) for op in ops], parse_mix(opts.git_mix or None, len(ops)))
-    _state.workspace = workspace
+    try:
+        for workspace in workspaces:
+            workspace.prepare(ops)
+    except BaseException:
+        for workspace in workspaces:
+            workspace.close()
+        raise
+    _state.picker = MixPicker(ops, parse_mix(opts.git_mix or None, len(ops)))
+    _state.targets = TargetPicker(len(workspaces))
+    _state.workspaces = workspaces
     # Workers take the master's --git-* options, so a per-worker setting is an env variable.
     log_dir = os.environ.get(WORKER_LOG_ENV)
     if log_dir:
@@ -156,8 +193,8 @@ def _on_spawning_complete(user_count: int, **_: Any) -> None:
 
 def _on_test_stop(environment: Any, **_: Any) -> None:
     _state.stopped_epoch = time.time()
-    workspace, _state.workspace = _state.workspace, None
-    if workspace is not None:
+    workspaces, _state.workspaces = _state.workspaces, ()
+    for workspace in workspaces:
         workspace.close()
 
 
@@ -189,15 +226,16 @@ class GitUser(User):
 
     @task
     def git_operation(self) -> None:
-        workspace, picker = _state.workspace, _state.picker
-        if workspace is None or picker is None:
+        workspaces, picker, targets = _state.workspaces, _state.picker, _state.targets
+        if not workspaces or picker is None or targets is None:
             raise StopUser()
         op = picker.next()
+        target = targets.next(op)
         started = time.time()
-        outcome = workspace.run(op, self.slot)
+        outcome = workspaces[target].run(op, self.slot)
         record = {"op": op, "slot": self.slot, "start_epoch": started, "wall_s": outcome.wall_s,
                   "ok": outcome.ok, "kind": outcome.kind, "message": outcome.message,
-                  "bytes_moved": outcome.bytes_moved}
+                  "bytes_moved": outcome.bytes_moved, "target": target}
         with _state.lock:
             _state.unsent.append(record)
         if _state.worker_log is not None:
@@ -208,7 +246,7 @@ class GitUser(User):
             response_length=outcome.bytes_moved,
             exception=None if outcome.ok else GitOperationFailed(
                 f"{outcome.kind}: {outcome.message}"),
-            context={"slot": self.slot},
+            context={"slot": self.slot, "target": target},
         )
 
 

@@ -10,7 +10,8 @@ from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
 
-LOAD_REPORT_VERSION = 1
+LOAD_REPORT_VERSION = 2
+"""2: several remotes (``targets``, per-step ``by_target``, ``OpRecord.target``)."""
 
 
 class Operation(StrEnum):
@@ -50,6 +51,8 @@ class OpRecord:
     """git's last stderr line on failure (URLs redacted)."""
     bytes_moved: int = 0
     """Bytes of pack data received (clone, fetch), sent (push) or ref listing (ls-remote)."""
+    target: int = 0
+    """Index of the remote it ran against in :attr:`LoadReport.targets`."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -104,6 +107,40 @@ class ErrorGroup:
 
 
 @dataclass(frozen=True, kw_only=True)
+class TargetStep:
+    """One remote's share of a step's operations."""
+
+    target: int
+    """Index of the remote in :attr:`LoadReport.targets`."""
+    url: str
+    """The remote, credentials redacted."""
+    ops: int
+    """Operations finished against it (ok + failed)."""
+    ok: int
+    """Operations that succeeded."""
+    failed: int
+    """Operations that failed."""
+    p50_s: float | None
+    """Median latency of its successful operations, None when none succeeded."""
+    ops_by_op: dict[str, int] = field(default_factory=dict)
+    """Finished operations per type."""
+    errors: tuple[ErrorGroup, ...] = ()
+    """Its failures by kind, most frequent first."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TargetStep:
+        return cls(**{**data, "errors": _error_groups(data.get("errors", ()))})
+
+
+def _error_groups(items: Any) -> tuple[ErrorGroup, ...]:
+    return tuple(ErrorGroup(kind=e["kind"], count=e["count"], messages=tuple(e["messages"]))
+                 for e in items)
+
+
+@dataclass(frozen=True, kw_only=True)
 class StepResult:
     """One step of the ramp: a fixed concurrency for a fixed time."""
 
@@ -137,6 +174,8 @@ class StepResult:
     """Non-zero server kernel counter deltas over the step (``ListenOverflows``, ...)."""
     interrupted: bool = False
     """True when Ctrl-C cut the step short."""
+    by_target: tuple[TargetStep, ...] = ()
+    """The step's operations and errors per remote, in the order of the report's targets."""
 
     @property
     def error_ratio(self) -> float:
@@ -155,10 +194,8 @@ class StepResult:
         fields["latency_by_op"] = {
             k: LatencySummary(**v) for k, v in fields.get("latency_by_op", {}).items()
         }
-        fields["errors"] = tuple(
-            ErrorGroup(kind=e["kind"], count=e["count"], messages=tuple(e["messages"]))
-            for e in fields.get("errors", ())
-        )
+        fields["errors"] = _error_groups(fields.get("errors", ()))
+        fields["by_target"] = tuple(TargetStep.from_dict(t) for t in fields.get("by_target", ()))
         return cls(**fields)
 
 
@@ -167,7 +204,7 @@ class LoadReport:
     """A whole load run."""
 
     target: str
-    """The remote, credentials redacted."""
+    """The remote (the first one when there are several), credentials redacted."""
     protocol: str
     """``h1``, ``h2``, ``ssh`` or ``git``."""
     ops: tuple[str, ...]
@@ -194,8 +231,16 @@ class LoadReport:
     """Throwaway branches ``deleted``, ``absent`` or ``failed`` at the end."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else worth keeping (lab instance, Locust's own counts, worker count)."""
+    targets: tuple[str, ...] = ()
+    """Every remote the operations were spread over, redacted, in the order given
+    (``OpRecord.target`` indexes it); empty in version 1 records, which had one."""
     version: int = LOAD_REPORT_VERSION
     """Format version of this record."""
+
+    @property
+    def remotes(self) -> tuple[str, ...]:
+        """The remotes loaded (``targets``, or ``target`` alone in a version 1 record)."""
+        return self.targets or (self.target,)
 
     @property
     def passed(self) -> bool | None:
@@ -226,5 +271,6 @@ class LoadReport:
         fields = {k: v for k, v in data.items() if k != "passed"}
         fields["ops"] = tuple(fields["ops"])
         fields["mix"] = tuple(fields["mix"])
+        fields["targets"] = tuple(fields.get("targets", ()))
         fields["steps"] = tuple(StepResult.from_dict(s) for s in fields["steps"])
         return cls(**fields)

@@ -14,7 +14,7 @@ import json
 from rich.console import Console
 from rich.table import Table
 
-from gitnetdiag.load.model import LoadReport, StepResult
+from gitnetdiag.load.model import LoadReport, StepResult, TargetStep
 from gitnetdiag.load.stats import HOST_COUNTERS_SHOWN
 from gitnetdiag.report.redact import redact_diagnosis
 
@@ -48,6 +48,24 @@ def step_row(step: StepResult) -> tuple[str, ...]:
     )
 
 
+TARGET_COLUMNS = ("step", "conc", "remote", "ops", "ok", "err", "p50 s", "by operation", "errors")
+
+
+def target_row(step: StepResult, share: TargetStep) -> tuple[str, ...]:
+    """One row of the per-remote table (terminal, Markdown and HTML)."""
+    by_op = ", ".join(f"{op} {n}" for op, n in sorted(share.ops_by_op.items())) or "-"
+    errors = ", ".join(f"{e.kind} {e.count}" for e in share.errors) or "-"
+    return (str(step.index + 1), str(step.concurrency), share.url, str(share.ops), str(share.ok),
+            str(share.failed), _f(share.p50_s), by_op, errors)
+
+
+def target_rows(report: LoadReport) -> list[tuple[str, ...]]:
+    """The per-remote rows of every step; none when the run had a single remote."""
+    if len(report.remotes) < 2:
+        return []
+    return [target_row(step, share) for step in report.steps for share in step.by_target]
+
+
 def verdict_line(report: LoadReport) -> str:
     """One line: totals and pass/fail against the pass mark."""
     best = max(report.steps, key=lambda s: s.ops_per_hour, default=None)
@@ -65,7 +83,9 @@ def verdict_line(report: LoadReport) -> str:
 
 def _header(report: LoadReport) -> str:
     mix = ", ".join(f"{op} {w}" for op, w in zip(report.ops, report.mix, strict=True))
-    return (f"{report.protocol} {report.target} | mix {mix} | {report.step_duration_s:.3g} s per "
+    remotes = report.remotes
+    where = remotes[0] if len(remotes) == 1 else f"{len(remotes)} remotes: {', '.join(remotes)}"
+    return (f"{report.protocol} {where} | mix {mix} | {report.step_duration_s:.3g} s per "
             f"step | timeout {report.timeout_s:g} s | {report.source} | {report.started}")
 
 
@@ -79,6 +99,15 @@ def render_terminal(report: LoadReport, console: Console) -> None:
     for step in report.steps:
         table.add_row(*step_row(step))
     console.print(table)
+    rows = target_rows(report)
+    if rows:
+        per_remote = Table(title="per remote (operations spread round robin per operation type)")
+        for column in TARGET_COLUMNS:
+            per_remote.add_column(column, justify="right" if column in (
+                "step", "conc", "ops", "ok", "err", "p50 s") else "left")
+        for row in rows:
+            per_remote.add_row(*row)
+        console.print(per_remote)
     console.print(verdict_line(report), highlight=False)
     for step in report.steps:
         for group in step.errors:
@@ -97,6 +126,11 @@ def render_markdown(report: LoadReport) -> str:
              "| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     lines += ["| " + " | ".join(c.replace("|", "\\|") for c in step_row(s)) + " |"
               for s in report.steps]
+    rows = target_rows(report)
+    if rows:
+        lines += ["", "## Per remote", "", "| " + " | ".join(TARGET_COLUMNS) + " |",
+                  "|" + "---|" * len(TARGET_COLUMNS)]
+        lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows]
     lines += ["", "## Latency per operation (successful, seconds)", "",
               "| step | op | ops | p50 | p90 | p99 | max |", "|---|---|---|---|---|---|---|"]
     for step in report.steps:
@@ -187,6 +221,12 @@ def render_html(report: LoadReport) -> str:
     for step in report.steps:
         parts.append("<tr>" + "".join(f"<td>{esc(c)}</td>" for c in step_row(step)) + "</tr>")
     parts.append("</table>")
+    rows = target_rows(report)
+    if rows:
+        parts.append("<h2>Per remote</h2><table><tr>"
+                     + "".join(f"<th>{esc(c)}</th>" for c in TARGET_COLUMNS) + "</tr>")
+        parts += ["<tr>" + "".join(f"<td>{esc(c)}</td>" for c in row) + "</tr>" for row in rows]
+        parts.append("</table>")
     errors = [(s, g) for s in report.steps for g in s.errors]
     if errors:
         parts.append("<h2>Errors</h2><ul>")

@@ -1,10 +1,16 @@
 """The ramp: for each concurrency step, that many slots run operations back to back.
 
-Each slot is a thread that picks the next operation from the shared mix,
-runs it (a git process), records it, and starts the next one until the step's
-time is up; operations still running then finish and count for the step (its
-elapsed time stretches to the last one). Ctrl-C kills every running git,
-drops the operations it cut, cleans up and returns what was measured.
+Each slot is a thread that picks the next operation from the shared mix and
+the remote to run it against (round robin per operation type over the
+remotes, :class:`~gitnetdiag.load.stats.TargetPicker`), runs it (a git
+process), records it, and starts the next one until the step's time is up;
+operations still running then finish and count for the step (its elapsed time
+stretches to the last one). Ctrl-C kills every running git, drops the
+operations it cut, cleans up and returns what was measured.
+
+Each remote has its own :class:`OperationRunner` (a
+:class:`~gitnetdiag.load.operations.Workspace` unless the caller passes a
+factory: tests pass a fake one).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,8 +27,8 @@ from typing import Any, Protocol
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.load.hostcounters import CounterSource
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
-from gitnetdiag.load.operations import InFlight, Workspace
-from gitnetdiag.load.stats import MixPicker, counter_deltas, summarize_step
+from gitnetdiag.load.operations import InFlight, OpOutcome, Workspace
+from gitnetdiag.load.stats import MixPicker, TargetPicker, counter_deltas, summarize_step
 from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.report.redact import redact_url
 
@@ -33,7 +40,7 @@ class LoadOptions:
     """Everything one local load run needs."""
 
     transport: Transport
-    """Remote and protocol."""
+    """Remote and protocol (the first remote when there are several)."""
     ops: tuple[str, ...]
     """Operation types."""
     mix: tuple[int, ...]
@@ -56,6 +63,30 @@ class LoadOptions:
     """Where the scratch directory goes (default: the system temp directory)."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Copied into the report."""
+    extra_transports: tuple[Transport, ...] = ()
+    """Further remotes of the same protocol; operations are spread over all of them."""
+
+    @property
+    def transports(self) -> tuple[Transport, ...]:
+        """Every remote, in the order given."""
+        return (self.transport, *self.extra_transports)
+
+
+class OperationRunner(Protocol):
+    """Runs the operations against one remote (:class:`Workspace` is the real one)."""
+
+    def prepare(self, ops: Sequence[str]) -> None: ...
+
+    def run(self, op: str, slot: int) -> OpOutcome: ...
+
+    def close(self) -> dict[str, int]: ...
+
+    @property
+    def pending_branches(self) -> tuple[str, ...]: ...
+
+
+RunnerFactory = Callable[[Transport, InFlight], OperationRunner]
+"""Makes the runner of one remote; every runner shares the run's :class:`InFlight`."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,7 +143,7 @@ class LoadOutcome:
     records: tuple[OpRecord, ...]
     """Every operation measured."""
     leftover_branches: tuple[str, ...] = ()
-    """Throwaway branches that could not be deleted (should be empty)."""
+    """Throwaway branches that could not be deleted, as ``URL BRANCH`` (should be empty)."""
 
 
 class _Step:
@@ -129,20 +160,22 @@ class _Step:
 
 
 def _slot(
-    slot: int, step: _Step, picker: MixPicker, workspace: Workspace, stop: threading.Event
+    slot: int, step: _Step, picker: MixPicker, targets: TargetPicker,
+    runners: Sequence[OperationRunner], stop: threading.Event,
 ) -> None:
     try:
         while not stop.is_set() and time.monotonic() < step.deadline:
             op = picker.next()
+            target = targets.next(op)
             started = time.monotonic()
-            outcome = workspace.run(op, slot)
+            outcome = runners[target].run(op, slot)
             ended = time.monotonic()
             if stop.is_set():
                 return  # cut by Ctrl-C: not a measurement
             record = OpRecord(
                 op=op, step=step.index, slot=slot, start_s=started - step.run_start,
                 wall_s=outcome.wall_s, ok=outcome.ok, kind=outcome.kind,
-                message=outcome.message, bytes_moved=outcome.bytes_moved,
+                message=outcome.message, bytes_moved=outcome.bytes_moved, target=target,
             )
             with step.lock:
                 step.records.append(record)
@@ -166,26 +199,53 @@ def _status(step: _Step, steps: int, concurrency: int, began: float, duration_s:
     )
 
 
+def _leftovers(runners: Sequence[OperationRunner], urls: Sequence[str]) -> tuple[str, ...]:
+    return tuple(f"{url} {branch}" for runner, url in zip(runners, urls, strict=True)
+                 for branch in runner.pending_branches)
+
+
+def _close_all(runners: Sequence[OperationRunner]) -> dict[str, int]:
+    """Close every runner and add up their clean-up counts; Ctrl-C during one runner's
+    clean-up counts its pending branches as leftover and still closes the others."""
+    totals: Counter[str] = Counter({"leftover": 0})
+    for runner in runners:
+        try:
+            totals.update(runner.close())
+        except KeyboardInterrupt:
+            totals["leftover"] += len(runner.pending_branches)
+    return dict(totals)
+
+
 def run_load(
     options: LoadOptions,
     reporter: LoadReporter | None = None,
     *,
     stop: threading.Event | None = None,
+    runner_factory: RunnerFactory | None = None,
 ) -> LoadOutcome:
     """Run the whole ramp and clean up; Ctrl-C (or ``stop``) ends it early with a report."""
     reporter = reporter or SilentReporter()
     stop = stop or threading.Event()
     inflight = InFlight()
     started_iso = datetime.now(UTC).isoformat(timespec="seconds")
-    workspace = Workspace(options.transport, timeout_s=options.timeout_s,
-                          push_bytes=options.push_bytes, scratch_parent=options.scratch_parent,
-                          inflight=inflight)
+
+    def workspace(transport: Transport, shared: InFlight) -> OperationRunner:
+        return Workspace(transport, timeout_s=options.timeout_s, push_bytes=options.push_bytes,
+                         scratch_parent=options.scratch_parent, inflight=shared)
+
+    make = runner_factory or workspace
+    urls = tuple(redact_url(t.url) for t in options.transports)
+    runners: list[OperationRunner] = []
     picker = MixPicker(options.ops, options.mix)
+    targets = TargetPicker(len(options.transports))
     steps: list[StepResult] = []
     records: list[OpRecord] = []
     interrupted = False
     try:
-        workspace.prepare(options.ops)
+        for transport in options.transports:
+            runners.append(make(transport, inflight))
+        for runner in runners:
+            runner.prepare(options.ops)
         run_start = time.monotonic()
         for index, concurrency in enumerate(options.concurrency):
             if stop.is_set():
@@ -194,7 +254,8 @@ def run_load(
             began = time.monotonic()
             step = _Step(index, began + options.step_duration_s, run_start)
             threads = [
-                threading.Thread(target=_slot, args=(slot, step, picker, workspace, stop),
+                threading.Thread(target=_slot,
+                                 args=(slot, step, picker, targets, runners, stop),
                                  name=f"load-slot-{slot}", daemon=True)
                 for slot in range(concurrency)
             ]
@@ -226,7 +287,7 @@ def run_load(
             end = max(step.last_end, step.deadline) if not interrupted else time.monotonic()
             result = summarize_step(
                 step.records, index=index, concurrency=concurrency, elapsed_s=end - began,
-                host_deltas=deltas, interrupted=interrupted or stop.is_set(),
+                host_deltas=deltas, interrupted=interrupted or stop.is_set(), targets=urls,
             )
             steps.append(result)
             records.extend(step.records)
@@ -237,12 +298,10 @@ def run_load(
         interrupted = True
         inflight.kill_all()
     finally:
-        try:
-            cleanup = workspace.close()
-        except KeyboardInterrupt:
-            cleanup = {"leftover": len(workspace.pending_branches)}
+        cleanup = _close_all(runners)
     report = LoadReport(
-        target=redact_url(options.transport.url),
+        target=urls[0],
+        targets=urls,
         protocol=options.transport.protocol.value,
         ops=options.ops,
         mix=options.mix,
@@ -258,5 +317,5 @@ def run_load(
         extra=dict(options.extra),
     )
     return LoadOutcome(report=report, records=tuple(records),
-                       leftover_branches=workspace.pending_branches)
+                       leftover_branches=_leftovers(runners, urls[:len(runners)]))
 

@@ -13,7 +13,15 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.load.model import ErrorGroup, LatencySummary, Operation, OpRecord, StepResult
+from gitnetdiag.load.model import (
+    ErrorGroup,
+    LatencySummary,
+    Operation,
+    OpRecord,
+    StepResult,
+    TargetStep,
+)
+from gitnetdiag.report.redact import redact_url
 
 MAX_MESSAGES_PER_KIND = 3
 
@@ -80,6 +88,43 @@ def parse_concurrency(text: str) -> tuple[int, ...]:
     return steps
 
 
+_SCHEME_FAMILY = {"http": "http", "https": "http", "ssh": "ssh", "git+ssh": "ssh",
+                  "ssh+git": "ssh", "git": "git"}
+_PROTOCOL_FAMILY = {"h1": "http", "h2": "http", "ssh": "ssh", "git": "git"}
+
+
+def url_family(url: str) -> str:
+    """``http`` (http:// and https://), ``ssh`` (ssh:// and scp-like ``user@host:path``),
+    ``git`` (git://), or the scheme itself for anything else."""
+    if "://" not in url:
+        return "ssh"
+    scheme = url.split("://", 1)[0].lower()
+    return _SCHEME_FAMILY.get(scheme, scheme)
+
+
+def parse_urls(urls: Sequence[str], protocol: str | None = None) -> tuple[str, ...]:
+    """The remotes of a load run: at least one, each once, all of one protocol family
+    (and of ``protocol``'s family when it is given)."""
+    chosen = tuple(u.strip() for u in urls if u.strip())
+    if not chosen:
+        raise UsageError("no remote to load", hint="give one or more URLs")
+    for i, url in enumerate(chosen):
+        if url in chosen[:i]:
+            raise UsageError(f"{redact_url(url)} is given twice",
+                             hint="give each remote once; operations are spread evenly")
+    families = {url: url_family(url) for url in chosen}
+    if len(set(families.values())) > 1:
+        mixed = ", ".join(f"{redact_url(u)} is {f}" for u, f in families.items())
+        raise UsageError(f"the URLs mix protocols: {mixed}",
+                         hint="give remotes of one protocol family; run one load per protocol")
+    family = families[chosen[0]]
+    wanted = _PROTOCOL_FAMILY.get((protocol or "").lower())
+    if wanted is not None and family in _PROTOCOL_FAMILY.values() and family != wanted:
+        raise UsageError(f"--protocol {protocol} does not fit {redact_url(chosen[0])} ({family})",
+                         hint="leave --protocol out, or give URLs of that protocol")
+    return chosen
+
+
 def parse_duration_s(text: str) -> float:
     """``60s``, ``2m``, ``500ms``, ``90`` (seconds) -> seconds."""
     m = re.fullmatch(r"\s*([0-9]*\.?[0-9]+)\s*(ms|s|m|h)?\s*", text)
@@ -116,6 +161,30 @@ class MixPicker:
             best = max(range(len(self._ops)), key=lambda i: self._current[i])
             self._current[best] -= self._total
             return self._ops[best]
+
+
+class TargetPicker:
+    """Which remote runs the next operation: round robin per operation type (thread-safe).
+
+    The k-th operation of each type goes to remote ``k mod N``, so every remote
+    gets the same mix (a shared counter could alias with the mix picker: with two
+    remotes and a 1:1 mix all clones would hit one and all fetches the other).
+    """
+
+    def __init__(self, count: int) -> None:
+        if count < 1:
+            raise ValueError("at least one remote")
+        self._count = count
+        self._next: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def next(self, op: str) -> int:
+        if self._count == 1:
+            return 0
+        with self._lock:
+            index = self._next[op] % self._count
+            self._next[op] += 1
+            return index
 
 
 def latency_summary(values_s: Iterable[float]) -> LatencySummary | None:
@@ -161,8 +230,10 @@ def summarize_step(
     elapsed_s: float,
     host_deltas: dict[str, int] | None = None,
     interrupted: bool = False,
+    targets: Sequence[str] = (),
 ) -> StepResult:
-    """The step record of a step's finished operations."""
+    """The step record of a step's finished operations; with ``targets`` (the redacted
+    remotes) also their breakdown per remote."""
     ok = [r for r in records if r.ok]
     ops_per_s = len(ok) / elapsed_s if elapsed_s > 0 else 0.0
     by_op: dict[str, list[float]] = {}
@@ -189,6 +260,17 @@ def summarize_step(
         bytes_moved=sum(r.bytes_moved for r in records),
         host_deltas={k: v for k, v in (host_deltas or {}).items() if v},
         interrupted=interrupted,
+        by_target=tuple(_target_step(records, i, url) for i, url in enumerate(targets)),
+    )
+
+
+def _target_step(records: Sequence[OpRecord], index: int, url: str) -> TargetStep:
+    mine = [r for r in records if r.target == index]
+    ok = [r.wall_s for r in mine if r.ok]
+    return TargetStep(
+        target=index, url=url, ops=len(mine), ok=len(ok), failed=len(mine) - len(ok),
+        p50_s=float(np.median(ok)) if ok else None,
+        ops_by_op=dict(Counter(r.op for r in mine)), errors=error_groups(mine),
     )
 
 
