@@ -147,14 +147,14 @@ _WRAPPER = (
 )
 
 
-def _run_measured(argv: list[str]) -> tuple[float, float]:
+def _run_measured(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
     """Wall seconds and peak RSS (MB) of ``argv``.
 
     A small wrapper process starts it: ru_maxrss survives exec, so a child
     forked straight from this (large) process would report our own RSS.
     """
     out = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], capture_output=True,
-                         text=True, check=True, timeout=3600).stdout.split()
+                         text=True, check=True, timeout=3600, env=env).stdout.split()
     code, wall, peak_kb = int(out[0]), float(out[1]), int(out[2])
     if code != 0:
         sys.exit(f"{argv[0]} failed with exit code {code}")
@@ -179,6 +179,10 @@ def main() -> None:
         help="time tshark on this many packets and extrapolate (0 = skip tshark)",
     )
     parser.add_argument("--keep", action="store_true", help="keep the generated capture")
+    parser.add_argument(
+        "--one-process", action="store_true",
+        help="also time gitnetdiag analyze with the forked reader off (GITNETDIAG_PARALLEL=0)",
+    )
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="gnd-bench-"))
@@ -197,6 +201,13 @@ def main() -> None:
             [sys.executable, "-m", "gitnetdiag", "analyze", str(capture), "--json", str(out_json)]
         )
         rows = [("gitnetdiag analyze (end to end)", records, gnd_wall, gnd_rss, "measured")]
+        if args.one_process:
+            wall, rss = _run_measured(
+                [sys.executable, "-m", "gitnetdiag", "analyze", str(capture), "--json",
+                 str(out_json)],
+                env={**os.environ, "GITNETDIAG_PARALLEL": "0"},
+            )
+            rows.append(("gitnetdiag analyze (one process)", records, wall, rss, "measured"))
         if args.tshark_packets and shutil.which("tshark"):
             n = min(args.tshark_packets, records)
             target = capture
@@ -222,8 +233,10 @@ def main() -> None:
         for name, count, wall, rss, note in rows:
             line = f"{name:<34} {count:>12,} {wall:>9.2f} {count / wall:>12,.0f}"
             print(f"{line} {rss:>12.0f}  {note}")
-        if len(rows) == 2:
-            print(f"\nspeed-up: {rows[1][2] / rows[0][2]:.0f}x  (cores: {os.cpu_count()})")
+        tshark_rows = [row for row in rows if row[0].startswith("tshark")]
+        if tshark_rows:
+            speed_up = tshark_rows[0][2] / rows[0][2]
+            print(f"\nspeed-up: {speed_up:.0f}x  (cores: {os.cpu_count()})")
     finally:
         if args.keep:
             print(f"kept {tmp}")

@@ -149,6 +149,14 @@ class _Bytes:
         return (self.u8(idx) << 8) | self.u8(idx + 1)
 
 
+def _any_of(values: I64Array, wanted: tuple[int, ...]) -> BoolArray:
+    """Membership in a few constants (numpy's isin may call unique, importing numpy.ma)."""
+    out = np.zeros(len(values), dtype=bool)
+    for w in wanted:
+        out |= values == w
+    return out
+
+
 def _windows(buf: U8Array, offsets: I64Array, width: int) -> U8Array:
     """Rows of ``width`` bytes starting at each offset (the buffer is padded by PAD)."""
     usable = len(buf) - width + 1
@@ -184,7 +192,12 @@ def _link_layer(
     start = batch.data_off
     l3 = np.full(n, -1, dtype=np.int64)
     version = np.zeros(n, dtype=np.int64)
-    kinds = np.unique(batch.linktype).tolist() if n else []
+    kinds: list[int] = []
+    if n:
+        lt0 = int(batch.linktype[0])
+        # np.unique only when needed: its first call imports numpy.ma (~20 ms).
+        one = bool((batch.linktype == lt0).all())
+        kinds = [lt0] if one else np.unique(batch.linktype).tolist()
     for lt in kinds:
         sel: slice | I64Array = slice(None) if len(kinds) == 1 else np.flatnonzero(
             batch.linktype == lt
@@ -195,7 +208,7 @@ def _link_layer(
             ethertype = _be16(m, 12)
             pos = np.full(len(s), 14, dtype=np.int64)
             for col in (16, 20):
-                tagged = np.isin(ethertype, _VLAN_TAGS)
+                tagged = _any_of(ethertype, _VLAN_TAGS)
                 if not tagged.any():
                     break
                 ethertype = np.where(tagged, _be16(m, col), ethertype)
@@ -219,7 +232,7 @@ def _link_layer(
             fam_le = np.ascontiguousarray(m[:, 0:4]).view("<u4").reshape(-1).astype(np.int64)
             fam = fam_be if lt == LINKTYPE_LOOP else np.where(fam_be < 256, fam_be, fam_le)
             pos = np.full(len(s), 4, dtype=np.int64)
-            ver = np.where(fam == 2, 4, np.where(np.isin(fam, _BSD_AF_INET6), 6, 0))
+            ver = np.where(fam == 2, 4, np.where(_any_of(fam, _BSD_AF_INET6), 6, 0))
         else:
             stats.unsupported_linktypes.add(int(lt))
             continue
@@ -281,7 +294,7 @@ def decode_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows:
     chain_cut = np.zeros(len(p), dtype=bool)
     by = _Bytes(buf)
     for _ in range(8):
-        in_ext = np.isin(nh, (*_IPV6_EXT_SIMPLE, _IPV6_FRAGMENT, _IPV6_AH)) & hdr_ok6
+        in_ext = _any_of(nh, (*_IPV6_EXT_SIMPLE, _IPV6_FRAGMENT, _IPV6_AH)) & hdr_ok6
         in_ext &= ~is_frag6 & ~chain_cut
         if not in_ext.any():
             break
@@ -377,18 +390,16 @@ def _options(
     hdr_len = np.maximum(doff, 20)
     stats.options_cut += int(np.count_nonzero(hdr_len > captured))
     opt_end = np.minimum(np.minimum(hdr_len, captured), _TCP_WIDTH)
-    has = np.flatnonzero(doff > 20)
-    if len(has) == 0:
+    with_opts = doff > 20
+    if not with_opts.any():
         return out
-    # Fast path: the ubiquitous NOP NOP TS(10) layout of data segments.
-    first4 = _be32(tm[has], 20)
-    fast = (first4 == 0x0101080A) & (doff[has] == 32) & (opt_end[has] >= 32)
-    fidx = has[fast]
-    if len(fidx):
-        ftm = tm[fidx]
-        out["opt_ts_val"][fidx] = _be32(ftm, 24)
-        out["opt_ts_ecr"][fidx] = _be32(ftm, 28)
-    rows = has[~fast]
+    # Fast path: the ubiquitous NOP NOP TS(10) layout of data segments.  Whole
+    # columns are cheaper here than gathering the rows that have options first.
+    fast = (_be32(tm, 20) == 0x0101080A) & (doff == 32) & (opt_end >= 32)
+    if fast.any():
+        out["opt_ts_val"] = np.where(fast, _be32(tm, 24), 0)
+        out["opt_ts_ecr"] = np.where(fast, _be32(tm, 28), 0)
+    rows = np.flatnonzero(with_opts & ~fast)
     cur = np.full(len(rows), 20, dtype=np.int64)
     lim = opt_end[rows]
 

@@ -25,8 +25,13 @@ import numpy.typing as npt
 
 from gitnetdiag.errors import CaptureFormatError
 
-DEFAULT_CHUNK_BYTES = 32 * 1024 * 1024
-"""How much of the file is held in memory at once."""
+DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
+"""How much of the file is held in memory at once.
+
+Measured on 1M packets: 4 MB chunks are as fast as 32 MB ones in one process
+and faster when a forked child reads ahead (the pipeline fills sooner and the
+temporaries stay in cache).  Analysis results depend on the chunk size only
+through the documented per-boundary approximation of the limit shares."""
 
 PAD = 256
 """Zero bytes kept after every chunk (see :class:`_ChunkedFile`)."""
@@ -166,10 +171,11 @@ class PcapWalker:
             offs: list[int] = []
             append = offs.append
             off = 0
+            last_header = end - 16
             # The hot loop only follows lengths; they are checked afterwards, at once.
-            while off + 16 <= end:
+            while off <= last_header:
                 append(off)
-                off += 16 + incl_of(data, off + 8)[0]
+                off += incl_of(data, off + 8)[0] + 16
             need = 0
             if off > end:
                 last = offs.pop()

@@ -9,13 +9,19 @@
 :func:`read_capture` is the one-shot form for files that fit in memory.
 Memory stays bounded by the chunk size: the file is read in chunks
 (``chunk_bytes``) and only one chunk's packet table exists at a time.
+
+A large file (over :data:`PARALLEL_MIN_BYTES`) is read in a forked child
+process (:mod:`gitnetdiag.capture.forked`) so that walking and decoding the
+next chunk overlaps with whatever the caller does with the current one;
+the tables and everything the reader reports are the same either way.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
-from dataclasses import dataclass
+import sys
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
 from io import BufferedReader
 from pathlib import Path
 from types import TracebackType
@@ -23,7 +29,7 @@ from types import TracebackType
 import numpy as np
 import numpy.typing as npt
 
-from gitnetdiag.capture.decode import DecodeStats, decode_tcp
+from gitnetdiag.capture.decode import DecodeStats, TcpRows, decode_tcp
 from gitnetdiag.capture.flows import Connection, ConnectionTracker
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES, open_walker
 from gitnetdiag.errors import CaptureFormatError, InputError
@@ -53,12 +59,48 @@ PACKET_DTYPE = np.dtype(
 
 PacketArray = npt.NDArray[np.void]
 
+PARALLEL_MIN_BYTES = 32 * 1024 * 1024
+"""Files larger than this are read in a forked child process (when there is a spare core)."""
+
+PARALLEL_ENV = "GITNETDIAG_PARALLEL"
+"""Environment variable: ``0`` never reads in a child process, ``1`` always does."""
+
+
+def use_parallel(file_bytes: int, parallel: bool | None = None) -> bool:
+    """Whether a file of ``file_bytes`` is read in a forked child.
+
+    ``parallel`` forces the choice; otherwise :data:`PARALLEL_ENV` does, and
+    otherwise files over :data:`PARALLEL_MIN_BYTES` are, when this process
+    may run on more than one CPU.
+    """
+    if not sys.platform.startswith("linux"):  # fork + numpy elsewhere: not worth the risk
+        return False
+    if parallel is not None:
+        return parallel
+    forced = os.environ.get(PARALLEL_ENV, "").strip()
+    if forced in ("0", "1"):
+        return forced == "1"
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return file_bytes > PARALLEL_MIN_BYTES and (cpus or 1) > 1
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReaderProgress:
+    """What a reader learnt besides the decoded rows (sent by a forked reader)."""
+
+    stats: DecodeStats = field(default_factory=DecodeStats)
+    """Decode statistics so far."""
+    damage: CaptureFormatError | None = None
+    """The damage that stopped the walk, once it has."""
+    has_tls_secrets: bool = False
+    """A pcapng decryption secrets block was seen."""
+
 
 class CaptureReader:
     """Streams a pcap/pcapng file as packet-table chunks."""
 
     def __init__(self, path: str | os.PathLike[str], *,
-                 chunk_bytes: int = DEFAULT_CHUNK_BYTES) -> None:
+                 chunk_bytes: int = DEFAULT_CHUNK_BYTES, parallel: bool | None = None) -> None:
         self.path = Path(path)
         try:
             self._handle: BufferedReader = open(self.path, "rb")  # noqa: SIM115 - closed in close()
@@ -80,6 +122,8 @@ class CaptureReader:
                 hint="check the file's permissions",
             ) from exc
         self.file_bytes = os.fstat(self._handle.fileno()).st_size
+        self.parallel = use_parallel(self.file_bytes, parallel)
+        """Whether :meth:`chunks` reads in a forked child process."""
         try:
             self._walker = open_walker(self._handle, chunk_bytes)
         except BaseException:
@@ -89,6 +133,10 @@ class CaptureReader:
         self.stats = DecodeStats()
         self.packets_read = 0
         """TCP segments produced so far."""
+        self._frame_base = 0
+        self._forked: Generator[PacketArray, None, None] | None = None
+        self.child_pid: int | None = None
+        """The forked child reading ahead, while :meth:`chunks` is running in parallel."""
 
     @property
     def connections(self) -> list[Connection]:
@@ -107,26 +155,69 @@ class CaptureReader:
 
     def chunks(self) -> Iterator[PacketArray]:
         """Yield packet tables (PACKET_DTYPE) in file order."""
-        frame_base = 0
+        if self.parallel:
+            from gitnetdiag.capture.forked import forked_chunks
+
+            self._close_forked()
+            self._forked = forked_chunks(self)
+            return self._forked
+        return self.chunks_here()
+
+    def _close_forked(self) -> None:
+        if self._forked is not None:
+            self._forked.close()  # kills and reaps the child if it still runs
+            self._forked = None
+
+    def progress(self) -> ReaderProgress:
+        """What the walk and the decoder learnt so far, besides the rows."""
+        return ReaderProgress(
+            stats=self.stats,
+            damage=self._walker.damage,
+            has_tls_secrets=self._walker.has_tls_secrets,
+        )
+
+    def apply_progress(self, progress: ReaderProgress) -> None:
+        """Take over what a forked reader reported."""
+        self.stats = progress.stats
+        self._walker.damage = progress.damage
+        self._walker.has_tls_secrets = progress.has_tls_secrets
+
+    def chunks_here(self) -> Iterator[PacketArray]:
+        """:meth:`chunks`, always in this process."""
+        for rows, records in self.decoded():
+            yield self.table(rows, records)
+
+    def decoded(self) -> Iterator[tuple[TcpRows, int]]:
+        """Per chunk: its decoded TCP segments and how many records it held.
+
+        The first half of :meth:`chunks_here` (walk and decode, no state but
+        the walker's): the part a forked child does.
+        """
         for batch in self._walker.batches():
-            rows = decode_tcp(batch, self.stats)
-            conn, direction = self._tracker.assign(rows)
-            out = np.empty(len(rows.record), dtype=PACKET_DTYPE)
-            out["ts_ns"] = rows.ts_ns
-            out["frame"] = rows.record + frame_base + 1
-            out["conn"] = conn
-            out["dir"] = direction
-            for name in ("flags", "seq", "ack", "win_raw", "payload_len", "opt_mss",
-                         "opt_wscale", "opt_sack_perm", "opt_ts_val", "opt_ts_ecr",
-                         "sack_count", "sack_left", "sack_right"):
-                out[name] = getattr(rows, name)
-            frame_base += len(batch.data_off)
-            self.packets_read += len(out)
-            yield out
+            yield decode_tcp(batch, self.stats), len(batch.data_off)
+
+    def table(self, rows: TcpRows, records: int) -> PacketArray:
+        """The second half: connection tracking and the packet table of one chunk."""
+        conn, direction = self._tracker.assign(rows)
+        out = np.empty(len(rows.record), dtype=PACKET_DTYPE)
+        out["ts_ns"] = rows.ts_ns
+        out["frame"] = rows.record + self._frame_base + 1
+        out["conn"] = conn
+        out["dir"] = direction
+        for name in ("flags", "seq", "ack", "win_raw", "payload_len", "opt_mss",
+                     "opt_wscale", "opt_sack_perm", "opt_ts_val", "opt_ts_ecr",
+                     "sack_count", "sack_left", "sack_right"):
+            out[name] = getattr(rows, name)
+        self._frame_base += records
+        self.packets_read += len(out)
+        return out
 
     def close(self) -> None:
-        """Close the file."""
-        self._handle.close()
+        """Close the file (and stop a forked child that still reads ahead)."""
+        try:
+            self._close_forked()
+        finally:
+            self._handle.close()
 
     def __enter__(self) -> CaptureReader:
         return self
@@ -175,15 +266,20 @@ class CaptureRead:
 
 
 def read_capture(
-    path: str | os.PathLike[str], *, chunk_bytes: int = DEFAULT_CHUNK_BYTES, strict: bool = False
+    path: str | os.PathLike[str],
+    *,
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES,
+    strict: bool = False,
+    parallel: bool | None = None,
 ) -> CaptureRead:
     """Read a whole capture.
 
     With ``strict`` a damaged file raises :class:`CaptureFormatError` (whose
     ``packets_read`` says how far it got); otherwise the packets before the
-    damage are returned and ``damage`` says what happened.
+    damage are returned and ``damage`` says what happened.  ``parallel``
+    forces reading in a forked child on or off (see :func:`use_parallel`).
     """
-    with CaptureReader(path, chunk_bytes=chunk_bytes) as reader:
+    with CaptureReader(path, chunk_bytes=chunk_bytes, parallel=parallel) as reader:
         parts = list(reader.chunks())
         packets = np.concatenate(parts) if parts else np.empty(0, dtype=PACKET_DTYPE)
         result = CaptureRead(

@@ -247,8 +247,9 @@ def test_first_packet_synack_makes_receiver_initiator(tmp_path: Path) -> None:
     assert r.packets["dir"].tolist() == [1, 0]
 
 
-def test_chunking_does_not_change_anything(tmp_path: Path) -> None:
-    """Tiny chunks (records straddling every boundary) give the same table."""
+def test_chunking_does_not_change_anything(tmp_path: Path, parallel: bool) -> None:
+    """Tiny chunks (records straddling every boundary) give the same table, in this
+    process or read ahead by a forked child."""
     conv = Conversation()
     conv.handshake()
     for i in range(300):
@@ -257,47 +258,48 @@ def test_chunking_does_not_change_anything(tmp_path: Path) -> None:
             conv.segment("s", "A", dt_s=0.0005)
     path = conv.pcap(tmp_path / "c.pcap")
     whole = read_capture(path)
-    small = read_capture(path, chunk_bytes=1000)
+    small = read_capture(path, chunk_bytes=1000, parallel=parallel)
     assert np.array_equal(whole.packets, small.packets)
     assert whole.connections == small.connections
+    assert whole.stats == small.stats
 
 
-def test_truncated_file_keeps_packets_before_damage(tmp_path: Path) -> None:
+def test_truncated_file_keeps_packets_before_damage(tmp_path: Path, parallel: bool) -> None:
     """A file cut mid-record: packets before are kept, the damage offset is reported;
     strict mode raises with packets_read."""
     data = pcap_bytes([(T0 + i, ETH_HEADER + data_ip()) for i in range(5)])
     path = write(tmp_path / "t.pcap", data[:-30])
-    r = read_capture(path)
+    r = read_capture(path, parallel=parallel)
     assert len(r.packets) == 4
     assert r.truncated_at is not None and 24 < r.truncated_at < len(data)
     assert r.warning is not None and "4 TCP segments" in r.warning
     with pytest.raises(CaptureFormatError) as info:
-        read_capture(path, strict=True)
+        read_capture(path, strict=True, parallel=parallel)
     assert info.value.packets_read == 4
     assert info.value.offset == r.truncated_at
 
 
-def test_impossible_record_length_is_damage(tmp_path: Path) -> None:
+def test_impossible_record_length_is_damage(tmp_path: Path, parallel: bool) -> None:
     data = bytearray(pcap_bytes([(T0 + i, ETH_HEADER + data_ip()) for i in range(3)],
                                 snaplen=65535))
     second = 24 + 16 + len(ETH_HEADER + data_ip())
     data[second + 8 : second + 12] = struct.pack("<I", 0x7FFFFFFF)
-    r = read_capture(write(tmp_path / "d.pcap", bytes(data)))
+    r = read_capture(write(tmp_path / "d.pcap", bytes(data)), parallel=parallel)
     assert len(r.packets) == 1
     assert r.truncated_at == second
 
 
-def test_not_a_capture(tmp_path: Path) -> None:
+def test_not_a_capture(tmp_path: Path, parallel: bool) -> None:
     with pytest.raises(CaptureFormatError, match="not a pcap or pcapng"):
-        read_capture(write(tmp_path / "x.txt", b"hello world, this is text"))
+        read_capture(write(tmp_path / "x.txt", b"hello world, this is text"), parallel=parallel)
     with pytest.raises(InputError, match="not found"):
-        read_capture(tmp_path / "missing.pcap")
+        read_capture(tmp_path / "missing.pcap", parallel=parallel)
 
 
-def test_pcapng_bad_trailing_length_is_damage(tmp_path: Path) -> None:
+def test_pcapng_bad_trailing_length_is_damage(tmp_path: Path, parallel: bool) -> None:
     sec = PcapngSection(packets=[(0, T0 + i, ETH_HEADER + data_ip(), "epb") for i in range(3)])
     data = bytearray(pcapng_bytes([sec]))
     data[-4:] = struct.pack("<I", 12)
-    r = read_capture(write(tmp_path / "b.pcapng", bytes(data)))
+    r = read_capture(write(tmp_path / "b.pcapng", bytes(data)), parallel=parallel)
     assert len(r.packets) == 2
     assert r.damage is not None and "trailing length" in r.damage.message

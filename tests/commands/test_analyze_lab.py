@@ -101,10 +101,15 @@ def test_slow_h2_push_is_self_limited_with_the_65535_window(shared_lab: LabFacto
     assert sender["max_in_flight_bytes"] <= 2 * H2_DEFAULT_WINDOW, sender["max_in_flight_bytes"]
     assert receiver["max_window_bytes"] >= 3 * sender["max_in_flight_bytes"], (
         receiver["max_window_bytes"], sender["max_in_flight_bytes"])
-    assert "h2_ledgers" not in tcp  # no keys given: TCP only
+    # The plain capture has no keys: TCP only. The pcapng carries its secrets
+    # (editcap --inject-secrets), so it decodes without --keylog, like Wireshark.
+    plain = _analyze(str(run_dir / push.artifacts["capture"]))
+    assert plain["has_tls_secrets"] is False and "h2_ledgers" not in plain
+    assert tcp["has_tls_secrets"] is True
 
     decrypted = _analyze(str(pcapng), "--keylog", str(keylog))
     assert decrypted["connections"] == tcp["connections"]
+    assert decrypted["h2_ledgers"] == tcp["h2_ledgers"]
     client = f"{upload['connection']['a_addr']}:{upload['connection']['a_port']}"
     ledgers = [ledger for ledger in decrypted["h2_ledgers"] if ledger["client"] == client]
     assert len(ledgers) == 1, [ledger["client"] for ledger in decrypted["h2_ledgers"]]
