@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -60,3 +62,24 @@ def test_recorded_h2_case_report_matches_golden(renderer: str, suffix: str,
         golden.parent.mkdir(exist_ok=True)
         golden.write_text(text)
     assert text == golden.read_text()
+
+
+def test_host_report_flag_turns_syn_drops_into_the_backlog_culprit(tmp_path: Path) -> None:
+    """Without server evidence the burst only shows SYN drops; `--host-report` names the backlog."""
+    run_dir = tmp_path / "run"
+    shutil.copytree(CAPTURES / "tiny-backlog", run_dir)
+    host_report = tmp_path / "host.json"
+    (run_dir / "host.json").rename(host_report)
+    (run_dir / "observations.json").unlink()
+
+    def top(*extra: str) -> str:
+        proc = subprocess.run(
+            [sys.executable, "-m", "gitnetdiag", "analyze", str(run_dir), "--diagnose", *extra],
+            capture_output=True, text=True, timeout=120, check=True,
+        )
+        report = json.loads((run_dir / "report.json").read_text())
+        assert "culprits, ranked" in proc.stdout
+        return str(report["culprits"][0]["id"])
+
+    assert top() != "listen-backlog-overflow"
+    assert top("--host-report", str(host_report)) == "listen-backlog-overflow"
