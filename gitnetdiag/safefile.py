@@ -74,8 +74,8 @@ def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
     fd = open_new_file(tmp, mode)
     try:
         with os.fdopen(fd, "wb") as handle:
+            os.fchmod(handle.fileno(), mode)
             handle.write(data)
-        os.chmod(tmp, mode, follow_symlinks=False)
         os.replace(tmp, path)
     except BaseException:
         tmp.unlink(missing_ok=True)
