@@ -48,15 +48,16 @@ MIN_SECRET_CHARS = 6
 
 _SSH_SCHEMES = frozenset({"ssh", "git+ssh", "ssh+git"})
 _GIT_SERVICES = frozenset({"git-upload-pack", "git-receive-pack"})
-_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s'\"<>`\\]+")
-# The last path segment before "?" only: a scan from every "/" to the end of a long
-# token would make the pass quadratic on blobs full of slashes (base64).
+# Bounded repetitions keep every rule linear: an unbounded scan from each possible
+# start makes the pass quadratic on long tokens (base64, dotted names).
+_URL = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]{0,31}://[^\s'\"<>`\\]+")
+# The last path segment before "?" only, for the same reason.
 _REQUEST_QUERY = re.compile(r"(/[^\s?\"'<>\\/]*\?)([^\s\"'<>#\\]+)")
 _HEADER = re.compile(
     r"(?i)\b((?:proxy-)?authorization|(?:set-)?cookie)(\s*:[ \t]*)([^\r\n\"\\]+)"
 )
 _EXTRA_HEADER = re.compile(
-    r"(?i)\b(http\.(?:[^\s=\"']{0,500}\.)?extraheader)('?\s*=\s*'?|[ \t]+)([^\r\n\"'\\]+)"
+    r"(?i)(\.extraheader)('?\s*=\s*'?|[ \t]+)([^\r\n\"'\\]+)"
 )
 _CREDENTIAL_WORD = re.compile(r"(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{8,}")
 
