@@ -216,3 +216,22 @@ def test_interrupted_run_keeps_no_secret(
     printed = stdout + stderr
     for secret in (TOKEN, QUERY_TOKEN, COOKIE):
         assert secret.encode() not in printed, printed.decode(errors="replace")
+
+
+def test_failed_push_error_names_no_secret(tmp_path: Path) -> None:
+    """git repeats the userinfo in its own words ("unable to look up user:TOKEN@host"),
+    which no URL rule sees: the known secret still goes, in the returned error,
+    the manifest and every file."""
+    url = f"git://{USER}:{TOKEN}@127.0.0.1:1/repo.git?private_token={QUERY_TOKEN}"
+    options = ProbeOptions(
+        urls={Protocol.GIT: url}, protocols=(Protocol.GIT,), size_bytes=1024 * 1024, seed=5,
+        repo=None, repeat=1, ca_file=None, insecure=False, ssh_command=None,
+        out_dir=tmp_path / "run", full=False, burst=0, timeout_s=30.0, capture=False,
+    )
+    outcome = run_probe(options)
+    assert outcome.error is not None
+    line = outcome.error.one_line()
+    assert "unable to look up user:***@127.0.0.1" in line, line
+    assert TOKEN not in line and QUERY_TOKEN not in line
+    assert _leaks(tmp_path / "run") == []
+    assert any("user:***@" in e.message for e in load_run(tmp_path / "run").errors)
