@@ -118,7 +118,14 @@ def redact_url(url: str) -> str:
         parts = urlsplit(url)
         username = parts.username
     except ValueError:
-        return url
+        # Unparsable (``http://u:pw@[::1/x``) is no reason to show the userinfo.
+        scheme, _, rest = url.partition("://")
+        authority, slash, tail = rest.partition("/")
+        if "@" in authority:
+            authority = f"{MASK}@{authority.rsplit('@', 1)[-1]}"
+        path, question, query = tail.partition("?")
+        return (f"{scheme}://{authority}{slash}{path}"
+                + (f"?{_mask_query(query)}" if question else ""))
     if not parts.scheme or not parts.netloc:
         return url
     host = parts.netloc.rsplit("@", 1)[-1]
@@ -140,20 +147,19 @@ def secrets_from_url(url: str) -> set[str]:
     found: set[str] = set()
     if "://" not in url:
         return found
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return found
-    userinfo, at, _host = parts.netloc.rpartition("@")
+    scheme, _, rest = url.partition("://")
+    netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
+    query = rest.partition("?")[2].partition("#")[0]
+    userinfo, at, _host = netloc.rpartition("@")
     if at and userinfo:
         user, colon, password = userinfo.partition(":")
         if colon and password:
             found |= {password, unquote(password)}
             basic = f"{unquote(user)}:{unquote(password)}".encode()
             found.add(base64.b64encode(basic).decode())
-        elif not colon and parts.scheme not in _SSH_SCHEMES:
+        elif not colon and scheme.lower() not in _SSH_SCHEMES:
             found |= {user, unquote(user)}
-    for item in parts.query.split("&"):
+    for item in query.split("&"):
         key, sep, value = item.partition("=")
         if sep and value and not (key == "service" and value in _GIT_SERVICES):
             found |= {value, unquote_plus(value)}

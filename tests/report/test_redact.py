@@ -32,6 +32,8 @@ from gitnetdiag.report import RENDERERS, redact_text, redact_url
         ("https://host/r.git", "https://host/r.git"),
         ("git@host:team/r.git", "git@host:team/r.git"),
         ("not a url", "not a url"),
+        ("http://u:pw@[::1/x.git?t=1", "http://***@[::1/x.git?t=***"),
+        ("https://h/r.git#frag", "https://h/r.git#***"),
     ],
 )
 def test_redact_url(url: str, expected: str) -> None:
@@ -150,6 +152,7 @@ def test_secrets_from_url() -> None:
     assert redaction.secrets_from_url("ssh://git@h/r") == set()
     assert redaction.secrets_from_url("https://h/r?service=git-receive-pack") == set()
     assert redaction.secrets_from_url("git@h:r.git") == set()
+    assert "pw-long" in redaction.secrets_from_url("http://u:pw-long@[::1/x.git")
 
 
 def test_secrets_from_header() -> None:
