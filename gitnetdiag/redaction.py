@@ -166,6 +166,18 @@ def secrets_from_url(url: str) -> set[str]:
     return {s for s in found if s}
 
 
+def secrets_from_argv(argv: Iterable[str]) -> set[str]:
+    """The exact secrets of every URL on a command line (``--http=URL`` included):
+    what the CLI's last-resort error printer needs to redact any message."""
+    found: set[str] = set()
+    for arg in argv:
+        option, equals, value = arg.partition("=")
+        if equals and option.startswith("--") and "://" not in option:
+            arg = value
+        found |= secrets_from_url(arg)
+    return found
+
+
 def secrets_from_header(header: str) -> set[str]:
     """The exact secrets of an ``http.extraHeader`` value such as
     ``Authorization: Bearer TOKEN``: the header value, its credential and, for

@@ -155,6 +155,13 @@ def test_secrets_from_url() -> None:
     assert "pw-long" in redaction.secrets_from_url("http://u:pw-long@[::1/x.git")
 
 
+def test_secrets_from_argv() -> None:
+    argv = ["gitnetdiag", "probe", "--http=https://u:pass-one@h/r", "--ssh",
+            "ssh://git@h/r", "https://h/r?private_token=tok-two", "--size", "1MiB"]
+    assert {"pass-one", "tok-two"} <= redaction.secrets_from_argv(argv)
+    assert "git" not in redaction.secrets_from_argv(argv)
+
+
 def test_secrets_from_header() -> None:
     assert redaction.secrets_from_header("Authorization: Bearer abc.def") == {
         "Bearer abc.def", "abc.def"}
