@@ -100,7 +100,8 @@ def prepare_out_dir(path: Path) -> None:
     """Make ``path`` the run directory: new, or an existing empty directory of ours.
 
     An existing directory must belong to the current user and must not be
-    writable by others (they could plant symlinks while the run writes).
+    writable by other users or by a group other than the user's own (they could
+    plant symlinks while the run writes).
     Raises UsageError with a hint otherwise.
     """
     hint = "choose a new --out directory"
@@ -125,6 +126,9 @@ def prepare_out_dir(path: Path) -> None:
     if info.st_mode & stat.S_IWOTH:
         raise UsageError(f"{path} is writable by every user",
                          hint=f"{hint}, or 'chmod o-w {path}'")
+    if info.st_mode & stat.S_IWGRP and info.st_gid != os.getegid():
+        raise UsageError(f"{path} is writable by the group {info.st_gid}",
+                         hint=f"{hint}, or 'chmod g-w {path}'")
     try:
         with os.scandir(path) as entries:
             not_empty = any(True for _ in entries)

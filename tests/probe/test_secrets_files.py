@@ -140,6 +140,13 @@ def test_out_dir_of_another_user_is_refused(tmp_path: Path) -> None:
     theirs.mkdir()
     os.chown(theirs, 65534, 65534)
     assert _refusal(theirs) == f"{theirs} exists and belongs to another user (uid 65534)"
+    team = tmp_path / "team"
+    team.mkdir()
+    os.chown(team, os.geteuid(), 65534)
+    team.chmod(0o770)
+    assert _refusal(team) == f"{team} is writable by the group 65534"
+    team.chmod(0o750)
+    prepare_out_dir(team)
 
 
 def test_probe_refuses_a_non_empty_out_before_any_work(tmp_path: Path) -> None:
