@@ -20,6 +20,7 @@ from typing import Any
 
 from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError
 from gitnetdiag.proc import run
+from gitnetdiag.safefile import open_new_file
 
 HEADERS_SNAPLEN = 128
 """Bytes kept per packet by default: enough for the IP, TCP headers and options."""
@@ -191,7 +192,10 @@ def inject_secrets(pcap: Path, keylog: Path, out: Path) -> None:
 
 
 def create_private_file(path: Path) -> None:
-    """Create an empty file readable only by its owner (for TLS keylogs)."""
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    os.close(fd)
-    os.chmod(path, 0o600)
+    """Create an empty file readable only by its owner (TLS keylogs, decrypted captures).
+
+    Never opens what is already there: a file or symlink at ``path`` is a
+    UsageError (reference ``unsafe-file``), so a link planted in the run
+    directory cannot redirect the keylog.
+    """
+    os.close(open_new_file(path, 0o600))

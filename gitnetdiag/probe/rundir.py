@@ -23,7 +23,8 @@ from gitnetdiag.probe.capture import CaptureResult
 from gitnetdiag.probe.pathinfo import PathMeasurement
 from gitnetdiag.probe.trace2 import Trace2Phases
 from gitnetdiag.probe.versions import ToolVersions
-from gitnetdiag.report.redact import redact_url
+from gitnetdiag.redaction import redact_url
+from gitnetdiag.safefile import open_new_file
 
 __all__ = ["MANIFEST_NAME", "SCHEMA", "load_run", "redact_url", "write_manifest"]
 
@@ -177,11 +178,24 @@ class RunManifest:
 
 
 def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
-    """Write ``manifest.json`` atomically (temporary file + rename)."""
+    """Write ``manifest.json`` atomically (temporary file + rename).
+
+    The temporary file is created with ``O_EXCL | O_NOFOLLOW``: anything already
+    at its name (a symlink planted in the run directory) is a UsageError
+    (``unsafe-file``), never a file written through. The rename replaces a
+    symlink at ``manifest.json`` itself, not its target.
+    """
     path = run_dir / MANIFEST_NAME
     tmp = run_dir / f".{MANIFEST_NAME}.tmp"
-    tmp.write_text(json.dumps(manifest.to_dict(), indent=2, sort_keys=False) + "\n")
-    os.replace(tmp, path)
+    data = (json.dumps(manifest.to_dict(), indent=2, sort_keys=False) + "\n").encode()
+    fd = open_new_file(tmp, 0o644)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
     return path
 
 

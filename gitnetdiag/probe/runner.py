@@ -60,9 +60,12 @@ from gitnetdiag.probe.rundir import (
     redact_url,
     write_manifest,
 )
+from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
 from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
 from gitnetdiag.probe.versions import ToolVersions, collect_versions
 from gitnetdiag.proc import sigterm_interrupts
+from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
+from gitnetdiag.safefile import write_new_file
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
 CLEANUP_TIMEOUT_S = 60.0
@@ -227,14 +230,13 @@ def _no_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGINT, previous)
 
 
-
-
 class _Run:
     """Mutable state of one run; ``save()`` writes the manifest."""
 
-    def __init__(self, options: ProbeOptions, reporter: Reporter) -> None:
+    def __init__(self, options: ProbeOptions, reporter: Reporter, secrets: SecretSet) -> None:
         self.options = options
-        self.reporter = reporter
+        self.secrets = secrets  # a probe that obtains a credential adds it here
+        self.reporter: Reporter = RedactingReporter(reporter, secrets)
         self.run_dir = options.out_dir
         self.run_id = new_probe_id()
         self.started_at = _now()
@@ -251,14 +253,14 @@ class _Run:
         self.failed: set[Protocol] = set()
 
     def manifest(self) -> RunManifest:
-        return RunManifest(
+        return redact_tree(RunManifest(
             schema=SCHEMA, tool_version=__version__, run_id=self.run_id,
             started_at=self.started_at, finished_at=self.finished_at, status=self.status,
             options=self.options.manifest_options(), environment=self.environment,
             repo=self.repo_info, capture_enabled=self.capture_enabled,
             protocols=tuple(self.protocols.values()), paths=tuple(self.paths),
             errors=tuple(self.errors), warnings=tuple(self.warnings),
-        )
+        ), self.secrets)
 
     def save(self) -> RunManifest:
         manifest = self.manifest()
@@ -267,6 +269,7 @@ class _Run:
 
     def error(self, stage: str, protocol: Protocol | None, exc: GitnetdiagError,
               kind: str | None = None) -> None:
+        redact_error(exc, self.secrets)
         self.errors.append(
             RunError(stage=stage, protocol=protocol.value if protocol else None,
                      reference=exc.reference, kind=kind, message=exc.message)
@@ -275,7 +278,7 @@ class _Run:
             self.first_error = exc
 
     def warn(self, message: str) -> None:
-        self.warnings.append(message)
+        self.warnings.append(redact_text(message, self.secrets))
         self.reporter.warn(message)
 
 
@@ -293,14 +296,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
             raise UsageError(f"protocol {protocol.value} has no URL",
                              hint="give --http for h1/h2, --ssh for ssh, --git for git")
     run_dir = options.out_dir
-    if run_dir.exists() and any(run_dir.iterdir()):
-        raise UsageError(f"{run_dir} exists and is not empty", hint="choose a new --out directory")
-    try:
-        run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create {run_dir}: {exc.strerror}",
-                         hint="choose a writable --out directory") from exc
-    state = _Run(options, reporter or SilentReporter())
+    state = _Run(options, reporter or SilentReporter(), prepare_run(options))
     state.save()
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-repo-") as scratch, sigterm_interrupts():
         try:
@@ -317,6 +313,10 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
         finally:
             if state.finished_at is None:
                 state.finished_at = _now()
+                state.save()
+            failed = redact_run_files(state.run_dir, state.secrets)
+            if failed:  # the manifest itself is redacted when built
+                state.warn("could not remove secrets from: " + "; ".join(failed))
                 state.save()
     return ProbeOutcome(run_dir=run_dir, manifest=state.manifest(), error=state.first_error)
 
@@ -607,7 +607,7 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
             state.reporter.done(label, exc.message, ok=False)
             continue
         path = state.run_dir / NATIVE_ARTIFACTS[protocol]
-        path.write_text(json.dumps(ledger.to_dict(), indent=1) + "\n")
+        write_new_file(path, (json.dumps(ledger.to_dict(), indent=1) + "\n").encode())
         state.reporter.done(label, detail, ok=True)
 
 
@@ -632,8 +632,8 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
         state.error("h2-sweep", Protocol.H2, exc)
         state.reporter.done(label, exc.message, ok=False)
         return
-    (state.run_dir / SWEEP_ARTIFACT).write_text(
-        json.dumps([row.to_dict() for row in rows], indent=1) + "\n")
+    write_new_file(state.run_dir / SWEEP_ARTIFACT,
+                   (json.dumps([row.to_dict() for row in rows], indent=1) + "\n").encode())
     rates = [row.upload_rate_bytes_per_s or 0.0 for row in rows]
     state.reporter.done(label, f"{len(rows)} variants, {min(rates) / 1e6:.2f}-"
                         f"{max(rates) / 1e6:.2f} MB/s", ok=all(r.push_ok for r in rows))

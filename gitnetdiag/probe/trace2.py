@@ -27,6 +27,8 @@ from dataclasses import asdict, dataclass
 from datetime import datetime
 from typing import Any
 
+from gitnetdiag.redaction import MASK, redact_text
+
 _REDACTED_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
 
 
@@ -267,8 +269,11 @@ def parse_curl_trace(text: str) -> CurlTraceSummary:
     )
 
 
-def redact_curl_trace(text: str) -> str:
-    """The trace with credentials removed: Authorization, Cookie headers and URL userinfo."""
+def redact_curl_trace(text: str, secrets: Iterable[str] = ()) -> str:
+    """The trace with credentials removed: the known ``secrets``, and everything
+    :func:`gitnetdiag.redaction.redact_text` finds by context. Header lines of
+    Authorization, Cookie and their kin lose their whole value (a cookie value
+    may hold quotes the generic rule stops at)."""
     out: list[str] = []
     for line in text.splitlines(keepends=True):
         lowered = line.lower()
@@ -278,8 +283,7 @@ def redact_curl_trace(text: str) -> str:
             if index >= 0:
                 cut = index + len(marker)
                 ending = "\n" if line.endswith("\n") else ""
-                line = line[:cut] + " <redacted>" + ending
+                line = f"{line[:cut]} {MASK}{ending}"
                 break
-        line = re.sub(r"(https?://)[^/@\s]+@", r"\1<redacted>@", line)
         out.append(line)
-    return "".join(out)
+    return redact_text("".join(out), secrets)

@@ -91,6 +91,6 @@ def test_redaction() -> None:
     redacted = redact_curl_trace(text)
     assert "c2VjcmV0" not in redacted and "session=abc" not in redacted
     assert "hunter2" not in redacted and "bob" not in redacted
-    assert "Authorization: <redacted>" in redacted
+    assert "Authorization: ***" in redacted
     assert "Host: example" in redacted
     assert redacted.count("\n") == 4

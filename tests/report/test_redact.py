@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import base64
+import json
+import time
 from dataclasses import replace
+from urllib.parse import quote, quote_plus
 
 import pytest
 
+from gitnetdiag import redaction
 from gitnetdiag.diagnosis import diagnose, examples
 from gitnetdiag.diagnosis.observations import PushResult
+from gitnetdiag.errors import UsageError
 from gitnetdiag.report import RENDERERS, redact_text, redact_url
 
 
@@ -26,6 +32,8 @@ from gitnetdiag.report import RENDERERS, redact_text, redact_url
         ("https://host/r.git", "https://host/r.git"),
         ("git@host:team/r.git", "git@host:team/r.git"),
         ("not a url", "not a url"),
+        ("http://u:pw@[::1/x.git?t=1", "http://***@[::1/x.git?t=***"),
+        ("https://h/r.git#frag", "https://h/r.git#***"),
     ],
 )
 def test_redact_url(url: str, expected: str) -> None:
@@ -62,3 +70,139 @@ def test_no_renderer_writes_a_secret(fmt: str) -> None:
     for secret in ("s3cret", "abc123", "hunter2", "carol", "alice"):
         assert secret not in text, (fmt, secret)
     assert "git.example.test" in text
+
+
+# The rules of gitnetdiag.redaction, one by one.
+
+SECRET = "tok3n/with@odd&chars"
+
+
+def test_query_values_in_request_lines_are_masked_but_git_service_stays() -> None:
+    line = "=> Send: GET /r.git/info/refs?service=git-receive-pack&private_token=abc HTTP/1.1"
+    assert redaction.redact_text(line) == (
+        "=> Send: GET /r.git/info/refs?service=git-receive-pack&private_token=*** HTTP/1.1"
+    )
+    assert redaction.redact_text("POST /up?access_token=xyz") == "POST /up?access_token=***"
+    assert redaction.redact_text("see /docs?intro now") == "see /docs?*** now"
+
+
+@pytest.mark.parametrize(
+    "header", ["Authorization", "Proxy-Authorization", "Cookie", "Set-Cookie", "authorization"]
+)
+def test_credential_headers_lose_their_value(header: str) -> None:
+    assert redaction.redact_text(f"< {header}: sess=a1b2; x=y\n") == f"< {header}: ***\n"
+
+
+def test_a_header_inside_a_json_string_keeps_the_json_valid() -> None:
+    record = json.dumps({"argv": ["git", "-c", "http.extraHeader=Cookie: id=abc", "push"],
+                         "msg": "Authorization: Bearer qwertyuiop"})
+    out = json.loads(redaction.redact_text(record))
+    assert out == {"argv": ["git", "-c", "http.extraHeader=***", "push"],
+                   "msg": "Authorization: ***"}
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("git -c http.extraHeader=PRIVATE-TOKEN: abc", "git -c http.extraHeader=***"),
+        ("http.https://h/.extraheader Authorization: Bearer abc",
+         "http.https://h/.extraheader ***"),
+        ("GIT_CONFIG_PARAMETERS='http.extraHeader'='X-Api-Key: abc' 'core.x'='1'",
+         "GIT_CONFIG_PARAMETERS='http.extraHeader'='***' 'core.x'='1'"),
+    ],
+)
+def test_extra_header_values_are_masked(text: str, expected: str) -> None:
+    assert redaction.redact_text(text) == expected
+
+
+@pytest.mark.parametrize(
+    "form",
+    [
+        SECRET,
+        quote(SECRET, safe=""),                 # %40-encoded, as in a URL
+        quote(SECRET, safe="").lower(),         # lower-case hex escapes
+        quote_plus(SECRET),                     # form-encoded
+        json.dumps(SECRET)[1:-1].replace("/", "\\/"),  # JSON with escaped slashes
+        SECRET.upper(),
+    ],
+)
+def test_a_known_secret_goes_in_every_encoding(form: str) -> None:
+    text = f"prefix {form} suffix"
+    assert redaction.redact_text(text, {SECRET}) == "prefix *** suffix"
+
+
+def test_a_known_secret_goes_inside_json_escapes() -> None:
+    secret = 'pa"ss\\word'
+    text = json.dumps({"line": f"fatal: {secret} rejected"})
+    out = redaction.redact_text(text, {secret})
+    assert json.loads(out) == {"line": "fatal: *** rejected"}
+
+
+def test_short_known_secrets_are_left_to_the_context_rules() -> None:
+    assert redaction.redact_text("the pw is pw", {"pw"}) == "the pw is pw"
+    assert redaction.redact_text("https://u:pw@h/r", {"pw"}) == "https://***@h/r"
+
+
+def test_secrets_from_url() -> None:
+    found = redaction.secrets_from_url("https://alice:p%40ss-word@h/r.git?private_token=T0KEN1&x=")
+    assert {"p%40ss-word", "p@ss-word", "T0KEN1"} <= found
+    assert base64.b64encode(b"alice:p@ss-word").decode() in found
+    assert "alice" not in found
+    assert redaction.secrets_from_url("https://ghp_abcdef123456@h/r") == {"ghp_abcdef123456"}
+    assert redaction.secrets_from_url("ssh://git@h/r") == set()
+    assert redaction.secrets_from_url("https://h/r?service=git-receive-pack") == set()
+    assert redaction.secrets_from_url("git@h:r.git") == set()
+    assert "pw-long" in redaction.secrets_from_url("http://u:pw-long@[::1/x.git")
+
+
+def test_secrets_from_argv() -> None:
+    argv = ["gitnetdiag", "probe", "--http=https://u:pass-one@h/r", "--ssh",
+            "ssh://git@h/r", "https://h/r?private_token=tok-two", "--size", "1MiB"]
+    assert {"pass-one", "tok-two"} <= redaction.secrets_from_argv(argv)
+    assert "git" not in redaction.secrets_from_argv(argv)
+
+
+def test_secrets_from_header() -> None:
+    assert redaction.secrets_from_header("Authorization: Bearer abc.def") == {
+        "Bearer abc.def", "abc.def"}
+    basic = base64.b64encode(b"bob:hunter22").decode()
+    assert {basic, "bob:hunter22", "hunter22"} <= redaction.secrets_from_header(
+        f"Authorization: Basic {basic}")
+    assert redaction.secrets_from_header("PRIVATE-TOKEN: glpat-123") == {"glpat-123"}
+
+
+def test_redact_bytes_keeps_the_length() -> None:
+    data = b"\x00\x01GET /r?private_token=SECRET2/info HTTP/1.1\xff"
+    out = redaction.redact_bytes(data, {"SECRET2"})
+    assert len(out) == len(data) and b"SECRET2" not in out
+    assert out.count(b"*******") == 1
+
+
+def test_redact_error_and_tree() -> None:
+    error = UsageError("cannot reach https://u:longpassword@h/r", hint="retry longpassword")
+    redaction.redact_error(error, {"longpassword"})
+    assert error.one_line() == "usage: cannot reach https://***@h/r (hint: retry ***)"
+    assert str(error) == error.message
+    tree = {"a": ("x longpassword", ["https://h/r?k=v"]), "n": 3}
+    assert redaction.redact_tree(tree, {"longpassword"}) == {
+        "a": ("x ***", ["https://h/r?k=***"]), "n": 3}
+
+
+def test_redaction_is_idempotent() -> None:
+    text = ("GET /r?t=abc https://u:p@h/x?y=z Authorization: Basic abcdefghij "
+            "http.extraHeader=X: y SECRET")
+    once = redaction.redact_text(text, {SECRET})
+    assert redaction.redact_text(once, {SECRET}) == once
+
+
+@pytest.mark.parametrize(
+    "piece", ["ab/cd+ef/http.gh/", "ab+cd.ef-", "http.", ".extraheader", "a=b&", "%41"]
+)
+def test_redaction_stays_linear_on_long_tokens(piece: str) -> None:
+    """Long tokens without spaces (base64, dotted names, slashes): no rule may rescan
+    the token from every possible start (each of these took 5-20 s when one did)."""
+    blob = piece * (300000 // len(piece)) + "/x?k=v"
+    started = time.monotonic()
+    out = redaction.redact_text(blob, {"longsecret"})
+    assert time.monotonic() - started < 2.0
+    assert out.endswith("/x?k=***")
