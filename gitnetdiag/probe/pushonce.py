@@ -13,6 +13,7 @@ server already had the objects, git sends next to nothing, and
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -163,9 +164,21 @@ def push_once(
         git_run, interrupted = exc.run, True
     except KeyboardInterrupt:
         interrupted = True
+    artifacts["cleanup_stderr"] = f"{stem}.cleanup.stderr.txt"
+    cleanup_log = run_dir / artifacts["cleanup_stderr"]
+
+    def logged_git(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path,
+                   timeout_s: float) -> GitRun:
+        run = run_git(argv, env=env, cwd=cwd, timeout_s=timeout_s)
+        step = "ls-remote" if "ls-remote" in argv else "delete"
+        outcome = "timed out" if run.timed_out else f"exit {run.exit_code}"
+        with cleanup_log.open("a") as log:
+            log.write(f"# {step}: {outcome} after {run.wall_s:.2f} s\n{run.stderr}")
+        return run
+
     with interrupts_deferred() as deferred:
         cleanup = remove_probe_ref(
-            transport, branch, oid, push_aftermath(git_run), runner=run_git, cwd=repo_path,
+            transport, branch, oid, push_aftermath(git_run), runner=logged_git, cwd=repo_path,
             wait_s=options.cleanup_wait_s,
         )
         record = _record(state, protocol, repeat, branch, started_at, transport, git_run,

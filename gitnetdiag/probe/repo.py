@@ -258,8 +258,11 @@ def salted_copy(source: Path, dest: Path, salt: bytes | None = None) -> SaltedRe
         writer.stdin.write(b"\ndone\n")
         writer.stdin.close()
         reader.stdin.close()
-        _, err = writer.communicate()
-        reader.communicate()
+        assert writer.stderr is not None
+        err = writer.stderr.read()
+        writer.wait()
+        reader.stdout.read()
+        reader.wait()
     except (OSError, ValueError, IndexError) as exc:
         raise ExternalCommandError(
             f"cannot copy the tree of {source}: {exc}",
