@@ -208,3 +208,24 @@ def test_push_safety_options_beat_the_users_command_line_config() -> None:
         out = subprocess.run(["git", "-c", f"{key}=true", *args, "config", key],
                              capture_output=True, text=True, timeout=30)
         assert out.stdout.strip() == expected, out.stderr
+
+
+def test_refused_https_probe_records_never_created_and_no_cleanup_error(tmp_path: Path) -> None:
+    """curl's "Couldn't connect to server" is refused: no delete, no false cleanup-failed."""
+    import socket
+
+    from gitnetdiag.probe.runner import ProbeOptions, run_probe
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"https://127.0.0.1:{port}/r.git"
+    outcome = run_probe(ProbeOptions(
+        urls={Protocol.H1: url}, protocols=(Protocol.H1,), size_bytes=4096, seed=1, repo=None,
+        repeat=2, ca_file=None, insecure=False, ssh_command=None, out_dir=tmp_path / "run",
+        full=False, burst=0, timeout_s=30.0, capture=False,
+    ))
+    (push,) = outcome.manifest.protocols[0].pushes  # refused is fatal: no second push
+    assert push.failure_kind == "refused" and push.cleanup == "never-created", push
+    assert [(e.stage, e.reference) for e in outcome.manifest.errors] == [("push", "refused")]
+    assert not (tmp_path / "run" / push.artifacts.get("cleanup_stderr", "-")).is_file()
