@@ -53,6 +53,10 @@ class OpRecord:
     """Bytes of pack data received (clone, fetch), sent (push) or ref listing (ls-remote)."""
     target: int = 0
     """Index of the remote it ran against in :attr:`LoadReport.targets`."""
+    cleanup: str | None = None
+    """Push only: ``deleted``, ``never-created``, ``leftover`` or ``unconfirmed`` (see
+    :class:`gitnetdiag.probe.cleanup.RefCleanup`); pushes cut by Ctrl-C/SIGTERM are not
+    recorded, their branches are counted in :attr:`LoadReport.cleanup`."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

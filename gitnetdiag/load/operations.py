@@ -165,6 +165,9 @@ class OpOutcome:
     """git's last stderr line on failure, URLs redacted."""
     bytes_moved: int
     """Bytes received, sent or listed."""
+    cleanup: str | None = None
+    """Push only: what became of its throwaway branch (a ``RefCleanup`` value), None when
+    the clean-up was left to :meth:`Workspace.close` (the run was being stopped)."""
 
 
 def _pack_bytes(git_dir: Path) -> int:
@@ -333,17 +336,18 @@ class Workspace:
         outcome = self._outcome(run, self.push_bytes if run.ok else 0)
         with self._lock:
             self._pending[branch] = (oid, push_aftermath(run))
-        if not self.inflight.stopping:
-            self._clean(branch)
-        return outcome
+        if self.inflight.stopping:
+            return outcome
+        return replace(outcome, cleanup=self._clean(branch))
 
-    def _clean(self, branch: str) -> None:
-        """Remove one pending branch (whoever takes it from the pending set owns it)."""
+    def _clean(self, branch: str) -> str | None:
+        """Remove one pending branch (whoever takes it from the pending set owns it);
+        None when someone else did, or the run is being stopped."""
         assert self._push_repo is not None
         with self._lock:
             claimed = self._pending.pop(branch, None)
         if claimed is None:
-            return
+            return None
         oid, aftermath = claimed
         try:
             result = remove_probe_ref(
@@ -354,12 +358,13 @@ class Workspace:
         except CleanupCancelled:
             with self._lock:
                 self._pending[branch] = claimed
-            return
+            return None
         with self._lock:
             self.cleanup_counts[result.status.value] += 1
             if result.status in (RefCleanup.LEFTOVER, RefCleanup.UNCONFIRMED):
                 self._leftover.append(f"{result.status.value}: {result.remove_command} "
                                       f"({result.detail})")
+        return result.status.value
 
     def _outcome(self, run: GitRun, bytes_moved: int) -> OpOutcome:
         kind = load_failure_kind(run)

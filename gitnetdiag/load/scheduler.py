@@ -185,6 +185,7 @@ def _slot(
                 op=op, step=step.index, slot=slot, start_s=started - step.run_start,
                 wall_s=outcome.wall_s, ok=outcome.ok, kind=outcome.kind,
                 message=outcome.message, bytes_moved=outcome.bytes_moved, target=target,
+                cleanup=outcome.cleanup,
             )
             with step.lock:
                 step.records.append(record)

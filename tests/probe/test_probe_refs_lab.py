@@ -64,6 +64,8 @@ def test_probe_timeout_shorter_than_the_hook(hook_lab: LabState, tmp_path: Path)
     push = _only_push(tmp_path / "run")
     assert push.outcome == "hung" and push.cleanup == "deleted", (push, proc.stderr[-2000:])
     assert push.cleanup_s is not None and HOOK_S - 2 - 1 < push.cleanup_s < 4 * HOOK_S
+    print(f"push killed after {push.wall_s:.1f} s; clean-up took {push.cleanup_s:.1f} s "
+          f"behind a {HOOK_S:.0f} s hook")
     log = (tmp_path / "run" / push.artifacts["cleanup_stderr"]).read_text()
     assert "deleting a non-existent ref" not in log
 
@@ -129,13 +131,16 @@ def test_load_sigterm_mid_push(hook_lab: LabState, tmp_path: Path) -> None:
 
 def test_load_timeout_shorter_than_the_hook(hook_lab: LabState, tmp_path: Path) -> None:
     before = _refs(hook_lab)
-    proc = _load(hook_lab, tmp_path, "--timeout", "2")
+    proc = _load(hook_lab, tmp_path, "--timeout", "2", "--out", str(tmp_path / "run"))
     _, stderr = proc.communicate(timeout=180)
     assert _refs(hook_lab) == before
     report = LoadReport.from_dict(json.loads((tmp_path / "load.json").read_text()))
     (step,) = report.steps
     assert step.ops == 1 and [e.kind for e in step.errors] == ["hung"], stderr[-2000:]
     assert report.cleanup == {"deleted": 1, "leftover": 0}, report.cleanup
+    (record,) = [json.loads(line)
+                 for line in (tmp_path / "run" / "ops.jsonl").read_text().splitlines()]
+    assert record["op"] == "push" and record["cleanup"] == "deleted", record
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
