@@ -8,8 +8,9 @@ running: the branch can appear seconds later. Deleting at once would race it
 decides from the push what can still happen (:func:`push_aftermath`), then:
 
     NOT_STARTED  push never reached receive-pack ---------------> never-created
+    CREATED      the push succeeded ------------------------------> delete --> verify gone
     CUT          pack unfinished: nothing can land -- one look --> never-created | delete
-    SETTLED      the server answered (ok or rejected) -- one look --> delete | never-created
+    SETTLED      the server answered otherwise (rejected) -- one look --> never-created | delete
     MAY_LAND     pack sent, no answer -- poll ls-remote until the deadline:
                    appears at our object --> delete under lease --> verify gone --> deleted
                    still absent at the deadline ------------------------------> unconfirmed
@@ -81,6 +82,7 @@ class Aftermath(Enum):
     """What a push can still do to the server once the client stopped."""
 
     NOT_STARTED = "not-started"
+    CREATED = "created"
     CUT = "cut"
     SETTLED = "settled"
     MAY_LAND = "may-land"
@@ -91,7 +93,7 @@ def push_aftermath(run: GitRun | None) -> Aftermath:
     if run is None:
         return Aftermath.NOT_STARTED
     if run.ok:
-        return Aftermath.SETTLED
+        return Aftermath.CREATED
     if not run.timed_out and classify_git_stderr(run.stderr) in NEVER_CONNECTED:
         return Aftermath.NOT_STARTED
     # Per-ref status lines come only from receive-pack's report, after it decided.
@@ -178,13 +180,20 @@ def remove_probe_ref(
     transports = _alternatives(transport)
     failures = deletes = 0
     deleted = False
+    # A successful push created the branch: delete at once, the lease guards the rest.
+    look_first = aftermath is not Aftermath.CREATED
     detail = ""
     while True:
         if cancelled():
             raise CleanupCancelled(branch)
         current = transports[failures % len(transports)]
-        listing = runner(ls_remote_argv(current, ref), env=current.env(), cwd=cwd,
-                         timeout_s=min(DELETE_TIMEOUT_S, max(10.0, deadline - clock())))
+        if not look_first:
+            look_first = True
+            listing = GitRun(argv=(), exit_code=0, wall_s=0.0, timed_out=False, stderr="",
+                             stdout=f"{oid}\t{ref}\n")
+        else:
+            listing = runner(ls_remote_argv(current, ref), env=current.env(), cwd=cwd,
+                             timeout_s=min(DELETE_TIMEOUT_S, max(10.0, deadline - clock())))
         if not listing.ok:
             failures += 1
             detail = "ls-remote: " + ("timed out" if listing.timed_out
@@ -197,6 +206,9 @@ def remove_probe_ref(
         if on_server is None:
             if deleted:
                 return result(RefCleanup.DELETED)
+            if aftermath is Aftermath.CREATED:
+                return result(RefCleanup.NEVER_CREATED,
+                              "the push succeeded, but the branch was gone before the delete")
             if aftermath is not Aftermath.MAY_LAND:
                 return result(RefCleanup.NEVER_CREATED)
             if clock() >= deadline:

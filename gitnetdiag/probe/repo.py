@@ -207,7 +207,8 @@ def salted_copy(source: Path, dest: Path, salt: bytes | None = None) -> SaltedRe
     """Copy ``source``'s HEAD tree into a new repository at ``dest`` as one root commit,
     every blob salted (:func:`salt_blob`); ``source`` is only read, never written.
 
-    Submodule entries stay links; symlinks keep their targets.
+    Submodule entries stay links; symlinks keep their targets and ``.gitmodules`` its
+    text (servers running fsck on pushes parse both).
     """
     source_oid = head_oid(source)
     salt = salt if salt is not None else secrets.token_hex(SALT_BYTES // 2).encode()
@@ -251,7 +252,9 @@ def salted_copy(source: Path, dest: Path, salt: bytes | None = None) -> SaltedRe
             reader.stdin.flush()
             header = reader.stdout.readline().split()
             data = reader.stdout.read(int(header[2]) + 1)[:-1]
-            content = data if mode == b"120000" else salt_blob(data, salt)
+            # Symlink targets and .gitmodules stay as they are: a server's fsck parses them.
+            keep = mode == b"120000" or path.rsplit(b"/", 1)[-1] == b".gitmodules"
+            content = data if keep else salt_blob(data, salt)
             writer.stdin.write(b"M " + mode + b" inline " + target + b"\n"
                                + f"data {len(content)}\n".encode() + content + b"\n")
             blobs += 1

@@ -51,7 +51,7 @@ WROTE = ("Enumerating objects: 4, done.\rWriting objects: 100% (4/4), 2.00 MiB |
 
 @pytest.mark.parametrize(("run", "expected"), [
     (None, Aftermath.NOT_STARTED),
-    (_run("", 0), Aftermath.SETTLED),
+    (_run("", 0), Aftermath.CREATED),
     (_run("fatal: unable to access 'https://h/r.git/': Failed to connect to h port 443 after "
           "2 ms: Couldn't connect to server"), Aftermath.NOT_STARTED),
     (_run("Host key verification failed.\nfatal: Could not read from remote repository."),
@@ -152,11 +152,12 @@ def test_cleanup_leaves_a_branch_at_another_object_alone(
     pushed = run_git(push_argv(transport, repo.head_oid, branch), env=transport.env(),
                      cwd=repo.path, timeout_s=30.0)
     assert pushed.ok, pushed.stderr
-    result = remove_probe_ref(transport, branch, "b" * 40, Aftermath.SETTLED, runner=run_git,
-                              cwd=repo.path, wait_s=0.0)
-    assert result.status is RefCleanup.LEFTOVER and "left alone" in result.detail
+    for aftermath in (Aftermath.SETTLED, Aftermath.CREATED):
+        result = remove_probe_ref(transport, branch, "b" * 40, aftermath, runner=run_git,
+                                  cwd=repo.path, wait_s=0.0)
+        assert result.status is RefCleanup.LEFTOVER and "left alone" in result.detail, result
     assert remote_refs(git_daemon)[f"refs/heads/{branch}"] == repo.head_oid
-    done = remove_probe_ref(transport, branch, repo.head_oid, Aftermath.SETTLED, runner=run_git,
+    done = remove_probe_ref(transport, branch, repo.head_oid, Aftermath.CREATED, runner=run_git,
                             cwd=repo.path, wait_s=0.0)
     assert done.status is RefCleanup.DELETED and done.remove_command is None
 
