@@ -232,7 +232,8 @@ class LoadReport:
     interrupted: bool = False
     """True when the run was stopped by Ctrl-C."""
     cleanup: dict[str, int] = field(default_factory=dict)
-    """Throwaway branches ``deleted``, ``absent`` or ``failed`` at the end."""
+    """Throwaway branches by what became of them: ``deleted``, ``never-created``, ``leftover``
+    (always present), ``unconfirmed``."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else worth keeping (lab instance, Locust's own counts, worker count)."""
     targets: tuple[str, ...] = ()

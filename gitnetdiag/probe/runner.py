@@ -501,7 +501,7 @@ class ProtocolSummary:
     http_version: str | None
     """Most common negotiated HTTP version."""
     failures: dict[str, int]
-    """Failure kind -> count (hung included)."""
+    """Failure kind (or outcome: ``no-data``, ``interrupted``) -> count, hung included."""
     burst_ok: int | None
     """Successful burst operations, None without a burst."""
     burst_failures: dict[str, int]
@@ -518,7 +518,7 @@ def summarize(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:
         rates = [p.rate_bytes_per_s for p in run.pushes if p.rate_bytes_per_s is not None]
         walls = [p.wall_s for p in run.pushes if p.outcome == "ok"]
         versions = Counter(p.http_version for p in run.pushes if p.http_version)
-        failures = Counter(p.failure_kind for p in run.pushes if p.failure_kind)
+        failures = Counter(p.failure_kind or p.outcome for p in run.pushes if p.outcome != "ok")
         rows.append(
             ProtocolSummary(
                 protocol=run.protocol,
