@@ -180,3 +180,21 @@ def test_repo_the_server_holds_is_sent_in_full(
         assert abs(upload - planned) <= 0.1 * planned
     finally:
         in_client(lab, "git", "push", "-q", url, f":{history}", cwd=repo)
+
+
+def test_unknown_ssh_host_key_is_named(hook_lab: LabState, tmp_path: Path) -> None:
+    """An empty known_hosts: the error says host key (not "...and the repository exists"),
+    and nothing is deleted because nothing reached the server."""
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    out = tmp_path / "run"
+    proc = subprocess.run(_probe_args(hook_lab, out, "--protocols", "ssh", "--timeout", "30",
+                                      "--ssh-known-hosts", str(empty)),
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 5, proc.stderr[-2000:]
+    push = _only_push(out)
+    assert push.failure_kind == "host-key" and push.cleanup == "never-created", push
+    assert "host key" in push.last_line.lower() and "repository exists" not in push.last_line
+    (error,) = load_run(out).errors
+    assert error.reference == "ssh-host-key" and "repository exists" not in error.message
+    assert "error [ssh-host-key]" in proc.stderr and "known_hosts" in proc.stderr
