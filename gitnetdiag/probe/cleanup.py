@@ -24,6 +24,7 @@ command to remove it.
 from __future__ import annotations
 
 import contextlib
+import re
 import shlex
 import signal
 import threading
@@ -55,6 +56,7 @@ POLL_INTERVAL_S = 0.5
 DELETE_TIMEOUT_S = 60.0
 """The delete runs the server's hooks too: it gets its own timeout, not the push's."""
 _MAX_DELETES = 3
+_CLIENT_ERROR = re.compile(r"RPC failed; HTTP 4(?!08)\d\d")
 
 NEVER_CONNECTED = frozenset({
     FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.AUTH,
@@ -96,8 +98,11 @@ def push_aftermath(run: GitRun | None) -> Aftermath:
         return Aftermath.CREATED
     if not run.timed_out and classify_git_stderr(run.stderr) in NEVER_CONNECTED:
         return Aftermath.NOT_STARTED
-    # Per-ref status lines come only from receive-pack's report, after it decided.
+    # Per-ref status lines come only from receive-pack's report, after it decided; an HTTP
+    # 4xx refused the request itself (a proxy's 502/504 may leave the backend running).
     if any(line.lstrip().startswith(("! [", "* [", "- [")) for line in run.stderr.splitlines()):
+        return Aftermath.SETTLED
+    if _CLIENT_ERROR.search(run.stderr):
         return Aftermath.SETTLED
     if parse_pack_progress(run.stderr).pack_finished:
         return Aftermath.MAY_LAND

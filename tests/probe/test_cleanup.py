@@ -60,6 +60,7 @@ WROTE = ("Enumerating objects: 4, done.\rWriting objects: 100% (4/4), 2.00 MiB |
           "declined)\n"), Aftermath.SETTLED),
     (_run(WROTE, None, timed_out=True), Aftermath.MAY_LAND),
     (_run(WROTE + "error: RPC failed; HTTP 504 curl 22\n"), Aftermath.MAY_LAND),
+    (_run(WROTE + "error: RPC failed; HTTP 413 curl 22\n"), Aftermath.SETTLED),
     (_run("Writing objects:  40% (2/4)", -15), Aftermath.CUT),
     (_run("Writing objects:  40% (2/4)", None, timed_out=True), Aftermath.CUT),
 ])
