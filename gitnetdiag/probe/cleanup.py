@@ -192,22 +192,20 @@ def remove_probe_ref(
         if cancelled():
             raise CleanupCancelled(branch)
         current = transports[failures % len(transports)]
-        if not look_first:
-            look_first = True
-            listing = GitRun(argv=(), exit_code=0, wall_s=0.0, timed_out=False, stderr="",
-                             stdout=f"{oid}\t{ref}\n")
-        else:
+        on_server: str | None = oid
+        if look_first:
             listing = runner(ls_remote_argv(current, ref), env=current.env(), cwd=cwd,
                              timeout_s=min(DELETE_TIMEOUT_S, max(10.0, deadline - clock())))
-        if not listing.ok:
-            failures += 1
-            detail = "ls-remote: " + ("timed out" if listing.timed_out
-                                      else failure_line(listing.stderr))
-            if failures >= 2 * len(transports) and clock() >= deadline:
-                return result(RefCleanup.LEFTOVER, f"cannot see the server's refs ({detail})")
-            sleep(POLL_INTERVAL_S)
-            continue
-        on_server = parse_ls_remote(listing.stdout).get(ref)
+            if not listing.ok:
+                failures += 1
+                detail = "ls-remote: " + ("timed out" if listing.timed_out
+                                          else failure_line(listing.stderr))
+                if failures >= 2 * len(transports) and clock() >= deadline:
+                    return result(RefCleanup.LEFTOVER, f"cannot see the server's refs ({detail})")
+                sleep(POLL_INTERVAL_S)
+                continue
+            on_server = parse_ls_remote(listing.stdout).get(ref)
+        look_first = True
         if on_server is None:
             if deleted:
                 return result(RefCleanup.DELETED)
