@@ -13,7 +13,7 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from gitnetdiag.errors import ExitCode, UsageError
+from gitnetdiag.errors import ExitCode, NetworkError, UsageError
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
 from gitnetdiag.load.report import render_html, render_json, render_markdown, render_terminal
 from gitnetdiag.load.scheduler import LiveStatus
@@ -24,6 +24,7 @@ from gitnetdiag.load.stats import (
     parse_ops,
     parse_urls,
 )
+from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import parse_size
 
@@ -106,10 +107,11 @@ def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
     render_terminal(report, Console(highlight=False, width=200))
     _write_outputs(report, records, out, json_out)
     if leftover:
-        raise UsageError(
-            f"{len(leftover)} throwaway branch(es) could not be deleted: {'; '.join(leftover)}",
-            hint="delete them by hand with git push URL :refs/heads/<branch>",
-            reference="load-cleanup",
+        raise NetworkError(
+            f"{len(leftover)} throwaway branch(es) may be left on the server: "
+            + "; ".join(leftover),
+            hint="run each command shown (with the real URL) once the server is idle",
+            reference="probe-ref-leftover",
         )
     if report.interrupted:
         Console(stderr=True).print("interrupted: partial results were kept", style="yellow")
@@ -158,6 +160,9 @@ def load_command(
         None, "--protocol", help="h1, h2, ssh or git (default: from the URL; https -> h1)."),
     timeout: float = typer.Option(300.0, "--timeout", min=1.0, help="Timeout of each git run, s."),
     push_size: str = typer.Option("64KiB", "--push-size", help="New data in each push."),
+    cleanup_wait: float = typer.Option(
+        DEFAULT_CLEANUP_WAIT_S, "--cleanup-wait", min=0.0,
+        help="Seconds a push's clean-up waits for a server still applying it (slow hooks)."),
     min_ops_per_hour: float | None = typer.Option(
         None, "--min-ops-per-hour", help="Pass mark: some step must reach it (exit 1 if not)."),
     max_error_ratio: float = typer.Option(
@@ -187,8 +192,8 @@ def load_command(
 
     Reports per step ops/s and ops/hour, latency percentiles, errors by kind with
     git's message, bytes moved and server counter deltas. Pushes go only to
-    throwaway branches gitnetdiag/probe-<id>, deleted right after; clones and
-    fetches land in a scratch directory removed at the end.
+    throwaway branches gitnetdiag/probe-<id>, removed right after (also on Ctrl-C
+    or SIGTERM); clones and fetches land in a scratch directory removed at the end.
     """
     if urls and (lab or locust_master is not None or locust_results is not None):
         source = "--lab" if lab else "--locust-master/--locust-results"
@@ -258,7 +263,7 @@ def load_command(
         ops=tuple(str(op) for op in op_list), mix=weights,
         concurrency=steps, step_duration_s=step_s, timeout_s=timeout, push_bytes=push_bytes,
         min_ops_per_hour=min_ops_per_hour, max_error_ratio=max_error_ratio, counters=counters,
-        extra=extra,
+        extra=extra, cleanup_wait_s=cleanup_wait,
     )
     console = Console(stderr=True, highlight=False)
     if no_live or not console.is_terminal:

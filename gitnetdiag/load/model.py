@@ -53,6 +53,10 @@ class OpRecord:
     """Bytes of pack data received (clone, fetch), sent (push) or ref listing (ls-remote)."""
     target: int = 0
     """Index of the remote it ran against in :attr:`LoadReport.targets`."""
+    cleanup: str | None = None
+    """Push only: ``deleted``, ``never-created``, ``leftover`` or ``unconfirmed`` (see
+    :class:`gitnetdiag.probe.cleanup.RefCleanup`); pushes cut by Ctrl-C/SIGTERM are not
+    recorded, their branches are counted in :attr:`LoadReport.cleanup`."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -228,7 +232,8 @@ class LoadReport:
     interrupted: bool = False
     """True when the run was stopped by Ctrl-C."""
     cleanup: dict[str, int] = field(default_factory=dict)
-    """Throwaway branches ``deleted``, ``absent`` or ``failed`` at the end."""
+    """Throwaway branches by what became of them: ``deleted``, ``never-created``, ``leftover``
+    (always present), ``unconfirmed``."""
     extra: dict[str, Any] = field(default_factory=dict)
     """Anything else worth keeping (lab instance, Locust's own counts, worker count)."""
     targets: tuple[str, ...] = ()

@@ -1,10 +1,13 @@
 """The git operations of a load test, run with the real git CLI in a scratch directory.
 
 Safety: pushes go only to throwaway branches ``gitnetdiag/probe-<id>``
-(:func:`gitnetdiag.probe.gitpush.push_argv` refuses any other ref) and each
-is deleted right after its push; whatever is left (a push cut by Ctrl-C or a
-timeout) is deleted again by :meth:`Workspace.close`, which also removes the
-scratch directory. Every git call has a timeout.
+(:func:`gitnetdiag.probe.gitpush.push_argv` refuses any other ref), every git
+run reads the isolated config of :mod:`gitnetdiag.probe.gitconfig`, and each
+branch is removed right after its push by
+:func:`gitnetdiag.probe.cleanup.remove_probe_ref` (which waits for a server
+still applying a push, deletes under a lease, verifies). A push cut by Ctrl-C
+or SIGTERM leaves its branch to :meth:`Workspace.close`, which cleans it the
+same way, then removes the scratch directory. Every git call has a timeout.
 
 git commands run through :class:`InFlight` rather than
 :func:`~gitnetdiag.probe.gitpush.run_git` because the load test has many
@@ -25,18 +28,26 @@ import threading
 import time
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError, NetworkError
 from gitnetdiag.load.model import Operation
+from gitnetdiag.probe.cleanup import (
+    DEFAULT_CLEANUP_WAIT_S,
+    Aftermath,
+    CleanupCancelled,
+    RefCleanup,
+    push_aftermath,
+    remove_probe_ref,
+)
+from gitnetdiag.probe.gitconfig import write_isolated_config
 from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitRun,
     Transport,
-    delete_argv,
-    delete_outcome,
     error_for_failure,
+    failure_line,
     last_stderr_line,
     ls_remote_argv,
     push_argv,
@@ -131,6 +142,12 @@ class InFlight:
         with self._lock:
             self._stopping = False
 
+    @property
+    def stopping(self) -> bool:
+        """True between :meth:`kill_all` and :meth:`resume`."""
+        with self._lock:
+            return self._stopping
+
 
 
 
@@ -148,6 +165,9 @@ class OpOutcome:
     """git's last stderr line on failure, URLs redacted."""
     bytes_moved: int
     """Bytes received, sent or listed."""
+    cleanup: str | None = None
+    """Push only: what became of its throwaway branch (a ``RefCleanup`` value), None when
+    the clean-up was left to :meth:`Workspace.close` (the run was being stopped)."""
 
 
 def _pack_bytes(git_dir: Path) -> int:
@@ -169,15 +189,23 @@ class Workspace:
         push_bytes: int = 64 * 1024,
         scratch_parent: Path | None = None,
         inflight: InFlight | None = None,
+        cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S,
     ) -> None:
-        self.transport = transport
         self.timeout_s = timeout_s
         self.push_bytes = push_bytes
+        self.cleanup_wait_s = cleanup_wait_s
         self.inflight = inflight or InFlight()
         self.root = Path(tempfile.mkdtemp(prefix="gitnetdiag-load-", dir=scratch_parent))
-        self.env = transport.env()
+        try:
+            config = write_isolated_config(self.root / "gitconfig")
+        except BaseException:
+            shutil.rmtree(self.root, ignore_errors=True)
+            raise
+        self.transport = replace(transport, global_config=str(config))
+        self.env = self.transport.env()
         self.cleanup_counts: Counter[str] = Counter()
-        self._pending: set[str] = set()
+        self._pending: dict[str, tuple[str, Aftermath]] = {}
+        self._leftover: list[str] = []
         self._lock = threading.Lock()
         self._push_repo: Path | None = None
         self._base_oid: str | None = None
@@ -194,7 +222,7 @@ class Workspace:
         if not probe.ok:
             kind = probe.failure_kind() or FailureKind.OTHER
             raise error_for_failure(
-                kind, redact_url(self.transport.url), redact_text(last_stderr_line(probe.stderr))
+                kind, redact_url(self.transport.url), redact_text(failure_line(probe.stderr))
             )
         if Operation.PUSH in ops:
             self._prepare_push(has_head=bool(probe.stdout.strip()))
@@ -300,31 +328,49 @@ class Workspace:
         branch = probe_branch_name(probe_id)
         oid = self._new_commit(probe_id)
         with self._lock:
-            self._pending.add(branch)
+            self._pending[branch] = (oid, Aftermath.MAY_LAND)
         run = self.inflight.run(
             push_argv(self.transport, oid, branch), env=self.env, cwd=self._push_repo,
             timeout_s=self.timeout_s,
         )
         outcome = self._outcome(run, self.push_bytes if run.ok else 0)
-        self._delete(branch)
-        return outcome
-
-    def _delete(self, branch: str) -> str:
-        assert self._push_repo is not None
-        run = self.inflight.run(delete_argv(self.transport, branch), env=self.env,
-                                cwd=self._push_repo, timeout_s=self.timeout_s)
-        result = delete_outcome(run)
         with self._lock:
-            if result != "failed":
-                self._pending.discard(branch)
-                self.cleanup_counts[result] += 1
-        return result
+            self._pending[branch] = (oid, push_aftermath(run))
+        if self.inflight.stopping:
+            return outcome
+        return replace(outcome, cleanup=self._clean(branch))
+
+    def _clean(self, branch: str) -> str | None:
+        """Remove one pending branch (whoever takes it from the pending set owns it);
+        None when someone else did, or the run is being stopped."""
+        assert self._push_repo is not None
+        with self._lock:
+            claimed = self._pending.pop(branch, None)
+        if claimed is None:
+            return None
+        oid, aftermath = claimed
+        try:
+            result = remove_probe_ref(
+                self.transport, branch, oid, aftermath, runner=self.inflight.run,
+                cwd=self._push_repo, wait_s=self.cleanup_wait_s,
+                cancelled=lambda: self.inflight.stopping,
+            )
+        except CleanupCancelled:
+            with self._lock:
+                self._pending[branch] = claimed
+            return None
+        with self._lock:
+            self.cleanup_counts[result.status.value] += 1
+            if result.status in (RefCleanup.LEFTOVER, RefCleanup.UNCONFIRMED):
+                self._leftover.append(f"{result.status.value}: {result.remove_command} "
+                                      f"({result.detail})")
+        return result.status.value
 
     def _outcome(self, run: GitRun, bytes_moved: int) -> OpOutcome:
         kind = load_failure_kind(run)
         return OpOutcome(
             wall_s=run.wall_s, ok=run.ok, kind=kind,
-            message="" if run.ok else redact_text(last_stderr_line(run.stderr))[:300],
+            message="" if run.ok else redact_text(failure_line(run.stderr))[:300],
             bytes_moved=bytes_moved if run.ok else 0,
         )
 
@@ -332,22 +378,31 @@ class Workspace:
 
     @property
     def pending_branches(self) -> tuple[str, ...]:
+        """Branches pushed whose clean-up has not run yet."""
         with self._lock:
             return tuple(sorted(self._pending))
 
-    def close(self) -> dict[str, int]:
-        """Delete every throwaway branch still pending, remove the scratch directory.
+    @property
+    def leftovers(self) -> tuple[str, ...]:
+        """One line per branch left ``leftover`` or ``unconfirmed``, with the exact command
+        that removes it (URL redacted)."""
+        with self._lock:
+            return tuple(self._leftover)
 
-        Returns how many throwaway branches were ``deleted`` or found ``absent`` (a push
-        that never created its branch) over the whole run, and how many are ``leftover``
-        because even this last deletion failed (:attr:`pending_branches` names them).
+    def close(self) -> dict[str, int]:
+        """Clean every throwaway branch still pending, remove the scratch directory.
+
+        Returns how many throwaway branches ended ``deleted``, ``never-created``,
+        ``leftover`` or ``unconfirmed`` over the whole run (``leftover`` always present);
+        :attr:`leftovers` says how to remove the last two.
         """
         self.inflight.resume()
         try:
             for branch in self.pending_branches:
-                self._delete(branch)
+                self._clean(branch)
         finally:
             shutil.rmtree(self.root, ignore_errors=True)
         counts = dict(self.cleanup_counts)
-        counts["leftover"] = len(self.pending_branches)
+        counts.setdefault(RefCleanup.LEFTOVER.value, 0)
+        counts[RefCleanup.LEFTOVER.value] += len(self.pending_branches)
         return counts

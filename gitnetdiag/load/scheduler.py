@@ -5,8 +5,9 @@ the remote to run it against (round robin per operation type over the
 remotes, :class:`~gitnetdiag.load.stats.TargetPicker`), runs it (a git
 process), records it, and starts the next one until the step's time is up;
 operations still running then finish and count for the step (its elapsed time
-stretches to the last one). Ctrl-C kills every running git, drops the
-operations it cut, cleans up and returns what was measured.
+stretches to the last one). Ctrl-C or SIGTERM kills every running git, drops
+the operations it cut, cleans up (with further signals held until the
+clean-up is done) and returns what was measured.
 
 Each remote has its own :class:`OperationRunner` (a
 :class:`~gitnetdiag.load.operations.Workspace` unless the caller passes a
@@ -29,7 +30,9 @@ from gitnetdiag.load.hostcounters import CounterSource
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
 from gitnetdiag.load.operations import InFlight, OpOutcome, Workspace
 from gitnetdiag.load.stats import MixPicker, TargetPicker, counter_deltas, summarize_step
+from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S, interrupts_deferred
 from gitnetdiag.probe.gitpush import Transport
+from gitnetdiag.proc import sigterm_interrupts
 from gitnetdiag.report.redact import redact_url
 
 TICK_S = 0.25
@@ -65,6 +68,8 @@ class LoadOptions:
     """Copied into the report."""
     extra_transports: tuple[Transport, ...] = ()
     """Further remotes of the same protocol; operations are spread over all of them."""
+    cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
+    """How long a push's clean-up waits for a server still applying it (a slow hook)."""
 
     @property
     def transports(self) -> tuple[Transport, ...]:
@@ -83,6 +88,9 @@ class OperationRunner(Protocol):
 
     @property
     def pending_branches(self) -> tuple[str, ...]: ...
+
+    @property
+    def leftovers(self) -> tuple[str, ...]: ...
 
 
 RunnerFactory = Callable[[Transport, InFlight], OperationRunner]
@@ -143,7 +151,8 @@ class LoadOutcome:
     records: tuple[OpRecord, ...]
     """Every operation measured."""
     leftover_branches: tuple[str, ...] = ()
-    """Throwaway branches that could not be deleted, as ``URL BRANCH`` (should be empty)."""
+    """Throwaway branches left ``leftover`` or ``unconfirmed``, each with the exact command
+    that removes it (URL redacted; should be empty)."""
 
 
 class _Step:
@@ -176,6 +185,7 @@ def _slot(
                 op=op, step=step.index, slot=slot, start_s=started - step.run_start,
                 wall_s=outcome.wall_s, ok=outcome.ok, kind=outcome.kind,
                 message=outcome.message, bytes_moved=outcome.bytes_moved, target=target,
+                cleanup=outcome.cleanup,
             )
             with step.lock:
                 step.records.append(record)
@@ -199,20 +209,17 @@ def _status(step: _Step, steps: int, concurrency: int, began: float, duration_s:
     )
 
 
-def _leftovers(runners: Sequence[OperationRunner], urls: Sequence[str]) -> tuple[str, ...]:
-    return tuple(f"{url} {branch}" for runner, url in zip(runners, urls, strict=True)
-                 for branch in runner.pending_branches)
+def _leftovers(runners: Sequence[OperationRunner]) -> tuple[str, ...]:
+    return tuple(line for runner in runners for line in runner.leftovers)
 
 
 def _close_all(runners: Sequence[OperationRunner]) -> dict[str, int]:
-    """Close every runner and add up their clean-up counts; Ctrl-C during one runner's
-    clean-up counts its pending branches as leftover and still closes the others."""
+    """Close every runner and add up their clean-up counts; Ctrl-C or SIGTERM meanwhile
+    is held (the clean-up is bounded) so that no runner is left half cleaned."""
     totals: Counter[str] = Counter({"leftover": 0})
-    for runner in runners:
-        try:
+    with interrupts_deferred():
+        for runner in runners:
             totals.update(runner.close())
-        except KeyboardInterrupt:
-            totals["leftover"] += len(runner.pending_branches)
     return dict(totals)
 
 
@@ -223,7 +230,19 @@ def run_load(
     stop: threading.Event | None = None,
     runner_factory: RunnerFactory | None = None,
 ) -> LoadOutcome:
-    """Run the whole ramp and clean up; Ctrl-C (or ``stop``) ends it early with a report."""
+    """Run the whole ramp and clean up; Ctrl-C, SIGTERM (or ``stop``) end it early with a
+    report."""
+    with sigterm_interrupts():
+        return _run_load(options, reporter, stop=stop, runner_factory=runner_factory)
+
+
+def _run_load(
+    options: LoadOptions,
+    reporter: LoadReporter | None,
+    *,
+    stop: threading.Event | None,
+    runner_factory: RunnerFactory | None,
+) -> LoadOutcome:
     reporter = reporter or SilentReporter()
     stop = stop or threading.Event()
     inflight = InFlight()
@@ -231,7 +250,8 @@ def run_load(
 
     def workspace(transport: Transport, shared: InFlight) -> OperationRunner:
         return Workspace(transport, timeout_s=options.timeout_s, push_bytes=options.push_bytes,
-                         scratch_parent=options.scratch_parent, inflight=shared)
+                         scratch_parent=options.scratch_parent, inflight=shared,
+                         cleanup_wait_s=options.cleanup_wait_s)
 
     make = runner_factory or workspace
     urls = tuple(redact_url(t.url) for t in options.transports)
@@ -317,5 +337,5 @@ def run_load(
         extra=dict(options.extra),
     )
     return LoadOutcome(report=report, records=tuple(records),
-                       leftover_branches=_leftovers(runners, urls[:len(runners)]))
+                       leftover_branches=_leftovers(runners))
 

@@ -1,14 +1,17 @@
 """Running the real git CLI for a probe: push, delete the throwaway branch, ls-remote.
 
 Only two kinds of ref update are ever sent: ``<oid>:refs/heads/gitnetdiag/probe-<id>``
-(create the throwaway branch) and ``:refs/heads/gitnetdiag/probe-<id>`` (delete
-it). No --force, --mirror, --all or --prune. :func:`classify_git_stderr` is pure
-and maps git's messages to failure kinds.
+(create the throwaway branch) and ``:refs/heads/gitnetdiag/probe-<id>`` under a lease
+on the pushed object (delete it, and nothing else). No --force, --mirror, --all or
+--prune; the user's config cannot add tags, submodules, push options or hooks
+(:data:`PUSH_SAFETY_CONFIG`, and :mod:`gitnetdiag.probe.gitconfig` for the rest).
+:func:`classify_git_stderr` is pure and maps git's messages to failure kinds.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
@@ -19,6 +22,7 @@ from pathlib import Path
 from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError, NetworkError
 from gitnetdiag.probe.repo import check_safe_ref
 from gitnetdiag.proc import kill_group
+from gitnetdiag.safefile import replace_file
 
 
 class Protocol(StrEnum):
@@ -62,7 +66,13 @@ class FailureKind(StrEnum):
 
 
 _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
-    (FailureKind.HOST_KEY, ("host key verification failed", "no matching host key")),
+    (
+        FailureKind.HOST_KEY,
+        (
+            "host key verification failed", "no matching host key", "host key is known",
+            "remote host identification has changed",
+        ),
+    ),
     (
         FailureKind.TLS,
         (
@@ -79,7 +89,12 @@ _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
             "terminal prompts disabled", "permission denied, please try again",
         ),
     ),
-    (FailureKind.REFUSED, ("connection refused",)),
+    # curl 7.8x+ says "Failed to connect to H port P after N ms: Couldn't connect to
+    # server" for a refused port and drops the errno text.
+    (
+        FailureKind.REFUSED,
+        ("connection refused", "couldn't connect to server", "could not connect to server"),
+    ),
     (
         FailureKind.UNREACHABLE,
         (
@@ -114,6 +129,28 @@ def classify_git_stderr(stderr: str) -> FailureKind:
     return FailureKind.OTHER
 
 
+_BOILERPLATE = (
+    "please make sure you have the correct access rights", "and the repository exists.",
+    "fatal: could not read from remote repository.", "error: failed to push some refs",
+)
+
+
+def failure_line(stderr: str) -> str:
+    """The stderr line that says why git failed: the one that decided the failure kind,
+    else the last line that is not git's generic "make sure you have access" epilogue."""
+    lines = [line.strip() for line in stderr.replace("\r", "\n").splitlines() if line.strip()]
+    kind = classify_git_stderr(stderr)
+    for rule_kind, needles in _RULES:
+        if rule_kind is kind:
+            for line in lines:
+                if any(needle in line.lower() for needle in needles):
+                    return line
+    for line in reversed(lines):
+        if not line.lower().startswith(_BOILERPLATE):
+            return line
+    return lines[-1] if lines else ""
+
+
 def last_stderr_line(stderr: str) -> str:
     """The last non-empty line of git's stderr, progress carriage returns resolved."""
     for line in reversed(stderr.replace("\r", "\n").splitlines()):
@@ -133,7 +170,10 @@ def error_for_failure(kind: FailureKind, url: str, line: str) -> GitnetdiagError
         ),
         FailureKind.AUTH: ("auth-failed", "check --ssh-key / the HTTP credentials for this remote"),
         FailureKind.HOST_KEY: (
-            "ssh-host-key", "add the server's host key to known_hosts (--ssh-known-hosts)"
+            "ssh-host-key",
+            "the server's SSH host key is not the one in known_hosts (unknown or changed): "
+            "check its fingerprint with the server's owner, then add it "
+            "(ssh-keyscan -p PORT HOST >> ~/.ssh/known_hosts) or pass --ssh-known-hosts FILE",
         ),
         FailureKind.RESET: ("connection-reset", "a firewall or proxy closed the connection"),
         FailureKind.TIMEOUT: ("network-timeout", "the path drops packets or the server is down"),
@@ -188,10 +228,13 @@ class Transport:
     """Skip HTTPS certificate verification."""
     ssh_command: str | None = None
     """GIT_SSH_COMMAND for SSH."""
+    global_config: str | None = None
+    """The isolated global config file every git run reads instead of the user's system
+    and global config (:func:`gitnetdiag.probe.gitconfig.write_isolated_config`)."""
 
     def config_args(self) -> list[str]:
         """``-c`` options for this transport."""
-        args = ["-c", "core.hooksPath=/dev/null", "-c", "credential.interactive=never"]
+        args = [*PUSH_SAFETY_CONFIG, "-c", "credential.interactive=never"]
         if self.protocol.is_http:
             version = "HTTP/1.1" if self.protocol is Protocol.H1 else "HTTP/2"
             args += ["-c", f"http.version={version}"]
@@ -207,6 +250,8 @@ class Transport:
         env["LC_ALL"] = "C"
         for name in ("GIT_TRACE2_EVENT", "GIT_TRACE_CURL", "GIT_TRACE", "SSLKEYLOGFILE"):
             env.pop(name, None)
+        if self.global_config:
+            isolate_config_env(env, self.global_config)
         # The environment's GIT_SSL_CAINFO beats -c http.sslCAInfo: set both.
         if self.ca_file:
             env["GIT_SSL_CAINFO"] = self.ca_file
@@ -219,21 +264,85 @@ class Transport:
         return env
 
 
+PUSH_SAFETY_CONFIG = (
+    "-c", "core.hooksPath=/dev/null", "-c", "push.followTags=false",
+    "-c", "push.recurseSubmodules=no", "-c", "push.pushOption=", "-c", "push.gpgSign=false",
+    "-c", "push.negotiate=false",
+)
+"""Whatever config is in force, a push sends the one ref update it names: no tags,
+submodules, push options, signatures or client hooks (``push.pushOption=`` empties the
+list)."""
+
+_PUSH_FLAGS = ("--no-verify", "--no-follow-tags", "--no-recurse-submodules", "--no-signed")
+
+_CONFIG_ENV_DROP = ("GIT_CONFIG", "GIT_CONFIG_PARAMETERS", "GIT_CONFIG_COUNT", "GIT_DIR",
+                    "GIT_WORK_TREE", "GIT_NAMESPACE")
+
+
+def isolate_config_env(env: dict[str, str], global_config: str) -> None:
+    """Make ``env`` read only ``global_config``: no system config, no user global config,
+    no config injected through the environment (it was folded into the file already)."""
+    for name in [n for n in env if n.startswith(("GIT_CONFIG_KEY_", "GIT_CONFIG_VALUE_"))]:
+        del env[name]
+    for name in _CONFIG_ENV_DROP:
+        env.pop(name, None)
+    env["GIT_CONFIG_NOSYSTEM"] = "1"
+    env["GIT_CONFIG_GLOBAL"] = global_config
+
+
 def push_argv(transport: Transport, oid: str, branch: str) -> list[str]:
     """git push creating ``refs/heads/<branch>`` at ``oid``."""
     ref = f"refs/heads/{branch}"
     check_safe_ref(ref)
     return [
-        "git", *transport.config_args(), "push", "--progress", "--no-verify",
+        "git", *transport.config_args(), "push", "--progress", *_PUSH_FLAGS,
         transport.url, f"{oid}:{ref}",
     ]
 
 
-def delete_argv(transport: Transport, branch: str) -> list[str]:
-    """git push deleting ``refs/heads/<branch>``."""
+def delete_argv(transport: Transport, branch: str, expected_oid: str) -> list[str]:
+    """git push deleting ``refs/heads/<branch>`` only while it still points at
+    ``expected_oid`` (the lease): a delete can never remove anything but our push."""
     ref = f"refs/heads/{branch}"
     check_safe_ref(ref)
-    return ["git", *transport.config_args(), "push", "--no-verify", transport.url, f":{ref}"]
+    if len(expected_oid) not in (40, 64) or not all(c in "0123456789abcdef" for c in expected_oid):
+        raise ValueError(f"not a full object id: {expected_oid!r}")
+    return [
+        "git", *transport.config_args(), "push", *_PUSH_FLAGS,
+        f"--force-with-lease={ref}:{expected_oid}", transport.url, f":{ref}",
+    ]
+
+
+_WRITING_RE = re.compile(
+    r"Writing objects: +\d+% \((\d+)/(\d+)\), ([\d.]+) (bytes|KiB|MiB|GiB)")
+_TOTAL_RE = re.compile(r"^Total (\d+) ", re.MULTILINE)
+_PROGRESS_UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackProgress:
+    """What git push's progress says it wrote into the connection."""
+
+    objects: int | None
+    """Objects in the pack (``Total N``), None when the pack was not finished."""
+    written_bytes: int | None
+    """Bytes of pack written (``Writing objects: ..., X MiB``; git rounds it), None when
+    git printed no such line."""
+
+    @property
+    def pack_finished(self) -> bool:
+        """The whole pack was handed to the transport, so the server may apply the push."""
+        return self.objects is not None
+
+
+def parse_pack_progress(stderr: str) -> PackProgress:
+    """Read ``Writing objects`` and ``Total`` from git push's stderr (``--progress``)."""
+    text = stderr.replace("\r", "\n")
+    written = None
+    for match in _WRITING_RE.finditer(text):
+        written = int(float(match.group(3)) * _PROGRESS_UNITS[match.group(4)])
+    total = _TOTAL_RE.search(text)
+    return PackProgress(objects=int(total.group(1)) if total else None, written_bytes=written)
 
 
 def ls_remote_argv(transport: Transport, *patterns: str) -> list[str]:
@@ -271,16 +380,35 @@ def run_git(
         timed_out = True
         kill_group(proc)
         out, err = proc.communicate()
+    except KeyboardInterrupt as exc:
+        kill_group(proc)
+        out, err = proc.communicate()
+        partial = _git_run(argv, proc.returncode, started, False, out, err, stderr_path)
+        raise GitInterrupted(partial) from exc
     except BaseException:
         kill_group(proc)
         proc.communicate()
         raise
-    wall_s = time.monotonic() - started
+    return _git_run(argv, None if timed_out else proc.returncode, started, timed_out, out, err,
+                    stderr_path)
+
+
+class GitInterrupted(KeyboardInterrupt):
+    """Ctrl-C or SIGTERM while git ran: the group was killed; ``run`` holds what git wrote
+    until then (whether the pack was finished decides what the clean-up must wait for)."""
+
+    def __init__(self, run: GitRun) -> None:
+        super().__init__()
+        self.run = run
+
+
+def _git_run(argv: Sequence[str], exit_code: int | None, started: float, timed_out: bool,
+             out: bytes, err: bytes, stderr_path: Path | None) -> GitRun:
     stderr = err.decode(errors="replace")
     if stderr_path is not None:
-        stderr_path.write_text(stderr)
+        replace_file(stderr_path, stderr.encode())
     return GitRun(
-        argv=tuple(argv), exit_code=None if timed_out else proc.returncode, wall_s=wall_s,
+        argv=tuple(argv), exit_code=exit_code, wall_s=time.monotonic() - started,
         timed_out=timed_out, stderr=stderr, stdout=out.decode(errors="replace"),
     )
 
@@ -297,10 +425,3 @@ def parse_ls_remote(stdout: str) -> dict[str, str]:
     return refs
 
 
-def delete_outcome(run: GitRun) -> str:
-    """``deleted``, ``absent`` (the branch was never created) or ``failed``."""
-    if run.ok:
-        return "deleted"
-    if "remote ref does not exist" in run.stderr.lower():
-        return "absent"
-    return "failed"

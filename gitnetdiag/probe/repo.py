@@ -10,6 +10,7 @@ import os
 import re
 import secrets
 import subprocess
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -167,3 +168,120 @@ def check_safe_ref(ref: str) -> None:
     prefix = "refs/heads/" + PROBE_BRANCH_PREFIX
     if not ref.startswith(prefix) or len(ref) == len(prefix) or ".." in ref:
         raise UsageError(f"refusing to touch {ref}: probes only write {prefix}<id>")
+
+
+SALT_BYTES = 8
+"""Bytes of each blob a salted copy replaces (or appends, for blobs under 16 bytes)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SaltedRepo:
+    """A scratch repository holding a salted copy of another repository's HEAD tree."""
+
+    path: Path
+    """Its directory."""
+    head_oid: str
+    """The new root commit (no parent: the server cannot have any of it)."""
+    source_oid: str
+    """The HEAD commit of the source repository."""
+    blobs: int
+    """Blobs copied."""
+
+
+def salt_blob(data: bytes, salt: bytes) -> bytes:
+    """``data`` with a new object id but the same size and compressibility: the first
+    :data:`SALT_BYTES` bytes are replaced by the salt (appended to a tiny blob)."""
+    if len(data) < 2 * SALT_BYTES:
+        return data + salt
+    return salt + data[SALT_BYTES:]
+
+
+def _fast_import_path(path: bytes) -> bytes:
+    if path.startswith(b'"') or any(c in path for c in (b"\n", b"\\", b'"')):
+        escaped = path.replace(b"\\", b"\\\\").replace(b'"', b'\\"').replace(b"\n", b"\\n")
+        return b'"' + escaped + b'"'
+    return path
+
+
+def salted_copy(source: Path, dest: Path, salt: bytes | None = None) -> SaltedRepo:
+    """Copy ``source``'s HEAD tree into a new repository at ``dest`` as one root commit,
+    every blob salted (:func:`salt_blob`); ``source`` is only read, never written.
+
+    Submodule entries stay links; symlinks keep their targets and ``.gitmodules`` its
+    text (servers running fsck on pushes parse both).
+    """
+    source_oid = head_oid(source)
+    salt = salt if salt is not None else secrets.token_hex(SALT_BYTES // 2).encode()
+    if len(salt) != SALT_BYTES:
+        raise ValueError(f"the salt must be {SALT_BYTES} bytes")
+    listing = _git(["ls-tree", "-r", "-z", "--full-tree", source_oid], cwd=Path(source))
+    dest.mkdir(parents=True, exist_ok=True)
+    _git(["init", "--quiet", "--initial-branch", BRANCH, str(dest)], cwd=dest)
+    reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=source, env=git_env(),
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                              stderr=subprocess.DEVNULL)
+    writer = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=dest,
+                              env=git_env(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE)
+
+    def stop_both() -> None:
+        reader.kill()
+        writer.kill()
+
+    watchdog = threading.Timer(_GIT_TIMEOUT_S, stop_both)
+    watchdog.start()
+    blobs = 0
+    try:
+        assert reader.stdin and reader.stdout and writer.stdin
+        message = f"gitnetdiag: salted copy of {source_oid}\n".encode()
+        writer.stdin.write(
+            f"commit refs/heads/{BRANCH}\n".encode()
+            + b"committer gitnetdiag <probe@gitnetdiag.invalid> 1700000000 +0000\n"
+            + f"data {len(message)}\n".encode() + message
+        )
+        for item in listing.split(b"\0"):
+            if not item:
+                continue
+            meta, _, path = item.partition(b"\t")
+            mode, kind, oid = meta.split()
+            target = _fast_import_path(path)
+            if kind != b"blob":
+                writer.stdin.write(b"M " + mode + b" " + oid + b" " + target + b"\n")
+                continue
+            reader.stdin.write(oid + b"\n")
+            reader.stdin.flush()
+            header = reader.stdout.readline().split()
+            data = reader.stdout.read(int(header[2]) + 1)[:-1]
+            # Symlink targets and .gitmodules stay as they are: a server's fsck parses them.
+            keep = mode == b"120000" or path.rsplit(b"/", 1)[-1] == b".gitmodules"
+            content = data if keep else salt_blob(data, salt)
+            writer.stdin.write(b"M " + mode + b" inline " + target + b"\n"
+                               + f"data {len(content)}\n".encode() + content + b"\n")
+            blobs += 1
+        writer.stdin.write(b"\ndone\n")
+        writer.stdin.close()
+        reader.stdin.close()
+        assert writer.stderr is not None
+        err = writer.stderr.read()
+        writer.wait()
+        reader.stdout.read()
+        reader.wait()
+    except (OSError, ValueError, IndexError) as exc:
+        raise ExternalCommandError(
+            f"cannot copy the tree of {source}: {exc}",
+            hint="check that --repo is a readable git repository with a HEAD commit",
+        ) from exc
+    finally:
+        watchdog.cancel()
+        for proc in (reader, writer):
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    if writer.returncode != 0:
+        last = err.decode(errors="replace").strip().splitlines()
+        raise ExternalCommandError(
+            f"'git fast-import' failed in {dest}: {last[-1] if last else writer.returncode}",
+            hint="the disk may be full, or the repository's tree has entries git cannot copy",
+        )
+    head = _git(["rev-parse", "HEAD"], cwd=dest).decode().strip()
+    return SaltedRepo(path=dest, head_oid=head, source_oid=source_oid, blobs=blobs)

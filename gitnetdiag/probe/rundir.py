@@ -65,6 +65,9 @@ class RepoInfo:
     """Commit pushed."""
     pack_bytes: int
     """Size of the pack a push of a new branch at ``head_oid`` sends."""
+    source_oid: str | None = None
+    """For ``--repo``: the repository's HEAD whose tree, every blob salted, became
+    ``head_oid`` (new objects, same sizes and compressibility); None when generated."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -83,7 +86,9 @@ class PushRecord:
     started_at: str
     """ISO 8601 UTC start time."""
     outcome: str
-    """``ok``, ``hung`` (killed at the timeout), ``failed`` or ``interrupted``."""
+    """``ok``, ``hung`` (killed at the timeout), ``failed``, ``interrupted`` (Ctrl-C or
+    SIGTERM), or ``no-data`` (git succeeded but sent far less than the planned pack: the
+    server had the objects; no rate)."""
     failure_kind: str | None
     """Failure kind when not ok (see FailureKind)."""
     last_line: str
@@ -93,7 +98,7 @@ class PushRecord:
     pack_bytes: int
     """Bytes of the pack pushed."""
     rate_bytes_per_s: float | None
-    """pack_bytes / wall_s for a successful push."""
+    """pack_bytes / wall_s for a push with outcome ``ok`` (never for ``no-data``)."""
     http_version: str | None
     """Negotiated HTTP version of the receive-pack POST (``HTTP/2``, ``HTTP/1.1``)."""
     alpn: str | None
@@ -110,9 +115,21 @@ class PushRecord:
     """Artifact kind (``capture``, ``capture_decrypted``, ``trace2``, ``curl_trace``,
     ``stderr``, ``keylog``, ``cleanup_stderr``) -> path relative to the run directory."""
     cleanup: str = "not-run"
-    """``deleted``, ``absent`` (never created), ``failed`` or ``not-run``."""
+    """What became of the branch: ``deleted`` (deleted under a lease on the pushed object,
+    verified gone), ``never-created`` (verified absent, and the push can no longer create
+    it), ``leftover`` (still on the server: ``cleanup_command`` removes it), ``unconfirmed``
+    (absent when the wait ran out, but an unanswered push may still land), ``not-run``."""
     cleanup_detail: str = ""
-    """Last stderr line of a failed clean-up."""
+    """Why, for anything but a plain ``deleted``/``never-created`` (URLs redacted)."""
+    cleanup_s: float | None = None
+    """Time the clean-up took: waiting for the server, deleting, verifying."""
+    cleanup_command: str | None = None
+    """For ``leftover``/``unconfirmed``: the exact command that removes the branch
+    (URL redacted)."""
+    pack_objects: int | None = None
+    """Objects git said it sent (``Total N``); None when the pack was not finished."""
+    pack_written_bytes: int | None = None
+    """Pack bytes git said it wrote (``Writing objects: ..., X MiB``, rounded by git)."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

@@ -4,52 +4,34 @@ Order of a run: check capture support, collect versions, make (or read) the
 repository, measure each endpoint's path, then for each repeat push once per
 protocol (interleaved, so drift hits all protocols alike), then the bursts.
 The manifest is rewritten after every step. Every push's throwaway branch is
-deleted in a ``finally``, with Ctrl-C ignored while that runs.
+removed right after it (:mod:`gitnetdiag.probe.pushonce`), also on Ctrl-C or
+SIGTERM, which stop the run once that push is recorded. Every git run reads
+one isolated config (:mod:`gitnetdiag.probe.gitconfig`).
 """
 
 from __future__ import annotations
 
 import json
 import re
-import signal
 import statistics
 import tempfile
-import threading
 from collections import Counter
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
 from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
-from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.probe.burst import BurstResult, run_connect_burst, run_ls_remote_burst
-from gitnetdiag.probe.capture import (
-    HEADERS_SNAPLEN,
-    Capture,
-    CaptureResult,
-    capture_support,
-    create_private_file,
-    inject_secrets,
-)
-from gitnetdiag.probe.gitpush import (
-    FailureKind,
-    Protocol,
-    Transport,
-    classify_git_stderr,
-    delete_argv,
-    delete_outcome,
-    error_for_failure,
-    last_stderr_line,
-    push_argv,
-    run_git,
-)
+from gitnetdiag.probe.capture import Capture, capture_support
+from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
+from gitnetdiag.probe.gitconfig import write_isolated_config
+from gitnetdiag.probe.gitpush import Protocol, Transport
 from gitnetdiag.probe.pathinfo import PathMeasurement, measure_path
-from gitnetdiag.probe.repo import generate_repo, head_oid, new_probe_id, pack_for_commit
+from gitnetdiag.probe.pushonce import now_iso, push_once
+from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
 from gitnetdiag.probe.rundir import (
     SCHEMA,
     ProtocolRun,
@@ -61,22 +43,12 @@ from gitnetdiag.probe.rundir import (
     write_manifest,
 )
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
-from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
 from gitnetdiag.probe.versions import ToolVersions, collect_versions
 from gitnetdiag.proc import sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
 from gitnetdiag.safefile import write_new_file
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
-CLEANUP_TIMEOUT_S = 60.0
-FATAL_KINDS = frozenset(
-    {
-        FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.AUTH,
-        FailureKind.HOST_KEY, FailureKind.REJECTED,
-    }
-)
-"""Failure kinds after which further pushes over the same protocol are pointless."""
-
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "B": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4,
           "KI": 1024, "MI": 1024**2, "GI": 1024**3, "TI": 1024**4}
@@ -160,6 +132,9 @@ class ProbeOptions:
     h2_sweep: bool = False
     """Repeat the native HTTP/2 upload while advertising different client SETTINGS
     (``native-h2-sweep.json``): shows the rate follows the server's window."""
+    cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
+    """How long the clean-up of a push that ended unanswered after sending its whole pack
+    waits for the server (a slow pre-receive hook) to create the branch it must delete."""
 
     def transport(self, protocol: Protocol) -> Transport:
         return Transport(
@@ -176,6 +151,7 @@ class ProbeOptions:
             "ca_file": self.ca_file, "insecure": self.insecure, "full": self.full,
             "burst": self.burst, "timeout_s": self.timeout_s, "capture": self.capture,
             "native": self.native, "h2_sweep": self.h2_sweep,
+            "cleanup_wait_s": self.cleanup_wait_s,
             **self.extra_options,
         }
 
@@ -213,23 +189,6 @@ class ProbeOutcome:
     """The first error that should make the command fail, after the summary."""
 
 
-def _now() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-@contextmanager
-def _no_interrupts() -> Iterator[None]:
-    """Ignore Ctrl-C (in the main thread) while the throwaway branch is being removed."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
-
-
 class _Run:
     """Mutable state of one run; ``save()`` writes the manifest."""
 
@@ -239,7 +198,7 @@ class _Run:
         self.reporter: Reporter = RedactingReporter(reporter, secrets)
         self.run_dir = options.out_dir
         self.run_id = new_probe_id()
-        self.started_at = _now()
+        self.started_at = now_iso()
         self.finished_at: str | None = None
         self.status = "running"
         self.environment: ToolVersions | None = None
@@ -251,6 +210,12 @@ class _Run:
         self.warnings: list[str] = []
         self.first_error: GitnetdiagError | None = None
         self.failed: set[Protocol] = set()
+        self.git_config: Path | None = None
+
+    def transport(self, protocol: Protocol) -> Transport:
+        """The protocol's transport, reading the run's isolated git config."""
+        return replace(self.options.transport(protocol),
+                       global_config=str(self.git_config) if self.git_config else None)
 
     def manifest(self) -> RunManifest:
         return redact_tree(RunManifest(
@@ -304,7 +269,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
             state.status = "failed" if state.errors else "complete"
         except KeyboardInterrupt:
             state.status = "interrupted"
-            state.finished_at = _now()
+            state.finished_at = now_iso()
             state.save()
             raise
         except GitnetdiagError as exc:
@@ -312,7 +277,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
             state.status = "failed"
         finally:
             if state.finished_at is None:
-                state.finished_at = _now()
+                state.finished_at = now_iso()
                 state.save()
             failed = redact_run_files(state.run_dir, state.secrets)
             if failed:  # the manifest itself is redacted when built
@@ -329,18 +294,23 @@ def _run_steps(state: _Run, scratch: Path) -> None:
         state.warn(support.reason)
     state.environment = collect_versions()
 
+    state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
     state.reporter.begin("repository")
     if options.repo is not None:
-        repo_path = options.repo
-        oid = head_oid(repo_path)
+        # The server may hold this history already (the usual case): pushing it would
+        # send nothing. Its HEAD tree, every blob salted, sends what it really weighs.
+        salted = salted_copy(options.repo, scratch / "salted")
+        repo_path, oid, source_oid = salted.path, salted.head_oid, salted.source_oid
         generated = False
     else:
         generated_repo = generate_repo(scratch / "repo", options.size_bytes, options.seed)
         repo_path, oid, generated = generated_repo.path, generated_repo.head_oid, True
+        source_oid = None
     pack_bytes = len(pack_for_commit(repo_path, oid))
     state.repo_info = RepoInfo(
         generated=generated, seed=options.seed if generated else None,
         size_bytes=options.size_bytes if generated else None, head_oid=oid, pack_bytes=pack_bytes,
+        source_oid=source_oid,
     )
     state.reporter.done("repository", f"{oid[:12]}, pack {pack_bytes / 2**20:.1f} MiB", ok=True)
     state.save()
@@ -371,9 +341,12 @@ def _run_steps(state: _Run, scratch: Path) -> None:
         for protocol in options.protocols:
             if protocol in state.failed:
                 continue
-            record = _push_once(state, protocol, repeat, repo_path, oid, pack_bytes)
+            record, interrupted = push_once(state, protocol, repeat, repo_path, oid,
+                                            pack_bytes, endpoint_of(options.urls[protocol]))
             _append_push(state, protocol, record)
             state.save()
+            if interrupted:
+                raise KeyboardInterrupt
 
     if options.native:
         _native(state, repo_path, oid)
@@ -394,174 +367,6 @@ def _append_push(state: _Run, protocol: Protocol, record: PushRecord) -> None:
     run = state.protocols[protocol]
     state.protocols[protocol] = replace(run, pushes=(*run.pushes, record))
 
-
-def _push_once(
-    state: _Run, protocol: Protocol, repeat: int, repo_path: Path, oid: str, pack_bytes: int
-) -> PushRecord:
-    options = state.options
-    transport = options.transport(protocol)
-    branch = f"gitnetdiag/probe-{new_probe_id()}"
-    stem = f"{protocol.value}-{repeat}"
-    run_dir = state.run_dir
-    artifacts: dict[str, str] = {"trace2": f"{stem}.trace2.json", "stderr": f"{stem}.stderr.txt"}
-    extra_env = {
-        "GIT_TRACE2_EVENT": str((run_dir / artifacts["trace2"]).resolve()),
-        "GIT_TRACE2_EVENT_NESTING": "10",
-    }
-    if protocol.is_http:
-        artifacts["curl_trace"] = f"{stem}.curl.txt"
-        extra_env["GIT_TRACE_CURL"] = str((run_dir / artifacts["curl_trace"]).resolve())
-        extra_env["GIT_TRACE_CURL_NO_DATA"] = "1"
-        if options.full:
-            artifacts["keylog"] = f"{stem}.keylog"
-            keylog = run_dir / artifacts["keylog"]
-            create_private_file(keylog)
-            extra_env["SSLKEYLOGFILE"] = str(keylog.resolve())
-    label = f"push {protocol.value} #{repeat}"
-    state.reporter.begin(label)
-    started_at = _now()
-    capture: Capture | None = None
-    capture_result: CaptureResult | None = None
-    git_run = None
-    outcome = "interrupted"
-    cleanup, cleanup_detail = "not-run", ""
-    try:
-        try:
-            if state.capture_enabled:
-                host, port = endpoint_of(transport.url)
-                artifacts["capture"] = f"{stem}.pcap"
-                capture = Capture(
-                    run_dir / artifacts["capture"], host=host, port=port,
-                    snaplen=0 if options.full else HEADERS_SNAPLEN,
-                )
-                try:
-                    capture.start()
-                except GitnetdiagError as exc:
-                    state.error("capture", protocol, exc)
-                    artifacts.pop("capture")
-                    capture = None
-            git_run = run_git(
-                push_argv(transport, oid, branch), env=transport.env(extra_env), cwd=repo_path,
-                timeout_s=options.timeout_s, stderr_path=run_dir / artifacts["stderr"],
-            )
-            outcome = "ok" if git_run.ok else ("hung" if git_run.timed_out else "failed")
-        finally:
-            if capture is not None:
-                result = capture.stop()
-                capture_result = replace(result, path=artifacts["capture"])
-                if result.packets_dropped:
-                    state.warn(
-                        f"{stem}: tcpdump lost {result.packets_dropped} packets "
-                        "(the capture is incomplete; the machine is busy)"
-                    )
-    finally:
-        with _no_interrupts():
-            if git_run is not None and not git_run.ok and not git_run.timed_out and (
-                classify_git_stderr(git_run.stderr) in NEVER_CONNECTED
-            ):
-                # The push never reached receive-pack: there is no branch to delete,
-                # and a delete would only fail the same way.
-                cleanup, cleanup_detail = "absent", "the push never reached the server"
-            else:
-                cleanup, cleanup_detail = _delete_branch(
-                    state, transport, branch, stem, repo_path)
-                if cleanup != "not-run":
-                    artifacts["cleanup_stderr"] = f"{stem}.cleanup.stderr.txt"
-
-    curl_path = run_dir / artifacts.get("curl_trace", "-")
-    http_version = alpn = curl_last_info = None
-    post_s = None
-    if protocol.is_http and curl_path.is_file():
-        text = redact_curl_trace(curl_path.read_text(errors="replace"))
-        curl_path.write_text(text)
-        curl = parse_curl_trace(text)
-        http_version, alpn, curl_last_info = curl.http_version, curl.alpn, curl.last_info
-        posts = [r for r in curl.requests if r.method == "POST" and r.response_s is not None]
-        if posts and posts[-1].response_s is not None:
-            post_s = posts[-1].response_s - posts[-1].sent_s
-    trace2_path = run_dir / artifacts["trace2"]
-    phases = None
-    if trace2_path.is_file():
-        with trace2_path.open(errors="replace") as handle:
-            phases = parse_trace2_events(handle)
-    if options.full and capture_result is not None and "keylog" in artifacts:
-        keylog = run_dir / artifacts["keylog"]
-        if keylog.stat().st_size > 0:
-            decrypted = f"{stem}.pcapng"
-            try:
-                create_private_file(run_dir / decrypted)
-                inject_secrets(run_dir / artifacts["capture"], keylog, run_dir / decrypted)
-                artifacts["capture_decrypted"] = decrypted
-            except GitnetdiagError as exc:
-                state.error("capture", protocol, exc)
-
-    assert git_run is not None
-    kind = git_run.failure_kind()
-    line = "" if git_run.ok else last_stderr_line(git_run.stderr)
-    if kind is not None and kind is not FailureKind.HUNG:
-        push_error = error_for_failure(kind, redact_url(transport.url), line)
-        state.error("push", protocol, push_error, kind=kind.value)
-        if kind in FATAL_KINDS:
-            state.failed.add(protocol)
-    if cleanup == "failed":
-        state.error(
-            "cleanup", protocol,
-            NetworkError(
-                f"could not delete {branch} on {redact_url(transport.url)}: {cleanup_detail}",
-                hint=f"delete it by hand: git push <remote> :refs/heads/{branch}",
-                reference="cleanup-failed",
-            ),
-        )
-    rate = pack_bytes / git_run.wall_s if git_run.ok and git_run.wall_s > 0 else None
-    if outcome == "ok":
-        detail = f"{git_run.wall_s:.2f} s, {(rate or 0) / 2**20:.2f} MiB/s"
-        if http_version:
-            detail += f", {http_version}"
-    elif outcome == "hung":
-        detail = f"hung: no progress within {options.timeout_s:.0f} s"
-    else:
-        detail = f"{kind.value if kind else 'failed'}: {line}"
-    state.reporter.done(label, detail, ok=outcome == "ok")
-    return PushRecord(
-        protocol=protocol.value, repeat=repeat, branch=branch, started_at=started_at,
-        outcome=outcome, failure_kind=kind.value if kind else None, last_line=line,
-        wall_s=git_run.wall_s, pack_bytes=pack_bytes, rate_bytes_per_s=rate,
-        http_version=http_version, alpn=alpn, post_s=post_s, curl_last_info=curl_last_info,
-        phases=phases, capture=capture_result,
-        artifacts={k: v for k, v in artifacts.items() if (run_dir / v).exists()},
-        cleanup=cleanup, cleanup_detail=cleanup_detail,
-    )
-
-
-def _delete_branch(
-    state: _Run, transport: Transport, branch: str, stem: str, repo_path: Path
-) -> tuple[str, str]:
-    """Delete the throwaway branch; over HTTP fall back to the other HTTP version."""
-    attempts = [transport]
-    if transport.protocol is Protocol.H2:
-        attempts.append(replace(transport, protocol=Protocol.H1))
-    elif transport.protocol is Protocol.H1:
-        attempts.append(replace(transport, protocol=Protocol.H2))
-    detail = ""
-    stderr_path = state.run_dir / f"{stem}.cleanup.stderr.txt"
-    timeout_s = min(CLEANUP_TIMEOUT_S, state.options.timeout_s)
-    for attempt in attempts:
-        result = run_git(
-            delete_argv(attempt, branch), env=attempt.env(), cwd=repo_path,
-            timeout_s=timeout_s, stderr_path=stderr_path,
-        )
-        outcome = delete_outcome(result)
-        if outcome != "failed":
-            return outcome, ""
-        detail = "timed out" if result.timed_out else last_stderr_line(result.stderr)
-    return "failed", detail
-
-
-NEVER_CONNECTED = frozenset({
-    FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.AUTH,
-    FailureKind.HOST_KEY,
-})
-"""Failures that happen before receive-pack runs, so no ref can have been created."""
 
 NATIVE_ARTIFACTS = {Protocol.H2: "native-h2.json", Protocol.SSH: "native-ssh.json"}
 """Where the native probes' ledgers land in the run directory."""
@@ -641,7 +446,7 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
 
 def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:
     options = state.options
-    transport = options.transport(protocol)
+    transport = state.transport(protocol)
     host, port = endpoint_of(transport.url)
     label = f"burst {protocol.value} x{options.burst}"
     state.reporter.begin(label)
@@ -698,7 +503,7 @@ class ProtocolSummary:
     http_version: str | None
     """Most common negotiated HTTP version."""
     failures: dict[str, int]
-    """Failure kind -> count (hung included)."""
+    """Failure kind (or outcome: ``no-data``, ``interrupted``) -> count, hung included."""
     burst_ok: int | None
     """Successful burst operations, None without a burst."""
     burst_failures: dict[str, int]
@@ -715,7 +520,7 @@ def summarize(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:
         rates = [p.rate_bytes_per_s for p in run.pushes if p.rate_bytes_per_s is not None]
         walls = [p.wall_s for p in run.pushes if p.outcome == "ok"]
         versions = Counter(p.http_version for p in run.pushes if p.http_version)
-        failures = Counter(p.failure_kind for p in run.pushes if p.failure_kind)
+        failures = Counter(p.failure_kind or p.outcome for p in run.pushes if p.outcome != "ok")
         rows.append(
             ProtocolSummary(
                 protocol=run.protocol,

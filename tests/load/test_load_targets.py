@@ -96,6 +96,10 @@ class FakeRunner:
     def pending_branches(self) -> tuple[str, ...]:
         return ()
 
+    @property
+    def leftovers(self) -> tuple[str, ...]:
+        return ()
+
 
 def test_scheduler_spreads_operations_round_robin_over_the_remotes() -> None:
     urls = ("https://user:tok@git.example/a.git", "https://git.example/broken.git",

@@ -99,7 +99,7 @@ def test_push_and_delete_only_touch_probe_branches() -> None:
     argv = push_argv(transport, "a" * 40, "gitnetdiag/probe-1234abcd")
     assert argv[-1] == f"{'a' * 40}:refs/heads/gitnetdiag/probe-1234abcd"
     assert "http.version=HTTP/2" in argv and "http.sslCAInfo=/ca.pem" in argv
-    delete = delete_argv(transport, "gitnetdiag/probe-1234abcd")
+    delete = delete_argv(transport, "gitnetdiag/probe-1234abcd", "a" * 40)
     assert delete[-1] == ":refs/heads/gitnetdiag/probe-1234abcd"
     for args in (argv, delete):
         assert not {"--force", "-f", "--mirror", "--all", "--prune", "--delete"} & set(args)
@@ -107,7 +107,7 @@ def test_push_and_delete_only_touch_probe_branches() -> None:
         with pytest.raises(UsageError):
             push_argv(transport, "a" * 40, bad)
         with pytest.raises(UsageError):
-            delete_argv(transport, bad)
+            delete_argv(transport, bad, "a" * 40)
     env = transport.env()
     assert env["GIT_SSL_CAINFO"] == "/ca.pem"
     assert env["GIT_TERMINAL_PROMPT"] == "0"

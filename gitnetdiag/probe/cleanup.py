@@ -1,0 +1,266 @@
+"""Removing a throwaway branch after a push, and saying truthfully what became of it.
+
+receive-pack applies a ref update only after the whole pack arrived and the
+pre-receive hook accepted it. A client that gives up (timeout, Ctrl-C,
+SIGTERM, a proxy's 504) after sending the whole pack leaves the server
+running: the branch can appear seconds later. Deleting at once would race it
+("deleting a non-existent ref", then the create lands). So the clean-up first
+decides from the push what can still happen (:func:`push_aftermath`), then:
+
+    NOT_STARTED  push never reached receive-pack ---------------> never-created
+    CREATED      the push succeeded ------------------------------> delete --> verify gone
+    CUT          pack unfinished: nothing can land -- one look --> never-created | delete
+    SETTLED      the server answered otherwise (rejected) -- one look --> never-created | delete
+    MAY_LAND     pack sent, no answer -- poll ls-remote until the deadline:
+                   appears at our object --> delete under lease --> verify gone --> deleted
+                   still absent at the deadline ------------------------------> unconfirmed
+
+A delete always carries a lease on the pushed object
+(``--force-with-lease=<ref>:<oid>``), so it removes our push and nothing else;
+a branch that stays (or points elsewhere) is ``leftover``, with the exact
+command to remove it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import shlex
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, replace
+from enum import Enum, StrEnum
+from pathlib import Path
+from types import FrameType
+from typing import Protocol as TypingProtocol
+
+from gitnetdiag.probe.gitpush import (
+    FailureKind,
+    GitRun,
+    Protocol,
+    Transport,
+    classify_git_stderr,
+    delete_argv,
+    failure_line,
+    ls_remote_argv,
+    parse_ls_remote,
+    parse_pack_progress,
+)
+from gitnetdiag.report.redact import redact_text, redact_url
+
+DEFAULT_CLEANUP_WAIT_S = 30.0
+"""How long the clean-up waits for a push the server may still apply (a slow hook)."""
+POLL_INTERVAL_S = 0.5
+DELETE_TIMEOUT_S = 60.0
+"""The delete runs the server's hooks too: it gets its own timeout, not the push's."""
+_MAX_DELETES = 3
+_CLIENT_ERROR = re.compile(r"RPC failed; HTTP 4(?!08)\d\d")
+
+NEVER_CONNECTED = frozenset({
+    FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.AUTH,
+    FailureKind.HOST_KEY,
+})
+"""Failures that happen before receive-pack runs, so no ref can have been created."""
+
+
+class RefCleanup(StrEnum):
+    """What became of a throwaway branch (``PushRecord.cleanup``)."""
+
+    DELETED = "deleted"
+    """It was created, deleted under the lease, and ls-remote shows it gone."""
+    NEVER_CREATED = "never-created"
+    """ls-remote shows no such branch and the push can no longer create it (or the push
+    never reached the server)."""
+    LEFTOVER = "leftover"
+    """It is still on the server (delete failed, or it points at another object)."""
+    UNCONFIRMED = "unconfirmed"
+    """Absent when the wait ran out, but the server had the whole pack and never answered:
+    a hook still running could create it later."""
+
+
+class Aftermath(Enum):
+    """What a push can still do to the server once the client stopped."""
+
+    NOT_STARTED = "not-started"
+    CREATED = "created"
+    CUT = "cut"
+    SETTLED = "settled"
+    MAY_LAND = "may-land"
+
+
+def push_aftermath(run: GitRun | None) -> Aftermath:
+    """Decide from the push's own output what the server may still do (pure)."""
+    if run is None:
+        return Aftermath.NOT_STARTED
+    if run.ok:
+        return Aftermath.CREATED
+    if not run.timed_out and classify_git_stderr(run.stderr) in NEVER_CONNECTED:
+        return Aftermath.NOT_STARTED
+    # Per-ref status lines come only from receive-pack's report, after it decided; an HTTP
+    # 4xx refused the request itself (a proxy's 502/504 may leave the backend running).
+    if any(line.lstrip().startswith(("! [", "* [", "- [")) for line in run.stderr.splitlines()):
+        return Aftermath.SETTLED
+    if _CLIENT_ERROR.search(run.stderr):
+        return Aftermath.SETTLED
+    if parse_pack_progress(run.stderr).pack_finished:
+        return Aftermath.MAY_LAND
+    return Aftermath.CUT
+
+
+@dataclass(frozen=True, kw_only=True)
+class CleanupResult:
+    """The end of one throwaway branch."""
+
+    status: RefCleanup
+    """See :class:`RefCleanup`."""
+    detail: str
+    """Why, in one line (URLs redacted); empty for a plain ``deleted``/``never-created``."""
+    waited_s: float
+    """Time the clean-up took (polling, delete and verification)."""
+    remove_command: str | None
+    """For ``leftover``/``unconfirmed``: the command that removes it (URL redacted)."""
+
+
+class CleanupCancelled(Exception):
+    """The run is being torn down (the load test's Ctrl-C): the branch is left to the
+    final clean-up, which runs with nothing else in flight."""
+
+
+class GitRunner(TypingProtocol):
+    """Runs one git command with a timeout (:func:`~gitnetdiag.probe.gitpush.run_git`,
+    or the load test's :meth:`~gitnetdiag.load.operations.InFlight.run`)."""
+
+    def __call__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: Path,
+                 timeout_s: float) -> GitRun: ...
+
+
+def remove_command(transport: Transport, branch: str, oid: str) -> str:
+    """The delete gitnetdiag runs, as a user would type it (URL redacted)."""
+    ref = f"refs/heads/{branch}"
+    return shlex.join(["git", "push", f"--force-with-lease={ref}:{oid}",
+                       redact_url(transport.url), f":{ref}"])
+
+
+def _alternatives(transport: Transport) -> tuple[Transport, ...]:
+    # A broken HTTP version (an HTTP/2 stall) must not strand the branch: try the other.
+    if transport.protocol is Protocol.H2:
+        return (transport, replace(transport, protocol=Protocol.H1))
+    if transport.protocol is Protocol.H1:
+        return (transport, replace(transport, protocol=Protocol.H2))
+    return (transport,)
+
+
+def remove_probe_ref(
+    transport: Transport,
+    branch: str,
+    oid: str,
+    aftermath: Aftermath,
+    *,
+    runner: GitRunner,
+    cwd: Path,
+    wait_s: float = DEFAULT_CLEANUP_WAIT_S,
+    clock: Callable[[], float] = time.monotonic,
+    sleep: Callable[[float], None] = time.sleep,
+    cancelled: Callable[[], bool] = lambda: False,
+) -> CleanupResult:
+    """Wait until the server is done with the push, delete the branch if it points at
+    ``oid``, verify it is gone; every step bounded (see the module docstring).
+
+    Raises CleanupCancelled as soon as ``cancelled()`` is true."""
+    started = clock()
+
+    def result(status: RefCleanup, detail: str = "") -> CleanupResult:
+        command = None
+        if status in (RefCleanup.LEFTOVER, RefCleanup.UNCONFIRMED):
+            command = remove_command(transport, branch, oid)
+        return CleanupResult(status=status, detail=redact_text(detail),
+                             waited_s=clock() - started, remove_command=command)
+
+    if aftermath is Aftermath.NOT_STARTED:
+        return result(RefCleanup.NEVER_CREATED, "the push never reached the server")
+    ref = f"refs/heads/{branch}"
+    deadline = started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0)
+    transports = _alternatives(transport)
+    failures = deletes = 0
+    deleted = False
+    # A successful push created the branch: delete at once, the lease guards the rest.
+    look_first = aftermath is not Aftermath.CREATED
+    detail = ""
+    while True:
+        if cancelled():
+            raise CleanupCancelled(branch)
+        current = transports[failures % len(transports)]
+        on_server: str | None = oid
+        if look_first:
+            listing = runner(ls_remote_argv(current, ref), env=current.env(), cwd=cwd,
+                             timeout_s=min(DELETE_TIMEOUT_S, max(10.0, deadline - clock())))
+            if not listing.ok:
+                failures += 1
+                detail = "ls-remote: " + ("timed out" if listing.timed_out
+                                          else failure_line(listing.stderr))
+                if failures >= 2 * len(transports) and clock() >= deadline:
+                    return result(RefCleanup.LEFTOVER, f"cannot see the server's refs ({detail})")
+                sleep(POLL_INTERVAL_S)
+                continue
+            on_server = parse_ls_remote(listing.stdout).get(ref)
+        look_first = True
+        if on_server is None:
+            if deleted:
+                return result(RefCleanup.DELETED)
+            if aftermath is Aftermath.CREATED:
+                return result(RefCleanup.NEVER_CREATED,
+                              "the push succeeded, but the branch was gone before the delete")
+            if aftermath is not Aftermath.MAY_LAND:
+                return result(RefCleanup.NEVER_CREATED)
+            if clock() >= deadline:
+                return result(
+                    RefCleanup.UNCONFIRMED,
+                    f"not on the server {clock() - started:.0f} s after the push ended, but the "
+                    "server had the whole pack and never answered: a hook still running could "
+                    "create it later",
+                )
+            sleep(POLL_INTERVAL_S)
+            continue
+        if on_server != oid:
+            return result(RefCleanup.LEFTOVER, f"{ref} points at {on_server[:12]}, "
+                          f"not the pushed {oid[:12]}: left alone")
+        if deletes >= _MAX_DELETES:
+            return result(RefCleanup.LEFTOVER, detail or "the delete did not take")
+        deletes += 1
+        removal = runner(delete_argv(current, branch, oid), env=current.env(), cwd=cwd,
+                         timeout_s=DELETE_TIMEOUT_S)
+        if removal.ok:
+            deleted = True
+        else:
+            failures += 1
+            detail = "delete: " + ("timed out" if removal.timed_out
+                                   else failure_line(removal.stderr))
+
+
+class Deferred:
+    """Set by :func:`interrupts_deferred` when Ctrl-C or SIGTERM arrived inside it."""
+
+    signalled = False
+
+
+@contextlib.contextmanager
+def interrupts_deferred() -> Iterator[Deferred]:
+    """Hold Ctrl-C and SIGTERM (main thread only) while a branch is being removed: the
+    clean-up is bounded, and a second signal must not strand the branch. The caller reads
+    ``signalled`` afterwards and stops the run then."""
+    deferred = Deferred()
+    if threading.current_thread() is not threading.main_thread():
+        yield deferred
+        return
+
+    def hold(signum: int, frame: FrameType | None) -> None:
+        deferred.signalled = True
+
+    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield deferred
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

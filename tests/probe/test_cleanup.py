@@ -1,0 +1,233 @@
+"""Throwaway-branch clean-up: what a push can still do, and the truthful end of the branch.
+
+The loopback git daemon runs receive-pack (and its pre-receive hook) in its own
+process, like a real server: a client killed while the hook sleeps leaves a push
+that lands seconds later.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.probe.cleanup import (
+    Aftermath,
+    RefCleanup,
+    push_aftermath,
+    remove_command,
+    remove_probe_ref,
+)
+from gitnetdiag.probe.gitpush import (
+    FailureKind,
+    GitRun,
+    Protocol,
+    Transport,
+    classify_git_stderr,
+    delete_argv,
+    error_for_failure,
+    failure_line,
+    parse_pack_progress,
+    push_argv,
+    run_git,
+)
+from gitnetdiag.probe.pushonce import sent_too_little
+from gitnetdiag.probe.repo import generate_repo
+
+HOOK_S = 3.0
+
+
+def _run(stderr: str, code: int | None = 1, *, timed_out: bool = False) -> GitRun:
+    return GitRun(argv=("git",), exit_code=code, wall_s=1.0, timed_out=timed_out,
+                  stderr=stderr, stdout="")
+
+
+WROTE = ("Enumerating objects: 4, done.\rWriting objects: 100% (4/4), 2.00 MiB | 9 MiB/s, "
+         "done.\nTotal 4 (delta 0), reused 0 (delta 0), pack-reused 0\n")
+
+
+@pytest.mark.parametrize(("run", "expected"), [
+    (None, Aftermath.NOT_STARTED),
+    (_run("", 0), Aftermath.CREATED),
+    (_run("fatal: unable to access 'https://h/r.git/': Failed to connect to h port 443 after "
+          "2 ms: Couldn't connect to server"), Aftermath.NOT_STARTED),
+    (_run("Host key verification failed.\nfatal: Could not read from remote repository."),
+     Aftermath.NOT_STARTED),
+    (_run(WROTE + "To h:r\n ! [remote rejected] x -> gitnetdiag/probe-1 (pre-receive hook "
+          "declined)\n"), Aftermath.SETTLED),
+    (_run(WROTE, None, timed_out=True), Aftermath.MAY_LAND),
+    (_run(WROTE + "error: RPC failed; HTTP 504 curl 22\n"), Aftermath.MAY_LAND),
+    (_run(WROTE + "error: RPC failed; HTTP 413 curl 22\n"), Aftermath.SETTLED),
+    (_run("Writing objects:  40% (2/4)", -15), Aftermath.CUT),
+    (_run("Writing objects:  40% (2/4)", None, timed_out=True), Aftermath.CUT),
+])
+def test_push_aftermath_follows_what_the_server_got(run: GitRun | None,
+                                                    expected: Aftermath) -> None:
+    """Only a push that handed over its whole pack without an answer may still land."""
+    assert push_aftermath(run) is expected
+
+
+def test_couldnt_connect_is_refused_and_host_key_line_is_the_reason() -> None:
+    refused = ("fatal: unable to access 'https://127.0.0.1:9/r.git/': Failed to connect to "
+               "127.0.0.1 port 9 after 0 ms: Couldn't connect to server\n")
+    assert classify_git_stderr(refused) is FailureKind.REFUSED
+    host_key = ("No ED25519 host key is known for [10.0.0.2]:22 and you have requested strict "
+                "checking.\nHost key verification failed.\nfatal: Could not read from remote "
+                "repository.\n\nPlease make sure you have the correct access rights\n"
+                "and the repository exists.\n")
+    assert classify_git_stderr(host_key) is FailureKind.HOST_KEY
+    line = failure_line(host_key)
+    assert line.startswith("No ED25519 host key is known"), line
+    error = error_for_failure(FailureKind.HOST_KEY, "ssh://git@h/r.git", line)
+    assert error.reference == "ssh-host-key"
+    assert "repository exists" not in error.message and "known_hosts" in error.hint
+    assert failure_line("x\nfatal: Could not read from remote repository.\n\nPlease make sure "
+                        "you have the correct access rights\nand the repository exists.\n") == "x"
+
+
+def test_pack_progress_and_no_data() -> None:
+    progress = parse_pack_progress(WROTE)
+    assert (progress.objects, progress.written_bytes) == (4, 2 * 2**20)
+    assert progress.pack_finished
+    assert parse_pack_progress("Writing objects:  40% (2/4)").pack_finished is False
+    nothing = parse_pack_progress("Total 0 (delta 0), reused 0 (delta 0), pack-reused 0\n")
+    assert sent_too_little(nothing.objects, nothing.written_bytes, 3_800_000)
+    assert sent_too_little(3, 10_000, 3_800_000)
+    assert not sent_too_little(4, 2 * 2**20, 2_100_000)
+    assert sent_too_little(None, None, 1000)  # "Everything up-to-date"
+
+
+def test_delete_carries_a_lease_on_the_pushed_object() -> None:
+    transport = Transport(protocol=Protocol.H1, url="https://u:tok@h/r.git")
+    argv = delete_argv(transport, "gitnetdiag/probe-ab", "a" * 40)
+    assert f"--force-with-lease=refs/heads/gitnetdiag/probe-ab:{'a' * 40}" in argv
+    assert argv[-1] == ":refs/heads/gitnetdiag/probe-ab"
+    with pytest.raises(ValueError):
+        delete_argv(transport, "gitnetdiag/probe-ab", "HEAD")
+    command = remove_command(transport, "gitnetdiag/probe-ab", "a" * 40)
+    assert "tok" not in command and command.startswith("git push --force-with-lease=")
+    push = push_argv(transport, "a" * 40, "gitnetdiag/probe-ab")
+    for flag in ("--no-follow-tags", "--no-recurse-submodules", "--no-verify",
+                 "push.followTags=false", "push.pushOption=", "core.hooksPath=/dev/null"):
+        assert flag in push
+
+
+def _slow_hook(git_daemon: str, tmp_path: Path) -> None:
+    hook = tmp_path / "srv" / "repo.git" / "hooks" / "pre-receive"
+    hook.write_text(f"#!/bin/sh\ncat >/dev/null\nsleep {HOOK_S}\n")
+    hook.chmod(0o755)
+
+
+def test_cleanup_waits_for_a_push_the_server_applies_after_the_client_gave_up(
+    git_daemon: str, tmp_path: Path, remote_refs: Callable[[str], dict[str, str]]
+) -> None:
+    """The push times out while the hook sleeps; the ref lands later and is deleted then."""
+    _slow_hook(git_daemon, tmp_path)
+    before = remote_refs(git_daemon)
+    repo = generate_repo(tmp_path / "repo", 256 * 1024, seed=7)
+    transport = Transport(protocol=Protocol.GIT, url=git_daemon)
+    branch = "gitnetdiag/probe-race1"
+    push = run_git(push_argv(transport, repo.head_oid, branch), env=transport.env(),
+                   cwd=repo.path, timeout_s=1.0)
+    assert push.timed_out and push_aftermath(push) is Aftermath.MAY_LAND, push.stderr
+    assert f"refs/heads/{branch}" not in remote_refs(git_daemon)  # not yet
+    started = time.monotonic()
+    result = remove_probe_ref(transport, branch, repo.head_oid, push_aftermath(push),
+                              runner=run_git, cwd=repo.path, wait_s=15.0)
+    assert result.status is RefCleanup.DELETED, result
+    # The create lands ~HOOK_S after the push started; the delete runs the hook again.
+    assert HOOK_S <= time.monotonic() - started + 1.0 < 3 * HOOK_S + 5
+    assert remote_refs(git_daemon) == before
+
+
+def test_cleanup_leaves_a_branch_at_another_object_alone(
+    git_daemon: str, tmp_path: Path, remote_refs: Callable[[str], dict[str, str]]
+) -> None:
+    """The lease: a branch that is not our push is reported leftover, never deleted."""
+    repo = generate_repo(tmp_path / "repo", 4096, seed=8)
+    transport = Transport(protocol=Protocol.GIT, url=git_daemon)
+    branch = "gitnetdiag/probe-other1"
+    pushed = run_git(push_argv(transport, repo.head_oid, branch), env=transport.env(),
+                     cwd=repo.path, timeout_s=30.0)
+    assert pushed.ok, pushed.stderr
+    for aftermath in (Aftermath.SETTLED, Aftermath.CREATED):
+        result = remove_probe_ref(transport, branch, "b" * 40, aftermath, runner=run_git,
+                                  cwd=repo.path, wait_s=0.0)
+        assert result.status is RefCleanup.LEFTOVER and "left alone" in result.detail, result
+    assert remote_refs(git_daemon)[f"refs/heads/{branch}"] == repo.head_oid
+    done = remove_probe_ref(transport, branch, repo.head_oid, Aftermath.CREATED, runner=run_git,
+                            cwd=repo.path, wait_s=0.0)
+    assert done.status is RefCleanup.DELETED and done.remove_command is None
+
+
+def test_cut_push_is_never_created_after_one_look(git_daemon: str, tmp_path: Path) -> None:
+    repo = generate_repo(tmp_path / "repo", 4096, seed=9)
+    transport = Transport(protocol=Protocol.GIT, url=git_daemon)
+    result = remove_probe_ref(transport, "gitnetdiag/probe-cut1", repo.head_oid, Aftermath.CUT,
+                              runner=run_git, cwd=repo.path, wait_s=30.0)
+    assert result.status is RefCleanup.NEVER_CREATED and result.waited_s < 5
+
+
+def test_refused_push_needs_no_network_to_clean_up(tmp_path: Path) -> None:
+    calls: list[list[str]] = []
+
+    def runner(argv: object, **_: object) -> GitRun:
+        calls.append(list(argv))  # type: ignore[call-overload]
+        raise AssertionError("no git run expected")
+
+    refused = _run("fatal: unable to access 'https://127.0.0.1:9/r.git/': Failed to connect to "
+                   "127.0.0.1 port 9 after 0 ms: Couldn't connect to server")
+    result = remove_probe_ref(Transport(protocol=Protocol.H1, url="https://127.0.0.1:9/r.git"),
+                              "gitnetdiag/probe-x", "a" * 40, push_aftermath(refused),
+                              runner=runner, cwd=tmp_path)
+    assert result.status is RefCleanup.NEVER_CREATED and calls == []
+
+
+def test_unanswered_push_absent_at_the_deadline_is_unconfirmed(tmp_path: Path) -> None:
+    clock = [0.0]
+
+    def runner(argv: object, **_: object) -> GitRun:
+        clock[0] += 0.1
+        return _run("", 0)
+
+    result = remove_probe_ref(
+        Transport(protocol=Protocol.GIT, url="git://h/r.git"), "gitnetdiag/probe-x", "a" * 40,
+        Aftermath.MAY_LAND, runner=runner, cwd=tmp_path, wait_s=5.0,
+        clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s),
+    )
+    assert result.status is RefCleanup.UNCONFIRMED
+    assert result.remove_command is not None and 5.0 <= result.waited_s < 6.0
+
+
+def test_push_safety_options_beat_the_users_command_line_config() -> None:
+    """Even ``git -c push.followTags=true`` (GIT_CONFIG_PARAMETERS) loses: later -c wins."""
+    args = Transport(protocol=Protocol.GIT, url="git://h/r.git").config_args()
+    for key, expected in (("push.followTags", "false"), ("core.hooksPath", "/dev/null"),
+                          ("push.recurseSubmodules", "no")):
+        out = subprocess.run(["git", "-c", f"{key}=true", *args, "config", key],
+                             capture_output=True, text=True, timeout=30)
+        assert out.stdout.strip() == expected, out.stderr
+
+
+def test_refused_https_probe_records_never_created_and_no_cleanup_error(tmp_path: Path) -> None:
+    """curl's "Couldn't connect to server" is refused: no delete, no false cleanup-failed."""
+    import socket
+
+    from gitnetdiag.probe.runner import ProbeOptions, run_probe
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    url = f"https://127.0.0.1:{port}/r.git"
+    outcome = run_probe(ProbeOptions(
+        urls={Protocol.H1: url}, protocols=(Protocol.H1,), size_bytes=4096, seed=1, repo=None,
+        repeat=2, ca_file=None, insecure=False, ssh_command=None, out_dir=tmp_path / "run",
+        full=False, burst=0, timeout_s=30.0, capture=False,
+    ))
+    (push,) = outcome.manifest.protocols[0].pushes  # refused is fatal: no second push
+    assert push.failure_kind == "refused" and push.cleanup == "never-created", push
+    assert [(e.stage, e.reference) for e in outcome.manifest.errors] == [("push", "refused")]
+    assert not (tmp_path / "run" / push.artifacts.get("cleanup_stderr", "-")).is_file()
