@@ -342,19 +342,21 @@ def h2_push_probe(
     client_settings: dict[SettingCodes, int] | None = None,
     timeout_s: float = 120.0,
     access: HttpAccess | None = None,
+    verify: bool | None = None,
 ) -> H2PushLedger:
     """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch.
 
     The server is reached as git would reach it (:func:`http_access`): credential,
     extra headers, CA and proxy from the user's git config and environment;
-    an explicit ``ca_file`` wins, as ``--ca-file`` does for git. ``access`` lets
-    a caller resolve that once for several pushes.
+    an explicit ``ca_file`` wins, as ``--ca-file`` does for git, and
+    ``verify=False`` skips certificate checks (``--insecure``). ``access`` lets a
+    caller resolve all that once for several pushes.
     """
     target = Target.from_url(url)
     ref = f"refs/heads/{probe_branch_name(probe_id)}"
     check_safe_ref(ref)
     if access is None:
-        access = http_access(url, ca_file=ca_file)
+        access = http_access(url, ca_file=ca_file, verify=verify)
     client = H2Client(
         target,
         access=access,
@@ -462,6 +464,7 @@ def h2_sweep(
     probe_id_factory: Callable[[], str],
     settings: Sequence[tuple[int, int]] = DEFAULT_SWEEP,
     timeout_s: float = 120.0,
+    verify: bool | None = None,
 ) -> tuple[SweepRow, ...]:
     """Repeat the push with different client SETTINGS; the rate follows the *server's* window.
 
@@ -470,7 +473,7 @@ def h2_sweep(
     show whether changing the client side helps (it should not).
     """
     rows: list[SweepRow] = []
-    access = http_access(url, ca_file=ca_file)
+    access = http_access(url, ca_file=ca_file, verify=verify)
     for window, frame in settings:
         ledger = h2_push_probe(
             url,

@@ -1,0 +1,130 @@
+"""Reaching an ssh:// remote as OpenSSH would: config, agent, known_hosts."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import paramiko
+import pytest
+
+from gitnetdiag.errors import NetworkError
+from gitnetdiag.probe.sshauth import (
+    SshTarget,
+    candidate_keys,
+    known_hosts_files,
+    verify_host_key,
+)
+
+
+def keygen(path: Path) -> Path:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "test", "-f", str(path)],
+                   check=True, timeout=30)
+    return path
+
+
+@pytest.fixture()
+def ssh_agent(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """A private ssh-agent for this test only (SSH_AUTH_SOCK set for the test's duration)."""
+    sock = tmp_path / "agent.sock"
+    proc = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL)
+    for _ in range(100):
+        if sock.exists():
+            break
+        subprocess.run(["sleep", "0.05"], check=True)
+    monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+    yield sock
+    proc.send_signal(signal.SIGTERM)
+    proc.wait(timeout=10)
+
+
+def config(tmp_path: Path, text: str) -> paramiko.SSHConfig:
+    path = tmp_path / "ssh_config"
+    path.write_text(text)
+    return paramiko.SSHConfig.from_path(str(path))
+
+
+def test_host_alias_resolves_hostname_port_user_identity_and_known_hosts(tmp_path: Path) -> None:
+    cfg = config(tmp_path, (
+        "Host lab\n  HostName 198.18.2.2\n  Port 2222\n  User gnd-git\n"
+        "  IdentityFile ~/keys/lab_ed25519\n  UserKnownHostsFile /tmp/kh1 /tmp/kh2\n"
+        "  IdentitiesOnly yes\n"
+        "Host *\n  User fallback\n"
+    ))
+    target = SshTarget.from_url("ssh://lab/srv/lab.git", cfg)
+    assert (target.host, target.port, target.user, target.path, target.alias) == (
+        "198.18.2.2", 2222, "gnd-git", "/srv/lab.git", "lab",
+    )
+    assert target.identity_files == (os.path.expanduser("~/keys/lab_ed25519"),)
+    assert target.known_hosts_files == ("/tmp/kh1", "/tmp/kh2")
+    assert target.identities_only
+    assert target.known_hosts_name == "[lab]:2222"
+    # What the URL says wins over the config, as with ssh.
+    explicit = SshTarget.from_url("ssh://me@lab:22/x.git", cfg)
+    assert (explicit.user, explicit.port) == ("me", 22)
+    other = SshTarget.from_url("ssh://elsewhere.invalid/x.git", cfg)
+    assert (other.host, other.user, other.port) == ("elsewhere.invalid", "fallback", 22)
+
+
+def test_known_hosts_explicit_file_wins(tmp_path: Path) -> None:
+    target = SshTarget.from_url("ssh://git@h.invalid/x", config(
+        tmp_path, "Host h.invalid\n  UserKnownHostsFile /cfg/kh\n"))
+    assert known_hosts_files(target, "/explicit/kh") == ["/explicit/kh"]
+    assert known_hosts_files(target, None) == ["/cfg/kh"]
+    plain = SshTarget.from_url("ssh://git@h.invalid/x")
+    assert known_hosts_files(plain, None)[0] == os.path.expanduser("~/.ssh/known_hosts")
+
+
+def test_host_key_unknown_and_changed_are_named(tmp_path: Path) -> None:
+    server = paramiko.Ed25519Key.from_private_key_file(str(keygen(tmp_path / "server")))
+    impostor = paramiko.Ed25519Key.from_private_key_file(str(keygen(tmp_path / "impostor")))
+    target = SshTarget.from_url("ssh://git@lab/x", config(
+        tmp_path, "Host lab\n  HostName 198.18.2.2\n  Port 2222\n"))
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[lab]:2222 {server.get_name()} {server.get_base64()}\n")
+    verify_host_key(target, server, [str(known)])
+    with pytest.raises(NetworkError) as changed:
+        verify_host_key(target, impostor, [str(known)])
+    assert changed.value.reference == "ssh-host-key-changed"
+    with pytest.raises(NetworkError) as unknown:
+        verify_host_key(target, server, [str(tmp_path / "empty")])
+    assert unknown.value.reference == "ssh-host-key-unknown"
+    assert "ssh-keyscan -p 2222 198.18.2.2" in unknown.value.one_line()
+
+
+def test_public_key_file_without_agent_is_a_clear_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+    key = keygen(tmp_path / "k")
+    pub = tmp_path / "only.pub"
+    pub.write_text((tmp_path / "k.pub").read_text())
+    target = SshTarget.from_url("ssh://git@h.invalid/x")
+    with pytest.raises(NetworkError) as info:
+        candidate_keys(target, str(pub))
+    assert info.value.reference == "ssh-key-not-in-agent"
+    assert "SSH_AUTH_SOCK is not set" in info.value.message
+    # A .pub next to its private key: the private key is used, as ssh -i does.
+    (keys,) = [candidate_keys(target, str(key) + ".pub")]
+    assert [k.asbytes() for k in keys] == [
+        paramiko.PKey.from_path(str(key)).asbytes()
+    ]
+
+
+def test_public_key_file_picks_the_matching_agent_key(tmp_path: Path, ssh_agent: Path) -> None:
+    wanted, other = keygen(tmp_path / "wanted"), keygen(tmp_path / "other")
+    for key in (other, wanted):
+        subprocess.run(["ssh-add", "-q", str(key)], check=True, timeout=30,
+                       env={**os.environ, "SSH_AUTH_SOCK": str(ssh_agent)})
+    pub = tmp_path / "copy.pub"  # no private key beside it: only the agent can help
+    pub.write_text((tmp_path / "wanted.pub").read_text())
+    target = SshTarget.from_url("ssh://git@h.invalid/x")
+    keys = candidate_keys(target, str(pub))
+    assert len(keys) == 1 and isinstance(keys[0], paramiko.AgentKey)
+    assert keys[0].asbytes() == paramiko.PKey.from_path(str(wanted)).asbytes()
+    # No --ssh-key: every agent key is offered, before any file.
+    assert len(candidate_keys(target, None)) >= 2
