@@ -171,8 +171,11 @@ class H2Client:
     def _pump(self, timeout_s: float) -> bool:
         """Read and process what has arrived within ``timeout_s``; False if nothing did."""
         if not self.sock.pending():
-            readable, _, _ = select.select([self.sock], [], [], timeout_s)
-            if not readable:
+            # poll, not select: select() refuses descriptors >= 1024 (FD_SETSIZE), which a
+            # long-running caller with many open files reaches.
+            poller = select.poll()
+            poller.register(self.sock, select.POLLIN)
+            if not poller.poll(timeout_s * 1000):
                 return False
         try:
             data = self.sock.recv(65_536)

@@ -105,6 +105,16 @@ def test_only_probe_refs_are_writable(ref: str) -> None:
 # ---------------------------------------------------------------- loopback server
 
 
+@pytest.fixture(autouse=True)
+def no_user_git_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe reads git config and proxy variables as git does; the loopback
+    tests must not depend on the machine's (a proxy there would swallow them)."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "GIT_SSL_NO_VERIFY"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="module")
 def probe_pack(tmp_path_factory: pytest.TempPathFactory) -> tuple[bytes, str]:
     repo = generate_repo(tmp_path_factory.mktemp("probe") / "repo", 400_000, seed=7)
@@ -305,3 +315,27 @@ def test_lab_edge_small_window_and_direct_large_window(shared_lab: LabFactory) -
     assert direct_stream["stall_count"] == 0
     assert direct["ref_deleted"] is True
     assert _ls_remote(state.client_ns, url_direct, state.ca_file) == before
+
+
+@pytest.mark.parametrize("seeded_server", [(65_535, 0.0)], indirect=True)
+def test_probe_works_with_descriptors_above_fd_setsize(
+    seeded_server: H2GitServer, probe_pack: tuple[bytes, str]
+) -> None:
+    """A caller holding over 1024 open files (a long test session, a busy watcher) must not
+    break the probe's waits: select() cannot watch such descriptors, poll() can."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip("the descriptor limit is below 1200")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    hog = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        pack, oid = probe_pack
+        ledger = h2_push_probe(seeded_server.url, ca_file=seeded_server.ca_file, pack=pack,
+                               new_oid=oid, probe_id="fd", timeout_s=30)
+    finally:
+        for fd in hog:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert ledger.report.ok_for("refs/heads/gitnetdiag/probe-fd") and ledger.ref_deleted
