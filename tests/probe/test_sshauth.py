@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,6 +20,7 @@ from gitnetdiag.probe.sshauth import (
     known_hosts_files,
     verify_host_key,
 )
+from tests.conftest import LabFactory
 
 
 def keygen(path: Path) -> Path:
@@ -128,3 +131,62 @@ def test_public_key_file_picks_the_matching_agent_key(tmp_path: Path, ssh_agent:
     assert keys[0].asbytes() == paramiko.PKey.from_path(str(wanted)).asbytes()
     # No --ssh-key: every agent key is offered, before any file.
     assert len(candidate_keys(target, None)) >= 2
+
+
+# ---------------------------------------------------------------- lab
+
+
+def _sshnative(state_ns: str, env: dict[str, str], *args: str) -> tuple[dict[str, object], str]:
+    proc = subprocess.run(
+        ["ip", "netns", "exec", state_ns, sys.executable, "-m", "gitnetdiag.probe.sshnative",
+         "--size-bytes", "300000", "--no-series", *args],
+        capture_output=True, text=True, timeout=300, env=env,
+        cwd=Path(__file__).resolve().parents[2],
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return json.loads(proc.stdout.splitlines()[-1]), proc.stderr
+
+
+@pytest.mark.lab
+def test_lab_alias_agent_key_and_clear_failures(
+    shared_lab: LabFactory, tmp_path: Path, ssh_agent: Path
+) -> None:
+    """As a user would: a Host alias in ~/.ssh/config, the key only in ssh-agent."""
+    state = shared_lab("h2-small-window")
+    home = tmp_path / "home"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "config").write_text(
+        f"Host labgit\n  HostName {state.server_ip}\n  User {state.ssh_user}\n"
+        f"  UserKnownHostsFile {state.ssh_known_hosts}\n"
+    )
+    env = {**os.environ, "HOME": str(home), "SSH_AUTH_SOCK": str(ssh_agent)}
+    url = f"ssh://labgit{state.repo_path}"
+    # Neither key nor known_hosts given: nothing to offer yet.
+    failed, stderr = _sshnative(state.client_ns, env, "--url", url)
+    assert failed["error"] == "ssh-auth-failed", failed
+    assert stderr.strip().count("\n") == 0 and stderr.startswith("ssh-auth-failed: ")
+
+    subprocess.run(["ssh-add", "-q", state.ssh_key], check=True, timeout=30, env=env)
+    ledger, _ = _sshnative(state.client_ns, env, "--url", url)
+    assert "error" not in ledger, ledger
+    assert ledger["ref_deleted"] is True and ledger["target"] == f"{state.server_ip}:22"
+
+    pub = tmp_path / "lab.pub"  # the public half alone: the agent holds the private one
+    pub.write_text(paramiko.PKey.from_path(state.ssh_key).get_name() + " "
+                   + paramiko.PKey.from_path(state.ssh_key).get_base64() + " lab\n")
+    ledger, _ = _sshnative(state.client_ns, env, "--url", url, "--key", str(pub))
+    assert "error" not in ledger and ledger["ref_deleted"] is True, ledger
+
+    (home / ".ssh" / "config").write_text(f"Host labgit\n  HostName {state.server_ip}\n"
+                                          f"  User {state.ssh_user}\n")
+    unknown, stderr = _sshnative(state.client_ns, env, "--url", url)
+    assert unknown["error"] == "ssh-host-key-unknown", unknown
+    assert "ssh-keyscan" in stderr
+
+    subprocess.run(["ssh-add", "-D", "-q"], check=True, timeout=30, env=env)
+    stranger = keygen(tmp_path / "stranger")
+    subprocess.run(["ssh-add", "-q", str(stranger)], check=True, timeout=30, env=env)
+    refused, stderr = _sshnative(state.client_ns, env, "--url", url,
+                                 "--known-hosts", state.ssh_known_hosts)
+    assert refused["error"] == "ssh-auth-failed", refused
+    assert f"{state.ssh_user}@labgit refused the SSH key" in stderr
