@@ -37,6 +37,8 @@ class H2GitServer:
     listener: socket.socket
     seen_authorization: list[str | None] = field(default_factory=list)
     """The Authorization header of every request, in order (None when absent)."""
+    errors: list[str] = field(default_factory=list)
+    """What went wrong while serving a connection (the server keeps accepting)."""
 
     def refs(self) -> dict[str, str]:
         out = subprocess.run(
@@ -156,11 +158,13 @@ def start_h2_git_server(directory: Path, *, window_bytes: int, update_delay_s: f
                 raw, _ = listener.accept()
             except OSError:
                 return
+            # Any failure ends this connection only: a dead accept loop would leave the
+            # client's next connection (the probe's delete) hanging in its TLS handshake.
             try:
                 with context.wrap_socket(raw, server_side=True) as tls:
                     _serve_connection(tls, server, window_bytes, update_delay_s, authorization)
-            except (OSError, ssl.SSLError):
-                continue
+            except Exception as exc:
+                server.errors.append(f"{type(exc).__name__}: {exc}")
 
     server.thread = threading.Thread(target=accept_loop, daemon=True)
     server.thread.start()
