@@ -265,6 +265,8 @@ class HttpAccess:
     warnings: list[str] = field(default_factory=list)
     """What the probe could not do as git does (recorded in the ledger)."""
     credential: Credential | None = field(default=None, repr=False)
+    post_authorized: bool = False
+    """An empty receive-pack POST was accepted as is: pushes need nothing more."""
 
     @property
     def display_url(self) -> str:

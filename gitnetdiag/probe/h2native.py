@@ -50,6 +50,7 @@ from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, auth_failed, http_access
 from gitnetdiag.probe.h2client import H2Client, Recorder, Response, Target
 from gitnetdiag.probe.receivepack import (
+    FLUSH_PKT,
     ZERO_OID,
     RefAdvertisement,
     ReportStatus,
@@ -267,13 +268,35 @@ def _advertise(client: H2Client) -> RefAdvertisement:
     return parse_advertisement(lines)
 
 
-def _receive_pack(client: H2Client, body: bytes) -> tuple[ReportStatus, int]:
-    response = client.request(
+def _post_receive_pack(client: H2Client, body: bytes) -> Response:
+    return client.request(
         "POST",
         f"{client.target.path}/git-receive-pack",
         headers=[("content-type", RECEIVE_PACK_REQUEST), ("accept", RECEIVE_PACK_RESULT)],
         body=body,
     )
+
+
+def _authorize_push(client: H2Client) -> None:
+    """Make sure the POST will be accepted before the pack is sent.
+
+    git-http-backend's documented setup guards only the POST: the advertisement
+    came without credentials and the push would get a 401. Like git's
+    probe_rpc, ask with an empty request (a flush) first and fetch the
+    credential after its 401, so the pack goes out once, authorized.
+    """
+    access = client.access
+    if access.post_authorized or access.auth_source != "none":
+        return
+    response = _post_receive_pack(client, FLUSH_PKT)
+    if response.status == 401 and access.credential_after_401() is None:
+        raise auth_failed(access, response.status, "POST git-receive-pack")
+    access.post_authorized = response.status == 200
+
+
+def _receive_pack(client: H2Client, body: bytes) -> tuple[ReportStatus, int]:
+    _authorize_push(client)
+    response = _post_receive_pack(client, body)
     if response.status in (401, 403):
         raise auth_failed(client.access, response.status, "POST git-receive-pack")
     if response.status != 200:

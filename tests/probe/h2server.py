@@ -67,7 +67,7 @@ def _has_window_update(out: bytes) -> bool:
 
 
 def _serve_connection(sock: ssl.SSLSocket, server: H2GitServer, window_bytes: int,
-                      update_delay_s: float, authorization: str | None) -> None:
+                      update_delay_s: float, authorization: str | None, push_only: bool) -> None:
     conn = H2Connection(config=H2Configuration(client_side=False, header_encoding="utf-8"))
     conn.local_settings = Settings(
         client=False, initial_values={SettingCodes.INITIAL_WINDOW_SIZE: window_bytes}
@@ -95,7 +95,8 @@ def _serve_connection(sock: ssl.SSLSocket, server: H2GitServer, window_bytes: in
                 assert isinstance(headers, dict)
                 given = headers.get("authorization")
                 server.seen_authorization.append(given)
-                if authorization is not None and given != authorization:
+                guarded = not push_only or str(headers[":path"]).endswith("/git-receive-pack")
+                if authorization is not None and guarded and given != authorization:
                     conn.send_headers(event.stream_id, [
                         (":status", "401"), ("www-authenticate", 'Basic realm="git"'),
                     ], end_stream=True)
@@ -137,8 +138,10 @@ def _answer(conn: H2Connection, stream_id: int, request: dict[str, object], repo
 
 
 def start_h2_git_server(directory: Path, *, window_bytes: int, update_delay_s: float,
-                        authorization: str | None = None) -> H2GitServer:
-    """Serve a new bare repository in ``directory``; demand ``authorization`` if given."""
+                        authorization: str | None = None, push_only: bool = False
+                        ) -> H2GitServer:
+    """Serve a new bare repository in ``directory``; demand ``authorization`` if given
+    (for the receive-pack POST only with ``push_only``, as git-http-backend's docs do)."""
     cert, key = make_tls_files(directory)
     repo = directory / "served.git"
     subprocess.run(["git", "init", "--bare", "-q", str(repo)], check=True, timeout=30)
@@ -162,7 +165,8 @@ def start_h2_git_server(directory: Path, *, window_bytes: int, update_delay_s: f
             # client's next connection (the probe's delete) hanging in its TLS handshake.
             try:
                 with context.wrap_socket(raw, server_side=True) as tls:
-                    _serve_connection(tls, server, window_bytes, update_delay_s, authorization)
+                    _serve_connection(tls, server, window_bytes, update_delay_s, authorization,
+                                      push_only)
             except Exception as exc:
                 server.errors.append(f"{type(exc).__name__}: {exc}")
 

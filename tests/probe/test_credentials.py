@@ -291,3 +291,26 @@ def _start_connect_proxy() -> tuple[int, list[str]]:
 
     threading.Thread(target=serve, daemon=True).start()
     return int(listener.getsockname()[1]), requests
+
+
+def test_push_only_auth_asks_before_sending_the_pack(
+    tmp_path: Path, small_pack: tuple[bytes, str]
+) -> None:
+    """git-http-backend's documented setup guards only the POST: the advertisement comes
+    without credentials, an empty POST draws the 401, and the pack is sent once, authorized."""
+    directory = tmp_path / "srv"
+    directory.mkdir()
+    server = start_h2_git_server(directory, window_bytes=65_535, update_delay_s=0.0,
+                                 authorization=BASIC, push_only=True)
+    try:
+        port = server.url.split(":")[2].split("/")[0]
+        env = git_env(tmp_path, store_helper(tmp_path, f"https://probe:{TOKEN}@127.0.0.1:{port}"))
+        access = http_access(server.url, ca_file=server.ca_file, env=env)
+        pack, oid = small_pack
+        ledger = h2_push_probe(server.url, pack=pack, new_oid=oid, probe_id="p1",
+                               access=access, timeout_s=30)
+    finally:
+        server.stop()
+    assert ledger.auth == "credential-helper" and ledger.ref_deleted
+    # GET, empty POST (401), the push, then the delete's GET and POST.
+    assert server.seen_authorization == [None, None, BASIC, BASIC, BASIC]
