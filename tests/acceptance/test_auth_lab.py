@@ -78,9 +78,9 @@ def files_holding(directory: Path, secrets: list[bytes]) -> list[str]:
 
 
 def test_auth_lab_small_edge_window_ranks_first_and_no_token_leaks(
-    lab_factory: LabFactory, tmp_path: Path, agent_socket: Path
+    shared_lab: LabFactory, tmp_path: Path, agent_socket: Path
 ) -> None:
-    state = lab_factory("h2-small-window", "auth")
+    state = shared_lab("h2-small-window", "auth")
     token = lab_token(state)
     secrets = [token.encode(), base64.b64encode(f"probe:{token}".encode())]
     env = user_environment(state, tmp_path, agent_socket)
@@ -119,3 +119,50 @@ def test_auth_lab_small_edge_window_ranks_first_and_no_token_leaks(
 
     assert token not in proc.stdout and token not in proc.stderr
     assert files_holding(out, secrets) == []
+
+
+def _h2native(state: LabState, url: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        ["ip", "netns", "exec", state.client_ns, sys.executable, "-m",
+         "gitnetdiag.probe.h2native", "--url", url, "--ca-file", state.ca_file,
+         "--size-bytes", "200000", "--no-series"],
+        capture_output=True, text=True, timeout=300, env=env, cwd=REPO_ROOT,
+    )
+
+
+def test_auth_lab_both_ways_in_demand_the_credential(
+    shared_lab: LabFactory, tmp_path: Path
+) -> None:
+    """Edge and direct both answer 401 without a credential, one line naming the fix;
+    a wrong token is refused without being printed; the right one pushes."""
+    state = shared_lab("h2-small-window", "auth")
+    token = lab_token(state)
+    base = {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG")}
+    nothing = {**base, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}
+    for url in (state.endpoints.https_edge, state.endpoints.https_direct):
+        proc = _h2native(state, url, nothing)
+        assert proc.returncode != 0
+        assert proc.stderr.strip().splitlines() == [
+            f"auth-failed: {url} wants authentication (GET info/refs answered HTTP 401) and "
+            f"git has no credential for it (hint: check the credential helper / token for "
+            f"{url} (git credential fill), or http.extraHeader)"
+        ]
+
+    wrong = tmp_path / "wrong-credentials"
+    wrong.write_text(Path(state.http_credential_store).read_text().replace(token, "not-it-42"))
+    config = tmp_path / "wrong.gitconfig"
+    config.write_text(f"[credential]\n\thelper = store --file={wrong}\n")
+    proc = _h2native(state, state.endpoints.https_edge,
+                     {**nothing, "GIT_CONFIG_GLOBAL": str(config)})
+    assert proc.returncode != 0
+    assert "refused the credential from credential-helper" in proc.stderr
+    assert "not-it-42" not in proc.stdout + proc.stderr
+
+    config.write_text(f"[credential]\n\thelper = store --file={state.http_credential_store}\n")
+    proc = _h2native(state, state.endpoints.https_direct,
+                     {**nothing, "GIT_CONFIG_GLOBAL": str(config)})
+    ledger = json.loads(proc.stdout.splitlines()[-1])
+    assert ledger.get("auth") == "credential-helper", ledger
+    assert ledger["server_initial_window_bytes"] == state.apache_h2_window
+    assert ledger["ref_deleted"] is True
+    assert token not in proc.stdout + proc.stderr
