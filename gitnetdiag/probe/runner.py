@@ -590,6 +590,8 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
                                             verify=False if options.insecure else None)
                 detail = (f"server window {ledger.server_initial_window_bytes}, "
                           f"{ledger.stream.stall_count} stalls")
+                for warning in ledger.warnings:
+                    state.warn(warning)
             else:
                 ledger = ssh_push_probe(url, key_file=options.ssh_key,
                                         known_hosts=options.ssh_known_hosts, pack=pack,
