@@ -34,6 +34,7 @@ from h2.settings import SettingCodes, Settings
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, Proxy
+from gitnetdiag.report.redact import redact_url
 
 USER_AGENT = "git/2.39-gitnetdiag-h2native"
 PROXY_REPLY_LIMIT_BYTES = 16_384
@@ -52,7 +53,8 @@ class Target:
     def from_url(cls, url: str) -> Target:
         parts = urlsplit(url)
         if parts.scheme != "https" or not parts.hostname:
-            raise UsageError(f"not an https:// URL: {url}", hint="give the repository's https URL")
+            raise UsageError(f"not an https:// URL: {redact_url(url)}",
+                             hint="give the repository's https URL")
         return cls(host=parts.hostname, port=parts.port or 443, path=parts.path.rstrip("/"))
 
     @property

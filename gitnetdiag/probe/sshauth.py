@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 import paramiko
 
 from gitnetdiag.errors import NetworkError, UsageError
+from gitnetdiag.report.redact import redact_url
 
 DEFAULT_IDENTITIES = ("id_ed25519", "id_ecdsa", "id_rsa")
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"
@@ -56,9 +57,9 @@ class SshTarget:
             parts = urlsplit(url)
             url_port = parts.port
         except ValueError as exc:
-            raise UsageError(f"cannot read the ssh URL {url}") from exc
+            raise UsageError(f"cannot read the ssh URL {redact_url(url)}") from exc
         if parts.scheme not in ("ssh", "git+ssh", "ssh+git") or not parts.hostname:
-            raise UsageError(f"not an ssh://[user@]host/path URL: {url}",
+            raise UsageError(f"not an ssh://[user@]host/path URL: {redact_url(url)}",
                              hint="write it like ssh://git@host/path/repo.git")
         alias = parts.hostname
         entry = config.lookup(alias) if config is not None else {"hostname": alias}

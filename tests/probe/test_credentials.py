@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.errors import NetworkError
+from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.probe.credentials import (
     credential_fill,
     extra_headers,
@@ -314,3 +314,10 @@ def test_push_only_auth_asks_before_sending_the_pack(
     assert ledger.auth == "credential-helper" and ledger.ref_deleted
     # GET, empty POST (401), the push, then the delete's GET and POST.
     assert server.seen_authorization == [None, None, BASIC, BASIC, BASIC]
+
+
+def test_a_wrong_scheme_error_does_not_echo_the_secret() -> None:
+    with pytest.raises(UsageError) as info:
+        h2_push_probe(f"http://probe:{TOKEN}@127.0.0.1:1/x.git", ca_file=None, pack=b"",
+                      new_oid="a" * 40, probe_id="s")
+    assert TOKEN not in info.value.one_line()
