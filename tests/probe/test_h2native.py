@@ -162,8 +162,8 @@ def test_small_window_server_stalls_and_branch_is_deleted(
     assert max(ledger.stream.stalled_s, ledger.connection.stalled_s) >= 5 * 0.018
     assert ledger.bound.which in {"stream", "connection", "both"}
     assert any(update.stream_id == 0 for update in ledger.window_updates)
-    assert ledger.ref_deleted
-    assert seeded_server.refs() == before
+    assert ledger.ref_deleted, seeded_server.errors
+    assert seeded_server.refs() == before, seeded_server.errors
     json.dumps(ledger.to_dict())
 
 
@@ -185,8 +185,8 @@ def test_large_window_server_never_stalls(
     assert ledger.stream.stall_count == 0
     assert ledger.connection.stall_count == 0
     assert ledger.bound.which == "none"
-    assert ledger.ref_deleted
-    assert seeded_server.refs() == before
+    assert ledger.ref_deleted, seeded_server.errors
+    assert seeded_server.refs() == before, seeded_server.errors
 
 
 @pytest.mark.parametrize("seeded_server", [(65_535, 0.005)], indirect=True)
@@ -208,7 +208,7 @@ def test_sweep_rows_follow_server_window(
     assert all(row.server_initial_window_bytes == 65_535 and row.push_ok for row in rows)
     assert all(row.stall_count > 0 for row in rows)
     assert "server window" in render_sweep(rows)
-    assert seeded_server.refs() == before
+    assert seeded_server.refs() == before, seeded_server.errors
 
 
 @pytest.mark.parametrize("seeded_server", [(65_535, 0.0)], indirect=True)
@@ -238,7 +238,7 @@ def test_existing_probe_branch_is_refused_and_kept(
             new_oid=oid,
             probe_id="dup",
         )
-    assert seeded_server.refs() == before
+    assert seeded_server.refs() == before, seeded_server.errors
 
 
 def test_connection_refused_is_a_network_error(tmp_path: Path) -> None:
