@@ -169,7 +169,8 @@ def _public_blob(path: str) -> bytes | None:
 def _private_key(path: str) -> paramiko.PKey:
     try:
         return paramiko.PKey.from_path(path)
-    except paramiko.PasswordRequiredException as exc:
+    except (paramiko.PasswordRequiredException, TypeError) as exc:
+        # paramiko raises TypeError (from cryptography) for a protected OpenSSH-format key.
         raise NetworkError(
             f"the SSH key {path} is protected by a passphrase",
             hint=f"load it into ssh-agent (ssh-add {path}); the probe never prompts",
@@ -187,7 +188,9 @@ def candidate_keys(target: SshTarget, key_file: str | None) -> list[paramiko.PKe
     if key_file:
         blob = _public_blob(key_file)
         if blob is None:
-            return [_private_key(key_file)]
+            # A passphrase-protected key is usable when the agent holds it (ssh does that).
+            unlocked = [key for key in agent if key.asbytes() == _public_blob(key_file + ".pub")]
+            return unlocked or [_private_key(key_file)]
         matching = [key for key in agent if key.asbytes() == blob]
         if matching:
             return matching
@@ -215,8 +218,8 @@ def candidate_keys(target: SshTarget, key_file: str | None) -> list[paramiko.PKe
         if os.path.isfile(path) and _public_blob(path + ".pub") not in offered:
             try:
                 keys.append(_private_key(path))
-            except NetworkError:
-                continue  # a locked key that is not in the agent: ssh would prompt; skip it
+            except (NetworkError, UsageError):
+                continue  # locked (ssh would prompt) or unreadable: ssh skips it too
     return keys
 
 

@@ -190,3 +190,22 @@ def test_lab_alias_agent_key_and_clear_failures(
                                  "--known-hosts", state.ssh_known_hosts)
     assert refused["error"] == "ssh-auth-failed", refused
     assert f"{state.ssh_user}@labgit refused the SSH key" in stderr
+
+
+def test_locked_private_key_is_taken_from_the_agent(tmp_path: Path, ssh_agent: Path) -> None:
+    locked = tmp_path / "locked"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "pass phrase", "-f", str(locked)],
+                   check=True, timeout=30)
+    target = SshTarget.from_url("ssh://git@h.invalid/x")
+    with pytest.raises(NetworkError) as info:
+        candidate_keys(target, str(locked))
+    assert info.value.reference == "ssh-key-locked" and "ssh-add" in info.value.hint
+    askpass = tmp_path / "askpass.sh"  # ssh-add without a terminal: the test's own askpass
+    askpass.write_text("#!/bin/sh\necho 'pass phrase'\n")
+    askpass.chmod(0o755)
+    subprocess.run(["ssh-add", "-q", str(locked)], check=True, timeout=30,
+                   stdin=subprocess.DEVNULL,
+                   env={**os.environ, "SSH_AUTH_SOCK": str(ssh_agent), "DISPLAY": ":0",
+                        "SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force"})
+    (key,) = candidate_keys(target, str(locked))
+    assert isinstance(key, paramiko.AgentKey)
