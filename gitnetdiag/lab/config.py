@@ -16,7 +16,10 @@ APACHE_MODULES = (
     "mpm_event", "authz_core", "mime", "alias", "env",
     "setenvif", "cgid", "ssl", "socache_shmcb", "http2", "headers",
 )
+AUTH_MODULES = ("auth_basic", "authn_core", "authn_file", "authz_user")
+"""Loaded under the ``auth`` fault (LAB-NOTES: Basic auth in front of git-http-backend)."""
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
+HTTP_AUTH_USER = "probe"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +90,16 @@ class LabPaths:
         return self.root / "bin"
 
     @property
+    def htpasswd(self) -> Path:
+        """Apache's user file under the ``auth`` fault (bcrypt hashes)."""
+        return self.root / "auth" / "htpasswd"
+
+    @property
+    def credential_store(self) -> Path:
+        """The lab credential in git's ``credential-store`` format (0600)."""
+        return self.root / "auth" / "git-credentials"
+
+    @property
     def run(self) -> Path:
         """Pid files, sockets, logs."""
         return self.root / "run"
@@ -94,8 +107,9 @@ class LabPaths:
 
 def apache_conf(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> str:
     """Apache 2.4: TLS with h2 on the direct port, plain HTTP/1.1 for the edge on loopback."""
+    modules = APACHE_MODULES + (AUTH_MODULES if spec.http_auth else ())
     loads = "\n".join(
-        f"LoadModule {m}_module /usr/lib/apache2/modules/mod_{m}.so" for m in APACHE_MODULES
+        f"LoadModule {m}_module /usr/lib/apache2/modules/mod_{m}.so" for m in modules
     )
     run = paths.run
     cgi = paths.bin / "git-http-backend.cgi"
@@ -126,7 +140,7 @@ ScriptAlias /git/ {cgi}/
     Options +ExecCGI
     Require all granted
 </Directory>
-
+{_basic_auth(paths) if spec.http_auth else ""}
 Listen {server_ip}:{PORT_HTTPS_DIRECT}
 Listen 127.0.0.1:{PORT_HTTP_BACKEND}
 
@@ -140,6 +154,19 @@ Listen 127.0.0.1:{PORT_HTTP_BACKEND}
     SSLCertificateFile {paths.server_cert}
     SSLCertificateKeyFile {paths.server_key}
 </VirtualHost>
+"""
+
+
+def _basic_auth(paths: LabPaths) -> str:
+    # Location is merged after Directory, so it overrides "Require all granted" for
+    # every virtual host: the direct TLS port and the plain port behind the edge.
+    return f"""<Location /git/>
+    AuthType Basic
+    AuthName "gitnetdiag lab"
+    AuthBasicProvider file
+    AuthUserFile {paths.htpasswd}
+    Require valid-user
+</Location>
 """
 
 

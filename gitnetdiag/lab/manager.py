@@ -32,6 +32,7 @@ from pathlib import Path
 from gitnetdiag.errors import GitnetdiagError, LabError
 from gitnetdiag.lab import config
 from gitnetdiag.lab.config import LabPaths
+from gitnetdiag.lab.httpauth import make_http_auth
 from gitnetdiag.lab.spec import LabSpec
 from gitnetdiag.lab.state import (
     CLIENT_IP,
@@ -59,6 +60,7 @@ REQUIRED_PROGRAMS = {
     "ip": "iproute2", "tc": "iproute2", "iptables-legacy": "iptables", "ethtool": "ethtool",
     "apache2": "apache2", "haproxy": "haproxy", "sshd": "openssh-server",
     "ssh-keygen": "openssh-client", "openssl": "openssl", "git": "git", "ss": "iproute2",
+    "htpasswd": "apache2-utils",
 }
 Progress = Callable[[str], None]
 
@@ -408,6 +410,8 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         paths.home.mkdir(exist_ok=True)
         _make_repo(paths, spec, account)
         files = _write_configs(paths, spec)
+        if spec.http_auth:
+            make_http_auth(paths, account)
         progress("starting Apache, HAProxy, sshd, git daemon")
         pids = _start_servers(ns, paths, spec, files)
         _wait_listening(ns, paths, pids)
@@ -427,6 +431,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             apache_h2_window=spec.apache_h2_window, hook_delay_s=spec.hook_delay_s,
             auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
             state_dir=str(root),
+            http_credential_store=str(paths.credential_store) if spec.http_auth else "",
         )
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")
@@ -458,6 +463,10 @@ def lab_git_env(state: LabState) -> dict[str, str]:
     env = {k: os.environ[k] for k in keep if k in os.environ}
     env.update(GIT_SSL_CAINFO=state.ca_file, GIT_SSH_COMMAND=state.ssh_command(),
                GIT_TERMINAL_PROMPT="0")
+    if state.http_credential_store:
+        # The lab's own credential, the way a user's helper would give it to git.
+        env.update(GIT_CONFIG_COUNT="1", GIT_CONFIG_KEY_0="credential.helper",
+                   GIT_CONFIG_VALUE_0=f"store --file={state.http_credential_store}")
     return env
 
 

@@ -28,6 +28,7 @@ FAULTS: dict[str, str] = {
     "firewall-reset": "the router answers the SSH port with TCP resets",
     "slow-hook": "a pre-receive hook sleeps before accepting a push",
     "slow-auth": "the ref advertisement is delayed by seconds",
+    "auth": "smart HTTP (edge and direct) demands HTTP Basic auth, as real hosts do",
 }
 
 
@@ -41,7 +42,10 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "slow-hook": "server-processing",
     "slow-auth": "slow-ref-advertisement",
 }
-"""The culprit id (docs/culprits.md) each fault must produce as the top finding."""
+"""The culprit id (docs/culprits.md) each fault must produce as the top finding.
+
+``auth`` is left out: it is a way in that real hosts have, not a culprit; it is
+combined with a fault (``h2-small-window`` + ``auth``)."""
 
 FAULT_FIX_NAMES: dict[str, str] = {
     "h2-small-window": "tune.h2.initial-window-size",
@@ -118,6 +122,8 @@ class LabSpec:
     """Seconds the ref advertisement is delayed."""
     reset_port: int | None
     """Server port the router answers with TCP resets."""
+    http_auth: bool = False
+    """Smart HTTP demands Basic auth (a generated user and token)."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -169,4 +175,5 @@ def build_spec(
         hook_delay_s=hook_delay_s if has("slow-hook") else 0.0,
         auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
+        http_auth=has("auth"),
     )

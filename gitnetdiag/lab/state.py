@@ -98,6 +98,9 @@ class LabState:
     pids: dict[str, int] = field(default_factory=dict)
     """Process ids of the lab's programs by role."""
     state_dir: str = ""
+    http_credential_store: str = ""
+    """Under the ``auth`` fault: git ``credential-store`` file (0600) holding the lab's
+    user and token for the HTTPS URLs; empty when smart HTTP is open."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

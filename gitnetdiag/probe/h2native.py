@@ -24,31 +24,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import select
-import socket
-import ssl
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from h2.config import H2Configuration
-from h2.connection import H2Connection
-from h2.events import (
-    ConnectionTerminated,
-    DataReceived,
-    RemoteSettingsChanged,
-    ResponseReceived,
-    StreamEnded,
-    StreamReset,
-    WindowUpdated,
-)
-from h2.exceptions import H2Error
-from h2.settings import SettingCodes, Settings
+from h2.settings import SettingCodes
 
 from gitnetdiag.analysis.flowcontrol import (
     HTTP2_DEFAULT_WINDOW_BYTES,
@@ -64,7 +47,10 @@ from gitnetdiag.analysis.flowcontrol import (
     credit_ledger,
 )
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.probe.credentials import HttpAccess, auth_failed, http_access
+from gitnetdiag.probe.h2client import H2Client, Recorder, Response, Target
 from gitnetdiag.probe.receivepack import (
+    FLUSH_PKT,
     ZERO_OID,
     RefAdvertisement,
     ReportStatus,
@@ -83,267 +69,6 @@ __all__ = [
 
 RECEIVE_PACK_REQUEST = "application/x-git-receive-pack-request"
 RECEIVE_PACK_RESULT = "application/x-git-receive-pack-result"
-USER_AGENT = "git/2.39-gitnetdiag-h2native"
-
-
-# --------------------------------------------------------------------------
-# HTTP/2 client with a flow-control recorder (I/O)
-# --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class Target:
-    """Where the smart-HTTP repository is."""
-
-    host: str
-    port: int
-    path: str
-    """Repository path on the server, e.g. ``/git/lab.git`` (no trailing slash)."""
-
-    @classmethod
-    def from_url(cls, url: str) -> Target:
-        parts = urlsplit(url)
-        if parts.scheme != "https" or not parts.hostname:
-            raise UsageError(f"not an https:// URL: {url}", hint="give the repository's https URL")
-        return cls(host=parts.hostname, port=parts.port or 443, path=parts.path.rstrip("/"))
-
-    @property
-    def authority(self) -> str:
-        return f"{self.host}:{self.port}"
-
-
-@dataclass(frozen=True, kw_only=True)
-class Response:
-    """A complete HTTP/2 response."""
-
-    stream_id: int
-    status: int
-    body: bytes
-
-
-@dataclass
-class _Recorder:
-    """Timestamped (monotonic ns since the connection started) flow-control facts."""
-
-    t0_ns: int
-    server_settings: list[tuple[int, dict[str, int]]] = field(default_factory=list)
-    window_updates: list[tuple[int, int, int]] = field(default_factory=list)
-    """(t_ns, stream id, increment)."""
-    data_sent: list[tuple[int, int, int]] = field(default_factory=list)
-    """(t_ns, stream id, flow-controlled bytes)."""
-    stream_opened: dict[int, int] = field(default_factory=dict)
-    """stream id -> t_ns."""
-
-    def now_ns(self) -> int:
-        return time.monotonic_ns() - self.t0_ns
-
-
-def _setting_name(code: int) -> str:
-    try:
-        return SettingCodes(code).name
-    except ValueError:
-        return f"0x{code:x}"
-
-
-def _text(value: str | bytes) -> str:
-    return value.decode("latin-1") if isinstance(value, bytes) else value
-
-
-class H2Client:
-    """A blocking HTTP/2 client over TLS that records every flow-control event."""
-
-    def __init__(
-        self,
-        target: Target,
-        *,
-        ca_file: str,
-        keylog_file: str | None = None,
-        client_settings: dict[SettingCodes, int] | None = None,
-        timeout_s: float = 60.0,
-    ) -> None:
-        self.target = target
-        self.timeout_s = timeout_s
-        self.recorder = _Recorder(t0_ns=time.monotonic_ns())
-        context = ssl.create_default_context(cafile=ca_file)
-        context.set_alpn_protocols(["h2"])
-        if keylog_file:
-            context.keylog_filename = keylog_file
-        try:
-            raw = socket.create_connection((target.host, target.port), timeout=timeout_s)
-        except OSError as exc:
-            raise NetworkError(
-                f"cannot connect to {target.authority}: {exc.strerror or exc}",
-                hint="check the host and port, and that the server is up",
-                reference="connect-failed",
-            ) from exc
-        # Like curl: small HEADERS then DATA must not wait for a delayed ACK (Nagle).
-        raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        try:
-            self.sock = context.wrap_socket(raw, server_hostname=target.host)
-        except (ssl.SSLError, OSError) as exc:
-            raw.close()
-            raise NetworkError(
-                f"TLS handshake with {target.authority} failed: {exc}",
-                hint="check --ca-file and that the certificate names this host",
-                reference="tls-failed",
-            ) from exc
-        self.alpn = self.sock.selected_alpn_protocol() or "none"
-        if self.alpn != "h2":
-            self.sock.close()
-            raise NetworkError(
-                f"{target.authority} did not negotiate HTTP/2 (ALPN: {self.alpn})",
-                hint="the server or edge must offer ALPN h2 for this probe",
-                reference="no-h2",
-            )
-        self.conn = H2Connection(config=H2Configuration(client_side=True, header_encoding="utf-8"))
-        if client_settings:
-            self.conn.local_settings = Settings(client=True, initial_values=client_settings)
-        self.client_settings = {
-            _setting_name(code): int(value) for code, value in self.conn.local_settings.items()
-        }
-        self.conn.initiate_connection()
-        self._flush()
-        self.server_initial_window_bytes = HTTP2_DEFAULT_WINDOW_BYTES
-        self._responses: dict[int, dict[str, Any]] = {}
-
-    def close(self) -> None:
-        try:
-            self.conn.close_connection()
-            self._flush()
-        except (OSError, H2Error):
-            pass
-        self.sock.close()
-
-    def _flush(self) -> None:
-        data = self.conn.data_to_send()
-        if data:
-            try:
-                self.sock.sendall(data)
-            except OSError as exc:
-                raise NetworkError(
-                    f"sending to {self.target.authority} failed: {exc}", reference="send-failed"
-                ) from exc
-
-    def _pump(self, timeout_s: float) -> bool:
-        """Read and process what has arrived within ``timeout_s``; False if nothing did."""
-        if not self.sock.pending():
-            readable, _, _ = select.select([self.sock], [], [], timeout_s)
-            if not readable:
-                return False
-        try:
-            data = self.sock.recv(65_536)
-        except ssl.SSLWantReadError:
-            return False
-        except OSError as exc:
-            raise NetworkError(
-                f"reading from {self.target.authority} failed: {exc}", reference="recv-failed"
-            ) from exc
-        if not data:
-            raise NetworkError(
-                f"{self.target.authority} closed the connection", reference="connection-closed"
-            )
-        t_ns = self.recorder.now_ns()
-        try:
-            events = self.conn.receive_data(data)
-        except H2Error as exc:
-            raise NetworkError(f"HTTP/2 protocol error: {exc}", reference="h2-protocol") from exc
-        for event in events:
-            self._handle(event, t_ns)
-        self._flush()
-        return True
-
-    def _handle(self, event: object, t_ns: int) -> None:
-        if isinstance(event, RemoteSettingsChanged):
-            changed = {
-                _setting_name(code): int(item.new_value)
-                for code, item in event.changed_settings.items()
-            }
-            self.recorder.server_settings.append((t_ns, changed))
-            if "INITIAL_WINDOW_SIZE" in changed:
-                self.server_initial_window_bytes = changed["INITIAL_WINDOW_SIZE"]
-        elif isinstance(event, WindowUpdated):
-            self.recorder.window_updates.append((t_ns, event.stream_id, int(event.delta)))
-        elif isinstance(event, ResponseReceived):
-            status = next(
-                (_text(value) for name, value in event.headers if _text(name) == ":status"), "0"
-            )
-            self._responses.setdefault(event.stream_id, {"body": bytearray()})["status"] = int(
-                status
-            )
-        elif isinstance(event, DataReceived):
-            entry = self._responses.setdefault(event.stream_id, {"body": bytearray()})
-            entry["body"] += event.data
-            self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-        elif isinstance(event, StreamEnded):
-            self._responses.setdefault(event.stream_id, {"body": bytearray()})["ended"] = True
-        elif isinstance(event, StreamReset):
-            raise NetworkError(
-                f"the server reset stream {event.stream_id} (error {event.error_code})",
-                reference="h2-stream-reset",
-            )
-        elif isinstance(event, ConnectionTerminated):
-            raise NetworkError(
-                f"the server closed the HTTP/2 connection (GOAWAY, error {event.error_code})",
-                reference="h2-goaway",
-            )
-
-    def request(
-        self,
-        method: str,
-        path: str,
-        headers: Sequence[tuple[str, str]] = (),
-        body: bytes = b"",
-    ) -> Response:
-        """Send one request (body honouring flow control exactly) and read the whole answer."""
-        deadline = time.monotonic() + self.timeout_s
-        stream_id = self.conn.get_next_available_stream_id()
-        all_headers = [
-            (":method", method),
-            (":scheme", "https"),
-            (":authority", self.target.authority),
-            (":path", path),
-            ("user-agent", USER_AGENT),
-            *headers,
-        ]
-        if body:
-            all_headers.append(("content-length", str(len(body))))
-        self.conn.send_headers(stream_id, all_headers, end_stream=not body)
-        self.recorder.stream_opened[stream_id] = self.recorder.now_ns()
-        self._flush()
-        offset = 0
-        view = memoryview(body)
-        while offset < len(body):
-            # Take in whatever arrived (WINDOW_UPDATEs) without waiting.
-            while self._pump(0.0):
-                pass
-            credit = self.conn.local_flow_control_window(stream_id)
-            size = min(credit, self.conn.max_outbound_frame_size, len(body) - offset)
-            if size <= 0:
-                self._wait(deadline, "flow-control credit (WINDOW_UPDATE)")
-                continue
-            self.conn.send_data(stream_id, bytes(view[offset : offset + size]))
-            self.recorder.data_sent.append((self.recorder.now_ns(), stream_id, size))
-            self._flush()
-            offset += size
-        if body:
-            self.conn.end_stream(stream_id)
-            self._flush()
-        while not self._responses.get(stream_id, {}).get("ended"):
-            self._wait(deadline, "the response")
-        entry = self._responses.pop(stream_id)
-        return Response(
-            stream_id=stream_id, status=int(entry.get("status", 0)), body=bytes(entry["body"])
-        )
-
-    def _wait(self, deadline: float, what: str) -> None:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:
-            raise NetworkError(
-                f"timed out waiting for {what} from {self.target.authority}",
-                hint="the server stopped granting credit or answering; see the ledger so far",
-                reference="h2-timeout",
-            )
-        self._pump(min(remaining, 1.0))
 
 
 # --------------------------------------------------------------------------
@@ -405,6 +130,16 @@ class H2PushLedger:
     """The throwaway branch pushed."""
     ref_deleted: bool
     """The branch was deleted afterwards."""
+    auth: str = "none"
+    """What authenticated the probe (``none``, ``url``, ``credential-helper``,
+    ``extra-header``); never the secret."""
+    tls_ca: str = "option"
+    """Where the CA bundle came from (``option``, ``GIT_SSL_CAINFO``, ``http.sslCAInfo``,
+    ``system``), or ``not-verified``."""
+    proxy: str | None = None
+    """The proxy tunnelled through (URL without credentials), or None."""
+    warnings: tuple[str, ...] = ()
+    """What the probe could not do as git does (e.g. an unsupported proxy)."""
 
     @property
     def upload_rate_bytes_per_s(self) -> float | None:
@@ -429,6 +164,10 @@ class H2PushLedger:
             "report": self.report.to_dict(),
             "ref": self.ref,
             "ref_deleted": self.ref_deleted,
+            "auth": self.auth,
+            "tls_ca": self.tls_ca,
+            "proxy": self.proxy,
+            "warnings": list(self.warnings),
         }
 
 
@@ -437,7 +176,7 @@ def _seconds(t_ns: int) -> float:
 
 
 def build_ledgers(
-    recorder: _Recorder, stream_id: int, *, open_until_s: float | None = None
+    recorder: Recorder, stream_id: int, *, open_until_s: float | None = None
 ) -> tuple[CreditLedger, CreditLedger]:
     """Stream and connection credit ledgers of one upload stream from recorded events."""
     opened_s = _seconds(recorder.stream_opened[stream_id])
@@ -487,7 +226,7 @@ def build_ledgers(
     return stream, connection
 
 
-def _opening_window(recorder: _Recorder, opened_s: float) -> int:
+def _opening_window(recorder: Recorder, opened_s: float) -> int:
     window = HTTP2_DEFAULT_WINDOW_BYTES
     for t_ns, changed in recorder.server_settings:
         if _seconds(t_ns) <= opened_s and "INITIAL_WINDOW_SIZE" in changed:
@@ -495,8 +234,30 @@ def _opening_window(recorder: _Recorder, opened_s: float) -> int:
     return window
 
 
+def _get_info_refs(client: H2Client) -> Response:
+    """GET the advertisement; after a 401, retry once with the credential git would use."""
+    path = f"{client.target.path}/info/refs?service=git-receive-pack"
+    response = client.request("GET", path)
+    access = client.access
+    if response.status == 401 and access.credential is None:
+        challenge = response.headers.get("www-authenticate", "")
+        if challenge and not challenge.lower().startswith("basic"):
+            scheme = challenge.split()[0]
+            raise NetworkError(
+                f"{access.display_url} asks for {scheme} authentication, which the native "
+                "HTTP/2 probe does not speak",
+                hint="give a token through http.extraHeader (Authorization: Bearer ...)",
+                reference="auth-unsupported",
+            )
+        if access.credential_after_401() is not None:
+            response = client.request("GET", path)
+    return response
+
+
 def _advertise(client: H2Client) -> RefAdvertisement:
-    response = client.request("GET", f"{client.target.path}/info/refs?service=git-receive-pack")
+    response = _get_info_refs(client)
+    if response.status in (401, 403):
+        raise auth_failed(client.access, response.status, "GET info/refs")
     if response.status != 200:
         raise NetworkError(
             f"GET info/refs answered HTTP {response.status}",
@@ -507,13 +268,37 @@ def _advertise(client: H2Client) -> RefAdvertisement:
     return parse_advertisement(lines)
 
 
-def _receive_pack(client: H2Client, body: bytes) -> tuple[ReportStatus, int]:
-    response = client.request(
+def _post_receive_pack(client: H2Client, body: bytes) -> Response:
+    return client.request(
         "POST",
         f"{client.target.path}/git-receive-pack",
         headers=[("content-type", RECEIVE_PACK_REQUEST), ("accept", RECEIVE_PACK_RESULT)],
         body=body,
     )
+
+
+def _authorize_push(client: H2Client) -> None:
+    """Make sure the POST will be accepted before the pack is sent.
+
+    git-http-backend's documented setup guards only the POST: the advertisement
+    came without credentials and the push would get a 401. Like git's
+    probe_rpc, ask with an empty request (a flush) first and fetch the
+    credential after its 401, so the pack goes out once, authorized.
+    """
+    access = client.access
+    if access.post_authorized or access.auth_source != "none":
+        return
+    response = _post_receive_pack(client, FLUSH_PKT)
+    if response.status == 401 and access.credential_after_401() is None:
+        raise auth_failed(access, response.status, "POST git-receive-pack")
+    access.post_authorized = response.status == 200
+
+
+def _receive_pack(client: H2Client, body: bytes) -> tuple[ReportStatus, int]:
+    _authorize_push(client)
+    response = _post_receive_pack(client, body)
+    if response.status in (401, 403):
+        raise auth_failed(client.access, response.status, "POST git-receive-pack")
     if response.status != 200:
         raise NetworkError(
             f"POST git-receive-pack answered HTTP {response.status}",
@@ -527,7 +312,7 @@ def _receive_pack(client: H2Client, body: bytes) -> tuple[ReportStatus, int]:
 def delete_probe_branch_h2(
     target: Target,
     *,
-    ca_file: str,
+    access: HttpAccess,
     ref: str,
     pushed_oid: str,
     keylog_file: str | None = None,
@@ -535,7 +320,7 @@ def delete_probe_branch_h2(
 ) -> bool:
     """Delete ``ref`` if (and only if) it still points at ``pushed_oid``; True when gone."""
     check_safe_ref(ref)
-    client = H2Client(target, ca_file=ca_file, keylog_file=keylog_file, timeout_s=timeout_s)
+    client = H2Client(target, access=access, keylog_file=keylog_file, timeout_s=timeout_s)
     try:
         advertised = _advertise(client)
         current = advertised.refs.get(ref)
@@ -551,13 +336,14 @@ def delete_probe_branch_h2(
 
 
 def _delete_quietly(
-    target: Target, ca_file: str, ref: str, oid: str, keylog_file: str | None, timeout_s: float
+    target: Target, access: HttpAccess, ref: str, oid: str, keylog_file: str | None,
+    timeout_s: float,
 ) -> bool:
     """Delete the probe branch; a failure here must not hide the push's own error."""
     try:
         return delete_probe_branch_h2(
             target,
-            ca_file=ca_file,
+            access=access,
             ref=ref,
             pushed_oid=oid,
             keylog_file=keylog_file,
@@ -571,21 +357,32 @@ def _delete_quietly(
 def h2_push_probe(
     url: str,
     *,
-    ca_file: str,
+    ca_file: str | None = None,
     pack: bytes,
     new_oid: str,
     probe_id: str,
     keylog_file: str | None = None,
     client_settings: dict[SettingCodes, int] | None = None,
     timeout_s: float = 120.0,
+    access: HttpAccess | None = None,
+    verify: bool | None = None,
 ) -> H2PushLedger:
-    """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch."""
+    """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch.
+
+    The server is reached as git would reach it (:func:`http_access`): credential,
+    extra headers, CA and proxy from the user's git config and environment;
+    an explicit ``ca_file`` wins, as ``--ca-file`` does for git, and
+    ``verify=False`` skips certificate checks (``--insecure``). ``access`` lets a
+    caller resolve all that once for several pushes.
+    """
     target = Target.from_url(url)
     ref = f"refs/heads/{probe_branch_name(probe_id)}"
     check_safe_ref(ref)
+    if access is None:
+        access = http_access(url, ca_file=ca_file, verify=verify)
     client = H2Client(
         target,
-        ca_file=ca_file,
+        access=access,
         keylog_file=keylog_file,
         client_settings=client_settings,
         timeout_s=timeout_s,
@@ -604,7 +401,7 @@ def h2_push_probe(
     finally:
         client.close()
         if pushed:
-            deleted = _delete_quietly(target, ca_file, ref, new_oid, keylog_file, timeout_s)
+            deleted = _delete_quietly(target, access, ref, new_oid, keylog_file, timeout_s)
     recorder = client.recorder
     stream, connection = build_ledgers(recorder, stream_id)
     server_settings: dict[str, int] = {}
@@ -633,6 +430,10 @@ def h2_push_probe(
         report=report,
         ref=ref,
         ref_deleted=deleted,
+        auth=access.auth_source,
+        tls_ca=access.ca_source if access.verify else "not-verified",
+        proxy=access.proxy.display if access.proxy else None,
+        warnings=tuple(access.warnings),
     )
 
 
@@ -680,12 +481,13 @@ DEFAULT_SWEEP: tuple[tuple[int, int], ...] = (
 def h2_sweep(
     url: str,
     *,
-    ca_file: str,
+    ca_file: str | None = None,
     pack: bytes,
     new_oid: str,
     probe_id_factory: Callable[[], str],
     settings: Sequence[tuple[int, int]] = DEFAULT_SWEEP,
     timeout_s: float = 120.0,
+    verify: bool | None = None,
 ) -> tuple[SweepRow, ...]:
     """Repeat the push with different client SETTINGS; the rate follows the *server's* window.
 
@@ -694,10 +496,11 @@ def h2_sweep(
     show whether changing the client side helps (it should not).
     """
     rows: list[SweepRow] = []
+    access = http_access(url, ca_file=ca_file, verify=verify)
     for window, frame in settings:
         ledger = h2_push_probe(
             url,
-            ca_file=ca_file,
+            access=access,
             pack=pack,
             new_oid=new_oid,
             probe_id=probe_id_factory(),
@@ -749,7 +552,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m gitnetdiag.probe.h2native")
     parser.add_argument("--url", required=True)
-    parser.add_argument("--ca-file", required=True)
+    parser.add_argument("--ca-file", help="default: as git (GIT_SSL_CAINFO, http.sslCAInfo)")
     parser.add_argument("--size-bytes", type=int, default=2_000_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--keylog")

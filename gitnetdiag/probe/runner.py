@@ -386,23 +386,20 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
     for protocol in wanted:
         label = f"native {protocol.value} ledger"
         url = options.urls[protocol]
-        if protocol is Protocol.H2 and options.ca_file is None:
-            state.warn("native HTTP/2 probe skipped: it verifies TLS with --ca-file only")
-            continue
-        if protocol is Protocol.SSH and not (options.ssh_key and options.ssh_known_hosts):
-            state.warn("native SSH probe skipped: it needs --ssh-key and --ssh-known-hosts")
-            continue
         state.reporter.begin(label)
         try:
             if protocol is Protocol.H2:
-                ledger: Any = h2_push_probe(url, ca_file=options.ca_file or "", pack=pack,
+                ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=pack,
                                             new_oid=oid, probe_id=new_probe_id(),
-                                            timeout_s=options.timeout_s)
+                                            timeout_s=options.timeout_s,
+                                            verify=False if options.insecure else None)
                 detail = (f"server window {ledger.server_initial_window_bytes}, "
                           f"{ledger.stream.stall_count} stalls")
+                for warning in ledger.warnings:
+                    state.warn(warning)
             else:
-                ledger = ssh_push_probe(url, key_file=options.ssh_key or "",
-                                        known_hosts=options.ssh_known_hosts or "", pack=pack,
+                ledger = ssh_push_probe(url, key_file=options.ssh_key,
+                                        known_hosts=options.ssh_known_hosts, pack=pack,
                                         new_oid=oid, probe_id=new_probe_id(),
                                         timeout_s=options.timeout_s)
                 detail = (f"channel window {ledger.server_window_bytes}, "
@@ -424,15 +421,16 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
     from gitnetdiag.probe.h2native import h2_sweep
 
     options = state.options
-    if Protocol.H2 not in options.urls or options.ca_file is None:
-        state.warn("--h2-sweep skipped: it needs an HTTPS URL (--http) and --ca-file")
+    if Protocol.H2 not in options.urls:
+        state.warn("--h2-sweep skipped: it needs an HTTPS URL (--http)")
         return
     label = "h2 sweep of client settings"
     state.reporter.begin(label)
     try:
         rows = h2_sweep(options.urls[Protocol.H2], ca_file=options.ca_file,
                         pack=pack_for_commit(repo_path, oid), new_oid=oid,
-                        probe_id_factory=new_probe_id, timeout_s=options.timeout_s)
+                        probe_id_factory=new_probe_id, timeout_s=options.timeout_s,
+                        verify=False if options.insecure else None)
     except GitnetdiagError as exc:
         state.error("h2-sweep", Protocol.H2, exc)
         state.reporter.done(label, exc.message, ok=False)

@@ -26,7 +26,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
 
 import paramiko
 from paramiko.common import MSG_CHANNEL_WINDOW_ADJUST
@@ -51,6 +50,16 @@ from gitnetdiag.probe.receivepack import (
     split_pkt_lines,
 )
 from gitnetdiag.probe.repo import check_safe_ref, probe_branch_name
+from gitnetdiag.probe.sshauth import (
+    SshTarget,
+    authenticate,
+    candidate_keys,
+    known_hosts_files,
+    load_ssh_config,
+    verify_host_key,
+)
+
+__all__ = ["LedgerTransport", "SshPushLedger", "SshTarget", "ssh_push_probe"]
 
 
 def _recording_window_adjust(channel: paramiko.Channel, message: paramiko.Message) -> None:
@@ -137,21 +146,6 @@ class SshPushLedger:
         }
 
 
-@dataclass(frozen=True, kw_only=True)
-class SshTarget:
-    host: str
-    port: int
-    user: str
-    path: str
-
-    @classmethod
-    def from_url(cls, url: str) -> SshTarget:
-        parts = urlsplit(url)
-        if parts.scheme != "ssh" or not parts.hostname or not parts.username:
-            raise UsageError(f"not an ssh://user@host/path URL: {url}")
-        return cls(host=parts.hostname, port=parts.port or 22, user=parts.username, path=parts.path)
-
-
 def _read_until_flush(channel: paramiko.Channel, deadline: float) -> list[bytes | None]:
     buffer = b""
     collected: list[bytes | None] = []
@@ -183,13 +177,15 @@ def _exec_receive_pack(transport: paramiko.Transport, path: str) -> paramiko.Cha
 
 
 class _Connection:
-    def __init__(self, target: SshTarget, *, key_file: str, known_hosts: str, timeout_s: float):
+    def __init__(self, target: SshTarget, *, key_file: str | None, known_hosts: str | None,
+                 timeout_s: float):
         started = time.monotonic()
         try:
             self.sock = socket.create_connection((target.host, target.port), timeout=timeout_s)
         except OSError as exc:
             raise NetworkError(
                 f"cannot connect to {target.host}:{target.port}: {exc}",
+                hint="check the host and port (and HostName/Port in ~/.ssh/config)",
                 reference="connect-failed",
             ) from exc
         self.connect_s = time.monotonic() - started
@@ -197,34 +193,23 @@ class _Connection:
         try:
             started = time.monotonic()
             self.transport.start_client(timeout=timeout_s)
-            self._verify_host_key(target, known_hosts)
+            verify_host_key(target, self.transport.get_remote_server_key(),
+                            known_hosts_files(target, known_hosts))
             self.kex_s = time.monotonic() - started
             started = time.monotonic()
-            self.transport.auth_publickey(target.user, paramiko.PKey.from_path(key_file))
+            authenticate(self.transport, target, candidate_keys(target, key_file))
             self.auth_s = time.monotonic() - started
         except paramiko.SSHException as exc:
             self.transport.close()
             raise NetworkError(
                 f"SSH to {target.host}:{target.port} failed: {exc}",
-                hint="check the key file, the user and known_hosts",
+                hint="check that the server runs sshd on that port",
                 reference="ssh-failed",
             ) from exc
+        except BaseException:
+            self.transport.close()
+            raise
         self.banner = str(self.transport.remote_version)
-
-    def _verify_host_key(self, target: SshTarget, known_hosts: str) -> None:
-        keys = paramiko.HostKeys(known_hosts)
-        server_key = self.transport.get_remote_server_key()
-        name = target.host if target.port == 22 else f"[{target.host}]:{target.port}"
-        known = keys.lookup(name)
-        key_type = server_key.get_name()
-        if known and key_type in known and known[key_type] == server_key:
-            return
-        self.transport.close()
-        raise NetworkError(
-            f"host key of {target.host} does not match {known_hosts}",
-            hint="the server is not the one in known_hosts; check it before trusting it",
-            reference="ssh-host-key",
-        )
 
     def close(self) -> None:
         self.transport.close()
@@ -252,18 +237,24 @@ def delete_probe_branch_ssh(conn: _Connection, target: SshTarget, ref: str, oid:
 def ssh_push_probe(
     url: str,
     *,
-    key_file: str,
-    known_hosts: str,
+    key_file: str | None = None,
+    known_hosts: str | None = None,
     pack: bytes,
     new_oid: str,
     probe_id: str,
     timeout_s: float = 120.0,
 ) -> SshPushLedger:
-    """Push ``pack`` over SSH to a fresh probe branch, recording the channel window."""
-    target = SshTarget.from_url(url)
+    """Push ``pack`` over SSH to a fresh probe branch, recording the channel window.
+
+    The server is reached as ``ssh`` would (:mod:`gitnetdiag.probe.sshauth`):
+    ``~/.ssh/config``, ssh-agent, known_hosts; ``key_file`` and ``known_hosts``,
+    when given, win over them.
+    """
+    target = SshTarget.from_url(url, load_ssh_config())
     ref = f"refs/heads/{probe_branch_name(probe_id)}"
     check_safe_ref(ref)
-    conn = _Connection(target, key_file=key_file, known_hosts=known_hosts, timeout_s=timeout_s)
+    conn = _Connection(target, key_file=key_file or None, known_hosts=known_hosts or None,
+                       timeout_s=timeout_s)
     pushed = deleted = False
     try:
         channel = _exec_receive_pack(conn.transport, target.path)
@@ -331,13 +322,13 @@ def ssh_push_probe(
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m gitnetdiag.probe.sshnative --url ssh://u@h/p --key K --known-hosts F``."""
+    """``python -m gitnetdiag.probe.sshnative --url ssh://u@h/p [--key K] [--known-hosts F]``."""
     from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit
 
     parser = argparse.ArgumentParser(prog="python -m gitnetdiag.probe.sshnative")
     parser.add_argument("--url", required=True)
-    parser.add_argument("--key", required=True)
-    parser.add_argument("--known-hosts", required=True)
+    parser.add_argument("--key", help="default: ssh-agent, ~/.ssh/config, ~/.ssh/id_*")
+    parser.add_argument("--known-hosts", help="default: ~/.ssh/config, ~/.ssh/known_hosts")
     parser.add_argument("--size-bytes", type=int, default=2_000_000)
     parser.add_argument("--seed", type=int, default=2)
     parser.add_argument("--timeout-s", type=float, default=120.0)
@@ -359,6 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(json.dumps(ledger.to_dict(series=not args.no_series)))
     except GitnetdiagError as exc:
         print(json.dumps({"error": exc.reference, "message": exc.message, "hint": exc.hint}))
+        print(exc.one_line(), file=sys.stderr)
         return int(exc.exit_code)
     return 0
 

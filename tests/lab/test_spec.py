@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from gitnetdiag.errors import UsageError
@@ -85,3 +87,19 @@ def test_apache_and_sshd_configs_carry_the_settings() -> None:
                                  server_ip="198.18.2.2", user="gnd-git")
     assert "AuthorizedKeysCommand" not in healthy
     assert "AuthorizedKeysFile /x/ssh/authorized_keys" in healthy
+
+
+def test_auth_protects_smart_http_on_every_virtual_host() -> None:
+    spec = build_spec(instance="a", faults=["h2-small-window", "auth"])
+    assert spec.http_auth and spec.edge_h2_window == H2_DEFAULT_WINDOW
+    assert not build_spec(instance="a", faults=["h2-small-window"]).http_auth
+    paths = LabPaths(root=Path("/lab"))
+    text = config.apache_conf(paths, spec, server_ip="198.18.2.2", user="gnd-git")
+    for module in ("auth_basic", "authn_core", "authn_file", "authz_user"):
+        assert f"mod_{module}.so" in text
+    # Server-wide Location: both the direct TLS vhost and the edge's backend port.
+    location = text.split("<Location /git/>")[1].split("</Location>")[0]
+    assert "Require valid-user" in location and f"AuthUserFile {paths.htpasswd}" in location
+    assert text.index("<Location /git/>") < text.index("<VirtualHost")
+    assert "<Location" not in config.apache_conf(
+        paths, build_spec(instance="a", faults=[]), server_ip="198.18.2.2", user="gnd-git")

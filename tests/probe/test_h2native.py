@@ -11,19 +11,12 @@ from __future__ import annotations
 import json
 import os
 import socket
-import ssl
 import subprocess
-import threading
-import time
+import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from h2.config import H2Configuration
-from h2.connection import H2Connection
-from h2.events import DataReceived, RequestReceived, StreamEnded
-from h2.settings import SettingCodes, Settings
 
 from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.probe.h2native import (
@@ -40,6 +33,7 @@ from gitnetdiag.probe.h2native import (
 )
 from gitnetdiag.probe.repo import generate_repo, pack_for_commit
 from tests.conftest import LabFactory
+from tests.probe.h2server import H2GitServer, start_h2_git_server
 from tests.tlsutil import make_tls_files
 
 # ---------------------------------------------------------------- pure parts
@@ -111,142 +105,14 @@ def test_only_probe_refs_are_writable(ref: str) -> None:
 # ---------------------------------------------------------------- loopback server
 
 
-
-
-@dataclass
-class H2GitServer:
-    """A loopback HTTP/2 smart-HTTP server in front of ``git receive-pack``."""
-
-    url: str
-    ca_file: str
-    repo: Path
-    thread: threading.Thread
-    listener: socket.socket
-
-    def refs(self) -> dict[str, str]:
-        out = subprocess.run(
-            ["git", "-C", str(self.repo), "for-each-ref", "--format=%(refname) %(objectname)"],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=30,
-        ).stdout
-        refs: dict[str, str] = {}
-        for line in out.splitlines():
-            name, oid = line.split(" ", 1)
-            refs[name] = oid
-        return refs
-
-
-def _has_window_update(out: bytes) -> bool:
-    """True when the serialized frames in ``out`` include a WINDOW_UPDATE (type 8)."""
-    offset = 0
-    while offset + 9 <= len(out):
-        if out[offset + 3] == 0x8:
-            return True
-        offset += 9 + int.from_bytes(out[offset : offset + 3], "big")
-    return False
-
-
-def _serve_connection(
-    sock: ssl.SSLSocket, repo: Path, window_bytes: int, update_delay_s: float
-) -> None:
-    conn = H2Connection(config=H2Configuration(client_side=False, header_encoding="utf-8"))
-    conn.local_settings = Settings(
-        client=False, initial_values={SettingCodes.INITIAL_WINDOW_SIZE: window_bytes}
-    )
-    conn.initiate_connection()
-    if window_bytes > 65_535:
-        conn.increment_flow_control_window(window_bytes - 65_535)
-    sock.sendall(conn.data_to_send())
-    requests: dict[int, dict[str, object]] = {}
-    while True:
-        data = sock.recv(65_536)
-        if not data:
-            return
-        for event in conn.receive_data(data):
-            if isinstance(event, RequestReceived):
-                requests[event.stream_id] = {"headers": dict(event.headers), "body": bytearray()}
-            elif isinstance(event, DataReceived):
-                body = requests[event.stream_id]["body"]
-                assert isinstance(body, bytearray)
-                body += event.data
-                conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
-            elif isinstance(event, StreamEnded):
-                _answer(conn, event.stream_id, requests.pop(event.stream_id), repo)
-        out = conn.data_to_send()
-        if out:
-            if update_delay_s and _has_window_update(out):
-                time.sleep(update_delay_s)  # WINDOW_UPDATE first: credit arrives one "RTT" late
-            sock.sendall(out)
-
-
-def _answer(conn: H2Connection, stream_id: int, request: dict[str, object], repo: Path) -> None:
-    headers = request["headers"]
-    assert isinstance(headers, dict)
-    path = str(headers[":path"])
-    body = bytes(request["body"])  # type: ignore[call-overload]
-    if path.endswith("/info/refs?service=git-receive-pack"):
-        adv = subprocess.run(
-            ["git", "receive-pack", "--stateless-rpc", "--advertise-refs", str(repo)],
-            capture_output=True,
-            check=True,
-            timeout=30,
-        ).stdout
-        payload = pkt_line(b"# service=git-receive-pack\n") + b"0000" + adv
-        ctype = "application/x-git-receive-pack-advertisement"
-    elif path.endswith("/git-receive-pack"):
-        payload = subprocess.run(
-            ["git", "receive-pack", "--stateless-rpc", str(repo)],
-            input=body,
-            capture_output=True,
-            check=True,
-            timeout=30,
-        ).stdout
-        ctype = "application/x-git-receive-pack-result"
-    else:
-        conn.send_headers(stream_id, [(":status", "404")], end_stream=True)
-        return
-    conn.send_headers(stream_id, [(":status", "200"), ("content-type", ctype)])
-    # Answers are small; the client's window (>= 65535) always has room.
-    for start in range(0, len(payload), 16_384):
-        conn.send_data(stream_id, payload[start : start + 16_384])
-    conn.end_stream(stream_id)
-
-
-def start_h2_git_server(
-    directory: Path, *, window_bytes: int, update_delay_s: float
-) -> H2GitServer:
-    cert, key = make_tls_files(directory)
-    repo = directory / "served.git"
-    subprocess.run(["git", "init", "--bare", "-q", str(repo)], check=True, timeout=30)
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    context.set_alpn_protocols(["h2"])
-    listener = socket.create_server(("127.0.0.1", 0))
-    port = listener.getsockname()[1]
-
-    def accept_loop() -> None:
-        while True:
-            try:
-                raw, _ = listener.accept()
-            except OSError:
-                return
-            try:
-                with context.wrap_socket(raw, server_side=True) as tls:
-                    _serve_connection(tls, repo, window_bytes, update_delay_s)
-            except (OSError, ssl.SSLError):
-                continue
-
-    thread = threading.Thread(target=accept_loop, daemon=True)
-    thread.start()
-    return H2GitServer(
-        url=f"https://127.0.0.1:{port}/git/served.git",
-        ca_file=str(cert),
-        repo=repo,
-        thread=thread,
-        listener=listener,
-    )
+@pytest.fixture(autouse=True)
+def no_user_git_config(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The probe reads git config and proxy variables as git does; the loopback
+    tests must not depend on the machine's (a proxy there would swallow them)."""
+    monkeypatch.setenv("GIT_CONFIG_GLOBAL", os.devnull)
+    monkeypatch.setenv("GIT_CONFIG_NOSYSTEM", "1")
+    for name in ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "GIT_SSL_NO_VERIFY"):
+        monkeypatch.delenv(name, raising=False)
 
 
 @pytest.fixture(scope="module")
@@ -268,7 +134,7 @@ def seeded_server(tmp_path: Path, request: pytest.FixtureRequest) -> Iterator[H2
         capture_output=True,
     )
     yield server
-    server.listener.close()
+    server.stop()
 
 
 @pytest.mark.parametrize("seeded_server", [(65_535, 0.02)], indirect=True)
@@ -296,8 +162,8 @@ def test_small_window_server_stalls_and_branch_is_deleted(
     assert max(ledger.stream.stalled_s, ledger.connection.stalled_s) >= 5 * 0.018
     assert ledger.bound.which in {"stream", "connection", "both"}
     assert any(update.stream_id == 0 for update in ledger.window_updates)
-    assert ledger.ref_deleted
-    assert seeded_server.refs() == before
+    assert ledger.ref_deleted, seeded_server.errors
+    assert seeded_server.refs() == before, seeded_server.errors
     json.dumps(ledger.to_dict())
 
 
@@ -319,8 +185,8 @@ def test_large_window_server_never_stalls(
     assert ledger.stream.stall_count == 0
     assert ledger.connection.stall_count == 0
     assert ledger.bound.which == "none"
-    assert ledger.ref_deleted
-    assert seeded_server.refs() == before
+    assert ledger.ref_deleted, seeded_server.errors
+    assert seeded_server.refs() == before, seeded_server.errors
 
 
 @pytest.mark.parametrize("seeded_server", [(65_535, 0.005)], indirect=True)
@@ -342,7 +208,7 @@ def test_sweep_rows_follow_server_window(
     assert all(row.server_initial_window_bytes == 65_535 and row.push_ok for row in rows)
     assert all(row.stall_count > 0 for row in rows)
     assert "server window" in render_sweep(rows)
-    assert seeded_server.refs() == before
+    assert seeded_server.refs() == before, seeded_server.errors
 
 
 @pytest.mark.parametrize("seeded_server", [(65_535, 0.0)], indirect=True)
@@ -372,7 +238,7 @@ def test_existing_probe_branch_is_refused_and_kept(
             new_oid=oid,
             probe_id="dup",
         )
-    assert seeded_server.refs() == before
+    assert seeded_server.refs() == before, seeded_server.errors
 
 
 def test_connection_refused_is_a_network_error(tmp_path: Path) -> None:
@@ -395,10 +261,10 @@ def test_connection_refused_is_a_network_error(tmp_path: Path) -> None:
 
 
 def _lab_run(state_ns: str, args: list[str]) -> dict[str, object]:
-    # Not resolved: the venv's python is a symlink to the base interpreter.
-    python = str(Path(__file__).resolve().parents[2] / ".venv" / "bin" / "python")
+    # This interpreter (a fresh clone or a worktree has no .venv of its own).
     proc = subprocess.run(
-        ["ip", "netns", "exec", state_ns, python, "-m", "gitnetdiag.probe.h2native", *args],
+        ["ip", "netns", "exec", state_ns, sys.executable, "-m", "gitnetdiag.probe.h2native",
+         *args],
         capture_output=True,
         text=True,
         timeout=300,
@@ -449,3 +315,27 @@ def test_lab_edge_small_window_and_direct_large_window(shared_lab: LabFactory) -
     assert direct_stream["stall_count"] == 0
     assert direct["ref_deleted"] is True
     assert _ls_remote(state.client_ns, url_direct, state.ca_file) == before
+
+
+@pytest.mark.parametrize("seeded_server", [(65_535, 0.0)], indirect=True)
+def test_probe_works_with_descriptors_above_fd_setsize(
+    seeded_server: H2GitServer, probe_pack: tuple[bytes, str]
+) -> None:
+    """A caller holding over 1024 open files (a long test session, a busy watcher) must not
+    break the probe's waits: select() cannot watch such descriptors, poll() can."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip("the descriptor limit is below 1200")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200), hard))
+    hog = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        pack, oid = probe_pack
+        ledger = h2_push_probe(seeded_server.url, ca_file=seeded_server.ca_file, pack=pack,
+                               new_oid=oid, probe_id="fd", timeout_s=30)
+    finally:
+        for fd in hog:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+    assert ledger.report.ok_for("refs/heads/gitnetdiag/probe-fd") and ledger.ref_deleted

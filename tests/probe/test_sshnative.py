@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import paramiko
@@ -85,7 +86,7 @@ def test_lab_ssh_ledger_records_channel_window(shared_lab: LabFactory) -> None:
     before = ls_remote()
     proc = subprocess.run(
         [
-            "ip", "netns", "exec", state.client_ns, str(root / ".venv/bin/python"),
+            "ip", "netns", "exec", state.client_ns, sys.executable,
             "-m", "gitnetdiag.probe.sshnative", "--url", state.endpoints.ssh,
             "--key", state.ssh_key, "--known-hosts", state.ssh_known_hosts,
             "--size-bytes", "1500000", "--no-series",
