@@ -77,8 +77,7 @@ class _ConnectionState:
         self.first_ts: int | None = None
         self.last_ts = 0
         self.packets = 0
-        self.series = SeriesBins()
-        self.bin_ns = int(thresholds.bin_s * NS)
+        self.series = SeriesBins(bin_ns=int(thresholds.bin_s * NS))
 
     # -- helpers -----------------------------------------------------------
     def scale(self, d: int) -> int:
@@ -99,10 +98,16 @@ class _ConnectionState:
 
     # -- the chunk update ----------------------------------------------------
     def update(self, cols: dict[str, I64Array]) -> None:
-        ts = cols["ts_ns"]
-        n = len(ts)
+        n = len(cols["ts_ns"])
         if n == 0:
             return
+        # Analysis follows frame order, as tshark's does; a timestamp that
+        # steps back (a clock step, a merged or reordered file) would give
+        # negative intervals, so this connection's clock never runs backwards:
+        # such a frame counts as simultaneous with the one before it.
+        floor = self.last_ts if self.first_ts is not None else int(cols["ts_ns"][0])
+        ts = np.maximum.accumulate(np.maximum(cols["ts_ns"], floor))
+        cols["ts_ns"] = ts
         if self.first_ts is None:
             self.first_ts = int(ts[0])
         self.packets += n
@@ -112,7 +117,7 @@ class _ConnectionState:
         syn = (flags & TCP_SYN) != 0
         scales = np.array([self.scale(0), self.scale(1)], dtype=np.int64)
         win = np.where(syn, cols["win_raw"], cols["win_raw"] << scales[dirs])
-        bins = (ts - self.first_ts) // self.bin_ns
+        bins = self.series.index(ts - self.first_ts)
         gaps = np.empty(n, dtype=np.int64)
         gaps[:-1] = ts[1:] - ts[:-1]
         gaps[-1] = 0
@@ -461,7 +466,7 @@ class _ConnectionState:
         )
         s = self.series
         series = TimeSeries(
-            bin_s=self.t.bin_s,
+            bin_s=self.series.width_ns / NS,
             start_ts_ns=self.first_ts or 0,
             sent_bytes=[s.sent[d].tolist() for d in (0, 1)],
             goodput_bytes=[s.good[d].tolist() for d in (0, 1)],

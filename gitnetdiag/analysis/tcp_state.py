@@ -64,15 +64,63 @@ class SeqChain:
         return u
 
 
+MAX_SERIES_BINS = 1 << 14
+"""Bins kept per series: beyond them the bins are merged pairwise (wider bins).
+
+Memory per connection then stays bounded whatever its duration, a frame
+stamped years later included (at 0.1 s, 16384 bins cover 27 minutes
+before the first merge)."""
+
+_SUMMED = ("sent", "good", "retrans")
+_HIGHEST = ("flight",)
+_LOWEST = ("window",)
+
+
+def _merge_pairs(arr: I64Array, how: str) -> I64Array:
+    """Halve a series: adjacent bins summed, or their extreme (-1 = no value) kept."""
+    if len(arr) % 2:
+        arr = np.append(arr, 0 if how == "sum" else -1)
+    a, b = arr[0::2], arr[1::2]
+    if how == "sum":
+        return a + b
+    if how == "max":
+        return np.maximum(a, b)
+    return np.where(a < 0, b, np.where(b < 0, a, np.minimum(a, b)))
+
+
 @dataclass
 class SeriesBins:
     """Growing per-bin arrays of one connection."""
 
+    bin_ns: int
+    """Width of the finest bin (the thresholds' ``bin_s``)."""
+    shift: int = 0
+    """Bins are ``bin_ns << shift`` wide: raised when a connection outgrows MAX_SERIES_BINS."""
     sent: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
     good: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
     retrans: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
     flight: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
     window: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
+
+    @property
+    def width_ns(self) -> int:
+        """Current bin width."""
+        return self.bin_ns << self.shift
+
+    def index(self, offset_ns: I64Array) -> I64Array:
+        """Bin of each offset from the connection's start (offsets never decrease)."""
+        if len(offset_ns):
+            while int(offset_ns[-1]) // self.width_ns >= MAX_SERIES_BINS:
+                self._coarsen()
+        return offset_ns // self.width_ns
+
+    def _coarsen(self) -> None:
+        self.shift += 1
+        for names, how in ((_SUMMED, "sum"), (_HIGHEST, "max"), (_LOWEST, "min")):
+            for name in names:
+                arrs: list[I64Array] = getattr(self, name)
+                for d in (0, 1):
+                    arrs[d] = _merge_pairs(arrs[d], how)
 
     @staticmethod
     def _grow(arr: I64Array, size: int, fill: int) -> I64Array:
@@ -86,9 +134,10 @@ class SeriesBins:
         if len(bins) == 0:
             return
         arrs: list[I64Array] = getattr(self, name)
-        summed = np.bincount(bins, weights=weights).astype(np.int64)
-        arr = self._grow(arrs[d], len(summed), 0)
-        arr[: len(summed)] += summed
+        low = int(bins[0])
+        summed = np.bincount(bins - low, weights=weights).astype(np.int64)
+        arr = self._grow(arrs[d], low + len(summed), 0)
+        arr[low : low + len(summed)] += summed
         arrs[d] = arr
 
     def add_extreme(

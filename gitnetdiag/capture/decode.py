@@ -52,6 +52,11 @@ _IPV6_AH = 51
 _PROTO_TCP = 6
 _V4_MAPPED = np.int64(0xFFFF00000000)
 
+CLOCK_JUMP_NS = 24 * 3600 * 1_000_000_000
+"""A gap between consecutive records longer than a day is taken as a clock jump."""
+FRAMES_NAMED = 5
+"""Frame numbers kept per kind of timestamp trouble, for the warning."""
+
 
 @dataclass
 class DecodeStats:
@@ -71,6 +76,16 @@ class DecodeStats:
     """TCP segments whose options were cut by the snap length (kept)."""
     unsupported_linktypes: set[int] = field(default_factory=set)
     """Link types seen but not decoded."""
+    clock_backwards: int = 0
+    """Records stamped earlier than the record before them."""
+    clock_jumps: int = 0
+    """Records stamped more than CLOCK_JUMP_NS after the record before them."""
+    bad_fractions: int = 0
+    """Records whose sub-second field is out of range (>= 1e9 ns or >= 1e6 us)."""
+    clock_frames: dict[str, list[int]] = field(default_factory=dict)
+    """The first frame numbers of each kind above (``backwards``, ``jumps``, ``fractions``)."""
+    last_ts_ns: int | None = None
+    """Time of the last record seen (the clock check continues across chunks)."""
 
     def add(self, other: DecodeStats) -> None:
         """Accumulate ``other`` into this one."""
@@ -81,6 +96,35 @@ class DecodeStats:
         self.short += other.short
         self.options_cut += other.options_cut
         self.unsupported_linktypes |= other.unsupported_linktypes
+        self.clock_backwards += other.clock_backwards
+        self.clock_jumps += other.clock_jumps
+        self.bad_fractions += other.bad_fractions
+        for kind, frames in other.clock_frames.items():
+            kept = self.clock_frames.setdefault(kind, [])
+            kept.extend(frames[: FRAMES_NAMED - len(kept)])
+        if other.last_ts_ns is not None:
+            self.last_ts_ns = other.last_ts_ns
+
+    def check_clock(self, ts_ns: I64Array, bad_fraction: I64Array) -> None:
+        """Count timestamps that step back or leap ahead (records ``ts_ns`` come next)."""
+        if len(ts_ns) == 0:
+            return
+        first_frame = self.records + 1
+        prev = np.empty_like(ts_ns)
+        prev[0] = ts_ns[0] if self.last_ts_ns is None else self.last_ts_ns
+        prev[1:] = ts_ns[:-1]
+        step = ts_ns - prev
+        for kind, rows in (("backwards", np.flatnonzero(step < 0)),
+                           ("jumps", np.flatnonzero(step > CLOCK_JUMP_NS)),
+                           ("fractions", bad_fraction)):
+            if not len(rows):
+                continue
+            kept = self.clock_frames.setdefault(kind, [])
+            kept.extend((rows[: FRAMES_NAMED - len(kept)] + first_frame).tolist())
+        self.clock_backwards += int(np.count_nonzero(step < 0))
+        self.clock_jumps += int(np.count_nonzero(step > CLOCK_JUMP_NS))
+        self.bad_fractions += len(bad_fraction)
+        self.last_ts_ns = int(ts_ns[-1])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -248,6 +292,7 @@ def decode_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows:
     """Decode every TCP segment of a batch; count everything else in ``stats``."""
     buf = batch.buf
     n = len(batch.data_off)
+    stats.check_clock(batch.ts_ns, batch.bad_fraction)
     stats.records += n
     l3, version = _link_layer(buf, batch, stats)
     cap_end = batch.data_off + batch.caplen

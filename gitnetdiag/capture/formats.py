@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from io import BufferedReader
 
 import numpy as np
@@ -70,6 +70,8 @@ class RecordBatch:
     """Capture time, nanoseconds since the epoch."""
     linktype: I64Array
     """Link-layer type (LINKTYPE_*) of each record's interface."""
+    bad_fraction: I64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Records (indices) whose sub-second field is out of range (pcap only)."""
 
 
 def u16(buf: U8Array, idx: I64Array, *, big: bool) -> I64Array:
@@ -220,7 +222,11 @@ class PcapWalker:
         buf = np.frombuffer(data, dtype=np.uint8)
         rec = np.asarray(offs, dtype=np.int64)
         words = header_words(buf, rec, 4, big=self.big)
-        ts_ns = words[:, 0] * 1_000_000_000 + (words[:, 1] if self.ns else words[:, 1] * 1000)
+        frac = words[:, 1]
+        ts_ns = words[:, 0] * 1_000_000_000 + (frac if self.ns else frac * 1000)
+        # Out-of-range fractions are kept as written (they carry into the
+        # seconds, as in Wireshark) but reported: the writer was broken.
+        bad_fraction = np.flatnonzero(frac >= (1_000_000_000 if self.ns else 1_000_000))
         return RecordBatch(
             buf=buf,
             data_off=rec + 16,
@@ -228,6 +234,7 @@ class PcapWalker:
             origlen=words[:, 3],
             ts_ns=ts_ns,
             linktype=np.full(len(rec), self.linktype, dtype=np.int64),
+            bad_fraction=bad_fraction,
         )
 
 
@@ -239,6 +246,7 @@ def _slice_batch(batch: RecordBatch, stop: int) -> RecordBatch:
         origlen=batch.origlen[:stop],
         ts_ns=batch.ts_ns[:stop],
         linktype=batch.linktype[:stop],
+        bad_fraction=batch.bad_fraction[batch.bad_fraction < stop],
     )
 
 
