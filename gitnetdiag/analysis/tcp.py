@@ -43,6 +43,7 @@ from gitnetdiag.analysis.tcp_state import (
     I64Array,
     SeriesBins,
     SideState,
+    advance_sequence,
     bfill_index,
     ffill_index,
     rtt_samples,
@@ -80,13 +81,6 @@ class _ConnectionState:
         self.series = SeriesBins(bin_ns=int(thresholds.bin_s * NS))
 
     # -- helpers -----------------------------------------------------------
-    def scale(self, d: int) -> int:
-        """Window shift of side ``d`` (0 when unknown or off)."""
-        hs = self.hs
-        if hs.syn_seen and hs.synack_seen and hs.wscale[0] >= 0 and hs.wscale[1] >= 0:
-            return hs.wscale[d]
-        return 0
-
     def rtt_estimate_s(self, d: int) -> float:
         side = self.sides[d]
         if side.rtt_n:
@@ -115,7 +109,7 @@ class _ConnectionState:
         dirs = cols["dir"]
         self._handshake(cols)
         syn = (flags & TCP_SYN) != 0
-        scales = np.array([self.scale(0), self.scale(1)], dtype=np.int64)
+        scales = np.array([self.hs.scale(0), self.hs.scale(1)], dtype=np.int64)
         win = np.where(syn, cols["win_raw"], cols["win_raw"] << scales[dirs])
         bins = self.series.index(ts - self.first_ts)
         gaps = np.empty(n, dtype=np.int64)
@@ -221,15 +215,18 @@ class _ConnectionState:
                 side.first_data_ts = int(seg_ts[0])
                 side.first_seq_u = int(seg_start[0])
             side.max_plen = max(side.max_plen, int(s_plen.max()))
-        cum_end = (
-            np.maximum.accumulate(np.maximum(seg_end, side.high_end)) if len(seg_end) else seg_end
-        )
-        prev_high = np.empty_like(seg_end)
-        if len(seg_end):
-            prev_high[0] = side.high_end
-            prev_high[1:] = cum_end[:-1]
-        rtx = seg_start < prev_high
-        new_bytes = np.maximum(seg_end - np.maximum(prev_high, seg_start), 0)
+        # Zero-window probes (tshark's tcp.analysis.zero_window_probe): one byte
+        # at the next sequence number while the peer's last window was zero.
+        # Like tshark, they do not advance the sequence space: the repeated
+        # probes and the data that follows once the window opens are neither
+        # retransmissions nor new bytes in flight.
+        last_p = ffill_index(p_ack)
+        win_before = np.where(last_p >= 0, win[np.maximum(last_p, 0)], side.peer_win)[data_pos]
+        probe_like = (s_plen[data_mask] == 1) & (win_before == 0)
+        cum_end, prev_high, zwp = advance_sequence(seg_start, seg_end, side.high_end, probe_like)
+        side.zero_window_probes += int(np.count_nonzero(zwp))
+        rtx = (seg_start < prev_high) & ~zwp
+        new_bytes = np.where(zwp, 0, np.maximum(seg_end - np.maximum(prev_high, seg_start), 0))
 
         # The peer's ACKs, windows, duplicate ACKs and SACK blocks.
         p_cummax = np.maximum.accumulate(np.maximum(ack_u, side.high_ack)) if len(ack_u) else ack_u
@@ -262,7 +259,6 @@ class _ConnectionState:
         p_row_cum[p_idx] = p_cummax
         p_row_win = np.zeros(n, dtype=np.int64)
         p_row_win[p_idx] = p_win
-        last_p = ffill_index(p_ack)
         lp = np.maximum(last_p, 0)
         high_ack_all = np.where(last_p >= 0, p_row_cum[lp], side.high_ack)
         peer_win_all = np.where(last_p >= 0, p_row_win[lp], side.peer_win)
@@ -297,9 +293,14 @@ class _ConnectionState:
             side.last_retrans_ts = int(seg_ts[rtx][-1])
 
         # RTT samples (Karn: no sample from an ACK that also covers a retransmission).
-        rtt_samples(side, seg_ts, seg_end, rtx, data_pos, ts, p_idx, p_cummax)
+        rtt_samples(side, seg_ts, seg_end, rtx | zwp, data_pos, ts, p_idx, p_cummax)
 
         # Windows this side advertised, zero windows.
+        # A SYN's window is never scaled (RFC 7323) but it is an advertisement:
+        # it counts for the largest window, not for the zero-window events.
+        syn_win = win[is_s & ((flags & TCP_SYN) != 0) & ((flags & TCP_RST) == 0)]
+        if len(syn_win):
+            side.max_win = max(side.max_win, int(syn_win.max()))
         own = is_s & ((flags & (TCP_SYN | TCP_RST)) == 0) & ((flags & TCP_ACK) != 0)
         own_idx = np.flatnonzero(own)
         if len(own_idx):
@@ -461,8 +462,8 @@ class _ConnectionState:
             syn_to_synack_s=syn_to_synack,
             synack_to_ack_s=synack_to_ack,
             rtt_s=rtt,
-            window_scale_known=hs.syn_seen and hs.synack_seen,
-            window_scaling=hs.syn_seen and hs.synack_seen and min(hs.wscale) >= 0,
+            window_scale_known=hs.scaling() is not None,
+            window_scaling=bool(hs.scaling()),
         )
         s = self.series
         series = TimeSeries(
@@ -514,7 +515,6 @@ class _ConnectionState:
             max_s=side.rtt_max if side.rtt_n else None,
             mean_s=side.rtt_sum / side.rtt_n if side.rtt_n else None,
         )
-        scale_known = hs.syn_seen and hs.synack_seen
         unique = 0
         if side.first_seq_u is not None and side.high_end > NEG:
             unique = side.high_end - side.first_seq_u
@@ -534,7 +534,7 @@ class _ConnectionState:
             first_data_ts_ns=side.first_data_ts,
             last_data_ts_ns=side.last_data_ts,
             mss_bytes=hs.mss[d],
-            window_scale=self.scale(d) if scale_known else None,
+            window_scale=hs.scale(d) if hs.scale_known(d) else None,
             sack_permitted=hs.sack_perm[d],
             max_window_bytes=side.max_win,
             min_window_bytes=side.min_win,
@@ -549,6 +549,7 @@ class _ConnectionState:
             zero_window_count=side.zero_count,
             zero_window_s=zero_s,
             zero_window_events=events,
+            zero_window_probes=side.zero_window_probes,
             resets_sent=side.resets,
             first_reset_frame=side.first_reset_frame,
             rtt=rtt,

@@ -154,7 +154,7 @@ class DirectionAnalysis(_JsonMixin):
     sack_permitted: bool
     """SACK-permitted in this side's SYN."""
     max_window_bytes: int
-    """Largest (scaled) window this side advertised."""
+    """Largest window this side advertised (scaled; a SYN's window as sent, never scaled)."""
     min_window_bytes: int | None
     """Smallest (scaled) window this side advertised after the handshake."""
     max_in_flight_bytes: int
@@ -179,6 +179,8 @@ class DirectionAnalysis(_JsonMixin):
     """Total time this side's window stayed at zero."""
     zero_window_events: list[ZeroWindowEvent]
     """The first zero-window events (at most 200 are kept)."""
+    zero_window_probes: int
+    """One-byte probes this side sent into the peer's zero window (not retransmissions)."""
     resets_sent: int
     """RST segments this side sent."""
     first_reset_frame: int | None
@@ -211,7 +213,9 @@ class Handshake(_JsonMixin):
     rtt_s: float | None
     """SYN -> SYN-ACK -> ACK, the handshake round trip seen at the capture point."""
     window_scale_known: bool
-    """True when both SYN and SYN-ACK are in the capture (so the scale is known)."""
+    """True when the handshake in the capture tells whether windows are scaled: SYN and
+    SYN-ACK, a SYN-ACK alone (it may carry the option only if the SYN did), or a SYN
+    without the option."""
     window_scaling: bool
     """True when both sides offered window scaling (windows may exceed 64 KiB)."""
 

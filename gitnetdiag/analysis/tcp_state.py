@@ -196,6 +196,7 @@ class SideState:
     zero_open_ts: int | None = None
     zero_open_frame: int = 0
     zero_events: list[ZeroWindowEvent] = field(default_factory=list)
+    zero_window_probes: int = 0
     resets: int = 0
     first_reset_frame: int | None = None
     # RTT
@@ -228,6 +229,32 @@ class HandshakeState:
     sack_perm: list[bool] = field(default_factory=lambda: [False, False])
     syn_seen: bool = False
     synack_seen: bool = False
+
+    def scaling(self) -> bool | None:
+        """Whether windows are scaled (RFC 7323: only when both SYNs carry the option).
+
+        None when the capture cannot tell.  A SYN-ACK may carry the option
+        only when the SYN did (RFC 7323 section 2.2), so a SYN-ACK alone
+        settles it; a SYN without it settles it too.
+        """
+        if self.synack_seen:
+            if self.wscale[1] < 0:
+                return False
+            return self.wscale[0] >= 0 if self.syn_seen else True
+        if self.syn_seen and self.wscale[0] < 0:
+            return False
+        return None
+
+    def scale_known(self, d: int) -> bool:
+        """Whether side ``d``'s window shift is known (its own SYN seen, or scaling off)."""
+        on = self.scaling()
+        if on is None:
+            return False
+        return not on or (self.syn_seen if d == 0 else self.synack_seen)
+
+    def scale(self, d: int) -> int:
+        """Window shift of side ``d`` (0 when off or unknown)."""
+        return self.wscale[d] if self.scaling() and self.scale_known(d) else 0
 
 
 
@@ -311,3 +338,33 @@ def zero_windows(
     else:
         side.zero_open_ts = None
 
+
+
+def _running_high(seg_end: I64Array, high_end: int, skip: BoolArray) -> tuple[I64Array, I64Array]:
+    """Highest sequence end after each segment and before it, ``skip`` rows not counting."""
+    ends = np.where(skip, NEG, seg_end)
+    cum_end = np.maximum.accumulate(np.maximum(ends, high_end))
+    prev_high = np.empty_like(seg_end)
+    prev_high[0] = high_end
+    prev_high[1:] = cum_end[:-1]
+    return cum_end, prev_high
+
+
+def advance_sequence(
+    seg_start: I64Array, seg_end: I64Array, high_end: int, probe_like: BoolArray
+) -> tuple[I64Array, I64Array, BoolArray]:
+    """Highest sequence sent after and before each data segment, and which were zero-window probes.
+
+    A probe is a ``probe_like`` segment starting exactly at the highest
+    sequence sent so far, not counting earlier probes: that is why the first
+    pass leaves every candidate out, and the second only the probes.
+    """
+    if len(seg_end) == 0:
+        return seg_end, seg_end, np.zeros(0, dtype=bool)
+    if not probe_like.any():
+        cum_end, prev_high = _running_high(seg_end, high_end, probe_like)
+        return cum_end, prev_high, probe_like
+    _, prev_high = _running_high(seg_end, high_end, probe_like)
+    zwp = probe_like & (seg_start == prev_high)
+    cum_end, prev_high = _running_high(seg_end, high_end, zwp)
+    return cum_end, prev_high, zwp
