@@ -37,7 +37,6 @@ from gitnetdiag.analysis.tcp_results import (
 from gitnetdiag.analysis.tcp_state import (
     MAX_EVENTS_KEPT,
     NEG,
-    RTT_EDGES_S,
     BoolArray,
     HandshakeState,
     I64Array,
@@ -377,7 +376,6 @@ class _ConnectionState:
         mss = side.max_plen or 1460
         if hs.mss[1 - d]:
             mss = min(mss, int(hs.mss[1 - d] or mss))
-        self.rtt_estimate_s(d)
         # Interval from the previous chunk's last row to this chunk's first row.
         lead_s = (int(ts[0]) - self.last_ts) / NS if self.packets > n else 0.0
         if side.tail_idle and s_data_row.any():
@@ -490,31 +488,7 @@ class _ConnectionState:
     def _direction_result(self, d: int) -> DirectionAnalysis:
         side = self.sides[d]
         hs = self.hs
-        hist = side.rtt_hist
-        median = p90 = None
-        if side.rtt_n:
-            cdf = np.cumsum(hist)
-            centres = np.concatenate(
-                (
-                    [RTT_EDGES_S[0]],
-                    np.sqrt(RTT_EDGES_S[1:] * RTT_EDGES_S[:-1]),
-                    [RTT_EDGES_S[-1]],
-                )
-            )
-            median = float(
-                np.clip(centres[np.searchsorted(cdf, 0.5 * side.rtt_n)], side.rtt_min, side.rtt_max)
-            )
-            p90 = float(
-                np.clip(centres[np.searchsorted(cdf, 0.9 * side.rtt_n)], side.rtt_min, side.rtt_max)
-            )
-        rtt = RttStats(
-            samples=side.rtt_n,
-            min_s=side.rtt_min if side.rtt_n else None,
-            median_s=median,
-            p90_s=p90,
-            max_s=side.rtt_max if side.rtt_n else None,
-            mean_s=side.rtt_sum / side.rtt_n if side.rtt_n else None,
-        )
+        rtt = side.rtt_stats()
         unique = 0
         if side.first_seq_u is not None and side.high_end > NEG:
             unique = side.high_end - side.first_seq_u

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from gitnetdiag.analysis.tcp_results import NS, ZeroWindowEvent
+from gitnetdiag.analysis.tcp_results import NS, RttStats, ZeroWindowEvent
 
 I64Array = npt.NDArray[np.int64]
 F64Array = npt.NDArray[np.float64]
@@ -214,6 +214,23 @@ class SideState:
     tail_class: int = -1
     """Class of the last interval of the previous chunk (-1: not counted)."""
     tail_idle: bool = False
+
+    def rtt_stats(self) -> RttStats:
+        """The RTT samples summarised (percentiles from the log histogram)."""
+        n = self.rtt_n
+        if not n:
+            return RttStats(samples=0, min_s=None, median_s=None, p90_s=None, max_s=None,
+                            mean_s=None)
+        cdf = np.cumsum(self.rtt_hist)
+        centres = np.concatenate(
+            ([RTT_EDGES_S[0]], np.sqrt(RTT_EDGES_S[1:] * RTT_EDGES_S[:-1]), [RTT_EDGES_S[-1]])
+        )
+
+        def quantile(q: float) -> float:
+            return float(np.clip(centres[np.searchsorted(cdf, q * n)], self.rtt_min, self.rtt_max))
+
+        return RttStats(samples=n, min_s=self.rtt_min, median_s=quantile(0.5),
+                        p90_s=quantile(0.9), max_s=self.rtt_max, mean_s=self.rtt_sum / n)
 
 
 @dataclass
