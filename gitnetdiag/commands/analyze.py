@@ -282,7 +282,7 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
     if json_out != "-":
         console = Console(highlight=False)
         for name, result in results.items():
-            console.print(f"[bold]{name}[/bold]")
+            console.print(Text(name, style="bold"))
             render_analysis(result, console)
     if then_diagnose:
         host = load_host_report(host_report) if host_report else None
