@@ -220,8 +220,11 @@ class _ConnectionState:
         # probes and the data that follows once the window opens are neither
         # retransmissions nor new bytes in flight.
         last_p = ffill_index(p_ack)
-        win_before = np.where(last_p >= 0, win[np.maximum(last_p, 0)], side.peer_win)[data_pos]
-        probe_like = (s_plen[data_mask] == 1) & (win_before == 0)
+        probe_like = s_plen[data_mask] == 1
+        if probe_like.any():
+            lp_one = last_p[data_pos[probe_like]]
+            win_before = np.where(lp_one >= 0, win[np.maximum(lp_one, 0)], side.peer_win)
+            probe_like[probe_like] = win_before == 0
         cum_end, prev_high, zwp = advance_sequence(seg_start, seg_end, side.high_end, probe_like)
         side.zero_window_probes += int(np.count_nonzero(zwp))
         rtx = (seg_start < prev_high) & ~zwp

@@ -126,17 +126,21 @@ class DecodeStats:
         prev[0] = ts_ns[0] if self.last_ts_ns is None else self.last_ts_ns
         prev[1:] = ts_ns[:-1]
         step = ts_ns - prev
-        for kind, rows in (("backwards", np.flatnonzero(step < 0)),
-                           ("jumps", np.flatnonzero(step > CLOCK_JUMP_NS)),
+        self.last_ts_ns = int(ts_ns[-1])
+        odd = (step < 0) | (step > CLOCK_JUMP_NS)
+        if not odd.any() and not len(bad_fraction):
+            return
+        backwards = np.flatnonzero(step < 0)
+        jumps = np.flatnonzero(step > CLOCK_JUMP_NS)
+        for kind, rows in (("backwards", backwards), ("jumps", jumps),
                            ("fractions", bad_fraction)):
             if not len(rows):
                 continue
             kept = self.clock_frames.setdefault(kind, [])
             kept.extend((rows[: FRAMES_NAMED - len(kept)] + first_frame).tolist())
-        self.clock_backwards += int(np.count_nonzero(step < 0))
-        self.clock_jumps += int(np.count_nonzero(step > CLOCK_JUMP_NS))
+        self.clock_backwards += len(backwards)
+        self.clock_jumps += len(jumps)
         self.bad_fractions += len(bad_fraction)
-        self.last_ts_ns = int(ts_ns[-1])
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -323,17 +327,18 @@ def _unwrap_tunnels(
     Outer IPv6 is unwrapped when UDP follows the fixed header directly.
     """
     by = _Bytes(buf)
+    if not len(buf):
+        return
     for _ in range(MAX_TUNNEL_DEPTH):
-        rows = np.flatnonzero(version > 0)
+        # One byte per packet (the protocol / next header field) before anything else:
+        # this runs on every chunk, and almost none holds a tunnel.
+        proto_at = np.where(version == 4, l3 + 9, l3 + 6)
+        udp = (buf[np.clip(proto_at, 0, by.last)] == _PROTO_UDP) & (version > 0)
+        rows = np.flatnonzero(udp)
         if not len(rows):
             return
         p = l3[rows]
         v4 = version[rows] == 4
-        proto = np.where(v4, by.u8(p + 9), by.u8(p + 6))
-        udp = proto == _PROTO_UDP
-        if not udp.any():
-            return
-        rows, p, v4 = rows[udp], p[udp], v4[udp]
         unfragmented = ~v4 | ((by.u16(p + 6) & 0x3FFF) == 0)
         rows, p, v4 = rows[unfragmented], p[unfragmented], v4[unfragmented]
         u = np.where(v4, p + (by.u8(p) & 0x0F) * 4, p + 40)
