@@ -126,15 +126,20 @@ def _analyse_bounded(data: bytes, *, compress: bool) -> None:
                                            st.sampled_from([0, _MAX_TS_NS]))),
                        max_size=6),
        cut=st.one_of(st.none(), st.integers(24, 4000)),
-       compress=st.booleans())
+       compress=st.booleans(), ng=st.booleans())
 def test_reordered_and_restamped_captures(order: list[int], stamps: list[tuple[int, int]],
-                                          cut: int | None, compress: bool) -> None:
+                                          cut: int | None, compress: bool, ng: bool) -> None:
     """Records in any order, any of them stamped anywhere in the 32-bit epoch, maybe cut
-    short and gzipped: an analysis (or the error tree), in bounded memory."""
+    short and gzipped, pcap or pcapng: an analysis (or the error tree), in bounded memory."""
     frames = [FRAMES[i] for i in order]
     for index, ts in stamps:
         frames[index] = (ts, frames[index][1])
-    data = pcap_bytes(frames)
+    if ng:
+        section = PcapngSection(interfaces=[Interface(1, 9)],
+                                packets=[(0, ts, frame, "epb") for ts, frame in frames])
+        data = pcapng_bytes([section])
+    else:
+        data = pcap_bytes(frames)
     _analyse_bounded(data if cut is None else data[:cut], compress=compress)
 
 
