@@ -112,8 +112,8 @@ class DecompressedStream:
 
     def _failed(self, detail: str, *, cut: bool) -> CaptureFormatError:
         return CaptureFormatError(
-            f"the {self.kind} stream is {'cut short' if cut else 'damaged'} ({detail}); "
-            "the offset counts decompressed bytes",
+            f"the {self.kind} stream is {'cut short' if cut else 'damaged'} ({detail}) "
+            "in the decompressed capture",
             hint=f"the packets before this point were kept; check the file with '{self.kind} -t'",
             offset=self.position,
         )
