@@ -58,6 +58,8 @@ TSHARK_FIELDS: tuple[str, ...] = (
 """The tshark fields read, in column order."""
 
 FRAME_DATA, FRAME_HEADERS, FRAME_SETTINGS, FRAME_WINDOW_UPDATE = 0, 1, 4, 8
+FRAME_PREFACE = -1
+"""Pseudo frame type of a row that stands for the client connection preface alone."""
 FLAG_END_STREAM, FLAG_ACK = 0x1, 0x1
 SETTING_INITIAL_WINDOW_SIZE, SETTING_MAX_FRAME_SIZE = 4, 5
 SETTING_NAMES = {
@@ -86,6 +88,7 @@ class H2FrameRow:
     is_preface: bool
     """The TCP frame carried the client connection preface (its sender is the client)."""
     frame_type: int
+    """HTTP/2 frame type (RFC 9113), or FRAME_PREFACE for a frame holding only the preface."""
     stream_id: int
     length_bytes: int
     """Frame payload length (for DATA: the flow-controlled size, padding included)."""
@@ -144,8 +147,18 @@ def parse_tshark_fields(text: str) -> list[H2FrameRow]:
         windows = iter(_int(v, where=where) for v in _split(initial_windows))
         frames = iter(_int(v, where=where) for v in _split(max_frames))
         incs = iter(_int(v, where=where) for v in _split(increments))
-        src = f"{ip4 or ip6}:{port}"
+        src = f"{ip4}:{port}" if ip4 else f"[{ip6}]:{port}"
         ts_ns = _epoch_ns(epoch)
+        if magic and not type_list:
+            # A TCP frame holding only the client preface ("PRI * HTTP/2.0 ...")
+            # has no HTTP/2 frame; kept as a row so that its sender is the client.
+            rows.append(
+                H2FrameRow(
+                    frame_number=int(number), ts_ns=ts_ns, tcp_stream=_int(stream, where=where),
+                    src=src, is_preface=True, frame_type=FRAME_PREFACE, stream_id=0,
+                    length_bytes=0, flags=0, settings=(), increment_bytes=None,
+                )
+            )
         for ftype, sid, length, flag in zip(
             type_list, sid_list, length_list, flag_list, strict=True
         ):
@@ -502,17 +515,28 @@ def ledger_table_rows(ledgers: Sequence[H2Ledger]) -> list[list[str]]:
     return rows
 
 
-def render_h2_ledgers(ledgers: Sequence[H2Ledger], console: _Console) -> None:
-    """Print the HTTP/2 flow-control ledger table with rich."""
+def render_h2_ledgers(
+    ledgers: Sequence[H2Ledger], console: _Console, *, keys_given: bool = False
+) -> None:
+    """Print the HTTP/2 flow-control ledger table with rich.
+
+    ``keys_given``: a key log was passed or the pcapng carries its secrets, so
+    an empty table is not for want of keys.
+    """
     from rich.table import Table
+    from rich.text import Text
 
     header, *body = ledger_table_rows(ledgers)
     table = Table(title="HTTP/2 flow control (client uploads)")
     for name in header:
         table.add_column(name, justify="left" if name == "server" else "right")
     for row in body:
-        table.add_row(*row)
+        table.add_row(*(Text(cell) for cell in row))  # addresses are not markup
     if not body:
-        console.print("no decrypted HTTP/2 traffic in the capture (give --keylog?)")
+        console.print(
+            "no decrypted HTTP/2 traffic in the capture (the keys given decrypt no HTTP/2: "
+            "keys of another session, or no h2 negotiated)" if keys_given
+            else "no decrypted HTTP/2 traffic in the capture (give --keylog?)"
+        )
         return
     console.print(table)

@@ -16,453 +16,55 @@ explains them.
 
 from __future__ import annotations
 
-import dataclasses
-import enum
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
+from gitnetdiag.analysis.tcp_results import (
+    NS,
+    ConnectionAnalysis,
+    DirectionAnalysis,
+    Handshake,
+    LimitKind,
+    LimitShares,
+    RttStats,
+    Thresholds,
+    TimeSeries,
+    ZeroWindowEvent,
+    guess_protocol,
+)
+from gitnetdiag.analysis.tcp_state import (
+    MAX_EVENTS_KEPT,
+    NEG,
+    BoolArray,
+    HandshakeState,
+    I64Array,
+    SeriesBins,
+    SideState,
+    advance_sequence,
+    bfill_index,
+    ffill_index,
+    rtt_samples,
+    signed32,
+    zero_windows,
+)
 from gitnetdiag.capture.flows import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Connection
 
-I64Array = npt.NDArray[np.int64]
-F64Array = npt.NDArray[np.float64]
-BoolArray = npt.NDArray[np.bool_]
-
-NS = 1_000_000_000
-_NEG = np.int64(-(1 << 62))
-_MAX_PENDING_SEGMENTS = 1 << 17
-_MAX_EVENTS_KEPT = 200
-# log-spaced RTT histogram, 1 us .. 100 s
-_RTT_EDGES_S = np.logspace(-6, 2, 321)
-
-
-def _to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [_to_jsonable(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (np.integer, np.floating)):
-        return value.item()
-    return value
-
-
-class _JsonMixin:
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form (nested dataclasses and arrays become dicts and lists)."""
-        result = _to_jsonable(self)
-        assert isinstance(result, dict)
-        return result
-
-
-@dataclass(frozen=True, kw_only=True)
-class Thresholds:
-    """Tunable thresholds of the classification (defaults documented in docs/analysis.md)."""
-
-    bin_s: float = 0.1
-    """Width of the time-series bins."""
-    min_rto_s: float = 0.2
-    """Linux's minimum RTO; a retransmission after >= 0.9 * (RTT + this) of silence is a timeout."""
-    dupack_threshold: int = 3
-    """Duplicate ACKs that trigger a fast retransmission."""
-
-
-class LimitKind(enum.IntEnum):
-    """What held the bulk sender back during one interval."""
-
-    RWND = 0
-    """In flight within one MSS of the peer's advertised window (receive window)."""
-    CWND = 1
-    """Data outstanding, window open, the sender ACK-clocked: congestion window / path."""
-    LOSS = 2
-    """Recovering from a retransmission (network loss)."""
-    SELF = 3
-    """Window open and the sender not sending: application or flow control above TCP."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class RttStats(_JsonMixin):
-    """RTT samples: data segment -> first ACK covering it, retransmitted ones excluded (Karn)."""
-
-    samples: int
-    """Number of samples (one per ACK that advanced, using the last segment it covered)."""
-    min_s: float | None
-    """Smallest sample."""
-    median_s: float | None
-    """Median (from a log histogram, about 3 % resolution)."""
-    p90_s: float | None
-    """90th percentile (same histogram)."""
-    max_s: float | None
-    """Largest sample."""
-    mean_s: float | None
-    """Mean."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class LimitShares(_JsonMixin):
-    """Time the sender spent in each limit while its transfer was active."""
-
-    rwnd_s: float
-    """Limited by the peer's receive window."""
-    cwnd_s: float
-    """Limited by the congestion window / path (ACK-clocked, no loss)."""
-    loss_s: float
-    """In loss recovery after retransmissions."""
-    self_s: float
-    """Window open, nothing sent: the application or HTTP/2 / SSH flow control."""
-
-    @property
-    def active_s(self) -> float:
-        """Total classified time."""
-        return self.rwnd_s + self.cwnd_s + self.loss_s + self.self_s
-
-    def share(self, kind: LimitKind) -> float:
-        """Share (0..1) of the active time spent in ``kind``."""
-        total = self.active_s
-        if total <= 0:
-            return 0.0
-        value = {
-            LimitKind.RWND: self.rwnd_s,
-            LimitKind.CWND: self.cwnd_s,
-            LimitKind.LOSS: self.loss_s,
-            LimitKind.SELF: self.self_s,
-        }[kind]
-        return value / total
-
-    def dominant(self) -> LimitKind | None:
-        """The limit with the largest share, or None when nothing was classified."""
-        if self.active_s <= 0:
-            return None
-        return max(LimitKind, key=self.share)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ZeroWindowEvent(_JsonMixin):
-    """A receiver advertising a zero window until it opens again."""
-
-    start_ts_ns: int
-    """Time of the first zero-window advertisement."""
-    frame: int
-    """Its frame number."""
-    duration_s: float | None
-    """Until the next non-zero window from the same side; None if it never opened."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class DirectionAnalysis(_JsonMixin):
-    """One direction of a connection: this side as a sender and as a receiver."""
-
-    packets: int
-    """Segments sent by this side."""
-    payload_bytes: int
-    """Payload bytes sent, retransmissions included."""
-    unique_bytes: int
-    """New payload bytes (goodput): highest sequence reached minus the first."""
-    first_data_ts_ns: int | None
-    """Time of the first payload-carrying segment."""
-    last_data_ts_ns: int | None
-    """Time of the last payload-carrying segment."""
-    mss_bytes: int | None
-    """MSS this side announced in its SYN."""
-    window_scale: int | None
-    """Shift applied to this side's windows; None when the handshake is not in the capture."""
-    sack_permitted: bool
-    """SACK-permitted in this side's SYN."""
-    max_window_bytes: int
-    """Largest (scaled) window this side advertised."""
-    min_window_bytes: int | None
-    """Smallest (scaled) window this side advertised after the handshake."""
-    max_in_flight_bytes: int
-    """Largest amount of this side's data outstanding (unacknowledged)."""
-    retransmissions: int
-    """Segments resending already-sent sequence space."""
-    retransmitted_bytes: int
-    """Payload bytes of those segments."""
-    fast_retransmissions: int
-    """Retransmissions after duplicate ACKs / SACK."""
-    timeout_retransmissions: int
-    """Retransmissions after a silence as long as an RTO."""
-    spurious_retransmissions: int
-    """Retransmissions of data the peer had already acknowledged."""
-    dsack_blocks: int
-    """D-SACK blocks this side received (the peer got something twice)."""
-    loss_rate: float
-    """retransmitted_bytes / payload_bytes."""
-    zero_window_count: int
-    """Zero-window advertisements by this side (as receiver)."""
-    zero_window_s: float
-    """Total time this side's window stayed at zero."""
-    zero_window_events: list[ZeroWindowEvent]
-    """The first zero-window events (at most 200 are kept)."""
-    resets_sent: int
-    """RST segments this side sent."""
-    first_reset_frame: int | None
-    """Frame number of the first of them."""
-    rtt: RttStats
-    """RTT of this side's data (time to the peer's ACK)."""
-    limits: LimitShares
-    """What limited this side as a sender."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Handshake(_JsonMixin):
-    """The three-way handshake as seen in the capture."""
-
-    syn_count: int
-    """SYNs sent by the initiator (same ISN)."""
-    syn_retransmissions: int
-    """syn_count - 1 when more than one was seen."""
-    synack_count: int
-    """SYN-ACKs sent by the responder."""
-    synack_retransmissions: int
-    """synack_count - 1 when more than one was seen."""
-    synack_after_ack: int
-    """SYN-ACKs resent after the initiator's ACK was already seen: the responder
-    dropped that ACK (accept queue full, the listen backlog signature)."""
-    syn_to_synack_s: float | None
-    """From the last SYN to the first SYN-ACK."""
-    synack_to_ack_s: float | None
-    """From the first SYN-ACK to the initiator's ACK."""
-    rtt_s: float | None
-    """SYN -> SYN-ACK -> ACK, the handshake round trip seen at the capture point."""
-    window_scale_known: bool
-    """True when both SYN and SYN-ACK are in the capture (so the scale is known)."""
-    window_scaling: bool
-    """True when both sides offered window scaling (windows may exceed 64 KiB)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class TimeSeries(_JsonMixin):
-    """Per-bin series of a connection; index 0 is the initiator as sender."""
-
-    bin_s: float
-    """Bin width."""
-    start_ts_ns: int
-    """Start of bin 0 (the connection's first packet)."""
-    sent_bytes: list[list[int]]
-    """Payload bytes sent per bin, per direction (throughput)."""
-    goodput_bytes: list[list[int]]
-    """New payload bytes per bin, per direction."""
-    retransmitted_bytes: list[list[int]]
-    """Retransmitted payload bytes per bin, per direction."""
-    max_in_flight_bytes: list[list[int]]
-    """Largest in-flight amount per bin, per direction as sender."""
-    min_window_bytes: list[list[int]]
-    """Smallest window advertised per bin, per direction (-1 when none)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConnectionAnalysis(_JsonMixin):
-    """Everything measured about one TCP connection."""
-
-    connection: Connection
-    """Endpoints; ``a`` initiated."""
-    protocol: str
-    """Guess from the ports: https, ssh, git, http or tcp."""
-    packets: int
-    """Segments in both directions."""
-    first_ts_ns: int
-    """First packet."""
-    last_ts_ns: int
-    """Last packet."""
-    handshake: Handshake
-    """The three-way handshake."""
-    a_to_b: DirectionAnalysis
-    """The initiator as sender (a git push's upload direction)."""
-    b_to_a: DirectionAnalysis
-    """The responder as sender."""
-    series: TimeSeries
-    """Throughput, goodput, in flight and windows over time."""
-
-    @property
-    def duration_s(self) -> float:
-        """First to last packet."""
-        return (self.last_ts_ns - self.first_ts_ns) / NS
-
-    @property
-    def bulk_direction(self) -> int:
-        """0 when the initiator sent more payload, else 1."""
-        return 0 if self.a_to_b.payload_bytes >= self.b_to_a.payload_bytes else 1
-
-    @property
-    def bulk(self) -> DirectionAnalysis:
-        """The direction that sent more payload."""
-        return self.a_to_b if self.bulk_direction == 0 else self.b_to_a
-
-    def to_dict(self) -> dict[str, Any]:
-        """JSON-ready form, with the derived figures."""
-        result = super().to_dict()
-        result["duration_s"] = self.duration_s
-        result["bulk_direction"] = "a_to_b" if self.bulk_direction == 0 else "b_to_a"
-        return result
-
-
-def guess_protocol(port_a: int, port_b: int) -> str:
-    """Protocol guessed from the responder's (then the initiator's) port."""
-    names = {443: "https", 8443: "https", 22: "ssh", 9418: "git", 80: "http", 8080: "http"}
-    return names.get(port_b) or names.get(port_a) or "tcp"
-
-
-def _signed32(x: I64Array) -> I64Array:
-    return ((x + (1 << 31)) & 0xFFFFFFFF) - (1 << 31)
-
-
-def _ffill_index(mask: BoolArray) -> I64Array:
-    """Index of the last True at or before each position (-1 when none)."""
-    idx = np.where(mask, np.arange(len(mask)), -1)
-    return np.maximum.accumulate(idx) if len(idx) else idx
-
-
-def _bfill_index(mask: BoolArray) -> I64Array:
-    """Index of the first True at or after each position (len when none)."""
-    n = len(mask)
-    idx = np.where(mask, np.arange(n), n)
-    return np.minimum.accumulate(idx[::-1])[::-1] if n else idx
-
-
-@dataclass
-class _Chain:
-    """Unwraps 32-bit sequence numbers into a monotone-ish int64 space."""
-
-    last_raw: int | None = None
-    last_u: int = 0
-
-    def unwrap(self, raw: I64Array, base: int) -> I64Array:
-        if len(raw) == 0:
-            return raw
-        if self.last_raw is None:
-            self.last_raw = int(raw[0])
-            self.last_u = int(_signed32(np.array([raw[0] - base]))[0])
-        prev = np.empty_like(raw)
-        prev[0] = self.last_raw
-        prev[1:] = raw[:-1]
-        u = self.last_u + np.cumsum(_signed32(raw - prev))
-        self.last_raw = int(raw[-1])
-        self.last_u = int(u[-1])
-        return u
-
-
-@dataclass
-class _Series:
-    """Growing per-bin arrays of one connection."""
-
-    sent: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
-    good: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
-    retrans: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
-    flight: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
-    window: list[I64Array] = field(default_factory=lambda: [np.zeros(0, np.int64)] * 2)
-
-    @staticmethod
-    def _grow(arr: I64Array, size: int, fill: int) -> I64Array:
-        if len(arr) >= size:
-            return arr
-        out = np.full(size, fill, dtype=np.int64)
-        out[: len(arr)] = arr
-        return out
-
-    def add_sum(self, name: str, d: int, bins: I64Array, weights: I64Array) -> None:
-        if len(bins) == 0:
-            return
-        arrs: list[I64Array] = getattr(self, name)
-        summed = np.bincount(bins, weights=weights).astype(np.int64)
-        arr = self._grow(arrs[d], len(summed), 0)
-        arr[: len(summed)] += summed
-        arrs[d] = arr
-
-    def add_extreme(
-        self, name: str, d: int, bins: I64Array, values: I64Array, *, high: bool
-    ) -> None:
-        if len(bins) == 0:
-            return
-        arrs: list[I64Array] = getattr(self, name)
-        fill = -1
-        arr = self._grow(arrs[d], int(bins[-1]) + 1, fill)
-        starts = np.flatnonzero(np.concatenate(([True], bins[1:] != bins[:-1])))
-        ub = bins[starts]
-        red = (np.maximum if high else np.minimum).reduceat(values, starts)
-        cur = arr[ub]
-        if high:
-            arr[ub] = np.maximum(cur, red)
-        else:
-            arr[ub] = np.where(cur < 0, red, np.minimum(cur, red))
-        arrs[d] = arr
-
-
-@dataclass
-class _Side:
-    """Per-direction carried state; ``d`` is this side as the sender."""
-
-    chain_seq: _Chain = field(default_factory=_Chain)
-    chain_ack: _Chain = field(default_factory=_Chain)
-    """Unwraps the peer's ACKs of this side's data."""
-    base: int | None = None
-    high_end: int = int(_NEG)
-    first_seq_u: int | None = None
-    high_ack: int = int(_NEG)
-    peer_win: int = -1
-    peer_last_ack_u: int | None = None
-    peer_dup_run: int = 0
-    peer_last_sack: bool = False
-    last_data_ts: int | None = None
-    last_retrans_ts: int = int(_NEG)
-    recover: int = int(_NEG)
-    max_plen: int = 0
-    # counters
-    packets: int = 0
-    payload: int = 0
-    first_data_ts: int | None = None
-    retrans: int = 0
-    retrans_bytes: int = 0
-    fast: int = 0
-    timeout: int = 0
-    spurious: int = 0
-    dsack: int = 0
-    max_flight: int = 0
-    max_win: int = 0
-    min_win: int | None = None
-    zero_count: int = 0
-    zero_s: float = 0.0
-    zero_open_ts: int | None = None
-    zero_open_frame: int = 0
-    zero_events: list[ZeroWindowEvent] = field(default_factory=list)
-    resets: int = 0
-    first_reset_frame: int | None = None
-    # RTT
-    pend_ts: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
-    pend_end: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
-    pend_rtx: BoolArray = field(default_factory=lambda: np.zeros(0, bool))
-    rtt_hist: I64Array = field(default_factory=lambda: np.zeros(len(_RTT_EDGES_S) + 1, np.int64))
-    rtt_n: int = 0
-    rtt_min: float = float("inf")
-    rtt_max: float = 0.0
-    rtt_sum: float = 0.0
-    # limits
-    limit_s: F64Array = field(default_factory=lambda: np.zeros(4))
-    pending_idle_s: float = 0.0
-    tail_class: int = -1
-    """Class of the last interval of the previous chunk (-1: not counted)."""
-    tail_idle: bool = False
-
-
-@dataclass
-class _HandshakeState:
-    syn_count: int = 0
-    syn_ts: int | None = None
-    synack_count: int = 0
-    synack_first_ts: int | None = None
-    synack_after_ack: int = 0
-    ack_ts: int | None = None
-    mss: list[int | None] = field(default_factory=lambda: [None, None])
-    wscale: list[int] = field(default_factory=lambda: [-1, -1])
-    sack_perm: list[bool] = field(default_factory=lambda: [False, False])
-    syn_seen: bool = False
-    synack_seen: bool = False
+__all__ = [
+    "ConnectionAnalysis",
+    "DirectionAnalysis",
+    "Handshake",
+    "LimitKind",
+    "LimitShares",
+    "RttStats",
+    "TcpAnalyzer",
+    "Thresholds",
+    "TimeSeries",
+    "ZeroWindowEvent",
+    "analyze_connections",
+    "guess_protocol",
+]
 
 
 class _ConnectionState:
@@ -470,22 +72,14 @@ class _ConnectionState:
 
     def __init__(self, thresholds: Thresholds) -> None:
         self.t = thresholds
-        self.sides = (_Side(), _Side())
-        self.hs = _HandshakeState()
+        self.sides = (SideState(), SideState())
+        self.hs = HandshakeState()
         self.first_ts: int | None = None
         self.last_ts = 0
         self.packets = 0
-        self.series = _Series()
-        self.bin_ns = int(thresholds.bin_s * NS)
+        self.series = SeriesBins(bin_ns=int(thresholds.bin_s * NS))
 
     # -- helpers -----------------------------------------------------------
-    def scale(self, d: int) -> int:
-        """Window shift of side ``d`` (0 when unknown or off)."""
-        hs = self.hs
-        if hs.syn_seen and hs.synack_seen and hs.wscale[0] >= 0 and hs.wscale[1] >= 0:
-            return hs.wscale[d]
-        return 0
-
     def rtt_estimate_s(self, d: int) -> float:
         side = self.sides[d]
         if side.rtt_n:
@@ -497,10 +91,16 @@ class _ConnectionState:
 
     # -- the chunk update ----------------------------------------------------
     def update(self, cols: dict[str, I64Array]) -> None:
-        ts = cols["ts_ns"]
-        n = len(ts)
+        n = len(cols["ts_ns"])
         if n == 0:
             return
+        # Analysis follows frame order, as tshark's does; a timestamp that
+        # steps back (a clock step, a merged or reordered file) would give
+        # negative intervals, so this connection's clock never runs backwards:
+        # such a frame counts as simultaneous with the one before it.
+        floor = self.last_ts if self.first_ts is not None else int(cols["ts_ns"][0])
+        ts = np.maximum.accumulate(np.maximum(cols["ts_ns"], floor))
+        cols["ts_ns"] = ts
         if self.first_ts is None:
             self.first_ts = int(ts[0])
         self.packets += n
@@ -508,9 +108,9 @@ class _ConnectionState:
         dirs = cols["dir"]
         self._handshake(cols)
         syn = (flags & TCP_SYN) != 0
-        scales = np.array([self.scale(0), self.scale(1)], dtype=np.int64)
+        scales = np.array([self.hs.scale(0), self.hs.scale(1)], dtype=np.int64)
         win = np.where(syn, cols["win_raw"], cols["win_raw"] << scales[dirs])
-        bins = (ts - self.first_ts) // self.bin_ns
+        bins = self.series.index(ts - self.first_ts)
         gaps = np.empty(n, dtype=np.int64)
         gaps[:-1] = ts[1:] - ts[:-1]
         gaps[-1] = 0
@@ -614,15 +214,21 @@ class _ConnectionState:
                 side.first_data_ts = int(seg_ts[0])
                 side.first_seq_u = int(seg_start[0])
             side.max_plen = max(side.max_plen, int(s_plen.max()))
-        cum_end = (
-            np.maximum.accumulate(np.maximum(seg_end, side.high_end)) if len(seg_end) else seg_end
-        )
-        prev_high = np.empty_like(seg_end)
-        if len(seg_end):
-            prev_high[0] = side.high_end
-            prev_high[1:] = cum_end[:-1]
-        rtx = seg_start < prev_high
-        new_bytes = np.maximum(seg_end - np.maximum(prev_high, seg_start), 0)
+        # Zero-window probes (tshark's tcp.analysis.zero_window_probe): one byte
+        # at the next sequence number while the peer's last window was zero.
+        # Like tshark, they do not advance the sequence space: the repeated
+        # probes and the data that follows once the window opens are neither
+        # retransmissions nor new bytes in flight.
+        last_p = ffill_index(p_ack)
+        probe_like = s_plen[data_mask] == 1
+        if probe_like.any():
+            lp_one = last_p[data_pos[probe_like]]
+            win_before = np.where(lp_one >= 0, win[np.maximum(lp_one, 0)], side.peer_win)
+            probe_like[probe_like] = win_before == 0
+        cum_end, prev_high, zwp = advance_sequence(seg_start, seg_end, side.high_end, probe_like)
+        side.zero_window_probes += int(np.count_nonzero(zwp))
+        rtx = (seg_start < prev_high) & ~zwp
+        new_bytes = np.where(zwp, 0, np.maximum(seg_end - np.maximum(prev_high, seg_start), 0))
 
         # The peer's ACKs, windows, duplicate ACKs and SACK blocks.
         p_cummax = np.maximum.accumulate(np.maximum(ack_u, side.high_ack)) if len(ack_u) else ack_u
@@ -630,10 +236,10 @@ class _ConnectionState:
         p_plain = (plen[p_idx] == 0) & ((flags[p_idx] & (TCP_SYN | TCP_FIN | TCP_RST)) == 0)
         prev_ack = np.empty_like(ack_u)
         if len(ack_u):
-            prev_ack[0] = side.peer_last_ack_u if side.peer_last_ack_u is not None else _NEG
+            prev_ack[0] = side.peer_last_ack_u if side.peer_last_ack_u is not None else NEG
             prev_ack[1:] = ack_u[:-1]
         dup = p_plain & (ack_u == prev_ack)
-        last_reset = _ffill_index(~dup)
+        last_reset = ffill_index(~dup)
         k = np.arange(len(dup))
         dup_run = np.where(
             dup, np.where(last_reset < 0, k + 1 + side.peer_dup_run, k - last_reset), 0
@@ -641,7 +247,7 @@ class _ConnectionState:
         p_sack = cols["sack_count"][p_idx] > 0
         if len(p_idx):
             sack_right = cols["sack_right"][p_idx]
-            dsack = p_sack & (_signed32(sack_right - cols["ack"][p_idx]) <= 0)
+            dsack = p_sack & (signed32(sack_right - cols["ack"][p_idx]) <= 0)
             side.dsack += int(np.count_nonzero(dsack))
 
         # Per connection row: state after the row (forward-filled).
@@ -649,17 +255,16 @@ class _ConnectionState:
         s_data_row[data_pos] = True
         high_end_row = np.full(n, -1, dtype=np.int64)
         high_end_row[data_pos] = cum_end
-        last_s = _ffill_index(s_data_row)
+        last_s = ffill_index(s_data_row)
         high_end_all = np.where(last_s >= 0, high_end_row[np.maximum(last_s, 0)], side.high_end)
         p_row_cum = np.full(n, 0, dtype=np.int64)
         p_row_cum[p_idx] = p_cummax
         p_row_win = np.zeros(n, dtype=np.int64)
         p_row_win[p_idx] = p_win
-        last_p = _ffill_index(p_ack)
         lp = np.maximum(last_p, 0)
         high_ack_all = np.where(last_p >= 0, p_row_cum[lp], side.high_ack)
         peer_win_all = np.where(last_p >= 0, p_row_win[lp], side.peer_win)
-        known = (high_end_all > _NEG) & (high_ack_all > _NEG)
+        known = (high_end_all > NEG) & (high_ack_all > NEG)
         in_flight = np.where(known, np.maximum(high_end_all - high_ack_all, 0), 0)
         if len(data_pos):
             side.max_flight = max(side.max_flight, int(in_flight[data_pos].max()))
@@ -690,9 +295,14 @@ class _ConnectionState:
             side.last_retrans_ts = int(seg_ts[rtx][-1])
 
         # RTT samples (Karn: no sample from an ACK that also covers a retransmission).
-        self._rtt(side, seg_ts, seg_end, rtx, data_pos, ts, p_idx, p_cummax)
+        rtt_samples(side, seg_ts, seg_end, rtx | zwp, data_pos, ts, p_idx, p_cummax)
 
         # Windows this side advertised, zero windows.
+        # A SYN's window is never scaled (RFC 7323) but it is an advertisement:
+        # it counts for the largest window, not for the zero-window events.
+        syn_win = win[is_s & ((flags & TCP_SYN) != 0) & ((flags & TCP_RST) == 0)]
+        if len(syn_win):
+            side.max_win = max(side.max_win, int(syn_win.max()))
         own = is_s & ((flags & (TCP_SYN | TCP_RST)) == 0) & ((flags & TCP_ACK) != 0)
         own_idx = np.flatnonzero(own)
         if len(own_idx):
@@ -700,7 +310,7 @@ class _ConnectionState:
             side.max_win = max(side.max_win, int(own_win.max()))
             low = int(own_win.min())
             side.min_win = low if side.min_win is None else min(side.min_win, low)
-            self._zero_windows(side, own_idx, own_win, ts, cols["frame"])
+            zero_windows(side, own_idx, own_win, ts, cols["frame"])
 
         # Time series.
         if len(data_pos):
@@ -743,90 +353,10 @@ class _ConnectionState:
             side.peer_dup_run = int(dup_run[-1])
             side.peer_last_sack = bool(p_sack[-1])
 
-    def _rtt(
-        self,
-        side: _Side,
-        seg_ts: I64Array,
-        seg_end: I64Array,
-        rtx: BoolArray,
-        data_pos: I64Array,
-        ts: I64Array,
-        p_idx: I64Array,
-        p_cummax: I64Array,
-    ) -> None:
-        all_ts = np.concatenate([side.pend_ts, seg_ts])
-        all_end = np.concatenate([side.pend_end, seg_end])
-        all_rtx = np.concatenate([side.pend_rtx, rtx])
-        # Pending segments sit before every row of this chunk.
-        all_pos = np.concatenate([np.full(len(side.pend_ts), -1, dtype=np.int64), data_pos])
-        if len(all_ts) == 0:
-            return
-        first_after = np.searchsorted(p_idx, all_pos, side="right")
-        covering = np.searchsorted(p_cummax, all_end, side="left")
-        j = np.maximum(first_after, covering)
-        matched = j < len(p_idx)
-        keep = ~matched
-        side.pend_ts = all_ts[keep][-_MAX_PENDING_SEGMENTS:]
-        side.pend_end = all_end[keep][-_MAX_PENDING_SEGMENTS:]
-        side.pend_rtx = all_rtx[keep][-_MAX_PENDING_SEGMENTS:]
-        if not matched.any():
-            return
-        jm = j[matched]
-        tsm = all_ts[matched]
-        # Not np.isin / np.unique: they may import numpy.ma (~20 ms of start-up).
-        bad_acks = np.sort(jm[all_rtx[matched]])
-        at = np.minimum(np.searchsorted(bad_acks, jm), max(len(bad_acks) - 1, 0))
-        ok = ~(bad_acks[at] == jm) if len(bad_acks) else np.ones(len(jm), dtype=bool)
-        jm, tsm = jm[ok], tsm[ok]
-        if len(jm) == 0:
-            return
-        # One sample per ACK, from the last segment it covered.
-        order = np.lexsort((tsm, jm))
-        jm, tsm = jm[order], tsm[order]
-        last = np.flatnonzero(np.concatenate((jm[1:] != jm[:-1], [True])))
-        rtt_s = (ts[p_idx[jm[last]]] - tsm[last]) / NS
-        rtt_s = rtt_s[rtt_s >= 0]
-        if len(rtt_s) == 0:
-            return
-        side.rtt_n += len(rtt_s)
-        side.rtt_min = min(side.rtt_min, float(rtt_s.min()))
-        side.rtt_max = max(side.rtt_max, float(rtt_s.max()))
-        side.rtt_sum += float(rtt_s.sum())
-        side.rtt_hist += np.bincount(
-            np.searchsorted(_RTT_EDGES_S, rtt_s), minlength=len(side.rtt_hist)
-        )
-
-    def _zero_windows(
-        self, side: _Side, own_idx: I64Array, own_win: I64Array, ts: I64Array, frames: I64Array
-    ) -> None:
-        zero = own_win == 0
-        if not zero.any() and side.zero_open_ts is None:
-            return
-        prev = np.empty_like(zero)
-        prev[0] = side.zero_open_ts is not None
-        prev[1:] = zero[:-1]
-        starts = own_idx[zero & ~prev]
-        ends = own_idx[~zero & prev]
-        side.zero_count += len(starts)
-        # Starts and ends alternate; a window still closed is carried over.
-        opened = [(int(ts[i]), int(frames[i])) for i in starts]
-        if side.zero_open_ts is not None:
-            opened.insert(0, (side.zero_open_ts, side.zero_open_frame))
-        for (start, frame), stop in zip(opened, (int(ts[i]) for i in ends), strict=False):
-            side.zero_s += (stop - start) / NS
-            if len(side.zero_events) < _MAX_EVENTS_KEPT:
-                side.zero_events.append(
-                    ZeroWindowEvent(start_ts_ns=start, frame=frame, duration_s=(stop - start) / NS)
-                )
-        if len(opened) > len(ends):
-            side.zero_open_ts, side.zero_open_frame = opened[-1]
-        else:
-            side.zero_open_ts = None
-
     def _limits(
         self,
         d: int,
-        side: _Side,
+        side: SideState,
         cols: dict[str, I64Array],
         in_flight: I64Array,
         peer_win: I64Array,
@@ -849,7 +379,6 @@ class _ConnectionState:
         mss = side.max_plen or 1460
         if hs.mss[1 - d]:
             mss = min(mss, int(hs.mss[1 - d] or mss))
-        self.rtt_estimate_s(d)
         # Interval from the previous chunk's last row to this chunk's first row.
         lead_s = (int(ts[0]) - self.last_ts) / NS if self.packets > n else 0.0
         if side.tail_idle and s_data_row.any():
@@ -870,7 +399,7 @@ class _ConnectionState:
             mark[data_pos[rtx]] = True
             point = np.zeros(n, dtype=np.int64)
             point[data_pos[rtx]] = cum_end[rtx]
-            last_mark = _ffill_index(mark)
+            last_mark = ffill_index(mark)
             recover = np.where(last_mark >= 0, point[np.maximum(last_mark, 0)], side.recover)
             rto_rows = data_pos[timeout]
             before_timeout[rto_rows[rto_rows > 0] - 1] = True
@@ -884,7 +413,7 @@ class _ConnectionState:
         next_is_data = np.zeros(n, dtype=bool)
         next_is_data[:-1] = s_data_row[1:]
         answered = advancing & next_is_data
-        next_adv = _bfill_index(advancing)
+        next_adv = bfill_index(advancing)
         waiting_answered = np.where(next_adv < n, answered[np.minimum(next_adv, n - 1)], True)
         row_answer = np.where(advancing, answered, waiting_answered)
 
@@ -896,7 +425,7 @@ class _ConnectionState:
         cls[idle] = LimitKind.SELF
         active = known
         dt_s = gaps / NS
-        later_data = _bfill_index(s_data_row) < n
+        later_data = bfill_index(s_data_row) < n
         counted = active & ~idle
         idle_committed = active & idle & later_data
         idle_pending = active & idle & ~later_data
@@ -934,12 +463,12 @@ class _ConnectionState:
             syn_to_synack_s=syn_to_synack,
             synack_to_ack_s=synack_to_ack,
             rtt_s=rtt,
-            window_scale_known=hs.syn_seen and hs.synack_seen,
-            window_scaling=hs.syn_seen and hs.synack_seen and min(hs.wscale) >= 0,
+            window_scale_known=hs.scaling() is not None,
+            window_scaling=bool(hs.scaling()),
         )
         s = self.series
         series = TimeSeries(
-            bin_s=self.t.bin_s,
+            bin_s=self.series.width_ns / NS,
             start_ts_ns=self.first_ts or 0,
             sent_bytes=[s.sent[d].tolist() for d in (0, 1)],
             goodput_bytes=[s.good[d].tolist() for d in (0, 1)],
@@ -962,38 +491,13 @@ class _ConnectionState:
     def _direction_result(self, d: int) -> DirectionAnalysis:
         side = self.sides[d]
         hs = self.hs
-        hist = side.rtt_hist
-        median = p90 = None
-        if side.rtt_n:
-            cdf = np.cumsum(hist)
-            centres = np.concatenate(
-                (
-                    [_RTT_EDGES_S[0]],
-                    np.sqrt(_RTT_EDGES_S[1:] * _RTT_EDGES_S[:-1]),
-                    [_RTT_EDGES_S[-1]],
-                )
-            )
-            median = float(
-                np.clip(centres[np.searchsorted(cdf, 0.5 * side.rtt_n)], side.rtt_min, side.rtt_max)
-            )
-            p90 = float(
-                np.clip(centres[np.searchsorted(cdf, 0.9 * side.rtt_n)], side.rtt_min, side.rtt_max)
-            )
-        rtt = RttStats(
-            samples=side.rtt_n,
-            min_s=side.rtt_min if side.rtt_n else None,
-            median_s=median,
-            p90_s=p90,
-            max_s=side.rtt_max if side.rtt_n else None,
-            mean_s=side.rtt_sum / side.rtt_n if side.rtt_n else None,
-        )
-        scale_known = hs.syn_seen and hs.synack_seen
+        rtt = side.rtt_stats()
         unique = 0
-        if side.first_seq_u is not None and side.high_end > _NEG:
+        if side.first_seq_u is not None and side.high_end > NEG:
             unique = side.high_end - side.first_seq_u
         zero_s = side.zero_s
         events = list(side.zero_events)
-        if side.zero_open_ts is not None and len(events) < _MAX_EVENTS_KEPT:
+        if side.zero_open_ts is not None and len(events) < MAX_EVENTS_KEPT:
             events.append(
                 ZeroWindowEvent(
                     start_ts_ns=side.zero_open_ts, frame=side.zero_open_frame, duration_s=None
@@ -1007,7 +511,7 @@ class _ConnectionState:
             first_data_ts_ns=side.first_data_ts,
             last_data_ts_ns=side.last_data_ts,
             mss_bytes=hs.mss[d],
-            window_scale=self.scale(d) if scale_known else None,
+            window_scale=hs.scale(d) if hs.scale_known(d) else None,
             sack_permitted=hs.sack_perm[d],
             max_window_bytes=side.max_win,
             min_window_bytes=side.min_win,
@@ -1022,6 +526,7 @@ class _ConnectionState:
             zero_window_count=side.zero_count,
             zero_window_s=zero_s,
             zero_window_events=events,
+            zero_window_probes=side.zero_window_probes,
             resets_sent=side.resets,
             first_reset_frame=side.first_reset_frame,
             rtt=rtt,

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, TcpAnalyzer, Thresholds
+from gitnetdiag.capture.decode import DecodeStats
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES
 from gitnetdiag.capture.reader import CaptureReader
 
@@ -112,6 +113,7 @@ def analyze_capture(
         warnings.append(
             f"{stats.short} frame(s) were cut inside the IP/TCP header (snap length too small?)"
         )
+    warnings += clock_warnings(stats)
     if stats.records and not segments:
         warnings.append("the capture holds no TCP segments")
     return CaptureAnalysis(
@@ -128,3 +130,33 @@ def analyze_capture(
         connections=connections,
         has_tls_secrets=secrets,
     )
+
+
+def _frames(stats: DecodeStats, kind: str, count: int) -> str:
+    named = ", ".join(str(f) for f in stats.clock_frames.get(kind, []))
+    more = ", ..." if count > len(stats.clock_frames.get(kind, [])) else ""
+    return f"frame{'s' if count > 1 else ''} {named}{more}"
+
+
+def clock_warnings(stats: DecodeStats) -> list[str]:
+    """One line per kind of timestamp trouble, naming the first frames."""
+    out: list[str] = []
+    if stats.clock_backwards:
+        out.append(
+            f"timestamps step backwards at {stats.clock_backwards} frame(s) "
+            f"({_frames(stats, 'backwards', stats.clock_backwards)}): analysed in frame order, "
+            "each such frame taken as simultaneous with the one before it in its connection"
+        )
+    if stats.clock_jumps:
+        out.append(
+            f"timestamps leap more than a day ahead at {stats.clock_jumps} frame(s) "
+            f"({_frames(stats, 'jumps', stats.clock_jumps)}): durations and rates of the "
+            "connections spanning them are stretched"
+        )
+    if stats.bad_fractions:
+        out.append(
+            f"{stats.bad_fractions} record(s) have a sub-second timestamp field out of range "
+            f"({_frames(stats, 'fractions', stats.bad_fractions)}): "
+            "the writer of the capture is broken; the excess was carried into the seconds"
+        )
+    return out

@@ -50,7 +50,21 @@ _IPV6_EXT_SIMPLE = (0, 43, 60)
 _IPV6_FRAGMENT = 44
 _IPV6_AH = 51
 _PROTO_TCP = 6
+_PROTO_UDP = 17
+_UDP_VXLAN = 4789
+_UDP_GENEVE = 6081
+_ETH_BRIDGED = 0x6558
+"""GENEVE protocol type of an inner Ethernet frame (transparent Ethernet bridging)."""
+MAX_VLAN_TAGS = 8
+"""VLAN tags stepped over in one Ethernet header (802.1Q / 802.1ad stacks)."""
+MAX_TUNNEL_DEPTH = 3
+"""VXLAN/GENEVE encapsulations unwrapped one inside the other."""
 _V4_MAPPED = np.int64(0xFFFF00000000)
+
+CLOCK_JUMP_NS = 24 * 3600 * 1_000_000_000
+"""A gap between consecutive records longer than a day is taken as a clock jump."""
+FRAMES_NAMED = 5
+"""Frame numbers kept per kind of timestamp trouble, for the warning."""
 
 
 @dataclass
@@ -71,6 +85,18 @@ class DecodeStats:
     """TCP segments whose options were cut by the snap length (kept)."""
     unsupported_linktypes: set[int] = field(default_factory=set)
     """Link types seen but not decoded."""
+    tunnelled: int = 0
+    """Packets read from inside a VXLAN or GENEVE encapsulation."""
+    clock_backwards: int = 0
+    """Records stamped earlier than the record before them."""
+    clock_jumps: int = 0
+    """Records stamped more than CLOCK_JUMP_NS after the record before them."""
+    bad_fractions: int = 0
+    """Records whose sub-second field is out of range (>= 1e9 ns or >= 1e6 us)."""
+    clock_frames: dict[str, list[int]] = field(default_factory=dict)
+    """The first frame numbers of each kind above (``backwards``, ``jumps``, ``fractions``)."""
+    last_ts_ns: int | None = None
+    """Time of the last record seen (the clock check continues across chunks)."""
 
     def add(self, other: DecodeStats) -> None:
         """Accumulate ``other`` into this one."""
@@ -81,6 +107,40 @@ class DecodeStats:
         self.short += other.short
         self.options_cut += other.options_cut
         self.unsupported_linktypes |= other.unsupported_linktypes
+        self.tunnelled += other.tunnelled
+        self.clock_backwards += other.clock_backwards
+        self.clock_jumps += other.clock_jumps
+        self.bad_fractions += other.bad_fractions
+        for kind, frames in other.clock_frames.items():
+            kept = self.clock_frames.setdefault(kind, [])
+            kept.extend(frames[: FRAMES_NAMED - len(kept)])
+        if other.last_ts_ns is not None:
+            self.last_ts_ns = other.last_ts_ns
+
+    def check_clock(self, ts_ns: I64Array, bad_fraction: I64Array) -> None:
+        """Count timestamps that step back or leap ahead (records ``ts_ns`` come next)."""
+        if len(ts_ns) == 0:
+            return
+        first_frame = self.records + 1
+        prev = np.empty_like(ts_ns)
+        prev[0] = ts_ns[0] if self.last_ts_ns is None else self.last_ts_ns
+        prev[1:] = ts_ns[:-1]
+        step = ts_ns - prev
+        self.last_ts_ns = int(ts_ns[-1])
+        odd = (step < 0) | (step > CLOCK_JUMP_NS)
+        if not odd.any() and not len(bad_fraction):
+            return
+        backwards = np.flatnonzero(step < 0)
+        jumps = np.flatnonzero(step > CLOCK_JUMP_NS)
+        for kind, rows in (("backwards", backwards), ("jumps", jumps),
+                           ("fractions", bad_fraction)):
+            if not len(rows):
+                continue
+            kept = self.clock_frames.setdefault(kind, [])
+            kept.extend((rows[: FRAMES_NAMED - len(kept)] + first_frame).tolist())
+        self.clock_backwards += len(backwards)
+        self.clock_jumps += len(jumps)
+        self.bad_fractions += len(bad_fraction)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -205,15 +265,7 @@ def _link_layer(
         s = start[sel]
         m = _windows(buf, s, _LINK_WIDTH)
         if lt == LINKTYPE_ETHERNET:
-            ethertype = _be16(m, 12)
-            pos = np.full(len(s), 14, dtype=np.int64)
-            for col in (16, 20):
-                tagged = _any_of(ethertype, _VLAN_TAGS)
-                if not tagged.any():
-                    break
-                ethertype = np.where(tagged, _be16(m, col), ethertype)
-                pos += np.where(tagged, 4, 0)
-            ver = np.where(ethertype == _ETH_IPV4, 4, np.where(ethertype == _ETH_IPV6, 6, 0))
+            pos, ver = _ethernet(buf, s, _be16(m, 12))
         elif lt == LINKTYPE_LINUX_SLL:
             proto = _be16(m, 14)
             pos = np.full(len(s), 16, dtype=np.int64)
@@ -237,20 +289,86 @@ def _link_layer(
             stats.unsupported_linktypes.add(int(lt))
             continue
         # The link header itself must be there, and the version nibble must agree.
-        first = m[np.arange(len(s)), np.minimum(pos, _LINK_WIDTH - 1)].astype(np.int64) >> 4
+        deep = bool(len(pos)) and int(pos.max()) >= _LINK_WIDTH
+        first = (_Bytes(buf).u8(s + pos) if deep else
+                 m[np.arange(len(s)), pos].astype(np.int64)) >> 4
         ok = (pos < batch.caplen[sel]) & (ver > 0) & (first == ver)
         l3[sel] = np.where(ok, s + pos, -1)
         version[sel] = np.where(ok, ver, 0)
     return l3, version
 
 
+def _ethernet(buf: U8Array, start: I64Array, ethertype: I64Array) -> tuple[I64Array, I64Array]:
+    """Offset (from ``start``) of the network header and IP version behind an Ethernet header.
+
+    ``ethertype`` is the outer one (bytes 12-13); VLAN tags (802.1Q, 802.1ad,
+    stacked to any depth up to MAX_VLAN_TAGS) are stepped over.
+    """
+    pos = np.full(len(start), 14, dtype=np.int64)
+    tagged = np.flatnonzero(_any_of(ethertype, _VLAN_TAGS))
+    if len(tagged):
+        by = _Bytes(buf)
+        ethertype = ethertype.copy()
+        for _ in range(MAX_VLAN_TAGS):
+            if not len(tagged):
+                break
+            ethertype[tagged] = by.u16(start[tagged] + pos[tagged] + 2)
+            pos[tagged] += 4
+            tagged = tagged[_any_of(ethertype[tagged], _VLAN_TAGS)]
+    ver = np.where(ethertype == _ETH_IPV4, 4, np.where(ethertype == _ETH_IPV6, 6, 0))
+    return pos, ver
+
+
+def _unwrap_tunnels(
+    buf: U8Array, cap_end: I64Array, l3: I64Array, version: I64Array, stats: DecodeStats
+) -> None:
+    """Point ``l3``/``version`` of VXLAN and GENEVE packets at their inner IP header, in place.
+
+    Outer IPv6 is unwrapped when UDP follows the fixed header directly.
+    """
+    by = _Bytes(buf)
+    if not len(buf):
+        return
+    for _ in range(MAX_TUNNEL_DEPTH):
+        # One byte per packet (the protocol / next header field) before anything else:
+        # this runs on every chunk, and almost none holds a tunnel.
+        proto_at = np.where(version == 4, l3 + 9, l3 + 6)
+        udp = (buf[np.clip(proto_at, 0, by.last)] == _PROTO_UDP) & (version > 0)
+        rows = np.flatnonzero(udp)
+        if not len(rows):
+            return
+        p = l3[rows]
+        v4 = version[rows] == 4
+        unfragmented = ~v4 | ((by.u16(p + 6) & 0x3FFF) == 0)
+        rows, p, v4 = rows[unfragmented], p[unfragmented], v4[unfragmented]
+        u = np.where(v4, p + (by.u8(p) & 0x0F) * 4, p + 40)
+        dport = by.u16(u + 2)
+        flags = by.u8(u + 8)
+        vxlan = (dport == _UDP_VXLAN) & ((flags & 0x08) != 0)
+        geneve = (dport == _UDP_GENEVE) & ((flags >> 6) == 0) & (by.u16(u + 10) == _ETH_BRIDGED)
+        inner = np.where(vxlan, u + 16, u + 16 + (flags & 0x3F) * 4)
+        tunnel = (vxlan | geneve) & (inner + 14 <= cap_end[rows])
+        if not tunnel.any():
+            return
+        rows, inner = rows[tunnel], inner[tunnel]
+        pos, ver = _ethernet(buf, inner, by.u16(inner + 12))
+        ok = (ver > 0) & (inner + pos < cap_end[rows]) & ((by.u8(inner + pos) >> 4) == ver)
+        l3[rows] = np.where(ok, inner + pos, l3[rows])
+        version[rows] = np.where(ok, ver, version[rows])
+        stats.tunnelled += int(np.count_nonzero(ok))
+        if not ok.any():
+            return
+
+
 def decode_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows:
     """Decode every TCP segment of a batch; count everything else in ``stats``."""
     buf = batch.buf
     n = len(batch.data_off)
+    stats.check_clock(batch.ts_ns, batch.bad_fraction)
     stats.records += n
     l3, version = _link_layer(buf, batch, stats)
     cap_end = batch.data_off + batch.caplen
+    _unwrap_tunnels(buf, cap_end, l3, version, stats)
     stats.non_ip += int(n - np.count_nonzero(version))
 
     idx4 = np.flatnonzero(version == 4)

@@ -63,6 +63,11 @@ class Connection:
         }
 
 
+def endpoint(addr: str, port: int) -> str:
+    """``addr:port``, with an IPv6 address in brackets (RFC 3986) so the port stays apart."""
+    return f"[{addr}]:{port}" if ":" in addr else f"{addr}:{port}"
+
+
 def _address(hi: int, lo: int, version: int) -> str:
     if version == 4:
         return str(ipaddress.IPv4Address(lo & 0xFFFFFFFF))

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterator
-from dataclasses import dataclass
-from io import BufferedReader
+from dataclasses import dataclass, field
 
 import numpy as np
 import numpy.typing as npt
 
+from gitnetdiag.capture.compressed import CaptureStream
 from gitnetdiag.errors import CaptureFormatError
 
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
@@ -70,6 +70,8 @@ class RecordBatch:
     """Capture time, nanoseconds since the epoch."""
     linktype: I64Array
     """Link-layer type (LINKTYPE_*) of each record's interface."""
+    bad_fraction: I64Array = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Records (indices) whose sub-second field is out of range (pcap only)."""
 
 
 def u16(buf: U8Array, idx: I64Array, *, big: bool) -> I64Array:
@@ -98,7 +100,7 @@ class _ChunkedFile:
     there is stale and never trusted: every field is checked against caplen).
     """
 
-    def __init__(self, handle: BufferedReader, start: int, chunk_bytes: int) -> None:
+    def __init__(self, handle: CaptureStream, start: int, chunk_bytes: int) -> None:
         self.handle = handle
         self.chunk_bytes = chunk_bytes
         self.base = start
@@ -107,6 +109,8 @@ class _ChunkedFile:
         self.size = 0
         """Valid bytes in ``data``."""
         self.eof = False
+        self.error: CaptureFormatError | None = None
+        """Why the data ended early (a damaged compressed stream), once it has."""
         handle.seek(start)
 
     def refill(self, consumed: int, need: int = 0) -> None:
@@ -122,19 +126,24 @@ class _ChunkedFile:
             self.data[:tail] = self.data[consumed : self.size]
         view = memoryview(self.data)
         got = 0
-        while not self.eof and tail + got < want:
-            n = self.handle.readinto(view[tail + got : want])
-            if not n:
-                self.eof = True
-            got += n or 0
-        view.release()
+        try:
+            while not self.eof and tail + got < want:
+                n = self.handle.readinto(view[tail + got : want])
+                if not n:
+                    self.eof = True
+                got += n or 0
+        except CaptureFormatError as exc:  # a compressed stream ends in damage
+            self.eof = True
+            self.error = exc
+        finally:
+            view.release()
         self.size = tail + got
 
 
 class PcapWalker:
     """Records of a classic pcap file (micro- or nanosecond, either byte order)."""
 
-    def __init__(self, handle: BufferedReader, header: bytes, chunk_bytes: int) -> None:
+    def __init__(self, handle: CaptureStream, header: bytes, chunk_bytes: int) -> None:
         if len(header) < 24:
             raise CaptureFormatError(
                 "the pcap file header is cut short",
@@ -205,7 +214,9 @@ class PcapWalker:
                 self.damage = damage
                 return
             if src.eof:
-                if off < end:
+                if src.error is not None:
+                    self.damage = _stream_damage(src.error, self.packets_seen)
+                elif off < end:
                     self.damage = CaptureFormatError(
                         "the capture ends in the middle of a packet record",
                         hint="the capture was cut short (tcpdump killed?); "
@@ -220,7 +231,11 @@ class PcapWalker:
         buf = np.frombuffer(data, dtype=np.uint8)
         rec = np.asarray(offs, dtype=np.int64)
         words = header_words(buf, rec, 4, big=self.big)
-        ts_ns = words[:, 0] * 1_000_000_000 + (words[:, 1] if self.ns else words[:, 1] * 1000)
+        frac = words[:, 1]
+        ts_ns = words[:, 0] * 1_000_000_000 + (frac if self.ns else frac * 1000)
+        # Out-of-range fractions are kept as written (they carry into the
+        # seconds, as in Wireshark) but reported: the writer was broken.
+        bad_fraction = np.flatnonzero(frac >= (1_000_000_000 if self.ns else 1_000_000))
         return RecordBatch(
             buf=buf,
             data_off=rec + 16,
@@ -228,7 +243,13 @@ class PcapWalker:
             origlen=words[:, 3],
             ts_ns=ts_ns,
             linktype=np.full(len(rec), self.linktype, dtype=np.int64),
+            bad_fraction=bad_fraction,
         )
+
+
+def _stream_damage(error: CaptureFormatError, packets: int) -> CaptureFormatError:
+    error.packets_read = packets
+    return error
 
 
 def _slice_batch(batch: RecordBatch, stop: int) -> RecordBatch:
@@ -239,6 +260,7 @@ def _slice_batch(batch: RecordBatch, stop: int) -> RecordBatch:
         origlen=batch.origlen[:stop],
         ts_ns=batch.ts_ns[:stop],
         linktype=batch.linktype[:stop],
+        bad_fraction=batch.bad_fraction[batch.bad_fraction < stop],
     )
 
 
@@ -286,7 +308,7 @@ class PcapngWalker:
     resolution.
     """
 
-    def __init__(self, handle: BufferedReader, chunk_bytes: int) -> None:
+    def __init__(self, handle: CaptureStream, chunk_bytes: int) -> None:
         self.handle = handle
         self.chunk_bytes = chunk_bytes
         self.damage: CaptureFormatError | None = None
@@ -397,7 +419,9 @@ class PcapngWalker:
                 src.refill(off)
                 continue
             if src.eof:
-                if off < end:
+                if src.error is not None:
+                    self.damage = _stream_damage(src.error, self.packets_seen)
+                elif off < end:
                     self.damage = self._fail(
                         "the capture ends in the middle of a pcapng block",
                         src.base + off, self.packets_seen,
@@ -492,7 +516,7 @@ class PcapngWalker:
 
 
 def open_walker(
-    handle: BufferedReader, chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    handle: CaptureStream, chunk_bytes: int = DEFAULT_CHUNK_BYTES
 ) -> PcapWalker | PcapngWalker:
     """Pick the walker for the file's magic number."""
     header = handle.read(24)

@@ -29,6 +29,7 @@ from types import TracebackType
 import numpy as np
 import numpy.typing as npt
 
+from gitnetdiag.capture.compressed import capture_stream
 from gitnetdiag.capture.decode import DecodeStats, TcpRows, decode_tcp
 from gitnetdiag.capture.flows import Connection, ConnectionTracker
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES, open_walker
@@ -125,7 +126,7 @@ class CaptureReader:
         self.parallel = use_parallel(self.file_bytes, parallel)
         """Whether :meth:`chunks` reads in a forked child process."""
         try:
-            self._walker = open_walker(self._handle, chunk_bytes)
+            self._walker = open_walker(capture_stream(self._handle), chunk_bytes)
         except BaseException:
             self._handle.close()
             raise

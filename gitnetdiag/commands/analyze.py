@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
+from gitnetdiag.capture.flows import endpoint
 from gitnetdiag.errors import UsageError
 
 if TYPE_CHECKING:  # the HTTP/2 ledger (tshark) is only loaded with --keylog
@@ -164,28 +166,30 @@ def connection_rows(c: ConnectionAnalysis) -> list[tuple[str, str]]:
 
 def render_analysis(result: CaptureAnalysis, console: Console) -> None:
     """Print one small table per connection, then the warnings."""
-    console.print(
+    # Text, never markup: addresses ("[2001:db8::b:1]:443" holds ":b:", an
+    # emoji code) and file names must print as they are.
+    console.print(Text(
         f"{result.path}: {result.records:,} frames, {result.tcp_segments:,} TCP segments, "
-        f"{len(result.connections)} connection(s)",
-        highlight=False,
-    )
+        f"{len(result.connections)} connection(s)"
+    ))
     for c in result.connections:
         conn = c.connection
         title = (
-            f"#{conn.index} {c.protocol}  a={conn.a_addr}:{conn.a_port}  "
-            f"b={conn.b_addr}:{conn.b_port}"
+            f"#{conn.index} {c.protocol}  a={endpoint(conn.a_addr, conn.a_port)}  "
+            f"b={endpoint(conn.b_addr, conn.b_port)}"
         )
         if not conn.syn_seen:
             title += "  (no SYN: a = first sender)"
-        table = Table(title=title, title_justify="left", show_header=False, box=None,
-                      padding=(0, 2))
+        # Above the table, not its title: a title wraps at the table's width.
+        console.print(Text(title, style="table.title"))
+        table = Table(show_header=False, box=None, padding=(0, 2))
         table.add_column("what", style="bold")
         table.add_column("value", overflow="fold")
         for what, value in connection_rows(c):
-            table.add_row(what, value)
+            table.add_row(Text(what), Text(value))
         console.print(table)
     for warning in result.warnings:
-        console.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+        console.print(Text.assemble(("warning:", "yellow"), " ", warning))
 
 
 def write_json(
@@ -247,7 +251,8 @@ def analyze(
         if ledgers is not None:
             from gitnetdiag.analysis.h2ledger import render_h2_ledgers
 
-            render_h2_ledgers(ledgers, console)
+            render_h2_ledgers(ledgers, console,
+                              keys_given=keylog is not None or result.has_tls_secrets)
     if json_out is not None:
         write_json(result, json_out, h2_ledgers=ledgers)
 
@@ -277,7 +282,7 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
     if json_out != "-":
         console = Console(highlight=False)
         for name, result in results.items():
-            console.print(f"[bold]{name}[/bold]")
+            console.print(Text(name, style="bold"))
             render_analysis(result, console)
     if then_diagnose:
         host = load_host_report(host_report) if host_report else None

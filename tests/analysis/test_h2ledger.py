@@ -17,6 +17,7 @@ import pytest
 from rich.console import Console
 
 from gitnetdiag.analysis.h2ledger import (
+    FRAME_PREFACE,
     TSHARK_FIELDS,
     h2_ledgers_from_capture,
     h2_ledgers_from_rows,
@@ -62,7 +63,7 @@ def test_window_updates_and_settings_values_go_to_their_own_frames() -> None:
     assert rows[2].settings == ((3, None), (4, 1_048_576))
     assert [row.increment_bytes for row in rows] == [None, 1000, None, 2000]
     assert rows[3].stream_id == 5
-    assert rows[0].src == "2001:db8::1:443"
+    assert rows[0].src == "[2001:db8::1]:443"
 
 
 def test_settings_change_mid_upload_shifts_stream_credit() -> None:
@@ -152,3 +153,27 @@ def test_missing_files_are_input_errors(tmp_path: Path) -> None:
         h2_ledgers_from_capture(tmp_path / "none.pcap", None)
     with pytest.raises(InputError):
         h2_ledgers_from_capture(DATA / "h2_small_window_push.pcapng", tmp_path / "none.keys")
+
+
+def test_preface_alone_in_a_frame_names_the_client() -> None:
+    """h2c: the preface goes out alone, the client never opens a stream with HEADERS
+    (the upgraded request is stream 1) and the server's port is the higher one."""
+    client, server = ("10.0.0.1", "40000"), ("10.0.0.2", "50080")
+
+    def frame(n: int, t: str, who: tuple[str, str], magic: str, *rest: str) -> str:
+        return _line(str(n), t, "0", who[0], "", who[1], magic, *rest)
+
+    text = "\n".join(
+        [
+            frame(1, "100.000", client, "PRI * HTTP/2.0", "", "", "", "", "", "", "", ""),
+            frame(2, "100.001", server, "", "4", "0", "6", "0x00", "4", "65535", "", ""),
+            frame(3, "100.002", client, "", "4", "0", "0", "0x00", "", "", "", ""),
+            frame(4, "100.003", client, "", "0", "1", "1000", "0x01", "", "", "", ""),
+        ]
+    )
+    rows = parse_tshark_fields(text)
+    assert rows[0].is_preface and rows[0].frame_type == FRAME_PREFACE
+    (ledger,) = h2_ledgers_from_rows(rows)
+    assert ledger.client == "10.0.0.1:40000"
+    assert ledger.server == "10.0.0.2:50080"
+    assert ledger.data_bytes_to_server == 1000

@@ -57,7 +57,7 @@ def test_window_flat_at_64k_without_window_scaling(tmp_path: Path) -> None:
 def test_scaled_window_uses_own_handshake(tmp_path: Path) -> None:
     """Windows are scaled by the advertiser's shift; without a handshake the scale is unknown."""
     conv = Conversation()
-    conv.handshake(c_opts=[("WScale", 2)], s_opts=[("WScale", 4)])
+    conv.handshake(c_opts=[("WScale", 2)], s_opts=[("WScale", 4)], s_win=1000)
     conv.segment("s", "A", dt_s=0.01, win=1000)
     (c,) = analyse(conv, tmp_path)
     assert c.b_to_a.max_window_bytes == 16000

@@ -1,0 +1,99 @@
+"""Captures whose timestamps are out of order: analysed in frame order, bounded memory."""
+
+from __future__ import annotations
+
+import resource
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.analysis.tcp_state import MAX_SERIES_BINS
+from gitnetdiag.capture.analyze import analyze_capture
+from tests.capture.craft import Conversation
+
+TEN_YEARS_NS = 10 * 365 * 86_400 * 1_000_000_000
+
+
+def _transfer(rounds: int = 20) -> Conversation:
+    conv = Conversation()
+    conv.handshake()
+    for _ in range(rounds):
+        conv.segment("c", "PA", dt_s=0.001, payload=1000)
+        conv.segment("s", "A", dt_s=0.05)
+    return conv
+
+
+def _restamp(conv: Conversation, index: int, delta_ns: int) -> None:
+    ts, frame = conv.frames[index]
+    conv.frames[index] = (ts + delta_ns, frame)
+
+
+def test_timestamp_stepping_back_is_no_crash_and_is_named(tmp_path: Path) -> None:
+    """A frame stamped 5 s early: no IndexError, no negative time, a warning naming frame 11."""
+    conv = _transfer()
+    _restamp(conv, 10, -5_000_000_000)
+    result = analyze_capture(conv.pcap(tmp_path / "back.pcap"))
+    (c,) = result.connections
+    assert any("step backwards" in w and "frame 11" in w for w in result.warnings)
+    assert c.duration_s == pytest.approx(20 * 0.051 + 0.0501, abs=1e-3)
+    assert all(v >= 0 for v in c.series.sent_bytes[0])
+    assert c.a_to_b.rtt.min_s is not None and c.a_to_b.rtt.min_s >= 0
+    limits = c.a_to_b.limits
+    assert min(limits.rwnd_s, limits.cwnd_s, limits.loss_s, limits.self_s) >= 0
+
+
+def test_every_frame_reversed_in_time(tmp_path: Path) -> None:
+    """Timestamps running backwards throughout (a reversed file) still analyse."""
+    conv = _transfer()
+    times = [ts for ts, _ in conv.frames][::-1]
+    conv.frames = [(t, frame) for t, (_, frame) in zip(times, conv.frames, strict=True)]
+    result = analyze_capture(conv.pcap(tmp_path / "reversed.pcap"))
+    (c,) = result.connections
+    assert c.duration_s == 0
+    assert c.a_to_b.payload_bytes == 20_000
+    assert any("step backwards at 42 frame(s) (frames 2, 3, 4, 5, 6, ...)" in w
+               for w in result.warnings)
+
+
+def test_last_frame_ten_years_later_stays_small(tmp_path: Path) -> None:
+    """The issue's 23.5 GiB allocation: the series is coarsened instead, memory stays small."""
+    conv = _transfer()
+    _restamp(conv, len(conv.frames) - 1, TEN_YEARS_NS)
+    path = conv.pcap(tmp_path / "leap.pcap")
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    result = analyze_capture(path)
+    grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+    (c,) = result.connections
+    assert grown_kib < 200 * 1024
+    assert any("more than a day ahead" in w and "frame 43" in w for w in result.warnings)
+    assert len(c.series.sent_bytes[0]) <= MAX_SERIES_BINS
+    assert c.series.bin_s * len(c.series.min_window_bytes[1]) >= TEN_YEARS_NS / 1e9
+    assert sum(c.series.sent_bytes[0]) == 20_000
+
+
+def test_a_frame_stamped_years_ahead_in_the_middle(tmp_path: Path) -> None:
+    """A leap ahead and back: frames after it count as simultaneous with it, nothing breaks."""
+    conv = _transfer()
+    _restamp(conv, 20, TEN_YEARS_NS)
+    result = analyze_capture(conv.pcap(tmp_path / "spike.pcap"))
+    (c,) = result.connections
+    assert c.a_to_b.payload_bytes == 20_000
+    assert sum(c.series.goodput_bytes[0]) == 20_000
+    assert any("frame 21" in w for w in result.warnings)
+    assert any("frame 22" in w for w in result.warnings)
+
+
+def test_long_connection_series_is_coarsened_not_cut(tmp_path: Path) -> None:
+    """An hour-long connection: bins are widened, and every byte stays in the series."""
+    conv = Conversation()
+    conv.handshake()
+    for _ in range(40):
+        conv.segment("c", "PA", dt_s=100.0, payload=500)
+        conv.segment("s", "A", dt_s=0.05)
+    result = analyze_capture(conv.pcap(tmp_path / "long.pcap"))
+    (c,) = result.connections
+    assert c.series.bin_s == pytest.approx(0.4)
+    assert len(c.series.sent_bytes[0]) <= MAX_SERIES_BINS
+    assert sum(c.series.sent_bytes[0]) == 40 * 500
+    assert max(c.series.max_in_flight_bytes[0]) == 500
+    assert result.warnings == []
