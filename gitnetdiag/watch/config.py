@@ -32,7 +32,7 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 
 _TARGET_KEYS = {
     "name", "urls", "lab", "lab_http", "protocols", "interval", "size", "timeout", "ca_file",
-    "insecure", "ssh_key", "ssh_known_hosts", "capture", "native", "keep_runs",
+    "insecure", "ssh_key", "ssh_known_hosts", "capture", "native", "keep_runs", "deadline",
 }
 _TOP_KEYS = {"listen", "runs_dir", "keep_runs", "max_parallel", "targets"}
 
@@ -67,13 +67,17 @@ class Target:
     """Also push with the native HTTP/2 and SSH probes: the flow-control window metrics."""
     keep_runs: int = DEFAULT_KEEP_RUNS
     """Run directories kept for this target, newest first."""
+    deadline_s: float | None = None
+    """When a whole cycle is stopped (SIGTERM: it still deletes its branch); None: computed."""
 
     @property
     def cycle_deadline_s(self) -> float:
-        """When a cycle is stopped: every git run at its timeout, plus a minute of set-up.
+        """The configured deadline, or every git run at its timeout plus a minute of set-up.
 
         A cycle pushes and deletes once per protocol and runs up to two native probes.
         """
+        if self.deadline_s is not None:
+            return self.deadline_s
         return self.timeout_s * (2 * len(self.protocols) + 2) + 60.0
 
 
@@ -192,6 +196,10 @@ def _target(data: object, index: int, keep_default: int) -> Target:
     timeout_s = parse_duration_s(data.get("timeout", DEFAULT_TIMEOUT_S), f"{where}.timeout")
     if timeout_s <= 0:
         raise UsageError(f"{where}.timeout: must be positive")
+    deadline = data.get("deadline")
+    deadline_s = None if deadline is None else parse_duration_s(deadline, f"{where}.deadline")
+    if deadline_s is not None and deadline_s <= 0:
+        raise UsageError(f"{where}.deadline: must be positive")
     size = data.get("size", DEFAULT_SIZE)
     try:
         size_bytes = parse_size(str(size))
@@ -204,7 +212,7 @@ def _target(data: object, index: int, keep_default: int) -> Target:
         ssh_key=_str(data, "ssh_key", where),
         ssh_known_hosts=_str(data, "ssh_known_hosts", where),
         capture=_bool(data, "capture", where, True), native=_bool(data, "native", where, True),
-        keep_runs=_count(data, "keep_runs", where, keep_default),
+        keep_runs=_count(data, "keep_runs", where, keep_default), deadline_s=deadline_s,
     )
 
 

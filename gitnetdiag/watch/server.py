@@ -6,14 +6,16 @@ import logging
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from urllib.parse import parse_qs, urlsplit
 
-from prometheus_client import CONTENT_TYPE_LATEST
-
 from gitnetdiag.errors import NetworkError
 from gitnetdiag.watch.config import WatchConfig
 from gitnetdiag.watch.metrics import WatchMetrics, render_probe
 from gitnetdiag.watch.scheduler import Scheduler
 
 log = logging.getLogger("gitnetdiag.watch")
+
+METRICS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+"""The classic text format: what generate_latest writes for our names, and what every
+Prometheus 2 (Debian's included) reads; newer clients would announce version 1.0.0."""
 
 
 def index_page(config: WatchConfig) -> str:
@@ -45,7 +47,7 @@ def make_server(config: WatchConfig, scheduler: Scheduler, metrics: WatchMetrics
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             if url.path == "/metrics":
-                self._send(200, metrics.render(), CONTENT_TYPE_LATEST)
+                self._send(200, metrics.render(), METRICS_CONTENT_TYPE)
             elif url.path == "/probe":
                 name = (parse_qs(url.query).get("target") or [""])[0]
                 target = config.target(name)
@@ -53,7 +55,7 @@ def make_server(config: WatchConfig, scheduler: Scheduler, metrics: WatchMetrics
                     known = ", ".join(t.name for t in config.targets)
                     self._text(400, f"unknown target {name!r}; configured: {known}\n")
                     return
-                self._send(200, render_probe(scheduler.probe(target)), CONTENT_TYPE_LATEST)
+                self._send(200, render_probe(scheduler.probe(target)), METRICS_CONTENT_TYPE)
             elif url.path == "/":
                 self._text(200, index_page(config))
             else:
