@@ -156,7 +156,7 @@ def served(tmp_path: Path) -> Iterator[tuple[str, WatchMetrics]]:
 
 
 def test_http_metrics_probe_and_errors(served: tuple[str, WatchMetrics]) -> None:
-    base, metrics = served
+    base = served[0]
     with urllib.request.urlopen(f"{base}/probe?target=edge", timeout=10) as answer:
         assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
         assert value(answer.read(), "gitnetdiag_last_push_rate_bytes_per_second",
