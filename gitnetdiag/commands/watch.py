@@ -10,6 +10,7 @@ from types import FrameType
 
 import typer
 
+from gitnetdiag.errors import ExitCode
 from gitnetdiag.watch.config import WatchConfig, load_config, parse_listen
 
 
@@ -29,7 +30,8 @@ def watch_command(
     listen: str | None = typer.Option(
         None, "--listen", help="Address to serve on, HOST:PORT (overrides listen:)."),
     once: bool = typer.Option(
-        False, "--once", help="Run one cycle per target, print the metrics, exit."),
+        False, "--once", help="Run one cycle per target, print the metrics, exit "
+        "(1 when a push failed)."),
 ) -> None:
     """Probe each configured target on its interval and serve /metrics for Prometheus.
 
@@ -51,9 +53,10 @@ def watch_command(
     metrics = WatchMetrics(t.name for t in config.targets)
     scheduler = Scheduler(config, metrics, SubprocessCycle())
     if once:
-        for target in config.targets:
-            scheduler.probe(target)
+        samples = [scheduler.probe(target) for target in config.targets]
         typer.echo(metrics.render().decode(), nl=False)
+        if not all(s.success for s in samples):
+            raise typer.Exit(int(ExitCode.FAILURE))
         return
     server = make_server(config, scheduler, metrics, host, port)
     stopping = threading.Event()

@@ -13,6 +13,7 @@ import json
 import shlex
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.watch.config import Target
 from gitnetdiag.watch.sample import (
     ProbeSample,
+    cleanup_failures_of,
     failed_sample,
     push_errors_of,
     sample_from_diagnosis,
@@ -83,19 +85,21 @@ def run_cycle(target: Target, run_dir: Path, started_unix_s: float) -> ProbeSamp
         return failed_sample(target.name, target.protocols, exc.reference, exc.one_line(),
                              started_unix_s=started_unix_s, duration_s=elapsed())
     errors = push_errors_of(outcome.manifest.protocols, outcome.manifest.errors)
+    leftovers = cleanup_failures_of(outcome.manifest.errors)
     try:
         diagnosis, warnings = diagnose_run(outcome.run_dir)
         write_reports(diagnosis, outcome.run_dir)
     except GitnetdiagError as exc:
-        return failed_sample(target.name, target.protocols, errors.get("*", "analysis"),
-                             exc.one_line(), started_unix_s=started_unix_s,
-                             duration_s=elapsed(), run_dir=str(outcome.run_dir))
+        sample = failed_sample(target.name, target.protocols, errors.get("*", "analysis"),
+                               exc.one_line(), started_unix_s=started_unix_s,
+                               duration_s=elapsed(), run_dir=str(outcome.run_dir))
+        return replace(sample, cleanup_failures=leftovers)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return sample_from_diagnosis(
         diagnosis, target=target.name, protocols=target.protocols, push_errors=errors,
         catalogue=[c.id for c in CULPRITS], started_unix_s=started_unix_s,
-        duration_s=elapsed(), run_dir=str(outcome.run_dir))
+        duration_s=elapsed(), run_dir=str(outcome.run_dir), cleanup_failures=leftovers)
 
 
 def main() -> None:

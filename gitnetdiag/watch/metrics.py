@@ -78,6 +78,8 @@ HISTOGRAMS = {
 }
 COUNTERS = {
     "gitnetdiag_probes_total": "Cycles run, by result (success: every push completed)",
+    "gitnetdiag_cleanup_failures_total":
+        "Throwaway branches a cycle could not delete (left on the server), by protocol",
     "gitnetdiag_exporter_cycle_failures_total":
         "Cycles that produced no diagnosis, by kind (deadline, worker crash, lab down)",
 }
@@ -175,6 +177,9 @@ class WatchMetrics:
             buckets=RATE_BUCKETS_BYTES_PER_S, registry=self.registry)
         self.probes = Counter("gitnetdiag_probes", COUNTERS["gitnetdiag_probes_total"],
                               ["target", "result"], registry=self.registry)
+        self.cleanup_failures = Counter(
+            "gitnetdiag_cleanup_failures", COUNTERS["gitnetdiag_cleanup_failures_total"],
+            ["target", "protocol"], registry=self.registry)
         self.cycle_failures = Counter(
             "gitnetdiag_exporter_cycle_failures",
             COUNTERS["gitnetdiag_exporter_cycle_failures_total"], ["target", "kind"],
@@ -200,6 +205,8 @@ class WatchMetrics:
             if p.success and p.rate_bytes_per_s is not None:
                 self.push_rate.labels(sample.target, p.protocol).observe(p.rate_bytes_per_s)
         self.probes.labels(sample.target, "success" if sample.success else "failure").inc()
+        for protocol in sample.cleanup_failures:
+            self.cleanup_failures.labels(sample.target, protocol).inc()
         if cycle_failure is not None:
             self.cycle_failures.labels(sample.target, cycle_failure).inc()
         self.latest.put(sample)

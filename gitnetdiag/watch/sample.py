@@ -87,6 +87,9 @@ class ProbeSample:
     ssh_channel_window_bytes: int | None = None
     """The server's initial SSH channel window."""
     stalls: tuple[Stall, ...] = ()
+    cleanup_failures: tuple[str, ...] = ()
+    """Protocols whose throwaway branch could not be deleted (the branch is left on the
+    server; the run's manifest names it)."""
     error: str = ""
     """One line on why the cycle failed as a whole (for the log), empty otherwise."""
 
@@ -102,6 +105,7 @@ class ProbeSample:
         fields = dict(data)
         fields["protocols"] = tuple(ProtocolSample(**p) for p in fields.get("protocols", ()))
         fields["stalls"] = tuple(Stall(**s) for s in fields.get("stalls", ()))
+        fields["cleanup_failures"] = tuple(fields.get("cleanup_failures", ()))
         return cls(**fields)
 
 
@@ -120,7 +124,7 @@ def failed_sample(target: str, protocols: Iterable[str], kind: str, message: str
 def sample_from_diagnosis(
     diagnosis: Diagnosis, *, target: str, protocols: Iterable[str],
     push_errors: Mapping[str, str], catalogue: Iterable[str], started_unix_s: float,
-    duration_s: float, run_dir: str,
+    duration_s: float, run_dir: str, cleanup_failures: Iterable[str] = (),
 ) -> ProbeSample:
     """The metrics of one diagnosed run.
 
@@ -168,8 +172,13 @@ def sample_from_diagnosis(
         h2_stream_window_bytes=h2.server_initial_window_bytes if h2 else None,
         h2_connection_window_bytes=h2.connection_window_bytes if h2 else None,
         ssh_channel_window_bytes=ssh.initial_window_bytes if ssh else None,
-        stalls=tuple(stalls),
+        stalls=tuple(stalls), cleanup_failures=tuple(cleanup_failures),
     )
+
+
+def cleanup_failures_of(run_errors: Iterable[RunError]) -> tuple[str, ...]:
+    """Protocols of a run whose throwaway branch was left behind."""
+    return tuple(e.protocol or "" for e in run_errors if e.stage == "cleanup")
 
 
 def push_errors_of(manifest_protocols: Iterable[ProtocolRun],

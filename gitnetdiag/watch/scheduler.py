@@ -92,8 +92,11 @@ class SubprocessCycle:
                 return failed(exc.reference, exc.one_line())
         log_path = run_dir.with_name(run_dir.name + ".log")
         with log_path.open("w") as stderr:
-            proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                    stderr=stderr, text=True)
+            try:
+                proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                        stderr=stderr, text=True)
+            except OSError as exc:
+                return failed("worker-crash", f"cannot start {argv[0]}: {exc.strerror}")
             with self._lock:
                 self._running.add(proc)
             try:

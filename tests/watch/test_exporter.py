@@ -12,6 +12,7 @@ import threading
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -74,8 +75,9 @@ def test_gauges_follow_the_latest_cycle_without_stale_series() -> None:
     assert value(text, "gitnetdiag_flow_control_stall_seconds", target="edge", protocol="h2",
                  window="stream") == 6.5
 
-    metrics.record(failed_sample("edge", ("h1", "h2"), "refused", "down", started_unix_s=200.0,
-                                 duration_s=0.5), cycle_failure=None)
+    down = failed_sample("edge", ("h1", "h2"), "refused", "down", started_unix_s=200.0,
+                         duration_s=0.5)
+    metrics.record(replace(down, cleanup_failures=("h2",)), cycle_failure=None)
     text = metrics.render()
     assert value(text, "gitnetdiag_probe_success", target="edge", protocol="h2",
                  error_kind="refused") == 0.0
@@ -84,6 +86,7 @@ def test_gauges_follow_the_latest_cycle_without_stale_series() -> None:
     assert value(text, "gitnetdiag_culprit_score", target="edge",
                  culprit="h2-flow-control-window") is None
     assert value(text, "gitnetdiag_probes_total", target="edge", result="failure") == 1.0
+    assert value(text, "gitnetdiag_cleanup_failures_total", target="edge", protocol="h2") == 1.0
 
     metrics.record(good())
     text = metrics.render()

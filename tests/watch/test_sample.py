@@ -8,6 +8,7 @@ from gitnetdiag.probe.rundir import ProtocolRun, PushRecord, RunError
 from gitnetdiag.watch.sample import (
     NOT_MEASURED,
     ProbeSample,
+    cleanup_failures_of,
     error_kind_label,
     failed_sample,
     push_errors_of,
@@ -66,6 +67,9 @@ def test_push_errors_from_the_manifest() -> None:
     errors = [RunError(stage="setup", protocol=None, reference="network", kind=None,
                        message="m")]
     assert push_errors_of(runs, errors) == {"h2": "refused", "*": "network"}
+    left = RunError(stage="cleanup", protocol="h2", reference="cleanup-failed", kind=None,
+                    message="could not delete gitnetdiag/probe-1")
+    assert cleanup_failures_of([*errors, left]) == ("h2",)
 
 
 def test_failed_sample_and_round_trip() -> None:
