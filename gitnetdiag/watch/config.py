@@ -187,11 +187,10 @@ def _target(data: object, index: int, keep_default: int) -> Target:
     lab_http = _str(data, "lab_http", where) or "edge"
     if lab_http not in ("edge", "direct"):
         raise UsageError(f"{where}.lab_http: expected edge or direct, got {lab_http!r}")
-    available = (*LAB_PROTOCOLS, "git") if lab is not None else tuple(
-        p for p in PROTOCOLS if p in urls)
-    protocols = _protocols(data, where, available)
-    if lab is not None and data.get("protocols") is None:
-        protocols = LAB_PROTOCOLS
+    if lab is not None:
+        protocols = _protocols(data, where, PROTOCOLS) if "protocols" in data else LAB_PROTOCOLS
+    else:
+        protocols = _protocols(data, where, tuple(p for p in PROTOCOLS if p in urls))
     interval_s = parse_duration_s(data.get("interval", DEFAULT_INTERVAL_S), f"{where}.interval")
     timeout_s = parse_duration_s(data.get("timeout", DEFAULT_TIMEOUT_S), f"{where}.timeout")
     if timeout_s <= 0:

@@ -25,6 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.lab.state import load_state
 from gitnetdiag.watch.config import Target, WatchConfig
 from gitnetdiag.watch.metrics import WatchMetrics
 from gitnetdiag.watch.sample import ProbeSample, failed_sample
@@ -72,6 +73,7 @@ class SubprocessCycle:
         self.grace_s = grace_s
         self._lock = threading.Lock()
         self._running: set[subprocess.Popen[str]] = set()
+        self._stopping = False
 
     def __call__(self, target: Target, run_dir: Path,
                  started_unix_s: float) -> tuple[ProbeSample, str | None]:
@@ -84,8 +86,6 @@ class SubprocessCycle:
 
         argv = [self.python, "-m", "gitnetdiag.watch.cycle"]
         if target.lab is not None:
-            from gitnetdiag.lab.state import load_state
-
             try:
                 argv = ["ip", "netns", "exec", load_state(target.lab).client_ns, *argv]
             except GitnetdiagError as exc:
@@ -99,6 +99,8 @@ class SubprocessCycle:
                 return failed("worker-crash", f"cannot start {argv[0]}: {exc.strerror}")
             with self._lock:
                 self._running.add(proc)
+                if self._stopping:  # started just as the exporter began to stop
+                    proc.send_signal(signal.SIGTERM)
             try:
                 out, timed_out = self._communicate(proc, _job(target, run_dir, started_unix_s),
                                                    target.cycle_deadline_s)
@@ -133,6 +135,7 @@ class SubprocessCycle:
     def terminate_all(self) -> None:
         """SIGTERM every running cycle (the exporter is stopping)."""
         with self._lock:
+            self._stopping = True
             for proc in self._running:
                 proc.send_signal(signal.SIGTERM)
 
