@@ -92,9 +92,11 @@ class SubprocessCycle:
                 return failed(exc.reference, exc.one_line())
         log_path = run_dir.with_name(run_dir.name + ".log")
         with log_path.open("w") as stderr:
+            # A session of its own: Ctrl-C at the exporter's terminal must not reach the
+            # cycle as well, or its clean-up would get a second signal (our SIGTERM).
             try:
                 proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                        stderr=stderr, text=True)
+                                        stderr=stderr, text=True, start_new_session=True)
             except OSError as exc:
                 return failed("worker-crash", f"cannot start {argv[0]}: {exc.strerror}")
             with self._lock:
