@@ -112,6 +112,8 @@ class SubprocessCycle:
         if timed_out:
             return failed("deadline", f"the cycle ran past its deadline of "
                           f"{target.cycle_deadline_s:.0f} s and was stopped")
+        if self._stopping:
+            return failed("interrupted", "the exporter stopped during the cycle")
         try:
             return ProbeSample.from_dict(json.loads(out)), None
         except (ValueError, TypeError, KeyError):
