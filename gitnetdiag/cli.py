@@ -16,11 +16,12 @@ from rich.console import Console
 from gitnetdiag import __version__
 from gitnetdiag.errors import ExitCode, GitnetdiagError
 
-COMMAND_MODULES: tuple[str, ...] = ("probe", "analyze", "report", "lab", "storage", "host", "load")
+COMMAND_MODULES: tuple[str, ...] = (
+    "probe", "analyze", "report", "lab", "storage", "host", "load", "watch")
 
 COMMAND_MODULE_OF: dict[str, str] = {
     "diagnose": "probe", "probe": "probe", "analyze": "analyze", "report": "report",
-    "lab": "lab", "storage": "storage", "host": "host", "load": "load",
+    "lab": "lab", "storage": "storage", "host": "host", "load": "load", "watch": "watch",
 }
 """Which module registers each command, so a run imports only what it needs."""
 

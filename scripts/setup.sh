@@ -7,6 +7,7 @@ cd "$(dirname "$0")/.."
 
 DEBS=(git apache2 haproxy openssh-server openssh-client tshark tcpdump iperf3
       iptables libnetfilter-queue-dev iproute2 openssl fio ethtool procps kmod apache2-utils
+      prometheus
 )
 
 missing=()
@@ -24,8 +25,9 @@ if [ "${#missing[@]}" -gt 0 ]; then
   apt-get update -q >/dev/null
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
 fi
-# Debian enables these services on install; the lab runs its own copies in namespaces.
-for svc in apache2 haproxy ssh; do
+# Debian enables these services on install; the lab runs its own copies in namespaces
+# (and the watch tests their own Prometheus).
+for svc in apache2 haproxy ssh prometheus; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" >/dev/null 2>&1 || true
   fi

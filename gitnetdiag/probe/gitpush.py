@@ -103,6 +103,8 @@ _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
             "unable to look up", "could not resolve hostname",
         ),
     ),
+    # curl 7.88 says only this for a refused connection (errno text when it has one wins).
+    (FailureKind.REFUSED, ("couldn't connect to server",)),
     (
         FailureKind.RESET,
         (

@@ -69,6 +69,8 @@ def test_endpoint_of() -> None:
     [
         ("fatal: unable to access 'https://h/': Failed to connect to h port 443 after 0 ms: "
          "Couldn't connect to server\nConnection refused", FailureKind.REFUSED),
+        ("fatal: unable to access 'https://198.18.2.2:8443/git/lab.git/': Failed to connect to "
+         "198.18.2.2 port 8443 after 51 ms: Couldn't connect to server", FailureKind.REFUSED),
         ("fatal: unable to connect to 127.0.0.1:\n127.0.0.1[0: 127.0.0.1]: errno=Connection "
          "refused", FailureKind.REFUSED),
         ("fatal: unable to access 'https://h/': server certificate verification failed. "

@@ -1,0 +1,82 @@
+"""A diagnosis -> the numbers of one cycle (pure, crafted inputs)."""
+
+from __future__ import annotations
+
+from gitnetdiag.diagnosis import diagnose, examples
+from gitnetdiag.diagnosis.culprits import CULPRITS
+from gitnetdiag.probe.rundir import ProtocolRun, PushRecord, RunError
+from gitnetdiag.watch.sample import (
+    NOT_MEASURED,
+    ProbeSample,
+    cleanup_failures_of,
+    error_kind_label,
+    failed_sample,
+    push_errors_of,
+    sample_from_diagnosis,
+)
+
+CATALOGUE = [c.id for c in CULPRITS]
+
+
+def _sample(observations: object, errors: dict[str, str] | None = None,
+            protocols: tuple[str, ...] = ("h1", "h2", "ssh")) -> ProbeSample:
+    return sample_from_diagnosis(
+        diagnose(observations),  # type: ignore[arg-type]
+        target="edge", protocols=protocols, push_errors=errors or {}, catalogue=CATALOGUE,
+        started_unix_s=1000.0, duration_s=42.0, run_dir="/runs/edge/20261122T000000.000Z")
+
+
+def test_slow_h2_edge_gives_windows_scores_and_a_failed_h2() -> None:
+    """The HAProxy edge example: h2 failed (one push hung), its window culprit scored."""
+    sample = _sample(examples.slow_h2_edge(), {"h2": "hung"})
+    by = {p.protocol: p for p in sample.protocols}
+    assert by["h1"].success and by["h1"].error_kind == ""
+    assert by["h1"].rate_bytes_per_s is not None and by["h1"].rate_bytes_per_s > 3e6
+    assert not by["h2"].success and by["h2"].error_kind == "hung"
+    assert sample.verdict == "degraded"
+    assert sample.culprit_scores["h2-flow-control-window"] > 0.5
+    assert set(sample.culprit_scores) == set(CATALOGUE)
+    assert sample.culprit_costs_s["h2-flow-control-window"] > 0
+    assert sample.h2_stream_window_bytes == 65535
+    assert any(s.protocol == "h2" and s.window == "stream" and s.seconds > 0
+               for s in sample.stalls)
+    assert sample.rtt_s == 0.05
+
+
+def test_healthy_example_scores_every_culprit_zero_or_low() -> None:
+    sample = _sample(examples.healthy())
+    assert sample.verdict == "healthy" and sample.success
+    assert max(sample.culprit_scores.values()) < 0.5
+
+
+def test_protocol_never_pushed_takes_the_run_error() -> None:
+    """A protocol absent from the diagnosis gets its own error, the run's, or not-measured."""
+    sample = _sample(examples.healthy(), {"*": "lab-not-up"}, protocols=("h1", "git"))
+    assert [(p.protocol, p.success, p.error_kind) for p in sample.protocols] == [
+        ("h1", True, ""), ("git", False, "lab-not-up")]
+    assert _sample(examples.healthy(), protocols=("git",)).protocols[0].error_kind == NOT_MEASURED
+
+
+def test_push_errors_from_the_manifest() -> None:
+    push = PushRecord(protocol="h2", repeat=1, branch="b", started_at="", outcome="failed",
+                      failure_kind="refused", last_line="", wall_s=0.1, pack_bytes=1,
+                      rate_bytes_per_s=None, http_version=None, alpn=None, post_s=None,
+                      curl_last_info=None, phases=None, capture=None)
+    runs = [ProtocolRun(protocol="h2", url="https://h/r", endpoint="h:443", pushes=(push,)),
+            ProtocolRun(protocol="h1", url="https://h/r", endpoint="h:443")]
+    errors = [RunError(stage="setup", protocol=None, reference="network", kind=None,
+                       message="m")]
+    assert push_errors_of(runs, errors) == {"h2": "refused", "*": "network"}
+    left = RunError(stage="cleanup", protocol="h2", reference="cleanup-failed", kind=None,
+                    message="could not delete gitnetdiag/probe-1")
+    assert cleanup_failures_of([*errors, left]) == ("h2",)
+
+
+def test_failed_sample_and_round_trip() -> None:
+    sample = failed_sample("edge", ("h1", "ssh"), "Deadline Exceeded!", "stopped",
+                           started_unix_s=1.0, duration_s=2.0)
+    assert [p.error_kind for p in sample.protocols] == ["deadline-exceeded"] * 2
+    assert sample.verdict == "failed" and not sample.success and sample.culprit_scores == {}
+    full = _sample(examples.slow_h2_edge(), {"h2": "hung"})
+    assert ProbeSample.from_dict(full.to_dict()) == full
+    assert error_kind_label("") == "other"
