@@ -305,7 +305,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-repo-") as scratch, sigterm_interrupts():
         try:
             _run_steps(state, Path(scratch))
-            state.status = "failed" if state.errors else "complete"
+            state.status = _final_status(state)
         except KeyboardInterrupt:
             state.status = "interrupted"
             state.finished_at = _now()
@@ -319,6 +319,28 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
                 state.finished_at = _now()
                 state.save()
     return ProbeOutcome(run_dir=run_dir, manifest=state.manifest(), error=state.first_error)
+
+
+def _final_status(state: _Run) -> str:
+    """``failed`` on any error, else ``stalled`` when a push hung, else ``complete``.
+
+    A hung push is measured (the stall is the evidence), yet the run did not
+    complete: each such protocol gets a ``push-stalled`` error so that ``probe``
+    exits non-zero and says why.
+    """
+    failed_before = bool(state.errors)
+    for run in state.protocols.values():
+        hung = [push for push in run.pushes if push.outcome == "hung"]
+        if hung:
+            state.error("push", Protocol(run.protocol), NetworkError(
+                f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress within "
+                f"{state.options.timeout_s:g} s",
+                hint="the stall is evidence, not noise: see it ranked with "
+                "'gitnetdiag analyze RUN --diagnose'", reference="push-stalled",
+            ), kind=FailureKind.HUNG.value)
+    if failed_before:
+        return "failed"
+    return "stalled" if state.errors else "complete"
 
 
 def _run_steps(state: _Run, scratch: Path) -> None:
