@@ -130,7 +130,7 @@ def main() -> None:
         error = usage_error(exc)
         render_error(error)
         sys.exit(int(error.exit_code))
-    except CLICK.Abort:
+    except typer.Abort:
         _interrupted()
     except GitnetdiagError as exc:
         render_error(exc)

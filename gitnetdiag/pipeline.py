@@ -418,9 +418,18 @@ def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
 
 def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
                  progress: Progress = _quiet) -> tuple[Diagnosis, list[str]]:
-    """Analyse a run directory and diagnose it; saves ``observations.json`` beside it."""
+    """Analyse a run directory and diagnose it; saves ``observations.json`` beside it.
+
+    A directory the user may not write (another user's run) is diagnosed all
+    the same; the unsaved file becomes a warning.
+    """
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
-    (run_dir / OBSERVATIONS_FILE).write_text(json.dumps(observations.to_dict(), indent=1) + "\n")
+    text = json.dumps(observations.to_dict(), indent=1) + "\n"
+    try:
+        (run_dir / OBSERVATIONS_FILE).write_text(text)
+    except OSError as exc:
+        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {exc.strerror} "
+                        "(the diagnosis below is complete; copy the run directory to keep it)")
     return diagnose(observations), warnings
 
 
@@ -442,13 +451,23 @@ def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
     return diagnose(saved)
 
 
-def write_reports(diagnosis: Diagnosis, run_dir: Path) -> dict[str, Path]:
-    """Markdown, HTML and JSON reports into the run directory."""
+def write_reports(diagnosis: Diagnosis, run_dir: Path,
+                  warn: Callable[[str], None] = _quiet) -> dict[str, Path]:
+    """Markdown, HTML and JSON reports into the run directory; the ones written.
+
+    A report that cannot be written (read-only directory) is reported to
+    ``warn`` and skipped: the diagnosis itself is still printed.
+    """
     from gitnetdiag.report import RENDERERS
 
     written = {}
     for fmt, name in REPORT_FILES.items():
         path = run_dir / name
-        path.write_text(RENDERERS[fmt](diagnosis))
+        try:
+            path.write_text(RENDERERS[fmt](diagnosis))
+        except OSError as exc:
+            warn(f"reports not saved in {run_dir}: {exc.strerror} (hint: 'gitnetdiag report "
+                 f"{run_dir} --format md --out FILE' writes one elsewhere)")
+            break
         written[fmt] = path
     return written
