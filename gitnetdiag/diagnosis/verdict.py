@@ -17,6 +17,7 @@ when a ranked culprit explains it (a filter answering SYNs with resets).
     failed        nothing requested was measured
     inconclusive  a requested protocol was not measured and nothing explains it,
                   or nothing ranks while another step (native probe, capture) failed
+                  or a push stalled
     degraded      culprits ranked
     healthy       every requested protocol measured, nothing ranks, nothing failed
 """
@@ -105,6 +106,23 @@ def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
     )]
 
 
+def _unexplained_stalls(obs: Observations, name: str) -> list[MeasurementFailure]:
+    """A push that hung is evidence; with no culprit to show for it the run is not healthy."""
+    stalled = [push for push in obs.protocols[name].pushes if not push.ok]
+    if not stalled:
+        return []
+    label = PROTOCOL_LABELS.get(name, name)
+    total = len(obs.protocols[name].pushes)
+    detail = f" ({stalled[0].error_message})" if stalled[0].error_message else ""
+    return [MeasurementFailure(
+        protocol=name, stage="push", reference="push-stalled", kind=stalled[0].error_kind,
+        message=f"{label}: {len(stalled)} of {total} push(es) {stalled[0].error_kind or 'failed'} "
+        f"{detail}; no culprit explains it",
+        hint="measure with packet capture (root) and the native probes (--native, --ca-file, "
+        "--ssh-key) so the stall can be attributed",
+    )]
+
+
 def _explaining(obs: Observations, name: str, findings: Sequence[Finding]) -> str | None:
     p = obs.protocols.get(name)
     kinds = {push.error_kind or "other" for push in (p.pushes if p else ()) if not push.ok}
@@ -130,6 +148,8 @@ def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
         explained_by = _explaining(obs, name, findings)
         unexplained = unexplained or explained_by is None
         failures += [replace(f, explained_by=explained_by) for f in _push_failures(obs, name)]
+    if not findings:
+        failures += [f for name in measured for f in _unexplained_stalls(obs, name)]
     other = [p for p in obs.problems if p.stage not in _IGNORED_STAGES and p.stage != "push"]
     failures += [
         MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,
@@ -161,6 +181,8 @@ def headline_prefix(judgement: Judgement) -> str:
                if n not in judgement.measured]
     if missing:
         return f"Not measured: {', '.join(missing)} ({_first(judgement)})."
+    if any(f.reference == "push-stalled" for f in judgement.failures):
+        return f"A push stalled ({_first(judgement)})."
     return f"Part of the evidence is missing ({_first(judgement)})."
 
 
