@@ -116,7 +116,7 @@ def _unexplained_stalls(obs: Observations, name: str) -> list[MeasurementFailure
     detail = f" ({stalled[0].error_message})" if stalled[0].error_message else ""
     return [MeasurementFailure(
         protocol=name, stage="push", reference="push-stalled", kind=stalled[0].error_kind,
-        message=f"{label}: {len(stalled)} of {total} push(es) {stalled[0].error_kind or 'failed'} "
+        message=f"{label}: {len(stalled)} of {total} push(es) {stalled[0].error_kind or 'failed'}"
         f"{detail}; no culprit explains it",
         hint="measure with packet capture (root) and the native probes (--native, --ca-file, "
         "--ssh-key) so the stall can be attributed",
