@@ -46,7 +46,8 @@ def test_one_protocol_rejected_by_auth_makes_the_run_inconclusive() -> None:
     assert result.verdict == "inconclusive"
     assert result.measured_protocols == ("h1", "ssh")
     (failure,) = result.measurement_failures
-    assert (failure.protocol, failure.reference, failure.explained_by) == ("h2", "auth-failed", None)
+    assert (failure.protocol, failure.reference) == ("h2", "auth-failed")
+    assert failure.explained_by is None
     assert failure.hint == AUTH.hint
     assert result.headline.startswith("Not measured: HTTP/2 (auth-failed: ")
 
@@ -118,7 +119,7 @@ def test_a_stall_nothing_explains_is_not_healthy() -> None:
 
 
 def test_refusal_explained_by_a_ranked_firewall_reset_stays_degraded() -> None:
-    """The recorded firewall-reset case: SSH refused while HTTP measured; the refusal is evidence."""
+    """As in captures/firewall-reset: SSH refused, HTTP measured; the refusal is evidence."""
     base = examples.healthy()
     refused = ProtocolObservation(
         pushes=(PushResult(duration_s=0.02, bytes=1_000_000, ok=False, error_kind="refused",
