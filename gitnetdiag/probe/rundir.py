@@ -151,7 +151,8 @@ class RunManifest:
     finished_at: str | None
     """ISO 8601 UTC, None while running or after a crash."""
     status: str
-    """``running``, ``complete``, ``failed`` (some step failed) or ``interrupted``."""
+    """``running``, ``complete``, ``stalled`` (a push hung: an error ``push-stalled`` names
+    it), ``failed`` (some step failed) or ``interrupted``."""
     options: dict[str, Any]
     """Options of the run (URLs redacted)."""
     environment: ToolVersions | None
