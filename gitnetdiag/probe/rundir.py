@@ -249,8 +249,24 @@ def _inside(run_dir: Path, relative: str, where: str) -> None:
         raise _Malformed(f"{where} {relative!r} points outside the run directory")
 
 
-def confine_paths(run_dir: Path, manifest: RunManifest) -> None:
-    """Raise ``ValueError`` when an artifact path of ``manifest`` leaves ``run_dir``."""
+PROTOCOL_NAMES = ("h1", "h2", "ssh", "git")
+
+
+def check_values(run_dir: Path, manifest: RunManifest) -> None:
+    """Raise ``ValueError`` for values the types allow but the run cannot have: an
+    unknown protocol, an endpoint without a port, an artifact path leaving ``run_dir``."""
+    for index, run in enumerate(manifest.protocols):
+        where = f"manifest.protocols[{index}]"
+        names = [run.protocol, *(push.protocol for push in run.pushes)]
+        if run.burst is not None:
+            names.append(run.burst.protocol)
+        unknown = sorted(set(names) - set(PROTOCOL_NAMES))
+        if unknown:
+            raise _Malformed(f"{where} has unknown protocol {unknown[0]!r} "
+                             f"(one of {', '.join(PROTOCOL_NAMES)})")
+        host, _, port = run.endpoint.rpartition(":")
+        if not host or not port.isdigit():
+            raise _Malformed(f"{where}.endpoint {run.endpoint!r} is not host:port")
     for run in manifest.protocols:
         for push in run.pushes:
             where = f"protocols.{run.protocol}.pushes[{push.repeat}]"
@@ -307,7 +323,7 @@ def load_run(path: Path | str) -> RunManifest:
         raise bad_run_dir(f"{manifest_path} has schema {found!r}, expected {SCHEMA!r}")
     try:
         manifest = manifest_from_dict(data)
-        confine_paths(manifest_path.parent, manifest)
+        check_values(manifest_path.parent, manifest)
     except ValueError as exc:
         raise bad_run_dir(f"{manifest_path}: {exc}") from exc
     return manifest

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -87,6 +88,23 @@ def test_wrong_types_and_escaping_paths_are_refused(
         load_run(tmp_path)
     assert info.value.reference == "bad-run-dir"
     assert message in info.value.message
+
+
+@pytest.mark.parametrize(
+    ("run_fields", "message"),
+    [
+        ({"protocol": "h3"}, "manifest.protocols[0] has unknown protocol 'h3'"),
+        ({"endpoint": "h:https"}, "manifest.protocols[0].endpoint 'h:https' is not host:port"),
+    ],
+)
+def test_values_the_types_allow_but_a_run_cannot_have(
+    tmp_path: Path, run_fields: dict[str, object], message: str
+) -> None:
+    data = _manifest_with_push()
+    data["protocols"][0].update(run_fields)  # type: ignore[index]
+    (tmp_path / "manifest.json").write_text(json.dumps(data))
+    with pytest.raises(InputError, match=re.escape(message)):
+        load_run(tmp_path)
 
 
 def test_capture_path_inside_the_run_directory_is_accepted(tmp_path: Path) -> None:
