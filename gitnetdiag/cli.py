@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import importlib
 import sys
+from types import ModuleType
+from typing import NoReturn
 
 import typer
 from rich.console import Console
 
 from gitnetdiag import __version__
-from gitnetdiag.errors import ExitCode, GitnetdiagError
+from gitnetdiag.errors import ExitCode, GitnetdiagError, UsageError
+
+PROG = "gitnetdiag"
 
 COMMAND_MODULES: tuple[str, ...] = (
     "probe", "analyze", "report", "lab", "storage", "host", "load", "watch")
@@ -78,21 +82,63 @@ def render_error(exc: GitnetdiagError) -> None:
     err_console.print(line, markup=False, style="red")
 
 
+def _click_exceptions() -> ModuleType:
+    """typer >= 0.20 carries its own copy of click; older ones use the click package."""
+    try:
+        return importlib.import_module("typer._click.exceptions")
+    except ImportError:
+        return importlib.import_module("click.exceptions")
+
+
+CLICK = _click_exceptions()
+
+
+def usage_error(exc: Exception) -> UsageError:
+    """click's own complaint (unknown option, missing argument, bad value) as one line."""
+    ctx = getattr(exc, "ctx", None)
+    command = ctx.command_path if ctx is not None else PROG
+    text = exc.format_message().replace("Value error, ", "")  # type: ignore[attr-defined]
+    message = " ".join(text.split())
+    error = UsageError(message, hint=f"see '{command} --help'")
+    if not isinstance(exc, CLICK.UsageError):
+        error.exit_code = ExitCode.FAILURE
+    return error
+
+
+def _interrupted() -> NoReturn:
+    err_console.print("interrupted: partial results were kept", markup=False, style="yellow")
+    sys.exit(int(ExitCode.INTERRUPTED))
+
+
 def main() -> None:
     """Entry point of the ``gitnetdiag`` console script.
 
-    typer runs in standalone mode (it prints usage errors itself and exits 2);
-    everything of ours arrives here as a GitnetdiagError.
+    click runs outside its standalone mode so that its usage errors arrive
+    here too and are printed like ours: one line, reference and hint, never
+    a multi-line box or a traceback.
     """
     # Startup time matters (analyze reads a million packets in about a second): import
     # only the module of the command being run; --help and unknown words get them all.
     first = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
     module = COMMAND_MODULE_OF.get(first or "")
+    command = typer.main.get_command(build_app((module,) if module else COMMAND_MODULES))
     try:
-        build_app((module,) if module else COMMAND_MODULES)()
+        code = command.main(args=sys.argv[1:], prog_name=PROG, standalone_mode=False)
+    except CLICK.NoArgsIsHelpError as exc:
+        exc.show()  # the help text, as the user asked for nothing in particular
+        sys.exit(exc.exit_code)
+    except CLICK.ClickException as exc:
+        error = usage_error(exc)
+        render_error(error)
+        sys.exit(int(error.exit_code))
+    except typer.Abort:
+        _interrupted()
     except GitnetdiagError as exc:
         render_error(exc)
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
-        err_console.print("interrupted: partial results were kept", markup=False, style="yellow")
-        sys.exit(int(ExitCode.INTERRUPTED))
+        _interrupted()
+    if isinstance(code, int) and code == ExitCode.INTERRUPTED:
+        _interrupted()
+    if isinstance(code, int) and code:
+        sys.exit(code)

@@ -7,7 +7,9 @@
     │   └── CaptureFormatError      pcap/pcapng damage, with an offset
     ├── NetworkError                unreachable, refused, TLS, auth     (EXIT_NETWORK)
     ├── ExternalCommandError        a program failed or timed out       (EXIT_EXTERNAL)
-    └── LabError                    the reproduction lab                (EXIT_LAB)
+    ├── LabError                    the reproduction lab                (EXIT_LAB)
+    └── VerdictError                diagnosis inconclusive              (EXIT_INCONCLUSIVE)
+        └── NothingMeasured         verdict failed: nothing measured    (EXIT_NOT_MEASURED)
 
 Lower-level exceptions are mapped at the boundary where they happen
 (``raise NetworkError(...) from exc``); the CLI catches ``GitnetdiagError`` in
@@ -30,6 +32,10 @@ class ExitCode(IntEnum):
     NETWORK = 5
     EXTERNAL = 6
     LAB = 7
+    INCONCLUSIVE = 8
+    """The diagnosis was printed, but some requested measurement failed."""
+    NOT_MEASURED = 9
+    """Nothing requested could be measured (the diagnosis says what failed)."""
     INTERRUPTED = 130
 
 
@@ -110,3 +116,17 @@ class ExternalCommandError(GitnetdiagError):
 class LabError(GitnetdiagError):
     reference = "lab"
     exit_code = ExitCode.LAB
+
+
+class VerdictError(GitnetdiagError):
+    """The diagnosis was printed, but it rests on failed measurements (``inconclusive``)."""
+
+    reference = "inconclusive"
+    exit_code = ExitCode.INCONCLUSIVE
+
+
+class NothingMeasured(VerdictError):
+    """Not one requested protocol was measured (verdict ``failed``)."""
+
+    reference = "not-measured"
+    exit_code = ExitCode.NOT_MEASURED

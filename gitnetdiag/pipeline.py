@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import statistics
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -26,8 +27,8 @@ from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
-from gitnetdiag.errors import GitnetdiagError, InputError
-from gitnetdiag.probe.rundir import PushRecord, RunManifest, load_run
+from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.probe.rundir import PushRecord, RunError, RunManifest, bad_run_dir, load_run
 
 OBSERVATIONS_FILE = "observations.json"
 """Written into the run directory by :func:`diagnose_run` (what the diagnosis saw)."""
@@ -132,44 +133,100 @@ def capture_metrics(conn: ConnectionAnalysis, label: str) -> obs.CaptureMetrics:
 
 
 def _read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON object file of the run directory, ``None`` when absent."""
     try:
         data = json.loads(path.read_text())
     except FileNotFoundError:
         return None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"cannot read {path}: {exc}", hint="the run directory is damaged") from exc
-    return data if isinstance(data, dict) else None
+    except OSError as exc:
+        raise bad_run_dir(f"cannot read {path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise bad_run_dir(f"{path} is not JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise bad_run_dir(f"{path} must hold a JSON object, got {type(data).__name__}")
+    return data
 
 
-def h2_ledger_from_native(data: dict[str, Any]) -> obs.H2Ledger:
-    stream = data.get("stream") or {}
-    connection = data.get("connection") or {}
-    series = stream.get("credit_series") or []
+class _Fields:
+    """Typed access to one object of a native ledger file; a wrong type names the field."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise bad_run_dir(f"{where} must be an object, got {type(data).__name__}")
+        self.data, self.where = data, where
+
+    def _get(self, key: str, kinds: tuple[type, ...], what: str) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise bad_run_dir(f"{self.where}.{key} must be {what}, got {value!r}")
+        return value
+
+    def integer(self, key: str) -> int | None:
+        value: int | None = self._get(key, (int,), "an integer")
+        return value
+
+    def number(self, key: str) -> float | None:
+        value = self._get(key, (int, float), "a number")
+        return None if value is None else float(value)
+
+    def text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise bad_run_dir(f"{self.where}.{key} must be a string, got {value!r}")
+        return value
+
+    def items(self, key: str) -> list[Any]:
+        value = self._get(key, (list,), "a list")
+        return value or []
+
+    def child(self, key: str) -> _Fields:
+        return _Fields(self.data.get(key), f"{self.where}.{key}")
+
+
+def _credit_points(points: list[Any], where: str) -> list[tuple[float, float]]:
+    result = []
+    for index, point in enumerate(points):
+        if (not isinstance(point, list) or len(point) != 2
+                or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                           for x in point)):
+            raise bad_run_dir(f"{where}[{index}] must be a [seconds, bytes] pair, got {point!r}")
+        result.append((float(point[0]), float(point[1])))
+    return result
+
+
+def h2_ledger_from_native(data: dict[str, Any], where: str = "native-h2.json") -> obs.H2Ledger:
+    top = _Fields(data, where)
+    stream, connection = top.child("stream"), top.child("connection")
+    series = _credit_points(stream.items("credit_series"), f"{where}.stream.credit_series")
     credit = None
     if series:
         keep = _downsample(len(series))
-        credit = obs.TimeSeries(t_s=tuple(float(series[i][0]) for i in keep),
-                                values=tuple(float(series[i][1]) for i in keep))
+        credit = obs.TimeSeries(t_s=tuple(series[i][0] for i in keep),
+                                values=tuple(series[i][1] for i in keep))
     return obs.H2Ledger(
-        source=f"native HTTP/2 probe of {data.get('target', '?')}",
-        server_initial_window_bytes=data.get("server_initial_window_bytes"),
-        connection_window_bytes=connection.get("peak_credit_bytes"),
-        max_frame_size_bytes=data.get("server_max_frame_bytes"),
-        stream_zero_credit_s=stream.get("stalled_s"),
-        connection_zero_credit_s=connection.get("stalled_s"),
-        window_updates=len(data.get("window_updates") or ()) or stream.get("updates_received"),
+        source=f"native HTTP/2 probe of {top.text('target') or '?'}",
+        server_initial_window_bytes=top.integer("server_initial_window_bytes"),
+        connection_window_bytes=connection.integer("peak_credit_bytes"),
+        max_frame_size_bytes=top.integer("server_max_frame_bytes"),
+        stream_zero_credit_s=stream.number("stalled_s"),
+        connection_zero_credit_s=connection.number("stalled_s"),
+        window_updates=len(top.items("window_updates")) or stream.integer("updates_received"),
         credit=credit,
     )
 
 
-def ssh_ledger_from_native(data: dict[str, Any]) -> obs.SshLedger:
-    channel = data.get("channel") or {}
+def ssh_ledger_from_native(data: dict[str, Any], where: str = "native-ssh.json") -> obs.SshLedger:
+    top = _Fields(data, where)
     return obs.SshLedger(
-        source=f"native SSH probe of {data.get('target', '?')}",
-        initial_window_bytes=data.get("server_window_bytes"),
-        max_packet_bytes=data.get("server_max_packet_bytes"),
-        zero_window_s=channel.get("stalled_s"),
-        window_adjusts=data.get("window_adjusts"),
+        source=f"native SSH probe of {top.text('target') or '?'}",
+        initial_window_bytes=top.integer("server_window_bytes"),
+        max_packet_bytes=top.integer("server_max_packet_bytes"),
+        zero_window_s=top.child("channel").number("stalled_s"),
+        window_adjusts=top.integer("window_adjusts"),
     )
 
 
@@ -260,9 +317,9 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
             trace2=trace2_phases(records),
             capture=capture_m,
             h2_ledger=h2_ledger_from_native(native_data)
-            if native_data and run.protocol == "h2" else None,
+            if native_data is not None and run.protocol == "h2" else None,
             ssh_ledger=ssh_ledger_from_native(native_data)
-            if native_data and run.protocol == "ssh" else None,
+            if native_data is not None and run.protocol == "ssh" else None,
             flight=flight,
         )
         if run.burst is not None:
@@ -271,6 +328,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     env = manifest.environment
     pack = manifest.repo.pack_bytes if manifest.repo else None
     run_info = obs.RunInfo(
+        requested_protocols=requested_protocols(manifest),
         started=manifest.started_at,
         target_url=", ".join(sorted({r.url for r in manifest.protocols})),
         rtt_s=min(rtts) if rtts else None,
@@ -289,7 +347,46 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         ),
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
-                            host=host), warnings
+                            host=host, problems=run_problems(manifest)), warnings
+
+
+def requested_protocols(manifest: RunManifest) -> tuple[str, ...]:
+    """What the run was asked to measure: ``options.protocols``, else the protocols run."""
+    asked = manifest.options.get("protocols")
+    if isinstance(asked, list) and all(isinstance(name, str) for name in asked):
+        names = set(asked)
+    else:
+        names = {run.protocol for run in manifest.protocols}
+    return tuple(name for name in obs.PROTOCOL_ORDER if name in names)
+
+
+_STAGE_HINTS = {
+    "native": "the flow-control ledger is missing; the git pushes were still measured. "
+              "Check the native probe's credentials and --ca-file / --ssh-key",
+    "capture": "run as root with tcpdump installed for packet evidence, or use --no-capture",
+    "h2-sweep": "the HTTP/2 sweep is optional; run it again with --h2-sweep",
+    "setup": "fix the cause above and run the probe again",
+}
+
+
+def _hint(error: RunError) -> str:
+    if error.stage == "push" and error.kind:
+        from gitnetdiag.probe.gitpush import FailureKind, error_for_failure
+
+        try:
+            return error_for_failure(FailureKind(error.kind), "", "").hint
+        except ValueError:
+            return ""
+    return _STAGE_HINTS.get(error.stage, "")
+
+
+def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
+    """The manifest's errors as the engine sees them, each with what to do about it."""
+    return tuple(
+        obs.RunProblem(stage=e.stage, protocol=e.protocol, reference=e.reference, kind=e.kind,
+                       message=e.message, hint=_hint(e))
+        for e in manifest.errors
+    )
 
 
 def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
@@ -321,27 +418,56 @@ def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
 
 def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
                  progress: Progress = _quiet) -> tuple[Diagnosis, list[str]]:
-    """Analyse a run directory and diagnose it; saves ``observations.json`` beside it."""
+    """Analyse a run directory and diagnose it; saves ``observations.json`` beside it.
+
+    A directory the user may not write (another user's run) is diagnosed all
+    the same; the unsaved file becomes a warning.
+    """
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
-    (run_dir / OBSERVATIONS_FILE).write_text(json.dumps(observations.to_dict(), indent=1) + "\n")
+    text = json.dumps(observations.to_dict(), indent=1) + "\n"
+    try:
+        (run_dir / OBSERVATIONS_FILE).write_text(text)
+    except OSError as exc:
+        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {exc.strerror} "
+                        "(the diagnosis below is complete; copy the run directory to keep it)")
     return diagnose(observations), warnings
 
 
 def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
-    """The diagnosis of a run already analysed (``observations.json``), without re-parsing."""
+    """The diagnosis of a run already analysed (``observations.json``), without re-parsing.
+
+    The manifest is read (and validated) first: a damaged manifest must not
+    hide behind a saved diagnosis. Observations saved before the verdict knew
+    what was requested get it from the manifest.
+    """
+    manifest = load_run(run_dir)
     data = _read_json(run_dir / OBSERVATIONS_FILE)
     if data is None:
         return diagnose_run(run_dir)[0]
-    return diagnose(obs.Observations.from_dict(data))
+    saved = obs.Observations.from_dict(data)
+    if not saved.run.requested_protocols:
+        saved = replace(saved, problems=saved.problems or run_problems(manifest),
+                        run=replace(saved.run, requested_protocols=requested_protocols(manifest)))
+    return diagnose(saved)
 
 
-def write_reports(diagnosis: Diagnosis, run_dir: Path) -> dict[str, Path]:
-    """Markdown, HTML and JSON reports into the run directory."""
+def write_reports(diagnosis: Diagnosis, run_dir: Path,
+                  warn: Callable[[str], None] = _quiet) -> dict[str, Path]:
+    """Markdown, HTML and JSON reports into the run directory; the ones written.
+
+    A report that cannot be written (read-only directory) is reported to
+    ``warn`` and skipped: the diagnosis itself is still printed.
+    """
     from gitnetdiag.report import RENDERERS
 
     written = {}
     for fmt, name in REPORT_FILES.items():
         path = run_dir / name
-        path.write_text(RENDERERS[fmt](diagnosis))
+        try:
+            path.write_text(RENDERERS[fmt](diagnosis))
+        except OSError as exc:
+            warn(f"reports not saved in {run_dir}: {exc.strerror} (hint: 'gitnetdiag report "
+                 f"{run_dir} --format md --out FILE' writes one elsewhere)")
+            break
         written[fmt] = path
     return written

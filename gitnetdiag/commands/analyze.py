@@ -19,6 +19,7 @@ from rich.text import Text
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.capture.flows import endpoint
+from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import UsageError
 
 if TYPE_CHECKING:  # the HTTP/2 ledger (tshark) is only loaded with --keylog
@@ -203,12 +204,7 @@ def write_json(
     if out == "-":
         sys.stdout.write(text + "\n")
         return
-    try:
-        Path(out).write_text(text + "\n")
-    except OSError as exc:
-        raise UsageError(
-            f"cannot write {out}: {exc.strerror}", hint="pass a writable path or - for stdout"
-        ) from exc
+    write_output(Path(out), text + "\n")
 
 
 def analyze(
@@ -278,15 +274,20 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
         if json_out == "-":
             sys.stdout.write(text)
         else:
-            Path(json_out).write_text(text)
+            write_output(Path(json_out), text)
     if json_out != "-":
         console = Console(highlight=False)
         for name, result in results.items():
             console.print(Text(name, style="bold"))
             render_analysis(result, console)
     if then_diagnose:
+        from gitnetdiag.diagnosis.verdict import verdict_error
+
         host = load_host_report(host_report) if host_report else None
-        print_diagnosis(run_dir, host, ReportFormat.TERMINAL)
+        diagnosis = print_diagnosis(run_dir, host, ReportFormat.TERMINAL)
+        failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
+        if failure is not None:
+            raise failure
 
 
 def register(app: typer.Typer) -> None:

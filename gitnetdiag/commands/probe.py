@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import re
 import shlex
 import sys
 import tempfile
@@ -12,14 +13,17 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+from urllib.parse import urlsplit
 
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
+from gitnetdiag.commands._output import write_output
 from gitnetdiag.diagnosis.observations import HostEvidence
+from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.host.adapter import load_host_report
 from gitnetdiag.lab.state import LabState, enter_lab_client
@@ -28,6 +32,9 @@ from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.rundir import RunManifest
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe, summarize
 from gitnetdiag.proc import run
+
+if TYPE_CHECKING:
+    from gitnetdiag.diagnosis.model import Diagnosis
 
 DEFAULT_TIMEOUT_S = 300.0
 
@@ -125,6 +132,69 @@ def _parse_protocols(text: str | None, urls: dict[Protocol, str]) -> tuple[Proto
     return tuple(chosen)
 
 
+_SCHEMES = {"--http": ("http", "https"), "--ssh": ("ssh",), "--git": ("git",)}
+_USERINFO = re.compile(r"//[^/@]*@")
+
+
+def check_url(option: str, url: str) -> str:
+    """A remote URL git can push to over ``option``'s protocol, or one usage error.
+
+    Checked before anything runs: a malformed or foreign URL would otherwise
+    fail deep in a probe (or, worse, be measured as nothing and called healthy).
+    """
+    shown = _USERINFO.sub("//***@", url)  # the URL may not parse: redact by hand
+    schemes = _SCHEMES[option]
+    if option == "--ssh" and "://" not in url and re.fullmatch(r"[^\s/:]+:\S*", url.split("@")[-1]):
+        return url  # scp-like user@host:path
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        host = parts.hostname
+    except ValueError as exc:
+        raise UsageError(f"{option} {shown} is not a valid URL: {exc}",
+                         hint=f"give a URL such as {_EXAMPLE_URL[option]}",
+                         reference="bad-url") from exc
+    if parts.scheme.lower() not in schemes:
+        found = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
+        raise UsageError(f"{option} {shown} has {found}; {option} takes "
+                         + " or ".join(f"{s}://" for s in schemes) + " URLs",
+                         hint=f"give a URL such as {_EXAMPLE_URL[option]}",
+                         reference="unsupported-url")
+    if not host or port == 0:
+        raise UsageError(f"{option} {shown} names no host", reference="bad-url",
+                         hint=f"give a URL such as {_EXAMPLE_URL[option]}")
+    return url
+
+
+_EXAMPLE_URL = {"--http": "https://git.example.com/team/repo.git",
+                "--ssh": "ssh://git@git.example.com/team/repo.git",
+                "--git": "git://git.example.com/team/repo.git"}
+
+_PUBLIC_KEY_PREFIXES = ("ssh-", "ecdsa-", "sk-ssh-", "sk-ecdsa-")
+
+
+def check_private_key(key: Path | None) -> Path | None:
+    """``--ssh-key`` must be a private key: a ``.pub`` file only fails later, obscurely."""
+    if key is None:
+        return None
+    _existing(key, "SSH key")
+    try:
+        with key.open("rb") as handle:
+            head = handle.read(64)
+    except OSError as exc:
+        raise UsageError(f"cannot read SSH key {key}: {exc.strerror}",
+                         hint="give a readable private key file") from exc
+    if key.suffix == ".pub" or head.lstrip().startswith(
+            tuple(prefix.encode() for prefix in _PUBLIC_KEY_PREFIXES)):
+        private = key.with_suffix("") if key.suffix == ".pub" else None
+        example = f" ({private})" if private is not None and private.is_file() else ""
+        raise UsageError(
+            f"--ssh-key {key} is a public key",
+            hint=f"give the private key{example} or leave --ssh-key out to use ssh-agent",
+            reference="ssh-public-key")
+    return key
+
+
 def _existing(path: Path | None, what: str) -> Path | None:
     if path is not None and not path.is_file():
         raise UsageError(f"{what} {path} does not exist", hint=f"give an existing {what}")
@@ -197,14 +267,13 @@ def probe_command(
                  "lab_faults": list(state.faults), "lab_rtt_ms": state.rtt_ms}
     urls: dict[Protocol, str] = {}
     if http:
-        urls[Protocol.H1] = http
-        urls[Protocol.H2] = http
+        urls[Protocol.H1] = urls[Protocol.H2] = check_url("--http", http)
     if ssh:
-        urls[Protocol.SSH] = ssh
+        urls[Protocol.SSH] = check_url("--ssh", ssh)
         ssh_command = _ssh_command(
-            _existing(ssh_key, "SSH key"), _existing(ssh_known_hosts, "known_hosts file"))
+            check_private_key(ssh_key), _existing(ssh_known_hosts, "known_hosts file"))
     if git:
-        urls[Protocol.GIT] = git
+        urls[Protocol.GIT] = check_url("--git", git)
     if not urls:
         raise UsageError("no remote to probe", hint="give --http, --ssh and/or --git (or --lab)")
     if repo is not None and not (repo / ".git").exists() and not (repo / "HEAD").is_file():
@@ -264,11 +333,19 @@ def probe_command(
             "protocols": [row.to_dict() for row in summarize(outcome.manifest)],
             "errors": [error.to_dict() for error in outcome.manifest.errors],
         }
-        json_out.write_text(json.dumps(summary, indent=2) + "\n")
-    if then_diagnose:
-        print_diagnosis(outcome.run_dir, host, report_format)
-    if outcome.error is not None and not then_diagnose:
-        raise outcome.error
+        write_output(json_out, json.dumps(summary, indent=2) + "\n")
+    if not then_diagnose:
+        if outcome.error is not None:
+            raise outcome.error
+        return
+    for error in outcome.manifest.errors:
+        if error.stage == "cleanup":  # no measurement, but the user must hear of it
+            console.print(f"warning: {error.reference}: {error.message}", style="yellow",
+                          markup=False)
+    diagnosis = print_diagnosis(outcome.run_dir, host, report_format)
+    failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
+    if failure is not None:
+        raise failure
 
 
 def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Console) -> bool:
@@ -294,8 +371,12 @@ def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Co
     return True
 
 
-def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat) -> None:
-    """Analyse ``run_dir``, write its reports, print the diagnosis in ``fmt``."""
+def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat) -> Diagnosis:
+    """Analyse ``run_dir``, write its reports, print the diagnosis in ``fmt``; return it.
+
+    A run directory the user cannot write (someone else's, read-only) is still
+    diagnosed: the saved files are skipped with a warning.
+    """
     from gitnetdiag.pipeline import diagnose_run, write_reports
     from gitnetdiag.report import RENDERERS
 
@@ -305,7 +386,8 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat)
             run_dir, host=host, progress=lambda msg: status.update(msg))
     for warning in warnings:
         console.print(f"warning: {warning}", style="yellow", markup=False)
-    written = write_reports(diagnosis, run_dir)
+    written = write_reports(diagnosis, run_dir, warn=lambda message: console.print(
+        f"warning: {message}", style="yellow", markup=False))
     if fmt is ReportFormat.TERMINAL:
         from gitnetdiag.report.terminal import render_terminal
 
@@ -314,7 +396,9 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat)
         typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal), nl=False)
     else:
         typer.echo(RENDERERS[fmt.value](diagnosis), nl=False)
-    console.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)
+    if written:
+        console.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)
+    return diagnosis
 
 
 DIAGNOSE_HELP = """Probe, capture, analyse and rank the culprits: the main job.

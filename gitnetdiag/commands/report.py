@@ -7,6 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from gitnetdiag.commands._output import write_output
 from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.errors import UsageError
 from gitnetdiag.probe.rundir import MANIFEST_NAME
@@ -22,7 +23,12 @@ def report_command(
         False, "--reanalyze", help="Parse the captures again instead of reusing "
         "observations.json."),
 ) -> None:
-    """Render the ranked diagnosis of a run directory (offline; no network, no root)."""
+    """Render the ranked diagnosis of a run directory (offline; no network, no root).
+
+    Exits 8 when the diagnosis is inconclusive and 9 when nothing was measured,
+    after writing the report (the README lists every exit code).
+    """
+    from gitnetdiag.diagnosis.verdict import verdict_error
     from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
@@ -41,8 +47,11 @@ def report_command(
     if out is None:
         typer.echo(text, nl=False)
     else:
-        out.write_text(text)
+        write_output(out, text)
         typer.echo(f"wrote {out}")
+    failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
+    if failure is not None:
+        raise failure
 
 
 def register(app: typer.Typer) -> None:

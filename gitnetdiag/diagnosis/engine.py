@@ -3,7 +3,9 @@
 Ranking: by ``cost_s x score`` (expected seconds lost), highest first; ties by
 score, then by catalogue order. A finding is kept only when its impact is at
 least :data:`MIN_IMPACT_S` seconds and its score at least :data:`MIN_SCORE`;
-the rest are returned as ``dropped``. No kept finding means ``healthy``.
+the rest are returned as ``dropped``. The verdict also weighs what could not
+be measured (:mod:`gitnetdiag.diagnosis.verdict`): a failed measurement is
+never ``healthy``.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from gitnetdiag.diagnosis.observations import (
     ProtocolObservation,
 )
 from gitnetdiag.diagnosis.units import fmt_bits, fmt_s
+from gitnetdiag.diagnosis.verdict import headline_prefix, judge
 
 MIN_IMPACT_S = 0.5
 """Findings whose cost x score is below this many seconds are dropped."""
@@ -125,12 +128,20 @@ def diagnose(
         for name in PROTOCOL_ORDER
         if name in obs.protocols
     )
+    judgement = judge(obs, kept)
+    headline = _headline(kept, summaries)
+    if judgement.verdict in ("inconclusive", "failed"):
+        prefix = headline_prefix(judgement)
+        headline = prefix if judgement.verdict == "failed" and not kept else f"{prefix} {headline}"
     return Diagnosis(
-        verdict="degraded" if kept else "healthy",
-        headline=_headline(kept, summaries),
+        verdict=judgement.verdict,
+        headline=headline,
         findings=kept,
         dropped=dropped,
         protocols=summaries,
         environment=_environment(obs, min_impact_s, min_score),
         observations=obs,
+        requested_protocols=judgement.requested,
+        measured_protocols=judgement.measured,
+        measurement_failures=judgement.failures,
     )

@@ -12,7 +12,10 @@ from typing import Any, Literal
 from gitnetdiag.diagnosis._serial import to_jsonable
 from gitnetdiag.diagnosis.observations import Observations
 
-Verdict = Literal["healthy", "degraded"]
+Verdict = Literal["healthy", "degraded", "inconclusive", "failed"]
+"""``healthy`` every requested protocol measured and nothing ranks; ``degraded``
+culprits ranked; ``inconclusive`` some measurement failed; ``failed`` nothing
+was measured (rules in :mod:`gitnetdiag.diagnosis.verdict`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -53,6 +56,27 @@ class Finding:
     def impact_s(self) -> float:
         """Ranking key: cost weighted by confidence."""
         return self.cost_s * self.score
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasurementFailure:
+    """A measurement the run could not make, shown beside the culprits."""
+
+    protocol: str | None
+    """Protocol whose measurement failed, ``None`` for the whole run."""
+    stage: str
+    """Step that failed: ``push``, ``setup``, ``native``, ``capture``, ..."""
+    reference: str
+    """Stable kebab-case reference (``auth-failed``, ``refused``, ``tls-verification``, ...)."""
+    kind: str | None
+    """Failure kind of the git run, when one."""
+    message: str
+    """What happened, one line."""
+    hint: str
+    """What to fix to measure it."""
+    explained_by: str | None = None
+    """Id of a ranked culprit this failure is evidence for (a filter that resets
+    connections): then it does not make the run inconclusive."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -118,7 +142,7 @@ class Diagnosis:
     """The engine's answer; the one input of every renderer."""
 
     verdict: Verdict
-    """``healthy`` when no culprit passed the threshold, else ``degraded``."""
+    """See :data:`Verdict`."""
     headline: str
     """One sentence: the verdict in words."""
     findings: tuple[Finding, ...]
@@ -131,6 +155,12 @@ class Diagnosis:
     """Where and how."""
     observations: Observations = field(default_factory=Observations)
     """The input it came from (plots read their series from here)."""
+    requested_protocols: tuple[str, ...] = ()
+    """Protocols the run was asked to measure, canonical order."""
+    measured_protocols: tuple[str, ...] = ()
+    """Protocols with at least one measured push (completed, or stalled/reset on the wire)."""
+    measurement_failures: tuple[MeasurementFailure, ...] = ()
+    """What could not be measured, each with its hint."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types, every field (the JSON report builds on this)."""

@@ -20,7 +20,8 @@ second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
     │     └── flight: FlightSeries | None        in flight vs advertised window
     ├── bursts: (BurstResult, ...)        many concurrent connections
     ├── host: HostEvidence | None         server-side kernel and config evidence
-    └── storage: StorageResult | None     fio on the git data path
+    ├── storage: StorageResult | None     fio on the git data path
+    └── problems: (RunProblem, ...)       steps that did not deliver their measurement
 """
 
 from __future__ import annotations
@@ -76,6 +77,8 @@ class RunInfo:
     """Size of the pushed pack (when known independently of the pushes)."""
     measured_by: str = ""
     """One line on how the run was measured (command, probe set), for the report."""
+    requested_protocols: tuple[str, ...] = ()
+    """Protocols the user asked to measure; empty when unknown (then: those observed)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -348,6 +351,24 @@ class StorageResult:
 
 
 @dataclass(frozen=True, kw_only=True)
+class RunProblem:
+    """A step of the run that did not deliver its measurement (an error of the run)."""
+
+    stage: str
+    """Where it happened: ``push``, ``setup``, ``native``, ``capture``, ``burst``, ..."""
+    protocol: str | None = None
+    """Protocol concerned, ``None`` for the whole run."""
+    reference: str
+    """Stable kebab-case reference of the error (``auth-failed``, ``refused``, ...)."""
+    kind: str | None = None
+    """Failure kind of a git run (``auth``, ``tls``, ``refused``, ...), when one."""
+    message: str = ""
+    """One line, URLs redacted."""
+    hint: str = ""
+    """What to do about it."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Observations:
     """One measured run, flat and JSON-serialisable: the engine's only input."""
 
@@ -361,6 +382,8 @@ class Observations:
     """Server-side evidence, when the server could be inspected."""
     storage: StorageResult | None = None
     """Storage benchmark, when run."""
+    problems: tuple[RunProblem, ...] = ()
+    """Errors of the run's steps (a push that could not be made, a probe that failed)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.protocols) - set(PROTOCOL_ORDER))

@@ -55,11 +55,57 @@ def results_payload(
     }
 
 
-def report_from_payload(payload: dict[str, Any]) -> LoadReport:
-    """One step (the run's user count) from the master's records."""
+_RESULTS_HINT = "give the results of a master running gitnetdiag's locustfile"
+
+_PAYLOAD_TYPES: dict[str, tuple[type, ...]] = {
+    "records": (list,), "protocol": (str,), "ops": (list,), "mix": (list,),
+    "timeout_s": (int, float), "locust_counts": (dict,), "locust_failures": (dict,),
+    "workers": (int,),
+}
+_RECORD_TYPES: dict[str, tuple[type, ...]] = {
+    "op": (str,), "slot": (int,), "start_epoch": (int, float), "wall_s": (int, float),
+    "ok": (bool,),
+}
+
+
+def _bad_results(what: str) -> InputError:
+    return InputError(f"Locust results: {what}", hint=_RESULTS_HINT,
+                      reference="bad-locust-results")
+
+
+def _check_fields(data: dict[str, Any], types: dict[str, tuple[type, ...]], where: str) -> None:
+    for key, allowed in types.items():
+        if key not in data:
+            raise _bad_results(f"{where}missing key {key!r}")
+        value = data[key]
+        if (isinstance(value, bool) and bool not in allowed) or not isinstance(value, allowed):
+            raise _bad_results(f"{where}{key} is {type(value).__name__}, expected "
+                               + " or ".join(t.__name__ for t in allowed))
+
+
+def check_payload(payload: Any) -> dict[str, Any]:
+    """The payload, when it has the shape :func:`results_payload` gives; else one InputError."""
+    if not isinstance(payload, dict):
+        raise _bad_results(f"expected a JSON object, got {type(payload).__name__}")
     if payload.get("format") != "gitnetdiag-locust-results/1":
         raise InputError("not a gitnetdiag Locust results payload",
                          hint="collect from a master running gitnetdiag's locustfile")
+    if "target" not in payload and not payload.get("targets"):
+        raise _bad_results("missing key 'target'")
+    _check_fields(payload, _PAYLOAD_TYPES, "")
+    optional = {key: payload[key] for key in ("started_epoch", "stopped_epoch", "users")
+                if payload.get(key) is not None}
+    _check_fields(optional, {key: (int, float) for key in optional}, "")
+    for index, record in enumerate(payload["records"]):
+        if not isinstance(record, dict):
+            raise _bad_results(f"records[{index}] is {type(record).__name__}, expected dict")
+        _check_fields(record, _RECORD_TYPES, f"records[{index}]: ")
+    return payload
+
+
+def report_from_payload(payload: dict[str, Any]) -> LoadReport:
+    """One step (the run's user count) from the master's records."""
+    check_payload(payload)
     started = payload.get("started_epoch") or 0.0
     stopped = payload.get("stopped_epoch") or time.time()
     records = [
@@ -137,7 +183,7 @@ def fetch_payload(
     previous: int | None = None
     while True:
         try:
-            payload = _get(url, request_timeout_s)
+            payload = check_payload(_get(url, request_timeout_s))
         except NetworkError:
             # The master may still be starting: keep trying while there is time to wait.
             if time.monotonic() >= deadline:

@@ -169,7 +169,8 @@ class RunManifest:
     finished_at: str | None
     """ISO 8601 UTC, None while running or after a crash."""
     status: str
-    """``running``, ``complete``, ``failed`` (some step failed) or ``interrupted``."""
+    """``running``, ``complete``, ``stalled`` (a push hung: an error ``push-stalled`` names
+    it), ``failed`` (some step failed) or ``interrupted``."""
     options: dict[str, Any]
     """Options of the run (URLs redacted)."""
     environment: ToolVersions | None
@@ -216,46 +217,124 @@ def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
     return path
 
 
-def _build(tp: Any, value: Any) -> Any:
-    if value is None:
-        return None
+class _Malformed(ValueError):
+    """A manifest value of the wrong type; the message names the field."""
+
+
+def _build(tp: Any, value: Any, where: str) -> Any:
+    """Build ``tp`` from parsed JSON, checking every type; unknown keys are ignored
+    (a newer gitnetdiag may add fields), missing ones fail in the constructor."""
     origin = typing.get_origin(tp)
     if origin in (types.UnionType, typing.Union):
+        if value is None:
+            return None
         options = [arg for arg in typing.get_args(tp) if arg is not type(None)]
-        return _build(options[0], value)
+        return _build(options[0], value, where)
+    if value is None:
+        raise _Malformed(f"{where} must not be null")
     if origin is tuple:
+        if not isinstance(value, list):
+            raise _Malformed(f"{where} must be a list, got {type(value).__name__}")
         (item_type, *_rest) = typing.get_args(tp)
-        return tuple(_build(item_type, item) for item in value)
+        return tuple(_build(item_type, item, f"{where}[{i}]") for i, item in enumerate(value))
     if origin is dict or tp is dict:
         if not isinstance(value, dict):
-            raise TypeError(f"expected an object, got {type(value).__name__}")
+            raise _Malformed(f"{where} must be an object, got {type(value).__name__}")
+        args = typing.get_args(tp)
+        if args and args[1] is str and not all(isinstance(v, str) for v in value.values()):
+            raise _Malformed(f"{where} values must be strings")
         return dict(value)
     if dataclasses.is_dataclass(tp) and isinstance(tp, type):
         if not isinstance(value, dict):
-            raise TypeError(f"expected an object for {tp.__name__}")
+            raise _Malformed(f"{where} must be an object, got {type(value).__name__}")
         hints = typing.get_type_hints(tp)
         kwargs = {
-            f.name: _build(hints[f.name], value[f.name])
+            f.name: _build(hints[f.name], value[f.name], f"{where}.{f.name}")
             for f in dataclasses.fields(tp)
             if f.name in value
         }
-        return tp(**kwargs)
-    if tp is float and isinstance(value, int | float):
+        try:
+            return tp(**kwargs)
+        except TypeError as exc:
+            raise _Malformed(f"{where}: {exc}") from exc
+    if tp is float:
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            raise _Malformed(f"{where} must be a number, got {value!r}")
         return float(value)
-    if tp in (int, str, bool) and not isinstance(value, tp):
-        raise TypeError(f"expected {tp.__name__}, got {type(value).__name__}")
+    if tp is int and (isinstance(value, bool) or not isinstance(value, int)):
+        raise _Malformed(f"{where} must be an integer, got {value!r}")
+    if tp in (str, bool) and not isinstance(value, tp):
+        raise _Malformed(f"{where} must be {'a string' if tp is str else 'true or false'}, "
+                         f"got {value!r}")
     return value
 
 
+def _inside(run_dir: Path, relative: str, where: str) -> None:
+    """Artifact paths are relative and stay in the run directory: a crafted manifest
+    must not make analyze or report read (or attach) /etc/passwd."""
+    path = Path(relative)
+    if path.is_absolute() or not relative:
+        raise _Malformed(f"{where} {relative!r} is not a path inside the run directory")
+    root = run_dir.resolve()
+    if not (root / path).resolve().is_relative_to(root):
+        raise _Malformed(f"{where} {relative!r} points outside the run directory")
+
+
+PROTOCOL_NAMES = ("h1", "h2", "ssh", "git")
+
+
+def check_values(run_dir: Path, manifest: RunManifest) -> None:
+    """Raise ``ValueError`` for values the types allow but the run cannot have: an
+    unknown protocol, an endpoint without a port, an artifact path leaving ``run_dir``."""
+    for index, run in enumerate(manifest.protocols):
+        where = f"manifest.protocols[{index}]"
+        names = [run.protocol, *(push.protocol for push in run.pushes)]
+        if run.burst is not None:
+            names.append(run.burst.protocol)
+        unknown = sorted(set(names) - set(PROTOCOL_NAMES))
+        if unknown:
+            raise _Malformed(f"{where} has unknown protocol {unknown[0]!r} "
+                             f"(one of {', '.join(PROTOCOL_NAMES)})")
+        host, _, port = run.endpoint.rpartition(":")
+        if not host or not port.isdigit():
+            raise _Malformed(f"{where}.endpoint {run.endpoint!r} is not host:port")
+    for run in manifest.protocols:
+        for push in run.pushes:
+            where = f"protocols.{run.protocol}.pushes[{push.repeat}]"
+            if push.capture is not None:
+                _inside(run_dir, push.capture.path, f"{where}.capture.path")
+            for kind, relative in push.artifacts.items():
+                _inside(run_dir, relative, f"{where}.artifacts.{kind}")
+        if run.burst is not None and run.burst.capture is not None:
+            _inside(run_dir, run.burst.capture, f"protocols.{run.protocol}.burst.capture")
+
+
 def manifest_from_dict(data: dict[str, Any]) -> RunManifest:
-    """Build a :class:`RunManifest` from parsed JSON (raises TypeError/KeyError on bad data)."""
-    manifest = _build(RunManifest, data)
+    """Build a :class:`RunManifest` from parsed JSON (raises ``ValueError`` naming the field)."""
+    manifest = _build(RunManifest, data, "manifest")
     assert isinstance(manifest, RunManifest)
     return manifest
 
 
+BAD_RUN_DIR = "bad-run-dir"
+"""Reference of every error about a damaged or crafted run directory."""
+
+
+def bad_run_dir(message: str) -> InputError:
+    """The one error for a run directory whose content cannot be trusted."""
+    return InputError(
+        message, reference=BAD_RUN_DIR,
+        hint="the run directory is damaged or was not written by gitnetdiag probe; "
+        "run the probe again or ask for the original directory",
+    )
+
+
 def load_run(path: Path | str) -> RunManifest:
-    """Read a run directory's manifest (``path`` is the directory or the manifest itself)."""
+    """Read and validate a run directory's manifest (``path``: the directory or the manifest).
+
+    Types are checked field by field and artifact paths must stay inside the
+    directory; anything else is an :class:`InputError` (``bad-run-dir``).
+    """
     path = Path(path)
     manifest_path = path / MANIFEST_NAME if path.is_dir() else path
     try:
@@ -266,23 +345,16 @@ def load_run(path: Path | str) -> RunManifest:
             hint="give a run directory written by 'gitnetdiag probe'",
             reference="no-manifest",
         ) from exc
-    except (OSError, ValueError) as exc:
-        raise InputError(
-            f"cannot read {manifest_path}: {exc}", hint="the manifest is damaged",
-            reference="bad-manifest",
-        ) from exc
+    except OSError as exc:
+        raise bad_run_dir(f"cannot read {manifest_path}: {exc.strerror}") from exc
+    except ValueError as exc:
+        raise bad_run_dir(f"{manifest_path} is not JSON: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else None
-        raise InputError(
-            f"{manifest_path} has schema {found!r}, expected {SCHEMA!r}",
-            hint="it was written by another tool or version",
-            reference="bad-manifest",
-        )
+        raise bad_run_dir(f"{manifest_path} has schema {found!r}, expected {SCHEMA!r}")
     try:
-        return manifest_from_dict(data)
-    except (TypeError, KeyError, ValueError) as exc:
-        raise InputError(
-            f"{manifest_path} is incomplete or malformed: {exc}",
-            hint="the manifest is damaged",
-            reference="bad-manifest",
-        ) from exc
+        manifest = manifest_from_dict(data)
+        check_values(manifest_path.parent, manifest)
+    except ValueError as exc:
+        raise bad_run_dir(f"{manifest_path}: {exc}") from exc
+    return manifest

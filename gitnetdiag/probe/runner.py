@@ -23,12 +23,12 @@ from typing import Protocol as TypingProtocol
 from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
-from gitnetdiag.errors import GitnetdiagError, UsageError
+from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.burst import BurstResult, run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitconfig import write_isolated_config
-from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
 from gitnetdiag.probe.pathinfo import PathMeasurement, measure_path
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
@@ -266,7 +266,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-repo-") as scratch, sigterm_interrupts():
         try:
             _run_steps(state, Path(scratch))
-            state.status = "failed" if state.errors else "complete"
+            state.status = _final_status(state)
         except KeyboardInterrupt:
             state.status = "interrupted"
             state.finished_at = now_iso()
@@ -284,6 +284,28 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
                 state.warn("could not remove secrets from: " + "; ".join(failed))
                 state.save()
     return ProbeOutcome(run_dir=run_dir, manifest=state.manifest(), error=state.first_error)
+
+
+def _final_status(state: _Run) -> str:
+    """``failed`` on any error, else ``stalled`` when a push hung, else ``complete``.
+
+    A hung push is measured (the stall is the evidence), yet the run did not
+    complete: each such protocol gets a ``push-stalled`` error so that ``probe``
+    exits non-zero and says why.
+    """
+    failed_before = bool(state.errors)
+    for run in state.protocols.values():
+        hung = [push for push in run.pushes if push.outcome == "hung"]
+        if hung:
+            state.error("push", Protocol(run.protocol), NetworkError(
+                f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress within "
+                f"{state.options.timeout_s:g} s",
+                hint="the stall is evidence, not noise: see it ranked with "
+                "'gitnetdiag analyze RUN --diagnose'", reference="push-stalled",
+            ), kind=FailureKind.HUNG.value)
+    if failed_before:
+        return "failed"
+    return "stalled" if state.errors else "complete"
 
 
 def _run_steps(state: _Run, scratch: Path) -> None:

@@ -14,12 +14,14 @@ from typing import Any
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
 from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
+from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; color: #222; }
 .verdict { font-size: 1.4rem; font-weight: bold; }
-.degraded { color: #b00020; } .healthy { color: #1b7f3b; }
+.degraded, .failed { color: #b00020; } .healthy { color: #1b7f3b; }
+.inconclusive { color: #a05a00; }
 table { border-collapse: collapse; margin: 0.5rem 0 1rem; }
 th, td { border: 1px solid #ccc; padding: 0.25rem 0.5rem; text-align: left; vertical-align: top; }
 code { background: #f3f3f3; padding: 0 0.2rem; }
@@ -125,6 +127,19 @@ def render_html(diagnosis: Diagnosis) -> str:
         f'<p class="verdict {_esc(d.verdict)}">Verdict: {_esc(d.verdict)}</p>',
         f"<p>{_esc(d.headline)}</p>",
     ]
+    if d.measurement_failures:
+        parts.append(
+            f'<h2 id="measurement-failures">{_esc(SECTION_TITLE)}</h2><p>{_esc(INTRO)}</p>'
+            "<table><tr><th>measurement</th><th>reference</th><th>what happened</th>"
+            "<th>hint</th><th>note</th></tr>"
+        )
+        parts += [
+            f"<tr><td>{_esc(failure_where(f))}</td><td><code>{_esc(f.reference)}</code></td>"
+            f"<td>{_esc(f.message)}</td><td>{_esc(f.hint)}</td>"
+            f"<td>{_esc(failure_note(f))}</td></tr>"
+            for f in d.measurement_failures
+        ]
+        parts.append("</table>")
     if d.protocols:
         parts.append(
             "<h2>Pushes per protocol</h2><table><tr><th>protocol</th><th>ok</th><th>failed</th>"
@@ -161,7 +176,8 @@ def render_html(diagnosis: Diagnosis) -> str:
         f"<li>RTT: {_esc(fmt_s(env.rtt_s))}</li>"
         f"<li>path rate: {_esc(fmt_bits(env.path_rate_bps))}</li>"
         f"<li>client versions: {_esc(versions)}</li>"
-        f"<li>protocols measured: {_esc(', '.join(env.protocols) or '-')}</li>"
+        f"<li>protocols measured: {_esc(', '.join(d.measured_protocols) or '-')} "
+        f"(requested: {_esc(', '.join(d.requested_protocols) or '-')})</li>"
         f"<li>measured by: {_esc(env.measured_by or 'not recorded')}</li>"
         f"<li>gitnetdiag {_esc(env.gitnetdiag_version)}; threshold: impact &gt;= "
         f"{env.min_impact_s:g} s and confidence &gt;= {env.min_score:g}</li></ul>"

@@ -9,7 +9,7 @@ from gitnetdiag.diagnosis._serial import to_jsonable
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.redact import redact_diagnosis
 
-SCHEMA = "gitnetdiag.report/1"
+SCHEMA = "gitnetdiag.report/2"
 """Schema id; bump the number on any incompatible change."""
 
 
@@ -41,6 +41,9 @@ def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
         "generated_by": f"gitnetdiag {d.environment.gitnetdiag_version}",
         "verdict": d.verdict,
         "headline": d.headline,
+        "requested_protocols": list(d.requested_protocols),
+        "measured_protocols": list(d.measured_protocols),
+        "measurement_failures": [to_jsonable(f) for f in d.measurement_failures],
         "culprits": [_finding(i, f) for i, f in enumerate(d.findings, start=1)],
         "dropped": [_finding(None, f) for f in d.dropped],
         "protocols": protocols,

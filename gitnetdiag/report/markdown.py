@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
+from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
 
 
@@ -40,6 +41,16 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         f"**Verdict: {d.verdict}.** {d.headline}",
         "",
     ]
+    if d.measurement_failures:
+        lines += [f"## {SECTION_TITLE}", "", INTRO, "",
+                  "| measurement | reference | what happened | hint | note |",
+                  "|---|---|---|---|---|"]
+        lines += [
+            f"| {_cell(failure_where(f))} | `{f.reference}` | {_cell(f.message)} | "
+            f"{_cell(f.hint)} | {_cell(failure_note(f))} |"
+            for f in d.measurement_failures
+        ]
+        lines.append("")
     if d.findings:
         lines.append("| rank | culprit | cost | confidence |")
         lines.append("|---|---|---|---|")
@@ -79,7 +90,8 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         f"- RTT: {fmt_s(env.rtt_s)}",
         f"- path rate: {fmt_bits(env.path_rate_bps)}",
         f"- client versions: {versions}",
-        f"- protocols measured: {', '.join(env.protocols) or '-'}",
+        f"- protocols measured: {', '.join(d.measured_protocols) or '-'} "
+        f"(requested: {', '.join(d.requested_protocols) or '-'})",
         "",
         "## How it was measured",
         "",

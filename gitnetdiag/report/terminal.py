@@ -12,7 +12,11 @@ from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
+from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
+
+_VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold red",
+                  "inconclusive": "bold yellow", "failed": "bold red"}
 
 
 def _protocol_table(diagnosis: Diagnosis) -> Table:
@@ -72,10 +76,19 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
         highlight=False,
         emoji=False,
     )
-    verdict_style = "bold red" if d.verdict == "degraded" else "bold green"
+    verdict_style = _VERDICT_STYLE.get(d.verdict, "bold")
     console.print(Text(f"verdict: {d.verdict.upper()}", style=verdict_style if color else ""))
     console.print(Text(d.headline))
     console.print()
+    if d.measurement_failures:
+        console.print(Text(f"{SECTION_TITLE.lower()}: {INTRO[0].lower()}{INTRO[1:]}"))
+        for failure in d.measurement_failures:
+            note = failure_note(failure)
+            line = (f"- {failure_where(failure)}: {failure.reference}: {failure.message}"
+                    + (f" [{note}]" if note else ""))
+            console.print(Padding(Text(line, style="yellow" if color else ""), (0, 0, 0, 1)))
+            console.print(Padding(Text(f"hint: {failure.hint}"), (0, 0, 0, 3)))
+        console.print()
     if d.protocols:
         console.print(_protocol_table(d))
         console.print()

@@ -1,0 +1,30 @@
+"""Files the commands write on request (``--json FILE``, ``--out FILE``).
+
+One rule for every command: missing parent directories are created (as
+``probe --out`` always did for its run directory); anything else that stops
+the write is one usage error naming the path.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitnetdiag.errors import UsageError
+
+
+def _cannot_write(path: Path, why: str) -> UsageError:
+    return UsageError(f"cannot write {path}: {why}",
+                      hint="choose a writable file path (missing directories are created)",
+                      reference="cannot-write")
+
+
+def write_output(path: Path, text: str) -> None:
+    """Write ``text`` to ``path``, creating missing parent directories."""
+    existing = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise _cannot_write(path, f"{existing} is not a directory")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    except OSError as exc:
+        raise _cannot_write(path, exc.strerror or str(exc)) from exc

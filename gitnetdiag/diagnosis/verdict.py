@@ -1,0 +1,205 @@
+"""The verdict comes from what was measured, not only from what ranked.
+
+    requested protocols ──> measured? ──no──> failure explained by a ranked culprit?
+                               │                  │ yes: evidence (firewall-reset)
+                               │                  │ no:  inconclusive / failed
+                               yes
+                               └──> culprits ranked? ── yes: degraded
+                                                      └─ no: healthy, unless some
+                                                             other step failed
+
+A protocol is *measured* when one of its pushes completed or was cut on the
+wire (``hung``, ``timeout``, ``reset``): a stall is evidence for a culprit, not
+a missing measurement. A push refused, rejected by auth or TLS, an unknown host
+key or an unsupported URL measured nothing. Such a refusal is still evidence
+when a ranked culprit explains it (a filter answering SYNs with resets).
+
+    failed        nothing requested was measured
+    inconclusive  a requested protocol was not measured and nothing explains it,
+                  or nothing ranks while another step (native probe, capture) failed
+                  or a push stalled
+    degraded      culprits ranked
+    healthy       every requested protocol measured, nothing ranks, nothing failed
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_LABELS,
+    PROTOCOL_ORDER,
+    Observations,
+    ProtocolObservation,
+)
+from gitnetdiag.errors import NothingMeasured, VerdictError
+
+MEASURED_FAILURE_KINDS = frozenset({"hung", "timeout", "reset"})
+"""Failed pushes that still measured the path: data moved, then stalled or was cut."""
+
+EXPLAINED_BY: dict[str, frozenset[str]] = {
+    "firewall-reset": frozenset({"reset", "refused"}),
+    "ssh-maxstartups": frozenset({"reset", "refused"}),
+    "listen-backlog-overflow": frozenset({"reset", "refused"}),
+}
+"""Culprits whose evidence is a refused connection, with the push failure kinds they explain."""
+
+_IGNORED_STAGES = frozenset({"cleanup"})
+"""Run errors that are no measurement (a leftover branch is reported by the probe)."""
+
+_GENERIC_HINT = "see the run's manifest.json errors and the push's stderr file"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Judgement:
+    """The verdict and what it rests on."""
+
+    verdict: Verdict
+    """See :data:`gitnetdiag.diagnosis.model.Verdict`."""
+    requested: tuple[str, ...]
+    """Protocols asked for."""
+    measured: tuple[str, ...]
+    """Protocols with a measured push."""
+    failures: tuple[MeasurementFailure, ...]
+    """What could not be measured."""
+
+
+def is_measured(p: ProtocolObservation | None) -> bool:
+    """Whether a protocol's pushes measured anything (see the module docstring)."""
+    if p is None:
+        return False
+    if not p.pushes:
+        return p.capture is not None or p.h2_ledger is not None or p.ssh_ledger is not None
+    return any(push.ok or push.error_kind in MEASURED_FAILURE_KINDS for push in p.pushes)
+
+
+def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
+    seen: set[tuple[str, str]] = set()
+    failures = []
+    for problem in obs.problems:
+        if problem.stage != "push" or problem.protocol != name:
+            continue
+        if (problem.reference, problem.message) in seen:
+            continue
+        seen.add((problem.reference, problem.message))
+        failures.append(MeasurementFailure(
+            protocol=name, stage="push", reference=problem.reference, kind=problem.kind,
+            message=problem.message, hint=problem.hint or _GENERIC_HINT,
+        ))
+    if failures:
+        return failures
+    p = obs.protocols.get(name)
+    failed = [push for push in (p.pushes if p else ()) if not push.ok]
+    label = PROTOCOL_LABELS.get(name, name)
+    if failed:
+        first = failed[0]
+        return [MeasurementFailure(
+            protocol=name, stage="push", reference="push-failed", kind=first.error_kind,
+            message=f"{label}: {first.error_message or first.error_kind or 'push failed'}",
+            hint=_GENERIC_HINT,
+        )]
+    return [MeasurementFailure(
+        protocol=name, stage="push", reference="not-measured", kind=None,
+        message=f"{label}: no push was made", hint=_GENERIC_HINT,
+    )]
+
+
+def _unexplained_stalls(obs: Observations, name: str) -> list[MeasurementFailure]:
+    """A push that hung is evidence; with no culprit to show for it the run is not healthy."""
+    stalled = [push for push in obs.protocols[name].pushes if not push.ok]
+    if not stalled:
+        return []
+    label = PROTOCOL_LABELS.get(name, name)
+    total = len(obs.protocols[name].pushes)
+    detail = f" ({stalled[0].error_message})" if stalled[0].error_message else ""
+    return [MeasurementFailure(
+        protocol=name, stage="push", reference="push-stalled", kind=stalled[0].error_kind,
+        message=f"{label}: {len(stalled)} of {total} push(es) {stalled[0].error_kind or 'failed'}"
+        f"{detail}; no culprit explains it",
+        hint="measure with packet capture (root) and the native probes (--native, --ca-file, "
+        "--ssh-key) so the stall can be attributed",
+    )]
+
+
+def _explaining(obs: Observations, name: str, findings: Sequence[Finding]) -> str | None:
+    p = obs.protocols.get(name)
+    kinds = {push.error_kind or "other" for push in (p.pushes if p else ()) if not push.ok}
+    if not kinds:
+        return None
+    for finding in findings:
+        if kinds <= EXPLAINED_BY.get(finding.id, frozenset()):
+            return finding.id
+    return None
+
+
+def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
+    """The verdict of one run given its kept (ranked) findings."""
+    observed = tuple(name for name in PROTOCOL_ORDER if name in obs.protocols)
+    requested = tuple(name for name in PROTOCOL_ORDER
+                      if name in (obs.run.requested_protocols or observed))
+    measured = tuple(name for name in observed if is_measured(obs.protocols[name]))
+    failures: list[MeasurementFailure] = []
+    unexplained = False
+    for name in requested:
+        if name in measured:
+            continue
+        explained_by = _explaining(obs, name, findings)
+        unexplained = unexplained or explained_by is None
+        failures += [replace(f, explained_by=explained_by) for f in _push_failures(obs, name)]
+    if not findings:
+        failures += [f for name in measured for f in _unexplained_stalls(obs, name)]
+    other = [p for p in obs.problems if p.stage not in _IGNORED_STAGES and p.stage != "push"]
+    failures += [
+        MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,
+                           kind=p.kind, message=p.message, hint=p.hint or _GENERIC_HINT)
+        for p in other
+    ]
+    verdict: Verdict
+    if not measured and (requested or other):
+        verdict = "failed"
+    elif unexplained:
+        verdict = "inconclusive"
+    elif findings:
+        verdict = "degraded"
+    elif failures:
+        verdict = "inconclusive"
+    else:
+        verdict = "healthy"
+    return Judgement(verdict=verdict, requested=requested, measured=measured,
+                     failures=tuple(failures))
+
+
+def headline_prefix(judgement: Judgement) -> str:
+    """The sentence that opens the headline of an inconclusive or failed run."""
+    if judgement.verdict == "failed":
+        return "Nothing was measured: " + _first(judgement) + "."
+    if judgement.verdict != "inconclusive":
+        return ""
+    missing = [PROTOCOL_LABELS.get(n, n) for n in judgement.requested
+               if n not in judgement.measured]
+    if missing:
+        return f"Not measured: {', '.join(missing)} ({_first(judgement)})."
+    if any(f.reference == "push-stalled" for f in judgement.failures):
+        return f"A push stalled ({_first(judgement)})."
+    return f"Part of the evidence is missing ({_first(judgement)})."
+
+
+def _first(judgement: Judgement) -> str:
+    blocking = [f for f in judgement.failures if f.explained_by is None]
+    first = (blocking or list(judgement.failures))[0]
+    return f"{first.reference}: {first.message}"
+
+
+def verdict_error(verdict: Verdict, failures: Sequence[MeasurementFailure]) -> VerdictError | None:
+    """The error a command exits with after printing an inconclusive or failed diagnosis."""
+    if verdict not in ("inconclusive", "failed"):
+        return None
+    blocking = [f for f in failures if f.explained_by is None] or list(failures)
+    first = blocking[0] if blocking else None
+    more = f" (+{len(blocking) - 1} more)" if len(blocking) > 1 else ""
+    what = f"{first.reference}: {first.message}{more}" if first else "no measurement"
+    cls = NothingMeasured if verdict == "failed" else VerdictError
+    return cls(f"verdict {verdict}: {what}",
+               hint=first.hint if first else "see the report's measurement failures")
