@@ -15,7 +15,6 @@ from rich.text import Text
 
 from gitnetdiag.errors import ExitCode, NetworkError, UsageError
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
-from gitnetdiag.load.report import render_html, render_json, render_markdown, render_terminal
 from gitnetdiag.load.scheduler import LiveStatus
 from gitnetdiag.load.stats import (
     parse_concurrency,
@@ -27,6 +26,7 @@ from gitnetdiag.load.stats import (
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import parse_size
+from gitnetdiag.report.load import render_html, render_json, render_markdown, render_terminal
 
 
 class LabHttp(StrEnum):
@@ -104,7 +104,8 @@ def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path 
 
 def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
             json_out: Path | None, leftover: tuple[str, ...] = ()) -> None:
-    render_terminal(report, Console(highlight=False, width=200))
+    console = Console(highlight=False, width=200)
+    console.file.write(render_terminal(report, width=console.width, color=console.is_terminal))
     _write_outputs(report, records, out, json_out)
     if leftover:
         raise NetworkError(

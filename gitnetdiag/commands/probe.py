@@ -19,7 +19,6 @@ from urllib.parse import urlsplit
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.diagnosis.observations import HostEvidence
@@ -29,9 +28,9 @@ from gitnetdiag.host.adapter import load_host_report
 from gitnetdiag.lab.state import LabState, enter_lab_client
 from gitnetdiag.pipeline import HOST_REPORT_FILE
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.rundir import RunManifest
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe, summarize
 from gitnetdiag.proc import run
+from gitnetdiag.report.probe import render_probe_summary, render_sweep
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -77,33 +76,6 @@ class ReportFormat(StrEnum):
     MD = "md"
     HTML = "html"
     JSON = "json"
-
-
-def _mib_s(value: float | None) -> str:
-    return "-" if value is None else f"{value / 2**20:.2f}"
-
-
-def render_summary(manifest: RunManifest, console: Console) -> None:
-    """The summary table: rate per protocol (median, min, max), HTTP version, failures."""
-    table = Table(
-        title=f"gitnetdiag probe {manifest.run_id} ({manifest.status})",
-        caption="MiB/s: median rate of the pushes (min, max); s: median wall time",
-    )
-    for column in ("proto", "ok", "MiB/s", "min", "max", "s", "http", "failures", "burst"):
-        table.add_column(column, justify="left" if column in ("proto", "http") else "right")
-    for row in summarize(manifest):
-        failures = ", ".join(f"{kind} {count}" for kind, count in sorted(row.failures.items()))
-        burst = "-" if row.burst_ok is None else str(row.burst_ok)
-        if row.burst_failures:
-            burst += " (" + ", ".join(
-                f"{k} {n}" for k, n in sorted(row.burst_failures.items())) + ")"
-        table.add_row(
-            row.protocol, f"{row.ok}/{row.pushes}", _mib_s(row.rate_median_bytes_per_s),
-            _mib_s(row.rate_min_bytes_per_s), _mib_s(row.rate_max_bytes_per_s),
-            "-" if row.wall_median_s is None else f"{row.wall_median_s:.2f}",
-            row.http_version or "-", failures or "-", burst,
-        )
-    console.print(table)
 
 
 def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
@@ -315,10 +287,11 @@ def probe_command(
             _lab_host_report(lab_state, outcome.run_dir / HOST_REPORT_FILE, before, console)
     # With --diagnose the report is the product on stdout; the summary goes to stderr.
     summary_console = console if then_diagnose else Console(highlight=False)
-    render_summary(outcome.manifest, summary_console)
+    summary_console.file.write(render_probe_summary(
+        outcome.manifest, width=summary_console.width, color=summary_console.is_terminal))
     sweep = outcome.run_dir / SWEEP_ARTIFACT
     if sweep.is_file():
-        from gitnetdiag.probe.h2native import SweepRow, render_sweep
+        from gitnetdiag.probe.h2native import SweepRow
 
         rows = [SweepRow(**row) for row in json.loads(sweep.read_text())]
         summary_console.print("HTTP/2 sweep: the upload rate follows the server's window, "

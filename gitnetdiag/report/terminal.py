@@ -11,9 +11,9 @@ from rich.table import Table
 from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
+from gitnetdiag.report.units import fmt_bytes, fmt_rate_bps, fmt_s
 
 _VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold red",
                   "inconclusive": "bold yellow", "failed": "bold red"}
@@ -37,8 +37,9 @@ def _protocol_table(diagnosis: Diagnosis) -> Table:
             f"{s.pushes_ok}/{failed}",
             fmt_bytes(s.bytes),
             fmt_s(s.duration_s),
-            fmt_bits(s.rate_bps),
-            f"{fmt_bits(s.rate_min_bps)} - {fmt_bits(s.rate_max_bps)}" if s.rate_bps else "-",
+            fmt_rate_bps(s.rate_bps),
+            (f"{fmt_rate_bps(s.rate_min_bps)} - {fmt_rate_bps(s.rate_max_bps)}"
+             if s.rate_bps else "-"),
         )
     return table
 

@@ -9,11 +9,13 @@ in the engine's input; the command's verdict still reports it).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.observations import Observations, RunInfo, StorageResult
 from gitnetdiag.storage.model import StorageCheck
-from gitnetdiag.storage.reference import SLOW_IOPS
+from gitnetdiag.storage.reference import SLOW_IOPS, Verdict, verdict
 
 
 def storage_observation_from_result(result: StorageCheck) -> StorageResult:
@@ -42,3 +44,20 @@ def storage_findings(result: StorageCheck) -> tuple[Finding, ...]:
     minimum impact is set to zero: the finding is shown on its confidence alone.
     """
     return diagnose(storage_only_observations(result), min_impact_s=0.0).findings
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageReport:
+    """A storage check with what it means: the one object the storage renderers take."""
+
+    check: StorageCheck
+    """The measured figures."""
+    verdict: Verdict
+    """The grade against the reference points."""
+    findings: tuple[Finding, ...]
+    """The engine's findings on the check (``slow-storage`` or none)."""
+
+
+def storage_report(check: StorageCheck) -> StorageReport:
+    """The check, its verdict and the engine's findings together."""
+    return StorageReport(check=check, verdict=verdict(check), findings=storage_findings(check))

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from gitnetdiag.storage.adapter import storage_findings
-from gitnetdiag.storage.reference import verdict
-from gitnetdiag.storage.render import render_markdown, render_terminal, rows
+from gitnetdiag.report.storage import render_markdown, render_terminal, rows
+from gitnetdiag.storage.adapter import storage_report
 from tests.storage.fakes import check_from
 from tests.storage.helpers import CRAFTED_SLOW, REAL_DIRECT
 
@@ -21,7 +20,7 @@ def test_rows() -> None:
 
 def test_terminal_shows_verdict_and_finding() -> None:
     check = check_from(CRAFTED_SLOW)
-    text = render_terminal(check, verdict(check), storage_findings(check))
+    text = render_terminal(storage_report(check))
     lines = text.splitlines()
     assert lines[0] == "storage check of /srv/git (ext4); fio direct I/O, 64 MiB file, 2.0 s"
     assert any(line.startswith("verdict: SLOW - 450 read / 150 write IOPS") for line in lines)
@@ -31,14 +30,14 @@ def test_terminal_shows_verdict_and_finding() -> None:
 
 def test_terminal_without_finding() -> None:
     check = check_from(REAL_DIRECT)
-    text = render_terminal(check, verdict(check), storage_findings(check))
+    text = render_terminal(storage_report(check))
     assert "verdict: FAST" in text
     assert "finding" not in text
 
 
 def test_markdown() -> None:
     check = check_from(CRAFTED_SLOW)
-    md = render_markdown(check, verdict(check), storage_findings(check))
+    md = render_markdown(storage_report(check))
     assert md.startswith("# gitnetdiag storage check\n")
     assert "| read IOPS | 450 | ~33,000 / ~2,000 |" in md
     assert "## `slow-storage`: Slow storage" in md

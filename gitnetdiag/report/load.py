@@ -11,11 +11,12 @@ import html
 import io
 import json
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from gitnetdiag.load.model import LoadReport, StepResult, TargetStep
 from gitnetdiag.load.stats import HOST_COUNTERS_SHOWN
+from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.redact import redact_diagnosis
 
 COLUMNS = ("step", "conc", "ops", "ok", "err", "ops/s", "ops/h", "p50 s", "p75 s", "p90 s",
@@ -89,9 +90,10 @@ def _header(report: LoadReport) -> str:
             f"step | timeout {report.timeout_s:g} s | {report.source} | {report.started}")
 
 
-def render_terminal(report: LoadReport, console: Console) -> None:
+def render_terminal(report: LoadReport, *, width: int = 100, color: bool = False) -> str:
     """The step table, the verdict and the error messages."""
     report = redact_diagnosis(report)
+    console = text_console(width=width, color=color)
     table = Table(title=f"gitnetdiag load: {_header(report)}",
                   caption="latency of successful operations; * = interrupted step")
     for column in COLUMNS:
@@ -108,15 +110,15 @@ def render_terminal(report: LoadReport, console: Console) -> None:
         for row in rows:
             per_remote.add_row(*row)
         console.print(per_remote)
-    console.print(verdict_line(report), highlight=False)
+    console.print(verdict_line(report))
     for step in report.steps:
         for group in step.errors:
             for message in group.messages:
-                console.print(f"  step {step.index + 1} {group.kind}: {message}", markup=False,
-                              highlight=False)
+                console.print(Text(f"  step {step.index + 1} {group.kind}: {message}"))
     if report.cleanup.get("leftover"):
         console.print(f"[red]{report.cleanup['leftover']} throwaway branch(es) could not be "
                       "deleted[/red]")
+    return console_output(console)
 
 
 def render_markdown(report: LoadReport) -> str:
