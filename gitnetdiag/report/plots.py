@@ -36,6 +36,7 @@ from gitnetdiag.diagnosis.observations import (
     FlightSeries,
     TimeSeries,
 )
+from gitnetdiag.report.units import fmt_bytes
 
 MiB = float(2**20)
 KiB = float(2**10)
@@ -202,9 +203,10 @@ def time_sequence_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure
             edge = window_edge(flight) / MiB
             ax.fill_between(t, sent, edge, step="post", color="tab:orange", alpha=0.15,
                             linewidth=0)
+            ax.step(t, sent, where="post", color="tab:blue", label="bytes sent (seq)")
+            # On top: where the sender is window-limited the edge lies on the data line.
             ax.step(t, edge, where="post", color="tab:orange", linestyle="--",
                     label="window edge (acked + rwnd)")
-            ax.step(t, sent, where="post", color="tab:blue", label="bytes sent (seq)")
             ax.set_ylabel("MiB")
             top = max(top, float(sent.max()))
             stevens_axes.append(ax)
@@ -243,15 +245,21 @@ def credit_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure | None
     fig, (ax, stall) = plt.subplots(2, 1, figsize=(FIG_WIDTH_IN, 3.6), sharex=True,
                                     gridspec_kw={"height_ratios": [3, 1]})
     edges = np.append(env.start_s, env.start_s[-1] + env.bin_s)
-    ax.stairs(env.high / KiB, edges, baseline=env.low / KiB, fill=True, color="tab:blue",
+    unit, scale = ("MiB", MiB) if np.nanmax(env.high) >= MiB else ("KiB", KiB)
+    ax.stairs(env.high / scale, edges, baseline=env.low / scale, fill=True, color="tab:blue",
               alpha=0.25, label="min-max per bin")
-    ax.stairs(env.median / KiB, edges, color="navy", linewidth=2, label="median", zorder=3)
+    ax.stairs(env.median / scale, edges, color="navy", linewidth=2, label="median", zorder=3)
     stall.stairs(env.zero_share * 100, edges, fill=True, color="tab:red", alpha=0.7)
-    ax.set_ylabel("credit, KiB")
-    ax.set_ylim(bottom=0)
+    ax.set_ylabel(f"credit, {unit}")
+    ledger = d.observations.protocols["h2"].h2_ledger
+    window = ledger.server_initial_window_bytes if ledger is not None else None
+    if window:
+        ax.axhline(window / scale, color="grey", linestyle=":",
+                   label=f"server stream window {fmt_bytes(window)}")
+    ax.set_ylim(0, max(float(np.nanmax(env.high)), window or 0) / scale * 1.4)
     ax.set_title(f"HTTP/2 stream send credit (native probe), {env.bin_s * 1000:.0f} ms bins",
                  loc="left", fontsize="medium")
-    ax.legend(loc="upper right", fontsize="small")
+    ax.legend(loc="upper center", ncol=3, fontsize="small")
     ax.grid(True, alpha=0.3)
     stall.set_ylim(0, 100)
     stall.set_ylabel("% at 0")
