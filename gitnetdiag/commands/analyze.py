@@ -242,14 +242,14 @@ def analyze(
     result = analyze_capture(file)
     ledgers = None
     if keylog is not None or result.has_tls_secrets:
-        from gitnetdiag.analysis.h2ledger import h2_ledgers_from_capture
+        from gitnetdiag.tools import tshark
 
-        ledgers = h2_ledgers_from_capture(file, keylog)
+        ledgers = tshark.h2_ledgers_from_capture(file, keylog)
     if json_out != "-":
         console = Console(highlight=False)
         render_analysis(result, console)
         if ledgers is not None:
-            from gitnetdiag.analysis.h2ledger import render_h2_ledgers
+            from gitnetdiag.report.h2ledger_table import render_h2_ledgers
 
             render_h2_ledgers(ledgers, console,
                               keys_given=keylog is not None or result.has_tls_secrets)
