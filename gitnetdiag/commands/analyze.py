@@ -1,6 +1,6 @@
 """``gitnetdiag analyze FILE``: what TCP was doing in a pcap/pcapng capture.
 
-The work is one library call, :func:`gitnetdiag.capture.analyze.analyze_capture`;
+The work is one library call, :func:`gitnetdiag.analysis.capture_analysis.analyze_capture`;
 this module only renders its result (:func:`render_analysis`) and writes JSON.
 """
 
@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
-from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.capture.flows import endpoint
 from gitnetdiag.errors import UsageError
 

@@ -60,4 +60,5 @@ def h2_ledgers_from_capture(
     pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0
 ) -> list[H2Ledger]:
     """Decrypt ``pcap`` (with ``keylog``, or secrets embedded in a pcapng) and build ledgers."""
-    return h2_ledgers_from_rows(parse_tshark_fields(http2_fields(pcap, keylog, timeout_s=timeout_s)))
+    text = http2_fields(pcap, keylog, timeout_s=timeout_s)
+    return h2_ledgers_from_rows(parse_tshark_fields(text))

@@ -8,7 +8,7 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from gitnetdiag.capture.analyze import analyze_capture
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.cli import app
 from gitnetdiag.commands.analyze import render_analysis
 from gitnetdiag.report import h2ledger_table
