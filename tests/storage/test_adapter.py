@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gitnetdiag.diagnosis import examples
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.observations import Observations, Trace2Phases
 from gitnetdiag.storage.adapter import (
@@ -13,6 +12,7 @@ from gitnetdiag.storage.adapter import (
     storage_only_observations,
 )
 from gitnetdiag.storage.reference import SLOW_IOPS
+from tests.diagnosis import examples
 from tests.storage.fakes import check_from
 from tests.storage.helpers import CRAFTED_SLOW, REAL_DIRECT
 
