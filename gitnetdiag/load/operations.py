@@ -54,7 +54,7 @@ from gitnetdiag.probe.gitpush import (
 )
 from gitnetdiag.probe.repo import git_env, new_probe_id, probe_branch_name
 from gitnetdiag.proc import kill_group
-from gitnetdiag.report.redact import redact_text, redact_url
+from gitnetdiag.redaction import redact_text, redact_url
 
 LOCAL_GIT_TIMEOUT_S = 60.0
 _SERVER_ERROR = re.compile(r"(returned error|http|status)[: ]+5\d\d\b", re.IGNORECASE)

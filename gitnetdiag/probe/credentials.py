@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from gitnetdiag.errors import EnvironmentProblem, NetworkError
-from gitnetdiag.report.redact import redact_url
+from gitnetdiag.redaction import redact_url
 
 GIT_TIMEOUT_S = 30.0
 PROXY_ENV = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")

@@ -50,7 +50,7 @@ from gitnetdiag.probe.gitpush import (
 from gitnetdiag.probe.repo import new_probe_id
 from gitnetdiag.probe.rundir import PushRecord, redact_url
 from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
-from gitnetdiag.report.redact import redact_text
+from gitnetdiag.redaction import redact_text
 from gitnetdiag.safefile import replace_file
 
 if TYPE_CHECKING:
