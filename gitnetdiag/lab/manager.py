@@ -52,7 +52,7 @@ from gitnetdiag.lab.state import (
     save_state,
     state_dir,
 )
-from gitnetdiag.proc import require_program, require_root, run
+from gitnetdiag.proc import require_program, require_root, run, start
 
 SERVICE_USER = "gnd-git"
 NFQUEUE_NUM = 1
@@ -274,10 +274,8 @@ def _write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
 
 def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> int:
     with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns, *argv], stdin=subprocess.DEVNULL, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True, env=env,
-        )
+        proc = start(["ip", "netns", "exec", ns, *argv], isolate="session", stdout=out,
+                     stderr=subprocess.STDOUT, env=env)
     return proc.pid
 
 
