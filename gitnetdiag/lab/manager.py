@@ -125,7 +125,8 @@ def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
     _nsexec(ns.client, "ip", "route", "add", "default", "via", ROUTER_CLIENT_SIDE_IP)
     _nsexec(ns.server, "ip", "route", "add", "default", "via", ROUTER_SERVER_SIDE_IP)
     _nsexec(ns.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-    # cubic, what most clients and servers run; BBR would hide the loss fault (LAB-NOTES).
+    # cubic, what most clients and servers run; BBR (this kernel's default) paces by its own
+    # bandwidth estimate and would hide the loss fault.
     _allow_cubic()
     for name in (ns.client, ns.server):
         _nsexec(name, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=cubic")
