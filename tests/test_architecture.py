@@ -195,6 +195,36 @@ def violations(graph: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
     return bad
 
 
+def import_cycles(graph: Mapping[str, Mapping[str, str]]) -> list[list[str]]:
+    """Groups of modules that import each other, directly or round a circle (Tarjan)."""
+    edges = {m: sorted(t for t in targets if t in graph and t != m) for m, targets in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in edges[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = [stack.pop()]
+            while group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
 def test_the_package_keeps_its_layers() -> None:
     """No import goes up the layer map, except the commented known ones."""
     found = [edge for edge in violations(import_graph(PACKAGE)) if edge not in ALLOWED]
@@ -257,3 +287,25 @@ def test_a_downward_import_passes(tmp_path: Path) -> None:
         "from gitnetdiag.analysis.tcp import Thresholds, MAX_RTT_S\nfrom gitnetdiag import proc\n"
     )
     assert violations(import_graph(root)) == []
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    """Inside a layer too (the capture reader and its forked child were one such circle)."""
+    assert import_cycles(import_graph(PACKAGE)) == []
+
+
+def test_a_crafted_circle_is_found(tmp_path: Path) -> None:
+    root = tmp_path / "gitnetdiag"
+    (root / "capture").mkdir(parents=True)
+    for name in ("__init__.py", "capture/__init__.py"):
+        (root / name).write_text("")
+    (root / "capture" / "reader.py").write_text(
+        "def chunks():\n    from gitnetdiag.capture.forked import forked_chunks\n"
+    )
+    (root / "capture" / "forked.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from gitnetdiag.capture.reader import CaptureReader\n"
+    )
+    assert import_cycles(import_graph(root)) == [
+        ["gitnetdiag.capture.forked", "gitnetdiag.capture.reader"]
+    ]
