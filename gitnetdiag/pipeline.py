@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
-from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
