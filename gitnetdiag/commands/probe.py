@@ -25,7 +25,8 @@ from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.host.adapter import load_host_report
-from gitnetdiag.lab.state import LabState, enter_lab_client
+from gitnetdiag.lab.netns import enter_lab_client
+from gitnetdiag.lab.state import LabState
 from gitnetdiag.pipeline import HOST_REPORT_FILE
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe, summarize

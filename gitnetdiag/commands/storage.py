@@ -16,13 +16,14 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.errors import UsageError
-from gitnetdiag.report.storage import render_markdown, render_terminal
-from gitnetdiag.storage.adapter import storage_report
+from gitnetdiag.report.storage import StorageReport, render_markdown, render_terminal
+from gitnetdiag.storage.adapter import storage_only_observations
 from gitnetdiag.storage.job import parse_duration, parse_size
 from gitnetdiag.storage.model import StorageCheck
-from gitnetdiag.storage.reference import Verdict
+from gitnetdiag.storage.reference import Verdict, verdict
 from gitnetdiag.storage.runner import run_storage_check
 
 HELP = """Benchmark the storage under the git data before blaming the network.
@@ -49,6 +50,15 @@ scratch directory under PATH and removed afterwards, also on Ctrl-C.
 Without fio only the small-file test runs; where O_DIRECT is refused (ramfs,
 some network filesystems) fio runs with buffered I/O and says so.
 """
+
+
+def storage_findings(result: StorageCheck) -> tuple[Finding, ...]:
+    """The engine's findings on a storage check alone (``slow-storage`` when below reference).
+
+    A storage check has no push whose time it could cost, so the engine's
+    minimum impact is set to zero: the finding is shown on its confidence alone.
+    """
+    return diagnose(storage_only_observations(result), min_impact_s=0.0).findings
 
 
 class OutputFormat(StrEnum):
@@ -111,7 +121,7 @@ def storage(
         path, size_bytes=size_bytes, runtime_s=runtime_s, repo=repo, drop_caches=drop_caches,
         progress=lambda line: err.print(line, markup=False),
     )
-    report = storage_report(check)
+    report = StorageReport(check=check, verdict=verdict(check), findings=storage_findings(check))
     if json_out != "-":
         if output_format is OutputFormat.md:
             sys.stdout.write(render_markdown(report))

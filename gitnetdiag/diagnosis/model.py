@@ -128,7 +128,8 @@ class Environment:
     versions: dict[str, str]
     """Client tool versions by name (git, libcurl, nghttp2, openssh)."""
     protocols: tuple[str, ...]
-    """Protocols measured, in canonical order."""
+    """Protocols with observations (pushed, whatever the outcome), in canonical order;
+    see ``Diagnosis.measured_protocols`` for those that measured something."""
     measured_by: str
     """How it was measured."""
     min_impact_s: float

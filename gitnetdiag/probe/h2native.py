@@ -557,9 +557,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     timeout_s=args.timeout_s,
                 )
                 print(json.dumps({"sweep": [row.to_dict() for row in rows]}))
-                from gitnetdiag.report.probe import render_sweep
-
-                print(render_sweep(rows), file=sys.stderr)
             else:
                 ledger = h2_push_probe(
                     args.url,

@@ -1,14 +1,16 @@
-"""Terminal table and Markdown of a storage check (a ``storage.adapter.StorageReport``)."""
+"""Terminal table and Markdown of a storage check (:class:`StorageReport`)."""
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from rich import box
 from rich.table import Table
 from rich.text import Text
 
+from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate
 from gitnetdiag.report.console import console_output, text_console
-from gitnetdiag.storage.adapter import StorageReport
 from gitnetdiag.storage.model import StorageCheck
 from gitnetdiag.storage.reference import (
     NETWORKED_SSD_READ_IOPS,
@@ -17,7 +19,21 @@ from gitnetdiag.storage.reference import (
     SMALL_FILES_SLOW_S,
     SPINNING_DISK_READ_IOPS,
     SPINNING_DISK_WRITE_IOPS,
+    Verdict,
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageReport:
+    """A storage check with what it means: the one object the storage renderers take."""
+
+    check: StorageCheck
+    """The measured figures."""
+    verdict: Verdict
+    """The grade against the reference points."""
+    findings: tuple[Finding, ...]
+    """The engine's findings on the check (``slow-storage`` or none)."""
+
 
 HEADERS = ("measure", "measured", "reference (net SSD / HDD)")
 

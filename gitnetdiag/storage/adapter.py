@@ -1,5 +1,8 @@
 """A storage check -> the diagnosis engine's :class:`StorageResult` (pure).
 
+Only data types cross here; the engine runs in the command
+(:func:`gitnetdiag.commands.storage.storage_findings`) or the pipeline.
+
 The engine's ``slow-storage`` culprit fires when the lower of the read and
 write IOPS is below ``reference_iops``; we pass :data:`SLOW_IOPS`, the same
 threshold the storage command's own verdict uses. Without a fio run there are
@@ -9,13 +12,9 @@ in the engine's input; the command's verdict still reports it).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.observations import Observations, RunInfo, StorageResult
 from gitnetdiag.storage.model import StorageCheck
-from gitnetdiag.storage.reference import SLOW_IOPS, Verdict, verdict
+from gitnetdiag.storage.reference import SLOW_IOPS
 
 
 def storage_observation_from_result(result: StorageCheck) -> StorageResult:
@@ -35,29 +34,3 @@ def storage_only_observations(result: StorageCheck, *, started: str = "") -> Obs
         run=RunInfo(started=started, measured_by="gitnetdiag storage: fio reference job"),
         storage=storage_observation_from_result(result),
     )
-
-
-def storage_findings(result: StorageCheck) -> tuple[Finding, ...]:
-    """The engine's findings on a storage check alone (``slow-storage`` when below reference).
-
-    A storage check has no push whose time it could cost, so the engine's
-    minimum impact is set to zero: the finding is shown on its confidence alone.
-    """
-    return diagnose(storage_only_observations(result), min_impact_s=0.0).findings
-
-
-@dataclass(frozen=True, kw_only=True)
-class StorageReport:
-    """A storage check with what it means: the one object the storage renderers take."""
-
-    check: StorageCheck
-    """The measured figures."""
-    verdict: Verdict
-    """The grade against the reference points."""
-    findings: tuple[Finding, ...]
-    """The engine's findings on the check (``slow-storage`` or none)."""
-
-
-def storage_report(check: StorageCheck) -> StorageReport:
-    """The check, its verdict and the engine's findings together."""
-    return StorageReport(check=check, verdict=verdict(check), findings=storage_findings(check))

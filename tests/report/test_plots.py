@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from gitnetdiag.diagnosis import diagnose, examples
+from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.diagnosis.observations import FlightSeries
 from gitnetdiag.pipeline import diagnose_run
@@ -23,6 +23,7 @@ from gitnetdiag.report.plots import (
     time_span_s,
     window_edge,
 )
+from tests.diagnosis import examples
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 CASES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").is_file())
