@@ -18,6 +18,25 @@ culprits ranked; ``inconclusive`` some measurement failed; ``failed`` nothing
 was measured (rules in :mod:`gitnetdiag.diagnosis.verdict`)."""
 
 
+Unit = Literal["B", "B/s", "s", "ratio", "count", "IOPS"]
+"""Units of evidence numbers: bytes, bytes per second, seconds, a share 0..1,
+a count (pushes, frames, segments, connections), storage operations per second.
+Renderers format each one way (:mod:`gitnetdiag.report.units`)."""
+
+Comparison = Literal["<", "<=", ">", ">="]
+"""How the measured value stood against the threshold for it to count as evidence."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Quantity:
+    """A number with its unit, for the terms a threshold is derived from."""
+
+    value: float
+    """The number, in ``unit``."""
+    unit: Unit
+    """Its unit."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Evidence:
     """One measured fact behind a finding."""

@@ -45,7 +45,9 @@ def fmt_s(seconds: float | None) -> str:
 
 
 def fmt_share(share: float | None) -> str:
-    """A fraction as ``83%``."""
+    """A fraction as ``83%``; below 10% with two decimals (``0.50%``), where loss rates live."""
     if share is None:
         return "-"
+    if 0 < abs(share) < 0.1:
+        return f"{share * 100:.2f}%"
     return f"{share * 100:.0f}%"
