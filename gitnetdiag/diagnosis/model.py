@@ -39,14 +39,28 @@ class Quantity:
 
 @dataclass(frozen=True, kw_only=True)
 class Evidence:
-    """One measured fact behind a finding."""
+    """One measured fact behind a finding: numbers and units, formatted by renderers."""
 
     what: str
     """What was measured, e.g. ``HTTP/2 stream window``."""
-    value: str
-    """The measured value with its unit, e.g. ``65535 B``."""
-    threshold: str = ""
-    """What it was compared with, e.g. ``< BDP 1.6 MB``; empty when purely informative."""
+    value: float | None = None
+    """The measured number in ``unit``; ``None`` when the fact is not a number (see ``text``)."""
+    unit: Unit | None = None
+    """Unit of ``value``, ``of`` and ``threshold``."""
+    of: float | None = None
+    """The whole ``value`` is part of (``1`` of ``3`` pushes), in ``unit``."""
+    text: str = ""
+    """The fact when it is not a number (a config line, a version, a log line), or a
+    qualifier of ``value`` (the kinds of failed connections)."""
+    threshold: float | None = None
+    """The number ``value`` was compared with, in ``unit``; ``None`` when purely informative."""
+    comparison: Comparison | None = None
+    """``value comparison threshold`` is why this counts as evidence (``<`` BDP)."""
+    basis: str = ""
+    """What the threshold is, in words (``BDP ({} x RTT)``); each ``{}`` stands for one of
+    ``basis_terms``, formatted by the renderer."""
+    basis_terms: tuple[Quantity, ...] = ()
+    """The numbers of ``basis``, in order."""
     source: str = ""
     """Where it came from: ``capture h2 conn 3 frames 120-4410``, ``trace2``,
     ``host counter ListenOverflows``, ``haproxy.cfg line 4``."""

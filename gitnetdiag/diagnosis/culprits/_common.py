@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
     push_duration_s,
     rtt_s,
 )
-from gitnetdiag.diagnosis.model import Evidence, Finding
+from gitnetdiag.diagnosis.model import Comparison, Evidence, Finding, Quantity, Unit
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_LABELS,
     PROTOCOL_ORDER,
@@ -21,7 +21,6 @@ from gitnetdiag.diagnosis.observations import (
     ConfigFinding,
     Observations,
 )
-from gitnetdiag.diagnosis.units import fmt_s
 
 SLOWER_RATIO = 0.5
 """A protocol is "much slower" when its rate is below this share of the fastest other one."""
@@ -67,6 +66,21 @@ class Hit:
     """The change, naming the setting."""
 
 
+@dataclass(kw_only=True)
+class Tally:
+    """Score and evidence a detector gathers signal by signal."""
+
+    score: float = 0.0
+    """Confidence so far."""
+    evidence: list[Evidence] = field(default_factory=list)
+    """Facts so far, in the order the report shows them."""
+
+    def add(self, points: float, *items: Evidence) -> None:
+        """One signal: its weight and the facts behind it."""
+        self.score += points
+        self.evidence.extend(items)
+
+
 Detector = Callable[[Observations], Hit | None]
 
 
@@ -100,6 +114,18 @@ def label(name: str) -> str:
     return PROTOCOL_LABELS.get(name, name)
 
 
+def term(value: float, unit: Unit) -> Quantity:
+    """One number of a threshold's basis."""
+    return Quantity(value=value, unit=unit)
+
+
+def above_zero(what: str, count: int, source: str, *, of: int | None = None) -> Evidence:
+    """A count of events that should not happen at all (failures, retransmissions, RSTs)."""
+    return Evidence(
+        what=what, value=count, unit="count", of=of, threshold=0, comparison=">", source=source
+    )
+
+
 def suggest_window(bdp_bytes: float | None) -> int:
     """A power of two at least twice the BDP and at least 1 MiB (HTTP/2 caps at 2^31-1)."""
     target = max(2 * (bdp_bytes or 0), float(1 << 20))
@@ -120,7 +146,7 @@ def config_evidence(findings: list[ConfigFinding]) -> list[Evidence]:
     items = []
     for c in findings:
         where = f"{c.file} line {c.line}" if c.line is not None else f"{c.file} (default)"
-        items.append(Evidence(what=f"configured {c.setting}", value=c.value, source=where))
+        items.append(Evidence(what=f"configured {c.setting}", text=c.value, source=where))
     return items
 
 
@@ -165,42 +191,27 @@ def burst_evidence(burst: BurstResult) -> list[Evidence]:
     items = []
     if burst.failed:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(burst.failed_by_kind.items()) if v)
-        items.append(
-            Evidence(
-                what="failed connections",
-                value=f"{burst.failed} of {burst.concurrency} ({kinds})",
-                threshold="0",
-                source=source,
-            )
-        )
+        failed = above_zero("failed connections", burst.failed, source, of=burst.concurrency)
+        items.append(replace(failed, text=kinds))
     if burst.syn_retransmissions:
-        items.append(
-            Evidence(
-                what="SYN retransmissions",
-                value=str(burst.syn_retransmissions),
-                threshold="0",
-                source=source,
-            )
-        )
+        items.append(above_zero("SYN retransmissions", burst.syn_retransmissions, source))
     if burst.synack_retransmissions:
-        items.append(
-            Evidence(
-                what="SYN-ACK retransmissions",
-                value=str(burst.synack_retransmissions),
-                threshold="0",
-                source=source,
-            )
-        )
+        items.append(above_zero("SYN-ACK retransmissions", burst.synack_retransmissions, source))
     if burst.connect_p99_s is not None and burst.connect_p99_s >= SYN_RTO_S:
-        items.append(
+        connect = [
+            Evidence(what="connect time p50", value=burst.connect_p50_s, unit="s", source=source),
             Evidence(
-                what="connect time p50 / p99 / max",
-                value=f"{fmt_s(burst.connect_p50_s)} / {fmt_s(burst.connect_p99_s)} / "
-                f"{fmt_s(burst.connect_max_s)}",
-                threshold=f"p99 < {fmt_s(SYN_RTO_S)} (one SYN timeout)",
+                what="connect time p99",
+                value=burst.connect_p99_s,
+                unit="s",
+                threshold=SYN_RTO_S,
+                comparison=">=",
+                basis="one SYN timeout",
                 source=source,
-            )
-        )
+            ),
+            Evidence(what="connect time max", value=burst.connect_max_s, unit="s", source=source),
+        ]
+        items += [item for item in connect if item.value is not None]
     return items
 
 
@@ -251,10 +262,26 @@ def storage_slowness(obs: Observations) -> float | None:
     return 1.0 - min(measured) / s.reference_iops
 
 
-def phase_evidence(values: list[tuple[str, float]], what: str, threshold: str) -> list[Evidence]:
+def phase_evidence(
+    values: list[tuple[str, float]],
+    what: str,
+    *,
+    threshold: float | None = None,
+    comparison: Comparison | None = ">=",
+    basis: str = "",
+    basis_terms: tuple[Quantity, ...] = (),
+) -> list[Evidence]:
+    """One item per protocol's trace2 phase, all against the same threshold."""
     return [
         Evidence(
-            what=f"{label(n)}: {what}", value=fmt_s(v), threshold=threshold, source=f"trace2 ({n})"
+            what=f"{label(n)}: {what}",
+            value=v,
+            unit="s",
+            threshold=threshold,
+            comparison=comparison if threshold is not None else None,
+            basis=basis,
+            basis_terms=basis_terms,
+            source=f"trace2 ({n})",
         )
         for n, v in values
     ]

@@ -8,6 +8,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     SMALL_BACKLOG,
     SYN_RTO_S,
     Hit,
+    above_zero,
     burst_cost_s,
     burst_evidence,
     burst_symptoms,
@@ -40,11 +41,10 @@ def _accept_queue_evidence(obs: Observations) -> list[Evidence]:
     for key in _QUEUE_COUNTERS + _SYN_QUEUE_COUNTERS:
         if host.counter_deltas.get(key, 0) > 0:
             items.append(
-                Evidence(
-                    what=f"kernel counter {key} (delta over the run)",
-                    value=str(host.counter_deltas[key]),
-                    threshold="0",
-                    source=f"host counter {key}",
+                above_zero(
+                    f"kernel counter {key} (delta over the run)",
+                    host.counter_deltas[key],
+                    f"host counter {key}",
                 )
             )
     burst_ports = {b.port for b in obs.bursts if b.port is not None}
@@ -53,14 +53,16 @@ def _accept_queue_evidence(obs: Observations) -> list[Evidence]:
             items.append(
                 Evidence(
                     what=f"listen backlog of port {listener.port} ({listener.process or '?'})",
-                    value=str(listener.backlog),
-                    threshold=f"> {SMALL_BACKLOG}",
+                    value=listener.backlog,
+                    unit="count",
+                    threshold=SMALL_BACKLOG,
+                    comparison="<=",
                     source="host ss -ltn (Send-Q)",
                 )
             )
     for line in host.kernel_log:
         if "SYN flooding" in line or "drop open request" in line:
-            items.append(Evidence(what="kernel log", value=line.strip(), source="host kernel log"))
+            items.append(Evidence(what="kernel log", text=line.strip(), source="host kernel log"))
     return items
 
 
@@ -144,14 +146,14 @@ def syn_drop(obs: Observations) -> Hit | None:
         c = p.capture if p is not None else None
         if c is not None and ((c.syn_retransmissions or 0) + (c.synack_retransmissions or 0)):
             push_syn += (c.syn_retransmissions or 0) + (c.synack_retransmissions or 0)
-            evidence.append(
-                Evidence(
-                    what=f"{label(name)}: SYN / SYN-ACK retransmissions",
-                    value=f"{c.syn_retransmissions or 0} / {c.synack_retransmissions or 0}",
-                    threshold="0",
-                    source=c.source,
+            evidence += [
+                above_zero(f"{label(name)}: {kind} retransmissions", count, c.source)
+                for kind, count in (
+                    ("SYN", c.syn_retransmissions),
+                    ("SYN-ACK", c.synack_retransmissions),
                 )
-            )
+                if count
+            ]
     if not evidence:
         return None
     cost = max((burst_cost_s(b, rtt) for b in bursts), default=0.0) + push_syn * SYN_RTO_S
@@ -191,22 +193,21 @@ def firewall_reset(obs: Observations) -> Hit | None:
         worst_cost = max(worst_cost, cost)
         first = next(f for f in failed_pushes(p) if (f.error_kind or "other") in kinds)
         evidence.append(
-            Evidence(
-                what=f"{label(name)} pushes reset or refused",
-                value=f"{failed} of {total}",
-                threshold="0",
-                source="pushes: " + (first.error_message or first.error_kind or ""),
+            above_zero(
+                f"{label(name)} pushes reset or refused",
+                failed,
+                "pushes: " + (first.error_message or first.error_kind or ""),
+                of=total,
             )
         )
         summary_bits.append(f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
         c = p.capture
         if c is not None and c.resets_from_server:
             evidence.append(
-                Evidence(
-                    what=f"{label(name)}: RST segments arriving from the server side",
-                    value=str(c.resets_from_server),
-                    threshold="0",
-                    source=c.source,
+                above_zero(
+                    f"{label(name)}: RST segments arriving from the server side",
+                    c.resets_from_server,
+                    c.source,
                 )
             )
     backlog = bool(_accept_queue_evidence(obs))
@@ -223,11 +224,10 @@ def firewall_reset(obs: Observations) -> Hit | None:
         evidence.extend(burst_evidence(burst))
         if burst.resets:
             evidence.append(
-                Evidence(
-                    what="RSTs on burst connections",
-                    value=str(burst.resets),
-                    threshold="0",
-                    source=f"burst {label(burst.protocol)} x{burst.concurrency}",
+                above_zero(
+                    "RSTs on burst connections",
+                    burst.resets,
+                    f"burst {label(burst.protocol)} x{burst.concurrency}",
                 )
             )
         worst_cost = max(worst_cost, burst_cost_s(burst, rtt, syn=False))

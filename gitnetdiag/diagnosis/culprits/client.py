@@ -9,10 +9,12 @@ from gitnetdiag.diagnosis.culprits._common import (
     SLOW_PHASE_S,
     SLOWER_RATIO,
     Hit,
+    above_zero,
     failure_cost_s,
     label,
     phase_evidence,
     phase_values,
+    term,
 )
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
@@ -49,7 +51,13 @@ def client_pack_cpu(obs: Observations) -> Hit | None:
         ),
         evidence=tuple(
             phase_evidence(
-                values, "pack-objects", f">= {fmt_s(SLOW_PHASE_S)} and >= 30% of the push"
+                values,
+                "pack-objects",
+                threshold=max(SLOW_PHASE_S, 0.3 * total) if total else SLOW_PHASE_S,
+                basis="the larger of {} and {} of the {} push" if total else "",
+                basis_terms=(term(SLOW_PHASE_S, "s"), term(0.3, "ratio"), term(total, "s"))
+                if total
+                else (),
             )
         ),
         fix=(
@@ -144,19 +152,19 @@ def client_http_stack(obs: Observations) -> Hit | None:
         evidence = [
             Evidence(
                 what=f"{bug.component} version",
-                value=version,
-                threshold=f"affected: {', '.join(bug.versions)}; fixed in {bug.fixed_in}",
+                text=version,
+                basis=f"affected: {', '.join(bug.versions)}; fixed in {bug.fixed_in}",
                 source=f"run metadata; {bug.reference}",
             )
         ]
         if failed:
             first = next(f for f in failed_pushes(p) if f.error_kind != "refused")
             evidence.append(
-                Evidence(
-                    what=f"{label(bug.protocol)} pushes failed or stalled",
-                    value=f"{failed} of {total}",
-                    threshold="0",
-                    source="pushes: " + (first.error_message or first.error_kind or ""),
+                above_zero(
+                    f"{label(bug.protocol)} pushes failed or stalled",
+                    failed,
+                    "pushes: " + (first.error_message or first.error_kind or ""),
+                    of=total,
                 )
             )
         if not failed and not slow:

@@ -11,6 +11,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     RWND_LIMITED_SHARE,
     Hit,
     label,
+    term,
 )
 from gitnetdiag.diagnosis.measures import (
     path_rate_bytes_s,
@@ -26,7 +27,7 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     Observations,
 )
-from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 
 
 def packet_loss(obs: Observations) -> Hit | None:
@@ -74,29 +75,45 @@ def packet_loss(obs: Observations) -> Hit | None:
         score += 0.1
     if fallback:
         score *= 0.7
-    evidence = [
+    evidence: list[Evidence] = []
+    for n, c, *_ in hits:
+        evidence += [
+            Evidence(
+                what=f"{label(n)}: retransmission rate",
+                value=c.retransmission_rate,
+                unit="ratio",
+                threshold=LOSS_RATE,
+                comparison=">=",
+                source=c.source,
+            ),
+            Evidence(
+                what=f"{label(n)}: retransmitted bytes",
+                value=c.retransmitted_bytes,
+                unit="B",
+                source=c.source,
+            ),
+        ]
+    evidence += [
         Evidence(
-            what=f"{label(n)}: retransmission rate",
-            value=f"{c.retransmission_rate * 100:.2f}% ({fmt_bytes(c.retransmitted_bytes)})"
-            if c.retransmission_rate is not None
-            else "-",
-            threshold=f">= {LOSS_RATE * 100:.1f}%",
-            source=c.source,
+            what=f"{label(name)}: {kind} retransmissions",
+            value=count or 0,
+            unit="count",
+            source=cap.source,
         )
-        for n, c, *_ in hits
+        for kind, count in (
+            ("timeout", cap.timeout_retransmissions),
+            ("fast", cap.fast_retransmissions),
+        )
     ]
     evidence.append(
         Evidence(
-            what=f"{label(name)}: timeout / fast retransmissions",
-            value=f"{cap.timeout_retransmissions or 0} / {cap.fast_retransmissions or 0}",
-            source=cap.source,
-        )
-    )
-    evidence.append(
-        Evidence(
             what=f"{label(name)}: upload rate vs what the windows allow",
-            value=fmt_rate(rate),
-            threshold=f"< 70% of {fmt_rate(window_rate)}" if window_rate else "window unknown",
+            value=rate,
+            unit="B/s",
+            threshold=0.7 * window_rate if window_rate else None,
+            comparison="<" if window_rate else None,
+            basis="{} of {}" if window_rate else "window unknown",
+            basis_terms=(term(0.7, "ratio"), term(window_rate, "B/s")) if window_rate else (),
             source=cap.source,
         )
     )
@@ -137,8 +154,12 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
         evidence.append(
             Evidence(
                 what=f"{label(best)} upload rate vs path capacity",
-                value=f"{fmt_rate(rates[best])} of {fmt_rate(path)}",
-                threshold=">= 80%",
+                value=rates[best],
+                unit="B/s",
+                threshold=0.8 * path,
+                comparison=">=",
+                basis="{} of the path capacity {}",
+                basis_terms=(term(0.8, "ratio"), term(path, "B/s")),
                 source="pushes; path rate from run",
             )
         )
@@ -157,19 +178,24 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
         evidence.extend(
             Evidence(
                 what=f"{label(n)}: network-limited (cwnd, window open, no loss)",
-                value=fmt_share(c.network_limited_share),
-                threshold=">= 60%",
+                value=c.network_limited_share,
+                unit="ratio",
+                threshold=0.6,
+                comparison=">=",
                 source=c.source,
             )
             for n, c in caps
         )
-        evidence.append(
+        evidence.extend(
             Evidence(
-                what="upload rates of all protocols",
-                value=", ".join(f"{label(n)} {fmt_rate(r)}" for n, r in rates.items()),
-                threshold="within 30% of each other",
+                what=f"{label(n)} upload rate",
+                value=r,
+                unit="B/s",
+                basis="all protocols within {} of each other",
+                basis_terms=(term(0.3, "ratio"),),
                 source="pushes",
             )
+            for n, r in rates.items()
         )
     return Hit(
         score=score,
@@ -236,14 +262,18 @@ def path_latency(obs: Observations) -> Hit | None:
         evidence=(
             Evidence(
                 what="path RTT",
-                value=fmt_s(rtt),
-                threshold=f">= {fmt_s(2 * REFERENCE_RTT_S)}",
+                value=rtt,
+                unit="s",
+                threshold=2 * REFERENCE_RTT_S,
+                comparison=">=",
                 source="run",
             ),
             Evidence(
                 what=f"{label(worst)}: limiting window",
-                value=fmt_bytes(window),
-                threshold=f"rate within {MATCHES_CAP_RATIO}x of window / RTT",
+                value=window,
+                unit="B",
+                basis="rate within {}x of window / RTT",
+                basis_terms=(term(MATCHES_CAP_RATIO, "count"),),
                 source="capture / ledger",
             ),
         ),

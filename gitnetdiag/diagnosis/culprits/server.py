@@ -2,17 +2,37 @@
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from gitnetdiag.diagnosis.culprits._common import (
     SLOW_PHASE_S,
     Hit,
     phase_evidence,
     phase_excess,
     storage_slowness,
+    term,
 )
+from gitnetdiag.diagnosis.measures import rtt_s
+from gitnetdiag.diagnosis.model import Quantity
 from gitnetdiag.diagnosis.observations import (
     Observations,
 )
 from gitnetdiag.diagnosis.units import fmt_s
+
+
+class _Threshold(TypedDict):
+    threshold: float
+    basis: str
+    basis_terms: tuple[Quantity, ...]
+
+
+def _over_rtts(obs: Observations, rtts: int) -> _Threshold:
+    """A phase is slow at :data:`SLOW_PHASE_S` over the round trips it needs anyway."""
+    return _Threshold(
+        threshold=SLOW_PHASE_S + rtts * (rtt_s(obs) or 0.0),
+        basis="{} over {} RTT",
+        basis_terms=(term(SLOW_PHASE_S, "s"), term(rtts, "count")),
+    )
 
 
 def server_processing(obs: Observations) -> Hit | None:
@@ -33,7 +53,7 @@ def server_processing(obs: Observations) -> Hit | None:
             phase_evidence(
                 values,
                 "wait after upload until the server's status",
-                f">= {fmt_s(SLOW_PHASE_S)} over 2 RTT",
+                **_over_rtts(obs, 2),
             )
         ),
         fix=(
@@ -55,11 +75,7 @@ def slow_ref_advertisement(obs: Observations) -> Hit | None:
             f"The first response (authentication and ref advertisement) arrived "
             f"{fmt_s(excess)} later than the connection's round trips explain."
         ),
-        evidence=tuple(
-            phase_evidence(
-                values, "time to the first response", f">= {fmt_s(SLOW_PHASE_S)} over 3 RTT"
-            )
-        ),
+        evidence=tuple(phase_evidence(values, "time to the first response", **_over_rtts(obs, 3))),
         fix=(
             "Check the authentication backend's latency (LDAP, SSO, token checks) on the first "
             "request, and the ref count (`git ls-remote URL | wc -l`): hide refs from pushes "

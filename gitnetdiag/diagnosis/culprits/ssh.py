@@ -13,6 +13,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     config_evidence,
     config_lines,
     label,
+    term,
 )
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
@@ -28,7 +29,7 @@ from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
     Observations,
 )
-from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
+from gitnetdiag.diagnosis.units import fmt_rate
 
 
 def ssh_channel_window(obs: Observations) -> Hit | None:
@@ -46,8 +47,12 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
         evidence.append(
             Evidence(
                 what="SSH upload rate",
-                value=fmt_rate(rate),
-                threshold=f"< {SLOWER_RATIO:.0%} of {label(other[0])} {fmt_rate(other[1])}",
+                value=rate,
+                unit="B/s",
+                threshold=SLOWER_RATIO * other[1],
+                comparison="<",
+                basis=f"{{}} of {label(other[0])} {{}}",
+                basis_terms=(term(SLOWER_RATIO, "ratio"), term(other[1], "B/s")),
                 source="pushes",
             )
         )
@@ -56,8 +61,10 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
         evidence.append(
             Evidence(
                 what="TCP sender self-limited (waiting on the SSH channel)",
-                value=fmt_share(cap.self_limited_share),
-                threshold=f">= {SELF_LIMITED_SHARE:.0%}",
+                value=cap.self_limited_share,
+                unit="ratio",
+                threshold=SELF_LIMITED_SHARE,
+                comparison=">=",
                 source=cap.source,
             )
         )
@@ -72,8 +79,11 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
             evidence.append(
                 Evidence(
                     what="SSH channel window granted by the server",
-                    value=f"{window} B",
-                    threshold=f"< BDP {fmt_bytes(bdp)}" if bdp else "< 1 MiB",
+                    value=window,
+                    unit="B",
+                    threshold=bdp if bdp else CLAMP_FALLBACK_WINDOW_BYTES,
+                    comparison="<",
+                    basis="BDP" if bdp else "",
                     source=ledger.source,
                 )
             )
@@ -82,9 +92,11 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
                 evidence.append(
                     Evidence(
                         what="measured SSH upload rate vs what the window allows",
-                        value=fmt_rate(rate),
-                        threshold=f"window / RTT = {window} B / {fmt_s(rtt)} = "
-                        f"{fmt_rate(window / rtt)}",
+                        value=rate,
+                        unit="B/s",
+                        threshold=window / rtt,
+                        basis="window / RTT = {} / {}",
+                        basis_terms=(term(window, "B"), term(rtt, "s")),
                         source=ledger.source,
                     )
                 )
@@ -93,8 +105,12 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
             evidence.append(
                 Evidence(
                     what="time at zero SSH channel window",
-                    value=fmt_s(ledger.zero_window_s),
-                    threshold=f">= 20% of the upload ({fmt_s(up)})",
+                    value=ledger.zero_window_s,
+                    unit="s",
+                    threshold=0.2 * up,
+                    comparison=">=",
+                    basis="{} of the upload {}",
+                    basis_terms=(term(0.2, "ratio"), term(up, "s")),
                     source=ledger.source,
                 )
             )
@@ -138,9 +154,7 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
     evidence: list[Evidence] = []
     for burst in bursts:
         evidence.extend(burst_evidence(burst))
-    evidence.extend(
-        Evidence(what="sshd log", value=line.strip(), source="host log") for line in log
-    )
+    evidence.extend(Evidence(what="sshd log", text=line.strip(), source="host log") for line in log)
     evidence.extend(config_evidence(configured))
     rtt = rtt_s(obs)
     cost = max((burst_cost_s(b, rtt, syn=False) for b in bursts), default=0.0)

@@ -25,15 +25,17 @@ def slow_storage(obs: Observations) -> Hit | None:
     evidence = [
         Evidence(
             what=f"4 KiB random {kind} IOPS" + (f" on {s.path}" if s.path else ""),
-            value=f"{value:.0f}",
-            threshold=f">= {s.reference_iops:.0f}",
+            value=value,
+            unit="IOPS",
+            threshold=s.reference_iops,
+            comparison="<",
             source="fio",
         )
         for kind, value in (("read", s.read_iops), ("write", s.write_iops))
         if value is not None
     ]
     evidence.extend(
-        phase_evidence(values, "wait after upload until the server's status", "storage-bound")
+        phase_evidence(values, "wait after upload until the server's status", basis="storage-bound")
     )
     return Hit(
         score=0.5 + 0.3 * slowness,

@@ -10,10 +10,12 @@ from gitnetdiag.diagnosis.culprits._common import (
     FLAT_RATIO,
     RWND_LIMITED_SHARE,
     Hit,
+    above_zero,
     config_evidence,
     config_lines,
     label,
     suggest_window,
+    term,
 )
 from gitnetdiag.diagnosis.measures import (
     path_rate_bytes_s,
@@ -28,7 +30,7 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     Observations,
 )
-from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -104,24 +106,25 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
         evidence.append(
             Evidence(
                 what=f"{label(clamp.name)}: sender receive-window-limited",
-                value=fmt_share(c.rwnd_limited_share),
-                threshold=f">= {RWND_LIMITED_SHARE:.0%} of the upload",
+                value=c.rwnd_limited_share,
+                unit="ratio",
+                threshold=RWND_LIMITED_SHARE,
+                comparison=">=",
                 source=c.source,
             )
         )
-    flat = (
-        cap.bytes_in_flight_median is not None
-        and cap.advertised_window_median_bytes
-        and cap.bytes_in_flight_median >= FLAT_RATIO * cap.advertised_window_median_bytes
-    )
-    if flat:
+    in_flight, advertised = cap.bytes_in_flight_median, cap.advertised_window_median_bytes
+    if in_flight is not None and advertised and in_flight >= FLAT_RATIO * advertised:
         score += 0.2
         evidence.append(
             Evidence(
                 what=f"{label(worst.name)}: bytes in flight flat at the advertised window (median)",
-                value=f"{fmt_bytes(cap.bytes_in_flight_median)} of "
-                f"{fmt_bytes(cap.advertised_window_median_bytes)}",
-                threshold=f">= {FLAT_RATIO:.0%}",
+                value=in_flight,
+                unit="B",
+                threshold=FLAT_RATIO * advertised,
+                comparison=">=",
+                basis="{} of the advertised window {}",
+                basis_terms=(term(FLAT_RATIO, "ratio"), term(advertised, "B")),
                 source=cap.source,
             )
         )
@@ -129,19 +132,25 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
     evidence.append(
         Evidence(
             what=f"{label(worst.name)}: largest advertised TCP window",
-            value=fmt_bytes(worst.window),
-            threshold=f"< BDP {fmt_bytes(bdp)} ({worst.next_limit[0]} x RTT {fmt_s(worst.rtt)})"
+            value=worst.window,
+            unit="B",
+            threshold=bdp if bdp is not None else CLAMP_FALLBACK_WINDOW_BYTES,
+            comparison="<",
+            basis=f"BDP ({worst.next_limit[0]} x RTT {{}})"
             if bdp is not None and worst.next_limit is not None
-            else f"< {fmt_bytes(CLAMP_FALLBACK_WINDOW_BYTES)} (no path rate measured)",
+            else "fallback (no path rate measured)",
+            basis_terms=(term(worst.rtt, "s"),) if bdp is not None else (),
             source=cap.source,
         )
     )
     evidence.append(
         Evidence(
             what=f"{label(worst.name)}: measured upload rate vs what the window allows",
-            value=fmt_rate(worst.rate),
-            threshold=f"window / RTT = {fmt_bytes(worst.window)} / {fmt_s(worst.rtt)} = "
-            f"{fmt_rate(worst.window / worst.rtt)}",
+            value=worst.rate,
+            unit="B/s",
+            threshold=worst.window / worst.rtt,
+            basis="window / RTT = {} / {}",
+            basis_terms=(term(worst.window, "B"), term(worst.rtt, "s")),
             source=f"{cap.source}; RTT from run",
         )
     )
@@ -154,14 +163,13 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
         score += 0.1
     if cap.zero_window_count:
         score += 0.05
-        evidence.append(
-            Evidence(
-                what="zero-window advertisements",
-                value=f"{cap.zero_window_count} ({fmt_s(cap.zero_window_s)})",
-                threshold="0",
-                source=cap.source,
+        evidence.append(above_zero("zero-window advertisements", cap.zero_window_count, cap.source))
+        if cap.zero_window_s is not None:
+            evidence.append(
+                Evidence(
+                    what="time at zero window", value=cap.zero_window_s, unit="s", source=cap.source
+                )
             )
-        )
     scaling_off = cap.handshake_seen and cap.window_scale is None and worst.window <= 65535
     if scaling_off:
         score *= 0.6
@@ -171,9 +179,7 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
         for key in ("net.ipv4.tcp_rmem", "net.core.rmem_max"):
             if key in obs.host.sysctls:
                 evidence.append(
-                    Evidence(
-                        what=f"sysctl {key}", value=obs.host.sysctls[key], source="host sysctl"
-                    )
+                    Evidence(what=f"sysctl {key}", text=obs.host.sysctls[key], source="host sysctl")
                 )
     evidence.extend(config_evidence(config_lines(obs, r"rcvbuf|SO_RCVBUF|tcp_rmem")))
     names = ", ".join(label(c.name) for c in clamps)
@@ -219,8 +225,8 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
     evidence = [
         Evidence(
             what=f"{label(n)}: window scale option in the handshake",
-            value="absent",
-            threshold="present (RFC 7323)",
+            text="absent",
+            basis="present (RFC 7323)",
             source=c.source,
         )
         for n, c, _ in hits
@@ -228,8 +234,11 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
     evidence.append(
         Evidence(
             what=f"{label(name)}: largest advertised TCP window",
-            value=f"{window} B",
-            threshold="<= 65535 B without scaling",
+            value=window,
+            unit="B",
+            threshold=65535,
+            comparison="<=",
+            basis="the largest window without scaling",
             source=cap.source,
         )
     )
@@ -237,8 +246,10 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
         evidence.append(
             Evidence(
                 what=f"{label(name)}: sender receive-window-limited",
-                value=fmt_share(cap.rwnd_limited_share),
-                threshold=f">= {RWND_LIMITED_SHARE:.0%}",
+                value=cap.rwnd_limited_share,
+                unit="ratio",
+                threshold=RWND_LIMITED_SHARE,
+                comparison=">=",
                 source=cap.source,
             )
         )
@@ -246,8 +257,8 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
         evidence.append(
             Evidence(
                 what="sysctl net.ipv4.tcp_window_scaling",
-                value=obs.host.sysctls["net.ipv4.tcp_window_scaling"],
-                threshold="1",
+                text=obs.host.sysctls["net.ipv4.tcp_window_scaling"],
+                basis="1 (on)",
                 source="host sysctl",
             )
         )
