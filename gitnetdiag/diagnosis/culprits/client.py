@@ -26,9 +26,7 @@ from gitnetdiag.diagnosis.measures import (
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
-from gitnetdiag.diagnosis.observations import (
-    Observations,
-)
+from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.units import fmt_s
 
 

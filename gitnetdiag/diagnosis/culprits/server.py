@@ -14,9 +14,7 @@ from gitnetdiag.diagnosis.culprits._common import (
 )
 from gitnetdiag.diagnosis.measures import rtt_s
 from gitnetdiag.diagnosis.model import Quantity
-from gitnetdiag.diagnosis.observations import (
-    Observations,
-)
+from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.units import fmt_s
 
 

@@ -9,9 +9,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     storage_slowness,
 )
 from gitnetdiag.diagnosis.model import Evidence
-from gitnetdiag.diagnosis.observations import (
-    Observations,
-)
+from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.units import fmt_s
 
 
