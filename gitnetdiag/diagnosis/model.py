@@ -65,6 +65,12 @@ class Evidence:
     """Where it came from: ``capture h2 conn 3 frames 120-4410``, ``trace2``,
     ``host counter ListenOverflows``, ``haproxy.cfg line 4``."""
 
+    def __post_init__(self) -> None:
+        # A number without its unit is what the string era hid: 65535 what?
+        numbers = (self.value, self.of, self.threshold)
+        if self.unit is None and any(n is not None for n in numbers):
+            raise ValueError(f"evidence {self.what!r}: a number needs its unit")
+
 
 @dataclass(frozen=True, kw_only=True)
 class Finding:
