@@ -19,7 +19,7 @@ from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.redact import redact_diagnosis
 
 COLUMNS = ("step", "conc", "ops", "ok", "err", "ops/s", "ops/h", "p50 s", "p75 s", "p90 s",
-           "p99 s", "max s", "MiB", "errors", "host")
+           "p99 s", "max s", "MB", "errors", "host")
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -44,7 +44,7 @@ def step_row(step: StepResult) -> tuple[str, ...]:
         f"{step.ops_per_s:.2f}", f"{step.ops_per_hour:,.0f}",
         *(_f(None if lat is None else v) for v in (
             (lat.p50_s, lat.p75_s, lat.p90_s, lat.p99_s, lat.max_s) if lat else (0.0,) * 5)),
-        f"{step.bytes_moved / 2**20:.2f}", _errors_text(step), _host_text(step),
+        f"{step.bytes_moved / 1e6:.2f}", _errors_text(step), _host_text(step),
     )
 
 

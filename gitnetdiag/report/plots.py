@@ -38,8 +38,8 @@ from gitnetdiag.diagnosis.observations import (
 )
 from gitnetdiag.report.units import fmt_bytes
 
-MiB = float(2**20)
-KiB = float(2**10)
+MB = 1e6
+kB = 1e3
 FIG_WIDTH_IN = 8.0
 MARGINS = {"left": 0.11, "right": 0.97}
 """Fixed margins (no tight bounding box): the time axes of all figures line up."""
@@ -199,24 +199,24 @@ def time_sequence_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure
         t = np.asarray(flight.t_s)
         label = PROTOCOL_LABELS.get(name, name)
         if flight.bytes_sent:
-            sent = np.asarray(flight.bytes_sent) / MiB
-            edge = window_edge(flight) / MiB
+            sent = np.asarray(flight.bytes_sent) / MB
+            edge = window_edge(flight) / MB
             ax.fill_between(t, sent, edge, step="post", color="tab:orange", alpha=0.15,
                             linewidth=0)
             ax.step(t, sent, where="post", color="tab:blue", label="bytes sent (seq)")
             # On top: where the sender is window-limited the edge lies on the data line.
             ax.step(t, edge, where="post", color="tab:orange", linestyle="--",
                     label="window edge (acked + rwnd)")
-            ax.set_ylabel("MiB")
+            ax.set_ylabel("MB")
             top = max(top, float(sent.max()))
             stevens_axes.append(ax)
         else:
             # Observations recorded before bytes_sent existed: the window against the flight.
-            ax.step(t, np.asarray(flight.bytes_in_flight) / KiB, where="post",
+            ax.step(t, np.asarray(flight.bytes_in_flight) / kB, where="post",
                     label="bytes in flight")
-            ax.step(t, np.asarray(flight.advertised_window) / KiB, where="post",
+            ax.step(t, np.asarray(flight.advertised_window) / kB, where="post",
                     linestyle="--", label="advertised window")
-            ax.set_ylabel("KiB")
+            ax.set_ylabel("kB")
         ax.set_title(label, loc="left", fontsize="medium")
         ax.legend(loc="upper left", fontsize="small")
         ax.grid(True, alpha=0.3)
@@ -245,7 +245,7 @@ def credit_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure | None
     fig, (ax, stall) = plt.subplots(2, 1, figsize=(FIG_WIDTH_IN, 3.6), sharex=True,
                                     gridspec_kw={"height_ratios": [3, 1]})
     edges = np.append(env.start_s, env.start_s[-1] + env.bin_s)
-    unit, scale = ("MiB", MiB) if np.nanmax(env.high) >= MiB else ("KiB", KiB)
+    unit, scale = ("MB", MB) if np.nanmax(env.high) >= MB else ("kB", kB)
     ax.stairs(env.high / scale, edges, baseline=env.low / scale, fill=True, color="tab:blue",
               alpha=0.25, label="min-max per bin")
     ax.stairs(env.median / scale, edges, color="navy", linewidth=2, label="median", zorder=3)
@@ -277,11 +277,12 @@ def rate_figure(d: Diagnosis) -> Figure | None:
         return None
     plt = _pyplot()
     fig, ax = plt.subplots(figsize=(6, 3))
-    medians = [(s.rate_bps or 0.0) / 1e6 for s in rated]
-    low = [m - (s.rate_min_bps or 0.0) / 1e6 for m, s in zip(medians, rated, strict=True)]
-    high = [(s.rate_max_bps or 0.0) / 1e6 - m for m, s in zip(medians, rated, strict=True)]
+    # rate_bps is in bits; the report shows every rate in bytes per second.
+    medians = [(s.rate_bps or 0.0) / 8e6 for s in rated]
+    low = [m - (s.rate_min_bps or 0.0) / 8e6 for m, s in zip(medians, rated, strict=True)]
+    high = [(s.rate_max_bps or 0.0) / 8e6 - m for m, s in zip(medians, rated, strict=True)]
     ax.bar([s.label for s in rated], medians, yerr=[low, high], capsize=6, color="#4a78b5")
-    ax.set_ylabel("Mbit/s (median, min-max)")
+    ax.set_ylabel("MB/s (median, min-max)")
     ax.set_title("Push rate per protocol")
     fig.tight_layout()
     return Figure(title="Push rate per protocol", png=_png(fig))
