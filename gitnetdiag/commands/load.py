@@ -27,6 +27,7 @@ from gitnetdiag.load.stats import (
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import parse_size
+from gitnetdiag.redaction import redact_url
 
 
 class LabHttp(StrEnum):
@@ -74,7 +75,7 @@ def _protocol_for(url: str, given: str | None) -> Protocol:
     mapping = {"https": Protocol.H1, "http": Protocol.H1, "ssh": Protocol.SSH,
                "git": Protocol.GIT}
     if scheme not in mapping:
-        raise UsageError(f"cannot tell the protocol of {url!r}", hint="give --protocol")
+        raise UsageError(f"cannot tell the protocol of {redact_url(url)}", hint="give --protocol")
     return mapping[scheme]
 
 
