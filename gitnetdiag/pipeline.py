@@ -29,6 +29,7 @@ from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.probe.rundir import PushRecord, RunError, RunManifest, bad_run_dir, load_run
+from gitnetdiag.safefile import replace_file
 
 OBSERVATIONS_FILE = "observations.json"
 """Written into the run directory by :func:`diagnose_run` (what the diagnosis saw)."""
@@ -416,6 +417,19 @@ def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
     )
 
 
+def _save(path: Path, text: str) -> str | None:
+    """Write ``text`` to ``path`` without following a symlink planted there (the
+    run directory may have been received from someone else); why it failed, or None."""
+    try:
+        replace_file(path, text.encode())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except GitnetdiagError as exc:
+        cause = exc.__cause__
+        return cause.strerror if isinstance(cause, OSError) and cause.strerror else exc.message
+    return None
+
+
 def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
                  progress: Progress = _quiet) -> tuple[Diagnosis, list[str]]:
     """Analyse a run directory and diagnose it; saves ``observations.json`` beside it.
@@ -425,10 +439,9 @@ def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
     """
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
     text = json.dumps(observations.to_dict(), indent=1) + "\n"
-    try:
-        (run_dir / OBSERVATIONS_FILE).write_text(text)
-    except OSError as exc:
-        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {exc.strerror} "
+    why = _save(run_dir / OBSERVATIONS_FILE, text)
+    if why is not None:
+        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {why} "
                         "(the diagnosis below is complete; copy the run directory to keep it)")
     return diagnose(observations), warnings
 
@@ -463,10 +476,9 @@ def write_reports(diagnosis: Diagnosis, run_dir: Path,
     written = {}
     for fmt, name in REPORT_FILES.items():
         path = run_dir / name
-        try:
-            path.write_text(RENDERERS[fmt](diagnosis))
-        except OSError as exc:
-            warn(f"reports not saved in {run_dir}: {exc.strerror} (hint: 'gitnetdiag report "
+        why = _save(path, RENDERERS[fmt](diagnosis))
+        if why is not None:
+            warn(f"reports not saved in {run_dir}: {why} (hint: 'gitnetdiag report "
                  f"{run_dir} --format md --out FILE' writes one elsewhere)")
             break
         written[fmt] = path
