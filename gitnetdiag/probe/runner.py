@@ -29,6 +29,7 @@ from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitconfig import write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
+from gitnetdiag.probe.nativecleanup import GitBranchCleanup
 from gitnetdiag.probe.pathinfo import PathMeasurement, measure_path
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
@@ -409,11 +410,12 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         label = f"native {protocol.value} ledger"
         url = options.urls[protocol]
         state.reporter.begin(label)
+        cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s)
         try:
             if protocol is Protocol.H2:
                 ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=pack,
                                             new_oid=oid, probe_id=new_probe_id(),
-                                            timeout_s=options.timeout_s,
+                                            timeout_s=options.timeout_s, cleanup=cleanup,
                                             verify=False if options.insecure else None)
                 detail = (f"server window {ledger.server_initial_window_bytes}, "
                           f"{ledger.stream.stall_count} stalls")
@@ -423,16 +425,34 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
                 ledger = ssh_push_probe(url, key_file=options.ssh_key,
                                         known_hosts=options.ssh_known_hosts, pack=pack,
                                         new_oid=oid, probe_id=new_probe_id(),
-                                        timeout_s=options.timeout_s)
+                                        timeout_s=options.timeout_s, cleanup=cleanup)
                 detail = (f"channel window {ledger.server_window_bytes}, "
                           f"{ledger.window_adjusts} adjusts")
         except GitnetdiagError as exc:
+            if cleanup.result is not None:  # no ledger file: the error tells the branch's end
+                exc.message += f" (its branch: {cleanup.result.status.value})"
             state.error("native", protocol, exc)
             state.reporter.done(label, exc.message, ok=False)
+            if cleanup.signalled:
+                raise KeyboardInterrupt from exc
             continue
+        finally:
+            _native_cleanup_problem(state, protocol, cleanup)
         path = state.run_dir / NATIVE_ARTIFACTS[protocol]
-        write_new_file(path, (json.dumps(ledger.to_dict(), indent=1) + "\n").encode())
+        data = {**ledger.to_dict(), **cleanup.ledger_fields()}
+        write_new_file(path, (json.dumps(data, indent=1) + "\n").encode())
         state.reporter.done(label, detail, ok=True)
+        if cleanup.signalled:
+            raise KeyboardInterrupt
+
+
+def _native_cleanup_problem(state: _Run, protocol: Protocol, cleanup: GitBranchCleanup) -> None:
+    error, warning = cleanup.problem(redact_url(state.options.urls[protocol]))
+    if error is not None:
+        state.error("cleanup", protocol, error)
+    if warning is not None:
+        state.warn(warning)
+
 
 
 SWEEP_ARTIFACT = "native-h2-sweep.json"
