@@ -238,12 +238,20 @@ _ERROR_KINDS = {"reset": "reset", "timeout": "timeout", "refused": "refused", "h
                 "auth": "auth", "unreachable": "refused"}
 
 
+_UNMEASURED_OUTCOMES = {
+    "no-data": "the push sent (almost) nothing: the server had the objects, no rate",
+    "interrupted": "interrupted before the push ended",
+}
+"""Pushes that are no measurement at all: never a rate, never a stall."""
+
+
 def push_result(record: PushRecord) -> obs.PushResult:
     ok = record.outcome == "ok"
     kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
+    message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
                           error_kind=kind,  # type: ignore[arg-type]
-                          error_message="" if ok else record.last_line)
+                          error_message=message)
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -370,7 +378,11 @@ _STAGE_HINTS = {
 }
 
 
-def _hint(error: RunError) -> str:
+def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
+    if error.stage == "cleanup":
+        command = next((c for branch, c in remove_commands.items() if branch in error.message),
+                       None)
+        return f"delete it by hand: {command}" if command else ""
     if error.stage == "push" and error.kind:
         from gitnetdiag.probe.gitpush import FailureKind, error_for_failure
 
@@ -383,9 +395,11 @@ def _hint(error: RunError) -> str:
 
 def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
     """The manifest's errors as the engine sees them, each with what to do about it."""
+    remove_commands = {push.branch: push.cleanup_command for run in manifest.protocols
+                       for push in run.pushes if push.cleanup_command}
     return tuple(
         obs.RunProblem(stage=e.stage, protocol=e.protocol, reference=e.reference, kind=e.kind,
-                       message=e.message, hint=_hint(e))
+                       message=e.message, hint=_hint(e, remove_commands))
         for e in manifest.errors
     )
 
