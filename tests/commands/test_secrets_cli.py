@@ -51,9 +51,12 @@ def test_refused_diagnose_names_the_error_and_no_secret(tmp_path: Path) -> None:
     ("load", f"ftp://u:{SECRET_USER}@127.0.0.1:1/x.git?private_token={SECRET_QUERY}"),
     ("probe", "--http", f"ftp://u:{SECRET_USER}@127.0.0.1:1/x.git?private_token={SECRET_QUERY}"),
     ("load", "--locust-master", f"http://u:{SECRET_USER}@127.0.0.1:1/?private_token={SECRET_QUERY}"),
+    # click's own usage error quotes the bad value
+    ("probe", "--lab-http", f"https://u:{SECRET_USER}@h/x.git?private_token={SECRET_QUERY}"),
 ])
 def test_bad_input_errors_name_no_secret(args: tuple[str, ...]) -> None:
-    """Errors raised before any probe runs (the URL rejected, the master refused)."""
+    """Errors raised before any probe runs (the URL rejected, the master refused,
+    click's complaint about a value)."""
     proc = _gitnetdiag(*args)
     assert proc.returncode not in (0, 1), proc.stderr.decode()
     lines = proc.stderr.decode().strip().splitlines()
