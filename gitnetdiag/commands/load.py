@@ -293,8 +293,10 @@ def load_command(
         with Live(Text("starting"), console=console, refresh_per_second=4,
                   transient=True) as live:
             outcome = run_load(options, LiveReporter(live, console))
-    _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches,
-            secrets=probe_secrets(remotes))
+    # The ramp is over (or was stopped): a further Ctrl-C/SIGTERM must not lose the report.
+    with signals_deferred():
+        _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches,
+                secrets=probe_secrets(remotes))
 
 
 LOAD_EPILOG = (
