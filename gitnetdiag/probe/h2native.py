@@ -490,6 +490,7 @@ def h2_sweep(
     settings: Sequence[tuple[int, int]] = DEFAULT_SWEEP,
     timeout_s: float = 120.0,
     verify: bool | None = None,
+    cleanup: BranchCleanup | None = None,
 ) -> tuple[SweepRow, ...]:
     """Repeat the push with different client SETTINGS; the rate follows the *server's* window.
 
@@ -501,16 +502,10 @@ def h2_sweep(
     access = http_access(url, ca_file=ca_file, verify=verify)
     for window, frame in settings:
         ledger = h2_push_probe(
-            url,
-            access=access,
-            pack=pack,
-            new_oid=new_oid,
-            probe_id=probe_id_factory(),
-            client_settings={
-                SettingCodes.INITIAL_WINDOW_SIZE: window,
-                SettingCodes.MAX_FRAME_SIZE: frame,
-            },
-            timeout_s=timeout_s,
+            url, access=access, pack=pack, new_oid=new_oid, probe_id=probe_id_factory(),
+            client_settings={SettingCodes.INITIAL_WINDOW_SIZE: window,
+                             SettingCodes.MAX_FRAME_SIZE: frame},
+            timeout_s=timeout_s, cleanup=cleanup,
         )
         rows.append(
             SweepRow(

@@ -10,7 +10,7 @@ branch. The probes only tell how far their push got (:func:`native_aftermath`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -62,6 +62,8 @@ class GitBranchCleanup:
     """How long to wait for a push the server may still apply."""
     result: CleanupResult | None = None
     """The last clean-up's result, also when the probe then raised."""
+    results: list[CleanupResult] = field(default_factory=list)
+    """Every clean-up's result (the HTTP/2 sweep pushes several branches)."""
     signalled: bool = False
     """Ctrl-C or SIGTERM arrived while the clean-up held them."""
 
@@ -70,6 +72,7 @@ class GitBranchCleanup:
         with interrupts_deferred() as deferred:
             self.result = remove_probe_ref(self.transport, branch, oid, aftermath,
                                            runner=run_git, cwd=self.cwd, wait_s=self.wait_s)
+        self.results.append(self.result)
         self.signalled = self.signalled or deferred.signalled
         return self.result
 
@@ -83,21 +86,20 @@ class GitBranchCleanup:
 
     def problem(self, url: str) -> tuple[NetworkError | None, str | None]:
         """A leftover branch as an error (with the command that removes it), an
-        unconfirmed one as a warning; ``(None, None)`` when the branch is gone."""
-        result = self.result
-        if result is None:
-            return None, None
-        if result.status is RefCleanup.LEFTOVER:
-            return NetworkError(
-                f"the native probe's branch is still on {url}: {result.detail}; "
-                f"remove it with: {result.remove_command}",
-                hint=f"delete it by hand: {result.remove_command}",
-                reference="probe-ref-leftover",
-            ), None
-        if result.status is RefCleanup.UNCONFIRMED:
-            return None, (f"the native probe's branch on {url}: {result.detail}; if it "
-                          f"appears, remove it with: {result.remove_command}")
-        return None, None
+        unconfirmed one as a warning; ``(None, None)`` when every branch is gone."""
+        error = warning = None
+        for result in self.results or ([self.result] if self.result else []):
+            if result.status is RefCleanup.LEFTOVER and error is None:
+                error = NetworkError(
+                    f"the native probe's branch is still on {url}: {result.detail}; "
+                    f"remove it with: {result.remove_command}",
+                    hint=f"delete it by hand: {result.remove_command}",
+                    reference="probe-ref-leftover",
+                )
+            elif result.status is RefCleanup.UNCONFIRMED and warning is None:
+                warning = (f"the native probe's branch on {url}: {result.detail}; if it "
+                           f"appears, remove it with: {result.remove_command}")
+        return error, warning
 
 
 def end_branch(cleanup: BranchCleanup, ref: str, oid: str, *, started: bool, sent_all: bool,

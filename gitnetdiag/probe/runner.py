@@ -468,20 +468,25 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
         return
     label = "h2 sweep of client settings"
     state.reporter.begin(label)
+    cleanup = GitBranchCleanup(state.transport(Protocol.H2), repo_path, options.cleanup_wait_s)
     try:
         rows = h2_sweep(options.urls[Protocol.H2], ca_file=options.ca_file,
                         pack=pack_for_commit(repo_path, oid), new_oid=oid,
                         probe_id_factory=new_probe_id, timeout_s=options.timeout_s,
-                        verify=False if options.insecure else None)
+                        verify=False if options.insecure else None, cleanup=cleanup)
     except GitnetdiagError as exc:
         state.error("h2-sweep", Protocol.H2, exc)
         state.reporter.done(label, exc.message, ok=False)
         return
+    finally:
+        _native_cleanup_problem(state, Protocol.H2, cleanup)
     write_new_file(state.run_dir / SWEEP_ARTIFACT,
                    (json.dumps([row.to_dict() for row in rows], indent=1) + "\n").encode())
     rates = [row.upload_rate_bytes_per_s or 0.0 for row in rows]
     state.reporter.done(label, f"{len(rows)} variants, {min(rates) / 1e6:.2f}-"
                         f"{max(rates) / 1e6:.2f} MB/s", ok=all(r.push_ok for r in rows))
+    if cleanup.signalled:
+        raise KeyboardInterrupt
 
 
 def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:

@@ -45,6 +45,7 @@ class _Fake(GitBranchCleanup):
     def __call__(self, ref: str, oid: str, aftermath: Aftermath) -> CleanupResult:
         self.calls.append((ref, oid, aftermath))
         self.result = self.planned
+        self.results.append(self.planned)
         return self.planned
 
 
@@ -79,3 +80,13 @@ def test_unconfirmed_is_a_warning_and_deleted_is_nothing() -> None:
     deleted = _Fake(_result(RefCleanup.DELETED))
     deleted(REF, "a" * 40, Aftermath.CREATED)
     assert deleted.problem("https://h/r.git") == (None, None)
+
+
+def test_a_leftover_among_several_branches_is_not_hidden_by_a_later_deletion() -> None:
+    """The HTTP/2 sweep pushes one branch per variant: an early leftover still counts."""
+    fake = _Fake(_result(RefCleanup.LEFTOVER, "git push --force-with-lease=..."))
+    fake(REF, "a" * 40, Aftermath.CREATED)
+    fake.planned = _result(RefCleanup.DELETED)
+    fake(REF, "b" * 40, Aftermath.CREATED)
+    error, _warning = fake.problem("https://h/r.git")
+    assert error is not None and error.reference == "probe-ref-leftover"
