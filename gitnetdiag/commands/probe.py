@@ -29,9 +29,9 @@ from gitnetdiag.host.adapter import load_host_report
 from gitnetdiag.lab.state import LabState, enter_lab_client
 from gitnetdiag.pipeline import HOST_REPORT_FILE
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.rundir import RunManifest
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe, summarize
 from gitnetdiag.proc import run
+from gitnetdiag.rundir import RunManifest, to_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -331,7 +331,7 @@ def probe_command(
             "run_id": outcome.manifest.run_id,
             "status": outcome.manifest.status,
             "protocols": [row.to_dict() for row in summarize(outcome.manifest)],
-            "errors": [error.to_dict() for error in outcome.manifest.errors],
+            "errors": to_jsonable(outcome.manifest.errors),
         }
         write_output(json_out, json.dumps(summary, indent=2) + "\n")
     if not then_diagnose:

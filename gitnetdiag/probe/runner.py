@@ -24,28 +24,34 @@ from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.burst import BurstResult, run_connect_burst, run_ls_remote_burst
+from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitconfig import write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
-from gitnetdiag.probe.pathinfo import PathMeasurement, measure_path
+from gitnetdiag.probe.pathinfo import measure_path
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
-from gitnetdiag.probe.rundir import (
+from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
+from gitnetdiag.probe.versions import collect_versions
+from gitnetdiag.proc import sigterm_interrupts
+from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
+from gitnetdiag.rundir import (
+    NATIVE_FILES,
     SCHEMA,
+    SWEEP_FILE,
+    BurstResult,
+    PathMeasurement,
     ProtocolRun,
     PushRecord,
     RepoInfo,
     RunError,
     RunManifest,
+    ToolVersions,
     redact_url,
     write_manifest,
 )
-from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
-from gitnetdiag.probe.versions import ToolVersions, collect_versions
-from gitnetdiag.proc import sigterm_interrupts
-from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
+from gitnetdiag.rundir.native import write_native
 from gitnetdiag.safefile import write_new_file
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
@@ -390,8 +396,6 @@ def _append_push(state: _Run, protocol: Protocol, record: PushRecord) -> None:
     state.protocols[protocol] = replace(run, pushes=(*run.pushes, record))
 
 
-NATIVE_ARTIFACTS = {Protocol.H2: "native-h2.json", Protocol.SSH: "native-ssh.json"}
-"""Where the native probes' ledgers land in the run directory."""
 
 
 def _native(state: _Run, repo_path: Path, oid: str) -> None:
@@ -430,12 +434,11 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
             state.error("native", protocol, exc)
             state.reporter.done(label, exc.message, ok=False)
             continue
-        path = state.run_dir / NATIVE_ARTIFACTS[protocol]
-        write_new_file(path, (json.dumps(ledger.to_dict(), indent=1) + "\n").encode())
+        write_native(state.run_dir / NATIVE_FILES[protocol.value], ledger.events)
         state.reporter.done(label, detail, ok=True)
 
 
-SWEEP_ARTIFACT = "native-h2-sweep.json"
+SWEEP_ARTIFACT = SWEEP_FILE
 
 
 def _sweep(state: _Run, repo_path: Path, oid: str) -> None:

@@ -14,7 +14,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis
-from gitnetdiag.probe.rundir import ProtocolRun, RunError
+from gitnetdiag.rundir import ProtocolRun, RunError
 
 VERDICTS = ("healthy", "degraded", "inconclusive", "failed")
 """Every verdict a diagnosis can give; the verdict gauge has one series per state."""

@@ -23,8 +23,8 @@ from urllib.parse import quote
 import pytest
 
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.rundir import load_run
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
+from gitnetdiag.rundir import load_run
 
 USER, TOKEN, QUERY_TOKEN = "user", "SECRETTOKEN", "SECRET2"
 COOKIE = "COOKIESECRET123"
