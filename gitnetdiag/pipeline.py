@@ -25,8 +25,8 @@ import numpy as np
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.diagnosis import observations as obs
-from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
+from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.pipeline_native import downsample, native_ledgers
 from gitnetdiag.rundir import (
@@ -42,7 +42,7 @@ from gitnetdiag.rundir import (
 from gitnetdiag.rundir.failures import failure_hint
 
 __all__ = ["HOST_REPORT_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "diagnose_run",
-           "diagnosis_from_saved", "observations_from_run", "write_reports"]
+           "diagnosis_from_saved", "observations_from_run", "summarize_run", "write_reports"]
 
 Progress = Callable[[str], None]
 
@@ -246,6 +246,16 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
                             host=host, problems=run_problems(manifest)), warnings
+
+
+def summarize_run(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:
+    """Per-protocol outcome and rates of a run's pushes, without analysing any capture
+    (the probe's summary table and ``--json``)."""
+    return tuple(
+        summarize_protocol(run.protocol, obs.ProtocolObservation(
+            pushes=tuple(push_result(record) for record in run.pushes)))
+        for run in manifest.protocols
+    )
 
 
 def requested_protocols(manifest: RunManifest) -> tuple[str, ...]:

@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import tempfile
-from collections import Counter
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
@@ -501,63 +499,3 @@ def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:
     if failures:
         detail += " (" + ", ".join(f"{k} {n}" for k, n in sorted(failures.items())) + ")"
     state.reporter.done(label, detail, ok=not failures)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProtocolSummary:
-    """One line of the summary table."""
-
-    protocol: str
-    """Protocol id."""
-    pushes: int
-    """Pushes attempted."""
-    ok: int
-    """Pushes that succeeded."""
-    hung: int
-    """Pushes killed at the timeout."""
-    rate_median_bytes_per_s: float | None
-    """Median rate of the successful pushes."""
-    rate_min_bytes_per_s: float | None
-    """Slowest successful push."""
-    rate_max_bytes_per_s: float | None
-    """Fastest successful push."""
-    wall_median_s: float | None
-    """Median wall time of the successful pushes."""
-    http_version: str | None
-    """Most common negotiated HTTP version."""
-    failures: dict[str, int]
-    """Failure kind (or outcome: ``no-data``, ``interrupted``) -> count, hung included."""
-    burst_ok: int | None
-    """Successful burst operations, None without a burst."""
-    burst_failures: dict[str, int]
-    """Burst failure kind -> count."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def summarize(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:
-    """Per-protocol summary of a run (pure)."""
-    rows: list[ProtocolSummary] = []
-    for run in manifest.protocols:
-        rates = [p.rate_bytes_per_s for p in run.pushes if p.rate_bytes_per_s is not None]
-        walls = [p.wall_s for p in run.pushes if p.outcome == "ok"]
-        versions = Counter(p.http_version for p in run.pushes if p.http_version)
-        failures = Counter(p.failure_kind or p.outcome for p in run.pushes if p.outcome != "ok")
-        rows.append(
-            ProtocolSummary(
-                protocol=run.protocol,
-                pushes=len(run.pushes),
-                ok=sum(p.outcome == "ok" for p in run.pushes),
-                hung=sum(p.outcome == "hung" for p in run.pushes),
-                rate_median_bytes_per_s=statistics.median(rates) if rates else None,
-                rate_min_bytes_per_s=min(rates) if rates else None,
-                rate_max_bytes_per_s=max(rates) if rates else None,
-                wall_median_s=statistics.median(walls) if walls else None,
-                http_version=versions.most_common(1)[0][0] if versions else None,
-                failures=dict(failures),
-                burst_ok=run.burst.ok_count if run.burst else None,
-                burst_failures=run.burst.failures_by_kind if run.burst else {},
-            )
-        )
-    return tuple(rows)
