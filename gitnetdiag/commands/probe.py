@@ -32,7 +32,7 @@ from gitnetdiag.pipeline import HOST_REPORT_FILE, summarize_run
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
-from gitnetdiag.rundir import RunManifest, to_jsonable
+from gitnetdiag.rundir import RunManifest, bad_run_dir, from_jsonable, to_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -324,7 +324,8 @@ def probe_command(
     if sweep.is_file():
         from gitnetdiag.probe.h2native import SweepRow, render_sweep
 
-        rows = [SweepRow(**row) for row in json.loads(sweep.read_text())]
+        rows = from_jsonable(tuple[SweepRow, ...], json.loads(sweep.read_text()),
+                             where=sweep.name, error=bad_run_dir)
         summary_console.print("HTTP/2 sweep: the upload rate follows the server's window, "
                               "not the client's settings", markup=False)
         summary_console.print(render_sweep(rows), markup=False, highlight=False)

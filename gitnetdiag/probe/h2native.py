@@ -405,17 +405,6 @@ class SweepRow:
     stalled_s: float
     push_ok: bool
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "client_window_bytes": self.client_window_bytes,
-            "client_max_frame_bytes": self.client_max_frame_bytes,
-            "server_initial_window_bytes": self.server_initial_window_bytes,
-            "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
-            "stall_count": self.stall_count,
-            "stalled_s": self.stalled_s,
-            "push_ok": self.push_ok,
-        }
-
 
 DEFAULT_SWEEP: tuple[tuple[int, int], ...] = (
     (65_535, 16_384),
@@ -521,7 +510,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     probe_id_factory=new_probe_id,
                     timeout_s=args.timeout_s,
                 )
-                print(json.dumps({"sweep": [row.to_dict() for row in rows]}))
+                print(json.dumps({"sweep": to_jsonable(rows)}))
                 print(render_sweep(rows), file=sys.stderr)
             else:
                 ledger = h2_push_probe(

@@ -47,6 +47,7 @@ from gitnetdiag.rundir import (
     RunManifest,
     ToolVersions,
     redact_url,
+    to_jsonable,
     write_manifest,
 )
 from gitnetdiag.rundir.native import write_native
@@ -459,7 +460,7 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
         state.reporter.done(label, exc.message, ok=False)
         return
     write_new_file(state.run_dir / SWEEP_ARTIFACT,
-                   (json.dumps([row.to_dict() for row in rows], indent=1) + "\n").encode())
+                   (json.dumps(to_jsonable(rows), indent=1) + "\n").encode())
     rates = [row.upload_rate_bytes_per_s or 0.0 for row in rows]
     state.reporter.done(label, f"{len(rows)} variants, {min(rates) / 1e6:.2f}-"
                         f"{max(rates) / 1e6:.2f} MB/s", ok=all(r.push_ok for r in rows))

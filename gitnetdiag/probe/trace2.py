@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -158,9 +158,6 @@ class CurlRequest:
     http_version: str | None
     """Protocol of the response (``HTTP/2``, ``HTTP/1.1``) or of the request."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, kw_only=True)
 class CurlTraceSummary:
@@ -174,9 +171,6 @@ class CurlTraceSummary:
     """Requests in order."""
     last_info: str | None
     """The last ``== Info:`` line (shows where a hung transfer stopped)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 _CURL_LINE = re.compile(r"^(\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\s+\S+\s+(.*)$")
