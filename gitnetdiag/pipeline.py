@@ -22,8 +22,8 @@ from typing import Any
 
 import numpy as np
 
+from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
-from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
@@ -171,12 +171,19 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 # --- the whole run ---------------------------------------------------------------------
 
 
-def _analyze(path: Path, progress: Progress, warnings: list[str]) -> CaptureAnalysis | None:
+def _analyze(path: Path, progress: Progress, warnings: list[str],
+             unread: list[obs.RunProblem], protocol: str) -> CaptureAnalysis | None:
+    """One capture; one that cannot be read at all is a missing measurement in ``unread``."""
     progress(f"analysing {path.name}")
     try:
         result = analyze_capture(path)
     except GitnetdiagError as exc:
         warnings.append(f"{path.name}: {exc.message}")
+        unread.append(obs.RunProblem(
+            stage="capture", protocol=protocol, reference=exc.reference,
+            message=f"{path.name}: {exc.message}",
+            hint="the packet evidence of this push is missing; keep the run directory whole "
+            "or run the probe again"))
         return None
     warnings.extend(f"{path.name}: {w}" for w in result.warnings)
     return result
@@ -188,6 +195,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     """Build the engine's input from a run directory; returns it with analysis warnings."""
     manifest = manifest or load_run(run_dir)
     warnings: list[str] = []
+    unread: list[obs.RunProblem] = []
     if host is None and (run_dir / HOST_REPORT_FILE).is_file():
         from gitnetdiag.host.adapter import load_host_report
 
@@ -205,7 +213,8 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         if chosen:
             record = chosen[0]
             assert record.capture is not None
-            analysis = _analyze(run_dir / record.capture.path, progress, warnings)
+            analysis = _analyze(run_dir / record.capture.path, progress, warnings, unread,
+                                run.protocol)
             conn = upload_connection(analysis) if analysis else None
             if conn is not None:
                 label = f"{run.protocol} push {record.repeat}"
@@ -221,7 +230,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
             flight=flight,
         )
         if run.burst is not None:
-            bursts.append(_burst(run_dir, run.burst, run.endpoint, progress, warnings))
+            bursts.append(_burst(run_dir, run.burst, run.endpoint, progress, warnings, unread))
     rtts = [p.connect_rtt_min_s for p in manifest.paths if p.connect_rtt_min_s]
     env = manifest.environment
     pack = manifest.repo.pack_bytes if manifest.repo else None
@@ -245,7 +254,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         ),
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
-                            host=host, problems=run_problems(manifest)), warnings
+                            host=host, problems=run_problems(manifest) + tuple(unread)), warnings
 
 
 def summarize_run(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:
@@ -293,7 +302,7 @@ def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
 
 
 def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
-           warnings: list[str]) -> obs.BurstResult:
+           warnings: list[str], unread: list[obs.RunProblem]) -> obs.BurstResult:
     failed: dict[str, int] = {}
     for op in burst.ops:
         if not op.ok:
@@ -302,7 +311,7 @@ def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
     connects = [c.connect_s for c in burst.connects if c.connect_s is not None]
     syn = synack = resets = 0
     if burst.capture:
-        analysis = _analyze(run_dir / burst.capture, progress, warnings)
+        analysis = _analyze(run_dir / burst.capture, progress, warnings, unread, burst.protocol)
         for conn in analysis.connections if analysis else ():
             syn += conn.handshake.syn_retransmissions
             synack += max(conn.handshake.synack_retransmissions, conn.handshake.synack_after_ack)

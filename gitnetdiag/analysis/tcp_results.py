@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitnetdiag.capture.flows import Connection
-from gitnetdiag.rundir.serial import to_jsonable
+from gitnetdiag.serial import to_jsonable
 
 NS = 1_000_000_000
 

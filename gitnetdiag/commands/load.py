@@ -102,9 +102,21 @@ def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path 
         json_out.write_text(render_json(report))
 
 
+def print_load_diagnosis(report: LoadReport) -> None:
+    """The engine's ranked culprits for a load run (bursts per step, host counter deltas)."""
+    from gitnetdiag.diagnosis.engine import diagnose
+    from gitnetdiag.load.diagnose import observations_from_load
+    from gitnetdiag.report.terminal import render_terminal as render_diagnosis
+
+    typer.echo(render_diagnosis(diagnose(observations_from_load(report)), width=200), nl=False)
+
+
 def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
-            json_out: Path | None, leftover: tuple[str, ...] = ()) -> None:
+            json_out: Path | None, leftover: tuple[str, ...] = (), *,
+            then_diagnose: bool = False) -> None:
     render_terminal(report, Console(highlight=False, width=200))
+    if then_diagnose:
+        print_load_diagnosis(report)
     _write_outputs(report, records, out, json_out)
     if leftover:
         raise NetworkError(
@@ -121,7 +133,8 @@ def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
 
 
 def _collect_locust(master: str | None, results: Path | None, wait: float, out: Path | None,
-                    json_out: Path | None, min_ops_per_hour: float | None) -> None:
+                    json_out: Path | None, min_ops_per_hour: float | None,
+                    then_diagnose: bool) -> None:
     from dataclasses import replace
 
     from gitnetdiag.errors import InputError
@@ -144,7 +157,7 @@ def _collect_locust(master: str | None, results: Path | None, wait: float, out: 
 
         payload = fetch_payload(master, wait_s=wait, on_poll=show)
     report = replace(report_from_payload(payload), min_ops_per_hour=min_ops_per_hour)
-    _finish(report, (), out, json_out)
+    _finish(report, (), out, json_out, then_diagnose=then_diagnose)
 
 
 def load_command(
@@ -187,6 +200,10 @@ def load_command(
     wait: float = typer.Option(
         0.0, "--wait", min=0.0, help="With --locust-master: wait up to N s for the run to end."),
     no_live: bool = typer.Option(False, "--no-live", help="No live display."),
+    then_diagnose: bool = typer.Option(
+        False, "--diagnose",
+        help="Also rank the culprits the run shows (accept queue, SYN drops) from its failures "
+        "and the server's counter deltas."),
 ) -> None:
     """Capacity test: clones, fetches, pushes and ls-remotes at rising concurrency.
 
@@ -203,7 +220,8 @@ def load_command(
             hint="drop the URLs, or drop " + source.split("/")[0],
         )
     if locust_master is not None or locust_results is not None:
-        _collect_locust(locust_master, locust_results, wait, out, json_out, min_ops_per_hour)
+        _collect_locust(locust_master, locust_results, wait, out, json_out, min_ops_per_hour,
+                        then_diagnose)
         return
     op_list = parse_ops(ops)
     weights = parse_mix(mix, len(op_list))
@@ -272,7 +290,8 @@ def load_command(
         with Live(Text("starting"), console=console, refresh_per_second=4,
                   transient=True) as live:
             outcome = run_load(options, LiveReporter(live, console))
-    _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches)
+    _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches,
+            then_diagnose=then_diagnose)
 
 
 LOAD_EPILOG = (

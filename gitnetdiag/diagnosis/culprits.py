@@ -43,6 +43,7 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
 )
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
+from gitnetdiag.thresholds import SMALL_BACKLOG
 
 SLOWER_RATIO = 0.5
 """A protocol is "much slower" when its rate is below this share of the fastest other one."""
@@ -64,8 +65,6 @@ REFERENCE_RTT_S = 0.02
 """RTT of a nearby endpoint, the baseline of ``path-latency``."""
 SYN_RTO_S = 1.0
 """Linux initial SYN retransmission timeout: each dropped SYN or SYN-ACK costs at least this."""
-SMALL_BACKLOG = 16
-"""A listen backlog at or below this overflows under ordinary bursts."""
 MIN_RTO_S = 0.2
 """Linux minimum retransmission timeout."""
 SLOW_PHASE_S = 1.0

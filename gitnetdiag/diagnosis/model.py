@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gitnetdiag.diagnosis.observations import Observations
-from gitnetdiag.rundir.serial import to_jsonable
+from gitnetdiag.serial import to_jsonable
 
 Verdict = Literal["healthy", "degraded", "inconclusive", "failed"]
 """``healthy`` every requested protocol measured and nothing ranks; ``degraded``
@@ -128,7 +128,8 @@ class Environment:
     versions: dict[str, str]
     """Client tool versions by name (git, libcurl, nghttp2, openssh)."""
     protocols: tuple[str, ...]
-    """Protocols measured, in canonical order."""
+    """Protocols with observations (pushed, whatever the outcome), in canonical order;
+    see ``Diagnosis.measured_protocols`` for those that measured something."""
     measured_by: str
     """How it was measured."""
     min_impact_s: float

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gitnetdiag.errors import InputError
-from gitnetdiag.rundir.serial import from_jsonable, to_jsonable
+from gitnetdiag.serial import from_jsonable, to_jsonable
 
 ProtocolName = Literal["h1", "h2", "ssh", "git"]
 """``h1`` HTTP/1.1, ``h2`` HTTP/2, ``ssh`` git over SSH, ``git`` the git:// daemon."""

@@ -19,7 +19,7 @@ from typing import Any
 from gitnetdiag.errors import InputError, NetworkError
 from gitnetdiag.load.model import LoadReport, OpRecord
 from gitnetdiag.load.stats import summarize_step
-from gitnetdiag.report.redact import redact_text
+from gitnetdiag.redaction import redact_text
 
 RESULTS_PATH = "/gitnetdiag/results"
 FINAL_REPORT_WAIT_S = 4.0

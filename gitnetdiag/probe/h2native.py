@@ -61,7 +61,7 @@ from gitnetdiag.rundir.native import (
     StreamOpened,
     WindowUpdateReceived,
 )
-from gitnetdiag.rundir.serial import to_jsonable
+from gitnetdiag.serial import to_jsonable
 
 __all__ = [
     "ZERO_OID", "check_safe_ref", "h2_push_probe", "h2_sweep", "parse_advertisement",

@@ -7,7 +7,7 @@ from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.rundir.serial import to_jsonable
+from gitnetdiag.serial import to_jsonable
 
 SCHEMA = "gitnetdiag.report/2"
 """Schema id; bump the number on any incompatible change."""

@@ -53,7 +53,7 @@ from gitnetdiag.rundir.records import (
     ToolVersions,
     Trace2Phases,
 )
-from gitnetdiag.rundir.serial import Malformed, from_jsonable, to_jsonable
+from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
 
 __all__ = [
     "BAD_RUN_DIR", "HOST_REPORT_FILE", "MANIFEST_NAME", "NATIVE_FILES", "NATIVE_H2_FILE",

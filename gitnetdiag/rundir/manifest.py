@@ -16,8 +16,8 @@ from typing import Any
 from gitnetdiag.errors import InputError
 from gitnetdiag.rundir.files import MANIFEST_NAME
 from gitnetdiag.rundir.records import SCHEMA, RunManifest
-from gitnetdiag.rundir.serial import Malformed, from_jsonable, to_jsonable
 from gitnetdiag.safefile import open_new_file
+from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
 
 PROTOCOL_NAMES = ("h1", "h2", "ssh", "git")
 

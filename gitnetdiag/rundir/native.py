@@ -28,8 +28,8 @@ from pathlib import Path
 from typing import Any
 
 from gitnetdiag.rundir.manifest import bad_run_dir, read_json_object
-from gitnetdiag.rundir.serial import from_jsonable, to_jsonable
 from gitnetdiag.safefile import write_new_file
+from gitnetdiag.serial import from_jsonable, to_jsonable
 
 H2_SCHEMA = "gitnetdiag.native-h2/2"
 SSH_SCHEMA = "gitnetdiag.native-ssh/2"

@@ -105,7 +105,8 @@ def test_auth_lab_small_edge_window_ranks_first_and_no_token_leaks(
     native = h2_record(json.loads((out / "native-h2.json").read_text()), "native-h2.json")
     assert native.auth == "credential-helper"
     assert native.server_settings().get("INITIAL_WINDOW_SIZE", 65_535) == 65_535
-    assert h2_ledgers(native).stream.stall_count > 0
+    replayed = h2_ledgers(native)
+    assert replayed.stream.stall_count > 0
     assert native.ref_deleted is True
     # The native SSH probe used the agent's key (no --ssh-key was given).
     assert (out / "native-ssh.json").is_file(), proc.stderr[-2000:]
@@ -117,8 +118,9 @@ def test_auth_lab_small_edge_window_ranks_first_and_no_token_leaks(
     evidence = json.dumps(top["evidence"])
     assert "native HTTP/2 probe" in evidence and "65535" in evidence, evidence
     print(f"auth lab: diagnose took {elapsed_s:.1f} s, top culprit {ids[0]} "
-          f"score {top.get('score')}, native window {native['server_initial_window_bytes']}, "
-          f"native upload {native['upload_s']:.2f} s, {native['stream']['stall_count']} stalls")
+          f"score {top.get('score')}, native window "
+          f"{native.server_settings().get('INITIAL_WINDOW_SIZE', 65_535)}, "
+          f"native upload {replayed.upload_s:.2f} s, {replayed.stream.stall_count} stalls")
 
     assert token not in proc.stdout and token not in proc.stderr
     assert files_holding(out, secrets) == []

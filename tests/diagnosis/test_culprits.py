@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import pytest
 
-from gitnetdiag.diagnosis import CULPRITS, Diagnosis, diagnose, examples
+from gitnetdiag.diagnosis import CULPRITS, Diagnosis, diagnose
 from gitnetdiag.diagnosis.observations import (
     BurstResult,
     CaptureMetrics,
@@ -22,6 +22,7 @@ from gitnetdiag.diagnosis.observations import (
     StorageResult,
     Trace2Phases,
 )
+from tests.diagnosis import examples
 
 MB = 24_000_000
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.capture.analyze import analyze_capture
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.load.model import LoadReport
 from gitnetdiag.rundir import PushRecord, load_run

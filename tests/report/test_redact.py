@@ -11,10 +11,11 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from gitnetdiag import redaction
-from gitnetdiag.diagnosis import diagnose, examples
+from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import PushResult
 from gitnetdiag.errors import UsageError
 from gitnetdiag.report import RENDERERS, redact_text, redact_url
+from tests.diagnosis import examples
 
 
 @pytest.mark.parametrize(
