@@ -16,7 +16,7 @@ def finding(id_: str, cost_s: float, score: float) -> Finding:
         score=score,
         cost_s=cost_s,
         summary="s",
-        evidence=(Evidence(what="w", value="1"),),
+        evidence=(Evidence(what="w", value=1, unit="count"),),
         fix="f",
     )
 
