@@ -8,9 +8,10 @@ Everything a probe hands to the analysis crosses here, as files::
                                native-ssh.json
                                captures, trace2, ...
 
-This package depends only on ``gitnetdiag.errors``, ``redaction``, ``safefile``
-and the standard library, so both sides can import it and neither imports the
-other. Layout: ``docs/run-directory.md``.
+This package depends only on ``gitnetdiag.errors``, ``redaction``, ``safefile``,
+``serial`` (the one dataclass<->JSON converter) and the standard library, so
+both sides can import it and neither imports the other. Layout:
+``docs/run-directory.md``.
 """
 
 from __future__ import annotations
