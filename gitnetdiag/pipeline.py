@@ -40,6 +40,7 @@ from gitnetdiag.rundir import (
     read_json_object,
 )
 from gitnetdiag.rundir.failures import failure_hint
+from gitnetdiag.safefile import replace_file
 
 __all__ = ["HOST_REPORT_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "diagnose_run",
            "diagnosis_from_saved", "observations_from_run", "summarize_run", "write_reports"]
@@ -138,12 +139,20 @@ _ERROR_KINDS = {"reset": "reset", "timeout": "timeout", "refused": "refused", "h
                 "auth": "auth", "unreachable": "refused"}
 
 
+_UNMEASURED_OUTCOMES = {
+    "no-data": "the push sent (almost) nothing: the server had the objects, no rate",
+    "interrupted": "interrupted before the push ended",
+}
+"""Pushes that are no measurement at all: never a rate, never a stall."""
+
+
 def push_result(record: PushRecord) -> obs.PushResult:
     ok = record.outcome == "ok"
     kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
+    message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
                           error_kind=kind,  # type: ignore[arg-type]
-                          error_message="" if ok else record.last_line)
+                          error_message=message)
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -286,7 +295,11 @@ _STAGE_HINTS = {
 }
 
 
-def _hint(error: RunError) -> str:
+def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
+    if error.stage == "cleanup":
+        command = next((c for branch, c in remove_commands.items() if branch in error.message),
+                       None)
+        return f"delete it by hand: {command}" if command else ""
     if error.stage == "push" and error.kind:
         return failure_hint(error.kind)
     return _STAGE_HINTS.get(error.stage, "")
@@ -294,9 +307,11 @@ def _hint(error: RunError) -> str:
 
 def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
     """The manifest's errors as the engine sees them, each with what to do about it."""
+    remove_commands = {push.branch: push.cleanup_command for run in manifest.protocols
+                       for push in run.pushes if push.cleanup_command}
     return tuple(
         obs.RunProblem(stage=e.stage, protocol=e.protocol, reference=e.reference, kind=e.kind,
-                       message=e.message, hint=_hint(e))
+                       message=e.message, hint=_hint(e, remove_commands))
         for e in manifest.errors
     )
 
@@ -328,6 +343,19 @@ def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
     )
 
 
+def _save(path: Path, text: str) -> str | None:
+    """Write ``text`` to ``path`` without following a symlink planted there (the
+    run directory may have been received from someone else); why it failed, or None."""
+    try:
+        replace_file(path, text.encode())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except GitnetdiagError as exc:
+        cause = exc.__cause__
+        return cause.strerror if isinstance(cause, OSError) and cause.strerror else exc.message
+    return None
+
+
 def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
                  progress: Progress = _quiet) -> tuple[Diagnosis, list[str]]:
     """Analyse a run directory and diagnose it; saves ``observations.json`` beside it.
@@ -337,10 +365,9 @@ def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
     """
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
     text = json.dumps(observations.to_dict(), indent=1) + "\n"
-    try:
-        (run_dir / OBSERVATIONS_FILE).write_text(text)
-    except OSError as exc:
-        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {exc.strerror} "
+    why = _save(run_dir / OBSERVATIONS_FILE, text)
+    if why is not None:
+        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {why} "
                         "(the diagnosis below is complete; copy the run directory to keep it)")
     return diagnose(observations), warnings
 
@@ -375,10 +402,9 @@ def write_reports(diagnosis: Diagnosis, run_dir: Path,
     written = {}
     for fmt, name in REPORT_FILES.items():
         path = run_dir / name
-        try:
-            path.write_text(RENDERERS[fmt](diagnosis))
-        except OSError as exc:
-            warn(f"reports not saved in {run_dir}: {exc.strerror} (hint: 'gitnetdiag report "
+        why = _save(path, RENDERERS[fmt](diagnosis))
+        if why is not None:
+            warn(f"reports not saved in {run_dir}: {why} (hint: 'gitnetdiag report "
                  f"{run_dir} --format md --out FILE' writes one elsewhere)")
             break
         written[fmt] = path

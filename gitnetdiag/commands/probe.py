@@ -29,6 +29,7 @@ from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.host.adapter import load_host_report
 from gitnetdiag.lab.state import LabState, enter_lab_client
 from gitnetdiag.pipeline import HOST_REPORT_FILE, summarize_run
+from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
@@ -227,6 +228,12 @@ def probe_command(
     burst: int = typer.Option(0, "--burst", min=0, help="Concurrent ls-remote per protocol."),
     timeout: float = typer.Option(
         DEFAULT_TIMEOUT_S, "--timeout", min=1.0, help="Timeout of each git run, seconds."),
+    cleanup_wait: float = typer.Option(
+        DEFAULT_CLEANUP_WAIT_S, "--cleanup-wait", min=0.0,
+        help="Seconds the clean-up of a push cut short (timeout, Ctrl-C) waits for the "
+        "server to finish applying it (a slow pre-receive hook) before deleting the "
+        "throwaway branch; past it the branch is reported 'unconfirmed' with its remove "
+        "command."),
     no_capture: bool = typer.Option(False, "--no-capture", help="Do not run tcpdump."),
     lab: bool = typer.Option(False, "--lab", help="Probe the local lab (runs in its client ns)."),
     lab_instance: str = typer.Option("default", "--lab-instance", help="Lab instance name."),
@@ -296,6 +303,7 @@ def probe_command(
         full=full,
         burst=burst,
         timeout_s=timeout,
+        cleanup_wait_s=cleanup_wait,
         capture=not no_capture,
         extra_options=extra,
         native=native,

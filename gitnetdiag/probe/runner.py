@@ -25,6 +25,7 @@ from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.gitconfig import write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
+from gitnetdiag.probe.nativecleanup import GitBranchCleanup
 
 # ProbeOptions is re-exported: the probe command and its tests take it from the runner.
 from gitnetdiag.probe.options import ProbeOptions as ProbeOptions
@@ -324,11 +325,12 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         label = f"native {protocol.value} ledger"
         url = options.urls[protocol]
         state.reporter.begin(label)
+        cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s)
         try:
             if protocol is Protocol.H2:
                 ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=pack,
                                             new_oid=oid, probe_id=new_probe_id(),
-                                            timeout_s=options.timeout_s,
+                                            timeout_s=options.timeout_s, cleanup=cleanup,
                                             verify=False if options.insecure else None)
                 detail = (f"server window {ledger.server_initial_window_bytes}, "
                           f"{ledger.stream.stall_count} stalls")
@@ -338,15 +340,33 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
                 ledger = ssh_push_probe(url, key_file=options.ssh_key,
                                         known_hosts=options.ssh_known_hosts, pack=pack,
                                         new_oid=oid, probe_id=new_probe_id(),
-                                        timeout_s=options.timeout_s)
+                                        timeout_s=options.timeout_s, cleanup=cleanup)
                 detail = (f"channel window {ledger.server_window_bytes}, "
                           f"{ledger.window_adjusts} adjusts")
         except GitnetdiagError as exc:
+            if cleanup.result is not None:  # no ledger file: the error tells the branch's end
+                exc.message += f" (its branch: {cleanup.result.status.value})"
             state.error("native", protocol, exc)
             state.reporter.done(label, exc.message, ok=False)
+            if cleanup.signalled:
+                raise KeyboardInterrupt from exc
             continue
-        write_native(state.run_dir / NATIVE_FILES[protocol.value], ledger.events)
+        finally:
+            _native_cleanup_problem(state, protocol, cleanup)
+        write_native(state.run_dir / NATIVE_FILES[protocol.value],
+                     replace(ledger.events, **cleanup.ledger_fields()))
         state.reporter.done(label, detail, ok=True)
+        if cleanup.signalled:
+            raise KeyboardInterrupt
+
+
+def _native_cleanup_problem(state: _Run, protocol: Protocol, cleanup: GitBranchCleanup) -> None:
+    error, warning = cleanup.problem(redact_url(state.options.urls[protocol]))
+    if error is not None:
+        state.error("cleanup", protocol, error)
+    if warning is not None:
+        state.warn(warning)
+
 
 
 SWEEP_ARTIFACT = SWEEP_FILE
@@ -362,20 +382,25 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
         return
     label = "h2 sweep of client settings"
     state.reporter.begin(label)
+    cleanup = GitBranchCleanup(state.transport(Protocol.H2), repo_path, options.cleanup_wait_s)
     try:
         rows = h2_sweep(options.urls[Protocol.H2], ca_file=options.ca_file,
                         pack=pack_for_commit(repo_path, oid), new_oid=oid,
                         probe_id_factory=new_probe_id, timeout_s=options.timeout_s,
-                        verify=False if options.insecure else None)
+                        verify=False if options.insecure else None, cleanup=cleanup)
     except GitnetdiagError as exc:
         state.error("h2-sweep", Protocol.H2, exc)
         state.reporter.done(label, exc.message, ok=False)
         return
+    finally:
+        _native_cleanup_problem(state, Protocol.H2, cleanup)
     write_new_file(state.run_dir / SWEEP_ARTIFACT,
                    (json.dumps(to_jsonable(rows), indent=1) + "\n").encode())
     rates = [row.upload_rate_bytes_per_s or 0.0 for row in rows]
     state.reporter.done(label, f"{len(rows)} variants, {min(rates) / 1e6:.2f}-"
                         f"{max(rates) / 1e6:.2f} MB/s", ok=all(r.push_ok for r in rows))
+    if cleanup.signalled:
+        raise KeyboardInterrupt
 
 
 def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:

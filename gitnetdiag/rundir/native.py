@@ -120,6 +120,13 @@ class H2NativeRecord:
     """The proxy tunnelled through (URL without credentials), or None."""
     warnings: tuple[str, ...]
     """What the probe could not do as git does."""
+    cleanup: str = "not-run"
+    """What became of the branch when the run ended it as git's pushes (``deleted``,
+    ``never-created``, ``leftover``, ``unconfirmed``; see the manifest's push records)."""
+    cleanup_detail: str = ""
+    """Why, for anything but a plain ``deleted``/``never-created``."""
+    cleanup_command: str | None = None
+    """For ``leftover``/``unconfirmed``: the command that removes the branch (URL redacted)."""
 
     def server_settings(self) -> dict[str, int]:
         """The server's SETTINGS as last known."""
@@ -187,6 +194,13 @@ class SshNativeRecord:
     """The throwaway branch pushed."""
     ref_deleted: bool
     """The branch was deleted afterwards."""
+    cleanup: str = "not-run"
+    """What became of the branch when the run ended it as git's pushes (``deleted``,
+    ``never-created``, ``leftover``, ``unconfirmed``; see the manifest's push records)."""
+    cleanup_detail: str = ""
+    """Why, for anything but a plain ``deleted``/``never-created``."""
+    cleanup_command: str | None = None
+    """For ``leftover``/``unconfirmed``: the command that removes the branch (URL redacted)."""
 
 
 NativeRecord = H2NativeRecord | SshNativeRecord

@@ -196,6 +196,22 @@ def test_redaction_is_idempotent() -> None:
     assert redaction.redact_text(once, {SECRET}) == once
 
 
+@pytest.mark.parametrize(("text", "expected"), [
+    ("--full over plain HTTP (http://u:pw@h:1/r.git?private_token=TOK) would write",
+     "--full over plain HTTP (http://***@h:1/r.git?private_token=***) would write"),
+    ("see https://h/r.git?t=TOK.", "see https://h/r.git?t=***."),
+    ("at https://h/wiki/Foo_(bar), then", "at https://h/wiki/Foo_(bar), then"),
+])
+def test_punctuation_after_a_url_is_kept_and_a_second_pass_changes_nothing(
+    text: str, expected: str
+) -> None:
+    """The CLI redacts error lines that were redacted already: the ``)`` closing a
+    URL in prose must survive both passes."""
+    once = redaction.redact_text(text)
+    assert once == expected
+    assert redaction.redact_text(once) == once
+
+
 @pytest.mark.parametrize(
     "piece", ["ab/cd+ef/http.gh/", "ab+cd.ef-", "http.", ".extraheader", "a=b&", "%41"]
 )
