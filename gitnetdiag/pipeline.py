@@ -206,7 +206,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     warnings: list[str] = []
     unread: list[obs.RunProblem] = []
     if host is None and (run_dir / HOST_REPORT_FILE).is_file():
-        from gitnetdiag.host.adapter import load_host_report
+        from gitnetdiag.pipeline_host import load_host_report
 
         host = load_host_report(run_dir / HOST_REPORT_FILE)
     protocols: dict[str, obs.ProtocolObservation] = {}

@@ -37,6 +37,7 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.diagnosis": "diagnosis",
     "gitnetdiag.pipeline": "pipeline",
     "gitnetdiag.pipeline_native": "pipeline",
+    "gitnetdiag.pipeline_host": "pipeline",
     "gitnetdiag.report": "report",
     "gitnetdiag.proc": "proc",
     "gitnetdiag.tools": "tools",
@@ -99,11 +100,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "replays them for its live summary (progress line, --h2-sweep rows, lab CLI)",
     ("gitnetdiag.probe.sshnative", "gitnetdiag.analysis.nativeledger"):
         "issue 12 part 3: as above, for the SSH channel",
-    ("gitnetdiag.host.adapter", "gitnetdiag.diagnosis.observations"):
-        "issue 12 part 1: the host report is a run-directory record, turned into "
-        "observations on the pipeline side",
-    ("gitnetdiag.pipeline", "gitnetdiag.host.adapter"):
-        "issue 12 part 1: as above, the pipeline reads the host record through rundir",
     ("gitnetdiag.load.report", "gitnetdiag.report.redact"):
         "issue 12 part 5: the load report's renderers move into report/",
     ("gitnetdiag.storage.render", "gitnetdiag.diagnosis.units"):
