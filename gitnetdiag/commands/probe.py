@@ -24,15 +24,16 @@ from gitnetdiag.commands._output import write_output
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
-from gitnetdiag.host.adapter import load_host_report
 from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.lab.state import LabState
-from gitnetdiag.pipeline import HOST_REPORT_FILE
+from gitnetdiag.pipeline import HOST_REPORT_FILE, summarize_run
+from gitnetdiag.pipeline_host import load_host_report
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe, summarize
+from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
+from gitnetdiag.rundir import bad_run_dir, from_jsonable, to_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -297,12 +298,14 @@ def probe_command(
     # With --diagnose the report is the product on stdout; the summary goes to stderr.
     summary_console = console if then_diagnose else Console(highlight=False)
     summary_console.file.write(render_probe_summary(
-        outcome.manifest, width=summary_console.width, color=summary_console.is_terminal))
+        outcome.manifest, summaries=summarize_run(outcome.manifest),
+        width=summary_console.width, color=summary_console.is_terminal))
     sweep = outcome.run_dir / SWEEP_ARTIFACT
     if sweep.is_file():
         from gitnetdiag.probe.h2native import SweepRow
 
-        rows = [SweepRow(**row) for row in json.loads(sweep.read_text())]
+        rows = from_jsonable(tuple[SweepRow, ...], json.loads(sweep.read_text()),
+                             where=sweep.name, error=bad_run_dir)
         summary_console.print("HTTP/2 sweep: the upload rate follows the server's window, "
                               "not the client's settings", markup=False)
         summary_console.print(render_sweep(rows), markup=False, highlight=False)
@@ -312,8 +315,8 @@ def probe_command(
             "run_dir": str(outcome.run_dir),
             "run_id": outcome.manifest.run_id,
             "status": outcome.manifest.status,
-            "protocols": [row.to_dict() for row in summarize(outcome.manifest)],
-            "errors": [error.to_dict() for error in outcome.manifest.errors],
+            "protocols": to_jsonable(summarize_run(outcome.manifest)),
+            "errors": to_jsonable(outcome.manifest.errors),
         }
         write_output(json_out, json.dumps(summary, indent=2) + "\n")
     if not then_diagnose:

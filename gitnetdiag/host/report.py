@@ -1,7 +1,7 @@
 """The host report: what ``gitnetdiag host`` found, as one JSON-ready value.
 
 Schema ``gitnetdiag.host/1`` (docs/host.md lists every field); the diagnosis
-reads it through :mod:`gitnetdiag.host.adapter`.
+reads it through :mod:`gitnetdiag.pipeline_host`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,9 @@ from typing import Any
 
 from gitnetdiag.host.configlint import ConfigChecked, LintFinding
 from gitnetdiag.host.listeners import ListenerInfo
+from gitnetdiag.rundir.files import HOST_REPORT_SCHEMA
 
-SCHEMA = "gitnetdiag.host/1"
+SCHEMA = HOST_REPORT_SCHEMA
 
 
 @dataclass(frozen=True, kw_only=True)

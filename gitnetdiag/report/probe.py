@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -10,38 +11,45 @@ from rich.table import Table
 from gitnetdiag.report.console import console_text
 
 if TYPE_CHECKING:
+    from gitnetdiag.diagnosis.model import ProtocolSummary
     from gitnetdiag.probe.h2native import SweepRow
-    from gitnetdiag.probe.rundir import RunManifest
+    from gitnetdiag.rundir import RunManifest
 
 
-def _mb_s(bytes_per_s: float | None) -> str:
+def _mb_s(rate_bps: float | None) -> str:
     # A bare number: the column header names the unit (MB/s, as fmt_rate writes it).
-    return "-" if bytes_per_s is None else f"{bytes_per_s / 1e6:.2f}"
+    return "-" if rate_bps is None else f"{rate_bps / 8 / 1e6:.2f}"
 
 
-def render_probe_summary(manifest: RunManifest, *, width: int = 100, color: bool = False) -> str:
-    """The summary table: rate per protocol (median, min, max), HTTP version, failures."""
-    from gitnetdiag.probe.runner import summarize
+def render_probe_summary(
+    manifest: RunManifest, *, summaries: Sequence[ProtocolSummary], width: int = 100,
+    color: bool = False,
+) -> str:
+    """The summary table: rate per protocol (median, min, max), HTTP version, failures.
 
+    ``summaries`` are the run's per-protocol summaries (``pipeline.summarize_run``),
+    one per ``manifest.protocols`` entry, in the same order.
+    """
     table = Table(
         title=f"gitnetdiag probe {manifest.run_id} ({manifest.status})",
         caption="MB/s: median rate of the pushes (min, max); s: median wall time",
     )
     for column in ("proto", "ok", "MB/s", "min", "max", "s", "http", "failures", "burst"):
         table.add_column(column, justify="left" if column in ("proto", "http") else "right")
-    for row in summarize(manifest):
-        failures = ", ".join(f"{kind} {count}" for kind, count in sorted(row.failures.items()))
-        burst = "-" if row.burst_ok is None else str(row.burst_ok)
-        if row.burst_failures:
+    for probed, row in zip(manifest.protocols, summaries, strict=True):
+        # The recorded kinds (no-data, interrupted, tls, ...), finer than the engine's.
+        kinds = Counter(p.failure_kind or p.outcome for p in probed.pushes if p.outcome != "ok")
+        failures = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+        versions = Counter(p.http_version for p in probed.pushes if p.http_version)
+        burst = "-" if probed.burst is None else str(probed.burst.ok_count)
+        if probed.burst is not None and probed.burst.failures_by_kind:
             burst += " (" + ", ".join(
-                f"{k} {n}" for k, n in sorted(row.burst_failures.items())) + ")"
+                f"{k} {n}" for k, n in sorted(probed.burst.failures_by_kind.items())) + ")"
         table.add_row(
-            row.protocol, f"{row.ok}/{row.pushes}",
-            _mb_s(row.rate_median_bytes_per_s),
-            _mb_s(row.rate_min_bytes_per_s),
-            _mb_s(row.rate_max_bytes_per_s),
-            "-" if row.wall_median_s is None else f"{row.wall_median_s:.2f}",
-            row.http_version or "-", failures or "-", burst,
+            row.protocol, f"{row.pushes_ok}/{len(probed.pushes)}", _mb_s(row.rate_bps),
+            _mb_s(row.rate_min_bps), _mb_s(row.rate_max_bps),
+            "-" if row.duration_s is None or not row.pushes_ok else f"{row.duration_s:.2f}",
+            versions.most_common(1)[0][0] if versions else "-", failures or "-", burst,
         )
     return console_text(table, width=width, color=color)
 

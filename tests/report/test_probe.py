@@ -4,15 +4,17 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gitnetdiag.pipeline import summarize_run
 from gitnetdiag.probe.h2native import SweepRow
-from gitnetdiag.probe.rundir import load_run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
+from gitnetdiag.rundir import load_run
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 
 
 def test_probe_summary_gives_rates_in_mb_per_s_like_the_report() -> None:
-    text = render_probe_summary(load_run(CAPTURES / "h2-small-window"))
+    manifest = load_run(CAPTURES / "h2-small-window")
+    text = render_probe_summary(manifest, summaries=summarize_run(manifest))
     lines = text.splitlines()
     assert "gitnetdiag probe 862b1449 (complete)" in lines[0]
     assert "MB/s" in lines[2] and "MiB/s" not in text

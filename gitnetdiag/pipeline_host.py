@@ -1,5 +1,8 @@
 """A host report (JSON, schema ``gitnetdiag.host/1``) -> the engine's :class:`HostEvidence`.
 
+Pure conversion on the pipeline side of the run directory: the host collector
+writes the report, this module reads it back.
+
 ``gitnetdiag diagnose --host-report FILE`` reads the file, calls
 :func:`host_observation_from_report` and puts the result in
 ``Observations.host``. Bad reports raise :class:`InputError` naming the field.
@@ -13,7 +16,7 @@ from typing import Any
 
 from gitnetdiag.diagnosis.observations import ConfigFinding, HostEvidence, Listener
 from gitnetdiag.errors import InputError
-from gitnetdiag.host.report import SCHEMA
+from gitnetdiag.rundir.files import HOST_REPORT_SCHEMA as SCHEMA
 
 _HINT = "pass the JSON written by `gitnetdiag host --json FILE`"
 
