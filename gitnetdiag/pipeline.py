@@ -83,10 +83,12 @@ def flight_series(conn: ConnectionAnalysis) -> obs.FlightSeries | None:
     window[:first] = window[first]
     keep = downsample(flight.size)
     t = keep.astype(np.float64) * series.bin_s
+    sent = np.cumsum(np.asarray(series.goodput_bytes[0], dtype=np.float64))
     return obs.FlightSeries(
         t_s=tuple(float(x) for x in t),
         bytes_in_flight=tuple(float(x) for x in flight[keep]),
         advertised_window=tuple(float(x) for x in window[keep]),
+        bytes_sent=tuple(float(x) for x in sent[keep]) if sent.size == flight.size else (),
     )
 
 

@@ -1,7 +1,8 @@
 """``gitnetdiag host``: server-side evidence (listen queues, counters, kernel log, configs).
 
 One library call, :func:`gitnetdiag.host.collect.collect_report`; this module
-parses options, renders the report (:func:`render_host_report`) and writes JSON.
+parses options, renders the report (:func:`gitnetdiag.report.host.render_host_report`)
+and writes JSON.
 """
 
 from __future__ import annotations
@@ -13,13 +14,12 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.host.access import HostAccess, LocalAccess, SshAccess
 from gitnetdiag.host.collect import collect_report
-from gitnetdiag.host.report import SCHEMA, HostReport
-from gitnetdiag.host.sysctl import SYSCTLS
+from gitnetdiag.host.report import SCHEMA
+from gitnetdiag.report.host import render_host_report
 
 HELP = """Collect the server's own evidence: listen backlogs, queue overflows, kernel log, configs.
 
@@ -53,76 +53,6 @@ Whatever cannot be read (not root, no ss, kernel log restricted) is listed, not 
   gitnetdiag diagnose --host-report host.json ...
       rank the culprits with this evidence
 """
-
-
-def _bytes(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit, size in (("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= size:
-            return f"{n / size:.1f} {unit}"
-    return f"{n} B"
-
-
-def render_host_report(report: HostReport, console: Console) -> None:
-    """Terminal view: listeners, counters that moved, kernel log, findings, unreadable."""
-    console.print(
-        f"[bold]host evidence[/bold] {report.hostname or '?'} via {report.via}, "
-        + (f"interval {report.during_s:g} s" if report.during_s else "single snapshot")
-        + ("" if report.is_root else " (not root)")
-    )
-    table = Table(title="Listening TCP sockets", title_justify="left")
-    table.add_column("address:port", no_wrap=True)
-    for column in ("backlog", "accept queue (peak)", "process", "pid", ""):
-        table.add_column(column)
-    somaxconn = report.sysctls.get("net.core.somaxconn")
-    for item in sorted(report.listeners, key=lambda x: (x.port, x.address)):
-        flag = "[red]SMALL BACKLOG[/red]" if item.small_backlog else ""
-        table.add_row(
-            f"{item.address}:{item.port}",
-            "?" if item.backlog is None else str(item.backlog),
-            f"{item.accept_queue} ({item.accept_queue_max})",
-            item.process or "?",
-            "" if item.pid is None else str(item.pid),
-            flag,
-        )
-    console.print(table)
-    if somaxconn:
-        console.print(f"net.core.somaxconn {somaxconn} caps every backlog")
-    if report.counters:
-        moved = {k: v for k, v in report.counters.items() if v}
-        counters = Table(
-            title=f"Kernel counters, delta over {report.during_s:g} s", title_justify="left"
-        )
-        counters.add_column("counter")
-        counters.add_column("delta", justify="right")
-        for key, value in moved.items():
-            if key[0].isupper() and "." not in key:
-                counters.add_row(key, str(value))
-        console.print(counters if moved else "kernel counters: no change over the interval")
-    elif report.during_s == 0:
-        console.print("kernel counters: single snapshot (use --during or --since for deltas)")
-    if report.kernel_log:
-        console.print("[bold]kernel log[/bold]")
-        for line in report.kernel_log:
-            console.print(f"  {line}", markup=False)
-    console.print(
-        "sysctls: "
-        + ", ".join(
-            f"{k.split('.')[-1]}={report.sysctls[k]}" for k in SYSCTLS if k in report.sysctls
-        ),
-        markup=False,
-    )
-    for finding in report.config_findings:
-        where = f"{finding.file}:{finding.line}" if finding.line else f"{finding.file} (default)"
-        console.print(
-            f"[yellow]{finding.setting} {finding.value}[/yellow] ({where}): {finding.effect}",
-            highlight=False,
-        )
-    if not report.config_findings:
-        console.print(f"config lint: nothing limiting in {len(report.configs_checked)} file(s)")
-    for missing in report.unreadable:
-        console.print(f"[dim]could not read {missing.what}: {missing.why}[/dim]", highlight=False)
 
 
 def _since_baseline(path: Path) -> tuple[dict[str, int], float | None]:
@@ -214,7 +144,8 @@ def host_command(
             raise UsageError(
                 f"cannot write {json_out}: {exc.strerror}", hint="choose a writable path"
             ) from exc
-    render_host_report(report, Console(highlight=False, soft_wrap=True))
+    console = Console(highlight=False, soft_wrap=True)
+    console.file.write(render_host_report(report, width=console.width, color=console.is_terminal))
 
 
 def register(app: typer.Typer) -> None:

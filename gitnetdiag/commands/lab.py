@@ -7,11 +7,11 @@ from typing import Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import FAULTS, build_spec, parse_duration_ms, parse_loss, parse_rate
 from gitnetdiag.lab.state import DEFAULT_INSTANCE, LabState
+from gitnetdiag.report.lab import render_lab_status
 
 console = Console(highlight=False)
 
@@ -98,25 +98,8 @@ def _print_state(state: LabState, alive: dict[str, bool], as_json: bool) -> None
         data["processes_alive"] = alive
         typer.echo(json.dumps(data, indent=2))
         return
-    table = Table(title=f"gitnetdiag lab '{state.instance}'", show_header=False)
-    table.add_column("what", style="bold")
-    table.add_column("value")
-    table.add_row("faults", ", ".join(state.faults))
-    table.add_row("path", f"{state.rtt_ms:g} ms RTT, loss {state.loss:.1%}, "
-                  f"rate {state.rate or 'unlimited'}")
-    table.add_row("HTTPS via edge", f"{state.endpoints.https_edge}  (HAProxy, "
-                  f"h2 window {state.edge_h2_window})")
-    table.add_row("HTTPS direct", f"{state.endpoints.https_direct}  (Apache, "
-                  f"H2WindowSize {state.apache_h2_window})")
-    table.add_row("SSH", state.endpoints.ssh)
-    table.add_row("SSH key", state.ssh_key)
-    table.add_row("known_hosts", state.ssh_known_hosts)
-    table.add_row("git://", state.endpoints.git)
-    table.add_row("CA file", state.ca_file)
-    table.add_row("client namespace", f"{state.client_ns}  (ip netns exec {state.client_ns} ...)")
-    table.add_row("processes", ", ".join(
-        f"{role} {'up' if ok else '[red]DOWN[/red]'}" for role, ok in alive.items()))
-    console.print(table)
+    console.file.write(render_lab_status(state, alive=alive, width=console.width,
+                                         color=console.is_terminal))
 
 
 def register(app: typer.Typer) -> None:

@@ -17,7 +17,6 @@ from rich.text import Text
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import ExitCode, InputError, NetworkError, UsageError
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
-from gitnetdiag.load.report import render_html, render_json, render_markdown, render_terminal
 from gitnetdiag.load.scheduler import LiveStatus
 from gitnetdiag.load.stats import (
     parse_concurrency,
@@ -31,6 +30,7 @@ from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.probe.safety import probe_secrets, redact_run_files, signals_deferred
 from gitnetdiag.redaction import SecretSet, redact_text, redact_tree, redact_url
+from gitnetdiag.report.load import render_html, render_json, render_markdown, render_terminal
 from gitnetdiag.safefile import replace_file
 
 
@@ -135,7 +135,8 @@ def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
             secrets: Iterable[str] = (), *, then_diagnose: bool = False) -> None:
     secrets = frozenset(secrets)
     report, records = redact_tree((report, records), secrets)
-    render_terminal(report, Console(highlight=False, width=200))
+    console = Console(highlight=False, width=200)
+    console.file.write(render_terminal(report, width=console.width, color=console.is_terminal))
     if then_diagnose:
         print_load_diagnosis(report)
     _write_outputs(report, records, out, json_out, secrets)
@@ -253,7 +254,7 @@ def load_command(
 
     counters: CounterSource | None = None
     if lab:
-        from gitnetdiag.lab.state import enter_lab_client
+        from gitnetdiag.lab.netns import enter_lab_client
 
         state = enter_lab_client(lab_instance, "load")
         chosen = _protocol_for("git://x", protocol or "git")

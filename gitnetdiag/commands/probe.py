@@ -9,7 +9,6 @@ import re
 import shlex
 import sys
 import tempfile
-from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -20,20 +19,21 @@ from urllib.parse import urlsplit
 import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
-from rich.table import Table
 
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
-from gitnetdiag.lab.state import LabState, enter_lab_client
+from gitnetdiag.lab.netns import enter_lab_client
+from gitnetdiag.lab.state import LabState
 from gitnetdiag.pipeline import HOST_REPORT_FILE, summarize_run
 from gitnetdiag.pipeline_host import load_host_report
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
-from gitnetdiag.rundir import RunManifest, bad_run_dir, from_jsonable, to_jsonable
+from gitnetdiag.report.probe import render_probe_summary, render_sweep
+from gitnetdiag.rundir import bad_run_dir, from_jsonable, to_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -79,36 +79,6 @@ class ReportFormat(StrEnum):
     MD = "md"
     HTML = "html"
     JSON = "json"
-
-
-def _mib_s(rate_bps: float | None) -> str:
-    return "-" if rate_bps is None else f"{rate_bps / 8 / 2**20:.2f}"
-
-
-def render_summary(manifest: RunManifest, console: Console) -> None:
-    """The summary table: rate per protocol (median, min, max), HTTP version, failures."""
-    table = Table(
-        title=f"gitnetdiag probe {manifest.run_id} ({manifest.status})",
-        caption="MiB/s: median rate of the pushes (min, max); s: median wall time",
-    )
-    for column in ("proto", "ok", "MiB/s", "min", "max", "s", "http", "failures", "burst"):
-        table.add_column(column, justify="left" if column in ("proto", "http") else "right")
-    for probed, row in zip(manifest.protocols, summarize_run(manifest), strict=True):
-        # The recorded kinds (no-data, interrupted, tls, ...), finer than the engine's.
-        kinds = Counter(p.failure_kind or p.outcome for p in probed.pushes if p.outcome != "ok")
-        failures = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
-        versions = Counter(p.http_version for p in probed.pushes if p.http_version)
-        burst = "-" if probed.burst is None else str(probed.burst.ok_count)
-        if probed.burst is not None and probed.burst.failures_by_kind:
-            burst += " (" + ", ".join(
-                f"{k} {n}" for k, n in sorted(probed.burst.failures_by_kind.items())) + ")"
-        table.add_row(
-            row.protocol, f"{row.pushes_ok}/{len(probed.pushes)}", _mib_s(row.rate_bps),
-            _mib_s(row.rate_min_bps), _mib_s(row.rate_max_bps),
-            "-" if row.duration_s is None or not row.pushes_ok else f"{row.duration_s:.2f}",
-            versions.most_common(1)[0][0] if versions else "-", failures or "-", burst,
-        )
-    console.print(table)
 
 
 def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
@@ -327,10 +297,12 @@ def probe_command(
             _lab_host_report(lab_state, outcome.run_dir / HOST_REPORT_FILE, before, console)
     # With --diagnose the report is the product on stdout; the summary goes to stderr.
     summary_console = console if then_diagnose else Console(highlight=False)
-    render_summary(outcome.manifest, summary_console)
+    summary_console.file.write(render_probe_summary(
+        outcome.manifest, summaries=summarize_run(outcome.manifest),
+        width=summary_console.width, color=summary_console.is_terminal))
     sweep = outcome.run_dir / SWEEP_ARTIFACT
     if sweep.is_file():
-        from gitnetdiag.probe.h2native import SweepRow, render_sweep
+        from gitnetdiag.probe.h2native import SweepRow
 
         rows = from_jsonable(tuple[SweepRow, ...], json.loads(sweep.read_text()),
                              where=sweep.name, error=bad_run_dir)

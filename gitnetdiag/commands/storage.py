@@ -19,11 +19,11 @@ from rich.console import Console
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.errors import UsageError
+from gitnetdiag.report.storage import StorageReport, render_markdown, render_terminal
 from gitnetdiag.storage.adapter import storage_only_observations
 from gitnetdiag.storage.job import parse_duration, parse_size
 from gitnetdiag.storage.model import StorageCheck
 from gitnetdiag.storage.reference import Verdict, verdict
-from gitnetdiag.storage.render import render_markdown, render_terminal
 from gitnetdiag.storage.runner import run_storage_check
 
 HELP = """Benchmark the storage under the git data before blaming the network.
@@ -121,15 +121,14 @@ def storage(
         path, size_bytes=size_bytes, runtime_s=runtime_s, repo=repo, drop_caches=drop_caches,
         progress=lambda line: err.print(line, markup=False),
     )
-    assessment = verdict(check)
-    findings = storage_findings(check)
+    report = StorageReport(check=check, verdict=verdict(check), findings=storage_findings(check))
     if json_out != "-":
         if output_format is OutputFormat.md:
-            sys.stdout.write(render_markdown(check, assessment, findings))
+            sys.stdout.write(render_markdown(report))
         else:
-            sys.stdout.write(render_terminal(check, assessment, findings))
+            sys.stdout.write(render_terminal(report))
     if json_out is not None:
-        _write_json(result_dict(check, assessment, findings), json_out)
+        _write_json(result_dict(report.check, report.verdict, report.findings), json_out)
 
 
 def register(app: typer.Typer) -> None:

@@ -192,11 +192,17 @@ class FlightSeries:
     """Unacknowledged bytes at each sample."""
     advertised_window: tuple[float, ...] = ()
     """Receiver's advertised window (scaled, bytes) at each sample."""
+    bytes_sent: tuple[float, ...] = ()
+    """New payload bytes sent up to each sample: the sequence number relative to the
+    first byte (a time-sequence graph's y). Empty in observations recorded before
+    it was added."""
 
     def __post_init__(self) -> None:
         n = len(self.t_s)
         if len(self.bytes_in_flight) != n or len(self.advertised_window) != n:
             raise ValueError("t_s, bytes_in_flight and advertised_window differ in length")
+        if self.bytes_sent and len(self.bytes_sent) != n:
+            raise ValueError("bytes_sent and t_s differ in length")
         if n > MAX_SERIES_POINTS:
             raise ValueError(f"{n} points, at most {MAX_SERIES_POINTS}")
 

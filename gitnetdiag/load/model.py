@@ -13,6 +13,17 @@ from typing import Any
 LOAD_REPORT_VERSION = 2
 """2: several remotes (``targets``, per-step ``by_target``, ``OpRecord.target``)."""
 
+HOST_COUNTERS_SHOWN = (
+    "ListenOverflows",
+    "ListenDrops",
+    "SyncookiesSent",
+    "TCPReqQFullDoCookies",
+    "TCPReqQFullDrop",
+    "TCPAbortOnData",
+    "TCPTimeouts",
+)
+"""Kernel counters the step table shows first (all non-zero deltas are kept)."""
+
 
 class Operation(StrEnum):
     """What one load operation does against the remote."""

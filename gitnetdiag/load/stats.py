@@ -26,16 +26,6 @@ from gitnetdiag.redaction import redact_url
 
 MAX_MESSAGES_PER_KIND = 3
 
-HOST_COUNTERS_SHOWN = (
-    "ListenOverflows",
-    "ListenDrops",
-    "SyncookiesSent",
-    "TCPReqQFullDoCookies",
-    "TCPReqQFullDrop",
-    "TCPAbortOnData",
-    "TCPTimeouts",
-)
-"""Kernel counters the step table shows first (all non-zero deltas are kept)."""
 
 
 def parse_ops(text: str) -> tuple[Operation, ...]:

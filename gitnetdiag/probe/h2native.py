@@ -66,7 +66,7 @@ from gitnetdiag.serial import to_jsonable
 
 __all__ = [
     "ZERO_OID", "check_safe_ref", "h2_push_probe", "h2_sweep", "parse_advertisement",
-    "parse_report_status", "pkt_line", "ref_update_request", "render_sweep", "split_pkt_lines",
+    "parse_report_status", "pkt_line", "ref_update_request", "split_pkt_lines",
 ]
 
 RECEIVE_PACK_REQUEST = "application/x-git-receive-pack-request"
@@ -458,23 +458,6 @@ def h2_sweep(
     return tuple(rows)
 
 
-def render_sweep(rows: Sequence[SweepRow]) -> str:
-    """The sweep as a small plain-text table."""
-    lines = [
-        f"{'client window':>14} {'client frame':>12} {'server window':>13} "
-        f"{'rate MB/s':>9} {'stalls':>6} {'stalled s':>9} {'ok':>3}"
-    ]
-    for row in rows:
-        rate = row.upload_rate_bytes_per_s
-        lines.append(
-            f"{row.client_window_bytes:>14} {row.client_max_frame_bytes:>12} "
-            f"{row.server_initial_window_bytes:>13} "
-            f"{(rate / 1e6 if rate else 0.0):>9.2f} {row.stall_count:>6} {row.stalled_s:>9.3f} "
-            f"{'yes' if row.push_ok else 'no':>3}"
-        )
-    return "\n".join(lines)
-
-
 # --------------------------------------------------------------------------
 # Entry point for running inside a lab namespace (JSON on stdout)
 # --------------------------------------------------------------------------
@@ -508,7 +491,6 @@ def main(argv: Sequence[str] | None = None) -> int:
                     timeout_s=args.timeout_s,
                 )
                 print(json.dumps({"sweep": to_jsonable(rows)}))
-                print(render_sweep(rows), file=sys.stderr)
             else:
                 ledger = h2_push_probe(
                     args.url,

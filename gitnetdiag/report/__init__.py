@@ -1,8 +1,18 @@
-"""Renderers: plain callables from one :class:`~gitnetdiag.diagnosis.Diagnosis` to text.
+"""Renderers: plain callables from one data object to text, ``render(obj, *, width, color)``.
 
-Every renderer redacts secrets first (:mod:`gitnetdiag.report.redact`) and
-shows only what the diagnosis holds; none computes anything the others lack.
-The HTML renderer imports matplotlib lazily.
+The diagnosis report (this package's :data:`RENDERERS`: terminal, Markdown,
+HTML with :mod:`~gitnetdiag.report.plots`, JSON) takes a
+:class:`~gitnetdiag.diagnosis.Diagnosis`. The other commands' views live
+beside it with the same shape: :mod:`~gitnetdiag.report.probe` (run summary,
+HTTP/2 sweep), :mod:`~gitnetdiag.report.load`, :mod:`~gitnetdiag.report.storage`,
+:mod:`~gitnetdiag.report.host`, :mod:`~gitnetdiag.report.lab`. Commands call one
+library function and one renderer and print the text.
+
+The diagnosis and load renderers redact secrets first
+(:mod:`gitnetdiag.report.redact`: their objects carry URLs and git's messages).
+Numbers are formatted with :mod:`gitnetdiag.report.units`, the one unit
+convention. A renderer shows only what its object holds; none computes
+anything the others lack. Only the HTML renderers import matplotlib, lazily.
 """
 
 from __future__ import annotations

@@ -1,19 +1,17 @@
 """Self-contained HTML report with plots embedded as base64 PNG.
 
-matplotlib is imported lazily here only (Agg backend), so the other renderers
-and the CLI start fast.
+The figures come from :mod:`gitnetdiag.report.plots`, which imports matplotlib
+on first use (Agg backend), so the other renderers and the CLI start fast.
 """
 
 from __future__ import annotations
 
 import base64
 import html
-import io
-from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
+from gitnetdiag.report.plots import report_figures
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     fmt_bps,
@@ -38,71 +36,6 @@ img { max-width: 100%; }
 
 def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
-
-
-def _png(fig: Any) -> str:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
-
-
-def _plots(d: Diagnosis) -> list[tuple[str, str]]:
-    """(caption, base64 PNG) for every plot the data allows."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    plots: list[tuple[str, str]] = []
-    obs = d.observations
-    flights = [
-        (name, obs.protocols[name].flight)
-        for name in PROTOCOL_ORDER
-        if name in obs.protocols and obs.protocols[name].flight is not None
-    ]
-    if flights:
-        fig, axes = plt.subplots(len(flights), 1, figsize=(8, 2.6 * len(flights)), squeeze=False)
-        for ax, (name, flight) in zip(axes[:, 0], flights, strict=True):
-            assert flight is not None
-            ax.plot(flight.t_s, [v / 1e3 for v in flight.bytes_in_flight], label="bytes in flight")
-            ax.plot(
-                flight.t_s,
-                [v / 1e3 for v in flight.advertised_window],
-                label="advertised window",
-                linestyle="--",
-            )
-            ax.set_title(PROTOCOL_LABELS.get(name, name))
-            ax.set_ylabel("kB")
-            ax.set_yscale("log")
-            ax.legend(loc="best")
-        axes[-1, 0].set_xlabel("seconds since push start")
-        fig.tight_layout()
-        plots.append(("Bytes in flight vs the receiver's advertised window", _png(fig)))
-        plt.close(fig)
-    h2 = obs.protocols.get("h2")
-    if h2 is not None and h2.h2_ledger is not None and h2.h2_ledger.credit is not None:
-        credit = h2.h2_ledger.credit
-        fig, ax = plt.subplots(figsize=(8, 2.6))
-        ax.step(credit.t_s, [v / 1e3 for v in credit.values], where="post")
-        ax.set_xlabel("seconds since push start")
-        ax.set_ylabel("send credit, kB")
-        ax.set_title("HTTP/2 stream send credit")
-        fig.tight_layout()
-        plots.append(("HTTP/2 flow-control credit over time", _png(fig)))
-        plt.close(fig)
-    rated = [s for s in d.protocols if s.rate_bps is not None]
-    if rated:
-        fig, ax = plt.subplots(figsize=(6, 3))
-        medians = [(s.rate_bps or 0.0) / 1e6 for s in rated]
-        low = [m - (s.rate_min_bps or 0.0) / 1e6 for m, s in zip(medians, rated, strict=True)]
-        high = [(s.rate_max_bps or 0.0) / 1e6 - m for m, s in zip(medians, rated, strict=True)]
-        ax.bar([s.label for s in rated], medians, yerr=[low, high], capsize=6, color="#4a78b5")
-        ax.set_ylabel("Mbit/s (median, min-max)")
-        ax.set_title("Push rate per protocol")
-        fig.tight_layout()
-        plots.append(("Push rate per protocol", _png(fig)))
-        plt.close(fig)
-    return plots
 
 
 def _finding(rank: int, f: Finding) -> str:
@@ -168,13 +101,14 @@ def render_html(diagnosis: Diagnosis) -> str:
         parts += [_finding(i, f) for i, f in enumerate(d.findings, start=1)]
     else:
         parts.append("<p>No culprit passed the threshold.</p>")
-    plots = _plots(d)
-    if plots:
+    figures = report_figures(d)
+    if figures:
         parts.append("<h2>Plots</h2>")
-        for caption, data in plots:
+        for figure in figures:
+            data = base64.b64encode(figure.png).decode("ascii")
             parts.append(
-                f'<figure><img alt="{_esc(caption)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{_esc(caption)}</figcaption></figure>"
+                f'<figure><img alt="{_esc(figure.title)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{_esc(figure.title)}</figcaption></figure>"
             )
     versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
     parts.append(

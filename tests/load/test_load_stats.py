@@ -15,7 +15,6 @@ from gitnetdiag.load.diagnose import observations_from_load, target_port
 from gitnetdiag.load.locust_collect import master_url, report_from_payload, results_payload
 from gitnetdiag.load.model import LoadReport, OpRecord
 from gitnetdiag.load.operations import load_failure_kind
-from gitnetdiag.load.report import render_html, render_json, render_markdown
 from gitnetdiag.load.stats import (
     MixPicker,
     counter_deltas,
@@ -27,6 +26,7 @@ from gitnetdiag.load.stats import (
     summarize_step,
 )
 from gitnetdiag.probe.gitpush import GitRun
+from gitnetdiag.report.load import render_html, render_json, render_markdown
 
 
 def _rec(op: str, wall_s: float, ok: bool = True, kind: str | None = None, msg: str = "",

@@ -20,10 +20,10 @@ import pytest
 from gitnetdiag.errors import UsageError
 from gitnetdiag.load.model import LoadReport, OpRecord
 from gitnetdiag.load.operations import InFlight, OpOutcome
-from gitnetdiag.load.report import render_html, render_markdown
 from gitnetdiag.load.scheduler import LoadOptions, run_load
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_urls, url_family
 from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.report.load import render_html, render_markdown
 from tests.load.conftest import remote_refs
 
 

@@ -28,10 +28,10 @@ from gitnetdiag.probe.h2native import (
     parse_report_status,
     pkt_line,
     ref_update_request,
-    render_sweep,
     split_pkt_lines,
 )
 from gitnetdiag.probe.repo import generate_repo, pack_for_commit
+from gitnetdiag.report.probe import render_sweep
 from tests.conftest import LabFactory
 from tests.probe.h2server import H2GitServer, start_h2_git_server
 from tests.tlsutil import make_tls_files

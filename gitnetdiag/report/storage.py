@@ -1,17 +1,16 @@
-"""Terminal table and Markdown for a storage check (pure: values in, text out)."""
+"""Terminal table and Markdown of a storage check (:class:`StorageReport`)."""
 
 from __future__ import annotations
 
-import io
-from collections.abc import Sequence
+from dataclasses import dataclass
 
 from rich import box
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate
+from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.storage.model import StorageCheck
 from gitnetdiag.storage.reference import (
     NETWORKED_SSD_READ_IOPS,
@@ -22,6 +21,19 @@ from gitnetdiag.storage.reference import (
     SPINNING_DISK_WRITE_IOPS,
     Verdict,
 )
+
+
+@dataclass(frozen=True, kw_only=True)
+class StorageReport:
+    """A storage check with what it means: the one object the storage renderers take."""
+
+    check: StorageCheck
+    """The measured figures."""
+    verdict: Verdict
+    """The grade against the reference points."""
+    findings: tuple[Finding, ...]
+    """The engine's findings on the check (``slow-storage`` or none)."""
+
 
 HEADERS = ("measure", "measured", "reference (net SSD / HDD)")
 
@@ -89,12 +101,10 @@ def _subject(check: StorageCheck) -> str:
     return f"storage check of {check.path}{fs}{job}"
 
 
-def render_terminal(
-    check: StorageCheck, verdict: Verdict, findings: Sequence[Finding], *, width: int = 100
-) -> str:
+def render_terminal(report: StorageReport, *, width: int = 100, color: bool = False) -> str:
     """The check as terminal text: subject, table, notes, verdict, findings."""
-    buffer = io.StringIO()
-    console = Console(file=buffer, width=width, color_system=None, highlight=False, emoji=False)
+    check, verdict, findings = report.check, report.verdict, report.findings
+    console = text_console(width=width, color=color)
     console.print(Text(_subject(check)), soft_wrap=True)
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     for index, header in enumerate(HEADERS):
@@ -112,15 +122,16 @@ def render_terminal(
                            f"(confidence {finding.score:.2f})"))
         console.print(Text(f"  {finding.summary}"))
         console.print(Text(f"  fix: {finding.fix}"))
-    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n")).rstrip() + "\n"
+    return console_output(console).rstrip() + "\n"
 
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
 
-def render_markdown(check: StorageCheck, verdict: Verdict, findings: Sequence[Finding]) -> str:
+def render_markdown(report: StorageReport) -> str:
     """The check as GitHub-flavoured Markdown for a ticket."""
+    check, verdict, findings = report.check, report.verdict, report.findings
     lines = ["# gitnetdiag storage check", "", _subject(check), "",
              f"**{verdict.line()}**", "",
              "| " + " | ".join(HEADERS) + " |", "|---|---:|---:|"]

@@ -11,15 +11,15 @@ import html
 import io
 import json
 
-from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from gitnetdiag.load.model import LoadReport, StepResult, TargetStep
-from gitnetdiag.load.stats import HOST_COUNTERS_SHOWN
+from gitnetdiag.load.model import HOST_COUNTERS_SHOWN, LoadReport, StepResult, TargetStep
+from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.redact import redact_diagnosis
 
 COLUMNS = ("step", "conc", "ops", "ok", "err", "ops/s", "ops/h", "p50 s", "p75 s", "p90 s",
-           "p99 s", "max s", "MiB", "errors", "host")
+           "p99 s", "max s", "MB", "errors", "host")
 
 
 def _f(value: float | None, digits: int = 3) -> str:
@@ -44,7 +44,7 @@ def step_row(step: StepResult) -> tuple[str, ...]:
         f"{step.ops_per_s:.2f}", f"{step.ops_per_hour:,.0f}",
         *(_f(None if lat is None else v) for v in (
             (lat.p50_s, lat.p75_s, lat.p90_s, lat.p99_s, lat.max_s) if lat else (0.0,) * 5)),
-        f"{step.bytes_moved / 2**20:.2f}", _errors_text(step), _host_text(step),
+        f"{step.bytes_moved / 1e6:.2f}", _errors_text(step), _host_text(step),
     )
 
 
@@ -89,9 +89,10 @@ def _header(report: LoadReport) -> str:
             f"step | timeout {report.timeout_s:g} s | {report.source} | {report.started}")
 
 
-def render_terminal(report: LoadReport, console: Console) -> None:
+def render_terminal(report: LoadReport, *, width: int = 100, color: bool = False) -> str:
     """The step table, the verdict and the error messages."""
     report = redact_diagnosis(report)
+    console = text_console(width=width, color=color)
     table = Table(title=f"gitnetdiag load: {_header(report)}",
                   caption="latency of successful operations; * = interrupted step")
     for column in COLUMNS:
@@ -108,15 +109,15 @@ def render_terminal(report: LoadReport, console: Console) -> None:
         for row in rows:
             per_remote.add_row(*row)
         console.print(per_remote)
-    console.print(verdict_line(report), highlight=False)
+    console.print(verdict_line(report))
     for step in report.steps:
         for group in step.errors:
             for message in group.messages:
-                console.print(f"  step {step.index + 1} {group.kind}: {message}", markup=False,
-                              highlight=False)
+                console.print(Text(f"  step {step.index + 1} {group.kind}: {message}"))
     if report.cleanup.get("leftover"):
         console.print(f"[red]{report.cleanup['leftover']} throwaway branch(es) could not be "
                       "deleted[/red]")
+    return console_output(console)
 
 
 def render_markdown(report: LoadReport) -> str:

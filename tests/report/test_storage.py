@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 from gitnetdiag.commands.storage import storage_findings
+from gitnetdiag.report.storage import StorageReport, render_markdown, render_terminal, rows
+from gitnetdiag.storage.model import StorageCheck
 from gitnetdiag.storage.reference import verdict
-from gitnetdiag.storage.render import render_markdown, render_terminal, rows
 from tests.storage.fakes import check_from
 from tests.storage.helpers import CRAFTED_SLOW, REAL_DIRECT
+
+
+def _report(check: StorageCheck) -> StorageReport:
+    return StorageReport(check=check, verdict=verdict(check), findings=storage_findings(check))
 
 
 def test_rows() -> None:
@@ -21,7 +26,7 @@ def test_rows() -> None:
 
 def test_terminal_shows_verdict_and_finding() -> None:
     check = check_from(CRAFTED_SLOW)
-    text = render_terminal(check, verdict(check), storage_findings(check))
+    text = render_terminal(_report(check))
     lines = text.splitlines()
     assert lines[0] == "storage check of /srv/git (ext4); fio direct I/O, 64 MiB file, 2.0 s"
     assert any(line.startswith("verdict: SLOW - 450 read / 150 write IOPS") for line in lines)
@@ -31,14 +36,14 @@ def test_terminal_shows_verdict_and_finding() -> None:
 
 def test_terminal_without_finding() -> None:
     check = check_from(REAL_DIRECT)
-    text = render_terminal(check, verdict(check), storage_findings(check))
+    text = render_terminal(_report(check))
     assert "verdict: FAST" in text
     assert "finding" not in text
 
 
 def test_markdown() -> None:
     check = check_from(CRAFTED_SLOW)
-    md = render_markdown(check, verdict(check), storage_findings(check))
+    md = render_markdown(_report(check))
     assert md.startswith("# gitnetdiag storage check\n")
     assert "| read IOPS | 450 | ~33,000 / ~2,000 |" in md
     assert "## `slow-storage`: Slow storage" in md
