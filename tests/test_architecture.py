@@ -110,9 +110,6 @@ ALLOWED: dict[tuple[str, str], str] = {
         "replays them for its live summary (progress line, --h2-sweep rows, lab CLI)",
     ("gitnetdiag.probe.sshnative", "gitnetdiag.analysis.nativeledger"):
         "issue 12 part 3: as above, for the SSH channel",
-    ("gitnetdiag.report.probe", "gitnetdiag.probe.h2native"):
-        "issue 12 part 5: the sweep table renders SweepRow, a probe type (the type only); it "
-        "becomes a run-directory record beside the native events",
 }
 """Known violations being removed right now, each with the part of issue 12 that removes it."""
 

@@ -302,7 +302,7 @@ def probe_command(
         width=summary_console.width, color=summary_console.is_terminal))
     sweep = outcome.run_dir / SWEEP_ARTIFACT
     if sweep.is_file():
-        from gitnetdiag.probe.h2native import SweepRow
+        from gitnetdiag.rundir.records import SweepRow
 
         rows = from_jsonable(tuple[SweepRow, ...], json.loads(sweep.read_text()),
                              where=sweep.name, error=bad_run_dir)

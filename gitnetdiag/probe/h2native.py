@@ -62,6 +62,7 @@ from gitnetdiag.rundir.native import (
     StreamOpened,
     WindowUpdateReceived,
 )
+from gitnetdiag.rundir.records import SweepRow
 from gitnetdiag.serial import to_jsonable
 
 __all__ = [
@@ -390,22 +391,6 @@ def h2_push_probe(
 # --------------------------------------------------------------------------
 # Sweep over client settings
 # --------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, kw_only=True)
-class SweepRow:
-    """One push of the sweep."""
-
-    client_window_bytes: int
-    """Client SETTINGS_INITIAL_WINDOW_SIZE advertised (server -> client direction)."""
-    client_max_frame_bytes: int
-    """Client SETTINGS_MAX_FRAME_SIZE advertised."""
-    server_initial_window_bytes: int
-    """Server's stream window: what bounds the upload."""
-    upload_rate_bytes_per_s: float | None
-    stall_count: int
-    stalled_s: float
-    push_ok: bool
 
 
 DEFAULT_SWEEP: tuple[tuple[int, int], ...] = (

@@ -12,8 +12,8 @@ from gitnetdiag.report.console import console_text
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import ProtocolSummary
-    from gitnetdiag.probe.h2native import SweepRow
     from gitnetdiag.rundir import RunManifest
+    from gitnetdiag.rundir.records import SweepRow
 
 
 def _mb_s(rate_bps: float | None) -> str:

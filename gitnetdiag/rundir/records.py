@@ -308,3 +308,23 @@ class RunManifest:
 
     def protocol(self, name: str) -> ProtocolRun | None:
         return next((p for p in self.protocols if p.protocol == name), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SweepRow:
+    """One push of ``--h2-sweep`` (a row of ``native-h2-sweep.json``)."""
+
+    client_window_bytes: int
+    """Client SETTINGS_INITIAL_WINDOW_SIZE advertised (server -> client direction)."""
+    client_max_frame_bytes: int
+    """Client SETTINGS_MAX_FRAME_SIZE advertised."""
+    server_initial_window_bytes: int
+    """Server's stream window: what bounds the upload."""
+    upload_rate_bytes_per_s: float | None
+    """Rate of the native upload, None when it failed."""
+    stall_count: int
+    """Times the sender ran out of HTTP/2 credit."""
+    stalled_s: float
+    """Seconds spent at zero credit."""
+    push_ok: bool
+    """Whether the server accepted the pack."""

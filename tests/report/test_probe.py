@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitnetdiag.pipeline import summarize_run
-from gitnetdiag.probe.h2native import SweepRow
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
 from gitnetdiag.rundir import load_run
+from gitnetdiag.rundir.records import SweepRow
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 
