@@ -11,8 +11,8 @@ from typer.testing import CliRunner
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.cli import app
-from gitnetdiag.commands.analyze import connection_rows
 from gitnetdiag.errors import ExitCode
+from gitnetdiag.report.capture import connection_rows
 from tests.capture.craft import Conversation
 
 

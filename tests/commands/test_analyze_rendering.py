@@ -10,8 +10,8 @@ from typer.testing import CliRunner
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.cli import app
-from gitnetdiag.commands.analyze import render_analysis
 from gitnetdiag.report import h2ledger_table
+from gitnetdiag.report.capture import print_capture_analysis as render_analysis
 from gitnetdiag.tools import tshark
 from tests.capture.craft import Conversation
 

@@ -1,0 +1,23 @@
+"""The capture table renderer returns text, like every renderer in report/."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitnetdiag.analysis.capture_analysis import analyze_capture
+from gitnetdiag.report.capture import render_capture_analysis
+from tests.capture.craft import Conversation
+
+
+def test_capture_table_is_text_with_one_block_per_connection(tmp_path: Path) -> None:
+    """Header line with the counts, the connection title, the rows; no colour codes."""
+    conv = Conversation(client=("10.0.0.1", 40000), server=("10.0.0.2", 443))
+    conv.handshake()
+    conv.segment("c", "PA", dt_s=0.001, payload=1000)
+    conv.segment("s", "A", dt_s=0.05)
+    path = conv.pcap(tmp_path / "one.pcap")
+    text = render_capture_analysis(analyze_capture(path), width=120)
+    assert text.splitlines()[0] == f"{path}: 5 frames, 5 TCP segments, 1 connection(s)"
+    assert "#0 https  a=10.0.0.1:40000  b=10.0.0.2:443" in text
+    assert "retransmissions" in text
+    assert "\x1b[" not in text
