@@ -129,6 +129,41 @@ def capture_metrics(conn: ConnectionAnalysis, label: str) -> obs.CaptureMetrics:
     )
 
 
+def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
+                    warnings: list[str]) -> obs.CaptureMetrics | None:
+    """The kernel's TCP_INFO of a push as the engine's TCP view, when no capture was taken."""
+    from gitnetdiag.analysis.tcpinfo import summarize_samples
+    from gitnetdiag.probe.tcpinfo import load_samples
+
+    for record in sorted(records, key=lambda r: (r.outcome not in ("ok", "bounded"), -r.wall_s)):
+        name = record.artifacts.get("tcpinfo")
+        if name is None or not (run_dir / name).is_file():
+            continue
+        try:
+            summary = summarize_samples(load_samples(run_dir / name))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
+            continue
+        if summary is None:
+            continue
+        rwnd, sndbuf = summary.rwnd_limited_share, summary.sndbuf_limited_share
+        return obs.CaptureMetrics(
+            source=f"TCP_INFO ({summary.source}) {protocol} push {record.repeat}",
+            min_rtt_s=summary.min_rtt_s, median_rtt_s=summary.median_rtt_s,
+            handshake_seen=False,
+            advertised_window_median_bytes=summary.peer_window_median_bytes,
+            advertised_window_max_bytes=summary.peer_window_max_bytes,
+            bytes_in_flight_median=summary.in_flight_median_bytes,
+            bytes_in_flight_p95=summary.in_flight_p95_bytes,
+            rwnd_limited_share=rwnd,
+            network_limited_share=max(0.0, 1.0 - rwnd - (sndbuf or 0.0))
+            if rwnd is not None else None,
+            retransmitted_bytes=summary.retransmitted_bytes,
+            retransmission_rate=summary.retransmission_rate,
+        )
+    return None
+
+
 # --- native ledgers -> H2Ledger / SshLedger -------------------------------------------
 
 
@@ -238,6 +273,10 @@ _ERROR_KINDS = {"reset": "reset", "timeout": "timeout", "refused": "refused", "h
 
 
 def push_result(record: PushRecord) -> obs.PushResult:
+    if record.outcome == "bounded" and record.rate_bytes_per_s:
+        # The pack at the rate its bytes moved: what the whole push would have taken.
+        return obs.PushResult(duration_s=record.pack_bytes / record.rate_bytes_per_s,
+                              bytes=record.pack_bytes)
     ok = record.outcome == "ok"
     kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
@@ -300,7 +339,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         # The analysed push: the slowest successful one (what the user complains about),
         # or the first failed one when none succeeded.
         chosen = sorted((r for r in records if r.capture is not None),
-                        key=lambda r: (r.outcome != "ok", -r.wall_s))
+                        key=lambda r: (r.outcome not in ("ok", "bounded"), -r.wall_s))
         if chosen:
             record = chosen[0]
             assert record.capture is not None
@@ -310,6 +349,8 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
                 label = f"{run.protocol} push {record.repeat}"
                 capture_m = capture_metrics(conn, label)
                 flight = flight_series(conn)
+        if capture_m is None:
+            capture_m = tcpinfo_metrics(run_dir, run.protocol, records, warnings)
         native = NATIVE_FILES.get(run.protocol)
         native_data = _read_json(run_dir / native) if native else None
         protocols[run.protocol] = obs.ProtocolObservation(

@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.burst import BurstResult, run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
@@ -132,6 +133,11 @@ class ProbeOptions:
     h2_sweep: bool = False
     """Repeat the native HTTP/2 upload while advertising different client SETTINGS
     (``native-h2-sweep.json``): shows the rate follows the server's window."""
+    budget_s: float | None = DEFAULT_BUDGET_S
+    """Time budget of each measured git push: stopped mid-pack once its rate is stable or
+    the budget is spent (nothing is created); None for complete pushes (``--complete``)."""
+    stall_timeout_s: float | None = DEFAULT_STALL_TIMEOUT_S
+    """A push that moves no byte for this long ends as ``stalled``; None: only the timeout."""
     cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
     """How long the clean-up of a push that ended unanswered after sending its whole pack
     waits for the server (a slow pre-receive hook) to create the branch it must delete."""
@@ -151,7 +157,8 @@ class ProbeOptions:
             "ca_file": self.ca_file, "insecure": self.insecure, "full": self.full,
             "burst": self.burst, "timeout_s": self.timeout_s, "capture": self.capture,
             "native": self.native, "h2_sweep": self.h2_sweep,
-            "cleanup_wait_s": self.cleanup_wait_s,
+            "cleanup_wait_s": self.cleanup_wait_s, "budget_s": self.budget_s,
+            "stall_timeout_s": self.stall_timeout_s,
             **self.extra_options,
         }
 
@@ -162,6 +169,7 @@ class Reporter(TypingProtocol):
     def begin(self, label: str) -> None: ...
     def done(self, label: str, detail: str, *, ok: bool) -> None: ...
     def warn(self, message: str) -> None: ...
+    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None: ...
 
 
 class SilentReporter:
@@ -174,6 +182,9 @@ class SilentReporter:
         return None
 
     def warn(self, message: str) -> None:
+        return None
+
+    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
         return None
 
 
@@ -295,11 +306,14 @@ def _final_status(state: _Run) -> str:
     """
     failed_before = bool(state.errors)
     for run in state.protocols.values():
-        hung = [push for push in run.pushes if push.outcome == "hung"]
+        hung = [push for push in run.pushes if push.outcome in ("hung", "stalled")]
         if hung:
+            stalled = any(push.outcome == "stalled" for push in hung)
+            within = (state.options.stall_timeout_s if stalled and state.options.stall_timeout_s
+                      else state.options.timeout_s)
             state.error("push", Protocol(run.protocol), NetworkError(
-                f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress within "
-                f"{state.options.timeout_s:g} s",
+                f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress "
+                f"{'for' if stalled else 'within'} {within:g} s",
                 hint="the stall is evidence, not noise: see it ranked with "
                 "'gitnetdiag analyze RUN --diagnose'", reference="push-stalled",
             ), kind=FailureKind.HUNG.value)
@@ -538,15 +552,16 @@ def summarize(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:
     rows: list[ProtocolSummary] = []
     for run in manifest.protocols:
         rates = [p.rate_bytes_per_s for p in run.pushes if p.rate_bytes_per_s is not None]
-        walls = [p.wall_s for p in run.pushes if p.outcome == "ok"]
+        walls = [p.wall_s for p in run.pushes if p.outcome in ("ok", "bounded")]
         versions = Counter(p.http_version for p in run.pushes if p.http_version)
-        failures = Counter(p.failure_kind or p.outcome for p in run.pushes if p.outcome != "ok")
+        failures = Counter(p.failure_kind or p.outcome for p in run.pushes
+                           if p.outcome not in ("ok", "bounded"))
         rows.append(
             ProtocolSummary(
                 protocol=run.protocol,
                 pushes=len(run.pushes),
-                ok=sum(p.outcome == "ok" for p in run.pushes),
-                hung=sum(p.outcome == "hung" for p in run.pushes),
+                ok=sum(p.outcome in ("ok", "bounded") for p in run.pushes),
+                hung=sum(p.outcome in ("hung", "stalled") for p in run.pushes),
                 rate_median_bytes_per_s=statistics.median(rates) if rates else None,
                 rate_min_bytes_per_s=min(rates) if rates else None,
                 rate_max_bytes_per_s=max(rates) if rates else None,
