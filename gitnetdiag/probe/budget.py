@@ -96,14 +96,18 @@ class RateMonitor:
     def first_data_s(self) -> float | None:
         return next((p.t_s for p in self.points if p.moved_bytes > 0), None)
 
-    def moved_at(self, t_s: float) -> int:
-        """Bytes moved at ``t_s`` (the last point at or before it)."""
-        moved = 0
+    def moved_at(self, t_s: float) -> float:
+        """Bytes moved at ``t_s``, interpolated between the points around it (samples
+        come every 250-300 ms, too coarse for 1 s windows within 10%)."""
+        before = self.points[0]
         for point in self.points:
-            if point.t_s > t_s:
-                break
-            moved = point.moved_bytes
-        return moved
+            if point.t_s >= t_s:
+                if point.t_s == before.t_s:
+                    return float(point.moved_bytes)
+                share = (t_s - before.t_s) / (point.t_s - before.t_s)
+                return before.moved_bytes + share * (point.moved_bytes - before.moved_bytes)
+            before = point
+        return float(before.moved_bytes)
 
     def stop_reason(self, now_s: float, *, pack_finished: bool) -> StopReason | None:
         if pack_finished:

@@ -23,7 +23,7 @@ import re
 import socket
 import struct
 import subprocess
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,6 +91,13 @@ def parse_ss_info(line: str) -> dict[str, float]:
             if rate:
                 bits_s = float(rate.group(1)) * _RATE_UNITS[rate.group(2)]
                 counters["delivery_rate_bps"] = bits_s / 8
+    # ss leaves out counters that are zero; the ones that always come tell they were read.
+    if "busy_time_us" in counters:
+        counters.setdefault("rwnd_limited_us", 0.0)
+        counters.setdefault("sndbuf_limited_us", 0.0)
+    if "bytes_sent" in counters:
+        counters.setdefault("bytes_retrans", 0.0)
+        counters.setdefault("total_retrans", 0.0)
     return counters
 
 
@@ -212,11 +219,19 @@ def read_tcp_info(sock: socket.socket, t_s: float) -> TcpInfoSample | None:
     """``getsockopt(TCP_INFO)`` of a connected socket; None when the kernel refuses."""
     try:
         raw = sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, _TCP_INFO.size)
-        local, peer = sock.getsockname(), sock.getpeername()
     except OSError:
         return None
-    return TcpInfoSample(t_s=t_s, local=f"{local[0]}:{local[1]}", peer=f"{peer[0]}:{peer[1]}",
+    return TcpInfoSample(t_s=t_s, local=_name(sock.getsockname), peer=_name(sock.getpeername),
                          source="getsockopt TCP_INFO", counters=parse_tcp_info(raw))
+
+
+def _name(get: Callable[[], Any]) -> str:
+    """``address:port``; a connection the peer already closed has no peer name left."""
+    try:
+        address = get()
+    except OSError:
+        return "?"
+    return f"{address[0]}:{address[1]}"
 
 
 def append_samples(path: Path, samples: Iterable[TcpInfoSample]) -> None:
