@@ -8,7 +8,7 @@ the kernel's ``bytes_acked`` of git's sockets (``ss -tin``, written to
 ``<stem>.tcpinfo.jsonl`` as evidence). It stops git
 
     STABLE   three consecutive 1 s windows within 10% of each other: the rate is known
-    BUDGET   the time budget is spent
+    BUDGET   the time budget is spent (while bytes still move)
     STALL    no byte moved for ``stall_timeout_s`` while the pack was unfinished
 
 by killing its process group *before the pack is finished*: receive-pack
@@ -42,6 +42,8 @@ DEFAULT_STALL_TIMEOUT_S = 15.0
 STABLE_WINDOWS = 3
 STABLE_TOLERANCE = 0.10
 WINDOW_S = 1.0
+RECENT_PROGRESS_S = 2.0
+"""At the budget, bytes must have moved this recently for the rate to count."""
 
 
 class StopReason(StrEnum):
@@ -121,7 +123,9 @@ class RateMonitor:
         if len(recent) == STABLE_WINDOWS and min(recent) > 0 and (
                 max(recent) - min(recent) <= STABLE_TOLERANCE * max(recent)):
             return StopReason.STABLE
-        if now_s >= self.budget_s:
+        # A push that stopped moving when the budget ran out is not a measured rate: it
+        # gets the stall timeout to move again (or to be reported as stalled).
+        if now_s >= self.budget_s and now_s - self.last_change_s < RECENT_PROGRESS_S:
             return StopReason.BUDGET
         return None
 
@@ -262,3 +266,24 @@ def _last_progress_line(stderr: str) -> str:
     lines = [line.strip() for line in stderr.replace("\r", "\n").splitlines() if line.strip()]
     progress = [line for line in lines if "objects:" in line]
     return progress[-1] if progress else (lines[-1] if lines else "")
+
+
+NATIVE_BUDGET_S = 4.0
+"""Seconds of upload a native probe needs: dozens of round trips of window updates even at
+200 ms RTT, enough to show the window and credit pattern."""
+NATIVE_MIN_BYTES = 1024 * 1024
+
+
+def native_pack_bytes(pack_bytes: int, git_rates_bytes_per_s: Sequence[float],
+                      budget_s: float | None) -> int:
+    """How much of the pack a native probe sends (pure): about :data:`NATIVE_BUDGET_S` at
+    the rate git measured over the same protocol, the whole pack for complete runs.
+
+    A cut pack fails the server's unpack, so receive-pack never applies the ref: the
+    ledger gets its steady state and nothing is created.
+    """
+    if budget_s is None:
+        return pack_bytes
+    rate = max(git_rates_bytes_per_s, default=0.0)
+    wanted = max(NATIVE_MIN_BYTES, int(rate * min(budget_s, NATIVE_BUDGET_S)))
+    return min(pack_bytes, wanted)

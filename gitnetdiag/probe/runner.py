@@ -24,7 +24,11 @@ from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
+from gitnetdiag.probe.budget import (
+    DEFAULT_BUDGET_S,
+    DEFAULT_STALL_TIMEOUT_S,
+    native_pack_bytes,
+)
 from gitnetdiag.probe.burst import BurstResult, run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
@@ -423,9 +427,12 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         label = f"native {protocol.value} ledger"
         url = options.urls[protocol]
         state.reporter.begin(label)
+        rates = [p.rate_bytes_per_s for p in state.protocols[protocol].pushes
+                 if p.rate_bytes_per_s]
+        sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s)]
         try:
             if protocol is Protocol.H2:
-                ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=pack,
+                ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
                                             new_oid=oid, probe_id=new_probe_id(),
                                             timeout_s=options.timeout_s,
                                             verify=False if options.insecure else None)
@@ -435,7 +442,7 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
                     state.warn(warning)
             else:
                 ledger = ssh_push_probe(url, key_file=options.ssh_key,
-                                        known_hosts=options.ssh_known_hosts, pack=pack,
+                                        known_hosts=options.ssh_known_hosts, pack=sent,
                                         new_oid=oid, probe_id=new_probe_id(),
                                         timeout_s=options.timeout_s)
                 detail = (f"channel window {ledger.server_window_bytes}, "
@@ -444,6 +451,8 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
             state.error("native", protocol, exc)
             state.reporter.done(label, exc.message, ok=False)
             continue
+        if len(sent) < len(pack):
+            detail += f", bounded to {len(sent) / 2**20:.1f} MiB of the pack"
         path = state.run_dir / NATIVE_ARTIFACTS[protocol]
         write_new_file(path, (json.dumps(ledger.to_dict(), indent=1) + "\n").encode())
         state.reporter.done(label, detail, ok=True)

@@ -83,3 +83,34 @@ def test_h2_pushes_are_bounded_or_stalled_and_create_nothing(
         assert any(e.reference == "push-stalled" for e in manifest.errors)
     else:
         assert manifest.status == "complete" and proc.returncode == 0
+
+
+def test_a_push_into_a_path_mtu_black_hole_is_stalled_within_30_s(
+        slow_h2_lab: LabState, tmp_path: Path) -> None:
+    """Full-size segments dropped in the router (LAB-NOTES' black hole): the handshake and
+    the ref advertisement pass, the pack never arrives. Without the monitor this push
+    would hang until --timeout (120 s here)."""
+    rule = ["-d", slow_h2_lab.server_ip, "-p", "tcp", "-m", "length", "--length",
+            "1200:65535", "-j", "DROP"]
+    router = ["ip", "netns", "exec", slow_h2_lab.router_ns, "iptables-legacy"]
+    before = _refs(slow_h2_lab)
+    subprocess.run([*router, "-I", "FORWARD", *rule], check=True, timeout=30)
+    try:
+        run = tmp_path / "run"
+        proc = subprocess.run(
+            [sys.executable, "-m", "gitnetdiag", "probe", "--lab", "--lab-instance",
+             slow_h2_lab.instance, "--protocols", "h1", "--size", "4MiB", "--no-native",
+             "--no-capture", "--timeout", "120", "--out", str(run)],
+            capture_output=True, text=True, timeout=300)
+    finally:
+        subprocess.run([*router, "-D", "FORWARD", *rule], check=True, timeout=30)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode != 0
+    manifest = load_run(run)
+    [push] = manifest.protocols[0].pushes
+    assert push.outcome == "stalled" and push.stopped == "stall", push
+    assert 15 <= push.wall_s < 30, push.wall_s
+    assert push.last_progress and push.last_progress.startswith("Writing objects")
+    assert push.cleanup == "never-created"
+    assert manifest.status == "stalled"
+    assert _refs(slow_h2_lab) == before

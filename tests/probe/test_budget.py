@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason
+from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason, native_pack_bytes
 
 
 def _feed(monitor: RateMonitor, rate_of: dict[float, float], until_s: float,
@@ -59,3 +59,19 @@ def test_nothing_moved_gives_no_rate() -> None:
     monitor.add(Progress(t_s=3.0, moved_bytes=0))
     assert monitor.rate_bytes_per_s() is None
     assert monitor.stop_reason(3.0, pack_finished=False) is None
+
+
+def test_a_push_stopped_dead_at_the_budget_waits_for_the_stall_timeout() -> None:
+    """Nothing moves after 1 s (a path-MTU black hole): not a rate at the 10 s budget, but a
+    stall at 16 s."""
+    monitor = RateMonitor(budget_s=10, stall_timeout_s=15)
+    assert _feed(monitor, {0.0: 500, 1.0: 0.0}, until_s=60) is StopReason.STALL
+    assert monitor.points[-1].t_s == pytest.approx(16.0)
+
+
+def test_native_probes_send_about_four_seconds_of_the_pack_at_gits_rate() -> None:
+    mib = 1024 * 1024
+    assert native_pack_bytes(24 * mib, [1.3e6], budget_s=10) == int(1.3e6 * 4)
+    assert native_pack_bytes(24 * mib, [], budget_s=10) == mib  # stalled: a first MiB
+    assert native_pack_bytes(24 * mib, [50e6], budget_s=10) == 24 * mib
+    assert native_pack_bytes(24 * mib, [1.3e6], budget_s=None) == 24 * mib  # --complete
