@@ -381,7 +381,10 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         measured_by=(
             f"gitnetdiag {manifest.tool_version} probe {manifest.run_id}: "
             f"{manifest.options.get('repeat', 1)} push(es) per protocol of a "
-            f"{(pack or 0) / 2**20:.1f} MiB pack with git, captured with tcpdump"
+            f"{(pack or 0) / 2**20:.1f} MiB pack with git, "
+            + ("captured with tcpdump" if manifest.capture_enabled
+               else "no capture (TCP evidence from the kernel's TCP_INFO)")
+            + _bounded_note(manifest)
             + (", native HTTP/2 and SSH ledgers" if manifest.options.get("native") else "")
             + (f", burst of {manifest.options.get('burst')}" if manifest.options.get("burst")
                else "")
@@ -389,6 +392,17 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
                             host=host, problems=run_problems(manifest)), warnings
+
+
+def _bounded_note(manifest: RunManifest) -> str:
+    """Say so when rates come from pushes stopped mid-pack rather than whole pushes."""
+    bounded = sum(p.outcome == "bounded" for run in manifest.protocols for p in run.pushes)
+    if not bounded:
+        return ""
+    budget = manifest.options.get("budget_s")
+    return (f"; {bounded} push(es) bounded (stopped mid-pack at a stable rate or the "
+            f"{budget:g} s budget; rate from the bytes moved, nothing created)"
+            if isinstance(budget, int | float) else f"; {bounded} push(es) bounded")
 
 
 def requested_protocols(manifest: RunManifest) -> tuple[str, ...]:
