@@ -268,9 +268,10 @@ def _last_progress_line(stderr: str) -> str:
     return progress[-1] if progress else (lines[-1] if lines else "")
 
 
-NATIVE_BUDGET_S = 4.0
-"""Seconds of upload a native probe needs: dozens of round trips of window updates even at
-200 ms RTT, enough to show the window and credit pattern."""
+NATIVE_BUDGET_S = 1.5
+"""Seconds of upload a native probe needs: 30 round trips of window updates at 50 ms RTT
+(7 at 200 ms), enough to show the window and credit pattern; the SETTINGS and the
+initial channel window come before any data."""
 NATIVE_MIN_BYTES = 1024 * 1024
 
 
