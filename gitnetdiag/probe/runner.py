@@ -317,13 +317,28 @@ def _final_status(state: _Run) -> str:
                       else state.options.timeout_s)
             state.error("push", Protocol(run.protocol), NetworkError(
                 f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress "
-                f"{'for' if stalled else 'within'} {within:g} s",
+                f"{'for' if stalled else 'within'} {within:g} s" + _stall_detail(state, hung[0]),
                 hint="the stall is evidence, not noise: see it ranked with "
                 "'gitnetdiag analyze RUN --diagnose'", reference="push-stalled",
             ), kind=FailureKind.HUNG.value)
     if failed_before:
         return "failed"
     return "stalled" if state.errors else "complete"
+
+
+def _stall_detail(state: _Run, push: PushRecord) -> str:
+    """What the first stalled push had seen: bytes moved, git's last line, the versions."""
+    parts = []
+    if push.moved_bytes is not None:
+        parts.append(f"{push.moved_bytes} bytes moved")
+    if push.last_progress or push.last_line:
+        parts.append(f"last: {push.last_progress or push.last_line!r}")
+    env = state.environment
+    if env is not None:
+        parts.append(", ".join(f"{name} {version}" for name, version in
+                               (("git", env.git), ("libcurl", env.libcurl),
+                                ("nghttp2", env.nghttp2)) if version))
+    return f" ({'; '.join(p for p in parts if p)})" if parts else ""
 
 
 def _run_steps(state: _Run, scratch: Path) -> None:

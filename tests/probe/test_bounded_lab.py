@@ -113,4 +113,7 @@ def test_a_push_into_a_path_mtu_black_hole_is_stalled_within_30_s(
     assert push.last_progress and push.last_progress.startswith("Writing objects")
     assert push.cleanup == "never-created"
     assert manifest.status == "stalled"
+    [error] = [e for e in manifest.errors if e.reference == "push-stalled"]
+    assert "bytes moved" in error.message and "last: 'Writing objects" in error.message
+    assert "git 2." in error.message and "libcurl" in error.message
     assert _refs(slow_h2_lab) == before

@@ -75,3 +75,19 @@ def test_native_probes_send_a_second_and_a_half_of_the_pack_at_gits_rate() -> No
     assert native_pack_bytes(24 * mib, [], budget_s=10) == mib  # stalled: a first MiB
     assert native_pack_bytes(24 * mib, [50e6], budget_s=10) == 24 * mib
     assert native_pack_bytes(24 * mib, [1.3e6], budget_s=None) == 24 * mib  # --complete
+
+
+def test_the_probe_command_shows_bytes_and_rate_while_a_push_runs() -> None:
+    from rich.console import Console
+    from rich.progress import Progress as RichProgress
+
+    from gitnetdiag.commands.probe import RichReporter
+
+    console = Console(record=True, width=100)
+    progress = RichProgress(console=console)
+    reporter = RichReporter(progress, console)
+    reporter.begin("push h2 #1")
+    reporter.moved("push h2 #1", 5 * 2**20, 1.25 * 2**20)
+    [task] = progress.tasks
+    assert task.description == "push h2 #1: 5.0 MiB, 1.25 MiB/s"
+    reporter.moved("push h1 #1", 1, None)  # not begun: ignored
