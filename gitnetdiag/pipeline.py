@@ -135,8 +135,13 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
     from gitnetdiag.analysis.tcpinfo import summarize_samples
     from gitnetdiag.probe.tcpinfo import load_samples
 
-    for record in sorted(records, key=lambda r: (r.outcome not in ("ok", "bounded"), -r.wall_s)):
-        name = record.artifacts.get("tcpinfo")
+    candidates = [(f"{protocol} push {r.repeat}", r.artifacts.get("tcpinfo"))
+                  for r in sorted(records, key=lambda r: (r.outcome not in ("ok", "bounded"),
+                                                          -r.wall_s))]
+    if protocol in NATIVE_FILES:  # the native probe's own socket, same path
+        candidates.append((f"native {protocol} probe",
+                           NATIVE_FILES[protocol].removesuffix(".json") + ".tcpinfo.jsonl"))
+    for label, name in candidates:
         if name is None or not (run_dir / name).is_file():
             continue
         try:
@@ -148,7 +153,7 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
             continue
         rwnd, sndbuf = summary.rwnd_limited_share, summary.sndbuf_limited_share
         return obs.CaptureMetrics(
-            source=f"TCP_INFO ({summary.source}) {protocol} push {record.repeat}",
+            source=f"TCP_INFO ({summary.source}) {label}",
             min_rtt_s=summary.min_rtt_s, median_rtt_s=summary.median_rtt_s,
             handshake_seen=False,
             advertised_window_median_bytes=summary.peer_window_median_bytes,

@@ -31,7 +31,9 @@ from pathlib import Path
 
 from gitnetdiag.errors import EnvironmentProblem
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, parse_pack_progress
+from gitnetdiag.probe.rundir import PushRecord
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, append_samples, sample_ss
+from gitnetdiag.probe.versions import ToolVersions
 from gitnetdiag.proc import kill_group
 from gitnetdiag.safefile import replace_file
 
@@ -288,3 +290,18 @@ def native_pack_bytes(pack_bytes: int, git_rates_bytes_per_s: Sequence[float],
     rate = max(git_rates_bytes_per_s, default=0.0)
     wanted = max(NATIVE_MIN_BYTES, int(rate * min(budget_s, NATIVE_BUDGET_S)))
     return min(pack_bytes, wanted)
+
+
+def stall_detail(push: PushRecord, env: ToolVersions | None) -> str:
+    """What a stalled push had seen, for its error: bytes moved, git's last line, versions."""
+    parts = []
+    if push.moved_bytes is not None:
+        parts.append(f"{push.moved_bytes} bytes moved")
+    if push.last_progress or push.last_line:
+        parts.append(f"last: {push.last_progress or push.last_line!r}")
+    if env is not None:
+        parts.append(", ".join(f"{name} {version}" for name, version in
+                               (("git", env.git), ("libcurl", env.libcurl),
+                                ("nghttp2", env.nghttp2)) if version))
+    kept = [part for part in parts if part]
+    return f" ({'; '.join(kept)})" if kept else ""

@@ -61,6 +61,7 @@ from gitnetdiag.probe.receivepack import (
     split_pkt_lines,
 )
 from gitnetdiag.probe.repo import check_safe_ref, probe_branch_name
+from gitnetdiag.probe.tcpinfo import TcpInfoSample
 
 __all__ = [
     "ZERO_OID", "check_safe_ref", "h2_push_probe", "h2_sweep", "parse_advertisement",
@@ -366,6 +367,7 @@ def h2_push_probe(
     timeout_s: float = 120.0,
     access: HttpAccess | None = None,
     verify: bool | None = None,
+    tcpinfo_sink: list[TcpInfoSample] | None = None,
 ) -> H2PushLedger:
     """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch.
 
@@ -385,7 +387,7 @@ def h2_push_probe(
         access=access,
         keylog_file=keylog_file,
         client_settings=client_settings,
-        timeout_s=timeout_s,
+        timeout_s=timeout_s, tcpinfo_sink=tcpinfo_sink,  # TCP_INFO of our socket, no root
     )
     pushed = False
     deleted = False

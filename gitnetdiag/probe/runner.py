@@ -28,6 +28,7 @@ from gitnetdiag.probe.budget import (
     DEFAULT_BUDGET_S,
     DEFAULT_STALL_TIMEOUT_S,
     native_pack_bytes,
+    stall_detail,
 )
 from gitnetdiag.probe.burst import BurstResult, run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
@@ -48,6 +49,7 @@ from gitnetdiag.probe.rundir import (
     write_manifest,
 )
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
+from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
 from gitnetdiag.probe.versions import ToolVersions, collect_versions
 from gitnetdiag.proc import sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
@@ -317,28 +319,14 @@ def _final_status(state: _Run) -> str:
                       else state.options.timeout_s)
             state.error("push", Protocol(run.protocol), NetworkError(
                 f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress "
-                f"{'for' if stalled else 'within'} {within:g} s" + _stall_detail(state, hung[0]),
+                f"{'for' if stalled else 'within'} {within:g} s"
+                + stall_detail(hung[0], state.environment),
                 hint="the stall is evidence, not noise: see it ranked with "
                 "'gitnetdiag analyze RUN --diagnose'", reference="push-stalled",
             ), kind=FailureKind.HUNG.value)
     if failed_before:
         return "failed"
     return "stalled" if state.errors else "complete"
-
-
-def _stall_detail(state: _Run, push: PushRecord) -> str:
-    """What the first stalled push had seen: bytes moved, git's last line, the versions."""
-    parts = []
-    if push.moved_bytes is not None:
-        parts.append(f"{push.moved_bytes} bytes moved")
-    if push.last_progress or push.last_line:
-        parts.append(f"last: {push.last_progress or push.last_line!r}")
-    env = state.environment
-    if env is not None:
-        parts.append(", ".join(f"{name} {version}" for name, version in
-                               (("git", env.git), ("libcurl", env.libcurl),
-                                ("nghttp2", env.nghttp2)) if version))
-    return f" ({'; '.join(p for p in parts if p)})" if parts else ""
 
 
 def _run_steps(state: _Run, scratch: Path) -> None:
@@ -445,12 +433,14 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         rates = [p.rate_bytes_per_s for p in state.protocols[protocol].pushes
                  if p.rate_bytes_per_s]
         sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s)]
+        samples: list[TcpInfoSample] = []
         try:
             if protocol is Protocol.H2:
                 ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
                                             new_oid=oid, probe_id=new_probe_id(),
                                             timeout_s=options.timeout_s,
-                                            verify=False if options.insecure else None)
+                                            verify=False if options.insecure else None,
+                                            tcpinfo_sink=samples)
                 detail = (f"server window {ledger.server_initial_window_bytes}, "
                           f"{ledger.stream.stall_count} stalls")
                 for warning in ledger.warnings:
@@ -459,7 +449,7 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
                 ledger = ssh_push_probe(url, key_file=options.ssh_key,
                                         known_hosts=options.ssh_known_hosts, pack=sent,
                                         new_oid=oid, probe_id=new_probe_id(),
-                                        timeout_s=options.timeout_s)
+                                        timeout_s=options.timeout_s, tcpinfo_sink=samples)
                 detail = (f"channel window {ledger.server_window_bytes}, "
                           f"{ledger.window_adjusts} adjusts")
         except GitnetdiagError as exc:
@@ -470,6 +460,7 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
             detail += f", bounded to {len(sent) / 2**20:.1f} MiB of the pack"
         path = state.run_dir / NATIVE_ARTIFACTS[protocol]
         write_new_file(path, (json.dumps(ledger.to_dict(), indent=1) + "\n").encode())
+        append_samples(path.with_suffix(".tcpinfo.jsonl"), samples)
         state.reporter.done(label, detail, ok=True)
 
 

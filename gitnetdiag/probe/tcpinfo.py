@@ -23,6 +23,7 @@ import re
 import socket
 import struct
 import subprocess
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -232,6 +233,27 @@ def _name(get: Callable[[], Any]) -> str:
     except OSError:
         return "?"
     return f"{address[0]}:{address[1]}"
+
+
+class SocketSampler:
+    """TCP_INFO of one socket, read at most every :data:`SAMPLE_INTERVAL_S` from the loop
+    that sends on it (the native probes' own sockets); no sink, no reads."""
+
+    def __init__(self, sock: socket.socket, sink: list[TcpInfoSample] | None) -> None:
+        self.sock, self.sink = sock, sink
+        self.started = time.monotonic()
+        self.next_s = 0.0
+
+    def poll(self) -> None:
+        if self.sink is None:
+            return
+        now = time.monotonic() - self.started
+        if now < self.next_s:
+            return
+        self.next_s = now + SAMPLE_INTERVAL_S
+        sample = read_tcp_info(self.sock, now)
+        if sample is not None:
+            self.sink.append(sample)
 
 
 def append_samples(path: Path, samples: Iterable[TcpInfoSample]) -> None:
