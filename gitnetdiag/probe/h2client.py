@@ -135,7 +135,7 @@ class H2Client:
                 "certificate names this host",
                 reference="tls-failed",
             ) from exc
-        self.sampler = SocketSampler(raw, tcpinfo_sink)
+        self.sampler = SocketSampler(self.sock, tcpinfo_sink)
         self.alpn = self.sock.selected_alpn_protocol() or "none"
         if self.alpn != "h2":
             self.sock.close()
