@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from gitnetdiag.pipeline import diagnose_run
+from gitnetdiag.pipeline import diagnose_run, observations_from_run
 from gitnetdiag.probe.rundir import load_run
 from gitnetdiag.report import render_json
 
@@ -42,3 +42,19 @@ def test_without_the_samples_the_same_run_is_inconclusive_not_healthy(tmp_path: 
     report = json.loads(render_json(diagnose_run(run)[0]))
     assert report["verdict"] == "inconclusive"
     assert any(f["reference"] == "no-tcp-evidence" for f in report["measurement_failures"])
+
+
+def test_the_native_probes_own_tcp_info_stands_in_for_a_push_without_samples(
+        tmp_path: Path) -> None:
+    """``getsockopt(TCP_INFO)`` of the native HTTP/2 probe's socket (recorded on the same
+    lab fault) is that protocol's TCP evidence when git's push has no samples."""
+    run = tmp_path / "run"
+    shutil.copytree(RECORDED, run)
+    (run / "h2-1.tcpinfo.jsonl").unlink()
+    shutil.copyfile(RECORDED.parent / "native-h2.tcpinfo.jsonl", run / "native-h2.tcpinfo.jsonl")
+    observations, _ = observations_from_run(run)
+    h2 = observations.protocols["h2"].capture
+    assert h2 is not None and h2.source == "TCP_INFO (getsockopt TCP_INFO) native h2 probe"
+    assert h2.rwnd_limited_share is not None and h2.rwnd_limited_share > 0.5
+    assert h2.advertised_window_max_bytes is not None
+    assert h2.advertised_window_max_bytes < 64 * 1024
