@@ -75,7 +75,15 @@ def __getattr__(name: str) -> typer.Typer:
 
 
 def render_error(exc: GitnetdiagError) -> None:
-    """Print an error as one line: reference, message and hint."""
+    """Print an error as one line: reference, message and hint.
+
+    The last line of defence for secrets: whatever raised the error, the
+    URLs of the command line (and anything shaped like a credential) are
+    masked before the line is shown.
+    """
+    from gitnetdiag.redaction import redact_error, secrets_from_argv
+
+    redact_error(exc, secrets_from_argv(sys.argv))
     line = f"error [{exc.reference}]: {exc.message}"
     if exc.hint:
         line += f" (hint: {exc.hint})"

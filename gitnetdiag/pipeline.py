@@ -22,13 +22,14 @@ from typing import Any
 
 import numpy as np
 
+from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
-from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.probe.rundir import PushRecord, RunError, RunManifest, bad_run_dir, load_run
+from gitnetdiag.safefile import replace_file
 
 OBSERVATIONS_FILE = "observations.json"
 """Written into the run directory by :func:`diagnose_run` (what the diagnosis saw)."""
@@ -133,7 +134,6 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
                     warnings: list[str]) -> obs.CaptureMetrics | None:
     """The kernel's TCP_INFO of a push as the engine's TCP view, when no capture was taken."""
     from gitnetdiag.analysis.tcpinfo import summarize_samples
-    from gitnetdiag.probe.tcpinfo import load_samples
 
     candidates = [(f"{protocol} push {r.repeat}", r.artifacts.get("tcpinfo"))
                   for r in sorted(records, key=lambda r: (r.outcome not in ("ok", "bounded"),
@@ -145,8 +145,9 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
         if name is None or not (run_dir / name).is_file():
             continue
         try:
-            summary = summarize_samples(load_samples(run_dir / name))
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            lines = (run_dir / name).read_text().splitlines()
+            summary = summarize_samples([json.loads(line) for line in lines if line.strip()])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
             continue
         if summary is None:
@@ -277,6 +278,13 @@ _ERROR_KINDS = {"reset": "reset", "timeout": "timeout", "refused": "refused", "h
                 "auth": "auth", "unreachable": "refused"}
 
 
+_UNMEASURED_OUTCOMES = {
+    "no-data": "the push sent (almost) nothing: the server had the objects, no rate",
+    "interrupted": "interrupted before the push ended",
+}
+"""Pushes that are no measurement at all: never a rate, never a stall."""
+
+
 def push_result(record: PushRecord) -> obs.PushResult:
     if record.outcome == "bounded" and record.rate_bytes_per_s:
         # The pack at the rate its bytes moved: what the whole push would have taken.
@@ -284,9 +292,10 @@ def push_result(record: PushRecord) -> obs.PushResult:
                               bytes=record.pack_bytes)
     ok = record.outcome == "ok"
     kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
+    message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
                           error_kind=kind,  # type: ignore[arg-type]
-                          error_message="" if ok else record.last_line)
+                          error_message=message)
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -314,12 +323,19 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 # --- the whole run ---------------------------------------------------------------------
 
 
-def _analyze(path: Path, progress: Progress, warnings: list[str]) -> CaptureAnalysis | None:
+def _analyze(path: Path, progress: Progress, warnings: list[str],
+             unread: list[obs.RunProblem], protocol: str) -> CaptureAnalysis | None:
+    """One capture; one that cannot be read at all is a missing measurement in ``unread``."""
     progress(f"analysing {path.name}")
     try:
         result = analyze_capture(path)
     except GitnetdiagError as exc:
         warnings.append(f"{path.name}: {exc.message}")
+        unread.append(obs.RunProblem(
+            stage="capture", protocol=protocol, reference=exc.reference,
+            message=f"{path.name}: {exc.message}",
+            hint="the packet evidence of this push is missing; keep the run directory whole "
+            "or run the probe again"))
         return None
     warnings.extend(f"{path.name}: {w}" for w in result.warnings)
     return result
@@ -331,6 +347,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     """Build the engine's input from a run directory; returns it with analysis warnings."""
     manifest = manifest or load_run(run_dir)
     warnings: list[str] = []
+    unread: list[obs.RunProblem] = []
     if host is None and (run_dir / HOST_REPORT_FILE).is_file():
         from gitnetdiag.host.adapter import load_host_report
 
@@ -348,7 +365,8 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         if chosen:
             record = chosen[0]
             assert record.capture is not None
-            analysis = _analyze(run_dir / record.capture.path, progress, warnings)
+            analysis = _analyze(run_dir / record.capture.path, progress, warnings, unread,
+                                run.protocol)
             conn = upload_connection(analysis) if analysis else None
             if conn is not None:
                 label = f"{run.protocol} push {record.repeat}"
@@ -369,7 +387,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
             flight=flight,
         )
         if run.burst is not None:
-            bursts.append(_burst(run_dir, run.burst, run.endpoint, progress, warnings))
+            bursts.append(_burst(run_dir, run.burst, run.endpoint, progress, warnings, unread))
     rtts = [p.connect_rtt_min_s for p in manifest.paths if p.connect_rtt_min_s]
     env = manifest.environment
     pack = manifest.repo.pack_bytes if manifest.repo else None
@@ -396,7 +414,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         ),
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
-                            host=host, problems=run_problems(manifest)), warnings
+                            host=host, problems=run_problems(manifest) + tuple(unread)), warnings
 
 
 def _bounded_note(manifest: RunManifest) -> str:
@@ -429,7 +447,11 @@ _STAGE_HINTS = {
 }
 
 
-def _hint(error: RunError) -> str:
+def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
+    if error.stage == "cleanup":
+        command = next((c for branch, c in remove_commands.items() if branch in error.message),
+                       None)
+        return f"delete it by hand: {command}" if command else ""
     if error.stage == "push" and error.kind:
         from gitnetdiag.probe.gitpush import FailureKind, error_for_failure
 
@@ -442,15 +464,17 @@ def _hint(error: RunError) -> str:
 
 def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
     """The manifest's errors as the engine sees them, each with what to do about it."""
+    remove_commands = {push.branch: push.cleanup_command for run in manifest.protocols
+                       for push in run.pushes if push.cleanup_command}
     return tuple(
         obs.RunProblem(stage=e.stage, protocol=e.protocol, reference=e.reference, kind=e.kind,
-                       message=e.message, hint=_hint(e))
+                       message=e.message, hint=_hint(e, remove_commands))
         for e in manifest.errors
     )
 
 
 def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
-           warnings: list[str]) -> obs.BurstResult:
+           warnings: list[str], unread: list[obs.RunProblem]) -> obs.BurstResult:
     failed: dict[str, int] = {}
     for op in burst.ops:
         if not op.ok:
@@ -459,7 +483,7 @@ def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
     connects = [c.connect_s for c in burst.connects if c.connect_s is not None]
     syn = synack = resets = 0
     if burst.capture:
-        analysis = _analyze(run_dir / burst.capture, progress, warnings)
+        analysis = _analyze(run_dir / burst.capture, progress, warnings, unread, burst.protocol)
         for conn in analysis.connections if analysis else ():
             syn += conn.handshake.syn_retransmissions
             synack += max(conn.handshake.synack_retransmissions, conn.handshake.synack_after_ack)
@@ -476,6 +500,19 @@ def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
     )
 
 
+def _save(path: Path, text: str) -> str | None:
+    """Write ``text`` to ``path`` without following a symlink planted there (the
+    run directory may have been received from someone else); why it failed, or None."""
+    try:
+        replace_file(path, text.encode())
+    except OSError as exc:
+        return exc.strerror or str(exc)
+    except GitnetdiagError as exc:
+        cause = exc.__cause__
+        return cause.strerror if isinstance(cause, OSError) and cause.strerror else exc.message
+    return None
+
+
 def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
                  progress: Progress = _quiet) -> tuple[Diagnosis, list[str]]:
     """Analyse a run directory and diagnose it; saves ``observations.json`` beside it.
@@ -485,10 +522,9 @@ def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
     """
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
     text = json.dumps(observations.to_dict(), indent=1) + "\n"
-    try:
-        (run_dir / OBSERVATIONS_FILE).write_text(text)
-    except OSError as exc:
-        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {exc.strerror} "
+    why = _save(run_dir / OBSERVATIONS_FILE, text)
+    if why is not None:
+        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {why} "
                         "(the diagnosis below is complete; copy the run directory to keep it)")
     return diagnose(observations), warnings
 
@@ -523,10 +559,9 @@ def write_reports(diagnosis: Diagnosis, run_dir: Path,
     written = {}
     for fmt, name in REPORT_FILES.items():
         path = run_dir / name
-        try:
-            path.write_text(RENDERERS[fmt](diagnosis))
-        except OSError as exc:
-            warn(f"reports not saved in {run_dir}: {exc.strerror} (hint: 'gitnetdiag report "
+        why = _save(path, RENDERERS[fmt](diagnosis))
+        if why is not None:
+            warn(f"reports not saved in {run_dir}: {why} (hint: 'gitnetdiag report "
                  f"{run_dir} --format md --out FILE' writes one elsewhere)")
             break
         written[fmt] = path

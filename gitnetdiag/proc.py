@@ -1,4 +1,11 @@
-"""Running external programs: always with a timeout, errors mapped."""
+"""Running external programs: always with a timeout, errors mapped.
+
+Every program gitnetdiag starts goes through here: :func:`run` / :func:`run_binary`
+(wait for it, with a timeout), :func:`start` (a long-running or streaming child,
+stopped with :func:`kill_group`). :func:`map_process_errors` is the one place
+where ``FileNotFoundError``, ``TimeoutExpired``, ``CalledProcessError`` and other
+``OSError`` of a child become errors of :mod:`gitnetdiag.errors`.
+"""
 
 from __future__ import annotations
 
@@ -10,10 +17,14 @@ import subprocess
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from types import FrameType
+from typing import IO, Any, Literal
 
-from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError
+from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError, GitnetdiagError
 
 DEFAULT_TIMEOUT_S = 60.0
+MISSING_HINT = "make demo / make test install every program the tool needs"
+TIMEOUT_HINT = "the peer may be hanging; rerun with a longer timeout or check the server"
+FAILURE_HINT = "see the message above; run with the same arguments by hand to see more"
 
 
 def require_program(name: str, *, package: str | None = None) -> str:
@@ -38,6 +49,57 @@ def require_root(what: str) -> None:
         )
 
 
+def _last_line(*outputs: str | bytes | None) -> str:
+    for output in outputs:
+        text = output.decode(errors="replace") if isinstance(output, bytes) else output or ""
+        lines = text.strip().splitlines()
+        if lines:
+            return lines[-1]
+    return ""
+
+
+@contextlib.contextmanager
+def map_process_errors(
+    what: str,
+    *,
+    missing_hint: str = MISSING_HINT,
+    timeout_hint: str = TIMEOUT_HINT,
+    timeout_error: type[GitnetdiagError] = ExternalCommandError,
+    timeout_reference: str = "command-timeout",
+    failure_hint: str = FAILURE_HINT,
+) -> Iterator[None]:
+    """Map what starting or waiting for a child raises to our error tree (httpcore's
+    ``map_exceptions``): ``what`` names the command in the message (``'git ls-tree'``).
+
+    A missing program is an :class:`EnvironmentProblem` (``missing-program``); a
+    timeout a ``timeout_error`` (``command-timeout``); a non-zero exit under
+    ``check`` and any other ``OSError`` an :class:`ExternalCommandError`.
+    """
+    try:
+        yield
+    except FileNotFoundError as exc:
+        program = str(exc.filename) if exc.filename else what.split()[0]
+        raise EnvironmentProblem(
+            f"the program '{program}' is not installed",
+            hint=missing_hint,
+            reference="missing-program",
+        ) from exc
+    except subprocess.TimeoutExpired as exc:
+        raise timeout_error(
+            f"'{what}' did not finish within {exc.timeout:.0f} s",
+            hint=timeout_hint,
+            reference=timeout_reference,
+        ) from exc
+    except subprocess.CalledProcessError as exc:
+        last = _last_line(exc.stderr, exc.output) or f"exit code {exc.returncode}"
+        raise ExternalCommandError(f"'{what}' failed: {last}", hint=failure_hint) from exc
+    except OSError as exc:
+        raise ExternalCommandError(
+            f"cannot run '{what}': {exc.strerror or exc}",
+            hint="check that the program and its working directory are accessible",
+        ) from exc
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -45,11 +107,19 @@ def run(
     check: bool = True,
     env: Mapping[str, str] | None = None,
     input_bytes: bytes | None = None,
-    cwd: str | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    what: str | None = None,
+    missing_hint: str = MISSING_HINT,
+    timeout_hint: str = TIMEOUT_HINT,
+    timeout_error: type[GitnetdiagError] = ExternalCommandError,
+    timeout_reference: str = "command-timeout",
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` capturing text output; map failures to ExternalCommandError."""
-    try:
-        proc = subprocess.run(
+    """Run ``argv`` capturing text output; failures mapped by :func:`map_process_errors`
+    (``what`` names the command in messages, its first three words by default)."""
+    with map_process_errors(what or " ".join(argv[:3]), missing_hint=missing_hint,
+                            timeout_hint=timeout_hint, timeout_error=timeout_error,
+                            timeout_reference=timeout_reference):
+        return subprocess.run(
             list(argv),
             capture_output=True,
             timeout=timeout_s,
@@ -57,27 +127,70 @@ def run(
             input=input_bytes.decode() if input_bytes is not None else None,
             text=True,
             cwd=cwd,
+            check=check,
         )
-    except FileNotFoundError as exc:
-        raise EnvironmentProblem(
-            f"the program '{argv[0]}' is not installed",
-            hint="make demo / make test install every program the tool needs",
-            reference="missing-program",
-        ) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ExternalCommandError(
-            f"'{' '.join(argv[:3])}' did not finish within {timeout_s:.0f} s",
-            hint="the peer may be hanging; rerun with a longer timeout or check the server",
-            reference="command-timeout",
-        ) from exc
-    if check and proc.returncode != 0:
-        detail = (proc.stderr or proc.stdout).strip().splitlines()
-        last = detail[-1] if detail else f"exit code {proc.returncode}"
-        raise ExternalCommandError(
-            f"'{' '.join(argv[:3])}' failed: {last}",
-            hint="see the message above; run with the same arguments by hand to see more",
+
+
+def run_binary(
+    argv: Sequence[str],
+    *,
+    what: str,
+    timeout_s: float = DEFAULT_TIMEOUT_S,
+    env: Mapping[str, str] | None = None,
+    input_bytes: bytes | None = None,
+    cwd: str | os.PathLike[str] | None = None,
+    missing_hint: str = MISSING_HINT,
+    timeout_hint: str = TIMEOUT_HINT,
+    timeout_error: type[GitnetdiagError] = ExternalCommandError,
+    timeout_reference: str = "command-timeout",
+) -> subprocess.CompletedProcess[bytes]:
+    """Run ``argv`` capturing bytes, never checking the exit code (the caller reads it):
+    for output that is not text (``git ls-tree -z``) or exit codes with a meaning."""
+    with map_process_errors(what, missing_hint=missing_hint, timeout_hint=timeout_hint,
+                            timeout_error=timeout_error, timeout_reference=timeout_reference):
+        return subprocess.run(
+            list(argv),
+            capture_output=True,
+            timeout=timeout_s,
+            env=dict(env) if env is not None else None,
+            input=input_bytes,
+            cwd=cwd,
+            check=False,
         )
-    return proc
+
+
+_Stream = int | IO[Any] | None
+
+
+def start(
+    argv: Sequence[str],
+    *,
+    isolate: Literal["session", "group", "none"],
+    cwd: str | os.PathLike[str] | None = None,
+    env: Mapping[str, str] | None = None,
+    stdin: _Stream = subprocess.DEVNULL,
+    stdout: _Stream = subprocess.PIPE,
+    stderr: _Stream = subprocess.PIPE,
+    missing_hint: str = MISSING_HINT,
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` without waiting; the caller bounds it in time and stops it.
+
+    ``isolate``: ``session`` (a new session: no controlling terminal, so nothing can
+    prompt on it, and Ctrl-C reaches only us), ``group`` (a process group of its own,
+    cheaper to start: vfork stays usable), or ``none``. With either of the first two
+    :func:`kill_group` stops the child and everything it started.
+    """
+    with map_process_errors(argv[0], missing_hint=missing_hint):
+        return subprocess.Popen(
+            list(argv),
+            cwd=cwd,
+            env=dict(env) if env is not None else None,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            start_new_session=isolate == "session",
+            process_group=0 if isolate == "group" else None,
+        )
 
 
 @contextlib.contextmanager

@@ -227,6 +227,29 @@ def _secret_bytes_pattern(secrets: frozenset[str]) -> re.Pattern[bytes] | None:
     return re.compile(text.pattern.encode("utf-8", "surrogateescape"), re.IGNORECASE)
 
 
+_TRAILING = ").,;:!?"
+
+
+def _split_trailing(text: str) -> tuple[str, str]:
+    # Prose closes a URL with punctuation ("(http://h/r.git?t=X)"): it stays outside the
+    # URL, or masking the query would swallow it and a second pass would differ.
+    tail = ""
+    while text and text[-1] in _TRAILING and not (
+            text[-1] == ")" and text.count("(") >= text.count(")")):
+        text, tail = text[:-1], text[-1] + tail
+    return text, tail
+
+
+def _redact_url_match(match: re.Match[str]) -> str:
+    url, tail = _split_trailing(match.group(0))
+    return redact_url(url) + tail
+
+
+def _redact_query_match(match: re.Match[str]) -> str:
+    query, tail = _split_trailing(match.group(2))
+    return match.group(1) + _mask_query(query) + tail
+
+
 def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` with every known secret and every secret found by context masked.
 
@@ -237,8 +260,8 @@ def redact_text(text: str, secrets: Iterable[str] = ()) -> str:
         text = pattern.sub(MASK, text)
     text = _EXTRA_HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
     text = _HEADER.sub(lambda m: f"{m.group(1)}{m.group(2)}{MASK}", text)
-    text = _URL.sub(lambda m: redact_url(m.group(0)), text)
-    text = _REQUEST_QUERY.sub(lambda m: m.group(1) + _mask_query(m.group(2)), text)
+    text = _URL.sub(_redact_url_match, text)
+    text = _REQUEST_QUERY.sub(_redact_query_match, text)
     return _CREDENTIAL_WORD.sub(lambda m: f"{m.group(1)} {MASK}", text)
 
 

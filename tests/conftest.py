@@ -5,12 +5,14 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import build_spec
 from gitnetdiag.lab.state import LabState
+from tests.httpremote import HttpRemote, serve_http_remote
 
 LabFactory = Callable[..., LabState]
 
@@ -61,3 +63,10 @@ def shared_lab() -> Iterator[LabFactory]:
     yield get
     for state in made.values():
         manager.down(state.instance)
+
+
+@pytest.fixture()
+def http_remote(tmp_path: Path) -> Iterator[HttpRemote]:
+    """A loopback smart-HTTP remote demanding Basic auth and a query token
+    (:mod:`tests.httpremote`)."""
+    yield from serve_http_remote(tmp_path)

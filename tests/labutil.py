@@ -33,7 +33,7 @@ def timed_push(state: LabState, repo: Path, url: str, branch: str,
 
     A push still running after ``timeout_s`` is killed and reported as taking
     ``timeout_s`` (at least that long): the HTTP/2 edge with the small window
-    sometimes stalls for good (LAB-NOTES), which is slower still.
+    sometimes stalls for good (seen in the lab), which is slower still.
     """
     args = ["git"]
     if http_version:

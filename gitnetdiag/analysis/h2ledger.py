@@ -3,8 +3,9 @@
     capture + keys --tshark -T fields--> text --parse_tshark_fields()--> H2FrameRow
         --h2_ledgers_from_rows()--> H2Ledger per TCP connection
 
-Only :func:`h2_ledgers_from_capture` runs a program; parsing and ledger
-building are pure and tested on recorded tshark output.
+Everything here is pure and tested on recorded tshark output; running tshark
+is the tool adapter's job (:mod:`gitnetdiag.tools.tshark`), rendering the
+table is :mod:`gitnetdiag.report.h2ledger_table`'s.
 
 One TCP frame can carry several HTTP/2 frames: tshark then lists each field's
 values comma-separated. ``http2.type``, ``http2.streamid``, ``http2.length``
@@ -20,8 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from gitnetdiag.analysis.flowcontrol import (
     HTTP2_DEFAULT_WINDOW_BYTES,
@@ -36,7 +36,7 @@ from gitnetdiag.analysis.flowcontrol import (
     binding_window,
     credit_ledger,
 )
-from gitnetdiag.errors import CaptureFormatError, InputError
+from gitnetdiag.errors import CaptureFormatError
 
 TSHARK_FIELDS: tuple[str, ...] = (
     "frame.number",
@@ -438,105 +438,3 @@ def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2Ledger]:
         _ledger_for_connection(stream, sorted(frames, key=lambda r: (r.ts_ns, r.frame_number)))
         for stream, frames in sorted(by_connection.items())
     ]
-
-
-def tshark_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
-    """The tshark command line that prints :data:`TSHARK_FIELDS` for every HTTP/2 frame."""
-    argv = [tshark, "-n", "-r", str(pcap)]
-    if keylog is not None:
-        argv += ["-o", f"tls.keylog_file:{keylog}"]
-    argv += ["-Y", "http2", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a"]
-    argv += ["-E", "aggregator=,"]
-    for name in TSHARK_FIELDS:
-        argv += ["-e", name]
-    return argv
-
-
-def h2_ledgers_from_capture(
-    pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0
-) -> list[H2Ledger]:
-    """Decrypt ``pcap`` (with ``keylog``, or secrets embedded in a pcapng) and build ledgers."""
-    from gitnetdiag.proc import require_program, run
-
-    if not Path(pcap).is_file():
-        raise InputError(f"no such capture: {pcap}", hint="give a pcap or pcapng file")
-    if keylog is not None and not Path(keylog).is_file():
-        raise InputError(
-            f"no such key log: {keylog}",
-            hint="give the SSLKEYLOGFILE written during the capture",
-        )
-    tshark = require_program("tshark")
-    proc = run(tshark_argv(tshark, Path(pcap), keylog), timeout_s=timeout_s, check=False)
-    if proc.returncode != 0:
-        lines = proc.stderr.strip().splitlines()
-        raise CaptureFormatError(
-            f"tshark could not read {pcap}: {lines[-1] if lines else proc.returncode}",
-            hint="check that the file is a pcap/pcapng capture",
-        )
-    return h2_ledgers_from_rows(parse_tshark_fields(proc.stdout))
-
-
-class _Console(Protocol):
-    def print(self, *objects: Any, **kwargs: Any) -> None: ...
-
-
-def ledger_table_rows(ledgers: Sequence[H2Ledger]) -> list[list[str]]:
-    """Rows of the ledger table: one per connection (header first)."""
-    rows = [
-        [
-            "conn",
-            "server",
-            "srv window",
-            "conn window",
-            "DATA up",
-            "DATA down",
-            "WIN_UPD (conn)",
-            "s no credit",
-            "stalls",
-            "bound",
-        ]
-    ]
-    for ledger in ledgers:
-        rows.append(
-            [
-                str(ledger.tcp_stream),
-                ledger.server,
-                str(ledger.server_initial_window_bytes),
-                str(ledger.connection.peak_credit_bytes),
-                str(ledger.data_bytes_to_server),
-                str(ledger.data_bytes_to_client),
-                f"{ledger.window_updates_from_server} "
-                f"({ledger.connection_window_updates_from_server} conn)",
-                f"{ledger.stalled_s:.3f}",
-                str(ledger.stall_count),
-                ledger.bound.which,
-            ]
-        )
-    return rows
-
-
-def render_h2_ledgers(
-    ledgers: Sequence[H2Ledger], console: _Console, *, keys_given: bool = False
-) -> None:
-    """Print the HTTP/2 flow-control ledger table with rich.
-
-    ``keys_given``: a key log was passed or the pcapng carries its secrets, so
-    an empty table is not for want of keys.
-    """
-    from rich.table import Table
-    from rich.text import Text
-
-    header, *body = ledger_table_rows(ledgers)
-    table = Table(title="HTTP/2 flow control (client uploads)")
-    for name in header:
-        table.add_column(name, justify="left" if name == "server" else "right")
-    for row in body:
-        table.add_row(*(Text(cell) for cell in row))  # addresses are not markup
-    if not body:
-        console.print(
-            "no decrypted HTTP/2 traffic in the capture (the keys given decrypt no HTTP/2: "
-            "keys of another session, or no h2 negotiated)" if keys_given
-            else "no decrypted HTTP/2 traffic in the capture (give --keylog?)"
-        )
-        return
-    console.print(table)

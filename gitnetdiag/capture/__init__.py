@@ -1,7 +1,7 @@
 """Reading packet captures (pcap, pcapng) into numpy packet tables.
 
 The entry points are :class:`CaptureReader` (streaming, bounded memory) and
-:func:`read_capture` (one shot).  Nothing here imports scapy or pyshark.
+:func:`read_capture` (one shot).  Nothing here imports scapy.
 """
 
 from gitnetdiag.capture.decode import DecodeStats

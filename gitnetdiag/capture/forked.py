@@ -27,17 +27,42 @@ import pickle
 import signal
 import struct
 import traceback
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
+from dataclasses import dataclass, field
 from io import FileIO
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import numpy as np
+import numpy.typing as npt
 
-from gitnetdiag.capture.decode import TcpRows
-from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError
+from gitnetdiag.capture.decode import DecodeStats, TcpRows
+from gitnetdiag.errors import CaptureFormatError, EnvironmentProblem, GitnetdiagError
 
-if TYPE_CHECKING:
-    from gitnetdiag.capture.reader import CaptureReader, PacketArray, ReaderProgress
+PacketArray = npt.NDArray[np.void]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReaderProgress:
+    """What a reader learnt besides the decoded rows (sent by a forked reader)."""
+
+    stats: DecodeStats = field(default_factory=DecodeStats)
+    """Decode statistics so far."""
+    damage: CaptureFormatError | None = None
+    """The damage that stopped the walk, once it has."""
+    has_tls_secrets: bool = False
+    """A pcapng decryption secrets block was seen."""
+
+
+class ChunkSource(Protocol):
+    """What this module needs of :class:`gitnetdiag.capture.reader.CaptureReader`
+    (a protocol, so that the reader imports this module and not the other way round)."""
+
+    child_pid: int | None
+
+    def decoded(self) -> Iterator[tuple[TcpRows, int]]: ...
+    def progress(self) -> ReaderProgress: ...
+    def apply_progress(self, progress: ReaderProgress) -> None: ...
+    def table(self, rows: TcpRows, records: int) -> PacketArray: ...
 
 PIPE_BYTES = 1 << 20
 """Pipe buffer asked for (Linux F_SETPIPE_SZ); fewer, larger copies between the processes."""
@@ -59,7 +84,7 @@ them to 96 bytes took 0.14 s per million segments in casts on the two sides,
 while the parent can use the received columns without any copy."""
 
 
-def forked_chunks(reader: CaptureReader) -> Generator[PacketArray, None, None]:
+def forked_chunks(reader: ChunkSource) -> Generator[PacketArray, None, None]:
     """``reader.chunks()`` computed in a forked child; ``reader``'s state follows along."""
     read_fd, write_fd = os.pipe()
     _grow_pipe(write_fd)
@@ -145,7 +170,7 @@ def _grow_pipe(fd: int) -> None:
         fcntl.fcntl(fd, setsize, PIPE_BYTES)
 
 
-def _child(reader: CaptureReader, write_fd: int) -> None:
+def _child(reader: ChunkSource, write_fd: int) -> None:
     """Run in the child: send every chunk's rows, then the final progress (or the error)."""
     with FileIO(write_fd, "wb") as pipe:
         error: BaseException | None = None

@@ -21,17 +21,17 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from io import BufferedReader
 from pathlib import Path
 from types import TracebackType
 
 import numpy as np
-import numpy.typing as npt
 
 from gitnetdiag.capture.compressed import capture_stream
 from gitnetdiag.capture.decode import DecodeStats, TcpRows, decode_tcp
 from gitnetdiag.capture.flows import Connection, ConnectionTracker
+from gitnetdiag.capture.forked import PacketArray, ReaderProgress, forked_chunks
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES, open_walker
 from gitnetdiag.errors import CaptureFormatError, InputError
 
@@ -58,8 +58,6 @@ PACKET_DTYPE = np.dtype(
 )
 """One row per TCP segment."""
 
-PacketArray = npt.NDArray[np.void]
-
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 """Files larger than this are read in a forked child process (when there is a spare core)."""
 
@@ -83,18 +81,6 @@ def use_parallel(file_bytes: int, parallel: bool | None = None) -> bool:
         return forced == "1"
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return file_bytes > PARALLEL_MIN_BYTES and (cpus or 1) > 1
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReaderProgress:
-    """What a reader learnt besides the decoded rows (sent by a forked reader)."""
-
-    stats: DecodeStats = field(default_factory=DecodeStats)
-    """Decode statistics so far."""
-    damage: CaptureFormatError | None = None
-    """The damage that stopped the walk, once it has."""
-    has_tls_secrets: bool = False
-    """A pcapng decryption secrets block was seen."""
 
 
 class CaptureReader:
@@ -157,8 +143,6 @@ class CaptureReader:
     def chunks(self) -> Iterator[PacketArray]:
         """Yield packet tables (PACKET_DTYPE) in file order."""
         if self.parallel:
-            from gitnetdiag.capture.forked import forked_chunks
-
             self._close_forked()
             self._forked = forked_chunks(self)
             return self._forked

@@ -1,6 +1,6 @@
 """``gitnetdiag analyze FILE``: what TCP was doing in a pcap/pcapng capture.
 
-The work is one library call, :func:`gitnetdiag.capture.analyze.analyze_capture`;
+The work is one library call, :func:`gitnetdiag.analysis.capture_analysis.analyze_capture`;
 this module only renders its result (:func:`render_analysis`) and writes JSON.
 """
 
@@ -16,8 +16,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
-from gitnetdiag.capture.analyze import CaptureAnalysis, analyze_capture
 from gitnetdiag.capture.flows import endpoint
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import UsageError
@@ -238,14 +238,14 @@ def analyze(
     result = analyze_capture(file)
     ledgers = None
     if keylog is not None or result.has_tls_secrets:
-        from gitnetdiag.analysis.h2ledger import h2_ledgers_from_capture
+        from gitnetdiag.tools import tshark
 
-        ledgers = h2_ledgers_from_capture(file, keylog)
+        ledgers = tshark.h2_ledgers_from_capture(file, keylog)
     if json_out != "-":
         console = Console(highlight=False)
         render_analysis(result, console)
         if ledgers is not None:
-            from gitnetdiag.analysis.h2ledger import render_h2_ledgers
+            from gitnetdiag.report.h2ledger_table import render_h2_ledgers
 
             render_h2_ledgers(ledgers, console,
                               keys_given=keylog is not None or result.has_tls_secrets)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Iterable
 from enum import StrEnum
 from pathlib import Path
 from typing import Any
@@ -13,7 +14,8 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from gitnetdiag.errors import ExitCode, NetworkError, UsageError
+from gitnetdiag.commands._output import write_output
+from gitnetdiag.errors import ExitCode, InputError, NetworkError, UsageError
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
 from gitnetdiag.load.report import render_html, render_json, render_markdown, render_terminal
 from gitnetdiag.load.scheduler import LiveStatus
@@ -27,6 +29,9 @@ from gitnetdiag.load.stats import (
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import parse_size
+from gitnetdiag.probe.safety import probe_secrets, redact_run_files, signals_deferred
+from gitnetdiag.redaction import SecretSet, redact_text, redact_tree, redact_url
+from gitnetdiag.safefile import replace_file
 
 
 class LabHttp(StrEnum):
@@ -74,7 +79,7 @@ def _protocol_for(url: str, given: str | None) -> Protocol:
     mapping = {"https": Protocol.H1, "http": Protocol.H1, "ssh": Protocol.SSH,
                "git": Protocol.GIT}
     if scheme not in mapping:
-        raise UsageError(f"cannot tell the protocol of {url!r}", hint="give --protocol")
+        raise UsageError(f"cannot tell the protocol of {redact_url(url)}", hint="give --protocol")
     return mapping[scheme]
 
 
@@ -88,24 +93,52 @@ def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
 
 
 def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
-                   json_out: Path | None) -> None:
-    if out is not None:
-        out.mkdir(parents=True, exist_ok=True)
-        (out / "load.json").write_text(render_json(report))
-        (out / "load.md").write_text(render_markdown(report))
-        (out / "load.html").write_text(render_html(report))
-        with (out / "ops.jsonl").open("w") as handle:
-            for rec in records:
-                handle.write(json.dumps(rec.to_dict()) + "\n")
-        typer.echo(f"run directory: {out}")
-    if json_out is not None:
-        json_out.write_text(render_json(report))
+                   json_out: Path | None, secrets: Iterable[str]) -> None:
+    """Write the reports, then the redaction pass over the run directory.
+
+    git's messages in the records can repeat a credential in words no URL rule
+    sees (``unable to look up user:TOKEN@host``): the known secrets of the
+    remotes go too. Ctrl-C and SIGTERM wait until the files are clean.
+    """
+    secrets = frozenset(secrets)
+    with signals_deferred():
+        if out is not None:
+            out.mkdir(parents=True, exist_ok=True)
+            for name, text in (("load.json", render_json(report)),
+                               ("load.md", render_markdown(report)),
+                               ("load.html", render_html(report)),
+                               ("ops.jsonl", "".join(json.dumps(rec.to_dict()) + "\n"
+                                                     for rec in records))):
+                replace_file(out / name, redact_text(text, secrets).encode())
+            failed = redact_run_files(out, SecretSet(secrets))
+            if failed:
+                raise InputError(
+                    f"could not redact {', '.join(failed)} in {out}",
+                    hint="delete those files before sharing the run directory",
+                    reference="redaction-failed")
+            typer.echo(f"run directory: {out}")
+        if json_out is not None:
+            write_output(json_out, redact_text(render_json(report), secrets))
+
+
+def print_load_diagnosis(report: LoadReport) -> None:
+    """The engine's ranked culprits for a load run (bursts per step, host counter deltas)."""
+    from gitnetdiag.diagnosis.engine import diagnose
+    from gitnetdiag.load.diagnose import observations_from_load
+    from gitnetdiag.report.terminal import render_terminal as render_diagnosis
+
+    typer.echo(render_diagnosis(diagnose(observations_from_load(report)), width=200), nl=False)
 
 
 def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
-            json_out: Path | None, leftover: tuple[str, ...] = ()) -> None:
+            json_out: Path | None, leftover: tuple[str, ...] = (),
+            secrets: Iterable[str] = (), *, then_diagnose: bool = False) -> None:
+    secrets = frozenset(secrets)
+    report, records = redact_tree((report, records), secrets)
     render_terminal(report, Console(highlight=False, width=200))
-    _write_outputs(report, records, out, json_out)
+    if then_diagnose:
+        print_load_diagnosis(report)
+    _write_outputs(report, records, out, json_out, secrets)
     if leftover:
         raise NetworkError(
             f"{len(leftover)} throwaway branch(es) may be left on the server: "
@@ -121,10 +154,10 @@ def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
 
 
 def _collect_locust(master: str | None, results: Path | None, wait: float, out: Path | None,
-                    json_out: Path | None, min_ops_per_hour: float | None) -> None:
+                    json_out: Path | None, min_ops_per_hour: float | None,
+                    then_diagnose: bool) -> None:
     from dataclasses import replace
 
-    from gitnetdiag.errors import InputError
     from gitnetdiag.load.locust_collect import fetch_payload, report_from_payload
 
     payload: dict[str, Any]
@@ -144,7 +177,7 @@ def _collect_locust(master: str | None, results: Path | None, wait: float, out: 
 
         payload = fetch_payload(master, wait_s=wait, on_poll=show)
     report = replace(report_from_payload(payload), min_ops_per_hour=min_ops_per_hour)
-    _finish(report, (), out, json_out)
+    _finish(report, (), out, json_out, then_diagnose=then_diagnose)
 
 
 def load_command(
@@ -187,6 +220,10 @@ def load_command(
     wait: float = typer.Option(
         0.0, "--wait", min=0.0, help="With --locust-master: wait up to N s for the run to end."),
     no_live: bool = typer.Option(False, "--no-live", help="No live display."),
+    then_diagnose: bool = typer.Option(
+        False, "--diagnose",
+        help="Also rank the culprits the run shows (accept queue, SYN drops) from its failures "
+        "and the server's counter deltas."),
 ) -> None:
     """Capacity test: clones, fetches, pushes and ls-remotes at rising concurrency.
 
@@ -203,7 +240,8 @@ def load_command(
             hint="drop the URLs, or drop " + source.split("/")[0],
         )
     if locust_master is not None or locust_results is not None:
-        _collect_locust(locust_master, locust_results, wait, out, json_out, min_ops_per_hour)
+        _collect_locust(locust_master, locust_results, wait, out, json_out, min_ops_per_hour,
+                        then_diagnose)
         return
     op_list = parse_ops(ops)
     weights = parse_mix(mix, len(op_list))
@@ -272,7 +310,10 @@ def load_command(
         with Live(Text("starting"), console=console, refresh_per_second=4,
                   transient=True) as live:
             outcome = run_load(options, LiveReporter(live, console))
-    _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches)
+    # The ramp is over (or was stopped): a further Ctrl-C/SIGTERM must not lose the report.
+    with signals_deferred():
+        _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches,
+                secrets=probe_secrets(remotes), then_diagnose=then_diagnose)
 
 
 LOAD_EPILOG = (

@@ -29,6 +29,7 @@ from gitnetdiag.host.adapter import load_host_report
 from gitnetdiag.lab.state import LabState, enter_lab_client
 from gitnetdiag.pipeline import HOST_REPORT_FILE
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
+from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.rundir import RunManifest
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe, summarize
@@ -240,6 +241,12 @@ def probe_command(
     stall_timeout: float = typer.Option(
         DEFAULT_STALL_TIMEOUT_S, "--stall-timeout", min=0.0,
         help="A push that moves no byte for this long ends as stalled (0: only --timeout)."),
+    cleanup_wait: float = typer.Option(
+        DEFAULT_CLEANUP_WAIT_S, "--cleanup-wait", min=0.0,
+        help="Seconds the clean-up of a push cut short (timeout, Ctrl-C) waits for the "
+        "server to finish applying it (a slow pre-receive hook) before deleting the "
+        "throwaway branch; past it the branch is reported 'unconfirmed' with its remove "
+        "command."),
     no_capture: bool = typer.Option(False, "--no-capture", help="Do not run tcpdump."),
     lab: bool = typer.Option(False, "--lab", help="Probe the local lab (runs in its client ns)."),
     lab_instance: str = typer.Option("default", "--lab-instance", help="Lab instance name."),
@@ -311,6 +318,7 @@ def probe_command(
         timeout_s=timeout,
         budget_s=None if complete else budget,
         stall_timeout_s=stall_timeout or None,
+        cleanup_wait_s=cleanup_wait,
         capture=not no_capture,
         extra_options=extra,
         native=native,

@@ -16,9 +16,10 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.errors import UsageError
-from gitnetdiag.storage.adapter import storage_findings
+from gitnetdiag.storage.adapter import storage_only_observations
 from gitnetdiag.storage.job import parse_duration, parse_size
 from gitnetdiag.storage.model import StorageCheck
 from gitnetdiag.storage.reference import Verdict, verdict
@@ -49,6 +50,15 @@ scratch directory under PATH and removed afterwards, also on Ctrl-C.
 Without fio only the small-file test runs; where O_DIRECT is refused (ramfs,
 some network filesystems) fio runs with buffered I/O and says so.
 """
+
+
+def storage_findings(result: StorageCheck) -> tuple[Finding, ...]:
+    """The engine's findings on a storage check alone (``slow-storage`` when below reference).
+
+    A storage check has no push whose time it could cost, so the engine's
+    minimum impact is set to zero: the finding is shown on its confidence alone.
+    """
+    return diagnose(storage_only_observations(result), min_impact_s=0.0).findings
 
 
 class OutputFormat(StrEnum):

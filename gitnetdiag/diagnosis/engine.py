@@ -29,7 +29,7 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     ProtocolObservation,
 )
-from gitnetdiag.diagnosis.units import fmt_bits, fmt_s
+from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 from gitnetdiag.diagnosis.verdict import headline_prefix, judge
 
 MIN_IMPACT_S = 0.5
@@ -100,7 +100,7 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
 
 
 def _headline(findings: Sequence[Finding], protocols: Sequence[ProtocolSummary]) -> str:
-    rates = ", ".join(f"{s.label} {fmt_bits(s.rate_bps)}" for s in protocols if s.rate_bps)
+    rates = ", ".join(f"{s.label} {fmt_rate(s.rate_bps / 8)}" for s in protocols if s.rate_bps)
     if not findings:
         measured = f" ({rates})" if rates else ""
         return f"No culprit costs the pushes noticeable time{measured}."

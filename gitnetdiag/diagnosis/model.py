@@ -18,19 +18,58 @@ culprits ranked; ``inconclusive`` some measurement failed; ``failed`` nothing
 was measured (rules in :mod:`gitnetdiag.diagnosis.verdict`)."""
 
 
+Unit = Literal["B", "B/s", "s", "ratio", "count", "IOPS"]
+"""Units of evidence numbers: bytes, bytes per second, seconds, a share 0..1,
+a count (pushes, frames, segments, connections), storage operations per second.
+Renderers format each one way (:mod:`gitnetdiag.report.units`)."""
+
+Comparison = Literal["<", "<=", ">", ">="]
+"""How the measured value stood against the threshold for it to count as evidence."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Quantity:
+    """A number with its unit, for the terms a threshold is derived from."""
+
+    value: float
+    """The number, in ``unit``."""
+    unit: Unit
+    """Its unit."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Evidence:
-    """One measured fact behind a finding."""
+    """One measured fact behind a finding: numbers and units, formatted by renderers."""
 
     what: str
     """What was measured, e.g. ``HTTP/2 stream window``."""
-    value: str
-    """The measured value with its unit, e.g. ``65535 B``."""
-    threshold: str = ""
-    """What it was compared with, e.g. ``< BDP 1.6 MB``; empty when purely informative."""
+    value: float | None = None
+    """The measured number in ``unit``; ``None`` when the fact is not a number (see ``text``)."""
+    unit: Unit | None = None
+    """Unit of ``value``, ``of`` and ``threshold``."""
+    of: float | None = None
+    """The whole ``value`` is part of (``1`` of ``3`` pushes), in ``unit``."""
+    text: str = ""
+    """The fact when it is not a number (a config line, a version, a log line), or a
+    qualifier of ``value`` (the kinds of failed connections)."""
+    threshold: float | None = None
+    """The number ``value`` was compared with, in ``unit``; ``None`` when purely informative."""
+    comparison: Comparison | None = None
+    """``value comparison threshold`` is why this counts as evidence (``<`` BDP)."""
+    basis: str = ""
+    """What the threshold is, in words (``BDP ({} x RTT)``); each ``{}`` stands for one of
+    ``basis_terms``, formatted by the renderer."""
+    basis_terms: tuple[Quantity, ...] = ()
+    """The numbers of ``basis``, in order."""
     source: str = ""
     """Where it came from: ``capture h2 conn 3 frames 120-4410``, ``trace2``,
     ``host counter ListenOverflows``, ``haproxy.cfg line 4``."""
+
+    def __post_init__(self) -> None:
+        # A number without its unit is what the string era hid: 65535 what?
+        numbers = (self.value, self.of, self.threshold)
+        if self.unit is None and any(n is not None for n in numbers):
+            raise ValueError(f"evidence {self.what!r}: a number needs its unit")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -128,7 +167,8 @@ class Environment:
     versions: dict[str, str]
     """Client tool versions by name (git, libcurl, nghttp2, openssh)."""
     protocols: tuple[str, ...]
-    """Protocols measured, in canonical order."""
+    """Protocols with observations (pushed, whatever the outcome), in canonical order;
+    see ``Diagnosis.measured_protocols`` for those that measured something."""
     measured_by: str
     """How it was measured."""
     min_impact_s: float

@@ -1,4 +1,9 @@
-"""Human formatting of bytes, rates and durations (shared by summaries and renderers)."""
+"""Human formatting of bytes, rates and durations: the report convention.
+
+Decimal bytes and bytes per second everywhere (docs/report-schema.md). The
+diagnosis writes its summary sentences with these; renderers import them
+through :mod:`gitnetdiag.report.units`.
+"""
 
 from __future__ import annotations
 
@@ -24,17 +29,6 @@ def fmt_rate(bytes_per_s: float | None) -> str:
     return f"{bytes_per_s / 1e3:.1f} kB/s"
 
 
-def fmt_bits(bits_per_s: float | None) -> str:
-    """A bit rate as ``10.5 Mbit/s``."""
-    if bits_per_s is None:
-        return "-"
-    if bits_per_s >= 1e9:
-        return f"{bits_per_s / 1e9:.2f} Gbit/s"
-    if bits_per_s >= 1e6:
-        return f"{bits_per_s / 1e6:.1f} Mbit/s"
-    return f"{bits_per_s / 1e3:.0f} kbit/s"
-
-
 def fmt_s(seconds: float | None) -> str:
     """``50 ms`` below a second, ``3.4 s`` above."""
     if seconds is None:
@@ -45,7 +39,9 @@ def fmt_s(seconds: float | None) -> str:
 
 
 def fmt_share(share: float | None) -> str:
-    """A fraction as ``83%``."""
+    """A fraction as ``83%``; below 10% with two decimals (``0.50%``), where loss rates live."""
     if share is None:
         return "-"
+    if 0 < abs(share) < 0.1:
+        return f"{share * 100:.2f}%"
     return f"{share * 100:.0f}%"

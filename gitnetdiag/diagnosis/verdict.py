@@ -10,7 +10,8 @@
 
 A protocol is *measured* when one of its pushes completed or was cut on the
 wire (``hung``, ``timeout``, ``reset``): a stall is evidence for a culprit, not
-a missing measurement. A push refused, rejected by auth or TLS, an unknown host
+a missing measurement. A push that sent no data (the server had it) or was
+interrupted measured nothing. A push refused, rejected by auth or TLS, an unknown host
 key or an unsupported URL measured nothing. Such a refusal is still evidence
 when a ranked culprit explains it (a filter answering SYNs with resets).
 
@@ -34,7 +35,7 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     ProtocolObservation,
 )
-from gitnetdiag.errors import NothingMeasured, VerdictError
+from gitnetdiag.errors import GitnetdiagError, NetworkError, NothingMeasured, VerdictError
 
 MEASURED_FAILURE_KINDS = frozenset({"hung", "timeout", "reset"})
 """Failed pushes that still measured the path: data moved, then stalled or was cut."""
@@ -47,7 +48,10 @@ EXPLAINED_BY: dict[str, frozenset[str]] = {
 """Culprits whose evidence is a refused connection, with the push failure kinds they explain."""
 
 _IGNORED_STAGES = frozenset({"cleanup"})
-"""Run errors that are no measurement (a leftover branch is reported by the probe)."""
+"""Run errors that are no measurement (a leftover branch is listed, not judged)."""
+LEFTOVER_REFERENCE = "probe-ref-leftover"
+"""A throwaway branch still on the server: listed with its remove command in every report."""
+_LEFTOVER_HINT = "remove it with the command in the message once the server is idle"
 
 _GENERIC_HINT = "see the run's manifest.json errors and the push's stderr file"
 
@@ -108,7 +112,9 @@ def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
 
 def _unexplained_stalls(obs: Observations, name: str) -> list[MeasurementFailure]:
     """A push that hung is evidence; with no culprit to show for it the run is not healthy."""
-    stalled = [push for push in obs.protocols[name].pushes if not push.ok]
+    # Only pushes cut on the wire stalled; one that sent nothing or was interrupted did not.
+    stalled = [push for push in obs.protocols[name].pushes
+               if not push.ok and push.error_kind in MEASURED_FAILURE_KINDS]
     if not stalled:
         return []
     label = PROTOCOL_LABELS.get(name, name)
@@ -183,6 +189,12 @@ def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
         verdict = "inconclusive"
     else:
         verdict = "healthy"
+    # After the verdict: a branch left behind measured nothing wrong, but the user must act.
+    failures += [
+        MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,
+                           kind=p.kind, message=p.message, hint=p.hint or _LEFTOVER_HINT)
+        for p in obs.problems if p.stage == "cleanup" and p.reference == LEFTOVER_REFERENCE
+    ]
     return Judgement(verdict=verdict, requested=requested, measured=measured,
                      failures=tuple(failures))
 
@@ -208,10 +220,17 @@ def _first(judgement: Judgement) -> str:
     return f"{first.reference}: {first.message}"
 
 
-def verdict_error(verdict: Verdict, failures: Sequence[MeasurementFailure]) -> VerdictError | None:
-    """The error a command exits with after printing an inconclusive or failed diagnosis."""
+def verdict_error(verdict: Verdict, failures: Sequence[MeasurementFailure]
+                  ) -> GitnetdiagError | None:
+    """The error a command exits with after printing an inconclusive or failed diagnosis,
+    or a healthy/degraded one that left a throwaway branch on the server."""
     if verdict not in ("inconclusive", "failed"):
-        return None
+        left = [f for f in failures if f.reference == LEFTOVER_REFERENCE]
+        if not left:
+            return None
+        more = f" (+{len(left) - 1} more)" if len(left) > 1 else ""
+        return NetworkError(f"{left[0].message}{more}", hint=left[0].hint,
+                            reference=LEFTOVER_REFERENCE)
     blocking = [f for f in failures if f.explained_by is None] or list(failures)
     first = blocking[0] if blocking else None
     more = f" (+{len(blocking) - 1} more)" if len(blocking) > 1 else ""

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError, NetworkError, UsageError
+from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.host.listeners import (
     DiagListener,
     ListenerInfo,
@@ -32,6 +32,9 @@ from gitnetdiag.proc import run
 
 EXIT_NOT_FOUND = 127
 EXIT_TIMEOUT = 124
+EXIT_CANNOT_RUN = 126
+_SHELL_EXIT = {"missing-program": EXIT_NOT_FOUND, "command-timeout": EXIT_TIMEOUT}
+"""Exit code a shell gives for what :func:`gitnetdiag.proc.map_process_errors` raised."""
 MAX_CONFIG_BYTES = 1 << 20
 """Configuration files larger than this are skipped (nobody writes a 1 MB proxy config)."""
 
@@ -88,10 +91,10 @@ class LocalAccess:
     def run(self, argv: Sequence[str], *, timeout_s: float = 20.0) -> CommandResult:
         try:
             proc = run(argv, timeout_s=timeout_s, check=False, env={**os.environ, "LC_ALL": "C"})
-        except EnvironmentProblem as exc:
-            return CommandResult(returncode=EXIT_NOT_FOUND, stdout="", stderr=exc.message)
-        except ExternalCommandError as exc:
-            return CommandResult(returncode=EXIT_TIMEOUT, stdout="", stderr=exc.message)
+        except GitnetdiagError as exc:
+            # The shell's exit codes, so that local and SSH results read the same way.
+            code = _SHELL_EXIT.get(exc.reference, EXIT_CANNOT_RUN)
+            return CommandResult(returncode=code, stdout="", stderr=exc.message)
         return CommandResult(returncode=proc.returncode, stdout=proc.stdout, stderr=proc.stderr)
 
     def read_text(self, path: str) -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from gitnetdiag.diagnosis.culprits import SMALL_BACKLOG
+from gitnetdiag.thresholds import SMALL_BACKLOG
 
 
 @dataclass(frozen=True, kw_only=True)

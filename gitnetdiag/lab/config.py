@@ -17,7 +17,7 @@ APACHE_MODULES = (
     "setenvif", "cgid", "ssl", "socache_shmcb", "http2", "headers",
 )
 AUTH_MODULES = ("auth_basic", "authn_core", "authn_file", "authz_user")
-"""Loaded under the ``auth`` fault (LAB-NOTES: Basic auth in front of git-http-backend)."""
+"""Loaded under the ``auth`` fault: Basic auth in front of git-http-backend needs all four."""
 HTTP_BACKEND = "/usr/lib/git-core/git-http-backend"
 HTTP_AUTH_USER = "probe"
 

@@ -37,6 +37,9 @@ def serve(listen: str, port: int, backlog: int, user: str, base_path: str) -> No
 
     def handle(conn: socket.socket) -> None:
         with conn:
+            # subprocess directly: this is the lab's inetd, a separate server process; the
+            # child runs as the service user on the accepted socket, and nothing here reports
+            # through gitnetdiag's error tree.
             proc = subprocess.Popen(
                 argv, stdin=conn.fileno(), stdout=conn.fileno(), stderr=subprocess.DEVNULL,
                 env=env, user=account.pw_uid, group=account.pw_gid, close_fds=True,

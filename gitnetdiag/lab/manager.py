@@ -52,7 +52,7 @@ from gitnetdiag.lab.state import (
     save_state,
     state_dir,
 )
-from gitnetdiag.proc import require_program, require_root, run
+from gitnetdiag.proc import require_program, require_root, run, start
 
 SERVICE_USER = "gnd-git"
 NFQUEUE_NUM = 1
@@ -125,7 +125,8 @@ def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
     _nsexec(ns.client, "ip", "route", "add", "default", "via", ROUTER_CLIENT_SIDE_IP)
     _nsexec(ns.server, "ip", "route", "add", "default", "via", ROUTER_SERVER_SIDE_IP)
     _nsexec(ns.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
-    # cubic, what most clients and servers run; BBR would hide the loss fault (LAB-NOTES).
+    # cubic, what most clients and servers run; BBR (this kernel's default) paces by its own
+    # bandwidth estimate and would hide the loss fault.
     _allow_cubic()
     for name in (ns.client, ns.server):
         _nsexec(name, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=cubic")
@@ -274,10 +275,8 @@ def _write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
 
 def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> int:
     with open(log, "ab") as out:
-        proc = subprocess.Popen(
-            ["ip", "netns", "exec", ns, *argv], stdin=subprocess.DEVNULL, stdout=out,
-            stderr=subprocess.STDOUT, start_new_session=True, env=env,
-        )
+        proc = start(["ip", "netns", "exec", ns, *argv], isolate="session", stdout=out,
+                     stderr=subprocess.STDOUT, env=env)
     return proc.pid
 
 

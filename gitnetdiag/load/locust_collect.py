@@ -19,7 +19,7 @@ from typing import Any
 from gitnetdiag.errors import InputError, NetworkError
 from gitnetdiag.load.model import LoadReport, OpRecord
 from gitnetdiag.load.stats import summarize_step
-from gitnetdiag.report.redact import redact_text
+from gitnetdiag.redaction import redact_text, redact_url
 
 RESULTS_PATH = "/gitnetdiag/results"
 FINAL_REPORT_WAIT_S = 4.0
@@ -149,24 +149,26 @@ def master_url(master: str) -> str:
 
 
 def _get(url: str, timeout_s: float) -> dict[str, Any]:
+    shown = redact_url(url)  # a master behind a proxy may carry a token
     try:
         with urllib.request.urlopen(url, timeout=timeout_s) as response:
             data: dict[str, Any] = json.loads(response.read())
             return data
     except urllib.error.HTTPError as exc:
         raise NetworkError(
-            f"{url}: HTTP {exc.code}",
+            f"{shown}: HTTP {exc.code}",
             hint="is the master running gitnetdiag's locustfile with its web UI (--autostart)?",
             reference="locust-master",
         ) from exc
     except (urllib.error.URLError, OSError) as exc:
         raise NetworkError(
-            f"cannot reach the Locust master at {url}: {getattr(exc, 'reason', exc)}",
+            f"cannot reach the Locust master at {shown}: "
+            f"{redact_text(str(getattr(exc, 'reason', exc)))}",
             hint="give --locust-master HOST[:PORT] of the master's web UI (default port 8089)",
             reference="locust-master",
         ) from exc
     except ValueError as exc:
-        raise InputError(f"{url} did not answer JSON", hint="is that a Locust master?") from exc
+        raise InputError(f"{shown} did not answer JSON", hint="is that a Locust master?") from exc
 
 
 def fetch_payload(

@@ -46,7 +46,7 @@ from gitnetdiag.load.locust_collect import RESULTS_PATH, results_payload
 from gitnetdiag.load.operations import Workspace
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_mix, parse_ops, parse_urls
 from gitnetdiag.probe.gitpush import Protocol, Transport
-from gitnetdiag.report.redact import redact_url
+from gitnetdiag.redaction import redact_url
 
 RECORDS_KEY = "gitnetdiag_records"
 WORKER_LOG_ENV = "GITNETDIAG_LOCUST_WORKER_LOG"

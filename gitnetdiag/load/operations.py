@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError, NetworkError
+from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.load.model import Operation
 from gitnetdiag.probe.cleanup import (
     DEFAULT_CLEANUP_WAIT_S,
@@ -53,8 +53,8 @@ from gitnetdiag.probe.gitpush import (
     push_argv,
 )
 from gitnetdiag.probe.repo import git_env, new_probe_id, probe_branch_name
-from gitnetdiag.proc import kill_group
-from gitnetdiag.report.redact import redact_text, redact_url
+from gitnetdiag.proc import kill_group, start
+from gitnetdiag.redaction import redact_text, redact_url
 
 LOCAL_GIT_TIMEOUT_S = 60.0
 _SERVER_ERROR = re.compile(r"(returned error|http|status)[: ]+5\d\d\b", re.IGNORECASE)
@@ -93,17 +93,9 @@ class InFlight:
         A process group rather than a new session keeps vfork usable, which halves the
         cost of starting git at hundreds of operations per second."""
         started = time.monotonic()
-        try:
-            proc = subprocess.Popen(
-                list(argv), cwd=cwd, env=dict(env),
-                stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
-                stdout=subprocess.PIPE, stderr=subprocess.PIPE, process_group=0,
-            )
-        except FileNotFoundError as exc:
-            raise EnvironmentProblem(
-                "the program 'git' is not installed", hint="install the Debian package 'git'",
-                reference="missing-program",
-            ) from exc
+        proc = start(argv, isolate="group", cwd=cwd, env=env,
+                     stdin=subprocess.PIPE if input_bytes is not None else subprocess.DEVNULL,
+                     missing_hint="install the Debian package 'git'")
         with self._lock:
             self._procs.add(proc)
             stopping = self._stopping

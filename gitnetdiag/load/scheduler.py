@@ -33,7 +33,7 @@ from gitnetdiag.load.stats import MixPicker, TargetPicker, counter_deltas, summa
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S, interrupts_deferred
 from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.proc import sigterm_interrupts
-from gitnetdiag.report.redact import redact_url
+from gitnetdiag.redaction import redact_url
 
 TICK_S = 0.25
 

@@ -21,7 +21,7 @@ from gitnetdiag.load.model import (
     StepResult,
     TargetStep,
 )
-from gitnetdiag.report.redact import redact_url
+from gitnetdiag.redaction import redact_url
 
 MAX_MESSAGES_PER_KIND = 3
 

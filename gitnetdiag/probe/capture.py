@@ -19,7 +19,7 @@ from types import TracebackType
 from typing import Any
 
 from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError
-from gitnetdiag.proc import run
+from gitnetdiag.proc import run, start
 from gitnetdiag.safefile import open_new_file
 
 HEADERS_SNAPLEN = 128
@@ -112,16 +112,8 @@ class Capture:
         # Without --immediate-mode libpcap reads the kernel ring in blocks, and
         # the packets of the last, unfilled block are lost when tcpdump stops:
         # short captures came out empty.
-        try:
-            self._proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE, start_new_session=True,
-            )
-        except FileNotFoundError as exc:
-            raise EnvironmentProblem(
-                "the program 'tcpdump' is not installed", hint="install the package 'tcpdump'",
-                reference="missing-program",
-            ) from exc
+        self._proc = start(argv, isolate="session", stdout=subprocess.DEVNULL,
+                           missing_hint="install the package 'tcpdump'")
         self._reader = threading.Thread(target=self._read_stderr, daemon=True)
         self._reader.start()
         if not self._listening.wait(START_TIMEOUT_S):

@@ -48,7 +48,7 @@ from gitnetdiag.probe.gitpush import (
     parse_ls_remote,
     parse_pack_progress,
 )
-from gitnetdiag.report.redact import redact_text, redact_url
+from gitnetdiag.redaction import redact_text, redact_url
 
 DEFAULT_CLEANUP_WAIT_S = 30.0
 """How long the clean-up waits for a push the server may still apply (a slow hook)."""

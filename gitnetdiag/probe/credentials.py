@@ -29,8 +29,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
-from gitnetdiag.errors import EnvironmentProblem, NetworkError
-from gitnetdiag.report.redact import redact_url
+from gitnetdiag.errors import NetworkError
+from gitnetdiag.proc import run
+from gitnetdiag.redaction import redact_url
 
 GIT_TIMEOUT_S = 30.0
 PROXY_ENV = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
@@ -39,20 +40,12 @@ PROXY_ENV = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
 def _git(
     args: list[str], env: Mapping[str, str], stdin: str = ""
 ) -> subprocess.CompletedProcess[str]:
-    try:
-        return subprocess.run(
-            ["git", *args], input=stdin, capture_output=True, text=True, env=dict(env),
-            timeout=GIT_TIMEOUT_S, check=False,
-        )
-    except FileNotFoundError as exc:
-        raise EnvironmentProblem("git is not installed", hint="install git",
-                                 reference="missing-program") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise NetworkError(
-            f"git {args[0]} did not answer within {GIT_TIMEOUT_S:g} s",
-            hint="a credential helper may be waiting for input; check credential.helper",
-            reference="credential-helper-timeout",
-        ) from exc
+    return run(
+        ["git", *args], what=f"git {args[0]}", input_bytes=stdin.encode(), env=env,
+        timeout_s=GIT_TIMEOUT_S, check=False, missing_hint="install git",
+        timeout_error=NetworkError, timeout_reference="credential-helper-timeout",
+        timeout_hint="a credential helper may be waiting for input; check credential.helper",
+    )
 
 
 def no_prompt_env(env: Mapping[str, str] | None = None) -> dict[str, str]:

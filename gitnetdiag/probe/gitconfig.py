@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from pathlib import Path
 
-from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError
+from gitnetdiag.errors import ExternalCommandError
+from gitnetdiag.proc import run_binary
 
 ALLOWED_KEYS = re.compile(
     r"""^(
@@ -89,17 +89,9 @@ def read_user_config(repo: Path | None, env: dict[str, str] | None = None) -> by
     if repo is None:
         # Outside a repository git still reads system, global and command scopes.
         run_env["GIT_CEILING_DIRECTORIES"] = "/"
-    try:
-        proc = subprocess.run(argv, cwd=cwd, env=run_env, capture_output=True,
-                              timeout=_CONFIG_TIMEOUT_S)
-    except FileNotFoundError as exc:
-        raise EnvironmentProblem("the program 'git' is not installed",
-                                 hint="install the Debian package 'git'",
-                                 reference="missing-program") from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ExternalCommandError("'git config --list' did not finish",
-                                   hint="check the include.path files of your git config",
-                                   reference="command-timeout") from exc
+    proc = run_binary(argv, what="git config --list", cwd=cwd, env=run_env,
+                      timeout_s=_CONFIG_TIMEOUT_S, missing_hint="install the Debian package 'git'",
+                      timeout_hint="check the include.path files of your git config")
     # Exit 1 with no output: no config file at all.
     if proc.returncode not in (0, 1):
         line = proc.stderr.decode(errors="replace").strip().splitlines()

@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from gitnetdiag.errors import EnvironmentProblem, GitnetdiagError, NetworkError
+from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.probe.repo import check_safe_ref
-from gitnetdiag.proc import kill_group
+from gitnetdiag.proc import kill_group, start
 from gitnetdiag.safefile import replace_file
 
 
@@ -365,16 +365,8 @@ def run_git(
     A KeyboardInterrupt while waiting kills the group too and propagates.
     """
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise EnvironmentProblem(
-            "the program 'git' is not installed", hint="install the Debian package 'git'",
-            reference="missing-program",
-        ) from exc
+    proc = start(argv, isolate="session", cwd=cwd, env=env,
+                 missing_hint="install the Debian package 'git'")
     timed_out = False
     try:
         out, err = proc.communicate(timeout=timeout_s)

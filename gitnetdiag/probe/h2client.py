@@ -35,7 +35,7 @@ from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, Proxy
 from gitnetdiag.probe.tcpinfo import SocketSampler, TcpInfoSample
-from gitnetdiag.report.redact import redact_url
+from gitnetdiag.redaction import redact_url
 
 USER_AGENT = "git/2.39-gitnetdiag-h2native"
 PROXY_REPLY_LIMIT_BYTES = 16_384

@@ -49,6 +49,7 @@ from gitnetdiag.analysis.flowcontrol import (
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, auth_failed, http_access
 from gitnetdiag.probe.h2client import H2Client, Recorder, Response, Target
+from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
 from gitnetdiag.probe.receivepack import (
     FLUSH_PKT,
     ZERO_OID,
@@ -342,14 +343,8 @@ def _delete_quietly(
 ) -> bool:
     """Delete the probe branch; a failure here must not hide the push's own error."""
     try:
-        return delete_probe_branch_h2(
-            target,
-            access=access,
-            ref=ref,
-            pushed_oid=oid,
-            keylog_file=keylog_file,
-            timeout_s=timeout_s,
-        )
+        return delete_probe_branch_h2(target, access=access, ref=ref, pushed_oid=oid,
+                                      keylog_file=keylog_file, timeout_s=timeout_s)
     except GitnetdiagError as exc:
         print(f"warning: could not delete {ref}: {exc.one_line()}", file=sys.stderr)
         return False
@@ -368,8 +363,10 @@ def h2_push_probe(
     access: HttpAccess | None = None,
     verify: bool | None = None,
     tcpinfo_sink: list[TcpInfoSample] | None = None,
+    cleanup: BranchCleanup | None = None,
 ) -> H2PushLedger:
-    """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch.
+    """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch
+    (with ``cleanup``: as git's pushes, waiting for a slow hook; else a compare-and-swap).
 
     The server is reached as git would reach it (:func:`http_access`): credential,
     extra headers, CA and proxy from the user's git config and environment;
@@ -389,8 +386,8 @@ def h2_push_probe(
         client_settings=client_settings,
         timeout_s=timeout_s, tcpinfo_sink=tcpinfo_sink,  # TCP_INFO of our socket, no root
     )
-    pushed = False
-    deleted = False
+    pushed = deleted = False
+    answer: ReportStatus | None = None
     try:
         advertised = _advertise(client)
         if ref in advertised.refs:
@@ -399,10 +396,15 @@ def h2_push_probe(
         body = ref_update_request(ZERO_OID, new_oid, ref, caps, pack)
         pushed = True  # from here on the branch may exist: always try to delete it
         report, stream_id = _receive_pack(client, body)
+        answer = report
         ended_s = client.recorder.now_ns() / 1e9
     finally:
         client.close()
-        if pushed:
+        if cleanup is not None:
+            sent = sum(size for _, _, size in client.recorder.data_sent)
+            deleted = end_branch(cleanup, ref, new_oid, started=pushed,
+                                 sent_all=pushed and sent >= len(body), report=answer)
+        elif pushed:
             deleted = _delete_quietly(target, access, ref, new_oid, keylog_file, timeout_s)
     recorder = client.recorder
     stream, connection = build_ledgers(recorder, stream_id)
@@ -490,6 +492,7 @@ def h2_sweep(
     settings: Sequence[tuple[int, int]] = DEFAULT_SWEEP,
     timeout_s: float = 120.0,
     verify: bool | None = None,
+    cleanup: BranchCleanup | None = None,
 ) -> tuple[SweepRow, ...]:
     """Repeat the push with different client SETTINGS; the rate follows the *server's* window.
 
@@ -501,16 +504,10 @@ def h2_sweep(
     access = http_access(url, ca_file=ca_file, verify=verify)
     for window, frame in settings:
         ledger = h2_push_probe(
-            url,
-            access=access,
-            pack=pack,
-            new_oid=new_oid,
-            probe_id=probe_id_factory(),
-            client_settings={
-                SettingCodes.INITIAL_WINDOW_SIZE: window,
-                SettingCodes.MAX_FRAME_SIZE: frame,
-            },
-            timeout_s=timeout_s,
+            url, access=access, pack=pack, new_oid=new_oid, probe_id=probe_id_factory(),
+            client_settings={SettingCodes.INITIAL_WINDOW_SIZE: window,
+                             SettingCodes.MAX_FRAME_SIZE: frame},
+            timeout_s=timeout_s, cleanup=cleanup,
         )
         rows.append(
             SweepRow(

@@ -17,7 +17,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
@@ -48,14 +47,12 @@ from gitnetdiag.probe.gitpush import (
     push_argv,
     run_git,
 )
+from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.repo import new_probe_id
 from gitnetdiag.probe.rundir import PushRecord, redact_url
 from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
-from gitnetdiag.report.redact import redact_text
+from gitnetdiag.redaction import redact_text
 from gitnetdiag.safefile import replace_file
-
-if TYPE_CHECKING:
-    from gitnetdiag.probe.runner import ProbeOptions, Reporter
 
 FATAL_KINDS = frozenset(
     {

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
-from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError, UsageError
+from gitnetdiag.errors import ExternalCommandError, UsageError
+from gitnetdiag.proc import run_binary, start
 
 FILE_SIZE_BYTES = 1024 * 1024
 """Size of each data file in a generated repository (the last one may be smaller)."""
@@ -76,28 +77,11 @@ def git_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 def _git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None) -> bytes:
-    argv = ["git", *args]
-    try:
-        proc = subprocess.run(
-            argv,
-            cwd=cwd,
-            env=git_env(),
-            input=input_bytes,
-            capture_output=True,
-            timeout=_GIT_TIMEOUT_S,
-        )
-    except FileNotFoundError as exc:
-        raise EnvironmentProblem(
-            "the program 'git' is not installed",
-            hint="install the Debian package 'git'",
-            reference="missing-program",
-        ) from exc
-    except subprocess.TimeoutExpired as exc:
-        raise ExternalCommandError(
-            f"'git {args[0]}' did not finish within {_GIT_TIMEOUT_S:.0f} s",
-            hint="the disk may be very slow or full",
-            reference="command-timeout",
-        ) from exc
+    proc = run_binary(
+        ["git", *args], what=f"git {args[0]}", cwd=cwd, env=git_env(), input_bytes=input_bytes,
+        timeout_s=_GIT_TIMEOUT_S, missing_hint="install the Debian package 'git'",
+        timeout_hint="the disk may be very slow or full",
+    )
     if proc.returncode != 0:
         lines = proc.stderr.decode(errors="replace").strip().splitlines()
         last = lines[-1] if lines else f"exit code {proc.returncode}"
@@ -217,12 +201,10 @@ def salted_copy(source: Path, dest: Path, salt: bytes | None = None) -> SaltedRe
     listing = _git(["ls-tree", "-r", "-z", "--full-tree", source_oid], cwd=Path(source))
     dest.mkdir(parents=True, exist_ok=True)
     _git(["init", "--quiet", "--initial-branch", BRANCH, str(dest)], cwd=dest)
-    reader = subprocess.Popen(["git", "cat-file", "--batch"], cwd=source, env=git_env(),
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                              stderr=subprocess.DEVNULL)
-    writer = subprocess.Popen(["git", "fast-import", "--quiet", "--done"], cwd=dest,
-                              env=git_env(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE)
+    reader = start(["git", "cat-file", "--batch"], isolate="none", cwd=source, env=git_env(),
+                   stdin=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    writer = start(["git", "fast-import", "--quiet", "--done"], isolate="none", cwd=dest,
+                   env=git_env(), stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
 
     def stop_both() -> None:
         reader.kill()

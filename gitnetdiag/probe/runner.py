@@ -16,25 +16,26 @@ import re
 import statistics
 import tempfile
 from collections import Counter
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
-from typing import Protocol as TypingProtocol
 from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.budget import (
-    DEFAULT_BUDGET_S,
-    DEFAULT_STALL_TIMEOUT_S,
     native_pack_bytes,
     stall_detail,
 )
 from gitnetdiag.probe.burst import BurstResult, run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
-from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitconfig import write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
+from gitnetdiag.probe.nativecleanup import GitBranchCleanup
+
+# ProbeOptions is re-exported: the probe command and its tests take it from the runner.
+from gitnetdiag.probe.options import ProbeOptions as ProbeOptions
+from gitnetdiag.probe.options import Reporter, SilentReporter
 from gitnetdiag.probe.pathinfo import PathMeasurement, measure_path
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
@@ -92,106 +93,6 @@ def endpoint_of(url: str) -> tuple[str, int]:
     except ValueError as exc:
         raise UsageError(f"bad port in {redact_url(url)!r}") from exc
     return parts.hostname, port
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProbeOptions:
-    """Everything ``gitnetdiag probe`` was asked to do."""
-
-    urls: dict[Protocol, str]
-    """Remote URL per protocol (h1 and h2 share the HTTPS URL)."""
-    protocols: tuple[Protocol, ...]
-    """Protocols to probe, in order."""
-    size_bytes: int
-    """Size of the generated repository."""
-    seed: int
-    """Seed of the generated data."""
-    repo: Path | None
-    """Push this repository's HEAD instead of a generated one."""
-    repeat: int
-    """Pushes per protocol."""
-    ca_file: str | None
-    """CA bundle for HTTPS."""
-    insecure: bool
-    """Skip HTTPS certificate verification."""
-    ssh_command: str | None
-    """GIT_SSH_COMMAND."""
-    out_dir: Path
-    """Run directory to create."""
-    full: bool
-    """Whole packets plus TLS keylog and a pcapng with the secrets injected."""
-    burst: int
-    """Concurrent ls-remote operations per protocol (0 = no burst)."""
-    timeout_s: float
-    """Timeout of each git run."""
-    capture: bool
-    """Capture packets (when root and tcpdump allow)."""
-    extra_options: dict[str, Any] = field(default_factory=dict)
-    """More options to record in the manifest (e.g. the lab instance)."""
-    native: bool = False
-    """After the git pushes, push the same pack with the native HTTP/2 (h2) and SSH
-    (paramiko) probes to record the flow-control ledgers (``native-h2.json``,
-    ``native-ssh.json``)."""
-    ssh_key: str | None = None
-    """SSH private key file (the native SSH probe needs it)."""
-    ssh_known_hosts: str | None = None
-    """known_hosts file (the native SSH probe verifies the host key with it)."""
-    h2_sweep: bool = False
-    """Repeat the native HTTP/2 upload while advertising different client SETTINGS
-    (``native-h2-sweep.json``): shows the rate follows the server's window."""
-    budget_s: float | None = DEFAULT_BUDGET_S
-    """Time budget of each measured git push: stopped mid-pack once its rate is stable or
-    the budget is spent (nothing is created); None for complete pushes (``--complete``)."""
-    stall_timeout_s: float | None = DEFAULT_STALL_TIMEOUT_S
-    """A push that moves no byte for this long ends as ``stalled``; None: only the timeout."""
-    cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
-    """How long the clean-up of a push that ended unanswered after sending its whole pack
-    waits for the server (a slow pre-receive hook) to create the branch it must delete."""
-
-    def transport(self, protocol: Protocol) -> Transport:
-        return Transport(
-            protocol=protocol, url=self.urls[protocol], ca_file=self.ca_file,
-            insecure=self.insecure, ssh_command=self.ssh_command,
-        )
-
-    def manifest_options(self) -> dict[str, Any]:
-        return {
-            "protocols": [p.value for p in self.protocols],
-            "urls": {p.value: redact_url(u) for p, u in self.urls.items()},
-            "size_bytes": self.size_bytes, "seed": self.seed,
-            "repo": str(self.repo) if self.repo else None, "repeat": self.repeat,
-            "ca_file": self.ca_file, "insecure": self.insecure, "full": self.full,
-            "burst": self.burst, "timeout_s": self.timeout_s, "capture": self.capture,
-            "native": self.native, "h2_sweep": self.h2_sweep,
-            "cleanup_wait_s": self.cleanup_wait_s, "budget_s": self.budget_s,
-            "stall_timeout_s": self.stall_timeout_s,
-            **self.extra_options,
-        }
-
-
-class Reporter(TypingProtocol):
-    """Where the runner reports progress (the command renders it with rich)."""
-
-    def begin(self, label: str) -> None: ...
-    def done(self, label: str, detail: str, *, ok: bool) -> None: ...
-    def warn(self, message: str) -> None: ...
-    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None: ...
-
-
-class SilentReporter:
-    """A Reporter that shows nothing (library use, tests)."""
-
-    def begin(self, label: str) -> None:
-        return None
-
-    def done(self, label: str, detail: str, *, ok: bool) -> None:
-        return None
-
-    def warn(self, message: str) -> None:
-        return None
-
-    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
-        return None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -434,11 +335,12 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
                  if p.rate_bytes_per_s]
         sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s)]
         samples: list[TcpInfoSample] = []
+        cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s)
         try:
             if protocol is Protocol.H2:
                 ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
                                             new_oid=oid, probe_id=new_probe_id(),
-                                            timeout_s=options.timeout_s,
+                                            timeout_s=options.timeout_s, cleanup=cleanup,
                                             verify=False if options.insecure else None,
                                             tcpinfo_sink=samples)
                 detail = (f"server window {ledger.server_initial_window_bytes}, "
@@ -449,19 +351,38 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
                 ledger = ssh_push_probe(url, key_file=options.ssh_key,
                                         known_hosts=options.ssh_known_hosts, pack=sent,
                                         new_oid=oid, probe_id=new_probe_id(),
-                                        timeout_s=options.timeout_s, tcpinfo_sink=samples)
+                                        timeout_s=options.timeout_s, cleanup=cleanup,
+                                        tcpinfo_sink=samples)
                 detail = (f"channel window {ledger.server_window_bytes}, "
                           f"{ledger.window_adjusts} adjusts")
         except GitnetdiagError as exc:
+            if cleanup.result is not None:  # no ledger file: the error tells the branch's end
+                exc.message += f" (its branch: {cleanup.result.status.value})"
             state.error("native", protocol, exc)
             state.reporter.done(label, exc.message, ok=False)
+            if cleanup.signalled:
+                raise KeyboardInterrupt from exc
             continue
+        finally:
+            _native_cleanup_problem(state, protocol, cleanup)
         if len(sent) < len(pack):
             detail += f", bounded to {len(sent) / 2**20:.1f} MiB of the pack"
         path = state.run_dir / NATIVE_ARTIFACTS[protocol]
-        write_new_file(path, (json.dumps(ledger.to_dict(), indent=1) + "\n").encode())
+        data = {**ledger.to_dict(), **cleanup.ledger_fields()}
+        write_new_file(path, (json.dumps(data, indent=1) + "\n").encode())
         append_samples(path.with_suffix(".tcpinfo.jsonl"), samples)
         state.reporter.done(label, detail, ok=True)
+        if cleanup.signalled:
+            raise KeyboardInterrupt
+
+
+def _native_cleanup_problem(state: _Run, protocol: Protocol, cleanup: GitBranchCleanup) -> None:
+    error, warning = cleanup.problem(redact_url(state.options.urls[protocol]))
+    if error is not None:
+        state.error("cleanup", protocol, error)
+    if warning is not None:
+        state.warn(warning)
+
 
 
 SWEEP_ARTIFACT = "native-h2-sweep.json"
@@ -477,20 +398,25 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
         return
     label = "h2 sweep of client settings"
     state.reporter.begin(label)
+    cleanup = GitBranchCleanup(state.transport(Protocol.H2), repo_path, options.cleanup_wait_s)
     try:
         rows = h2_sweep(options.urls[Protocol.H2], ca_file=options.ca_file,
                         pack=pack_for_commit(repo_path, oid), new_oid=oid,
                         probe_id_factory=new_probe_id, timeout_s=options.timeout_s,
-                        verify=False if options.insecure else None)
+                        verify=False if options.insecure else None, cleanup=cleanup)
     except GitnetdiagError as exc:
         state.error("h2-sweep", Protocol.H2, exc)
         state.reporter.done(label, exc.message, ok=False)
         return
+    finally:
+        _native_cleanup_problem(state, Protocol.H2, cleanup)
     write_new_file(state.run_dir / SWEEP_ARTIFACT,
                    (json.dumps([row.to_dict() for row in rows], indent=1) + "\n").encode())
     rates = [row.upload_rate_bytes_per_s or 0.0 for row in rows]
     state.reporter.done(label, f"{len(rows)} variants, {min(rates) / 1e6:.2f}-"
                         f"{max(rates) / 1e6:.2f} MB/s", ok=all(r.push_ok for r in rows))
+    if cleanup.signalled:
+        raise KeyboardInterrupt
 
 
 def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:

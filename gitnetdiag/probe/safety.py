@@ -13,11 +13,11 @@ import threading
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.probe.gitpush import Protocol
+from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.proc import run
 from gitnetdiag.redaction import (
     SecretSet,
@@ -28,9 +28,6 @@ from gitnetdiag.redaction import (
     secrets_from_url,
 )
 from gitnetdiag.safefile import prepare_out_dir
-
-if TYPE_CHECKING:
-    from gitnetdiag.probe.runner import ProbeOptions
 
 CONFIG_TIMEOUT_S = 10.0
 _EXTRA_HEADER_KEYS = r"^http\..*extraheader$"

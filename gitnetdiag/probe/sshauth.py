@@ -26,7 +26,7 @@ from urllib.parse import unquote, urlsplit
 import paramiko
 
 from gitnetdiag.errors import NetworkError, UsageError
-from gitnetdiag.report.redact import redact_url
+from gitnetdiag.redaction import redact_url
 
 DEFAULT_IDENTITIES = ("id_ed25519", "id_ecdsa", "id_rsa")
 SYSTEM_KNOWN_HOSTS = "/etc/ssh/ssh_known_hosts"

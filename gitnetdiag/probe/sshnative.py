@@ -40,6 +40,7 @@ from gitnetdiag.analysis.flowcontrol import (
     credit_ledger,
 )
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
 from gitnetdiag.probe.receivepack import (
     ZERO_OID,
     RefAdvertisement,
@@ -245,8 +246,12 @@ def ssh_push_probe(
     probe_id: str,
     timeout_s: float = 120.0,
     tcpinfo_sink: list[TcpInfoSample] | None = None,
+    cleanup: BranchCleanup | None = None,
 ) -> SshPushLedger:
     """Push ``pack`` over SSH to a fresh probe branch, recording the channel window.
+
+    With ``cleanup`` the branch ends as a git push's does (waiting for a slow
+    hook); without, a compare-and-swap delete on the same connection.
 
     The server is reached as ``ssh`` would (:mod:`gitnetdiag.probe.sshauth`):
     ``~/.ssh/config``, ssh-agent, known_hosts; ``key_file`` and ``known_hosts``,
@@ -257,7 +262,8 @@ def ssh_push_probe(
     check_safe_ref(ref)
     conn = _Connection(target, key_file=key_file or None, known_hosts=known_hosts or None,
                        timeout_s=timeout_s)
-    pushed = deleted = False
+    pushed = deleted = sent_all = False
+    answer: ReportStatus | None = None
     try:
         channel = _exec_receive_pack(conn.transport, target.path)
         opened_ns = time.monotonic_ns()
@@ -283,13 +289,18 @@ def ssh_push_probe(
                 raise NetworkError("the SSH channel closed during the push", reference="ssh-send")
             sent.append((time.monotonic_ns(), count))
             offset += count
+        sent_all = True
         channel.shutdown_write()
-        report = parse_report_status(_read_until_flush(channel, deadline))
+        report = answer = parse_report_status(_read_until_flush(channel, deadline))
         ended_ns = time.monotonic_ns()
         adjusts = list(conn.transport.window_adjusts.get(channel.get_id(), []))
         channel.close()
     finally:
-        if pushed:
+        if cleanup is not None:
+            conn.close()  # git's delete brings its own connection
+            deleted = end_branch(cleanup, ref, new_oid, started=pushed, sent_all=sent_all,
+                                 report=answer)
+        elif pushed:
             try:
                 deleted = delete_probe_branch_ssh(conn, target, ref, new_oid)
             except GitnetdiagError as exc:

@@ -262,8 +262,3 @@ def append_samples(path: Path, samples: Iterable[TcpInfoSample]) -> None:
     if lines:
         with path.open("a") as handle:
             handle.write(lines)
-
-
-def load_samples(path: Path) -> list[dict[str, Any]]:
-    """The JSON lines of a samples file (the pipeline checks their shape)."""
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

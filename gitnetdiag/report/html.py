@@ -13,9 +13,15 @@ from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
-from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
+from gitnetdiag.report.units import (
+    fmt_bps,
+    fmt_bytes,
+    fmt_evidence_threshold,
+    fmt_evidence_value,
+    fmt_s,
+)
 
 _STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; color: #222; }
@@ -101,7 +107,8 @@ def _plots(d: Diagnosis) -> list[tuple[str, str]]:
 
 def _finding(rank: int, f: Finding) -> str:
     rows = "".join(
-        f"<tr><td>{_esc(e.what)}</td><td>{_esc(e.value)}</td><td>{_esc(e.threshold)}</td>"
+        f"<tr><td>{_esc(e.what)}</td><td>{_esc(fmt_evidence_value(e))}</td>"
+        f"<td>{_esc(fmt_evidence_threshold(e))}</td>"
         f"<td>{_esc(e.source)}</td></tr>"
         for e in f.evidence
     )
@@ -151,8 +158,9 @@ def render_html(diagnosis: Diagnosis) -> str:
             parts.append(
                 f"<tr><td>{_esc(s.label)}</td><td>{s.pushes_ok}</td><td>{_esc(failed)}</td>"
                 f"<td>{_esc(fmt_bytes(s.bytes))}</td><td>{_esc(fmt_s(s.duration_s))}</td>"
-                f"<td>{_esc(fmt_bits(s.rate_bps))}</td><td>{_esc(fmt_bits(s.rate_min_bps))}</td>"
-                f"<td>{_esc(fmt_bits(s.rate_max_bps))}</td></tr>"
+                f"<td>{_esc(fmt_bps(s.rate_bps))}</td>"
+                f"<td>{_esc(fmt_bps(s.rate_min_bps))}</td>"
+                f"<td>{_esc(fmt_bps(s.rate_max_bps))}</td></tr>"
             )
         parts.append("</table>")
     parts.append("<h2>Culprits</h2>")
@@ -174,7 +182,7 @@ def render_html(diagnosis: Diagnosis) -> str:
         f"<li>target: <code>{_esc(env.target_url or '-')}</code></li>"
         f"<li>started: {_esc(env.started or '-')}</li>"
         f"<li>RTT: {_esc(fmt_s(env.rtt_s))}</li>"
-        f"<li>path rate: {_esc(fmt_bits(env.path_rate_bps))}</li>"
+        f"<li>path rate: {_esc(fmt_bps(env.path_rate_bps))}</li>"
         f"<li>client versions: {_esc(versions)}</li>"
         f"<li>protocols measured: {_esc(', '.join(d.measured_protocols) or '-')} "
         f"(requested: {_esc(', '.join(d.requested_protocols) or '-')})</li>"

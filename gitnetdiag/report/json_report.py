@@ -9,7 +9,7 @@ from gitnetdiag.diagnosis._serial import to_jsonable
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.redact import redact_diagnosis
 
-SCHEMA = "gitnetdiag.report/2"
+SCHEMA = "gitnetdiag.report/3"
 """Schema id; bump the number on any incompatible change."""
 
 

@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
+from gitnetdiag.report.units import (
+    fmt_bps,
+    fmt_bytes,
+    fmt_evidence_threshold,
+    fmt_evidence_value,
+    fmt_s,
+)
 
 
 def _cell(text: str) -> str:
@@ -24,7 +30,8 @@ def _finding(rank: int, f: Finding) -> list[str]:
         "|---|---|---|---|",
     ]
     lines += [
-        f"| {_cell(e.what)} | {_cell(e.value)} | {_cell(e.threshold)} | {_cell(e.source)} |"
+        f"| {_cell(e.what)} | {_cell(fmt_evidence_value(e))} | "
+        f"{_cell(fmt_evidence_threshold(e))} | {_cell(e.source)} |"
         for e in f.evidence
     ]
     lines += ["", f"**Fix:** {f.fix}", ""]
@@ -71,8 +78,8 @@ def render_markdown(diagnosis: Diagnosis) -> str:
             failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
             lines.append(
                 f"| {s.label} | {s.pushes_ok} | {failed} | {fmt_bytes(s.bytes)} | "
-                f"{fmt_s(s.duration_s)} | {fmt_bits(s.rate_bps)} | {fmt_bits(s.rate_min_bps)} | "
-                f"{fmt_bits(s.rate_max_bps)} |"
+                f"{fmt_s(s.duration_s)} | {fmt_bps(s.rate_bps)} | "
+                f"{fmt_bps(s.rate_min_bps)} | {fmt_bps(s.rate_max_bps)} |"
             )
         lines.append("")
     lines += ["## Culprits", ""]
@@ -88,7 +95,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         f"- target: `{env.target_url or '-'}`",
         f"- started: {env.started or '-'}",
         f"- RTT: {fmt_s(env.rtt_s)}",
-        f"- path rate: {fmt_bits(env.path_rate_bps)}",
+        f"- path rate: {fmt_bps(env.path_rate_bps)}",
         f"- client versions: {versions}",
         f"- protocols measured: {', '.join(d.measured_protocols) or '-'} "
         f"(requested: {', '.join(d.requested_protocols) or '-'})",

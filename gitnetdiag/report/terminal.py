@@ -11,9 +11,15 @@ from rich.table import Table
 from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.diagnosis.units import fmt_bits, fmt_bytes, fmt_s
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
+from gitnetdiag.report.units import (
+    fmt_bps,
+    fmt_bytes,
+    fmt_evidence_threshold,
+    fmt_evidence_value,
+    fmt_s,
+)
 
 _VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold red",
                   "inconclusive": "bold yellow", "failed": "bold red"}
@@ -37,8 +43,10 @@ def _protocol_table(diagnosis: Diagnosis) -> Table:
             f"{s.pushes_ok}/{failed}",
             fmt_bytes(s.bytes),
             fmt_s(s.duration_s),
-            fmt_bits(s.rate_bps),
-            f"{fmt_bits(s.rate_min_bps)} - {fmt_bits(s.rate_max_bps)}" if s.rate_bps else "-",
+            fmt_bps(s.rate_bps),
+            f"{fmt_bps(s.rate_min_bps)} - {fmt_bps(s.rate_max_bps)}"
+            if s.rate_bps
+            else "-",
         )
     return table
 
@@ -51,10 +59,13 @@ def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None
     console.print(head)
     console.print(Padding(Text(finding.summary), (0, 0, 0, 3)))
     for item in finding.evidence:
-        line = f"- {item.what}: {item.value}"
+        line = f"- {item.what}: {fmt_evidence_value(item)}"
         extra = "; ".join(
             f"{label}: {text}"
-            for label, text in (("threshold", item.threshold), ("source", item.source))
+            for label, text in (
+                ("threshold", fmt_evidence_threshold(item)),
+                ("source", item.source),
+            )
             if text
         )
         if extra:

@@ -1,5 +1,8 @@
 """A storage check -> the diagnosis engine's :class:`StorageResult` (pure).
 
+Only data types cross here; the engine runs in the command
+(:func:`gitnetdiag.commands.storage.storage_findings`) or the pipeline.
+
 The engine's ``slow-storage`` culprit fires when the lower of the read and
 write IOPS is below ``reference_iops``; we pass :data:`SLOW_IOPS`, the same
 threshold the storage command's own verdict uses. Without a fio run there are
@@ -9,8 +12,6 @@ in the engine's input; the command's verdict still reports it).
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.observations import Observations, RunInfo, StorageResult
 from gitnetdiag.storage.model import StorageCheck
 from gitnetdiag.storage.reference import SLOW_IOPS
@@ -33,12 +34,3 @@ def storage_only_observations(result: StorageCheck, *, started: str = "") -> Obs
         run=RunInfo(started=started, measured_by="gitnetdiag storage: fio reference job"),
         storage=storage_observation_from_result(result),
     )
-
-
-def storage_findings(result: StorageCheck) -> tuple[Finding, ...]:
-    """The engine's findings on a storage check alone (``slow-storage`` when below reference).
-
-    A storage check has no push whose time it could cost, so the engine's
-    minimum impact is set to zero: the finding is shown on its confidence alone.
-    """
-    return diagnose(storage_only_observations(result), min_impact_s=0.0).findings

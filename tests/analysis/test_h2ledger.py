@@ -1,6 +1,6 @@
 """HTTP/2 ledgers from tshark output.
 
-``data/h2_small_window_push.tsv`` is tshark's output (``tshark_argv``) for
+``data/h2_small_window_push.tsv`` is tshark's output (``gitnetdiag.tools.tshark.tshark_argv``) for
 ``data/h2_small_window_push.pcapng``: the native probe pushing 100 kB to a
 loopback h2 server with a 65535-byte window that grants credit 10 ms late,
 followed by the probe's branch deletion on a second connection. The pcapng
@@ -10,22 +10,17 @@ carries its TLS secrets (``editcap --inject-secrets``).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
-from rich.console import Console
 
 from gitnetdiag.analysis.h2ledger import (
     FRAME_PREFACE,
     TSHARK_FIELDS,
-    h2_ledgers_from_capture,
     h2_ledgers_from_rows,
-    ledger_table_rows,
     parse_tshark_fields,
-    render_h2_ledgers,
 )
-from gitnetdiag.errors import CaptureFormatError, InputError
+from gitnetdiag.errors import CaptureFormatError
 
 DATA = Path(__file__).parent / "data"
 
@@ -116,43 +111,12 @@ def test_recorded_small_window_push() -> None:
     json.dumps(push.to_dict())
 
 
-def test_table_and_rendering() -> None:
-    ledgers = h2_ledgers_from_rows(
-        parse_tshark_fields((DATA / "h2_small_window_push.tsv").read_text())
-    )
-    header, first, _ = ledger_table_rows(ledgers)
-    assert header[2] == "srv window"
-    assert first[2] == "65535"
-    assert first[8] == "2"
-    console = Console(record=True, width=200)
-    render_h2_ledgers(ledgers, console)
-    assert "65535" in console.export_text()
-
-
 def test_bad_tshark_output_is_a_capture_format_error() -> None:
     with pytest.raises(CaptureFormatError):
         parse_tshark_fields("1\t2\t3\n")
     bad = _line("1", "1.0", "0", "1.1.1.1", "", "1", "", "0,1", "1", "5", "0x00", "", "", "", "")
     with pytest.raises(CaptureFormatError):
         parse_tshark_fields(bad)
-
-
-@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
-def test_pcapng_with_embedded_secrets_matches_recorded_output() -> None:
-    from_capture = h2_ledgers_from_capture(DATA / "h2_small_window_push.pcapng", None)
-    from_text = h2_ledgers_from_rows(
-        parse_tshark_fields((DATA / "h2_small_window_push.tsv").read_text())
-    )
-    assert [ledger.to_dict() for ledger in from_capture] == [
-        ledger.to_dict() for ledger in from_text
-    ]
-
-
-def test_missing_files_are_input_errors(tmp_path: Path) -> None:
-    with pytest.raises(InputError):
-        h2_ledgers_from_capture(tmp_path / "none.pcap", None)
-    with pytest.raises(InputError):
-        h2_ledgers_from_capture(DATA / "h2_small_window_push.pcapng", tmp_path / "none.keys")
 
 
 def test_preface_alone_in_a_frame_names_the_client() -> None:

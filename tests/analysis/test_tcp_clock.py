@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.analysis.tcp_state import MAX_SERIES_BINS
-from gitnetdiag.capture.analyze import analyze_capture
 from tests.capture.craft import Conversation
 
 TEN_YEARS_NS = 10 * 365 * 86_400 * 1_000_000_000

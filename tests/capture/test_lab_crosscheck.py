@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.capture.analyze import analyze_capture
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.proc import run
 from tests.capture.labcapture import lab_tools_missing, make_lab_capture
 

@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from scapy.layers.inet import IP, TCP
 from scapy.packet import Raw
 
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.capture import CaptureReader, read_capture
 from gitnetdiag.capture import reader as reader_module
-from gitnetdiag.capture.analyze import analyze_capture
 from gitnetdiag.capture.reader import PARALLEL_ENV, PARALLEL_MIN_BYTES, use_parallel
 from gitnetdiag.errors import CaptureFormatError, EnvironmentProblem, ExitCode
 from tests.capture.craft import (

@@ -11,9 +11,9 @@ from pathlib import Path
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.analysis.tcp_state import MAX_SERIES_BINS
 from gitnetdiag.capture import read_capture
-from gitnetdiag.capture.analyze import analyze_capture
 from gitnetdiag.errors import CaptureFormatError
 from tests.capture.craft import Conversation, Interface, PcapngSection, pcap_bytes, pcapng_bytes
 

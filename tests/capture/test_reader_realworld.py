@@ -17,9 +17,9 @@ from scapy.layers.l2 import Ether
 from scapy.layers.vxlan import VXLAN
 from scapy.packet import Raw
 
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.analysis.tcp import analyze_connections
 from gitnetdiag.capture import read_capture
-from gitnetdiag.capture.analyze import analyze_capture
 from gitnetdiag.errors import CaptureFormatError
 from tests.capture.craft import (
     ETH6_HEADER,

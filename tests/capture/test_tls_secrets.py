@@ -7,7 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gitnetdiag.capture.analyze import analyze_capture
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 
 DATA = Path(__file__).resolve().parents[1] / "analysis" / "data"
 WITH_SECRETS = DATA / "h2_small_window_push.pcapng"

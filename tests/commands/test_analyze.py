@@ -9,7 +9,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-from gitnetdiag.capture.analyze import analyze_capture
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.cli import app
 from gitnetdiag.commands.analyze import connection_rows
 from gitnetdiag.errors import ExitCode

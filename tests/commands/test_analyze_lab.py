@@ -6,7 +6,7 @@ flow control, so TCP has its window wide open and the sender waits on itself
 (SELF) most of the time; with the TLS keys the ledger shows the 65535 window
 and the stalls.
 
-About half of the HTTP/2 pushes through this edge hang (LAB-NOTES). In the
+About half of the HTTP/2 pushes through this edge hang (measured in the lab). In the
 hangs seen here the whole pack was uploaded before git stopped waiting for
 the response, so the capture still shows the flow control; the assertions
 are on the captured upload. Only if a hang left (almost) nothing of the pack

@@ -8,10 +8,11 @@ import pytest
 from rich.console import Console
 from typer.testing import CliRunner
 
-from gitnetdiag.analysis import h2ledger
-from gitnetdiag.capture.analyze import analyze_capture
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.cli import app
 from gitnetdiag.commands.analyze import render_analysis
+from gitnetdiag.report import h2ledger_table
+from gitnetdiag.tools import tshark
 from tests.capture.craft import Conversation
 
 
@@ -47,7 +48,7 @@ def test_no_keylog_hint_when_keylog_given(tmp_path: Path, monkeypatch: pytest.Mo
     """"give --keylog?" is advice for someone who gave none."""
     keys = tmp_path / "keys.log"
     keys.write_text("CLIENT_RANDOM 00 11\n")
-    monkeypatch.setattr(h2ledger, "h2_ledgers_from_capture", lambda pcap, keylog: [])
+    monkeypatch.setattr(tshark, "h2_ledgers_from_capture", lambda pcap, keylog: [])
     argv = ["analyze", str(_ipv6_capture(tmp_path)), "--keylog", str(keys)]
     result = CliRunner().invoke(app, argv, env={"COLUMNS": "200"})
     assert result.exit_code == 0, result.output
@@ -59,7 +60,7 @@ def test_keylog_hint_in_the_renderer() -> None:
     """The renderer itself: the hint without keys, the other reason with them."""
     for keys_given, expected in ((False, "give --keylog?"), (True, "the keys given decrypt")):
         console = Console(record=True, width=200)
-        h2ledger.render_h2_ledgers([], console, keys_given=keys_given)
+        h2ledger_table.render_h2_ledgers([], console, keys_given=keys_given)
         text = console.export_text()
         assert expected in text
         assert keys_given != ("give --keylog?" in text)

@@ -83,6 +83,20 @@ def test_a_push_rejected_by_auth_makes_the_run_inconclusive(command: tuple[str, 
         "remote)"]
 
 
+def test_a_capture_that_cannot_be_read_is_missing_evidence(tmp_path: Path) -> None:
+    """The HTTP/1.1 capture is gone: pushes were measured, the packet evidence was not."""
+    run = tmp_path / "run"
+    shutil.copytree(REPO / "captures" / "healthy", run)
+    (run / "h1-1.pcap").unlink()
+    proc = gitnetdiag("report", str(run), "--reanalyze", "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 8, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["verdict"] == "inconclusive"
+    assert report["measured_protocols"] == ["h1", "h2", "ssh"]
+    assert [(f["protocol"], f["stage"], f["reference"]) for f in
+            report["measurement_failures"]] == [("h1", "capture", "capture-not-found")]
+
+
 def test_corrupt_manifest_is_never_healthy_even_with_saved_observations(tmp_path: Path) -> None:
     run = tmp_path / "run"
     shutil.copytree(REPO / "captures" / "healthy", run)

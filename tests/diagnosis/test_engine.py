@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis import Culprit, Evidence, Finding, diagnose, examples, rank
+from gitnetdiag.diagnosis import Culprit, Evidence, Finding, diagnose, rank
 from gitnetdiag.diagnosis.culprits import Hit
 from gitnetdiag.diagnosis.engine import MIN_IMPACT_S, summarize_protocol
 from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushResult
+from tests.diagnosis import examples
 
 
 def finding(id_: str, cost_s: float, score: float) -> Finding:
@@ -15,7 +16,7 @@ def finding(id_: str, cost_s: float, score: float) -> Finding:
         score=score,
         cost_s=cost_s,
         summary="s",
-        evidence=(Evidence(what="w", value="1"),),
+        evidence=(Evidence(what="w", value=1, unit="count"),),
         fix="f",
     )
 

@@ -10,9 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gitnetdiag.diagnosis import Observations, diagnose, examples
+from gitnetdiag.diagnosis import Observations, diagnose
 from gitnetdiag.diagnosis.observations import MAX_SERIES_POINTS, TimeSeries
 from gitnetdiag.errors import InputError
+from tests.diagnosis import examples
 
 EXAMPLES = [examples.healthy, examples.slow_h2_edge, examples.git_daemon_backlog]
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from gitnetdiag.diagnosis import diagnose, examples
+from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     Observations,
@@ -16,6 +16,7 @@ from gitnetdiag.diagnosis.observations import (
 )
 from gitnetdiag.diagnosis.verdict import is_measured, verdict_error
 from gitnetdiag.errors import ExitCode
+from tests.diagnosis import examples
 
 AUTH = RunProblem(stage="push", protocol="h2", reference="auth-failed", kind="auth",
                   message="https://***@git.example.com/r.git: HTTP 401",

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.diagnosis.examples import git_daemon_backlog
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.errors import InputError
 from gitnetdiag.host.adapter import host_observation_from_report, load_host_report
+from tests.diagnosis.examples import git_daemon_backlog
 from tests.host.fakes import DATA
 
 REPORT = DATA / "report_tiny_backlog_burst.json"

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.diagnosis.examples import git_daemon_backlog
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.host.adapter import host_observation_from_report
 from gitnetdiag.lab.spec import RMEM_CLAMP_BYTES
 from gitnetdiag.lab.state import PORT_GIT, LabState
 from tests.conftest import LabFactory
+from tests.diagnosis.examples import git_daemon_backlog
 from tests.labutil import in_client
 
 pytestmark = pytest.mark.lab

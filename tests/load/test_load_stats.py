@@ -179,3 +179,17 @@ def test_locust_payload_becomes_one_step_report() -> None:
         report_from_payload({"format": "other"})
     assert master_url("127.0.0.1") == "http://127.0.0.1:8089/gitnetdiag/results"
     assert master_url("http://h:9000/") == "http://h:9000/gitnetdiag/results"
+
+
+def test_load_diagnose_option_prints_the_ranked_culprits(capsys: pytest.CaptureFixture[str]
+                                                         ) -> None:
+    """``gitnetdiag load --diagnose``: the engine's culprits follow the load report."""
+    from gitnetdiag.commands.load import print_load_diagnosis
+
+    timeouts = [_rec("ls-remote", 0.2)] * 40 + [
+        _rec("ls-remote", 3.0, ok=False, kind="timeout", msg="Connection timed out")] * 24
+    report = _report([[_rec("ls-remote", 0.1)] * 5, timeouts],
+                     deltas={"ListenOverflows": 116, "SyncookiesSent": 121})
+    report = LoadReport.from_dict({**report.to_dict(), "target": "git://198.18.2.2/lab.git"})
+    print_load_diagnosis(report)
+    assert "listen-backlog-overflow" in capsys.readouterr().out

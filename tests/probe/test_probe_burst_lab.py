@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.capture.analyze import analyze_capture
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.probe.rundir import load_run
 from tests.conftest import LabFactory

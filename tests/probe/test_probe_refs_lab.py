@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.capture.analyze import analyze_capture
+from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.load.model import LoadReport
 from gitnetdiag.probe.rundir import PushRecord, load_run
@@ -198,3 +198,29 @@ def test_unknown_ssh_host_key_is_named(hook_lab: LabState, tmp_path: Path) -> No
     (error,) = load_run(out).errors
     assert error.reference == "ssh-host-key" and "repository exists" not in error.message
     assert "error [ssh-host-key]" in proc.stderr and "known_hosts" in proc.stderr
+
+
+def test_native_probes_wait_for_the_hook(hook_lab: LabState, tmp_path: Path) -> None:
+    """The native HTTP/2 and SSH probes give up (or not) before the hook accepts their
+    push: their branches end like git's, waited for and deleted under a lease; each
+    native outcome names its branch's end, and the server's refs are as before."""
+    before = _refs(hook_lab)
+    out = tmp_path / "run"
+    args = [a for a in _probe_args(hook_lab, out, "--protocols", "h2,ssh", "--timeout", "2")
+            if a != "--no-native"]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=400)
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert _refs(hook_lab) == before
+    manifest = load_run(out)
+    assert not [e for e in manifest.errors if e.stage == "cleanup"], manifest.errors
+    ends = {}
+    for protocol, name in (("h2", "native-h2.json"), ("ssh", "native-ssh.json")):
+        if (out / name).is_file():
+            ends[protocol] = json.loads((out / name).read_text())["cleanup"]
+        else:
+            error = next(e for e in manifest.errors if e.stage == "native"
+                         and e.protocol == protocol)
+            ends[protocol] = error.message.rpartition("(its branch: ")[2].rstrip(")")
+    assert set(ends.values()) <= {"deleted"}, (ends, manifest.errors)
+    print(f"native branch ends behind a {HOOK_S:.0f} s hook: {ends}; native errors: "
+          f"{[e.message for e in manifest.errors if e.stage == 'native']}")

@@ -11,10 +11,11 @@ from urllib.parse import quote, quote_plus
 import pytest
 
 from gitnetdiag import redaction
-from gitnetdiag.diagnosis import diagnose, examples
+from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import PushResult
 from gitnetdiag.errors import UsageError
 from gitnetdiag.report import RENDERERS, redact_text, redact_url
+from tests.diagnosis import examples
 
 
 @pytest.mark.parametrize(
@@ -193,6 +194,22 @@ def test_redaction_is_idempotent() -> None:
             "http.extraHeader=X: y SECRET")
     once = redaction.redact_text(text, {SECRET})
     assert redaction.redact_text(once, {SECRET}) == once
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("--full over plain HTTP (http://u:pw@h:1/r.git?private_token=TOK) would write",
+     "--full over plain HTTP (http://***@h:1/r.git?private_token=***) would write"),
+    ("see https://h/r.git?t=TOK.", "see https://h/r.git?t=***."),
+    ("at https://h/wiki/Foo_(bar), then", "at https://h/wiki/Foo_(bar), then"),
+])
+def test_punctuation_after_a_url_is_kept_and_a_second_pass_changes_nothing(
+    text: str, expected: str
+) -> None:
+    """The CLI redacts error lines that were redacted already: the ``)`` closing a
+    URL in prose must survive both passes."""
+    once = redaction.redact_text(text)
+    assert once == expected
+    assert redaction.redact_text(once) == once
 
 
 @pytest.mark.parametrize(

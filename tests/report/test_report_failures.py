@@ -7,9 +7,10 @@ from dataclasses import replace
 
 import pytest
 
-from gitnetdiag.diagnosis import Diagnosis, diagnose, examples
+from gitnetdiag.diagnosis import Diagnosis, diagnose
 from gitnetdiag.diagnosis.observations import ProtocolObservation, PushResult, RunProblem
 from gitnetdiag.report import RENDERERS, render_json
+from tests.diagnosis import examples
 from tests.report.test_report_json import documented_schema, validate
 
 SECRET = "s3cr3t-token"

@@ -7,8 +7,9 @@ import re
 import subprocess
 import sys
 
-from gitnetdiag.diagnosis import diagnose, examples
+from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.report import render_html
+from tests.diagnosis import examples
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -35,7 +36,8 @@ def test_html_without_series_has_only_the_rate_plot() -> None:
 def test_other_renderers_do_not_import_matplotlib() -> None:
     code = (
         "import sys\n"
-        "from gitnetdiag.diagnosis import diagnose, examples\n"
+        "from gitnetdiag.diagnosis import diagnose\n"
+        "from tests.diagnosis import examples\n"
         "from gitnetdiag.report import render_json, render_markdown, render_terminal\n"
         "d = diagnose(examples.slow_h2_edge())\n"
         "render_json(d); render_markdown(d); render_terminal(d)\n"

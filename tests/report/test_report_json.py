@@ -9,8 +9,9 @@ from typing import Any
 
 import pytest
 
-from gitnetdiag.diagnosis import CULPRITS, diagnose, examples
+from gitnetdiag.diagnosis import CULPRITS, diagnose
 from gitnetdiag.report import SCHEMA, render_json
+from tests.diagnosis import examples
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "report-schema.md"
 

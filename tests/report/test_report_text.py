@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.diagnosis import Diagnosis, diagnose, examples
+from gitnetdiag.diagnosis import Diagnosis, diagnose
 from gitnetdiag.report import render_markdown, render_terminal
+from tests.diagnosis import examples
 
 GOLDEN = Path(__file__).parent / "golden"
 

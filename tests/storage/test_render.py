@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitnetdiag.storage.adapter import storage_findings
+from gitnetdiag.commands.storage import storage_findings
 from gitnetdiag.storage.reference import verdict
 from gitnetdiag.storage.render import render_markdown, render_terminal, rows
 from tests.storage.fakes import check_from

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis import diagnose, examples
+from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.probe.rundir import ProtocolRun, PushRecord, RunError
 from gitnetdiag.watch.sample import (
@@ -14,6 +14,7 @@ from gitnetdiag.watch.sample import (
     push_errors_of,
     sample_from_diagnosis,
 )
+from tests.diagnosis import examples
 
 CATALOGUE = [c.id for c in CULPRITS]
 

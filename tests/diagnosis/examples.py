@@ -1,4 +1,4 @@
-"""Crafted example runs, modelled on the lab's measurements (docs/LAB-NOTES).
+"""Crafted example runs, modelled on the lab's measurements.
 
 They feed the report tests and golden files, and show adapter authors what a
 filled :class:`Observations` looks like. Series are generated arithmetically

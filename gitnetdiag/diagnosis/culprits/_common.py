@@ -1,0 +1,286 @@
+"""What every culprit family shares: thresholds, the :class:`Hit` a detector
+returns, the :class:`Culprit` wrapper, and evidence from configs, failed
+pushes, connection bursts and trace2 phases."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+from gitnetdiag.diagnosis.measures import (
+    failed_pushes,
+    push_duration_s,
+    rtt_s,
+)
+from gitnetdiag.diagnosis.model import Comparison, Evidence, Finding, Quantity, Unit
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_LABELS,
+    PROTOCOL_ORDER,
+    BurstResult,
+    ConfigFinding,
+    Observations,
+)
+from gitnetdiag.thresholds import SMALL_BACKLOG as SMALL_BACKLOG
+
+SLOWER_RATIO = 0.5
+"""A protocol is "much slower" when its rate is below this share of the fastest other one."""
+MATCHES_CAP_RATIO = 1.5
+"""A measured rate "matches" a window cap when it is at most this multiple of window/RTT."""
+SELF_LIMITED_SHARE = 0.5
+"""TCP sender application-limited at least this share of the time."""
+RWND_LIMITED_SHARE = 0.5
+"""TCP sender receive-window-limited at least this share of the time."""
+FLAT_RATIO = 0.8
+"""In flight "flat at the window" when its median is at least this share of the window."""
+LOSS_RATE = 0.005
+"""Retransmission rate above which loss is a suspect (0.5%)."""
+CLAMP_FALLBACK_WINDOW_BYTES = 1 << 20
+"""Without a next limit, a receive window below this (1 MiB) is called clamped."""
+AUTOTUNE_MAX_WINDOW_BYTES = 4 << 20
+"""Windows this large are the usual autotuning maximum, not a clamp."""
+REFERENCE_RTT_S = 0.02
+"""RTT of a nearby endpoint, the baseline of ``path-latency``."""
+SYN_RTO_S = 1.0
+"""Linux initial SYN retransmission timeout: each dropped SYN or SYN-ACK costs at least this."""
+MIN_RTO_S = 0.2
+"""Linux minimum retransmission timeout."""
+SLOW_PHASE_S = 1.0
+"""A trace2 phase is slow when its excess over the RTT baseline is at least this."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Hit:
+    """What a detector found (the :class:`Finding` without id and title)."""
+
+    score: float
+    """Confidence 0..1."""
+    cost_s: float
+    """Estimated seconds it costs."""
+    summary: str
+    """One sentence with numbers."""
+    evidence: tuple[Evidence, ...]
+    """Facts behind it."""
+    fix: str
+    """The change, naming the setting."""
+
+
+@dataclass(kw_only=True)
+class Tally:
+    """Score and evidence a detector gathers signal by signal."""
+
+    score: float = 0.0
+    """Confidence so far."""
+    evidence: list[Evidence] = field(default_factory=list)
+    """Facts so far, in the order the report shows them."""
+
+    def add(self, points: float, *items: Evidence) -> None:
+        """One signal: its weight and the facts behind it."""
+        self.score += points
+        self.evidence.extend(items)
+
+
+Detector = Callable[[Observations], Hit | None]
+
+
+@dataclass(frozen=True, kw_only=True)
+class Culprit:
+    """A catalogue entry: stable id, title and detector; call it with observations."""
+
+    id: str
+    """Stable id (``h2-flow-control-window``)."""
+    title: str
+    """Short human name."""
+    detect: Detector
+    """The signature check."""
+
+    def __call__(self, obs: Observations) -> Finding | None:
+        hit = self.detect(obs)
+        if hit is None:
+            return None
+        return Finding(
+            id=self.id,
+            title=self.title,
+            score=round(min(1.0, max(0.0, hit.score)), 3),
+            cost_s=round(max(0.0, hit.cost_s), 3),
+            summary=hit.summary,
+            evidence=hit.evidence,
+            fix=hit.fix,
+        )
+
+
+def label(name: str) -> str:
+    return PROTOCOL_LABELS.get(name, name)
+
+
+def term(value: float, unit: Unit) -> Quantity:
+    """One number of a threshold's basis."""
+    return Quantity(value=value, unit=unit)
+
+
+def above_zero(what: str, count: int, source: str, *, of: int | None = None) -> Evidence:
+    """A count of events that should not happen at all (failures, retransmissions, RSTs)."""
+    return Evidence(
+        what=what, value=count, unit="count", of=of, threshold=0, comparison=">", source=source
+    )
+
+
+def suggest_window(bdp_bytes: float | None) -> int:
+    """A power of two at least twice the BDP and at least 1 MiB (HTTP/2 caps at 2^31-1)."""
+    target = max(2 * (bdp_bytes or 0), float(1 << 20))
+    size = 1 << 20
+    while size < target and size < (1 << 30):
+        size <<= 1
+    return min(size, (1 << 31) - 1)
+
+
+def config_lines(obs: Observations, pattern: str) -> list[ConfigFinding]:
+    if obs.host is None:
+        return []
+    regex = re.compile(pattern, re.IGNORECASE)
+    return [c for c in obs.host.config_findings if regex.search(c.setting)]
+
+
+def config_evidence(findings: list[ConfigFinding]) -> list[Evidence]:
+    items = []
+    for c in findings:
+        where = f"{c.file} line {c.line}" if c.line is not None else f"{c.file} (default)"
+        items.append(Evidence(what=f"configured {c.setting}", text=c.value, source=where))
+    return items
+
+
+def failure_cost_s(obs: Observations, name: str, kinds: set[str]) -> tuple[float, int, int]:
+    """Expected seconds lost per push to failures of ``kinds``: share x (time lost + redo)."""
+    p = obs.protocols[name]
+    failed = [push for push in failed_pushes(p) if (push.error_kind or "other") in kinds]
+    if not p.pushes or not failed:
+        return 0.0, 0, len(p.pushes)
+    redo = push_duration_s(p)
+    if redo is None:
+        durations = [d for d in (push_duration_s(o) for o in obs.protocols.values()) if d]
+        redo = min(durations) if durations else 0.0
+    # As with burst connections: whoever retries waits at least one initial RTO,
+    # however fast the refusal came.
+    lost = sum(max(push.duration_s, SYN_RTO_S) + redo for push in failed)
+    return lost / len(p.pushes), len(failed), len(p.pushes)
+
+
+def burst_cost_s(burst: BurstResult, rtt: float | None, *, syn: bool = True) -> float:
+    """Seconds a burst's connections lose: the larger of the mean per connection
+    (SYN/SYN-ACK retransmissions at one initial RTO each, failures at their wait
+    plus a redo) and the p99 - p50 connect spread (what the unlucky clients wait)."""
+    if burst.concurrency <= 0:
+        return 0.0
+    # A failed connection loses the wait until it failed plus doing the operation
+    # again, and a client retries no sooner than TCP's initial RTO (what a dropped
+    # SYN costs), however fast the reset came.
+    lost = burst.failed * (
+        max(burst.connect_max_s or 0.0, SYN_RTO_S) + (burst.duration_p50_s or 0.0)
+    )
+    if syn:
+        lost += (burst.syn_retransmissions + burst.synack_retransmissions) * SYN_RTO_S
+    spread = 0.0
+    if burst.connect_p99_s is not None:
+        spread = burst.connect_p99_s - (burst.connect_p50_s or rtt or 0.0)
+    return max(lost / burst.concurrency, spread)
+
+
+def burst_evidence(burst: BurstResult) -> list[Evidence]:
+    source = f"burst {label(burst.protocol)} x{burst.concurrency}"
+    items = []
+    if burst.failed:
+        kinds = ", ".join(f"{k} {v}" for k, v in sorted(burst.failed_by_kind.items()) if v)
+        failed = above_zero("failed connections", burst.failed, source, of=burst.concurrency)
+        items.append(replace(failed, text=kinds))
+    if burst.syn_retransmissions:
+        items.append(above_zero("SYN retransmissions", burst.syn_retransmissions, source))
+    if burst.synack_retransmissions:
+        items.append(above_zero("SYN-ACK retransmissions", burst.synack_retransmissions, source))
+    if burst.connect_p99_s is not None and burst.connect_p99_s >= SYN_RTO_S:
+        connect = [
+            Evidence(what="connect time p50", value=burst.connect_p50_s, unit="s", source=source),
+            Evidence(
+                what="connect time p99",
+                value=burst.connect_p99_s,
+                unit="s",
+                threshold=SYN_RTO_S,
+                comparison=">=",
+                basis="one SYN timeout",
+                source=source,
+            ),
+            Evidence(what="connect time max", value=burst.connect_max_s, unit="s", source=source),
+        ]
+        items += [item for item in connect if item.value is not None]
+    return items
+
+
+def burst_symptoms(burst: BurstResult) -> bool:
+    return bool(
+        burst.syn_retransmissions
+        or burst.synack_retransmissions
+        or burst.failed_by_kind.get("timeout")
+        or burst.failed_by_kind.get("hung")
+        or (burst.connect_p99_s is not None and burst.connect_p99_s >= SYN_RTO_S)
+    )
+
+
+def phase_values(obs: Observations, attr: str) -> list[tuple[str, float]]:
+    values: list[tuple[str, float]] = []
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        if p is None or p.trace2 is None:
+            continue
+        value = getattr(p.trace2, attr)
+        if value is not None:
+            values.append((name, float(value)))
+    return values
+
+
+def phase_excess(
+    obs: Observations, attr: str, rtts: float
+) -> tuple[float, list[tuple[str, float]]]:
+    values = phase_values(obs, attr)
+    if not values:
+        return 0.0, []
+    # A server-side step (a hook, an auth check) delays every transport alike, so the
+    # fastest transport bounds it; slower ones may add client-side buffering (an SSH
+    # upload "ends" when git has handed the pack to ssh, long before it is on the wire).
+    typical = min(v for _, v in values)
+    baseline = rtts * (rtt_s(obs) or 0.0)
+    return max(0.0, typical - baseline), values
+
+
+def storage_slowness(obs: Observations) -> float | None:
+    """How far below the reference the slowest IOPS figure is (0..1), ``None`` if not slow."""
+    s = obs.storage
+    if s is None:
+        return None
+    measured = [v for v in (s.read_iops, s.write_iops) if v is not None]
+    if not measured or min(measured) >= s.reference_iops:
+        return None
+    return 1.0 - min(measured) / s.reference_iops
+
+
+def phase_evidence(
+    values: list[tuple[str, float]],
+    what: str,
+    *,
+    threshold: float | None = None,
+    comparison: Comparison | None = ">=",
+    basis: str = "",
+    basis_terms: tuple[Quantity, ...] = (),
+) -> list[Evidence]:
+    """One item per protocol's trace2 phase, all against the same threshold."""
+    return [
+        Evidence(
+            what=f"{label(n)}: {what}",
+            value=v,
+            unit="s",
+            threshold=threshold,
+            comparison=comparison if threshold is not None else None,
+            basis=basis,
+            basis_terms=basis_terms,
+            source=f"trace2 ({n})",
+        )
+        for n, v in values
+    ]

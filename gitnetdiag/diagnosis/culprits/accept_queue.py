@@ -1,0 +1,270 @@
+"""Connection setup: the accept queue, SYN drops, and filters that reset."""
+
+from __future__ import annotations
+
+import re
+
+from gitnetdiag.diagnosis.culprits._common import (
+    SMALL_BACKLOG,
+    SYN_RTO_S,
+    Hit,
+    above_zero,
+    burst_cost_s,
+    burst_evidence,
+    burst_symptoms,
+    config_evidence,
+    failure_cost_s,
+    label,
+)
+from gitnetdiag.diagnosis.culprits.ssh import ssh_maxstartups
+from gitnetdiag.diagnosis.measures import (
+    failed_pushes,
+    rtt_s,
+)
+from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_ORDER,
+    Observations,
+)
+from gitnetdiag.diagnosis.units import fmt_s
+
+_QUEUE_COUNTERS = ("ListenOverflows", "ListenDrops")
+_SYN_QUEUE_COUNTERS = ("TCPReqQFullDoCookies", "TCPReqQFullDrop", "SyncookiesSent")
+
+
+def _accept_queue_evidence(obs: Observations) -> list[Evidence]:
+    """Server-side evidence that a listen queue overflowed or is tiny."""
+    host = obs.host
+    if host is None:
+        return []
+    items = []
+    for key in _QUEUE_COUNTERS + _SYN_QUEUE_COUNTERS:
+        if host.counter_deltas.get(key, 0) > 0:
+            items.append(
+                above_zero(
+                    f"kernel counter {key} (delta over the run)",
+                    host.counter_deltas[key],
+                    f"host counter {key}",
+                )
+            )
+    burst_ports = {b.port for b in obs.bursts if b.port is not None}
+    for listener in host.listeners:
+        if listener.backlog <= SMALL_BACKLOG and (not burst_ports or listener.port in burst_ports):
+            items.append(
+                Evidence(
+                    what=f"listen backlog of port {listener.port} ({listener.process or '?'})",
+                    value=listener.backlog,
+                    unit="count",
+                    threshold=SMALL_BACKLOG,
+                    comparison="<=",
+                    source="host ss -ltn (Send-Q)",
+                )
+            )
+    for line in host.kernel_log:
+        if "SYN flooding" in line or "drop open request" in line:
+            items.append(Evidence(what="kernel log", text=line.strip(), source="host kernel log"))
+    return items
+
+
+def listen_backlog_overflow(obs: Observations) -> Hit | None:
+    host_items = _accept_queue_evidence(obs)
+    if not host_items:
+        return None
+    rtt = rtt_s(obs)
+    bursts = [b for b in obs.bursts if burst_symptoms(b)]
+    host = obs.host
+    assert host is not None
+    score = 0.3
+    if any(host.counter_deltas.get(k, 0) > 0 for k in _QUEUE_COUNTERS):
+        score += 0.3
+    if any(host.counter_deltas.get(k, 0) > 0 for k in _SYN_QUEUE_COUNTERS):
+        score += 0.1
+    if any(listener.backlog <= SMALL_BACKLOG for listener in host.listeners):
+        score += 0.15
+    if bursts:
+        score += 0.2
+    evidence = list(host_items)
+    for burst in bursts:
+        evidence.extend(burst_evidence(burst))
+    cost = max((burst_cost_s(b, rtt) for b in bursts), default=0.0)
+    small = [listener for listener in host.listeners if listener.backlog <= SMALL_BACKLOG]
+    git_daemon = any(x.port == 9418 or "git" in x.process for x in small) or any(
+        b.protocol == "git" for b in bursts
+    )
+    somaxconn = host.sysctls.get("net.core.somaxconn")
+    listener_text = (
+        f"port {small[0].port} listens with a backlog of {small[0].backlog}"
+        if small
+        else "the accept queue overflowed"
+    )
+    overflow = host.counter_deltas.get("ListenOverflows", 0)
+    worst = max(bursts, key=lambda b: b.failed + b.syn_retransmissions, default=None)
+    burst_text = ""
+    if worst is not None:
+        burst_text = (
+            f"; under {worst.concurrency} concurrent {label(worst.protocol)} connections "
+            f"{worst.failed} failed, {worst.syn_retransmissions} SYNs and "
+            f"{worst.synack_retransmissions} SYN-ACKs were retransmitted"
+        )
+    fix = (
+        "Raise the service's listen backlog and `net.core.somaxconn` (it caps every backlog"
+        + (f", now {somaxconn}" if somaxconn else "")
+        + ") and `net.ipv4.tcp_max_syn_backlog`: nginx `listen ... backlog=`, HAProxy "
+        "`backlog`, Apache `ListenBacklog`."
+    )
+    if git_daemon:
+        fix = (
+            "`git daemon` calls listen() with a fixed backlog of 5: run it from systemd socket "
+            "activation (`ListenStream=9418`, `Backlog=1024`, `Accept=yes` with `git daemon "
+            "--inetd`) or behind a proxy with a large backlog. " + fix
+        )
+    return Hit(
+        score=score,
+        cost_s=cost,
+        summary=(
+            f"{listener_text[0].upper()}{listener_text[1:]}"
+            + (f" and the kernel counted {overflow} accept-queue overflows" if overflow else "")
+            + burst_text
+            + "."
+        ),
+        evidence=tuple(evidence),
+        fix=fix,
+    )
+
+
+def syn_drop(obs: Observations) -> Hit | None:
+    if _accept_queue_evidence(obs):
+        return None
+    rtt = rtt_s(obs)
+    bursts = [b for b in obs.bursts if b.syn_retransmissions or b.synack_retransmissions]
+    evidence: list[Evidence] = []
+    for burst in bursts:
+        evidence.extend(burst_evidence(burst))
+    push_syn = 0
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        c = p.capture if p is not None else None
+        if c is not None and ((c.syn_retransmissions or 0) + (c.synack_retransmissions or 0)):
+            push_syn += (c.syn_retransmissions or 0) + (c.synack_retransmissions or 0)
+            evidence += [
+                above_zero(f"{label(name)}: {kind} retransmissions", count, c.source)
+                for kind, count in (
+                    ("SYN", c.syn_retransmissions),
+                    ("SYN-ACK", c.synack_retransmissions),
+                )
+                if count
+            ]
+    if not evidence:
+        return None
+    cost = max((burst_cost_s(b, rtt) for b in bursts), default=0.0) + push_syn * SYN_RTO_S
+    total_syn = sum(b.syn_retransmissions for b in bursts)
+    total_synack = sum(b.synack_retransmissions for b in bursts)
+    return Hit(
+        score=0.6 if bursts else 0.5,
+        cost_s=cost,
+        summary=(
+            f"SYNs or SYN-ACKs were dropped: {total_syn} SYN and {total_synack} SYN-ACK "
+            f"retransmissions in bursts and {push_syn} on the pushes, each costing at least "
+            f"{fmt_s(SYN_RTO_S)}; no server-side evidence was available to tell a full SYN "
+            "queue from a filter."
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            "Check `net.ipv4.tcp_max_syn_backlog`, the service's listen backlog and "
+            "`net.core.somaxconn`, `net.ipv4.tcp_syncookies`, and SYN rate limits in firewalls "
+            "(`iptables -S | grep -i syn`, cloud security groups); rerun with host evidence "
+            "(`gitnetdiag host`) to see ListenOverflows / TCPReqQFullDrop."
+        ),
+    )
+
+
+def firewall_reset(obs: Observations) -> Hit | None:
+    kinds = {"reset", "refused"}
+    evidence: list[Evidence] = []
+    worst_cost = 0.0
+    summary_bits = []
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        if p is None:
+            continue
+        cost, failed, total = failure_cost_s(obs, name, kinds)
+        if not failed:
+            continue
+        worst_cost = max(worst_cost, cost)
+        first = next(f for f in failed_pushes(p) if (f.error_kind or "other") in kinds)
+        evidence.append(
+            above_zero(
+                f"{label(name)} pushes reset or refused",
+                failed,
+                "pushes: " + (first.error_message or first.error_kind or ""),
+                of=total,
+            )
+        )
+        summary_bits.append(f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
+        c = p.capture
+        if c is not None and c.resets_from_server:
+            evidence.append(
+                above_zero(
+                    f"{label(name)}: RST segments arriving from the server side",
+                    c.resets_from_server,
+                    c.source,
+                )
+            )
+    backlog = bool(_accept_queue_evidence(obs))
+    maxstartups = ssh_maxstartups(obs) is not None
+    rtt = rtt_s(obs)
+    burst_hits = [
+        b
+        for b in obs.bursts
+        if (b.resets or b.failed_by_kind.get("reset") or b.failed_by_kind.get("refused"))
+        and not backlog
+        and not (b.protocol == "ssh" and maxstartups)
+    ]
+    for burst in burst_hits:
+        evidence.extend(burst_evidence(burst))
+        if burst.resets:
+            evidence.append(
+                above_zero(
+                    "RSTs on burst connections",
+                    burst.resets,
+                    f"burst {label(burst.protocol)} x{burst.concurrency}",
+                )
+            )
+        worst_cost = max(worst_cost, burst_cost_s(burst, rtt, syn=False))
+        summary_bits.append(
+            f"{burst.failed} of {burst.concurrency} concurrent {label(burst.protocol)} "
+            "connections were reset or refused"
+        )
+    if not summary_bits:
+        return None
+    rules = [
+        c
+        for c in (obs.host.config_findings if obs.host else ())
+        if re.search(r"REJECT|DROP|tcp-reset|deny", c.value, re.IGNORECASE)
+    ]
+    score = 0.45 if any(e.what.endswith("pushes reset or refused") for e in evidence) else 0.35
+    if any("RST" in e.what for e in evidence):
+        score += 0.15
+    if rules:
+        score += 0.3
+        evidence.extend(config_evidence(rules))
+    rule_text = (
+        f" `{rules[0].setting} {rules[0].value}` ({rules[0].file}"
+        + (f" line {rules[0].line}" if rules[0].line is not None else "")
+        + ")"
+        if rules
+        else ""
+    )
+    return Hit(
+        score=score,
+        cost_s=worst_cost,
+        summary="; ".join(summary_bits)
+        + ": connections are cut by a reset from the path or server.",
+        evidence=tuple(evidence),
+        fix=(
+            f"Find and relax the filter that resets the connections{rule_text or ''}: "
+            "`iptables -S` / `nft list ruleset` for REJECT `tcp-reset` rules, load-balancer idle "
+            "or body-size limits, IDS/IPS and cloud security groups on the path; capture on "
+            "both sides to see which hop sends the RST."
+        ),
+    )

@@ -1,0 +1,194 @@
+"""The client: pack-objects CPU, and HTTP stack versions with known upload bugs."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from gitnetdiag.diagnosis.culprits._common import (
+    SLOW_PHASE_S,
+    SLOWER_RATIO,
+    Hit,
+    above_zero,
+    failure_cost_s,
+    label,
+    phase_evidence,
+    phase_values,
+    term,
+)
+from gitnetdiag.diagnosis.measures import (
+    best_other_rate,
+    failed_pushes,
+    push_bytes,
+    push_duration_s,
+    saved_time_s,
+    upload_rate_bytes_s,
+    upload_s,
+)
+from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.units import fmt_s
+
+
+def client_pack_cpu(obs: Observations) -> Hit | None:
+    values = phase_values(obs, "pack_objects_s")
+    if not values:
+        return None
+    pack = sorted(v for _, v in values)[len(values) // 2]
+    durations = [d for d in (push_duration_s(obs.protocols[n]) for n, _ in values) if d]
+    total = min(durations) if durations else None
+    if pack < SLOW_PHASE_S or (total is not None and pack < 0.3 * total):
+        return None
+    share = f" of a {fmt_s(total)} push" if total else ""
+    return Hit(
+        score=0.6,
+        cost_s=pack,
+        summary=(
+            f"The client spent {fmt_s(pack)}{share} in pack-objects (counting and compressing) "
+            "before sending."
+        ),
+        evidence=tuple(
+            phase_evidence(
+                values,
+                "pack-objects",
+                threshold=max(SLOW_PHASE_S, 0.3 * total) if total else SLOW_PHASE_S,
+                basis="the larger of {} and {} of the {} push" if total else "",
+                basis_terms=(term(SLOW_PHASE_S, "s"), term(0.3, "ratio"), term(total, "s"))
+                if total
+                else (),
+            )
+        ),
+        fix=(
+            "On the client: `pack.compression` 1 (or 0 for already-compressed data), check "
+            "`pack.threads` is not pinned to 1, `core.bigFileThreshold` for large binaries, or "
+            "Git LFS for them."
+        ),
+    )
+
+
+@dataclass(frozen=True, kw_only=True)
+class KnownBug:
+    """A client version with a documented upload problem."""
+
+    component: str
+    """``libcurl``, ``git``, ``nghttp2`` or ``openssh``."""
+    versions: tuple[str, ...]
+    """Affected versions (exact strings)."""
+    protocol: str
+    """Protocol it shows on."""
+    what: str
+    """The symptom."""
+    reference: str
+    """Upstream report."""
+    fixed_in: str
+    """First fixed version."""
+
+
+KNOWN_BUGS: tuple[KnownBug, ...] = (
+    KnownBug(
+        component="libcurl",
+        versions=("8.0.0", "8.0.1"),
+        protocol="h2",
+        what="git push over HTTP/2 fails with 'HTTP/2 stream N was reset'",
+        reference="curl issue 11353",
+        fixed_in="8.2.0",
+    ),
+    KnownBug(
+        component="libcurl",
+        versions=("8.1.0", "8.1.1", "8.1.2"),
+        protocol="h2",
+        what="HTTP/2 uploads stall on a busy connection",
+        reference="curl issue 11426",
+        fixed_in="8.2.0",
+    ),
+    KnownBug(
+        component="libcurl",
+        versions=("8.7.1",),
+        protocol="h2",
+        what="git over HTTP/2 hangs",
+        reference="curl issue 13474",
+        fixed_in="8.8.0",
+    ),
+    KnownBug(
+        component="libcurl",
+        versions=("8.10.0",),
+        protocol="h2",
+        what="HTTP/2 uploads with http.postBuffer break (upload end-of-stream handling)",
+        reference="curl issue 14892",
+        fixed_in="8.10.1",
+    ),
+)
+"""Versions with upload bugs; a finding needs the version AND the matching symptom."""
+
+
+def _version(obs: Observations, component: str) -> str | None:
+    raw = {
+        "libcurl": obs.run.libcurl_version,
+        "git": obs.run.git_version,
+        "nghttp2": obs.run.nghttp2_version,
+        "openssh": obs.run.openssh_version,
+    }.get(component)
+    if not raw:
+        return None
+    match = re.search(r"\d+(?:\.\d+)+(?:p\d+)?", raw)
+    return match.group(0) if match else raw
+
+
+def client_http_stack(obs: Observations) -> Hit | None:
+    for bug in KNOWN_BUGS:
+        version = _version(obs, bug.component)
+        if version not in bug.versions:
+            continue
+        p = obs.protocols.get(bug.protocol)
+        if p is None:
+            continue
+        cost, failed, total = failure_cost_s(
+            obs, bug.protocol, {"hung", "timeout", "reset", "other"}
+        )
+        rate, other = upload_rate_bytes_s(p), best_other_rate(obs, bug.protocol)
+        slow = rate is not None and other is not None and rate < SLOWER_RATIO * other[1]
+        evidence = [
+            Evidence(
+                what=f"{bug.component} version",
+                text=version,
+                basis=f"affected: {', '.join(bug.versions)}; fixed in {bug.fixed_in}",
+                source=f"run metadata; {bug.reference}",
+            )
+        ]
+        if failed:
+            first = next(f for f in failed_pushes(p) if f.error_kind != "refused")
+            evidence.append(
+                above_zero(
+                    f"{label(bug.protocol)} pushes failed or stalled",
+                    failed,
+                    "pushes: " + (first.error_message or first.error_kind or ""),
+                    of=total,
+                )
+            )
+        if not failed and not slow:
+            score, cost = 0.3, 0.0
+        else:
+            score = 0.75 if failed else 0.45
+        if slow and rate is not None and other is not None:
+            size, up = push_bytes(p), upload_s(p)
+            if size is not None and up is not None:
+                cost += saved_time_s(size, up, other[1]) or 0.0
+        return Hit(
+            score=score,
+            cost_s=cost,
+            summary=(
+                f"The client's {bug.component} {version} has a known bug: {bug.what} "
+                f"({bug.reference})"
+                + (
+                    f"; {failed} of {total} {label(bug.protocol)} pushes failed or stalled."
+                    if failed
+                    else "."
+                )
+            ),
+            evidence=tuple(evidence),
+            fix=(
+                f"Upgrade {bug.component} to {bug.fixed_in} or newer (git uses the system "
+                f"libcurl); meanwhile `git config http.version HTTP/1.1` avoids the HTTP/2 path."
+            ),
+        )
+    return None

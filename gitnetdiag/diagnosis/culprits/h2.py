@@ -1,0 +1,386 @@
+"""HTTP/2 flow control: the stream/connection window and the frame settings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitnetdiag.diagnosis.culprits._common import (
+    CLAMP_FALLBACK_WINDOW_BYTES,
+    MATCHES_CAP_RATIO,
+    SELF_LIMITED_SHARE,
+    SLOWER_RATIO,
+    Hit,
+    Tally,
+    above_zero,
+    config_evidence,
+    config_lines,
+    failure_cost_s,
+    label,
+    suggest_window,
+    term,
+)
+from gitnetdiag.diagnosis.measures import (
+    best_other_rate,
+    failed_pushes,
+    ok_pushes,
+    path_rate_bytes_s,
+    push_bytes,
+    rtt_s,
+    saved_time_s,
+    tcp_window_rate,
+    upload_rate_bytes_s,
+    upload_s,
+)
+from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.observations import (
+    H2Ledger,
+    Observations,
+    ProtocolObservation,
+    PushResult,
+)
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class _H2Push:
+    """What the HTTP/2 window detector reads, gathered once."""
+
+    p: ProtocolObservation
+    rtt: float | None
+    h2_rate: float | None
+    other: tuple[str, float] | None
+    """Fastest other protocol and its upload rate."""
+    window: int | None
+    """The smaller of the stream and connection windows the server granted."""
+    next_limit: tuple[str, float] | None
+    """What would bound the rate without the HTTP/2 window: its name and rate."""
+
+    @property
+    def bdp(self) -> float | None:
+        if self.next_limit is None or self.rtt is None:
+            return None
+        return self.next_limit[1] * self.rtt
+
+
+def _gather(obs: Observations, p: ProtocolObservation) -> _H2Push:
+    ledger = p.h2_ledger
+    windows = []
+    if ledger is not None:
+        windows = [
+            w
+            for w in (ledger.server_initial_window_bytes, ledger.connection_window_bytes)
+            if w is not None and w > 0
+        ]
+    other = best_other_rate(obs, "h2")
+    next_limit: tuple[str, float] | None = None
+    if other is not None:
+        next_limit = (f"{label(other[0])} push", other[1])
+    elif (tcp := tcp_window_rate(obs, p)) is not None:
+        next_limit = ("TCP receive window / RTT", tcp)
+    elif (path := path_rate_bytes_s(obs)) is not None:
+        next_limit = ("path rate", path)
+    return _H2Push(
+        p=p,
+        rtt=rtt_s(obs, p),
+        h2_rate=upload_rate_bytes_s(p),
+        other=other,
+        window=min(windows) if windows else None,
+        next_limit=next_limit,
+    )
+
+
+def _ab_signals(h: _H2Push, tally: Tally) -> bool:
+    """The A/B test and the TCP picture: is HTTP/2 much slower while TCP waits on it?"""
+    cap = h.p.capture
+    slower = h.h2_rate is not None and h.other is not None and h.h2_rate < SLOWER_RATIO * h.other[1]
+    if slower and h.other is not None:
+        tally.add(
+            0.35,
+            Evidence(
+                what="HTTP/2 upload rate",
+                value=h.h2_rate,
+                unit="B/s",
+                threshold=SLOWER_RATIO * h.other[1],
+                comparison="<",
+                basis=f"{{}} of {label(h.other[0])} {{}}",
+                basis_terms=(term(SLOWER_RATIO, "ratio"), term(h.other[1], "B/s")),
+                source="pushes (trace2 upload phase)" if h.p.trace2 else "pushes",
+            ),
+        )
+    if cap is not None and (cap.self_limited_share or 0.0) >= SELF_LIMITED_SHARE:
+        tally.add(
+            0.15,
+            Evidence(
+                what="TCP sender self-limited (waiting on HTTP/2, not TCP)",
+                value=cap.self_limited_share,
+                unit="ratio",
+                threshold=SELF_LIMITED_SHARE,
+                comparison=">=",
+                source=cap.source,
+            ),
+        )
+    if (
+        cap is not None
+        and cap.advertised_window_median_bytes
+        and cap.bytes_in_flight_median
+        and cap.advertised_window_median_bytes >= 2 * cap.bytes_in_flight_median
+    ):
+        tally.add(
+            0.1,
+            Evidence(
+                what="TCP window wide open: advertised window (median)",
+                value=cap.advertised_window_median_bytes,
+                unit="B",
+                threshold=2 * cap.bytes_in_flight_median,
+                comparison=">=",
+                basis="{} x bytes in flight (median) {}",
+                basis_terms=(term(2, "count"), term(cap.bytes_in_flight_median, "B")),
+                source=cap.source,
+            ),
+        )
+    return slower
+
+
+def _window_signals(h: _H2Push, ledger: H2Ledger, rtt: float, window: int, tally: Tally) -> bool:
+    """The ledger: a granted window below the BDP, time at zero credit. True when small."""
+    bdp = h.bdp
+    small = window < bdp if bdp is not None else window < CLAMP_FALLBACK_WINDOW_BYTES
+    if small:
+        predicted = window / rtt
+        granted = Evidence(
+            what="HTTP/2 send window granted by the server (stream/connection)",
+            value=window,
+            unit="B",
+            threshold=bdp if bdp is not None else CLAMP_FALLBACK_WINDOW_BYTES,
+            comparison="<",
+            basis=f"BDP ({h.next_limit[0]} x RTT)" if bdp is not None and h.next_limit else "",
+            source=ledger.source,
+        )
+        allowed = Evidence(
+            what="measured HTTP/2 upload rate vs what the window allows",
+            value=h.h2_rate,
+            unit="B/s",
+            text="" if h.h2_rate else "no completed push",
+            threshold=predicted,
+            basis="window / RTT = {} / {}",
+            basis_terms=(term(window, "B"), term(rtt, "s")),
+            source=f"{ledger.source}; RTT from run",
+        )
+        tally.add(0.25, granted, allowed)
+        if h.h2_rate is not None and h.h2_rate <= MATCHES_CAP_RATIO * predicted:
+            tally.add(0.1)
+    zero = max(ledger.stream_zero_credit_s or 0.0, ledger.connection_zero_credit_s or 0.0)
+    up = upload_s(h.p)
+    if zero > 0 and (up is None or zero >= 0.2 * up):
+        tally.add(
+            0.15,
+            Evidence(
+                what="time at zero HTTP/2 send credit",
+                value=zero,
+                unit="s",
+                threshold=0.2 * up if up else 0,
+                comparison=">=" if up else ">",
+                basis="{} of the upload {}" if up else "",
+                basis_terms=(term(0.2, "ratio"), term(up, "s")) if up else (),
+                source=ledger.source,
+            ),
+        )
+    if ledger.window_updates is not None:
+        tally.add(
+            0,
+            Evidence(
+                what="WINDOW_UPDATE frames from the server",
+                value=ledger.window_updates,
+                unit="count",
+                source=ledger.source,
+            ),
+        )
+    return small
+
+
+def _stall_signal(
+    obs: Observations, p: ProtocolObservation, small_window: bool, tally: Tally
+) -> list[PushResult]:
+    """Pushes that hung: the HTTP/2 edge story even when nothing else is measured."""
+    stalled = [push for push in failed_pushes(p) if push.error_kind in ("hung", "timeout")]
+    others_ok = any(ok_pushes(o) for n, o in obs.protocols.items() if n != "h2")
+    fired = tally.score > 0
+    if stalled and (small_window or (others_ok and fired) or (others_ok and not ok_pushes(p))):
+        # Alone (HTTP/2 only hangs, the other transports push fine) the stall is
+        # still the field's HTTP/2 edge story, reported as a stall.
+        source = "pushes: " + (stalled[0].error_message or stalled[0].error_kind or "")
+        what = "HTTP/2 pushes that stalled with no progress"
+        tally.add(0.2 if fired else 0.4, above_zero(what, len(stalled), source, of=len(p.pushes)))
+    return stalled
+
+
+def _cost_s(obs: Observations, h: _H2Push) -> float:
+    """Expected seconds per push: completed pushes lose the rate gap, stalled ones
+    their wait plus a redo."""
+    p, ledger = h.p, h.p.h2_ledger
+    size = push_bytes(p)
+    slow_cost = 0.0
+    if size is not None and h.h2_rate is not None and h.next_limit is not None:
+        up = upload_s(p)
+        assert up is not None
+        slow_cost = saved_time_s(size, up, h.next_limit[1]) or 0.0
+    elif ledger is not None:
+        slow_cost = max(ledger.stream_zero_credit_s or 0.0, ledger.connection_zero_credit_s or 0.0)
+    stall_cost, _, _ = failure_cost_s(obs, "h2", {"hung", "timeout"})
+    return slow_cost * len(ok_pushes(p)) / max(1, len(p.pushes)) + stall_cost
+
+
+def _summary(h: _H2Push, predicted: float | None, stalled: list[PushResult]) -> str:
+    parts = []
+    if h.h2_rate is not None and h.other is not None:
+        parts.append(
+            f"HTTP/2 pushes uploaded at {fmt_rate(h.h2_rate)}, {h.other[1] / h.h2_rate:.1f}x "
+            f"slower than {label(h.other[0])} ({fmt_rate(h.other[1])})"
+        )
+    elif h.h2_rate is not None:
+        parts.append(f"HTTP/2 pushes uploaded at {fmt_rate(h.h2_rate)}")
+    if h.window is not None and predicted is not None and h.rtt is not None:
+        parts.append(
+            f"a {h.window} B HTTP/2 window over {fmt_s(h.rtt)} RTT allows only "
+            f"{fmt_rate(predicted)}"
+        )
+    if stalled:
+        parts.append(
+            f"{len(stalled)} of {len(h.p.pushes)} HTTP/2 pushes stalled with no progress "
+            f"until the {fmt_s(max(s.duration_s for s in stalled))} timeout"
+        )
+    if not parts:
+        parts.append("HTTP/2 flow control throttles the upload")
+    return "; ".join(parts) + "."
+
+
+def _fix(h: _H2Push) -> str:
+    bdp = h.bdp
+    bdp_text = f" (BDP here {fmt_bytes(bdp)})" if bdp is not None else ""
+    return (
+        "Raise the HTTP/2 receive window on the server or edge that terminates HTTP/2 "
+        f"above the BDP{bdp_text}, e.g. {suggest_window(bdp)}: HAProxy "
+        "`tune.h2.initial-window-size` (2.8+: `tune.h2.fe.initial-window-size`) in `global`; "
+        "Apache `H2WindowSize`; nginx `http2_body_preread_size` (+ `client_body_buffer_size` "
+        "when request buffering is off); Envoy `initial_stream_window_size` and "
+        "`initial_connection_window_size`. Client workaround meanwhile: "
+        "`git config http.version HTTP/1.1`."
+    )
+
+
+def h2_flow_control_window(obs: Observations) -> Hit | None:
+    """HTTP/2 much slower than the other transports while TCP waits on it, a granted
+    window below the BDP, time at zero credit, or pushes that hang."""
+    p = obs.protocols.get("h2")
+    if p is None:
+        return None
+    h = _gather(obs, p)
+    tally = Tally()
+    slower = _ab_signals(h, tally)
+    predicted: float | None = None
+    small_window = False
+    if h.window is not None and h.rtt is not None and p.h2_ledger is not None:
+        predicted = h.window / h.rtt
+        small_window = _window_signals(h, p.h2_ledger, h.rtt, h.window, tally)
+    stalled = _stall_signal(obs, p, small_window, tally)
+
+    # A slower HTTP/2 push is not blamed on its flow control when the ledger shows a
+    # window above the BDP, or when the capture shows TCP bound by the network
+    # (losses, cwnd) rather than waiting on HTTP/2: that is packet-loss's evidence.
+    cap = p.capture
+    window_rules_out = h.window is not None and h.rtt is not None and not small_window
+    network_bound = cap is not None and (cap.network_limited_share or 0.0) > (
+        cap.self_limited_share or 0.0
+    )
+    if window_rules_out or network_bound:
+        slower = False
+    if not (slower or small_window or (stalled and tally.score > 0)):
+        return None
+    pattern = r"initial-window-size|H2WindowSize|http2_body_preread_size|window_size"
+    tally.add(0, *config_evidence(config_lines(obs, pattern)))
+    return Hit(
+        score=tally.score,
+        cost_s=_cost_s(obs, h),
+        summary=_summary(h, predicted, stalled),
+        evidence=tuple(tally.evidence),
+        fix=_fix(h),
+    )
+
+
+def h2_frame_settings(obs: Observations) -> Hit | None:
+    p = obs.protocols.get("h2")
+    if p is None or p.h2_ledger is None or p.h2_ledger.max_frame_size_bytes is None:
+        return None
+    ledger = p.h2_ledger
+    h2_rate, other, size, up = (
+        upload_rate_bytes_s(p),
+        best_other_rate(obs, "h2"),
+        push_bytes(p),
+        upload_s(p),
+    )
+    rtt = rtt_s(obs, p)
+    if h2_rate is None or other is None or size is None or up is None:
+        return None
+    frame = ledger.max_frame_size_bytes
+    if frame is None or frame > 16384 or h2_rate >= 0.8 * other[1]:
+        return None
+    window = min(
+        (w for w in (ledger.server_initial_window_bytes, ledger.connection_window_bytes) if w),
+        default=None,
+    )
+    if window is not None and rtt is not None and window < other[1] * rtt:
+        return None  # the window explains it: h2-flow-control-window
+    zero = max(ledger.stream_zero_credit_s or 0.0, ledger.connection_zero_credit_s or 0.0)
+    if zero >= 0.1 * up:
+        return None
+    cap = p.capture
+    if cap is not None and (cap.network_limited_share or 0.0) > (cap.self_limited_share or 0.0):
+        return None  # TCP was bound by the network (loss, cwnd), not by per-frame cost
+    return Hit(
+        score=0.45,
+        cost_s=saved_time_s(size, up, other[1]) or 0.0,
+        summary=(
+            f"HTTP/2 uploaded at {fmt_rate(h2_rate)} vs {label(other[0])} "
+            f"{fmt_rate(other[1])} although its window was open; the server allows only "
+            f"{ledger.max_frame_size_bytes} B frames, so per-frame overhead and buffering dominate."
+        ),
+        evidence=(
+            Evidence(
+                what="server SETTINGS_MAX_FRAME_SIZE",
+                value=ledger.max_frame_size_bytes,
+                unit="B",
+                threshold=16384,
+                comparison="<=",
+                basis="the protocol minimum",
+                source=ledger.source,
+            ),
+            Evidence(
+                what="HTTP/2 upload rate",
+                value=h2_rate,
+                unit="B/s",
+                threshold=0.8 * other[1],
+                comparison="<",
+                basis=f"{{}} of {label(other[0])} {{}}",
+                basis_terms=(term(0.8, "ratio"), term(other[1], "B/s")),
+                source="pushes",
+            ),
+            Evidence(
+                what="time at zero HTTP/2 credit (the window is not the limit)",
+                value=zero,
+                unit="s",
+                threshold=0.1 * up,
+                comparison="<",
+                basis="{} of the upload {}",
+                basis_terms=(term(0.1, "ratio"), term(up, "s")),
+                source=ledger.source,
+            ),
+            *config_evidence(
+                config_lines(obs, r"max-frame-size|bufsize|StreamMaxMemSize|chunk_size")
+            ),
+        ),
+        fix=(
+            "Raise the server's advertised frame size and per-stream buffers: HAProxy "
+            "`tune.h2.max-frame-size` and `tune.bufsize`; Apache `H2StreamMaxMemSize`; nginx "
+            "`http2_chunk_size`; Envoy `per_connection_buffer_limit_bytes`."
+        ),
+    )

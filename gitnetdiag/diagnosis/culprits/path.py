@@ -1,0 +1,285 @@
+"""The path: loss, a full link, and latency that multiplies every window limit."""
+
+from __future__ import annotations
+
+from gitnetdiag.diagnosis.culprits._common import (
+    AUTOTUNE_MAX_WINDOW_BYTES,
+    LOSS_RATE,
+    MATCHES_CAP_RATIO,
+    MIN_RTO_S,
+    REFERENCE_RTT_S,
+    RWND_LIMITED_SHARE,
+    Hit,
+    label,
+    term,
+)
+from gitnetdiag.diagnosis.measures import (
+    path_rate_bytes_s,
+    protocol_rates,
+    push_bytes,
+    rtt_s,
+    saved_time_s,
+    upload_rate_bytes_s,
+    upload_s,
+)
+from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_ORDER,
+    Observations,
+)
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
+
+
+def packet_loss(obs: Observations) -> Hit | None:
+    hits = []
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        if p is None or p.capture is None or p.capture.retransmission_rate is None:
+            continue
+        c = p.capture
+        if c.retransmission_rate is None or c.retransmission_rate < LOSS_RATE:
+            continue
+        rtt, size, up, rate = rtt_s(obs, p), push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
+        if rtt is None or size is None or up is None or rate is None:
+            continue
+        limits = [
+            w
+            for w in (
+                c.advertised_window_max_bytes,
+                p.h2_ledger.server_initial_window_bytes if p.h2_ledger else None,
+                p.ssh_ledger.initial_window_bytes if p.ssh_ledger else None,
+            )
+            if w
+        ]
+        window_rate = min(limits) / rtt if limits else None
+        if window_rate is not None and rate >= 0.7 * window_rate:
+            continue  # a window explains the rate, not the loss
+        ceiling = [r for r in (window_rate, path_rate_bytes_s(obs)) if r is not None]
+        if ceiling:
+            cost = saved_time_s(size, up, min(ceiling)) or 0.0
+            fallback = False
+        else:
+            cost = (c.timeout_retransmissions or 0) * MIN_RTO_S
+            fallback = True
+        hits.append((name, c, rate, window_rate, cost, fallback))
+    if not hits:
+        return None
+    name, cap, rate, window_rate, cost, fallback = max(hits, key=lambda hit: hit[4])
+    assert cap.retransmission_rate is not None
+    score = 0.55
+    if cap.retransmission_rate >= 0.02:
+        score += 0.15
+    if cap.timeout_retransmissions:
+        score += 0.1
+    if (cap.network_limited_share or 0) >= 0.5:
+        score += 0.1
+    if fallback:
+        score *= 0.7
+    evidence: list[Evidence] = []
+    for n, c, *_ in hits:
+        evidence += [
+            Evidence(
+                what=f"{label(n)}: retransmission rate",
+                value=c.retransmission_rate,
+                unit="ratio",
+                threshold=LOSS_RATE,
+                comparison=">=",
+                source=c.source,
+            ),
+            Evidence(
+                what=f"{label(n)}: retransmitted bytes",
+                value=c.retransmitted_bytes,
+                unit="B",
+                source=c.source,
+            ),
+        ]
+    evidence += [
+        Evidence(
+            what=f"{label(name)}: {kind} retransmissions",
+            value=count or 0,
+            unit="count",
+            source=cap.source,
+        )
+        for kind, count in (
+            ("timeout", cap.timeout_retransmissions),
+            ("fast", cap.fast_retransmissions),
+        )
+    ]
+    evidence.append(
+        Evidence(
+            what=f"{label(name)}: upload rate vs what the windows allow",
+            value=rate,
+            unit="B/s",
+            threshold=0.7 * window_rate if window_rate else None,
+            comparison="<" if window_rate else None,
+            basis="{} of {}" if window_rate else "window unknown",
+            basis_terms=(term(0.7, "ratio"), term(window_rate, "B/s")) if window_rate else (),
+            source=cap.source,
+        )
+    )
+    return Hit(
+        score=score,
+        cost_s=cost,
+        summary=(
+            f"{label(name)} retransmitted {cap.retransmission_rate * 100:.2f}% of its bytes and "
+            f"uploaded at {fmt_rate(rate)}"
+            + (f", below the {fmt_rate(window_rate)} its windows allow" if window_rate else "")
+            + ": loss on the path makes congestion control back off."
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            "Find the lossy hop: `mtr -rwc 200 HOST`, interface drops and errors "
+            "(`ip -s link`, `ethtool -S`), policers and shapers on the path. On the sending "
+            "side `net.ipv4.tcp_congestion_control = bbr` suffers far less from random loss than "
+            "cubic."
+        ),
+    )
+
+
+def bandwidth_limit(obs: Observations) -> Hit | None:
+    rates = protocol_rates(obs)
+    if not rates:
+        return None
+    best = max(rates, key=lambda key: rates[key])
+    p = obs.protocols[best]
+    up = upload_s(p)
+    if up is None:
+        return None
+    path = path_rate_bytes_s(obs)
+    evidence: list[Evidence] = []
+    if path is not None:
+        if rates[best] < 0.8 * path:
+            return None
+        score = 0.6
+        evidence.append(
+            Evidence(
+                what=f"{label(best)} upload rate vs path capacity",
+                value=rates[best],
+                unit="B/s",
+                threshold=0.8 * path,
+                comparison=">=",
+                basis="{} of the path capacity {}",
+                basis_terms=(term(0.8, "ratio"), term(path, "B/s")),
+                source="pushes; path rate from run",
+            )
+        )
+    else:
+        caps = [(n, o.capture) for n, o in obs.protocols.items() if o.capture is not None]
+        if len(caps) < 2 or len(rates) < 2:
+            return None
+        if any(
+            (c.network_limited_share or 0) < 0.6 or (c.retransmission_rate or 0) >= LOSS_RATE
+            for _, c in caps
+        ):
+            return None
+        if min(rates.values()) < 0.7 * max(rates.values()):
+            return None
+        score = 0.4
+        evidence.extend(
+            Evidence(
+                what=f"{label(n)}: network-limited (cwnd, window open, no loss)",
+                value=c.network_limited_share,
+                unit="ratio",
+                threshold=0.6,
+                comparison=">=",
+                source=c.source,
+            )
+            for n, c in caps
+        )
+        evidence.extend(
+            Evidence(
+                what=f"{label(n)} upload rate",
+                value=r,
+                unit="B/s",
+                basis="all protocols within {} of each other",
+                basis_terms=(term(0.3, "ratio"),),
+                source="pushes",
+            )
+            for n, r in rates.items()
+        )
+    return Hit(
+        score=score,
+        cost_s=up,
+        summary=(
+            f"The path is full: {label(best)} uploaded at {fmt_rate(rates[best])}"
+            + (f" of a {fmt_rate(path)} path" if path else ", and every protocol ran alike")
+            + ". This is not a misconfiguration: the push takes as long as its bytes need."
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            "Not a misconfiguration: more bandwidth on the narrowest link, or fewer bytes "
+            "(smaller pushes, Git LFS for large binaries, `pack.compression`), or a QoS class for "
+            "git traffic on a shared link."
+        ),
+    )
+
+
+def path_latency(obs: Observations) -> Hit | None:
+    rtt = rtt_s(obs)
+    if rtt is None or rtt < 2 * REFERENCE_RTT_S:
+        return None
+    best: tuple[float, str, int, float] | None = None
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        if p is None:
+            continue
+        size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
+        if size is None or up is None or rate is None:
+            continue
+        windows = []
+        if p.capture and (p.capture.rwnd_limited_share or 0) >= RWND_LIMITED_SHARE:
+            windows.append(
+                p.capture.advertised_window_max_bytes or p.capture.advertised_window_median_bytes
+            )
+        if p.h2_ledger and p.h2_ledger.server_initial_window_bytes:
+            windows.append(p.h2_ledger.server_initial_window_bytes)
+        if p.ssh_ledger and p.ssh_ledger.initial_window_bytes:
+            windows.append(p.ssh_ledger.initial_window_bytes)
+        known = [w for w in windows if w]
+        if not known:
+            continue
+        window = min(known)
+        if not window / rtt / MATCHES_CAP_RATIO <= rate <= MATCHES_CAP_RATIO * window / rtt:
+            continue  # the rate is not window / RTT: not window-limited
+        near = window / REFERENCE_RTT_S
+        ceiling = path_rate_bytes_s(obs)
+        cost = saved_time_s(size, up, min(near, ceiling) if ceiling else near) or 0.0
+        if best is None or cost > best[0]:
+            best = (cost, name, window, rate)
+    if best is None:
+        return None
+    cost, worst, window, rate = best
+    score = 0.6 if window >= AUTOTUNE_MAX_WINDOW_BYTES else 0.3
+    return Hit(
+        score=score,
+        cost_s=cost,
+        summary=(
+            f"At {fmt_s(rtt)} RTT a {fmt_bytes(window)} window carries only "
+            f"{fmt_rate(window / rtt)} ({label(worst)} measured {fmt_rate(rate)}); at "
+            f"{fmt_s(REFERENCE_RTT_S)} the same window would carry "
+            f"{fmt_rate(window / REFERENCE_RTT_S)}."
+        ),
+        evidence=(
+            Evidence(
+                what="path RTT",
+                value=rtt,
+                unit="s",
+                threshold=2 * REFERENCE_RTT_S,
+                comparison=">=",
+                source="run",
+            ),
+            Evidence(
+                what=f"{label(worst)}: limiting window",
+                value=window,
+                unit="B",
+                basis="rate within {}x of window / RTT",
+                basis_terms=(term(MATCHES_CAP_RATIO, "count"),),
+                source="capture / ledger",
+            ),
+        ),
+        fix=(
+            "Push to a closer endpoint (a regional git mirror or edge that accepts pushes, CI "
+            "runners near the server); every window-limited rate scales as window / RTT, so the "
+            "window fixes above also shrink this cost."
+        ),
+    )

@@ -1,0 +1,56 @@
+"""Storage: the git data filesystem below the reference IOPS."""
+
+from __future__ import annotations
+
+from gitnetdiag.diagnosis.culprits._common import (
+    Hit,
+    phase_evidence,
+    phase_excess,
+    storage_slowness,
+)
+from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.units import fmt_s
+
+
+def slow_storage(obs: Observations) -> Hit | None:
+    slowness = storage_slowness(obs)
+    if slowness is None or obs.storage is None:
+        return None
+    s = obs.storage
+    lowest = min(v for v in (s.read_iops, s.write_iops) if v is not None)
+    excess, values = phase_excess(obs, "server_wait_s", 2)
+    evidence = [
+        Evidence(
+            what=f"4 KiB random {kind} IOPS" + (f" on {s.path}" if s.path else ""),
+            value=value,
+            unit="IOPS",
+            threshold=s.reference_iops,
+            comparison="<",
+            source="fio",
+        )
+        for kind, value in (("read", s.read_iops), ("write", s.write_iops))
+        if value is not None
+    ]
+    evidence.extend(
+        phase_evidence(values, "wait after upload until the server's status", basis="storage-bound")
+    )
+    return Hit(
+        score=0.5 + 0.3 * slowness,
+        cost_s=excess,
+        summary=(
+            f"The git data storage does {lowest:.0f} "
+            f"IOPS, below the {s.reference_iops:.0f} reference"
+            + (
+                f", and the server took {fmt_s(excess)} after the upload to answer."
+                if excess
+                else "."
+            )
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            "Move the repositories to faster storage (local SSD/NVMe rather than network or "
+            "burst-credit volumes), check the volume's IOPS quota, and keep packs consolidated "
+            "(`git maintenance run --task=gc`) so fewer small files are touched."
+        ),
+    )

@@ -1,0 +1,279 @@
+"""TCP windows: a receive window clamped below the BDP, window scaling off."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitnetdiag.diagnosis.culprits._common import (
+    AUTOTUNE_MAX_WINDOW_BYTES,
+    CLAMP_FALLBACK_WINDOW_BYTES,
+    FLAT_RATIO,
+    RWND_LIMITED_SHARE,
+    Hit,
+    above_zero,
+    config_evidence,
+    config_lines,
+    label,
+    suggest_window,
+    term,
+)
+from gitnetdiag.diagnosis.measures import (
+    path_rate_bytes_s,
+    protocol_rates,
+    push_bytes,
+    rtt_s,
+    saved_time_s,
+    upload_s,
+)
+from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_ORDER,
+    Observations,
+)
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Clamp:
+    name: str
+    window: int
+    rate: float
+    cost: float
+    next_limit: tuple[str, float] | None
+    rtt: float
+
+
+def _clamped_protocols(obs: Observations) -> list[_Clamp]:
+    """Protocols whose upload sat at the TCP advertised window."""
+    rates = protocol_rates(obs)
+    unclamped = {
+        name: rate
+        for name, rate in rates.items()
+        if (c := obs.protocols[name].capture) is None
+        or c.rwnd_limited_share is None
+        or c.rwnd_limited_share < RWND_LIMITED_SHARE
+    }
+    found = []
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        if p is None or p.capture is None:
+            continue
+        c = p.capture
+        window = c.advertised_window_max_bytes or c.advertised_window_median_bytes
+        rtt, rate, size, up = rtt_s(obs, p), rates.get(name), push_bytes(p), upload_s(p)
+        if (
+            window is None
+            or rtt is None
+            or rate is None
+            or size is None
+            or up is None
+            or c.rwnd_limited_share is None
+            or c.rwnd_limited_share < RWND_LIMITED_SHARE
+        ):
+            continue
+        next_limit: tuple[str, float] | None = None
+        if (path := path_rate_bytes_s(obs)) is not None:
+            next_limit = ("path rate", path)
+        elif unclamped:
+            best = max(unclamped, key=lambda key: unclamped[key])
+            next_limit = (f"{label(best)} push", unclamped[best])
+        if next_limit is not None and window >= FLAT_RATIO * next_limit[1] * rtt:
+            continue
+        if next_limit is None and window >= CLAMP_FALLBACK_WINDOW_BYTES:
+            continue
+        if next_limit is not None:
+            cost = saved_time_s(size, up, next_limit[1]) or 0.0
+        else:
+            cost = up * c.rwnd_limited_share * 0.5
+        found.append(
+            _Clamp(name=name, window=window, rate=rate, cost=cost, next_limit=next_limit, rtt=rtt)
+        )
+    return found
+
+
+def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
+    clamps = _clamped_protocols(obs)
+    if not clamps:
+        return None
+    worst = max(clamps, key=lambda c: c.cost)
+    cap = obs.protocols[worst.name].capture
+    assert cap is not None
+    score = 0.45
+    evidence = []
+    for clamp in clamps:
+        c = obs.protocols[clamp.name].capture
+        assert c is not None
+        evidence.append(
+            Evidence(
+                what=f"{label(clamp.name)}: sender receive-window-limited",
+                value=c.rwnd_limited_share,
+                unit="ratio",
+                threshold=RWND_LIMITED_SHARE,
+                comparison=">=",
+                source=c.source,
+            )
+        )
+    in_flight, advertised = cap.bytes_in_flight_median, cap.advertised_window_median_bytes
+    if in_flight is not None and advertised and in_flight >= FLAT_RATIO * advertised:
+        score += 0.2
+        evidence.append(
+            Evidence(
+                what=f"{label(worst.name)}: bytes in flight flat at the advertised window (median)",
+                value=in_flight,
+                unit="B",
+                threshold=FLAT_RATIO * advertised,
+                comparison=">=",
+                basis="{} of the advertised window {}",
+                basis_terms=(term(FLAT_RATIO, "ratio"), term(advertised, "B")),
+                source=cap.source,
+            )
+        )
+    bdp = worst.next_limit[1] * worst.rtt if worst.next_limit else None
+    evidence.append(
+        Evidence(
+            what=f"{label(worst.name)}: largest advertised TCP window",
+            value=worst.window,
+            unit="B",
+            threshold=bdp if bdp is not None else CLAMP_FALLBACK_WINDOW_BYTES,
+            comparison="<",
+            basis=f"BDP ({worst.next_limit[0]} x RTT {{}})"
+            if bdp is not None and worst.next_limit is not None
+            else "fallback (no path rate measured)",
+            basis_terms=(term(worst.rtt, "s"),) if bdp is not None else (),
+            source=cap.source,
+        )
+    )
+    evidence.append(
+        Evidence(
+            what=f"{label(worst.name)}: measured upload rate vs what the window allows",
+            value=worst.rate,
+            unit="B/s",
+            threshold=worst.window / worst.rtt,
+            basis="window / RTT = {} / {}",
+            basis_terms=(term(worst.window, "B"), term(worst.rtt, "s")),
+            source=f"{cap.source}; RTT from run",
+        )
+    )
+    if bdp is not None:
+        score += 0.2
+    else:
+        score -= 0.1
+    measured = [n for n in PROTOCOL_ORDER if n in obs.protocols and obs.protocols[n].capture]
+    if len(clamps) >= 2 and len(clamps) == len(measured):
+        score += 0.1
+    if cap.zero_window_count:
+        score += 0.05
+        evidence.append(above_zero("zero-window advertisements", cap.zero_window_count, cap.source))
+        if cap.zero_window_s is not None:
+            evidence.append(
+                Evidence(
+                    what="time at zero window", value=cap.zero_window_s, unit="s", source=cap.source
+                )
+            )
+    scaling_off = cap.handshake_seen and cap.window_scale is None and worst.window <= 65535
+    if scaling_off:
+        score *= 0.6
+    if worst.window >= AUTOTUNE_MAX_WINDOW_BYTES:
+        score *= 0.5
+    if obs.host is not None:
+        for key in ("net.ipv4.tcp_rmem", "net.core.rmem_max"):
+            if key in obs.host.sysctls:
+                evidence.append(
+                    Evidence(what=f"sysctl {key}", text=obs.host.sysctls[key], source="host sysctl")
+                )
+    evidence.extend(config_evidence(config_lines(obs, r"rcvbuf|SO_RCVBUF|tcp_rmem")))
+    names = ", ".join(label(c.name) for c in clamps)
+    suggest = suggest_window(bdp)
+    return Hit(
+        score=score,
+        cost_s=worst.cost,
+        summary=(
+            f"{names} uploads sat at the receiver's TCP window: {fmt_bytes(worst.window)} per "
+            f"{fmt_s(worst.rtt)} RTT allows {fmt_rate(worst.window / worst.rtt)}, measured "
+            f"{fmt_rate(worst.rate)}"
+            + (f", while the BDP is {fmt_bytes(bdp)}." if bdp is not None else ".")
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            "On the receiver of the push (the server, or the edge that terminates TCP): raise "
+            f"the maximum of `net.ipv4.tcp_rmem` (e.g. `4096 131072 {suggest}`) and "
+            "`net.core.rmem_max`; remove fixed `SO_RCVBUF` sizes, which turn autotuning off "
+            "(HAProxy `tune.rcvbuf.client`/`tune.rcvbuf.server`, nginx `listen ... rcvbuf=`), "
+            "and check the proxy's buffer sizes."
+        ),
+    )
+
+
+def tcp_window_scaling_off(obs: Observations) -> Hit | None:
+    clamps = {c.name: c for c in _clamped_protocols(obs)}
+    hits = []
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        if p is None or p.capture is None:
+            continue
+        c = p.capture
+        window = c.advertised_window_max_bytes or c.advertised_window_median_bytes
+        if not c.handshake_seen or c.window_scale is not None or window is None or window > 65535:
+            continue
+        hits.append((name, c, window))
+    if not hits:
+        return None
+    costs = {name: clamps[name].cost if name in clamps else 0.0 for name, _, _ in hits}
+    name, cap, window = max(hits, key=lambda hit: costs[hit[0]])
+    limited = name in clamps
+    rtt = rtt_s(obs, obs.protocols[name])
+    evidence = [
+        Evidence(
+            what=f"{label(n)}: window scale option in the handshake",
+            text="absent",
+            basis="present (RFC 7323)",
+            source=c.source,
+        )
+        for n, c, _ in hits
+    ]
+    evidence.append(
+        Evidence(
+            what=f"{label(name)}: largest advertised TCP window",
+            value=window,
+            unit="B",
+            threshold=65535,
+            comparison="<=",
+            basis="the largest window without scaling",
+            source=cap.source,
+        )
+    )
+    if limited:
+        evidence.append(
+            Evidence(
+                what=f"{label(name)}: sender receive-window-limited",
+                value=cap.rwnd_limited_share,
+                unit="ratio",
+                threshold=RWND_LIMITED_SHARE,
+                comparison=">=",
+                source=cap.source,
+            )
+        )
+    if obs.host is not None and "net.ipv4.tcp_window_scaling" in obs.host.sysctls:
+        evidence.append(
+            Evidence(
+                what="sysctl net.ipv4.tcp_window_scaling",
+                text=obs.host.sysctls["net.ipv4.tcp_window_scaling"],
+                basis="1 (on)",
+                source="host sysctl",
+            )
+        )
+    cap_text = f" caps the upload at {fmt_rate(window / rtt)} over {fmt_s(rtt)} RTT" if rtt else ""
+    return Hit(
+        score=0.9 if limited else 0.4,
+        cost_s=costs[name],
+        summary=(
+            f"The {label(name)} handshake carried no TCP window scale option, so the window "
+            f"stays at {window} B and{cap_text or ' limits every round trip'}."
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            "Enable `net.ipv4.tcp_window_scaling = 1` on both ends (the Linux default); if it is "
+            "already on, a middlebox (firewall, load balancer, WAN optimiser) strips the window "
+            "scale option from the SYN: capture on both sides of it to find which one."
+        ),
+    )

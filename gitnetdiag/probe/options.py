@@ -1,0 +1,117 @@
+"""What ``gitnetdiag probe`` was asked to do, and where it reports progress.
+
+Apart from the runner so that the modules the runner calls (:mod:`.pushonce`,
+:mod:`.safety`) can take these types without importing the runner back.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from typing import Protocol as TypingProtocol
+
+from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
+from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
+from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.rundir import redact_url
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeOptions:
+    """Everything ``gitnetdiag probe`` was asked to do."""
+
+    urls: dict[Protocol, str]
+    """Remote URL per protocol (h1 and h2 share the HTTPS URL)."""
+    protocols: tuple[Protocol, ...]
+    """Protocols to probe, in order."""
+    size_bytes: int
+    """Size of the generated repository."""
+    seed: int
+    """Seed of the generated data."""
+    repo: Path | None
+    """Push this repository's HEAD instead of a generated one."""
+    repeat: int
+    """Pushes per protocol."""
+    ca_file: str | None
+    """CA bundle for HTTPS."""
+    insecure: bool
+    """Skip HTTPS certificate verification."""
+    ssh_command: str | None
+    """GIT_SSH_COMMAND."""
+    out_dir: Path
+    """Run directory to create."""
+    full: bool
+    """Whole packets plus TLS keylog and a pcapng with the secrets injected."""
+    burst: int
+    """Concurrent ls-remote operations per protocol (0 = no burst)."""
+    timeout_s: float
+    """Timeout of each git run."""
+    capture: bool
+    """Capture packets (when root and tcpdump allow)."""
+    extra_options: dict[str, Any] = field(default_factory=dict)
+    """More options to record in the manifest (e.g. the lab instance)."""
+    native: bool = False
+    """After the git pushes, push the same pack with the native HTTP/2 (h2) and SSH
+    (paramiko) probes to record the flow-control ledgers (``native-h2.json``,
+    ``native-ssh.json``)."""
+    ssh_key: str | None = None
+    """SSH private key file (the native SSH probe needs it)."""
+    ssh_known_hosts: str | None = None
+    """known_hosts file (the native SSH probe verifies the host key with it)."""
+    h2_sweep: bool = False
+    """Repeat the native HTTP/2 upload while advertising different client SETTINGS
+    (``native-h2-sweep.json``): shows the rate follows the server's window."""
+    budget_s: float | None = DEFAULT_BUDGET_S
+    """Time budget of each measured git push: stopped mid-pack once its rate is stable or
+    the budget is spent (nothing is created); None for complete pushes (``--complete``)."""
+    stall_timeout_s: float | None = DEFAULT_STALL_TIMEOUT_S
+    """A push that moves no byte for this long ends as ``stalled``; None: only the timeout."""
+    cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
+    """How long the clean-up of a push that ended unanswered after sending its whole pack
+    waits for the server (a slow pre-receive hook) to create the branch it must delete."""
+
+    def transport(self, protocol: Protocol) -> Transport:
+        return Transport(
+            protocol=protocol, url=self.urls[protocol], ca_file=self.ca_file,
+            insecure=self.insecure, ssh_command=self.ssh_command,
+        )
+
+    def manifest_options(self) -> dict[str, Any]:
+        return {
+            "protocols": [p.value for p in self.protocols],
+            "urls": {p.value: redact_url(u) for p, u in self.urls.items()},
+            "size_bytes": self.size_bytes, "seed": self.seed,
+            "repo": str(self.repo) if self.repo else None, "repeat": self.repeat,
+            "ca_file": self.ca_file, "insecure": self.insecure, "full": self.full,
+            "burst": self.burst, "timeout_s": self.timeout_s, "capture": self.capture,
+            "native": self.native, "h2_sweep": self.h2_sweep,
+            "cleanup_wait_s": self.cleanup_wait_s, "budget_s": self.budget_s,
+            "stall_timeout_s": self.stall_timeout_s,
+            **self.extra_options,
+        }
+
+
+class Reporter(TypingProtocol):
+    """Where the runner reports progress (the command renders it with rich)."""
+
+    def begin(self, label: str) -> None: ...
+    def done(self, label: str, detail: str, *, ok: bool) -> None: ...
+    def warn(self, message: str) -> None: ...
+    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None: ...
+
+
+class SilentReporter:
+    """A Reporter that shows nothing (library use, tests)."""
+
+    def begin(self, label: str) -> None:
+        return None
+
+    def done(self, label: str, detail: str, *, ok: bool) -> None:
+        return None
+
+    def warn(self, message: str) -> None:
+        return None
+
+    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
+        return None

@@ -1,0 +1,85 @@
+"""The one unit convention of every report: numbers in, text out.
+
+Sizes and rates are decimal and in bytes, the way git and storage tools count
+what a push moves: ``65535 B`` (exact below 100 kB), ``1.6 MB``; ``1.31 MB/s``,
+``614.4 kB/s``. Durations are ``50 ms`` below a second, ``3.4 s`` above;
+shares are percentages (``83%``, two decimals below 10%: ``0.50%``).
+docs/report-schema.md documents the same convention for readers of the JSON,
+which carries the raw numbers with their :data:`~gitnetdiag.diagnosis.model.Unit`.
+
+The scalar formatters live in :mod:`gitnetdiag.diagnosis.units` because the
+diagnosis writes its one-sentence summaries with them and may not import
+renderers; every renderer imports them from here.
+"""
+
+from __future__ import annotations
+
+from gitnetdiag.diagnosis.model import Evidence, Quantity, Unit
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
+
+__all__ = [
+    "fmt_bps",
+    "fmt_bytes",
+    "fmt_evidence_threshold",
+    "fmt_evidence_value",
+    "fmt_quantity",
+    "fmt_rate",
+    "fmt_s",
+    "fmt_share",
+]
+
+
+def fmt_bps(bits_per_s: float | None) -> str:
+    """A rate the diagnosis keeps in bits per second (protocol summaries, path rate),
+    shown in bytes per second like every other rate."""
+    return fmt_rate(bits_per_s / 8 if bits_per_s is not None else None)
+
+
+def _count(value: float) -> str:
+    return f"{value:.0f}" if float(value).is_integer() else f"{value:g}"
+
+
+def fmt_quantity(value: float | None, unit: Unit | None) -> str:
+    """A number in its unit, by the report convention; ``-`` when unknown."""
+    if value is None:
+        return "-"
+    if unit == "B":
+        return fmt_bytes(value)
+    if unit == "B/s":
+        return fmt_rate(value)
+    if unit == "s":
+        return fmt_s(value)
+    if unit == "ratio":
+        return fmt_share(value)
+    if unit == "IOPS":
+        return f"{value:.0f} IOPS"
+    return _count(value)
+
+
+def _term(q: Quantity) -> str:
+    return fmt_quantity(q.value, q.unit)
+
+
+def fmt_evidence_value(e: Evidence) -> str:
+    """What was measured: ``1.30 MB/s``, ``1 of 3``, ``5``, or the text of a non-number."""
+    if e.value is None:
+        return e.text or "-"
+    text = fmt_quantity(e.value, e.unit)
+    if e.of is not None:
+        text += f" of {fmt_quantity(e.of, e.unit)}"
+    if e.text:
+        text += f" ({e.text})"
+    return text
+
+
+def fmt_evidence_threshold(e: Evidence) -> str:
+    """What it was compared with: ``< BDP (SSH push x RTT) = 1.6 MB``, ``> 0``, or empty."""
+    basis = e.basis.format(*(_term(q) for q in e.basis_terms)) if e.basis_terms else e.basis
+    parts: list[str] = [e.comparison or ""]
+    if e.threshold is None:
+        parts.append(basis)
+    else:
+        if basis:
+            parts.append(f"{basis} =")
+        parts.append(fmt_quantity(e.threshold, e.unit))
+    return " ".join(part for part in parts if part)

@@ -1,0 +1,64 @@
+"""tshark, the one external dissector: decrypts TLS and decodes HTTP/2 for the ledgers.
+
+    capture + keys --tshark_argv()/run--> "-T fields" text
+        --analysis.h2ledger.parse_tshark_fields()--> rows --h2_ledgers_from_rows()--> ledgers
+
+tshark is run directly (``-T fields``) rather than through pyshark: the fields
+output is a few columns of text that the pure parser reads, tested on recorded
+output, and it runs under :func:`gitnetdiag.proc.run` with its timeout and
+error mapping (docs/architecture.md, "Why no pyshark").
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitnetdiag.analysis.h2ledger import (
+    TSHARK_FIELDS,
+    H2Ledger,
+    h2_ledgers_from_rows,
+    parse_tshark_fields,
+)
+from gitnetdiag.errors import CaptureFormatError, InputError
+from gitnetdiag.proc import require_program, run
+
+
+def tshark_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
+    """The tshark command line that prints :data:`TSHARK_FIELDS` for every HTTP/2 frame."""
+    argv = [tshark, "-n", "-r", str(pcap)]
+    if keylog is not None:
+        argv += ["-o", f"tls.keylog_file:{keylog}"]
+    argv += ["-Y", "http2", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a"]
+    argv += ["-E", "aggregator=,"]
+    for name in TSHARK_FIELDS:
+        argv += ["-e", name]
+    return argv
+
+
+def http2_fields(pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0) -> str:
+    """tshark's ``-T fields`` text for the HTTP/2 frames of ``pcap`` (decrypted with ``keylog``,
+    or with the secrets embedded in a pcapng)."""
+    if not Path(pcap).is_file():
+        raise InputError(f"no such capture: {pcap}", hint="give a pcap or pcapng file")
+    if keylog is not None and not Path(keylog).is_file():
+        raise InputError(
+            f"no such key log: {keylog}",
+            hint="give the SSLKEYLOGFILE written during the capture",
+        )
+    tshark = require_program("tshark")
+    proc = run(tshark_argv(tshark, Path(pcap), keylog), timeout_s=timeout_s, check=False)
+    if proc.returncode != 0:
+        lines = proc.stderr.strip().splitlines()
+        raise CaptureFormatError(
+            f"tshark could not read {pcap}: {lines[-1] if lines else proc.returncode}",
+            hint="check that the file is a pcap/pcapng capture",
+        )
+    return proc.stdout
+
+
+def h2_ledgers_from_capture(
+    pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0
+) -> list[H2Ledger]:
+    """Decrypt ``pcap`` (with ``keylog``, or secrets embedded in a pcapng) and build ledgers."""
+    text = http2_fields(pcap, keylog, timeout_s=timeout_s)
+    return h2_ledgers_from_rows(parse_tshark_fields(text))

@@ -1,0 +1,106 @@
+"""Accept queue, SYN drops and resets: crafted runs whose top finding is the culprit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gitnetdiag.diagnosis import diagnose
+from gitnetdiag.diagnosis.observations import (
+    BurstResult,
+    ConfigFinding,
+    HostEvidence,
+    Observations,
+    PushResult,
+)
+from tests.diagnosis import examples
+from tests.diagnosis.culprits.crafted import (
+    MB,
+    Case,
+    assert_ranks_first_with_its_fix,
+    cap,
+    proto,
+    run,
+)
+
+
+def case_listen_backlog() -> Observations:
+    return examples.git_daemon_backlog()
+
+
+def case_syn_drop() -> Observations:
+    return Observations(
+        run=run(),
+        protocols={"h1": proto(3.0)},
+        bursts=(
+            BurstResult(
+                protocol="h1",
+                port=443,
+                concurrency=200,
+                ok=200,
+                connect_p50_s=0.05,
+                connect_p99_s=3.05,
+                connect_max_s=3.1,
+                duration_p50_s=1.0,
+                syn_retransmissions=80,
+            ),
+        ),
+    )
+
+
+def case_firewall_reset() -> Observations:
+    h1 = proto(3.0, capture=cap(resets_from_server=2))
+    failed = PushResult(
+        duration_s=5.0,
+        bytes=MB,
+        ok=False,
+        error_kind="reset",
+        error_message="error: RPC failed; curl 56 Recv failure: Connection reset by peer",
+    )
+    h1 = replace(h1, pushes=(h1.pushes[0], failed, failed))
+    return Observations(
+        run=run(),
+        protocols={"h1": h1, "ssh": proto(3.0)},
+        host=HostEvidence(
+            config_findings=(
+                ConfigFinding(
+                    setting="iptables FORWARD",
+                    value="-p tcp --dport 443 -m connbytes --connbytes 10000000: "
+                    "--connbytes-dir original --connbytes-mode bytes "
+                    "-j REJECT --reject-with tcp-reset",
+                    file="iptables-save",
+                    line=7,
+                ),
+            ),
+        ),
+    )
+
+
+CASES: dict[str, Case] = {
+    "listen-backlog-overflow": (case_listen_backlog, ("net.core.somaxconn", "git daemon")),
+    "syn-drop": (case_syn_drop, ("net.ipv4.tcp_max_syn_backlog",)),
+    "firewall-reset": (case_firewall_reset, ("REJECT", "iptables-save line 7")),
+}
+"""Each culprit of the family, its crafted run and the settings its fix names."""
+
+
+@pytest.mark.parametrize("culprit_id", list(CASES))
+def test_culprit_ranks_first_with_its_fix(culprit_id: str) -> None:
+    """The crafted run's top finding is the culprit, with numbers, evidence and the setting."""
+    assert_ranks_first_with_its_fix(culprit_id, CASES[culprit_id])
+
+
+def test_backlog_evidence_cites_host_counters() -> None:
+    top = diagnose(case_listen_backlog()).findings[0]
+    sources = {e.source for e in top.evidence}
+    assert "host counter ListenOverflows" in sources
+    assert any(e.value == 5 and "9418" in e.what for e in top.evidence)
+
+
+def test_syn_drop_gives_way_to_backlog_when_host_evidence_exists() -> None:
+    """SYN-side symptoms plus ListenOverflows on the server: the backlog, not syn-drop."""
+    obs = replace(case_syn_drop(), host=HostEvidence(counter_deltas={"ListenOverflows": 30}))
+    ids = [f.id for f in diagnose(obs).findings]
+    assert ids[0] == "listen-backlog-overflow"
+    assert "syn-drop" not in ids

@@ -1,0 +1,49 @@
+"""The catalogue: every registered culprit has a crafted case in its family's test module."""
+
+from __future__ import annotations
+
+from gitnetdiag.diagnosis import CULPRITS, Observations, diagnose
+from tests.diagnosis import examples
+from tests.diagnosis.culprits import (
+    test_accept_queue,
+    test_client,
+    test_h2,
+    test_path,
+    test_server,
+    test_ssh,
+    test_storage,
+    test_tcp_windows,
+)
+
+FAMILIES = (
+    test_h2,
+    test_tcp_windows,
+    test_ssh,
+    test_accept_queue,
+    test_path,
+    test_server,
+    test_client,
+    test_storage,
+)
+CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.CASES.items()}
+
+
+def test_every_catalogue_id_has_a_case() -> None:
+    """The crafted cases cover the whole catalogue, and ids are unique."""
+    ids = [c.id for c in CULPRITS]
+    assert len(ids) == len(set(ids)) == 17
+    assert set(CASES) == set(ids)
+
+
+def test_healthy_run_is_healthy() -> None:
+    """Three fast, alike transports: verdict healthy and no culprit at all."""
+    result = diagnose(examples.healthy())
+    assert result.verdict == "healthy"
+    assert result.findings == ()
+    assert "No culprit" in result.headline
+
+
+def test_empty_observations_are_healthy_without_crashing() -> None:
+    result = diagnose(Observations())
+    assert result.verdict == "healthy"
+    assert result.protocols == ()

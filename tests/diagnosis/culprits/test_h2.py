@@ -1,0 +1,111 @@
+"""HTTP/2 flow control culprits: crafted runs whose top-ranked finding is the culprit."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from gitnetdiag.diagnosis import diagnose
+from gitnetdiag.diagnosis.observations import (
+    H2Ledger,
+    Observations,
+    ProtocolObservation,
+    PushResult,
+)
+from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value
+from tests.diagnosis import examples
+from tests.diagnosis.culprits.crafted import (
+    MB,
+    Case,
+    assert_ranks_first_with_its_fix,
+    cap,
+    proto,
+    run,
+)
+
+
+def case_h2_window() -> Observations:
+    return examples.slow_h2_edge()
+
+
+def case_h2_window_capture_only() -> Observations:
+    """No decrypted ledger: the A/B test and the TCP picture alone."""
+    obs = examples.slow_h2_edge()
+    h2 = replace(obs.protocols["h2"], h2_ledger=None)
+    return replace(obs, protocols={**obs.protocols, "h2": h2}, host=None)
+
+
+def case_h2_frames() -> Observations:
+    ledger = H2Ledger(
+        source="capture h2 conn 1",
+        server_initial_window_bytes=16_777_216,
+        connection_window_bytes=16_777_216,
+        max_frame_size_bytes=16384,
+        stream_zero_credit_s=0.0,
+        connection_zero_credit_s=0.0,
+        window_updates=40,
+    )
+    return Observations(
+        run=run(),
+        protocols={
+            "h1": proto(3.0, capture=cap()),
+            "h2": proto(5.0, capture=cap(), h2_ledger=ledger),
+        },
+    )
+
+
+CASES: dict[str, Case] = {
+    "h2-flow-control-window": (
+        case_h2_window,
+        ("tune.h2.initial-window-size", "tune.h2.fe.initial-window-size", "H2WindowSize"),
+    ),
+    "h2-frame-settings": (case_h2_frames, ("tune.h2.max-frame-size",)),
+}
+"""Each culprit of the family, its crafted run and the settings its fix names."""
+
+
+@pytest.mark.parametrize("culprit_id", list(CASES))
+def test_culprit_ranks_first_with_its_fix(culprit_id: str) -> None:
+    """The crafted run's top finding is the culprit, with numbers, evidence and the setting."""
+    assert_ranks_first_with_its_fix(culprit_id, CASES[culprit_id])
+
+
+def test_h2_window_evidence_cites_window_rtt_and_rates() -> None:
+    """The HTTP/2 window finding quotes 65535, the RTT, window/RTT and the measured rate."""
+    top = diagnose(case_h2_window()).findings[0]
+    text = " ".join(
+        f"{e.what} {fmt_evidence_value(e)} {fmt_evidence_threshold(e)}" for e in top.evidence
+    )
+    assert "window / RTT = 65535 B / 50 ms = 1.31 MB/s" in text
+    assert "upload rate vs what the window allows 1.30 MB/s" in text
+    assert "1 of 3" in text  # the hung push is evidence too
+    assert "stalled" in top.summary
+    # cost = (2/3) x (18.4 s - 24 MB at SSH's 7.74 MB/s) + (60 s + 28.65 s redo) / 3
+    expected = (2 / 3) * (18.4 - MB / (MB / 3.1)) + (60.0 + 28.65) / 3
+    assert top.cost_s == pytest.approx(expected, abs=0.01)
+
+
+def test_h2_window_without_ledger_still_first() -> None:
+    """Without decryption the A/B test plus a self-limited sender still point at HTTP/2."""
+    top = diagnose(case_h2_window_capture_only()).findings[0]
+    assert top.id == "h2-flow-control-window"
+    assert top.score < 1.0  # less sure than with the ledger
+
+
+def test_http2_that_only_hangs_is_reported_as_a_stall() -> None:
+    """Every HTTP/2 push hung (no ledger, no rate): still a finding, worded as a stall."""
+    hung = PushResult(
+        duration_s=60.0, bytes=MB, ok=False, error_kind="hung", error_message="no DATA sent"
+    )
+    obs = Observations(
+        run=run(),
+        protocols={"h1": proto(3.0), "h2": ProtocolObservation(pushes=(hung, hung))},
+    )
+    result = diagnose(obs)
+    top = result.findings[0]
+    assert top.id == "h2-flow-control-window"
+    assert "2 of 2 HTTP/2 pushes stalled" in top.summary
+    # each hung push loses its 60 s wait plus a redo at HTTP/1.1's median push duration
+    redo = proto(3.0).pushes[1].duration_s
+    assert top.cost_s == pytest.approx(60.0 + redo, abs=0.001)

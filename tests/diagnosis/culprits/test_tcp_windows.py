@@ -1,0 +1,57 @@
+"""TCP windows culprits: crafted runs whose top-ranked finding is the culprit."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitnetdiag.diagnosis import diagnose
+from gitnetdiag.diagnosis.observations import (
+    HostEvidence,
+    Observations,
+)
+from tests.diagnosis.culprits.crafted import (
+    MB,
+    Case,
+    assert_ranks_first_with_its_fix,
+    clamped,
+    run,
+    three,
+)
+
+
+def case_tcp_clamp() -> Observations:
+    window = 262_144
+    upload = MB / (window / 0.05)
+    return Observations(
+        run=run(path_rate_bps=400e6),
+        protocols=three(upload, capture=clamped(window)),
+        host=HostEvidence(sysctls={"net.ipv4.tcp_rmem": "4096 131072 262144"}),
+    )
+
+
+def case_window_scaling_off() -> Observations:
+    window = 65535
+    return Observations(
+        run=run(path_rate_bps=400e6),
+        protocols=three(MB / (window / 0.05), capture=clamped(window, scale=None)),
+    )
+
+
+CASES: dict[str, Case] = {
+    "tcp-receive-window-clamp": (case_tcp_clamp, ("net.ipv4.tcp_rmem", "SO_RCVBUF")),
+    "tcp-window-scaling-off": (case_window_scaling_off, ("net.ipv4.tcp_window_scaling",)),
+}
+"""Each culprit of the family, its crafted run and the settings its fix names."""
+
+
+@pytest.mark.parametrize("culprit_id", list(CASES))
+def test_culprit_ranks_first_with_its_fix(culprit_id: str) -> None:
+    """The crafted run's top finding is the culprit, with numbers, evidence and the setting."""
+    assert_ranks_first_with_its_fix(culprit_id, CASES[culprit_id])
+
+
+def test_window_scaling_off_also_reports_the_clamp_lower() -> None:
+    """A 64 KiB window without scaling is also a clamp, ranked below the specific cause."""
+    ids = [f.id for f in diagnose(case_window_scaling_off()).findings]
+    assert ids[0] == "tcp-window-scaling-off"
+    assert "tcp-receive-window-clamp" in ids

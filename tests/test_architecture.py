@@ -1,0 +1,313 @@
+"""The import rules of docs/architecture.md: a lower layer never imports a higher one.
+
+Every ``import`` in ``gitnetdiag/`` counts, those inside functions and under
+``TYPE_CHECKING`` included: a lazy import is still a dependency. Each module
+belongs to one component (:data:`COMPONENTS`, longest prefix wins) and may
+import only the components :data:`MAY_IMPORT` lists for it. The pure side may
+not import ``subprocess`` or ``socket`` either (:data:`PURE`).
+
+    top        commands, cli
+    I/O side   probe host lab load storage watch  -> tools (tshark) -> proc
+    pure side  pipeline -> report, diagnosis -> analysis -> capture
+    rundir     schema, file names, reading/writing the run directory
+    bottom     errors, redaction, safefile, thresholds (stdlib only)
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parent.parent / "gitnetdiag"
+
+BOTTOM = "bottom"
+COMPONENTS: dict[str, str] = {
+    "gitnetdiag": BOTTOM,  # the package's __init__ (version string)
+    "gitnetdiag.errors": BOTTOM,
+    "gitnetdiag.redaction": BOTTOM,
+    "gitnetdiag.safefile": BOTTOM,
+    "gitnetdiag.thresholds": BOTTOM,
+    "gitnetdiag.rundir": "rundir",
+    "gitnetdiag.capture": "capture",
+    "gitnetdiag.analysis": "analysis",
+    "gitnetdiag.diagnosis": "diagnosis",
+    "gitnetdiag.pipeline": "pipeline",
+    "gitnetdiag.report": "report",
+    "gitnetdiag.proc": "proc",
+    "gitnetdiag.tools": "tools",
+    "gitnetdiag.probe": "probe",
+    "gitnetdiag.host": "host",
+    "gitnetdiag.lab": "lab",
+    "gitnetdiag.load": "load",
+    "gitnetdiag.storage": "storage",
+    "gitnetdiag.watch": "watch",
+    "gitnetdiag.commands": "top",
+    "gitnetdiag.cli": "top",
+    "gitnetdiag.__main__": "top",
+    # The result models of load and storage are data types the renderers read.
+    "gitnetdiag.load.model": "load-model",
+    "gitnetdiag.storage.model": "storage-model",
+}
+"""Module prefix -> component; the longest matching prefix wins."""
+
+_PURE_BELOW = {BOTTOM, "rundir", "capture", "analysis", "diagnosis"}
+_IO_BASE = {BOTTOM, "rundir", "proc", "tools", "capture", "analysis", "diagnosis",
+            "load-model", "storage-model"}
+MAY_IMPORT: dict[str, set[str]] = {
+    BOTTOM: {BOTTOM},
+    "rundir": {BOTTOM},
+    "capture": {BOTTOM},
+    "analysis": {BOTTOM, "capture"},
+    "diagnosis": {BOTTOM, "capture", "analysis"},
+    "report": _PURE_BELOW | {"load-model", "storage-model"},
+    # pipeline writes the report files into the run directory: the one writer on the pure side.
+    "pipeline": _PURE_BELOW | {"report"},
+    "proc": {BOTTOM},
+    "tools": {BOTTOM, "rundir", "proc", "capture", "analysis"},
+    # The I/O side may use each other's collectors (a probe reads the lab's state, the load
+    # test samples the host's counters) and pure modules for their data types.
+    "probe": _IO_BASE | {"host", "lab"},
+    "host": (_IO_BASE - {"diagnosis"}) | {"lab"},
+    "lab": _IO_BASE - {"diagnosis"},
+    "load": _IO_BASE | {"probe", "host", "lab", "load"},
+    "load-model": {BOTTOM, "load-model"},
+    "storage": _IO_BASE | {"storage", "host"},
+    "storage-model": {BOTTOM, "storage-model"},
+    "watch": _IO_BASE | {"probe", "host", "lab", "pipeline"},
+    "top": set(COMPONENTS.values()),
+}
+"""Component -> the components it may import (its own is always allowed)."""
+
+PURE = {"capture", "analysis", "diagnosis", "pipeline", "report", "rundir", BOTTOM}
+"""Components that never run a program or open a socket."""
+IO_MODULES = {"subprocess", "socket"}
+IO_SIDE = {"probe", "host", "lab", "load", "storage", "watch"}
+PURE_TYPES_ONLY = {"capture", "analysis", "diagnosis"}
+"""The I/O side takes data types and constants from these, never their code: probes record,
+the pipeline derives (``from gitnetdiag.diagnosis.observations import HostEvidence`` passes,
+``from gitnetdiag.analysis.flowcontrol import credit_ledger`` does not)."""
+
+ALLOWED: dict[tuple[str, str], str] = {
+    ("gitnetdiag.probe.h2native", "gitnetdiag.analysis.flowcontrol"):
+        "issue 12 part 1: the probe writes raw HTTP/2 events, the pipeline derives the ledger",
+    ("gitnetdiag.probe.sshnative", "gitnetdiag.analysis.flowcontrol"):
+        "issue 12 part 1: the probe writes raw SSH window events, the pipeline derives the ledger",
+    ("gitnetdiag.pipeline", "gitnetdiag.probe.gitpush"):
+        "issue 12 part 1: a failure's hint is recorded in the run directory, not looked up",
+    ("gitnetdiag.pipeline", "gitnetdiag.probe.rundir"):
+        "issue 12 part 1: the run directory becomes the bottom package gitnetdiag.rundir",
+    ("gitnetdiag.host.adapter", "gitnetdiag.diagnosis.observations"):
+        "issue 12 part 1: the host report is a run-directory record, turned into "
+        "observations on the pipeline side",
+    ("gitnetdiag.pipeline", "gitnetdiag.host.adapter"):
+        "issue 12 part 1: as above, the pipeline reads the host record through rundir",
+    ("gitnetdiag.load.report", "gitnetdiag.report.redact"):
+        "issue 12 part 5: the load report's renderers move into report/",
+    ("gitnetdiag.storage.render", "gitnetdiag.diagnosis.units"):
+        "issue 12 part 5: the storage report's renderers move into report/",
+}
+"""Known violations being removed right now, each with the part of issue 12 that removes it."""
+
+
+def component(module: str) -> str | None:
+    """The component of ``module`` (longest prefix of :data:`COMPONENTS`), None outside."""
+    parts = module.split(".")
+    for end in range(len(parts), 0, -1):
+        found = COMPONENTS.get(".".join(parts[:end]))
+        if found is not None:
+            return found
+    return None
+
+
+def module_name(path: Path, root: Path) -> str:
+    relative = path.relative_to(root.parent).with_suffix("")
+    parts = list(relative.parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+CODE, TYPES = "code", "types"
+"""How a module is imported: for its code, or only for names of types and constants."""
+
+
+def _kind(names: list[ast.alias]) -> str:
+    # Classes and constants are capitalised (PEP 8): what the I/O side may take from the pure
+    # side. A function or a module brought in is code.
+    return TYPES if all(alias.name[:1].isupper() for alias in names) else CODE
+
+
+def imports_of(source: str, module: str, *, is_package: bool) -> Iterator[tuple[str, str]]:
+    """(module, kind) of every import in ``source``, relative ones resolved, at any depth."""
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            yield from ((alias.name, CODE) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")
+                base = base[: len(base) - (node.level - 1)]
+                target = ".".join([*base, node.module] if node.module else base)
+            else:
+                target = node.module or ""
+            yield target, _kind(node.names)
+            # "from gitnetdiag.x import y" may import the submodule y.
+            yield from ((f"{target}.{alias.name}", CODE) for alias in node.names)
+
+
+def import_graph(root: Path) -> dict[str, dict[str, str]]:
+    """Module -> {imported module of the package, or stdlib I/O module: kind}."""
+    graph: dict[str, dict[str, str]] = {}
+    known = {module_name(p, root) for p in root.rglob("*.py")}
+    for path in sorted(root.rglob("*.py")):
+        module = module_name(path, root)
+        found: dict[str, str] = {}
+        source = path.read_text()
+        for name, kind in imports_of(source, module, is_package=path.stem == "__init__"):
+            inside = name == root.name or name.startswith(root.name + ".")
+            # "from pkg.mod import name" names a module only if such a module exists.
+            is_module = name in known or name.rpartition(".")[0] not in known
+            if name in IO_MODULES or (inside and is_module):
+                found[name] = CODE if CODE in (kind, found.get(name)) else TYPES
+        graph[module] = found
+    return graph
+
+
+def violations(graph: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
+    """Edges the layer map forbids, as (importer, imported)."""
+    bad = []
+    for module, targets in graph.items():
+        mine = component(module)
+        if mine is None:
+            bad.append((module, "<module in no component>"))
+            continue
+        for target, kind in sorted(targets.items()):
+            if target in IO_MODULES:
+                if mine in PURE:
+                    bad.append((module, target))
+                continue
+            theirs = component(target)
+            upward = theirs is None or (theirs != mine and theirs not in MAY_IMPORT[mine])
+            takes_code = mine in IO_SIDE and theirs in PURE_TYPES_ONLY and kind == CODE
+            if upward or takes_code:
+                bad.append((module, target))
+    return bad
+
+
+def import_cycles(graph: Mapping[str, Mapping[str, str]]) -> list[list[str]]:
+    """Groups of modules that import each other, directly or round a circle (Tarjan)."""
+    edges = {m: sorted(t for t in targets if t in graph and t != m) for m, targets in graph.items()}
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    cycles: list[list[str]] = []
+
+    def visit(module: str) -> None:
+        index[module] = low[module] = len(index)
+        stack.append(module)
+        for target in edges[module]:
+            if target not in index:
+                visit(target)
+                low[module] = min(low[module], low[target])
+            elif target in stack:
+                low[module] = min(low[module], index[target])
+        if low[module] == index[module]:
+            group = [stack.pop()]
+            while group[-1] != module:
+                group.append(stack.pop())
+            if len(group) > 1:
+                cycles.append(sorted(group))
+
+    for module in sorted(edges):
+        if module not in index:
+            visit(module)
+    return cycles
+
+
+def test_the_package_keeps_its_layers() -> None:
+    """No import goes up the layer map, except the commented known ones."""
+    found = [edge for edge in violations(import_graph(PACKAGE)) if edge not in ALLOWED]
+    assert found == [], "\n".join(f"{a} imports {b}" for a, b in found)
+
+
+def test_the_allow_list_has_no_stale_entries() -> None:
+    """An entry whose import is gone is removed, so that the list only shrinks."""
+    current = set(violations(import_graph(PACKAGE)))
+    assert [edge for edge in ALLOWED if edge not in current] == []
+
+
+@pytest.mark.parametrize(
+    ("path", "source", "edge"),
+    [
+        ("analysis/bad.py", "from gitnetdiag.report import terminal\n",
+         ("gitnetdiag.analysis.bad", "gitnetdiag.report.terminal")),
+        ("capture/bad.py", "def f():\n    from gitnetdiag.analysis import tcp\n",
+         ("gitnetdiag.capture.bad", "gitnetdiag.analysis.tcp")),
+        ("diagnosis/bad.py", "import subprocess\n", ("gitnetdiag.diagnosis.bad", "subprocess")),
+        ("host/bad.py", "from ..diagnosis.culprits import X\n",
+         ("gitnetdiag.host.bad", "gitnetdiag.diagnosis.culprits")),
+        ("probe/bad.py", "from gitnetdiag.analysis.tcp import analyze\n",
+         ("gitnetdiag.probe.bad", "gitnetdiag.analysis.tcp")),
+        ("probe/bad.py", "from gitnetdiag.commands import probe\n",
+         ("gitnetdiag.probe.bad", "gitnetdiag.commands.probe")),
+        ("pipeline.py", "import gitnetdiag.probe.runner\n",
+         ("gitnetdiag.pipeline", "gitnetdiag.probe.runner")),
+        ("errors.py", "from gitnetdiag.proc import run\n",
+         ("gitnetdiag.errors", "gitnetdiag.proc")),
+    ],
+)
+def test_a_crafted_upward_import_is_flagged(tmp_path: Path, path: str, source: str,
+                                            edge: tuple[str, str]) -> None:
+    """The checker itself: a lower layer importing a higher one fails, lazy or relative."""
+    root = tmp_path / "gitnetdiag"
+    for package in ("", "analysis", "capture", "diagnosis", "host", "probe", "report",
+                    "commands"):
+        (root / package).mkdir(parents=True, exist_ok=True)
+        (root / package / "__init__.py").write_text("")
+    for name in ("report/terminal.py", "analysis/tcp.py", "diagnosis/culprits.py",
+                 "commands/probe.py", "probe/runner.py", "proc.py"):
+        (root / name).write_text("")
+    (root / path).write_text(source)
+    assert edge in violations(import_graph(root))
+
+
+def test_a_downward_import_passes(tmp_path: Path) -> None:
+    """Down the layers, and data types from the pure side into a probe."""
+    root = tmp_path / "gitnetdiag"
+    for package in ("analysis", "capture", "probe"):
+        (root / package).mkdir(parents=True)
+    for name in ("__init__.py", "analysis/__init__.py", "capture/__init__.py", "errors.py",
+                 "capture/flows.py", "probe/__init__.py", "proc.py"):
+        (root / name).write_text("")
+    (root / "analysis" / "tcp.py").write_text(
+        "from gitnetdiag.capture.flows import Connection\nfrom ..errors import InputError\n"
+    )
+    (root / "probe" / "run.py").write_text(
+        "from gitnetdiag.analysis.tcp import Thresholds, MAX_RTT_S\nfrom gitnetdiag import proc\n"
+    )
+    assert violations(import_graph(root)) == []
+
+
+def test_no_module_imports_itself_round_a_circle() -> None:
+    """Inside a layer too (the capture reader and its forked child were one such circle)."""
+    assert import_cycles(import_graph(PACKAGE)) == []
+
+
+def test_a_crafted_circle_is_found(tmp_path: Path) -> None:
+    root = tmp_path / "gitnetdiag"
+    (root / "capture").mkdir(parents=True)
+    for name in ("__init__.py", "capture/__init__.py"):
+        (root / name).write_text("")
+    (root / "capture" / "reader.py").write_text(
+        "def chunks():\n    from gitnetdiag.capture.forked import forked_chunks\n"
+    )
+    (root / "capture" / "forked.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+        "    from gitnetdiag.capture.reader import CaptureReader\n"
+    )
+    assert import_cycles(import_graph(root)) == [
+        ["gitnetdiag.capture.forked", "gitnetdiag.capture.reader"]
+    ]
