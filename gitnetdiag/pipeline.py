@@ -25,19 +25,26 @@ import numpy as np
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.diagnosis import observations as obs
-from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
+from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.probe.rundir import PushRecord, RunError, RunManifest, bad_run_dir, load_run
+from gitnetdiag.pipeline_native import downsample, native_ledgers
+from gitnetdiag.rundir import (
+    HOST_REPORT_FILE,
+    NATIVE_FILES,
+    OBSERVATIONS_FILE,
+    REPORT_FILES,
+    PushRecord,
+    RunError,
+    RunManifest,
+    load_run,
+    read_json_object,
+)
+from gitnetdiag.rundir.failures import failure_hint
 from gitnetdiag.safefile import replace_file
 
-OBSERVATIONS_FILE = "observations.json"
-"""Written into the run directory by :func:`diagnose_run` (what the diagnosis saw)."""
-REPORT_FILES = {"md": "report.md", "html": "report.html", "json": "report.json"}
-"""Report files :func:`write_reports` leaves in the run directory."""
-NATIVE_FILES = {"h2": "native-h2.json", "ssh": "native-ssh.json"}
-HOST_REPORT_FILE = "host.json"
-"""Server-side evidence of the run (``gitnetdiag host --since``), when it was collected."""
+__all__ = ["HOST_REPORT_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "diagnose_run",
+           "diagnosis_from_saved", "observations_from_run", "summarize_run", "write_reports"]
 
 Progress = Callable[[str], None]
 
@@ -59,10 +66,6 @@ def upload_connection(analysis: CaptureAnalysis) -> ConnectionAnalysis | None:
     return best if best.a_to_b.payload_bytes > 0 or len(analysis.connections) == 1 else None
 
 
-def _downsample(n: int, limit: int = obs.MAX_SERIES_POINTS) -> np.ndarray[Any, Any]:
-    return np.unique(np.linspace(0, n - 1, min(n, limit)).astype(np.int64))
-
-
 def flight_series(conn: ConnectionAnalysis) -> obs.FlightSeries | None:
     """Per-bin bytes in flight of the uploader against the receiver's advertised window."""
     series = conn.series
@@ -79,7 +82,7 @@ def flight_series(conn: ConnectionAnalysis) -> obs.FlightSeries | None:
     window = np.where(known[idx], window[idx], np.nan)
     first = int(np.argmax(known))
     window[:first] = window[first]
-    keep = _downsample(flight.size)
+    keep = downsample(flight.size)
     t = keep.astype(np.float64) * series.bin_s
     return obs.FlightSeries(
         t_s=tuple(float(x) for x in t),
@@ -168,107 +171,6 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
             retransmission_rate=summary.retransmission_rate,
         )
     return None
-
-
-# --- native ledgers -> H2Ledger / SshLedger -------------------------------------------
-
-
-def _read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON object file of the run directory, ``None`` when absent."""
-    try:
-        data = json.loads(path.read_text())
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        raise bad_run_dir(f"cannot read {path}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise bad_run_dir(f"{path} is not JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise bad_run_dir(f"{path} must hold a JSON object, got {type(data).__name__}")
-    return data
-
-
-class _Fields:
-    """Typed access to one object of a native ledger file; a wrong type names the field."""
-
-    def __init__(self, data: Any, where: str) -> None:
-        if data is None:
-            data = {}
-        if not isinstance(data, dict):
-            raise bad_run_dir(f"{where} must be an object, got {type(data).__name__}")
-        self.data, self.where = data, where
-
-    def _get(self, key: str, kinds: tuple[type, ...], what: str) -> Any:
-        value = self.data.get(key)
-        if value is None:
-            return None
-        if isinstance(value, bool) or not isinstance(value, kinds):
-            raise bad_run_dir(f"{self.where}.{key} must be {what}, got {value!r}")
-        return value
-
-    def integer(self, key: str) -> int | None:
-        value: int | None = self._get(key, (int,), "an integer")
-        return value
-
-    def number(self, key: str) -> float | None:
-        value = self._get(key, (int, float), "a number")
-        return None if value is None else float(value)
-
-    def text(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is not None and not isinstance(value, str):
-            raise bad_run_dir(f"{self.where}.{key} must be a string, got {value!r}")
-        return value
-
-    def items(self, key: str) -> list[Any]:
-        value = self._get(key, (list,), "a list")
-        return value or []
-
-    def child(self, key: str) -> _Fields:
-        return _Fields(self.data.get(key), f"{self.where}.{key}")
-
-
-def _credit_points(points: list[Any], where: str) -> list[tuple[float, float]]:
-    result = []
-    for index, point in enumerate(points):
-        if (not isinstance(point, list) or len(point) != 2
-                or not all(isinstance(x, int | float) and not isinstance(x, bool)
-                           for x in point)):
-            raise bad_run_dir(f"{where}[{index}] must be a [seconds, bytes] pair, got {point!r}")
-        result.append((float(point[0]), float(point[1])))
-    return result
-
-
-def h2_ledger_from_native(data: dict[str, Any], where: str = "native-h2.json") -> obs.H2Ledger:
-    top = _Fields(data, where)
-    stream, connection = top.child("stream"), top.child("connection")
-    series = _credit_points(stream.items("credit_series"), f"{where}.stream.credit_series")
-    credit = None
-    if series:
-        keep = _downsample(len(series))
-        credit = obs.TimeSeries(t_s=tuple(series[i][0] for i in keep),
-                                values=tuple(series[i][1] for i in keep))
-    return obs.H2Ledger(
-        source=f"native HTTP/2 probe of {top.text('target') or '?'}",
-        server_initial_window_bytes=top.integer("server_initial_window_bytes"),
-        connection_window_bytes=connection.integer("peak_credit_bytes"),
-        max_frame_size_bytes=top.integer("server_max_frame_bytes"),
-        stream_zero_credit_s=stream.number("stalled_s"),
-        connection_zero_credit_s=connection.number("stalled_s"),
-        window_updates=len(top.items("window_updates")) or stream.integer("updates_received"),
-        credit=credit,
-    )
-
-
-def ssh_ledger_from_native(data: dict[str, Any], where: str = "native-ssh.json") -> obs.SshLedger:
-    top = _Fields(data, where)
-    return obs.SshLedger(
-        source=f"native SSH probe of {top.text('target') or '?'}",
-        initial_window_bytes=top.integer("server_window_bytes"),
-        max_packet_bytes=top.integer("server_max_packet_bytes"),
-        zero_window_s=top.child("channel").number("stalled_s"),
-        window_adjusts=top.integer("window_adjusts"),
-    )
 
 
 # --- pushes, trace2, bursts ----------------------------------------------------------
@@ -374,16 +276,13 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
                 flight = flight_series(conn)
         if capture_m is None:
             capture_m = tcpinfo_metrics(run_dir, run.protocol, records, warnings)
-        native = NATIVE_FILES.get(run.protocol)
-        native_data = _read_json(run_dir / native) if native else None
+        h2_ledger, ssh_ledger = native_ledgers(run_dir, run.protocol)
         protocols[run.protocol] = obs.ProtocolObservation(
             pushes=tuple(push_result(r) for r in records),
             trace2=trace2_phases(records),
             capture=capture_m,
-            h2_ledger=h2_ledger_from_native(native_data)
-            if native_data is not None and run.protocol == "h2" else None,
-            ssh_ledger=ssh_ledger_from_native(native_data)
-            if native_data is not None and run.protocol == "ssh" else None,
+            h2_ledger=h2_ledger,
+            ssh_ledger=ssh_ledger,
             flight=flight,
         )
         if run.burst is not None:
@@ -428,6 +327,16 @@ def _bounded_note(manifest: RunManifest) -> str:
             if isinstance(budget, int | float) else f"; {bounded} push(es) bounded")
 
 
+def summarize_run(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:
+    """Per-protocol outcome and rates of a run's pushes, without analysing any capture
+    (the probe's summary table and ``--json``)."""
+    return tuple(
+        summarize_protocol(run.protocol, obs.ProtocolObservation(
+            pushes=tuple(push_result(record) for record in run.pushes)))
+        for run in manifest.protocols
+    )
+
+
 def requested_protocols(manifest: RunManifest) -> tuple[str, ...]:
     """What the run was asked to measure: ``options.protocols``, else the protocols run."""
     asked = manifest.options.get("protocols")
@@ -453,12 +362,7 @@ def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
                        None)
         return f"delete it by hand: {command}" if command else ""
     if error.stage == "push" and error.kind:
-        from gitnetdiag.probe.gitpush import FailureKind, error_for_failure
-
-        try:
-            return error_for_failure(FailureKind(error.kind), "", "").hint
-        except ValueError:
-            return ""
+        return failure_hint(error.kind)
     return _STAGE_HINTS.get(error.stage, "")
 
 
@@ -537,7 +441,7 @@ def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
     what was requested get it from the manifest.
     """
     manifest = load_run(run_dir)
-    data = _read_json(run_dir / OBSERVATIONS_FILE)
+    data = read_json_object(run_dir / OBSERVATIONS_FILE)
     if data is None:
         return diagnose_run(run_dir)[0]
     saved = obs.Observations.from_dict(data)

@@ -10,7 +10,7 @@ not import ``subprocess`` or ``socket`` either (:data:`PURE`).
     I/O side   probe host lab load storage watch  -> tools (tshark) -> proc
     pure side  pipeline -> report, diagnosis -> analysis -> capture
     rundir     schema, file names, reading/writing the run directory
-    bottom     errors, redaction, safefile, thresholds (stdlib only)
+    bottom     errors, redaction, safefile, serial, thresholds (stdlib only)
 """
 
 from __future__ import annotations
@@ -29,12 +29,14 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.errors": BOTTOM,
     "gitnetdiag.redaction": BOTTOM,
     "gitnetdiag.safefile": BOTTOM,
+    "gitnetdiag.serial": BOTTOM,
     "gitnetdiag.thresholds": BOTTOM,
     "gitnetdiag.rundir": "rundir",
     "gitnetdiag.capture": "capture",
     "gitnetdiag.analysis": "analysis",
     "gitnetdiag.diagnosis": "diagnosis",
     "gitnetdiag.pipeline": "pipeline",
+    "gitnetdiag.pipeline_native": "pipeline",
     "gitnetdiag.report": "report",
     "gitnetdiag.proc": "proc",
     "gitnetdiag.tools": "tools",
@@ -60,7 +62,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     BOTTOM: {BOTTOM},
     "rundir": {BOTTOM},
     "capture": {BOTTOM},
-    "analysis": {BOTTOM, "capture"},
+    # analysis replays the native probes' event records (gitnetdiag.rundir.native).
+    "analysis": {BOTTOM, "rundir", "capture"},
     "diagnosis": {BOTTOM, "capture", "analysis"},
     "report": _PURE_BELOW | {"load-model", "storage-model"},
     # pipeline writes the report files into the run directory: the one writer on the pure side.
@@ -91,14 +94,11 @@ the pipeline derives (``from gitnetdiag.diagnosis.observations import HostEviden
 ``from gitnetdiag.analysis.flowcontrol import credit_ledger`` does not)."""
 
 ALLOWED: dict[tuple[str, str], str] = {
-    ("gitnetdiag.probe.h2native", "gitnetdiag.analysis.flowcontrol"):
-        "issue 12 part 1: the probe writes raw HTTP/2 events, the pipeline derives the ledger",
-    ("gitnetdiag.probe.sshnative", "gitnetdiag.analysis.flowcontrol"):
-        "issue 12 part 1: the probe writes raw SSH window events, the pipeline derives the ledger",
-    ("gitnetdiag.pipeline", "gitnetdiag.probe.gitpush"):
-        "issue 12 part 1: a failure's hint is recorded in the run directory, not looked up",
-    ("gitnetdiag.pipeline", "gitnetdiag.probe.rundir"):
-        "issue 12 part 1: the run directory becomes the bottom package gitnetdiag.rundir",
+    ("gitnetdiag.probe.h2native", "gitnetdiag.analysis.nativeledger"):
+        "issue 12 part 3: the run directory holds only raw HTTP/2 events; the probe still "
+        "replays them for its live summary (progress line, --h2-sweep rows, lab CLI)",
+    ("gitnetdiag.probe.sshnative", "gitnetdiag.analysis.nativeledger"):
+        "issue 12 part 3: as above, for the SSH channel",
     ("gitnetdiag.host.adapter", "gitnetdiag.diagnosis.observations"):
         "issue 12 part 1: the host report is a run-directory record, turned into "
         "observations on the pipeline side",

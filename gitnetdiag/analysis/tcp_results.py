@@ -6,36 +6,20 @@ them.  Units are in the field names.
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from gitnetdiag.capture.flows import Connection
+from gitnetdiag.serial import to_jsonable
 
 NS = 1_000_000_000
-
-
-def _to_jsonable(value: Any) -> Any:
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, (list, tuple)):
-        return [_to_jsonable(v) for v in value]
-    if isinstance(value, enum.Enum):
-        return value.value
-    if isinstance(value, (np.integer, np.floating)):
-        return value.item()
-    return value
 
 
 class _JsonMixin:
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form (nested dataclasses and arrays become dicts and lists)."""
-        result = _to_jsonable(self)
+        result = to_jsonable(self)
         assert isinstance(result, dict)
         return result
 

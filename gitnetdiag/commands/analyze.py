@@ -258,7 +258,7 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
     """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
     from gitnetdiag.commands.probe import ReportFormat, print_diagnosis
     from gitnetdiag.host.adapter import load_host_report
-    from gitnetdiag.probe.rundir import MANIFEST_NAME, load_run
+    from gitnetdiag.rundir import MANIFEST_NAME, load_run
 
     if not (run_dir / MANIFEST_NAME).is_file():
         raise UsageError(f"{run_dir} is a directory without {MANIFEST_NAME}",

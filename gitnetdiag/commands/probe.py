@@ -9,6 +9,7 @@ import re
 import shlex
 import sys
 import tempfile
+from collections import Counter
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -27,13 +28,13 @@ from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.host.adapter import load_host_report
 from gitnetdiag.lab.state import LabState, enter_lab_client
-from gitnetdiag.pipeline import HOST_REPORT_FILE
+from gitnetdiag.pipeline import HOST_REPORT_FILE, summarize_run
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.rundir import RunManifest
-from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe, summarize
+from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
+from gitnetdiag.rundir import RunManifest, bad_run_dir, from_jsonable, to_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -88,8 +89,8 @@ class ReportFormat(StrEnum):
     JSON = "json"
 
 
-def _mib_s(value: float | None) -> str:
-    return "-" if value is None else f"{value / 2**20:.2f}"
+def _mib_s(rate_bps: float | None) -> str:
+    return "-" if rate_bps is None else f"{rate_bps / 8 / 2**20:.2f}"
 
 
 def render_summary(manifest: RunManifest, console: Console) -> None:
@@ -100,17 +101,20 @@ def render_summary(manifest: RunManifest, console: Console) -> None:
     )
     for column in ("proto", "ok", "MiB/s", "min", "max", "s", "http", "failures", "burst"):
         table.add_column(column, justify="left" if column in ("proto", "http") else "right")
-    for row in summarize(manifest):
-        failures = ", ".join(f"{kind} {count}" for kind, count in sorted(row.failures.items()))
-        burst = "-" if row.burst_ok is None else str(row.burst_ok)
-        if row.burst_failures:
+    for probed, row in zip(manifest.protocols, summarize_run(manifest), strict=True):
+        # The recorded kinds (no-data, interrupted, tls, ...), finer than the engine's.
+        kinds = Counter(p.failure_kind or p.outcome for p in probed.pushes if p.outcome != "ok")
+        failures = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
+        versions = Counter(p.http_version for p in probed.pushes if p.http_version)
+        burst = "-" if probed.burst is None else str(probed.burst.ok_count)
+        if probed.burst is not None and probed.burst.failures_by_kind:
             burst += " (" + ", ".join(
-                f"{k} {n}" for k, n in sorted(row.burst_failures.items())) + ")"
+                f"{k} {n}" for k, n in sorted(probed.burst.failures_by_kind.items())) + ")"
         table.add_row(
-            row.protocol, f"{row.ok}/{row.pushes}", _mib_s(row.rate_median_bytes_per_s),
-            _mib_s(row.rate_min_bytes_per_s), _mib_s(row.rate_max_bytes_per_s),
-            "-" if row.wall_median_s is None else f"{row.wall_median_s:.2f}",
-            row.http_version or "-", failures or "-", burst,
+            row.protocol, f"{row.pushes_ok}/{len(probed.pushes)}", _mib_s(row.rate_bps),
+            _mib_s(row.rate_min_bps), _mib_s(row.rate_max_bps),
+            "-" if row.duration_s is None or not row.pushes_ok else f"{row.duration_s:.2f}",
+            versions.most_common(1)[0][0] if versions else "-", failures or "-", burst,
         )
     console.print(table)
 
@@ -347,7 +351,8 @@ def probe_command(
     if sweep.is_file():
         from gitnetdiag.probe.h2native import SweepRow, render_sweep
 
-        rows = [SweepRow(**row) for row in json.loads(sweep.read_text())]
+        rows = from_jsonable(tuple[SweepRow, ...], json.loads(sweep.read_text()),
+                             where=sweep.name, error=bad_run_dir)
         summary_console.print("HTTP/2 sweep: the upload rate follows the server's window, "
                               "not the client's settings", markup=False)
         summary_console.print(render_sweep(rows), markup=False, highlight=False)
@@ -357,8 +362,8 @@ def probe_command(
             "run_dir": str(outcome.run_dir),
             "run_id": outcome.manifest.run_id,
             "status": outcome.manifest.status,
-            "protocols": [row.to_dict() for row in summarize(outcome.manifest)],
-            "errors": [error.to_dict() for error in outcome.manifest.errors],
+            "protocols": to_jsonable(summarize_run(outcome.manifest)),
+            "errors": to_jsonable(outcome.manifest.errors),
         }
         write_output(json_out, json.dumps(summary, indent=2) + "\n")
     if not then_diagnose:

@@ -10,7 +10,7 @@ from rich.console import Console
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.errors import UsageError
-from gitnetdiag.probe.rundir import MANIFEST_NAME
+from gitnetdiag.rundir import MANIFEST_NAME
 
 
 def report_command(

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gitnetdiag.diagnosis._serial import to_jsonable
 from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.serial import to_jsonable
 
 Verdict = Literal["healthy", "degraded", "inconclusive", "failed"]
 """``healthy`` every requested protocol measured and nothing ranks; ``degraded``

@@ -29,7 +29,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from gitnetdiag.diagnosis._serial import from_jsonable, to_jsonable
+from gitnetdiag.errors import InputError
+from gitnetdiag.serial import from_jsonable, to_jsonable
 
 ProtocolName = Literal["h1", "h2", "ssh", "git"]
 """``h1`` HTTP/1.1, ``h2`` HTTP/2, ``ssh`` git over SSH, ``git`` the git:// daemon."""
@@ -398,4 +399,10 @@ class Observations:
     @classmethod
     def from_dict(cls, data: Any) -> Observations:
         """Read back what :meth:`to_dict` wrote; raises ``InputError`` naming a bad field."""
-        return from_jsonable(cls, data, where="observations")
+        return from_jsonable(cls, data, where="observations", error=_bad_observations)
+
+
+def _bad_observations(message: str) -> InputError:
+    return InputError(f"observations field {message}", reference="bad-observations",
+                      hint="compare it with the fields documented in "
+                      "gitnetdiag/diagnosis/observations.py")

@@ -9,7 +9,7 @@ the other sections' counters carry their section (``IpExt.InOctets``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 BARE_SECTIONS = ("TcpExt", "Tcp")
 """Sections whose counters are keyed by their bare kernel name."""
@@ -73,13 +73,15 @@ def parse_proc_counters(text: str) -> dict[str, int]:
     return counters
 
 
-def counter_deltas(before: Mapping[str, int], after: Mapping[str, int]) -> dict[str, int]:
-    """``after - before`` for the key counters (always) and every other counter that moved.
+def counter_deltas(before: Mapping[str, int], after: Mapping[str, int], *,
+                   always: Sequence[str] = KEY_COUNTERS) -> dict[str, int]:
+    """``after - before`` for the ``always`` counters (even when zero: a host report shows
+    that nothing overflowed) and every other counter that moved.
 
     A counter missing from either snapshot (an older kernel) is left out.
     """
     deltas: dict[str, int] = {}
-    for name in KEY_COUNTERS:
+    for name in always:
         if name in before and name in after:
             deltas[name] = after[name] - before[name]
     for name in sorted(after):

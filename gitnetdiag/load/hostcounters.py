@@ -2,7 +2,8 @@
 
 Two sources: this machine's own ``/proc/net/netstat`` (the server is local),
 or a network namespace on this machine (the lab's server namespace), read
-with ``ip netns exec``. Parsing is :func:`gitnetdiag.load.stats.parse_netstat`.
+with ``ip netns exec``. Parsing is :func:`gitnetdiag.host.netstat.parse_proc_counters`,
+the parser of ``gitnetdiag host``, so both name the counters alike.
 """
 
 from __future__ import annotations
@@ -10,11 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from gitnetdiag.errors import EnvironmentProblem
-from gitnetdiag.load.stats import parse_netstat
+from gitnetdiag.errors import EnvironmentProblem, InputError
+from gitnetdiag.host.netstat import CounterFormatError, parse_proc_counters
 from gitnetdiag.proc import run
 
 NETSTAT_TIMEOUT_S = 10.0
+
+
+def parse_netstat(text: str, source: str) -> dict[str, int]:
+    """Counters of one snapshot; a text in another layout is an error, not a crash."""
+    try:
+        return parse_proc_counters(text)
+    except CounterFormatError as exc:
+        raise InputError(f"{source}: {exc}", reference="bad-counters",
+                         hint="read the file by hand: is it /proc/net/netstat?") from exc
 
 
 class CounterSource(Protocol):
@@ -34,11 +44,12 @@ class LocalNetstat:
 
     def snapshot(self) -> dict[str, int]:
         try:
-            return parse_netstat(self.path.read_text())
+            text = self.path.read_text()
         except OSError as exc:
             raise EnvironmentProblem(
                 f"cannot read {self.path}: {exc.strerror}", hint="run on Linux with /proc",
             ) from exc
+        return parse_netstat(text, self.description)
 
 
 class NamespaceNetstat:
@@ -51,4 +62,4 @@ class NamespaceNetstat:
     def snapshot(self) -> dict[str, int]:
         proc = run(["ip", "netns", "exec", self.netns, "cat", "/proc/net/netstat"],
                    timeout_s=NETSTAT_TIMEOUT_S)
-        return parse_netstat(proc.stdout)
+        return parse_netstat(proc.stdout, self.description)

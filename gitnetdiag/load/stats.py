@@ -13,6 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from gitnetdiag.errors import UsageError
+from gitnetdiag.host.netstat import counter_deltas as host_counter_deltas
 from gitnetdiag.load.model import (
     ErrorGroup,
     LatencySummary,
@@ -274,28 +275,7 @@ def _target_step(records: Sequence[OpRecord], index: int, url: str) -> TargetSte
     )
 
 
-def parse_netstat(text: str) -> dict[str, int]:
-    """``/proc/net/netstat`` (or ``/proc/net/snmp``) -> counters.
-
-    TcpExt counters keep their kernel names (``ListenOverflows``), the others
-    are prefixed with their group (``IpExt.InOctets``).
-    """
-    counters: dict[str, int] = {}
-    lines = [line for line in text.splitlines() if line.strip()]
-    for names, values in zip(lines[::2], lines[1::2], strict=False):
-        group, _, name_text = names.partition(":")
-        value_group, _, value_text = values.partition(":")
-        if group != value_group:
-            continue
-        for name, value in zip(name_text.split(), value_text.split(), strict=False):
-            key = name if group == "TcpExt" else f"{group}.{name}"
-            try:
-                counters[key] = int(value)
-            except ValueError:
-                continue
-    return counters
-
-
 def counter_deltas(before: dict[str, int], after: dict[str, int]) -> dict[str, int]:
-    """Non-zero ``after - before`` for counters present in both."""
-    return {k: after[k] - before[k] for k in after if k in before and after[k] != before[k]}
+    """Non-zero ``after - before`` for counters present in both (a step's table shows only
+    what moved)."""
+    return host_counter_deltas(before, after, always=())

@@ -31,10 +31,9 @@ from pathlib import Path
 
 from gitnetdiag.errors import EnvironmentProblem
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, parse_pack_progress
-from gitnetdiag.probe.rundir import PushRecord
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, append_samples, sample_ss
-from gitnetdiag.probe.versions import ToolVersions
 from gitnetdiag.proc import kill_group
+from gitnetdiag.rundir import PushRecord, ToolVersions
 from gitnetdiag.safefile import replace_file
 
 DEFAULT_BUDGET_S = 10.0

@@ -7,14 +7,10 @@ MaxStartups refusals under concurrency. Each operation has its own timeout.
 from __future__ import annotations
 
 import socket
-import statistics
 import threading
 import time
-from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 from gitnetdiag.probe.gitpush import (
     FailureKind,
@@ -23,73 +19,7 @@ from gitnetdiag.probe.gitpush import (
     ls_remote_argv,
     run_git,
 )
-
-
-@dataclass(frozen=True, kw_only=True)
-class BurstOp:
-    """One operation of a burst."""
-
-    index: int
-    """Position in the burst (0-based)."""
-    wall_s: float
-    """Start to end (or to the timeout)."""
-    ok: bool
-    """True when it succeeded."""
-    failure_kind: str | None
-    """A :class:`~gitnetdiag.probe.gitpush.FailureKind` value, None on success."""
-    last_line: str
-    """git's last stderr line (empty on success)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ConnectOp:
-    """One raw TCP connect of a burst."""
-
-    index: int
-    """Position in the burst."""
-    connect_s: float | None
-    """Connect duration (a retransmitted SYN shows as about 1 s or more), None on failure."""
-    error: str | None
-    """``refused``, ``timeout``, ``reset`` or another short reason."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-@dataclass(frozen=True, kw_only=True)
-class BurstResult:
-    """A burst against one protocol's endpoint."""
-
-    protocol: str
-    """Protocol id (``h1``, ``h2``, ``ssh``, ``git``)."""
-    concurrency: int
-    """Operations started at once."""
-    timeout_s: float
-    """Per-operation timeout."""
-    ops: tuple[BurstOp, ...]
-    """git ls-remote runs."""
-    connects: tuple[ConnectOp, ...]
-    """Raw TCP connects run at the same concurrency."""
-    capture: str | None
-    """Capture file relative to the run directory, when captured."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-    @property
-    def failures_by_kind(self) -> dict[str, int]:
-        return dict(Counter(op.failure_kind for op in self.ops if op.failure_kind))
-
-    @property
-    def ok_count(self) -> int:
-        return sum(op.ok for op in self.ops)
-
-    @property
-    def median_wall_s(self) -> float | None:
-        return statistics.median(op.wall_s for op in self.ops) if self.ops else None
+from gitnetdiag.rundir.records import BurstOp, ConnectOp
 
 
 def run_ls_remote_burst(

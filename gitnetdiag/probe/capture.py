@@ -13,13 +13,13 @@ import signal
 import subprocess
 import threading
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
-from typing import Any
 
 from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError
 from gitnetdiag.proc import run, start
+from gitnetdiag.rundir.records import CaptureResult
 from gitnetdiag.safefile import open_new_file
 
 HEADERS_SNAPLEN = 128
@@ -61,24 +61,6 @@ def capture_filter(host: str, port: int) -> str:
         raise EnvironmentProblem(f"cannot build a capture filter for host {host!r}")
     return f"host {host} and port {port}"
 
-
-@dataclass(frozen=True, kw_only=True)
-class CaptureResult:
-    """What tcpdump reported when it stopped."""
-
-    path: str
-    """Capture file (relative to the run directory when stored in a manifest)."""
-    filter: str
-    """BPF filter used."""
-    snaplen: int
-    """Bytes kept per packet (0 = whole packets)."""
-    packets_captured: int | None
-    """tcpdump's own count."""
-    packets_dropped: int | None
-    """Packets the kernel dropped before tcpdump read them."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def parse_tcpdump_stats(stderr: str) -> tuple[int | None, int | None]:

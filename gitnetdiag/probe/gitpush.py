@@ -22,6 +22,8 @@ from pathlib import Path
 from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.probe.repo import check_safe_ref
 from gitnetdiag.proc import kill_group, start
+from gitnetdiag.rundir.failures import FAILURE_HINTS, GENERIC_FAILURE
+from gitnetdiag.rundir.failures import FailureKind as FailureKind  # re-exported: probes classify
 from gitnetdiag.safefile import replace_file
 
 
@@ -36,33 +38,6 @@ class Protocol(StrEnum):
     @property
     def is_http(self) -> bool:
         return self in (Protocol.H1, Protocol.H2)
-
-
-class FailureKind(StrEnum):
-    """Why a git run did not succeed."""
-
-    HUNG = "hung"
-    """It did not finish within the timeout (a stall, e.g. HTTP/2 flow control)."""
-    TIMEOUT = "timeout"
-    """git itself reported a connection or operation timeout."""
-    REFUSED = "refused"
-    """TCP connection refused (nothing listening, or a REJECT rule)."""
-    UNREACHABLE = "unreachable"
-    """No route, unknown host."""
-    RESET = "reset"
-    """Connection reset or closed by the peer mid-way."""
-    TLS = "tls"
-    """TLS handshake or certificate verification failed."""
-    AUTH = "auth"
-    """Authentication failed (HTTP 401/403, SSH key refused)."""
-    HOST_KEY = "host-key"
-    """The SSH host key could not be verified."""
-    REJECTED = "rejected"
-    """The server refused the ref update (hook, permissions)."""
-    INTERRUPTED = "interrupted"
-    """Stopped by Ctrl-C or a signal."""
-    OTHER = "other"
-    """Anything else; see the last stderr line."""
 
 
 _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
@@ -163,27 +138,7 @@ def last_stderr_line(stderr: str) -> str:
 
 def error_for_failure(kind: FailureKind, url: str, line: str) -> GitnetdiagError:
     """The user-facing error for a failed git run against ``url`` (already redacted)."""
-    hints = {
-        FailureKind.REFUSED: ("refused", "nothing listens on that port, or a firewall rejects it"),
-        FailureKind.UNREACHABLE: ("unreachable", "check the host name and the route to it"),
-        FailureKind.TLS: (
-            "tls-verification",
-            "pass the server's CA with --ca-file (or --insecure to skip verification)",
-        ),
-        FailureKind.AUTH: ("auth-failed", "check --ssh-key / the HTTP credentials for this remote"),
-        FailureKind.HOST_KEY: (
-            "ssh-host-key",
-            "the server's SSH host key is not the one in known_hosts (unknown or changed): "
-            "check its fingerprint with the server's owner, then add it "
-            "(ssh-keyscan -p PORT HOST >> ~/.ssh/known_hosts) or pass --ssh-known-hosts FILE",
-        ),
-        FailureKind.RESET: ("connection-reset", "a firewall or proxy closed the connection"),
-        FailureKind.TIMEOUT: ("network-timeout", "the path drops packets or the server is down"),
-        FailureKind.REJECTED: (
-            "push-rejected", "the server refused the throwaway branch; allow gitnetdiag/probe-*"
-        ),
-    }
-    reference, hint = hints.get(kind, ("git-failed", "run the same git command by hand"))
+    reference, hint = FAILURE_HINTS.get(kind, GENERIC_FAILURE)
     return NetworkError(f"{url}: {line or kind.value}", hint=hint, reference=reference)
 
 

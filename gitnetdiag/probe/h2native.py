@@ -33,22 +33,15 @@ from typing import Any
 
 from h2.settings import SettingCodes
 
-from gitnetdiag.analysis.flowcontrol import (
-    HTTP2_DEFAULT_WINDOW_BYTES,
-    BindingWindow,
-    CreditEvent,
-    CreditLedger,
-    DataSent,
-    InitialWindowChanged,
-    LedgerScope,
-    WindowIncreased,
-    WindowOpened,
-    binding_window,
-    credit_ledger,
+from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES, BindingWindow, CreditLedger
+from gitnetdiag.analysis.nativeledger import (
+    HTTP2_DEFAULT_MAX_FRAME_BYTES,
+    H2UploadLedgers,
+    h2_ledgers,
 )
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, auth_failed, http_access
-from gitnetdiag.probe.h2client import H2Client, Recorder, Response, Target
+from gitnetdiag.probe.h2client import H2Client, Response, Target
 from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
 from gitnetdiag.probe.receivepack import (
     FLUSH_PKT,
@@ -63,6 +56,14 @@ from gitnetdiag.probe.receivepack import (
 )
 from gitnetdiag.probe.repo import check_safe_ref, probe_branch_name
 from gitnetdiag.probe.tcpinfo import TcpInfoSample
+from gitnetdiag.rundir.native import (
+    H2DataSent,
+    H2NativeRecord,
+    SettingsEvent,
+    StreamOpened,
+    WindowUpdateReceived,
+)
+from gitnetdiag.serial import to_jsonable
 
 __all__ = [
     "ZERO_OID", "check_safe_ref", "h2_push_probe", "h2_sweep", "parse_advertisement",
@@ -79,161 +80,138 @@ RECEIVE_PACK_RESULT = "application/x-git-receive-pack-result"
 
 
 @dataclass(frozen=True, kw_only=True)
-class WindowUpdateRecord:
-    """One WINDOW_UPDATE the server sent."""
-
-    t_s: float
-    """Seconds since the connection started."""
-    stream_id: int
-    """0 for the connection window."""
-    increment_bytes: int
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "t_s": self.t_s,
-            "stream_id": self.stream_id,
-            "increment_bytes": self.increment_bytes,
-        }
-
-
-@dataclass(frozen=True, kw_only=True)
 class H2PushLedger:
-    """One native HTTP/2 push: what flow control did to the upload."""
+    """One native HTTP/2 push: the raw events written to the run directory, and the credit
+    ledgers replayed from them for the probe's own summary (and ``--sweep``)."""
 
-    target: str
-    """``host:port`` of the server (no credentials, no path)."""
-    alpn: str
-    """Negotiated ALPN (``h2``)."""
-    client_settings: dict[str, int]
-    """SETTINGS this probe advertised."""
-    server_settings: dict[str, int]
-    """The server's SETTINGS as last known (names as in RFC 9113)."""
-    server_initial_window_bytes: int
-    """Server SETTINGS_INITIAL_WINDOW_SIZE: the stream window for our upload."""
-    server_max_frame_bytes: int
-    """Server SETTINGS_MAX_FRAME_SIZE: largest DATA frame we may send."""
-    request_bytes: int
-    """Bytes of the POST body (command + flush + pack)."""
-    upload_s: float
-    """From the first DATA frame to the end of the response."""
-    data_frames: int
-    """DATA frames sent on the upload stream."""
-    window_updates: tuple[WindowUpdateRecord, ...]
-    """Every WINDOW_UPDATE received, stream and connection, in order."""
-    stream: CreditLedger
-    """Credit of the upload stream."""
-    connection: CreditLedger
-    """Credit of the connection."""
-    bound: BindingWindow
-    """Which window held the upload back."""
+    events: H2NativeRecord
+    """What the probe saw, as written to ``native-h2.json``."""
+    ledgers: H2UploadLedgers
+    """Stream and connection credit, replayed from ``events``."""
     report: ReportStatus
     """receive-pack's answer."""
-    ref: str
-    """The throwaway branch pushed."""
-    ref_deleted: bool
-    """The branch was deleted afterwards."""
-    auth: str = "none"
-    """What authenticated the probe (``none``, ``url``, ``credential-helper``,
-    ``extra-header``); never the secret."""
-    tls_ca: str = "option"
-    """Where the CA bundle came from (``option``, ``GIT_SSL_CAINFO``, ``http.sslCAInfo``,
-    ``system``), or ``not-verified``."""
-    proxy: str | None = None
-    """The proxy tunnelled through (URL without credentials), or None."""
-    warnings: tuple[str, ...] = ()
-    """What the probe could not do as git does (e.g. an unsupported proxy)."""
+
+    @property
+    def target(self) -> str:
+        return self.events.target
+
+    @property
+    def alpn(self) -> str:
+        return self.events.alpn
+
+    @property
+    def server_initial_window_bytes(self) -> int:
+        """Server SETTINGS_INITIAL_WINDOW_SIZE: the stream window for our upload."""
+        return self.events.server_settings().get("INITIAL_WINDOW_SIZE",
+                                                 HTTP2_DEFAULT_WINDOW_BYTES)
+
+    @property
+    def server_max_frame_bytes(self) -> int:
+        return self.events.server_settings().get("MAX_FRAME_SIZE", HTTP2_DEFAULT_MAX_FRAME_BYTES)
+
+    @property
+    def request_bytes(self) -> int:
+        return self.events.request_bytes
+
+    @property
+    def window_updates(self) -> tuple[WindowUpdateReceived, ...]:
+        return self.events.window_updates
+
+    @property
+    def stream(self) -> CreditLedger:
+        return self.ledgers.stream
+
+    @property
+    def connection(self) -> CreditLedger:
+        return self.ledgers.connection
+
+    @property
+    def bound(self) -> BindingWindow:
+        return self.ledgers.bound
+
+    @property
+    def ref(self) -> str:
+        return self.events.ref
+
+    @property
+    def ref_deleted(self) -> bool:
+        return self.events.ref_deleted
+
+    @property
+    def auth(self) -> str:
+        return self.events.auth
+
+    @property
+    def proxy(self) -> str | None:
+        return self.events.proxy
+
+    @property
+    def warnings(self) -> tuple[str, ...]:
+        return self.events.warnings
 
     @property
     def upload_rate_bytes_per_s(self) -> float | None:
-        return self.request_bytes / self.upload_s if self.upload_s > 0 else None
+        upload_s = self.ledgers.upload_s
+        return self.request_bytes / upload_s if upload_s > 0 else None
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
+        """The summary ``python -m gitnetdiag.probe.h2native`` prints (not the run file)."""
+        events = self.events
         return {
-            "target": self.target,
-            "alpn": self.alpn,
-            "client_settings": self.client_settings,
-            "server_settings": self.server_settings,
+            "target": events.target,
+            "alpn": events.alpn,
+            "client_settings": events.settings_sent[0].settings if events.settings_sent else {},
+            "server_settings": events.server_settings(),
             "server_initial_window_bytes": self.server_initial_window_bytes,
             "server_max_frame_bytes": self.server_max_frame_bytes,
-            "request_bytes": self.request_bytes,
-            "upload_s": self.upload_s,
+            "request_bytes": events.request_bytes,
+            "upload_s": self.ledgers.upload_s,
             "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
-            "data_frames": self.data_frames,
-            "window_updates": [update.to_dict() for update in self.window_updates],
+            "data_frames": sum(1 for data in events.data_sent
+                               if data.stream_id == events.upload_stream_id),
+            "window_updates": to_jsonable(events.window_updates),
             "stream": self.stream.to_dict(series=series),
             "connection": self.connection.to_dict(series=series),
             "bound": self.bound.to_dict(),
             "report": self.report.to_dict(),
-            "ref": self.ref,
-            "ref_deleted": self.ref_deleted,
-            "auth": self.auth,
-            "tls_ca": self.tls_ca,
-            "proxy": self.proxy,
-            "warnings": list(self.warnings),
+            "ref": events.ref,
+            "ref_deleted": events.ref_deleted,
+            "auth": events.auth,
+            "tls_ca": events.tls_ca,
+            "proxy": events.proxy,
+            "warnings": list(events.warnings),
         }
 
 
-def _seconds(t_ns: int) -> float:
-    return t_ns / 1e9
-
-
-def build_ledgers(
-    recorder: Recorder, stream_id: int, *, open_until_s: float | None = None
-) -> tuple[CreditLedger, CreditLedger]:
-    """Stream and connection credit ledgers of one upload stream from recorded events."""
-    opened_s = _seconds(recorder.stream_opened[stream_id])
-    initial = HTTP2_DEFAULT_WINDOW_BYTES
-    stream_events: list[CreditEvent] = []
-    for t_ns, changed in recorder.server_settings:
-        new = changed.get("INITIAL_WINDOW_SIZE")
-        if new is None:
-            continue
-        if _seconds(t_ns) <= opened_s:
-            initial = new
-        else:
-            stream_events.append(
-                InitialWindowChanged(
-                    t_s=_seconds(t_ns), old_initial_bytes=initial, new_initial_bytes=new
-                )
-            )
-            initial = new
-    stream_events.insert(
-        0, WindowOpened(t_s=opened_s, window_bytes=_opening_window(recorder, opened_s))
+def native_record(client: H2Client, stream_id: int, *, request_bytes: int, ended_ns: int,
+                  report: ReportStatus, ref: str, ref_deleted: bool,
+                  access: HttpAccess) -> H2NativeRecord:
+    """The raw events the client recorded, as ``native-h2.json`` holds them."""
+    recorder = client.recorder
+    return H2NativeRecord(
+        target=client.target.authority,
+        alpn=client.alpn,
+        upload_stream_id=stream_id,
+        request_bytes=request_bytes,
+        ended_t_ns=ended_ns,
+        # The client's SETTINGS go out in the connection preface.
+        settings_sent=(SettingsEvent(t_ns=0, settings=dict(client.client_settings)),),
+        settings_received=tuple(SettingsEvent(t_ns=t, settings=dict(changed))
+                                for t, changed in recorder.server_settings),
+        streams_opened=tuple(StreamOpened(t_ns=t, stream_id=sid)
+                             for sid, t in recorder.stream_opened.items()),
+        window_updates=tuple(WindowUpdateReceived(t_ns=t, stream_id=sid, increment_bytes=inc)
+                             for t, sid, inc in recorder.window_updates),
+        data_sent=tuple(H2DataSent(t_ns=t, stream_id=sid, size_bytes=size)
+                        for t, sid, size in recorder.data_sent),
+        report=report.to_dict(),
+        ref=ref,
+        ref_deleted=ref_deleted,
+        auth=access.auth_source,
+        tls_ca=access.ca_source if access.verify else "not-verified",
+        proxy=access.proxy.display if access.proxy else None,
+        warnings=tuple(access.warnings),
     )
-    connection_events: list[CreditEvent] = [
-        WindowOpened(t_s=0.0, window_bytes=HTTP2_DEFAULT_WINDOW_BYTES)
-    ]
-    for t_ns, sid, size in recorder.data_sent:
-        connection_events.append(DataSent(t_s=_seconds(t_ns), size_bytes=size))
-        if sid == stream_id:
-            stream_events.append(DataSent(t_s=_seconds(t_ns), size_bytes=size))
-    for t_ns, sid, increment in recorder.window_updates:
-        update = WindowIncreased(t_s=_seconds(t_ns), increment_bytes=increment)
-        if sid == 0:
-            connection_events.append(update)
-        elif sid == stream_id:
-            stream_events.append(update)
-    stream = credit_ledger(
-        stream_events,
-        scope=LedgerScope.H2_STREAM,
-        label=f"stream {stream_id}",
-        open_until_s=open_until_s,
-    )
-    connection = credit_ledger(
-        connection_events,
-        scope=LedgerScope.H2_CONNECTION,
-        label="connection",
-        open_until_s=open_until_s,
-    )
-    return stream, connection
-
-
-def _opening_window(recorder: Recorder, opened_s: float) -> int:
-    window = HTTP2_DEFAULT_WINDOW_BYTES
-    for t_ns, changed in recorder.server_settings:
-        if _seconds(t_ns) <= opened_s and "INITIAL_WINDOW_SIZE" in changed:
-            window = changed["INITIAL_WINDOW_SIZE"]
-    return window
 
 
 def _get_info_refs(client: H2Client) -> Response:
@@ -397,7 +375,7 @@ def h2_push_probe(
         pushed = True  # from here on the branch may exist: always try to delete it
         report, stream_id = _receive_pack(client, body)
         answer = report
-        ended_s = client.recorder.now_ns() / 1e9
+        ended_ns = client.recorder.now_ns()
     finally:
         client.close()
         if cleanup is not None:
@@ -406,39 +384,9 @@ def h2_push_probe(
                                  sent_all=pushed and sent >= len(body), report=answer)
         elif pushed:
             deleted = _delete_quietly(target, access, ref, new_oid, keylog_file, timeout_s)
-    recorder = client.recorder
-    stream, connection = build_ledgers(recorder, stream_id)
-    server_settings: dict[str, int] = {}
-    for _, changed in recorder.server_settings:
-        server_settings.update(changed)
-    first_data_s = stream.first_data_s if stream.first_data_s is not None else ended_s
-    return H2PushLedger(
-        target=target.authority,
-        alpn=client.alpn,
-        client_settings=client.client_settings,
-        server_settings=server_settings,
-        server_initial_window_bytes=server_settings.get(
-            "INITIAL_WINDOW_SIZE", HTTP2_DEFAULT_WINDOW_BYTES
-        ),
-        server_max_frame_bytes=server_settings.get("MAX_FRAME_SIZE", 16_384),
-        request_bytes=len(body),
-        upload_s=ended_s - first_data_s,
-        data_frames=sum(1 for _, sid, _ in recorder.data_sent if sid == stream_id),
-        window_updates=tuple(
-            WindowUpdateRecord(t_s=t_ns / 1e9, stream_id=sid, increment_bytes=inc)
-            for t_ns, sid, inc in recorder.window_updates
-        ),
-        stream=stream,
-        connection=connection,
-        bound=binding_window(stream, connection),
-        report=report,
-        ref=ref,
-        ref_deleted=deleted,
-        auth=access.auth_source,
-        tls_ca=access.ca_source if access.verify else "not-verified",
-        proxy=access.proxy.display if access.proxy else None,
-        warnings=tuple(access.warnings),
-    )
+    events = native_record(client, stream_id, request_bytes=len(body), ended_ns=ended_ns,
+                           report=report, ref=ref, ref_deleted=deleted, access=access)
+    return H2PushLedger(events=events, ledgers=h2_ledgers(events), report=report)
 
 
 # --------------------------------------------------------------------------
@@ -460,17 +408,6 @@ class SweepRow:
     stall_count: int
     stalled_s: float
     push_ok: bool
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "client_window_bytes": self.client_window_bytes,
-            "client_max_frame_bytes": self.client_max_frame_bytes,
-            "server_initial_window_bytes": self.server_initial_window_bytes,
-            "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
-            "stall_count": self.stall_count,
-            "stalled_s": self.stalled_s,
-            "push_ok": self.push_ok,
-        }
 
 
 DEFAULT_SWEEP: tuple[tuple[int, int], ...] = (
@@ -572,7 +509,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                     probe_id_factory=new_probe_id,
                     timeout_s=args.timeout_s,
                 )
-                print(json.dumps({"sweep": [row.to_dict() for row in rows]}))
+                print(json.dumps({"sweep": to_jsonable(rows)}))
                 print(render_sweep(rows), file=sys.stderr)
             else:
                 ledger = h2_push_probe(

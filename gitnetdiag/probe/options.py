@@ -14,7 +14,7 @@ from typing import Protocol as TypingProtocol
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol, Transport
-from gitnetdiag.probe.rundir import redact_url
+from gitnetdiag.redaction import redact_url
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,38 +6,12 @@ import socket
 import ssl
 import statistics
 import time
-from dataclasses import asdict, dataclass
-from typing import Any
+
+from gitnetdiag.rundir.records import PathMeasurement
 
 CONNECT_ATTEMPTS = 5
 CONNECT_TIMEOUT_S = 5.0
 
-
-@dataclass(frozen=True, kw_only=True)
-class PathMeasurement:
-    """What a few raw connections to ``host:port`` showed."""
-
-    endpoint: str
-    """``host:port`` (no credentials)."""
-    connect_rtt_samples_s: tuple[float, ...]
-    """Duration of each successful TCP connect (SYN to SYN-ACK, about one RTT)."""
-    connect_rtt_min_s: float | None
-    """Smallest connect time: the best estimate of the path RTT."""
-    connect_rtt_median_s: float | None
-    """Median connect time."""
-    mss_bytes: int | None
-    """TCP_MAXSEG after connect: the segment size the path allows."""
-    tls_handshake_s: float | None
-    """TLS handshake duration (after connect), None for plain TCP endpoints."""
-    alpn: str | None
-    """Protocol the server picked from ALPN ``h2, http/1.1``."""
-    tls_version: str | None
-    """Negotiated TLS version."""
-    error: str | None
-    """Why a step failed (``refused``, ``unreachable``, ``tls: ...``), None if all worked."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _connect(host: str, port: int, timeout_s: float) -> tuple[socket.socket, float]:

@@ -3,7 +3,7 @@
 The push runs with git's traces on; whatever stops it (success, a failure,
 the timeout, Ctrl-C or SIGTERM), the branch is then removed by
 :func:`gitnetdiag.probe.cleanup.remove_probe_ref` with signals deferred, and
-a :class:`~gitnetdiag.probe.rundir.PushRecord` says what happened, also for
+a :class:`~gitnetdiag.rundir.PushRecord` says what happened, also for
 an interrupted push (the caller saves it, then re-raises the interrupt).
 
 A push only measures a rate when it sent the pack it planned: when the
@@ -24,7 +24,6 @@ from gitnetdiag.probe.budget import MonitoredPush, StopReason, run_monitored_pus
 from gitnetdiag.probe.capture import (
     HEADERS_SNAPLEN,
     Capture,
-    CaptureResult,
     create_private_file,
     inject_secrets,
 )
@@ -49,9 +48,9 @@ from gitnetdiag.probe.gitpush import (
 )
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.repo import new_probe_id
-from gitnetdiag.probe.rundir import PushRecord, redact_url
 from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
 from gitnetdiag.redaction import redact_text
+from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
 from gitnetdiag.safefile import replace_file
 
 FATAL_KINDS = frozenset(

@@ -13,21 +13,16 @@ from __future__ import annotations
 
 import json
 import re
-import statistics
 import tempfile
-from collections import Counter
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.budget import (
-    native_pack_bytes,
-    stall_detail,
-)
-from gitnetdiag.probe.burst import BurstResult, run_connect_burst, run_ls_remote_burst
+from gitnetdiag.probe.budget import native_pack_bytes, stall_detail
+from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.gitconfig import write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
@@ -36,24 +31,31 @@ from gitnetdiag.probe.nativecleanup import GitBranchCleanup
 # ProbeOptions is re-exported: the probe command and its tests take it from the runner.
 from gitnetdiag.probe.options import ProbeOptions as ProbeOptions
 from gitnetdiag.probe.options import Reporter, SilentReporter
-from gitnetdiag.probe.pathinfo import PathMeasurement, measure_path
+from gitnetdiag.probe.pathinfo import measure_path
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
-from gitnetdiag.probe.rundir import (
+from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
+from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
+from gitnetdiag.probe.versions import collect_versions
+from gitnetdiag.proc import sigterm_interrupts
+from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
+from gitnetdiag.rundir import (
+    NATIVE_FILES,
     SCHEMA,
+    SWEEP_FILE,
+    BurstResult,
+    PathMeasurement,
     ProtocolRun,
     PushRecord,
     RepoInfo,
     RunError,
     RunManifest,
+    ToolVersions,
     redact_url,
+    to_jsonable,
     write_manifest,
 )
-from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
-from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
-from gitnetdiag.probe.versions import ToolVersions, collect_versions
-from gitnetdiag.proc import sigterm_interrupts
-from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
+from gitnetdiag.rundir.native import write_native
 from gitnetdiag.safefile import write_new_file
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
@@ -312,8 +314,6 @@ def _append_push(state: _Run, protocol: Protocol, record: PushRecord) -> None:
     state.protocols[protocol] = replace(run, pushes=(*run.pushes, record))
 
 
-NATIVE_ARTIFACTS = {Protocol.H2: "native-h2.json", Protocol.SSH: "native-ssh.json"}
-"""Where the native probes' ledgers land in the run directory."""
 
 
 def _native(state: _Run, repo_path: Path, oid: str) -> None:
@@ -367,10 +367,10 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
             _native_cleanup_problem(state, protocol, cleanup)
         if len(sent) < len(pack):
             detail += f", bounded to {len(sent) / 2**20:.1f} MiB of the pack"
-        path = state.run_dir / NATIVE_ARTIFACTS[protocol]
-        data = {**ledger.to_dict(), **cleanup.ledger_fields()}
-        write_new_file(path, (json.dumps(data, indent=1) + "\n").encode())
-        append_samples(path.with_suffix(".tcpinfo.jsonl"), samples)
+        write_native(state.run_dir / NATIVE_FILES[protocol.value],
+                     replace(ledger.events, **cleanup.ledger_fields()))
+        append_samples(state.run_dir / NATIVE_FILES[protocol.value].replace(
+            ".json", ".tcpinfo.jsonl"), samples)
         state.reporter.done(label, detail, ok=True)
         if cleanup.signalled:
             raise KeyboardInterrupt
@@ -385,7 +385,7 @@ def _native_cleanup_problem(state: _Run, protocol: Protocol, cleanup: GitBranchC
 
 
 
-SWEEP_ARTIFACT = "native-h2-sweep.json"
+SWEEP_ARTIFACT = SWEEP_FILE
 
 
 def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
@@ -411,7 +411,7 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
     finally:
         _native_cleanup_problem(state, Protocol.H2, cleanup)
     write_new_file(state.run_dir / SWEEP_ARTIFACT,
-                   (json.dumps([row.to_dict() for row in rows], indent=1) + "\n").encode())
+                   (json.dumps(to_jsonable(rows), indent=1) + "\n").encode())
     rates = [row.upload_rate_bytes_per_s or 0.0 for row in rows]
     state.reporter.done(label, f"{len(rows)} variants, {min(rates) / 1e6:.2f}-"
                         f"{max(rates) / 1e6:.2f} MB/s", ok=all(r.push_ok for r in rows))
@@ -453,64 +453,3 @@ def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:
     if failures:
         detail += " (" + ", ".join(f"{k} {n}" for k, n in sorted(failures.items())) + ")"
     state.reporter.done(label, detail, ok=not failures)
-
-
-@dataclass(frozen=True, kw_only=True)
-class ProtocolSummary:
-    """One line of the summary table."""
-
-    protocol: str
-    """Protocol id."""
-    pushes: int
-    """Pushes attempted."""
-    ok: int
-    """Pushes that succeeded."""
-    hung: int
-    """Pushes killed at the timeout."""
-    rate_median_bytes_per_s: float | None
-    """Median rate of the successful pushes."""
-    rate_min_bytes_per_s: float | None
-    """Slowest successful push."""
-    rate_max_bytes_per_s: float | None
-    """Fastest successful push."""
-    wall_median_s: float | None
-    """Median wall time of the successful pushes."""
-    http_version: str | None
-    """Most common negotiated HTTP version."""
-    failures: dict[str, int]
-    """Failure kind (or outcome: ``no-data``, ``interrupted``) -> count, hung included."""
-    burst_ok: int | None
-    """Successful burst operations, None without a burst."""
-    burst_failures: dict[str, int]
-    """Burst failure kind -> count."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-def summarize(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:
-    """Per-protocol summary of a run (pure)."""
-    rows: list[ProtocolSummary] = []
-    for run in manifest.protocols:
-        rates = [p.rate_bytes_per_s for p in run.pushes if p.rate_bytes_per_s is not None]
-        walls = [p.wall_s for p in run.pushes if p.outcome in ("ok", "bounded")]
-        versions = Counter(p.http_version for p in run.pushes if p.http_version)
-        failures = Counter(p.failure_kind or p.outcome for p in run.pushes
-                           if p.outcome not in ("ok", "bounded"))
-        rows.append(
-            ProtocolSummary(
-                protocol=run.protocol,
-                pushes=len(run.pushes),
-                ok=sum(p.outcome in ("ok", "bounded") for p in run.pushes),
-                hung=sum(p.outcome in ("hung", "stalled") for p in run.pushes),
-                rate_median_bytes_per_s=statistics.median(rates) if rates else None,
-                rate_min_bytes_per_s=min(rates) if rates else None,
-                rate_max_bytes_per_s=max(rates) if rates else None,
-                wall_median_s=statistics.median(walls) if walls else None,
-                http_version=versions.most_common(1)[0][0] if versions else None,
-                failures=dict(failures),
-                burst_ok=run.burst.ok_count if run.burst else None,
-                burst_failures=run.burst.failures_by_kind if run.burst else {},
-            )
-        )
-    return tuple(rows)

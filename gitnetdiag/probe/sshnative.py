@@ -30,20 +30,12 @@ from typing import Any, ClassVar
 import paramiko
 from paramiko.common import MSG_CHANNEL_WINDOW_ADJUST
 
-from gitnetdiag.analysis.flowcontrol import (
-    CreditEvent,
-    CreditLedger,
-    DataSent,
-    LedgerScope,
-    WindowIncreased,
-    WindowOpened,
-    credit_ledger,
-)
+from gitnetdiag.analysis.flowcontrol import CreditLedger
+from gitnetdiag.analysis.nativeledger import ssh_channel_ledger
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
 from gitnetdiag.probe.receivepack import (
     ZERO_OID,
-    RefAdvertisement,
     ReportStatus,
     parse_advertisement,
     parse_report_status,
@@ -60,6 +52,7 @@ from gitnetdiag.probe.sshauth import (
     verify_host_key,
 )
 from gitnetdiag.probe.tcpinfo import SocketSampler, TcpInfoSample
+from gitnetdiag.rundir.native import SshAdjustReceived, SshDataSent, SshNativeRecord
 
 __all__ = ["LedgerTransport", "SshPushLedger", "SshTarget", "ssh_push_probe"]
 
@@ -94,57 +87,57 @@ class LedgerTransport(paramiko.Transport):  # type: ignore[misc]
 
 @dataclass(frozen=True, kw_only=True)
 class SshPushLedger:
-    """One native SSH push: what the channel window did to the upload."""
+    """One native SSH push: the raw events written to the run directory, and the channel
+    ledger replayed from them for the probe's own summary."""
 
-    target: str
-    """``host:port``."""
-    server_banner: str
-    """The server's identification string."""
-    connect_s: float
-    """TCP connect time."""
-    kex_s: float
-    """Key exchange (and host-key verification) time."""
-    auth_s: float
-    """Public-key authentication time."""
-    server_window_bytes: int
-    """Server's initial channel window at channel open."""
-    server_max_packet_bytes: int
-    """Server's maximum packet size at channel open."""
-    advertisement: RefAdvertisement
-    request_bytes: int
-    """Command + flush + pack bytes sent on the channel."""
-    upload_s: float
-    """First byte sent to report-status received."""
-    window_adjusts: int
-    """SSH_MSG_CHANNEL_WINDOW_ADJUST messages received during the push."""
+    events: SshNativeRecord
+    """What the probe saw, as written to ``native-ssh.json``."""
     channel: CreditLedger
-    """Channel credit over time."""
+    """Channel credit over time, replayed from ``events``."""
     report: ReportStatus
-    ref: str
-    ref_deleted: bool
+    """receive-pack's answer."""
+
+    @property
+    def server_window_bytes(self) -> int:
+        return self.events.window_bytes
+
+    @property
+    def window_adjusts(self) -> int:
+        """SSH_MSG_CHANNEL_WINDOW_ADJUST messages received during the push."""
+        return len(self.events.window_adjusts)
+
+    @property
+    def ref_deleted(self) -> bool:
+        return self.events.ref_deleted
+
+    @property
+    def upload_s(self) -> float:
+        return (self.events.ended_t_ns - self.events.first_data_t_ns) / 1e9
 
     @property
     def upload_rate_bytes_per_s(self) -> float | None:
-        return self.request_bytes / self.upload_s if self.upload_s > 0 else None
+        return self.events.request_bytes / self.upload_s if self.upload_s > 0 else None
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
+        """The summary ``python -m gitnetdiag.probe.sshnative`` prints (not the run file)."""
+        events = self.events
         return {
-            "target": self.target,
-            "server_banner": self.server_banner,
-            "connect_s": self.connect_s,
-            "kex_s": self.kex_s,
-            "auth_s": self.auth_s,
-            "server_window_bytes": self.server_window_bytes,
-            "server_max_packet_bytes": self.server_max_packet_bytes,
-            "advertisement": self.advertisement.to_dict(),
-            "request_bytes": self.request_bytes,
+            "target": events.target,
+            "server_banner": events.server_banner,
+            "connect_s": events.connect_s,
+            "kex_s": events.kex_s,
+            "auth_s": events.auth_s,
+            "server_window_bytes": events.window_bytes,
+            "server_max_packet_bytes": events.max_packet_bytes,
+            "advertisement": events.advertisement,
+            "request_bytes": events.request_bytes,
             "upload_s": self.upload_s,
             "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
             "window_adjusts": self.window_adjusts,
             "channel": self.channel.to_dict(series=series),
             "report": self.report.to_dict(),
-            "ref": self.ref,
-            "ref_deleted": self.ref_deleted,
+            "ref": events.ref,
+            "ref_deleted": events.ref_deleted,
         }
 
 
@@ -309,31 +302,29 @@ def ssh_push_probe(
                 print(f"warning: could not delete {ref}: {exc}", file=sys.stderr)
         conn.close()
 
-    def rel(t_ns: int) -> float:
-        return (t_ns - opened_ns) / 1e9
+    def rel(t_ns: int) -> int:
+        return t_ns - opened_ns
 
-    # Credit starts at channel open; adjusts during the advertisement count too.
-    events: list[CreditEvent] = [WindowOpened(t_s=0.0, window_bytes=server_window)]
-    events += [WindowIncreased(t_s=rel(t), increment_bytes=n) for t, n in adjusts]
-    events += [DataSent(t_s=rel(t), size_bytes=n) for t, n in sent]
-    ledger = credit_ledger(events, scope=LedgerScope.SSH_CHANNEL, label="channel")
-    return SshPushLedger(
+    events = SshNativeRecord(
         target=f"{target.host}:{target.port}",
         server_banner=conn.banner,
         connect_s=conn.connect_s,
         kex_s=conn.kex_s,
         auth_s=conn.auth_s,
-        server_window_bytes=server_window,
-        server_max_packet_bytes=server_packet,
-        advertisement=advertised,
+        window_bytes=server_window,
+        max_packet_bytes=server_packet,
         request_bytes=len(body),
-        upload_s=(ended_ns - first_ns) / 1e9,
-        window_adjusts=len(adjusts),
-        channel=ledger,
-        report=report,
+        first_data_t_ns=rel(first_ns),
+        ended_t_ns=rel(ended_ns),
+        window_adjusts=tuple(SshAdjustReceived(t_ns=rel(t), increment_bytes=n)
+                             for t, n in adjusts),
+        data_sent=tuple(SshDataSent(t_ns=rel(t), size_bytes=n) for t, n in sent),
+        advertisement=advertised.to_dict(),
+        report=report.to_dict(),
         ref=ref,
         ref_deleted=deleted,
     )
+    return SshPushLedger(events=events, channel=ssh_channel_ledger(events), report=report)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -23,38 +23,15 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from gitnetdiag.redaction import MASK, redact_text
+from gitnetdiag.rundir.records import Trace2Phases
 
 _REDACTED_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
 
-
-@dataclass(frozen=True, kw_only=True)
-class Trace2Phases:
-    """Where the time of one push went, according to trace2 (seconds; None when not seen)."""
-
-    total_s: float | None
-    """git push from start to exit."""
-    ref_advertisement_s: float | None
-    """Start to the end of the ref advertisement (first response of the server)."""
-    pack_prepare_s: float | None
-    """pack-objects counting and preparing objects (client CPU before any byte is sent)."""
-    pack_write_s: float | None
-    """pack-objects writing the pack into the transport (the upload, for a large pack)."""
-    server_wait_s: float | None
-    """pack-objects exit to the server's status report being read."""
-    objects_written: int | None
-    """Objects pack-objects wrote (0 means the remote already had everything)."""
-    exit_code: int | None
-    """Exit code of git push as recorded by trace2 (None when the run was cut short)."""
-    events: int
-    """Number of events parsed."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _time_s(event: dict[str, Any]) -> float | None:
@@ -181,9 +158,6 @@ class CurlRequest:
     http_version: str | None
     """Protocol of the response (``HTTP/2``, ``HTTP/1.1``) or of the request."""
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
 
 @dataclass(frozen=True, kw_only=True)
 class CurlTraceSummary:
@@ -197,9 +171,6 @@ class CurlTraceSummary:
     """Requests in order."""
     last_info: str | None
     """The last ``== Info:`` line (shows where a hung transfer stopped)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 _CURL_LINE = re.compile(r"^(\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\s+\S+\s+(.*)$")

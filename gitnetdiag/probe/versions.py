@@ -4,40 +4,13 @@ from __future__ import annotations
 
 import platform
 import re
-from dataclasses import asdict, dataclass
-from typing import Any
 
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.proc import run
+from gitnetdiag.rundir.records import ToolVersions
 
 _TIMEOUT_S = 10.0
 
-
-@dataclass(frozen=True, kw_only=True)
-class ToolVersions:
-    """Versions found on the probing host; None when a program is missing."""
-
-    git: str | None
-    """``git version`` number, e.g. ``2.39.5``."""
-    libcurl: str | None
-    """libcurl version (from ``curl-config``/``curl --version``), e.g. ``7.88.1``."""
-    git_libcurl_package: str | None
-    """Debian package version of the libcurl git's remote-https links (libcurl3-gnutls)."""
-    nghttp2: str | None
-    """Debian package version of libnghttp2-14 (HTTP/2 in libcurl)."""
-    openssh: str | None
-    """``ssh -V`` first word, e.g. ``OpenSSH_9.2p1``."""
-    openssl: str | None
-    """OpenSSL version libcurl reports."""
-    tcpdump: str | None
-    """tcpdump version."""
-    kernel: str
-    """Running kernel release."""
-    python: str
-    """Python version running gitnetdiag."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _output(argv: list[str]) -> str | None:

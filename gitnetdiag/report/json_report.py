@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from gitnetdiag.diagnosis._serial import to_jsonable
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.redact import redact_diagnosis
+from gitnetdiag.serial import to_jsonable
 
 SCHEMA = "gitnetdiag.report/3"
 """Schema id; bump the number on any incompatible change."""

@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis
-from gitnetdiag.probe.rundir import ProtocolRun, RunError
+from gitnetdiag.rundir import ProtocolRun, RunError
+from gitnetdiag.serial import from_jsonable, to_jsonable
 
 VERDICTS = ("healthy", "degraded", "inconclusive", "failed")
 """Every verdict a diagnosis can give; the verdict gauge has one series per state."""
@@ -98,15 +99,13 @@ class ProbeSample:
         return bool(self.protocols) and all(p.success for p in self.protocols)
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        result: dict[str, Any] = to_jsonable(self)
+        return result
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> ProbeSample:
-        fields = dict(data)
-        fields["protocols"] = tuple(ProtocolSample(**p) for p in fields.get("protocols", ()))
-        fields["stalls"] = tuple(Stall(**s) for s in fields.get("stalls", ()))
-        fields["cleanup_failures"] = tuple(fields.get("cleanup_failures", ()))
-        return cls(**fields)
+        """The sample a cycle process printed; ``ValueError`` naming a field of the wrong type."""
+        return from_jsonable(cls, dict(data), where="sample")
 
 
 def failed_sample(target: str, protocols: Iterable[str], kind: str, message: str, *,

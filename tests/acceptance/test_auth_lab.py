@@ -24,7 +24,9 @@ from pathlib import Path
 
 import pytest
 
+from gitnetdiag.analysis.nativeledger import h2_ledgers
 from gitnetdiag.lab.state import LabState
+from gitnetdiag.rundir.native import h2_record
 from tests.conftest import LabFactory
 
 pytestmark = pytest.mark.lab
@@ -99,11 +101,13 @@ def test_auth_lab_small_edge_window_ranks_first_and_no_token_leaks(
     report = json.loads(proc.stdout)
 
     # The native HTTP/2 probe got through the auth with the helper's credential.
-    native = json.loads((out / "native-h2.json").read_text())
-    assert native["auth"] == "credential-helper"
-    assert native["server_initial_window_bytes"] == 65_535
-    assert native["stream"]["stall_count"] > 0
-    assert native["ref_deleted"] is True
+    # native-h2.json holds raw events (schema 2): the stalls are replayed from them.
+    native = h2_record(json.loads((out / "native-h2.json").read_text()), "native-h2.json")
+    assert native.auth == "credential-helper"
+    assert native.server_settings().get("INITIAL_WINDOW_SIZE", 65_535) == 65_535
+    replayed = h2_ledgers(native)
+    assert replayed.stream.stall_count > 0
+    assert native.ref_deleted is True
     # The native SSH probe used the agent's key (no --ssh-key was given).
     assert (out / "native-ssh.json").is_file(), proc.stderr[-2000:]
     assert json.loads((out / "native-ssh.json").read_text())["ref_deleted"] is True
@@ -114,8 +118,9 @@ def test_auth_lab_small_edge_window_ranks_first_and_no_token_leaks(
     evidence = json.dumps(top["evidence"])
     assert "native HTTP/2 probe" in evidence and "65535" in evidence, evidence
     print(f"auth lab: diagnose took {elapsed_s:.1f} s, top culprit {ids[0]} "
-          f"score {top.get('score')}, native window {native['server_initial_window_bytes']}, "
-          f"native upload {native['upload_s']:.2f} s, {native['stream']['stall_count']} stalls")
+          f"score {top.get('score')}, native window "
+          f"{native.server_settings().get('INITIAL_WINDOW_SIZE', 65_535)}, "
+          f"native upload {replayed.upload_s:.2f} s, {replayed.stream.stall_count} stalls")
 
     assert token not in proc.stdout and token not in proc.stderr
     assert files_holding(out, secrets) == []

@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 
 from gitnetdiag.pipeline import diagnose_run, observations_from_run
-from gitnetdiag.probe.rundir import load_run
 from gitnetdiag.report import render_json
+from gitnetdiag.rundir import load_run
 
 RECORDED = Path(__file__).parent / "nonroot" / "tcp-rmem-clamp"
 

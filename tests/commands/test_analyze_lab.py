@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from gitnetdiag.lab.state import LabState
-from gitnetdiag.probe.rundir import PushRecord, load_run
+from gitnetdiag.rundir import PushRecord, load_run
 from tests.conftest import LabFactory
 
 pytestmark = pytest.mark.lab

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.probe.rundir import load_run
+from gitnetdiag.rundir import load_run
 from tests.httpremote import HttpRemote
 
 HOOK_S = 5

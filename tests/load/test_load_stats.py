@@ -10,6 +10,7 @@ import pytest
 
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.errors import InputError, UsageError
+from gitnetdiag.host.netstat import parse_proc_counters as parse_netstat
 from gitnetdiag.load.diagnose import observations_from_load, target_port
 from gitnetdiag.load.locust_collect import master_url, report_from_payload, results_payload
 from gitnetdiag.load.model import LoadReport, OpRecord
@@ -22,7 +23,6 @@ from gitnetdiag.load.stats import (
     parse_concurrency,
     parse_duration_s,
     parse_mix,
-    parse_netstat,
     parse_ops,
     summarize_step,
 )

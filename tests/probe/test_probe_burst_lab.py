@@ -10,7 +10,7 @@ import pytest
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.lab.state import LabState
-from gitnetdiag.probe.rundir import load_run
+from gitnetdiag.rundir import load_run
 from tests.conftest import LabFactory
 
 pytestmark = pytest.mark.lab

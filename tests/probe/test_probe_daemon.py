@@ -11,8 +11,8 @@ from pathlib import Path
 
 from gitnetdiag.errors import NetworkError
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.rundir import load_run
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
+from gitnetdiag.rundir import load_run
 
 RefsOf = Callable[[str], dict[str, str]]
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.lab.state import LabState
-from gitnetdiag.probe.rundir import load_run
+from gitnetdiag.rundir import load_run
 from tests.conftest import LabFactory
 
 RefsOf = Callable[[str], dict[str, str]]

@@ -18,7 +18,7 @@ import pytest
 from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.load.model import LoadReport
-from gitnetdiag.probe.rundir import PushRecord, load_run
+from gitnetdiag.rundir import PushRecord, load_run
 from tests.conftest import LabFactory
 from tests.labutil import in_client
 

@@ -14,8 +14,8 @@ import pytest
 from gitnetdiag.probe.gitpush import Protocol, Transport, parse_pack_progress, push_argv, run_git
 from gitnetdiag.probe.pushonce import sent_too_little
 from gitnetdiag.probe.repo import salt_blob, salted_copy
-from gitnetdiag.probe.rundir import load_run
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
+from gitnetdiag.rundir import load_run
 
 RefsOf = Callable[[str], dict[str, str]]
 IDENTITY = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u", "GIT_COMMITTER_NAME": "u",

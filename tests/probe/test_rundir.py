@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.errors import InputError
-from gitnetdiag.probe.rundir import SCHEMA, load_run
+from gitnetdiag.rundir import SCHEMA, load_run, to_jsonable
 
 
 @pytest.mark.parametrize(
@@ -44,7 +44,7 @@ def test_minimal_running_manifest_loads(tmp_path: Path) -> None:
     manifest = load_run(tmp_path / "manifest.json")
     assert manifest.status == "running"
     assert manifest.protocols[0].pushes == () and manifest.protocols[0].burst is None
-    assert manifest.to_dict()["protocols"][0]["url"] == "https://h/r"
+    assert to_jsonable(manifest)["protocols"][0]["url"] == "https://h/r"
 
 
 def _manifest_with_push(**push_fields: object) -> dict[str, object]:

@@ -15,10 +15,10 @@ import pytest
 from gitnetdiag.errors import UsageError
 from gitnetdiag.probe.capture import create_private_file
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.rundir import MANIFEST_NAME, SCHEMA, RunManifest, write_manifest
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.probe.safety import RedactingReporter, check_full_capture, extra_header_secrets
 from gitnetdiag.redaction import SecretSet, redact_run_dir
+from gitnetdiag.rundir import MANIFEST_NAME, SCHEMA, RunManifest, write_manifest
 from gitnetdiag.safefile import prepare_out_dir, replace_file
 
 TOKEN = "SECRETTOKEN"

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.rundir import load_run
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
+from gitnetdiag.rundir import load_run
 from tests.httpremote import COOKIE, QUERY_TOKEN, TOKEN, USER, HttpRemote, leaks
 
 

@@ -15,8 +15,8 @@ from gitnetdiag.probe.gitpush import (
     parse_ls_remote,
     push_argv,
 )
-from gitnetdiag.probe.rundir import redact_url
 from gitnetdiag.probe.runner import endpoint_of, parse_size
+from gitnetdiag.rundir import redact_url
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.culprits import CULPRITS
-from gitnetdiag.probe.rundir import ProtocolRun, PushRecord, RunError
+from gitnetdiag.rundir import ProtocolRun, PushRecord, RunError
 from gitnetdiag.watch.sample import (
     NOT_MEASURED,
     ProbeSample,

@@ -1,0 +1,178 @@
+"""The native probes' files -> the engine's H2Ledger / SshLedger.
+
+    native-*.json, schema .../2 (raw events)  --analysis.nativeledger-->  ledgers  --> obs
+    native-*.json without schema (summaries written before version 2)   --legacy-->  obs
+
+Both paths give the same observations for the same push: the legacy path
+reads back the numbers the old probe derived with the same
+:mod:`gitnetdiag.analysis.flowcontrol` replay the new path runs here.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
+from gitnetdiag.analysis.nativeledger import (
+    HTTP2_DEFAULT_MAX_FRAME_BYTES,
+    h2_ledgers,
+    ssh_channel_ledger,
+)
+from gitnetdiag.diagnosis import observations as obs
+from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE, bad_run_dir, read_json_object
+from gitnetdiag.rundir.native import (
+    H2NativeRecord,
+    SshNativeRecord,
+    h2_record,
+    native_schema,
+    ssh_record,
+)
+
+
+def downsample(n: int, limit: int = obs.MAX_SERIES_POINTS) -> np.ndarray[Any, Any]:
+    """Indices of at most ``limit`` evenly spread points out of ``n``."""
+    return np.unique(np.linspace(0, n - 1, min(n, limit)).astype(np.int64))
+
+
+def native_ledgers(run_dir: Path,
+                   protocol: str) -> tuple[obs.H2Ledger | None, obs.SshLedger | None]:
+    """The ledger of ``protocol`` from its native file, when the probe wrote one."""
+    if protocol == "h2":
+        data = read_json_object(run_dir / NATIVE_H2_FILE)
+        if data is None:
+            return None, None
+        if native_schema(data) is None:
+            return h2_ledger_from_native(data), None
+        return h2_observation(h2_record(data, NATIVE_H2_FILE)), None
+    if protocol == "ssh":
+        data = read_json_object(run_dir / NATIVE_SSH_FILE)
+        if data is None:
+            return None, None
+        if native_schema(data) is None:
+            return None, ssh_ledger_from_native(data)
+        return None, ssh_observation(ssh_record(data, NATIVE_SSH_FILE))
+    return None, None
+
+
+def _credit_series(t_s: Any, credit: Any) -> obs.TimeSeries | None:
+    if len(t_s) == 0:
+        return None
+    keep = downsample(len(t_s))
+    return obs.TimeSeries(t_s=tuple(float(t_s[i]) for i in keep),
+                          values=tuple(float(credit[i]) for i in keep))
+
+
+def h2_observation(record: H2NativeRecord) -> obs.H2Ledger:
+    """The engine's HTTP/2 ledger, replayed from the raw events."""
+    ledgers = h2_ledgers(record)
+    settings = record.server_settings()
+    return obs.H2Ledger(
+        source=f"native HTTP/2 probe of {record.target or '?'}",
+        server_initial_window_bytes=settings.get("INITIAL_WINDOW_SIZE",
+                                                 HTTP2_DEFAULT_WINDOW_BYTES),
+        connection_window_bytes=ledgers.connection.peak_credit_bytes,
+        max_frame_size_bytes=settings.get("MAX_FRAME_SIZE", HTTP2_DEFAULT_MAX_FRAME_BYTES),
+        stream_zero_credit_s=ledgers.stream.stalled_s,
+        connection_zero_credit_s=ledgers.connection.stalled_s,
+        window_updates=len(record.window_updates) or ledgers.stream.updates_received,
+        credit=_credit_series(ledgers.stream.t_s, ledgers.stream.credit_bytes),
+    )
+
+
+def ssh_observation(record: SshNativeRecord) -> obs.SshLedger:
+    """The engine's SSH ledger, replayed from the raw channel events."""
+    channel = ssh_channel_ledger(record)
+    return obs.SshLedger(
+        source=f"native SSH probe of {record.target or '?'}",
+        initial_window_bytes=record.window_bytes,
+        max_packet_bytes=record.max_packet_bytes,
+        zero_window_s=channel.stalled_s,
+        window_adjusts=len(record.window_adjusts),
+    )
+
+
+# --- legacy: summaries written before schema version 2 --------------------------------
+
+
+class _Fields:
+    """Typed access to one object of a native ledger file; a wrong type names the field."""
+
+    def __init__(self, data: Any, where: str) -> None:
+        if data is None:
+            data = {}
+        if not isinstance(data, dict):
+            raise bad_run_dir(f"{where} must be an object, got {type(data).__name__}")
+        self.data, self.where = data, where
+
+    def _get(self, key: str, kinds: tuple[type, ...], what: str) -> Any:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if isinstance(value, bool) or not isinstance(value, kinds):
+            raise bad_run_dir(f"{self.where}.{key} must be {what}, got {value!r}")
+        return value
+
+    def integer(self, key: str) -> int | None:
+        value: int | None = self._get(key, (int,), "an integer")
+        return value
+
+    def number(self, key: str) -> float | None:
+        value = self._get(key, (int, float), "a number")
+        return None if value is None else float(value)
+
+    def text(self, key: str) -> str | None:
+        value = self.data.get(key)
+        if value is not None and not isinstance(value, str):
+            raise bad_run_dir(f"{self.where}.{key} must be a string, got {value!r}")
+        return value
+
+    def items(self, key: str) -> list[Any]:
+        value = self._get(key, (list,), "a list")
+        return value or []
+
+    def child(self, key: str) -> _Fields:
+        return _Fields(self.data.get(key), f"{self.where}.{key}")
+
+
+def _credit_points(points: list[Any], where: str) -> list[tuple[float, float]]:
+    result = []
+    for index, point in enumerate(points):
+        if (not isinstance(point, list) or len(point) != 2
+                or not all(isinstance(x, int | float) and not isinstance(x, bool)
+                           for x in point)):
+            raise bad_run_dir(f"{where}[{index}] must be a [seconds, bytes] pair, got {point!r}")
+        result.append((float(point[0]), float(point[1])))
+    return result
+
+
+def h2_ledger_from_native(data: dict[str, Any], where: str = "native-h2.json") -> obs.H2Ledger:
+    top = _Fields(data, where)
+    stream, connection = top.child("stream"), top.child("connection")
+    series = _credit_points(stream.items("credit_series"), f"{where}.stream.credit_series")
+    credit = _credit_series([t for t, _ in series], [c for _, c in series])
+    return obs.H2Ledger(
+        source=f"native HTTP/2 probe of {top.text('target') or '?'}",
+        server_initial_window_bytes=top.integer("server_initial_window_bytes"),
+        connection_window_bytes=connection.integer("peak_credit_bytes"),
+        max_frame_size_bytes=top.integer("server_max_frame_bytes"),
+        stream_zero_credit_s=stream.number("stalled_s"),
+        connection_zero_credit_s=connection.number("stalled_s"),
+        window_updates=len(top.items("window_updates")) or stream.integer("updates_received"),
+        credit=credit,
+    )
+
+
+def ssh_ledger_from_native(data: dict[str, Any], where: str = "native-ssh.json") -> obs.SshLedger:
+    top = _Fields(data, where)
+    return obs.SshLedger(
+        source=f"native SSH probe of {top.text('target') or '?'}",
+        initial_window_bytes=top.integer("server_window_bytes"),
+        max_packet_bytes=top.integer("server_max_packet_bytes"),
+        zero_window_s=top.child("channel").number("stalled_s"),
+        window_adjusts=top.integer("window_adjusts"),
+    )
+
+

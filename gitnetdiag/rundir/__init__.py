@@ -1,0 +1,67 @@
+"""The run directory: the one seam between the probes (I/O) and the pipeline (pure).
+
+Everything a probe hands to the analysis crosses here, as files::
+
+    gitnetdiag.probe ──write──> run directory ──read──> gitnetdiag.pipeline
+                               manifest.json           (records.py, manifest.py)
+                               native-h2.json          (native.py: raw flow-control events)
+                               native-ssh.json
+                               captures, trace2, ...
+
+This package depends only on ``gitnetdiag.errors``, ``redaction``, ``safefile``,
+``serial`` (the one dataclass<->JSON converter) and the standard library, so
+both sides can import it and neither imports the other. Layout:
+``docs/run-directory.md``.
+"""
+
+from __future__ import annotations
+
+from gitnetdiag.redaction import redact_url
+from gitnetdiag.rundir.files import (
+    HOST_REPORT_FILE,
+    MANIFEST_NAME,
+    NATIVE_FILES,
+    NATIVE_H2_FILE,
+    NATIVE_SSH_FILE,
+    OBSERVATIONS_FILE,
+    REPORT_FILES,
+    SWEEP_FILE,
+)
+from gitnetdiag.rundir.manifest import (
+    BAD_RUN_DIR,
+    PROTOCOL_NAMES,
+    bad_run_dir,
+    check_values,
+    inside,
+    load_run,
+    manifest_from_dict,
+    read_json_object,
+    write_json_atomically,
+    write_manifest,
+)
+from gitnetdiag.rundir.records import (
+    SCHEMA,
+    BurstOp,
+    BurstResult,
+    CaptureResult,
+    ConnectOp,
+    PathMeasurement,
+    ProtocolRun,
+    PushRecord,
+    RepoInfo,
+    RunError,
+    RunManifest,
+    ToolVersions,
+    Trace2Phases,
+)
+from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
+
+__all__ = [
+    "BAD_RUN_DIR", "HOST_REPORT_FILE", "MANIFEST_NAME", "NATIVE_FILES", "NATIVE_H2_FILE",
+    "NATIVE_SSH_FILE", "OBSERVATIONS_FILE", "PROTOCOL_NAMES", "REPORT_FILES", "SCHEMA",
+    "SWEEP_FILE", "BurstOp", "BurstResult", "CaptureResult", "ConnectOp", "Malformed",
+    "PathMeasurement", "ProtocolRun", "PushRecord", "RepoInfo", "RunError", "RunManifest",
+    "ToolVersions", "Trace2Phases", "bad_run_dir", "check_values", "from_jsonable", "inside",
+    "load_run", "manifest_from_dict", "read_json_object", "redact_url", "to_jsonable",
+    "write_json_atomically", "write_manifest",
+]

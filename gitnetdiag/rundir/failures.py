@@ -1,0 +1,71 @@
+"""Why a git run failed: a value recorded in the manifest, and what to do about it.
+
+The probe classifies (``gitnetdiag.probe.gitpush``); the pipeline turns a
+recorded kind into a hint offline, so both read the kinds and hints from here.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class FailureKind(StrEnum):
+    """Why a git run did not succeed."""
+
+    HUNG = "hung"
+    """It did not finish within the timeout (a stall, e.g. HTTP/2 flow control)."""
+    TIMEOUT = "timeout"
+    """git itself reported a connection or operation timeout."""
+    REFUSED = "refused"
+    """TCP connection refused (nothing listening, or a REJECT rule)."""
+    UNREACHABLE = "unreachable"
+    """No route, unknown host."""
+    RESET = "reset"
+    """Connection reset or closed by the peer mid-way."""
+    TLS = "tls"
+    """TLS handshake or certificate verification failed."""
+    AUTH = "auth"
+    """Authentication failed (HTTP 401/403, SSH key refused)."""
+    HOST_KEY = "host-key"
+    """The SSH host key could not be verified."""
+    REJECTED = "rejected"
+    """The server refused the ref update (hook, permissions)."""
+    INTERRUPTED = "interrupted"
+    """Stopped by Ctrl-C or a signal."""
+    OTHER = "other"
+    """Anything else; see the last stderr line."""
+
+
+FAILURE_HINTS: dict[FailureKind, tuple[str, str]] = {
+    FailureKind.REFUSED: ("refused", "nothing listens on that port, or a firewall rejects it"),
+    FailureKind.UNREACHABLE: ("unreachable", "check the host name and the route to it"),
+    FailureKind.TLS: (
+        "tls-verification",
+        "pass the server's CA with --ca-file (or --insecure to skip verification)",
+    ),
+    FailureKind.AUTH: ("auth-failed", "check --ssh-key / the HTTP credentials for this remote"),
+    FailureKind.HOST_KEY: (
+        "ssh-host-key",
+        "the server's SSH host key is not the one in known_hosts (unknown or changed): "
+        "check its fingerprint with the server's owner, then add it "
+        "(ssh-keyscan -p PORT HOST >> ~/.ssh/known_hosts) or pass --ssh-known-hosts FILE",
+    ),
+    FailureKind.RESET: ("connection-reset", "a firewall or proxy closed the connection"),
+    FailureKind.TIMEOUT: ("network-timeout", "the path drops packets or the server is down"),
+    FailureKind.REJECTED: (
+        "push-rejected", "the server refused the throwaway branch; allow gitnetdiag/probe-*"
+    ),
+}
+"""Failure kind -> (error reference, hint)."""
+
+GENERIC_FAILURE = ("git-failed", "run the same git command by hand")
+"""Reference and hint of a kind without its own."""
+
+
+def failure_hint(kind: str) -> str:
+    """The hint for a recorded failure kind; empty for a kind this version does not know."""
+    try:
+        known = FailureKind(kind)
+    except ValueError:
+        return ""
+    return FAILURE_HINTS.get(known, GENERIC_FAILURE)[1]

@@ -1,0 +1,240 @@
+"""Raw flow-control events of the native probes (``native-h2.json``, ``native-ssh.json``).
+
+The probes record what they saw on the wire, each event with a monotonic
+timestamp in nanoseconds since the connection (HTTP/2) or the channel (SSH)
+opened; the pipeline replays them with :mod:`gitnetdiag.analysis.flowcontrol`,
+so a stall threshold or a ledger fix applies to old runs too.
+
+    native-h2.json  schema gitnetdiag.native-h2/2
+        settings_received   [{t_ns, settings}]       server SETTINGS, names as in RFC 9113
+        settings_sent       [{t_ns, settings}]       ours
+        streams_opened      [{t_ns, stream_id}]
+        window_updates      [{t_ns, stream_id, increment_bytes}]   received; stream 0 = connection
+        data_sent           [{t_ns, stream_id, size_bytes}]        flow-controlled length
+    native-ssh.json schema gitnetdiag.native-ssh/2
+        window_bytes, max_packet_bytes               the channel at open (t_ns 0)
+        window_adjusts      [{t_ns, increment_bytes}]   received
+        data_sent           [{t_ns, size_bytes}]
+
+Files without ``schema`` are the summaries written before version 2; the
+pipeline reads those through its legacy path (:func:`native_schema`).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitnetdiag.rundir.manifest import bad_run_dir, read_json_object
+from gitnetdiag.safefile import write_new_file
+from gitnetdiag.serial import from_jsonable, to_jsonable
+
+H2_SCHEMA = "gitnetdiag.native-h2/2"
+SSH_SCHEMA = "gitnetdiag.native-ssh/2"
+
+
+@dataclass(frozen=True, kw_only=True)
+class SettingsEvent:
+    """A SETTINGS frame (only the settings it changed)."""
+
+    t_ns: int
+    """Monotonic ns since the connection started."""
+    settings: dict[str, int]
+    """Setting name (``INITIAL_WINDOW_SIZE``, ...) -> value."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class StreamOpened:
+    """We opened a stream (sent its HEADERS)."""
+
+    t_ns: int
+    """Monotonic ns since the connection started."""
+    stream_id: int
+    """HTTP/2 stream id."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowUpdateReceived:
+    """A WINDOW_UPDATE from the server."""
+
+    t_ns: int
+    """Monotonic ns since the connection started."""
+    stream_id: int
+    """0 for the connection window."""
+    increment_bytes: int
+    """Window size increment."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2DataSent:
+    """A DATA frame we sent."""
+
+    t_ns: int
+    """Monotonic ns since the connection started."""
+    stream_id: int
+    """Stream it was sent on."""
+    size_bytes: int
+    """Flow-controlled length (payload with padding)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2NativeRecord:
+    """``native-h2.json``: one native HTTP/2 push, as raw events plus its context."""
+
+    schema: str = H2_SCHEMA
+    """Always :data:`H2_SCHEMA`."""
+    target: str
+    """``host:port`` of the server (no credentials, no path)."""
+    alpn: str
+    """Negotiated ALPN (``h2``)."""
+    upload_stream_id: int
+    """Stream that carried the receive-pack POST."""
+    request_bytes: int
+    """Bytes of the POST body (command + flush + pack)."""
+    ended_t_ns: int
+    """When the response to the POST was complete."""
+    settings_sent: tuple[SettingsEvent, ...]
+    """SETTINGS this probe advertised."""
+    settings_received: tuple[SettingsEvent, ...]
+    """The server's SETTINGS frames, in order."""
+    streams_opened: tuple[StreamOpened, ...]
+    """Streams this probe opened."""
+    window_updates: tuple[WindowUpdateReceived, ...]
+    """Every WINDOW_UPDATE received, stream and connection, in order."""
+    data_sent: tuple[H2DataSent, ...]
+    """Every DATA frame sent, in order."""
+    report: dict[str, Any]
+    """receive-pack's answer (report-status)."""
+    ref: str
+    """The throwaway branch pushed."""
+    ref_deleted: bool
+    """The branch was deleted afterwards."""
+    auth: str
+    """What authenticated the probe (``none``, ``url``, ``credential-helper``,
+    ``extra-header``); never the secret."""
+    tls_ca: str
+    """Where the CA bundle came from, or ``not-verified``."""
+    proxy: str | None
+    """The proxy tunnelled through (URL without credentials), or None."""
+    warnings: tuple[str, ...]
+    """What the probe could not do as git does."""
+    cleanup: str = "not-run"
+    """What became of the branch when the run ended it as git's pushes (``deleted``,
+    ``never-created``, ``leftover``, ``unconfirmed``; see the manifest's push records)."""
+    cleanup_detail: str = ""
+    """Why, for anything but a plain ``deleted``/``never-created``."""
+    cleanup_command: str | None = None
+    """For ``leftover``/``unconfirmed``: the command that removes the branch (URL redacted)."""
+
+    def server_settings(self) -> dict[str, int]:
+        """The server's SETTINGS as last known."""
+        merged: dict[str, int] = {}
+        for event in self.settings_received:
+            merged.update(event.settings)
+        return merged
+
+
+@dataclass(frozen=True, kw_only=True)
+class SshAdjustReceived:
+    """An SSH_MSG_CHANNEL_WINDOW_ADJUST from the server."""
+
+    t_ns: int
+    """Monotonic ns since the channel opened."""
+    increment_bytes: int
+    """Bytes added to the window."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SshDataSent:
+    """Channel data we sent."""
+
+    t_ns: int
+    """Monotonic ns since the channel opened."""
+    size_bytes: int
+    """Bytes the channel accepted."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SshNativeRecord:
+    """``native-ssh.json``: one native SSH push, as raw channel events plus its context."""
+
+    schema: str = SSH_SCHEMA
+    """Always :data:`SSH_SCHEMA`."""
+    target: str
+    """``host:port``."""
+    server_banner: str
+    """The server's identification string."""
+    connect_s: float
+    """TCP connect time."""
+    kex_s: float
+    """Key exchange (and host-key verification) time."""
+    auth_s: float
+    """Public-key authentication time."""
+    window_bytes: int
+    """Server's initial channel window at channel open."""
+    max_packet_bytes: int
+    """Server's maximum packet size at channel open."""
+    request_bytes: int
+    """Command + flush + pack bytes sent on the channel."""
+    first_data_t_ns: int
+    """When the upload started."""
+    ended_t_ns: int
+    """When report-status was read."""
+    window_adjusts: tuple[SshAdjustReceived, ...]
+    """Every window adjust received on the channel."""
+    data_sent: tuple[SshDataSent, ...]
+    """Every send on the channel."""
+    advertisement: dict[str, Any]
+    """The ref advertisement."""
+    report: dict[str, Any]
+    """receive-pack's answer."""
+    ref: str
+    """The throwaway branch pushed."""
+    ref_deleted: bool
+    """The branch was deleted afterwards."""
+    cleanup: str = "not-run"
+    """What became of the branch when the run ended it as git's pushes (``deleted``,
+    ``never-created``, ``leftover``, ``unconfirmed``; see the manifest's push records)."""
+    cleanup_detail: str = ""
+    """Why, for anything but a plain ``deleted``/``never-created``."""
+    cleanup_command: str | None = None
+    """For ``leftover``/``unconfirmed``: the command that removes the branch (URL redacted)."""
+
+
+NativeRecord = H2NativeRecord | SshNativeRecord
+
+
+def write_native(path: Path, record: NativeRecord) -> None:
+    """Write a native event file; it is written once, so anything already there (a planted
+    symlink) is refused, not written through."""
+    write_new_file(path, (json.dumps(to_jsonable(record), indent=1) + "\n").encode())
+
+
+def native_schema(data: dict[str, Any]) -> str | None:
+    """The file's schema, None for a pre-version-2 summary (legacy reader)."""
+    schema = data.get("schema")
+    return schema if isinstance(schema, str) else None
+
+
+def h2_record(data: dict[str, Any], where: str) -> H2NativeRecord:
+    """A version-2 ``native-h2.json`` object, every type checked (``bad-run-dir``)."""
+    if data.get("schema") != H2_SCHEMA:
+        raise bad_run_dir(f"{where} has schema {data.get('schema')!r}, expected {H2_SCHEMA!r}")
+    return from_jsonable(H2NativeRecord, data, where=where, unknown="ignore", error=bad_run_dir)
+
+
+def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
+    """A version-2 ``native-ssh.json`` object, every type checked (``bad-run-dir``)."""
+    if data.get("schema") != SSH_SCHEMA:
+        raise bad_run_dir(f"{where} has schema {data.get('schema')!r}, expected {SSH_SCHEMA!r}")
+    return from_jsonable(SshNativeRecord, data, where=where, unknown="ignore", error=bad_run_dir)
+
+
+__all__ = [
+    "H2_SCHEMA", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord", "NativeRecord", "SettingsEvent",
+    "SshAdjustReceived", "SshDataSent", "SshNativeRecord", "StreamOpened",
+    "WindowUpdateReceived", "h2_record", "native_schema", "read_json_object", "ssh_record",
+    "write_native",
+]

@@ -1,0 +1,323 @@
+"""What ``manifest.json`` holds: frozen dataclasses, one per record of a run.
+
+The probes fill them (``gitnetdiag.probe``); the pipeline reads them back
+(:func:`gitnetdiag.rundir.load_run`). They live here, below both, so the
+offline side never imports a probe.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+SCHEMA = "gitnetdiag.run/1"
+"""Schema of ``manifest.json``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureResult:
+    """What tcpdump reported when it stopped."""
+
+    path: str
+    """Capture file (relative to the run directory when stored in a manifest)."""
+    filter: str
+    """BPF filter used."""
+    snaplen: int
+    """Bytes kept per packet (0 = whole packets)."""
+    packets_captured: int | None
+    """tcpdump's own count."""
+    packets_dropped: int | None
+    """Packets the kernel dropped before tcpdump read them."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PathMeasurement:
+    """What a few raw connections to ``host:port`` showed."""
+
+    endpoint: str
+    """``host:port`` (no credentials)."""
+    connect_rtt_samples_s: tuple[float, ...]
+    """Duration of each successful TCP connect (SYN to SYN-ACK, about one RTT)."""
+    connect_rtt_min_s: float | None
+    """Smallest connect time: the best estimate of the path RTT."""
+    connect_rtt_median_s: float | None
+    """Median connect time."""
+    mss_bytes: int | None
+    """TCP_MAXSEG after connect: the segment size the path allows."""
+    tls_handshake_s: float | None
+    """TLS handshake duration (after connect), None for plain TCP endpoints."""
+    alpn: str | None
+    """Protocol the server picked from ALPN ``h2, http/1.1``."""
+    tls_version: str | None
+    """Negotiated TLS version."""
+    error: str | None
+    """Why a step failed (``refused``, ``unreachable``, ``tls: ...``), None if all worked."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Trace2Phases:
+    """Where the time of one push went, according to trace2 (seconds; None when not seen)."""
+
+    total_s: float | None
+    """git push from start to exit."""
+    ref_advertisement_s: float | None
+    """Start to the end of the ref advertisement (first response of the server)."""
+    pack_prepare_s: float | None
+    """pack-objects counting and preparing objects (client CPU before any byte is sent)."""
+    pack_write_s: float | None
+    """pack-objects writing the pack into the transport (the upload, for a large pack)."""
+    server_wait_s: float | None
+    """pack-objects exit to the server's status report being read."""
+    objects_written: int | None
+    """Objects pack-objects wrote (0 means the remote already had everything)."""
+    exit_code: int | None
+    """Exit code of git push as recorded by trace2 (None when the run was cut short)."""
+    events: int
+    """Number of events parsed."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ToolVersions:
+    """Versions found on the probing host; None when a program is missing."""
+
+    git: str | None
+    """``git version`` number, e.g. ``2.39.5``."""
+    libcurl: str | None
+    """libcurl version (from ``curl-config``/``curl --version``), e.g. ``7.88.1``."""
+    git_libcurl_package: str | None
+    """Debian package version of the libcurl git's remote-https links (libcurl3-gnutls)."""
+    nghttp2: str | None
+    """Debian package version of libnghttp2-14 (HTTP/2 in libcurl)."""
+    openssh: str | None
+    """``ssh -V`` first word, e.g. ``OpenSSH_9.2p1``."""
+    openssl: str | None
+    """OpenSSL version libcurl reports."""
+    tcpdump: str | None
+    """tcpdump version."""
+    kernel: str
+    """Running kernel release."""
+    python: str
+    """Python version running gitnetdiag."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BurstOp:
+    """One operation of a burst."""
+
+    index: int
+    """Position in the burst (0-based)."""
+    wall_s: float
+    """Start to end (or to the timeout)."""
+    ok: bool
+    """True when it succeeded."""
+    failure_kind: str | None
+    """A :class:`~gitnetdiag.probe.gitpush.FailureKind` value, None on success."""
+    last_line: str
+    """git's last stderr line (empty on success)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ConnectOp:
+    """One raw TCP connect of a burst."""
+
+    index: int
+    """Position in the burst."""
+    connect_s: float | None
+    """Connect duration (a retransmitted SYN shows as about 1 s or more), None on failure."""
+    error: str | None
+    """``refused``, ``timeout``, ``reset`` or another short reason."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class BurstResult:
+    """A burst against one protocol's endpoint."""
+
+    protocol: str
+    """Protocol id (``h1``, ``h2``, ``ssh``, ``git``)."""
+    concurrency: int
+    """Operations started at once."""
+    timeout_s: float
+    """Per-operation timeout."""
+    ops: tuple[BurstOp, ...]
+    """git ls-remote runs."""
+    connects: tuple[ConnectOp, ...]
+    """Raw TCP connects run at the same concurrency."""
+    capture: str | None
+    """Capture file relative to the run directory, when captured."""
+
+
+    @property
+    def failures_by_kind(self) -> dict[str, int]:
+        return dict(Counter(op.failure_kind for op in self.ops if op.failure_kind))
+
+    @property
+    def ok_count(self) -> int:
+        return sum(op.ok for op in self.ops)
+
+    @property
+    def median_wall_s(self) -> float | None:
+        return statistics.median(op.wall_s for op in self.ops) if self.ops else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunError:
+    """An error met during the run; the run goes on where it can."""
+
+    stage: str
+    """``setup``, ``path``, ``push``, ``cleanup``, ``burst`` or ``capture``."""
+    protocol: str | None
+    """Protocol concerned, None for the whole run."""
+    reference: str
+    """Stable kebab-case reference of the error (as in gitnetdiag.errors)."""
+    kind: str | None
+    """Failure kind of a git run (``refused``, ``tls``, ``auth``, ...), when one."""
+    message: str
+    """One line, URLs redacted."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RepoInfo:
+    """The repository pushed."""
+
+    generated: bool
+    """True for a generated repository of random data."""
+    seed: int | None
+    """Seed of the generated data (same seed and size give the same commit)."""
+    size_bytes: int | None
+    """Bytes of generated data; None for a given repository."""
+    head_oid: str
+    """Commit pushed."""
+    pack_bytes: int
+    """Size of the pack a push of a new branch at ``head_oid`` sends."""
+    source_oid: str | None = None
+    """For ``--repo``: the repository's HEAD whose tree, every blob salted, became
+    ``head_oid`` (new objects, same sizes and compressibility); None when generated."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushRecord:
+    """One push of the throwaway branch and its clean-up."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    repeat: int
+    """1-based repeat number."""
+    branch: str
+    """Throwaway branch pushed (``gitnetdiag/probe-<id>``)."""
+    started_at: str
+    """ISO 8601 UTC start time."""
+    outcome: str
+    """``ok``, ``bounded`` (stopped mid-pack at a stable rate or its time budget: rate from
+    the bytes moved, nothing created), ``stalled`` (no progress for the stall timeout),
+    ``hung`` (killed at the timeout), ``failed``, ``interrupted`` (Ctrl-C or
+    SIGTERM), or ``no-data`` (git succeeded but sent far less than the planned pack: the
+    server had the objects; no rate)."""
+    failure_kind: str | None
+    """Failure kind when not ok (see FailureKind)."""
+    last_line: str
+    """git's last stderr line (empty when ok)."""
+    wall_s: float
+    """Wall time of the git push."""
+    pack_bytes: int
+    """Bytes of the pack pushed."""
+    rate_bytes_per_s: float | None
+    """pack_bytes / wall_s for a push with outcome ``ok`` (never for ``no-data``); for
+    ``bounded`` the rate of the bytes moved (slow start excluded)."""
+    http_version: str | None
+    """Negotiated HTTP version of the receive-pack POST (``HTTP/2``, ``HTTP/1.1``)."""
+    alpn: str | None
+    """ALPN protocol libcurl reported."""
+    post_s: float | None
+    """receive-pack POST: request header sent to response status (curl trace)."""
+    curl_last_info: str | None
+    """Last ``== Info:`` line of the curl trace: where a hung push stopped."""
+    phases: Trace2Phases | None
+    """Phases from trace2."""
+    capture: CaptureResult | None
+    """Packet capture, when captured (path relative to the run directory)."""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    """Artifact kind (``capture``, ``capture_decrypted``, ``trace2``, ``curl_trace``,
+    ``stderr``, ``keylog``, ``cleanup_stderr``) -> path relative to the run directory."""
+    cleanup: str = "not-run"
+    """What became of the branch: ``deleted`` (deleted under a lease on the pushed object,
+    verified gone), ``never-created`` (verified absent, and the push can no longer create
+    it), ``leftover`` (still on the server: ``cleanup_command`` removes it), ``unconfirmed``
+    (absent when the wait ran out, but an unanswered push may still land), ``not-run``."""
+    cleanup_detail: str = ""
+    """Why, for anything but a plain ``deleted``/``never-created`` (URLs redacted)."""
+    cleanup_s: float | None = None
+    """Time the clean-up took: waiting for the server, deleting, verifying."""
+    cleanup_command: str | None = None
+    """For ``leftover``/``unconfirmed``: the exact command that removes the branch
+    (URL redacted)."""
+    pack_objects: int | None = None
+    """Objects git said it sent (``Total N``); None when the pack was not finished."""
+    pack_written_bytes: int | None = None
+    """Pack bytes git said it wrote (``Writing objects: ..., X MiB``, rounded by git)."""
+    moved_bytes: int | None = None
+    """Bytes the push moved as the monitor saw them (the kernel's ``bytes_acked`` of git's
+    sockets, else git's progress); None for runs without the monitor."""
+    measured_s: float | None = None
+    """Seconds from the first byte moved to the end (what a bounded rate is measured over)."""
+    last_progress: str | None = None
+    """git's last progress line (where a stalled push stopped)."""
+    stopped: str | None = None
+    """Why the monitor ended the push: ``stable`` (rate stable), ``budget`` (time budget
+    spent), ``stall`` (no progress); None when git ended by itself."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolRun:
+    """Everything done over one protocol."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    url: str
+    """Remote URL, redacted."""
+    endpoint: str
+    """``host:port`` the pushes connect to (key into ``RunManifest.paths``)."""
+    pushes: tuple[PushRecord, ...] = ()
+    """Pushes in order."""
+    burst: BurstResult | None = None
+    """The burst, when ``--burst`` was given."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunManifest:
+    """``manifest.json`` of a run directory."""
+
+    schema: str
+    """Always :data:`SCHEMA` for this layout."""
+    tool_version: str
+    """gitnetdiag version that wrote it."""
+    run_id: str
+    """Random id of the run (also in the branch names)."""
+    started_at: str
+    """ISO 8601 UTC."""
+    finished_at: str | None
+    """ISO 8601 UTC, None while running or after a crash."""
+    status: str
+    """``running``, ``complete``, ``stalled`` (a push hung: an error ``push-stalled`` names
+    it), ``failed`` (some step failed) or ``interrupted``."""
+    options: dict[str, Any]
+    """Options of the run (URLs redacted)."""
+    environment: ToolVersions | None
+    """Versions of git, libcurl, nghttp2, OpenSSH, ..."""
+    repo: RepoInfo | None
+    """Repository pushed."""
+    capture_enabled: bool
+    """Whether pushes were captured."""
+    protocols: tuple[ProtocolRun, ...]
+    """One entry per protocol probed, in order."""
+    paths: tuple[PathMeasurement, ...]
+    """Path measurements, one per endpoint."""
+    errors: tuple[RunError, ...]
+    """Errors met (the run went on where it could)."""
+    warnings: tuple[str, ...]
+    """Warnings (e.g. captures off because not root)."""
+
+
+    def protocol(self, name: str) -> ProtocolRun | None:
+        return next((p for p in self.protocols if p.protocol == name), None)
