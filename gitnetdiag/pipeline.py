@@ -31,6 +31,7 @@ from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.pipeline_native import downsample, native_ledgers
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
+    NATIVE_FILES,
     OBSERVATIONS_FILE,
     REPORT_FILES,
     PushRecord,
@@ -134,6 +135,46 @@ def capture_metrics(conn: ConnectionAnalysis, label: str) -> obs.CaptureMetrics:
     )
 
 
+def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
+                    warnings: list[str]) -> obs.CaptureMetrics | None:
+    """The kernel's TCP_INFO of a push as the engine's TCP view, when no capture was taken."""
+    from gitnetdiag.analysis.tcpinfo import summarize_samples
+
+    candidates = [(f"{protocol} push {r.repeat}", r.artifacts.get("tcpinfo"))
+                  for r in sorted(records, key=lambda r: (r.outcome not in ("ok", "bounded"),
+                                                          -r.wall_s))]
+    if protocol in NATIVE_FILES:  # the native probe's own socket, same path
+        candidates.append((f"native {protocol} probe",
+                           NATIVE_FILES[protocol].removesuffix(".json") + ".tcpinfo.jsonl"))
+    for label, name in candidates:
+        if name is None or not (run_dir / name).is_file():
+            continue
+        try:
+            lines = (run_dir / name).read_text().splitlines()
+            summary = summarize_samples([json.loads(line) for line in lines if line.strip()])
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
+            continue
+        if summary is None:
+            continue
+        rwnd, sndbuf = summary.rwnd_limited_share, summary.sndbuf_limited_share
+        return obs.CaptureMetrics(
+            source=f"TCP_INFO ({summary.source}) {label}",
+            min_rtt_s=summary.min_rtt_s, median_rtt_s=summary.median_rtt_s,
+            handshake_seen=False,
+            advertised_window_median_bytes=summary.peer_window_median_bytes,
+            advertised_window_max_bytes=summary.peer_window_max_bytes,
+            bytes_in_flight_median=summary.in_flight_median_bytes,
+            bytes_in_flight_p95=summary.in_flight_p95_bytes,
+            rwnd_limited_share=rwnd,
+            network_limited_share=max(0.0, 1.0 - rwnd - (sndbuf or 0.0))
+            if rwnd is not None else None,
+            retransmitted_bytes=summary.retransmitted_bytes,
+            retransmission_rate=summary.retransmission_rate,
+        )
+    return None
+
+
 # --- pushes, trace2, bursts ----------------------------------------------------------
 
 
@@ -149,6 +190,10 @@ _UNMEASURED_OUTCOMES = {
 
 
 def push_result(record: PushRecord) -> obs.PushResult:
+    if record.outcome == "bounded" and record.rate_bytes_per_s:
+        # The pack at the rate its bytes moved: what the whole push would have taken.
+        return obs.PushResult(duration_s=record.pack_bytes / record.rate_bytes_per_s,
+                              bytes=record.pack_bytes)
     ok = record.outcome == "ok"
     kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
     message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
@@ -220,7 +265,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         # The analysed push: the slowest successful one (what the user complains about),
         # or the first failed one when none succeeded.
         chosen = sorted((r for r in records if r.capture is not None),
-                        key=lambda r: (r.outcome != "ok", -r.wall_s))
+                        key=lambda r: (r.outcome not in ("ok", "bounded"), -r.wall_s))
         if chosen:
             record = chosen[0]
             assert record.capture is not None
@@ -231,6 +276,8 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
                 label = f"{run.protocol} push {record.repeat}"
                 capture_m = capture_metrics(conn, label)
                 flight = flight_series(conn)
+        if capture_m is None:
+            capture_m = tcpinfo_metrics(run_dir, run.protocol, records, warnings)
         h2_ledger, ssh_ledger = native_ledgers(run_dir, run.protocol)
         protocols[run.protocol] = obs.ProtocolObservation(
             pushes=tuple(push_result(r) for r in records),
@@ -258,7 +305,10 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         measured_by=(
             f"gitnetdiag {manifest.tool_version} probe {manifest.run_id}: "
             f"{manifest.options.get('repeat', 1)} push(es) per protocol of a "
-            f"{(pack or 0) / 2**20:.1f} MiB pack with git, captured with tcpdump"
+            f"{(pack or 0) / 2**20:.1f} MiB pack with git, "
+            + ("captured with tcpdump" if manifest.capture_enabled
+               else "no capture (TCP evidence from the kernel's TCP_INFO)")
+            + _bounded_note(manifest)
             + (", native HTTP/2 and SSH ledgers" if manifest.options.get("native") else "")
             + (f", burst of {manifest.options.get('burst')}" if manifest.options.get("burst")
                else "")
@@ -266,6 +316,17 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
                             host=host, problems=run_problems(manifest) + tuple(unread)), warnings
+
+
+def _bounded_note(manifest: RunManifest) -> str:
+    """Say so when rates come from pushes stopped mid-pack rather than whole pushes."""
+    bounded = sum(p.outcome == "bounded" for run in manifest.protocols for p in run.pushes)
+    if not bounded:
+        return ""
+    budget = manifest.options.get("budget_s")
+    return (f"; {bounded} push(es) bounded (stopped mid-pack at a stable rate or the "
+            f"{budget:g} s budget; rate from the bytes moved, nothing created)"
+            if isinstance(budget, int | float) else f"; {bounded} push(es) bounded")
 
 
 def summarize_run(manifest: RunManifest) -> tuple[ProtocolSummary, ...]:

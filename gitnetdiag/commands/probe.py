@@ -28,6 +28,7 @@ from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.pipeline import HOST_REPORT_FILE, summarize_run
 from gitnetdiag.pipeline_host import load_host_report
+from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
@@ -70,6 +71,13 @@ class RichReporter:
 
     def warn(self, message: str) -> None:
         self.progress.console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+
+    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
+        task = self.tasks.get(label)
+        if task is None:
+            return
+        rate = "" if rate_bytes_per_s is None else f", {rate_bytes_per_s / 2**20:.2f} MiB/s"
+        self.progress.update(task, description=f"{label}: {moved_bytes / 2**20:.1f} MiB{rate}")
 
 
 class ReportFormat(StrEnum):
@@ -198,6 +206,15 @@ def probe_command(
     burst: int = typer.Option(0, "--burst", min=0, help="Concurrent ls-remote per protocol."),
     timeout: float = typer.Option(
         DEFAULT_TIMEOUT_S, "--timeout", min=1.0, help="Timeout of each git run, seconds."),
+    budget: float = typer.Option(
+        DEFAULT_BUDGET_S, "--budget", min=1.0,
+        help="Time budget of each git push, seconds: it is stopped mid-pack (nothing is "
+        "created) once its rate is stable or the budget is spent."),
+    complete: bool = typer.Option(
+        False, "--complete", help="Push the whole --size pack (no time budget)."),
+    stall_timeout: float = typer.Option(
+        DEFAULT_STALL_TIMEOUT_S, "--stall-timeout", min=0.0,
+        help="A push that moves no byte for this long ends as stalled (0: only --timeout)."),
     cleanup_wait: float = typer.Option(
         DEFAULT_CLEANUP_WAIT_S, "--cleanup-wait", min=0.0,
         help="Seconds the clean-up of a push cut short (timeout, Ctrl-C) waits for the "
@@ -273,6 +290,8 @@ def probe_command(
         full=full,
         burst=burst,
         timeout_s=timeout,
+        budget_s=None if complete else budget,
+        stall_timeout_s=stall_timeout or None,
         cleanup_wait_s=cleanup_wait,
         capture=not no_capture,
         extra_options=extra,

@@ -17,8 +17,8 @@ when a ranked culprit explains it (a filter answering SYNs with resets).
 
     failed        nothing requested was measured
     inconclusive  a requested protocol was not measured and nothing explains it,
-                  or nothing ranks while another step (native probe, capture) failed
-                  or a push stalled
+                  or nothing ranks while another step (native probe, capture) failed,
+                  a push stalled, or no TCP evidence (capture, TCP_INFO) was recorded
     degraded      culprits ranked
     healthy       every requested protocol measured, nothing ranks, nothing failed
 """
@@ -129,6 +129,21 @@ def _unexplained_stalls(obs: Observations, name: str) -> list[MeasurementFailure
     )]
 
 
+def _missing_tcp_evidence(obs: Observations, measured: Sequence[str]) -> list[MeasurementFailure]:
+    """Without a capture or TCP_INFO a TCP window clamp or loss cannot be seen: a run with
+    nothing ranked is then not healthy, it lacks the evidence that would rank them."""
+    pushed = [name for name in measured if obs.protocols[name].pushes]
+    if not pushed or any(obs.protocols[name].capture is not None for name in pushed):
+        return []
+    labels = ", ".join(PROTOCOL_LABELS.get(name, name) for name in pushed)
+    return [MeasurementFailure(
+        protocol=None, stage="tcp-evidence", reference="no-tcp-evidence", kind=None,
+        message=f"no TCP evidence for {labels}: no packet capture and no TCP_INFO samples",
+        hint="run as root with tcpdump for a capture, or where 'ss' (iproute2) is installed "
+        "so the kernel's TCP_INFO of the pushes is sampled",
+    )]
+
+
 def _explaining(obs: Observations, name: str, findings: Sequence[Finding]) -> str | None:
     p = obs.protocols.get(name)
     kinds = {push.error_kind or "other" for push in (p.pushes if p else ()) if not push.ok}
@@ -156,6 +171,7 @@ def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
         failures += [replace(f, explained_by=explained_by) for f in _push_failures(obs, name)]
     if not findings:
         failures += [f for name in measured for f in _unexplained_stalls(obs, name)]
+        failures += _missing_tcp_evidence(obs, measured)
     other = [p for p in obs.problems if p.stage not in _IGNORED_STAGES and p.stage != "push"]
     failures += [
         MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,

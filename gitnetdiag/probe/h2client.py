@@ -34,6 +34,7 @@ from h2.settings import SettingCodes, Settings
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, Proxy
+from gitnetdiag.probe.tcpinfo import SocketSampler, TcpInfoSample
 from gitnetdiag.redaction import redact_url
 
 USER_AGENT = "git/2.39-gitnetdiag-h2native"
@@ -112,6 +113,7 @@ class H2Client:
         keylog_file: str | None = None,
         client_settings: dict[SettingCodes, int] | None = None,
         timeout_s: float = 60.0,
+        tcpinfo_sink: list[TcpInfoSample] | None = None,
     ) -> None:
         self.target = target
         self.access = access
@@ -133,6 +135,7 @@ class H2Client:
                 "certificate names this host",
                 reference="tls-failed",
             ) from exc
+        self.sampler = SocketSampler(self.sock, tcpinfo_sink)
         self.alpn = self.sock.selected_alpn_protocol() or "none"
         if self.alpn != "h2":
             self.sock.close()
@@ -278,6 +281,7 @@ class H2Client:
             self.conn.send_data(stream_id, bytes(view[offset : offset + size]))
             self.recorder.data_sent.append((self.recorder.now_ns(), stream_id, size))
             self._flush()
+            self.sampler.poll()
             offset += size
         if body:
             self.conn.end_stream(stream_id)

@@ -55,6 +55,7 @@ from gitnetdiag.probe.receivepack import (
     split_pkt_lines,
 )
 from gitnetdiag.probe.repo import check_safe_ref, probe_branch_name
+from gitnetdiag.probe.tcpinfo import TcpInfoSample
 from gitnetdiag.rundir.native import (
     H2DataSent,
     H2NativeRecord,
@@ -340,6 +341,7 @@ def h2_push_probe(
     timeout_s: float = 120.0,
     access: HttpAccess | None = None,
     verify: bool | None = None,
+    tcpinfo_sink: list[TcpInfoSample] | None = None,
     cleanup: BranchCleanup | None = None,
 ) -> H2PushLedger:
     """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch
@@ -361,7 +363,7 @@ def h2_push_probe(
         access=access,
         keylog_file=keylog_file,
         client_settings=client_settings,
-        timeout_s=timeout_s,
+        timeout_s=timeout_s, tcpinfo_sink=tcpinfo_sink,  # TCP_INFO of our socket, no root
     )
     pushed = deleted = False
     answer: ReportStatus | None = None

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
 
+from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol, Transport
 from gitnetdiag.redaction import redact_url
@@ -61,6 +62,11 @@ class ProbeOptions:
     h2_sweep: bool = False
     """Repeat the native HTTP/2 upload while advertising different client SETTINGS
     (``native-h2-sweep.json``): shows the rate follows the server's window."""
+    budget_s: float | None = DEFAULT_BUDGET_S
+    """Time budget of each measured git push: stopped mid-pack once its rate is stable or
+    the budget is spent (nothing is created); None for complete pushes (``--complete``)."""
+    stall_timeout_s: float | None = DEFAULT_STALL_TIMEOUT_S
+    """A push that moves no byte for this long ends as ``stalled``; None: only the timeout."""
     cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
     """How long the clean-up of a push that ended unanswered after sending its whole pack
     waits for the server (a slow pre-receive hook) to create the branch it must delete."""
@@ -80,7 +86,8 @@ class ProbeOptions:
             "ca_file": self.ca_file, "insecure": self.insecure, "full": self.full,
             "burst": self.burst, "timeout_s": self.timeout_s, "capture": self.capture,
             "native": self.native, "h2_sweep": self.h2_sweep,
-            "cleanup_wait_s": self.cleanup_wait_s,
+            "cleanup_wait_s": self.cleanup_wait_s, "budget_s": self.budget_s,
+            "stall_timeout_s": self.stall_timeout_s,
             **self.extra_options,
         }
 
@@ -91,6 +98,7 @@ class Reporter(TypingProtocol):
     def begin(self, label: str) -> None: ...
     def done(self, label: str, detail: str, *, ok: bool) -> None: ...
     def warn(self, message: str) -> None: ...
+    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None: ...
 
 
 class SilentReporter:
@@ -103,4 +111,7 @@ class SilentReporter:
         return None
 
     def warn(self, message: str) -> None:
+        return None
+
+    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
         return None

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
+from gitnetdiag.probe.budget import MonitoredPush, StopReason, run_monitored_push
 from gitnetdiag.probe.capture import (
     HEADERS_SNAPLEN,
     Capture,
@@ -126,6 +127,7 @@ def push_once(
     capture: Capture | None = None
     capture_result: CaptureResult | None = None
     git_run: GitRun | None = None
+    watched: MonitoredPush | None = None
     interrupted = False
     try:
         try:
@@ -142,10 +144,16 @@ def push_once(
                     state.error("capture", protocol, exc)
                     artifacts.pop("capture")
                     capture = None
-            git_run = run_git(
+            artifacts["tcpinfo"] = f"{stem}.tcpinfo.jsonl"
+            watched = run_monitored_push(
                 push_argv(transport, oid, branch), env=transport.env(extra_env), cwd=repo_path,
-                timeout_s=options.timeout_s, stderr_path=run_dir / artifacts["stderr"],
+                timeout_s=options.timeout_s, budget_s=options.budget_s,
+                stall_timeout_s=options.stall_timeout_s, port=endpoint[1],
+                stderr_path=run_dir / artifacts["stderr"],
+                tcpinfo_path=run_dir / artifacts["tcpinfo"],
+                on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate),
             )
+            git_run = watched.run
         finally:
             if capture is not None:
                 with interrupts_deferred() as held:
@@ -180,7 +188,9 @@ def push_once(
         )
         record = _record(state, protocol, repeat, branch, started_at, transport, git_run,
                          interrupted, pack_bytes, capture_result, artifacts, cleanup)
-        state.reporter.done(label, _detail(record, options.timeout_s), ok=record.outcome == "ok")
+        record = _with_watch(record, watched, interrupted)
+        state.reporter.done(label, _detail(record, options.timeout_s),
+                            ok=record.outcome in ("ok", "bounded"))
     return record, interrupted or deferred.signalled
 
 
@@ -267,8 +277,31 @@ def _record(
     )
 
 
+def _with_watch(record: PushRecord, watched: MonitoredPush | None,
+                interrupted: bool) -> PushRecord:
+    """What the monitor saw: a push it stopped at a stable rate or its budget is
+    ``bounded`` (its rate from the bytes moved), one it stopped for no progress ``stalled``."""
+    if watched is None:
+        return record
+    seen = replace(record, moved_bytes=watched.moved_bytes, measured_s=watched.measured_s,
+                   last_progress=watched.last_progress, stopped=watched.stopped)
+    if interrupted or watched.stopped is None:
+        return seen
+    if watched.stopped is StopReason.STALL:
+        return replace(seen, outcome="stalled", failure_kind="hung")
+    return replace(seen, outcome="bounded", failure_kind=None, last_line="",
+                   rate_bytes_per_s=watched.rate_bytes_per_s)
+
+
 def _detail(record: PushRecord, timeout_s: float) -> str:
-    if record.outcome == "ok":
+    if record.outcome == "bounded":
+        detail = (f"bounded ({record.stopped}) after {record.wall_s:.1f} s: "
+                  f"{(record.moved_bytes or 0) / 2**20:.1f} MiB moved, "
+                  f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s")
+    elif record.outcome == "stalled":
+        detail = (f"stalled: no progress for the stall timeout after "
+                  f"{(record.moved_bytes or 0) / 2**20:.1f} MiB")
+    elif record.outcome == "ok":
         detail = f"{record.wall_s:.2f} s, {(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s"
         if record.http_version:
             detail += f", {record.http_version}"

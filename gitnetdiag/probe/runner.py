@@ -21,6 +21,7 @@ from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.probe.budget import native_pack_bytes, stall_detail
 from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.gitconfig import write_isolated_config
@@ -34,6 +35,7 @@ from gitnetdiag.probe.pathinfo import measure_path
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
+from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
 from gitnetdiag.probe.versions import collect_versions
 from gitnetdiag.proc import sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
@@ -213,11 +215,15 @@ def _final_status(state: _Run) -> str:
     """
     failed_before = bool(state.errors)
     for run in state.protocols.values():
-        hung = [push for push in run.pushes if push.outcome == "hung"]
+        hung = [push for push in run.pushes if push.outcome in ("hung", "stalled")]
         if hung:
+            stalled = any(push.outcome == "stalled" for push in hung)
+            within = (state.options.stall_timeout_s if stalled and state.options.stall_timeout_s
+                      else state.options.timeout_s)
             state.error("push", Protocol(run.protocol), NetworkError(
-                f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress within "
-                f"{state.options.timeout_s:g} s",
+                f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress "
+                f"{'for' if stalled else 'within'} {within:g} s"
+                + stall_detail(hung[0], state.environment),
                 hint="the stall is evidence, not noise: see it ranked with "
                 "'gitnetdiag analyze RUN --diagnose'", reference="push-stalled",
             ), kind=FailureKind.HUNG.value)
@@ -325,22 +331,28 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         label = f"native {protocol.value} ledger"
         url = options.urls[protocol]
         state.reporter.begin(label)
+        rates = [p.rate_bytes_per_s for p in state.protocols[protocol].pushes
+                 if p.rate_bytes_per_s]
+        sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s)]
+        samples: list[TcpInfoSample] = []
         cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s)
         try:
             if protocol is Protocol.H2:
-                ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=pack,
+                ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
                                             new_oid=oid, probe_id=new_probe_id(),
                                             timeout_s=options.timeout_s, cleanup=cleanup,
-                                            verify=False if options.insecure else None)
+                                            verify=False if options.insecure else None,
+                                            tcpinfo_sink=samples)
                 detail = (f"server window {ledger.server_initial_window_bytes}, "
                           f"{ledger.stream.stall_count} stalls")
                 for warning in ledger.warnings:
                     state.warn(warning)
             else:
                 ledger = ssh_push_probe(url, key_file=options.ssh_key,
-                                        known_hosts=options.ssh_known_hosts, pack=pack,
+                                        known_hosts=options.ssh_known_hosts, pack=sent,
                                         new_oid=oid, probe_id=new_probe_id(),
-                                        timeout_s=options.timeout_s, cleanup=cleanup)
+                                        timeout_s=options.timeout_s, cleanup=cleanup,
+                                        tcpinfo_sink=samples)
                 detail = (f"channel window {ledger.server_window_bytes}, "
                           f"{ledger.window_adjusts} adjusts")
         except GitnetdiagError as exc:
@@ -353,8 +365,12 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
             continue
         finally:
             _native_cleanup_problem(state, protocol, cleanup)
+        if len(sent) < len(pack):
+            detail += f", bounded to {len(sent) / 2**20:.1f} MiB of the pack"
         write_native(state.run_dir / NATIVE_FILES[protocol.value],
                      replace(ledger.events, **cleanup.ledger_fields()))
+        append_samples(state.run_dir / NATIVE_FILES[protocol.value].replace(
+            ".json", ".tcpinfo.jsonl"), samples)
         state.reporter.done(label, detail, ok=True)
         if cleanup.signalled:
             raise KeyboardInterrupt

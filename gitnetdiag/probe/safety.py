@@ -116,6 +116,12 @@ class RedactingReporter:
     def warn(self, message: str) -> None:
         self._inner.warn(redact_text(message, self._secrets))
 
+    def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
+        # Reporters written before live progress (tests, library users) lack it.
+        inner = getattr(self._inner, "moved", None)
+        if inner is not None:
+            inner(redact_text(label, self._secrets), moved_bytes, rate_bytes_per_s)
+
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:

@@ -51,6 +51,7 @@ from gitnetdiag.probe.sshauth import (
     load_ssh_config,
     verify_host_key,
 )
+from gitnetdiag.probe.tcpinfo import SocketSampler, TcpInfoSample
 from gitnetdiag.rundir.native import SshAdjustReceived, SshDataSent, SshNativeRecord
 
 __all__ = ["LedgerTransport", "SshPushLedger", "SshTarget", "ssh_push_probe"]
@@ -237,6 +238,7 @@ def ssh_push_probe(
     new_oid: str,
     probe_id: str,
     timeout_s: float = 120.0,
+    tcpinfo_sink: list[TcpInfoSample] | None = None,
     cleanup: BranchCleanup | None = None,
 ) -> SshPushLedger:
     """Push ``pack`` over SSH to a fresh probe branch, recording the channel window.
@@ -272,7 +274,9 @@ def ssh_push_probe(
         first_ns = time.monotonic_ns()
         view = memoryview(body)
         offset = 0
+        sampler = SocketSampler(conn.sock, tcpinfo_sink)
         while offset < len(body):
+            sampler.poll()
             count = channel.send(bytes(view[offset : offset + server_packet]))
             if count <= 0:
                 raise NetworkError("the SSH channel closed during the push", reference="ssh-send")

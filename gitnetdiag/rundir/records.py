@@ -209,7 +209,9 @@ class PushRecord:
     started_at: str
     """ISO 8601 UTC start time."""
     outcome: str
-    """``ok``, ``hung`` (killed at the timeout), ``failed``, ``interrupted`` (Ctrl-C or
+    """``ok``, ``bounded`` (stopped mid-pack at a stable rate or its time budget: rate from
+    the bytes moved, nothing created), ``stalled`` (no progress for the stall timeout),
+    ``hung`` (killed at the timeout), ``failed``, ``interrupted`` (Ctrl-C or
     SIGTERM), or ``no-data`` (git succeeded but sent far less than the planned pack: the
     server had the objects; no rate)."""
     failure_kind: str | None
@@ -221,7 +223,8 @@ class PushRecord:
     pack_bytes: int
     """Bytes of the pack pushed."""
     rate_bytes_per_s: float | None
-    """pack_bytes / wall_s for a push with outcome ``ok`` (never for ``no-data``)."""
+    """pack_bytes / wall_s for a push with outcome ``ok`` (never for ``no-data``); for
+    ``bounded`` the rate of the bytes moved (slow start excluded)."""
     http_version: str | None
     """Negotiated HTTP version of the receive-pack POST (``HTTP/2``, ``HTTP/1.1``)."""
     alpn: str | None
@@ -253,6 +256,16 @@ class PushRecord:
     """Objects git said it sent (``Total N``); None when the pack was not finished."""
     pack_written_bytes: int | None = None
     """Pack bytes git said it wrote (``Writing objects: ..., X MiB``, rounded by git)."""
+    moved_bytes: int | None = None
+    """Bytes the push moved as the monitor saw them (the kernel's ``bytes_acked`` of git's
+    sockets, else git's progress); None for runs without the monitor."""
+    measured_s: float | None = None
+    """Seconds from the first byte moved to the end (what a bounded rate is measured over)."""
+    last_progress: str | None = None
+    """git's last progress line (where a stalled push stopped)."""
+    stopped: str | None = None
+    """Why the monitor ended the push: ``stable`` (rate stable), ``budget`` (time budget
+    spent), ``stall`` (no progress); None when git ended by itself."""
 
 
 @dataclass(frozen=True, kw_only=True)

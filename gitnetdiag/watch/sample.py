@@ -188,7 +188,7 @@ def push_errors_of(manifest_protocols: Iterable[ProtocolRun],
     """
     kinds: dict[str, str] = {}
     for run in manifest_protocols:
-        failed = [p for p in run.pushes if p.outcome != "ok"]
+        failed = [p for p in run.pushes if p.outcome not in ("ok", "bounded")]
         if failed:
             kinds[run.protocol] = failed[0].failure_kind or failed[0].outcome
     for error in run_errors:

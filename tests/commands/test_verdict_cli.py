@@ -213,7 +213,10 @@ def test_probe_whose_push_hung_is_stalled_not_complete(
     assert proc.returncode == 5, proc.stderr
     (error,) = _errors(proc.stderr)
     assert error.startswith(f"error [push-stalled]: {url}: 1 of 1 push(es) made no progress "
-                            "within 3 s (hint: the stall is evidence")
+                            "within 3 s (")
+    # what the stalled push had seen comes with it (issue 13), then the hint
+    assert "bytes moved" in error and "git 2." in error
+    assert "(hint: the stall is evidence" in error
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["status"] == "stalled"
     assert [(e["reference"], e["kind"]) for e in manifest["errors"]] == [("push-stalled", "hung")]

@@ -172,3 +172,26 @@ def test_old_observations_without_requested_protocols_still_judge() -> None:
     del data["problems"]
     result = diagnose(Observations.from_dict(data))
     assert result.verdict == "healthy" and result.requested_protocols == ("h1", "h2", "ssh")
+
+
+def test_no_tcp_evidence_at_all_is_inconclusive_not_healthy() -> None:
+    """Issue 13: no capture and no TCP_INFO hide a window clamp or loss; a run where nothing
+    ranks then lacks evidence, it is not healthy."""
+    healthy = examples.healthy()
+    blind = replace(healthy, protocols={name: replace(p, capture=None, flight=None)
+                                        for name, p in healthy.protocols.items()})
+    result = diagnose(blind)
+    assert result.verdict == "inconclusive"
+    (failure,) = result.measurement_failures
+    assert failure.reference == "no-tcp-evidence" and "TCP_INFO" in failure.message
+    assert result.headline.startswith("Part of the evidence is missing (no-tcp-evidence")
+
+
+def test_tcp_info_alone_is_enough_tcp_evidence_for_healthy() -> None:
+    healthy = examples.healthy()
+    kernel_only = replace(healthy, protocols={
+        name: replace(p, capture=CaptureMetrics(source=f"TCP_INFO (ss -tin) {name} push 1",
+                                                rwnd_limited_share=0.0,
+                                                retransmission_rate=0.0), flight=None)
+        for name, p in healthy.protocols.items()})
+    assert diagnose(kernel_only).verdict == "healthy"

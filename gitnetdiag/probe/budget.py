@@ -1,0 +1,306 @@
+"""A git push watched while it runs: bounded in time, stopped early, stalls caught.
+
+Users on slow links cannot wait for a whole pack (minutes at 1 MB/s), and a
+hung push (libcurl's HTTP/2 upload stall) must not take the git timeout. So
+:func:`run_monitored_push` follows the bytes the push moves, from two
+sources: git's ``Writing objects: ..., X MiB`` progress (``--progress``) and
+the kernel's ``bytes_acked`` of git's sockets (``ss -tin``, written to
+``<stem>.tcpinfo.jsonl`` as evidence). It stops git
+
+    STABLE   three consecutive 1 s windows within 10% of each other: the rate is known
+    BUDGET   the time budget is spent (while bytes still move)
+    STALL    no byte moved for ``stall_timeout_s`` while the pack was unfinished
+
+by killing its process group *before the pack is finished*: receive-pack
+applies a ref only after the whole pack arrived, so nothing is created (the
+clean-up still verifies it). Once git printed ``Total`` (the whole pack handed
+over) it is left to finish, and the push is complete. :class:`RateMonitor` is
+the pure part.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+
+from gitnetdiag.errors import EnvironmentProblem
+from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, parse_pack_progress
+from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, append_samples, sample_ss
+from gitnetdiag.proc import kill_group
+from gitnetdiag.rundir import PushRecord, ToolVersions
+from gitnetdiag.safefile import replace_file
+
+DEFAULT_BUDGET_S = 10.0
+"""Time budget of one measured push (ndt7 measures a direction in 10 s)."""
+DEFAULT_STALL_TIMEOUT_S = 15.0
+"""No byte moved for this long ends a push as stalled."""
+STABLE_WINDOWS = 3
+STABLE_TOLERANCE = 0.10
+WINDOW_S = 1.0
+RECENT_PROGRESS_S = 2.0
+"""At the budget, bytes must have moved this recently for the rate to count."""
+
+
+class StopReason(StrEnum):
+    """Why the monitor ended a push before git did."""
+
+    STABLE = "stable"
+    """The rate was stable for :data:`STABLE_WINDOWS` windows."""
+    BUDGET = "budget"
+    """The time budget ran out."""
+    STALL = "stall"
+    """No progress for the stall timeout."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Progress:
+    """Bytes a push has moved so far."""
+
+    t_s: float
+    """Seconds since the push started."""
+    moved_bytes: int
+    """Bytes moved: the kernel's ``bytes_acked`` when known, else git's written bytes."""
+
+
+class RateMonitor:
+    """Decides from progress points when a push has said enough (pure, no clock)."""
+
+    def __init__(self, *, budget_s: float | None, stall_timeout_s: float | None) -> None:
+        self.budget_s = budget_s
+        self.stall_timeout_s = stall_timeout_s
+        self.points: list[Progress] = [Progress(t_s=0.0, moved_bytes=0)]
+        self.last_change_s = 0.0
+
+    def add(self, point: Progress) -> None:
+        if point.moved_bytes > self.points[-1].moved_bytes:
+            self.last_change_s = point.t_s
+            self.points.append(point)
+        elif point.t_s > self.points[-1].t_s:
+            self.points.append(Progress(t_s=point.t_s, moved_bytes=self.points[-1].moved_bytes))
+
+    def window_rates(self) -> list[float]:
+        """Bytes per second in consecutive whole windows since the first byte moved."""
+        start = self.first_data_s()
+        if start is None:
+            return []
+        rates = []
+        edge = start
+        while edge + WINDOW_S <= self.points[-1].t_s:
+            rates.append((self.moved_at(edge + WINDOW_S) - self.moved_at(edge)) / WINDOW_S)
+            edge += WINDOW_S
+        return rates
+
+    def first_data_s(self) -> float | None:
+        return next((p.t_s for p in self.points if p.moved_bytes > 0), None)
+
+    def moved_at(self, t_s: float) -> float:
+        """Bytes moved at ``t_s``, interpolated between the points around it (samples
+        come every 250-300 ms, too coarse for 1 s windows within 10%)."""
+        before = self.points[0]
+        for point in self.points:
+            if point.t_s >= t_s:
+                if point.t_s == before.t_s:
+                    return float(point.moved_bytes)
+                share = (t_s - before.t_s) / (point.t_s - before.t_s)
+                return before.moved_bytes + share * (point.moved_bytes - before.moved_bytes)
+            before = point
+        return float(before.moved_bytes)
+
+    def stop_reason(self, now_s: float, *, pack_finished: bool) -> StopReason | None:
+        if pack_finished:
+            return None
+        if self.stall_timeout_s is not None and now_s - self.last_change_s >= self.stall_timeout_s:
+            return StopReason.STALL
+        if self.budget_s is None:
+            return None
+        rates = self.window_rates()[1:]  # the first window is slow start
+        recent = rates[-STABLE_WINDOWS:]
+        if len(recent) == STABLE_WINDOWS and min(recent) > 0 and (
+                max(recent) - min(recent) <= STABLE_TOLERANCE * max(recent)):
+            return StopReason.STABLE
+        # A push that stopped moving when the budget ran out is not a measured rate: it
+        # gets the stall timeout to move again (or to be reported as stalled).
+        if now_s >= self.budget_s and now_s - self.last_change_s < RECENT_PROGRESS_S:
+            return StopReason.BUDGET
+        return None
+
+    def rate_bytes_per_s(self) -> float | None:
+        """The measured rate: from the first byte to the last point, slow start excluded
+        when more than one window was seen."""
+        start = self.first_data_s()
+        end = self.points[-1]
+        if start is None or end.t_s <= start:
+            return None
+        if end.t_s - start > 2 * WINDOW_S:
+            start += WINDOW_S
+        moved = end.moved_bytes - self.moved_at(start)
+        return moved / (end.t_s - start) if moved > 0 else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitoredPush:
+    """A push run under the monitor."""
+
+    run: GitRun
+    """The git run (``timed_out`` when the monitor or the timeout killed it)."""
+    stopped: StopReason | None
+    """Why the monitor stopped it; None when git ended by itself (or at the timeout)."""
+    moved_bytes: int
+    """Bytes moved when it ended."""
+    measured_s: float
+    """Seconds the rate was measured over (from the first byte moved)."""
+    rate_bytes_per_s: float | None
+    """Rate of the bytes moved (slow start excluded), None when nothing moved."""
+    last_progress: str
+    """git's last progress line."""
+    tcpinfo_samples: int
+    """TCP_INFO samples recorded."""
+
+
+ProgressCallback = Callable[[int, float | None], None]
+"""Told the bytes moved and the rate so far, about every sample (live progress)."""
+
+
+def run_monitored_push(
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout_s: float,
+    budget_s: float | None, stall_timeout_s: float | None, port: int,
+    stderr_path: Path, tcpinfo_path: Path | None,
+    on_progress: ProgressCallback | None = None,
+) -> MonitoredPush:
+    """Run ``git push --progress`` under a :class:`RateMonitor`; see the module doc.
+
+    ``budget_s`` None: a complete push (still stopped on a stall). A
+    KeyboardInterrupt kills the group and raises :class:`GitInterrupted`.
+    """
+    started = time.monotonic()
+    try:
+        proc = subprocess.Popen(
+            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
+        )
+    except FileNotFoundError as exc:
+        raise EnvironmentProblem(
+            "the program 'git' is not installed", hint="install the Debian package 'git'",
+            reference="missing-program",
+        ) from exc
+    out, err = bytearray(), bytearray()
+    readers = [threading.Thread(target=_drain, args=(stream, sink), daemon=True)
+               for stream, sink in ((proc.stdout, out), (proc.stderr, err))]
+    for reader in readers:
+        reader.start()
+    monitor = RateMonitor(budget_s=budget_s, stall_timeout_s=stall_timeout_s)
+    stopped: StopReason | None = None
+    timed_out = False
+    samples = 0
+    acked_base: dict[str, float] = {}
+    try:
+        while proc.poll() is None:
+            time.sleep(SAMPLE_INTERVAL_S)
+            now = time.monotonic() - started
+            stderr = err.decode(errors="replace")
+            progress = parse_pack_progress(stderr)
+            found = sample_ss(port, proc.pid, now)
+            if tcpinfo_path is not None:
+                append_samples(tcpinfo_path, found)
+            samples += len(found)
+            acked = 0.0
+            for sample in found:
+                value = sample.counters.get("bytes_acked", 0.0)
+                acked_base.setdefault(sample.local, value)
+                acked += value - acked_base[sample.local]
+            # One source per push: git's count runs ahead of the kernel's by its buffers.
+            moved = int(acked) if samples else progress.written_bytes or 0
+            monitor.add(Progress(t_s=now, moved_bytes=moved))
+            if on_progress is not None:
+                on_progress(monitor.points[-1].moved_bytes, monitor.rate_bytes_per_s())
+            stopped = monitor.stop_reason(now, pack_finished=progress.pack_finished)
+            if stopped is None and now >= timeout_s:
+                timed_out = True
+            if stopped is not None or timed_out:
+                kill_group(proc)
+                break
+    except KeyboardInterrupt as exc:
+        kill_group(proc)
+        run = _finish(proc, argv, started, False, readers, out, err, stderr_path)
+        raise GitInterrupted(run) from exc
+    except BaseException:
+        kill_group(proc)
+        raise
+    run = _finish(proc, argv, started, timed_out or stopped is not None, readers, out, err,
+                  stderr_path)
+    first = monitor.first_data_s()
+    last = monitor.points[-1]
+    return MonitoredPush(
+        run=run, stopped=stopped, moved_bytes=last.moved_bytes,
+        measured_s=last.t_s - first if first is not None else 0.0,
+        rate_bytes_per_s=monitor.rate_bytes_per_s(),
+        last_progress=_last_progress_line(run.stderr), tcpinfo_samples=samples,
+    )
+
+
+def _drain(stream: object, sink: bytearray) -> None:
+    fd = stream.fileno()  # type: ignore[attr-defined]
+    while chunk := os.read(fd, 65536):
+        sink.extend(chunk)
+
+
+def _finish(proc: subprocess.Popen[bytes], argv: Sequence[str], started: float, killed: bool,
+            readers: list[threading.Thread], out: bytearray, err: bytearray,
+            stderr_path: Path) -> GitRun:
+    proc.wait()
+    for reader in readers:
+        reader.join(timeout=5)
+    stderr = err.decode(errors="replace")
+    replace_file(stderr_path, stderr.encode())
+    return GitRun(argv=tuple(argv), exit_code=None if killed else proc.returncode,
+                  wall_s=time.monotonic() - started, timed_out=killed, stderr=stderr,
+                  stdout=out.decode(errors="replace"))
+
+
+def _last_progress_line(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.replace("\r", "\n").splitlines() if line.strip()]
+    progress = [line for line in lines if "objects:" in line]
+    return progress[-1] if progress else (lines[-1] if lines else "")
+
+
+NATIVE_BUDGET_S = 1.5
+"""Seconds of upload a native probe needs: 30 round trips of window updates at 50 ms RTT
+(7 at 200 ms), enough to show the window and credit pattern; the SETTINGS and the
+initial channel window come before any data."""
+NATIVE_MIN_BYTES = 1024 * 1024
+
+
+def native_pack_bytes(pack_bytes: int, git_rates_bytes_per_s: Sequence[float],
+                      budget_s: float | None) -> int:
+    """How much of the pack a native probe sends (pure): about :data:`NATIVE_BUDGET_S` at
+    the rate git measured over the same protocol, the whole pack for complete runs.
+
+    A cut pack fails the server's unpack, so receive-pack never applies the ref: the
+    ledger gets its steady state and nothing is created.
+    """
+    if budget_s is None:
+        return pack_bytes
+    rate = max(git_rates_bytes_per_s, default=0.0)
+    wanted = max(NATIVE_MIN_BYTES, int(rate * min(budget_s, NATIVE_BUDGET_S)))
+    return min(pack_bytes, wanted)
+
+
+def stall_detail(push: PushRecord, env: ToolVersions | None) -> str:
+    """What a stalled push had seen, for its error: bytes moved, git's last line, versions."""
+    parts = []
+    if push.moved_bytes is not None:
+        parts.append(f"{push.moved_bytes} bytes moved")
+    if push.last_progress or push.last_line:
+        parts.append(f"last: {push.last_progress or push.last_line!r}")
+    if env is not None:
+        parts.append(", ".join(f"{name} {version}" for name, version in
+                               (("git", env.git), ("libcurl", env.libcurl),
+                                ("nghttp2", env.nghttp2)) if version))
+    kept = [part for part in parts if part]
+    return f" ({'; '.join(kept)})" if kept else ""

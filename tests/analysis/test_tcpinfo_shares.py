@@ -1,0 +1,52 @@
+"""TCP_INFO samples -> the limit shares a capture would give."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gitnetdiag.analysis.tcpinfo import summarize_samples
+
+
+def _sample(t_s: float, local: str, **counters: float) -> dict[str, Any]:
+    return {"t_s": t_s, "local": local, "peer": "10.0.0.2:443", "source": "ss -tin",
+            "counters": counters}
+
+
+def test_the_upload_socket_gives_shares_of_its_busy_time() -> None:
+    samples = [
+        _sample(0.0, "a:1", bytes_acked=100, bytes_sent=100, bytes_retrans=0,
+                busy_time_us=10_000, rwnd_limited_us=0, sndbuf_limited_us=0, total_retrans=0),
+        _sample(0.0, "a:2", bytes_acked=50, bytes_sent=50),
+        _sample(2.0, "a:2", bytes_acked=60, bytes_sent=60),
+        _sample(1.0, "a:1", bytes_acked=500_000, bytes_sent=520_000, bytes_retrans=10_000,
+                busy_time_us=1_010_000, rwnd_limited_us=800_000, sndbuf_limited_us=100_000,
+                total_retrans=7, rtt_us=50_000, min_rtt_us=49_000, snd_wnd_bytes=65_536,
+                unacked=40, snd_mss=1448, delivery_rate_bps=1_300_000),
+        _sample(2.0, "a:1", bytes_acked=1_000_100, bytes_sent=1_040_100, bytes_retrans=20_000,
+                busy_time_us=2_010_000, rwnd_limited_us=1_600_000, sndbuf_limited_us=200_000,
+                total_retrans=14, rtt_us=52_000, min_rtt_us=49_000, snd_wnd_bytes=65_536,
+                unacked=44, snd_mss=1448, delivery_rate_bps=1_300_000),
+    ]
+    s = summarize_samples(samples)
+    assert s is not None and s.samples == 3 and s.acked_bytes == 1_000_000
+    assert s.rwnd_limited_share == pytest.approx(0.8)
+    assert s.sndbuf_limited_share == pytest.approx(0.1)
+    assert s.retransmission_rate == pytest.approx(20_000 / 1_040_000)
+    assert s.retransmitted_segments == 14
+    assert s.min_rtt_s == pytest.approx(0.049) and s.median_rtt_s == pytest.approx(0.051)
+    assert s.peer_window_max_bytes == 65_536
+    assert s.in_flight_median_bytes == 42 * 1448
+
+
+def test_no_bytes_moved_is_no_summary() -> None:
+    assert summarize_samples([]) is None
+    assert summarize_samples([_sample(0.0, "a:1", bytes_acked=5),
+                              _sample(1.0, "a:1", bytes_acked=5)]) is None
+
+
+def test_a_kernel_without_busy_time_gives_unknown_shares_not_zero() -> None:
+    s = summarize_samples([_sample(0.0, "a:1", bytes_acked=0),
+                           _sample(1.0, "a:1", bytes_acked=1000)])
+    assert s is not None and s.rwnd_limited_share is None and s.retransmission_rate is None

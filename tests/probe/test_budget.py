@@ -1,0 +1,93 @@
+"""The rate monitor: when a watched push has said enough (pure)."""
+
+from __future__ import annotations
+
+import pytest
+
+from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason, native_pack_bytes
+
+
+def _feed(monitor: RateMonitor, rate_of: dict[float, float], until_s: float,
+          step_s: float = 0.25) -> StopReason | None:
+    """Feed points every ``step_s``: bytes/s by start time of the segment."""
+    moved, t = 0.0, 0.0
+    while t < until_s:
+        t += step_s
+        rate = next(r for start, r in sorted(rate_of.items(), reverse=True) if t > start)
+        moved += rate * step_s
+        monitor.add(Progress(t_s=t, moved_bytes=int(moved)))
+        reason = monitor.stop_reason(t, pack_finished=False)
+        if reason is not None:
+            return reason
+    return None
+
+
+def test_a_steady_rate_stops_after_three_windows_past_slow_start() -> None:
+    """Slow start, then 1 MB/s: stable after the first window plus three more."""
+    monitor = RateMonitor(budget_s=10, stall_timeout_s=15)
+    reason = _feed(monitor, {0.0: 200_000, 1.0: 1_000_000}, until_s=20)
+    assert reason is StopReason.STABLE
+    assert monitor.points[-1].t_s <= 5.0
+    rate = monitor.rate_bytes_per_s()
+    assert rate is not None and rate == pytest.approx(1_000_000, rel=0.1)
+
+
+def test_a_rate_that_keeps_changing_runs_to_the_budget() -> None:
+    monitor = RateMonitor(budget_s=6, stall_timeout_s=15)
+    rates = {float(t): 1_000_000 * (1 + (t % 2)) for t in range(0, 20)}
+    assert _feed(monitor, rates, until_s=20) is StopReason.BUDGET
+    assert monitor.points[-1].t_s == pytest.approx(6.0)
+
+
+def test_no_progress_for_the_stall_timeout_is_a_stall_even_without_a_budget() -> None:
+    """Bytes move, then stop (the HTTP/2 upload hang): stalled 15 s after the last byte."""
+    monitor = RateMonitor(budget_s=None, stall_timeout_s=15)
+    assert _feed(monitor, {0.0: 500_000, 2.0: 0.0}, until_s=60) is StopReason.STALL
+    assert monitor.points[-1].t_s == pytest.approx(17.0)
+
+
+def test_a_finished_pack_is_never_cut() -> None:
+    """Once git handed over the whole pack the server may apply it: let git finish."""
+    monitor = RateMonitor(budget_s=1, stall_timeout_s=1)
+    monitor.add(Progress(t_s=30.0, moved_bytes=0))
+    assert monitor.stop_reason(30.0, pack_finished=True) is None
+    assert monitor.stop_reason(30.0, pack_finished=False) is StopReason.STALL
+
+
+def test_nothing_moved_gives_no_rate() -> None:
+    monitor = RateMonitor(budget_s=10, stall_timeout_s=None)
+    monitor.add(Progress(t_s=3.0, moved_bytes=0))
+    assert monitor.rate_bytes_per_s() is None
+    assert monitor.stop_reason(3.0, pack_finished=False) is None
+
+
+def test_a_push_stopped_dead_at_the_budget_waits_for_the_stall_timeout() -> None:
+    """Nothing moves after 1 s (a path-MTU black hole): not a rate at the 10 s budget, but a
+    stall at 16 s."""
+    monitor = RateMonitor(budget_s=10, stall_timeout_s=15)
+    assert _feed(monitor, {0.0: 500, 1.0: 0.0}, until_s=60) is StopReason.STALL
+    assert monitor.points[-1].t_s == pytest.approx(16.0)
+
+
+def test_native_probes_send_a_second_and_a_half_of_the_pack_at_gits_rate() -> None:
+    mib = 1024 * 1024
+    assert native_pack_bytes(24 * mib, [1.3e6], budget_s=10) == int(1.3e6 * 1.5)
+    assert native_pack_bytes(24 * mib, [], budget_s=10) == mib  # stalled: a first MiB
+    assert native_pack_bytes(24 * mib, [50e6], budget_s=10) == 24 * mib
+    assert native_pack_bytes(24 * mib, [1.3e6], budget_s=None) == 24 * mib  # --complete
+
+
+def test_the_probe_command_shows_bytes_and_rate_while_a_push_runs() -> None:
+    from rich.console import Console
+    from rich.progress import Progress as RichProgress
+
+    from gitnetdiag.commands.probe import RichReporter
+
+    console = Console(record=True, width=100)
+    progress = RichProgress(console=console)
+    reporter = RichReporter(progress, console)
+    reporter.begin("push h2 #1")
+    reporter.moved("push h2 #1", 5 * 2**20, 1.25 * 2**20)
+    [task] = progress.tasks
+    assert task.description == "push h2 #1: 5.0 MiB, 1.25 MiB/s"
+    reporter.moved("push h1 #1", 1, None)  # not begun: ignored
