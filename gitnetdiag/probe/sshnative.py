@@ -1,4 +1,4 @@
-"""Native SSH push probe (paramiko): the SSH channel-window ledger of a push.
+"""Native SSH push probe (paramiko): records the SSH channel-window events of a push.
 
     connect, verify the host key against known_hosts, key exchange (timed),
     public-key auth, open a session channel: the server's window and maximum
