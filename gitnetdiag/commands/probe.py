@@ -28,13 +28,15 @@ from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.pipeline import HOST_REPORT_FILE, summarize_run
 from gitnetdiag.pipeline_host import load_host_report
+from gitnetdiag.pipeline_probe import NativeProgress, sweep_records, sweep_rows
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
-from gitnetdiag.rundir import bad_run_dir, from_jsonable, to_jsonable
+from gitnetdiag.rundir import to_jsonable
+from gitnetdiag.safefile import write_new_file
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -311,7 +313,8 @@ def probe_command(
         if lab_state is not None and not _lab_host_report(lab_state, before, None, console):
             lab_state = None
         with progress:
-            outcome = run_probe(options, RichReporter(progress, console))
+            outcome = run_probe(options, RichReporter(progress, console),
+                                native_summary=NativeProgress())
         if lab_state is not None:
             _lab_host_report(lab_state, outcome.run_dir / HOST_REPORT_FILE, before, console)
     # With --diagnose the report is the product on stdout; the summary goes to stderr.
@@ -319,12 +322,12 @@ def probe_command(
     summary_console.file.write(render_probe_summary(
         outcome.manifest, summaries=summarize_run(outcome.manifest),
         width=summary_console.width, color=summary_console.is_terminal))
-    sweep = outcome.run_dir / SWEEP_ARTIFACT
-    if sweep.is_file():
-        from gitnetdiag.rundir.records import SweepRow
-
-        rows = from_jsonable(tuple[SweepRow, ...], json.loads(sweep.read_text()),
-                             where=sweep.name, error=bad_run_dir)
+    # The sweep's rows are derived from its raw variant files, and kept next to them.
+    records = sweep_records(outcome.run_dir)
+    if records:
+        rows = sweep_rows(records)
+        write_new_file(outcome.run_dir / SWEEP_ARTIFACT,
+                       (json.dumps(to_jsonable(rows), indent=1) + "\n").encode())
         summary_console.print("HTTP/2 sweep: the upload rate follows the server's window, "
                               "not the client's settings", markup=False)
         summary_console.print(render_sweep(rows), markup=False, highlight=False)
