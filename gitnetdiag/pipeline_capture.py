@@ -1,0 +1,187 @@
+"""A bare capture (no run directory) -> Observations -> Diagnosis.
+
+A support engineer often holds only a pcap from the customer's laptop or
+server. This finds the git transfers in it (ports 443/22/9418, and on any
+port by content: a TLS ClientHello with its ALPN and SNI, the ``SSH-2.0-``
+banner, a ``git://`` request), takes the upload direction (client -> server:
+the side that sent the SYN, else the side away from the well-known port, so a
+server-side capture works the same) and fills one :class:`ProtocolObservation`
+per transport found. There is no A/B reference, no trace2 and no host; the
+culprits' capture-only rules use what remains and say what could not be seen.
+Nothing git-like in the capture is a named ``capture`` problem, never healthy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
+from gitnetdiag.analysis.tcp import ConnectionAnalysis
+from gitnetdiag.capture.sniff import Sniffed, sniff_connections
+from gitnetdiag.diagnosis import observations as obs
+from gitnetdiag.diagnosis.engine import diagnose
+from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.pipeline import capture_metrics, flight_series
+
+WELL_KNOWN = {443: "h2", 22: "ssh", 9418: "git"}
+"""Ports that name a git transport when the payload is not captured (443: HTTP/2 or
+HTTP/1.1 over TLS, taken as HTTPS with HTTP/2 possible)."""
+
+MIN_UPLOAD_BYTES = 4096
+"""A connection that uploads less is no push (ls-remote, a failed attempt)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transfer:
+    """One git transfer found in the capture."""
+
+    protocol: obs.ProtocolName
+    conn: ConnectionAnalysis
+    server_port: int
+    why: str
+    """How it was recognised (content or port), for the evidence."""
+    upload_bytes: int
+
+
+def _classify(conn: ConnectionAnalysis, sniffed: dict[tuple[int, int], Sniffed]
+              ) -> tuple[obs.ProtocolName, int, str] | None:
+    """The transport and the server port of one connection, or None when not git-like."""
+    c = conn.connection
+    s = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
+    server = c.b_port
+    if s is not None and s.client_port is not None:
+        server = c.b_port if s.client_port == c.a_port else c.a_port
+    elif not c.syn_seen and c.a_port in WELL_KNOWN and c.b_port not in WELL_KNOWN:
+        server = c.a_port
+    if s is not None and s.git_service:
+        return "git", server, f"git:// request {s.git_service}"
+    if s is not None and s.ssh_banner:
+        if c.a_port == 22 or c.b_port == 22:
+            server = 22
+        return "ssh", server, f"SSH banner {s.ssh_banner!r}"
+    if s is not None and s.tls:
+        sni = f", SNI {s.sni}" if s.sni else ""
+        if s.alpn:
+            proto: obs.ProtocolName = "h2" if "h2" in s.alpn else "h1"
+            return proto, server, f"TLS ClientHello, ALPN {','.join(s.alpn)}{sni}"
+        return "h2", server, f"TLS ClientHello (ALPN not captured{sni})"
+    for port in (c.b_port, c.a_port):
+        if port in WELL_KNOWN:
+            return WELL_KNOWN[port], port, f"port {port}"
+    return None
+
+
+def _directed(conn: ConnectionAnalysis, server_port: int) -> ConnectionAnalysis:
+    """The connection with ``a`` the client: swapped when the capture began after the SYN
+    and the server spoke first."""
+    c = conn.connection
+    if c.b_port == server_port or c.a_port != server_port:
+        return conn
+    from dataclasses import replace
+
+    return replace(conn, a_to_b=conn.b_to_a, b_to_a=conn.a_to_b,
+                   connection=replace(c, a_addr=c.b_addr, a_port=c.b_port,
+                                      b_addr=c.a_addr, b_port=c.a_port))
+
+
+def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sniffed]
+                   ) -> list[Transfer]:
+    """Every git-like connection, client first, largest upload first."""
+    found = []
+    for conn in analysis.connections:
+        kind = _classify(conn, sniffed)
+        if kind is None:
+            continue
+        proto, server, why = kind
+        directed = _directed(conn, server)
+        found.append(Transfer(protocol=proto, conn=directed, server_port=server, why=why,
+                              upload_bytes=directed.a_to_b.payload_bytes))
+    return sorted(found, key=lambda t: -t.upload_bytes)
+
+
+def _answered(conn: ConnectionAnalysis) -> bool:
+    """Whether the server sent data after the client's last data (the push's status)."""
+    up, down = conn.a_to_b, conn.b_to_a
+    return (up.last_data_ts_ns is not None and down.last_data_ts_ns is not None
+            and down.last_data_ts_ns > up.last_data_ts_ns)
+
+
+def _push(t: Transfer) -> obs.PushResult:
+    """The transfer as a push. An RST after the server answered is a teardown (curl
+    and proxies close that way); one before it cut the push short."""
+    conn = t.conn
+    seconds = max(0.0, (conn.last_ts_ns - conn.first_ts_ns) / 1e9)
+    up, down = conn.a_to_b, conn.b_to_a
+    if (down.resets_sent or up.resets_sent) and not _answered(conn):
+        who = "the server side" if down.resets_sent else "the client"
+        return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes, ok=False,
+                              error_kind="reset",
+                              error_message=f"connection reset by {who} before the server "
+                              "answered (capture)")
+    return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes)
+
+
+def _server_wait_s(conn: ConnectionAnalysis) -> float | None:
+    """Server think time: after the client's last data until the server's last data."""
+    up, down = conn.a_to_b, conn.b_to_a
+    if up.last_data_ts_ns is None or down.last_data_ts_ns is None:
+        return None
+    gap = (down.last_data_ts_ns - up.last_data_ts_ns) / 1e9
+    return gap if gap > 0 else None
+
+
+def observations_from_capture(path: Path) -> tuple[obs.Observations, list[str]]:
+    """The engine's input from a bare capture file; with the analysis warnings."""
+    analysis = analyze_capture(path)
+    warnings = list(analysis.warnings)
+    try:
+        sniffed = sniff_connections(path)
+    except GitnetdiagError as exc:  # the reader already said what is wrong with the file
+        warnings.append(f"payload not inspected: {exc.message}")
+        sniffed = {}
+    transfers = find_transfers(analysis, sniffed)
+    protocols: dict[str, obs.ProtocolObservation] = {}
+    problems: list[obs.RunProblem] = []
+    seen: list[str] = []
+    for proto in obs.PROTOCOL_ORDER:
+        mine = [t for t in transfers if t.protocol == proto]
+        pushes = [t for t in mine if t.upload_bytes >= MIN_UPLOAD_BYTES]
+        chosen = pushes[0] if pushes else (mine[0] if mine else None)
+        if chosen is None:
+            continue
+        direction = "" if chosen.conn.connection.syn_seen else ", SYN not captured"
+        label = f"{proto} ({chosen.why}{direction})"
+        seen.append(f"{obs.PROTOCOL_LABELS[proto]} by {chosen.why}")
+        metrics = capture_metrics(chosen.conn, label)
+        wait = _server_wait_s(chosen.conn)
+        protocols[proto] = obs.ProtocolObservation(
+            pushes=tuple(_push(t) for t in (pushes or [chosen])),
+            trace2=obs.Trace2Phases(server_wait_s=wait) if wait is not None else None,
+            capture=metrics,
+            flight=flight_series(chosen.conn),
+        )
+    if not protocols:
+        problems.append(obs.RunProblem(
+            stage="capture", reference="no-git-transfer",
+            message=f"{path.name}: no git transfer found among {len(analysis.connections)} TCP "
+            "connection(s) (none on ports 443/22/9418, no TLS ClientHello, SSH banner or "
+            "git:// request in the payload)",
+            hint="capture the push itself (tcpdump -i any -s 128 -w push.pcap 'port 443 or "
+            "port 22'), or give the server's port with a run directory"))
+    kinds = ", ".join(seen) or "nothing git-like"
+    run = obs.RunInfo(
+        requested_protocols=tuple(protocols),
+        target_url=str(path.name),
+        measured_by=(f"bare capture {path.name}: {len(analysis.connections)} TCP "
+                     f"connection(s), {kinds}; no A/B reference between transports, no "
+                     "trace2 phases, no server view (confidence lowered accordingly)"),
+    )
+    return obs.Observations(run=run, protocols=protocols, problems=tuple(problems)), warnings
+
+
+def diagnose_capture(path: Path) -> tuple[Diagnosis, list[str]]:
+    """Diagnose a bare capture; with the analysis warnings."""
+    observations, warnings = observations_from_capture(path)
+    return diagnose(observations), warnings
