@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitnetdiag.analysis import h2ledger
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis
 from gitnetdiag.capture.sniff import Sniffed, sniff_connections
@@ -132,8 +133,29 @@ def _server_wait_s(conn: ConnectionAnalysis) -> float | None:
     return gap if gap > 0 else None
 
 
-def observations_from_capture(path: Path) -> tuple[obs.Observations, list[str]]:
-    """The engine's input from a bare capture file; with the analysis warnings."""
+def ledger_observation(ledger: h2ledger.H2Ledger) -> obs.H2Ledger:
+    """The engine's HTTP/2 ledger from a decrypted capture's (tshark) ledger."""
+    stream = max(ledger.uploads, key=lambda u: u.ledger.stalled_s).ledger if ledger.uploads \
+        else None
+    return obs.H2Ledger(
+        source=f"capture {ledger.client} -> {ledger.server} frames "
+        f"{ledger.first_frame}-{ledger.last_frame} (decrypted)",
+        server_initial_window_bytes=ledger.server_initial_window_bytes,
+        connection_window_bytes=ledger.connection.peak_credit_bytes,
+        max_frame_size_bytes=ledger.server_max_frame_bytes,
+        stream_zero_credit_s=stream.stalled_s if stream is not None else None,
+        connection_zero_credit_s=ledger.connection.stalled_s,
+        window_updates=ledger.window_updates_from_server,
+    )
+
+
+def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
+                              ) -> tuple[obs.Observations, list[str]]:
+    """The engine's input from a bare capture file; with the analysis warnings.
+
+    ``h2_ledgers`` are the decrypted HTTP/2 ledgers (``--keylog`` or secrets in the
+    pcapng), read by the command through :mod:`gitnetdiag.tools.tshark`.
+    """
     analysis = analyze_capture(path)
     warnings = list(analysis.warnings)
     try:
@@ -156,10 +178,14 @@ def observations_from_capture(path: Path) -> tuple[obs.Observations, list[str]]:
         seen.append(f"{obs.PROTOCOL_LABELS[proto]} by {chosen.why}")
         metrics = capture_metrics(chosen.conn, label)
         wait = _server_wait_s(chosen.conn)
+        ledger = None
+        if proto == "h2" and h2_ledgers:
+            ledger = ledger_observation(max(h2_ledgers, key=lambda g: g.data_bytes_to_server))
         protocols[proto] = obs.ProtocolObservation(
             pushes=tuple(_push(t) for t in (pushes or [chosen])),
             trace2=obs.Trace2Phases(server_wait_s=wait) if wait is not None else None,
             capture=metrics,
+            h2_ledger=ledger,
             flight=flight_series(chosen.conn),
         )
     if not protocols:
@@ -170,6 +196,12 @@ def observations_from_capture(path: Path) -> tuple[obs.Observations, list[str]]:
             "git:// request in the payload)",
             hint="capture the push itself (tcpdump -i any -s 128 -w push.pcap 'port 443 or "
             "port 22'), or give the server's port with a run directory"))
+    elif all(t.upload_bytes < MIN_UPLOAD_BYTES for t in transfers):
+        problems.append(obs.RunProblem(
+            stage="capture", reference="no-upload",
+            message=f"{path.name}: git-like connections found, but none uploaded "
+            f"{MIN_UPLOAD_BYTES} B or more: no push to measure",
+            hint="capture during the slow push itself"))
     kinds = ", ".join(seen) or "nothing git-like"
     run = obs.RunInfo(
         requested_protocols=tuple(protocols),
@@ -181,7 +213,8 @@ def observations_from_capture(path: Path) -> tuple[obs.Observations, list[str]]:
     return obs.Observations(run=run, protocols=protocols, problems=tuple(problems)), warnings
 
 
-def diagnose_capture(path: Path) -> tuple[Diagnosis, list[str]]:
+def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
+                     ) -> tuple[Diagnosis, list[str]]:
     """Diagnose a bare capture; with the analysis warnings."""
-    observations, warnings = observations_from_capture(path)
+    observations, warnings = observations_from_capture(path, h2_ledgers=h2_ledgers)
     return diagnose(observations), warnings
