@@ -1,0 +1,88 @@
+"""Issue 16: the recorded lab captures diagnosed as bare files (no run directory)."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from gitnetdiag.cli import app
+from gitnetdiag.pipeline_capture import diagnose_capture, observations_from_capture
+
+ROOT = Path(__file__).resolve().parents[2] / "captures"
+
+CASES = [
+    ("h2-small-window/h2-1.pcap", "h2-flow-control-window"),
+    ("tcp-rmem-clamp/h1-1.pcap", "tcp-receive-window-clamp"),
+    ("tcp-rmem-clamp/h2-1.pcap", "tcp-receive-window-clamp"),
+    ("loss/h1-1.pcap", "packet-loss"),
+    ("loss/h2-1.pcap", "packet-loss"),
+    ("loss/ssh-1.pcap", "packet-loss"),
+    ("firewall-reset/ssh-1.pcap", "firewall-reset"),
+]
+
+
+@pytest.mark.parametrize(("capture", "culprit"), CASES)
+def test_first_culprit_of_a_bare_capture(capture: str, culprit: str) -> None:
+    diagnosis, _ = diagnose_capture(ROOT / capture)
+    assert diagnosis.verdict == "degraded"
+    assert diagnosis.findings[0].id == culprit
+
+
+@pytest.mark.parametrize("capture", ["healthy/h1-1.pcap", "healthy/h2-1.pcap",
+                                     "healthy/ssh-1.pcap"])
+def test_healthy_captures_stay_healthy(capture: str) -> None:
+    diagnosis, _ = diagnose_capture(ROOT / capture)
+    assert diagnosis.verdict == "healthy"
+
+
+def _from_first_server_packet(src: Path, dst: Path, server_port: int) -> None:
+    """A capture started mid-push, as on a server that began tcpdump late: every
+    record before the server's first data segment dropped (no SYN, the server first)."""
+    data = src.read_bytes()
+    out, off, started = bytearray(data[:24]), 24, False
+    linktype = struct.unpack_from("<I", data, 20)[0]
+    l2 = {1: 14, 113: 16, 276: 20}[linktype]
+    while off + 16 <= len(data):
+        caplen = struct.unpack_from("<I", data, off + 8)[0]
+        frame = data[off + 16: off + 16 + caplen]
+        ihl = (frame[l2] & 0x0F) * 4
+        sport = struct.unpack_from(">H", frame, l2 + ihl)[0]
+        total = struct.unpack_from(">H", frame, l2 + 2)[0]
+        doff = (frame[l2 + ihl + 12] >> 4) * 4
+        if not started and sport == server_port and total - ihl - doff > 0:
+            started = True
+        if started:
+            out += data[off: off + 16 + caplen]
+        off += 16 + caplen
+    dst.write_bytes(bytes(out))
+
+
+def test_capture_begun_after_the_syn_takes_the_inbound_direction(tmp_path: Path) -> None:
+    """The server spoke first in the file: the upload is still client -> server."""
+    cut = tmp_path / "server-late.pcap"
+    _from_first_server_packet(ROOT / "loss/ssh-1.pcap", cut, 22)
+    observations, _ = observations_from_capture(cut)
+    ssh = observations.protocols["ssh"]
+    assert ssh.capture is not None and ssh.capture.source.endswith("->22")
+    assert ssh.pushes[0].bytes > 3_000_000  # the upload, not the server's replies
+
+
+def test_nothing_git_like_is_never_healthy(tmp_path: Path) -> None:
+    empty = tmp_path / "empty.pcap"
+    empty.write_bytes(struct.pack("<IHHiIII", 0xA1B2C3D4, 2, 4, 0, 0, 65535, 1))
+    diagnosis, _ = diagnose_capture(empty)
+    assert diagnosis.verdict != "healthy"
+    result = CliRunner().invoke(app, ["analyze", str(empty), "--diagnose"])
+    assert result.exit_code != 0
+
+
+def test_cli_analyze_file_diagnose() -> None:
+    result = CliRunner().invoke(app, ["analyze", str(ROOT / "h2-small-window/h2-1.pcap"),
+                                      "--diagnose"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0] == "verdict: DEGRADED"
+    assert lines[1].startswith("h2-flow-control-window costs an estimated")
