@@ -13,8 +13,10 @@ Nothing git-like in the capture is a named ``capture`` problem, never healthy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
+
+import numpy as np
 
 from gitnetdiag.analysis import h2ledger
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
@@ -80,8 +82,6 @@ def _directed(conn: ConnectionAnalysis, server_port: int) -> ConnectionAnalysis:
     c = conn.connection
     if c.b_port == server_port or c.a_port != server_port:
         return conn
-    from dataclasses import replace
-
     return replace(conn, a_to_b=conn.b_to_a, b_to_a=conn.a_to_b,
                    connection=replace(c, a_addr=c.b_addr, a_port=c.b_port,
                                       b_addr=c.a_addr, b_port=c.a_port))
@@ -149,6 +149,54 @@ def ledger_observation(ledger: h2ledger.H2Ledger) -> obs.H2Ledger:
     )
 
 
+RECEIVER_RTT_RATIO = 0.2
+"""Data-to-ACK samples below this share of the handshake RTT: the capture was taken at
+the receiver (the server of a push), where an ACK leaves right after the data arrives."""
+
+
+def receiver_side(metrics: obs.CaptureMetrics) -> bool:
+    """Whether the capture point was next to the receiver of the upload (server side)."""
+    hs, med = metrics.handshake_rtt_s, metrics.median_rtt_s
+    return bool(hs and med is not None and med < RECEIVER_RTT_RATIO * hs)
+
+
+def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.CaptureMetrics:
+    """The TCP picture of a capture taken at the receiver: what the sender had in flight is
+    not visible there, so it is estimated per bin as the arrival rate x the handshake RTT
+    (the SYN-ACK -> ACK leg, measured at the server, is the whole round trip), and the
+    limit of each bin follows from that estimate against the advertised window."""
+    rtt = metrics.handshake_rtt_s
+    series = conn.series
+    if not rtt or not series.sent_bytes or not series.min_window_bytes:
+        return metrics
+    sent = np.asarray(series.sent_bytes[0], dtype=np.float64)
+    window = np.asarray(series.min_window_bytes[1], dtype=np.float64)
+    if not sent.size or sent.size != window.size:
+        return metrics
+    known = window >= 0
+    if not known.any():
+        return metrics
+    idx = np.where(known, np.arange(window.size), 0)
+    np.maximum.accumulate(idx, out=idx)
+    window = np.where(known[idx], window[idx], window[int(np.argmax(known))])
+    active = sent > 0
+    if not active.any():
+        return metrics
+    flight = sent[active] / series.bin_s * min(rtt, series.bin_s)
+    win = window[active]
+    rwnd = float(np.mean(flight >= 0.8 * win))
+    self_limited = float(np.mean(flight < 0.5 * win))
+    return replace(
+        metrics,
+        source=metrics.source + " (server side: in flight = arrival rate x handshake RTT)",
+        min_rtt_s=rtt, median_rtt_s=rtt,
+        bytes_in_flight_median=int(np.median(flight)),
+        bytes_in_flight_p95=int(np.percentile(flight, 95)),
+        rwnd_limited_share=rwnd, self_limited_share=self_limited,
+        network_limited_share=max(0.0, 1.0 - rwnd - self_limited),
+    )
+
+
 def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
                               ) -> tuple[obs.Observations, list[str]]:
     """The engine's input from a bare capture file; with the analysis warnings.
@@ -177,6 +225,9 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
         label = f"{proto} ({chosen.why}{direction})"
         seen.append(f"{obs.PROTOCOL_LABELS[proto]} by {chosen.why}")
         metrics = capture_metrics(chosen.conn, label)
+        if receiver_side(metrics):
+            metrics = receiver_view(chosen.conn, metrics)
+            seen[-1] += " (captured at the server)"
         wait = _server_wait_s(chosen.conn)
         ledger = None
         if proto == "h2" and h2_ledgers:

@@ -86,3 +86,20 @@ def test_cli_analyze_file_diagnose() -> None:
     lines = result.stdout.splitlines()
     assert lines[0] == "verdict: DEGRADED"
     assert lines[1].startswith("h2-flow-control-window costs an estimated")
+
+
+SERVER_SIDE = Path(__file__).resolve().parent / "data"
+
+
+@pytest.mark.parametrize(("capture", "culprit"), [
+    ("server-side-tcp-rmem-clamp-h1.pcap", "tcp-receive-window-clamp"),
+])
+def test_server_side_capture(capture: str, culprit: str) -> None:
+    """Recorded in the lab's server namespace (tcpdump -i any -s 128) during an HTTP/1.1
+    push through the edge: the upload is the inbound direction, and what the client had
+    in flight is estimated from the arrival rate x the handshake RTT."""
+    observations, _ = observations_from_capture(SERVER_SIDE / capture)
+    (proto,) = observations.protocols.values()
+    assert proto.capture is not None and "server side" in proto.capture.source
+    diagnosis, _ = diagnose_capture(SERVER_SIDE / capture)
+    assert diagnosis.findings[0].id == culprit
