@@ -113,8 +113,11 @@ def _push(t: Transfer) -> obs.PushResult:
     """The transfer as a push. An RST after the server answered is a teardown (curl
     and proxies close that way); one before it cut the push short."""
     conn = t.conn
-    seconds = max(0.0, (conn.last_ts_ns - conn.first_ts_ns) / 1e9)
     up, down = conn.a_to_b, conn.b_to_a
+    # Until the last data either way: an idle connection kept open is no push time.
+    last = max((ts for ts in (up.last_data_ts_ns, down.last_data_ts_ns) if ts is not None),
+               default=conn.last_ts_ns)
+    seconds = max(0.0, (last - conn.first_ts_ns) / 1e9)
     if (down.resets_sent or up.resets_sent) and not _answered(conn):
         who = "the server side" if down.resets_sent else "the client"
         return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes, ok=False,
@@ -171,7 +174,9 @@ def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.
         return metrics
     sent = np.asarray(series.sent_bytes[0], dtype=np.float64)
     window = np.asarray(series.min_window_bytes[1], dtype=np.float64)
-    if not sent.size or sent.size != window.size:
+    n = min(sent.size, window.size)  # each direction's series ends with its last segment
+    sent, window = sent[:n], window[:n]
+    if not n:
         return metrics
     known = window >= 0
     if not known.any():

@@ -93,6 +93,7 @@ SERVER_SIDE = Path(__file__).resolve().parent / "data"
 
 @pytest.mark.parametrize(("capture", "culprit"), [
     ("server-side-tcp-rmem-clamp-h1.pcap", "tcp-receive-window-clamp"),
+    ("server-side-h2-small-window.pcap", "h2-flow-control-window"),
 ])
 def test_server_side_capture(capture: str, culprit: str) -> None:
     """Recorded in the lab's server namespace (tcpdump -i any -s 128) during an HTTP/1.1
