@@ -104,3 +104,13 @@ def test_server_side_capture(capture: str, culprit: str) -> None:
     assert proto.capture is not None and "server side" in proto.capture.source
     diagnosis, _ = diagnose_capture(SERVER_SIDE / capture)
     assert diagnosis.findings[0].id == culprit
+
+
+def test_cli_diagnose_capture(tmp_path: Path) -> None:
+    out = tmp_path / "diagnosis.json"
+    result = CliRunner().invoke(app, ["diagnose", "--capture",
+                                      str(SERVER_SIDE / "server-side-tcp-rmem-clamp-h1.pcap"),
+                                      "--json", str(out)])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "verdict: DEGRADED"
+    assert '"tcp-receive-window-clamp"' in out.read_text()
