@@ -230,6 +230,15 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
         label = f"{proto} ({chosen.why}{direction})"
         seen.append(f"{obs.PROTOCOL_LABELS[proto]} by {chosen.why}")
         metrics = capture_metrics(chosen.conn, label)
+        if not metrics.handshake_seen:
+            # Without the SYN / SYN-ACK the window scale is unknown: the raw windows
+            # say nothing about a clamp, and must not explain away a loss.
+            up = chosen.conn.a_to_b
+            mss = metrics.mss_bytes or (up.payload_bytes // up.packets if up.packets else None)
+            metrics = replace(metrics, advertised_window_median_bytes=None, mss_bytes=mss or None,
+                              advertised_window_max_bytes=None, rwnd_limited_share=None,
+                              source=metrics.source + " (handshake not captured: window "
+                              "scale unknown, advertised windows not used, MSS = mean segment)")
         if receiver_side(metrics):
             metrics = receiver_view(chosen.conn, metrics)
             seen[-1] += " (captured at the server)"

@@ -447,7 +447,7 @@ def _diagnose_command() -> Callable[..., None]:
     def diagnose_command(capture: Path | None = None, keylog: Path | None = None,
                          **kwargs: Any) -> None:
         if capture is not None:
-            from gitnetdiag.commands.analyze import print_capture_diagnosis
+            from gitnetdiag.commands._capture import print_capture_diagnosis
 
             json_out = kwargs.get("json_out")
             print_capture_diagnosis(capture, keylog,

@@ -66,8 +66,11 @@ def test_capture_begun_after_the_syn_takes_the_inbound_direction(tmp_path: Path)
     _from_first_server_packet(ROOT / "loss/ssh-1.pcap", cut, 22)
     observations, _ = observations_from_capture(cut)
     ssh = observations.protocols["ssh"]
-    assert ssh.capture is not None and ssh.capture.source.endswith("->22")
+    assert ssh.capture is not None and "48002->22" in ssh.capture.source
     assert ssh.pushes[0].bytes > 3_000_000  # the upload, not the server's replies
+    assert ssh.capture.advertised_window_max_bytes is None  # scale unknown: not used
+    diagnosis, _ = diagnose_capture(cut)
+    assert diagnosis.findings[0].id == "packet-loss"
 
 
 def test_nothing_git_like_is_never_healthy(tmp_path: Path) -> None:
