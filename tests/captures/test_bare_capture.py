@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import struct
 from pathlib import Path
 
@@ -117,3 +118,18 @@ def test_cli_diagnose_capture(tmp_path: Path) -> None:
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[0] == "verdict: DEGRADED"
     assert '"tcp-receive-window-clamp"' in out.read_text()
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="tshark not installed")
+def test_secrets_in_the_pcapng_add_the_http2_ledger() -> None:
+    """ALPN h2 seen on a random port; the DSB secrets decrypt the HTTP/2 ledger."""
+    from gitnetdiag.tools import tshark
+
+    path = Path(__file__).resolve().parents[1] / "analysis/data/h2_small_window_push.pcapng"
+    observations, _ = observations_from_capture(
+        path, h2_ledgers=tshark.h2_ledgers_from_capture(path, None))
+    h2 = observations.protocols["h2"]
+    assert h2.capture is not None and "ALPN h2" in h2.capture.source
+    assert h2.h2_ledger is not None
+    assert h2.h2_ledger.server_initial_window_bytes == 65535
+    assert "(decrypted)" in h2.h2_ledger.source
