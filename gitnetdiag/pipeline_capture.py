@@ -202,6 +202,34 @@ def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.
     )
 
 
+BURST_CONNECTIONS = 3
+"""This many connections of one transport in a capture are read as a burst too (SYN
+drops, resets and unanswered connections across all of them, not only the push)."""
+
+
+def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.BurstResult:
+    """Many connections of one transport as a burst: what ``syn-drop``, ``firewall-reset``
+    and ``listen-backlog-overflow`` read across connections."""
+    failed: dict[str, int] = {}
+    ok = syn = synack = resets = 0
+    for t in transfers:
+        hs, up, down = t.conn.handshake, t.conn.a_to_b, t.conn.b_to_a
+        syn += hs.syn_retransmissions
+        synack += max(hs.synack_retransmissions, hs.synack_after_ack)
+        resets += up.resets_sent + down.resets_sent
+        if down.payload_bytes and not (down.resets_sent and not _answered(t.conn)):
+            ok += 1
+        else:
+            kind = "reset" if up.resets_sent or down.resets_sent else "hung"
+            failed[kind] = failed.get(kind, 0) + 1
+    waits = sorted((t.conn.last_ts_ns - t.conn.first_ts_ns) / 1e9 for t in transfers)
+    return obs.BurstResult(
+        protocol=proto, concurrency=len(transfers), ok=ok,
+        port=transfers[0].server_port, failed_by_kind=failed,
+        duration_p50_s=waits[len(waits) // 2] if waits else None,
+        syn_retransmissions=syn, synack_retransmissions=synack, resets=resets)
+
+
 def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
                               ) -> tuple[obs.Observations, list[str]]:
     """The engine's input from a bare capture file; with the analysis warnings.
@@ -219,10 +247,13 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
     transfers = find_transfers(analysis, sniffed)
     protocols: dict[str, obs.ProtocolObservation] = {}
     problems: list[obs.RunProblem] = []
+    bursts: list[obs.BurstResult] = []
     seen: list[str] = []
     for proto in obs.PROTOCOL_ORDER:
         mine = [t for t in transfers if t.protocol == proto]
         pushes = [t for t in mine if t.upload_bytes >= MIN_UPLOAD_BYTES]
+        if len(mine) >= BURST_CONNECTIONS:
+            bursts.append(capture_burst(proto, mine))
         chosen = pushes[0] if pushes else (mine[0] if mine else None)
         if chosen is None:
             continue
@@ -261,7 +292,8 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
             "git:// request in the payload)",
             hint="capture the push itself (tcpdump -i any -s 128 -w push.pcap 'port 443 or "
             "port 22'), or give the server's port with a run directory"))
-    elif all(t.upload_bytes < MIN_UPLOAD_BYTES for t in transfers):
+    elif all(t.upload_bytes < MIN_UPLOAD_BYTES for t in transfers) and not any(
+            b.syn_retransmissions or b.synack_retransmissions or b.failed for b in bursts):
         problems.append(obs.RunProblem(
             stage="capture", reference="no-upload",
             message=f"{path.name}: git-like connections found, but none uploaded "
@@ -275,7 +307,8 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
                      f"connection(s), {kinds}; no A/B reference between transports, no "
                      "trace2 phases, no server view (confidence lowered accordingly)"),
     )
-    return obs.Observations(run=run, protocols=protocols, problems=tuple(problems)), warnings
+    return obs.Observations(run=run, protocols=protocols, bursts=tuple(bursts),
+                            problems=tuple(problems)), warnings
 
 
 def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None

@@ -133,3 +133,16 @@ def test_secrets_in_the_pcapng_add_the_http2_ledger() -> None:
     assert h2.h2_ledger is not None
     assert h2.h2_ledger.server_initial_window_bytes == 65535
     assert "(decrypted)" in h2.h2_ledger.source
+
+
+def test_many_connections_are_read_as_a_burst() -> None:
+    """The tiny-backlog burst of git:// clones: no push, but SYN drops across connections
+    (the accept queue itself is only visible on the host: syn-drop, not the backlog)."""
+    diagnosis, _ = diagnose_capture(ROOT / "tiny-backlog/burst-git.pcap")
+    assert diagnosis.verdict == "degraded"
+    assert diagnosis.findings[0].id == "syn-drop"
+
+
+def test_server_think_time_from_a_bare_capture() -> None:
+    diagnosis, _ = diagnose_capture(ROOT / "slow-hook/h2-1.pcap")
+    assert diagnosis.findings[0].id == "server-processing"
