@@ -39,6 +39,7 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.pipeline_native": "pipeline",
     "gitnetdiag.pipeline_host": "pipeline",
     "gitnetdiag.pipeline_probe": "pipeline",
+    "gitnetdiag.pipeline_capture": "pipeline",
     "gitnetdiag.report": "report",
     "gitnetdiag.proc": "proc",
     "gitnetdiag.tools": "tools",

@@ -424,20 +424,43 @@ DIAGNOSE_EPILOG = (
     "\n\n"
     "  gitnetdiag diagnose --lab --burst 150 --git git://198.18.2.2/lab.git --host-report "
     "host.json\n\n"
-    "  gitnetdiag diagnose --lab --format md > ticket.md"
+    "  gitnetdiag diagnose --lab --format md > ticket.md\n\n"
+    "  gitnetdiag diagnose --capture customer.pcap              a bare capture, no probing"
 )
 
 
 def _diagnose_command() -> Callable[..., None]:
-    """``probe`` with --diagnose always on: the same options, one flag fewer."""
+    """``probe`` with --diagnose always on: the same options, one flag fewer, plus
+    ``--capture FILE`` to diagnose a bare capture instead of probing."""
     signature = inspect.signature(probe_command)
     params = [p for p in signature.parameters.values() if p.name != "then_diagnose"]
+    params.append(inspect.Parameter(
+        "capture", inspect.Parameter.KEYWORD_ONLY, annotation="Path | None",
+        default=typer.Option(
+            None, "--capture", metavar="FILE",
+            help="Diagnose this bare pcap/pcapng (client or server side) instead of probing: "
+            "the git transfers found in it, ranked culprits (as 'analyze FILE --diagnose').")))
+    params.append(inspect.Parameter(
+        "keylog", inspect.Parameter.KEYWORD_ONLY, annotation="Path | None",
+        default=typer.Option(
+            None, "--keylog", metavar="FILE",
+            help="With --capture: TLS key log, adds the decrypted HTTP/2 ledger.")))
 
     @functools.wraps(probe_command)
-    def diagnose_command(**kwargs: Any) -> None:
+    def diagnose_command(capture: Path | None = None, keylog: Path | None = None,
+                         **kwargs: Any) -> None:
+        if capture is not None:
+            from gitnetdiag.commands._capture import print_capture_diagnosis
+
+            json_out = kwargs.get("json_out")
+            print_capture_diagnosis(capture, keylog,
+                                    str(json_out) if json_out is not None else None)
+            return
         probe_command(then_diagnose=True, **kwargs)
 
     diagnose_command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    diagnose_command.__annotations__ = {**probe_command.__annotations__,
+                                        "capture": "Path | None", "keylog": "Path | None"}
     diagnose_command.__doc__ = DIAGNOSE_HELP
     return diagnose_command
 
