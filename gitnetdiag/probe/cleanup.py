@@ -8,7 +8,8 @@ running: the branch can appear seconds later. Deleting at once would race it
 decides from the push what can still happen (:func:`push_aftermath`), then:
 
     NOT_STARTED  push never reached receive-pack ---------------> never-created
-    CREATED      the push succeeded ------------------------------> delete --> verify gone
+    CREATED      the push succeeded ---------------> delete --> receive-pack reports it
+                                                                 deleted (else: verify gone)
     CUT          pack unfinished: nothing can land -- one look --> never-created | delete
     SETTLED      the server answered otherwise (rejected) -- one look --> never-created | delete
     MAY_LAND     pack sent, no answer -- poll ls-remote until the deadline:
@@ -69,7 +70,8 @@ class RefCleanup(StrEnum):
     """What became of a throwaway branch (``PushRecord.cleanup``)."""
 
     DELETED = "deleted"
-    """It was created, deleted under the lease, and ls-remote shows it gone."""
+    """It was created and deleted under the lease: receive-pack reported the delete
+    (``- [deleted]``), or ls-remote shows it gone."""
     NEVER_CREATED = "never-created"
     """ls-remote shows no such branch and the push can no longer create it (or the push
     never reached the server)."""
@@ -233,10 +235,19 @@ def remove_probe_ref(
                          timeout_s=DELETE_TIMEOUT_S)
         if removal.ok:
             deleted = True
+            if _server_deleted(removal.stderr, branch):
+                # receive-pack's own report: the ref is gone (a push that succeeded can
+                # create nothing more), no second look needed.
+                return result(RefCleanup.DELETED)
         else:
             failures += 1
             detail = "delete: " + ("timed out" if removal.timed_out
                                    else failure_line(removal.stderr))
+
+
+def _server_deleted(stderr: str, branch: str) -> bool:
+    """True when git's push output carries receive-pack's ``- [deleted] <branch>`` status."""
+    return any(line.split()[:3] == ["-", "[deleted]", branch] for line in stderr.splitlines())
 
 
 class Deferred:

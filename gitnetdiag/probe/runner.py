@@ -14,6 +14,8 @@ from __future__ import annotations
 import json
 import re
 import tempfile
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -131,6 +133,9 @@ class _Run:
         self.first_error: GitnetdiagError | None = None
         self.failed: set[Protocol] = set()
         self.git_config: Path | None = None
+        self.before_pushes: Callable[[], object] | None = None
+        self.pack: bytes | None = None
+        """The pack of the probe commit, made once (the native probes send it too)."""
 
     def transport(self, protocol: Protocol) -> Transport:
         """The protocol's transport, reading the run's isolated git config."""
@@ -167,8 +172,12 @@ class _Run:
         self.reporter.warn(message)
 
 
-def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeOutcome:
+def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
+              before_pushes: Callable[[], object] | None = None) -> ProbeOutcome:
     """Run the probe; returns the outcome (errors of single steps are inside it).
+
+    ``before_pushes`` is called once the repository and paths are ready, right before
+    the first push (the lab's host snapshot, taken meanwhile, is awaited there).
 
     Raises GitnetdiagError only for problems that stop the whole run (bad
     options, unwritable directory); KeyboardInterrupt propagates after the
@@ -182,6 +191,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None) -> ProbeO
                              hint="give --http for h1/h2, --ssh for ssh, --git for git")
     run_dir = options.out_dir
     state = _Run(options, reporter or SilentReporter(), prepare_run(options))
+    state.before_pushes = before_pushes
     state.save()
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-repo-") as scratch, sigterm_interrupts():
         try:
@@ -241,47 +251,17 @@ def _run_steps(state: _Run, scratch: Path) -> None:
     state.environment = collect_versions()
 
     state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
-    state.reporter.begin("repository")
-    if options.repo is not None:
-        # The server may hold this history already (the usual case): pushing it would
-        # send nothing. Its HEAD tree, every blob salted, sends what it really weighs.
-        salted = salted_copy(options.repo, scratch / "salted")
-        repo_path, oid, source_oid = salted.path, salted.head_oid, salted.source_oid
-        generated = False
-    else:
-        generated_repo = generate_repo(scratch / "repo", options.size_bytes, options.seed)
-        repo_path, oid, generated = generated_repo.path, generated_repo.head_oid, True
-        source_oid = None
-    pack_bytes = len(pack_for_commit(repo_path, oid))
-    state.repo_info = RepoInfo(
-        generated=generated, seed=options.seed if generated else None,
-        size_bytes=options.size_bytes if generated else None, head_oid=oid, pack_bytes=pack_bytes,
-        source_oid=source_oid,
-    )
-    state.reporter.done("repository", f"{oid[:12]}, pack {pack_bytes / 2**20:.1f} MiB", ok=True)
-    state.save()
-
-    measured: set[tuple[str, int]] = set()
-    for protocol in options.protocols:
-        url = options.urls[protocol]
-        host, port = endpoint_of(url)
-        state.protocols[protocol] = ProtocolRun(
-            protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}"
-        )
-        if (host, port) in measured:
-            continue
-        measured.add((host, port))
-        label = f"path {host}:{port}"
-        state.reporter.begin(label)
-        tls = url.startswith("https://")
-        path = measure_path(host, port, tls=tls, ca_file=options.ca_file, insecure=options.insecure)
-        state.paths.append(path)
-        detail = path.error or (
-            f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms, mss {path.mss_bytes}"
-            + (f", alpn {path.alpn}" if tls else "")
-        )
-        state.reporter.done(label, detail, ok=path.error is None)
-        state.save()
+    # The paths are measured while the repository is made: network waits beside CPU work.
+    paths = _PathThread(state)
+    paths.start()
+    try:
+        repo_path, oid = _repository(state, scratch)
+    finally:
+        paths.join()
+    paths.report()
+    pack_bytes = len(state.pack or b"")
+    if state.before_pushes is not None:
+        state.before_pushes()
 
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
@@ -309,6 +289,70 @@ def _run_steps(state: _Run, scratch: Path) -> None:
             state.save()
 
 
+def _repository(state: _Run, scratch: Path) -> tuple[Path, str]:
+    """Make (or salt) the probe repository and its pack; the path and commit pushed."""
+    options = state.options
+    state.reporter.begin("repository")
+    if options.repo is not None:
+        # The server may hold this history already (the usual case): pushing it would
+        # send nothing. Its HEAD tree, every blob salted, sends what it really weighs.
+        salted = salted_copy(options.repo, scratch / "salted")
+        repo_path, oid, source_oid = salted.path, salted.head_oid, salted.source_oid
+        generated = False
+    else:
+        generated_repo = generate_repo(scratch / "repo", options.size_bytes, options.seed)
+        repo_path, oid, generated = generated_repo.path, generated_repo.head_oid, True
+        source_oid = None
+    state.pack = pack_for_commit(repo_path, oid)
+    pack_bytes = len(state.pack)
+    state.repo_info = RepoInfo(
+        generated=generated, seed=options.seed if generated else None,
+        size_bytes=options.size_bytes if generated else None, head_oid=oid, pack_bytes=pack_bytes,
+        source_oid=source_oid,
+    )
+    state.reporter.done("repository", f"{oid[:12]}, pack {pack_bytes / 2**20:.1f} MiB", ok=True)
+    state.save()
+    return repo_path, oid
+
+
+class _PathThread(threading.Thread):
+    """Measures each endpoint's path once (connects only); :meth:`report` records them in
+    the main thread, in the protocols' order."""
+
+    def __init__(self, state: _Run) -> None:
+        super().__init__(name="gitnetdiag-paths", daemon=True)
+        self.state = state
+        self.endpoints: list[tuple[str, int, str]] = []
+        for protocol in state.options.protocols:
+            url = state.options.urls[protocol]
+            host, port = endpoint_of(url)
+            state.protocols[protocol] = ProtocolRun(
+                protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}"
+            )
+            if all((host, port) != (h, p) for h, p, _ in self.endpoints):
+                self.endpoints.append((host, port, url))
+        self.measured: list[PathMeasurement] = []
+
+    def run(self) -> None:
+        options = self.state.options
+        for host, port, url in self.endpoints:
+            self.measured.append(measure_path(host, port, tls=url.startswith("https://"),
+                                              ca_file=options.ca_file,
+                                              insecure=options.insecure))
+
+    def report(self) -> None:
+        for (host, port, url), path in zip(self.endpoints, self.measured, strict=False):
+            label = f"path {host}:{port}"
+            self.state.reporter.begin(label)
+            self.state.paths.append(path)
+            detail = path.error or (
+                f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms, mss {path.mss_bytes}"
+                + (f", alpn {path.alpn}" if url.startswith("https://") else "")
+            )
+            self.state.reporter.done(label, detail, ok=path.error is None)
+        self.state.save()
+
+
 def _append_push(state: _Run, protocol: Protocol, record: PushRecord) -> None:
     run = state.protocols[protocol]
     state.protocols[protocol] = replace(run, pushes=(*run.pushes, record))
@@ -326,14 +370,17 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
               if p in options.protocols and p not in state.failed]
     if not wanted:
         return
-    pack = pack_for_commit(repo_path, oid)
+    pack = state.pack if state.pack is not None else pack_for_commit(repo_path, oid)
     for protocol in wanted:
         label = f"native {protocol.value} ledger"
         url = options.urls[protocol]
         state.reporter.begin(label)
         rates = [p.rate_bytes_per_s for p in state.protocols[protocol].pushes
                  if p.rate_bytes_per_s]
-        sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s)]
+        host, port = endpoint_of(url)
+        rtt = next((p.connect_rtt_min_s for p in state.paths if p.endpoint == f"{host}:{port}"),
+                   None)
+        sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s, rtt)]
         samples: list[TcpInfoSample] = []
         cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s)
         try:
