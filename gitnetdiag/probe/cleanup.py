@@ -12,6 +12,7 @@ decides from the push what can still happen (:func:`push_aftermath`), then:
                                                                  deleted (else: verify gone)
     CUT          pack unfinished: nothing can land -- one look --> never-created | delete
     SETTLED      the server answered otherwise (rejected) -- one look --> never-created | delete
+    REFUSED      receive-pack's report says ``ng`` for this very ref --> never-created
     MAY_LAND     pack sent, no answer -- poll ls-remote until the deadline:
                    appears at our object --> delete under lease --> verify gone --> deleted
                    still absent at the deadline ------------------------------> unconfirmed
@@ -89,6 +90,8 @@ class Aftermath(Enum):
     CREATED = "created"
     CUT = "cut"
     SETTLED = "settled"
+    REFUSED = "refused"
+    """receive-pack's own report-status refused this ref (``ng``): it updated nothing."""
     MAY_LAND = "may-land"
 
 
@@ -182,6 +185,8 @@ def remove_probe_ref(
 
     if aftermath is Aftermath.NOT_STARTED:
         return result(RefCleanup.NEVER_CREATED, "the push never reached the server")
+    if aftermath is Aftermath.REFUSED:
+        return result(RefCleanup.NEVER_CREATED)
     ref = f"refs/heads/{branch}"
     deadline = started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0)
     transports = _alternatives(transport)

@@ -339,6 +339,9 @@ class _PathThread(threading.Thread):
             self.measured.append(measure_path(host, port, tls=url.startswith("https://"),
                                               ca_file=options.ca_file,
                                               insecure=options.insecure))
+        if options.native:  # their libraries (paramiko) load here, not between the probes
+            import gitnetdiag.probe.h2native
+            import gitnetdiag.probe.sshnative  # noqa: F401
 
     def report(self) -> None:
         for (host, port, url), path in zip(self.endpoints, self.measured, strict=False):
