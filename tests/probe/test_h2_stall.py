@@ -13,8 +13,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
+from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.pipeline import diagnose_run
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
@@ -76,3 +78,9 @@ def test_a_hung_http2_push_is_reported_stalled_within_30_s(
     assert first.id in ("h2-flow-control-window", "client-http-stack"), diagnosis.findings
     stall = [e for e in first.evidence if "stalled" in e.what]
     assert stall, first.evidence
+
+    # With a libcurl of a known HTTP/2 upload bug the same stalled push is its symptom.
+    buggy = replace(diagnosis.observations,
+                    run=replace(diagnosis.observations.run, libcurl_version="8.1.2"))
+    client = next(f for f in diagnose(buggy).findings if f.id == "client-http-stack")
+    assert any(e.what == "HTTP/2 pushes failed or stalled" for e in client.evidence), client
