@@ -193,7 +193,7 @@ def push_result(record: PushRecord) -> obs.PushResult:
     if record.outcome == "bounded" and record.rate_bytes_per_s:
         # The pack at the rate its bytes moved: what the whole push would have taken.
         return obs.PushResult(duration_s=record.pack_bytes / record.rate_bytes_per_s,
-                              bytes=record.pack_bytes)
+                              bytes=record.pack_bytes, projected=True)
     ok = record.outcome == "ok"
     kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
     message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")

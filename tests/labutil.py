@@ -5,16 +5,18 @@ from __future__ import annotations
 import os
 import subprocess
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 from gitnetdiag.lab.manager import lab_git_env
 from gitnetdiag.lab.state import LabState
 
 
-def in_client(state: LabState, *argv: str, timeout_s: float = 180,
-              cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def in_client(state: LabState, *argv: str, timeout_s: float = 180, cwd: Path | None = None,
+              extra_env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**lab_git_env(state), **(extra_env or {})}
     return subprocess.run(["ip", "netns", "exec", state.client_ns, *argv], capture_output=True,
-                          text=True, timeout=timeout_s, env=lab_git_env(state), cwd=cwd)
+                          text=True, timeout=timeout_s, env=env, cwd=cwd)
 
 
 def make_commit(repo: Path, size_bytes: int) -> None:
@@ -28,7 +30,8 @@ def make_commit(repo: Path, size_bytes: int) -> None:
 
 
 def timed_push(state: LabState, repo: Path, url: str, branch: str,
-               http_version: str | None = None, timeout_s: float = 180) -> float:
+               http_version: str | None = None, timeout_s: float = 180,
+               extra_env: Mapping[str, str] | None = None) -> float:
     """Push HEAD to ``branch``; return wall seconds; fail with git's message on error.
 
     A push still running after ``timeout_s`` is killed and reported as taking
@@ -41,7 +44,7 @@ def timed_push(state: LabState, repo: Path, url: str, branch: str,
     args += ["push", "-q", url, f"HEAD:refs/heads/{branch}"]
     start = time.monotonic()
     try:
-        proc = in_client(state, *args, cwd=repo, timeout_s=timeout_s)
+        proc = in_client(state, *args, cwd=repo, timeout_s=timeout_s, extra_env=extra_env)
     except subprocess.TimeoutExpired:
         return timeout_s
     elapsed = time.monotonic() - start

@@ -38,6 +38,8 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.pipeline": "pipeline",
     "gitnetdiag.pipeline_native": "pipeline",
     "gitnetdiag.pipeline_host": "pipeline",
+    "gitnetdiag.pipeline_probe": "pipeline",
+    "gitnetdiag.pipeline_capture": "pipeline",
     "gitnetdiag.report": "report",
     "gitnetdiag.proc": "proc",
     "gitnetdiag.tools": "tools",
@@ -104,14 +106,9 @@ PURE_TYPES_ONLY = {"capture", "analysis", "diagnosis"}
 the pipeline derives (``from gitnetdiag.diagnosis.observations import HostEvidence`` passes,
 ``from gitnetdiag.analysis.flowcontrol import credit_ledger`` does not)."""
 
-ALLOWED: dict[tuple[str, str], str] = {
-    ("gitnetdiag.probe.h2native", "gitnetdiag.analysis.nativeledger"):
-        "issue 12 part 3: the run directory holds only raw HTTP/2 events; the probe still "
-        "replays them for its live summary (progress line, --h2-sweep rows, lab CLI)",
-    ("gitnetdiag.probe.sshnative", "gitnetdiag.analysis.nativeledger"):
-        "issue 12 part 3: as above, for the SSH channel",
-}
-"""Known violations being removed right now, each with the part of issue 12 that removes it."""
+ALLOWED: dict[tuple[str, str], str] = {}
+"""Known violations being removed right now, each with the part of issue 12 that removes it.
+Empty since issue 12 landed; an entry added later must name what removes it."""
 
 
 def component(module: str) -> str | None:
@@ -239,6 +236,31 @@ def test_the_allow_list_has_no_stale_entries() -> None:
     """An entry whose import is gone is removed, so that the list only shrinks."""
     current = set(violations(import_graph(PACKAGE)))
     assert [edge for edge in ALLOWED if edge not in current] == []
+
+
+def stale_entries(allowed: Mapping[tuple[str, str], str],
+                  graph: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
+    """Allow-list entries that no longer match a violation of ``graph``."""
+    current = set(violations(graph))
+    return [edge for edge in allowed if edge not in current]
+
+
+def test_a_stale_allow_list_entry_is_flagged(tmp_path: Path) -> None:
+    """The stale-entry check itself, now that ``ALLOWED`` is empty: an entry whose import
+    is gone is reported, one that still matches a violation is not, and an empty list
+    never is."""
+    root = tmp_path / "gitnetdiag"
+    for package in ("", "analysis", "probe"):
+        (root / package).mkdir(parents=True, exist_ok=True)
+        (root / package / "__init__.py").write_text("")
+    (root / "analysis" / "tcp.py").write_text("")
+    (root / "probe" / "h2native.py").write_text("from gitnetdiag.analysis.tcp import analyze\n")
+    (root / "probe" / "fixed.py").write_text("from gitnetdiag.analysis.tcp import MAX_RTT_S\n")
+    live = ("gitnetdiag.probe.h2native", "gitnetdiag.analysis.tcp")
+    gone = ("gitnetdiag.probe.fixed", "gitnetdiag.analysis.tcp")
+    graph = import_graph(root)
+    assert stale_entries({live: "still there", gone: "removed"}, graph) == [gone]
+    assert stale_entries({}, graph) == []
 
 
 @pytest.mark.parametrize(

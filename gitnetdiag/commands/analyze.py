@@ -47,6 +47,9 @@ SYN / SYN-ACK retransmissions and resets.
   gitnetdiag analyze captures/h2-small-window --diagnose
       a run directory (from probe / diagnose): every capture, then the ranked diagnosis
 
+  gitnetdiag analyze customer.pcap --diagnose [--keylog keys.log]
+      a bare capture (client or server side): the git transfers in it, ranked culprits
+
 A capture cut short (tcpdump killed) is analysed up to the damage, with a warning.
 """
 
@@ -76,7 +79,9 @@ def analyze(
         help="TLS key log (SSLKEYLOGFILE): decrypt HTTP/2 and show its flow-control ledgers.",
     ),
     then_diagnose: bool = typer.Option(
-        False, "--diagnose", help="For a run directory: rank the culprits (as 'diagnose' did)."
+        False, "--diagnose",
+        help="Rank the culprits: of a run directory (as 'diagnose' did), or of the git "
+        "transfers found in a bare capture.",
     ),
     host_report: Path | None = typer.Option(
         None, "--host-report", help="With --diagnose: add a 'gitnetdiag host --json' report."
@@ -87,11 +92,10 @@ def analyze(
         _analyze_run(file, json_out, then_diagnose, host_report)
         return
     if then_diagnose:
-        raise UsageError(
-            "--diagnose needs a run directory, not a single capture",
-            hint="run 'gitnetdiag probe' or 'diagnose' to make one; try: "
-            "gitnetdiag analyze captures/h2-small-window --diagnose",
-        )
+        from gitnetdiag.commands._capture import print_capture_diagnosis
+
+        print_capture_diagnosis(file, keylog, json_out)
+        return
     result = analyze_capture(file)
     ledgers = None
     if keylog is not None or result.has_tls_secrets:

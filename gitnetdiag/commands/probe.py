@@ -28,13 +28,15 @@ from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.pipeline_host import load_host_report
+from gitnetdiag.pipeline_probe import NativeProgress, sweep_records, sweep_rows
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
-from gitnetdiag.rundir import HOST_REPORT_FILE, bad_run_dir, from_jsonable, to_jsonable
+from gitnetdiag.rundir import HOST_REPORT_FILE, to_jsonable
+from gitnetdiag.safefile import write_new_file
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -314,7 +316,8 @@ def probe_command(
                     if lab_state is not None else None)
         with progress:
             outcome = run_probe(options, RichReporter(progress, console),
-                                before_pushes=snapshot.result if snapshot else None)
+                                before_pushes=snapshot.result if snapshot else None,
+                                native_summary=NativeProgress())
         if snapshot is not None and snapshot.result() and lab_state is not None:
             state = lab_state
             after = _InBackground(lambda: _lab_host_report(
@@ -331,12 +334,12 @@ def probe_command(
     summary_console.file.write(render_probe_summary(
         outcome.manifest, summaries=summarize_run(outcome.manifest),
         width=summary_console.width, color=summary_console.is_terminal))
-    sweep = outcome.run_dir / SWEEP_ARTIFACT
-    if sweep.is_file():
-        from gitnetdiag.rundir.records import SweepRow
-
-        rows = from_jsonable(tuple[SweepRow, ...], json.loads(sweep.read_text()),
-                             where=sweep.name, error=bad_run_dir)
+    # The sweep's rows are derived from its raw variant files, and kept next to them.
+    records = sweep_records(outcome.run_dir)
+    if records:
+        rows = sweep_rows(records)
+        write_new_file(outcome.run_dir / SWEEP_ARTIFACT,
+                       (json.dumps(to_jsonable(rows), indent=1) + "\n").encode())
         summary_console.print("HTTP/2 sweep: the upload rate follows the server's window, "
                               "not the client's settings", markup=False)
         summary_console.print(render_sweep(rows), markup=False, highlight=False)
@@ -450,20 +453,43 @@ DIAGNOSE_EPILOG = (
     "\n\n"
     "  gitnetdiag diagnose --lab --burst 150 --git git://198.18.2.2/lab.git --host-report "
     "host.json\n\n"
-    "  gitnetdiag diagnose --lab --format md > ticket.md"
+    "  gitnetdiag diagnose --lab --format md > ticket.md\n\n"
+    "  gitnetdiag diagnose --capture customer.pcap              a bare capture, no probing"
 )
 
 
 def _diagnose_command() -> Callable[..., None]:
-    """``probe`` with --diagnose always on: the same options, one flag fewer."""
+    """``probe`` with --diagnose always on: the same options, one flag fewer, plus
+    ``--capture FILE`` to diagnose a bare capture instead of probing."""
     signature = inspect.signature(probe_command)
     params = [p for p in signature.parameters.values() if p.name != "then_diagnose"]
+    params.append(inspect.Parameter(
+        "capture", inspect.Parameter.KEYWORD_ONLY, annotation="Path | None",
+        default=typer.Option(
+            None, "--capture", metavar="FILE",
+            help="Diagnose this bare pcap/pcapng (client or server side) instead of probing: "
+            "the git transfers found in it, ranked culprits (as 'analyze FILE --diagnose').")))
+    params.append(inspect.Parameter(
+        "keylog", inspect.Parameter.KEYWORD_ONLY, annotation="Path | None",
+        default=typer.Option(
+            None, "--keylog", metavar="FILE",
+            help="With --capture: TLS key log, adds the decrypted HTTP/2 ledger.")))
 
     @functools.wraps(probe_command)
-    def diagnose_command(**kwargs: Any) -> None:
+    def diagnose_command(capture: Path | None = None, keylog: Path | None = None,
+                         **kwargs: Any) -> None:
+        if capture is not None:
+            from gitnetdiag.commands._capture import print_capture_diagnosis
+
+            json_out = kwargs.get("json_out")
+            print_capture_diagnosis(capture, keylog,
+                                    str(json_out) if json_out is not None else None)
+            return
         probe_command(then_diagnose=True, **kwargs)
 
     diagnose_command.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+    diagnose_command.__annotations__ = {**probe_command.__annotations__,
+                                        "capture": "Path | None", "keylog": "Path | None"}
     diagnose_command.__doc__ = DIAGNOSE_HELP
     return diagnose_command
 

@@ -70,6 +70,7 @@ def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
         rate_min_bps=rates[0] if rates else None,
         rate_max_bps=rates[-1] if rates else None,
         upload_s=upload_s(p),
+        projected_pushes=sum(push.projected for push in done),
     )
 
 

@@ -148,6 +148,9 @@ class ProtocolSummary:
     """Fastest completed push's rate."""
     upload_s: float | None
     """Upload phase of a typical push (trace2), when known."""
+    projected_pushes: int = 0
+    """Completed pushes that were bounded: their duration is projected for the whole pack
+    from the rate of the bytes they moved (renderers mark the duration)."""
 
 
 @dataclass(frozen=True, kw_only=True)

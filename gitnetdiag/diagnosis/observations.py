@@ -96,6 +96,9 @@ class PushResult:
     """How it failed (``None`` when ``ok``)."""
     error_message: str = ""
     """The last meaningful line of git's stderr or the probe's reason."""
+    projected: bool = False
+    """A bounded push: ``duration_s`` is the whole pack at the rate its moved bytes went,
+    not a wall time (the push was stopped mid-pack on purpose)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -183,10 +183,15 @@ def fetch_payload(
     url = master_url(master)
     deadline = time.monotonic() + wait_s
     previous: int | None = None
+    settled_payload: dict[str, Any] | None = None
     while True:
         try:
             payload = check_payload(_get(url, request_timeout_s))
         except NetworkError:
+            if settled_payload is not None:
+                # It quit (--autoquit) after the workers' last reports were due: what it
+                # served then is final, only the confirming poll is missing.
+                return settled_payload
             # The master may still be starting: keep trying while there is time to wait.
             if time.monotonic() >= deadline:
                 raise
@@ -199,6 +204,8 @@ def fetch_payload(
                    and time.time() - float(stopped) >= FINAL_REPORT_WAIT_S)
         if settled and previous == len(payload["records"]):
             return payload
+        if settled:
+            settled_payload = payload
         if wait_s <= 0 or time.monotonic() >= deadline:
             return payload
         previous = len(payload["records"]) if settled else None

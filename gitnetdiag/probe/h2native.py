@@ -22,23 +22,14 @@ are pure and shared with :mod:`gitnetdiag.probe.sshnative`.
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from h2.settings import SettingCodes
 
-from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES, BindingWindow, CreditLedger
-from gitnetdiag.analysis.nativeledger import (
-    HTTP2_DEFAULT_MAX_FRAME_BYTES,
-    H2UploadLedgers,
-    h2_ledgers,
-)
+from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, auth_failed, http_access
 from gitnetdiag.probe.h2client import H2Client, Response, Target
@@ -63,11 +54,10 @@ from gitnetdiag.rundir.native import (
     StreamOpened,
     WindowUpdateReceived,
 )
-from gitnetdiag.rundir.records import SweepRow
 from gitnetdiag.serial import to_jsonable
 
 __all__ = [
-    "ZERO_OID", "check_safe_ref", "h2_push_probe", "h2_sweep", "parse_advertisement",
+    "ZERO_OID", "H2Push", "check_safe_ref", "h2_push_probe", "h2_sweep", "parse_advertisement",
     "parse_report_status", "pkt_line", "ref_update_request", "split_pkt_lines",
 ]
 
@@ -81,58 +71,21 @@ RECEIVE_PACK_RESULT = "application/x-git-receive-pack-result"
 
 
 @dataclass(frozen=True, kw_only=True)
-class H2PushLedger:
-    """One native HTTP/2 push: the raw events written to the run directory, and the credit
-    ledgers replayed from them for the probe's own summary (and ``--sweep``)."""
+class H2Push:
+    """One native HTTP/2 push as the probe saw it: the raw events (``native-h2.json``) and
+    receive-pack's answer. Its credit ledgers are derived on the pure side
+    (:func:`gitnetdiag.pipeline_probe.h2_push_ledger`)."""
 
     events: H2NativeRecord
     """What the probe saw, as written to ``native-h2.json``."""
-    ledgers: H2UploadLedgers
-    """Stream and connection credit, replayed from ``events``."""
     report: ReportStatus
     """receive-pack's answer."""
-
-    @property
-    def target(self) -> str:
-        return self.events.target
-
-    @property
-    def alpn(self) -> str:
-        return self.events.alpn
 
     @property
     def server_initial_window_bytes(self) -> int:
         """Server SETTINGS_INITIAL_WINDOW_SIZE: the stream window for our upload."""
         return self.events.server_settings().get("INITIAL_WINDOW_SIZE",
                                                  HTTP2_DEFAULT_WINDOW_BYTES)
-
-    @property
-    def server_max_frame_bytes(self) -> int:
-        return self.events.server_settings().get("MAX_FRAME_SIZE", HTTP2_DEFAULT_MAX_FRAME_BYTES)
-
-    @property
-    def request_bytes(self) -> int:
-        return self.events.request_bytes
-
-    @property
-    def window_updates(self) -> tuple[WindowUpdateReceived, ...]:
-        return self.events.window_updates
-
-    @property
-    def stream(self) -> CreditLedger:
-        return self.ledgers.stream
-
-    @property
-    def connection(self) -> CreditLedger:
-        return self.ledgers.connection
-
-    @property
-    def bound(self) -> BindingWindow:
-        return self.ledgers.bound
-
-    @property
-    def ref(self) -> str:
-        return self.events.ref
 
     @property
     def ref_deleted(self) -> bool:
@@ -150,38 +103,10 @@ class H2PushLedger:
     def warnings(self) -> tuple[str, ...]:
         return self.events.warnings
 
-    @property
-    def upload_rate_bytes_per_s(self) -> float | None:
-        upload_s = self.ledgers.upload_s
-        return self.request_bytes / upload_s if upload_s > 0 else None
-
-    def to_dict(self, *, series: bool = True) -> dict[str, Any]:
-        """The summary ``python -m gitnetdiag.probe.h2native`` prints (not the run file)."""
-        events = self.events
-        return {
-            "target": events.target,
-            "alpn": events.alpn,
-            "client_settings": events.settings_sent[0].settings if events.settings_sent else {},
-            "server_settings": events.server_settings(),
-            "server_initial_window_bytes": self.server_initial_window_bytes,
-            "server_max_frame_bytes": self.server_max_frame_bytes,
-            "request_bytes": events.request_bytes,
-            "upload_s": self.ledgers.upload_s,
-            "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
-            "data_frames": sum(1 for data in events.data_sent
-                               if data.stream_id == events.upload_stream_id),
-            "window_updates": to_jsonable(events.window_updates),
-            "stream": self.stream.to_dict(series=series),
-            "connection": self.connection.to_dict(series=series),
-            "bound": self.bound.to_dict(),
-            "report": self.report.to_dict(),
-            "ref": events.ref,
-            "ref_deleted": events.ref_deleted,
-            "auth": events.auth,
-            "tls_ca": events.tls_ca,
-            "proxy": events.proxy,
-            "warnings": list(events.warnings),
-        }
+    def to_dict(self) -> dict[str, Any]:
+        """The raw events, as ``native-h2.json`` holds them."""
+        result: dict[str, Any] = to_jsonable(self.events)
+        return result
 
 
 def native_record(client: H2Client, stream_id: int, *, request_bytes: int, ended_ns: int,
@@ -343,7 +268,7 @@ def h2_push_probe(
     verify: bool | None = None,
     tcpinfo_sink: list[TcpInfoSample] | None = None,
     cleanup: BranchCleanup | None = None,
-) -> H2PushLedger:
+) -> H2Push:
     """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch
     (with ``cleanup``: as git's pushes, waiting for a slow hook; else a compare-and-swap).
 
@@ -387,7 +312,7 @@ def h2_push_probe(
             deleted = _delete_quietly(target, access, ref, new_oid, keylog_file, timeout_s)
     events = native_record(client, stream_id, request_bytes=len(body), ended_ns=ended_ns,
                            report=report, ref=ref, ref_deleted=deleted, access=access)
-    return H2PushLedger(events=events, ledgers=h2_ledgers(events), report=report)
+    return H2Push(events=events, report=report)
 
 
 # --------------------------------------------------------------------------
@@ -415,86 +340,22 @@ def h2_sweep(
     timeout_s: float = 120.0,
     verify: bool | None = None,
     cleanup: BranchCleanup | None = None,
-) -> tuple[SweepRow, ...]:
-    """Repeat the push with different client SETTINGS; the rate follows the *server's* window.
+) -> tuple[H2NativeRecord, ...]:
+    """Repeat the push with different client SETTINGS; the raw events of each variant.
 
     The client's INITIAL_WINDOW_SIZE and MAX_FRAME_SIZE govern what the server
     may send us; the upload is governed by the server's window, so the rows
+    derived from these events (:func:`gitnetdiag.pipeline_probe.sweep_rows`)
     show whether changing the client side helps (it should not).
     """
-    rows: list[SweepRow] = []
+    records: list[H2NativeRecord] = []
     access = http_access(url, ca_file=ca_file, verify=verify)
     for window, frame in settings:
-        ledger = h2_push_probe(
+        push = h2_push_probe(
             url, access=access, pack=pack, new_oid=new_oid, probe_id=probe_id_factory(),
             client_settings={SettingCodes.INITIAL_WINDOW_SIZE: window,
                              SettingCodes.MAX_FRAME_SIZE: frame},
             timeout_s=timeout_s, cleanup=cleanup,
         )
-        rows.append(
-            SweepRow(
-                client_window_bytes=window,
-                client_max_frame_bytes=frame,
-                server_initial_window_bytes=ledger.server_initial_window_bytes,
-                upload_rate_bytes_per_s=ledger.upload_rate_bytes_per_s,
-                stall_count=max(ledger.stream.stall_count, ledger.connection.stall_count),
-                stalled_s=max(ledger.stream.stalled_s, ledger.connection.stalled_s),
-                push_ok=ledger.report.ok_for(ledger.ref),
-            )
-        )
-    return tuple(rows)
-
-
-# --------------------------------------------------------------------------
-# Entry point for running inside a lab namespace (JSON on stdout)
-# --------------------------------------------------------------------------
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m gitnetdiag.probe.h2native --url URL --ca-file F --size-bytes N [--sweep]``."""
-    from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit
-
-    parser = argparse.ArgumentParser(prog="python -m gitnetdiag.probe.h2native")
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--ca-file", help="default: as git (GIT_SSL_CAINFO, http.sslCAInfo)")
-    parser.add_argument("--size-bytes", type=int, default=2_000_000)
-    parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--keylog")
-    parser.add_argument("--timeout-s", type=float, default=120.0)
-    parser.add_argument("--sweep", action="store_true")
-    parser.add_argument("--no-series", action="store_true", help="omit credit time series")
-    args = parser.parse_args(argv)
-    try:
-        with tempfile.TemporaryDirectory(prefix="gnd-h2native-") as tmp:
-            repo = generate_repo(Path(tmp) / "repo", args.size_bytes, args.seed)
-            pack = pack_for_commit(repo.path, repo.head_oid)
-            if args.sweep:
-                rows = h2_sweep(
-                    args.url,
-                    ca_file=args.ca_file,
-                    pack=pack,
-                    new_oid=repo.head_oid,
-                    probe_id_factory=new_probe_id,
-                    timeout_s=args.timeout_s,
-                )
-                print(json.dumps({"sweep": to_jsonable(rows)}))
-            else:
-                ledger = h2_push_probe(
-                    args.url,
-                    ca_file=args.ca_file,
-                    pack=pack,
-                    new_oid=repo.head_oid,
-                    probe_id=new_probe_id(),
-                    keylog_file=args.keylog,
-                    timeout_s=args.timeout_s,
-                )
-                print(json.dumps(ledger.to_dict(series=not args.no_series)))
-    except GitnetdiagError as exc:
-        print(json.dumps({"error": exc.reference, "message": exc.message, "hint": exc.hint}))
-        print(exc.one_line(), file=sys.stderr)
-        return int(exc.exit_code)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+        records.append(push.events)
+    return tuple(records)

@@ -6,6 +6,7 @@ Apart from the runner so that the modules the runner calls (:mod:`.pushonce`,
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol, Transport
 from gitnetdiag.redaction import redact_url
+from gitnetdiag.rundir.native import H2NativeRecord, NativeRecord, SshNativeRecord
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -115,3 +117,28 @@ class SilentReporter:
 
     def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
         return None
+
+
+class NativeSummary(TypingProtocol):
+    """How the progress line sums up a native push, or the sweep, from the raw events.
+
+    The probe records and derives nothing; the probe command passes the pure
+    side's replay (:class:`gitnetdiag.pipeline_probe.NativeProgress`, stalls
+    included). Without it the line shows what the events say as they are.
+    """
+
+    def push(self, record: NativeRecord) -> str: ...
+    def sweep(self, records: Sequence[H2NativeRecord]) -> str: ...
+
+
+class RawSummary:
+    """A NativeSummary from the raw events alone: windows and counts, no replay."""
+
+    def push(self, record: NativeRecord) -> str:
+        if isinstance(record, SshNativeRecord):
+            return f"channel window {record.window_bytes}, {len(record.window_adjusts)} adjusts"
+        window = record.server_settings().get("INITIAL_WINDOW_SIZE", "default")
+        return f"server window {window}, {len(record.window_updates)} window updates"
+
+    def sweep(self, records: Sequence[H2NativeRecord]) -> str:
+        return f"{len(records)} variants"

@@ -12,6 +12,9 @@ from typing import Any
 
 from gitnetdiag.errors import NetworkError
 
+# The parsed answer is a run-directory record (the native files keep it); re-exported here.
+from gitnetdiag.rundir.native import ReportStatus as ReportStatus
+
 ZERO_OID = "0" * 40
 FLUSH_PKT = b"0000"
 
@@ -89,24 +92,6 @@ def ref_update_request(
     """The receive-pack request body: one command, a flush, then the pack (if any)."""
     caps = " ".join(capabilities)
     return pkt_line(f"{old_oid} {new_oid} {ref}\0 {caps}\n".encode()) + FLUSH_PKT + pack
-
-
-@dataclass(frozen=True, kw_only=True)
-class ReportStatus:
-    """receive-pack's answer to a push with ``report-status``."""
-
-    unpack_ok: bool
-    """``unpack ok`` was reported."""
-    unpack_message: str
-    """The unpack line as sent (``ok`` or an error)."""
-    refs: dict[str, str]
-    """Ref -> ``ok`` or ``ng <reason>``."""
-
-    def ok_for(self, ref: str) -> bool:
-        return self.unpack_ok and self.refs.get(ref) == "ok"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"unpack_ok": self.unpack_ok, "unpack": self.unpack_message, "refs": self.refs}
 
 
 def parse_report_status(lines: Sequence[bytes | None]) -> ReportStatus:

@@ -11,7 +11,6 @@ one isolated config (:mod:`gitnetdiag.probe.gitconfig`).
 
 from __future__ import annotations
 
-import json
 import re
 import tempfile
 import threading
@@ -29,10 +28,10 @@ from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.gitconfig import write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
 from gitnetdiag.probe.nativecleanup import GitBranchCleanup
+from gitnetdiag.probe.options import NativeSummary, RawSummary, Reporter, SilentReporter
 
 # ProbeOptions is re-exported: the probe command and its tests take it from the runner.
 from gitnetdiag.probe.options import ProbeOptions as ProbeOptions
-from gitnetdiag.probe.options import Reporter, SilentReporter
 from gitnetdiag.probe.pathinfo import measure_path
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
@@ -54,11 +53,10 @@ from gitnetdiag.rundir import (
     RunManifest,
     ToolVersions,
     redact_url,
-    to_jsonable,
     write_manifest,
 )
-from gitnetdiag.rundir.native import write_native
-from gitnetdiag.safefile import write_new_file
+from gitnetdiag.rundir.files import sweep_variant_file
+from gitnetdiag.rundir.native import ReportStatus, write_native
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
@@ -136,6 +134,7 @@ class _Run:
         self.before_pushes: Callable[[], object] | None = None
         self.pack: bytes | None = None
         """The pack of the probe commit, made once (the native probes send it too)."""
+        self.native_summary: NativeSummary = RawSummary()
 
     def transport(self, protocol: Protocol) -> Transport:
         """The protocol's transport, reading the run's isolated git config."""
@@ -173,11 +172,14 @@ class _Run:
 
 
 def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
-              before_pushes: Callable[[], object] | None = None) -> ProbeOutcome:
+              before_pushes: Callable[[], object] | None = None,
+              native_summary: NativeSummary | None = None) -> ProbeOutcome:
     """Run the probe; returns the outcome (errors of single steps are inside it).
 
     ``before_pushes`` is called once the repository and paths are ready, right before
     the first push (the lab's host snapshot, taken meanwhile, is awaited there).
+    ``native_summary`` words the progress line of the native pushes from their raw
+    events (the command passes the pure side's replay; default: :class:`RawSummary`).
 
     Raises GitnetdiagError only for problems that stop the whole run (bad
     options, unwritable directory); KeyboardInterrupt propagates after the
@@ -192,6 +194,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
     run_dir = options.out_dir
     state = _Run(options, reporter or SilentReporter(), prepare_run(options))
     state.before_pushes = before_pushes
+    state.native_summary = native_summary or RawSummary()
     state.save()
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-repo-") as scratch, sigterm_interrupts():
         try:
@@ -427,23 +430,20 @@ def _native_one(state: _Run, protocol: Protocol, pack: bytes, repo_path: Path,
     cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s)
     try:
         if protocol is Protocol.H2:
-            ledger: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
-                                        new_oid=oid, probe_id=new_probe_id(),
-                                        timeout_s=options.timeout_s, cleanup=cleanup,
-                                        verify=False if options.insecure else None,
-                                        tcpinfo_sink=samples)
-            detail = (f"server window {ledger.server_initial_window_bytes}, "
-                      f"{ledger.stream.stall_count} stalls")
-            for warning in ledger.warnings:
+            push: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
+                                      new_oid=oid, probe_id=new_probe_id(),
+                                      timeout_s=options.timeout_s, cleanup=cleanup,
+                                      verify=False if options.insecure else None,
+                                      tcpinfo_sink=samples)
+            for warning in push.warnings:
                 state.warn(warning)
         else:
-            ledger = ssh_push_probe(url, key_file=options.ssh_key,
-                                    known_hosts=options.ssh_known_hosts, pack=sent,
-                                    new_oid=oid, probe_id=new_probe_id(),
-                                    timeout_s=options.timeout_s, cleanup=cleanup,
-                                    tcpinfo_sink=samples)
-            detail = (f"channel window {ledger.server_window_bytes}, "
-                      f"{ledger.window_adjusts} adjusts")
+            push = ssh_push_probe(url, key_file=options.ssh_key,
+                                  known_hosts=options.ssh_known_hosts, pack=sent,
+                                  new_oid=oid, probe_id=new_probe_id(),
+                                  timeout_s=options.timeout_s, cleanup=cleanup,
+                                  tcpinfo_sink=samples)
+        detail = state.native_summary.push(push.events)
     except GitnetdiagError as exc:
         if cleanup.result is not None:  # no ledger file: the error tells the branch's end
             exc.message += f" (its branch: {cleanup.result.status.value})"
@@ -455,7 +455,7 @@ def _native_one(state: _Run, protocol: Protocol, pack: bytes, repo_path: Path,
     if len(sent) < len(pack):
         detail += f", bounded to {len(sent) / 2**20:.1f} MiB of the pack"
     write_native(state.run_dir / NATIVE_FILES[protocol.value],
-                 replace(ledger.events, **cleanup.ledger_fields()))
+                 replace(push.events, **cleanup.ledger_fields()))
     append_samples(state.run_dir / NATIVE_FILES[protocol.value].replace(
         ".json", ".tcpinfo.jsonl"), samples)
     state.reporter.done(label, detail, ok=True)
@@ -486,21 +486,21 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
     state.reporter.begin(label)
     cleanup = GitBranchCleanup(state.transport(Protocol.H2), repo_path, options.cleanup_wait_s)
     try:
-        rows = h2_sweep(options.urls[Protocol.H2], ca_file=options.ca_file,
-                        pack=pack_for_commit(repo_path, oid), new_oid=oid,
-                        probe_id_factory=new_probe_id, timeout_s=options.timeout_s,
-                        verify=False if options.insecure else None, cleanup=cleanup)
+        records = h2_sweep(options.urls[Protocol.H2], ca_file=options.ca_file,
+                           pack=pack_for_commit(repo_path, oid), new_oid=oid,
+                           probe_id_factory=new_probe_id, timeout_s=options.timeout_s,
+                           verify=False if options.insecure else None, cleanup=cleanup)
     except GitnetdiagError as exc:
         state.error("h2-sweep", Protocol.H2, exc)
         state.reporter.done(label, exc.message, ok=False)
         return
     finally:
         _native_cleanup_problem(state, Protocol.H2, cleanup)
-    write_new_file(state.run_dir / SWEEP_ARTIFACT,
-                   (json.dumps(to_jsonable(rows), indent=1) + "\n").encode())
-    rates = [row.upload_rate_bytes_per_s or 0.0 for row in rows]
-    state.reporter.done(label, f"{len(rows)} variants, {min(rates) / 1e6:.2f}-"
-                        f"{max(rates) / 1e6:.2f} MB/s", ok=all(r.push_ok for r in rows))
+    # Raw events only: the rows (native-h2-sweep.json) are derived by the pure side.
+    for n, record in enumerate(records, start=1):
+        write_native(state.run_dir / sweep_variant_file(n), record)
+    state.reporter.done(label, state.native_summary.sweep(records),
+                        ok=all(ReportStatus.from_dict(r.report).ok_for(r.ref) for r in records))
     if cleanup.signalled:
         raise KeyboardInterrupt
 

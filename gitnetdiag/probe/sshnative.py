@@ -1,4 +1,4 @@
-"""Native SSH push probe (paramiko): the SSH channel-window ledger of a push.
+"""Native SSH push probe (paramiko): records the SSH channel-window events of a push.
 
     connect, verify the host key against known_hosts, key exchange (timed),
     public-key auth, open a session channel: the server's window and maximum
@@ -15,23 +15,17 @@ own handler; nothing else in paramiko is changed.
 
 from __future__ import annotations
 
-import argparse
-import json
 import socket
 import struct
 import sys
-import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
 import paramiko
 from paramiko.common import MSG_CHANNEL_WINDOW_ADJUST
 
-from gitnetdiag.analysis.flowcontrol import CreditLedger
-from gitnetdiag.analysis.nativeledger import ssh_channel_ledger
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
 from gitnetdiag.probe.receivepack import (
@@ -54,7 +48,7 @@ from gitnetdiag.probe.sshauth import (
 from gitnetdiag.probe.tcpinfo import SocketSampler, TcpInfoSample
 from gitnetdiag.rundir.native import SshAdjustReceived, SshDataSent, SshNativeRecord
 
-__all__ = ["LedgerTransport", "SshPushLedger", "SshTarget", "ssh_push_probe"]
+__all__ = ["LedgerTransport", "SshPush", "SshTarget", "ssh_push_probe"]
 
 
 def _recording_window_adjust(channel: paramiko.Channel, message: paramiko.Message) -> None:
@@ -86,14 +80,13 @@ class LedgerTransport(paramiko.Transport):  # type: ignore[misc]
 
 
 @dataclass(frozen=True, kw_only=True)
-class SshPushLedger:
-    """One native SSH push: the raw events written to the run directory, and the channel
-    ledger replayed from them for the probe's own summary."""
+class SshPush:
+    """One native SSH push as the probe saw it: the raw channel events (``native-ssh.json``)
+    and receive-pack's answer. The channel ledger is derived on the pure side
+    (:func:`gitnetdiag.pipeline_probe.ssh_push_ledger`)."""
 
     events: SshNativeRecord
     """What the probe saw, as written to ``native-ssh.json``."""
-    channel: CreditLedger
-    """Channel credit over time, replayed from ``events``."""
     report: ReportStatus
     """receive-pack's answer."""
 
@@ -109,36 +102,6 @@ class SshPushLedger:
     @property
     def ref_deleted(self) -> bool:
         return self.events.ref_deleted
-
-    @property
-    def upload_s(self) -> float:
-        return (self.events.ended_t_ns - self.events.first_data_t_ns) / 1e9
-
-    @property
-    def upload_rate_bytes_per_s(self) -> float | None:
-        return self.events.request_bytes / self.upload_s if self.upload_s > 0 else None
-
-    def to_dict(self, *, series: bool = True) -> dict[str, Any]:
-        """The summary ``python -m gitnetdiag.probe.sshnative`` prints (not the run file)."""
-        events = self.events
-        return {
-            "target": events.target,
-            "server_banner": events.server_banner,
-            "connect_s": events.connect_s,
-            "kex_s": events.kex_s,
-            "auth_s": events.auth_s,
-            "server_window_bytes": events.window_bytes,
-            "server_max_packet_bytes": events.max_packet_bytes,
-            "advertisement": events.advertisement,
-            "request_bytes": events.request_bytes,
-            "upload_s": self.upload_s,
-            "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
-            "window_adjusts": self.window_adjusts,
-            "channel": self.channel.to_dict(series=series),
-            "report": self.report.to_dict(),
-            "ref": events.ref,
-            "ref_deleted": events.ref_deleted,
-        }
 
 
 def _read_until_flush(channel: paramiko.Channel, deadline: float) -> list[bytes | None]:
@@ -240,7 +203,7 @@ def ssh_push_probe(
     timeout_s: float = 120.0,
     tcpinfo_sink: list[TcpInfoSample] | None = None,
     cleanup: BranchCleanup | None = None,
-) -> SshPushLedger:
+) -> SshPush:
     """Push ``pack`` over SSH to a fresh probe branch, recording the channel window.
 
     With ``cleanup`` the branch ends as a git push's does (waiting for a slow
@@ -324,42 +287,5 @@ def ssh_push_probe(
         ref=ref,
         ref_deleted=deleted,
     )
-    return SshPushLedger(events=events, channel=ssh_channel_ledger(events), report=report)
+    return SshPush(events=events, report=report)
 
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m gitnetdiag.probe.sshnative --url ssh://u@h/p [--key K] [--known-hosts F]``."""
-    from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit
-
-    parser = argparse.ArgumentParser(prog="python -m gitnetdiag.probe.sshnative")
-    parser.add_argument("--url", required=True)
-    parser.add_argument("--key", help="default: ssh-agent, ~/.ssh/config, ~/.ssh/id_*")
-    parser.add_argument("--known-hosts", help="default: ~/.ssh/config, ~/.ssh/known_hosts")
-    parser.add_argument("--size-bytes", type=int, default=2_000_000)
-    parser.add_argument("--seed", type=int, default=2)
-    parser.add_argument("--timeout-s", type=float, default=120.0)
-    parser.add_argument("--no-series", action="store_true")
-    args = parser.parse_args(argv)
-    try:
-        with tempfile.TemporaryDirectory(prefix="gnd-sshnative-") as tmp:
-            repo = generate_repo(Path(tmp) / "repo", args.size_bytes, args.seed)
-            pack = pack_for_commit(repo.path, repo.head_oid)
-            ledger = ssh_push_probe(
-                args.url,
-                key_file=args.key,
-                known_hosts=args.known_hosts,
-                pack=pack,
-                new_oid=repo.head_oid,
-                probe_id=new_probe_id(),
-                timeout_s=args.timeout_s,
-            )
-            print(json.dumps(ledger.to_dict(series=not args.no_series)))
-    except GitnetdiagError as exc:
-        print(json.dumps({"error": exc.reference, "message": exc.message, "hint": exc.hint}))
-        print(exc.one_line(), file=sys.stderr)
-        return int(exc.exit_code)
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -14,10 +14,12 @@ from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failu
 from gitnetdiag.report.plots import report_figures
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
+    PROJECTED_NOTE,
     fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
+    fmt_push_duration,
     fmt_s,
 )
 
@@ -90,12 +92,16 @@ def render_html(diagnosis: Diagnosis) -> str:
             failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
             parts.append(
                 f"<tr><td>{_esc(s.label)}</td><td>{s.pushes_ok}</td><td>{_esc(failed)}</td>"
-                f"<td>{_esc(fmt_bytes(s.bytes))}</td><td>{_esc(fmt_s(s.duration_s))}</td>"
+                f"<td>{_esc(fmt_bytes(s.bytes))}</td>"
+                f"<td>{_esc(fmt_push_duration(s.duration_s, projected=bool(s.projected_pushes)))}"
+                "</td>"
                 f"<td>{_esc(fmt_bps(s.rate_bps))}</td>"
                 f"<td>{_esc(fmt_bps(s.rate_min_bps))}</td>"
                 f"<td>{_esc(fmt_bps(s.rate_max_bps))}</td></tr>"
             )
         parts.append("</table>")
+        if any(s.projected_pushes for s in d.protocols):
+            parts.append(f"<p>{_esc(PROJECTED_NOTE)}</p>")
     parts.append("<h2>Culprits</h2>")
     if d.findings:
         parts += [_finding(i, f) for i, f in enumerate(d.findings, start=1)]

@@ -6,10 +6,12 @@ from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
+    PROJECTED_NOTE,
     fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
+    fmt_push_duration,
     fmt_s,
 )
 
@@ -78,9 +80,12 @@ def render_markdown(diagnosis: Diagnosis) -> str:
             failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
             lines.append(
                 f"| {s.label} | {s.pushes_ok} | {failed} | {fmt_bytes(s.bytes)} | "
-                f"{fmt_s(s.duration_s)} | {fmt_bps(s.rate_bps)} | "
+                f"{fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0)} | "
+                f"{fmt_bps(s.rate_bps)} | "
                 f"{fmt_bps(s.rate_min_bps)} | {fmt_bps(s.rate_max_bps)} |"
             )
+        if any(s.projected_pushes for s in d.protocols):
+            lines += ["", PROJECTED_NOTE]
         lines.append("")
     lines += ["## Culprits", ""]
     if d.findings:

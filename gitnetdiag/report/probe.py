@@ -32,13 +32,15 @@ def render_probe_summary(
     """
     table = Table(
         title=f"gitnetdiag probe {manifest.run_id} ({manifest.status})",
-        caption="MB/s: median rate of the pushes (min, max); s: median wall time",
+        caption="MB/s: median rate of the pushes (min, max); s: median wall time "
+        "(~: projected for the whole pack from bounded pushes)",
     )
     for column in ("proto", "ok", "MB/s", "min", "max", "s", "http", "failures", "burst"):
         table.add_column(column, justify="left" if column in ("proto", "http") else "right")
     for probed, row in zip(manifest.protocols, summaries, strict=True):
         # The recorded kinds (no-data, interrupted, tls, ...), finer than the engine's.
-        kinds = Counter(p.failure_kind or p.outcome for p in probed.pushes if p.outcome != "ok")
+        kinds = Counter(p.failure_kind or p.outcome for p in probed.pushes
+                        if p.outcome not in ("ok", "bounded"))
         failures = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
         versions = Counter(p.http_version for p in probed.pushes if p.http_version)
         burst = "-" if probed.burst is None else str(probed.burst.ok_count)
@@ -48,7 +50,8 @@ def render_probe_summary(
         table.add_row(
             row.protocol, f"{row.pushes_ok}/{len(probed.pushes)}", _mb_s(row.rate_bps),
             _mb_s(row.rate_min_bps), _mb_s(row.rate_max_bps),
-            "-" if row.duration_s is None or not row.pushes_ok else f"{row.duration_s:.2f}",
+            "-" if row.duration_s is None or not row.pushes_ok
+            else f"{'~' if row.projected_pushes else ''}{row.duration_s:.2f}",
             versions.most_common(1)[0][0] if versions else "-", failures or "-", burst,
         )
     return console_text(table, width=width, color=color)

@@ -14,10 +14,12 @@ from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
+    PROJECTED_NOTE,
     fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
+    fmt_push_duration,
     fmt_s,
 )
 
@@ -42,7 +44,7 @@ def _protocol_table(diagnosis: Diagnosis) -> Table:
             s.label,
             f"{s.pushes_ok}/{failed}",
             fmt_bytes(s.bytes),
-            fmt_s(s.duration_s),
+            fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0),
             fmt_bps(s.rate_bps),
             f"{fmt_bps(s.rate_min_bps)} - {fmt_bps(s.rate_max_bps)}"
             if s.rate_bps
@@ -102,6 +104,8 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
         console.print()
     if d.protocols:
         console.print(_protocol_table(d))
+        if any(s.projected_pushes for s in d.protocols):
+            console.print(Text(PROJECTED_NOTE))
         console.print()
     if d.findings:
         console.print(Text("culprits, ranked by cost x confidence:"))

@@ -72,6 +72,17 @@ def fmt_evidence_value(e: Evidence) -> str:
     return text
 
 
+PROJECTED_NOTE = ("~ projected: a bounded push stops mid-pack; its duration is the whole pack "
+                  "at the rate of the bytes it moved")
+"""The footnote of a protocol table that has a projected duration."""
+
+
+def fmt_push_duration(duration_s: float | None, *, projected: bool) -> str:
+    """A protocol's median push duration, ``~``-marked when projected from bounded pushes."""
+    text = fmt_s(duration_s)
+    return f"~{text}" if projected and duration_s is not None else text
+
+
 def fmt_evidence_threshold(e: Evidence) -> str:
     """What it was compared with: ``< BDP (SSH push x RTT) = 1.6 MB``, ``> 0``, or empty."""
     basis = e.basis.format(*(_term(q) for q in e.basis_terms)) if e.basis_terms else e.basis

@@ -11,7 +11,14 @@ NATIVE_SSH_FILE = "native-ssh.json"
 NATIVE_FILES = {"h2": NATIVE_H2_FILE, "ssh": NATIVE_SSH_FILE}
 """Protocol -> native event file."""
 SWEEP_FILE = "native-h2-sweep.json"
-"""``--h2-sweep``: one row per client SETTINGS variant."""
+"""``--h2-sweep``: one row per client SETTINGS variant, derived from the variant files."""
+SWEEP_VARIANT_PATTERN = "native-h2-sweep-{n}.json"
+"""``--h2-sweep``: the raw events of variant ``n`` (1, 2, ...), schema as ``native-h2.json``."""
+
+
+def sweep_variant_file(n: int) -> str:
+    """The event file of the sweep's variant ``n`` (counted from 1)."""
+    return SWEEP_VARIANT_PATTERN.format(n=n)
 OBSERVATIONS_FILE = "observations.json"
 """What the diagnosis saw, written by the pipeline."""
 HOST_REPORT_FILE = "host.json"

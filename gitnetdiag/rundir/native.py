@@ -36,6 +36,32 @@ SSH_SCHEMA = "gitnetdiag.native-ssh/2"
 
 
 @dataclass(frozen=True, kw_only=True)
+class ReportStatus:
+    """receive-pack's answer to a push with ``report-status`` (the ``report`` of a native
+    record, as :meth:`to_dict` writes it)."""
+
+    unpack_ok: bool
+    """``unpack ok`` was reported."""
+    unpack_message: str
+    """The unpack line as sent (``ok`` or an error)."""
+    refs: dict[str, str]
+    """Ref -> ``ok`` or ``ng <reason>``."""
+
+    def ok_for(self, ref: str) -> bool:
+        return self.unpack_ok and self.refs.get(ref) == "ok"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"unpack_ok": self.unpack_ok, "unpack": self.unpack_message, "refs": self.refs}
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ReportStatus:
+        """The answer back from a record's ``report`` (missing keys: nothing reported)."""
+        return cls(unpack_ok=data.get("unpack_ok") is True,
+                   unpack_message=str(data.get("unpack", "")),
+                   refs={str(k): str(v) for k, v in (data.get("refs") or {}).items()})
+
+
+@dataclass(frozen=True, kw_only=True)
 class SettingsEvent:
     """A SETTINGS frame (only the settings it changed)."""
 
@@ -233,7 +259,8 @@ def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
 
 
 __all__ = [
-    "H2_SCHEMA", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord", "NativeRecord", "SettingsEvent",
+    "H2_SCHEMA", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord", "NativeRecord", "ReportStatus",
+    "SettingsEvent",
     "SshAdjustReceived", "SshDataSent", "SshNativeRecord", "StreamOpened",
     "WindowUpdateReceived", "h2_record", "native_schema", "read_json_object", "ssh_record",
     "write_native",

@@ -129,7 +129,7 @@ def test_auth_lab_small_edge_window_ranks_first_and_no_token_leaks(
 def _h2native(state: LabState, url: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         ["ip", "netns", "exec", state.client_ns, sys.executable, "-m",
-         "gitnetdiag.probe.h2native", "--url", url, "--ca-file", state.ca_file,
+         "gitnetdiag.commands.native", "h2", "--url", url, "--ca-file", state.ca_file,
          "--size-bytes", "200000", "--no-series"],
         capture_output=True, text=True, timeout=300, env=env, cwd=REPO_ROOT,
     )

@@ -119,6 +119,7 @@ class StallFirstPush:
         self.listener = socket.create_server(("127.0.0.1", 0))
         self.port = self.listener.getsockname()[1]
         self.stalled: list[socket.socket] = []
+        self.lock = threading.Lock()
         self.done = threading.Event()
         threading.Thread(target=self._serve, daemon=True).start()
 
@@ -132,16 +133,15 @@ class StallFirstPush:
             threading.Thread(target=self._handle, args=(client,), daemon=True).start()
 
     def _handle(self, client: socket.socket) -> None:
-        client.settimeout(5)
-        try:
-            first = client.recv(65536)
-        except OSError:
-            first = b""
+        first = _read_request(client)
         if not first:
             client.close()
             return
-        if b"git-receive-pack" in first and not self.stalled:
-            self.stalled.append(client)  # keep it open, say nothing
+        with self.lock:
+            stall = b"git-receive-pack" in first and not self.stalled
+            if stall:
+                self.stalled.append(client)  # keep it open, say nothing
+        if stall:
             return
         upstream = socket.create_connection(("127.0.0.1", self.upstream))
         upstream.sendall(first)
@@ -166,6 +166,25 @@ class StallFirstPush:
         self.listener.close()
         for sock in self.stalled:
             sock.close()
+
+
+def _read_request(client: socket.socket) -> bytes:
+    """The git:// request: one whole pkt-line, or b"" if the client sent none.
+
+    git writes the 4-byte length and the payload in two writes, so a single recv
+    may return just ``b"0031"``: the push would then be forwarded, and the clean-up's
+    receive-pack stalled instead."""
+    client.settimeout(30)
+    data = b""
+    try:
+        while len(data) < 4 or len(data) < int(data[:4], 16):
+            chunk = client.recv(65536)
+            if not chunk:
+                return b""
+            data += chunk
+    except (OSError, ValueError):
+        return b""
+    return data
 
 
 def _free_port() -> int:

@@ -41,11 +41,15 @@ def test_master_spreads_a_worker_over_two_remotes(
     before = [remote_refs(url) for url in two_repos]
     web_port, master_port = _free_port(), _free_port()
     logs = tmp_path / "worker-log"
+    # -t: the workers' set-up (cloning both remotes) eats into the run; 2 s gave 31 operations
+    # on a quiet 2-core machine but 7-13 with two CPU hogs, 6 s gives 30-62 there.
+    # --autoquit: the collector needs the master up until stop + FINAL_REPORT_WAIT_S (4 s)
+    # plus its polls; 6 s lost that race under load ("Connection refused").
     master = subprocess.Popen(
         [str(VENV_BIN / "locust"), "-f", str(LOCUSTFILE), "--master",
          "--master-bind-host", "127.0.0.1", "--master-bind-port", str(master_port),
          "--web-host", "127.0.0.1", "--web-port", str(web_port), "--autostart",
-         "--autoquit", "6", "-u", "4", "-r", "4", "-t", "2s", "--expect-workers", "1",
+         "--autoquit", "12", "-u", "4", "-r", "4", "-t", "6s", "--expect-workers", "1",
          "--git-url", *two_repos, "--git-protocol", "git",
          "--git-ops", "clone,fetch,push,ls-remote", "--git-timeout", "20"],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

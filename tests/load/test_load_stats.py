@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.errors import InputError, UsageError
+from gitnetdiag.errors import InputError, NetworkError, UsageError
 from gitnetdiag.host.netstat import parse_proc_counters as parse_netstat
 from gitnetdiag.load.diagnose import observations_from_load, target_port
 from gitnetdiag.load.locust_collect import master_url, report_from_payload, results_payload
@@ -179,6 +179,59 @@ def test_locust_payload_becomes_one_step_report() -> None:
         report_from_payload({"format": "other"})
     assert master_url("127.0.0.1") == "http://127.0.0.1:8089/gitnetdiag/results"
     assert master_url("http://h:9000/") == "http://h:9000/gitnetdiag/results"
+
+
+class _Clock:
+    """locust_collect's clock in a test: sleeping moves it on."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def time(self) -> float:
+        return self.now
+
+    monotonic = time
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+
+def _polled(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, object] | None]) -> None:
+    """fetch_payload against a master answering ``answers`` in turn, then refusing (None)."""
+    from gitnetdiag.load import locust_collect
+
+    def get(url: str, timeout_s: float) -> dict[str, object]:
+        answer = answers.pop(0) if answers else None
+        if answer is None:
+            raise NetworkError("cannot reach the Locust master", reference="locust-master")
+        return answer
+
+    monkeypatch.setattr(locust_collect, "_get", get)
+    monkeypatch.setattr(locust_collect, "time", _Clock())
+
+
+def _served(records: int, stopped_epoch: float) -> dict[str, object]:
+    record = {"op": "clone", "slot": 0, "start_epoch": 990.0, "wall_s": 0.5, "ok": True}
+    return results_payload(
+        state="stopped", records=[record] * records, target="git://h/r.git", protocol="git",
+        ops=["clone"], mix=[1], timeout_s=30.0, started_epoch=980.0, stopped_epoch=stopped_epoch,
+        users=1, workers=1, locust_counts={}, locust_failures={})
+
+
+def test_collector_keeps_settled_results_when_the_master_quits(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A master that quits (--autoquit) after the workers' last reports were due gave the
+    final results already; one that quits before then is an error, not a short report."""
+    from gitnetdiag.load.locust_collect import FINAL_REPORT_WAIT_S, fetch_payload
+
+    long_ago = 1000.0 - FINAL_REPORT_WAIT_S - 1
+    _polled(monkeypatch, [_served(5, long_ago), _served(6, long_ago), _served(6, long_ago)])
+    assert len(fetch_payload("m", wait_s=60)["records"]) == 6
+    _polled(monkeypatch, [_served(5, long_ago)])
+    assert len(fetch_payload("m", wait_s=60)["records"]) == 5
+    _polled(monkeypatch, [_served(5, 999.5)])
+    with pytest.raises(NetworkError):
+        fetch_payload("m", wait_s=60)
 
 
 def test_load_diagnose_option_prints_the_ranked_culprits(capsys: pytest.CaptureFixture[str]

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.errors import NetworkError, UsageError
+from gitnetdiag.pipeline_probe import h2_push_ledger, sweep_rows
 from gitnetdiag.probe.h2native import (
     ZERO_OID,
     check_safe_ref,
@@ -143,14 +144,14 @@ def test_small_window_server_stalls_and_branch_is_deleted(
 ) -> None:
     pack, oid = probe_pack
     before = seeded_server.refs()
-    ledger = h2_push_probe(
+    ledger = h2_push_ledger(h2_push_probe(
         seeded_server.url,
         ca_file=seeded_server.ca_file,
         pack=pack,
         new_oid=oid,
         probe_id="t1",
         timeout_s=60,
-    )
+    ).events)
     assert ledger.alpn == "h2"
     assert ledger.report.ok_for("refs/heads/gitnetdiag/probe-t1")
     assert ledger.server_initial_window_bytes == 65_535
@@ -173,14 +174,14 @@ def test_large_window_server_never_stalls(
 ) -> None:
     pack, oid = probe_pack
     before = seeded_server.refs()
-    ledger = h2_push_probe(
+    ledger = h2_push_ledger(h2_push_probe(
         seeded_server.url,
         ca_file=seeded_server.ca_file,
         pack=pack,
         new_oid=oid,
         probe_id="t2",
         timeout_s=60,
-    )
+    ).events)
     assert ledger.server_initial_window_bytes == 16_777_216
     assert ledger.stream.stall_count == 0
     assert ledger.connection.stall_count == 0
@@ -196,14 +197,14 @@ def test_sweep_rows_follow_server_window(
     pack, oid = probe_pack
     before = seeded_server.refs()
     ids = iter(["s1", "s2"])
-    rows = h2_sweep(
+    rows = sweep_rows(h2_sweep(
         seeded_server.url,
         ca_file=seeded_server.ca_file,
         pack=pack,
         new_oid=oid,
         probe_id_factory=lambda: next(ids),
         settings=[(65_535, 16_384), (16_777_216, 65_536)],
-    )
+    ))
     assert [row.client_window_bytes for row in rows] == [65_535, 16_777_216]
     assert all(row.server_initial_window_bytes == 65_535 and row.push_ok for row in rows)
     assert all(row.stall_count > 0 for row in rows)
@@ -263,8 +264,8 @@ def test_connection_refused_is_a_network_error(tmp_path: Path) -> None:
 def _lab_run(state_ns: str, args: list[str]) -> dict[str, object]:
     # This interpreter (a fresh clone or a worktree has no .venv of its own).
     proc = subprocess.run(
-        ["ip", "netns", "exec", state_ns, sys.executable, "-m", "gitnetdiag.probe.h2native",
-         *args],
+        ["ip", "netns", "exec", state_ns, sys.executable, "-m", "gitnetdiag.commands.native",
+         "h2", *args],
         capture_output=True,
         text=True,
         timeout=300,

@@ -138,8 +138,8 @@ def test_public_key_file_picks_the_matching_agent_key(tmp_path: Path, ssh_agent:
 
 def _sshnative(state_ns: str, env: dict[str, str], *args: str) -> tuple[dict[str, object], str]:
     proc = subprocess.run(
-        ["ip", "netns", "exec", state_ns, sys.executable, "-m", "gitnetdiag.probe.sshnative",
-         "--size-bytes", "300000", "--no-series", *args],
+        ["ip", "netns", "exec", state_ns, sys.executable, "-m", "gitnetdiag.commands.native",
+         "ssh", "--size-bytes", "300000", "--no-series", *args],
         capture_output=True, text=True, timeout=300, env=env,
         cwd=Path(__file__).resolve().parents[2],
     )

@@ -87,7 +87,7 @@ def test_lab_ssh_ledger_records_channel_window(shared_lab: LabFactory) -> None:
     proc = subprocess.run(
         [
             "ip", "netns", "exec", state.client_ns, sys.executable,
-            "-m", "gitnetdiag.probe.sshnative", "--url", state.endpoints.ssh,
+            "-m", "gitnetdiag.commands.native", "ssh", "--url", state.endpoints.ssh,
             "--key", state.ssh_key, "--known-hosts", state.ssh_known_hosts,
             "--size-bytes", "1500000", "--no-series",
         ],

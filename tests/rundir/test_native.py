@@ -17,9 +17,8 @@ from gitnetdiag.pipeline_native import (
     ssh_ledger_from_native,
     ssh_observation,
 )
-from gitnetdiag.probe.h2native import H2PushLedger
+from gitnetdiag.pipeline_probe import H2PushLedger, SshPushLedger
 from gitnetdiag.probe.receivepack import ReportStatus
-from gitnetdiag.probe.sshnative import SshPushLedger
 from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE
 from gitnetdiag.rundir.native import (
     H2_SCHEMA,

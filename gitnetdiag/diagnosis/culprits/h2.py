@@ -268,6 +268,64 @@ def _fix(h: _H2Push) -> str:
     )
 
 
+CAPTURE_ONLY_SELF_LIMITED_SHARE = 0.7
+"""Capture-only rule: the TCP sender waits on HTTP/2 at least this share of the time."""
+CAPTURE_ONLY_OPEN_RATIO = 4
+"""Capture-only rule: the advertised TCP window is at least this multiple of bytes in flight."""
+
+
+def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
+    """A bare capture (no other transport to compare, no HTTP/2 ledger): the TCP sender
+    over TLS self-limited most of the time while the TCP window stood wide open; the
+    bytes-in-flight plateau estimates the HTTP/2 window it waits on."""
+    cap = p.capture
+    rtt = rtt_s(obs, p)
+    if (cap is None or rtt is None or cap.self_limited_share is None
+            or cap.self_limited_share < CAPTURE_ONLY_SELF_LIMITED_SHARE
+            or not cap.bytes_in_flight_p95 or not cap.advertised_window_median_bytes
+            or cap.advertised_window_median_bytes
+            < CAPTURE_ONLY_OPEN_RATIO * cap.bytes_in_flight_p95):
+        return None
+    if (cap.network_limited_share or 0.0) > cap.self_limited_share:
+        return None
+    window = cap.bytes_in_flight_p95
+    tcp_rate = tcp_window_rate(obs, p)
+    size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
+    cost = saved_time_s(size, up, tcp_rate) if size and up else None
+    bdp = tcp_rate * rtt if tcp_rate else None
+    evidence = (
+        Evidence(what="TCP sender self-limited (waiting above TCP) with its window open",
+                 value=cap.self_limited_share, unit="ratio",
+                 threshold=CAPTURE_ONLY_SELF_LIMITED_SHARE, comparison=">=",
+                 source=cap.source),
+        Evidence(what="advertised TCP window (median) vs bytes in flight (p95)",
+                 value=cap.advertised_window_median_bytes, unit="B",
+                 threshold=CAPTURE_ONLY_OPEN_RATIO * window, comparison=">=",
+                 basis="{} x bytes in flight (p95) {}",
+                 basis_terms=(term(CAPTURE_ONLY_OPEN_RATIO, "count"), term(window, "B")),
+                 source=cap.source),
+        Evidence(what="HTTP/2 window estimated from the bytes-in-flight plateau",
+                 value=window, unit="B", threshold=bdp, comparison="<" if bdp else None,
+                 basis="BDP (TCP window / RTT x RTT)" if bdp else "",
+                 text="estimate: the HTTP/2 frames are encrypted; a key log gives the "
+                 "granted window", source=cap.source),
+    )
+    rate_text = f" at {fmt_rate(rate)}" if rate else ""
+    return Hit(
+        score=0.45,
+        cost_s=cost or 0.0,
+        summary=(f"The HTTP/2 upload{rate_text} sent about {fmt_bytes(window)} per "
+                 f"{fmt_s(rtt)} round trip and waited {cap.self_limited_share:.0%} of the "
+                 "time with the TCP window open: an HTTP/2 flow-control window is the likely "
+                 "limit. Seen in a bare capture: no HTTP/1.1 or SSH push to compare, the "
+                 "HTTP/2 frames not decrypted (give --keylog for the granted window)."),
+        evidence=evidence,
+        fix=_fix(_H2Push(p=p, rtt=rtt, h2_rate=rate, other=None, window=window,
+                         next_limit=("TCP receive window / RTT", tcp_rate) if tcp_rate
+                         else None)),
+    )
+
+
 def h2_flow_control_window(obs: Observations) -> Hit | None:
     """HTTP/2 much slower than the other transports while TCP waits on it, a granted
     window below the BDP, time at zero credit, or pushes that hang."""
@@ -275,6 +333,8 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     if p is None:
         return None
     h = _gather(obs, p)
+    if h.other is None and p.h2_ledger is None and ok_pushes(p):
+        return _capture_only(obs, p)
     tally = Tally()
     slower = _ab_signals(h, tally)
     predicted: float | None = None

@@ -30,6 +30,11 @@ from gitnetdiag.diagnosis.observations import (
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 
 
+def _mathis_rate(mss: float, rtt: float, loss: float) -> float:
+    """The loss-limited TCP rate (Mathis et al. 1997): MSS / RTT x 1.22 / sqrt(p)."""
+    return float(mss / rtt * 1.22 / loss**0.5)
+
+
 def packet_loss(obs: Observations) -> Hit | None:
     hits = []
     for name in PROTOCOL_ORDER:
@@ -60,6 +65,11 @@ def packet_loss(obs: Observations) -> Hit | None:
             fallback = False
         else:
             cost = (c.timeout_retransmissions or 0) * MIN_RTO_S
+            if c.mss_bytes:
+                # No window known (a capture without its handshake): the time lost to the
+                # loss above the threshold, by the Mathis bound MSS / RTT x 1.22 / sqrt(p).
+                cost = max(cost, saved_time_s(size, up, _mathis_rate(c.mss_bytes, rtt,
+                                                                     LOSS_RATE)) or 0.0)
             fallback = True
         hits.append((name, c, rate, window_rate, cost, fallback))
     if not hits:

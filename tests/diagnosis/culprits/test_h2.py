@@ -109,3 +109,31 @@ def test_http2_that_only_hangs_is_reported_as_a_stall() -> None:
     # each hung push loses its 60 s wait plus a redo at HTTP/1.1's median push duration
     redo = proto(3.0).pushes[1].duration_s
     assert top.cost_s == pytest.approx(60.0 + redo, abs=0.001)
+
+
+def _bare_h2(self_limited: float, in_flight: int) -> Observations:
+    """A bare capture: HTTP/2 alone, no ledger, no other transport to compare."""
+    capture = cap(self_limited_share=self_limited, network_limited_share=1 - self_limited,
+                  rwnd_limited_share=0.0, bytes_in_flight_median=in_flight,
+                  bytes_in_flight_p95=in_flight, advertised_window_median_bytes=540_000,
+                  advertised_window_max_bytes=570_000)
+    return Observations(run=run(rtt_s=None),
+                        protocols={"h2": proto(18.0, n=1, capture=capture)})
+
+
+def test_bare_capture_rule_estimates_the_window_from_the_plateau() -> None:
+    """Self-limited >= 70% with the window >= 4 x in flight: the HTTP/2 window, less sure,
+    saying that the frames were not seen."""
+    top = diagnose(_bare_h2(0.95, 65_535)).findings[0]
+    assert top.id == "h2-flow-control-window"
+    assert top.score < 0.5
+    assert "65535 B" in " ".join(fmt_evidence_value(e) for e in top.evidence)
+    assert "--keylog" in top.summary
+    assert "tune.h2.initial-window-size" in top.fix
+
+
+@pytest.mark.parametrize(("self_limited", "in_flight"), [(0.4, 65_535), (0.95, 300_000)])
+def test_bare_capture_rule_needs_a_waiting_sender_and_an_open_window(
+        self_limited: float, in_flight: int) -> None:
+    ids = [f.id for f in diagnose(_bare_h2(self_limited, in_flight)).findings]
+    assert "h2-flow-control-window" not in ids

@@ -1,0 +1,142 @@
+"""What application protocol a TCP connection carries, from the first payload bytes.
+
+A bare capture (someone else's tcpdump) says which connections are git only
+by their ports, unless it holds payload: then a TLS ClientHello (its ALPN
+list and SNI), the ``SSH-2.0-`` banner or a ``git://`` request
+(``git-receive-pack``) names the protocol on any port. A headers-only capture
+(``tcpdump -s 96``) keeps a few payload bytes at best: enough for the TLS
+record header or the SSH banner, rarely for the ALPN list.
+
+The walk is a second, cheap pass over the file: the vectorised decoder, then
+a numpy test of the first bytes of every payload, and Python only for the few
+segments that start like a handshake.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gitnetdiag.capture.compressed import capture_stream
+from gitnetdiag.capture.decode import DecodeStats, decode_tcp
+from gitnetdiag.capture.formats import open_walker
+from gitnetdiag.errors import GitnetdiagError
+
+HEAD_BYTES = 1024
+"""Payload bytes kept of a segment that starts like a handshake."""
+MAX_HEADS = 4096
+"""At most this many such segments are parsed (bounded work on a huge capture)."""
+
+
+@dataclass(kw_only=True)
+class Sniffed:
+    """What the first payload bytes of one TCP connection said (keyed by its ports)."""
+
+    tls: bool = False
+    """A TLS ClientHello was seen (sent by ``client_port``)."""
+    alpn: tuple[str, ...] = ()
+    """ALPN protocols offered in the ClientHello (``h2``, ``http/1.1``), when captured."""
+    sni: str | None = None
+    """Server name of the ClientHello, when captured."""
+    ssh_banner: str | None = None
+    """The first ``SSH-2.0-...`` line seen."""
+    git_service: str | None = None
+    """``git-receive-pack`` or ``git-upload-pack`` of a git:// request."""
+    client_port: int | None = None
+    """Port of the side that sent the ClientHello / the git:// request (the client)."""
+    notes: list[str] = field(default_factory=list)
+    """Partial evidence (a ClientHello cut before its ALPN by the snap length)."""
+
+
+def _hello(data: bytes, s: Sniffed) -> None:
+    """ALPN and SNI of a ClientHello record, as far as the bytes reach."""
+    s.tls = True
+    try:
+        p = 5 + 4 + 2 + 32  # record header, handshake header, version, random
+        p += 1 + data[p]  # session id
+        p += 2 + int.from_bytes(data[p:p + 2], "big")  # cipher suites
+        p += 1 + data[p]  # compression methods
+        end = p + 2 + int.from_bytes(data[p:p + 2], "big")
+        p += 2
+        while p + 4 <= min(end, len(data)):
+            kind = int.from_bytes(data[p:p + 2], "big")
+            size = int.from_bytes(data[p + 2:p + 4], "big")
+            body = data[p + 4:p + 4 + size]
+            if len(body) < size:
+                break
+            if kind == 0 and len(body) > 5:  # server_name: list len, type, name len, name
+                s.sni = body[5:5 + int.from_bytes(body[3:5], "big")].decode("ascii", "replace")
+            elif kind == 16:  # application_layer_protocol_negotiation
+                names, q = [], 2
+                while q < len(body):
+                    n = body[q]
+                    names.append(body[q + 1:q + 1 + n].decode("ascii", "replace"))
+                    q += 1 + n
+                s.alpn = tuple(names)
+            p += 4 + size
+    except IndexError:
+        pass
+    if not s.alpn:
+        s.notes.append("the ClientHello was cut before its ALPN list (snap length)")
+
+
+def _is_hex(b: np.ndarray) -> np.ndarray:
+    return ((b >= 48) & (b <= 57)) | ((b >= 97) & (b <= 102))
+
+
+def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sniffed]:
+    """Per connection (its two ports, sorted), what its first payload bytes said.
+
+    Never raises for damage: what was read before it counts. A file that is not
+    a capture raises :class:`~gitnetdiag.errors.CaptureFormatError` like the reader.
+    """
+    out: dict[tuple[int, int], Sniffed] = {}
+    parsed = 0
+    with open(path, "rb") as handle:
+        walker = open_walker(capture_stream(handle))
+        stats = DecodeStats()
+        try:
+            for batch in walker.batches():
+                rows = decode_tcp(batch, stats)
+                has = rows.payload_len > 0
+                if not has.any():
+                    continue
+                rec = rows.record[has]
+                plen = rows.payload_len[has]
+                start = batch.data_off[rec] + batch.origlen[rec] - plen
+                end = batch.data_off[rec] + batch.caplen[rec]
+                ok = (end - start >= 4) & (start >= batch.data_off[rec])
+                idx = np.flatnonzero(ok)
+                if not len(idx):
+                    continue
+                first = np.stack([batch.buf[np.minimum(start[idx] + k, len(batch.buf) - 1)]
+                                  for k in range(8)], axis=1)
+                tls = (first[:, 0] == 0x16) & (first[:, 1] == 3) & (first[:, 5] == 1)
+                ssh = ((first[:, 0] == ord("S")) & (first[:, 1] == ord("S"))
+                       & (first[:, 2] == ord("H")) & (first[:, 3] == ord("-")))
+                git = (_is_hex(first[:, 0]) & _is_hex(first[:, 1]) & _is_hex(first[:, 2])
+                       & _is_hex(first[:, 3]) & (first[:, 4] == ord("g"))
+                       & (first[:, 5] == ord("i")) & (first[:, 6] == ord("t")))
+                sport, dport = rows.sport[has][idx], rows.dport[has][idx]
+                for j in np.flatnonzero(tls | ssh | git):
+                    if parsed >= MAX_HEADS:
+                        return out
+                    parsed += 1
+                    a, b = int(start[idx[j]]), int(end[idx[j]])
+                    data = bytes(batch.buf[a:min(b, a + HEAD_BYTES)])
+                    sp, dp = int(sport[j]), int(dport[j])
+                    s = out.setdefault((min(sp, dp), max(sp, dp)), Sniffed())
+                    if tls[j] and not s.tls:
+                        s.client_port = sp
+                        _hello(data, s)
+                    elif ssh[j] and s.ssh_banner is None:
+                        s.ssh_banner = data.split(b"\r\n")[0].split(b"\n")[0].decode(
+                            "ascii", "replace")[:80]
+                    elif git[j] and s.git_service is None:
+                        s.git_service = data[4:].split(b" ")[0].decode("ascii", "replace")
+                        s.client_port = sp
+        except GitnetdiagError:
+            return out  # damage: the reader reports it; what came before counts
+    return out

@@ -1,0 +1,318 @@
+"""A bare capture (no run directory) -> Observations -> Diagnosis.
+
+A support engineer often holds only a pcap from the customer's laptop or
+server. This finds the git transfers in it (ports 443/22/9418, and on any
+port by content: a TLS ClientHello with its ALPN and SNI, the ``SSH-2.0-``
+banner, a ``git://`` request), takes the upload direction (client -> server:
+the side that sent the SYN, else the side away from the well-known port, so a
+server-side capture works the same) and fills one :class:`ProtocolObservation`
+per transport found. There is no A/B reference, no trace2 and no host; the
+culprits' capture-only rules use what remains and say what could not be seen.
+Nothing git-like in the capture is a named ``capture`` problem, never healthy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+import numpy as np
+
+from gitnetdiag.analysis import h2ledger
+from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
+from gitnetdiag.analysis.tcp import ConnectionAnalysis
+from gitnetdiag.capture.sniff import Sniffed, sniff_connections
+from gitnetdiag.diagnosis import observations as obs
+from gitnetdiag.diagnosis.engine import diagnose
+from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.pipeline import capture_metrics, flight_series
+
+WELL_KNOWN: dict[int, obs.ProtocolName] = {443: "h2", 22: "ssh", 9418: "git"}
+"""Ports that name a git transport when the payload is not captured (443: HTTP/2 or
+HTTP/1.1 over TLS, taken as HTTPS with HTTP/2 possible)."""
+
+MIN_UPLOAD_BYTES = 4096
+"""A connection that uploads less is no push (ls-remote, a failed attempt)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transfer:
+    """One git transfer found in the capture."""
+
+    protocol: obs.ProtocolName
+    conn: ConnectionAnalysis
+    server_port: int
+    why: str
+    """How it was recognised (content or port), for the evidence."""
+    upload_bytes: int
+
+
+def _classify(conn: ConnectionAnalysis, sniffed: dict[tuple[int, int], Sniffed]
+              ) -> tuple[obs.ProtocolName, int, str] | None:
+    """The transport and the server port of one connection, or None when not git-like."""
+    c = conn.connection
+    s = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
+    server = c.b_port
+    if s is not None and s.client_port is not None:
+        server = c.b_port if s.client_port == c.a_port else c.a_port
+    elif not c.syn_seen and c.a_port in WELL_KNOWN and c.b_port not in WELL_KNOWN:
+        server = c.a_port
+    if s is not None and s.git_service:
+        return "git", server, f"git:// request {s.git_service}"
+    if s is not None and s.ssh_banner:
+        if c.a_port == 22 or c.b_port == 22:
+            server = 22
+        return "ssh", server, f"SSH banner {s.ssh_banner!r}"
+    if s is not None and s.tls:
+        sni = f", SNI {s.sni}" if s.sni else ""
+        if s.alpn:
+            proto: obs.ProtocolName = "h2" if "h2" in s.alpn else "h1"
+            return proto, server, f"TLS ClientHello, ALPN {','.join(s.alpn)}{sni}"
+        return "h2", server, f"TLS ClientHello (ALPN not captured{sni})"
+    for port in (c.b_port, c.a_port):
+        if port in WELL_KNOWN:
+            return WELL_KNOWN[port], port, f"port {port}"
+    return None
+
+
+def _directed(conn: ConnectionAnalysis, server_port: int) -> ConnectionAnalysis:
+    """The connection with ``a`` the client: swapped when the capture began after the SYN
+    and the server spoke first."""
+    c = conn.connection
+    if c.b_port == server_port or c.a_port != server_port:
+        return conn
+    return replace(conn, a_to_b=conn.b_to_a, b_to_a=conn.a_to_b,
+                   connection=replace(c, a_addr=c.b_addr, a_port=c.b_port,
+                                      b_addr=c.a_addr, b_port=c.a_port))
+
+
+def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sniffed]
+                   ) -> list[Transfer]:
+    """Every git-like connection, client first, largest upload first."""
+    found = []
+    for conn in analysis.connections:
+        kind = _classify(conn, sniffed)
+        if kind is None:
+            continue
+        proto, server, why = kind
+        directed = _directed(conn, server)
+        found.append(Transfer(protocol=proto, conn=directed, server_port=server, why=why,
+                              upload_bytes=directed.a_to_b.payload_bytes))
+    return sorted(found, key=lambda t: -t.upload_bytes)
+
+
+def _answered(conn: ConnectionAnalysis) -> bool:
+    """Whether the server sent data after the client's last data (the push's status)."""
+    up, down = conn.a_to_b, conn.b_to_a
+    return (up.last_data_ts_ns is not None and down.last_data_ts_ns is not None
+            and down.last_data_ts_ns > up.last_data_ts_ns)
+
+
+def _push(t: Transfer) -> obs.PushResult:
+    """The transfer as a push. An RST after the server answered is a teardown (curl
+    and proxies close that way); one before it cut the push short."""
+    conn = t.conn
+    up, down = conn.a_to_b, conn.b_to_a
+    # Until the last data either way: an idle connection kept open is no push time.
+    last = max((ts for ts in (up.last_data_ts_ns, down.last_data_ts_ns) if ts is not None),
+               default=conn.last_ts_ns)
+    seconds = max(0.0, (last - conn.first_ts_ns) / 1e9)
+    if (down.resets_sent or up.resets_sent) and not _answered(conn):
+        who = "the server side" if down.resets_sent else "the client"
+        return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes, ok=False,
+                              error_kind="reset",
+                              error_message=f"connection reset by {who} before the server "
+                              "answered (capture)")
+    return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes)
+
+
+def _server_wait_s(conn: ConnectionAnalysis) -> float | None:
+    """Server think time: after the client's last data until the server's last data."""
+    up, down = conn.a_to_b, conn.b_to_a
+    if up.last_data_ts_ns is None or down.last_data_ts_ns is None:
+        return None
+    gap = (down.last_data_ts_ns - up.last_data_ts_ns) / 1e9
+    return gap if gap > 0 else None
+
+
+def ledger_observation(ledger: h2ledger.H2Ledger) -> obs.H2Ledger:
+    """The engine's HTTP/2 ledger from a decrypted capture's (tshark) ledger."""
+    stream = max(ledger.uploads, key=lambda u: u.ledger.stalled_s).ledger if ledger.uploads \
+        else None
+    return obs.H2Ledger(
+        source=f"capture {ledger.client} -> {ledger.server} frames "
+        f"{ledger.first_frame}-{ledger.last_frame} (decrypted)",
+        server_initial_window_bytes=ledger.server_initial_window_bytes,
+        connection_window_bytes=ledger.connection.peak_credit_bytes,
+        max_frame_size_bytes=ledger.server_max_frame_bytes,
+        stream_zero_credit_s=stream.stalled_s if stream is not None else None,
+        connection_zero_credit_s=ledger.connection.stalled_s,
+        window_updates=ledger.window_updates_from_server,
+    )
+
+
+RECEIVER_RTT_RATIO = 0.2
+"""Data-to-ACK samples below this share of the handshake RTT: the capture was taken at
+the receiver (the server of a push), where an ACK leaves right after the data arrives."""
+
+
+def receiver_side(metrics: obs.CaptureMetrics) -> bool:
+    """Whether the capture point was next to the receiver of the upload (server side)."""
+    hs, med = metrics.handshake_rtt_s, metrics.median_rtt_s
+    return bool(hs and med is not None and med < RECEIVER_RTT_RATIO * hs)
+
+
+def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.CaptureMetrics:
+    """The TCP picture of a capture taken at the receiver: what the sender had in flight is
+    not visible there, so it is estimated per bin as the arrival rate x the handshake RTT
+    (the SYN-ACK -> ACK leg, measured at the server, is the whole round trip), and the
+    limit of each bin follows from that estimate against the advertised window."""
+    rtt = metrics.handshake_rtt_s
+    series = conn.series
+    if not rtt or not series.sent_bytes or not series.min_window_bytes:
+        return metrics
+    sent = np.asarray(series.sent_bytes[0], dtype=np.float64)
+    window = np.asarray(series.min_window_bytes[1], dtype=np.float64)
+    n = min(sent.size, window.size)  # each direction's series ends with its last segment
+    sent, window = sent[:n], window[:n]
+    if not n:
+        return metrics
+    known = window >= 0
+    if not known.any():
+        return metrics
+    idx = np.where(known, np.arange(window.size), 0)
+    np.maximum.accumulate(idx, out=idx)
+    window = np.where(known[idx], window[idx], window[int(np.argmax(known))])
+    active = sent > 0
+    if not active.any():
+        return metrics
+    flight = sent[active] / series.bin_s * min(rtt, series.bin_s)
+    win = window[active]
+    rwnd = float(np.mean(flight >= 0.8 * win))
+    self_limited = float(np.mean(flight < 0.5 * win))
+    return replace(
+        metrics,
+        source=metrics.source + " (server side: in flight = arrival rate x handshake RTT)",
+        min_rtt_s=rtt, median_rtt_s=rtt,
+        bytes_in_flight_median=int(np.median(flight)),
+        bytes_in_flight_p95=int(np.percentile(flight, 95)),
+        rwnd_limited_share=rwnd, self_limited_share=self_limited,
+        network_limited_share=max(0.0, 1.0 - rwnd - self_limited),
+    )
+
+
+BURST_CONNECTIONS = 3
+"""This many connections of one transport in a capture are read as a burst too (SYN
+drops, resets and unanswered connections across all of them, not only the push)."""
+
+
+def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.BurstResult:
+    """Many connections of one transport as a burst: what ``syn-drop``, ``firewall-reset``
+    and ``listen-backlog-overflow`` read across connections."""
+    failed: dict[str, int] = {}
+    ok = syn = synack = resets = 0
+    for t in transfers:
+        hs, up, down = t.conn.handshake, t.conn.a_to_b, t.conn.b_to_a
+        syn += hs.syn_retransmissions
+        synack += max(hs.synack_retransmissions, hs.synack_after_ack)
+        resets += up.resets_sent + down.resets_sent
+        if down.payload_bytes and not (down.resets_sent and not _answered(t.conn)):
+            ok += 1
+        else:
+            kind = "reset" if up.resets_sent or down.resets_sent else "hung"
+            failed[kind] = failed.get(kind, 0) + 1
+    waits = sorted((t.conn.last_ts_ns - t.conn.first_ts_ns) / 1e9 for t in transfers)
+    return obs.BurstResult(
+        protocol=proto, concurrency=len(transfers), ok=ok,
+        port=transfers[0].server_port, failed_by_kind=failed,
+        duration_p50_s=waits[len(waits) // 2] if waits else None,
+        syn_retransmissions=syn, synack_retransmissions=synack, resets=resets)
+
+
+def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
+                              ) -> tuple[obs.Observations, list[str]]:
+    """The engine's input from a bare capture file; with the analysis warnings.
+
+    ``h2_ledgers`` are the decrypted HTTP/2 ledgers (``--keylog`` or secrets in the
+    pcapng), read by the command through :mod:`gitnetdiag.tools.tshark`.
+    """
+    analysis = analyze_capture(path)
+    warnings = list(analysis.warnings)
+    try:
+        sniffed = sniff_connections(path)
+    except GitnetdiagError as exc:  # the reader already said what is wrong with the file
+        warnings.append(f"payload not inspected: {exc.message}")
+        sniffed = {}
+    transfers = find_transfers(analysis, sniffed)
+    protocols: dict[str, obs.ProtocolObservation] = {}
+    problems: list[obs.RunProblem] = []
+    bursts: list[obs.BurstResult] = []
+    seen: list[str] = []
+    for proto in obs.PROTOCOL_ORDER:
+        mine = [t for t in transfers if t.protocol == proto]
+        pushes = [t for t in mine if t.upload_bytes >= MIN_UPLOAD_BYTES]
+        if len(mine) >= BURST_CONNECTIONS:
+            bursts.append(capture_burst(proto, mine))
+        chosen = pushes[0] if pushes else (mine[0] if mine else None)
+        if chosen is None:
+            continue
+        direction = "" if chosen.conn.connection.syn_seen else ", SYN not captured"
+        label = f"{proto} ({chosen.why}{direction})"
+        seen.append(f"{obs.PROTOCOL_LABELS[proto]} by {chosen.why}")
+        metrics = capture_metrics(chosen.conn, label)
+        if not metrics.handshake_seen:
+            # Without the SYN / SYN-ACK the window scale is unknown: the raw windows
+            # say nothing about a clamp, and must not explain away a loss.
+            up = chosen.conn.a_to_b
+            mss = metrics.mss_bytes or (up.payload_bytes // up.packets if up.packets else None)
+            metrics = replace(metrics, advertised_window_median_bytes=None, mss_bytes=mss or None,
+                              advertised_window_max_bytes=None, rwnd_limited_share=None,
+                              source=metrics.source + " (handshake not captured: window "
+                              "scale unknown, advertised windows not used, MSS = mean segment)")
+        if receiver_side(metrics):
+            metrics = receiver_view(chosen.conn, metrics)
+            seen[-1] += " (captured at the server)"
+        wait = _server_wait_s(chosen.conn)
+        ledger = None
+        if proto == "h2" and h2_ledgers:
+            ledger = ledger_observation(max(h2_ledgers, key=lambda g: g.data_bytes_to_server))
+        protocols[proto] = obs.ProtocolObservation(
+            pushes=tuple(_push(t) for t in (pushes or [chosen])),
+            trace2=obs.Trace2Phases(server_wait_s=wait) if wait is not None else None,
+            capture=metrics,
+            h2_ledger=ledger,
+            flight=flight_series(chosen.conn),
+        )
+    if not protocols:
+        problems.append(obs.RunProblem(
+            stage="capture", reference="no-git-transfer",
+            message=f"{path.name}: no git transfer found among {len(analysis.connections)} TCP "
+            "connection(s) (none on ports 443/22/9418, no TLS ClientHello, SSH banner or "
+            "git:// request in the payload)",
+            hint="capture the push itself (tcpdump -i any -s 128 -w push.pcap 'port 443 or "
+            "port 22'), or give the server's port with a run directory"))
+    elif all(t.upload_bytes < MIN_UPLOAD_BYTES for t in transfers) and not any(
+            b.syn_retransmissions or b.synack_retransmissions or b.failed for b in bursts):
+        problems.append(obs.RunProblem(
+            stage="capture", reference="no-upload",
+            message=f"{path.name}: git-like connections found, but none uploaded "
+            f"{MIN_UPLOAD_BYTES} B or more: no push to measure",
+            hint="capture during the slow push itself"))
+    kinds = ", ".join(seen) or "nothing git-like"
+    run = obs.RunInfo(
+        requested_protocols=tuple(protocols),
+        target_url=str(path.name),
+        measured_by=(f"bare capture {path.name}: {len(analysis.connections)} TCP "
+                     f"connection(s), {kinds}; no A/B reference between transports, no "
+                     "trace2 phases, no server view (confidence lowered accordingly)"),
+    )
+    return obs.Observations(run=run, protocols=protocols, bursts=tuple(bursts),
+                            problems=tuple(problems)), warnings
+
+
+def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
+                     ) -> tuple[Diagnosis, list[str]]:
+    """Diagnose a bare capture; with the analysis warnings."""
+    observations, warnings = observations_from_capture(path, h2_ledgers=h2_ledgers)
+    return diagnose(observations), warnings
