@@ -42,9 +42,21 @@ def _diagnose(instance: str, fault: str, size: str, out: Path,
     culprits = report.get("culprits") or []
     if not culprits:
         return wall, f"({report.get('verdict')})", ""
-    window = next((f"{e['what']}: {e['value']}" for e in culprits[0]["evidence"]
-                   if "window" in e["what"].lower()), "")
-    return wall, culprits[0]["id"], window
+    return wall, culprits[0]["id"], _window_evidence(culprits[0]["evidence"])
+
+
+def _window_evidence(evidence: list[dict[str, object]]) -> str:
+    """The window the culprit names and, for HTTP/2, the measured vs predicted rate."""
+    granted = [e for e in evidence if "send window granted" in str(e["what"])]
+    allows = [e for e in evidence if "what the window allows" in str(e["what"])]
+    if granted or allows:
+        parts = [f"granted window {e['value']} B" for e in granted]
+        parts += [f"measured {float(e['value']) / 1e6:.2f} MB/s vs window/RTT "  # type: ignore[arg-type]
+                  f"{float(e['threshold']) / 1e6:.2f} MB/s" for e in allows  # type: ignore[arg-type]
+                  if e.get("value") is not None and e.get("threshold") is not None]
+        return "; ".join(parts)
+    return next((f"{e['what']}: {e['value']}" for e in evidence
+                 if "window" in str(e["what"]).lower()), "")
 
 
 def main() -> int:

@@ -9,6 +9,7 @@ import re
 import shlex
 import sys
 import tempfile
+import threading
 from collections.abc import Callable
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -26,7 +27,6 @@ from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.lab.state import LabState
-from gitnetdiag.pipeline import HOST_REPORT_FILE, summarize_run
 from gitnetdiag.pipeline_host import load_host_report
 from gitnetdiag.pipeline_probe import NativeProgress, sweep_records, sweep_rows
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
@@ -35,7 +35,7 @@ from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
-from gitnetdiag.rundir import to_jsonable
+from gitnetdiag.rundir import HOST_REPORT_FILE, to_jsonable
 from gitnetdiag.safefile import write_new_file
 
 if TYPE_CHECKING:
@@ -310,13 +310,25 @@ def probe_command(
     )
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-host-") as scratch:
         before = Path(scratch) / "host-before.json"
-        if lab_state is not None and not _lab_host_report(lab_state, before, None, console):
-            lab_state = None
+        # The lab's host snapshot is taken while the repository is made and the paths
+        # measured; the first push waits for it, so the counter deltas cover every push.
+        snapshot = (_InBackground(lambda: _lab_host_report(lab_state, before, None, console))
+                    if lab_state is not None else None)
         with progress:
             outcome = run_probe(options, RichReporter(progress, console),
+                                before_pushes=snapshot.result if snapshot else None,
                                 native_summary=NativeProgress())
-        if lab_state is not None:
-            _lab_host_report(lab_state, outcome.run_dir / HOST_REPORT_FILE, before, console)
+        if snapshot is not None and snapshot.result() and lab_state is not None:
+            state = lab_state
+            after = _InBackground(lambda: _lab_host_report(
+                state, outcome.run_dir / HOST_REPORT_FILE, before, console))
+            if then_diagnose:  # the HTML report's plotting library loads meanwhile
+                from gitnetdiag.report.plots import warm_up
+
+                warm_up()
+            after.result()
+    from gitnetdiag.pipeline import summarize_run  # numpy: after the lab re-exec
+
     # With --diagnose the report is the product on stdout; the summary goes to stderr.
     summary_console = console if then_diagnose else Console(highlight=False)
     summary_console.file.write(render_probe_summary(
@@ -353,6 +365,23 @@ def probe_command(
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is not None:
         raise failure
+
+
+class _InBackground:
+    """A step run in a thread while the caller goes on; :meth:`result` waits for it."""
+
+    def __init__(self, step: Callable[[], bool]) -> None:
+        self._step = step
+        self._result = False
+        self._thread = threading.Thread(target=self._run, name="gitnetdiag-host", daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self._result = self._step()
+
+    def result(self) -> bool:
+        self._thread.join()
+        return self._result
 
 
 def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Console) -> bool:

@@ -8,9 +8,11 @@ running: the branch can appear seconds later. Deleting at once would race it
 decides from the push what can still happen (:func:`push_aftermath`), then:
 
     NOT_STARTED  push never reached receive-pack ---------------> never-created
-    CREATED      the push succeeded ------------------------------> delete --> verify gone
+    CREATED      the push succeeded ---------------> delete --> receive-pack reports it
+                                                                 deleted (else: verify gone)
     CUT          pack unfinished: nothing can land -- one look --> never-created | delete
     SETTLED      the server answered otherwise (rejected) -- one look --> never-created | delete
+    REFUSED      receive-pack's report says ``ng`` for this very ref --> never-created
     MAY_LAND     pack sent, no answer -- poll ls-remote until the deadline:
                    appears at our object --> delete under lease --> verify gone --> deleted
                    still absent at the deadline ------------------------------> unconfirmed
@@ -69,7 +71,8 @@ class RefCleanup(StrEnum):
     """What became of a throwaway branch (``PushRecord.cleanup``)."""
 
     DELETED = "deleted"
-    """It was created, deleted under the lease, and ls-remote shows it gone."""
+    """It was created and deleted under the lease: receive-pack reported the delete
+    (``- [deleted]``), or ls-remote shows it gone."""
     NEVER_CREATED = "never-created"
     """ls-remote shows no such branch and the push can no longer create it (or the push
     never reached the server)."""
@@ -87,6 +90,8 @@ class Aftermath(Enum):
     CREATED = "created"
     CUT = "cut"
     SETTLED = "settled"
+    REFUSED = "refused"
+    """receive-pack's own report-status refused this ref (``ng``): it updated nothing."""
     MAY_LAND = "may-land"
 
 
@@ -180,6 +185,8 @@ def remove_probe_ref(
 
     if aftermath is Aftermath.NOT_STARTED:
         return result(RefCleanup.NEVER_CREATED, "the push never reached the server")
+    if aftermath is Aftermath.REFUSED:
+        return result(RefCleanup.NEVER_CREATED)
     ref = f"refs/heads/{branch}"
     deadline = started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0)
     transports = _alternatives(transport)
@@ -233,10 +240,19 @@ def remove_probe_ref(
                          timeout_s=DELETE_TIMEOUT_S)
         if removal.ok:
             deleted = True
+            if _server_deleted(removal.stderr, branch):
+                # receive-pack's own report: the ref is gone (a push that succeeded can
+                # create nothing more), no second look needed.
+                return result(RefCleanup.DELETED)
         else:
             failures += 1
             detail = "delete: " + ("timed out" if removal.timed_out
                                    else failure_line(removal.stderr))
+
+
+def _server_deleted(stderr: str, branch: str) -> bool:
+    """True when git's push output carries receive-pack's ``- [deleted] <branch>`` status."""
+    return any(line.split()[:3] == ["-", "[deleted]", branch] for line in stderr.splitlines())
 
 
 class Deferred:

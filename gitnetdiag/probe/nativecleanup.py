@@ -45,7 +45,12 @@ def native_aftermath(*, started: bool, sent_all: bool, report: ReportStatus | No
     if not started:
         return Aftermath.NOT_STARTED
     if report is not None:
-        return Aftermath.CREATED if report.ok_for(ref) else Aftermath.SETTLED
+        if report.ok_for(ref):
+            return Aftermath.CREATED
+        # receive-pack updates a ref only after "unpack ok" and then reports "ok <ref>":
+        # its "ng <ref>" is the server's own word that nothing was created.
+        return Aftermath.REFUSED if report.refs.get(ref, "").startswith("ng") else (
+            Aftermath.SETTLED)
     # A pack cut short cannot be applied; a whole one may be, once the hook is done.
     return Aftermath.MAY_LAND if sent_all else Aftermath.CUT
 

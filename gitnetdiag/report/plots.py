@@ -178,6 +178,11 @@ def _pyplot() -> Any:
     return plt
 
 
+def warm_up() -> None:
+    """Import matplotlib now, while the caller waits on something else (about a second)."""
+    _pyplot()
+
+
 def _png(fig: Any) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90, metadata={"Software": None})

@@ -4,6 +4,12 @@ It speaks h2 over TLS, runs ``git receive-pack --stateless-rpc`` on a real
 bare repository, grants flow-control credit only after a delay (a stand-in for
 the round trip) with a configurable stream window, and can demand an exact
 ``Authorization`` header (401 with a Basic challenge otherwise).
+
+With ``stall_uploads`` it is the hung HTTP/2 push of LAB-NOTES, made
+reproducible: the stream window is 0, a POST that announces a small
+``content-length`` (git's 4-byte probe request) gets exactly that much credit,
+and the large ``git-receive-pack`` POST (chunked, no length) gets none: its
+request headers arrive, no DATA ever can ("Using Stream ID: 5", then nothing).
 """
 
 from __future__ import annotations
@@ -39,6 +45,8 @@ class H2GitServer:
     """The Authorization header of every request, in order (None when absent)."""
     errors: list[str] = field(default_factory=list)
     """What went wrong while serving a connection (the server keeps accepting)."""
+    stalled_streams: list[int] = field(default_factory=list)
+    """``stall_uploads``: POST streams left without credit (negative: probes credited)."""
 
     def refs(self) -> dict[str, str]:
         out = subprocess.run(
@@ -66,11 +74,17 @@ def _has_window_update(out: bytes) -> bool:
     return False
 
 
+STALL_PROBE_MAX_BYTES = 1024
+"""Stalling server: POSTs announcing at most this many bytes still get their credit."""
+
+
 def _serve_connection(sock: ssl.SSLSocket, server: H2GitServer, window_bytes: int,
-                      update_delay_s: float, authorization: str | None, push_only: bool) -> None:
+                      update_delay_s: float, authorization: str | None, push_only: bool,
+                      stall_uploads: bool = False) -> None:
     conn = H2Connection(config=H2Configuration(client_side=False, header_encoding="utf-8"))
     conn.local_settings = Settings(
-        client=False, initial_values={SettingCodes.INITIAL_WINDOW_SIZE: window_bytes}
+        client=False,
+        initial_values={SettingCodes.INITIAL_WINDOW_SIZE: 0 if stall_uploads else window_bytes},
     )
     conn.initiate_connection()
     if window_bytes > 65_535:
@@ -84,6 +98,12 @@ def _serve_connection(sock: ssl.SSLSocket, server: H2GitServer, window_bytes: in
         for event in conn.receive_data(data):
             if isinstance(event, RequestReceived):
                 requests[event.stream_id] = {"headers": dict(event.headers), "body": bytearray()}
+                length = dict(event.headers).get("content-length")
+                if stall_uploads and length and 0 < int(length) <= STALL_PROBE_MAX_BYTES:
+                    server.stalled_streams.append(-event.stream_id)  # credited, not stalled
+                    conn.increment_flow_control_window(int(length), event.stream_id)
+                elif stall_uploads and dict(event.headers).get(":method") == "POST":
+                    server.stalled_streams.append(event.stream_id)
             elif isinstance(event, DataReceived):
                 body = requests[event.stream_id]["body"]
                 assert isinstance(body, bytearray)
@@ -114,13 +134,16 @@ def _answer(conn: H2Connection, stream_id: int, request: dict[str, object], repo
     assert isinstance(headers, dict)
     path = str(headers[":path"])
     body = bytes(request["body"])  # type: ignore[call-overload]
-    if path.endswith("/info/refs?service=git-receive-pack"):
+    if path.endswith(("/info/refs?service=git-receive-pack",
+                      "/info/refs?service=git-upload-pack")):
+        service = path.rsplit("=", 1)[1]  # ls-remote (the clean-up's look) reads the refs too
         adv = subprocess.run(
-            ["git", "receive-pack", "--stateless-rpc", "--advertise-refs", str(repo)],
+            ["git", service.removeprefix("git-"), "--stateless-rpc", "--advertise-refs",
+             str(repo)],
             capture_output=True, check=True, timeout=30,
         ).stdout
-        payload = pkt_line(b"# service=git-receive-pack\n") + b"0000" + adv
-        ctype = "application/x-git-receive-pack-advertisement"
+        payload = pkt_line(f"# service={service}\n".encode()) + b"0000" + adv
+        ctype = f"application/x-{service}-advertisement"
     elif path.endswith("/git-receive-pack"):
         payload = subprocess.run(
             ["git", "receive-pack", "--stateless-rpc", str(repo)],
@@ -138,8 +161,8 @@ def _answer(conn: H2Connection, stream_id: int, request: dict[str, object], repo
 
 
 def start_h2_git_server(directory: Path, *, window_bytes: int, update_delay_s: float,
-                        authorization: str | None = None, push_only: bool = False
-                        ) -> H2GitServer:
+                        authorization: str | None = None, push_only: bool = False,
+                        stall_uploads: bool = False) -> H2GitServer:
     """Serve a new bare repository in ``directory``; demand ``authorization`` if given
     (for the receive-pack POST only with ``push_only``, as git-http-backend's docs do)."""
     cert, key = make_tls_files(directory)
@@ -166,7 +189,7 @@ def start_h2_git_server(directory: Path, *, window_bytes: int, update_delay_s: f
             try:
                 with context.wrap_socket(raw, server_side=True) as tls:
                     _serve_connection(tls, server, window_bytes, update_delay_s, authorization,
-                                      push_only)
+                                      push_only, stall_uploads)
             except Exception as exc:
                 server.errors.append(f"{type(exc).__name__}: {exc}")
 

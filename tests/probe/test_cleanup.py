@@ -186,6 +186,28 @@ def test_refused_push_needs_no_network_to_clean_up(tmp_path: Path) -> None:
     assert result.status is RefCleanup.NEVER_CREATED and calls == []
 
 
+def test_receive_packs_word_ends_the_clean_up_without_another_look(tmp_path: Path) -> None:
+    """An ``ng`` for our ref (a cut native pack) needs no ls-remote; a delete that
+    receive-pack reported as ``- [deleted]`` needs no second one."""
+    calls: list[list[str]] = []
+    branch, oid = "gitnetdiag/probe-0123abcd", "b" * 40
+    transport = Transport(protocol=Protocol.SSH, url="ssh://git@127.0.0.1:9/r.git")
+
+    def runner(argv: object, **_: object) -> GitRun:
+        calls.append(list(argv))  # type: ignore[call-overload]
+        return GitRun(argv=tuple(calls[-1]), exit_code=0, wall_s=0.1, timed_out=False,
+                      stderr=f"To ssh://127.0.0.1:9/r.git\n - [deleted]         {branch}\n",
+                      stdout="")
+
+    refused = remove_probe_ref(transport, branch, oid, Aftermath.REFUSED, runner=runner,
+                               cwd=tmp_path)
+    assert refused.status is RefCleanup.NEVER_CREATED and calls == []
+    deleted = remove_probe_ref(transport, branch, oid, Aftermath.CREATED, runner=runner,
+                               cwd=tmp_path)
+    assert deleted.status is RefCleanup.DELETED
+    assert len(calls) == 1 and "push" in calls[0]  # the delete only, no ls-remote after it
+
+
 def test_unanswered_push_absent_at_the_deadline_is_unconfirmed(tmp_path: Path) -> None:
     clock = [0.0]
 

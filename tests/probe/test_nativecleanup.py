@@ -15,6 +15,9 @@ from gitnetdiag.probe.receivepack import ReportStatus
 REF = "refs/heads/gitnetdiag/probe-0123abcd"
 OK = ReportStatus(unpack_ok=True, unpack_message="ok", refs={REF: "ok"})
 REJECTED = ReportStatus(unpack_ok=True, unpack_message="ok", refs={REF: "ng pre-receive hook"})
+CUT_PACK = ReportStatus(unpack_ok=False, unpack_message="unpack-objects abnormal exit",
+                        refs={REF: "ng unpacker error"})
+NO_WORD = ReportStatus(unpack_ok=False, unpack_message="index-pack abnormal exit", refs={})
 
 
 @pytest.mark.parametrize(("started", "sent_all", "report", "expected"), [
@@ -22,7 +25,9 @@ REJECTED = ReportStatus(unpack_ok=True, unpack_message="ok", refs={REF: "ng pre-
     (True, False, None, Aftermath.CUT),
     (True, True, None, Aftermath.MAY_LAND),
     (True, True, OK, Aftermath.CREATED),
-    (True, True, REJECTED, Aftermath.SETTLED),
+    (True, True, REJECTED, Aftermath.REFUSED),
+    (True, False, CUT_PACK, Aftermath.REFUSED),
+    (True, True, NO_WORD, Aftermath.SETTLED),
 ])
 def test_native_aftermath(started: bool, sent_all: bool, report: ReportStatus | None,
                           expected: Aftermath) -> None:
