@@ -252,6 +252,19 @@ def server_wait_s(record: PushRecord, run_dir: Path | None,
     return max(0.0, min(wait, record.wall_s - undelivered))
 
 
+def _upload_s(record: PushRecord, server_wait: float | None) -> float | None:
+    """The POST's time over HTTP; otherwise pack-objects' write plus the send-buffer drain
+    that :func:`server_wait_s` took off the server's wait (the pack was still moving)."""
+    if record.post_s is not None:
+        return record.post_s
+    phases = record.phases
+    if phases is None or phases.pack_write_s is None:
+        return None
+    drained = (phases.server_wait_s - server_wait
+               if phases.server_wait_s is not None and server_wait is not None else 0.0)
+    return phases.pack_write_s + max(0.0, drained)
+
+
 def trace2_phases(records: Sequence[PushRecord], run_dir: Path | None = None,
                   warnings: list[str] | None = None) -> obs.Trace2Phases | None:
     ok = [r for r in records if r.phases is not None and r.outcome == "ok"]
@@ -259,11 +272,11 @@ def trace2_phases(records: Sequence[PushRecord], run_dir: Path | None = None,
     if not phases:
         return None
     notes: list[str] = warnings if warnings is not None else []
+    waits = [server_wait_s(r, run_dir, notes) for r in ok]
     return obs.Trace2Phases(
         pack_objects_s=_median([p.pack_prepare_s for p in phases]),
-        upload_s=_median([r.post_s if r.post_s is not None else r.phases.pack_write_s
-                          for r in records if r.phases is not None and r.outcome == "ok"]),
-        server_wait_s=_median([server_wait_s(r, run_dir, notes) for r in ok]),
+        upload_s=_median([_upload_s(r, wait) for r, wait in zip(ok, waits, strict=True)]),
+        server_wait_s=_median(waits),
         ref_advertisement_s=_median([p.ref_advertisement_s for p in phases]),
     )
 
