@@ -492,10 +492,9 @@ class _ConnectionState:
         side = self.sides[d]
         hs = self.hs
         rtt = side.rtt_stats()
-        unique = unacked = 0
+        unique = 0
         if side.first_seq_u is not None and side.high_end > NEG:
             unique = side.high_end - side.first_seq_u
-            unacked = unique if side.high_ack <= NEG else min(unique, max(0, side.high_end - side.high_ack))
         zero_s = side.zero_s
         events = list(side.zero_events)
         if side.zero_open_ts is not None and len(events) < MAX_EVENTS_KEPT:
@@ -537,7 +536,7 @@ class _ConnectionState:
                 loss_s=float(side.limit_s[LimitKind.LOSS]),
                 self_s=float(side.limit_s[LimitKind.SELF]),
             ),
-            unacked_bytes=unacked,
+            unacked_bytes=side.unacked_bytes(),
         )
 
 

@@ -9,9 +9,9 @@ import typer
 from rich.console import Console
 
 from gitnetdiag.lab import manager
-from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.lab.spec import FAULTS, build_spec, parse_duration_ms, parse_loss, parse_rate
 from gitnetdiag.lab.state import DEFAULT_INSTANCE, LabState
+from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.report.lab import render_lab_status
 
 console = Console(highlight=False)

@@ -40,8 +40,8 @@ class TwoSides:
 
 def _tcpdump(namespace: str, peer_ip: str, out: Path) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
-        ["ip", "netns", "exec", namespace, "tcpdump", "-i", "any", "-s", str(SNAPLEN), "-U", "--immediate-mode",
-         "-w", str(out), "host", peer_ip],
+        ["ip", "netns", "exec", namespace, "tcpdump", "-i", "any", "-s", str(SNAPLEN), "-U",
+         "--immediate-mode", "-w", str(out), "host", peer_ip],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
