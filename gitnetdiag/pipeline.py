@@ -82,6 +82,12 @@ def flight_series(conn: ConnectionAnalysis) -> obs.FlightSeries | None:
     window = np.where(known[idx], window[idx], np.nan)
     first = int(np.argmax(known))
     window[:first] = window[first]
+    # Each direction's series ends with its own last segment: the receiver may fall
+    # silent before the sender does (an RST cut it, a server-side capture); carry its
+    # last window to the sender's end.
+    if window.size < flight.size:
+        window = np.concatenate((window, np.full(flight.size - window.size, window[-1])))
+    window = window[:flight.size]
     keep = downsample(flight.size)
     t = keep.astype(np.float64) * series.bin_s
     sent = np.cumsum(np.asarray(series.goodput_bytes[0], dtype=np.float64))
