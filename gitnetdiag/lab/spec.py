@@ -21,7 +21,7 @@ DEFAULT_RESET_PORT = 22
 DEFAULT_RTT_MS = 50.0
 SYN_DROP_SHARE = 0.3
 """Share of SYNs to the server the router drops under ``syn-drop``."""
-BANDWIDTH_LIMIT_RATE = "20mbit"
+BANDWIDTH_LIMIT_RATE = "10mbit"
 SSH_WINDOW_RTT_MS = 300.0
 """At 300 ms OpenSSH's 2 MiB channel window allows 7 MB/s, well below the path."""
 LARGE_TCP_BUFFER = 64 * 1024 * 1024
@@ -82,7 +82,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "slow-hook": "pre-receive",
     "slow-auth": "authentication",
     "window-scaling-off": "net.ipv4.tcp_window_scaling",
-    "syn-drop": "tcp_max_syn_backlog",
+    "syn-drop": "SYN rate limits in firewalls",
     "bandwidth-limit": "not a misconfiguration",
     "ssh-channel-window": "HPN-SSH",
     "ssh-maxstartups": "MaxStartups",

@@ -25,6 +25,7 @@ from gitnetdiag.diagnosis.measures import (
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
+    CaptureMetrics,
     Observations,
 )
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
@@ -33,6 +34,33 @@ from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 def _mathis_rate(mss: float, rtt: float, loss: float) -> float:
     """The loss-limited TCP rate (Mathis et al. 1997): MSS / RTT x 1.22 / sqrt(p)."""
     return float(mss / rtt * 1.22 / loss**0.5)
+
+
+QUEUE_RTT_RATIO = 2.0
+"""Median RTT at least this multiple of the minimum: a queue stands at a full bottleneck."""
+QUEUE_MIN_DELAY_S = 0.02
+"""...and at least this much queueing delay (jitter on a short path is not a queue)."""
+FULL_LINK_RATIO = 0.7
+"""A rate at least this share of the bottleneck's delivery rate fills the link."""
+
+
+def bottleneck_rate_bytes_s(c: CaptureMetrics) -> float | None:
+    """The delivery rate of a full bottleneck seen in a capture, else None.
+
+    A link that is full builds a standing queue: the RTT grows well above the path's
+    own (the minimum) while the receive window stays open. By Little's law the
+    bytes in flight over that RTT are what the bottleneck delivers. Random loss on
+    an uncongested path builds no queue, so it never looks like this.
+    """
+    if not c.min_rtt_s or not c.median_rtt_s or not c.bytes_in_flight_median:
+        return None
+    if c.median_rtt_s < QUEUE_RTT_RATIO * c.min_rtt_s:
+        return None
+    if c.median_rtt_s - c.min_rtt_s < QUEUE_MIN_DELAY_S:
+        return None
+    if (c.rwnd_limited_share or 0) >= RWND_LIMITED_SHARE:
+        return None
+    return c.bytes_in_flight_median / c.median_rtt_s
 
 
 def packet_loss(obs: Observations) -> Hit | None:
@@ -59,6 +87,9 @@ def packet_loss(obs: Observations) -> Hit | None:
         window_rate = min(limits) / rtt if limits else None
         if window_rate is not None and rate >= 0.7 * window_rate:
             continue  # a window explains the rate, not the loss
+        full = bottleneck_rate_bytes_s(c)
+        if full is not None and rate >= FULL_LINK_RATIO * full:
+            continue  # a full link's queue overflowing: bandwidth-limit, not a lossy hop
         ceiling = [r for r in (window_rate, path_rate_bytes_s(obs)) if r is not None]
         if ceiling:
             cost = saved_time_s(size, up, min(ceiling)) or 0.0
@@ -157,6 +188,7 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
         return None
     path = path_rate_bytes_s(obs)
     evidence: list[Evidence] = []
+    queued = None
     if path is not None:
         if rates[best] < 0.8 * path:
             return None
@@ -173,6 +205,14 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
                 source="pushes; path rate from run",
             )
         )
+    elif (queued := _standing_queue(obs, rates)) is not None:
+        best, full, cap = queued
+        p = obs.protocols[best]
+        up = upload_s(p)
+        if up is None:
+            return None
+        score = 0.5
+        evidence.extend(_queue_evidence(best, rates[best], full, cap))
     else:
         caps = [(n, o.capture) for n, o in obs.protocols.items() if o.capture is not None]
         if len(caps) < 2 or len(rates) < 2:
@@ -212,7 +252,13 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
         cost_s=up,
         summary=(
             f"The path is full: {label(best)} uploaded at {fmt_rate(rates[best])}"
-            + (f" of a {fmt_rate(path)} path" if path else ", and every protocol ran alike")
+            + (
+                f" of a {fmt_rate(path)} path"
+                if path
+                else f" while a queue stood at a bottleneck delivering {fmt_rate(queued[1])}"
+                if queued
+                else ", and every protocol ran alike"
+            )
             + ". This is not a misconfiguration: the push takes as long as its bytes need."
         ),
         evidence=tuple(evidence),
@@ -222,6 +268,53 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
             "git traffic on a shared link."
         ),
     )
+
+
+def _standing_queue(
+    obs: Observations, rates: dict[str, float]
+) -> tuple[str, float, CaptureMetrics] | None:
+    """The protocol whose upload filled a bottleneck (a standing queue), its delivery rate."""
+    found = []
+    for name, rate in rates.items():
+        cap = obs.protocols[name].capture
+        full = bottleneck_rate_bytes_s(cap) if cap is not None else None
+        if cap is not None and full is not None and rate >= FULL_LINK_RATIO * full:
+            found.append((name, full, cap))
+    return max(found, key=lambda hit: hit[1]) if found else None
+
+
+def _queue_evidence(name: str, rate: float, full: float, cap: CaptureMetrics) -> list[Evidence]:
+    assert cap.min_rtt_s is not None and cap.median_rtt_s is not None
+    return [
+        Evidence(
+            what=f"{label(name)}: median RTT during the upload (a queue at the bottleneck)",
+            value=cap.median_rtt_s,
+            unit="s",
+            threshold=QUEUE_RTT_RATIO * cap.min_rtt_s,
+            comparison=">=",
+            basis="{} x the minimum RTT {}",
+            basis_terms=(term(QUEUE_RTT_RATIO, "ratio"), term(cap.min_rtt_s, "s")),
+            source=cap.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: bottleneck delivery rate (bytes in flight / median RTT)",
+            value=full,
+            unit="B/s",
+            basis="{} / {}",
+            basis_terms=(term(cap.bytes_in_flight_median or 0, "B"), term(cap.median_rtt_s, "s")),
+            source=cap.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: upload rate vs the bottleneck",
+            value=rate,
+            unit="B/s",
+            threshold=FULL_LINK_RATIO * full,
+            comparison=">=",
+            basis="{} of the bottleneck rate",
+            basis_terms=(term(FULL_LINK_RATIO, "ratio"),),
+            source="pushes",
+        ),
+    ]
 
 
 def path_latency(obs: Observations) -> Hit | None:
