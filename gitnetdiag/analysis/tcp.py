@@ -342,6 +342,10 @@ class _ConnectionState:
             gaps,
         )
 
+        side.delivery.add(
+            seg_end, seg_end - seg_start, rtx, int(p_cummax[-1]) if len(ack_u) else side.high_ack
+        )
+
         # Carry.
         if len(seg_end):
             side.high_end = int(cum_end[-1])
@@ -466,9 +470,9 @@ class _ConnectionState:
             window_scale_known=hs.scaling() is not None,
             window_scaling=bool(hs.scaling()),
         )
-        s = self.series
+        s = self.series.aligned()
         series = TimeSeries(
-            bin_s=self.series.width_ns / NS,
+            bin_s=s.width_ns / NS,
             start_ts_ns=self.first_ts or 0,
             sent_bytes=[s.sent[d].tolist() for d in (0, 1)],
             goodput_bytes=[s.good[d].tolist() for d in (0, 1)],
@@ -521,6 +525,9 @@ class _ConnectionState:
             fast_retransmissions=side.fast,
             timeout_retransmissions=side.timeout,
             spurious_retransmissions=side.spurious,
+            max_acked_segment_bytes=side.delivery.max_acked_len,
+            unacked_retransmissions=side.delivery.unacked_retransmissions(),
+            min_unacked_retransmitted_bytes=side.delivery.min_unacked_retransmitted_len(),
             dsack_blocks=side.dsack,
             loss_rate=side.retrans_bytes / side.payload if side.payload else 0.0,
             zero_window_count=side.zero_count,
