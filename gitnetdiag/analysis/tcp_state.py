@@ -122,13 +122,15 @@ class SeriesBins:
         retransmissions into a black hole) would otherwise end its window series
         bins earlier than its in-flight series.
         """
-        fills = {**dict.fromkeys(_SUMMED, 0), **dict.fromkeys(_HIGHEST + _LOWEST, -1)}
-        size = max(len(arr) for name in fills for arr in getattr(self, name))
-        grown = {
-            name: [self._grow(arr, size, fill) for arr in getattr(self, name)]
-            for name, fill in fills.items()
-        }
-        return replace(self, **grown)
+        size = max(len(arr) for name in (*_SUMMED, *_HIGHEST, *_LOWEST)
+                   for arr in getattr(self, name))
+
+        def grown(arrs: list[I64Array], fill: int) -> list[I64Array]:
+            return [self._grow(arr, size, fill) for arr in arrs]
+
+        return replace(self, sent=grown(self.sent, 0), good=grown(self.good, 0),
+                       retrans=grown(self.retrans, 0), flight=grown(self.flight, -1),
+                       window=grown(self.window, -1))
 
     def _coarsen(self) -> None:
         self.shift += 1
