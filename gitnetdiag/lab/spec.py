@@ -96,10 +96,12 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     "window-scaling-off": ("--protocols", "h1,ssh"),
     "syn-drop": ("--protocols", "git", "--burst", "40"),
     "bandwidth-limit": ("--protocols", "h1,ssh"),
-    # The channel window binds once the pack outgrows it (a 3 MiB push ends in slow start).
-    "ssh-channel-window": ("--protocols", "h1,ssh", "--size", "24MiB"),
+    # At 300 ms a 3 MiB push ends in slow start; the window binds only on a larger pack
+    # (the pushes stay bounded by the time budget).
+    "ssh-channel-window": ("--protocols", "h1,ssh", "--size", "64MiB"),
     "ssh-maxstartups": ("--protocols", "ssh", "--burst", "20"),
-    "pmtu-blackhole": ("--protocols", "h1,ssh"),
+    # One protocol is enough: every push stalls for the stall timeout.
+    "pmtu-blackhole": ("--protocols", "h1"),
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""
