@@ -17,6 +17,7 @@ from gitnetdiag.diagnosis.measures import (
     path_rate_bytes_s,
     protocol_rates,
     push_bytes,
+    push_duration_s,
     rtt_s,
     saved_time_s,
     upload_rate_bytes_s,
@@ -40,27 +41,24 @@ QUEUE_RTT_RATIO = 2.0
 """Median RTT at least this multiple of the minimum: a queue stands at a full bottleneck."""
 QUEUE_MIN_DELAY_S = 0.02
 """...and at least this much queueing delay (jitter on a short path is not a queue)."""
-FULL_LINK_RATIO = 0.7
-"""A rate at least this share of the bottleneck's delivery rate fills the link."""
 
 
-def bottleneck_rate_bytes_s(c: CaptureMetrics) -> float | None:
-    """The delivery rate of a full bottleneck seen in a capture, else None.
+def standing_queue(c: CaptureMetrics) -> bool:
+    """A queue stood in front of the narrowest link during the upload: the link was full.
 
-    A link that is full builds a standing queue: the RTT grows well above the path's
-    own (the minimum) while the receive window stays open. By Little's law the
-    bytes in flight over that RTT are what the bottleneck delivers. Random loss on
-    an uncongested path builds no queue, so it never looks like this.
+    A bottleneck with a queue is never idle, so the push ran at the link's capacity; the
+    RTT grows well above the path's own (the minimum) by the queueing delay. When the
+    queue overflows, that loss is the full link's, not a lossy hop's. A sender held by
+    the receive window builds no queue of the path's; random loss on an uncongested path
+    builds none either.
     """
-    if not c.min_rtt_s or not c.median_rtt_s or not c.bytes_in_flight_median:
-        return None
-    if c.median_rtt_s < QUEUE_RTT_RATIO * c.min_rtt_s:
-        return None
-    if c.median_rtt_s - c.min_rtt_s < QUEUE_MIN_DELAY_S:
-        return None
-    if (c.rwnd_limited_share or 0) >= RWND_LIMITED_SHARE:
-        return None
-    return c.bytes_in_flight_median / c.median_rtt_s
+    if not c.min_rtt_s or not c.median_rtt_s:
+        return False
+    return (
+        c.median_rtt_s >= QUEUE_RTT_RATIO * c.min_rtt_s
+        and c.median_rtt_s - c.min_rtt_s >= QUEUE_MIN_DELAY_S
+        and (c.rwnd_limited_share or 0) < RWND_LIMITED_SHARE
+    )
 
 
 def packet_loss(obs: Observations) -> Hit | None:
@@ -87,8 +85,7 @@ def packet_loss(obs: Observations) -> Hit | None:
         window_rate = min(limits) / rtt if limits else None
         if window_rate is not None and rate >= 0.7 * window_rate:
             continue  # a window explains the rate, not the loss
-        full = bottleneck_rate_bytes_s(c)
-        if full is not None and rate >= FULL_LINK_RATIO * full:
+        if standing_queue(c):
             continue  # a full link's queue overflowing: bandwidth-limit, not a lossy hop
         ceiling = [r for r in (window_rate, path_rate_bytes_s(obs)) if r is not None]
         if ceiling:
@@ -205,14 +202,10 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
                 source="pushes; path rate from run",
             )
         )
-    elif (queued := _standing_queue(obs, rates)) is not None:
-        best, full, cap = queued
-        p = obs.protocols[best]
-        up = upload_s(p)
-        if up is None:
-            return None
-        score = 0.5
-        evidence.extend(_queue_evidence(best, rates[best], full, cap))
+    elif (queued := _queued_protocol(obs)) is not None:
+        best, up, cap = queued
+        score = 0.6
+        evidence.extend(_queue_evidence(best, rates[best], cap))
     else:
         caps = [(n, o.capture) for n, o in obs.protocols.items() if o.capture is not None]
         if len(caps) < 2 or len(rates) < 2:
@@ -255,8 +248,9 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
             + (
                 f" of a {fmt_rate(path)} path"
                 if path
-                else f" while a queue stood at a bottleneck delivering {fmt_rate(queued[1])}"
-                if queued
+                else f" while a queue of {fmt_s(queued[2].median_rtt_s - queued[2].min_rtt_s)}"
+                " stood in front of the narrowest link"
+                if queued and queued[2].median_rtt_s and queued[2].min_rtt_s
                 else ", and every protocol ran alike"
             )
             + ". This is not a misconfiguration: the push takes as long as its bytes need."
@@ -270,20 +264,20 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
     )
 
 
-def _standing_queue(
-    obs: Observations, rates: dict[str, float]
-) -> tuple[str, float, CaptureMetrics] | None:
-    """The protocol whose upload filled a bottleneck (a standing queue), its delivery rate."""
+def _queued_protocol(obs: Observations) -> tuple[str, float, CaptureMetrics] | None:
+    """The protocol whose completed push ran through a standing queue (the fastest such
+    push), with its whole duration: every byte of it waited for the full link, including
+    what still drained from the queue after git handed over the last byte."""
     found = []
-    for name, rate in rates.items():
-        cap = obs.protocols[name].capture
-        full = bottleneck_rate_bytes_s(cap) if cap is not None else None
-        if cap is not None and full is not None and rate >= FULL_LINK_RATIO * full:
-            found.append((name, full, cap))
-    return max(found, key=lambda hit: hit[1]) if found else None
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        took = push_duration_s(p) if p is not None else None
+        if p is not None and p.capture is not None and took and standing_queue(p.capture):
+            found.append((name, took, p.capture))
+    return min(found, key=lambda hit: hit[1]) if found else None
 
 
-def _queue_evidence(name: str, rate: float, full: float, cap: CaptureMetrics) -> list[Evidence]:
+def _queue_evidence(name: str, rate: float, cap: CaptureMetrics) -> list[Evidence]:
     assert cap.min_rtt_s is not None and cap.median_rtt_s is not None
     return [
         Evidence(
@@ -297,21 +291,26 @@ def _queue_evidence(name: str, rate: float, full: float, cap: CaptureMetrics) ->
             source=cap.source,
         ),
         Evidence(
-            what=f"{label(name)}: bottleneck delivery rate (bytes in flight / median RTT)",
-            value=full,
-            unit="B/s",
-            basis="{} / {}",
-            basis_terms=(term(cap.bytes_in_flight_median or 0, "B"), term(cap.median_rtt_s, "s")),
+            what=f"{label(name)}: queueing delay (median - minimum RTT)",
+            value=cap.median_rtt_s - cap.min_rtt_s,
+            unit="s",
+            threshold=QUEUE_MIN_DELAY_S,
+            comparison=">=",
             source=cap.source,
         ),
         Evidence(
-            what=f"{label(name)}: upload rate vs the bottleneck",
+            what=f"{label(name)}: sender receive-window-limited",
+            value=cap.rwnd_limited_share or 0.0,
+            unit="ratio",
+            threshold=RWND_LIMITED_SHARE,
+            comparison="<",
+            basis="the window does not hold the sender back",
+            source=cap.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: upload rate (the full link's capacity)",
             value=rate,
             unit="B/s",
-            threshold=FULL_LINK_RATIO * full,
-            comparison=">=",
-            basis="{} of the bottleneck rate",
-            basis_terms=(term(FULL_LINK_RATIO, "ratio"),),
             source="pushes",
         ),
     ]

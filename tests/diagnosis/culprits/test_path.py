@@ -93,15 +93,18 @@ def test_bandwidth_limit_says_not_a_misconfiguration() -> None:
 
 
 def test_standing_queue_is_a_full_link_and_its_overflow_no_lossy_hop() -> None:
-    """Bytes in flight / median RTT is the bottleneck's rate; the push ran at it, so the
-    0.6% retransmissions are the full link's queue overflowing: bandwidth-limit, no packet-loss."""
-    result = diagnose(case_bandwidth_limit_queue())
+    """A queue of 250 ms stood at the bottleneck, so the link was busy all along: the push
+    ran at its capacity and the 0.6% retransmissions are the full queue overflowing:
+    bandwidth-limit, costed as the whole push, and no packet-loss."""
+    obs = case_bandwidth_limit_queue()
+    result = diagnose(obs)
     assert [f.id for f in result.findings] == ["bandwidth-limit"]
     top = result.findings[0]
-    assert "not a misconfiguration" in top.summary and "queue" in top.summary
-    rate = next(e for e in top.evidence if "bottleneck delivery rate" in e.what)
-    assert rate.value == pytest.approx(375_000 / 0.30)
-    assert rate.unit == "B/s"
+    assert "not a misconfiguration" in top.summary and "250 ms" in top.summary
+    delay = next(e for e in top.evidence if "queueing delay" in e.what)
+    assert delay.value == pytest.approx(0.25)
+    assert delay.unit == "s"
+    assert top.cost_s == pytest.approx(obs.protocols["h1"].pushes[0].duration_s, rel=1e-3)
 
 
 def test_loss_without_a_queue_stays_packet_loss() -> None:
