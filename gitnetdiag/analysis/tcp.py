@@ -342,10 +342,6 @@ class _ConnectionState:
             gaps,
         )
 
-        side.delivery.add(
-            seg_end, seg_end - seg_start, rtx, int(p_cummax[-1]) if len(ack_u) else side.high_ack
-        )
-
         # Carry.
         if len(seg_end):
             side.high_end = int(cum_end[-1])
@@ -356,6 +352,7 @@ class _ConnectionState:
             side.peer_last_ack_u = int(ack_u[-1])
             side.peer_dup_run = int(dup_run[-1])
             side.peer_last_sack = bool(p_sack[-1])
+        side.delivery.add(seg_end, seg_end - seg_start, rtx, side.high_ack)
 
     def _limits(
         self,
