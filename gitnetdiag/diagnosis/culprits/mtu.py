@@ -14,7 +14,6 @@ from gitnetdiag.diagnosis.culprits._common import (
     Hit,
     failure_cost_s,
     label,
-    term,
 )
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, CaptureMetrics, Observations
@@ -93,11 +92,9 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
     if stalled:
         evidence.append(
             Evidence(
-                what=f"{label(name)}: pushes that stopped moving after the handshake",
+                what=f"{label(name)}: pushes (of {pushes}) that stopped moving after the handshake",
                 value=stalled,
                 unit="count",
-                basis="of {} pushes",
-                basis_terms=(term(pushes, "count"),),
                 source="pushes",
             )
         )
