@@ -15,6 +15,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     failure_cost_s,
     label,
 )
+from gitnetdiag.diagnosis.measures import push_duration_s
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, CaptureMetrics, Observations
 
@@ -24,7 +25,7 @@ STALL_KINDS = frozenset({"hung", "timeout"})
 """Push failures a black hole causes: the upload stops moving, nothing resets it."""
 
 
-def _swallowed(c: CaptureMetrics) -> bool:
+def swallowed(c: CaptureMetrics) -> bool:
     """Only segments above the largest acknowledged one were resent and never acknowledged."""
     return (
         (c.unacked_retransmissions or 0) >= MIN_UNACKED_RETRANSMISSIONS
@@ -40,7 +41,7 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
         for name in PROTOCOL_ORDER
         if (p := obs.protocols.get(name)) is not None
         and p.capture is not None
-        and _swallowed(p.capture)
+        and swallowed(p.capture)
     ]
     if not hits:
         return None
@@ -58,7 +59,10 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
     if len(hits) >= 2:
         score += 0.1
     if not stalled:
-        cost = (cap.unacked_retransmissions or 0) * MIN_RTO_S
+        # A bare capture sees no failed push: the transfer just never got its data through,
+        # so its whole duration was spent on the black hole.
+        took = push_duration_s(obs.protocols[name]) or 0.0
+        cost = max((cap.unacked_retransmissions or 0) * MIN_RTO_S, took)
     evidence: list[Evidence] = []
     for n, c in hits:
         evidence += [

@@ -13,6 +13,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     label,
     term,
 )
+from gitnetdiag.diagnosis.culprits.mtu import swallowed
 from gitnetdiag.diagnosis.measures import (
     path_rate_bytes_s,
     protocol_rates,
@@ -87,6 +88,8 @@ def packet_loss(obs: Observations) -> Hit | None:
             continue  # a window explains the rate, not the loss
         if standing_queue(c):
             continue  # a full link's queue overflowing: bandwidth-limit, not a lossy hop
+        if swallowed(c):
+            continue  # the same large segment resent into a black hole: path-mtu-blackhole
         ceiling = [r for r in (window_rate, path_rate_bytes_s(obs)) if r is not None]
         if ceiling:
             cost = saved_time_s(size, up, min(ceiling)) or 0.0
