@@ -138,6 +138,9 @@ def capture_metrics(conn: ConnectionAnalysis, label: str) -> obs.CaptureMetrics:
         resets_from_server=down.resets_sent,
         syn_retransmissions=hs.syn_retransmissions,
         synack_retransmissions=hs.synack_retransmissions,
+        max_acked_segment_bytes=up.max_acked_segment_bytes if up.payload_bytes else None,
+        unacked_retransmissions=up.unacked_retransmissions,
+        min_unacked_retransmitted_bytes=up.min_unacked_retransmitted_bytes,
     )
 
 

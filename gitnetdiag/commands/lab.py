@@ -40,7 +40,10 @@ def up_command(
     fault: list[str] = typer.Option(
         ["healthy"], "--fault", "-f", help="Named fault to inject; repeat for several."
     ),
-    rtt: str = typer.Option("50ms", "--rtt", help="Round-trip delay the router adds (50ms, 0.2s)."),
+    rtt: str | None = typer.Option(
+        None, "--rtt", help="Round-trip delay the router adds (50ms, 0.2s). "
+        "Default 50ms, or 300ms with --fault ssh-channel-window."
+    ),
     loss: str | None = typer.Option(
         None, "--loss", help="Random drop per packet in the router (2% or 0.02). "
         "Default 0, or 2% with --fault loss."
@@ -62,7 +65,7 @@ def up_command(
 ) -> None:
     """Build the lab and start its servers; prints every endpoint."""
     spec = build_spec(
-        instance=name, faults=fault, rtt_ms=parse_duration_ms(rtt),
+        instance=name, faults=fault, rtt_ms=parse_duration_ms(rtt) if rtt is not None else None,
         loss=parse_loss(loss) if loss is not None else None,
         rate=parse_rate(rate) if rate else None,
         edge_h2_window=edge_h2_window, apache_h2_window=apache_h2_window,

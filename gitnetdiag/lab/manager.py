@@ -133,10 +133,22 @@ def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
     if spec.server_rmem_max is not None:
         _nsexec(ns.server, "sysctl", "-qw",
                 f"net.ipv4.tcp_rmem=4096 {spec.server_rmem_max} {spec.server_rmem_max}")
+    _host_tcp_faults(ns, spec)
     if spec.rate:
         for dev in ("veth-cr", "veth-sr"):
             _nsexec(ns.router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
                     spec.rate, "burst", "256kb", "latency", "200ms")
+
+
+def _host_tcp_faults(ns: Namespaces, spec: LabSpec) -> None:
+    """Per-namespace TCP sysctls of the transport faults."""
+    if not spec.server_window_scaling:
+        _nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=0")
+    if spec.tcp_buffer_max is not None:
+        # Buffers far above the path's BDP: TCP never binds, the SSH channel window does.
+        big = spec.tcp_buffer_max
+        _nsexec(ns.client, "sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {big}")
+        _nsexec(ns.server, "sysctl", "-qw", f"net.ipv4.tcp_rmem=4096 131072 {big}")
 
 
 def _allow_cubic() -> None:
@@ -173,6 +185,14 @@ def _router_rules(ns: Namespaces, spec: LabSpec) -> None:
         port = str(spec.reset_port)
         _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", port, *cut)
         _nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "--sport", port, *cut)
+    if spec.syn_drop_share > 0:
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--syn", "-m", "statistic",
+                "--mode", "random", "--probability", f"{spec.syn_drop_share:.6f}", "-j", "DROP")
+    if spec.pmtu_blackhole_bytes is not None:
+        # A narrower link towards the server whose ICMP "fragmentation needed" never comes
+        # back: full-size segments vanish, small ones pass.
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "-m", "length", "--length",
+                f"{spec.pmtu_blackhole_bytes}:65535", "-j", "DROP")
     if spec.loss > 0:
         _nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                 "--probability", f"{spec.loss:.6f}", "-j", "DROP")
