@@ -176,3 +176,18 @@ def ssh_ledger_from_native(data: dict[str, Any], where: str = "native-ssh.json")
     )
 
 
+
+
+def native_fingerprint(run_dir: Path) -> dict[str, Any]:
+    """What the native probes saw of the servers (``RunInfo`` fields): the HTTP/2 server's
+    ``server`` headers and SETTINGS, the SSH banner. Empty for runs without native files."""
+    found: dict[str, Any] = {}
+    h2 = read_json_object(run_dir / NATIVE_H2_FILE)
+    if h2 is not None and native_schema(h2) is not None:
+        record = h2_record(h2, NATIVE_H2_FILE)
+        found["server_headers"] = record.server_headers
+        found["h2_server_settings"] = record.server_settings()
+    ssh = read_json_object(run_dir / NATIVE_SSH_FILE)
+    if ssh is not None and native_schema(ssh) is not None:
+        found["ssh_banner"] = ssh_record(ssh, NATIVE_SSH_FILE).server_banner
+    return found

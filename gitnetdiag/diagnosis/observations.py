@@ -80,6 +80,12 @@ class RunInfo:
     """One line on how the run was measured (command, probe set), for the report."""
     requested_protocols: tuple[str, ...] = ()
     """Protocols the user asked to measure; empty when unknown (then: those observed)."""
+    server_headers: tuple[str, ...] = ()
+    """``server`` response headers the native HTTP/2 probe received, in order."""
+    h2_server_settings: dict[str, int] = field(default_factory=dict)
+    """The HTTP/2 server's SETTINGS as the native probe last knew them (names as RFC 9113)."""
+    ssh_banner: str = ""
+    """The SSH server's identification string (native SSH probe)."""
 
 
 @dataclass(frozen=True, kw_only=True)

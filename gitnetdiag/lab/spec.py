@@ -18,10 +18,15 @@ DEFAULT_LOSS = 0.02
 DEFAULT_HOOK_DELAY_S = 3.0
 DEFAULT_AUTH_DELAY_S = 3.0
 DEFAULT_RESET_PORT = 22
+EDGES = ("haproxy", "nginx", "caddy", "h2o")
+"""TLS edges the lab can put on the edge port, each a Debian package run in the server namespace."""
+EDGE_BACKEND_RATE = "12mbit"
+"""Rate of the edge -> backend leg under ``edge-buffering``: the edge and the git server
+are apart in the field, so forwarding a buffered body takes time that grows with the pack."""
 
 FAULTS: dict[str, str] = {
     "healthy": "every window is large enough for the path; nothing injected",
-    "h2-small-window": "the HAProxy edge keeps the HTTP/2 default window of 65535",
+    "h2-small-window": "the edge keeps its default (small) HTTP/2 receive window",
     "tcp-rmem-clamp": "server net.ipv4.tcp_rmem max clamped to 64 KiB",
     "tiny-backlog": "git daemon listens with its built-in backlog of 5",
     "loss": "the router drops packets at random (default 2%)",
@@ -29,6 +34,7 @@ FAULTS: dict[str, str] = {
     "slow-hook": "a pre-receive hook sleeps before accepting a push",
     "slow-auth": "the ref advertisement is delayed by seconds",
     "auth": "smart HTTP (edge and direct) demands HTTP Basic auth, as real hosts do",
+    "edge-buffering": "the nginx edge buffers each whole request body before forwarding it",
 }
 
 
@@ -41,6 +47,7 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "firewall-reset": "firewall-reset",
     "slow-hook": "server-processing",
     "slow-auth": "slow-ref-advertisement",
+    "edge-buffering": "edge-request-buffering",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -55,6 +62,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "firewall-reset": "tcp-reset",
     "slow-hook": "pre-receive",
     "slow-auth": "authentication",
+    "edge-buffering": "proxy_request_buffering",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -124,6 +132,11 @@ class LabSpec:
     """Server port the router answers with TCP resets."""
     http_auth: bool = False
     """Smart HTTP demands Basic auth (a generated user and token)."""
+    edge: str = "haproxy"
+    """The TLS edge on the edge port: one of :data:`EDGES`."""
+    edge_buffering: bool = False
+    """The edge buffers whole request bodies (nginx ``proxy_request_buffering on``) and
+    forwards them over a leg limited to :data:`EDGE_BACKEND_RATE`."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -142,6 +155,7 @@ def build_spec(
     apache_h2_window: int | None = None,
     hook_delay_s: float = DEFAULT_HOOK_DELAY_S,
     auth_delay_s: float = DEFAULT_AUTH_DELAY_S,
+    edge: str | None = None,
 ) -> LabSpec:
     """Resolve named faults and explicit overrides into one LabSpec."""
     if not re.fullmatch(r"[a-z0-9]{1,8}", instance) and instance != "default":
@@ -160,6 +174,14 @@ def build_spec(
     if rtt_ms < 0 or rtt_ms > 10_000:
         raise UsageError(f"RTT {rtt_ms} ms is out of range", hint="use 0ms to 10s")
     has = set(active).__contains__
+    chosen_edge = edge or ("nginx" if has("edge-buffering") else "haproxy")
+    if chosen_edge not in EDGES:
+        raise UsageError(f"unknown edge '{chosen_edge}'", hint="choose from: " + ", ".join(EDGES))
+    if has("edge-buffering") and chosen_edge != "nginx":
+        raise UsageError(
+            f"the edge-buffering fault needs the nginx edge, not {chosen_edge}",
+            hint="use --edge nginx (or leave --edge out)",
+        )
     return LabSpec(
         instance=instance,
         faults=active,
@@ -176,4 +198,6 @@ def build_spec(
         auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
         http_auth=has("auth"),
+        edge=chosen_edge,
+        edge_buffering=has("edge-buffering"),
     )

@@ -20,7 +20,7 @@ def render_lab_status(
     table.add_row("faults", ", ".join(state.faults))
     table.add_row("path", f"{state.rtt_ms:g} ms RTT, loss {state.loss:.1%}, "
                   f"rate {state.rate or 'unlimited'}")
-    table.add_row("HTTPS via edge", f"{state.endpoints.https_edge}  (HAProxy, "
+    table.add_row("HTTPS via edge", f"{state.endpoints.https_edge}  ({state.edge}, "
                   f"h2 window {state.edge_h2_window})")
     table.add_row("HTTPS direct", f"{state.endpoints.https_direct}  (Apache, "
                   f"H2WindowSize {state.apache_h2_window})")
