@@ -89,8 +89,10 @@ def _settings_text(settings: dict[str, int]) -> str:
 
 
 def _from_settings(settings: dict[str, int]) -> tuple[str, str] | None:
-    """Go's HTTP/2 server (Caddy and other Go servers) sends its 1 MiB window together
-    with a 1 MiB max frame size and a MAX_HEADER_LIST_SIZE of 1 MiB + 320 B."""
+    """nginx advertises the largest legal frame size (2^24-1). Go's HTTP/2 server (Caddy
+    and other Go programs) sends its 1 MiB window with a MAX_HEADER_LIST_SIZE of 1 MiB + 320 B."""
+    if settings.get("MAX_FRAME_SIZE") == NGINX_MAX_FRAME_BYTES:
+        return "nginx", "nginx (its HTTP/2 module advertises the largest frame size, 2^24-1)"
     if (settings.get("INITIAL_WINDOW_SIZE") == GO_WINDOW_BYTES
             and settings.get("MAX_HEADER_LIST_SIZE") == GO_WINDOW_BYTES + 320):
         return "caddy", "a Go net/http HTTP/2 server (Caddy or another Go program)"
@@ -98,6 +100,7 @@ def _from_settings(settings: dict[str, int]) -> tuple[str, str] | None:
 
 
 GO_WINDOW_BYTES = 1 << 20
+NGINX_MAX_FRAME_BYTES = (1 << 24) - 1
 """Go's HTTP/2 server: the receive window per stream and per connection."""
 
 

@@ -20,7 +20,16 @@ module, one line of :data:`CULPRITS`, and the family's test module
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.culprits import accept_queue, client, h2, path, server, ssh, storage
+from gitnetdiag.diagnosis.culprits import (
+    accept_queue,
+    client,
+    edge,
+    h2,
+    path,
+    server,
+    ssh,
+    storage,
+)
 from gitnetdiag.diagnosis.culprits import tcp_windows as tcp
 from gitnetdiag.diagnosis.culprits._common import SMALL_BACKLOG, Culprit, Detector, Hit
 
@@ -72,5 +81,10 @@ CULPRITS: tuple[Culprit, ...] = (
     Culprit(id="client-pack-cpu", title="Client pack-objects CPU", detect=client.client_pack_cpu),
     Culprit(id="client-http-stack", title="Client HTTP stack bug", detect=client.client_http_stack),
     Culprit(id="slow-storage", title="Slow storage", detect=storage.slow_storage),
+    Culprit(
+        id="edge-request-buffering",
+        title="Edge buffers the request body",
+        detect=edge.edge_request_buffering,
+    ),
 )
 """The catalogue, in DESIGN.md order; ids are stable (JSON and tests use them)."""
