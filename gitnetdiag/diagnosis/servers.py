@@ -60,20 +60,27 @@ class ServerIdentity:
 
 def identify(*, server_headers: tuple[str, ...] = (), h2_settings: dict[str, int] | None = None,
              config_products: tuple[str, ...] = (), ssh_banner: str = "") -> ServerIdentity:
-    """Name the HTTPS server from its headers, else its SETTINGS, else its config files."""
+    """Name the server that terminated HTTP/2: its SETTINGS when they are distinctive (an
+    edge passes the backend's ``server`` header on: HAProxy in front of Apache answers with
+    Apache's), else the ``server`` header, else the configuration files read on the host."""
     settings = h2_settings or {}
-    for header in server_headers:
-        for server, pattern in _HEADER_PATTERNS:
-            if pattern.search(header):
-                basis = [f"server header '{header}'"]
-                if len(server_headers) > 1:
-                    basis.append("the first of several server headers (the edge's own)")
-                return ServerIdentity(server=server, product=header, basis=tuple(basis),
-                                      ssh_banner=ssh_banner)
+    by_header = _from_headers(server_headers)
     by_settings = _from_settings(settings)
     if by_settings is not None:
-        return ServerIdentity(server=by_settings[0], product=by_settings[1],
-                              basis=(f"HTTP/2 SETTINGS {_settings_text(settings)}",),
+        basis = [f"HTTP/2 SETTINGS {_settings_text(settings)}"]
+        product = by_settings[1]
+        if by_header is not None and by_header[0] != by_settings[0]:
+            basis.append(f"server header '{by_header[1]}' (the server behind it)")
+        elif by_header is not None:
+            basis.append(f"server header '{by_header[1]}'")
+            product = by_header[1]
+        return ServerIdentity(server=by_settings[0], product=product, basis=tuple(basis),
+                              ssh_banner=ssh_banner)
+    if by_header is not None:
+        basis = [f"server header '{by_header[1]}'"]
+        if len(server_headers) > 1:
+            basis.append("the first of several server headers (the edge's own)")
+        return ServerIdentity(server=by_header[0], product=by_header[1], basis=tuple(basis),
                               ssh_banner=ssh_banner)
     edges = [p for p in config_products if p in SERVERS and p != "apache"]
     chosen = edges[0] if edges else ("apache" if "apache" in config_products else None)
@@ -84,13 +91,26 @@ def identify(*, server_headers: tuple[str, ...] = (), h2_settings: dict[str, int
     return ServerIdentity(server=None, ssh_banner=ssh_banner)
 
 
+def _from_headers(headers: tuple[str, ...]) -> tuple[str, str] | None:
+    for header in headers:
+        for server, pattern in _HEADER_PATTERNS:
+            if pattern.search(header):
+                return server, header
+    return None
+
+
 def _settings_text(settings: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(settings.items()))
 
 
 def _from_settings(settings: dict[str, int]) -> tuple[str, str] | None:
-    """nginx advertises the largest legal frame size (2^24-1). Go's HTTP/2 server (Caddy
-    and other Go programs) sends its 1 MiB window with a MAX_HEADER_LIST_SIZE of 1 MiB + 320 B."""
+    """Signatures measured in the lab: HAProxy 2.6 sends ENABLE_CONNECT_PROTOCOL 1 and no
+    MAX_FRAME_SIZE (Apache 2.4 sends neither unless ``H2WebSockets on``); nginx advertises
+    the largest legal frame size (2^24-1); Go's HTTP/2 server (Caddy and other Go programs)
+    sends its 1 MiB window with a MAX_HEADER_LIST_SIZE of 1 MiB + 320 B. Apache and h2o
+    send only MAX_CONCURRENT_STREAMS and the window: their header tells them apart."""
+    if settings.get("ENABLE_CONNECT_PROTOCOL") == 1 and "MAX_FRAME_SIZE" not in settings:
+        return "haproxy", "HAProxy (it announces RFC 8441 extended CONNECT with no frame size)"
     if settings.get("MAX_FRAME_SIZE") == NGINX_MAX_FRAME_BYTES:
         return "nginx", "nginx (its HTTP/2 module advertises the largest frame size, 2^24-1)"
     if (settings.get("INITIAL_WINDOW_SIZE") == GO_WINDOW_BYTES
