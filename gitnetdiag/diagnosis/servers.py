@@ -128,15 +128,15 @@ def window_knob(server: str, value: int) -> str:
     """The setting of ``server`` that sets the HTTP/2 receive window for uploads, with ``value``."""
     v = value
     return {
-        "haproxy": f"HAProxy: `tune.h2.initial-window-size {v}` in `global` "
-                   f"(2.8+: `tune.h2.fe.initial-window-size {v}`)",
-        "nginx": f"nginx: `http2_body_preread_size {v};` and `client_body_buffer_size {v};` "
+        "haproxy": f"HAProxy: `tune.h2.initial-window-size` {v} in `global` "
+                   f"(2.8+: `tune.h2.fe.initial-window-size` {v})",
+        "nginx": f"nginx: `http2_body_preread_size` {v} and `client_body_buffer_size` {v} "
                  "(with `proxy_request_buffering off` the window is the larger of the two)",
-        "apache": f"Apache mod_http2: `H2WindowSize {v}`",
-        "h2o": f"h2o: `http2-input-window-size: {v}` (h2o 2.3+; 2.2 has a built-in window "
+        "apache": f"Apache mod_http2: `H2WindowSize` {v}",
+        "h2o": f"h2o: `http2-input-window-size` {v} (h2o 2.3+; 2.2 has a built-in window "
                "and no such setting)",
-        "envoy": f"Envoy: `http2_protocol_options` `initial_stream_window_size: {v}` and "
-                 f"`initial_connection_window_size: {v}`",
+        "envoy": f"Envoy: `http2_protocol_options` `initial_stream_window_size` {v} and "
+                 f"`initial_connection_window_size` {v}",
         "caddy": "Caddy 2.6: there is no such setting: Go's HTTP/2 server keeps 1 MiB per "
                  "stream and connection (`MaxUploadBufferPerStream` / "
                  "`MaxUploadBufferPerConnection` are not exposed); put an edge with a "
@@ -168,7 +168,7 @@ def ordered(server: str | None) -> tuple[str, ...]:
 def window_fix(server: str | None, value: int) -> str:
     """Sentences naming the answering server's window setting first, then the others."""
     first, *rest = ordered(server)
-    lead = (f"On the server that answered ({NAMES[first]}): {window_knob(first, value)}."
+    lead = (f"On the server that answered, {window_knob(first, value)}."
             if server is not None else f"{window_knob(first, value)}.")
     others = "; ".join(window_knob(s, value) for s in rest if s != "caddy")
     return f"{lead} Other servers: {others}."

@@ -22,7 +22,7 @@ from gitnetdiag.diagnosis.culprits._common import (
 from gitnetdiag.diagnosis.measures import push_bytes, upload_s
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import Observations
-from gitnetdiag.diagnosis.servers import NAMES, answering_server, buffering_knob, ordered
+from gitnetdiag.diagnosis.servers import answering_server, buffering_knob, ordered
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 
 HTTPS_PROTOCOLS = ("h1", "h2")
@@ -82,8 +82,7 @@ def edge_request_buffering(obs: Observations) -> Hit | None:
     cost = min(extra, up) if up else extra
     first, *rest = ordered(server if server in ("nginx", "haproxy", "apache", "caddy",
                                                 "envoy") else "nginx")
-    lead = (f"On the edge that answered ({NAMES[first]}): " if server == first
-            else "On the edge: ")
+    lead = "On the edge that answered, " if server == first else "On the edge, e.g. "
     return Hit(
         score=min(tally.score, 1.0),
         cost_s=cost,

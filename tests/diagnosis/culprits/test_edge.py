@@ -76,5 +76,5 @@ def test_the_answering_edge_is_named_first_and_raises_confidence() -> None:
     named = diagnose(_edge_run(2.3)).findings[0]
     unknown = diagnose(_edge_run(2.3, rtt_s=0.05)).findings[0]
     assert named.fix.index("proxy_request_buffering") < named.fix.index("http-buffer-request")
-    assert "(nginx)" in named.fix
+    assert "On the edge that answered, nginx:" in named.fix
     assert unknown.score < named.score
