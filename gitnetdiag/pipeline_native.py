@@ -79,7 +79,17 @@ def h2_observation(record: H2NativeRecord) -> obs.H2Ledger:
         connection_zero_credit_s=ledgers.connection.stalled_s,
         window_updates=len(record.window_updates) or ledgers.stream.updates_received,
         credit=_credit_series(ledgers.stream.t_s, ledgers.stream.credit_bytes),
+        request_bytes=record.request_bytes,
+        server_wait_s=_h2_server_wait_s(record),
     )
+
+
+def _h2_server_wait_s(record: H2NativeRecord) -> float | None:
+    """From the last DATA frame of the upload stream until its response was complete."""
+    sent = [d.t_ns for d in record.data_sent if d.stream_id == record.upload_stream_id]
+    if not sent or record.ended_t_ns <= max(sent):
+        return None
+    return (record.ended_t_ns - max(sent)) / 1e9
 
 
 def ssh_observation(record: SshNativeRecord) -> obs.SshLedger:

@@ -236,6 +236,11 @@ class H2Ledger:
     """WINDOW_UPDATE frames received from the server."""
     credit: TimeSeries | None = None
     """Stream send credit over time, bytes."""
+    request_bytes: int | None = None
+    """Bytes of the native probe's receive-pack POST body (its pack is smaller than git's)."""
+    server_wait_s: float | None = None
+    """From the probe's last DATA frame until the response was complete (the server's wait
+    after the upload, as trace2's ``server_wait_s`` for git's pushes)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -17,7 +17,6 @@ from gitnetdiag.diagnosis.culprits._common import (
     config_evidence,
     config_lines,
     label,
-    term,
 )
 from gitnetdiag.diagnosis.measures import push_bytes, upload_s
 from gitnetdiag.diagnosis.model import Evidence
@@ -43,6 +42,33 @@ def _waits(obs: Observations, names: tuple[str, ...]) -> list[tuple[str, float]]
     return found
 
 
+SIZE_SPREAD = 1.3
+"""Two pushes tell whether the wait grows with the pack when one is this much larger."""
+
+
+def _wait_growth(obs: Observations, size: float | None,
+                 wait: float) -> tuple[Evidence, ...] | None:
+    """The native HTTP/2 probe pushes a smaller pack through the same edge: when the larger
+    pack waits longer, the wait grows with the pack at the forwarding rate (bytes / s)."""
+    h2 = obs.protocols.get("h2")
+    ledger = h2.h2_ledger if h2 is not None else None
+    if (ledger is None or ledger.request_bytes is None or ledger.server_wait_s is None
+            or not size):
+        return None
+    small, large = sorted(((float(ledger.request_bytes), ledger.server_wait_s), (size, wait)))
+    if large[0] < SIZE_SPREAD * small[0] or large[1] <= small[1]:
+        return None
+    return (
+        Evidence(what="smaller pack through the same edge (native HTTP/2 probe)",
+                 value=small[0], unit="B", source="native HTTP/2 probe"),
+        Evidence(what="its wait after the upload", value=small[1], unit="s",
+                 source="native HTTP/2 probe"),
+        Evidence(what="forwarding rate from the two packs (the wait grows with the pack)",
+                 value=(large[0] - small[0]) / (large[1] - small[1]), unit="B/s",
+                 source="native HTTP/2 probe + trace2"),
+    )
+
+
 def edge_request_buffering(obs: Observations) -> Hit | None:
     https = _waits(obs, HTTPS_PROTOCOLS)
     direct = _waits(obs, DIRECT_PROTOCOLS)
@@ -59,7 +85,6 @@ def edge_request_buffering(obs: Observations) -> Hit | None:
     tally.add(0.45, Evidence(
         what=f"{label(name)} wait after the upload beyond the {label(base_name)} push's",
         value=extra, unit="s", threshold=SLOW_PHASE_S, comparison=">=",
-        basis="{} more than the direct way in", basis_terms=(term(SLOW_PHASE_S, "s"),),
         source="trace2 (server_wait_s)"))
     if len(https) >= 2:
         tally.add(0.15, Evidence(what="HTTPS protocols that waited", value=len(https),
@@ -78,6 +103,9 @@ def edge_request_buffering(obs: Observations) -> Hit | None:
         tally.evidence.append(Evidence(
             what="forwarding rate implied (pack / extra wait)", value=size / extra, unit="B/s",
             source="trace2 + pack size"))
+    growth = _wait_growth(obs, size, wait)
+    if growth is not None:
+        tally.add(0.2, *growth)
     up = upload_s(p)
     cost = min(extra, up) if up else extra
     first, *rest = ordered(server if server in ("nginx", "haproxy", "apache", "caddy",

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.observations import H2Ledger, Observations
 from tests.diagnosis.culprits.crafted import (
     MB,
     Case,
@@ -78,3 +80,21 @@ def test_the_answering_edge_is_named_first_and_raises_confidence() -> None:
     assert named.fix.index("proxy_request_buffering") < named.fix.index("http-buffer-request")
     assert "On the edge that answered, nginx:" in named.fix
     assert unknown.score < named.score
+
+
+def _with_native(obs: Observations, request_bytes: int, wait_s: float) -> Observations:
+    h2 = replace(obs.protocols["h2"], h2_ledger=H2Ledger(
+        server_initial_window_bytes=16 * 2**20, request_bytes=request_bytes,
+        server_wait_s=wait_s))
+    return replace(obs, protocols={**obs.protocols, "h2": h2})
+
+
+def test_a_smaller_pack_that_waits_less_shows_the_wait_grows_with_the_pack() -> None:
+    """The native probe's 24 MB waited 0.9 s, git's 72 MB 2.3 s: 48 MB in 1.4 s more."""
+    base = _edge_run(2.3, rtt_s=0.05)
+    grown = diagnose(_with_native(base, MB, 0.9)).findings[0]
+    rate = next(e for e in grown.evidence if "grows with the pack" in e.what)
+    assert rate.value == pytest.approx(2 * MB / 1.4) and rate.unit == "B/s"
+    assert grown.score > diagnose(base).findings[0].score
+    flat = diagnose(_with_native(base, MB, 2.3)).findings[0]
+    assert not any("grows with the pack" in e.what for e in flat.evidence)
