@@ -310,8 +310,8 @@ def _start_servers(ns: Namespaces, paths: LabPaths, spec: LabSpec,
     pids = {
         "apache": _spawn(ns.server, ["apache2", "-f", str(files["apache"]), "-DFOREGROUND"],
                          log / "apache.log", base_env),
-        "edge": _spawn(ns.server, edges.edge_argv(spec.edge, files["edge"]),
-                       log / "edge.log", {**base_env, **edges.edge_env(paths)}),
+        spec.edge: _spawn(ns.server, edges.edge_argv(spec.edge, files["edge"]),
+                          log / f"{spec.edge}.log", {**base_env, **edges.edge_env(paths)}),
         "sshd": _spawn(ns.server, [_sshd_path(base_env["PATH"]), "-D", "-e",
                                    "-f", str(files["sshd"])], log / "sshd.log", base_env),
     }
@@ -349,10 +349,10 @@ def _start_delay(ns: Namespaces, paths: LabPaths, spec: LabSpec) -> int | None:
     return _spawn(ns.router, argv, paths.run / "delay.log", env)
 
 
-def _wait_listening(ns: Namespaces, paths: LabPaths, pids: dict[str, int],
+def _wait_listening(ns: Namespaces, paths: LabPaths, pids: dict[str, int], edge: str,
                     timeout_s: float = 30.0) -> None:
     wanted = {PORT_HTTPS_DIRECT: "apache", PORT_HTTP_BACKEND: "apache",
-              PORT_HTTPS_EDGE: "edge", PORT_SSH: "sshd", PORT_GIT: "git"}
+              PORT_HTTPS_EDGE: edge, PORT_SSH: "sshd", PORT_GIT: "git"}
     deadline = time.monotonic() + timeout_s
     while True:
         out = _nsexec(ns.server, "ss", "-ltnH", check=False)
@@ -435,7 +435,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             make_http_auth(paths, account)
         progress(f"starting Apache, {spec.edge}, sshd, git daemon")
         pids = _start_servers(ns, paths, spec, files)
-        _wait_listening(ns, paths, pids)
+        _wait_listening(ns, paths, pids, spec.edge)
         state = LabState(
             instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
             server_ns=ns.server, client_ip=CLIENT_IP, server_ip=SERVER_IP,
