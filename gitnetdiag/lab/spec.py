@@ -137,6 +137,10 @@ class LabSpec:
     edge_buffering: bool = False
     """The edge buffers whole request bodies (nginx ``proxy_request_buffering on``) and
     forwards them over a leg limited to :data:`EDGE_BACKEND_RATE`."""
+    reset_after_bytes: int | None = None
+    """With ``reset_port``: let connections open and reset both ends once the client has
+    sent this many bytes (a stateful firewall or IPS cutting a push mid-way, the only kind
+    a server-side capture can see); None refuses the connection at its SYN."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -156,6 +160,7 @@ def build_spec(
     hook_delay_s: float = DEFAULT_HOOK_DELAY_S,
     auth_delay_s: float = DEFAULT_AUTH_DELAY_S,
     edge: str | None = None,
+    reset_after_bytes: int | None = None,
 ) -> LabSpec:
     """Resolve named faults and explicit overrides into one LabSpec."""
     if not re.fullmatch(r"[a-z0-9]{1,8}", instance) and instance != "default":
@@ -182,6 +187,9 @@ def build_spec(
             f"the edge-buffering fault needs the nginx edge, not {chosen_edge}",
             hint="use --edge nginx (or leave --edge out)",
         )
+    if reset_after_bytes is not None and not has("firewall-reset"):
+        raise UsageError("--reset-after needs --fault firewall-reset",
+                         hint="add --fault firewall-reset, or leave --reset-after out")
     return LabSpec(
         instance=instance,
         faults=active,
@@ -200,4 +208,5 @@ def build_spec(
         http_auth=has("auth"),
         edge=chosen_edge,
         edge_buffering=has("edge-buffering"),
+        reset_after_bytes=reset_after_bytes,
     )
