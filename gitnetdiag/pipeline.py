@@ -28,7 +28,7 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.pipeline_native import downsample, native_ledgers
+from gitnetdiag.pipeline_native import downsample, native_fingerprint, native_ledgers
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
     NATIVE_FILES,
@@ -372,6 +372,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         nghttp2_version=env.nghttp2 if env else None,
         openssh_version=env.openssh if env else None,
         repo_bytes=pack,
+        **native_fingerprint(run_dir),
         measured_by=(
             f"gitnetdiag {manifest.tool_version} probe {manifest.run_id}: "
             f"{manifest.options.get('repeat', 1)} push(es) per protocol of a "

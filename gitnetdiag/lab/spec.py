@@ -31,9 +31,15 @@ SMALL_MAX_STARTUPS = "2:100:2"
 PMTU_BLACKHOLE_BYTES = 1200
 """Under ``pmtu-blackhole`` the router drops packets to the server from this IP length up."""
 
+EDGES = ("haproxy", "nginx", "caddy", "h2o")
+"""TLS edges the lab can put on the edge port, each a Debian package run in the server namespace."""
+EDGE_BACKEND_RATE = "12mbit"
+"""Rate of the edge -> backend leg under ``edge-buffering``: the edge and the git server
+are apart in the field, so forwarding a buffered body takes time that grows with the pack."""
+
 FAULTS: dict[str, str] = {
     "healthy": "every window is large enough for the path; nothing injected",
-    "h2-small-window": "the HAProxy edge keeps the HTTP/2 default window of 65535",
+    "h2-small-window": "the edge keeps its default (small) HTTP/2 receive window",
     "tcp-rmem-clamp": "server net.ipv4.tcp_rmem max clamped to 64 KiB",
     "tiny-backlog": "git daemon listens with its built-in backlog of 5",
     "loss": "the router drops packets at random (default 2%)",
@@ -49,6 +55,8 @@ FAULTS: dict[str, str] = {
     "ssh-maxstartups": f"sshd MaxStartups {SMALL_MAX_STARTUPS}",
     "pmtu-blackhole": f"the router drops packets of {PMTU_BLACKHOLE_BYTES} bytes and more to the "
     "server and sends no ICMP 'fragmentation needed'",
+
+    "edge-buffering": "the nginx edge buffers each whole request body before forwarding it",
 }
 
 
@@ -67,6 +75,8 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "ssh-channel-window": "ssh-channel-window",
     "ssh-maxstartups": "ssh-maxstartups",
     "pmtu-blackhole": "path-mtu-blackhole",
+
+    "edge-buffering": "edge-request-buffering",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -87,6 +97,8 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "ssh-channel-window": "HPN-SSH",
     "ssh-maxstartups": "MaxStartups",
     "pmtu-blackhole": "clamp-mss-to-pmtu",
+
+    "edge-buffering": "proxy_request_buffering",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -167,6 +179,11 @@ class LabSpec:
     """Server port the router answers with TCP resets."""
     http_auth: bool = False
     """Smart HTTP demands Basic auth (a generated user and token)."""
+    edge: str = "haproxy"
+    """The TLS edge on the edge port: one of :data:`EDGES`."""
+    edge_buffering: bool = False
+    """The edge buffers whole request bodies (nginx ``proxy_request_buffering on``) and
+    forwards them over a leg limited to :data:`EDGE_BACKEND_RATE`."""
     reset_after_bytes: int | None = None
     """With ``reset_port``: let connections open and reset both ends once the client has
     sent this many bytes (a stateful firewall or IPS cutting a push mid-way, the only kind
@@ -199,6 +216,7 @@ def build_spec(
     apache_h2_window: int | None = None,
     hook_delay_s: float = DEFAULT_HOOK_DELAY_S,
     auth_delay_s: float = DEFAULT_AUTH_DELAY_S,
+    edge: str | None = None,
     reset_after_bytes: int | None = None,
 ) -> LabSpec:
     """Resolve named faults and explicit overrides into one LabSpec."""
@@ -220,6 +238,16 @@ def build_spec(
         rtt_ms = SSH_WINDOW_RTT_MS if has("ssh-channel-window") else DEFAULT_RTT_MS
     if rtt_ms < 0 or rtt_ms > 10_000:
         raise UsageError(f"RTT {rtt_ms} ms is out of range", hint="use 0ms to 10s")
+
+    has = set(active).__contains__
+    chosen_edge = edge or ("nginx" if has("edge-buffering") else "haproxy")
+    if chosen_edge not in EDGES:
+        raise UsageError(f"unknown edge '{chosen_edge}'", hint="choose from: " + ", ".join(EDGES))
+    if has("edge-buffering") and chosen_edge != "nginx":
+        raise UsageError(
+            f"the edge-buffering fault needs the nginx edge, not {chosen_edge}",
+            hint="use --edge nginx (or leave --edge out)",
+        )
     if reset_after_bytes is not None and not has("firewall-reset"):
         raise UsageError("--reset-after needs --fault firewall-reset",
                          hint="add --fault firewall-reset, or leave --reset-after out")
@@ -239,6 +267,8 @@ def build_spec(
         auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
         http_auth=has("auth"),
+        edge=chosen_edge,
+        edge_buffering=has("edge-buffering"),
         reset_after_bytes=reset_after_bytes,
         server_window_scaling=not has("window-scaling-off"),
         syn_drop_share=SYN_DROP_SHARE if has("syn-drop") else 0.0,

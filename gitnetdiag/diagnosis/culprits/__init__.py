@@ -23,6 +23,7 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.culprits import (
     accept_queue,
     client,
+    edge,
     h2,
     mtu,
     path,
@@ -86,5 +87,10 @@ CULPRITS: tuple[Culprit, ...] = (
     Culprit(id="client-pack-cpu", title="Client pack-objects CPU", detect=client.client_pack_cpu),
     Culprit(id="client-http-stack", title="Client HTTP stack bug", detect=client.client_http_stack),
     Culprit(id="slow-storage", title="Slow storage", detect=storage.slow_storage),
+    Culprit(
+        id="edge-request-buffering",
+        title="Edge buffers the request body",
+        detect=edge.edge_request_buffering,
+    ),
 )
 """The catalogue, in DESIGN.md order; ids are stable (JSON and tests use them)."""
