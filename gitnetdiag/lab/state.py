@@ -101,6 +101,8 @@ class LabState:
     http_credential_store: str = ""
     """Under the ``auth`` fault: git ``credential-store`` file (0600) holding the lab's
     user and token for the HTTPS URLs; empty when smart HTTP is open."""
+    fixed: list[str] = field(default_factory=list)
+    """Faults whose fix was applied (``lab fix``, ``lab up --fixed``); no longer in ``faults``."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
