@@ -25,7 +25,8 @@ COMMAND_MODULES: tuple[str, ...] = (
 
 COMMAND_MODULE_OF: dict[str, str] = {
     "diagnose": "probe", "probe": "probe", "analyze": "analyze", "report": "report",
-    "compare": "compare", "lab": "lab", "storage": "storage", "host": "host", "load": "load", "watch": "watch",
+    "compare": "compare", "lab": "lab", "storage": "storage", "host": "host", "load": "load",
+    "watch": "watch",
 }
 """Which module registers each command, so a run imports only what it needs."""
 

@@ -28,7 +28,7 @@ def compare_command(
     Offline; no network, no root.
     """
     from gitnetdiag.pipeline import compare_runs
-    from gitnetdiag.report.compare import COMPARE_RENDERERS, render_compare_terminal
+    from gitnetdiag.report import COMPARE_RENDERERS, render_compare_terminal
 
     comparison = compare_runs(run_dirs)
     if report_format is ReportFormat.TERMINAL and out is None:

@@ -1,14 +1,14 @@
 """Renderers of a :class:`~gitnetdiag.diagnosis.comparison.Comparison` (``gitnetdiag compare``).
 
 Terminal (rich), Markdown and JSON live here; HTML with the before/after plots
-in :mod:`gitnetdiag.report.compare_html`. All of them show the same tables,
+in :mod:`gitnetdiag.report.compare_html`; :data:`gitnetdiag.report.COMPARE_RENDERERS`
+lists all four. All of them show the same tables,
 built once as rows of text by the ``*_rows`` functions below.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
 
 from rich.table import Table
 from rich.text import Text
@@ -45,8 +45,8 @@ def pair_intro(comparison: Comparison, pair: PairComparison) -> str:
 
 def protocol_header(pair: PairComparison) -> tuple[str, ...]:
     a, b = pair.before, pair.after
-    return ("protocol", f"{a} push (median, range)", f"{b} push (median, range)", f"{a} rate", f"{b} rate",
-            "change", "noise")
+    return ("protocol", f"{a} push (median, range)", f"{b} push (median, range)",
+            f"{a} rate", f"{b} rate", "change", "noise")
 
 
 def _duration(sample: ProtocolSample) -> str:
@@ -188,7 +188,7 @@ def _md_cell(text: str) -> str:
 def md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     lines += ["| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in rows]
-    return lines + [""]
+    return [*lines, ""]
 
 
 def render_compare_markdown(comparison: Comparison) -> str:
@@ -203,7 +203,7 @@ def render_compare_markdown(comparison: Comparison) -> str:
             lines += md_table(protocol_header(pair), protocol_rows(pair))
         lines += [f"- {line}" for line in only_lines(pair)]
         if pair.culprits:
-            lines += ["### Culprits", ""] + md_table(culprit_header(pair), culprit_rows(pair))
+            lines += ["### Culprits", "", *md_table(culprit_header(pair), culprit_rows(pair))]
         lines += [f"### Predicted vs measured gain ({pair.before}'s top culprit)", ""]
         lines += [f"- {line}" for line in gain_lines(pair.gain, pair)] + [""]
         if pair.differences:
@@ -224,19 +224,3 @@ def render_compare_json(comparison: Comparison) -> str:
     data = {"schema": SCHEMA, "generated_by": f"gitnetdiag {__version__}",
             **comparison.to_dict()}
     return json.dumps(data, indent=2) + "\n"
-
-
-def render_compare_html(comparison: Comparison) -> str:
-    """Self-contained HTML with before/after plots (imports matplotlib on first use)."""
-    from gitnetdiag.report.compare_html import render_compare_html as _render
-
-    return _render(comparison)
-
-
-COMPARE_RENDERERS: dict[str, Callable[[Comparison], str]] = {
-    "terminal": render_compare_terminal,
-    "md": render_compare_markdown,
-    "html": render_compare_html,
-    "json": render_compare_json,
-}
-"""Comparison renderer by ``--format`` name."""

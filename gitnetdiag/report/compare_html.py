@@ -94,8 +94,8 @@ def durations_figure(comparison: Comparison) -> Figure | None:
     for pair, row in pair_rows:
         columns[(row.protocol, pair.before)] = row.before.durations_s
         columns[(row.protocol, pair.after)] = row.after.durations_s
-    order = sorted(columns, key=lambda key: (PROTOCOL_ORDER.index(key[0])  # type: ignore[arg-type]
-                                             if key[0] in PROTOCOL_ORDER else 99, labels[key[1]]))
+    rank: dict[str, int] = {name: index for index, name in enumerate(PROTOCOL_ORDER)}
+    order = sorted(columns, key=lambda key: (rank.get(key[0], len(rank)), labels[key[1]]))
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, 3.4))
     for x, key in enumerate(order):
