@@ -52,8 +52,9 @@ def protocol_header(pair: PairComparison) -> tuple[str, ...]:
 def _duration(sample: ProtocolSample) -> str:
     count = len(sample.durations_s)
     failed = f", {sample.failed} failed" if sample.failed else ""
-    return (f"{fmt_s(sample.duration_median_s)} ({fmt_s(sample.duration_min_s)} to "
-            f"{fmt_s(sample.duration_max_s)}, n={count}{failed})")
+    spread = ("" if sample.duration_min_s == sample.duration_max_s
+              else f"{fmt_s(sample.duration_min_s)} to {fmt_s(sample.duration_max_s)}, ")
+    return f"{fmt_s(sample.duration_median_s)} ({spread}n={count}{failed})"
 
 
 def _noise(row: ProtocolComparison) -> str:
