@@ -1,4 +1,4 @@
-"""``gitnetdiag lab up|down|status``: the local reproduction lab."""
+"""``gitnetdiag lab up|fix|down|status``: the local reproduction lab."""
 
 from __future__ import annotations
 
