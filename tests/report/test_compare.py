@@ -10,7 +10,6 @@ import base64
 import json
 import re
 from collections.abc import Callable
-
 from dataclasses import replace
 
 import pytest
