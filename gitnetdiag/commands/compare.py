@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from gitnetdiag.commands._output import write_output
+from gitnetdiag.commands._output import emit
 from gitnetdiag.commands.probe import ReportFormat
 
 
@@ -38,11 +38,7 @@ def compare_command(
             color=console.is_terminal)
     else:
         text = COMPARE_RENDERERS[report_format.value](comparison)
-    if out is None:
-        typer.echo(text, nl=False)
-    else:
-        write_output(out, text)
-        typer.echo(f"wrote {out}")
+    emit(text, out)
 
 
 def register(app: typer.Typer) -> None:

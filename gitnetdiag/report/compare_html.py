@@ -12,7 +12,6 @@ Figures (PNG, matplotlib imported on first use, the conventions of
 
 from __future__ import annotations
 
-import base64
 import html
 
 import numpy as np
@@ -33,6 +32,7 @@ from gitnetdiag.report.compare import (
     run_rows,
     too_few,
 )
+from gitnetdiag.report.html import plots_section
 from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, png_bytes, pyplot
 
 RUN_COLORS = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")
@@ -156,12 +156,6 @@ def render_compare_html(comparison: Comparison) -> str:
         parts.append(f"<p><em>{_esc(TOO_FEW_NOTE)}</em></p>")
     figures = [f for f in (sent_over_time_figure(comparison), durations_figure(comparison))
                if f is not None]
-    if figures:
-        parts.append("<h2>Plots</h2>")
-        for figure in figures:
-            data = base64.b64encode(figure.png).decode("ascii")
-            parts.append(
-                f'<figure><img alt="{_esc(figure.title)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{_esc(figure.title)}</figcaption></figure>")
+    parts.append(plots_section(figures))
     parts.append("</body></html>\n")
     return "".join(parts)
