@@ -277,8 +277,7 @@ def culprit_changes(before: Sequence[Finding], after: Sequence[Finding]) -> list
     return sorted(changes, key=lambda c: order[c.status])
 
 
-def affected_protocol(finding: Finding, before: Diagnosis,
-                      measured: Sequence[ProtocolComparison]) -> str | None:
+def affected_protocol(finding: Finding, measured: Sequence[ProtocolComparison]) -> str | None:
     """The protocol whose pushes a culprit costs.
 
     A protocol's own culprit names it (HTTP/2 and SSH windows); otherwise the
@@ -309,7 +308,7 @@ def gain_check(before: Diagnosis, after: Diagnosis,
                          measured_gain_s=None, error_share=None, culprit_gone=gone,
                          beyond_noise=None,
                          note="a burst culprit costs connection time, not push time")
-    protocol = affected_protocol(top, before, measured)
+    protocol = affected_protocol(top, measured)
     row = next((c for c in measured if c.protocol == protocol), None)
     if row is None or row.change_s is None:
         return GainCheck(culprit_id=top.id, protocol=protocol, predicted_gain_s=top.cost_s,
@@ -327,13 +326,17 @@ def gain_check(before: Diagnosis, after: Diagnosis,
 
 def _differences(before: Diagnosis, after: Diagnosis) -> list[Difference]:
     env_b, env_a = before.environment, after.environment
-    found: list[Difference] = []
-    for what, unit, b, a in (("RTT", "s", env_b.rtt_s, env_a.rtt_s),
-                             ("path rate", "B/s",
-                              env_b.path_rate_bps / 8 if env_b.path_rate_bps else None,
-                              env_a.path_rate_bps / 8 if env_a.path_rate_bps else None)):
-        if b and a and max(a, b) / min(a, b) > RTT_CHANGE_RATIO:
-            found.append(Difference(what=what, before=b, after=a, unit=unit))  # type: ignore[arg-type]
+
+    def bytes_s(bits: float | None) -> float | None:
+        return bits / 8 if bits else None
+
+    measured: tuple[tuple[str, Unit, float | None, float | None], ...] = (
+        ("RTT", "s", env_b.rtt_s, env_a.rtt_s),
+        ("path rate", "B/s", bytes_s(env_b.path_rate_bps), bytes_s(env_a.path_rate_bps)),
+    )
+    found = [Difference(what=what, before=b, after=a, unit=unit)
+             for what, unit, b, a in measured
+             if b and a and max(a, b) / min(a, b) > RTT_CHANGE_RATIO]
     for name in sorted(set(env_b.versions) | set(env_a.versions)):
         if env_b.versions.get(name) != env_a.versions.get(name):
             found.append(Difference(what=f"{name} version", before=env_b.versions.get(name),

@@ -58,9 +58,10 @@ def _ready_urls(state: LabState, roles: tuple[str, ...], spec: LabSpec) -> list[
 
 
 def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = LARGE_WINDOW,
-        progress: Progress = manager._quiet) -> tuple[LabState, list[str]]:
+        progress: Progress | None = None) -> tuple[LabState, list[str]]:
     """Apply the fixes; returns the new state and what was changed, one line each."""
     require_root("gitnetdiag lab fix")
+    say = progress or (lambda _msg: None)
     state = load_state(instance)
     before = spec_of(state)
     after = fixed_spec(before, faults, h2_window=h2_window)
@@ -71,7 +72,7 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         manager.set_server_rmem(ns, after.server_rmem_max)
         done.append(f"server net.ipv4.tcp_rmem max raised to {after.server_rmem_max} B")
     if (after.loss, after.reset_port) != (before.loss, before.reset_port):
-        progress("router: rebuilding the FORWARD rules")
+        say("router: rebuilding the FORWARD rules")
         manager.nsexec(ns.router, "iptables-legacy", "-w", "5", "-F", "FORWARD")
         manager.router_rules(ns, after)
         if after.loss != before.loss:
@@ -84,7 +85,7 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
     roles = _roles_to_restart(before, after)
     pids = dict(state.pids)
     if roles:
-        progress("restarting " + ", ".join(roles))
+        say("restarting " + ", ".join(roles))
         files = manager.write_configs(paths, after)
         manager.stop_pids([pids[role] for role in roles if role in pids])
         pids.update(manager.start_servers(ns, paths, after, files, roles))
@@ -102,6 +103,6 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         auth_delay_s=after.auth_delay_s, reset_port=after.reset_port, pids=pids)
     save_state(new_state)
     if roles:
-        progress("waiting until the restarted servers answer git ls-remote")
+        say("waiting until the restarted servers answer git ls-remote")
         manager.wait_ready(new_state, urls=_ready_urls(new_state, roles, after))
     return new_state, done
