@@ -136,13 +136,13 @@ def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
     if spec.rate:
         for dev in ("veth-cr", "veth-sr"):
             nsexec(ns.router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
-                    spec.rate, "burst", "256kb", "latency", "200ms")
+                   spec.rate, "burst", "256kb", "latency", "200ms")
 
 
 def set_server_rmem(ns: Namespaces, rmem_max: int) -> None:
     # The default stays at Linux's 128 KiB unless the max is below it (the clamp).
     nsexec(ns.server, "sysctl", "-qw",
-            f"net.ipv4.tcp_rmem=4096 {min(RMEM_DEFAULT_BYTES, rmem_max)} {rmem_max}")
+           f"net.ipv4.tcp_rmem=4096 {min(RMEM_DEFAULT_BYTES, rmem_max)} {rmem_max}")
 
 
 def _allow_cubic() -> None:
@@ -168,10 +168,10 @@ def router_rules(ns: Namespaces, spec: LabSpec) -> None:
     ipt = ("iptables-legacy", "-w", "5", "-A", "FORWARD")
     if spec.reset_port is not None:
         nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
-                "-j", "REJECT", "--reject-with", "tcp-reset")
+               "-j", "REJECT", "--reject-with", "tcp-reset")
     if spec.loss > 0:
         nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
-                "--probability", f"{spec.loss:.6f}", "-j", "DROP")
+               "--probability", f"{spec.loss:.6f}", "-j", "DROP")
     if spec.rtt_ms > 0:
         nsexec(ns.router, *ipt, "-j", "NFQUEUE", "--queue-num", str(NFQUEUE_NUM))
 
