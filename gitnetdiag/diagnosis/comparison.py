@@ -82,6 +82,8 @@ class ProtocolSample:
     """Duration of each completed push (projected for bounded ones), in push order."""
     failed: int
     """Failed or hung pushes."""
+    failed_waits_s: tuple[float, ...] = ()
+    """How long each failed or hung push ran before it ended (its wait), in push order."""
     bytes: float | None
     """Bytes of a typical push."""
     duration_median_s: float | None
@@ -145,7 +147,9 @@ class GainCheck:
     predicted_gain_s: float
     """Its ``cost_s`` in the baseline: seconds a push would gain without it."""
     measured_gain_s: float | None
-    """Median push duration before minus after on that protocol."""
+    """Median push duration before minus after on that protocol; when pushes failed or
+    hung on either side, the mean time per push with each failure as its wait plus a redo
+    (:func:`expected_push_s`), the way the culprits' costs count them."""
     error_share: float | None
     """(predicted - measured) / measured; ``None`` without a positive measured gain."""
     culprit_gone: bool
@@ -236,9 +240,20 @@ def protocol_sample(d: Diagnosis, protocol: str) -> ProtocolSample | None:
     rates = [push.bytes / push.duration_s for push in done if push.bytes > 0]
     return ProtocolSample(
         durations_s=durations, failed=len(observed.pushes) - len(done),
+        failed_waits_s=tuple(push.duration_s for push in observed.pushes if not push.ok),
         bytes=push_bytes(observed), duration_median_s=median(durations),
         duration_min_s=min(durations), duration_max_s=max(durations),
         rate_median_bytes_s=median(rates))
+
+
+def expected_push_s(sample: ProtocolSample) -> float | None:
+    """Mean time a push costs when failures count: a failed push is its wait plus a redo
+    (the median completed push), as the culprits' costs count them."""
+    redo = sample.duration_median_s
+    if redo is None:
+        return None
+    total = sum(sample.durations_s) + sum(wait + redo for wait in sample.failed_waits_s)
+    return total / (len(sample.durations_s) + len(sample.failed_waits_s))
 
 
 def noise(before: Sequence[float], after: Sequence[float]) -> tuple[NoiseTest, float | None]:
@@ -316,12 +331,21 @@ def gain_check(before: Diagnosis, after: Diagnosis,
                          beyond_noise=None,
                          note="the protocol it costs was not measured in both runs")
     measured_gain = -row.change_s
+    notes = []
+    if row.before.failed or row.after.failed:
+        before_s, after_s = expected_push_s(row.before), expected_push_s(row.after)
+        if before_s is not None and after_s is not None:
+            measured_gain = before_s - after_s
+        notes.append(f"{row.before.failed} failed or hung push(es) before, {row.after.failed} "
+                     "after: the measured gain counts each as its wait plus a redo, as the "
+                     "cost does (mean time per push)")
+    if measured_gain <= 0:
+        notes.append("nothing was gained: the run is not faster")
     return GainCheck(
         culprit_id=top.id, protocol=protocol, predicted_gain_s=top.cost_s,
         measured_gain_s=measured_gain,
         error_share=(top.cost_s - measured_gain) / measured_gain if measured_gain > 0 else None,
-        culprit_gone=gone, beyond_noise=row.beyond_noise,
-        note="" if measured_gain > 0 else "nothing was gained: the run is not faster")
+        culprit_gone=gone, beyond_noise=row.beyond_noise, note="; ".join(notes))
 
 
 def _differences(before: Diagnosis, after: Diagnosis) -> list[Difference]:

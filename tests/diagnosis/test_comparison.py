@@ -38,12 +38,24 @@ def test_fix_of_the_slow_edge_removes_its_culprit_and_gains_time() -> None:
     gain = pair.gain
     assert gain is not None and gain.culprit_id == "h2-flow-control-window"
     assert gain.protocol == "h2" and gain.culprit_gone
-    # HTTP/2 median 28.65 s (two completed pushes) before, 3.2 s after.
-    assert gain.measured_gain_s == pytest.approx(28.65 - 3.2)
+    # HTTP/2 before: 29.2 s and 28.1 s completed, one push hung for 60 s: as the cost
+    # counts it, the hung push is its wait plus a redo at the median (28.65 s).
+    before_s = (29.2 + 28.1 + 60.0 + 28.65) / 3
+    after_s = (3.1 + 3.2 + 3.5) / 3
+    assert gain.measured_gain_s == pytest.approx(before_s - after_s)
     assert gain.predicted_gain_s == pytest.approx(39.75)
-    assert gain.error_share == pytest.approx((39.75 - 25.45) / 25.45)
+    assert gain.error_share == pytest.approx((39.75 - (before_s - after_s)) / (before_s - after_s))
+    assert "1 failed or hung push(es) before, 0 after" in gain.note
     assert pair.slower == "A" and pair.deciding_protocol == "h2"
     assert comparison.headline.startswith("A is slower than B on HTTP/2")
+
+
+def test_without_failures_the_gain_is_the_median_change() -> None:
+    before = _with_pushes(examples.slow_h2_edge(), "h2", 27.1, 26.9, 28.3)
+    comparison = compare([diagnose(before), diagnose(examples.healthy())], ["a", "b"])
+    gain = comparison.pairs[0].gain
+    assert gain is not None and gain.measured_gain_s == pytest.approx(27.1 - 3.2)
+    assert gain.note == ""
 
 
 def test_fewer_than_three_pushes_is_said_not_tested() -> None:

@@ -11,6 +11,7 @@ import json
 import re
 from collections.abc import Callable
 from dataclasses import replace
+from typing import Any
 
 import pytest
 
@@ -45,9 +46,15 @@ def test_text_formats_say_the_same_things() -> None:
         text = (render_compare_terminal(comparison, width=240) if fmt == "terminal"
                 else COMPARE_RENDERERS[fmt](comparison))
         for needle in ("h2-flow-control-window", "gone in B", "predicted gain 39.8 s",
-                       "measured gain 25.4 s", "not tested (&lt; 3 pushes)" if fmt == "html"
+                       "measured gain 45.4 s", "not tested (&lt; 3 pushes)" if fmt == "html"
                        else "not tested (< 3 pushes)"):
             assert needle in text, (fmt, needle)
+
+
+def h2_failed_waits(pair: dict[str, Any]) -> list[float]:
+    row = next(row for row in pair["protocols"] if row["protocol"] == "h2")
+    waits: list[float] = row["before"]["failed_waits_s"]
+    return waits
 
 
 def test_json_carries_the_numbers() -> None:
@@ -57,7 +64,8 @@ def test_json_carries_the_numbers() -> None:
     pair = data["pairs"][0]
     gain = pair["gain"]
     assert gain["culprit_id"] == "h2-flow-control-window" and gain["culprit_gone"] is True
-    assert gain["measured_gain_s"] == pytest.approx(25.45)
+    assert gain["measured_gain_s"] == pytest.approx((29.2 + 28.1 + 60.0 + 28.65) / 3 - 3.2666667)
+    assert h2_failed_waits(pair) == [60.0]
     h2 = next(row for row in pair["protocols"] if row["protocol"] == "h2")
     assert h2["before"]["durations_s"] == [29.2, 28.1]  # completed pushes, in push order
     assert h2["noise_test"] == "too-few-repeats" and h2["beyond_noise"] is None
