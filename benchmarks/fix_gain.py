@@ -32,7 +32,7 @@ def _gitnetdiag(*args: str) -> subprocess.CompletedProcess[str]:
 def _diagnose(instance: str, fault: str, out: Path, size: str, repeat: int) -> None:
     protocols = ("--protocols", "h2") if fault == "h2-small-window" else FAULT_PROBE_ARGS[fault]
     _gitnetdiag("diagnose", "--lab", "--lab-instance", instance, *protocols, "--size", size,
-                "--repeat", str(repeat), "--timeout", "120", "--stall-timeout", "8",
+                "--repeat", str(repeat), "--timeout", "60", "--stall-timeout", "8",
                 "--cleanup-wait", "5", "--format", "json", "--out", str(out))
 
 

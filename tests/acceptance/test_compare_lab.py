@@ -31,9 +31,9 @@ def _gitnetdiag(*args: str) -> subprocess.CompletedProcess[str]:
 
 def _diagnose(instance: str, out: Path, *extra: str) -> dict[str, Any]:
     proc = _gitnetdiag("diagnose", "--lab", "--lab-instance", instance, "--protocols", "h2",
-                       "--size", "3MiB", "--repeat", "3", "--timeout", "90", "--format", "json",
-                       # The edge's small window sometimes stalls a push for good (LAB-NOTES):
-                       # let such a push end soon, it is reported as stalled.
+                       "--size", "3MiB", "--repeat", "3", "--timeout", "30", "--format", "json",
+                       # The edge's small window sometimes hangs a push for good (LAB-NOTES):
+                       # a 3 MiB push takes about 4 s, so 30 s ends a hung one (reported hung).
                        "--stall-timeout", "8", "--cleanup-wait", "5", "--out", str(out), *extra)
     report: dict[str, Any] = json.loads(proc.stdout)
     return report
