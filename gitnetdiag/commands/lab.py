@@ -20,6 +20,7 @@ from gitnetdiag.lab.spec import (
     parse_rate,
 )
 from gitnetdiag.lab.state import DEFAULT_INSTANCE, LabState
+from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.report.lab import render_lab_status
 
 console = Console(highlight=False)
@@ -60,6 +61,11 @@ def up_command(
     apache_h2_window: int | None = typer.Option(
         None, "--apache-h2-window", help="Apache H2WindowSize (default 16 MiB)."
     ),
+    reset_after: str | None = typer.Option(
+        None, "--reset-after", help="With --fault firewall-reset: let SSH connections open "
+        "and reset both ends once the client has sent this much (1MiB), as an IPS cutting a "
+        "push mid-way does. Default: refuse the connection."
+    ),
     fixed: bool = typer.Option(
         False, "--fixed", help="Build the lab with the fix of every --fault applied (what "
         "'lab fix' does to a running lab)."),
@@ -72,6 +78,7 @@ def up_command(
         loss=parse_loss(loss) if loss is not None else None,
         rate=parse_rate(rate) if rate else None,
         edge_h2_window=edge_h2_window, apache_h2_window=apache_h2_window,
+        reset_after_bytes=parse_size(reset_after) if reset_after is not None else None,
     )
     if fixed:
         spec = fixed_spec(spec)

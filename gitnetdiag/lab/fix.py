@@ -35,7 +35,8 @@ def spec_of(state: LabState) -> LabSpec:
         instance=state.instance, faults=list(state.faults), rtt_ms=state.rtt_ms,
         loss=state.loss, rate=state.rate, edge_h2_window=state.edge_h2_window,
         apache_h2_window=state.apache_h2_window,
-        hook_delay_s=state.hook_delay_s, auth_delay_s=state.auth_delay_s)
+        hook_delay_s=state.hook_delay_s, auth_delay_s=state.auth_delay_s,
+        reset_after_bytes=state.reset_after_bytes if state.reset_port is not None else None)
     return replace(spec, fixed=tuple(state.fixed))
 
 
@@ -100,7 +101,8 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
     new_state = replace(
         state, faults=list(after.faults), fixed=list(after.fixed), loss=after.loss,
         edge_h2_window=after.edge_h2_window, hook_delay_s=after.hook_delay_s,
-        auth_delay_s=after.auth_delay_s, reset_port=after.reset_port, pids=pids)
+        auth_delay_s=after.auth_delay_s, reset_port=after.reset_port,
+        reset_after_bytes=after.reset_after_bytes, pids=pids)
     save_state(new_state)
     if roles:
         say("waiting until the restarted servers answer git ls-remote")

@@ -166,9 +166,19 @@ def _restore_cubic() -> None:
 
 def router_rules(ns: Namespaces, spec: LabSpec) -> None:
     ipt = ("iptables-legacy", "-w", "5", "-A", "FORWARD")
-    if spec.reset_port is not None:
+    if spec.reset_port is not None and spec.reset_after_bytes is None:
         nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
                "-j", "REJECT", "--reject-with", "tcp-reset")
+    elif spec.reset_port is not None:
+        # Past the byte count (conntrack accounting, client -> server), the client's next
+        # segment and the server's next ACK are each answered with an RST: both ends see
+        # the connection cut, as an IPS or a session-size limit does it.
+        cut = ("-m", "connbytes", "--connbytes", f"{spec.reset_after_bytes}:",
+               "--connbytes-dir", "original", "--connbytes-mode", "bytes",
+               "-j", "REJECT", "--reject-with", "tcp-reset")
+        port = str(spec.reset_port)
+        nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", port, *cut)
+        nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "--sport", port, *cut)
     if spec.loss > 0:
         nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                "--probability", f"{spec.loss:.6f}", "-j", "DROP")
@@ -447,7 +457,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
             state_dir=str(root),
             http_credential_store=str(paths.credential_store) if spec.http_auth else "",
-            fixed=list(spec.fixed),
+            reset_after_bytes=spec.reset_after_bytes, fixed=list(spec.fixed),
         )
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")

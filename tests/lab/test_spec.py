@@ -109,6 +109,15 @@ def test_auth_protects_smart_http_on_every_virtual_host() -> None:
         paths, build_spec(instance="a", faults=[]), server_ip="198.18.2.2", user="gnd-git")
 
 
+def test_reset_after_cuts_established_connections_only_with_the_fault() -> None:
+    """``--reset-after`` turns the refused SYN into a mid-push cut; alone it is an error."""
+    spec = build_spec(instance="a", faults=["firewall-reset"], reset_after_bytes=1 << 20)
+    assert spec.reset_port == 22 and spec.reset_after_bytes == 1 << 20
+    assert build_spec(instance="a", faults=["firewall-reset"]).reset_after_bytes is None
+    with pytest.raises(UsageError, match="--reset-after needs --fault firewall-reset"):
+        build_spec(instance="a", faults=["loss"], reset_after_bytes=1 << 20)
+
+
 def test_fixed_spec_applies_the_fix_each_culprit_names() -> None:
     """Each fix belongs to a fault with a culprit; applied, the setting is the healthy one."""
     assert set(FAULT_FIXED_SETTINGS) <= {f for f, c in FAULT_CULPRIT.items() if c is not None}
