@@ -21,11 +21,12 @@ from gitnetdiag.errors import ExitCode, GitnetdiagError, UsageError
 PROG = "gitnetdiag"
 
 COMMAND_MODULES: tuple[str, ...] = (
-    "probe", "analyze", "report", "lab", "storage", "host", "load", "watch")
+    "probe", "analyze", "report", "compare", "lab", "storage", "host", "load", "watch")
 
 COMMAND_MODULE_OF: dict[str, str] = {
     "diagnose": "probe", "probe": "probe", "analyze": "analyze", "report": "report",
-    "lab": "lab", "storage": "storage", "host": "host", "load": "load", "watch": "watch",
+    "compare": "compare", "lab": "lab", "storage": "storage", "host": "host", "load": "load",
+    "watch": "watch",
 }
 """Which module registers each command, so a run imports only what it needs."""
 

@@ -25,9 +25,10 @@ import numpy as np
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.diagnosis import observations as obs
+from gitnetdiag.diagnosis.comparison import Comparison, compare
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
-from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.pipeline_native import downsample, native_fingerprint, native_ledgers
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
@@ -43,7 +44,7 @@ from gitnetdiag.rundir import (
 from gitnetdiag.rundir.failures import failure_hint
 from gitnetdiag.safefile import replace_file
 
-__all__ = ["HOST_REPORT_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "diagnose_run",
+__all__ = ["HOST_REPORT_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "compare_runs", "diagnose_run",
            "diagnosis_from_saved", "observations_from_run", "summarize_run", "write_reports"]
 
 Progress = Callable[[str], None]
@@ -522,6 +523,25 @@ def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
         saved = replace(saved, problems=saved.problems or run_problems(manifest),
                         run=replace(saved.run, requested_protocols=requested_protocols(manifest)))
     return diagnose(saved)
+
+
+def compare_runs(run_dirs: Sequence[Path]) -> Comparison:
+    """Compare run directories, the first as the baseline (``gitnetdiag compare``).
+
+    Each run's diagnosis is rebuilt the way ``report`` does it (from
+    ``observations.json`` when present). A damaged run is named in the error.
+    """
+    if len(run_dirs) < 2:
+        raise UsageError("compare needs at least two run directories",
+                         hint="give the run before and the run after: gitnetdiag compare A B")
+    diagnoses = []
+    for run_dir in run_dirs:
+        if not run_dir.is_dir():
+            raise InputError(f"{run_dir} is not a directory", reference="no-manifest",
+                             hint="give run directories written by 'gitnetdiag diagnose' "
+                             "or 'probe'")
+        diagnoses.append(diagnosis_from_saved(run_dir))
+    return compare(diagnoses, [str(run_dir) for run_dir in run_dirs])
 
 
 def write_reports(diagnosis: Diagnosis, run_dir: Path,

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import typer
+
 from gitnetdiag.errors import UsageError
 
 
@@ -28,3 +30,12 @@ def write_output(path: Path, text: str) -> None:
         path.write_text(text)
     except OSError as exc:
         raise _cannot_write(path, exc.strerror or str(exc)) from exc
+
+
+def emit(text: str, out: Path | None) -> None:
+    """A rendered report to stdout, or to ``out`` with one line saying where."""
+    if out is None:
+        typer.echo(text, nl=False)
+    else:
+        write_output(out, text)
+        typer.echo(f"wrote {out}")

@@ -1,4 +1,4 @@
-"""``gitnetdiag lab up|down|status``: the local reproduction lab."""
+"""``gitnetdiag lab up|fix|down|status``: the local reproduction lab."""
 
 from __future__ import annotations
 
@@ -9,7 +9,16 @@ import typer
 from rich.console import Console
 
 from gitnetdiag.lab import manager
-from gitnetdiag.lab.spec import FAULTS, build_spec, parse_duration_ms, parse_loss, parse_rate
+from gitnetdiag.lab.spec import (
+    FAULT_FIXED_SETTINGS,
+    FAULTS,
+    LARGE_WINDOW,
+    build_spec,
+    fixed_spec,
+    parse_duration_ms,
+    parse_loss,
+    parse_rate,
+)
 from gitnetdiag.lab.state import DEFAULT_INSTANCE, LabState
 from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.report.lab import render_lab_status
@@ -65,6 +74,9 @@ def up_command(
         "and reset both ends once the client has sent this much (1MiB), as an IPS cutting a "
         "push mid-way does. Default: refuse the connection."
     ),
+    fixed: bool = typer.Option(
+        False, "--fixed", help="Build the lab with the fix of every --fault applied (what "
+        "'lab fix' does to a running lab)."),
     name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
 ) -> None:
@@ -76,9 +88,45 @@ def up_command(
         edge_h2_window=edge_h2_window, apache_h2_window=apache_h2_window, edge=edge,
         reset_after_bytes=parse_size(reset_after) if reset_after is not None else None,
     )
+    if fixed:
+        spec = fixed_spec(spec)
     with console.status("bringing the lab up") as status:
         state = manager.up(spec, progress=lambda msg: status.update(f"lab up: {msg}"))
     _print_state(state, {role: True for role in state.pids}, as_json)
+
+
+@lab_app.command("fix", epilog=(
+    "Examples:\n\n"
+    "  gitnetdiag lab fix                                  fix every fault of the lab\n\n"
+    "  gitnetdiag lab fix --name b --fault loss            only the loss\n\n"
+    "  gitnetdiag lab fix --h2-window 1048576              the edge window the report "
+    "suggested"
+))
+def fix_command(
+    fault: list[str] = typer.Option(
+        [], "--fault", "-f", help="Fault to fix (repeat); default: every fault with a fix "
+        "(" + ", ".join(FAULT_FIXED_SETTINGS) + ")."),
+    h2_window: int = typer.Option(
+        LARGE_WINDOW, "--h2-window", min=65535, max=2**31 - 1,
+        help="Edge HTTP/2 window the h2-small-window fix sets: the value the report suggests."),
+    name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
+    as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
+) -> None:
+    """Apply the fix the report names to the running lab, in place (same endpoints).
+
+    Then diagnose again and 'gitnetdiag compare' the two runs.
+    """
+    from gitnetdiag.lab.fix import fix
+
+    with console.status("fixing the lab") as status:
+        state, done = fix(name, fault or None, h2_window=h2_window,
+                          progress=lambda msg: status.update(f"lab fix: {msg}"))
+    if as_json:
+        _print_state(state, {role: True for role in state.pids}, as_json)
+        return
+    for line in done:
+        console.print(f"fixed: {line}", markup=False)
+    console.print(f"faults left: {', '.join(state.faults)}", markup=False)
 
 
 @lab_app.command("down", epilog="Example:\n\n  gitnetdiag lab down; gitnetdiag lab down --name b")

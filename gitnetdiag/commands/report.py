@@ -7,7 +7,7 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
-from gitnetdiag.commands._output import write_output
+from gitnetdiag.commands._output import emit
 from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.errors import UsageError
 from gitnetdiag.rundir import MANIFEST_NAME
@@ -44,11 +44,7 @@ def report_command(
                                color=console.is_terminal)
     else:
         text = RENDERERS[report_format.value](diagnosis)
-    if out is None:
-        typer.echo(text, nl=False)
-    else:
-        write_output(out, text)
-        typer.echo(f"wrote {out}")
+    emit(text, out)
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is not None:
         raise failure

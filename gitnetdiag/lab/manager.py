@@ -56,6 +56,7 @@ from gitnetdiag.proc import require_program, require_root, run, start
 
 SERVICE_USER = "gnd-git"
 NFQUEUE_NUM = 1
+RMEM_DEFAULT_BYTES = 131072
 REQUIRED_PROGRAMS = {
     "ip": "iproute2", "tc": "iproute2", "iptables-legacy": "iptables", "ethtool": "ethtool",
     "apache2": "apache2", "haproxy": "haproxy", "sshd": "openssh-server",
@@ -85,7 +86,7 @@ class Namespaces:
         return (self.client, self.router, self.server)
 
 
-def _nsexec(ns: str, *argv: str, check: bool = True, timeout_s: float = 30.0) -> str:
+def nsexec(ns: str, *argv: str, check: bool = True, timeout_s: float = 30.0) -> str:
     return run(["ip", "netns", "exec", ns, *argv], check=check, timeout_s=timeout_s).stdout
 
 
@@ -107,7 +108,7 @@ def list_instances() -> list[str]:
 def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
     for name in ns.all():
         run(["ip", "netns", "add", name], timeout_s=10)
-        _nsexec(name, "ip", "link", "set", "lo", "up")
+        nsexec(name, "ip", "link", "set", "lo", "up")
     run(["ip", "link", "add", "veth-c", "netns", ns.client, "type", "veth",
          "peer", "name", "veth-cr", "netns", ns.router], timeout_s=10)
     run(["ip", "link", "add", "veth-s", "netns", ns.server, "type", "veth",
@@ -119,43 +120,48 @@ def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
         (ns.server, "veth-s", f"{SERVER_IP}/24"),
     )
     for name, dev, addr in links:
-        _nsexec(name, "ip", "addr", "add", addr, "dev", dev)
-        _nsexec(name, "ip", "link", "set", dev, "up")
+        nsexec(name, "ip", "addr", "add", addr, "dev", dev)
+        nsexec(name, "ip", "link", "set", dev, "up")
         # Real segments on the wire: no TSO/GSO super-packets in captures, no GRO in the router.
-        _nsexec(name, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
-    _nsexec(ns.client, "ip", "route", "add", "default", "via", ROUTER_CLIENT_SIDE_IP)
-    _nsexec(ns.server, "ip", "route", "add", "default", "via", ROUTER_SERVER_SIDE_IP)
-    _nsexec(ns.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
+        nsexec(name, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
+    nsexec(ns.client, "ip", "route", "add", "default", "via", ROUTER_CLIENT_SIDE_IP)
+    nsexec(ns.server, "ip", "route", "add", "default", "via", ROUTER_SERVER_SIDE_IP)
+    nsexec(ns.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
     # cubic, what most clients and servers run; BBR (this kernel's default) paces by its own
     # bandwidth estimate and would hide the loss fault.
     _allow_cubic()
     for name in (ns.client, ns.server):
-        _nsexec(name, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=cubic")
+        nsexec(name, "sysctl", "-qw", "net.ipv4.tcp_congestion_control=cubic")
     if spec.server_rmem_max is not None:
-        _nsexec(ns.server, "sysctl", "-qw",
-                f"net.ipv4.tcp_rmem=4096 {spec.server_rmem_max} {spec.server_rmem_max}")
+        set_server_rmem(ns, spec.server_rmem_max)
     _host_tcp_faults(ns, spec)
 
     if spec.edge_buffering:
         # The edge -> backend leg (loopback in the server namespace) gets the rate of a
         # far backend, so forwarding a buffered body takes time that grows with the pack.
-        _nsexec(ns.server, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate",
+        nsexec(ns.server, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate",
                 EDGE_BACKEND_RATE, "burst", "128kb", "latency", "2s")
     if spec.rate:
         for dev in ("veth-cr", "veth-sr"):
-            _nsexec(ns.router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
-                    spec.rate, "burst", "256kb", "latency", "200ms")
+            nsexec(ns.router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
+                   spec.rate, "burst", "256kb", "latency", "200ms")
+
+
+def set_server_rmem(ns: Namespaces, rmem_max: int) -> None:
+    # The default stays at Linux's 128 KiB unless the max is below it (the clamp).
+    nsexec(ns.server, "sysctl", "-qw",
+           f"net.ipv4.tcp_rmem=4096 {min(RMEM_DEFAULT_BYTES, rmem_max)} {rmem_max}")
 
 
 def _host_tcp_faults(ns: Namespaces, spec: LabSpec) -> None:
     """Per-namespace TCP sysctls of the transport faults."""
     if not spec.server_window_scaling:
-        _nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=0")
+        nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=0")
     if spec.tcp_buffer_max is not None:
         # Buffers far above the path's BDP: TCP never binds, the SSH channel window does.
         big = spec.tcp_buffer_max
-        _nsexec(ns.client, "sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {big}")
-        _nsexec(ns.server, "sysctl", "-qw", f"net.ipv4.tcp_rmem=4096 131072 {big}")
+        nsexec(ns.client, "sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {big}")
+        nsexec(ns.server, "sysctl", "-qw", f"net.ipv4.tcp_rmem=4096 131072 {big}")
 
 
 def _allow_cubic() -> None:
@@ -177,11 +183,11 @@ def _restore_cubic() -> None:
         saved.unlink()
 
 
-def _router_rules(ns: Namespaces, spec: LabSpec) -> None:
+def router_rules(ns: Namespaces, spec: LabSpec) -> None:
     ipt = ("iptables-legacy", "-w", "5", "-A", "FORWARD")
     if spec.reset_port is not None and spec.reset_after_bytes is None:
-        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
-                "-j", "REJECT", "--reject-with", "tcp-reset")
+        nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
+               "-j", "REJECT", "--reject-with", "tcp-reset")
     elif spec.reset_port is not None:
         # Past the byte count (conntrack accounting, client -> server), the client's next
         # segment and the server's next ACK are each answered with an RST: both ends see
@@ -190,21 +196,21 @@ def _router_rules(ns: Namespaces, spec: LabSpec) -> None:
                "--connbytes-dir", "original", "--connbytes-mode", "bytes",
                "-j", "REJECT", "--reject-with", "tcp-reset")
         port = str(spec.reset_port)
-        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", port, *cut)
-        _nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "--sport", port, *cut)
+        nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", port, *cut)
+        nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "--sport", port, *cut)
     if spec.syn_drop_share > 0:
-        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--syn", "-m", "statistic",
+        nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--syn", "-m", "statistic",
                 "--mode", "random", "--probability", f"{spec.syn_drop_share:.6f}", "-j", "DROP")
     if spec.pmtu_blackhole_bytes is not None:
         # A narrower link towards the server whose ICMP "fragmentation needed" never comes
         # back: full-size segments vanish, small ones pass.
-        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "-m", "length", "--length",
+        nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "-m", "length", "--length",
                 f"{spec.pmtu_blackhole_bytes}:65535", "-j", "DROP")
     if spec.loss > 0:
-        _nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
-                "--probability", f"{spec.loss:.6f}", "-j", "DROP")
+        nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
+               "--probability", f"{spec.loss:.6f}", "-j", "DROP")
     if spec.rtt_ms > 0:
-        _nsexec(ns.router, *ipt, "-j", "NFQUEUE", "--queue-num", str(NFQUEUE_NUM))
+        nsexec(ns.router, *ipt, "-j", "NFQUEUE", "--queue-num", str(NFQUEUE_NUM))
 
 
 def _make_pki(paths: LabPaths) -> None:
@@ -287,7 +293,7 @@ def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> No
     run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", str(paths.srv)])
 
 
-def _write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
+def write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
     paths.bin.mkdir(parents=True, exist_ok=True)
     paths.run.mkdir(parents=True, exist_ok=True)
     cgi = paths.bin / "git-http-backend.cgi"
@@ -332,33 +338,46 @@ def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = Non
     return proc.pid
 
 
-def _start_servers(ns: Namespaces, paths: LabPaths, spec: LabSpec,
-                   files: dict[str, Path]) -> dict[str, int]:
-    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
-    base_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C",
-                "HOME": str(STATE_ROOT / "home")}
-    log = paths.run
-    pids = {
-        "apache": _spawn(ns.server, ["apache2", "-f", str(files["apache"]), "-DFOREGROUND"],
-                         log / "apache.log", base_env),
-        spec.edge: _spawn(ns.server, edges.edge_argv(spec.edge, files["edge"]),
-                          log / f"{spec.edge}.log", {**base_env, **edges.edge_env(paths)}),
-        "sshd": _spawn(ns.server, [_sshd_path(base_env["PATH"]), "-D", "-e",
-                                   "-f", str(files["sshd"])], log / "sshd.log", base_env),
-    }
+SERVER_ROLES = ("apache", "edge", "sshd", "git")
+"""The lab's servers; ``edge`` is the TLS edge the spec names (HAProxy, nginx, Caddy, h2o)."""
+
+
+def _server_command(role: str, paths: LabPaths, spec: LabSpec,
+                    files: dict[str, Path]) -> tuple[list[str], str, dict[str, str]]:
+    """argv, log file name and environment of one of the lab's servers."""
+    env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C",
+           "HOME": str(STATE_ROOT / "home")}
     srv = str(paths.srv)
+    if role == "apache":
+        return ["apache2", "-f", str(files["apache"]), "-DFOREGROUND"], "apache.log", env
+    if role == "edge":
+        return (edges.edge_argv(spec.edge, files["edge"]), f"{spec.edge}.log",
+                {**env, **edges.edge_env(paths)})
+    if role == "sshd":
+        return ([_sshd_path(env["PATH"]), "-D", "-e", "-f", str(files["sshd"])], "sshd.log",
+                env)
     if spec.real_git_daemon:
-        pids["git"] = _spawn(ns.server, [
+        return ([
             "git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
             f"--base-path={srv}", f"--listen={SERVER_IP}", f"--port={PORT_GIT}",
             f"--user={SERVICE_USER}", f"--group={SERVICE_USER}", srv,
-        ], log / "git-daemon.log", base_env)
-    else:
-        pids["git"] = _spawn(ns.server, [
-            sys.executable, "-m", "gitnetdiag.lab.inetd", "--listen", SERVER_IP,
-            "--port", str(PORT_GIT), "--backlog", str(spec.git_backlog),
-            "--user", SERVICE_USER, "--base-path", srv,
-        ], log / "git-inetd.log", {**base_env, "PYTHONPATH": _package_parent()})
+        ], "git-daemon.log", env)
+    return ([
+        sys.executable, "-m", "gitnetdiag.lab.inetd", "--listen", SERVER_IP,
+        "--port", str(PORT_GIT), "--backlog", str(spec.git_backlog),
+        "--user", SERVICE_USER, "--base-path", srv,
+    ], "git-inetd.log", {**env, "PYTHONPATH": _package_parent()})
+
+
+def start_servers(ns: Namespaces, paths: LabPaths, spec: LabSpec,
+                   files: dict[str, Path], roles: tuple[str, ...] = SERVER_ROLES
+                   ) -> dict[str, int]:
+    Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
+    pids = {}
+    for role in roles:
+        argv, log, env = _server_command(role, paths, spec, files)
+        pids[spec.edge if role == "edge" else role] = _spawn(ns.server, argv, paths.run / log,
+                                                             env)
     return pids
 
 
@@ -380,13 +399,13 @@ def _start_delay(ns: Namespaces, paths: LabPaths, spec: LabSpec) -> int | None:
     return _spawn(ns.router, argv, paths.run / "delay.log", env)
 
 
-def _wait_listening(ns: Namespaces, paths: LabPaths, pids: dict[str, int], edge: str,
+def wait_listening(ns: Namespaces, paths: LabPaths, pids: dict[str, int], edge: str,
                     timeout_s: float = 30.0) -> None:
     wanted = {PORT_HTTPS_DIRECT: "apache", PORT_HTTP_BACKEND: "apache",
               PORT_HTTPS_EDGE: edge, PORT_SSH: "sshd", PORT_GIT: "git"}
     deadline = time.monotonic() + timeout_s
     while True:
-        out = _nsexec(ns.server, "ss", "-ltnH", check=False)
+        out = nsexec(ns.server, "ss", "-ltnH", check=False)
         ports = {int(line.split()[3].rsplit(":", 1)[1])
                  for line in out.splitlines() if line.strip()}
         missing = [p for p in wanted if p not in ports]
@@ -461,12 +480,12 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         account = _ensure_user()
         paths.home.mkdir(exist_ok=True)
         _make_repo(paths, spec, account)
-        files = _write_configs(paths, spec)
+        files = write_configs(paths, spec)
         if spec.http_auth:
             make_http_auth(paths, account)
         progress(f"starting Apache, {spec.edge}, sshd, git daemon")
-        pids = _start_servers(ns, paths, spec, files)
-        _wait_listening(ns, paths, pids, spec.edge)
+        pids = start_servers(ns, paths, spec, files)
+        wait_listening(ns, paths, pids, spec.edge)
         state = LabState(
             instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
             server_ns=ns.server, client_ip=CLIENT_IP, server_ip=SERVER_IP,
@@ -485,10 +504,11 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             edge=spec.edge, edge_buffering=spec.edge_buffering,
             state_dir=str(root),
             http_credential_store=str(paths.credential_store) if spec.http_auth else "",
+            reset_after_bytes=spec.reset_after_bytes, fixed=list(spec.fixed),
         )
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")
-        _wait_ready(state)
+        wait_ready(state)
         progress(f"router: {spec.rtt_ms:g} ms RTT, loss {spec.loss:.1%}, "
                  f"rate {spec.rate or 'none'}")
         delay_pid = _start_delay(ns, paths, spec)
@@ -498,7 +518,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             if not _alive(delay_pid):
                 raise LabError("the delay program died: " + _log_tail(paths.run, "delay"),
                                hint=f"see {paths.run / 'delay.log'}", reference="lab-delay-failed")
-        _router_rules(ns, spec)
+        router_rules(ns, spec)
         save_state(state)
         return state
     except BaseException as exc:
@@ -523,12 +543,15 @@ def lab_git_env(state: LabState) -> dict[str, str]:
     return env
 
 
-def _wait_ready(state: LabState, timeout_s: float = 45.0) -> None:
-    """Apache takes seconds before its first TLS handshake; wait until all four ways in work."""
+def wait_ready(state: LabState, timeout_s: float = 45.0,
+               urls: list[str] | None = None) -> None:
+    """Apache takes seconds before its first TLS handshake; wait until all four ways in work
+    (or the ``urls`` given)."""
     env = lab_git_env(state)
     deadline = time.monotonic() + timeout_s
     endpoints = state.endpoints
-    pending = [endpoints.https_direct, endpoints.https_edge, endpoints.ssh, endpoints.git]
+    pending = urls if urls is not None else [
+        endpoints.https_direct, endpoints.https_edge, endpoints.ssh, endpoints.git]
     while pending:
         url = pending[0]
         proc = run(["ip", "netns", "exec", state.client_ns, "git", "ls-remote", url],
@@ -564,7 +587,7 @@ def _in_netns(pid: int, netns: str) -> bool:
         return False
 
 
-def _stop_pids(pids: list[int], timeout_s: float = 5.0) -> None:
+def stop_pids(pids: list[int], timeout_s: float = 5.0) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGTERM)
@@ -590,7 +613,7 @@ def down(instance: str) -> list[str]:
         out = run(["ip", "netns", "pids", name], check=False, timeout_s=10).stdout
         pids = [int(p) for p in out.split() if p.isdigit() and _in_netns(int(p), name)]
         if pids:
-            _stop_pids(pids)
+            stop_pids(pids)
             removed.append(f"{len(pids)} process(es) in {name}")
     for name in sorted(present):
         run(["ip", "netns", "del", name], check=False, timeout_s=10)

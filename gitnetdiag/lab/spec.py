@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 from gitnetdiag.errors import UsageError
 
@@ -12,6 +13,8 @@ H2_DEFAULT_WINDOW = 65535
 # A window that never binds on this path: 16 MiB per round trip is >2.6 Gbit/s at 50 ms.
 LARGE_WINDOW = 16 * 1024 * 1024
 RMEM_CLAMP_BYTES = 65536
+# Linux's own net.ipv4.tcp_rmem max (6 MiB): what the clamp's fix raises it back to.
+FIXED_RMEM_MAX_BYTES = 6 * 1024 * 1024
 TINY_BACKLOG = 5
 HEALTHY_BACKLOG = 1024
 DEFAULT_LOSS = 0.02
@@ -199,6 +202,9 @@ class LabSpec:
     pmtu_blackhole_bytes: int | None = None
     """IP length from which the router silently drops packets to the server, or None."""
 
+    fixed: tuple[str, ...] = ()
+    """Faults whose fix was applied (``lab fix``, ``lab up --fixed``); not in ``faults``."""
+
     @property
     def real_git_daemon(self) -> bool:
         """git daemon itself listens (backlog 5) only under ``tiny-backlog``."""
@@ -276,3 +282,45 @@ def build_spec(
         sshd_max_startups=SMALL_MAX_STARTUPS if has("ssh-maxstartups") else None,
         pmtu_blackhole_bytes=PMTU_BLACKHOLE_BYTES if has("pmtu-blackhole") else None,
     )
+
+
+FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
+    "h2-small-window": {"edge_h2_window": LARGE_WINDOW},
+    "tcp-rmem-clamp": {"server_rmem_max": FIXED_RMEM_MAX_BYTES},
+    "tiny-backlog": {"git_backlog": HEALTHY_BACKLOG},
+    "loss": {"loss": 0.0},
+    "firewall-reset": {"reset_port": None, "reset_after_bytes": None},
+    "slow-hook": {"hook_delay_s": 0.0},
+    "slow-auth": {"auth_delay_s": 0.0},
+}
+"""The fix each fault's culprit names, as lab settings: the edge's HTTP/2 window raised,
+``tcp_rmem`` max raised, the backlog raised (the ``--inetd`` socket of the fix), the
+loss removed, the reset rule removed, the hook removed, the slow key lookup removed."""
+
+
+def fixed_spec(spec: LabSpec, faults: Sequence[str] | None = None, *,
+               h2_window: int = LARGE_WINDOW) -> LabSpec:
+    """``spec`` with the fix of ``faults`` applied (default: every fault that has one).
+
+    ``h2_window`` is the edge window the report suggested (default 16 MiB).
+    """
+    chosen = [f for f in spec.faults if f in FAULT_FIXED_SETTINGS] if faults is None \
+        else list(dict.fromkeys(faults))
+    for fault in chosen:
+        if fault not in spec.faults:
+            raise UsageError(f"the lab has no fault '{fault}' to fix",
+                             hint="its faults: " + ", ".join(spec.faults))
+        if fault not in FAULT_FIXED_SETTINGS:
+            raise UsageError(f"'{fault}' has no fix to apply", hint="fixable faults: "
+                             + ", ".join(f for f in spec.faults if f in FAULT_FIXED_SETTINGS))
+    if not chosen:
+        raise UsageError("the lab has no fault with a fix", hint="its faults: "
+                         + ", ".join(spec.faults), reference="nothing-to-fix")
+    settings: dict[str, object] = {}
+    for fault in chosen:
+        settings.update(FAULT_FIXED_SETTINGS[fault])
+    if "edge_h2_window" in settings:
+        settings["edge_h2_window"] = h2_window
+    remaining = tuple(f for f in spec.faults if f not in chosen) or ("healthy",)
+    return replace(spec, faults=remaining, fixed=(*spec.fixed, *chosen),
+                   **settings)  # type: ignore[arg-type]

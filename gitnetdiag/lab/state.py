@@ -106,6 +106,10 @@ class LabState:
     http_credential_store: str = ""
     """Under the ``auth`` fault: git ``credential-store`` file (0600) holding the lab's
     user and token for the HTTPS URLs; empty when smart HTTP is open."""
+    reset_after_bytes: int | None = None
+    """With ``reset_port``: connections are cut after this many client bytes (None: refused)."""
+    fixed: list[str] = field(default_factory=list)
+    """Faults whose fix was applied (``lab fix``, ``lab up --fixed``); no longer in ``faults``."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

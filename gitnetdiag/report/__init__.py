@@ -19,7 +19,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gitnetdiag.diagnosis.comparison import Comparison
 from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.report.compare import (
+    render_compare_json,
+    render_compare_markdown,
+    render_compare_terminal,
+)
 from gitnetdiag.report.json_report import SCHEMA, render_json, report_dict
 from gitnetdiag.report.markdown import render_markdown
 from gitnetdiag.report.redact import redact_text, redact_url
@@ -41,11 +47,33 @@ RENDERERS: dict[str, Callable[[Diagnosis], str]] = {
 }
 """Renderer by ``--format`` name."""
 
+
+
+def render_compare_html(comparison: Comparison) -> str:
+    """``gitnetdiag compare`` as HTML with before/after plots (matplotlib on first use)."""
+    from gitnetdiag.report.compare_html import render_compare_html as _render
+
+    return _render(comparison)
+
+
+COMPARE_RENDERERS: dict[str, Callable[[Comparison], str]] = {
+    "terminal": render_compare_terminal,
+    "md": render_compare_markdown,
+    "html": render_compare_html,
+    "json": render_compare_json,
+}
+"""Comparison renderer by ``--format`` name."""
+
 __all__ = [
+    "COMPARE_RENDERERS",
     "RENDERERS",
     "SCHEMA",
     "redact_text",
     "redact_url",
+    "render_compare_html",
+    "render_compare_json",
+    "render_compare_markdown",
+    "render_compare_terminal",
     "render_html",
     "render_json",
     "render_markdown",

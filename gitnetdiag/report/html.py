@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import base64
 import html
+from collections.abc import Sequence
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
-from gitnetdiag.report.plots import report_figures
+from gitnetdiag.report.plots import Figure, report_figures
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
@@ -39,6 +40,20 @@ img { max-width: 100%; }
 
 def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
+
+
+def plots_section(figures: Sequence[Figure]) -> str:
+    """The figures as inline PNG under a "Plots" heading; empty without figures."""
+    if not figures:
+        return ""
+    parts = ["<h2>Plots</h2>"]
+    for figure in figures:
+        data = base64.b64encode(figure.png).decode("ascii")
+        parts.append(
+            f'<figure><img alt="{_esc(figure.title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{_esc(figure.title)}</figcaption></figure>"
+        )
+    return "".join(parts)
 
 
 def _finding(rank: int, f: Finding) -> str:
@@ -108,15 +123,7 @@ def render_html(diagnosis: Diagnosis) -> str:
         parts += [_finding(i, f) for i, f in enumerate(d.findings, start=1)]
     else:
         parts.append("<p>No culprit passed the threshold.</p>")
-    figures = report_figures(d)
-    if figures:
-        parts.append("<h2>Plots</h2>")
-        for figure in figures:
-            data = base64.b64encode(figure.png).decode("ascii")
-            parts.append(
-                f'<figure><img alt="{_esc(figure.title)}" src="data:image/png;base64,{data}">'
-                f"<figcaption>{_esc(figure.title)}</figcaption></figure>"
-            )
+    parts.append(plots_section(report_figures(d)))
     versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
     https_server, ssh_server = answered_by(env.server)
     parts.append(

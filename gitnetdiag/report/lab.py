@@ -19,6 +19,8 @@ def render_lab_status(
     table.add_column("what", style="bold")
     table.add_column("value")
     table.add_row("faults", ", ".join(state.faults))
+    if state.fixed:
+        table.add_row("fixed", ", ".join(state.fixed))
     table.add_row("path", f"{state.rtt_ms:g} ms RTT, loss {state.loss:.1%}, "
                   f"rate {state.rate or 'unlimited'}")
     edge = NAMES.get(state.edge, state.edge)

@@ -169,7 +169,7 @@ def time_span_s(d: Diagnosis) -> float:
     return max(ends, default=0.0) or 1.0
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -180,13 +180,13 @@ def _pyplot() -> Any:
 
 def warm_up() -> None:
     """Import matplotlib now, while the caller waits on something else (about a second)."""
-    _pyplot()
+    pyplot()
 
 
-def _png(fig: Any) -> bytes:
+def png_bytes(fig: Any) -> bytes:
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=90, metadata={"Software": None})
-    _pyplot().close(fig)
+    pyplot().close(fig)
     return buffer.getvalue()
 
 
@@ -195,7 +195,7 @@ def time_sequence_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure
     flights = _flights(d)
     if not flights:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, axes = plt.subplots(len(flights), 1, figsize=(FIG_WIDTH_IN, 0.6 + 2.2 * len(flights)),
                              sharex=True, squeeze=False)
     top = 0.0
@@ -235,7 +235,7 @@ def time_sequence_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure
                         bottom=0.5 / fig.get_figheight(), **MARGINS)
     title = (STEVENS_TITLE if stevens_axes
              else "Bytes in flight vs the receiver's advertised window per protocol")
-    return Figure(title=title, png=_png(fig))
+    return Figure(title=title, png=png_bytes(fig))
 
 
 def credit_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure | None:
@@ -246,7 +246,7 @@ def credit_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure | None
     span = span_s or time_span_s(d)
     env = credit_envelope(credit.t_s, credit.values, end_s=credit.t_s[-1],
                           bin_s=max(span / TARGET_BINS, MIN_BIN_S))
-    plt = _pyplot()
+    plt = pyplot()
     fig, (ax, stall) = plt.subplots(2, 1, figsize=(FIG_WIDTH_IN, 3.6), sharex=True,
                                     gridspec_kw={"height_ratios": [3, 1]})
     edges = np.append(env.start_s, env.start_s[-1] + env.bin_s)
@@ -272,7 +272,7 @@ def credit_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure | None
     stall.set_xlabel("seconds since the connection opened")
     stall.grid(True, alpha=0.3)
     fig.subplots_adjust(hspace=0.15, top=0.92, bottom=0.14, **MARGINS)
-    return Figure(title=CREDIT_TITLE, png=_png(fig))
+    return Figure(title=CREDIT_TITLE, png=png_bytes(fig))
 
 
 def rate_figure(d: Diagnosis) -> Figure | None:
@@ -280,7 +280,7 @@ def rate_figure(d: Diagnosis) -> Figure | None:
     rated = [s for s in d.protocols if s.rate_bps is not None]
     if not rated:
         return None
-    plt = _pyplot()
+    plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3))
     # rate_bps is in bits; the report shows every rate in bytes per second.
     medians = [(s.rate_bps or 0.0) / 8e6 for s in rated]
@@ -290,7 +290,7 @@ def rate_figure(d: Diagnosis) -> Figure | None:
     ax.set_ylabel("MB/s (median, min-max)")
     ax.set_title("Push rate per protocol")
     fig.tight_layout()
-    return Figure(title="Push rate per protocol", png=_png(fig))
+    return Figure(title="Push rate per protocol", png=png_bytes(fig))
 
 
 def report_figures(d: Diagnosis) -> list[Figure]:

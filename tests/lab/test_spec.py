@@ -12,11 +12,14 @@ from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.spec import (
     FAULT_CULPRIT,
     FAULT_FIX_NAMES,
+    FAULT_FIXED_SETTINGS,
     FAULT_PROBE_ARGS,
     FAULTS,
+    FIXED_RMEM_MAX_BYTES,
     H2_DEFAULT_WINDOW,
     LARGE_WINDOW,
     build_spec,
+    fixed_spec,
     parse_duration_ms,
     parse_loss,
     parse_rate,
@@ -151,3 +154,32 @@ def test_sshd_config_carries_max_startups_only_under_its_fault() -> None:
     healthy = config.sshd_config(paths, build_spec(instance="a", faults=[]),
                                  server_ip="198.18.2.2", user="gnd-git")
     assert "MaxStartups" not in healthy
+
+def test_fixed_spec_applies_the_fix_each_culprit_names() -> None:
+    """Each fix belongs to a fault with a culprit; applied, the setting is the healthy one."""
+    assert set(FAULT_FIXED_SETTINGS) <= {f for f, c in FAULT_CULPRIT.items() if c is not None}
+    assert {"h2-small-window", "tcp-rmem-clamp", "tiny-backlog", "loss", "firewall-reset",
+            "slow-hook", "slow-auth"} <= set(FAULT_FIXED_SETTINGS)
+    for fault in FAULT_FIXED_SETTINGS:
+        fixed = fixed_spec(build_spec(instance="a", faults=[fault, "auth"]))
+        assert fixed.faults == ("auth",) and fixed.fixed == (fault,)
+    every = build_spec(instance="a", faults=list(FAULT_FIXED_SETTINGS))
+    fixed = fixed_spec(every)
+    assert fixed.edge_h2_window == LARGE_WINDOW and fixed.server_rmem_max == FIXED_RMEM_MAX_BYTES
+    assert fixed.git_backlog > 128 and not fixed.real_git_daemon
+    assert fixed.loss == 0.0 and fixed.reset_port is None
+    assert fixed.hook_delay_s == 0.0 and fixed.auth_delay_s == 0.0
+    assert fixed.faults == ("healthy",) and fixed.rtt_ms == every.rtt_ms
+
+
+def test_fixed_spec_of_some_faults_and_the_suggested_window() -> None:
+    spec = build_spec(instance="a", faults=["h2-small-window", "loss"])
+    only_h2 = fixed_spec(spec, ["h2-small-window"], h2_window=1 << 20)
+    assert only_h2.edge_h2_window == 1 << 20 and only_h2.loss == pytest.approx(0.02)
+    assert only_h2.faults == ("loss",) and only_h2.fixed == ("h2-small-window",)
+    with pytest.raises(UsageError, match="no fault 'slow-hook'"):
+        fixed_spec(spec, ["slow-hook"])
+    with pytest.raises(UsageError, match="'auth' has no fix"):
+        fixed_spec(build_spec(instance="a", faults=["auth"]), ["auth"])
+    with pytest.raises(UsageError, match="no fault with a fix"):
+        fixed_spec(build_spec(instance="a", faults=["healthy"]))

@@ -1,0 +1,50 @@
+"""``gitnetdiag compare RUN_A RUN_B [RUN_C ...]``: runs side by side."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import typer
+from rich.console import Console
+
+from gitnetdiag.commands._output import emit
+from gitnetdiag.commands.probe import ReportFormat
+
+
+def compare_command(
+    run_dirs: list[Path] = typer.Argument(
+        ..., help="Run directories (from diagnose or probe); the first is the baseline."),
+    report_format: ReportFormat = typer.Option(
+        ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
+        "(self-contained, with before/after plots) or json (docs/report-schema.md)."),
+    out: Path | None = typer.Option(None, "--out", "-o", help="Write here instead of stdout."),
+) -> None:
+    """Compare runs: before and after a fix, or one remote from several places.
+
+    Per protocol: push duration and rate with their spread over the repeats and
+    whether the change is beyond the noise (Welch's t-test, 3 or more pushes a
+    side); the culprits that went away, stayed or appeared; and for the first
+    run's top culprit, its predicted gain (cost) against the measured gain.
+    Offline; no network, no root.
+    """
+    from gitnetdiag.pipeline import compare_runs
+    from gitnetdiag.report import COMPARE_RENDERERS, render_compare_terminal
+
+    comparison = compare_runs(run_dirs)
+    if report_format is ReportFormat.TERMINAL and out is None:
+        console = Console(highlight=False)
+        text = render_compare_terminal(
+            comparison, width=console.width if console.is_terminal else 110,
+            color=console.is_terminal)
+    else:
+        text = COMPARE_RENDERERS[report_format.value](comparison)
+    emit(text, out)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare", epilog=(
+        "Examples:\n\n"
+        "  gitnetdiag compare runs/before runs/after\n\n"
+        "  gitnetdiag compare runs/before runs/after --format md > ticket.md\n\n"
+        "  gitnetdiag compare runs/office runs/home runs/cloud --format html -o where.html"
+    ))(compare_command)

@@ -1,0 +1,111 @@
+"""Apply the fix of a running lab's faults in place (``gitnetdiag lab fix``).
+
+What each fault's fix sets is the pure mapping :func:`gitnetdiag.lab.spec.fixed_spec`;
+this module makes the running lab match it, touching only what changed:
+
+- a server whose configuration changed restarts with the new one (HAProxy for
+  the edge window, Apache and sshd for the slow key lookup, the git service for
+  the backlog: git daemon's fixed backlog of 5 is replaced by the ``--inetd``
+  socket the fix names);
+- the server namespace's ``net.ipv4.tcp_rmem`` max is raised;
+- the router's FORWARD rules are rebuilt without the loss or the reset rule;
+- the pre-receive hook is removed.
+
+The namespaces, keys, CA and repository stay: every endpoint URL is unchanged,
+so a run before and a run after the fix compare like for like.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from gitnetdiag.lab import manager
+from gitnetdiag.lab.config import LabPaths
+from gitnetdiag.lab.manager import Namespaces, Progress
+from gitnetdiag.lab.spec import LARGE_WINDOW, LabSpec, build_spec, fixed_spec
+from gitnetdiag.lab.state import PORT_SSH, LabState, load_state, save_state
+from gitnetdiag.proc import require_root
+
+
+def spec_of(state: LabState) -> LabSpec:
+    """The settings a running lab was built with, from its saved state."""
+    spec = build_spec(
+        instance=state.instance, faults=list(state.faults), rtt_ms=state.rtt_ms,
+        loss=state.loss, rate=state.rate, edge_h2_window=state.edge_h2_window,
+        apache_h2_window=state.apache_h2_window, edge=state.edge,
+        hook_delay_s=state.hook_delay_s, auth_delay_s=state.auth_delay_s,
+        reset_after_bytes=state.reset_after_bytes if state.reset_port is not None else None)
+    return replace(spec, fixed=tuple(state.fixed))
+
+
+def _roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
+    roles = []
+    if after.auth_delay_s != before.auth_delay_s:
+        roles += ["apache", "sshd"]
+    if after.edge_h2_window != before.edge_h2_window:
+        roles.append("edge")
+    if (after.git_backlog, after.real_git_daemon) != (before.git_backlog, before.real_git_daemon):
+        roles.append("git")
+    return tuple(roles)
+
+
+def _ready_urls(state: LabState, roles: tuple[str, ...], spec: LabSpec) -> list[str]:
+    urls = {"apache": state.endpoints.https_direct, "edge": state.endpoints.https_edge,
+            "sshd": state.endpoints.ssh, "git": state.endpoints.git}
+    blocked = {"sshd"} if spec.reset_port == PORT_SSH else set()
+    return [urls[role] for role in roles if role not in blocked]
+
+
+def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = LARGE_WINDOW,
+        progress: Progress | None = None) -> tuple[LabState, list[str]]:
+    """Apply the fixes; returns the new state and what was changed, one line each."""
+    require_root("gitnetdiag lab fix")
+    say = progress or (lambda _msg: None)
+    state = load_state(instance)
+    before = spec_of(state)
+    after = fixed_spec(before, faults, h2_window=h2_window)
+    ns = Namespaces.of(instance)
+    paths = LabPaths(root=Path(state.state_dir))
+    done: list[str] = []
+    if after.server_rmem_max != before.server_rmem_max and after.server_rmem_max is not None:
+        manager.set_server_rmem(ns, after.server_rmem_max)
+        done.append(f"server net.ipv4.tcp_rmem max raised to {after.server_rmem_max} B")
+    if (after.loss, after.reset_port) != (before.loss, before.reset_port):
+        say("router: rebuilding the FORWARD rules")
+        manager.nsexec(ns.router, "iptables-legacy", "-w", "5", "-F", "FORWARD")
+        manager.router_rules(ns, after)
+        if after.loss != before.loss:
+            done.append(f"router loss {before.loss:.1%} removed")
+        if after.reset_port != before.reset_port:
+            done.append(f"router TCP reset rule on port {before.reset_port} removed")
+    if after.hook_delay_s != before.hook_delay_s:
+        (paths.repo / "hooks" / "pre-receive").unlink(missing_ok=True)
+        done.append("pre-receive hook removed")
+    roles = _roles_to_restart(before, after)
+    pids = dict(state.pids)
+    if roles:
+        say("restarting " + ", ".join(roles))
+        files = manager.write_configs(paths, after)
+        keys = [after.edge if role == "edge" else role for role in roles]
+        manager.stop_pids([pids[key] for key in keys if key in pids])
+        pids.update(manager.start_servers(ns, paths, after, files, roles))
+        manager.wait_listening(ns, paths, {key: pids[key] for key in keys}, after.edge)
+    if "edge" in roles:
+        done.append(f"edge tune.h2.initial-window-size {before.edge_h2_window} -> "
+                    f"{after.edge_h2_window}")
+    if "git" in roles:
+        done.append(f"git:// listen backlog {before.git_backlog} -> {after.git_backlog}")
+    if after.auth_delay_s != before.auth_delay_s:
+        done.append("slow key lookup and ref advertisement delay removed")
+    new_state = replace(
+        state, faults=list(after.faults), fixed=list(after.fixed), loss=after.loss,
+        edge_h2_window=after.edge_h2_window, hook_delay_s=after.hook_delay_s,
+        auth_delay_s=after.auth_delay_s, reset_port=after.reset_port,
+        reset_after_bytes=after.reset_after_bytes, pids=pids)
+    save_state(new_state)
+    if roles:
+        say("waiting until the restarted servers answer git ls-remote")
+        manager.wait_ready(new_state, urls=_ready_urls(new_state, roles, after))
+    return new_state, done
