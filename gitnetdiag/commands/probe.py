@@ -26,6 +26,7 @@ from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.lab.netns import enter_lab_client
+from gitnetdiag.lab.slowdisk import in_cgroup
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.pipeline_host import load_host_report
 from gitnetdiag.pipeline_probe import NativeProgress, sweep_records, sweep_rows
@@ -35,7 +36,7 @@ from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
-from gitnetdiag.rundir import HOST_REPORT_FILE, to_jsonable
+from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
 from gitnetdiag.safefile import write_new_file
 
 if TYPE_CHECKING:
@@ -321,7 +322,8 @@ def probe_command(
         if snapshot is not None and snapshot.result() and lab_state is not None:
             state = lab_state
             after = _InBackground(lambda: _lab_host_report(
-                state, outcome.run_dir / HOST_REPORT_FILE, before, console))
+                state, outcome.run_dir / HOST_REPORT_FILE, before, console)
+                and _lab_storage_report(state, outcome.run_dir / STORAGE_REPORT_FILE, console))
             if then_diagnose:  # the HTML report's plotting library loads meanwhile
                 from gitnetdiag.report.plots import warm_up
 
@@ -402,6 +404,24 @@ def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Co
         run(argv, timeout_s=120)
     except GitnetdiagError as exc:
         console.print(f"warning: no host evidence from the lab server: {exc.message}",
+                      style="yellow", markup=False)
+        return False
+    return True
+
+
+def _lab_storage_report(state: LabState, out: Path, console: Console) -> bool:
+    """Under ``slow-storage`` the lab's repositories sit on their own throttled device: check
+    it the way ``gitnetdiag storage`` checks a server's git data, inside the servers' blkio
+    cgroup (the throttle applies per cgroup), and keep the result in the run directory."""
+    if not state.storage_cgroup:
+        return True
+    storage = in_cgroup(state.storage_cgroup, [
+        sys.executable, "-m", "gitnetdiag", "storage", str(Path(state.repo_path).parent),
+        "--size", "4M", "--runtime", "2s", "--small-files", "10", "--json", str(out)])
+    try:
+        run(storage, timeout_s=120)
+    except GitnetdiagError as exc:
+        console.print(f"warning: no storage check of the lab's repositories: {exc.message}",
                       style="yellow", markup=False)
         return False
     return True

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config
+from gitnetdiag.lab import config, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.httpauth import make_http_auth
-from gitnetdiag.lab.spec import LabSpec
+from gitnetdiag.lab.spec import SLOW_DISK_BYTES_PER_S, LabSpec
 from gitnetdiag.lab.state import (
     CLIENT_IP,
     PORT_GIT,
@@ -243,6 +243,8 @@ def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> No
     }
     commit = run([*git, "commit-tree", tree, "-m", "lab: initial commit"], env=env).stdout.strip()
     run([*git, "update-ref", "refs/heads/main", commit])
+    if spec.slow_disk_iops is not None:  # receive-pack syncs what it stores: slow-storage bites
+        run([*git, "config", "core.fsync", "committed"])
     if spec.hook_delay_s > 0:
         hook = paths.repo / "hooks" / "pre-receive"
         hook.write_text(config.pre_receive_hook(spec.hook_delay_s))
@@ -273,26 +275,28 @@ def _write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
     return files
 
 
-def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> int:
+def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None,
+           cgroup: str = "") -> int:
+    command = ["ip", "netns", "exec", ns, *argv]
     with open(log, "ab") as out:
-        proc = start(["ip", "netns", "exec", ns, *argv], isolate="session", stdout=out,
-                     stderr=subprocess.STDOUT, env=env)
+        proc = start(slowdisk.in_cgroup(cgroup, command) if cgroup else command,
+                     isolate="session", stdout=out, stderr=subprocess.STDOUT, env=env)
     return proc.pid
 
 
 def _start_servers(ns: Namespaces, paths: LabPaths, spec: LabSpec,
-                   files: dict[str, Path]) -> dict[str, int]:
+                   files: dict[str, Path], cgroup: str) -> dict[str, int]:
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
     base_env = {"PATH": "/usr/sbin:/usr/bin:/sbin:/bin", "LANG": "C",
                 "HOME": str(STATE_ROOT / "home")}
     log = paths.run
     pids = {
         "apache": _spawn(ns.server, ["apache2", "-f", str(files["apache"]), "-DFOREGROUND"],
-                         log / "apache.log", base_env),
+                         log / "apache.log", base_env, cgroup),
         "haproxy": _spawn(ns.server, ["haproxy", "-f", str(files["haproxy"]), "-db"],
-                          log / "haproxy.log", base_env),
+                          log / "haproxy.log", base_env, cgroup),
         "sshd": _spawn(ns.server, [_sshd_path(base_env["PATH"]), "-D", "-e",
-                                   "-f", str(files["sshd"])], log / "sshd.log", base_env),
+                                   "-f", str(files["sshd"])], log / "sshd.log", base_env, cgroup),
     }
     srv = str(paths.srv)
     if spec.real_git_daemon:
@@ -300,13 +304,13 @@ def _start_servers(ns: Namespaces, paths: LabPaths, spec: LabSpec,
             "git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
             f"--base-path={srv}", f"--listen={SERVER_IP}", f"--port={PORT_GIT}",
             f"--user={SERVICE_USER}", f"--group={SERVICE_USER}", srv,
-        ], log / "git-daemon.log", base_env)
+        ], log / "git-daemon.log", base_env, cgroup)
     else:
         pids["git"] = _spawn(ns.server, [
             sys.executable, "-m", "gitnetdiag.lab.inetd", "--listen", SERVER_IP,
             "--port", str(PORT_GIT), "--backlog", str(spec.git_backlog),
             "--user", SERVICE_USER, "--base-path", srv,
-        ], log / "git-inetd.log", {**base_env, "PYTHONPATH": _package_parent()})
+        ], log / "git-inetd.log", {**base_env, "PYTHONPATH": _package_parent()}, cgroup)
     return pids
 
 
@@ -407,12 +411,17 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         _make_ssh_keys(paths)
         account = _ensure_user()
         paths.home.mkdir(exist_ok=True)
+        cgroup = ""
+        if spec.slow_disk_iops is not None:
+            progress("throttled loop device under the repositories")
+            cgroup = slowdisk.attach(root, paths.srv, spec.instance, slowdisk.DiskLimits(
+                iops=spec.slow_disk_iops, bytes_per_s=SLOW_DISK_BYTES_PER_S))
         _make_repo(paths, spec, account)
         files = _write_configs(paths, spec)
         if spec.http_auth:
             make_http_auth(paths, account)
         progress("starting Apache, HAProxy, sshd, git daemon")
-        pids = _start_servers(ns, paths, spec, files)
+        pids = _start_servers(ns, paths, spec, files, cgroup)
         _wait_listening(ns, paths, pids)
         state = LabState(
             instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
@@ -431,6 +440,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
             state_dir=str(root),
             http_credential_store=str(paths.credential_store) if spec.http_auth else "",
+            storage_cgroup=cgroup,
         )
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")
@@ -542,6 +552,7 @@ def down(instance: str) -> list[str]:
         run(["ip", "netns", "del", name], check=False, timeout_s=10)
         removed.append(f"namespace {name} (with its interfaces and iptables rules)")
     root = state_dir(instance)
+    removed += slowdisk.detach(root, LabPaths(root=root).srv, instance)
     if root.exists():
         shutil.rmtree(root, ignore_errors=True)
         removed.append(f"files in {root}")

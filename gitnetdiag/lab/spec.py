@@ -18,6 +18,10 @@ DEFAULT_LOSS = 0.02
 DEFAULT_HOOK_DELAY_S = 3.0
 DEFAULT_AUTH_DELAY_S = 3.0
 DEFAULT_RESET_PORT = 22
+SLOW_DISK_IOPS = 30
+"""Reads and writes per second the slow-storage device allows (a starved network volume)."""
+SLOW_DISK_BYTES_PER_S = 1024 * 1024
+"""Bytes per second it allows, each way."""
 
 FAULTS: dict[str, str] = {
     "healthy": "every window is large enough for the path; nothing injected",
@@ -29,6 +33,7 @@ FAULTS: dict[str, str] = {
     "slow-hook": "a pre-receive hook sleeps before accepting a push",
     "slow-auth": "the ref advertisement is delayed by seconds",
     "auth": "smart HTTP (edge and direct) demands HTTP Basic auth, as real hosts do",
+    "slow-storage": "the repositories sit on a loop device throttled to 30 IOPS and 1 MiB/s",
 }
 
 
@@ -41,6 +46,7 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "firewall-reset": "firewall-reset",
     "slow-hook": "server-processing",
     "slow-auth": "slow-ref-advertisement",
+    "slow-storage": "slow-storage",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -55,12 +61,14 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "firewall-reset": "tcp-reset",
     "slow-hook": "pre-receive",
     "slow-auth": "authentication",
+    "slow-storage": "faster storage",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
 FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     **{fault: ("--protocols", "h1,h2,ssh") for fault in FAULTS},
     "tiny-backlog": ("--protocols", "git", "--burst", "150"),
+    "slow-storage": ("--protocols", "h1,ssh"),
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst)."""
 
@@ -124,6 +132,8 @@ class LabSpec:
     """Server port the router answers with TCP resets."""
     http_auth: bool = False
     """Smart HTTP demands Basic auth (a generated user and token)."""
+    slow_disk_iops: int | None = None
+    """IOPS limit of the device under the repositories (``slow-storage``), or None."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -176,4 +186,5 @@ def build_spec(
         auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
         http_auth=has("auth"),
+        slow_disk_iops=SLOW_DISK_IOPS if has("slow-storage") else None,
     )

@@ -101,6 +101,9 @@ class LabState:
     http_credential_store: str = ""
     """Under the ``auth`` fault: git ``credential-store`` file (0600) holding the lab's
     user and token for the HTTPS URLs; empty when smart HTTP is open."""
+    storage_cgroup: str = ""
+    """Under ``slow-storage``: the blkio cgroup the servers run in (its throttle limits the
+    device under the repositories); a storage check of the repositories runs in it too."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
