@@ -33,6 +33,7 @@ from gitnetdiag.pipeline_probe import NativeProgress, sweep_records, sweep_rows
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
+from gitnetdiag.probe.repo import DATA_KINDS
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
@@ -195,6 +196,9 @@ def probe_command(
         None, "--protocols", help="Comma list of h1,h2,ssh,git (default: those with URLs)."),
     size: str = typer.Option("32MiB", "--size", help="Generated repository size (4MiB, 1GiB)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the generated data."),
+    data: str = typer.Option(
+        "random", "--data", help="Generated data: random (incompressible, measures the network) "
+        "or text (source-like fresh commits: the client's pack-objects CPU counts too)."),
     repo: Path | None = typer.Option(None, "--repo", help="Push this repository's HEAD instead."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Pushes per protocol."),
     ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for HTTPS."),
@@ -250,6 +254,8 @@ def probe_command(
     Each push goes to a throwaway branch gitnetdiag/probe-<id> that is deleted
     right after, also on Ctrl-C or error. Results land in a run directory.
     """
+    if data not in DATA_KINDS:
+        raise UsageError(f"unknown --data {data!r}", hint="choose " + " or ".join(DATA_KINDS))
     extra: dict[str, object] = {}
     ssh_command: str | None = None
     lab_state: LabState | None = None
@@ -284,6 +290,7 @@ def probe_command(
         protocols=_parse_protocols(protocols, urls),
         size_bytes=parse_size(size),
         seed=seed if seed is not None else int(datetime.now(UTC).timestamp()) & 0xFFFFFF,
+        data=data,
         repo=repo,
         repeat=repeat,
         ca_file=str(_existing(ca_file, "CA file")) if ca_file else None,

@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, slowdisk
+from gitnetdiag.lab import config, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.httpauth import make_http_auth
 from gitnetdiag.lab.spec import SLOW_DISK_BYTES_PER_S, LabSpec
@@ -416,6 +416,8 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             progress("throttled loop device under the repositories")
             cgroup = slowdisk.attach(root, paths.srv, spec.instance, slowdisk.DiskLimits(
                 iops=spec.slow_disk_iops, bytes_per_s=SLOW_DISK_BYTES_PER_S))
+        client_path = (slowclient.attach(root, spec.instance, spec.client_cpu_share)
+                       if spec.client_cpu_share is not None else "")
         _make_repo(paths, spec, account)
         files = _write_configs(paths, spec)
         if spec.http_auth:
@@ -440,7 +442,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
             state_dir=str(root),
             http_credential_store=str(paths.credential_store) if spec.http_auth else "",
-            storage_cgroup=cgroup,
+            storage_cgroup=cgroup, client_path=client_path,
         )
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")
@@ -553,6 +555,7 @@ def down(instance: str) -> list[str]:
         removed.append(f"namespace {name} (with its interfaces and iptables rules)")
     root = state_dir(instance)
     removed += slowdisk.detach(root, LabPaths(root=root).srv, instance)
+    removed += slowclient.detach(root, instance)
     if root.exists():
         shutil.rmtree(root, ignore_errors=True)
         removed.append(f"files in {root}")

@@ -22,6 +22,8 @@ SLOW_DISK_IOPS = 30
 """Reads and writes per second the slow-storage device allows (a starved network volume)."""
 SLOW_DISK_BYTES_PER_S = 1024 * 1024
 """Bytes per second it allows, each way."""
+CLIENT_CPU_SHARE = 0.05
+"""Share of one core the client's git gets under client-pack-cpu (a starved CI runner)."""
 
 FAULTS: dict[str, str] = {
     "healthy": "every window is large enough for the path; nothing injected",
@@ -34,6 +36,7 @@ FAULTS: dict[str, str] = {
     "slow-auth": "the ref advertisement is delayed by seconds",
     "auth": "smart HTTP (edge and direct) demands HTTP Basic auth, as real hosts do",
     "slow-storage": "the repositories sit on a loop device throttled to 30 IOPS and 1 MiB/s",
+    "client-pack-cpu": "the client's git runs on 5% of one core (cgroup CPU quota)",
 }
 
 
@@ -47,6 +50,7 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "slow-hook": "server-processing",
     "slow-auth": "slow-ref-advertisement",
     "slow-storage": "slow-storage",
+    "client-pack-cpu": "client-pack-cpu",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -62,6 +66,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "slow-hook": "pre-receive",
     "slow-auth": "authentication",
     "slow-storage": "faster storage",
+    "client-pack-cpu": "pack.threads",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -69,6 +74,8 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     **{fault: ("--protocols", "h1,h2,ssh") for fault in FAULTS},
     "tiny-backlog": ("--protocols", "git", "--burst", "150"),
     "slow-storage": ("--protocols", "h1,ssh"),
+    # Source-like fresh commits: the push runs the delta search a starved client pays for.
+    "client-pack-cpu": ("--protocols", "h1,ssh", "--data", "text"),
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst)."""
 
@@ -134,6 +141,8 @@ class LabSpec:
     """Smart HTTP demands Basic auth (a generated user and token)."""
     slow_disk_iops: int | None = None
     """IOPS limit of the device under the repositories (``slow-storage``), or None."""
+    client_cpu_share: float | None = None
+    """Share of one core the client's git may use (``client-pack-cpu``), or None."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -187,4 +196,5 @@ def build_spec(
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
         http_auth=has("auth"),
         slow_disk_iops=SLOW_DISK_IOPS if has("slow-storage") else None,
+        client_cpu_share=CLIENT_CPU_SHARE if has("client-pack-cpu") else None,
     )

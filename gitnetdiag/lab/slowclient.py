@@ -1,0 +1,93 @@
+"""The ``client-pack-cpu`` fault: the lab client's git runs on a small share of one core.
+
+A CI runner or a laptop under load gives git little CPU; pushing fresh commits
+then waits on pack-objects' delta search and compression before a byte is
+sent. The lab reproduces that with the cgroup v1 ``cpu`` controller (this
+kernel has no cgroup v2 ``cpu.max``; ``cpu.cfs_quota_us`` over
+``cpu.cfs_period_us`` is the same limit):
+
+    <state dir>/cpu/gitnetdiag-lab-<instance>-client/  cpu.cfs_quota_us / cpu.cfs_period_us
+    <state dir>/client-bin/git                          joins that cgroup, then runs git
+
+``gitnetdiag ... --lab`` puts ``client-bin`` first on ``PATH`` in the client
+namespace, so every git the probe starts, and every process git starts
+(pack-objects, ssh, the HTTPS remote helper), runs in the cgroup; the probe
+itself does not. As with the blkio hierarchy of ``slowdisk``, the controller
+is mounted under the state directory because ``ip netns exec`` hides
+``/sys/fs/cgroup`` in the namespaces it enters.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+from pathlib import Path
+
+from gitnetdiag.errors import LabError
+from gitnetdiag.proc import run
+
+CPU_ROOT = Path("/sys/fs/cgroup/cpu")
+"""Where the kernel's cpu hierarchy is mounted (checked for CFS quota support)."""
+PERIOD_US = 100_000
+
+
+def _hierarchy(root: Path) -> Path:
+    return root / "cpu"
+
+
+def cgroup_dir(root: Path, instance: str) -> Path:
+    """The cgroup of the lab client's git, under the lab's own mount of the hierarchy."""
+    return _hierarchy(root) / f"gitnetdiag-lab-{instance}-client"
+
+
+def bin_dir(root: Path) -> Path:
+    """The directory holding the client's ``git`` wrapper."""
+    return root / "client-bin"
+
+
+def git_wrapper(group: Path, git: str) -> str:
+    """The client's ``git``: join the starved cgroup, then become the real git."""
+    return f"""#!/bin/sh
+# gitnetdiag lab: client-pack-cpu fault, git on a small share of one core
+echo $$ > {group}/cgroup.procs && exec {git} "$@"
+"""
+
+
+def attach(root: Path, instance: str, share: float) -> str:
+    """Make the cgroup limited to ``share`` of one core and the git wrapper; returns the
+    directory to put first on the client's ``PATH``."""
+    if not (CPU_ROOT / "cpu.cfs_quota_us").exists():
+        raise LabError(
+            "the client-pack-cpu fault needs the cgroup v1 cpu controller with CFS quotas",
+            hint=f"{CPU_ROOT} has no cpu.cfs_quota_us on this kernel",
+            reference="lab-no-cpu-cgroup",
+        )
+    git = shutil.which("git")
+    if git is None:
+        raise LabError("git is not installed", hint="install the Debian package 'git'")
+    hierarchy = _hierarchy(root)
+    hierarchy.mkdir(exist_ok=True)
+    run(["mount", "-t", "cgroup", "-o", "cpu", "gnd-cpu", str(hierarchy)], timeout_s=20)
+    group = cgroup_dir(root, instance)
+    group.mkdir(exist_ok=True)
+    (group / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
+    (group / "cpu.cfs_quota_us").write_text(f"{max(1000, round(PERIOD_US * share))}\n")
+    wrappers = bin_dir(root)
+    wrappers.mkdir(exist_ok=True)
+    wrapper = wrappers / "git"
+    wrapper.write_text(git_wrapper(group, git))
+    wrapper.chmod(0o755)
+    return str(wrappers)
+
+
+def detach(root: Path, instance: str) -> list[str]:
+    """Remove the cgroup and unmount the lab's cpu hierarchy; safe when nothing was made."""
+    removed: list[str] = []
+    group = cgroup_dir(root, instance)
+    if group.is_dir():
+        with contextlib.suppress(OSError):  # still busy: its last process is exiting
+            group.rmdir()
+            removed.append(f"cgroup {group}")
+    if _hierarchy(root).is_mount():
+        run(["umount", "-l", str(_hierarchy(root))], timeout_s=30, check=False)
+    return removed
