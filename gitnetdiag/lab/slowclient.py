@@ -19,11 +19,11 @@ is mounted under the state directory because ``ip netns exec`` hides
 
 from __future__ import annotations
 
-import contextlib
 import shutil
 from pathlib import Path
 
 from gitnetdiag.errors import LabError
+from gitnetdiag.lab.slowdisk import remove_cgroup
 from gitnetdiag.proc import run
 
 CPU_ROOT = Path("/sys/fs/cgroup/cpu")
@@ -84,10 +84,8 @@ def detach(root: Path, instance: str) -> list[str]:
     """Remove the cgroup and unmount the lab's cpu hierarchy; safe when nothing was made."""
     removed: list[str] = []
     group = cgroup_dir(root, instance)
-    if group.is_dir():
-        with contextlib.suppress(OSError):  # still busy: its last process is exiting
-            group.rmdir()
-            removed.append(f"cgroup {group}")
+    if group.is_dir() and remove_cgroup(group):
+        removed.append(f"cgroup {group}")
     if _hierarchy(root).is_mount():
         run(["umount", "-l", str(_hierarchy(root))], timeout_s=30, check=False)
     return removed

@@ -25,7 +25,7 @@ gives the evidence runs fio with direct I/O inside the same cgroup.
 
 from __future__ import annotations
 
-import contextlib
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -89,6 +89,19 @@ def attach(root: Path, mount_point: Path, instance: str, limits: DiskLimits) -> 
     return str(group)
 
 
+def remove_cgroup(group: Path, wait_s: float = 3.0) -> bool:
+    """rmdir a cgroup, waiting a moment for its last processes to be reaped."""
+    deadline = time.monotonic() + wait_s
+    while True:
+        try:
+            group.rmdir()
+            return True
+        except OSError:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.1)
+
+
 def in_cgroup(group: str, argv: list[str]) -> list[str]:
     """``argv`` started inside ``group``: the shell joins it, then becomes the program, so
     every process the program forks later is throttled too."""
@@ -109,10 +122,8 @@ def detach(root: Path, mount_point: Path, instance: str) -> list[str]:
             run(["losetup", "-d", device], timeout_s=10, check=False)
             removed.append(f"loop device {device}")
     group = cgroup_dir(root, instance)
-    if group.is_dir():
-        with contextlib.suppress(OSError):  # still busy: its last process is exiting
-            group.rmdir()
-            removed.append(f"cgroup {group}")
+    if group.is_dir() and remove_cgroup(group):
+        removed.append(f"cgroup {group}")
     if _hierarchy(root).is_mount():
         run(["umount", "-l", str(_hierarchy(root))], timeout_s=30, check=False)
     return removed
