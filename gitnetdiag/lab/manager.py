@@ -489,7 +489,10 @@ def _wait_ready(state: LabState, timeout_s: float = 45.0) -> None:
     pending = [endpoints.https_direct, endpoints.https_edge, endpoints.ssh, endpoints.git]
     while pending:
         url = pending[0]
-        proc = run(["ip", "netns", "exec", state.client_ns, "git", "ls-remote", url],
+        # Under h2-frame-settings the edge drops HTTP/2 by design; it must answer HTTP/1.1.
+        h1 = ["-c", "http.version=HTTP/1.1"] if (
+            url == endpoints.https_edge and "h2-frame-settings" in state.faults) else []
+        proc = run(["ip", "netns", "exec", state.client_ns, "git", *h1, "ls-remote", url],
                    env=env, check=False, timeout_s=max(5.0, deadline - time.monotonic()))
         if proc.returncode == 0 and "refs/heads/main" in proc.stdout:
             pending.pop(0)

@@ -22,6 +22,8 @@ SLOW_DISK_IOPS = 30
 """Reads and writes per second the slow-storage device allows (a starved network volume)."""
 SLOW_DISK_BYTES_PER_S = 1024 * 1024
 """Bytes per second it allows, each way."""
+SMALL_EDGE_BUFSIZE = 8192
+"""HAProxy ``tune.bufsize`` under h2-frame-settings: half of one HTTP/2 DATA frame."""
 CLIENT_CPU_SHARE = 0.05
 """Share of one core the client's git gets under client-pack-cpu (a starved CI runner)."""
 
@@ -37,6 +39,8 @@ FAULTS: dict[str, str] = {
     "auth": "smart HTTP (edge and direct) demands HTTP Basic auth, as real hosts do",
     "slow-storage": "the repositories sit on a loop device throttled to 30 IOPS and 1 MiB/s",
     "client-pack-cpu": "the client's git runs on 5% of one core (cgroup CPU quota)",
+    "h2-frame-settings": "the HAProxy edge buffers 8192 B per stream (tune.bufsize), "
+    "less than one HTTP/2 frame",
 }
 
 
@@ -51,6 +55,7 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "slow-auth": "slow-ref-advertisement",
     "slow-storage": "slow-storage",
     "client-pack-cpu": "client-pack-cpu",
+    "h2-frame-settings": "h2-frame-settings",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -67,6 +72,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "slow-auth": "authentication",
     "slow-storage": "faster storage",
     "client-pack-cpu": "pack.threads",
+    "h2-frame-settings": "tune.bufsize",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -76,6 +82,7 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     "slow-storage": ("--protocols", "h1,ssh"),
     # Source-like fresh commits: the push runs the delta search a starved client pays for.
     "client-pack-cpu": ("--protocols", "h1,ssh", "--data", "text"),
+    "h2-frame-settings": ("--protocols", "h1,h2"),
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst)."""
 
@@ -143,6 +150,8 @@ class LabSpec:
     """IOPS limit of the device under the repositories (``slow-storage``), or None."""
     client_cpu_share: float | None = None
     """Share of one core the client's git may use (``client-pack-cpu``), or None."""
+    edge_bufsize: int | None = None
+    """HAProxy ``tune.bufsize`` (``h2-frame-settings``); None keeps HAProxy's default."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -197,4 +206,5 @@ def build_spec(
         http_auth=has("auth"),
         slow_disk_iops=SLOW_DISK_IOPS if has("slow-storage") else None,
         client_cpu_share=CLIENT_CPU_SHARE if has("client-pack-cpu") else None,
+        edge_bufsize=SMALL_EDGE_BUFSIZE if has("h2-frame-settings") else None,
     )
