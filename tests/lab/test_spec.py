@@ -40,6 +40,8 @@ def test_each_fault_sets_its_knob() -> None:
     assert build_spec(instance="a", faults=["client-pack-cpu"]).client_cpu_share == 0.05
     assert build_spec(instance="a", faults=["healthy"]).slow_disk_iops is None
     assert build_spec(instance="a", faults=["healthy"]).client_cpu_share is None
+    assert build_spec(instance="a", faults=["h2-frame-settings"]).edge_bufsize == 8192
+    assert build_spec(instance="a", faults=["healthy"]).edge_bufsize is None
     both = build_spec(instance="a", faults=["healthy", "loss", "slow-hook", "loss"])
     assert both.faults == ("loss", "slow-hook")
 
