@@ -25,8 +25,8 @@ from gitnetdiag.commands._output import write_output
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
+from gitnetdiag.lab.cgroups import in_cgroup
 from gitnetdiag.lab.netns import enter_lab_client
-from gitnetdiag.lab.slowdisk import in_cgroup
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.pipeline_host import load_host_report
 from gitnetdiag.pipeline_probe import NativeProgress, sweep_records, sweep_rows
@@ -407,11 +407,15 @@ def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Co
         argv += ["--config", str(root / name)]
     if since is not None:
         argv += ["--since", str(since)]
+    return _lab_step(argv, "no host evidence from the lab server", console)
+
+
+def _lab_step(argv: list[str], failed: str, console: Console) -> bool:
+    """Run one evidence-collecting step of the lab; on failure warn and go on without it."""
     try:
         run(argv, timeout_s=120)
     except GitnetdiagError as exc:
-        console.print(f"warning: no host evidence from the lab server: {exc.message}",
-                      style="yellow", markup=False)
+        console.print(f"warning: {failed}: {exc.message}", style="yellow", markup=False)
         return False
     return True
 
@@ -425,13 +429,7 @@ def _lab_storage_report(state: LabState, out: Path, console: Console) -> bool:
     storage = in_cgroup(state.storage_cgroup, [
         sys.executable, "-m", "gitnetdiag", "storage", str(Path(state.repo_path).parent),
         "--size", "4M", "--runtime", "2s", "--small-files", "10", "--json", str(out)])
-    try:
-        run(storage, timeout_s=120)
-    except GitnetdiagError as exc:
-        console.print(f"warning: no storage check of the lab's repositories: {exc.message}",
-                      style="yellow", markup=False)
-        return False
-    return True
+    return _lab_step(storage, "no storage check of the lab's repositories", console)
 
 
 def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat) -> Diagnosis:

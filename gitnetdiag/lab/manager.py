@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, slowclient, slowdisk
+from gitnetdiag.lab import cgroups, config, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.httpauth import make_http_auth
 from gitnetdiag.lab.spec import SLOW_DISK_BYTES_PER_S, LabSpec
@@ -279,7 +279,7 @@ def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = Non
            cgroup: str = "") -> int:
     command = ["ip", "netns", "exec", ns, *argv]
     with open(log, "ab") as out:
-        proc = start(slowdisk.in_cgroup(cgroup, command) if cgroup else command,
+        proc = start(cgroups.in_cgroup(cgroup, command) if cgroup else command,
                      isolate="session", stdout=out, stderr=subprocess.STDOUT, env=env)
     return proc.pid
 

@@ -23,21 +23,18 @@ import shutil
 from pathlib import Path
 
 from gitnetdiag.errors import LabError
-from gitnetdiag.lab.slowdisk import remove_cgroup
-from gitnetdiag.proc import run
+from gitnetdiag.lab.cgroups import group_dir, make_group, remove_group
 
-CPU_ROOT = Path("/sys/fs/cgroup/cpu")
-"""Where the kernel's cpu hierarchy is mounted (checked for CFS quota support)."""
 PERIOD_US = 100_000
 
 
-def _hierarchy(root: Path) -> Path:
-    return root / "cpu"
+def _group_name(instance: str) -> str:
+    return f"gitnetdiag-lab-{instance}-client"
 
 
 def cgroup_dir(root: Path, instance: str) -> Path:
     """The cgroup of the lab client's git, under the lab's own mount of the hierarchy."""
-    return _hierarchy(root) / f"gitnetdiag-lab-{instance}-client"
+    return group_dir(root, "cpu", _group_name(instance))
 
 
 def bin_dir(root: Path) -> Path:
@@ -56,20 +53,11 @@ echo $$ > {group}/cgroup.procs && exec {git} "$@"
 def attach(root: Path, instance: str, share: float) -> str:
     """Make the cgroup limited to ``share`` of one core and the git wrapper; returns the
     directory to put first on the client's ``PATH``."""
-    if not (CPU_ROOT / "cpu.cfs_quota_us").exists():
-        raise LabError(
-            "the client-pack-cpu fault needs the cgroup v1 cpu controller with CFS quotas",
-            hint=f"{CPU_ROOT} has no cpu.cfs_quota_us on this kernel",
-            reference="lab-no-cpu-cgroup",
-        )
     git = shutil.which("git")
     if git is None:
         raise LabError("git is not installed", hint="install the Debian package 'git'")
-    hierarchy = _hierarchy(root)
-    hierarchy.mkdir(exist_ok=True)
-    run(["mount", "-t", "cgroup", "-o", "cpu", "gnd-cpu", str(hierarchy)], timeout_s=20)
-    group = cgroup_dir(root, instance)
-    group.mkdir(exist_ok=True)
+    group = make_group(root, "cpu", _group_name(instance), needs="cpu.cfs_quota_us",
+                       fault="client-pack-cpu")
     (group / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
     (group / "cpu.cfs_quota_us").write_text(f"{max(1000, round(PERIOD_US * share))}\n")
     wrappers = bin_dir(root)
@@ -82,10 +70,4 @@ def attach(root: Path, instance: str, share: float) -> str:
 
 def detach(root: Path, instance: str) -> list[str]:
     """Remove the cgroup and unmount the lab's cpu hierarchy; safe when nothing was made."""
-    removed: list[str] = []
-    group = cgroup_dir(root, instance)
-    if group.is_dir() and remove_cgroup(group):
-        removed.append(f"cgroup {group}")
-    if _hierarchy(root).is_mount():
-        run(["umount", "-l", str(_hierarchy(root))], timeout_s=30, check=False)
-    return removed
+    return remove_group(root, "cpu", _group_name(instance))

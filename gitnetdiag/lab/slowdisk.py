@@ -11,11 +11,6 @@ and limits that device, for every process of the lab's servers, with
         blkio.throttle.*_device  "MAJ:MIN <limit>"  service start inside it, so every
                                                      receive-pack they run does too)
 
-The blkio hierarchy is mounted a second time under the state directory because
-``ip netns exec`` replaces ``/sys`` (and with it ``/sys/fs/cgroup``) in the
-namespaces it enters; a mount under ``/run`` stays visible there, so a command
-already running in a lab namespace can still join the cgroup.
-
 cgroup v1 throttles I/O that a process submits itself: direct I/O and the
 write-back an ``fsync`` forces, not the flusher's background write-back. The
 repository therefore syncs what it receives (``core.fsync = committed``, as a
@@ -25,15 +20,12 @@ gives the evidence runs fio with direct I/O inside the same cgroup.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitnetdiag.errors import LabError
+from gitnetdiag.lab.cgroups import make_group, remove_group
 from gitnetdiag.proc import run
 
-BLKIO_ROOT = Path("/sys/fs/cgroup/blkio")
-"""Where the kernel's blkio hierarchy is mounted (checked for throttling support)."""
 IMAGE_BYTES = 256 * 1024 * 1024
 """Size of the file system the repositories live on (room for fio's test file and pushes)."""
 
@@ -48,13 +40,8 @@ class DiskLimits:
     """Read and write bytes per second, each."""
 
 
-def _hierarchy(root: Path) -> Path:
-    return root / "blkio"
-
-
-def cgroup_dir(root: Path, instance: str) -> Path:
-    """The lab instance's blkio cgroup, under its own mount of the hierarchy."""
-    return _hierarchy(root) / f"gitnetdiag-lab-{instance}"
+def _group_name(instance: str) -> str:
+    return f"gitnetdiag-lab-{instance}"
 
 
 def _image(root: Path) -> Path:
@@ -63,12 +50,8 @@ def _image(root: Path) -> Path:
 
 def attach(root: Path, mount_point: Path, instance: str, limits: DiskLimits) -> str:
     """Make the throttled file system, mount it at ``mount_point``; returns the cgroup dir."""
-    if not (BLKIO_ROOT / "blkio.throttle.write_iops_device").exists():
-        raise LabError(
-            "the slow-storage fault needs the cgroup v1 blkio controller with throttling",
-            hint=f"{BLKIO_ROOT} has no blkio.throttle files on this kernel",
-            reference="lab-no-blkio",
-        )
+    group = make_group(root, "blkio", _group_name(instance),
+                       needs="blkio.throttle.write_iops_device", fault="slow-storage")
     image = _image(root)
     with open(image, "wb") as f:
         f.truncate(IMAGE_BYTES)
@@ -77,35 +60,11 @@ def attach(root: Path, mount_point: Path, instance: str, limits: DiskLimits) -> 
     mount_point.mkdir(parents=True, exist_ok=True)
     run(["mount", device, str(mount_point)], timeout_s=20)
     numbers = Path(f"/sys/block/{Path(device).name}/dev").read_text().strip()
-    hierarchy = _hierarchy(root)
-    hierarchy.mkdir(exist_ok=True)
-    run(["mount", "-t", "cgroup", "-o", "blkio", "gnd-blkio", str(hierarchy)], timeout_s=20)
-    group = cgroup_dir(root, instance)
-    group.mkdir(exist_ok=True)
     for kind in ("read", "write"):
         (group / f"blkio.throttle.{kind}_iops_device").write_text(f"{numbers} {limits.iops}\n")
         (group / f"blkio.throttle.{kind}_bps_device").write_text(
             f"{numbers} {limits.bytes_per_s}\n")
     return str(group)
-
-
-def remove_cgroup(group: Path, wait_s: float = 3.0) -> bool:
-    """rmdir a cgroup, waiting a moment for its last processes to be reaped."""
-    deadline = time.monotonic() + wait_s
-    while True:
-        try:
-            group.rmdir()
-            return True
-        except OSError:
-            if time.monotonic() > deadline:
-                return False
-            time.sleep(0.1)
-
-
-def in_cgroup(group: str, argv: list[str]) -> list[str]:
-    """``argv`` started inside ``group``: the shell joins it, then becomes the program, so
-    every process the program forks later is throttled too."""
-    return ["sh", "-c", 'echo $$ > "$0/cgroup.procs" && exec "$@"', group, *argv]
 
 
 def detach(root: Path, mount_point: Path, instance: str) -> list[str]:
@@ -121,9 +80,4 @@ def detach(root: Path, mount_point: Path, instance: str) -> list[str]:
             device = line.split(":", 1)[0]
             run(["losetup", "-d", device], timeout_s=10, check=False)
             removed.append(f"loop device {device}")
-    group = cgroup_dir(root, instance)
-    if group.is_dir() and remove_cgroup(group):
-        removed.append(f"cgroup {group}")
-    if _hierarchy(root).is_mount():
-        run(["umount", "-l", str(_hierarchy(root))], timeout_s=30, check=False)
-    return removed
+    return removed + remove_group(root, "blkio", _group_name(instance))
