@@ -152,6 +152,10 @@ class LabSpec:
     """Share of one core the client's git may use (``client-pack-cpu``), or None."""
     edge_bufsize: int | None = None
     """HAProxy ``tune.bufsize`` (``h2-frame-settings``); None keeps HAProxy's default."""
+    reset_after_bytes: int | None = None
+    """With ``reset_port``: let connections open and reset both ends once the client has
+    sent this many bytes (a stateful firewall or IPS cutting a push mid-way, the only kind
+    a server-side capture can see); None refuses the connection at its SYN."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -170,6 +174,7 @@ def build_spec(
     apache_h2_window: int | None = None,
     hook_delay_s: float = DEFAULT_HOOK_DELAY_S,
     auth_delay_s: float = DEFAULT_AUTH_DELAY_S,
+    reset_after_bytes: int | None = None,
 ) -> LabSpec:
     """Resolve named faults and explicit overrides into one LabSpec."""
     if not re.fullmatch(r"[a-z0-9]{1,8}", instance) and instance != "default":
@@ -188,6 +193,9 @@ def build_spec(
     if rtt_ms < 0 or rtt_ms > 10_000:
         raise UsageError(f"RTT {rtt_ms} ms is out of range", hint="use 0ms to 10s")
     has = set(active).__contains__
+    if reset_after_bytes is not None and not has("firewall-reset"):
+        raise UsageError("--reset-after needs --fault firewall-reset",
+                         hint="add --fault firewall-reset, or leave --reset-after out")
     return LabSpec(
         instance=instance,
         faults=active,
@@ -207,4 +215,5 @@ def build_spec(
         slow_disk_iops=SLOW_DISK_IOPS if has("slow-storage") else None,
         client_cpu_share=CLIENT_CPU_SHARE if has("client-pack-cpu") else None,
         edge_bufsize=SMALL_EDGE_BUFSIZE if has("h2-frame-settings") else None,
+        reset_after_bytes=reset_after_bytes,
     )
