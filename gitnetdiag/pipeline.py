@@ -35,6 +35,7 @@ from gitnetdiag.rundir import (
     NATIVE_FILES,
     OBSERVATIONS_FILE,
     REPORT_FILES,
+    STORAGE_REPORT_FILE,
     PushRecord,
     RunError,
     RunManifest,
@@ -327,6 +328,11 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         from gitnetdiag.pipeline_host import load_host_report
 
         host = load_host_report(run_dir / HOST_REPORT_FILE)
+    storage = None
+    if (run_dir / STORAGE_REPORT_FILE).is_file():
+        from gitnetdiag.pipeline_host import load_storage_report
+
+        storage = load_storage_report(run_dir / STORAGE_REPORT_FILE)
     protocols: dict[str, obs.ProtocolObservation] = {}
     bursts: list[obs.BurstResult] = []
     for run in manifest.protocols:
@@ -387,7 +393,8 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         ),
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
-                            host=host, problems=run_problems(manifest) + tuple(unread)), warnings
+                            host=host, storage=storage,
+                            problems=run_problems(manifest) + tuple(unread)), warnings
 
 
 def _bounded_note(manifest: RunManifest) -> str:

@@ -14,7 +14,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from gitnetdiag.diagnosis.observations import ConfigFinding, HostEvidence, Listener
+from gitnetdiag.diagnosis.observations import (
+    ConfigFinding,
+    HostEvidence,
+    Listener,
+    StorageResult,
+)
 from gitnetdiag.errors import InputError
 from gitnetdiag.rundir.files import HOST_REPORT_SCHEMA as SCHEMA
 
@@ -113,3 +118,38 @@ def load_host_report(path: Path) -> HostEvidence:
             f"host report {path} is not JSON: {exc.msg} at line {exc.lineno}", hint=_HINT
         ) from exc
     return host_observation_from_report(data)
+
+
+_STORAGE_HINT = "pass the JSON written by `gitnetdiag storage PATH --json FILE`"
+
+
+def storage_observation_from_report(report: dict[str, Any]) -> StorageResult:
+    """fio's 4 KiB random read and write IOPS of a storage check (``check.fio``) for the
+    engine; a check without fio gives a result with no IOPS (the culprit stays silent)."""
+    check = report.get("check") if isinstance(report, dict) else None
+    if not isinstance(check, dict):
+        raise InputError("storage report: check is missing or not an object",
+                         hint=_STORAGE_HINT, reference="bad-storage-report")
+    fio = check.get("fio") or {}
+    iops: dict[str, float | None] = {}
+    for kind in ("read", "write"):
+        value = (fio.get(kind) or {}).get("iops") if isinstance(fio, dict) else None
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise InputError(f"storage report: check.fio.{kind}.iops is {value!r}, not a number",
+                             hint=_STORAGE_HINT, reference="bad-storage-report")
+        iops[kind] = None if value is None else float(value)
+    return StorageResult(read_iops=iops["read"], write_iops=iops["write"],
+                         path=str(check.get("path") or ""))
+
+
+def load_storage_report(path: Path) -> StorageResult:
+    """Read a storage report file (``storage.json`` in a run directory) and map it."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise InputError(f"cannot read storage report {path}: {exc.strerror}",
+                         hint=_STORAGE_HINT) from exc
+    except json.JSONDecodeError as exc:
+        raise InputError(f"storage report {path} is not JSON: {exc.msg} at line {exc.lineno}",
+                         hint=_STORAGE_HINT) from exc
+    return storage_observation_from_report(data)

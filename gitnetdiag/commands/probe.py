@@ -25,6 +25,7 @@ from gitnetdiag.commands._output import write_output
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
+from gitnetdiag.lab.cgroups import in_cgroup
 from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.pipeline_host import load_host_report
@@ -32,10 +33,11 @@ from gitnetdiag.pipeline_probe import NativeProgress, sweep_records, sweep_rows
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
+from gitnetdiag.probe.repo import DATA_KINDS
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
 from gitnetdiag.proc import run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
-from gitnetdiag.rundir import HOST_REPORT_FILE, to_jsonable
+from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
 from gitnetdiag.safefile import write_new_file
 
 if TYPE_CHECKING:
@@ -194,6 +196,9 @@ def probe_command(
         None, "--protocols", help="Comma list of h1,h2,ssh,git (default: those with URLs)."),
     size: str = typer.Option("32MiB", "--size", help="Generated repository size (4MiB, 1GiB)."),
     seed: int | None = typer.Option(None, "--seed", help="Seed of the generated data."),
+    data: str = typer.Option(
+        "random", "--data", help="Generated data: random (incompressible, measures the network) "
+        "or text (source-like fresh commits: the client's pack-objects CPU counts too)."),
     repo: Path | None = typer.Option(None, "--repo", help="Push this repository's HEAD instead."),
     repeat: int = typer.Option(1, "--repeat", min=1, help="Pushes per protocol."),
     ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for HTTPS."),
@@ -249,6 +254,8 @@ def probe_command(
     Each push goes to a throwaway branch gitnetdiag/probe-<id> that is deleted
     right after, also on Ctrl-C or error. Results land in a run directory.
     """
+    if data not in DATA_KINDS:
+        raise UsageError(f"unknown --data {data!r}", hint="choose " + " or ".join(DATA_KINDS))
     extra: dict[str, object] = {}
     ssh_command: str | None = None
     lab_state: LabState | None = None
@@ -283,6 +290,7 @@ def probe_command(
         protocols=_parse_protocols(protocols, urls),
         size_bytes=parse_size(size),
         seed=seed if seed is not None else int(datetime.now(UTC).timestamp()) & 0xFFFFFF,
+        data=data,
         repo=repo,
         repeat=repeat,
         ca_file=str(_existing(ca_file, "CA file")) if ca_file else None,
@@ -321,7 +329,8 @@ def probe_command(
         if snapshot is not None and snapshot.result() and lab_state is not None:
             state = lab_state
             after = _InBackground(lambda: _lab_host_report(
-                state, outcome.run_dir / HOST_REPORT_FILE, before, console))
+                state, outcome.run_dir / HOST_REPORT_FILE, before, console)
+                and _lab_storage_report(state, outcome.run_dir / STORAGE_REPORT_FILE, console))
             if then_diagnose:  # the HTML report's plotting library loads meanwhile
                 from gitnetdiag.report.plots import warm_up
 
@@ -400,13 +409,29 @@ def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Co
             argv += ["--config", str(root / name)]
     if since is not None:
         argv += ["--since", str(since)]
+    return _lab_step(argv, "no host evidence from the lab server", console)
+
+
+def _lab_step(argv: list[str], failed: str, console: Console) -> bool:
+    """Run one evidence-collecting step of the lab; on failure warn and go on without it."""
     try:
         run(argv, timeout_s=120)
     except GitnetdiagError as exc:
-        console.print(f"warning: no host evidence from the lab server: {exc.message}",
-                      style="yellow", markup=False)
+        console.print(f"warning: {failed}: {exc.message}", style="yellow", markup=False)
         return False
     return True
+
+
+def _lab_storage_report(state: LabState, out: Path, console: Console) -> bool:
+    """Under ``slow-storage`` the lab's repositories sit on their own throttled device: check
+    it the way ``gitnetdiag storage`` checks a server's git data, inside the servers' blkio
+    cgroup (the throttle applies per cgroup), and keep the result in the run directory."""
+    if not state.storage_cgroup:
+        return True
+    storage = in_cgroup(state.storage_cgroup, [
+        sys.executable, "-m", "gitnetdiag", "storage", str(Path(state.repo_path).parent),
+        "--size", "4M", "--runtime", "2s", "--small-files", "10", "--json", str(out)])
+    return _lab_step(storage, "no storage check of the lab's repositories", console)
 
 
 def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat) -> Diagnosis:

@@ -102,6 +102,8 @@ def storage(
     repo: Path | None = typer.Option(
         None, "--repo", help="Also time a cold read of this repository's pack files."
     ),
+    small_files: int = typer.Option(
+        1000, "--small-files", min=1, help="Files the small-file test writes and reads back."),
     drop_caches: bool = typer.Option(
         False, "--drop-caches",
         help="As root, drop the whole page cache before the pack read (default: only the packs').",
@@ -119,6 +121,7 @@ def storage(
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     check = run_storage_check(
         path, size_bytes=size_bytes, runtime_s=runtime_s, repo=repo, drop_caches=drop_caches,
+        small_files=small_files,
         progress=lambda line: err.print(line, markup=False),
     )
     report = StorageReport(check=check, verdict=verdict(check), findings=storage_findings(check))

@@ -181,6 +181,8 @@ def haproxy_cfg(paths: LabPaths, spec: LabSpec, *, server_ip: str) -> str:
         if spec.edge_h2_window == H2_DEFAULT_WINDOW
         else f"    tune.h2.initial-window-size {spec.edge_h2_window}\n"
     )
+    if spec.edge_bufsize is not None:
+        window += f"    tune.bufsize {spec.edge_bufsize}\n"
     return f"""# gitnetdiag lab: HAProxy TLS edge
 global
     maxconn 4096

@@ -90,7 +90,8 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         files = manager.write_configs(paths, after)
         keys = [after.edge if role == "edge" else role for role in roles]
         manager.stop_pids([pids[key] for key in keys if key in pids])
-        pids.update(manager.start_servers(ns, paths, after, files, roles))
+        pids.update(manager.start_servers(ns, paths, after, files, roles,
+                                         cgroup=state.storage_cgroup))
         manager.wait_listening(ns, paths, {key: pids[key] for key in keys}, after.edge)
     if "edge" in roles:
         done.append(f"edge tune.h2.initial-window-size {before.edge_h2_window} -> "

@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, edges
+from gitnetdiag.lab import cgroups, config, edges, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.httpauth import make_http_auth
-from gitnetdiag.lab.spec import EDGE_BACKEND_RATE, LabSpec
+from gitnetdiag.lab.spec import EDGE_BACKEND_RATE, SLOW_DISK_BYTES_PER_S, LabSpec
 from gitnetdiag.lab.state import (
     CLIENT_IP,
     PORT_GIT,
@@ -286,6 +286,8 @@ def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> No
     }
     commit = run([*git, "commit-tree", tree, "-m", "lab: initial commit"], env=env).stdout.strip()
     run([*git, "update-ref", "refs/heads/main", commit])
+    if spec.slow_disk_iops is not None:  # receive-pack syncs what it stores: slow-storage bites
+        run([*git, "config", "core.fsync", "committed"])
     if spec.hook_delay_s > 0:
         hook = paths.repo / "hooks" / "pre-receive"
         hook.write_text(config.pre_receive_hook(spec.hook_delay_s))
@@ -331,10 +333,12 @@ def _edge_config(paths: LabPaths, spec: LabSpec) -> str:
     return config.haproxy_cfg(paths, spec, server_ip=SERVER_IP)
 
 
-def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> int:
+def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None,
+           cgroup: str = "") -> int:
+    command = ["ip", "netns", "exec", ns, *argv]
     with open(log, "ab") as out:
-        proc = start(["ip", "netns", "exec", ns, *argv], isolate="session", stdout=out,
-                     stderr=subprocess.STDOUT, env=env)
+        proc = start(cgroups.in_cgroup(cgroup, command) if cgroup else command,
+                     isolate="session", stdout=out, stderr=subprocess.STDOUT, env=env)
     return proc.pid
 
 
@@ -370,14 +374,15 @@ def _server_command(role: str, paths: LabPaths, spec: LabSpec,
 
 
 def start_servers(ns: Namespaces, paths: LabPaths, spec: LabSpec,
-                   files: dict[str, Path], roles: tuple[str, ...] = SERVER_ROLES
-                   ) -> dict[str, int]:
+                  files: dict[str, Path], roles: tuple[str, ...] = SERVER_ROLES,
+                  cgroup: str = "") -> dict[str, int]:
+    """Start ``roles``; ``cgroup`` (slow-storage's throttled blkio group) holds them all."""
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)  # sshd's privilege separation dir
     pids = {}
     for role in roles:
         argv, log, env = _server_command(role, paths, spec, files)
         pids[spec.edge if role == "edge" else role] = _spawn(ns.server, argv, paths.run / log,
-                                                             env)
+                                                             env, cgroup)
     return pids
 
 
@@ -479,12 +484,19 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         _make_ssh_keys(paths)
         account = _ensure_user()
         paths.home.mkdir(exist_ok=True)
+        cgroup = ""
+        if spec.slow_disk_iops is not None:
+            progress("throttled loop device under the repositories")
+            cgroup = slowdisk.attach(root, paths.srv, spec.instance, slowdisk.DiskLimits(
+                iops=spec.slow_disk_iops, bytes_per_s=SLOW_DISK_BYTES_PER_S))
+        client_path = (slowclient.attach(root, spec.instance, spec.client_cpu_share)
+                       if spec.client_cpu_share is not None else "")
         _make_repo(paths, spec, account)
         files = write_configs(paths, spec)
         if spec.http_auth:
             make_http_auth(paths, account)
         progress(f"starting Apache, {spec.edge}, sshd, git daemon")
-        pids = start_servers(ns, paths, spec, files)
+        pids = start_servers(ns, paths, spec, files, cgroup=cgroup)
         wait_listening(ns, paths, pids, spec.edge)
         state = LabState(
             instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
@@ -505,6 +517,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             state_dir=str(root),
             http_credential_store=str(paths.credential_store) if spec.http_auth else "",
             reset_after_bytes=spec.reset_after_bytes, fixed=list(spec.fixed),
+            storage_cgroup=cgroup, client_path=client_path,
         )
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")
@@ -554,7 +567,10 @@ def wait_ready(state: LabState, timeout_s: float = 45.0,
         endpoints.https_direct, endpoints.https_edge, endpoints.ssh, endpoints.git]
     while pending:
         url = pending[0]
-        proc = run(["ip", "netns", "exec", state.client_ns, "git", "ls-remote", url],
+        # Under h2-frame-settings the edge drops HTTP/2 by design; it must answer HTTP/1.1.
+        h1 = ["-c", "http.version=HTTP/1.1"] if (
+            url == endpoints.https_edge and "h2-frame-settings" in state.faults) else []
+        proc = run(["ip", "netns", "exec", state.client_ns, "git", *h1, "ls-remote", url],
                    env=env, check=False, timeout_s=max(5.0, deadline - time.monotonic()))
         if proc.returncode == 0 and "refs/heads/main" in proc.stdout:
             pending.pop(0)
@@ -619,6 +635,8 @@ def down(instance: str) -> list[str]:
         run(["ip", "netns", "del", name], check=False, timeout_s=10)
         removed.append(f"namespace {name} (with its interfaces and iptables rules)")
     root = state_dir(instance)
+    removed += slowdisk.detach(root, LabPaths(root=root).srv, instance)
+    removed += slowclient.detach(root, instance)
     if root.exists():
         shutil.rmtree(root, ignore_errors=True)
         removed.append(f"files in {root}")

@@ -40,6 +40,15 @@ EDGE_BACKEND_RATE = "12mbit"
 """Rate of the edge -> backend leg under ``edge-buffering``: the edge and the git server
 are apart in the field, so forwarding a buffered body takes time that grows with the pack."""
 
+SLOW_DISK_IOPS = 30
+"""Reads and writes per second the slow-storage device allows (a starved network volume)."""
+SLOW_DISK_BYTES_PER_S = 1024 * 1024
+"""Bytes per second it allows, each way."""
+SMALL_EDGE_BUFSIZE = 8192
+"""HAProxy ``tune.bufsize`` under h2-frame-settings: half of one HTTP/2 DATA frame."""
+CLIENT_CPU_SHARE = 0.05
+"""Share of one core the client's git gets under client-pack-cpu (a starved CI runner)."""
+
 FAULTS: dict[str, str] = {
     "healthy": "every window is large enough for the path; nothing injected",
     "h2-small-window": "the edge keeps its default (small) HTTP/2 receive window",
@@ -60,6 +69,11 @@ FAULTS: dict[str, str] = {
     "server and sends no ICMP 'fragmentation needed'",
 
     "edge-buffering": "the nginx edge buffers each whole request body before forwarding it",
+
+    "slow-storage": "the repositories sit on a loop device throttled to 30 IOPS and 1 MiB/s",
+    "client-pack-cpu": "the client's git runs on 5% of one core (cgroup CPU quota)",
+    "h2-frame-settings": "the HAProxy edge buffers 8192 B per stream (tune.bufsize), "
+    "less than one HTTP/2 frame",
 }
 
 
@@ -80,6 +94,10 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "pmtu-blackhole": "path-mtu-blackhole",
 
     "edge-buffering": "edge-request-buffering",
+
+    "slow-storage": "slow-storage",
+    "client-pack-cpu": "client-pack-cpu",
+    "h2-frame-settings": "h2-frame-settings",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -102,6 +120,10 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "pmtu-blackhole": "clamp-mss-to-pmtu",
 
     "edge-buffering": "proxy_request_buffering",
+
+    "slow-storage": "faster storage",
+    "client-pack-cpu": "pack.threads",
+    "h2-frame-settings": "tune.bufsize",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -118,6 +140,11 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # One protocol is enough: the push stalls at once, and 6 s without a byte says so
     # (the black hole shows in four resends by then).
     "pmtu-blackhole": ("--protocols", "h1", "--stall-timeout", "6"),
+
+    "slow-storage": ("--protocols", "h1,ssh"),
+    # Source-like fresh commits: the push runs the delta search a starved client pays for.
+    "client-pack-cpu": ("--protocols", "h1,ssh", "--data", "text"),
+    "h2-frame-settings": ("--protocols", "h1,h2"),
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""
@@ -187,6 +214,13 @@ class LabSpec:
     edge_buffering: bool = False
     """The edge buffers whole request bodies (nginx ``proxy_request_buffering on``) and
     forwards them over a leg limited to :data:`EDGE_BACKEND_RATE`."""
+
+    slow_disk_iops: int | None = None
+    """IOPS limit of the device under the repositories (``slow-storage``), or None."""
+    client_cpu_share: float | None = None
+    """Share of one core the client's git may use (``client-pack-cpu``), or None."""
+    edge_bufsize: int | None = None
+    """HAProxy ``tune.bufsize`` (``h2-frame-settings``); None keeps HAProxy's default."""
     reset_after_bytes: int | None = None
     """With ``reset_port``: let connections open and reset both ends once the client has
     sent this many bytes (a stateful firewall or IPS cutting a push mid-way, the only kind
@@ -275,6 +309,10 @@ def build_spec(
         http_auth=has("auth"),
         edge=chosen_edge,
         edge_buffering=has("edge-buffering"),
+
+        slow_disk_iops=SLOW_DISK_IOPS if has("slow-storage") else None,
+        client_cpu_share=CLIENT_CPU_SHARE if has("client-pack-cpu") else None,
+        edge_bufsize=SMALL_EDGE_BUFSIZE if has("h2-frame-settings") else None,
         reset_after_bytes=reset_after_bytes,
         server_window_scaling=not has("window-scaling-off"),
         syn_drop_share=SYN_DROP_SHARE if has("syn-drop") else 0.0,

@@ -111,6 +111,13 @@ class LabState:
     fixed: list[str] = field(default_factory=list)
     """Faults whose fix was applied (``lab fix``, ``lab up --fixed``); no longer in ``faults``."""
 
+    storage_cgroup: str = ""
+    """Under ``slow-storage``: the blkio cgroup the servers run in (its throttle limits the
+    device under the repositories); a storage check of the repositories runs in it too."""
+    client_path: str = ""
+    """Under ``client-pack-cpu``: a directory to put first on ``PATH`` in the client
+    namespace; its ``git`` runs in a cgroup with a small CPU quota."""
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

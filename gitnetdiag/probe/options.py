@@ -51,6 +51,9 @@ class ProbeOptions:
     """Timeout of each git run."""
     capture: bool
     """Capture packets (when root and tcpdump allow)."""
+    data: str = "random"
+    """What the generated repository holds: ``random`` (incompressible, packed) or ``text``
+    (source-like, loose: the push runs the client's delta search and compression)."""
     extra_options: dict[str, Any] = field(default_factory=dict)
     """More options to record in the manifest (e.g. the lab instance)."""
     native: bool = False
@@ -83,7 +86,7 @@ class ProbeOptions:
         return {
             "protocols": [p.value for p in self.protocols],
             "urls": {p.value: redact_url(u) for p, u in self.urls.items()},
-            "size_bytes": self.size_bytes, "seed": self.seed,
+            "size_bytes": self.size_bytes, "seed": self.seed, "data": self.data,
             "repo": str(self.repo) if self.repo else None, "repeat": self.repeat,
             "ca_file": self.ca_file, "insecure": self.insecure, "full": self.full,
             "burst": self.burst, "timeout_s": self.timeout_s, "capture": self.capture,

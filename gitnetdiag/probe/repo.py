@@ -1,4 +1,11 @@
-"""The repository a probe pushes: reproducible, incompressible, quick to make.
+"""The repository a probe pushes: reproducible, quick to make, incompressible by default.
+
+``random`` data (the default) measures the network: it neither compresses nor
+deltifies, and it is packed, so a push reuses the pack and the client spends
+milliseconds in pack-objects. ``text`` data is what a developer's fresh commits
+look like: files of the same text with small edits, left as loose objects, so a
+push runs the delta search ("Compressing objects") and deflates: the client's
+CPU becomes part of the push, as it is in the field.
 
 Other probes (the native HTTP/2 and SSH ones) use :func:`generate_repo` and
 :func:`pack_for_commit` too, so that every transport sends the same bytes.
@@ -21,6 +28,12 @@ from gitnetdiag.proc import run_binary, start
 
 FILE_SIZE_BYTES = 1024 * 1024
 """Size of each data file in a generated repository (the last one may be smaller)."""
+TEXT_FILE_BYTES = 32 * 1024
+"""Size of each file of ``text`` data (source-file sized)."""
+DATA_KINDS = ("random", "text")
+"""What a generated repository holds (see the module docstring)."""
+_TEXT_WORDS = 2000
+_TEXT_EDITS = 64
 
 BRANCH = "main"
 PROBE_BRANCH_PREFIX = "gitnetdiag/probe-"
@@ -92,15 +105,35 @@ def _git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None) -> byt
     return proc.stdout
 
 
-def generate_repo(dest: Path, size_bytes: int, seed: int = 1) -> GeneratedRepo:
-    """Create a repository at ``dest`` with ``size_bytes`` of seeded random data.
+def _text_files(rng: np.random.Generator, size_bytes: int) -> list[bytes]:
+    """Files of one seeded text (words of a small vocabulary), each with a few edits."""
+    vocabulary = [f"w{i:04d}".encode() for i in range(_TEXT_WORDS)]
+    words = rng.integers(0, _TEXT_WORDS, TEXT_FILE_BYTES // 5)
+    base = b" ".join(vocabulary[int(i)] for i in words)[:TEXT_FILE_BYTES]
+    files = []
+    remaining = size_bytes
+    while remaining > 0:
+        text = bytearray(base[:min(TEXT_FILE_BYTES, remaining)])
+        for pos in rng.integers(0, max(1, len(text) - 6), _TEXT_EDITS):
+            text[pos:pos + 6] = rng.bytes(3).hex().encode()[:len(text) - pos]
+        files.append(bytes(text))
+        remaining -= len(text)
+    return files
 
-    The data is split into files of :data:`FILE_SIZE_BYTES`; author, committer
-    and dates are fixed, so the commit id depends only on ``seed`` and
-    ``size_bytes``. ``dest`` must not exist or be an empty directory.
+
+def generate_repo(dest: Path, size_bytes: int, seed: int = 1, data: str = "random"
+                  ) -> GeneratedRepo:
+    """Create a repository at ``dest`` with ``size_bytes`` of seeded ``data``.
+
+    ``random`` data is split into files of :data:`FILE_SIZE_BYTES` and packed;
+    ``text`` data into files of :data:`TEXT_FILE_BYTES`, left loose. Author,
+    committer and dates are fixed, so the commit id depends only on ``seed``,
+    ``size_bytes`` and ``data``. ``dest`` must not exist or be an empty directory.
     """
     if size_bytes <= 0:
         raise UsageError(f"repository size must be positive, got {size_bytes}")
+    if data not in DATA_KINDS:
+        raise UsageError(f"unknown data kind {data!r}", hint="choose " + " or ".join(DATA_KINDS))
     dest = Path(dest)
     if dest.exists() and any(dest.iterdir()):
         raise UsageError(f"{dest} exists and is not empty", hint="choose a new directory")
@@ -109,16 +142,23 @@ def generate_repo(dest: Path, size_bytes: int, seed: int = 1) -> GeneratedRepo:
     _git(["init", "--quiet", "--initial-branch", BRANCH, str(dest)], cwd=dest)
     _git(["config", "core.looseCompression", "0"], cwd=dest)
     rng = np.random.default_rng(seed)
-    remaining = size_bytes
-    index = 0
-    while remaining > 0:
-        chunk = min(FILE_SIZE_BYTES, remaining)
-        (data_dir / f"blob-{index:05d}.bin").write_bytes(rng.bytes(chunk))
-        remaining -= chunk
-        index += 1
+    if data == "text":
+        for index, text in enumerate(_text_files(rng, size_bytes)):
+            (data_dir / f"text-{index:05d}.txt").write_bytes(text)
+    else:
+        remaining = size_bytes
+        index = 0
+        while remaining > 0:
+            chunk = min(FILE_SIZE_BYTES, remaining)
+            (data_dir / f"blob-{index:05d}.bin").write_bytes(rng.bytes(chunk))
+            remaining -= chunk
+            index += 1
     _git(["add", "--all"], cwd=dest)
-    message = f"gitnetdiag probe data seed={seed}"
+    message = f"gitnetdiag probe data seed={seed}" + (f" data={data}" if data != "random" else "")
     _git(["commit", "--quiet", "--no-gpg-sign", "-m", message], cwd=dest)
+    if data == "text":  # fresh commits are loose: the push does the delta search
+        head = _git(["rev-parse", "HEAD"], cwd=dest).decode().strip()
+        return GeneratedRepo(path=dest, head_oid=head, size_bytes=size_bytes)
     # Packed like a real repository, so a push reuses the pack data instead of
     # deflating every loose object again. Random data neither compresses nor
     # deltifies: level 0 and no delta window keep generation well under a second.

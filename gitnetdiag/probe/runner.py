@@ -303,7 +303,8 @@ def _repository(state: _Run, scratch: Path) -> tuple[Path, str]:
         repo_path, oid, source_oid = salted.path, salted.head_oid, salted.source_oid
         generated = False
     else:
-        generated_repo = generate_repo(scratch / "repo", options.size_bytes, options.seed)
+        generated_repo = generate_repo(scratch / "repo", options.size_bytes, options.seed,
+                                       options.data)
         repo_path, oid, generated = generated_repo.path, generated_repo.head_oid, True
         source_oid = None
     state.pack = pack_for_commit(repo_path, oid)

@@ -25,6 +25,7 @@ from gitnetdiag.rundir.files import (
     NATIVE_SSH_FILE,
     OBSERVATIONS_FILE,
     REPORT_FILES,
+    STORAGE_REPORT_FILE,
     SWEEP_FILE,
 )
 from gitnetdiag.rundir.manifest import (
@@ -59,7 +60,8 @@ from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
 __all__ = [
     "BAD_RUN_DIR", "HOST_REPORT_FILE", "MANIFEST_NAME", "NATIVE_FILES", "NATIVE_H2_FILE",
     "NATIVE_SSH_FILE", "OBSERVATIONS_FILE", "PROTOCOL_NAMES", "REPORT_FILES", "SCHEMA",
-    "SWEEP_FILE", "BurstOp", "BurstResult", "CaptureResult", "ConnectOp", "Malformed",
+    "STORAGE_REPORT_FILE", "SWEEP_FILE", "BurstOp", "BurstResult", "CaptureResult", "ConnectOp",
+    "Malformed",
     "PathMeasurement", "ProtocolRun", "PushRecord", "RepoInfo", "RunError", "RunManifest",
     "ToolVersions", "Trace2Phases", "bad_run_dir", "check_values", "from_jsonable", "inside",
     "load_run", "manifest_from_dict", "read_json_object", "redact_url", "to_jsonable",

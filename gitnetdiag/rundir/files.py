@@ -23,6 +23,8 @@ OBSERVATIONS_FILE = "observations.json"
 """What the diagnosis saw, written by the pipeline."""
 HOST_REPORT_FILE = "host.json"
 """Server-side evidence of the run (``gitnetdiag host --since``), when collected."""
+STORAGE_REPORT_FILE = "storage.json"
+"""Storage check of the server's git data (``gitnetdiag storage --json``), when collected."""
 HOST_REPORT_SCHEMA = "gitnetdiag.host/1"
 """Schema of ``host.json`` and of ``gitnetdiag host --json`` (docs/host.md)."""
 REPORT_FILES = {"md": "report.md", "html": "report.html", "json": "report.json"}

@@ -60,6 +60,21 @@ def test_haproxy_explicit_windows() -> None:
     ]
 
 
+def test_haproxy_bufsize_below_one_http2_frame_is_flagged() -> None:
+    """The lab's h2-frame-settings edge: tune.bufsize 8192 drops every HTTP/2 request
+    (measured); HAProxy's default 16384 and larger values are fine."""
+    text = LAB_HAPROXY.text.replace(
+        "global\n", "global\n    tune.h2.initial-window-size 16777216\n    tune.bufsize 8k\n")
+    findings, checked = lint_haproxy(ConfigFile(path="h.cfg", text=text), (2, 6))
+    assert [(f.setting, f.value, f.line, f.window_bytes) for f in findings] == [
+        ("tune.bufsize", "8k", 4, None)]
+    assert "less than one full HTTP/2 DATA frame (16384 B" in findings[0].effect
+    assert "tune.bufsize 8k is below one HTTP/2 frame" in checked.note
+    for fine in ("16384", "32768"):
+        ok = text.replace("tune.bufsize 8k", f"tune.bufsize {fine}")
+        assert lint_haproxy(ConfigFile(path="h.cfg", text=ok), (2, 6))[0] == []
+
+
 def test_haproxy_31_grows_its_window_and_h1_only_binds_are_fine() -> None:
     assert lint_haproxy(LAB_HAPROXY, (3, 1))[0] == []
     h1 = LAB_HAPROXY.text.replace(" alpn h2,http/1.1", " alpn http/1.1")

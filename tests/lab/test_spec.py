@@ -43,6 +43,12 @@ def test_each_fault_sets_its_knob() -> None:
     assert build_spec(instance="a", faults=["firewall-reset"]).reset_port == 22
     assert build_spec(instance="a", faults=["slow-hook"]).hook_delay_s > 0
     assert build_spec(instance="a", faults=["slow-auth"]).auth_delay_s > 0
+    assert build_spec(instance="a", faults=["slow-storage"]).slow_disk_iops == 30
+    assert build_spec(instance="a", faults=["client-pack-cpu"]).client_cpu_share == 0.05
+    assert build_spec(instance="a", faults=["healthy"]).slow_disk_iops is None
+    assert build_spec(instance="a", faults=["healthy"]).client_cpu_share is None
+    assert build_spec(instance="a", faults=["h2-frame-settings"]).edge_bufsize == 8192
+    assert build_spec(instance="a", faults=["healthy"]).edge_bufsize is None
     both = build_spec(instance="a", faults=["healthy", "loss", "slow-hook", "loss"])
     assert both.faults == ("loss", "slow-hook")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import struct
 import subprocess
@@ -10,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, probe_branch_name
+from gitnetdiag.probe.repo import (
+    TEXT_FILE_BYTES,
+    generate_repo,
+    new_probe_id,
+    pack_for_commit,
+    probe_branch_name,
+)
 
 
 def test_same_seed_same_commit_other_seed_other_commit(tmp_path: Path) -> None:
@@ -38,6 +45,39 @@ def test_pack_holds_everything_and_does_not_compress(tmp_path: Path) -> None:
     assert version == 2
     assert objects == 5  # commit, root tree, data/ tree, two 1 MiB blobs
     assert len(pack) >= 2 * 1024 * 1024
+
+
+def _pack_objects_phases(repo: Path, oid: str, trace: Path) -> dict[str, float]:
+    subprocess.run(["git", "-C", str(repo), "pack-objects", "--stdout", "--revs", "-q"],
+                   input=f"{oid}\n".encode(), capture_output=True, check=True,
+                   env={"PATH": "/usr/bin:/bin", "GIT_TRACE2_EVENT": str(trace)})
+    events = [json.loads(line) for line in trace.read_text().splitlines()]
+    return {e["label"]: e["t_rel"] for e in events
+            if e.get("event") == "region_leave" and e.get("category") == "pack-objects"}
+
+
+def test_text_data_is_loose_and_deltifies_so_a_push_runs_the_delta_search(
+        tmp_path: Path) -> None:
+    """``--data text``: same seed, same commit; loose objects, and a pack far smaller than
+    the data (the files delta against each other). Random data is packed and reused."""
+    size = 1024 * 1024
+    text = generate_repo(tmp_path / "t", size, seed=3, data="text")
+    assert generate_repo(tmp_path / "t2", size, seed=3, data="text").head_oid == text.head_oid
+    random = generate_repo(tmp_path / "r", size, seed=3)
+    assert text.head_oid != random.head_oid
+    files = sorted((text.path / "data").iterdir())
+    assert len(files) == size // TEXT_FILE_BYTES
+    assert sum(f.stat().st_size for f in files) == size
+    assert not list((text.path / ".git" / "objects" / "pack").glob("*.pack"))
+    pack = pack_for_commit(text.path, text.head_oid)
+    assert len(pack) < size / 5, len(pack)
+    # The delta search is where a CPU-starved client waits: it does work on text data ...
+    text_phases = _pack_objects_phases(text.path, text.head_oid, tmp_path / "t.trace")
+    random_phases = _pack_objects_phases(random.path, random.head_oid, tmp_path / "r.trace")
+    assert text_phases["prepare-pack"] > 5 * random_phases["prepare-pack"], (
+        text_phases, random_phases)
+    with pytest.raises(UsageError, match="unknown data kind"):
+        generate_repo(tmp_path / "x", size, data="zeros")
 
 
 def test_rejects_bad_size_and_non_empty_dest(tmp_path: Path) -> None:

@@ -44,8 +44,8 @@ def client_pack_cpu(obs: Observations) -> Hit | None:
         score=0.6,
         cost_s=pack,
         summary=(
-            f"The client spent {fmt_s(pack)}{share} in pack-objects (counting and compressing) "
-            "before sending."
+            f"The client spent {fmt_s(pack)}{share} in pack-objects (counting objects and the "
+            "delta search) before sending."
         ),
         evidence=tuple(
             phase_evidence(
@@ -59,9 +59,12 @@ def client_pack_cpu(obs: Observations) -> Hit | None:
             )
         ),
         fix=(
-            "On the client: `pack.compression` 1 (or 0 for already-compressed data), check "
-            "`pack.threads` is not pinned to 1, `core.bigFileThreshold` for large binaries, or "
-            "Git LFS for them."
+            "Give the client's git CPU: the delta search (\"Compressing objects\") runs on "
+            "`pack.threads` cores (default: all), so a CPU quota (container, CI runner) or a "
+            "busy machine stalls the push here; check `pack.threads` is not pinned to 1. A "
+            "smaller `pack.window` (default 10) or `pack.depth` cuts the search, "
+            "`pack.compression` 1 (or 0 for already-compressed data) the deflate; "
+            "`core.bigFileThreshold` or Git LFS keeps large binaries out of it."
         ),
     )
 

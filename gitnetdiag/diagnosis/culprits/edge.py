@@ -17,6 +17,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     config_evidence,
     config_lines,
     label,
+    storage_slowness,
 )
 from gitnetdiag.diagnosis.measures import push_bytes, upload_s
 from gitnetdiag.diagnosis.model import Evidence
@@ -78,6 +79,10 @@ def edge_request_buffering(obs: Observations) -> Hit | None:
     name, wait = min(https, key=lambda item: item[1])
     extra = wait - base_wait
     if extra < SLOW_PHASE_S:
+        return None
+    if storage_slowness(obs) is not None and len(https) < 2:
+        # One push carries the new objects (the probe sends the same commit every way); on
+        # a slow disk that push alone waits to store them, whatever way it came in.
         return None
     p = obs.protocols[name]
     size = push_bytes(p)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gitnetdiag.diagnosis.culprits._common import (
@@ -366,7 +367,66 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     )
 
 
+H2_DEFAULT_FRAME_BYTES = 16384
+"""HTTP/2's default SETTINGS_MAX_FRAME_SIZE (RFC 9113 section 6.5.2), the largest DATA
+payload a client sends before the server says otherwise."""
+
+
+def _buffer_below_a_frame(obs: Observations) -> Hit | None:
+    """HTTP/2 pushes fail while other transports push, and the edge's per-stream buffer
+    (HAProxy ``tune.bufsize``) is smaller than one full DATA frame. Measured with HAProxy 2.6
+    at 4096, 8192 and 12288 B: every HTTP/2 request, the first GET of the ref advertisement
+    included, ends in "Empty reply from server", while HTTP/1.1 through it works."""
+    p = obs.protocols.get("h2")
+    if p is None or not any(ok_pushes(o) for n, o in obs.protocols.items() if n != "h2"):
+        return None
+    small = [c for c in config_lines(obs, r"^tune\.bufsize$")
+             if (size := _size_bytes(c.value)) is not None and size < H2_DEFAULT_FRAME_BYTES]
+    cost, failed, total = failure_cost_s(obs, "h2", {"reset", "other", "hung", "timeout"})
+    if not small or not failed:
+        return None
+    first = next(f for f in failed_pushes(p) if f.error_kind != "refused")
+    size = _size_bytes(small[0].value)
+    return Hit(
+        score=0.8,
+        cost_s=cost,
+        summary=(
+            f"{failed} of {total} HTTP/2 pushes failed while the other transports pushed: the "
+            f"edge buffers {size} B per stream, less than one {H2_DEFAULT_FRAME_BYTES} B "
+            "HTTP/2 frame, and drops HTTP/2 requests (\"Empty reply from server\")."
+        ),
+        evidence=(
+            Evidence(
+                what="edge buffer per stream (tune.bufsize)",
+                value=size,
+                unit="B",
+                threshold=H2_DEFAULT_FRAME_BYTES,
+                comparison="<",
+                basis="one HTTP/2 DATA frame at the default maximum frame size",
+                source=f"{small[0].file} line {small[0].line}",
+            ),
+            above_zero("HTTP/2 pushes failed", failed,
+                       "pushes: " + (first.error_message or first.error_kind or ""), of=total),
+        ),
+        fix=(
+            f"Raise HAProxy `tune.bufsize` to at least {H2_DEFAULT_FRAME_BYTES} (its default) "
+            "so a whole HTTP/2 frame fits; meanwhile `git config http.version HTTP/1.1` "
+            "pushes through the same edge."
+        ),
+    )
+
+
+def _size_bytes(text: str) -> int | None:
+    match = re.fullmatch(r"(\d+)\s*([kKmM]?)", text.strip())
+    if match is None:
+        return None
+    return int(match.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20}[match.group(2).lower()]
+
+
 def h2_frame_settings(obs: Observations) -> Hit | None:
+    broken = _buffer_below_a_frame(obs)
+    if broken is not None:
+        return broken
     p = obs.protocols.get("h2")
     if p is None or p.h2_ledger is None or p.h2_ledger.max_frame_size_bytes is None:
         return None

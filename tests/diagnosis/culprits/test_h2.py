@@ -8,7 +8,9 @@ import pytest
 
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import (
+    ConfigFinding,
     H2Ledger,
+    HostEvidence,
     Observations,
     ProtocolObservation,
     PushResult,
@@ -53,6 +55,36 @@ def case_h2_frames() -> Observations:
             "h2": proto(5.0, capture=cap(), h2_ledger=ledger),
         },
     )
+
+
+def case_h2_buffer_below_a_frame() -> Observations:
+    """The lab's h2-frame-settings fault: HAProxy ``tune.bufsize 8192``; every HTTP/2 push
+    ends in "Empty reply from server", HTTP/1.1 through the same edge pushes."""
+    failed = PushResult(duration_s=0.2, bytes=MB, ok=False, error_kind="reset",
+                        error_message="Empty reply from server")
+    return Observations(
+        run=run(),
+        protocols={"h1": proto(3.0, capture=cap()),
+                   "h2": ProtocolObservation(pushes=(failed,))},
+        host=HostEvidence(config_findings=(
+            ConfigFinding(setting="tune.bufsize", value="8192", file="haproxy.cfg", line=5),
+        )),
+    )
+
+
+def test_a_buffer_below_one_frame_outranks_the_reset_it_causes() -> None:
+    """The failed HTTP/2 pushes are the edge's too-small buffer, not a firewall: the finding
+    cites the configured size against one 16384 B frame and names tune.bufsize."""
+    findings = diagnose(case_h2_buffer_below_a_frame()).findings
+    assert [f.id for f in findings][:2] == ["h2-frame-settings", "firewall-reset"]
+    first = findings[0]
+    assert "tune.bufsize" in first.fix and "http.version HTTP/1.1" in first.fix
+    size = first.evidence[0]
+    assert (size.value, size.unit, size.threshold, size.comparison) == (8192, "B", 16384, "<")
+    assert size.source == "haproxy.cfg line 5"
+    # Without the config line there is no evidence of the buffer: no such finding.
+    bare = replace(case_h2_buffer_below_a_frame(), host=None)
+    assert "h2-frame-settings" not in [f.id for f in diagnose(bare).findings]
 
 
 CASES: dict[str, Case] = {
