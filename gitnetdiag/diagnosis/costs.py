@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gitnetdiag.diagnosis.culprits._common import (
+    AUTOTUNE_MAX_WINDOW_BYTES,
     REFERENCE_RTT_S,
     RWND_LIMITED_SHARE,
     failure_cost_s,
@@ -81,6 +82,8 @@ class Limit:
     """The rate it allows at the measured RTT."""
     rtt_bound: bool
     """Whether the rate scales as 1 / RTT (windows, the Mathis bound), not a path rate."""
+    window_bytes: float | None = None
+    """The window, for window limits."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -95,6 +98,8 @@ class Prediction:
     """Predicted upload time with the limit removed."""
     next_limit: str
     """What binds then, in words with its rate."""
+    shares_with: str | None = None
+    """The culprit that holds the rest of the seconds (see :func:`apply_costs`)."""
 
 
 def mathis_rate(mss_bytes: float, rtt: float, loss: float) -> float:
@@ -129,11 +134,12 @@ def protocol_limits(obs: Observations, name: str) -> list[Limit]:
                                    ledger.connection_window_bytes) if w]
             if granted:
                 limits.append(Limit(culprits=("h2-flow-control-window",), what="HTTP/2 window / RTT",
-                                    rate_bytes_s=min(granted) / rtt, rtt_bound=True))
+                                    rate_bytes_s=min(granted) / rtt, rtt_bound=True,
+                                    window_bytes=min(granted)))
         if name == "ssh" and p.ssh_ledger is not None and p.ssh_ledger.initial_window_bytes:
             limits.append(Limit(culprits=("ssh-channel-window",), what="SSH channel window / RTT",
                                 rate_bytes_s=p.ssh_ledger.initial_window_bytes / rtt,
-                                rtt_bound=True))
+                                rtt_bound=True, window_bytes=p.ssh_ledger.initial_window_bytes))
         c = p.capture
         window = c.advertised_window_max_bytes or c.advertised_window_median_bytes if c else None
         if c is not None and window and (c.rwnd_limited_share or 0.0) >= RWND_LIMITED_SHARE:
@@ -143,7 +149,8 @@ def protocol_limits(obs: Observations, name: str) -> list[Limit]:
             limits.append(Limit(
                 culprits=("tcp-receive-window-clamp", "tcp-window-scaling-off") if unscaled
                 else ("tcp-receive-window-clamp",),
-                what="TCP receive window / RTT", rate_bytes_s=window / rtt, rtt_bound=True))
+                what="TCP receive window / RTT", rate_bytes_s=window / rtt, rtt_bound=True,
+                window_bytes=window))
         if c is not None and c.retransmission_rate:
             limits.append(Limit(
                 culprits=("packet-loss",), what=f"cwnd under {c.retransmission_rate:.2%} loss",
@@ -187,7 +194,7 @@ def predicted_upload_s(obs: Observations, name: str, removed: set[str], *,
             if not removed.intersection(limit.culprits)]
     rates = [(limit.rate_bytes_s / rtt_scale if limit.rtt_bound else limit.rate_bytes_s,
               limit.what) for limit in kept]
-    model_rate, model_what = min(rates) if rates else (None, "TCP slow start (no other limit measured)")
+    model_rate, model_what = min(rates) if rates else (None, "TCP slow start alone, no other limit measured")
     seconds = ramp_time_s(size, model_rate, rtt * rtt_scale, _mss(p))
     what = f"{model_what} {fmt_rate(model_rate)}" if model_rate else model_what
     use_references = measured_references and rtt_scale == 1.0
@@ -197,23 +204,39 @@ def predicted_upload_s(obs: Observations, name: str, removed: set[str], *,
     return seconds, what
 
 
-def _removal_cost(obs: Observations, culprit: str) -> Prediction | None:
-    """Seconds removing ``culprit``'s limit saves, on the protocol where it saves most."""
+def _small(limit: Limit) -> bool:
+    """A window below the usual autotuning maximum: a setting to fix, which latency
+    only multiplies. At or above it, latency is the lever and the window amplifies it."""
+    return limit.window_bytes is not None and limit.window_bytes < AUTOTUNE_MAX_WINDOW_BYTES
+
+
+def _removal_cost(obs: Observations, culprit: str, fired: set[str]) -> Prediction | None:
+    """Seconds removing ``culprit``'s limit saves, on the protocol where it saves most.
+
+    A window at the autotuning maximum while ``path-latency`` fired only amplifies the
+    latency: it carries what raising it would still save at a 20 ms endpoint."""
     best: Prediction | None = None
     for name in PROTOCOL_ORDER:
         if name not in obs.protocols:
             continue
         p = obs.protocols[name]
-        up = upload_s(p)
-        if up is None or not any(culprit in lim.culprits for lim in protocol_limits(obs, name)):
+        up, rtt = upload_s(p), rtt_s(obs, p)
+        mine = [lim for lim in protocol_limits(obs, name) if culprit in lim.culprits]
+        if up is None or rtt is None or not mine:
             continue
         predicted = predicted_upload_s(obs, name, {culprit})
         if predicted is None:
             continue
-        cost = max(0.0, up - predicted[0])
+        cost, shares_with = max(0.0, up - predicted[0]), None
+        amplifies = (LATENCY in fired and culprit in WINDOW_CULPRITS
+                     and not any(_small(lim) for lim in mine) and rtt > REFERENCE_RTT_S)
+        near_with = predicted_upload_s(obs, name, set(), rtt_scale=REFERENCE_RTT_S / rtt)
+        near_without = predicted_upload_s(obs, name, {culprit}, rtt_scale=REFERENCE_RTT_S / rtt)
+        if amplifies and near_with is not None and near_without is not None:
+            cost, shares_with = max(0.0, near_with[0] - near_without[0]), LATENCY
         if best is None or cost > best.cost_s:
             best = Prediction(protocol=name, cost_s=cost, predicted_s=predicted[0],
-                              next_limit=predicted[1])
+                              next_limit=predicted[1], shares_with=shares_with)
     return best
 
 
@@ -228,8 +251,11 @@ def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str |
         up, rtt = upload_s(p), rtt_s(obs, p)
         if up is None or rtt is None or rtt <= REFERENCE_RTT_S:
             continue
-        owners = [culprit for lim in protocol_limits(obs, name) for culprit in lim.culprits
-                  if culprit in fired and culprit in WINDOW_CULPRITS]
+        limits = protocol_limits(obs, name)
+        if not any(lim.window_bytes for lim in limits):
+            continue  # latency multiplies window limits; the detector asks for one too
+        owners = [culprit for lim in limits if _small(lim)
+                  for culprit in lim.culprits if culprit in fired and culprit in WINDOW_CULPRITS]
         removed = set(owners)
         near = predicted_upload_s(obs, name, removed, rtt_scale=REFERENCE_RTT_S / rtt)
         here = predicted_upload_s(obs, name, removed, measured_references=False)
@@ -265,7 +291,7 @@ def apply_costs(obs: Observations, findings: Sequence[Finding]) -> list[Finding]
     priced: list[Finding] = []
     for finding in findings:
         if finding.id in RATE_CULPRITS:
-            prediction = _removal_cost(obs, finding.id)
+            prediction = _removal_cost(obs, finding.id, fired)
             if prediction is None:
                 priced.append(finding)
                 continue
@@ -274,10 +300,16 @@ def apply_costs(obs: Observations, findings: Sequence[Finding]) -> list[Finding]
             if finding.id == "h2-flow-control-window":
                 cost = cost * len(ok_pushes(p)) / max(1, len(p.pushes)) + _h2_stall_cost(obs)
             up = upload_s(p)
-            priced.append(_priced(finding, prediction, cost, (
-                f"Without it the {label(prediction.protocol)} upload would take about "
-                f"{fmt_s(prediction.predicted_s)} instead of {fmt_s(up)} (then bound by "
-                f"{prediction.next_limit}).")))
+            text = (f"Without it the {label(prediction.protocol)} upload would take about "
+                    f"{fmt_s(prediction.predicted_s)} instead of {fmt_s(up)} (then bound by "
+                    f"{prediction.next_limit}).")
+            if prediction.shares_with is not None:
+                text = (f"This window is already at the usual autotuning maximum: it amplifies "
+                        f"{prediction.shares_with}, whose cost holds those seconds; at a "
+                        f"{fmt_s(REFERENCE_RTT_S)} endpoint raising it would save "
+                        f"{fmt_s(prediction.cost_s)}.")
+            priced.append(replace(_priced(finding, prediction, cost, text),
+                                  shares_with=prediction.shares_with))
         elif finding.id == LATENCY:
             latency = _latency_cost(obs, fired)
             if latency is None:
