@@ -68,6 +68,7 @@ WINDOW_CULPRITS = (
 RATE_CULPRITS = (*WINDOW_CULPRITS, "packet-loss")
 """Culprits whose cost this module computes from the rate limits."""
 LATENCY = "path-latency"
+SLOW_START_ONLY = "TCP slow start alone, no other limit measured"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -133,7 +134,8 @@ def protocol_limits(obs: Observations, name: str) -> list[Limit]:
             granted = [w for w in (ledger.server_initial_window_bytes,
                                    ledger.connection_window_bytes) if w]
             if granted:
-                limits.append(Limit(culprits=("h2-flow-control-window",), what="HTTP/2 window / RTT",
+                limits.append(Limit(culprits=("h2-flow-control-window",),
+                                    what="HTTP/2 window / RTT",
                                     rate_bytes_s=min(granted) / rtt, rtt_bound=True,
                                     window_bytes=min(granted)))
         if name == "ssh" and p.ssh_ledger is not None and p.ssh_ledger.initial_window_bytes:
@@ -194,7 +196,7 @@ def predicted_upload_s(obs: Observations, name: str, removed: set[str], *,
             if not removed.intersection(limit.culprits)]
     rates = [(limit.rate_bytes_s / rtt_scale if limit.rtt_bound else limit.rate_bytes_s,
               limit.what) for limit in kept]
-    model_rate, model_what = min(rates) if rates else (None, "TCP slow start alone, no other limit measured")
+    model_rate, model_what = min(rates) if rates else (None, SLOW_START_ONLY)
     seconds = ramp_time_s(size, model_rate, rtt * rtt_scale, _mss(p))
     what = f"{model_what} {fmt_rate(model_rate)}" if model_rate else model_what
     use_references = measured_references and rtt_scale == 1.0
@@ -261,13 +263,10 @@ def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str |
         here = predicted_upload_s(obs, name, removed, measured_references=False)
         if near is None or here is None or here[0] <= 0:
             continue
-        if removed:
-            # The window culprits hold the seconds latency multiplies; what is left is
-            # the gap between here and a near endpoint once those windows are fixed.
-            cost = max(0.0, here[0] - near[0])
-        else:
-            # Nothing fixed first: the measured upload shrinks as the model does.
-            cost = up * max(0.0, 1.0 - near[0] / here[0])
+        # With window culprits fixed first, they hold the seconds latency multiplies and
+        # latency keeps the gap that is left; else the measured upload shrinks as the model.
+        cost = (max(0.0, here[0] - near[0]) if removed
+                else up * max(0.0, 1.0 - near[0] / here[0]))
         if best is None or cost > best[0].cost_s:
             best = (Prediction(protocol=name, cost_s=cost, predicted_s=near[0],
                                next_limit=near[1]), owners[0] if owners else None)
