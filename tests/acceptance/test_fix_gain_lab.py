@@ -76,6 +76,8 @@ def test_first_culprit_predicts_the_gain_of_its_fix(fault: str, fixed_report: di
     predicted = top["cost_s"]
     assert measured > 1.0, f"{fault}: the fix gained only {measured:.2f} s"
     error = (predicted - measured) / measured
+    print(f"{fault}: {top['id']} predicted {predicted:.1f} s, measured {measured:.1f} s "
+          f"({slow['duration_s']:.1f} -> {fixed['duration_s']:.1f} s), error {error:+.0%}")
     assert abs(error) <= TOLERANCE, (
         f"{fault}: predicted {predicted:.1f} s, measured {measured:.1f} s "
         f"({slow['duration_s']:.1f} -> {fixed['duration_s']:.1f} s), error {error:+.0%}")
