@@ -153,6 +153,12 @@ class DirectionAnalysis(_JsonMixin):
     """Retransmissions after a silence as long as an RTO."""
     spurious_retransmissions: int
     """Retransmissions of data the peer had already acknowledged."""
+    max_acked_segment_bytes: int
+    """Largest payload of a segment the peer's cumulative ACK covered (what got through)."""
+    unacked_retransmissions: int
+    """Retransmitted segments the peer never acknowledged by the end of the capture."""
+    min_unacked_retransmitted_bytes: int | None
+    """Smallest payload among the retransmitted segments never acknowledged; None if none."""
     dsack_blocks: int
     """D-SACK blocks this side received (the peer got something twice)."""
     loss_rate: float
@@ -173,6 +179,10 @@ class DirectionAnalysis(_JsonMixin):
     """RTT of this side's data (time to the peer's ACK)."""
     limits: LimitShares
     """What limited this side as a sender."""
+    unacked_bytes: int = 0
+    """This side's bytes the peer had not acknowledged when the capture ends (highest
+    sequence sent minus the peer's highest ACK; all of them when no ACK was seen): a
+    connection cut mid-transfer leaves them, a finished one does not."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -167,6 +167,12 @@ class CaptureMetrics:
     """Retransmitted SYNs of this connection."""
     synack_retransmissions: int | None = None
     """Retransmitted SYN-ACKs of this connection."""
+    max_acked_segment_bytes: int | None = None
+    """Largest upload segment (payload) the receiver acknowledged: what gets through."""
+    unacked_retransmissions: int | None = None
+    """Upload segments resent and still never acknowledged when the capture ended."""
+    min_unacked_retransmitted_bytes: int | None = None
+    """Smallest of those resent, never acknowledged segments (payload)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -133,10 +133,22 @@ def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
     if spec.server_rmem_max is not None:
         _nsexec(ns.server, "sysctl", "-qw",
                 f"net.ipv4.tcp_rmem=4096 {spec.server_rmem_max} {spec.server_rmem_max}")
+    _host_tcp_faults(ns, spec)
     if spec.rate:
         for dev in ("veth-cr", "veth-sr"):
             _nsexec(ns.router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
                     spec.rate, "burst", "256kb", "latency", "200ms")
+
+
+def _host_tcp_faults(ns: Namespaces, spec: LabSpec) -> None:
+    """Per-namespace TCP sysctls of the transport faults."""
+    if not spec.server_window_scaling:
+        _nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=0")
+    if spec.tcp_buffer_max is not None:
+        # Buffers far above the path's BDP: TCP never binds, the SSH channel window does.
+        big = spec.tcp_buffer_max
+        _nsexec(ns.client, "sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {big}")
+        _nsexec(ns.server, "sysctl", "-qw", f"net.ipv4.tcp_rmem=4096 131072 {big}")
 
 
 def _allow_cubic() -> None:
@@ -160,9 +172,27 @@ def _restore_cubic() -> None:
 
 def _router_rules(ns: Namespaces, spec: LabSpec) -> None:
     ipt = ("iptables-legacy", "-w", "5", "-A", "FORWARD")
-    if spec.reset_port is not None:
+    if spec.reset_port is not None and spec.reset_after_bytes is None:
         _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
                 "-j", "REJECT", "--reject-with", "tcp-reset")
+    elif spec.reset_port is not None:
+        # Past the byte count (conntrack accounting, client -> server), the client's next
+        # segment and the server's next ACK are each answered with an RST: both ends see
+        # the connection cut, as an IPS or a session-size limit does it.
+        cut = ("-m", "connbytes", "--connbytes", f"{spec.reset_after_bytes}:",
+               "--connbytes-dir", "original", "--connbytes-mode", "bytes",
+               "-j", "REJECT", "--reject-with", "tcp-reset")
+        port = str(spec.reset_port)
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", port, *cut)
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "--sport", port, *cut)
+    if spec.syn_drop_share > 0:
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--syn", "-m", "statistic",
+                "--mode", "random", "--probability", f"{spec.syn_drop_share:.6f}", "-j", "DROP")
+    if spec.pmtu_blackhole_bytes is not None:
+        # A narrower link towards the server whose ICMP "fragmentation needed" never comes
+        # back: full-size segments vanish, small ones pass.
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "-m", "length", "--length",
+                f"{spec.pmtu_blackhole_bytes}:65535", "-j", "DROP")
     if spec.loss > 0:
         _nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                 "--probability", f"{spec.loss:.6f}", "-j", "DROP")

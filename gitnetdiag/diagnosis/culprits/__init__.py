@@ -20,7 +20,16 @@ module, one line of :data:`CULPRITS`, and the family's test module
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.culprits import accept_queue, client, h2, path, server, ssh, storage
+from gitnetdiag.diagnosis.culprits import (
+    accept_queue,
+    client,
+    h2,
+    mtu,
+    path,
+    server,
+    ssh,
+    storage,
+)
 from gitnetdiag.diagnosis.culprits import tcp_windows as tcp
 from gitnetdiag.diagnosis.culprits._common import SMALL_BACKLOG, Culprit, Detector, Hit
 
@@ -62,6 +71,11 @@ CULPRITS: tuple[Culprit, ...] = (
     ),
     Culprit(id="packet-loss", title="Packet loss", detect=path.packet_loss),
     Culprit(id="bandwidth-limit", title="Path bandwidth", detect=path.bandwidth_limit),
+    Culprit(
+        id="path-mtu-blackhole",
+        title="Path-MTU black hole",
+        detect=mtu.path_mtu_blackhole,
+    ),
     Culprit(id="path-latency", title="Path latency", detect=path.path_latency),
     Culprit(id="server-processing", title="Server processing", detect=server.server_processing),
     Culprit(

@@ -84,7 +84,11 @@ def _clamped_protocols(obs: Observations) -> list[_Clamp]:
         if next_limit is not None:
             cost = saved_time_s(size, up, next_limit[1]) or 0.0
         else:
-            cost = up * c.rwnd_limited_share * 0.5
+            # No next limit (a bare capture, every protocol clamped): the rwnd-limited share
+            # of the upload ran at window / RTT; at the 1 MiB the clamp is measured against
+            # it would take window / 1 MiB of that time. Path latency prices the same window
+            # at a shorter RTT, so this keeps the cause above its multiplier.
+            cost = up * c.rwnd_limited_share * (1.0 - window / CLAMP_FALLBACK_WINDOW_BYTES)
         found.append(
             _Clamp(name=name, window=window, rate=rate, cost=cost, next_limit=next_limit, rtt=rtt)
         )
@@ -172,7 +176,9 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
             )
     scaling_off = cap.handshake_seen and cap.window_scale is None and worst.window <= 65535
     if scaling_off:
-        score *= 0.6
+        # Without the scale option no window can pass 65535 B: tcp-window-scaling-off owns
+        # these seconds, and a clamp cannot be told apart until scaling is on again.
+        return None
     if worst.window >= AUTOTUNE_MAX_WINDOW_BYTES:
         score *= 0.5
     if obs.host is not None:

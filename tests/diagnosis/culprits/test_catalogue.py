@@ -8,6 +8,7 @@ from tests.diagnosis.culprits import (
     test_accept_queue,
     test_client,
     test_h2,
+    test_mtu,
     test_path,
     test_server,
     test_ssh,
@@ -21,6 +22,7 @@ FAMILIES = (
     test_ssh,
     test_accept_queue,
     test_path,
+    test_mtu,
     test_server,
     test_client,
     test_storage,
@@ -31,7 +33,7 @@ CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.
 def test_every_catalogue_id_has_a_case() -> None:
     """The crafted cases cover the whole catalogue, and ids are unique."""
     ids = [c.id for c in CULPRITS]
-    assert len(ids) == len(set(ids)) == 17
+    assert len(ids) == len(set(ids)) == 18
     assert set(CASES) == set(ids)
 
 
