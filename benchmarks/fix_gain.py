@@ -26,7 +26,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-FIXABLE = ("h2-small-window", "tcp-rmem-clamp", "loss", "slow-hook", "slow-auth")
+FIXABLE = ("h2-small-window", "tcp-rmem-clamp", "window-scaling-off", "loss", "slow-hook",
+           "slow-auth")
 """Lab faults whose fix shortens a push (a backlog or a reset costs connections instead)."""
 PROTOCOLS = "h1,h2,ssh"
 COMPLETE = ("slow-hook", "slow-auth")
