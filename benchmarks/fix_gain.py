@@ -137,19 +137,19 @@ def main() -> int:
     print(f"predicted vs measured gain, --size {args.size}, RTT {args.rtt}, loss fault "
           f"{args.loss}, median of {args.repeat} pushes per protocol (complete for "
           f"{', '.join(COMPLETE)}, bounded otherwise); fixed by {how}")
-    print(f"{'fault':<16} {'first culprit':<26} {'on':<6} {'slow push':>9} {'predicted':>9} "
+    print(f"{'fault':<19} {'first culprit':<26} {'on':<6} {'slow push':>9} {'predicted':>9} "
           f"{'measured':>9} {'error':>7}  gone after fix")
     for fault, row in rows:
         if row["culprit"] is None:
-            print(f"{fault:<16} (no culprit ranked)")
+            print(f"{fault:<19} (no culprit ranked)")
             continue
         error = "-" if row["error"] is None else f"{row['error'] * 100:+.0f}%"
-        print(f"{fault:<16} {row['culprit']:<26} {row['protocol']:<6} {_s(row['slow_s']):>9} "
+        print(f"{fault:<19} {row['culprit']:<26} {row['protocol']:<6} {_s(row['slow_s']):>9} "
               f"{_s(row['predicted_s']):>9} {_s(row['measured_s']):>9} {error:>7}  "
               f"{'yes' if row['gone'] else 'NO: ' + ', '.join(row['after'])}")
         for other, cost, shares in row["others"]:
             note = f" (amplifies, shares with {shares})" if shares else ""
-            print(f"{'':<16}   also ranked: {other} {_s(cost)}{note}")
+            print(f"{'':<19}   also ranked: {other} {_s(cost)}{note}")
     return 0
 
 
