@@ -1,90 +1,157 @@
-"""Predicted against measured gain of a fix, per lab fault (needs root).
+"""Predicted against measured gain: each fault's first culprit, before and after its fix.
 
-    .venv/bin/python benchmarks/fix_gain.py                          # h2-small-window
-    .venv/bin/python benchmarks/fix_gain.py tcp-rmem-clamp loss --size 8MiB --repeat 3
+    .venv/bin/python benchmarks/fix_gain.py                       # every fault with a fix
+    .venv/bin/python benchmarks/fix_gain.py --fault tcp-rmem-clamp --size 8MiB
 
-For each fault: a lab instance with the fault, ``diagnose --repeat N``,
-``lab fix``, ``diagnose`` again, ``compare`` the two runs. It prints, per
-fault, the slow push (median), the top culprit's predicted gain (its
-``cost_s``) beside the reference, the gain measured once the fault is fixed,
-the prediction error, whether the culprit is gone, and the noise test.
-Every run directory is kept under ``--out``.
+For each lab fault whose fix shortens a push, in a private lab instance
+(needs root): ``gitnetdiag diagnose --lab --repeat 3`` (per protocol the
+median of three pushes; bounded pushes report the whole pack at their
+measured rate), then the fault's fix (``gitnetdiag lab fix`` when this
+version has it, else the same lab brought up again without the fault), then
+the same diagnosis again. It prints per fault the slow push, the first
+culprit's predicted cost (``cost_s``), the gain measured on the protocol the
+cost is priced on (``cost_protocol``; the median over protocols when the
+culprit is not a protocol's), the error, and whether the culprit is gone.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import subprocess
 import sys
+import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
 
-from gitnetdiag.lab.spec import FAULT_FIXED_SETTINGS, FAULT_PROBE_ARGS
+FIXABLE = ("h2-small-window", "tcp-rmem-clamp", "window-scaling-off", "loss", "slow-hook",
+           "slow-auth")
+"""Lab faults whose fix shortens a push (a backlog or a reset costs connections instead)."""
+PROTOCOLS = "h1,h2,ssh"
+COMPLETE = ("slow-hook", "slow-auth")
+"""Faults measured with complete pushes: their cost is outside the upload (a few seconds
+at any size), and a bounded push's time budget would count the slow authentication's
+wait as transfer time (its projection is then far too long)."""
+CLI = [sys.executable, "-m", "gitnetdiag"]
 
 
-def _gitnetdiag(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gitnetdiag", *args], capture_output=True,
-                          text=True, timeout=1800)
+def lab_has_fix() -> bool:
+    """Whether this gitnetdiag can fix a running lab in place (``lab fix``)."""
+    proc = subprocess.run([*CLI, "lab", "fix", "--help"], capture_output=True, text=True,
+                          timeout=120)
+    return proc.returncode == 0
 
 
-def _diagnose(instance: str, fault: str, out: Path, size: str, repeat: int) -> None:
-    protocols = ("--protocols", "h2") if fault == "h2-small-window" else FAULT_PROBE_ARGS[fault]
-    _gitnetdiag("diagnose", "--lab", "--lab-instance", instance, *protocols, "--size", size,
-                "--repeat", str(repeat), "--timeout", "60", "--stall-timeout", "8",
-                "--cleanup-wait", "5", "--format", "json", "--out", str(out))
-
-
-def measure(fault: str, out: Path, size: str, repeat: int) -> dict[str, Any]:
-    """One fault: the comparison's first pair, as JSON."""
-    instance = "b" + uuid.uuid4().hex[:6]
-    up = _gitnetdiag("lab", "up", "--name", instance, "--fault", fault)
-    if up.returncode != 0:
-        raise SystemExit(f"lab up failed: {up.stderr.strip()}")
+def diagnose(instance: str, size: str, repeat: int, out: Path,
+             *extra: str) -> dict[str, Any]:
+    """The JSON report of one ``diagnose --lab`` run."""
+    proc = subprocess.run(
+        [*CLI, "diagnose", "--lab", "--lab-instance", instance, "--size", size,
+         "--repeat", str(repeat), "--protocols", PROTOCOLS, "--format", "json",
+         "--out", str(out), *extra],
+        capture_output=True, text=True, timeout=3600)
     try:
-        _diagnose(instance, fault, out / f"{fault}-before", size, repeat)
-        fixed = _gitnetdiag("lab", "fix", "--name", instance)
-        if fixed.returncode != 0:
-            raise SystemExit(f"lab fix failed: {fixed.stderr.strip()}")
-        _diagnose(instance, fault, out / f"{fault}-after", size, repeat)
+        report: dict[str, Any] = json.loads(proc.stdout)
+    except ValueError:
+        raise SystemExit(f"diagnose failed: {proc.stderr.strip()[-400:]}") from None
+    return report
+
+
+def durations(report: dict[str, Any]) -> dict[str, float]:
+    """Median push duration per protocol (projected for bounded pushes)."""
+    return {name: p["duration_s"] for name, p in report["protocols"].items()
+            if p.get("duration_s") is not None and p.get("pushes_ok")}
+
+
+def gain(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+    """The first culprit of ``before``: predicted cost, measured gain, error."""
+    slow, fixed = durations(before), durations(after)
+    if not before["culprits"]:
+        return {"culprit": None}
+    top = before["culprits"][0]
+    protocol = top.get("cost_protocol")
+    if protocol in slow and protocol in fixed:
+        measured = slow[protocol] - fixed[protocol]
+        slow_s = slow[protocol]
+    else:
+        both = [name for name in slow if name in fixed]
+        measured = statistics.median(slow[n] - fixed[n] for n in both) if both else None
+        slow_s = statistics.median(slow[n] for n in both) if both else None
+        protocol = "median"
+    return {
+        "culprit": top["id"], "protocol": protocol, "slow_s": slow_s, "fixed": fixed,
+        "predicted_s": top["cost_s"], "measured_s": measured,
+        "error": (top["cost_s"] - measured) / measured if measured else None,
+        "gone": all(c["id"] != top["id"] for c in after["culprits"]),
+        "after": [c["id"] for c in after["culprits"]],
+        "others": [(c["id"], c["cost_s"], c.get("shares_with")) for c in before["culprits"][1:]],
+    }
+
+
+def run_fault(fault: str, args: argparse.Namespace, in_place: bool,
+              scratch: Path) -> dict[str, Any]:
+    instance = "fg" + uuid.uuid4().hex[:5]
+    up = [*CLI, "lab", "up", "--name", instance, "--rtt", args.rtt]
+    faulty = [*up, "--fault", fault] + (["--loss", args.loss] if fault == "loss" else [])
+    subprocess.run(faulty, check=True, capture_output=True, timeout=600)
+    extra = ("--complete",) if fault in COMPLETE else ()
+    try:
+        before = diagnose(instance, args.size, args.repeat, scratch / f"{fault}-before", *extra)
+        if in_place:
+            subprocess.run([*CLI, "lab", "fix", "--name", instance], check=True,
+                           capture_output=True, timeout=600)
+        else:
+            subprocess.run([*CLI, "lab", "down", "--name", instance], check=True,
+                           capture_output=True, timeout=600)
+            subprocess.run(up, check=True, capture_output=True, timeout=600)
+        after = diagnose(instance, args.size, args.repeat, scratch / f"{fault}-after", *extra)
     finally:
-        _gitnetdiag("lab", "down", "--name", instance)
-    compared = _gitnetdiag("compare", str(out / f"{fault}-before"), str(out / f"{fault}-after"),
-                           "--format", "json")
-    if compared.returncode != 0:
-        raise SystemExit(f"compare failed: {compared.stderr.strip()}")
-    pair: dict[str, Any] = json.loads(compared.stdout)["pairs"][0]
-    return pair
+        subprocess.run([*CLI, "lab", "down", "--name", instance], capture_output=True,
+                       timeout=600)
+    return gain(before, after)
 
 
 def _s(value: float | None) -> str:
     return "-" if value is None else f"{value:.1f} s"
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("faults", nargs="*", default=["h2-small-window"],
-                        choices=sorted(FAULT_FIXED_SETTINGS), metavar="FAULT")
-    parser.add_argument("--size", default="3MiB")
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--out", type=Path, default=Path("runs/fix-gain"))
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fault", action="append", choices=FIXABLE,
+                        help="lab fault (repeat; default: every fault with a fix)")
+    parser.add_argument("--size", default="32MiB", help="generated repository size")
+    parser.add_argument("--rtt", default="50ms", help="lab round-trip time")
+    parser.add_argument("--loss", default="1%", help="drop rate of the loss fault")
+    parser.add_argument("--repeat", type=int, default=3, help="pushes per protocol and run")
     args = parser.parse_args()
-    print("| fault | top culprit | slow push | predicted gain (ours) | measured gain "
-          "(reference) | error | culprit gone | noise |")
-    print("|---|---|---|---|---|---|---|---|")
-    for fault in args.faults:
-        pair = measure(fault, args.out, args.size, args.repeat)
-        gain = pair["gain"] or {}
-        row = next((r for r in pair["protocols"] if r["protocol"] == gain.get("protocol")), None)
-        slow = row["before"]["duration_median_s"] if row else None
-        error = gain.get("error_share")
-        noise = {True: "beyond", False: "within", None: "not tested"}[gain.get("beyond_noise")]
-        print(f"| {fault} | {gain.get('culprit_id', '-')} | {_s(slow)} | "
-              f"{_s(gain.get('predicted_gain_s'))} | {_s(gain.get('measured_gain_s'))} | "
-              f"{'-' if error is None else f'{error:+.0%}'} | {gain.get('culprit_gone', '-')} | "
-              f"{noise} |", flush=True)
+    in_place = lab_has_fix()
+    rows = []
+    with tempfile.TemporaryDirectory(prefix="gitnetdiag-fixgain-") as scratch:
+        for fault in args.fault or FIXABLE:
+            row = run_fault(fault, args, in_place, Path(scratch))
+            print(f"{fault}: {row}", file=sys.stderr)
+            rows.append((fault, row))
+    how = "gitnetdiag lab fix" if in_place else "the lab brought up again without the fault"
+    print(f"predicted vs measured gain, --size {args.size}, RTT {args.rtt}, loss fault "
+          f"{args.loss}, median of {args.repeat} pushes per protocol (complete for "
+          f"{', '.join(COMPLETE)}, bounded otherwise); fixed by {how}")
+    print(f"{'fault':<19} {'first culprit':<26} {'on':<6} {'slow push':>9} {'predicted':>9} "
+          f"{'measured':>9} {'error':>7}  gone after fix")
+    for fault, row in rows:
+        if row["culprit"] is None:
+            print(f"{fault:<19} (no culprit ranked)")
+            continue
+        error = "-" if row["error"] is None else f"{row['error'] * 100:+.0f}%"
+        print(f"{fault:<19} {row['culprit']:<26} {row['protocol']:<6} {_s(row['slow_s']):>9} "
+              f"{_s(row['predicted_s']):>9} {_s(row['measured_s']):>9} {error:>7}  "
+              f"{'yes' if row['gone'] else 'NO: ' + ', '.join(row['after'])}")
+        for other, cost, shares in row["others"]:
+            note = f" (amplifies, shares with {shares})" if shares else ""
+            print(f"{'':<19}   also ranked: {other} {_s(cost)}{note}")
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -295,10 +295,15 @@ def culprit_changes(before: Sequence[Finding], after: Sequence[Finding]) -> list
 def affected_protocol(finding: Finding, measured: Sequence[ProtocolComparison]) -> str | None:
     """The protocol whose pushes a culprit costs.
 
-    A protocol's own culprit names it (HTTP/2 and SSH windows); otherwise the
-    protocol its first evidence is about (``HTTP/2: largest advertised TCP
-    window``); otherwise the baseline's slowest protocol measured in both runs.
+    The protocol the cost model priced it on (``cost_protocol``) when measured in
+    both runs; else a protocol's own culprit names it (HTTP/2 and SSH windows);
+    otherwise the protocol its first evidence is about (``HTTP/2: largest
+    advertised TCP window``); otherwise the baseline's slowest protocol measured
+    in both runs.
     """
+    if finding.cost_protocol is not None and any(
+            c.protocol == finding.cost_protocol for c in measured):
+        return finding.cost_protocol
     if finding.id in PROTOCOL_CULPRITS:
         return PROTOCOL_CULPRITS[finding.id]
     by_label = {label: name for name, label in PROTOCOL_LABELS.items()}

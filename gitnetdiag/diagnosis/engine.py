@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gitnetdiag import __version__
+from gitnetdiag.diagnosis.costs import apply_costs
 from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
@@ -123,7 +124,7 @@ def diagnose(
 ) -> Diagnosis:
     """Diagnose one run: every culprit, ranked, thresholded."""
     fired = [finding for culprit in culprits if (finding := culprit(obs)) is not None]
-    ranked = rank(fired)
+    ranked = rank(apply_costs(obs, fired))
     kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score)
     dropped = tuple(f for f in ranked if f not in kept)
     summaries = tuple(

@@ -91,6 +91,12 @@ class Finding:
     """The measured facts."""
     fix: str
     """What to change, naming the exact setting."""
+    cost_protocol: str | None = None
+    """The protocol whose push ``cost_s`` is measured on (``h2``), when the cost is a
+    push's upload time (:mod:`gitnetdiag.diagnosis.costs`); ``None`` otherwise."""
+    shares_with: str | None = None
+    """Id of another culprit whose cost holds the seconds this one only amplifies
+    (``path-latency`` over a small window); ``cost_s`` is then the remainder."""
 
     @property
     def impact_s(self) -> float:

@@ -72,12 +72,18 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
     if after.server_rmem_max != before.server_rmem_max and after.server_rmem_max is not None:
         manager.set_server_rmem(ns, after.server_rmem_max)
         done.append(f"server net.ipv4.tcp_rmem max raised to {after.server_rmem_max} B")
-    if (after.loss, after.reset_port) != (before.loss, before.reset_port):
+    if after.server_window_scaling and not before.server_window_scaling:
+        manager.nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=1")
+        done.append("server net.ipv4.tcp_window_scaling set to 1")
+    if (after.loss, after.reset_port, after.syn_drop_share) != (
+            before.loss, before.reset_port, before.syn_drop_share):
         say("router: rebuilding the FORWARD rules")
         manager.nsexec(ns.router, "iptables-legacy", "-w", "5", "-F", "FORWARD")
         manager.router_rules(ns, after)
         if after.loss != before.loss:
             done.append(f"router loss {before.loss:.1%} removed")
+        if after.syn_drop_share != before.syn_drop_share:
+            done.append(f"router SYN drop ({before.syn_drop_share:.0%}) removed")
         if after.reset_port != before.reset_port:
             done.append(f"router TCP reset rule on port {before.reset_port} removed")
     if after.hook_delay_s != before.hook_delay_s:

@@ -330,6 +330,8 @@ FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
     "firewall-reset": {"reset_port": None, "reset_after_bytes": None},
     "slow-hook": {"hook_delay_s": 0.0},
     "slow-auth": {"auth_delay_s": 0.0},
+    "window-scaling-off": {"server_window_scaling": True},
+    "syn-drop": {"syn_drop_share": 0.0},
 }
 """The fix each fault's culprit names, as lab settings: the edge's HTTP/2 window raised,
 ``tcp_rmem`` max raised, the backlog raised (the ``--inetd`` socket of the fix), the

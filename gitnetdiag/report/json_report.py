@@ -24,6 +24,8 @@ def _finding(rank: int | None, f: Finding) -> dict[str, Any]:
         "summary": f.summary,
         "evidence": [to_jsonable(e) for e in f.evidence],
         "fix": f.fix,
+        "cost_protocol": f.cost_protocol,
+        "shares_with": f.shares_with,
     }
 
 

@@ -34,7 +34,8 @@ def test_fix_of_the_slow_edge_removes_its_culprit_and_gains_time() -> None:
     comparison = _before_after()
     pair = comparison.pairs[0]
     status = {c.id: c.status for c in pair.culprits}
-    assert status == {"h2-flow-control-window": "gone", "path-latency": "gone"}
+    # path latency only amplified the small window: the cost model leaves it no seconds
+    assert status == {"h2-flow-control-window": "gone"}
     gain = pair.gain
     assert gain is not None and gain.culprit_id == "h2-flow-control-window"
     assert gain.protocol == "h2" and gain.culprit_gone

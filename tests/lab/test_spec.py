@@ -165,7 +165,7 @@ def test_fixed_spec_applies_the_fix_each_culprit_names() -> None:
     """Each fix belongs to a fault with a culprit; applied, the setting is the healthy one."""
     assert set(FAULT_FIXED_SETTINGS) <= {f for f, c in FAULT_CULPRIT.items() if c is not None}
     assert {"h2-small-window", "tcp-rmem-clamp", "tiny-backlog", "loss", "firewall-reset",
-            "slow-hook", "slow-auth"} <= set(FAULT_FIXED_SETTINGS)
+            "slow-hook", "slow-auth", "window-scaling-off", "syn-drop"} <= set(FAULT_FIXED_SETTINGS)
     for fault in FAULT_FIXED_SETTINGS:
         fixed = fixed_spec(build_spec(instance="a", faults=[fault, "auth"]))
         assert fixed.faults == ("auth",) and fixed.fixed == (fault,)
@@ -175,6 +175,7 @@ def test_fixed_spec_applies_the_fix_each_culprit_names() -> None:
     assert fixed.git_backlog > 128 and not fixed.real_git_daemon
     assert fixed.loss == 0.0 and fixed.reset_port is None
     assert fixed.hook_delay_s == 0.0 and fixed.auth_delay_s == 0.0
+    assert fixed.server_window_scaling and fixed.syn_drop_share == 0.0
     assert fixed.faults == ("healthy",) and fixed.rtt_ms == every.rtt_ms
 
 

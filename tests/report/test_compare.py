@@ -69,7 +69,11 @@ def test_json_carries_the_numbers() -> None:
     h2 = next(row for row in pair["protocols"] if row["protocol"] == "h2")
     assert h2["before"]["durations_s"] == [29.2, 28.1]  # completed pushes, in push order
     assert h2["noise_test"] == "too-few-repeats" and h2["beyond_noise"] is None
-    assert {c["id"]: c["status"] for c in pair["culprits"]}["path-latency"] == "gone"
+    statuses = {c["id"]: c["status"] for c in pair["culprits"]}
+    assert statuses["h2-flow-control-window"] == "gone"
+    # path latency over the small window only amplified it: the cost model keeps no
+    # seconds for it, so it is ranked in neither run (docs/culprits.md, "Costs")
+    assert "path-latency" not in statuses
 
 
 def _with_bytes_sent(obs: Observations) -> Observations:

@@ -1,0 +1,329 @@
+"""Costs that add up: what removing one limit would save on the measured push.
+
+The detectors decide *whether* a culprit fired; this module, applied to their
+findings before ranking, decides *how many seconds* the rate limits among them
+cost, with one model for all of them::
+
+    cost = measured upload time - predicted upload time with that limit removed
+
+The prediction keeps every other known limit of the same protocol's push
+(:class:`Limit`): the HTTP/2 window, the SSH channel window, the TCP receive
+window (when the sender sat at it), congestion control under the measured
+loss (the Mathis bound MSS / RTT x 1.22 / sqrt(p)) and the measured path
+rate. The push then runs at the smallest of them after a slow-start ramp
+(Linux starts at ten segments and doubles each round trip). Another
+protocol's measured rate bounds the prediction too when that protocol does
+not suffer the removed limit: it crossed the same path and server, so it
+includes what no model knows (server ingest, client CPU).
+
+Both times use the same basis as the measured push: a bounded push reports
+the whole pack at its measured rate (no slow start, no ref advertisement or
+server wait), a complete one its trace2 upload phase.
+
+Shared seconds are counted once. ``path-latency`` only multiplies a window's
+limit: when a window culprit also fired on that push, latency carries the
+remainder, what a 20 ms endpoint would still save *after* the window fixes,
+and says which culprit holds the rest (``Finding.shares_with``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from gitnetdiag.diagnosis.culprits._common import (
+    AUTOTUNE_MAX_WINDOW_BYTES,
+    REFERENCE_RTT_S,
+    RWND_LIMITED_SHARE,
+    failure_cost_s,
+    label,
+)
+from gitnetdiag.diagnosis.measures import (
+    ok_pushes,
+    path_rate_bytes_s,
+    push_bytes,
+    rtt_s,
+    upload_rate_bytes_s,
+    upload_s,
+)
+from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, Observations, ProtocolObservation
+from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
+
+INITIAL_WINDOW_SEGMENTS = 10
+"""Linux's initial congestion window (RFC 6928), in segments."""
+DEFAULT_MSS_BYTES = 1460
+"""Segment size assumed when no capture gives it (Ethernet, IPv4)."""
+MATHIS_C = 1.22
+"""Constant of the Mathis et al. (1997) loss-limited rate for periodic loss."""
+
+WINDOW_CULPRITS = (
+    "h2-flow-control-window",
+    "ssh-channel-window",
+    "tcp-receive-window-clamp",
+    "tcp-window-scaling-off",
+)
+"""Culprits whose limit is a window: rate = window / RTT, which latency multiplies."""
+RATE_CULPRITS = (*WINDOW_CULPRITS, "packet-loss")
+"""Culprits whose cost this module computes from the rate limits."""
+LATENCY = "path-latency"
+SLOW_START_ONLY = "TCP slow start alone, no other limit measured"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Limit:
+    """One ceiling on a push's upload rate."""
+
+    culprits: tuple[str, ...]
+    """The culprits whose fix removes it; empty for the path rate (not a fault)."""
+    what: str
+    """What it is, for the summary (``TCP receive window / RTT``)."""
+    rate_bytes_s: float
+    """The rate it allows at the measured RTT."""
+    rtt_bound: bool
+    """Whether the rate scales as 1 / RTT (windows, the Mathis bound), not a path rate."""
+    window_bytes: float | None = None
+    """The window, for window limits."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prediction:
+    """A culprit's cost on one protocol's push."""
+
+    protocol: str
+    """The protocol whose push the cost is measured on."""
+    cost_s: float
+    """Measured upload time minus the predicted one (never negative)."""
+    predicted_s: float
+    """Predicted upload time with the limit removed."""
+    next_limit: str
+    """What binds then, in words with its rate."""
+    shares_with: str | None = None
+    """The culprit that holds the rest of the seconds (see :func:`apply_costs`)."""
+
+
+def mathis_rate(mss_bytes: float, rtt: float, loss: float) -> float:
+    """Loss-limited TCP rate (Mathis et al. 1997): MSS / RTT x 1.22 / sqrt(p)."""
+    return mss_bytes / rtt * MATHIS_C / math.sqrt(loss)
+
+
+def ramp_time_s(size: float, rate: float | None, rtt: float, mss: float) -> float:
+    """Seconds to send ``size`` bytes: slow start from the initial window, doubling
+    each round trip, until a round trip carries ``rate x RTT``; then at ``rate``.
+    ``rate`` ``None``: nothing known caps the rate, slow start alone."""
+    target = math.inf if rate is None else rate * rtt
+    per_rtt = INITIAL_WINDOW_SEGMENTS * mss
+    sent = elapsed = 0.0
+    while per_rtt < target and sent + per_rtt < size:
+        sent += per_rtt
+        elapsed += rtt
+        per_rtt *= 2
+    per_rtt = min(per_rtt, target)
+    return elapsed + (size - sent) / per_rtt * rtt
+
+
+def protocol_limits(obs: Observations, name: str) -> list[Limit]:
+    """Every known ceiling on one protocol's upload rate, at the measured RTT."""
+    p = obs.protocols[name]
+    rtt = rtt_s(obs, p)
+    limits: list[Limit] = []
+    if rtt is not None:
+        ledger = p.h2_ledger
+        if name == "h2" and ledger is not None:
+            granted = [w for w in (ledger.server_initial_window_bytes,
+                                   ledger.connection_window_bytes) if w]
+            if granted:
+                limits.append(Limit(culprits=("h2-flow-control-window",),
+                                    what="HTTP/2 window / RTT",
+                                    rate_bytes_s=min(granted) / rtt, rtt_bound=True,
+                                    window_bytes=min(granted)))
+        if name == "ssh" and p.ssh_ledger is not None and p.ssh_ledger.initial_window_bytes:
+            limits.append(Limit(culprits=("ssh-channel-window",), what="SSH channel window / RTT",
+                                rate_bytes_s=p.ssh_ledger.initial_window_bytes / rtt,
+                                rtt_bound=True, window_bytes=p.ssh_ledger.initial_window_bytes))
+        c = p.capture
+        window = c.advertised_window_max_bytes or c.advertised_window_median_bytes if c else None
+        if c is not None and window and (c.rwnd_limited_share or 0.0) >= RWND_LIMITED_SHARE:
+            # Without window scaling the window cannot grow past 64 KiB whatever the
+            # buffers: both culprits name this limit.
+            unscaled = c.handshake_seen and c.window_scale is None and window <= 65535
+            limits.append(Limit(
+                culprits=("tcp-receive-window-clamp", "tcp-window-scaling-off") if unscaled
+                else ("tcp-receive-window-clamp",),
+                what="TCP receive window / RTT", rate_bytes_s=window / rtt, rtt_bound=True,
+                window_bytes=window))
+        if c is not None and c.retransmission_rate:
+            limits.append(Limit(
+                culprits=("packet-loss",), what=f"cwnd under {c.retransmission_rate:.2%} loss",
+                rate_bytes_s=mathis_rate(c.mss_bytes or DEFAULT_MSS_BYTES, rtt,
+                                         c.retransmission_rate),
+                rtt_bound=True))
+    if (path := path_rate_bytes_s(obs)) is not None:
+        limits.append(Limit(culprits=(), what="path rate", rate_bytes_s=path, rtt_bound=False))
+    return limits
+
+
+def _mss(p: ProtocolObservation) -> float:
+    return float(p.capture.mss_bytes) if p.capture and p.capture.mss_bytes else DEFAULT_MSS_BYTES
+
+
+def _reference(obs: Observations, name: str, removed: set[str]) -> tuple[str, float] | None:
+    """The fastest other protocol's measured rate, among those none of ``removed`` limits."""
+    best: tuple[str, float] | None = None
+    for other in PROTOCOL_ORDER:
+        if other == name or other not in obs.protocols:
+            continue
+        if any(removed.intersection(limit.culprits) for limit in protocol_limits(obs, other)):
+            continue
+        rate = upload_rate_bytes_s(obs.protocols[other])
+        if rate is not None and (best is None or rate > best[1]):
+            best = (f"{label(other)} push", rate)
+    return best
+
+
+def predicted_upload_s(obs: Observations, name: str, removed: set[str], *,
+                       rtt_scale: float = 1.0,
+                       measured_references: bool = True) -> tuple[float, str] | None:
+    """Upload time of ``name``'s push with the limits of ``removed`` culprits gone,
+    and what binds then. ``rtt_scale`` scales the RTT (path-latency's nearer endpoint);
+    other protocols' measured rates bound it only at the measured RTT."""
+    p = obs.protocols[name]
+    size, rtt = push_bytes(p), rtt_s(obs, p)
+    if size is None or rtt is None:
+        return None
+    kept = [limit for limit in protocol_limits(obs, name)
+            if not removed.intersection(limit.culprits)]
+    rates = [(limit.rate_bytes_s / rtt_scale if limit.rtt_bound else limit.rate_bytes_s,
+              limit.what) for limit in kept]
+    model_rate, model_what = min(rates) if rates else (None, SLOW_START_ONLY)
+    seconds = ramp_time_s(size, model_rate, rtt * rtt_scale, _mss(p))
+    what = f"{model_what} {fmt_rate(model_rate)}" if model_rate else model_what
+    use_references = measured_references and rtt_scale == 1.0
+    reference = _reference(obs, name, removed) if use_references else None
+    if reference is not None and size / reference[1] > seconds:
+        seconds, what = size / reference[1], f"{reference[0]} {fmt_rate(reference[1])}"
+    return seconds, what
+
+
+def _small(limit: Limit) -> bool:
+    """A window below the usual autotuning maximum: a setting to fix, which latency
+    only multiplies. At or above it, latency is the lever and the window amplifies it."""
+    return limit.window_bytes is not None and limit.window_bytes < AUTOTUNE_MAX_WINDOW_BYTES
+
+
+def _removal_cost(obs: Observations, culprit: str, fired: set[str]) -> Prediction | None:
+    """Seconds removing ``culprit``'s limit saves, on the protocol where it saves most.
+
+    A window at the autotuning maximum while ``path-latency`` fired only amplifies the
+    latency: it carries what raising it would still save at a 20 ms endpoint."""
+    best: Prediction | None = None
+    for name in PROTOCOL_ORDER:
+        if name not in obs.protocols:
+            continue
+        p = obs.protocols[name]
+        up, rtt = upload_s(p), rtt_s(obs, p)
+        mine = [lim for lim in protocol_limits(obs, name) if culprit in lim.culprits]
+        if up is None or rtt is None or not mine:
+            continue
+        predicted = predicted_upload_s(obs, name, {culprit})
+        if predicted is None:
+            continue
+        cost, shares_with = max(0.0, up - predicted[0]), None
+        amplifies = (LATENCY in fired and culprit in WINDOW_CULPRITS
+                     and not any(_small(lim) for lim in mine) and rtt > REFERENCE_RTT_S)
+        near_with = predicted_upload_s(obs, name, set(), rtt_scale=REFERENCE_RTT_S / rtt)
+        near_without = predicted_upload_s(obs, name, {culprit}, rtt_scale=REFERENCE_RTT_S / rtt)
+        if amplifies and near_with is not None and near_without is not None:
+            cost, shares_with = max(0.0, near_with[0] - near_without[0]), LATENCY
+        if best is None or cost > best.cost_s:
+            best = Prediction(protocol=name, cost_s=cost, predicted_s=predicted[0],
+                              next_limit=predicted[1], shares_with=shares_with)
+    return best
+
+
+def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str | None] | None:
+    """What a 20 ms endpoint saves once the fired window culprits are fixed, on the
+    protocol where it saves most, and the window culprit holding the rest."""
+    best: tuple[Prediction, str | None] | None = None
+    for name in PROTOCOL_ORDER:
+        if name not in obs.protocols:
+            continue
+        p = obs.protocols[name]
+        up, rtt = upload_s(p), rtt_s(obs, p)
+        if up is None or rtt is None or rtt <= REFERENCE_RTT_S:
+            continue
+        limits = protocol_limits(obs, name)
+        if not any(lim.window_bytes for lim in limits):
+            continue  # latency multiplies window limits; the detector asks for one too
+        owners = [culprit for lim in limits if _small(lim)
+                  for culprit in lim.culprits if culprit in fired and culprit in WINDOW_CULPRITS]
+        removed = set(owners)
+        near = predicted_upload_s(obs, name, removed, rtt_scale=REFERENCE_RTT_S / rtt)
+        here = predicted_upload_s(obs, name, removed, measured_references=False)
+        if near is None or here is None or here[0] <= 0:
+            continue
+        # With window culprits fixed first, they hold the seconds latency multiplies and
+        # latency keeps the gap that is left; else the measured upload shrinks as the model.
+        cost = (max(0.0, here[0] - near[0]) if removed
+                else up * max(0.0, 1.0 - near[0] / here[0]))
+        if best is None or cost > best[0].cost_s:
+            best = (Prediction(protocol=name, cost_s=cost, predicted_s=near[0],
+                               next_limit=near[1]), owners[0] if owners else None)
+    return best
+
+
+def _h2_stall_cost(obs: Observations) -> float:
+    """Stalled HTTP/2 pushes: their wait plus a redo, per push (the detector's rule)."""
+    cost, _, _ = failure_cost_s(obs, "h2", {"hung", "timeout"})
+    return cost
+
+
+def _priced(finding: Finding, prediction: Prediction, cost_s: float, text: str) -> Finding:
+    return replace(finding, cost_s=round(max(0.0, cost_s), 3), summary=f"{finding.summary} {text}",
+                   cost_protocol=prediction.protocol)
+
+
+def apply_costs(obs: Observations, findings: Sequence[Finding]) -> list[Finding]:
+    """The findings with the rate culprits' and path latency's costs from the one model."""
+    fired = {f.id for f in findings}
+    priced: list[Finding] = []
+    for finding in findings:
+        if finding.id in RATE_CULPRITS:
+            prediction = _removal_cost(obs, finding.id, fired)
+            if prediction is None:
+                priced.append(finding)
+                continue
+            p = obs.protocols[prediction.protocol]
+            cost = prediction.cost_s
+            if finding.id == "h2-flow-control-window":
+                cost = cost * len(ok_pushes(p)) / max(1, len(p.pushes)) + _h2_stall_cost(obs)
+            up = upload_s(p)
+            text = (f"Without it the {label(prediction.protocol)} upload would take about "
+                    f"{fmt_s(prediction.predicted_s)} instead of {fmt_s(up)} (then bound by "
+                    f"{prediction.next_limit}).")
+            if prediction.shares_with is not None:
+                text = (f"This window is already at the usual autotuning maximum: it amplifies "
+                        f"{prediction.shares_with}, whose cost holds those seconds; at a "
+                        f"{fmt_s(REFERENCE_RTT_S)} endpoint raising it would save "
+                        f"{fmt_s(prediction.cost_s)}.")
+            priced.append(replace(_priced(finding, prediction, cost, text),
+                                  shares_with=prediction.shares_with))
+        elif finding.id == LATENCY:
+            latency = _latency_cost(obs, fired)
+            if latency is None:
+                priced.append(finding)
+                continue
+            prediction, owner = latency
+            if owner is None:
+                text = (f"A {fmt_s(REFERENCE_RTT_S)} endpoint would upload in about "
+                        f"{fmt_s(prediction.predicted_s)}.")
+            else:
+                text = (f"Latency here multiplies the {owner} limit, whose cost holds those "
+                        f"seconds; after that fix a {fmt_s(REFERENCE_RTT_S)} endpoint would "
+                        f"save only {fmt_s(prediction.cost_s)} more.")
+            priced.append(replace(_priced(finding, prediction, prediction.cost_s, text),
+                                  shares_with=owner))
+        else:
+            priced.append(finding)
+    return priced
