@@ -49,6 +49,10 @@ windows, at the same rate (within 3% on recorded HTTP/2 and loss pushes); three 
 windows were too lenient under loss (30% off)."""
 SLOW_START_S = 1.0
 """Left out of the measured rate (when the push ran more than twice as long)."""
+PREAMBLE_BYTES = 64 * 1024
+"""Bytes a push moves before its pack (TLS or SSH handshake, authentication, ref
+negotiation: a few kB): the rate is measured from the last sample below this, so a slow
+login (seconds of an SSH key lookup) is not counted as transfer time."""
 RECENT_PROGRESS_S = 2.0
 """At the budget, bytes must have moved this recently for the rate to count."""
 
@@ -103,6 +107,11 @@ class RateMonitor:
         return rates
 
     def first_data_s(self) -> float | None:
+        """When the pack started moving: the last point before the bytes moved passed
+        :data:`PREAMBLE_BYTES` (or the first byte, for a push that never passes it)."""
+        for before, point in zip(self.points, self.points[1:], strict=False):
+            if point.moved_bytes > PREAMBLE_BYTES:
+                return before.t_s
         return next((p.t_s for p in self.points if p.moved_bytes > 0), None)
 
     def moved_at(self, t_s: float) -> float:

@@ -93,3 +93,24 @@ def test_the_probe_command_shows_bytes_and_rate_while_a_push_runs() -> None:
     [task] = progress.tasks
     assert task.description == "push h2 #1: 5.0 MiB, 1.25 MiB/s"
     reporter.moved("push h1 #1", 1, None)  # not begun: ignored
+
+
+def test_a_slow_login_is_not_transfer_time() -> None:
+    """SSH behind a slow key lookup: 4 kB of handshake at once, 8.4 s of nothing, then the
+    pack at 1 MB/s until the budget. Counted from the first byte the rate was 0.15 MB/s
+    and a 3 MiB push was projected at minutes (the lab's slow-auth fault ranked
+    ssh-channel-window first); from the start of the pack it is the path's rate."""
+    monitor = RateMonitor(budget_s=10, stall_timeout_s=15)
+    monitor.add(Progress(t_s=0.25, moved_bytes=4_000))
+    for i in range(1, 34):  # quiet until 8.6 s, samples every 0.25 s
+        monitor.add(Progress(t_s=0.25 + i * 0.25, moved_bytes=4_000))
+    t, moved = 8.5, 4_000
+    reason = None
+    while reason is None and t < 12:
+        t += 0.25
+        moved += 250_000
+        monitor.add(Progress(t_s=t, moved_bytes=moved))
+        reason = monitor.stop_reason(t, pack_finished=False)
+    assert monitor.first_data_s() == pytest.approx(8.5)
+    rate = monitor.rate_bytes_per_s()
+    assert rate is not None and rate == pytest.approx(1_000_000, rel=0.1)
