@@ -1,9 +1,9 @@
 """The lab's fault matrix: every named fault x RTT x repeat, scored per culprit.
 
-    .venv/bin/python benchmarks/fault_matrix.py                      # run, score, print
-    .venv/bin/python benchmarks/fault_matrix.py --fit                # ... and write the fitted table
-    .venv/bin/python benchmarks/fault_matrix.py --from runs/fault-matrix-X --fit   # re-fit, no lab
-    .venv/bin/python benchmarks/fault_matrix.py --fault loss --rtt 20ms --repeats 1
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py          # run, score, print
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --fit    # ... and ship the fit
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --from runs/fault-matrix-X --fit
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --fault loss --rtt 20ms --repeats 1
 
 For every fault of ``gitnetdiag.lab.spec.FAULTS`` (read at run time, so new
 faults join by themselves) and every ``--rtt`` it brings up a private lab
@@ -39,6 +39,20 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from gitnetdiag.diagnosis.culprits import CULPRITS
+from gitnetdiag.diagnosis.matrix import (
+    Fit,
+    MatrixRun,
+    Tally,
+    fit_calibrations,
+    hand_weighted,
+    ranked_ids,
+    raw_hits,
+    score_matrix,
+    top1_accuracy,
+    with_calibrations,
+)
+from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -114,6 +128,166 @@ def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, 
     index_path.write_text(json.dumps(index, indent=1) + "\n")
 
 
+def load_runs(results: Path) -> tuple[dict[str, Any], list[MatrixRun], list[str]]:
+    """The index, every run with saved observations, and the names of runs without."""
+    index = json.loads((results / INDEX).read_text())
+    runs, missing = [], []
+    for row in index["runs"]:
+        path = results / row["run_dir"] / "observations.json"
+        if not path.is_file():
+            missing.append(f"{row['run_dir']} ({row.get('error', 'no observations.json')})")
+            continue
+        observations = Observations.from_dict(json.loads(path.read_text()))
+        runs.append(MatrixRun(name=row["run_dir"], fault=row["fault"],
+                              expected=FAULT_CULPRIT.get(row["fault"]),
+                              observations=observations))
+    return index, runs, missing
+
+
+def held_out_rankings(runs: list[MatrixRun]) -> list[list[str]]:
+    """Each run ranked with confidences fitted on the other (fault, RTT) cells only."""
+    def cell(run: MatrixRun) -> str:
+        return run.name.rsplit("-r", 1)[0]
+
+    rankings = []
+    for run in runs:
+        others = [r for r in runs if cell(r) != cell(run)]
+        culprits = with_calibrations(fit_calibrations(others))
+        rankings.append(ranked_ids(run.observations, culprits))
+    return rankings
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _counts(t: Tally | None) -> str:
+    t = t or Tally()
+    return f"{t.tp}/{t.fp}/{t.fn}"
+
+
+def culprit_faults() -> dict[str, list[str]]:
+    faults: dict[str, list[str]] = {}
+    for fault, culprit in FAULT_CULPRIT.items():
+        if culprit is not None:
+            faults.setdefault(culprit, []).append(fault)
+    return faults
+
+
+def matrix_table(hand: dict[str, Tally], fitted: dict[str, Tally], fits: dict[str, Fit],
+                 fired: dict[str, int]) -> list[str]:
+    """The per-culprit Markdown table (docs/culprits.md and the terminal)."""
+    faults = culprit_faults()
+    lines = ["| culprit | lab fault | fired | hand TP/FP/FN | hand precision | hand recall "
+             "| fitted TP/FP/FN | fitted precision | fitted recall | confidence |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for c in CULPRITS:
+        fit = fits[c.id]
+        if fit.calibration is not None:
+            cal = fit.calibration
+            how = (f"fitted: a = {cal.intercept:g}, b = {cal.slope:g} "
+                   f"({cal.positives} positive, {cal.negatives} negative)")
+        else:
+            how = f"hand weights: {fit.reason}"
+        h, f = hand.get(c.id), fitted.get(c.id)
+        lines.append(
+            f"| `{c.id}` | {', '.join(f'`{x}`' for x in faults.get(c.id, [])) or '-'} "
+            f"| {fired.get(c.id, 0)} | {_counts(h)} | {_ratio(h.precision if h else None)} "
+            f"| {_ratio(h.recall if h else None)} | {_counts(f)} "
+            f"| {_ratio(f.precision if f else None)} | {_ratio(f.recall if f else None)} "
+            f"| {how} |")
+    return lines
+
+
+def report_and_fit(results: Path, *, write: bool) -> int:
+    """Score the matrix with hand weights and fitted confidences; with ``write``, ship the fit."""
+    index, runs, missing = load_runs(results)
+    if not runs:
+        print(f"error: no run in {results} has observations.json "
+              "(hint: look at matrix.json for the errors)", file=sys.stderr)
+        return 2
+    fits = fit_calibrations(runs)
+    hand_culprits, fitted_culprits = hand_weighted(CULPRITS), with_calibrations(fits)
+    hand_ranked = [ranked_ids(run.observations, hand_culprits) for run in runs]
+    fitted_ranked = [ranked_ids(run.observations, fitted_culprits) for run in runs]
+    held_out = held_out_rankings(runs)
+    fired: dict[str, int] = {}
+    for run in runs:
+        for culprit in raw_hits(run.observations):
+            fired[culprit] = fired.get(culprit, 0) + 1
+    table = matrix_table(score_matrix(runs, hand_ranked), score_matrix(runs, fitted_ranked),
+                         fits, fired)
+    provenance = (f"{len(runs)} runs, {index['started']}, commit {index['commit']}, "
+                  f"--size {index['size']}, RTT {' and '.join(index['rtts'])}, "
+                  f"{index['repeats']} repeats")
+    print(f"fault matrix: {provenance}")
+    if missing:
+        print(f"not scored ({len(missing)}): " + "; ".join(missing))
+    print("\n".join(table))
+    print(f"first culprit right (healthy: none ranked): hand weights "
+          f"{top1_accuracy(runs, hand_ranked):.1%}, fitted {top1_accuracy(runs, fitted_ranked):.1%}"
+          f" (in sample), fitted held out by (fault, RTT) cell {top1_accuracy(runs, held_out):.1%}")
+    for run, hand_ids, fitted_ids in zip(runs, hand_ranked, fitted_ranked, strict=True):
+        want = [run.expected] if run.expected else []
+        if hand_ids[:1] != want or fitted_ids[:1] != want:
+            print(f"  {run.name}: expected {run.expected}, hand {hand_ids}, fitted {fitted_ids}")
+    if write:
+        write_fitted(fits, provenance)
+        write_docs(table, provenance)
+    return 0
+
+
+FITTED_MODULE = ROOT / "gitnetdiag" / "diagnosis" / "culprits" / "fitted.py"
+DOCS = ROOT / "docs" / "culprits.md"
+DOCS_START = "<!-- fault-matrix table: generated by benchmarks/fault_matrix.py --fit -->"
+DOCS_END = "<!-- end of the fault-matrix table -->"
+
+
+def write_fitted(fits: dict[str, Fit], provenance: str) -> None:
+    lines = [
+        '"""Fitted culprit confidences: generated by ``benchmarks/fault_matrix.py --fit``, '
+        'do not edit.',
+        "",
+        "Regenerate: ``benchmarks/fault_matrix.py --fit`` (runs the lab matrix), or",
+        "``benchmarks/fault_matrix.py --from RESULTS --fit`` (re-fits saved runs).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from gitnetdiag.diagnosis.calibration import Calibration",
+        "",
+        f"MATRIX = {provenance!r}",
+        '"""The fault-matrix run these values come from."""',
+        "",
+        "FITTED: dict[str, Calibration] = {",
+    ]
+    for culprit, fit in fits.items():
+        if (cal := fit.calibration) is not None:
+            lines.append(f"    {culprit!r}: Calibration(intercept={cal.intercept!r}, "
+                         f"slope={cal.slope!r}, positives={cal.positives}, "
+                         f"negatives={cal.negatives}),")
+    lines += ["}", '"""Culprit id -> its calibration on the matrix."""', "",
+              "HAND_WEIGHTED: dict[str, str] = {"]
+    lines += [f"    {culprit!r}: {fit.reason!r}," for culprit, fit in fits.items()
+              if fit.calibration is None]
+    lines += ["}", '"""Culprit id -> why it keeps its hand-set weights."""', ""]
+    FITTED_MODULE.write_text("\n".join(lines))
+    print(f"wrote {FITTED_MODULE.relative_to(ROOT)}")
+
+
+def write_docs(table: list[str], provenance: str) -> None:
+    text = DOCS.read_text()
+    if DOCS_START not in text or DOCS_END not in text:
+        print(f"error: {DOCS} lacks the fault-matrix markers (hint: restore the "
+              "'Fitted confidence' section)", file=sys.stderr)
+        return
+    head, rest = text.split(DOCS_START, 1)
+    tail = rest.split(DOCS_END, 1)[1]
+    body = [DOCS_START, "", f"Matrix: {provenance}.", "", *table, "", DOCS_END]
+    DOCS.write_text(head + "\n".join(body) + tail)
+    print(f"wrote {DOCS.relative_to(ROOT)}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fault", action="append", choices=list(FAULTS),
@@ -143,8 +317,6 @@ def main() -> int:
         run_matrix(results, args.fault or list(FAULTS), args.rtt or ["20ms", "80ms"],
                    args.repeats, args.size, args.timeout)
         print(f"results: {results}", file=sys.stderr)
-    from benchmarks.fault_matrix_fit import report_and_fit
-
     return report_and_fit(results, write=args.fit)
 
 
