@@ -8,7 +8,7 @@ import math
 import pytest
 
 from gitnetdiag.diagnosis import CULPRITS, diagnose
-from gitnetdiag.diagnosis.calibration import Calibration
+from gitnetdiag.diagnosis.calibration import Calibration, fit_platt
 from gitnetdiag.diagnosis.culprits.fitted import FITTED, HAND_WEIGHTED, MATRIX
 from gitnetdiag.diagnosis.matrix import (
     Fit,
@@ -79,8 +79,8 @@ def test_score_matrix_counts_tp_fp_fn_as_documented() -> None:
 
 def test_fit_on_crafted_runs() -> None:
     """Four slow-edge runs injected as the h2 fault, two healthy: the h2 culprit fires only
-    with its fault at one raw score, so its fit is the smoothed share 5/6; culprits no
-    fault produces keep their hand weights and say why."""
+    with its fault, so its fit is that of four positives at its raw score; culprits no fault
+    produces keep their hand weights and say why; the fitted ranking scores with it."""
     slow, healthy = examples.slow_h2_edge(), examples.healthy()
     runs = [MatrixRun(name=f"h2-r{i}", fault="h2-small-window",
                       expected="h2-flow-control-window", observations=slow) for i in range(4)]
@@ -89,13 +89,15 @@ def test_fit_on_crafted_runs() -> None:
     fits = fit_calibrations(runs)
     assert set(fits) == {c.id for c in CULPRITS}
     h2 = fits["h2-flow-control-window"].calibration
-    assert h2 is not None and (h2.positives, h2.negatives) == (4, 0)
-    assert h2.confidence(raw_hits(slow)["h2-flow-control-window"]) == pytest.approx(5 / 6, abs=1e-3)
+    raw = raw_hits(slow)["h2-flow-control-window"]
+    assert h2 == fit_platt([raw] * 4, [True] * 4)
+    assert (h2.positives, h2.negatives) == (4, 0)
     assert fits["slow-storage"].calibration is None
     assert "no lab fault" in fits["slow-storage"].reason
     fitted = with_calibrations(fits)
     top = diagnose(slow, culprits=fitted).findings[0]
-    assert top.id == "h2-flow-control-window" and top.score == pytest.approx(5 / 6, abs=1e-3)
+    assert top.id == "h2-flow-control-window"
+    assert top.score == pytest.approx(h2.confidence(raw), abs=1e-3)
     assert ranked_ids(healthy, fitted) == []
 
 
