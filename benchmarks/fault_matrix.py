@@ -256,20 +256,20 @@ def write_fitted(fits: dict[str, Fit], provenance: str) -> None:
         "",
         "from gitnetdiag.diagnosis.calibration import Calibration",
         "",
-        f"MATRIX = {provenance!r}",
+        f"MATRIX = {json.dumps(provenance)}",
         '"""The fault-matrix run these values come from."""',
         "",
         "FITTED: dict[str, Calibration] = {",
     ]
     for culprit, fit in fits.items():
         if (cal := fit.calibration) is not None:
-            lines.append(f"    {culprit!r}: Calibration(intercept={cal.intercept!r}, "
-                         f"slope={cal.slope!r}, positives={cal.positives}, "
-                         f"negatives={cal.negatives}),")
+            lines.append(f"    {json.dumps(culprit)}: Calibration(\n"
+                         f"        intercept={cal.intercept!r}, slope={cal.slope!r}, "
+                         f"positives={cal.positives}, negatives={cal.negatives}\n    ),")
     lines += ["}", '"""Culprit id -> its calibration on the matrix."""', "",
               "HAND_WEIGHTED: dict[str, str] = {"]
-    lines += [f"    {culprit!r}: {fit.reason!r}," for culprit, fit in fits.items()
-              if fit.calibration is None]
+    lines += [f"    {json.dumps(culprit)}: {json.dumps(fit.reason)},"
+              for culprit, fit in fits.items() if fit.calibration is None]
     lines += ["}", '"""Culprit id -> why it keeps its hand-set weights."""', ""]
     FITTED_MODULE.write_text("\n".join(lines))
     print(f"wrote {FITTED_MODULE.relative_to(ROOT)}")

@@ -8,11 +8,44 @@ from __future__ import annotations
 
 from gitnetdiag.diagnosis.calibration import Calibration
 
-MATRIX = "not run yet"
+MATRIX = "54 runs, 2026-11-22 23:32 UTC, commit dee36c9, --size 3MiB, RTT 20ms and 80ms, 3 repeats"
 """The fault-matrix run these values come from."""
 
-FITTED: dict[str, Calibration] = {}
+FITTED: dict[str, Calibration] = {
+    "h2-flow-control-window": Calibration(
+        intercept=-0.0022, slope=0.5027, positives=6, negatives=0
+    ),
+    "tcp-receive-window-clamp": Calibration(
+        intercept=0.5102, slope=1.3158, positives=6, negatives=0
+    ),
+    "listen-backlog-overflow": Calibration(
+        intercept=-0.4148, slope=0.5662, positives=6, negatives=3
+    ),
+    "firewall-reset": Calibration(
+        intercept=0.663, slope=1.2688, positives=6, negatives=0
+    ),
+    "packet-loss": Calibration(
+        intercept=0.1163, slope=1.1174, positives=6, negatives=0
+    ),
+    "server-processing": Calibration(
+        intercept=-0.5178, slope=1.3714, positives=6, negatives=5
+    ),
+    "slow-ref-advertisement": Calibration(
+        intercept=-0.7641, slope=1.4056, positives=6, negatives=7
+    ),
+}
 """Culprit id -> its calibration on the matrix."""
 
-HAND_WEIGHTED: dict[str, str] = {}
+HAND_WEIGHTED: dict[str, str] = {
+    "h2-frame-settings": "no lab fault in the matrix produces it",
+    "tcp-window-scaling-off": "no lab fault in the matrix produces it",
+    "ssh-channel-window": "no lab fault in the matrix produces it",
+    "ssh-maxstartups": "no lab fault in the matrix produces it",
+    "syn-drop": "no lab fault in the matrix produces it",
+    "bandwidth-limit": "no lab fault in the matrix produces it",
+    "path-latency": "no lab fault in the matrix produces it",
+    "client-pack-cpu": "no lab fault in the matrix produces it",
+    "client-http-stack": "no lab fault in the matrix produces it",
+    "slow-storage": "no lab fault in the matrix produces it",
+}
 """Culprit id -> why it keeps its hand-set weights."""
