@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import gzip
 import json
 import signal
 import subprocess
@@ -57,6 +58,7 @@ from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FAULTS
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = "matrix.json"
+BUNDLE = ROOT / "benchmarks" / "data" / "fault-matrix.json.gz"
 
 
 def _git_commit() -> str:
@@ -128,20 +130,39 @@ def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, 
     index_path.write_text(json.dumps(index, indent=1) + "\n")
 
 
-def load_runs(results: Path) -> tuple[dict[str, Any], list[MatrixRun], list[str]]:
-    """The index, every run with saved observations, and the names of runs without."""
-    index = json.loads((results / INDEX).read_text())
-    runs, missing = [], []
+def read_matrix(source: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
+    """The index, each run's saved observations (as JSON) and the runs without, from a
+    results directory or from a bundle (``--fit`` writes ``benchmarks/data``'s)."""
+    if source.is_file():
+        bundle = json.loads(gzip.decompress(source.read_bytes()))
+        return bundle["index"], bundle["observations"], bundle.get("missing", [])
+    index = json.loads((source / INDEX).read_text())
+    observations, missing = {}, []
     for row in index["runs"]:
-        path = results / row["run_dir"] / "observations.json"
-        if not path.is_file():
+        path = source / row["run_dir"] / "observations.json"
+        if path.is_file():
+            observations[row["run_dir"]] = json.loads(path.read_text())
+        else:
             missing.append(f"{row['run_dir']} ({row.get('error', 'no observations.json')})")
-            continue
-        observations = Observations.from_dict(json.loads(path.read_text()))
-        runs.append(MatrixRun(name=row["run_dir"], fault=row["fault"],
-                              expected=FAULT_CULPRIT.get(row["fault"]),
-                              observations=observations))
-    return index, runs, missing
+    return index, observations, missing
+
+
+def matrix_runs(index: dict[str, Any], observations: dict[str, dict[str, Any]]) -> list[MatrixRun]:
+    """The scored runs: each with its expected culprit as ``FAULT_CULPRIT`` says now."""
+    return [MatrixRun(name=row["run_dir"], fault=row["fault"],
+                      expected=FAULT_CULPRIT.get(row["fault"]),
+                      observations=Observations.from_dict(observations[row["run_dir"]]))
+            for row in index["runs"] if row["run_dir"] in observations]
+
+
+def write_bundle(index: dict[str, Any], observations: dict[str, dict[str, Any]],
+                 missing: list[str]) -> None:
+    """The matrix's observations in one file, so that anyone can re-fit without a lab."""
+    data = json.dumps({"index": index, "observations": observations, "missing": missing},
+                      sort_keys=True, separators=(",", ":")).encode()
+    BUNDLE.parent.mkdir(parents=True, exist_ok=True)
+    BUNDLE.write_bytes(gzip.compress(data, mtime=0))
+    print(f"wrote {BUNDLE.relative_to(ROOT)} ({BUNDLE.stat().st_size / 1e3:.0f} kB)")
 
 
 def held_out_rankings(runs: list[MatrixRun]) -> list[list[str]]:
@@ -214,7 +235,8 @@ def matrix_table(hand: dict[str, Tally], fitted: dict[str, Tally], fits: dict[st
 
 def report_and_fit(results: Path, *, write: bool) -> int:
     """Score the matrix with hand weights and fitted confidences; with ``write``, ship the fit."""
-    index, runs, missing = load_runs(results)
+    index, observations, missing = read_matrix(results)
+    runs = matrix_runs(index, observations)
     if not runs:
         print(f"error: no run in {results} has observations.json "
               "(hint: look at matrix.json for the errors)", file=sys.stderr)
@@ -251,6 +273,8 @@ def report_and_fit(results: Path, *, write: bool) -> int:
                          f"{', '.join(fitted_ids) or 'none'}")
     print("\n".join(wrong))
     if write:
+        if results.is_dir():
+            write_bundle(index, observations, missing)
         write_fitted(fits, provenance)
         write_docs([*table, "", accuracy + ".", "", "Runs whose first culprit is wrong "
                     "with either weighting:", "", *wrong], provenance)
@@ -321,7 +345,8 @@ def main() -> int:
     parser.add_argument("--results", type=Path, help="results directory "
                         "(default runs/fault-matrix-<UTC time>)")
     parser.add_argument("--from", dest="from_dir", type=Path,
-                        help="score (and --fit) an existing results directory; runs no lab")
+                        help="score (and --fit) a results directory, or the shipped bundle "
+                        "benchmarks/data/fault-matrix.json.gz; runs no lab")
     parser.add_argument("--fit", action="store_true",
                         help="write the fitted confidences and the docs/culprits.md table")
     args = parser.parse_args()
@@ -329,9 +354,9 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     if args.from_dir is not None:
         results = args.from_dir
-        if not (results / INDEX).is_file():
-            print(f"error: no {INDEX} in {results} (hint: pass a directory this script wrote)",
-                  file=sys.stderr)
+        if not (results.is_file() or (results / INDEX).is_file()):
+            print(f"error: no {INDEX} in {results} (hint: pass a directory this script wrote, "
+                  f"or {BUNDLE.relative_to(ROOT)})", file=sys.stderr)
             return 2
     else:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
