@@ -42,9 +42,9 @@ from typing import Any
 
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.diagnosis.matrix import (
+    CulpritCounts,
     Fit,
     MatrixRun,
-    Tally,
     fit_calibrations,
     hand_weighted,
     ranked_ids,
@@ -182,8 +182,8 @@ def _ratio(value: float | None) -> str:
     return "-" if value is None else f"{value:.2f}"
 
 
-def _counts(t: Tally | None) -> str:
-    t = t or Tally()
+def _counts(t: CulpritCounts | None) -> str:
+    t = t or CulpritCounts()
     return f"{t.tp}/{t.fp}/{t.fn}"
 
 
@@ -208,8 +208,9 @@ def false_positive_faults(runs: list[MatrixRun],
     return {c: [f"{cell} x{n}" for cell, n in per.items()] for c, per in counts.items()}
 
 
-def matrix_table(hand: dict[str, Tally], fitted: dict[str, Tally], fits: dict[str, Fit],
-                 fired: dict[str, int], fp_faults: dict[str, list[str]]) -> list[str]:
+def matrix_table(hand: dict[str, CulpritCounts], fitted: dict[str, CulpritCounts],
+                 fits: dict[str, Fit], fired: dict[str, int],
+                 fp_faults: dict[str, list[str]]) -> list[str]:
     """The per-culprit Markdown table (docs/culprits.md and the terminal)."""
     faults = culprit_faults()
     lines = ["| culprit | lab fault | fired | hand TP/FP/FN | hand precision | hand recall "

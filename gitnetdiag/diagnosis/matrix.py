@@ -50,7 +50,7 @@ class MatrixRun:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Tally:
+class CulpritCounts:
     """One culprit's counts over the matrix."""
 
     tp: int = 0
@@ -101,7 +101,8 @@ def ranked_ids(obs: Observations, culprits: Sequence[Culprit]) -> list[str]:
     return [f.id for f in diagnose(obs, culprits=culprits).findings]
 
 
-def score_matrix(runs: Sequence[MatrixRun], rankings: Sequence[Sequence[str]]) -> dict[str, Tally]:
+def score_matrix(runs: Sequence[MatrixRun],
+                 rankings: Sequence[Sequence[str]]) -> dict[str, CulpritCounts]:
     """Per-culprit TP/FP/FN, given each run's ranked culprit ids (same order as ``runs``)."""
     counts: dict[str, dict[str, int]] = {}
 
@@ -114,7 +115,7 @@ def score_matrix(runs: Sequence[MatrixRun], rankings: Sequence[Sequence[str]]) -
         for culprit in ranked:
             if culprit != run.expected:
                 bump(culprit, "fp")
-    return {culprit: Tally(**c) for culprit, c in counts.items()}
+    return {culprit: CulpritCounts(**c) for culprit, c in counts.items()}
 
 
 def top1_accuracy(runs: Sequence[MatrixRun], rankings: Sequence[Sequence[str]]) -> float:
