@@ -54,7 +54,9 @@ from gitnetdiag.diagnosis.matrix import (
     with_calibrations,
 )
 from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FAULTS
+from gitnetdiag.pipeline import observations_from_run
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = "matrix.json"
@@ -130,9 +132,15 @@ def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, 
     index_path.write_text(json.dumps(index, indent=1) + "\n")
 
 
-def read_matrix(source: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
+def read_matrix(source: Path, *, reanalyse: bool = False,
+                ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
     """The index, each run's saved observations (as JSON) and the runs without, from a
-    results directory or from a bundle (``--fit`` writes ``benchmarks/data``'s)."""
+    results directory or from a bundle (``--fit`` writes ``benchmarks/data``'s).
+
+    With ``reanalyse`` the observations are derived afresh from each run directory's raw
+    artifacts by the current pipeline (after an analysis change), not read from the
+    ``observations.json`` the run saved.
+    """
     if source.is_file():
         bundle = json.loads(gzip.decompress(source.read_bytes()))
         return bundle["index"], bundle["observations"], bundle.get("missing", [])
@@ -140,7 +148,14 @@ def read_matrix(source: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]
     observations, missing = {}, []
     for row in index["runs"]:
         path = source / row["run_dir"] / "observations.json"
-        if path.is_file():
+        if reanalyse and (source / row["run_dir"] / "manifest.json").is_file():
+            try:
+                derived, _ = observations_from_run(source / row["run_dir"])
+            except GitnetdiagError as exc:
+                missing.append(f"{row['run_dir']} (re-analysis: {exc.message})")
+                continue
+            observations[row["run_dir"]] = json.loads(json.dumps(derived.to_dict()))
+        elif path.is_file():
             observations[row["run_dir"]] = json.loads(path.read_text())
         else:
             missing.append(f"{row['run_dir']} ({row.get('error', 'no observations.json')})")
@@ -234,9 +249,9 @@ def matrix_table(hand: dict[str, CulpritCounts], fitted: dict[str, CulpritCounts
     return lines
 
 
-def report_and_fit(results: Path, *, write: bool) -> int:
+def report_and_fit(results: Path, *, write: bool, reanalyse: bool = False) -> int:
     """Score the matrix with hand weights and fitted confidences; with ``write``, ship the fit."""
-    index, observations, missing = read_matrix(results)
+    index, observations, missing = read_matrix(results, reanalyse=reanalyse)
     runs = matrix_runs(index, observations)
     if not runs:
         print(f"error: no run in {results} has observations.json "
@@ -348,6 +363,9 @@ def main() -> int:
     parser.add_argument("--from", dest="from_dir", type=Path,
                         help="score (and --fit) a results directory, or the shipped bundle "
                         "benchmarks/data/fault-matrix.json.gz; runs no lab")
+    parser.add_argument("--reanalyse", action="store_true",
+                        help="with --from DIR: derive each run's observations afresh from its "
+                        "raw artifacts with the current pipeline (after an analysis change)")
     parser.add_argument("--fit", action="store_true",
                         help="write the fitted confidences and the docs/culprits.md table")
     args = parser.parse_args()
@@ -365,7 +383,7 @@ def main() -> int:
         run_matrix(results, args.fault or list(FAULTS), args.rtt or ["20ms", "80ms"],
                    args.repeats, args.size, args.timeout)
         print(f"results: {results}", file=sys.stderr)
-    return report_and_fit(results, write=args.fit)
+    return report_and_fit(results, write=args.fit, reanalyse=args.reanalyse)
 
 
 if __name__ == "__main__":
