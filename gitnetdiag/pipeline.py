@@ -82,6 +82,12 @@ def flight_series(conn: ConnectionAnalysis) -> obs.FlightSeries | None:
     window = np.where(known[idx], window[idx], np.nan)
     first = int(np.argmax(known))
     window[:first] = window[first]
+    # Each direction's series ends with its own last segment: the receiver may fall
+    # silent before the sender does (an RST cut it, a server-side capture); carry its
+    # last window to the sender's end.
+    if window.size < flight.size:
+        window = np.concatenate((window, np.full(flight.size - window.size, window[-1])))
+    window = window[:flight.size]
     keep = downsample(flight.size)
     t = keep.astype(np.float64) * series.bin_s
     sent = np.cumsum(np.asarray(series.goodput_bytes[0], dtype=np.float64))
@@ -147,12 +153,12 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
         candidates.append((f"native {protocol} probe",
                            NATIVE_FILES[protocol].removesuffix(".json") + ".tcpinfo.jsonl"))
     for label, name in candidates:
-        if name is None or not (run_dir / name).is_file():
+        rows = _tcpinfo_rows(run_dir, name, warnings)
+        if rows is None:
             continue
         try:
-            lines = (run_dir / name).read_text().splitlines()
-            summary = summarize_samples([json.loads(line) for line in lines if line.strip()])
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            summary = summarize_samples(rows)
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
             warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
             continue
         if summary is None:
@@ -207,15 +213,76 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def trace2_phases(records: Sequence[PushRecord]) -> obs.Trace2Phases | None:
-    phases = [r.phases for r in records if r.phases is not None and r.outcome == "ok"]
+def _tcpinfo_rows(run_dir: Path, name: str | None,
+                  warnings: list[str]) -> list[dict[str, Any]] | None:
+    """A ``<stem>.tcpinfo.jsonl`` file's samples (None when absent or unreadable)."""
+    if name is None or not (run_dir / name).is_file():
+        return None
+    try:
+        rows = [json.loads(line) for line in (run_dir / name).read_text().splitlines()
+                if line.strip()]
+    except (OSError, ValueError) as exc:
+        warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
+        return None
+    if not all(isinstance(row, dict) for row in rows):
+        warnings.append(f"{name}: unreadable TCP_INFO samples (a line is not an object)")
+        return None
+    return rows
+
+
+def server_wait_s(record: PushRecord, run_dir: Path | None,
+                  warnings: list[str]) -> float | None:
+    """trace2's wait for the server, less any part of it the pack was still on the wire.
+
+    Over SSH and git:// pack-objects exits once the pack is in the kernel's send buffer;
+    on a slow path (a clamped window, loss) draining that buffer takes seconds that
+    trace2 counts as waiting for the server. The kernel's TCP_INFO samples of the push
+    bound when the last pack byte was still unacknowledged; only the time after it is
+    the server's.
+    """
+    from gitnetdiag.analysis.tcpinfo import last_undelivered_s
+
+    wait = record.phases.server_wait_s if record.phases is not None else None
+    if wait is None or run_dir is None:
+        return wait
+    rows = _tcpinfo_rows(run_dir, record.artifacts.get("tcpinfo"), warnings)
+    if not rows:
+        return wait
+    try:
+        undelivered = last_undelivered_s(rows, record.pack_bytes)
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        warnings.append(f"{record.artifacts.get('tcpinfo')}: unreadable TCP_INFO samples ({exc})")
+        return wait
+    if undelivered is None:
+        return wait
+    return max(0.0, min(wait, record.wall_s - undelivered))
+
+
+def _upload_s(record: PushRecord, server_wait: float | None) -> float | None:
+    """The POST's time over HTTP; otherwise pack-objects' write plus the send-buffer drain
+    that :func:`server_wait_s` took off the server's wait (the pack was still moving)."""
+    if record.post_s is not None:
+        return record.post_s
+    phases = record.phases
+    if phases is None or phases.pack_write_s is None:
+        return None
+    drained = (phases.server_wait_s - server_wait
+               if phases.server_wait_s is not None and server_wait is not None else 0.0)
+    return phases.pack_write_s + max(0.0, drained)
+
+
+def trace2_phases(records: Sequence[PushRecord], run_dir: Path | None = None,
+                  warnings: list[str] | None = None) -> obs.Trace2Phases | None:
+    ok = [r for r in records if r.phases is not None and r.outcome == "ok"]
+    phases = [r.phases for r in ok if r.phases is not None]
     if not phases:
         return None
+    notes: list[str] = warnings if warnings is not None else []
+    waits = [server_wait_s(r, run_dir, notes) for r in ok]
     return obs.Trace2Phases(
         pack_objects_s=_median([p.pack_prepare_s for p in phases]),
-        upload_s=_median([r.post_s if r.post_s is not None else r.phases.pack_write_s
-                          for r in records if r.phases is not None and r.outcome == "ok"]),
-        server_wait_s=_median([p.server_wait_s for p in phases]),
+        upload_s=_median([_upload_s(r, wait) for r, wait in zip(ok, waits, strict=True)]),
+        server_wait_s=_median(waits),
         ref_advertisement_s=_median([p.ref_advertisement_s for p in phases]),
     )
 
@@ -281,7 +348,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         h2_ledger, ssh_ledger = native_ledgers(run_dir, run.protocol)
         protocols[run.protocol] = obs.ProtocolObservation(
             pushes=tuple(push_result(r) for r in records),
-            trace2=trace2_phases(records),
+            trace2=trace2_phases(records, run_dir, warnings),
             capture=capture_m,
             h2_ledger=h2_ledger,
             ssh_ledger=ssh_ledger,

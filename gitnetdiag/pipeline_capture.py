@@ -109,21 +109,41 @@ def _answered(conn: ConnectionAnalysis) -> bool:
             and down.last_data_ts_ns > up.last_data_ts_ns)
 
 
+def _reset_cut(conn: ConnectionAnalysis) -> str | None:
+    """How an RST cut the transfer short, or None (no RST, or a teardown).
+
+    An RST after the server answered, with the upload acknowledged, is a teardown
+    (curl and proxies close that way). One before the answer, or one that leaves upload
+    bytes unacknowledged, cut the push: SSH's server sends channel-window adjustments
+    all through an upload, so "answered" alone does not tell a finished push from one
+    a firewall cut mid-way (seen from both sides of the lab's ``--reset-after``)."""
+    up, down = conn.a_to_b, conn.b_to_a
+    if not (up.resets_sent or down.resets_sent):
+        return None
+    stranded = up.unacked_bytes >= MIN_UPLOAD_BYTES
+    if _answered(conn) and not stranded:
+        return None
+    firsts = [(f, who) for f, who in ((down.first_reset_frame, "the server side"),
+                                      (up.first_reset_frame, "the client side")) if f is not None]
+    who = min(firsts)[1] if firsts else "the server side"
+    if stranded:
+        return (f"connection reset by {who} with {up.unacked_bytes} B of the upload "
+                "unacknowledged (capture)")
+    return f"connection reset by {who} before the server answered (capture)"
+
+
 def _push(t: Transfer) -> obs.PushResult:
-    """The transfer as a push. An RST after the server answered is a teardown (curl
-    and proxies close that way); one before it cut the push short."""
+    """The transfer as a push; failed when an RST cut it short (:func:`_reset_cut`)."""
     conn = t.conn
     up, down = conn.a_to_b, conn.b_to_a
     # Until the last data either way: an idle connection kept open is no push time.
     last = max((ts for ts in (up.last_data_ts_ns, down.last_data_ts_ns) if ts is not None),
                default=conn.last_ts_ns)
     seconds = max(0.0, (last - conn.first_ts_ns) / 1e9)
-    if (down.resets_sent or up.resets_sent) and not _answered(conn):
-        who = "the server side" if down.resets_sent else "the client"
+    cut = _reset_cut(conn)
+    if cut is not None:
         return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes, ok=False,
-                              error_kind="reset",
-                              error_message=f"connection reset by {who} before the server "
-                              "answered (capture)")
+                              error_kind="reset", error_message=cut)
     return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes)
 
 
@@ -217,7 +237,7 @@ def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.Bur
         syn += hs.syn_retransmissions
         synack += max(hs.synack_retransmissions, hs.synack_after_ack)
         resets += up.resets_sent + down.resets_sent
-        if down.payload_bytes and not (down.resets_sent and not _answered(t.conn)):
+        if down.payload_bytes and _reset_cut(t.conn) is None:
             ok += 1
         else:
             kind = "reset" if up.resets_sent or down.resets_sent else "hung"

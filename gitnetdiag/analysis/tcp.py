@@ -536,6 +536,7 @@ class _ConnectionState:
                 loss_s=float(side.limit_s[LimitKind.LOSS]),
                 self_s=float(side.limit_s[LimitKind.SELF]),
             ),
+            unacked_bytes=side.unacked_bytes(),
         )
 
 

@@ -173,6 +173,10 @@ class DirectionAnalysis(_JsonMixin):
     """RTT of this side's data (time to the peer's ACK)."""
     limits: LimitShares
     """What limited this side as a sender."""
+    unacked_bytes: int = 0
+    """This side's bytes the peer had not acknowledged when the capture ends (highest
+    sequence sent minus the peer's highest ACK; all of them when no ACK was seen): a
+    connection cut mid-transfer leaves them, a finished one does not."""
 
 
 @dataclass(frozen=True, kw_only=True)

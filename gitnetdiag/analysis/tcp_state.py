@@ -232,6 +232,14 @@ class SideState:
         return RttStats(samples=n, min_s=self.rtt_min, median_s=quantile(0.5),
                         p90_s=quantile(0.9), max_s=self.rtt_max, mean_s=self.rtt_sum / n)
 
+    def unacked_bytes(self) -> int:
+        """Bytes sent that the peer had not acknowledged (all of them when no ACK was seen)."""
+        if self.first_seq_u is None or self.high_end <= NEG:
+            return 0
+        sent = self.high_end - self.first_seq_u
+        return sent if self.high_ack <= NEG else min(sent, max(0, self.high_end - self.high_ack))
+
+
 
 @dataclass
 class HandshakeState:

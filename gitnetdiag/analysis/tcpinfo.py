@@ -116,3 +116,26 @@ def summarize_samples(samples: Iterable[Mapping[str, Any]]) -> TcpInfoSummary | 
         in_flight_p95_bytes=int(flight[min(len(flight) - 1, int(0.95 * len(flight)))])
         if flight else None,
     )
+
+
+def last_undelivered_s(samples: Iterable[Mapping[str, Any]], payload_bytes: int) -> float | None:
+    """The last sample time at which the upload socket had not yet had ``payload_bytes``
+    acknowledged: the upload was still on the wire then (None without such a sample).
+
+    git's trace2 ends the upload when pack-objects exits, which over SSH and git:// is
+    when the pack is in the kernel's send buffer, seconds before a slow path delivers it;
+    time after this bound is the wait for the server, not the upload.
+    """
+    by_socket: dict[str, list[Mapping[str, Any]]] = {}
+    for sample in samples:
+        by_socket.setdefault(str(sample.get("local")), []).append(sample)
+    if not by_socket or payload_bytes <= 0:
+        return None
+
+    def sent(rows: list[Mapping[str, Any]]) -> float:
+        return max(float(row["counters"].get("bytes_sent", 0.0)) for row in rows)
+
+    upload = max(by_socket.values(), key=sent)
+    pending = [float(row["t_s"]) for row in upload
+               if float(row["counters"].get("bytes_acked", 0.0)) < payload_bytes]
+    return max(pending) if pending else None

@@ -11,6 +11,7 @@ from rich.console import Console
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import FAULTS, build_spec, parse_duration_ms, parse_loss, parse_rate
 from gitnetdiag.lab.state import DEFAULT_INSTANCE, LabState
+from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.report.lab import render_lab_status
 
 console = Console(highlight=False)
@@ -51,6 +52,11 @@ def up_command(
     apache_h2_window: int | None = typer.Option(
         None, "--apache-h2-window", help="Apache H2WindowSize (default 16 MiB)."
     ),
+    reset_after: str | None = typer.Option(
+        None, "--reset-after", help="With --fault firewall-reset: let SSH connections open "
+        "and reset both ends once the client has sent this much (1MiB), as an IPS cutting a "
+        "push mid-way does. Default: refuse the connection."
+    ),
     name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
     as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
 ) -> None:
@@ -60,6 +66,7 @@ def up_command(
         loss=parse_loss(loss) if loss is not None else None,
         rate=parse_rate(rate) if rate else None,
         edge_h2_window=edge_h2_window, apache_h2_window=apache_h2_window,
+        reset_after_bytes=parse_size(reset_after) if reset_after is not None else None,
     )
     with console.status("bringing the lab up") as status:
         state = manager.up(spec, progress=lambda msg: status.update(f"lab up: {msg}"))

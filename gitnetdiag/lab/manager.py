@@ -160,9 +160,19 @@ def _restore_cubic() -> None:
 
 def _router_rules(ns: Namespaces, spec: LabSpec) -> None:
     ipt = ("iptables-legacy", "-w", "5", "-A", "FORWARD")
-    if spec.reset_port is not None:
+    if spec.reset_port is not None and spec.reset_after_bytes is None:
         _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
                 "-j", "REJECT", "--reject-with", "tcp-reset")
+    elif spec.reset_port is not None:
+        # Past the byte count (conntrack accounting, client -> server), the client's next
+        # segment and the server's next ACK are each answered with an RST: both ends see
+        # the connection cut, as an IPS or a session-size limit does it.
+        cut = ("-m", "connbytes", "--connbytes", f"{spec.reset_after_bytes}:",
+               "--connbytes-dir", "original", "--connbytes-mode", "bytes",
+               "-j", "REJECT", "--reject-with", "tcp-reset")
+        port = str(spec.reset_port)
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", port, *cut)
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "--sport", port, *cut)
     if spec.loss > 0:
         _nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                 "--probability", f"{spec.loss:.6f}", "-j", "DROP")

@@ -124,6 +124,10 @@ class LabSpec:
     """Server port the router answers with TCP resets."""
     http_auth: bool = False
     """Smart HTTP demands Basic auth (a generated user and token)."""
+    reset_after_bytes: int | None = None
+    """With ``reset_port``: let connections open and reset both ends once the client has
+    sent this many bytes (a stateful firewall or IPS cutting a push mid-way, the only kind
+    a server-side capture can see); None refuses the connection at its SYN."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -142,6 +146,7 @@ def build_spec(
     apache_h2_window: int | None = None,
     hook_delay_s: float = DEFAULT_HOOK_DELAY_S,
     auth_delay_s: float = DEFAULT_AUTH_DELAY_S,
+    reset_after_bytes: int | None = None,
 ) -> LabSpec:
     """Resolve named faults and explicit overrides into one LabSpec."""
     if not re.fullmatch(r"[a-z0-9]{1,8}", instance) and instance != "default":
@@ -160,6 +165,9 @@ def build_spec(
     if rtt_ms < 0 or rtt_ms > 10_000:
         raise UsageError(f"RTT {rtt_ms} ms is out of range", hint="use 0ms to 10s")
     has = set(active).__contains__
+    if reset_after_bytes is not None and not has("firewall-reset"):
+        raise UsageError("--reset-after needs --fault firewall-reset",
+                         hint="add --fault firewall-reset, or leave --reset-after out")
     return LabSpec(
         instance=instance,
         faults=active,
@@ -176,4 +184,5 @@ def build_spec(
         auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
         http_auth=has("auth"),
+        reset_after_bytes=reset_after_bytes,
     )

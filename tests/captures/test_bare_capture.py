@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import struct
 from pathlib import Path
@@ -95,19 +96,61 @@ def test_cli_analyze_file_diagnose() -> None:
 SERVER_SIDE = Path(__file__).resolve().parent / "data"
 
 
-@pytest.mark.parametrize(("capture", "culprit"), [
+SERVER_SIDE_CASES = [
     ("server-side-tcp-rmem-clamp-h1.pcap", "tcp-receive-window-clamp"),
     ("server-side-h2-small-window.pcap", "h2-flow-control-window"),
-])
+    ("server-side-loss-ssh.pcap.gz", "packet-loss"),
+    ("server-side-firewall-reset-ssh.pcap.gz", "firewall-reset"),
+]
+
+
+@pytest.mark.parametrize(("capture", "culprit"), SERVER_SIDE_CASES)
 def test_server_side_capture(capture: str, culprit: str) -> None:
-    """Recorded in the lab's server namespace (tcpdump -i any -s 128) during an HTTP/1.1
-    push through the edge: the upload is the inbound direction, and what the client had
-    in flight is estimated from the arrival rate x the handshake RTT."""
+    """Recorded in the lab's server namespace (tcpdump -i any -s 128, see
+    tests/captures/twosides.py) during a push: the upload is the inbound direction, and
+    what the client had in flight is estimated from the arrival rate x the handshake RTT.
+    The loss and reset files are gzip-compressed, as captures are often mailed."""
     observations, _ = observations_from_capture(SERVER_SIDE / capture)
     (proto,) = observations.protocols.values()
     assert proto.capture is not None and "server side" in proto.capture.source
     diagnosis, _ = diagnose_capture(SERVER_SIDE / capture)
+    assert diagnosis.verdict == "degraded"
     assert diagnosis.findings[0].id == culprit
+
+
+@pytest.mark.parametrize(("capture", "culprit"), SERVER_SIDE_CASES)
+@pytest.mark.parametrize("command", [["analyze", "{}", "--diagnose"],
+                                     ["diagnose", "--capture", "{}"]])
+def test_server_side_capture_from_the_command_line(capture: str, culprit: str,
+                                                   command: list[str], tmp_path: Path) -> None:
+    """Both ways in a support engineer types it give the fault as the first culprit."""
+    out = tmp_path / "diagnosis.json"
+    argv = [a.format(SERVER_SIDE / capture) for a in command] + ["--json", str(out)]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "verdict: DEGRADED"
+    assert result.stdout.splitlines()[1].startswith(f"{culprit} costs an estimated")
+    assert json.loads(out.read_text())["culprits"][0]["id"] == culprit
+
+
+def test_firewall_cut_mid_push_seen_from_both_sides() -> None:
+    """The lab's ``firewall-reset --reset-after 1MiB``: the SSH push runs, then the router
+    resets both ends. The server had been sending channel-window adjustments all along
+    (data after the client's last segment), yet the push failed: the RST stranded
+    upload bytes the server never acknowledged. Each side names who reset it first."""
+    seen = {}
+    for side in ("client", "server"):
+        observations, _ = observations_from_capture(
+            SERVER_SIDE / f"{side}-side-firewall-reset-ssh.pcap.gz")
+        (push,) = observations.protocols["ssh"].pushes
+        assert not push.ok and push.error_kind == "reset"
+        assert push.bytes > 500_000  # the cut came mid-upload, not at the SYN
+        seen[side] = push.error_message or ""
+        diagnosis, _ = diagnose_capture(SERVER_SIDE / f"{side}-side-firewall-reset-ssh.pcap.gz")
+        assert diagnosis.findings[0].id == "firewall-reset"
+    assert "reset by the server side" in seen["client"]
+    assert "reset by the client side" in seen["server"]
+    assert all("of the upload unacknowledged" in m for m in seen.values())
 
 
 def test_cli_diagnose_capture(tmp_path: Path) -> None:

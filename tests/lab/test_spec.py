@@ -103,3 +103,12 @@ def test_auth_protects_smart_http_on_every_virtual_host() -> None:
     assert text.index("<Location /git/>") < text.index("<VirtualHost")
     assert "<Location" not in config.apache_conf(
         paths, build_spec(instance="a", faults=[]), server_ip="198.18.2.2", user="gnd-git")
+
+
+def test_reset_after_cuts_established_connections_only_with_the_fault() -> None:
+    """``--reset-after`` turns the refused SYN into a mid-push cut; alone it is an error."""
+    spec = build_spec(instance="a", faults=["firewall-reset"], reset_after_bytes=1 << 20)
+    assert spec.reset_port == 22 and spec.reset_after_bytes == 1 << 20
+    assert build_spec(instance="a", faults=["firewall-reset"]).reset_after_bytes is None
+    with pytest.raises(UsageError, match="--reset-after needs --fault firewall-reset"):
+        build_spec(instance="a", faults=["loss"], reset_after_bytes=1 << 20)

@@ -84,7 +84,11 @@ def _clamped_protocols(obs: Observations) -> list[_Clamp]:
         if next_limit is not None:
             cost = saved_time_s(size, up, next_limit[1]) or 0.0
         else:
-            cost = up * c.rwnd_limited_share * 0.5
+            # No next limit (a bare capture, every protocol clamped): the rwnd-limited share
+            # of the upload ran at window / RTT; at the 1 MiB the clamp is measured against
+            # it would take window / 1 MiB of that time. Path latency prices the same window
+            # at a shorter RTT, so this keeps the cause above its multiplier.
+            cost = up * c.rwnd_limited_share * (1.0 - window / CLAMP_FALLBACK_WINDOW_BYTES)
         found.append(
             _Clamp(name=name, window=window, rate=rate, cost=cost, next_limit=next_limit, rtt=rtt)
         )

@@ -55,3 +55,24 @@ def test_window_scaling_off_also_reports_the_clamp_lower() -> None:
     ids = [f.id for f in diagnose(case_window_scaling_off()).findings]
     assert ids[0] == "tcp-window-scaling-off"
     assert "tcp-receive-window-clamp" in ids
+
+
+def test_clamp_without_a_next_limit_outranks_the_latency_it_multiplies() -> None:
+    """A bare capture (one protocol, no path rate, no reference): a 40 KiB window at 54 ms,
+    70% of window / RTT measured (the lab's tcp-rmem-clamp seen from the client). Path
+    latency prices the same window at 20 ms; the clamp prices the rwnd-limited share at
+    1 MiB per RTT, so the cause ranks above its multiplier, costed from the capture."""
+    from dataclasses import replace
+
+    from tests.diagnosis.culprits.crafted import proto
+
+    window, rtt = 40_960, 0.054
+    upload = MB / (0.7 * window / rtt)
+    capture = replace(clamped(window), handshake_rtt_s=rtt, rwnd_limited_share=0.79)
+    obs = Observations(run=run(rtt_s=rtt), protocols={"h2": proto(upload, capture=capture)})
+    findings = diagnose(obs).findings
+    ids = [f.id for f in findings]
+    assert ids[0] == "tcp-receive-window-clamp", ids
+    assert "path-latency" in ids  # still named, below the cause
+    clamp = findings[0]
+    assert clamp.cost_s == pytest.approx(upload * 0.79 * (1 - window / 2**20), rel=0.01)
