@@ -252,6 +252,8 @@ def matrix_table(hand: dict[str, CulpritCounts], fitted: dict[str, CulpritCounts
 def report_and_fit(results: Path, *, write: bool, reanalyse: bool = False) -> int:
     """Score the matrix with hand weights and fitted confidences; with ``write``, ship the fit."""
     index, observations, missing = read_matrix(results, reanalyse=reanalyse)
+    if reanalyse:
+        index = {**index, "reanalysed": _git_commit()}
     runs = matrix_runs(index, observations)
     if not runs:
         print(f"error: no run in {results} has observations.json "
@@ -270,7 +272,9 @@ def report_and_fit(results: Path, *, write: bool, reanalyse: bool = False) -> in
                          fits, fired, false_positive_faults(runs, fitted_ranked))
     provenance = (f"{len(runs)} runs, {index['started']}, commit {index['commit']}, "
                   f"--size {index['size']}, RTT {' and '.join(index['rtts'])}, "
-                  f"{index['repeats']} repeats")
+                  f"{index['repeats']} repeats"
+                  + (f", observations re-derived at commit {index['reanalysed']}"
+                     if index.get("reanalysed") else ""))
     print(f"fault matrix: {provenance}")
     if missing:
         print(f"not scored ({len(missing)}): " + "; ".join(missing))

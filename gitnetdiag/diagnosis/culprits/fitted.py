@@ -25,10 +25,10 @@ FITTED: dict[str, Calibration] = {
         intercept=0.663, slope=1.2688, positives=6, negatives=0
     ),
     "packet-loss": Calibration(
-        intercept=0.1163, slope=1.1174, positives=6, negatives=0
+        intercept=0.0981, slope=1.0639, positives=6, negatives=0
     ),
     "server-processing": Calibration(
-        intercept=-0.5178, slope=1.3714, positives=6, negatives=5
+        intercept=0.3661, slope=1.3102, positives=6, negatives=0
     ),
     "slow-ref-advertisement": Calibration(
         intercept=-0.7641, slope=1.4056, positives=6, negatives=7
