@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from gitnetdiag.diagnosis.calibration import Calibration
 
-MATRIX = "54 runs, 2026-11-22 23:32 UTC, commit dee36c9, --size 3MiB, RTT 20ms and 80ms, 3 repeats"
+MATRIX = (
+    "54 runs, 2026-11-22 23:32 UTC, commit dee36c9, --size 3MiB, RTT 20ms and 80ms, 3 "
+    "repeats, observations re-derived at commit 4a75507"
+)
 """The fault-matrix run these values come from."""
 
 FITTED: dict[str, Calibration] = {
