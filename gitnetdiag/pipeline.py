@@ -28,7 +28,7 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.pipeline_native import downsample, native_ledgers
+from gitnetdiag.pipeline_native import downsample, native_fingerprint, native_ledgers
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
     NATIVE_FILES,
@@ -138,6 +138,9 @@ def capture_metrics(conn: ConnectionAnalysis, label: str) -> obs.CaptureMetrics:
         resets_from_server=down.resets_sent,
         syn_retransmissions=hs.syn_retransmissions,
         synack_retransmissions=hs.synack_retransmissions,
+        max_acked_segment_bytes=up.max_acked_segment_bytes if up.payload_bytes else None,
+        unacked_retransmissions=up.unacked_retransmissions,
+        min_unacked_retransmitted_bytes=up.min_unacked_retransmitted_bytes,
     )
 
 
@@ -369,6 +372,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         nghttp2_version=env.nghttp2 if env else None,
         openssh_version=env.openssh if env else None,
         repo_bytes=pack,
+        **native_fingerprint(run_dir),
         measured_by=(
             f"gitnetdiag {manifest.tool_version} probe {manifest.run_id}: "
             f"{manifest.options.get('repeat', 1)} push(es) per protocol of a "

@@ -79,7 +79,17 @@ def h2_observation(record: H2NativeRecord) -> obs.H2Ledger:
         connection_zero_credit_s=ledgers.connection.stalled_s,
         window_updates=len(record.window_updates) or ledgers.stream.updates_received,
         credit=_credit_series(ledgers.stream.t_s, ledgers.stream.credit_bytes),
+        request_bytes=record.request_bytes,
+        server_wait_s=_h2_server_wait_s(record),
     )
+
+
+def _h2_server_wait_s(record: H2NativeRecord) -> float | None:
+    """From the last DATA frame of the upload stream until its response was complete."""
+    sent = [d.t_ns for d in record.data_sent if d.stream_id == record.upload_stream_id]
+    if not sent or record.ended_t_ns <= max(sent):
+        return None
+    return (record.ended_t_ns - max(sent)) / 1e9
 
 
 def ssh_observation(record: SshNativeRecord) -> obs.SshLedger:
@@ -176,3 +186,18 @@ def ssh_ledger_from_native(data: dict[str, Any], where: str = "native-ssh.json")
     )
 
 
+
+
+def native_fingerprint(run_dir: Path) -> dict[str, Any]:
+    """What the native probes saw of the servers (``RunInfo`` fields): the HTTP/2 server's
+    ``server`` headers and SETTINGS, the SSH banner. Empty for runs without native files."""
+    found: dict[str, Any] = {}
+    h2 = read_json_object(run_dir / NATIVE_H2_FILE)
+    if h2 is not None and native_schema(h2) is not None:
+        record = h2_record(h2, NATIVE_H2_FILE)
+        found["server_headers"] = record.server_headers
+        found["h2_server_settings"] = record.server_settings()
+    ssh = read_json_object(run_dir / NATIVE_SSH_FILE)
+    if ssh is not None and native_schema(ssh) is not None:
+        found["ssh_banner"] = ssh_record(ssh, NATIVE_SSH_FILE).server_banner
+    return found

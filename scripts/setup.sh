@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 DEBS=(git apache2 haproxy openssh-server openssh-client tshark tcpdump iperf3
       iptables libnetfilter-queue-dev iproute2 openssl fio ethtool procps kmod apache2-utils
-      prometheus
+      prometheus nginx caddy h2o
 )
 
 missing=()
@@ -23,13 +23,22 @@ if [ "${#missing[@]}" -gt 0 ]; then
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
+  # Keep the packages' services (nginx, caddy, h2o, apache2 ...) from starting on the host:
+  # the lab runs its own instances inside namespaces and nothing may listen outside them.
+  made_policy=""
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod 755 /usr/sbin/policy-rc.d
+    made_policy=1
+  fi
   apt-get install -y -q --no-install-recommends "${missing[@]}" >/dev/null
+  [ -n "$made_policy" ] && rm -f /usr/sbin/policy-rc.d
 fi
 # Debian enables these services on install; the lab runs its own copies in namespaces
 # (and the watch tests their own Prometheus).
-for svc in apache2 haproxy ssh prometheus; do
+for svc in apache2 haproxy ssh prometheus nginx caddy h2o; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" >/dev/null 2>&1 || true
+    systemctl disable "$svc" >/dev/null 2>&1 || true
   fi
 done
 

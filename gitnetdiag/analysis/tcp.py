@@ -352,6 +352,7 @@ class _ConnectionState:
             side.peer_last_ack_u = int(ack_u[-1])
             side.peer_dup_run = int(dup_run[-1])
             side.peer_last_sack = bool(p_sack[-1])
+        side.delivery.add(seg_end, seg_end - seg_start, rtx, side.high_ack)
 
     def _limits(
         self,
@@ -466,9 +467,9 @@ class _ConnectionState:
             window_scale_known=hs.scaling() is not None,
             window_scaling=bool(hs.scaling()),
         )
-        s = self.series
+        s = self.series.aligned()
         series = TimeSeries(
-            bin_s=self.series.width_ns / NS,
+            bin_s=s.width_ns / NS,
             start_ts_ns=self.first_ts or 0,
             sent_bytes=[s.sent[d].tolist() for d in (0, 1)],
             goodput_bytes=[s.good[d].tolist() for d in (0, 1)],
@@ -521,6 +522,9 @@ class _ConnectionState:
             fast_retransmissions=side.fast,
             timeout_retransmissions=side.timeout,
             spurious_retransmissions=side.spurious,
+            max_acked_segment_bytes=side.delivery.max_acked_len,
+            unacked_retransmissions=side.delivery.unacked_retransmissions(),
+            min_unacked_retransmitted_bytes=side.delivery.min_unacked_retransmitted_len(),
             dsack_blocks=side.dsack,
             loss_rate=side.retrans_bytes / side.payload if side.payload else 0.0,
             zero_window_count=side.zero_count,

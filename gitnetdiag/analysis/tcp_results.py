@@ -153,6 +153,12 @@ class DirectionAnalysis(_JsonMixin):
     """Retransmissions after a silence as long as an RTO."""
     spurious_retransmissions: int
     """Retransmissions of data the peer had already acknowledged."""
+    max_acked_segment_bytes: int
+    """Largest payload of a segment the peer's cumulative ACK covered (what got through)."""
+    unacked_retransmissions: int
+    """Retransmitted segments the peer never acknowledged by the end of the capture."""
+    min_unacked_retransmitted_bytes: int | None
+    """Smallest payload among the retransmitted segments never acknowledged; None if none."""
     dsack_blocks: int
     """D-SACK blocks this side received (the peer got something twice)."""
     loss_rate: float

@@ -6,7 +6,7 @@ so that each module stays readable; nothing here is public API.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -114,6 +114,24 @@ class SeriesBins:
                 self._coarsen()
         return offset_ns // self.width_ns
 
+    def aligned(self) -> SeriesBins:
+        """A copy whose every series has the same number of bins.
+
+        Each series grows only as far as its own last sample: a short capture whose
+        last bins hold one side's segments and no advertisement from the other (the
+        retransmissions into a black hole) would otherwise end its window series
+        bins earlier than its in-flight series.
+        """
+        size = max(len(arr) for name in (*_SUMMED, *_HIGHEST, *_LOWEST)
+                   for arr in getattr(self, name))
+
+        def grown(arrs: list[I64Array], fill: int) -> list[I64Array]:
+            return [self._grow(arr, size, fill) for arr in arrs]
+
+        return replace(self, sent=grown(self.sent, 0), good=grown(self.good, 0),
+                       retrans=grown(self.retrans, 0), flight=grown(self.flight, -1),
+                       window=grown(self.window, -1))
+
     def _coarsen(self) -> None:
         self.shift += 1
         for names, how in ((_SUMMED, "sum"), (_HIGHEST, "max"), (_LOWEST, "min")):
@@ -160,6 +178,51 @@ class SeriesBins:
 
 
 @dataclass
+class Delivery:
+    """Which of one side's segments the peer acknowledged, and which it never did.
+
+    A path-MTU black hole swallows every segment above the narrow link's size while
+    the small ones pass: the largest acknowledged segment stays below the segments
+    that are resent again and again. Only segments not yet covered by the peer's
+    cumulative ACK are kept (at most :data:`MAX_PENDING_SEGMENTS`, the newest).
+    """
+
+    end: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Unwrapped end sequence of each pending segment."""
+    length: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    """Its payload length."""
+    rtx: BoolArray = field(default_factory=lambda: np.zeros(0, bool))
+    """Whether it was a retransmission."""
+    max_acked_len: int = 0
+    """Largest payload of a segment the peer's cumulative ACK covered."""
+
+    def add(self, seg_end: I64Array, seg_len: I64Array, rtx: BoolArray, high_ack: int) -> None:
+        """This chunk's data segments, then everything the peer has acknowledged so far."""
+        end = np.concatenate((self.end, seg_end))
+        length = np.concatenate((self.length, seg_len))
+        resent = np.concatenate((self.rtx, rtx))
+        covered = end <= high_ack
+        if covered.any():
+            self.max_acked_len = max(self.max_acked_len, int(length[covered].max()))
+        keep = ~covered
+        self.end = end[keep][-MAX_PENDING_SEGMENTS:]
+        self.length = length[keep][-MAX_PENDING_SEGMENTS:]
+        self.rtx = resent[keep][-MAX_PENDING_SEGMENTS:]
+
+    def unacked_retransmissions(self) -> int:
+        """Retransmitted segments the peer never acknowledged."""
+        return int(np.count_nonzero(self.rtx))
+
+    def min_unacked_retransmitted_len(self) -> int | None:
+        """Smallest retransmitted segment never acknowledged, None when there is none.
+
+        Retransmitted ones only: a small segment behind a lost large one is SACKed (so
+        never resent) yet stays below the cumulative ACK."""
+        lengths = self.length[self.rtx]
+        return int(lengths.min()) if len(lengths) else None
+
+
+@dataclass
 class SideState:
     """Per-direction carried state; ``d`` is this side as the sender."""
 
@@ -199,6 +262,7 @@ class SideState:
     zero_window_probes: int = 0
     resets: int = 0
     first_reset_frame: int | None = None
+    delivery: Delivery = field(default_factory=Delivery)
     # RTT
     pend_ts: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     pend_end: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))

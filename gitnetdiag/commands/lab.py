@@ -33,6 +33,7 @@ NAME_HELP = "Lab instance name (1-8 lowercase letters/digits); several instances
     "Examples:\n\n"
     "  gitnetdiag lab up                                   healthy lab, 50 ms RTT\n\n"
     "  gitnetdiag lab up --fault h2-small-window           the slow HTTP/2 edge\n\n"
+    "  gitnetdiag lab up --edge nginx --fault h2-small-window   nginx's default windows\n\n"
     "  gitnetdiag lab up --fault loss --loss 1% --rtt 100ms\n\n"
     "  gitnetdiag lab up --name b --fault tiny-backlog     a second instance beside the first"
 ))
@@ -40,14 +41,21 @@ def up_command(
     fault: list[str] = typer.Option(
         ["healthy"], "--fault", "-f", help="Named fault to inject; repeat for several."
     ),
-    rtt: str = typer.Option("50ms", "--rtt", help="Round-trip delay the router adds (50ms, 0.2s)."),
+    rtt: str | None = typer.Option(
+        None, "--rtt", help="Round-trip delay the router adds (50ms, 0.2s). "
+        "Default 50ms, or 300ms with --fault ssh-channel-window."
+    ),
     loss: str | None = typer.Option(
         None, "--loss", help="Random drop per packet in the router (2% or 0.02). "
         "Default 0, or 2% with --fault loss."
     ),
     rate: str | None = typer.Option(None, "--rate", help="Rate limit of the path (100mbit)."),
+    edge: str | None = typer.Option(
+        None, "--edge", help="TLS edge on port 8443: haproxy, nginx, caddy or h2o "
+        "(default haproxy; nginx with --fault edge-buffering)."
+    ),
     edge_h2_window: int | None = typer.Option(
-        None, "--edge-h2-window", help="HAProxy tune.h2.initial-window-size (overrides faults)."
+        None, "--edge-h2-window", help="The edge's HTTP/2 receive window (overrides faults)."
     ),
     apache_h2_window: int | None = typer.Option(
         None, "--apache-h2-window", help="Apache H2WindowSize (default 16 MiB)."
@@ -62,10 +70,10 @@ def up_command(
 ) -> None:
     """Build the lab and start its servers; prints every endpoint."""
     spec = build_spec(
-        instance=name, faults=fault, rtt_ms=parse_duration_ms(rtt),
+        instance=name, faults=fault, rtt_ms=parse_duration_ms(rtt) if rtt is not None else None,
         loss=parse_loss(loss) if loss is not None else None,
         rate=parse_rate(rate) if rate else None,
-        edge_h2_window=edge_h2_window, apache_h2_window=apache_h2_window,
+        edge_h2_window=edge_h2_window, apache_h2_window=apache_h2_window, edge=edge,
         reset_after_bytes=parse_size(reset_after) if reset_after is not None else None,
     )
     with console.status("bringing the lab up") as status:

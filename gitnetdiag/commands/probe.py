@@ -394,8 +394,10 @@ def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Co
     root = Path(state.state_dir)
     argv = ["ip", "netns", "exec", state.server_ns, sys.executable, "-m", "gitnetdiag", "host",
             "--json", str(out), "--no-standard-configs"]
-    for name in ("haproxy.cfg", "apache2.conf", "sshd_config"):
-        argv += ["--config", str(root / name)]
+    for name in ("haproxy.cfg", "nginx.conf", "Caddyfile", "h2o.conf", "apache2.conf",
+                 "sshd_config"):
+        if (root / name).is_file():  # the lab runs one of the edges
+            argv += ["--config", str(root / name)]
     if since is not None:
         argv += ["--since", str(since)]
     try:

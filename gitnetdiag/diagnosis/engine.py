@@ -29,6 +29,7 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     ProtocolObservation,
 )
+from gitnetdiag.diagnosis.servers import answering_server
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 from gitnetdiag.diagnosis.verdict import headline_prefix, judge
 
@@ -97,6 +98,7 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
         measured_by=run.measured_by,
         min_impact_s=min_impact_s,
         min_score=min_score,
+        server=answering_server(obs),
     )
 
 

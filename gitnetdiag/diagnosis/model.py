@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.serial import to_jsonable
 
 Verdict = Literal["healthy", "degraded", "inconclusive", "failed"]
@@ -178,6 +179,8 @@ class Environment:
     """Ranking threshold: findings with cost x score below it were dropped."""
     min_score: float
     """Ranking threshold: findings less confident than this were dropped."""
+    server: ServerIdentity | None = None
+    """Who answered the HTTPS pushes (and the SSH banner), from what the probes saw."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -80,6 +80,12 @@ class RunInfo:
     """One line on how the run was measured (command, probe set), for the report."""
     requested_protocols: tuple[str, ...] = ()
     """Protocols the user asked to measure; empty when unknown (then: those observed)."""
+    server_headers: tuple[str, ...] = ()
+    """``server`` response headers the native HTTP/2 probe received, in order."""
+    h2_server_settings: dict[str, int] = field(default_factory=dict)
+    """The HTTP/2 server's SETTINGS as the native probe last knew them (names as RFC 9113)."""
+    ssh_banner: str = ""
+    """The SSH server's identification string (native SSH probe)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +173,12 @@ class CaptureMetrics:
     """Retransmitted SYNs of this connection."""
     synack_retransmissions: int | None = None
     """Retransmitted SYN-ACKs of this connection."""
+    max_acked_segment_bytes: int | None = None
+    """Largest upload segment (payload) the receiver acknowledged: what gets through."""
+    unacked_retransmissions: int | None = None
+    """Upload segments resent and still never acknowledged when the capture ended."""
+    min_unacked_retransmitted_bytes: int | None = None
+    """Smallest of those resent, never acknowledged segments (payload)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -230,6 +242,11 @@ class H2Ledger:
     """WINDOW_UPDATE frames received from the server."""
     credit: TimeSeries | None = None
     """Stream send credit over time, bytes."""
+    request_bytes: int | None = None
+    """Bytes of the native probe's receive-pack POST body (its pack is smaller than git's)."""
+    server_wait_s: float | None = None
+    """From the probe's last DATA frame until the response was complete (the server's wait
+    after the upload, as trace2's ``server_wait_s`` for git's pushes)."""
 
 
 @dataclass(frozen=True, kw_only=True)

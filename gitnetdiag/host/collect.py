@@ -32,6 +32,7 @@ from gitnetdiag.host.sysctl import SYSCTLS, lint_sysctls, normalise, proc_path
 STANDARD_FILES: tuple[tuple[Product, str], ...] = (
     ("haproxy", "/etc/haproxy/haproxy.cfg"),
     ("sshd", "/etc/ssh/sshd_config"),
+    ("caddy", "/etc/caddy/Caddyfile"),
 )
 """Single configuration files looked for on every server."""
 STANDARD_TREES: tuple[tuple[Product, str], ...] = (
@@ -141,7 +142,8 @@ class _Collector:
                 continue
             guessed = product_of(path, extra_config.text)
             if guessed is None:
-                self.miss(path, "not recognised as HAProxy, nginx, Apache, h2o or sshd config")
+                self.miss(path, "not recognised as HAProxy, nginx, Apache, h2o, Caddy or sshd "
+                          "config")
                 continue
             groups.append((guessed, [extra_config]))
         findings: list[LintFinding] = []

@@ -14,7 +14,13 @@ docs/host.md):
   the HTTP/2 stream window is max(``http2_body_preread_size`` 64k,
   ``client_body_buffer_size`` 16k) per round trip.
 - Apache mod_http2: ``H2WindowSize`` defaults to 65535.
-- h2o: ``http2-input-window-size`` defaults to 16 MiB (fine unless lowered).
+- nginx: ``proxy_request_buffering`` defaults to ``on``: the whole request body
+  is read before it is forwarded, so the git server sees a push only after its
+  upload (flagged where a ``proxy_pass`` forwards without ``... off``).
+- h2o: ``http2-input-window-size`` defaults to 16 MiB (fine unless lowered);
+  2.2 has no such directive and advertises 16 MiB (measured in the lab).
+- Caddy 2.6: Go's HTTP/2 server keeps 1 MiB per stream and per connection and
+  Caddy has no setting for it; flagged where a site proxies (``reverse_proxy``).
 - OpenSSH sshd: ``MaxStartups`` defaults to ``10:30:100``; the channel window
   is fixed at 2 MiB, nothing to configure.
 """
@@ -29,13 +35,15 @@ from typing import Any, Literal
 
 from gitnetdiag.host.effect import FLAG_BELOW_BYTES, hurts_from_rtt_s, window_effect
 
-Product = Literal["haproxy", "nginx", "apache", "h2o", "sshd", "sysctl"]
+Product = Literal["haproxy", "nginx", "apache", "h2o", "caddy", "sshd", "sysctl"]
 
 HAPROXY_DEFAULT_WINDOW = 65535
 NGINX_DEFAULT_PREREAD = 64 * 1024
 NGINX_DEFAULT_BODY_BUFFER = 16 * 1024
 APACHE_DEFAULT_WINDOW = 65535
 H2O_DEFAULT_WINDOW = 16 * 1024 * 1024
+GO_H2_WINDOW = 1024 * 1024
+"""Go's HTTP/2 server (Caddy): receive window per stream and connection, not configurable."""
 SSHD_DEFAULT_MAXSTARTUPS = "10:30:100"
 SSH_CHANNEL_WINDOW = 2 * 1024 * 1024
 MAXSTARTUPS_BURST = 100
@@ -239,15 +247,16 @@ def lint_nginx(configs: Sequence[ConfigFile]) -> tuple[list[LintFinding], list[C
             elif words[0] == "client_body_buffer_size" and len(words) > 1:
                 body_buffer = (config.path, number, words[1])
     files = [c.path for c in configs]
+    buffering = _nginx_request_buffering(configs)
     if not h2_on or buffering_off is None:
         why = "HTTP/2 not enabled" if not h2_on else "request buffering on (nginx reads the body)"
-        return [], [ConfigChecked(product="nginx", file=f, note=why) for f in files]
+        return buffering, [ConfigChecked(product="nginx", file=f, note=why) for f in files]
     preread_bytes = parse_size(preread[2]) if preread else NGINX_DEFAULT_PREREAD
     buffer_bytes = parse_size(body_buffer[2]) if body_buffer else NGINX_DEFAULT_BODY_BUFFER
     window = max(preread_bytes or NGINX_DEFAULT_PREREAD, buffer_bytes or 0)
     checked = [ConfigChecked(product="nginx", file=f, note="read") for f in files]
     if window >= FLAG_BELOW_BYTES:
-        return [], checked
+        return buffering, checked
     where = f"{buffering_off[2]} ({buffering_off[0]} line {buffering_off[1]})"
     what = (
         f"each HTTP/2 upload stream (with {where} the stream window is "
@@ -267,7 +276,50 @@ def lint_nginx(configs: Sequence[ConfigFile]) -> tuple[list[LintFinding], list[C
             window,
             what,
         )
-    return [finding], checked
+    return [finding, *buffering], checked
+
+
+def _nginx_request_buffering(configs: Sequence[ConfigFile]) -> list[LintFinding]:
+    """``proxy_request_buffering`` on (explicit or nginx's default) where a ``proxy_pass``
+    forwards requests: the git server sees each push only after its whole upload."""
+    explicit: tuple[str, int, str] | None = None
+    proxy: tuple[str, int] | None = None
+    for config in configs:
+        for number, line in _lines(config.text):
+            words = line.rstrip(";").split()
+            if words[0] == "proxy_request_buffering" and len(words) > 1:
+                if words[1] == "off":
+                    return []
+                explicit = (config.path, number, words[1])
+            elif words[0] == "proxy_pass" and proxy is None:
+                proxy = (config.path, number)
+    if proxy is None:
+        return []
+    effect = ("nginx reads each whole request body before forwarding it: the git server "
+              "sees a push only after the upload, and forwarding adds time that grows with "
+              "the pack")
+    if explicit is not None:
+        return [LintFinding(product="nginx", file=explicit[0], line=explicit[1],
+                            setting="proxy_request_buffering", value=explicit[2], effect=effect)]
+    return [LintFinding(product="nginx", file=proxy[0], line=None,
+                        setting="proxy_request_buffering", value="on (default)", effect=effect)]
+
+
+# ------------------------------------------------------------------------ Caddy
+
+
+def lint_caddy(config: ConfigFile) -> tuple[list[LintFinding], ConfigChecked]:
+    """Caddy 2.6 proxies HTTP/2 uploads through Go's fixed 1 MiB window."""
+    proxies = [number for number, line in _lines(config.text)
+               if line.split()[0] == "reverse_proxy"]
+    if not proxies:
+        return [], ConfigChecked(product="caddy", file=config.path, note="no reverse_proxy")
+    finding = _window_finding(
+        "caddy", config.path, proxies[0], "HTTP/2 receive window (Go, built in)",
+        f"{GO_H2_WINDOW} (no setting in Caddy 2.6)", GO_H2_WINDOW,
+        "each HTTP/2 upload stream and connection to this Caddy",
+    )
+    return [finding], ConfigChecked(product="caddy", file=config.path, note="Go's 1 MiB window")
 
 
 # ----------------------------------------------------------------------- Apache
@@ -399,6 +451,8 @@ def product_of(path: str, text: str) -> Product | None:
         return "apache"
     if "h2o" in parts or "h2o" in name:
         return "h2o"
+    if "caddy" in parts or name.startswith("caddyfile"):
+        return "caddy"
     heads = {line.split()[0].lower() for _, line in _lines(text)}
     if heads & {"frontend", "backend", "listen"} and "global" in heads | {"defaults"}:
         return "haproxy"
@@ -428,6 +482,8 @@ def lint_group(
             f, c = lint_haproxy(config, haproxy_version)
         elif product == "h2o":
             f, c = lint_h2o(config)
+        elif product == "caddy":
+            f, c = lint_caddy(config)
         elif product == "sshd":
             f, c = lint_sshd(config)
         else:

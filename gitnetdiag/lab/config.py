@@ -227,6 +227,7 @@ PermitRootLogin no
 X11Forwarding no
 AllowTcpForwarding no
 PrintMotd no
+{f"MaxStartups {spec.sshd_max_startups}" if spec.sshd_max_startups else ""}
 """
 
 

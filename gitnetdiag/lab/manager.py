@@ -7,7 +7,7 @@ own namespaces, so they may reuse the same addresses)::
     veth-c 198.18.1.2 ---- veth-cr 198.18.1.1
                             veth-sr 198.18.2.1 ---------- veth-s 198.18.2.2
                             FORWARD: reset / loss / NFQUEUE delay      Apache :443 (h2, TLS)
-                            tbf rate limit on both legs                HAProxy :8443 (TLS edge)
+                            tbf rate limit on both legs                TLS edge :8443 (--edge)
                                                                        Apache :8080 on lo
                                                                        sshd :22, git :9418
 
@@ -30,10 +30,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config
+from gitnetdiag.lab import config, edges
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.httpauth import make_http_auth
-from gitnetdiag.lab.spec import LabSpec
+from gitnetdiag.lab.spec import EDGE_BACKEND_RATE, LabSpec
 from gitnetdiag.lab.state import (
     CLIENT_IP,
     PORT_GIT,
@@ -62,6 +62,7 @@ REQUIRED_PROGRAMS = {
     "ssh-keygen": "openssh-client", "openssl": "openssl", "git": "git", "ss": "iproute2",
     "htpasswd": "apache2-utils",
 }
+EDGE_PACKAGES = {"haproxy": "haproxy", "nginx": "nginx", "caddy": "caddy", "h2o": "h2o"}
 Progress = Callable[[str], None]
 
 
@@ -133,10 +134,28 @@ def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
     if spec.server_rmem_max is not None:
         _nsexec(ns.server, "sysctl", "-qw",
                 f"net.ipv4.tcp_rmem=4096 {spec.server_rmem_max} {spec.server_rmem_max}")
+    _host_tcp_faults(ns, spec)
+
+    if spec.edge_buffering:
+        # The edge -> backend leg (loopback in the server namespace) gets the rate of a
+        # far backend, so forwarding a buffered body takes time that grows with the pack.
+        _nsexec(ns.server, "tc", "qdisc", "add", "dev", "lo", "root", "tbf", "rate",
+                EDGE_BACKEND_RATE, "burst", "128kb", "latency", "2s")
     if spec.rate:
         for dev in ("veth-cr", "veth-sr"):
             _nsexec(ns.router, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate",
                     spec.rate, "burst", "256kb", "latency", "200ms")
+
+
+def _host_tcp_faults(ns: Namespaces, spec: LabSpec) -> None:
+    """Per-namespace TCP sysctls of the transport faults."""
+    if not spec.server_window_scaling:
+        _nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=0")
+    if spec.tcp_buffer_max is not None:
+        # Buffers far above the path's BDP: TCP never binds, the SSH channel window does.
+        big = spec.tcp_buffer_max
+        _nsexec(ns.client, "sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {big}")
+        _nsexec(ns.server, "sysctl", "-qw", f"net.ipv4.tcp_rmem=4096 131072 {big}")
 
 
 def _allow_cubic() -> None:
@@ -173,6 +192,14 @@ def _router_rules(ns: Namespaces, spec: LabSpec) -> None:
         port = str(spec.reset_port)
         _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", port, *cut)
         _nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "--sport", port, *cut)
+    if spec.syn_drop_share > 0:
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--syn", "-m", "statistic",
+                "--mode", "random", "--probability", f"{spec.syn_drop_share:.6f}", "-j", "DROP")
+    if spec.pmtu_blackhole_bytes is not None:
+        # A narrower link towards the server whose ICMP "fragmentation needed" never comes
+        # back: full-size segments vanish, small ones pass.
+        _nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "-m", "length", "--length",
+                f"{spec.pmtu_blackhole_bytes}:65535", "-j", "DROP")
     if spec.loss > 0:
         _nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                 "--probability", f"{spec.loss:.6f}", "-j", "DROP")
@@ -272,15 +299,30 @@ def _write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
         keys.chmod(0o755)
     files = {
         "apache": paths.root / "apache2.conf",
-        "haproxy": paths.root / "haproxy.cfg",
+        "edge": paths.root / edges.edge_config_name(spec.edge),
         "sshd": paths.root / "sshd_config",
     }
     files["apache"].write_text(
         config.apache_conf(paths, spec, server_ip=SERVER_IP, user=SERVICE_USER))
-    files["haproxy"].write_text(config.haproxy_cfg(paths, spec, server_ip=SERVER_IP))
+    files["edge"].write_text(_edge_config(paths, spec))
     files["sshd"].write_text(
         config.sshd_config(paths, spec, server_ip=SERVER_IP, user=SERVICE_USER))
     return files
+
+
+def _edge_config(paths: LabPaths, spec: LabSpec) -> str:
+    if spec.edge == "nginx":
+        for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            (paths.run / "nginx-temp" / sub).mkdir(parents=True, exist_ok=True)
+        account = pwd.getpwnam(SERVICE_USER)
+        run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}",
+             str(paths.run / "nginx-temp")])
+        return edges.nginx_conf(paths, spec, server_ip=SERVER_IP, user=SERVICE_USER)
+    if spec.edge == "caddy":
+        return edges.caddyfile(paths, spec, server_ip=SERVER_IP)
+    if spec.edge == "h2o":
+        return edges.h2o_conf(paths, spec, server_ip=SERVER_IP, user=SERVICE_USER)
+    return config.haproxy_cfg(paths, spec, server_ip=SERVER_IP)
 
 
 def _spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None) -> int:
@@ -299,8 +341,8 @@ def _start_servers(ns: Namespaces, paths: LabPaths, spec: LabSpec,
     pids = {
         "apache": _spawn(ns.server, ["apache2", "-f", str(files["apache"]), "-DFOREGROUND"],
                          log / "apache.log", base_env),
-        "haproxy": _spawn(ns.server, ["haproxy", "-f", str(files["haproxy"]), "-db"],
-                          log / "haproxy.log", base_env),
+        spec.edge: _spawn(ns.server, edges.edge_argv(spec.edge, files["edge"]),
+                          log / f"{spec.edge}.log", {**base_env, **edges.edge_env(paths)}),
         "sshd": _spawn(ns.server, [_sshd_path(base_env["PATH"]), "-D", "-e",
                                    "-f", str(files["sshd"])], log / "sshd.log", base_env),
     }
@@ -338,10 +380,10 @@ def _start_delay(ns: Namespaces, paths: LabPaths, spec: LabSpec) -> int | None:
     return _spawn(ns.router, argv, paths.run / "delay.log", env)
 
 
-def _wait_listening(ns: Namespaces, paths: LabPaths, pids: dict[str, int],
+def _wait_listening(ns: Namespaces, paths: LabPaths, pids: dict[str, int], edge: str,
                     timeout_s: float = 30.0) -> None:
     wanted = {PORT_HTTPS_DIRECT: "apache", PORT_HTTP_BACKEND: "apache",
-              PORT_HTTPS_EDGE: "haproxy", PORT_SSH: "sshd", PORT_GIT: "git"}
+              PORT_HTTPS_EDGE: edge, PORT_SSH: "sshd", PORT_GIT: "git"}
     deadline = time.monotonic() + timeout_s
     while True:
         out = _nsexec(ns.server, "ss", "-ltnH", check=False)
@@ -391,6 +433,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
     require_root("gitnetdiag lab up")
     for program, package in REQUIRED_PROGRAMS.items():
         require_program(program, package=package)
+    require_program(spec.edge, package=EDGE_PACKAGES[spec.edge])
     ns = Namespaces.of(spec.instance)
     root = state_dir(spec.instance)
     if (root / "state.json").exists():
@@ -421,9 +464,9 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         files = _write_configs(paths, spec)
         if spec.http_auth:
             make_http_auth(paths, account)
-        progress("starting Apache, HAProxy, sshd, git daemon")
+        progress(f"starting Apache, {spec.edge}, sshd, git daemon")
         pids = _start_servers(ns, paths, spec, files)
-        _wait_listening(ns, paths, pids)
+        _wait_listening(ns, paths, pids, spec.edge)
         state = LabState(
             instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
             server_ns=ns.server, client_ip=CLIENT_IP, server_ip=SERVER_IP,
@@ -439,6 +482,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             repo_path=str(paths.repo), edge_h2_window=spec.edge_h2_window,
             apache_h2_window=spec.apache_h2_window, hook_delay_s=spec.hook_delay_s,
             auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
+            edge=spec.edge, edge_buffering=spec.edge_buffering,
             state_dir=str(root),
             http_credential_store=str(paths.credential_store) if spec.http_auth else "",
         )

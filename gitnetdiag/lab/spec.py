@@ -18,10 +18,28 @@ DEFAULT_LOSS = 0.02
 DEFAULT_HOOK_DELAY_S = 3.0
 DEFAULT_AUTH_DELAY_S = 3.0
 DEFAULT_RESET_PORT = 22
+DEFAULT_RTT_MS = 50.0
+SYN_DROP_SHARE = 0.3
+"""Share of SYNs to the server the router drops under ``syn-drop``."""
+BANDWIDTH_LIMIT_RATE = "10mbit"
+SSH_WINDOW_RTT_MS = 300.0
+"""At 300 ms OpenSSH's 2 MiB channel window allows 7 MB/s, well below the path."""
+LARGE_TCP_BUFFER = 64 * 1024 * 1024
+"""Client send and server receive buffer max under ``ssh-channel-window``: TCP never binds."""
+SMALL_MAX_STARTUPS = "2:100:2"
+"""sshd refuses every unauthenticated connection beyond two."""
+PMTU_BLACKHOLE_BYTES = 1200
+"""Under ``pmtu-blackhole`` the router drops packets to the server from this IP length up."""
+
+EDGES = ("haproxy", "nginx", "caddy", "h2o")
+"""TLS edges the lab can put on the edge port, each a Debian package run in the server namespace."""
+EDGE_BACKEND_RATE = "12mbit"
+"""Rate of the edge -> backend leg under ``edge-buffering``: the edge and the git server
+are apart in the field, so forwarding a buffered body takes time that grows with the pack."""
 
 FAULTS: dict[str, str] = {
     "healthy": "every window is large enough for the path; nothing injected",
-    "h2-small-window": "the HAProxy edge keeps the HTTP/2 default window of 65535",
+    "h2-small-window": "the edge keeps its default (small) HTTP/2 receive window",
     "tcp-rmem-clamp": "server net.ipv4.tcp_rmem max clamped to 64 KiB",
     "tiny-backlog": "git daemon listens with its built-in backlog of 5",
     "loss": "the router drops packets at random (default 2%)",
@@ -29,6 +47,16 @@ FAULTS: dict[str, str] = {
     "slow-hook": "a pre-receive hook sleeps before accepting a push",
     "slow-auth": "the ref advertisement is delayed by seconds",
     "auth": "smart HTTP (edge and direct) demands HTTP Basic auth, as real hosts do",
+    "window-scaling-off": "server net.ipv4.tcp_window_scaling = 0: windows of at most 64 KiB",
+    "syn-drop": f"the router drops {SYN_DROP_SHARE:.0%} of the SYNs to the server",
+    "bandwidth-limit": f"the path is rate-limited to {BANDWIDTH_LIMIT_RATE} (tbf in the router)",
+    "ssh-channel-window": f"{SSH_WINDOW_RTT_MS:g} ms RTT and large TCP buffers: OpenSSH's "
+    "2 MiB channel window binds",
+    "ssh-maxstartups": f"sshd MaxStartups {SMALL_MAX_STARTUPS}",
+    "pmtu-blackhole": f"the router drops packets of {PMTU_BLACKHOLE_BYTES} bytes and more to the "
+    "server and sends no ICMP 'fragmentation needed'",
+
+    "edge-buffering": "the nginx edge buffers each whole request body before forwarding it",
 }
 
 
@@ -41,6 +69,14 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "firewall-reset": "firewall-reset",
     "slow-hook": "server-processing",
     "slow-auth": "slow-ref-advertisement",
+    "window-scaling-off": "tcp-window-scaling-off",
+    "syn-drop": "syn-drop",
+    "bandwidth-limit": "bandwidth-limit",
+    "ssh-channel-window": "ssh-channel-window",
+    "ssh-maxstartups": "ssh-maxstartups",
+    "pmtu-blackhole": "path-mtu-blackhole",
+
+    "edge-buffering": "edge-request-buffering",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -55,14 +91,33 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "firewall-reset": "tcp-reset",
     "slow-hook": "pre-receive",
     "slow-auth": "authentication",
+    "window-scaling-off": "net.ipv4.tcp_window_scaling",
+    "syn-drop": "SYN rate limits in firewalls",
+    "bandwidth-limit": "Not a misconfiguration",
+    "ssh-channel-window": "HPN-SSH",
+    "ssh-maxstartups": "MaxStartups",
+    "pmtu-blackhole": "clamp-mss-to-pmtu",
+
+    "edge-buffering": "proxy_request_buffering",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
 FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     **{fault: ("--protocols", "h1,h2,ssh") for fault in FAULTS},
     "tiny-backlog": ("--protocols", "git", "--burst", "150"),
+    "window-scaling-off": ("--protocols", "h1"),
+    "syn-drop": ("--protocols", "git", "--burst", "40"),
+    "bandwidth-limit": ("--protocols", "h1"),
+    # At 300 ms a 3 MiB push ends in slow start; the window binds only on a larger pack
+    # (the pushes stay bounded by the time budget).
+    "ssh-channel-window": ("--protocols", "h1,ssh", "--size", "64MiB"),
+    "ssh-maxstartups": ("--protocols", "ssh", "--burst", "20"),
+    # One protocol is enough: the push stalls at once, and 6 s without a byte says so
+    # (the black hole shows in four resends by then).
+    "pmtu-blackhole": ("--protocols", "h1", "--stall-timeout", "6"),
 }
-"""How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst)."""
+"""How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
+the protocols a fault needs run)."""
 
 
 def parse_duration_ms(text: str) -> float:
@@ -124,10 +179,25 @@ class LabSpec:
     """Server port the router answers with TCP resets."""
     http_auth: bool = False
     """Smart HTTP demands Basic auth (a generated user and token)."""
+    edge: str = "haproxy"
+    """The TLS edge on the edge port: one of :data:`EDGES`."""
+    edge_buffering: bool = False
+    """The edge buffers whole request bodies (nginx ``proxy_request_buffering on``) and
+    forwards them over a leg limited to :data:`EDGE_BACKEND_RATE`."""
     reset_after_bytes: int | None = None
     """With ``reset_port``: let connections open and reset both ends once the client has
     sent this many bytes (a stateful firewall or IPS cutting a push mid-way, the only kind
     a server-side capture can see); None refuses the connection at its SYN."""
+    server_window_scaling: bool = True
+    """The server namespace's ``net.ipv4.tcp_window_scaling``."""
+    syn_drop_share: float = 0.0
+    """Share of SYNs to the server the router drops."""
+    tcp_buffer_max: int | None = None
+    """Raised client ``tcp_wmem`` / server ``tcp_rmem`` max, or None for the kernel's."""
+    sshd_max_startups: str | None = None
+    """sshd ``MaxStartups``, or None for OpenSSH's default."""
+    pmtu_blackhole_bytes: int | None = None
+    """IP length from which the router silently drops packets to the server, or None."""
 
     @property
     def real_git_daemon(self) -> bool:
@@ -139,13 +209,14 @@ def build_spec(
     *,
     instance: str,
     faults: list[str],
-    rtt_ms: float = 50.0,
+    rtt_ms: float | None = None,
     loss: float | None = None,
     rate: str | None = None,
     edge_h2_window: int | None = None,
     apache_h2_window: int | None = None,
     hook_delay_s: float = DEFAULT_HOOK_DELAY_S,
     auth_delay_s: float = DEFAULT_AUTH_DELAY_S,
+    edge: str | None = None,
     reset_after_bytes: int | None = None,
 ) -> LabSpec:
     """Resolve named faults and explicit overrides into one LabSpec."""
@@ -162,9 +233,21 @@ def build_spec(
             reference="unknown-fault",
         )
     active = tuple(dict.fromkeys(f for f in faults if f != "healthy")) or ("healthy",)
+    has = set(active).__contains__
+    if rtt_ms is None:
+        rtt_ms = SSH_WINDOW_RTT_MS if has("ssh-channel-window") else DEFAULT_RTT_MS
     if rtt_ms < 0 or rtt_ms > 10_000:
         raise UsageError(f"RTT {rtt_ms} ms is out of range", hint="use 0ms to 10s")
+
     has = set(active).__contains__
+    chosen_edge = edge or ("nginx" if has("edge-buffering") else "haproxy")
+    if chosen_edge not in EDGES:
+        raise UsageError(f"unknown edge '{chosen_edge}'", hint="choose from: " + ", ".join(EDGES))
+    if has("edge-buffering") and chosen_edge != "nginx":
+        raise UsageError(
+            f"the edge-buffering fault needs the nginx edge, not {chosen_edge}",
+            hint="use --edge nginx (or leave --edge out)",
+        )
     if reset_after_bytes is not None and not has("firewall-reset"):
         raise UsageError("--reset-after needs --fault firewall-reset",
                          hint="add --fault firewall-reset, or leave --reset-after out")
@@ -173,7 +256,7 @@ def build_spec(
         faults=active,
         rtt_ms=rtt_ms,
         loss=loss if loss is not None else (DEFAULT_LOSS if has("loss") else 0.0),
-        rate=rate,
+        rate=rate or (BANDWIDTH_LIMIT_RATE if has("bandwidth-limit") else None),
         edge_h2_window=edge_h2_window
         if edge_h2_window is not None
         else (H2_DEFAULT_WINDOW if has("h2-small-window") else LARGE_WINDOW),
@@ -184,5 +267,12 @@ def build_spec(
         auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
         http_auth=has("auth"),
+        edge=chosen_edge,
+        edge_buffering=has("edge-buffering"),
         reset_after_bytes=reset_after_bytes,
+        server_window_scaling=not has("window-scaling-off"),
+        syn_drop_share=SYN_DROP_SHARE if has("syn-drop") else 0.0,
+        tcp_buffer_max=LARGE_TCP_BUFFER if has("ssh-channel-window") else None,
+        sshd_max_startups=SMALL_MAX_STARTUPS if has("ssh-maxstartups") else None,
+        pmtu_blackhole_bytes=PMTU_BLACKHOLE_BYTES if has("pmtu-blackhole") else None,
     )

@@ -44,7 +44,8 @@ class LabEndpoints:
     """URLs of the lab's git remote, one per way in."""
 
     https_edge: str
-    """HTTPS through the HAProxy TLS edge (ALPN h2, http/1.1) to Apache's plain port."""
+    """HTTPS through the TLS edge (HAProxy, nginx, Caddy or h2o; ALPN h2, http/1.1) to
+    Apache's plain port."""
     https_direct: str
     """HTTPS straight to Apache with mod_http2 (ALPN h2, http/1.1)."""
     ssh: str
@@ -86,7 +87,7 @@ class LabState:
     repo_path: str
     """Path (in the shared file system) of the bare repository all endpoints serve."""
     edge_h2_window: int
-    """HAProxy ``tune.h2.initial-window-size``."""
+    """The edge's HTTP/2 receive window as configured (65535: its default, no line)."""
     apache_h2_window: int
     """Apache ``H2WindowSize``."""
     hook_delay_s: float
@@ -98,6 +99,10 @@ class LabState:
     pids: dict[str, int] = field(default_factory=dict)
     """Process ids of the lab's programs by role."""
     state_dir: str = ""
+    edge: str = "haproxy"
+    """The TLS edge on the edge port (haproxy, nginx, caddy, h2o)."""
+    edge_buffering: bool = False
+    """The edge buffers whole request bodies before forwarding (``edge-buffering``)."""
     http_credential_store: str = ""
     """Under the ``auth`` fault: git ``credential-store`` file (0600) holding the lab's
     user and token for the HTTPS URLs; empty when smart HTTP is open."""

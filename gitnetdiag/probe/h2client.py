@@ -119,6 +119,8 @@ class H2Client:
         self.access = access
         self.timeout_s = timeout_s
         self.recorder = Recorder(t0_ns=time.monotonic_ns())
+        self.server_headers: list[str] = []
+        """``server`` header values of the first response that had any, in order."""
         context = tls_context(access)
         if keylog_file:
             context.keylog_filename = keylog_file
@@ -226,6 +228,9 @@ class H2Client:
                 for name, value in event.headers
                 if not _text(name).startswith(":")
             }
+            if not self.server_headers:  # who answered: every server header, edge's first
+                self.server_headers = [_text(value) for name, value in event.headers
+                                       if _text(name).lower() == "server"]
         elif isinstance(event, DataReceived):
             entry = self._responses.setdefault(event.stream_id, {"body": bytearray()})
             entry["body"] += event.data

@@ -15,6 +15,7 @@ from gitnetdiag.report.plots import report_figures
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
+    answered_by,
     fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
@@ -117,6 +118,7 @@ def render_html(diagnosis: Diagnosis) -> str:
                 f"<figcaption>{_esc(figure.title)}</figcaption></figure>"
             )
     versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
+    https_server, ssh_server = answered_by(env.server)
     parts.append(
         "<h2>Environment</h2><ul>"
         f"<li>target: <code>{_esc(env.target_url or '-')}</code></li>"
@@ -124,6 +126,8 @@ def render_html(diagnosis: Diagnosis) -> str:
         f"<li>RTT: {_esc(fmt_s(env.rtt_s))}</li>"
         f"<li>path rate: {_esc(fmt_bps(env.path_rate_bps))}</li>"
         f"<li>client versions: {_esc(versions)}</li>"
+        f"<li>HTTPS server that answered: {_esc(https_server)}</li>"
+        f"<li>SSH server: {_esc(ssh_server)}</li>"
         f"<li>protocols measured: {_esc(', '.join(d.measured_protocols) or '-')} "
         f"(requested: {_esc(', '.join(d.requested_protocols) or '-')})</li>"
         f"<li>measured by: {_esc(env.measured_by or 'not recorded')}</li>"

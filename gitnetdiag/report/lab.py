@@ -6,6 +6,7 @@ from collections.abc import Mapping
 
 from rich.table import Table
 
+from gitnetdiag.diagnosis.servers import NAMES
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.report.console import console_text
 
@@ -20,7 +21,8 @@ def render_lab_status(
     table.add_row("faults", ", ".join(state.faults))
     table.add_row("path", f"{state.rtt_ms:g} ms RTT, loss {state.loss:.1%}, "
                   f"rate {state.rate or 'unlimited'}")
-    table.add_row("HTTPS via edge", f"{state.endpoints.https_edge}  (HAProxy, "
+    edge = NAMES.get(state.edge, state.edge)
+    table.add_row("HTTPS via edge", f"{state.endpoints.https_edge}  ({edge}, "
                   f"h2 window {state.edge_h2_window})")
     table.add_row("HTTPS direct", f"{state.endpoints.https_direct}  (Apache, "
                   f"H2WindowSize {state.apache_h2_window})")

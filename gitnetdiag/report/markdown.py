@@ -7,6 +7,7 @@ from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failu
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
+    answered_by,
     fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
@@ -94,6 +95,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     else:
         lines += ["No culprit passed the threshold.", ""]
     versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
+    https_server, ssh_server = answered_by(env.server)
     lines += [
         "## Environment",
         "",
@@ -102,6 +104,8 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         f"- RTT: {fmt_s(env.rtt_s)}",
         f"- path rate: {fmt_bps(env.path_rate_bps)}",
         f"- client versions: {versions}",
+        f"- HTTPS server that answered: {https_server}",
+        f"- SSH server: {ssh_server}",
         f"- protocols measured: {', '.join(d.measured_protocols) or '-'} "
         f"(requested: {', '.join(d.requested_protocols) or '-'})",
         "",

@@ -15,6 +15,7 @@ from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failu
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
+    answered_by,
     fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
@@ -123,5 +124,8 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
             f"gitnetdiag {env.gitnetdiag_version}"
         )
     )
+    https_server, ssh_server = answered_by(env.server)
+    if env.server is not None:
+        console.print(Text(f"answered by: HTTPS {https_server} | SSH {ssh_server}"))
     # Padding fills lines to the width; trailing blanks only make golden files brittle.
     return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))

@@ -15,9 +15,11 @@ renderers; every renderer imports them from here.
 from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Evidence, Quantity, Unit
+from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
 
 __all__ = [
+    "answered_by",
     "fmt_bps",
     "fmt_bytes",
     "fmt_evidence_threshold",
@@ -94,3 +96,16 @@ def fmt_evidence_threshold(e: Evidence) -> str:
             parts.append(f"{basis} =")
         parts.append(fmt_quantity(e.threshold, e.unit))
     return " ".join(part for part in parts if part)
+
+
+def answered_by(identity: ServerIdentity | None) -> tuple[str, str]:
+    """The environment's two server lines: the HTTPS server (with what showed it) and the
+    SSH banner; ``-`` where nothing was seen."""
+    if identity is None:
+        return "-", "-"
+    https = "-"
+    if identity.server is not None:
+        https = identity.product or identity.server
+        if identity.basis:
+            https += " (from " + "; ".join(identity.basis) + ")"
+    return https, identity.ssh_banner or "-"

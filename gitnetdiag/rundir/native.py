@@ -115,6 +115,9 @@ class H2NativeRecord:
     """``host:port`` of the server (no credentials, no path)."""
     alpn: str
     """Negotiated ALPN (``h2``)."""
+    server_headers: tuple[str, ...] = ()
+    """``server`` response headers in order (an edge that passes the backend's on sends two:
+    its own first); empty when the server sends none."""
     upload_stream_id: int
     """Stream that carried the receive-pack POST."""
     request_bytes: int

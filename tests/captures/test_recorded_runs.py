@@ -83,3 +83,16 @@ def test_host_report_flag_turns_syn_drops_into_the_backlog_culprit(tmp_path: Pat
 
     assert top() != "listen-backlog-overflow"
     assert top("--host-report", str(host_report)) == "listen-backlog-overflow"
+
+
+def test_bare_capture_of_the_black_hole_names_it_not_loss() -> None:
+    """The pmtu-blackhole push's capture alone (no manifest: the stall is no failed push
+    there): the resends into the black hole are path-mtu-blackhole, costed as the whole
+    stuck transfer, and not counted as random loss."""
+    from gitnetdiag.pipeline_capture import diagnose_capture
+
+    diagnosis, _ = diagnose_capture(CAPTURES / "pmtu-blackhole" / "h1-1.pcap")
+    ids = [f.id for f in diagnosis.findings]
+    assert ids[0] == "path-mtu-blackhole", ids
+    assert "packet-loss" not in ids + [f.id for f in diagnosis.dropped]
+    assert diagnosis.findings[0].cost_s > 5.0

@@ -7,6 +7,7 @@ import pytest
 from gitnetdiag.host.configlint import (
     ConfigFile,
     lint_apache,
+    lint_caddy,
     lint_h2o,
     lint_haproxy,
     lint_nginx,
@@ -91,7 +92,39 @@ def test_nginx_window_only_matters_with_request_buffering_off() -> None:
     fixed = site.replace("    location", "    http2_body_preread_size 4m;\n    location")
     assert lint_nginx([ConfigFile(path="x", text=fixed)])[0] == []
     buffered = site.replace("proxy_request_buffering off;", "")
-    assert lint_nginx([ConfigFile(path="x", text=buffered)])[0] == []
+    assert [f.setting for f in lint_nginx([ConfigFile(path="x", text=buffered)])[0]] == [
+        "proxy_request_buffering"
+    ]
+
+
+def test_nginx_request_buffering_is_flagged_where_it_proxies() -> None:
+    """nginx's default (on) and an explicit on are flagged with their line; off, or no
+    proxy_pass at all, is not."""
+    proxied = "server {\n    location / {\n        proxy_pass http://127.0.0.1:8080;\n    }\n}\n"
+    (default,), _ = lint_nginx([ConfigFile(path="/etc/nginx/nginx.conf", text=proxied)])
+    assert (default.setting, default.value, default.line) == (
+        "proxy_request_buffering", "on (default)", None)
+    assert "only after the upload" in default.effect
+    explicit = proxied.replace("        proxy_pass", "        proxy_request_buffering on;\n"
+                               "        proxy_pass")
+    (on,), _ = lint_nginx([ConfigFile(path="/etc/nginx/nginx.conf", text=explicit)])
+    assert (on.value, on.line) == ("on", 3)
+    off = explicit.replace("buffering on", "buffering off")
+    assert lint_nginx([ConfigFile(path="x", text=off)])[0] == []
+    static = "server {\n    location / {\n        root /srv;\n    }\n}\n"
+    assert lint_nginx([ConfigFile(path="x", text=static)])[0] == []
+
+
+def test_caddy_reverse_proxy_has_go_fixed_window() -> None:
+    """Caddy 2.6 proxies HTTP/2 uploads through Go's 1 MiB window, which no setting changes."""
+    text = "https://git.example {\n    reverse_proxy 127.0.0.1:8080\n}\n"
+    assert product_of("/etc/caddy/Caddyfile", text) == "caddy"
+    (finding,), checked = lint_caddy(ConfigFile(path="/etc/caddy/Caddyfile", text=text))
+    assert (finding.window_bytes, finding.line) == (1024 * 1024, 2)
+    assert "no setting" in finding.value
+    assert checked.product == "caddy"
+    static = ConfigFile(path="/etc/caddy/Caddyfile", text=":80 {\n    file_server\n}\n")
+    assert lint_caddy(static)[0] == []
 
 
 def test_apache_h2_default_and_lab_setting() -> None:

@@ -10,6 +10,10 @@ from gitnetdiag.errors import UsageError
 from gitnetdiag.lab import config
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.spec import (
+    FAULT_CULPRIT,
+    FAULT_FIX_NAMES,
+    FAULT_PROBE_ARGS,
+    FAULTS,
     H2_DEFAULT_WINDOW,
     LARGE_WINDOW,
     build_spec,
@@ -112,3 +116,38 @@ def test_reset_after_cuts_established_connections_only_with_the_fault() -> None:
     assert build_spec(instance="a", faults=["firewall-reset"]).reset_after_bytes is None
     with pytest.raises(UsageError, match="--reset-after needs --fault firewall-reset"):
         build_spec(instance="a", faults=["loss"], reset_after_bytes=1 << 20)
+
+
+def test_transport_faults_set_their_knobs() -> None:
+    """Issue 14's transport and path faults: each turns one setting of the lab."""
+    healthy = build_spec(instance="a", faults=[])
+    assert healthy.server_window_scaling and healthy.syn_drop_share == 0
+    assert healthy.tcp_buffer_max is None and healthy.sshd_max_startups is None
+    assert healthy.pmtu_blackhole_bytes is None and healthy.rate is None
+    assert healthy.rtt_ms == 50.0
+    assert not build_spec(instance="a", faults=["window-scaling-off"]).server_window_scaling
+    assert build_spec(instance="a", faults=["syn-drop"]).syn_drop_share == pytest.approx(0.3)
+    assert build_spec(instance="a", faults=["bandwidth-limit"]).rate == "10mbit"
+    assert build_spec(instance="a", faults=["bandwidth-limit"], rate="50mbit").rate == "50mbit"
+    window = build_spec(instance="a", faults=["ssh-channel-window"])
+    assert window.rtt_ms == 300.0 and window.tcp_buffer_max == 64 << 20
+    assert build_spec(instance="a", faults=["ssh-channel-window"], rtt_ms=200).rtt_ms == 200
+    assert build_spec(instance="a", faults=["ssh-maxstartups"]).sshd_max_startups == "2:100:2"
+    assert build_spec(instance="a", faults=["pmtu-blackhole"]).pmtu_blackhole_bytes == 1200
+
+
+def test_every_culprit_fault_has_probe_args_and_a_fix_name() -> None:
+    for fault, culprit in FAULT_CULPRIT.items():
+        assert fault in FAULTS and fault in FAULT_PROBE_ARGS
+        if culprit is not None:
+            assert FAULT_FIX_NAMES[fault]
+
+
+def test_sshd_config_carries_max_startups_only_under_its_fault() -> None:
+    paths = LabPaths(root=Path("/x"))
+    small = config.sshd_config(paths, build_spec(instance="a", faults=["ssh-maxstartups"]),
+                               server_ip="198.18.2.2", user="gnd-git")
+    assert "MaxStartups 2:100:2" in small.splitlines()
+    healthy = config.sshd_config(paths, build_spec(instance="a", faults=[]),
+                                 server_ip="198.18.2.2", user="gnd-git")
+    assert "MaxStartups" not in healthy

@@ -20,7 +20,17 @@ module, one line of :data:`CULPRITS`, and the family's test module
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.culprits import accept_queue, client, h2, path, server, ssh, storage
+from gitnetdiag.diagnosis.culprits import (
+    accept_queue,
+    client,
+    edge,
+    h2,
+    mtu,
+    path,
+    server,
+    ssh,
+    storage,
+)
 from gitnetdiag.diagnosis.culprits import tcp_windows as tcp
 from gitnetdiag.diagnosis.culprits._common import SMALL_BACKLOG, Culprit, Detector, Hit
 
@@ -62,6 +72,11 @@ CULPRITS: tuple[Culprit, ...] = (
     ),
     Culprit(id="packet-loss", title="Packet loss", detect=path.packet_loss),
     Culprit(id="bandwidth-limit", title="Path bandwidth", detect=path.bandwidth_limit),
+    Culprit(
+        id="path-mtu-blackhole",
+        title="Path-MTU black hole",
+        detect=mtu.path_mtu_blackhole,
+    ),
     Culprit(id="path-latency", title="Path latency", detect=path.path_latency),
     Culprit(id="server-processing", title="Server processing", detect=server.server_processing),
     Culprit(
@@ -72,5 +87,10 @@ CULPRITS: tuple[Culprit, ...] = (
     Culprit(id="client-pack-cpu", title="Client pack-objects CPU", detect=client.client_pack_cpu),
     Culprit(id="client-http-stack", title="Client HTTP stack bug", detect=client.client_http_stack),
     Culprit(id="slow-storage", title="Slow storage", detect=storage.slow_storage),
+    Culprit(
+        id="edge-request-buffering",
+        title="Edge buffers the request body",
+        detect=edge.edge_request_buffering,
+    ),
 )
 """The catalogue, in DESIGN.md order; ids are stable (JSON and tests use them)."""

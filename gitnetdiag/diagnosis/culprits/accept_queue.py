@@ -132,6 +132,10 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
     )
 
 
+QUEUE_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "TCPReqQFullDoCookies")
+"""Server counters that count SYNs or connections a full SYN or accept queue dropped."""
+
+
 def syn_drop(obs: Observations) -> Hit | None:
     if _accept_queue_evidence(obs):
         return None
@@ -159,20 +163,43 @@ def syn_drop(obs: Observations) -> Hit | None:
     cost = max((burst_cost_s(b, rtt) for b in bursts), default=0.0) + push_syn * SYN_RTO_S
     total_syn = sum(b.syn_retransmissions for b in bursts)
     total_synack = sum(b.synack_retransmissions for b in bursts)
+    counters = obs.host.counter_deltas if obs.host is not None else {}
+    # The server's own counters were read and saw no queue overflow: the SYNs were lost
+    # before they reached it, on the path (a filter, a SYN rate limit, a policer).
+    clean_server = all(key in counters for key in QUEUE_COUNTERS)
+    if clean_server:
+        evidence += [
+            Evidence(what=f"server counter {key} over the run", value=counters[key],
+                     unit="count", threshold=0, comparison="<=", source="host netstat")
+            for key in QUEUE_COUNTERS
+        ]
+    where = (
+        "the server's kernel counted no SYN-queue or accept-queue overflow, so they were "
+        "lost on the path before the server (a filter or SYN rate limit)"
+        if clean_server
+        else "no server-side evidence was available to tell a full SYN queue from a filter"
+    )
+    check_path = (
+        "SYN rate limits in firewalls on the path (`iptables -S | grep -i syn`, "
+        "`nft list ruleset`, cloud security groups, DDoS protection, policers)"
+    )
+    check_server = (
+        "`net.ipv4.tcp_max_syn_backlog`, the service's listen backlog and "
+        "`net.core.somaxconn`, `net.ipv4.tcp_syncookies`"
+    )
     return Hit(
-        score=0.6 if bursts else 0.5,
+        score=(0.7 if clean_server else 0.6) if bursts else 0.5,
         cost_s=cost,
         summary=(
             f"SYNs or SYN-ACKs were dropped: {total_syn} SYN and {total_synack} SYN-ACK "
             f"retransmissions in bursts and {push_syn} on the pushes, each costing at least "
-            f"{fmt_s(SYN_RTO_S)}; no server-side evidence was available to tell a full SYN "
-            "queue from a filter."
+            f"{fmt_s(SYN_RTO_S)}; {where}."
         ),
         evidence=tuple(evidence),
         fix=(
-            "Check `net.ipv4.tcp_max_syn_backlog`, the service's listen backlog and "
-            "`net.core.somaxconn`, `net.ipv4.tcp_syncookies`, and SYN rate limits in firewalls "
-            "(`iptables -S | grep -i syn`, cloud security groups); rerun with host evidence "
+            f"Check {check_path}; then {check_server}."
+            if clean_server
+            else f"Check {check_server}, and {check_path}; rerun with host evidence "
             "(`gitnetdiag host`) to see ListenOverflows / TCPReqQFullDrop."
         ),
     )

@@ -38,6 +38,7 @@ from gitnetdiag.diagnosis.observations import (
     ProtocolObservation,
     PushResult,
 )
+from gitnetdiag.diagnosis.servers import answering_server, window_fix
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 
 
@@ -254,17 +255,15 @@ def _summary(h: _H2Push, predicted: float | None, stalled: list[PushResult]) -> 
     return "; ".join(parts) + "."
 
 
-def _fix(h: _H2Push) -> str:
+def _fix(h: _H2Push, obs: Observations) -> str:
     bdp = h.bdp
     bdp_text = f" (BDP here {fmt_bytes(bdp)})" if bdp is not None else ""
+    identity = answering_server(obs)
     return (
         "Raise the HTTP/2 receive window on the server or edge that terminates HTTP/2 "
-        f"above the BDP{bdp_text}, e.g. {suggest_window(bdp)}: HAProxy "
-        "`tune.h2.initial-window-size` (2.8+: `tune.h2.fe.initial-window-size`) in `global`; "
-        "Apache `H2WindowSize`; nginx `http2_body_preread_size` (+ `client_body_buffer_size` "
-        "when request buffering is off); Envoy `initial_stream_window_size` and "
-        "`initial_connection_window_size`. Client workaround meanwhile: "
-        "`git config http.version HTTP/1.1`."
+        f"above the BDP{bdp_text}, to {suggest_window(bdp)} B. "
+        + window_fix(identity.server if identity else None, suggest_window(bdp))
+        + " Client workaround meanwhile: `git config http.version HTTP/1.1`."
     )
 
 
@@ -322,7 +321,7 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
         evidence=evidence,
         fix=_fix(_H2Push(p=p, rtt=rtt, h2_rate=rate, other=None, window=window,
                          next_limit=("TCP receive window / RTT", tcp_rate) if tcp_rate
-                         else None)),
+                         else None), obs),
     )
 
 
@@ -363,7 +362,7 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
         cost_s=_cost_s(obs, h),
         summary=_summary(h, predicted, stalled),
         evidence=tuple(tally.evidence),
-        fix=_fix(h),
+        fix=_fix(h, obs),
     )
 
 

@@ -13,10 +13,12 @@ from gitnetdiag.diagnosis.culprits._common import (
     label,
     term,
 )
+from gitnetdiag.diagnosis.culprits.mtu import swallowed
 from gitnetdiag.diagnosis.measures import (
     path_rate_bytes_s,
     protocol_rates,
     push_bytes,
+    push_duration_s,
     rtt_s,
     saved_time_s,
     upload_rate_bytes_s,
@@ -25,6 +27,7 @@ from gitnetdiag.diagnosis.measures import (
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
+    CaptureMetrics,
     Observations,
 )
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
@@ -33,6 +36,30 @@ from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 def _mathis_rate(mss: float, rtt: float, loss: float) -> float:
     """The loss-limited TCP rate (Mathis et al. 1997): MSS / RTT x 1.22 / sqrt(p)."""
     return float(mss / rtt * 1.22 / loss**0.5)
+
+
+QUEUE_RTT_RATIO = 2.0
+"""Median RTT at least this multiple of the minimum: a queue stands at a full bottleneck."""
+QUEUE_MIN_DELAY_S = 0.02
+"""...and at least this much queueing delay (jitter on a short path is not a queue)."""
+
+
+def standing_queue(c: CaptureMetrics) -> bool:
+    """A queue stood in front of the narrowest link during the upload: the link was full.
+
+    A bottleneck with a queue is never idle, so the push ran at the link's capacity; the
+    RTT grows well above the path's own (the minimum) by the queueing delay. When the
+    queue overflows, that loss is the full link's, not a lossy hop's. A sender held by
+    the receive window builds no queue of the path's; random loss on an uncongested path
+    builds none either.
+    """
+    if not c.min_rtt_s or not c.median_rtt_s:
+        return False
+    return (
+        c.median_rtt_s >= QUEUE_RTT_RATIO * c.min_rtt_s
+        and c.median_rtt_s - c.min_rtt_s >= QUEUE_MIN_DELAY_S
+        and (c.rwnd_limited_share or 0) < RWND_LIMITED_SHARE
+    )
 
 
 def packet_loss(obs: Observations) -> Hit | None:
@@ -59,6 +86,10 @@ def packet_loss(obs: Observations) -> Hit | None:
         window_rate = min(limits) / rtt if limits else None
         if window_rate is not None and rate >= 0.7 * window_rate:
             continue  # a window explains the rate, not the loss
+        if standing_queue(c):
+            continue  # a full link's queue overflowing: bandwidth-limit, not a lossy hop
+        if swallowed(c):
+            continue  # the same large segment resent into a black hole: path-mtu-blackhole
         ceiling = [r for r in (window_rate, path_rate_bytes_s(obs)) if r is not None]
         if ceiling:
             cost = saved_time_s(size, up, min(ceiling)) or 0.0
@@ -157,6 +188,7 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
         return None
     path = path_rate_bytes_s(obs)
     evidence: list[Evidence] = []
+    queued = None
     if path is not None:
         if rates[best] < 0.8 * path:
             return None
@@ -173,6 +205,10 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
                 source="pushes; path rate from run",
             )
         )
+    elif (queued := _queued_protocol(obs)) is not None:
+        best, up, cap = queued
+        score = 0.6
+        evidence.extend(_queue_evidence(best, rates[best], cap))
     else:
         caps = [(n, o.capture) for n, o in obs.protocols.items() if o.capture is not None]
         if len(caps) < 2 or len(rates) < 2:
@@ -212,7 +248,14 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
         cost_s=up,
         summary=(
             f"The path is full: {label(best)} uploaded at {fmt_rate(rates[best])}"
-            + (f" of a {fmt_rate(path)} path" if path else ", and every protocol ran alike")
+            + (
+                f" of a {fmt_rate(path)} path"
+                if path
+                else f" while a queue of {fmt_s(queued[2].median_rtt_s - queued[2].min_rtt_s)}"
+                " stood in front of the narrowest link"
+                if queued and queued[2].median_rtt_s and queued[2].min_rtt_s
+                else ", and every protocol ran alike"
+            )
             + ". This is not a misconfiguration: the push takes as long as its bytes need."
         ),
         evidence=tuple(evidence),
@@ -222,6 +265,58 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
             "git traffic on a shared link."
         ),
     )
+
+
+def _queued_protocol(obs: Observations) -> tuple[str, float, CaptureMetrics] | None:
+    """The protocol whose completed push ran through a standing queue (the fastest such
+    push), with its whole duration: every byte of it waited for the full link, including
+    what still drained from the queue after git handed over the last byte."""
+    found = []
+    for name in PROTOCOL_ORDER:
+        p = obs.protocols.get(name)
+        took = push_duration_s(p) if p is not None else None
+        if p is not None and p.capture is not None and took and standing_queue(p.capture):
+            found.append((name, took, p.capture))
+    return min(found, key=lambda hit: hit[1]) if found else None
+
+
+def _queue_evidence(name: str, rate: float, cap: CaptureMetrics) -> list[Evidence]:
+    assert cap.min_rtt_s is not None and cap.median_rtt_s is not None
+    return [
+        Evidence(
+            what=f"{label(name)}: median RTT during the upload (a queue at the bottleneck)",
+            value=cap.median_rtt_s,
+            unit="s",
+            threshold=QUEUE_RTT_RATIO * cap.min_rtt_s,
+            comparison=">=",
+            basis="{} x the minimum RTT {}",
+            basis_terms=(term(QUEUE_RTT_RATIO, "ratio"), term(cap.min_rtt_s, "s")),
+            source=cap.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: queueing delay (median - minimum RTT)",
+            value=cap.median_rtt_s - cap.min_rtt_s,
+            unit="s",
+            threshold=QUEUE_MIN_DELAY_S,
+            comparison=">=",
+            source=cap.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: sender receive-window-limited",
+            value=cap.rwnd_limited_share or 0.0,
+            unit="ratio",
+            threshold=RWND_LIMITED_SHARE,
+            comparison="<",
+            basis="the window does not hold the sender back",
+            source=cap.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: upload rate (the full link's capacity)",
+            value=rate,
+            unit="B/s",
+            source="pushes",
+        ),
+    ]
 
 
 def path_latency(obs: Observations) -> Hit | None:

@@ -176,7 +176,9 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
             )
     scaling_off = cap.handshake_seen and cap.window_scale is None and worst.window <= 65535
     if scaling_off:
-        score *= 0.6
+        # Without the scale option no window can pass 65535 B: tcp-window-scaling-off owns
+        # these seconds, and a clamp cannot be told apart until scaling is on again.
+        return None
     if worst.window >= AUTOTUNE_MAX_WINDOW_BYTES:
         score *= 0.5
     if obs.host is not None:

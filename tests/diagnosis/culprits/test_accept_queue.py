@@ -104,3 +104,19 @@ def test_syn_drop_gives_way_to_backlog_when_host_evidence_exists() -> None:
     ids = [f.id for f in diagnose(obs).findings]
     assert ids[0] == "listen-backlog-overflow"
     assert "syn-drop" not in ids
+
+
+def test_syn_drop_with_clean_server_counters_points_at_the_path() -> None:
+    """The server's counters were read and saw no overflow: the SYNs were lost on the
+    path, so the filter comes first in the fix and the counters are cited as evidence."""
+    clean = {"ListenOverflows": 0, "ListenDrops": 0, "TCPReqQFullDrop": 0,
+             "TCPReqQFullDoCookies": 0}
+    obs = replace(case_syn_drop(), host=HostEvidence(counter_deltas=clean))
+    top = diagnose(obs).findings[0]
+    assert top.id == "syn-drop"
+    assert "lost on the path" in top.summary
+    assert top.fix.index("SYN rate limits in firewalls") < top.fix.index("tcp_max_syn_backlog")
+    cited = {e.what: e.value for e in top.evidence if e.source == "host netstat"}
+    assert cited == {f"server counter {k} over the run": 0 for k in clean}
+    unknown = diagnose(case_syn_drop()).findings[0]
+    assert "no server-side evidence" in unknown.summary and top.score > unknown.score

@@ -7,7 +7,9 @@ from tests.diagnosis import examples
 from tests.diagnosis.culprits import (
     test_accept_queue,
     test_client,
+    test_edge,
     test_h2,
+    test_mtu,
     test_path,
     test_server,
     test_ssh,
@@ -21,9 +23,11 @@ FAMILIES = (
     test_ssh,
     test_accept_queue,
     test_path,
+    test_mtu,
     test_server,
     test_client,
     test_storage,
+    test_edge,
 )
 CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.CASES.items()}
 
@@ -31,7 +35,7 @@ CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.
 def test_every_catalogue_id_has_a_case() -> None:
     """The crafted cases cover the whole catalogue, and ids are unique."""
     ids = [c.id for c in CULPRITS]
-    assert len(ids) == len(set(ids)) == 17
+    assert len(ids) == len(set(ids)) == 19
     assert set(CASES) == set(ids)
 
 

@@ -1,0 +1,128 @@
+"""The path MTU: a black hole that swallows full-size segments while small ones pass.
+
+A link narrower than the endpoints' MTU drops the large segments, and the ICMP
+"fragmentation needed" that should make the sender shrink them (RFC 1191) is
+filtered on the way back. The handshake (small), the TLS or SSH greeting and the
+ref advertisement (server to client) get through; the first full-size upload
+segment is resent with backoff forever and the push hangs after its handshake.
+"""
+
+from __future__ import annotations
+
+from gitnetdiag.diagnosis.culprits._common import (
+    MIN_RTO_S,
+    Hit,
+    failure_cost_s,
+    label,
+)
+from gitnetdiag.diagnosis.measures import push_duration_s
+from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, CaptureMetrics, Observations
+
+MIN_UNACKED_RETRANSMISSIONS = 2
+"""Resent at least this often and never acknowledged: the segment does not get through."""
+STALL_KINDS = frozenset({"hung", "timeout"})
+"""Push failures a black hole causes: the upload stops moving, nothing resets it."""
+
+
+def swallowed(c: CaptureMetrics) -> bool:
+    """Only segments above the largest acknowledged one were resent and never acknowledged."""
+    return (
+        (c.unacked_retransmissions or 0) >= MIN_UNACKED_RETRANSMISSIONS
+        and c.min_unacked_retransmitted_bytes is not None
+        and c.max_acked_segment_bytes is not None
+        and c.min_unacked_retransmitted_bytes > c.max_acked_segment_bytes
+    )
+
+
+def path_mtu_blackhole(obs: Observations) -> Hit | None:
+    hits = [
+        (name, p.capture)
+        for name in PROTOCOL_ORDER
+        if (p := obs.protocols.get(name)) is not None
+        and p.capture is not None
+        and swallowed(p.capture)
+    ]
+    if not hits:
+        return None
+    costs = {name: failure_cost_s(obs, name, set(STALL_KINDS)) for name, _ in hits}
+    name, cap = max(hits, key=lambda hit: costs[hit[0]][0])
+    cost, stalled, pushes = costs[name]
+    assert cap.max_acked_segment_bytes is not None
+    assert cap.min_unacked_retransmitted_bytes is not None
+    largest_ok, smallest_lost = cap.max_acked_segment_bytes, cap.min_unacked_retransmitted_bytes
+    score = 0.55
+    if stalled:
+        score += 0.25
+    if cap.mss_bytes and largest_ok < cap.mss_bytes <= smallest_lost + 40:
+        score += 0.1  # the lost ones are full-size for the MSS the handshake agreed
+    if len(hits) >= 2:
+        score += 0.1
+    if not stalled:
+        # A bare capture sees no failed push: the transfer just never got its data through,
+        # so its whole duration was spent on the black hole.
+        took = push_duration_s(obs.protocols[name]) or 0.0
+        cost = max((cap.unacked_retransmissions or 0) * MIN_RTO_S, took)
+    evidence: list[Evidence] = []
+    for n, c in hits:
+        evidence += [
+            Evidence(
+                what=f"{label(n)}: upload segments resent and never acknowledged",
+                value=c.unacked_retransmissions,
+                unit="count",
+                threshold=MIN_UNACKED_RETRANSMISSIONS,
+                comparison=">=",
+                source=c.source,
+            ),
+            Evidence(
+                what=f"{label(n)}: smallest of them (payload)",
+                value=c.min_unacked_retransmitted_bytes,
+                unit="B",
+                threshold=c.max_acked_segment_bytes,
+                comparison=">",
+                basis="the largest segment that was acknowledged",
+                source=c.source,
+            ),
+            Evidence(
+                what=f"{label(n)}: largest upload segment acknowledged (payload)",
+                value=c.max_acked_segment_bytes,
+                unit="B",
+                threshold=c.mss_bytes,
+                comparison="<" if c.mss_bytes else None,
+                basis="the MSS agreed in the handshake" if c.mss_bytes else "",
+                source=c.source,
+            ),
+        ]
+    if stalled:
+        evidence.append(
+            Evidence(
+                what=f"{label(name)}: pushes (of {pushes}) that stopped moving after the handshake",
+                value=stalled,
+                unit="count",
+                source="pushes",
+            )
+        )
+    mss = f" (the handshake agreed an MSS of {cap.mss_bytes} B)" if cap.mss_bytes else ""
+    return Hit(
+        score=score,
+        cost_s=cost,
+        summary=(
+            f"Full-size segments vanish on the path while small ones pass: {label(name)} "
+            f"segments of {smallest_lost} B and more were resent "
+            f"{cap.unacked_retransmissions} times and never acknowledged, the largest that got "
+            f"through had {largest_ok} B{mss}"
+            + (f"; {stalled} of {pushes} pushes hung after the handshake" if stalled else "")
+            + ". A link with a smaller MTU drops them and its ICMP 'fragmentation needed' "
+            "never reaches the sender: a path-MTU black hole."
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            "Clamp the TCP MSS to the path MTU where the narrow link or tunnel starts (router, "
+            "VPN or load-balancer edge): `iptables -t mangle -A FORWARD -p tcp --tcp-flags "
+            "SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu` (nftables: `tcp flags syn tcp option "
+            "maxseg size set rt mtu`), and let ICMP type 3 code 4 ('fragmentation needed') "
+            "through every firewall on the way back. Meanwhile on the client "
+            "`net.ipv4.tcp_mtu_probing = 1` finds a size that passes, and `ip route change ... "
+            "mtu 1400` (or `advmss`) on the affected route works around it."
+        ),
+    )

@@ -1,0 +1,139 @@
+"""Configuration of the lab's TLS edges, as text (pure).
+
+Every edge terminates TLS on the edge port with ALPN ``h2,http/1.1`` and proxies
+smart HTTP to Apache's plain HTTP/1.1 port on loopback, the way HAProxy does in
+:func:`gitnetdiag.lab.config.haproxy_cfg`. Each runs from its Debian package,
+in the server namespace, with its own files under the instance's state
+directory; :mod:`gitnetdiag.lab.manager` writes them and starts the program
+from :func:`edge_argv`.
+
+What ``h2-small-window`` means per edge (the window a stock install runs with):
+
+- nginx: no ``http2_body_preread_size`` / ``client_body_buffer_size`` lines
+  (64 KiB preread, one buffer of 16 KiB refilled per read), request buffering off
+  so the window alone binds;
+- Caddy 2.6 and h2o 2.2: nothing to set; their window is built in (Go's HTTP/2
+  server: 1 MiB per stream and per connection), so the config is the same with
+  and without the fault.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitnetdiag.lab.config import LabPaths
+from gitnetdiag.lab.spec import H2_DEFAULT_WINDOW, LabSpec
+from gitnetdiag.lab.state import PORT_HTTP_BACKEND, PORT_HTTPS_EDGE
+
+BACKEND = f"127.0.0.1:{PORT_HTTP_BACKEND}"
+
+
+def edge_config_name(edge: str) -> str:
+    """File name of the edge's configuration in the state directory."""
+    return {"haproxy": "haproxy.cfg", "nginx": "nginx.conf", "caddy": "Caddyfile",
+            "h2o": "h2o.conf"}[edge]
+
+
+def edge_argv(edge: str, config: Path) -> list[str]:
+    """Command that runs the edge in the foreground with ``config``."""
+    if edge == "haproxy":
+        return ["haproxy", "-f", str(config), "-db"]
+    if edge == "nginx":
+        return ["nginx", "-c", str(config), "-g", "daemon off;"]
+    if edge == "caddy":
+        return ["caddy", "run", "--config", str(config), "--adapter", "caddyfile"]
+    return ["h2o", "-c", str(config)]
+
+
+def edge_env(paths: LabPaths) -> dict[str, str]:
+    """Extra environment of the edge: Caddy keeps its data and config under HOME/XDG dirs."""
+    base = paths.run / "edge-home"
+    return {"HOME": str(base), "XDG_DATA_HOME": str(base / "data"),
+            "XDG_CONFIG_HOME": str(base / "config")}
+
+
+def nginx_conf(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> str:
+    """nginx 1.22 as the TLS edge; HTTP/2 via ``listen ... http2``.
+
+    ``proxy_request_buffering on`` (nginx's default) only under ``edge-buffering``;
+    the window lines only when the window is not nginx's default.
+    """
+    run = paths.run
+    window = (
+        ""
+        if spec.edge_h2_window == H2_DEFAULT_WINDOW
+        else f"        http2_body_preread_size {spec.edge_h2_window};\n"
+        f"        client_body_buffer_size {spec.edge_h2_window};\n"
+    )
+    buffering = "on" if spec.edge_buffering else "off"
+    temp = run / "nginx-temp"
+    return f"""# gitnetdiag lab: nginx TLS edge
+user {user};
+worker_processes 1;
+pid {run}/nginx.pid;
+error_log {run}/nginx-error.log;
+events {{ worker_connections 1024; }}
+http {{
+    access_log {run}/nginx-access.log;
+    client_body_temp_path {temp}/body;
+    proxy_temp_path {temp}/proxy;
+    fastcgi_temp_path {temp}/fastcgi;
+    uwsgi_temp_path {temp}/uwsgi;
+    scgi_temp_path {temp}/scgi;
+    client_max_body_size 0;
+    server {{
+        listen {server_ip}:{PORT_HTTPS_EDGE} ssl http2;
+        ssl_certificate {paths.server_cert};
+        ssl_certificate_key {paths.server_key};
+{window}        location / {{
+            proxy_pass http://{BACKEND};
+            proxy_http_version 1.1;
+            proxy_request_buffering {buffering};
+            proxy_buffering off;
+            proxy_read_timeout 600s;
+            proxy_send_timeout 600s;
+        }}
+    }}
+}}
+"""
+
+
+def caddyfile(paths: LabPaths, spec: LabSpec, *, server_ip: str) -> str:
+    """Caddy 2.6 as the TLS edge: no admin endpoint, no automatic HTTPS, the lab's cert."""
+    del spec  # Caddy 2.6 has no HTTP/2 window setting: the same file for every fault
+    return f"""# gitnetdiag lab: Caddy TLS edge
+{{
+    admin off
+    auto_https off
+}}
+https://{server_ip}:{PORT_HTTPS_EDGE} {{
+    tls {paths.server_cert} {paths.server_key}
+    reverse_proxy {BACKEND} {{
+        flush_interval -1
+    }}
+}}
+"""
+
+
+def h2o_conf(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> str:
+    """h2o 2.2 as the TLS edge (its window is compiled in: the same file for every fault)."""
+    del spec
+    run = paths.run
+    return f"""# gitnetdiag lab: h2o TLS edge
+user: {user}
+error-log: {run}/h2o-error.log
+access-log: {run}/h2o-access.log
+listen:
+  host: {server_ip}
+  port: {PORT_HTTPS_EDGE}
+  ssl:
+    certificate-file: {paths.server_cert}
+    key-file: {paths.server_key}
+    ocsp-update-interval: 0
+hosts:
+  default:
+    paths:
+      /:
+        proxy.reverse.url: http://{BACKEND}/
+        proxy.timeout.io: 600000
+"""

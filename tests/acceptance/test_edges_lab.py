@@ -1,0 +1,69 @@
+"""Issue 14 (edges): each lab edge is named as the server that answered; with its default
+window nginx ranks the HTTP/2 window first and the fix leads with nginx's own settings;
+every edge with the fix applied ranks no culprit.
+
+Short on purpose: a 3 MiB pack over HTTP/2 and SSH only, stalls given up after 10 s.
+Caddy 2.6 and h2o 2.2 have no small window to show (Go's 1 MiB, h2o's 16 MiB do not
+bind at the lab's 50 ms); their healthy labs check the fingerprint. HAProxy's small
+window is the ``h2-small-window`` case of ``test_diagnose_lab.py``; ``edge-buffering``
+(nginx) is in that matrix too.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LabFactory
+
+pytestmark = pytest.mark.lab
+
+CASES = [
+    ("nginx", "h2-small-window", "h2-flow-control-window", "http2_body_preread_size"),
+    ("nginx", "healthy", None, None),
+    ("caddy", "healthy", None, None),
+    ("h2o", "healthy", None, None),
+]
+PRODUCT = {"nginx": "nginx/1.22", "caddy": "Caddy", "h2o": "h2o/2.2"}
+
+
+def _diagnose(instance: str, out: Path) -> dict[str, object]:
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
+         "--size", "3MiB", "--timeout", "40", "--stall-timeout", "10", "--protocols", "h2,ssh",
+         "--format", "json", "--out", str(out)],
+        capture_output=True, text=True, timeout=600,
+    )
+    assert "Traceback" not in proc.stderr, proc.stderr
+    report: dict[str, object] = json.loads(proc.stdout)
+    return report
+
+
+@pytest.mark.parametrize(("edge", "fault", "culprit", "setting"), CASES,
+                         ids=[f"{e}-{f}" for e, f, _, _ in CASES])
+def test_edge_is_named_and_ranked(edge: str, fault: str, culprit: str | None,
+                                  setting: str | None, lab_factory: LabFactory,
+                                  tmp_path: Path) -> None:
+    """The environment names the edge (header and SETTINGS); its fault ranks first with the
+    edge's own setting leading the fix; the fixed edge ranks nothing."""
+    state = lab_factory(fault, edge=edge)
+    report = _diagnose(state.instance, tmp_path / "run")
+    server = report["environment"]["server"]  # type: ignore[index]
+    assert server["server"] == edge, server
+    assert PRODUCT[edge] in server["product"], server
+    assert server["ssh_banner"].startswith("SSH-2.0-OpenSSH"), server
+    culprits = report["culprits"]
+    ids = [c["id"] for c in culprits]  # type: ignore[attr-defined]
+    if culprit is None:
+        assert report["verdict"] == "healthy" and ids == [], ids
+        return
+    assert ids and ids[0] == culprit, ids
+    fix = culprits[0]["fix"]  # type: ignore[index]
+    assert setting is not None and setting in fix
+    assert fix.index(setting) < fix.index("tune.h2.initial-window-size"), fix
+    md = (tmp_path / "run" / "report.md").read_text()
+    assert "HTTPS server that answered: nginx/1.22" in md
