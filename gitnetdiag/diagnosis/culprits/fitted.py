@@ -10,7 +10,7 @@ from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
     "54 runs, 2026-11-22 23:32 UTC, commit dee36c9, --size 3MiB, RTT 20ms and 80ms, 3 "
-    "repeats, observations re-derived at commit 4a75507"
+    "repeats, observations re-derived at commit 4b14ded"
 )
 """The fault-matrix run these values come from."""
 
@@ -46,9 +46,11 @@ HAND_WEIGHTED: dict[str, str] = {
     "ssh-maxstartups": "no lab fault in the matrix produces it",
     "syn-drop": "no lab fault in the matrix produces it",
     "bandwidth-limit": "no lab fault in the matrix produces it",
+    "path-mtu-blackhole": "no lab fault in the matrix produces it",
     "path-latency": "no lab fault in the matrix produces it",
     "client-pack-cpu": "no lab fault in the matrix produces it",
     "client-http-stack": "no lab fault in the matrix produces it",
     "slow-storage": "no lab fault in the matrix produces it",
+    "edge-request-buffering": "no lab fault in the matrix produces it",
 }
 """Culprit id -> why it keeps its hand-set weights."""
