@@ -8,6 +8,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
+from gitnetdiag.diagnosis.calibration import Calibration
+from gitnetdiag.diagnosis.culprits.fitted import FITTED
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
     push_duration_s,
@@ -85,7 +87,14 @@ Detector = Callable[[Observations], Hit | None]
 
 @dataclass(frozen=True, kw_only=True)
 class Culprit:
-    """A catalogue entry: stable id, title and detector; call it with observations."""
+    """A catalogue entry: stable id, title and detector; call it with observations.
+
+    The finding's score is the detector's raw score calibrated on the lab's
+    fault matrix when :data:`~gitnetdiag.diagnosis.culprits.fitted.FITTED` has
+    the id (docs/culprits.md, "Fitted confidence"), else the raw score itself,
+    the hand-set weights (:data:`~gitnetdiag.diagnosis.culprits.fitted.HAND_WEIGHTED`
+    says why).
+    """
 
     id: str
     """Stable id (``h2-flow-control-window``)."""
@@ -93,6 +102,20 @@ class Culprit:
     """Short human name."""
     detect: Detector
     """The signature check."""
+    fitted: bool = True
+    """Use the shipped fitted confidence when there is one (False: the hand-set
+    weights, what the fault matrix compares against)."""
+    calibration: Calibration | None = None
+    """A calibration to use instead of the shipped one (the matrix evaluating a new fit)."""
+
+    def confidence(self, raw_score: float) -> float:
+        """The finding's score for a detector's raw score, 0..1."""
+        calibration = self.calibration
+        if calibration is None and self.fitted:
+            calibration = FITTED.get(self.id)
+        if calibration is None:
+            return min(1.0, max(0.0, raw_score))
+        return calibration.confidence(raw_score)
 
     def __call__(self, obs: Observations) -> Finding | None:
         hit = self.detect(obs)
@@ -101,7 +124,7 @@ class Culprit:
         return Finding(
             id=self.id,
             title=self.title,
-            score=round(min(1.0, max(0.0, hit.score)), 3),
+            score=round(self.confidence(hit.score), 3),
             cost_s=round(max(0.0, hit.cost_s), 3),
             summary=hit.summary,
             evidence=hit.evidence,

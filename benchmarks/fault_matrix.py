@@ -1,0 +1,408 @@
+"""The lab's fault matrix: every named fault x RTT x repeat, scored per culprit.
+
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py          # run, score, print
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --fit    # ... and ship the fit
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --from runs/fault-matrix-X --fit
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --fault loss --rtt 20ms --repeats 1
+
+For every fault of ``gitnetdiag.lab.spec.FAULTS`` (read at run time, so new
+faults join by themselves) and every ``--rtt`` it brings up a private lab
+instance (root), runs ``gitnetdiag diagnose --lab ... --format json`` with the
+fault's ``FAULT_PROBE_ARGS`` ``--repeats`` times (bounded pushes of ``--size``),
+then takes the lab down. Every run directory (report.json, observations.json,
+captures) stays under the results directory, with ``matrix.json`` indexing them.
+
+Scoring (``gitnetdiag.diagnosis.matrix``): the expected culprit of a run is
+``FAULT_CULPRIT[fault]`` (none for ``healthy`` and for faults without an entry,
+such as ``auth``). Per culprit: TP = expected and ranked first; FN = expected and
+not ranked first; FP = ranked at any place above the reporting threshold while
+another fault (or none) was injected. Precision = TP / (TP + FP), recall =
+TP / (TP + FN). The table is computed twice from the same saved observations,
+with the hand-set weights and with the fitted confidences, side by side.
+
+``--fit`` turns the matrix's raw detector scores into per-culprit calibrated
+confidences (``gitnetdiag.diagnosis.calibration``) and writes
+``gitnetdiag/diagnosis/culprits/fitted.py`` and the generated table of
+``docs/culprits.md``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import gzip
+import json
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from gitnetdiag.diagnosis.culprits import CULPRITS
+from gitnetdiag.diagnosis.matrix import (
+    CulpritCounts,
+    Fit,
+    MatrixRun,
+    fit_calibrations,
+    hand_weighted,
+    ranked_ids,
+    raw_hits,
+    score_matrix,
+    top1_accuracy,
+    with_calibrations,
+)
+from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FAULTS
+from gitnetdiag.pipeline import observations_from_run
+
+ROOT = Path(__file__).resolve().parent.parent
+INDEX = "matrix.json"
+BUNDLE = ROOT / "benchmarks" / "data" / "fault-matrix.json.gz"
+
+
+def _git_commit() -> str:
+    proc = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "--short", "HEAD"],
+                          capture_output=True, text=True, timeout=30)
+    dirty = subprocess.run(["git", "-C", str(ROOT), "status", "--porcelain", "--",
+                            "gitnetdiag"], capture_output=True, text=True, timeout=30)
+    return proc.stdout.strip() + ("+dirty" if dirty.stdout.strip() else "")
+
+
+def _rtt_label(rtt: str) -> str:
+    return rtt.replace(".", "_")
+
+
+def _diagnose(instance: str, fault: str, size: str, timeout_s: float, out: Path) -> dict[str, Any]:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
+         "--size", size, "--timeout", f"{timeout_s:g}", "--format", "json", "--out", str(out),
+         *FAULT_PROBE_ARGS.get(fault, ("--protocols", "h1,h2,ssh"))],
+        capture_output=True, text=True, timeout=max(900.0, 10 * timeout_s),
+    )
+    wall = time.monotonic() - started
+    row: dict[str, Any] = {"exit_code": proc.returncode, "wall_s": round(wall, 1)}
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        row["error"] = (proc.stderr.strip().splitlines() or ["no output"])[-1]
+        return row
+    row["verdict"] = report.get("verdict")
+    row["ranked"] = [c["id"] for c in report.get("culprits") or []]
+    return row
+
+
+def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, size: str,
+               timeout_s: float) -> None:
+    """Run every (fault, RTT) lab and its repeats; append each run to the index as it ends."""
+    results.mkdir(parents=True, exist_ok=True)
+    index_path = results / INDEX
+    index: dict[str, Any] = {
+        "started": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        "commit": _git_commit(), "size": size, "repeats": repeats, "rtts": rtts, "runs": [],
+    }
+    cli = [sys.executable, "-m", "gitnetdiag", "lab"]
+    for fault in faults:
+        for rtt in rtts:
+            instance = "fm" + uuid.uuid4().hex[:5]
+            up = subprocess.run([*cli, "up", "--name", instance, "--fault", fault, "--rtt", rtt],
+                                capture_output=True, text=True, timeout=600)
+            try:
+                for repeat in range(1, repeats + 1):
+                    name = f"{fault}-{_rtt_label(rtt)}-r{repeat}"
+                    row: dict[str, Any] = {"fault": fault, "rtt": rtt, "repeat": repeat,
+                                           "expected": FAULT_CULPRIT.get(fault), "run_dir": name}
+                    if up.returncode != 0:
+                        row["error"] = "lab up failed: " + (up.stderr.strip().splitlines()
+                                                           or ["?"])[-1]
+                    else:
+                        row.update(_diagnose(instance, fault, size, timeout_s, results / name))
+                    index["runs"].append(row)
+                    index_path.write_text(json.dumps(index, indent=1) + "\n")
+                    print(f"{name}: {row.get('wall_s', 0):.0f} s, expected "
+                          f"{row['expected']}, ranked {row.get('ranked', row.get('error'))}",
+                          file=sys.stderr, flush=True)
+            finally:
+                subprocess.run([*cli, "down", "--name", instance], capture_output=True,
+                               timeout=600)
+    index["finished"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    index_path.write_text(json.dumps(index, indent=1) + "\n")
+
+
+def read_matrix(source: Path, *, reanalyse: bool = False,
+                ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
+    """The index, each run's saved observations (as JSON) and the runs without, from a
+    results directory or from a bundle (``--fit`` writes ``benchmarks/data``'s).
+
+    With ``reanalyse`` the observations are derived afresh from each run directory's raw
+    artifacts by the current pipeline (after an analysis change), not read from the
+    ``observations.json`` the run saved.
+    """
+    if source.is_file():
+        bundle = json.loads(gzip.decompress(source.read_bytes()))
+        return bundle["index"], bundle["observations"], bundle.get("missing", [])
+    index = json.loads((source / INDEX).read_text())
+    observations, missing = {}, []
+    for row in index["runs"]:
+        path = source / row["run_dir"] / "observations.json"
+        if reanalyse and (source / row["run_dir"] / "manifest.json").is_file():
+            try:
+                derived, _ = observations_from_run(source / row["run_dir"])
+            except GitnetdiagError as exc:
+                missing.append(f"{row['run_dir']} (re-analysis: {exc.message})")
+                continue
+            observations[row["run_dir"]] = json.loads(json.dumps(derived.to_dict()))
+        elif path.is_file():
+            observations[row["run_dir"]] = json.loads(path.read_text())
+        else:
+            missing.append(f"{row['run_dir']} ({row.get('error', 'no observations.json')})")
+    return index, observations, missing
+
+
+def matrix_runs(index: dict[str, Any], observations: dict[str, dict[str, Any]]) -> list[MatrixRun]:
+    """The scored runs: each with its expected culprit as ``FAULT_CULPRIT`` says now."""
+    return [MatrixRun(name=row["run_dir"], fault=row["fault"],
+                      expected=FAULT_CULPRIT.get(row["fault"]),
+                      observations=Observations.from_dict(observations[row["run_dir"]]))
+            for row in index["runs"] if row["run_dir"] in observations]
+
+
+def write_bundle(index: dict[str, Any], observations: dict[str, dict[str, Any]],
+                 missing: list[str]) -> None:
+    """The matrix's observations in one file, so that anyone can re-fit without a lab."""
+    data = json.dumps({"index": index, "observations": observations, "missing": missing},
+                      sort_keys=True, separators=(",", ":")).encode()
+    BUNDLE.parent.mkdir(parents=True, exist_ok=True)
+    BUNDLE.write_bytes(gzip.compress(data, mtime=0))
+    print(f"wrote {BUNDLE.relative_to(ROOT)} ({BUNDLE.stat().st_size / 1e3:.0f} kB)")
+
+
+def held_out_rankings(runs: list[MatrixRun]) -> list[list[str]]:
+    """Each run ranked with confidences fitted on the other (fault, RTT) cells only."""
+    def cell(run: MatrixRun) -> str:
+        return run.name.rsplit("-r", 1)[0]
+
+    rankings = []
+    for run in runs:
+        others = [r for r in runs if cell(r) != cell(run)]
+        culprits = with_calibrations(fit_calibrations(others))
+        rankings.append(ranked_ids(run.observations, culprits))
+    return rankings
+
+
+def _ratio(value: float | None) -> str:
+    return "-" if value is None else f"{value:.2f}"
+
+
+def _counts(t: CulpritCounts | None) -> str:
+    t = t or CulpritCounts()
+    return f"{t.tp}/{t.fp}/{t.fn}"
+
+
+def culprit_faults() -> dict[str, list[str]]:
+    faults: dict[str, list[str]] = {}
+    for fault, culprit in FAULT_CULPRIT.items():
+        if culprit is not None:
+            faults.setdefault(culprit, []).append(fault)
+    return faults
+
+
+def false_positive_faults(runs: list[MatrixRun],
+                          rankings: list[list[str]]) -> dict[str, list[str]]:
+    """Culprit id -> the faults (with RTT and count) of the runs where it was a false positive."""
+    counts: dict[str, dict[str, int]] = {}
+    for run, ranked in zip(runs, rankings, strict=True):
+        cell = run.name.rsplit("-r", 1)[0]
+        for culprit in ranked:
+            if culprit != run.expected:
+                per = counts.setdefault(culprit, {})
+                per[cell] = per.get(cell, 0) + 1
+    return {c: [f"{cell} x{n}" for cell, n in per.items()] for c, per in counts.items()}
+
+
+def matrix_table(hand: dict[str, CulpritCounts], fitted: dict[str, CulpritCounts],
+                 fits: dict[str, Fit], fired: dict[str, int],
+                 fp_faults: dict[str, list[str]]) -> list[str]:
+    """The per-culprit Markdown table (docs/culprits.md and the terminal)."""
+    faults = culprit_faults()
+    lines = ["| culprit | lab fault | fired | hand TP/FP/FN | hand precision | hand recall "
+             "| fitted TP/FP/FN | fitted precision | fitted recall | fitted FP in | confidence |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
+    for c in CULPRITS:
+        fit = fits[c.id]
+        if fit.calibration is not None:
+            cal = fit.calibration
+            how = (f"fitted: a = {cal.intercept:g}, b = {cal.slope:g} "
+                   f"({cal.positives} positive, {cal.negatives} negative)")
+        else:
+            how = f"hand weights: {fit.reason}"
+        h, f = hand.get(c.id), fitted.get(c.id)
+        lines.append(
+            f"| `{c.id}` | {', '.join(f'`{x}`' for x in faults.get(c.id, [])) or '-'} "
+            f"| {fired.get(c.id, 0)} | {_counts(h)} | {_ratio(h.precision if h else None)} "
+            f"| {_ratio(h.recall if h else None)} | {_counts(f)} "
+            f"| {_ratio(f.precision if f else None)} | {_ratio(f.recall if f else None)} "
+            f"| {', '.join(fp_faults.get(c.id, [])) or '-'} | {how} |")
+    return lines
+
+
+def report_and_fit(results: Path, *, write: bool, reanalyse: bool = False) -> int:
+    """Score the matrix with hand weights and fitted confidences; with ``write``, ship the fit."""
+    index, observations, missing = read_matrix(results, reanalyse=reanalyse)
+    if reanalyse:
+        index = {**index, "reanalysed": _git_commit()}
+    runs = matrix_runs(index, observations)
+    if not runs:
+        print(f"error: no run in {results} has observations.json "
+              "(hint: look at matrix.json for the errors)", file=sys.stderr)
+        return 2
+    fits = fit_calibrations(runs)
+    hand_culprits, fitted_culprits = hand_weighted(CULPRITS), with_calibrations(fits)
+    hand_ranked = [ranked_ids(run.observations, hand_culprits) for run in runs]
+    fitted_ranked = [ranked_ids(run.observations, fitted_culprits) for run in runs]
+    held_out = held_out_rankings(runs)
+    fired: dict[str, int] = {}
+    for run in runs:
+        for culprit in raw_hits(run.observations):
+            fired[culprit] = fired.get(culprit, 0) + 1
+    table = matrix_table(score_matrix(runs, hand_ranked), score_matrix(runs, fitted_ranked),
+                         fits, fired, false_positive_faults(runs, fitted_ranked))
+    provenance = (f"{len(runs)} runs, {index['started']}, commit {index['commit']}, "
+                  f"--size {index['size']}, RTT {' and '.join(index['rtts'])}, "
+                  f"{index['repeats']} repeats"
+                  + (f", observations re-derived at commit {index['reanalysed']}"
+                     if index.get("reanalysed") else ""))
+    print(f"fault matrix: {provenance}")
+    if missing:
+        print(f"not scored ({len(missing)}): " + "; ".join(missing))
+    print("\n".join(table))
+    accuracy = (f"first culprit right (healthy, auth: none ranked): hand weights "
+                f"{top1_accuracy(runs, hand_ranked):.1%}, fitted "
+                f"{top1_accuracy(runs, fitted_ranked):.1%} (in sample), fitted with each "
+                f"(fault, RTT) cell held out of its own fit {top1_accuracy(runs, held_out):.1%}")
+    print(accuracy)
+    wrong = []
+    for run, hand_ids, fitted_ids in zip(runs, hand_ranked, fitted_ranked, strict=True):
+        want = [run.expected] if run.expected else []
+        if hand_ids[:1] != want or fitted_ids[:1] != want:
+            wrong.append(f"- `{run.name}`: expected {run.expected or 'none'}; hand weights "
+                         f"rank {', '.join(hand_ids) or 'none'}; fitted "
+                         f"{', '.join(fitted_ids) or 'none'}")
+    print("\n".join(wrong))
+    if write:
+        if results.is_dir():
+            write_bundle(index, observations, missing)
+        write_fitted(fits, provenance)
+        write_docs([*table, "", accuracy + ".", "", "Runs whose first culprit is wrong "
+                    "with either weighting:", "", *wrong], provenance)
+    return 0
+
+
+FITTED_MODULE = ROOT / "gitnetdiag" / "diagnosis" / "culprits" / "fitted.py"
+DOCS = ROOT / "docs" / "culprits.md"
+DOCS_START = "<!-- fault-matrix table: generated by benchmarks/fault_matrix.py --fit -->"
+DOCS_END = "<!-- end of the fault-matrix table -->"
+
+
+def _chunks(text: str, width: int) -> list[str]:
+    """``text`` in pieces of at most about ``width`` characters, cut after a space."""
+    pieces, piece = [], ""
+    for word in text.split(" "):
+        if piece and len(piece) + len(word) + 1 > width:
+            pieces.append(piece + " ")
+            piece = word
+        else:
+            piece = f"{piece} {word}" if piece else word
+    return [*pieces, piece]
+
+
+def write_fitted(fits: dict[str, Fit], provenance: str) -> None:
+    lines = [
+        '"""Fitted culprit confidences: generated by ``benchmarks/fault_matrix.py --fit``, '
+        'do not edit.',
+        "",
+        "Regenerate: ``benchmarks/fault_matrix.py --fit`` (runs the lab matrix), or",
+        "``benchmarks/fault_matrix.py --from RESULTS --fit`` (re-fits saved runs).",
+        '"""',
+        "",
+        "from __future__ import annotations",
+        "",
+        "from gitnetdiag.diagnosis.calibration import Calibration",
+        "",
+        "MATRIX = (",
+        *[f"    {json.dumps(part)}" for part in _chunks(provenance, 80)],
+        ")",
+        '"""The fault-matrix run these values come from."""',
+        "",
+        "FITTED: dict[str, Calibration] = {",
+    ]
+    for culprit, fit in fits.items():
+        if (cal := fit.calibration) is not None:
+            lines.append(f"    {json.dumps(culprit)}: Calibration(\n"
+                         f"        intercept={cal.intercept!r}, slope={cal.slope!r}, "
+                         f"positives={cal.positives}, negatives={cal.negatives}\n    ),")
+    lines += ["}", '"""Culprit id -> its calibration on the matrix."""', "",
+              "HAND_WEIGHTED: dict[str, str] = {"]
+    lines += [f"    {json.dumps(culprit)}: {json.dumps(fit.reason)},"
+              for culprit, fit in fits.items() if fit.calibration is None]
+    lines += ["}", '"""Culprit id -> why it keeps its hand-set weights."""', ""]
+    text = "\n".join(lines)
+    if FITTED_MODULE.read_text() != text:
+        FITTED_MODULE.write_text(text)
+        print(f"wrote {FITTED_MODULE.relative_to(ROOT)}")
+
+
+def write_docs(table: list[str], provenance: str) -> None:
+    text = DOCS.read_text()
+    if DOCS_START not in text or DOCS_END not in text:
+        print(f"error: {DOCS} lacks the fault-matrix markers (hint: restore the "
+              "'Fitted confidence' section)", file=sys.stderr)
+        return
+    head, rest = text.split(DOCS_START, 1)
+    tail = rest.split(DOCS_END, 1)[1]
+    body = [DOCS_START, "", f"Matrix: {provenance}.", "", *table, "", DOCS_END]
+    DOCS.write_text(head + "\n".join(body) + tail)
+    print(f"wrote {DOCS.relative_to(ROOT)}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fault", action="append", choices=list(FAULTS),
+                        help="lab fault (repeat; default: every fault in FAULTS)")
+    parser.add_argument("--rtt", action="append", help="lab RTT (repeat; default 20ms and 80ms)")
+    parser.add_argument("--repeats", type=int, default=2, help="diagnoses per fault and RTT")
+    parser.add_argument("--size", default="3MiB", help="generated repository size (bounded pushes)")
+    parser.add_argument("--timeout", type=float, default=90.0, help="timeout of each git run, s")
+    parser.add_argument("--results", type=Path, help="results directory "
+                        "(default runs/fault-matrix-<UTC time>)")
+    parser.add_argument("--from", dest="from_dir", type=Path,
+                        help="score (and --fit) a results directory, or the shipped bundle "
+                        "benchmarks/data/fault-matrix.json.gz; runs no lab")
+    parser.add_argument("--reanalyse", action="store_true",
+                        help="with --from DIR: derive each run's observations afresh from its "
+                        "raw artifacts with the current pipeline (after an analysis change)")
+    parser.add_argument("--fit", action="store_true",
+                        help="write the fitted confidences and the docs/culprits.md table")
+    args = parser.parse_args()
+    # A terminated matrix still takes its lab down (the finally clauses run).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    if args.from_dir is not None:
+        results = args.from_dir
+        if not (results.is_file() or (results / INDEX).is_file()):
+            print(f"error: no {INDEX} in {results} (hint: pass a directory this script wrote, "
+                  f"or {BUNDLE.relative_to(ROOT)})", file=sys.stderr)
+            return 2
+    else:
+        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+        results = args.results or ROOT / "runs" / f"fault-matrix-{stamp}"
+        run_matrix(results, args.fault or list(FAULTS), args.rtt or ["20ms", "80ms"],
+                   args.repeats, args.size, args.timeout)
+        print(f"results: {results}", file=sys.stderr)
+    return report_and_fit(results, write=args.fit, reanalyse=args.reanalyse)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,159 @@
+"""Scoring the lab's fault matrix and fitting confidences on it (pure).
+
+One :class:`MatrixRun` per ``diagnose --lab`` of the matrix: which culprit its
+injected fault should produce (``None``: healthy, or a fault that is no
+culprit) and the run's saved observations. From these:
+
+- :func:`raw_hits` replays every detector on the observations: the raw score
+  (the hand-set weights' sum) each culprit fired with;
+- :func:`fit_calibrations` fits one :class:`Calibration` per culprit on those
+  raw scores (see :mod:`gitnetdiag.diagnosis.calibration`), or says why the
+  culprit keeps its hand weights;
+- :func:`score_matrix` counts, per culprit, with the ranking of a given set
+  of culprits (hand weights or fitted):
+
+  - TP: its fault was injected and it was ranked first;
+  - FN: its fault was injected and it was not ranked first (missing, dropped
+    below the reporting threshold, or behind another culprit);
+  - FP: it was ranked (at any place, above the reporting threshold) while
+    another fault or none was injected.
+
+  precision = TP / (TP + FP), recall = TP / (TP + FN).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from gitnetdiag.diagnosis.calibration import Calibration, fit_platt
+from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
+from gitnetdiag.diagnosis.engine import diagnose
+from gitnetdiag.diagnosis.observations import Observations
+
+MIN_FIRED = 3
+"""A culprit is fitted only when it fired at least this many times in the matrix."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class MatrixRun:
+    """One diagnosis of the matrix."""
+
+    name: str
+    """The run's directory name (``loss-80ms-r2``)."""
+    fault: str
+    """The lab fault injected."""
+    expected: str | None
+    """The culprit id it should rank first; ``None`` when no culprit should rank."""
+    observations: Observations
+    """What the run measured (its ``observations.json``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CulpritCounts:
+    """One culprit's counts over the matrix."""
+
+    tp: int = 0
+    """Expected and ranked first."""
+    fp: int = 0
+    """Ranked while it was not expected."""
+    fn: int = 0
+    """Expected and not ranked first."""
+
+    @property
+    def precision(self) -> float | None:
+        """TP / (TP + FP); ``None`` when it never ranked."""
+        return self.tp / (self.tp + self.fp) if self.tp + self.fp else None
+
+    @property
+    def recall(self) -> float | None:
+        """TP / (TP + FN); ``None`` when its fault was never injected."""
+        return self.tp / (self.tp + self.fn) if self.tp + self.fn else None
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fit:
+    """The outcome of fitting one culprit."""
+
+    calibration: Calibration | None
+    """The fitted map, or ``None``: the culprit keeps its hand weights."""
+    reason: str
+    """Why it is hand-weighted (empty when fitted)."""
+
+
+def hand_weighted(culprits: Sequence[Culprit] = CULPRITS) -> tuple[Culprit, ...]:
+    """The culprits as they rank with the hand-set weights only."""
+    return tuple(replace(c, fitted=False) for c in culprits)
+
+
+def raw_hits(obs: Observations, culprits: Sequence[Culprit] = CULPRITS) -> dict[str, float]:
+    """Culprit id -> raw score (>= 0) of every detector that fires on ``obs``."""
+    hits = {}
+    for culprit in culprits:
+        hit = culprit.detect(obs)
+        if hit is not None:
+            hits[culprit.id] = max(0.0, hit.score)
+    return hits
+
+
+def ranked_ids(obs: Observations, culprits: Sequence[Culprit]) -> list[str]:
+    """The culprits ranked above the reporting threshold, first first."""
+    return [f.id for f in diagnose(obs, culprits=culprits).findings]
+
+
+def score_matrix(runs: Sequence[MatrixRun],
+                 rankings: Sequence[Sequence[str]]) -> dict[str, CulpritCounts]:
+    """Per-culprit TP/FP/FN, given each run's ranked culprit ids (same order as ``runs``)."""
+    counts: dict[str, dict[str, int]] = {}
+
+    def bump(culprit: str, kind: str) -> None:
+        counts.setdefault(culprit, {"tp": 0, "fp": 0, "fn": 0})[kind] += 1
+
+    for run, ranked in zip(runs, rankings, strict=True):
+        if run.expected is not None:
+            bump(run.expected, "tp" if ranked[:1] == [run.expected] else "fn")
+        for culprit in ranked:
+            if culprit != run.expected:
+                bump(culprit, "fp")
+    return {culprit: CulpritCounts(**c) for culprit, c in counts.items()}
+
+
+def top1_accuracy(runs: Sequence[MatrixRun], rankings: Sequence[Sequence[str]]) -> float:
+    """Share of runs whose first culprit is the expected one (none ranked when none expected)."""
+    if not runs:
+        return 0.0
+    right = sum((list(ranked[:1]) == [run.expected]) if run.expected else not ranked
+                for run, ranked in zip(runs, rankings, strict=True))
+    return right / len(runs)
+
+
+def fit_calibrations(runs: Sequence[MatrixRun],
+                     culprits: Sequence[Culprit] = CULPRITS) -> dict[str, Fit]:
+    """One :class:`Fit` per registered culprit, from the raw scores it fired with."""
+    expected = {run.expected for run in runs if run.expected is not None}
+    pairs: dict[str, list[tuple[float, bool]]] = {c.id: [] for c in culprits}
+    for run in runs:
+        for culprit_id, raw in raw_hits(run.observations, culprits).items():
+            pairs[culprit_id].append((raw, culprit_id == run.expected))
+    fits = {}
+    for c in culprits:
+        fired = pairs[c.id]
+        if c.id not in expected:
+            fits[c.id] = Fit(calibration=None, reason="no lab fault in the matrix produces it")
+        elif len(fired) < MIN_FIRED:
+            times = "time" if len(fired) == 1 else "times"
+            fits[c.id] = Fit(calibration=None,
+                             reason=f"fired {len(fired)} {times} in the matrix (< {MIN_FIRED})")
+        else:
+            fits[c.id] = Fit(calibration=fit_platt([raw for raw, _ in fired],
+                                                   [injected for _, injected in fired]), reason="")
+    return fits
+
+
+def with_calibrations(fits: dict[str, Fit],
+                      culprits: Sequence[Culprit] = CULPRITS) -> tuple[Culprit, ...]:
+    """The culprits scored with ``fits`` (hand weights where a culprit has no calibration)."""
+    return tuple(
+        replace(c, fitted=False, calibration=fit.calibration if (fit := fits.get(c.id)) else None)
+        for c in culprits
+    )
