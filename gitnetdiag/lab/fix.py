@@ -21,9 +21,10 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gitnetdiag.lab import manager
+from gitnetdiag.lab import manager, servers
 from gitnetdiag.lab.config import LabPaths
-from gitnetdiag.lab.manager import Namespaces, Progress
+from gitnetdiag.lab.manager import Progress
+from gitnetdiag.lab.netns import Namespaces
 from gitnetdiag.lab.spec import LARGE_WINDOW, LabSpec, build_spec, fixed_spec
 from gitnetdiag.lab.state import PORT_SSH, LabState, load_state, save_state
 from gitnetdiag.proc import require_root
@@ -73,12 +74,12 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         manager.set_server_rmem(ns, after.server_rmem_max)
         done.append(f"server net.ipv4.tcp_rmem max raised to {after.server_rmem_max} B")
     if after.server_window_scaling and not before.server_window_scaling:
-        manager.nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=1")
+        servers.nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=1")
         done.append("server net.ipv4.tcp_window_scaling set to 1")
     if (after.loss, after.reset_port, after.syn_drop_share) != (
             before.loss, before.reset_port, before.syn_drop_share):
         say("router: rebuilding the FORWARD rules")
-        manager.nsexec(ns.router, "iptables-legacy", "-w", "5", "-F", "FORWARD")
+        servers.nsexec(ns.router, "iptables-legacy", "-w", "5", "-F", "FORWARD")
         manager.router_rules(ns, after)
         if after.loss != before.loss:
             done.append(f"router loss {before.loss:.1%} removed")
@@ -93,12 +94,12 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
     pids = dict(state.pids)
     if roles:
         say("restarting " + ", ".join(roles))
-        files = manager.write_configs(paths, after)
+        files = servers.write_configs(paths, after)
         keys = [after.edge if role == "edge" else role for role in roles]
         manager.stop_pids([pids[key] for key in keys if key in pids])
-        pids.update(manager.start_servers(ns, paths, after, files, roles,
+        pids.update(servers.start_servers(ns, paths, after, files, roles,
                                          cgroup=state.storage_cgroup))
-        manager.wait_listening(ns, paths, {key: pids[key] for key in keys}, after.edge)
+        servers.wait_listening(ns, paths, {key: pids[key] for key in keys}, after.edge)
     if "edge" in roles:
         done.append(f"edge tune.h2.initial-window-size {before.edge_h2_window} -> "
                     f"{after.edge_h2_window}")

@@ -3,9 +3,27 @@
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 
 from gitnetdiag.errors import LabError
-from gitnetdiag.lab.state import LabState, load_state
+from gitnetdiag.lab.state import LabState, load_state, namespace_prefix
+
+
+@dataclass(frozen=True)
+class Namespaces:
+    """The three network namespaces of one lab instance."""
+
+    client: str
+    router: str
+    server: str
+
+    @classmethod
+    def of(cls, instance: str) -> Namespaces:
+        p = namespace_prefix(instance)
+        return cls(client=f"{p}client", router=f"{p}router", server=f"{p}server")
+
+    def all(self) -> tuple[str, str, str]:
+        return (self.client, self.router, self.server)
 
 
 def in_namespace(netns: str) -> bool:
