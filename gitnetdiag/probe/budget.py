@@ -9,7 +9,8 @@ the kernel's ``bytes_acked`` of git's sockets (``ss -tin``, written to
 
     STABLE   four consecutive 0.5 s windows within 10% of each other (after the first
              window, slow start): the rate is known
-    BUDGET   the time budget is spent (while bytes still move)
+    BUDGET   the time budget, counted from the start of the pack (a slow login is not
+             part of it), is spent while bytes still move
     STALL    no byte moved for ``stall_timeout_s`` while the pack was unfinished
 
 by killing its process group *before the pack is finished*: receive-pack
@@ -51,8 +52,8 @@ SLOW_START_S = 1.0
 """Left out of the measured rate (when the push ran more than twice as long)."""
 PREAMBLE_BYTES = 64 * 1024
 """Bytes a push moves before its pack (TLS or SSH handshake, authentication, ref
-negotiation: a few kB): the rate is measured from the last sample below this, so a slow
-login (seconds of an SSH key lookup) is not counted as transfer time."""
+negotiation: a few kB): the rate and the time budget start at the last sample below this,
+so a slow login (seconds of an SSH key lookup) is neither transfer time nor budget."""
 RECENT_PROGRESS_S = 2.0
 """At the budget, bytes must have moved this recently for the rate to count."""
 
@@ -106,12 +107,20 @@ class RateMonitor:
             edge += WINDOW_S
         return rates
 
-    def first_data_s(self) -> float | None:
+    def pack_started_s(self) -> float | None:
         """When the pack started moving: the last point before the bytes moved passed
-        :data:`PREAMBLE_BYTES` (or the first byte, for a push that never passes it)."""
+        :data:`PREAMBLE_BYTES`; None while the push is still logging in or negotiating."""
         for before, point in zip(self.points, self.points[1:], strict=False):
             if point.moved_bytes > PREAMBLE_BYTES:
                 return before.t_s
+        return None
+
+    def first_data_s(self) -> float | None:
+        """Where the rate is measured from: the start of the pack (or the first byte, for
+        a push too small to pass the preamble)."""
+        started = self.pack_started_s()
+        if started is not None:
+            return started
         return next((p.t_s for p in self.points if p.moved_bytes > 0), None)
 
     def moved_at(self, t_s: float) -> float:
@@ -134,6 +143,11 @@ class RateMonitor:
             return StopReason.STALL
         if self.budget_s is None:
             return None
+        started = self.pack_started_s()
+        if started is None:
+            # Still logging in (a slow key lookup, an auth backend) or negotiating: the
+            # budget is for the pack; the stall and overall timeouts bound this part.
+            return None
         rates = self.window_rates()[1:]  # the first window is slow start
         recent = rates[-STABLE_WINDOWS:]
         if len(recent) == STABLE_WINDOWS and min(recent) > 0 and (
@@ -141,7 +155,7 @@ class RateMonitor:
             return StopReason.STABLE
         # A push that stopped moving when the budget ran out is not a measured rate: it
         # gets the stall timeout to move again (or to be reported as stalled).
-        if now_s >= self.budget_s and now_s - self.last_change_s < RECENT_PROGRESS_S:
+        if now_s - started >= self.budget_s and now_s - self.last_change_s < RECENT_PROGRESS_S:
             return StopReason.BUDGET
         return None
 

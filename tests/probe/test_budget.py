@@ -114,3 +114,28 @@ def test_a_slow_login_is_not_transfer_time() -> None:
     assert monitor.first_data_s() == pytest.approx(8.5)
     rate = monitor.rate_bytes_per_s()
     assert rate is not None and rate == pytest.approx(1_000_000, rel=0.1)
+
+
+def test_the_budget_starts_with_the_pack_not_the_login() -> None:
+    """The lab's slow-auth over SSH: 11 s of key lookup moving a few hundred bytes. Cut at
+    the 10 s budget it gave 44 B/s and a 3 MiB push projected at 20 hours (ranked
+    ssh-channel-window first); the budget now waits for the pack, then measures it."""
+    monitor = RateMonitor(budget_s=10, stall_timeout_s=15)
+    t, moved = 0.0, 3_000
+    while t < 11.0:  # a few bytes every second or so: never a stall, never a pack
+        t += 0.25
+        if int(t * 4) % 5 == 0:
+            moved += 100
+        monitor.add(Progress(t_s=t, moved_bytes=moved))
+        assert monitor.stop_reason(t, pack_finished=False) is None, t
+    assert monitor.pack_started_s() is None
+    reason = None
+    while reason is None and t < 30:
+        t += 0.25
+        moved += 250_000
+        monitor.add(Progress(t_s=t, moved_bytes=moved))
+        reason = monitor.stop_reason(t, pack_finished=False)
+    assert reason is StopReason.STABLE
+    assert monitor.pack_started_s() == pytest.approx(11.0)
+    rate = monitor.rate_bytes_per_s()
+    assert rate is not None and rate == pytest.approx(1_000_000, rel=0.1)
