@@ -285,8 +285,11 @@ class Workspace:
             dest = self.root / f"clone-{slot}-{new_probe_id()}"
             try:
                 run = self.inflight.run(
+                    # HEAD's branch only: the other users' throwaway push branches come
+                    # and go while a clone runs (a clone that wanted one just deleted
+                    # failed with "not our ref"), and they are not what a user clones.
                     ["git", *self.transport.config_args(), "clone", "--quiet", "--bare",
-                     "--no-tags", self.transport.url, str(dest)],
+                     "--single-branch", "--no-tags", self.transport.url, str(dest)],
                     env=self.env, cwd=self.root, timeout_s=self.timeout_s,
                 )
                 return self._outcome(run, _pack_bytes(dest))
