@@ -17,7 +17,10 @@ then ``gitnetdiag load --locust-master 10.0.0.1:8089`` collects the results.
 
 Each operation fires Locust's ``request`` event (type ``git``, name = the
 operation, response time and length, an exception on failure), so Locust's
-own UI and CSVs show it too. Workers also ship every operation record to the
+own UI and CSVs show it too. When the run time is up, a worker lets its
+operations in flight finish (at most ``--git-timeout``) unless Locust's
+``--stop-timeout`` says otherwise: a push killed mid-way leaves a throwaway
+branch whose fate the clean-up must then wait for. Workers also ship every operation record to the
 master with their stats reports; the master serves them, with Locust's own
 per-operation counts, at ``/gitnetdiag/results`` and can write them to
 ``--git-results FILE`` when it quits.
@@ -161,6 +164,11 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         with _state.lock:
             _state.collected.clear()
         return
+    if not getattr(opts, "stop_timeout", 0):
+        # Let the operations in flight finish (each is bounded by --git-timeout): a push
+        # killed after its pack was sent leaves a branch that may still land, and the
+        # clean-up then waits for it, holding this worker in "stopping" for half a minute.
+        environment.stop_timeout = float(opts.git_timeout)
     ops = [str(op) for op in parse_ops(opts.git_ops)]
     workspaces = tuple(
         Workspace(Transport(protocol=Protocol(opts.git_protocol), url=url,

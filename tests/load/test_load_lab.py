@@ -102,7 +102,10 @@ def test_locust_master_and_two_workers_report_the_workers_counts(
     locustfile = Path(__file__).resolve().parents[2] / "gitnetdiag" / "load" / "locustfile.py"
     web_port, master_port = _free_port(), _free_port()
     git = ["--git-url", lab.endpoints.git, "--git-protocol", "git",
-           "--git-ops", "clone,fetch,push,ls-remote", "--git-timeout", "20"]
+           "--git-ops", "clone,fetch,push,ls-remote", "--git-timeout", "20",
+           # Pushes long enough that one is in flight when the run time is up: killed
+           # there, its clean-up held the worker in "stopping" past --autoquit.
+           "--git-push-bytes", "2000000"]
     netns = ["ip", "netns", "exec", lab.client_ns]
     logs = tmp_path / "workers"
     env = {**os.environ, "GITNETDIAG_LOCUST_WORKER_LOG": str(logs)}
@@ -149,3 +152,4 @@ def test_locust_master_and_two_workers_report_the_workers_counts(
     assert _probe_branches(lab, lab.endpoints.git) == []
     written = json.loads((tmp_path / "results.json").read_text())
     assert len(written["records"]) == sum(made.values())
+    assert written["state"] == "stopped"  # every worker stopped well before --autoquit
