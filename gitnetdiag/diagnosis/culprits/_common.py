@@ -65,6 +65,8 @@ class Hit:
     """Facts behind it."""
     fix: str
     """The change, naming the setting."""
+    cost_protocol: str | None = None
+    """The protocol whose push ``cost_s`` was measured on, when it is one protocol's."""
 
 
 @dataclass(kw_only=True)
@@ -129,6 +131,7 @@ class Culprit:
             summary=hit.summary,
             evidence=hit.evidence,
             fix=hit.fix,
+            cost_protocol=hit.cost_protocol,
         )
 
 

@@ -24,6 +24,11 @@ class _Threshold(TypedDict):
     basis_terms: tuple[Quantity, ...]
 
 
+def fastest(values: list[tuple[str, float]]) -> str:
+    """The protocol whose phase was the shortest: the one the excess is measured on."""
+    return min(values, key=lambda item: item[1])[0]
+
+
 def _over_rtts(obs: Observations, rtts: int) -> _Threshold:
     """A phase is slow at :data:`SLOW_PHASE_S` over the round trips it needs anyway."""
     return _Threshold(
@@ -43,6 +48,7 @@ def server_processing(obs: Observations) -> Hit | None:
     return Hit(
         score=score,
         cost_s=excess,
+        cost_protocol=fastest(values),
         summary=(
             f"After the upload the server took {fmt_s(excess)} beyond the network round trips "
             "to answer: hooks or receive-pack work on the server."
@@ -69,6 +75,7 @@ def slow_ref_advertisement(obs: Observations) -> Hit | None:
     return Hit(
         score=0.7 if len(values) >= 2 else 0.6,
         cost_s=excess,
+        cost_protocol=fastest(values),
         summary=(
             f"The first response (authentication and ref advertisement) arrived "
             f"{fmt_s(excess)} later than the connection's round trips explain."
