@@ -75,6 +75,8 @@ class _NodeState:
         self.max_users = 0
         self.worker_log: Path | None = None
         self.slots = itertools.count()
+        self.own_stop_timeout = False
+        """Whether the running test's stop_timeout is ours (--stop-timeout was not given)."""
 
 
 _state = _NodeState()
@@ -164,10 +166,13 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         with _state.lock:
             _state.collected.clear()
         return
-    if not getattr(opts, "stop_timeout", 0):
+    if not environment.stop_timeout:
         # Let the operations in flight finish (each is bounded by --git-timeout): a push
         # killed after its pack was sent leaves a branch that may still land, and the
         # clean-up then waits for it, holding this worker in "stopping" for half a minute.
+        # Only while the users stop: a worker also sleeps stop_timeout after it stopped,
+        # deaf to the master's quit (see _on_test_stop).
+        _state.own_stop_timeout = True
         environment.stop_timeout = float(opts.git_timeout)
     ops = [str(op) for op in parse_ops(opts.git_ops)]
     workspaces = tuple(
@@ -201,6 +206,9 @@ def _on_spawning_complete(user_count: int, **_: Any) -> None:
 
 def _on_test_stop(environment: Any, **_: Any) -> None:
     _state.stopped_epoch = time.time()
+    if _state.own_stop_timeout:
+        _state.own_stop_timeout = False
+        environment.stop_timeout = 0.0
     workspaces, _state.workspaces = _state.workspaces, ()
     for workspace in workspaces:
         workspace.close()
