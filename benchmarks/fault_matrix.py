@@ -64,7 +64,13 @@ from gitnetdiag.diagnosis.matrix import (
 )
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FAULTS, SSH_WINDOW_RTT_MS
+from gitnetdiag.lab.spec import (
+    FAULT_CULPRIT,
+    FAULT_PROBE_ARGS,
+    FAULTS,
+    SSH_WINDOW_RTT_MS,
+    parse_duration_ms,
+)
 from gitnetdiag.pipeline import observations_from_run
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -245,18 +251,29 @@ def merge_matrices(parts: list[tuple[Path, dict[str, Any], dict[str, dict[str, A
     return {"sources": sources, "runs": runs}, observations, missing
 
 
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
 def provenance(index: dict[str, Any], runs: int) -> str:
-    """One line naming where the scored runs came from (fitted.py's MATRIX, the docs table)."""
-    def one(src: dict[str, Any]) -> str:
+    """One line naming where the scored runs came from (fitted.py's MATRIX, the docs table):
+    per source its date, commit, size, the RTTs its runs had (``FAULT_RTTS`` included) and
+    its repeats per RTT."""
+    def one(src: dict[str, Any], number: int | None) -> str:
+        rtts = sorted({row["rtt"] for row in index["runs"] if row.get("source") == number}
+                      or set(src["rtts"]), key=parse_duration_ms)
+        listed = " and ".join([", ".join(rtts[:-1]), rtts[-1]] if len(rtts) > 1 else rtts)
         return (f"{src['started']}, commit {src['commit']}, --size {src['size']}, "
-                f"RTT {' and '.join(src['rtts'])}, {src['repeats']} repeats"
+                f"RTT {listed}, "
+                f"{_plural(src['repeats'], 'repeat')}"
                 + (f", observations re-derived at commit {src['reanalysed']}"
                    if src.get("reanalysed") else ""))
 
     if "sources" not in index:
-        return f"{runs} runs, {one(index)}"
-    return f"{runs} runs: " + "; ".join(f"{src['runs']} runs of {one(src)}"
-                                        for src in index["sources"])
+        return f"{_plural(runs, 'run')}, {one(index, None)}"
+    return f"{_plural(runs, 'run')}: " + "; ".join(
+        f"{_plural(src['runs'], 'run')} of {one(src, number)}"
+        for number, src in enumerate(index["sources"]))
 
 
 def read_sources(sources: list[Path], *, reanalyse: bool = False,

@@ -35,16 +35,17 @@ def _results_dir(path: Path, commit: str, rows: list[tuple[str, str, int, dict[s
 def test_merge_keeps_every_run_and_each_source(tmp_path: Path) -> None:
     """Two directories: every run is kept once, a run of a cell the first source already has
     is renumbered after that cell's last repeat (its observations follow it), and the index
-    names each source's commit with its run count; the provenance line names both."""
+    names each source's commit with its run count; the provenance line names both, with the
+    RTTs their runs had."""
     a = _results_dir(tmp_path / "a", "aaa111", [("h2-small-window", "20ms", 1, SLOW),
                                                 ("h2-small-window", "20ms", 2, SLOW),
                                                 ("healthy", "20ms", 1, HEALTHY)])
     b = _results_dir(tmp_path / "b", "bbb222", [("h2-small-window", "20ms", 1, HEALTHY),
-                                                ("loss", "20ms", 1, SLOW)])
+                                                ("loss", "300ms", 1, SLOW)])
     index, observations, missing = fm.read_sources([a, b])
     names = [row["run_dir"] for row in index["runs"]]
     assert names == ["h2-small-window-20ms-r1", "h2-small-window-20ms-r2", "healthy-20ms-r1",
-                     "h2-small-window-20ms-r3", "loss-20ms-r1"]
+                     "h2-small-window-20ms-r3", "loss-300ms-r1"]
     moved = index["runs"][3]
     assert (moved["repeat"], moved["source"], moved["source_run_dir"]) == (
         3, 1, "h2-small-window-20ms-r1")
@@ -55,7 +56,7 @@ def test_merge_keeps_every_run_and_each_source(tmp_path: Path) -> None:
     assert missing == []
     line = fm.provenance(index, len(fm.matrix_runs(index, observations)))
     assert line.startswith("5 runs: 3 runs of day of aaa111, commit aaa111")
-    assert "; 2 runs of day of bbb222, commit bbb222" in line
+    assert "; 2 runs of day of bbb222, commit bbb222, --size 3MiB, RTT 20ms and 300ms" in line
 
 
 def test_a_merged_bundle_merges_again_with_its_sources(tmp_path: Path,
@@ -81,7 +82,7 @@ def test_a_single_source_is_read_as_it_is(tmp_path: Path) -> None:
     a = _results_dir(tmp_path / "a", "aaa111", [("loss", "20ms", 1, SLOW)])
     index, _, _ = fm.read_sources([a])
     assert "sources" not in index
-    assert fm.provenance(index, 1) == ("1 runs, day of aaa111, commit aaa111, --size 3MiB, "
+    assert fm.provenance(index, 1) == ("1 run, day of aaa111, commit aaa111, --size 3MiB, "
                                        "RTT 20ms, 2 repeats")
 
 

@@ -12,9 +12,9 @@ from gitnetdiag.diagnosis.calibration import Calibration
 MATRIX = (
     "114 runs: 54 runs of 2026-11-22 23:32 UTC, commit dee36c9, --size 3MiB, RTT 20ms "
     "and 80ms, 3 repeats, observations re-derived at commit e05fa12+dirty; 40 runs of "
-    "2026-11-23 03:05 UTC, commit f6038dc, --size 3MiB, RTT 20ms and 80ms, 2 repeats; "
-    "20 runs of 2026-11-23 03:19 UTC, commit d403ca7, --size 3MiB, RTT 20ms and 80ms, "
-    "1 repeats"
+    "2026-11-23 03:05 UTC, commit f6038dc, --size 3MiB, RTT 20ms, 80ms and 300ms, 2 "
+    "repeats; 20 runs of 2026-11-23 03:19 UTC, commit d403ca7, --size 3MiB, RTT 20ms, "
+    "80ms and 300ms, 1 repeat"
 )
 """The fault-matrix run these values come from."""
 
