@@ -4,11 +4,16 @@
     PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --fit    # ... and ship the fit
     PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --from runs/fault-matrix-X --fit
     PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --fault loss --rtt 20ms --repeats 1
+    # new faults only, then one bundle and one fit of the shipped runs and the new ones:
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --fault F ... --results runs/fm-new
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py \
+        --from benchmarks/data/fault-matrix.json.gz --from runs/fm-new --fit
 
 For every fault of ``gitnetdiag.lab.spec.FAULTS`` (read at run time, so new
-faults join by themselves) and every ``--rtt`` it brings up a private lab
-instance (root), runs ``gitnetdiag diagnose --lab ... --format json`` with the
-fault's ``FAULT_PROBE_ARGS`` ``--repeats`` times (bounded pushes of ``--size``),
+faults join by themselves) and every ``--rtt`` (a fault defined by its RTT, in
+``FAULT_RTTS``, at that RTT) it brings up a private lab instance (root), runs
+``gitnetdiag diagnose --lab ... --format json`` with the fault's
+``FAULT_PROBE_ARGS`` ``--repeats`` times (bounded pushes of ``--size``),
 then takes the lab down. Every run directory (report.json, observations.json,
 captures) stays under the results directory, with ``matrix.json`` indexing them.
 
@@ -19,6 +24,10 @@ not ranked first; FP = ranked at any place above the reporting threshold while
 another fault (or none) was injected. Precision = TP / (TP + FP), recall =
 TP / (TP + FN). The table is computed twice from the same saved observations,
 with the hand-set weights and with the fitted confidences, side by side.
+
+``--from`` repeated merges matrices: the runs of every source are scored and
+fitted together, the written bundle holds them all and its index lists each
+source's commit, date, size, RTTs and repeats (``merge_matrices``).
 
 ``--fit`` turns the matrix's raw detector scores into per-culprit calibrated
 confidences (``gitnetdiag.diagnosis.calibration``) and writes
@@ -55,12 +64,35 @@ from gitnetdiag.diagnosis.matrix import (
 )
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FAULTS
+from gitnetdiag.lab.spec import (
+    FAULT_CULPRIT,
+    FAULT_PROBE_ARGS,
+    FAULTS,
+    SSH_WINDOW_RTT_MS,
+    parse_duration_ms,
+)
 from gitnetdiag.pipeline import observations_from_run
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = "matrix.json"
 BUNDLE = ROOT / "benchmarks" / "data" / "fault-matrix.json.gz"
+
+FAULT_RTTS: dict[str, list[str]] = {"ssh-channel-window": [f"{SSH_WINDOW_RTT_MS:g}ms"]}
+"""Faults defined by their RTT run at that RTT only, with the repeats of every RTT the others
+get (the same number of runs): at 20 or 80 ms OpenSSH's 2 MiB channel window binds nothing,
+and the lab would be the healthy one."""
+
+
+def fault_cells(faults: list[str], rtts: list[str], repeats: int) -> list[tuple[str, str, int]]:
+    """(fault, RTT, repeats) of every lab instance the matrix brings up."""
+    cells = []
+    for fault in faults:
+        own = FAULT_RTTS.get(fault)
+        if own:
+            cells += [(fault, rtt, repeats * len(rtts) // len(own)) for rtt in own]
+        else:
+            cells += [(fault, rtt, repeats) for rtt in rtts]
+    return cells
 
 
 def _git_commit() -> str:
@@ -105,29 +137,29 @@ def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, 
         "commit": _git_commit(), "size": size, "repeats": repeats, "rtts": rtts, "runs": [],
     }
     cli = [sys.executable, "-m", "gitnetdiag", "lab"]
-    for fault in faults:
-        for rtt in rtts:
-            instance = "fm" + uuid.uuid4().hex[:5]
+    for fault, rtt, cell_repeats in fault_cells(faults, rtts, repeats):
+        instance = "fm" + uuid.uuid4().hex[:5]
+        try:
             up = subprocess.run([*cli, "up", "--name", instance, "--fault", fault, "--rtt", rtt],
                                 capture_output=True, text=True, timeout=600)
-            try:
-                for repeat in range(1, repeats + 1):
-                    name = f"{fault}-{_rtt_label(rtt)}-r{repeat}"
-                    row: dict[str, Any] = {"fault": fault, "rtt": rtt, "repeat": repeat,
-                                           "expected": FAULT_CULPRIT.get(fault), "run_dir": name}
-                    if up.returncode != 0:
-                        row["error"] = "lab up failed: " + (up.stderr.strip().splitlines()
-                                                           or ["?"])[-1]
-                    else:
-                        row.update(_diagnose(instance, fault, size, timeout_s, results / name))
-                    index["runs"].append(row)
-                    index_path.write_text(json.dumps(index, indent=1) + "\n")
-                    print(f"{name}: {row.get('wall_s', 0):.0f} s, expected "
-                          f"{row['expected']}, ranked {row.get('ranked', row.get('error'))}",
-                          file=sys.stderr, flush=True)
-            finally:
-                subprocess.run([*cli, "down", "--name", instance], capture_output=True,
-                               timeout=600)
+            for repeat in range(1, cell_repeats + 1):
+                name = f"{fault}-{_rtt_label(rtt)}-r{repeat}"
+                row: dict[str, Any] = {"fault": fault, "rtt": rtt, "repeat": repeat,
+                                       "expected": FAULT_CULPRIT.get(fault), "run_dir": name}
+                if up.returncode != 0:
+                    row["error"] = "lab up failed: " + (up.stderr.strip().splitlines()
+                                                       or ["?"])[-1]
+                else:
+                    row.update(_diagnose(instance, fault, size, timeout_s, results / name))
+                index["runs"].append(row)
+                index_path.write_text(json.dumps(index, indent=1) + "\n")
+                print(f"{name}: {row.get('wall_s', 0):.0f} s, expected "
+                      f"{row['expected']}, ranked {row.get('ranked', row.get('error'))}",
+                      file=sys.stderr, flush=True)
+        finally:
+            # Also when terminated during `lab up`: a half-built instance is taken down.
+            subprocess.run([*cli, "down", "--name", instance], capture_output=True,
+                           timeout=600)
     index["finished"] = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     index_path.write_text(json.dumps(index, indent=1) + "\n")
 
@@ -168,6 +200,95 @@ def matrix_runs(index: dict[str, Any], observations: dict[str, dict[str, Any]]) 
                       expected=FAULT_CULPRIT.get(row["fault"]),
                       observations=Observations.from_dict(observations[row["run_dir"]]))
             for row in index["runs"] if row["run_dir"] in observations]
+
+
+def _source_entry(source: Path, index: dict[str, Any], runs: int) -> dict[str, Any]:
+    """What one results directory (or single-source bundle) says about where its runs came from."""
+    path = source.resolve()
+    entry: dict[str, Any] = {
+        "source": str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(source),
+        "runs": runs}
+    entry.update((k, index[k]) for k in ("started", "finished", "commit", "size", "repeats",
+                                         "rtts", "reanalysed") if k in index)
+    return entry
+
+
+def merge_matrices(parts: list[tuple[Path, dict[str, Any], dict[str, dict[str, Any]], list[str]]],
+                   ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
+    """Several matrices as one: every run of every part, the index listing each part's commit,
+    date, size, RTTs and repeats under ``sources`` (each run's ``source`` points there).
+
+    A part that is itself a merged bundle brings its sources along. A run whose directory name
+    another part already used (the same fault and RTT run twice) is renumbered after the
+    cell's last repeat, so that it stays in its (fault, RTT) cell; ``source_run_dir`` keeps
+    the name it has in its own part.
+    """
+    sources: list[dict[str, Any]] = []
+    runs: list[dict[str, Any]] = []
+    observations: dict[str, dict[str, Any]] = {}
+    missing: list[str] = []
+    taken: set[str] = set()
+    for path, index, part_obs, part_missing in parts:
+        offset = len(sources)
+        if "sources" in index:
+            sources += index["sources"]
+        else:
+            sources.append(_source_entry(path, index, len(index["runs"])))
+        for row in index["runs"]:
+            row = {**row, "source": offset + row.get("source", 0)}
+            name = row["run_dir"]
+            if name in taken:
+                cell = name.rsplit("-r", 1)[0]
+                repeat = 1 + max(int(t.rsplit("-r", 1)[1]) for t in taken
+                                 if t.rsplit("-r", 1)[0] == cell)
+                row.update(repeat=repeat, run_dir=f"{cell}-r{repeat}",
+                           source_run_dir=row.get("source_run_dir", name))
+            taken.add(row["run_dir"])
+            runs.append(row)
+            if name in part_obs:
+                observations[row["run_dir"]] = part_obs[name]
+        missing += part_missing
+    return {"sources": sources, "runs": runs}, observations, missing
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def provenance(index: dict[str, Any], runs: int) -> str:
+    """One line naming where the scored runs came from (fitted.py's MATRIX, the docs table):
+    per source its date, commit, size, the RTTs its runs had (``FAULT_RTTS`` included) and
+    its repeats per RTT."""
+    def one(src: dict[str, Any], number: int | None) -> str:
+        rtts = sorted({row["rtt"] for row in index["runs"] if row.get("source") == number}
+                      or set(src["rtts"]), key=parse_duration_ms)
+        listed = " and ".join([", ".join(rtts[:-1]), rtts[-1]] if len(rtts) > 1 else rtts)
+        return (f"{src['started']}, commit {src['commit']}, --size {src['size']}, "
+                f"RTT {listed}, "
+                f"{_plural(src['repeats'], 'repeat')}"
+                + (f", observations re-derived at commit {src['reanalysed']}"
+                   if src.get("reanalysed") else ""))
+
+    if "sources" not in index:
+        return f"{_plural(runs, 'run')}, {one(index, None)}"
+    return f"{_plural(runs, 'run')}: " + "; ".join(
+        f"{_plural(src['runs'], 'run')} of {one(src, number)}"
+        for number, src in enumerate(index["sources"]))
+
+
+def read_sources(sources: list[Path], *, reanalyse: bool = False,
+                 ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
+    """One source as it is; several merged (:func:`merge_matrices`). ``reanalyse`` applies to
+    results directories (a bundle holds no raw artifacts)."""
+    parts = []
+    for source in sources:
+        index, observations, missing = read_matrix(source, reanalyse=reanalyse)
+        if reanalyse and source.is_dir():
+            index = {**index, "reanalysed": _git_commit()}
+        parts.append((source, index, observations, missing))
+    if len(parts) == 1:
+        return parts[0][1:]
+    return merge_matrices(parts)
 
 
 def write_bundle(index: dict[str, Any], observations: dict[str, dict[str, Any]],
@@ -249,14 +370,13 @@ def matrix_table(hand: dict[str, CulpritCounts], fitted: dict[str, CulpritCounts
     return lines
 
 
-def report_and_fit(results: Path, *, write: bool, reanalyse: bool = False) -> int:
-    """Score the matrix with hand weights and fitted confidences; with ``write``, ship the fit."""
-    index, observations, missing = read_matrix(results, reanalyse=reanalyse)
-    if reanalyse:
-        index = {**index, "reanalysed": _git_commit()}
+def report_and_fit(sources: list[Path], *, write: bool, reanalyse: bool = False) -> int:
+    """Score the matrix (the sources' runs merged) with hand weights and fitted confidences;
+    with ``write``, ship the fit (and the bundle, unless the one source is the bundle)."""
+    index, observations, missing = read_sources(sources, reanalyse=reanalyse)
     runs = matrix_runs(index, observations)
     if not runs:
-        print(f"error: no run in {results} has observations.json "
+        print(f"error: no run in {', '.join(map(str, sources))} has observations.json "
               "(hint: look at matrix.json for the errors)", file=sys.stderr)
         return 2
     fits = fit_calibrations(runs)
@@ -270,12 +390,8 @@ def report_and_fit(results: Path, *, write: bool, reanalyse: bool = False) -> in
             fired[culprit] = fired.get(culprit, 0) + 1
     table = matrix_table(score_matrix(runs, hand_ranked), score_matrix(runs, fitted_ranked),
                          fits, fired, false_positive_faults(runs, fitted_ranked))
-    provenance = (f"{len(runs)} runs, {index['started']}, commit {index['commit']}, "
-                  f"--size {index['size']}, RTT {' and '.join(index['rtts'])}, "
-                  f"{index['repeats']} repeats"
-                  + (f", observations re-derived at commit {index['reanalysed']}"
-                     if index.get("reanalysed") else ""))
-    print(f"fault matrix: {provenance}")
+    matrix = provenance(index, len(runs))
+    print(f"fault matrix: {matrix}")
     if missing:
         print(f"not scored ({len(missing)}): " + "; ".join(missing))
     print("\n".join(table))
@@ -293,11 +409,11 @@ def report_and_fit(results: Path, *, write: bool, reanalyse: bool = False) -> in
                          f"{', '.join(fitted_ids) or 'none'}")
     print("\n".join(wrong))
     if write:
-        if results.is_dir():
+        if [source.resolve() for source in sources] != [BUNDLE]:
             write_bundle(index, observations, missing)
-        write_fitted(fits, provenance)
+        write_fitted(fits, matrix)
         write_docs([*table, "", accuracy + ".", "", "Runs whose first culprit is wrong "
-                    "with either weighting:", "", *wrong], provenance)
+                    "with either weighting:", "", *wrong], matrix)
     return 0
 
 
@@ -319,13 +435,14 @@ def _chunks(text: str, width: int) -> list[str]:
     return [*pieces, piece]
 
 
-def write_fitted(fits: dict[str, Fit], provenance: str) -> None:
+def write_fitted(fits: dict[str, Fit], matrix: str) -> None:
     lines = [
         '"""Fitted culprit confidences: generated by ``benchmarks/fault_matrix.py --fit``, '
         'do not edit.',
         "",
         "Regenerate: ``benchmarks/fault_matrix.py --fit`` (runs the lab matrix), or",
-        "``benchmarks/fault_matrix.py --from RESULTS --fit`` (re-fits saved runs).",
+        "``benchmarks/fault_matrix.py --from benchmarks/data/fault-matrix.json.gz --fit``",
+        "(re-fits the shipped runs; add ``--from RESULTS`` to merge newly run faults).",
         '"""',
         "",
         "from __future__ import annotations",
@@ -333,7 +450,7 @@ def write_fitted(fits: dict[str, Fit], provenance: str) -> None:
         "from gitnetdiag.diagnosis.calibration import Calibration",
         "",
         "MATRIX = (",
-        *[f"    {json.dumps(part)}" for part in _chunks(provenance, 80)],
+        *[f"    {json.dumps(part)}" for part in _chunks(matrix, 80)],
         ")",
         '"""The fault-matrix run these values come from."""',
         "",
@@ -355,7 +472,7 @@ def write_fitted(fits: dict[str, Fit], provenance: str) -> None:
         print(f"wrote {FITTED_MODULE.relative_to(ROOT)}")
 
 
-def write_docs(table: list[str], provenance: str) -> None:
+def write_docs(table: list[str], matrix: str) -> None:
     text = DOCS.read_text()
     if DOCS_START not in text or DOCS_END not in text:
         print(f"error: {DOCS} lacks the fault-matrix markers (hint: restore the "
@@ -363,7 +480,7 @@ def write_docs(table: list[str], provenance: str) -> None:
         return
     head, rest = text.split(DOCS_START, 1)
     tail = rest.split(DOCS_END, 1)[1]
-    body = [DOCS_START, "", f"Matrix: {provenance}.", "", *table, "", DOCS_END]
+    body = [DOCS_START, "", f"Matrix: {matrix}.", "", *table, "", DOCS_END]
     DOCS.write_text(head + "\n".join(body) + tail)
     print(f"wrote {DOCS.relative_to(ROOT)}")
 
@@ -378,9 +495,11 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, default=90.0, help="timeout of each git run, s")
     parser.add_argument("--results", type=Path, help="results directory "
                         "(default runs/fault-matrix-<UTC time>)")
-    parser.add_argument("--from", dest="from_dir", type=Path,
+    parser.add_argument("--from", dest="sources", action="append", type=Path,
                         help="score (and --fit) a results directory, or the shipped bundle "
-                        "benchmarks/data/fault-matrix.json.gz; runs no lab")
+                        "benchmarks/data/fault-matrix.json.gz; runs no lab. Repeat to merge "
+                        "several: their runs are scored and fitted together, and --fit writes "
+                        "one bundle of them all")
     parser.add_argument("--reanalyse", action="store_true",
                         help="with --from DIR: derive each run's observations afresh from its "
                         "raw artifacts with the current pipeline (after an analysis change)")
@@ -389,19 +508,21 @@ def main() -> int:
     args = parser.parse_args()
     # A terminated matrix still takes its lab down (the finally clauses run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    if args.from_dir is not None:
-        results = args.from_dir
-        if not (results.is_file() or (results / INDEX).is_file()):
-            print(f"error: no {INDEX} in {results} (hint: pass a directory this script wrote, "
-                  f"or {BUNDLE.relative_to(ROOT)})", file=sys.stderr)
-            return 2
+    if args.sources:
+        sources = args.sources
+        for source in sources:
+            if not (source.is_file() or (source / INDEX).is_file()):
+                print(f"error: no {INDEX} in {source} (hint: pass a directory this script "
+                      f"wrote, or {BUNDLE.relative_to(ROOT)})", file=sys.stderr)
+                return 2
     else:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
         results = args.results or ROOT / "runs" / f"fault-matrix-{stamp}"
         run_matrix(results, args.fault or list(FAULTS), args.rtt or ["20ms", "80ms"],
                    args.repeats, args.size, args.timeout)
         print(f"results: {results}", file=sys.stderr)
-    return report_and_fit(results, write=args.fit, reanalyse=args.reanalyse)
+        sources = [results]
+    return report_and_fit(sources, write=args.fit, reanalyse=args.reanalyse)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,8 @@ from tests.diagnosis import examples
 
 BUNDLE = Path(__file__).resolve().parents[2] / "benchmarks" / "data" / "fault-matrix.json.gz"
 REGENERATE = ("re-fit: PYTHONPATH=. python benchmarks/fault_matrix.py "
-              "--from benchmarks/data/fault-matrix.json.gz --fit (new faults: --fit alone)")
+              "--from benchmarks/data/fault-matrix.json.gz --fit (new faults: run them with "
+              "--fault F --results DIR, then add --from DIR to that command)")
 
 
 def test_every_culprit_is_fitted_or_explicitly_hand_weighted() -> None:
