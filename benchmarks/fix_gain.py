@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/fix_gain.py                       # every fault with a fix
     .venv/bin/python benchmarks/fix_gain.py --fault tcp-rmem-clamp --size 8MiB
+    .venv/bin/python benchmarks/fix_gain.py --fault syn-drop --fault tiny-backlog
 
 For each lab fault whose fix shortens a push, in a private lab instance
 (needs root): ``gitnetdiag diagnose --lab --repeat 3`` (per protocol the
@@ -12,6 +13,12 @@ the same diagnosis again. It prints per fault the slow push, the first
 culprit's predicted cost (``cost_s``), the gain measured on the protocol the
 cost is priced on (``cost_protocol``; the median over protocols when the
 culprit is not a protocol's), the error, and whether the culprit is gone.
+
+The faults whose fix buys connection time or working pushes (``tiny-backlog``,
+``syn-drop``, ``firewall-reset``) run the probe of their lab case (a burst of
+ls-remote, one 3 MiB push a protocol) and read the gain from ``gitnetdiag
+compare``: a burst culprit's predicted and measured seconds are per burst
+connection; a reset's pushes have no duration before the fix.
 """
 
 from __future__ import annotations
@@ -26,9 +33,14 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-FIXABLE = ("h2-small-window", "tcp-rmem-clamp", "window-scaling-off", "loss", "slow-hook",
-           "slow-auth")
-"""Lab faults whose fix shortens a push (a backlog or a reset costs connections instead)."""
+from gitnetdiag.lab.spec import FAULT_PROBE_ARGS
+
+PUSH_FIXABLE = ("h2-small-window", "tcp-rmem-clamp", "window-scaling-off", "loss",
+                "slow-hook", "slow-auth")
+"""Lab faults whose fix shortens a push."""
+CONNECTION_FIXABLE = ("tiny-backlog", "syn-drop", "firewall-reset")
+"""Lab faults whose fix buys connection seconds (a burst) or working pushes."""
+FIXABLE = PUSH_FIXABLE + CONNECTION_FIXABLE
 PROTOCOLS = "h1,h2,ssh"
 COMPLETE = ("slow-hook", "slow-auth")
 """Faults measured with complete pushes: their cost is outside the upload (a few seconds
@@ -46,7 +58,8 @@ def lab_has_fix() -> bool:
 
 def diagnose(instance: str, size: str, repeat: int, out: Path,
              *extra: str) -> dict[str, Any]:
-    """The JSON report of one ``diagnose --lab`` run."""
+    """The JSON report of one ``diagnose --lab`` run (``extra`` after the defaults: a
+    later ``--protocols`` wins)."""
     proc = subprocess.run(
         [*CLI, "diagnose", "--lab", "--lab-instance", instance, "--size", size,
          "--repeat", str(repeat), "--protocols", PROTOCOLS, "--format", "json",
@@ -90,15 +103,43 @@ def gain(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def compare_gain(before: dict[str, Any], after: dict[str, Any], runs: tuple[Path, Path]
+                 ) -> dict[str, Any]:
+    """A connection fault's gain as ``gitnetdiag compare`` reads it."""
+    proc = subprocess.run([*CLI, "compare", *map(str, runs), "--format", "json"],
+                          capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise SystemExit(f"compare failed: {proc.stderr.strip()[-400:]}")
+    check = json.loads(proc.stdout)["pairs"][0]["gain"]
+    if check is None:
+        return {"culprit": None}
+    bursts = json.loads(proc.stdout)["pairs"][0]["bursts"]
+    lost = next((b["before"]["lost_s"] for b in bursts if b["protocol"] == check["protocol"]),
+                None)
+    measured = check["measured_gain_s"]
+    return {
+        "culprit": check["culprit_id"], "protocol": check["protocol"] or "-", "slow_s": lost,
+        "predicted_s": check["predicted_gain_s"], "measured_s": measured,
+        "error": check["error_share"], "gone": check["culprit_gone"],
+        "after": [c["id"] for c in after["culprits"]],
+        "others": [(c["id"], c["cost_s"], c.get("shares_with")) for c in before["culprits"][1:]],
+        "note": "" if measured is not None else check["note"],
+    }
+
+
 def run_fault(fault: str, args: argparse.Namespace, in_place: bool,
               scratch: Path) -> dict[str, Any]:
     instance = "fg" + uuid.uuid4().hex[:5]
     up = [*CLI, "lab", "up", "--name", instance, "--rtt", args.rtt]
     faulty = [*up, "--fault", fault] + (["--loss", args.loss] if fault == "loss" else [])
     subprocess.run(faulty, check=True, capture_output=True, timeout=600)
-    extra = ("--complete",) if fault in COMPLETE else ()
+    extra: tuple[str, ...] = ("--complete",) if fault in COMPLETE else ()
+    size, repeat = args.size, args.repeat
+    if fault in CONNECTION_FIXABLE:  # the lab case's own probe: a burst, a small push
+        extra, size, repeat = FAULT_PROBE_ARGS[fault], "3MiB", 1
+    runs = (scratch / f"{fault}-before", scratch / f"{fault}-after")
     try:
-        before = diagnose(instance, args.size, args.repeat, scratch / f"{fault}-before", *extra)
+        before = diagnose(instance, size, repeat, runs[0], *extra)
         if in_place:
             subprocess.run([*CLI, "lab", "fix", "--name", instance], check=True,
                            capture_output=True, timeout=600)
@@ -106,7 +147,9 @@ def run_fault(fault: str, args: argparse.Namespace, in_place: bool,
             subprocess.run([*CLI, "lab", "down", "--name", instance], check=True,
                            capture_output=True, timeout=600)
             subprocess.run(up, check=True, capture_output=True, timeout=600)
-        after = diagnose(instance, args.size, args.repeat, scratch / f"{fault}-after", *extra)
+        after = diagnose(instance, size, repeat, runs[1], *extra)
+        if fault in CONNECTION_FIXABLE:
+            return compare_gain(before, after, runs)
     finally:
         subprocess.run([*CLI, "lab", "down", "--name", instance], capture_output=True,
                        timeout=600)
@@ -137,6 +180,9 @@ def main() -> int:
     print(f"predicted vs measured gain, --size {args.size}, RTT {args.rtt}, loss fault "
           f"{args.loss}, median of {args.repeat} pushes per protocol (complete for "
           f"{', '.join(COMPLETE)}, bounded otherwise); fixed by {how}")
+    print(f"{', '.join(CONNECTION_FIXABLE)}: their lab case's burst and one 3 MiB push a "
+          "protocol; 'slow push' is then the seconds a burst connection lost, the gain "
+          "per connection (gitnetdiag compare)")
     print(f"{'fault':<19} {'first culprit':<26} {'on':<6} {'slow push':>9} {'predicted':>9} "
           f"{'measured':>9} {'error':>7}  gone after fix")
     for fault, row in rows:
@@ -147,6 +193,8 @@ def main() -> int:
         print(f"{fault:<19} {row['culprit']:<26} {row['protocol']:<6} {_s(row['slow_s']):>9} "
               f"{_s(row['predicted_s']):>9} {_s(row['measured_s']):>9} {error:>7}  "
               f"{'yes' if row['gone'] else 'NO: ' + ', '.join(row['after'])}")
+        if row.get("note"):
+            print(f"{'':<19}   {row['note']}")
         for other, cost, shares in row["others"]:
             note = f" (amplifies, shares with {shares})" if shares else ""
             print(f"{'':<19}   also ranked: {other} {_s(cost)}{note}")

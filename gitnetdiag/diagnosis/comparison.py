@@ -8,6 +8,7 @@ and returns a :class:`Comparison`; ``gitnetdiag compare`` renders it.
     └── pairs: (PairComparison, ...)     baseline against each later run
           ├── protocols: (ProtocolComparison, ...)   durations, rates, noise test
           ├── culprits: (CulpritChange, ...)         gone / stayed / appeared
+          ├── bursts: (BurstComparison, ...)          connection bursts of both runs
           ├── gain: GainCheck | None                  baseline's top culprit: predicted
           │                                           (its cost_s) vs measured gain
           ├── slower / beyond_noise                   which run is slower, and is it real
@@ -17,6 +18,12 @@ Noise: a protocol's change is "beyond the noise" when Welch's t-test on the
 completed push durations of the two runs gives p < :data:`ALPHA`, with at
 least :data:`MIN_REPEATS` pushes on each side. With fewer the test is not
 run and the comparison says so (``noise_test = "too-few-repeats"``).
+
+A burst culprit (``listen-backlog-overflow``, ``syn-drop``, ``ssh-maxstartups``)
+costs connection time, not push time: its measured gain is the seconds a
+connection of the burst lost in the baseline minus in the other run, each side
+counted the way the culprit's cost counts them (:func:`burst_loss_s`). One burst
+a side is one sample: that gain is not tested against the noise.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gitnetdiag.diagnosis.burstgain import BurstComparison, burst_loss_s, compare_bursts
 from gitnetdiag.diagnosis.measures import median, ok_pushes, push_bytes
 from gitnetdiag.diagnosis.model import Diagnosis, Finding, Unit, Verdict
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
@@ -47,7 +55,6 @@ PROTOCOL_CULPRITS: dict[str, str] = {
 """Culprits that only ever cost one protocol's pushes."""
 BURST_CULPRITS = frozenset({"listen-backlog-overflow", "syn-drop", "ssh-maxstartups"})
 """Culprits whose cost is in connection bursts (client-seconds), not in push time."""
-
 NoiseTest = Literal["welch-t", "too-few-repeats"]
 CulpritStatus = Literal["gone", "stayed", "appeared"]
 
@@ -143,13 +150,15 @@ class GainCheck:
     culprit_id: str
     """The culprit."""
     protocol: str | None
-    """Protocol whose pushes it costs (``None`` for a burst culprit)."""
+    """Protocol whose pushes it costs (a burst culprit: the protocol of its burst)."""
     predicted_gain_s: float
-    """Its ``cost_s`` in the baseline: seconds a push would gain without it."""
+    """Its ``cost_s`` in the baseline: seconds a push (a burst culprit: a connection of
+    the burst) would gain without it."""
     measured_gain_s: float | None
     """Median push duration before minus after on that protocol; when pushes failed or
     hung on either side, the mean time per push with each failure as its wait plus a redo
-    (:func:`expected_push_s`), the way the culprits' costs count them."""
+    (:func:`expected_push_s`), the way the culprits' costs count them. A burst culprit:
+    the seconds a burst connection lost before minus after (:func:`burst_loss_s`)."""
     error_share: float | None
     """(predicted - measured) / measured; ``None`` without a positive measured gain."""
     culprit_gone: bool
@@ -190,6 +199,8 @@ class PairComparison:
     """Protocols with completed pushes only in the other run."""
     culprits: tuple[CulpritChange, ...]
     """Gone, then stayed, then appeared; each group in rank order."""
+    bursts: tuple[BurstComparison, ...] = ()
+    """Connection bursts run on the same protocol in both runs, canonical order."""
     gain: GainCheck | None
     """Predicted vs measured gain of the baseline's top culprit; ``None`` when it has none."""
     slower: str | None
@@ -295,25 +306,77 @@ def culprit_changes(before: Sequence[Finding], after: Sequence[Finding]) -> list
 def affected_protocol(finding: Finding, measured: Sequence[ProtocolComparison]) -> str | None:
     """The protocol whose pushes a culprit costs.
 
-    The protocol the cost model priced it on (``cost_protocol``) when measured in
-    both runs; else a protocol's own culprit names it (HTTP/2 and SSH windows);
-    otherwise the protocol its first evidence is about (``HTTP/2: largest
-    advertised TCP window``); otherwise the baseline's slowest protocol measured
-    in both runs.
+    The protocol the cost model priced it on (``cost_protocol``); else a
+    protocol's own culprit names it (HTTP/2 and SSH windows); otherwise the
+    protocol its first evidence is about (``HTTP/2: largest advertised TCP
+    window``); otherwise the baseline's slowest protocol measured in both runs.
+    The first three hold even when that protocol was not measured in both runs
+    (every push failed on one side): the gain check then says so.
     """
-    if finding.cost_protocol is not None and any(
-            c.protocol == finding.cost_protocol for c in measured):
+    if finding.cost_protocol is not None:
         return finding.cost_protocol
     if finding.id in PROTOCOL_CULPRITS:
         return PROTOCOL_CULPRITS[finding.id]
     by_label = {label: name for name, label in PROTOCOL_LABELS.items()}
-    names = {c.protocol for c in measured}
     for item in finding.evidence:
         name = by_label.get(item.what.split(":", 1)[0])
-        if name in names:
+        if name is not None:
             return name
     medians = [(c.before.duration_median_s or 0.0, c.protocol) for c in measured]
     return max(medians)[1] if medians else None
+
+
+def _unmeasured(top: Finding, protocol: str | None, gone: bool, note: str) -> GainCheck:
+    """A gain check without a measured number, and why."""
+    return GainCheck(culprit_id=top.id, protocol=protocol, predicted_gain_s=top.cost_s,
+                     measured_gain_s=None, error_share=None, culprit_gone=gone,
+                     beyond_noise=None, note=note)
+
+
+def burst_gain_check(top: Finding, before: Diagnosis, after: Diagnosis,
+                     gone: bool) -> GainCheck:
+    """A burst culprit: its cost against the seconds a burst connection lost before minus
+    after, on the protocol whose burst lost the most in the baseline."""
+    losses = [(loss, name) for name in PROTOCOL_ORDER
+              if (loss := burst_loss_s(before, top.id, name)) is not None]
+    if not losses:
+        return _unmeasured(top, None, gone, f"{top.id} was priced without a burst (from the "
+                           "pushes' SYN retransmissions): no burst to measure")
+    loss_before, protocol = max(losses)
+    loss_after = burst_loss_s(after, top.id, protocol)
+    if loss_after is None:
+        return _unmeasured(top, protocol, gone,
+                           f"the other run has no {protocol} burst: rerun it with the same --burst")
+    measured = loss_before - loss_after
+    notes = ["a burst culprit costs connection time: the measured gain is the seconds a "
+             f"connection of the {PROTOCOL_LABELS.get(protocol, protocol)} burst lost before "
+             "minus after (failures, SYN timeouts, the connect-time tail), counted as its cost "
+             "counts them; one burst a side is not tested against the noise"]
+    if measured <= 0:
+        notes.append("nothing was gained: the burst lost as much after")
+    return GainCheck(
+        culprit_id=top.id, protocol=protocol, predicted_gain_s=top.cost_s,
+        measured_gain_s=measured,
+        error_share=(top.cost_s - measured) / measured if measured > 0 else None,
+        culprit_gone=gone, beyond_noise=None, note="; ".join(notes))
+
+
+def _unmeasured_note(before: Diagnosis, after: Diagnosis, protocol: str | None) -> str:
+    """Why no gain was measured on ``protocol``: every push failed on one side, or it was
+    not pushed in both runs."""
+    def count(d: Diagnosis) -> tuple[int, int]:
+        p = d.observations.protocols.get(protocol or "")
+        return (len(ok_pushes(p)), len(p.pushes)) if p is not None else (0, 0)
+
+    (ok_b, all_b), (ok_a, all_a) = count(before), count(after)
+    name = PROTOCOL_LABELS.get(protocol or "", protocol or "the protocol")
+    if all_b and not ok_b and ok_a:
+        return (f"every {name} push failed before ({all_b} of {all_b}) and {ok_a} of {all_a} "
+                "completed after: the fix turned failures into pushes; a failure's cost is "
+                "its wait and a retry, which no completed push times")
+    if all_b and ok_b and all_a and not ok_a:
+        return f"every {name} push failed after ({all_a} of {all_a}): the other run is worse"
+    return "the protocol it costs was not measured in both runs"
 
 
 def gain_check(before: Diagnosis, after: Diagnosis,
@@ -324,17 +387,11 @@ def gain_check(before: Diagnosis, after: Diagnosis,
     top = before.findings[0]
     gone = all(f.id != top.id for f in after.findings)
     if top.id in BURST_CULPRITS:
-        return GainCheck(culprit_id=top.id, protocol=None, predicted_gain_s=top.cost_s,
-                         measured_gain_s=None, error_share=None, culprit_gone=gone,
-                         beyond_noise=None,
-                         note="a burst culprit costs connection time, not push time")
+        return burst_gain_check(top, before, after, gone)
     protocol = affected_protocol(top, measured)
     row = next((c for c in measured if c.protocol == protocol), None)
     if row is None or row.change_s is None:
-        return GainCheck(culprit_id=top.id, protocol=protocol, predicted_gain_s=top.cost_s,
-                         measured_gain_s=None, error_share=None, culprit_gone=gone,
-                         beyond_noise=None,
-                         note="the protocol it costs was not measured in both runs")
+        return _unmeasured(top, protocol, gone, _unmeasured_note(before, after, protocol))
     measured_gain = -row.change_s
     notes = []
     if row.before.failed or row.after.failed:
@@ -436,7 +493,8 @@ def compare_pair(labels: tuple[str, str], before: Diagnosis, after: Diagnosis) -
     return PairComparison(
         before=labels[0], after=labels[1], protocols=tuple(rows),
         only_before=tuple(only_before), only_after=tuple(only_after),
-        culprits=tuple(changes), gain=gain_check(before, after, rows), slower=slower,
+        culprits=tuple(changes), bursts=tuple(compare_bursts(before, after)),
+        gain=gain_check(before, after, rows), slower=slower,
         deciding_protocol=deciding.protocol if deciding else None,
         beyond_noise=deciding.beyond_noise if deciding else None,
         differences=tuple(differences),

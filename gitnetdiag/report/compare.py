@@ -13,6 +13,7 @@ import json
 from rich.table import Table
 from rich.text import Text
 
+from gitnetdiag.diagnosis.burstgain import BurstSide
 from gitnetdiag.diagnosis.comparison import (
     MIN_REPEATS,
     Comparison,
@@ -78,6 +79,30 @@ def protocol_rows(pair: PairComparison) -> list[tuple[str, ...]]:
     return [(row.label, _duration(row.before), _duration(row.after),
              fmt_rate(row.before.rate_median_bytes_s), fmt_rate(row.after.rate_median_bytes_s),
              _change(row), _noise(row)) for row in pair.protocols]
+
+
+def burst_header(pair: PairComparison) -> tuple[str, ...]:
+    a, b = pair.before, pair.after
+    return ("burst", f"{a} failed", f"{b} failed", f"{a} SYN retransmitted",
+            f"{b} SYN retransmitted", f"{a} connect p50 / p99", f"{b} connect p50 / p99",
+            "lost per connection")
+
+
+def _connect(side: BurstSide) -> str:
+    return f"{fmt_s(side.connect_p50_s)} / {fmt_s(side.connect_p99_s)}"
+
+
+def burst_rows(pair: PairComparison) -> list[tuple[str, ...]]:
+    """One row per protocol whose connections were burst in both runs."""
+    return [(f"{row.label} x{row.before.concurrency}"
+             + ("" if row.after.concurrency == row.before.concurrency
+                else f" / x{row.after.concurrency}"),
+             f"{row.before.failed} of {row.before.concurrency}",
+             f"{row.after.failed} of {row.after.concurrency}",
+             str(row.before.syn_retransmissions), str(row.after.syn_retransmissions),
+             _connect(row.before), _connect(row.after),
+             f"{fmt_s(row.before.lost_s)} -> {fmt_s(row.after.lost_s)}")
+            for row in pair.bursts]
 
 
 def run_rows(comparison: Comparison) -> list[tuple[str, ...]]:
@@ -166,6 +191,8 @@ def render_compare_terminal(comparison: Comparison, *, width: int = 100,
             items.append(_table("Pushes per protocol", protocol_header(pair),
                                 protocol_rows(pair)))
         items += [Text(line) for line in only_lines(pair)]
+        if pair.bursts:
+            items.append(_table("Connection bursts", burst_header(pair), burst_rows(pair)))
         if pair.culprits:
             items.append(_table("Culprits", culprit_header(pair), culprit_rows(pair)))
         items.append(Text(f"Predicted vs measured gain ({pair.before}'s top culprit)",
@@ -203,6 +230,8 @@ def render_compare_markdown(comparison: Comparison) -> str:
         if pair.protocols:
             lines += md_table(protocol_header(pair), protocol_rows(pair))
         lines += [f"- {line}" for line in only_lines(pair)]
+        if pair.bursts:
+            lines += ["### Connection bursts", "", *md_table(burst_header(pair), burst_rows(pair))]
         if pair.culprits:
             lines += ["### Culprits", "", *md_table(culprit_header(pair), culprit_rows(pair))]
         lines += [f"### Predicted vs measured gain ({pair.before}'s top culprit)", ""]

@@ -21,6 +21,8 @@ from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
 from gitnetdiag.report.compare import (
     RUN_HEADER,
     TOO_FEW_NOTE,
+    burst_header,
+    burst_rows,
     culprit_header,
     culprit_rows,
     difference_lines,
@@ -148,6 +150,8 @@ def render_compare_html(comparison: Comparison) -> str:
             parts.append(_list(only_lines(pair)))
         if pair.culprits:
             parts += ["<h3>Culprits</h3>", _table(culprit_header(pair), culprit_rows(pair))]
+        if pair.bursts:
+            parts += ["<h3>Connection bursts</h3>", _table(burst_header(pair), burst_rows(pair))]
         parts += [f"<h3>Predicted vs measured gain ({_esc(pair.before)}'s top culprit)</h3>",
                   _list(gain_lines(pair.gain, pair))]
         if pair.differences:

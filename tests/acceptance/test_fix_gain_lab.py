@@ -15,9 +15,10 @@ server-side faults (a slow hook, a slow authentication) cost seconds outside
 the upload, so their pushes run complete, against a complete healthy run.
 
 The fixable faults not here cost something other than push time: the
-backlog (connections refused under load: ``tests/load``), the reset (a
-failed push becomes a working one: ``tests/lab/test_lab_fix.py``) and the
-SYN drops (a connection retried after the SYN timeout, now and then).
+backlog (connections refused under load), the reset (a failed push becomes a
+working one) and the SYN drops (a connection retried after the SYN timeout,
+now and then). ``tests/acceptance/test_diagnose_lab.py`` checks their fixes
+with ``compare`` on the lab that diagnosed them.
 """
 
 from __future__ import annotations

@@ -15,7 +15,15 @@ from gitnetdiag.diagnosis.comparison import (
     run_label,
 )
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation
+from gitnetdiag.diagnosis.observations import (
+    BurstResult,
+    ConfigFinding,
+    HostEvidence,
+    Listener,
+    Observations,
+    ProtocolObservation,
+    PushResult,
+)
 from tests.diagnosis import examples
 
 
@@ -107,12 +115,84 @@ def test_culprit_changes_keep_rank_order_within_each_group() -> None:
         ("d", "appeared", None, 7)]
 
 
-def test_a_burst_culprit_has_no_push_gain() -> None:
+def _calm_burst(burst: BurstResult) -> BurstResult:
+    """The same burst with nothing lost: every connection on time, no SYN resent."""
+    return replace(burst, ok=burst.concurrency, failed_by_kind={}, connect_p99_s=0.06,
+                   connect_max_s=0.07, syn_retransmissions=0, synack_retransmissions=0)
+
+
+def test_a_burst_culprit_gains_what_its_burst_stopped_losing() -> None:
+    slow = examples.git_daemon_backlog()
+    before = diagnose(slow)
+    top = before.findings[0]
+    assert top.id == "listen-backlog-overflow"
+    fixed = replace(slow, bursts=(_calm_burst(slow.bursts[0]),), host=HostEvidence(
+        listeners=(Listener(port=9418, backlog=4096, accept_queue=0, process="git-daemon"),)))
+    after = diagnose(fixed)
+    pair = compare([before, after], ["a", "b"]).pairs[0]
+    gain = pair.gain
+    assert gain is not None and gain.protocol == "git" and gain.culprit_gone
+    # Before: the p99 - p50 connect spread (7.1 - 0.05 s) outweighs the mean loss
+    # ((22 failures x (15.2 + 0.4) + 140 SYN timeouts x 1 s) / 150 = 3.2 s); after: 0.01 s.
+    assert gain.measured_gain_s == pytest.approx(7.05 - 0.01)
+    assert gain.predicted_gain_s == pytest.approx(top.cost_s)
+    assert gain.error_share == pytest.approx((top.cost_s - 7.04) / 7.04)
+    assert gain.beyond_noise is None and "connection time" in gain.note
+    (row,) = pair.bursts
+    assert (row.protocol, row.before.failed, row.after.failed) == ("git", 22, 0)
+    assert (row.before.syn_retransmissions, row.after.syn_retransmissions) == (140, 0)
+    assert row.before.lost_s == pytest.approx(7.05) and row.after.lost_s == pytest.approx(0.01)
+
+
+def test_a_burst_that_still_loses_gains_nothing() -> None:
     before = diagnose(examples.git_daemon_backlog())
-    assert before.findings[0].id == "listen-backlog-overflow"
+    gain = compare([before, before], ["a", "b"]).pairs[0].gain
+    assert gain is not None and gain.measured_gain_s == pytest.approx(0.0)
+    assert gain.error_share is None and not gain.culprit_gone
+    assert "nothing was gained" in gain.note
+
+
+def test_a_burst_culprit_without_a_burst_in_the_other_run() -> None:
+    before = diagnose(examples.git_daemon_backlog())
     gain = compare([before, diagnose(examples.healthy())], ["a", "b"]).pairs[0].gain
-    assert gain is not None and gain.measured_gain_s is None and gain.protocol is None
-    assert "burst" in gain.note
+    assert gain is not None and gain.measured_gain_s is None and gain.protocol == "git"
+    assert "no git burst" in gain.note and "--burst" in gain.note
+
+
+def test_maxstartups_gain_leaves_syn_timeouts_out() -> None:
+    """sshd refuses; a SYN resent on the path is not its doing, in cost and gain alike."""
+    burst = BurstResult(protocol="ssh", port=22, concurrency=20, ok=2,
+                        failed_by_kind={"reset": 18}, connect_p50_s=0.05, connect_p99_s=0.06,
+                        connect_max_s=0.06, duration_p50_s=1.2, syn_retransmissions=5)
+    slow = replace(examples.healthy(), bursts=(burst,), host=HostEvidence(
+        kernel_log=("sshd[7]: drop connection #10 from [198.18.1.2]:4242 on "
+                    "[198.18.2.2]:22 past MaxStartups",)))
+    before = diagnose(slow)
+    assert before.findings[0].id == "ssh-maxstartups"
+    after = diagnose(replace(examples.healthy(), bursts=(_calm_burst(burst),)))
+    gain = compare([before, after], ["a", "b"]).pairs[0].gain
+    assert gain is not None and gain.protocol == "ssh"
+    # 18 refused x (1 s retry + 1.2 s redo) / 20, no SYN seconds; after: the 0.01 s spread
+    assert gain.measured_gain_s == pytest.approx(18 * 2.2 / 20 - 0.01)
+
+
+def test_pushes_that_only_failed_before_are_named_not_timed() -> None:
+    ssh = examples.healthy().protocols["ssh"]
+    refused = PushResult(duration_s=0.01, bytes=0, ok=False, error_kind="refused",
+                         error_message="ssh: connect to host port 22: Connection refused")
+    slow = replace(examples.healthy(), protocols={
+        **examples.healthy().protocols, "ssh": replace(ssh, pushes=(refused,) * 3)},
+        host=HostEvidence(config_findings=(ConfigFinding(
+            setting="iptables FORWARD", value="-p tcp --dport 22 -j REJECT --reject-with "
+            "tcp-reset", file="iptables-save", line=3),)))
+    before = diagnose(slow)
+    assert before.findings[0].id == "firewall-reset"
+    pair = compare([before, diagnose(examples.healthy())], ["a", "b"]).pairs[0]
+    gain = pair.gain
+    assert gain is not None and gain.protocol == "ssh" and gain.measured_gain_s is None
+    assert gain.culprit_gone
+    assert "every SSH push failed before (3 of 3)" in gain.note
+    assert "3 of 3 completed after" in gain.note
 
 
 def test_a_protocol_measured_on_one_side_only() -> None:

@@ -102,3 +102,26 @@ def test_html_embeds_the_before_after_plots() -> None:
     assert len(images) == 2  # bytes sent over time (flight series), push durations
     assert all(base64.b64decode(image).startswith(b"\x89PNG") for image in images)
     assert "Bytes sent over time" in html and "Push durations" in html
+
+
+def _burst_comparison() -> Comparison:
+    slow = examples.git_daemon_backlog()
+    calm = replace(slow.bursts[0], ok=150, failed_by_kind={}, connect_p99_s=0.06,
+                   connect_max_s=0.07, syn_retransmissions=0, synack_retransmissions=0)
+    return compare([diagnose(slow), diagnose(replace(slow, bursts=(calm,), host=None))],
+                   ["runs/before", "runs/after"])
+
+
+def test_every_format_shows_the_bursts_side_by_side() -> None:
+    comparison = _burst_comparison()
+    for fmt in ("terminal", "md", "html"):
+        text = (render_compare_terminal(comparison, width=240) if fmt == "terminal"
+                else COMPARE_RENDERERS[fmt](comparison))
+        for needle in ("Connection bursts", "git:// x150", "22 of 150", "0 of 150",
+                       "7.0 s -&gt; 10 ms" if fmt == "html" else "7.0 s -> 10 ms",
+                       "measured gain 7.0 s", "connection time"):
+            assert needle in text, (fmt, needle)
+    data = json.loads(COMPARE_RENDERERS["json"](comparison))
+    (burst,) = data["pairs"][0]["bursts"]
+    assert burst["before"]["syn_retransmissions"] == 140 and burst["after"]["failed"] == 0
+    assert data["pairs"][0]["gain"]["protocol"] == "git"

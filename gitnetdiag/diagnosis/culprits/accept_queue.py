@@ -209,6 +209,7 @@ def firewall_reset(obs: Observations) -> Hit | None:
     kinds = {"reset", "refused"}
     evidence: list[Evidence] = []
     worst_cost = 0.0
+    worst_protocol: str | None = None
     summary_bits = []
     for name in PROTOCOL_ORDER:
         p = obs.protocols.get(name)
@@ -217,7 +218,8 @@ def firewall_reset(obs: Observations) -> Hit | None:
         cost, failed, total = failure_cost_s(obs, name, kinds)
         if not failed:
             continue
-        worst_cost = max(worst_cost, cost)
+        if cost > worst_cost:
+            worst_cost, worst_protocol = cost, name
         first = next(f for f in failed_pushes(p) if (f.error_kind or "other") in kinds)
         evidence.append(
             above_zero(
@@ -257,7 +259,8 @@ def firewall_reset(obs: Observations) -> Hit | None:
                     f"burst {label(burst.protocol)} x{burst.concurrency}",
                 )
             )
-        worst_cost = max(worst_cost, burst_cost_s(burst, rtt, syn=False))
+        if burst_cost_s(burst, rtt, syn=False) > worst_cost:
+            worst_cost, worst_protocol = burst_cost_s(burst, rtt, syn=False), None
         summary_bits.append(
             f"{burst.failed} of {burst.concurrency} concurrent {label(burst.protocol)} "
             "connections were reset or refused"
@@ -285,6 +288,7 @@ def firewall_reset(obs: Observations) -> Hit | None:
     return Hit(
         score=score,
         cost_s=worst_cost,
+        cost_protocol=worst_protocol,
         summary="; ".join(summary_bits)
         + ": connections are cut by a reset from the path or server.",
         evidence=tuple(evidence),
