@@ -215,6 +215,12 @@ def firewall_reset(obs: Observations) -> Hit | None:
         p = obs.protocols.get(name)
         if p is None:
             continue
+        c = p.capture
+        if c is not None and c.resets_from_server == 0:
+            # The capture saw every segment of these pushes and no RST came from the
+            # server's side: the failure was a close or an HTTP/2 error that git
+            # reported like a reset ("Empty reply from server"), not a reset.
+            continue
         cost, failed, total = failure_cost_s(obs, name, kinds)
         if not failed:
             continue
@@ -230,7 +236,6 @@ def firewall_reset(obs: Observations) -> Hit | None:
             )
         )
         summary_bits.append(f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
-        c = p.capture
         if c is not None and c.resets_from_server:
             evidence.append(
                 above_zero(
@@ -245,7 +250,9 @@ def firewall_reset(obs: Observations) -> Hit | None:
     burst_hits = [
         b
         for b in obs.bursts
-        if (b.resets or b.failed_by_kind.get("reset") or b.failed_by_kind.get("refused"))
+        # Failed connections, not RSTs alone: a client that aborts a finished
+        # connection sends one too.
+        if (b.failed_by_kind.get("reset") or b.failed_by_kind.get("refused"))
         and not backlog
         and not (b.protocol == "ssh" and maxstartups)
     ]

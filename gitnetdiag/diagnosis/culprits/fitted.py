@@ -44,7 +44,7 @@ FITTED: dict[str, Calibration] = {
         intercept=0.3661, slope=1.3102, positives=6, negatives=0
     ),
     "firewall-reset": Calibration(
-        intercept=-0.251, slope=1.8901, positives=6, negatives=7
+        intercept=0.663, slope=1.2688, positives=6, negatives=0
     ),
     "packet-loss": Calibration(
         intercept=0.0981, slope=1.0639, positives=6, negatives=0

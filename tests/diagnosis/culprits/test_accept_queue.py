@@ -120,3 +120,25 @@ def test_syn_drop_with_clean_server_counters_points_at_the_path() -> None:
     assert cited == {f"server counter {k} over the run": 0 for k in clean}
     unknown = diagnose(case_syn_drop()).findings[0]
     assert "no server-side evidence" in unknown.summary and top.score > unknown.score
+
+
+def test_a_reset_the_capture_did_not_see_is_not_a_firewall() -> None:
+    """git says "Empty reply from server" (kind reset) but the capture saw no RST from the
+    server side: an edge closed or refused the HTTP/2 request, no filter reset it."""
+    obs = case_firewall_reset()
+    h1 = replace(obs.protocols["h1"], capture=cap(resets_from_server=0))
+    quiet = replace(obs, protocols={**obs.protocols, "h1": h1}, host=None)
+    assert "firewall-reset" not in [f.id for f in diagnose(quiet).findings]
+    # the same pushes without a capture: git's word is all there is, and it counts
+    no_capture = replace(quiet, protocols={**obs.protocols,
+                                           "h1": replace(h1, capture=None)})
+    assert diagnose(no_capture).findings[0].id == "firewall-reset"
+
+
+def test_burst_rsts_without_failed_connections_are_not_a_firewall() -> None:
+    burst = BurstResult(protocol="git", port=9418, concurrency=40, ok=40,
+                        connect_p50_s=0.02, connect_p99_s=0.03, duration_p50_s=0.2, resets=1)
+    obs = Observations(run=run(), protocols={"git": proto(3.0)}, bursts=(burst,))
+    assert "firewall-reset" not in [f.id for f in diagnose(obs).findings]
+    cut = replace(burst, ok=10, failed_by_kind={"reset": 30}, resets=30, duration_p50_s=2.0)
+    assert diagnose(replace(obs, bursts=(cut,))).findings[0].id == "firewall-reset"
