@@ -5,7 +5,7 @@ pushes, connection bursts and trace2 phases."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 
 from gitnetdiag.diagnosis.calibration import Calibration
@@ -262,18 +262,31 @@ def phase_values(obs: Observations, attr: str) -> list[tuple[str, float]]:
     return values
 
 
-def phase_excess(
-    obs: Observations, attr: str, rtts: float
-) -> tuple[float, list[tuple[str, float]]]:
+@dataclass(frozen=True, kw_only=True)
+class PhaseExcess:
+    """A server-side phase beyond the round trips it needs, on the protocol where it was
+    the least (a server-side step delays every transport alike)."""
+
+    excess_s: float
+    """That least excess, at least 0."""
+    protocol: str | None
+    """Where it was measured: the culprit's ``cost_protocol``."""
+    values: list[tuple[str, float]]
+    """Each protocol's phase, canonical order."""
+
+
+def phase_excess(obs: Observations, attr: str, rtts: Mapping[str, float]) -> PhaseExcess:
+    """``attr`` of each protocol's trace2 phases minus the round trips that protocol needs
+    for it (``rtts[name]``, else ``rtts["*"]``), at the least."""
     values = phase_values(obs, attr)
     if not values:
-        return 0.0, []
+        return PhaseExcess(excess_s=0.0, protocol=None, values=[])
+    rtt = rtt_s(obs) or 0.0
     # A server-side step (a hook, an auth check) delays every transport alike, so the
     # fastest transport bounds it; slower ones may add client-side buffering (an SSH
     # upload "ends" when git has handed the pack to ssh, long before it is on the wire).
-    typical = min(v for _, v in values)
-    baseline = rtts * (rtt_s(obs) or 0.0)
-    return max(0.0, typical - baseline), values
+    excess, name = min((v - rtts.get(n, rtts["*"]) * rtt, n) for n, v in values)
+    return PhaseExcess(excess_s=max(0.0, excess), protocol=name, values=values)
 
 
 def storage_slowness(obs: Observations) -> float | None:

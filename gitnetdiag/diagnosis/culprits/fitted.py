@@ -59,7 +59,7 @@ FITTED: dict[str, Calibration] = {
         intercept=0.3661, slope=1.3102, positives=6, negatives=0
     ),
     "slow-ref-advertisement": Calibration(
-        intercept=-0.7641, slope=1.4056, positives=6, negatives=7
+        intercept=0.1914, slope=1.3124, positives=6, negatives=1
     ),
     "client-pack-cpu": Calibration(
         intercept=0.663, slope=1.2688, positives=6, negatives=0

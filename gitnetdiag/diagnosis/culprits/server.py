@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TypedDict
 
 from gitnetdiag.diagnosis.culprits._common import (
@@ -13,7 +14,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     term,
 )
 from gitnetdiag.diagnosis.measures import rtt_s
-from gitnetdiag.diagnosis.model import Quantity
+from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.units import fmt_s
 
@@ -24,22 +25,36 @@ class _Threshold(TypedDict):
     basis_terms: tuple[Quantity, ...]
 
 
-def fastest(values: list[tuple[str, float]]) -> str:
-    """The protocol whose phase was the shortest: the one the excess is measured on."""
-    return min(values, key=lambda item: item[1])[0]
+SERVER_WAIT_RTTS: dict[str, float] = {"*": 2}
+"""Round trips between the end of the upload and the server's status: the last data
+reaching the server, the status coming back."""
+REF_ADVERTISEMENT_RTTS: dict[str, float] = {"*": 3, "ssh": 12}
+"""Round trips before the first response: TCP, TLS and the request over HTTP; over SSH
+also the version exchange, key exchange, new keys, service request, authentication,
+channel open and exec. The lab's healthy SSH at 20 and 80 ms RTT took about 12 RTT and
+0.4 s of key exchange and key lookup (docs/culprits.md)."""
 
 
-def _over_rtts(obs: Observations, rtts: int) -> _Threshold:
+def _over_rtts(obs: Observations, rtts: Mapping[str, float], name: str) -> _Threshold:
     """A phase is slow at :data:`SLOW_PHASE_S` over the round trips it needs anyway."""
+    count = rtts.get(name, rtts["*"])
     return _Threshold(
-        threshold=SLOW_PHASE_S + rtts * (rtt_s(obs) or 0.0),
+        threshold=SLOW_PHASE_S + count * (rtt_s(obs) or 0.0),
         basis="{} over {} RTT",
-        basis_terms=(term(SLOW_PHASE_S, "s"), term(rtts, "count")),
+        basis_terms=(term(SLOW_PHASE_S, "s"), term(count, "count")),
     )
 
 
+def _evidence(obs: Observations, values: list[tuple[str, float]], what: str,
+              rtts: Mapping[str, float]) -> tuple[Evidence, ...]:
+    """Each protocol's phase against its own threshold."""
+    return tuple(item for name, value in values
+                 for item in phase_evidence([(name, value)], what, **_over_rtts(obs, rtts, name)))
+
+
 def server_processing(obs: Observations) -> Hit | None:
-    excess, values = phase_excess(obs, "server_wait_s", 2)
+    phase = phase_excess(obs, "server_wait_s", SERVER_WAIT_RTTS)
+    excess, values = phase.excess_s, phase.values
     if excess < SLOW_PHASE_S:
         return None
     score = 0.7 if len(values) >= 2 else 0.6
@@ -48,18 +63,13 @@ def server_processing(obs: Observations) -> Hit | None:
     return Hit(
         score=score,
         cost_s=excess,
-        cost_protocol=fastest(values),
+        cost_protocol=phase.protocol,
         summary=(
             f"After the upload the server took {fmt_s(excess)} beyond the network round trips "
             "to answer: hooks or receive-pack work on the server."
         ),
-        evidence=tuple(
-            phase_evidence(
-                values,
-                "wait after upload until the server's status",
-                **_over_rtts(obs, 2),
-            )
-        ),
+        evidence=_evidence(obs, values, "wait after upload until the server's status",
+                           SERVER_WAIT_RTTS),
         fix=(
             "Time the server side of receive-pack: pre-receive / update / post-receive hooks "
             "(`GIT_TRACE2_PERF` on the server), `receive.fsckObjects`, the connectivity check "
@@ -69,18 +79,19 @@ def server_processing(obs: Observations) -> Hit | None:
 
 
 def slow_ref_advertisement(obs: Observations) -> Hit | None:
-    excess, values = phase_excess(obs, "ref_advertisement_s", 3)
+    phase = phase_excess(obs, "ref_advertisement_s", REF_ADVERTISEMENT_RTTS)
+    excess, values = phase.excess_s, phase.values
     if excess < SLOW_PHASE_S:
         return None
     return Hit(
         score=0.7 if len(values) >= 2 else 0.6,
         cost_s=excess,
-        cost_protocol=fastest(values),
+        cost_protocol=phase.protocol,
         summary=(
             f"The first response (authentication and ref advertisement) arrived "
             f"{fmt_s(excess)} later than the connection's round trips explain."
         ),
-        evidence=tuple(phase_evidence(values, "time to the first response", **_over_rtts(obs, 3))),
+        evidence=_evidence(obs, values, "time to the first response", REF_ADVERTISEMENT_RTTS),
         fix=(
             "Check the authentication backend's latency (LDAP, SSO, token checks) on the first "
             "request, and the ref count (`git ls-remote URL | wc -l`): hide refs from pushes "
