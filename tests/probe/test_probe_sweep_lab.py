@@ -20,10 +20,11 @@ def test_h2_sweep_rate_follows_server_window(shared_lab: LabFactory, tmp_path: P
     out = tmp_path / "run"
     proc = subprocess.run(
         [sys.executable, "-m", "gitnetdiag", "probe", "--lab", "--lab-instance", state.instance,
-         "--protocols", "h2", "--no-native", "--h2-sweep", "--size", "1MiB", "--timeout", "60",
-         # The edge's small window sometimes hangs git's push for good (LAB-NOTES); the
-         # sweep is what is checked here, so a hung push ends after 8 s without a byte.
-         "--stall-timeout", "8", "--cleanup-wait", "5", "--no-capture", "--out", str(out)],
+         "--protocols", "h2", "--no-native", "--h2-sweep", "--size", "1MiB", "--timeout", "20",
+         # The edge's small window sometimes hangs git's push for good (libcurl stops
+         # short of the body's end: docs/culprits.md); the sweep is what is checked here,
+         # so a 1 MiB push (1.3 s) gets 20 s and its clean-up 5 s.
+         "--cleanup-wait", "5", "--no-capture", "--out", str(out)],
         capture_output=True, text=True, timeout=400,
     )
     assert "Traceback" not in proc.stderr, proc.stderr
