@@ -29,6 +29,7 @@ from gitnetdiag.diagnosis.comparison import Comparison, compare
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
+from gitnetdiag.pipeline_h2stall import h2_client_stall
 from gitnetdiag.pipeline_native import downsample, native_fingerprint, native_ledgers
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
@@ -356,12 +357,14 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         if capture_m is None:
             capture_m = tcpinfo_metrics(run_dir, run.protocol, records, warnings)
         h2_ledger, ssh_ledger = native_ledgers(run_dir, run.protocol)
+        stall = h2_client_stall(run_dir, records, warnings) if run.protocol == "h2" else None
         protocols[run.protocol] = obs.ProtocolObservation(
             pushes=tuple(push_result(r) for r in records),
             trace2=trace2_phases(records, run_dir, warnings),
             capture=capture_m,
             h2_ledger=h2_ledger,
             ssh_ledger=ssh_ledger,
+            h2_client_stall=stall,
             flight=flight,
         )
         if run.burst is not None:

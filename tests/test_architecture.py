@@ -40,6 +40,7 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.pipeline_host": "pipeline",
     "gitnetdiag.pipeline_probe": "pipeline",
     "gitnetdiag.pipeline_capture": "pipeline",
+    "gitnetdiag.pipeline_h2stall": "pipeline",
     "gitnetdiag.report": "report",
     "gitnetdiag.proc": "proc",
     "gitnetdiag.tools": "tools",

@@ -438,3 +438,38 @@ def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2Ledger]:
         _ledger_for_connection(stream, sorted(frames, key=lambda r: (r.ts_ns, r.frame_number)))
         for stream, frames in sorted(by_connection.items())
     ]
+
+
+@dataclass(frozen=True, kw_only=True)
+class ClientStop:
+    """An upload the client left unfinished while it still had credit to send."""
+
+    stream_id: int
+    sent_bytes: int
+    """DATA bytes the client sent on the stream."""
+    stream_credit_left_bytes: int
+    """The stream's send credit after the client's last event."""
+    connection_credit_left_bytes: int
+    """The connection's send credit at the end."""
+    last_data_s: float | None
+    """Time of the client's last DATA frame, seconds after the ledger's start."""
+
+
+def client_stopped_with_credit(ledger: H2Ledger) -> ClientStop | None:
+    """The largest upload of ``ledger`` when the client never ended it (no END_STREAM)
+    although both its stream and the connection still had send credit: the client, not
+    the server's windows, stopped the upload. ``None`` otherwise."""
+    if not ledger.uploads:
+        return None
+    upload = max(ledger.uploads, key=lambda u: u.ledger.bytes_sent)
+    if upload.finished or not len(upload.ledger.credit_bytes):
+        return None
+    stream_left = int(upload.ledger.credit_bytes[-1])
+    conn_left = (int(ledger.connection.credit_bytes[-1]) if len(ledger.connection.credit_bytes)
+                 else 0)
+    if stream_left <= 0 or conn_left <= 0:
+        return None
+    return ClientStop(stream_id=upload.stream_id, sent_bytes=upload.ledger.bytes_sent,
+                      stream_credit_left_bytes=stream_left,
+                      connection_credit_left_bytes=conn_left,
+                      last_data_s=upload.ledger.last_data_s)

@@ -17,6 +17,7 @@ second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
     │     ├── capture: CaptureMetrics | None     bulk upload TCP connection
     │     ├── h2_ledger: H2Ledger | None         HTTP/2 flow-control credit
     │     ├── ssh_ledger: SshLedger | None       SSH channel window
+    │     ├── h2_client_stall: H2ClientStall | None   hung push, client had credit
     │     └── flight: FlightSeries | None        in flight vs advertised window
     ├── bursts: (BurstResult, ...)        many concurrent connections
     ├── host: HostEvidence | None         server-side kernel and config evidence
@@ -250,6 +251,28 @@ class H2Ledger:
 
 
 @dataclass(frozen=True, kw_only=True)
+class H2ClientStall:
+    """A git HTTP/2 push that hung with send credit left: its decrypted capture shows the
+    client stopped short of the request body's end (no END_STREAM) while the server's
+    stream and connection windows still had room: the client's HTTP/2 stack stalled."""
+
+    source: str
+    """Where it was read (``capture h2-4.pcapng stream 5 (decrypted)``)."""
+    push: int
+    """Which push (1-based repeat)."""
+    stream_id: int
+    """The request's HTTP/2 stream."""
+    sent_bytes: int
+    """DATA bytes the client sent on it."""
+    stream_credit_left_bytes: int
+    """Send credit the stream still had when the client stopped."""
+    connection_credit_left_bytes: int
+    """Send credit the connection still had."""
+    idle_s: float | None = None
+    """From the client's last DATA frame until the push was given up."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SshLedger:
     """Summary of the SSH channel window for the upload."""
 
@@ -279,6 +302,9 @@ class ProtocolObservation:
     """HTTP/2 flow-control summary (``h2`` only, needs decryption)."""
     ssh_ledger: SshLedger | None = None
     """SSH channel-window summary (``ssh`` only)."""
+    h2_client_stall: H2ClientStall | None = None
+    """A hung git HTTP/2 push whose client stopped with credit left (``h2``, needs the
+    push's TLS keys: ``probe --full``)."""
     flight: FlightSeries | None = None
     """Bytes in flight vs advertised window over time."""
 

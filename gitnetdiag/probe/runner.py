@@ -27,6 +27,7 @@ from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.gitconfig import write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
+from gitnetdiag.probe.h2stop import with_http2_frames
 from gitnetdiag.probe.nativecleanup import GitBranchCleanup
 from gitnetdiag.probe.options import NativeSummary, RawSummary, Reporter, SilentReporter
 
@@ -272,6 +273,7 @@ def _run_steps(state: _Run, scratch: Path) -> None:
                 continue
             record, interrupted = push_once(state, protocol, repeat, repo_path, oid,
                                             pack_bytes, endpoint_of(options.urls[protocol]))
+            record = with_http2_frames(state.run_dir, protocol.value, record, state.warn)
             _append_push(state, protocol, record)
             state.save()
             if interrupted:

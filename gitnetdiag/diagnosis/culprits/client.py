@@ -137,7 +137,66 @@ def _version(obs: Observations, component: str) -> str | None:
     return match.group(0) if match else raw
 
 
+STALL_SCORE = 0.8
+"""A hung push whose own frames show the client stopping with credit left: direct evidence,
+whatever the version."""
+
+
+def _stopped_with_credit(obs: Observations) -> Hit | None:
+    """A hung HTTP/2 push whose decrypted frames show the client stopping short of the
+    request body's end (no END_STREAM) with stream and connection credit left."""
+    p = obs.protocols.get("h2")
+    stall = p.h2_client_stall if p is not None else None
+    if p is None or stall is None:
+        return None
+    cost, failed, total = failure_cost_s(obs, "h2", {"hung", "timeout", "other"})
+    if not failed:
+        return None
+    version = obs.run.libcurl_version
+    evidence = [
+        above_zero("HTTP/2 pushes hung", failed, "pushes", of=total),
+        Evidence(what=f"HTTP/2 push {stall.push}: request body sent, no END_STREAM",
+                 value=stall.sent_bytes, unit="B", source=stall.source),
+        Evidence(what=f"HTTP/2 push {stall.push}: stream send credit left",
+                 value=stall.stream_credit_left_bytes, unit="B", threshold=0, comparison=">",
+                 basis="the server's stream window had room", source=stall.source),
+        Evidence(what=f"HTTP/2 push {stall.push}: connection send credit left",
+                 value=stall.connection_credit_left_bytes, unit="B", threshold=0,
+                 comparison=">", basis="the server's connection window had room",
+                 source=stall.source),
+    ]
+    if stall.idle_s is not None:
+        evidence.append(Evidence(what=f"HTTP/2 push {stall.push}: client idle with credit",
+                                 value=stall.idle_s, unit="s", source=stall.source))
+    if version:
+        evidence.append(Evidence(what="libcurl version", text=version, source="run metadata"))
+    client = f"libcurl {version}" if version else "the client's HTTP/2 stack"
+    return Hit(
+        score=STALL_SCORE,
+        cost_s=cost,
+        cost_protocol="h2",
+        summary=(
+            f"{failed} of {total} HTTP/2 pushes hung, and the decrypted frames of push "
+            f"{stall.push} show {client} stopping before the end of the request body (no "
+            f"END_STREAM after {stall.sent_bytes} B) with "
+            f"{stall.stream_credit_left_bytes} B of stream credit left: the server was "
+            "waiting for data it had room for, the client never sent it."
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            f"Upgrade {client} (git uses the system libcurl; curl 8.2 fixed HTTP/2 uploads "
+            "stalling on the last part of a request body, curl PR 11342); meanwhile "
+            "`git config http.version HTTP/1.1` avoids the HTTP/2 path. The stall comes at "
+            "a wait for the server's WINDOW_UPDATE: a larger server HTTP/2 window (fewer "
+            "waits) makes it rarer."
+        ),
+    )
+
+
 def client_http_stack(obs: Observations) -> Hit | None:
+    seen = _stopped_with_credit(obs)
+    if seen is not None:
+        return seen
     for bug in KNOWN_BUGS:
         version = _version(obs, bug.component)
         if version not in bug.versions:

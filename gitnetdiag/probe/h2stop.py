@@ -1,0 +1,48 @@
+"""After a hung HTTP/2 push kept with its TLS keys (``probe --full``): decrypt its capture
+and keep its HTTP/2 frames, so the pipeline can tell who stopped the upload.
+
+A push through an edge with a small HTTP/2 window can hang for good with libcurl 7.88.1:
+the client stops a few KB short of the request body's end, without END_STREAM, while
+the server's stream and connection windows still have room (docs/culprits.md). The
+frames tell that apart from a server that withholds credit. Running ``tshark`` belongs
+here, on the probe's side; the pipeline derives the ledger from the text written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.rundir.records import PushRecord
+from gitnetdiag.safefile import replace_file
+
+STALLED_OUTCOMES = frozenset({"hung", "stalled"})
+"""Push outcomes whose capture is worth decrypting."""
+TSHARK_TIMEOUT_S = 60.0
+"""Bound on decrypting one push's capture."""
+ARTIFACT = "http2_frames"
+"""Artifact kind of the file written: ``<stem>.http2.tsv``, tshark's fields of every
+HTTP/2 frame (:data:`gitnetdiag.analysis.h2ledger.TSHARK_FIELDS`)."""
+
+
+def with_http2_frames(run_dir: Path, protocol: str, record: PushRecord,
+                      warn: Callable[[str], None]) -> PushRecord:
+    """``record`` with the ``http2_frames`` artifact when it is a hung HTTP/2 push with a
+    capture and its TLS keys; unchanged otherwise (and when tshark cannot read it)."""
+    keylog = record.artifacts.get("keylog")
+    if (protocol != "h2" or record.outcome not in STALLED_OUTCOMES or record.capture is None
+            or not keylog):
+        return record
+    from gitnetdiag.tools import tshark  # only for a hung push kept with its keys
+
+    try:
+        text = tshark.http2_fields(run_dir / record.capture.path, run_dir / keylog,
+                                   timeout_s=TSHARK_TIMEOUT_S)
+    except GitnetdiagError as exc:
+        warn(f"h2 push {record.repeat}: its HTTP/2 frames were not read ({exc.message})")
+        return record
+    name = Path(record.capture.path).with_suffix(".http2.tsv").name
+    replace_file(run_dir / name, text.encode())
+    return replace(record, artifacts={**record.artifacts, ARTIFACT: name})
