@@ -22,7 +22,11 @@ from gitnetdiag.lab.spec import FAULT_PROBE_ARGS
 ROOT = Path(__file__).resolve().parents[1]
 GND = str(ROOT / ".venv" / "bin" / "gitnetdiag")
 
-KEEP_SUFFIXES = (".pcap", ".json", ".txt")
+KEEP_SUFFIXES = (".pcap", ".json", ".txt", ".tsv")
+"""Kept: captures, records, git's stderr and curl traces, decrypted HTTP/2 frame fields
+(``--full``). Never kept: key logs and pcapng files with secrets injected."""
+HEADERS_ONLY = 128
+"""Snap length whole-packet captures (``--full``) are cut to when kept."""
 
 
 def record(fault: str) -> dict[str, object]:
@@ -45,7 +49,11 @@ def record(fault: str) -> dict[str, object]:
     dest.mkdir(parents=True)
     for path in sorted(tmp.iterdir()):
         if path.suffix in KEEP_SUFFIXES and not path.name.startswith("report"):
-            shutil.copy2(path, dest / path.name)
+            if path.suffix == ".pcap":  # --full keeps whole packets: headers are enough
+                subprocess.run(["editcap", "-s", str(HEADERS_ONLY), str(path),
+                                str(dest / path.name)], check=True, capture_output=True)
+            else:
+                shutil.copy2(path, dest / path.name)
     expected = {
         "fault": fault,
         "verdict": report["verdict"],

@@ -108,3 +108,21 @@ def test_client_http_stack_ranks_the_stall_with_its_evidence() -> None:
 def test_without_the_frames_a_hang_is_not_blamed_on_the_client() -> None:
     ids = [f.id for f in diagnose(_stalled_run(stall=False)).findings]
     assert "client-http-stack" not in ids
+
+
+def test_the_hang_is_the_clients_not_the_windows_when_the_frames_say_so() -> None:
+    """The slow edge's run with a hung push: without the frames the window culprit carries
+    the hang; with them the client's stack does, and the window keeps its slowdown."""
+    base = examples.slow_h2_edge()
+    plain = {f.id: f for f in diagnose(base).findings}
+    seen = H2ClientStall(source="h2-3.http2.tsv stream 5 (decrypted)", push=3, stream_id=5,
+                         sent_bytes=30_000_000, stream_credit_left_bytes=65_535,
+                         connection_credit_left_bytes=10_000_000, idle_s=30.0)
+    h2 = replace(base.protocols["h2"], h2_client_stall=seen)
+    found = {f.id: f for f in diagnose(replace(base, protocols={**base.protocols,
+                                                                "h2": h2})).findings}
+    window = "h2-flow-control-window"
+    assert "client-http-stack" not in plain
+    assert found[window].cost_s < plain[window].cost_s
+    assert found["client-http-stack"].cost_s == pytest.approx(
+        plain[window].cost_s - found[window].cost_s, rel=0.05)

@@ -274,7 +274,12 @@ def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str |
 
 
 def _h2_stall_cost(obs: Observations) -> float:
-    """Stalled HTTP/2 pushes: their wait plus a redo, per push (the detector's rule)."""
+    """Stalled HTTP/2 pushes: their wait plus a redo, per push (the detector's rule); none
+    when a hung push's own frames show the client stopping with credit left: those
+    seconds are ``client-http-stack``'s (the small window only set the trap)."""
+    h2 = obs.protocols.get("h2")
+    if h2 is not None and h2.h2_client_stall is not None:
+        return 0.0
     cost, _, _ = failure_cost_s(obs, "h2", {"hung", "timeout"})
     return cost
 

@@ -10,6 +10,10 @@ from gitnetdiag.errors import UsageError
 
 # HTTP/2's default initial window (RFC 9113 section 6.9.2), what HAProxy up to 3.0 keeps.
 H2_DEFAULT_WINDOW = 65535
+H2_STALL_WINDOW = 16384
+"""The edge's HTTP/2 window under ``h2-client-stall``: one DATA frame. Through it git's
+libcurl 7.88.1 stops short of every request body's end (12 of 12 pushes hung, 1 MiB,
+50 ms), while our own HTTP/2 client completes; at 65535 some pushes hang (5 of 12)."""
 # A window that never binds on this path: 16 MiB per round trip is >2.6 Gbit/s at 50 ms.
 LARGE_WINDOW = 16 * 1024 * 1024
 RMEM_CLAMP_BYTES = 65536
@@ -74,6 +78,8 @@ FAULTS: dict[str, str] = {
     "client-pack-cpu": "the client's git runs on 5% of one core (cgroup CPU quota)",
     "h2-frame-settings": "the HAProxy edge buffers 8192 B per stream (tune.bufsize), "
     "less than one HTTP/2 frame",
+    "h2-client-stall": f"the edge's HTTP/2 window is {H2_STALL_WINDOW} B: git's libcurl "
+    "stops short of each request body's end with credit left, and the push hangs",
 }
 
 
@@ -98,6 +104,7 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "slow-storage": "slow-storage",
     "client-pack-cpu": "client-pack-cpu",
     "h2-frame-settings": "h2-frame-settings",
+    "h2-client-stall": "client-http-stack",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -124,6 +131,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "slow-storage": "faster storage",
     "client-pack-cpu": "pack.threads",
     "h2-frame-settings": "tune.bufsize",
+    "h2-client-stall": "http.version HTTP/1.1",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -132,6 +140,10 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # A 3 MiB push through the 64 KiB window takes about 2.5 s; libcurl 7.88.1 hangs some
     # of them for good (docs/culprits.md), and 30 s says so sooner than 90.
     "h2-small-window": ("--protocols", "h1,h2,ssh", "--timeout", "30"),
+    # Only the decrypted frames of a hung push tell the client's stall from the server's
+    # window (--full keeps the keys); every push hangs, so 10 s each and a short clean-up.
+    "h2-client-stall": ("--protocols", "h1,h2", "--full", "--size", "1MiB", "--timeout", "10",
+                        "--cleanup-wait", "5"),
     "tiny-backlog": ("--protocols", "git", "--burst", "150"),
     "window-scaling-off": ("--protocols", "h1"),
     "syn-drop": ("--protocols", "git", "--burst", "40"),
@@ -302,7 +314,8 @@ def build_spec(
         rate=rate or (BANDWIDTH_LIMIT_RATE if has("bandwidth-limit") else None),
         edge_h2_window=edge_h2_window
         if edge_h2_window is not None
-        else (H2_DEFAULT_WINDOW if has("h2-small-window") else LARGE_WINDOW),
+        else (H2_STALL_WINDOW if has("h2-client-stall")
+              else H2_DEFAULT_WINDOW if has("h2-small-window") else LARGE_WINDOW),
         apache_h2_window=apache_h2_window if apache_h2_window is not None else LARGE_WINDOW,
         server_rmem_max=RMEM_CLAMP_BYTES if has("tcp-rmem-clamp") else None,
         git_backlog=TINY_BACKLOG if has("tiny-backlog") else HEALTHY_BACKLOG,

@@ -171,6 +171,13 @@ def _stopped_with_credit(obs: Observations) -> Hit | None:
     if version:
         evidence.append(Evidence(what="libcurl version", text=version, source="run metadata"))
     client = f"libcurl {version}" if version else "the client's HTTP/2 stack"
+    window = p.h2_ledger.server_initial_window_bytes if p.h2_ledger is not None else None
+    if window is not None:
+        evidence.append(Evidence(what="HTTP/2: server stream window (native probe)",
+                                 value=window, unit="B", source=p.h2_ledger.source
+                                 if p.h2_ledger is not None else "native probe"))
+    trigger = (f" Here the server grants {window} B per stream: the client waits on nearly "
+               "every frame." if window is not None and window <= 65535 else "")
     return Hit(
         score=STALL_SCORE,
         cost_s=cost,
@@ -188,7 +195,7 @@ def _stopped_with_credit(obs: Observations) -> Hit | None:
             "stalling on the last part of a request body, curl PR 11342); meanwhile "
             "`git config http.version HTTP/1.1` avoids the HTTP/2 path. The stall comes at "
             "a wait for the server's WINDOW_UPDATE: a larger server HTTP/2 window (fewer "
-            "waits) makes it rarer."
+            "waits) makes it rarer." + trigger
         ),
     )
 

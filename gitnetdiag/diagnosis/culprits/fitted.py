@@ -10,11 +10,12 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "114 runs: 54 runs of 2026-11-22 23:32 UTC, commit dee36c9, --size 3MiB, RTT 20ms "
+    "120 runs: 54 runs of 2026-11-22 23:32 UTC, commit dee36c9, --size 3MiB, RTT 20ms "
     "and 80ms, 3 repeats, observations re-derived at commit e05fa12+dirty; 40 runs of "
     "2026-11-23 03:05 UTC, commit f6038dc, --size 3MiB, RTT 20ms, 80ms and 300ms, 2 "
     "repeats; 20 runs of 2026-11-23 03:19 UTC, commit d403ca7, --size 3MiB, RTT 20ms, "
-    "80ms and 300ms, 1 repeat"
+    "80ms and 300ms, 1 repeat; 6 runs of 2026-11-23 06:29 UTC, commit 74b5b55+dirty, "
+    "--size 3MiB, RTT 20ms and 80ms, 3 repeats"
 )
 """The fault-matrix run these values come from."""
 
@@ -64,6 +65,9 @@ FITTED: dict[str, Calibration] = {
     "client-pack-cpu": Calibration(
         intercept=0.663, slope=1.2688, positives=6, negatives=0
     ),
+    "client-http-stack": Calibration(
+        intercept=0.1288, slope=1.1785, positives=6, negatives=0
+    ),
     "slow-storage": Calibration(
         intercept=0.1363, slope=1.1858, positives=6, negatives=0
     ),
@@ -75,6 +79,5 @@ FITTED: dict[str, Calibration] = {
 
 HAND_WEIGHTED: dict[str, str] = {
     "path-latency": "no lab fault in the matrix produces it",
-    "client-http-stack": "no lab fault in the matrix produces it",
 }
 """Culprit id -> why it keeps its hand-set weights."""

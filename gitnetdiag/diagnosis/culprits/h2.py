@@ -205,6 +205,10 @@ def _stall_signal(
 ) -> list[PushResult]:
     """Pushes that hung: the HTTP/2 edge story even when nothing else is measured."""
     stalled = [push for push in failed_pushes(p) if push.error_kind in ("hung", "timeout")]
+    if p.h2_client_stall is not None:
+        # A hung push's own frames show the client stopping with credit left: the hangs
+        # are client-http-stack's, not the window's (which only set the trap).
+        return stalled
     others_ok = any(ok_pushes(o) for n, o in obs.protocols.items() if n != "h2")
     fired = tally.score > 0
     if stalled and (small_window or (others_ok and fired) or (others_ok and not ok_pushes(p))):
@@ -228,7 +232,9 @@ def _cost_s(obs: Observations, h: _H2Push) -> float:
         slow_cost = saved_time_s(size, up, h.next_limit[1]) or 0.0
     elif ledger is not None:
         slow_cost = max(ledger.stream_zero_credit_s or 0.0, ledger.connection_zero_credit_s or 0.0)
-    stall_cost, _, _ = failure_cost_s(obs, "h2", {"hung", "timeout"})
+    stall_cost = 0.0
+    if p.h2_client_stall is None:  # else the hangs are client-http-stack's
+        stall_cost, _, _ = failure_cost_s(obs, "h2", {"hung", "timeout"})
     return slow_cost * len(ok_pushes(p)) / max(1, len(p.pushes)) + stall_cost
 
 
@@ -331,6 +337,10 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     window below the BDP, time at zero credit, or pushes that hang."""
     p = obs.protocols.get("h2")
     if p is None:
+        return None
+    if p.h2_client_stall is not None and not ok_pushes(p):
+        # Every push hung and their frames show the client stopping with credit left:
+        # no push measured what the window costs (client-http-stack names the window).
         return None
     h = _gather(obs, p)
     if h.other is None and p.h2_ledger is None and ok_pushes(p):
