@@ -5,6 +5,25 @@ Every program gitnetdiag starts goes through here: :func:`run` / :func:`run_bina
 stopped with :func:`kill_group`). :func:`map_process_errors` is the one place
 where ``FileNotFoundError``, ``TimeoutExpired``, ``CalledProcessError`` and other
 ``OSError`` of a child become errors of :mod:`gitnetdiag.errors`.
+
+Children die with us, however we end. A child :func:`start` puts in a process
+group of its own (git and the remote helper or ssh it starts, tcpdump) is
+registered with a *guardian*: a small process in a session of its own that
+holds the read end of a pipe whose write end only this process has. When
+this process ends, even by SIGKILL, the kernel closes the pipe; the
+guardian reads end-of-file and stops every group still registered (SIGTERM,
+then SIGKILL after 2 s: tcpdump flushes its file on SIGTERM)::
+
+    gitnetdiag --pipe--> guardian          (+pgid when started, -pgid when reaped)
+        |                    |
+        +-- git push (pgid)  +-- EOF: killpg(pgid, SIGTERM) ... SIGKILL
+        +-- tcpdump (pgid)
+
+``PR_SET_PDEATHSIG`` alone would not do: it reaches the direct child only, and
+git's remote helper and ssh are its grandchildren. :func:`ending_signals`
+turns SIGTERM and SIGHUP (a closed terminal, a dropped SSH session) into the
+same KeyboardInterrupt as Ctrl-C, and :func:`received_signal` says which one
+ended the run.
 """
 
 from __future__ import annotations
@@ -14,6 +33,7 @@ import os
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from types import FrameType
@@ -172,16 +192,21 @@ def start(
     stdout: _Stream = subprocess.PIPE,
     stderr: _Stream = subprocess.PIPE,
     missing_hint: str = MISSING_HINT,
+    outlive: bool = False,
 ) -> subprocess.Popen[bytes]:
     """Start ``argv`` without waiting; the caller bounds it in time and stops it.
 
     ``isolate``: ``session`` (a new session: no controlling terminal, so nothing can
     prompt on it, and Ctrl-C reaches only us), ``group`` (a process group of its own,
     cheaper to start: vfork stays usable), or ``none``. With either of the first two
-    :func:`kill_group` stops the child and everything it started.
+    :func:`kill_group` stops the child and everything it started, and the guardian
+    stops them if we die first (see the module docstring), unless ``outlive`` (the
+    lab's servers, which must keep running after ``lab up``).
     """
+    guarded = isolate != "none" and not outlive
+    popen = _GuardedPopen if guarded else subprocess.Popen
     with map_process_errors(argv[0], missing_hint=missing_hint):
-        return subprocess.Popen(
+        proc = popen(
             list(argv),
             cwd=cwd,
             env=dict(env) if env is not None else None,
@@ -191,24 +216,136 @@ def start(
             start_new_session=isolate == "session",
             process_group=0 if isolate == "group" else None,
         )
+    if guarded:
+        _guardian().watch(proc.pid)
+    return proc
+
+
+_GUARDIAN_SCRIPT = """
+import os, signal, sys, time
+groups = set()
+for line in sys.stdin:
+    pgid = int(line[1:])
+    if line[0] == "+":
+        groups.add(pgid)
+    else:
+        groups.discard(pgid)
+def alive(pgid):
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except OSError:
+        return False
+for sig in (signal.SIGTERM, signal.SIGKILL):
+    for pgid in [g for g in groups if alive(g)]:
+        os.killpg(pgid, sig)
+    deadline = time.monotonic() + 2.0
+    while any(alive(g) for g in groups) and time.monotonic() < deadline:
+        time.sleep(0.05)
+"""
+"""The guardian: reads ``+pgid``/``-pgid`` lines until end-of-file (we are gone), then
+stops the groups still registered."""
+
+
+class _Guardian:
+    """This process's guardian (started on first use, one per process)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._owner = 0
+
+    def _pipe(self) -> IO[bytes] | None:
+        if self._proc is None or self._owner != os.getpid():
+            # -I -S: no site packages, no user environment: it starts in ~20 ms.
+            self._proc = subprocess.Popen(
+                [sys.executable, "-I", "-S", "-c", _GUARDIAN_SCRIPT], stdin=subprocess.PIPE,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+            self._owner = os.getpid()
+        return self._proc.stdin
+
+    def _send(self, line: str) -> None:
+        with self._lock:
+            try:
+                pipe = self._pipe()
+                if pipe is not None:
+                    pipe.write(line.encode())
+                    pipe.flush()
+            except OSError:
+                self._proc = None  # the guardian is gone: the next child starts another
+
+    def watch(self, pgid: int) -> None:
+        self._send(f"+{pgid}\n")
+
+    def forget(self, pgid: int) -> None:
+        if self._proc is not None:
+            self._send(f"-{pgid}\n")
+
+
+_GUARDIAN = _Guardian()
+
+
+def _guardian() -> _Guardian:
+    return _GUARDIAN
+
+
+class _GuardedPopen(subprocess.Popen[bytes]):
+    """A child in its own group, registered with the guardian until it is reaped."""
+
+    _forgotten = False
+
+    def _release(self) -> None:
+        if self.returncode is not None and not self._forgotten:
+            self._forgotten = True
+            _GUARDIAN.forget(self.pid)
+
+    def poll(self) -> int | None:
+        code = super().poll()
+        self._release()
+        return code
+
+    def wait(self, timeout: float | None = None) -> int:
+        code = super().wait(timeout)
+        self._release()
+        return code
+
+
+ENDING_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+"""Ctrl-C, ``kill`` and a closed terminal (or dropped SSH session): each ends a run the
+same way, with its clean-up."""
+
+_received: list[signal.Signals] = []
+
+
+def note_signal(signum: int) -> None:
+    """Remember a signal that asked us to stop (the first one is how the run ended)."""
+    _received.append(signal.Signals(signum))
+
+
+def received_signal() -> signal.Signals | None:
+    """The first signal that asked this process to stop, None when none did."""
+    return _received[0] if _received else None
 
 
 @contextlib.contextmanager
 def sigterm_interrupts() -> Iterator[None]:
-    """While active, SIGTERM raises KeyboardInterrupt like Ctrl-C (main thread only),
-    so the same clean-up runs (throwaway branches deleted, scratch files removed)."""
+    """While active, SIGTERM and SIGHUP raise KeyboardInterrupt like Ctrl-C (main thread
+    only), so the same clean-up runs (throwaway branches deleted, scratch files removed);
+    :func:`received_signal` tells them apart afterwards."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum: int, frame: FrameType | None) -> None:
+        note_signal(signum)
         raise KeyboardInterrupt
 
-    previous = signal.signal(signal.SIGTERM, handler)
+    previous = {sig: signal.signal(sig, handler) for sig in ENDING_SIGNALS}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)
 
 
 def kill_group(proc: subprocess.Popen[bytes]) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
@@ -54,14 +55,24 @@ class LabHttp(StrEnum):
 
 
 class RichReporter:
-    """Progress of each step: a spinner while it runs, its result when done."""
+    """Progress of each step: a spinner while it runs, its result when done. On a stderr
+    that is not a terminal (a log, CI) a line per step and per phase instead, as they
+    happen. A terminal that went away (SIGHUP) ends the output, never the clean-up."""
 
     def __init__(self, progress: Progress, console: Console) -> None:
         self.progress = progress
         self.console = console
+        self.live = console.is_terminal
         self.tasks: dict[str, TaskID] = {}
 
+    def _line(self, text: str) -> None:
+        with contextlib.suppress(OSError):
+            self.progress.console.print(text, highlight=False)
+
     def begin(self, label: str) -> None:
+        if not self.live:
+            self._line(f"{label} ...")
+            return
         self.tasks[label] = self.progress.add_task(label, total=1)
 
     def done(self, label: str, detail: str, *, ok: bool) -> None:
@@ -69,12 +80,16 @@ class RichReporter:
         mark = "[green]ok[/green]" if ok else "[red]!![/red]"
         text = f"{mark} {label}: {detail}"
         if task is None:
-            self.progress.console.print(text, highlight=False)
+            self._line(text)
             return
         self.progress.update(task, description=text, completed=1)
 
     def warn(self, message: str) -> None:
-        self.progress.console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+        self._line(f"[yellow]warning:[/yellow] {message}")
+
+    def phase(self, label: str, text: str) -> None:
+        if not self.live:
+            self._line(f"{label}: {text}")
 
     def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
         task = self.tasks.get(label)

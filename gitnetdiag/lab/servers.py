@@ -77,7 +77,8 @@ def spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None
     command = ["ip", "netns", "exec", ns, *argv]
     with open(log, "ab") as out:
         proc = start(cgroups.in_cgroup(cgroup, command) if cgroup else command,
-                     isolate="session", stdout=out, stderr=subprocess.STDOUT, env=env)
+                     isolate="session", stdout=out, stderr=subprocess.STDOUT, env=env,
+                     outlive=True)
     return proc.pid
 
 

@@ -12,12 +12,15 @@ the kernel's ``bytes_acked`` of git's sockets (``ss -tin``, written to
     BUDGET   the time budget, counted from the start of the pack (a slow login is not
              part of it), is spent while bytes still move
     STALL    no byte moved for ``stall_timeout_s`` while the pack was unfinished
+    SERVER_STALL  the whole pack was handed over (git printed ``Total``), and for
+             ``stall_timeout_s`` nothing more happened: no byte acknowledged or
+             received, no line from git or the server (``remote: ...``)
 
-by killing its process group *before the pack is finished*: receive-pack
-applies a ref only after the whole pack arrived, so nothing is created (the
-clean-up still verifies it). Once git printed ``Total`` (the whole pack handed
-over) it is left to finish, and the push is complete. :class:`RateMonitor` is
-the pure part.
+by killing its process group. Before the pack is finished that creates
+nothing (receive-pack applies a ref only after the whole pack arrived); after
+it the server may still apply it (a slow hook), which the clean-up waits for.
+The push's phases (sending the pack, waiting for the server's status) are
+told to ``on_phase`` as they begin. :class:`RateMonitor` is the pure part.
 """
 
 from __future__ import annotations
@@ -31,10 +34,9 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from gitnetdiag.errors import EnvironmentProblem
-from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, parse_pack_progress
+from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, PackProgress, parse_pack_progress
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, append_samples, sample_ss
-from gitnetdiag.proc import kill_group
+from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir import PushRecord, ToolVersions
 from gitnetdiag.safefile import replace_file
 
@@ -67,6 +69,9 @@ class StopReason(StrEnum):
     """The time budget ran out."""
     STALL = "stall"
     """No progress for the stall timeout."""
+    SERVER_STALL = "server-stall"
+    """The whole pack was sent, then nothing for the stall timeout: no status from the
+    server."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,6 +92,13 @@ class RateMonitor:
         self.stall_timeout_s = stall_timeout_s
         self.points: list[Progress] = [Progress(t_s=0.0, moved_bytes=0)]
         self.last_change_s = 0.0
+        self.last_sign_of_life_s = 0.0
+        self.pack_finished_s: float | None = None
+
+    def alive(self, t_s: float) -> None:
+        """Something other than sent bytes happened at ``t_s``: bytes received, a line
+        from git or the server."""
+        self.last_sign_of_life_s = max(self.last_sign_of_life_s, t_s)
 
     def add(self, point: Progress) -> None:
         if point.moved_bytes > self.points[-1].moved_bytes:
@@ -138,6 +150,11 @@ class RateMonitor:
 
     def stop_reason(self, now_s: float, *, pack_finished: bool) -> StopReason | None:
         if pack_finished:
+            if self.pack_finished_s is None:
+                self.pack_finished_s = now_s
+            quiet_since = max(self.last_change_s, self.last_sign_of_life_s, self.pack_finished_s)
+            if self.stall_timeout_s is not None and now_s - quiet_since >= self.stall_timeout_s:
+                return StopReason.SERVER_STALL
             return None
         if self.stall_timeout_s is not None and now_s - self.last_change_s >= self.stall_timeout_s:
             return StopReason.STALL
@@ -194,60 +211,89 @@ class MonitoredPush:
 
 ProgressCallback = Callable[[int, float | None], None]
 """Told the bytes moved and the rate so far, about every sample (live progress)."""
+PhaseCallback = Callable[[str], None]
+"""Told each phase of the push as it begins, in one line (``sending the pack``)."""
+
+
+class _Watch:
+    """What one sample of a running push reads: git's output, the kernel's counters."""
+
+    def __init__(self, port: int, session_id: int, tcpinfo_path: Path | None) -> None:
+        self.port = port
+        self.session_id = session_id
+        self.tcpinfo_path = tcpinfo_path
+        self.samples = 0
+        self.received = 0.0
+        self.stderr_chars = 0
+
+    def sample(self, now_s: float, err: bytearray,
+               monitor: RateMonitor) -> tuple[PackProgress, int]:
+        """Read git's progress and the sockets once; feed the monitor; (progress, moved)."""
+        stderr = err.decode(errors="replace")
+        progress = parse_pack_progress(stderr)
+        found = sample_ss(self.port, self.session_id, now_s)
+        if self.tcpinfo_path is not None:
+            append_samples(self.tcpinfo_path, found)
+        self.samples += len(found)
+        # Counted from zero: a socket first seen after a fast pack was sent still moved it.
+        acked = sum(sample.counters.get("bytes_acked", 0.0) for sample in found)
+        received = sum(sample.counters.get("bytes_received", 0.0) for sample in found)
+        if received > self.received or len(stderr) > self.stderr_chars:
+            monitor.alive(now_s)
+        self.received, self.stderr_chars = max(self.received, received), len(stderr)
+        # One source per push: git's count runs ahead of the kernel's by its buffers.
+        moved = int(acked) if self.samples else progress.written_bytes or 0
+        monitor.add(Progress(t_s=now_s, moved_bytes=moved))
+        return progress, monitor.points[-1].moved_bytes
+
+
+def _phase_of(progress: PackProgress, monitor: RateMonitor) -> tuple[str, str] | None:
+    """(phase, its line) of a push: ``sending``, then ``waiting``; None before the pack."""
+    if progress.pack_finished:
+        moved = monitor.points[-1].moved_bytes
+        return "waiting", (f"pack sent ({moved / 2**20:.1f} MiB, {progress.objects} objects): "
+                           "waiting for the server's status")
+    if monitor.pack_started_s() is not None or progress.written_bytes:
+        return "sending", "sending the pack"
+    return None
 
 
 def run_monitored_push(
     argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout_s: float,
     budget_s: float | None, stall_timeout_s: float | None, port: int,
     stderr_path: Path, tcpinfo_path: Path | None,
-    on_progress: ProgressCallback | None = None,
+    on_progress: ProgressCallback | None = None, on_phase: PhaseCallback | None = None,
 ) -> MonitoredPush:
     """Run ``git push --progress`` under a :class:`RateMonitor`; see the module doc.
 
     ``budget_s`` None: a complete push (still stopped on a stall). A
-    KeyboardInterrupt kills the group and raises :class:`GitInterrupted`.
+    KeyboardInterrupt kills the group and raises :class:`GitInterrupted`. git's exit is
+    seen at once (the wait between samples ends with it), not at the next sample.
     """
     started = time.monotonic()
-    try:
-        proc = subprocess.Popen(
-            list(argv), cwd=cwd, env=dict(env), stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-        )
-    except FileNotFoundError as exc:
-        raise EnvironmentProblem(
-            "the program 'git' is not installed", hint="install the Debian package 'git'",
-            reference="missing-program",
-        ) from exc
+    proc = start(argv, isolate="session", cwd=cwd, env=env,
+                 missing_hint="install the Debian package 'git'")
     out, err = bytearray(), bytearray()
     readers = [threading.Thread(target=_drain, args=(stream, sink), daemon=True)
                for stream, sink in ((proc.stdout, out), (proc.stderr, err))]
     for reader in readers:
         reader.start()
     monitor = RateMonitor(budget_s=budget_s, stall_timeout_s=stall_timeout_s)
+    watch = _Watch(port, proc.pid, tcpinfo_path)
     stopped: StopReason | None = None
     timed_out = False
-    samples = 0
-    acked_base: dict[str, float] = {}
+    phase: str | None = None
     try:
-        while proc.poll() is None:
-            time.sleep(SAMPLE_INTERVAL_S)
+        while not _exited(proc, SAMPLE_INTERVAL_S):
             now = time.monotonic() - started
-            stderr = err.decode(errors="replace")
-            progress = parse_pack_progress(stderr)
-            found = sample_ss(port, proc.pid, now)
-            if tcpinfo_path is not None:
-                append_samples(tcpinfo_path, found)
-            samples += len(found)
-            acked = 0.0
-            for sample in found:
-                value = sample.counters.get("bytes_acked", 0.0)
-                acked_base.setdefault(sample.local, value)
-                acked += value - acked_base[sample.local]
-            # One source per push: git's count runs ahead of the kernel's by its buffers.
-            moved = int(acked) if samples else progress.written_bytes or 0
-            monitor.add(Progress(t_s=now, moved_bytes=moved))
+            progress, moved = watch.sample(now, err, monitor)
             if on_progress is not None:
-                on_progress(monitor.points[-1].moved_bytes, monitor.rate_bytes_per_s())
+                on_progress(moved, monitor.rate_bytes_per_s())
+            now_phase = _phase_of(progress, monitor)
+            if now_phase is not None and now_phase[0] != phase:
+                phase = now_phase[0]
+                if on_phase is not None:
+                    on_phase(now_phase[1])
             stopped = monitor.stop_reason(now, pack_finished=progress.pack_finished)
             if stopped is None and now >= timeout_s:
                 timed_out = True
@@ -269,8 +315,16 @@ def run_monitored_push(
         run=run, stopped=stopped, moved_bytes=last.moved_bytes,
         measured_s=last.t_s - first if first is not None else 0.0,
         rate_bytes_per_s=monitor.rate_bytes_per_s(),
-        last_progress=_last_progress_line(run.stderr), tcpinfo_samples=samples,
+        last_progress=_last_progress_line(run.stderr), tcpinfo_samples=watch.samples,
     )
+
+
+def _exited(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+    try:
+        proc.wait(timeout=wait_s)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
 
 
 def _drain(stream: object, sink: bytearray) -> None:
@@ -283,12 +337,13 @@ def _finish(proc: subprocess.Popen[bytes], argv: Sequence[str], started: float, 
             readers: list[threading.Thread], out: bytearray, err: bytearray,
             stderr_path: Path) -> GitRun:
     proc.wait()
+    wall_s = time.monotonic() - started  # at git's exit, not after its pipes drained
     for reader in readers:
         reader.join(timeout=5)
     stderr = err.decode(errors="replace")
     replace_file(stderr_path, stderr.encode())
     return GitRun(argv=tuple(argv), exit_code=None if killed else proc.returncode,
-                  wall_s=time.monotonic() - started, timed_out=killed, stderr=stderr,
+                  wall_s=wall_s, timed_out=killed, stderr=stderr,
                   stdout=out.decode(errors="replace"))
 
 
@@ -333,6 +388,8 @@ def native_pack_bytes(pack_bytes: int, git_rates_bytes_per_s: Sequence[float],
 def stall_detail(push: PushRecord, env: ToolVersions | None) -> str:
     """What a stalled push had seen, for its error: bytes moved, git's last line, versions."""
     parts = []
+    if push.stopped == StopReason.SERVER_STALL:
+        parts.append("the whole pack was sent and the server never answered")
     if push.moved_bytes is not None:
         parts.append(f"{push.moved_bytes} bytes moved")
     if push.last_progress or push.last_line:

@@ -50,6 +50,7 @@ from gitnetdiag.probe.gitpush import (
     parse_ls_remote,
     parse_pack_progress,
 )
+from gitnetdiag.proc import ENDING_SIGNALS, note_signal
 from gitnetdiag.redaction import redact_text, redact_url
 
 DEFAULT_CLEANUP_WAIT_S = 30.0
@@ -256,25 +257,32 @@ def _server_deleted(stderr: str, branch: str) -> bool:
 
 
 class Deferred:
-    """Set by :func:`interrupts_deferred` when Ctrl-C or SIGTERM arrived inside it."""
+    """Set by :func:`interrupts_deferred` when Ctrl-C, SIGTERM or SIGHUP arrived inside it."""
 
     signalled = False
 
 
 @contextlib.contextmanager
-def interrupts_deferred() -> Iterator[Deferred]:
-    """Hold Ctrl-C and SIGTERM (main thread only) while a branch is being removed: the
-    clean-up is bounded, and a second signal must not strand the branch. The caller reads
-    ``signalled`` afterwards and stops the run then."""
+def interrupts_deferred(
+    on_signal: Callable[[signal.Signals], None] | None = None,
+) -> Iterator[Deferred]:
+    """Hold Ctrl-C, SIGTERM and SIGHUP (main thread only) while a branch is being removed:
+    the clean-up is bounded, and a second signal must not strand the branch unnoticed.
+    ``on_signal`` is told each one as it arrives (it may say what the clean-up waits for,
+    or raise to stop waiting). The caller reads ``signalled`` afterwards and stops the
+    run then."""
     deferred = Deferred()
     if threading.current_thread() is not threading.main_thread():
         yield deferred
         return
 
     def hold(signum: int, frame: FrameType | None) -> None:
+        note_signal(signum)
         deferred.signalled = True
+        if on_signal is not None:
+            on_signal(signal.Signals(signum))
 
-    previous = {sig: signal.signal(sig, hold) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, hold) for sig in ENDING_SIGNALS}
     try:
         yield deferred
     finally:

@@ -104,6 +104,7 @@ class Reporter(TypingProtocol):
     def done(self, label: str, detail: str, *, ok: bool) -> None: ...
     def warn(self, message: str) -> None: ...
     def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None: ...
+    def phase(self, label: str, text: str) -> None: ...
 
 
 class SilentReporter:
@@ -119,6 +120,9 @@ class SilentReporter:
         return None
 
     def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
+        return None
+
+    def phase(self, label: str, text: str) -> None:
         return None
 
 

@@ -13,6 +13,7 @@ server already had the objects, git sends next to nothing, and
 
 from __future__ import annotations
 
+import signal
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
@@ -34,6 +35,7 @@ from gitnetdiag.probe.cleanup import (
     push_aftermath,
     remove_probe_ref,
 )
+from gitnetdiag.probe.cleanupnotice import CleanupNotice, CleanupStopped
 from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitInterrupted,
@@ -49,8 +51,10 @@ from gitnetdiag.probe.gitpush import (
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.repo import new_probe_id
 from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
+from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
+from gitnetdiag.rundir.records import Trace2Phases
 from gitnetdiag.safefile import replace_file
 
 FATAL_KINDS = frozenset(
@@ -152,6 +156,7 @@ def push_once(
                 stderr_path=run_dir / artifacts["stderr"],
                 tcpinfo_path=run_dir / artifacts["tcpinfo"],
                 on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate),
+                on_phase=lambda text: _phase(state.reporter, label, text),
             )
             git_run = watched.run
         finally:
@@ -181,17 +186,44 @@ def push_once(
             log.write(f"# {step}: {outcome} after {run.wall_s:.2f} s\n{run.stderr}")
         return run
 
-    with interrupts_deferred() as deferred:
-        cleanup = remove_probe_ref(
-            transport, branch, oid, push_aftermath(git_run), runner=logged_git, cwd=repo_path,
-            wait_s=options.cleanup_wait_s,
-        )
+    aftermath = push_aftermath(git_run)
+    notice = CleanupNotice(state.reporter, transport, branch, oid, aftermath,
+                           options.cleanup_wait_s)
+    if interrupted:
+        notice.interrupted(ctrl_c=received_signal() in (None, signal.SIGINT))
+    with interrupts_deferred(notice.on_signal) as deferred:
+        try:
+            with notice.waiting():
+                cleanup = remove_probe_ref(
+                    transport, branch, oid, aftermath, runner=logged_git, cwd=repo_path,
+                    wait_s=options.cleanup_wait_s,
+                )
+        except CleanupStopped:
+            cleanup = notice.stopped()
         record = _record(state, protocol, repeat, branch, started_at, transport, git_run,
                          interrupted, pack_bytes, capture_result, artifacts, cleanup)
         record = _with_watch(record, watched, interrupted)
         state.reporter.done(label, _detail(record, options.timeout_s),
                             ok=record.outcome in ("ok", "bounded"))
     return record, interrupted or deferred.signalled
+
+
+def exact_wall_s(git_run: GitRun | None, phases: Trace2Phases | None) -> float:
+    """The push's duration: git's own (trace2's ``t_abs`` at its exit) when git ended by
+    itself, else the wall time from start to exit or kill."""
+    if git_run is None:
+        return 0.0
+    if (git_run.exit_code is not None and phases is not None and phases.total_s is not None
+            and 0 < phases.total_s <= git_run.wall_s):
+        return phases.total_s
+    return git_run.wall_s
+
+
+def _phase(reporter: Reporter, label: str, text: str) -> None:
+    # Reporters written before phases (tests, library users) lack it.
+    tell = getattr(reporter, "phase", None)
+    if tell is not None:
+        tell(label, text)
 
 
 def _record(
@@ -259,10 +291,12 @@ def _record(
             f"{branch} is still on {url}: {cleanup.detail}",
             hint=f"delete it by hand: {cleanup.remove_command}", reference="probe-ref-leftover",
         ))
+        state.reporter.warn(f"{branch} is still on {url}; remove it with: "
+                            f"{cleanup.remove_command}")
     elif cleanup.status is RefCleanup.UNCONFIRMED:
         state.warn(f"{branch} on {url}: {cleanup.detail}; if it appears, remove it with: "
                    f"{cleanup.remove_command}")
-    wall_s = git_run.wall_s if git_run is not None else 0.0
+    wall_s = exact_wall_s(git_run, phases)
     rate = pack_bytes / wall_s if outcome == "ok" and wall_s > 0 else None
     return PushRecord(
         protocol=protocol.value, repeat=repeat, branch=branch, started_at=started_at,
@@ -287,7 +321,7 @@ def _with_watch(record: PushRecord, watched: MonitoredPush | None,
                    last_progress=watched.last_progress, stopped=watched.stopped)
     if interrupted or watched.stopped is None:
         return seen
-    if watched.stopped is StopReason.STALL:
+    if watched.stopped in (StopReason.STALL, StopReason.SERVER_STALL):
         return replace(seen, outcome="stalled", failure_kind="hung")
     return replace(seen, outcome="bounded", failure_kind=None, last_line="",
                    rate_bytes_per_s=watched.rate_bytes_per_s)
@@ -298,6 +332,10 @@ def _detail(record: PushRecord, timeout_s: float) -> str:
         detail = (f"bounded ({record.stopped}) after {record.wall_s:.1f} s: "
                   f"{(record.moved_bytes or 0) / 2**20:.1f} MiB moved, "
                   f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s")
+    elif record.outcome == "stalled" and record.stopped == StopReason.SERVER_STALL:
+        detail = (f"stalled at the server: the whole pack sent "
+                  f"({(record.moved_bytes or 0) / 2**20:.1f} MiB), then no answer for the "
+                  "stall timeout")
     elif record.outcome == "stalled":
         detail = (f"stalled: no progress for the stall timeout after "
                   f"{(record.moved_bytes or 0) / 2**20:.1f} MiB")

@@ -12,6 +12,7 @@ one isolated config (:mod:`gitnetdiag.probe.gitconfig`).
 from __future__ import annotations
 
 import re
+import signal
 import tempfile
 import threading
 from collections.abc import Callable
@@ -39,7 +40,7 @@ from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, 
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
 from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
 from gitnetdiag.probe.versions import collect_versions
-from gitnetdiag.proc import sigterm_interrupts
+from gitnetdiag.proc import received_signal, sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
 from gitnetdiag.rundir import (
     NATIVE_FILES,
@@ -122,6 +123,7 @@ class _Run:
         self.started_at = now_iso()
         self.finished_at: str | None = None
         self.status = "running"
+        self.ended_by: str | None = None
         self.environment: ToolVersions | None = None
         self.repo_info: RepoInfo | None = None
         self.capture_enabled = False
@@ -149,7 +151,7 @@ class _Run:
             options=self.options.manifest_options(), environment=self.environment,
             repo=self.repo_info, capture_enabled=self.capture_enabled,
             protocols=tuple(self.protocols.values()), paths=tuple(self.paths),
-            errors=tuple(self.errors), warnings=tuple(self.warnings),
+            errors=tuple(self.errors), warnings=tuple(self.warnings), ended_by=self.ended_by,
         ), self.secrets)
 
     def save(self) -> RunManifest:
@@ -203,6 +205,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
             state.status = _final_status(state)
         except KeyboardInterrupt:
             state.status = "interrupted"
+            state.ended_by = (received_signal() or signal.SIGINT).name
             state.finished_at = now_iso()
             state.save()
             raise

@@ -18,7 +18,7 @@ from typing import Protocol as TypingProtocol
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.options import ProbeOptions
-from gitnetdiag.proc import run
+from gitnetdiag.proc import ENDING_SIGNALS, run
 from gitnetdiag.redaction import (
     SecretSet,
     redact_run_dir,
@@ -122,15 +122,20 @@ class RedactingReporter:
         if inner is not None:
             inner(redact_text(label, self._secrets), moved_bytes, rate_bytes_per_s)
 
+    def phase(self, label: str, text: str) -> None:
+        inner = getattr(self._inner, "phase", None)
+        if inner is not None:
+            inner(redact_text(label, self._secrets), redact_text(text, self._secrets))
+
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:
-    """Ignore Ctrl-C and SIGTERM (main thread only) while the redaction pass runs:
+    """Ignore Ctrl-C, SIGTERM and SIGHUP (main thread only) while the redaction pass runs:
     a second interrupt must not leave half the run directory unredacted."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in (signal.SIGINT, signal.SIGTERM)}
+    previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in ENDING_SIGNALS}
     try:
         yield
     finally:

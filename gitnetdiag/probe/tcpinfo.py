@@ -64,6 +64,7 @@ _PID_RE = re.compile(r"pid=(\d+)")
 _MS_FIELDS = {"busy": "busy_time_us", "rwnd_limited": "rwnd_limited_us",
               "sndbuf_limited": "sndbuf_limited_us"}
 _INT_FIELDS = {"bytes_acked": "bytes_acked", "bytes_sent": "bytes_sent",
+               "bytes_received": "bytes_received",
                "bytes_retrans": "bytes_retrans", "unacked": "unacked", "mss": "snd_mss",
                "cwnd": "snd_cwnd", "snd_wnd": "snd_wnd_bytes"}
 _RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}

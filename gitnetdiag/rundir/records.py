@@ -317,7 +317,10 @@ class RunManifest:
     """Errors met (the run went on where it could)."""
     warnings: tuple[str, ...]
     """Warnings (e.g. captures off because not root)."""
-
+    ended_by: str | None = None
+    """The signal that stopped an ``interrupted`` run: ``SIGINT`` (Ctrl-C), ``SIGTERM``
+    or ``SIGHUP`` (a closed terminal or dropped SSH session); None for a run that went
+    to its end (and while it runs)."""
 
     def protocol(self, name: str) -> ProtocolRun | None:
         return next((p for p in self.protocols if p.protocol == name), None)
