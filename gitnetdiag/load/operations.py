@@ -193,7 +193,8 @@ class Workspace:
         except BaseException:
             shutil.rmtree(self.root, ignore_errors=True)
             raise
-        self.transport = replace(transport, global_config=str(config))
+        self.transport = replace(transport, global_config=str(config.path),
+                                 secret_config=config.secret_entries)
         self.env = self.transport.env()
         self.cleanup_counts: Counter[str] = Counter()
         self._pending: dict[str, tuple[str, Aftermath]] = {}
@@ -238,7 +239,7 @@ class Workspace:
             # Fresh commits on top of the remote's HEAD: a push then sends only them.
             fetch = self.inflight.run(
                 ["git", *self.transport.config_args(), "fetch", "--quiet", "--no-tags",
-                 self.transport.url, "+HEAD:refs/gitnetdiag-load/base"],
+                 self.transport.command_url, "+HEAD:refs/gitnetdiag-load/base"],
                 env=self.env, cwd=repo, timeout_s=self.timeout_s,
             )
             if not fetch.ok:
@@ -289,7 +290,7 @@ class Workspace:
                     # and go while a clone runs (a clone that wanted one just deleted
                     # failed with "not our ref"), and they are not what a user clones.
                     ["git", *self.transport.config_args(), "clone", "--quiet", "--bare",
-                     "--single-branch", "--no-tags", self.transport.url, str(dest)],
+                     "--single-branch", "--no-tags", self.transport.command_url, str(dest)],
                     env=self.env, cwd=self.root, timeout_s=self.timeout_s,
                 )
                 return self._outcome(run, _pack_bytes(dest))
@@ -300,7 +301,7 @@ class Workspace:
             before = _pack_bytes(repo)
             run = self.inflight.run(
                 ["git", *self.transport.config_args(), "fetch", "--quiet", "--no-tags",
-                 self.transport.url, "+HEAD:refs/gitnetdiag-load/head"],
+                 self.transport.command_url, "+HEAD:refs/gitnetdiag-load/head"],
                 env=self.env, cwd=repo, timeout_s=self.timeout_s,
             )
             return self._outcome(run, max(0, _pack_bytes(repo) - before))

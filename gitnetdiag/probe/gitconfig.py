@@ -10,18 +10,24 @@ repository's own, and ``-c``/``GIT_CONFIG_*`` from the environment) is read
 once, filtered through an allowlist of transport settings, and written to one
 private file that every git run gets as ``GIT_CONFIG_GLOBAL`` with
 ``GIT_CONFIG_NOSYSTEM=1`` (:func:`gitnetdiag.probe.gitpush.isolate_config_env`).
+Entries that hold a secret (``http.extraHeader``, URLs with a password) stay
+out of the file: they reach git through its environment only, so nothing
+secret is left on disk, even after SIGKILL.
 
-    user's config (all scopes) --allowlist--> isolated file --> every git run
+    user's config (all scopes) --allowlist--+--> isolated file (no secrets) --> every git run
+                                            +--> secret entries (memory) --GIT_CONFIG_KEY_n--^
 """
 
 from __future__ import annotations
 
 import os
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitnetdiag.errors import ExternalCommandError
 from gitnetdiag.proc import run_binary
+from gitnetdiag.redaction import secrets_from_url
 
 ALLOWED_KEYS = re.compile(
     r"""^(
@@ -103,10 +109,40 @@ def read_user_config(repo: Path | None, env: dict[str, str] | None = None) -> by
     return proc.stdout
 
 
-def write_isolated_config(dest: Path, repo: Path | None = None) -> Path:
-    """Write the filtered config to ``dest`` (0600: credential settings may be in it)."""
-    text = render_config(filter_config(parse_config_list(read_user_config(repo))))
+def _holds_secret(key: str, value: str | None) -> bool:
+    subsection = key.partition(".")[2].rpartition(".")[0]
+    return (key.lower().endswith(".extraheader") or bool(secrets_from_url(value or ""))
+            or bool(secrets_from_url(subsection)))
+
+
+def split_secret_entries(entries: list[tuple[str, str | None]]
+                         ) -> tuple[list[tuple[str, str | None]], list[tuple[str, str | None]]]:
+    """(entries for the file, entries that hold a secret): ``http.extraHeader`` values and
+    anything carrying a URL with a password or token (a proxy, an ``insteadOf``). Every
+    entry of a key that has one secret goes with it, so a multi-valued key (extraHeader,
+    where an empty value resets the list) keeps its order."""
+    secret_keys = {key.lower() for key, value in entries if _holds_secret(key, value)}
+    public = [(k, v) for k, v in entries if k.lower() not in secret_keys]
+    secret = [(k, v) for k, v in entries if k.lower() in secret_keys]
+    return public, secret
+
+
+@dataclass(frozen=True, kw_only=True)
+class IsolatedConfig:
+    """The isolated config: a file without secrets, and the secret entries, which reach
+    git only through its environment (``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``)."""
+
+    path: Path
+    """The file every git run reads as its global config (no secret in it)."""
+    secret_entries: tuple[tuple[str, str | None], ...] = field(default=(), repr=False)
+    """Entries kept in memory only (:func:`split_secret_entries`)."""
+
+
+def write_isolated_config(dest: Path, repo: Path | None = None) -> IsolatedConfig:
+    """Write the filtered config, less its secrets, to ``dest`` (0600 all the same)."""
+    public, secret = split_secret_entries(filter_config(parse_config_list(
+        read_user_config(repo))))
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as handle:
-        handle.write(text)
-    return dest
+        handle.write(render_config(public))
+    return IsolatedConfig(path=dest, secret_entries=tuple(secret))

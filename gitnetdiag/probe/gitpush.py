@@ -15,9 +15,10 @@ import re
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
+from urllib.parse import unquote, urlsplit
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.probe.repo import check_safe_ref
@@ -188,6 +189,14 @@ class Transport:
     global_config: str | None = None
     """The isolated global config file every git run reads instead of the user's system
     and global config (:func:`gitnetdiag.probe.gitconfig.write_isolated_config`)."""
+    secret_config: tuple[tuple[str, str | None], ...] = field(default=(), repr=False)
+    """Config entries holding secrets (extraHeader): given to git in its environment."""
+
+    @property
+    def command_url(self) -> str:
+        """The URL as git's command line gets it: without the password or token of its
+        user part, which reach git through its environment (:meth:`env`)."""
+        return url_credential_split(self.url)[0] if self.protocol.is_http else self.url
 
     def config_args(self) -> list[str]:
         """``-c`` options for this transport."""
@@ -216,9 +225,60 @@ class Transport:
             env["GIT_SSL_NO_VERIFY"] = "1"
         if self.ssh_command:
             env["GIT_SSH_COMMAND"] = self.ssh_command
+        if self.protocol.is_http:
+            secret_config_env(env, self.secret_config, self.url)
         if extra:
             env.update(extra)
         return env
+
+
+CREDENTIAL_HELPER = (
+    '!f() { test "$1" = get || exit 0; printf "username=%s\\n" "$GITNETDIAG_USERNAME"; '
+    'test -z "$GITNETDIAG_PASSWORD" || printf "password=%s\\n" "$GITNETDIAG_PASSWORD"; }; f'
+)
+"""A credential helper answering from the environment git inherits from gitnetdiag:
+neither the helper's command line nor any file holds the password."""
+
+
+def url_credential_split(url: str) -> tuple[str, str | None, str | None]:
+    """(URL without its secret, user name, password) of an HTTP(S) URL (pure).
+
+    ``user:password@`` keeps ``user@`` (git then asks its helper for the password at
+    once, as it uses a password in the URL); a bare ``token@`` user is removed whole.
+    """
+    try:
+        parts = urlsplit(url)
+        username, password = parts.username, parts.password
+    except ValueError:
+        return url, None, None
+    if username is None or parts.scheme.lower() not in ("http", "https"):
+        return url, None, None
+    host = parts.netloc.rpartition("@")[2]
+    user_part = parts.netloc.rpartition("@")[0].partition(":")[0]
+    netloc = f"{user_part}@{host}" if password is not None else host
+    return (parts._replace(netloc=netloc).geturl(), unquote(username),
+            unquote(password) if password is not None else None)
+
+
+def secret_config_env(env: dict[str, str], entries: Sequence[tuple[str, str | None]],
+                      url: str) -> None:
+    """Add ``entries`` and the URL's credential to ``env`` as command-scope config
+    (``GIT_CONFIG_COUNT``/``GIT_CONFIG_KEY_n``/``GIT_CONFIG_VALUE_n``): git reads them
+    after the isolated file, and no file or command line holds them."""
+    pairs = [(key, "true" if value is None else value) for key, value in entries]
+    _url, username, password = url_credential_split(url)
+    if username is not None:
+        # Only this helper answers: with the password in the URL git asked no helper.
+        pairs += [("credential.helper", ""), ("credential.helper", CREDENTIAL_HELPER)]
+        env["GITNETDIAG_USERNAME"] = username
+        env["GITNETDIAG_PASSWORD"] = password or ""
+    if not pairs:
+        return
+    base = int(env.get("GIT_CONFIG_COUNT", "0") or 0)
+    for n, (key, value) in enumerate(pairs, start=base):
+        env[f"GIT_CONFIG_KEY_{n}"] = key
+        env[f"GIT_CONFIG_VALUE_{n}"] = value
+    env["GIT_CONFIG_COUNT"] = str(base + len(pairs))
 
 
 PUSH_SAFETY_CONFIG = (
@@ -253,7 +313,7 @@ def push_argv(transport: Transport, oid: str, branch: str) -> list[str]:
     check_safe_ref(ref)
     return [
         "git", *transport.config_args(), "push", "--progress", *_PUSH_FLAGS,
-        transport.url, f"{oid}:{ref}",
+        transport.command_url, f"{oid}:{ref}",
     ]
 
 
@@ -266,7 +326,7 @@ def delete_argv(transport: Transport, branch: str, expected_oid: str) -> list[st
         raise ValueError(f"not a full object id: {expected_oid!r}")
     return [
         "git", *transport.config_args(), "push", *_PUSH_FLAGS,
-        f"--force-with-lease={ref}:{expected_oid}", transport.url, f":{ref}",
+        f"--force-with-lease={ref}:{expected_oid}", transport.command_url, f":{ref}",
     ]
 
 
@@ -304,7 +364,7 @@ def parse_pack_progress(stderr: str) -> PackProgress:
 
 def ls_remote_argv(transport: Transport, *patterns: str) -> list[str]:
     """git ls-remote of the remote (optionally limited to patterns)."""
-    return ["git", *transport.config_args(), "ls-remote", transport.url, *patterns]
+    return ["git", *transport.config_args(), "ls-remote", transport.command_url, *patterns]
 
 
 def run_git(

@@ -26,7 +26,7 @@ from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.budget import native_pack_bytes, stall_detail
 from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
-from gitnetdiag.probe.gitconfig import write_isolated_config
+from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
 from gitnetdiag.probe.h2stop import with_http2_frames
 from gitnetdiag.probe.nativecleanup import GitBranchCleanup
@@ -133,7 +133,7 @@ class _Run:
         self.warnings: list[str] = []
         self.first_error: GitnetdiagError | None = None
         self.failed: set[Protocol] = set()
-        self.git_config: Path | None = None
+        self.git_config: IsolatedConfig | None = None
         self.before_pushes: Callable[[], object] | None = None
         self.pack: bytes | None = None
         """The pack of the probe commit, made once (the native probes send it too)."""
@@ -142,7 +142,8 @@ class _Run:
     def transport(self, protocol: Protocol) -> Transport:
         """The protocol's transport, reading the run's isolated git config."""
         return replace(self.options.transport(protocol),
-                       global_config=str(self.git_config) if self.git_config else None)
+                       global_config=str(self.git_config.path) if self.git_config else None,
+                       secret_config=self.git_config.secret_entries if self.git_config else ())
 
     def manifest(self) -> RunManifest:
         return redact_tree(RunManifest(
