@@ -85,7 +85,7 @@ def test_the_probe_command_shows_bytes_and_rate_while_a_push_runs() -> None:
 
     from gitnetdiag.commands.probe import RichReporter
 
-    console = Console(record=True, width=100)
+    console = Console(record=True, width=100, force_terminal=True)
     progress = RichProgress(console=console)
     reporter = RichReporter(progress, console)
     reporter.begin("push h2 #1")
@@ -93,6 +93,37 @@ def test_the_probe_command_shows_bytes_and_rate_while_a_push_runs() -> None:
     [task] = progress.tasks
     assert task.description == "push h2 #1: 5.0 MiB, 1.25 MiB/s"
     reporter.moved("push h1 #1", 1, None)  # not begun: ignored
+
+
+def test_a_non_terminal_stderr_gets_a_line_per_step_and_phase() -> None:
+    """A log or CI stderr sees each step and phase as it happens (no spinner, no
+    byte counter), and a terminal gone away (EIO after SIGHUP) stops nothing."""
+    from rich.console import Console
+    from rich.progress import Progress as RichProgress
+
+    from gitnetdiag.commands.probe import RichReporter
+
+    console = Console(record=True, width=200, force_terminal=False)
+    progress = RichProgress(console=console)
+    reporter = RichReporter(progress, console)
+    reporter.begin("push h1 #1")
+    reporter.moved("push h1 #1", 5 * 2**20, None)
+    reporter.phase("push h1 #1", "waiting for the server's status")
+    reporter.done("push h1 #1", "0.11 s", ok=True)
+    assert console.export_text().splitlines() == [
+        "push h1 #1 ...", "push h1 #1: waiting for the server's status",
+        "ok push h1 #1: 0.11 s"]
+    assert progress.tasks == []
+
+    class Gone:
+        def write(self, text: str) -> int:
+            raise OSError(5, "Input/output error")
+
+        def flush(self) -> None:
+            raise OSError(5, "Input/output error")
+
+    dead = Console(file=Gone(), force_terminal=False)  # type: ignore[arg-type]
+    RichReporter(RichProgress(console=dead), dead).warn("the branch is left")
 
 
 def test_a_slow_login_is_not_transfer_time() -> None:

@@ -41,9 +41,11 @@ def test_isolated_config_is_what_git_reads(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("GIT_CONFIG_KEY_0", "push.default")
     monkeypatch.setenv("GIT_CONFIG_VALUE_0", "mirror")
     isolated = write_isolated_config(tmp_path / "isolated")
-    assert isolated.stat().st_mode & 0o777 == 0o600
+    assert isolated.path.stat().st_mode & 0o777 == 0o600
+    assert "extraheader" not in isolated.path.read_text().lower()  # a secret: env only
     env = Transport(protocol=Protocol.H1, url="https://git.example/r.git",
-                    global_config=str(isolated)).env()
+                    global_config=str(isolated.path),
+                    secret_config=isolated.secret_entries).env()
     listed = subprocess.run(["git", "config", "--list"], env=env, capture_output=True,
                             text=True, cwd=tmp_path, timeout=30).stdout
     assert "push." not in listed and "hookspath" not in listed.lower()
