@@ -66,8 +66,8 @@ class RichReporter:
         self.tasks: dict[str, TaskID] = {}
 
     def _line(self, text: str) -> None:
-        with contextlib.suppress(OSError):
-            self.progress.console.print(text, highlight=False)
+        with contextlib.suppress(OSError):  # a log keeps each line whole
+            self.progress.console.print(text, highlight=False, soft_wrap=not self.live)
 
     def begin(self, label: str) -> None:
         if not self.live:

@@ -85,7 +85,7 @@ def run_cycle(target: Target, run_dir: Path, started_unix_s: float) -> ProbeSamp
         return failed_sample(target.name, target.protocols, exc.reference, exc.one_line(),
                              started_unix_s=started_unix_s, duration_s=elapsed())
     errors = push_errors_of(outcome.manifest.protocols, outcome.manifest.errors)
-    leftovers = cleanup_failures_of(outcome.manifest.errors)
+    leftovers = cleanup_failures_of(outcome.manifest.errors, outcome.manifest.protocols)
     try:
         diagnosis, warnings = diagnose_run(outcome.run_dir)
         write_reports(diagnosis, outcome.run_dir)

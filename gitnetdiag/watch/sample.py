@@ -9,6 +9,7 @@ manifest, only the latest sample of each target.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -175,9 +176,27 @@ def sample_from_diagnosis(
     )
 
 
-def cleanup_failures_of(run_errors: Iterable[RunError]) -> tuple[str, ...]:
-    """Protocols of a run whose throwaway branch was left behind."""
-    return tuple(e.protocol or "" for e in run_errors if e.stage == "cleanup")
+def cleanup_failures_of(run_errors: Iterable[RunError],
+                        manifest_protocols: Iterable[ProtocolRun] = ()) -> tuple[str, ...]:
+    """One protocol per throwaway branch a run may have left on the server: every push
+    whose clean-up ended ``leftover`` or ``unconfirmed``, and every other clean-up error
+    (a native probe's branch). A push's own ``leftover`` error is not counted twice."""
+    found: list[str] = []
+    pushes_left: Counter[str] = Counter()
+    for run in manifest_protocols:
+        for push in run.pushes:
+            if push.cleanup in ("leftover", "unconfirmed"):
+                found.append(run.protocol)
+                pushes_left[run.protocol] += push.cleanup == "leftover"
+    for error in run_errors:
+        if error.stage != "cleanup":
+            continue
+        protocol = error.protocol or ""
+        if pushes_left[protocol]:
+            pushes_left[protocol] -= 1
+        else:
+            found.append(protocol)
+    return tuple(found)
 
 
 def push_errors_of(manifest_protocols: Iterable[ProtocolRun],

@@ -20,15 +20,16 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import UTC, datetime
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.lab.state import load_state
+from gitnetdiag.rundir import MANIFEST_NAME, load_run
 from gitnetdiag.watch.config import Target, WatchConfig
 from gitnetdiag.watch.metrics import WatchMetrics
-from gitnetdiag.watch.sample import ProbeSample, failed_sample
+from gitnetdiag.watch.sample import ProbeSample, cleanup_failures_of, failed_sample
 
 log = logging.getLogger("gitnetdiag.watch")
 
@@ -61,6 +62,17 @@ def _job(target: Target, run_dir: Path, started_unix_s: float) -> str:
                        "started_unix_s": started_unix_s})
 
 
+def _left_by(run_dir: Path) -> tuple[str, ...]:
+    """The branches a cycle's run directory says it may have left (none without one)."""
+    if not (run_dir / MANIFEST_NAME).is_file():
+        return ()
+    try:
+        manifest = load_run(run_dir)
+    except GitnetdiagError:
+        return ()
+    return cleanup_failures_of(manifest.errors, manifest.protocols)
+
+
 class SubprocessCycle:
     """A :data:`CycleRunner` that runs ``python -m gitnetdiag.watch.cycle``.
 
@@ -82,7 +94,9 @@ class SubprocessCycle:
                                    started_unix_s=started_unix_s,
                                    duration_s=time.time() - started_unix_s,
                                    run_dir=str(run_dir) if run_dir.is_dir() else "")
-            return sample, kind
+            # A cycle stopped at its deadline (or by us) still cleaned up, and its
+            # manifest says which branches it may have left: they count too.
+            return replace(sample, cleanup_failures=_left_by(run_dir)), kind
 
         argv = [self.python, "-m", "gitnetdiag.watch.cycle"]
         if target.lab is not None:

@@ -215,3 +215,41 @@ def test_fast_push_wall_time_is_gits_own(http_remote: HttpRemote, tmp_path: Path
         assert push.outcome == "ok" and push.phases is not None, push
         assert push.phases.total_s is not None
         assert abs(push.wall_s - push.phases.total_s) <= 0.02, push
+
+
+def test_ctrl_c_says_what_the_cleanup_waits_for_and_a_second_stops_it(
+    muted_remote: HttpRemote, tmp_path: Path
+) -> None:
+    """Ctrl-C while the server holds the pack: at once, a line on what the clean-up waits
+    for and how long; a second Ctrl-C ends the wait and prints the branch, its URL
+    (redacted) and the command that removes it."""
+    proc = subprocess.Popen(
+        [*TOOL, "--http", _plain(muted_remote.url), "--no-capture", "--cleanup-wait", "60",
+         "--out", str(tmp_path / "run")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=_env(tmp_path),
+        start_new_session=True)
+    assert muted_remote.receiving.wait(60)
+    time.sleep(0.5)
+    assert proc.stderr is not None
+    os.set_blocking(proc.stderr.fileno(), False)
+    proc.send_signal(signal.SIGINT)
+    seen = b""
+    deadline = time.monotonic() + 5
+    while b"Ctrl-C again to stop waiting" not in seen and time.monotonic() < deadline:
+        seen += proc.stderr.read() or b""
+        time.sleep(0.05)
+    assert b"cleaning up: the server has the whole pack and has not answered: waiting up " \
+        b"to 60 s for gitnetdiag/probe-" in seen
+    stopped_at = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    proc.wait(timeout=15)
+    assert time.monotonic() - stopped_at < 5
+    rest = seen + (proc.stderr.read() or b"")
+    text = rest.decode()
+    assert "Traceback" not in text and proc.returncode != 0
+    assert "stopped waiting: gitnetdiag/probe-" in text
+    assert "remove it with: git push --force-with-lease=refs/heads/gitnetdiag/probe-" in text
+    assert "http://***@127.0.0.1" in text and TOKEN not in text
+    manifest = load_run(tmp_path / "run")
+    assert manifest.ended_by == "SIGINT"
+    assert manifest.protocols[0].pushes[0].cleanup == "unconfirmed"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.rundir import ProtocolRun, PushRecord, RunError
@@ -81,3 +83,43 @@ def test_failed_sample_and_round_trip() -> None:
     full = _sample(examples.slow_h2_edge(), {"h2": "hung"})
     assert ProbeSample.from_dict(full.to_dict()) == full
     assert error_kind_label("") == "other"
+
+
+def test_every_leftover_or_unconfirmed_branch_counts_once() -> None:
+    """A cycle whose push left its branch (``leftover``, with its own clean-up error) or
+    could not confirm it gone (``unconfirmed``, only a warning) feeds
+    ``gitnetdiag_cleanup_failures_total`` once per branch; a native probe's clean-up
+    error counts too."""
+    def push(cleanup: str) -> PushRecord:
+        return PushRecord(protocol="h1", repeat=1, branch="b", started_at="",
+                          outcome="hung", failure_kind="hung", last_line="", wall_s=1.0,
+                          pack_bytes=1, rate_bytes_per_s=None, http_version=None, alpn=None,
+                          post_s=None, curl_last_info=None, phases=None, capture=None,
+                          cleanup=cleanup)
+    runs = [ProtocolRun(protocol="h1", url="u", endpoint="h:1",
+                        pushes=(push("leftover"), push("unconfirmed"), push("deleted")))]
+    own = RunError(stage="cleanup", protocol="h1", reference="probe-ref-leftover", kind=None,
+                   message="gitnetdiag/probe-1 is still on u")
+    native = RunError(stage="cleanup", protocol="h2", reference="probe-ref-leftover",
+                      kind=None, message="native")
+    assert cleanup_failures_of([own, native], runs) == ("h1", "h1", "h2")
+    assert cleanup_failures_of([], runs) == ("h1", "h1")
+
+
+def test_a_cycle_stopped_at_its_deadline_still_counts_its_leftovers(tmp_path: Path) -> None:
+    """The exporter reads the stopped cycle's manifest: its unconfirmed branch counts."""
+    from gitnetdiag.rundir import RunManifest, write_manifest
+    from gitnetdiag.watch.scheduler import _left_by
+
+    left = PushRecord(protocol="h2", repeat=1, branch="b", started_at="", outcome="interrupted",
+                      failure_kind=None, last_line="", wall_s=1.0, pack_bytes=1,
+                      rate_bytes_per_s=None, http_version=None, alpn=None, post_s=None,
+                      curl_last_info=None, phases=None, capture=None, cleanup="unconfirmed")
+    manifest = RunManifest(
+        schema="gitnetdiag.run/1", tool_version="0", run_id="r", started_at="",
+        finished_at="", status="interrupted", options={}, environment=None, repo=None,
+        capture_enabled=False, paths=(), errors=(), warnings=(), ended_by="SIGTERM",
+        protocols=(ProtocolRun(protocol="h2", url="u", endpoint="h:1", pushes=(left,)),))
+    write_manifest(tmp_path, manifest)
+    assert _left_by(tmp_path) == ("h2",)
+    assert _left_by(tmp_path / "missing") == ()
