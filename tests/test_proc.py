@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Literal
 
@@ -58,3 +59,53 @@ def test_started_child_is_stopped_with_its_group(isolate: Literal["session", "gr
     assert os.getpgid(child.pid) == child.pid
     kill_group(child)
     assert child.poll() is not None
+
+
+def test_children_in_their_own_group_die_with_a_killed_parent(tmp_path: Path) -> None:
+    """SIGKILL of the parent runs none of its code, yet the guardian stops the child's
+    whole group: the child and the grandchild it started (git's remote helper, ssh)."""
+    marker = tmp_path / "pids"
+    parent = (
+        "import sys, time\n"
+        "from gitnetdiag.proc import start\n"
+        "proc = start(['sh', '-c', 'sleep 300 & echo $! $$ > " + str(marker) + "; wait'],"
+        " isolate='session')\n"
+        "time.sleep(300)\n"
+    )
+    tool = subprocess.Popen([sys.executable, "-c", parent])
+    for _ in range(100):
+        if marker.exists() and len(marker.read_text().split()) == 2:
+            break
+        time.sleep(0.05)
+    pids = [int(p) for p in marker.read_text().split()]
+    tool.kill()
+    tool.wait(timeout=10)
+    deadline = time.monotonic() + 5
+    while any(_alive(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not any(_alive(pid) for pid in pids)
+
+
+def test_a_server_meant_to_outlive_us_is_left_alone(tmp_path: Path) -> None:
+    """``outlive`` (the lab's servers): the guardian does not stop it when we end."""
+    marker = tmp_path / "pid"
+    parent = (
+        "from gitnetdiag.proc import start\n"
+        "start(['sh', '-c', 'echo $$ > " + str(marker) + "; exec sleep 30'],"
+        " isolate='session', outlive=True)\n"
+    )
+    subprocess.run([sys.executable, "-c", parent], timeout=30, check=True)
+    time.sleep(1.0)
+    pid = int(marker.read_text())
+    try:
+        assert _alive(pid)
+    finally:
+        os.kill(pid, 9)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"

@@ -170,3 +170,20 @@ def test_the_budget_starts_with_the_pack_not_the_login() -> None:
     assert monitor.pack_started_s() == pytest.approx(11.0)
     rate = monitor.rate_bytes_per_s()
     assert rate is not None and rate == pytest.approx(1_000_000, rel=0.1)
+
+
+def test_no_answer_after_the_whole_pack_is_a_stall_at_the_server() -> None:
+    """Once git printed ``Total`` the budget no longer applies, but silence does: no byte
+    acknowledged or received and no line for the stall timeout ends the push as
+    ``server-stall``; a line from the server (``remote: ...``) restarts the count."""
+    from gitnetdiag.probe.budget import StopReason
+
+    monitor = RateMonitor(budget_s=10, stall_timeout_s=3)
+    monitor.add(Progress(t_s=0.25, moved_bytes=1_000_000))
+    assert monitor.stop_reason(0.5, pack_finished=True) is None
+    monitor.add(Progress(t_s=2.0, moved_bytes=1_000_000))
+    monitor.alive(2.0)  # "remote: running the hook"
+    assert monitor.stop_reason(4.9, pack_finished=True) is None
+    assert monitor.stop_reason(5.0, pack_finished=True) is StopReason.SERVER_STALL
+    unlimited = RateMonitor(budget_s=None, stall_timeout_s=None)
+    assert unlimited.stop_reason(1000.0, pack_finished=True) is None
