@@ -7,7 +7,9 @@ Errors are rendered in exactly one place, :func:`main`.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import signal
 import sys
 from types import ModuleType
 from typing import NoReturn
@@ -17,6 +19,7 @@ from rich.console import Console
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import ExitCode, GitnetdiagError, UsageError
+from gitnetdiag.proc import received_signal
 
 PROG = "gitnetdiag"
 
@@ -115,7 +118,9 @@ def usage_error(exc: Exception) -> UsageError:
 
 
 def _interrupted() -> NoReturn:
-    err_console.print("interrupted: partial results were kept", markup=False, style="yellow")
+    with contextlib.suppress(OSError):  # no terminal left after SIGHUP
+        err_console.print("interrupted: partial results were kept", markup=False,
+                          style="yellow")
     sys.exit(int(ExitCode.INTERRUPTED))
 
 
@@ -147,6 +152,12 @@ def main() -> None:
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         _interrupted()
+    except OSError:
+        if received_signal() is not signal.SIGHUP:
+            raise
+        # The terminal went away (SIGHUP): the clean-up ran and the manifest says so;
+        # there is nothing left to print to.
+        sys.exit(int(ExitCode.INTERRUPTED))
     if isinstance(code, int) and code == ExitCode.INTERRUPTED:
         _interrupted()
     if isinstance(code, int) and code:

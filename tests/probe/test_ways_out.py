@@ -4,7 +4,9 @@ git's own timing of fast pushes."""
 
 from __future__ import annotations
 
+import contextlib
 import os
+import pty
 import signal
 import subprocess
 import sys
@@ -253,3 +255,35 @@ def test_ctrl_c_says_what_the_cleanup_waits_for_and_a_second_stops_it(
     manifest = load_run(tmp_path / "run")
     assert manifest.ended_by == "SIGINT"
     assert manifest.protocols[0].pushes[0].cleanup == "unconfirmed"
+
+
+def test_a_closed_terminal_cleans_up_like_sigterm(slow_remote: HttpRemote, tmp_path: Path) -> None:
+    """The real thing behind SIGHUP: the probe's terminal (a pty) is closed mid-push. The
+    kernel sends SIGHUP and every later write fails (EIO), yet the clean-up waits for the
+    hook and deletes the branch, the manifest says SIGHUP, and the exit code is 130."""
+
+
+    pid, master = pty.fork()
+    if pid == 0:  # the child: session leader with the pty as its terminal
+        os.environ["TMPDIR"] = _env(tmp_path)["TMPDIR"]
+        os.execv(sys.executable, [*TOOL, "--http", _plain(slow_remote.url), "--timeout",
+                                  "60", "--no-capture", "--out", str(tmp_path / "run")])
+    assert slow_remote.receiving.wait(60)
+    time.sleep(0.5)
+    with contextlib.suppress(OSError):
+        os.read(master, 65536)
+    os.close(master)
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(pid, signal.SIGKILL)
+        pytest.fail("the probe did not end after its terminal closed")
+    assert os.waitstatus_to_exitcode(status) == 130
+    manifest = load_run(tmp_path / "run")
+    assert manifest.status == "interrupted" and manifest.ended_by == "SIGHUP"
+    assert manifest.protocols[0].pushes[0].cleanup == "deleted"
+    assert _refs(slow_remote.bare) == []
