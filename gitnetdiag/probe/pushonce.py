@@ -30,6 +30,7 @@ from gitnetdiag.probe.capture import (
 )
 from gitnetdiag.probe.cleanup import (
     CleanupResult,
+    GitRunner,
     RefCleanup,
     interrupts_deferred,
     push_aftermath,
@@ -175,17 +176,6 @@ def push_once(
     except KeyboardInterrupt:
         interrupted = True
     artifacts["cleanup_stderr"] = f"{stem}.cleanup.stderr.txt"
-    cleanup_log = run_dir / artifacts["cleanup_stderr"]
-
-    def logged_git(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path,
-                   timeout_s: float) -> GitRun:
-        run = run_git(argv, env=env, cwd=cwd, timeout_s=timeout_s)
-        step = "ls-remote" if "ls-remote" in argv else "delete"
-        outcome = "timed out" if run.timed_out else f"exit {run.exit_code}"
-        with cleanup_log.open("a") as log:
-            log.write(f"# {step}: {outcome} after {run.wall_s:.2f} s\n{run.stderr}")
-        return run
-
     aftermath = push_aftermath(git_run)
     notice = CleanupNotice(state.reporter, transport, branch, oid, aftermath,
                            options.cleanup_wait_s)
@@ -195,8 +185,9 @@ def push_once(
         try:
             with notice.waiting():
                 cleanup = remove_probe_ref(
-                    transport, branch, oid, aftermath, runner=logged_git, cwd=repo_path,
-                    wait_s=options.cleanup_wait_s,
+                    transport, branch, oid, aftermath,
+                    runner=_logged_runner(run_dir / artifacts["cleanup_stderr"]),
+                    cwd=repo_path, wait_s=options.cleanup_wait_s,
                 )
         except CleanupStopped:
             cleanup = notice.stopped()
@@ -206,6 +197,20 @@ def push_once(
         state.reporter.done(label, _detail(record, options.timeout_s),
                             ok=record.outcome in ("ok", "bounded"))
     return record, interrupted or deferred.signalled
+
+
+def _logged_runner(cleanup_log: Path) -> GitRunner:
+    """run_git, each run's outcome and stderr appended to the clean-up's log."""
+    def logged_git(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path,
+                   timeout_s: float) -> GitRun:
+        run = run_git(argv, env=env, cwd=cwd, timeout_s=timeout_s)
+        step = "ls-remote" if "ls-remote" in argv else "delete"
+        outcome = "timed out" if run.timed_out else f"exit {run.exit_code}"
+        with cleanup_log.open("a") as log:
+            log.write(f"# {step}: {outcome} after {run.wall_s:.2f} s\n{run.stderr}")
+        return run
+
+    return logged_git
 
 
 def exact_wall_s(git_run: GitRun | None, phases: Trace2Phases | None) -> float:

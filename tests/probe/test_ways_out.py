@@ -261,8 +261,6 @@ def test_a_closed_terminal_cleans_up_like_sigterm(slow_remote: HttpRemote, tmp_p
     """The real thing behind SIGHUP: the probe's terminal (a pty) is closed mid-push. The
     kernel sends SIGHUP and every later write fails (EIO), yet the clean-up waits for the
     hook and deletes the branch, the manifest says SIGHUP, and the exit code is 130."""
-
-
     pid, master = pty.fork()
     if pid == 0:  # the child: session leader with the pty as its terminal
         os.environ["TMPDIR"] = _env(tmp_path)["TMPDIR"]
