@@ -64,6 +64,7 @@ class RichReporter:
         self.console = console
         self.live = console.is_terminal
         self.tasks: dict[str, TaskID] = {}
+        self.phases: dict[str, str] = {}
 
     def _line(self, text: str) -> None:
         with contextlib.suppress(OSError):  # a log keeps each line whole
@@ -90,13 +91,17 @@ class RichReporter:
     def phase(self, label: str, text: str) -> None:
         if not self.live:
             self._line(f"{label}: {text}")
+        else:
+            self.phases[label] = text
 
     def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
         task = self.tasks.get(label)
         if task is None:
             return
         rate = "" if rate_bytes_per_s is None else f", {rate_bytes_per_s / 2**20:.2f} MiB/s"
-        self.progress.update(task, description=f"{label}: {moved_bytes / 2**20:.1f} MiB{rate}")
+        phase = self.phases.get(label)
+        self.progress.update(task, description=f"{label}: {moved_bytes / 2**20:.1f} MiB{rate}"
+                             + (f"; {phase}" if phase else ""))
 
 
 class ReportFormat(StrEnum):

@@ -93,6 +93,9 @@ def test_the_probe_command_shows_bytes_and_rate_while_a_push_runs() -> None:
     [task] = progress.tasks
     assert task.description == "push h2 #1: 5.0 MiB, 1.25 MiB/s"
     reporter.moved("push h1 #1", 1, None)  # not begun: ignored
+    reporter.phase("push h2 #1", "waiting for the server's status")
+    reporter.moved("push h2 #1", 5 * 2**20, None)
+    assert progress.tasks[0].description == "push h2 #1: 5.0 MiB; waiting for the server's status"
 
 
 def test_a_non_terminal_stderr_gets_a_line_per_step_and_phase() -> None:
