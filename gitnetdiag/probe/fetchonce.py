@@ -249,7 +249,8 @@ def fetch_once(state: FetchState, protocol: Protocol, repeat: int, port: int) ->
         clone_removed=removed, artifacts=artifacts,
     )
     detail = (f"{outcome}, {record.moved_bytes / 2**20:.1f} MiB"
-              + (f", {rate / 2**20:.2f} MiB/s" if record.rate_bytes_per_s else "")
+              + (f", {record.rate_bytes_per_s / 2**20:.2f} MiB/s"
+                 if record.rate_bytes_per_s else "")
               + ("" if removed else ", PARTIAL CLONE LEFT"))
     state.reporter.done(label, detail, ok=outcome in ("ok", "bounded") and removed)
     return record

@@ -56,7 +56,8 @@ class TcpInfoSample:
     ``rcv_space`` (the receive buffer autotuning's estimate of what the sender can have in
     flight), ``rcv_ssthresh`` (the cap of the window the socket advertises), ``rcv_rtt_us``
     (the receiver's RTT estimate) and ``rcv_buf_bytes`` (``ss`` ``skmem`` ``rb``: the receive
-    buffer, what ``tcp_rmem`` or ``SO_RCVBUF`` allow). Absent when the kernel or ``ss`` does not say."""
+    buffer, what ``tcp_rmem`` or ``SO_RCVBUF`` allow). Absent when the kernel or ``ss`` does
+    not say."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
