@@ -50,7 +50,9 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
     console.file.write(render_fetch(diagnosis, fmt))
-    console.print(f"run directory: {outcome.run_dir}", markup=False, highlight=False)
+    # A JSON report on stdout stays parseable: the run directory goes to stderr then.
+    where = Console(stderr=True, highlight=False) if fmt == "json" else console
+    where.print(f"run directory: {outcome.run_dir}", markup=False, highlight=False)
     if json_out is not None:
         write_output(json_out, render_fetch(diagnosis, "json"))
     if outcome.error is not None:
