@@ -122,7 +122,7 @@ def _window_hit(obs: FetchObservation) -> Hit | None:
             what="client's receive buffer (skmem rb)", value=float(buffer), unit="B",
             threshold=BUFFER_AT_CEILING * ceiling if ceiling else None,
             comparison=">=" if ceiling else None,
-            basis="tcp_rmem maximum {}" if ceiling else "",
+            basis="90% of the tcp_rmem maximum {}" if ceiling else "",
             basis_terms=(Quantity(value=float(ceiling), unit="B"),) if ceiling else (),
             source=f"{tcp.source}; client sysctl net.ipv4.tcp_rmem"))
     return Hit(
