@@ -74,3 +74,13 @@ def test_download_socket_summary_takes_the_busiest_socket() -> None:
     assert summary.receive_buffer_max_bytes == 65536 and summary.min_rtt_s == 0.049
     assert summary.window_rate_limit_bytes_per_s == 32_000 / 0.049
     assert summarize_download([]) is None
+
+
+def test_small_window_still_growing_is_not_a_clamp() -> None:
+    """A short clone whose window had not grown yet, far below tcp_rmem's maximum: no clamp."""
+    young = replace(
+        HEALTHY, moved_bytes=900_000, measured_s=1.2, rate_bytes_per_s=750_000.0,
+        tcp=replace(TCP, advertised_window_max_bytes=64_000, receive_buffer_max_bytes=262_144))
+    assert rank_download([young]) == ()
+    offline = replace(young, client_rmem_max_bytes=None)  # ceiling unknown: the small window
+    assert [f.id for f in rank_download([offline])] == ["client-tcp-receive-window-clamp"]

@@ -102,9 +102,11 @@ def _window_hit(obs: FetchObservation) -> Hit | None:
         return None
     ceiling = obs.client_rmem_max_bytes
     buffer = tcp.receive_buffer_max_bytes
-    at_ceiling = (ceiling is not None and buffer is not None
-                  and buffer >= BUFFER_AT_CEILING * ceiling)
-    if not at_ceiling and window >= SMALL_WINDOW_BYTES:
+    # With the client's tcp_rmem and its socket's buffer known, the buffer at the ceiling is
+    # the clamp; a small window below an unreached ceiling is autotuning still growing.
+    known = ceiling is not None and buffer is not None
+    at_ceiling = known and buffer >= BUFFER_AT_CEILING * ceiling  # type: ignore[operator]
+    if (known and not at_ceiling) or (not known and window >= SMALL_WINDOW_BYTES):
         return None
     unclamped = UNCLAMPED_WINDOW_BYTES / rtt
     cost = obs.measured_s - obs.moved_bytes / unclamped if unclamped > rate else 0.0
