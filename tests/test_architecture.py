@@ -41,6 +41,7 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.pipeline_probe": "pipeline",
     "gitnetdiag.pipeline_capture": "pipeline",
     "gitnetdiag.pipeline_h2stall": "pipeline",
+    "gitnetdiag.pipeline_fetch": "pipeline",
     "gitnetdiag.report": "report",
     "gitnetdiag.proc": "proc",
     "gitnetdiag.tools": "tools",

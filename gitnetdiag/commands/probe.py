@@ -12,6 +12,7 @@ import sys
 import tempfile
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -23,6 +24,7 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from gitnetdiag.commands._output import write_output
+from gitnetdiag.commands.fetch import TransferDirection, fetch_run_dir, run_fetch_command
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
@@ -268,6 +270,10 @@ def probe_command(
         "to add to the diagnosis."),
     report_format: ReportFormat = typer.Option(
         ReportFormat.TERMINAL, "--format", help="How to print the diagnosis."),
+    direction: TransferDirection = typer.Option(
+        TransferDirection.PUSH, "--direction",
+        help="push (to a throwaway branch), fetch (read-only bounded clones of what the URL "
+        "serves) or both (fetches land in RUN-fetch)."),
 ) -> None:
     """Push the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 
@@ -336,6 +342,18 @@ def probe_command(
         SpinnerColumn(finished_text=" "), TextColumn("{task.description}"), TimeElapsedColumn(),
         console=console, transient=False,
     )
+    if direction is TransferDirection.FETCH:
+        run_fetch_command(options, RichReporter(progress, console), progress,
+                          fmt=report_format.value, json_out=json_out,
+                          console=Console(highlight=False))
+        return
+    if direction is TransferDirection.BOTH:
+        fetch_options = replace(options, out_dir=fetch_run_dir(options.out_dir))
+        run_fetch_command(fetch_options, RichReporter(progress, console), progress,
+                          fmt=report_format.value,
+                          json_out=(json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}")
+                                    if json_out else None),
+                          console=Console(highlight=False))
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-host-") as scratch:
         before = Path(scratch) / "host-before.json"
         # The lab's host snapshot is taken while the repository is made and the paths

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, slowclient, slowdisk
+from gitnetdiag.lab import config, fetchlab, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.httpauth import make_http_auth
 from gitnetdiag.lab.netns import Namespaces
@@ -43,7 +43,13 @@ from gitnetdiag.lab.servers import (
     wait_listening,
     write_configs,
 )
-from gitnetdiag.lab.spec import EDGE_BACKEND_RATE, SLOW_DISK_BYTES_PER_S, LabSpec
+from gitnetdiag.lab.spec import (
+    EDGE_BACKEND_RATE,
+    FETCH_HISTORY_BYTES,
+    FETCH_SIMILAR_BLOBS,
+    SLOW_DISK_BYTES_PER_S,
+    LabSpec,
+)
 from gitnetdiag.lab.state import (
     CLIENT_IP,
     PORT_GIT,
@@ -150,6 +156,9 @@ def _host_tcp_faults(ns: Namespaces, spec: LabSpec) -> None:
         big = spec.tcp_buffer_max
         nsexec(ns.client, "sysctl", "-qw", f"net.ipv4.tcp_wmem=4096 16384 {big}")
         nsexec(ns.server, "sysctl", "-qw", f"net.ipv4.tcp_rmem=4096 131072 {big}")
+    if spec.client_rmem is not None:  # the receiver of a fetch
+        nsexec(ns.client, "sysctl", "-qw",
+               "net.ipv4.tcp_rmem=" + " ".join(str(v) for v in spec.client_rmem))
 
 
 def _allow_cubic() -> None:
@@ -280,6 +289,9 @@ def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> No
         hook = paths.repo / "hooks" / "pre-receive"
         hook.write_text(config.pre_receive_hook(spec.hook_delay_s))
         hook.chmod(0o755)
+    if spec.fetch_history is not None:
+        fetchlab.seed_history(paths.repo, spec.fetch_history, count=FETCH_SIMILAR_BLOBS,
+                              size_bytes=FETCH_HISTORY_BYTES, scratch=paths.root / "seed")
     run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", str(paths.srv)])
 
 
@@ -336,7 +348,9 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         if spec.http_auth:
             make_http_auth(paths, account)
         progress(f"starting Apache, {spec.edge}, sshd, git daemon")
-        pids = start_servers(ns, paths, spec, files, cgroup=cgroup)
+        servers_cgroup = (fetchlab.attach_server_cpu(root, spec.instance, spec.server_cpu_share)
+                          if spec.server_cpu_share is not None else cgroup)
+        pids = start_servers(ns, paths, spec, files, cgroup=servers_cgroup)
         wait_listening(ns, paths, pids, spec.edge)
         state = LabState(
             instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
@@ -476,6 +490,7 @@ def down(instance: str) -> list[str]:
         removed.append(f"namespace {name} (with its interfaces and iptables rules)")
     root = state_dir(instance)
     removed += slowdisk.detach(root, LabPaths(root=root).srv, instance)
+    removed += fetchlab.detach_server_cpu(root, instance)
     removed += slowclient.detach(root, instance)
     if root.exists():
         shutil.rmtree(root, ignore_errors=True)

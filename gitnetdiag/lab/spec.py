@@ -52,6 +52,17 @@ SMALL_EDGE_BUFSIZE = 8192
 """HAProxy ``tune.bufsize`` under h2-frame-settings: half of one HTTP/2 DATA frame."""
 CLIENT_CPU_SHARE = 0.05
 """Share of one core the client's git gets under client-pack-cpu (a starved CI runner)."""
+CLIENT_RMEM_CLAMP = (4096, 32768, 65536)
+"""The client's ``net.ipv4.tcp_rmem`` under ``client-rmem-clamp`` (LAB-NOTES): the receiver
+of a fetch advertises at most about half of 64 KiB."""
+SERVER_CPU_SHARE = 0.05
+"""Share of one core the lab's servers (and the upload-pack they run) get under
+``slow-pack-generation``: a busy server."""
+FETCH_HISTORY_BYTES = 6 * 1024 * 1024
+"""Random data in the history a fetch fault serves (enough to reach a steady rate)."""
+FETCH_SIMILAR_BLOBS = 2000
+"""Similar text blobs, stored loose, that the server counts and delta-compresses for a
+clone under ``slow-pack-generation``."""
 
 FAULTS: dict[str, str] = {
     "healthy": "every window is large enough for the path; nothing injected",
@@ -80,6 +91,11 @@ FAULTS: dict[str, str] = {
     "less than one HTTP/2 frame",
     "h2-client-stall": f"the edge's HTTP/2 window is {H2_STALL_WINDOW} B: git's libcurl "
     "stops short of each request body's end with credit left, and the push hangs",
+    "client-rmem-clamp": "download direction: the client's net.ipv4.tcp_rmem is "
+    f"{' '.join(map(str, CLIENT_RMEM_CLAMP))}; the repository serves "
+    f"{FETCH_HISTORY_BYTES // 2**20} MiB of random data",
+    "slow-pack-generation": f"download direction: the repository holds {FETCH_SIMILAR_BLOBS} "
+    f"similar loose blobs and the servers run on {SERVER_CPU_SHARE:.0%} of one core",
 }
 
 
@@ -134,6 +150,18 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "h2-client-stall": "http.version HTTP/1.1",
 }
 """A setting or step the fix of each fault's culprit must name."""
+
+FETCH_FAULT_CULPRIT: dict[str, str] = {
+    "client-rmem-clamp": "client-tcp-receive-window-clamp",
+    "slow-pack-generation": "server-pack-generation",
+}
+"""The download culprit each fetch fault must rank first under ``--direction fetch``
+(their push diagnosis is not theirs to rank: they are not in :data:`FAULT_CULPRIT`)."""
+FETCH_FAULT_FIX_NAMES: dict[str, str] = {
+    "client-rmem-clamp": "net.ipv4.tcp_rmem",
+    "slow-pack-generation": "repack -adb",
+}
+"""A setting or step the fix of each fetch fault's culprit must name."""
 
 FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     **{fault: ("--protocols", "h1,h2,ssh") for fault in FAULTS},
@@ -250,6 +278,13 @@ class LabSpec:
     """sshd ``MaxStartups``, or None for OpenSSH's default."""
     pmtu_blackhole_bytes: int | None = None
     """IP length from which the router silently drops packets to the server, or None."""
+    client_rmem: tuple[int, int, int] | None = None
+    """The client namespace's ``net.ipv4.tcp_rmem`` (``client-rmem-clamp``), or None."""
+    server_cpu_share: float | None = None
+    """Share of one core the servers get (``slow-pack-generation``), or None."""
+    fetch_history: str | None = None
+    """What the repository's ``main`` serves to a fetch: ``random`` (packed-size random
+    data) or ``similar`` (loose similar text blobs); None: one empty commit."""
 
     fixed: tuple[str, ...] = ()
     """Faults whose fix was applied (``lab fix``, ``lab up --fixed``); not in ``faults``."""
@@ -335,6 +370,10 @@ def build_spec(
         tcp_buffer_max=LARGE_TCP_BUFFER if has("ssh-channel-window") else None,
         sshd_max_startups=SMALL_MAX_STARTUPS if has("ssh-maxstartups") else None,
         pmtu_blackhole_bytes=PMTU_BLACKHOLE_BYTES if has("pmtu-blackhole") else None,
+        client_rmem=CLIENT_RMEM_CLAMP if has("client-rmem-clamp") else None,
+        server_cpu_share=SERVER_CPU_SHARE if has("slow-pack-generation") else None,
+        fetch_history=("similar" if has("slow-pack-generation")
+                       else "random" if has("client-rmem-clamp") else None),
     )
 
 

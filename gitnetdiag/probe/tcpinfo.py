@@ -52,7 +52,12 @@ class TcpInfoSample:
     ``bytes_sent``, ``bytes_retrans``, ``busy_time_us``, ``rwnd_limited_us``,
     ``sndbuf_limited_us``, ``delivery_rate_bps`` (bytes/s as the kernel keeps it),
     ``rtt_us``, ``min_rtt_us``, ``snd_wnd_bytes``, ``unacked``, ``snd_mss``,
-    ``total_retrans``, ``snd_cwnd``. Absent when the kernel or ``ss`` does not say."""
+    ``total_retrans``, ``snd_cwnd``; for the receiving side of a fetch ``bytes_received``,
+    ``rcv_space`` (the receive buffer autotuning's estimate of what the sender can have in
+    flight), ``rcv_ssthresh`` (the cap of the window the socket advertises), ``rcv_rtt_us``
+    (the receiver's RTT estimate) and ``rcv_buf_bytes`` (``ss`` ``skmem`` ``rb``: the receive
+    buffer, what ``tcp_rmem`` or ``SO_RCVBUF`` allow). Absent when the kernel or ``ss`` does
+    not say."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -66,7 +71,9 @@ _MS_FIELDS = {"busy": "busy_time_us", "rwnd_limited": "rwnd_limited_us",
 _INT_FIELDS = {"bytes_acked": "bytes_acked", "bytes_sent": "bytes_sent",
                "bytes_received": "bytes_received",
                "bytes_retrans": "bytes_retrans", "unacked": "unacked", "mss": "snd_mss",
-               "cwnd": "snd_cwnd", "snd_wnd": "snd_wnd_bytes"}
+               "cwnd": "snd_cwnd", "snd_wnd": "snd_wnd_bytes",
+               "bytes_received": "bytes_received", "rcv_space": "rcv_space",
+               "rcv_ssthresh": "rcv_ssthresh"}
 _RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}
 
 
@@ -84,6 +91,12 @@ def parse_ss_info(line: str) -> dict[str, float]:
             counters[_INT_FIELDS[key]] = float(value)
         elif sep and key == "rtt":
             counters["rtt_us"] = float(value.split("/")[0]) * 1000
+        elif sep and key == "rcv_rtt":
+            counters["rcv_rtt_us"] = float(value) * 1000
+        elif sep and key == "skmem":
+            rcv_buf = re.search(r"[(,]rb(\d+)", value)
+            if rcv_buf:
+                counters["rcv_buf_bytes"] = float(rcv_buf.group(1))
         elif sep and key == "minrtt":
             counters["min_rtt_us"] = float(value) * 1000
         elif sep and key == "retrans":
@@ -156,7 +169,7 @@ def sample_ss(port: int, session_id: int, t_s: float) -> list[TcpInfoSample]:
     A missing or failing ``ss`` gives no samples: the push goes on without them.
     """
     try:
-        proc = subprocess.run(["ss", "-tinpH", "dport", f"= :{port}"],
+        proc = subprocess.run(["ss", "-tinmpH", "dport", f"= :{port}"],
                               capture_output=True, text=True, timeout=_SS_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return []
@@ -184,7 +197,8 @@ _TCP_INFO_NAMES = (
 )
 _KEEP = ("bytes_acked", "bytes_sent", "bytes_retrans", "busy_time_us", "rwnd_limited_us",
          "sndbuf_limited_us", "delivery_rate_bps", "rtt_us", "min_rtt_us", "snd_wnd_bytes",
-         "unacked", "snd_mss", "total_retrans", "snd_cwnd")
+         "unacked", "snd_mss", "total_retrans", "snd_cwnd", "bytes_received", "rcv_space",
+         "rcv_ssthresh")
 
 
 def parse_tcp_info(raw: bytes) -> dict[str, float]:

@@ -1,0 +1,217 @@
+"""Where the time of a clone went: pure parsing of what git and the monitor wrote.
+
+No I/O: the functions take the texts of a fetch's artifacts and return values.
+The phases of a clone, from the client's side, in order::
+
+    start ──ref advertisement──> fetch-pack ──negotiation──> request sent
+          (connect, TLS/SSH, auth,        (wants/haves,       │
+           protocol v2 ls-refs)            rounds)            │ server pack generation:
+                                                              │ counting, compressing
+    first pack byte <─────────────────────────────────────────┘ (sideband "remote:" lines)
+          └──transfer (bytes, rate)──> pack received ──index-pack──> ──checkout──> exit
+                                                     (resolving deltas,  (unpack_trees)
+                                                      checking objects)
+
+Sources: trace2 events (``GIT_TRACE2_EVENT``: the ``fetch-pack`` regions, the
+``negotiation_v2`` region and ``total_rounds``, index-pack's ``progress``
+regions, ``unpack_trees``), git's stderr (the server's sideband progress
+``remote: Counting objects`` / ``Compressing objects`` and the client's
+``Receiving objects``), the monitor's timeline (when each stderr byte had been
+written: a progress line is dated to the sample that first saw it, within the
+sampling interval), and ``GIT_TRACE_PACKET`` (the refs the server advertised).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from gitnetdiag.rundir.fetchrecords import TimelinePoint
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchPhases:
+    """Phases of one clone in seconds since git started; None when not seen (a clone
+    stopped mid-pack has no index-pack or checkout)."""
+
+    protocol_version: int | None
+    """Wire protocol version git negotiated (trace2 ``negotiated-version``)."""
+    ref_count: int | None
+    """Refs the server advertised (``ls-refs`` answer, or the v0 advertisement)."""
+    ref_advertisement_s: float | None
+    """Start to fetch-pack's first region: connect, TLS/SSH, auth and the refs."""
+    negotiation_s: float | None
+    """Client negotiation (want/have rounds) until the request was sent."""
+    negotiation_rounds: int | None
+    """Negotiation rounds (trace2 ``total_rounds``)."""
+    request_sent_s: float | None
+    """When the fetch request went out (end of negotiation), since start."""
+    first_pack_byte_s: float | None
+    """When the first pack object arrived (git's first ``Receiving objects`` line)."""
+    server_objects_counted: int | None
+    """Objects the server said it counted (``remote: Counting objects ... done``)."""
+    server_objects_compressed: int | None
+    """Objects the server said it compressed (delta search)."""
+    server_counting_done_s: float | None
+    """When the server's ``Counting objects ... done`` was seen, since start."""
+    server_compressing_done_s: float | None
+    """When the server's ``Compressing objects ... done`` was seen, since start."""
+    pack_received_s: float | None
+    """When the whole pack was received (index-pack left ``Receiving objects``)."""
+    received_bytes: int | None
+    """Pack bytes index-pack received (trace2 ``total_bytes``), for a whole pack."""
+    index_pack_s: float | None
+    """index-pack resolving deltas and checking objects (client CPU)."""
+    checkout_s: float | None
+    """Checking out the working tree (``unpack_trees``)."""
+    total_s: float | None
+    """Start to git clone's exit (trace2), None when it was stopped."""
+
+    @property
+    def server_pack_generation_s(self) -> float | None:
+        """Request sent to the first pack byte: the server's counting and compressing
+        (plus one round trip), the wait before a single object moves."""
+        if self.request_sent_s is None or self.first_pack_byte_s is None:
+            return None
+        return max(0.0, self.first_pack_byte_s - self.request_sent_s)
+
+
+def _time_s(event: dict[str, Any]) -> float | None:
+    stamp = event.get("time")
+    if not isinstance(stamp, str):
+        return None
+    try:
+        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None
+
+
+def parse_trace2_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The JSON events of a trace2 file; cut-off and junk lines are skipped."""
+    events: list[dict[str, Any]] = []
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(event, dict) and isinstance(event.get("sid"), str):
+            events.append(event)
+    return events
+
+
+def _region(events: Sequence[dict[str, Any]], category: str, label: str,
+            ) -> tuple[float | None, float | None]:
+    """Absolute enter and leave times of the first region ``category/label``."""
+    enter = leave = None
+    for event in events:
+        if event.get("category") != category or event.get("label") != label:
+            continue
+        if event.get("event") == "region_enter" and enter is None:
+            enter = _time_s(event)
+        elif event.get("event") == "region_leave" and enter is not None and leave is None:
+            leave = _time_s(event)
+    return enter, leave
+
+
+def _data(events: Sequence[dict[str, Any]], key: str) -> int | None:
+    for event in events:
+        if event.get("event") == "data" and event.get("key") == key:
+            try:
+                return int(event.get("value", ""))
+            except ValueError:
+                return None
+    return None
+
+
+def _span(enter: float | None, leave: float | None) -> float | None:
+    return leave - enter if enter is not None and leave is not None else None
+
+
+_REF_LINE = re.compile(r"packet:\s+(\S+)< (?:[0-9a-f]{40}|[0-9a-f]{64}) ([^\s\x00]+)")
+
+
+def count_advertised_refs(packet_trace: str) -> int | None:
+    """Refs the server advertised, from ``GIT_TRACE_PACKET`` (the client's side of it);
+    None when the trace holds no advertisement (a stopped run, a server that sent none)."""
+    refs = {match.group(2) for match in _REF_LINE.finditer(packet_trace)
+            if match.group(1) != "upload-pack" and not match.group(2).endswith("^{}")}
+    return len(refs) if refs else None
+
+
+_COUNTED = re.compile(r"remote: Counting objects: +\d+% \((\d+)/(\d+)\), done")
+_COMPRESSED = re.compile(r"remote: Compressing objects: +\d+% \((\d+)/(\d+)\), done")
+_RECEIVING = re.compile(r"Receiving objects: +\d+% \((\d+)/\d+\)")
+
+
+def seen_at_s(timeline: Sequence[TimelinePoint], offset: int) -> float | None:
+    """When the stderr byte at ``offset`` had been written: the first sample past it."""
+    for point in timeline:
+        if point.stderr_bytes > offset:
+            return point.t_s
+    return None
+
+
+def _first_object_offset(stderr: str) -> int | None:
+    for match in _RECEIVING.finditer(stderr):
+        if int(match.group(1)) > 0:
+            return match.start()
+    return None
+
+
+def fetch_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[TimelinePoint],
+                 packet_trace: str, started_epoch_s: float) -> FetchPhases:
+    """The phases of one clone from its artifacts (see the module doc)."""
+    events = parse_trace2_lines(trace2)
+    starts = [t for e in events if e.get("event") == "start" and "/" not in e["sid"]
+              if (t := _time_s(e)) is not None]
+    origin = starts[0] if starts else started_epoch_s
+    # Timeline seconds count from our own start of git; trace2 counts from git's.
+    shift = origin - started_epoch_s
+
+    def rel(stamp: float | None) -> float | None:
+        return None if stamp is None else stamp - origin
+
+    fetch_pack = [t for e in events if e.get("category") == "fetch-pack"
+                  and e.get("event") == "region_enter" if (t := _time_s(e)) is not None]
+    negotiation = next(((e.get("label"), e.get("category")) for e in events
+                        if str(e.get("label", "")).startswith("negotiation")
+                        and e.get("category") == "fetch-pack"), None)
+    neg_enter, neg_leave = (_region(events, "fetch-pack", str(negotiation[0]))
+                            if negotiation else (None, None))
+    recv_enter, recv_leave = _region(events, "progress", "Receiving objects")
+    resolve_enter, resolve_leave = _region(events, "progress", "Resolving deltas")
+    _, check_leave = _region(events, "progress", "Checking objects")
+    checkout_enter, checkout_leave = _region(events, "unpack_trees", "unpack_trees")
+    exits = [t for e in events if e.get("event") == "exit" and "/" not in e["sid"]
+             if (t := _time_s(e)) is not None]
+    first_offset = _first_object_offset(stderr)
+    counted = _COUNTED.search(stderr)
+    compressed = _COMPRESSED.search(stderr)
+
+    def dated(offset: int | None) -> float | None:
+        seen = seen_at_s(timeline, offset) if offset is not None else None
+        return None if seen is None else max(0.0, seen - shift)
+
+    index_end = check_leave if check_leave is not None else resolve_leave
+    return FetchPhases(
+        protocol_version=_data(events, "negotiated-version"),
+        ref_count=count_advertised_refs(packet_trace),
+        ref_advertisement_s=rel(min(fetch_pack)) if fetch_pack else None,
+        negotiation_s=_span(neg_enter, neg_leave),
+        negotiation_rounds=_data(events, "total_rounds"),
+        request_sent_s=rel(neg_leave if neg_leave is not None else recv_enter),
+        first_pack_byte_s=dated(first_offset),
+        server_objects_counted=int(counted.group(2)) if counted else None,
+        server_objects_compressed=int(compressed.group(2)) if compressed else None,
+        server_counting_done_s=dated(counted.start() if counted else None),
+        server_compressing_done_s=dated(compressed.start() if compressed else None),
+        pack_received_s=rel(recv_leave),
+        received_bytes=_data(events, "total_bytes") if recv_leave is not None else None,
+        index_pack_s=_span(resolve_enter, index_end),
+        checkout_s=_span(checkout_enter, checkout_leave),
+        total_s=rel(exits[0]) if exits else None,
+    )

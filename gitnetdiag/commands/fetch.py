@@ -1,0 +1,72 @@
+"""``probe|diagnose --direction fetch|both``: the download direction, read-only.
+
+A thin shell: :func:`gitnetdiag.probe.fetchrun.run_fetch_probe` clones over each
+protocol into the run directory, :mod:`gitnetdiag.pipeline_fetch` derives the
+phases, the TCP evidence and the culprits, :mod:`gitnetdiag.report.fetch`
+words them.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+from rich.progress import Progress
+
+from gitnetdiag.commands._output import write_output
+from gitnetdiag.errors import NetworkError
+from gitnetdiag.probe.fetchrun import run_fetch_probe
+from gitnetdiag.probe.options import ProbeOptions, Reporter
+
+if TYPE_CHECKING:
+    from gitnetdiag.pipeline_fetch import FetchDiagnosis
+
+
+class TransferDirection(StrEnum):
+    """--direction: which way a run measures."""
+
+    PUSH = "push"
+    FETCH = "fetch"
+    BOTH = "both"
+
+
+def fetch_run_dir(push_run_dir: Path) -> Path:
+    """Where ``--direction both`` writes its fetches: beside the push run directory."""
+    return push_run_dir.with_name(push_run_dir.name + "-fetch")
+
+
+def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progress,
+                      *, fmt: str, json_out: Path | None, console: Console) -> None:
+    """Fetch over each protocol, print the fetch report, write ``--json``; raise the first
+    error of the run (after the report) so that the exit code says a clone failed."""
+    with progress:
+        outcome = run_fetch_probe(options, reporter)
+    from gitnetdiag.pipeline_fetch import diagnose_fetch_run  # numpy-free, but pure side
+
+    diagnosis = diagnose_fetch_run(outcome.run_dir)
+    if diagnosis is None:
+        raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
+                           reference="fetch-failed")
+    console.file.write(render_fetch(diagnosis, fmt))
+    # A JSON report on stdout stays parseable: the run directory goes to stderr then.
+    where = Console(stderr=True, highlight=False) if fmt == "json" else console
+    where.print(f"run directory: {outcome.run_dir}", markup=False, highlight=False)
+    if json_out is not None:
+        write_output(json_out, render_fetch(diagnosis, "json"))
+    if outcome.error is not None:
+        raise outcome.error
+
+
+def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
+    """The fetch report in ``fmt`` (``terminal``, ``md``, ``json``; HTML: Markdown for now)."""
+    from gitnetdiag.report.fetch import (
+        render_fetch_json,
+        render_fetch_markdown,
+        render_fetch_terminal,
+    )
+
+    render = {"json": render_fetch_json, "md": render_fetch_markdown,
+              "html": render_fetch_markdown}.get(fmt, render_fetch_terminal)
+    return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings)

@@ -1,0 +1,99 @@
+"""A fetch run directory -> per-clone phases, TCP evidence and ranked download culprits.
+
+The fetch side of the pipeline: reads ``fetch.json`` and each clone's
+artifacts, derives the phases (:mod:`gitnetdiag.analysis.fetchphases`) and the
+receiver's TCP evidence (:mod:`gitnetdiag.analysis.fetchtcp`), and ranks the
+download culprits (:mod:`gitnetdiag.diagnosis.culprits.download`). Offline:
+``fetch.json`` and its files reproduce the same answer anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from gitnetdiag.analysis.fetchphases import FetchPhases, fetch_phases
+from gitnetdiag.analysis.fetchtcp import summarize_download
+from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.rundir import bad_run_dir
+from gitnetdiag.rundir.fetchrecords import (
+    FetchManifest,
+    FetchRecord,
+    TimelinePoint,
+    load_fetch_manifest,
+)
+from gitnetdiag.serial import Malformed, from_jsonable
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchDiagnosis:
+    """What a fetch run showed: each clone observed, and the culprits ranked."""
+
+    direction: str
+    """Always ``fetch``."""
+    manifest: FetchManifest
+    """``fetch.json``."""
+    observations: tuple[FetchObservation, ...]
+    """One per clone, in order."""
+    findings: tuple[Finding, ...]
+    """Download culprits, the costliest first."""
+
+
+def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
+    name = record.artifacts.get(kind)
+    if name is None:
+        return ""
+    try:
+        return (run_dir / name).read_text(errors="replace")
+    except FileNotFoundError:
+        return ""
+
+
+def _jsonl(text: str) -> list[dict[str, Any]]:
+    rows = []
+    for line in text.splitlines():
+        try:
+            row = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
+                  rmem: tuple[int, ...] | None = None) -> FetchObservation:
+    """One clone's observation from its record and artifacts."""
+    try:
+        timeline = [from_jsonable(TimelinePoint, row, where="timeline", unknown="ignore")
+                    for row in _jsonl(_read(run_dir, record, "timeline"))]
+    except Malformed as exc:
+        raise bad_run_dir(f"{run_dir}: {exc}") from exc
+    phases: FetchPhases = fetch_phases(
+        trace2=_read(run_dir, record, "trace2").splitlines(),
+        stderr=_read(run_dir, record, "stderr"), timeline=timeline,
+        packet_trace=_read(run_dir, record, "packet_trace"),
+        started_epoch_s=record.started_epoch_s)
+    return FetchObservation(
+        protocol=record.protocol, repeat=record.repeat, outcome=record.outcome,
+        moved_bytes=record.moved_bytes, measured_s=record.measured_s,
+        rate_bytes_per_s=record.rate_bytes_per_s, wall_s=record.wall_s, phases=phases,
+        tcp=summarize_download(_jsonl(_read(run_dir, record, "tcpinfo"))), path_rtt_s=rtt_s,
+        client_rmem_max_bytes=rmem[-1] if rmem else None,
+    )
+
+
+def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
+    """The fetch side of ``run_dir``; None when the run fetched nothing."""
+    manifest = load_fetch_manifest(run_dir)
+    if manifest is None:
+        return None
+    rtts = {path.endpoint: path.connect_rtt_min_s for path in manifest.paths}
+    observations = tuple(observe_fetch(run_dir, record, rtts.get(run.endpoint),
+                                       manifest.client_tcp_rmem)
+                         for run in manifest.protocols for record in run.fetches)
+    return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
+                          findings=rank_download(observations))

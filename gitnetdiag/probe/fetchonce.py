@@ -1,0 +1,262 @@
+"""One bounded clone of what the URL serves, watched while it runs, then removed.
+
+A clone is read-only: git's upload-pack on the server reads refs and objects
+and writes nothing, so a fetch measures the user's real repository with read
+access alone. The clone goes into a private temporary directory, runs with
+git's traces on (trace2 events, the packet trace of the ref advertisement) and
+``--progress`` (the server's sideband ``remote:`` lines and the client's
+``Receiving objects``), and is followed by the same pure
+:class:`~gitnetdiag.probe.budget.RateMonitor` as a push, fed with the kernel's
+``bytes_received`` of git's sockets (``ss -tin``, any user): it stops git
+mid-pack once the rate is stable or the budget is spent, or when nothing moves
+for the stall timeout. Once the whole pack arrived (``Receiving objects:
+100%``) git is left to resolve deltas and check out, so those phases are seen.
+Whatever happened, the temporary directory is removed and checked gone.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol as TypingProtocol
+
+from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason
+from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Protocol, Transport, failure_line
+from gitnetdiag.probe.options import ProbeOptions, Reporter
+from gitnetdiag.probe.pushonce import now_iso
+from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
+from gitnetdiag.proc import kill_group, start
+from gitnetdiag.rundir.fetchrecords import FetchRecord, TimelinePoint
+from gitnetdiag.safefile import replace_file
+
+FETCH_SAFETY_CONFIG = (
+    "-c", "protocol.version=2", "-c", "core.hooksPath=/dev/null",
+    "-c", "submodule.recurse=false", "-c", "fetch.recurseSubmodules=no",
+    "-c", "advice.detachedHead=false", "-c", "core.fsmonitor=false",
+)
+"""A clone runs no hook, recurses into no submodule and speaks protocol v2 (``ls-refs``)
+where the server can; the server side is untouched whatever the config says."""
+
+_RECEIVING_RE = re.compile(
+    r"Receiving objects: +(\d+)% \(\d+/\d+\)(?:, ([\d.]+) (bytes|KiB|MiB|GiB))?")
+_UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
+
+
+def clone_argv(transport: Transport, dest: Path) -> list[str]:
+    """git clone of the remote into ``dest``: no templates (no hooks), progress on."""
+    return ["git", *transport.config_args(), *FETCH_SAFETY_CONFIG, "clone", "--progress",
+            "--no-local", "--template=", transport.url, str(dest)]
+
+
+def received_from_progress(stderr: str) -> tuple[int | None, bool]:
+    """Bytes git says it received (``Receiving objects: ..., X MiB``, rounded by git) and
+    whether the whole pack arrived (``Receiving objects: 100%``)."""
+    received = None
+    finished = False
+    for match in _RECEIVING_RE.finditer(stderr):
+        finished = finished or match.group(1) == "100"
+        if match.group(2):
+            received = int(float(match.group(2)) * _UNITS[match.group(3)])
+    return received, finished
+
+
+class FetchState(TypingProtocol):
+    """The parts of a fetch run a clone reads and reports to (``fetchrun._FetchRun``)."""
+
+    options: ProbeOptions
+    run_dir: Path
+    reporter: Reporter
+
+    def transport(self, protocol: Protocol) -> Transport: ...
+
+
+@dataclass(frozen=True, kw_only=True)
+class MonitoredClone:
+    """A clone run under the monitor."""
+
+    run: GitRun
+    """The git run (``timed_out`` when the monitor or the timeout killed it)."""
+    stopped: StopReason | None
+    """Why the monitor stopped it; None when git ended by itself (or at the timeout)."""
+    monitor: RateMonitor
+    """The bytes received over time."""
+    timeline: tuple[TimelinePoint, ...]
+    """When each part of stderr had been written, with the bytes received."""
+    tcpinfo_samples: int
+    """``ss -tin`` samples recorded."""
+
+
+_Sampler = Callable[[int, int, float], list[TcpInfoSample]]
+
+
+def _received(found: Sequence[TcpInfoSample], seen: dict[str, float]) -> int:
+    """Bytes received on every socket git opened so far (one git started each, so the
+    kernel's count is the clone's; a socket closed since keeps its last count)."""
+    for sample in found:
+        value = sample.counters.get("bytes_received")
+        if value is not None:
+            seen[sample.local] = max(value, seen.get(sample.local, 0.0))
+    return int(sum(seen.values()))
+
+
+def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_s: float,
+                        budget_s: float | None, stall_timeout_s: float | None, port: int,
+                        tcpinfo_path: Path, on_progress: Callable[[int, float | None], None],
+                        sampler: _Sampler = sample_ss) -> MonitoredClone:
+    """Run ``git clone --progress`` under a :class:`RateMonitor` (see the module doc)."""
+    started = time.monotonic()
+    proc = start(argv, isolate="session", cwd="/", env=env,
+                 missing_hint="install the Debian package 'git'")
+    out, err = bytearray(), bytearray()
+    readers = [threading.Thread(target=_drain, args=(stream, sink), daemon=True)
+               for stream, sink in ((proc.stdout, out), (proc.stderr, err))]
+    for reader in readers:
+        reader.start()
+    monitor = RateMonitor(budget_s=budget_s, stall_timeout_s=stall_timeout_s)
+    timeline: list[TimelinePoint] = []
+    stopped: StopReason | None = None
+    killed = False
+    samples = 0
+    seen: dict[str, float] = {}
+    finished_s: float | None = None
+    try:
+        while proc.poll() is None:
+            time.sleep(SAMPLE_INTERVAL_S)
+            now = time.monotonic() - started
+            size = len(err)
+            stderr = bytes(err[:size]).decode(errors="replace")
+            from_git, pack_finished = received_from_progress(stderr)
+            found = sampler(port, proc.pid, now)
+            append_samples(tcpinfo_path, found)
+            samples += len(found)
+            moved = _received(found, seen) if samples else (from_git or 0)
+            if finished_s is None:  # after the pack, index-pack and checkout are not transfer
+                monitor.add(Progress(t_s=now, moved_bytes=moved))
+                finished_s = now if pack_finished else None
+            timeline.append(TimelinePoint(t_s=now, stderr_bytes=size,
+                                          received_bytes=monitor.points[-1].moved_bytes))
+            on_progress(monitor.points[-1].moved_bytes, monitor.rate_bytes_per_s())
+            stopped = monitor.stop_reason(now, pack_finished=pack_finished)
+            if stopped is not None or now >= timeout_s:
+                killed = True
+                kill_group(proc)
+                break
+    except KeyboardInterrupt as exc:
+        kill_group(proc)
+        raise GitInterrupted(_finish(proc, argv, started, True, readers, out, err)) from exc
+    except BaseException:
+        kill_group(proc)
+        raise
+    run = _finish(proc, argv, started, killed, readers, out, err)
+    # A clone quicker than a few samples: git's own count of the whole pack is the best.
+    from_git, _ = received_from_progress(run.stderr)
+    if from_git is not None and from_git > monitor.points[-1].moved_bytes:
+        monitor.add(Progress(t_s=finished_s if finished_s is not None else run.wall_s,
+                             moved_bytes=from_git))
+    timeline.append(TimelinePoint(t_s=run.wall_s, stderr_bytes=len(err),
+                                  received_bytes=monitor.points[-1].moved_bytes))
+    return MonitoredClone(run=run, stopped=stopped, monitor=monitor, timeline=tuple(timeline),
+                          tcpinfo_samples=samples)
+
+
+def _drain(stream: object, sink: bytearray) -> None:
+    read = stream.read1  # type: ignore[attr-defined]
+    while chunk := read(65536):
+        sink.extend(chunk)
+
+
+def _finish(proc: object, argv: Sequence[str], started: float, killed: bool,
+            readers: list[threading.Thread], out: bytearray, err: bytearray) -> GitRun:
+    proc.wait()  # type: ignore[attr-defined]
+    for reader in readers:
+        reader.join(timeout=5)
+    return GitRun(argv=tuple(argv), exit_code=None if killed else proc.returncode,  # type: ignore[attr-defined]
+                  wall_s=time.monotonic() - started, timed_out=killed,
+                  stderr=err.decode(errors="replace"), stdout=out.decode(errors="replace"))
+
+
+def _outcome(clone: MonitoredClone) -> str:
+    if clone.stopped is StopReason.STALL:
+        return "stalled"
+    if clone.stopped is not None:
+        return "bounded"
+    if clone.run.timed_out:
+        return "hung"
+    return "ok" if clone.run.ok else "failed"
+
+
+def remove_clone(scratch: Path) -> bool:
+    """Remove the partial clone's directory; True when it is gone afterwards."""
+    shutil.rmtree(scratch, ignore_errors=True)
+    return not scratch.exists()
+
+
+def fetch_once(state: FetchState, protocol: Protocol, repeat: int, port: int) -> FetchRecord:
+    """Clone once over ``protocol`` into a temporary directory, bounded; remove it.
+
+    A Ctrl-C stops git, removes the clone and propagates as :class:`GitInterrupted`.
+    """
+    options = state.options
+    transport = state.transport(protocol)
+    stem = f"fetch-{protocol.value}-{repeat}"
+    artifacts = {"trace2": f"{stem}.trace2.json", "stderr": f"{stem}.stderr.txt",
+                 "packet_trace": f"{stem}.packet.txt", "timeline": f"{stem}.timeline.jsonl",
+                 "tcpinfo": f"{stem}.tcpinfo.jsonl"}
+    paths = {kind: (state.run_dir / name).resolve() for kind, name in artifacts.items()}
+    env = transport.env({
+        "GIT_TRACE2_EVENT": str(paths["trace2"]), "GIT_TRACE2_EVENT_NESTING": "10",
+        "GIT_TRACE_PACKET": str(paths["packet_trace"]), "GIT_PROGRESS_DELAY": "0",
+    })
+    label = f"fetch {protocol.value} #{repeat}"
+    state.reporter.begin(label)
+    started_at, started_epoch = now_iso(), time.time()
+    scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-clone-"))
+    try:
+        clone = run_monitored_clone(
+            clone_argv(transport, scratch / "clone"), env=env, timeout_s=options.timeout_s,
+            budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s, port=port,
+            tcpinfo_path=paths["tcpinfo"],
+            on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate))
+    finally:
+        removed = remove_clone(scratch)
+    replace_file(paths["stderr"], clone.run.stderr.encode())
+    replace_file(paths["timeline"], "".join(
+        json.dumps({"t_s": p.t_s, "stderr_bytes": p.stderr_bytes,
+                    "received_bytes": p.received_bytes}) + "\n" for p in clone.timeline).encode())
+    artifacts = {kind: name for kind, name in artifacts.items() if paths[kind].exists()}
+    outcome = _outcome(clone)
+    kind = clone.run.failure_kind() if outcome in ("failed", "hung") else None
+    rate = clone.monitor.rate_bytes_per_s()
+    first = clone.monitor.first_data_s()
+    last = clone.monitor.points[-1]
+    record = FetchRecord(
+        protocol=protocol.value, repeat=repeat, direction="fetch", started_at=started_at,
+        started_epoch_s=started_epoch, outcome=outcome,
+        failure_kind=kind.value if kind else None,
+        last_line="" if outcome in ("ok", "bounded") else failure_line(clone.run.stderr),
+        wall_s=clone.run.wall_s, moved_bytes=last.moved_bytes,
+        measured_s=last.t_s - first if first is not None else 0.0,
+        rate_bytes_per_s=rate if outcome in ("ok", "bounded") else None,
+        stopped=clone.stopped.value if clone.stopped else None,
+        last_progress=_last_progress(clone.run.stderr), tcpinfo_samples=clone.tcpinfo_samples,
+        clone_removed=removed, artifacts=artifacts,
+    )
+    detail = (f"{outcome}, {record.moved_bytes / 2**20:.1f} MiB"
+              + (f", {record.rate_bytes_per_s / 2**20:.2f} MiB/s"
+                 if record.rate_bytes_per_s else "")
+              + ("" if removed else ", PARTIAL CLONE LEFT"))
+    state.reporter.done(label, detail, ok=outcome in ("ok", "bounded") and removed)
+    return record
+
+
+def _last_progress(stderr: str) -> str:
+    lines = [line.strip() for line in stderr.replace("\r", "\n").splitlines() if line.strip()]
+    progress = [line for line in lines if "objects:" in line or "deltas:" in line]
+    return progress[-1] if progress else (lines[-1] if lines else "")

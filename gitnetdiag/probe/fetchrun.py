@@ -1,0 +1,203 @@
+"""``gitnetdiag probe --direction fetch``: the same clone over each protocol, read-only.
+
+Order of a run: collect versions, write the isolated git config, measure each
+endpoint's path (connects only), then for each repeat clone once per protocol
+(interleaved, as pushes are) with :func:`gitnetdiag.probe.fetchonce.fetch_once`.
+``fetch.json`` is rewritten after every step; secrets are removed from every
+file of the run directory at the end. Nothing is ever written on the server:
+no push, no ref update, only upload-pack's reads.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from gitnetdiag import __version__
+from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.probe.fetchonce import fetch_once
+from gitnetdiag.probe.gitconfig import write_isolated_config
+from gitnetdiag.probe.gitpush import GitInterrupted, Protocol, Transport
+from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
+from gitnetdiag.probe.pathinfo import measure_path
+from gitnetdiag.probe.pushonce import now_iso
+from gitnetdiag.probe.repo import new_probe_id
+from gitnetdiag.probe.runner import PATH_ATTEMPTS, endpoint_of
+from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
+from gitnetdiag.probe.versions import collect_versions
+from gitnetdiag.proc import sigterm_interrupts
+from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
+from gitnetdiag.rundir import PathMeasurement, RunError, ToolVersions, redact_url
+from gitnetdiag.rundir.fetchrecords import (
+    FETCH_SCHEMA,
+    FetchManifest,
+    FetchProtocolRun,
+    FetchRecord,
+    write_fetch_manifest,
+)
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchOutcome:
+    """A finished (or failed) fetch run."""
+
+    run_dir: Path
+    """The run directory."""
+    manifest: FetchManifest
+    """``fetch.json`` as last written."""
+    error: GitnetdiagError | None
+    """The first error that should make the command fail, after the summary."""
+
+
+class _FetchRun:
+    """Mutable state of one fetch run; ``save()`` writes ``fetch.json``."""
+
+    def __init__(self, options: ProbeOptions, reporter: Reporter, secrets: SecretSet) -> None:
+        self.options = options
+        self.secrets = secrets
+        self.reporter: Reporter = RedactingReporter(reporter, secrets)
+        self.run_dir = options.out_dir
+        self.run_id = new_probe_id()
+        self.started_at = now_iso()
+        self.finished_at: str | None = None
+        self.status = "running"
+        self.environment: ToolVersions | None = None
+        self.git_config: Path | None = None
+        self.protocols: dict[Protocol, FetchProtocolRun] = {}
+        self.paths: list[PathMeasurement] = []
+        self.errors: list[RunError] = []
+        self.warnings: list[str] = []
+        self.first_error: GitnetdiagError | None = None
+        self.client_tcp_rmem: tuple[int, ...] | None = None
+
+    def transport(self, protocol: Protocol) -> Transport:
+        return replace(self.options.transport(protocol),
+                       global_config=str(self.git_config) if self.git_config else None)
+
+    def manifest(self) -> FetchManifest:
+        return redact_tree(FetchManifest(
+            schema=FETCH_SCHEMA, direction="fetch", tool_version=__version__,
+            run_id=self.run_id, started_at=self.started_at, finished_at=self.finished_at,
+            status=self.status,
+            options={**self.options.manifest_options(), "direction": "fetch"},
+            environment=self.environment, protocols=tuple(self.protocols.values()),
+            paths=tuple(self.paths), errors=tuple(self.errors), warnings=tuple(self.warnings),
+            client_tcp_rmem=self.client_tcp_rmem,
+        ), self.secrets)
+
+    def save(self) -> FetchManifest:
+        manifest = self.manifest()
+        write_fetch_manifest(self.run_dir, manifest)
+        return manifest
+
+    def error(self, stage: str, protocol: Protocol | None, exc: GitnetdiagError,
+              kind: str | None = None) -> None:
+        redact_error(exc, self.secrets)
+        self.errors.append(RunError(stage=stage, protocol=protocol.value if protocol else None,
+                                    reference=exc.reference, kind=kind, message=exc.message))
+        if self.first_error is None:
+            self.first_error = exc
+
+    def append(self, protocol: Protocol, record: FetchRecord) -> None:
+        run = self.protocols[protocol]
+        self.protocols[protocol] = replace(run, fetches=(*run.fetches, record))
+        if record.outcome not in ("ok", "bounded"):
+            self.error("fetch", protocol, _fetch_error(run.url, record), record.failure_kind)
+        if not record.clone_removed:
+            self.error("cleanup", protocol, NetworkError(
+                f"the partial clone of {run.url} could not be removed",
+                hint="remove the gitnetdiag-clone-* directory under the temporary directory",
+                reference="clone-left"))
+
+
+def _fetch_error(url: str, record: FetchRecord) -> GitnetdiagError:
+    what = record.last_line or record.last_progress or record.outcome
+    return NetworkError(f"{url}: fetch {record.outcome}: {what}",
+                        hint="see the fetch's stderr file in the run directory",
+                        reference=f"fetch-{record.outcome}")
+
+
+def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> FetchOutcome:
+    """Clone over each protocol, bounded, and remove each clone (see the module doc).
+
+    Raises GitnetdiagError only for problems that stop the whole run; Ctrl-C
+    propagates after a final ``fetch.json`` with status ``interrupted``.
+    """
+    if not options.protocols:
+        raise UsageError("no protocol to fetch over", hint="give --http, --ssh or --git")
+    state = _FetchRun(options, reporter or SilentReporter(), prepare_run(options))
+    state.save()
+    with tempfile.TemporaryDirectory(prefix="gitnetdiag-fetch-") as scratch, \
+            sigterm_interrupts():
+        try:
+            _steps(state, Path(scratch))
+            state.status = "failed" if state.errors else "complete"
+        except KeyboardInterrupt:
+            state.status = "interrupted"
+            raise
+        except GitnetdiagError as exc:
+            state.error("setup", None, exc)
+            state.status = "failed"
+        finally:
+            state.finished_at = now_iso()
+            state.save()
+            failed = redact_run_files(state.run_dir, state.secrets)
+            if failed:
+                state.warnings.append(redact_text(
+                    "could not remove secrets from: " + "; ".join(failed), state.secrets))
+                state.save()
+    return FetchOutcome(run_dir=state.run_dir, manifest=state.manifest(),
+                        error=state.first_error)
+
+
+TCP_RMEM = Path("/proc/sys/net/ipv4/tcp_rmem")
+
+
+def read_tcp_rmem(path: Path = TCP_RMEM) -> tuple[int, ...] | None:
+    """This host's (this namespace's) ``net.ipv4.tcp_rmem``; any user may read it."""
+    try:
+        values = tuple(int(part) for part in path.read_text().split())
+    except (OSError, ValueError):
+        return None
+    return values if len(values) == 3 else None
+
+
+def _steps(state: _FetchRun, scratch: Path) -> None:
+    options = state.options
+    state.environment = collect_versions()
+    state.client_tcp_rmem = read_tcp_rmem()
+    state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
+    measured: set[tuple[str, int]] = set()
+    for protocol in options.protocols:
+        url = options.urls[protocol]
+        host, port = endpoint_of(url)
+        state.protocols[protocol] = FetchProtocolRun(
+            protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}")
+        if (host, port) in measured:
+            continue
+        measured.add((host, port))
+        label = f"path {host}:{port}"
+        state.reporter.begin(label)
+        path = measure_path(host, port, tls=url.startswith("https://"), ca_file=options.ca_file,
+                            insecure=options.insecure, attempts=PATH_ATTEMPTS)
+        state.paths.append(path)
+        state.reporter.done(label, path.error or
+                            f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms",
+                            ok=path.error is None)
+    state.save()
+    failed: set[Protocol] = set()
+    for repeat in range(1, options.repeat + 1):
+        for protocol in options.protocols:
+            if protocol in failed:
+                continue
+            try:
+                record = fetch_once(state, protocol, repeat,
+                                    endpoint_of(options.urls[protocol])[1])
+            except GitInterrupted:
+                state.status = "interrupted"
+                raise
+            state.append(protocol, record)
+            if record.outcome == "failed":
+                failed.add(protocol)
+            state.save()

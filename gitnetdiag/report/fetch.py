@@ -1,0 +1,122 @@
+"""The download direction's report: each clone's phases, its TCP evidence, the culprits.
+
+Three renderers of the same inputs (``fetch.json``, the observations and the
+ranked findings the fetch pipeline derived): plain terminal text, Markdown,
+and JSON (schema :data:`FETCH_REPORT_SCHEMA`, docs/report-schema.md). Each
+says the direction; none computes anything the others lack.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from gitnetdiag.diagnosis.culprits.download import FetchObservation
+from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
+from gitnetdiag.rundir.fetchrecords import FetchManifest
+from gitnetdiag.serial import to_jsonable
+
+FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/1"
+"""Schema id of the fetch report's JSON."""
+
+_COLUMNS = ("protocol", "outcome", "received", "rate", "refs", "ref adv.", "1st pack byte",
+            "server wait", "index-pack", "checkout", "adv. window", "rtt")
+
+
+def _row(obs: FetchObservation) -> tuple[str, ...]:
+    ph, tcp = obs.phases, obs.tcp
+    return (
+        f"{obs.protocol} #{obs.repeat}", obs.outcome, fmt_quantity(obs.moved_bytes, "B"),
+        fmt_quantity(obs.rate_bytes_per_s, "B/s"),
+        fmt_quantity(ph.ref_count, "count") if ph.ref_count is not None else "-",
+        fmt_quantity(ph.ref_advertisement_s, "s"), fmt_quantity(ph.first_pack_byte_s, "s"),
+        fmt_quantity(ph.server_pack_generation_s, "s"), fmt_quantity(ph.index_pack_s, "s"),
+        fmt_quantity(ph.checkout_s, "s"),
+        fmt_quantity(tcp.advertised_window_max_bytes if tcp else None, "B"),
+        fmt_quantity(obs.rtt_s, "s"),
+    )
+
+
+def _table(rows: Sequence[tuple[str, ...]], *, markdown: bool) -> list[str]:
+    if markdown:
+        return ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS),
+                *("| " + " | ".join(row) + " |" for row in rows)]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(_COLUMNS)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*_COLUMNS), *(fmt.format(*row) for row in rows)]
+
+
+def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
+    head = (f"{rank}. **{finding.id}** ({finding.title}): costs ~{finding.cost_s:.1f} s, "
+            f"score {finding.score:.2f}" if markdown else
+            f"{rank}. {finding.id} ({finding.title}): costs ~{finding.cost_s:.1f} s, "
+            f"score {finding.score:.2f}")
+    lines = [head, f"   {finding.summary}"]
+    for item in finding.evidence:
+        threshold = fmt_evidence_threshold(item)
+        lines.append(f"   - {item.what}: {fmt_evidence_value(item)}"
+                     + (f" ({threshold})" if threshold else "")
+                     + (f" [{item.source}]" if item.source else ""))
+    lines.append(f"   fix: {finding.fix}")
+    return lines
+
+
+def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
+            findings: Sequence[Finding], *, markdown: bool) -> str:
+    title = "# gitnetdiag: download direction (fetch)" if markdown else \
+        "gitnetdiag: download direction (fetch, read-only clones)"
+    lines = [title, ""]
+    urls = ", ".join(f"{run.protocol} {run.url}" for run in manifest.protocols)
+    lines += [f"direction: fetch; status: {manifest.status}; remotes: {urls}", ""]
+    if observations:
+        lines += _table([_row(obs) for obs in observations], markdown=markdown)
+    else:
+        lines.append("no clone was measured")
+    lines.append("")
+    if findings:
+        lines.append("## Culprits" if markdown else "culprits (download direction):")
+        for rank, finding in enumerate(findings, start=1):
+            lines += _finding_lines(rank, finding, markdown=markdown)
+    elif any(obs.measured for obs in observations):
+        lines.append("no download culprit above the threshold")
+    for error in manifest.errors:
+        lines.append(f"error: {error.reference}: {error.message}")
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def render_fetch_terminal(manifest: FetchManifest, observations: Sequence[FetchObservation],
+                          findings: Sequence[Finding]) -> str:
+    """Plain text for the terminal."""
+    return _render(manifest, observations, findings, markdown=False)
+
+
+def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchObservation],
+                          findings: Sequence[Finding]) -> str:
+    """Markdown for a ticket."""
+    return _render(manifest, observations, findings, markdown=True)
+
+
+def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObservation],
+                      findings: Sequence[Finding]) -> dict[str, Any]:
+    """The fetch report as plain JSON types."""
+    return {
+        "schema": FETCH_REPORT_SCHEMA,
+        "direction": "fetch",
+        "generated_by": f"gitnetdiag {manifest.tool_version}",
+        "status": manifest.status,
+        "culprits": [{"rank": rank, **to_jsonable(finding)}
+                     for rank, finding in enumerate(findings, start=1)],
+        "fetches": [{**to_jsonable(obs), "rtt_s": obs.rtt_s,
+                     "server_pack_generation_s": obs.phases.server_pack_generation_s}
+                    for obs in observations],
+        "errors": to_jsonable(manifest.errors),
+        "client_tcp_rmem": to_jsonable(manifest.client_tcp_rmem),
+    }
+
+
+def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObservation],
+                      findings: Sequence[Finding]) -> str:
+    """The fetch report as indented JSON text."""
+    return json.dumps(fetch_report_dict(manifest, observations, findings), indent=2) + "\n"

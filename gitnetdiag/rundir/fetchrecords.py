@@ -1,0 +1,162 @@
+"""What ``fetch.json`` holds: the download direction of a run (``probe --direction fetch``).
+
+A fetch run clones what the URL serves over each protocol, bounded like a
+push (stopped mid-pack once the rate is stable or the budget is spent), and
+writes nothing on the server. The probe records raw facts only: how the
+monitored clone ended, the bytes it moved, the files git and the monitor
+wrote (trace2 events, stderr with the sideband progress, the packet trace of
+the ref advertisement, ``ss -tin`` samples, the progress timeline). The
+phases are derived from those files by :mod:`gitnetdiag.analysis.fetchphases`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from gitnetdiag.rundir.manifest import (
+    bad_run_dir,
+    inside,
+    read_json_object,
+    write_json_atomically,
+)
+from gitnetdiag.rundir.records import PathMeasurement, RunError, ToolVersions
+from gitnetdiag.serial import Malformed, from_jsonable
+
+FETCH_SCHEMA = "gitnetdiag.fetch/1"
+"""Schema of ``fetch.json``."""
+FETCH_FILE = "fetch.json"
+"""The fetch run's record in the run directory."""
+
+Direction = Literal["fetch", "push", "both"]
+"""Which way a run measures: ``push`` uploads to a throwaway branch, ``fetch`` clones."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TimelinePoint:
+    """One sample of the monitor while a clone ran (a line of ``<stem>.timeline.jsonl``)."""
+
+    t_s: float
+    """Seconds since git was started."""
+    stderr_bytes: int
+    """Bytes git had written to stderr by then (maps progress lines to times)."""
+    received_bytes: int
+    """Bytes received so far on git's sockets (``ss`` ``bytes_received``), else git's
+    ``Receiving objects`` count."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchRecord:
+    """One bounded clone over one protocol, and the removal of its partial clone."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    repeat: int
+    """1-based repeat number."""
+    direction: Literal["fetch"]
+    """Always ``fetch``: this record measured the download direction."""
+    started_at: str
+    """ISO 8601 UTC start time."""
+    started_epoch_s: float
+    """The same start as Unix seconds (aligns the timeline with trace2's clock)."""
+    outcome: str
+    """``ok`` (the whole clone finished), ``bounded`` (stopped mid-pack at a stable rate or
+    the time budget: rate from the bytes moved), ``stalled``, ``hung``, ``failed``,
+    ``interrupted``."""
+    failure_kind: str | None
+    """Failure kind when not ok (see FailureKind)."""
+    last_line: str
+    """git's last stderr line (empty when ok)."""
+    wall_s: float
+    """Wall time of git clone until it ended or was stopped."""
+    moved_bytes: int
+    """Bytes received when it ended (the kernel's ``bytes_received`` when sampled)."""
+    measured_s: float
+    """Seconds the rate was measured over (from the first pack byte)."""
+    rate_bytes_per_s: float | None
+    """Download rate (slow start excluded), None when nothing moved."""
+    stopped: str | None
+    """Why the monitor stopped git: ``stable``, ``budget``, ``stall``; None when git ended."""
+    last_progress: str
+    """git's last progress line."""
+    tcpinfo_samples: int
+    """``ss -tin`` samples of git's sockets recorded."""
+    clone_removed: bool
+    """The partial clone's directory was removed and checked gone."""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    """Artifact kind (``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``)
+    -> path relative to the run directory."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchProtocolRun:
+    """Every fetch over one protocol."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    url: str
+    """Remote URL, redacted."""
+    endpoint: str
+    """``host:port`` the clones connect to."""
+    fetches: tuple[FetchRecord, ...] = ()
+    """Fetches in order."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchManifest:
+    """``fetch.json``: the download direction of a run directory."""
+
+    schema: str
+    """Always :data:`FETCH_SCHEMA`."""
+    direction: Literal["fetch"]
+    """Always ``fetch``."""
+    tool_version: str
+    """gitnetdiag version that wrote it."""
+    run_id: str
+    """Random id of the run."""
+    started_at: str
+    """ISO 8601 UTC."""
+    finished_at: str | None
+    """ISO 8601 UTC, None while running or after a crash."""
+    status: str
+    """``running``, ``complete``, ``failed`` or ``interrupted``."""
+    options: dict[str, Any]
+    """Options of the run (URLs redacted)."""
+    environment: ToolVersions | None
+    """Versions of git, libcurl, OpenSSH, ..."""
+    protocols: tuple[FetchProtocolRun, ...]
+    """One entry per protocol fetched, in order."""
+    paths: tuple[PathMeasurement, ...]
+    """Path measurements, one per endpoint."""
+    errors: tuple[RunError, ...]
+    """Errors met (the run went on where it could)."""
+    warnings: tuple[str, ...]
+    """Warnings."""
+    client_tcp_rmem: tuple[int, ...] | None = None
+    """The probing host's ``net.ipv4.tcp_rmem`` (min, default, max receive buffer): the
+    ceiling of the window a download can get; None when unreadable."""
+
+
+def write_fetch_manifest(run_dir: Path, manifest: FetchManifest) -> Path:
+    """Write ``fetch.json`` atomically."""
+    return write_json_atomically(run_dir / FETCH_FILE, manifest)
+
+
+def load_fetch_manifest(run_dir: Path) -> FetchManifest | None:
+    """``fetch.json`` of a run directory, None when the run fetched nothing; ``bad-run-dir``
+    when it is not one (wrong schema, wrong types, an artifact path leaving ``run_dir``)."""
+    data = read_json_object(run_dir / FETCH_FILE)
+    if data is None:
+        return None
+    if data.get("schema") != FETCH_SCHEMA:
+        raise bad_run_dir(f"{FETCH_FILE}: schema {data.get('schema')!r}, expected {FETCH_SCHEMA!r}")
+    try:
+        manifest = from_jsonable(FetchManifest, data, where="fetch", unknown="ignore")
+        for run in manifest.protocols:
+            for record in run.fetches:
+                for kind, relative in record.artifacts.items():
+                    inside(run_dir, relative, f"fetch.{run.protocol}[{record.repeat}].{kind}")
+    except Malformed as exc:
+        raise bad_run_dir(f"{run_dir / FETCH_FILE}: {exc}") from exc
+    return manifest

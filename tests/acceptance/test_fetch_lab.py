@@ -1,0 +1,58 @@
+"""Issue 26's first slice in the lab: ``diagnose --lab --direction fetch`` ranks each download
+fault's culprit first, and a fetch leaves the server's repository byte for byte unchanged
+with no partial clone behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT, FETCH_FAULT_FIX_NAMES
+from tests.conftest import LabFactory
+from tests.probe.test_fetch_daemon import tree_digest
+
+pytestmark = pytest.mark.lab
+
+
+def _diagnose_fetch(instance: str, out: Path, tmp: Path, *extra: str) -> dict[str, Any]:
+    tmp.mkdir(exist_ok=True)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
+         "--direction", "fetch", "--format", "json", "--out", str(out), "--timeout", "60",
+         *extra],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
+    print(f"diagnose --direction fetch: {time.monotonic() - started:.1f} s wall")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report: dict[str, Any] = json.loads(proc.stdout)
+    assert report["direction"] == "fetch"
+    return report
+
+
+@pytest.mark.parametrize("fault", list(FETCH_FAULT_CULPRIT))
+def test_fetch_diagnosis_ranks_the_download_fault_first(
+        fault: str, lab_factory: LabFactory, tmp_path: Path) -> None:
+    """Real clones over HTTP/1.1, HTTP/2, SSH and git://; the top culprit is the fault's."""
+    state = lab_factory(fault)
+    before = tree_digest(Path(state.repo_path))
+    report = _diagnose_fetch(state.instance, tmp_path / "run", tmp_path / "tmp")
+    for fetch in report["fetches"]:
+        phases = fetch["phases"]
+        print(f"{fault} {fetch['protocol']}: {fetch['outcome']}, {fetch['moved_bytes']} B, "
+              f"{fetch['rate_bytes_per_s']} B/s, first pack byte {phases['first_pack_byte_s']} s,"
+              f" server wait {fetch['server_pack_generation_s']} s")
+        assert fetch["outcome"] in ("ok", "bounded"), fetch
+    ids = [c["id"] for c in report["culprits"]]
+    assert ids and ids[0] == FETCH_FAULT_CULPRIT[fault], f"{fault}: ranked {ids}"
+    assert FETCH_FAULT_FIX_NAMES[fault] in report["culprits"][0]["fix"]
+    assert report["culprits"][0]["evidence"]
+    assert tree_digest(Path(state.repo_path)) == before
+    assert list((tmp_path / "tmp").glob("gitnetdiag-clone-*")) == []

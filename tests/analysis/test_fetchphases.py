@@ -1,0 +1,98 @@
+"""Phases of a clone from crafted trace2 events, progress text and a monitor timeline."""
+
+from __future__ import annotations
+
+import json
+from functools import partial
+
+import pytest
+
+from gitnetdiag.analysis.fetchphases import count_advertised_refs, fetch_phases
+from gitnetdiag.rundir.fetchrecords import TimelinePoint
+
+T0 = 1_700_000_000.0
+approx = partial(pytest.approx, abs=1e-5)
+
+
+def _event(sid: str, at: float, event: str, **fields: object) -> str:
+    from datetime import UTC, datetime
+
+    stamp = datetime.fromtimestamp(T0 + at, UTC).isoformat().replace("+00:00", "Z")
+    return json.dumps({"sid": sid, "time": stamp, "event": event, **fields})
+
+
+TRACE2 = [
+    _event("a", 0.0, "start", argv=["git", "clone"]),
+    _event("a", 0.01, "data", category="transfer", key="negotiated-version", value="2"),
+    _event("a", 0.30, "region_enter", category="fetch-pack",
+           label="parse_remote_refs_and_find_cutoff"),
+    _event("a", 0.31, "region_enter", category="fetch-pack", label="negotiation_v2"),
+    _event("a", 0.32, "data", category="negotiation_v2", key="total_rounds", value="1"),
+    _event("a", 0.35, "region_leave", category="fetch-pack", label="negotiation_v2"),
+    _event("a/b", 0.36, "region_enter", category="progress", label="Receiving objects"),
+    _event("a/b", 6.0, "data", category="progress", key="total_bytes", value="5000000"),
+    _event("a/b", 6.0, "region_leave", category="progress", label="Receiving objects"),
+    _event("a/b", 6.1, "region_enter", category="progress", label="Resolving deltas"),
+    _event("a/b", 6.5, "region_leave", category="progress", label="Resolving deltas"),
+    _event("a/b", 6.5, "region_enter", category="progress", label="Checking objects"),
+    _event("a/b", 6.7, "region_leave", category="progress", label="Checking objects"),
+    "not json {",
+    _event("a", 7.0, "region_enter", category="unpack_trees", label="unpack_trees"),
+    _event("a", 7.4, "region_leave", category="unpack_trees", label="unpack_trees"),
+    _event("a", 7.5, "exit", code=0),
+]
+COUNTED = "remote: Counting objects: 100% (9000/9000), done.        \n"
+COMPRESSED = "remote: Compressing objects: 100% (3000/3000), done.        \n"
+FIRST = "Receiving objects:   1% (90/9000)\r"
+STDERR = "Cloning into 'x'...\n" + COUNTED + COMPRESSED + FIRST + "Receiving objects: 100%\n"
+
+
+def _timeline() -> list[TimelinePoint]:
+    # git was started 20 ms before trace2's start; each sample dates what stderr held then.
+    at = {0.25: 20, 2.0: 20 + len(COUNTED), 3.5: 20 + len(COUNTED) + len(COMPRESSED),
+          4.0: len(STDERR)}
+    return [TimelinePoint(t_s=t, stderr_bytes=size, received_bytes=0) for t, size in at.items()]
+
+
+def test_phases_in_order_from_every_source() -> None:
+    """Each phase comes from its own source and the timeline's clock is aligned to trace2's."""
+    phases = fetch_phases(trace2=TRACE2, stderr=STDERR, timeline=_timeline(),
+                          packet_trace="", started_epoch_s=T0 - 0.02)
+    assert phases.protocol_version == 2
+    assert phases.ref_advertisement_s == approx(0.30)
+    assert phases.negotiation_s == approx(0.04)
+    assert phases.negotiation_rounds == 1
+    assert phases.request_sent_s == approx(0.35)
+    assert phases.server_objects_counted == 9000 and phases.server_objects_compressed == 3000
+    assert phases.server_counting_done_s == approx(1.98)
+    assert phases.server_compressing_done_s == approx(3.48)
+    assert phases.first_pack_byte_s == approx(3.98)
+    assert phases.server_pack_generation_s == approx(3.63)
+    assert phases.received_bytes == 5_000_000
+    assert phases.index_pack_s == approx(0.6)
+    assert phases.checkout_s == approx(0.4)
+    assert phases.total_s == approx(7.5)
+
+
+def test_stopped_clone_has_no_late_phases() -> None:
+    """A clone stopped mid-pack: no pack received, index-pack, checkout or exit."""
+    phases = fetch_phases(trace2=TRACE2[:7], stderr=STDERR, timeline=_timeline(),
+                          packet_trace="", started_epoch_s=T0)
+    assert phases.first_pack_byte_s is not None
+    assert phases.pack_received_s is None and phases.received_bytes is None
+    assert phases.index_pack_s is None and phases.checkout_s is None and phases.total_s is None
+
+
+def test_advertised_refs_counted_from_the_client_side() -> None:
+    """Refs the client read, once each; peeled tags and the server's own lines not counted."""
+    oid = "a" * 40
+    trace = "\n".join([
+        f"12:00 pkt-line.c:80 packet:  upload-pack> {oid} refs/heads/main",
+        f"12:00 pkt-line.c:80 packet:        clone< {oid} HEAD symref-target:refs/heads/main",
+        f"12:00 pkt-line.c:80 packet:        clone< {oid} refs/heads/main",
+        f"12:00 pkt-line.c:80 packet:        clone< {oid} refs/tags/v1 peeled:{oid}",
+        f"12:00 pkt-line.c:80 packet:        clone< {oid} refs/tags/v1^{{}}",
+        "12:00 pkt-line.c:80 packet:        clone> command=fetch",
+    ])
+    assert count_advertised_refs(trace) == 3
+    assert count_advertised_refs("") is None
