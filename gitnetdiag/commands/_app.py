@@ -1,7 +1,7 @@
 """The command line: a thin shell around library calls.
 
 Each command lives in ``gitnetdiag/commands/<name>.py`` and exposes
-``register(app)``; :data:`gitnetdiag.cli.COMMAND_MODULES` lists them in help
+``register(app)``; :data:`COMMAND_MODULES` lists them in help
 order. Errors are rendered in exactly one place, :func:`run` (called by
 :func:`gitnetdiag.cli.main` once it knows typer is needed).
 """
@@ -17,8 +17,38 @@ import typer
 from rich.console import Console
 
 from gitnetdiag import __version__
-from gitnetdiag.cli import COMMAND_MODULE_OF, COMMAND_MODULES, COMMAND_SUMMARIES, PROG
 from gitnetdiag.errors import ExitCode, GitnetdiagError, UsageError
+
+PROG = "gitnetdiag"
+
+COMMAND_MODULES: tuple[str, ...] = (
+    "probe", "analyze", "report", "compare", "lab", "storage", "host", "load", "watch")
+
+COMMAND_MODULE_OF: dict[str, str] = {
+    "diagnose": "probe", "probe": "probe", "analyze": "analyze", "report": "report",
+    "compare": "compare", "lab": "lab", "storage": "storage", "host": "host", "load": "load",
+    "watch": "watch",
+}
+"""Which module registers each command, so a run imports only what it needs."""
+
+COMMAND_SUMMARIES: tuple[tuple[str, str], ...] = (
+    ("diagnose", "Probe, capture, analyse and rank the culprits: the main job."),
+    ("probe", "Push the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured."),
+    ("analyze", "Read a pcap/pcapng capture and show, per TCP connection, what limited it."),
+    ("report", "Render the ranked diagnosis of a run directory (offline; no network, no root)."),
+    ("compare", "Compare runs: before and after a fix, or one remote from several places."),
+    ("storage", "Benchmark the storage under the git data before blaming the network."),
+    ("host", "Collect the server's own evidence: listen backlogs, queue overflows, kernel log, "
+             "configs."),
+    ("load", "Capacity test: clones, fetches, pushes and ls-remotes at rising concurrency."),
+    ("watch", "Probe each configured target on its interval and serve /metrics for Prometheus."),
+    ("lab", "A reproduction lab in three network namespaces, client -- router -- server, with "
+            "real Apache (mod_http2), HAProxy, sshd and git daemon, and named faults. Needs root."),
+)
+"""Each command's one-line help in the order ``--help`` lists them: the top-level help is
+printed from these without importing the command modules.
+``tests/commands/test_startup.py`` checks they match the commands' own help."""
+
 
 err_console = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -70,7 +100,7 @@ def _not_loaded() -> None:
 
 def build_listing_app() -> typer.Typer:
     """The application as ``--help`` shows it: every command listed with its one-line
-    help (:data:`gitnetdiag.cli.COMMAND_SUMMARIES`), no command module imported."""
+    help (:data:`COMMAND_SUMMARIES`), no command module imported."""
     application = _bare_app()
     for name, summary in COMMAND_SUMMARIES:
         application.command(name, help=summary)(_not_loaded)

@@ -59,7 +59,22 @@ _HOME: dict[str, str] = {
 }
 """Exported name -> the module of this package that defines it."""
 
-__all__ = sorted(_HOME)
+__all__ = [
+    "COMPARE_RENDERERS",
+    "RENDERERS",
+    "SCHEMA",
+    "redact_text",
+    "redact_url",
+    "render_compare_html",
+    "render_compare_json",
+    "render_compare_markdown",
+    "render_compare_terminal",
+    "render_html",
+    "render_json",
+    "render_markdown",
+    "render_terminal",
+    "report_dict",
+]
 
 
 def __getattr__(name: str) -> Any:
