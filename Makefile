@@ -15,14 +15,21 @@ lint: setup
 	$(BIN)/ruff check gitnetdiag tests benchmarks scripts
 	$(BIN)/mypy gitnetdiag
 
-# The unit tests on both cores; the lab tests one at a time (they measure rates and
-# times, and a second live lab would share the two cores).
-# Both parts always run; the target fails when either did.
-test: lint
-	@$(BIN)/pytest -q -p no:cacheprovider -m "not lab" -n 2; unit=$$?; \
-	$(BIN)/pytest -q -p no:cacheprovider -m lab; lab=$$?; \
-	echo "make test: unit tests exit $$unit, lab tests exit $$lab"; \
-	test $$unit -eq 0 -a $$lab -eq 0
+# Lint first (a failure stops here), then the unit tests on both cores and the lab tests
+# one at a time (they measure rates and times, and a second live lab would share the two
+# cores). Both test parts always run; the target fails when either did. The last lines
+# give each part's exit code and time.
+LINT := $(BIN)/ruff check gitnetdiag tests benchmarks scripts && $(BIN)/mypy gitnetdiag
+
+test: setup
+	@t0=$$(date +%s); \
+	$(LINT) || exit 1; lint=0; t1=$$(date +%s); \
+	$(BIN)/pytest -q -p no:cacheprovider -m "not lab" -n 2; unit=$$?; t2=$$(date +%s); \
+	$(BIN)/pytest -q -p no:cacheprovider -m lab; lab=$$?; t3=$$(date +%s); \
+	part() { printf 'make test: %-10s exit %s  %3dm%02ds\n' "$$1" "$$2" $$(($$3 / 60)) $$(($$3 % 60)); }; \
+	part lint $$lint $$((t1 - t0)); part unit $$unit $$((t2 - t1)); \
+	part lab $$lab $$((t3 - t2)); part total - $$((t3 - t0)); \
+	test $$lint -eq 0 -a $$unit -eq 0 -a $$lab -eq 0
 
 unit: setup
 	$(BIN)/pytest -q -p no:cacheprovider -m "not lab"

@@ -1,164 +1,48 @@
-"""The command line: a thin shell around library calls.
+"""The command line's entry point: as little as possible before the command runs.
 
-Each command lives in ``gitnetdiag/commands/<name>.py`` and exposes
-``register(app)``; :data:`COMMAND_MODULES` lists them in help order.
-Errors are rendered in exactly one place, :func:`main`.
+``gitnetdiag --version`` is answered here, before typer, rich or any command
+module is imported. Everything else goes to :mod:`gitnetdiag.commands._app`,
+which imports only the module of the command being run;
+``--help`` and unknown words get the command list without importing any
+command module.
 """
 
 from __future__ import annotations
 
-import contextlib
-import importlib
-import signal
 import sys
-from types import ModuleType
-from typing import NoReturn
-
-import typer
-from rich.console import Console
+from typing import TYPE_CHECKING
 
 from gitnetdiag import __version__
-from gitnetdiag.errors import ExitCode, GitnetdiagError, UsageError
-from gitnetdiag.proc import received_signal
+
+if TYPE_CHECKING:
+    import typer
+
+    from gitnetdiag.errors import GitnetdiagError
 
 PROG = "gitnetdiag"
-
-COMMAND_MODULES: tuple[str, ...] = (
-    "probe", "analyze", "report", "compare", "lab", "storage", "host", "load", "watch")
-
-COMMAND_MODULE_OF: dict[str, str] = {
-    "diagnose": "probe", "probe": "probe", "analyze": "analyze", "report": "report",
-    "compare": "compare", "lab": "lab", "storage": "storage", "host": "host", "load": "load",
-    "watch": "watch",
-}
-"""Which module registers each command, so a run imports only what it needs."""
-
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
-
-APP_HELP = (
-    "Why is git push slow? Push the same repository over HTTP/1.1, HTTP/2 and SSH, "
-    "capture the packets, and rank the culprits with evidence.\n\n"
-    "Start with:  [bold]sudo gitnetdiag lab up --fault h2-small-window[/bold]  then  "
-    "[bold]sudo gitnetdiag diagnose --lab[/bold]\n\n"
-    "Offline, no root:  [bold]gitnetdiag analyze captures/h2-small-window --diagnose[/bold]"
-)
-
-
-def _version_callback(value: bool) -> None:
-    if value:
-        typer.echo(f"gitnetdiag {__version__}")
-        raise typer.Exit()
-
-
-def _root(
-    version: bool = typer.Option(
-        False, "--version", help="Print the version and exit.", callback=_version_callback,
-        is_eager=True,
-    ),
-) -> None:
-    """gitnetdiag: network-layer diagnosis of slow Git transfers."""
-
-
-def build_app(modules: tuple[str, ...] = COMMAND_MODULES) -> typer.Typer:
-    """The typer application with the commands of ``modules`` registered."""
-    application = typer.Typer(
-        name="gitnetdiag", help=APP_HELP, rich_markup_mode="rich", no_args_is_help=True,
-        add_completion=False, pretty_exceptions_enable=False,
-    )
-    application.callback()(_root)
-    for name in modules:
-        importlib.import_module(f"gitnetdiag.commands.{name}").register(application)
-    return application
 
 
 def __getattr__(name: str) -> typer.Typer:
     """``gitnetdiag.cli.app``: the full application, built on first use (tests, tools)."""
     if name == "app":
+        from gitnetdiag.commands._app import build_app
+
         return build_app()
     raise AttributeError(name)
 
 
 def render_error(exc: GitnetdiagError) -> None:
-    """Print an error as one line: reference, message and hint.
+    """Print an error as one line (:func:`gitnetdiag.commands._app.render_error`)."""
+    from gitnetdiag.commands._app import render_error as render
 
-    The last line of defence for secrets: whatever raised the error, the
-    URLs of the command line (and anything shaped like a credential) are
-    masked before the line is shown.
-    """
-    from gitnetdiag.redaction import redact_error, secrets_from_argv
-
-    redact_error(exc, secrets_from_argv(sys.argv))
-    line = f"error [{exc.reference}]: {exc.message}"
-    if exc.hint:
-        line += f" (hint: {exc.hint})"
-    err_console.print(line, markup=False, style="red")
-
-
-def _click_exceptions() -> ModuleType:
-    """typer >= 0.20 carries its own copy of click; older ones use the click package."""
-    try:
-        return importlib.import_module("typer._click.exceptions")
-    except ImportError:
-        return importlib.import_module("click.exceptions")
-
-
-CLICK = _click_exceptions()
-
-
-def usage_error(exc: Exception) -> UsageError:
-    """click's own complaint (unknown option, missing argument, bad value) as one line."""
-    ctx = getattr(exc, "ctx", None)
-    command = ctx.command_path if ctx is not None else PROG
-    text = exc.format_message().replace("Value error, ", "")  # type: ignore[attr-defined]
-    message = " ".join(text.split())
-    error = UsageError(message, hint=f"see '{command} --help'")
-    if not isinstance(exc, CLICK.UsageError):
-        error.exit_code = ExitCode.FAILURE
-    return error
-
-
-def _interrupted() -> NoReturn:
-    with contextlib.suppress(OSError):  # no terminal left after SIGHUP
-        err_console.print("interrupted: partial results were kept", markup=False,
-                          style="yellow")
-    sys.exit(int(ExitCode.INTERRUPTED))
+    render(exc)
 
 
 def main() -> None:
-    """Entry point of the ``gitnetdiag`` console script.
+    """Entry point of the ``gitnetdiag`` console script."""
+    if sys.argv[1:] == ["--version"]:
+        sys.stdout.write(f"{PROG} {__version__}\n")
+        return
+    from gitnetdiag.commands._app import run
 
-    click runs outside its standalone mode so that its usage errors arrive
-    here too and are printed like ours: one line, reference and hint, never
-    a multi-line box or a traceback.
-    """
-    # Startup time matters (analyze reads a million packets in about a second): import
-    # only the module of the command being run; --help and unknown words get them all.
-    first = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
-    module = COMMAND_MODULE_OF.get(first or "")
-    command = typer.main.get_command(build_app((module,) if module else COMMAND_MODULES))
-    try:
-        code = command.main(args=sys.argv[1:], prog_name=PROG, standalone_mode=False)
-    except CLICK.NoArgsIsHelpError as exc:
-        exc.show()  # the help text, as the user asked for nothing in particular
-        sys.exit(exc.exit_code)
-    except CLICK.ClickException as exc:
-        error = usage_error(exc)
-        render_error(error)
-        sys.exit(int(error.exit_code))
-    except typer.Abort:
-        _interrupted()
-    except GitnetdiagError as exc:
-        render_error(exc)
-        sys.exit(int(exc.exit_code))
-    except KeyboardInterrupt:
-        _interrupted()
-    except OSError:
-        if received_signal() is not signal.SIGHUP:
-            raise
-        # The terminal went away (SIGHUP): the clean-up ran and the manifest says so;
-        # there is nothing left to print to.
-        sys.exit(int(ExitCode.INTERRUPTED))
-    if isinstance(code, int) and code == ExitCode.INTERRUPTED:
-        _interrupted()
-    if isinstance(code, int) and code:
-        sys.exit(code)
+    run()

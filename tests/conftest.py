@@ -1,4 +1,32 @@
-"""Shared fixtures: lab instances for integration tests (root only)."""
+"""Shared fixtures: lab instances for integration tests (root only).
+
+Bringing a lab up costs seconds per test (namespaces, Apache, HAProxy, sshd, git
+daemon, the fault); the lab suite runs one test at a time, so ``make test``'s time is
+mostly labs going up and pushes. Two fixtures give a test its lab:
+
+``shared_lab(*faults, **options)``
+    The lab of that fault set and those options, brought up by the first test that
+    asks for it and kept until the end of the session: every later test asking for
+    the same faults and options (order of faults ignored) gets the same lab. Use it
+    when the test leaves the lab as it found it:
+
+    * pushes go to refs the test creates and deletes, or to branch names no other
+      test uses (the probes delete their refs themselves);
+    * counters are compared as before/after deltas, never as absolute values;
+    * it never changes the lab's configuration (``lab fix``, editing a config,
+      restarting a server) and never relies on a once-per-socket event (the kernel's
+      "SYN flooding" warning is printed once per listening socket, so a test that
+      looks for it in the log needs a fresh lab).
+
+``lab_factory(*faults, **options)``
+    A fresh lab for this test alone, taken down when it ends. Use it for everything
+    the rules above exclude.
+
+A new fault's tests: ask ``shared_lab(fault)`` in each test that only reads or
+pushes, as :mod:`tests.acceptance.test_diagnose_lab` does for its faults without a
+``lab fix``; the lab then goes up once for all of them. Keep pushes only as large as
+the assertion needs (a few MB).
+"""
 
 from __future__ import annotations
 

@@ -89,8 +89,8 @@ def analyze_capture(
     gc.disable()
     try:
         with CaptureReader(path, chunk_bytes=chunk_bytes, parallel=parallel) as reader:
-            for packets in reader.chunks():
-                analyzer.feed(packets)
+            for columns in reader.column_chunks():
+                analyzer.feed_columns(columns)
             stats = reader.stats
             damage = reader.damage
             connections = analyzer.results(reader.connections)

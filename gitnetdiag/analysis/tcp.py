@@ -16,7 +16,7 @@ explains them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -572,8 +572,16 @@ class TcpAnalyzer:
         """Account for one chunk of the packet table."""
         if len(packets) == 0:
             return
-        conn = packets["conn"]
-        cols_all = {name: packets[name].astype(np.int64) for name in _COLUMNS}
+        self.feed_columns({name: packets[name].astype(np.int64) for name in (*_COLUMNS, "conn")})
+
+    def feed_columns(self, columns: Mapping[str, I64Array]) -> None:
+        """:meth:`feed` for a chunk given as int64 columns named like the table's fields
+        (:meth:`gitnetdiag.capture.reader.CaptureReader.column_chunks`); the columns
+        are not modified."""
+        conn = columns["conn"]
+        if len(conn) == 0:
+            return
+        cols_all = {name: columns[name] for name in _COLUMNS}
         first = int(conn[0])
         if int(conn.min()) == first and int(conn.max()) == first:
             groups: Iterable[tuple[int, I64Array | None]] = [(first, None)]
@@ -590,7 +598,7 @@ class TcpAnalyzer:
             state = self._states.get(index)
             if state is None:
                 state = self._states[index] = _ConnectionState(self.thresholds)
-            cols = cols_all if rows is None else {k: v[rows] for k, v in cols_all.items()}
+            cols = dict(cols_all) if rows is None else {k: v[rows] for k, v in cols_all.items()}
             state.update(cols)
 
     def results(self, connections: Sequence[Connection]) -> list[ConnectionAnalysis]:

@@ -4,7 +4,8 @@ Walking and decoding (:meth:`CaptureReader.decoded`) run in a child process
 forked from the caller; each chunk's decoded rows go back through a pipe as
 int64 columns (:data:`_FIELDS`), followed by a pickled :class:`ReaderProgress`
 (statistics, damage).  The caller tracks connections,
-builds the packet table (:meth:`CaptureReader.table`) and analyses chunk *i*
+builds the packet table or columns (:meth:`CaptureReader.table`,
+:meth:`CaptureReader.columns`) and analyses chunk *i*
 while the child decodes chunk *i+1*: on 1M packets the two halves take about
 the same time, so a two-core machine does both at once.
 
@@ -27,10 +28,10 @@ import pickle
 import signal
 import struct
 import traceback
-from collections.abc import Generator, Iterator
+from collections.abc import Callable, Generator, Iterator
 from dataclasses import dataclass, field
 from io import FileIO
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -62,7 +63,10 @@ class ChunkSource(Protocol):
     def decoded(self) -> Iterator[tuple[TcpRows, int]]: ...
     def progress(self) -> ReaderProgress: ...
     def apply_progress(self, progress: ReaderProgress) -> None: ...
-    def table(self, rows: TcpRows, records: int) -> PacketArray: ...
+
+
+Chunk = TypeVar("Chunk")
+"""What the caller makes of a chunk's decoded rows (a packet table, columns)."""
 
 PIPE_BYTES = 1 << 20
 """Pipe buffer asked for (Linux F_SETPIPE_SZ); fewer, larger copies between the processes."""
@@ -84,8 +88,14 @@ them to 96 bytes took 0.14 s per million segments in casts on the two sides,
 while the parent can use the received columns without any copy."""
 
 
-def forked_chunks(reader: ChunkSource) -> Generator[PacketArray, None, None]:
-    """``reader.chunks()`` computed in a forked child; ``reader``'s state follows along."""
+def forked_chunks(
+    reader: ChunkSource, finish: Callable[[TcpRows, int], Chunk]
+) -> Generator[Chunk, None, None]:
+    """``reader.chunks()`` computed in a forked child; ``reader``'s state follows along.
+
+    The child walks and decodes; each chunk's rows are finished here by ``finish(rows,
+    records)`` (the reader's ``table`` or ``columns``: connection tracking, frame numbers).
+    """
     read_fd, write_fd = os.pipe()
     _grow_pipe(write_fd)
     # SIGINT stays blocked across fork so that the child cannot take a
@@ -133,7 +143,7 @@ def forked_chunks(reader: ChunkSource) -> Generator[PacketArray, None, None]:
                 raise error
             if done:
                 break
-            yield reader.table(TcpRows(**dict(zip(_FIELDS, wire, strict=True))), records)
+            yield finish(TcpRows(**dict(zip(_FIELDS, wire, strict=True))), records)
         os.waitpid(pid, 0)
         reaped = True
     finally:

@@ -1,7 +1,8 @@
 """Walking pcap and pcapng files record by record, in bounded chunks.
 
 The walk itself (one record header after another) is inherently sequential,
-so it is a tight ``struct`` loop that only collects record offsets; every
+so it is a tight loop that only collects record offsets (for pcap, one that
+guesses ahead where record sizes repeat, :mod:`~gitnetdiag.capture.pcapwalk`); every
 other header field is then gathered for the whole chunk at once with numpy
 fancy indexing.  A walker yields :class:`RecordBatch` values whose ``buf``
 is a numpy view of the chunk buffer; the batch is only valid until the next
@@ -23,6 +24,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gitnetdiag.capture.compressed import CaptureStream
+from gitnetdiag.capture.pcapwalk import walk_records
 from gitnetdiag.errors import CaptureFormatError
 
 DEFAULT_CHUNK_BYTES = 4 * 1024 * 1024
@@ -172,33 +174,28 @@ class PcapWalker:
         """Yield the records chunk by chunk."""
         src = _ChunkedFile(self.handle, 24, self.chunk_bytes)
         src.refill(0)
-        incl_of = struct.Struct((">" if self.big else "<") + "I").unpack_from
         max_record = min(self.max_record, MAX_RECORD_BYTES)
         while True:
             data = src.data
             end = src.size
-            offs: list[int] = []
-            append = offs.append
-            off = 0
-            last_header = end - 16
-            # The hot loop only follows lengths; they are checked afterwards, at once.
-            while off <= last_header:
-                append(off)
-                off += incl_of(data, off + 8)[0] + 16
+            # Only lengths are followed here (guessing ahead where sizes repeat:
+            # :mod:`gitnetdiag.capture.pcapwalk`); they are checked afterwards, at once.
+            offs, off = walk_records(data, 0, end, big=self.big)
             need = 0
             if off > end:
-                last = offs.pop()
+                last = int(offs[-1])
+                offs = offs[:-1]
                 need = off - last
                 off = last
             damage: CaptureFormatError | None = None
-            batch = self._batch(data, offs) if offs else None
+            batch = self._batch(data, offs) if len(offs) else None
             bad_incl = need - 16 if need - 16 > max_record else None
             if batch is not None:
                 bad = np.flatnonzero(batch.caplen > max_record)
                 if len(bad):
                     cut = int(bad[0])
                     bad_incl = int(batch.caplen[cut])
-                    off = offs[cut]
+                    off = int(offs[cut])
                     batch = _slice_batch(batch, cut)
             if bad_incl is not None:
                 damage = CaptureFormatError(
@@ -227,9 +224,8 @@ class PcapWalker:
                 return
             src.refill(off, need)
 
-    def _batch(self, data: bytearray, offs: list[int]) -> RecordBatch:
+    def _batch(self, data: bytearray, rec: I64Array) -> RecordBatch:
         buf = np.frombuffer(data, dtype=np.uint8)
-        rec = np.asarray(offs, dtype=np.int64)
         words = header_words(buf, rec, 4, big=self.big)
         frac = words[:, 1]
         ts_ns = words[:, 0] * 1_000_000_000 + (frac if self.ns else frac * 1000)

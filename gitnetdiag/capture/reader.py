@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 import numpy as np
+import numpy.typing as npt
 
 from gitnetdiag.capture.compressed import capture_stream
 from gitnetdiag.capture.decode import DecodeStats, TcpRows, decode_tcp
@@ -57,6 +58,14 @@ PACKET_DTYPE = np.dtype(
     ]
 )
 """One row per TCP segment."""
+
+PacketColumns = dict[str, npt.NDArray[np.int64]]
+"""A chunk as int64 columns named like the fields of :data:`PACKET_DTYPE`."""
+
+_ROW_FIELDS = ("ts_ns", "flags", "seq", "ack", "win_raw", "payload_len", "opt_mss",
+               "opt_wscale", "opt_sack_perm", "opt_ts_val", "opt_ts_ecr", "sack_count",
+               "sack_left", "sack_right")
+"""The table's fields taken as they are from the decoded rows."""
 
 PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 """Files larger than this are read in a forked child process (when there is a spare core)."""
@@ -121,7 +130,7 @@ class CaptureReader:
         self.packets_read = 0
         """TCP segments produced so far."""
         self._frame_base = 0
-        self._forked: Generator[PacketArray, None, None] | None = None
+        self._forked: Generator[object, None, None] | None = None
         self.child_pid: int | None = None
         """The forked child reading ahead, while :meth:`chunks` is running in parallel."""
 
@@ -144,9 +153,20 @@ class CaptureReader:
         """Yield packet tables (PACKET_DTYPE) in file order."""
         if self.parallel:
             self._close_forked()
-            self._forked = forked_chunks(self)
-            return self._forked
+            forked = forked_chunks(self, self.table)
+            self._forked = forked
+            return forked
         return self.chunks_here()
+
+    def column_chunks(self) -> Iterator[PacketColumns]:
+        """:meth:`chunks` as int64 columns (:meth:`columns`): the same rows and values,
+        without packing them into a table that the analysis would unpack again."""
+        if self.parallel:
+            self._close_forked()
+            forked = forked_chunks(self, self.columns)
+            self._forked = forked
+            return forked
+        return (self.columns(rows, records) for rows, records in self.decoded())
 
     def _close_forked(self) -> None:
         if self._forked is not None:
@@ -183,18 +203,23 @@ class CaptureReader:
 
     def table(self, rows: TcpRows, records: int) -> PacketArray:
         """The second half: connection tracking and the packet table of one chunk."""
-        conn, direction = self._tracker.assign(rows)
+        columns = self.columns(rows, records)
         out = np.empty(len(rows.record), dtype=PACKET_DTYPE)
-        out["ts_ns"] = rows.ts_ns
+        for name in PACKET_DTYPE.names or ():
+            out[name] = columns[name]
+        return out
+
+    def columns(self, rows: TcpRows, records: int) -> PacketColumns:
+        """The second half as columns: every field of :data:`PACKET_DTYPE`, each an int64
+        array (the decoded rows themselves, no copy) holding exactly the table's values
+        (each decoded field fits its table type)."""
+        conn, direction = self._tracker.assign(rows)
+        out = {name: getattr(rows, name) for name in _ROW_FIELDS}
         out["frame"] = rows.record + self._frame_base + 1
         out["conn"] = conn
         out["dir"] = direction
-        for name in ("flags", "seq", "ack", "win_raw", "payload_len", "opt_mss",
-                     "opt_wscale", "opt_sack_perm", "opt_ts_val", "opt_ts_ecr",
-                     "sack_count", "sack_left", "sack_right"):
-            out[name] = getattr(rows, name)
         self._frame_base += records
-        self.packets_read += len(out)
+        self.packets_read += len(rows.record)
         return out
 
     def close(self) -> None:

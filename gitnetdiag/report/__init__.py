@@ -13,56 +13,51 @@ The diagnosis and load renderers redact secrets first
 Numbers are formatted with :mod:`gitnetdiag.report.units`, the one unit
 convention. A renderer shows only what its object holds; none computes
 anything the others lack. Only the HTML renderers import matplotlib, lazily.
+
+The names below are imported on first use (module ``__getattr__``), so that a
+command importing one renderer module (``gitnetdiag.report.capture``) does not
+load the diagnosis renderers and models with it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import importlib
+from typing import TYPE_CHECKING, Any
 
-from gitnetdiag.diagnosis.comparison import Comparison
-from gitnetdiag.diagnosis.model import Diagnosis
-from gitnetdiag.report.compare import (
-    render_compare_json,
-    render_compare_markdown,
-    render_compare_terminal,
-)
-from gitnetdiag.report.json_report import SCHEMA, render_json, report_dict
-from gitnetdiag.report.markdown import render_markdown
-from gitnetdiag.report.redact import redact_text, redact_url
-from gitnetdiag.report.terminal import render_terminal
+if TYPE_CHECKING:
+    from gitnetdiag.report.compare import (
+        render_compare_json,
+        render_compare_markdown,
+        render_compare_terminal,
+    )
+    from gitnetdiag.report.json_report import SCHEMA, render_json, report_dict
+    from gitnetdiag.report.markdown import render_markdown
+    from gitnetdiag.report.redact import redact_text, redact_url
+    from gitnetdiag.report.renderers import (
+        COMPARE_RENDERERS,
+        RENDERERS,
+        render_compare_html,
+        render_html,
+    )
+    from gitnetdiag.report.terminal import render_terminal
 
-
-def render_html(diagnosis: Diagnosis) -> str:
-    """Self-contained HTML with embedded plots (imports matplotlib on first use)."""
-    from gitnetdiag.report.html import render_html as _render
-
-    return _render(diagnosis)
-
-
-RENDERERS: dict[str, Callable[[Diagnosis], str]] = {
-    "terminal": render_terminal,
-    "md": render_markdown,
-    "html": render_html,
-    "json": render_json,
+_HOME: dict[str, str] = {
+    "COMPARE_RENDERERS": "renderers",
+    "RENDERERS": "renderers",
+    "SCHEMA": "json_report",
+    "redact_text": "redact",
+    "redact_url": "redact",
+    "render_compare_html": "renderers",
+    "render_compare_json": "compare",
+    "render_compare_markdown": "compare",
+    "render_compare_terminal": "compare",
+    "render_html": "renderers",
+    "render_json": "json_report",
+    "render_markdown": "markdown",
+    "render_terminal": "terminal",
+    "report_dict": "json_report",
 }
-"""Renderer by ``--format`` name."""
-
-
-
-def render_compare_html(comparison: Comparison) -> str:
-    """``gitnetdiag compare`` as HTML with before/after plots (matplotlib on first use)."""
-    from gitnetdiag.report.compare_html import render_compare_html as _render
-
-    return _render(comparison)
-
-
-COMPARE_RENDERERS: dict[str, Callable[[Comparison], str]] = {
-    "terminal": render_compare_terminal,
-    "md": render_compare_markdown,
-    "html": render_compare_html,
-    "json": render_compare_json,
-}
-"""Comparison renderer by ``--format`` name."""
+"""Exported name -> the module of this package that defines it."""
 
 __all__ = [
     "COMPARE_RENDERERS",
@@ -80,3 +75,13 @@ __all__ = [
     "render_terminal",
     "report_dict",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import an exported name's module on first use."""
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value
+    return value

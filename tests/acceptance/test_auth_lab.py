@@ -80,9 +80,9 @@ def files_holding(directory: Path, secrets: list[bytes]) -> list[str]:
 
 
 def test_auth_lab_small_edge_window_ranks_first_and_no_token_leaks(
-    lab_factory: LabFactory, tmp_path: Path, agent_socket: Path
+    shared_lab: LabFactory, tmp_path: Path, agent_socket: Path
 ) -> None:
-    state = lab_factory("h2-small-window", "auth")
+    state = shared_lab("h2-small-window", "auth")
     token = lab_token(state)
     secrets = [token.encode(), base64.b64encode(f"probe:{token}".encode())]
     env = user_environment(state, tmp_path, agent_socket)
@@ -136,11 +136,11 @@ def _h2native(state: LabState, url: str, env: dict[str, str]) -> subprocess.Comp
 
 
 def test_auth_lab_both_ways_in_demand_the_credential(
-    lab_factory: LabFactory, tmp_path: Path
+    shared_lab: LabFactory, tmp_path: Path
 ) -> None:
     """Edge and direct both answer 401 without a credential, one line naming the fix;
     a wrong token is refused without being printed; the right one pushes."""
-    state = lab_factory("h2-small-window", "auth")
+    state = shared_lab("h2-small-window", "auth")
     token = lab_token(state)
     base = {k: v for k, v in os.environ.items() if not k.startswith("GIT_CONFIG")}
     nothing = {**base, "GIT_CONFIG_GLOBAL": os.devnull, "GIT_CONFIG_NOSYSTEM": "1"}

@@ -67,9 +67,13 @@ def _check_the_fix(instance: str, fault: str, before: Path, after: Path) -> None
 
 @pytest.mark.parametrize("fault", list(FAULT_CULPRIT))
 def test_diagnose_ranks_the_injected_fault_first(fault: str, lab_factory: LabFactory,
+                                                 shared_lab: LabFactory,
                                                  tmp_path: Path) -> None:
-    """Real pushes through the lab; the top culprit is the injected fault, its fix the setting."""
-    state = lab_factory(fault)
+    """Real pushes through the lab; the top culprit is the injected fault, its fix the setting.
+
+    The probes delete the refs they push, so the lab is the session's shared one, except
+    for the faults that go on with ``lab fix`` (it changes the lab)."""
+    state = lab_factory(fault) if fault in CONNECTION_FIXES else shared_lab(fault)
     out = tmp_path / "run"
     report = _diagnose(state.instance, fault, out)
     ids = [c["id"] for c in report["culprits"]]

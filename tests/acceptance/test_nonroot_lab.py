@@ -54,10 +54,10 @@ def _own(src: str, home: Path, name: str) -> Path:
 
 @pytest.mark.parametrize("fault", ["tcp-rmem-clamp", "loss", "h2-small-window"])
 def test_diagnose_as_nobody_ranks_the_fault_first_from_tcp_info(
-        fault: str, lab_factory: LabFactory, nobody_home: Path) -> None:
+        fault: str, shared_lab: LabFactory, nobody_home: Path) -> None:
     if not Path("/usr/bin/python3").is_file() or sys.version_info[:2] != (3, 11):
         pytest.skip("needs Debian's python3 of this venv's version")
-    state = lab_factory(fault)
+    state = shared_lab(fault)  # diagnose deletes the refs it pushes: the shared lab
     key = _own(state.ssh_key, nobody_home, "id")
     known = _own(state.ssh_known_hosts, nobody_home, "known_hosts")
     ca = _own(state.ca_file, nobody_home, "ca.pem")

@@ -89,8 +89,8 @@ def test_tiny_backlog_under_a_burst(lab_factory: LabFactory) -> None:
     assert diagnose(obs).findings[0].id == "listen-backlog-overflow"
 
 
-def test_h2_small_window_edge_config_is_flagged(lab_factory: LabFactory) -> None:
-    state = lab_factory("h2-small-window")
+def test_h2_small_window_edge_config_is_flagged(shared_lab: LabFactory) -> None:
+    state = shared_lab("h2-small-window")
     config = str(Path(state.state_dir) / "haproxy.cfg")
     report = run_host(state, "--config", config)
     edge = [f for f in report["config_findings"] if f["file"] == config]
@@ -101,8 +101,8 @@ def test_h2_small_window_edge_config_is_flagged(lab_factory: LabFactory) -> None
     assert report["haproxy_version"]
 
 
-def test_tcp_rmem_clamp_sysctl_is_flagged(lab_factory: LabFactory) -> None:
-    state = lab_factory("tcp-rmem-clamp")
+def test_tcp_rmem_clamp_sysctl_is_flagged(shared_lab: LabFactory) -> None:
+    state = shared_lab("tcp-rmem-clamp")
     report = run_host(state)
     assert report["sysctls"]["net.ipv4.tcp_rmem"].split()[2] == str(RMEM_CLAMP_BYTES)
     rmem = [f for f in report["config_findings"] if f["setting"] == "net.ipv4.tcp_rmem"]

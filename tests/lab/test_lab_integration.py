@@ -16,10 +16,12 @@ from tests.labutil import in_client, make_commit, server_netstat, timed_push
 pytestmark = pytest.mark.lab
 
 
-def test_healthy_lab_accepts_pushes_over_every_protocol(lab_factory: LabFactory,
+def test_healthy_lab_accepts_pushes_over_every_protocol(shared_lab: LabFactory,
                                                          tmp_path: Path) -> None:
-    """HTTP/1.1 and HTTP/2 (edge and direct), SSH and git:// pushes all land in the repo."""
-    state = lab_factory("healthy")
+    """HTTP/1.1 and HTTP/2 (edge and direct), SSH and git:// pushes all land in the repo.
+
+    The branch names are this test's own: the session's healthy lab serves it."""
+    state = shared_lab("healthy")
     repo = tmp_path / "repo"
     pushes = [
         (state.endpoints.https_edge, "HTTP/1.1", "t/edge-h1"),
