@@ -29,6 +29,7 @@ from gitnetdiag.diagnosis.comparison import Comparison, compare
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
+from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
 from gitnetdiag.pipeline_h2stall import h2_client_stall
 from gitnetdiag.pipeline_native import downsample, native_fingerprint, native_ledgers
 from gitnetdiag.rundir import (
@@ -225,10 +226,13 @@ def _tcpinfo_rows(run_dir: Path, name: str | None,
     if name is None or not (run_dir / name).is_file():
         return None
     try:
-        rows = [json.loads(line) for line in (run_dir / name).read_text().splitlines()
-                if line.strip()]
+        text = read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES)
+        rows = [loads_bounded(line, name) for line in text.splitlines() if line.strip()]
     except (OSError, ValueError) as exc:
         warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
+        return None
+    except GitnetdiagError as exc:
+        warnings.append(f"{name}: unreadable TCP_INFO samples ({exc.message})")
         return None
     if not all(isinstance(row, dict) for row in rows):
         warnings.append(f"{name}: unreadable TCP_INFO samples (a line is not an object)")

@@ -19,6 +19,7 @@ from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.host.access import HostAccess, LocalAccess, SshAccess
 from gitnetdiag.host.collect import collect_report
 from gitnetdiag.host.report import SCHEMA
+from gitnetdiag.inputfile import read_json_input
 from gitnetdiag.report.host import render_host_report
 
 HELP = """Collect the server's own evidence: listen backlogs, queue overflows, kernel log, configs.
@@ -57,13 +58,14 @@ Whatever cannot be read (not root, no ss, kernel log restricted) is listed, not 
 
 def _since_baseline(path: Path) -> tuple[dict[str, int], float | None]:
     """Counter totals and kernel-log mark of an earlier report."""
+    def bad(message: str) -> InputError:
+        return InputError(f"cannot read --since report: {message}",
+                          hint="pass a JSON report written by `gitnetdiag host --json`")
+
     try:
-        data: Any = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(
-            f"cannot read --since report {path}: {exc}",
-            hint="pass a JSON report written by `gitnetdiag host --json`",
-        ) from exc
+        data: Any = read_json_input(path, error=bad)
+    except FileNotFoundError as exc:
+        raise bad(f"{path} does not exist") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise InputError(
             f"--since {path} is not a {SCHEMA} report",

@@ -16,6 +16,7 @@ from rich.text import Text
 
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import ExitCode, InputError, NetworkError, UsageError
+from gitnetdiag.inputfile import read_json_input
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
 from gitnetdiag.load.scheduler import LiveStatus
 from gitnetdiag.load.stats import (
@@ -163,11 +164,14 @@ def _collect_locust(master: str | None, results: Path | None, wait: float, out: 
 
     payload: dict[str, Any]
     if results is not None:
+        def bad(message: str) -> InputError:
+            return InputError(f"cannot read {message}",
+                              hint="give the file the master wrote with --git-results")
+
         try:
-            payload = json.loads(results.read_text())
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read {results}: {exc}",
-                             hint="give the file the master wrote with --git-results") from exc
+            payload = read_json_input(results, error=bad)
+        except FileNotFoundError as exc:
+            raise bad(f"{results}: {exc.strerror}") from exc
     else:
         assert master is not None
         console = Console(stderr=True, highlight=False)
