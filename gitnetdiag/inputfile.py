@@ -55,11 +55,26 @@ def file_kind(mode: int) -> str:
 def not_regular_reason(path: Path) -> str | None:
     """Why ``path`` cannot be read as a file (``is a directory``, ``is a symlink loop``);
     None for a regular file or a missing one. Never blocks (stat only)."""
+    reason = unusable_reason(path)
+    return None if reason == "does not exist" else reason
+
+
+def unusable_reason(path: Path) -> str | None:
+    """Why ``path`` is no regular file, in words that follow its name: ``does not exist``,
+    ``is a directory``, ``is a character device, not a regular file``, ``is a symlink
+    loop``; None for a regular file. Never blocks (stat only)."""
     try:
         info = os.stat(path)
+    except FileNotFoundError:
+        return "does not exist"
     except OSError as exc:
-        return "is a symlink loop" if exc.errno == errno.ELOOP else None
-    return None if stat.S_ISREG(info.st_mode) else f"is {file_kind(info.st_mode)}"
+        if exc.errno == errno.ELOOP:
+            return "is a symlink loop"
+        return f"cannot be read: {exc.strerror}"
+    if stat.S_ISREG(info.st_mode):
+        return None
+    kind = file_kind(info.st_mode)
+    return "is a directory" if stat.S_ISDIR(info.st_mode) else f"is {kind}, not a regular file"
 
 
 def open_regular(path: Path, *, error: ErrorFactory = _input_error) -> BufferedReader:

@@ -443,6 +443,12 @@ _STAGE_HINTS = {
     "setup": "fix the cause above and run the probe again",
 }
 
+_REFERENCE_HINTS = {
+    "no-h2": "the server did not offer h2 in ALPN (HTTP/2 is off on it or on its edge), so "
+             "there is no HTTP/2 ledger; the git pushes were still measured",
+}
+"""Hints of native-probe errors whose cause the reference already names."""
+
 
 def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
     if error.stage == "cleanup":
@@ -451,7 +457,7 @@ def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
         return f"delete it by hand: {command}" if command else ""
     if error.stage == "push" and error.kind:
         return failure_hint(error.kind)
-    return _STAGE_HINTS.get(error.stage, "")
+    return _REFERENCE_HINTS.get(error.reference) or _STAGE_HINTS.get(error.stage, "")
 
 
 def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:

@@ -22,6 +22,15 @@ from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from gitnetdiag.commands._output import write_output
+from gitnetdiag.commands._preflight import (
+    check_ca_file,
+    check_native_https,
+    check_regular,
+    check_repo_has_commits,
+    check_ssh_key_usable,
+    check_url_text,
+    check_zone_id,
+)
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
@@ -129,6 +138,7 @@ def check_url(option: str, url: str) -> str:
     Checked before anything runs: a malformed or foreign URL would otherwise
     fail deep in a probe (or, worse, be measured as nothing and called healthy).
     """
+    check_url_text(option, url)
     shown = _USERINFO.sub("//***@", url)  # the URL may not parse: redact by hand
     schemes = _SCHEMES[option]
     if option == "--ssh" and "://" not in url and re.fullmatch(r"[^\s/:]+:\S*", url.split("@")[-1]):
@@ -179,13 +189,35 @@ def check_private_key(key: Path | None) -> Path | None:
             f"--ssh-key {key} is a public key",
             hint=f"give the private key{example} or leave --ssh-key out to use ssh-agent",
             reference="ssh-public-key")
+    check_ssh_key_usable(key)
     return key
 
 
 def _existing(path: Path | None, what: str) -> Path | None:
-    if path is not None and not path.is_file():
-        raise UsageError(f"{what} {path} does not exist", hint=f"give an existing {what}")
+    if path is not None:
+        check_regular(path, what)
     return path
+
+
+_URL_OPTIONS = {Protocol.H1: "--http", Protocol.H2: "--http", Protocol.SSH: "--ssh",
+                Protocol.GIT: "--git"}
+
+
+def _preflight(urls: dict[Protocol, str], chosen: tuple[Protocol, ...], *, native: bool,
+               capture: bool, ca_file: Path | None, repo: Path | None) -> None:
+    """What would fail only after the pushes, or obscurely, refused before them."""
+    for protocol, url in urls.items():
+        check_zone_id(_URL_OPTIONS[protocol], url, capture)
+    if Protocol.H2 in urls:
+        check_native_https(urls[Protocol.H2], Protocol.H2 in chosen, native)
+    if ca_file is not None:
+        check_regular(ca_file, "CA file")
+        check_ca_file(ca_file)
+    if repo is not None:
+        if not (repo / ".git").exists() and not (repo / "HEAD").is_file():
+            raise UsageError(f"{repo} is not a git repository",
+                             hint="give --repo a repository path")
+        check_repo_has_commits(repo)
 
 
 def probe_command(
@@ -195,7 +227,8 @@ def probe_command(
     protocols: str | None = typer.Option(
         None, "--protocols", help="Comma list of h1,h2,ssh,git (default: those with URLs)."),
     size: str = typer.Option("32MiB", "--size", help="Generated repository size (4MiB, 1GiB)."),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of the generated data."),
+    seed: int | None = typer.Option(None, "--seed", min=0, max=2**32 - 1,
+                                    help="Seed of the generated data (0 to 4294967295)."),
     data: str = typer.Option(
         "random", "--data", help="Generated data: random (incompressible, measures the network) "
         "or text (source-like fresh commits: the client's pack-objects CPU counts too)."),
@@ -283,11 +316,11 @@ def probe_command(
         urls[Protocol.GIT] = check_url("--git", git)
     if not urls:
         raise UsageError("no remote to probe", hint="give --http, --ssh and/or --git (or --lab)")
-    if repo is not None and not (repo / ".git").exists() and not (repo / "HEAD").is_file():
-        raise UsageError(f"{repo} is not a git repository", hint="give --repo a repository path")
+    chosen = _parse_protocols(protocols, urls)
+    _preflight(urls, chosen, native=native, capture=not no_capture, ca_file=ca_file, repo=repo)
     options = ProbeOptions(
         urls=urls,
-        protocols=_parse_protocols(protocols, urls),
+        protocols=chosen,
         size_bytes=parse_size(size),
         seed=seed if seed is not None else int(datetime.now(UTC).timestamp()) & 0xFFFFFF,
         data=data,
