@@ -512,18 +512,22 @@ def _save(path: Path, text: str) -> str | None:
 
 
 def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
-                 progress: Progress = _quiet) -> tuple[Diagnosis, list[str]]:
-    """Analyse a run directory and diagnose it; saves ``observations.json`` beside it.
+                 progress: Progress = _quiet,
+                 save_to: Path | None = None) -> tuple[Diagnosis, list[str]]:
+    """Analyse a run directory and diagnose it; saves ``observations.json`` in ``save_to``
+    (the run directory, for the probe that made it), nowhere when None: a directory the
+    command did not create (a checkout, a ticket attachment) is only read.
 
     A directory the user may not write (another user's run) is diagnosed all
     the same; the unsaved file becomes a warning.
     """
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
-    text = json.dumps(observations.to_dict(), indent=1) + "\n"
-    why = _save(run_dir / OBSERVATIONS_FILE, text)
-    if why is not None:
-        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {why} "
-                        "(the diagnosis below is complete; copy the run directory to keep it)")
+    if save_to is not None:
+        text = json.dumps(observations.to_dict(), indent=1) + "\n"
+        why = _save(save_to / OBSERVATIONS_FILE, text)
+        if why is not None:
+            warnings.append(f"{OBSERVATIONS_FILE} not saved in {save_to}: {why} (the "
+                            "diagnosis below is complete; copy the run directory to keep it)")
     return diagnose(observations), warnings
 
 

@@ -9,6 +9,27 @@ from rich.console import Console
 
 from gitnetdiag.commands._output import emit
 from gitnetdiag.commands.probe import ReportFormat
+from gitnetdiag.diagnosis.comparison import Comparison
+from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
+from gitnetdiag.errors import VerdictError
+
+
+def nothing_compared(comparison: Comparison) -> VerdictError | None:
+    """The error for a pair of runs that share no measured protocol (and no burst): the
+    comparison printed says so, and the exit code must too."""
+    for pair in comparison.pairs:
+        if pair.protocols or pair.bursts:
+            continue
+
+        def names(protocols: tuple[str, ...]) -> str:
+            return ", ".join(PROTOCOL_LABELS.get(p, p) for p in protocols) or "nothing"
+        return VerdictError(
+            f"runs {pair.before} and {pair.after} share no measured protocol ({pair.before}: "
+            f"{names(pair.only_before)}; {pair.after}: {names(pair.only_after)})",
+            reference="nothing-to-compare",
+            hint="compare runs that each completed a push over the same protocol "
+            "(--protocols)")
+    return None
 
 
 def compare_command(
@@ -39,6 +60,9 @@ def compare_command(
     else:
         text = COMPARE_RENDERERS[report_format.value](comparison)
     emit(text, out)
+    empty = nothing_compared(comparison)
+    if empty is not None:
+        raise empty
 
 
 def register(app: typer.Typer) -> None:

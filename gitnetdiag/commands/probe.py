@@ -21,7 +21,7 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from gitnetdiag.commands._output import write_output
+from gitnetdiag.commands._output import is_stdout, write_output
 from gitnetdiag.commands._preflight import (
     check_ca_file,
     check_native_https,
@@ -371,8 +371,10 @@ def probe_command(
             after.result()
     from gitnetdiag.pipeline import summarize_run  # numpy: after the lab re-exec
 
-    # With --diagnose the report is the product on stdout; the summary goes to stderr.
-    summary_console = console if then_diagnose else Console(highlight=False)
+    # With --diagnose the report is the product on stdout, with --json - the JSON: the
+    # summary then goes to stderr.
+    json_to_stdout = is_stdout(json_out)
+    summary_console = console if then_diagnose or json_to_stdout else Console(highlight=False)
     summary_console.file.write(render_probe_summary(
         outcome.manifest, summaries=summarize_run(outcome.manifest),
         width=summary_console.width, color=summary_console.is_terminal))
@@ -403,7 +405,8 @@ def probe_command(
         if error.stage == "cleanup":  # no measurement, but the user must hear of it
             console.print(f"warning: {error.reference}: {error.message}", style="yellow",
                           markup=False)
-    diagnosis = print_diagnosis(outcome.run_dir, host, report_format)
+    diagnosis = print_diagnosis(outcome.run_dir, host, report_format, out_dir=outcome.run_dir,
+                                to_stderr=json_to_stdout)
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is not None:
         raise failure
@@ -467,11 +470,14 @@ def _lab_storage_report(state: LabState, out: Path, console: Console) -> bool:
     return _lab_step(storage, "no storage check of the lab's repositories", console)
 
 
-def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat) -> Diagnosis:
-    """Analyse ``run_dir``, write its reports, print the diagnosis in ``fmt``; return it.
+def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat, *,
+                    out_dir: Path | None, to_stderr: bool = False) -> Diagnosis:
+    """Analyse ``run_dir``, print the diagnosis in ``fmt`` (to stderr with ``to_stderr``);
+    return it. ``observations.json`` and the reports go to ``out_dir`` (the run directory
+    for the run just probed), nowhere when None.
 
-    A run directory the user cannot write (someone else's, read-only) is still
-    diagnosed: the saved files are skipped with a warning.
+    A directory the user cannot write (someone else's, read-only) does not stop the
+    diagnosis: the saved files are skipped with a warning.
     """
     from gitnetdiag.pipeline import diagnose_run, write_reports
     from gitnetdiag.report import RENDERERS
@@ -479,19 +485,21 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat)
     console = Console(stderr=True, highlight=False)
     with console.status("analysing captures") as status:
         diagnosis, warnings = diagnose_run(
-            run_dir, host=host, progress=lambda msg: status.update(msg))
+            run_dir, host=host, progress=lambda msg: status.update(msg), save_to=out_dir)
     for warning in warnings:
         console.print(f"warning: {warning}", style="yellow", markup=False)
-    written = write_reports(diagnosis, run_dir, warn=lambda message: console.print(
-        f"warning: {message}", style="yellow", markup=False))
+    written = {} if out_dir is None else write_reports(
+        diagnosis, out_dir, warn=lambda message: console.print(
+            f"warning: {message}", style="yellow", markup=False))
     if fmt is ReportFormat.TERMINAL:
         from gitnetdiag.report.terminal import render_terminal
 
-        out = Console(highlight=False)
+        out = Console(highlight=False, stderr=to_stderr)
         width = out.width if out.is_terminal else 100  # files and pipes get the full table
-        typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal), nl=False)
+        typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal), nl=False,
+                   err=to_stderr)
     else:
-        typer.echo(RENDERERS[fmt.value](diagnosis), nl=False)
+        typer.echo(RENDERERS[fmt.value](diagnosis), nl=False, err=to_stderr)
     if written:
         console.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)
     return diagnosis
