@@ -531,7 +531,7 @@ def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
     return diagnose(observations), warnings
 
 
-def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
+def diagnosis_from_saved(run_dir: Path, warn: Progress = _quiet) -> Diagnosis:
     """The diagnosis of a run already analysed (``observations.json``), without re-parsing.
 
     The manifest is read (and validated) first: a damaged manifest must not
@@ -541,7 +541,10 @@ def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
     manifest = load_run(run_dir)
     data = read_json_object(run_dir / OBSERVATIONS_FILE)
     if data is None:
-        return diagnose_run(run_dir)[0]
+        diagnosis, warnings = diagnose_run(run_dir)
+        for warning in warnings:
+            warn(warning)
+        return diagnosis
     saved = obs.Observations.from_dict(data)
     if not saved.run.requested_protocols:
         saved = replace(saved, problems=saved.problems or run_problems(manifest),
@@ -549,7 +552,7 @@ def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
     return diagnose(saved)
 
 
-def compare_runs(run_dirs: Sequence[Path]) -> Comparison:
+def compare_runs(run_dirs: Sequence[Path], warn: Progress = _quiet) -> Comparison:
     """Compare run directories, the first as the baseline (``gitnetdiag compare``).
 
     Each run's diagnosis is rebuilt the way ``report`` does it (from
@@ -564,7 +567,7 @@ def compare_runs(run_dirs: Sequence[Path]) -> Comparison:
             raise InputError(f"{run_dir} is not a directory", reference="no-manifest",
                              hint="give run directories written by 'gitnetdiag diagnose' "
                              "or 'probe'")
-        diagnoses.append(diagnosis_from_saved(run_dir))
+        diagnoses.append(diagnosis_from_saved(run_dir, warn))
     return compare(diagnoses, [str(run_dir) for run_dir in run_dirs])
 
 

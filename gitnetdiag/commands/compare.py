@@ -51,7 +51,9 @@ def compare_command(
     from gitnetdiag.pipeline import compare_runs
     from gitnetdiag.report import COMPARE_RENDERERS, render_compare_terminal
 
-    comparison = compare_runs(run_dirs)
+    err = Console(stderr=True, highlight=False)
+    comparison = compare_runs(run_dirs, warn=lambda message: err.print(
+        f"warning: {message}", style="yellow", markup=False))
     if report_format is ReportFormat.TERMINAL and out is None:
         console = Console(highlight=False)
         text = render_compare_terminal(

@@ -35,7 +35,17 @@ def report_command(
     if not (run_dir / MANIFEST_NAME).is_file():
         raise UsageError(f"{run_dir} is not a run directory (no {MANIFEST_NAME})",
                          hint="give a directory written by 'gitnetdiag probe' or 'diagnose'")
-    diagnosis = diagnose_run(run_dir)[0] if reanalyze else diagnosis_from_saved(run_dir)
+    err = Console(stderr=True, highlight=False)
+
+    def warn(message: str) -> None:
+        err.print(f"warning: {message}", style="yellow", markup=False)
+
+    if reanalyze:
+        diagnosis, warnings = diagnose_run(run_dir)
+        for warning in warnings:
+            warn(warning)
+    else:
+        diagnosis = diagnosis_from_saved(run_dir, warn)
     if report_format is ReportFormat.TERMINAL and out is None:
         from gitnetdiag.report.terminal import render_terminal
 
