@@ -117,6 +117,22 @@ def test_dash_is_stdout(args: tuple[str, ...], tmp_path: Path) -> None:
         assert proc.stdout.startswith("verdict: HEALTHY")
 
 
+def test_load_json_dash_keeps_stdout_json(tmp_path: Path) -> None:
+    """load --json -: the report JSON alone on stdout (its tables on stderr)."""
+    results = {"format": "gitnetdiag-locust-results/1", "state": "stopped",
+               "records": [{"op": "clone", "slot": 0, "start_epoch": 1.0, "wall_s": 1.0,
+                            "ok": True}],
+               "target": "git://h/r.git", "protocol": "git", "ops": ["clone"], "mix": [1],
+               "timeout_s": 10, "started_epoch": 1.0, "stopped_epoch": 2.0, "users": 1,
+               "workers": 1, "locust_counts": {}, "locust_failures": {}}
+    (tmp_path / "locust.json").write_text(json.dumps(results))
+    proc = gitnetdiag("load", "--locust-results", str(tmp_path / "locust.json"), "--json", "-",
+                      cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert json.loads(proc.stdout)
+    assert not (tmp_path / "-").exists()
+
+
 def test_diagnose_json_dash_keeps_stdout_json(tmp_path: Path) -> None:
     """diagnose --json -: the summary JSON alone on stdout (the diagnosis on stderr)."""
     proc = gitnetdiag("diagnose", "--http", "https://127.0.0.1:1/x.git", "--no-capture",

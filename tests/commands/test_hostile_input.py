@@ -113,6 +113,15 @@ def _keys(_run: Path, tmp: Path) -> None:
     (tmp / "deep.json").write_text(DEEP)
 
 
+def _no_h2_native_error(run: Path, _tmp: Path) -> None:
+    def change(data: dict[str, Any]) -> None:
+        data["errors"].append({"stage": "native", "protocol": "h2", "reference": "no-h2",
+                               "kind": None, "message": "198.18.2.2:8443 did not negotiate "
+                               "HTTP/2 (ALPN: http/1.1)"})
+    _edit_manifest(run, change)
+    (run / "native-h2.json").unlink()
+
+
 BAD_UTF8_URL = "https://127.0.0.1:1/x\udcff.git"
 """What Python makes of argv byte 0xff: a lone surrogate (PEP 383)."""
 
@@ -194,6 +203,12 @@ CASES: dict[str, Case] = {
                                    "protocol (A: HTTP/1.1; B: SSH) (hint: compare runs that each "
                                    "completed a push over the same protocol (--protocols))",
                                    _disjoint_runs),
+    "server-without-h2": Case(("report", "{run}"), 8,
+                              "error [inconclusive]: verdict inconclusive: no-h2: 198.18.2.2:8443 "
+                              "did not negotiate HTTP/2 (ALPN: http/1.1) (hint: the server did "
+                              "not offer h2 in ALPN (HTTP/2 is off on it or on its edge), so "
+                              "there is no HTTP/2 ledger; the git pushes were still measured)",
+                              _no_h2_native_error),
     # --- command-line values checked before anything runs
     "seed-negative": Case(("diagnose", "--http", "https://127.0.0.1:1/x.git", "--seed", "-1"), 2,
                           "error [usage]: Invalid value for '--seed': Input should be greater "
