@@ -7,9 +7,9 @@ importing the diagnosis.
 
 from __future__ import annotations
 
-MIN_RATE_BYTES = 10 * 1460 * (1 + 2 + 4 + 8)
+MIN_RATE_BYTES = 10 * 1460 * (1 + 2 + 4)
 """Fewest pack bytes a push must move for its duration to be a rate: what TCP's slow start
-sends in its first four round trips from the initial window of 10 segments (RFC 6928).
+sends in its first three round trips from the initial window of 10 segments (RFC 6928).
 Below it the push time is round trips and set-up, not transfer (255-433 B packs of tiny,
 shallow or submodule-only repositories were once called healthy at "1.4 kB/s")."""
 MIN_RATE_SIZE = "1MiB"

@@ -133,7 +133,7 @@ def check_ssh_key_usable(key: Path) -> None:
         raise UsageError(
             f"--ssh-key {key} is protected by a passphrase and no ssh-agent holds it: the "
             "probe runs ssh in batch mode and cannot ask for the passphrase",
-            reference="ssh-key-passphrase",
+            reference="ssh-key-locked",
             hint=f"'ssh-add {key}' into a running agent (SSH_AUTH_SOCK set), or give a key "
             "without a passphrase")
 

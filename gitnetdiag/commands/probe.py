@@ -204,11 +204,12 @@ _URL_OPTIONS = {Protocol.H1: "--http", Protocol.H2: "--http", Protocol.SSH: "--s
 
 
 def _preflight(urls: dict[Protocol, str], chosen: tuple[Protocol, ...], *, native: bool,
-               capture: bool, ca_file: Path | None, repo: Path | None) -> None:
-    """What would fail only after the pushes, or obscurely, refused before them."""
+               capture: bool, full: bool, ca_file: Path | None, repo: Path | None) -> None:
+    """What would fail only after the pushes, or obscurely, refused before them (``--full``
+    over http:// is refused by the run itself, for the credentials: that error first)."""
     for protocol, url in urls.items():
         check_zone_id(_URL_OPTIONS[protocol], url, capture)
-    if Protocol.H2 in urls:
+    if Protocol.H2 in urls and not full:
         check_native_https(urls[Protocol.H2], Protocol.H2 in chosen, native)
     if ca_file is not None:
         check_regular(ca_file, "CA file")
@@ -317,7 +318,8 @@ def probe_command(
     if not urls:
         raise UsageError("no remote to probe", hint="give --http, --ssh and/or --git (or --lab)")
     chosen = _parse_protocols(protocols, urls)
-    _preflight(urls, chosen, native=native, capture=not no_capture, ca_file=ca_file, repo=repo)
+    _preflight(urls, chosen, native=native, capture=not no_capture, full=full, ca_file=ca_file,
+               repo=repo)
     options = ProbeOptions(
         urls=urls,
         protocols=chosen,

@@ -125,7 +125,7 @@ def _too_small(name: str, pushes: Sequence[PushResult]) -> MeasurementFailure:
     return MeasurementFailure(
         protocol=name, stage="push", reference="too-small", kind=None,
         message=f"{label}: the push moved {largest} B, too few to give a rate (under "
-        f"{MIN_RATE_BYTES} B, four round trips of TCP slow start)",
+        f"{MIN_RATE_BYTES} B, three round trips of TCP slow start)",
         hint=f"push a larger pack: --size {MIN_RATE_SIZE} or more (with --repo, a repository "
         f"whose HEAD packs to {MIN_RATE_SIZE} or more, or leave --repo out)")
 

@@ -194,7 +194,7 @@ CASES: dict[str, Case] = {
     # --- results that are not results
     "too-small-push": Case(("report", "{run}"), 9,
                            "error [not-measured]: verdict failed: too-small: HTTP/1.1: the push "
-                           "moved 433 B, too few to give a rate (under 219000 B, four round "
+                           "moved 433 B, too few to give a rate (under 102200 B, three round "
                            "trips of TCP slow start) (+2 more) (hint: push a larger pack: --size "
                            "1MiB or more (with --repo, a repository whose HEAD packs to 1MiB or "
                            "more, or leave --repo out))", _small_pushes),
@@ -232,9 +232,9 @@ CASES: dict[str, Case] = {
                               "error [ssh-key-permissions]: --ssh-key {tmp}/open has mode 0644: "
                               "ssh ignores a private key that others can read (bad permissions) "
                               "(hint: chmod 600 {tmp}/open)", _keys),
-    "ssh-key-passphrase-no-agent": Case(("probe", "--ssh", "ssh://git@127.0.0.1:1/x.git",
+    "ssh-key-locked-no-agent": Case(("probe", "--ssh", "ssh://git@127.0.0.1:1/x.git",
                                          "--ssh-key", "{tmp}/locked"), 2,
-                                        "error [ssh-key-passphrase]: --ssh-key {tmp}/locked is "
+                                        "error [ssh-key-locked]: --ssh-key {tmp}/locked is "
                                         "protected by a passphrase and no ssh-agent holds it: the "
                                         "probe runs ssh in batch mode and cannot ask for the "
                                         "passphrase (hint: 'ssh-add {tmp}/locked' into a running "
