@@ -85,22 +85,24 @@ _MEASURED_OUTCOMES = ("ok", "bounded")
 """Outcomes whose wall time and pack size make a rate: both must be above zero."""
 
 
-def _check_numbers(value: Any, where: str) -> None:
-    """Every number in the records (durations, sizes, counts, rates) is finite and >= 0;
-    free-form ``dict`` values (``options``) are not records and are skipped."""
+def check_numbers(value: Any, where: str, *, negative: bool = False) -> None:
+    """Every number in the records (durations, sizes, counts, rates) is finite, and >= 0
+    unless ``negative`` (flow-control credit may go below zero); ``Malformed`` naming the
+    field otherwise. Free-form ``dict`` values (``options``) are not records: skipped."""
     if isinstance(value, bool) or value is None:
         return
     if isinstance(value, int | float):
-        if not math.isfinite(value) or value < 0:
-            raise Malformed(f"{where} must be a finite number >= 0, got {value!r}")
+        if not math.isfinite(value) or (value < 0 and not negative):
+            what = "a finite number" if negative else "a finite number >= 0"
+            raise Malformed(f"{where} must be {what}, got {value!r}")
         return
-    if isinstance(value, tuple):
+    if isinstance(value, tuple | list):
         for index, item in enumerate(value):
-            _check_numbers(item, f"{where}[{index}]")
+            check_numbers(item, f"{where}[{index}]", negative=negative)
         return
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            _check_numbers(getattr(value, f.name), f"{where}.{f.name}")
+            check_numbers(getattr(value, f.name), f"{where}.{f.name}", negative=negative)
 
 
 def _check_pushes(manifest: RunManifest) -> None:
@@ -119,7 +121,7 @@ def check_values(run_dir: Path, manifest: RunManifest) -> None:
     """Raise ``ValueError`` for values the types allow but the run cannot have: an
     unknown protocol, an endpoint without a port, an artifact path leaving ``run_dir``,
     a number that is negative, NaN or infinite, a measured push of 0 s or 0 bytes."""
-    _check_numbers(manifest, "manifest")
+    check_numbers(manifest, "manifest")
     _check_pushes(manifest)
     for index, run in enumerate(manifest.protocols):
         where = f"manifest.protocols[{index}]"

@@ -62,6 +62,14 @@ def _every_push(**fields: Any) -> Callable[[Path, Path], None]:
     return setup
 
 
+def _native(**fields: Any) -> Callable[[Path, Path], None]:
+    def setup(run: Path, _tmp: Path) -> None:
+        data = json.loads((run / "native-h2.json").read_text())
+        data.update(fields)
+        (run / "native-h2.json").write_text(json.dumps(data))
+    return setup
+
+
 def _deep(name: str) -> Callable[[Path, Path], None]:
     def setup(run: Path, tmp: Path) -> None:
         (run / name).write_text(DEEP)
@@ -191,6 +199,14 @@ CASES: dict[str, Case] = {
                                    + RUN_HINT, _every_push(pack_bytes=number))
        for value, number, want in (("negative", -1, "a finite number >= 0"),
                                    ("zero", 0, "above 0 for a push with outcome 'ok'"))},
+    "native-window-negative": Case(("report", "{run}", "--reanalyze"), 3,
+                                   "error [bad-run-dir]: native-h2.json."
+                                   "server_initial_window_bytes must be an integer >= 0, got -5 "
+                                   + RUN_HINT, _native(server_initial_window_bytes=-5)),
+    "native-stall-nan": Case(("report", "{run}", "--reanalyze"), 3,
+                             "error [bad-run-dir]: native-h2.json.stream.stalled_s must be a "
+                             f"number >= 0, got nan {RUN_HINT}",
+                             _native(stream={"stalled_s": float("nan")})),
     # --- results that are not results
     "too-small-push": Case(("report", "{run}"), 9,
                            "error [not-measured]: verdict failed: too-small: HTTP/1.1: the push "
