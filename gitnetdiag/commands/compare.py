@@ -38,7 +38,8 @@ def compare_command(
     report_format: ReportFormat = typer.Option(
         ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
         "(self-contained, with before/after plots) or json (docs/report-schema.md)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Write here instead of stdout."),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="Write here instead of stdout ('-' = stdout)."),
 ) -> None:
     """Compare runs: before and after a fix, or one remote from several places.
 

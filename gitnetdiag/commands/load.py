@@ -208,7 +208,8 @@ def load_command(
     max_error_ratio: float = typer.Option(
         0.01, "--max-error-ratio", help="Highest error ratio of a passing step."),
     out: Path | None = typer.Option(None, "--out", help="Run directory for load.json/md/html."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON here."),
+    json_out: Path | None = typer.Option(None, "--json",
+                                         help="Write the report as JSON here ('-' = stdout)."),
     ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for HTTPS."),
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify HTTPS certificates."),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key."),

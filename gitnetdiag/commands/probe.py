@@ -241,7 +241,9 @@ def probe_command(
     ssh_known_hosts: Path | None = typer.Option(
         None, "--ssh-known-hosts", help="known_hosts file for the SSH remote."),
     out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<time>)."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the summary as JSON here."),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Write the summary as JSON here ('-' = stdout, the tables then go "
+        "to stderr)."),
     full: bool = typer.Option(
         False, "--full", help="Whole packets + TLS keylog (0600) + decryptable pcapng."),
     burst: int = typer.Option(0, "--burst", min=0, help="Concurrent ls-remote per protocol."),

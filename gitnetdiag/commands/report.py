@@ -18,7 +18,8 @@ def report_command(
     report_format: ReportFormat = typer.Option(
         ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
         "(self-contained, with plots) or json (schema in docs/report-schema.md)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Write here instead of stdout."),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="Write here instead of stdout ('-' = stdout)."),
     reanalyze: bool = typer.Option(
         False, "--reanalyze", help="Parse the captures again instead of reusing "
         "observations.json."),
