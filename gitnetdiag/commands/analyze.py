@@ -18,6 +18,7 @@ from rich.text import Text
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import UsageError
+from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.report.capture import print_capture_analysis
 
 if TYPE_CHECKING:  # the HTTP/2 ledger (tshark) is only loaded with --keylog
@@ -129,7 +130,7 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
     from gitnetdiag.pipeline_host import load_host_report
     from gitnetdiag.rundir import MANIFEST_NAME, load_run
 
-    if not (run_dir / MANIFEST_NAME).is_file():
+    if unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
         raise UsageError(f"{run_dir} is a directory without {MANIFEST_NAME}",
                          hint="give a run directory written by 'gitnetdiag probe' or 'diagnose'")
     manifest = load_run(run_dir)

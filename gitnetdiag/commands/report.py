@@ -10,6 +10,7 @@ from rich.console import Console
 from gitnetdiag.commands._output import emit
 from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.errors import UsageError
+from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.rundir import MANIFEST_NAME
 
 
@@ -33,7 +34,7 @@ def report_command(
     from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
-    if not (run_dir / MANIFEST_NAME).is_file():
+    if unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
         raise UsageError(f"{run_dir} is not a run directory (no {MANIFEST_NAME})",
                          hint="give a directory written by 'gitnetdiag probe' or 'diagnose'")
     err = Console(stderr=True, highlight=False)

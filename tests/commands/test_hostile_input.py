@@ -86,6 +86,11 @@ def _capture_is(make: Callable[[Path], None]) -> Callable[[Path, Path], None]:
     return setup
 
 
+def _manifest_fifo(run: Path, _tmp: Path) -> None:
+    (run / "manifest.json").unlink()
+    os.mkfifo(run / "manifest.json")
+
+
 def _self_link(path: Path) -> None:
     path.symlink_to(path.name)
 
@@ -180,6 +185,14 @@ CASES: dict[str, Case] = {
     "capture-fifo-compare": Case(("compare", "{run}", "{run2}"), 0,
                                  "warning: h1-1.pcap: {run}/h1-1.pcap is a FIFO (named pipe), "
                                  "not a regular file", _capture_is(os.mkfifo), limit_s=30),
+    "manifest-fifo-report": Case(("report", "{run}"), 3,
+                                 "error [bad-run-dir]: {run}/manifest.json is a FIFO (named "
+                                 f"pipe), not a regular file {RUN_HINT}", _manifest_fifo,
+                                 limit_s=30),
+    "manifest-fifo-compare": Case(("compare", "{run2}", "{run}"), 3,
+                                  "error [bad-run-dir]: {run}/manifest.json is a FIFO (named "
+                                  f"pipe), not a regular file {RUN_HINT}", _manifest_fifo,
+                                  limit_s=30),
     "capture-device": Case(("analyze", "/dev/zero"), 3,
                            "error [not-a-regular-file]: /dev/zero is a character device, not a "
                            f"regular file {CAPTURE_HINT}"),
