@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -341,3 +342,36 @@ def test_hostile_input_is_one_line_in_time(name: str, tmp_path: Path) -> None:
     errors = [line for line in lines if line.startswith("error")]
     assert len(errors) <= 1, errors
     assert not (scratch / "-").exists()
+
+
+def test_locked_key_held_by_the_agent_passes_the_check(tmp_path: Path) -> None:
+    """The same passphrase-protected key, once ssh-add put it in a running agent, is used:
+    the run goes on to the (refused) connection instead of stopping at the key."""
+    if not shutil.which("ssh-agent"):
+        pytest.skip("needs ssh-agent")
+    _keys(tmp_path, tmp_path)
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        askpass = tmp_path / "askpass.sh"
+        askpass.write_text("#!/bin/sh\necho secret-phrase\n")
+        askpass.chmod(0o755)
+        env = {**os.environ, "SSH_AUTH_SOCK": str(sock), "DISPLAY": ":0",
+               "SSH_ASKPASS": str(askpass), "SSH_ASKPASS_REQUIRE": "force",
+               "PYTHONPATH": str(REPO), "COLUMNS": "200", "NO_COLOR": "1"}
+        for _ in range(50):
+            if sock.exists():
+                break
+            time.sleep(0.1)
+        subprocess.run(["ssh-add", "-q", str(tmp_path / "locked")], check=True, timeout=30,
+                       stdin=subprocess.DEVNULL, env=env)
+        proc = subprocess.run(
+            [sys.executable, "-m", "gitnetdiag", "probe", "--ssh", "ssh://git@127.0.0.1:1/x.git",
+             "--ssh-key", str(tmp_path / "locked"), "--no-capture", "--no-native", "--size",
+             "64KiB", "--timeout", "20", "--out", str(tmp_path / "run")],
+            capture_output=True, text=True, timeout=120, cwd=tmp_path, env=env)
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error")]
+    assert errors and errors[0].startswith("error [refused]: "), proc.stderr[-2000:]
