@@ -109,7 +109,7 @@ def read_input(path: Path, *, max_bytes: int = MAX_TEXT_BYTES,
         except OSError as exc:
             raise error(f"cannot read {path}: {exc.strerror}") from exc
     if len(data) > max_bytes:
-        raise error(f"{path} is larger than {max_bytes // 2**20} MiB")
+        raise error(f"{path} is larger than the {max_bytes} B this input may have")
     return data
 
 
