@@ -29,6 +29,7 @@ from gitnetdiag.diagnosis.comparison import Comparison, compare
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
+from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
 from gitnetdiag.pipeline_h2stall import h2_client_stall
 from gitnetdiag.pipeline_native import downsample, native_fingerprint, native_ledgers
 from gitnetdiag.rundir import (
@@ -225,10 +226,13 @@ def _tcpinfo_rows(run_dir: Path, name: str | None,
     if name is None or not (run_dir / name).is_file():
         return None
     try:
-        rows = [json.loads(line) for line in (run_dir / name).read_text().splitlines()
-                if line.strip()]
+        text = read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES)
+        rows = [loads_bounded(line, name) for line in text.splitlines() if line.strip()]
     except (OSError, ValueError) as exc:
         warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
+        return None
+    except GitnetdiagError as exc:
+        warnings.append(f"{name}: unreadable TCP_INFO samples ({exc.message})")
         return None
     if not all(isinstance(row, dict) for row in rows):
         warnings.append(f"{name}: unreadable TCP_INFO samples (a line is not an object)")
@@ -439,6 +443,12 @@ _STAGE_HINTS = {
     "setup": "fix the cause above and run the probe again",
 }
 
+_REFERENCE_HINTS = {
+    "no-h2": "the server did not offer h2 in ALPN (HTTP/2 is off on it or on its edge), so "
+             "there is no HTTP/2 ledger; the git pushes were still measured",
+}
+"""Hints of native-probe errors whose cause the reference already names."""
+
 
 def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
     if error.stage == "cleanup":
@@ -447,7 +457,7 @@ def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
         return f"delete it by hand: {command}" if command else ""
     if error.stage == "push" and error.kind:
         return failure_hint(error.kind)
-    return _STAGE_HINTS.get(error.stage, "")
+    return _REFERENCE_HINTS.get(error.reference) or _STAGE_HINTS.get(error.stage, "")
 
 
 def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
@@ -502,22 +512,26 @@ def _save(path: Path, text: str) -> str | None:
 
 
 def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
-                 progress: Progress = _quiet) -> tuple[Diagnosis, list[str]]:
-    """Analyse a run directory and diagnose it; saves ``observations.json`` beside it.
+                 progress: Progress = _quiet,
+                 save_to: Path | None = None) -> tuple[Diagnosis, list[str]]:
+    """Analyse a run directory and diagnose it; saves ``observations.json`` in ``save_to``
+    (the run directory, for the probe that made it), nowhere when None: a directory the
+    command did not create (a checkout, a ticket attachment) is only read.
 
     A directory the user may not write (another user's run) is diagnosed all
     the same; the unsaved file becomes a warning.
     """
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
-    text = json.dumps(observations.to_dict(), indent=1) + "\n"
-    why = _save(run_dir / OBSERVATIONS_FILE, text)
-    if why is not None:
-        warnings.append(f"{OBSERVATIONS_FILE} not saved in {run_dir}: {why} "
-                        "(the diagnosis below is complete; copy the run directory to keep it)")
+    if save_to is not None:
+        text = json.dumps(observations.to_dict(), indent=1) + "\n"
+        why = _save(save_to / OBSERVATIONS_FILE, text)
+        if why is not None:
+            warnings.append(f"{OBSERVATIONS_FILE} not saved in {save_to}: {why} (the "
+                            "diagnosis below is complete; copy the run directory to keep it)")
     return diagnose(observations), warnings
 
 
-def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
+def diagnosis_from_saved(run_dir: Path, warn: Progress = _quiet) -> Diagnosis:
     """The diagnosis of a run already analysed (``observations.json``), without re-parsing.
 
     The manifest is read (and validated) first: a damaged manifest must not
@@ -527,7 +541,10 @@ def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
     manifest = load_run(run_dir)
     data = read_json_object(run_dir / OBSERVATIONS_FILE)
     if data is None:
-        return diagnose_run(run_dir)[0]
+        diagnosis, warnings = diagnose_run(run_dir)
+        for warning in warnings:
+            warn(warning)
+        return diagnosis
     saved = obs.Observations.from_dict(data)
     if not saved.run.requested_protocols:
         saved = replace(saved, problems=saved.problems or run_problems(manifest),
@@ -535,7 +552,7 @@ def diagnosis_from_saved(run_dir: Path) -> Diagnosis:
     return diagnose(saved)
 
 
-def compare_runs(run_dirs: Sequence[Path]) -> Comparison:
+def compare_runs(run_dirs: Sequence[Path], warn: Progress = _quiet) -> Comparison:
     """Compare run directories, the first as the baseline (``gitnetdiag compare``).
 
     Each run's diagnosis is rebuilt the way ``report`` does it (from
@@ -550,7 +567,7 @@ def compare_runs(run_dirs: Sequence[Path]) -> Comparison:
             raise InputError(f"{run_dir} is not a directory", reference="no-manifest",
                              hint="give run directories written by 'gitnetdiag diagnose' "
                              "or 'probe'")
-        diagnoses.append(diagnosis_from_saved(run_dir))
+        diagnoses.append(diagnosis_from_saved(run_dir, warn))
     return compare(diagnoses, [str(run_dir) for run_dir in run_dirs])
 
 

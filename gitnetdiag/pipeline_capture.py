@@ -298,7 +298,10 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
         if proto == "h2" and h2_ledgers:
             ledger = ledger_observation(max(h2_ledgers, key=lambda g: g.data_bytes_to_server))
         protocols[proto] = obs.ProtocolObservation(
-            pushes=tuple(_push(t) for t in (pushes or [chosen])),
+            # A connection that uploaded no pack and ended normally (ls-remote of a
+            # burst) is no push: the burst and the capture are its evidence, not a rate.
+            pushes=tuple(push for push in map(_push, pushes or [chosen])
+                         if push.bytes >= MIN_UPLOAD_BYTES or not push.ok),
             trace2=obs.Trace2Phases(server_wait_s=wait) if wait is not None else None,
             capture=metrics,
             h2_ledger=ledger,

@@ -13,6 +13,7 @@ from gitnetdiag.analysis.h2ledger import (
 )
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.inputfile import MAX_JSON_BYTES, read_text_input
 from gitnetdiag.rundir.records import PushRecord
 
 ARTIFACT = "http2_frames"
@@ -27,8 +28,9 @@ def h2_client_stall(run_dir: Path, records: Sequence[PushRecord],
         if not name:
             continue
         try:
-            ledgers = h2_ledgers_from_rows(parse_tshark_fields((run_dir / name).read_text()))
-        except (OSError, UnicodeDecodeError) as exc:
+            text = read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES)
+            ledgers = h2_ledgers_from_rows(parse_tshark_fields(text))
+        except OSError as exc:
             warnings.append(f"{name}: not read ({exc.__class__.__name__})")
             continue
         except GitnetdiagError as exc:

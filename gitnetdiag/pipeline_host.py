@@ -10,7 +10,6 @@ writes the report, this module reads it back.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +20,7 @@ from gitnetdiag.diagnosis.observations import (
     StorageResult,
 )
 from gitnetdiag.errors import InputError
+from gitnetdiag.inputfile import read_json_input
 from gitnetdiag.rundir.files import HOST_REPORT_SCHEMA as SCHEMA
 
 _HINT = "pass the JSON written by `gitnetdiag host --json FILE`"
@@ -109,14 +109,13 @@ def host_observation_from_report(report: dict[str, Any]) -> HostEvidence:
 
 def load_host_report(path: Path) -> HostEvidence:
     """Read a host report file and map it; unreadable or non-JSON files raise InputError."""
+    def bad(message: str) -> InputError:
+        return InputError(f"host report: {message}", hint=_HINT, reference="bad-host-report")
+
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
+        data = read_json_input(path, error=bad)
+    except FileNotFoundError as exc:
         raise InputError(f"cannot read host report {path}: {exc.strerror}", hint=_HINT) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"host report {path} is not JSON: {exc.msg} at line {exc.lineno}", hint=_HINT
-        ) from exc
     return host_observation_from_report(data)
 
 
@@ -144,12 +143,13 @@ def storage_observation_from_report(report: dict[str, Any]) -> StorageResult:
 
 def load_storage_report(path: Path) -> StorageResult:
     """Read a storage report file (``storage.json`` in a run directory) and map it."""
+    def bad(message: str) -> InputError:
+        return InputError(f"storage report: {message}", hint=_STORAGE_HINT,
+                          reference="bad-storage-report")
+
     try:
-        data = json.loads(path.read_text())
-    except OSError as exc:
+        data = read_json_input(path, error=bad)
+    except FileNotFoundError as exc:
         raise InputError(f"cannot read storage report {path}: {exc.strerror}",
-                         hint=_STORAGE_HINT) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"storage report {path} is not JSON: {exc.msg} at line {exc.lineno}",
                          hint=_STORAGE_HINT) from exc
     return storage_observation_from_report(data)

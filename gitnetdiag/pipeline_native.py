@@ -10,6 +10,7 @@ reads back the numbers the old probe derived with the same
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -123,6 +124,9 @@ class _Fields:
             return None
         if isinstance(value, bool) or not isinstance(value, kinds):
             raise bad_run_dir(f"{self.where}.{key} must be {what}, got {value!r}")
+        if isinstance(value, int | float) and (not math.isfinite(value) or value < 0):
+            # sizes, times and counts of a summary
+            raise bad_run_dir(f"{self.where}.{key} must be {what} >= 0, got {value!r}")
         return value
 
     def integer(self, key: str) -> int | None:
@@ -152,7 +156,7 @@ def _credit_points(points: list[Any], where: str) -> list[tuple[float, float]]:
     for index, point in enumerate(points):
         if (not isinstance(point, list) or len(point) != 2
                 or not all(isinstance(x, int | float) and not isinstance(x, bool)
-                           for x in point)):
+                           and math.isfinite(x) for x in point)):
             raise bad_run_dir(f"{where}[{index}] must be a [seconds, bytes] pair, got {point!r}")
         result.append((float(point[0]), float(point[1])))
     return result

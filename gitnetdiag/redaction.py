@@ -147,6 +147,8 @@ def secrets_from_url(url: str) -> set[str]:
     found: set[str] = set()
     if "://" not in url:
         return found
+    # A byte that is not UTF-8 (a lone surrogate in argv) is kept as its \xNN escape.
+    url = url.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
     scheme, _, rest = url.partition("://")
     netloc = re.split(r"[/?#]", rest, maxsplit=1)[0]
     query = rest.partition("?")[2].partition("#")[0]

@@ -10,7 +10,7 @@ not import ``subprocess`` or ``socket`` either (:data:`PURE`).
     I/O side   probe host lab load storage watch  -> tools (tshark) -> proc
     pure side  pipeline -> report, diagnosis -> analysis -> capture
     rundir     schema, file names, reading/writing the run directory
-    bottom     errors, redaction, safefile, serial, thresholds (stdlib only)
+    bottom     errors, inputfile, redaction, safefile, serial, thresholds (stdlib only)
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ BOTTOM = "bottom"
 COMPONENTS: dict[str, str] = {
     "gitnetdiag": BOTTOM,  # the package's __init__ (version string)
     "gitnetdiag.errors": BOTTOM,
+    "gitnetdiag.inputfile": BOTTOM,
     "gitnetdiag.redaction": BOTTOM,
     "gitnetdiag.safefile": BOTTOM,
     "gitnetdiag.serial": BOTTOM,

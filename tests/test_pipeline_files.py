@@ -22,7 +22,7 @@ def test_planted_symlinks_are_replaced_not_followed(tmp_path: Path) -> None:
         (run / name).unlink(missing_ok=True)
         (run / name).symlink_to(victim)
         victims[name] = victim
-    diagnosis, _warnings = diagnose_run(run)
+    diagnosis, _warnings = diagnose_run(run, save_to=run)
     written = write_reports(diagnosis, run)
     assert set(written) == set(REPORT_FILES)
     for name, victim in victims.items():

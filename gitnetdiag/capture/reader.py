@@ -34,7 +34,8 @@ from gitnetdiag.capture.decode import DecodeStats, TcpRows, decode_tcp
 from gitnetdiag.capture.flows import Connection, ConnectionTracker
 from gitnetdiag.capture.forked import PacketArray, ReaderProgress, forked_chunks
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES, open_walker
-from gitnetdiag.errors import CaptureFormatError, InputError
+from gitnetdiag.errors import CaptureFormatError, GitnetdiagError, InputError
+from gitnetdiag.inputfile import open_regular
 
 PACKET_DTYPE = np.dtype(
     [
@@ -92,31 +93,31 @@ def use_parallel(file_bytes: int, parallel: bool | None = None) -> bool:
     return file_bytes > PARALLEL_MIN_BYTES and (cpus or 1) > 1
 
 
+def _not_a_capture(message: str) -> GitnetdiagError:
+    return InputError(message, hint="pass a .pcap or .pcapng file (tcpdump -w, dumpcap)",
+                      reference="not-a-regular-file")
+
+
+def open_capture(path: Path) -> BufferedReader:
+    """A capture file opened for reading: a regular file (a FIFO, device or directory
+    is one error at once, never a blocking read)."""
+    try:
+        return open_regular(path, error=_not_a_capture)
+    except FileNotFoundError as exc:
+        raise InputError(
+            f"capture file not found: {path}",
+            hint="check the path; pass a .pcap or .pcapng file",
+            reference="capture-not-found",
+        ) from exc
+
+
 class CaptureReader:
     """Streams a pcap/pcapng file as packet-table chunks."""
 
     def __init__(self, path: str | os.PathLike[str], *,
                  chunk_bytes: int = DEFAULT_CHUNK_BYTES, parallel: bool | None = None) -> None:
         self.path = Path(path)
-        try:
-            self._handle: BufferedReader = open(self.path, "rb")  # noqa: SIM115 - closed in close()
-        except FileNotFoundError as exc:
-            raise InputError(
-                f"capture file not found: {self.path}",
-                hint="check the path; pass a .pcap or .pcapng file",
-                reference="capture-not-found",
-            ) from exc
-        except IsADirectoryError as exc:
-            raise InputError(
-                f"{self.path} is a directory, not a capture file",
-                hint="pass a .pcap or .pcapng file",
-                reference="capture-not-found",
-            ) from exc
-        except OSError as exc:
-            raise InputError(
-                f"cannot open {self.path}: {exc.strerror}",
-                hint="check the file's permissions",
-            ) from exc
+        self._handle = open_capture(self.path)
         self.file_bytes = os.fstat(self._handle.fileno()).st_size
         self.parallel = use_parallel(self.file_bytes, parallel)
         """Whether :meth:`chunks` reads in a forked child process."""

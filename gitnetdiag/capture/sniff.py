@@ -16,12 +16,14 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
 from gitnetdiag.capture.compressed import capture_stream
 from gitnetdiag.capture.decode import DecodeStats, decode_tcp
 from gitnetdiag.capture.formats import open_walker
+from gitnetdiag.capture.reader import open_capture
 from gitnetdiag.errors import GitnetdiagError
 
 HEAD_BYTES = 1024
@@ -94,7 +96,7 @@ def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sni
     """
     out: dict[tuple[int, int], Sniffed] = {}
     parsed = 0
-    with open(path, "rb") as handle:
+    with open_capture(Path(path)) as handle:
         walker = open_walker(capture_stream(handle))
         stats = DecodeStats()
         try:

@@ -1,12 +1,13 @@
 """Files the commands write on request (``--json FILE``, ``--out FILE``).
 
-One rule for every command: missing parent directories are created (as
-``probe --out`` always did for its run directory); anything else that stops
-the write is one usage error naming the path.
+One rule for every command: ``-`` is stdout; missing parent directories are
+created (as ``probe --out`` always did for its run directory); anything else
+that stops the write is one usage error naming the path.
 """
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import typer
@@ -20,8 +21,21 @@ def _cannot_write(path: Path, why: str) -> UsageError:
                       reference="cannot-write")
 
 
+STDOUT = "-"
+"""The file name that means standard output, for every ``--json`` and ``--out``/``-o``."""
+
+
+def is_stdout(path: Path | str | None) -> bool:
+    """Whether an output option names standard output (``-``)."""
+    return path is not None and str(path) == STDOUT
+
+
 def write_output(path: Path, text: str) -> None:
-    """Write ``text`` to ``path``, creating missing parent directories."""
+    """Write ``text`` to ``path`` (``-``: stdout), creating missing parent directories."""
+    if is_stdout(path):
+        sys.stdout.write(text)
+        sys.stdout.flush()
+        return
     existing = next((p for p in (path.parent, *path.parent.parents) if p.exists()), None)
     if existing is not None and not existing.is_dir():
         raise _cannot_write(path, f"{existing} is not a directory")
@@ -34,7 +48,7 @@ def write_output(path: Path, text: str) -> None:
 
 def emit(text: str, out: Path | None) -> None:
     """A rendered report to stdout, or to ``out`` with one line saying where."""
-    if out is None:
+    if out is None or is_stdout(out):
         typer.echo(text, nl=False)
     else:
         write_output(out, text)

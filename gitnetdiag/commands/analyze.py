@@ -18,6 +18,7 @@ from rich.text import Text
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import UsageError
+from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.report.capture import print_capture_analysis
 
 if TYPE_CHECKING:  # the HTTP/2 ledger (tshark) is only loaded with --keylog
@@ -45,7 +46,8 @@ SYN / SYN-ACK retransmissions and resets.
       JSON on stdout (no table)
 
   gitnetdiag analyze captures/h2-small-window --diagnose
-      a run directory (from probe / diagnose): every capture, then the ranked diagnosis
+      a run directory (from probe / diagnose): every capture, then the ranked diagnosis;
+      the directory is only read (--out DIR writes observations.json and the reports there)
 
   gitnetdiag analyze customer.pcap --diagnose [--keylog keys.log]
       a bare capture (client or server side): the git transfers in it, ranked culprits
@@ -86,10 +88,17 @@ def analyze(
     host_report: Path | None = typer.Option(
         None, "--host-report", help="With --diagnose: add a 'gitnetdiag host --json' report."
     ),
+    out: Path | None = typer.Option(
+        None, "--out", metavar="DIR", help="With --diagnose on a run directory: also write "
+        "observations.json and report.md/html/json into DIR (created when missing). Without "
+        "it nothing is written: the run directory is only read."),
 ) -> None:
     """Read a capture (or a run directory) and show what limited each TCP connection."""
+    if out is not None and not (then_diagnose and file.is_dir()):
+        raise UsageError("--out goes with --diagnose on a run directory",
+                         hint="add --diagnose, or use --json OUT for a capture's analysis")
     if file.is_dir():
-        _analyze_run(file, json_out, then_diagnose, host_report)
+        _analyze_run(file, json_out, then_diagnose, host_report, out)
         return
     if then_diagnose:
         from gitnetdiag.commands._capture import print_capture_diagnosis
@@ -115,13 +124,13 @@ def analyze(
 
 
 def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
-                 host_report: Path | None) -> None:
+                 host_report: Path | None, out_dir: Path | None) -> None:
     """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
     from gitnetdiag.commands.probe import ReportFormat, print_diagnosis
     from gitnetdiag.pipeline_host import load_host_report
     from gitnetdiag.rundir import MANIFEST_NAME, load_run
 
-    if not (run_dir / MANIFEST_NAME).is_file():
+    if unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
         raise UsageError(f"{run_dir} is a directory without {MANIFEST_NAME}",
                          hint="give a run directory written by 'gitnetdiag probe' or 'diagnose'")
     manifest = load_run(run_dir)
@@ -145,10 +154,21 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
         from gitnetdiag.diagnosis.verdict import verdict_error
 
         host = load_host_report(host_report) if host_report else None
-        diagnosis = print_diagnosis(run_dir, host, ReportFormat.TERMINAL)
+        if out_dir is not None:
+            _make_out_dir(out_dir)
+        diagnosis = print_diagnosis(run_dir, host, ReportFormat.TERMINAL, out_dir=out_dir,
+                                    to_stderr=json_out == "-")
         failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
         if failure is not None:
             raise failure
+
+
+def _make_out_dir(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create --out {path}: {exc.strerror}",
+                         hint="choose a writable directory", reference="cannot-write") from exc
 
 
 def register(app: typer.Typer) -> None:

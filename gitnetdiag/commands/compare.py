@@ -9,6 +9,27 @@ from rich.console import Console
 
 from gitnetdiag.commands._output import emit
 from gitnetdiag.commands.probe import ReportFormat
+from gitnetdiag.diagnosis.comparison import Comparison
+from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
+from gitnetdiag.errors import VerdictError
+
+
+def nothing_compared(comparison: Comparison) -> VerdictError | None:
+    """The error for a pair of runs that share no measured protocol (and no burst): the
+    comparison printed says so, and the exit code must too."""
+    for pair in comparison.pairs:
+        if pair.protocols or pair.bursts:
+            continue
+
+        def names(protocols: tuple[str, ...]) -> str:
+            return ", ".join(PROTOCOL_LABELS.get(p, p) for p in protocols) or "nothing"
+        return VerdictError(
+            f"runs {pair.before} and {pair.after} share no measured protocol ({pair.before}: "
+            f"{names(pair.only_before)}; {pair.after}: {names(pair.only_after)})",
+            reference="nothing-to-compare",
+            hint="compare runs that each completed a push over the same protocol "
+            "(--protocols)")
+    return None
 
 
 def compare_command(
@@ -17,7 +38,8 @@ def compare_command(
     report_format: ReportFormat = typer.Option(
         ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
         "(self-contained, with before/after plots) or json (docs/report-schema.md)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Write here instead of stdout."),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="Write here instead of stdout ('-' = stdout)."),
 ) -> None:
     """Compare runs: before and after a fix, or one remote from several places.
 
@@ -30,7 +52,9 @@ def compare_command(
     from gitnetdiag.pipeline import compare_runs
     from gitnetdiag.report import COMPARE_RENDERERS, render_compare_terminal
 
-    comparison = compare_runs(run_dirs)
+    err = Console(stderr=True, highlight=False)
+    comparison = compare_runs(run_dirs, warn=lambda message: err.print(
+        f"warning: {message}", style="yellow", markup=False))
     if report_format is ReportFormat.TERMINAL and out is None:
         console = Console(highlight=False)
         text = render_compare_terminal(
@@ -39,6 +63,9 @@ def compare_command(
     else:
         text = COMPARE_RENDERERS[report_format.value](comparison)
     emit(text, out)
+    empty = nothing_compared(comparison)
+    if empty is not None:
+        raise empty
 
 
 def register(app: typer.Typer) -> None:

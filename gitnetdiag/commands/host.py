@@ -19,6 +19,7 @@ from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.host.access import HostAccess, LocalAccess, SshAccess
 from gitnetdiag.host.collect import collect_report
 from gitnetdiag.host.report import SCHEMA
+from gitnetdiag.inputfile import read_json_input, unusable_reason
 from gitnetdiag.report.host import render_host_report
 
 HELP = """Collect the server's own evidence: listen backlogs, queue overflows, kernel log, configs.
@@ -57,13 +58,14 @@ Whatever cannot be read (not root, no ss, kernel log restricted) is listed, not 
 
 def _since_baseline(path: Path) -> tuple[dict[str, int], float | None]:
     """Counter totals and kernel-log mark of an earlier report."""
+    def bad(message: str) -> InputError:
+        return InputError(f"cannot read --since report: {message}",
+                          hint="pass a JSON report written by `gitnetdiag host --json`")
+
     try:
-        data: Any = json.loads(path.read_text())
-    except (OSError, json.JSONDecodeError) as exc:
-        raise InputError(
-            f"cannot read --since report {path}: {exc}",
-            hint="pass a JSON report written by `gitnetdiag host --json`",
-        ) from exc
+        data: Any = read_json_input(path, error=bad)
+    except FileNotFoundError as exc:
+        raise bad(f"{path} does not exist") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         raise InputError(
             f"--since {path} is not a {SCHEMA} report",
@@ -109,10 +111,12 @@ def host_command(
         raise UsageError(f"--during {during:g} is out of range", hint="use 0 to 3600 seconds")
     if ssh is None:
         for path in config:
-            if not Path(path).is_file():
+            reason = unusable_reason(Path(path))
+            if reason is not None:
                 raise UsageError(
-                    f"--config {path}: no such file", hint="give the path of a config file"
-                )
+                    f"--config {path}: no such file" if reason == "does not exist"
+                    else f"--config {path} {reason}",
+                    hint="give the path of a config file")
     totals, log_mark = _since_baseline(since) if since is not None else (None, None)
     access: HostAccess
     remote: SshAccess | None = None

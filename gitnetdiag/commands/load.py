@@ -14,8 +14,9 @@ from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
-from gitnetdiag.commands._output import write_output
+from gitnetdiag.commands._output import is_stdout, write_output
 from gitnetdiag.errors import ExitCode, InputError, NetworkError, UsageError
+from gitnetdiag.inputfile import read_json_input
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
 from gitnetdiag.load.scheduler import LiveStatus
 from gitnetdiag.load.stats import (
@@ -116,18 +117,19 @@ def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path 
                     f"could not redact {', '.join(failed)} in {out}",
                     hint="delete those files before sharing the run directory",
                     reference="redaction-failed")
-            typer.echo(f"run directory: {out}")
+            typer.echo(f"run directory: {out}", err=is_stdout(json_out))
         if json_out is not None:
             write_output(json_out, redact_text(render_json(report), secrets))
 
 
-def print_load_diagnosis(report: LoadReport) -> None:
+def print_load_diagnosis(report: LoadReport, *, err: bool = False) -> None:
     """The engine's ranked culprits for a load run (bursts per step, host counter deltas)."""
     from gitnetdiag.diagnosis.engine import diagnose
     from gitnetdiag.load.diagnose import observations_from_load
     from gitnetdiag.report.terminal import render_terminal as render_diagnosis
 
-    typer.echo(render_diagnosis(diagnose(observations_from_load(report)), width=200), nl=False)
+    typer.echo(render_diagnosis(diagnose(observations_from_load(report)), width=200), nl=False,
+               err=err)
 
 
 def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
@@ -135,10 +137,11 @@ def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
             secrets: Iterable[str] = (), *, then_diagnose: bool = False) -> None:
     secrets = frozenset(secrets)
     report, records = redact_tree((report, records), secrets)
-    console = Console(highlight=False, width=200)
+    # With --json - the JSON alone goes to stdout; the tables go to stderr.
+    console = Console(highlight=False, width=200, stderr=is_stdout(json_out))
     console.file.write(render_terminal(report, width=console.width, color=console.is_terminal))
     if then_diagnose:
-        print_load_diagnosis(report)
+        print_load_diagnosis(report, err=is_stdout(json_out))
     _write_outputs(report, records, out, json_out, secrets)
     if leftover:
         raise NetworkError(
@@ -163,11 +166,14 @@ def _collect_locust(master: str | None, results: Path | None, wait: float, out: 
 
     payload: dict[str, Any]
     if results is not None:
+        def bad(message: str) -> InputError:
+            return InputError(f"cannot read {message}",
+                              hint="give the file the master wrote with --git-results")
+
         try:
-            payload = json.loads(results.read_text())
-        except (OSError, ValueError) as exc:
-            raise InputError(f"cannot read {results}: {exc}",
-                             hint="give the file the master wrote with --git-results") from exc
+            payload = read_json_input(results, error=bad)
+        except FileNotFoundError as exc:
+            raise bad(f"{results}: {exc.strerror}") from exc
     else:
         assert master is not None
         console = Console(stderr=True, highlight=False)
@@ -202,7 +208,8 @@ def load_command(
     max_error_ratio: float = typer.Option(
         0.01, "--max-error-ratio", help="Highest error ratio of a passing step."),
     out: Path | None = typer.Option(None, "--out", help="Run directory for load.json/md/html."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the report as JSON here."),
+    json_out: Path | None = typer.Option(None, "--json",
+                                         help="Write the report as JSON here ('-' = stdout)."),
     ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for HTTPS."),
     insecure: bool = typer.Option(False, "--insecure", help="Do not verify HTTPS certificates."),
     ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key."),

@@ -23,7 +23,16 @@ import typer
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from gitnetdiag.commands._output import write_output
+from gitnetdiag.commands._output import is_stdout, write_output
+from gitnetdiag.commands._preflight import (
+    check_ca_file,
+    check_native_https,
+    check_regular,
+    check_repo_has_commits,
+    check_ssh_key_usable,
+    check_url_text,
+    check_zone_id,
+)
 from gitnetdiag.commands.fetch import TransferDirection, fetch_run_dir, run_fetch_command
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
@@ -151,6 +160,7 @@ def check_url(option: str, url: str) -> str:
     Checked before anything runs: a malformed or foreign URL would otherwise
     fail deep in a probe (or, worse, be measured as nothing and called healthy).
     """
+    check_url_text(option, url)
     shown = _USERINFO.sub("//***@", url)  # the URL may not parse: redact by hand
     schemes = _SCHEMES[option]
     if option == "--ssh" and "://" not in url and re.fullmatch(r"[^\s/:]+:\S*", url.split("@")[-1]):
@@ -201,13 +211,36 @@ def check_private_key(key: Path | None) -> Path | None:
             f"--ssh-key {key} is a public key",
             hint=f"give the private key{example} or leave --ssh-key out to use ssh-agent",
             reference="ssh-public-key")
+    check_ssh_key_usable(key)
     return key
 
 
 def _existing(path: Path | None, what: str) -> Path | None:
-    if path is not None and not path.is_file():
-        raise UsageError(f"{what} {path} does not exist", hint=f"give an existing {what}")
+    if path is not None:
+        check_regular(path, what)
     return path
+
+
+_URL_OPTIONS = {Protocol.H1: "--http", Protocol.H2: "--http", Protocol.SSH: "--ssh",
+                Protocol.GIT: "--git"}
+
+
+def _preflight(urls: dict[Protocol, str], chosen: tuple[Protocol, ...], *, native: bool,
+               capture: bool, full: bool, ca_file: Path | None, repo: Path | None) -> None:
+    """What would fail only after the pushes, or obscurely, refused before them (``--full``
+    over http:// is refused by the run itself, for the credentials: that error first)."""
+    for protocol, url in urls.items():
+        check_zone_id(_URL_OPTIONS[protocol], url, capture)
+    if Protocol.H2 in urls and not full:
+        check_native_https(urls[Protocol.H2], Protocol.H2 in chosen, native)
+    if ca_file is not None:
+        check_regular(ca_file, "CA file")
+        check_ca_file(ca_file)
+    if repo is not None:
+        if not (repo / ".git").exists() and not (repo / "HEAD").is_file():
+            raise UsageError(f"{repo} is not a git repository",
+                             hint="give --repo a repository path")
+        check_repo_has_commits(repo)
 
 
 def probe_command(
@@ -217,7 +250,8 @@ def probe_command(
     protocols: str | None = typer.Option(
         None, "--protocols", help="Comma list of h1,h2,ssh,git (default: those with URLs)."),
     size: str = typer.Option("32MiB", "--size", help="Generated repository size (4MiB, 1GiB)."),
-    seed: int | None = typer.Option(None, "--seed", help="Seed of the generated data."),
+    seed: int | None = typer.Option(None, "--seed", min=0, max=2**32 - 1,
+                                    help="Seed of the generated data (0 to 4294967295)."),
     data: str = typer.Option(
         "random", "--data", help="Generated data: random (incompressible, measures the network) "
         "or text (source-like fresh commits: the client's pack-objects CPU counts too)."),
@@ -229,7 +263,9 @@ def probe_command(
     ssh_known_hosts: Path | None = typer.Option(
         None, "--ssh-known-hosts", help="known_hosts file for the SSH remote."),
     out: Path | None = typer.Option(None, "--out", help="Run directory (default runs/<time>)."),
-    json_out: Path | None = typer.Option(None, "--json", help="Write the summary as JSON here."),
+    json_out: Path | None = typer.Option(
+        None, "--json", help="Write the summary as JSON here ('-' = stdout, the tables then go "
+        "to stderr)."),
     full: bool = typer.Option(
         False, "--full", help="Whole packets + TLS keylog (0600) + decryptable pcapng."),
     burst: int = typer.Option(0, "--burst", min=0, help="Concurrent ls-remote per protocol."),
@@ -309,11 +345,12 @@ def probe_command(
         urls[Protocol.GIT] = check_url("--git", git)
     if not urls:
         raise UsageError("no remote to probe", hint="give --http, --ssh and/or --git (or --lab)")
-    if repo is not None and not (repo / ".git").exists() and not (repo / "HEAD").is_file():
-        raise UsageError(f"{repo} is not a git repository", hint="give --repo a repository path")
+    chosen = _parse_protocols(protocols, urls)
+    _preflight(urls, chosen, native=native, capture=not no_capture, full=full, ca_file=ca_file,
+               repo=repo)
     options = ProbeOptions(
         urls=urls,
-        protocols=_parse_protocols(protocols, urls),
+        protocols=chosen,
         size_bytes=parse_size(size),
         seed=seed if seed is not None else int(datetime.now(UTC).timestamp()) & 0xFFFFFF,
         data=data,
@@ -376,8 +413,10 @@ def probe_command(
             after.result()
     from gitnetdiag.pipeline import summarize_run  # numpy: after the lab re-exec
 
-    # With --diagnose the report is the product on stdout; the summary goes to stderr.
-    summary_console = console if then_diagnose else Console(highlight=False)
+    # With --diagnose the report is the product on stdout, with --json - the JSON: the
+    # summary then goes to stderr.
+    json_to_stdout = is_stdout(json_out)
+    summary_console = console if then_diagnose or json_to_stdout else Console(highlight=False)
     summary_console.file.write(render_probe_summary(
         outcome.manifest, summaries=summarize_run(outcome.manifest),
         width=summary_console.width, color=summary_console.is_terminal))
@@ -408,7 +447,8 @@ def probe_command(
         if error.stage == "cleanup":  # no measurement, but the user must hear of it
             console.print(f"warning: {error.reference}: {error.message}", style="yellow",
                           markup=False)
-    diagnosis = print_diagnosis(outcome.run_dir, host, report_format)
+    diagnosis = print_diagnosis(outcome.run_dir, host, report_format, out_dir=outcome.run_dir,
+                                to_stderr=json_to_stdout)
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is not None:
         raise failure
@@ -472,11 +512,14 @@ def _lab_storage_report(state: LabState, out: Path, console: Console) -> bool:
     return _lab_step(storage, "no storage check of the lab's repositories", console)
 
 
-def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat) -> Diagnosis:
-    """Analyse ``run_dir``, write its reports, print the diagnosis in ``fmt``; return it.
+def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat, *,
+                    out_dir: Path | None, to_stderr: bool = False) -> Diagnosis:
+    """Analyse ``run_dir``, print the diagnosis in ``fmt`` (to stderr with ``to_stderr``);
+    return it. ``observations.json`` and the reports go to ``out_dir`` (the run directory
+    for the run just probed), nowhere when None.
 
-    A run directory the user cannot write (someone else's, read-only) is still
-    diagnosed: the saved files are skipped with a warning.
+    A directory the user cannot write (someone else's, read-only) does not stop the
+    diagnosis: the saved files are skipped with a warning.
     """
     from gitnetdiag.pipeline import diagnose_run, write_reports
     from gitnetdiag.report import RENDERERS
@@ -484,19 +527,21 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat)
     console = Console(stderr=True, highlight=False)
     with console.status("analysing captures") as status:
         diagnosis, warnings = diagnose_run(
-            run_dir, host=host, progress=lambda msg: status.update(msg))
+            run_dir, host=host, progress=lambda msg: status.update(msg), save_to=out_dir)
     for warning in warnings:
         console.print(f"warning: {warning}", style="yellow", markup=False)
-    written = write_reports(diagnosis, run_dir, warn=lambda message: console.print(
-        f"warning: {message}", style="yellow", markup=False))
+    written = {} if out_dir is None else write_reports(
+        diagnosis, out_dir, warn=lambda message: console.print(
+            f"warning: {message}", style="yellow", markup=False))
     if fmt is ReportFormat.TERMINAL:
         from gitnetdiag.report.terminal import render_terminal
 
-        out = Console(highlight=False)
+        out = Console(highlight=False, stderr=to_stderr)
         width = out.width if out.is_terminal else 100  # files and pipes get the full table
-        typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal), nl=False)
+        typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal), nl=False,
+                   err=to_stderr)
     else:
-        typer.echo(RENDERERS[fmt.value](diagnosis), nl=False)
+        typer.echo(RENDERERS[fmt.value](diagnosis), nl=False, err=to_stderr)
     if written:
         console.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)
     return diagnosis

@@ -10,6 +10,7 @@ from rich.console import Console
 from gitnetdiag.commands._output import emit
 from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.errors import UsageError
+from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.rundir import MANIFEST_NAME
 
 
@@ -18,7 +19,8 @@ def report_command(
     report_format: ReportFormat = typer.Option(
         ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
         "(self-contained, with plots) or json (schema in docs/report-schema.md)."),
-    out: Path | None = typer.Option(None, "--out", "-o", help="Write here instead of stdout."),
+    out: Path | None = typer.Option(None, "--out", "-o",
+                                    help="Write here instead of stdout ('-' = stdout)."),
     reanalyze: bool = typer.Option(
         False, "--reanalyze", help="Parse the captures again instead of reusing "
         "observations.json."),
@@ -32,10 +34,20 @@ def report_command(
     from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
-    if not (run_dir / MANIFEST_NAME).is_file():
+    if unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
         raise UsageError(f"{run_dir} is not a run directory (no {MANIFEST_NAME})",
                          hint="give a directory written by 'gitnetdiag probe' or 'diagnose'")
-    diagnosis = diagnose_run(run_dir)[0] if reanalyze else diagnosis_from_saved(run_dir)
+    err = Console(stderr=True, highlight=False)
+
+    def warn(message: str) -> None:
+        err.print(f"warning: {message}", style="yellow", markup=False)
+
+    if reanalyze:
+        diagnosis, warnings = diagnose_run(run_dir)
+        for warning in warnings:
+            warn(warning)
+    else:
+        diagnosis = diagnosis_from_saved(run_dir, warn)
     if report_format is ReportFormat.TERMINAL and out is None:
         from gitnetdiag.report.terminal import render_terminal
 

@@ -32,7 +32,7 @@ from gitnetdiag.diagnosis.observations import (
 )
 from gitnetdiag.diagnosis.servers import answering_server
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
-from gitnetdiag.diagnosis.verdict import headline_prefix, judge
+from gitnetdiag.diagnosis.verdict import headline_prefix, judge, supported
 
 MIN_IMPACT_S = 0.5
 """Findings whose cost x score is below this many seconds are dropped."""
@@ -125,7 +125,8 @@ def diagnose(
     """Diagnose one run: every culprit, ranked, thresholded."""
     fired = [finding for culprit in culprits if (finding := culprit(obs)) is not None]
     ranked = rank(apply_costs(obs, fired))
-    kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score)
+    kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score
+                 and supported(obs, f))
     dropped = tuple(f for f in ranked if f not in kept)
     summaries = tuple(
         summarize_protocol(name, obs.protocols[name])

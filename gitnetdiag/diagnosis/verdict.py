@@ -8,12 +8,16 @@
                                                       └─ no: healthy, unless some
                                                              other step failed
 
-A protocol is *measured* when one of its pushes completed or was cut on the
-wire (``hung``, ``timeout``, ``reset``): a stall is evidence for a culprit, not
-a missing measurement. A push that sent no data (the server had it) or was
-interrupted measured nothing. A push refused, rejected by auth or TLS, an unknown host
-key or an unsupported URL measured nothing. Such a refusal is still evidence
-when a ranked culprit explains it (a filter answering SYNs with resets).
+A protocol is *measured* when one of its pushes completed with at least
+:data:`~gitnetdiag.thresholds.MIN_RATE_BYTES` in a positive, finite time, or was
+cut on the wire (``hung``, ``timeout``, ``reset``): a stall is evidence for a
+culprit, not a missing measurement. A completed push below that floor is
+``too-small``: its time is round trips, not a rate. A push that sent no data
+(the server had it) or was interrupted measured nothing. A push refused, rejected
+by auth or TLS, an unknown host key or an unsupported URL measured nothing. Such a
+refusal is still evidence when a ranked culprit explains it (a filter answering
+SYNs with resets). A culprit of one protocol's flow control (:data:`PROTOCOL_SPECIFIC`)
+is not ranked when that protocol's pushes all stalled like another protocol's did.
 
     failed        nothing requested was measured
     inconclusive  a requested protocol was not measured and nothing explains it,
@@ -25,6 +29,7 @@ when a ranked culprit explains it (a filter answering SYNs with resets).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
@@ -34,8 +39,10 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     Observations,
     ProtocolObservation,
+    PushResult,
 )
 from gitnetdiag.errors import GitnetdiagError, NetworkError, NothingMeasured, VerdictError
+from gitnetdiag.thresholds import MIN_RATE_BYTES, MIN_RATE_SIZE
 
 MEASURED_FAILURE_KINDS = frozenset({"hung", "timeout", "reset"})
 """Failed pushes that still measured the path: data moved, then stalled or was cut."""
@@ -46,6 +53,18 @@ EXPLAINED_BY: dict[str, frozenset[str]] = {
     "listen-backlog-overflow": frozenset({"reset", "refused"}),
 }
 """Culprits whose evidence is a refused connection, with the push failure kinds they explain."""
+
+PROTOCOL_SPECIFIC: dict[str, str] = {
+    "h2-flow-control-window": "h2",
+    "h2-frame-settings": "h2",
+    "ssh-channel-window": "ssh",
+}
+"""Culprits that live in one protocol's flow control. When that protocol's pushes all
+stalled and another protocol's stalled the same way, the stall is common to both (a slow
+hook, the server) and is no evidence for the one-protocol culprit."""
+
+STALL_KINDS = frozenset({"hung", "timeout"})
+"""Failure kinds of a push that stopped making progress."""
 
 _IGNORED_STAGES = frozenset({"cleanup"})
 """Run errors that are no measurement (a leftover branch is listed, not judged)."""
@@ -70,13 +89,45 @@ class Judgement:
     """What could not be measured."""
 
 
+def gives_rate(push: PushResult) -> bool:
+    """A completed push whose duration is a rate: positive, finite, above the floor."""
+    return (push.ok and math.isfinite(push.duration_s) and push.duration_s > 0
+            and push.bytes >= MIN_RATE_BYTES)
+
+
 def is_measured(p: ProtocolObservation | None) -> bool:
     """Whether a protocol's pushes measured anything (see the module docstring)."""
     if p is None:
         return False
     if not p.pushes:
         return p.capture is not None or p.h2_ledger is not None or p.ssh_ledger is not None
-    return any(push.ok or push.error_kind in MEASURED_FAILURE_KINDS for push in p.pushes)
+    return any(gives_rate(push) or (not push.ok and push.error_kind in MEASURED_FAILURE_KINDS)
+               for push in p.pushes)
+
+
+def all_stalled(obs: Observations) -> frozenset[str]:
+    """Protocols whose every push stalled, when two or more did (else empty): a stall
+    common to several protocols is not one protocol's flow control."""
+    stalled = frozenset(name for name, p in obs.protocols.items()
+                        if p.pushes and all(not push.ok and push.error_kind in STALL_KINDS
+                                            for push in p.pushes))
+    return stalled if len(stalled) > 1 else frozenset()
+
+
+def supported(obs: Observations, finding: Finding) -> bool:
+    """False for a one-protocol culprit whose protocol stalled like another one did."""
+    return PROTOCOL_SPECIFIC.get(finding.id) not in all_stalled(obs)
+
+
+def _too_small(name: str, pushes: Sequence[PushResult]) -> MeasurementFailure:
+    label = PROTOCOL_LABELS.get(name, name)
+    largest = max(push.bytes for push in pushes)
+    return MeasurementFailure(
+        protocol=name, stage="push", reference="too-small", kind=None,
+        message=f"{label}: the push moved {largest} B, too few to give a rate (under "
+        f"{MIN_RATE_BYTES} B, three round trips of TCP slow start)",
+        hint=f"push a larger pack: --size {MIN_RATE_SIZE} or more (with --repo, a repository "
+        f"whose HEAD packs to {MIN_RATE_SIZE} or more, or leave --repo out)")
 
 
 def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
@@ -97,6 +148,14 @@ def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
     p = obs.protocols.get(name)
     failed = [push for push in (p.pushes if p else ()) if not push.ok]
     label = PROTOCOL_LABELS.get(name, name)
+    done = [push for push in (p.pushes if p else ()) if push.ok]
+    if not failed and any(push.bytes < MIN_RATE_BYTES for push in done):
+        return [_too_small(name, done)]
+    if not failed and done:
+        return [MeasurementFailure(
+            protocol=name, stage="push", reference="not-measured", kind=None,
+            message=f"{label}: the push has no valid duration ({done[0].duration_s} s)",
+            hint=_GENERIC_HINT)]
     if failed:
         first = failed[0]
         return [MeasurementFailure(
@@ -124,9 +183,26 @@ def _unexplained_stalls(obs: Observations, name: str) -> list[MeasurementFailure
         protocol=name, stage="push", reference="push-stalled", kind=stalled[0].error_kind,
         message=f"{label}: {len(stalled)} of {total} push(es) {stalled[0].error_kind or 'failed'}"
         f"{detail}; no culprit explains it",
-        hint="measure with packet capture (root) and the native probes (--native, --ca-file, "
-        "--ssh-key) so the stall can be attributed",
+        hint=_stall_hint(obs, name),
     )]
+
+
+def _stall_hint(obs: Observations, name: str) -> str:
+    """What to do about an unexplained stall, given the evidence the run already has."""
+    common = all_stalled(obs)
+    if name in common:
+        labels = " and ".join(PROTOCOL_LABELS.get(n, n) for n in PROTOCOL_ORDER if n in common)
+        return (f"{labels} stalled alike, so the cause is common to them, most likely the "
+                "server (a slow pre-receive hook, receive-pack): run with a --timeout above "
+                "the server's time, and add 'gitnetdiag host' evidence with --host-report")
+    p = obs.protocols[name]
+    ledger_wanted = name in ("h2", "ssh")
+    has_ledger = p.h2_ledger is not None or p.ssh_ledger is not None
+    if p.capture is not None and (has_ledger or not ledger_wanted):
+        return ("the capture and ledgers show no known culprit: read the push's stderr and "
+                "trace files in the run directory, and the server's logs for that time")
+    return ("measure with packet capture (root) and the native probes (--native, --ca-file, "
+            "--ssh-key) so the stall can be attributed")
 
 
 def _missing_tcp_evidence(obs: Observations, measured: Sequence[str]) -> list[MeasurementFailure]:

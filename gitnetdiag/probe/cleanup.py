@@ -62,8 +62,8 @@ _MAX_DELETES = 3
 _CLIENT_ERROR = re.compile(r"RPC failed; HTTP 4(?!08)\d\d")
 
 NEVER_CONNECTED = frozenset({
-    FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.AUTH,
-    FailureKind.HOST_KEY,
+    FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.PLAIN_HTTP,
+    FailureKind.AUTH, FailureKind.HOST_KEY,
 })
 """Failures that happen before receive-pack runs, so no ref can have been created."""
 

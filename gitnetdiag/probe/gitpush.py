@@ -49,6 +49,11 @@ _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
             "remote host identification has changed",
         ),
     ),
+    # Before TLS: the client's TLS library meeting a plain-HTTP answer (GnuTLS, OpenSSL).
+    (
+        FailureKind.PLAIN_HTTP,
+        ("an unexpected tls packet was received", "wrong version number"),
+    ),
     (
         FailureKind.TLS,
         (

@@ -77,12 +77,14 @@ def measure_path(
     alpn: str | None = None
     tls_version: str | None = None
     if tls and error is None:
-        context = ssl.create_default_context(cafile=ca_file)
-        if insecure:
-            context.check_hostname = False
-            context.verify_mode = ssl.CERT_NONE
-        context.set_alpn_protocols(["h2", "http/1.1"])
         try:
+            # Inside the try: a CA bundle that holds no certificate is this step's error,
+            # never an exception escaping the thread that measures the path.
+            context = ssl.create_default_context(cafile=ca_file)
+            if insecure:
+                context.check_hostname = False
+                context.verify_mode = ssl.CERT_NONE
+            context.set_alpn_protocols(["h2", "http/1.1"])
             sock, _ = _connect(host, port, timeout_s)
             started = time.perf_counter()
             with context.wrap_socket(sock, server_hostname=host) as tls_sock:

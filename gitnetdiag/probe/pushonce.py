@@ -60,8 +60,8 @@ from gitnetdiag.safefile import replace_file
 
 FATAL_KINDS = frozenset(
     {
-        FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.AUTH,
-        FailureKind.HOST_KEY, FailureKind.REJECTED,
+        FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS,
+        FailureKind.PLAIN_HTTP, FailureKind.AUTH, FailureKind.HOST_KEY, FailureKind.REJECTED,
     }
 )
 """Failure kinds after which further pushes over the same protocol are pointless."""

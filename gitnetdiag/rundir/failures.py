@@ -24,6 +24,8 @@ class FailureKind(StrEnum):
     """Connection reset or closed by the peer mid-way."""
     TLS = "tls"
     """TLS handshake or certificate verification failed."""
+    PLAIN_HTTP = "plain-http"
+    """An https:// URL whose port answered in plain HTTP: no TLS handshake at all."""
     AUTH = "auth"
     """Authentication failed (HTTP 401/403, SSH key refused)."""
     HOST_KEY = "host-key"
@@ -42,6 +44,11 @@ FAILURE_HINTS: dict[FailureKind, tuple[str, str]] = {
     FailureKind.TLS: (
         "tls-verification",
         "pass the server's CA with --ca-file (or --insecure to skip verification)",
+    ),
+    FailureKind.PLAIN_HTTP: (
+        "https-to-plain-http",
+        "the port speaks plain HTTP, not TLS: use an http:// URL for it, or the server's "
+        "HTTPS port",
     ),
     FailureKind.AUTH: ("auth-failed", "check --ssh-key / the HTTP credentials for this remote"),
     FailureKind.HOST_KEY: (

@@ -8,12 +8,15 @@ directory may come from anyone (a ticket attachment).
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
 from gitnetdiag.errors import InputError
+from gitnetdiag.inputfile import read_json_input
 from gitnetdiag.rundir.files import MANIFEST_NAME
 from gitnetdiag.rundir.records import SCHEMA, RunManifest
 from gitnetdiag.safefile import open_new_file
@@ -68,15 +71,58 @@ def inside(run_dir: Path, relative: str, where: str) -> Path:
     path = Path(relative)
     if path.is_absolute() or not relative:
         raise Malformed(f"{where} {relative!r} is not a path inside the run directory")
-    root = run_dir.resolve()
-    if not (root / path).resolve().is_relative_to(root):
+    try:
+        root = run_dir.resolve()
+        target = (root / path).resolve()
+    except (RuntimeError, OSError) as exc:  # Python 3.11 says "Symlink loop" with RuntimeError
+        raise Malformed(f"{where} {relative!r} is a symlink loop") from exc
+    if not target.is_relative_to(root):
         raise Malformed(f"{where} {relative!r} points outside the run directory")
     return run_dir / path
 
 
+_MEASURED_OUTCOMES = ("ok", "bounded")
+"""Outcomes whose wall time and pack size make a rate: both must be above zero."""
+
+
+def check_numbers(value: Any, where: str, *, negative: bool = False) -> None:
+    """Every number in the records (durations, sizes, counts, rates) is finite, and >= 0
+    unless ``negative`` (flow-control credit may go below zero); ``Malformed`` naming the
+    field otherwise. Free-form ``dict`` values (``options``) are not records: skipped."""
+    if isinstance(value, bool) or value is None:
+        return
+    if isinstance(value, int | float):
+        if not math.isfinite(value) or (value < 0 and not negative):
+            what = "a finite number" if negative else "a finite number >= 0"
+            raise Malformed(f"{where} must be {what}, got {value!r}")
+        return
+    if isinstance(value, tuple | list):
+        for index, item in enumerate(value):
+            check_numbers(item, f"{where}[{index}]", negative=negative)
+        return
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            check_numbers(getattr(value, f.name), f"{where}.{f.name}", negative=negative)
+
+
+def _check_pushes(manifest: RunManifest) -> None:
+    for index, run in enumerate(manifest.protocols):
+        for number, push in enumerate(run.pushes):
+            if push.outcome not in _MEASURED_OUTCOMES:
+                continue
+            where = f"manifest.protocols[{index}].pushes[{number}]"
+            for name in ("wall_s", "pack_bytes"):
+                if getattr(push, name) <= 0:
+                    raise Malformed(f"{where}.{name} must be above 0 for a push with outcome "
+                                    f"{push.outcome!r}, got {getattr(push, name)!r}")
+
+
 def check_values(run_dir: Path, manifest: RunManifest) -> None:
     """Raise ``ValueError`` for values the types allow but the run cannot have: an
-    unknown protocol, an endpoint without a port, an artifact path leaving ``run_dir``."""
+    unknown protocol, an endpoint without a port, an artifact path leaving ``run_dir``,
+    a number that is negative, NaN or infinite, a measured push of 0 s or 0 bytes."""
+    check_numbers(manifest, "manifest")
+    _check_pushes(manifest)
     for index, run in enumerate(manifest.protocols):
         where = f"manifest.protocols[{index}]"
         names = [run.protocol, *(push.protocol for push in run.pushes)]
@@ -110,13 +156,9 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     """A JSON object file of the run directory, ``None`` when absent (``bad-run-dir`` when
     unreadable, not JSON, or not an object)."""
     try:
-        data = json.loads(path.read_text())
+        data = read_json_input(path, error=bad_run_dir)
     except FileNotFoundError:
         return None
-    except OSError as exc:
-        raise bad_run_dir(f"cannot read {path}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise bad_run_dir(f"{path} is not JSON: {exc}") from exc
     if not isinstance(data, dict):
         raise bad_run_dir(f"{path} must hold a JSON object, got {type(data).__name__}")
     return data
@@ -131,17 +173,13 @@ def load_run(path: Path | str) -> RunManifest:
     path = Path(path)
     manifest_path = path / MANIFEST_NAME if path.is_dir() else path
     try:
-        data = json.loads(manifest_path.read_text())
+        data = read_json_input(manifest_path, error=bad_run_dir)
     except FileNotFoundError as exc:
         raise InputError(
             f"{manifest_path} does not exist",
             hint="give a run directory written by 'gitnetdiag probe'",
             reference="no-manifest",
         ) from exc
-    except OSError as exc:
-        raise bad_run_dir(f"cannot read {manifest_path}: {exc.strerror}") from exc
-    except ValueError as exc:
-        raise bad_run_dir(f"{manifest_path} is not JSON: {exc}") from exc
     if not isinstance(data, dict) or data.get("schema") != SCHEMA:
         found = data.get("schema") if isinstance(data, dict) else None
         raise bad_run_dir(f"{manifest_path} has schema {found!r}, expected {SCHEMA!r}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitnetdiag.rundir.manifest import bad_run_dir, read_json_object
+from gitnetdiag.rundir.manifest import bad_run_dir, check_numbers, read_json_object
 from gitnetdiag.safefile import write_new_file
 from gitnetdiag.serial import from_jsonable, to_jsonable
 
@@ -251,14 +251,27 @@ def h2_record(data: dict[str, Any], where: str) -> H2NativeRecord:
     """A version-2 ``native-h2.json`` object, every type checked (``bad-run-dir``)."""
     if data.get("schema") != H2_SCHEMA:
         raise bad_run_dir(f"{where} has schema {data.get('schema')!r}, expected {H2_SCHEMA!r}")
-    return from_jsonable(H2NativeRecord, data, where=where, unknown="ignore", error=bad_run_dir)
+    record = from_jsonable(H2NativeRecord, data, where=where, unknown="ignore", error=bad_run_dir)
+    _finite(record, where)
+    return record
 
 
 def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
     """A version-2 ``native-ssh.json`` object, every type checked (``bad-run-dir``)."""
     if data.get("schema") != SSH_SCHEMA:
         raise bad_run_dir(f"{where} has schema {data.get('schema')!r}, expected {SSH_SCHEMA!r}")
-    return from_jsonable(SshNativeRecord, data, where=where, unknown="ignore", error=bad_run_dir)
+    record = from_jsonable(SshNativeRecord, data, where=where, unknown="ignore",
+                           error=bad_run_dir)
+    _finite(record, where)
+    return record
+
+
+def _finite(record: NativeRecord, where: str) -> None:
+    """No NaN or infinity in the events (credit may be negative: HTTP/2 allows it)."""
+    try:
+        check_numbers(record, where, negative=True)
+    except ValueError as exc:
+        raise bad_run_dir(str(exc)) from exc
 
 
 __all__ = [

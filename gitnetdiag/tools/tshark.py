@@ -20,6 +20,7 @@ from gitnetdiag.analysis.h2ledger import (
     parse_tshark_fields,
 )
 from gitnetdiag.errors import CaptureFormatError, InputError
+from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.proc import require_program, run
 
 
@@ -40,9 +41,11 @@ def http2_fields(pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0) -
     or with the secrets embedded in a pcapng)."""
     if not Path(pcap).is_file():
         raise InputError(f"no such capture: {pcap}", hint="give a pcap or pcapng file")
-    if keylog is not None and not Path(keylog).is_file():
+    reason = unusable_reason(Path(keylog)) if keylog is not None else None
+    if reason is not None:
         raise InputError(
-            f"no such key log: {keylog}",
+            f"key log {keylog} {reason}" if reason != "does not exist"
+            else f"no such key log: {keylog}",
             hint="give the SSLKEYLOGFILE written during the capture",
         )
     tshark = require_program("tshark")

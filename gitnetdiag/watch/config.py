@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 
 from gitnetdiag.errors import InputError, UsageError
+from gitnetdiag.inputfile import read_text_input
 from gitnetdiag.probe.runner import parse_size
 
 PROTOCOLS = ("h1", "h2", "ssh", "git")
@@ -256,9 +257,13 @@ def parse_config(text: str) -> WatchConfig:
 
 def load_config(path: Path) -> WatchConfig:
     """Read and check ``path``."""
+    def bad(message: str) -> InputError:
+        return InputError(f"watch configuration: {message}",
+                          hint="give --config a YAML file in UTF-8")
+
     try:
-        text = path.read_text()
-    except OSError as exc:
+        text = read_text_input(path, error=bad)
+    except FileNotFoundError as exc:
         raise InputError(f"cannot read the watch configuration {path}: {exc.strerror}",
                          hint="give --config an existing YAML file") from exc
     return parse_config(text)

@@ -87,7 +87,7 @@ def run_cycle(target: Target, run_dir: Path, started_unix_s: float) -> ProbeSamp
     errors = push_errors_of(outcome.manifest.protocols, outcome.manifest.errors)
     leftovers = cleanup_failures_of(outcome.manifest.errors, outcome.manifest.protocols)
     try:
-        diagnosis, warnings = diagnose_run(outcome.run_dir)
+        diagnosis, warnings = diagnose_run(outcome.run_dir, save_to=outcome.run_dir)
         write_reports(diagnosis, outcome.run_dir)
     except GitnetdiagError as exc:
         sample = failed_sample(target.name, target.protocols, errors.get("*", "analysis"),

@@ -74,10 +74,11 @@ def test_host_report_flag_turns_syn_drops_into_the_backlog_culprit(tmp_path: Pat
 
     def top(*extra: str) -> str:
         proc = subprocess.run(
-            [sys.executable, "-m", "gitnetdiag", "analyze", str(run_dir), "--diagnose", *extra],
+            [sys.executable, "-m", "gitnetdiag", "analyze", str(run_dir), "--diagnose",
+             "--out", str(tmp_path / "out"), *extra],
             capture_output=True, text=True, timeout=120, check=True,
         )
-        report = json.loads((run_dir / "report.json").read_text())
+        report = json.loads((tmp_path / "out" / "report.json").read_text())
         assert "culprits, ranked" in proc.stdout
         return str(report["culprits"][0]["id"])
 

@@ -323,7 +323,8 @@ def readonly_run() -> Iterator[Path]:
 
 
 def test_read_only_run_directory_as_another_user(readonly_run: Path) -> None:
-    """Another user's run directory: diagnosed all the same, unsaved files are warnings."""
+    """Another user's run directory: diagnosed all the same; only an explicit --out into
+    it tries to write there, and the unsaved files are then warnings."""
     argv = _nobody_python()
     if argv is None:
         pytest.skip("needs root, runuser and a /usr/bin/python3 that can import the venv")
@@ -331,6 +332,12 @@ def test_read_only_run_directory_as_another_user(readonly_run: Path) -> None:
                            "--diagnose"], capture_output=True, text=True, timeout=120,
                           cwd="/tmp", env={**_env(), "HOME": "/tmp"})
     assert "Traceback" not in proc.stderr + proc.stdout
+    assert proc.returncode == 0, proc.stderr
+    assert "warning" not in proc.stderr  # nothing is written: nothing to warn about
+    assert "verdict: HEALTHY" in proc.stdout
+    proc = subprocess.run([*argv, "-m", "gitnetdiag", "analyze", str(readonly_run),
+                           "--diagnose", "--out", str(readonly_run)], capture_output=True,
+                          text=True, timeout=120, cwd="/tmp", env={**_env(), "HOME": "/tmp"})
     assert proc.returncode == 0, proc.stderr
     lines = proc.stderr.splitlines()
     assert lines[0] == (f"warning: observations.json not saved in {readonly_run}: Permission "

@@ -1,0 +1,157 @@
+"""Checks of the probe's inputs before anything runs: each names the cause and the next step.
+
+A key ssh will ignore, a CA bundle with no certificate, a repository without
+commits or a URL the capture filter cannot take would otherwise surface after
+the pushes, as a symptom ("Permission denied (publickey)", a traceback from a
+background thread, ``fatal: Needed a single revision``, a tcpdump filter error).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import os
+import ssl
+import stat
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+from gitnetdiag.errors import UsageError
+from gitnetdiag.inputfile import read_input, unusable_reason
+from gitnetdiag.proc import run
+
+_OPENSSH_MAGIC = b"openssh-key-v1\x00"
+_OPENSSH_HEADER = "-----BEGIN OPENSSH PRIVATE KEY-----"
+
+
+def _usage(message: str) -> UsageError:
+    return UsageError(message, hint="give a readable file")
+
+
+def check_url_text(option: str, url: str) -> None:
+    """A URL from the command line whose bytes are not UTF-8 (Python keeps them as lone
+    surrogates) cannot reach git or the reports: refused with the byte named."""
+    try:
+        url.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raw = url[exc.start].encode("utf-8", "surrogateescape")
+        raise UsageError(
+            f"{option} URL has a byte that is not UTF-8 (0x{raw[0]:02x} at position "
+            f"{exc.start})", reference="bad-url",
+            hint=f"percent-encode it (%{raw[0]:02X}) as URLs are written") from exc
+
+
+def check_zone_id(option: str, url: str, capture: bool) -> None:
+    """tcpdump's filter takes no IPv6 zone id (``fe80::1%eth0``): say so before the run."""
+    try:
+        host = unquote(urlsplit(url).hostname or "")
+    except ValueError:
+        return
+    if capture and "%" in host:
+        raise UsageError(
+            f"{option} names the link-local address {host}: the packet capture filter "
+            "cannot take an IPv6 zone id", reference="ipv6-zone-id",
+            hint="add --no-capture (the kernel's TCP_INFO gives the TCP evidence), or use "
+            "the host's global address or name")
+
+
+def check_native_https(url: str, h2_requested: bool, native: bool) -> None:
+    """The native HTTP/2 probe speaks TLS with ALPN only: a plain http:// remote fails it
+    after the pushes; refuse before them."""
+    if native and h2_requested and urlsplit(url).scheme.lower() == "http":
+        raise UsageError(
+            "--http is a plain http:// URL: the native HTTP/2 probe needs https://",
+            reference="native-needs-https",
+            hint="add --no-native to push with git alone, or --protocols h1 to measure "
+            "HTTP/1.1 only")
+
+
+def check_ca_file(path: Path) -> None:
+    """The CA bundle must hold at least one PEM certificate."""
+    read_input(path, error=_usage)
+    context = ssl.create_default_context()
+    try:
+        context.load_verify_locations(cafile=str(path))
+    except (ssl.SSLError, ValueError) as exc:
+        raise UsageError(
+            f"--ca-file {path} holds no PEM certificate ({getattr(exc, 'reason', None) or exc})",
+            reference="bad-ca-file",
+            hint="give the CA bundle (PEM, '-----BEGIN CERTIFICATE-----') that signed the "
+            "server's certificate") from exc
+
+
+def _openssh_key_info(text: str) -> tuple[bool, str | None]:
+    """Whether an OpenSSH-format private key is encrypted, and its public key blob
+    (base64, as ``ssh-add -L`` prints it); (False, None) when it cannot be parsed."""
+    body = "".join(line for line in text.splitlines()
+                   if line and not line.startswith("-----"))
+    try:
+        blob = base64.b64decode(body, validate=False)
+    except (binascii.Error, ValueError):
+        return False, None
+    if not blob.startswith(_OPENSSH_MAGIC):
+        return False, None
+    fields: list[bytes] = []
+    offset = len(_OPENSSH_MAGIC)
+    for _ in range(3):  # cipher name, kdf name, kdf options
+        length = int.from_bytes(blob[offset:offset + 4], "big")
+        fields.append(blob[offset + 4:offset + 4 + length])
+        offset += 4 + length
+    offset += 4  # number of keys
+    length = int.from_bytes(blob[offset:offset + 4], "big")
+    public = base64.b64encode(blob[offset + 4:offset + 4 + length]).decode()
+    return fields[0] != b"none", public
+
+
+def _agent_holds(public: str | None) -> bool:
+    """Whether a running ssh-agent lists the key (any key when ``public`` is unknown)."""
+    sock = os.environ.get("SSH_AUTH_SOCK", "")
+    if not sock:
+        return False
+    proc = run(["ssh-add", "-L"], timeout_s=5.0, check=False)
+    if proc.returncode != 0:
+        return False
+    return public is None or public in proc.stdout
+
+
+def check_ssh_key_usable(key: Path) -> None:
+    """ssh ignores a key others may read (``bad permissions``) and, in batch mode, cannot
+    ask for a passphrase: both are named here, before any push."""
+    info = os.stat(key)
+    if info.st_uid == os.getuid() and info.st_mode & 0o077:
+        mode = stat.S_IMODE(info.st_mode)
+        raise UsageError(
+            f"--ssh-key {key} has mode {mode:04o}: ssh ignores a private key that others can "
+            "read (bad permissions)", reference="ssh-key-permissions",
+            hint=f"chmod 600 {key}")
+    text = read_input(key, max_bytes=1 << 20, error=_usage).decode("ascii", "replace")
+    if _OPENSSH_HEADER in text:
+        encrypted, public = _openssh_key_info(text)
+    else:
+        encrypted, public = ("ENCRYPTED" in text.split("\n\n", 1)[0]), None
+    if encrypted and not _agent_holds(public):
+        raise UsageError(
+            f"--ssh-key {key} is protected by a passphrase and no ssh-agent holds it: the "
+            "probe runs ssh in batch mode and cannot ask for the passphrase",
+            reference="ssh-key-locked",
+            hint=f"'ssh-add {key}' into a running agent (SSH_AUTH_SOCK set), or give a key "
+            "without a passphrase")
+
+
+def check_repo_has_commits(repo: Path) -> None:
+    """``--repo`` pushes HEAD's tree: a repository without a commit has none."""
+    proc = run(["git", "-C", str(repo), "rev-parse", "--verify", "-q", "HEAD^{commit}"],
+               timeout_s=30.0, check=False)
+    if proc.returncode != 0:
+        raise UsageError(f"--repo {repo}: the repository has no commits (HEAD names none)",
+                         reference="repo-no-commits",
+                         hint="commit something first, or leave --repo out to push a "
+                         "generated repository")
+
+
+def check_regular(path: Path, what: str) -> None:
+    """``path`` is a regular file, else one usage error saying what it is."""
+    reason = unusable_reason(path)
+    if reason is not None:
+        raise UsageError(f"{what} {path} {reason}", hint=f"give an existing {what}"
+                         if reason == "does not exist" else f"give the path of the {what} itself")
