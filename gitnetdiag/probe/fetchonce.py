@@ -52,7 +52,7 @@ _UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 def clone_argv(transport: Transport, dest: Path) -> list[str]:
     """git clone of the remote into ``dest``: no templates (no hooks), progress on."""
     return ["git", *transport.config_args(), *FETCH_SAFETY_CONFIG, "clone", "--progress",
-            "--no-local", "--template=", transport.url, str(dest)]
+            "--no-local", "--template=", transport.command_url, str(dest)]
 
 
 def received_from_progress(stderr: str) -> tuple[int | None, bool]:

@@ -17,7 +17,7 @@ from pathlib import Path
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.fetchonce import fetch_once
-from gitnetdiag.probe.gitconfig import write_isolated_config
+from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Protocol, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
 from gitnetdiag.probe.pathinfo import measure_path
@@ -63,7 +63,7 @@ class _FetchRun:
         self.finished_at: str | None = None
         self.status = "running"
         self.environment: ToolVersions | None = None
-        self.git_config: Path | None = None
+        self.git_config: IsolatedConfig | None = None
         self.protocols: dict[Protocol, FetchProtocolRun] = {}
         self.paths: list[PathMeasurement] = []
         self.errors: list[RunError] = []
@@ -73,7 +73,8 @@ class _FetchRun:
 
     def transport(self, protocol: Protocol) -> Transport:
         return replace(self.options.transport(protocol),
-                       global_config=str(self.git_config) if self.git_config else None)
+                       global_config=str(self.git_config.path) if self.git_config else None,
+                       secret_config=self.git_config.secret_entries if self.git_config else ())
 
     def manifest(self) -> FetchManifest:
         return redact_tree(FetchManifest(

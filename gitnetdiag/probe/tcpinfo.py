@@ -72,7 +72,7 @@ _INT_FIELDS = {"bytes_acked": "bytes_acked", "bytes_sent": "bytes_sent",
                "bytes_received": "bytes_received",
                "bytes_retrans": "bytes_retrans", "unacked": "unacked", "mss": "snd_mss",
                "cwnd": "snd_cwnd", "snd_wnd": "snd_wnd_bytes",
-               "bytes_received": "bytes_received", "rcv_space": "rcv_space",
+               "rcv_space": "rcv_space",
                "rcv_ssthresh": "rcv_ssthresh"}
 _RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}
 
