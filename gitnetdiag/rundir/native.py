@@ -105,6 +105,13 @@ class H2DataSent:
     """Flow-controlled length (payload with padding)."""
 
 
+IDENTITY_HEADERS = ("server", "via", "x-served-by", "x-cache", "x-powered-by", "cf-ray",
+                    "x-amz-cf-id", "x-amz-cf-pop", "x-azure-ref", "x-varnish",
+                    "x-envoy-upstream-service-time", "x-akamai-request-id",
+                    "x-akamai-transformed")
+"""Response headers in which a server or a hop in front of it shows itself."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class H2NativeRecord:
     """``native-h2.json``: one native HTTP/2 push, as raw events plus its context."""
@@ -118,6 +125,10 @@ class H2NativeRecord:
     server_headers: tuple[str, ...] = ()
     """``server`` response headers in order (an edge that passes the backend's on sends two:
     its own first); empty when the server sends none."""
+    identity_headers: tuple[str, ...] = ()
+    """Every response header in which a server or a hop in front of it shows itself
+    (``server``, ``via``, CDN headers), as ``name: value`` lines in order; empty in runs
+    recorded before it was kept."""
     upload_stream_id: int
     """Stream that carried the receive-pack POST."""
     request_bytes: int
@@ -262,7 +273,7 @@ def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
 
 
 __all__ = [
-    "H2_SCHEMA", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord", "NativeRecord", "ReportStatus",
+    "H2_SCHEMA", "IDENTITY_HEADERS", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord", "NativeRecord", "ReportStatus",
     "SettingsEvent",
     "SshAdjustReceived", "SshDataSent", "SshNativeRecord", "StreamOpened",
     "WindowUpdateReceived", "h2_record", "native_schema", "read_json_object", "ssh_record",
