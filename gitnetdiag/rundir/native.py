@@ -273,7 +273,8 @@ def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
 
 
 __all__ = [
-    "H2_SCHEMA", "IDENTITY_HEADERS", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord", "NativeRecord", "ReportStatus",
+    "H2_SCHEMA", "IDENTITY_HEADERS", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord",
+    "NativeRecord", "ReportStatus",
     "SettingsEvent",
     "SshAdjustReceived", "SshDataSent", "SshNativeRecord", "StreamOpened",
     "WindowUpdateReceived", "h2_record", "native_schema", "read_json_object", "ssh_record",
