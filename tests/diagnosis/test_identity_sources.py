@@ -12,10 +12,10 @@ from gitnetdiag.probe.trace2 import first_response_identity
 from gitnetdiag.report.units import answered_by
 
 CURL_TRACE = """\
-10:00:00.000001 http.c:684              => Send header: GET /r.git/info/refs?service=git-receive-pack HTTP/2
+10:00:00.000001 http.c:684              => Send header: GET /r/info/refs HTTP/2
 10:00:00.050000 http.c:684              <= Recv header: HTTP/2 200
 10:00:00.050001 http.c:684              <= Recv header: server: ATS/9.2.9
-10:00:00.050002 http.c:684              <= Recv header: content-type: application/x-git-receive-pack-advertisement
+10:00:00.050002 http.c:684              <= Recv header: content-type: text/plain
 10:00:00.050003 http.c:684              <= Recv header: via: 1.1 varnish (Varnish/7.1)
 10:00:00.050004 http.c:684              <= Recv header:
 10:00:00.060000 http.c:684              => Send header: POST /r.git/git-receive-pack HTTP/2
