@@ -81,9 +81,9 @@ def test_each_product_is_identified_and_its_setting_named_first(product: str) ->
 
 def test_an_unknown_name_is_reported_as_said_and_no_product_claimed() -> None:
     """The issue's case: a Debian reverse proxy with a name the base lacks and SETTINGS
-    (NO_RFC7540_PRIORITIES, ENABLE_CONNECT_PROTOCOL) near HAProxy's."""
-    settings = {"ENABLE_CONNECT_PROTOCOL": 1, "NO_RFC7540_PRIORITIES": 1,
-                "MAX_CONCURRENT_STREAMS": 100}
+    near HAProxy's (ENABLE_CONNECT_PROTOCOL 1 and 0x9, NO_RFC7540_PRIORITIES, which the
+    probe records by number); without its name they no longer pass for HAProxy's."""
+    settings = {"ENABLE_CONNECT_PROTOCOL": 1, "0x9": 1, "MAX_CONCURRENT_STREAMS": 100}
     who = identify(headers=("server: Zeus/4.3",), h2_settings=settings)
     assert who.server is None and who.unrecognised == "Zeus/4.3"
     assert who.product == "Zeus/4.3"
@@ -91,6 +91,7 @@ def test_an_unknown_name_is_reported_as_said_and_no_product_claimed() -> None:
     fix = window_fix(who, 1 << 20)
     assert "server that answered" not in fix
     assert fix.startswith("The server calls itself 'Zeus/4.3', which gitnetdiag has no entry")
+    assert identify(h2_settings=settings).server is None
 
 
 def test_a_name_beats_haproxy_like_settings() -> None:
