@@ -22,11 +22,11 @@ from gitnetdiag.analysis.nativeledger import (
     ssh_channel_ledger,
 )
 from gitnetdiag.diagnosis import observations as obs
-from gitnetdiag.probe.trace2 import first_response_identity
 from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE, bad_run_dir, read_json_object
 from gitnetdiag.rundir.native import (
     H2NativeRecord,
     SshNativeRecord,
+    first_response_identity,
     h2_record,
     native_schema,
     ssh_record,

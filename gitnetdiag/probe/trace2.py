@@ -28,7 +28,6 @@ from datetime import datetime
 from typing import Any
 
 from gitnetdiag.redaction import MASK, redact_text
-from gitnetdiag.rundir.native import IDENTITY_HEADERS
 from gitnetdiag.rundir.records import Trace2Phases
 
 _REDACTED_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
@@ -239,34 +238,6 @@ def parse_curl_trace(text: str) -> CurlTraceSummary:
     return CurlTraceSummary(
         http_version=http_version, alpn=alpn, requests=tuple(requests), last_info=last_info
     )
-
-
-_RECV_HEADER = re.compile(r"<= Recv header:\s*(.*?)\s*$")
-
-
-def first_response_identity(text: str) -> tuple[str, ...]:
-    """``name: value`` of the headers of the first response in a curl trace that show who
-    answered (``server``, ``via``, CDN headers), in order."""
-    found: list[str] = []
-    in_response = False
-    for raw in text.splitlines():
-        match = _RECV_HEADER.search(raw)
-        if match is None:
-            continue
-        line = match.group(1)
-        if line.upper().startswith("HTTP/"):
-            if found:
-                break
-            in_response = True
-            continue
-        if not in_response or not line:
-            if in_response and not line and found:
-                break
-            continue
-        name, sep, value = line.partition(":")
-        if sep and name.strip().lower() in IDENTITY_HEADERS:
-            found.append(f"{name.strip().lower()}: {value.strip()}")
-    return tuple(found)
 
 
 def redact_curl_trace(text: str, secrets: Iterable[str] = ()) -> str:

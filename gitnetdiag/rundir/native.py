@@ -23,6 +23,7 @@ pipeline reads those through its legacy path (:func:`native_schema`).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -110,6 +111,34 @@ IDENTITY_HEADERS = ("server", "via", "x-served-by", "x-cache", "x-powered-by", "
                     "x-envoy-upstream-service-time", "x-akamai-request-id",
                     "x-akamai-transformed")
 """Response headers in which a server or a hop in front of it shows itself."""
+
+
+_RECV_HEADER = re.compile(r"<= Recv header:\s*(.*?)\s*$")
+
+
+def first_response_identity(text: str) -> tuple[str, ...]:
+    """``name: value`` of the headers of the first response in a curl trace that show who
+    answered (``server``, ``via``, CDN headers), in order."""
+    found: list[str] = []
+    in_response = False
+    for raw in text.splitlines():
+        match = _RECV_HEADER.search(raw)
+        if match is None:
+            continue
+        line = match.group(1)
+        if line.upper().startswith("HTTP/"):
+            if found:
+                break
+            in_response = True
+            continue
+        if not in_response or not line:
+            if in_response and not line and found:
+                break
+            continue
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() in IDENTITY_HEADERS:
+            found.append(f"{name.strip().lower()}: {value.strip()}")
+    return tuple(found)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -273,10 +302,23 @@ def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
 
 
 __all__ = [
-    "H2_SCHEMA", "IDENTITY_HEADERS", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord",
-    "NativeRecord", "ReportStatus",
+    "H2_SCHEMA",
+    "IDENTITY_HEADERS",
+    "SSH_SCHEMA",
+    "H2DataSent",
+    "H2NativeRecord",
+    "NativeRecord",
+    "ReportStatus",
     "SettingsEvent",
-    "SshAdjustReceived", "SshDataSent", "SshNativeRecord", "StreamOpened",
-    "WindowUpdateReceived", "h2_record", "native_schema", "read_json_object", "ssh_record",
+    "SshAdjustReceived",
+    "SshDataSent",
+    "SshNativeRecord",
+    "StreamOpened",
+    "WindowUpdateReceived",
+    "first_response_identity",
+    "h2_record",
+    "native_schema",
+    "read_json_object",
+    "ssh_record",
     "write_native",
 ]

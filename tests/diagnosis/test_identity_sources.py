@@ -8,8 +8,8 @@ from pathlib import Path
 
 from gitnetdiag.diagnosis.servers import identify
 from gitnetdiag.pipeline_native import native_fingerprint
-from gitnetdiag.probe.trace2 import first_response_identity
 from gitnetdiag.report.units import answered_by
+from gitnetdiag.rundir.native import first_response_identity
 
 CURL_TRACE = """\
 10:00:00.000001 http.c:684              => Send header: GET /r/info/refs HTTP/2
