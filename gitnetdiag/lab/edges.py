@@ -46,6 +46,13 @@ EDGE_PROGRAMS = {"haproxy": "haproxy", "nginx": "nginx", "caddy": "caddy", "h2o"
                  "trafficserver": "traffic_server"}
 """The program each edge runs as."""
 
+EDGE_WINDOW_SETTING = {"haproxy": "tune.h2.initial-window-size",
+                       "nginx": "http2_body_preread_size",
+                       "caddy": "HTTP/2 window (built in, unchanged)",
+                       "h2o": "HTTP/2 window (built in, unchanged)",
+                       "trafficserver": "proxy.config.http2.initial_window_size_in"}
+"""The setting ``lab fix`` changes on each edge to raise its HTTP/2 window."""
+
 
 def edge_argv(edge: str, config: Path) -> list[str]:
     """Command that runs the edge in the foreground with ``config``."""

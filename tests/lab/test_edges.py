@@ -70,6 +70,7 @@ def test_every_edge_runs_in_the_foreground_with_its_file(edge: str) -> None:
     config = PATHS.root / edges.edge_config_name(edge)
     argv = edges.edge_argv(edge, config)
     assert argv[0] == edges.EDGE_PROGRAMS[edge]
+    assert edges.EDGE_WINDOW_SETTING[edge]  # what ``lab fix`` says it changed
     assert any(str(config) in arg for arg in argv)
 
 
