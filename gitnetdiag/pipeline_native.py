@@ -27,6 +27,7 @@ from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE, bad_run_dir, read
 from gitnetdiag.rundir.native import (
     H2NativeRecord,
     SshNativeRecord,
+    first_response_identity,
     h2_record,
     native_schema,
     ssh_record,
@@ -192,6 +193,18 @@ def ssh_ledger_from_native(data: dict[str, Any], where: str = "native-ssh.json")
 
 
 
+def curl_identity_headers(run_dir: Path) -> tuple[str, ...]:
+    """The headers that show who answered in the first response of git's curl traces
+    (``*.curl.txt``, HTTP/2 ones first), for runs without the native HTTP/2 probe."""
+    traces = sorted(run_dir.glob("*.curl.txt"), key=lambda p: (not p.name.startswith("h2"),
+                                                               p.name))
+    for path in traces:
+        headers = first_response_identity(path.read_text(errors="replace"))
+        if headers:
+            return headers
+    return ()
+
+
 def native_fingerprint(run_dir: Path) -> dict[str, Any]:
     """What the native probes saw of the servers (``RunInfo`` fields): the HTTP/2 server's
     ``server`` headers and SETTINGS, the SSH banner. Empty for runs without native files."""
@@ -200,7 +213,12 @@ def native_fingerprint(run_dir: Path) -> dict[str, Any]:
     if h2 is not None and native_schema(h2) is not None:
         record = h2_record(h2, NATIVE_H2_FILE)
         found["server_headers"] = record.server_headers
+        found["identity_headers"] = record.identity_headers
         found["h2_server_settings"] = record.server_settings()
+    if not (run_dir / NATIVE_H2_FILE).exists():
+        traced = curl_identity_headers(run_dir)
+        if traced:
+            found["identity_headers"] = traced
     ssh = read_json_object(run_dir / NATIVE_SSH_FILE)
     if ssh is not None and native_schema(ssh) is not None:
         found["ssh_banner"] = ssh_record(ssh, NATIVE_SSH_FILE).server_banner

@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 DEBS=(git apache2 haproxy openssh-server openssh-client tshark tcpdump iperf3
       iptables libnetfilter-queue-dev iproute2 openssl fio ethtool procps kmod apache2-utils
-      prometheus nginx caddy h2o
+      prometheus nginx caddy h2o trafficserver
 )
 
 missing=()
@@ -23,7 +23,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
   echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -q >/dev/null
-  # Keep the packages' services (nginx, caddy, h2o, apache2 ...) from starting on the host:
+  # Keep the packages' services (nginx, caddy, h2o, trafficserver, apache2 ...) from starting on the host:
   # the lab runs its own instances inside namespaces and nothing may listen outside them.
   made_policy=""
   if [ ! -e /usr/sbin/policy-rc.d ]; then
@@ -35,7 +35,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 # Debian enables these services on install; the lab runs its own copies in namespaces
 # (and the watch tests their own Prometheus).
-for svc in apache2 haproxy ssh prometheus nginx caddy h2o; do
+for svc in apache2 haproxy ssh prometheus nginx caddy h2o trafficserver; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" >/dev/null 2>&1 || true
     systemctl disable "$svc" >/dev/null 2>&1 || true

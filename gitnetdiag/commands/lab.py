@@ -60,7 +60,7 @@ def up_command(
     ),
     rate: str | None = typer.Option(None, "--rate", help="Rate limit of the path (100mbit)."),
     edge: str | None = typer.Option(
-        None, "--edge", help="TLS edge on port 8443: haproxy, nginx, caddy or h2o "
+        None, "--edge", help="TLS edge on port 8443: haproxy, nginx, caddy, h2o or trafficserver "
         "(default haproxy; nginx with --fault edge-buffering)."
     ),
     edge_h2_window: int | None = typer.Option(

@@ -83,6 +83,10 @@ class RunInfo:
     """Protocols the user asked to measure; empty when unknown (then: those observed)."""
     server_headers: tuple[str, ...] = ()
     """``server`` response headers the native HTTP/2 probe received, in order."""
+    identity_headers: tuple[str, ...] = ()
+    """Response headers in which the server and the hops in front of it show themselves
+    (``server``, ``via``, CDN headers) as ``name: value`` lines: the native HTTP/2 probe's,
+    else the first response in git's curl trace."""
     h2_server_settings: dict[str, int] = field(default_factory=dict)
     """The HTTP/2 server's SETTINGS as the native probe last knew them (names as RFC 9113)."""
     ssh_banner: str = ""

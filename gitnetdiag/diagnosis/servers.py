@@ -1,47 +1,53 @@
 """Who answered, and the setting of that server that fixes a finding (pure).
 
-:func:`identify` names the HTTP server or edge from what the probes saw: the
-``server`` response header(s) of the native HTTP/2 probe, the SETTINGS it
-received, the SSH banner and the products of the configuration files read by
-``gitnetdiag host``. An edge that passes the backend's header on (Caddy does)
-sends two ``server`` headers: the first one is the edge's.
+:func:`identify` names the HTTP server or edge from everything it said, in order of
+trust: its own words (every ``server`` header, every ``via`` hop, the headers CDNs and
+load balancers add: ``cf-ray``, ``x-amz-cf-id``, ``x-azure-ref``, ``x-cache``,
+``x-served-by`` ...), then its HTTP/2 fingerprint (the SETTINGS it sent), then the
+configuration files read by ``gitnetdiag host``. A fingerprint never overrides a name
+the server gives itself: where they disagree the identity says both. A name the
+knowledge base (:mod:`gitnetdiag.diagnosis.terminators`) has no entry for is reported as
+said, and the fixes then claim nothing about who answered.
 
-The per-server knob tables are the one place that says which setting of which
-server sets the HTTP/2 receive window or the request buffering; culprits name
-the answering server's setting first and list the others as alternatives.
+Each hop that shows itself is listed, the outermost (the one the client connected to,
+which terminated HTTP/2 and whose window counts for an upload) first: a CDN's own marker
+header, then the ``via`` hops from the last one added, then the ``server`` headers (an
+edge that passes the backend's on sends two: the first is its own), then ``x-powered-by``.
 
-Sources of the defaults: HAProxy's configuration manual
-(``tune.h2.initial-window-size``, 2.8+ ``tune.h2.fe.initial-window-size``),
-nginx's ngx_http_v2_module and ngx_http_proxy_module pages
-(``http2_body_preread_size``, ``client_body_buffer_size``,
-``proxy_request_buffering``), Apache mod_http2 (``H2WindowSize``), h2o's
-HTTP/2 directives (``http2-input-window-size``, not in 2.2), Envoy's HTTP/2
-protocol options, and Go's ``golang.org/x/net/http2`` server (1 MiB per stream
-and per connection, fields ``MaxUploadBufferPerStream`` /
-``MaxUploadBufferPerConnection``, which Caddy 2.6 does not expose).
+The knobs come from the knowledge base; culprits name the answering server's setting
+first and list the others as alternatives.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 from gitnetdiag.diagnosis.observations import Observations
-
-SERVERS = ("haproxy", "nginx", "apache", "caddy", "h2o", "envoy")
-"""HTTP servers and edges whose settings the fixes name, in the order alternatives follow."""
-
-NAMES = {"haproxy": "HAProxy", "nginx": "nginx", "apache": "Apache httpd", "caddy": "Caddy",
-         "h2o": "h2o", "envoy": "Envoy"}
-
-_HEADER_PATTERNS = (
-    ("haproxy", re.compile(r"haproxy", re.I)),
-    ("nginx", re.compile(r"nginx|openresty", re.I)),
-    ("apache", re.compile(r"apache", re.I)),
-    ("caddy", re.compile(r"caddy", re.I)),
-    ("h2o", re.compile(r"\bh2o\b", re.I)),
-    ("envoy", re.compile(r"envoy", re.I)),
+from gitnetdiag.diagnosis.terminators import (
+    BASE,
+    NOT_DOCUMENTED,
+    Terminator,
+    by_fingerprint,
+    by_marker,
+    by_name,
 )
+
+SERVERS = ("haproxy", "nginx", "apache", "go", "h2o", "envoy")
+"""Self-hosted servers whose settings the fixes list as alternatives, in this order."""
+
+NAMES = {t.id: t.name for t in BASE.values()} | {"caddy": "Caddy"}
+"""Display name of each product id (and of the lab's Caddy edge)."""
+
+@dataclass(frozen=True, kw_only=True)
+class Hop:
+    """One server of the chain as it showed itself."""
+
+    said: str
+    """Its words (``nginx/1.22.1``, ``1.1 varnish (Varnish/6.0)``, a ``cf-ray`` value)."""
+    header: str
+    """The response header it said it in."""
+    product: str | None
+    """Knowledge-base id, None when the base has no entry for it."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,133 +55,192 @@ class ServerIdentity:
     """The server or edge that terminated the HTTPS connection, as far as it shows."""
 
     server: str | None
-    """One of :data:`SERVERS`, or None when nothing identified it."""
+    """Knowledge-base id of the server that answered, None when unknown or unrecognised."""
     product: str = ""
     """What it calls itself (``nginx/1.22.1``) or how it was recognised."""
     basis: tuple[str, ...] = ()
     """The observations the identification rests on, in words."""
     ssh_banner: str = ""
     """The SSH server's identification string, when an SSH probe ran."""
+    unrecognised: str = ""
+    """What it calls itself when the knowledge base has no entry for that name."""
+    fingerprint: str | None = None
+    """Knowledge-base id its HTTP/2 SETTINGS resemble when that differs from :attr:`server`."""
+    hops: tuple[Hop, ...] = ()
+    """Every hop that showed itself, the outermost first."""
 
 
-def identify(*, server_headers: tuple[str, ...] = (), h2_settings: dict[str, int] | None = None,
+def _split_via(value: str) -> list[str]:
+    """The hops of one ``via`` header, the last added (nearest the client) first."""
+    return [part.strip() for part in reversed(value.split(",")) if part.strip()]
+
+
+def hops_of(headers: tuple[str, ...]) -> tuple[Hop, ...]:
+    """Every hop the response headers (``name: value`` lines, in order) show, the outermost
+    first."""
+    markers: list[Hop] = []
+    via: list[Hop] = []
+    servers: list[Hop] = []
+    inner: list[Hop] = []
+    for line in headers:
+        name, _, raw = line.partition(":")
+        key, value = name.strip().lower(), raw.strip()
+        marker = by_marker(key)
+        if marker is not None:
+            markers.append(Hop(said=value, header=key, product=marker.id))
+        elif key == "via":
+            via.extend(Hop(said=v, header=key, product=_id(by_name(v)))
+                       for v in _split_via(value))
+        elif key == "server":
+            servers.append(Hop(said=value, header=key, product=_id(by_name(value))))
+        elif key in ("x-cache", "x-served-by") and by_name(value) is not None:
+            markers.append(Hop(said=value, header=key, product=_id(by_name(value))))
+        elif key == "x-powered-by":
+            inner.append(Hop(said=value, header=key, product=_id(by_name(value))))
+    return tuple(markers + via + servers + inner)
+
+
+def _id(t: Terminator | None) -> str | None:
+    return t.id if t is not None else None
+
+
+def _outermost(hops: tuple[Hop, ...]) -> Hop | None:
+    """The hop that answered the client: the first one that names a product, or the first
+    that says anything at all (a ``via`` host name alone names no product)."""
+    named = [h for h in hops if h.product is not None or h.header in ("server", "via")]
+    return named[0] if named else None
+
+
+def identify(*, headers: tuple[str, ...] = (),
+             server_headers: tuple[str, ...] = (), h2_settings: dict[str, int] | None = None,
              config_products: tuple[str, ...] = (), ssh_banner: str = "") -> ServerIdentity:
-    """Name the server that terminated HTTP/2: its SETTINGS when they are distinctive (an
-    edge passes the backend's ``server`` header on: HAProxy in front of Apache answers with
-    Apache's), else the ``server`` header, else the configuration files read on the host."""
+    """Name the server that terminated HTTP/2 from its words, then its SETTINGS, then the
+    configuration files read on the host. ``server_headers`` alone is what runs recorded
+    before every identity header was kept."""
     settings = h2_settings or {}
-    by_header = _from_headers(server_headers)
-    by_settings = _from_settings(settings)
-    if by_settings is not None:
-        basis = [f"HTTP/2 SETTINGS {_settings_text(settings)}"]
-        product = by_settings[1]
-        if by_header is not None and by_header[0] != by_settings[0]:
-            basis.append(f"server header '{by_header[1]}' (the server behind it)")
-        elif by_header is not None:
-            basis.append(f"server header '{by_header[1]}'")
-            product = by_header[1]
-        return ServerIdentity(server=by_settings[0], product=product, basis=tuple(basis),
-                              ssh_banner=ssh_banner)
-    if by_header is not None:
-        basis = [f"server header '{by_header[1]}'"]
-        if len(server_headers) > 1:
-            basis.append("the first of several server headers (the edge's own)")
-        return ServerIdentity(server=by_header[0], product=by_header[1], basis=tuple(basis),
-                              ssh_banner=ssh_banner)
-    edges = [p for p in config_products if p in SERVERS and p != "apache"]
-    chosen = edges[0] if edges else ("apache" if "apache" in config_products else None)
+    if not headers:
+        headers = tuple(f"server: {s}" for s in server_headers)
+    hops = hops_of(headers)
+    chain = (f"hops: {' -> '.join(_hop_text(h) for h in hops)}",) if len(hops) > 1 else ()
+    print_ = _settings_text(settings)
+    like = by_fingerprint(settings)
+    answered = _outermost(hops)
+    if answered is not None and answered.product is not None:
+        t = BASE[answered.product]
+        basis = [f"{answered.header} header '{answered.said}'"]
+        disagree = like is not None and like.id != t.id
+        if disagree and like is not None:
+            basis.append(f"its HTTP/2 SETTINGS ({print_}) look like {like.name}'s: "
+                         f"{like.name} may terminate HTTP/2 in front of it")
+        return ServerIdentity(server=t.id, product=answered.said, basis=(*basis, *chain),
+                              ssh_banner=ssh_banner, hops=hops,
+                              fingerprint=like.id if disagree and like else None)
+    if answered is not None:
+        basis = [f"it calls itself '{answered.said}' ({answered.header} header), which "
+                 "gitnetdiag has no entry for"]
+        if like is not None:
+            basis.append(f"its HTTP/2 SETTINGS ({print_}) look like {like.name}'s")
+        return ServerIdentity(server=None, product=answered.said, basis=(*basis, *chain),
+                              ssh_banner=ssh_banner, unrecognised=answered.said, hops=hops,
+                              fingerprint=like.id if like else None)
+    if like is not None:
+        return ServerIdentity(server=like.id, product=like.name, ssh_banner=ssh_banner,
+                              basis=(f"HTTP/2 SETTINGS {print_} (it names itself nowhere)",),
+                              hops=hops)
+    chosen = _from_config(config_products)
     if chosen is not None:
-        return ServerIdentity(server=chosen, product=NAMES[chosen],
-                              basis=(f"{NAMES[chosen]} configuration read on the host",),
-                              ssh_banner=ssh_banner)
-    return ServerIdentity(server=None, ssh_banner=ssh_banner)
+        name = BASE[chosen].name
+        return ServerIdentity(server=chosen, product=name, ssh_banner=ssh_banner,
+                              basis=(f"{name} configuration read on the host",))
+    return ServerIdentity(server=None, ssh_banner=ssh_banner, hops=hops)
 
 
-def _from_headers(headers: tuple[str, ...]) -> tuple[str, str] | None:
-    for header in headers:
-        for server, pattern in _HEADER_PATTERNS:
-            if pattern.search(header):
-                return server, header
-    return None
+def _hop_text(hop: Hop) -> str:
+    name = BASE[hop.product].name if hop.product else "unrecognised"
+    return f"{name} ({hop.header}: {hop.said})"
+
+
+def _from_config(products: tuple[str, ...]) -> str | None:
+    """An edge's configuration before Apache's (Apache is often the git server behind)."""
+    edges = [p for p in products if p in BASE and p != "apache"]
+    if edges:
+        return edges[0]
+    return "apache" if "apache" in products else None
 
 
 def _settings_text(settings: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(settings.items()))
 
 
-def _from_settings(settings: dict[str, int]) -> tuple[str, str] | None:
-    """Signatures measured in the lab: HAProxy 2.6 sends ENABLE_CONNECT_PROTOCOL 1 and no
-    MAX_FRAME_SIZE (Apache 2.4 sends neither unless ``H2WebSockets on``); nginx advertises
-    the largest legal frame size (2^24-1); Go's HTTP/2 server (Caddy and other Go programs)
-    sends its 1 MiB window with a MAX_HEADER_LIST_SIZE of 1 MiB + 320 B. Apache and h2o
-    send only MAX_CONCURRENT_STREAMS and the window: their header tells them apart."""
-    if settings.get("ENABLE_CONNECT_PROTOCOL") == 1 and "MAX_FRAME_SIZE" not in settings:
-        return "haproxy", "HAProxy (it announces RFC 8441 extended CONNECT with no frame size)"
-    if settings.get("MAX_FRAME_SIZE") == NGINX_MAX_FRAME_BYTES:
-        return "nginx", "nginx (its HTTP/2 module advertises the largest frame size, 2^24-1)"
-    if (settings.get("INITIAL_WINDOW_SIZE") == GO_WINDOW_BYTES
-            and settings.get("MAX_HEADER_LIST_SIZE") == GO_WINDOW_BYTES + 320):
-        return "caddy", "a Go net/http HTTP/2 server (Caddy or another Go program)"
-    return None
-
-
-GO_WINDOW_BYTES = 1 << 20
-NGINX_MAX_FRAME_BYTES = (1 << 24) - 1
-"""Go's HTTP/2 server: the receive window per stream and per connection."""
-
-
 def window_knob(server: str, value: int) -> str:
-    """The setting of ``server`` that sets the HTTP/2 receive window for uploads, with ``value``."""
-    v = value
-    return {
-        "haproxy": f"HAProxy: `tune.h2.initial-window-size` {v} in `global` "
-                   f"(2.8+: `tune.h2.fe.initial-window-size` {v})",
-        "nginx": f"nginx: `http2_body_preread_size` {v} and `client_body_buffer_size` {v} "
-                 "(with `proxy_request_buffering off` the window is the larger of the two)",
-        "apache": f"Apache mod_http2: `H2WindowSize` {v}",
-        "h2o": f"h2o: `http2-input-window-size` {v} (h2o 2.3+; 2.2 has a built-in window "
-               "and no such setting)",
-        "envoy": f"Envoy: `http2_protocol_options` `initial_stream_window_size` {v} and "
-                 f"`initial_connection_window_size` {v}",
-        "caddy": "Caddy 2.6: there is no such setting: Go's HTTP/2 server keeps 1 MiB per "
-                 "stream and connection (`MaxUploadBufferPerStream` / "
-                 "`MaxUploadBufferPerConnection` are not exposed); put an edge with a "
-                 "settable window in front, or let git use HTTP/1.1 to it",
-    }[server]
+    """The setting of ``server`` (a base id) that sets the HTTP/2 receive window, with
+    ``value``; for a product whose users cannot change it, that and the workaround."""
+    t = BASE[server]
+    if t.user_settable:
+        return t.window_text(value)
+    return f"{t.window_text(value)}; its users cannot change it: {t.workaround}"
 
 
 def buffering_knob(server: str) -> str:
     """The setting of ``server`` that streams request bodies instead of buffering them."""
-    return {
-        "nginx": "nginx: `proxy_request_buffering off;` in the `location` that proxies git "
-                 "(`fastcgi_request_buffering off;` / `uwsgi_request_buffering off;` for those)",
-        "haproxy": "HAProxy: remove `option http-buffer-request` from the frontend/backend",
-        "apache": "Apache mod_proxy_http: do not set `proxy-sendcl` (it spools the whole body "
-                  "to send a Content-Length)",
-        "caddy": "Caddy: remove `request_buffers` from `reverse_proxy` (it streams by default)",
-        "envoy": "Envoy: remove the `envoy.filters.http.buffer` filter from the git route",
-        "h2o": "h2o: no request-buffering setting is known to gitnetdiag for this version",
-    }[server]
+    t = BASE[server]
+    if t.buffering_setting == NOT_DOCUMENTED:
+        return f"{t.name}: no request-buffering setting is documented"
+    return t.buffering_setting
 
 
 def ordered(server: str | None) -> tuple[str, ...]:
-    """Every server of :data:`SERVERS`, the answering one first."""
-    if server is None or server not in SERVERS:
+    """Every server of :data:`SERVERS`, the answering one (any base id) first."""
+    if server is None or server not in BASE:
         return SERVERS
     return (server, *(s for s in SERVERS if s != server))
 
 
-def window_fix(server: str | None, value: int) -> str:
-    """Sentences naming the answering server's window setting first, then the others."""
+def window_fix(identity: ServerIdentity | None, value: int) -> str:
+    """Sentences naming the answering server's window setting first, then the others; an
+    unrecognised server is named by what it said and no product is claimed for it."""
+    server = identity.server if identity else None
+    like = identity.fingerprint if identity else None
+    if identity is not None and server is None and identity.unrecognised:
+        lead = (f"The server calls itself '{identity.unrecognised}', which gitnetdiag has no "
+                "entry for: raise its HTTP/2 receive window (per stream and per connection) "
+                f"to {value} B in its own configuration, or {BASE['haproxy'].workaround}.")
+        if like is not None:
+            lead += (f" Its HTTP/2 SETTINGS look like {BASE[like].name}'s; if "
+                     f"{BASE[like].name} terminates HTTP/2 in front of it: "
+                     f"{window_knob(like, value)}.")
+        rest = [s for s in SERVERS if s not in ("go", like)]
+        return f"{lead} Known servers: {'; '.join(window_knob(s, value) for s in rest)}."
     first, *rest = ordered(server)
     lead = (f"On the server that answered, {window_knob(first, value)}."
             if server is not None else f"{window_knob(first, value)}.")
-    others = "; ".join(window_knob(s, value) for s in rest if s != "caddy")
+    if like is not None:
+        lead += (f" Its HTTP/2 SETTINGS look like {BASE[like].name}'s; if {BASE[like].name} "
+                 f"terminates HTTP/2 in front of it: {window_knob(like, value)}.")
+    others = "; ".join(window_knob(s, value) for s in rest if s not in ("go", like))
     return f"{lead} Other servers: {others}."
 
 
-_CONFIG_NAMES = (("haproxy", "haproxy"), ("nginx", "nginx"), ("caddy", "caddy"),
-                 ("h2o", "h2o"), ("envoy", "envoy"), ("apache", "apache2"), ("apache", "httpd"))
+FRAME_ALTERNATIVES = ("haproxy", "apache", "nginx", "envoy")
+"""Servers whose frame-size settings the ``h2-frame-settings`` fix lists, in this order."""
+
+
+def frame_fix(identity: ServerIdentity | None) -> str:
+    """The frame-size and per-stream buffer settings, the answering server's first."""
+    server = identity.server if identity else None
+    first = (server if server is not None
+             and BASE[server].frame_size_setting != NOT_DOCUMENTED else None)
+    names = [s for s in FRAME_ALTERNATIVES if s != first]
+    settings = "; ".join(BASE[s].frame_size_setting for s in names)
+    if first is None:
+        return f"Raise the server's advertised frame size and per-stream buffers: {settings}."
+    return ("Raise the server's advertised frame size and per-stream buffers: on the server "
+            f"that answered, {BASE[first].frame_size_setting}; others: {settings}.")
+
+
+_CONFIG_NAMES = (("haproxy", "haproxy"), ("nginx", "nginx"), ("go", "caddy"),
+                 ("h2o", "h2o"), ("envoy", "envoy"), ("trafficserver", "trafficserver"),
+                 ("varnish", "varnish"), ("apache", "apache2"), ("apache", "httpd"))
 
 
 def products_of_files(files: tuple[str, ...]) -> tuple[str, ...]:
@@ -193,8 +258,10 @@ def answering_server(obs: Observations) -> ServerIdentity | None:
     """The identity of the HTTPS server of this run, None when nothing was seen at all."""
     run = obs.run
     files = tuple(f.file for f in obs.host.config_findings) if obs.host else ()
-    identity = identify(server_headers=run.server_headers, h2_settings=run.h2_server_settings,
+    identity = identify(headers=run.identity_headers, server_headers=run.server_headers,
+                        h2_settings=run.h2_server_settings,
                         config_products=products_of_files(files), ssh_banner=run.ssh_banner)
-    if identity.server is None and not identity.ssh_banner:
+    if (identity.server is None and not identity.unrecognised and not identity.ssh_banner
+            and not identity.hops):
         return None
     return identity

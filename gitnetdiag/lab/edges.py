@@ -15,6 +15,14 @@ What ``h2-small-window`` means per edge (the window a stock install runs with):
 - Caddy 2.6 and h2o 2.2: nothing to set; their window is built in (Go's HTTP/2
   server: 1 MiB per stream and per connection), so the config is the same with
   and without the fault.
+- Apache Traffic Server 9: no ``proxy.config.http2.initial_window_size_in`` line
+  (the protocol default, 65535 B); any other window is written there.
+
+Traffic Server runs without its service: a private copy of its configuration
+directory, a runroot YAML that points every directory it writes into the
+instance's state, ``proxy.config.admin.user_id`` ``#-1`` (stay root, as the other
+lab servers start), ``ssl_multicert.config`` with the lab's certificate and one
+``remap.config`` rule to the backend.
 """
 
 from __future__ import annotations
@@ -31,7 +39,19 @@ BACKEND = f"127.0.0.1:{PORT_HTTP_BACKEND}"
 def edge_config_name(edge: str) -> str:
     """File name of the edge's configuration in the state directory."""
     return {"haproxy": "haproxy.cfg", "nginx": "nginx.conf", "caddy": "Caddyfile",
-            "h2o": "h2o.conf"}[edge]
+            "h2o": "h2o.conf", "trafficserver": "trafficserver-runroot.yaml"}[edge]
+
+
+EDGE_PROGRAMS = {"haproxy": "haproxy", "nginx": "nginx", "caddy": "caddy", "h2o": "h2o",
+                 "trafficserver": "traffic_server"}
+"""The program each edge runs as."""
+
+EDGE_WINDOW_SETTING = {"haproxy": "tune.h2.initial-window-size",
+                       "nginx": "http2_body_preread_size",
+                       "caddy": "HTTP/2 window (built in, unchanged)",
+                       "h2o": "HTTP/2 window (built in, unchanged)",
+                       "trafficserver": "proxy.config.http2.initial_window_size_in"}
+"""The setting ``lab fix`` changes on each edge to raise its HTTP/2 window."""
 
 
 def edge_argv(edge: str, config: Path) -> list[str]:
@@ -42,6 +62,8 @@ def edge_argv(edge: str, config: Path) -> list[str]:
         return ["nginx", "-c", str(config), "-g", "daemon off;"]
     if edge == "caddy":
         return ["caddy", "run", "--config", str(config), "--adapter", "caddyfile"]
+    if edge == "trafficserver":
+        return ["traffic_server", f"--run-root={config}"]
     return ["h2o", "-c", str(config)]
 
 
@@ -137,3 +159,57 @@ hosts:
         proxy.reverse.url: http://{BACKEND}/
         proxy.timeout.io: 600000
 """
+
+
+def trafficserver_dirs(paths: LabPaths) -> dict[str, Path]:
+    """Traffic Server's private directories under the instance's state."""
+    base = paths.run / "trafficserver"
+    return {"sysconfdir": base / "etc", "localstatedir": base / "var",
+            "runtimedir": base / "run", "logdir": base / "log", "cachedir": base / "cache"}
+
+
+def trafficserver_runroot(paths: LabPaths) -> str:
+    """The runroot YAML ``traffic_server --run-root`` reads: the Debian package's programs,
+    every directory it reads or writes private to this lab instance."""
+    fixed = {"prefix": "/usr", "exec_prefix": "/usr", "bindir": "/usr/bin",
+             "sbindir": "/usr/sbin", "datadir": "/usr/share/trafficserver",
+             "includedir": "/usr/include", "libdir": "/usr/lib/trafficserver",
+             "libexecdir": "/usr/lib/trafficserver/modules"}
+    lines = [f"{k}: {v}" for k, v in fixed.items()]
+    lines += [f"{k}: {v}" for k, v in trafficserver_dirs(paths).items()]
+    return "# gitnetdiag lab: Traffic Server runroot\n" + "\n".join(lines) + "\n"
+
+
+def trafficserver_files(paths: LabPaths, spec: LabSpec, *, server_ip: str) -> dict[str, str]:
+    """Traffic Server 9's own files in its private sysconfdir (the rest are the package's):
+    TLS on the edge port, no cache, no request buffering, one remap rule to the backend."""
+    del server_ip  # it listens on every address of the server namespace
+    window = ("" if spec.edge_h2_window == H2_DEFAULT_WINDOW else
+              f"CONFIG proxy.config.http2.initial_window_size_in INT {spec.edge_h2_window}\n")
+    dirs = trafficserver_dirs(paths)
+    records = f"""# gitnetdiag lab: Traffic Server TLS edge
+CONFIG proxy.config.admin.user_id STRING #-1
+CONFIG proxy.config.http.server_ports STRING {PORT_HTTPS_EDGE}:ssl
+CONFIG proxy.config.reverse_proxy.enabled INT 1
+CONFIG proxy.config.url_remap.remap_required INT 1
+CONFIG proxy.config.http.cache.http INT 0
+CONFIG proxy.config.http.insert_response_via_str INT 0
+CONFIG proxy.config.http.request_buffer_enabled INT 0
+CONFIG proxy.config.http.transaction_no_activity_timeout_in INT 600
+CONFIG proxy.config.http.transaction_no_activity_timeout_out INT 600
+CONFIG proxy.config.ssl.server.cert.path STRING {paths.server_cert.parent}
+CONFIG proxy.config.ssl.server.private_key.path STRING {paths.server_key.parent}
+CONFIG proxy.config.log.logging_enabled INT 0
+CONFIG proxy.config.crash_log_helper STRING /bin/true
+{window}"""
+    return {
+        "records.config": records,
+        "remap.config": f"map / http://{BACKEND}/\n",
+        "ssl_multicert.config": f"dest_ip=* ssl_cert_name={paths.server_cert} "
+                                f"ssl_key_name={paths.server_key}\n",
+        "storage.config": f"{dirs['cachedir']} 16M\n",
+        "ip_allow.yaml": "ip_allow:\n  - apply: in\n    ip_addrs: 0/0\n    action: allow\n"
+                         "  - apply: in\n    ip_addrs: ::/0\n    action: allow\n"
+                         "  - apply: out\n    ip_addrs: 0/0\n    action: allow\n",
+        "plugin.config": "",
+    }

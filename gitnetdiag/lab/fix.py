@@ -21,7 +21,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gitnetdiag.lab import manager, servers
+from gitnetdiag.lab import edges, manager, servers
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.manager import Progress
 from gitnetdiag.lab.netns import Namespaces
@@ -101,7 +101,7 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
                                          cgroup=state.storage_cgroup))
         servers.wait_listening(ns, paths, {key: pids[key] for key in keys}, after.edge)
     if "edge" in roles:
-        done.append(f"edge tune.h2.initial-window-size {before.edge_h2_window} -> "
+        done.append(f"edge {edges.EDGE_WINDOW_SETTING[after.edge]} {before.edge_h2_window} -> "
                     f"{after.edge_h2_window}")
     if "git" in roles:
         done.append(f"git:// listen backlog {before.git_backlog} -> {after.git_backlog}")

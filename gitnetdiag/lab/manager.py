@@ -30,6 +30,7 @@ from pathlib import Path
 from gitnetdiag.errors import GitnetdiagError, LabError
 from gitnetdiag.lab import config, fetchlab, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
+from gitnetdiag.lab.edges import EDGE_PROGRAMS
 from gitnetdiag.lab.httpauth import make_http_auth
 from gitnetdiag.lab.netns import Namespaces
 from gitnetdiag.lab.servers import (
@@ -76,7 +77,8 @@ REQUIRED_PROGRAMS = {
     "ssh-keygen": "openssh-client", "openssl": "openssl", "git": "git", "ss": "iproute2",
     "htpasswd": "apache2-utils",
 }
-EDGE_PACKAGES = {"haproxy": "haproxy", "nginx": "nginx", "caddy": "caddy", "h2o": "h2o"}
+EDGE_PACKAGES = {"haproxy": "haproxy", "nginx": "nginx", "caddy": "caddy", "h2o": "h2o",
+                 "trafficserver": "trafficserver"}
 Progress = Callable[[str], None]
 
 
@@ -309,7 +311,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
     require_root("gitnetdiag lab up")
     for program, package in REQUIRED_PROGRAMS.items():
         require_program(program, package=package)
-    require_program(spec.edge, package=EDGE_PACKAGES[spec.edge])
+    require_program(EDGE_PROGRAMS[spec.edge], package=EDGE_PACKAGES[spec.edge])
     ns = Namespaces.of(spec.instance)
     root = state_dir(spec.instance)
     if (root / "state.json").exists():

@@ -69,7 +69,25 @@ def _edge_config(paths: LabPaths, spec: LabSpec) -> str:
         return edges.caddyfile(paths, spec, server_ip=SERVER_IP)
     if spec.edge == "h2o":
         return edges.h2o_conf(paths, spec, server_ip=SERVER_IP, user=SERVICE_USER)
+    if spec.edge == "trafficserver":
+        _trafficserver_tree(paths, spec)
+        return edges.trafficserver_runroot(paths)
     return config.haproxy_cfg(paths, spec, server_ip=SERVER_IP)
+
+
+TRAFFICSERVER_PACKAGE_CONFIG = Path("/etc/trafficserver")
+"""The Debian package's configuration, copied into each lab instance's private directory."""
+
+
+def _trafficserver_tree(paths: LabPaths, spec: LabSpec) -> None:
+    """Traffic Server's private directories: the package's configuration copied, the lab's
+    own files written over it (``lab fix`` rewrites them in place)."""
+    dirs = edges.trafficserver_dirs(paths)
+    for path in dirs.values():
+        path.mkdir(parents=True, exist_ok=True)
+    shutil.copytree(TRAFFICSERVER_PACKAGE_CONFIG, dirs["sysconfdir"], dirs_exist_ok=True)
+    for name, text in edges.trafficserver_files(paths, spec, server_ip=SERVER_IP).items():
+        (dirs["sysconfdir"] / name).write_text(text)
 
 
 def spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None,
@@ -83,7 +101,8 @@ def spawn(ns: str, argv: list[str], log: Path, env: dict[str, str] | None = None
 
 
 SERVER_ROLES = ("apache", "edge", "sshd", "git")
-"""The lab's servers; ``edge`` is the TLS edge the spec names (HAProxy, nginx, Caddy, h2o)."""
+"""The lab's servers; ``edge`` is the TLS edge the spec names (HAProxy, nginx, Caddy, h2o,
+Traffic Server)."""
 
 
 def _server_command(role: str, paths: LabPaths, spec: LabSpec,

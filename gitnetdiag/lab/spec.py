@@ -38,7 +38,7 @@ SMALL_MAX_STARTUPS = "2:100:2"
 PMTU_BLACKHOLE_BYTES = 1200
 """Under ``pmtu-blackhole`` the router drops packets to the server from this IP length up."""
 
-EDGES = ("haproxy", "nginx", "caddy", "h2o")
+EDGES = ("haproxy", "nginx", "caddy", "h2o", "trafficserver")
 """TLS edges the lab can put on the edge port, each a Debian package run in the server namespace."""
 EDGE_BACKEND_RATE = "12mbit"
 """Rate of the edge -> backend leg under ``edge-buffering``: the edge and the git server

@@ -44,8 +44,8 @@ class LabEndpoints:
     """URLs of the lab's git remote, one per way in."""
 
     https_edge: str
-    """HTTPS through the TLS edge (HAProxy, nginx, Caddy or h2o; ALPN h2, http/1.1) to
-    Apache's plain port."""
+    """HTTPS through the TLS edge (HAProxy, nginx, Caddy, h2o or Traffic Server; ALPN h2,
+    http/1.1) to Apache's plain port."""
     https_direct: str
     """HTTPS straight to Apache with mod_http2 (ALPN h2, http/1.1)."""
     ssh: str
@@ -100,7 +100,7 @@ class LabState:
     """Process ids of the lab's programs by role."""
     state_dir: str = ""
     edge: str = "haproxy"
-    """The TLS edge on the edge port (haproxy, nginx, caddy, h2o)."""
+    """The TLS edge on the edge port (haproxy, nginx, caddy, h2o, trafficserver)."""
     edge_buffering: bool = False
     """The edge buffers whole request bodies before forwarding (``edge-buffering``)."""
     http_credential_store: str = ""

@@ -36,6 +36,7 @@ from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, Proxy
 from gitnetdiag.probe.tcpinfo import SocketSampler, TcpInfoSample
 from gitnetdiag.redaction import redact_url
+from gitnetdiag.rundir.native import IDENTITY_HEADERS
 
 USER_AGENT = "git/2.39-gitnetdiag-h2native"
 PROXY_REPLY_LIMIT_BYTES = 16_384
@@ -120,6 +121,8 @@ class H2Client:
         self.timeout_s = timeout_s
         self.recorder = Recorder(t0_ns=time.monotonic_ns())
         self.server_headers: list[str] = []
+        self.identity_headers: list[str] = []
+        """``name: value`` of the first response's headers that show who answered."""
         """``server`` header values of the first response that had any, in order."""
         context = tls_context(access)
         if keylog_file:
@@ -231,6 +234,9 @@ class H2Client:
             if not self.server_headers:  # who answered: every server header, edge's first
                 self.server_headers = [_text(value) for name, value in event.headers
                                        if _text(name).lower() == "server"]
+                self.identity_headers = [
+                    f"{_text(name).lower()}: {_text(value)}" for name, value in event.headers
+                    if _text(name).lower() in IDENTITY_HEADERS]
         elif isinstance(event, DataReceived):
             entry = self._responses.setdefault(event.stream_id, {"body": bytearray()})
             entry["body"] += event.data

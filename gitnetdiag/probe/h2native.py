@@ -118,6 +118,7 @@ def native_record(client: H2Client, stream_id: int, *, request_bytes: int, ended
         target=client.target.authority,
         alpn=client.alpn,
         server_headers=tuple(client.server_headers),
+        identity_headers=tuple(client.identity_headers),
         upload_stream_id=stream_id,
         request_bytes=request_bytes,
         ended_t_ns=ended_ns,

@@ -104,8 +104,8 @@ def answered_by(identity: ServerIdentity | None) -> tuple[str, str]:
     if identity is None:
         return "-", "-"
     https = "-"
-    if identity.server is not None:
-        https = identity.product or identity.server
+    if identity.server is not None or identity.unrecognised:
+        https = identity.product or identity.server or "-"
         if identity.basis:
             https += " (from " + "; ".join(identity.basis) + ")"
     return https, identity.ssh_banner or "-"

@@ -23,6 +23,7 @@ pipeline reads those through its legacy path (:func:`native_schema`).
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,41 @@ class H2DataSent:
     """Flow-controlled length (payload with padding)."""
 
 
+IDENTITY_HEADERS = ("server", "via", "x-served-by", "x-cache", "x-powered-by", "cf-ray",
+                    "x-amz-cf-id", "x-amz-cf-pop", "x-azure-ref", "x-varnish",
+                    "x-envoy-upstream-service-time", "x-akamai-request-id",
+                    "x-akamai-transformed")
+"""Response headers in which a server or a hop in front of it shows itself."""
+
+
+_RECV_HEADER = re.compile(r"<= Recv header:\s*(.*?)\s*$")
+
+
+def first_response_identity(text: str) -> tuple[str, ...]:
+    """``name: value`` of the headers of the first response in a curl trace that show who
+    answered (``server``, ``via``, CDN headers), in order."""
+    found: list[str] = []
+    in_response = False
+    for raw in text.splitlines():
+        match = _RECV_HEADER.search(raw)
+        if match is None:
+            continue
+        line = match.group(1)
+        if line.upper().startswith("HTTP/"):
+            if found:
+                break
+            in_response = True
+            continue
+        if not in_response or not line:
+            if in_response and not line and found:
+                break
+            continue
+        name, sep, value = line.partition(":")
+        if sep and name.strip().lower() in IDENTITY_HEADERS:
+            found.append(f"{name.strip().lower()}: {value.strip()}")
+    return tuple(found)
+
+
 @dataclass(frozen=True, kw_only=True)
 class H2NativeRecord:
     """``native-h2.json``: one native HTTP/2 push, as raw events plus its context."""
@@ -118,6 +154,10 @@ class H2NativeRecord:
     server_headers: tuple[str, ...] = ()
     """``server`` response headers in order (an edge that passes the backend's on sends two:
     its own first); empty when the server sends none."""
+    identity_headers: tuple[str, ...] = ()
+    """Every response header in which a server or a hop in front of it shows itself
+    (``server``, ``via``, CDN headers), as ``name: value`` lines in order; empty in runs
+    recorded before it was kept."""
     upload_stream_id: int
     """Stream that carried the receive-pack POST."""
     request_bytes: int
@@ -275,9 +315,23 @@ def _finite(record: NativeRecord, where: str) -> None:
 
 
 __all__ = [
-    "H2_SCHEMA", "SSH_SCHEMA", "H2DataSent", "H2NativeRecord", "NativeRecord", "ReportStatus",
+    "H2_SCHEMA",
+    "IDENTITY_HEADERS",
+    "SSH_SCHEMA",
+    "H2DataSent",
+    "H2NativeRecord",
+    "NativeRecord",
+    "ReportStatus",
     "SettingsEvent",
-    "SshAdjustReceived", "SshDataSent", "SshNativeRecord", "StreamOpened",
-    "WindowUpdateReceived", "h2_record", "native_schema", "read_json_object", "ssh_record",
+    "SshAdjustReceived",
+    "SshDataSent",
+    "SshNativeRecord",
+    "StreamOpened",
+    "WindowUpdateReceived",
+    "first_response_identity",
+    "h2_record",
+    "native_schema",
+    "read_json_object",
+    "ssh_record",
     "write_native",
 ]

@@ -69,4 +69,30 @@ def test_caddy_and_h2o_configs_are_the_same_with_and_without_the_fault() -> None
 def test_every_edge_runs_in_the_foreground_with_its_file(edge: str) -> None:
     config = PATHS.root / edges.edge_config_name(edge)
     argv = edges.edge_argv(edge, config)
-    assert argv[0] == edge and str(config) in argv
+    assert argv[0] == edges.EDGE_PROGRAMS[edge]
+    assert edges.EDGE_WINDOW_SETTING[edge]  # what ``lab fix`` says it changed
+    assert any(str(config) in arg for arg in argv)
+
+
+def test_trafficserver_runs_privately_with_its_default_window() -> None:
+    """h2-small-window: no window line (Traffic Server's protocol default, 65535 B); a
+    raised window goes to proxy.config.http2.initial_window_size_in; every directory it
+    writes is the instance's own."""
+    small = edges.trafficserver_files(
+        PATHS, build_spec(instance="a", faults=["h2-small-window"], edge="trafficserver"),
+        server_ip=IP)
+    records = small["records.config"]
+    assert "initial_window_size_in" not in records
+    assert "CONFIG proxy.config.admin.user_id STRING #-1" in records
+    assert "CONFIG proxy.config.http.server_ports STRING 8443:ssl" in records
+    assert small["remap.config"] == "map / http://127.0.0.1:8080/\n"
+    assert f"ssl_cert_name={PATHS.server_cert}" in small["ssl_multicert.config"]
+    healthy = edges.trafficserver_files(
+        PATHS, build_spec(instance="a", faults=[], edge="trafficserver"), server_ip=IP)
+    assert (f"CONFIG proxy.config.http2.initial_window_size_in INT {LARGE_WINDOW}"
+            in healthy["records.config"])
+    runroot = edges.trafficserver_runroot(PATHS)
+    for key, path in edges.trafficserver_dirs(PATHS).items():
+        assert f"{key}: {path}" in runroot and str(path).startswith(str(PATHS.run))
+    assert edges.edge_argv("trafficserver", Path("/x/r.yaml")) == [
+        "traffic_server", "--run-root=/x/r.yaml"]

@@ -153,7 +153,9 @@ def _answer(conn: H2Connection, stream_id: int, request: dict[str, object], repo
     else:
         conn.send_headers(stream_id, [(":status", "404")], end_stream=True)
         return
-    conn.send_headers(stream_id, [(":status", "200"), ("content-type", ctype)])
+    conn.send_headers(stream_id, [(":status", "200"), ("content-type", ctype),
+                                  ("server", "gnd-test/1.0"), ("via", "1.1 testhop"),
+                                  ("x-unrelated", "not kept")])
     # Answers are small; the client's window (>= 65535) always has room.
     for start in range(0, len(payload), 16_384):
         conn.send_data(stream_id, payload[start : start + 16_384])

@@ -174,14 +174,17 @@ def test_large_window_server_never_stalls(
 ) -> None:
     pack, oid = probe_pack
     before = seeded_server.refs()
-    ledger = h2_push_ledger(h2_push_probe(
+    probe = h2_push_probe(
         seeded_server.url,
         ca_file=seeded_server.ca_file,
         pack=pack,
         new_oid=oid,
         probe_id="t2",
         timeout_s=60,
-    ).events)
+    )
+    # Who answered reaches the run directory: server and via, not other headers.
+    assert probe.events.identity_headers == ("server: gnd-test/1.0", "via: 1.1 testhop")
+    ledger = h2_push_ledger(probe.events)
     assert ledger.server_initial_window_bytes == 16_777_216
     assert ledger.stream.stall_count == 0
     assert ledger.connection.stall_count == 0

@@ -113,8 +113,9 @@ def edge_request_buffering(obs: Observations) -> Hit | None:
         tally.add(0.2, *growth)
     up = upload_s(p)
     cost = min(extra, up) if up else extra
-    first, *rest = ordered(server if server in ("nginx", "haproxy", "apache", "caddy",
-                                                "envoy") else "nginx")
+    documented = server is not None and not buffering_knob(server).endswith(
+        "no request-buffering setting is documented")
+    first, *rest = ordered(server if documented else "nginx")
     lead = "On the edge that answered, " if server == first else "On the edge, e.g. "
     return Hit(
         score=min(tally.score, 1.0),

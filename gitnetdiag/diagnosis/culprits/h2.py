@@ -39,7 +39,7 @@ from gitnetdiag.diagnosis.observations import (
     ProtocolObservation,
     PushResult,
 )
-from gitnetdiag.diagnosis.servers import answering_server, window_fix
+from gitnetdiag.diagnosis.servers import answering_server, frame_fix, window_fix
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 
 
@@ -269,7 +269,7 @@ def _fix(h: _H2Push, obs: Observations) -> str:
     return (
         "Raise the HTTP/2 receive window on the server or edge that terminates HTTP/2 "
         f"above the BDP{bdp_text}, to {suggest_window(bdp)} B. "
-        + window_fix(identity.server if identity else None, suggest_window(bdp))
+        + window_fix(identity, suggest_window(bdp))
         + " Client workaround meanwhile: `git config http.version HTTP/1.1`."
     )
 
@@ -507,9 +507,5 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
                 config_lines(obs, r"max-frame-size|bufsize|StreamMaxMemSize|chunk_size")
             ),
         ),
-        fix=(
-            "Raise the server's advertised frame size and per-stream buffers: HAProxy "
-            "`tune.h2.max-frame-size` and `tune.bufsize`; Apache `H2StreamMaxMemSize`; nginx "
-            "`http2_chunk_size`; Envoy `per_connection_buffer_limit_bytes`."
-        ),
+        fix=frame_fix(answering_server(obs)),
     )

@@ -1,0 +1,186 @@
+"""The knowledge base of HTTP/2 terminators (``gitnetdiag/data/h2_terminators.toml``).
+
+One entry per product: how it names itself, its HTTP/2 fingerprint where distinctive,
+its default receive windows, the setting that raises them, whether its users can change
+it at all, its request-buffering and frame-size settings, and the documentation page of
+each fact. :func:`load` reads and validates the file; :data:`BASE` is the base loaded when
+gitnetdiag starts (a broken file stops it with one line naming the entry at fault).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any
+
+NOT_DOCUMENTED = "not documented"
+"""What the base says where a product's documentation does not give a fact."""
+
+
+class KnowledgeBaseError(ValueError):
+    """The knowledge base file is malformed; the message names the entry and the field."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class Fingerprint:
+    """SETTINGS a product's HTTP/2 server sends, as far as they tell it apart."""
+
+    settings: dict[str, int] = field(default_factory=dict)
+    """Settings it sends with these values."""
+    absent: tuple[str, ...] = ()
+    """Settings it never sends."""
+    exact: bool = False
+    """The whole SETTINGS set is :attr:`settings` (nothing else is sent)."""
+
+    def matches(self, seen: dict[str, int]) -> bool:
+        if not self.settings:
+            return False
+        if any(seen.get(k) != v for k, v in self.settings.items()):
+            return False
+        if any(k in seen for k in self.absent):
+            return False
+        return not self.exact or set(seen) == set(self.settings)
+
+
+@dataclass(frozen=True, kw_only=True)
+class Terminator:
+    """One product that terminates HTTP/2 in front of git servers."""
+
+    id: str
+    name: str
+    covers: tuple[str, ...]
+    names: tuple[re.Pattern[str], ...]
+    marker_headers: tuple[str, ...]
+    fingerprint: Fingerprint | None
+    stream_window: int | None
+    """Default per-stream receive window in bytes; None when not documented."""
+    connection_window: int | None
+    window_setting: str
+    """The setting that raises the window; ``{value}`` stands for the bytes."""
+    user_settable: bool
+    workaround: str
+    buffering_setting: str
+    frame_size_setting: str
+    sources: dict[str, str]
+
+    def window_text(self, value: int) -> str:
+        return self.window_setting.format(value=value)
+
+    def called(self, text: str) -> bool:
+        """Whether ``text`` (a server header, a via hop ...) names this product."""
+        return any(p.search(text) for p in self.names)
+
+    @property
+    def display(self) -> str:
+        if not self.covers:
+            return self.name
+        return f"{self.name} ({', '.join(self.covers)})"
+
+
+_REQUIRED_TEXT = ("id", "name", "window_setting", "buffering_setting", "frame_size_setting")
+
+
+def _window(entry: dict[str, Any], key: str, where: str) -> int | None:
+    value = entry.get(key)
+    if value == NOT_DOCUMENTED:
+        return None
+    if isinstance(value, int) and not isinstance(value, bool) and 0 < value < 1 << 31:
+        return value
+    raise KnowledgeBaseError(f"{where}: {key} must be a window in bytes or '{NOT_DOCUMENTED}'")
+
+
+def _fingerprint(raw: Any, where: str) -> Fingerprint | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or not isinstance(raw.get("settings", {}), dict):
+        raise KnowledgeBaseError(f"{where}: fingerprint must be a table with `settings`")
+    settings = raw.get("settings", {})
+    if not settings or not all(isinstance(v, int) for v in settings.values()):
+        raise KnowledgeBaseError(f"{where}: fingerprint settings must be names = integers")
+    return Fingerprint(settings=dict(settings), absent=tuple(raw.get("absent", ())),
+                       exact=bool(raw.get("exact", False)))
+
+
+def _entry(entry: dict[str, Any], default_workaround: str) -> Terminator:
+    where = f"h2_terminators entry {entry.get('id', '?')!r}"
+    for key in _REQUIRED_TEXT:
+        if not isinstance(entry.get(key), str) or not entry[key]:
+            raise KnowledgeBaseError(f"{where}: missing text field `{key}`")
+    settable = entry.get("user_settable")
+    if not isinstance(settable, bool):
+        raise KnowledgeBaseError(f"{where}: user_settable must be true or false")
+    if settable and "{value}" not in entry["window_setting"]:
+        raise KnowledgeBaseError(f"{where}: a settable window_setting must contain {{value}}")
+    sources = entry.get("sources", {})
+    if not isinstance(sources, dict) or "window" not in sources:
+        raise KnowledgeBaseError(f"{where}: sources.window (a documentation URL) is required")
+    for key, url in sources.items():
+        if not (isinstance(url, str) and (url.startswith("https://") or url.startswith("lab:"))):
+            raise KnowledgeBaseError(f"{where}: sources.{key} must be an https URL or 'lab: ...'")
+    try:
+        names = tuple(re.compile(p, re.I) for p in entry.get("names", ()))
+    except re.error as exc:
+        raise KnowledgeBaseError(f"{where}: bad name pattern ({exc})") from None
+    markers = tuple(h.lower() for h in entry.get("marker_headers", ()))
+    if not names and not markers:
+        raise KnowledgeBaseError(f"{where}: needs `names` or `marker_headers`")
+    return Terminator(
+        id=entry["id"], name=entry["name"], covers=tuple(entry.get("covers", ())),
+        names=names, marker_headers=markers,
+        fingerprint=_fingerprint(entry.get("fingerprint"), where),
+        stream_window=_window(entry, "stream_window", where),
+        connection_window=_window(entry, "connection_window", where),
+        window_setting=entry["window_setting"], user_settable=settable,
+        workaround=entry.get("workaround", default_workaround),
+        buffering_setting=entry["buffering_setting"],
+        frame_size_setting=entry["frame_size_setting"], sources=dict(sources),
+    )
+
+
+def parse(text: str) -> dict[str, Terminator]:
+    """The base in ``text`` (TOML), validated; keyed by product id in file order."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise KnowledgeBaseError(f"h2_terminators: not valid TOML ({exc})") from None
+    default_workaround = data.get("workaround_default", "")
+    if not isinstance(default_workaround, str) or not default_workaround:
+        raise KnowledgeBaseError("h2_terminators: workaround_default is required")
+    base: dict[str, Terminator] = {}
+    for raw in data.get("product", ()):
+        entry = _entry(raw, default_workaround)
+        if entry.id in base:
+            raise KnowledgeBaseError(f"h2_terminators: product id {entry.id!r} appears twice")
+        base[entry.id] = entry
+    if not base:
+        raise KnowledgeBaseError("h2_terminators: no [[product]] entries")
+    return base
+
+
+def load() -> dict[str, Terminator]:
+    """The base shipped with gitnetdiag."""
+    text = resources.files("gitnetdiag.data").joinpath("h2_terminators.toml").read_text()
+    return parse(text)
+
+
+BASE: dict[str, Terminator] = load()
+"""Every product of the base, keyed by id, in file order."""
+
+
+def by_marker(header: str) -> Terminator | None:
+    """The product that alone adds response header ``header``, if any."""
+    lowered = header.lower()
+    return next((t for t in BASE.values() if lowered in t.marker_headers), None)
+
+
+def by_name(text: str) -> Terminator | None:
+    """The product ``text`` (what a hop calls itself) names, if the base has it."""
+    return next((t for t in BASE.values() if t.called(text)), None)
+
+
+def by_fingerprint(settings: dict[str, int]) -> Terminator | None:
+    """The product whose documented or measured SETTINGS these are, if distinctive."""
+    return next((t for t in BASE.values()
+                 if t.fingerprint is not None and t.fingerprint.matches(settings)), None)
