@@ -191,7 +191,8 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
 
 
 _ERROR_KINDS = {"reset": "reset", "timeout": "timeout", "refused": "refused", "hung": "hung",
-                "auth": "auth", "unreachable": "refused"}
+                "auth": "auth", "unreachable": "refused", "http-status": "http-status",
+                "tls": "tls"}
 
 
 _UNMEASURED_OUTCOMES = {
@@ -212,6 +213,15 @@ def push_result(record: PushRecord) -> obs.PushResult:
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
                           error_kind=kind,  # type: ignore[arg-type]
                           error_message=message)
+
+
+def http_exchanges(records: Sequence[PushRecord]) -> tuple[obs.HttpExchange, ...]:
+    """Every HTTP request of the pushes, each with the push it belongs to."""
+    return tuple(
+        obs.HttpExchange(method=r.method, path=r.path, status=r.status, server=r.server,
+                         push=record.repeat)
+        for record in records for r in record.http_requests
+    )
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -366,6 +376,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
             ssh_ledger=ssh_ledger,
             h2_client_stall=stall,
             flight=flight,
+            http_requests=http_exchanges(records),
         )
         if run.burst is not None:
             bursts.append(_burst(run_dir, run.burst, run.endpoint, progress, warnings, unread))

@@ -44,8 +44,10 @@ EXPLAINED_BY: dict[str, frozenset[str]] = {
     "firewall-reset": frozenset({"reset", "refused"}),
     "ssh-maxstartups": frozenset({"reset", "refused"}),
     "listen-backlog-overflow": frozenset({"reset", "refused"}),
+    "edge-backend-errors": frozenset({"http-status"}),
 }
-"""Culprits whose evidence is a refused connection, with the push failure kinds they explain."""
+"""Culprits whose evidence is a failed request or connection, with the push failure kinds
+they explain."""
 
 _IGNORED_STAGES = frozenset({"cleanup"})
 """Run errors that are no measurement (a leftover branch is listed, not judged)."""

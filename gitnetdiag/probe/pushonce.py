@@ -51,6 +51,7 @@ from gitnetdiag.probe.repo import new_probe_id
 from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
+from gitnetdiag.rundir.records import HttpRequestRecord
 from gitnetdiag.safefile import replace_file
 
 FATAL_KINDS = frozenset(
@@ -204,11 +205,14 @@ def _record(
     curl_path = run_dir / artifacts.get("curl_trace", "-")
     http_version = alpn = curl_last_info = None
     post_s = None
+    requests: tuple[HttpRequestRecord, ...] = ()
     if protocol.is_http and curl_path.is_file():
         text = redact_curl_trace(curl_path.read_text(errors="replace"))
         replace_file(curl_path, text.encode())
         curl = parse_curl_trace(text)
         http_version, alpn, curl_last_info = curl.http_version, curl.alpn, curl.last_info
+        requests = tuple(HttpRequestRecord(method=r.method, path=r.path, status=r.status,
+                                           server=r.server) for r in curl.requests)
         posts = [r for r in curl.requests if r.method == "POST" and r.response_s is not None]
         if posts and posts[-1].response_s is not None:
             post_s = posts[-1].response_s - posts[-1].sent_s
@@ -274,6 +278,7 @@ def _record(
         cleanup=cleanup.status.value, cleanup_detail=cleanup.detail,
         cleanup_s=cleanup.waited_s, cleanup_command=cleanup.remove_command,
         pack_objects=progress.objects, pack_written_bytes=progress.written_bytes,
+        http_requests=requests,
     )
 
 

@@ -197,6 +197,20 @@ class RepoInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HttpRequestRecord:
+    """One HTTP request of a git push, as git's curl trace shows it."""
+
+    method: str
+    """``GET`` or ``POST``."""
+    path: str
+    """Request path, query removed."""
+    status: int | None
+    """Final response status (after any ``100 Continue``); None when none arrived."""
+    server: str | None = None
+    """The response's ``server`` header; None when it sent none."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class PushRecord:
     """One push of the throwaway branch and its clean-up."""
 
@@ -266,6 +280,9 @@ class PushRecord:
     stopped: str | None = None
     """Why the monitor ended the push: ``stable`` (rate stable), ``budget`` (time budget
     spent), ``stall`` (no progress); None when git ended by itself."""
+    http_requests: tuple[HttpRequestRecord, ...] = ()
+    """The push's HTTP requests in order, with their statuses (HTTP pushes with a curl
+    trace; empty otherwise and in runs recorded before it was added)."""
 
 
 @dataclass(frozen=True, kw_only=True)
