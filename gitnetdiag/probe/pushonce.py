@@ -264,7 +264,8 @@ def _record(
             hint=f"delete it by hand: {cleanup.remove_command}", reference="probe-ref-leftover",
         ))
     elif cleanup.status is RefCleanup.UNCONFIRMED:
-        state.warn(f"{branch} on {url}: {cleanup.detail}; if it appears, remove it with: "
+        state.warn(f"{branch} on {url} unconfirmed: {cleanup.detail}; check with: "
+                   f"{cleanup.check_command}; if it is there, remove it with: "
                    f"{cleanup.remove_command}")
     wall_s = git_run.wall_s if git_run is not None else 0.0
     rate = pack_bytes / wall_s if outcome == "ok" and wall_s > 0 else None
@@ -277,7 +278,7 @@ def _record(
         artifacts={k: v for k, v in artifacts.items() if (run_dir / v).exists()},
         cleanup=cleanup.status.value, cleanup_detail=cleanup.detail,
         cleanup_s=cleanup.waited_s, cleanup_command=cleanup.remove_command,
-        pack_objects=progress.objects, pack_written_bytes=progress.written_bytes,
+        cleanup_check_command=cleanup.check_command, pack_objects=progress.objects, pack_written_bytes=progress.written_bytes,
         http_requests=requests,
     )
 

@@ -258,7 +258,8 @@ class PushRecord:
     """What became of the branch: ``deleted`` (deleted under a lease on the pushed object,
     verified gone), ``never-created`` (verified absent, and the push can no longer create
     it), ``leftover`` (still on the server: ``cleanup_command`` removes it), ``unconfirmed``
-    (absent when the wait ran out, but an unanswered push may still land), ``not-run``."""
+    (not known: absent when the wait ran out while an unanswered push may still land, or the
+    refs could not be listed; ``cleanup_check_command`` checks), ``not-run``."""
     cleanup_detail: str = ""
     """Why, for anything but a plain ``deleted``/``never-created`` (URLs redacted)."""
     cleanup_s: float | None = None
@@ -266,6 +267,8 @@ class PushRecord:
     cleanup_command: str | None = None
     """For ``leftover``/``unconfirmed``: the exact command that removes the branch
     (URL redacted)."""
+    cleanup_check_command: str | None = None
+    """For ``unconfirmed``: the command that shows whether the branch is on the server."""
     pack_objects: int | None = None
     """Objects git said it sent (``Total N``); None when the pack was not finished."""
     pack_written_bytes: int | None = None
