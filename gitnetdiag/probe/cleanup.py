@@ -12,9 +12,10 @@ decides from the push what can still happen (:func:`push_aftermath`), then:
                                                                  deleted (else: verify gone)
     CUT          pack never delivered whole (git's progress has no ``Total``, no
                  report-status): receive-pack applies nothing ---> never-created, no look
-    SETTLED      the server answered otherwise (rejected, a 3xx/4xx status)
+    SETTLED      the server answered otherwise (rejected, a 4xx status)
                                                   -- one look --> never-created | delete
     REFUSED      receive-pack's report says ``ng`` for this very ref --> never-created
+    REDIRECTED   a 3xx answered the pack instead of receive-pack ---> never-created, no look
     MAY_LAND     pack sent, no answer -- poll ls-remote until the deadline:
                    appears at our object --> delete under lease --> verify gone --> deleted
                    still absent at the deadline ------------------------------> unconfirmed
@@ -62,9 +63,10 @@ POLL_INTERVAL_S = 0.5
 DELETE_TIMEOUT_S = 60.0
 """The delete runs the server's hooks too: it gets its own timeout, not the push's."""
 _MAX_DELETES = 3
-_CLIENT_ERROR = re.compile(r"RPC failed; HTTP (4(?!08)\d\d|3\d\d)")
-"""Statuses that answered the request itself: a 4xx refused it, a 3xx sent it elsewhere
-(receive-pack never answers with a redirect); a proxy's 502/504 may leave it running."""
+_CLIENT_ERROR = re.compile(r"RPC failed; HTTP 4(?!08)\d\d")
+"""A 4xx refused the request itself; a proxy's 502/504 may leave receive-pack running."""
+_REDIRECT = re.compile(r"RPC failed; HTTP (3\d\d)")
+"""receive-pack never answers with a redirect: whatever sent one answered instead of it."""
 
 NEVER_CONNECTED = frozenset({
     FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.AUTH,
@@ -99,6 +101,8 @@ class Aftermath(Enum):
     SETTLED = "settled"
     REFUSED = "refused"
     """receive-pack's own report-status refused this ref (``ng``): it updated nothing."""
+    REDIRECTED = "redirected"
+    """A redirect answered the request that carried the pack: receive-pack never got it."""
     MAY_LAND = "may-land"
 
 
@@ -116,6 +120,8 @@ def push_aftermath(run: GitRun | None) -> Aftermath:
         return Aftermath.SETTLED
     if not parse_pack_progress(run.stderr).pack_finished:
         return Aftermath.CUT
+    if _REDIRECT.search(run.stderr):
+        return Aftermath.REDIRECTED
     if _CLIENT_ERROR.search(run.stderr):
         return Aftermath.SETTLED
     return Aftermath.MAY_LAND
@@ -207,6 +213,9 @@ def remove_probe_ref(
     if aftermath is Aftermath.CUT:
         # receive-pack applies a ref update only once the whole pack arrived and checked.
         return result(RefCleanup.NEVER_CREATED, "the push never delivered its whole pack")
+    if aftermath is Aftermath.REDIRECTED:
+        return result(RefCleanup.NEVER_CREATED,
+                      "a redirect answered the pack: receive-pack never got it")
     ref = f"refs/heads/{branch}"
     deadline = started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0)
     transports = _alternatives(transport)

@@ -54,6 +54,7 @@ _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
             "ssl certificate problem", "server certificate verification failed",
             "ssl_connect", "ssl routines", "tls connect error", "certificate verify failed",
             "ssl: no alternative certificate subject name", "gnutls",
+            "problem with the ssl ca cert",
         ),
     ),
     (

@@ -130,8 +130,25 @@ def test_a_push_that_never_delivered_its_pack_is_never_created_without_asking(
         assert result.remove_command is None and result.check_command is None
 
 
+def test_a_redirect_that_answered_the_pack_is_never_created_without_asking(
+        tmp_path: Path) -> None:
+    """The whole pack went to a member that answers 308: receive-pack never got it."""
+    redirected = push_aftermath(GitRun(
+        argv=("git",), exit_code=1, wall_s=1.0, timed_out=False, stdout="",
+        stderr=WROTE_ALL + "error: RPC failed; HTTP 308 curl 22 The requested URL returned "
+        "error: 308\n"))
+    assert redirected is Aftermath.REDIRECTED
+    result = remove_probe_ref(Transport(protocol=Protocol.H1, url="https://h/r.git"),
+                              "gitnetdiag/probe-x", "a" * 40, redirected, runner=_never,
+                              cwd=tmp_path)
+    assert result.status is RefCleanup.NEVER_CREATED and "redirect" in result.detail
+
+
+WROTE_ALL = "Writing objects: 100% (3/3), 1.00 MiB | 9 MiB/s, done.\nTotal 3 (delta 0)\n"
+
+
 def test_refs_that_cannot_be_listed_leave_the_branch_unconfirmed(tmp_path: Path) -> None:
-    """A settled push (a 308 answered the whole pack) and an ls-remote that fails every time:
+    """A settled push (a 413 answered the whole pack) and an ls-remote that fails every time:
     ``unconfirmed`` with the reason and the check command, never ``leftover``."""
     clock = [0.0]
     calls: list[list[str]] = []
@@ -145,8 +162,8 @@ def test_refs_that_cannot_be_listed_leave_the_branch_unconfirmed(tmp_path: Path)
 
     settled = push_aftermath(GitRun(
         argv=("git",), exit_code=1, wall_s=1.0, timed_out=False, stdout="",
-        stderr="Writing objects: 100% (3/3), 1.00 MiB | 9 MiB/s, done.\nTotal 3 (delta 0)\n"
-        "error: RPC failed; HTTP 308 curl 22 The requested URL returned error: 308\n"))
+        stderr=WROTE_ALL + "error: RPC failed; HTTP 413 curl 22 The requested URL returned "
+        "error: 413\n"))
     assert settled is Aftermath.SETTLED
     result = remove_probe_ref(
         Transport(protocol=Protocol.H2, url="https://u:tok@h/r.git"), "gitnetdiag/probe-x",
@@ -157,4 +174,4 @@ def test_refs_that_cannot_be_listed_leave_the_branch_unconfirmed(tmp_path: Path)
     check = result.check_command or ""
     assert check.startswith("git ls-remote ") and check.endswith(" refs/heads/gitnetdiag/probe-x")
     assert all("ls-remote" in call for call in calls) and len(calls) >= 4
-    assert "tok" not in (result.check_command + result.detail + (result.remove_command or ""))
+    assert "tok" not in (check + result.detail + (result.remove_command or ""))

@@ -82,18 +82,33 @@ class MixedKind:
         return self.ok + sum(self.failed.values())
 
 
+def _kind_of(requests: list[HttpExchange], kind: str) -> MixedKind:
+    ok = [r for r in requests if r.status is not None and 200 <= r.status < 300]
+    failed = Counter((r.status or 0, r.server or "") for r in requests
+                     if is_failure_status(r.status))
+    return MixedKind(kind=kind, ok=len(ok), failed=failed,
+                     ok_servers=tuple(dict.fromkeys(r.server or "" for r in ok)))
+
+
 def mixed_kinds(requests: tuple[HttpExchange, ...]) -> list[MixedKind]:
-    """Request kinds with 2xx answers and failure answers both (pure)."""
-    mixed = []
-    for kind in dict.fromkeys(r.kind for r in requests):
-        same = [r for r in requests if r.kind == kind and r.status is not None]
-        ok = [r for r in same if r.status is not None and 200 <= r.status < 300]
-        failed = Counter((r.status or 0, r.server or "") for r in same
-                         if is_failure_status(r.status))
-        if ok and failed:
-            mixed.append(MixedKind(kind=kind, ok=len(ok), failed=failed,
-                                   ok_servers=tuple(dict.fromkeys(r.server or "" for r in ok))))
-    return mixed
+    """Request kinds with 2xx answers and failure answers both (pure).
+
+    When no kind is mixed (two members taking turns can give every ``GET`` to one and every
+    ``POST`` to the other), the pushes' requests to the same repository count as one kind
+    if their failures came from another server than their successes: the ``server``
+    header of the 2xx answers differs from that of the failures."""
+    answered = [r for r in requests if r.status is not None]
+    kinds = [_kind_of([r for r in answered if r.kind == kind], kind)
+             for kind in dict.fromkeys(r.kind for r in answered)]
+    mixed = [k for k in kinds if k.ok and k.failed]
+    if mixed:
+        return mixed
+    failing = ", ".join(dict.fromkeys(r.kind for r in answered if is_failure_status(r.status)))
+    every = _kind_of(answered, f"requests to the repository (failed: {failing})")
+    failed_servers = {server for _status, server in every.failed}
+    if every.ok and every.failed and not failed_servers & set(every.ok_servers):
+        return [every]
+    return []
 
 
 def _who(server: str) -> str:

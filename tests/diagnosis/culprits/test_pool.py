@@ -69,3 +69,17 @@ def test_every_request_failing_alike_is_not_a_pool() -> None:
     mixed = mixed_kinds(_requests(1, 200) + _requests(2, 502))
     assert [(m.kind, m.ok, dict(m.failed)) for m in mixed] == [
         ("POST git-receive-pack", 1, {(502, ""): 1})]
+
+
+def test_members_taking_turns_show_in_the_server_header() -> None:
+    """Two members by turn: every GET to the good one, every POST to the redirecting one.
+    No kind is mixed, but the 2xx and the 308s came from different servers."""
+    turns = tuple(r for push in (1, 2, 3) for r in (
+        HttpExchange(method="GET", path="/git/lab.git/info/refs", status=200,
+                     server="Apache/2.4.62 (Debian)", push=push),
+        HttpExchange(method="POST", path="/git/lab.git/git-receive-pack", status=308,
+                     server=None, push=push)))
+    (mixed,) = mixed_kinds(turns)
+    assert (mixed.ok, dict(mixed.failed)) == (3, {(308, ""): 3})
+    same_server = tuple(replace(r, server="nginx") for r in turns)
+    assert mixed_kinds(same_server) == [], "one server redirecting its POSTs is not a pool"
