@@ -278,7 +278,8 @@ def _record(
         artifacts={k: v for k, v in artifacts.items() if (run_dir / v).exists()},
         cleanup=cleanup.status.value, cleanup_detail=cleanup.detail,
         cleanup_s=cleanup.waited_s, cleanup_command=cleanup.remove_command,
-        cleanup_check_command=cleanup.check_command, pack_objects=progress.objects, pack_written_bytes=progress.written_bytes,
+        cleanup_check_command=cleanup.check_command, pack_objects=progress.objects,
+        pack_written_bytes=progress.written_bytes,
         http_requests=requests,
     )
 
