@@ -177,6 +177,16 @@ def _alternatives(transport: Transport) -> tuple[Transport, ...]:
     return (transport,)
 
 
+NOTHING_TO_ASK: dict[Aftermath, str] = {
+    Aftermath.NOT_STARTED: "the push never reached the server",
+    Aftermath.REFUSED: "",
+    # receive-pack applies a ref update only once the whole pack arrived and was checked.
+    Aftermath.CUT: "the push never delivered its whole pack",
+    Aftermath.REDIRECTED: "a redirect answered the pack: receive-pack never got it",
+}
+"""Pushes that cannot have created the branch, so the server is not asked: why."""
+
+
 def remove_probe_ref(
     transport: Transport,
     branch: str,
@@ -206,16 +216,8 @@ def remove_probe_ref(
                              waited_s=clock() - started, remove_command=command,
                              check_command=check)
 
-    if aftermath is Aftermath.NOT_STARTED:
-        return result(RefCleanup.NEVER_CREATED, "the push never reached the server")
-    if aftermath is Aftermath.REFUSED:
-        return result(RefCleanup.NEVER_CREATED)
-    if aftermath is Aftermath.CUT:
-        # receive-pack applies a ref update only once the whole pack arrived and checked.
-        return result(RefCleanup.NEVER_CREATED, "the push never delivered its whole pack")
-    if aftermath is Aftermath.REDIRECTED:
-        return result(RefCleanup.NEVER_CREATED,
-                      "a redirect answered the pack: receive-pack never got it")
+    if aftermath in NOTHING_TO_ASK:
+        return result(RefCleanup.NEVER_CREATED, NOTHING_TO_ASK[aftermath])
     ref = f"refs/heads/{branch}"
     deadline = started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0)
     transports = _alternatives(transport)

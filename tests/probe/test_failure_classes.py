@@ -175,3 +175,20 @@ def test_refs_that_cannot_be_listed_leave_the_branch_unconfirmed(tmp_path: Path)
     assert check.startswith("git ls-remote ") and check.endswith(" refs/heads/gitnetdiag/probe-x")
     assert all("ls-remote" in call for call in calls) and len(calls) >= 4
     assert "tok" not in (check + result.detail + (result.remove_command or ""))
+
+
+def test_a_reset_is_a_firewall_only_when_the_rst_came_from_the_server_side() -> None:
+    """curl's ECONNRESET is a reset; the capture decides whether it came from the server's
+    side (a close or an HTTP/2 error that git words like a reset is not one)."""
+    reset = push_result(_record("reset", failure_line(RESET)))
+    assert reset.error_kind == "reset"
+
+    def with_capture(resets_from_server: int) -> Observations:
+        h1 = proto(3.0, capture=cap(resets_from_server=resets_from_server))
+        return Observations(run=run(), protocols={
+            "h1": replace(h1, pushes=(h1.pushes[0], reset, reset)), "ssh": proto(3.0)})
+
+    assert "firewall-reset" not in [f.id for f in diagnose(with_capture(0)).findings]
+    top = diagnose(with_capture(2)).findings[0]
+    assert top.id == "firewall-reset"
+    assert any("RST segments arriving from the server side" in e.what for e in top.evidence)
