@@ -210,9 +210,22 @@ def push_result(record: PushRecord) -> obs.PushResult:
     ok = record.outcome == "ok"
     kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
     message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
+    if kind == "http-status":
+        message = _answered(record) + message
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
                           error_kind=kind,  # type: ignore[arg-type]
                           error_message=message)
+
+
+def _answered(record: PushRecord) -> str:
+    """Which request got the failure status and which server sent it (the curl trace)."""
+    failed = [r for r in record.http_requests
+              if r.status is not None and r.status >= 300 and r.status not in (401, 407)]
+    if not failed:
+        return ""
+    last = failed[-1]
+    server = f"server: {last.server}" if last.server else "no server header"
+    return f"{last.method} {last.path} answered {last.status} ({server}): "
 
 
 def http_exchanges(records: Sequence[PushRecord]) -> tuple[obs.HttpExchange, ...]:

@@ -192,3 +192,14 @@ def test_a_reset_is_a_firewall_only_when_the_rst_came_from_the_server_side() -> 
     top = diagnose(with_capture(2)).findings[0]
     assert top.id == "firewall-reset"
     assert any("RST segments arriving from the server side" in e.what for e in top.evidence)
+
+
+def test_a_failed_request_is_named_with_its_status_and_server() -> None:
+    from gitnetdiag.rundir.records import HttpRequestRecord
+
+    record = replace(_record("http-status", failure_line(RPC_308)), http_requests=(
+        HttpRequestRecord(method="GET", path="/r.git/info/refs", status=200, server="Apache"),
+        HttpRequestRecord(method="POST", path="/r.git/git-receive-pack", status=308)))
+    message = push_result(record).error_message
+    assert message.startswith("POST /r.git/git-receive-pack answered 308 (no server header): "
+                              "error: RPC failed; HTTP 308"), message
