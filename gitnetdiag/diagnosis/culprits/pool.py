@@ -36,21 +36,21 @@ class PoolCheck:
 
 POOL_CHECKS: dict[str, PoolCheck] = {
     "haproxy": PoolCheck(
-        text="HAProxy: in the backend, `option httpchk GET <a path git serves>` with "
+        text="in the backend, `option httpchk GET <a path git serves>` with "
         "`http-check expect status 200`, and `check` on each `server` line (without "
         "`http-check expect`, any 2xx or 3xx answer passes the check, a redirecting member "
         "too)",
-        source="https://docs.haproxy.org/2.6/configuration.html#4-option%20httpchk",
+        source="https://docs.haproxy.org/2.6/configuration.html, `option httpchk`",
     ),
     "nginx": PoolCheck(
-        text="nginx: `server ... max_fails=N fail_timeout=T` in the `upstream` block counts "
+        text="`server ... max_fails=N fail_timeout=T` in the `upstream` block counts "
         "only what `proxy_next_upstream` names as a failure (errors, timeouts, `http_500`, "
         "`http_502`, `http_503`, `http_504`, ...); a member that answers a redirect is "
         "never counted failed: mark it `down` or take it out of the `upstream`",
         source="https://nginx.org/en/docs/http/ngx_http_upstream_module.html#server",
     ),
     "apache": PoolCheck(
-        text="Apache httpd: mod_proxy_hcheck on each `BalancerMember` (`hcmethod=GET "
+        text="mod_proxy_hcheck on each `BalancerMember` (`hcmethod=GET "
         "hcuri=<a path git serves> hcexpr=<name>` with a `ProxyHCExpr` that wants a 2xx "
         "status: without `hcexpr` a 2xx or 3xx answer passes)",
         source="https://httpd.apache.org/docs/2.4/mod/mod_proxy_hcheck.html",
@@ -138,7 +138,8 @@ def _fix(obs: Observations) -> str:
     if edge in POOL_CHECKS:
         check = POOL_CHECKS[edge]
         return f"{lead}. On the edge, {NAMES.get(edge, edge)}: {check.text} ({check.source})."
-    known = "; ".join(f"{c.text} ({c.source})" for c in POOL_CHECKS.values())
+    known = "; ".join(f"{NAMES.get(edge, edge)}: {c.text} ({c.source})"
+                      for edge, c in POOL_CHECKS.items())
     return f"{lead}; gitnetdiag could not tell which product the edge is: {known}."
 
 
