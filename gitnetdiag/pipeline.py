@@ -192,7 +192,8 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
 
 
 _ERROR_KINDS = {"reset": "reset", "timeout": "timeout", "refused": "refused", "hung": "hung",
-                "auth": "auth", "unreachable": "refused"}
+                "auth": "auth", "unreachable": "refused", "http-status": "http-status",
+                "tls": "tls"}
 
 
 _UNMEASURED_OUTCOMES = {
@@ -210,9 +211,31 @@ def push_result(record: PushRecord) -> obs.PushResult:
     ok = record.outcome == "ok"
     kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
     message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
+    if kind == "http-status":
+        message = _answered(record) + message
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
                           error_kind=kind,  # type: ignore[arg-type]
                           error_message=message)
+
+
+def _answered(record: PushRecord) -> str:
+    """Which request got the failure status and which server sent it (the curl trace)."""
+    failed = [r for r in record.http_requests
+              if r.status is not None and r.status >= 300 and r.status not in (401, 407)]
+    if not failed:
+        return ""
+    last = failed[-1]
+    server = f"server: {last.server}" if last.server else "no server header"
+    return f"{last.method} {last.path} answered {last.status} ({server}): "
+
+
+def http_exchanges(records: Sequence[PushRecord]) -> tuple[obs.HttpExchange, ...]:
+    """Every HTTP request of the pushes, each with the push it belongs to."""
+    return tuple(
+        obs.HttpExchange(method=r.method, path=r.path, status=r.status, server=r.server,
+                         push=record.repeat)
+        for record in records for r in record.http_requests
+    )
 
 
 def _median(values: Sequence[float | None]) -> float | None:
@@ -370,6 +393,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
             ssh_ledger=ssh_ledger,
             h2_client_stall=stall,
             flight=flight,
+            http_requests=http_exchanges(records),
         )
         if run.burst is not None:
             bursts.append(_burst(run_dir, run.burst, run.endpoint, progress, warnings, unread))

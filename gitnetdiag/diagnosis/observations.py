@@ -45,11 +45,13 @@ PROTOCOL_LABELS: dict[str, str] = {
     "git": "git://",
 }
 
-ErrorKind = Literal["reset", "timeout", "refused", "hung", "auth", "other"]
+ErrorKind = Literal["reset", "timeout", "refused", "hung", "auth", "http-status", "tls", "other"]
 """How a push failed: ``reset`` connection reset, ``timeout`` our timeout fired
 while data still moved, ``refused`` connection refused or closed before the
 protocol started, ``hung`` no progress at all until our timeout, ``auth``
-credentials rejected, ``other`` anything else (see the message)."""
+credentials rejected, ``http-status`` a request answered with an error status or a
+redirect (no connection was cut), ``tls`` the TLS handshake or certificate failed,
+``other`` anything else (see the message)."""
 
 MAX_SERIES_POINTS = 2000
 """Longest time series accepted; adapters downsample before filling."""
@@ -110,6 +112,31 @@ class PushResult:
     projected: bool = False
     """A bounded push: ``duration_s`` is the whole pack at the rate its moved bytes went,
     not a wall time (the push was stopped mid-pack on purpose)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class HttpExchange:
+    """One HTTP request of a git push and the status it got (from git's curl trace)."""
+
+    method: str
+    """``GET`` or ``POST``."""
+    path: str
+    """Request path without the query (``/git/lab.git/info/refs``)."""
+    status: int | None
+    """Final response status; None when no response arrived."""
+    server: str | None = None
+    """The response's ``server`` header, None when it had none."""
+    push: int = 0
+    """Which push of the protocol (1-based repeat; 0 when unknown)."""
+
+    @property
+    def kind(self) -> str:
+        """What the request is for, whatever the repository's path: method and git service
+        (``POST git-receive-pack``), else method and path."""
+        for service in ("info/refs", "git-receive-pack", "git-upload-pack"):
+            if self.path.endswith("/" + service):
+                return f"{self.method} {service}"
+        return f"{self.method} {self.path}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -311,6 +338,8 @@ class ProtocolObservation:
     push's TLS keys: ``probe --full``)."""
     flight: FlightSeries | None = None
     """Bytes in flight vs advertised window over time."""
+    http_requests: tuple[HttpExchange, ...] = ()
+    """Every HTTP request git's pushes made, in order, with its status (``h1``/``h2``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

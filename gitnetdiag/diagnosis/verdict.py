@@ -51,8 +51,10 @@ EXPLAINED_BY: dict[str, frozenset[str]] = {
     "firewall-reset": frozenset({"reset", "refused"}),
     "ssh-maxstartups": frozenset({"reset", "refused"}),
     "listen-backlog-overflow": frozenset({"reset", "refused"}),
+    "edge-backend-errors": frozenset({"http-status"}),
 }
-"""Culprits whose evidence is a refused connection, with the push failure kinds they explain."""
+"""Culprits whose evidence is a failed request or connection, with the push failure kinds
+they explain."""
 
 PROTOCOL_SPECIFIC: dict[str, str] = {
     "h2-flow-control-window": "h2",

@@ -9,8 +9,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitnetdiag.lab.spec import H2_DEFAULT_WINDOW, LabSpec
+from gitnetdiag.lab.spec import BAD_MEMBER_STATUS, H2_DEFAULT_WINDOW, LabSpec
 from gitnetdiag.lab.state import PORT_HTTP_BACKEND, PORT_HTTPS_DIRECT, PORT_HTTPS_EDGE, PORT_SSH
+
+PORT_BAD_MEMBER = 8081
+"""Loopback port of the bad pool member under ``edge-backend-errors``."""
+HEALTH_CHECK_PATH = "/git/lab.git/HEAD"
+"""What the edge's health check asks each member for under the fix (a file git serves)."""
 
 APACHE_MODULES = (
     "mpm_event", "authz_core", "mime", "alias", "env",
@@ -199,8 +204,26 @@ frontend edge
     bind {server_ip}:{PORT_HTTPS_EDGE} ssl crt {paths.server_pem} alpn h2,http/1.1
     default_backend apache
 
-backend apache
-    server apache 127.0.0.1:{PORT_HTTP_BACKEND}
+{_haproxy_pool(spec)}"""
+
+
+def _haproxy_pool(spec: LabSpec) -> str:
+    """The edge's backend: Apache alone, or (``edge-backend-errors``) Apache and a member
+    that redirects every request to https, balanced round-robin, health-checked only
+    under the fix."""
+    if not spec.edge_bad_member:
+        return f"backend apache\n    server apache 127.0.0.1:{PORT_HTTP_BACKEND}\n"
+    check = " check inter 500ms fall 1 rise 1" if spec.edge_health_checks else ""
+    checks = (f"    option httpchk GET {HEALTH_CHECK_PATH}\n    http-check expect status 200\n"
+              if spec.edge_health_checks else "")
+    return f"""backend apache
+    balance roundrobin
+{checks}    server apache 127.0.0.1:{PORT_HTTP_BACKEND}{check}
+    server redirector 127.0.0.1:{PORT_BAD_MEMBER}{check}
+
+listen redirector
+    bind 127.0.0.1:{PORT_BAD_MEMBER}
+    http-request redirect scheme https code {BAD_MEMBER_STATUS}
 """
 
 

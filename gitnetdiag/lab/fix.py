@@ -45,7 +45,8 @@ def _roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
     roles = []
     if after.auth_delay_s != before.auth_delay_s:
         roles += ["apache", "sshd"]
-    if after.edge_h2_window != before.edge_h2_window:
+    if (after.edge_h2_window, after.edge_health_checks) != (
+            before.edge_h2_window, before.edge_health_checks):
         roles.append("edge")
     if (after.git_backlog, after.real_git_daemon) != (before.git_backlog, before.real_git_daemon):
         roles.append("git")
@@ -100,9 +101,12 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         pids.update(servers.start_servers(ns, paths, after, files, roles,
                                          cgroup=state.storage_cgroup))
         servers.wait_listening(ns, paths, {key: pids[key] for key in keys}, after.edge)
-    if "edge" in roles:
+    if after.edge_h2_window != before.edge_h2_window and "edge" in roles:
         done.append(f"edge {edges.EDGE_WINDOW_SETTING[after.edge]} {before.edge_h2_window} -> "
                     f"{after.edge_h2_window}")
+    if after.edge_health_checks != before.edge_health_checks:
+        done.append("edge pool health-checked (option httpchk, check on each server line): "
+                    "the failing member is taken out")
     if "git" in roles:
         done.append(f"git:// listen backlog {before.git_backlog} -> {after.git_backlog}")
     if after.auth_delay_s != before.auth_delay_s:

@@ -426,6 +426,10 @@ def wait_ready(state: LabState, timeout_s: float = 45.0,
         # Under h2-frame-settings the edge drops HTTP/2 by design; it must answer HTTP/1.1.
         h1 = ["-c", "http.version=HTTP/1.1"] if (
             url == endpoints.https_edge and "h2-frame-settings" in state.faults) else []
+        # Under edge-backend-errors every second request is redirected: protocol v0 lists
+        # the refs in one GET, and git follows a redirect of that first request.
+        if url == endpoints.https_edge and "edge-backend-errors" in state.faults:
+            h1 += ["-c", "protocol.version=0"]
         proc = run(["ip", "netns", "exec", state.client_ns, "git", *h1, "ls-remote", url],
                    env=env, check=False, timeout_s=max(5.0, deadline - time.monotonic()))
         if proc.returncode == 0 and "refs/heads/main" in proc.stdout:

@@ -63,6 +63,9 @@ FETCH_HISTORY_BYTES = 6 * 1024 * 1024
 FETCH_SIMILAR_BLOBS = 2000
 """Similar text blobs, stored loose, that the server counts and delta-compresses for a
 clone under ``slow-pack-generation``."""
+BAD_MEMBER_STATUS = 308
+"""What the bad pool member under ``edge-backend-errors`` answers to every request: a
+redirect to https, as a backend does that does not trust the edge's TLS."""
 
 FAULTS: dict[str, str] = {
     "healthy": "every window is large enough for the path; nothing injected",
@@ -96,6 +99,8 @@ FAULTS: dict[str, str] = {
     f"{FETCH_HISTORY_BYTES // 2**20} MiB of random data",
     "slow-pack-generation": f"download direction: the repository holds {FETCH_SIMILAR_BLOBS} "
     f"similar loose blobs and the servers run on {SERVER_CPU_SHARE:.0%} of one core",
+    "edge-backend-errors": "the HAProxy edge balances round-robin over two members without "
+    f"health checks: Apache, and a port that answers {BAD_MEMBER_STATUS} to everything",
 }
 
 
@@ -121,6 +126,7 @@ FAULT_CULPRIT: dict[str, str | None] = {
     "client-pack-cpu": "client-pack-cpu",
     "h2-frame-settings": "h2-frame-settings",
     "h2-client-stall": "client-http-stack",
+    "edge-backend-errors": "edge-backend-errors",
 }
 """The culprit id (docs/culprits.md) each fault must produce as the top finding.
 
@@ -148,6 +154,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "client-pack-cpu": "pack.threads",
     "h2-frame-settings": "tune.bufsize",
     "h2-client-stall": "http.version HTTP/1.1",
+    "edge-backend-errors": "option httpchk",
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -188,6 +195,8 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # Source-like fresh commits: the push runs the delta search a starved client pays for.
     "client-pack-cpu": ("--protocols", "h1,ssh", "--data", "text"),
     "h2-frame-settings": ("--protocols", "h1,h2"),
+    # Both HTTP versions go through the pool; SSH does not, and shows the server is fine.
+    "edge-backend-errors": ("--protocols", "h1,h2,ssh", "--cleanup-wait", "5"),
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""
@@ -285,6 +294,12 @@ class LabSpec:
     fetch_history: str | None = None
     """What the repository's ``main`` serves to a fetch: ``random`` (packed-size random
     data) or ``similar`` (loose similar text blobs); None: one empty commit."""
+    edge_bad_member: bool = False
+    """The HAProxy edge's pool has a second member that answers :data:`BAD_MEMBER_STATUS`
+    to every request (``edge-backend-errors``)."""
+    edge_health_checks: bool = False
+    """The edge health-checks its pool members (``option httpchk``, ``check``): the fix
+    of ``edge-backend-errors``, which takes the bad member out."""
 
     fixed: tuple[str, ...] = ()
     """Faults whose fix was applied (``lab fix``, ``lab up --fixed``); not in ``faults``."""
@@ -338,6 +353,11 @@ def build_spec(
             f"the edge-buffering fault needs the nginx edge, not {chosen_edge}",
             hint="use --edge nginx (or leave --edge out)",
         )
+    if has("edge-backend-errors") and chosen_edge != "haproxy":
+        raise UsageError(
+            f"the edge-backend-errors fault needs the haproxy edge, not {chosen_edge}",
+            hint="use --edge haproxy (or leave --edge out)",
+        )
     if reset_after_bytes is not None and not has("firewall-reset"):
         raise UsageError("--reset-after needs --fault firewall-reset",
                          hint="add --fault firewall-reset, or leave --reset-after out")
@@ -374,6 +394,7 @@ def build_spec(
         server_cpu_share=SERVER_CPU_SHARE if has("slow-pack-generation") else None,
         fetch_history=("similar" if has("slow-pack-generation")
                        else "random" if has("client-rmem-clamp") else None),
+        edge_bad_member=has("edge-backend-errors"),
     )
 
 
@@ -387,10 +408,12 @@ FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
     "slow-auth": {"auth_delay_s": 0.0},
     "window-scaling-off": {"server_window_scaling": True},
     "syn-drop": {"syn_drop_share": 0.0},
+    "edge-backend-errors": {"edge_health_checks": True},
 }
 """The fix each fault's culprit names, as lab settings: the edge's HTTP/2 window raised,
 ``tcp_rmem`` max raised, the backlog raised (the ``--inetd`` socket of the fix), the
-loss removed, the reset rule removed, the hook removed, the slow key lookup removed."""
+loss removed, the reset rule removed, the hook removed, the slow key lookup removed, the
+edge's pool health-checked (the bad member is taken out by its failing check)."""
 
 
 def fixed_spec(spec: LabSpec, faults: Sequence[str] | None = None, *,

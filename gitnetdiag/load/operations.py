@@ -61,12 +61,12 @@ _SERVER_ERROR = re.compile(r"(returned error|http|status)[: ]+5\d\d\b", re.IGNOR
 
 
 def load_failure_kind(run: GitRun) -> str | None:
-    """Failure kind of a git run for the load report: gitpush's kinds, plus ``server-error``
-    for HTTP 5xx answers (gitpush files those under ``other``)."""
+    """Failure kind of a git run for the load report: gitpush's kinds, with HTTP 5xx
+    answers (gitpush's ``http-status``) as ``server-error``."""
     kind = run.failure_kind()
     if kind is None:
         return None
-    if kind is FailureKind.OTHER and _SERVER_ERROR.search(run.stderr):
+    if kind in (FailureKind.OTHER, FailureKind.HTTP_STATUS) and _SERVER_ERROR.search(run.stderr):
         return "server-error"
     return kind.value
 

@@ -10,17 +10,22 @@ decides from the push what can still happen (:func:`push_aftermath`), then:
     NOT_STARTED  push never reached receive-pack ---------------> never-created
     CREATED      the push succeeded ---------------> delete --> receive-pack reports it
                                                                  deleted (else: verify gone)
-    CUT          pack unfinished: nothing can land -- one look --> never-created | delete
-    SETTLED      the server answered otherwise (rejected) -- one look --> never-created | delete
+    CUT          pack never delivered whole (git's progress has no ``Total``, no
+                 report-status): receive-pack applies nothing ---> never-created, no look
+    SETTLED      the server answered otherwise (rejected, a 4xx status)
+                                                  -- one look --> never-created | delete
     REFUSED      receive-pack's report says ``ng`` for this very ref --> never-created
+    REDIRECTED   a 3xx answered the pack instead of receive-pack ---> never-created, no look
     MAY_LAND     pack sent, no answer -- poll ls-remote until the deadline:
                    appears at our object --> delete under lease --> verify gone --> deleted
                    still absent at the deadline ------------------------------> unconfirmed
 
 A delete always carries a lease on the pushed object
-(``--force-with-lease=<ref>:<oid>``), so it removes our push and nothing else;
-a branch that stays (or points elsewhere) is ``leftover``, with the exact
-command to remove it.
+(``--force-with-lease=<ref>:<oid>``), so it removes our push and nothing else.
+Only a branch known to be there (the push succeeded, or ls-remote showed it) and
+not shown gone is ``leftover``, with the exact command to remove it. When the
+refs cannot be listed for a branch never seen, it is ``unconfirmed``: the reason
+and the command that checks (``check_command``), never "still on the server".
 """
 
 from __future__ import annotations
@@ -60,6 +65,9 @@ DELETE_TIMEOUT_S = 60.0
 """The delete runs the server's hooks too: it gets its own timeout, not the push's."""
 _MAX_DELETES = 3
 _CLIENT_ERROR = re.compile(r"RPC failed; HTTP 4(?!08)\d\d")
+"""A 4xx refused the request itself; a proxy's 502/504 may leave receive-pack running."""
+_REDIRECT = re.compile(r"RPC failed; HTTP (3\d\d)")
+"""receive-pack never answers with a redirect: whatever sent one answered instead of it."""
 
 NEVER_CONNECTED = frozenset({
     FailureKind.REFUSED, FailureKind.UNREACHABLE, FailureKind.TLS, FailureKind.PLAIN_HTTP,
@@ -78,10 +86,11 @@ class RefCleanup(StrEnum):
     """ls-remote shows no such branch and the push can no longer create it (or the push
     never reached the server)."""
     LEFTOVER = "leftover"
-    """It is still on the server (delete failed, or it points at another object)."""
+    """It is on the server (seen there, or created by a successful push) and the delete
+    failed, or it points at another object."""
     UNCONFIRMED = "unconfirmed"
-    """Absent when the wait ran out, but the server had the whole pack and never answered:
-    a hook still running could create it later."""
+    """Not known either way: absent when the wait ran out while a hook could still create
+    it, or the refs could not be listed. A warning with ``check_command``."""
 
 
 class Aftermath(Enum):
@@ -93,6 +102,8 @@ class Aftermath(Enum):
     SETTLED = "settled"
     REFUSED = "refused"
     """receive-pack's own report-status refused this ref (``ng``): it updated nothing."""
+    REDIRECTED = "redirected"
+    """A redirect answered the request that carried the pack: receive-pack never got it."""
     MAY_LAND = "may-land"
 
 
@@ -108,11 +119,13 @@ def push_aftermath(run: GitRun | None) -> Aftermath:
     # 4xx refused the request itself (a proxy's 502/504 may leave the backend running).
     if any(line.lstrip().startswith(("! [", "* [", "- [")) for line in run.stderr.splitlines()):
         return Aftermath.SETTLED
+    if not parse_pack_progress(run.stderr).pack_finished:
+        return Aftermath.CUT
+    if _REDIRECT.search(run.stderr):
+        return Aftermath.REDIRECTED
     if _CLIENT_ERROR.search(run.stderr):
         return Aftermath.SETTLED
-    if parse_pack_progress(run.stderr).pack_finished:
-        return Aftermath.MAY_LAND
-    return Aftermath.CUT
+    return Aftermath.MAY_LAND
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -127,6 +140,8 @@ class CleanupResult:
     """Time the clean-up took (polling, delete and verification)."""
     remove_command: str | None
     """For ``leftover``/``unconfirmed``: the command that removes it (URL redacted)."""
+    check_command: str | None = None
+    """For ``unconfirmed``: the command that shows whether it is there (URL redacted)."""
 
 
 class CleanupCancelled(Exception):
@@ -149,6 +164,11 @@ def remove_command(transport: Transport, branch: str, oid: str) -> str:
                        redact_url(transport.url), f":{ref}"])
 
 
+def check_command(transport: Transport, branch: str) -> str:
+    """The ls-remote that shows whether the branch is on the server (URL redacted)."""
+    return shlex.join(["git", "ls-remote", redact_url(transport.url), f"refs/heads/{branch}"])
+
+
 def _alternatives(transport: Transport) -> tuple[Transport, ...]:
     # A broken HTTP version (an HTTP/2 stall) must not strand the branch: try the other.
     if transport.protocol is Protocol.H2:
@@ -156,6 +176,16 @@ def _alternatives(transport: Transport) -> tuple[Transport, ...]:
     if transport.protocol is Protocol.H1:
         return (transport, replace(transport, protocol=Protocol.H2))
     return (transport,)
+
+
+NOTHING_TO_ASK: dict[Aftermath, str] = {
+    Aftermath.NOT_STARTED: "the push never reached the server",
+    Aftermath.REFUSED: "",
+    # receive-pack applies a ref update only once the whole pack arrived and was checked.
+    Aftermath.CUT: "the push never delivered its whole pack",
+    Aftermath.REDIRECTED: "a redirect answered the pack: receive-pack never got it",
+}
+"""Pushes that cannot have created the branch, so the server is not asked: why."""
 
 
 def remove_probe_ref(
@@ -178,16 +208,17 @@ def remove_probe_ref(
     started = clock()
 
     def result(status: RefCleanup, detail: str = "") -> CleanupResult:
-        command = None
+        command = check = None
         if status in (RefCleanup.LEFTOVER, RefCleanup.UNCONFIRMED):
             command = remove_command(transport, branch, oid)
+        if status is RefCleanup.UNCONFIRMED:
+            check = check_command(transport, branch)
         return CleanupResult(status=status, detail=redact_text(detail),
-                             waited_s=clock() - started, remove_command=command)
+                             waited_s=clock() - started, remove_command=command,
+                             check_command=check)
 
-    if aftermath is Aftermath.NOT_STARTED:
-        return result(RefCleanup.NEVER_CREATED, "the push never reached the server")
-    if aftermath is Aftermath.REFUSED:
-        return result(RefCleanup.NEVER_CREATED)
+    if aftermath in NOTHING_TO_ASK:
+        return result(RefCleanup.NEVER_CREATED, NOTHING_TO_ASK[aftermath])
     ref = f"refs/heads/{branch}"
     deadline = started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0)
     transports = _alternatives(transport)
@@ -195,6 +226,8 @@ def remove_probe_ref(
     deleted = False
     # A successful push created the branch: delete at once, the lease guards the rest.
     look_first = aftermath is not Aftermath.CREATED
+    # Known to be there: created by the push, or seen by ls-remote; else unknown.
+    known_present = aftermath is Aftermath.CREATED
     detail = ""
     while True:
         if cancelled():
@@ -209,7 +242,13 @@ def remove_probe_ref(
                 detail = "ls-remote: " + ("timed out" if listing.timed_out
                                           else failure_line(listing.stderr))
                 if failures >= 2 * len(transports) and clock() >= deadline:
-                    return result(RefCleanup.LEFTOVER, f"cannot see the server's refs ({detail})")
+                    if deleted:  # git's delete exited 0: receive-pack took it
+                        return result(RefCleanup.DELETED)
+                    if known_present:
+                        return result(RefCleanup.LEFTOVER, "it was there and the server's "
+                                      f"refs cannot be listed to see it gone ({detail})")
+                    return result(RefCleanup.UNCONFIRMED,
+                                  f"the server's refs cannot be listed ({detail})")
                 sleep(POLL_INTERVAL_S)
                 continue
             on_server = parse_ls_remote(listing.stdout).get(ref)
@@ -231,6 +270,7 @@ def remove_probe_ref(
                 )
             sleep(POLL_INTERVAL_S)
             continue
+        known_present = True
         if on_server != oid:
             return result(RefCleanup.LEFTOVER, f"{ref} points at {on_server[:12]}, "
                           f"not the pushed {oid[:12]}: left alone")

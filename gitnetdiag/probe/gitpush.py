@@ -60,6 +60,7 @@ _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
             "ssl certificate problem", "server certificate verification failed",
             "ssl_connect", "ssl routines", "tls connect error", "certificate verify failed",
             "ssl: no alternative certificate subject name", "gnutls",
+            "problem with the ssl ca cert",
         ),
     ),
     (
@@ -70,6 +71,9 @@ _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
             "terminal prompts disabled", "permission denied, please try again",
         ),
     ),
+    # An answered request: git then also says "the remote end hung up unexpectedly", which
+    # is the consequence of the status, not a reset.
+    (FailureKind.HTTP_STATUS, ("rpc failed; http ", "the requested url returned error: ")),
     # curl 7.8x+ says "Failed to connect to H port P after N ms: Couldn't connect to
     # server" for a refused port and drops the errno text.
     (
@@ -101,6 +105,18 @@ _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
         ("[remote rejected]", "pre-receive hook declined", "! [rejected]", "denied"),
     ),
 )
+
+
+_HTTP_STATUS_RE = re.compile(r"RPC failed; HTTP (\d{3})|returned error: (\d{3})")
+
+
+def http_status_of(stderr: str) -> int | None:
+    """The HTTP status git reported for a failed request (``RPC failed; HTTP 308``,
+    ``The requested URL returned error: 502``), None when it reported none."""
+    match = _HTTP_STATUS_RE.search(stderr)
+    if match is None:
+        return None
+    return int(match.group(1) or match.group(2))
 
 
 def classify_git_stderr(stderr: str) -> FailureKind:

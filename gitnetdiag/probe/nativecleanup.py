@@ -102,8 +102,9 @@ class GitBranchCleanup:
                     reference="probe-ref-leftover",
                 )
             elif result.status is RefCleanup.UNCONFIRMED and warning is None:
-                warning = (f"the native probe's branch on {url}: {result.detail}; if it "
-                           f"appears, remove it with: {result.remove_command}")
+                warning = (f"the native probe's branch on {url} unconfirmed: "
+                           f"{result.detail}; check with: {result.check_command}; if it is "
+                           f"there, remove it with: {result.remove_command}")
         return error, warning
 
 

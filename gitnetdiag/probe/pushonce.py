@@ -55,7 +55,7 @@ from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redac
 from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
-from gitnetdiag.rundir.records import Trace2Phases
+from gitnetdiag.rundir.records import HttpRequestRecord, Trace2Phases
 from gitnetdiag.safefile import replace_file
 
 FATAL_KINDS = frozenset(
@@ -241,11 +241,14 @@ def _record(
     curl_path = run_dir / artifacts.get("curl_trace", "-")
     http_version = alpn = curl_last_info = None
     post_s = None
+    requests: tuple[HttpRequestRecord, ...] = ()
     if protocol.is_http and curl_path.is_file():
         text = redact_curl_trace(curl_path.read_text(errors="replace"))
         replace_file(curl_path, text.encode())
         curl = parse_curl_trace(text)
         http_version, alpn, curl_last_info = curl.http_version, curl.alpn, curl.last_info
+        requests = tuple(HttpRequestRecord(method=r.method, path=r.path, status=r.status,
+                                           server=r.server) for r in curl.requests)
         posts = [r for r in curl.requests if r.method == "POST" and r.response_s is not None]
         if posts and posts[-1].response_s is not None:
             post_s = posts[-1].response_s - posts[-1].sent_s
@@ -299,7 +302,8 @@ def _record(
         state.reporter.warn(f"{branch} is still on {url}; remove it with: "
                             f"{cleanup.remove_command}")
     elif cleanup.status is RefCleanup.UNCONFIRMED:
-        state.warn(f"{branch} on {url}: {cleanup.detail}; if it appears, remove it with: "
+        state.warn(f"{branch} on {url} unconfirmed: {cleanup.detail}; check with: "
+                   f"{cleanup.check_command}; if it is there, remove it with: "
                    f"{cleanup.remove_command}")
     wall_s = exact_wall_s(git_run, phases)
     rate = pack_bytes / wall_s if outcome == "ok" and wall_s > 0 else None
@@ -312,7 +316,9 @@ def _record(
         artifacts={k: v for k, v in artifacts.items() if (run_dir / v).exists()},
         cleanup=cleanup.status.value, cleanup_detail=cleanup.detail,
         cleanup_s=cleanup.waited_s, cleanup_command=cleanup.remove_command,
-        pack_objects=progress.objects, pack_written_bytes=progress.written_bytes,
+        cleanup_check_command=cleanup.check_command, pack_objects=progress.objects,
+        pack_written_bytes=progress.written_bytes,
+        http_requests=requests,
     )
 
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -157,6 +157,8 @@ class CurlRequest:
     """Seconds from the first trace line to the response's status line."""
     http_version: str | None
     """Protocol of the response (``HTTP/2``, ``HTTP/1.1``) or of the request."""
+    server: str | None = None
+    """The final response's ``server`` header, None when it had none."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,6 +178,7 @@ class CurlTraceSummary:
 _CURL_LINE = re.compile(r"^(\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\s+\S+\s+(.*)$")
 _REQUEST_LINE = re.compile(r"^=> Send header: ([A-Z]+) (\S+) (HTTP/[\d.]+)\s*$")
 _STATUS_LINE = re.compile(r"^<= Recv header: (HTTP/[\d.]+) (\d{3})")
+_SERVER_LINE = re.compile(r"^<= Recv header: server:\s*(.*?)\s*$", re.IGNORECASE)
 
 
 def _normalise_version(version: str) -> str:
@@ -228,6 +231,10 @@ def parse_curl_trace(text: str) -> CurlTraceSummary:
                     method=last.method, path=last.path, sent_s=last.sent_s, status=int(code),
                     response_s=rel_s, http_version=_normalise_version(version),
                 )
+            continue
+        server = _SERVER_LINE.match(body)
+        if server is not None and requests and requests[-1].status is not None:
+            requests[-1] = replace(requests[-1], server=server.group(1) or None)
     http_version: str | None = None
     posts = [r for r in requests if r.method == "POST" and r.path.endswith("git-receive-pack")]
     chosen = posts[-1] if posts else (requests[-1] if requests else None)

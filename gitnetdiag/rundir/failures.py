@@ -30,6 +30,9 @@ class FailureKind(StrEnum):
     """Authentication failed (HTTP 401/403, SSH key refused)."""
     HOST_KEY = "host-key"
     """The SSH host key could not be verified."""
+    HTTP_STATUS = "http-status"
+    """The server (or an edge in front of it) answered a request with an error status or a
+    redirect git does not follow (``RPC failed; HTTP 308``); 401/403 are ``auth``."""
     REJECTED = "rejected"
     """The server refused the ref update (hook, permissions)."""
     INTERRUPTED = "interrupted"
@@ -59,6 +62,11 @@ FAILURE_HINTS: dict[FailureKind, tuple[str, str]] = {
     ),
     FailureKind.RESET: ("connection-reset", "a firewall or proxy closed the connection"),
     FailureKind.TIMEOUT: ("network-timeout", "the path drops packets or the server is down"),
+    FailureKind.HTTP_STATUS: (
+        "http-status",
+        "an HTTP server on the way answered with that status: see which request got it "
+        "in the push's curl trace (<protocol>-<n>.curl.txt)",
+    ),
     FailureKind.REJECTED: (
         "push-rejected", "the server refused the throwaway branch; allow gitnetdiag/probe-*"
     ),

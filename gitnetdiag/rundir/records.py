@@ -197,6 +197,20 @@ class RepoInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
+class HttpRequestRecord:
+    """One HTTP request of a git push, as git's curl trace shows it."""
+
+    method: str
+    """``GET`` or ``POST``."""
+    path: str
+    """Request path, query removed."""
+    status: int | None
+    """Final response status (after any ``100 Continue``); None when none arrived."""
+    server: str | None = None
+    """The response's ``server`` header; None when it sent none."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class PushRecord:
     """One push of the throwaway branch and its clean-up."""
 
@@ -244,7 +258,8 @@ class PushRecord:
     """What became of the branch: ``deleted`` (deleted under a lease on the pushed object,
     verified gone), ``never-created`` (verified absent, and the push can no longer create
     it), ``leftover`` (still on the server: ``cleanup_command`` removes it), ``unconfirmed``
-    (absent when the wait ran out, but an unanswered push may still land), ``not-run``."""
+    (not known: absent when the wait ran out while an unanswered push may still land, or the
+    refs could not be listed; ``cleanup_check_command`` checks), ``not-run``."""
     cleanup_detail: str = ""
     """Why, for anything but a plain ``deleted``/``never-created`` (URLs redacted)."""
     cleanup_s: float | None = None
@@ -252,6 +267,8 @@ class PushRecord:
     cleanup_command: str | None = None
     """For ``leftover``/``unconfirmed``: the exact command that removes the branch
     (URL redacted)."""
+    cleanup_check_command: str | None = None
+    """For ``unconfirmed``: the command that shows whether the branch is on the server."""
     pack_objects: int | None = None
     """Objects git said it sent (``Total N``); None when the pack was not finished."""
     pack_written_bytes: int | None = None
@@ -266,6 +283,9 @@ class PushRecord:
     stopped: str | None = None
     """Why the monitor ended the push: ``stable`` (rate stable), ``budget`` (time budget
     spent), ``stall`` (no progress); None when git ended by itself."""
+    http_requests: tuple[HttpRequestRecord, ...] = ()
+    """The push's HTTP requests in order, with their statuses (HTTP pushes with a curl
+    trace; empty otherwise and in runs recorded before it was added)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -27,6 +27,7 @@ from gitnetdiag.diagnosis.culprits import (
     h2,
     mtu,
     path,
+    pool,
     server,
     ssh,
     storage,
@@ -91,6 +92,11 @@ CULPRITS: tuple[Culprit, ...] = (
         id="edge-request-buffering",
         title="Edge buffers the request body",
         detect=edge.edge_request_buffering,
+    ),
+    Culprit(
+        id="edge-backend-errors",
+        title="Edge pool member answers errors",
+        detect=pool.edge_backend_errors,
     ),
 )
 """The catalogue, in DESIGN.md order; ids are stable (JSON and tests use them)."""

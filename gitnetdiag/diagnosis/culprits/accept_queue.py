@@ -24,7 +24,9 @@ from gitnetdiag.diagnosis.measures import (
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
+    ConfigFinding,
     Observations,
+    ProtocolObservation,
 )
 from gitnetdiag.diagnosis.units import fmt_s
 
@@ -205,16 +207,53 @@ def syn_drop(obs: Observations) -> Hit | None:
     )
 
 
+_REFUSED_PORT = re.compile(r"\bport (\d+)\b")
+
+
+def _filtered_refusals(obs: Observations, p: ProtocolObservation) -> list[Evidence]:
+    """Why a refused push points at a filter, when it does. A closed port (nothing
+    listening) refuses too, so a refusal alone is no evidence: it counts when the server
+    has a listener on the refused port (``ss -ltn``), or when the refusal came back sooner
+    than one round trip to the server (a hop before it answered)."""
+    refused = [push for push in failed_pushes(p) if push.error_kind == "refused"]
+    listening = {x.port: x.process for x in (obs.host.listeners if obs.host else ())}
+    rtt = rtt_s(obs)
+    for push in refused:
+        source = "pushes: " + (push.error_message or "refused")
+        port = _REFUSED_PORT.search(push.error_message)
+        if port is not None and int(port.group(1)) in listening:
+            number = int(port.group(1))
+            return [Evidence(what=f"listener on the refused port {number} "
+                             f"({listening[number] or '?'})", text="listening",
+                             source="host ss -ltn")]
+        if rtt is not None and push.duration_s < rtt:
+            return [Evidence(what="refused push: git's whole run, refusal included",
+                             value=push.duration_s, unit="s", threshold=rtt, comparison="<",
+                             basis="one round trip to the server", source=source)]
+    return []
+
+
+def _filter_rules(obs: Observations) -> list[ConfigFinding]:
+    return [
+        c
+        for c in (obs.host.config_findings if obs.host else ())
+        if re.search(r"REJECT|DROP|tcp-reset|deny", c.value, re.IGNORECASE)
+    ]
+
+
 def firewall_reset(obs: Observations) -> Hit | None:
-    kinds = {"reset", "refused"}
+    # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
     evidence: list[Evidence] = []
     worst_cost = 0.0
     worst_protocol: str | None = None
     summary_bits = []
+    rules = _filter_rules(obs)
     for name in PROTOCOL_ORDER:
         p = obs.protocols.get(name)
         if p is None:
             continue
+        early = _filtered_refusals(obs, p)
+        kinds = {"reset", "refused"} if rules or early else {"reset"}
         c = p.capture
         if c is not None and c.resets_from_server == 0:
             # The capture saw every segment of these pushes and no RST came from the
@@ -226,6 +265,7 @@ def firewall_reset(obs: Observations) -> Hit | None:
             continue
         if cost > worst_cost:
             worst_cost, worst_protocol = cost, name
+        evidence += early[:1]
         first = next(f for f in failed_pushes(p) if (f.error_kind or "other") in kinds)
         evidence.append(
             above_zero(
@@ -274,11 +314,6 @@ def firewall_reset(obs: Observations) -> Hit | None:
         )
     if not summary_bits:
         return None
-    rules = [
-        c
-        for c in (obs.host.config_findings if obs.host else ())
-        if re.search(r"REJECT|DROP|tcp-reset|deny", c.value, re.IGNORECASE)
-    ]
     score = 0.45 if any(e.what.endswith("pushes reset or refused") for e in evidence) else 0.35
     if any("RST" in e.what for e in evidence):
         score += 0.15

@@ -79,5 +79,6 @@ FITTED: dict[str, Calibration] = {
 
 HAND_WEIGHTED: dict[str, str] = {
     "path-latency": "no lab fault in the matrix produces it",
+    "edge-backend-errors": "no lab fault in the matrix produces it",
 }
 """Culprit id -> why it keeps its hand-set weights."""

@@ -11,6 +11,7 @@ from tests.diagnosis.culprits import (
     test_h2,
     test_mtu,
     test_path,
+    test_pool,
     test_server,
     test_ssh,
     test_storage,
@@ -28,6 +29,7 @@ FAMILIES = (
     test_client,
     test_storage,
     test_edge,
+    test_pool,
 )
 CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.CASES.items()}
 
@@ -35,7 +37,7 @@ CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.
 def test_every_catalogue_id_has_a_case() -> None:
     """The crafted cases cover the whole catalogue, and ids are unique."""
     ids = [c.id for c in CULPRITS]
-    assert len(ids) == len(set(ids)) == 19
+    assert len(ids) == len(set(ids)) == 20
     assert set(CASES) == set(ids)
 
 
