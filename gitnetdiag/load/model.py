@@ -59,7 +59,7 @@ class OpRecord:
     """Failure kind (``timeout``, ``hung``, ``reset``, ``refused``, ``auth``, ``tls``,
     ``server-error``, ...), None on success."""
     message: str = ""
-    """git's last stderr line on failure (URLs redacted)."""
+    """git's whole error message on failure, on one line (URLs and secrets redacted)."""
     bytes_moved: int = 0
     """Bytes of pack data received (clone, fetch), sent (push) or ref listing (ls-remote)."""
     target: int = 0
@@ -156,6 +156,25 @@ def _error_groups(items: Any) -> tuple[ErrorGroup, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ListenerSample:
+    """The server's listening socket on the loaded port over one step (``ss -ltn``)."""
+
+    port: int
+    """The port the remotes connect to."""
+    backlog: int
+    """Configured listen backlog (Send-Q of the LISTEN socket, capped by somaxconn)."""
+    accept_queue_max: int
+    """Largest accept queue (Recv-Q) seen in the samples taken while the step ran."""
+    samples: int = 1
+    """How many ``ss`` samples the maximum is taken over."""
+    process: str = ""
+    """Owning process (``git-daemon``), empty when not visible."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
 class StepResult:
     """One step of the ramp: a fixed concurrency for a fixed time."""
 
@@ -191,6 +210,13 @@ class StepResult:
     """True when Ctrl-C cut the step short."""
     by_target: tuple[TargetStep, ...] = ()
     """The step's operations and errors per remote, in the order of the report's targets."""
+    slow_ops: int = 0
+    """Successful operations at least :data:`gitnetdiag.load.stats.RTO_STEP_S` slower than
+    the step's median: the step a retransmitted SYN (1 s initial timeout) leaves in the
+    latency."""
+    listener: ListenerSample | None = None
+    """The server's listener on the loaded port (``--host-netns``/``--host-local``), None
+    when not read."""
 
     @property
     def error_ratio(self) -> float:
@@ -211,6 +237,8 @@ class StepResult:
         }
         fields["errors"] = _error_groups(fields.get("errors", ()))
         fields["by_target"] = tuple(TargetStep.from_dict(t) for t in fields.get("by_target", ()))
+        if fields.get("listener") is not None:
+            fields["listener"] = ListenerSample(**fields["listener"])
         return cls(**fields)
 
 

@@ -26,10 +26,18 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.load.hostcounters import CounterSource
-from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
+from gitnetdiag.load.model import ListenerSample, LoadReport, OpRecord, StepResult
 from gitnetdiag.load.operations import InFlight, OpOutcome, Workspace
-from gitnetdiag.load.stats import MixPicker, TargetPicker, counter_deltas, summarize_step
+from gitnetdiag.load.stats import (
+    MixPicker,
+    TargetPicker,
+    counter_deltas,
+    listener_sample,
+    summarize_step,
+    target_port,
+)
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S, interrupts_deferred
 from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.proc import sigterm_interrupts
@@ -196,6 +204,36 @@ def _slot(
         stop.set()
 
 
+class _ListenerWatch:
+    """``ss`` samples of the server's listener on the loaded port while a step runs (backlog
+    and accept queue); after a failed read it warns once and samples no more."""
+
+    def __init__(self, source: CounterSource | None, port: int | None,
+                 reporter: LoadReporter) -> None:
+        self.source = source if port is not None else None
+        self.port = port
+        self.reporter = reporter
+        self.samples: list[list[ListenerInfo]] = []
+
+    def begin(self) -> None:
+        self.samples = []
+        self.sample()
+
+    def sample(self) -> None:
+        if self.source is None:
+            return
+        try:
+            self.samples.append(self.source.listeners())
+        except GitnetdiagError as exc:
+            self.reporter.warn(f"server listeners (ss -ltn): {exc.message}")
+            self.source = None
+
+    def result(self) -> ListenerSample | None:
+        if self.port is None or not self.samples:
+            return None
+        return listener_sample(self.samples, self.port)
+
+
 def _status(step: _Step, steps: int, concurrency: int, began: float, duration_s: float
             ) -> LiveStatus:
     with step.lock:
@@ -261,6 +299,8 @@ def _run_load(
     steps: list[StepResult] = []
     records: list[OpRecord] = []
     interrupted = False
+    ports = {target_port(t.url) for t in options.transports}
+    watch = _ListenerWatch(options.counters, ports.pop() if len(ports) == 1 else None, reporter)
     try:
         for transport in options.transports:
             runners.append(make(transport, inflight))
@@ -271,6 +311,7 @@ def _run_load(
             if stop.is_set():
                 break
             before = options.counters.snapshot() if options.counters else None
+            watch.begin()
             began = time.monotonic()
             step = _Step(index, began + options.step_duration_s, run_start)
             threads = [
@@ -284,6 +325,7 @@ def _run_load(
             try:
                 while any(t.is_alive() for t in threads):
                     time.sleep(TICK_S)
+                    watch.sample()
                     reporter.tick(_status(step, len(options.concurrency), concurrency, began,
                                           options.step_duration_s))
             except KeyboardInterrupt:
@@ -308,6 +350,7 @@ def _run_load(
             result = summarize_step(
                 step.records, index=index, concurrency=concurrency, elapsed_s=end - began,
                 host_deltas=deltas, interrupted=interrupted or stop.is_set(), targets=urls,
+                listener=watch.result(),
             )
             steps.append(result)
             records.extend(step.records)
