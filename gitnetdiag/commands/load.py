@@ -236,8 +236,9 @@ def load_command(
     no_live: bool = typer.Option(False, "--no-live", help="No live display."),
     then_diagnose: bool = typer.Option(
         False, "--diagnose",
-        help="Also rank the culprits the run shows (accept queue, SYN drops) from its failures "
-        "and the server's counter deltas."),
+        help="Also rank the connection culprits the run shows (accept queue, SYN drops, resets, "
+        "sshd MaxStartups) from its failures and latency per step and the server's counters "
+        "and listener; saved as report.json/md/html with --out."),
 ) -> None:
     """Capacity test: clones, fetches, pushes and ls-remotes at rising concurrency.
 
