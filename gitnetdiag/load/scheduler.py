@@ -204,31 +204,45 @@ def _slot(
         stop.set()
 
 
-class _ListenerWatch:
-    """``ss`` samples of the server's listener on the loaded port while a step runs (backlog
-    and accept queue); after a failed read it warns once and samples no more."""
+class _ServerWatch:
+    """The server's side of each step: counter snapshots before and after it, and ``ss``
+    samples of its listener on the loaded port while it runs (backlog, accept queue). A
+    failed read warns; after a failed listener read no more samples are taken."""
 
     def __init__(self, source: CounterSource | None, port: int | None,
                  reporter: LoadReporter) -> None:
-        self.source = source if port is not None else None
+        self.source = source
+        self.listener_source = source if port is not None else None
         self.port = port
         self.reporter = reporter
+        self.before: dict[str, int] | None = None
         self.samples: list[list[ListenerInfo]] = []
 
     def begin(self) -> None:
+        self.before = self.source.snapshot() if self.source is not None else None
         self.samples = []
         self.sample()
 
     def sample(self) -> None:
-        if self.source is None:
+        if self.listener_source is None:
             return
         try:
-            self.samples.append(self.source.listeners())
+            self.samples.append(self.listener_source.listeners())
         except GitnetdiagError as exc:
             self.reporter.warn(f"server listeners (ss -ltn): {exc.message}")
-            self.source = None
+            self.listener_source = None
 
-    def result(self) -> ListenerSample | None:
+    def deltas(self, index: int) -> dict[str, int] | None:
+        """The counters' change over the step, None when they could not be read."""
+        if self.source is None or self.before is None:
+            return None
+        try:
+            return counter_deltas(self.before, self.source.snapshot())
+        except GitnetdiagError as exc:
+            self.reporter.warn(f"host counters after step {index}: {exc.message}")
+            return None
+
+    def listener(self) -> ListenerSample | None:
         if self.port is None or not self.samples:
             return None
         return listener_sample(self.samples, self.port)
@@ -300,7 +314,7 @@ def _run_load(
     records: list[OpRecord] = []
     interrupted = False
     ports = {target_port(t.url) for t in options.transports}
-    watch = _ListenerWatch(options.counters, ports.pop() if len(ports) == 1 else None, reporter)
+    watch = _ServerWatch(options.counters, ports.pop() if len(ports) == 1 else None, reporter)
     try:
         for transport in options.transports:
             runners.append(make(transport, inflight))
@@ -310,7 +324,6 @@ def _run_load(
         for index, concurrency in enumerate(options.concurrency):
             if stop.is_set():
                 break
-            before = options.counters.snapshot() if options.counters else None
             watch.begin()
             began = time.monotonic()
             step = _Step(index, began + options.step_duration_s, run_start)
@@ -340,17 +353,11 @@ def _run_load(
                     interrupted = True
                 else:
                     raise error
-            deltas = None
-            if options.counters and before is not None:
-                try:
-                    deltas = counter_deltas(before, options.counters.snapshot())
-                except GitnetdiagError as exc:
-                    reporter.warn(f"host counters after step {index}: {exc.message}")
             end = max(step.last_end, step.deadline) if not interrupted else time.monotonic()
             result = summarize_step(
                 step.records, index=index, concurrency=concurrency, elapsed_s=end - began,
-                host_deltas=deltas, interrupted=interrupted or stop.is_set(), targets=urls,
-                listener=watch.result(),
+                host_deltas=watch.deltas(index), interrupted=interrupted or stop.is_set(),
+                targets=urls, listener=watch.listener(),
             )
             steps.append(result)
             records.extend(step.records)
