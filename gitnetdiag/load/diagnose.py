@@ -13,9 +13,11 @@ retransmission shows as the step it leaves in the latency: operations at least
 one initial SYN timeout slower than their step's median (``slow_ops``).
 
 A culprit ranks when it is confident enough (:data:`MIN_SCORE`) and cost at
-least one operation. A run whose operations failed, or whose server counted
-dropped connections, is never ``healthy``: with nothing ranked it is
-``inconclusive`` and says what is unexplained.
+least one operation (the backlog also when the server counted overflows during
+the load: those were the load's connections, retried in time). A run whose
+operations failed, or whose server counted dropped connections, is never
+``healthy``: with nothing ranked it is ``inconclusive`` and says what is
+unexplained.
 """
 
 from __future__ import annotations
@@ -159,11 +161,17 @@ def _affected(step: StepResult, culprit: str) -> tuple[int, int]:
 
 
 def step_cost(report: LoadReport, culprit: str) -> StepCost | None:
-    """The culprit's cost at the first step with operations it accounts for, or None."""
+    """The culprit's cost at the first step with operations it accounts for; for the backlog,
+    failing that, the first step where the server counted overflowed or dropped connections
+    (each one of the load's, retried in time); None when neither."""
     for step in report.steps:
         lost, delayed = _affected(step, culprit)
         if lost or delayed:
             return StepCost(step=step, lost=lost, delayed=delayed)
+    if culprit == "listen-backlog-overflow":
+        for step in report.steps:
+            if step.host_deltas.get("ListenOverflows") or step.host_deltas.get("ListenDrops"):
+                return StepCost(step=step, lost=0, delayed=0)
     return None
 
 

@@ -91,10 +91,16 @@ def test_failures_nothing_explains_make_the_run_inconclusive() -> None:
     assert diagnosis.verdict == "inconclusive" and not diagnosis.findings
     assert diagnosis.measurement_failures[0].reference == "load-failures-unexplained"
     assert "2 of 52 clones failed (other 2)" in diagnosis.measurement_failures[0].message
-    # Counters that moved with no operation lost are not healthy either.
-    moved = diagnose_load(_report([(8, [_rec(0.03)] * 50, {"ListenOverflows": 7}, None)]))
-    assert moved.verdict == "inconclusive"
-    assert moved.measurement_failures[0].reference == "server-dropped-connections"
+    # Counters that moved with no operation lost are not healthy either: the backlog ranks
+    # at the step they moved, at no cost, or (no culprit) the run is inconclusive.
+    moved = diagnose_load(_report([(1, [_rec(0.03)] * 50, {}, None),
+                                   (8, [_rec(0.03)] * 50, {"ListenOverflows": 7}, None)]))
+    assert [f.id for f in moved.findings] == ["listen-backlog-overflow"]
+    assert moved.findings[0].cost_s == 0 and "From concurrency 8 (step 2)" in (
+        moved.findings[0].summary)
+    cookies = diagnose_load(_report([(8, [_rec(0.03)] * 50, {"SyncookiesSent": 7}, None)]))
+    assert cookies.verdict == "inconclusive" and not cookies.findings
+    assert cookies.measurement_failures[0].reference == "server-dropped-connections"
 
 
 def test_healthy_load_ranks_nothing_and_speaks_of_its_operations() -> None:
