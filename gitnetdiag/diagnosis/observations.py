@@ -337,9 +337,6 @@ class BurstResult:
     """SYN-ACKs retransmitted by the server."""
     resets: int = 0
     """RSTs seen on the burst's connections."""
-    slow_ops: int = 0
-    """Operations (a load step's) at least one initial SYN timeout slower than their median:
-    the step a retransmitted SYN leaves in the latency when connect times are not measured."""
 
     @property
     def failed(self) -> int:

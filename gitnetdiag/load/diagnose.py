@@ -8,9 +8,11 @@
              ──> Diagnosis: ranked, verdict and headline in the load's words
 
 The detectors decide *whether* a culprit fired and what fixes it; this module
-says what it cost the load. A load measures no connect times, so a SYN
-retransmission shows as the step it leaves in the latency: operations at least
-one initial SYN timeout slower than their step's median (``slow_ops``).
+says what it cost the load. A load measures no connect times: its own kernel's
+SYN retransmissions per step (``TCPSynRetrans`` of its namespace) are the
+bursts' SYN retransmissions, and the operations they delayed are those at least
+one initial SYN timeout slower than their step's median (``slow_ops``), counted
+only in a step where SYNs were retransmitted.
 
 A culprit ranks when it is confident enough (:data:`MIN_SCORE`) and cost at
 least one operation (the backlog also when the server counted overflows during
@@ -93,7 +95,8 @@ def _burst(report: LoadReport, step: StepResult, port: int | None) -> BurstResul
     return BurstResult(
         protocol=report.protocol,  # type: ignore[arg-type]
         concurrency=step.concurrency, ok=step.ok, port=port, failed_by_kind=dict(failed),
-        duration_p50_s=step.latency.p50_s if step.latency else None, slow_ops=step.slow_ops,
+        duration_p50_s=step.latency.p50_s if step.latency else None,
+        syn_retransmissions=step.client_deltas.get("TCPSynRetrans", 0),
     )
 
 
@@ -155,9 +158,13 @@ class StepCost:
 
 
 def _affected(step: StepResult, culprit: str) -> tuple[int, int]:
+    """Operations the culprit cost a step: failed, and late by a SYN timeout (counted only
+    when the load's kernel retransmitted SYNs in that step: a busy server's slow tail is no
+    dropped SYN)."""
     kinds = _EXPLAINS.get(culprit)
     lost = sum(g.count for g in step.errors if kinds is None or g.kind in kinds)
-    return lost, step.slow_ops if culprit in _DELAYS else 0
+    syn = culprit in _DELAYS and step.client_deltas.get("TCPSynRetrans", 0) > 0
+    return lost, step.slow_ops if syn else 0
 
 
 def step_cost(report: LoadReport, culprit: str) -> StepCost | None:
@@ -189,6 +196,10 @@ def _step_evidence(report: LoadReport, step: StepResult, culprit: str) -> list[E
         items.append(Evidence(what=f"failed {noun}", value=lost, of=step.ops, unit="count",
                               text=kinds, threshold=0, comparison=">", source=where))
     if delayed:
+        items.append(Evidence(what="SYN retransmissions by the load's kernel",
+                              value=step.client_deltas["TCPSynRetrans"], unit="count",
+                              threshold=0, comparison=">",
+                              source=f"client netstat TCPSynRetrans delta over {where}"))
         items.append(Evidence(what=f"{noun} one SYN timeout slower than the median",
                               value=delayed, of=step.ok, unit="count", threshold=0,
                               comparison=">", source=where))

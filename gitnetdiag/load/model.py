@@ -23,6 +23,9 @@ HOST_COUNTERS_SHOWN = (
     "TCPTimeouts",
 )
 """Kernel counters the step table shows first (all non-zero deltas are kept)."""
+CLIENT_COUNTERS = ("TCPSynRetrans",)
+"""Counters of the load generator's own namespace kept per step: a SYN retransmitted (the
+connect waited an initial SYN timeout, 1 s) is what a dropped SYN costs a client."""
 
 
 class Operation(StrEnum):
@@ -217,6 +220,9 @@ class StepResult:
     listener: ListenerSample | None = None
     """The server's listener on the loaded port (``--host-netns``/``--host-local``), None
     when not read."""
+    client_deltas: dict[str, int] = field(default_factory=dict)
+    """Non-zero deltas of :data:`CLIENT_COUNTERS` in the load's own network namespace over
+    the step (``TCPSynRetrans``: SYNs its kernel retransmitted), empty when not read."""
 
     @property
     def error_ratio(self) -> float:

@@ -27,8 +27,14 @@ from typing import Any, Protocol
 
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.host.listeners import ListenerInfo
-from gitnetdiag.load.hostcounters import CounterSource
-from gitnetdiag.load.model import ListenerSample, LoadReport, OpRecord, StepResult
+from gitnetdiag.load.hostcounters import CounterSource, LocalNetstat
+from gitnetdiag.load.model import (
+    CLIENT_COUNTERS,
+    ListenerSample,
+    LoadReport,
+    OpRecord,
+    StepResult,
+)
 from gitnetdiag.load.operations import InFlight, OpOutcome, Workspace
 from gitnetdiag.load.stats import (
     MixPicker,
@@ -78,6 +84,8 @@ class LoadOptions:
     """Further remotes of the same protocol; operations are spread over all of them."""
     cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
     """How long a push's clean-up waits for a server still applying it (a slow hook)."""
+    client_counters: CounterSource | None = field(default_factory=LocalNetstat)
+    """This process's own namespace's counters (its SYN retransmissions), None: not read."""
 
     @property
     def transports(self) -> tuple[Transport, ...]:
@@ -210,18 +218,39 @@ class _ServerWatch:
     failed read warns; after a failed listener read no more samples are taken."""
 
     def __init__(self, source: CounterSource | None, port: int | None,
-                 reporter: LoadReporter) -> None:
+                 reporter: LoadReporter, client: CounterSource | None) -> None:
         self.source = source
         self.listener_source = source if port is not None else None
         self.port = port
         self.reporter = reporter
+        self.client = client
         self.before: dict[str, int] | None = None
+        self.client_before: dict[str, int] | None = None
         self.samples: list[list[ListenerInfo]] = []
 
     def begin(self) -> None:
         self.before = self.source.snapshot() if self.source is not None else None
+        self.client_before = self._client_snapshot()
         self.samples = []
         self.sample()
+
+    def _client_snapshot(self) -> dict[str, int] | None:
+        if self.client is None:
+            return None
+        try:
+            return self.client.snapshot()
+        except GitnetdiagError as exc:
+            self.reporter.warn(f"this machine's counters (SYN retransmissions): {exc.message}")
+            self.client = None
+            return None
+
+    def client_deltas(self) -> dict[str, int]:
+        """The load's own SYN retransmissions over the step (empty when not read)."""
+        before, after = self.client_before, self._client_snapshot()
+        if before is None or after is None:
+            return {}
+        moved = counter_deltas(before, after)
+        return {k: moved[k] for k in CLIENT_COUNTERS if moved.get(k)}
 
     def sample(self) -> None:
         if self.listener_source is None:
@@ -314,7 +343,8 @@ def _run_load(
     records: list[OpRecord] = []
     interrupted = False
     ports = {target_port(t.url) for t in options.transports}
-    watch = _ServerWatch(options.counters, ports.pop() if len(ports) == 1 else None, reporter)
+    watch = _ServerWatch(options.counters, ports.pop() if len(ports) == 1 else None, reporter,
+                         options.client_counters)
     try:
         for transport in options.transports:
             runners.append(make(transport, inflight))
@@ -357,7 +387,7 @@ def _run_load(
             result = summarize_step(
                 step.records, index=index, concurrency=concurrency, elapsed_s=end - began,
                 host_deltas=watch.deltas(index), interrupted=interrupted or stop.is_set(),
-                targets=urls, listener=watch.listener(),
+                targets=urls, listener=watch.listener(), client_deltas=watch.client_deltas(),
             )
             steps.append(result)
             records.extend(step.records)

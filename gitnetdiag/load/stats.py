@@ -279,6 +279,7 @@ def summarize_step(
     interrupted: bool = False,
     targets: Sequence[str] = (),
     listener: ListenerSample | None = None,
+    client_deltas: dict[str, int] | None = None,
 ) -> StepResult:
     """The step record of a step's finished operations; with ``targets`` (the redacted
     remotes) also their breakdown per remote."""
@@ -311,6 +312,7 @@ def summarize_step(
         by_target=tuple(_target_step(records, i, url) for i, url in enumerate(targets)),
         slow_ops=sum(slow_ops(values) for values in by_op.values()),
         listener=listener,
+        client_deltas=dict(client_deltas or {}),
     )
 
 

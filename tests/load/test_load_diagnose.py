@@ -27,15 +27,17 @@ def _rec(wall_s: float, ok: bool = True, kind: str | None = None, step: int = 0,
 
 def _report(steps: list[tuple[int, list[OpRecord], dict[str, int], int | None]], *,
             ops: tuple[str, ...] = ("clone",), url: str = GIT_URL,
-            counters_read: bool = True) -> LoadReport:
-    """A 6 s-per-step report; each step: concurrency, records, counter deltas, backlog."""
+            counters_read: bool = True, syn: dict[int, int] | None = None) -> LoadReport:
+    """A 6 s-per-step report; each step: concurrency, records, counter deltas, backlog;
+    ``syn``: the load's own SYN retransmissions by step index."""
     results = []
     for index, (concurrency, records, deltas, backlog) in enumerate(steps):
         listener = (ListenerSample(port=9418, backlog=backlog, accept_queue_max=backlog + 1,
                                    samples=24, process="git-daemon")
                     if backlog is not None else None)
         results.append(summarize_step(records, index=index, concurrency=concurrency,
-                                      elapsed_s=6.0, host_deltas=deltas, listener=listener))
+                                      elapsed_s=6.0, host_deltas=deltas, listener=listener,
+                                      client_deltas={"TCPSynRetrans": (syn or {}).get(index, 0)}))
     return LoadReport(
         target=url, targets=(url,), protocol="git" if url.startswith("git:") else "ssh",
         ops=ops, mix=(1,) * len(ops), step_duration_s=6.0, timeout_s=300.0,
@@ -53,7 +55,7 @@ def _overflowing(failed: int, overflows: int) -> LoadReport:
                 "SyncookiesSent": 200, "TCPReqQFullDoCookies": 200}
     return _report([(1, [_rec(0.03)] * 100, {}, 5), (8, fast, {}, 5),
                     (32, fast + tail[:5], {"ListenOverflows": 3, "ListenDrops": 3}, 5),
-                    (64, fast + tail + failures, counters, 5)])
+                    (64, fast + tail + failures, counters, 5)], syn={2: 5, 3: 41})
 
 
 def test_overflowing_backlog_ranks_first_with_counters_and_backlog() -> None:
@@ -116,9 +118,13 @@ def test_healthy_load_ranks_nothing_and_speaks_of_its_operations() -> None:
 def test_syn_timeouts_with_a_clean_server_are_syn_drops() -> None:
     """Clones a SYN timeout late while the server counted no overflow: lost on the path."""
     records = [_rec(0.03)] * 300 + [_rec(1.1)] * 20
-    diagnosis = diagnose_load(_report([(1, [_rec(0.03)] * 50, {}, 1024), (32, records, {}, 1024)]))
+    steps = [(1, [_rec(0.03)] * 50, {}, 1024), (32, records, {}, 1024)]
+    diagnosis = diagnose_load(_report(steps, syn={1: 22}))
     assert [f.id for f in diagnosis.findings] == ["syn-drop"]
     assert "20 waited a SYN timeout" in diagnosis.findings[0].summary
+    # The same slow tail with no SYN retransmitted is a busy server, not a dropped SYN.
+    busy = diagnose_load(_report(steps))
+    assert busy.verdict == "healthy" and not busy.findings
 
 
 def test_refused_connections_rank_maxstartups_over_ssh_and_a_filter_elsewhere() -> None:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from gitnetdiag.lab.state import LabState
+from gitnetdiag.load.diagnose import DROP_COUNTERS
 from gitnetdiag.load.model import LoadReport
 from tests.conftest import LabFactory
 from tests.labutil import in_client
@@ -98,13 +99,15 @@ def test_concurrent_clones_against_git_daemon_rank_its_backlog_first(
     printed, saved = _issue_22_load(lab, tmp_path / "run")
     report = LoadReport.from_dict(json.loads((tmp_path / "run" / "load.json").read_text()))
     assert [s.concurrency for s in report.steps] == [1, 8, 32, 64]
-    assert sum(s.host_deltas.get("ListenOverflows", 0) for s in report.steps) > 0
+    # The overflow shows in the accept-queue counters or, with SYN cookies, the SYN-queue ones
+    # (one run of three by hand: ListenOverflows 0, SyncookiesSent +1).
+    assert sum(s.host_deltas.get(k, 0) for s in report.steps for k in DROP_COUNTERS) > 0
     assert report.steps[-1].listener is not None and report.steps[-1].listener.backlog == 5
     assert saved["verdict"] == "degraded", saved["headline"]
     top = saved["culprits"][0]
     assert top["id"] == "listen-backlog-overflow", [c["id"] for c in saved["culprits"]]
     whats = {e["what"]: e for e in top["evidence"]}
-    assert whats["kernel counter ListenOverflows (delta over the run)"]["value"] > 0
+    assert any(w.startswith("kernel counter ") and e["value"] > 0 for w, e in whats.items())
     assert next(e for w, e in whats.items() if w.startswith("listen backlog of port 9418"))[
         "value"] == 5
     assert "#1 listen-backlog-overflow" in printed and "verdict: DEGRADED" in printed

@@ -230,6 +230,22 @@ class FakeServer:
                 ListenerInfo(address="0.0.0.0", port=22, backlog=128)]
 
 
+class FakeClient:
+    """The load's own namespace: two more SYNs retransmitted at each snapshot."""
+
+    description = "fake client"
+
+    def __init__(self) -> None:
+        self.syn = 0
+
+    def snapshot(self) -> dict[str, int]:
+        self.syn += 1
+        return {"TCPSynRetrans": 2 * self.syn, "TCPTimeouts": self.syn}
+
+    def listeners(self) -> list[ListenerInfo]:
+        return []
+
+
 def test_steps_keep_the_server_counters_and_its_listener_on_the_loaded_port() -> None:
     warnings: list[str] = []
 
@@ -240,7 +256,7 @@ def test_steps_keep_the_server_counters_and_its_listener_on_the_loaded_port() ->
     transport = Transport(protocol=Protocol.GIT, url="git://198.18.2.2/small.git")
     outcome = run_load(LoadOptions(transport=transport, ops=("clone",), mix=(1,),
                                    concurrency=(2, 2), step_duration_s=0.3, timeout_s=5.0,
-                                   counters=FakeServer()),
+                                   counters=FakeServer(), client_counters=FakeClient()),
                        Reporter(), runner_factory=lambda t, _: FakeRunner(t))
     first, second = outcome.report.steps
     assert first.host_deltas == {"ListenOverflows": 3} == second.host_deltas
@@ -248,4 +264,5 @@ def test_steps_keep_the_server_counters_and_its_listener_on_the_loaded_port() ->
     assert (first.listener.backlog, first.listener.process) == (5, "git-daemon")
     assert first.listener.accept_queue_max == first.listener.samples >= 2
     assert second.listener is None  # ss failed: said once, not guessed
+    assert first.client_deltas == {"TCPSynRetrans": 2} == second.client_deltas
     assert len(warnings) == 1 and "ss: not found" in warnings[0]

@@ -222,9 +222,6 @@ def burst_evidence(burst: BurstResult) -> list[Evidence]:
         items.append(above_zero("SYN retransmissions", burst.syn_retransmissions, source))
     if burst.synack_retransmissions:
         items.append(above_zero("SYN-ACK retransmissions", burst.synack_retransmissions, source))
-    if burst.slow_ops:
-        items.append(above_zero("operations one SYN timeout slower than the median",
-                                burst.slow_ops, source, of=burst.ok))
     if burst.connect_p99_s is not None and burst.connect_p99_s >= SYN_RTO_S:
         connect = [
             Evidence(what="connect time p50", value=burst.connect_p50_s, unit="s", source=source),
@@ -247,7 +244,6 @@ def burst_symptoms(burst: BurstResult) -> bool:
     return bool(
         burst.syn_retransmissions
         or burst.synack_retransmissions
-        or burst.slow_ops
         or burst.failed_by_kind.get("timeout")
         or burst.failed_by_kind.get("hung")
         or (burst.connect_p99_s is not None and burst.connect_p99_s >= SYN_RTO_S)

@@ -140,8 +140,7 @@ def syn_drop(obs: Observations) -> Hit | None:
     if _accept_queue_evidence(obs):
         return None
     rtt = rtt_s(obs)
-    bursts = [b for b in obs.bursts
-              if b.syn_retransmissions or b.synack_retransmissions or b.slow_ops]
+    bursts = [b for b in obs.bursts if b.syn_retransmissions or b.synack_retransmissions]
     evidence: list[Evidence] = []
     for burst in bursts:
         evidence.extend(burst_evidence(burst))
