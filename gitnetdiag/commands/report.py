@@ -21,8 +21,8 @@ LOAD_FILE = "load.json"
 def _load_diagnosis(path: Path) -> Diagnosis:
     """The diagnosis of a load run, derived again from its ``load.json`` (pure, so the same
     culprits as the run printed and saved)."""
-    from gitnetdiag.load.diagnose import diagnose_load
     from gitnetdiag.load.model import LoadReport
+    from gitnetdiag.pipeline_load import diagnose_load
 
     try:
         report = LoadReport.from_dict(json.loads(path.read_text()))

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
+from urllib.parse import urlsplit
 
 LOAD_REPORT_VERSION = 2
 """2: several remotes (``targets``, per-step ``by_target``, ``OpRecord.target``)."""
@@ -26,6 +27,24 @@ HOST_COUNTERS_SHOWN = (
 CLIENT_COUNTERS = ("TCPSynRetrans",)
 """Counters of the load generator's own namespace kept per step: a SYN retransmitted (the
 connect waited an initial SYN timeout, 1 s) is what a dropped SYN costs a client."""
+
+
+RTO_STEP_S = 0.9
+"""An operation this much slower than its step's median waited for a retransmitted SYN
+(Linux's initial SYN timeout is 1 s; the margin absorbs scheduling jitter)."""
+_DEFAULT_PORTS = {"git": 9418, "ssh": 22, "https": 443, "http": 80}
+
+
+def target_port(url: str) -> int | None:
+    """The TCP port a remote URL connects to (scheme default when absent; scp-like
+    ``user@host:path`` is SSH's 22)."""
+    if "://" not in url:
+        return 22
+    try:
+        parts = urlsplit(url)
+        return parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:
+        return None
 
 
 class Operation(StrEnum):

@@ -34,6 +34,7 @@ from gitnetdiag.load.model import (
     LoadReport,
     OpRecord,
     StepResult,
+    target_port,
 )
 from gitnetdiag.load.operations import InFlight, OpOutcome, Workspace
 from gitnetdiag.load.stats import (
@@ -42,7 +43,6 @@ from gitnetdiag.load.stats import (
     counter_deltas,
     listener_sample,
     summarize_step,
-    target_port,
 )
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S, interrupts_deferred
 from gitnetdiag.probe.gitpush import Transport

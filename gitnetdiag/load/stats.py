@@ -9,7 +9,6 @@ import re
 import threading
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from urllib.parse import urlsplit
 
 import numpy as np
 
@@ -17,6 +16,7 @@ from gitnetdiag.errors import UsageError
 from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.host.netstat import counter_deltas as host_counter_deltas
 from gitnetdiag.load.model import (
+    RTO_STEP_S,
     ErrorGroup,
     LatencySummary,
     ListenerSample,
@@ -30,10 +30,6 @@ from gitnetdiag.redaction import redact_url
 MAX_MESSAGES_PER_KIND = 3
 MAX_MESSAGE_CHARS = 500
 """A git error message longer than this is cut (with an ellipsis)."""
-RTO_STEP_S = 0.9
-"""An operation this much slower than its step's median waited for a retransmitted SYN
-(Linux's initial SYN timeout is 1 s; the margin absorbs scheduling jitter)."""
-_DEFAULT_PORTS = {"git": 9418, "ssh": 22, "https": 443, "http": 80}
 _PROGRESS = re.compile(
     r"^(remote: )?(Cloning into|Counting objects|Compressing objects|Enumerating objects|"
     r"Receiving objects|Resolving deltas|Writing objects|Unpacking objects|Total \d)")
@@ -213,18 +209,6 @@ def git_error_message(stderr: str) -> str:
     text = " ".join(line for line in lines if line and not _PROGRESS.match(line))
     text = re.sub(r"\s+", " ", text)
     return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 1] + "\u2026"
-
-
-def target_port(url: str) -> int | None:
-    """The TCP port a remote URL connects to (scheme default when absent; scp-like
-    ``user@host:path`` is SSH's 22)."""
-    if "://" not in url:
-        return 22
-    try:
-        parts = urlsplit(url)
-        return parts.port or _DEFAULT_PORTS.get(parts.scheme)
-    except ValueError:
-        return None
 
 
 def listener_sample(samples: Sequence[Sequence[ListenerInfo]], port: int

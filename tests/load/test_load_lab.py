@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from gitnetdiag.lab.state import LabState
-from gitnetdiag.load.diagnose import DROP_COUNTERS
 from gitnetdiag.load.model import LoadReport
+from gitnetdiag.pipeline_load import DROP_COUNTERS
 from tests.conftest import LabFactory
 from tests.labutil import in_client
 

@@ -47,11 +47,9 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     RunInfo,
 )
-from gitnetdiag.load.model import LoadReport, StepResult
-from gitnetdiag.load.stats import RTO_STEP_S, target_port
+from gitnetdiag.load.model import RTO_STEP_S, LoadReport, StepResult, target_port
 
-__all__ = ["LOAD_CULPRITS", "diagnose_load", "observations_from_load", "ops_noun",
-           "target_port"]
+__all__ = ["LOAD_CULPRITS", "diagnose_load", "observations_from_load", "ops_noun"]
 
 LOAD_CULPRITS = ("listen-backlog-overflow", "syn-drop", "ssh-maxstartups", "firewall-reset")
 """The culprits a load run has evidence for: connection setup under concurrency."""
