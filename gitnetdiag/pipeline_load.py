@@ -15,8 +15,8 @@ one initial SYN timeout slower than their step's median (``slow_ops``), counted
 only in a step where SYNs were retransmitted.
 
 A culprit ranks when it is confident enough (:data:`MIN_SCORE`) and cost at
-least one operation (the backlog also when the server counted overflows during
-the load: those were the load's connections, retried in time). A run whose
+least one operation (the backlog also when the server counted a full queue during
+the load: overflows, drops or SYN cookies of the load's connections). A run whose
 operations failed, or whose server counted dropped connections, is never
 ``healthy``: with nothing ranked it is ``inconclusive`` and says what is
 unexplained.
@@ -167,15 +167,15 @@ def _affected(step: StepResult, culprit: str) -> tuple[int, int]:
 
 def step_cost(report: LoadReport, culprit: str) -> StepCost | None:
     """The culprit's cost at the first step with operations it accounts for; for the backlog,
-    failing that, the first step where the server counted overflowed or dropped connections
-    (each one of the load's, retried in time); None when neither."""
+    failing that, the first step where the server counted a full queue (overflows, drops, SYN
+    cookies: the load's connections, retried or answered in time); None when neither."""
     for step in report.steps:
         lost, delayed = _affected(step, culprit)
         if lost or delayed:
             return StepCost(step=step, lost=lost, delayed=delayed)
     if culprit == "listen-backlog-overflow":
         for step in report.steps:
-            if step.host_deltas.get("ListenOverflows") or step.host_deltas.get("ListenDrops"):
+            if any(step.host_deltas.get(key) for key in DROP_COUNTERS):
                 return StepCost(step=step, lost=0, delayed=0)
     return None
 
@@ -292,7 +292,7 @@ def _unexplained(report: LoadReport) -> list[MeasurementFailure]:
 
 
 def _headline(report: LoadReport, ranked: Sequence[Finding], costs: dict[str, StepCost],
-              verdict: Verdict) -> str:
+              verdict: Verdict, failures: Sequence[MeasurementFailure]) -> str:
     noun = ops_noun(report.ops)
     if ranked:
         top, cost = ranked[0], costs[ranked[0].id]
@@ -304,8 +304,7 @@ def _headline(report: LoadReport, ranked: Sequence[Finding], costs: dict[str, St
     if verdict == "failed":
         return f"Nothing was measured: none of {report.total_ops} {noun} succeeded."
     if verdict == "inconclusive":
-        return (f"{report.total_failed} of {report.total_ops} {noun} failed or the server "
-                "dropped connections, and no culprit explains it.")
+        return f"Not explained: {failures[0].message}." if failures else "Not explained."
     return f"No culprit costs the {noun} noticeable time ({report.total_ops} {noun}, none failed)."
 
 
@@ -330,7 +329,8 @@ def diagnose_load(report: LoadReport) -> Diagnosis:
         verdict = "inconclusive" if failures else "healthy"
     protocol = (report.protocol,)
     return Diagnosis(
-        verdict=verdict, headline=_headline(report, kept, costs, verdict), findings=kept,
+        verdict=verdict, headline=_headline(report, kept, costs, verdict, failures),
+        findings=kept,
         dropped=dropped, protocols=(),
         environment=Environment(
             gitnetdiag_version=__version__, started=report.started, target_url=report.target,
