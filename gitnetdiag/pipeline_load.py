@@ -48,6 +48,7 @@ from gitnetdiag.diagnosis.observations import (
     RunInfo,
 )
 from gitnetdiag.load.model import RTO_STEP_S, LoadReport, StepResult, target_port
+from gitnetdiag.thresholds import SMALL_BACKLOG
 
 __all__ = ["LOAD_CULPRITS", "diagnose_load", "observations_from_load", "ops_noun"]
 
@@ -168,7 +169,8 @@ def _affected(step: StepResult, culprit: str) -> tuple[int, int]:
 def step_cost(report: LoadReport, culprit: str) -> StepCost | None:
     """The culprit's cost at the first step with operations it accounts for; for the backlog,
     failing that, the first step where the server counted a full queue (overflows, drops, SYN
-    cookies: the load's connections, retried or answered in time); None when neither."""
+    cookies: the load's connections, retried or answered in time), then the first step with
+    more operations at once than a small backlog holds; None when none of these."""
     for step in report.steps:
         lost, delayed = _affected(step, culprit)
         if lost or delayed:
@@ -177,7 +179,17 @@ def step_cost(report: LoadReport, culprit: str) -> StepCost | None:
         for step in report.steps:
             if any(step.host_deltas.get(key) for key in DROP_COUNTERS):
                 return StepCost(step=step, lost=0, delayed=0)
+        for step in report.steps:
+            if _beyond_backlog(step):
+                return StepCost(step=step, lost=0, delayed=0)
     return None
+
+
+def _beyond_backlog(step: StepResult) -> bool:
+    """More operations ran at once than a small listen backlog holds."""
+    listener = step.listener
+    return (listener is not None and listener.backlog <= SMALL_BACKLOG
+            and step.concurrency > listener.backlog)
 
 
 def _where(step: StepResult) -> str:
@@ -253,6 +265,16 @@ def _priced(report: LoadReport, finding: Finding, cost: StepCost) -> Finding:
         + f": {cost.per_hour:,.0f} {noun} lost or delayed per hour, "
         f"{cost.seconds_per_op:.3f} s lost per {one} on average."
     )
+    if not cost.lost and not cost.delayed:
+        counted = any(step.host_deltas.get(key) for key in DROP_COUNTERS)
+        summary = (
+            f"{_opening(report, finding)}. From concurrency {step.concurrency} (step "
+            f"{step.index + 1}) "
+            + ("the server counted a full queue" if counted else
+               f"more {noun} ran at once than the backlog holds, and no overflow was counted")
+            + f"; no {one} was lost or delayed in this run: the queue overflows as soon as "
+            "the server accepts more slowly than connections arrive."
+        )
     evidence = [Evidence(what=f"{noun} lost or delayed per hour", value=round(cost.per_hour),
                          unit="count", threshold=0, comparison=">", source=_where(step))]
     for later in report.steps[step.index:]:
@@ -298,6 +320,9 @@ def _headline(report: LoadReport, ranked: Sequence[Finding], costs: dict[str, St
         top, cost = ranked[0], costs[ranked[0].id]
         more = (f"; {len(ranked) - 1} more culprit{'s' if len(ranked) > 2 else ''} below"
                 if len(ranked) > 1 else "")
+        if not cost.lost and not cost.delayed:
+            return (f"{top.id}: a risk from concurrency {cost.step.concurrency}, no {noun} "
+                    f"lost or delayed in this run (confidence {top.score:.2f}){more}.")
         return (f"{top.id}: {cost.per_hour:,.0f} {noun} lost or delayed per hour from "
                 f"concurrency {cost.step.concurrency}, where it began (confidence "
                 f"{top.score:.2f}){more}.")

@@ -106,6 +106,12 @@ def test_failures_nothing_explains_make_the_run_inconclusive() -> None:
                                      (64, [_rec(0.03)] * 50, {"SyncookiesSent": 1}, 5)]))
     assert [f.id for f in cookies.findings] == ["listen-backlog-overflow"]
     assert cookies.verdict == "degraded" and "From concurrency 64" in cookies.findings[0].summary
+    # No overflow counted at all, but 64 clones at once against a backlog of 5: a risk, at no
+    # cost; the same load against a backlog of 1024 is healthy.
+    risk = diagnose_load(_report([(1, [_rec(0.03)] * 50, {}, 5), (64, [_rec(0.03)] * 50, {}, 5)]))
+    assert [f.id for f in risk.findings] == ["listen-backlog-overflow"]
+    assert risk.headline.startswith("listen-backlog-overflow: a risk from concurrency 64")
+    assert "no overflow was counted" in risk.findings[0].summary
 
 
 def test_healthy_load_ranks_nothing_and_speaks_of_its_operations() -> None:
