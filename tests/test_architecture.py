@@ -43,6 +43,7 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.pipeline_capture": "pipeline",
     "gitnetdiag.pipeline_h2stall": "pipeline",
     "gitnetdiag.pipeline_fetch": "pipeline",
+    "gitnetdiag.pipeline_load": "pipeline",
     "gitnetdiag.report": "report",
     "gitnetdiag.proc": "proc",
     "gitnetdiag.tools": "tools",
@@ -81,7 +82,8 @@ MAY_IMPORT: dict[str, set[str]] = {
     "diagnosis": {BOTTOM, "capture", "analysis"},
     "report": _PURE_BELOW | _MODELS,
     # pipeline writes the report files into the run directory: the one writer on the pure side.
-    "pipeline": _PURE_BELOW | {"report"},
+    # It also diagnoses a load run from its record (load.json): the load's result model.
+    "pipeline": _PURE_BELOW | {"report", "load-model"},
     "proc": {BOTTOM},
     "tools": {BOTTOM, "rundir", "proc", "capture", "analysis"},
     # The I/O side may use each other's collectors (a probe reads the lab's state, the load

@@ -15,6 +15,7 @@ from rich.live import Live
 from rich.text import Text
 
 from gitnetdiag.commands._output import is_stdout, write_output
+from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import ExitCode, InputError, NetworkError, UsageError
 from gitnetdiag.inputfile import read_json_input
 from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
@@ -93,8 +94,24 @@ def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
+def _run_files(report: LoadReport, records: tuple[OpRecord, ...],
+               diagnosis: Diagnosis | None) -> list[tuple[str, str]]:
+    """The run directory's files: the load report, every operation, and the diagnosis
+    (``report.json``/``.md``/``.html``, as a probe run's) when one was made."""
+    files = [("load.json", render_json(report)), ("load.md", render_markdown(report)),
+             ("load.html", render_html(report)),
+             ("ops.jsonl", "".join(json.dumps(rec.to_dict()) + "\n" for rec in records))]
+    if diagnosis is not None:
+        from gitnetdiag.report import RENDERERS
+        from gitnetdiag.rundir import REPORT_FILES
+
+        files += [(name, RENDERERS[fmt](diagnosis)) for fmt, name in REPORT_FILES.items()]
+    return files
+
+
 def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
-                   json_out: Path | None, secrets: Iterable[str]) -> None:
+                   json_out: Path | None, secrets: Iterable[str],
+                   diagnosis: Diagnosis | None = None) -> None:
     """Write the reports, then the redaction pass over the run directory.
 
     git's messages in the records can repeat a credential in words no URL rule
@@ -105,11 +122,7 @@ def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path 
     with signals_deferred():
         if out is not None:
             out.mkdir(parents=True, exist_ok=True)
-            for name, text in (("load.json", render_json(report)),
-                               ("load.md", render_markdown(report)),
-                               ("load.html", render_html(report)),
-                               ("ops.jsonl", "".join(json.dumps(rec.to_dict()) + "\n"
-                                                     for rec in records))):
+            for name, text in _run_files(report, records, diagnosis):
                 replace_file(out / name, redact_text(text, secrets).encode())
             failed = redact_run_files(out, SecretSet(secrets))
             if failed:
@@ -122,14 +135,15 @@ def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path 
             write_output(json_out, redact_text(render_json(report), secrets))
 
 
-def print_load_diagnosis(report: LoadReport, *, err: bool = False) -> None:
-    """The engine's ranked culprits for a load run (bursts per step, host counter deltas)."""
-    from gitnetdiag.diagnosis.engine import diagnose
-    from gitnetdiag.load.diagnose import observations_from_load
+def print_load_diagnosis(report: LoadReport, *, err: bool = False) -> Diagnosis:
+    """The ranked connection culprits of a load run (:func:`diagnose_load`), printed (to
+    stderr when the JSON goes to stdout)."""
+    from gitnetdiag.pipeline_load import diagnose_load
     from gitnetdiag.report.terminal import render_terminal as render_diagnosis
 
-    typer.echo(render_diagnosis(diagnose(observations_from_load(report)), width=200), nl=False,
-               err=err)
+    diagnosis = diagnose_load(report)
+    typer.echo(render_diagnosis(diagnosis, width=200), nl=False, err=err)
+    return diagnosis
 
 
 def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
@@ -140,9 +154,9 @@ def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
     # With --json - the JSON alone goes to stdout; the tables go to stderr.
     console = Console(highlight=False, width=200, stderr=is_stdout(json_out))
     console.file.write(render_terminal(report, width=console.width, color=console.is_terminal))
-    if then_diagnose:
-        print_load_diagnosis(report, err=is_stdout(json_out))
-    _write_outputs(report, records, out, json_out, secrets)
+    diagnosis = (print_load_diagnosis(report, err=is_stdout(json_out)) if then_diagnose
+                 else None)
+    _write_outputs(report, records, out, json_out, secrets, diagnosis)
     if leftover:
         raise NetworkError(
             f"{len(leftover)} throwaway branch(es) may be left on the server: "
@@ -230,8 +244,9 @@ def load_command(
     no_live: bool = typer.Option(False, "--no-live", help="No live display."),
     then_diagnose: bool = typer.Option(
         False, "--diagnose",
-        help="Also rank the culprits the run shows (accept queue, SYN drops) from its failures "
-        "and the server's counter deltas."),
+        help="Also rank the connection culprits the run shows (accept queue, SYN drops, resets, "
+        "sshd MaxStartups) from its failures and latency per step and the server's counters "
+        "and listener; saved as report.json/md/html with --out."),
 ) -> None:
     """Capacity test: clones, fetches, pushes and ls-remotes at rising concurrency.
 

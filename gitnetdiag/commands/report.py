@@ -9,13 +9,32 @@ from rich.console import Console
 
 from gitnetdiag.commands._output import emit
 from gitnetdiag.commands.probe import ReportFormat
-from gitnetdiag.errors import UsageError
-from gitnetdiag.inputfile import unusable_reason
+from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.errors import InputError, UsageError
+from gitnetdiag.inputfile import read_json_input, unusable_reason
 from gitnetdiag.rundir import MANIFEST_NAME
+
+LOAD_FILE = "load.json"
+"""The report of a ``gitnetdiag load --out`` run directory."""
+
+
+def _load_diagnosis(path: Path) -> Diagnosis:
+    """The diagnosis of a load run, derived again from its ``load.json`` (pure, so the same
+    culprits as the run printed and saved)."""
+    from gitnetdiag.load.model import LoadReport
+    from gitnetdiag.pipeline_load import diagnose_load
+
+    try:
+        report = LoadReport.from_dict(read_json_input(path))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"cannot read the load report {path}: {exc}", reference="bad-load-report",
+                         hint="give a run directory written by 'gitnetdiag load --out'") from exc
+    return diagnose_load(report)
 
 
 def report_command(
-    run_dir: Path = typer.Argument(..., help="A run directory written by probe or diagnose."),
+    run_dir: Path = typer.Argument(
+        ..., help="A run directory written by probe, diagnose or load --out."),
     report_format: ReportFormat = typer.Option(
         ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
         "(self-contained, with plots) or json (schema in docs/report-schema.md)."),
@@ -34,20 +53,24 @@ def report_command(
     from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
-    if unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
+    if (run_dir / LOAD_FILE).is_file() and not (run_dir / MANIFEST_NAME).is_file():
+        diagnosis = _load_diagnosis(run_dir / LOAD_FILE)
+    elif unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
         raise UsageError(f"{run_dir} is not a run directory (no {MANIFEST_NAME})",
-                         hint="give a directory written by 'gitnetdiag probe' or 'diagnose'")
-    err = Console(stderr=True, highlight=False)
-
-    def warn(message: str) -> None:
-        err.print(f"warning: {message}", style="yellow", markup=False)
-
-    if reanalyze:
-        diagnosis, warnings = diagnose_run(run_dir)
-        for warning in warnings:
-            warn(warning)
+                         hint="give a directory written by 'gitnetdiag probe', 'diagnose' or "
+                         "'load --out'")
     else:
-        diagnosis = diagnosis_from_saved(run_dir, warn)
+        err = Console(stderr=True, highlight=False)
+
+        def warn(message: str) -> None:
+            err.print(f"warning: {message}", style="yellow", markup=False)
+
+        if reanalyze:
+            diagnosis, warnings = diagnose_run(run_dir)
+            for warning in warnings:
+                warn(warning)
+        else:
+            diagnosis = diagnosis_from_saved(run_dir, warn)
     if report_format is ReportFormat.TERMINAL and out is None:
         from gitnetdiag.report.terminal import render_terminal
 

@@ -1,4 +1,5 @@
-"""Kernel counter snapshots of the server, taken before and after each load step.
+"""Kernel counter snapshots of the server, taken before and after each load step, and its
+listening sockets (``ss -ltnp``: backlog and accept queue), sampled while a step runs.
 
 Two sources: this machine's own ``/proc/net/netstat`` (the server is local),
 or a network namespace on this machine (the lab's server namespace), read
@@ -12,6 +13,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gitnetdiag.errors import EnvironmentProblem, InputError
+from gitnetdiag.host.listeners import ListenerInfo, parse_ss_listeners
 from gitnetdiag.host.netstat import CounterFormatError, parse_proc_counters
 from gitnetdiag.proc import run
 
@@ -34,6 +36,12 @@ class CounterSource(Protocol):
 
     def snapshot(self) -> dict[str, int]: ...
 
+    def listeners(self) -> list[ListenerInfo]: ...
+
+
+SS_LISTENERS = ("ss", "-ltnpH")
+"""Listening TCP sockets, no header: Send-Q is the backlog, Recv-Q the accept queue."""
+
 
 class LocalNetstat:
     """``/proc/net/netstat`` of this process's own network namespace."""
@@ -51,6 +59,9 @@ class LocalNetstat:
             ) from exc
         return parse_netstat(text, self.description)
 
+    def listeners(self) -> list[ListenerInfo]:
+        return parse_ss_listeners(run(list(SS_LISTENERS), timeout_s=NETSTAT_TIMEOUT_S).stdout)
+
 
 class NamespaceNetstat:
     """``/proc/net/netstat`` of a named network namespace (needs root)."""
@@ -63,3 +74,8 @@ class NamespaceNetstat:
         proc = run(["ip", "netns", "exec", self.netns, "cat", "/proc/net/netstat"],
                    timeout_s=NETSTAT_TIMEOUT_S)
         return parse_netstat(proc.stdout, self.description)
+
+    def listeners(self) -> list[ListenerInfo]:
+        proc = run(["ip", "netns", "exec", self.netns, *SS_LISTENERS],
+                   timeout_s=NETSTAT_TIMEOUT_S)
+        return parse_ss_listeners(proc.stdout)

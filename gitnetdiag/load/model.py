@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from enum import StrEnum
 from typing import Any
+from urllib.parse import urlsplit
 
 LOAD_REPORT_VERSION = 2
 """2: several remotes (``targets``, per-step ``by_target``, ``OpRecord.target``)."""
@@ -23,6 +24,27 @@ HOST_COUNTERS_SHOWN = (
     "TCPTimeouts",
 )
 """Kernel counters the step table shows first (all non-zero deltas are kept)."""
+CLIENT_COUNTERS = ("TCPSynRetrans",)
+"""Counters of the load generator's own namespace kept per step: a SYN retransmitted (the
+connect waited an initial SYN timeout, 1 s) is what a dropped SYN costs a client."""
+
+
+RTO_STEP_S = 0.9
+"""An operation this much slower than its step's median waited for a retransmitted SYN
+(Linux's initial SYN timeout is 1 s; the margin absorbs scheduling jitter)."""
+_DEFAULT_PORTS = {"git": 9418, "ssh": 22, "https": 443, "http": 80}
+
+
+def target_port(url: str) -> int | None:
+    """The TCP port a remote URL connects to (scheme default when absent; scp-like
+    ``user@host:path`` is SSH's 22)."""
+    if "://" not in url:
+        return 22
+    try:
+        parts = urlsplit(url)
+        return parts.port or _DEFAULT_PORTS.get(parts.scheme)
+    except ValueError:
+        return None
 
 
 class Operation(StrEnum):
@@ -59,7 +81,7 @@ class OpRecord:
     """Failure kind (``timeout``, ``hung``, ``reset``, ``refused``, ``auth``, ``tls``,
     ``server-error``, ...), None on success."""
     message: str = ""
-    """git's last stderr line on failure (URLs redacted)."""
+    """git's whole error message on failure, on one line (URLs and secrets redacted)."""
     bytes_moved: int = 0
     """Bytes of pack data received (clone, fetch), sent (push) or ref listing (ls-remote)."""
     target: int = 0
@@ -156,6 +178,25 @@ def _error_groups(items: Any) -> tuple[ErrorGroup, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ListenerSample:
+    """The server's listening socket on the loaded port over one step (``ss -ltn``)."""
+
+    port: int
+    """The port the remotes connect to."""
+    backlog: int
+    """Configured listen backlog (Send-Q of the LISTEN socket, capped by somaxconn)."""
+    accept_queue_max: int
+    """Largest accept queue (Recv-Q) seen in the samples taken while the step ran."""
+    samples: int = 1
+    """How many ``ss`` samples the maximum is taken over."""
+    process: str = ""
+    """Owning process (``git-daemon``), empty when not visible."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True, kw_only=True)
 class StepResult:
     """One step of the ramp: a fixed concurrency for a fixed time."""
 
@@ -191,6 +232,16 @@ class StepResult:
     """True when Ctrl-C cut the step short."""
     by_target: tuple[TargetStep, ...] = ()
     """The step's operations and errors per remote, in the order of the report's targets."""
+    slow_ops: int = 0
+    """Successful operations at least :data:`gitnetdiag.load.stats.RTO_STEP_S` slower than
+    the step's median: the step a retransmitted SYN (1 s initial timeout) leaves in the
+    latency."""
+    listener: ListenerSample | None = None
+    """The server's listener on the loaded port (``--host-netns``/``--host-local``), None
+    when not read."""
+    client_deltas: dict[str, int] = field(default_factory=dict)
+    """Non-zero deltas of :data:`CLIENT_COUNTERS` in the load's own network namespace over
+    the step (``TCPSynRetrans``: SYNs its kernel retransmitted), empty when not read."""
 
     @property
     def error_ratio(self) -> float:
@@ -211,6 +262,8 @@ class StepResult:
         }
         fields["errors"] = _error_groups(fields.get("errors", ()))
         fields["by_target"] = tuple(TargetStep.from_dict(t) for t in fields.get("by_target", ()))
+        if fields.get("listener") is not None:
+            fields["listener"] = ListenerSample(**fields["listener"])
         return cls(**fields)
 
 

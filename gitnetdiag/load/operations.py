@@ -33,6 +33,7 @@ from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.load.model import Operation
+from gitnetdiag.load.stats import git_error_message
 from gitnetdiag.probe.cleanup import (
     DEFAULT_CLEANUP_WAIT_S,
     Aftermath,
@@ -154,7 +155,7 @@ class OpOutcome:
     kind: str | None
     """Failure kind, None on success."""
     message: str
-    """git's last stderr line on failure, URLs redacted."""
+    """git's whole error message on failure, one line, redacted."""
     bytes_moved: int
     """Bytes received, sent or listed."""
     cleanup: str | None = None
@@ -366,7 +367,7 @@ class Workspace:
         kind = load_failure_kind(run)
         return OpOutcome(
             wall_s=run.wall_s, ok=run.ok, kind=kind,
-            message="" if run.ok else redact_text(failure_line(run.stderr))[:300],
+            message="" if run.ok else redact_text(git_error_message(run.stderr)),
             bytes_moved=bytes_moved if run.ok else 0,
         )
 

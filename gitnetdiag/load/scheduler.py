@@ -26,10 +26,24 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.load.hostcounters import CounterSource
-from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
+from gitnetdiag.host.listeners import ListenerInfo
+from gitnetdiag.load.hostcounters import CounterSource, LocalNetstat
+from gitnetdiag.load.model import (
+    CLIENT_COUNTERS,
+    ListenerSample,
+    LoadReport,
+    OpRecord,
+    StepResult,
+    target_port,
+)
 from gitnetdiag.load.operations import InFlight, OpOutcome, Workspace
-from gitnetdiag.load.stats import MixPicker, TargetPicker, counter_deltas, summarize_step
+from gitnetdiag.load.stats import (
+    MixPicker,
+    TargetPicker,
+    counter_deltas,
+    listener_sample,
+    summarize_step,
+)
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S, interrupts_deferred
 from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.proc import sigterm_interrupts
@@ -70,6 +84,8 @@ class LoadOptions:
     """Further remotes of the same protocol; operations are spread over all of them."""
     cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
     """How long a push's clean-up waits for a server still applying it (a slow hook)."""
+    client_counters: CounterSource | None = field(default_factory=LocalNetstat)
+    """This process's own namespace's counters (its SYN retransmissions), None: not read."""
 
     @property
     def transports(self) -> tuple[Transport, ...]:
@@ -196,6 +212,71 @@ def _slot(
         stop.set()
 
 
+class _ServerWatch:
+    """The server's side of each step: counter snapshots before and after it, and ``ss``
+    samples of its listener on the loaded port while it runs (backlog, accept queue). A
+    failed read warns; after a failed listener read no more samples are taken."""
+
+    def __init__(self, source: CounterSource | None, port: int | None,
+                 reporter: LoadReporter, client: CounterSource | None) -> None:
+        self.source = source
+        self.listener_source = source if port is not None else None
+        self.port = port
+        self.reporter = reporter
+        self.client = client
+        self.before: dict[str, int] | None = None
+        self.client_before: dict[str, int] | None = None
+        self.samples: list[list[ListenerInfo]] = []
+
+    def begin(self) -> None:
+        self.before = self.source.snapshot() if self.source is not None else None
+        self.client_before = self._client_snapshot()
+        self.samples = []
+        self.sample()
+
+    def _client_snapshot(self) -> dict[str, int] | None:
+        if self.client is None:
+            return None
+        try:
+            return self.client.snapshot()
+        except GitnetdiagError as exc:
+            self.reporter.warn(f"this machine's counters (SYN retransmissions): {exc.message}")
+            self.client = None
+            return None
+
+    def client_deltas(self) -> dict[str, int]:
+        """The load's own SYN retransmissions over the step (empty when not read)."""
+        before, after = self.client_before, self._client_snapshot()
+        if before is None or after is None:
+            return {}
+        moved = counter_deltas(before, after)
+        return {k: moved[k] for k in CLIENT_COUNTERS if moved.get(k)}
+
+    def sample(self) -> None:
+        if self.listener_source is None:
+            return
+        try:
+            self.samples.append(self.listener_source.listeners())
+        except GitnetdiagError as exc:
+            self.reporter.warn(f"server listeners (ss -ltn): {exc.message}")
+            self.listener_source = None
+
+    def deltas(self, index: int) -> dict[str, int] | None:
+        """The counters' change over the step, None when they could not be read."""
+        if self.source is None or self.before is None:
+            return None
+        try:
+            return counter_deltas(self.before, self.source.snapshot())
+        except GitnetdiagError as exc:
+            self.reporter.warn(f"host counters after step {index}: {exc.message}")
+            return None
+
+    def listener(self) -> ListenerSample | None:
+        if self.port is None or not self.samples:
+            return None
+        return listener_sample(self.samples, self.port)
+
+
 def _status(step: _Step, steps: int, concurrency: int, began: float, duration_s: float
             ) -> LiveStatus:
     with step.lock:
@@ -261,6 +342,9 @@ def _run_load(
     steps: list[StepResult] = []
     records: list[OpRecord] = []
     interrupted = False
+    ports = {target_port(t.url) for t in options.transports}
+    watch = _ServerWatch(options.counters, ports.pop() if len(ports) == 1 else None, reporter,
+                         options.client_counters)
     try:
         for transport in options.transports:
             runners.append(make(transport, inflight))
@@ -270,7 +354,7 @@ def _run_load(
         for index, concurrency in enumerate(options.concurrency):
             if stop.is_set():
                 break
-            before = options.counters.snapshot() if options.counters else None
+            watch.begin()
             began = time.monotonic()
             step = _Step(index, began + options.step_duration_s, run_start)
             threads = [
@@ -284,6 +368,7 @@ def _run_load(
             try:
                 while any(t.is_alive() for t in threads):
                     time.sleep(TICK_S)
+                    watch.sample()
                     reporter.tick(_status(step, len(options.concurrency), concurrency, began,
                                           options.step_duration_s))
             except KeyboardInterrupt:
@@ -298,16 +383,11 @@ def _run_load(
                     interrupted = True
                 else:
                     raise error
-            deltas = None
-            if options.counters and before is not None:
-                try:
-                    deltas = counter_deltas(before, options.counters.snapshot())
-                except GitnetdiagError as exc:
-                    reporter.warn(f"host counters after step {index}: {exc.message}")
             end = max(step.last_end, step.deadline) if not interrupted else time.monotonic()
             result = summarize_step(
                 step.records, index=index, concurrency=concurrency, elapsed_s=end - began,
-                host_deltas=deltas, interrupted=interrupted or stop.is_set(), targets=urls,
+                host_deltas=watch.deltas(index), interrupted=interrupted or stop.is_set(),
+                targets=urls, listener=watch.listener(), client_deltas=watch.client_deltas(),
             )
             steps.append(result)
             records.extend(step.records)

@@ -13,10 +13,13 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from gitnetdiag.errors import UsageError
+from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.host.netstat import counter_deltas as host_counter_deltas
 from gitnetdiag.load.model import (
+    RTO_STEP_S,
     ErrorGroup,
     LatencySummary,
+    ListenerSample,
     Operation,
     OpRecord,
     StepResult,
@@ -25,8 +28,11 @@ from gitnetdiag.load.model import (
 from gitnetdiag.redaction import redact_url
 
 MAX_MESSAGES_PER_KIND = 3
-
-
+MAX_MESSAGE_CHARS = 500
+"""A git error message longer than this is cut (with an ellipsis)."""
+_PROGRESS = re.compile(
+    r"^(remote: )?(Cloning into|Counting objects|Compressing objects|Enumerating objects|"
+    r"Receiving objects|Resolving deltas|Writing objects|Unpacking objects|Total \d)")
 
 def parse_ops(text: str) -> tuple[Operation, ...]:
     """``clone,fetch,push`` -> operations, in the order given, no duplicates."""
@@ -195,6 +201,40 @@ def latency_summary(values_s: Iterable[float]) -> LatencySummary | None:
     )
 
 
+def git_error_message(stderr: str) -> str:
+    """git's whole error message on one line: every stderr line but progress, joined, so
+    that "fatal: Could not read from remote repository. Please make sure you have the
+    correct access rights and the repository exists." keeps its first sentence."""
+    lines = [line.strip() for line in stderr.replace("\r", "\n").splitlines()]
+    text = " ".join(line for line in lines if line and not _PROGRESS.match(line))
+    text = re.sub(r"\s+", " ", text)
+    return text if len(text) <= MAX_MESSAGE_CHARS else text[:MAX_MESSAGE_CHARS - 1] + "\u2026"
+
+
+def listener_sample(samples: Sequence[Sequence[ListenerInfo]], port: int
+                    ) -> ListenerSample | None:
+    """The listener on ``port`` over a step's ``ss`` samples: its smallest backlog (several
+    sockets may share the port) and the largest accept queue seen; None if never seen."""
+    found = [item for sample in samples for item in sample
+             if item.port == port and item.backlog is not None]
+    if not found:
+        return None
+    backlogs = [item.backlog for item in found if item.backlog is not None]
+    return ListenerSample(
+        port=port, backlog=min(backlogs), accept_queue_max=max(i.accept_queue for i in found),
+        samples=len(samples), process=next((i.process for i in found if i.process), ""),
+    )
+
+
+def slow_ops(wall_s: Sequence[float]) -> int:
+    """Operations at least :data:`RTO_STEP_S` slower than the median of ``wall_s`` (the
+    durations of one operation type in one step)."""
+    if not wall_s:
+        return 0
+    median = float(np.median(np.asarray(wall_s, dtype=np.float64)))
+    return sum(1 for value in wall_s if value >= median + RTO_STEP_S)
+
+
 def error_groups(records: Iterable[OpRecord]) -> tuple[ErrorGroup, ...]:
     """Failures grouped by kind, most frequent first, with a few distinct messages each."""
     counts: Counter[str] = Counter()
@@ -222,6 +262,8 @@ def summarize_step(
     host_deltas: dict[str, int] | None = None,
     interrupted: bool = False,
     targets: Sequence[str] = (),
+    listener: ListenerSample | None = None,
+    client_deltas: dict[str, int] | None = None,
 ) -> StepResult:
     """The step record of a step's finished operations; with ``targets`` (the redacted
     remotes) also their breakdown per remote."""
@@ -252,6 +294,9 @@ def summarize_step(
         host_deltas={k: v for k, v in (host_deltas or {}).items() if v},
         interrupted=interrupted,
         by_target=tuple(_target_step(records, i, url) for i, url in enumerate(targets)),
+        slow_ops=sum(slow_ops(values) for values in by_op.values()),
+        listener=listener,
+        client_deltas=dict(client_deltas or {}),
     )
 
 

@@ -32,6 +32,10 @@ def _errors_text(step: StepResult) -> str:
 
 def _host_text(step: StepResult) -> str:
     shown = [f"{k} +{step.host_deltas[k]}" for k in HOST_COUNTERS_SHOWN if k in step.host_deltas]
+    if step.listener is not None:
+        shown.append(f"backlog {step.listener.backlog}, accept queue peak "
+                     f"{step.listener.accept_queue_max}")
+    shown += [f"client {k} +{v}" for k, v in sorted(step.client_deltas.items())]
     return ", ".join(shown) or "-"
 
 

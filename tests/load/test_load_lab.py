@@ -10,13 +10,13 @@ import sys
 import time
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.lab.state import LabState
-from gitnetdiag.load.diagnose import observations_from_load
 from gitnetdiag.load.model import LoadReport
+from gitnetdiag.pipeline_load import DROP_COUNTERS
 from tests.conftest import LabFactory
 from tests.labutil import in_client
 
@@ -69,24 +69,69 @@ def test_ramp_against_healthy_has_no_errors_and_cleans_up(
     assert "| 3 | 16 |" in (tmp_path / "run" / "load.md").read_text()
 
 
-def test_tiny_backlog_shows_errors_or_delays_and_overflows(
-    lab_factory: LabFactory, tmp_path: Path
+def _issue_22_load(lab: LabState, run_dir: Path) -> tuple[str, dict[str, Any]]:
+    """Issue 22's command as a user types it, from the lab's client namespace: clones at
+    1, 8, 32, 64 for 6 s each, the server's counters and listener from its namespace.
+    Returns what it printed and the diagnosis it saved (``report.json``)."""
+    proc = in_client(
+        lab, sys.executable, "-m", "gitnetdiag", "load", lab.endpoints.git, "--ops", "clone",
+        "--concurrency", "1,8,32,64", "--duration", "6s", "--host-netns", lab.server_ns,
+        "--diagnose", "--no-live", "--out", str(run_dir), timeout_s=180)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert "Traceback" not in proc.stdout + proc.stderr
+    return proc.stdout, json.loads((run_dir / "report.json").read_text())
+
+
+def _rerendered(run_dir: Path) -> dict[str, Any]:
+    proc = subprocess.run([sys.executable, "-m", "gitnetdiag", "report", str(run_dir),
+                           "--format", "json"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return dict(json.loads(proc.stdout))
+
+
+def test_concurrent_clones_against_git_daemon_rank_its_backlog_first(
+    shared_lab: LabFactory, tmp_path: Path
 ) -> None:
-    lab = lab_factory("tiny-backlog", rtt_ms=5.0)
-    _, report = _load(lab, tmp_path, "--protocol", "git", "--ops", "ls-remote",
-                      "--concurrency", "64", "--duration", "4s")
-    step = report.steps[0]
-    assert step.concurrency == 64 and step.ops > 64
-    # A dropped SYN is retried after 1 s: either failures or a slow tail shows the queue.
-    assert step.failed > 0 or (step.latency is not None and step.latency.p99_s >= 0.9), step
-    assert step.host_deltas.get("ListenOverflows", 0) > 0, step.host_deltas
-    # The engine's culprit fires on the load run's host evidence; whether it ranks above the
-    # reporting threshold is the engine's cost model (a few failures among 64 slots cost
-    # little per connection), so only its firing and evidence are checked here.
-    diagnosis = diagnose(observations_from_load(report))
-    fired = {f.id: f for f in (*diagnosis.findings, *diagnosis.dropped)}
-    assert "listen-backlog-overflow" in fired
-    assert any("ListenOverflows" in e.what for e in fired["listen-backlog-overflow"].evidence)
+    """Issue 22 (the story of git daemon's backlog of 5): the load run names the overflowing
+    accept queue first, with the server's counter deltas and the backlog as evidence; the
+    saved diagnosis re-renders with the same culprits."""
+    lab = shared_lab("tiny-backlog", rtt_ms=5.0)
+    printed, saved = _issue_22_load(lab, tmp_path / "run")
+    report = LoadReport.from_dict(json.loads((tmp_path / "run" / "load.json").read_text()))
+    assert [s.concurrency for s in report.steps] == [1, 8, 32, 64]
+    # The overflow shows in the accept-queue counters or, with SYN cookies, the SYN-queue ones;
+    # on a machine busy with other labs some runs saw none (git daemon kept up): then the
+    # backlog of 5 below the concurrency is the evidence, at no cost.
+    dropped = sum(s.host_deltas.get(k, 0) for s in report.steps for k in DROP_COUNTERS)
+    assert report.steps[-1].listener is not None and report.steps[-1].listener.backlog == 5
+    assert saved["verdict"] == "degraded", saved["headline"]
+    top = saved["culprits"][0]
+    assert top["id"] == "listen-backlog-overflow", [c["id"] for c in saved["culprits"]]
+    whats = {e["what"]: e for e in top["evidence"]}
+    if dropped:
+        assert any(w.startswith("kernel counter ") and e["value"] > 0 for w, e in whats.items())
+    assert next(e for w, e in whats.items() if w.startswith("listen backlog of port 9418"))[
+        "value"] == 5
+    assert "#1 listen-backlog-overflow" in printed and "verdict: DEGRADED" in printed
+    assert "push" not in saved["headline"] + top["summary"]
+    assert "clones lost or delayed per hour" in saved["headline"]
+    again = _rerendered(tmp_path / "run")
+    assert again["culprits"] == saved["culprits"] and again["verdict"] == saved["verdict"]
+
+
+def test_the_same_clones_against_a_healthy_listener_rank_nothing(
+    shared_lab: LabFactory, tmp_path: Path
+) -> None:
+    """The lab's healthy git:// service listens with a backlog of 1024: the same load is
+    healthy, or at least ranks nothing."""
+    lab = shared_lab("healthy", rtt_ms=5.0)
+    printed, saved = _issue_22_load(lab, tmp_path / "run")
+    assert saved["culprits"] == [], printed
+    assert saved["verdict"] in ("healthy", "inconclusive"), saved["headline"]
+    report = LoadReport.from_dict(json.loads((tmp_path / "run" / "load.json").read_text()))
+    assert report.steps[-1].listener is not None and report.steps[-1].listener.backlog > 5
+    if report.total_failed == 0:
+        assert saved["verdict"] == "healthy", saved["headline"]
 
 
 def _free_port() -> int:

@@ -11,9 +11,8 @@ import pytest
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.errors import InputError, NetworkError, UsageError
 from gitnetdiag.host.netstat import parse_proc_counters as parse_netstat
-from gitnetdiag.load.diagnose import observations_from_load, target_port
 from gitnetdiag.load.locust_collect import master_url, report_from_payload, results_payload
-from gitnetdiag.load.model import LoadReport, OpRecord
+from gitnetdiag.load.model import LoadReport, OpRecord, target_port
 from gitnetdiag.load.operations import load_failure_kind
 from gitnetdiag.load.stats import (
     MixPicker,
@@ -25,6 +24,7 @@ from gitnetdiag.load.stats import (
     parse_ops,
     summarize_step,
 )
+from gitnetdiag.pipeline_load import observations_from_load
 from gitnetdiag.probe.gitpush import GitRun
 from gitnetdiag.report.load import render_html, render_json, render_markdown
 

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.errors import UsageError
+from gitnetdiag.errors import EnvironmentProblem, UsageError
+from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.load.model import LoadReport, OpRecord
 from gitnetdiag.load.operations import InFlight, OpOutcome
-from gitnetdiag.load.scheduler import LoadOptions, run_load
+from gitnetdiag.load.scheduler import LoadOptions, SilentReporter, run_load
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_urls, url_family
 from gitnetdiag.probe.gitpush import Protocol, Transport
 from gitnetdiag.report.load import render_html, render_markdown
@@ -204,3 +205,64 @@ def test_cli_refuses_bad_remote_lists_in_one_line(args: list[str], message: str)
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error")]
     assert len(errors) == 1 and errors[0].startswith("error [usage]:") and message in errors[0]
     assert "Traceback" not in proc.stderr
+
+
+class FakeServer:
+    """A server's counters and listener: each snapshot counts 3 more overflows, the accept
+    queue grows with every ``ss`` sample; the second step's listener read fails."""
+
+    description = "fake server"
+
+    def __init__(self) -> None:
+        self.overflows = 0
+        self.reads = 0
+
+    def snapshot(self) -> dict[str, int]:
+        self.overflows += 3
+        return {"ListenOverflows": self.overflows, "TCPTimeouts": 7}
+
+    def listeners(self) -> list[ListenerInfo]:
+        self.reads += 1
+        if self.overflows >= 9:  # the third snapshot: the second step has begun
+            raise EnvironmentProblem("ss: not found", hint="install iproute2")
+        return [ListenerInfo(address="198.18.2.2", port=9418, backlog=5,
+                             accept_queue=self.reads, process="git-daemon"),
+                ListenerInfo(address="0.0.0.0", port=22, backlog=128)]
+
+
+class FakeClient:
+    """The load's own namespace: two more SYNs retransmitted at each snapshot."""
+
+    description = "fake client"
+
+    def __init__(self) -> None:
+        self.syn = 0
+
+    def snapshot(self) -> dict[str, int]:
+        self.syn += 1
+        return {"TCPSynRetrans": 2 * self.syn, "TCPTimeouts": self.syn}
+
+    def listeners(self) -> list[ListenerInfo]:
+        return []
+
+
+def test_steps_keep_the_server_counters_and_its_listener_on_the_loaded_port() -> None:
+    warnings: list[str] = []
+
+    class Reporter(SilentReporter):
+        def warn(self, message: str) -> None:
+            warnings.append(message)
+
+    transport = Transport(protocol=Protocol.GIT, url="git://198.18.2.2/small.git")
+    outcome = run_load(LoadOptions(transport=transport, ops=("clone",), mix=(1,),
+                                   concurrency=(2, 2), step_duration_s=0.3, timeout_s=5.0,
+                                   counters=FakeServer(), client_counters=FakeClient()),
+                       Reporter(), runner_factory=lambda t, _: FakeRunner(t))
+    first, second = outcome.report.steps
+    assert first.host_deltas == {"ListenOverflows": 3} == second.host_deltas
+    assert first.listener is not None and first.listener.port == 9418
+    assert (first.listener.backlog, first.listener.process) == (5, "git-daemon")
+    assert first.listener.accept_queue_max == first.listener.samples >= 2
+    assert second.listener is None  # ss failed: said once, not guessed
+    assert first.client_deltas == {"TCPSynRetrans": 2} == second.client_deltas
+    assert len(warnings) == 1 and "ss: not found" in warnings[0]
