@@ -363,4 +363,5 @@ def diagnose_load(report: LoadReport) -> Diagnosis:
             measured_by=obs.run.measured_by, min_impact_s=0.0, min_score=MIN_SCORE),
         observations=obs, requested_protocols=protocol,
         measured_protocols=protocol if measured else (), measurement_failures=tuple(failures),
+        direction="load",
     )

@@ -189,6 +189,10 @@ class Environment:
     """Who answered the HTTPS pushes (and the SSH banner), from what the probes saw."""
 
 
+Direction = Literal["push", "load"]
+"""What a diagnosis measured; the fetch direction has its own report (``fetch-report``)."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class Diagnosis:
     """The engine's answer; the one input of every renderer."""
@@ -213,6 +217,9 @@ class Diagnosis:
     """Protocols with at least one measured push (completed, or stalled/reset on the wire)."""
     measurement_failures: tuple[MeasurementFailure, ...] = ()
     """What could not be measured, each with its hint."""
+    direction: Direction = "push"
+    """What was measured: pushes (``push``), or a ``load`` run's concurrent operations
+    (clones, fetches, pushes, ls-remotes, as its observations say)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types, every field (the JSON report builds on this)."""

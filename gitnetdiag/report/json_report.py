@@ -40,7 +40,7 @@ def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
     env = to_jsonable(d.environment)
     return {
         "schema": SCHEMA,
-        "direction": "push",
+        "direction": d.direction,
         "generated_by": f"gitnetdiag {d.environment.gitnetdiag_version}",
         "verdict": d.verdict,
         "headline": d.headline,
