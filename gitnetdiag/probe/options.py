@@ -75,6 +75,10 @@ class ProbeOptions:
     cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
     """How long the clean-up of a push that ended unanswered after sending its whole pack
     waits for the server (a slow pre-receive hook) to create the branch it must delete."""
+    cleanup_git_timeout_s: float | None = None
+    """Bound on each git run of a push's clean-up (ls-remote, delete); None: the clean-up's
+    own. Set by the runner, not asked: once the path is known to swallow full-size
+    segments (a path-MTU black hole), the clean-up must not wait on it."""
 
     def transport(self, protocol: Protocol) -> Transport:
         return Transport(

@@ -174,7 +174,8 @@ def push_once(
 
     def logged_git(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path,
                    timeout_s: float) -> GitRun:
-        run = run_git(argv, env=env, cwd=cwd, timeout_s=timeout_s)
+        run = run_git(argv, env=env, cwd=cwd,
+                      timeout_s=min(timeout_s, options.cleanup_git_timeout_s or timeout_s))
         step = "ls-remote" if "ls-remote" in argv else "delete"
         outcome = "timed out" if run.timed_out else f"exit {run.exit_code}"
         with cleanup_log.open("a") as log:
