@@ -23,12 +23,7 @@ from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.budget import (
-    CONFIRM_STALL_S,
-    native_pack_bytes,
-    stall_detail,
-    swallowed_full_size,
-)
+from gitnetdiag.probe.budget import native_pack_bytes, stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.gitconfig import write_isolated_config
@@ -309,13 +304,6 @@ def _run_steps(state: _Run, scratch: Path) -> None:
             state.save()
 
 
-CLEANUP_LOOK_MIN_S = 3.0
-CLEANUP_LOOK_RTTS = 20
-"""Once a black hole is known, each git run of a clean-up gets the longer of
-:data:`CLEANUP_LOOK_MIN_S` and this many round trips (an ls-remote over HTTPS took 0.35 s
-at 50 ms RTT in the lab's black hole; over SSH it never got past the key exchange)."""
-
-
 def _look_for_black_hole(state: _Run, protocol: Protocol, record: PushRecord) -> None:
     """After a stalled push: do its connections' counters show a path-MTU black hole?"""
     if state.black_hole is not None or record.outcome != "stalled":
@@ -334,14 +322,8 @@ def _look_for_black_hole(state: _Run, protocol: Protocol, record: PushRecord) ->
 
 
 def _confirm_options(state: _Run) -> ProbeOptions:
-    """The options of a push that only confirms a known black hole: a short stall, and a
-    clean-up that does not wait on the path."""
-    options = state.options
-    stall = min(options.stall_timeout_s or CONFIRM_STALL_S, CONFIRM_STALL_S)
     rtt = max((p.connect_rtt_min_s or 0.0 for p in state.paths), default=0.0)
-    look = max(CLEANUP_LOOK_MIN_S, CLEANUP_LOOK_RTTS * rtt)
-    return replace(options, stall_timeout_s=stall, cleanup_git_timeout_s=look,
-                   cleanup_wait_s=min(options.cleanup_wait_s, look))
+    return state.options.confirming(rtt)
 
 
 @contextlib.contextmanager

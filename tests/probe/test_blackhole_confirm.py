@@ -6,14 +6,8 @@ from pathlib import Path
 
 from gitnetdiag.probe.budget import CONFIRM_STALL_S
 from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.options import SilentReporter
-from gitnetdiag.probe.runner import (
-    CLEANUP_LOOK_MIN_S,
-    ProbeOptions,
-    _confirming,
-    _look_for_black_hole,
-    _Run,
-)
+from gitnetdiag.probe.options import CLEANUP_LOOK_MIN_S, SilentReporter
+from gitnetdiag.probe.runner import ProbeOptions, _confirming, _look_for_black_hole, _Run
 from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
 from gitnetdiag.redaction import SecretSet
 from gitnetdiag.rundir import PathMeasurement, PushRecord
