@@ -321,10 +321,12 @@ def swallowed_full_size(samples: Sequence[TcpInfoSample]) -> bool:
     """The kernel's counters of a push that stopped moving show a path-MTU black hole (pure).
 
     On one of its connections: data was acknowledged at first (the handshake and its small
-    segments passed: more than the SYN's one byte), then full-size segments were resent at
-    least :data:`MIN_RESENDS` times and not one byte more was acknowledged. A path that is
-    down altogether or a peer that stopped reading does not look like that: the first
-    acknowledges nothing, the second resends nothing (its zero window is probed, not resent).
+    segments passed: more than the SYN's one byte, less than :data:`PREAMBLE_BYTES`, so the
+    pack itself never moved), then full-size segments were resent at least
+    :data:`MIN_RESENDS` times and not one byte more was acknowledged. A path that is down
+    altogether, one that went down after the pack moved (full-size segments passed then),
+    or a peer that stopped reading does not look like that: the first acknowledges
+    nothing, the second too much, the third resends nothing (its zero window is probed).
     """
     by_socket: dict[str, list[TcpInfoSample]] = {}
     for sample in sorted(samples, key=lambda s: s.t_s):
@@ -336,7 +338,7 @@ def _swallowed(series: list[TcpInfoSample]) -> bool:
     last = series[-1].counters
     acked = last.get("bytes_acked")
     mss = last.get("snd_mss")
-    if acked is None or acked <= 1 or not mss or not last.get("unacked", 1):
+    if acked is None or not 1 < acked < PREAMBLE_BYTES or not mss or not last.get("unacked", 1):
         return False
     since = next(s.counters for s in series if s.counters.get("bytes_acked") == acked)
     resends = last.get("total_retrans", 0.0) - since.get("total_retrans", 0.0)

@@ -172,12 +172,14 @@ def test_full_size_segments_resent_after_small_ones_passed_are_a_black_hole() ->
 
 def test_what_a_black_hole_does_not_look_like() -> None:
     """A peer that stopped reading resends nothing; a dead path acknowledged nothing; a
-    lossy one moved again; small resent segments are no MTU matter."""
+    lossy one moved again; small resent segments are no MTU matter; a path that went down
+    after megabytes of the pack passed carried full-size segments before."""
     stopped_reading = [(0.5, 1191, 0, 0), (6.0, 1191, 0, 0)]
     dead = [(0.5, 1, 1, 1448), (6.0, 1, 4, 5792)]
     lossy = [(0.5, 1191, 0, 0), (3.0, 1191, 3, 4344), (6.0, 90_000, 4, 5792)]
     small = [(0.5, 1191, 0, 0), (6.0, 1191, 4, 400)]
-    for rows in (stopped_reading, dead, lossy, small):
+    down_after_the_pack_moved = [(0.5, 5_000_000, 0, 0), (6.0, 5_000_000, 4, 5792)]
+    for rows in (stopped_reading, dead, lossy, small, down_after_the_pack_moved):
         assert not swallowed_full_size(_socket(rows)), rows
     assert not swallowed_full_size(_socket(BLACK_HOLE, unacked=0))
     assert not swallowed_full_size([])
