@@ -111,7 +111,9 @@ def test_a_black_hole_is_named_within_a_minute(lab_factory: LabFactory, tmp_path
     manifest = json.loads((out / "manifest.json").read_text())
     pushes = [push for run in manifest["protocols"] for push in run["pushes"]]
     assert len(pushes) == 4 and all(push["outcome"] == "stalled" for push in pushes), pushes
-    refs = subprocess.run(["git", "-C", state.repo_path, "for-each-ref", "--format=%(refname)"],
+    # The server's repository belongs to the lab's service user: git asks to be told it is safe.
+    refs = subprocess.run(["git", "-c", "safe.directory=*", "-C", state.repo_path,
+                           "for-each-ref", "--format=%(refname)"],
                           capture_output=True, text=True, check=True).stdout
     assert "gitnetdiag/probe-" not in refs  # the pushes never delivered their packs
     assert not [push for push in pushes if push["cleanup"] == "leftover"], pushes
