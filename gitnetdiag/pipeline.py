@@ -332,7 +332,7 @@ def _analyze(path: Path, progress: Progress, warnings: list[str],
     """One capture; one that cannot be read at all is a missing measurement in ``unread``."""
     progress(f"analysing {path.name}")
     try:
-        result = analyze_capture(path)
+        result = analyze_capture(path, own_capture=True)  # a probe capture of the manifest
     except GitnetdiagError as exc:
         warnings.append(f"{path.name}: {exc.message}")
         unread.append(obs.RunProblem(

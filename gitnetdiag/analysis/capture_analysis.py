@@ -74,8 +74,15 @@ def analyze_capture(
     chunk_bytes: int = DEFAULT_CHUNK_BYTES,
     thresholds: Thresholds | None = None,
     parallel: bool | None = None,
+    own_capture: bool = False,
 ) -> CaptureAnalysis:
     """Read ``path`` (pcap or pcapng) and analyse every TCP connection in it.
+
+    ``own_capture``: gitnetdiag's probe took the file (it is listed in a run
+    directory's manifest), so frames stamped less than a millisecond before the one
+    ahead of them are the packet socket's stamping race
+    (:data:`~gitnetdiag.capture.decode.CAPTURE_RACE_NS`), read in frame order like any
+    step back but not warned about.
 
     A large file is read and decoded in a forked child while this process
     analyses (see :func:`~gitnetdiag.capture.reader.use_parallel`);
@@ -113,7 +120,7 @@ def analyze_capture(
         warnings.append(
             f"{stats.short} frame(s) were cut inside the IP/TCP header (snap length too small?)"
         )
-    warnings += clock_warnings(stats)
+    warnings += clock_warnings(stats, own_capture=own_capture)
     if stats.records and not segments:
         warnings.append("the capture holds no TCP segments")
     return CaptureAnalysis(
@@ -138,13 +145,18 @@ def _frames(stats: DecodeStats, kind: str, count: int) -> str:
     return f"frame{'s' if count > 1 else ''} {named}{more}"
 
 
-def clock_warnings(stats: DecodeStats) -> list[str]:
-    """One line per kind of timestamp trouble, naming the first frames."""
+def clock_warnings(stats: DecodeStats, *, own_capture: bool = False) -> list[str]:
+    """One line per kind of timestamp trouble, naming the first frames; in a capture of
+    gitnetdiag's own, steps back shorter than a millisecond
+    (:data:`~gitnetdiag.capture.decode.CAPTURE_RACE_NS`) are no trouble."""
     out: list[str] = []
-    if stats.clock_backwards:
+    backwards, kind = stats.clock_backwards, "backwards"
+    if own_capture:
+        backwards, kind = stats.clock_backwards - stats.clock_backwards_sub_ms, "backwards-ms"
+    if backwards:
         out.append(
-            f"timestamps step backwards at {stats.clock_backwards} frame(s) "
-            f"({_frames(stats, 'backwards', stats.clock_backwards)}): analysed in frame order, "
+            f"timestamps step backwards at {backwards} frame(s) "
+            f"({_frames(stats, kind, backwards)}): analysed in frame order, "
             "each such frame taken as simultaneous with the one before it in its connection"
         )
     if stats.clock_jumps:

@@ -136,7 +136,7 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
     manifest = load_run(run_dir)
     captures = [r.capture.path for p in manifest.protocols for r in p.pushes if r.capture]
     captures += [p.burst.capture for p in manifest.protocols if p.burst and p.burst.capture]
-    results = {name: analyze_capture(run_dir / name) for name in captures}
+    results = {name: analyze_capture(run_dir / name, own_capture=True) for name in captures}
     if json_out is not None:
         data = {"run_dir": str(run_dir),
                 "captures": {name: r.to_dict() for name, r in results.items()}}

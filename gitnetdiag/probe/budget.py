@@ -35,7 +35,12 @@ from enum import StrEnum
 from pathlib import Path
 
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, PackProgress, parse_pack_progress
-from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, append_samples, sample_ss
+from gitnetdiag.probe.tcpinfo import (
+    SAMPLE_INTERVAL_S,
+    TcpInfoSample,
+    append_samples,
+    sample_ss,
+)
 from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir import PushRecord, ToolVersions
 from gitnetdiag.safefile import replace_file
@@ -351,6 +356,49 @@ def _last_progress_line(stderr: str) -> str:
     lines = [line.strip() for line in stderr.replace("\r", "\n").splitlines() if line.strip()]
     progress = [line for line in lines if "objects:" in line]
     return progress[-1] if progress else (lines[-1] if lines else "")
+
+
+CONFIRM_STALL_S = 4.0
+"""Once a push showed a path-MTU black hole (:func:`swallowed_full_size`), the next pushes
+only confirm it: no byte moved for this long ends them. The kernel resends the first
+full-size segment 0.3, 0.9 and 2.1 s after it (its timeout doubles from about 200 ms plus
+the RTT), so three resends, more than the capture analysis needs, fit; the lab's pushes
+into the black hole showed the first two within 2.3 s."""
+MIN_RESENDS = 2
+"""Resends with no byte acknowledged since, the fewest that make a black hole (the capture
+analysis asks as many of the segments it sees)."""
+FULL_SIZE_SHARE = 0.9
+"""The resent bytes per resend, as a share of the connection's MSS, from which the
+resent segments are full-size (the lab's: 1448 B each, MSS 1448)."""
+
+
+def swallowed_full_size(samples: Sequence[TcpInfoSample]) -> bool:
+    """The kernel's counters of a push that stopped moving show a path-MTU black hole (pure).
+
+    On one of its connections: data was acknowledged at first (the handshake and its small
+    segments passed: more than the SYN's one byte, less than :data:`PREAMBLE_BYTES`, so the
+    pack itself never moved), then full-size segments were resent at least
+    :data:`MIN_RESENDS` times and not one byte more was acknowledged. A path that is down
+    altogether, one that went down after the pack moved (full-size segments passed then),
+    or a peer that stopped reading does not look like that: the first acknowledges
+    nothing, the second too much, the third resends nothing (its zero window is probed).
+    """
+    by_socket: dict[str, list[TcpInfoSample]] = {}
+    for sample in sorted(samples, key=lambda s: s.t_s):
+        by_socket.setdefault(sample.local, []).append(sample)
+    return any(_swallowed(series) for series in by_socket.values())
+
+
+def _swallowed(series: list[TcpInfoSample]) -> bool:
+    last = series[-1].counters
+    acked = last.get("bytes_acked")
+    mss = last.get("snd_mss")
+    if acked is None or not 1 < acked < PREAMBLE_BYTES or not mss or not last.get("unacked", 1):
+        return False
+    since = next(s.counters for s in series if s.counters.get("bytes_acked") == acked)
+    resends = last.get("total_retrans", 0.0) - since.get("total_retrans", 0.0)
+    resent_bytes = last.get("bytes_retrans", 0.0) - since.get("bytes_retrans", 0.0)
+    return resends >= MIN_RESENDS and resent_bytes >= FULL_SIZE_SHARE * mss * resends
 
 
 NATIVE_BUDGET_S = 1.5

@@ -7,16 +7,22 @@ Apart from the runner so that the modules the runner calls (:mod:`.pushonce`,
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 from typing import Protocol as TypingProtocol
 
-from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
+from gitnetdiag.probe.budget import CONFIRM_STALL_S, DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol, Transport
 from gitnetdiag.redaction import redact_url
 from gitnetdiag.rundir.native import H2NativeRecord, NativeRecord, SshNativeRecord
+
+CLEANUP_LOOK_MIN_S = 3.0
+CLEANUP_LOOK_RTTS = 20
+"""Once a black hole is known, each git run of a clean-up gets the longer of
+:data:`CLEANUP_LOOK_MIN_S` and this many round trips (an ls-remote over HTTPS took 0.35 s
+at 50 ms RTT in the lab's black hole; over SSH it never got past the key exchange)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -75,6 +81,19 @@ class ProbeOptions:
     cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
     """How long the clean-up of a push that ended unanswered after sending its whole pack
     waits for the server (a slow pre-receive hook) to create the branch it must delete."""
+    cleanup_git_timeout_s: float | None = None
+    """Bound on each git run of a push's clean-up (ls-remote, delete); None: the clean-up's
+    own. Set by the runner, not asked: once the path is known to swallow full-size
+    segments (a path-MTU black hole), the clean-up must not wait on it."""
+
+    def confirming(self, rtt_s: float) -> ProbeOptions:
+        """The options of a push that only confirms a known path-MTU black hole: a short
+        stall (:data:`~gitnetdiag.probe.budget.CONFIRM_STALL_S`), and a clean-up that
+        does not wait on the path."""
+        look = max(CLEANUP_LOOK_MIN_S, CLEANUP_LOOK_RTTS * rtt_s)
+        return replace(self, stall_timeout_s=min(self.stall_timeout_s or CONFIRM_STALL_S,
+                                                 CONFIRM_STALL_S),
+                       cleanup_git_timeout_s=look, cleanup_wait_s=min(self.cleanup_wait_s, look))
 
     def transport(self, protocol: Protocol) -> Transport:
         return Transport(

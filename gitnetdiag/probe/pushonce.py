@@ -186,7 +186,8 @@ def push_once(
             with notice.waiting():
                 cleanup = remove_probe_ref(
                     transport, branch, oid, aftermath,
-                    runner=_logged_runner(run_dir / artifacts["cleanup_stderr"]),
+                    runner=_logged_runner(run_dir / artifacts["cleanup_stderr"],
+                                          options.cleanup_git_timeout_s),
                     cwd=repo_path, wait_s=options.cleanup_wait_s,
                 )
         except CleanupStopped:
@@ -199,11 +200,13 @@ def push_once(
     return record, interrupted or deferred.signalled
 
 
-def _logged_runner(cleanup_log: Path) -> GitRunner:
-    """run_git, each run's outcome and stderr appended to the clean-up's log."""
+def _logged_runner(cleanup_log: Path, cap_s: float | None = None) -> GitRunner:
+    """run_git, each run's outcome and stderr appended to the clean-up's log; each run at
+    most ``cap_s`` (a path known to swallow full-size segments cannot carry it longer)."""
     def logged_git(argv: Sequence[str], *, env: Mapping[str, str], cwd: Path,
                    timeout_s: float) -> GitRun:
-        run = run_git(argv, env=env, cwd=cwd, timeout_s=timeout_s)
+        run = run_git(argv, env=env, cwd=cwd,
+                      timeout_s=min(timeout_s, cap_s or timeout_s))
         step = "ls-remote" if "ls-remote" in argv else "delete"
         outcome = "timed out" if run.timed_out else f"exit {run.exit_code}"
         with cleanup_log.open("a") as log:

@@ -11,11 +11,12 @@ one isolated config (:mod:`gitnetdiag.probe.gitconfig`).
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
 import tempfile
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -23,7 +24,7 @@ from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.budget import native_pack_bytes, stall_detail
+from gitnetdiag.probe.budget import native_pack_bytes, stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
@@ -38,7 +39,7 @@ from gitnetdiag.probe.pathinfo import measure_path
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
-from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
+from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples, read_samples
 from gitnetdiag.probe.versions import collect_versions
 from gitnetdiag.proc import received_signal, sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
@@ -138,6 +139,11 @@ class _Run:
         self.pack: bytes | None = None
         """The pack of the probe commit, made once (the native probes send it too)."""
         self.native_summary: NativeSummary = RawSummary()
+        self.black_hole: str | None = None
+        """The push whose kernel counters showed a path-MTU black hole (``h1 #1``): the
+        pushes after it only confirm it (:func:`_confirming`)."""
+        self.confirmed: set[Protocol] = set()
+        """Protocols pushed on the short confirming budget."""
 
     def transport(self, protocol: Protocol) -> Transport:
         """The protocol's transport, reading the run's isolated git config."""
@@ -238,6 +244,8 @@ def _final_status(state: _Run) -> str:
             stalled = any(push.outcome == "stalled" for push in hung)
             within = (state.options.stall_timeout_s if stalled and state.options.stall_timeout_s
                       else state.options.timeout_s)
+            if stalled and Protocol(run.protocol) in state.confirmed:
+                within = _confirm_options(state).stall_timeout_s or within
             state.error("push", Protocol(run.protocol), NetworkError(
                 f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress "
                 f"{'for' if stalled else 'within'} {within:g} s"
@@ -275,18 +283,20 @@ def _run_steps(state: _Run, scratch: Path) -> None:
         for protocol in options.protocols:
             if protocol in state.failed:
                 continue
-            record, interrupted = push_once(state, protocol, repeat, repo_path, oid,
-                                            pack_bytes, endpoint_of(options.urls[protocol]))
+            with _confirming(state, protocol):
+                record, interrupted = push_once(state, protocol, repeat, repo_path, oid,
+                                                pack_bytes, endpoint_of(options.urls[protocol]))
             record = with_http2_frames(state.run_dir, protocol.value, record, state.warn)
             _append_push(state, protocol, record)
+            _look_for_black_hole(state, protocol, record)
             state.save()
             if interrupted:
                 raise KeyboardInterrupt
 
-    if options.native:
+    if options.native and state.black_hole is None:
         _native(state, repo_path, oid)
         state.save()
-    if options.h2_sweep:
+    if options.h2_sweep and state.black_hole is None:
         _sweep(state, repo_path, oid)
         state.save()
 
@@ -296,6 +306,43 @@ def _run_steps(state: _Run, scratch: Path) -> None:
                 continue
             _burst(state, protocol, repo_path)
             state.save()
+
+
+def _look_for_black_hole(state: _Run, protocol: Protocol, record: PushRecord) -> None:
+    """After a stalled push: do its connections' counters show a path-MTU black hole?"""
+    if state.black_hole is not None or record.outcome != "stalled":
+        return
+    tcpinfo = record.artifacts.get("tcpinfo")
+    if tcpinfo is None or not swallowed_full_size(read_samples(state.run_dir / tcpinfo)):
+        return
+    state.black_hole = f"{protocol.value} #{record.repeat}"
+    skipped = ", the native ledgers skipped" if state.options.native else ""
+    state.warn(
+        f"push {state.black_hole}: full-size segments were resent and never acknowledged "
+        "after smaller ones got through (a path-MTU black hole): the next pushes only "
+        f"confirm it, each ended after {_confirm_options(state).stall_timeout_s:g} s without "
+        f"progress{skipped}"
+    )
+
+
+def _confirm_options(state: _Run) -> ProbeOptions:
+    rtt = max((p.connect_rtt_min_s or 0.0 for p in state.paths), default=0.0)
+    return state.options.confirming(rtt)
+
+
+@contextlib.contextmanager
+def _confirming(state: _Run, protocol: Protocol) -> Iterator[None]:
+    """Run the block with the confirming options once a black hole is known."""
+    if state.black_hole is None:
+        yield
+        return
+    asked = state.options
+    state.options = _confirm_options(state)
+    state.confirmed.add(protocol)
+    try:
+        yield
+    finally:
+        state.options = asked
 
 
 def _repository(state: _Run, scratch: Path) -> tuple[Path, str]:

@@ -277,3 +277,23 @@ def append_samples(path: Path, samples: Iterable[TcpInfoSample]) -> None:
     if lines:
         with path.open("a") as handle:
             handle.write(lines)
+
+
+def read_samples(path: Path) -> list[TcpInfoSample]:
+    """The samples of a ``<stem>.tcpinfo.jsonl`` (none when it is missing; a line that is not
+    a sample, such as one cut by a crash, is skipped)."""
+    samples: list[TcpInfoSample] = []
+    try:
+        lines = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return samples
+    for line in lines:
+        try:
+            data = json.loads(line)
+            samples.append(TcpInfoSample(
+                t_s=float(data["t_s"]), local=str(data["local"]), peer=str(data["peer"]),
+                source=str(data["source"]),
+                counters={str(k): float(v) for k, v in data["counters"].items()}))
+        except (ValueError, KeyError, TypeError, AttributeError):
+            continue
+    return samples

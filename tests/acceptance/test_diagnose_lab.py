@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -89,3 +90,34 @@ def test_diagnose_ranks_the_injected_fault_first(fault: str, lab_factory: LabFac
         assert (out / name).is_file()
     if fault in CONNECTION_FIXES:
         _check_the_fix(state.instance, fault, out, tmp_path / "fixed")
+
+
+BLACK_HOLE_WALL_S = 60.0
+"""Issue 23: a path-MTU black hole is named within a minute of wall time."""
+
+
+def test_a_black_hole_is_named_within_a_minute(lab_factory: LabFactory, tmp_path: Path) -> None:
+    """Every protocol the lab serves, ``--timeout 60``: the first push's stall shows the
+    black hole, the others only confirm it, the clean-up does not wait on the path.
+    Exit 0 with the culprit first, and no branch said to be left that the server lacks."""
+    state = lab_factory("pmtu-blackhole")
+    out = tmp_path / "run"
+    started = time.monotonic()
+    proc = _run("diagnose", "--lab", "--lab-instance", state.instance, "--size", "3MiB",
+                "--timeout", "60", "--format", "json", "--out", str(out))
+    wall_s = time.monotonic() - started
+    print(f"pmtu-blackhole: diagnosed in {wall_s:.1f} s")
+    report = json.loads(proc.stdout)
+    ids = [c["id"] for c in report["culprits"]]
+    assert ids and ids[0] == "path-mtu-blackhole", ids
+    assert report["verdict"] == "degraded" and proc.returncode == 0, proc.stderr
+    assert wall_s <= BLACK_HOLE_WALL_S
+    manifest = json.loads((out / "manifest.json").read_text())
+    pushes = [push for run in manifest["protocols"] for push in run["pushes"]]
+    assert len(pushes) == 4 and all(push["outcome"] == "stalled" for push in pushes), pushes
+    # The server's repository belongs to the lab's service user: git asks to be told it is safe.
+    refs = subprocess.run(["git", "-c", "safe.directory=*", "-C", state.repo_path,
+                           "for-each-ref", "--format=%(refname)"],
+                          capture_output=True, text=True, check=True).stdout
+    assert "gitnetdiag/probe-" not in refs  # the pushes never delivered their packs
+    assert not [push for push in pushes if push["cleanup"] == "leftover"], pushes

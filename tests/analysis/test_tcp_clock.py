@@ -97,3 +97,30 @@ def test_long_connection_series_is_coarsened_not_cut(tmp_path: Path) -> None:
     assert sum(c.series.sent_bytes[0]) == 40 * 500
     assert max(c.series.max_in_flight_bytes[0]) == 500
     assert result.warnings == []
+
+
+def test_own_capture_reads_the_packet_sockets_stamping_race_without_a_warning(
+        tmp_path: Path) -> None:
+    """The race tcpdump shows on Linux (an ACK stamped 1 us before the segment queued
+    ahead of it): in gitnetdiag's own capture no warning, in anybody else's the same
+    warning as before; the connection reads the same either way."""
+    conv = _transfer()
+    # Frame 12 (a client segment) stamped 1 us before frame 11 (the ACK queued ahead of it).
+    _restamp(conv, 11, -(conv.frames[11][0] - conv.frames[10][0]) - 1_000)
+    path = conv.pcap(tmp_path / "race.pcap")
+    own = analyze_capture(path, own_capture=True)
+    foreign = analyze_capture(path)
+    assert not [w for w in own.warnings if "step backwards" in w], own.warnings
+    assert any("step backwards at 1 frame(s) (frame 12)" in w for w in foreign.warnings)
+    assert own.connections[0].to_dict() == foreign.connections[0].to_dict()
+
+
+def test_own_capture_still_warns_of_a_real_step_back(tmp_path: Path) -> None:
+    """A step back of a millisecond or more is no stamping race: named, the short one not."""
+    conv = _transfer()
+    _restamp(conv, 11, -(conv.frames[11][0] - conv.frames[10][0]) - 1_000)
+    _restamp(conv, 21, -(conv.frames[21][0] - conv.frames[20][0]) - 2_000_000)
+    own = analyze_capture(conv.pcap(tmp_path / "step.pcap"), own_capture=True)
+    assert any("step backwards at 1 frame(s) (frame 22)" in w for w in own.warnings), own.warnings
+    foreign = analyze_capture(tmp_path / "step.pcap")
+    assert any("step backwards at 2 frame(s) (frames 12, 22)" in w for w in foreign.warnings)

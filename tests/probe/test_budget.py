@@ -2,9 +2,18 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
-from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason, native_pack_bytes
+from gitnetdiag.probe.budget import (
+    Progress,
+    RateMonitor,
+    StopReason,
+    native_pack_bytes,
+    swallowed_full_size,
+)
+from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples, read_samples
 
 
 def _feed(monitor: RateMonitor, rate_of: dict[float, float], until_s: float,
@@ -190,3 +199,48 @@ def test_no_answer_after_the_whole_pack_is_a_stall_at_the_server() -> None:
     assert monitor.stop_reason(5.0, pack_finished=True) is StopReason.SERVER_STALL
     unlimited = RateMonitor(budget_s=None, stall_timeout_s=None)
     assert unlimited.stop_reason(1000.0, pack_finished=True) is None
+
+
+def _socket(rows: list[tuple[float, float, float, float]], *, mss: float = 1448,
+            unacked: float = 12) -> list[TcpInfoSample]:
+    """Samples of one socket: (t_s, bytes_acked, total_retrans, bytes_retrans)."""
+    return [TcpInfoSample(t_s=t, local="198.18.1.2:46174", peer="198.18.2.2:8443",
+                          source="ss -tin",
+                          counters={"bytes_acked": acked, "total_retrans": resends,
+                                    "bytes_retrans": resent, "snd_mss": mss,
+                                    "unacked": unacked})
+            for t, acked, resends, resent in rows]
+
+
+BLACK_HOLE = [(0.26, 664, 0, 0), (0.5, 1191, 0, 0), (2.25, 1191, 2, 2896),
+              (4.22, 1191, 3, 4344), (6.34, 1191, 4, 5792)]
+"""The lab's HTTP/1.1 push into the path-MTU black hole, as ``ss -tin`` sampled it."""
+
+
+def test_full_size_segments_resent_after_small_ones_passed_are_a_black_hole() -> None:
+    assert swallowed_full_size(_socket(BLACK_HOLE))
+
+
+def test_what_a_black_hole_does_not_look_like() -> None:
+    """A peer that stopped reading resends nothing; a dead path acknowledged nothing; a
+    lossy one moved again; small resent segments are no MTU matter; a path that went down
+    after megabytes of the pack passed carried full-size segments before."""
+    stopped_reading = [(0.5, 1191, 0, 0), (6.0, 1191, 0, 0)]
+    dead = [(0.5, 1, 1, 1448), (6.0, 1, 4, 5792)]
+    lossy = [(0.5, 1191, 0, 0), (3.0, 1191, 3, 4344), (6.0, 90_000, 4, 5792)]
+    small = [(0.5, 1191, 0, 0), (6.0, 1191, 4, 400)]
+    down_after_the_pack_moved = [(0.5, 5_000_000, 0, 0), (6.0, 5_000_000, 4, 5792)]
+    for rows in (stopped_reading, dead, lossy, small, down_after_the_pack_moved):
+        assert not swallowed_full_size(_socket(rows)), rows
+    assert not swallowed_full_size(_socket(BLACK_HOLE, unacked=0))
+    assert not swallowed_full_size([])
+
+
+def test_samples_read_back_from_the_run_directory(tmp_path: Path) -> None:
+    """What the push wrote reads back; a line cut by a crash is skipped."""
+    path = tmp_path / "h1-1.tcpinfo.jsonl"
+    append_samples(path, _socket(BLACK_HOLE))
+    with path.open("a") as handle:
+        handle.write('{"t_s": 7.0, "local": "198.18.1.2:4')
+    assert read_samples(path) == _socket(BLACK_HOLE)
+    assert read_samples(tmp_path / "missing.jsonl") == []
