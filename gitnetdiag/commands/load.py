@@ -167,6 +167,12 @@ def _finish(report: LoadReport, records: tuple[OpRecord, ...], out: Path | None,
     if report.interrupted:
         Console(stderr=True).print("interrupted: partial results were kept", style="yellow")
         raise typer.Exit(int(ExitCode.INTERRUPTED))
+    if diagnosis is not None:
+        from gitnetdiag.diagnosis.verdict import verdict_error
+
+        failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
+        if failure is not None:  # failed operations or drops that no culprit explains
+            raise failure
     if report.passed is False:
         raise typer.Exit(int(ExitCode.FAILURE))
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from gitnetdiag.cli import app
@@ -187,3 +188,18 @@ def test_saved_diagnosis_rerenders_with_the_same_culprits(tmp_path: Path) -> Non
         f.id for f in diagnosis.findings]
     assert again["culprits"] == saved["culprits"] and again["verdict"] == "degraded"
     assert LoadReport.from_dict(json.loads((tmp_path / "load.json").read_text())) == report
+
+
+def test_load_diagnose_exits_non_zero_when_failures_are_unexplained(tmp_path: Path) -> None:
+    """The printed diagnosis decides the exit code too: an inconclusive load run (failed
+    clones no culprit explains) is a named error, a degraded one (the backlog) is not."""
+    from gitnetdiag.commands.load import _finish
+    from gitnetdiag.errors import VerdictError
+
+    unexplained = _report([(8, [_rec(0.2)] * 40 + [_rec(0.2, ok=False, kind="other")] * 5,
+                            {}, None)], counters_read=False)
+    with pytest.raises(VerdictError, match="verdict inconclusive"):
+        _finish(unexplained, (), tmp_path / "a", None, then_diagnose=True)
+    _finish(_overflowing(failed=48, overflows=255), (), tmp_path / "b", None,
+            then_diagnose=True)
+    assert (tmp_path / "b" / "report.json").is_file()
