@@ -254,7 +254,10 @@ def test_unexpected_child_failure_is_reported(
 
 def test_ctrl_c_on_the_command_leaves_no_child(tmp_path: Path) -> None:
     """SIGINT to the whole process group (what a terminal does) while the child reads."""
-    path = bulk_pcap(tmp_path / "big.pcap", 400_000)
+    # Big enough that the analysis outlasts a test descheduled on a loaded machine between
+    # seeing the child and sending the signal (400,000 packets took only ~0.25 s once the
+    # reader got faster, and one loaded run finished before the SIGINT arrived).
+    path = bulk_pcap(tmp_path / "big.pcap", 2_000_000)
     env = {**os.environ, PARALLEL_ENV: "1"}
     proc = subprocess.Popen(
         [sys.executable, "-m", "gitnetdiag", "analyze", str(path), "--json", "-"],
