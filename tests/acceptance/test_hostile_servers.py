@@ -204,6 +204,7 @@ GIT_FAILED = AT.format(kind="git-failed")
 STALLED = AT.format(kind="push-stalled") + "1 of 1 push(es) made no progress "
 SEE_RANKED = " (hint: the stall is evidence, not noise: see it ranked with 'gitnetdiag " \
     "analyze RUN --diagnose')"
+CURL = "the push's curl trace (<protocol>-<n>.curl.txt)"
 CASES: dict[str, Case] = {
     "500": Case(_mode("500"), H1, 5, "gitnetdiag probe <id> (failed)",
                 AT.format(kind="http-status") + "fatal: unable to access "
@@ -212,17 +213,23 @@ CASES: dict[str, Case] = {
                 "got it in the push's curl trace (<protocol>-<n>.curl.txt))"),
     "404": Case(_mode("404"), H1, 5, "gitnetdiag probe <id> (failed)",
                 GIT_FAILED + "fatal: repository 'http://127.0.0.1:{port}/repo.git/' not found "
-                "(hint: run the same git command by hand)"),
+                "(hint: no repository answers at that path (git says so for an HTTP 404, or for "
+                "one your credentials may not see): check the URL's path and the account's "
+                "access to it)"),
     "slow-first-byte": Case(_mode("slow"), (*H1, "--timeout", "2"), 5,
                             "gitnetdiag probe <id> (stalled)",
                             STALLED + "within 2 s (<n> bytes moved; <versions>)" + SEE_RANKED),
     "cut-mid-body": Case(_mode("cut"), H1, 5, "gitnetdiag probe <id> (failed)",
                          GIT_FAILED + "fatal: unable to access 'http://127.0.0.1:{port}/repo.git/"
-                         "': transfer closed with 4058 bytes remaining to read (hint: run the "
-                         "same git command by hand)"),
+                         "': transfer closed with 4058 bytes remaining to read (hint: the "
+                         "server or a proxy closed the connection before the end of its answer "
+                         "(it said how long it would be): see which request and its "
+                         "Content-Length in " + CURL + ")"),
     "garbage": Case(_mode("garbage"), H1, 5, "gitnetdiag probe <id> (failed)",
                     GIT_FAILED + "fatal: protocol error: bad line length character: <htm "
-                    "(hint: run the same git command by hand)"),
+                    "(hint: the server answered with something that is not git's protocol (an "
+                    "HTML page from a login portal, a proxy or a wrong path): see its status and "
+                    "Content-Type in " + CURL + ")"),
     "never-answers": Case(_mode("muted"), (*H1, "--size", "1MiB", "--cleanup-wait", "1"), 5,
                           "gitnetdiag probe <id> (stalled)",
                           STALLED + "for 3 s (the whole pack was sent and the server never "
