@@ -24,7 +24,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
@@ -47,6 +47,8 @@ class Remote:
     url: str
     bare: Path
     ca_file: str | None = None
+    headers: list[str] = field(default_factory=list)
+    """The X-Probe-Token header of every HTTP/1.1 request ("" when absent)."""
 
 
 def _hook(bare: Path, body: str) -> None:
@@ -55,7 +57,8 @@ def _hook(bare: Path, body: str) -> None:
     hook.chmod(0o755)
 
 
-def _misbehave(base: type[BaseHTTPRequestHandler], mode: str) -> type[BaseHTTPRequestHandler]:
+def _misbehave(base: type[BaseHTTPRequestHandler], mode: str, remote: Remote,
+               released: threading.Event) -> type[BaseHTTPRequestHandler]:
     """``base`` (git http-backend behind Basic auth) with one way of going wrong."""
 
     class Hostile(base):  # type: ignore[misc, valid-type]
@@ -89,18 +92,20 @@ def _misbehave(base: type[BaseHTTPRequestHandler], mode: str) -> type[BaseHTTPRe
             elif mode == "muted" and self.command == "POST" and int(
                     self.headers.get("Content-Length") or 1 << 20) >= 1024:
                 _read_body(self)
-                time.sleep(120)
+                released.wait(120)
                 self.close_connection = True
             else:
                 return False
             return True
 
         def do_GET(self) -> None:
+            remote.headers.append(self.headers.get("X-Probe-Token", ""))
             if self.headers.get("Authorization") == BASIC and self._hostile():
                 return
             base.do_GET(self)  # type: ignore[attr-defined]
 
         def do_POST(self) -> None:
+            remote.headers.append(self.headers.get("X-Probe-Token", ""))
             if self.headers.get("Authorization") == BASIC and self._hostile():
                 return
             base.do_POST(self)  # type: ignore[attr-defined]
@@ -117,13 +122,16 @@ def _bare(tmp_path: Path) -> tuple[Path, Path]:
 
 def _serve_plain(tmp_path: Path, mode: str) -> Iterator[Remote]:
     root, bare = _bare(tmp_path)
+    remote, released = Remote("", bare), threading.Event()
     server = ThreadingHTTPServer(
-        ("127.0.0.1", 0), _misbehave(_handler(root, threading.Event()), mode))
+        ("127.0.0.1", 0), _misbehave(_handler(root, threading.Event()), mode, remote, released))
     server.daemon_threads = True
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    remote.url = f"http://user:{TOKEN}@127.0.0.1:{server.server_address[1]}/repo.git"
     try:
-        yield Remote(f"http://user:{TOKEN}@127.0.0.1:{server.server_address[1]}/repo.git", bare)
+        yield remote
     finally:
+        released.set()
         server.shutdown()
         server.server_close()
 
@@ -137,7 +145,9 @@ def _serve_tls_h1_h2(tmp_path: Path) -> Iterator[Remote]:
     context.load_cert_chain(cert, key)
     context.set_alpn_protocols(["h2", "http/1.1"])
     listener = socket.create_server(("127.0.0.1", 0))
-    h1 = _handler(root, threading.Event())
+    remote = Remote(f"https://user:{TOKEN}@127.0.0.1:{listener.getsockname()[1]}/repo.git",
+                    bare, str(cert))
+    h1 = _misbehave(_handler(root, threading.Event()), "ok", remote, threading.Event())
     h2 = H2GitServer(url="", ca_file=str(cert), repo=bare, thread=threading.Thread(),
                      listener=listener)
 
@@ -162,8 +172,7 @@ def _serve_tls_h1_h2(tmp_path: Path) -> Iterator[Remote]:
     h2.thread = threading.Thread(target=accept, daemon=True)
     h2.thread.start()
     try:
-        yield Remote(f"https://user:{TOKEN}@127.0.0.1:{listener.getsockname()[1]}/repo.git",
-                     bare, str(cert))
+        yield remote
     finally:
         h2.stop()
 
@@ -318,6 +327,7 @@ def test_hostile_server(name: str, tmp_path: Path) -> None:
         if report.exists() else []
     for text in case.never:  # not blamed: neither printed nor ranked (listed as dropped)
         assert text not in output and text not in culprits, culprits
+    assert HEADER_TOKEN in remote.headers, remote.headers  # it did reach the server
     assert all(s.samples > 5 and s.hits == set() for s in samplers)
     for needle in (TOKEN, HEADER_TOKEN):
         assert needle not in output
