@@ -480,7 +480,7 @@ def _hint(error: RunError, remove_commands: dict[str, str]) -> str:
                        None)
         return f"delete it by hand: {command}" if command else ""
     if error.stage == "push" and error.kind:
-        return failure_hint(error.kind)
+        return failure_hint(error.kind, error.message)
     return _REFERENCE_HINTS.get(error.reference) or _STAGE_HINTS.get(error.stage, "")
 
 

@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlsplit
 from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.probe.repo import check_safe_ref
 from gitnetdiag.proc import kill_group, start
-from gitnetdiag.rundir.failures import FAILURE_HINTS, GENERIC_FAILURE
+from gitnetdiag.rundir.failures import FAILURE_HINTS, GENERIC_FAILURE, failure_hint
 from gitnetdiag.rundir.failures import FailureKind as FailureKind  # re-exported: probes classify
 from gitnetdiag.safefile import replace_file
 
@@ -160,7 +160,8 @@ def last_stderr_line(stderr: str) -> str:
 
 def error_for_failure(kind: FailureKind, url: str, line: str) -> GitnetdiagError:
     """The user-facing error for a failed git run against ``url`` (already redacted)."""
-    reference, hint = FAILURE_HINTS.get(kind, GENERIC_FAILURE)
+    reference = FAILURE_HINTS.get(kind, GENERIC_FAILURE)[0]
+    hint = failure_hint(kind.value, line)
     return NetworkError(f"{url}: {line or kind.value}", hint=hint, reference=reference)
 
 

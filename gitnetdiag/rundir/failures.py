@@ -77,10 +77,32 @@ GENERIC_FAILURE = ("git-failed", "run the same git command by hand")
 """Reference and hint of a kind without its own."""
 
 
-def failure_hint(kind: str) -> str:
-    """The hint for a recorded failure kind; empty for a kind this version does not know."""
+CURL_TRACE = "the push's curl trace (<protocol>-<n>.curl.txt)"
+OTHER_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("repository", "not found"),
+     "no repository answers at that path (git says so for an HTTP 404, or for one your "
+     "credentials may not see): check the URL's path and the account's access to it"),
+    (("protocol error: bad line length character",),
+     "the server answered with something that is not git's protocol (an HTML page from a "
+     f"login portal, a proxy or a wrong path): see its status and Content-Type in "
+     f"{CURL_TRACE}"),
+    (("transfer closed with", "bytes remaining to read"),
+     "the server or a proxy closed the connection before the end of its answer (it said "
+     f"how long it would be): see which request and its Content-Length in {CURL_TRACE}"),
+)
+"""git messages of kind ``other`` whose cause is still plain: (words all in it, hint)."""
+
+
+def failure_hint(kind: str, message: str = "") -> str:
+    """The hint for a recorded failure kind (``other``: from git's ``message`` when it is
+    one of :data:`OTHER_HINTS`); empty for a kind this version does not know."""
     try:
         known = FailureKind(kind)
     except ValueError:
         return ""
+    if known is FailureKind.OTHER:
+        lowered = message.lower()
+        for words, hint in OTHER_HINTS:
+            if all(word in lowered for word in words):
+                return hint
     return FAILURE_HINTS.get(known, GENERIC_FAILURE)[1]
