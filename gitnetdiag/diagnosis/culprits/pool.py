@@ -129,9 +129,20 @@ def _evidence(name: str, mixed: list[MixedKind]) -> list[Evidence]:
     return items
 
 
-def _fix(obs: Observations) -> str:
+def _edge_product(obs: Observations, members: set[str]) -> str | None:
+    """The edge's product id: not a name one of the pool's members gave (a ``server``
+    header the edge passed through from a member names the member, not the edge); then
+    its HTTP/2 fingerprint, which is the edge's own (it terminates HTTP/2)."""
     identity = answering_server(obs)
-    edge = identity.server if identity is not None else None
+    if identity is None:
+        return None
+    if identity.product is not None and identity.product in members:
+        return identity.fingerprint
+    return identity.server
+
+
+def _fix(obs: Observations, members: set[str]) -> str:
+    edge = _edge_product(obs, members)
     lead = ("Take the failing member out of the edge's pool and health-check the members "
             "with a request git makes, expecting 200, so that a member that redirects or "
             "errs is taken out by itself")
@@ -148,6 +159,7 @@ def edge_backend_errors(obs: Observations) -> Hit | None:
     summary_bits: list[str] = []
     worst_cost, worst_protocol = 0.0, None
     failed_pushes = 0
+    members: set[str] = set()
     for name in HTTPS_PROTOCOLS:
         p = obs.protocols.get(name)
         if p is None:
@@ -167,6 +179,8 @@ def edge_backend_errors(obs: Observations) -> Hit | None:
                                 f"2xx, {statuses}")
         if failed:
             summary_bits.append(f"{failed} of {total} {label(name)} pushes failed on it")
+        members.update(server for kind in mixed for server in kind.ok_servers if server)
+        members.update(server for kind in mixed for _status, server in kind.failed if server)
     if not evidence:
         return None
     return Hit(
@@ -177,5 +191,5 @@ def edge_backend_errors(obs: Observations) -> Hit | None:
         + "; ".join(summary_bits)
         + "): a member of the edge's pool is down or misconfigured.",
         evidence=tuple(evidence),
-        fix=_fix(obs),
+        fix=_fix(obs, members),
     )

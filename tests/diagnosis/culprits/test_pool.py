@@ -83,3 +83,22 @@ def test_members_taking_turns_show_in_the_server_header() -> None:
     assert (mixed.ok, dict(mixed.failed)) == (3, {(308, ""): 3})
     same_server = tuple(replace(r, server="nginx") for r in turns)
     assert mixed_kinds(same_server) == [], "one server redirecting its POSTs is not a pool"
+
+
+def test_a_members_server_header_passed_through_does_not_name_the_edge() -> None:
+    """HAProxy passes the member's own ``server`` header on: the 2xx answers say Apache, so
+    Apache is a member, not the edge; the edge is what terminated HTTP/2 (its SETTINGS look
+    like HAProxy's). The lab's bad pool, where the fix named Apache's health check."""
+    apache = "Apache/2.4.71 (Debian) OpenSSL/3.0.19"
+    obs = case_edge_backend_errors(server_headers=(apache,),
+                                   h2_server_settings={"ENABLE_CONNECT_PROTOCOL": 1,
+                                                       "MAX_CONCURRENT_STREAMS": 100})
+    obs = replace(obs, protocols={
+        name: replace(p, http_requests=tuple(replace(r, server=apache) if r.status == 200
+                                             else r for r in p.http_requests))
+        for name, p in obs.protocols.items()})
+    top = diagnose(obs).findings[0]
+    assert top.id == "edge-backend-errors"
+    assert "On the edge, HAProxy" in top.fix and "mod_proxy_hcheck" not in top.fix
+    unknown = diagnose(replace(obs, run=replace(obs.run, h2_server_settings={}))).findings[0]
+    assert "could not tell which product the edge is" in unknown.fix
