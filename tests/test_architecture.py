@@ -37,13 +37,6 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.analysis": "analysis",
     "gitnetdiag.diagnosis": "diagnosis",
     "gitnetdiag.pipeline": "pipeline",
-    "gitnetdiag.pipeline_native": "pipeline",
-    "gitnetdiag.pipeline_host": "pipeline",
-    "gitnetdiag.pipeline_probe": "pipeline",
-    "gitnetdiag.pipeline_capture": "pipeline",
-    "gitnetdiag.pipeline_h2stall": "pipeline",
-    "gitnetdiag.pipeline_fetch": "pipeline",
-    "gitnetdiag.pipeline_load": "pipeline",
     "gitnetdiag.report": "report",
     "gitnetdiag.proc": "proc",
     "gitnetdiag.tools": "tools",
@@ -282,8 +275,8 @@ def test_a_stale_allow_list_entry_is_flagged(tmp_path: Path) -> None:
          ("gitnetdiag.probe.bad", "gitnetdiag.analysis.tcp")),
         ("probe/bad.py", "from gitnetdiag.commands import probe\n",
          ("gitnetdiag.probe.bad", "gitnetdiag.commands.probe")),
-        ("pipeline.py", "import gitnetdiag.probe.runner\n",
-         ("gitnetdiag.pipeline", "gitnetdiag.probe.runner")),
+        ("pipeline/_run.py", "import gitnetdiag.probe.runner\n",
+         ("gitnetdiag.pipeline._run", "gitnetdiag.probe.runner")),
         ("errors.py", "from gitnetdiag.proc import run\n",
          ("gitnetdiag.errors", "gitnetdiag.proc")),
     ],
@@ -292,7 +285,7 @@ def test_a_crafted_upward_import_is_flagged(tmp_path: Path, path: str, source: s
                                             edge: tuple[str, str]) -> None:
     """The checker itself: a lower layer importing a higher one fails, lazy or relative."""
     root = tmp_path / "gitnetdiag"
-    for package in ("", "analysis", "capture", "diagnosis", "host", "probe", "report",
+    for package in ("", "analysis", "capture", "diagnosis", "host", "pipeline", "probe", "report",
                     "commands"):
         (root / package).mkdir(parents=True, exist_ok=True)
         (root / package / "__init__.py").write_text("")

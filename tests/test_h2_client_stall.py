@@ -21,7 +21,7 @@ from gitnetdiag.analysis.h2ledger import (
 )
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import H2ClientStall, PushResult
-from gitnetdiag.pipeline_h2stall import h2_client_stall
+from gitnetdiag.pipeline._h2stall import h2_client_stall
 from gitnetdiag.rundir.records import PushRecord
 from tests.diagnosis import examples
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gitnetdiag.analysis.tcpinfo import last_undelivered_s
-from gitnetdiag.pipeline import server_wait_s, trace2_phases
+from gitnetdiag.pipeline._run import server_wait_s, trace2_phases
 from gitnetdiag.rundir import PushRecord
 from gitnetdiag.rundir.records import Trace2Phases
 

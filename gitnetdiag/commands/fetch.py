@@ -1,7 +1,7 @@
 """``probe|diagnose --direction fetch|both``: the download direction, read-only.
 
 A thin shell: :func:`gitnetdiag.probe.fetchrun.run_fetch_probe` clones over each
-protocol into the run directory, :mod:`gitnetdiag.pipeline_fetch` derives the
+protocol into the run directory, :mod:`gitnetdiag.pipeline._fetch` derives the
 phases, the TCP evidence and the culprits, :mod:`gitnetdiag.report.fetch`
 words them.
 """
@@ -21,7 +21,7 @@ from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 
 if TYPE_CHECKING:
-    from gitnetdiag.pipeline_fetch import FetchDiagnosis
+    from gitnetdiag.pipeline._fetch import FetchDiagnosis
 
 
 class TransferDirection(StrEnum):
@@ -43,7 +43,7 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
     error of the run (after the report) so that the exit code says a clone failed."""
     with progress:
         outcome = run_fetch_probe(options, reporter)
-    from gitnetdiag.pipeline_fetch import diagnose_fetch_run  # numpy-free, but pure side
+    from gitnetdiag.pipeline._fetch import diagnose_fetch_run  # numpy-free, but pure side
 
     diagnosis = diagnose_fetch_run(outcome.run_dir)
     if diagnosis is None:

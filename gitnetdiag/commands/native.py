@@ -5,7 +5,7 @@
 
 The probe (:mod:`gitnetdiag.probe.h2native`, :mod:`gitnetdiag.probe.sshnative`)
 records the raw events; the summary printed here is replayed from them on the
-pure side (:mod:`gitnetdiag.pipeline_probe`). Runs inside a lab namespace
+pure side (:mod:`gitnetdiag.pipeline._probe`). Runs inside a lab namespace
 (``ip netns exec``); an error prints ``{"error": reference, ...}`` and exits
 with the error's code.
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.pipeline_probe import h2_push_ledger, ssh_push_ledger, sweep_rows
+from gitnetdiag.pipeline._probe import h2_push_ledger, ssh_push_ledger, sweep_rows
 from gitnetdiag.probe.h2native import h2_push_probe, h2_sweep
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit
 from gitnetdiag.probe.sshnative import ssh_push_probe

@@ -1,7 +1,7 @@
 """The host report: what ``gitnetdiag host`` found, as one JSON-ready value.
 
 Schema ``gitnetdiag.host/1`` (docs/host.md lists every field); the diagnosis
-reads it through :mod:`gitnetdiag.pipeline_host`.
+reads it through :mod:`gitnetdiag.pipeline._host`.
 """
 
 from __future__ import annotations

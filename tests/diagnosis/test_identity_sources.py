@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from gitnetdiag.diagnosis.servers import identify
-from gitnetdiag.pipeline_native import native_fingerprint
+from gitnetdiag.pipeline._native import native_fingerprint
 from gitnetdiag.report.units import answered_by
 from gitnetdiag.rundir.native import first_response_identity
 

@@ -12,7 +12,7 @@ from gitnetdiag.cli import app
 from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.load.model import ListenerSample, LoadReport, OpRecord
 from gitnetdiag.load.stats import git_error_message, listener_sample, summarize_step
-from gitnetdiag.pipeline_load import diagnose_load, ops_noun
+from gitnetdiag.pipeline._load import diagnose_load, ops_noun
 from gitnetdiag.report import RENDERERS
 
 GIT_URL = "git://198.18.2.2/small.git"

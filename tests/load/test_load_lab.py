@@ -16,7 +16,7 @@ import pytest
 
 from gitnetdiag.lab.state import LabState
 from gitnetdiag.load.model import LoadReport
-from gitnetdiag.pipeline_load import DROP_COUNTERS
+from gitnetdiag.pipeline._load import DROP_COUNTERS
 from tests.conftest import LabFactory
 from tests.labutil import in_client
 

@@ -24,7 +24,7 @@ from gitnetdiag.load.stats import (
     parse_ops,
     summarize_step,
 )
-from gitnetdiag.pipeline_load import observations_from_load
+from gitnetdiag.pipeline._load import observations_from_load
 from gitnetdiag.probe.gitpush import GitRun
 from gitnetdiag.report.load import render_html, render_json, render_markdown
 

@@ -15,7 +15,7 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     PushResult,
 )
-from gitnetdiag.pipeline import push_result
+from gitnetdiag.pipeline._run import push_result
 from gitnetdiag.probe.cleanup import Aftermath, RefCleanup, push_aftermath, remove_probe_ref
 from gitnetdiag.probe.gitpush import (
     FailureKind,

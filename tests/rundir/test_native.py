@@ -11,14 +11,14 @@ import pytest
 
 from gitnetdiag.analysis.nativeledger import h2_ledgers, ssh_channel_ledger
 from gitnetdiag.errors import InputError
-from gitnetdiag.pipeline_native import (
+from gitnetdiag.pipeline._native import (
     h2_ledger_from_native,
     h2_observation,
     native_ledgers,
     ssh_ledger_from_native,
     ssh_observation,
 )
-from gitnetdiag.pipeline_probe import H2PushLedger, SshPushLedger
+from gitnetdiag.pipeline._probe import H2PushLedger, SshPushLedger
 from gitnetdiag.probe.receivepack import ReportStatus
 from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE
 from gitnetdiag.rundir.native import (

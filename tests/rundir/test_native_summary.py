@@ -1,4 +1,4 @@
-"""The native probes' summaries, derived offline from raw events (gitnetdiag.pipeline_probe)."""
+"""The native probes' summaries, derived offline from raw events (gitnetdiag.pipeline._probe)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.pipeline_probe import (
+from gitnetdiag.pipeline._probe import (
     NativeProgress,
     h2_push_ledger,
     ssh_push_ledger,

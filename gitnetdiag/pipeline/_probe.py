@@ -6,7 +6,7 @@
 
 The probes only record (docs/architecture.md): the credit ledgers behind a
 summary are replayed here with :mod:`gitnetdiag.analysis.nativeledger`, the
-same replay the diagnosis runs on ``native-*.json`` (:mod:`gitnetdiag.pipeline_native`).
+same replay the diagnosis runs on ``native-*.json`` (:mod:`gitnetdiag.pipeline._native`).
 :class:`NativeProgress` is what the probe command hands the runner for its live
 progress line, so the line shows the stalls without the probe computing them.
 """

@@ -26,7 +26,7 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.pipeline import capture_metrics, flight_series
+from gitnetdiag.pipeline._run import capture_metrics, flight_series
 
 WELL_KNOWN: dict[int, obs.ProtocolName] = {443: "h2", 22: "ssh", 9418: "git"}
 """Ports that name a git transport when the payload is not captured (443: HTTP/2 or

@@ -30,8 +30,8 @@ from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
-from gitnetdiag.pipeline_h2stall import h2_client_stall
-from gitnetdiag.pipeline_native import downsample, native_fingerprint, native_ledgers
+from gitnetdiag.pipeline._h2stall import h2_client_stall
+from gitnetdiag.pipeline._native import downsample, native_fingerprint, native_ledgers
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
     NATIVE_FILES,
@@ -353,12 +353,12 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     warnings: list[str] = []
     unread: list[obs.RunProblem] = []
     if host is None and (run_dir / HOST_REPORT_FILE).is_file():
-        from gitnetdiag.pipeline_host import load_host_report
+        from gitnetdiag.pipeline._host import load_host_report
 
         host = load_host_report(run_dir / HOST_REPORT_FILE)
     storage = None
     if (run_dir / STORAGE_REPORT_FILE).is_file():
-        from gitnetdiag.pipeline_host import load_storage_report
+        from gitnetdiag.pipeline._host import load_storage_report
 
         storage = load_storage_report(run_dir / STORAGE_REPORT_FILE)
     protocols: dict[str, obs.ProtocolObservation] = {}

@@ -1,0 +1,1 @@
+"""The pure pipeline: run directory or capture -> observations -> diagnosis -> reports."""
