@@ -17,7 +17,7 @@ import time
 
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import build_spec, parse_duration_ms
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 
 TARGET_MBIT = 200.0
 

@@ -28,7 +28,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import build_spec, parse_duration_ms
-from gitnetdiag.lab.state import LabState, load_state
+from gitnetdiag.model.lab.state import LabState, load_state
 
 
 def server_refs(state: LabState) -> dict[str, str]:

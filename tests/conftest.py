@@ -39,7 +39,7 @@ import pytest
 
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import build_spec
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from tests.httpremote import HttpRemote, serve_http_remote
 
 LabFactory = Callable[..., LabState]

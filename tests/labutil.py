@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from gitnetdiag.lab.manager import lab_git_env
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 
 
 def in_client(state: LabState, *argv: str, timeout_s: float = 180, cwd: Path | None = None,

@@ -50,16 +50,16 @@ COMPONENTS: dict[str, str] = {
     "gitnetdiag.cli": "top",
     "gitnetdiag.__main__": "top",
     # The result models of load, storage, host and lab are data types the renderers read.
-    "gitnetdiag.load.model": "load-model",
-    "gitnetdiag.storage.model": "storage-model",
-    "gitnetdiag.storage.reference": "storage-model",
+    "gitnetdiag.model.load.records": "load-model",
+    "gitnetdiag.model.storage.records": "storage-model",
+    "gitnetdiag.model.storage.reference": "storage-model",
     # The host report and the pure parsers its records are made of (no program, no socket).
-    "gitnetdiag.host.report": "host-model",
-    "gitnetdiag.host.listeners": "host-model",
-    "gitnetdiag.host.configlint": "host-model",
-    "gitnetdiag.host.effect": "host-model",
-    "gitnetdiag.host.sysctl": "host-model",
-    "gitnetdiag.lab.state": "lab-model",
+    "gitnetdiag.model.host.report": "host-model",
+    "gitnetdiag.model.host.listeners": "host-model",
+    "gitnetdiag.model.host.configlint": "host-model",
+    "gitnetdiag.model.host.effect": "host-model",
+    "gitnetdiag.model.host.sysctl": "host-model",
+    "gitnetdiag.model.lab.state": "lab-model",
 }
 """Module prefix -> component; the longest matching prefix wins."""
 

@@ -18,8 +18,8 @@ from rich.console import Console
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.host.access import HostAccess, LocalAccess, SshAccess
 from gitnetdiag.host.collect import collect_report
-from gitnetdiag.host.report import SCHEMA
 from gitnetdiag.inputfile import read_json_input, unusable_reason
+from gitnetdiag.model.host.report import SCHEMA
 from gitnetdiag.report.host import render_host_report
 
 HELP = """Collect the server's own evidence: listen backlogs, queue overflows, kernel log, configs.

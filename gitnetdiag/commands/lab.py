@@ -19,7 +19,7 @@ from gitnetdiag.lab.spec import (
     parse_loss,
     parse_rate,
 )
-from gitnetdiag.lab.state import DEFAULT_INSTANCE, LabState
+from gitnetdiag.model.lab.state import DEFAULT_INSTANCE, LabState
 from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.report.lab import render_lab_status
 

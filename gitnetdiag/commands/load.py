@@ -18,7 +18,6 @@ from gitnetdiag.commands._output import is_stdout, write_output
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import ExitCode, InputError, NetworkError, UsageError
 from gitnetdiag.inputfile import read_json_input
-from gitnetdiag.load.model import LoadReport, OpRecord, StepResult
 from gitnetdiag.load.scheduler import LiveStatus
 from gitnetdiag.load.stats import (
     parse_concurrency,
@@ -27,6 +26,7 @@ from gitnetdiag.load.stats import (
     parse_ops,
     parse_urls,
 )
+from gitnetdiag.model.load.records import LoadReport, OpRecord, StepResult
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import parse_size

@@ -39,7 +39,7 @@ from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.lab.cgroups import in_cgroup
 from gitnetdiag.lab.netns import enter_lab_client
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.pipeline._host import load_host_report
 from gitnetdiag.pipeline._probe import NativeProgress, sweep_records, sweep_rows
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S

@@ -21,7 +21,7 @@ LOAD_FILE = "load.json"
 def _load_diagnosis(path: Path) -> Diagnosis:
     """The diagnosis of a load run, derived again from its ``load.json`` (pure, so the same
     culprits as the run printed and saved)."""
-    from gitnetdiag.load.model import LoadReport
+    from gitnetdiag.model.load.records import LoadReport
     from gitnetdiag.pipeline._load import diagnose_load
 
     try:

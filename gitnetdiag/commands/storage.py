@@ -19,11 +19,11 @@ from rich.console import Console
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.errors import UsageError
+from gitnetdiag.model.storage.records import StorageCheck
+from gitnetdiag.model.storage.reference import Verdict, verdict
 from gitnetdiag.report.storage import StorageReport, render_markdown, render_terminal
 from gitnetdiag.storage.adapter import storage_only_observations
 from gitnetdiag.storage.job import parse_duration, parse_size
-from gitnetdiag.storage.model import StorageCheck
-from gitnetdiag.storage.reference import Verdict, verdict
 from gitnetdiag.storage.runner import run_storage_check
 
 HELP = """Benchmark the storage under the git data before blaming the network.

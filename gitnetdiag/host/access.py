@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.host.listeners import (
+from gitnetdiag.model.host.listeners import (
     DiagListener,
     ListenerInfo,
     inet_diag_listen_request,

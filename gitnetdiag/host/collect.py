@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping, Sequence
 from datetime import UTC, datetime
 
 from gitnetdiag.host.access import EXIT_NOT_FOUND, HostAccess
-from gitnetdiag.host.configlint import (
+from gitnetdiag.host.kernlog import KernelLine, last_stamp, matching_lines, parse_dmesg
+from gitnetdiag.host.netstat import CounterFormatError, counter_deltas, parse_proc_counters
+from gitnetdiag.model.host.configlint import (
     ConfigChecked,
     ConfigFile,
     LintFinding,
@@ -23,11 +25,9 @@ from gitnetdiag.host.configlint import (
     parse_haproxy_version,
     product_of,
 )
-from gitnetdiag.host.kernlog import KernelLine, last_stamp, matching_lines, parse_dmesg
-from gitnetdiag.host.listeners import ListenerInfo, merge_samples, parse_ss_listeners
-from gitnetdiag.host.netstat import CounterFormatError, counter_deltas, parse_proc_counters
-from gitnetdiag.host.report import HostReport, Unreadable
-from gitnetdiag.host.sysctl import SYSCTLS, lint_sysctls, normalise, proc_path
+from gitnetdiag.model.host.listeners import ListenerInfo, merge_samples, parse_ss_listeners
+from gitnetdiag.model.host.report import HostReport, Unreadable
+from gitnetdiag.model.host.sysctl import SYSCTLS, lint_sysctls, normalise, proc_path
 
 STANDARD_FILES: tuple[tuple[Product, str], ...] = (
     ("haproxy", "/etc/haproxy/haproxy.cfg"),

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitnetdiag.lab.spec import BAD_MEMBER_STATUS, H2_DEFAULT_WINDOW, LabSpec
-from gitnetdiag.lab.state import PORT_HTTP_BACKEND, PORT_HTTPS_DIRECT, PORT_HTTPS_EDGE, PORT_SSH
+from gitnetdiag.model.lab.state import (
+    PORT_HTTP_BACKEND,
+    PORT_HTTPS_DIRECT,
+    PORT_HTTPS_EDGE,
+    PORT_SSH,
+)
 
 PORT_BAD_MEMBER = 8081
 """Loopback port of the bad pool member under ``edge-backend-errors``."""

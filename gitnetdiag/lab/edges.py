@@ -31,7 +31,7 @@ from pathlib import Path
 
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.spec import H2_DEFAULT_WINDOW, LabSpec
-from gitnetdiag.lab.state import PORT_HTTP_BACKEND, PORT_HTTPS_EDGE
+from gitnetdiag.model.lab.state import PORT_HTTP_BACKEND, PORT_HTTPS_EDGE
 
 BACKEND = f"127.0.0.1:{PORT_HTTP_BACKEND}"
 

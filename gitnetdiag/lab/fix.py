@@ -26,7 +26,7 @@ from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.manager import Progress
 from gitnetdiag.lab.netns import Namespaces
 from gitnetdiag.lab.spec import LARGE_WINDOW, LabSpec, build_spec, fixed_spec
-from gitnetdiag.lab.state import PORT_SSH, LabState, load_state, save_state
+from gitnetdiag.model.lab.state import PORT_SSH, LabState, load_state, save_state
 from gitnetdiag.proc import require_root
 
 

@@ -13,7 +13,7 @@ import secrets
 
 from gitnetdiag.lab import config
 from gitnetdiag.lab.config import LabPaths
-from gitnetdiag.lab.state import PORT_HTTPS_DIRECT, PORT_HTTPS_EDGE, SERVER_IP
+from gitnetdiag.model.lab.state import PORT_HTTPS_DIRECT, PORT_HTTPS_EDGE, SERVER_IP
 from gitnetdiag.proc import run
 
 

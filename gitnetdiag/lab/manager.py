@@ -51,7 +51,7 @@ from gitnetdiag.lab.spec import (
     SLOW_DISK_BYTES_PER_S,
     LabSpec,
 )
-from gitnetdiag.lab.state import (
+from gitnetdiag.model.lab.state import (
     CLIENT_IP,
     PORT_GIT,
     PORT_HTTPS_DIRECT,

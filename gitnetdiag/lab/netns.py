@@ -6,7 +6,7 @@ import os
 from dataclasses import dataclass
 
 from gitnetdiag.errors import LabError
-from gitnetdiag.lab.state import LabState, load_state, namespace_prefix
+from gitnetdiag.model.lab.state import LabState, load_state, namespace_prefix
 
 
 @dataclass(frozen=True)

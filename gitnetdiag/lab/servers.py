@@ -16,7 +16,7 @@ from gitnetdiag.lab import cgroups, config, edges
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.netns import Namespaces
 from gitnetdiag.lab.spec import LabSpec
-from gitnetdiag.lab.state import (
+from gitnetdiag.model.lab.state import (
     PORT_GIT,
     PORT_HTTP_BACKEND,
     PORT_HTTPS_DIRECT,

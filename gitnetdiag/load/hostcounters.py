@@ -13,8 +13,8 @@ from pathlib import Path
 from typing import Protocol
 
 from gitnetdiag.errors import EnvironmentProblem, InputError
-from gitnetdiag.host.listeners import ListenerInfo, parse_ss_listeners
 from gitnetdiag.host.netstat import CounterFormatError, parse_proc_counters
+from gitnetdiag.model.host.listeners import ListenerInfo, parse_ss_listeners
 from gitnetdiag.proc import run
 
 NETSTAT_TIMEOUT_S = 10.0

@@ -17,8 +17,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gitnetdiag.errors import InputError, NetworkError
-from gitnetdiag.load.model import LoadReport, OpRecord
 from gitnetdiag.load.stats import summarize_step
+from gitnetdiag.model.load.records import LoadReport, OpRecord
 from gitnetdiag.redaction import redact_text, redact_url
 
 RESULTS_PATH = "/gitnetdiag/results"

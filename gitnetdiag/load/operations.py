@@ -32,8 +32,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
-from gitnetdiag.load.model import Operation
 from gitnetdiag.load.stats import git_error_message
+from gitnetdiag.model.load.records import Operation
 from gitnetdiag.probe.cleanup import (
     DEFAULT_CLEANUP_WAIT_S,
     Aftermath,

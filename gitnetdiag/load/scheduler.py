@@ -26,16 +26,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.load.hostcounters import CounterSource, LocalNetstat
-from gitnetdiag.load.model import (
-    CLIENT_COUNTERS,
-    ListenerSample,
-    LoadReport,
-    OpRecord,
-    StepResult,
-    target_port,
-)
 from gitnetdiag.load.operations import InFlight, OpOutcome, Workspace
 from gitnetdiag.load.stats import (
     MixPicker,
@@ -43,6 +34,15 @@ from gitnetdiag.load.stats import (
     counter_deltas,
     listener_sample,
     summarize_step,
+)
+from gitnetdiag.model.host.listeners import ListenerInfo
+from gitnetdiag.model.load.records import (
+    CLIENT_COUNTERS,
+    ListenerSample,
+    LoadReport,
+    OpRecord,
+    StepResult,
+    target_port,
 )
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S, interrupts_deferred
 from gitnetdiag.probe.gitpush import Transport

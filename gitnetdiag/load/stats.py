@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.host.netstat import counter_deltas as host_counter_deltas
-from gitnetdiag.load.model import (
+from gitnetdiag.model.host.listeners import ListenerInfo
+from gitnetdiag.model.load.records import (
     RTO_STEP_S,
     ErrorGroup,
     LatencySummary,

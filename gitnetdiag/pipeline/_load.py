@@ -47,7 +47,7 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     RunInfo,
 )
-from gitnetdiag.load.model import RTO_STEP_S, LoadReport, StepResult, target_port
+from gitnetdiag.model.load.records import RTO_STEP_S, LoadReport, StepResult, target_port
 from gitnetdiag.thresholds import SMALL_BACKLOG
 
 __all__ = ["LOAD_CULPRITS", "diagnose_load", "observations_from_load", "ops_noun"]

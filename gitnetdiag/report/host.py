@@ -1,11 +1,11 @@
-"""Terminal view of the server's own evidence (:class:`~gitnetdiag.host.report.HostReport`)."""
+"""Terminal view of the server's own evidence (:class:`gitnetdiag.model.host.report.HostReport`)."""
 
 from __future__ import annotations
 
 from rich.table import Table
 
-from gitnetdiag.host.report import HostReport
-from gitnetdiag.host.sysctl import SYSCTLS
+from gitnetdiag.model.host.report import HostReport
+from gitnetdiag.model.host.sysctl import SYSCTLS
 from gitnetdiag.report.console import console_output, text_console
 
 

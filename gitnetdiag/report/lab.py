@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from rich.table import Table
 
 from gitnetdiag.diagnosis.servers import NAMES
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.report.console import console_text
 
 

@@ -14,7 +14,7 @@ import json
 from rich.table import Table
 from rich.text import Text
 
-from gitnetdiag.load.model import HOST_COUNTERS_SHOWN, LoadReport, StepResult, TargetStep
+from gitnetdiag.model.load.records import HOST_COUNTERS_SHOWN, LoadReport, StepResult, TargetStep
 from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.redact import redact_diagnosis
 

@@ -10,9 +10,8 @@ from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate
-from gitnetdiag.report.console import console_output, text_console
-from gitnetdiag.storage.model import StorageCheck
-from gitnetdiag.storage.reference import (
+from gitnetdiag.model.storage.records import StorageCheck
+from gitnetdiag.model.storage.reference import (
     NETWORKED_SSD_READ_IOPS,
     NETWORKED_SSD_WRITE_IOPS,
     SLOW_IOPS,
@@ -21,6 +20,7 @@ from gitnetdiag.storage.reference import (
     SPINNING_DISK_WRITE_IOPS,
     Verdict,
 )
+from gitnetdiag.report.console import console_output, text_console
 
 
 @dataclass(frozen=True, kw_only=True)

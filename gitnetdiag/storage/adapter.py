@@ -13,8 +13,8 @@ in the engine's input; the command's verdict still reports it).
 from __future__ import annotations
 
 from gitnetdiag.diagnosis.observations import Observations, RunInfo, StorageResult
-from gitnetdiag.storage.model import StorageCheck
-from gitnetdiag.storage.reference import SLOW_IOPS
+from gitnetdiag.model.storage.records import StorageCheck
+from gitnetdiag.model.storage.reference import SLOW_IOPS
 
 
 def storage_observation_from_result(result: StorageCheck) -> StorageResult:

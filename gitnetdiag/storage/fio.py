@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from gitnetdiag.errors import InputError
-from gitnetdiag.storage.model import FioDirection, FioResult
+from gitnetdiag.model.storage.records import FioDirection, FioResult
 
 _NS = 1e-9
 

@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.storage.model import PackReadResult
+from gitnetdiag.model.storage.records import PackReadResult
 
 CHUNK_BYTES = 1 << 20
 """Read size: large sequential reads, as ``git upload-pack`` reuses packed data."""

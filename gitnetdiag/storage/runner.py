@@ -18,10 +18,10 @@ from pathlib import Path
 
 from gitnetdiag import proc
 from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError, UsageError
+from gitnetdiag.model.storage.records import FioResult, IoMode, StorageCheck
 from gitnetdiag.proc import sigterm_interrupts
 from gitnetdiag.storage.fio import direct_io_refused, parse_fio_json
 from gitnetdiag.storage.job import FioJob
-from gitnetdiag.storage.model import FioResult, IoMode, StorageCheck
 from gitnetdiag.storage.packread import find_packs, read_packs
 from gitnetdiag.storage.smallfiles import DEFAULT_FILES, run_small_files
 

@@ -14,7 +14,7 @@ import os
 import time
 from pathlib import Path
 
-from gitnetdiag.storage.model import SmallFileResult
+from gitnetdiag.model.storage.records import SmallFileResult
 
 DEFAULT_FILES = 1000
 """Files in the reference small-file test."""

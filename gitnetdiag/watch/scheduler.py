@@ -25,7 +25,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.lab.state import load_state
+from gitnetdiag.model.lab.state import load_state
 from gitnetdiag.rundir import MANIFEST_NAME, load_run
 from gitnetdiag.watch.config import Target, WatchConfig
 from gitnetdiag.watch.metrics import WatchMetrics

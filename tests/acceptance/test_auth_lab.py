@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.analysis.nativeledger import h2_ledgers
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.rundir.native import h2_record
 from tests.conftest import LabFactory
 

@@ -22,7 +22,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from tests.labutil import in_client, make_commit
 
 SNAPLEN = 128

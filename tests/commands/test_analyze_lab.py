@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.rundir import PushRecord, load_run
 from tests.conftest import LabFactory
 

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
 from gitnetdiag.host.access import EXIT_NOT_FOUND, CommandResult
-from gitnetdiag.host.listeners import ListenerInfo
+from gitnetdiag.model.host.listeners import ListenerInfo
 
 DATA = Path(__file__).parent / "data"
 

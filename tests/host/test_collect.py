@@ -9,8 +9,8 @@ import pytest
 
 from gitnetdiag.host.access import CommandResult, LocalAccess
 from gitnetdiag.host.collect import collect_report
-from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.host.netstat import parse_proc_counters
+from gitnetdiag.model.host.listeners import ListenerInfo
 from tests.host.fakes import FakeAccess, ok, recorded, sysctl_files
 
 LAB_CONFIG = "/run/lab/haproxy.cfg"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitnetdiag.host.configlint import (
+from gitnetdiag.model.host.configlint import (
     ConfigFile,
     lint_apache,
     lint_caddy,

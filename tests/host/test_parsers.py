@@ -5,14 +5,14 @@ from __future__ import annotations
 import pytest
 
 from gitnetdiag.host.kernlog import last_stamp, matching_lines, parse_dmesg
-from gitnetdiag.host.listeners import merge_samples, parse_ss_listeners
 from gitnetdiag.host.netstat import (
     KEY_COUNTERS,
     CounterFormatError,
     counter_deltas,
     parse_proc_counters,
 )
-from gitnetdiag.host.sysctl import lint_sysctls, normalise
+from gitnetdiag.model.host.listeners import merge_samples, parse_ss_listeners
+from gitnetdiag.model.host.sysctl import lint_sysctls, normalise
 from tests.host.fakes import recorded
 
 

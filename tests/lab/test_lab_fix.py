@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.lab.spec import FAULT_FIXED_SETTINGS, FIXED_RMEM_MAX_BYTES, LARGE_WINDOW
-from gitnetdiag.lab.state import PORT_GIT, load_state
+from gitnetdiag.model.lab.state import PORT_GIT, load_state
 from tests.conftest import LabFactory
 from tests.labutil import in_client
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.lab import manager
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.probe.trace2 import parse_curl_trace
 from tests.conftest import LabFactory
 from tests.labutil import in_client, make_commit, server_netstat, timed_push

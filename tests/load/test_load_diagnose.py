@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from gitnetdiag.cli import app
-from gitnetdiag.host.listeners import ListenerInfo
-from gitnetdiag.load.model import ListenerSample, LoadReport, OpRecord
 from gitnetdiag.load.stats import git_error_message, listener_sample, summarize_step
+from gitnetdiag.model.host.listeners import ListenerInfo
+from gitnetdiag.model.load.records import ListenerSample, LoadReport, OpRecord
 from gitnetdiag.pipeline._load import diagnose_load, ops_noun
 from gitnetdiag.report import RENDERERS
 

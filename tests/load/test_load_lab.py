@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from gitnetdiag.lab.state import LabState
-from gitnetdiag.load.model import LoadReport
+from gitnetdiag.model.lab.state import LabState
+from gitnetdiag.model.load.records import LoadReport
 from gitnetdiag.pipeline._load import DROP_COUNTERS
 from tests.conftest import LabFactory
 from tests.labutil import in_client

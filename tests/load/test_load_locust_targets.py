@@ -10,7 +10,7 @@ import sys
 from collections import Counter
 from pathlib import Path
 
-from gitnetdiag.load.model import LoadReport
+from gitnetdiag.model.load.records import LoadReport
 from tests.load.conftest import remote_refs
 
 VENV_BIN = Path(sys.executable).parent

@@ -12,7 +12,6 @@ from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.errors import InputError, NetworkError, UsageError
 from gitnetdiag.host.netstat import parse_proc_counters as parse_netstat
 from gitnetdiag.load.locust_collect import master_url, report_from_payload, results_payload
-from gitnetdiag.load.model import LoadReport, OpRecord, target_port
 from gitnetdiag.load.operations import load_failure_kind
 from gitnetdiag.load.stats import (
     MixPicker,
@@ -24,6 +23,7 @@ from gitnetdiag.load.stats import (
     parse_ops,
     summarize_step,
 )
+from gitnetdiag.model.load.records import LoadReport, OpRecord, target_port
 from gitnetdiag.pipeline._load import observations_from_load
 from gitnetdiag.probe.gitpush import GitRun
 from gitnetdiag.report.load import render_html, render_json, render_markdown

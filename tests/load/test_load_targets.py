@@ -18,11 +18,11 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.errors import EnvironmentProblem, UsageError
-from gitnetdiag.host.listeners import ListenerInfo
-from gitnetdiag.load.model import LoadReport, OpRecord
 from gitnetdiag.load.operations import InFlight, OpOutcome
 from gitnetdiag.load.scheduler import LoadOptions, SilentReporter, run_load
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_urls, url_family
+from gitnetdiag.model.host.listeners import ListenerInfo
+from gitnetdiag.model.load.records import LoadReport, OpRecord
 from gitnetdiag.probe.gitpush import Protocol, Transport
 from gitnetdiag.report.load import render_html, render_markdown
 from tests.load.conftest import remote_refs

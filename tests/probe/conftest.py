@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.lab.state import LabState, load_state
+from gitnetdiag.model.lab.state import LabState, load_state
 
 
 def _free_port() -> int:

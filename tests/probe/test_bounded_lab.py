@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.lab.state import LabState, load_state
+from gitnetdiag.model.lab.state import LabState, load_state
 from gitnetdiag.rundir import load_run
 
 pytestmark = pytest.mark.lab

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.rundir import load_run
 from tests.conftest import LabFactory
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.rundir import load_run
 from tests.conftest import LabFactory
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
-from gitnetdiag.lab.state import LabState
-from gitnetdiag.load.model import LoadReport
+from gitnetdiag.model.lab.state import LabState
+from gitnetdiag.model.load.records import LoadReport
 from gitnetdiag.rundir import PushRecord, load_run
 from tests.conftest import LabFactory
 from tests.labutil import in_client

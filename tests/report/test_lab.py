@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gitnetdiag.lab.state import LabEndpoints, LabState
+from gitnetdiag.model.lab.state import LabEndpoints, LabState
 from gitnetdiag.report.lab import render_lab_status
 
 

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from gitnetdiag.commands.storage import storage_findings
+from gitnetdiag.model.storage.records import StorageCheck
+from gitnetdiag.model.storage.reference import verdict
 from gitnetdiag.report.storage import StorageReport, render_markdown, render_terminal, rows
-from gitnetdiag.storage.model import StorageCheck
-from gitnetdiag.storage.reference import verdict
 from tests.storage.fakes import check_from
 from tests.storage.helpers import CRAFTED_SLOW, REAL_DIRECT
 

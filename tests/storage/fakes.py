@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gitnetdiag.model.storage.records import PackReadResult, SmallFileResult, StorageCheck
 from gitnetdiag.storage.fio import parse_fio_json
-from gitnetdiag.storage.model import PackReadResult, SmallFileResult, StorageCheck
 
 
 def check_from(fixture: Path, *, small_total_s: float = 0.6, path: str = "/srv/git",

@@ -7,8 +7,8 @@ from dataclasses import replace
 from gitnetdiag.commands.storage import storage_findings
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.observations import Observations, Trace2Phases
+from gitnetdiag.model.storage.reference import SLOW_IOPS
 from gitnetdiag.storage.adapter import storage_observation_from_result, storage_only_observations
-from gitnetdiag.storage.reference import SLOW_IOPS
 from tests.diagnosis import examples
 from tests.storage.fakes import check_from
 from tests.storage.helpers import CRAFTED_SLOW, REAL_DIRECT

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gitnetdiag.storage.reference import (
+from gitnetdiag.model.storage.reference import (
     NETWORKED_SSD_READ_IOPS,
     NETWORKED_SSD_WRITE_IOPS,
     SPINNING_DISK_READ_IOPS,

@@ -232,7 +232,7 @@ def test_cycle_process_crash_and_deadline(tmp_path: Path) -> None:
 
 def test_lab_target_without_a_lab_is_lab_not_up(tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr("gitnetdiag.lab.state.STATE_ROOT", tmp_path / "labs")
+    monkeypatch.setattr("gitnetdiag.model.lab.state.STATE_ROOT", tmp_path / "labs")
     target = _config(tmp_path, urls={}, lab="nosuchlab").targets[0]
     sample, failure = SubprocessCycle()(target, tmp_path / "r", 1.0)
     assert failure == "lab-not-up" and sample.protocols[0].error_kind == "lab-not-up"

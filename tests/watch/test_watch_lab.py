@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from gitnetdiag.lab.state import LabState
+from gitnetdiag.model.lab.state import LabState
 from tests.conftest import LabFactory
 
 pytestmark = pytest.mark.lab

@@ -9,8 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from gitnetdiag.host.configlint import ConfigChecked, LintFinding
-from gitnetdiag.host.listeners import ListenerInfo
+from gitnetdiag.model.host.configlint import ConfigChecked, LintFinding
+from gitnetdiag.model.host.listeners import ListenerInfo
 from gitnetdiag.rundir.files import HOST_REPORT_SCHEMA
 
 SCHEMA = HOST_REPORT_SCHEMA

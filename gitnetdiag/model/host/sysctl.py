@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from gitnetdiag.host.configlint import LintFinding
-from gitnetdiag.host.effect import FLAG_BELOW_BYTES, hurts_from_rtt_s, window_effect
+from gitnetdiag.model.host.configlint import LintFinding
+from gitnetdiag.model.host.effect import FLAG_BELOW_BYTES, hurts_from_rtt_s, window_effect
 
 SYSCTLS = (
     "net.core.somaxconn",

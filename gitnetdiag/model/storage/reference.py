@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from gitnetdiag.storage.model import StorageCheck
+from gitnetdiag.model.storage.records import StorageCheck
 
 NETWORKED_SSD_READ_IOPS = 33_000.0
 """A networked SSD volume, reads on the reference job."""

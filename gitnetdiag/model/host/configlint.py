@@ -33,7 +33,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any, Literal
 
-from gitnetdiag.host.effect import FLAG_BELOW_BYTES, hurts_from_rtt_s, window_effect
+from gitnetdiag.model.host.effect import FLAG_BELOW_BYTES, hurts_from_rtt_s, window_effect
 
 Product = Literal["haproxy", "nginx", "apache", "h2o", "caddy", "sshd", "sysctl"]
 

@@ -1,0 +1,1 @@
+"""A running lab's state as the lab writes it and every user reads it."""

@@ -1,0 +1,1 @@
+"""The records of a load run."""

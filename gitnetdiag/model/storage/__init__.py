@@ -1,0 +1,1 @@
+"""The results of a storage check and the reference points they are judged against."""
