@@ -71,7 +71,7 @@ from gitnetdiag.lab.spec import (
     SSH_WINDOW_RTT_MS,
     parse_duration_ms,
 )
-from gitnetdiag.pipeline._run import observations_from_run
+from gitnetdiag.pipeline import observations_from_run
 
 ROOT = Path(__file__).resolve().parent.parent
 INDEX = "matrix.json"

@@ -65,7 +65,7 @@ def record(fault: str) -> dict[str, object]:
 
 def refresh(fault: str) -> dict[str, object]:
     """Recompute expected.json from the stored run (after a change to the engine), no lab."""
-    from gitnetdiag.pipeline._run import diagnose_run
+    from gitnetdiag.pipeline import diagnose_run
 
     dest = ROOT / "captures" / fault
     diagnosis, _ = diagnose_run(dest)

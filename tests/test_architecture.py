@@ -1,14 +1,21 @@
 """The import rules of docs/architecture.md: a lower layer never imports a higher one.
 
 Every ``import`` in ``gitnetdiag/`` counts, those inside functions and under
-``TYPE_CHECKING`` included: a lazy import is still a dependency. Each module
-belongs to one component (:data:`COMPONENTS`, longest prefix wins) and may
-import only the components :data:`MAY_IMPORT` lists for it. The pure side may
-not import ``subprocess`` or ``socket`` either (:data:`PURE`).
+``TYPE_CHECKING`` included: a lazy import is still a dependency. A module belongs
+to the component of its top-level package (or, for a top-level module, of itself):
+:data:`COMPONENTS` names packages, never single modules inside one, so there is no
+per-module exception. Each component may import only the components
+:data:`MAY_IMPORT` lists for it. The pure side may not import ``subprocess`` or
+``socket`` either (:data:`PURE`). A module whose name starts with ``_`` is private
+to its package: only its own component imports it (a command imports
+``gitnetdiag.pipeline``, the pipeline's one entry, never ``gitnetdiag.pipeline._run``).
 
     top        commands, cli
-    I/O side   probe host lab load storage watch  -> tools (tshark) -> proc
+    I/O side   probe host lab load storage  -> tools (tshark) -> proc
+               watch: the exporter's own probe -> diagnose -> reports loop, the one
+               I/O package that calls the pipeline (through its entry)
     pure side  pipeline -> report, diagnosis -> analysis -> capture
+    model      the pure records and parsers of host, lab, load, storage
     rundir     schema, file names, reading/writing the run directory
     bottom     errors, inputfile, redaction, safefile, serial, thresholds (stdlib only)
 """
@@ -25,58 +32,49 @@ PACKAGE = Path(__file__).resolve().parent.parent / "gitnetdiag"
 
 BOTTOM = "bottom"
 COMPONENTS: dict[str, str] = {
-    "gitnetdiag": BOTTOM,  # the package's __init__ (version string)
-    "gitnetdiag.errors": BOTTOM,
-    "gitnetdiag.inputfile": BOTTOM,
-    "gitnetdiag.redaction": BOTTOM,
-    "gitnetdiag.safefile": BOTTOM,
-    "gitnetdiag.serial": BOTTOM,
-    "gitnetdiag.thresholds": BOTTOM,
-    "gitnetdiag.rundir": "rundir",
-    "gitnetdiag.capture": "capture",
-    "gitnetdiag.analysis": "analysis",
-    "gitnetdiag.diagnosis": "diagnosis",
-    "gitnetdiag.pipeline": "pipeline",
-    "gitnetdiag.report": "report",
-    "gitnetdiag.proc": "proc",
-    "gitnetdiag.tools": "tools",
-    "gitnetdiag.probe": "probe",
-    "gitnetdiag.host": "host",
-    "gitnetdiag.lab": "lab",
-    "gitnetdiag.load": "load",
-    "gitnetdiag.storage": "storage",
-    "gitnetdiag.watch": "watch",
-    "gitnetdiag.commands": "top",
-    "gitnetdiag.cli": "top",
-    "gitnetdiag.__main__": "top",
-    # The result models of load, storage, host and lab are data types the renderers read.
-    "gitnetdiag.model.load.records": "load-model",
-    "gitnetdiag.model.storage.records": "storage-model",
-    "gitnetdiag.model.storage.reference": "storage-model",
-    # The host report and the pure parsers its records are made of (no program, no socket).
-    "gitnetdiag.model.host.report": "host-model",
-    "gitnetdiag.model.host.listeners": "host-model",
-    "gitnetdiag.model.host.configlint": "host-model",
-    "gitnetdiag.model.host.effect": "host-model",
-    "gitnetdiag.model.host.sysctl": "host-model",
-    "gitnetdiag.model.lab.state": "lab-model",
+    "__init__": BOTTOM,  # the package's own __init__ (version string)
+    "errors": BOTTOM,
+    "inputfile": BOTTOM,
+    "redaction": BOTTOM,
+    "safefile": BOTTOM,
+    "serial": BOTTOM,
+    "thresholds": BOTTOM,
+    "data": BOTTOM,  # bundled data files (TOML), read with importlib.resources
+    "rundir": "rundir",
+    "model": "model",
+    "capture": "capture",
+    "analysis": "analysis",
+    "diagnosis": "diagnosis",
+    "pipeline": "pipeline",
+    "report": "report",
+    "proc": "proc",
+    "tools": "tools",
+    "probe": "probe",
+    "host": "host",
+    "lab": "lab",
+    "load": "load",
+    "storage": "storage",
+    "watch": "watch",
+    "commands": "top",
+    "cli": "top",
+    "__main__": "top",
 }
-"""Module prefix -> component; the longest matching prefix wins."""
+"""Top-level package or module of gitnetdiag -> its component (layer)."""
 
 _PURE_BELOW = {BOTTOM, "rundir", "capture", "analysis", "diagnosis"}
-_MODELS = {"load-model", "storage-model", "host-model", "lab-model"}
-_IO_BASE = {BOTTOM, "rundir", "proc", "tools", "capture", "analysis", "diagnosis"} | _MODELS
+_IO_BASE = {BOTTOM, "rundir", "model", "proc", "tools", "capture", "analysis", "diagnosis"}
 MAY_IMPORT: dict[str, set[str]] = {
     BOTTOM: {BOTTOM},
     "rundir": {BOTTOM},
+    # The records of host, lab, load and storage; the host report names its schema (rundir).
+    "model": {BOTTOM, "rundir"},
     "capture": {BOTTOM},
     # analysis replays the native probes' event records (gitnetdiag.rundir.native).
     "analysis": {BOTTOM, "rundir", "capture"},
     "diagnosis": {BOTTOM, "capture", "analysis"},
-    "report": _PURE_BELOW | _MODELS,
+    "report": _PURE_BELOW | {"model"},
     # pipeline writes the report files into the run directory: the one writer on the pure side.
-    # It also diagnoses a load run from its record (load.json): the load's result model.
-    "pipeline": _PURE_BELOW | {"report", "load-model"},
+    "pipeline": _PURE_BELOW | {"model", "report"},
     "proc": {BOTTOM},
     "tools": {BOTTOM, "rundir", "proc", "capture", "analysis"},
     # The I/O side may use each other's collectors (a probe reads the lab's state, the load
@@ -84,18 +82,16 @@ MAY_IMPORT: dict[str, set[str]] = {
     "probe": _IO_BASE | {"host", "lab"},
     "host": (_IO_BASE - {"diagnosis"}) | {"lab"},
     "lab": _IO_BASE - {"diagnosis"},
-    "load": _IO_BASE | {"probe", "host", "lab", "load"},
-    "load-model": {BOTTOM, "load-model"},
-    "storage": _IO_BASE | {"storage", "host"},
-    "storage-model": {BOTTOM, "storage-model"},
-    "host-model": {BOTTOM, "rundir", "host-model"},
-    "lab-model": {BOTTOM, "lab-model"},
+    "load": _IO_BASE | {"probe", "host", "lab"},
+    "storage": _IO_BASE | {"host"},
+    # watch runs its own probe -> diagnose -> reports loop, as the probe command does; the
+    # data still flows one way (the pipeline reads the run directory the probe wrote).
     "watch": _IO_BASE | {"probe", "host", "lab", "pipeline"},
     "top": set(COMPONENTS.values()),
 }
 """Component -> the components it may import (its own is always allowed)."""
 
-PURE = {"capture", "analysis", "diagnosis", "pipeline", "report", "rundir", BOTTOM}
+PURE = {"capture", "analysis", "diagnosis", "pipeline", "report", "rundir", "model", BOTTOM}
 """Components that never run a program or open a socket."""
 IO_MODULES = {"subprocess", "socket"}
 IO_SIDE = {"probe", "host", "lab", "load", "storage", "watch"}
@@ -110,13 +106,17 @@ Empty since issue 12 landed; an entry added later must name what removes it."""
 
 
 def component(module: str) -> str | None:
-    """The component of ``module`` (longest prefix of :data:`COMPONENTS`), None outside."""
+    """The component of ``module``: that of its top-level package or module, None outside."""
     parts = module.split(".")
-    for end in range(len(parts), 0, -1):
-        found = COMPONENTS.get(".".join(parts[:end]))
-        if found is not None:
-            return found
-    return None
+    if parts[0] != PACKAGE.name:
+        return None
+    return COMPONENTS.get(parts[1] if len(parts) > 1 else "__init__")
+
+
+def is_private(module: str) -> bool:
+    """A module (or package) below the top level whose own name starts with ``_``."""
+    parts = module.split(".")
+    return any(part.startswith("_") and not part.startswith("__") for part in parts[2:])
 
 
 def module_name(path: Path, root: Path) -> str:
@@ -189,7 +189,8 @@ def violations(graph: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
             theirs = component(target)
             upward = theirs is None or (theirs != mine and theirs not in MAY_IMPORT[mine])
             takes_code = mine in IO_SIDE and theirs in PURE_TYPES_ONLY and kind == CODE
-            if upward or takes_code:
+            private = is_private(target) and theirs != mine
+            if upward or takes_code or private:
                 bad.append((module, target))
     return bad
 
@@ -228,6 +229,38 @@ def test_the_package_keeps_its_layers() -> None:
     """No import goes up the layer map, except the commented known ones."""
     found = [edge for edge in violations(import_graph(PACKAGE)) if edge not in ALLOWED]
     assert found == [], "\n".join(f"{a} imports {b}" for a, b in found)
+
+
+def test_every_top_level_name_has_exactly_one_component() -> None:
+    """COMPONENTS names every top-level package and module of gitnetdiag and nothing else,
+    so a new package must be placed in a layer and a removed one leaves no stale rule."""
+    names = {path.stem if path.is_file() else path.name for path in PACKAGE.iterdir()
+             if path.suffix == ".py" or (path.is_dir() and any(path.glob("*.py")))}
+    assert names == set(COMPONENTS)
+    assert set(MAY_IMPORT) == set(COMPONENTS.values())
+
+
+def test_the_pipeline_entry_exports_what_its_private_modules_define() -> None:
+    """Each name of the pipeline's entry resolves to the object its private module defines,
+    and the TYPE_CHECKING imports that give mypy the types name the same modules."""
+    import importlib
+
+    import gitnetdiag.pipeline as entry
+
+    assert entry.EXPORTS, "the pipeline entry exports nothing"
+    typed = {
+        alias.name: (node.module or "").rpartition(".")[2]
+        for node in ast.walk(ast.parse((PACKAGE / "pipeline" / "__init__.py").read_text()))
+        if isinstance(node, ast.ImportFrom)
+        for alias in node.names
+        if (node.module or "").startswith("gitnetdiag.pipeline._")
+    }
+    assert typed == entry.EXPORTS
+    for name, module in entry.EXPORTS.items():
+        private = importlib.import_module(f"gitnetdiag.pipeline.{module}")
+        assert getattr(entry, name) is getattr(private, name)
+    with pytest.raises(AttributeError):
+        _ = entry.no_such_step
 
 
 def test_the_allow_list_has_no_stale_entries() -> None:
@@ -279,18 +312,26 @@ def test_a_stale_allow_list_entry_is_flagged(tmp_path: Path) -> None:
          ("gitnetdiag.pipeline._run", "gitnetdiag.probe.runner")),
         ("errors.py", "from gitnetdiag.proc import run\n",
          ("gitnetdiag.errors", "gitnetdiag.proc")),
+        ("commands/bad.py", "from gitnetdiag.pipeline._run import diagnose_run\n",
+         ("gitnetdiag.commands.bad", "gitnetdiag.pipeline._run")),
+        ("report/bad.py", "from gitnetdiag.diagnosis.culprits._common import X\n",
+         ("gitnetdiag.report.bad", "gitnetdiag.diagnosis.culprits._common")),
+        ("model/bad.py", "from gitnetdiag.lab.manager import up\n",
+         ("gitnetdiag.model.bad", "gitnetdiag.lab.manager")),
+        ("model/bad.py", "import subprocess\n", ("gitnetdiag.model.bad", "subprocess")),
     ],
 )
 def test_a_crafted_upward_import_is_flagged(tmp_path: Path, path: str, source: str,
                                             edge: tuple[str, str]) -> None:
     """The checker itself: a lower layer importing a higher one fails, lazy or relative."""
     root = tmp_path / "gitnetdiag"
-    for package in ("", "analysis", "capture", "diagnosis", "host", "pipeline", "probe", "report",
-                    "commands"):
+    for package in ("", "analysis", "capture", "diagnosis", "diagnosis/culprits", "host",
+                    "lab", "model", "pipeline", "probe", "report", "commands"):
         (root / package).mkdir(parents=True, exist_ok=True)
         (root / package / "__init__.py").write_text("")
-    for name in ("report/terminal.py", "analysis/tcp.py", "diagnosis/culprits.py",
-                 "commands/probe.py", "probe/runner.py", "proc.py"):
+    for name in ("report/terminal.py", "analysis/tcp.py", "diagnosis/culprits/_common.py",
+                 "commands/probe.py", "probe/runner.py", "proc.py", "pipeline/_run.py",
+                 "lab/manager.py"):
         (root / name).write_text("")
     (root / path).write_text(source)
     assert edge in violations(import_graph(root))
@@ -309,7 +350,17 @@ def test_a_downward_import_passes(tmp_path: Path) -> None:
     )
     (root / "probe" / "run.py").write_text(
         "from gitnetdiag.analysis.tcp import Thresholds, MAX_RTT_S\nfrom gitnetdiag import proc\n"
+        "from gitnetdiag.model.lab.state import load_state\n"
     )
+    for package in ("model", "model/lab", "pipeline", "watch", "commands"):
+        (root / package).mkdir()
+        (root / package / "__init__.py").write_text("")
+    (root / "model" / "lab" / "state.py").write_text("from gitnetdiag.errors import LabError\n")
+    (root / "pipeline" / "_run.py").write_text("from gitnetdiag.analysis.tcp import analyze\n")
+    (root / "pipeline" / "_capture.py").write_text("from gitnetdiag.pipeline._run import x\n")
+    (root / "watch" / "cycle.py").write_text("from gitnetdiag.pipeline import diagnose_run\n")
+    (root / "commands" / "_app.py").write_text("from gitnetdiag.pipeline import diagnose_run\n")
+    (root / "cli.py").write_text("from gitnetdiag.commands._app import run\n")
     assert violations(import_graph(root)) == []
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from gitnetdiag.pipeline._run import OBSERVATIONS_FILE, REPORT_FILES, diagnose_run, write_reports
+from gitnetdiag.pipeline import OBSERVATIONS_FILE, REPORT_FILES, diagnose_run, write_reports
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -16,7 +16,7 @@ def print_capture_diagnosis(file: Path, keylog: Path | None, json_out: str | Non
     """Diagnose a bare capture, print it (terminal, or JSON to ``json_out``); exit non-zero
     when the verdict is inconclusive or failed."""
     from gitnetdiag.diagnosis.verdict import verdict_error
-    from gitnetdiag.pipeline._capture import diagnose_capture
+    from gitnetdiag.pipeline import diagnose_capture
     from gitnetdiag.report import RENDERERS
     from gitnetdiag.report.terminal import render_terminal
 

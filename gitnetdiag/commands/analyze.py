@@ -127,7 +127,7 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
                  host_report: Path | None, out_dir: Path | None) -> None:
     """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
     from gitnetdiag.commands.probe import ReportFormat, print_diagnosis
-    from gitnetdiag.pipeline._host import load_host_report
+    from gitnetdiag.pipeline import load_host_report
     from gitnetdiag.rundir import MANIFEST_NAME, load_run
 
     if unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says

@@ -49,7 +49,7 @@ def compare_command(
     run's top culprit, its predicted gain (cost) against the measured gain.
     Offline; no network, no root.
     """
-    from gitnetdiag.pipeline._run import compare_runs
+    from gitnetdiag.pipeline import compare_runs
     from gitnetdiag.report import COMPARE_RENDERERS, render_compare_terminal
 
     err = Console(stderr=True, highlight=False)

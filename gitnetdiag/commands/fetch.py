@@ -21,7 +21,7 @@ from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 
 if TYPE_CHECKING:
-    from gitnetdiag.pipeline._fetch import FetchDiagnosis
+    from gitnetdiag.pipeline import FetchDiagnosis
 
 
 class TransferDirection(StrEnum):
@@ -43,7 +43,7 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
     error of the run (after the report) so that the exit code says a clone failed."""
     with progress:
         outcome = run_fetch_probe(options, reporter)
-    from gitnetdiag.pipeline._fetch import diagnose_fetch_run  # numpy-free, but pure side
+    from gitnetdiag.pipeline import diagnose_fetch_run  # numpy-free, but pure side
 
     diagnosis = diagnose_fetch_run(outcome.run_dir)
     if diagnosis is None:

@@ -138,7 +138,7 @@ def _write_outputs(report: LoadReport, records: tuple[OpRecord, ...], out: Path 
 def print_load_diagnosis(report: LoadReport, *, err: bool = False) -> Diagnosis:
     """The ranked connection culprits of a load run (:func:`diagnose_load`), printed (to
     stderr when the JSON goes to stdout)."""
-    from gitnetdiag.pipeline._load import diagnose_load
+    from gitnetdiag.pipeline import diagnose_load
     from gitnetdiag.report.terminal import render_terminal as render_diagnosis
 
     diagnosis = diagnose_load(report)

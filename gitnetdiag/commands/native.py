@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.pipeline._probe import h2_push_ledger, ssh_push_ledger, sweep_rows
+from gitnetdiag.pipeline import h2_push_ledger, ssh_push_ledger, sweep_rows
 from gitnetdiag.probe.h2native import h2_push_probe, h2_sweep
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit
 from gitnetdiag.probe.sshnative import ssh_push_probe

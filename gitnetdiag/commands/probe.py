@@ -40,8 +40,7 @@ from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.lab.cgroups import in_cgroup
 from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.model.lab.state import LabState
-from gitnetdiag.pipeline._host import load_host_report
-from gitnetdiag.pipeline._probe import NativeProgress, sweep_records, sweep_rows
+from gitnetdiag.pipeline import NativeProgress, load_host_report, sweep_records, sweep_rows
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.gitpush import Protocol
@@ -411,7 +410,7 @@ def probe_command(
 
                 warm_up()
             after.result()
-    from gitnetdiag.pipeline._run import summarize_run  # numpy: after the lab re-exec
+    from gitnetdiag.pipeline import summarize_run  # numpy: after the lab re-exec
 
     # With --diagnose the report is the product on stdout, with --json - the JSON: the
     # summary then goes to stderr.
@@ -521,7 +520,7 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat,
     A directory the user cannot write (someone else's, read-only) does not stop the
     diagnosis: the saved files are skipped with a warning.
     """
-    from gitnetdiag.pipeline._run import diagnose_run, write_reports
+    from gitnetdiag.pipeline import diagnose_run, write_reports
     from gitnetdiag.report import RENDERERS
 
     console = Console(stderr=True, highlight=False)

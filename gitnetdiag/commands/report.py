@@ -22,7 +22,7 @@ def _load_diagnosis(path: Path) -> Diagnosis:
     """The diagnosis of a load run, derived again from its ``load.json`` (pure, so the same
     culprits as the run printed and saved)."""
     from gitnetdiag.model.load.records import LoadReport
-    from gitnetdiag.pipeline._load import diagnose_load
+    from gitnetdiag.pipeline import diagnose_load
 
     try:
         report = LoadReport.from_dict(read_json_input(path))
@@ -50,7 +50,7 @@ def report_command(
     after writing the report (the README lists every exit code).
     """
     from gitnetdiag.diagnosis.verdict import verdict_error
-    from gitnetdiag.pipeline._run import diagnose_run, diagnosis_from_saved
+    from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
     if (run_dir / LOAD_FILE).is_file() and not (run_dir / MANIFEST_NAME).is_file():

@@ -29,8 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from gitnetdiag import __version__
-from gitnetdiag.diagnosis.culprits import CULPRITS
-from gitnetdiag.diagnosis.culprits._common import SYN_RTO_S
+from gitnetdiag.diagnosis.culprits import CULPRITS, SYN_RTO_S
 from gitnetdiag.diagnosis.engine import MIN_SCORE, rank
 from gitnetdiag.diagnosis.model import (
     Diagnosis,

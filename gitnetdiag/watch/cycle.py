@@ -20,7 +20,7 @@ from typing import Any
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.model.lab.state import load_state
-from gitnetdiag.pipeline._run import diagnose_run, write_reports
+from gitnetdiag.pipeline import diagnose_run, write_reports
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.watch.config import Target

@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from gitnetdiag.cli import app
-from gitnetdiag.pipeline._capture import diagnose_capture, observations_from_capture
+from gitnetdiag.pipeline import diagnose_capture, observations_from_capture
 
 ROOT = Path(__file__).resolve().parents[2] / "captures"
 

@@ -12,7 +12,7 @@ import json
 import shutil
 from pathlib import Path
 
-from gitnetdiag.pipeline._run import diagnose_run, observations_from_run
+from gitnetdiag.pipeline import diagnose_run, observations_from_run
 from gitnetdiag.report import render_json
 from gitnetdiag.rundir import load_run
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.lab.spec import FAULT_CULPRIT
-from gitnetdiag.pipeline._run import diagnose_run
+from gitnetdiag.pipeline import diagnose_run
 from gitnetdiag.report import render_json
 
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
@@ -90,7 +90,7 @@ def test_bare_capture_of_the_black_hole_names_it_not_loss() -> None:
     """The pmtu-blackhole push's capture alone (no manifest: the stall is no failed push
     there): the resends into the black hole are path-mtu-blackhole, costed as the whole
     stuck transfer, and not counted as random loss."""
-    from gitnetdiag.pipeline._capture import diagnose_capture
+    from gitnetdiag.pipeline import diagnose_capture
 
     diagnosis, _ = diagnose_capture(CAPTURES / "pmtu-blackhole" / "h1-1.pcap")
     ids = [f.id for f in diagnosis.findings]

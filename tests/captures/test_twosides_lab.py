@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.pipeline._capture import diagnose_capture
+from gitnetdiag.pipeline import diagnose_capture
 from tests.captures.twosides import record_push
 from tests.conftest import LabFactory
 

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from gitnetdiag.diagnosis.verdict import verdict_error
-from gitnetdiag.pipeline._run import diagnose_run
+from gitnetdiag.pipeline import diagnose_run
 from gitnetdiag.report import RENDERERS
 from gitnetdiag.report.terminal import render_terminal
 

@@ -16,7 +16,7 @@ from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.lab.spec import RMEM_CLAMP_BYTES
 from gitnetdiag.model.lab.state import PORT_GIT, LabState
-from gitnetdiag.pipeline._host import host_observation_from_report
+from gitnetdiag.pipeline import host_observation_from_report
 from tests.conftest import LabFactory
 from tests.diagnosis.examples import git_daemon_backlog
 from tests.labutil import in_client

@@ -11,7 +11,7 @@ import pytest
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.errors import InputError
-from gitnetdiag.pipeline._host import host_observation_from_report, load_host_report
+from gitnetdiag.pipeline import host_observation_from_report, load_host_report
 from tests.diagnosis.examples import git_daemon_backlog
 from tests.host.fakes import DATA
 

@@ -12,7 +12,8 @@ from gitnetdiag.cli import app
 from gitnetdiag.load.stats import git_error_message, listener_sample, summarize_step
 from gitnetdiag.model.host.listeners import ListenerInfo
 from gitnetdiag.model.load.records import ListenerSample, LoadReport, OpRecord
-from gitnetdiag.pipeline._load import diagnose_load, ops_noun
+from gitnetdiag.pipeline import diagnose_load
+from gitnetdiag.pipeline._load import ops_noun
 from gitnetdiag.report import RENDERERS
 
 GIT_URL = "git://198.18.2.2/small.git"

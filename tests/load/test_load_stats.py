@@ -24,7 +24,7 @@ from gitnetdiag.load.stats import (
     summarize_step,
 )
 from gitnetdiag.model.load.records import LoadReport, OpRecord, target_port
-from gitnetdiag.pipeline._load import observations_from_load
+from gitnetdiag.pipeline import observations_from_load
 from gitnetdiag.probe.gitpush import GitRun
 from gitnetdiag.report.load import render_html, render_json, render_markdown
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.pipeline._fetch import diagnose_fetch_run
+from gitnetdiag.pipeline import diagnose_fetch_run
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.options import ProbeOptions

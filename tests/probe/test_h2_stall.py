@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.pipeline._run import diagnose_run
+from gitnetdiag.pipeline import diagnose_run
 from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.rundir import load_run

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.errors import NetworkError, UsageError
-from gitnetdiag.pipeline._probe import h2_push_ledger, sweep_rows
+from gitnetdiag.pipeline import h2_push_ledger, sweep_rows
 from gitnetdiag.probe.h2native import (
     ZERO_OID,
     check_safe_ref,

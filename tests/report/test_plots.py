@@ -13,7 +13,7 @@ import pytest
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.diagnosis.observations import FlightSeries
-from gitnetdiag.pipeline._run import diagnose_run
+from gitnetdiag.pipeline import diagnose_run
 from gitnetdiag.report import render_html
 from gitnetdiag.report.plots import (
     CREDIT_TITLE,

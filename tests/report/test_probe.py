@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitnetdiag.pipeline._run import summarize_run
+from gitnetdiag.pipeline import summarize_run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
 from gitnetdiag.rundir import load_run
 from gitnetdiag.rundir.records import SweepRow

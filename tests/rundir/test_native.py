@@ -11,6 +11,7 @@ import pytest
 
 from gitnetdiag.analysis.nativeledger import h2_ledgers, ssh_channel_ledger
 from gitnetdiag.errors import InputError
+from gitnetdiag.pipeline import H2PushLedger, SshPushLedger
 from gitnetdiag.pipeline._native import (
     h2_ledger_from_native,
     h2_observation,
@@ -18,7 +19,6 @@ from gitnetdiag.pipeline._native import (
     ssh_ledger_from_native,
     ssh_observation,
 )
-from gitnetdiag.pipeline._probe import H2PushLedger, SshPushLedger
 from gitnetdiag.probe.receivepack import ReportStatus
 from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE
 from gitnetdiag.rundir.native import (

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.pipeline._probe import (
+from gitnetdiag.pipeline import (
     NativeProgress,
     h2_push_ledger,
     ssh_push_ledger,

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.errors import InputError
-from gitnetdiag.pipeline._host import load_storage_report, storage_observation_from_report
+from gitnetdiag.pipeline import load_storage_report, storage_observation_from_report
 
 
 def _report(fio: object) -> dict[str, object]:

@@ -33,9 +33,9 @@ from gitnetdiag.diagnosis.culprits import (
     storage,
 )
 from gitnetdiag.diagnosis.culprits import tcp_windows as tcp
-from gitnetdiag.diagnosis.culprits._common import SMALL_BACKLOG, Culprit, Detector, Hit
+from gitnetdiag.diagnosis.culprits._common import SMALL_BACKLOG, SYN_RTO_S, Culprit, Detector, Hit
 
-__all__ = ["CULPRITS", "SMALL_BACKLOG", "Culprit", "Detector", "Hit"]
+__all__ = ["CULPRITS", "SMALL_BACKLOG", "SYN_RTO_S", "Culprit", "Detector", "Hit"]
 
 CULPRITS: tuple[Culprit, ...] = (
     Culprit(
