@@ -14,7 +14,8 @@ import subprocess
 import time
 
 from gitnetdiag.load.scheduler import LoadOptions, run_load
-from gitnetdiag.probe.gitpush import Protocol, Transport, ls_remote_argv
+from gitnetdiag.probe.gitpush import Transport, ls_remote_argv
+from gitnetdiag.vocabulary import TransportKind
 
 
 def shell_loop_ops_per_s(url: str, concurrency: int, duration_s: float) -> tuple[float, int]:
@@ -44,7 +45,8 @@ def main() -> None:
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--concurrency", type=int, default=32)
     args = parser.parse_args()
-    transport = Transport(protocol=Protocol.GIT if args.url.startswith("git://") else Protocol.H1,
+    kind = TransportKind.GIT if args.url.startswith("git://") else TransportKind.H1
+    transport = Transport(protocol=kind,
                           url=args.url)
     assert ls_remote_argv(transport)[-1] == args.url
     cpu_before = resource.getrusage(resource.RUSAGE_SELF)

@@ -17,7 +17,8 @@ to its package: only its own component imports it (a command imports
     pure side  pipeline -> report, diagnosis -> analysis -> capture
     model      the pure records and parsers of host, lab, load, storage
     rundir     schema, file names, reading/writing the run directory
-    bottom     errors, inputfile, redaction, safefile, serial, thresholds (stdlib only)
+    bottom     errors, inputfile, redaction, safefile, serial, thresholds, vocabulary,
+               data (stdlib only)
 """
 
 from __future__ import annotations
@@ -39,6 +40,7 @@ COMPONENTS: dict[str, str] = {
     "safefile": BOTTOM,
     "serial": BOTTOM,
     "thresholds": BOTTOM,
+    "vocabulary": BOTTOM,
     "data": BOTTOM,  # bundled data files (TOML), read with importlib.resources
     "rundir": "rundir",
     "model": "model",

@@ -20,8 +20,8 @@ from gitnetdiag.lab.spec import (
     parse_rate,
 )
 from gitnetdiag.model.lab.state import DEFAULT_INSTANCE, LabState
-from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.report.lab import render_lab_status
+from gitnetdiag.vocabulary import SIZE_RULE, parse_size
 
 console = Console(highlight=False)
 
@@ -71,8 +71,8 @@ def up_command(
     ),
     reset_after: str | None = typer.Option(
         None, "--reset-after", help="With --fault firewall-reset: let SSH connections open "
-        "and reset both ends once the client has sent this much (1MiB), as an IPS cutting a "
-        "push mid-way does. Default: refuse the connection."
+        "and reset both ends once the client has sent this much, as an IPS cutting a "
+        f"push mid-way does ({SIZE_RULE}). Default: refuse the connection."
     ),
     fixed: bool = typer.Option(
         False, "--fixed", help="Build the lab with the fix of every --fault applied (what "

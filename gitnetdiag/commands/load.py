@@ -28,12 +28,11 @@ from gitnetdiag.load.stats import (
 )
 from gitnetdiag.model.load.records import LoadReport, OpRecord, StepResult
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
-from gitnetdiag.probe.gitpush import Protocol
-from gitnetdiag.probe.runner import parse_size
 from gitnetdiag.probe.safety import probe_secrets, redact_run_files, signals_deferred
 from gitnetdiag.redaction import SecretSet, redact_text, redact_tree, redact_url
 from gitnetdiag.report.load import render_html, render_json, render_markdown, render_terminal
 from gitnetdiag.safefile import replace_file
+from gitnetdiag.vocabulary import SIZE_RULE, TransportKind, parse_size
 
 
 class LabHttp(StrEnum):
@@ -71,15 +70,15 @@ class LiveReporter:
         self.console.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
 
 
-def _protocol_for(url: str, given: str | None) -> Protocol:
+def _protocol_for(url: str, given: str | None) -> TransportKind:
     if given is not None:
         try:
-            return Protocol(given.lower())
+            return TransportKind(given.lower())
         except ValueError as exc:
             raise UsageError(f"unknown protocol {given!r}", hint="use h1, h2, ssh, git") from exc
     scheme = url.split("://", 1)[0].lower() if "://" in url else "ssh"
-    mapping = {"https": Protocol.H1, "http": Protocol.H1, "ssh": Protocol.SSH,
-               "git": Protocol.GIT}
+    mapping = {"https": TransportKind.H1, "http": TransportKind.H1, "ssh": TransportKind.SSH,
+               "git": TransportKind.GIT}
     if scheme not in mapping:
         raise UsageError(f"cannot tell the protocol of {redact_url(url)}", hint="give --protocol")
     return mapping[scheme]
@@ -219,7 +218,8 @@ def load_command(
     protocol: str | None = typer.Option(
         None, "--protocol", help="h1, h2, ssh or git (default: from the URL; https -> h1)."),
     timeout: float = typer.Option(300.0, "--timeout", min=1.0, help="Timeout of each git run, s."),
-    push_size: str = typer.Option("64KiB", "--push-size", help="New data in each push."),
+    push_size: str = typer.Option("64KiB", "--push-size",
+                                  help=f"New data in each push, {SIZE_RULE}."),
     cleanup_wait: float = typer.Option(
         DEFAULT_CLEANUP_WAIT_S, "--cleanup-wait", min=0.0,
         help="Seconds a push's clean-up waits for a server still applying it (slow hooks)."),
@@ -287,7 +287,7 @@ def load_command(
         state = enter_lab_client(lab_instance, "load")
         chosen = _protocol_for("git://x", protocol or "git")
         urls = [{
-            Protocol.GIT: state.endpoints.git, Protocol.SSH: state.endpoints.ssh,
+            TransportKind.GIT: state.endpoints.git, TransportKind.SSH: state.endpoints.ssh,
         }.get(chosen) or (state.endpoints.https_edge if lab_http is LabHttp.EDGE
                           else state.endpoints.https_direct)]
         protocol = chosen.value
@@ -319,7 +319,7 @@ def load_command(
             protocol=chosen_protocol, url=url, ca_file=str(ca_file) if ca_file else None,
             insecure=insecure,
             ssh_command=_ssh_command(ssh_key, ssh_known_hosts)
-            if chosen_protocol is Protocol.SSH else None,
+            if chosen_protocol is TransportKind.SSH else None,
         )
         for url in remotes
     )

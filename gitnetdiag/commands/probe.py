@@ -43,13 +43,13 @@ from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.pipeline import NativeProgress, load_host_report, sweep_records, sweep_rows
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.repo import DATA_KINDS
-from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, parse_size, run_probe
+from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOptions, run_probe
 from gitnetdiag.proc import run
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
 from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
 from gitnetdiag.safefile import write_new_file
+from gitnetdiag.vocabulary import SIZE_RULE, TransportKind, parse_size
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -132,13 +132,13 @@ def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
     return " ".join(shlex.quote(p) for p in parts)
 
 
-def _parse_protocols(text: str | None, urls: dict[Protocol, str]) -> tuple[Protocol, ...]:
+def _parse_protocols(text: str | None, urls: dict[TransportKind, str]) -> tuple[TransportKind, ...]:
     if text is None:
-        return tuple(p for p in Protocol if p in urls)
-    chosen: list[Protocol] = []
+        return tuple(p for p in TransportKind if p in urls)
+    chosen: list[TransportKind] = []
     for name in (part.strip().lower() for part in text.split(",") if part.strip()):
         try:
-            protocol = Protocol(name)
+            protocol = TransportKind(name)
         except ValueError as exc:
             raise UsageError(f"unknown protocol {name!r}", hint="use h1, h2, ssh, git") from exc
         if protocol not in urls:
@@ -220,18 +220,18 @@ def _existing(path: Path | None, what: str) -> Path | None:
     return path
 
 
-_URL_OPTIONS = {Protocol.H1: "--http", Protocol.H2: "--http", Protocol.SSH: "--ssh",
-                Protocol.GIT: "--git"}
+_URL_OPTIONS = {TransportKind.H1: "--http", TransportKind.H2: "--http", TransportKind.SSH: "--ssh",
+                TransportKind.GIT: "--git"}
 
 
-def _preflight(urls: dict[Protocol, str], chosen: tuple[Protocol, ...], *, native: bool,
+def _preflight(urls: dict[TransportKind, str], chosen: tuple[TransportKind, ...], *, native: bool,
                capture: bool, full: bool, ca_file: Path | None, repo: Path | None) -> None:
     """What would fail only after the pushes, or obscurely, refused before them (``--full``
     over http:// is refused by the run itself, for the credentials: that error first)."""
     for protocol, url in urls.items():
         check_zone_id(_URL_OPTIONS[protocol], url, capture)
-    if Protocol.H2 in urls and not full:
-        check_native_https(urls[Protocol.H2], Protocol.H2 in chosen, native)
+    if TransportKind.H2 in urls and not full:
+        check_native_https(urls[TransportKind.H2], TransportKind.H2 in chosen, native)
     if ca_file is not None:
         check_regular(ca_file, "CA file")
         check_ca_file(ca_file)
@@ -248,7 +248,7 @@ def probe_command(
     git: str | None = typer.Option(None, "--git", help="git:// remote URL."),
     protocols: str | None = typer.Option(
         None, "--protocols", help="Comma list of h1,h2,ssh,git (default: those with URLs)."),
-    size: str = typer.Option("32MiB", "--size", help="Generated repository size (4MiB, 1GiB)."),
+    size: str = typer.Option("32MiB", "--size", help=f"Generated repository size, {SIZE_RULE}."),
     seed: int | None = typer.Option(None, "--seed", min=0, max=2**32 - 1,
                                     help="Seed of the generated data (0 to 4294967295)."),
     data: str = typer.Option(
@@ -333,15 +333,15 @@ def probe_command(
         ssh_known_hosts = ssh_known_hosts or Path(state.ssh_known_hosts)
         extra = {"lab_instance": lab_instance, "lab_http": lab_http.value,
                  "lab_faults": list(state.faults), "lab_rtt_ms": state.rtt_ms}
-    urls: dict[Protocol, str] = {}
+    urls: dict[TransportKind, str] = {}
     if http:
-        urls[Protocol.H1] = urls[Protocol.H2] = check_url("--http", http)
+        urls[TransportKind.H1] = urls[TransportKind.H2] = check_url("--http", http)
     if ssh:
-        urls[Protocol.SSH] = check_url("--ssh", ssh)
+        urls[TransportKind.SSH] = check_url("--ssh", ssh)
         ssh_command = _ssh_command(
             check_private_key(ssh_key), _existing(ssh_known_hosts, "known_hosts file"))
     if git:
-        urls[Protocol.GIT] = check_url("--git", git)
+        urls[TransportKind.GIT] = check_url("--git", git)
     if not urls:
         raise UsageError("no remote to probe", hint="give --http, --ssh and/or --git (or --lab)")
     chosen = _parse_protocols(protocols, urls)

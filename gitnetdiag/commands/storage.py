@@ -23,8 +23,8 @@ from gitnetdiag.model.storage.records import StorageCheck
 from gitnetdiag.model.storage.reference import Verdict, verdict
 from gitnetdiag.report.storage import StorageReport, render_markdown, render_terminal
 from gitnetdiag.storage.adapter import storage_only_observations
-from gitnetdiag.storage.job import parse_duration, parse_size
 from gitnetdiag.storage.runner import run_storage_check
+from gitnetdiag.vocabulary import SIZE_RULE, parse_duration_s, parse_size
 
 HELP = """Benchmark the storage under the git data before blaming the network.
 
@@ -97,8 +97,9 @@ def _write_json(data: dict[str, Any], out: str) -> None:
 
 def storage(
     path: Path = typer.Argument(..., help="Directory on the storage that holds the git data."),
-    size: str = typer.Option("1G", "--size", help="fio test file size (k, M, G)."),
-    runtime: str = typer.Option("30s", "--runtime", help="fio run time (s, m)."),
+    size: str = typer.Option("1G", "--size", help=f"fio test file size, {SIZE_RULE}."),
+    runtime: str = typer.Option("30s", "--runtime",
+                                help="fio run time: 30s, 2m (a bare number is seconds)."),
     repo: Path | None = typer.Option(
         None, "--repo", help="Also time a cold read of this repository's pack files."
     ),
@@ -117,7 +118,7 @@ def storage(
 ) -> None:
     """Benchmark the git data storage with fio and a small-file test."""
     size_bytes = parse_size(size)
-    runtime_s = parse_duration(runtime)
+    runtime_s = parse_duration_s(runtime)
     err = Console(stderr=True, highlight=False, soft_wrap=True)
     check = run_storage_check(
         path, size_bytes=size_bytes, runtime_s=runtime_s, repo=repo, drop_caches=drop_caches,

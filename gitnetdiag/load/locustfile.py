@@ -48,8 +48,9 @@ from gitnetdiag.errors import UsageError
 from gitnetdiag.load.locust_collect import RESULTS_PATH, results_payload
 from gitnetdiag.load.operations import Workspace
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_mix, parse_ops, parse_urls
-from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.redaction import redact_url
+from gitnetdiag.vocabulary import TransportKind
 
 RECORDS_KEY = "gitnetdiag_records"
 WORKER_LOG_ENV = "GITNETDIAG_LOCUST_WORKER_LOG"
@@ -176,7 +177,7 @@ def _on_test_start(environment: Any, **_: Any) -> None:
         environment.stop_timeout = float(opts.git_timeout)
     ops = [str(op) for op in parse_ops(opts.git_ops)]
     workspaces = tuple(
-        Workspace(Transport(protocol=Protocol(opts.git_protocol), url=url,
+        Workspace(Transport(protocol=TransportKind(opts.git_protocol), url=url,
                             ca_file=opts.git_ca_file or None,
                             ssh_command=opts.git_ssh_command or None),
                   timeout_s=opts.git_timeout, push_bytes=opts.git_push_bytes)

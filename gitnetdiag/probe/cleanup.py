@@ -46,7 +46,6 @@ from typing import Protocol as TypingProtocol
 from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitRun,
-    Protocol,
     Transport,
     classify_git_stderr,
     delete_argv,
@@ -57,6 +56,7 @@ from gitnetdiag.probe.gitpush import (
 )
 from gitnetdiag.proc import ENDING_SIGNALS, note_signal
 from gitnetdiag.redaction import redact_text, redact_url
+from gitnetdiag.vocabulary import TransportKind
 
 DEFAULT_CLEANUP_WAIT_S = 30.0
 """How long the clean-up waits for a push the server may still apply (a slow hook)."""
@@ -171,10 +171,10 @@ def check_command(transport: Transport, branch: str) -> str:
 
 def _alternatives(transport: Transport) -> tuple[Transport, ...]:
     # A broken HTTP version (an HTTP/2 stall) must not strand the branch: try the other.
-    if transport.protocol is Protocol.H2:
-        return (transport, replace(transport, protocol=Protocol.H1))
-    if transport.protocol is Protocol.H1:
-        return (transport, replace(transport, protocol=Protocol.H2))
+    if transport.protocol is TransportKind.H2:
+        return (transport, replace(transport, protocol=TransportKind.H1))
+    if transport.protocol is TransportKind.H1:
+        return (transport, replace(transport, protocol=TransportKind.H2))
     return (transport,)
 
 

@@ -28,13 +28,14 @@ from pathlib import Path
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason
-from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Protocol, Transport, failure_line
+from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_line
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
 from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir.fetchrecords import FetchRecord, TimelinePoint
 from gitnetdiag.safefile import replace_file
+from gitnetdiag.vocabulary import TransportKind
 
 FETCH_SAFETY_CONFIG = (
     "-c", "protocol.version=2", "-c", "core.hooksPath=/dev/null",
@@ -74,7 +75,7 @@ class FetchState(TypingProtocol):
     run_dir: Path
     reporter: Reporter
 
-    def transport(self, protocol: Protocol) -> Transport: ...
+    def transport(self, protocol: TransportKind) -> Transport: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -198,7 +199,7 @@ def remove_clone(scratch: Path) -> bool:
     return not scratch.exists()
 
 
-def fetch_once(state: FetchState, protocol: Protocol, repeat: int, port: int) -> FetchRecord:
+def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: int) -> FetchRecord:
     """Clone once over ``protocol`` into a temporary directory, bounded; remove it.
 
     A Ctrl-C stops git, removes the clone and propagates as :class:`GitInterrupted`.

@@ -18,7 +18,7 @@ from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.fetchonce import fetch_once
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
-from gitnetdiag.probe.gitpush import GitInterrupted, Protocol, Transport
+from gitnetdiag.probe.gitpush import GitInterrupted, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
 from gitnetdiag.probe.pathinfo import measure_path
 from gitnetdiag.probe.pushonce import now_iso
@@ -36,6 +36,7 @@ from gitnetdiag.rundir.fetchrecords import (
     FetchRecord,
     write_fetch_manifest,
 )
+from gitnetdiag.vocabulary import TransportKind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -64,14 +65,14 @@ class _FetchRun:
         self.status = "running"
         self.environment: ToolVersions | None = None
         self.git_config: IsolatedConfig | None = None
-        self.protocols: dict[Protocol, FetchProtocolRun] = {}
+        self.protocols: dict[TransportKind, FetchProtocolRun] = {}
         self.paths: list[PathMeasurement] = []
         self.errors: list[RunError] = []
         self.warnings: list[str] = []
         self.first_error: GitnetdiagError | None = None
         self.client_tcp_rmem: tuple[int, ...] | None = None
 
-    def transport(self, protocol: Protocol) -> Transport:
+    def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
                        global_config=str(self.git_config.path) if self.git_config else None,
                        secret_config=self.git_config.secret_entries if self.git_config else ())
@@ -92,7 +93,7 @@ class _FetchRun:
         write_fetch_manifest(self.run_dir, manifest)
         return manifest
 
-    def error(self, stage: str, protocol: Protocol | None, exc: GitnetdiagError,
+    def error(self, stage: str, protocol: TransportKind | None, exc: GitnetdiagError,
               kind: str | None = None) -> None:
         redact_error(exc, self.secrets)
         self.errors.append(RunError(stage=stage, protocol=protocol.value if protocol else None,
@@ -100,7 +101,7 @@ class _FetchRun:
         if self.first_error is None:
             self.first_error = exc
 
-    def append(self, protocol: Protocol, record: FetchRecord) -> None:
+    def append(self, protocol: TransportKind, record: FetchRecord) -> None:
         run = self.protocols[protocol]
         self.protocols[protocol] = replace(run, fetches=(*run.fetches, record))
         if record.outcome not in ("ok", "bounded"):
@@ -187,7 +188,7 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
                             f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms",
                             ok=path.error is None)
     state.save()
-    failed: set[Protocol] = set()
+    failed: set[TransportKind] = set()
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
             if protocol in failed:

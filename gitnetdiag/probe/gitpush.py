@@ -16,7 +16,6 @@ import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
@@ -26,20 +25,7 @@ from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir.failures import FAILURE_HINTS, GENERIC_FAILURE, failure_hint
 from gitnetdiag.rundir.failures import FailureKind as FailureKind  # re-exported: probes classify
 from gitnetdiag.safefile import replace_file
-
-
-class Protocol(StrEnum):
-    """The ways a probe pushes."""
-
-    H1 = "h1"
-    H2 = "h2"
-    SSH = "ssh"
-    GIT = "git"
-
-    @property
-    def is_http(self) -> bool:
-        return self in (Protocol.H1, Protocol.H2)
-
+from gitnetdiag.vocabulary import TransportKind
 
 _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
     (
@@ -198,7 +184,7 @@ class GitRun:
 class Transport:
     """How to reach one remote with one protocol."""
 
-    protocol: Protocol
+    protocol: TransportKind
     """Protocol (selects http.version for HTTP)."""
     url: str
     """Remote URL as given (may hold credentials: never store it unredacted)."""
@@ -224,7 +210,7 @@ class Transport:
         """``-c`` options for this transport."""
         args = [*PUSH_SAFETY_CONFIG, "-c", "credential.interactive=never"]
         if self.protocol.is_http:
-            version = "HTTP/1.1" if self.protocol is Protocol.H1 else "HTTP/2"
+            version = "HTTP/1.1" if self.protocol is TransportKind.H1 else "HTTP/2"
             args += ["-c", f"http.version={version}"]
             if self.ca_file:
                 args += ["-c", f"http.sslCAInfo={self.ca_file}"]

@@ -14,9 +14,10 @@ from typing import Protocol as TypingProtocol
 
 from gitnetdiag.probe.budget import CONFIRM_STALL_S, DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
-from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.redaction import redact_url
 from gitnetdiag.rundir.native import H2NativeRecord, NativeRecord, SshNativeRecord
+from gitnetdiag.vocabulary import TransportKind
 
 CLEANUP_LOOK_MIN_S = 3.0
 CLEANUP_LOOK_RTTS = 20
@@ -29,9 +30,9 @@ at 50 ms RTT in the lab's black hole; over SSH it never got past the key exchang
 class ProbeOptions:
     """Everything ``gitnetdiag probe`` was asked to do."""
 
-    urls: dict[Protocol, str]
+    urls: dict[TransportKind, str]
     """Remote URL per protocol (h1 and h2 share the HTTPS URL)."""
-    protocols: tuple[Protocol, ...]
+    protocols: tuple[TransportKind, ...]
     """Protocols to probe, in order."""
     size_bytes: int
     """Size of the generated repository."""
@@ -95,7 +96,7 @@ class ProbeOptions:
                                                  CONFIRM_STALL_S),
                        cleanup_git_timeout_s=look, cleanup_wait_s=min(self.cleanup_wait_s, look))
 
-    def transport(self, protocol: Protocol) -> Transport:
+    def transport(self, protocol: TransportKind) -> Transport:
         return Transport(
             protocol=protocol, url=self.urls[protocol], ca_file=self.ca_file,
             insecure=self.insecure, ssh_command=self.ssh_command,

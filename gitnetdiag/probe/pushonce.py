@@ -41,7 +41,6 @@ from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitInterrupted,
     GitRun,
-    Protocol,
     Transport,
     error_for_failure,
     failure_line,
@@ -57,6 +56,7 @@ from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
 from gitnetdiag.rundir.records import HttpRequestRecord, Trace2Phases
 from gitnetdiag.safefile import replace_file
+from gitnetdiag.vocabulary import TransportKind
 
 FATAL_KINDS = frozenset(
     {
@@ -82,10 +82,10 @@ class PushState(TypingProtocol):
     run_dir: Path
     reporter: Reporter
     capture_enabled: bool
-    failed: set[Protocol]
+    failed: set[TransportKind]
 
-    def transport(self, protocol: Protocol) -> Transport: ...
-    def error(self, stage: str, protocol: Protocol | None, exc: GitnetdiagError,
+    def transport(self, protocol: TransportKind) -> Transport: ...
+    def error(self, stage: str, protocol: TransportKind | None, exc: GitnetdiagError,
               kind: str | None = None) -> None: ...
     def warn(self, message: str) -> None: ...
 
@@ -100,7 +100,7 @@ def sent_too_little(objects: int | None, written_bytes: int | None, pack_bytes: 
 
 
 def push_once(
-    state: PushState, protocol: Protocol, repeat: int, repo_path: Path, oid: str,
+    state: PushState, protocol: TransportKind, repeat: int, repo_path: Path, oid: str,
     pack_bytes: int, endpoint: tuple[str, int],
 ) -> tuple[PushRecord, bool]:
     """Push ``oid`` to a fresh throwaway branch, clean up; return the record and whether
@@ -235,7 +235,7 @@ def _phase(reporter: Reporter, label: str, text: str) -> None:
 
 
 def _record(
-    state: PushState, protocol: Protocol, repeat: int, branch: str, started_at: str,
+    state: PushState, protocol: TransportKind, repeat: int, branch: str, started_at: str,
     transport: Transport, git_run: GitRun | None, interrupted: bool, pack_bytes: int,
     capture_result: CaptureResult | None, artifacts: dict[str, str], cleanup: CleanupResult,
 ) -> PushRecord:

@@ -28,7 +28,7 @@ from gitnetdiag.probe.budget import native_pack_bytes, stall_detail, swallowed_f
 from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
 from gitnetdiag.probe.capture import Capture, capture_support
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
-from gitnetdiag.probe.gitpush import FailureKind, Protocol, Transport
+from gitnetdiag.probe.gitpush import FailureKind, Transport
 from gitnetdiag.probe.h2stop import with_http2_frames
 from gitnetdiag.probe.nativecleanup import GitBranchCleanup
 from gitnetdiag.probe.options import NativeSummary, RawSummary, Reporter, SilentReporter
@@ -60,24 +60,9 @@ from gitnetdiag.rundir import (
 )
 from gitnetdiag.rundir.files import sweep_variant_file
 from gitnetdiag.rundir.native import ReportStatus, write_native
+from gitnetdiag.vocabulary import TransportKind
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
-_SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
-_UNITS = {"": 1, "B": 1, "K": 1000, "M": 1000**2, "G": 1000**3, "T": 1000**4,
-          "KI": 1024, "MI": 1024**2, "GI": 1024**3, "TI": 1024**4}
-
-
-def parse_size(text: str) -> int:
-    """``4MiB`` -> 4194304, ``1GiB``, ``500KB`` (decimal), ``1024`` (bytes)."""
-    match = _SIZE_RE.match(text)
-    if match is None:
-        raise UsageError(f"cannot read the size {text!r}", hint="write it like 4MiB, 32MiB, 1GiB")
-    number, unit = match.groups()
-    unit_key = (unit or "").upper().removesuffix("B") if (unit or "").upper() != "B" else "B"
-    size = int(float(number) * _UNITS[unit_key])
-    if size <= 0:
-        raise UsageError(f"the size {text!r} is not positive", hint="write it like 4MiB")
-    return size
 
 
 def endpoint_of(url: str) -> tuple[str, int]:
@@ -128,12 +113,12 @@ class _Run:
         self.environment: ToolVersions | None = None
         self.repo_info: RepoInfo | None = None
         self.capture_enabled = False
-        self.protocols: dict[Protocol, ProtocolRun] = {}
+        self.protocols: dict[TransportKind, ProtocolRun] = {}
         self.paths: list[PathMeasurement] = []
         self.errors: list[RunError] = []
         self.warnings: list[str] = []
         self.first_error: GitnetdiagError | None = None
-        self.failed: set[Protocol] = set()
+        self.failed: set[TransportKind] = set()
         self.git_config: IsolatedConfig | None = None
         self.before_pushes: Callable[[], object] | None = None
         self.pack: bytes | None = None
@@ -142,10 +127,10 @@ class _Run:
         self.black_hole: str | None = None
         """The push whose kernel counters showed a path-MTU black hole (``h1 #1``): the
         pushes after it only confirm it (:func:`_confirming`)."""
-        self.confirmed: set[Protocol] = set()
+        self.confirmed: set[TransportKind] = set()
         """Protocols pushed on the short confirming budget."""
 
-    def transport(self, protocol: Protocol) -> Transport:
+    def transport(self, protocol: TransportKind) -> Transport:
         """The protocol's transport, reading the run's isolated git config."""
         return replace(self.options.transport(protocol),
                        global_config=str(self.git_config.path) if self.git_config else None,
@@ -166,7 +151,7 @@ class _Run:
         write_manifest(self.run_dir, manifest)
         return manifest
 
-    def error(self, stage: str, protocol: Protocol | None, exc: GitnetdiagError,
+    def error(self, stage: str, protocol: TransportKind | None, exc: GitnetdiagError,
               kind: str | None = None) -> None:
         redact_error(exc, self.secrets)
         self.errors.append(
@@ -244,9 +229,9 @@ def _final_status(state: _Run) -> str:
             stalled = any(push.outcome == "stalled" for push in hung)
             within = (state.options.stall_timeout_s if stalled and state.options.stall_timeout_s
                       else state.options.timeout_s)
-            if stalled and Protocol(run.protocol) in state.confirmed:
+            if stalled and TransportKind(run.protocol) in state.confirmed:
                 within = _confirm_options(state).stall_timeout_s or within
-            state.error("push", Protocol(run.protocol), NetworkError(
+            state.error("push", TransportKind(run.protocol), NetworkError(
                 f"{run.url}: {len(hung)} of {len(run.pushes)} push(es) made no progress "
                 f"{'for' if stalled else 'within'} {within:g} s"
                 + stall_detail(hung[0], state.environment),
@@ -308,7 +293,7 @@ def _run_steps(state: _Run, scratch: Path) -> None:
             state.save()
 
 
-def _look_for_black_hole(state: _Run, protocol: Protocol, record: PushRecord) -> None:
+def _look_for_black_hole(state: _Run, protocol: TransportKind, record: PushRecord) -> None:
     """After a stalled push: do its connections' counters show a path-MTU black hole?"""
     if state.black_hole is not None or record.outcome != "stalled":
         return
@@ -331,7 +316,7 @@ def _confirm_options(state: _Run) -> ProbeOptions:
 
 
 @contextlib.contextmanager
-def _confirming(state: _Run, protocol: Protocol) -> Iterator[None]:
+def _confirming(state: _Run, protocol: TransportKind) -> Iterator[None]:
     """Run the block with the confirming options once a black hole is known."""
     if state.black_hole is None:
         yield
@@ -420,7 +405,7 @@ class _PathThread(threading.Thread):
         self.state.save()
 
 
-def _append_push(state: _Run, protocol: Protocol, record: PushRecord) -> None:
+def _append_push(state: _Run, protocol: TransportKind, record: PushRecord) -> None:
     run = state.protocols[protocol]
     state.protocols[protocol] = replace(run, pushes=(*run.pushes, record))
 
@@ -435,7 +420,7 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
     neither ledger's evidence (SETTINGS, credit, window adjusts) depends on the rate the
     other leaves. That saves the shorter probe's time (about 2 s of the demo)."""
     options = state.options
-    wanted = [p for p in (Protocol.H2, Protocol.SSH)
+    wanted = [p for p in (TransportKind.H2, TransportKind.SSH)
               if p in options.protocols and p not in state.failed]
     if not wanted:
         return
@@ -463,7 +448,7 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         raise KeyboardInterrupt
 
 
-def _native_one(state: _Run, protocol: Protocol, pack: bytes, repo_path: Path,
+def _native_one(state: _Run, protocol: TransportKind, pack: bytes, repo_path: Path,
                 oid: str) -> bool:
     """One native probe, its ledger written; whether Ctrl-C or SIGTERM arrived in its
     clean-up (the caller stops the run then)."""
@@ -483,7 +468,7 @@ def _native_one(state: _Run, protocol: Protocol, pack: bytes, repo_path: Path,
     samples: list[TcpInfoSample] = []
     cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s)
     try:
-        if protocol is Protocol.H2:
+        if protocol is TransportKind.H2:
             push: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
                                       new_oid=oid, probe_id=new_probe_id(),
                                       timeout_s=options.timeout_s, cleanup=cleanup,
@@ -516,7 +501,8 @@ def _native_one(state: _Run, protocol: Protocol, pack: bytes, repo_path: Path,
     return cleanup.signalled
 
 
-def _native_cleanup_problem(state: _Run, protocol: Protocol, cleanup: GitBranchCleanup) -> None:
+def _native_cleanup_problem(state: _Run, protocol: TransportKind,
+                            cleanup: GitBranchCleanup) -> None:
     error, warning = cleanup.problem(redact_url(state.options.urls[protocol]))
     if error is not None:
         state.error("cleanup", protocol, error)
@@ -533,23 +519,23 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
     from gitnetdiag.probe.h2native import h2_sweep
 
     options = state.options
-    if Protocol.H2 not in options.urls:
+    if TransportKind.H2 not in options.urls:
         state.warn("--h2-sweep skipped: it needs an HTTPS URL (--http)")
         return
     label = "h2 sweep of client settings"
     state.reporter.begin(label)
-    cleanup = GitBranchCleanup(state.transport(Protocol.H2), repo_path, options.cleanup_wait_s)
+    cleanup = GitBranchCleanup(state.transport(TransportKind.H2), repo_path, options.cleanup_wait_s)
     try:
-        records = h2_sweep(options.urls[Protocol.H2], ca_file=options.ca_file,
+        records = h2_sweep(options.urls[TransportKind.H2], ca_file=options.ca_file,
                            pack=pack_for_commit(repo_path, oid), new_oid=oid,
                            probe_id_factory=new_probe_id, timeout_s=options.timeout_s,
                            verify=False if options.insecure else None, cleanup=cleanup)
     except GitnetdiagError as exc:
-        state.error("h2-sweep", Protocol.H2, exc)
+        state.error("h2-sweep", TransportKind.H2, exc)
         state.reporter.done(label, exc.message, ok=False)
         return
     finally:
-        _native_cleanup_problem(state, Protocol.H2, cleanup)
+        _native_cleanup_problem(state, TransportKind.H2, cleanup)
     # Raw events only: the rows (native-h2-sweep.json) are derived by the pure side.
     for n, record in enumerate(records, start=1):
         write_native(state.run_dir / sweep_variant_file(n), record)
@@ -559,7 +545,7 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
         raise KeyboardInterrupt
 
 
-def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:
+def _burst(state: _Run, protocol: TransportKind, repo_path: Path) -> None:
     options = state.options
     transport = state.transport(protocol)
     host, port = endpoint_of(transport.url)

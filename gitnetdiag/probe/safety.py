@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError, UsageError
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.proc import ENDING_SIGNALS, run
 from gitnetdiag.redaction import (
@@ -28,12 +27,13 @@ from gitnetdiag.redaction import (
     secrets_from_url,
 )
 from gitnetdiag.safefile import prepare_out_dir
+from gitnetdiag.vocabulary import TransportKind
 
 CONFIG_TIMEOUT_S = 10.0
 _EXTRA_HEADER_KEYS = r"^http\..*extraheader$"
 
 
-def check_full_capture(urls: Mapping[Protocol, str], protocols: Iterable[Protocol],
+def check_full_capture(urls: Mapping[TransportKind, str], protocols: Iterable[TransportKind],
                        *, full: bool) -> None:
     """Refuse ``--full`` (whole packets, keylog, pcapng) for HTTP over plain ``http://``.
 

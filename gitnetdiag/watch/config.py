@@ -15,7 +15,7 @@ import yaml
 
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_text_input
-from gitnetdiag.probe.runner import parse_size
+from gitnetdiag.vocabulary import parse_size
 
 PROTOCOLS = ("h1", "h2", "ssh", "git")
 DEFAULT_LISTEN = "127.0.0.1:9718"

@@ -21,8 +21,8 @@ from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.model.lab.state import load_state
 from gitnetdiag.pipeline import diagnose_run, write_reports
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
+from gitnetdiag.vocabulary import TransportKind
 from gitnetdiag.watch.config import Target
 from gitnetdiag.watch.sample import (
     ProbeSample,
@@ -62,12 +62,12 @@ def probe_options(target: Target, run_dir: Path, seed: int) -> ProbeOptions:
         key, known_hosts = key or state.ssh_key, known_hosts or state.ssh_known_hosts
         extra |= {"lab_instance": target.lab, "lab_http": target.lab_http,
                   "lab_faults": list(state.faults), "lab_rtt_ms": state.rtt_ms}
-    protocols = tuple(Protocol(p) for p in target.protocols)
+    protocols = tuple(TransportKind(p) for p in target.protocols)
     return ProbeOptions(
-        urls={Protocol(p): u for p, u in urls.items() if Protocol(p) in protocols},
+        urls={TransportKind(p): u for p, u in urls.items() if TransportKind(p) in protocols},
         protocols=protocols, size_bytes=target.size_bytes, seed=seed, repo=None, repeat=1,
         ca_file=ca_file, insecure=target.insecure,
-        ssh_command=_ssh_command(key, known_hosts) if Protocol.SSH in protocols else None,
+        ssh_command=_ssh_command(key, known_hosts) if TransportKind.SSH in protocols else None,
         out_dir=run_dir, full=False, burst=0, timeout_s=target.timeout_s,
         capture=target.capture, extra_options=extra, native=target.native,
         ssh_key=key, ssh_known_hosts=known_hosts,

@@ -106,7 +106,7 @@ def record_push(state: LabState, protocol: str, size_bytes: int, out_dir: Path,
 def main(argv: list[str]) -> int:
     from gitnetdiag.lab import manager
     from gitnetdiag.lab.spec import build_spec
-    from gitnetdiag.probe.runner import parse_size
+    from gitnetdiag.vocabulary import parse_size
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("fault")

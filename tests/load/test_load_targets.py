@@ -23,8 +23,9 @@ from gitnetdiag.load.scheduler import LoadOptions, SilentReporter, run_load
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_urls, url_family
 from gitnetdiag.model.host.listeners import ListenerInfo
 from gitnetdiag.model.load.records import LoadReport, OpRecord
-from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.report.load import render_html, render_markdown
+from gitnetdiag.vocabulary import TransportKind
 from tests.load.conftest import remote_refs
 
 
@@ -111,7 +112,7 @@ def test_scheduler_spreads_operations_round_robin_over_the_remotes() -> None:
         runners.append(FakeRunner(transport))
         return runners[-1]
 
-    transports = tuple(Transport(protocol=Protocol.H1, url=u) for u in urls)
+    transports = tuple(Transport(protocol=TransportKind.H1, url=u) for u in urls)
     options = LoadOptions(transport=transports[0], extra_transports=transports[1:],
                           ops=("clone", "fetch", "push"), mix=(2, 1, 1), concurrency=(1, 4),
                           step_duration_s=0.3, timeout_s=5.0)
@@ -155,7 +156,7 @@ def test_single_remote_report_has_no_per_remote_section() -> None:
     def factory(transport: Transport, inflight: InFlight) -> FakeRunner:
         return FakeRunner(transport)
 
-    transport = Transport(protocol=Protocol.GIT, url="git://h/a.git")
+    transport = Transport(protocol=TransportKind.GIT, url="git://h/a.git")
     outcome = run_load(LoadOptions(transport=transport, ops=("clone",), mix=(1,),
                                    concurrency=(2,), step_duration_s=0.1, timeout_s=5.0),
                        runner_factory=factory)
@@ -253,7 +254,7 @@ def test_steps_keep_the_server_counters_and_its_listener_on_the_loaded_port() ->
         def warn(self, message: str) -> None:
             warnings.append(message)
 
-    transport = Transport(protocol=Protocol.GIT, url="git://198.18.2.2/small.git")
+    transport = Transport(protocol=TransportKind.GIT, url="git://198.18.2.2/small.git")
     outcome = run_load(LoadOptions(transport=transport, ops=("clone",), mix=(1,),
                                    concurrency=(2, 2), step_duration_s=0.3, timeout_s=5.0,
                                    counters=FakeServer(), client_counters=FakeClient()),

@@ -5,18 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitnetdiag.probe.budget import CONFIRM_STALL_S
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.options import CLEANUP_LOOK_MIN_S, SilentReporter
 from gitnetdiag.probe.runner import ProbeOptions, _confirming, _look_for_black_hole, _Run
 from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
 from gitnetdiag.redaction import SecretSet
 from gitnetdiag.rundir import PathMeasurement, PushRecord
+from gitnetdiag.vocabulary import TransportKind
 
 
 def _state(out: Path) -> _Run:
     out.mkdir()
     options = ProbeOptions(
-        urls={Protocol.GIT: "git://198.18.2.2/lab.git"}, protocols=(Protocol.GIT,),
+        urls={TransportKind.GIT: "git://198.18.2.2/lab.git"}, protocols=(TransportKind.GIT,),
         size_bytes=1024 * 1024, seed=3, repo=None, repeat=1, ca_file=None, insecure=False,
         ssh_command=None, out_dir=out, full=False, burst=0, timeout_s=60.0, capture=False,
         native=True,
@@ -49,21 +49,21 @@ def test_the_next_pushes_confirm_a_black_hole_on_a_short_stall(tmp_path: Path) -
         connect_rtt_median_s=0.3, mss_bytes=1448, tls_handshake_s=None, alpn=None,
         tls_version=None, error=None))
     asked = state.options
-    with _confirming(state, Protocol.GIT):
+    with _confirming(state, TransportKind.GIT):
         assert state.options is asked  # nothing known yet: the push runs as asked
-    _look_for_black_hole(state, Protocol.GIT, _stalled(tmp_path / "run", 1191))
+    _look_for_black_hole(state, TransportKind.GIT, _stalled(tmp_path / "run", 1191))
     assert state.black_hole == "git #1"
     assert any("path-MTU black hole" in w and "native ledgers skipped" in w
                for w in state.warnings), state.warnings
-    with _confirming(state, Protocol.SSH):
+    with _confirming(state, TransportKind.SSH):
         assert state.options.stall_timeout_s == CONFIRM_STALL_S
         # 20 round trips of 300 ms: longer than the floor
         assert state.options.cleanup_git_timeout_s == 6.0 > CLEANUP_LOOK_MIN_S
         assert state.options.cleanup_wait_s == 6.0
-    assert state.options is asked and state.confirmed == {Protocol.SSH}
+    assert state.options is asked and state.confirmed == {TransportKind.SSH}
 
 
 def test_a_stall_that_moved_again_is_no_black_hole(tmp_path: Path) -> None:
     state = _state(tmp_path / "run")
-    _look_for_black_hole(state, Protocol.GIT, _stalled(tmp_path / "run", 90_000))
+    _look_for_black_hole(state, TransportKind.GIT, _stalled(tmp_path / "run", 90_000))
     assert state.black_hole is None and state.warnings == []

@@ -24,7 +24,6 @@ from gitnetdiag.probe.cleanup import (
 from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitRun,
-    Protocol,
     Transport,
     classify_git_stderr,
     delete_argv,
@@ -36,6 +35,7 @@ from gitnetdiag.probe.gitpush import (
 )
 from gitnetdiag.probe.pushonce import sent_too_little
 from gitnetdiag.probe.repo import generate_repo
+from gitnetdiag.vocabulary import TransportKind
 
 HOOK_S = 3.0
 
@@ -101,7 +101,7 @@ def test_pack_progress_and_no_data() -> None:
 
 
 def test_delete_carries_a_lease_on_the_pushed_object() -> None:
-    transport = Transport(protocol=Protocol.H1, url="https://u:tok@h/r.git")
+    transport = Transport(protocol=TransportKind.H1, url="https://u:tok@h/r.git")
     argv = delete_argv(transport, "gitnetdiag/probe-ab", "a" * 40)
     assert f"--force-with-lease=refs/heads/gitnetdiag/probe-ab:{'a' * 40}" in argv
     assert argv[-1] == ":refs/heads/gitnetdiag/probe-ab"
@@ -128,7 +128,7 @@ def test_cleanup_waits_for_a_push_the_server_applies_after_the_client_gave_up(
     _slow_hook(git_daemon, tmp_path)
     before = remote_refs(git_daemon)
     repo = generate_repo(tmp_path / "repo", 256 * 1024, seed=7)
-    transport = Transport(protocol=Protocol.GIT, url=git_daemon)
+    transport = Transport(protocol=TransportKind.GIT, url=git_daemon)
     branch = "gitnetdiag/probe-race1"
     push = run_git(push_argv(transport, repo.head_oid, branch), env=transport.env(),
                    cwd=repo.path, timeout_s=1.0)
@@ -148,7 +148,7 @@ def test_cleanup_leaves_a_branch_at_another_object_alone(
 ) -> None:
     """The lease: a branch that is not our push is reported leftover, never deleted."""
     repo = generate_repo(tmp_path / "repo", 4096, seed=8)
-    transport = Transport(protocol=Protocol.GIT, url=git_daemon)
+    transport = Transport(protocol=TransportKind.GIT, url=git_daemon)
     branch = "gitnetdiag/probe-other1"
     pushed = run_git(push_argv(transport, repo.head_oid, branch), env=transport.env(),
                      cwd=repo.path, timeout_s=30.0)
@@ -165,7 +165,7 @@ def test_cleanup_leaves_a_branch_at_another_object_alone(
 
 def test_cut_push_is_never_created_after_one_look(git_daemon: str, tmp_path: Path) -> None:
     repo = generate_repo(tmp_path / "repo", 4096, seed=9)
-    transport = Transport(protocol=Protocol.GIT, url=git_daemon)
+    transport = Transport(protocol=TransportKind.GIT, url=git_daemon)
     result = remove_probe_ref(transport, "gitnetdiag/probe-cut1", repo.head_oid, Aftermath.CUT,
                               runner=run_git, cwd=repo.path, wait_s=30.0)
     assert result.status is RefCleanup.NEVER_CREATED and result.waited_s < 5
@@ -180,7 +180,7 @@ def test_refused_push_needs_no_network_to_clean_up(tmp_path: Path) -> None:
 
     refused = _run("fatal: unable to access 'https://127.0.0.1:9/r.git/': Failed to connect to "
                    "127.0.0.1 port 9 after 0 ms: Couldn't connect to server")
-    result = remove_probe_ref(Transport(protocol=Protocol.H1, url="https://127.0.0.1:9/r.git"),
+    result = remove_probe_ref(Transport(protocol=TransportKind.H1, url="https://127.0.0.1:9/r.git"),
                               "gitnetdiag/probe-x", "a" * 40, push_aftermath(refused),
                               runner=runner, cwd=tmp_path)
     assert result.status is RefCleanup.NEVER_CREATED and calls == []
@@ -191,7 +191,7 @@ def test_receive_packs_word_ends_the_clean_up_without_another_look(tmp_path: Pat
     receive-pack reported as ``- [deleted]`` needs no second one."""
     calls: list[list[str]] = []
     branch, oid = "gitnetdiag/probe-0123abcd", "b" * 40
-    transport = Transport(protocol=Protocol.SSH, url="ssh://git@127.0.0.1:9/r.git")
+    transport = Transport(protocol=TransportKind.SSH, url="ssh://git@127.0.0.1:9/r.git")
 
     def runner(argv: object, **_: object) -> GitRun:
         calls.append(list(argv))  # type: ignore[call-overload]
@@ -216,7 +216,7 @@ def test_unanswered_push_absent_at_the_deadline_is_unconfirmed(tmp_path: Path) -
         return _run("", 0)
 
     result = remove_probe_ref(
-        Transport(protocol=Protocol.GIT, url="git://h/r.git"), "gitnetdiag/probe-x", "a" * 40,
+        Transport(protocol=TransportKind.GIT, url="git://h/r.git"), "gitnetdiag/probe-x", "a" * 40,
         Aftermath.MAY_LAND, runner=runner, cwd=tmp_path, wait_s=5.0,
         clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s),
     )
@@ -226,7 +226,7 @@ def test_unanswered_push_absent_at_the_deadline_is_unconfirmed(tmp_path: Path) -
 
 def test_push_safety_options_beat_the_users_command_line_config() -> None:
     """Even ``git -c push.followTags=true`` (GIT_CONFIG_PARAMETERS) loses: later -c wins."""
-    args = Transport(protocol=Protocol.GIT, url="git://h/r.git").config_args()
+    args = Transport(protocol=TransportKind.GIT, url="git://h/r.git").config_args()
     for key, expected in (("push.followTags", "false"), ("core.hooksPath", "/dev/null"),
                           ("push.recurseSubmodules", "no")):
         out = subprocess.run(["git", "-c", f"{key}=true", *args, "config", key],
@@ -245,7 +245,8 @@ def test_refused_https_probe_records_never_created_and_no_cleanup_error(tmp_path
         port = sock.getsockname()[1]
     url = f"https://127.0.0.1:{port}/r.git"
     outcome = run_probe(ProbeOptions(
-        urls={Protocol.H1: url}, protocols=(Protocol.H1,), size_bytes=4096, seed=1, repo=None,
+        urls={TransportKind.H1: url}, protocols=(TransportKind.H1,),
+        size_bytes=4096, seed=1, repo=None,
         repeat=2, ca_file=None, insecure=False, ssh_command=None, out_dir=tmp_path / "run",
         full=False, burst=0, timeout_s=30.0, capture=False,
     ))

@@ -8,7 +8,8 @@ import pytest
 
 from gitnetdiag.probe.cleanup import Aftermath, RefCleanup
 from gitnetdiag.probe.cleanupnotice import CleanupNotice, CleanupStopped
-from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.gitpush import Transport
+from gitnetdiag.vocabulary import TransportKind
 
 
 class _Lines:
@@ -26,7 +27,7 @@ class _Lines:
 
 def _notice(aftermath: Aftermath) -> tuple[CleanupNotice, _Lines]:
     lines = _Lines()
-    transport = Transport(protocol=Protocol.H1, url="https://bob:s3cr3t@git.example/r.git")
+    transport = Transport(protocol=TransportKind.H1, url="https://bob:s3cr3t@git.example/r.git")
     return CleanupNotice(lines, transport, "gitnetdiag/probe-1", "a" * 40, aftermath, 30), lines
 
 

@@ -20,13 +20,13 @@ from gitnetdiag.probe.cleanup import Aftermath, RefCleanup, push_aftermath, remo
 from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitRun,
-    Protocol,
     Transport,
     classify_git_stderr,
     failure_line,
     http_status_of,
 )
 from gitnetdiag.rundir import PushRecord
+from gitnetdiag.vocabulary import TransportKind
 from tests.diagnosis.culprits.crafted import MB, cap, proto, run
 
 RPC_308 = ("Writing objects:  33% (1/3)\rerror: RPC failed; HTTP 308 curl 22 The requested URL "
@@ -122,7 +122,7 @@ def test_a_push_that_never_delivered_its_pack_is_never_created_without_asking(
                         stderr="Writing objects:  12% (1/8)", stdout="")):
         aftermath = push_aftermath(run_)
         assert aftermath is Aftermath.CUT, run_.stderr
-        result = remove_probe_ref(Transport(protocol=Protocol.H1, url="https://h/r.git"),
+        result = remove_probe_ref(Transport(protocol=TransportKind.H1, url="https://h/r.git"),
                                   "gitnetdiag/probe-x", "a" * 40, aftermath, runner=_never,
                                   cwd=tmp_path)
         assert result.status is RefCleanup.NEVER_CREATED
@@ -138,7 +138,7 @@ def test_a_redirect_that_answered_the_pack_is_never_created_without_asking(
         stderr=WROTE_ALL + "error: RPC failed; HTTP 308 curl 22 The requested URL returned "
         "error: 308\n"))
     assert redirected is Aftermath.REDIRECTED
-    result = remove_probe_ref(Transport(protocol=Protocol.H1, url="https://h/r.git"),
+    result = remove_probe_ref(Transport(protocol=TransportKind.H1, url="https://h/r.git"),
                               "gitnetdiag/probe-x", "a" * 40, redirected, runner=_never,
                               cwd=tmp_path)
     assert result.status is RefCleanup.NEVER_CREATED and "redirect" in result.detail
@@ -166,7 +166,7 @@ def test_refs_that_cannot_be_listed_leave_the_branch_unconfirmed(tmp_path: Path)
         "error: 413\n"))
     assert settled is Aftermath.SETTLED
     result = remove_probe_ref(
-        Transport(protocol=Protocol.H2, url="https://u:tok@h/r.git"), "gitnetdiag/probe-x",
+        Transport(protocol=TransportKind.H2, url="https://u:tok@h/r.git"), "gitnetdiag/probe-x",
         "a" * 40, settled, runner=failing, cwd=tmp_path, wait_s=5.0,
         clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
     assert result.status is RefCleanup.UNCONFIRMED, result

@@ -15,8 +15,8 @@ import pytest
 
 from gitnetdiag.pipeline import diagnose_fetch_run
 from gitnetdiag.probe.fetchrun import run_fetch_probe
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.options import ProbeOptions
+from gitnetdiag.vocabulary import TransportKind
 
 PROJECT = Path(__file__).resolve().parents[2]
 
@@ -74,7 +74,8 @@ def test_fetch_is_read_only_and_leaves_no_clone(
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
     options = ProbeOptions(
-        urls={Protocol.GIT: url}, protocols=(Protocol.GIT,), size_bytes=0, seed=0, repo=None,
+        urls={TransportKind.GIT: url}, protocols=(TransportKind.GIT,),
+        size_bytes=0, seed=0, repo=None,
         repeat=2, ca_file=None, insecure=False, ssh_command=None, out_dir=tmp_path / "run",
         full=False, burst=0, timeout_s=120.0, capture=False)
     outcome = run_fetch_probe(options)

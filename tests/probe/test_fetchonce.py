@@ -5,8 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitnetdiag.probe.fetchonce import clone_argv, received_from_progress
-from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.probe.tcpinfo import parse_ss_info
+from gitnetdiag.vocabulary import TransportKind
 
 
 def test_receiving_progress() -> None:
@@ -22,7 +23,7 @@ def test_receiving_progress() -> None:
 
 def test_clone_argv_is_read_only_and_hookless() -> None:
     """No template (no hooks), protocol v2, HTTP version pinned, the URL and destination."""
-    argv = clone_argv(Transport(protocol=Protocol.H2, url="https://h/r.git"), Path("/t/c"))
+    argv = clone_argv(Transport(protocol=TransportKind.H2, url="https://h/r.git"), Path("/t/c"))
     assert argv[-4:] == ["--no-local", "--template=", "https://h/r.git", "/t/c"]
     assert "clone" in argv and "push" not in argv
     assert "protocol.version=2" in argv and "http.version=HTTP/2" in argv

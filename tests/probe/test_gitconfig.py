@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.probe.gitconfig import filter_config, parse_config_list, write_isolated_config
-from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.gitpush import Transport
+from gitnetdiag.vocabulary import TransportKind
 
 
 def test_filter_keeps_transport_settings_only() -> None:
@@ -43,7 +44,7 @@ def test_isolated_config_is_what_git_reads(tmp_path: Path, monkeypatch: pytest.M
     isolated = write_isolated_config(tmp_path / "isolated")
     assert isolated.path.stat().st_mode & 0o777 == 0o600
     assert "extraheader" not in isolated.path.read_text().lower()  # a secret: env only
-    env = Transport(protocol=Protocol.H1, url="https://git.example/r.git",
+    env = Transport(protocol=TransportKind.H1, url="https://git.example/r.git",
                     global_config=str(isolated.path),
                     secret_config=isolated.secret_entries).env()
     listed = subprocess.run(["git", "config", "--list"], env=env, capture_output=True,

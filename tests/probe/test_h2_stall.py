@@ -18,9 +18,9 @@ from pathlib import Path
 
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.pipeline import diagnose_run
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.rundir import load_run
+from gitnetdiag.vocabulary import TransportKind
 from tests.probe.h2server import start_h2_git_server
 
 RefsOf = Callable[[str], dict[str, str]]
@@ -36,8 +36,8 @@ def test_a_hung_http2_push_is_reported_stalled_within_30_s(
         run_dir = tmp_path / "run"
         started = time.monotonic()
         outcome = run_probe(ProbeOptions(
-            urls={Protocol.H2: server.url, Protocol.GIT: git_daemon},
-            protocols=(Protocol.H2, Protocol.GIT), size_bytes=4 * 1024 * 1024, seed=13,
+            urls={TransportKind.H2: server.url, TransportKind.GIT: git_daemon},
+            protocols=(TransportKind.H2, TransportKind.GIT), size_bytes=4 * 1024 * 1024, seed=13,
             repo=None, repeat=1, ca_file=server.ca_file, insecure=False, ssh_command=None,
             out_dir=run_dir, full=False, burst=0, timeout_s=120.0, capture=False,
         ))

@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.probe.cleanup import Aftermath, CleanupResult, RefCleanup
-from gitnetdiag.probe.gitpush import Protocol, Transport
+from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.probe.nativecleanup import GitBranchCleanup, end_branch, native_aftermath
 from gitnetdiag.probe.receivepack import ReportStatus
+from gitnetdiag.vocabulary import TransportKind
 
 REF = "refs/heads/gitnetdiag/probe-0123abcd"
 OK = ReportStatus(unpack_ok=True, unpack_message="ok", refs={REF: "ok"})
@@ -43,7 +44,7 @@ def _result(status: RefCleanup, command: str | None = None) -> CleanupResult:
 
 class _Fake(GitBranchCleanup):
     def __init__(self, result: CleanupResult) -> None:
-        super().__init__(Transport(protocol=Protocol.H2, url="https://h/r.git"), Path("."))
+        super().__init__(Transport(protocol=TransportKind.H2, url="https://h/r.git"), Path("."))
         self.planned = result
         self.calls: list[tuple[str, str, Aftermath]] = []
 

@@ -10,16 +10,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 from gitnetdiag.errors import NetworkError
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.rundir import load_run
+from gitnetdiag.vocabulary import TransportKind
 
 RefsOf = Callable[[str], dict[str, str]]
 
 
 def _options(url: str, out: Path, **changes: object) -> ProbeOptions:
     values: dict[str, object] = dict(
-        urls={Protocol.GIT: url}, protocols=(Protocol.GIT,), size_bytes=1024 * 1024, seed=3,
+        urls={TransportKind.GIT: url}, protocols=(TransportKind.GIT,),
+        size_bytes=1024 * 1024, seed=3,
         repo=None, repeat=2, ca_file=None, insecure=False, ssh_command=None, out_dir=out,
         full=False, burst=3, timeout_s=60.0, capture=True,
     )

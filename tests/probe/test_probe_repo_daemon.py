@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.probe.gitpush import Protocol, Transport, parse_pack_progress, push_argv, run_git
+from gitnetdiag.probe.gitpush import Transport, parse_pack_progress, push_argv, run_git
 from gitnetdiag.probe.pushonce import sent_too_little
 from gitnetdiag.probe.repo import salt_blob, salted_copy
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.rundir import load_run
+from gitnetdiag.vocabulary import TransportKind
 
 RefsOf = Callable[[str], dict[str, str]]
 IDENTITY = {"GIT_AUTHOR_NAME": "u", "GIT_AUTHOR_EMAIL": "u@u", "GIT_COMMITTER_NAME": "u",
@@ -70,7 +71,7 @@ def test_user_config_and_hooks_cannot_add_refs(
     assert "refs/tags/v9-user" not in before and before["refs/heads/main"] == head
 
     outcome = run_probe(ProbeOptions(
-        urls={Protocol.GIT: git_daemon}, protocols=(Protocol.GIT,), size_bytes=1, seed=1,
+        urls={TransportKind.GIT: git_daemon}, protocols=(TransportKind.GIT,), size_bytes=1, seed=1,
         repo=user_repo, repeat=1, ca_file=None, insecure=False, ssh_command=None,
         out_dir=tmp_path / "run", full=False, burst=0, timeout_s=60.0, capture=False,
     ))
@@ -114,7 +115,7 @@ def test_a_push_of_objects_the_server_has_is_no_data(
     git_daemon: str, user_repo: Path
 ) -> None:
     """Real git output for the unsalted history: nothing sent, never a rate."""
-    transport = Transport(protocol=Protocol.GIT, url=git_daemon)
+    transport = Transport(protocol=TransportKind.GIT, url=git_daemon)
     head = _git("rev-parse", "HEAD", cwd=user_repo).strip()
     run = run_git(push_argv(transport, head, "gitnetdiag/probe-nodata1"), env=transport.env(),
                   cwd=user_repo, timeout_s=60)

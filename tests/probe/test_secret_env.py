@@ -6,13 +6,8 @@ import subprocess
 from pathlib import Path
 
 from gitnetdiag.probe.gitconfig import split_secret_entries
-from gitnetdiag.probe.gitpush import (
-    Protocol,
-    Transport,
-    ls_remote_argv,
-    push_argv,
-    url_credential_split,
-)
+from gitnetdiag.probe.gitpush import Transport, ls_remote_argv, push_argv, url_credential_split
+from gitnetdiag.vocabulary import TransportKind
 
 
 def test_the_url_on_the_command_line_has_no_password() -> None:
@@ -23,7 +18,7 @@ def test_the_url_on_the_command_line_has_no_password() -> None:
     assert url_credential_split("https://git.example/r.git") == (
         "https://git.example/r.git", None, None)
     assert url_credential_split("ssh://git@host/r.git") == ("ssh://git@host/r.git", None, None)
-    transport = Transport(protocol=Protocol.H1, url="https://bob:s3cr3t@git.example/r.git")
+    transport = Transport(protocol=TransportKind.H1, url="https://bob:s3cr3t@git.example/r.git")
     argv = push_argv(transport, "a" * 40, "gitnetdiag/probe-1")
     assert not any("s3cr3t" in arg for arg in argv)
     assert "https://bob@git.example/r.git" in ls_remote_argv(transport)
@@ -32,14 +27,14 @@ def test_the_url_on_the_command_line_has_no_password() -> None:
 def test_git_gets_the_password_from_the_helper_in_its_environment(tmp_path: Path) -> None:
     """git credential fill, as git runs it for the push, answers with the URL's
     password: from the environment, through a helper whose command line names none."""
-    transport = Transport(protocol=Protocol.H2, url="https://bob:s3cr3t@git.example/r.git")
+    transport = Transport(protocol=TransportKind.H2, url="https://bob:s3cr3t@git.example/r.git")
     env = transport.env()
     assert "s3cr3t" not in " ".join(v for k, v in env.items() if k.startswith("GIT_CONFIG_"))
     filled = subprocess.run(["git", "credential", "fill"], env=env, capture_output=True,
                             text=True, cwd=tmp_path, timeout=30,
                             input="protocol=https\nhost=git.example\nusername=bob\n\n").stdout
     assert "password=s3cr3t" in filled.splitlines()
-    assert "GITNETDIAG_PASSWORD" not in Transport(protocol=Protocol.SSH, url="ssh://h/r").env()
+    assert "GITNETDIAG_PASSWORD" not in Transport(protocol=TransportKind.SSH, url="ssh://h/r").env()
 
 
 def test_secret_entries_leave_the_file_with_every_entry_of_their_key() -> None:

@@ -14,12 +14,12 @@ import pytest
 
 from gitnetdiag.errors import UsageError
 from gitnetdiag.probe.capture import create_private_file
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.probe.safety import RedactingReporter, check_full_capture, extra_header_secrets
 from gitnetdiag.redaction import SecretSet, redact_run_dir
 from gitnetdiag.rundir import MANIFEST_NAME, SCHEMA, RunManifest, write_manifest
 from gitnetdiag.safefile import prepare_out_dir, replace_file
+from gitnetdiag.vocabulary import TransportKind
 
 TOKEN = "SECRETTOKEN"
 
@@ -34,7 +34,8 @@ def _manifest() -> RunManifest:
 
 def _options(url: str, out: Path, **changes: object) -> ProbeOptions:
     values: dict[str, object] = dict(
-        urls={Protocol.H1: url, Protocol.H2: url}, protocols=(Protocol.H1, Protocol.H2),
+        urls={TransportKind.H1: url, TransportKind.H2: url},
+        protocols=(TransportKind.H1, TransportKind.H2),
         size_bytes=1024 * 1024, seed=1, repo=None, repeat=1, ca_file=None, insecure=False,
         ssh_command=None, out_dir=out, full=False, burst=0, timeout_s=10.0, capture=False,
     )
@@ -172,10 +173,10 @@ def test_full_over_plain_http_is_refused(tmp_path: Path) -> None:
 
 
 def test_full_is_allowed_over_tls_and_for_ssh_and_git() -> None:
-    urls = {Protocol.H2: "https://h/r.git", Protocol.SSH: "ssh://git@h/r",
-            Protocol.GIT: "git://h/r"}
+    urls = {TransportKind.H2: "https://h/r.git", TransportKind.SSH: "ssh://git@h/r",
+            TransportKind.GIT: "git://h/r"}
     check_full_capture(urls, tuple(urls), full=True)
-    check_full_capture({Protocol.H1: "http://h/r"}, (Protocol.H1,), full=False)
+    check_full_capture({TransportKind.H1: "http://h/r"}, (TransportKind.H1,), full=False)
 
 
 def test_cli_full_over_http_one_line_exit_2(tmp_path: Path) -> None:

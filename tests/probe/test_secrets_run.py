@@ -16,15 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.probe.gitpush import Protocol
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.rundir import load_run
+from gitnetdiag.vocabulary import TransportKind
 from tests.httpremote import COOKIE, QUERY_TOKEN, TOKEN, USER, HttpRemote, leaks
 
 
 def _options(url: str, out: Path) -> ProbeOptions:
     return ProbeOptions(
-        urls={Protocol.H1: url}, protocols=(Protocol.H1,), size_bytes=1024 * 1024, seed=5,
+        urls={TransportKind.H1: url}, protocols=(TransportKind.H1,),
+        size_bytes=1024 * 1024, seed=5,
         repo=None, repeat=1, ca_file=None, insecure=False, ssh_command=None, out_dir=out,
         full=False, burst=0, timeout_s=60.0, capture=True,
     )
@@ -98,7 +99,8 @@ def test_failed_push_error_names_no_secret(tmp_path: Path) -> None:
     the manifest and every file."""
     url = f"git://{USER}:{TOKEN}@127.0.0.1:1/repo.git?private_token={QUERY_TOKEN}"
     options = ProbeOptions(
-        urls={Protocol.GIT: url}, protocols=(Protocol.GIT,), size_bytes=1024 * 1024, seed=5,
+        urls={TransportKind.GIT: url}, protocols=(TransportKind.GIT,),
+        size_bytes=1024 * 1024, seed=5,
         repo=None, repeat=1, ca_file=None, insecure=False, ssh_command=None,
         out_dir=tmp_path / "run", full=False, burst=0, timeout_s=30.0, capture=False,
     )

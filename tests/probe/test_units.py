@@ -1,4 +1,4 @@
-"""Pure helpers of the probe: sizes, URLs, failure kinds, ref guards, summary."""
+"""Pure helpers of the probe: URLs, failure kinds, ref guards, summary (sizes: test_vocabulary)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ import pytest
 from gitnetdiag.errors import UsageError
 from gitnetdiag.probe.gitpush import (
     FailureKind,
-    Protocol,
     Transport,
     classify_git_stderr,
     delete_argv,
@@ -15,23 +14,9 @@ from gitnetdiag.probe.gitpush import (
     parse_ls_remote,
     push_argv,
 )
-from gitnetdiag.probe.runner import endpoint_of, parse_size
+from gitnetdiag.probe.runner import endpoint_of
 from gitnetdiag.rundir import redact_url
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("4MiB", 4 * 2**20), ("32MiB", 32 * 2**20), ("1GiB", 2**30), ("1024", 1024),
-     ("500KB", 500_000), ("2M", 2_000_000), ("1.5MiB", 3 * 2**19), ("7 kib", 7 * 1024)],
-)
-def test_parse_size(text: str, expected: int) -> None:
-    assert parse_size(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", "MiB", "-4MiB", "4 potatoes", "0", "4XiB"])
-def test_parse_size_rejects(text: str) -> None:
-    with pytest.raises(UsageError):
-        parse_size(text)
+from gitnetdiag.vocabulary import TransportKind
 
 
 @pytest.mark.parametrize(
@@ -97,7 +82,7 @@ def test_last_stderr_line_resolves_progress() -> None:
 
 
 def test_push_and_delete_only_touch_probe_branches() -> None:
-    transport = Transport(protocol=Protocol.H2, url="https://h/r.git", ca_file="/ca.pem")
+    transport = Transport(protocol=TransportKind.H2, url="https://h/r.git", ca_file="/ca.pem")
     argv = push_argv(transport, "a" * 40, "gitnetdiag/probe-1234abcd")
     assert argv[-1] == f"{'a' * 40}:refs/heads/gitnetdiag/probe-1234abcd"
     assert "http.version=HTTP/2" in argv and "http.sslCAInfo=/ca.pem" in argv

@@ -1,39 +1,8 @@
-"""The reference fio job and option parsing."""
+"""The reference fio job (its --size and --runtime: tests/test_vocabulary.py)."""
 
 from __future__ import annotations
 
-import pytest
-
-from gitnetdiag.errors import UsageError
-from gitnetdiag.storage.job import FioJob, parse_duration, parse_size
-
-
-@pytest.mark.parametrize(
-    ("text", "expected"),
-    [("1G", 1 << 30), ("64M", 64 << 20), ("64m", 64 << 20), ("512k", 512 << 10),
-     ("65536", 65536), ("1.5G", 3 << 29), ("64MiB", 64 << 20)],
-)
-def test_parse_size(text: str, expected: int) -> None:
-    assert parse_size(text) == expected
-
-
-@pytest.mark.parametrize(("text", "expected"), [("30s", 30.0), ("30", 30.0), ("2m", 120.0),
-                                                ("1.5s", 1.5)])
-def test_parse_duration(text: str, expected: float) -> None:
-    assert parse_duration(text) == expected
-
-
-@pytest.mark.parametrize("text", ["", "0", "-1G", "1X", "big"])
-def test_bad_size_is_a_usage_error(text: str) -> None:
-    with pytest.raises(UsageError, match="cannot read the size") as info:
-        parse_size(text)
-    assert "64M" in info.value.hint
-
-
-@pytest.mark.parametrize("text", ["0s", "soon", "3d"])
-def test_bad_duration_is_a_usage_error(text: str) -> None:
-    with pytest.raises(UsageError, match="cannot read the duration"):
-        parse_duration(text)
+from gitnetdiag.storage.job import FioJob
 
 
 def test_argv_is_the_reference_job() -> None:
