@@ -63,9 +63,9 @@ def test_the_pipeline_reads_the_stall_from_the_probes_frames(tmp_path: Path) -> 
     shutil.copy(STALLED, tmp_path / "h2-4.http2.tsv")
     shutil.copy(COMPLETE, tmp_path / "h2-1.http2.tsv")
     records = [_record(1, "ok", 1.3, "h2-1.http2.tsv"), _record(4, "hung", 20.0, "h2-4.http2.tsv")]
-    warnings: list[str] = []
-    stall = h2_client_stall(tmp_path, records, warnings)
-    assert warnings == []
+    found = h2_client_stall(tmp_path, records)
+    assert found.notes == ()
+    stall = found.value
     assert stall is not None and (stall.push, stall.stream_id) == (4, 5)
     assert stall.idle_s == pytest.approx(20.0 - 0.977999, abs=0.01)
     assert "h2-4.http2.tsv stream 5" in stall.source
@@ -73,13 +73,12 @@ def test_the_pipeline_reads_the_stall_from_the_probes_frames(tmp_path: Path) -> 
 
 def test_a_broken_frames_file_is_a_warning_not_a_crash(tmp_path: Path) -> None:
     (tmp_path / "h2-4.http2.tsv").write_text("not\ta tshark line\n")
-    warnings: list[str] = []
-    assert h2_client_stall(tmp_path, [_record(4, "hung", 20.0, "h2-4.http2.tsv")],
-                           warnings) is None
-    assert len(warnings) == 1 and "h2-4.http2.tsv: not read" in warnings[0]
-    warnings.clear()
-    assert h2_client_stall(tmp_path, [_record(4, "hung", 20.0, "gone.tsv")], warnings) is None
-    assert len(warnings) == 1 and "gone.tsv" in warnings[0]
+    broken = h2_client_stall(tmp_path, [_record(4, "hung", 20.0, "h2-4.http2.tsv")])
+    assert broken.value is None
+    assert len(broken.notes) == 1 and "h2-4.http2.tsv: not read" in broken.notes[0]
+    gone = h2_client_stall(tmp_path, [_record(4, "hung", 20.0, "gone.tsv")])
+    assert gone.value is None
+    assert len(gone.notes) == 1 and "gone.tsv" in gone.notes[0]
 
 
 def _stalled_run(*, stall: bool):  # type: ignore[no-untyped-def]

@@ -62,12 +62,11 @@ def test_send_buffer_drain_is_not_server_time(tmp_path: Path) -> None:
     (tmp_path / "ssh-1.tcpinfo.jsonl").write_text(
         "".join(json.dumps(row) + "\n" for row in _drain()))
     record = _record(wall_s=5.04, server_wait=2.73, tcpinfo="ssh-1.tcpinfo.jsonl")
-    warnings: list[str] = []
-    corrected = server_wait_s(record, tmp_path, warnings)
-    assert corrected is not None and abs(corrected - 0.29) < 1e-6, corrected
-    phases = trace2_phases([record], tmp_path, warnings)
-    assert phases is not None and phases.server_wait_s == corrected
-    assert warnings == []
+    corrected = server_wait_s(record, tmp_path)
+    assert corrected.value is not None and abs(corrected.value - 0.29) < 1e-6, corrected
+    phases = trace2_phases([record], tmp_path)
+    assert phases.value is not None and phases.value.server_wait_s == corrected.value
+    assert corrected.notes == () and phases.notes == ()
 
 
 def test_a_hook_that_holds_the_answer_keeps_its_seconds(tmp_path: Path) -> None:
@@ -76,20 +75,22 @@ def test_a_hook_that_holds_the_answer_keeps_its_seconds(tmp_path: Path) -> None:
                     min(PACK + 5_000, t / 4 * 1_500_000) + 1_000) for t in range(1, 22)]
     (tmp_path / "ssh-1.tcpinfo.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     record = _record(wall_s=5.3, server_wait=3.2, tcpinfo="ssh-1.tcpinfo.jsonl")
-    assert server_wait_s(record, tmp_path, []) == 3.2
+    assert server_wait_s(record, tmp_path).value == 3.2
 
 
 def test_without_or_with_damaged_samples_trace2_stands(tmp_path: Path) -> None:
     record = _record(wall_s=5.04, server_wait=2.73, tcpinfo=None)
-    assert server_wait_s(record, tmp_path, []) == 2.73
+    assert server_wait_s(record, tmp_path).value == 2.73
     (tmp_path / "bad.jsonl").write_text("{not json\n")
-    warnings: list[str] = []
-    assert server_wait_s(_record(5.04, 2.73, "bad.jsonl"), tmp_path, warnings) == 2.73
-    assert warnings and "bad.jsonl" in warnings[0]
+    bad = server_wait_s(_record(5.04, 2.73, "bad.jsonl"), tmp_path)
+    assert bad.value == 2.73
+    assert bad.notes and "bad.jsonl" in bad.notes[0]
     (tmp_path / "odd.jsonl").write_text('{"t_s": 1, "local": "x"}\n')
-    warnings = []
-    assert server_wait_s(_record(5.04, 2.73, "odd.jsonl"), tmp_path, warnings) == 2.73
-    assert warnings and "odd.jsonl" in warnings[0]
+    odd = server_wait_s(_record(5.04, 2.73, "odd.jsonl"), tmp_path)
+    assert odd.value == 2.73
+    assert odd.notes and "odd.jsonl" in odd.notes[0]
+    # trace2's phases carry the note of the push they read, not a list handed in.
+    assert "odd.jsonl" in trace2_phases([_record(5.04, 2.73, "odd.jsonl")], tmp_path).notes[0]
 
 
 def test_the_drain_moves_from_the_server_wait_to_the_upload(tmp_path: Path) -> None:
@@ -98,9 +99,9 @@ def test_the_drain_moves_from_the_server_wait_to_the_upload(tmp_path: Path) -> N
     (tmp_path / "ssh-1.tcpinfo.jsonl").write_text(
         "".join(json.dumps(row) + "\n" for row in _drain()))
     record = _record(wall_s=5.04, server_wait=2.73, tcpinfo="ssh-1.tcpinfo.jsonl")
-    phases = trace2_phases([record], tmp_path, [])
+    phases = trace2_phases([record], tmp_path).value
     assert phases is not None and phases.upload_s is not None
     assert abs(phases.upload_s - (1.4 + 2.73 - 0.29)) < 1e-6
     assert 0.7e6 < PACK / phases.upload_s < 0.9e6
-    plain = trace2_phases([_record(wall_s=5.04, server_wait=2.73, tcpinfo=None)], tmp_path, [])
+    plain = trace2_phases([_record(wall_s=5.04, server_wait=2.73, tcpinfo=None)], tmp_path).value
     assert plain is not None and plain.upload_s == 1.4 and plain.server_wait_s == 2.73

@@ -26,6 +26,7 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.pipeline._connections import count_by_kind, forward_filled, handshake_tally
 from gitnetdiag.pipeline._run import capture_metrics, flight_series
 
 WELL_KNOWN: dict[int, obs.ProtocolName] = {443: "h2", 22: "ssh", 9418: "git"}
@@ -195,15 +196,10 @@ def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.
     sent = np.asarray(series.sent_bytes[0], dtype=np.float64)
     window = np.asarray(series.min_window_bytes[1], dtype=np.float64)
     n = min(sent.size, window.size)  # each direction's series ends with its last segment
-    sent, window = sent[:n], window[:n]
-    if not n:
+    sent, filled = sent[:n], forward_filled(window[:n])
+    if filled is None:  # no bins, or none with an advertised window
         return metrics
-    known = window >= 0
-    if not known.any():
-        return metrics
-    idx = np.where(known, np.arange(window.size), 0)
-    np.maximum.accumulate(idx, out=idx)
-    window = np.where(known[idx], window[idx], window[int(np.argmax(known))])
+    window = filled
     active = sent > 0
     if not active.any():
         return metrics
@@ -230,24 +226,19 @@ drops, resets and unanswered connections across all of them, not only the push).
 def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.BurstResult:
     """Many connections of one transport as a burst: what ``syn-drop``, ``firewall-reset``
     and ``listen-backlog-overflow`` read across connections."""
-    failed: dict[str, int] = {}
-    ok = syn = synack = resets = 0
-    for t in transfers:
-        hs, up, down = t.conn.handshake, t.conn.a_to_b, t.conn.b_to_a
-        syn += hs.syn_retransmissions
-        synack += max(hs.synack_retransmissions, hs.synack_after_ack)
-        resets += up.resets_sent + down.resets_sent
-        if down.payload_bytes and _reset_cut(t.conn) is None:
-            ok += 1
-        else:
-            kind = "reset" if up.resets_sent or down.resets_sent else "hung"
-            failed[kind] = failed.get(kind, 0) + 1
+    answered = [bool(t.conn.b_to_a.payload_bytes) and _reset_cut(t.conn) is None
+                for t in transfers]
+    failed = count_by_kind(
+        "reset" if t.conn.a_to_b.resets_sent or t.conn.b_to_a.resets_sent else "hung"
+        for t, ok in zip(transfers, answered, strict=True) if not ok)
+    tally = handshake_tally(t.conn for t in transfers)
     waits = sorted((t.conn.last_ts_ns - t.conn.first_ts_ns) / 1e9 for t in transfers)
     return obs.BurstResult(
-        protocol=proto, concurrency=len(transfers), ok=ok,
+        protocol=proto, concurrency=len(transfers), ok=sum(answered),
         port=transfers[0].server_port, failed_by_kind=failed,
         duration_p50_s=waits[len(waits) // 2] if waits else None,
-        syn_retransmissions=syn, synack_retransmissions=synack, resets=resets)
+        syn_retransmissions=tally.syn_retransmissions,
+        synack_retransmissions=tally.synack_retransmissions, resets=tally.resets)
 
 
 def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None

@@ -14,15 +14,17 @@ from gitnetdiag.analysis.h2ledger import (
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_text_input
+from gitnetdiag.pipeline._noted import Noted
 from gitnetdiag.rundir.records import PushRecord
 
 ARTIFACT = "http2_frames"
 """The probe's artifact kind for the frames file."""
 
 
-def h2_client_stall(run_dir: Path, records: Sequence[PushRecord],
-                    warnings: list[str]) -> obs.H2ClientStall | None:
+def h2_client_stall(run_dir: Path,
+                    records: Sequence[PushRecord]) -> Noted[obs.H2ClientStall | None]:
     """The first push whose HTTP/2 frames show the client stopping with credit left."""
+    notes: list[str] = []
     for record in records:
         name = record.artifacts.get(ARTIFACT)
         if not name:
@@ -31,21 +33,21 @@ def h2_client_stall(run_dir: Path, records: Sequence[PushRecord],
             text = read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES)
             ledgers = h2_ledgers_from_rows(parse_tshark_fields(text))
         except OSError as exc:
-            warnings.append(f"{name}: not read ({exc.__class__.__name__})")
+            notes.append(f"{name}: not read ({exc.__class__.__name__})")
             continue
         except GitnetdiagError as exc:
-            warnings.append(f"{name}: not read ({exc.message})")
+            notes.append(f"{name}: not read ({exc.message})")
             continue
         for ledger in sorted(ledgers, key=lambda g: -g.data_bytes_to_server):
             stop = client_stopped_with_credit(ledger)
             if stop is None:
                 continue
             idle = record.wall_s - stop.last_data_s if stop.last_data_s is not None else None
-            return obs.H2ClientStall(
+            return Noted(notes=tuple(notes), value=obs.H2ClientStall(
                 source=f"{name} stream {stop.stream_id}, frames "
                 f"{ledger.first_frame}-{ledger.last_frame} (decrypted)",
                 push=record.repeat, stream_id=stop.stream_id, sent_bytes=stop.sent_bytes,
                 stream_credit_left_bytes=stop.stream_credit_left_bytes,
                 connection_credit_left_bytes=stop.connection_credit_left_bytes,
-                idle_s=max(0.0, idle) if idle is not None else None)
-    return None
+                idle_s=max(0.0, idle) if idle is not None else None))
+    return Noted(value=None, notes=tuple(notes))

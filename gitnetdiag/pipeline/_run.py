@@ -30,14 +30,22 @@ from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
+from gitnetdiag.pipeline._connections import (
+    analysis_order,
+    count_by_kind,
+    forward_filled,
+    handshake_tally,
+)
 from gitnetdiag.pipeline._h2stall import h2_client_stall
 from gitnetdiag.pipeline._native import downsample, native_fingerprint, native_ledgers
+from gitnetdiag.pipeline._noted import Noted, Notes
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
     NATIVE_FILES,
     OBSERVATIONS_FILE,
     REPORT_FILES,
     STORAGE_REPORT_FILE,
+    ProtocolRun,
     PushRecord,
     RunError,
     RunManifest,
@@ -76,16 +84,9 @@ def flight_series(conn: ConnectionAnalysis) -> obs.FlightSeries | None:
     if not series.max_in_flight_bytes or not series.max_in_flight_bytes[0]:
         return None
     flight = np.asarray(series.max_in_flight_bytes[0], dtype=np.float64)
-    window = np.asarray(series.min_window_bytes[1], dtype=np.float64)
-    # Bins without a window advertisement carry the last one forward.
-    known = window >= 0
-    if not known.any():
+    window = forward_filled(np.asarray(series.min_window_bytes[1], dtype=np.float64))
+    if window is None:
         return None
-    idx = np.where(known, np.arange(window.size), 0)
-    np.maximum.accumulate(idx, out=idx)
-    window = np.where(known[idx], window[idx], np.nan)
-    first = int(np.argmax(known))
-    window[:first] = window[first]
     # Each direction's series ends with its own last segment: the receiver may fall
     # silent before the sender does (an RST cut it, a server-side capture); carry its
     # last window to the sender's end.
@@ -148,30 +149,31 @@ def capture_metrics(conn: ConnectionAnalysis, label: str) -> obs.CaptureMetrics:
     )
 
 
-def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
-                    warnings: list[str]) -> obs.CaptureMetrics | None:
+def tcpinfo_metrics(run_dir: Path, protocol: str,
+                    records: Sequence[PushRecord]) -> Noted[obs.CaptureMetrics | None]:
     """The kernel's TCP_INFO of a push as the engine's TCP view, when no capture was taken."""
     from gitnetdiag.analysis.tcpinfo import summarize_samples
 
     candidates = [(f"{protocol} push {r.repeat}", r.artifacts.get("tcpinfo"))
-                  for r in sorted(records, key=lambda r: (r.outcome not in ("ok", "bounded"),
-                                                          -r.wall_s))]
+                  for r in analysis_order(records)]
     if protocol in NATIVE_FILES:  # the native probe's own socket, same path
         candidates.append((f"native {protocol} probe",
                            NATIVE_FILES[protocol].removesuffix(".json") + ".tcpinfo.jsonl"))
+    notes: list[str] = []
     for label, name in candidates:
-        rows = _tcpinfo_rows(run_dir, name, warnings)
-        if rows is None:
+        read = _tcpinfo_rows(run_dir, name)
+        notes.extend(read.notes)
+        if read.value is None:
             continue
         try:
-            summary = summarize_samples(rows)
+            summary = summarize_samples(read.value)
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
+            notes.append(f"{name}: unreadable TCP_INFO samples ({exc})")
             continue
         if summary is None:
             continue
         rwnd, sndbuf = summary.rwnd_limited_share, summary.sndbuf_limited_share
-        return obs.CaptureMetrics(
+        return Noted(notes=tuple(notes), value=obs.CaptureMetrics(
             source=f"TCP_INFO ({summary.source}) {label}",
             min_rtt_s=summary.min_rtt_s, median_rtt_s=summary.median_rtt_s,
             handshake_seen=False,
@@ -184,8 +186,8 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
             if rwnd is not None else None,
             retransmitted_bytes=summary.retransmitted_bytes,
             retransmission_rate=summary.retransmission_rate,
-        )
-    return None
+        ))
+    return Noted(value=None, notes=tuple(notes))
 
 
 # --- pushes, trace2, bursts ----------------------------------------------------------
@@ -243,28 +245,25 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def _tcpinfo_rows(run_dir: Path, name: str | None,
-                  warnings: list[str]) -> list[dict[str, Any]] | None:
+def _tcpinfo_rows(run_dir: Path, name: str | None) -> Noted[list[dict[str, Any]] | None]:
     """A ``<stem>.tcpinfo.jsonl`` file's samples (None when absent or unreadable)."""
     if name is None or not (run_dir / name).is_file():
-        return None
+        return Noted(value=None)
     try:
         text = read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES)
         rows = [loads_bounded(line, name) for line in text.splitlines() if line.strip()]
     except (OSError, ValueError) as exc:
-        warnings.append(f"{name}: unreadable TCP_INFO samples ({exc})")
-        return None
+        why = str(exc)
     except GitnetdiagError as exc:
-        warnings.append(f"{name}: unreadable TCP_INFO samples ({exc.message})")
-        return None
-    if not all(isinstance(row, dict) for row in rows):
-        warnings.append(f"{name}: unreadable TCP_INFO samples (a line is not an object)")
-        return None
-    return rows
+        why = exc.message
+    else:
+        if all(isinstance(row, dict) for row in rows):
+            return Noted(value=rows)
+        why = "a line is not an object"
+    return Noted(value=None, notes=(f"{name}: unreadable TCP_INFO samples ({why})",))
 
 
-def server_wait_s(record: PushRecord, run_dir: Path | None,
-                  warnings: list[str]) -> float | None:
+def server_wait_s(record: PushRecord, run_dir: Path | None) -> Noted[float | None]:
     """trace2's wait for the server, less any part of it the pack was still on the wire.
 
     Over SSH and git:// pack-objects exits once the pack is in the kernel's send buffer;
@@ -277,18 +276,18 @@ def server_wait_s(record: PushRecord, run_dir: Path | None,
 
     wait = record.phases.server_wait_s if record.phases is not None else None
     if wait is None or run_dir is None:
-        return wait
-    rows = _tcpinfo_rows(run_dir, record.artifacts.get("tcpinfo"), warnings)
-    if not rows:
-        return wait
+        return Noted(value=wait)
+    read = _tcpinfo_rows(run_dir, record.artifacts.get("tcpinfo"))
+    if not read.value:
+        return Noted(value=wait, notes=read.notes)
     try:
-        undelivered = last_undelivered_s(rows, record.pack_bytes)
+        undelivered = last_undelivered_s(read.value, record.pack_bytes)
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        warnings.append(f"{record.artifacts.get('tcpinfo')}: unreadable TCP_INFO samples ({exc})")
-        return wait
+        return Noted(value=wait, notes=(
+            f"{record.artifacts.get('tcpinfo')}: unreadable TCP_INFO samples ({exc})",))
     if undelivered is None:
-        return wait
-    return max(0.0, min(wait, record.wall_s - undelivered))
+        return Noted(value=wait)
+    return Noted(value=max(0.0, min(wait, record.wall_s - undelivered)))
 
 
 def _upload_s(record: PushRecord, server_wait: float | None) -> float | None:
@@ -304,20 +303,21 @@ def _upload_s(record: PushRecord, server_wait: float | None) -> float | None:
     return phases.pack_write_s + max(0.0, drained)
 
 
-def trace2_phases(records: Sequence[PushRecord], run_dir: Path | None = None,
-                  warnings: list[str] | None = None) -> obs.Trace2Phases | None:
+def trace2_phases(records: Sequence[PushRecord],
+                  run_dir: Path | None = None) -> Noted[obs.Trace2Phases | None]:
+    """The median phases of the successful pushes (server wait less the send-buffer drain)."""
     ok = [r for r in records if r.phases is not None and r.outcome == "ok"]
     phases = [r.phases for r in ok if r.phases is not None]
     if not phases:
-        return None
-    notes: list[str] = warnings if warnings is not None else []
-    waits = [server_wait_s(r, run_dir, notes) for r in ok]
-    return obs.Trace2Phases(
+        return Noted(value=None)
+    gathered = Notes()
+    waits = [gathered.take(server_wait_s(r, run_dir)) for r in ok]
+    return Noted(notes=tuple(gathered.notes), value=obs.Trace2Phases(
         pack_objects_s=_median([p.pack_prepare_s for p in phases]),
         upload_s=_median([_upload_s(r, wait) for r, wait in zip(ok, waits, strict=True)]),
         server_wait_s=_median(waits),
         ref_advertisement_s=_median([p.ref_advertisement_s for p in phases]),
-    )
+    ))
 
 
 def _percentile(values: Sequence[float], q: float) -> float | None:
@@ -327,22 +327,55 @@ def _percentile(values: Sequence[float], q: float) -> float | None:
 # --- the whole run ---------------------------------------------------------------------
 
 
-def _analyze(path: Path, progress: Progress, warnings: list[str],
-             unread: list[obs.RunProblem], protocol: str) -> CaptureAnalysis | None:
-    """One capture; one that cannot be read at all is a missing measurement in ``unread``."""
+def _analyze(path: Path, progress: Progress, protocol: str) -> Noted[CaptureAnalysis | None]:
+    """One capture; one that cannot be read at all is a missing measurement (a problem)."""
     progress(f"analysing {path.name}")
     try:
         result = analyze_capture(path, own_capture=True)  # a probe capture of the manifest
     except GitnetdiagError as exc:
-        warnings.append(f"{path.name}: {exc.message}")
-        unread.append(obs.RunProblem(
+        return Noted(value=None, notes=(f"{path.name}: {exc.message}",), problems=(obs.RunProblem(
             stage="capture", protocol=protocol, reference=exc.reference,
             message=f"{path.name}: {exc.message}",
             hint="the packet evidence of this push is missing; keep the run directory whole "
-            "or run the probe again"))
-        return None
-    warnings.extend(f"{path.name}: {w}" for w in result.warnings)
-    return result
+            "or run the probe again"),))
+    return Noted(value=result, notes=tuple(f"{path.name}: {w}" for w in result.warnings))
+
+
+def _protocol_observation(run_dir: Path, run: ProtocolRun,
+                          progress: Progress) -> Noted[obs.ProtocolObservation]:
+    """One protocol's pushes as the engine sees them: the analysed push's capture (or its
+    TCP_INFO), the native ledgers, trace2's phases, the HTTP exchanges."""
+    records = run.pushes
+    gathered = Notes()
+    capture_m: obs.CaptureMetrics | None = None
+    flight: obs.FlightSeries | None = None
+    # The analysed push: the slowest successful one (what the user complains about),
+    # or the first failed one when none succeeded.
+    chosen = analysis_order(r for r in records if r.capture is not None)
+    if chosen:
+        record = chosen[0]
+        assert record.capture is not None
+        analysis = gathered.take(_analyze(run_dir / record.capture.path, progress, run.protocol))
+        conn = upload_connection(analysis) if analysis else None
+        if conn is not None:
+            capture_m = capture_metrics(conn, f"{run.protocol} push {record.repeat}")
+            flight = flight_series(conn)
+    if capture_m is None:
+        capture_m = gathered.take(tcpinfo_metrics(run_dir, run.protocol, records))
+    h2_ledger, ssh_ledger = native_ledgers(run_dir, run.protocol)
+    stall = gathered.take(h2_client_stall(run_dir, records)) if run.protocol == "h2" else None
+    observation = obs.ProtocolObservation(
+        pushes=tuple(push_result(r) for r in records),
+        trace2=gathered.take(trace2_phases(records, run_dir)),
+        capture=capture_m,
+        h2_ledger=h2_ledger,
+        ssh_ledger=ssh_ledger,
+        h2_client_stall=stall,
+        flight=flight,
+        http_requests=http_exchanges(records),
+    )
+    return Noted(value=observation, notes=tuple(gathered.notes),
+                 problems=tuple(gathered.problems))
 
 
 def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
@@ -350,8 +383,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
                           progress: Progress = _quiet) -> tuple[obs.Observations, list[str]]:
     """Build the engine's input from a run directory; returns it with analysis warnings."""
     manifest = manifest or load_run(run_dir)
-    warnings: list[str] = []
-    unread: list[obs.RunProblem] = []
+    gathered = Notes()
     if host is None and (run_dir / HOST_REPORT_FILE).is_file():
         from gitnetdiag.pipeline._host import load_host_report
 
@@ -364,39 +396,9 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     protocols: dict[str, obs.ProtocolObservation] = {}
     bursts: list[obs.BurstResult] = []
     for run in manifest.protocols:
-        records = run.pushes
-        capture_m: obs.CaptureMetrics | None = None
-        flight: obs.FlightSeries | None = None
-        # The analysed push: the slowest successful one (what the user complains about),
-        # or the first failed one when none succeeded.
-        chosen = sorted((r for r in records if r.capture is not None),
-                        key=lambda r: (r.outcome not in ("ok", "bounded"), -r.wall_s))
-        if chosen:
-            record = chosen[0]
-            assert record.capture is not None
-            analysis = _analyze(run_dir / record.capture.path, progress, warnings, unread,
-                                run.protocol)
-            conn = upload_connection(analysis) if analysis else None
-            if conn is not None:
-                label = f"{run.protocol} push {record.repeat}"
-                capture_m = capture_metrics(conn, label)
-                flight = flight_series(conn)
-        if capture_m is None:
-            capture_m = tcpinfo_metrics(run_dir, run.protocol, records, warnings)
-        h2_ledger, ssh_ledger = native_ledgers(run_dir, run.protocol)
-        stall = h2_client_stall(run_dir, records, warnings) if run.protocol == "h2" else None
-        protocols[run.protocol] = obs.ProtocolObservation(
-            pushes=tuple(push_result(r) for r in records),
-            trace2=trace2_phases(records, run_dir, warnings),
-            capture=capture_m,
-            h2_ledger=h2_ledger,
-            ssh_ledger=ssh_ledger,
-            h2_client_stall=stall,
-            flight=flight,
-            http_requests=http_exchanges(records),
-        )
+        protocols[run.protocol] = gathered.take(_protocol_observation(run_dir, run, progress))
         if run.burst is not None:
-            bursts.append(_burst(run_dir, run.burst, run.endpoint, progress, warnings, unread))
+            bursts.append(gathered.take(_burst(run_dir, run.burst, run.endpoint, progress)))
     rtts = [p.connect_rtt_min_s for p in manifest.paths if p.connect_rtt_min_s]
     env = manifest.environment
     pack = manifest.repo.pack_bytes if manifest.repo else None
@@ -425,7 +427,8 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
                             host=host, storage=storage,
-                            problems=run_problems(manifest) + tuple(unread)), warnings
+                            problems=run_problems(manifest) + tuple(gathered.problems)), \
+        gathered.notes
 
 
 def _bounded_note(manifest: RunManifest) -> str:
@@ -495,31 +498,26 @@ def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
     )
 
 
-def _burst(run_dir: Path, burst: Any, endpoint: str, progress: Progress,
-           warnings: list[str], unread: list[obs.RunProblem]) -> obs.BurstResult:
-    failed: dict[str, int] = {}
-    for op in burst.ops:
-        if not op.ok:
-            kind = _ERROR_KINDS.get(op.failure_kind or "", "other")
-            failed[kind] = failed.get(kind, 0) + 1
+def _burst(run_dir: Path, burst: Any, endpoint: str,
+           progress: Progress) -> Noted[obs.BurstResult]:
+    failed = count_by_kind(_ERROR_KINDS.get(op.failure_kind or "", "other")
+                           for op in burst.ops if not op.ok)
     connects = [c.connect_s for c in burst.connects if c.connect_s is not None]
-    syn = synack = resets = 0
+    read: Noted[CaptureAnalysis | None] = Noted(value=None)
     if burst.capture:
-        analysis = _analyze(run_dir / burst.capture, progress, warnings, unread, burst.protocol)
-        for conn in analysis.connections if analysis else ():
-            syn += conn.handshake.syn_retransmissions
-            synack += max(conn.handshake.synack_retransmissions, conn.handshake.synack_after_ack)
-            resets += conn.a_to_b.resets_sent + conn.b_to_a.resets_sent
+        read = _analyze(run_dir / burst.capture, progress, burst.protocol)
+    tally = handshake_tally(read.value.connections if read.value else ())
     walls = [op.wall_s for op in burst.ops if op.ok]
     port = int(endpoint.rsplit(":", 1)[1]) if ":" in endpoint else None
-    return obs.BurstResult(
+    return Noted(notes=read.notes, problems=read.problems, value=obs.BurstResult(
         protocol=burst.protocol, concurrency=burst.concurrency,
         ok=sum(1 for op in burst.ops if op.ok), port=port, failed_by_kind=failed,
         connect_p50_s=_percentile(connects, 50), connect_p99_s=_percentile(connects, 99),
         connect_max_s=max(connects) if connects else None,
         duration_p50_s=statistics.median(walls) if walls else None,
-        syn_retransmissions=syn, synack_retransmissions=synack, resets=resets,
-    )
+        syn_retransmissions=tally.syn_retransmissions,
+        synack_retransmissions=tally.synack_retransmissions, resets=tally.resets,
+    ))
 
 
 def _save(path: Path, text: str) -> str | None:
