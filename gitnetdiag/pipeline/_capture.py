@@ -241,6 +241,28 @@ def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.Bur
         synack_retransmissions=tally.synack_retransmissions, resets=tally.resets)
 
 
+def _nothing_to_measure(path: Path, connections: int, transfers: list[Transfer],
+                        bursts: list[obs.BurstResult], *, found: bool) -> list[obs.RunProblem]:
+    """The capture problem when no transfer was found, or none uploaded a pack (and no
+    burst shows connection trouble either); none otherwise."""
+    if not found:
+        return [obs.RunProblem(
+            stage="capture", reference="no-git-transfer",
+            message=f"{path.name}: no git transfer found among {connections} TCP "
+            "connection(s) (none on ports 443/22/9418, no TLS ClientHello, SSH banner or "
+            "git:// request in the payload)",
+            hint="capture the push itself (tcpdump -i any -s 128 -w push.pcap 'port 443 or "
+            "port 22'), or give the server's port with a run directory")]
+    if all(t.upload_bytes < MIN_UPLOAD_BYTES for t in transfers) and not any(
+            b.syn_retransmissions or b.synack_retransmissions or b.failed for b in bursts):
+        return [obs.RunProblem(
+            stage="capture", reference="no-upload",
+            message=f"{path.name}: git-like connections found, but none uploaded "
+            f"{MIN_UPLOAD_BYTES} B or more: no push to measure",
+            hint="capture during the slow push itself")]
+    return []
+
+
 def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
                               ) -> tuple[obs.Observations, list[str]]:
     """The engine's input from a bare capture file; with the analysis warnings.
@@ -257,7 +279,6 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
         sniffed = {}
     transfers = find_transfers(analysis, sniffed)
     protocols: dict[str, obs.ProtocolObservation] = {}
-    problems: list[obs.RunProblem] = []
     bursts: list[obs.BurstResult] = []
     seen: list[str] = []
     for proto in obs.PROTOCOL_ORDER:
@@ -298,21 +319,8 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
             h2_ledger=ledger,
             flight=flight_series(chosen.conn),
         )
-    if not protocols:
-        problems.append(obs.RunProblem(
-            stage="capture", reference="no-git-transfer",
-            message=f"{path.name}: no git transfer found among {len(analysis.connections)} TCP "
-            "connection(s) (none on ports 443/22/9418, no TLS ClientHello, SSH banner or "
-            "git:// request in the payload)",
-            hint="capture the push itself (tcpdump -i any -s 128 -w push.pcap 'port 443 or "
-            "port 22'), or give the server's port with a run directory"))
-    elif all(t.upload_bytes < MIN_UPLOAD_BYTES for t in transfers) and not any(
-            b.syn_retransmissions or b.synack_retransmissions or b.failed for b in bursts):
-        problems.append(obs.RunProblem(
-            stage="capture", reference="no-upload",
-            message=f"{path.name}: git-like connections found, but none uploaded "
-            f"{MIN_UPLOAD_BYTES} B or more: no push to measure",
-            hint="capture during the slow push itself"))
+    problems = _nothing_to_measure(path, len(analysis.connections), transfers, bursts,
+                                   found=bool(protocols))
     kinds = ", ".join(seen) or "nothing git-like"
     run = obs.RunInfo(
         requested_protocols=tuple(protocols),
