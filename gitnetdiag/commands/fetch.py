@@ -1,7 +1,7 @@
 """``probe|diagnose --direction fetch|both``: the download direction, read-only.
 
 A thin shell: :func:`gitnetdiag.probe.fetchrun.run_fetch_probe` clones over each
-protocol into the run directory, :mod:`gitnetdiag.pipeline._fetch` derives the
+protocol into the run directory, :mod:`gitnetdiag.pipeline` derives the
 phases, the TCP evidence and the culprits, :mod:`gitnetdiag.report.fetch`
 words them.
 """

@@ -5,7 +5,7 @@
 
 The probe (:mod:`gitnetdiag.probe.h2native`, :mod:`gitnetdiag.probe.sshnative`)
 records the raw events; the summary printed here is replayed from them on the
-pure side (:mod:`gitnetdiag.pipeline._probe`). Runs inside a lab namespace
+pure side (:mod:`gitnetdiag.pipeline`). Runs inside a lab namespace
 (``ip netns exec``); an error prints ``{"error": reference, ...}`` and exits
 with the error's code.
 """

@@ -74,7 +74,7 @@ RECEIVE_PACK_RESULT = "application/x-git-receive-pack-result"
 class H2Push:
     """One native HTTP/2 push as the probe saw it: the raw events (``native-h2.json``) and
     receive-pack's answer. Its credit ledgers are derived on the pure side
-    (:func:`gitnetdiag.pipeline._probe.h2_push_ledger`)."""
+    (:func:`gitnetdiag.pipeline.h2_push_ledger`)."""
 
     events: H2NativeRecord
     """What the probe saw, as written to ``native-h2.json``."""
@@ -347,7 +347,7 @@ def h2_sweep(
 
     The client's INITIAL_WINDOW_SIZE and MAX_FRAME_SIZE govern what the server
     may send us; the upload is governed by the server's window, so the rows
-    derived from these events (:func:`gitnetdiag.pipeline._probe.sweep_rows`)
+    derived from these events (:func:`gitnetdiag.pipeline.sweep_rows`)
     show whether changing the client side helps (it should not).
     """
     records: list[H2NativeRecord] = []

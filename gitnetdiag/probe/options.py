@@ -150,7 +150,7 @@ class NativeSummary(TypingProtocol):
     """How the progress line sums up a native push, or the sweep, from the raw events.
 
     The probe records and derives nothing; the probe command passes the pure
-    side's replay (:class:`gitnetdiag.pipeline._probe.NativeProgress`, stalls
+    side's replay (:class:`gitnetdiag.pipeline.NativeProgress`, stalls
     included). Without it the line shows what the events say as they are.
     """
 

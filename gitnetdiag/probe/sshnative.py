@@ -83,7 +83,7 @@ class LedgerTransport(paramiko.Transport):  # type: ignore[misc]
 class SshPush:
     """One native SSH push as the probe saw it: the raw channel events (``native-ssh.json``)
     and receive-pack's answer. The channel ledger is derived on the pure side
-    (:func:`gitnetdiag.pipeline._probe.ssh_push_ledger`)."""
+    (:func:`gitnetdiag.pipeline.ssh_push_ledger`)."""
 
     events: SshNativeRecord
     """What the probe saw, as written to ``native-ssh.json``."""
