@@ -8,6 +8,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     SMALL_BACKLOG,
     SYN_RTO_S,
     Hit,
+    Tally,
     above_zero,
     burst_cost_s,
     burst_evidence,
@@ -17,6 +18,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     label,
 )
 from gitnetdiag.diagnosis.culprits.ssh import ssh_maxstartups
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
     rtt_s,
@@ -76,18 +78,18 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
     bursts = [b for b in obs.bursts if burst_symptoms(b)]
     host = obs.host
     assert host is not None
-    score = 0.3
+    tally = Tally("listen-backlog-overflow")
+    tally.add("host-evidence", *host_items)
     if any(host.counter_deltas.get(k, 0) > 0 for k in _QUEUE_COUNTERS):
-        score += 0.3
+        tally.add("accept-queue-counters")
     if any(host.counter_deltas.get(k, 0) > 0 for k in _SYN_QUEUE_COUNTERS):
-        score += 0.1
+        tally.add("syn-queue-counters")
     if any(listener.backlog <= SMALL_BACKLOG for listener in host.listeners):
-        score += 0.15
+        tally.add("small-backlog")
     if bursts:
-        score += 0.2
-    evidence = list(host_items)
+        tally.add("burst-symptoms")
     for burst in bursts:
-        evidence.extend(burst_evidence(burst))
+        tally.note(*burst_evidence(burst))
     cost = max((burst_cost_s(b, rtt) for b in bursts), default=0.0)
     small = [listener for listener in host.listeners if listener.backlog <= SMALL_BACKLOG]
     git_daemon = any(x.port == 9418 or "git" in x.process for x in small) or any(
@@ -121,7 +123,7 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
             "--inetd`) or behind a proxy with a large backlog. " + fix
         )
     return Hit(
-        score=score,
+        score=tally.score,
         cost_s=cost,
         summary=(
             f"{listener_text[0].upper()}{listener_text[1:]}"
@@ -129,7 +131,7 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
             + burst_text
             + "."
         ),
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=fix,
     )
 
@@ -190,7 +192,8 @@ def syn_drop(obs: Observations) -> Hit | None:
         "`net.core.somaxconn`, `net.ipv4.tcp_syncookies`"
     )
     return Hit(
-        score=(0.7 if clean_server else 0.6) if bursts else 0.5,
+        score=weight("syn-drop", ("burst-clean-server" if clean_server else "burst")
+                     if bursts else "pushes-only"),
         cost_s=cost,
         summary=(
             f"SYNs or SYN-ACKs were dropped: {total_syn} SYN and {total_synack} SYN-ACK "
@@ -314,12 +317,13 @@ def firewall_reset(obs: Observations) -> Hit | None:
         )
     if not summary_bits:
         return None
-    score = 0.45 if any(e.what.endswith("pushes reset or refused") for e in evidence) else 0.35
+    tally = Tally("firewall-reset", evidence=evidence)
+    pushes = any(e.what.endswith("pushes reset or refused") for e in evidence)
+    tally.add("pushes-reset" if pushes else "bursts-reset")
     if any("RST" in e.what for e in evidence):
-        score += 0.15
+        tally.add("rst-seen")
     if rules:
-        score += 0.3
-        evidence.extend(config_evidence(rules))
+        tally.add("filter-rule", *config_evidence(rules))
     rule_text = (
         f" `{rules[0].setting} {rules[0].value}` ({rules[0].file}"
         + (f" line {rules[0].line}" if rules[0].line is not None else "")
@@ -328,12 +332,12 @@ def firewall_reset(obs: Observations) -> Hit | None:
         else ""
     )
     return Hit(
-        score=score,
+        score=tally.score,
         cost_s=worst_cost,
         cost_protocol=worst_protocol,
         summary="; ".join(summary_bits)
         + ": connections are cut by a reset from the path or server.",
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=(
             f"Find and relax the filter that resets the connections{rule_text or ''}: "
             "`iptables -S` / `nft list ruleset` for REJECT `tcp-reset` rules, load-balancer idle "
