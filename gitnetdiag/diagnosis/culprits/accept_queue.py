@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from gitnetdiag.diagnosis.culprits._common import (
     SMALL_BACKLOG,
@@ -244,13 +245,24 @@ def _filter_rules(obs: Observations) -> list[ConfigFinding]:
     ]
 
 
-def firewall_reset(obs: Observations) -> Hit | None:
-    # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
-    evidence: list[Evidence] = []
-    worst_cost = 0.0
+@dataclass
+class _Resets:
+    """Resets found so far: evidence, summary parts, and the costliest protocol (``None``
+    when the costliest is a burst)."""
+
+    evidence: list[Evidence] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    worst_cost: float = 0.0
     worst_protocol: str | None = None
-    summary_bits = []
-    rules = _filter_rules(obs)
+
+    def charge(self, cost: float, protocol: str | None) -> None:
+        if cost > self.worst_cost:
+            self.worst_cost, self.worst_protocol = cost, protocol
+
+
+def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets) -> None:
+    """Pushes reset (or, with a filter rule or an early refusal, refused)."""
+    # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
     for name in PROTOCOL_ORDER:
         p = obs.protocols.get(name)
         if p is None:
@@ -266,27 +278,21 @@ def firewall_reset(obs: Observations) -> Hit | None:
         cost, failed, total = failure_cost_s(obs, name, kinds)
         if not failed:
             continue
-        if cost > worst_cost:
-            worst_cost, worst_protocol = cost, name
-        evidence += early[:1]
+        found.charge(cost, name)
+        found.evidence += early[:1]
         first = next(f for f in failed_pushes(p) if (f.error_kind or "other") in kinds)
-        evidence.append(
-            above_zero(
-                f"{label(name)} pushes reset or refused",
-                failed,
-                "pushes: " + (first.error_message or first.error_kind or ""),
-                of=total,
-            )
-        )
-        summary_bits.append(f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
+        found.evidence.append(above_zero(
+            f"{label(name)} pushes reset or refused", failed,
+            "pushes: " + (first.error_message or first.error_kind or ""), of=total))
+        found.summary.append(f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
         if c is not None and c.resets_from_server:
-            evidence.append(
-                above_zero(
-                    f"{label(name)}: RST segments arriving from the server side",
-                    c.resets_from_server,
-                    c.source,
-                )
-            )
+            found.evidence.append(above_zero(
+                f"{label(name)}: RST segments arriving from the server side",
+                c.resets_from_server, c.source))
+
+
+def _reset_bursts(obs: Observations, found: _Resets) -> None:
+    """Burst connections reset or refused, unless a full backlog or MaxStartups explains them."""
     backlog = bool(_accept_queue_evidence(obs))
     maxstartups = ssh_maxstartups(obs) is not None
     rtt = rtt_s(obs)
@@ -300,27 +306,29 @@ def firewall_reset(obs: Observations) -> Hit | None:
         and not (b.protocol == "ssh" and maxstartups)
     ]
     for burst in burst_hits:
-        evidence.extend(burst_evidence(burst))
+        found.evidence.extend(burst_evidence(burst))
         if burst.resets:
-            evidence.append(
-                above_zero(
-                    "RSTs on burst connections",
-                    burst.resets,
-                    f"burst {label(burst.protocol)} x{burst.concurrency}",
-                )
-            )
-        if burst_cost_s(burst, rtt, syn=False) > worst_cost:
-            worst_cost, worst_protocol = burst_cost_s(burst, rtt, syn=False), None
-        summary_bits.append(
+            found.evidence.append(above_zero(
+                "RSTs on burst connections", burst.resets,
+                f"burst {label(burst.protocol)} x{burst.concurrency}"))
+        found.charge(burst_cost_s(burst, rtt, syn=False), None)
+        found.summary.append(
             f"{burst.failed} of {burst.concurrency} concurrent {label(burst.protocol)} "
             "connections were reset or refused"
         )
-    if not summary_bits:
+
+
+def firewall_reset(obs: Observations) -> Hit | None:
+    rules = _filter_rules(obs)
+    found = _Resets()
+    _reset_pushes(obs, rules, found)
+    _reset_bursts(obs, found)
+    if not found.summary:
         return None
-    tally = Tally("firewall-reset", evidence=evidence)
-    pushes = any(e.what.endswith("pushes reset or refused") for e in evidence)
+    tally = Tally("firewall-reset", evidence=found.evidence)
+    pushes = any(e.what.endswith("pushes reset or refused") for e in found.evidence)
     tally.add("pushes-reset" if pushes else "bursts-reset")
-    if any("RST" in e.what for e in evidence):
+    if any("RST" in e.what for e in found.evidence):
         tally.add("rst-seen")
     if rules:
         tally.add("filter-rule", *config_evidence(rules))
@@ -333,9 +341,9 @@ def firewall_reset(obs: Observations) -> Hit | None:
     )
     return Hit(
         score=tally.score,
-        cost_s=worst_cost,
-        cost_protocol=worst_protocol,
-        summary="; ".join(summary_bits)
+        cost_s=found.worst_cost,
+        cost_protocol=found.worst_protocol,
+        summary="; ".join(found.summary)
         + ": connections are cut by a reset from the path or server.",
         evidence=tuple(tally.evidence),
         fix=(

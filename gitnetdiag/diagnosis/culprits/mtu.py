@@ -39,6 +39,38 @@ def swallowed(c: CaptureMetrics) -> bool:
     )
 
 
+def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
+    """The segments that never got through against the largest one that did."""
+    return (
+        Evidence(
+            what=f"{label(name)}: upload segments resent and never acknowledged",
+            value=c.unacked_retransmissions,
+            unit="count",
+            threshold=MIN_UNACKED_RETRANSMISSIONS,
+            comparison=">=",
+            source=c.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: smallest of them (payload)",
+            value=c.min_unacked_retransmitted_bytes,
+            unit="B",
+            threshold=c.max_acked_segment_bytes,
+            comparison=">",
+            basis="the largest segment that was acknowledged",
+            source=c.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: largest upload segment acknowledged (payload)",
+            value=c.max_acked_segment_bytes,
+            unit="B",
+            threshold=c.mss_bytes,
+            comparison="<" if c.mss_bytes else None,
+            basis="the MSS agreed in the handshake" if c.mss_bytes else "",
+            source=c.source,
+        ),
+    )
+
+
 def path_mtu_blackhole(obs: Observations) -> Hit | None:
     hits = [
         (name, p.capture)
@@ -69,34 +101,7 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
         took = push_duration_s(obs.protocols[name]) or 0.0
         cost = max((cap.unacked_retransmissions or 0) * MIN_RTO_S, took)
     for n, c in hits:
-        tally.note(
-            Evidence(
-                what=f"{label(n)}: upload segments resent and never acknowledged",
-                value=c.unacked_retransmissions,
-                unit="count",
-                threshold=MIN_UNACKED_RETRANSMISSIONS,
-                comparison=">=",
-                source=c.source,
-            ),
-            Evidence(
-                what=f"{label(n)}: smallest of them (payload)",
-                value=c.min_unacked_retransmitted_bytes,
-                unit="B",
-                threshold=c.max_acked_segment_bytes,
-                comparison=">",
-                basis="the largest segment that was acknowledged",
-                source=c.source,
-            ),
-            Evidence(
-                what=f"{label(n)}: largest upload segment acknowledged (payload)",
-                value=c.max_acked_segment_bytes,
-                unit="B",
-                threshold=c.mss_bytes,
-                comparison="<" if c.mss_bytes else None,
-                basis="the MSS agreed in the handshake" if c.mss_bytes else "",
-                source=c.source,
-            ),
-        )
+        tally.note(*_swallowed_evidence(n, c))
     if stalled:
         tally.note(
             Evidence(

@@ -223,39 +223,11 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
         score = weight("bandwidth-limit", "standing-queue")
         evidence.extend(_queue_evidence(best, rates[best], cap))
     else:
-        caps = [(n, o.capture) for n, o in obs.protocols.items() if o.capture is not None]
-        if len(caps) < 2 or len(rates) < 2:
-            return None
-        if any(
-            (c.network_limited_share or 0) < 0.6 or (c.retransmission_rate or 0) >= LOSS_RATE
-            for _, c in caps
-        ):
-            return None
-        if min(rates.values()) < 0.7 * max(rates.values()):
+        alike = _all_alike_evidence(obs, rates)
+        if alike is None:
             return None
         score = weight("bandwidth-limit", "all-alike")
-        evidence.extend(
-            Evidence(
-                what=f"{label(n)}: network-limited (cwnd, window open, no loss)",
-                value=c.network_limited_share,
-                unit="ratio",
-                threshold=0.6,
-                comparison=">=",
-                source=c.source,
-            )
-            for n, c in caps
-        )
-        evidence.extend(
-            Evidence(
-                what=f"{label(n)} upload rate",
-                value=r,
-                unit="B/s",
-                basis="all protocols within {} of each other",
-                basis_terms=(term(0.3, "ratio"),),
-                source="pushes",
-            )
-            for n, r in rates.items()
-        )
+        evidence.extend(alike)
     return Hit(
         score=score,
         cost_s=up,
@@ -278,6 +250,44 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
             "git traffic on a shared link."
         ),
     )
+
+
+def _all_alike_evidence(obs: Observations, rates: dict[str, float]) -> list[Evidence] | None:
+    """Without a path rate or a queue: every captured protocol network-limited without
+    loss, and their rates within 30% of each other. ``None`` when not so."""
+    caps = [(n, o.capture) for n, o in obs.protocols.items() if o.capture is not None]
+    if len(caps) < 2 or len(rates) < 2:
+        return None
+    if any(
+        (c.network_limited_share or 0) < 0.6 or (c.retransmission_rate or 0) >= LOSS_RATE
+        for _, c in caps
+    ):
+        return None
+    if min(rates.values()) < 0.7 * max(rates.values()):
+        return None
+    evidence = [
+        Evidence(
+            what=f"{label(n)}: network-limited (cwnd, window open, no loss)",
+            value=c.network_limited_share,
+            unit="ratio",
+            threshold=0.6,
+            comparison=">=",
+            source=c.source,
+        )
+        for n, c in caps
+    ]
+    evidence.extend(
+        Evidence(
+            what=f"{label(n)} upload rate",
+            value=r,
+            unit="B/s",
+            basis="all protocols within {} of each other",
+            basis_terms=(term(0.3, "ratio"),),
+            source="pushes",
+        )
+        for n, r in rates.items()
+    )
+    return evidence
 
 
 def _queued_protocol(obs: Observations) -> tuple[str, float, CaptureMetrics] | None:

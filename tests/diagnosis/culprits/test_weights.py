@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from gitnetdiag.diagnosis import CULPRITS
-from gitnetdiag.diagnosis.culprits._common import Tally
+from gitnetdiag.diagnosis.culprits._common import Culprit, Tally
 from gitnetdiag.diagnosis.culprits.weights import WEIGHTS, weight
 from gitnetdiag.diagnosis.model import Evidence
 
@@ -23,12 +23,11 @@ def test_the_table_names_registered_culprits_only() -> None:
 
 @pytest.mark.parametrize("culprit", [c for c in CULPRITS if c.id in WEIGHTS],
                          ids=lambda c: c.id)
-def test_every_weight_is_read_by_its_family(culprit: object) -> None:
+def test_every_weight_is_read_by_its_family(culprit: Culprit) -> None:
     """A weight no detector names is a weight nobody can tune: each signal of a culprit's
     row appears, quoted, in the module of its detector."""
-    detect = getattr(culprit, "detect")
-    source = inspect.getsource(sys.modules[detect.__module__])
-    missing = [s for s in WEIGHTS[getattr(culprit, "id")] if f'"{s}"' not in source]
+    source = inspect.getsource(sys.modules[culprit.detect.__module__])
+    missing = [s for s in WEIGHTS[culprit.id] if f'"{s}"' not in source]
     assert missing == []
 
 
