@@ -384,6 +384,11 @@ def share_of_upload(what: str, seconds: float, upload: float | None, source: str
                     basis_terms=(term(share, "ratio"), term(upload, "s")), source=source)
 
 
+def below_bdp(window: float, bdp: float | None) -> bool:
+    """A window is small: below the BDP, or below the 1 MiB fallback when no BDP is known."""
+    return window < bdp if bdp is not None else window < CLAMP_FALLBACK_WINDOW_BYTES
+
+
 def window_below(what: str, window: float, bdp: float | None, source: str, *,
                  basis: str = "", basis_terms: tuple[Quantity, ...] = ()) -> Evidence:
     """A window below the BDP, or below the 1 MiB fallback when no BDP is known."""

@@ -6,7 +6,6 @@ import re
 from dataclasses import dataclass
 
 from gitnetdiag.diagnosis.culprits._common import (
-    CLAMP_FALLBACK_WINDOW_BYTES,
     MATCHES_CAP_RATIO,
     SELF_LIMITED_SHARE,
     SLOWER_RATIO,
@@ -14,6 +13,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     Hit,
     Tally,
     above_zero,
+    below_bdp,
     config_evidence,
     config_lines,
     failure_cost_s,
@@ -125,7 +125,7 @@ def _ab_signals(h: _H2Push, tally: Tally) -> bool:
 def _window_signals(h: _H2Push, ledger: H2Ledger, rtt: float, window: int, tally: Tally) -> bool:
     """The ledger: a granted window below the BDP, time at zero credit. True when small."""
     bdp = h.bdp
-    small = _below_bdp(window, bdp)
+    small = below_bdp(window, bdp)
     if small:
         basis = f"BDP ({h.next_limit[0]} x RTT)" if bdp is not None and h.next_limit else ""
         tally.add(
@@ -174,11 +174,6 @@ def _stall_signal(
         tally.add("stalled" if fired else "stalled-alone",
                   above_zero(what, len(stalled), source, of=len(p.pushes)))
     return stalled
-
-
-def _below_bdp(window: int, bdp: float | None) -> bool:
-    """The granted window is small: below the BDP, or below 1 MiB when no BDP is known."""
-    return window < bdp if bdp is not None else window < CLAMP_FALLBACK_WINDOW_BYTES
 
 
 def h2_push_cost_s(obs: Observations, p: ProtocolObservation, slow_s: float) -> float:

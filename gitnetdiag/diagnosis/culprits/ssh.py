@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from gitnetdiag.diagnosis.culprits._common import (
-    CLAMP_FALLBACK_WINDOW_BYTES,
     MATCHES_CAP_RATIO,
     SELF_LIMITED_SHARE,
     SLOWER_RATIO,
     ZERO_CREDIT_SHARE,
     Hit,
     Tally,
+    below_bdp,
     burst_cost_s,
     burst_evidence,
     config_evidence,
@@ -45,7 +45,7 @@ def _window_signals(tally: Tally, ledger: SshLedger, rate: float | None, rtt: fl
     for a share of the upload. True when it is small."""
     window = ledger.initial_window_bytes
     assert window
-    small = window < bdp if bdp is not None else window < CLAMP_FALLBACK_WINDOW_BYTES
+    small = below_bdp(window, bdp)
     if small:
         tally.add("small-window", window_below("SSH channel window granted by the server",
                                                window, bdp, ledger.source,
