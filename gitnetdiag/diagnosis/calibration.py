@@ -1,7 +1,8 @@
 """Confidence from measurement: a culprit's raw score calibrated on the lab's fault matrix.
 
 A detector adds hand-set weights, signal by signal, into a *raw score*
-(:class:`~gitnetdiag.diagnosis.culprits._common.Tally`). The fault matrix
+(:class:`~gitnetdiag.diagnosis.culprits._common.Tally`; the weights are one table,
+:data:`~gitnetdiag.diagnosis.culprits.weights.WEIGHTS`). The fault matrix
 (``benchmarks/fault_matrix.py``) runs every lab fault at several RTTs, and
 every time a culprit fires it gives one pair: the raw score, and whether
 the culprit was the fault that was injected. A logistic calibration in

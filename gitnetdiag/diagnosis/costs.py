@@ -36,11 +36,10 @@ from gitnetdiag.diagnosis.culprits._common import (
     AUTOTUNE_MAX_WINDOW_BYTES,
     REFERENCE_RTT_S,
     RWND_LIMITED_SHARE,
-    failure_cost_s,
     label,
 )
+from gitnetdiag.diagnosis.culprits.h2 import h2_push_cost_s
 from gitnetdiag.diagnosis.measures import (
-    ok_pushes,
     path_rate_bytes_s,
     push_bytes,
     rtt_s,
@@ -130,26 +129,24 @@ def protocol_limits(obs: Observations, name: str) -> list[Limit]:
     limits: list[Limit] = []
     if rtt is not None:
         ledger = p.h2_ledger
-        if name == "h2" and ledger is not None:
-            granted = [w for w in (ledger.server_initial_window_bytes,
-                                   ledger.connection_window_bytes) if w]
-            if granted:
-                limits.append(Limit(culprits=("h2-flow-control-window",),
-                                    what="HTTP/2 window / RTT",
-                                    rate_bytes_s=min(granted) / rtt, rtt_bound=True,
-                                    window_bytes=min(granted)))
+        granted = ledger.granted_window_bytes if ledger is not None else None
+        if name == "h2" and granted is not None:
+            limits.append(Limit(culprits=("h2-flow-control-window",),
+                                what="HTTP/2 window / RTT",
+                                rate_bytes_s=granted / rtt, rtt_bound=True,
+                                window_bytes=granted))
         if name == "ssh" and p.ssh_ledger is not None and p.ssh_ledger.initial_window_bytes:
             limits.append(Limit(culprits=("ssh-channel-window",), what="SSH channel window / RTT",
                                 rate_bytes_s=p.ssh_ledger.initial_window_bytes / rtt,
                                 rtt_bound=True, window_bytes=p.ssh_ledger.initial_window_bytes))
         c = p.capture
-        window = c.advertised_window_max_bytes or c.advertised_window_median_bytes if c else None
+        window = c.largest_window_bytes if c else None
         if c is not None and window and (c.rwnd_limited_share or 0.0) >= RWND_LIMITED_SHARE:
             # Without window scaling the window cannot grow past 64 KiB whatever the
             # buffers: both culprits name this limit.
-            unscaled = c.handshake_seen and c.window_scale is None and window <= 65535
             limits.append(Limit(
-                culprits=("tcp-receive-window-clamp", "tcp-window-scaling-off") if unscaled
+                culprits=("tcp-receive-window-clamp", "tcp-window-scaling-off")
+                if c.window_scaling_off
                 else ("tcp-receive-window-clamp",),
                 what="TCP receive window / RTT", rate_bytes_s=window / rtt, rtt_bound=True,
                 window_bytes=window))
@@ -273,17 +270,6 @@ def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str |
     return best
 
 
-def _h2_stall_cost(obs: Observations) -> float:
-    """Stalled HTTP/2 pushes: their wait plus a redo, per push (the detector's rule); none
-    when a hung push's own frames show the client stopping with credit left: those
-    seconds are ``client-http-stack``'s (the small window only set the trap)."""
-    h2 = obs.protocols.get("h2")
-    if h2 is not None and h2.h2_client_stall is not None:
-        return 0.0
-    cost, _, _ = failure_cost_s(obs, "h2", {"hung", "timeout"})
-    return cost
-
-
 def _priced(finding: Finding, prediction: Prediction, cost_s: float, text: str) -> Finding:
     return replace(finding, cost_s=round(max(0.0, cost_s), 3), summary=f"{finding.summary} {text}",
                    cost_protocol=prediction.protocol)
@@ -302,7 +288,9 @@ def apply_costs(obs: Observations, findings: Sequence[Finding]) -> list[Finding]
             p = obs.protocols[prediction.protocol]
             cost = prediction.cost_s
             if finding.id == "h2-flow-control-window":
-                cost = cost * len(ok_pushes(p)) / max(1, len(p.pushes)) + _h2_stall_cost(obs)
+                # The model prices a completed push; stalled pushes add theirs (this
+                # replaces the detector's own estimate, built on the same rule).
+                cost = h2_push_cost_s(obs, p, cost)
             up = upload_s(p)
             text = (f"Without it the {label(prediction.protocol)} upload would take about "
                     f"{fmt_s(prediction.predicted_s)} instead of {fmt_s(up)} (then bound by "

@@ -56,6 +56,10 @@ redirect (no connection was cut), ``tls`` the TLS handshake or certificate faile
 MAX_SERIES_POINTS = 2000
 """Longest time series accepted; adapters downsample before filling."""
 
+UNSCALED_MAX_WINDOW_BYTES = 65535
+"""The largest TCP receive window without the window scale option (a 16-bit field,
+RFC 7323 section 2)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class RunInfo:
@@ -212,6 +216,28 @@ class CaptureMetrics:
     min_unacked_retransmitted_bytes: int | None = None
     """Smallest of those resent, never acknowledged segments (payload)."""
 
+    # The window arithmetic every culprit and the cost model share, each rule once.
+
+    @property
+    def largest_window_bytes(self) -> int | None:
+        """The receive window the sender could use: the largest advertised, else the
+        median; ``None`` when neither was measured (0 reads as not measured)."""
+        return self.advertised_window_max_bytes or self.advertised_window_median_bytes
+
+    @property
+    def network_bound(self) -> bool:
+        """TCP was held by the network (cwnd, losses) more than it waited on the
+        application above it: the sender's own window or frames are then not the limit."""
+        return (self.network_limited_share or 0.0) > (self.self_limited_share or 0.0)
+
+    @property
+    def window_scaling_off(self) -> bool:
+        """The handshake was seen without the window scale option, and the window stayed
+        at or below what an unscaled window can hold."""
+        window = self.largest_window_bytes
+        return (self.handshake_seen and self.window_scale is None and window is not None
+                and window <= UNSCALED_MAX_WINDOW_BYTES)
+
 
 @dataclass(frozen=True, kw_only=True)
 class TimeSeries:
@@ -279,6 +305,20 @@ class H2Ledger:
     server_wait_s: float | None = None
     """From the probe's last DATA frame until the response was complete (the server's wait
     after the upload, as trace2's ``server_wait_s`` for git's pushes)."""
+
+    @property
+    def granted_window_bytes(self) -> int | None:
+        """The smallest window the server granted (stream or connection): what one round
+        trip can carry. ``None`` when neither is known (0 reads as not known)."""
+        granted = [w for w in (self.server_initial_window_bytes, self.connection_window_bytes)
+                   if w is not None and w > 0]
+        return min(granted) if granted else None
+
+    @property
+    def zero_credit_s(self) -> float:
+        """Seconds the upload could not send for want of credit: the longer of the stream's
+        and the connection's time at zero (0 when neither was measured)."""
+        return max(self.stream_zero_credit_s or 0.0, self.connection_zero_credit_s or 0.0)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 
 from gitnetdiag.diagnosis.calibration import Calibration
 from gitnetdiag.diagnosis.culprits.fitted import FITTED
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
     push_duration_s,
@@ -20,6 +21,7 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_LABELS,
     PROTOCOL_ORDER,
     BurstResult,
+    CaptureMetrics,
     ConfigFinding,
     Observations,
 )
@@ -49,6 +51,9 @@ MIN_RTO_S = 0.2
 """Linux minimum retransmission timeout."""
 SLOW_PHASE_S = 1.0
 """A trace2 phase is slow when its excess over the RTT baseline is at least this."""
+ZERO_CREDIT_SHARE = 0.2
+"""A window (HTTP/2 credit, SSH channel) at zero for at least this share of the upload
+held the sender back."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -69,18 +74,29 @@ class Hit:
     """The protocol whose push ``cost_s`` was measured on, when it is one protocol's."""
 
 
-@dataclass(kw_only=True)
+@dataclass
 class Tally:
-    """Score and evidence a detector gathers signal by signal."""
+    """Raw score and evidence a detector gathers signal by signal; each signal's weight is
+    read by name from :data:`~gitnetdiag.diagnosis.culprits.weights.WEIGHTS`."""
 
+    culprit: str
+    """The culprit id whose row of the weights table the signals name."""
     score: float = 0.0
-    """Confidence so far."""
+    """Raw score so far."""
     evidence: list[Evidence] = field(default_factory=list)
     """Facts so far, in the order the report shows them."""
 
-    def add(self, points: float, *items: Evidence) -> None:
-        """One signal: its weight and the facts behind it."""
-        self.score += points
+    def add(self, signal: str, *items: Evidence) -> None:
+        """One signal held: add its weight, and the facts behind it."""
+        self.score += weight(self.culprit, signal)
+        self.evidence.extend(items)
+
+    def scale(self, signal: str) -> None:
+        """A caveat held: multiply the score so far by its factor."""
+        self.score *= weight(self.culprit, signal)
+
+    def note(self, *items: Evidence) -> None:
+        """Facts that add no weight (context: a config line, a count)."""
         self.evidence.extend(items)
 
 
@@ -323,3 +339,67 @@ def phase_evidence(
         )
         for n, v in values
     ]
+
+
+# Evidence blocks several detectors show alike.
+
+
+def slower_than(what: str, rate: float | None, other: tuple[str, float], source: str, *,
+                ratio: float = SLOWER_RATIO) -> Evidence:
+    """A protocol's upload rate below ``ratio`` of the fastest other protocol's."""
+    return Evidence(
+        what=what,
+        value=rate,
+        unit="B/s",
+        threshold=ratio * other[1],
+        comparison="<",
+        basis=f"{{}} of {label(other[0])} {{}}",
+        basis_terms=(term(ratio, "ratio"), term(other[1], "B/s")),
+        source=source,
+    )
+
+
+def self_limited(what: str, cap: CaptureMetrics) -> Evidence:
+    """The TCP sender had nothing to send (waiting on the layer above) most of the time."""
+    return Evidence(what=what, value=cap.self_limited_share, unit="ratio",
+                    threshold=SELF_LIMITED_SHARE, comparison=">=", source=cap.source)
+
+
+def rwnd_limited(name: str, cap: CaptureMetrics) -> Evidence:
+    """The TCP sender sat at the receiver's advertised window most of the time."""
+    return Evidence(what=f"{label(name)}: sender receive-window-limited",
+                    value=cap.rwnd_limited_share, unit="ratio", threshold=RWND_LIMITED_SHARE,
+                    comparison=">=", source=cap.source)
+
+
+def share_of_upload(what: str, seconds: float, upload: float | None, source: str, *,
+                    share: float = ZERO_CREDIT_SHARE, comparison: Comparison = ">=") -> Evidence:
+    """Seconds of the upload against ``share`` of it (above 0 when the upload time is
+    unknown): time at a zero window over a fifth of the upload, and the like."""
+    if not upload:
+        return Evidence(what=what, value=seconds, unit="s", threshold=0, comparison=">",
+                        source=source)
+    return Evidence(what=what, value=seconds, unit="s", threshold=share * upload,
+                    comparison=comparison, basis="{} of the upload {}",
+                    basis_terms=(term(share, "ratio"), term(upload, "s")), source=source)
+
+
+def below_bdp(window: float, bdp: float | None) -> bool:
+    """A window is small: below the BDP, or below the 1 MiB fallback when no BDP is known."""
+    return window < bdp if bdp is not None else window < CLAMP_FALLBACK_WINDOW_BYTES
+
+
+def window_below(what: str, window: float, bdp: float | None, source: str, *,
+                 basis: str = "", basis_terms: tuple[Quantity, ...] = ()) -> Evidence:
+    """A window below the BDP, or below the 1 MiB fallback when no BDP is known."""
+    return Evidence(what=what, value=window, unit="B",
+                    threshold=bdp if bdp is not None else CLAMP_FALLBACK_WINDOW_BYTES,
+                    comparison="<", basis=basis, basis_terms=basis_terms, source=source)
+
+
+def rate_vs_window(what: str, rate: float | None, window: float, rtt: float, source: str, *,
+                   text: str = "") -> Evidence:
+    """A measured rate beside what a window allows, window / RTT."""
+    return Evidence(what=what, value=rate, unit="B/s", text=text, threshold=window / rtt,
+                    basis="window / RTT = {} / {}",
+                    basis_terms=(term(window, "B"), term(rtt, "s")), source=source)

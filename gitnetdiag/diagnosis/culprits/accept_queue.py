@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass, field
 
 from gitnetdiag.diagnosis.culprits._common import (
     SMALL_BACKLOG,
     SYN_RTO_S,
     Hit,
+    Tally,
     above_zero,
     burst_cost_s,
     burst_evidence,
@@ -17,6 +19,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     label,
 )
 from gitnetdiag.diagnosis.culprits.ssh import ssh_maxstartups
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
     rtt_s,
@@ -76,18 +79,18 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
     bursts = [b for b in obs.bursts if burst_symptoms(b)]
     host = obs.host
     assert host is not None
-    score = 0.3
+    tally = Tally("listen-backlog-overflow")
+    tally.add("host-evidence", *host_items)
     if any(host.counter_deltas.get(k, 0) > 0 for k in _QUEUE_COUNTERS):
-        score += 0.3
+        tally.add("accept-queue-counters")
     if any(host.counter_deltas.get(k, 0) > 0 for k in _SYN_QUEUE_COUNTERS):
-        score += 0.1
+        tally.add("syn-queue-counters")
     if any(listener.backlog <= SMALL_BACKLOG for listener in host.listeners):
-        score += 0.15
+        tally.add("small-backlog")
     if bursts:
-        score += 0.2
-    evidence = list(host_items)
+        tally.add("burst-symptoms")
     for burst in bursts:
-        evidence.extend(burst_evidence(burst))
+        tally.note(*burst_evidence(burst))
     cost = max((burst_cost_s(b, rtt) for b in bursts), default=0.0)
     small = [listener for listener in host.listeners if listener.backlog <= SMALL_BACKLOG]
     git_daemon = any(x.port == 9418 or "git" in x.process for x in small) or any(
@@ -121,7 +124,7 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
             "--inetd`) or behind a proxy with a large backlog. " + fix
         )
     return Hit(
-        score=score,
+        score=tally.score,
         cost_s=cost,
         summary=(
             f"{listener_text[0].upper()}{listener_text[1:]}"
@@ -129,7 +132,7 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
             + burst_text
             + "."
         ),
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=fix,
     )
 
@@ -190,7 +193,8 @@ def syn_drop(obs: Observations) -> Hit | None:
         "`net.core.somaxconn`, `net.ipv4.tcp_syncookies`"
     )
     return Hit(
-        score=(0.7 if clean_server else 0.6) if bursts else 0.5,
+        score=weight("syn-drop", ("burst-clean-server" if clean_server else "burst")
+                     if bursts else "pushes-only"),
         cost_s=cost,
         summary=(
             f"SYNs or SYN-ACKs were dropped: {total_syn} SYN and {total_synack} SYN-ACK "
@@ -241,13 +245,24 @@ def _filter_rules(obs: Observations) -> list[ConfigFinding]:
     ]
 
 
-def firewall_reset(obs: Observations) -> Hit | None:
-    # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
-    evidence: list[Evidence] = []
-    worst_cost = 0.0
+@dataclass
+class _Resets:
+    """Resets found so far: evidence, summary parts, and the costliest protocol (``None``
+    when the costliest is a burst)."""
+
+    evidence: list[Evidence] = field(default_factory=list)
+    summary: list[str] = field(default_factory=list)
+    worst_cost: float = 0.0
     worst_protocol: str | None = None
-    summary_bits = []
-    rules = _filter_rules(obs)
+
+    def charge(self, cost: float, protocol: str | None) -> None:
+        if cost > self.worst_cost:
+            self.worst_cost, self.worst_protocol = cost, protocol
+
+
+def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets) -> None:
+    """Pushes reset (or, with a filter rule or an early refusal, refused)."""
+    # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
     for name in PROTOCOL_ORDER:
         p = obs.protocols.get(name)
         if p is None:
@@ -263,27 +278,21 @@ def firewall_reset(obs: Observations) -> Hit | None:
         cost, failed, total = failure_cost_s(obs, name, kinds)
         if not failed:
             continue
-        if cost > worst_cost:
-            worst_cost, worst_protocol = cost, name
-        evidence += early[:1]
+        found.charge(cost, name)
+        found.evidence += early[:1]
         first = next(f for f in failed_pushes(p) if (f.error_kind or "other") in kinds)
-        evidence.append(
-            above_zero(
-                f"{label(name)} pushes reset or refused",
-                failed,
-                "pushes: " + (first.error_message or first.error_kind or ""),
-                of=total,
-            )
-        )
-        summary_bits.append(f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
+        found.evidence.append(above_zero(
+            f"{label(name)} pushes reset or refused", failed,
+            "pushes: " + (first.error_message or first.error_kind or ""), of=total))
+        found.summary.append(f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
         if c is not None and c.resets_from_server:
-            evidence.append(
-                above_zero(
-                    f"{label(name)}: RST segments arriving from the server side",
-                    c.resets_from_server,
-                    c.source,
-                )
-            )
+            found.evidence.append(above_zero(
+                f"{label(name)}: RST segments arriving from the server side",
+                c.resets_from_server, c.source))
+
+
+def _reset_bursts(obs: Observations, found: _Resets) -> None:
+    """Burst connections reset or refused, unless a full backlog or MaxStartups explains them."""
     backlog = bool(_accept_queue_evidence(obs))
     maxstartups = ssh_maxstartups(obs) is not None
     rtt = rtt_s(obs)
@@ -297,29 +306,32 @@ def firewall_reset(obs: Observations) -> Hit | None:
         and not (b.protocol == "ssh" and maxstartups)
     ]
     for burst in burst_hits:
-        evidence.extend(burst_evidence(burst))
+        found.evidence.extend(burst_evidence(burst))
         if burst.resets:
-            evidence.append(
-                above_zero(
-                    "RSTs on burst connections",
-                    burst.resets,
-                    f"burst {label(burst.protocol)} x{burst.concurrency}",
-                )
-            )
-        if burst_cost_s(burst, rtt, syn=False) > worst_cost:
-            worst_cost, worst_protocol = burst_cost_s(burst, rtt, syn=False), None
-        summary_bits.append(
+            found.evidence.append(above_zero(
+                "RSTs on burst connections", burst.resets,
+                f"burst {label(burst.protocol)} x{burst.concurrency}"))
+        found.charge(burst_cost_s(burst, rtt, syn=False), None)
+        found.summary.append(
             f"{burst.failed} of {burst.concurrency} concurrent {label(burst.protocol)} "
             "connections were reset or refused"
         )
-    if not summary_bits:
+
+
+def firewall_reset(obs: Observations) -> Hit | None:
+    rules = _filter_rules(obs)
+    found = _Resets()
+    _reset_pushes(obs, rules, found)
+    _reset_bursts(obs, found)
+    if not found.summary:
         return None
-    score = 0.45 if any(e.what.endswith("pushes reset or refused") for e in evidence) else 0.35
-    if any("RST" in e.what for e in evidence):
-        score += 0.15
+    tally = Tally("firewall-reset", evidence=found.evidence)
+    pushes = any(e.what.endswith("pushes reset or refused") for e in found.evidence)
+    tally.add("pushes-reset" if pushes else "bursts-reset")
+    if any("RST" in e.what for e in found.evidence):
+        tally.add("rst-seen")
     if rules:
-        score += 0.3
-        evidence.extend(config_evidence(rules))
+        tally.add("filter-rule", *config_evidence(rules))
     rule_text = (
         f" `{rules[0].setting} {rules[0].value}` ({rules[0].file}"
         + (f" line {rules[0].line}" if rules[0].line is not None else "")
@@ -328,12 +340,12 @@ def firewall_reset(obs: Observations) -> Hit | None:
         else ""
     )
     return Hit(
-        score=score,
-        cost_s=worst_cost,
-        cost_protocol=worst_protocol,
-        summary="; ".join(summary_bits)
+        score=tally.score,
+        cost_s=found.worst_cost,
+        cost_protocol=found.worst_protocol,
+        summary="; ".join(found.summary)
         + ": connections are cut by a reset from the path or server.",
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=(
             f"Find and relax the filter that resets the connections{rule_text or ''}: "
             "`iptables -S` / `nft list ruleset` for REJECT `tcp-reset` rules, load-balancer idle "

@@ -16,6 +16,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     phase_values,
     term,
 )
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
     failed_pushes,
@@ -41,7 +42,7 @@ def client_pack_cpu(obs: Observations) -> Hit | None:
         return None
     share = f" of a {fmt_s(total)} push" if total else ""
     return Hit(
-        score=0.6,
+        score=weight("client-pack-cpu", "slow-pack-objects"),
         cost_s=pack,
         summary=(
             f"The client spent {fmt_s(pack)}{share} in pack-objects (counting objects and the "
@@ -137,11 +138,6 @@ def _version(obs: Observations, component: str) -> str | None:
     return match.group(0) if match else raw
 
 
-STALL_SCORE = 0.8
-"""A hung push whose own frames show the client stopping with credit left: direct evidence,
-whatever the version."""
-
-
 def _stopped_with_credit(obs: Observations) -> Hit | None:
     """A hung HTTP/2 push whose decrypted frames show the client stopping short of the
     request body's end (no END_STREAM) with stream and connection credit left."""
@@ -179,7 +175,7 @@ def _stopped_with_credit(obs: Observations) -> Hit | None:
     trigger = (f" Here the server grants {window} B per stream: the client waits on nearly "
                "every frame." if window is not None and window <= 65535 else "")
     return Hit(
-        score=STALL_SCORE,
+        score=weight("client-http-stack", "stall-with-credit"),
         cost_s=cost,
         cost_protocol="h2",
         summary=(
@@ -235,9 +231,9 @@ def client_http_stack(obs: Observations) -> Hit | None:
                 )
             )
         if not failed and not slow:
-            score, cost = 0.3, 0.0
+            score, cost = weight("client-http-stack", "bug-only"), 0.0
         else:
-            score = 0.75 if failed else 0.45
+            score = weight("client-http-stack", "bug-failed" if failed else "bug-slow")
         if slow and rate is not None and other is not None:
             size, up = push_bytes(p), upload_s(p)
             if size is not None and up is not None:

@@ -86,31 +86,32 @@ def edge_request_buffering(obs: Observations) -> Hit | None:
         return None
     p = obs.protocols[name]
     size = push_bytes(p)
-    tally = Tally()
-    tally.add(0.45, Evidence(
+    tally = Tally("edge-request-buffering")
+    tally.add("https-waits", Evidence(
         what=f"{label(name)} wait after the upload beyond the {label(base_name)} push's",
         value=extra, unit="s", threshold=SLOW_PHASE_S, comparison=">=",
         source="trace2 (server_wait_s)"))
     if len(https) >= 2:
-        tally.add(0.15, Evidence(what="HTTPS protocols that waited", value=len(https),
+        tally.add("every-https", Evidence(what="HTTPS protocols that waited", value=len(https),
                                  unit="count", source="trace2"))
     identity = answering_server(obs)
     server = identity.server if identity else None
     if server in BUFFERS_BY_DEFAULT:
-        tally.add(0.2, Evidence(what="edge that answered buffers request bodies by default",
-                                text=identity.product if identity else "", source="; ".join(
-                                    identity.basis) if identity else ""))
+        tally.add("buffers-by-default", Evidence(
+            what="edge that answered buffers request bodies by default",
+            text=identity.product if identity else "",
+            source="; ".join(identity.basis) if identity else ""))
     lines = [c for c in config_lines(obs, BUFFERING_CONFIG)
              if c.value.strip().lower() not in ("off", "")]
     if lines:
-        tally.add(0.2, *config_evidence(lines))
+        tally.add("configured", *config_evidence(lines))
     if size:
-        tally.evidence.append(Evidence(
+        tally.note(Evidence(
             what="forwarding rate implied (pack / extra wait)", value=size / extra, unit="B/s",
             source="trace2 + pack size"))
     growth = _wait_growth(obs, size, wait)
     if growth is not None:
-        tally.add(0.2, *growth)
+        tally.add("grows-with-pack", *growth)
     up = upload_s(p)
     cost = min(extra, up) if up else extra
     documented = server is not None and not buffering_knob(server).endswith(

@@ -6,20 +6,27 @@ import re
 from dataclasses import dataclass
 
 from gitnetdiag.diagnosis.culprits._common import (
-    CLAMP_FALLBACK_WINDOW_BYTES,
     MATCHES_CAP_RATIO,
     SELF_LIMITED_SHARE,
     SLOWER_RATIO,
+    ZERO_CREDIT_SHARE,
     Hit,
     Tally,
     above_zero,
+    below_bdp,
     config_evidence,
     config_lines,
     failure_cost_s,
     label,
+    rate_vs_window,
+    self_limited,
+    share_of_upload,
+    slower_than,
     suggest_window,
     term,
+    window_below,
 )
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
     failed_pushes,
@@ -65,14 +72,6 @@ class _H2Push:
 
 
 def _gather(obs: Observations, p: ProtocolObservation) -> _H2Push:
-    ledger = p.h2_ledger
-    windows = []
-    if ledger is not None:
-        windows = [
-            w
-            for w in (ledger.server_initial_window_bytes, ledger.connection_window_bytes)
-            if w is not None and w > 0
-        ]
     other = best_other_rate(obs, "h2")
     next_limit: tuple[str, float] | None = None
     if other is not None:
@@ -86,7 +85,7 @@ def _gather(obs: Observations, p: ProtocolObservation) -> _H2Push:
         rtt=rtt_s(obs, p),
         h2_rate=upload_rate_bytes_s(p),
         other=other,
-        window=min(windows) if windows else None,
+        window=p.h2_ledger.granted_window_bytes if p.h2_ledger is not None else None,
         next_limit=next_limit,
     )
 
@@ -96,31 +95,11 @@ def _ab_signals(h: _H2Push, tally: Tally) -> bool:
     cap = h.p.capture
     slower = h.h2_rate is not None and h.other is not None and h.h2_rate < SLOWER_RATIO * h.other[1]
     if slower and h.other is not None:
-        tally.add(
-            0.35,
-            Evidence(
-                what="HTTP/2 upload rate",
-                value=h.h2_rate,
-                unit="B/s",
-                threshold=SLOWER_RATIO * h.other[1],
-                comparison="<",
-                basis=f"{{}} of {label(h.other[0])} {{}}",
-                basis_terms=(term(SLOWER_RATIO, "ratio"), term(h.other[1], "B/s")),
-                source="pushes (trace2 upload phase)" if h.p.trace2 else "pushes",
-            ),
-        )
+        source = "pushes (trace2 upload phase)" if h.p.trace2 else "pushes"
+        tally.add("slower", slower_than("HTTP/2 upload rate", h.h2_rate, h.other, source))
     if cap is not None and (cap.self_limited_share or 0.0) >= SELF_LIMITED_SHARE:
-        tally.add(
-            0.15,
-            Evidence(
-                what="TCP sender self-limited (waiting on HTTP/2, not TCP)",
-                value=cap.self_limited_share,
-                unit="ratio",
-                threshold=SELF_LIMITED_SHARE,
-                comparison=">=",
-                source=cap.source,
-            ),
-        )
+        what = "TCP sender self-limited (waiting on HTTP/2, not TCP)"
+        tally.add("self-limited", self_limited(what, cap))
     if (
         cap is not None
         and cap.advertised_window_median_bytes
@@ -128,7 +107,7 @@ def _ab_signals(h: _H2Push, tally: Tally) -> bool:
         and cap.advertised_window_median_bytes >= 2 * cap.bytes_in_flight_median
     ):
         tally.add(
-            0.1,
+            "tcp-window-open",
             Evidence(
                 what="TCP window wide open: advertised window (median)",
                 value=cap.advertised_window_median_bytes,
@@ -146,50 +125,26 @@ def _ab_signals(h: _H2Push, tally: Tally) -> bool:
 def _window_signals(h: _H2Push, ledger: H2Ledger, rtt: float, window: int, tally: Tally) -> bool:
     """The ledger: a granted window below the BDP, time at zero credit. True when small."""
     bdp = h.bdp
-    small = window < bdp if bdp is not None else window < CLAMP_FALLBACK_WINDOW_BYTES
+    small = below_bdp(window, bdp)
     if small:
-        predicted = window / rtt
-        granted = Evidence(
-            what="HTTP/2 send window granted by the server (stream/connection)",
-            value=window,
-            unit="B",
-            threshold=bdp if bdp is not None else CLAMP_FALLBACK_WINDOW_BYTES,
-            comparison="<",
-            basis=f"BDP ({h.next_limit[0]} x RTT)" if bdp is not None and h.next_limit else "",
-            source=ledger.source,
+        basis = f"BDP ({h.next_limit[0]} x RTT)" if bdp is not None and h.next_limit else ""
+        tally.add(
+            "small-window",
+            window_below("HTTP/2 send window granted by the server (stream/connection)",
+                         window, bdp, ledger.source, basis=basis),
+            rate_vs_window("measured HTTP/2 upload rate vs what the window allows", h.h2_rate,
+                           window, rtt, f"{ledger.source}; RTT from run",
+                           text="" if h.h2_rate else "no completed push"),
         )
-        allowed = Evidence(
-            what="measured HTTP/2 upload rate vs what the window allows",
-            value=h.h2_rate,
-            unit="B/s",
-            text="" if h.h2_rate else "no completed push",
-            threshold=predicted,
-            basis="window / RTT = {} / {}",
-            basis_terms=(term(window, "B"), term(rtt, "s")),
-            source=f"{ledger.source}; RTT from run",
-        )
-        tally.add(0.25, granted, allowed)
-        if h.h2_rate is not None and h.h2_rate <= MATCHES_CAP_RATIO * predicted:
-            tally.add(0.1)
-    zero = max(ledger.stream_zero_credit_s or 0.0, ledger.connection_zero_credit_s or 0.0)
+        if h.h2_rate is not None and h.h2_rate <= MATCHES_CAP_RATIO * (window / rtt):
+            tally.add("rate-at-window")
+    zero = ledger.zero_credit_s
     up = upload_s(h.p)
-    if zero > 0 and (up is None or zero >= 0.2 * up):
-        tally.add(
-            0.15,
-            Evidence(
-                what="time at zero HTTP/2 send credit",
-                value=zero,
-                unit="s",
-                threshold=0.2 * up if up else 0,
-                comparison=">=" if up else ">",
-                basis="{} of the upload {}" if up else "",
-                basis_terms=(term(0.2, "ratio"), term(up, "s")) if up else (),
-                source=ledger.source,
-            ),
-        )
+    if zero > 0 and (up is None or zero >= ZERO_CREDIT_SHARE * up):
+        what = "time at zero HTTP/2 send credit"
+        tally.add("zero-credit", share_of_upload(what, zero, up, ledger.source))
     if ledger.window_updates is not None:
-        tally.add(
-            0,
+        tally.note(
             Evidence(
                 what="WINDOW_UPDATE frames from the server",
                 value=ledger.window_updates,
@@ -216,8 +171,21 @@ def _stall_signal(
         # still the field's HTTP/2 edge story, reported as a stall.
         source = "pushes: " + (stalled[0].error_message or stalled[0].error_kind or "")
         what = "HTTP/2 pushes that stalled with no progress"
-        tally.add(0.2 if fired else 0.4, above_zero(what, len(stalled), source, of=len(p.pushes)))
+        tally.add("stalled" if fired else "stalled-alone",
+                  above_zero(what, len(stalled), source, of=len(p.pushes)))
     return stalled
+
+
+def h2_push_cost_s(obs: Observations, p: ProtocolObservation, slow_s: float) -> float:
+    """The stalled-push cost rule, per HTTP/2 push: the completed pushes' share of
+    ``slow_s`` (what the window cost one completed push) plus the stalled pushes' wait
+    and redo. Stalls cost nothing here when a hung push's own frames show the client
+    stopping with credit left: those seconds are ``client-http-stack``'s (the window
+    only set the trap). The detector and the cost model (:mod:`..costs`) both use it."""
+    stall_s = 0.0
+    if p.h2_client_stall is None:
+        stall_s, _, _ = failure_cost_s(obs, "h2", {"hung", "timeout"})
+    return slow_s * len(ok_pushes(p)) / max(1, len(p.pushes)) + stall_s
 
 
 def _cost_s(obs: Observations, h: _H2Push) -> float:
@@ -231,11 +199,8 @@ def _cost_s(obs: Observations, h: _H2Push) -> float:
         assert up is not None
         slow_cost = saved_time_s(size, up, h.next_limit[1]) or 0.0
     elif ledger is not None:
-        slow_cost = max(ledger.stream_zero_credit_s or 0.0, ledger.connection_zero_credit_s or 0.0)
-    stall_cost = 0.0
-    if p.h2_client_stall is None:  # else the hangs are client-http-stack's
-        stall_cost, _, _ = failure_cost_s(obs, "h2", {"hung", "timeout"})
-    return slow_cost * len(ok_pushes(p)) / max(1, len(p.pushes)) + stall_cost
+        slow_cost = ledger.zero_credit_s
+    return h2_push_cost_s(obs, p, slow_cost)
 
 
 def _summary(h: _H2Push, predicted: float | None, stalled: list[PushResult]) -> str:
@@ -292,7 +257,7 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
             or cap.advertised_window_median_bytes
             < CAPTURE_ONLY_OPEN_RATIO * cap.bytes_in_flight_p95):
         return None
-    if (cap.network_limited_share or 0.0) > cap.self_limited_share:
+    if cap.network_bound:
         return None
     window = cap.bytes_in_flight_p95
     tcp_rate = tcp_window_rate(obs, p)
@@ -318,7 +283,7 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
     )
     rate_text = f" at {fmt_rate(rate)}" if rate else ""
     return Hit(
-        score=0.45,
+        score=weight("h2-flow-control-window", "capture-only"),
         cost_s=cost or 0.0,
         summary=(f"The HTTP/2 upload{rate_text} sent about {fmt_bytes(window)} per "
                  f"{fmt_s(rtt)} round trip and waited {cap.self_limited_share:.0%} of the "
@@ -345,7 +310,7 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     h = _gather(obs, p)
     if h.other is None and p.h2_ledger is None and ok_pushes(p):
         return _capture_only(obs, p)
-    tally = Tally()
+    tally = Tally("h2-flow-control-window")
     slower = _ab_signals(h, tally)
     predicted: float | None = None
     small_window = False
@@ -357,17 +322,14 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     # A slower HTTP/2 push is not blamed on its flow control when the ledger shows a
     # window above the BDP, or when the capture shows TCP bound by the network
     # (losses, cwnd) rather than waiting on HTTP/2: that is packet-loss's evidence.
-    cap = p.capture
     window_rules_out = h.window is not None and h.rtt is not None and not small_window
-    network_bound = cap is not None and (cap.network_limited_share or 0.0) > (
-        cap.self_limited_share or 0.0
-    )
+    network_bound = p.capture is not None and p.capture.network_bound
     if window_rules_out or network_bound:
         slower = False
     if not (slower or small_window or (stalled and tally.score > 0)):
         return None
     pattern = r"initial-window-size|H2WindowSize|http2_body_preread_size|window_size"
-    tally.add(0, *config_evidence(config_lines(obs, pattern)))
+    tally.note(*config_evidence(config_lines(obs, pattern)))
     return Hit(
         score=tally.score,
         cost_s=_cost_s(obs, h),
@@ -379,7 +341,8 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
 
 H2_DEFAULT_FRAME_BYTES = 16384
 """HTTP/2's default SETTINGS_MAX_FRAME_SIZE (RFC 9113 section 6.5.2), the largest DATA
-payload a client sends before the server says otherwise."""
+payload a client sends before the server says otherwise; also the smallest a server
+may set."""
 
 
 def _buffer_below_a_frame(obs: Observations) -> Hit | None:
@@ -398,7 +361,7 @@ def _buffer_below_a_frame(obs: Observations) -> Hit | None:
     first = next(f for f in failed_pushes(p) if f.error_kind != "refused")
     size = _size_bytes(small[0].value)
     return Hit(
-        score=0.8,
+        score=weight("h2-frame-settings", "buffer-below-a-frame"),
         cost_s=cost,
         summary=(
             f"{failed} of {total} HTTP/2 pushes failed while the other transports pushed: the "
@@ -426,6 +389,12 @@ def _buffer_below_a_frame(obs: Observations) -> Hit | None:
     )
 
 
+FRAME_SLOWER_RATIO = 0.8
+"""Small frames are a suspect when HTTP/2 runs below this share of the fastest other rate."""
+FRAME_ZERO_CREDIT_SHARE = 0.1
+"""...and spent less than this share of the upload at zero credit (the window is open)."""
+
+
 def _size_bytes(text: str) -> int | None:
     match = re.fullmatch(r"(\d+)\s*([kKmM]?)", text.strip())
     if match is None:
@@ -451,22 +420,18 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
     if h2_rate is None or other is None or size is None or up is None:
         return None
     frame = ledger.max_frame_size_bytes
-    if frame is None or frame > 16384 or h2_rate >= 0.8 * other[1]:
+    if frame is None or frame > H2_DEFAULT_FRAME_BYTES or h2_rate >= FRAME_SLOWER_RATIO * other[1]:
         return None
-    window = min(
-        (w for w in (ledger.server_initial_window_bytes, ledger.connection_window_bytes) if w),
-        default=None,
-    )
+    window = ledger.granted_window_bytes
     if window is not None and rtt is not None and window < other[1] * rtt:
         return None  # the window explains it: h2-flow-control-window
-    zero = max(ledger.stream_zero_credit_s or 0.0, ledger.connection_zero_credit_s or 0.0)
-    if zero >= 0.1 * up:
+    zero = ledger.zero_credit_s
+    if zero >= FRAME_ZERO_CREDIT_SHARE * up:
         return None
-    cap = p.capture
-    if cap is not None and (cap.network_limited_share or 0.0) > (cap.self_limited_share or 0.0):
+    if p.capture is not None and p.capture.network_bound:
         return None  # TCP was bound by the network (loss, cwnd), not by per-frame cost
     return Hit(
-        score=0.45,
+        score=weight("h2-frame-settings", "small-frames"),
         cost_s=saved_time_s(size, up, other[1]) or 0.0,
         summary=(
             f"HTTP/2 uploaded at {fmt_rate(h2_rate)} vs {label(other[0])} "
@@ -478,31 +443,14 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
                 what="server SETTINGS_MAX_FRAME_SIZE",
                 value=ledger.max_frame_size_bytes,
                 unit="B",
-                threshold=16384,
+                threshold=H2_DEFAULT_FRAME_BYTES,
                 comparison="<=",
                 basis="the protocol minimum",
                 source=ledger.source,
             ),
-            Evidence(
-                what="HTTP/2 upload rate",
-                value=h2_rate,
-                unit="B/s",
-                threshold=0.8 * other[1],
-                comparison="<",
-                basis=f"{{}} of {label(other[0])} {{}}",
-                basis_terms=(term(0.8, "ratio"), term(other[1], "B/s")),
-                source="pushes",
-            ),
-            Evidence(
-                what="time at zero HTTP/2 credit (the window is not the limit)",
-                value=zero,
-                unit="s",
-                threshold=0.1 * up,
-                comparison="<",
-                basis="{} of the upload {}",
-                basis_terms=(term(0.1, "ratio"), term(up, "s")),
-                source=ledger.source,
-            ),
+            slower_than("HTTP/2 upload rate", h2_rate, other, "pushes", ratio=FRAME_SLOWER_RATIO),
+            share_of_upload("time at zero HTTP/2 credit (the window is not the limit)", zero,
+                            up, ledger.source, share=FRAME_ZERO_CREDIT_SHARE, comparison="<"),
             *config_evidence(
                 config_lines(obs, r"max-frame-size|bufsize|StreamMaxMemSize|chunk_size")
             ),

@@ -12,6 +12,7 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.culprits._common import (
     MIN_RTO_S,
     Hit,
+    Tally,
     failure_cost_s,
     label,
 )
@@ -21,6 +22,9 @@ from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, CaptureMetrics, Ob
 
 MIN_UNACKED_RETRANSMISSIONS = 2
 """Resent at least this often and never acknowledged: the segment does not get through."""
+MSS_HEADROOM_BYTES = 40
+"""A lost segment counts as full-size when the MSS is at most this much above its payload
+(TCP options, at most 40 bytes of a header, take room from each segment's payload)."""
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Push failures a black hole causes: the upload stops moving, nothing resets it."""
 
@@ -32,6 +36,38 @@ def swallowed(c: CaptureMetrics) -> bool:
         and c.min_unacked_retransmitted_bytes is not None
         and c.max_acked_segment_bytes is not None
         and c.min_unacked_retransmitted_bytes > c.max_acked_segment_bytes
+    )
+
+
+def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
+    """The segments that never got through against the largest one that did."""
+    return (
+        Evidence(
+            what=f"{label(name)}: upload segments resent and never acknowledged",
+            value=c.unacked_retransmissions,
+            unit="count",
+            threshold=MIN_UNACKED_RETRANSMISSIONS,
+            comparison=">=",
+            source=c.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: smallest of them (payload)",
+            value=c.min_unacked_retransmitted_bytes,
+            unit="B",
+            threshold=c.max_acked_segment_bytes,
+            comparison=">",
+            basis="the largest segment that was acknowledged",
+            source=c.source,
+        ),
+        Evidence(
+            what=f"{label(name)}: largest upload segment acknowledged (payload)",
+            value=c.max_acked_segment_bytes,
+            unit="B",
+            threshold=c.mss_bytes,
+            comparison="<" if c.mss_bytes else None,
+            basis="the MSS agreed in the handshake" if c.mss_bytes else "",
+            source=c.source,
+        ),
     )
 
 
@@ -51,50 +87,23 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
     assert cap.max_acked_segment_bytes is not None
     assert cap.min_unacked_retransmitted_bytes is not None
     largest_ok, smallest_lost = cap.max_acked_segment_bytes, cap.min_unacked_retransmitted_bytes
-    score = 0.55
+    tally = Tally("path-mtu-blackhole")
+    tally.add("swallowed")
     if stalled:
-        score += 0.25
-    if cap.mss_bytes and largest_ok < cap.mss_bytes <= smallest_lost + 40:
-        score += 0.1  # the lost ones are full-size for the MSS the handshake agreed
+        tally.add("stalled")
+    if cap.mss_bytes and largest_ok < cap.mss_bytes <= smallest_lost + MSS_HEADROOM_BYTES:
+        tally.add("full-size-lost")  # full-size for the MSS the handshake agreed
     if len(hits) >= 2:
-        score += 0.1
+        tally.add("several-protocols")
     if not stalled:
         # A bare capture sees no failed push: the transfer just never got its data through,
         # so its whole duration was spent on the black hole.
         took = push_duration_s(obs.protocols[name]) or 0.0
         cost = max((cap.unacked_retransmissions or 0) * MIN_RTO_S, took)
-    evidence: list[Evidence] = []
     for n, c in hits:
-        evidence += [
-            Evidence(
-                what=f"{label(n)}: upload segments resent and never acknowledged",
-                value=c.unacked_retransmissions,
-                unit="count",
-                threshold=MIN_UNACKED_RETRANSMISSIONS,
-                comparison=">=",
-                source=c.source,
-            ),
-            Evidence(
-                what=f"{label(n)}: smallest of them (payload)",
-                value=c.min_unacked_retransmitted_bytes,
-                unit="B",
-                threshold=c.max_acked_segment_bytes,
-                comparison=">",
-                basis="the largest segment that was acknowledged",
-                source=c.source,
-            ),
-            Evidence(
-                what=f"{label(n)}: largest upload segment acknowledged (payload)",
-                value=c.max_acked_segment_bytes,
-                unit="B",
-                threshold=c.mss_bytes,
-                comparison="<" if c.mss_bytes else None,
-                basis="the MSS agreed in the handshake" if c.mss_bytes else "",
-                source=c.source,
-            ),
-        ]
+        tally.note(*_swallowed_evidence(n, c))
     if stalled:
-        evidence.append(
+        tally.note(
             Evidence(
                 what=f"{label(name)}: pushes (of {pushes}) that stopped moving after the handshake",
                 value=stalled,
@@ -104,7 +113,7 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
         )
     mss = f" (the handshake agreed an MSS of {cap.mss_bytes} B)" if cap.mss_bytes else ""
     return Hit(
-        score=score,
+        score=tally.score,
         cost_s=cost,
         summary=(
             f"Full-size segments vanish on the path while small ones pass: {label(name)} "
@@ -115,7 +124,7 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
             + ". A link with a smaller MTU drops them and its ICMP 'fragmentation needed' "
             "never reaches the sender: a path-MTU black hole."
         ),
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=(
             "Clamp the TCP MSS to the path MTU where the narrow link or tunnel starts (router, "
             "VPN or load-balancer edge): `iptables -t mangle -A FORWARD -p tcp --tcp-flags "

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gitnetdiag.diagnosis.culprits._common import (
     AUTOTUNE_MAX_WINDOW_BYTES,
     LOSS_RATE,
@@ -10,10 +12,12 @@ from gitnetdiag.diagnosis.culprits._common import (
     REFERENCE_RTT_S,
     RWND_LIMITED_SHARE,
     Hit,
+    Tally,
     label,
     term,
 )
 from gitnetdiag.diagnosis.culprits.mtu import swallowed
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     path_rate_bytes_s,
     protocol_rates,
@@ -38,6 +42,12 @@ def _mathis_rate(mss: float, rtt: float, loss: float) -> float:
     return float(mss / rtt * 1.22 / loss**0.5)
 
 
+WINDOW_EXPLAINS_RATIO = 0.7
+"""A rate at least this share of the smallest window / RTT is the window's, not the loss's."""
+HEAVY_LOSS_RATE = 0.02
+"""Retransmission rate from which loss counts as heavy (2%)."""
+NETWORK_LIMITED_SHARE = 0.5
+"""The lossy sender was network-limited (cwnd) at least this share of the time."""
 QUEUE_RTT_RATIO = 2.0
 """Median RTT at least this multiple of the minimum: a queue stands at a full bottleneck."""
 QUEUE_MIN_DELAY_S = 0.02
@@ -62,112 +72,115 @@ def standing_queue(c: CaptureMetrics) -> bool:
     )
 
 
-def packet_loss(obs: Observations) -> Hit | None:
-    hits = []
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None or p.capture is None or p.capture.retransmission_rate is None:
-            continue
-        c = p.capture
-        if c.retransmission_rate is None or c.retransmission_rate < LOSS_RATE:
-            continue
-        rtt, size, up, rate = rtt_s(obs, p), push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
-        if rtt is None or size is None or up is None or rate is None:
-            continue
-        limits = [
-            w
-            for w in (
-                c.advertised_window_max_bytes,
-                p.h2_ledger.server_initial_window_bytes if p.h2_ledger else None,
-                p.ssh_ledger.initial_window_bytes if p.ssh_ledger else None,
-            )
-            if w
+@dataclass(frozen=True, kw_only=True)
+class _Loss:
+    """One protocol whose loss, and no window, explains its rate."""
+
+    name: str
+    cap: CaptureMetrics
+    rate: float
+    window_rate: float | None
+    """The smallest known window / RTT, ``None`` when no window is known."""
+    cost: float
+    fallback: bool
+    """The cost is the fallback (no window or path rate to compare with)."""
+
+
+def _lossy(obs: Observations, name: str) -> _Loss | None:
+    """The protocol's loss when it is the suspect: above :data:`LOSS_RATE`, and neither a
+    window, a full link's queue nor an MTU black hole explains it."""
+    p = obs.protocols.get(name)
+    c = p.capture if p is not None else None
+    if p is None or c is None or c.retransmission_rate is None:
+        return None
+    if c.retransmission_rate < LOSS_RATE:
+        return None
+    rtt, size, up, rate = rtt_s(obs, p), push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
+    if rtt is None or size is None or up is None or rate is None:
+        return None
+    limits = [w for w in (c.advertised_window_max_bytes,
+                          p.h2_ledger.server_initial_window_bytes if p.h2_ledger else None,
+                          p.ssh_ledger.initial_window_bytes if p.ssh_ledger else None) if w]
+    window_rate = min(limits) / rtt if limits else None
+    if window_rate is not None and rate >= WINDOW_EXPLAINS_RATIO * window_rate:
+        return None  # a window explains the rate, not the loss
+    if standing_queue(c):
+        return None  # a full link's queue overflowing: bandwidth-limit, not a lossy hop
+    if swallowed(c):
+        return None  # the same large segment resent into a black hole: path-mtu-blackhole
+    ceiling = [r for r in (window_rate, path_rate_bytes_s(obs)) if r is not None]
+    if ceiling:
+        return _Loss(name=name, cap=c, rate=rate, window_rate=window_rate,
+                     cost=saved_time_s(size, up, min(ceiling)) or 0.0, fallback=False)
+    cost = (c.timeout_retransmissions or 0) * MIN_RTO_S
+    if c.mss_bytes:
+        # No window known (a capture without its handshake): the time lost to the
+        # loss above the threshold, by the Mathis bound MSS / RTT x 1.22 / sqrt(p).
+        cost = max(cost, saved_time_s(size, up, _mathis_rate(c.mss_bytes, rtt,
+                                                             LOSS_RATE)) or 0.0)
+    return _Loss(name=name, cap=c, rate=rate, window_rate=window_rate, cost=cost, fallback=True)
+
+
+def _loss_evidence(hits: list[_Loss], worst: _Loss) -> list[Evidence]:
+    """Each lossy protocol's retransmissions; the worst one's kinds and its rate."""
+    evidence: list[Evidence] = []
+    for hit in hits:
+        n, c = hit.name, hit.cap
+        evidence += [
+            Evidence(what=f"{label(n)}: retransmission rate", value=c.retransmission_rate,
+                     unit="ratio", threshold=LOSS_RATE, comparison=">=", source=c.source),
+            Evidence(what=f"{label(n)}: retransmitted bytes", value=c.retransmitted_bytes,
+                     unit="B", source=c.source),
         ]
-        window_rate = min(limits) / rtt if limits else None
-        if window_rate is not None and rate >= 0.7 * window_rate:
-            continue  # a window explains the rate, not the loss
-        if standing_queue(c):
-            continue  # a full link's queue overflowing: bandwidth-limit, not a lossy hop
-        if swallowed(c):
-            continue  # the same large segment resent into a black hole: path-mtu-blackhole
-        ceiling = [r for r in (window_rate, path_rate_bytes_s(obs)) if r is not None]
-        if ceiling:
-            cost = saved_time_s(size, up, min(ceiling)) or 0.0
-            fallback = False
-        else:
-            cost = (c.timeout_retransmissions or 0) * MIN_RTO_S
-            if c.mss_bytes:
-                # No window known (a capture without its handshake): the time lost to the
-                # loss above the threshold, by the Mathis bound MSS / RTT x 1.22 / sqrt(p).
-                cost = max(cost, saved_time_s(size, up, _mathis_rate(c.mss_bytes, rtt,
-                                                                     LOSS_RATE)) or 0.0)
-            fallback = True
-        hits.append((name, c, rate, window_rate, cost, fallback))
+    cap, window_rate = worst.cap, worst.window_rate
+    evidence += [
+        Evidence(what=f"{label(worst.name)}: {kind} retransmissions", value=count or 0,
+                 unit="count", source=cap.source)
+        for kind, count in (("timeout", cap.timeout_retransmissions),
+                            ("fast", cap.fast_retransmissions))
+    ]
+    evidence.append(Evidence(
+        what=f"{label(worst.name)}: upload rate vs what the windows allow",
+        value=worst.rate,
+        unit="B/s",
+        threshold=WINDOW_EXPLAINS_RATIO * window_rate if window_rate else None,
+        comparison="<" if window_rate else None,
+        basis="{} of {}" if window_rate else "window unknown",
+        basis_terms=(term(WINDOW_EXPLAINS_RATIO, "ratio"), term(window_rate, "B/s"))
+        if window_rate else (),
+        source=cap.source,
+    ))
+    return evidence
+
+
+def packet_loss(obs: Observations) -> Hit | None:
+    hits = [hit for name in PROTOCOL_ORDER if (hit := _lossy(obs, name)) is not None]
     if not hits:
         return None
-    name, cap, rate, window_rate, cost, fallback = max(hits, key=lambda hit: hit[4])
+    worst = max(hits, key=lambda hit: hit.cost)
+    cap, rate, window_rate = worst.cap, worst.rate, worst.window_rate
     assert cap.retransmission_rate is not None
-    score = 0.55
-    if cap.retransmission_rate >= 0.02:
-        score += 0.15
+    tally = Tally("packet-loss")
+    tally.add("loss")
+    if cap.retransmission_rate >= HEAVY_LOSS_RATE:
+        tally.add("heavy-loss")
     if cap.timeout_retransmissions:
-        score += 0.1
-    if (cap.network_limited_share or 0) >= 0.5:
-        score += 0.1
-    if fallback:
-        score *= 0.7
-    evidence: list[Evidence] = []
-    for n, c, *_ in hits:
-        evidence += [
-            Evidence(
-                what=f"{label(n)}: retransmission rate",
-                value=c.retransmission_rate,
-                unit="ratio",
-                threshold=LOSS_RATE,
-                comparison=">=",
-                source=c.source,
-            ),
-            Evidence(
-                what=f"{label(n)}: retransmitted bytes",
-                value=c.retransmitted_bytes,
-                unit="B",
-                source=c.source,
-            ),
-        ]
-    evidence += [
-        Evidence(
-            what=f"{label(name)}: {kind} retransmissions",
-            value=count or 0,
-            unit="count",
-            source=cap.source,
-        )
-        for kind, count in (
-            ("timeout", cap.timeout_retransmissions),
-            ("fast", cap.fast_retransmissions),
-        )
-    ]
-    evidence.append(
-        Evidence(
-            what=f"{label(name)}: upload rate vs what the windows allow",
-            value=rate,
-            unit="B/s",
-            threshold=0.7 * window_rate if window_rate else None,
-            comparison="<" if window_rate else None,
-            basis="{} of {}" if window_rate else "window unknown",
-            basis_terms=(term(0.7, "ratio"), term(window_rate, "B/s")) if window_rate else (),
-            source=cap.source,
-        )
-    )
+        tally.add("timeouts")
+    if (cap.network_limited_share or 0) >= NETWORK_LIMITED_SHARE:
+        tally.add("network-limited")
+    if worst.fallback:
+        tally.scale("no-window-known")
+    tally.note(*_loss_evidence(hits, worst))
     return Hit(
-        score=score,
-        cost_s=cost,
+        score=tally.score,
+        cost_s=worst.cost,
         summary=(
-            f"{label(name)} retransmitted {cap.retransmission_rate * 100:.2f}% of its bytes and "
-            f"uploaded at {fmt_rate(rate)}"
+            f"{label(worst.name)} retransmitted {cap.retransmission_rate * 100:.2f}% of its "
+            f"bytes and uploaded at {fmt_rate(rate)}"
             + (f", below the {fmt_rate(window_rate)} its windows allow" if window_rate else "")
             + ": loss on the path makes congestion control back off."
         ),
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=(
             "Find the lossy hop: `mtr -rwc 200 HOST`, interface drops and errors "
             "(`ip -s link`, `ethtool -S`), policers and shapers on the path. On the sending "
@@ -192,7 +205,7 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
     if path is not None:
         if rates[best] < 0.8 * path:
             return None
-        score = 0.6
+        score = weight("bandwidth-limit", "at-path-rate")
         evidence.append(
             Evidence(
                 what=f"{label(best)} upload rate vs path capacity",
@@ -207,42 +220,14 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
         )
     elif (queued := _queued_protocol(obs)) is not None:
         best, up, cap = queued
-        score = 0.6
+        score = weight("bandwidth-limit", "standing-queue")
         evidence.extend(_queue_evidence(best, rates[best], cap))
     else:
-        caps = [(n, o.capture) for n, o in obs.protocols.items() if o.capture is not None]
-        if len(caps) < 2 or len(rates) < 2:
+        alike = _all_alike_evidence(obs, rates)
+        if alike is None:
             return None
-        if any(
-            (c.network_limited_share or 0) < 0.6 or (c.retransmission_rate or 0) >= LOSS_RATE
-            for _, c in caps
-        ):
-            return None
-        if min(rates.values()) < 0.7 * max(rates.values()):
-            return None
-        score = 0.4
-        evidence.extend(
-            Evidence(
-                what=f"{label(n)}: network-limited (cwnd, window open, no loss)",
-                value=c.network_limited_share,
-                unit="ratio",
-                threshold=0.6,
-                comparison=">=",
-                source=c.source,
-            )
-            for n, c in caps
-        )
-        evidence.extend(
-            Evidence(
-                what=f"{label(n)} upload rate",
-                value=r,
-                unit="B/s",
-                basis="all protocols within {} of each other",
-                basis_terms=(term(0.3, "ratio"),),
-                source="pushes",
-            )
-            for n, r in rates.items()
-        )
+        score = weight("bandwidth-limit", "all-alike")
+        evidence.extend(alike)
     return Hit(
         score=score,
         cost_s=up,
@@ -265,6 +250,44 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
             "git traffic on a shared link."
         ),
     )
+
+
+def _all_alike_evidence(obs: Observations, rates: dict[str, float]) -> list[Evidence] | None:
+    """Without a path rate or a queue: every captured protocol network-limited without
+    loss, and their rates within 30% of each other. ``None`` when not so."""
+    caps = [(n, o.capture) for n, o in obs.protocols.items() if o.capture is not None]
+    if len(caps) < 2 or len(rates) < 2:
+        return None
+    if any(
+        (c.network_limited_share or 0) < 0.6 or (c.retransmission_rate or 0) >= LOSS_RATE
+        for _, c in caps
+    ):
+        return None
+    if min(rates.values()) < 0.7 * max(rates.values()):
+        return None
+    evidence = [
+        Evidence(
+            what=f"{label(n)}: network-limited (cwnd, window open, no loss)",
+            value=c.network_limited_share,
+            unit="ratio",
+            threshold=0.6,
+            comparison=">=",
+            source=c.source,
+        )
+        for n, c in caps
+    ]
+    evidence.extend(
+        Evidence(
+            what=f"{label(n)} upload rate",
+            value=r,
+            unit="B/s",
+            basis="all protocols within {} of each other",
+            basis_terms=(term(0.3, "ratio"),),
+            source="pushes",
+        )
+        for n, r in rates.items()
+    )
+    return evidence
 
 
 def _queued_protocol(obs: Observations) -> tuple[str, float, CaptureMetrics] | None:
@@ -333,9 +356,7 @@ def path_latency(obs: Observations) -> Hit | None:
             continue
         windows = []
         if p.capture and (p.capture.rwnd_limited_share or 0) >= RWND_LIMITED_SHARE:
-            windows.append(
-                p.capture.advertised_window_max_bytes or p.capture.advertised_window_median_bytes
-            )
+            windows.append(p.capture.largest_window_bytes)
         if p.h2_ledger and p.h2_ledger.server_initial_window_bytes:
             windows.append(p.h2_ledger.server_initial_window_bytes)
         if p.ssh_ledger and p.ssh_ledger.initial_window_bytes:
@@ -354,7 +375,8 @@ def path_latency(obs: Observations) -> Hit | None:
     if best is None:
         return None
     cost, worst, window, rate = best
-    score = 0.6 if window >= AUTOTUNE_MAX_WINDOW_BYTES else 0.3
+    score = weight("path-latency",
+                   "autotune-maximum" if window >= AUTOTUNE_MAX_WINDOW_BYTES else "small-window")
     return Hit(
         score=score,
         cost_s=cost,

@@ -13,6 +13,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     storage_slowness,
     term,
 )
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import rtt_s
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
@@ -57,9 +58,9 @@ def server_processing(obs: Observations) -> Hit | None:
     excess, values = phase.excess_s, phase.values
     if excess < SLOW_PHASE_S:
         return None
-    score = 0.7 if len(values) >= 2 else 0.6
+    score = weight("server-processing", "several-protocols" if len(values) >= 2 else "one-protocol")
     if storage_slowness(obs) is not None:
-        score = 0.4
+        score = weight("server-processing", "slow-storage")
     return Hit(
         score=score,
         cost_s=excess,
@@ -84,7 +85,8 @@ def slow_ref_advertisement(obs: Observations) -> Hit | None:
     if excess < SLOW_PHASE_S:
         return None
     return Hit(
-        score=0.7 if len(values) >= 2 else 0.6,
+        score=weight("slow-ref-advertisement",
+                     "several-protocols" if len(values) >= 2 else "one-protocol"),
         cost_s=excess,
         cost_protocol=phase.protocol,
         summary=(

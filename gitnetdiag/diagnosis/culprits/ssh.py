@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 from gitnetdiag.diagnosis.culprits._common import (
-    CLAMP_FALLBACK_WINDOW_BYTES,
     MATCHES_CAP_RATIO,
     SELF_LIMITED_SHARE,
     SLOWER_RATIO,
+    ZERO_CREDIT_SHARE,
     Hit,
+    Tally,
+    below_bdp,
     burst_cost_s,
     burst_evidence,
     config_evidence,
     config_lines,
     label,
-    term,
+    rate_vs_window,
+    self_limited,
+    share_of_upload,
+    slower_than,
+    window_below,
 )
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
@@ -26,11 +32,38 @@ from gitnetdiag.diagnosis.measures import (
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
-from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.observations import Observations, SshLedger
 from gitnetdiag.diagnosis.units import fmt_rate
 
 REACHES_CAP_SHARE = 1 / 3
 """The SSH rate reaches the channel window's rate (window / RTT) from this share up."""
+
+
+def _window_signals(tally: Tally, ledger: SshLedger, rate: float | None, rtt: float,
+                    bdp: float | None, up: float | None) -> bool:
+    """The channel window the server granted: below the BDP, reached by the rate, at zero
+    for a share of the upload. True when it is small."""
+    window = ledger.initial_window_bytes
+    assert window
+    small = below_bdp(window, bdp)
+    if small:
+        tally.add("small-window", window_below("SSH channel window granted by the server",
+                                               window, bdp, ledger.source,
+                                               basis="BDP" if bdp else ""))
+    # The rate the window allows, reached: the window binds, whatever the BDP estimate
+    # says (the other protocols' rate may itself be held back). A third of it still
+    # counts: at a long RTT a short push spends much of its time in slow start. A rate
+    # far below it (a starved client, an SSH-only run on a short path: 0.2 in the lab's
+    # matrix) leaves the window out of it.
+    cap_rate = window / rtt
+    if rate is not None and REACHES_CAP_SHARE * cap_rate <= rate <= MATCHES_CAP_RATIO * cap_rate:
+        tally.add("rate-at-window", rate_vs_window(
+            "measured SSH upload rate vs what the window allows", rate, window, rtt,
+            ledger.source))
+    if ledger.zero_window_s and up and ledger.zero_window_s >= ZERO_CREDIT_SHARE * up:
+        tally.add("zero-window", share_of_upload("time at zero SSH channel window",
+                                                 ledger.zero_window_s, up, ledger.source))
+    return small
 
 
 def ssh_channel_window(obs: Observations) -> Hit | None:
@@ -40,89 +73,19 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
     rtt, size, up = rtt_s(obs, p), push_bytes(p), upload_s(p)
     rate, other = upload_rate_bytes_s(p), best_other_rate(obs, "ssh")
     ledger, cap = p.ssh_ledger, p.capture
-    score = 0.0
-    evidence: list[Evidence] = []
+    tally = Tally("ssh-channel-window")
     slower = rate is not None and other is not None and rate < SLOWER_RATIO * other[1]
     if slower and rate is not None and other is not None:
-        score += 0.35
-        evidence.append(
-            Evidence(
-                what="SSH upload rate",
-                value=rate,
-                unit="B/s",
-                threshold=SLOWER_RATIO * other[1],
-                comparison="<",
-                basis=f"{{}} of {label(other[0])} {{}}",
-                basis_terms=(term(SLOWER_RATIO, "ratio"), term(other[1], "B/s")),
-                source="pushes",
-            )
-        )
+        tally.add("slower", slower_than("SSH upload rate", rate, other, "pushes"))
     if cap is not None and (cap.self_limited_share or 0) >= SELF_LIMITED_SHARE:
-        score += 0.15
-        evidence.append(
-            Evidence(
-                what="TCP sender self-limited (waiting on the SSH channel)",
-                value=cap.self_limited_share,
-                unit="ratio",
-                threshold=SELF_LIMITED_SHARE,
-                comparison=">=",
-                source=cap.source,
-            )
-        )
+        tally.add("self-limited",
+                  self_limited("TCP sender self-limited (waiting on the SSH channel)", cap))
     next_limit = other[1] if other else (path_rate_bytes_s(obs) or tcp_window_rate(obs, p))
     small = False
     window = ledger.initial_window_bytes if ledger else None
     if ledger is not None and window and rtt:
         bdp = next_limit * rtt if next_limit else None
-        small = window < bdp if bdp is not None else window < CLAMP_FALLBACK_WINDOW_BYTES
-        if small:
-            score += 0.25
-            evidence.append(
-                Evidence(
-                    what="SSH channel window granted by the server",
-                    value=window,
-                    unit="B",
-                    threshold=bdp if bdp else CLAMP_FALLBACK_WINDOW_BYTES,
-                    comparison="<",
-                    basis="BDP" if bdp else "",
-                    source=ledger.source,
-                )
-            )
-        # The rate the window allows, reached: the window binds, whatever the BDP estimate
-        # says (the other protocols' rate may itself be held back). A third of it still
-        # counts: at a long RTT a short push spends much of its time in slow start. A rate
-        # far below it (a starved client, an SSH-only run on a short path: 0.2 in the lab's
-        # matrix) leaves the window out of it.
-        cap_rate = window / rtt
-        reached = rate is not None and (
-            REACHES_CAP_SHARE * cap_rate <= rate <= MATCHES_CAP_RATIO * cap_rate)
-        if reached:
-            score += 0.2
-            evidence.append(
-                Evidence(
-                    what="measured SSH upload rate vs what the window allows",
-                    value=rate,
-                    unit="B/s",
-                    threshold=cap_rate,
-                    basis="window / RTT = {} / {}",
-                    basis_terms=(term(window, "B"), term(rtt, "s")),
-                    source=ledger.source,
-                )
-            )
-        if ledger.zero_window_s and up and ledger.zero_window_s >= 0.2 * up:
-            score += 0.15
-            evidence.append(
-                Evidence(
-                    what="time at zero SSH channel window",
-                    value=ledger.zero_window_s,
-                    unit="s",
-                    threshold=0.2 * up,
-                    comparison=">=",
-                    basis="{} of the upload {}",
-                    basis_terms=(term(0.2, "ratio"), term(up, "s")),
-                    source=ledger.source,
-                )
-            )
+        small = _window_signals(tally, ledger, rate, rtt, bdp, up)
     if not (slower or small) or size is None or up is None or rate is None:
         return None
     cost = saved_time_s(size, up, next_limit) or 0.0
@@ -131,10 +94,10 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
     )
     other_text = f" vs {label(other[0])} {fmt_rate(other[1])}" if other else ""
     return Hit(
-        score=score,
+        score=tally.score,
         cost_s=cost,
         summary=f"SSH pushes uploaded at {fmt_rate(rate)}{other_text}{window_text}.",
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=(
             "Stock OpenSSH has a fixed channel window with no `sshd_config` option: run HPN-SSH "
             "(dynamic windows) on the server and client, or push large repositories over "
@@ -155,23 +118,23 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
     configured = config_lines(obs, r"^MaxStartups$")
     if not bursts and not log:
         return None
-    score = 0.45 if bursts else 0.3
+    tally = Tally("ssh-maxstartups")
+    tally.add("burst-refused" if bursts else "log-only")
     if log:
-        score += 0.35
+        tally.add("log")
     if configured:
-        score += 0.1
-    evidence: list[Evidence] = []
+        tally.add("configured")
     for burst in bursts:
-        evidence.extend(burst_evidence(burst))
-    evidence.extend(Evidence(what="sshd log", text=line.strip(), source="host log") for line in log)
-    evidence.extend(config_evidence(configured))
+        tally.note(*burst_evidence(burst))
+    tally.note(*(Evidence(what="sshd log", text=line.strip(), source="host log") for line in log))
+    tally.note(*config_evidence(configured))
     rtt = rtt_s(obs)
     cost = max((burst_cost_s(b, rtt, syn=False) for b in bursts), default=0.0)
     refused = sum(b.failed for b in bursts)
     conc = max((b.concurrency for b in bursts), default=0)
     setting = f" (`MaxStartups {configured[0].value}`)" if configured else ""
     return Hit(
-        score=score,
+        score=tally.score,
         cost_s=cost,
         summary=(
             f"sshd dropped {refused} of {conc} concurrent SSH connections before "
@@ -179,7 +142,7 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
             if bursts
             else "sshd logged MaxStartups throttling of unauthenticated connections."
         ),
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=(
             "Raise sshd `MaxStartups` (default `10:30:100` starts refusing 30% of new "
             "unauthenticated connections beyond 10), e.g. `MaxStartups 100:30:300`, shorten "

@@ -8,6 +8,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     phase_values,
     storage_slowness,
 )
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import rtt_s
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import Observations
@@ -44,7 +45,8 @@ def slow_storage(obs: Observations) -> Hit | None:
         phase_evidence(values, "wait after upload until the server's status", basis="storage-bound")
     )
     return Hit(
-        score=0.5 + 0.3 * slowness,
+        score=weight("slow-storage", "below-reference")
+        + weight("slow-storage", "per-slowness") * slowness,
         cost_s=excess,
         summary=(
             f"The git data storage does {lowest:.0f} "

@@ -10,13 +10,18 @@ from gitnetdiag.diagnosis.culprits._common import (
     FLAT_RATIO,
     RWND_LIMITED_SHARE,
     Hit,
+    Tally,
     above_zero,
     config_evidence,
     config_lines,
     label,
+    rate_vs_window,
+    rwnd_limited,
     suggest_window,
     term,
+    window_below,
 )
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     path_rate_bytes_s,
     protocol_rates,
@@ -28,6 +33,7 @@ from gitnetdiag.diagnosis.measures import (
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
+    UNSCALED_MAX_WINDOW_BYTES,
     Observations,
 )
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
@@ -59,7 +65,7 @@ def _clamped_protocols(obs: Observations) -> list[_Clamp]:
         if p is None or p.capture is None:
             continue
         c = p.capture
-        window = c.advertised_window_max_bytes or c.advertised_window_median_bytes
+        window = c.largest_window_bytes
         rtt, rate, size, up = rtt_s(obs, p), rates.get(name), push_bytes(p), upload_s(p)
         if (
             window is None
@@ -95,6 +101,48 @@ def _clamped_protocols(obs: Observations) -> list[_Clamp]:
     return found
 
 
+def _clamp_signals(obs: Observations, clamps: list[_Clamp], worst: _Clamp,
+                   bdp: float | None) -> Tally:
+    """The clamp's signals on its worst protocol: the sender at the window, in flight flat
+    at it, the window below the BDP, every protocol clamped, zero windows."""
+    cap = obs.protocols[worst.name].capture
+    assert cap is not None
+    tally = Tally("tcp-receive-window-clamp")
+    tally.add("rwnd-limited")
+    for clamp in clamps:
+        c = obs.protocols[clamp.name].capture
+        assert c is not None
+        tally.note(rwnd_limited(clamp.name, c))
+    in_flight, advertised = cap.bytes_in_flight_median, cap.advertised_window_median_bytes
+    if in_flight is not None and advertised and in_flight >= FLAT_RATIO * advertised:
+        tally.add("flat-in-flight", Evidence(
+            what=f"{label(worst.name)}: bytes in flight flat at the advertised window (median)",
+            value=in_flight, unit="B", threshold=FLAT_RATIO * advertised, comparison=">=",
+            basis="{} of the advertised window {}",
+            basis_terms=(term(FLAT_RATIO, "ratio"), term(advertised, "B")), source=cap.source))
+    tally.note(
+        window_below(f"{label(worst.name)}: largest advertised TCP window", worst.window, bdp,
+                     cap.source,
+                     basis=f"BDP ({worst.next_limit[0]} x RTT {{}})"
+                     if bdp is not None and worst.next_limit is not None
+                     else "fallback (no path rate measured)",
+                     basis_terms=(term(worst.rtt, "s"),) if bdp is not None else ()),
+        rate_vs_window(f"{label(worst.name)}: measured upload rate vs what the window allows",
+                       worst.rate, worst.window, worst.rtt, f"{cap.source}; RTT from run"),
+    )
+    tally.add("below-bdp" if bdp is not None else "no-bdp")
+    measured = [n for n in PROTOCOL_ORDER if n in obs.protocols and obs.protocols[n].capture]
+    if len(clamps) >= 2 and len(clamps) == len(measured):
+        tally.add("every-protocol")
+    if cap.zero_window_count:
+        tally.add("zero-window",
+                  above_zero("zero-window advertisements", cap.zero_window_count, cap.source))
+        if cap.zero_window_s is not None:
+            tally.note(Evidence(what="time at zero window", value=cap.zero_window_s, unit="s",
+                                source=cap.source))
+    return tally
+
+
 def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
     clamps = _clamped_protocols(obs)
     if not clamps:
@@ -102,96 +150,24 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
     worst = max(clamps, key=lambda c: c.cost)
     cap = obs.protocols[worst.name].capture
     assert cap is not None
-    score = 0.45
-    evidence = []
-    for clamp in clamps:
-        c = obs.protocols[clamp.name].capture
-        assert c is not None
-        evidence.append(
-            Evidence(
-                what=f"{label(clamp.name)}: sender receive-window-limited",
-                value=c.rwnd_limited_share,
-                unit="ratio",
-                threshold=RWND_LIMITED_SHARE,
-                comparison=">=",
-                source=c.source,
-            )
-        )
-    in_flight, advertised = cap.bytes_in_flight_median, cap.advertised_window_median_bytes
-    if in_flight is not None and advertised and in_flight >= FLAT_RATIO * advertised:
-        score += 0.2
-        evidence.append(
-            Evidence(
-                what=f"{label(worst.name)}: bytes in flight flat at the advertised window (median)",
-                value=in_flight,
-                unit="B",
-                threshold=FLAT_RATIO * advertised,
-                comparison=">=",
-                basis="{} of the advertised window {}",
-                basis_terms=(term(FLAT_RATIO, "ratio"), term(advertised, "B")),
-                source=cap.source,
-            )
-        )
     bdp = worst.next_limit[1] * worst.rtt if worst.next_limit else None
-    evidence.append(
-        Evidence(
-            what=f"{label(worst.name)}: largest advertised TCP window",
-            value=worst.window,
-            unit="B",
-            threshold=bdp if bdp is not None else CLAMP_FALLBACK_WINDOW_BYTES,
-            comparison="<",
-            basis=f"BDP ({worst.next_limit[0]} x RTT {{}})"
-            if bdp is not None and worst.next_limit is not None
-            else "fallback (no path rate measured)",
-            basis_terms=(term(worst.rtt, "s"),) if bdp is not None else (),
-            source=cap.source,
-        )
-    )
-    evidence.append(
-        Evidence(
-            what=f"{label(worst.name)}: measured upload rate vs what the window allows",
-            value=worst.rate,
-            unit="B/s",
-            threshold=worst.window / worst.rtt,
-            basis="window / RTT = {} / {}",
-            basis_terms=(term(worst.window, "B"), term(worst.rtt, "s")),
-            source=f"{cap.source}; RTT from run",
-        )
-    )
-    if bdp is not None:
-        score += 0.2
-    else:
-        score -= 0.1
-    measured = [n for n in PROTOCOL_ORDER if n in obs.protocols and obs.protocols[n].capture]
-    if len(clamps) >= 2 and len(clamps) == len(measured):
-        score += 0.1
-    if cap.zero_window_count:
-        score += 0.05
-        evidence.append(above_zero("zero-window advertisements", cap.zero_window_count, cap.source))
-        if cap.zero_window_s is not None:
-            evidence.append(
-                Evidence(
-                    what="time at zero window", value=cap.zero_window_s, unit="s", source=cap.source
-                )
-            )
-    scaling_off = cap.handshake_seen and cap.window_scale is None and worst.window <= 65535
-    if scaling_off:
+    tally = _clamp_signals(obs, clamps, worst, bdp)
+    if cap.window_scaling_off:
         # Without the scale option no window can pass 65535 B: tcp-window-scaling-off owns
         # these seconds, and a clamp cannot be told apart until scaling is on again.
         return None
     if worst.window >= AUTOTUNE_MAX_WINDOW_BYTES:
-        score *= 0.5
+        tally.scale("autotune-maximum")
     if obs.host is not None:
         for key in ("net.ipv4.tcp_rmem", "net.core.rmem_max"):
             if key in obs.host.sysctls:
-                evidence.append(
-                    Evidence(what=f"sysctl {key}", text=obs.host.sysctls[key], source="host sysctl")
-                )
-    evidence.extend(config_evidence(config_lines(obs, r"rcvbuf|SO_RCVBUF|tcp_rmem")))
+                tally.note(Evidence(what=f"sysctl {key}", text=obs.host.sysctls[key],
+                                    source="host sysctl"))
+    tally.note(*config_evidence(config_lines(obs, r"rcvbuf|SO_RCVBUF|tcp_rmem")))
     names = ", ".join(label(c.name) for c in clamps)
     suggest = suggest_window(bdp)
     return Hit(
-        score=score,
+        score=tally.score,
         cost_s=worst.cost,
         summary=(
             f"{names} uploads sat at the receiver's TCP window: {fmt_bytes(worst.window)} per "
@@ -199,7 +175,7 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
             f"{fmt_rate(worst.rate)}"
             + (f", while the BDP is {fmt_bytes(bdp)}." if bdp is not None else ".")
         ),
-        evidence=tuple(evidence),
+        evidence=tuple(tally.evidence),
         fix=(
             "On the receiver of the push (the server, or the edge that terminates TCP): raise "
             f"the maximum of `net.ipv4.tcp_rmem` (e.g. `4096 131072 {suggest}`) and "
@@ -218,8 +194,8 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
         if p is None or p.capture is None:
             continue
         c = p.capture
-        window = c.advertised_window_max_bytes or c.advertised_window_median_bytes
-        if not c.handshake_seen or c.window_scale is not None or window is None or window > 65535:
+        window = c.largest_window_bytes
+        if window is None or not c.window_scaling_off:
             continue
         hits.append((name, c, window))
     if not hits:
@@ -242,23 +218,14 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
             what=f"{label(name)}: largest advertised TCP window",
             value=window,
             unit="B",
-            threshold=65535,
+            threshold=UNSCALED_MAX_WINDOW_BYTES,
             comparison="<=",
             basis="the largest window without scaling",
             source=cap.source,
         )
     )
     if limited:
-        evidence.append(
-            Evidence(
-                what=f"{label(name)}: sender receive-window-limited",
-                value=cap.rwnd_limited_share,
-                unit="ratio",
-                threshold=RWND_LIMITED_SHARE,
-                comparison=">=",
-                source=cap.source,
-            )
-        )
+        evidence.append(rwnd_limited(name, cap))
     if obs.host is not None and "net.ipv4.tcp_window_scaling" in obs.host.sysctls:
         evidence.append(
             Evidence(
@@ -270,7 +237,7 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
         )
     cap_text = f" caps the upload at {fmt_rate(window / rtt)} over {fmt_s(rtt)} RTT" if rtt else ""
     return Hit(
-        score=0.9 if limited else 0.4,
+        score=weight("tcp-window-scaling-off", "rwnd-limited" if limited else "unscaled"),
         cost_s=costs[name],
         summary=(
             f"The {label(name)} handshake carried no TCP window scale option, so the window "

@@ -1,0 +1,133 @@
+"""Hand-set signal weights: what each signal of a detector adds to its raw score.
+
+A detector gathers its signals in a :class:`~gitnetdiag.diagnosis.culprits._common.Tally`
+by name (``tally.add("slower", evidence)``); the numbers live here, one table for
+every culprit, beside the fitted calibrations (:mod:`.fitted`) that turn the raw
+score into the confidence a finding reports. A weight is added when its signal
+holds; a ``factor`` multiplies the score so far (a caveat that halves it); a
+``base`` or a fixed score is what the culprit's signature alone is worth.
+
+Changing a weight changes the raw scores the fault matrix saw: re-fit
+(``benchmarks/fault_matrix.py --from benchmarks/data/fault-matrix.json.gz --fit``).
+"""
+
+from __future__ import annotations
+
+WEIGHTS: dict[str, dict[str, float]] = {
+    "h2-flow-control-window": {
+        "slower": 0.35,  # HTTP/2 below SLOWER_RATIO of the fastest other transport
+        "self-limited": 0.15,  # the TCP sender waited on HTTP/2, not on TCP
+        "tcp-window-open": 0.1,  # advertised TCP window >= 2x bytes in flight
+        "small-window": 0.25,  # granted HTTP/2 window below the BDP
+        "rate-at-window": 0.1,  # measured rate within MATCHES_CAP_RATIO of window / RTT
+        "zero-credit": 0.15,  # at zero send credit for ZERO_CREDIT_SHARE of the upload
+        "stalled": 0.2,  # pushes hung, beside the signals above
+        "stalled-alone": 0.4,  # pushes hung, no other signal
+        "capture-only": 0.45,  # a bare capture: self-limited with the TCP window open
+    },
+    "h2-frame-settings": {
+        "buffer-below-a-frame": 0.8,  # an edge buffer smaller than one DATA frame, pushes fail
+        "small-frames": 0.45,  # minimum frame size, window open, HTTP/2 slower
+    },
+    "tcp-receive-window-clamp": {
+        "rwnd-limited": 0.45,  # the sender sat at the advertised window
+        "flat-in-flight": 0.2,  # bytes in flight flat at the advertised window
+        "below-bdp": 0.2,  # the window is below a measured BDP
+        "no-bdp": -0.1,  # only the 1 MiB fallback to compare with
+        "every-protocol": 0.1,  # two or more protocols, every captured one clamped
+        "zero-window": 0.05,  # the receiver advertised a zero window
+        "autotune-maximum": 0.5,  # factor: the window is the usual autotuning maximum
+    },
+    "tcp-window-scaling-off": {
+        "rwnd-limited": 0.9,  # no scale option and the sender sat at the window
+        "unscaled": 0.4,  # no scale option only
+    },
+    "ssh-channel-window": {
+        "slower": 0.35,  # SSH below SLOWER_RATIO of the fastest other transport
+        "self-limited": 0.15,  # the TCP sender waited on the SSH channel
+        "small-window": 0.25,  # granted channel window below the BDP
+        "rate-at-window": 0.2,  # measured rate reaches window / RTT
+        "zero-window": 0.15,  # at zero channel window for ZERO_CREDIT_SHARE of the upload
+    },
+    "ssh-maxstartups": {
+        "burst-refused": 0.45,  # concurrent SSH connections refused or reset
+        "log-only": 0.3,  # no burst: only sshd's log
+        "log": 0.35,  # sshd logged MaxStartups throttling
+        "configured": 0.1,  # MaxStartups set in sshd_config
+    },
+    "listen-backlog-overflow": {
+        "host-evidence": 0.3,  # a counter, a small backlog or a kernel log line
+        "accept-queue-counters": 0.3,  # ListenOverflows / ListenDrops rose
+        "syn-queue-counters": 0.1,  # TCPReqQFull* / SyncookiesSent rose
+        "small-backlog": 0.15,  # a listener's backlog <= SMALL_BACKLOG
+        "burst-symptoms": 0.2,  # a burst saw SYN retransmissions, failures or slow connects
+    },
+    "syn-drop": {
+        "burst-clean-server": 0.7,  # burst SYN losses, the server's queues counted none
+        "burst": 0.6,  # burst SYN losses, no server counters
+        "pushes-only": 0.5,  # SYN retransmissions on the pushes only
+    },
+    "firewall-reset": {
+        "pushes-reset": 0.45,  # pushes reset or refused
+        "bursts-reset": 0.35,  # only burst connections reset or refused
+        "rst-seen": 0.15,  # RST segments from the server side
+        "filter-rule": 0.3,  # a REJECT / DROP / tcp-reset rule in the host's config
+    },
+    "packet-loss": {
+        "loss": 0.55,  # retransmission rate >= LOSS_RATE, no window explains the rate
+        "heavy-loss": 0.15,  # retransmission rate >= HEAVY_LOSS_RATE
+        "timeouts": 0.1,  # RTO retransmissions
+        "network-limited": 0.1,  # the sender was network-limited half the time or more
+        "no-window-known": 0.7,  # factor: the cost is the fallback (no window known)
+    },
+    "bandwidth-limit": {
+        "at-path-rate": 0.6,  # the fastest push at the measured path rate
+        "standing-queue": 0.6,  # a queue stood in front of the narrowest link
+        "all-alike": 0.4,  # every protocol network-limited alike, no loss
+    },
+    "path-mtu-blackhole": {
+        "swallowed": 0.55,  # large segments resent, never acknowledged
+        "stalled": 0.25,  # pushes hung after the handshake
+        "full-size-lost": 0.1,  # the lost segments are full-size for the agreed MSS
+        "several-protocols": 0.1,  # seen on two or more protocols
+    },
+    "path-latency": {
+        "autotune-maximum": 0.6,  # the window is the autotuning maximum: latency is the lever
+        "small-window": 0.3,  # a small window: latency only multiplies it
+    },
+    "server-processing": {
+        "several-protocols": 0.7,  # the wait on two or more protocols
+        "one-protocol": 0.6,  # the wait on one protocol
+        "slow-storage": 0.4,  # the storage is slow too: slow-storage explains it
+    },
+    "slow-ref-advertisement": {
+        "several-protocols": 0.7,  # the delay on two or more protocols
+        "one-protocol": 0.6,  # the delay on one protocol
+    },
+    "client-pack-cpu": {
+        "slow-pack-objects": 0.6,  # pack-objects took SLOW_PHASE_S and a share of the push
+    },
+    "client-http-stack": {
+        "stall-with-credit": 0.8,  # a hung push's frames show credit left
+        "bug-failed": 0.75,  # a known-bad version, and its pushes failed
+        "bug-slow": 0.45,  # a known-bad version, and its pushes were slow
+        "bug-only": 0.3,  # a known-bad version, no symptom measured
+    },
+    "slow-storage": {
+        "below-reference": 0.5,  # IOPS below the reference
+        "per-slowness": 0.3,  # times how far below (0..1)
+    },
+    "edge-request-buffering": {
+        "https-waits": 0.45,  # HTTPS pushes waited after the upload beyond SSH's
+        "every-https": 0.15,  # both HTTPS protocols waited
+        "buffers-by-default": 0.2,  # the edge that answered buffers bodies by default
+        "configured": 0.2,  # a buffering setting on in its config
+        "grows-with-pack": 0.2,  # a larger pack waited longer
+    },
+}
+"""Culprit id -> signal name -> raw-score weight (or factor, where the comment says so)."""
+
+
+def weight(culprit: str, signal: str) -> float:
+    """One weight of the table (a ``KeyError`` names a signal the table lacks)."""
+    return WEIGHTS[culprit][signal]
