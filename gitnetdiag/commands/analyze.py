@@ -126,7 +126,8 @@ def analyze(
 def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
                  host_report: Path | None, out_dir: Path | None) -> None:
     """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
-    from gitnetdiag.commands.probe import ReportFormat, print_diagnosis
+    from gitnetdiag.commands._diagnosis import print_diagnosis
+    from gitnetdiag.commands._options import ReportFormat
     from gitnetdiag.pipeline_host import load_host_report
     from gitnetdiag.rundir import MANIFEST_NAME, load_run
 

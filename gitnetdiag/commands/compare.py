@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from gitnetdiag.commands._options import ReportFormat
 from gitnetdiag.commands._output import emit
-from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.diagnosis.comparison import Comparison
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
 from gitnetdiag.errors import VerdictError

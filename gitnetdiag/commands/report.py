@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from gitnetdiag.commands._options import ReportFormat
 from gitnetdiag.commands._output import emit
-from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
