@@ -48,8 +48,8 @@ CleanupWait = Annotated[float, typer.Option(
     "throwaway branch; past it the branch is reported 'unconfirmed' with its remove "
     "command.")]
 RunDir = Annotated[Path | None, typer.Option(
-    "--out", help="Run directory (probe and diagnose: runs/<time> when not given; "
-    "load writes none without it).")]
+    "--out", help="Run directory (default: runs/<time> for probe and diagnose, none for "
+    "load).")]
 JsonSummary = Annotated[Path | None, typer.Option(
     "--json", help="Write the results as JSON here ('-' = stdout, the tables then go "
     "to stderr).")]
