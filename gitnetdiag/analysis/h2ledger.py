@@ -1,7 +1,7 @@
 """HTTP/2 flow-control ledgers from a decrypted capture (tshark does the TLS + HTTP/2).
 
     capture + keys --tshark -T fields--> text --parse_tshark_fields()--> H2FrameRow
-        --h2_ledgers_from_rows()--> H2Ledger per TCP connection
+        --h2_ledgers_from_rows()--> H2WireLedger per TCP connection
 
 Everything here is pure and tested on recorded tshark output; running tshark
 is the tool adapter's job (:mod:`gitnetdiag.tools.tshark`), rendering the
@@ -213,7 +213,7 @@ class UploadStream:
 
 
 @dataclass(frozen=True, kw_only=True)
-class H2Ledger:
+class H2WireLedger:
     """HTTP/2 flow control of one TCP connection, seen from the uploading client."""
 
     tcp_stream: int
@@ -314,7 +314,7 @@ def _settings_dict(rows: Iterable[H2FrameRow]) -> dict[str, int]:
     return {name: value for name, value in merged.items() if value >= 0}
 
 
-def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2Ledger:
+def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2WireLedger:
     client = _client_of(rows)
     sources = {row.src for row in rows}
     server = next((src for src in sources if src != client), "unknown")
@@ -398,7 +398,7 @@ def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2Led
             which="none", window_bytes=connection.peak_credit_bytes, stalled_s=0.0
         )
     server_settings = _settings_dict(from_server)
-    return H2Ledger(
+    return H2WireLedger(
         tcp_stream=tcp_stream,
         client=client,
         server=server,
@@ -429,7 +429,7 @@ def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2Led
     )
 
 
-def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2Ledger]:
+def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2WireLedger]:
     """One ledger per TCP connection that carried HTTP/2, in connection order."""
     by_connection: dict[int, list[H2FrameRow]] = defaultdict(list)
     for row in rows:
@@ -455,7 +455,7 @@ class ClientStop:
     """Time of the client's last DATA frame, seconds after the ledger's start."""
 
 
-def client_stopped_with_credit(ledger: H2Ledger) -> ClientStop | None:
+def client_stopped_with_credit(ledger: H2WireLedger) -> ClientStop | None:
     """The largest upload of ``ledger`` when the client never ended it (no END_STREAM)
     although both its stream and the connection still had send credit: the client, not
     the server's windows, stopped the upload. ``None`` otherwise."""

@@ -24,13 +24,13 @@ import numpy.typing as npt
 from gitnetdiag.analysis.tcp_results import (
     NS,
     ConnectionAnalysis,
+    ConnectionSeries,
     DirectionAnalysis,
     Handshake,
     LimitKind,
     LimitShares,
     RttStats,
     Thresholds,
-    TimeSeries,
     ZeroWindowEvent,
     guess_protocol,
 )
@@ -53,6 +53,7 @@ from gitnetdiag.capture.flows import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Connect
 
 __all__ = [
     "ConnectionAnalysis",
+    "ConnectionSeries",
     "DirectionAnalysis",
     "Handshake",
     "LimitKind",
@@ -60,7 +61,6 @@ __all__ = [
     "RttStats",
     "TcpAnalyzer",
     "Thresholds",
-    "TimeSeries",
     "ZeroWindowEvent",
     "analyze_connections",
     "guess_protocol",
@@ -468,7 +468,7 @@ class _ConnectionState:
             window_scaling=bool(hs.scaling()),
         )
         s = self.series.aligned()
-        series = TimeSeries(
+        series = ConnectionSeries(
             bin_s=s.width_ns / NS,
             start_ts_ns=self.first_ts or 0,
             sent_bytes=[s.sent[d].tolist() for d in (0, 1)],

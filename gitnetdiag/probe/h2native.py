@@ -32,7 +32,7 @@ from h2.settings import SettingCodes
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, auth_failed, http_access
-from gitnetdiag.probe.h2client import H2Client, Response, Target
+from gitnetdiag.probe.h2client import H2Client, H2Remote, Response
 from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
 from gitnetdiag.probe.receivepack import (
     FLUSH_PKT,
@@ -218,7 +218,7 @@ def _receive_pack(client: H2Client, body: bytes) -> tuple[ReportStatus, int]:
 
 
 def delete_probe_branch_h2(
-    target: Target,
+    target: H2Remote,
     *,
     access: HttpAccess,
     ref: str,
@@ -244,7 +244,7 @@ def delete_probe_branch_h2(
 
 
 def _delete_quietly(
-    target: Target, access: HttpAccess, ref: str, oid: str, keylog_file: str | None,
+    target: H2Remote, access: HttpAccess, ref: str, oid: str, keylog_file: str | None,
     timeout_s: float,
 ) -> bool:
     """Delete the probe branch; a failure here must not hide the push's own error."""
@@ -280,7 +280,7 @@ def h2_push_probe(
     ``verify=False`` skips certificate checks (``--insecure``). ``access`` lets a
     caller resolve all that once for several pushes.
     """
-    target = Target.from_url(url)
+    target = H2Remote.from_url(url)
     ref = f"refs/heads/{probe_branch_name(probe_id)}"
     check_safe_ref(ref)
     if access is None:

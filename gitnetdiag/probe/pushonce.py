@@ -55,7 +55,7 @@ from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redac
 from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
-from gitnetdiag.rundir.records import HttpRequestRecord, Trace2Phases
+from gitnetdiag.rundir.records import HttpRequestRecord, Trace2Record
 from gitnetdiag.safefile import replace_file
 
 FATAL_KINDS = frozenset(
@@ -216,7 +216,7 @@ def _logged_runner(cleanup_log: Path, cap_s: float | None = None) -> GitRunner:
     return logged_git
 
 
-def exact_wall_s(git_run: GitRun | None, phases: Trace2Phases | None) -> float:
+def exact_wall_s(git_run: GitRun | None, phases: Trace2Record | None) -> float:
     """The push's duration: git's own (trace2's ``t_abs`` at its exit) when git ended by
     itself, else the wall time from start to exit or kill."""
     if git_run is None:

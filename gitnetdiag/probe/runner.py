@@ -47,7 +47,7 @@ from gitnetdiag.rundir import (
     NATIVE_FILES,
     SCHEMA,
     SWEEP_FILE,
-    BurstResult,
+    BurstRecord,
     PathMeasurement,
     ProtocolRun,
     PushRecord,
@@ -583,7 +583,7 @@ def _burst(state: _Run, protocol: Protocol, repo_path: Path) -> None:
     finally:
         if capture is not None:
             capture.stop()
-    result = BurstResult(
+    result = BurstRecord(
         protocol=protocol.value, concurrency=options.burst, timeout_s=burst_timeout_s, ops=ops,
         connects=connects, capture=capture_name,
     )

@@ -21,7 +21,7 @@ from gitnetdiag.errors import EnvironmentProblem, UsageError
 from gitnetdiag.host.listeners import ListenerInfo
 from gitnetdiag.load.model import LoadReport, OpRecord
 from gitnetdiag.load.operations import InFlight, OpOutcome
-from gitnetdiag.load.scheduler import LoadOptions, SilentReporter, run_load
+from gitnetdiag.load.scheduler import LoadOptions, SilentLoadReporter, run_load
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_urls, url_family
 from gitnetdiag.probe.gitpush import Protocol, Transport
 from gitnetdiag.report.load import render_html, render_markdown
@@ -249,7 +249,7 @@ class FakeClient:
 def test_steps_keep_the_server_counters_and_its_listener_on_the_loaded_port() -> None:
     warnings: list[str] = []
 
-    class Reporter(SilentReporter):
+    class Reporter(SilentLoadReporter):
         def warn(self, message: str) -> None:
             warnings.append(message)
 
