@@ -467,7 +467,7 @@ def _native_one(state: _Run, protocol: Protocol, pack: bytes, repo_path: Path,
                 oid: str) -> bool:
     """One native probe, its ledger written; whether Ctrl-C or SIGTERM arrived in its
     clean-up (the caller stops the run then)."""
-    from gitnetdiag.probe.h2native import h2_push_probe
+    from gitnetdiag.probe.h2native import H2ClientSide, h2_push_probe
     from gitnetdiag.probe.sshnative import ssh_push_probe
 
     options = state.options
@@ -488,7 +488,7 @@ def _native_one(state: _Run, protocol: Protocol, pack: bytes, repo_path: Path,
                                       new_oid=oid, probe_id=new_probe_id(),
                                       timeout_s=options.timeout_s, cleanup=cleanup,
                                       verify=False if options.insecure else None,
-                                      tcpinfo_sink=samples)
+                                      client_side=H2ClientSide(tcpinfo_sink=samples))
             for warning in push.warnings:
                 state.warn(warning)
         else:
