@@ -111,9 +111,7 @@ def _remotes(args: ProbeArgs) -> _Remotes:
     if args.lab:
         lab_state = enter_lab_client(args.lab_instance, "probe")
         lab = lab_remote(lab_state, lab_http=args.lab_http, insecure=args.insecure,
-                         ca_file=str(ca_file) if ca_file else None,
-                         ssh_key=str(ssh_key) if ssh_key else None,
-                         ssh_known_hosts=str(ssh_known_hosts) if ssh_known_hosts else None)
+                         ca_file=ca_file, ssh_key=ssh_key, ssh_known_hosts=ssh_known_hosts)
         http, ssh, git = http or lab.https, ssh or lab.ssh, git or lab.git
         ca_file = Path(lab.ca_file) if lab.ca_file else None
         ssh_key, ssh_known_hosts = Path(lab.ssh_key), Path(lab.ssh_known_hosts)

@@ -349,9 +349,7 @@ def load_options(args: LoadArgs) -> tuple[LoadOptions, tuple[str, ...]]:
 
         state = enter_lab_client(args.lab_instance, "load")
         lab = lab_remote(state, lab_http=args.lab_http, insecure=args.insecure,
-                         ca_file=str(ca_file) if ca_file else None,
-                         ssh_key=str(ssh_key) if ssh_key else None,
-                         ssh_known_hosts=str(ssh_known_hosts) if ssh_known_hosts else None)
+                         ca_file=ca_file, ssh_key=ssh_key, ssh_known_hosts=ssh_known_hosts)
         chosen = _protocol_for("git://x", protocol or "git")
         urls = [{Protocol.GIT: lab.git, Protocol.SSH: lab.ssh}.get(chosen) or lab.https]
         protocol = chosen.value

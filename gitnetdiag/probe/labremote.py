@@ -8,6 +8,7 @@ meant to be used).
 
 from __future__ import annotations
 
+import os
 import shlex
 from dataclasses import dataclass
 from enum import StrEnum
@@ -57,18 +58,22 @@ class LabRemote:
         return facts | {"lab_faults": list(self.faults), "lab_rtt_ms": self.rtt_ms}
 
 
-def lab_remote(state: LabState, *, lab_http: LabHttp = LabHttp.EDGE, ca_file: str | None = None,
-               insecure: bool = False, ssh_key: str | None = None,
-               ssh_known_hosts: str | None = None) -> LabRemote:
+UserPath = str | os.PathLike[str] | None
+"""A file the user named (a string from a config, a Path from the command line), or None."""
+
+
+def lab_remote(state: LabState, *, lab_http: LabHttp = LabHttp.EDGE, ca_file: UserPath = None,
+               insecure: bool = False, ssh_key: UserPath = None,
+               ssh_known_hosts: UserPath = None) -> LabRemote:
     """The lab of ``state`` as a remote, the user's ``ca_file``/``ssh_key``/``ssh_known_hosts``
     kept where given; with ``insecure`` and no ``ca_file`` no CA at all."""
     endpoints = state.endpoints
     return LabRemote(
         https=endpoints.https_edge if lab_http is LabHttp.EDGE else endpoints.https_direct,
         ssh=endpoints.ssh, git=endpoints.git,
-        ca_file=ca_file if ca_file is not None or insecure else state.ca_file,
-        ssh_key=ssh_key or state.ssh_key,
-        ssh_known_hosts=ssh_known_hosts or state.ssh_known_hosts,
+        ca_file=os.fspath(ca_file) if ca_file else None if insecure else state.ca_file,
+        ssh_key=os.fspath(ssh_key) if ssh_key else state.ssh_key,
+        ssh_known_hosts=os.fspath(ssh_known_hosts) if ssh_known_hosts else state.ssh_known_hosts,
         instance=state.instance, lab_http=lab_http, faults=tuple(state.faults),
         rtt_ms=state.rtt_ms)
 
