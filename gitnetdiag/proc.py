@@ -36,6 +36,7 @@ import subprocess
 import sys
 import threading
 from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from types import FrameType
 from typing import IO, Any, Literal
 
@@ -45,6 +46,18 @@ DEFAULT_TIMEOUT_S = 60.0
 MISSING_HINT = "make demo / make test install every program the tool needs"
 TIMEOUT_HINT = "the peer may be hanging; rerun with a longer timeout or check the server"
 FAILURE_HINT = "see the message above; run with the same arguments by hand to see more"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OnTimeout:
+    """The error a child that outlived its timeout becomes."""
+
+    hint: str = TIMEOUT_HINT
+    error: type[GitnetdiagError] = ExternalCommandError
+    reference: str = "command-timeout"
+
+
+DEFAULT_ON_TIMEOUT = OnTimeout()
 
 
 def require_program(name: str, *, package: str | None = None) -> str:
@@ -83,16 +96,14 @@ def map_process_errors(
     what: str,
     *,
     missing_hint: str = MISSING_HINT,
-    timeout_hint: str = TIMEOUT_HINT,
-    timeout_error: type[GitnetdiagError] = ExternalCommandError,
-    timeout_reference: str = "command-timeout",
+    on_timeout: OnTimeout = DEFAULT_ON_TIMEOUT,
     failure_hint: str = FAILURE_HINT,
 ) -> Iterator[None]:
     """Map what starting or waiting for a child raises to our error tree (httpcore's
     ``map_exceptions``): ``what`` names the command in the message (``'git ls-tree'``).
 
     A missing program is an :class:`EnvironmentProblem` (``missing-program``); a
-    timeout a ``timeout_error`` (``command-timeout``); a non-zero exit under
+    timeout ``on_timeout.error`` (``command-timeout``); a non-zero exit under
     ``check`` and any other ``OSError`` an :class:`ExternalCommandError`.
     """
     try:
@@ -105,10 +116,10 @@ def map_process_errors(
             reference="missing-program",
         ) from exc
     except subprocess.TimeoutExpired as exc:
-        raise timeout_error(
+        raise on_timeout.error(
             f"'{what}' did not finish within {exc.timeout:.0f} s",
-            hint=timeout_hint,
-            reference=timeout_reference,
+            hint=on_timeout.hint,
+            reference=on_timeout.reference,
         ) from exc
     except subprocess.CalledProcessError as exc:
         last = _last_line(exc.stderr, exc.output) or f"exit code {exc.returncode}"
@@ -130,15 +141,12 @@ def run(
     cwd: str | os.PathLike[str] | None = None,
     what: str | None = None,
     missing_hint: str = MISSING_HINT,
-    timeout_hint: str = TIMEOUT_HINT,
-    timeout_error: type[GitnetdiagError] = ExternalCommandError,
-    timeout_reference: str = "command-timeout",
+    on_timeout: OnTimeout = DEFAULT_ON_TIMEOUT,
 ) -> subprocess.CompletedProcess[str]:
     """Run ``argv`` capturing text output; failures mapped by :func:`map_process_errors`
     (``what`` names the command in messages, its first three words by default)."""
     with map_process_errors(what or " ".join(argv[:3]), missing_hint=missing_hint,
-                            timeout_hint=timeout_hint, timeout_error=timeout_error,
-                            timeout_reference=timeout_reference):
+                            on_timeout=on_timeout):
         return subprocess.run(
             list(argv),
             capture_output=True,
@@ -160,14 +168,11 @@ def run_binary(
     input_bytes: bytes | None = None,
     cwd: str | os.PathLike[str] | None = None,
     missing_hint: str = MISSING_HINT,
-    timeout_hint: str = TIMEOUT_HINT,
-    timeout_error: type[GitnetdiagError] = ExternalCommandError,
-    timeout_reference: str = "command-timeout",
+    on_timeout: OnTimeout = DEFAULT_ON_TIMEOUT,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run ``argv`` capturing bytes, never checking the exit code (the caller reads it):
     for output that is not text (``git ls-tree -z``) or exit codes with a meaning."""
-    with map_process_errors(what, missing_hint=missing_hint, timeout_hint=timeout_hint,
-                            timeout_error=timeout_error, timeout_reference=timeout_reference):
+    with map_process_errors(what, missing_hint=missing_hint, on_timeout=on_timeout):
         return subprocess.run(
             list(argv),
             capture_output=True,

@@ -12,7 +12,7 @@ from typing import Literal
 import pytest
 
 from gitnetdiag.errors import EnvironmentProblem, ExternalCommandError, NetworkError
-from gitnetdiag.proc import kill_group, map_process_errors, run, run_binary, start
+from gitnetdiag.proc import OnTimeout, kill_group, map_process_errors, run, run_binary, start
 
 
 def test_missing_program_is_an_environment_problem() -> None:
@@ -30,7 +30,8 @@ def test_timeout_names_the_command_and_takes_the_callers_error() -> None:
     assert info.value.message == "'sleeper' did not finish within 0 s"
     with pytest.raises(NetworkError) as network:
         run_binary([sys.executable, "-c", "import time; time.sleep(5)"], what="helper",
-                   timeout_s=0.2, timeout_error=NetworkError, timeout_reference="helper-timeout")
+                   timeout_s=0.2,
+                   on_timeout=OnTimeout(error=NetworkError, reference="helper-timeout"))
     assert network.value.reference == "helper-timeout"
 
 

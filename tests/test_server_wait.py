@@ -16,7 +16,7 @@ from typing import Any
 from gitnetdiag.analysis.tcpinfo import last_undelivered_s
 from gitnetdiag.pipeline._run import server_wait_s, trace2_phases
 from gitnetdiag.rundir import PushRecord
-from gitnetdiag.rundir.records import Trace2Phases
+from gitnetdiag.rundir.records import Trace2Record
 
 PACK = 3_146_449
 
@@ -27,7 +27,7 @@ def _sample(t_s: float, local: str, acked: float, sent: float) -> dict[str, Any]
 
 
 def _record(wall_s: float, server_wait: float, tcpinfo: str | None) -> PushRecord:
-    phases = Trace2Phases(total_s=wall_s, ref_advertisement_s=0.8, pack_prepare_s=0.001,
+    phases = Trace2Record(total_s=wall_s, ref_advertisement_s=0.8, pack_prepare_s=0.001,
                           pack_write_s=1.4, server_wait_s=server_wait, objects_written=6,
                           exit_code=0, events=45)
     return PushRecord(protocol="ssh", repeat=1, branch="b", started_at="", outcome="ok",

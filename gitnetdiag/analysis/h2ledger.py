@@ -1,7 +1,7 @@
 """HTTP/2 flow-control ledgers from a decrypted capture (tshark does the TLS + HTTP/2).
 
     capture + keys --tshark -T fields--> text --parse_tshark_fields()--> H2FrameRow
-        --h2_ledgers_from_rows()--> H2Ledger per TCP connection
+        --h2_ledgers_from_rows()--> H2WireLedger per TCP connection
 
 Everything here is pure and tested on recorded tshark output; running tshark
 is the tool adapter's job (:mod:`gitnetdiag.tools.tshark`), rendering the
@@ -213,7 +213,7 @@ class UploadStream:
 
 
 @dataclass(frozen=True, kw_only=True)
-class H2Ledger:
+class H2WireLedger:
     """HTTP/2 flow control of one TCP connection, seen from the uploading client."""
 
     tcp_stream: int
@@ -314,82 +314,94 @@ def _settings_dict(rows: Iterable[H2FrameRow]) -> dict[str, int]:
     return {name: value for name, value in merged.items() if value >= 0}
 
 
-def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2Ledger:
+class _CreditEvents:
+    """The credit events of one connection's uploads, read frame by frame."""
+
+    def __init__(self, client: str, t0_ns: int) -> None:
+        self.client = client
+        self.t0_ns = t0_ns
+        self.streams: dict[int, list[CreditEvent]] = defaultdict(list)
+        """Events per client stream."""
+        self.connection: list[CreditEvent] = [
+            WindowOpened(t_s=0.0, window_bytes=HTTP2_DEFAULT_WINDOW_BYTES)]
+        """Events of the connection window (stream 0)."""
+        self.opened: set[int] = set()
+        self.finished: set[int] = set()
+        """Streams the client ended (END_STREAM)."""
+        self.server_initial = HTTP2_DEFAULT_WINDOW_BYTES
+        """The server's SETTINGS_INITIAL_WINDOW_SIZE so far."""
+
+    def add(self, row: H2FrameRow) -> None:
+        t = (row.ts_ns - self.t0_ns) / 1e9
+        if row.src == self.client:
+            self._from_client(row, t)
+        elif row.frame_type == FRAME_SETTINGS:
+            self._server_settings(row, t)
+        elif row.frame_type == FRAME_WINDOW_UPDATE and row.increment_bytes is not None:
+            update = WindowIncreased(t_s=t, increment_bytes=row.increment_bytes)
+            if row.stream_id == 0:
+                self.connection.append(update)
+            elif row.stream_id in self.opened:
+                self.streams[row.stream_id].append(update)
+
+    def _from_client(self, row: H2FrameRow, t: float) -> None:
+        if row.frame_type == FRAME_HEADERS and row.stream_id not in self.opened:
+            self.opened.add(row.stream_id)
+            self.streams[row.stream_id].append(
+                WindowOpened(t_s=t, window_bytes=self.server_initial))
+        if row.frame_type == FRAME_DATA:
+            self.streams[row.stream_id].append(DataSent(t_s=t, size_bytes=row.length_bytes))
+            self.connection.append(DataSent(t_s=t, size_bytes=row.length_bytes))
+        if row.frame_type in (FRAME_DATA, FRAME_HEADERS) and row.flags & FLAG_END_STREAM:
+            self.finished.add(row.stream_id)
+
+    def _server_settings(self, row: H2FrameRow, t: float) -> None:
+        """A new initial window changes every stream still open (RFC 9113, 6.9.2)."""
+        for setting, value in row.settings:
+            if setting == SETTING_INITIAL_WINDOW_SIZE and value is not None:
+                for sid in self.opened - self.finished:
+                    self.streams[sid].append(InitialWindowChanged(
+                        t_s=t, old_initial_bytes=self.server_initial, new_initial_bytes=value))
+                self.server_initial = value
+
+    def uploads(self, end_s: float) -> list[UploadStream]:
+        """The streams that carried DATA, by stream id, each replayed."""
+        uploads: list[UploadStream] = []
+        for sid in sorted(self.streams):
+            events = self.streams[sid]
+            if not any(isinstance(event, DataSent) for event in events):
+                continue
+            done = sid in self.finished
+            uploads.append(UploadStream(
+                stream_id=sid, finished=done,
+                ledger=credit_ledger(events, scope=LedgerScope.H2_STREAM, label=f"stream {sid}",
+                                     open_until_s=None if done else end_s)))
+        return uploads
+
+
+def _count(rows: Iterable[H2FrameRow], frame_type: int, *, stream_id: int | None = None) -> int:
+    return sum(1 for r in rows if r.frame_type == frame_type
+               and (stream_id is None or r.stream_id == stream_id))
+
+
+def _data_bytes(rows: Iterable[H2FrameRow]) -> int:
+    return sum(r.length_bytes for r in rows if r.frame_type == FRAME_DATA)
+
+
+def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2WireLedger:
     client = _client_of(rows)
-    sources = {row.src for row in rows}
-    server = next((src for src in sources if src != client), "unknown")
+    server = next((src for src in {row.src for row in rows} if src != client), "unknown")
     t0 = rows[0].ts_ns
-
-    def seconds(row: H2FrameRow) -> float:
-        return (row.ts_ns - t0) / 1e9
-
-    end_s = seconds(rows[-1])
+    end_s = (rows[-1].ts_ns - t0) / 1e9
     from_client = [row for row in rows if row.src == client]
     from_server = [row for row in rows if row.src != client]
-
-    stream_events: dict[int, list[CreditEvent]] = defaultdict(list)
-    finished: set[int] = set()
-    connection_events: list[CreditEvent] = [
-        WindowOpened(t_s=0.0, window_bytes=HTTP2_DEFAULT_WINDOW_BYTES)
-    ]
-    server_initial = HTTP2_DEFAULT_WINDOW_BYTES
-    opened: set[int] = set()
+    events = _CreditEvents(client, t0)
     for row in rows:
-        t = seconds(row)
-        if row.src == client:
-            if row.frame_type == FRAME_HEADERS and row.stream_id not in opened:
-                opened.add(row.stream_id)
-                stream_events[row.stream_id].append(
-                    WindowOpened(t_s=t, window_bytes=server_initial)
-                )
-            if row.frame_type == FRAME_DATA:
-                stream_events[row.stream_id].append(DataSent(t_s=t, size_bytes=row.length_bytes))
-                connection_events.append(DataSent(t_s=t, size_bytes=row.length_bytes))
-            if row.frame_type in (FRAME_DATA, FRAME_HEADERS) and row.flags & FLAG_END_STREAM:
-                finished.add(row.stream_id)
-        else:
-            if row.frame_type == FRAME_SETTINGS:
-                for setting, value in row.settings:
-                    if setting == SETTING_INITIAL_WINDOW_SIZE and value is not None:
-                        for sid in opened - finished:
-                            stream_events[sid].append(
-                                InitialWindowChanged(
-                                    t_s=t, old_initial_bytes=server_initial, new_initial_bytes=value
-                                )
-                            )
-                        server_initial = value
-            elif row.frame_type == FRAME_WINDOW_UPDATE and row.increment_bytes is not None:
-                update = WindowIncreased(t_s=t, increment_bytes=row.increment_bytes)
-                if row.stream_id == 0:
-                    connection_events.append(update)
-                elif row.stream_id in opened:
-                    stream_events[row.stream_id].append(update)
-
-    uploads: list[UploadStream] = []
-    for sid in sorted(stream_events):
-        events = stream_events[sid]
-        if not any(isinstance(event, DataSent) for event in events):
-            continue
-        done = sid in finished
-        uploads.append(
-            UploadStream(
-                stream_id=sid,
-                finished=done,
-                ledger=credit_ledger(
-                    events,
-                    scope=LedgerScope.H2_STREAM,
-                    label=f"stream {sid}",
-                    open_until_s=None if done else end_s,
-                ),
-            )
-        )
-    all_done = all(upload.finished for upload in uploads)
+        events.add(row)
+    uploads = events.uploads(end_s)
     connection = credit_ledger(
-        connection_events,
-        scope=LedgerScope.H2_CONNECTION,
-        label="connection",
-        open_until_s=None if all_done else end_s,
-    )
+        events.connection, scope=LedgerScope.H2_CONNECTION, label="connection",
+        open_until_s=None if all(upload.finished for upload in uploads) else end_s)
     if uploads:
         largest = max(uploads, key=lambda upload: upload.ledger.bytes_sent)
         bound = binding_window(largest.ledger, connection)
@@ -398,11 +410,8 @@ def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2Led
             which="none", window_bytes=connection.peak_credit_bytes, stalled_s=0.0
         )
     server_settings = _settings_dict(from_server)
-    return H2Ledger(
-        tcp_stream=tcp_stream,
-        client=client,
-        server=server,
-        start_epoch_ns=t0,
+    return H2WireLedger(
+        tcp_stream=tcp_stream, client=client, server=server, start_epoch_ns=t0,
         duration_s=end_s,
         client_settings=_settings_dict(from_client),
         server_settings=server_settings,
@@ -410,26 +419,18 @@ def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2Led
             "INITIAL_WINDOW_SIZE", HTTP2_DEFAULT_WINDOW_BYTES
         ),
         server_max_frame_bytes=server_settings.get("MAX_FRAME_SIZE", 16_384),
-        data_bytes_to_server=sum(r.length_bytes for r in from_client if r.frame_type == FRAME_DATA),
-        data_bytes_to_client=sum(r.length_bytes for r in from_server if r.frame_type == FRAME_DATA),
-        window_updates_from_server=sum(
-            1 for r in from_server if r.frame_type == FRAME_WINDOW_UPDATE
-        ),
-        connection_window_updates_from_server=sum(
-            1 for r in from_server if r.frame_type == FRAME_WINDOW_UPDATE and r.stream_id == 0
-        ),
-        window_updates_from_client=sum(
-            1 for r in from_client if r.frame_type == FRAME_WINDOW_UPDATE
-        ),
-        connection=connection,
-        uploads=tuple(uploads),
-        bound=bound,
-        first_frame=rows[0].frame_number,
-        last_frame=rows[-1].frame_number,
+        data_bytes_to_server=_data_bytes(from_client),
+        data_bytes_to_client=_data_bytes(from_server),
+        window_updates_from_server=_count(from_server, FRAME_WINDOW_UPDATE),
+        connection_window_updates_from_server=_count(from_server, FRAME_WINDOW_UPDATE,
+                                                     stream_id=0),
+        window_updates_from_client=_count(from_client, FRAME_WINDOW_UPDATE),
+        connection=connection, uploads=tuple(uploads), bound=bound,
+        first_frame=rows[0].frame_number, last_frame=rows[-1].frame_number,
     )
 
 
-def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2Ledger]:
+def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2WireLedger]:
     """One ledger per TCP connection that carried HTTP/2, in connection order."""
     by_connection: dict[int, list[H2FrameRow]] = defaultdict(list)
     for row in rows:
@@ -455,7 +456,7 @@ class ClientStop:
     """Time of the client's last DATA frame, seconds after the ledger's start."""
 
 
-def client_stopped_with_credit(ledger: H2Ledger) -> ClientStop | None:
+def client_stopped_with_credit(ledger: H2WireLedger) -> ClientStop | None:
     """The largest upload of ``ledger`` when the client never ended it (no END_STREAM)
     although both its stream and the connection still had send credit: the client, not
     the server's windows, stopped the upload. ``None`` otherwise."""

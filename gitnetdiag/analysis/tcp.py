@@ -21,38 +21,34 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from gitnetdiag.analysis import tcp_chunk as chunk
 from gitnetdiag.analysis.tcp_results import (
     NS,
     ConnectionAnalysis,
+    ConnectionSeries,
     DirectionAnalysis,
     Handshake,
     LimitKind,
     LimitShares,
     RttStats,
     Thresholds,
-    TimeSeries,
     ZeroWindowEvent,
     guess_protocol,
 )
 from gitnetdiag.analysis.tcp_state import (
     MAX_EVENTS_KEPT,
     NEG,
-    BoolArray,
     HandshakeState,
     I64Array,
     SeriesBins,
     SideState,
-    advance_sequence,
-    bfill_index,
-    ffill_index,
     rtt_samples,
-    signed32,
-    zero_windows,
 )
-from gitnetdiag.capture.flows import TCP_ACK, TCP_FIN, TCP_RST, TCP_SYN, Connection
+from gitnetdiag.capture.flows import TCP_ACK, TCP_RST, TCP_SYN, Connection
 
 __all__ = [
     "ConnectionAnalysis",
+    "ConnectionSeries",
     "DirectionAnalysis",
     "Handshake",
     "LimitKind",
@@ -60,7 +56,6 @@ __all__ = [
     "RttStats",
     "TcpAnalyzer",
     "Thresholds",
-    "TimeSeries",
     "ZeroWindowEvent",
     "analyze_connections",
     "guess_protocol",
@@ -160,287 +155,50 @@ class _ConnectionState:
             if after.any():
                 hs.ack_ts = int(ts[int(np.argmax(after))])
 
-    def _direction(
-        self,
-        d: int,
-        cols: dict[str, I64Array],
-        win: I64Array,
-        bins: I64Array,
-        gaps: I64Array,
-    ) -> None:
-        t = self.t
+    def _direction(self, d: int, cols: dict[str, I64Array], win: I64Array, bins: I64Array,
+                   gaps: I64Array) -> None:
+        """Side ``d`` as the sender over this chunk: the steps of :mod:`.tcp_chunk`."""
         side = self.sides[d]
-        e = 1 - d
-        ts = cols["ts_ns"]
-        flags = cols["flags"]
-        dirs = cols["dir"]
-        plen = cols["payload_len"]
-        n = len(ts)
-        is_s = dirs == d
-        is_p = dirs == e
-        s_idx = np.flatnonzero(is_s)
-        p_ack = is_p & ((flags & TCP_ACK) != 0)
-        p_idx = np.flatnonzero(p_ack)
-
-        # Sequence space of side d: its SYN, or the first seq/ack seen.
-        if side.base is None:
-            if len(s_idx):
-                side.base = int(cols["seq"][s_idx[0]])
-            elif len(p_idx):
-                side.base = int(cols["ack"][p_idx[0]])
-        base = side.base if side.base is not None else 0
-        seq_u = side.chain_seq.unwrap(cols["seq"][s_idx], base)
-        ack_u = side.chain_ack.unwrap(cols["ack"][p_idx], base)
-
-        # Sender counters.
-        s_plen = plen[s_idx]
-        side.packets += len(s_idx)
-        side.payload += int(s_plen.sum())
-        s_flags = flags[s_idx]
-        rst_rows = np.flatnonzero((s_flags & TCP_RST) != 0)
-        if len(rst_rows):
-            side.resets += len(rst_rows)
-            if side.first_reset_frame is None:
-                side.first_reset_frame = int(cols["frame"][s_idx[rst_rows[0]]])
-
-        # Data segments, retransmissions, new bytes.
-        data_mask = s_plen > 0
-        data_pos = s_idx[data_mask]
-        seg_start = seq_u[data_mask]
-        seg_end = seg_start + s_plen[data_mask]
-        seg_ts = ts[data_pos]
-        if len(data_pos):
-            if side.first_data_ts is None:
-                side.first_data_ts = int(seg_ts[0])
-                side.first_seq_u = int(seg_start[0])
-            side.max_plen = max(side.max_plen, int(s_plen.max()))
-        # Zero-window probes (tshark's tcp.analysis.zero_window_probe): one byte
-        # at the next sequence number while the peer's last window was zero.
-        # Like tshark, they do not advance the sequence space: the repeated
-        # probes and the data that follows once the window opens are neither
-        # retransmissions nor new bytes in flight.
-        last_p = ffill_index(p_ack)
-        probe_like = s_plen[data_mask] == 1
-        if probe_like.any():
-            lp_one = last_p[data_pos[probe_like]]
-            win_before = np.where(lp_one >= 0, win[np.maximum(lp_one, 0)], side.peer_win)
-            probe_like[probe_like] = win_before == 0
-        cum_end, prev_high, zwp = advance_sequence(seg_start, seg_end, side.high_end, probe_like)
-        side.zero_window_probes += int(np.count_nonzero(zwp))
-        rtx = (seg_start < prev_high) & ~zwp
-        new_bytes = np.where(zwp, 0, np.maximum(seg_end - np.maximum(prev_high, seg_start), 0))
-
-        # The peer's ACKs, windows, duplicate ACKs and SACK blocks.
-        p_cummax = np.maximum.accumulate(np.maximum(ack_u, side.high_ack)) if len(ack_u) else ack_u
-        p_win = win[p_idx]
-        p_plain = (plen[p_idx] == 0) & ((flags[p_idx] & (TCP_SYN | TCP_FIN | TCP_RST)) == 0)
-        prev_ack = np.empty_like(ack_u)
-        if len(ack_u):
-            prev_ack[0] = side.peer_last_ack_u if side.peer_last_ack_u is not None else NEG
-            prev_ack[1:] = ack_u[:-1]
-        dup = p_plain & (ack_u == prev_ack)
-        last_reset = ffill_index(~dup)
-        k = np.arange(len(dup))
-        dup_run = np.where(
-            dup, np.where(last_reset < 0, k + 1 + side.peer_dup_run, k - last_reset), 0
-        )
-        p_sack = cols["sack_count"][p_idx] > 0
-        if len(p_idx):
-            sack_right = cols["sack_right"][p_idx]
-            dsack = p_sack & (signed32(sack_right - cols["ack"][p_idx]) <= 0)
-            side.dsack += int(np.count_nonzero(dsack))
-
-        # Per connection row: state after the row (forward-filled).
-        s_data_row = np.zeros(n, dtype=bool)
-        s_data_row[data_pos] = True
-        high_end_row = np.full(n, -1, dtype=np.int64)
-        high_end_row[data_pos] = cum_end
-        last_s = ffill_index(s_data_row)
-        high_end_all = np.where(last_s >= 0, high_end_row[np.maximum(last_s, 0)], side.high_end)
-        p_row_cum = np.full(n, 0, dtype=np.int64)
-        p_row_cum[p_idx] = p_cummax
-        p_row_win = np.zeros(n, dtype=np.int64)
-        p_row_win[p_idx] = p_win
-        lp = np.maximum(last_p, 0)
-        high_ack_all = np.where(last_p >= 0, p_row_cum[lp], side.high_ack)
-        peer_win_all = np.where(last_p >= 0, p_row_win[lp], side.peer_win)
-        known = (high_end_all > NEG) & (high_ack_all > NEG)
-        in_flight = np.where(known, np.maximum(high_end_all - high_ack_all, 0), 0)
-        if len(data_pos):
-            side.max_flight = max(side.max_flight, int(in_flight[data_pos].max()))
-
-        # Retransmission classes.
-        n_rtx = int(np.count_nonzero(rtx))
-        timeout = np.zeros(len(rtx), dtype=bool)
-        if n_rtx:
-            prev_seg_ts = np.empty_like(seg_ts)
-            prev_seg_ts[0] = side.last_data_ts if side.last_data_ts is not None else seg_ts[0]
-            prev_seg_ts[1:] = seg_ts[:-1]
-            gap_s = (seg_ts - prev_seg_ts) / NS
-            row_dup = np.zeros(n, dtype=np.int64)
-            row_dup[p_idx] = dup_run
-            row_sack = np.zeros(n, dtype=bool)
-            row_sack[p_idx] = p_sack
-            lp_seg = last_p[data_pos]
-            seg_dup = np.where(lp_seg >= 0, row_dup[np.maximum(lp_seg, 0)], side.peer_dup_run)
-            seg_sack = np.where(lp_seg >= 0, row_sack[np.maximum(lp_seg, 0)], side.peer_last_sack)
-            rto_s = 0.9 * (self.rtt_estimate_s(d) + t.min_rto_s)
-            signalled = (seg_dup >= t.dupack_threshold) | seg_sack
-            timeout = rtx & (((gap_s >= rto_s) & ~signalled) | (gap_s >= 2 * rto_s))
-            side.retrans += n_rtx
-            side.retrans_bytes += int(seg_end[rtx].sum() - seg_start[rtx].sum())
-            side.timeout += int(np.count_nonzero(timeout))
-            side.fast += n_rtx - int(np.count_nonzero(timeout))
-            side.spurious += int(np.count_nonzero(rtx & (seg_end <= high_ack_all[data_pos])))
-            side.last_retrans_ts = int(seg_ts[rtx][-1])
-
+        view = chunk.sender_view(d, cols)
+        seq_u, ack_u = chunk.unwrap(side, cols, view)
+        chunk.count_sender_packets(side, cols, view)
+        segs = chunk.segments(side, cols, win, view, seq_u)
+        acks = chunk.peer_acks(side, cols, win, view, ack_u)
+        rows = chunk.row_state(side, view, segs, acks)
+        timeout = chunk.retransmission_classes(side, view, segs, acks, rows,
+                                               rtt_s=self.rtt_estimate_s(d), t=self.t)
         # RTT samples (Karn: no sample from an ACK that also covers a retransmission).
-        rtt_samples(side, seg_ts, seg_end, rtx | zwp, data_pos, ts, p_idx, p_cummax)
+        rtt_samples(side, segs.ts, segs.end, segs.rtx | segs.zero_window_probe, segs.rows,
+                    cols["ts_ns"], view.peer_rows, acks.cummax)
+        chunk.advertised_windows(side, cols, win, view)
+        self._add_series(d, bins, view, segs, acks, rows)
+        chunk.classify_limits(side, view, segs, acks, rows, timeout, mss=self._mss(d),
+                              lead_s=self._lead_s(cols), gaps=gaps)
+        chunk.carry(side, segs, acks)
 
-        # Windows this side advertised, zero windows.
-        # A SYN's window is never scaled (RFC 7323) but it is an advertisement:
-        # it counts for the largest window, not for the zero-window events.
-        syn_win = win[is_s & ((flags & TCP_SYN) != 0) & ((flags & TCP_RST) == 0)]
-        if len(syn_win):
-            side.max_win = max(side.max_win, int(syn_win.max()))
-        own = is_s & ((flags & (TCP_SYN | TCP_RST)) == 0) & ((flags & TCP_ACK) != 0)
-        own_idx = np.flatnonzero(own)
-        if len(own_idx):
-            own_win = win[own_idx]
-            side.max_win = max(side.max_win, int(own_win.max()))
-            low = int(own_win.min())
-            side.min_win = low if side.min_win is None else min(side.min_win, low)
-            zero_windows(side, own_idx, own_win, ts, cols["frame"])
+    def _add_series(self, d: int, bins: I64Array, view: chunk.SenderView,
+                    segs: chunk.Segments, acks: chunk.PeerAcks, rows: chunk.RowState) -> None:
+        if len(segs.rows):
+            b = bins[segs.rows]
+            self.series.add_sum("sent", d, b, segs.end - segs.start)
+            self.series.add_sum("good", d, b, segs.new_bytes)
+            if segs.rtx.any():
+                self.series.add_sum("retrans", d, b[segs.rtx],
+                                    (segs.end - segs.start)[segs.rtx])
+            self.series.add_extreme("flight", d, b, rows.in_flight[segs.rows], high=True)
+        if len(view.peer_rows):
+            self.series.add_extreme("window", d, bins[view.peer_rows], acks.window, high=False)
 
-        # Time series.
-        if len(data_pos):
-            b = bins[data_pos]
-            self.series.add_sum("sent", d, b, seg_end - seg_start)
-            self.series.add_sum("good", d, b, new_bytes)
-            if n_rtx:
-                self.series.add_sum("retrans", d, b[rtx], (seg_end - seg_start)[rtx])
-            self.series.add_extreme("flight", d, b, in_flight[data_pos], high=True)
-        if len(p_idx):
-            self.series.add_extreme("window", d, bins[p_idx], p_win, high=False)
+    def _mss(self, d: int) -> int:
+        """The sender's segment size: its largest payload, at most the peer's MSS option."""
+        mss = self.sides[d].max_plen or 1460
+        peer_mss = self.hs.mss[1 - d]
+        return min(mss, int(peer_mss)) if peer_mss else mss
 
-        # What limited this side as a sender, interval by interval.
-        self._limits(
-            d,
-            side,
-            cols,
-            in_flight,
-            peer_win_all,
-            known,
-            s_data_row,
-            p_idx,
-            p_cummax,
-            high_ack_all,
-            data_pos,
-            cum_end,
-            rtx,
-            timeout,
-            gaps,
-        )
-
-        # Carry.
-        if len(seg_end):
-            side.high_end = int(cum_end[-1])
-            side.last_data_ts = int(seg_ts[-1])
-        if len(ack_u):
-            side.high_ack = int(p_cummax[-1])
-            side.peer_win = int(p_win[-1])
-            side.peer_last_ack_u = int(ack_u[-1])
-            side.peer_dup_run = int(dup_run[-1])
-            side.peer_last_sack = bool(p_sack[-1])
-        side.delivery.add(seg_end, seg_end - seg_start, rtx, side.high_ack)
-
-    def _limits(
-        self,
-        d: int,
-        side: SideState,
-        cols: dict[str, I64Array],
-        in_flight: I64Array,
-        peer_win: I64Array,
-        known: BoolArray,
-        s_data_row: BoolArray,
-        p_idx: I64Array,
-        p_cummax: I64Array,
-        high_ack_all: I64Array,
-        data_pos: I64Array,
-        cum_end: I64Array,
-        rtx: BoolArray,
-        timeout: BoolArray,
-        gaps: I64Array,
-    ) -> None:
-        ts = cols["ts_ns"]
-        n = len(ts)
-        if side.first_data_ts is None:
-            return
-        hs = self.hs
-        mss = side.max_plen or 1460
-        if hs.mss[1 - d]:
-            mss = min(mss, int(hs.mss[1 - d] or mss))
-        # Interval from the previous chunk's last row to this chunk's first row.
-        lead_s = (int(ts[0]) - self.last_ts) / NS if self.packets > n else 0.0
-        if side.tail_idle and s_data_row.any():
-            side.limit_s[LimitKind.SELF] += side.pending_idle_s + lead_s
-            side.pending_idle_s = 0.0
-        elif side.tail_idle:
-            side.pending_idle_s += lead_s
-        elif side.tail_class >= 0:
-            side.limit_s[side.tail_class] += lead_s
-
-        room = peer_win - in_flight
-        # Loss recovery lasts until the ACKs pass what had been sent when the
-        # retransmission went out (the RFC 6582 recovery point).
-        recover = np.full(n, side.recover, dtype=np.int64)
-        before_timeout = np.zeros(n, dtype=bool)
-        if rtx.any():
-            mark = np.zeros(n, dtype=bool)
-            mark[data_pos[rtx]] = True
-            point = np.zeros(n, dtype=np.int64)
-            point[data_pos[rtx]] = cum_end[rtx]
-            last_mark = ffill_index(mark)
-            recover = np.where(last_mark >= 0, point[np.maximum(last_mark, 0)], side.recover)
-            rto_rows = data_pos[timeout]
-            before_timeout[rto_rows[rto_rows > 0] - 1] = True
-        in_recovery = (high_ack_all < recover) | before_timeout
-        side.recover = int(recover[-1])
-        # Did the sender answer an ACK that advanced?  (next row is its data)
-        advancing = np.zeros(n, dtype=bool)
-        if len(p_idx):
-            prev_cum = np.concatenate(([side.high_ack], p_cummax[:-1]))
-            advancing[p_idx] = p_cummax > prev_cum
-        next_is_data = np.zeros(n, dtype=bool)
-        next_is_data[:-1] = s_data_row[1:]
-        answered = advancing & next_is_data
-        next_adv = bfill_index(advancing)
-        waiting_answered = np.where(next_adv < n, answered[np.minimum(next_adv, n - 1)], True)
-        row_answer = np.where(advancing, answered, waiting_answered)
-
-        cls = np.full(n, LimitKind.CWND, dtype=np.int64)
-        cls[~row_answer] = LimitKind.SELF
-        cls[in_recovery] = LimitKind.LOSS
-        cls[(room < mss) & (peer_win >= 0)] = LimitKind.RWND
-        idle = known & (in_flight < mss) & (room >= mss)
-        cls[idle] = LimitKind.SELF
-        active = known
-        dt_s = gaps / NS
-        later_data = bfill_index(s_data_row) < n
-        counted = active & ~idle
-        idle_committed = active & idle & later_data
-        idle_pending = active & idle & ~later_data
-        # The last row's interval ends in the next chunk: resolved there.
-        counted[-1] = False
-        idle_committed[-1] = False
-        idle_pending[-1] = False
-        side.limit_s += np.bincount(cls[counted], weights=dt_s[counted], minlength=4)[:4]
-        side.limit_s[LimitKind.SELF] += float(dt_s[idle_committed].sum())
-        if s_data_row.any():
-            side.pending_idle_s = 0.0
-        side.pending_idle_s += float(dt_s[idle_pending].sum())
-        side.tail_idle = bool(active[-1] and idle[-1])
-        side.tail_class = int(cls[-1]) if active[-1] else -1
+    def _lead_s(self, cols: dict[str, I64Array]) -> float:
+        """The interval from the previous chunk's last row to this chunk's first row."""
+        n = len(cols["ts_ns"])
+        return (int(cols["ts_ns"][0]) - self.last_ts) / NS if self.packets > n else 0.0
 
     # -- results -------------------------------------------------------------
     def result(self, conn: Connection) -> ConnectionAnalysis:
@@ -468,7 +226,7 @@ class _ConnectionState:
             window_scaling=bool(hs.scaling()),
         )
         s = self.series.aligned()
-        series = TimeSeries(
+        series = ConnectionSeries(
             bin_s=s.width_ns / NS,
             start_ts_ns=self.first_ts or 0,
             sent_bytes=[s.sent[d].tolist() for d in (0, 1)],

@@ -215,7 +215,7 @@ class Handshake(_JsonMixin):
 
 
 @dataclass(frozen=True, kw_only=True)
-class TimeSeries(_JsonMixin):
+class ConnectionSeries(_JsonMixin):
     """Per-bin series of a connection; index 0 is the initiator as sender."""
 
     bin_s: float
@@ -254,7 +254,7 @@ class ConnectionAnalysis(_JsonMixin):
     """The initiator as sender (a git push's upload direction)."""
     b_to_a: DirectionAnalysis
     """The responder as sender."""
-    series: TimeSeries
+    series: ConnectionSeries
     """Throughput, goodput, in flight and windows over time."""
 
     @property

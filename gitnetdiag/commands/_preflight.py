@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import os
+import re
 import ssl
 import stat
 from pathlib import Path
@@ -19,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 from gitnetdiag.errors import UsageError
 from gitnetdiag.inputfile import read_input, unusable_reason
 from gitnetdiag.proc import run
+from gitnetdiag.vocabulary import TransportKind
 
 _OPENSSH_MAGIC = b"openssh-key-v1\x00"
 _OPENSSH_HEADER = "-----BEGIN OPENSSH PRIVATE KEY-----"
@@ -155,3 +157,116 @@ def check_regular(path: Path, what: str) -> None:
     if reason is not None:
         raise UsageError(f"{what} {path} {reason}", hint=f"give an existing {what}"
                          if reason == "does not exist" else f"give the path of the {what} itself")
+
+
+def parse_protocols(text: str | None, urls: dict[TransportKind, str]) -> tuple[TransportKind, ...]:
+    """``--protocols`` (default: every protocol with a URL), each needing its URL."""
+    if text is None:
+        return tuple(p for p in TransportKind if p in urls)
+    chosen: list[TransportKind] = []
+    for name in (part.strip().lower() for part in text.split(",") if part.strip()):
+        try:
+            protocol = TransportKind(name)
+        except ValueError as exc:
+            raise UsageError(f"unknown protocol {name!r}", hint="use h1, h2, ssh, git") from exc
+        if protocol not in urls:
+            need = "--http" if protocol.is_http else f"--{protocol.value}"
+            raise UsageError(f"protocol {name} needs a URL", hint=f"give {need} URL (or --lab)")
+        if protocol not in chosen:
+            chosen.append(protocol)
+    return tuple(chosen)
+
+
+_SCHEMES = {"--http": ("http", "https"), "--ssh": ("ssh",), "--git": ("git",)}
+_USERINFO = re.compile(r"//[^/@]*@")
+
+
+def check_url(option: str, url: str) -> str:
+    """A remote URL git can push to over ``option``'s protocol, or one usage error.
+
+    Checked before anything runs: a malformed or foreign URL would otherwise
+    fail deep in a probe (or, worse, be measured as nothing and called healthy).
+    """
+    check_url_text(option, url)
+    shown = _USERINFO.sub("//***@", url)  # the URL may not parse: redact by hand
+    schemes = _SCHEMES[option]
+    if option == "--ssh" and "://" not in url and re.fullmatch(r"[^\s/:]+:\S*", url.split("@")[-1]):
+        return url  # scp-like user@host:path
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+        host = parts.hostname
+    except ValueError as exc:
+        raise UsageError(f"{option} {shown} is not a valid URL: {exc}",
+                         hint=f"give a URL such as {_EXAMPLE_URL[option]}",
+                         reference="bad-url") from exc
+    if parts.scheme.lower() not in schemes:
+        found = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
+        raise UsageError(f"{option} {shown} has {found}; {option} takes "
+                         + " or ".join(f"{s}://" for s in schemes) + " URLs",
+                         hint=f"give a URL such as {_EXAMPLE_URL[option]}",
+                         reference="unsupported-url")
+    if not host or port == 0:
+        raise UsageError(f"{option} {shown} names no host", reference="bad-url",
+                         hint=f"give a URL such as {_EXAMPLE_URL[option]}")
+    return url
+
+
+_EXAMPLE_URL = {"--http": "https://git.example.com/team/repo.git",
+                "--ssh": "ssh://git@git.example.com/team/repo.git",
+                "--git": "git://git.example.com/team/repo.git"}
+
+_PUBLIC_KEY_PREFIXES = ("ssh-", "ecdsa-", "sk-ssh-", "sk-ecdsa-")
+
+
+def check_private_key(key: Path | None) -> Path | None:
+    """``--ssh-key`` must be a private key: a ``.pub`` file only fails later, obscurely."""
+    if key is None:
+        return None
+    existing(key, "SSH key")
+    try:
+        with key.open("rb") as handle:
+            head = handle.read(64)
+    except OSError as exc:
+        raise UsageError(f"cannot read SSH key {key}: {exc.strerror}",
+                         hint="give a readable private key file") from exc
+    if key.suffix == ".pub" or head.lstrip().startswith(
+            tuple(prefix.encode() for prefix in _PUBLIC_KEY_PREFIXES)):
+        private = key.with_suffix("") if key.suffix == ".pub" else None
+        example = f" ({private})" if private is not None and private.is_file() else ""
+        raise UsageError(
+            f"--ssh-key {key} is a public key",
+            hint=f"give the private key{example} or leave --ssh-key out to use ssh-agent",
+            reference="ssh-public-key")
+    check_ssh_key_usable(key)
+    return key
+
+
+def existing(path: Path | None, what: str) -> Path | None:
+    """``path`` when it is None or a regular file, else one usage error."""
+    if path is not None:
+        check_regular(path, what)
+    return path
+
+
+_URL_OPTIONS = {TransportKind.H1: "--http", TransportKind.H2: "--http", TransportKind.SSH: "--ssh",
+                TransportKind.GIT: "--git"}
+
+
+def preflight(urls: dict[TransportKind, str], chosen: tuple[TransportKind, ...], *, native: bool,
+               capture: bool, full: bool, ca_file: Path | None, repo: Path | None) -> None:
+    """What would fail only after the pushes, or obscurely, refused before them (``--full``
+    over http:// is refused by the run itself, for the credentials: that error first)."""
+    for protocol, url in urls.items():
+        check_zone_id(_URL_OPTIONS[protocol], url, capture)
+    if TransportKind.H2 in urls and not full:
+        check_native_https(urls[TransportKind.H2], TransportKind.H2 in chosen, native)
+    if ca_file is not None:
+        check_regular(ca_file, "CA file")
+        check_ca_file(ca_file)
+    if repo is not None:
+        if not (repo / ".git").exists() and not (repo / "HEAD").is_file():
+            raise UsageError(f"{repo} is not a git repository",
+                             hint="give --repo a repository path")
+        check_repo_has_commits(repo)
+

@@ -16,13 +16,14 @@ from rich.console import Console
 from rich.text import Text
 
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
+from gitnetdiag.commands._options import JsonResults
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import UsageError
 from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.report.capture import print_capture_analysis
 
 if TYPE_CHECKING:  # the HTTP/2 ledger (tshark) is only loaded with --keylog
-    from gitnetdiag.analysis.h2ledger import H2Ledger
+    from gitnetdiag.analysis.h2ledger import H2WireLedger
 
 HELP = """Read a pcap/pcapng capture and show, per TCP connection, what limited it.
 
@@ -56,7 +57,7 @@ A capture cut short (tcpdump killed) is analysed up to the damage, with a warnin
 """
 
 def write_json(
-    result: CaptureAnalysis, out: str, *, h2_ledgers: list[H2Ledger] | None = None
+    result: CaptureAnalysis, out: str, *, h2_ledgers: list[H2WireLedger] | None = None
 ) -> None:
     """Write the result as JSON to ``out`` (``-`` for stdout); ``h2_ledgers`` under its own key."""
     data = result.to_dict()
@@ -71,9 +72,7 @@ def write_json(
 
 def analyze(
     file: Path = typer.Argument(..., help="pcap or pcapng capture (tcpdump -w, dumpcap)."),
-    json_out: str | None = typer.Option(
-        None, "--json", metavar="OUT", help="Also write the results as JSON to OUT ('-' = stdout)."
-    ),
+    json_out: JsonResults = None,
     keylog: Path | None = typer.Option(
         None,
         "--keylog",
@@ -126,7 +125,8 @@ def analyze(
 def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
                  host_report: Path | None, out_dir: Path | None) -> None:
     """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
-    from gitnetdiag.commands.probe import ReportFormat, print_diagnosis
+    from gitnetdiag.commands._diagnosis import print_diagnosis
+    from gitnetdiag.commands._options import ReportFormat
     from gitnetdiag.pipeline import load_host_report
     from gitnetdiag.rundir import MANIFEST_NAME, load_run
 

@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
-from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.diagnosis.comparison import Comparison
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
 from gitnetdiag.errors import VerdictError
@@ -38,8 +38,7 @@ def compare_command(
     report_format: ReportFormat = typer.Option(
         ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
         "(self-contained, with before/after plots) or json (docs/report-schema.md)."),
-    out: Path | None = typer.Option(None, "--out", "-o",
-                                    help="Write here instead of stdout ('-' = stdout)."),
+    out: ReportOut = None,
 ) -> None:
     """Compare runs: before and after a fix, or one remote from several places.
 

@@ -8,6 +8,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from gitnetdiag.commands._options import LabJson, LabName
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import (
     FAULT_FIXED_SETTINGS,
@@ -35,9 +36,6 @@ lab_app = typer.Typer(
     rich_markup_mode="rich",
 )
 
-NAME_HELP = "Lab instance name (1-8 lowercase letters/digits); several instances can coexist."
-
-
 @lab_app.command("up", epilog=(
     "Examples:\n\n"
     "  gitnetdiag lab up                                   healthy lab, 50 ms RTT\n\n"
@@ -46,6 +44,8 @@ NAME_HELP = "Lab instance name (1-8 lowercase letters/digits); several instances
     "  gitnetdiag lab up --fault loss --loss 1% --rtt 100ms\n\n"
     "  gitnetdiag lab up --name b --fault tiny-backlog     a second instance beside the first"
 ))
+# Typer reads every option from the command function's parameters: that is the reason this
+# function has 11 of them.
 def up_command(
     fault: list[str] = typer.Option(
         ["healthy"], "--fault", "-f", help="Named fault to inject; repeat for several."
@@ -77,8 +77,8 @@ def up_command(
     fixed: bool = typer.Option(
         False, "--fixed", help="Build the lab with the fix of every --fault applied (what "
         "'lab fix' does to a running lab)."),
-    name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
+    name: LabName = DEFAULT_INSTANCE,
+    as_json: LabJson = False,
 ) -> None:
     """Build the lab and start its servers; prints every endpoint."""
     spec = build_spec(
@@ -109,8 +109,8 @@ def fix_command(
     h2_window: int = typer.Option(
         LARGE_WINDOW, "--h2-window", min=65535, max=2**31 - 1,
         help="Edge HTTP/2 window the h2-small-window fix sets: the value the report suggests."),
-    name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
+    name: LabName = DEFAULT_INSTANCE,
+    as_json: LabJson = False,
 ) -> None:
     """Apply the fix the report names to the running lab, in place (same endpoints).
 
@@ -131,7 +131,7 @@ def fix_command(
 
 @lab_app.command("down", epilog="Example:\n\n  gitnetdiag lab down; gitnetdiag lab down --name b")
 def down_command(
-    name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
+    name: LabName = DEFAULT_INSTANCE,
     all_instances: bool = typer.Option(False, "--all", help="Take down every lab instance."),
 ) -> None:
     """Stop the lab's processes, delete its namespaces, rules and files. Safe to run twice."""
@@ -147,8 +147,8 @@ def down_command(
 @lab_app.command("status", epilog="Examples:\n\n  gitnetdiag lab status\n\n"
                  "  gitnetdiag lab status --json | jq .endpoints")
 def status_command(
-    name: str = typer.Option(DEFAULT_INSTANCE, "--name", help=NAME_HELP),
-    as_json: bool = typer.Option(False, "--json", help="Print the lab state as JSON."),
+    name: LabName = DEFAULT_INSTANCE,
+    as_json: LabJson = False,
 ) -> None:
     """Show the endpoints (HTTPS edge and direct, SSH, git://), keys, CA file and faults."""
     state, alive = manager.status(name)

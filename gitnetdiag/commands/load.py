@@ -3,22 +3,36 @@
 from __future__ import annotations
 
 import json
-import shlex
 from collections.abc import Iterable
-from enum import StrEnum
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.live import Live
 from rich.text import Text
 
+from gitnetdiag.commands._options import (
+    DEFAULT_TIMEOUT_S,
+    CaFile,
+    CleanupWait,
+    GitTimeout,
+    Insecure,
+    JsonSummary,
+    Lab,
+    LabInstance,
+    LabWayIn,
+    RunDir,
+    SshKey,
+    SshKnownHosts,
+)
 from gitnetdiag.commands._output import is_stdout, write_output
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import ExitCode, InputError, NetworkError, UsageError
 from gitnetdiag.inputfile import read_json_input
-from gitnetdiag.load.scheduler import LiveStatus
+from gitnetdiag.load.hostcounters import CounterSource
+from gitnetdiag.load.scheduler import LiveStatus, LoadOptions, run_load
 from gitnetdiag.load.stats import (
     parse_concurrency,
     parse_duration_s,
@@ -26,20 +40,16 @@ from gitnetdiag.load.stats import (
     parse_ops,
     parse_urls,
 )
+from gitnetdiag.model.lab.state import DEFAULT_INSTANCE
 from gitnetdiag.model.load.records import LoadReport, OpRecord, StepResult
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
+from gitnetdiag.probe.gitpush import Transport
+from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.safety import probe_secrets, redact_run_files, signals_deferred
 from gitnetdiag.redaction import SecretSet, redact_text, redact_tree, redact_url
 from gitnetdiag.report.load import render_html, render_json, render_markdown, render_terminal
 from gitnetdiag.safefile import replace_file
 from gitnetdiag.vocabulary import SIZE_RULE, TransportKind, parse_size
-
-
-class LabHttp(StrEnum):
-    """Which HTTPS way into the lab --lab uses."""
-
-    EDGE = "edge"
-    DIRECT = "direct"
 
 
 class LiveReporter:
@@ -82,15 +92,6 @@ def _protocol_for(url: str, given: str | None) -> TransportKind:
     if scheme not in mapping:
         raise UsageError(f"cannot tell the protocol of {redact_url(url)}", hint="give --protocol")
     return mapping[scheme]
-
-
-def _ssh_command(key: Path | None, known_hosts: Path | None) -> str:
-    parts = ["ssh", "-o", "BatchMode=yes"]
-    if key is not None:
-        parts += ["-i", str(key), "-o", "IdentitiesOnly=yes"]
-    if known_hosts is not None:
-        parts += ["-o", f"UserKnownHostsFile={known_hosts}", "-o", "StrictHostKeyChecking=yes"]
-    return " ".join(shlex.quote(p) for p in parts)
 
 
 def _run_files(report: LoadReport, records: tuple[OpRecord, ...],
@@ -206,53 +207,93 @@ def _collect_locust(master: str | None, results: Path | None, wait: float, out: 
     _finish(report, (), out, json_out, then_diagnose=then_diagnose)
 
 
+@dataclass(frozen=True, kw_only=True)
+class LoadArgs:
+    """The options of ``load`` as given (names as the command's parameters; see
+    ``gitnetdiag load --help`` for each)."""
+
+    urls: list[str] | None
+    ops: str
+    mix: str | None
+    concurrency: str
+    duration: str
+    protocol: str | None
+    timeout: float
+    push_size: str
+    cleanup_wait: float
+    min_ops_per_hour: float | None
+    max_error_ratio: float
+    out: Path | None
+    json_out: Path | None
+    ca_file: Path | None
+    insecure: bool
+    ssh_key: Path | None
+    ssh_known_hosts: Path | None
+    host_netns: str | None
+    host_local: bool
+    lab: bool
+    lab_instance: str
+    lab_http: LabHttp
+    locust_master: str | None
+    locust_results: Path | None
+    wait: float
+    no_live: bool
+    then_diagnose: bool
+
+
+# Typer reads every option from the command function's parameters: that is the reason this
+# function has 27 of them. Its body only packs them into LoadArgs and hands that on.
 def load_command(
-    urls: list[str] | None = typer.Argument(
-        None, metavar="URL", show_default=False,
+    urls: Annotated[list[str] | None, typer.Argument(
+        metavar="URL", show_default=False,
         help="One or more git remotes of one protocol; operations are spread over them round "
-             "robin per operation type (none with --lab or --locust-master)."),
-    ops: str = typer.Option("clone,fetch,push", "--ops", help="clone,fetch,push,ls-remote"),
-    mix: str | None = typer.Option(None, "--mix", help="Weights per op, e.g. 40:35:25."),
-    concurrency: str = typer.Option("1,2,4,8,16,32", "--concurrency", help="Ramp steps."),
-    duration: str = typer.Option("60s", "--duration", help="Duration of each step."),
-    protocol: str | None = typer.Option(
-        None, "--protocol", help="h1, h2, ssh or git (default: from the URL; https -> h1)."),
-    timeout: float = typer.Option(300.0, "--timeout", min=1.0, help="Timeout of each git run, s."),
-    push_size: str = typer.Option("64KiB", "--push-size",
-                                  help=f"New data in each push, {SIZE_RULE}."),
-    cleanup_wait: float = typer.Option(
-        DEFAULT_CLEANUP_WAIT_S, "--cleanup-wait", min=0.0,
-        help="Seconds a push's clean-up waits for a server still applying it (slow hooks)."),
-    min_ops_per_hour: float | None = typer.Option(
-        None, "--min-ops-per-hour", help="Pass mark: some step must reach it (exit 1 if not)."),
-    max_error_ratio: float = typer.Option(
-        0.01, "--max-error-ratio", help="Highest error ratio of a passing step."),
-    out: Path | None = typer.Option(None, "--out", help="Run directory for load.json/md/html."),
-    json_out: Path | None = typer.Option(None, "--json",
-                                         help="Write the report as JSON here ('-' = stdout)."),
-    ca_file: Path | None = typer.Option(None, "--ca-file", help="CA bundle for HTTPS."),
-    insecure: bool = typer.Option(False, "--insecure", help="Do not verify HTTPS certificates."),
-    ssh_key: Path | None = typer.Option(None, "--ssh-key", help="SSH private key."),
-    ssh_known_hosts: Path | None = typer.Option(None, "--ssh-known-hosts", help="known_hosts."),
-    host_netns: str | None = typer.Option(
-        None, "--host-netns", help="Server counters from this network namespace (root)."),
-    host_local: bool = typer.Option(
-        False, "--host-local", help="The server runs here: counters from /proc/net/netstat."),
-    lab: bool = typer.Option(False, "--lab", help="Load the local lab (runs in its client ns)."),
-    lab_instance: str = typer.Option("default", "--lab-instance", help="Lab instance name."),
-    lab_http: LabHttp = typer.Option(LabHttp.EDGE, "--lab-http", help="edge or direct."),
-    locust_master: str | None = typer.Option(
-        None, "--locust-master", help="Collect a Locust run's results from HOST[:PORT]."),
-    locust_results: Path | None = typer.Option(
-        None, "--locust-results", help="Read the results file a Locust master wrote."),
-    wait: float = typer.Option(
-        0.0, "--wait", min=0.0, help="With --locust-master: wait up to N s for the run to end."),
-    no_live: bool = typer.Option(False, "--no-live", help="No live display."),
-    then_diagnose: bool = typer.Option(
-        False, "--diagnose",
+             "robin per operation type (none with --lab or --locust-master).")] = None,
+    ops: Annotated[str, typer.Option("--ops", help="clone,fetch,push,ls-remote")]
+    = "clone,fetch,push",
+    mix: Annotated[str | None, typer.Option("--mix", help="Weights per op, e.g. 40:35:25.")]
+    = None,
+    concurrency: Annotated[str, typer.Option("--concurrency", help="Ramp steps.")]
+    = "1,2,4,8,16,32",
+    duration: Annotated[str, typer.Option("--duration", help="Duration of each step.")] = "60s",
+    protocol: Annotated[str | None, typer.Option(
+        "--protocol", help="h1, h2, ssh or git (default: from the URL; https -> h1).")] = None,
+    timeout: GitTimeout = DEFAULT_TIMEOUT_S,
+    push_size: Annotated[str, typer.Option(
+        "--push-size", help=f"New data in each push, {SIZE_RULE}.")]
+    = "64KiB",
+    cleanup_wait: CleanupWait = DEFAULT_CLEANUP_WAIT_S,
+    min_ops_per_hour: Annotated[float | None, typer.Option(
+        "--min-ops-per-hour", help="Pass mark: some step must reach it (exit 1 if not).")]
+    = None,
+    max_error_ratio: Annotated[float, typer.Option(
+        "--max-error-ratio", help="Highest error ratio of a passing step.")] = 0.01,
+    out: RunDir = None,
+    json_out: JsonSummary = None,
+    ca_file: CaFile = None,
+    insecure: Insecure = False,
+    ssh_key: SshKey = None,
+    ssh_known_hosts: SshKnownHosts = None,
+    host_netns: Annotated[str | None, typer.Option(
+        "--host-netns", help="Server counters from this network namespace (root).")] = None,
+    host_local: Annotated[bool, typer.Option(
+        "--host-local", help="The server runs here: counters from /proc/net/netstat.")]
+    = False,
+    lab: Lab = False,
+    lab_instance: LabInstance = DEFAULT_INSTANCE,
+    lab_http: LabWayIn = LabHttp.EDGE,
+    locust_master: Annotated[str | None, typer.Option(
+        "--locust-master", help="Collect a Locust run's results from HOST[:PORT].")] = None,
+    locust_results: Annotated[Path | None, typer.Option(
+        "--locust-results", help="Read the results file a Locust master wrote.")] = None,
+    wait: Annotated[float, typer.Option(
+        "--wait", min=0.0, help="With --locust-master: wait up to N s for the run to end.")]
+    = 0.0,
+    no_live: Annotated[bool, typer.Option("--no-live", help="No live display.")] = False,
+    then_diagnose: Annotated[bool, typer.Option(
+        "--diagnose",
         help="Also rank the connection culprits the run shows (accept queue, SYN drops, resets, "
         "sshd MaxStartups) from its failures and latency per step and the server's counters "
-        "and listener; saved as report.json/md/html with --out."),
+        "and listener; saved as report.json/md/html with --out.")] = False,
 ) -> None:
     """Capacity test: clones, fetches, pushes and ls-remotes at rising concurrency.
 
@@ -261,79 +302,26 @@ def load_command(
     throwaway branches gitnetdiag/probe-<id>, removed right after (also on Ctrl-C
     or SIGTERM); clones and fetches land in a scratch directory removed at the end.
     """
-    if urls and (lab or locust_master is not None or locust_results is not None):
-        source = "--lab" if lab else "--locust-master/--locust-results"
+    run_load_command(LoadArgs(**locals()))  # the parameters are LoadArgs's fields
+
+
+def run_load_command(args: LoadArgs) -> None:
+    """Collect a Locust run, or ramp the load here, as the command line asks."""
+    if args.urls and (args.lab or args.locust_master is not None
+                      or args.locust_results is not None):
+        source = "--lab" if args.lab else "--locust-master/--locust-results"
         raise UsageError(
             f"{source} takes no URL: the remote comes from "
-            + ("the lab" if lab else "the Locust master's --git-url"),
+            + ("the lab" if args.lab else "the Locust master's --git-url"),
             hint="drop the URLs, or drop " + source.split("/")[0],
         )
-    if locust_master is not None or locust_results is not None:
-        _collect_locust(locust_master, locust_results, wait, out, json_out, min_ops_per_hour,
-                        then_diagnose)
+    if args.locust_master is not None or args.locust_results is not None:
+        _collect_locust(args.locust_master, args.locust_results, args.wait, args.out,
+                        args.json_out, args.min_ops_per_hour, args.then_diagnose)
         return
-    op_list = parse_ops(ops)
-    weights = parse_mix(mix, len(op_list))
-    steps = parse_concurrency(concurrency)
-    step_s = parse_duration_s(duration)
-    push_bytes = parse_size(push_size)
-    extra: dict[str, Any] = {}
-    from gitnetdiag.load.hostcounters import CounterSource, LocalNetstat, NamespaceNetstat
-
-    counters: CounterSource | None = None
-    if lab:
-        from gitnetdiag.lab.netns import enter_lab_client
-
-        state = enter_lab_client(lab_instance, "load")
-        chosen = _protocol_for("git://x", protocol or "git")
-        urls = [{
-            TransportKind.GIT: state.endpoints.git, TransportKind.SSH: state.endpoints.ssh,
-        }.get(chosen) or (state.endpoints.https_edge if lab_http is LabHttp.EDGE
-                          else state.endpoints.https_direct)]
-        protocol = chosen.value
-        if ca_file is None and not insecure:
-            ca_file = Path(state.ca_file)
-        ssh_key = ssh_key or Path(state.ssh_key)
-        ssh_known_hosts = ssh_known_hosts or Path(state.ssh_known_hosts)
-        host_netns = host_netns or state.server_ns
-        extra = {"lab_instance": lab_instance, "lab_faults": list(state.faults),
-                 "lab_rtt_ms": state.rtt_ms}
-    if not urls:
-        raise UsageError("no remote to load",
-                         hint="give one or more URLs (or --lab, or --locust-master)")
-    remotes = parse_urls(urls, protocol)
-    if host_netns is not None:
-        counters = NamespaceNetstat(host_netns)
-    elif host_local:
-        counters = LocalNetstat()
-    chosen_protocol = _protocol_for(remotes[0], protocol)
-    for path, what in ((ca_file, "CA file"), (ssh_key, "SSH key"),
-                       (ssh_known_hosts, "known_hosts file")):
-        if path is not None and not path.is_file():
-            raise UsageError(f"{what} {path} does not exist", hint=f"give an existing {what}")
-    from gitnetdiag.load.scheduler import LoadOptions, run_load
-    from gitnetdiag.probe.gitpush import Transport
-
-    transports = tuple(
-        Transport(
-            protocol=chosen_protocol, url=url, ca_file=str(ca_file) if ca_file else None,
-            insecure=insecure,
-            ssh_command=_ssh_command(ssh_key, ssh_known_hosts)
-            if chosen_protocol is TransportKind.SSH else None,
-        )
-        for url in remotes
-    )
-    if counters is not None:
-        extra["host_counters"] = counters.description
-    options = LoadOptions(
-        transport=transports[0], extra_transports=transports[1:],
-        ops=tuple(str(op) for op in op_list), mix=weights,
-        concurrency=steps, step_duration_s=step_s, timeout_s=timeout, push_bytes=push_bytes,
-        min_ops_per_hour=min_ops_per_hour, max_error_ratio=max_error_ratio, counters=counters,
-        extra=extra, cleanup_wait_s=cleanup_wait,
-    )
+    options, remotes = load_options(args)
     console = Console(stderr=True, highlight=False)
-    if no_live or not console.is_terminal:
+    if args.no_live or not console.is_terminal:
         outcome = run_load(options, LiveReporter(None, console))
     else:
         with Live(Text("starting"), console=console, refresh_per_second=4,
@@ -341,8 +329,74 @@ def load_command(
             outcome = run_load(options, LiveReporter(live, console))
     # The ramp is over (or was stopped): a further Ctrl-C/SIGTERM must not lose the report.
     with signals_deferred():
-        _finish(outcome.report, outcome.records, out, json_out, outcome.leftover_branches,
-                secrets=probe_secrets(remotes), then_diagnose=then_diagnose)
+        _finish(outcome.report, outcome.records, args.out, args.json_out,
+                outcome.leftover_branches, secrets=probe_secrets(remotes),
+                then_diagnose=args.then_diagnose)
+
+
+def load_options(args: LoadArgs) -> tuple[LoadOptions, tuple[str, ...]]:
+    """The ramp's options and its remotes, checked; with ``--lab`` those of the lab (this
+    process then runs in the lab's client namespace)."""
+    op_list = parse_ops(args.ops)
+    weights = parse_mix(args.mix, len(op_list))
+    steps = parse_concurrency(args.concurrency)
+    step_s = parse_duration_s(args.duration)
+    push_bytes = parse_size(args.push_size)
+    urls, protocol, host_netns = args.urls, args.protocol, args.host_netns
+    ca_file, ssh_key, ssh_known_hosts = args.ca_file, args.ssh_key, args.ssh_known_hosts
+    extra: dict[str, Any] = {}
+    if args.lab:
+        from gitnetdiag.lab.netns import enter_lab_client
+
+        state = enter_lab_client(args.lab_instance, "load")
+        lab = lab_remote(state, lab_http=args.lab_http, insecure=args.insecure,
+                         ca_file=ca_file, ssh_key=ssh_key, ssh_known_hosts=ssh_known_hosts)
+        chosen = _protocol_for("git://x", protocol or "git")
+        urls = [{TransportKind.GIT: lab.git, TransportKind.SSH: lab.ssh}.get(chosen) or lab.https]
+        protocol = chosen.value
+        ca_file = Path(lab.ca_file) if lab.ca_file else None
+        ssh_key, ssh_known_hosts = Path(lab.ssh_key), Path(lab.ssh_known_hosts)
+        host_netns = host_netns or state.server_ns
+        extra = lab.recorded(with_way_in=False)
+    if not urls:
+        raise UsageError("no remote to load",
+                         hint="give one or more URLs (or --lab, or --locust-master)")
+    remotes = parse_urls(urls, protocol)
+    counters = _counters(host_netns, args.host_local)
+    chosen_protocol = _protocol_for(remotes[0], protocol)
+    for path, what in ((ca_file, "CA file"), (ssh_key, "SSH key"),
+                       (ssh_known_hosts, "known_hosts file")):
+        if path is not None and not path.is_file():
+            raise UsageError(f"{what} {path} does not exist", hint=f"give an existing {what}")
+    transports = tuple(
+        Transport(
+            protocol=chosen_protocol, url=url, ca_file=str(ca_file) if ca_file else None,
+            insecure=args.insecure,
+            ssh_command=ssh_command(str(ssh_key) if ssh_key else None,
+                                    str(ssh_known_hosts) if ssh_known_hosts else None)
+            if chosen_protocol is TransportKind.SSH else None,
+        )
+        for url in remotes
+    )
+    if counters is not None:
+        extra["host_counters"] = counters.description
+    return LoadOptions(
+        transport=transports[0], extra_transports=transports[1:],
+        ops=tuple(str(op) for op in op_list), mix=weights,
+        concurrency=steps, step_duration_s=step_s, timeout_s=args.timeout,
+        push_bytes=push_bytes, min_ops_per_hour=args.min_ops_per_hour,
+        max_error_ratio=args.max_error_ratio, counters=counters, extra=extra,
+        cleanup_wait_s=args.cleanup_wait,
+    ), tuple(remotes)
+
+
+def _counters(host_netns: str | None, host_local: bool) -> CounterSource | None:
+    """Where the server's counters come from: its namespace, this host, or nowhere."""
+    from gitnetdiag.load.hostcounters import LocalNetstat, NamespaceNetstat
+
+    if host_netns is not None:
+        return NamespaceNetstat(host_netns)
+    return LocalNetstat() if host_local else None
 
 
 LOAD_EPILOG = (

@@ -22,7 +22,7 @@ from typing import Any
 
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.pipeline import h2_push_ledger, ssh_push_ledger, sweep_rows
-from gitnetdiag.probe.h2native import h2_push_probe, h2_sweep
+from gitnetdiag.probe.h2native import H2ClientSide, h2_push_probe, h2_sweep
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit
 from gitnetdiag.probe.sshnative import ssh_push_probe
 from gitnetdiag.serial import to_jsonable
@@ -57,7 +57,8 @@ def _h2(args: argparse.Namespace, pack: bytes, oid: str) -> dict[str, Any]:
                            probe_id_factory=new_probe_id, timeout_s=args.timeout_s)
         return {"sweep": to_jsonable(sweep_rows(records))}
     push = h2_push_probe(args.url, ca_file=args.ca_file, pack=pack, new_oid=oid,
-                         probe_id=new_probe_id(), keylog_file=args.keylog,
+                         probe_id=new_probe_id(),
+                         client_side=H2ClientSide(keylog_file=args.keylog),
                          timeout_s=args.timeout_s)
     return h2_push_ledger(push.events).to_dict(series=not args.no_series)
 

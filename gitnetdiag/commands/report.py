@@ -7,8 +7,8 @@ from pathlib import Path
 import typer
 from rich.console import Console
 
+from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
-from gitnetdiag.commands.probe import ReportFormat
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
@@ -38,8 +38,7 @@ def report_command(
     report_format: ReportFormat = typer.Option(
         ReportFormat.TERMINAL, "--format", "-f", help="terminal, md (for tickets), html "
         "(self-contained, with plots) or json (schema in docs/report-schema.md)."),
-    out: Path | None = typer.Option(None, "--out", "-o",
-                                    help="Write here instead of stdout ('-' = stdout)."),
+    out: ReportOut = None,
     reanalyze: bool = typer.Option(
         False, "--reanalyze", help="Parse the captures again instead of reusing "
         "observations.json."),

@@ -16,6 +16,7 @@ from typing import Any
 import typer
 from rich.console import Console
 
+from gitnetdiag.commands._options import JsonResults
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.errors import UsageError
@@ -109,9 +110,7 @@ def storage(
         False, "--drop-caches",
         help="As root, drop the whole page cache before the pack read (default: only the packs').",
     ),
-    json_out: str | None = typer.Option(
-        None, "--json", metavar="OUT", help="Also write the results as JSON to OUT ('-' = stdout)."
-    ),
+    json_out: JsonResults = None,
     output_format: OutputFormat = typer.Option(
         OutputFormat.terminal, "--format", help="terminal table or md (Markdown)."
     ),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import TypedDict, Unpack
 
 from gitnetdiag.errors import UsageError
 
@@ -310,21 +311,31 @@ class LabSpec:
         return self.git_backlog == TINY_BACKLOG
 
 
-def build_spec(
-    *,
-    instance: str,
-    faults: list[str],
-    rtt_ms: float | None = None,
-    loss: float | None = None,
-    rate: str | None = None,
-    edge_h2_window: int | None = None,
-    apache_h2_window: int | None = None,
-    hook_delay_s: float = DEFAULT_HOOK_DELAY_S,
-    auth_delay_s: float = DEFAULT_AUTH_DELAY_S,
-    edge: str | None = None,
-    reset_after_bytes: int | None = None,
-) -> LabSpec:
-    """Resolve named faults and explicit overrides into one LabSpec."""
+class LabOverrides(TypedDict, total=False):
+    """What ``lab up`` may set beside the faults (each left out: the faults decide)."""
+
+    rtt_ms: float | None
+    """Round-trip delay the router adds."""
+    loss: float | None
+    """Random drop probability per packet (0..1)."""
+    rate: str | None
+    """Rate limit of the path (tc syntax)."""
+    edge_h2_window: int | None
+    """The edge's HTTP/2 receive window."""
+    apache_h2_window: int | None
+    """Apache ``H2WindowSize``."""
+    hook_delay_s: float
+    """Seconds the pre-receive hook sleeps under ``slow-hook``."""
+    auth_delay_s: float
+    """Seconds the ref advertisement waits under ``slow-auth``."""
+    edge: str | None
+    """The TLS edge (haproxy, nginx, caddy, h2o, trafficserver)."""
+    reset_after_bytes: int | None
+    """Under ``firewall-reset``: cut connections after this many client bytes."""
+
+
+def _active_faults(instance: str, faults: list[str]) -> tuple[str, ...]:
+    """The faults asked for, checked, each once (``healthy`` when none)."""
     if not re.fullmatch(r"[a-z0-9]{1,8}", instance) and instance != "default":
         raise UsageError(
             f"bad lab instance name '{instance}'",
@@ -337,30 +348,47 @@ def build_spec(
             hint="choose from: " + ", ".join(FAULTS),
             reference="unknown-fault",
         )
-    active = tuple(dict.fromkeys(f for f in faults if f != "healthy")) or ("healthy",)
-    has = set(active).__contains__
-    if rtt_ms is None:
-        rtt_ms = SSH_WINDOW_RTT_MS if has("ssh-channel-window") else DEFAULT_RTT_MS
-    if rtt_ms < 0 or rtt_ms > 10_000:
-        raise UsageError(f"RTT {rtt_ms} ms is out of range", hint="use 0ms to 10s")
+    return tuple(dict.fromkeys(f for f in faults if f != "healthy")) or ("healthy",)
 
-    has = set(active).__contains__
-    chosen_edge = edge or ("nginx" if has("edge-buffering") else "haproxy")
+
+def _chosen_edge(edge: str | None, active: tuple[str, ...]) -> str:
+    """The edge asked for, or the one the faults need; refused when it cannot show them."""
+    chosen_edge = edge or ("nginx" if "edge-buffering" in active else "haproxy")
     if chosen_edge not in EDGES:
         raise UsageError(f"unknown edge '{chosen_edge}'", hint="choose from: " + ", ".join(EDGES))
-    if has("edge-buffering") and chosen_edge != "nginx":
+    if "edge-buffering" in active and chosen_edge != "nginx":
         raise UsageError(
             f"the edge-buffering fault needs the nginx edge, not {chosen_edge}",
             hint="use --edge nginx (or leave --edge out)",
         )
-    if has("edge-backend-errors") and chosen_edge != "haproxy":
+    if "edge-backend-errors" in active and chosen_edge != "haproxy":
         raise UsageError(
             f"the edge-backend-errors fault needs the haproxy edge, not {chosen_edge}",
             hint="use --edge haproxy (or leave --edge out)",
         )
+    return chosen_edge
+
+
+def build_spec(*, instance: str, faults: list[str],
+               **overrides: Unpack[LabOverrides]) -> LabSpec:
+    """Resolve named faults and explicit overrides into one LabSpec."""
+    active = _active_faults(instance, faults)
+    has = set(active).__contains__
+    rtt_ms = overrides.get("rtt_ms")
+    if rtt_ms is None:
+        rtt_ms = SSH_WINDOW_RTT_MS if has("ssh-channel-window") else DEFAULT_RTT_MS
+    if rtt_ms < 0 or rtt_ms > 10_000:
+        raise UsageError(f"RTT {rtt_ms} ms is out of range", hint="use 0ms to 10s")
+    chosen_edge = _chosen_edge(overrides.get("edge"), active)
+    reset_after_bytes = overrides.get("reset_after_bytes")
     if reset_after_bytes is not None and not has("firewall-reset"):
         raise UsageError("--reset-after needs --fault firewall-reset",
                          hint="add --fault firewall-reset, or leave --reset-after out")
+    loss, rate = overrides.get("loss"), overrides.get("rate")
+    edge_h2_window = overrides.get("edge_h2_window")
+    apache_h2_window = overrides.get("apache_h2_window")
+    hook_delay_s = overrides.get("hook_delay_s", DEFAULT_HOOK_DELAY_S)
+    auth_delay_s = overrides.get("auth_delay_s", DEFAULT_AUTH_DELAY_S)
     return LabSpec(
         instance=instance,
         faults=active,

@@ -14,6 +14,7 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from gitnetdiag.errors import InputError, NetworkError
@@ -27,32 +28,43 @@ FINAL_REPORT_WAIT_S = 4.0
 POLL_S = 1.0
 
 
-def results_payload(
-    *,
-    state: str,
-    records: list[dict[str, Any]],
-    target: str,
-    protocol: str,
-    ops: list[str],
-    mix: list[int],
-    timeout_s: float,
-    started_epoch: float | None,
-    stopped_epoch: float | None,
-    users: int,
-    workers: int,
-    locust_counts: dict[str, int],
-    locust_failures: dict[str, int],
-    targets: list[str] | None = None,
-) -> dict[str, Any]:
-    """The JSON the master serves (one place defines its shape). ``target`` is the first
-    remote, ``targets`` all of them (redacted); a record's ``target`` indexes them."""
-    return {
-        "targets": targets or [target],
-        "format": "gitnetdiag-locust-results/1", "state": state, "records": records,
-        "target": target, "protocol": protocol, "ops": ops, "mix": mix, "timeout_s": timeout_s,
-        "started_epoch": started_epoch, "stopped_epoch": stopped_epoch, "users": users,
-        "workers": workers, "locust_counts": locust_counts, "locust_failures": locust_failures,
-    }
+@dataclass(frozen=True, kw_only=True)
+class LocustResults:
+    """What the master serves at :data:`RESULTS_PATH` (:meth:`payload`: one place defines
+    its JSON shape)."""
+
+    state: str
+    """Locust's runner state (``running``, ``stopped``, ...)."""
+    records: list[dict[str, Any]]
+    """Every operation record the workers shipped."""
+    target: str
+    """The first remote (redacted)."""
+    protocol: str
+    ops: list[str]
+    mix: list[int]
+    timeout_s: float
+    started_epoch: float | None
+    stopped_epoch: float | None
+    users: int
+    """The most users the run had."""
+    workers: int
+    locust_counts: dict[str, int]
+    """Locust's request count per operation."""
+    locust_failures: dict[str, int]
+    """Locust's failure count per operation."""
+    targets: list[str] | None = None
+    """All the remotes (redacted); a record's ``target`` indexes them."""
+
+    def payload(self) -> dict[str, Any]:
+        return {
+            "targets": self.targets or [self.target],
+            "format": "gitnetdiag-locust-results/1", "state": self.state,
+            "records": self.records, "target": self.target, "protocol": self.protocol,
+            "ops": self.ops, "mix": self.mix, "timeout_s": self.timeout_s,
+            "started_epoch": self.started_epoch, "stopped_epoch": self.stopped_epoch,
+            "users": self.users, "workers": self.workers, "locust_counts": self.locust_counts,
+            "locust_failures": self.locust_failures,
+        }
 
 
 _RESULTS_HINT = "give the results of a master running gitnetdiag's locustfile"
@@ -84,7 +96,8 @@ def _check_fields(data: dict[str, Any], types: dict[str, tuple[type, ...]], wher
 
 
 def check_payload(payload: Any) -> dict[str, Any]:
-    """The payload, when it has the shape :func:`results_payload` gives; else one InputError."""
+    """The payload, when it has the shape :meth:`LocustResults.payload` gives; else one
+    InputError."""
     if not isinstance(payload, dict):
         raise _bad_results(f"expected a JSON object, got {type(payload).__name__}")
     if payload.get("format") != "gitnetdiag-locust-results/1":

@@ -45,7 +45,7 @@ from locust.exception import StopUser
 from locust.runners import MasterRunner, WorkerRunner
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.load.locust_collect import RESULTS_PATH, results_payload
+from gitnetdiag.load.locust_collect import RESULTS_PATH, LocustResults
 from gitnetdiag.load.operations import Workspace
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_mix, parse_ops, parse_urls
 from gitnetdiag.probe.gitpush import Transport
@@ -147,7 +147,7 @@ def _payload(environment: Any) -> dict[str, Any]:
         records = list(_state.collected)
     ops = parse_ops(opts.git_ops)
     urls = [redact_url(url) for url in _given_urls(opts)] or [""]
-    return results_payload(
+    return LocustResults(
         state=str(runner.state), records=records, target=urls[0], targets=urls,
         protocol=opts.git_protocol, ops=[str(op) for op in ops],
         mix=list(parse_mix(opts.git_mix or None, len(ops))), timeout_s=opts.git_timeout,
@@ -155,7 +155,7 @@ def _payload(environment: Any) -> dict[str, Any]:
         users=max(_state.max_users, int(runner.user_count)),
         workers=int(getattr(runner, "worker_count", 0)),
         locust_counts=counts, locust_failures=failures,
-    )
+    ).payload()
 
 
 def _on_test_start(environment: Any, **_: Any) -> None:

@@ -145,7 +145,7 @@ class LoadReporter(Protocol):
     def warn(self, message: str) -> None: ...
 
 
-class SilentReporter:
+class SilentLoadReporter:
     """A reporter that shows nothing."""
 
     def tick(self, status: LiveStatus) -> None:
@@ -324,7 +324,7 @@ def _run_load(
     stop: threading.Event | None,
     runner_factory: RunnerFactory | None,
 ) -> LoadOutcome:
-    reporter = reporter or SilentReporter()
+    reporter = reporter or SilentLoadReporter()
     stop = stop or threading.Event()
     inflight = InFlight()
     started_iso = datetime.now(UTC).isoformat(timespec="seconds")

@@ -157,7 +157,7 @@ def _server_wait_s(conn: ConnectionAnalysis) -> float | None:
     return gap if gap > 0 else None
 
 
-def ledger_observation(ledger: h2ledger.H2Ledger) -> obs.H2Ledger:
+def ledger_observation(ledger: h2ledger.H2WireLedger) -> obs.H2Ledger:
     """The engine's HTTP/2 ledger from a decrypted capture's (tshark) ledger."""
     stream = max(ledger.uploads, key=lambda u: u.ledger.stalled_s).ledger if ledger.uploads \
         else None
@@ -263,7 +263,7 @@ def _nothing_to_measure(path: Path, connections: int, transfers: list[Transfer],
     return []
 
 
-def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
+def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None
                               ) -> tuple[obs.Observations, list[str]]:
     """The engine's input from a bare capture file; with the analysis warnings.
 
@@ -333,7 +333,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger]
                             problems=tuple(problems)), warnings
 
 
-def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2Ledger] | None = None
+def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None
                      ) -> tuple[Diagnosis, list[str]]:
     """Diagnose a bare capture; with the analysis warnings."""
     observations, warnings = observations_from_capture(path, h2_ledgers=h2_ledgers)

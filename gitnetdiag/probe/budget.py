@@ -263,15 +263,26 @@ def _phase_of(progress: PackProgress, monitor: RateMonitor) -> tuple[str, str] |
     return None
 
 
+@dataclass(frozen=True, kw_only=True)
+class PushLimits:
+    """When a monitored push is stopped."""
+
+    timeout_s: float
+    """Killed after this long whatever happens (``hung``)."""
+    budget_s: float | None
+    """Stopped mid-pack once its rate is stable or this is spent; None: a complete push."""
+    stall_timeout_s: float | None
+    """Stopped when no byte moves for this long; None: only the timeout."""
+
+
 def run_monitored_push(
-    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, timeout_s: float,
-    budget_s: float | None, stall_timeout_s: float | None, port: int,
+    argv: Sequence[str], *, env: Mapping[str, str], cwd: Path, limits: PushLimits, port: int,
     stderr_path: Path, tcpinfo_path: Path | None,
     on_progress: ProgressCallback | None = None, on_phase: PhaseCallback | None = None,
 ) -> MonitoredPush:
     """Run ``git push --progress`` under a :class:`RateMonitor`; see the module doc.
 
-    ``budget_s`` None: a complete push (still stopped on a stall). A
+    ``limits.budget_s`` None: a complete push (still stopped on a stall). A
     KeyboardInterrupt kills the group and raises :class:`GitInterrupted`. git's exit is
     seen at once (the wait between samples ends with it), not at the next sample.
     """
@@ -283,7 +294,7 @@ def run_monitored_push(
                for stream, sink in ((proc.stdout, out), (proc.stderr, err))]
     for reader in readers:
         reader.start()
-    monitor = RateMonitor(budget_s=budget_s, stall_timeout_s=stall_timeout_s)
+    monitor = RateMonitor(budget_s=limits.budget_s, stall_timeout_s=limits.stall_timeout_s)
     watch = _Watch(port, proc.pid, tcpinfo_path)
     stopped: StopReason | None = None
     timed_out = False
@@ -300,7 +311,7 @@ def run_monitored_push(
                 if on_phase is not None:
                     on_phase(now_phase[1])
             stopped = monitor.stop_reason(now, pack_finished=progress.pack_finished)
-            if stopped is None and now >= timeout_s:
+            if stopped is None and now >= limits.timeout_s:
                 timed_out = True
             if stopped is not None or timed_out:
                 kill_group(proc)

@@ -206,89 +206,141 @@ def remove_probe_ref(
 
     Raises CleanupCancelled as soon as ``cancelled()`` is true."""
     started = clock()
-
-    def result(status: RefCleanup, detail: str = "") -> CleanupResult:
-        command = check = None
-        if status in (RefCleanup.LEFTOVER, RefCleanup.UNCONFIRMED):
-            command = remove_command(transport, branch, oid)
-        if status is RefCleanup.UNCONFIRMED:
-            check = check_command(transport, branch)
-        return CleanupResult(status=status, detail=redact_text(detail),
-                             waited_s=clock() - started, remove_command=command,
-                             check_command=check)
-
+    removal = _Removal(transport=transport, branch=branch, oid=oid, aftermath=aftermath,
+                       runner=runner, cwd=cwd, clock=clock, started=started,
+                       deadline=started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0),
+                       transports=_alternatives(transport),
+                       known_present=aftermath is Aftermath.CREATED)
     if aftermath in NOTHING_TO_ASK:
-        return result(RefCleanup.NEVER_CREATED, NOTHING_TO_ASK[aftermath])
-    ref = f"refs/heads/{branch}"
-    deadline = started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0)
-    transports = _alternatives(transport)
-    failures = deletes = 0
-    deleted = False
+        return removal.result(RefCleanup.NEVER_CREATED, NOTHING_TO_ASK[aftermath])
     # A successful push created the branch: delete at once, the lease guards the rest.
     look_first = aftermath is not Aftermath.CREATED
-    # Known to be there: created by the push, or seen by ls-remote; else unknown.
-    known_present = aftermath is Aftermath.CREATED
-    detail = ""
     while True:
         if cancelled():
             raise CleanupCancelled(branch)
-        current = transports[failures % len(transports)]
+        current = removal.transports[removal.failures % len(removal.transports)]
         on_server: str | None = oid
         if look_first:
-            listing = runner(ls_remote_argv(current, ref), env=current.env(), cwd=cwd,
-                             timeout_s=min(DELETE_TIMEOUT_S, max(10.0, deadline - clock())))
-            if not listing.ok:
-                failures += 1
-                detail = "ls-remote: " + ("timed out" if listing.timed_out
-                                          else failure_line(listing.stderr))
-                if failures >= 2 * len(transports) and clock() >= deadline:
-                    if deleted:  # git's delete exited 0: receive-pack took it
-                        return result(RefCleanup.DELETED)
-                    if known_present:
-                        return result(RefCleanup.LEFTOVER, "it was there and the server's "
-                                      f"refs cannot be listed to see it gone ({detail})")
-                    return result(RefCleanup.UNCONFIRMED,
-                                  f"the server's refs cannot be listed ({detail})")
+            listed, on_server = removal.look(current)
+            if not listed:
+                done = removal.unlisted()
+                if done is not None:
+                    return done
                 sleep(POLL_INTERVAL_S)
                 continue
-            on_server = parse_ls_remote(listing.stdout).get(ref)
         look_first = True
+        done = removal.absent() if on_server is None else removal.present(current, on_server)
+        if done is not None:
+            return done
         if on_server is None:
-            if deleted:
-                return result(RefCleanup.DELETED)
-            if aftermath is Aftermath.CREATED:
-                return result(RefCleanup.NEVER_CREATED,
-                              "the push succeeded, but the branch was gone before the delete")
-            if aftermath is not Aftermath.MAY_LAND:
-                return result(RefCleanup.NEVER_CREATED)
-            if clock() >= deadline:
-                return result(
-                    RefCleanup.UNCONFIRMED,
-                    f"not on the server {clock() - started:.0f} s after the push ended, but the "
-                    "server had the whole pack and never answered: a hook still running could "
-                    "create it later",
-                )
             sleep(POLL_INTERVAL_S)
-            continue
-        known_present = True
-        if on_server != oid:
-            return result(RefCleanup.LEFTOVER, f"{ref} points at {on_server[:12]}, "
-                          f"not the pushed {oid[:12]}: left alone")
-        if deletes >= _MAX_DELETES:
-            return result(RefCleanup.LEFTOVER, detail or "the delete did not take")
-        deletes += 1
-        removal = runner(delete_argv(current, branch, oid), env=current.env(), cwd=cwd,
-                         timeout_s=DELETE_TIMEOUT_S)
+
+
+@dataclass(kw_only=True)
+class _Removal:
+    """One branch removal in progress (:func:`remove_probe_ref`): what is known so far, and
+    each step's verdict, None while it must go on."""
+
+    transport: Transport
+    branch: str
+    oid: str
+    aftermath: Aftermath
+    runner: GitRunner
+    cwd: Path
+    clock: Callable[[], float]
+    started: float
+    deadline: float
+    """Until when a push that may still land is waited for."""
+    transports: tuple[Transport, ...]
+    """The ways to the server, tried in turn after a failure."""
+    known_present: bool
+    """Known to be there: created by the push, or seen by ls-remote."""
+    failures: int = 0
+    deletes: int = 0
+    deleted: bool = False
+    """git's delete exited 0: receive-pack took it."""
+    detail: str = ""
+    """The last failure, as git said it."""
+
+    @property
+    def ref(self) -> str:
+        return f"refs/heads/{self.branch}"
+
+    def result(self, status: RefCleanup, detail: str = "") -> CleanupResult:
+        command = check = None
+        if status in (RefCleanup.LEFTOVER, RefCleanup.UNCONFIRMED):
+            command = remove_command(self.transport, self.branch, self.oid)
+        if status is RefCleanup.UNCONFIRMED:
+            check = check_command(self.transport, self.branch)
+        return CleanupResult(status=status, detail=redact_text(detail),
+                             waited_s=self.clock() - self.started, remove_command=command,
+                             check_command=check)
+
+    def look(self, current: Transport) -> tuple[bool, str | None]:
+        """ls-remote of the branch: (listed, the object it points at or None)."""
+        listing = self.runner(ls_remote_argv(current, self.ref), env=current.env(), cwd=self.cwd,
+                              timeout_s=min(DELETE_TIMEOUT_S,
+                                            max(10.0, self.deadline - self.clock())))
+        if listing.ok:
+            return True, parse_ls_remote(listing.stdout).get(self.ref)
+        self.failures += 1
+        self.detail = "ls-remote: " + ("timed out" if listing.timed_out
+                                       else failure_line(listing.stderr))
+        return False, None
+
+    def unlisted(self) -> CleanupResult | None:
+        """The refs could not be listed: give up once every way failed twice and the
+        deadline passed."""
+        if self.failures < 2 * len(self.transports) or self.clock() < self.deadline:
+            return None
+        if self.deleted:
+            return self.result(RefCleanup.DELETED)
+        if self.known_present:
+            return self.result(RefCleanup.LEFTOVER, "it was there and the server's refs cannot "
+                               f"be listed to see it gone ({self.detail})")
+        return self.result(RefCleanup.UNCONFIRMED,
+                           f"the server's refs cannot be listed ({self.detail})")
+
+    def absent(self) -> CleanupResult | None:
+        """Not on the server: deleted, never created, or (a push that may land) not yet."""
+        if self.deleted:
+            return self.result(RefCleanup.DELETED)
+        if self.aftermath is Aftermath.CREATED:
+            return self.result(RefCleanup.NEVER_CREATED,
+                               "the push succeeded, but the branch was gone before the delete")
+        if self.aftermath is not Aftermath.MAY_LAND:
+            return self.result(RefCleanup.NEVER_CREATED)
+        if self.clock() >= self.deadline:
+            return self.result(
+                RefCleanup.UNCONFIRMED,
+                f"not on the server {self.clock() - self.started:.0f} s after the push ended, "
+                "but the server had the whole pack and never answered: a hook still running "
+                "could create it later",
+            )
+        return None
+
+    def present(self, current: Transport, on_server: str) -> CleanupResult | None:
+        """On the server: delete it under the lease when it is our object."""
+        self.known_present = True
+        if on_server != self.oid:
+            return self.result(RefCleanup.LEFTOVER, f"{self.ref} points at {on_server[:12]}, "
+                               f"not the pushed {self.oid[:12]}: left alone")
+        if self.deletes >= _MAX_DELETES:
+            return self.result(RefCleanup.LEFTOVER, self.detail or "the delete did not take")
+        self.deletes += 1
+        removal = self.runner(delete_argv(current, self.branch, self.oid), env=current.env(),
+                              cwd=self.cwd, timeout_s=DELETE_TIMEOUT_S)
         if removal.ok:
-            deleted = True
-            if _server_deleted(removal.stderr, branch):
+            self.deleted = True
+            if _server_deleted(removal.stderr, self.branch):
                 # receive-pack's own report: the ref is gone (a push that succeeded can
                 # create nothing more), no second look needed.
-                return result(RefCleanup.DELETED)
+                return self.result(RefCleanup.DELETED)
         else:
-            failures += 1
-            detail = "delete: " + ("timed out" if removal.timed_out
-                                   else failure_line(removal.stderr))
+            self.failures += 1
+            self.detail = "delete: " + ("timed out" if removal.timed_out
+                                        else failure_line(removal.stderr))
+        return None
 
 
 def _server_deleted(stderr: str, branch: str) -> bool:

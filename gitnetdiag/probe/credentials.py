@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from urllib.parse import unquote, urlsplit
 
 from gitnetdiag.errors import NetworkError
-from gitnetdiag.proc import run
+from gitnetdiag.proc import OnTimeout, run
 from gitnetdiag.redaction import redact_url
 
 GIT_TIMEOUT_S = 30.0
@@ -43,8 +43,9 @@ def _git(
     return run(
         ["git", *args], what=f"git {args[0]}", input_bytes=stdin.encode(), env=env,
         timeout_s=GIT_TIMEOUT_S, check=False, missing_hint="install git",
-        timeout_error=NetworkError, timeout_reference="credential-helper-timeout",
-        timeout_hint="a credential helper may be waiting for input; check credential.helper",
+        on_timeout=OnTimeout(
+            error=NetworkError, reference="credential-helper-timeout",
+            hint="a credential helper may be waiting for input; check credential.helper"),
     )
 
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitnetdiag.errors import ExternalCommandError
-from gitnetdiag.proc import run_binary
+from gitnetdiag.proc import OnTimeout, run_binary
 from gitnetdiag.redaction import secrets_from_url
 
 ALLOWED_KEYS = re.compile(
@@ -97,7 +97,8 @@ def read_user_config(repo: Path | None, env: dict[str, str] | None = None) -> by
         run_env["GIT_CEILING_DIRECTORIES"] = "/"
     proc = run_binary(argv, what="git config --list", cwd=cwd, env=run_env,
                       timeout_s=_CONFIG_TIMEOUT_S, missing_hint="install the Debian package 'git'",
-                      timeout_hint="check the include.path files of your git config")
+                      on_timeout=OnTimeout(
+                          hint="check the include.path files of your git config"))
     # Exit 1 with no output: no config file at all.
     if proc.returncode not in (0, 1):
         line = proc.stderr.decode(errors="replace").strip().splitlines()

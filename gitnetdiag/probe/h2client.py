@@ -43,7 +43,7 @@ PROXY_REPLY_LIMIT_BYTES = 16_384
 
 
 @dataclass(frozen=True, kw_only=True)
-class Target:
+class H2Remote:
     """Where the smart-HTTP repository is."""
 
     host: str
@@ -52,7 +52,7 @@ class Target:
     """Repository path on the server, e.g. ``/git/lab.git`` (no trailing slash)."""
 
     @classmethod
-    def from_url(cls, url: str) -> Target:
+    def from_url(cls, url: str) -> H2Remote:
         parts = urlsplit(url)
         if parts.scheme != "https" or not parts.hostname:
             raise UsageError(f"not an https:// URL: {redact_url(url)}",
@@ -108,7 +108,7 @@ class H2Client:
 
     def __init__(
         self,
-        target: Target,
+        target: H2Remote,
         *,
         access: HttpAccess,
         keylog_file: str | None = None,
@@ -335,7 +335,7 @@ def tls_context(access: HttpAccess) -> ssl.SSLContext:
     return context
 
 
-def _open_socket(target: Target, proxy: Proxy | None, timeout_s: float) -> socket.socket:
+def _open_socket(target: H2Remote, proxy: Proxy | None, timeout_s: float) -> socket.socket:
     """A TCP connection to the server, through the proxy's CONNECT tunnel if there is one."""
     host, port = (proxy.host, proxy.port) if proxy else (target.host, target.port)
     try:
@@ -357,7 +357,7 @@ def _open_socket(target: Target, proxy: Proxy | None, timeout_s: float) -> socke
     return raw
 
 
-def _connect_tunnel(raw: socket.socket, target: Target, proxy: Proxy) -> None:
+def _connect_tunnel(raw: socket.socket, target: H2Remote, proxy: Proxy) -> None:
     authority = f"{target.host}:{target.port}"
     request = f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"
     if proxy.authorization:

@@ -32,7 +32,7 @@ from h2.settings import SettingCodes
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, auth_failed, http_access
-from gitnetdiag.probe.h2client import H2Client, Response, Target
+from gitnetdiag.probe.h2client import H2Client, H2Remote, Response
 from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
 from gitnetdiag.probe.receivepack import (
     FLUSH_PKT,
@@ -57,8 +57,9 @@ from gitnetdiag.rundir.native import (
 from gitnetdiag.serial import to_jsonable
 
 __all__ = [
-    "ZERO_OID", "H2Push", "check_safe_ref", "h2_push_probe", "h2_sweep", "parse_advertisement",
-    "parse_report_status", "pkt_line", "ref_update_request", "split_pkt_lines",
+    "ZERO_OID", "H2ClientSide", "H2Push", "check_safe_ref", "h2_push_probe", "h2_sweep",
+    "parse_advertisement", "parse_report_status", "pkt_line", "ref_update_request",
+    "split_pkt_lines",
 ]
 
 RECEIVE_PACK_REQUEST = "application/x-git-receive-pack-request"
@@ -218,7 +219,7 @@ def _receive_pack(client: H2Client, body: bytes) -> tuple[ReportStatus, int]:
 
 
 def delete_probe_branch_h2(
-    target: Target,
+    target: H2Remote,
     *,
     access: HttpAccess,
     ref: str,
@@ -244,7 +245,7 @@ def delete_probe_branch_h2(
 
 
 def _delete_quietly(
-    target: Target, access: HttpAccess, ref: str, oid: str, keylog_file: str | None,
+    target: H2Remote, access: HttpAccess, ref: str, oid: str, keylog_file: str | None,
     timeout_s: float,
 ) -> bool:
     """Delete the probe branch; a failure here must not hide the push's own error."""
@@ -256,6 +257,18 @@ def _delete_quietly(
         return False
 
 
+@dataclass(frozen=True, kw_only=True)
+class H2ClientSide:
+    """What the probe's own HTTP/2 client advertises and records beyond the push itself."""
+
+    client_settings: dict[SettingCodes, int] | None = None
+    """SETTINGS the client advertises (None: the client's defaults)."""
+    keylog_file: str | None = None
+    """Where the TLS secrets go (NSS key log format), None: nowhere."""
+    tcpinfo_sink: list[TcpInfoSample] | None = None
+    """Where the TCP_INFO samples of the client's socket go (no root needed)."""
+
+
 def h2_push_probe(
     url: str,
     *,
@@ -263,12 +276,10 @@ def h2_push_probe(
     pack: bytes,
     new_oid: str,
     probe_id: str,
-    keylog_file: str | None = None,
-    client_settings: dict[SettingCodes, int] | None = None,
+    client_side: H2ClientSide | None = None,
     timeout_s: float = 120.0,
     access: HttpAccess | None = None,
     verify: bool | None = None,
-    tcpinfo_sink: list[TcpInfoSample] | None = None,
     cleanup: BranchCleanup | None = None,
 ) -> H2Push:
     """Push ``pack`` to a fresh probe branch over native HTTP/2, then delete the branch
@@ -280,17 +291,18 @@ def h2_push_probe(
     ``verify=False`` skips certificate checks (``--insecure``). ``access`` lets a
     caller resolve all that once for several pushes.
     """
-    target = Target.from_url(url)
+    target = H2Remote.from_url(url)
     ref = f"refs/heads/{probe_branch_name(probe_id)}"
     check_safe_ref(ref)
     if access is None:
         access = http_access(url, ca_file=ca_file, verify=verify)
+    side = client_side or H2ClientSide()
     client = H2Client(
         target,
         access=access,
-        keylog_file=keylog_file,
-        client_settings=client_settings,
-        timeout_s=timeout_s, tcpinfo_sink=tcpinfo_sink,  # TCP_INFO of our socket, no root
+        keylog_file=side.keylog_file,
+        client_settings=side.client_settings,
+        timeout_s=timeout_s, tcpinfo_sink=side.tcpinfo_sink,  # TCP_INFO of our socket, no root
     )
     pushed = deleted = False
     answer: ReportStatus | None = None
@@ -311,7 +323,7 @@ def h2_push_probe(
             deleted = end_branch(cleanup, ref, new_oid, started=pushed,
                                  sent_all=pushed and sent >= len(body), report=answer)
         elif pushed:
-            deleted = _delete_quietly(target, access, ref, new_oid, keylog_file, timeout_s)
+            deleted = _delete_quietly(target, access, ref, new_oid, side.keylog_file, timeout_s)
     events = native_record(client, stream_id, request_bytes=len(body), ended_ns=ended_ns,
                            report=report, ref=ref, ref_deleted=deleted, access=access)
     return H2Push(events=events, report=report)
@@ -355,8 +367,8 @@ def h2_sweep(
     for window, frame in settings:
         push = h2_push_probe(
             url, access=access, pack=pack, new_oid=new_oid, probe_id=probe_id_factory(),
-            client_settings={SettingCodes.INITIAL_WINDOW_SIZE: window,
-                             SettingCodes.MAX_FRAME_SIZE: frame},
+            client_side=H2ClientSide(client_settings={SettingCodes.INITIAL_WINDOW_SIZE: window,
+                                                      SettingCodes.MAX_FRAME_SIZE: frame}),
             timeout_s=timeout_s, cleanup=cleanup,
         )
         records.append(push.events)

@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import signal
 from collections.abc import Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
-from gitnetdiag.probe.budget import MonitoredPush, StopReason, run_monitored_push
+from gitnetdiag.probe.budget import MonitoredPush, PushLimits, StopReason, run_monitored_push
 from gitnetdiag.probe.capture import (
     HEADERS_SNAPLEN,
     Capture,
@@ -41,6 +41,7 @@ from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitInterrupted,
     GitRun,
+    PackProgress,
     Transport,
     error_for_failure,
     failure_line,
@@ -54,7 +55,7 @@ from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redac
 from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
-from gitnetdiag.rundir.records import HttpRequestRecord, Trace2Phases
+from gitnetdiag.rundir.records import HttpRequestRecord, Trace2Record
 from gitnetdiag.safefile import replace_file
 from gitnetdiag.vocabulary import TransportKind
 
@@ -99,6 +100,33 @@ def sent_too_little(objects: int | None, written_bytes: int | None, pack_bytes: 
     return written_bytes < NO_DATA_RATIO * pack_bytes
 
 
+@dataclass(kw_only=True)
+class _Attempt:
+    """One push as it goes: what it is, where its artifacts go, what came of it."""
+
+    protocol: TransportKind
+    repeat: int
+    branch: str
+    """The throwaway branch ``gitnetdiag/probe-<id>``."""
+    transport: Transport
+    oid: str
+    pack_bytes: int
+    started_at: str
+    stem: str
+    """File name stem of the artifacts, ``<protocol>-<repeat>``."""
+    artifacts: dict[str, str]
+    """Artifact role -> file name in the run directory."""
+    git_run: GitRun | None = None
+    watched: MonitoredPush | None = None
+    capture: CaptureResult | None = None
+    interrupted: bool = False
+    """Ctrl-C or SIGTERM arrived during the push."""
+
+    @property
+    def label(self) -> str:
+        return f"push {self.protocol.value} #{self.repeat}"
+
+
 def push_once(
     state: PushState, protocol: TransportKind, repeat: int, repo_path: Path, oid: str,
     pack_bytes: int, endpoint: tuple[str, int],
@@ -107,97 +135,113 @@ def push_once(
     Ctrl-C or SIGTERM arrived (the caller saves the record, then stops the run).
 
     An interrupt ends the push early: the record then has outcome ``interrupted``."""
-    options = state.options
-    transport = state.transport(protocol)
-    branch = f"gitnetdiag/probe-{new_probe_id()}"
     stem = f"{protocol.value}-{repeat}"
-    run_dir = state.run_dir
-    artifacts: dict[str, str] = {"trace2": f"{stem}.trace2.json", "stderr": f"{stem}.stderr.txt"}
+    attempt = _Attempt(
+        protocol=protocol, repeat=repeat, branch=f"gitnetdiag/probe-{new_probe_id()}",
+        transport=state.transport(protocol), oid=oid, pack_bytes=pack_bytes, started_at="",
+        stem=stem, artifacts={"trace2": f"{stem}.trace2.json", "stderr": f"{stem}.stderr.txt"})
+    extra_env = _trace_env(state, attempt)
+    state.reporter.begin(attempt.label)
+    attempt.started_at = now_iso()
+    try:
+        _captured_push(state, attempt, repo_path, endpoint, extra_env)
+    except GitInterrupted as exc:
+        attempt.git_run, attempt.interrupted = exc.run, True
+    except KeyboardInterrupt:
+        attempt.interrupted = True
+    return _clean_up(state, attempt, repo_path)
+
+
+def _trace_env(state: PushState, attempt: _Attempt) -> dict[str, str]:
+    """git's trace2 (and for HTTP curl's trace, with --full the TLS keylog) into the run."""
+    run_dir, stem, artifacts = state.run_dir, attempt.stem, attempt.artifacts
     extra_env = {
         "GIT_TRACE2_EVENT": str((run_dir / artifacts["trace2"]).resolve()),
         "GIT_TRACE2_EVENT_NESTING": "10",
     }
-    if protocol.is_http:
+    if attempt.protocol.is_http:
         artifacts["curl_trace"] = f"{stem}.curl.txt"
         extra_env["GIT_TRACE_CURL"] = str((run_dir / artifacts["curl_trace"]).resolve())
         extra_env["GIT_TRACE_CURL_NO_DATA"] = "1"
-        if options.full:
+        if state.options.full:
             artifacts["keylog"] = f"{stem}.keylog"
             keylog = run_dir / artifacts["keylog"]
             create_private_file(keylog)
             extra_env["SSLKEYLOGFILE"] = str(keylog.resolve())
-    label = f"push {protocol.value} #{repeat}"
-    state.reporter.begin(label)
-    started_at = now_iso()
+    return extra_env
+
+
+def _captured_push(state: PushState, attempt: _Attempt, repo_path: Path,
+                   endpoint: tuple[str, int], extra_env: dict[str, str]) -> None:
+    """The push, watched (budget, stalls, TCP_INFO) and captured when it may be."""
+    options, run_dir, artifacts = state.options, state.run_dir, attempt.artifacts
+    label, transport = attempt.label, attempt.transport
     capture: Capture | None = None
-    capture_result: CaptureResult | None = None
-    git_run: GitRun | None = None
-    watched: MonitoredPush | None = None
-    interrupted = False
     try:
-        try:
-            if state.capture_enabled:
-                host, port = endpoint
-                artifacts["capture"] = f"{stem}.pcap"
-                capture = Capture(
-                    run_dir / artifacts["capture"], host=host, port=port,
-                    snaplen=0 if options.full else HEADERS_SNAPLEN,
-                )
-                try:
-                    capture.start()
-                except GitnetdiagError as exc:
-                    state.error("capture", protocol, exc)
-                    artifacts.pop("capture")
-                    capture = None
-            artifacts["tcpinfo"] = f"{stem}.tcpinfo.jsonl"
-            watched = run_monitored_push(
-                push_argv(transport, oid, branch), env=transport.env(extra_env), cwd=repo_path,
-                timeout_s=options.timeout_s, budget_s=options.budget_s,
-                stall_timeout_s=options.stall_timeout_s, port=endpoint[1],
-                stderr_path=run_dir / artifacts["stderr"],
-                tcpinfo_path=run_dir / artifacts["tcpinfo"],
-                on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate),
-                on_phase=lambda text: _phase(state.reporter, label, text),
+        if state.capture_enabled:
+            host, port = endpoint
+            artifacts["capture"] = f"{attempt.stem}.pcap"
+            capture = Capture(
+                run_dir / artifacts["capture"], host=host, port=port,
+                snaplen=0 if options.full else HEADERS_SNAPLEN,
             )
-            git_run = watched.run
-        finally:
-            if capture is not None:
-                with interrupts_deferred() as held:
-                    result = capture.stop()
-                interrupted = interrupted or held.signalled
-                capture_result = replace(result, path=artifacts["capture"])
-                if result.packets_dropped:
-                    state.warn(
-                        f"{stem}: tcpdump lost {result.packets_dropped} packets "
-                        "(the capture is incomplete; the machine is busy)"
-                    )
-    except GitInterrupted as exc:
-        git_run, interrupted = exc.run, True
-    except KeyboardInterrupt:
-        interrupted = True
-    artifacts["cleanup_stderr"] = f"{stem}.cleanup.stderr.txt"
-    aftermath = push_aftermath(git_run)
-    notice = CleanupNotice(state.reporter, transport, branch, oid, aftermath,
-                           options.cleanup_wait_s)
-    if interrupted:
+            try:
+                capture.start()
+            except GitnetdiagError as exc:
+                state.error("capture", attempt.protocol, exc)
+                artifacts.pop("capture")
+                capture = None
+        artifacts["tcpinfo"] = f"{attempt.stem}.tcpinfo.jsonl"
+        attempt.watched = run_monitored_push(
+            push_argv(transport, attempt.oid, attempt.branch), env=transport.env(extra_env),
+            cwd=repo_path,
+            limits=PushLimits(timeout_s=options.timeout_s, budget_s=options.budget_s,
+                              stall_timeout_s=options.stall_timeout_s),
+            port=endpoint[1],
+            stderr_path=run_dir / artifacts["stderr"],
+            tcpinfo_path=run_dir / artifacts["tcpinfo"],
+            on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate),
+            on_phase=lambda text: _phase(state.reporter, label, text),
+        )
+        attempt.git_run = attempt.watched.run
+    finally:
+        if capture is not None:
+            with interrupts_deferred() as held:
+                result = capture.stop()
+            attempt.interrupted = attempt.interrupted or held.signalled
+            attempt.capture = replace(result, path=artifacts["capture"])
+            if result.packets_dropped:
+                state.warn(
+                    f"{attempt.stem}: tcpdump lost {result.packets_dropped} packets "
+                    "(the capture is incomplete; the machine is busy)"
+                )
+
+
+def _clean_up(state: PushState, attempt: _Attempt, repo_path: Path) -> tuple[PushRecord, bool]:
+    """Remove the branch with signals deferred, then the record of the push."""
+    options = state.options
+    attempt.artifacts["cleanup_stderr"] = f"{attempt.stem}.cleanup.stderr.txt"
+    aftermath = push_aftermath(attempt.git_run)
+    notice = CleanupNotice(state.reporter, attempt.transport, attempt.branch, attempt.oid,
+                           aftermath, options.cleanup_wait_s)
+    if attempt.interrupted:
         notice.interrupted(ctrl_c=received_signal() in (None, signal.SIGINT))
     with interrupts_deferred(notice.on_signal) as deferred:
         try:
             with notice.waiting():
                 cleanup = remove_probe_ref(
-                    transport, branch, oid, aftermath,
-                    runner=_logged_runner(run_dir / artifacts["cleanup_stderr"],
+                    attempt.transport, attempt.branch, attempt.oid, aftermath,
+                    runner=_logged_runner(state.run_dir / attempt.artifacts["cleanup_stderr"],
                                           options.cleanup_git_timeout_s),
                     cwd=repo_path, wait_s=options.cleanup_wait_s,
                 )
         except CleanupStopped:
             cleanup = notice.stopped()
-        record = _record(state, protocol, repeat, branch, started_at, transport, git_run,
-                         interrupted, pack_bytes, capture_result, artifacts, cleanup)
-        record = _with_watch(record, watched, interrupted)
-        state.reporter.done(label, _detail(record, options.timeout_s),
+        record = _record(state, attempt, cleanup)
+        record = _with_watch(record, attempt.watched, attempt.interrupted)
+        state.reporter.done(attempt.label, _detail(record, options.timeout_s),
                             ok=record.outcome in ("ok", "bounded"))
-    return record, interrupted or deferred.signalled
+    return record, attempt.interrupted or deferred.signalled
 
 
 def _logged_runner(cleanup_log: Path, cap_s: float | None = None) -> GitRunner:
@@ -216,7 +260,7 @@ def _logged_runner(cleanup_log: Path, cap_s: float | None = None) -> GitRunner:
     return logged_git
 
 
-def exact_wall_s(git_run: GitRun | None, phases: Trace2Phases | None) -> float:
+def exact_wall_s(git_run: GitRun | None, phases: Trace2Record | None) -> float:
     """The push's duration: git's own (trace2's ``t_abs`` at its exit) when git ended by
     itself, else the wall time from start to exit or kill."""
     if git_run is None:
@@ -234,49 +278,69 @@ def _phase(reporter: Reporter, label: str, text: str) -> None:
         tell(label, text)
 
 
-def _record(
-    state: PushState, protocol: TransportKind, repeat: int, branch: str, started_at: str,
-    transport: Transport, git_run: GitRun | None, interrupted: bool, pack_bytes: int,
-    capture_result: CaptureResult | None, artifacts: dict[str, str], cleanup: CleanupResult,
-) -> PushRecord:
-    options = state.options
-    run_dir = state.run_dir
-    curl_path = run_dir / artifacts.get("curl_trace", "-")
-    http_version = alpn = curl_last_info = None
-    post_s = None
-    requests: tuple[HttpRequestRecord, ...] = ()
-    if protocol.is_http and curl_path.is_file():
-        text = redact_curl_trace(curl_path.read_text(errors="replace"))
-        replace_file(curl_path, text.encode())
-        curl = parse_curl_trace(text)
-        http_version, alpn, curl_last_info = curl.http_version, curl.alpn, curl.last_info
-        requests = tuple(HttpRequestRecord(method=r.method, path=r.path, status=r.status,
-                                           server=r.server) for r in curl.requests)
-        posts = [r for r in curl.requests if r.method == "POST" and r.response_s is not None]
-        if posts and posts[-1].response_s is not None:
-            post_s = posts[-1].response_s - posts[-1].sent_s
-    trace2_path = run_dir / artifacts["trace2"]
-    phases = None
-    if trace2_path.is_file():
-        with trace2_path.open(errors="replace") as handle:
-            phases = parse_trace2_events(handle)
-    if options.full and capture_result is not None and "keylog" in artifacts:
-        keylog = run_dir / artifacts["keylog"]
-        if keylog.stat().st_size > 0:
-            decrypted = f"{artifacts['stderr'].removesuffix('.stderr.txt')}.pcapng"
-            try:
-                create_private_file(run_dir / decrypted)
-                inject_secrets(run_dir / artifacts["capture"], keylog, run_dir / decrypted)
-                artifacts["capture_decrypted"] = decrypted
-            except GitnetdiagError as exc:
-                state.error("capture", protocol, exc)
+@dataclass(frozen=True, kw_only=True)
+class _CurlFacts:
+    """What git's curl trace says of an HTTP push (all None/empty without one)."""
 
-    url = redact_url(transport.url)
+    http_version: str | None = None
+    alpn: str | None = None
+    last_info: str | None = None
+    post_s: float | None = None
+    """From the last POST's request sent to its response."""
+    requests: tuple[HttpRequestRecord, ...] = ()
+
+
+def _curl_facts(attempt: _Attempt, run_dir: Path) -> _CurlFacts:
+    """The curl trace, redacted in place, and what it says."""
+    curl_path = run_dir / attempt.artifacts.get("curl_trace", "-")
+    if not (attempt.protocol.is_http and curl_path.is_file()):
+        return _CurlFacts()
+    text = redact_curl_trace(curl_path.read_text(errors="replace"))
+    replace_file(curl_path, text.encode())
+    curl = parse_curl_trace(text)
+    posts = [r for r in curl.requests if r.method == "POST" and r.response_s is not None]
+    post_s = None
+    if posts and posts[-1].response_s is not None:
+        post_s = posts[-1].response_s - posts[-1].sent_s
+    return _CurlFacts(
+        http_version=curl.http_version, alpn=curl.alpn, last_info=curl.last_info, post_s=post_s,
+        requests=tuple(HttpRequestRecord(method=r.method, path=r.path, status=r.status,
+                                         server=r.server) for r in curl.requests))
+
+
+def _trace2_phases(attempt: _Attempt, run_dir: Path) -> Trace2Record | None:
+    trace2_path = run_dir / attempt.artifacts["trace2"]
+    if not trace2_path.is_file():
+        return None
+    with trace2_path.open(errors="replace") as handle:
+        return parse_trace2_events(handle)
+
+
+def _decrypted_capture(state: PushState, attempt: _Attempt) -> None:
+    """With --full: the capture with the TLS secrets injected, a pcapng Wireshark reads."""
+    run_dir, artifacts = state.run_dir, attempt.artifacts
+    if not (state.options.full and attempt.capture is not None and "keylog" in artifacts):
+        return
+    keylog = run_dir / artifacts["keylog"]
+    if keylog.stat().st_size > 0:
+        decrypted = f"{artifacts['stderr'].removesuffix('.stderr.txt')}.pcapng"
+        try:
+            create_private_file(run_dir / decrypted)
+            inject_secrets(run_dir / artifacts["capture"], keylog, run_dir / decrypted)
+            artifacts["capture_decrypted"] = decrypted
+        except GitnetdiagError as exc:
+            state.error("capture", attempt.protocol, exc)
+
+
+def _outcome(state: PushState, attempt: _Attempt, url: str,
+             progress: PackProgress) -> tuple[str, FailureKind | None, str]:
+    """The push's outcome, failure kind and git's last line; failures told to ``state``."""
+    git_run, interrupted, protocol = attempt.git_run, attempt.interrupted, attempt.protocol
     stderr = git_run.stderr if git_run is not None else ""
-    progress = parse_pack_progress(stderr)
     ok = git_run is not None and git_run.ok and not interrupted
     kind = None if git_run is None or interrupted else git_run.failure_kind()
     line = "" if ok else redact_text(failure_line(stderr))
+    pack_bytes = attempt.pack_bytes
     if interrupted:
         outcome = "interrupted"
     elif ok and sent_too_little(progress.objects, progress.written_bytes, pack_bytes):
@@ -297,8 +361,15 @@ def _record(
         state.error("push", protocol, error_for_failure(kind, url, line), kind=kind.value)
         if kind in FATAL_KINDS:
             state.failed.add(protocol)
+    return outcome, kind, line
+
+
+def _tell_cleanup(state: PushState, attempt: _Attempt, url: str, cleanup: CleanupResult) -> None:
+    """A branch left on the server is an error with its remove command; one unconfirmed a
+    warning with the command that checks."""
+    branch = attempt.branch
     if cleanup.status is RefCleanup.LEFTOVER:
-        state.error("cleanup", protocol, NetworkError(
+        state.error("cleanup", attempt.protocol, NetworkError(
             f"{branch} is still on {url}: {cleanup.detail}",
             hint=f"delete it by hand: {cleanup.remove_command}", reference="probe-ref-leftover",
         ))
@@ -308,20 +379,33 @@ def _record(
         state.warn(f"{branch} on {url} unconfirmed: {cleanup.detail}; check with: "
                    f"{cleanup.check_command}; if it is there, remove it with: "
                    f"{cleanup.remove_command}")
-    wall_s = exact_wall_s(git_run, phases)
+
+
+def _record(state: PushState, attempt: _Attempt, cleanup: CleanupResult) -> PushRecord:
+    run_dir = state.run_dir
+    curl = _curl_facts(attempt, run_dir)
+    phases = _trace2_phases(attempt, run_dir)
+    _decrypted_capture(state, attempt)
+    url = redact_url(attempt.transport.url)
+    progress = parse_pack_progress(attempt.git_run.stderr if attempt.git_run is not None else "")
+    outcome, kind, line = _outcome(state, attempt, url, progress)
+    _tell_cleanup(state, attempt, url, cleanup)
+    wall_s = exact_wall_s(attempt.git_run, phases)
+    pack_bytes = attempt.pack_bytes
     rate = pack_bytes / wall_s if outcome == "ok" and wall_s > 0 else None
     return PushRecord(
-        protocol=protocol.value, repeat=repeat, branch=branch, started_at=started_at,
+        protocol=attempt.protocol.value, repeat=attempt.repeat, branch=attempt.branch,
+        started_at=attempt.started_at,
         outcome=outcome, failure_kind=kind.value if kind else None, last_line=line,
         wall_s=wall_s, pack_bytes=pack_bytes, rate_bytes_per_s=rate,
-        http_version=http_version, alpn=alpn, post_s=post_s, curl_last_info=curl_last_info,
-        phases=phases, capture=capture_result,
-        artifacts={k: v for k, v in artifacts.items() if (run_dir / v).exists()},
+        http_version=curl.http_version, alpn=curl.alpn, post_s=curl.post_s,
+        curl_last_info=curl.last_info, phases=phases, capture=attempt.capture,
+        artifacts={k: v for k, v in attempt.artifacts.items() if (run_dir / v).exists()},
         cleanup=cleanup.status.value, cleanup_detail=cleanup.detail,
         cleanup_s=cleanup.waited_s, cleanup_command=cleanup.remove_command,
         cleanup_check_command=cleanup.check_command, pack_objects=progress.objects,
         pack_written_bytes=progress.written_bytes,
-        http_requests=requests,
+        http_requests=curl.requests,
     )
 
 

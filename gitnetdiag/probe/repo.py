@@ -24,7 +24,7 @@ from pathlib import Path
 import numpy as np
 
 from gitnetdiag.errors import ExternalCommandError, UsageError
-from gitnetdiag.proc import run_binary, start
+from gitnetdiag.proc import OnTimeout, run_binary, start
 
 FILE_SIZE_BYTES = 1024 * 1024
 """Size of each data file in a generated repository (the last one may be smaller)."""
@@ -93,7 +93,7 @@ def _git(args: list[str], *, cwd: Path, input_bytes: bytes | None = None) -> byt
     proc = run_binary(
         ["git", *args], what=f"git {args[0]}", cwd=cwd, env=git_env(), input_bytes=input_bytes,
         timeout_s=_GIT_TIMEOUT_S, missing_hint="install the Debian package 'git'",
-        timeout_hint="the disk may be very slow or full",
+        on_timeout=OnTimeout(hint="the disk may be very slow or full"),
     )
     if proc.returncode != 0:
         lines = proc.stderr.decode(errors="replace").strip().splitlines()

@@ -47,7 +47,7 @@ from gitnetdiag.rundir import (
     NATIVE_FILES,
     SCHEMA,
     SWEEP_FILE,
-    BurstResult,
+    BurstRecord,
     PathMeasurement,
     ProtocolRun,
     PushRecord,
@@ -452,7 +452,7 @@ def _native_one(state: _Run, protocol: TransportKind, pack: bytes, repo_path: Pa
                 oid: str) -> bool:
     """One native probe, its ledger written; whether Ctrl-C or SIGTERM arrived in its
     clean-up (the caller stops the run then)."""
-    from gitnetdiag.probe.h2native import h2_push_probe
+    from gitnetdiag.probe.h2native import H2ClientSide, h2_push_probe
     from gitnetdiag.probe.sshnative import ssh_push_probe
 
     options = state.options
@@ -473,7 +473,7 @@ def _native_one(state: _Run, protocol: TransportKind, pack: bytes, repo_path: Pa
                                       new_oid=oid, probe_id=new_probe_id(),
                                       timeout_s=options.timeout_s, cleanup=cleanup,
                                       verify=False if options.insecure else None,
-                                      tcpinfo_sink=samples)
+                                      client_side=H2ClientSide(tcpinfo_sink=samples))
             for warning in push.warnings:
                 state.warn(warning)
         else:
@@ -569,7 +569,7 @@ def _burst(state: _Run, protocol: TransportKind, repo_path: Path) -> None:
     finally:
         if capture is not None:
             capture.stop()
-    result = BurstResult(
+    result = BurstRecord(
         protocol=protocol.value, concurrency=options.burst, timeout_s=burst_timeout_s, ops=ops,
         connects=connects, capture=capture_name,
     )

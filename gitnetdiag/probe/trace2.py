@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from gitnetdiag.redaction import MASK, redact_text
-from gitnetdiag.rundir.records import Trace2Phases
+from gitnetdiag.rundir.records import Trace2Record
 
 _REDACTED_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
 
@@ -48,7 +48,7 @@ def _parent_sid(sid: str) -> str | None:
     return sid.rsplit("/", 1)[0] if "/" in sid else None
 
 
-def parse_trace2_events(lines: Iterable[str]) -> Trace2Phases:
+def parse_trace2_events(lines: Iterable[str]) -> Trace2Record:
     """Phases of a push from trace2 event lines; tolerant of cut-off and junk lines."""
     events: list[dict[str, Any]] = []
     for line in lines:
@@ -62,7 +62,7 @@ def parse_trace2_events(lines: Iterable[str]) -> Trace2Phases:
         if isinstance(event, dict) and isinstance(event.get("sid"), str):
             events.append(event)
     if not events:
-        return Trace2Phases(
+        return Trace2Record(
             total_s=None, ref_advertisement_s=None, pack_prepare_s=None, pack_write_s=None,
             server_wait_s=None, objects_written=None, exit_code=None, events=0,
         )
@@ -109,7 +109,7 @@ def parse_trace2_events(lines: Iterable[str]) -> Trace2Phases:
                 objects_written = int(event.get("value", 0))
         pack_prepare_s = prepare
         server_wait_s = _server_wait_s(events, pack_sid)
-    return Trace2Phases(
+    return Trace2Record(
         total_s=total_s,
         ref_advertisement_s=ref_adv_s,
         pack_prepare_s=pack_prepare_s,

@@ -8,14 +8,14 @@ from typing import Any, Protocol
 from rich.table import Table
 from rich.text import Text
 
-from gitnetdiag.analysis.h2ledger import H2Ledger
+from gitnetdiag.analysis.h2ledger import H2WireLedger
 
 
 class _Console(Protocol):
     def print(self, *objects: Any, **kwargs: Any) -> None: ...
 
 
-def ledger_table_rows(ledgers: Sequence[H2Ledger]) -> list[list[str]]:
+def ledger_table_rows(ledgers: Sequence[H2WireLedger]) -> list[list[str]]:
     """Rows of the ledger table: one per connection (header first)."""
     rows = [
         [
@@ -51,7 +51,7 @@ def ledger_table_rows(ledgers: Sequence[H2Ledger]) -> list[list[str]]:
 
 
 def render_h2_ledgers(
-    ledgers: Sequence[H2Ledger], console: _Console, *, keys_given: bool = False
+    ledgers: Sequence[H2WireLedger], console: _Console, *, keys_given: bool = False
 ) -> None:
     """Print the HTTP/2 flow-control ledger table with rich.
 

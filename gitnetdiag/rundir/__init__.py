@@ -43,7 +43,7 @@ from gitnetdiag.rundir.manifest import (
 from gitnetdiag.rundir.records import (
     SCHEMA,
     BurstOp,
-    BurstResult,
+    BurstRecord,
     CaptureResult,
     ConnectOp,
     PathMeasurement,
@@ -53,17 +53,17 @@ from gitnetdiag.rundir.records import (
     RunError,
     RunManifest,
     ToolVersions,
-    Trace2Phases,
+    Trace2Record,
 )
 from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
 
 __all__ = [
     "BAD_RUN_DIR", "HOST_REPORT_FILE", "MANIFEST_NAME", "NATIVE_FILES", "NATIVE_H2_FILE",
     "NATIVE_SSH_FILE", "OBSERVATIONS_FILE", "PROTOCOL_NAMES", "REPORT_FILES", "SCHEMA",
-    "STORAGE_REPORT_FILE", "SWEEP_FILE", "BurstOp", "BurstResult", "CaptureResult", "ConnectOp",
+    "STORAGE_REPORT_FILE", "SWEEP_FILE", "BurstOp", "BurstRecord", "CaptureResult", "ConnectOp",
     "Malformed",
     "PathMeasurement", "ProtocolRun", "PushRecord", "RepoInfo", "RunError", "RunManifest",
-    "ToolVersions", "Trace2Phases", "bad_run_dir", "check_values", "from_jsonable", "inside",
+    "ToolVersions", "Trace2Record", "bad_run_dir", "check_values", "from_jsonable", "inside",
     "load_run", "manifest_from_dict", "read_json_object", "redact_url", "to_jsonable",
     "write_json_atomically", "write_manifest",
 ]

@@ -57,7 +57,7 @@ class PathMeasurement:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Trace2Phases:
+class Trace2Record:
     """Where the time of one push went, according to trace2 (seconds; None when not seen)."""
 
     total_s: float | None
@@ -131,7 +131,7 @@ class ConnectOp:
 
 
 @dataclass(frozen=True, kw_only=True)
-class BurstResult:
+class BurstRecord:
     """A burst against one protocol's endpoint."""
 
     protocol: str
@@ -247,7 +247,7 @@ class PushRecord:
     """receive-pack POST: request header sent to response status (curl trace)."""
     curl_last_info: str | None
     """Last ``== Info:`` line of the curl trace: where a hung push stopped."""
-    phases: Trace2Phases | None
+    phases: Trace2Record | None
     """Phases from trace2."""
     capture: CaptureResult | None
     """Packet capture, when captured (path relative to the run directory)."""
@@ -300,7 +300,7 @@ class ProtocolRun:
     """``host:port`` the pushes connect to (key into ``RunManifest.paths``)."""
     pushes: tuple[PushRecord, ...] = ()
     """Pushes in order."""
-    burst: BurstResult | None = None
+    burst: BurstRecord | None = None
     """The burst, when ``--burst`` was given."""
 
 

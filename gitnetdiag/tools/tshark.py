@@ -15,7 +15,7 @@ from pathlib import Path
 
 from gitnetdiag.analysis.h2ledger import (
     TSHARK_FIELDS,
-    H2Ledger,
+    H2WireLedger,
     h2_ledgers_from_rows,
     parse_tshark_fields,
 )
@@ -61,7 +61,7 @@ def http2_fields(pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0) -
 
 def h2_ledgers_from_capture(
     pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0
-) -> list[H2Ledger]:
+) -> list[H2WireLedger]:
     """Decrypt ``pcap`` (with ``keylog``, or secrets embedded in a pcapng) and build ledgers."""
     text = http2_fields(pcap, keylog, timeout_s=timeout_s)
     return h2_ledgers_from_rows(parse_tshark_fields(text))

@@ -10,7 +10,6 @@ to stderr. It exits 0 whenever it wrote a sample, failed cycles included.
 from __future__ import annotations
 
 import json
-import shlex
 import sys
 import time
 from dataclasses import replace
@@ -21,6 +20,7 @@ from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.model.lab.state import load_state
 from gitnetdiag.pipeline import diagnose_run, write_reports
+from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.vocabulary import TransportKind
 from gitnetdiag.watch.config import Target
@@ -39,35 +39,24 @@ def _target_from(data: dict[str, Any]) -> Target:
     return Target(**fields)
 
 
-def _ssh_command(key: str | None, known_hosts: str | None) -> str:
-    parts = ["ssh", "-o", "BatchMode=yes"]
-    if key:
-        parts += ["-i", key, "-o", "IdentitiesOnly=yes"]
-    if known_hosts:
-        parts += ["-o", f"UserKnownHostsFile={known_hosts}", "-o", "StrictHostKeyChecking=yes"]
-    return " ".join(shlex.quote(p) for p in parts)
-
-
 def probe_options(target: Target, run_dir: Path, seed: int) -> ProbeOptions:
     """The ``ProbeOptions`` of one cycle (a lab target takes URLs and keys from the lab)."""
     urls = dict(target.urls)
     ca_file, key, known_hosts = target.ca_file, target.ssh_key, target.ssh_known_hosts
     extra: dict[str, Any] = {"watch_target": target.name}
     if target.lab is not None:
-        state = load_state(target.lab)
-        https = (state.endpoints.https_edge if target.lab_http == "edge"
-                 else state.endpoints.https_direct)
-        urls = {"h1": https, "h2": https, "ssh": state.endpoints.ssh, "git": state.endpoints.git}
-        ca_file = ca_file or state.ca_file
-        key, known_hosts = key or state.ssh_key, known_hosts or state.ssh_known_hosts
-        extra |= {"lab_instance": target.lab, "lab_http": target.lab_http,
-                  "lab_faults": list(state.faults), "lab_rtt_ms": state.rtt_ms}
+        lab = lab_remote(load_state(target.lab), lab_http=LabHttp(target.lab_http),
+                         ca_file=ca_file, insecure=target.insecure, ssh_key=key,
+                         ssh_known_hosts=known_hosts)
+        urls = {"h1": lab.https, "h2": lab.https, "ssh": lab.ssh, "git": lab.git}
+        ca_file, key, known_hosts = lab.ca_file, lab.ssh_key, lab.ssh_known_hosts
+        extra |= lab.recorded()
     protocols = tuple(TransportKind(p) for p in target.protocols)
     return ProbeOptions(
         urls={TransportKind(p): u for p, u in urls.items() if TransportKind(p) in protocols},
         protocols=protocols, size_bytes=target.size_bytes, seed=seed, repo=None, repeat=1,
         ca_file=ca_file, insecure=target.insecure,
-        ssh_command=_ssh_command(key, known_hosts) if TransportKind.SSH in protocols else None,
+        ssh_command=ssh_command(key, known_hosts) if TransportKind.SSH in protocols else None,
         out_dir=run_dir, full=False, burst=0, timeout_s=target.timeout_s,
         capture=target.capture, extra_options=extra, native=target.native,
         ssh_key=key, ssh_known_hosts=known_hosts,

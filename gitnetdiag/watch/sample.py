@@ -33,7 +33,7 @@ def error_kind_label(text: str) -> str:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProtocolSample:
+class ProtocolPushSample:
     """One protocol's push in a cycle."""
 
     protocol: str
@@ -49,7 +49,7 @@ class ProtocolSample:
 
 
 @dataclass(frozen=True, kw_only=True)
-class Stall:
+class WindowStall:
     """Time a flow-control window stood at zero during the native push."""
 
     protocol: str
@@ -73,7 +73,7 @@ class ProbeSample:
     """The cycle's run directory (``gitnetdiag report`` re-renders it); empty if none."""
     verdict: str = "failed"
     """The diagnosis verdict (:data:`VERDICTS`)."""
-    protocols: tuple[ProtocolSample, ...] = ()
+    protocols: tuple[ProtocolPushSample, ...] = ()
     """Per protocol, in probe order."""
     culprit_scores: dict[str, float] = field(default_factory=dict)
     """Score 0..1 of every catalogue culprit (0 when it did not fire); empty without a
@@ -88,7 +88,7 @@ class ProbeSample:
     """The most HTTP/2 connection-level credit the server granted."""
     ssh_channel_window_bytes: int | None = None
     """The server's initial SSH channel window."""
-    stalls: tuple[Stall, ...] = ()
+    stalls: tuple[WindowStall, ...] = ()
     cleanup_failures: tuple[str, ...] = ()
     """Protocols whose throwaway branch could not be deleted (the branch is left on the
     server; the run's manifest names it)."""
@@ -116,7 +116,7 @@ def failed_sample(target: str, protocols: Iterable[str], kind: str, message: str
     return ProbeSample(
         target=target, started_unix_s=started_unix_s, duration_s=duration_s, run_dir=run_dir,
         verdict="failed", error=message,
-        protocols=tuple(ProtocolSample(protocol=p, success=False, error_kind=label)
+        protocols=tuple(ProtocolPushSample(protocol=p, success=False, error_kind=label)
                         for p in protocols),
     )
 
@@ -133,19 +133,19 @@ def sample_from_diagnosis(
     ``catalogue`` lists every culprit id, so that a culprit that did not fire reads 0.
     """
     summaries = {s.protocol: s for s in diagnosis.protocols}
-    rows: list[ProtocolSample] = []
+    rows: list[ProtocolPushSample] = []
     for protocol in protocols:
         summary = summaries.get(protocol)
         if summary is None:
             kind = push_errors.get(protocol) or push_errors.get("*") or NOT_MEASURED
-            rows.append(ProtocolSample(protocol=protocol, success=False,
+            rows.append(ProtocolPushSample(protocol=protocol, success=False,
                                        error_kind=error_kind_label(kind)))
             continue
         ok = summary.pushes_ok > 0 and summary.pushes_failed == 0
         kind = "" if ok else error_kind_label(
             push_errors.get(protocol) or next(iter(summary.failure_kinds), "other"))
         rate = summary.rate_bps / 8 if summary.rate_bps is not None else None
-        rows.append(ProtocolSample(
+        rows.append(ProtocolPushSample(
             protocol=protocol, success=ok, error_kind=kind,
             duration_s=summary.duration_s if summary.pushes_ok else None,
             rate_bytes_per_s=rate))
@@ -157,14 +157,14 @@ def sample_from_diagnosis(
     observed = diagnosis.observations.protocols
     h2 = observed["h2"].h2_ledger if "h2" in observed else None
     ssh = observed["ssh"].ssh_ledger if "ssh" in observed else None
-    stalls: list[Stall] = []
+    stalls: list[WindowStall] = []
     if h2 is not None:
-        stalls += [Stall(protocol="h2", window=window, seconds=seconds)
+        stalls += [WindowStall(protocol="h2", window=window, seconds=seconds)
                    for window, seconds in (("stream", h2.stream_zero_credit_s),
                                            ("connection", h2.connection_zero_credit_s))
                    if seconds is not None]
     if ssh is not None and ssh.zero_window_s is not None:
-        stalls.append(Stall(protocol="ssh", window="channel", seconds=ssh.zero_window_s))
+        stalls.append(WindowStall(protocol="ssh", window="channel", seconds=ssh.zero_window_s))
     return ProbeSample(
         target=target, started_unix_s=started_unix_s, duration_s=duration_s, run_dir=run_dir,
         verdict=diagnosis.verdict, protocols=tuple(rows), culprit_scores=scores,

@@ -11,7 +11,7 @@ import pytest
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.errors import InputError, NetworkError, UsageError
 from gitnetdiag.host.netstat import parse_proc_counters as parse_netstat
-from gitnetdiag.load.locust_collect import master_url, report_from_payload, results_payload
+from gitnetdiag.load.locust_collect import LocustResults, master_url, report_from_payload
 from gitnetdiag.load.operations import load_failure_kind
 from gitnetdiag.load.stats import (
     MixPicker,
@@ -165,11 +165,11 @@ def test_locust_payload_becomes_one_step_report() -> None:
                 "kind": None, "message": "", "bytes_moved": 10, "worker": "w1"},
                {"op": "push", "slot": 1, "start_epoch": 102.0, "wall_s": 0.7, "ok": False,
                 "kind": "reset", "message": "early EOF", "bytes_moved": 0, "worker": "w2"}]
-    payload = results_payload(
+    payload = LocustResults(
         state="stopped", records=records, target="git://h/r.git", protocol="git",
         ops=["clone", "push"], mix=[1, 1], timeout_s=30.0, started_epoch=100.0,
         stopped_epoch=110.0, users=4, workers=2, locust_counts={"clone": 1, "push": 1},
-        locust_failures={"push": 1})
+        locust_failures={"push": 1}).payload()
     report = report_from_payload(json.loads(json.dumps(payload)))
     step = report.steps[0]
     assert (step.concurrency, step.ops, step.ok, step.elapsed_s) == (4, 2, 1, 10.0)
@@ -212,10 +212,10 @@ def _polled(monkeypatch: pytest.MonkeyPatch, answers: list[dict[str, object] | N
 
 def _served(records: int, stopped_epoch: float) -> dict[str, object]:
     record = {"op": "clone", "slot": 0, "start_epoch": 990.0, "wall_s": 0.5, "ok": True}
-    return results_payload(
+    return LocustResults(
         state="stopped", records=[record] * records, target="git://h/r.git", protocol="git",
         ops=["clone"], mix=[1], timeout_s=30.0, started_epoch=980.0, stopped_epoch=stopped_epoch,
-        users=1, workers=1, locust_counts={}, locust_failures={})
+        users=1, workers=1, locust_counts={}, locust_failures={}).payload()
 
 
 def test_collector_keeps_settled_results_when_the_master_quits(

@@ -19,7 +19,7 @@ import pytest
 
 from gitnetdiag.errors import EnvironmentProblem, UsageError
 from gitnetdiag.load.operations import InFlight, OpOutcome
-from gitnetdiag.load.scheduler import LoadOptions, SilentReporter, run_load
+from gitnetdiag.load.scheduler import LoadOptions, SilentLoadReporter, run_load
 from gitnetdiag.load.stats import MixPicker, TargetPicker, parse_urls, url_family
 from gitnetdiag.model.host.listeners import ListenerInfo
 from gitnetdiag.model.load.records import LoadReport, OpRecord
@@ -250,7 +250,7 @@ class FakeClient:
 def test_steps_keep_the_server_counters_and_its_listener_on_the_loaded_port() -> None:
     warnings: list[str] = []
 
-    class Reporter(SilentReporter):
+    class Reporter(SilentLoadReporter):
         def warn(self, message: str) -> None:
             warnings.append(message)
 

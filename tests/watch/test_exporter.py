@@ -21,7 +21,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from gitnetdiag.errors import NetworkError
 from gitnetdiag.watch.config import Target, WatchConfig
 from gitnetdiag.watch.metrics import WatchMetrics, metric_names, render_probe, sample_families
-from gitnetdiag.watch.sample import ProbeSample, ProtocolSample, Stall, failed_sample
+from gitnetdiag.watch.sample import ProbeSample, ProtocolPushSample, WindowStall, failed_sample
 from gitnetdiag.watch.scheduler import Scheduler, SubprocessCycle, run_dir_name, runs_to_prune
 from gitnetdiag.watch.server import make_server
 
@@ -30,15 +30,15 @@ def good(target: str = "edge", run_dir: str = "") -> ProbeSample:
     return ProbeSample(
         target=target, started_unix_s=100.0, duration_s=9.5, run_dir=run_dir,
         verdict="degraded",
-        protocols=(ProtocolSample(protocol="h1", success=True, duration_s=1.0,
+        protocols=(ProtocolPushSample(protocol="h1", success=True, duration_s=1.0,
                                   rate_bytes_per_s=4e6),
-                   ProtocolSample(protocol="h2", success=True, duration_s=8.0,
+                   ProtocolPushSample(protocol="h2", success=True, duration_s=8.0,
                                   rate_bytes_per_s=5e5)),
         culprit_scores={"h2-flow-control-window": 0.85, "packet-loss": 0.0},
         culprit_costs_s={"h2-flow-control-window": 7.0}, rtt_s=0.05,
         h2_stream_window_bytes=65535, h2_connection_window_bytes=1 << 20,
         ssh_channel_window_bytes=2 << 20,
-        stalls=(Stall(protocol="h2", window="stream", seconds=6.5),),
+        stalls=(WindowStall(protocol="h2", window="stream", seconds=6.5),),
     )
 
 

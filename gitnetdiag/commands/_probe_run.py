@@ -1,0 +1,319 @@
+"""What ``gitnetdiag probe`` and ``diagnose`` do once their options are read.
+
+:class:`ProbeArgs` is the command line as one value; :func:`run_probe_command` turns it
+into :class:`~gitnetdiag.probe.options.ProbeOptions`, runs the pushes (and, against the
+lab, the server's evidence in the background), prints the summary and, with
+``--diagnose``, the ranked diagnosis.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+
+from rich.console import Console
+from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+from gitnetdiag.commands._diagnosis import print_diagnosis
+from gitnetdiag.commands._options import ReportFormat
+from gitnetdiag.commands._output import is_stdout, write_output
+from gitnetdiag.commands._preflight import (
+    check_private_key,
+    check_url,
+    existing,
+    parse_protocols,
+    preflight,
+)
+from gitnetdiag.commands._reporter import RichReporter
+from gitnetdiag.commands.fetch import TransferDirection, fetch_run_dir, run_fetch_command
+from gitnetdiag.diagnosis.verdict import verdict_error
+from gitnetdiag.errors import GitnetdiagError, UsageError
+from gitnetdiag.lab.cgroups import in_cgroup
+from gitnetdiag.lab.netns import enter_lab_client
+from gitnetdiag.model.lab.state import LabState
+from gitnetdiag.pipeline import NativeProgress, load_host_report, sweep_records, sweep_rows
+from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
+from gitnetdiag.probe.options import ProbeOptions
+from gitnetdiag.probe.repo import DATA_KINDS
+from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOutcome, run_probe
+from gitnetdiag.proc import run
+from gitnetdiag.report.probe import render_probe_summary, render_sweep
+from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
+from gitnetdiag.safefile import write_new_file
+from gitnetdiag.vocabulary import TransportKind, parse_size
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProbeArgs:
+    """The options of ``probe``/``diagnose`` as given (names as the command's parameters;
+    see ``gitnetdiag probe --help`` for each)."""
+
+    http: str | None
+    ssh: str | None
+    git: str | None
+    protocols: str | None
+    size: str
+    seed: int | None
+    data: str
+    repo: Path | None
+    repeat: int
+    ca_file: Path | None
+    insecure: bool
+    ssh_key: Path | None
+    ssh_known_hosts: Path | None
+    out: Path | None
+    json_out: Path | None
+    full: bool
+    burst: int
+    timeout: float
+    budget: float
+    complete: bool
+    stall_timeout: float
+    cleanup_wait: float
+    no_capture: bool
+    lab: bool
+    lab_instance: str
+    lab_http: LabHttp
+    native: bool
+    h2_sweep: bool
+    then_diagnose: bool
+    host_report: Path | None
+    report_format: ReportFormat
+    direction: TransferDirection
+
+
+@dataclass(frozen=True, kw_only=True)
+class _Remotes:
+    """The remotes of a run and how to reach them, the lab's filled in."""
+
+    urls: dict[TransportKind, str]
+    ssh_command: str | None
+    ca_file: Path | None
+    ssh_key: Path | None
+    ssh_known_hosts: Path | None
+    lab_state: LabState | None = None
+    extra: dict[str, object] = field(default_factory=dict)
+
+
+def _remotes(args: ProbeArgs) -> _Remotes:
+    """The URLs and credentials of the command line, with ``--lab`` those of the lab (this
+    process then runs in the lab's client namespace)."""
+    http, ssh, git = args.http, args.ssh, args.git
+    ca_file, ssh_key, ssh_known_hosts = args.ca_file, args.ssh_key, args.ssh_known_hosts
+    lab_state: LabState | None = None
+    extra: dict[str, object] = {}
+    if args.lab:
+        lab_state = enter_lab_client(args.lab_instance, "probe")
+        lab = lab_remote(lab_state, lab_http=args.lab_http, insecure=args.insecure,
+                         ca_file=ca_file, ssh_key=ssh_key, ssh_known_hosts=ssh_known_hosts)
+        http, ssh, git = http or lab.https, ssh or lab.ssh, git or lab.git
+        ca_file = Path(lab.ca_file) if lab.ca_file else None
+        ssh_key, ssh_known_hosts = Path(lab.ssh_key), Path(lab.ssh_known_hosts)
+        extra = lab.recorded()
+    urls: dict[TransportKind, str] = {}
+    command: str | None = None
+    if http:
+        urls[TransportKind.H1] = urls[TransportKind.H2] = check_url("--http", http)
+    if ssh:
+        urls[TransportKind.SSH] = check_url("--ssh", ssh)
+        key = check_private_key(ssh_key)
+        known_hosts = existing(ssh_known_hosts, "known_hosts file")
+        command = ssh_command(str(key) if key else None,
+                              str(known_hosts) if known_hosts else None)
+    if git:
+        urls[TransportKind.GIT] = check_url("--git", git)
+    if not urls:
+        raise UsageError("no remote to probe", hint="give --http, --ssh and/or --git (or --lab)")
+    return _Remotes(urls=urls, ssh_command=command, ca_file=ca_file, ssh_key=ssh_key,
+                    ssh_known_hosts=ssh_known_hosts, lab_state=lab_state, extra=extra)
+
+
+def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
+    """The library's options of the command line, checked before anything runs."""
+    chosen = parse_protocols(args.protocols, remotes.urls)
+    preflight(remotes.urls, chosen, native=args.native, capture=not args.no_capture,
+              full=args.full, ca_file=remotes.ca_file, repo=args.repo)
+    ca_file = existing(remotes.ca_file, "CA file")
+    return ProbeOptions(
+        urls=remotes.urls,
+        protocols=chosen,
+        size_bytes=parse_size(args.size),
+        seed=(args.seed if args.seed is not None
+              else int(datetime.now(UTC).timestamp()) & 0xFFFFFF),
+        data=args.data,
+        repo=args.repo,
+        repeat=args.repeat,
+        ca_file=str(ca_file) if ca_file else None,
+        insecure=args.insecure,
+        ssh_command=remotes.ssh_command,
+        out_dir=args.out or Path("runs") / datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ"),
+        full=args.full,
+        burst=args.burst,
+        timeout_s=args.timeout,
+        budget_s=None if args.complete else args.budget,
+        stall_timeout_s=args.stall_timeout or None,
+        cleanup_wait_s=args.cleanup_wait,
+        capture=not args.no_capture,
+        extra_options=dict(remotes.extra),
+        native=args.native,
+        h2_sweep=args.h2_sweep,
+        ssh_key=str(remotes.ssh_key) if remotes.ssh_key else None,
+        ssh_known_hosts=str(remotes.ssh_known_hosts) if remotes.ssh_known_hosts else None,
+    )
+
+
+def run_probe_command(args: ProbeArgs) -> None:
+    """Probe (and with ``then_diagnose`` diagnose) as the command line asks."""
+    if args.data not in DATA_KINDS:  # before the lab re-executes this command
+        raise UsageError(f"unknown --data {args.data!r}",
+                         hint="choose " + " or ".join(DATA_KINDS))
+    remotes = _remotes(args)
+    options = probe_options(args, remotes)
+    host = load_host_report(args.host_report) if args.host_report else None
+    console = Console(stderr=True, highlight=False)
+    progress = Progress(
+        SpinnerColumn(finished_text=" "), TextColumn("{task.description}"), TimeElapsedColumn(),
+        console=console, transient=False,
+    )
+    if args.direction is not TransferDirection.PUSH:
+        _fetch(args, options, progress, console)
+        if args.direction is TransferDirection.FETCH:
+            return
+    outcome = _push(options, remotes.lab_state, progress, console,
+                    warm_plots=args.then_diagnose)
+    json_to_stdout = is_stdout(args.json_out)
+    _print_summary(outcome, args.json_out,
+                   console if args.then_diagnose or json_to_stdout else Console(highlight=False))
+    if not args.then_diagnose:
+        if outcome.error is not None:
+            raise outcome.error
+        return
+    for error in outcome.manifest.errors:
+        if error.stage == "cleanup":  # no measurement, but the user must hear of it
+            console.print(f"warning: {error.reference}: {error.message}", style="yellow",
+                          markup=False)
+    diagnosis = print_diagnosis(outcome.run_dir, host, args.report_format,
+                                out_dir=outcome.run_dir, to_stderr=json_to_stdout)
+    failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
+    if failure is not None:
+        raise failure
+
+
+def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console) -> None:
+    """``--direction fetch`` (into the run directory) or ``both`` (into ``RUN-fetch``)."""
+    json_out = args.json_out
+    if args.direction is TransferDirection.BOTH:
+        options = replace(options, out_dir=fetch_run_dir(options.out_dir))
+        json_out = json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}") if json_out \
+            else None
+    run_fetch_command(options, RichReporter(progress, console), progress,
+                      fmt=args.report_format.value, json_out=json_out,
+                      console=Console(highlight=False))
+
+
+def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
+          console: Console, *, warm_plots: bool) -> ProbeOutcome:
+    """The pushes; against the lab its server's evidence before and after them, collected
+    in the background while the repository is made and the report's plots load."""
+    with tempfile.TemporaryDirectory(prefix="gitnetdiag-host-") as scratch, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as steps:
+        before = Path(scratch) / "host-before.json"
+        # The lab's host snapshot is taken while the repository is made and the paths
+        # measured; the first push waits for it, so the counter deltas cover every push.
+        snapshot: Future[bool] | None = (
+            steps.submit(_lab_host_report, lab_state, before, None, console)
+            if lab_state is not None else None)
+        with progress:
+            outcome = run_probe(options, RichReporter(progress, console),
+                                before_pushes=snapshot.result if snapshot else None,
+                                native_summary=NativeProgress())
+        if snapshot is not None and snapshot.result() and lab_state is not None:
+            after = steps.submit(_lab_evidence_after, lab_state, outcome.run_dir, before,
+                                 console)
+            if warm_plots:  # the HTML report's plotting library loads meanwhile
+                from gitnetdiag.report.plots import warm_up
+
+                warm_up()
+            after.result()
+    return outcome
+
+
+def _print_summary(outcome: ProbeOutcome, json_out: Path | None, console: Console) -> None:
+    """The per-protocol table, the HTTP/2 sweep (kept as its artifact), the run directory
+    and, with ``--json``, the summary as JSON."""
+    from gitnetdiag.pipeline import summarize_run  # numpy: after the lab re-exec
+
+    summaries = summarize_run(outcome.manifest)
+    console.file.write(render_probe_summary(
+        outcome.manifest, summaries=summaries, width=console.width, color=console.is_terminal))
+    # The sweep's rows are derived from its raw variant files, and kept next to them.
+    records = sweep_records(outcome.run_dir)
+    if records:
+        rows = sweep_rows(records)
+        write_new_file(outcome.run_dir / SWEEP_ARTIFACT,
+                       (json.dumps(to_jsonable(rows), indent=1) + "\n").encode())
+        console.print("HTTP/2 sweep: the upload rate follows the server's window, "
+                      "not the client's settings", markup=False)
+        console.print(render_sweep(rows), markup=False, highlight=False)
+    console.print(f"run directory: {outcome.run_dir}", markup=False)
+    if json_out is not None:
+        summary = {
+            "run_dir": str(outcome.run_dir),
+            "run_id": outcome.manifest.run_id,
+            "status": outcome.manifest.status,
+            "protocols": to_jsonable(summaries),
+            "errors": to_jsonable(outcome.manifest.errors),
+        }
+        write_output(json_out, json.dumps(summary, indent=2) + "\n")
+
+
+def _lab_evidence_after(state: LabState, run_dir: Path, before: Path, console: Console) -> bool:
+    """The lab server's counters since ``before``, then its storage check, into the run."""
+    return (_lab_host_report(state, run_dir / HOST_REPORT_FILE, before, console)
+            and _lab_storage_report(state, run_dir / STORAGE_REPORT_FILE, console))
+
+
+def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Console) -> bool:
+    """The lab's server is on this machine: collect its host evidence in its namespace.
+
+    Called before the probe (a snapshot) and after it (counter deltas since the
+    snapshot, written into the run directory as ``host.json``), so ListenOverflows
+    and friends of exactly this run reach the diagnosis, also offline.
+    """
+    root = Path(state.state_dir)
+    argv = ["ip", "netns", "exec", state.server_ns, sys.executable, "-m", "gitnetdiag", "host",
+            "--json", str(out), "--no-standard-configs"]
+    for name in ("haproxy.cfg", "nginx.conf", "Caddyfile", "h2o.conf", "apache2.conf",
+                 "sshd_config"):
+        if (root / name).is_file():  # the lab runs one of the edges
+            argv += ["--config", str(root / name)]
+    if since is not None:
+        argv += ["--since", str(since)]
+    return _lab_step(argv, "no host evidence from the lab server", console)
+
+
+def _lab_step(argv: list[str], failed: str, console: Console) -> bool:
+    """Run one evidence-collecting step of the lab; on failure warn and go on without it."""
+    try:
+        run(argv, timeout_s=120)
+    except GitnetdiagError as exc:
+        console.print(f"warning: {failed}: {exc.message}", style="yellow", markup=False)
+        return False
+    return True
+
+
+def _lab_storage_report(state: LabState, out: Path, console: Console) -> bool:
+    """Under ``slow-storage`` the lab's repositories sit on their own throttled device: check
+    it the way ``gitnetdiag storage`` checks a server's git data, inside the servers' blkio
+    cgroup (the throttle applies per cgroup), and keep the result in the run directory."""
+    if not state.storage_cgroup:
+        return True
+    storage = in_cgroup(state.storage_cgroup, [
+        sys.executable, "-m", "gitnetdiag", "storage", str(Path(state.repo_path).parent),
+        "--size", "4M", "--runtime", "2s", "--small-files", "10", "--json", str(out)])
+    return _lab_step(storage, "no storage check of the lab's repositories", console)

@@ -1,0 +1,83 @@
+"""The lab as a remote: one rule for probe, diagnose, load and watch (issue 25)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.model.lab.state import LabEndpoints, LabState
+from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
+from gitnetdiag.vocabulary import TransportKind
+from gitnetdiag.watch.config import parse_config
+from gitnetdiag.watch.cycle import probe_options
+
+
+def _state(instance: str = "t1") -> LabState:
+    return LabState(
+        instance=instance, client_ns=f"gnd-{instance}-client", router_ns=f"gnd-{instance}-router",
+        server_ns=f"gnd-{instance}-server", client_ip="198.18.1.2", server_ip="198.18.2.2",
+        rtt_ms=40.0, loss=0.0, rate=None, faults=["h2-small-window"],
+        endpoints=LabEndpoints(https_edge="https://198.18.2.2:8443/git/lab.git",
+                               https_direct="https://198.18.2.2:443/git/lab.git",
+                               ssh="ssh://git@198.18.2.2/srv/lab.git",
+                               git="git://198.18.2.2:9418/lab.git"),
+        ca_file="/lab/ca.pem", ssh_key="/lab/key", ssh_known_hosts="/lab/known_hosts",
+        ssh_user="git", repo_path="/srv/lab.git", edge_h2_window=65535,
+        apache_h2_window=65535, hook_delay_s=0.0, auth_delay_s=0.0, reset_port=None,
+    )
+
+
+def test_the_lab_fills_in_what_the_user_did_not_give() -> None:
+    lab = lab_remote(_state())
+    assert lab.https == "https://198.18.2.2:8443/git/lab.git"
+    assert (lab.ssh, lab.git) == ("ssh://git@198.18.2.2/srv/lab.git",
+                                  "git://198.18.2.2:9418/lab.git")
+    assert (lab.ca_file, lab.ssh_key, lab.ssh_known_hosts) == (
+        "/lab/ca.pem", "/lab/key", "/lab/known_hosts")
+    assert lab.recorded() == {"lab_instance": "t1", "lab_http": "edge",
+                              "lab_faults": ["h2-small-window"], "lab_rtt_ms": 40.0}
+    assert "lab_http" not in lab.recorded(with_way_in=False)
+
+
+def test_what_the_user_gave_wins_and_insecure_takes_no_ca() -> None:
+    mine = lab_remote(_state(), lab_http=LabHttp.DIRECT, ca_file="/my/ca.pem",
+                      ssh_key="/my/key", ssh_known_hosts="/my/known")
+    assert mine.https == "https://198.18.2.2:443/git/lab.git"
+    assert (mine.ca_file, mine.ssh_key, mine.ssh_known_hosts) == (
+        "/my/ca.pem", "/my/key", "/my/known")
+    assert lab_remote(_state(), insecure=True).ca_file is None
+    assert lab_remote(_state(), insecure=True, ca_file="/my/ca.pem").ca_file == "/my/ca.pem"
+
+
+def test_ssh_command_pins_the_key_and_the_known_hosts() -> None:
+    assert ssh_command(None, None) == "ssh -o BatchMode=yes"
+    assert ssh_command("/k ey", "/kh") == (
+        "ssh -o BatchMode=yes -i '/k ey' -o IdentitiesOnly=yes "
+        "-o UserKnownHostsFile=/kh -o StrictHostKeyChecking=yes")
+
+
+@pytest.mark.parametrize(("insecure", "ca_file"), [(False, "/lab/ca.pem"), (True, None)])
+def test_a_watch_lab_target_honours_insecure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                             insecure: bool, ca_file: str | None) -> None:
+    """watch used to fill in the lab's CA even with ``insecure: true``; now the same rule as
+    ``probe --lab --insecure``: no CA, certificates not verified."""
+    monkeypatch.setattr("gitnetdiag.model.lab.state.STATE_ROOT", tmp_path / "labs")
+    (tmp_path / "labs" / "t1").mkdir(parents=True)
+    (tmp_path / "labs" / "t1" / "state.json").write_text(json.dumps(_state().to_dict()))
+    config = parse_config(f"""
+runs_dir: {tmp_path / "runs"}
+targets:
+  - name: lab
+    lab: t1
+    lab_http: direct
+    insecure: {str(insecure).lower()}
+""")
+    options = probe_options(config.targets[0], tmp_path / "run", seed=1)
+    assert options.insecure is insecure and options.ca_file == ca_file
+    assert options.urls[TransportKind.H2] == "https://198.18.2.2:443/git/lab.git"
+    assert options.ssh_key == "/lab/key"
+    assert options.extra_options == {"watch_target": "lab", "lab_instance": "t1",
+                                     "lab_http": "direct", "lab_faults": ["h2-small-window"],
+                                     "lab_rtt_ms": 40.0}
