@@ -263,6 +263,8 @@ def direct_analyze(args: list[str]) -> Callable[[], object] | None:
 
         given: dict[str, object] = {"file": Path(file), "json_out": json_out}
         params = inspect.signature(analyze).parameters
+        if not set(given) <= set(params):  # the command changed: typer knows it better
+            return _typer_main(args)
         kwargs = {name: given[name] if name in given else _plain_default(p.default)
                   for name, p in params.items()}
         analyze(**kwargs)  # type: ignore[arg-type]

@@ -158,3 +158,12 @@ def test_direct_analyze_prints_and_writes_what_typer_does(tmp_path: Path, captur
     stdout_json = [_gitnetdiag("analyze", capture, "--json", "-", parse=parse).stdout
                    for parse in ("typer", "direct")]
     assert stdout_json[0] == stdout_json[1]
+
+
+def test_direct_analyze_skips_typers_parsing(tmp_path: Path) -> None:
+    """The point of the direct path: pydantic (typer's validators) is never imported."""
+    _, modules = _modules_after("analyze", str(ROOT / "captures/healthy/h1-1.pcap"), "--json",
+                                str(tmp_path / "out.json"))
+    assert "gitnetdiag.commands.analyze" in modules
+    assert not {m for m in modules if m.split(".")[0] == "pydantic" or m == "typer._adapters"}
+    assert json.loads((tmp_path / "out.json").read_text())["tcp_segments"] > 0
