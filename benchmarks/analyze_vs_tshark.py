@@ -9,13 +9,17 @@ IPv4, TCP with timestamps, snap length 128, one ACK per two segments, one
 retransmission per thousand segments) straight from numpy, then times:
 
 * ``gitnetdiag analyze FILE --json OUT`` end to end, in a subprocess (start-up,
-  imports, reading, analysis, JSON), with its peak RSS from getrusage, fastest
-  of ``--runs``;
+  imports, reading, analysis, JSON), with its peak RSS and CPU time (user + system,
+  every process) from getrusage, fastest of ``--runs``;
 * ``tshark -T fields`` exporting the same per-packet fields (to /dev/null), on
   the first ``--tshark-packets`` packets (extrapolated, and the
   output says so when it is a prefix);
-* ``gitnetdiag --version`` and ``gitnetdiag --help`` (start-up alone), best of
-  ``--startup-runs``.
+* ``gitnetdiag --version`` and ``gitnetdiag --help`` (start-up alone), through the
+  console script and ``python -m gitnetdiag``, median and best of ``--startup-runs``.
+
+The package is byte-compiled first (``compileall``), as installing it from a wheel
+does: an editable install run with ``PYTHONDONTWRITEBYTECODE=1`` would otherwise
+compile every gitnetdiag module again on every run (about 40 ms of the start-up).
 
 The last lines put the figures issue 25 asks for side by side: analyze's
 packets per second end to end, its speed-up over tshark, and the start-up times.
@@ -26,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -148,33 +153,49 @@ _WRAPPER = (
     "start = time.perf_counter()\n"
     "proc = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL)\n"
     "wall = time.perf_counter() - start\n"
-    "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss\n"
-    "print(proc.returncode, wall, peak)\n"
+    "usage = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(proc.returncode, wall, usage.ru_maxrss, usage.ru_utime + usage.ru_stime)\n"
 )
 
 
-def _run_measured(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of ``argv``.
+def _run_measured(argv: list[str], env: dict[str, str] | None = None
+                  ) -> tuple[float, float, float]:
+    """Wall seconds, peak RSS (MB) and CPU seconds (all its processes) of ``argv``.
 
     A small wrapper process starts it: ru_maxrss survives exec, so a child
     forked straight from this (large) process would report our own RSS.
     """
     out = subprocess.run([sys.executable, "-c", _WRAPPER, *argv], capture_output=True,
                          text=True, check=True, timeout=3600, env=env).stdout.split()
-    code, wall, peak_kb = int(out[0]), float(out[1]), int(out[2])
-    if code != 0:
+    code, wall, peak_kb, cpu = int(out[0]), float(out[1]), int(out[2]), float(out[3])
+    if code not in (0, 2):  # 2: --help without arguments is a usage exit
         sys.exit(f"{argv[0]} failed with exit code {code}")
-    return wall, peak_kb / 1024
+    return wall, peak_kb / 1024, cpu
 
 
-def _best_wall(argv: list[str], runs: int) -> float:
-    """The fastest of ``runs`` wall times of ``argv`` (output discarded)."""
-    best = float("inf")
+def _walls(argv: list[str], runs: int) -> list[float]:
+    """``runs`` wall times of ``argv`` (output discarded)."""
+    walls = []
     for _ in range(runs):
         start = time.perf_counter()
         subprocess.run(argv, stdout=subprocess.DEVNULL, check=True, timeout=60)
-        best = min(best, time.perf_counter() - start)
-    return best
+        walls.append(time.perf_counter() - start)
+    return walls
+
+
+def _startup_line(label: str, argv: list[str], runs: int) -> str:
+    walls = _walls(argv, runs)
+    return (f"  {label:<34} median {statistics.median(walls):.3f} s   "
+            f"best {min(walls):.3f} s")
+
+
+def _byte_compile() -> None:
+    """Byte-compile the package, as installing a wheel does (see the module docstring)."""
+    import gitnetdiag
+
+    package = Path(gitnetdiag.__file__).parent
+    subprocess.run([sys.executable, "-m", "compileall", "-q", str(package)], check=True,
+                   stdout=subprocess.DEVNULL, timeout=600)
 
 
 def _count_records(path: Path) -> int:
@@ -206,6 +227,7 @@ def main() -> None:
     args = parser.parse_args()
 
     tmp = Path(tempfile.mkdtemp(prefix="gnd-bench-"))
+    _byte_compile()
     try:
         if args.capture:
             capture = args.capture
@@ -217,20 +239,17 @@ def main() -> None:
                   f"in {time.perf_counter() - t:.1f} s: {capture}")
         records = _count_records(capture)
         out_json = tmp / "analysis.json"
-        gnd_wall, gnd_rss = min(
-            _run_measured([sys.executable, "-m", "gitnetdiag", "analyze", str(capture),
-                           "--json", str(out_json)])
-            for _ in range(args.runs)
-        )
+        analyze = [sys.executable, "-m", "gitnetdiag", "analyze", str(capture), "--json",
+                   str(out_json)]
+        timed = [_run_measured(analyze) for _ in range(args.runs)]
+        gnd_wall, gnd_rss, gnd_cpu = min(timed)
+        median = statistics.median(wall for wall, _, _ in timed)
         rows = [("gitnetdiag analyze (end to end)", records, gnd_wall, gnd_rss,
-                 f"fastest of {args.runs}")]
+                 f"fastest of {args.runs} (median {median:.2f} s); CPU {gnd_cpu:.2f} s")]
         if args.one_process:
-            wall, rss = _run_measured(
-                [sys.executable, "-m", "gitnetdiag", "analyze", str(capture), "--json",
-                 str(out_json)],
-                env={**os.environ, "GITNETDIAG_PARALLEL": "0"},
-            )
-            rows.append(("gitnetdiag analyze (one process)", records, wall, rss, "measured"))
+            wall, rss, cpu = _run_measured(analyze, env={**os.environ, "GITNETDIAG_PARALLEL": "0"})
+            rows.append(("gitnetdiag analyze (one process)", records, wall, rss,
+                         f"measured; CPU {cpu:.2f} s"))
         if args.tshark_packets and shutil.which("tshark"):
             n = min(args.tshark_packets, records)
             target = capture
@@ -247,7 +266,7 @@ def main() -> None:
             argv = ["tshark", "-r", str(target), "-T", "fields"]
             for f in fields:
                 argv += ["-e", f]
-            wall, rss = _run_measured(argv)
+            wall, rss, _ = _run_measured(argv)
             rows.append(("tshark -T fields (same fields)", records, wall * records / n,
                          rss, note))
         print()
@@ -257,15 +276,17 @@ def main() -> None:
             line = f"{name:<34} {count:>12,} {wall:>9.2f} {count / wall:>12,.0f}"
             print(f"{line} {rss:>12.0f}  {note}")
         tshark_rows = [row for row in rows if row[0].startswith("tshark")]
-        gnd = [sys.executable, "-m", "gitnetdiag"]
-        version_s = _best_wall([*gnd, "--version"], args.startup_runs)
-        help_s = _best_wall([*gnd, "--help"], args.startup_runs)
         print(f"\nanalyze end to end: {records / gnd_wall:,.0f} packets/s"
               + (f"   {tshark_rows[0][2] / gnd_wall:.0f}x tshark -T fields" if tshark_rows
                  else "   (tshark not timed)")
-              + f"   (cores: {os.cpu_count()})")
-        print(f"start-up (best of {args.startup_runs}): --version {version_s:.3f} s   "
-              f"--help {help_s:.3f} s")
+              + f"   (cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f})")
+        print(f"start-up ({args.startup_runs} runs each):")
+        script = Path(sys.executable).parent / "gitnetdiag"
+        for form in ([str(script)] if script.exists() else []) + [
+                f"{sys.executable} -m gitnetdiag"]:
+            for flag in ("--version", "--help"):
+                label = f"{Path(form.split()[0]).name}{' -m gitnetdiag' if ' ' in form else ''}"
+                print(_startup_line(f"{label} {flag}", [*form.split(), flag], args.startup_runs))
     finally:
         if args.keep:
             print(f"kept {tmp}")

@@ -106,6 +106,11 @@ class ConnectionTracker:
         src_is_low = ~b_lower
         low = [np.where(b_lower, y, x) for x, y in zip(a, b, strict=True)]
         high = [np.where(b_lower, x, y) for x, y in zip(a, b, strict=True)]
+        if all(bool((col == col[0]).all()) for col in (*low, *high)):
+            # One connection's 4-tuple in the whole chunk (a bulk transfer): no grouping.
+            key_row = np.array([int(col[0]) for col in (*low, *high)], dtype=np.int64)
+            self._assign_flow(rows, np.arange(n), key_row, src_is_low, conn, direction)
+            return conn, direction
         key = np.stack([*low, *high], axis=1)
         h = np.zeros(n, dtype=np.uint64)
         with np.errstate(over="ignore"):

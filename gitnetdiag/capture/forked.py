@@ -1,13 +1,11 @@
 """Reading a capture in a forked child, one chunk ahead of the caller.
 
-Walking and decoding (:meth:`CaptureReader.decoded`) run in a child process
-forked from the caller; each chunk's decoded rows go back through a pipe as
-int64 columns (:data:`_FIELDS`), followed by a pickled :class:`ReaderProgress`
-(statistics, damage).  The caller tracks connections,
-builds the packet table or columns (:meth:`CaptureReader.table`,
-:meth:`CaptureReader.columns`) and analyses chunk *i*
-while the child decodes chunk *i+1*: on 1M packets the two halves take about
-the same time, so a two-core machine does both at once.
+Walking, decoding and connection tracking (:meth:`CaptureReader.local_columns`)
+run in a child process forked from the caller; each chunk's packet columns go
+back through a pipe as int64 columns, followed by a pickled
+:class:`ReaderProgress` (statistics, damage, the connections new in the chunk).
+The caller analyses chunk *i* while the child reads chunk *i+1*: on 1M packets
+the two halves take about the same time, so a two-core machine does both at once.
 
 Memory stays bounded: the pipe holds at most :data:`PIPE_BYTES`, so the child
 blocks once it is one chunk ahead.  The tables and every reported figure are
@@ -22,21 +20,21 @@ stops at its next write (broken pipe).
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import pickle
 import signal
 import struct
 import traceback
-from collections.abc import Callable, Generator, Iterator
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass, field
 from io import FileIO
-from typing import Protocol, TypeVar
+from typing import Protocol
 
 import numpy as np
 import numpy.typing as npt
 
-from gitnetdiag.capture.decode import DecodeStats, TcpRows
+from gitnetdiag.capture.decode import DecodeStats
+from gitnetdiag.capture.flows import Connection
 from gitnetdiag.errors import CaptureFormatError, EnvironmentProblem, GitnetdiagError
 
 PacketArray = npt.NDArray[np.void]
@@ -52,6 +50,10 @@ class ReaderProgress:
     """The damage that stopped the walk, once it has."""
     has_tls_secrets: bool = False
     """A pcapng decryption secrets block was seen."""
+    packets_read: int = 0
+    """TCP segments read so far."""
+    new_connections: tuple[Connection, ...] = ()
+    """Connections first seen since the previous report, in index order."""
 
 
 class ChunkSource(Protocol):
@@ -60,13 +62,13 @@ class ChunkSource(Protocol):
 
     child_pid: int | None
 
-    def decoded(self) -> Iterator[tuple[TcpRows, int]]: ...
-    def progress(self) -> ReaderProgress: ...
+    def local_columns(self) -> Iterator[Columns]: ...
+    def progress(self, connections_from: int = 0) -> ReaderProgress: ...
     def apply_progress(self, progress: ReaderProgress) -> None: ...
 
 
-Chunk = TypeVar("Chunk")
-"""What the caller makes of a chunk's decoded rows (a packet table, columns)."""
+Columns = dict[str, npt.NDArray[np.int64]]
+"""A chunk as int64 columns (:data:`gitnetdiag.capture.reader.PacketColumns`)."""
 
 PIPE_BYTES = 1 << 20
 """Pipe buffer asked for (Linux F_SETPIPE_SZ); fewer, larger copies between the processes."""
@@ -77,24 +79,19 @@ numpy reuse resident pages instead of faulting fresh ones in every chunk."""
 
 _M_TOP_PAD = -2  # from glibc's malloc.h
 
-_HEADER = struct.Struct("<qqq")
-"""Per message: decoded rows that follow, records of the chunk, bytes of the pickled progress."""
-
-_FIELDS = [f.name for f in dataclasses.fields(TcpRows)]
-"""The int64 columns of :class:`TcpRows` sent per chunk, in this order.
-
-Sent as they are, column after column (176 bytes per segment): narrowing
-them to 96 bytes took 0.14 s per million segments in casts on the two sides,
-while the parent can use the received columns without any copy."""
+_HEADER = struct.Struct("<qq")
+"""Per message: rows that follow, bytes of the pickled progress."""
 
 
 def forked_chunks(
-    reader: ChunkSource, finish: Callable[[TcpRows, int], Chunk]
-) -> Generator[Chunk, None, None]:
-    """``reader.chunks()`` computed in a forked child; ``reader``'s state follows along.
+    reader: ChunkSource, fields: tuple[str, ...]
+) -> Generator[Columns, None, None]:
+    """``reader.local_columns()`` computed in a forked child; ``reader``'s state follows.
 
-    The child walks and decodes; each chunk's rows are finished here by ``finish(rows,
-    records)`` (the reader's ``table`` or ``columns``: connection tracking, frame numbers).
+    Each chunk's columns named in ``fields`` come through the pipe as they are, int64
+    column after column (136 bytes per segment for the packet table's 17): narrowing
+    them took 0.14 s per million segments in casts on the two sides (measured), while
+    the parent uses the received columns without any copy.
     """
     read_fd, write_fd = os.pipe()
     _grow_pipe(write_fd)
@@ -114,7 +111,7 @@ def forked_chunks(
             signal.signal(signal.SIGINT, signal.SIG_IGN)
             signal.pthread_sigmask(signal.SIG_SETMASK, mask)
             os.close(read_fd)
-            _child(reader, write_fd)
+            _child(reader, fields, write_fd)
             code = 0
         finally:
             os._exit(code)
@@ -128,8 +125,8 @@ def forked_chunks(
         _pad_heap()
         while True:
             try:
-                rows, records, meta_len = _HEADER.unpack(_read_exact(pipe, _HEADER.size))
-                wire = np.empty((len(_FIELDS), rows), dtype=np.int64)
+                rows, meta_len = _HEADER.unpack(_read_exact(pipe, _HEADER.size))
+                wire = np.empty((len(fields), rows), dtype=np.int64)
                 if rows:
                     _read_into(pipe, wire.view(np.uint8).reshape(-1).data)
                 meta = _read_exact(pipe, meta_len)
@@ -143,7 +140,7 @@ def forked_chunks(
                 raise error
             if done:
                 break
-            yield finish(TcpRows(**dict(zip(_FIELDS, wire, strict=True))), records)
+            yield dict(zip(fields, wire, strict=True))
         os.waitpid(pid, 0)
         reaped = True
     finally:
@@ -180,24 +177,27 @@ def _grow_pipe(fd: int) -> None:
         fcntl.fcntl(fd, setsize, PIPE_BYTES)
 
 
-def _child(reader: ChunkSource, write_fd: int) -> None:
-    """Run in the child: send every chunk's rows, then the final progress (or the error)."""
+def _child(reader: ChunkSource, fields: tuple[str, ...], write_fd: int) -> None:
+    """Run in the child: send every chunk's columns, then the final progress (or the
+    error)."""
     with FileIO(write_fd, "wb") as pipe:
         error: BaseException | None = None
+        reported = 0
         try:
-            for rows, records in reader.decoded():
-                _send(pipe, rows, records, reader.progress(), None, done=False)
+            for columns in reader.local_columns():
+                progress = reader.progress(reported)
+                reported += len(progress.new_connections)
+                _send(pipe, [columns[name] for name in fields], progress, None, done=False)
         except Exception as exc:  # every failure goes back to the parent
             error = exc if isinstance(exc, GitnetdiagError) else RuntimeError(
                 "the capture reader process failed:\n" + traceback.format_exc()
             )
-        _send(pipe, None, 0, reader.progress(), error, done=True)
+        _send(pipe, [], reader.progress(reported), error, done=True)
 
 
 def _send(
     pipe: FileIO,
-    rows: TcpRows | None,
-    records: int,
+    columns: list[npt.NDArray[np.int64]],
     progress: ReaderProgress,
     error: BaseException | None,
     *,
@@ -207,12 +207,11 @@ def _send(
         meta = pickle.dumps((progress, error, done), protocol=pickle.HIGHEST_PROTOCOL)
     except Exception:  # an exception that does not pickle
         meta = pickle.dumps((progress, RuntimeError(repr(error)), done))
-    n = 0 if rows is None else len(rows.record)
-    _write_all(pipe, _HEADER.pack(n, records, len(meta)))
-    if rows is not None and n:
-        for name in _FIELDS:
-            column = np.ascontiguousarray(getattr(rows, name), dtype=np.int64)
-            _write_all(pipe, column.view(np.uint8).data)
+    n = len(columns[0]) if columns else 0
+    _write_all(pipe, _HEADER.pack(n, len(meta)))
+    if n:
+        for column in columns:
+            _write_all(pipe, np.ascontiguousarray(column, dtype=np.int64).view(np.uint8).data)
     _write_all(pipe, meta)
 
 

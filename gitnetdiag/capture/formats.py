@@ -266,10 +266,28 @@ def header_words(buf: U8Array, offsets: I64Array, count: int, *, big: bool) -> I
     usable = len(buf) - width + 1
     if usable <= 0 or len(offsets) == 0:
         return np.zeros((len(offsets), count), dtype=np.int64)
-    view = np.lib.stride_tricks.as_strided(buf, shape=(usable, width), strides=(1, 1),
-                                           writeable=False)
-    rows = view[np.minimum(offsets, usable - 1)]
-    return rows.view(">u4" if big else "<u4").astype(np.int64)
+    # One ``width``-byte item starting at every byte: the gather copies one item per row.
+    items = np.ndarray((usable,), dtype=f"V{width}", buffer=buf, strides=(1,))
+    rows = items[np.minimum(offsets, usable - 1)]
+    return rows.view(">u4" if big else "<u4").reshape(len(offsets), count).astype(np.int64)
+
+
+@dataclass
+class _BlockScan:
+    """What :meth:`PcapngWalker._scan` found in the buffered data."""
+
+    offs: list[int] = field(default_factory=list)
+    """Offsets of the packet blocks."""
+    kinds: list[int] = field(default_factory=list)
+    """Their block types."""
+    off: int = 0
+    """Where the scan stopped: the first block not taken."""
+    need: int = 0
+    """Length of the block cut by the end of the buffer (0 when none is)."""
+    section_changed: bool = False
+    """A new section starts at ``off`` (after packet blocks of the previous one)."""
+    damage: CaptureFormatError | None = None
+    """Damage found at ``off``."""
 
 
 @dataclass
@@ -328,82 +346,15 @@ class PcapngWalker:
         src.refill(0)
         last_ts = 0
         while True:
-            data = src.data
-            end = src.size
-            offs: list[int] = []
-            kinds: list[int] = []
-            off = 0
-            need = 0
-            damage: CaptureFormatError | None = None
-            order = ">" if self.big else "<"
-            head = struct.Struct(order + "II").unpack_from
-            section_changed = False
-            while off + 12 <= end:
-                btype, blen = head(data, off)
-                if btype == PCAPNG_SHB:
-                    if offs:
-                        section_changed = True
-                        break
-                    bom_le = struct.unpack_from("<I", data, off + 8)[0]
-                    if bom_le == PCAPNG_BOM:
-                        self.big = False
-                    elif struct.unpack_from(">I", data, off + 8)[0] == PCAPNG_BOM:
-                        self.big = True
-                    else:
-                        damage = self._fail(
-                            "pcapng section header has no valid byte-order magic",
-                            src.base + off, self.packets_seen,
-                        )
-                        break
-                    order = ">" if self.big else "<"
-                    head = struct.Struct(order + "II").unpack_from
-                    blen = head(data, off)[1]
-                    self.interfaces = []
-                if blen < 12 or blen % 4 or blen > MAX_RECORD_BYTES:
-                    damage = self._fail(
-                        f"pcapng block of type {btype:#x} has an impossible length {blen}",
-                        src.base + off, self.packets_seen + len(offs),
-                    )
-                    break
-                if off + blen > end:
-                    need = blen
-                    break
-                if struct.unpack_from(order + "I", data, off + blen - 4)[0] != blen:
-                    damage = self._fail(
-                        f"pcapng block of type {btype:#x}: trailing length does not match",
-                        src.base + off, self.packets_seen + len(offs),
-                    )
-                    break
-                if btype in (_BLOCK_EPB, _BLOCK_OPB, _BLOCK_SPB):
-                    min_len = 16 if btype == _BLOCK_SPB else 32
-                    if blen < min_len or not self.interfaces:
-                        damage = self._fail(
-                            "pcapng packet block before any interface description"
-                            if not self.interfaces else "pcapng packet block too short",
-                            src.base + off, self.packets_seen + len(offs),
-                        )
-                        break
-                    offs.append(off)
-                    kinds.append(btype)
-                elif btype == _BLOCK_DSB:
-                    self.has_tls_secrets = True
-                elif btype == _BLOCK_IDB:
-                    iface = self._parse_idb(data, off, blen, order)
-                    if iface is None:
-                        damage = self._fail(
-                            "pcapng interface description block is malformed",
-                            src.base + off, self.packets_seen + len(offs),
-                        )
-                        break
-                    self.interfaces.append(iface)
-                off += blen
-            if offs:
-                batch, bad_at, last_ts = self._batch(data, offs, kinds, last_ts)
+            scan = self._scan(src)
+            damage = scan.damage
+            if scan.offs:
+                batch, bad_at, last_ts = self._batch(src.data, scan.offs, scan.kinds, last_ts)
                 if bad_at is not None:
                     damage = self._fail(
                         "pcapng packet block names an interface that was never described "
                         "or has a captured length beyond its block",
-                        src.base + offs[bad_at], self.packets_seen + bad_at,
+                        src.base + scan.offs[bad_at], self.packets_seen + bad_at,
                     )
                 if len(batch.data_off):
                     yield batch
@@ -411,19 +362,88 @@ class PcapngWalker:
             if damage is not None:
                 self.damage = damage
                 return
-            if section_changed:
-                src.refill(off)
+            if scan.section_changed:
+                src.refill(scan.off)
                 continue
             if src.eof:
                 if src.error is not None:
                     self.damage = _stream_damage(src.error, self.packets_seen)
-                elif off < end:
+                elif scan.off < src.size:
                     self.damage = self._fail(
                         "the capture ends in the middle of a pcapng block",
-                        src.base + off, self.packets_seen,
+                        src.base + scan.off, self.packets_seen,
                     )
                 return
-            src.refill(off, need)
+            src.refill(scan.off, scan.need)
+
+    def _scan(self, src: _ChunkedFile) -> _BlockScan:
+        """Follow the blocks of the buffered data: where the packet blocks are, interfaces
+        and secrets taken in on the way; stops at a new section, a cut block or damage."""
+        data, end = src.data, src.size
+        scan = _BlockScan()
+        order = ">" if self.big else "<"
+        while scan.off + 12 <= end:
+            off = scan.off
+            btype, blen = struct.unpack_from(order + "II", data, off)
+            if btype == PCAPNG_SHB:
+                if scan.offs:
+                    scan.section_changed = True
+                    return scan
+                if not self._section_header(data, off):
+                    scan.damage = self._fail(
+                        "pcapng section header has no valid byte-order magic",
+                        src.base + off, self.packets_seen,
+                    )
+                    return scan
+                order = ">" if self.big else "<"
+                blen = struct.unpack_from(order + "I", data, off + 4)[0]
+            problem = None
+            if blen < 12 or blen % 4 or blen > MAX_RECORD_BYTES:
+                problem = f"pcapng block of type {btype:#x} has an impossible length {blen}"
+            elif off + blen > end:
+                scan.need = blen
+                return scan
+            elif struct.unpack_from(order + "I", data, off + blen - 4)[0] != blen:
+                problem = f"pcapng block of type {btype:#x}: trailing length does not match"
+            else:
+                problem = self._take_block(data, off, btype, blen, order, scan)
+            if problem is not None:
+                scan.damage = self._fail(problem, src.base + off,
+                                         self.packets_seen + len(scan.offs))
+                return scan
+            scan.off = off + blen
+        return scan
+
+    def _section_header(self, data: bytearray, off: int) -> bool:
+        """Take the byte order of a section header block; False when it has none."""
+        if struct.unpack_from("<I", data, off + 8)[0] == PCAPNG_BOM:
+            self.big = False
+        elif struct.unpack_from(">I", data, off + 8)[0] == PCAPNG_BOM:
+            self.big = True
+        else:
+            return False
+        self.interfaces = []
+        return True
+
+    def _take_block(self, data: bytearray, off: int, btype: int, blen: int, order: str,
+                    scan: _BlockScan) -> str | None:
+        """Note one whole block in ``scan`` (or in the walker); what is wrong with it, if
+        anything."""
+        if btype in (_BLOCK_EPB, _BLOCK_OPB, _BLOCK_SPB):
+            if not self.interfaces:
+                return "pcapng packet block before any interface description"
+            if blen < (16 if btype == _BLOCK_SPB else 32):
+                return "pcapng packet block too short"
+            scan.offs.append(off)
+            scan.kinds.append(btype)
+        elif btype == _BLOCK_DSB:
+            self.has_tls_secrets = True
+        elif btype == _BLOCK_IDB:
+            iface = self._parse_idb(data, off, blen, order)
+            if iface is None:
+                return "pcapng interface description block is malformed"
+            self.interfaces.append(iface)
+        return None
 
     def _parse_idb(self, data: bytearray, off: int, blen: int, order: str) -> _Interface | None:
         if blen < 20:

@@ -11,9 +11,10 @@ Memory stays bounded by the chunk size: the file is read in chunks
 (``chunk_bytes``) and only one chunk's packet table exists at a time.
 
 A large file (over :data:`PARALLEL_MIN_BYTES`) is read in a forked child
-process (:mod:`gitnetdiag.capture.forked`) so that walking and decoding the
-next chunk overlaps with whatever the caller does with the current one;
-the tables and everything the reader reports are the same either way.
+process (:mod:`gitnetdiag.capture.forked`) so that walking, decoding and
+connection tracking of the next chunk overlap with whatever the caller does
+with the current one; the tables and everything the reader reports are the
+same either way.
 """
 
 from __future__ import annotations
@@ -150,36 +151,39 @@ class CaptureReader:
         """Where the file was damaged, once the walk has stopped there."""
         return self._walker.damage
 
-    def chunks(self) -> Iterator[PacketArray]:
+    def chunks(self) -> Generator[PacketArray, None, None]:
         """Yield packet tables (PACKET_DTYPE) in file order."""
-        if self.parallel:
-            self._close_forked()
-            forked = forked_chunks(self, self.table)
-            self._forked = forked
-            return forked
-        return self.chunks_here()
+        source = self.column_chunks()
+        try:
+            for columns in source:
+                yield self.table(columns)
+        finally:
+            source.close()  # leaving the loop early stops a forked child at once
 
-    def column_chunks(self) -> Iterator[PacketColumns]:
+    def column_chunks(self) -> Generator[PacketColumns, None, None]:
         """:meth:`chunks` as int64 columns (:meth:`columns`): the same rows and values,
         without packing them into a table that the analysis would unpack again."""
         if self.parallel:
             self._close_forked()
-            forked = forked_chunks(self, self.columns)
+            forked = forked_chunks(self, PACKET_DTYPE.names or ())
             self._forked = forked
             return forked
-        return (self.columns(rows, records) for rows, records in self.decoded())
+        return self.local_columns()
 
     def _close_forked(self) -> None:
         if self._forked is not None:
             self._forked.close()  # kills and reaps the child if it still runs
             self._forked = None
 
-    def progress(self) -> ReaderProgress:
-        """What the walk and the decoder learnt so far, besides the rows."""
+    def progress(self, connections_from: int = 0) -> ReaderProgress:
+        """What the walk, the decoder and the tracker learnt so far, besides the rows
+        (the connections from index ``connections_from`` on)."""
         return ReaderProgress(
             stats=self.stats,
             damage=self._walker.damage,
             has_tls_secrets=self._walker.has_tls_secrets,
+            packets_read=self.packets_read,
+            new_connections=tuple(self.connections[connections_from:]),
         )
 
     def apply_progress(self, progress: ReaderProgress) -> None:
@@ -187,33 +191,32 @@ class CaptureReader:
         self.stats = progress.stats
         self._walker.damage = progress.damage
         self._walker.has_tls_secrets = progress.has_tls_secrets
+        self.packets_read = progress.packets_read
+        self._tracker.connections.extend(progress.new_connections)
 
-    def chunks_here(self) -> Iterator[PacketArray]:
-        """:meth:`chunks`, always in this process."""
+    def local_columns(self) -> Generator[PacketColumns, None, None]:
+        """:meth:`column_chunks`, always in this process (the part a forked child does)."""
         for rows, records in self.decoded():
-            yield self.table(rows, records)
+            yield self.columns(rows, records)
 
     def decoded(self) -> Iterator[tuple[TcpRows, int]]:
-        """Per chunk: its decoded TCP segments and how many records it held.
-
-        The first half of :meth:`chunks_here` (walk and decode, no state but
-        the walker's): the part a forked child does.
-        """
+        """Per chunk: its decoded TCP segments and how many records it held (walk and
+        decode, no state but the walker's)."""
         for batch in self._walker.batches():
             yield decode_tcp(batch, self.stats), len(batch.data_off)
 
-    def table(self, rows: TcpRows, records: int) -> PacketArray:
-        """The second half: connection tracking and the packet table of one chunk."""
-        columns = self.columns(rows, records)
-        out = np.empty(len(rows.record), dtype=PACKET_DTYPE)
+    @staticmethod
+    def table(columns: PacketColumns) -> PacketArray:
+        """A chunk's columns packed into a packet table (PACKET_DTYPE)."""
+        out = np.empty(len(columns["frame"]), dtype=PACKET_DTYPE)
         for name in PACKET_DTYPE.names or ():
             out[name] = columns[name]
         return out
 
     def columns(self, rows: TcpRows, records: int) -> PacketColumns:
-        """The second half as columns: every field of :data:`PACKET_DTYPE`, each an int64
-        array (the decoded rows themselves, no copy) holding exactly the table's values
-        (each decoded field fits its table type)."""
+        """Connection tracking and frame numbers of one chunk: every field of
+        :data:`PACKET_DTYPE`, each an int64 array (the decoded rows themselves, no copy)
+        holding exactly the table's values (each decoded field fits its table type)."""
         conn, direction = self._tracker.assign(rows)
         out = {name: getattr(rows, name) for name in _ROW_FIELDS}
         out["frame"] = rows.record + self._frame_base + 1

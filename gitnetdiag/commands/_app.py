@@ -4,23 +4,28 @@ Each command lives in ``gitnetdiag/commands/<name>.py`` and exposes
 ``register(app)``; :data:`COMMAND_MODULES` lists them in help
 order. Errors are rendered in exactly one place, :func:`run` (called by
 :func:`gitnetdiag.cli.main` once it knows typer is needed).
+
+Importing this module costs next to nothing: typer and rich (about 70 ms
+together, measured) are imported by the functions that use them, so that
+``gitnetdiag --help`` prints :func:`top_level_help` without them.
 """
 
 from __future__ import annotations
 
 import contextlib
 import importlib
-import signal
+import re
 import sys
+from collections.abc import Callable
 from types import ModuleType
-from typing import NoReturn
-
-import typer
-from rich.console import Console
+from typing import TYPE_CHECKING, NoReturn
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import ExitCode, GitnetdiagError, UsageError
-from gitnetdiag.proc import received_signal
+
+if TYPE_CHECKING:
+    import typer
+    from rich.console import Console
 
 PROG = "gitnetdiag"
 
@@ -52,8 +57,12 @@ COMMAND_SUMMARIES: tuple[tuple[str, str], ...] = (
 printed from these without importing the command modules.
 ``tests/commands/test_startup.py`` checks they match the commands' own help."""
 
-
-err_console = Console(stderr=True, highlight=False, soft_wrap=True)
+ROOT_OPTIONS: tuple[tuple[str, str], ...] = (
+    ("--version", "Print the version and exit."),
+    ("--help", "Show this message and exit."),
+)
+"""The top-level options with their help, as :func:`top_level_help` lists them (the
+version option is declared from this table; ``--help`` is click's own)."""
 
 APP_HELP = (
     "Why is git push slow? Push the same repository over HTTP/1.1, HTTP/2 and SSH, "
@@ -64,27 +73,69 @@ APP_HELP = (
 )
 
 
+def top_level_help(width: int = 80) -> str:
+    """``gitnetdiag --help`` as plain text, from :data:`APP_HELP`, :data:`ROOT_OPTIONS` and
+    :data:`COMMAND_SUMMARIES`: no typer, no rich, no command module.
+
+    ``tests/commands/test_startup.py`` checks it says what typer's own help says.
+    """
+    from functools import partial
+    from textwrap import wrap as plain_wrap
+
+    wrap = partial(plain_wrap, break_on_hyphens=False, break_long_words=False)
+    width = max(width, 40)
+    lines = [f"Usage: {PROG} [OPTIONS] COMMAND [ARGS]...", ""]
+    for paragraph in re.sub(r"\[/?bold\]", "", APP_HELP).split("\n\n"):
+        lines += [*wrap(paragraph, width - 1), ""]
+    for title, rows in (("Options", ROOT_OPTIONS), ("Commands", COMMAND_SUMMARIES)):
+        lines.append(f"{title}:")
+        name_width = max(len(name) for name, _ in rows) + 4
+        for name, text in rows:
+            wrapped = wrap(text, max(width - 1 - name_width, 20))
+            lines.append(f"  {name:<{name_width - 2}}{wrapped[0]}")
+            lines += [" " * name_width + more for more in wrapped[1:]]
+        lines.append("")
+    return "\n".join(lines)
+
+
+def print_top_level_help() -> None:
+    """Write :func:`top_level_help` to stdout, as wide as the terminal."""
+    import shutil
+
+    sys.stdout.write(top_level_help(shutil.get_terminal_size().columns))
+
+
+def err_console() -> Console:
+    """The console errors are printed on (stderr)."""
+    from rich.console import Console
+
+    return Console(stderr=True, highlight=False, soft_wrap=True)
+
+
 def _version_callback(value: bool) -> None:
+    import typer
+
     if value:
         typer.echo(f"gitnetdiag {__version__}")
         raise typer.Exit()
 
 
-def _root(
-    version: bool = typer.Option(
-        False, "--version", help="Print the version and exit.", callback=_version_callback,
-        is_eager=True,
-    ),
-) -> None:
-    """gitnetdiag: network-layer diagnosis of slow Git transfers."""
-
-
 def _bare_app() -> typer.Typer:
+    import typer
+
+    def root(
+        version: bool = typer.Option(
+            False, "--version", help=dict(ROOT_OPTIONS)["--version"],
+            callback=_version_callback, is_eager=True,
+        ),
+    ) -> None:
+        """gitnetdiag: network-layer diagnosis of slow Git transfers."""
+
     application = typer.Typer(
         name="gitnetdiag", help=APP_HELP, rich_markup_mode="rich", no_args_is_help=True,
         add_completion=False, pretty_exceptions_enable=False,
     )
-    application.callback()(_root)
+    application.callback()(root)
     return application
 
 
@@ -123,7 +174,7 @@ def render_error(exc: GitnetdiagError) -> None:
     line = f"error [{exc.reference}]: {exc.message}"
     if exc.hint:
         line += f" (hint: {exc.hint})"
-    err_console.print(line, markup=False, style="red")
+    err_console().print(line, markup=False, style="red")
 
 
 def _click_exceptions() -> ModuleType:
@@ -134,9 +185,6 @@ def _click_exceptions() -> ModuleType:
         return importlib.import_module("click.exceptions")
 
 
-CLICK = _click_exceptions()
-
-
 def usage_error(exc: Exception) -> UsageError:
     """click's own complaint (unknown option, missing argument, bad value) as one line."""
     ctx = getattr(exc, "ctx", None)
@@ -144,16 +192,85 @@ def usage_error(exc: Exception) -> UsageError:
     text = exc.format_message().replace("Value error, ", "")  # type: ignore[attr-defined]
     message = " ".join(text.split())
     error = UsageError(message, hint=f"see '{command} --help'")
-    if not isinstance(exc, CLICK.UsageError):
+    if not isinstance(exc, _click_exceptions().UsageError):
         error.exit_code = ExitCode.FAILURE
     return error
 
 
 def _interrupted() -> NoReturn:
     with contextlib.suppress(OSError):  # no terminal left after SIGHUP
-        err_console.print("interrupted: partial results were kept", markup=False,
-                          style="yellow")
+        err_console().print("interrupted: partial results were kept", markup=False,
+                            style="yellow")
     sys.exit(int(ExitCode.INTERRUPTED))
+
+
+def _typer_main(args: list[str]) -> object:
+    """Run ``args`` through typer (importing only the module of the command named);
+    click's own complaints come back as :class:`UsageError`."""
+    import typer
+
+    click = _click_exceptions()
+    first = next((arg for arg in args if not arg.startswith("-")), None)
+    module = COMMAND_MODULE_OF.get(first or "")
+    command = typer.main.get_command(build_app((module,)) if module else build_listing_app())
+    try:
+        return command.main(args=args, prog_name=PROG, standalone_mode=False)
+    except click.NoArgsIsHelpError as exc:
+        exc.show()  # the help text, as the user asked for nothing in particular
+        sys.exit(exc.exit_code)
+    except typer.Abort:
+        _interrupted()
+    except click.ClickException as exc:
+        raise usage_error(exc) from exc
+
+
+def _plain_default(value: object) -> object:
+    """A parameter's default: typer's ``Option(...)``/``Argument(...)`` keeps it in ``.default``."""
+    return getattr(value, "default", value)
+
+
+def direct_analyze(args: list[str]) -> Callable[[], object] | None:
+    """``analyze FILE`` and ``analyze FILE --json OUT`` as a plain call of the command's
+    own function, without typer's parsing; None for any other command line.
+
+    typer 0.29 validates every parameter through pydantic: importing it and building
+    the validators cost about 150 ms of CPU (measured), more than reading a million
+    packets takes. This everyday form has nothing to validate beyond two strings;
+    every other form (options, ``--help``, mistakes) goes through typer as before.
+    ``tests/commands/test_startup.py`` checks both paths print and write the same.
+    """
+    if not args or args[0] != "analyze":
+        return None
+    rest = list(args[1:])
+    json_out: str | None = None
+    for at, word in enumerate(rest):
+        if word == "--json" and at + 1 < len(rest):
+            json_out = rest.pop(at + 1)
+            rest.pop(at)
+            break
+        if word.startswith("--json="):
+            json_out = rest.pop(at).partition("=")[2]
+            break
+    if len(rest) != 1 or not rest[0] or rest[0].startswith("-") or json_out == "":
+        return None
+    file = rest[0]
+
+    def call() -> object:
+        import inspect
+        from pathlib import Path
+
+        from gitnetdiag.commands.analyze import analyze
+
+        given: dict[str, object] = {"file": Path(file), "json_out": json_out}
+        params = inspect.signature(analyze).parameters
+        if not set(given) <= set(params):  # the command changed: typer knows it better
+            return _typer_main(args)
+        kwargs = {name: given[name] if name in given else _plain_default(p.default)
+                  for name, p in params.items()}
+        analyze(**kwargs)  # type: ignore[arg-type]
+        return None
+
+    return call
 
 
 def run() -> None:
@@ -166,26 +283,20 @@ def run() -> None:
     # Startup time matters (analyze reads a million packets in a fraction of a second):
     # import only the module of the command being run; --help and unknown words get the
     # command list without any command module.
-    first = next((arg for arg in sys.argv[1:] if not arg.startswith("-")), None)
-    module = COMMAND_MODULE_OF.get(first or "")
-    command = typer.main.get_command(build_app((module,)) if module else build_listing_app())
+    args = sys.argv[1:]
+    direct = direct_analyze(args)
     try:
-        code = command.main(args=sys.argv[1:], prog_name=PROG, standalone_mode=False)
-    except CLICK.NoArgsIsHelpError as exc:
-        exc.show()  # the help text, as the user asked for nothing in particular
-        sys.exit(exc.exit_code)
-    except CLICK.ClickException as exc:
-        error = usage_error(exc)
-        render_error(error)
-        sys.exit(int(error.exit_code))
-    except typer.Abort:
-        _interrupted()
+        code = direct() if direct is not None else _typer_main(args)
     except GitnetdiagError as exc:
         render_error(exc)
         sys.exit(int(exc.exit_code))
     except KeyboardInterrupt:
         _interrupted()
     except OSError:
+        import signal
+
+        from gitnetdiag.proc import received_signal
+
         if received_signal() is not signal.SIGHUP:
             raise
         # The terminal went away (SIGHUP): the clean-up ran and the manifest says so;
