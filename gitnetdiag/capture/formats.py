@@ -309,8 +309,12 @@ def _ticks_to_ns(ticks: I64Array, iface: _Interface) -> I64Array:
                                       (frac >> (n - 30)) * 1_000_000_000 >> 30)
     elif n <= 9:
         ns = ticks * (10 ** (9 - n))
-    else:
+    elif n - 9 <= 18:
         ns = ticks // (10 ** (n - 9))
+    else:
+        # A tick under 10**-28 s: every int64 count is below one nanosecond (and
+        # 10**(n - 9) would not fit an int64 divisor).
+        ns = ticks * 0
     return ns + iface.tsoffset_s * 1_000_000_000
 
 

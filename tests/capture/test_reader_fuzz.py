@@ -8,7 +8,7 @@ import tempfile
 import tracemalloc
 from pathlib import Path
 
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
@@ -59,6 +59,8 @@ def test_truncated_files(which: int, cut: int) -> None:
 @settings(max_examples=150, deadline=None)
 @given(which=st.integers(0, len(VALID) - 1),
        flips=st.lists(st.tuples(st.integers(0, 10_000), st.integers(0, 255)), max_size=8))
+# Found by this test: a pcapng timestamp resolution of 10**-28 s overflowed the divisor.
+@example(which=2, flips=[(48, 28)])
 def test_corrupted_files(which: int, flips: list[tuple[int, int]]) -> None:
     data = bytearray(VALID[which])
     for pos, value in flips:
