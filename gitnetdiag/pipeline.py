@@ -30,6 +30,7 @@ from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
+from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.pipeline_h2stall import h2_client_stall
 from gitnetdiag.pipeline_native import downsample, native_fingerprint, native_ledgers
 from gitnetdiag.rundir import (
@@ -154,7 +155,7 @@ def tcpinfo_metrics(run_dir: Path, protocol: str, records: Sequence[PushRecord],
     from gitnetdiag.analysis.tcpinfo import summarize_samples
 
     candidates = [(f"{protocol} push {r.repeat}", r.artifacts.get("tcpinfo"))
-                  for r in sorted(records, key=lambda r: (r.outcome not in ("ok", "bounded"),
+                  for r in sorted(records, key=lambda r: (r.outcome not in MEASURED_OUTCOMES,
                                                           -r.wall_s))]
     if protocol in NATIVE_FILES:  # the native probe's own socket, same path
         candidates.append((f"native {protocol} probe",
@@ -370,7 +371,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         # The analysed push: the slowest successful one (what the user complains about),
         # or the first failed one when none succeeded.
         chosen = sorted((r for r in records if r.capture is not None),
-                        key=lambda r: (r.outcome not in ("ok", "bounded"), -r.wall_s))
+                        key=lambda r: (r.outcome not in MEASURED_OUTCOMES, -r.wall_s))
         if chosen:
             record = chosen[0]
             assert record.capture is not None

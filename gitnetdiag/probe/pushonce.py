@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
 from gitnetdiag.probe.budget import MonitoredPush, StopReason, run_monitored_push
 from gitnetdiag.probe.capture import (
     HEADERS_SNAPLEN,
@@ -55,7 +56,7 @@ from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redac
 from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
-from gitnetdiag.rundir.records import HttpRequestRecord, Trace2Phases
+from gitnetdiag.rundir.records import HttpRequestRecord, RunStage, Trace2Phases
 from gitnetdiag.safefile import replace_file
 
 FATAL_KINDS = frozenset(
@@ -85,8 +86,8 @@ class PushState(TypingProtocol):
     failed: set[Protocol]
 
     def transport(self, protocol: Protocol) -> Transport: ...
-    def error(self, stage: str, protocol: Protocol | None, exc: GitnetdiagError,
-              kind: str | None = None) -> None: ...
+    def error(self, stage: RunStage, protocol: Protocol | None, exc: GitnetdiagError,
+              kind: FailureKind | None = None) -> None: ...
     def warn(self, message: str) -> None: ...
 
 
@@ -196,7 +197,7 @@ def push_once(
                          interrupted, pack_bytes, capture_result, artifacts, cleanup)
         record = _with_watch(record, watched, interrupted)
         state.reporter.done(label, _detail(record, options.timeout_s),
-                            ok=record.outcome in ("ok", "bounded"))
+                            ok=record.outcome in MEASURED_OUTCOMES)
     return record, interrupted or deferred.signalled
 
 
@@ -277,6 +278,7 @@ def _record(
     ok = git_run is not None and git_run.ok and not interrupted
     kind = None if git_run is None or interrupted else git_run.failure_kind()
     line = "" if ok else redact_text(failure_line(stderr))
+    outcome: PushOutcome
     if interrupted:
         outcome = "interrupted"
     elif ok and sent_too_little(progress.objects, progress.written_bytes, pack_bytes):
@@ -294,7 +296,7 @@ def _record(
     else:
         outcome = "hung" if git_run is not None and git_run.timed_out else "failed"
     if kind is not None and kind is not FailureKind.HUNG:
-        state.error("push", protocol, error_for_failure(kind, url, line), kind=kind.value)
+        state.error("push", protocol, error_for_failure(kind, url, line), kind=kind)
         if kind in FATAL_KINDS:
             state.failed.add(protocol)
     if cleanup.status is RefCleanup.LEFTOVER:
@@ -312,12 +314,12 @@ def _record(
     rate = pack_bytes / wall_s if outcome == "ok" and wall_s > 0 else None
     return PushRecord(
         protocol=protocol.value, repeat=repeat, branch=branch, started_at=started_at,
-        outcome=outcome, failure_kind=kind.value if kind else None, last_line=line,
+        outcome=outcome, failure_kind=kind, last_line=line,
         wall_s=wall_s, pack_bytes=pack_bytes, rate_bytes_per_s=rate,
         http_version=http_version, alpn=alpn, post_s=post_s, curl_last_info=curl_last_info,
         phases=phases, capture=capture_result,
         artifacts={k: v for k, v in artifacts.items() if (run_dir / v).exists()},
-        cleanup=cleanup.status.value, cleanup_detail=cleanup.detail,
+        cleanup=cleanup.status, cleanup_detail=cleanup.detail,
         cleanup_s=cleanup.waited_s, cleanup_command=cleanup.remove_command,
         cleanup_check_command=cleanup.check_command, pack_objects=progress.objects,
         pack_written_bytes=progress.written_bytes,
@@ -336,7 +338,7 @@ def _with_watch(record: PushRecord, watched: MonitoredPush | None,
     if interrupted or watched.stopped is None:
         return seen
     if watched.stopped in (StopReason.STALL, StopReason.SERVER_STALL):
-        return replace(seen, outcome="stalled", failure_kind="hung")
+        return replace(seen, outcome="stalled", failure_kind=FailureKind.HUNG)
     return replace(seen, outcome="bounded", failure_kind=None, last_line="",
                    rate_bytes_per_s=watched.rate_bytes_per_s)
 

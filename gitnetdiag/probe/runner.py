@@ -60,6 +60,7 @@ from gitnetdiag.rundir import (
 )
 from gitnetdiag.rundir.files import sweep_variant_file
 from gitnetdiag.rundir.native import ReportStatus, write_native
+from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
 _SIZE_RE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([KMGT]i?B?|B)?\s*$", re.IGNORECASE)
@@ -123,8 +124,8 @@ class _Run:
         self.run_id = new_probe_id()
         self.started_at = now_iso()
         self.finished_at: str | None = None
-        self.status = "running"
-        self.ended_by: str | None = None
+        self.status: RunStatus = "running"
+        self.ended_by: EndedBy | None = None
         self.environment: ToolVersions | None = None
         self.repo_info: RepoInfo | None = None
         self.capture_enabled = False
@@ -166,8 +167,8 @@ class _Run:
         write_manifest(self.run_dir, manifest)
         return manifest
 
-    def error(self, stage: str, protocol: Protocol | None, exc: GitnetdiagError,
-              kind: str | None = None) -> None:
+    def error(self, stage: RunStage, protocol: Protocol | None, exc: GitnetdiagError,
+              kind: FailureKind | None = None) -> None:
         redact_error(exc, self.secrets)
         self.errors.append(
             RunError(stage=stage, protocol=protocol.value if protocol else None,
@@ -212,7 +213,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
             state.status = _final_status(state)
         except KeyboardInterrupt:
             state.status = "interrupted"
-            state.ended_by = (received_signal() or signal.SIGINT).name
+            state.ended_by = ENDED_BY.get((received_signal() or signal.SIGINT).name)
             state.finished_at = now_iso()
             state.save()
             raise
@@ -230,7 +231,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
     return ProbeOutcome(run_dir=run_dir, manifest=state.manifest(), error=state.first_error)
 
 
-def _final_status(state: _Run) -> str:
+def _final_status(state: _Run) -> RunStatus:
     """``failed`` on any error, else ``stalled`` when a push hung, else ``complete``.
 
     A hung push is measured (the stall is the evidence), yet the run did not
@@ -252,7 +253,7 @@ def _final_status(state: _Run) -> str:
                 + stall_detail(hung[0], state.environment),
                 hint="the stall is evidence, not noise: see it ranked with "
                 "'gitnetdiag analyze RUN --diagnose'", reference="push-stalled",
-            ), kind=FailureKind.HUNG.value)
+            ), kind=FailureKind.HUNG)
     if failed_before:
         return "failed"
     return "stalled" if state.errors else "complete"

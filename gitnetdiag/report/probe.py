@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.report.console import console_text
 
 if TYPE_CHECKING:
@@ -40,7 +41,7 @@ def render_probe_summary(
     for probed, row in zip(manifest.protocols, summaries, strict=True):
         # The recorded kinds (no-data, interrupted, tls, ...), finer than the engine's.
         kinds = Counter(p.failure_kind or p.outcome for p in probed.pushes
-                        if p.outcome not in ("ok", "bounded"))
+                        if p.outcome not in MEASURED_OUTCOMES)
         failures = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
         versions = Counter(p.http_version for p in probed.pushes if p.http_version)
         burst = "-" if probed.burst is None else str(probed.burst.ok_count)

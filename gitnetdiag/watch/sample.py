@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.rundir import ProtocolRun, RunError
 from gitnetdiag.serial import from_jsonable, to_jsonable
 
@@ -207,7 +208,7 @@ def push_errors_of(manifest_protocols: Iterable[ProtocolRun],
     """
     kinds: dict[str, str] = {}
     for run in manifest_protocols:
-        failed = [p for p in run.pushes if p.outcome not in ("ok", "bounded")]
+        failed = [p for p in run.pushes if p.outcome not in MEASURED_OUTCOMES]
         if failed:
             kinds[run.protocol] = failed[0].failure_kind or failed[0].outcome
     for error in run_errors:
