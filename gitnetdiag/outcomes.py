@@ -48,6 +48,9 @@ class FailureKind(StrEnum):
     HTTP_STATUS = "http-status"
     """The server (or an edge in front of it) answered a request with an error status or a
     redirect git does not follow (``RPC failed; HTTP 308``); 401/403 are ``auth``."""
+    SERVER_ERROR = "server-error"
+    """An HTTP 5xx answer: what ``gitnetdiag load`` records of an ``http-status`` or
+    ``other`` failure whose message carries a 5xx status."""
     REJECTED = "rejected"
     """The server refused the ref update (hook, permissions)."""
     INTERRUPTED = "interrupted"

@@ -26,6 +26,7 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.pipeline import capture_metrics, flight_series
 
 WELL_KNOWN: dict[int, obs.ProtocolName] = {443: "h2", 22: "ssh", 9418: "git"}
@@ -143,7 +144,7 @@ def _push(t: Transfer) -> obs.PushResult:
     cut = _reset_cut(conn)
     if cut is not None:
         return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes, ok=False,
-                              error_kind="reset", error_message=cut)
+                              error_kind=FailureKind.RESET, error_message=cut)
     return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes)
 
 
@@ -230,7 +231,7 @@ drops, resets and unanswered connections across all of them, not only the push).
 def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.BurstResult:
     """Many connections of one transport as a burst: what ``syn-drop``, ``firewall-reset``
     and ``listen-backlog-overflow`` read across connections."""
-    failed: dict[str, int] = {}
+    failed: dict[FailureKind, int] = {}
     ok = syn = synack = resets = 0
     for t in transfers:
         hs, up, down = t.conn.handshake, t.conn.a_to_b, t.conn.b_to_a
@@ -240,7 +241,7 @@ def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.Bur
         if down.payload_bytes and _reset_cut(t.conn) is None:
             ok += 1
         else:
-            kind = "reset" if up.resets_sent or down.resets_sent else "hung"
+            kind = FailureKind.RESET if up.resets_sent or down.resets_sent else FailureKind.HUNG
             failed[kind] = failed.get(kind, 0) + 1
     waits = sorted((t.conn.last_ts_ns - t.conn.first_ts_ns) / 1e9 for t in transfers)
     return obs.BurstResult(

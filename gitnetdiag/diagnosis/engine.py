@@ -33,6 +33,7 @@ from gitnetdiag.diagnosis.observations import (
 from gitnetdiag.diagnosis.servers import answering_server
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 from gitnetdiag.diagnosis.verdict import headline_prefix, judge, supported
+from gitnetdiag.outcomes import FailureKind
 
 MIN_IMPACT_S = 0.5
 """Findings whose cost x score is below this many seconds are dropped."""
@@ -63,7 +64,7 @@ def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
         label=PROTOCOL_LABELS.get(name, name),
         pushes_ok=len(done),
         pushes_failed=len(failed_pushes(p)),
-        failure_kinds=tuple(push.error_kind or "other" for push in failed_pushes(p)),
+        failure_kinds=tuple(push.error_kind or FailureKind.OTHER for push in failed_pushes(p)),
         bytes=round(size) if size is not None else None,
         duration_s=typical,
         duration_min_s=durations[0] if durations else None,

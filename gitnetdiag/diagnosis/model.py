@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.servers import ServerIdentity
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.serial import to_jsonable
 
 Verdict = Literal["healthy", "degraded", "inconclusive", "failed"]
@@ -114,7 +115,7 @@ class MeasurementFailure:
     """Step that failed: ``push``, ``setup``, ``native``, ``capture``, ..."""
     reference: str
     """Stable kebab-case reference (``auth-failed``, ``refused``, ``tls-verification``, ...)."""
-    kind: str | None
+    kind: FailureKind | None
     """Failure kind of the git run, when one."""
     message: str
     """What happened, one line."""
@@ -137,7 +138,7 @@ class ProtocolSummary:
     """Completed pushes."""
     pushes_failed: int
     """Failed or hung pushes."""
-    failure_kinds: tuple[str, ...]
+    failure_kinds: tuple[FailureKind, ...]
     """Kinds of the failures, in push order."""
     bytes: int | None
     """Bytes of a push (median over pushes)."""

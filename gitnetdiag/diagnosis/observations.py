@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gitnetdiag.errors import InputError
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.serial import from_jsonable, to_jsonable
 
 ProtocolName = Literal["h1", "h2", "ssh", "git"]
@@ -44,14 +45,6 @@ PROTOCOL_LABELS: dict[str, str] = {
     "ssh": "SSH",
     "git": "git://",
 }
-
-ErrorKind = Literal["reset", "timeout", "refused", "hung", "auth", "http-status", "tls", "other"]
-"""How a push failed: ``reset`` connection reset, ``timeout`` our timeout fired
-while data still moved, ``refused`` connection refused or closed before the
-protocol started, ``hung`` no progress at all until our timeout, ``auth``
-credentials rejected, ``http-status`` a request answered with an error status or a
-redirect (no connection was cut), ``tls`` the TLS handshake or certificate failed,
-``other`` anything else (see the message)."""
 
 MAX_SERIES_POINTS = 2000
 """Longest time series accepted; adapters downsample before filling."""
@@ -105,8 +98,8 @@ class PushResult:
     """Bytes of pack data the push had to send."""
     ok: bool = True
     """Whether the push completed."""
-    error_kind: ErrorKind | None = None
-    """How it failed (``None`` when ``ok``)."""
+    error_kind: FailureKind | None = None
+    """How it failed, as the probe recorded it (``None`` when ``ok``)."""
     error_message: str = ""
     """The last meaningful line of git's stderr or the probe's reason."""
     projected: bool = False
@@ -354,8 +347,8 @@ class BurstResult:
     """Connections that completed."""
     port: int | None = None
     """Server port, to match the host's listeners."""
-    failed_by_kind: dict[str, int] = field(default_factory=dict)
-    """Failures by :data:`ErrorKind` name."""
+    failed_by_kind: dict[FailureKind, int] = field(default_factory=dict)
+    """Failures by kind."""
     connect_p50_s: float | None = None
     """Median TCP connect time."""
     connect_p99_s: float | None = None
@@ -446,7 +439,7 @@ class RunProblem:
     """Protocol concerned, ``None`` for the whole run."""
     reference: str
     """Stable kebab-case reference of the error (``auth-failed``, ``refused``, ...)."""
-    kind: str | None = None
+    kind: FailureKind | None = None
     """Failure kind of a git run (``auth``, ``tls``, ``refused``, ...), when one."""
     message: str = ""
     """One line, URLs redacted."""

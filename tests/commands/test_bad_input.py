@@ -173,7 +173,8 @@ CASES: dict[str, Case] = {
                                           "manifest.protocols[0].pushes[0].failure_kind must "
                                           "be one of 'hung', 'timeout', 'refused', "
                                           "'unreachable', 'reset', 'tls', 'plain-http', 'auth', "
-                                          "'host-key', 'http-status', 'rejected', 'interrupted', "
+                                          "'host-key', 'http-status', 'server-error', 'rejected', "
+                                          "'interrupted', "
                                           f"'other', got 'gremlins' {RUN_HINT}",
                                           _set_push(failure_kind="gremlins")),
     "manifest-unknown-cleanup": Case(("report", "{run}"), 3,

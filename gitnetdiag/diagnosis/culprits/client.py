@@ -28,6 +28,7 @@ from gitnetdiag.diagnosis.measures import (
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.units import fmt_s
+from gitnetdiag.outcomes import REFUSALS
 
 
 def client_pack_cpu(obs: Observations) -> Hit | None:
@@ -225,7 +226,7 @@ def client_http_stack(obs: Observations) -> Hit | None:
             )
         ]
         if failed:
-            first = next(f for f in failed_pushes(p) if f.error_kind != "refused")
+            first = next(f for f in failed_pushes(p) if f.error_kind not in REFUSALS)
             evidence.append(
                 above_zero(
                     f"{label(bug.protocol)} pushes failed or stalled",

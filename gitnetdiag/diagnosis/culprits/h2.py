@@ -41,6 +41,7 @@ from gitnetdiag.diagnosis.observations import (
 )
 from gitnetdiag.diagnosis.servers import answering_server, frame_fix, window_fix
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
+from gitnetdiag.outcomes import REFUSALS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -395,7 +396,7 @@ def _buffer_below_a_frame(obs: Observations) -> Hit | None:
     cost, failed, total = failure_cost_s(obs, "h2", {"reset", "other", "hung", "timeout"})
     if not small or not failed:
         return None
-    first = next(f for f in failed_pushes(p) if f.error_kind != "refused")
+    first = next(f for f in failed_pushes(p) if f.error_kind not in REFUSALS)
     size = _size_bytes(small[0].value)
     return Hit(
         score=0.8,

@@ -28,6 +28,7 @@ from gitnetdiag.diagnosis.measures import (
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.units import fmt_rate
+from gitnetdiag.outcomes import REFUSALS, FailureKind
 
 REACHES_CAP_SHARE = 1 / 3
 """The SSH rate reaches the channel window's rate (window / RTT) from this share up."""
@@ -148,7 +149,7 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
         b
         for b in obs.bursts
         if b.protocol == "ssh"
-        and (b.failed_by_kind.get("refused", 0) + b.failed_by_kind.get("reset", 0)) > 0
+        and sum(b.failed_by_kind.get(k, 0) for k in (*REFUSALS, FailureKind.RESET)) > 0
     ]
     host = obs.host
     log = [line for line in (host.kernel_log if host else ()) if "MaxStartups" in line]
