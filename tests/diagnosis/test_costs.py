@@ -37,9 +37,9 @@ def _finding(obs: Observations, culprit_id: str) -> Finding:
     return found[0]
 
 
-def _bounded(rate_bytes_s: float, **kw: object) -> ProtocolObservation:
+def _bounded(rate_bytes_per_s: float, **kw: object) -> ProtocolObservation:
     """Three bounded pushes: the whole pack projected at the rate its bytes moved."""
-    pushes = tuple(PushResult(duration_s=SIZE / rate_bytes_s * (1 + 0.01 * i), bytes=SIZE,
+    pushes = tuple(PushResult(duration_s=SIZE / rate_bytes_per_s * (1 + 0.01 * i), bytes=SIZE,
                               projected=True) for i in range(3))
     return ProtocolObservation(pushes=pushes, **kw)  # type: ignore[arg-type]
 

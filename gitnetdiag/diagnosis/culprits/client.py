@@ -22,7 +22,7 @@ from gitnetdiag.diagnosis.measures import (
     push_bytes,
     push_duration_s,
     saved_time_s,
-    upload_rate_bytes_s,
+    upload_rate_bytes_per_s,
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
@@ -215,7 +215,7 @@ def client_http_stack(obs: Observations) -> Hit | None:
         cost, failed, total = failure_cost_s(
             obs, bug.protocol, {"hung", "timeout", "reset", "other"}
         )
-        rate, other = upload_rate_bytes_s(p), best_other_rate(obs, bug.protocol)
+        rate, other = upload_rate_bytes_per_s(p), best_other_rate(obs, bug.protocol)
         slow = rate is not None and other is not None and rate < SLOWER_RATIO * other[1]
         evidence = [
             Evidence(

@@ -24,12 +24,12 @@ from gitnetdiag.diagnosis.measures import (
     best_other_rate,
     failed_pushes,
     ok_pushes,
-    path_rate_bytes_s,
+    path_rate_bytes_per_s,
     push_bytes,
     rtt_s,
     saved_time_s,
     tcp_window_rate,
-    upload_rate_bytes_s,
+    upload_rate_bytes_per_s,
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
@@ -80,12 +80,12 @@ def _gather(obs: Observations, p: ProtocolObservation) -> _H2Push:
         next_limit = (f"{label(other[0])} push", other[1])
     elif (tcp := tcp_window_rate(obs, p)) is not None:
         next_limit = ("TCP receive window / RTT", tcp)
-    elif (path := path_rate_bytes_s(obs)) is not None:
+    elif (path := path_rate_bytes_per_s(obs)) is not None:
         next_limit = ("path rate", path)
     return _H2Push(
         p=p,
         rtt=rtt_s(obs, p),
-        h2_rate=upload_rate_bytes_s(p),
+        h2_rate=upload_rate_bytes_per_s(p),
         other=other,
         window=min(windows) if windows else None,
         next_limit=next_limit,
@@ -297,7 +297,7 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
         return None
     window = cap.bytes_in_flight_p95
     tcp_rate = tcp_window_rate(obs, p)
-    size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
+    size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_per_s(p)
     cost = saved_time_s(size, up, tcp_rate) if size and up else None
     bdp = tcp_rate * rtt if tcp_rate else None
     evidence = (
@@ -443,7 +443,7 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
         return None
     ledger = p.h2_ledger
     h2_rate, other, size, up = (
-        upload_rate_bytes_s(p),
+        upload_rate_bytes_per_s(p),
         best_other_rate(obs, "h2"),
         push_bytes(p),
         upload_s(p),

@@ -17,12 +17,12 @@ from gitnetdiag.diagnosis.culprits._common import (
 )
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
-    path_rate_bytes_s,
+    path_rate_bytes_per_s,
     push_bytes,
     rtt_s,
     saved_time_s,
     tcp_window_rate,
-    upload_rate_bytes_s,
+    upload_rate_bytes_per_s,
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
@@ -39,7 +39,7 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
     if p is None:
         return None
     rtt, size, up = rtt_s(obs, p), push_bytes(p), upload_s(p)
-    rate, other = upload_rate_bytes_s(p), best_other_rate(obs, "ssh")
+    rate, other = upload_rate_bytes_per_s(p), best_other_rate(obs, "ssh")
     ledger, cap = p.ssh_ledger, p.capture
     score = 0.0
     evidence: list[Evidence] = []
@@ -70,7 +70,7 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
                 source=cap.source,
             )
         )
-    next_limit = other[1] if other else (path_rate_bytes_s(obs) or tcp_window_rate(obs, p))
+    next_limit = other[1] if other else (path_rate_bytes_per_s(obs) or tcp_window_rate(obs, p))
     small = False
     window = ledger.initial_window_bytes if ledger else None
     if ledger is not None and window and rtt:
