@@ -53,7 +53,7 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
 def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
     """Outcome and rates of one protocol's pushes."""
     done = ok_pushes(p)
-    rates = sorted(push.bytes * 8 / push.duration_s for push in done if push.bytes > 0)
+    rates = sorted(push.bytes / push.duration_s for push in done if push.bytes > 0)
     durations = sorted(push.duration_s for push in done)
     size = push_bytes(p)
     typical = push_duration_s(p)
@@ -69,9 +69,9 @@ def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
         duration_s=typical,
         duration_min_s=durations[0] if durations else None,
         duration_max_s=durations[-1] if durations else None,
-        rate_bps=median(rates),
-        rate_min_bps=rates[0] if rates else None,
-        rate_max_bps=rates[-1] if rates else None,
+        rate_bytes_per_s=median(rates),
+        rate_min_bytes_per_s=rates[0] if rates else None,
+        rate_max_bytes_per_s=rates[-1] if rates else None,
         upload_s=upload_s(p),
         projected_pushes=sum(push.projected for push in done),
     )
@@ -105,7 +105,8 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
 
 
 def _headline(findings: Sequence[Finding], protocols: Sequence[ProtocolSummary]) -> str:
-    rates = ", ".join(f"{s.label} {fmt_rate(s.rate_bps / 8)}" for s in protocols if s.rate_bps)
+    rates = ", ".join(f"{s.label} {fmt_rate(s.rate_bytes_per_s)}" for s in protocols
+                      if s.rate_bytes_per_s)
     if not findings:
         measured = f" ({rates})" if rates else ""
         return f"No culprit costs the pushes noticeable time{measured}."

@@ -148,11 +148,11 @@ class ProtocolSummary:
     """Fastest completed push."""
     duration_max_s: float | None
     """Slowest completed push."""
-    rate_bps: float | None
-    """Median rate of the completed pushes, bits per second (bytes x 8 / duration)."""
-    rate_min_bps: float | None
+    rate_bytes_per_s: float | None
+    """Median rate of the completed pushes, bytes per second (bytes / duration)."""
+    rate_min_bytes_per_s: float | None
     """Slowest completed push's rate."""
-    rate_max_bps: float | None
+    rate_max_bytes_per_s: float | None
     """Fastest completed push's rate."""
     upload_s: float | None
     """Upload phase of a typical push (trace2), when known."""

@@ -22,6 +22,7 @@ from gitnetdiag.report.units import (
     fmt_evidence_threshold,
     fmt_evidence_value,
     fmt_push_duration,
+    fmt_rate,
     fmt_s,
 )
 
@@ -111,9 +112,9 @@ def render_html(diagnosis: Diagnosis) -> str:
                 f"<td>{_esc(fmt_bytes(s.bytes))}</td>"
                 f"<td>{_esc(fmt_push_duration(s.duration_s, projected=bool(s.projected_pushes)))}"
                 "</td>"
-                f"<td>{_esc(fmt_bps(s.rate_bps))}</td>"
-                f"<td>{_esc(fmt_bps(s.rate_min_bps))}</td>"
-                f"<td>{_esc(fmt_bps(s.rate_max_bps))}</td></tr>"
+                f"<td>{_esc(fmt_rate(s.rate_bytes_per_s))}</td>"
+                f"<td>{_esc(fmt_rate(s.rate_min_bytes_per_s))}</td>"
+                f"<td>{_esc(fmt_rate(s.rate_max_bytes_per_s))}</td></tr>"
             )
         parts.append("</table>")
         if any(s.projected_pushes for s in d.protocols):

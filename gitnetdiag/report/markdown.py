@@ -13,6 +13,7 @@ from gitnetdiag.report.units import (
     fmt_evidence_threshold,
     fmt_evidence_value,
     fmt_push_duration,
+    fmt_rate,
     fmt_s,
 )
 
@@ -82,8 +83,8 @@ def render_markdown(diagnosis: Diagnosis) -> str:
             lines.append(
                 f"| {s.label} | {s.pushes_ok} | {failed} | {fmt_bytes(s.bytes)} | "
                 f"{fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0)} | "
-                f"{fmt_bps(s.rate_bps)} | "
-                f"{fmt_bps(s.rate_min_bps)} | {fmt_bps(s.rate_max_bps)} |"
+                f"{fmt_rate(s.rate_bytes_per_s)} | "
+                f"{fmt_rate(s.rate_min_bytes_per_s)} | {fmt_rate(s.rate_max_bytes_per_s)} |"
             )
         if any(s.projected_pushes for s in d.protocols):
             lines += ["", PROJECTED_NOTE]

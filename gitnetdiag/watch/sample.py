@@ -145,7 +145,7 @@ def sample_from_diagnosis(
         ok = summary.pushes_ok > 0 and summary.pushes_failed == 0
         kind = "" if ok else error_kind_label(
             push_errors.get(protocol) or next(iter(summary.failure_kinds), "other"))
-        rate = summary.rate_bps / 8 if summary.rate_bps is not None else None
+        rate = summary.rate_bytes_per_s
         rows.append(ProtocolSample(
             protocol=protocol, success=ok, error_kind=kind,
             duration_s=summary.duration_s if summary.pushes_ok else None,
