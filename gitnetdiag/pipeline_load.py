@@ -371,7 +371,7 @@ def diagnose_load(report: LoadReport) -> Diagnosis:
         dropped=dropped, protocols=(),
         environment=Environment(
             gitnetdiag_version=__version__, started=report.started, target_url=report.target,
-            rtt_s=None, path_rate_bps=None, versions={}, protocols=protocol,
+            rtt_s=None, path_rate_bytes_per_s=None, versions={}, protocols=protocol,
             measured_by=obs.run.measured_by, min_impact_s=0.0, min_score=MIN_SCORE),
         observations=obs, requested_protocols=protocol,
         measured_protocols=protocol if measured else (), measurement_failures=tuple(failures),

@@ -94,7 +94,7 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
         started=run.started,
         target_url=run.target_url,
         rtt_s=run.rtt_s,
-        path_rate_bps=run.path_rate_bps,
+        path_rate_bytes_per_s=run.path_rate_bytes_per_s,
         versions=versions,
         protocols=tuple(name for name in PROTOCOL_ORDER if name in obs.protocols),
         measured_by=run.measured_by,

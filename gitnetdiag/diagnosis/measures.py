@@ -86,9 +86,9 @@ def rtt_s(obs: Observations, p: ProtocolObservation | None = None) -> float | No
 
 def path_rate_bytes_per_s(obs: Observations) -> float | None:
     """Measured path capacity in bytes per second."""
-    if obs.run.path_rate_bps is None or obs.run.path_rate_bps <= 0:
+    if obs.run.path_rate_bytes_per_s is None or obs.run.path_rate_bytes_per_s <= 0:
         return None
-    return obs.run.path_rate_bps / 8
+    return obs.run.path_rate_bytes_per_s
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -173,8 +173,8 @@ class Environment:
     """Remote (renderers redact it)."""
     rtt_s: float | None
     """Path round-trip time."""
-    path_rate_bps: float | None
-    """Measured path capacity."""
+    path_rate_bytes_per_s: float | None
+    """Measured path capacity, bytes per second."""
     versions: dict[str, str]
     """Client tool versions by name (git, libcurl, nghttp2, openssh)."""
     protocols: tuple[str, ...]

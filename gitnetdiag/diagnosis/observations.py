@@ -5,7 +5,7 @@ dataclasses; the engine never sees packets, files or sockets. Everything that
 may be missing is optional and defaults to ``None`` (or an empty tuple/dict),
 and every culprit copes with its absence by simply not firing.
 
-Units are in the names: ``_s`` seconds, ``_bytes`` bytes, ``_bps`` *bits* per
+Units are in the names: ``_s`` seconds, ``_bytes`` bytes, ``_bytes_per_s`` bytes per
 second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
 ``from_dict`` round-trip through plain JSON types.
 
@@ -60,8 +60,9 @@ class RunInfo:
     """The remote pushed to, credentials already redacted (renderers redact again)."""
     rtt_s: float | None = None
     """Round-trip time of the path (ping or TCP handshake), seconds."""
-    path_rate_bps: float | None = None
-    """Measured capacity of the path (iperf3 or similar), bits per second."""
+    path_rate_bytes_per_s: float | None = None
+    """Measured capacity of the path (iperf3 or similar), bytes per second (observations
+    written before report version 4 call it ``path_rate_bps``, in bits: read alike)."""
     git_version: str | None = None
     """``git --version`` number, e.g. ``2.39.5``."""
     libcurl_version: str | None = None
@@ -477,7 +478,21 @@ class Observations:
     @classmethod
     def from_dict(cls, data: Any) -> Observations:
         """Read back what :meth:`to_dict` wrote; raises ``InputError`` naming a bad field."""
-        return from_jsonable(cls, data, where="observations", error=_bad_observations)
+        return from_jsonable(cls, _upgraded(data), where="observations",
+                             error=_bad_observations)
+
+
+def _upgraded(data: Any) -> Any:
+    """Observations written before report version 4: ``run.path_rate_bps``, bits per second,
+    becomes ``run.path_rate_bytes_per_s``."""
+    run = data.get("run") if isinstance(data, dict) else None
+    if not isinstance(run, dict) or "path_rate_bps" not in run:
+        return data
+    run = dict(run)
+    bits = run.pop("path_rate_bps")
+    is_number = isinstance(bits, int | float) and not isinstance(bits, bool)
+    run.setdefault("path_rate_bytes_per_s", bits / 8 if is_number else bits)
+    return {**data, "run": run}
 
 
 def _bad_observations(message: str) -> InputError:

@@ -26,7 +26,7 @@ from gitnetdiag.diagnosis.comparison import (
 from gitnetdiag.report.console import console_text
 from gitnetdiag.report.units import fmt_quantity, fmt_rate, fmt_s
 
-SCHEMA = "gitnetdiag.compare/1"
+SCHEMA = "gitnetdiag.compare/2"
 """Schema id of the JSON comparison; bump on any incompatible change."""
 
 RUN_HEADER = ("run", "source", "started", "verdict", "RTT", "top culprit")

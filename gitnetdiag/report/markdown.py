@@ -8,7 +8,6 @@ from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
@@ -103,7 +102,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         f"- target: `{env.target_url or '-'}`",
         f"- started: {env.started or '-'}",
         f"- RTT: {fmt_s(env.rtt_s)}",
-        f"- path rate: {fmt_bps(env.path_rate_bps)}",
+        f"- path rate: {fmt_rate(env.path_rate_bytes_per_s)}",
         f"- client versions: {versions}",
         f"- HTTPS server that answered: {https_server}",
         f"- SSH server: {ssh_server}",

@@ -107,7 +107,7 @@ def test_a_window_at_the_autotuning_maximum_amplifies_latency() -> None:
     window, rtt, size = 6_291_456, 0.3, 240_000_000
     protocols = {name: proto(size / (window / rtt), size=size, capture=clamped(window, scale=7))
                  for name in ("h1", "h2", "ssh")}
-    obs = Observations(run=run(rtt_s=rtt, path_rate_bps=800e6), protocols=protocols)
+    obs = Observations(run=run(rtt_s=rtt, path_rate_bytes_per_s=100e6), protocols=protocols)
     latency = _finding(obs, "path-latency")
     clamp = _finding(obs, "tcp-receive-window-clamp")
     assert latency.shares_with is None and latency.cost_s > 5.0
