@@ -99,7 +99,7 @@ class ProtocolSample:
     """Fastest completed push."""
     duration_max_s: float | None
     """Slowest completed push."""
-    rate_median_bytes_s: float | None
+    rate_median_bytes_per_s: float | None
     """Median rate of the completed pushes, bytes per second."""
 
 
@@ -254,7 +254,7 @@ def protocol_sample(d: Diagnosis, protocol: str) -> ProtocolSample | None:
         failed_waits_s=tuple(push.duration_s for push in observed.pushes if not push.ok),
         bytes=push_bytes(observed), duration_median_s=median(durations),
         duration_min_s=min(durations), duration_max_s=max(durations),
-        rate_median_bytes_s=median(rates))
+        rate_median_bytes_per_s=median(rates))
 
 
 def expected_push_s(sample: ProtocolSample) -> float | None:
