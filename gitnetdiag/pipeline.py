@@ -211,7 +211,7 @@ def push_result(record: PushRecord) -> obs.PushResult:
     kind = None if ok else (record.failure_kind
                             or _UNCLASSIFIED.get(record.outcome, FailureKind.OTHER))
     message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
-    if kind is FailureKind.HTTP_STATUS:
+    if kind == FailureKind.HTTP_STATUS:
         message = _answered(record) + message
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
                           error_kind=kind, error_message=message)
