@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from gitnetdiag.diagnosis.observations import PushResult
 from gitnetdiag.diagnosis.verdict import EXPLAINED_BY
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, REFUSALS, FailureKind, PushOutcome
 from gitnetdiag.pipeline import push_result
+from gitnetdiag.redaction import redact_tree
 from gitnetdiag.rundir import PushRecord, from_jsonable, to_jsonable
+from gitnetdiag.rundir.records import RefCleanup
 
 
 def _record(outcome: PushOutcome, kind: FailureKind | None) -> PushRecord:
@@ -52,3 +56,12 @@ def test_a_kind_round_trips_through_the_observations_json() -> None:
     data = to_jsonable(push)
     assert data["error_kind"] == "host-key"
     assert from_jsonable(PushResult, data, where="push").error_kind is FailureKind.HOST_KEY
+
+
+def test_redaction_keeps_the_recorded_states_typed() -> None:
+    """The manifest is redacted before it is written; its enums stay enums."""
+    record = replace(_record("failed", FailureKind.RESET), cleanup=RefCleanup.LEFTOVER,
+                     last_line="reset by https://user:hunter2@host/r.git")
+    clean = redact_tree(record, ["hunter2"])
+    assert clean.failure_kind is FailureKind.RESET and clean.cleanup is RefCleanup.LEFTOVER
+    assert "hunter2" not in clean.last_line
