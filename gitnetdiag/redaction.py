@@ -27,6 +27,7 @@ from __future__ import annotations
 import base64
 import binascii
 import dataclasses
+import enum
 import functools
 import json
 import mmap
@@ -289,6 +290,8 @@ def redact_error(error: GitnetdiagError, secrets: Iterable[str] = ()) -> Gitnetd
 
 
 def _scrub(value: Any, secrets: frozenset[str]) -> Any:
+    if isinstance(value, enum.Enum):  # a fixed vocabulary holds no secret: keep it typed
+        return value
     if isinstance(value, str):
         return redact_text(value, secrets)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):

@@ -15,6 +15,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+DELIVERY_RATE = "delivery_rate_bytes_per_s"
+"""The counter of the kernel's delivery-rate estimate, bytes per second."""
+LEGACY_DELIVERY_RATE = "delivery_rate_bps"
+"""The same counter (bytes per second too) in runs recorded before it was renamed."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class TcpInfoSummary:
@@ -40,7 +45,7 @@ class TcpInfoSummary:
     """Retransmitted / sent bytes over the span, 0..1."""
     retransmitted_segments: int | None
     """Segments retransmitted over the span (``total_retrans``)."""
-    delivery_rate_median_bytes_s: float | None
+    delivery_rate_median_bytes_per_s: float | None
     """Median of the kernel's delivery-rate estimate."""
     min_rtt_s: float | None
     """The kernel's minimum RTT."""
@@ -92,7 +97,8 @@ def summarize_samples(samples: Iterable[Mapping[str, Any]]) -> TcpInfoSummary | 
     counters = [row["counters"] for row in rows]
     rtts = [c["rtt_us"] / 1e6 for c in counters if c.get("rtt_us")]
     min_rtts = [c["min_rtt_us"] / 1e6 for c in counters if c.get("min_rtt_us")]
-    rates = [c["delivery_rate_bps"] for c in counters if c.get("delivery_rate_bps")]
+    rates = [rate for c in counters
+             if (rate := c.get(DELIVERY_RATE) or c.get(LEGACY_DELIVERY_RATE))]
     windows = [c["snd_wnd_bytes"] for c in counters if c.get("snd_wnd_bytes")]
     flight = sorted(c["unacked"] * c["snd_mss"] for c in counters
                     if c.get("unacked") and c.get("snd_mss"))
@@ -107,7 +113,7 @@ def summarize_samples(samples: Iterable[Mapping[str, Any]]) -> TcpInfoSummary | 
         retransmitted_bytes=int(retrans) if retrans is not None else None,
         retransmission_rate=retrans / sent if retrans is not None and sent else None,
         retransmitted_segments=int(segments) if segments is not None else None,
-        delivery_rate_median_bytes_s=statistics.median(rates) if rates else None,
+        delivery_rate_median_bytes_per_s=statistics.median(rates) if rates else None,
         min_rtt_s=min(min_rtts) if min_rtts else (min(rtts) if rtts else None),
         median_rtt_s=statistics.median(rtts) if rtts else None,
         peer_window_median_bytes=int(statistics.median(windows)) if windows else None,

@@ -73,8 +73,8 @@ class RunSide:
     """Its diagnosis verdict."""
     rtt_s: float | None
     """Path round-trip time of the run."""
-    path_rate_bps: float | None
-    """Measured path capacity, bits per second."""
+    path_rate_bytes_per_s: float | None
+    """Measured path capacity, bytes per second."""
     top_culprit: str | None
     """Id of its first-ranked culprit."""
     top_cost_s: float | None
@@ -99,7 +99,7 @@ class ProtocolSample:
     """Fastest completed push."""
     duration_max_s: float | None
     """Slowest completed push."""
-    rate_median_bytes_s: float | None
+    rate_median_bytes_per_s: float | None
     """Median rate of the completed pushes, bytes per second."""
 
 
@@ -254,7 +254,7 @@ def protocol_sample(d: Diagnosis, protocol: str) -> ProtocolSample | None:
         failed_waits_s=tuple(push.duration_s for push in observed.pushes if not push.ok),
         bytes=push_bytes(observed), duration_median_s=median(durations),
         duration_min_s=min(durations), duration_max_s=max(durations),
-        rate_median_bytes_s=median(rates))
+        rate_median_bytes_per_s=median(rates))
 
 
 def expected_push_s(sample: ProtocolSample) -> float | None:
@@ -413,12 +413,10 @@ def gain_check(before: Diagnosis, after: Diagnosis,
 def _differences(before: Diagnosis, after: Diagnosis) -> list[Difference]:
     env_b, env_a = before.environment, after.environment
 
-    def bytes_s(bits: float | None) -> float | None:
-        return bits / 8 if bits else None
-
     measured: tuple[tuple[str, Unit, float | None, float | None], ...] = (
         ("RTT", "s", env_b.rtt_s, env_a.rtt_s),
-        ("path rate", "B/s", bytes_s(env_b.path_rate_bps), bytes_s(env_a.path_rate_bps)),
+        ("path rate", "B/s", env_b.path_rate_bytes_per_s or None,
+         env_a.path_rate_bytes_per_s or None),
     )
     found = [Difference(what=what, before=b, after=a, unit=unit)
              for what, unit, b, a in measured
@@ -516,7 +514,8 @@ def compare(diagnoses: Sequence[Diagnosis], sources: Sequence[str]) -> Compariso
     labels = [run_label(i) for i in range(len(diagnoses))]
     runs = tuple(
         RunSide(label=label, source=source, started=d.environment.started, verdict=d.verdict,
-                rtt_s=d.environment.rtt_s, path_rate_bps=d.environment.path_rate_bps,
+                rtt_s=d.environment.rtt_s,
+                path_rate_bytes_per_s=d.environment.path_rate_bytes_per_s,
                 top_culprit=d.findings[0].id if d.findings else None,
                 top_cost_s=d.findings[0].cost_s if d.findings else None)
         for label, source, d in zip(labels, sources, diagnoses, strict=True))

@@ -40,10 +40,10 @@ from gitnetdiag.diagnosis.culprits._common import (
 )
 from gitnetdiag.diagnosis.culprits.h2 import h2_push_cost_s
 from gitnetdiag.diagnosis.measures import (
-    path_rate_bytes_s,
+    path_rate_bytes_per_s,
     push_bytes,
     rtt_s,
-    upload_rate_bytes_s,
+    upload_rate_bytes_per_s,
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Finding
@@ -78,7 +78,7 @@ class Limit:
     """The culprits whose fix removes it; empty for the path rate (not a fault)."""
     what: str
     """What it is, for the summary (``TCP receive window / RTT``)."""
-    rate_bytes_s: float
+    rate_bytes_per_s: float
     """The rate it allows at the measured RTT."""
     rtt_bound: bool
     """Whether the rate scales as 1 / RTT (windows, the Mathis bound), not a path rate."""
@@ -133,11 +133,11 @@ def protocol_limits(obs: Observations, name: str) -> list[Limit]:
         if name == "h2" and granted is not None:
             limits.append(Limit(culprits=("h2-flow-control-window",),
                                 what="HTTP/2 window / RTT",
-                                rate_bytes_s=granted / rtt, rtt_bound=True,
+                                rate_bytes_per_s=granted / rtt, rtt_bound=True,
                                 window_bytes=granted))
         if name == "ssh" and p.ssh_ledger is not None and p.ssh_ledger.initial_window_bytes:
             limits.append(Limit(culprits=("ssh-channel-window",), what="SSH channel window / RTT",
-                                rate_bytes_s=p.ssh_ledger.initial_window_bytes / rtt,
+                                rate_bytes_per_s=p.ssh_ledger.initial_window_bytes / rtt,
                                 rtt_bound=True, window_bytes=p.ssh_ledger.initial_window_bytes))
         c = p.capture
         window = c.largest_window_bytes if c else None
@@ -148,16 +148,16 @@ def protocol_limits(obs: Observations, name: str) -> list[Limit]:
                 culprits=("tcp-receive-window-clamp", "tcp-window-scaling-off")
                 if c.window_scaling_off
                 else ("tcp-receive-window-clamp",),
-                what="TCP receive window / RTT", rate_bytes_s=window / rtt, rtt_bound=True,
+                what="TCP receive window / RTT", rate_bytes_per_s=window / rtt, rtt_bound=True,
                 window_bytes=window))
         if c is not None and c.retransmission_rate:
             limits.append(Limit(
                 culprits=("packet-loss",), what=f"cwnd under {c.retransmission_rate:.2%} loss",
-                rate_bytes_s=mathis_rate(c.mss_bytes or DEFAULT_MSS_BYTES, rtt,
+                rate_bytes_per_s=mathis_rate(c.mss_bytes or DEFAULT_MSS_BYTES, rtt,
                                          c.retransmission_rate),
                 rtt_bound=True))
-    if (path := path_rate_bytes_s(obs)) is not None:
-        limits.append(Limit(culprits=(), what="path rate", rate_bytes_s=path, rtt_bound=False))
+    if (path := path_rate_bytes_per_s(obs)) is not None:
+        limits.append(Limit(culprits=(), what="path rate", rate_bytes_per_s=path, rtt_bound=False))
     return limits
 
 
@@ -173,7 +173,7 @@ def _reference(obs: Observations, name: str, removed: set[str]) -> tuple[str, fl
             continue
         if any(removed.intersection(limit.culprits) for limit in protocol_limits(obs, other)):
             continue
-        rate = upload_rate_bytes_s(obs.protocols[other])
+        rate = upload_rate_bytes_per_s(obs.protocols[other])
         if rate is not None and (best is None or rate > best[1]):
             best = (f"{label(other)} push", rate)
     return best
@@ -191,7 +191,7 @@ def predicted_upload_s(obs: Observations, name: str, removed: set[str], *,
         return None
     kept = [limit for limit in protocol_limits(obs, name)
             if not removed.intersection(limit.culprits)]
-    rates = [(limit.rate_bytes_s / rtt_scale if limit.rtt_bound else limit.rate_bytes_s,
+    rates = [(limit.rate_bytes_per_s / rtt_scale if limit.rtt_bound else limit.rate_bytes_per_s,
               limit.what) for limit in kept]
     model_rate, model_what = min(rates) if rates else (None, SLOW_START_ONLY)
     seconds = ramp_time_s(size, model_rate, rtt * rtt_scale, _mss(p))

@@ -33,6 +33,7 @@ from gitnetdiag.diagnosis.observations import (
 from gitnetdiag.diagnosis.servers import answering_server
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 from gitnetdiag.diagnosis.verdict import headline_prefix, judge, supported
+from gitnetdiag.outcomes import FailureKind
 
 MIN_IMPACT_S = 0.5
 """Findings whose cost x score is below this many seconds are dropped."""
@@ -52,7 +53,7 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
 def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
     """Outcome and rates of one protocol's pushes."""
     done = ok_pushes(p)
-    rates = sorted(push.bytes * 8 / push.duration_s for push in done if push.bytes > 0)
+    rates = sorted(push.bytes / push.duration_s for push in done if push.bytes > 0)
     durations = sorted(push.duration_s for push in done)
     size = push_bytes(p)
     typical = push_duration_s(p)
@@ -63,14 +64,14 @@ def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
         label=PROTOCOL_LABELS.get(name, name),
         pushes_ok=len(done),
         pushes_failed=len(failed_pushes(p)),
-        failure_kinds=tuple(push.error_kind or "other" for push in failed_pushes(p)),
+        failure_kinds=tuple(push.error_kind or FailureKind.OTHER for push in failed_pushes(p)),
         bytes=round(size) if size is not None else None,
         duration_s=typical,
         duration_min_s=durations[0] if durations else None,
         duration_max_s=durations[-1] if durations else None,
-        rate_bps=median(rates),
-        rate_min_bps=rates[0] if rates else None,
-        rate_max_bps=rates[-1] if rates else None,
+        rate_bytes_per_s=median(rates),
+        rate_min_bytes_per_s=rates[0] if rates else None,
+        rate_max_bytes_per_s=rates[-1] if rates else None,
         upload_s=upload_s(p),
         projected_pushes=sum(push.projected for push in done),
     )
@@ -93,7 +94,7 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
         started=run.started,
         target_url=run.target_url,
         rtt_s=run.rtt_s,
-        path_rate_bps=run.path_rate_bps,
+        path_rate_bytes_per_s=run.path_rate_bytes_per_s,
         versions=versions,
         protocols=tuple(name for name in PROTOCOL_ORDER if name in obs.protocols),
         measured_by=run.measured_by,
@@ -104,7 +105,8 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
 
 
 def _headline(findings: Sequence[Finding], protocols: Sequence[ProtocolSummary]) -> str:
-    rates = ", ".join(f"{s.label} {fmt_rate(s.rate_bps / 8)}" for s in protocols if s.rate_bps)
+    rates = ", ".join(f"{s.label} {fmt_rate(s.rate_bytes_per_s)}" for s in protocols
+                      if s.rate_bytes_per_s)
     if not findings:
         measured = f" ({rates})" if rates else ""
         return f"No culprit costs the pushes noticeable time{measured}."

@@ -1,6 +1,6 @@
 """Derived quantities every culprit needs: rates, upload times, RTT, next limits.
 
-All rates here are bytes per second (``_bytes_s``); reports convert to bits.
+All rates here are bytes per second (``_bytes_per_s``), as everywhere in gitnetdiag.
 """
 
 from __future__ import annotations
@@ -52,7 +52,7 @@ def upload_s(p: ProtocolObservation) -> float | None:
     return push_duration_s(p)
 
 
-def upload_rate_bytes_s(p: ProtocolObservation) -> float | None:
+def upload_rate_bytes_per_s(p: ProtocolObservation) -> float | None:
     """Rate of the upload phase of a typical completed push."""
     size, seconds = push_bytes(p), upload_s(p)
     if size is None or seconds is None or seconds <= 0:
@@ -84,11 +84,11 @@ def rtt_s(obs: Observations, p: ProtocolObservation | None = None) -> float | No
     return None
 
 
-def path_rate_bytes_s(obs: Observations) -> float | None:
+def path_rate_bytes_per_s(obs: Observations) -> float | None:
     """Measured path capacity in bytes per second."""
-    if obs.run.path_rate_bps is None or obs.run.path_rate_bps <= 0:
+    if obs.run.path_rate_bytes_per_s is None or obs.run.path_rate_bytes_per_s <= 0:
         return None
-    return obs.run.path_rate_bps / 8
+    return obs.run.path_rate_bytes_per_s
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -108,7 +108,7 @@ def protocol_rates(obs: Observations) -> dict[str, float]:
         p = obs.protocols.get(name)
         if p is None:
             continue
-        rate = upload_rate_bytes_s(p)
+        rate = upload_rate_bytes_per_s(p)
         if rate is not None:
             rates[name] = rate
     return rates
@@ -132,8 +132,8 @@ def tcp_window_rate(obs: Observations, p: ProtocolObservation) -> float | None:
     return window / rtt if window else None
 
 
-def saved_time_s(size: float, upload: float, faster_bytes_s: float | None) -> float | None:
-    """Seconds saved if the upload ran at ``faster_bytes_s`` instead (never negative)."""
-    if faster_bytes_s is None or faster_bytes_s <= 0:
+def saved_time_s(size: float, upload: float, faster_bytes_per_s: float | None) -> float | None:
+    """Seconds saved if the upload ran at ``faster_bytes_per_s`` instead (never negative)."""
+    if faster_bytes_per_s is None or faster_bytes_per_s <= 0:
         return None
-    return max(0.0, upload - size / faster_bytes_s)
+    return max(0.0, upload - size / faster_bytes_per_s)

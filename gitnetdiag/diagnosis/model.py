@@ -11,6 +11,7 @@ from typing import Any, Literal
 
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.servers import ServerIdentity
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.serial import to_jsonable
 
 Verdict = Literal["healthy", "degraded", "inconclusive", "failed"]
@@ -114,7 +115,7 @@ class MeasurementFailure:
     """Step that failed: ``push``, ``setup``, ``native``, ``capture``, ..."""
     reference: str
     """Stable kebab-case reference (``auth-failed``, ``refused``, ``tls-verification``, ...)."""
-    kind: str | None
+    kind: FailureKind | None
     """Failure kind of the git run, when one."""
     message: str
     """What happened, one line."""
@@ -137,7 +138,7 @@ class ProtocolSummary:
     """Completed pushes."""
     pushes_failed: int
     """Failed or hung pushes."""
-    failure_kinds: tuple[str, ...]
+    failure_kinds: tuple[FailureKind, ...]
     """Kinds of the failures, in push order."""
     bytes: int | None
     """Bytes of a push (median over pushes)."""
@@ -147,11 +148,11 @@ class ProtocolSummary:
     """Fastest completed push."""
     duration_max_s: float | None
     """Slowest completed push."""
-    rate_bps: float | None
-    """Median rate of the completed pushes, bits per second (bytes x 8 / duration)."""
-    rate_min_bps: float | None
+    rate_bytes_per_s: float | None
+    """Median rate of the completed pushes, bytes per second (bytes / duration)."""
+    rate_min_bytes_per_s: float | None
     """Slowest completed push's rate."""
-    rate_max_bps: float | None
+    rate_max_bytes_per_s: float | None
     """Fastest completed push's rate."""
     upload_s: float | None
     """Upload phase of a typical push (trace2), when known."""
@@ -172,8 +173,8 @@ class Environment:
     """Remote (renderers redact it)."""
     rtt_s: float | None
     """Path round-trip time."""
-    path_rate_bps: float | None
-    """Measured path capacity."""
+    path_rate_bytes_per_s: float | None
+    """Measured path capacity, bytes per second."""
     versions: dict[str, str]
     """Client tool versions by name (git, libcurl, nghttp2, openssh)."""
     protocols: tuple[str, ...]

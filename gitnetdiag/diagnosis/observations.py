@@ -5,7 +5,7 @@ dataclasses; the engine never sees packets, files or sockets. Everything that
 may be missing is optional and defaults to ``None`` (or an empty tuple/dict),
 and every culprit copes with its absence by simply not firing.
 
-Units are in the names: ``_s`` seconds, ``_bytes`` bytes, ``_bps`` *bits* per
+Units are in the names: ``_s`` seconds, ``_bytes`` bytes, ``_bytes_per_s`` bytes per
 second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
 ``from_dict`` round-trip through plain JSON types.
 
@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gitnetdiag.errors import InputError
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.serial import from_jsonable, to_jsonable
 
 ProtocolName = Literal["h1", "h2", "ssh", "git"]
@@ -44,14 +45,6 @@ PROTOCOL_LABELS: dict[str, str] = {
     "ssh": "SSH",
     "git": "git://",
 }
-
-ErrorKind = Literal["reset", "timeout", "refused", "hung", "auth", "http-status", "tls", "other"]
-"""How a push failed: ``reset`` connection reset, ``timeout`` our timeout fired
-while data still moved, ``refused`` connection refused or closed before the
-protocol started, ``hung`` no progress at all until our timeout, ``auth``
-credentials rejected, ``http-status`` a request answered with an error status or a
-redirect (no connection was cut), ``tls`` the TLS handshake or certificate failed,
-``other`` anything else (see the message)."""
 
 MAX_SERIES_POINTS = 2000
 """Longest time series accepted; adapters downsample before filling."""
@@ -71,8 +64,9 @@ class RunInfo:
     """The remote pushed to, credentials already redacted (renderers redact again)."""
     rtt_s: float | None = None
     """Round-trip time of the path (ping or TCP handshake), seconds."""
-    path_rate_bps: float | None = None
-    """Measured capacity of the path (iperf3 or similar), bits per second."""
+    path_rate_bytes_per_s: float | None = None
+    """Measured capacity of the path (iperf3 or similar), bytes per second (observations
+    written before report version 4 call it ``path_rate_bps``, in bits: read alike)."""
     git_version: str | None = None
     """``git --version`` number, e.g. ``2.39.5``."""
     libcurl_version: str | None = None
@@ -109,8 +103,8 @@ class PushResult:
     """Bytes of pack data the push had to send."""
     ok: bool = True
     """Whether the push completed."""
-    error_kind: ErrorKind | None = None
-    """How it failed (``None`` when ``ok``)."""
+    error_kind: FailureKind | None = None
+    """How it failed, as the probe recorded it (``None`` when ``ok``)."""
     error_message: str = ""
     """The last meaningful line of git's stderr or the probe's reason."""
     projected: bool = False
@@ -394,8 +388,8 @@ class BurstResult:
     """Connections that completed."""
     port: int | None = None
     """Server port, to match the host's listeners."""
-    failed_by_kind: dict[str, int] = field(default_factory=dict)
-    """Failures by :data:`ErrorKind` name."""
+    failed_by_kind: dict[FailureKind, int] = field(default_factory=dict)
+    """Failures by kind."""
     connect_p50_s: float | None = None
     """Median TCP connect time."""
     connect_p99_s: float | None = None
@@ -486,7 +480,7 @@ class RunProblem:
     """Protocol concerned, ``None`` for the whole run."""
     reference: str
     """Stable kebab-case reference of the error (``auth-failed``, ``refused``, ...)."""
-    kind: str | None = None
+    kind: FailureKind | None = None
     """Failure kind of a git run (``auth``, ``tls``, ``refused``, ...), when one."""
     message: str = ""
     """One line, URLs redacted."""
@@ -524,7 +518,21 @@ class Observations:
     @classmethod
     def from_dict(cls, data: Any) -> Observations:
         """Read back what :meth:`to_dict` wrote; raises ``InputError`` naming a bad field."""
-        return from_jsonable(cls, data, where="observations", error=_bad_observations)
+        return from_jsonable(cls, _upgraded(data), where="observations",
+                             error=_bad_observations)
+
+
+def _upgraded(data: Any) -> Any:
+    """Observations written before report version 4: ``run.path_rate_bps``, bits per second,
+    becomes ``run.path_rate_bytes_per_s``."""
+    run = data.get("run") if isinstance(data, dict) else None
+    if not isinstance(run, dict) or "path_rate_bps" not in run:
+        return data
+    run = dict(run)
+    bits = run.pop("path_rate_bps")
+    is_number = isinstance(bits, int | float) and not isinstance(bits, bool)
+    run.setdefault("path_rate_bytes_per_s", bits / 8 if is_number else bits)
+    return {**data, "run": run}
 
 
 def _bad_observations(message: str) -> InputError:

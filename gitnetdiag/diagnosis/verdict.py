@@ -42,16 +42,17 @@ from gitnetdiag.diagnosis.observations import (
     PushResult,
 )
 from gitnetdiag.errors import GitnetdiagError, NetworkError, NothingMeasured, VerdictError
+from gitnetdiag.outcomes import REFUSALS, FailureKind
 from gitnetdiag.thresholds import MIN_RATE_BYTES, MIN_RATE_SIZE
 
 MEASURED_FAILURE_KINDS = frozenset({"hung", "timeout", "reset"})
 """Failed pushes that still measured the path: data moved, then stalled or was cut."""
 
-EXPLAINED_BY: dict[str, frozenset[str]] = {
-    "firewall-reset": frozenset({"reset", "refused"}),
-    "ssh-maxstartups": frozenset({"reset", "refused"}),
-    "listen-backlog-overflow": frozenset({"reset", "refused"}),
-    "edge-backend-errors": frozenset({"http-status"}),
+EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
+    "firewall-reset": frozenset({FailureKind.RESET, *REFUSALS}),
+    "ssh-maxstartups": frozenset({FailureKind.RESET, *REFUSALS}),
+    "listen-backlog-overflow": frozenset({FailureKind.RESET, *REFUSALS}),
+    "edge-backend-errors": frozenset({FailureKind.HTTP_STATUS}),
 }
 """Culprits whose evidence is a failed request or connection, with the push failure kinds
 they explain."""
@@ -224,7 +225,8 @@ def _missing_tcp_evidence(obs: Observations, measured: Sequence[str]) -> list[Me
 
 def _explaining(obs: Observations, name: str, findings: Sequence[Finding]) -> str | None:
     p = obs.protocols.get(name)
-    kinds = {push.error_kind or "other" for push in (p.pushes if p else ()) if not push.ok}
+    kinds = {push.error_kind or FailureKind.OTHER for push in (p.pushes if p else ())
+             if not push.ok}
     if not kinds:
         return None
     for finding in findings:

@@ -68,7 +68,7 @@ def load_failure_kind(run: GitRun) -> str | None:
     if kind is None:
         return None
     if kind in (FailureKind.OTHER, FailureKind.HTTP_STATUS) and _SERVER_ERROR.search(run.stderr):
-        return "server-error"
+        return FailureKind.SERVER_ERROR.value
     return kind.value
 
 

@@ -26,6 +26,7 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.pipeline._connections import count_by_kind, forward_filled, handshake_tally
 from gitnetdiag.pipeline._run import capture_metrics, flight_series
 
@@ -144,7 +145,7 @@ def _push(t: Transfer) -> obs.PushResult:
     cut = _reset_cut(conn)
     if cut is not None:
         return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes, ok=False,
-                              error_kind="reset", error_message=cut)
+                              error_kind=FailureKind.RESET, error_message=cut)
     return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes)
 
 
@@ -229,7 +230,8 @@ def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.Bur
     answered = [bool(t.conn.b_to_a.payload_bytes) and _reset_cut(t.conn) is None
                 for t in transfers]
     failed = count_by_kind(
-        "reset" if t.conn.a_to_b.resets_sent or t.conn.b_to_a.resets_sent else "hung"
+        FailureKind.RESET if t.conn.a_to_b.resets_sent or t.conn.b_to_a.resets_sent
+        else FailureKind.HUNG
         for t, ok in zip(transfers, answered, strict=True) if not ok)
     tally = handshake_tally(t.conn for t in transfers)
     waits = sorted((t.conn.last_ts_ns - t.conn.first_ts_ns) / 1e9 for t in transfers)

@@ -12,12 +12,11 @@ import numpy as np
 import numpy.typing as npt
 
 from gitnetdiag.analysis.tcp import ConnectionAnalysis
+from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.rundir import PushRecord
 
-MEASURED_OUTCOMES = ("ok", "bounded")
-"""Push outcomes that carry a rate (a whole push, or one stopped mid-pack at a stable rate)."""
-
 R = TypeVar("R", bound=PushRecord)
+K = TypeVar("K")
 
 
 def forward_filled(window: npt.NDArray[np.float64]) -> npt.NDArray[np.float64] | None:
@@ -55,9 +54,9 @@ def handshake_tally(connections: Iterable[ConnectionAnalysis]) -> HandshakeTally
                           resets=resets)
 
 
-def count_by_kind(kinds: Iterable[str]) -> dict[str, int]:
+def count_by_kind(kinds: Iterable[K]) -> dict[K, int]:
     """How many failures of each kind, in the order the kinds first came up."""
-    counts: dict[str, int] = {}
+    counts: dict[K, int] = {}
     for kind in kinds:
         counts[kind] = counts.get(kind, 0) + 1
     return counts

@@ -47,6 +47,7 @@ from gitnetdiag.diagnosis.observations import (
     RunInfo,
 )
 from gitnetdiag.model.load.records import RTO_STEP_S, LoadReport, StepResult, target_port
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.thresholds import SMALL_BACKLOG
 
 __all__ = ["LOAD_CULPRITS", "diagnose_load", "observations_from_load", "ops_noun"]
@@ -57,7 +58,9 @@ DROP_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "TCPReqQFu
                  "SyncookiesSent")
 """Server counters that count connections a full SYN or accept queue dropped or answered
 with a cookie: a load run where they moved is not healthy."""
-_ENGINE_KINDS = {"reset", "timeout", "refused", "hung", "auth"}
+_ENGINE_KINDS = frozenset({FailureKind.RESET, FailureKind.TIMEOUT, FailureKind.REFUSED,
+                           FailureKind.HUNG, FailureKind.AUTH})
+"""The load's failure kinds the connection detectors read; the others count as ``other``."""
 _EXPLAINS: dict[str, frozenset[str] | None] = {
     "listen-backlog-overflow": None,  # every kind: a dropped connection fails in many ways
     "syn-drop": frozenset({"timeout", "hung"}),
@@ -86,10 +89,19 @@ def _port(report: LoadReport) -> int | None:
     return ports.pop() if len(ports) == 1 else None
 
 
+def _failure_kind(text: str) -> FailureKind:
+    """A load record's failure kind; ``other`` for one this version does not know."""
+    try:
+        return FailureKind(text)
+    except ValueError:
+        return FailureKind.OTHER
+
+
 def _burst(report: LoadReport, step: StepResult, port: int | None) -> BurstResult:
-    failed: Counter[str] = Counter()
+    failed: Counter[FailureKind] = Counter()
     for group in step.errors:
-        failed[group.kind if group.kind in _ENGINE_KINDS else "other"] += group.count
+        kind = _failure_kind(group.kind)
+        failed[kind if kind in _ENGINE_KINDS else FailureKind.OTHER] += group.count
     return BurstResult(
         protocol=report.protocol,  # type: ignore[arg-type]
         concurrency=step.concurrency, ok=step.ok, port=port, failed_by_kind=dict(failed),
@@ -296,7 +308,7 @@ def _unexplained(report: LoadReport) -> list[MeasurementFailure]:
         text = ", ".join(f"{k} {v}" for k, v in kinds.most_common())
         items.append(MeasurementFailure(
             protocol=report.protocol, stage="load", reference="load-failures-unexplained",
-            kind=kinds.most_common(1)[0][0],
+            kind=_failure_kind(kinds.most_common(1)[0][0]),
             message=f"{failed} of {report.total_ops} {noun} failed ({text}); no culprit "
             "explains them",
             hint="read the server's counters and listener (--host-netns NS or --host-local "
@@ -358,7 +370,7 @@ def diagnose_load(report: LoadReport) -> Diagnosis:
         dropped=dropped, protocols=(),
         environment=Environment(
             gitnetdiag_version=__version__, started=report.started, target_url=report.target,
-            rtt_s=None, path_rate_bps=None, versions={}, protocols=protocol,
+            rtt_s=None, path_rate_bytes_per_s=None, versions={}, protocols=protocol,
             measured_by=obs.run.measured_by, min_impact_s=0.0, min_score=MIN_SCORE),
         observations=obs, requested_protocols=protocol,
         measured_protocols=protocol if measured else (), measurement_failures=tuple(failures),

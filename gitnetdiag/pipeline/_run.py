@@ -30,6 +30,7 @@ from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.pipeline._connections import (
     analysis_order,
     count_by_kind,
@@ -193,16 +194,14 @@ def tcpinfo_metrics(run_dir: Path, protocol: str,
 # --- pushes, trace2, bursts ----------------------------------------------------------
 
 
-_ERROR_KINDS = {"reset": "reset", "timeout": "timeout", "refused": "refused", "hung": "hung",
-                "auth": "auth", "unreachable": "refused", "http-status": "http-status",
-                "tls": "tls"}
-
-
 _UNMEASURED_OUTCOMES = {
     "no-data": "the push sent (almost) nothing: the server had the objects, no rate",
     "interrupted": "interrupted before the push ended",
 }
 """Pushes that are no measurement at all: never a rate, never a stall."""
+
+_UNCLASSIFIED = {"hung": FailureKind.HUNG}
+"""The kind of a failed push recorded without one (runs before failure kinds were kept)."""
 
 
 def push_result(record: PushRecord) -> obs.PushResult:
@@ -211,13 +210,13 @@ def push_result(record: PushRecord) -> obs.PushResult:
         return obs.PushResult(duration_s=record.pack_bytes / record.rate_bytes_per_s,
                               bytes=record.pack_bytes, projected=True)
     ok = record.outcome == "ok"
-    kind = None if ok else _ERROR_KINDS.get(record.failure_kind or record.outcome, "other")
+    kind = None if ok else (record.failure_kind
+                            or _UNCLASSIFIED.get(record.outcome, FailureKind.OTHER))
     message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
-    if kind == "http-status":
+    if kind == FailureKind.HTTP_STATUS:
         message = _answered(record) + message
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
-                          error_kind=kind,  # type: ignore[arg-type]
-                          error_message=message)
+                          error_kind=kind, error_message=message)
 
 
 def _answered(record: PushRecord) -> str:
@@ -500,7 +499,7 @@ def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
 
 def _burst(run_dir: Path, burst: Any, endpoint: str,
            progress: Progress) -> Noted[obs.BurstResult]:
-    failed = count_by_kind(_ERROR_KINDS.get(op.failure_kind or "", "other")
+    failed = count_by_kind(op.failure_kind or FailureKind.OTHER
                            for op in burst.ops if not op.ok)
     connects = [c.connect_s for c in burst.connects if c.connect_s is not None]
     read: Noted[CaptureAnalysis | None] = Noted(value=None)

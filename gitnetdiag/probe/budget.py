@@ -31,7 +31,6 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from enum import StrEnum
 from pathlib import Path
 
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, PackProgress, parse_pack_progress
@@ -43,6 +42,7 @@ from gitnetdiag.probe.tcpinfo import (
 )
 from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir import PushRecord, ToolVersions
+from gitnetdiag.rundir.records import StopReason as StopReason  # re-exported: the probes'
 from gitnetdiag.safefile import replace_file
 
 DEFAULT_BUDGET_S = 10.0
@@ -63,20 +63,6 @@ negotiation: a few kB): the rate and the time budget start at the last sample be
 so a slow login (seconds of an SSH key lookup) is neither transfer time nor budget."""
 RECENT_PROGRESS_S = 2.0
 """At the budget, bytes must have moved this recently for the rate to count."""
-
-
-class StopReason(StrEnum):
-    """Why the monitor ended a push before git did."""
-
-    STABLE = "stable"
-    """The rate was stable for :data:`STABLE_WINDOWS` windows."""
-    BUDGET = "budget"
-    """The time budget ran out."""
-    STALL = "stall"
-    """No progress for the stall timeout."""
-    SERVER_STALL = "server-stall"
-    """The whole pack was sent, then nothing for the stall timeout: no status from the
-    server."""
 
 
 @dataclass(frozen=True, kw_only=True)

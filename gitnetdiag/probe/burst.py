@@ -38,7 +38,7 @@ def run_ls_remote_burst(
             kind = FailureKind.TIMEOUT
         return BurstOp(
             index=index, wall_s=result.wall_s, ok=result.ok,
-            failure_kind=kind.value if kind else None,
+            failure_kind=kind,
             last_line="" if result.ok else last_stderr_line(result.stderr),
         )
 

@@ -38,7 +38,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
-from enum import Enum, StrEnum
+from enum import Enum
 from pathlib import Path
 from types import FrameType
 from typing import Protocol as TypingProtocol
@@ -56,6 +56,7 @@ from gitnetdiag.probe.gitpush import (
 )
 from gitnetdiag.proc import ENDING_SIGNALS, note_signal
 from gitnetdiag.redaction import redact_text, redact_url
+from gitnetdiag.rundir.records import RefCleanup as RefCleanup  # re-exported: the probes'
 from gitnetdiag.vocabulary import TransportKind
 
 DEFAULT_CLEANUP_WAIT_S = 30.0
@@ -74,23 +75,6 @@ NEVER_CONNECTED = frozenset({
     FailureKind.AUTH, FailureKind.HOST_KEY,
 })
 """Failures that happen before receive-pack runs, so no ref can have been created."""
-
-
-class RefCleanup(StrEnum):
-    """What became of a throwaway branch (``PushRecord.cleanup``)."""
-
-    DELETED = "deleted"
-    """It was created and deleted under the lease: receive-pack reported the delete
-    (``- [deleted]``), or ls-remote shows it gone."""
-    NEVER_CREATED = "never-created"
-    """ls-remote shows no such branch and the push can no longer create it (or the push
-    never reached the server)."""
-    LEFTOVER = "leftover"
-    """It is on the server (seen there, or created by a successful push) and the delete
-    failed, or it points at another object."""
-    UNCONFIRMED = "unconfirmed"
-    """Not known either way: absent when the wait ran out while a hook could still create
-    it, or the refs could not be listed. A warning with ``check_command``."""
 
 
 class Aftermath(Enum):

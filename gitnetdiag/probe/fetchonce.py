@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol as TypingProtocol
 
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
 from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_line
 from gitnetdiag.probe.options import ProbeOptions, Reporter
@@ -183,7 +184,7 @@ def _finish(proc: object, argv: Sequence[str], started: float, killed: bool,
                   stderr=err.decode(errors="replace"), stdout=out.decode(errors="replace"))
 
 
-def _outcome(clone: MonitoredClone) -> str:
+def _outcome(clone: MonitoredClone) -> PushOutcome:
     if clone.stopped is StopReason.STALL:
         return "stalled"
     if clone.stopped is not None:
@@ -240,12 +241,12 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     record = FetchRecord(
         protocol=protocol.value, repeat=repeat, direction="fetch", started_at=started_at,
         started_epoch_s=started_epoch, outcome=outcome,
-        failure_kind=kind.value if kind else None,
-        last_line="" if outcome in ("ok", "bounded") else failure_line(clone.run.stderr),
+        failure_kind=kind,
+        last_line="" if outcome in MEASURED_OUTCOMES else failure_line(clone.run.stderr),
         wall_s=clone.run.wall_s, moved_bytes=last.moved_bytes,
         measured_s=last.t_s - first if first is not None else 0.0,
-        rate_bytes_per_s=rate if outcome in ("ok", "bounded") else None,
-        stopped=clone.stopped.value if clone.stopped else None,
+        rate_bytes_per_s=rate if outcome in MEASURED_OUTCOMES else None,
+        stopped=clone.stopped,
         last_progress=_last_progress(clone.run.stderr), tcpinfo_samples=clone.tcpinfo_samples,
         clone_removed=removed, artifacts=artifacts,
     )
@@ -253,7 +254,7 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
               + (f", {record.rate_bytes_per_s / 2**20:.2f} MiB/s"
                  if record.rate_bytes_per_s else "")
               + ("" if removed else ", PARTIAL CLONE LEFT"))
-    state.reporter.done(label, detail, ok=outcome in ("ok", "bounded") and removed)
+    state.reporter.done(label, detail, ok=outcome in MEASURED_OUTCOMES and removed)
     return record
 
 

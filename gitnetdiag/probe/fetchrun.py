@@ -16,6 +16,7 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.fetchonce import fetch_once
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Transport
@@ -36,6 +37,7 @@ from gitnetdiag.rundir.fetchrecords import (
     FetchRecord,
     write_fetch_manifest,
 )
+from gitnetdiag.rundir.records import RunStage, RunStatus
 from gitnetdiag.vocabulary import TransportKind
 
 
@@ -62,7 +64,7 @@ class _FetchRun:
         self.run_id = new_probe_id()
         self.started_at = now_iso()
         self.finished_at: str | None = None
-        self.status = "running"
+        self.status: RunStatus = "running"
         self.environment: ToolVersions | None = None
         self.git_config: IsolatedConfig | None = None
         self.protocols: dict[TransportKind, FetchProtocolRun] = {}
@@ -93,8 +95,8 @@ class _FetchRun:
         write_fetch_manifest(self.run_dir, manifest)
         return manifest
 
-    def error(self, stage: str, protocol: TransportKind | None, exc: GitnetdiagError,
-              kind: str | None = None) -> None:
+    def error(self, stage: RunStage, protocol: TransportKind | None, exc: GitnetdiagError,
+              kind: FailureKind | None = None) -> None:
         redact_error(exc, self.secrets)
         self.errors.append(RunError(stage=stage, protocol=protocol.value if protocol else None,
                                     reference=exc.reference, kind=kind, message=exc.message))
@@ -104,7 +106,7 @@ class _FetchRun:
     def append(self, protocol: TransportKind, record: FetchRecord) -> None:
         run = self.protocols[protocol]
         self.protocols[protocol] = replace(run, fetches=(*run.fetches, record))
-        if record.outcome not in ("ok", "bounded"):
+        if record.outcome not in MEASURED_OUTCOMES:
             self.error("fetch", protocol, _fetch_error(run.url, record), record.failure_kind)
         if not record.clone_removed:
             self.error("cleanup", protocol, NetworkError(

@@ -20,10 +20,10 @@ from pathlib import Path
 from urllib.parse import unquote, urlsplit
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
+from gitnetdiag.outcomes import FailureKind as FailureKind  # re-exported: probes classify
 from gitnetdiag.probe.repo import check_safe_ref
 from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir.failures import FAILURE_HINTS, GENERIC_FAILURE, failure_hint
-from gitnetdiag.rundir.failures import FailureKind as FailureKind  # re-exported: probes classify
 from gitnetdiag.safefile import replace_file
 from gitnetdiag.vocabulary import TransportKind
 

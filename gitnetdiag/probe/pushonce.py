@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
+from gitnetdiag.outcomes import PushOutcome
 from gitnetdiag.probe.budget import MonitoredPush, PushLimits, StopReason, run_monitored_push
 from gitnetdiag.probe.capture import (
     HEADERS_SNAPLEN,
@@ -55,7 +56,7 @@ from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redac
 from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
-from gitnetdiag.rundir.records import HttpRequestRecord, Trace2Record
+from gitnetdiag.rundir.records import HttpRequestRecord, RunStage, Trace2Record
 from gitnetdiag.safefile import replace_file
 from gitnetdiag.vocabulary import TransportKind
 
@@ -86,8 +87,8 @@ class PushState(TypingProtocol):
     failed: set[TransportKind]
 
     def transport(self, protocol: TransportKind) -> Transport: ...
-    def error(self, stage: str, protocol: TransportKind | None, exc: GitnetdiagError,
-              kind: str | None = None) -> None: ...
+    def error(self, stage: RunStage, protocol: TransportKind | None, exc: GitnetdiagError,
+              kind: FailureKind | None = None) -> None: ...
     def warn(self, message: str) -> None: ...
 
 
@@ -333,7 +334,7 @@ def _decrypted_capture(state: PushState, attempt: _Attempt) -> None:
 
 
 def _outcome(state: PushState, attempt: _Attempt, url: str,
-             progress: PackProgress) -> tuple[str, FailureKind | None, str]:
+             progress: PackProgress) -> tuple[PushOutcome, FailureKind | None, str]:
     """The push's outcome, failure kind and git's last line; failures told to ``state``."""
     git_run, interrupted, protocol = attempt.git_run, attempt.interrupted, attempt.protocol
     stderr = git_run.stderr if git_run is not None else ""
@@ -341,6 +342,7 @@ def _outcome(state: PushState, attempt: _Attempt, url: str,
     kind = None if git_run is None or interrupted else git_run.failure_kind()
     line = "" if ok else redact_text(failure_line(stderr))
     pack_bytes = attempt.pack_bytes
+    outcome: PushOutcome
     if interrupted:
         outcome = "interrupted"
     elif ok and sent_too_little(progress.objects, progress.written_bytes, pack_bytes):
@@ -358,7 +360,7 @@ def _outcome(state: PushState, attempt: _Attempt, url: str,
     else:
         outcome = "hung" if git_run is not None and git_run.timed_out else "failed"
     if kind is not None and kind is not FailureKind.HUNG:
-        state.error("push", protocol, error_for_failure(kind, url, line), kind=kind.value)
+        state.error("push", protocol, error_for_failure(kind, url, line), kind=kind)
         if kind in FATAL_KINDS:
             state.failed.add(protocol)
     return outcome, kind, line
@@ -396,12 +398,12 @@ def _record(state: PushState, attempt: _Attempt, cleanup: CleanupResult) -> Push
     return PushRecord(
         protocol=attempt.protocol.value, repeat=attempt.repeat, branch=attempt.branch,
         started_at=attempt.started_at,
-        outcome=outcome, failure_kind=kind.value if kind else None, last_line=line,
+        outcome=outcome, failure_kind=kind, last_line=line,
         wall_s=wall_s, pack_bytes=pack_bytes, rate_bytes_per_s=rate,
         http_version=curl.http_version, alpn=curl.alpn, post_s=curl.post_s,
         curl_last_info=curl.last_info, phases=phases, capture=attempt.capture,
         artifacts={k: v for k, v in attempt.artifacts.items() if (run_dir / v).exists()},
-        cleanup=cleanup.status.value, cleanup_detail=cleanup.detail,
+        cleanup=cleanup.status, cleanup_detail=cleanup.detail,
         cleanup_s=cleanup.waited_s, cleanup_command=cleanup.remove_command,
         cleanup_check_command=cleanup.check_command, pack_objects=progress.objects,
         pack_written_bytes=progress.written_bytes,
@@ -420,7 +422,7 @@ def _with_watch(record: PushRecord, watched: MonitoredPush | None,
     if interrupted or watched.stopped is None:
         return seen
     if watched.stopped in (StopReason.STALL, StopReason.SERVER_STALL):
-        return replace(seen, outcome="stalled", failure_kind="hung")
+        return replace(seen, outcome="stalled", failure_kind=FailureKind.HUNG)
     return replace(seen, outcome="bounded", failure_kind=None, last_line="",
                    rate_bytes_per_s=watched.rate_bytes_per_s)
 

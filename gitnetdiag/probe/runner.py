@@ -60,6 +60,7 @@ from gitnetdiag.rundir import (
 )
 from gitnetdiag.rundir.files import sweep_variant_file
 from gitnetdiag.rundir.native import ReportStatus, write_native
+from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
 from gitnetdiag.vocabulary import TransportKind
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
@@ -108,8 +109,8 @@ class _Run:
         self.run_id = new_probe_id()
         self.started_at = now_iso()
         self.finished_at: str | None = None
-        self.status = "running"
-        self.ended_by: str | None = None
+        self.status: RunStatus = "running"
+        self.ended_by: EndedBy | None = None
         self.environment: ToolVersions | None = None
         self.repo_info: RepoInfo | None = None
         self.capture_enabled = False
@@ -151,8 +152,8 @@ class _Run:
         write_manifest(self.run_dir, manifest)
         return manifest
 
-    def error(self, stage: str, protocol: TransportKind | None, exc: GitnetdiagError,
-              kind: str | None = None) -> None:
+    def error(self, stage: RunStage, protocol: TransportKind | None, exc: GitnetdiagError,
+              kind: FailureKind | None = None) -> None:
         redact_error(exc, self.secrets)
         self.errors.append(
             RunError(stage=stage, protocol=protocol.value if protocol else None,
@@ -197,7 +198,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
             state.status = _final_status(state)
         except KeyboardInterrupt:
             state.status = "interrupted"
-            state.ended_by = (received_signal() or signal.SIGINT).name
+            state.ended_by = ENDED_BY.get((received_signal() or signal.SIGINT).name)
             state.finished_at = now_iso()
             state.save()
             raise
@@ -215,7 +216,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
     return ProbeOutcome(run_dir=run_dir, manifest=state.manifest(), error=state.first_error)
 
 
-def _final_status(state: _Run) -> str:
+def _final_status(state: _Run) -> RunStatus:
     """``failed`` on any error, else ``stalled`` when a push hung, else ``complete``.
 
     A hung push is measured (the stall is the evidence), yet the run did not
@@ -237,7 +238,7 @@ def _final_status(state: _Run) -> str:
                 + stall_detail(hung[0], state.environment),
                 hint="the stall is evidence, not noise: see it ranked with "
                 "'gitnetdiag analyze RUN --diagnose'", reference="push-stalled",
-            ), kind=FailureKind.HUNG.value)
+            ), kind=FailureKind.HUNG)
     if failed_before:
         return "failed"
     return "stalled" if state.errors else "complete"

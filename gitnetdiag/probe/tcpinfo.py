@@ -50,7 +50,7 @@ class TcpInfoSample:
     counters: dict[str, float] = field(default_factory=dict)
     """Kernel counters by ``tcp_info`` name without the ``tcpi_`` prefix: ``bytes_acked``,
     ``bytes_sent``, ``bytes_retrans``, ``busy_time_us``, ``rwnd_limited_us``,
-    ``sndbuf_limited_us``, ``delivery_rate_bps`` (bytes/s as the kernel keeps it),
+    ``sndbuf_limited_us``, ``delivery_rate_bytes_per_s`` (bytes/s as the kernel keeps it),
     ``rtt_us``, ``min_rtt_us``, ``snd_wnd_bytes``, ``unacked``, ``snd_mss``,
     ``total_retrans``, ``snd_cwnd``; for the receiving side of a fetch ``bytes_received``,
     ``rcv_space`` (the receive buffer autotuning's estimate of what the sender can have in
@@ -105,7 +105,7 @@ def parse_ss_info(line: str) -> dict[str, float]:
             rate = re.fullmatch(r"([\d.]+)([KMG]?bps)", tokens[index + 1])
             if rate:
                 bits_s = float(rate.group(1)) * _RATE_UNITS[rate.group(2)]
-                counters["delivery_rate_bps"] = bits_s / 8
+                counters["delivery_rate_bytes_per_s"] = bits_s / 8
     # ss leaves out counters that are zero; the ones that always come tell they were read.
     if "busy_time_us" in counters:
         counters.setdefault("rwnd_limited_us", 0.0)
@@ -191,12 +191,12 @@ _TCP_INFO_NAMES = (
     "rcv_ssthresh", "rtt_us", "rttvar", "snd_ssthresh", "snd_cwnd", "advmss", "reordering",
     "rcv_rtt", "rcv_space", "total_retrans", "pacing_rate", "max_pacing_rate",
     "bytes_acked", "bytes_received", "segs_out", "segs_in", "notsent_bytes", "min_rtt_us",
-    "data_segs_in", "data_segs_out", "delivery_rate_bps", "busy_time_us", "rwnd_limited_us",
+    "data_segs_in", "data_segs_out", "delivery_rate_bytes_per_s", "busy_time_us", "rwnd_limited_us",
     "sndbuf_limited_us", "delivered", "delivered_ce", "bytes_sent", "bytes_retrans",
     "dsack_dups", "reord_seen", "rcv_ooopack", "snd_wnd_bytes",
 )
 _KEEP = ("bytes_acked", "bytes_sent", "bytes_retrans", "busy_time_us", "rwnd_limited_us",
-         "sndbuf_limited_us", "delivery_rate_bps", "rtt_us", "min_rtt_us", "snd_wnd_bytes",
+         "sndbuf_limited_us", "delivery_rate_bytes_per_s", "rtt_us", "min_rtt_us", "snd_wnd_bytes",
          "unacked", "snd_mss", "total_retrans", "snd_cwnd", "bytes_received", "rcv_space",
          "rcv_ssthresh")
 

@@ -26,7 +26,7 @@ from gitnetdiag.diagnosis.comparison import (
 from gitnetdiag.report.console import console_text
 from gitnetdiag.report.units import fmt_quantity, fmt_rate, fmt_s
 
-SCHEMA = "gitnetdiag.compare/1"
+SCHEMA = "gitnetdiag.compare/2"
 """Schema id of the JSON comparison; bump on any incompatible change."""
 
 RUN_HEADER = ("run", "source", "started", "verdict", "RTT", "top culprit")
@@ -77,7 +77,8 @@ def _change(row: ProtocolComparison) -> str:
 def protocol_rows(pair: PairComparison) -> list[tuple[str, ...]]:
     """One row per protocol measured in both runs."""
     return [(row.label, _duration(row.before), _duration(row.after),
-             fmt_rate(row.before.rate_median_bytes_s), fmt_rate(row.after.rate_median_bytes_s),
+             fmt_rate(row.before.rate_median_bytes_per_s),
+             fmt_rate(row.after.rate_median_bytes_per_s),
              _change(row), _noise(row)) for row in pair.protocols]
 
 

@@ -17,11 +17,11 @@ from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
     fmt_push_duration,
+    fmt_rate,
     fmt_s,
 )
 
@@ -111,9 +111,9 @@ def render_html(diagnosis: Diagnosis) -> str:
                 f"<td>{_esc(fmt_bytes(s.bytes))}</td>"
                 f"<td>{_esc(fmt_push_duration(s.duration_s, projected=bool(s.projected_pushes)))}"
                 "</td>"
-                f"<td>{_esc(fmt_bps(s.rate_bps))}</td>"
-                f"<td>{_esc(fmt_bps(s.rate_min_bps))}</td>"
-                f"<td>{_esc(fmt_bps(s.rate_max_bps))}</td></tr>"
+                f"<td>{_esc(fmt_rate(s.rate_bytes_per_s))}</td>"
+                f"<td>{_esc(fmt_rate(s.rate_min_bytes_per_s))}</td>"
+                f"<td>{_esc(fmt_rate(s.rate_max_bytes_per_s))}</td></tr>"
             )
         parts.append("</table>")
         if any(s.projected_pushes for s in d.protocols):
@@ -131,7 +131,7 @@ def render_html(diagnosis: Diagnosis) -> str:
         f"<li>target: <code>{_esc(env.target_url or '-')}</code></li>"
         f"<li>started: {_esc(env.started or '-')}</li>"
         f"<li>RTT: {_esc(fmt_s(env.rtt_s))}</li>"
-        f"<li>path rate: {_esc(fmt_bps(env.path_rate_bps))}</li>"
+        f"<li>path rate: {_esc(fmt_rate(env.path_rate_bytes_per_s))}</li>"
         f"<li>client versions: {_esc(versions)}</li>"
         f"<li>HTTPS server that answered: {_esc(https_server)}</li>"
         f"<li>SSH server: {_esc(ssh_server)}</li>"

@@ -9,7 +9,7 @@ from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.serial import to_jsonable
 
-SCHEMA = "gitnetdiag.report/3"
+SCHEMA = "gitnetdiag.report/4"
 """Schema id; bump the number on any incompatible change."""
 
 

@@ -8,11 +8,11 @@ from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
     fmt_push_duration,
+    fmt_rate,
     fmt_s,
 )
 
@@ -82,8 +82,8 @@ def render_markdown(diagnosis: Diagnosis) -> str:
             lines.append(
                 f"| {s.label} | {s.pushes_ok} | {failed} | {fmt_bytes(s.bytes)} | "
                 f"{fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0)} | "
-                f"{fmt_bps(s.rate_bps)} | "
-                f"{fmt_bps(s.rate_min_bps)} | {fmt_bps(s.rate_max_bps)} |"
+                f"{fmt_rate(s.rate_bytes_per_s)} | "
+                f"{fmt_rate(s.rate_min_bytes_per_s)} | {fmt_rate(s.rate_max_bytes_per_s)} |"
             )
         if any(s.projected_pushes for s in d.protocols):
             lines += ["", PROJECTED_NOTE]
@@ -102,7 +102,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         f"- target: `{env.target_url or '-'}`",
         f"- started: {env.started or '-'}",
         f"- RTT: {fmt_s(env.rtt_s)}",
-        f"- path rate: {fmt_bps(env.path_rate_bps)}",
+        f"- path rate: {fmt_rate(env.path_rate_bytes_per_s)}",
         f"- client versions: {versions}",
         f"- HTTPS server that answered: {https_server}",
         f"- SSH server: {ssh_server}",

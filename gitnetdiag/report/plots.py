@@ -277,15 +277,14 @@ def credit_figure(d: Diagnosis, *, span_s: float | None = None) -> Figure | None
 
 def rate_figure(d: Diagnosis) -> Figure | None:
     """Median push rate per protocol with its min-max range."""
-    rated = [s for s in d.protocols if s.rate_bps is not None]
+    rated = [s for s in d.protocols if s.rate_bytes_per_s is not None]
     if not rated:
         return None
     plt = pyplot()
     fig, ax = plt.subplots(figsize=(6, 3))
-    # rate_bps is in bits; the report shows every rate in bytes per second.
-    medians = [(s.rate_bps or 0.0) / 8e6 for s in rated]
-    low = [m - (s.rate_min_bps or 0.0) / 8e6 for m, s in zip(medians, rated, strict=True)]
-    high = [(s.rate_max_bps or 0.0) / 8e6 - m for m, s in zip(medians, rated, strict=True)]
+    medians = [(s.rate_bytes_per_s or 0.0) / 1e6 for s in rated]
+    low = [m - (s.rate_min_bytes_per_s or 0.0) / 1e6 for m, s in zip(medians, rated, strict=True)]
+    high = [(s.rate_max_bytes_per_s or 0.0) / 1e6 - m for m, s in zip(medians, rated, strict=True)]
     ax.bar([s.label for s in rated], medians, yerr=[low, high], capsize=6, color="#4a78b5")
     ax.set_ylabel("MB/s (median, min-max)")
     ax.set_title("Push rate per protocol")

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
+from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.report.console import console_text
 
 if TYPE_CHECKING:
@@ -16,9 +17,9 @@ if TYPE_CHECKING:
     from gitnetdiag.rundir.records import SweepRow
 
 
-def _mb_s(rate_bps: float | None) -> str:
+def _mb_s(rate_bytes_per_s: float | None) -> str:
     # A bare number: the column header names the unit (MB/s, as fmt_rate writes it).
-    return "-" if rate_bps is None else f"{rate_bps / 8 / 1e6:.2f}"
+    return "-" if rate_bytes_per_s is None else f"{rate_bytes_per_s / 1e6:.2f}"
 
 
 def render_probe_summary(
@@ -40,7 +41,7 @@ def render_probe_summary(
     for probed, row in zip(manifest.protocols, summaries, strict=True):
         # The recorded kinds (no-data, interrupted, tls, ...), finer than the engine's.
         kinds = Counter(p.failure_kind or p.outcome for p in probed.pushes
-                        if p.outcome not in ("ok", "bounded"))
+                        if p.outcome not in MEASURED_OUTCOMES)
         failures = ", ".join(f"{kind} {count}" for kind, count in sorted(kinds.items()))
         versions = Counter(p.http_version for p in probed.pushes if p.http_version)
         burst = "-" if probed.burst is None else str(probed.burst.ok_count)
@@ -48,8 +49,8 @@ def render_probe_summary(
             burst += " (" + ", ".join(
                 f"{k} {n}" for k, n in sorted(probed.burst.failures_by_kind.items())) + ")"
         table.add_row(
-            row.protocol, f"{row.pushes_ok}/{len(probed.pushes)}", _mb_s(row.rate_bps),
-            _mb_s(row.rate_min_bps), _mb_s(row.rate_max_bps),
+            row.protocol, f"{row.pushes_ok}/{len(probed.pushes)}", _mb_s(row.rate_bytes_per_s),
+            _mb_s(row.rate_min_bytes_per_s), _mb_s(row.rate_max_bytes_per_s),
             "-" if row.duration_s is None or not row.pushes_ok
             else f"{'~' if row.projected_pushes else ''}{row.duration_s:.2f}",
             versions.most_common(1)[0][0] if versions else "-", failures or "-", burst,

@@ -16,11 +16,11 @@ from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_bps,
     fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
     fmt_push_duration,
+    fmt_rate,
     fmt_s,
 )
 
@@ -46,9 +46,9 @@ def _protocol_table(diagnosis: Diagnosis) -> Table:
             f"{s.pushes_ok}/{failed}",
             fmt_bytes(s.bytes),
             fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0),
-            fmt_bps(s.rate_bps),
-            f"{fmt_bps(s.rate_min_bps)} - {fmt_bps(s.rate_max_bps)}"
-            if s.rate_bps
+            fmt_rate(s.rate_bytes_per_s),
+            f"{fmt_rate(s.rate_min_bytes_per_s)} - {fmt_rate(s.rate_max_bytes_per_s)}"
+            if s.rate_bytes_per_s
             else "-",
         )
     return table

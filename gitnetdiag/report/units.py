@@ -20,7 +20,6 @@ from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
 
 __all__ = [
     "answered_by",
-    "fmt_bps",
     "fmt_bytes",
     "fmt_evidence_threshold",
     "fmt_evidence_value",
@@ -29,12 +28,6 @@ __all__ = [
     "fmt_s",
     "fmt_share",
 ]
-
-
-def fmt_bps(bits_per_s: float | None) -> str:
-    """A rate the diagnosis keeps in bits per second (protocol summaries, path rate),
-    shown in bytes per second like every other rate."""
-    return fmt_rate(bits_per_s / 8 if bits_per_s is not None else None)
 
 
 def _count(value: float) -> str:

@@ -1,45 +1,13 @@
-"""Why a git run failed: a value recorded in the manifest, and what to do about it.
+"""What to do about a failed git run: the hint of each recorded failure kind.
 
-The probe classifies (``gitnetdiag.probe.gitpush``); the pipeline turns a
-recorded kind into a hint offline, so both read the kinds and hints from here.
+The probe classifies (``gitnetdiag.probe.gitpush``) into
+:class:`~gitnetdiag.outcomes.FailureKind`; the pipeline turns a recorded kind
+into a hint offline, so both read the hints from here.
 """
 
 from __future__ import annotations
 
-from enum import StrEnum
-
-
-class FailureKind(StrEnum):
-    """Why a git run did not succeed."""
-
-    HUNG = "hung"
-    """It did not finish within the timeout (a stall, e.g. HTTP/2 flow control)."""
-    TIMEOUT = "timeout"
-    """git itself reported a connection or operation timeout."""
-    REFUSED = "refused"
-    """TCP connection refused (nothing listening, or a REJECT rule)."""
-    UNREACHABLE = "unreachable"
-    """No route, unknown host."""
-    RESET = "reset"
-    """Connection reset or closed by the peer mid-way."""
-    TLS = "tls"
-    """TLS handshake or certificate verification failed."""
-    PLAIN_HTTP = "plain-http"
-    """An https:// URL whose port answered in plain HTTP: no TLS handshake at all."""
-    AUTH = "auth"
-    """Authentication failed (HTTP 401/403, SSH key refused)."""
-    HOST_KEY = "host-key"
-    """The SSH host key could not be verified."""
-    HTTP_STATUS = "http-status"
-    """The server (or an edge in front of it) answered a request with an error status or a
-    redirect git does not follow (``RPC failed; HTTP 308``); 401/403 are ``auth``."""
-    REJECTED = "rejected"
-    """The server refused the ref update (hook, permissions)."""
-    INTERRUPTED = "interrupted"
-    """Stopped by Ctrl-C or a signal."""
-    OTHER = "other"
-    """Anything else; see the last stderr line."""
-
+from gitnetdiag.outcomes import FailureKind
 
 FAILURE_HINTS: dict[FailureKind, tuple[str, str]] = {
     FailureKind.REFUSED: ("refused", "nothing listens on that port, or a firewall rejects it"),

@@ -15,13 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from gitnetdiag.outcomes import FailureKind, PushOutcome
 from gitnetdiag.rundir.manifest import (
     bad_run_dir,
     inside,
     read_json_object,
     write_json_atomically,
 )
-from gitnetdiag.rundir.records import PathMeasurement, RunError, ToolVersions
+from gitnetdiag.rundir.records import (
+    PathMeasurement,
+    RunError,
+    RunStatus,
+    StopReason,
+    ToolVersions,
+)
 from gitnetdiag.serial import Malformed, from_jsonable
 
 FETCH_SCHEMA = "gitnetdiag.fetch/1"
@@ -60,12 +67,12 @@ class FetchRecord:
     """ISO 8601 UTC start time."""
     started_epoch_s: float
     """The same start as Unix seconds (aligns the timeline with trace2's clock)."""
-    outcome: str
+    outcome: PushOutcome
     """``ok`` (the whole clone finished), ``bounded`` (stopped mid-pack at a stable rate or
     the time budget: rate from the bytes moved), ``stalled``, ``hung``, ``failed``,
     ``interrupted``."""
-    failure_kind: str | None
-    """Failure kind when not ok (see FailureKind)."""
+    failure_kind: FailureKind | None
+    """Failure kind when not ok."""
     last_line: str
     """git's last stderr line (empty when ok)."""
     wall_s: float
@@ -76,8 +83,8 @@ class FetchRecord:
     """Seconds the rate was measured over (from the first pack byte)."""
     rate_bytes_per_s: float | None
     """Download rate (slow start excluded), None when nothing moved."""
-    stopped: str | None
-    """Why the monitor stopped git: ``stable``, ``budget``, ``stall``; None when git ended."""
+    stopped: StopReason | None
+    """Why the monitor stopped git; None when git ended."""
     last_progress: str
     """git's last progress line."""
     tcpinfo_samples: int
@@ -119,7 +126,7 @@ class FetchManifest:
     """ISO 8601 UTC."""
     finished_at: str | None
     """ISO 8601 UTC, None while running or after a crash."""
-    status: str
+    status: RunStatus
     """``running``, ``complete``, ``failed`` or ``interrupted``."""
     options: dict[str, Any]
     """Options of the run (URLs redacted)."""

@@ -17,6 +17,7 @@ from typing import Any
 
 from gitnetdiag.errors import InputError
 from gitnetdiag.inputfile import read_json_input
+from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.rundir.files import MANIFEST_NAME
 from gitnetdiag.rundir.records import SCHEMA, RunManifest
 from gitnetdiag.safefile import open_new_file
@@ -81,10 +82,6 @@ def inside(run_dir: Path, relative: str, where: str) -> Path:
     return run_dir / path
 
 
-_MEASURED_OUTCOMES = ("ok", "bounded")
-"""Outcomes whose wall time and pack size make a rate: both must be above zero."""
-
-
 def check_numbers(value: Any, where: str, *, negative: bool = False) -> None:
     """Every number in the records (durations, sizes, counts, rates) is finite, and >= 0
     unless ``negative`` (flow-control credit may go below zero); ``Malformed`` naming the
@@ -108,7 +105,7 @@ def check_numbers(value: Any, where: str, *, negative: bool = False) -> None:
 def _check_pushes(manifest: RunManifest) -> None:
     for index, run in enumerate(manifest.protocols):
         for number, push in enumerate(run.pushes):
-            if push.outcome not in _MEASURED_OUTCOMES:
+            if push.outcome not in MEASURED_OUTCOMES:  # a rate: wall time and size above 0
                 continue
             where = f"manifest.protocols[{index}].pushes[{number}]"
             for name in ("wall_s", "pack_bytes"):

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from gitnetdiag.rundir.manifest import bad_run_dir, check_numbers, read_json_object
+from gitnetdiag.rundir.records import RefCleanup
 from gitnetdiag.safefile import write_new_file
 from gitnetdiag.serial import from_jsonable, to_jsonable
 
@@ -189,9 +190,9 @@ class H2NativeRecord:
     """The proxy tunnelled through (URL without credentials), or None."""
     warnings: tuple[str, ...]
     """What the probe could not do as git does."""
-    cleanup: str = "not-run"
-    """What became of the branch when the run ended it as git's pushes (``deleted``,
-    ``never-created``, ``leftover``, ``unconfirmed``; see the manifest's push records)."""
+    cleanup: RefCleanup = RefCleanup.NOT_RUN
+    """What became of the branch when the run ended it as git's pushes (see the manifest's
+    push records)."""
     cleanup_detail: str = ""
     """Why, for anything but a plain ``deleted``/``never-created``."""
     cleanup_command: str | None = None
@@ -263,9 +264,9 @@ class SshNativeRecord:
     """The throwaway branch pushed."""
     ref_deleted: bool
     """The branch was deleted afterwards."""
-    cleanup: str = "not-run"
-    """What became of the branch when the run ended it as git's pushes (``deleted``,
-    ``never-created``, ``leftover``, ``unconfirmed``; see the manifest's push records)."""
+    cleanup: RefCleanup = RefCleanup.NOT_RUN
+    """What became of the branch when the run ended it as git's pushes (see the manifest's
+    push records)."""
     cleanup_detail: str = ""
     """Why, for anything but a plain ``deleted``/``never-created``."""
     cleanup_command: str | None = None

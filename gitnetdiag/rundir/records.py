@@ -10,10 +10,64 @@ from __future__ import annotations
 import statistics
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
+from enum import StrEnum
+from typing import Any, Literal
+
+from gitnetdiag.outcomes import FailureKind, PushOutcome
 
 SCHEMA = "gitnetdiag.run/1"
 """Schema of ``manifest.json``."""
+
+RunStatus = Literal["running", "complete", "stalled", "failed", "interrupted"]
+"""Where a run is: ``running``, ``complete``, ``stalled`` (a push hung: an error
+``push-stalled`` names it), ``failed`` (some step failed) or ``interrupted``."""
+
+RunStage = Literal["setup", "path", "push", "cleanup", "burst", "capture", "native",
+                   "h2-sweep", "fetch"]
+"""The step of a run an error belongs to."""
+
+EndedBy = Literal["SIGINT", "SIGTERM", "SIGHUP"]
+"""The signal that stopped an interrupted run: ``SIGINT`` (Ctrl-C), ``SIGTERM``, or
+``SIGHUP`` (a closed terminal or dropped SSH session)."""
+
+ENDED_BY: dict[str, EndedBy] = {"SIGINT": "SIGINT", "SIGTERM": "SIGTERM", "SIGHUP": "SIGHUP"}
+"""A signal's name -> its :data:`EndedBy` value."""
+
+
+class RefCleanup(StrEnum):
+    """What became of a throwaway branch (``PushRecord.cleanup``)."""
+
+    DELETED = "deleted"
+    """It was created and deleted under the lease: receive-pack reported the delete
+    (``- [deleted]``), or ls-remote shows it gone."""
+    NEVER_CREATED = "never-created"
+    """ls-remote shows no such branch and the push can no longer create it (or the push
+    never reached the server)."""
+    LEFTOVER = "leftover"
+    """It is on the server (seen there, or created by a successful push) and the delete
+    failed, or it points at another object: ``cleanup_command`` removes it."""
+    UNCONFIRMED = "unconfirmed"
+    """Not known either way: absent when the wait ran out while a hook could still create
+    it, or the refs could not be listed. A warning with ``check_command``."""
+    NOT_RUN = "not-run"
+    """No clean-up ran (the record was made without one)."""
+    FAILED = "failed"
+    """Written by versions before the clean-up was verified: the delete failed. Read, never
+    written."""
+
+
+class StopReason(StrEnum):
+    """Why the monitor ended a push (or a clone) before git did."""
+
+    STABLE = "stable"
+    """The rate was stable for :data:`~gitnetdiag.probe.budget.STABLE_WINDOWS` windows."""
+    BUDGET = "budget"
+    """The time budget ran out."""
+    STALL = "stall"
+    """No progress for the stall timeout."""
+    SERVER_STALL = "server-stall"
+    """The whole pack was sent, then nothing for the stall timeout: no status from the
+    server."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,8 +166,8 @@ class BurstOp:
     """Start to end (or to the timeout)."""
     ok: bool
     """True when it succeeded."""
-    failure_kind: str | None
-    """A :class:`~gitnetdiag.probe.gitpush.FailureKind` value, None on success."""
+    failure_kind: FailureKind | None
+    """Why it failed, None on success."""
     last_line: str
     """git's last stderr line (empty on success)."""
 
@@ -149,7 +203,7 @@ class BurstRecord:
 
 
     @property
-    def failures_by_kind(self) -> dict[str, int]:
+    def failures_by_kind(self) -> dict[FailureKind, int]:
         return dict(Counter(op.failure_kind for op in self.ops if op.failure_kind))
 
     @property
@@ -165,13 +219,13 @@ class BurstRecord:
 class RunError:
     """An error met during the run; the run goes on where it can."""
 
-    stage: str
-    """``setup``, ``path``, ``push``, ``cleanup``, ``burst`` or ``capture``."""
+    stage: RunStage
+    """The step it happened in."""
     protocol: str | None
     """Protocol concerned, None for the whole run."""
     reference: str
     """Stable kebab-case reference of the error (as in gitnetdiag.errors)."""
-    kind: str | None
+    kind: FailureKind | None
     """Failure kind of a git run (``refused``, ``tls``, ``auth``, ...), when one."""
     message: str
     """One line, URLs redacted."""
@@ -222,14 +276,10 @@ class PushRecord:
     """Throwaway branch pushed (``gitnetdiag/probe-<id>``)."""
     started_at: str
     """ISO 8601 UTC start time."""
-    outcome: str
-    """``ok``, ``bounded`` (stopped mid-pack at a stable rate or its time budget: rate from
-    the bytes moved, nothing created), ``stalled`` (no progress for the stall timeout),
-    ``hung`` (killed at the timeout), ``failed``, ``interrupted`` (Ctrl-C or
-    SIGTERM), or ``no-data`` (git succeeded but sent far less than the planned pack: the
-    server had the objects; no rate)."""
-    failure_kind: str | None
-    """Failure kind when not ok (see FailureKind)."""
+    outcome: PushOutcome
+    """How the push ended (see :data:`~gitnetdiag.outcomes.PushOutcome`)."""
+    failure_kind: FailureKind | None
+    """Failure kind when not ok."""
     last_line: str
     """git's last stderr line (empty when ok)."""
     wall_s: float
@@ -254,12 +304,8 @@ class PushRecord:
     artifacts: dict[str, str] = field(default_factory=dict)
     """Artifact kind (``capture``, ``capture_decrypted``, ``trace2``, ``curl_trace``,
     ``stderr``, ``keylog``, ``cleanup_stderr``) -> path relative to the run directory."""
-    cleanup: str = "not-run"
-    """What became of the branch: ``deleted`` (deleted under a lease on the pushed object,
-    verified gone), ``never-created`` (verified absent, and the push can no longer create
-    it), ``leftover`` (still on the server: ``cleanup_command`` removes it), ``unconfirmed``
-    (not known: absent when the wait ran out while an unanswered push may still land, or the
-    refs could not be listed; ``cleanup_check_command`` checks), ``not-run``."""
+    cleanup: RefCleanup = RefCleanup.NOT_RUN
+    """What became of the branch (``unconfirmed``: ``cleanup_check_command`` checks)."""
     cleanup_detail: str = ""
     """Why, for anything but a plain ``deleted``/``never-created`` (URLs redacted)."""
     cleanup_s: float | None = None
@@ -280,9 +326,8 @@ class PushRecord:
     """Seconds from the first byte moved to the end (what a bounded rate is measured over)."""
     last_progress: str | None = None
     """git's last progress line (where a stalled push stopped)."""
-    stopped: str | None = None
-    """Why the monitor ended the push: ``stable`` (rate stable), ``budget`` (time budget
-    spent), ``stall`` (no progress); None when git ended by itself."""
+    stopped: StopReason | None = None
+    """Why the monitor ended the push; None when git ended by itself."""
     http_requests: tuple[HttpRequestRecord, ...] = ()
     """The push's HTTP requests in order, with their statuses (HTTP pushes with a curl
     trace; empty otherwise and in runs recorded before it was added)."""
@@ -318,9 +363,8 @@ class RunManifest:
     """ISO 8601 UTC."""
     finished_at: str | None
     """ISO 8601 UTC, None while running or after a crash."""
-    status: str
-    """``running``, ``complete``, ``stalled`` (a push hung: an error ``push-stalled`` names
-    it), ``failed`` (some step failed) or ``interrupted``."""
+    status: RunStatus
+    """Where the run is (see :data:`RunStatus`)."""
     options: dict[str, Any]
     """Options of the run (URLs redacted)."""
     environment: ToolVersions | None
@@ -337,10 +381,9 @@ class RunManifest:
     """Errors met (the run went on where it could)."""
     warnings: tuple[str, ...]
     """Warnings (e.g. captures off because not root)."""
-    ended_by: str | None = None
-    """The signal that stopped an ``interrupted`` run: ``SIGINT`` (Ctrl-C), ``SIGTERM``
-    or ``SIGHUP`` (a closed terminal or dropped SSH session); None for a run that went
-    to its end (and while it runs)."""
+    ended_by: EndedBy | None = None
+    """The signal that stopped an ``interrupted`` run; None for a run that went to its end
+    (and while it runs)."""
 
     def protocol(self, name: str) -> ProtocolRun | None:
         return next((p for p in self.protocols if p.protocol == name), None)

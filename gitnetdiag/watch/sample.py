@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis
+from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.rundir import ProtocolRun, RunError
 from gitnetdiag.serial import from_jsonable, to_jsonable
 
@@ -144,7 +145,7 @@ def sample_from_diagnosis(
         ok = summary.pushes_ok > 0 and summary.pushes_failed == 0
         kind = "" if ok else error_kind_label(
             push_errors.get(protocol) or next(iter(summary.failure_kinds), "other"))
-        rate = summary.rate_bps / 8 if summary.rate_bps is not None else None
+        rate = summary.rate_bytes_per_s
         rows.append(ProtocolPushSample(
             protocol=protocol, success=ok, error_kind=kind,
             duration_s=summary.duration_s if summary.pushes_ok else None,
@@ -207,7 +208,7 @@ def push_errors_of(manifest_protocols: Iterable[ProtocolRun],
     """
     kinds: dict[str, str] = {}
     for run in manifest_protocols:
-        failed = [p for p in run.pushes if p.outcome not in ("ok", "bounded")]
+        failed = [p for p in run.pushes if p.outcome not in MEASURED_OUTCOMES]
         if failed:
             kinds[run.protocol] = failed[0].failure_kind or failed[0].outcome
     for error in run_errors:

@@ -23,11 +23,11 @@ def test_the_upload_socket_gives_shares_of_its_busy_time() -> None:
         _sample(1.0, "a:1", bytes_acked=500_000, bytes_sent=520_000, bytes_retrans=10_000,
                 busy_time_us=1_010_000, rwnd_limited_us=800_000, sndbuf_limited_us=100_000,
                 total_retrans=7, rtt_us=50_000, min_rtt_us=49_000, snd_wnd_bytes=65_536,
-                unacked=40, snd_mss=1448, delivery_rate_bps=1_300_000),
+                unacked=40, snd_mss=1448, delivery_rate_bytes_per_s=1_300_000),
         _sample(2.0, "a:1", bytes_acked=1_000_100, bytes_sent=1_040_100, bytes_retrans=20_000,
                 busy_time_us=2_010_000, rwnd_limited_us=1_600_000, sndbuf_limited_us=200_000,
                 total_retrans=14, rtt_us=52_000, min_rtt_us=49_000, snd_wnd_bytes=65_536,
-                unacked=44, snd_mss=1448, delivery_rate_bps=1_300_000),
+                unacked=44, snd_mss=1448, delivery_rate_bytes_per_s=1_300_000),
     ]
     s = summarize_samples(samples)
     assert s is not None and s.samples == 3 and s.acked_bytes == 1_000_000
@@ -50,3 +50,15 @@ def test_a_kernel_without_busy_time_gives_unknown_shares_not_zero() -> None:
     s = summarize_samples([_sample(0.0, "a:1", bytes_acked=0),
                            _sample(1.0, "a:1", bytes_acked=1000)])
     assert s is not None and s.rwnd_limited_share is None and s.retransmission_rate is None
+
+
+def test_a_run_recorded_before_the_rename_gives_its_delivery_rate() -> None:
+    """``delivery_rate_bps`` held bytes per second under a bits name; old runs still read."""
+    old = [_sample(float(t), "a:1", bytes_acked=1_000 * t, bytes_sent=1_000 * t,
+                   busy_time_us=1_000 * t, delivery_rate_bps=1_300_000) for t in range(3)]
+    new = [_sample(float(t), "a:1", bytes_acked=1_000 * t, bytes_sent=1_000 * t,
+                   busy_time_us=1_000 * t, delivery_rate_bytes_per_s=1_300_000)
+           for t in range(3)]
+    for samples in (old, new):
+        s = summarize_samples(samples)
+        assert s is not None and s.delivery_rate_median_bytes_per_s == 1_300_000

@@ -162,6 +162,27 @@ CASES: dict[str, Case] = {
                                 "error [bad-run-dir]: {run}/manifest.json: "
                                 "manifest.protocols[0].pushes[0].wall_s must be a number, got "
                                 f"'fast' {RUN_HINT}", _set_push(wall_s="fast")),
+    "manifest-unknown-outcome": Case(("report", "{run}"), 3,
+                                     "error [bad-run-dir]: {run}/manifest.json: "
+                                     "manifest.protocols[0].pushes[0].outcome must be one of "
+                                     "'ok', 'bounded', 'stalled', 'hung', 'failed', "
+                                     f"'interrupted', 'no-data', got 'exploded' {RUN_HINT}",
+                                     _set_push(outcome="exploded")),
+    "manifest-unknown-failure-kind": Case(("analyze", "{run}"), 3,
+                                          "error [bad-run-dir]: {run}/manifest.json: "
+                                          "manifest.protocols[0].pushes[0].failure_kind must "
+                                          "be one of 'hung', 'timeout', 'refused', "
+                                          "'unreachable', 'reset', 'tls', 'plain-http', 'auth', "
+                                          "'host-key', 'http-status', 'server-error', 'rejected', "
+                                          "'interrupted', "
+                                          f"'other', got 'gremlins' {RUN_HINT}",
+                                          _set_push(failure_kind="gremlins")),
+    "manifest-unknown-cleanup": Case(("report", "{run}"), 3,
+                                     "error [bad-run-dir]: {run}/manifest.json: "
+                                     "manifest.protocols[0].pushes[0].cleanup must be one of "
+                                     "'deleted', 'never-created', 'leftover', 'unconfirmed', "
+                                     f"'not-run', 'failed', got 'maybe' {RUN_HINT}",
+                                     _set_push(cleanup="maybe")),
     "manifest-list-for-object": Case(("analyze", "{run}"), 3,
                                      "error [bad-run-dir]: {run}/manifest.json: "
                                      "manifest.protocols[0].pushes[0].artifacts must be an "

@@ -37,9 +37,9 @@ def _finding(obs: Observations, culprit_id: str) -> Finding:
     return found[0]
 
 
-def _bounded(rate_bytes_s: float, **kw: object) -> ProtocolObservation:
+def _bounded(rate_bytes_per_s: float, **kw: object) -> ProtocolObservation:
     """Three bounded pushes: the whole pack projected at the rate its bytes moved."""
-    pushes = tuple(PushResult(duration_s=SIZE / rate_bytes_s * (1 + 0.01 * i), bytes=SIZE,
+    pushes = tuple(PushResult(duration_s=SIZE / rate_bytes_per_s * (1 + 0.01 * i), bytes=SIZE,
                               projected=True) for i in range(3))
     return ProtocolObservation(pushes=pushes, **kw)  # type: ignore[arg-type]
 
@@ -107,7 +107,7 @@ def test_a_window_at_the_autotuning_maximum_amplifies_latency() -> None:
     window, rtt, size = 6_291_456, 0.3, 240_000_000
     protocols = {name: proto(size / (window / rtt), size=size, capture=clamped(window, scale=7))
                  for name in ("h1", "h2", "ssh")}
-    obs = Observations(run=run(rtt_s=rtt, path_rate_bps=800e6), protocols=protocols)
+    obs = Observations(run=run(rtt_s=rtt, path_rate_bytes_per_s=100e6), protocols=protocols)
     latency = _finding(obs, "path-latency")
     clamp = _finding(obs, "tcp-receive-window-clamp")
     assert latency.shares_with is None and latency.cost_s > 5.0

@@ -69,7 +69,7 @@ def test_scores_and_costs_are_clamped() -> None:
     assert [f.cost_s for f in result.dropped] == [0.0]
 
 
-def test_protocol_summary_rates_in_bits_per_second() -> None:
+def test_protocol_summary_rates_in_bytes_per_second() -> None:
     p = ProtocolObservation(
         pushes=(
             PushResult(duration_s=2.0, bytes=1_000_000),
@@ -80,8 +80,8 @@ def test_protocol_summary_rates_in_bits_per_second() -> None:
     )
     s = summarize_protocol("h2", p)
     assert (s.pushes_ok, s.pushes_failed, s.failure_kinds) == (3, 1, ("hung",))
-    assert s.rate_bps == 2_000_000
-    assert (s.rate_min_bps, s.rate_max_bps) == (1_000_000, 4_000_000)
+    assert s.rate_bytes_per_s == 250_000
+    assert (s.rate_min_bytes_per_s, s.rate_max_bytes_per_s) == (125_000, 500_000)
     assert s.duration_s == 4.0
     assert s.label == "HTTP/2"
 
@@ -91,7 +91,7 @@ def test_protocol_summary_when_every_push_failed() -> None:
         pushes=(PushResult(duration_s=60.0, bytes=10, ok=False, error_kind="hung"),)
     )
     s = summarize_protocol("h2", p)
-    assert s.rate_bps is None
+    assert s.rate_bytes_per_s is None
     assert s.duration_s == 60.0
 
 

@@ -115,3 +115,13 @@ def test_engine_copes_with_any_missing_optional_field(data: st.DataObject) -> No
     assert result.verdict in ("healthy", "degraded", "inconclusive", "failed")
     assert (result.verdict == "healthy") <= (not result.measurement_failures)
     assert all(0 <= f.score <= 1 and f.cost_s >= 0 for f in result.findings)
+
+
+def test_observations_written_with_the_path_rate_in_bits_still_read() -> None:
+    """Before report version 4 the path rate was ``run.path_rate_bps``, bits per second."""
+    old = Observations.from_dict({"run": {"path_rate_bps": 800e6}, "protocols": {}})
+    assert old.run.path_rate_bytes_per_s == 100e6
+    unknown = Observations.from_dict({"run": {"path_rate_bps": None}})
+    assert unknown.run.path_rate_bytes_per_s is None
+    with pytest.raises(InputError, match="path_rate_bytes_per_s must be a number, got 'fast'"):
+        Observations.from_dict({"run": {"path_rate_bps": "fast"}})

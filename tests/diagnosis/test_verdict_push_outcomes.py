@@ -83,7 +83,7 @@ def test_an_unmeasured_push_is_no_measurement(edit: Edit, tmp_path: Path) -> Non
     else:
         assert failure.message == "HTTP/2: interrupted before the push ended"
     h2 = json.loads(RENDERERS["json"](diagnosis))["protocols"]["h2"]
-    assert (h2["pushes_ok"], h2["pushes_failed"], h2["rate_bps"]) == (0, 1, None), h2
+    assert (h2["pushes_ok"], h2["pushes_failed"], h2["rate_bytes_per_s"]) == (0, 1, None), h2
     error = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     assert error is not None and error.reference == "inconclusive"
 
@@ -103,7 +103,7 @@ def test_a_measured_push_beside_a_no_data_one_measures_the_protocol(tmp_path: Pa
     assert "h2" in diagnosis.measured_protocols
     assert diagnosis.verdict == "healthy", diagnosis.measurement_failures
     h2 = json.loads(RENDERERS["json"](diagnosis))["protocols"]["h2"]
-    assert h2["pushes_ok"] == 1 and h2["rate_min_bps"] == h2["rate_max_bps"], h2
+    assert h2["pushes_ok"] == 1 and h2["rate_min_bytes_per_s"] == h2["rate_max_bytes_per_s"], h2
 
 
 def with_leftover(manifest: dict[str, Any]) -> None:

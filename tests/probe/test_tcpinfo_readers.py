@@ -27,7 +27,7 @@ def test_an_ss_line_gives_the_kernel_counters_in_tcp_info_units() -> None:
     assert c["busy_time_us"] == 2_900_000 and c["rwnd_limited_us"] == 2_400_000
     assert c["bytes_retrans"] == 43440 and c["total_retrans"] == 30
     assert c["rtt_us"] == 51_200 and c["min_rtt_us"] == 50_100
-    assert c["delivery_rate_bps"] == 8.8e6 / 8 and c["snd_wnd_bytes"] == 65536
+    assert c["delivery_rate_bytes_per_s"] == 8.8e6 / 8 and c["snd_wnd_bytes"] == 65536
     assert c["unacked"] == 45 and c["snd_mss"] == 1448
     # ss leaves zero counters out: they are zero, not unknown.
     assert other.pids == frozenset()

@@ -111,9 +111,9 @@ def test_culprits_in_rank_order_with_protocol_rates() -> None:
     assert report["culprits"][0]["id"] == "h2-flow-control-window"
     assert set(report["protocols"]) == {"h1", "h2", "ssh"}
     h2 = report["protocols"]["h2"]
-    # two completed pushes of 24 MB in 29.2 s and 28.1 s: median of their bit rates
-    expected = (24e6 * 8 / 29.2 + 24e6 * 8 / 28.1) / 2
-    assert h2["rate_bps"] == pytest.approx(expected)
+    # two completed pushes of 24 MB in 29.2 s and 28.1 s: median of their rates, bytes/s
+    expected = (24e6 / 29.2 + 24e6 / 28.1) / 2
+    assert h2["rate_bytes_per_s"] == pytest.approx(expected)
     assert h2["failure_kinds"] == ["hung"]
 
 

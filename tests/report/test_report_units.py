@@ -6,7 +6,6 @@ import pytest
 
 from gitnetdiag.diagnosis.model import Evidence, Quantity, Unit
 from gitnetdiag.report.units import (
-    fmt_bps,
     fmt_evidence_threshold,
     fmt_evidence_value,
     fmt_quantity,
@@ -33,12 +32,6 @@ from gitnetdiag.report.units import (
 )
 def test_quantity(value: float | None, unit: Unit, text: str) -> None:
     assert fmt_quantity(value, unit) == text
-
-
-def test_bit_rates_are_shown_in_bytes_per_second() -> None:
-    """Protocol summaries keep bits per second; the reports show bytes like every rate."""
-    assert fmt_bps(46.8e6) == "5.85 MB/s"
-    assert fmt_bps(None) == "-"
 
 
 def test_value_with_whole_qualifier_or_text() -> None:

@@ -5,7 +5,7 @@ pushes, connection bursts and trace2 phases."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 
 from gitnetdiag.diagnosis.calibration import Calibration
@@ -25,6 +25,7 @@ from gitnetdiag.diagnosis.observations import (
     ConfigFinding,
     Observations,
 )
+from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.thresholds import SMALL_BACKLOG as SMALL_BACKLOG
 
 SLOWER_RATIO = 0.5
@@ -191,7 +192,8 @@ def config_evidence(findings: list[ConfigFinding]) -> list[Evidence]:
     return items
 
 
-def failure_cost_s(obs: Observations, name: str, kinds: set[str]) -> tuple[float, int, int]:
+def failure_cost_s(obs: Observations, name: str,
+                   kinds: Collection[str]) -> tuple[float, int, int]:
     """Expected seconds lost per push to failures of ``kinds``: share x (time lost + redo)."""
     p = obs.protocols[name]
     failed = [push for push in failed_pushes(p) if (push.error_kind or "other") in kinds]
@@ -260,8 +262,8 @@ def burst_symptoms(burst: BurstResult) -> bool:
     return bool(
         burst.syn_retransmissions
         or burst.synack_retransmissions
-        or burst.failed_by_kind.get("timeout")
-        or burst.failed_by_kind.get("hung")
+        or burst.failed_by_kind.get(FailureKind.TIMEOUT)
+        or burst.failed_by_kind.get(FailureKind.HUNG)
         or (burst.connect_p99_s is not None and burst.connect_p99_s >= SYN_RTO_S)
     )
 

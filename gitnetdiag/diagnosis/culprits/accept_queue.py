@@ -32,6 +32,7 @@ from gitnetdiag.diagnosis.observations import (
     ProtocolObservation,
 )
 from gitnetdiag.diagnosis.units import fmt_s
+from gitnetdiag.outcomes import REFUSALS, FailureKind
 
 _QUEUE_COUNTERS = ("ListenOverflows", "ListenDrops")
 _SYN_QUEUE_COUNTERS = ("TCPReqQFullDoCookies", "TCPReqQFullDrop", "SyncookiesSent")
@@ -219,7 +220,7 @@ def _filtered_refusals(obs: Observations, p: ProtocolObservation) -> list[Eviden
     listening) refuses too, so a refusal alone is no evidence: it counts when the server
     has a listener on the refused port (``ss -ltn``), or when the refusal came back sooner
     than one round trip to the server (a hop before it answered)."""
-    refused = [push for push in failed_pushes(p) if push.error_kind == "refused"]
+    refused = [push for push in failed_pushes(p) if push.error_kind in REFUSALS]
     listening = {x.port: x.process for x in (obs.host.listeners if obs.host else ())}
     rtt = rtt_s(obs)
     for push in refused:
@@ -268,7 +269,7 @@ def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets)
         if p is None:
             continue
         early = _filtered_refusals(obs, p)
-        kinds = {"reset", "refused"} if rules or early else {"reset"}
+        kinds = {FailureKind.RESET, *REFUSALS} if rules or early else {FailureKind.RESET}
         c = p.capture
         if c is not None and c.resets_from_server == 0:
             # The capture saw every segment of these pushes and no RST came from the
@@ -301,7 +302,7 @@ def _reset_bursts(obs: Observations, found: _Resets) -> None:
         for b in obs.bursts
         # Failed connections, not RSTs alone: a client that aborts a finished
         # connection sends one too.
-        if (b.failed_by_kind.get("reset") or b.failed_by_kind.get("refused"))
+        if any(b.failed_by_kind.get(k) for k in (FailureKind.RESET, *REFUSALS))
         and not backlog
         and not (b.protocol == "ssh" and maxstartups)
     ]

@@ -23,12 +23,13 @@ from gitnetdiag.diagnosis.measures import (
     push_bytes,
     push_duration_s,
     saved_time_s,
-    upload_rate_bytes_s,
+    upload_rate_bytes_per_s,
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.units import fmt_s
+from gitnetdiag.outcomes import REFUSALS
 
 
 def client_pack_cpu(obs: Observations) -> Hit | None:
@@ -210,7 +211,7 @@ def client_http_stack(obs: Observations) -> Hit | None:
         cost, failed, total = failure_cost_s(
             obs, bug.protocol, {"hung", "timeout", "reset", "other"}
         )
-        rate, other = upload_rate_bytes_s(p), best_other_rate(obs, bug.protocol)
+        rate, other = upload_rate_bytes_per_s(p), best_other_rate(obs, bug.protocol)
         slow = rate is not None and other is not None and rate < SLOWER_RATIO * other[1]
         evidence = [
             Evidence(
@@ -221,7 +222,7 @@ def client_http_stack(obs: Observations) -> Hit | None:
             )
         ]
         if failed:
-            first = next(f for f in failed_pushes(p) if f.error_kind != "refused")
+            first = next(f for f in failed_pushes(p) if f.error_kind not in REFUSALS)
             evidence.append(
                 above_zero(
                     f"{label(bug.protocol)} pushes failed or stalled",

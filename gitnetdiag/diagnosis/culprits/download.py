@@ -23,6 +23,7 @@ from gitnetdiag.analysis.fetchphases import FetchPhases
 from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
 from gitnetdiag.diagnosis.culprits._common import Hit
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -33,7 +34,7 @@ class FetchObservation:
     """``h1``, ``h2``, ``ssh`` or ``git``."""
     repeat: int
     """1-based repeat number."""
-    outcome: str
+    outcome: PushOutcome
     """The record's outcome (``ok``, ``bounded``, ``stalled``, ...)."""
     moved_bytes: int
     """Bytes received when it ended."""
@@ -61,7 +62,7 @@ class FetchObservation:
 
     @property
     def measured(self) -> bool:
-        return self.outcome in ("ok", "bounded") and bool(self.rate_bytes_per_s)
+        return self.outcome in MEASURED_OUTCOMES and bool(self.rate_bytes_per_s)
 
 
 WINDOW_BOUND_SHARE = 0.5

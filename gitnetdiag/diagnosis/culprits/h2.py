@@ -31,12 +31,12 @@ from gitnetdiag.diagnosis.measures import (
     best_other_rate,
     failed_pushes,
     ok_pushes,
-    path_rate_bytes_s,
+    path_rate_bytes_per_s,
     push_bytes,
     rtt_s,
     saved_time_s,
     tcp_window_rate,
-    upload_rate_bytes_s,
+    upload_rate_bytes_per_s,
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
@@ -48,6 +48,7 @@ from gitnetdiag.diagnosis.observations import (
 )
 from gitnetdiag.diagnosis.servers import answering_server, frame_fix, window_fix
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
+from gitnetdiag.outcomes import REFUSALS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -78,12 +79,12 @@ def _gather(obs: Observations, p: ProtocolObservation) -> _H2Push:
         next_limit = (f"{label(other[0])} push", other[1])
     elif (tcp := tcp_window_rate(obs, p)) is not None:
         next_limit = ("TCP receive window / RTT", tcp)
-    elif (path := path_rate_bytes_s(obs)) is not None:
+    elif (path := path_rate_bytes_per_s(obs)) is not None:
         next_limit = ("path rate", path)
     return _H2Push(
         p=p,
         rtt=rtt_s(obs, p),
-        h2_rate=upload_rate_bytes_s(p),
+        h2_rate=upload_rate_bytes_per_s(p),
         other=other,
         window=p.h2_ledger.granted_window_bytes if p.h2_ledger is not None else None,
         next_limit=next_limit,
@@ -261,7 +262,7 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
         return None
     window = cap.bytes_in_flight_p95
     tcp_rate = tcp_window_rate(obs, p)
-    size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
+    size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_per_s(p)
     cost = saved_time_s(size, up, tcp_rate) if size and up else None
     bdp = tcp_rate * rtt if tcp_rate else None
     evidence = (
@@ -358,7 +359,7 @@ def _buffer_below_a_frame(obs: Observations) -> Hit | None:
     cost, failed, total = failure_cost_s(obs, "h2", {"reset", "other", "hung", "timeout"})
     if not small or not failed:
         return None
-    first = next(f for f in failed_pushes(p) if f.error_kind != "refused")
+    first = next(f for f in failed_pushes(p) if f.error_kind not in REFUSALS)
     size = _size_bytes(small[0].value)
     return Hit(
         score=weight("h2-frame-settings", "buffer-below-a-frame"),
@@ -411,7 +412,7 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
         return None
     ledger = p.h2_ledger
     h2_rate, other, size, up = (
-        upload_rate_bytes_s(p),
+        upload_rate_bytes_per_s(p),
         best_other_rate(obs, "h2"),
         push_bytes(p),
         upload_s(p),

@@ -19,13 +19,13 @@ from gitnetdiag.diagnosis.culprits._common import (
 from gitnetdiag.diagnosis.culprits.mtu import swallowed
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
-    path_rate_bytes_s,
+    path_rate_bytes_per_s,
     protocol_rates,
     push_bytes,
     push_duration_s,
     rtt_s,
     saved_time_s,
-    upload_rate_bytes_s,
+    upload_rate_bytes_per_s,
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
@@ -95,7 +95,7 @@ def _lossy(obs: Observations, name: str) -> _Loss | None:
         return None
     if c.retransmission_rate < LOSS_RATE:
         return None
-    rtt, size, up, rate = rtt_s(obs, p), push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
+    rtt, size, up, rate = rtt_s(obs, p), push_bytes(p), upload_s(p), upload_rate_bytes_per_s(p)
     if rtt is None or size is None or up is None or rate is None:
         return None
     limits = [w for w in (c.advertised_window_max_bytes,
@@ -108,7 +108,7 @@ def _lossy(obs: Observations, name: str) -> _Loss | None:
         return None  # a full link's queue overflowing: bandwidth-limit, not a lossy hop
     if swallowed(c):
         return None  # the same large segment resent into a black hole: path-mtu-blackhole
-    ceiling = [r for r in (window_rate, path_rate_bytes_s(obs)) if r is not None]
+    ceiling = [r for r in (window_rate, path_rate_bytes_per_s(obs)) if r is not None]
     if ceiling:
         return _Loss(name=name, cap=c, rate=rate, window_rate=window_rate,
                      cost=saved_time_s(size, up, min(ceiling)) or 0.0, fallback=False)
@@ -199,7 +199,7 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
     up = upload_s(p)
     if up is None:
         return None
-    path = path_rate_bytes_s(obs)
+    path = path_rate_bytes_per_s(obs)
     evidence: list[Evidence] = []
     queued = None
     if path is not None:
@@ -351,7 +351,7 @@ def path_latency(obs: Observations) -> Hit | None:
         p = obs.protocols.get(name)
         if p is None:
             continue
-        size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_s(p)
+        size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_per_s(p)
         if size is None or up is None or rate is None:
             continue
         windows = []
@@ -368,7 +368,7 @@ def path_latency(obs: Observations) -> Hit | None:
         if not window / rtt / MATCHES_CAP_RATIO <= rate <= MATCHES_CAP_RATIO * window / rtt:
             continue  # the rate is not window / RTT: not window-limited
         near = window / REFERENCE_RTT_S
-        ceiling = path_rate_bytes_s(obs)
+        ceiling = path_rate_bytes_per_s(obs)
         cost = saved_time_s(size, up, min(near, ceiling) if ceiling else near) or 0.0
         if best is None or cost > best[0]:
             best = (cost, name, window, rate)

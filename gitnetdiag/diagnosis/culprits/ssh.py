@@ -23,17 +23,18 @@ from gitnetdiag.diagnosis.culprits._common import (
 )
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
-    path_rate_bytes_s,
+    path_rate_bytes_per_s,
     push_bytes,
     rtt_s,
     saved_time_s,
     tcp_window_rate,
-    upload_rate_bytes_s,
+    upload_rate_bytes_per_s,
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import Observations, SshLedger
 from gitnetdiag.diagnosis.units import fmt_rate
+from gitnetdiag.outcomes import REFUSALS, FailureKind
 
 REACHES_CAP_SHARE = 1 / 3
 """The SSH rate reaches the channel window's rate (window / RTT) from this share up."""
@@ -71,7 +72,7 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
     if p is None:
         return None
     rtt, size, up = rtt_s(obs, p), push_bytes(p), upload_s(p)
-    rate, other = upload_rate_bytes_s(p), best_other_rate(obs, "ssh")
+    rate, other = upload_rate_bytes_per_s(p), best_other_rate(obs, "ssh")
     ledger, cap = p.ssh_ledger, p.capture
     tally = Tally("ssh-channel-window")
     slower = rate is not None and other is not None and rate < SLOWER_RATIO * other[1]
@@ -80,7 +81,7 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
     if cap is not None and (cap.self_limited_share or 0) >= SELF_LIMITED_SHARE:
         tally.add("self-limited",
                   self_limited("TCP sender self-limited (waiting on the SSH channel)", cap))
-    next_limit = other[1] if other else (path_rate_bytes_s(obs) or tcp_window_rate(obs, p))
+    next_limit = other[1] if other else (path_rate_bytes_per_s(obs) or tcp_window_rate(obs, p))
     small = False
     window = ledger.initial_window_bytes if ledger else None
     if ledger is not None and window and rtt:
@@ -111,7 +112,7 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
         b
         for b in obs.bursts
         if b.protocol == "ssh"
-        and (b.failed_by_kind.get("refused", 0) + b.failed_by_kind.get("reset", 0)) > 0
+        and sum(b.failed_by_kind.get(k, 0) for k in (*REFUSALS, FailureKind.RESET)) > 0
     ]
     host = obs.host
     log = [line for line in (host.kernel_log if host else ()) if "MaxStartups" in line]

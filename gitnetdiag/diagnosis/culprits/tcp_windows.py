@@ -23,7 +23,7 @@ from gitnetdiag.diagnosis.culprits._common import (
 )
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
-    path_rate_bytes_s,
+    path_rate_bytes_per_s,
     protocol_rates,
     push_bytes,
     rtt_s,
@@ -78,7 +78,7 @@ def _clamped_protocols(obs: Observations) -> list[_Clamp]:
         ):
             continue
         next_limit: tuple[str, float] | None = None
-        if (path := path_rate_bytes_s(obs)) is not None:
+        if (path := path_rate_bytes_per_s(obs)) is not None:
             next_limit = ("path rate", path)
         elif unclamped:
             best = max(unclamped, key=lambda key: unclamped[key])

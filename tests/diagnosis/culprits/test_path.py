@@ -31,12 +31,13 @@ def case_packet_loss() -> Observations:
         self_limited_share=0.1,
         bytes_in_flight_median=60_000,
     )
-    return Observations(run=run(path_rate_bps=400e6), protocols=three(20.0, capture=lossy))
+    return Observations(run=run(path_rate_bytes_per_s=50e6), protocols=three(20.0, capture=lossy))
 
 
 def case_bandwidth_limit() -> Observations:
     full = cap(network_limited_share=0.9, self_limited_share=0.05, retransmission_rate=0.001)
-    return Observations(run=run(path_rate_bps=20e6), protocols=three(MB / 2.4e6, capture=full))
+    return Observations(run=run(path_rate_bytes_per_s=2.5e6),
+                        protocols=three(MB / 2.4e6, capture=full))
 
 
 def _queued(**kw: object) -> CaptureMetrics:
@@ -68,7 +69,7 @@ def case_path_latency() -> Observations:
     window = 6_291_456
     size = 240_000_000
     return Observations(
-        run=run(rtt_s=0.3, path_rate_bps=800e6),
+        run=run(rtt_s=0.3, path_rate_bytes_per_s=100e6),
         protocols=three(size / (window / 0.3), size=size, capture=clamped(window, scale=7)),
     )
 

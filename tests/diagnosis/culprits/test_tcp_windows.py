@@ -23,7 +23,7 @@ def case_tcp_clamp() -> Observations:
     window = 262_144
     upload = MB / (window / 0.05)
     return Observations(
-        run=run(path_rate_bps=400e6),
+        run=run(path_rate_bytes_per_s=50e6),
         protocols=three(upload, capture=clamped(window)),
         host=HostEvidence(sysctls={"net.ipv4.tcp_rmem": "4096 131072 262144"}),
     )
@@ -32,7 +32,7 @@ def case_tcp_clamp() -> Observations:
 def case_window_scaling_off() -> Observations:
     window = 65535
     return Observations(
-        run=run(path_rate_bps=400e6),
+        run=run(path_rate_bytes_per_s=50e6),
         protocols=three(MB / (window / 0.05), capture=clamped(window, scale=None)),
     )
 
