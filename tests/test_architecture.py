@@ -17,8 +17,8 @@ to its package: only its own component imports it (a command imports
     pure side  pipeline -> report, diagnosis -> analysis -> capture
     model      the pure records and parsers of host, lab, load, storage
     rundir     schema, file names, reading/writing the run directory
-    bottom     errors, inputfile, redaction, safefile, serial, thresholds, vocabulary,
-               data (stdlib only)
+    bottom     errors, inputfile, outcomes, redaction, safefile, serial, thresholds,
+               vocabulary, data (stdlib only)
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ COMPONENTS: dict[str, str] = {
     "__init__": BOTTOM,  # the package's own __init__ (version string)
     "errors": BOTTOM,
     "inputfile": BOTTOM,
+    "outcomes": BOTTOM,
     "redaction": BOTTOM,
     "safefile": BOTTOM,
     "serial": BOTTOM,

@@ -9,7 +9,7 @@ import pytest
 from gitnetdiag.diagnosis.observations import PushResult
 from gitnetdiag.diagnosis.verdict import EXPLAINED_BY
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, REFUSALS, FailureKind, PushOutcome
-from gitnetdiag.pipeline import push_result
+from gitnetdiag.pipeline._run import push_result
 from gitnetdiag.redaction import redact_tree
 from gitnetdiag.rundir import PushRecord, from_jsonable, to_jsonable
 from gitnetdiag.rundir.records import RefCleanup
