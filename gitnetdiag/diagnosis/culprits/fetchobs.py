@@ -1,0 +1,51 @@
+"""The download direction's observation of one clone (the input of every download detector)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitnetdiag.analysis.fetchphases import FetchPhases
+from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchObservation:
+    """One clone as the fetch pipeline saw it (the detectors' input)."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    repeat: int
+    """1-based repeat number."""
+    outcome: str
+    """The record's outcome (``ok``, ``bounded``, ``stalled``, ...)."""
+    moved_bytes: int
+    """Bytes received when it ended."""
+    measured_s: float
+    """Seconds the rate was measured over."""
+    rate_bytes_per_s: float | None
+    """Download rate, None when nothing was measured."""
+    wall_s: float
+    """Wall time of the clone."""
+    phases: FetchPhases
+    """Its phases."""
+    tcp: DownloadTcpSummary | None
+    """The receiver's TCP evidence, None without samples."""
+    path_rtt_s: float | None
+    """The path's RTT (connect time), None when not measured."""
+    client_rmem_max_bytes: int | None = None
+    """The client's ``net.ipv4.tcp_rmem`` maximum, None when unknown."""
+    stopped: str | None = None
+    """Why the monitor stopped git (``stable``, ``budget``, ``stall``), None when git ended."""
+    libcurl: str | None = None
+    """The client's libcurl version (the HTTPS transports), None when unknown."""
+
+    @property
+    def rtt_s(self) -> float | None:
+        """Best RTT known: the path's connect time, else the socket's minimum."""
+        if self.path_rtt_s:
+            return self.path_rtt_s
+        return self.tcp.min_rtt_s if self.tcp is not None else None
+
+    @property
+    def measured(self) -> bool:
+        return self.outcome in ("ok", "bounded") and bool(self.rate_bytes_per_s)

@@ -1,0 +1,129 @@
+"""Culprits of the download direction on the sending side: the server's (or edge's) socket.
+
+In a fetch the server sends. When its send buffer is small (the server's
+``net.ipv4.tcp_wmem`` maximum, HAProxy ``tune.sndbuf.server`` /
+``tune.sndbuf.client``, nginx ``listen ... sndbuf=``, an application's
+``SO_SNDBUF``), the kernel cannot keep more than about that buffer's worth of
+data unacknowledged, so the server's bytes in flight sit at a ceiling below
+the window the client advertises, every round trip alike. Seen from the client
+(TCP_INFO, any user):
+
+- the bytes that arrive per round trip (``rate x RTT``, and ``rcv_space``:
+  autotuning's count of what the sender delivered per RTT) stay well below the
+  window the client advertised (``rcv_ssthresh``): the client's window is not
+  what binds;
+- the RTT the receiver measures stays near the path's minimum: no queue builds
+  on the path, so neither a bottleneck link nor a shaper is holding the rate;
+- the rate is flat (the monitor stopped the clone at a stable rate).
+
+A server that produces the pack slower than the path carries (a starved
+upload-pack) looks the same from the client; only the server's own TCP_INFO
+(``tcpi_sndbuf_limited`` when the server is local) tells the two apart, and the
+fetch run does not record it yet, so the confidence stays below certainty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gitnetdiag.diagnosis.culprits._common import Hit, Tally
+from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
+from gitnetdiag.diagnosis.model import Evidence, Quantity
+
+FLIGHT_BELOW_WINDOW = 0.5
+"""Bytes delivered per RTT at most this share of the advertised window: the window did not
+bind (Linux's receive autotuning keeps the window about twice what arrives per RTT while
+the sender keeps up, so a window-bound download sits near 1)."""
+SMALL_FLIGHT_BYTES = 256 * 1024
+"""A sender that never has more than this in flight on a path with room is held by its
+buffer: Linux's own ``tcp_wmem`` maximum (4 MiB) lets it keep ten times more, and the
+clamps met in the field (``tune.sndbuf.*``, ``sndbuf=``) are tens of KiB. Above it, a
+sender that is merely slow (its congestion window, a policer) is as likely."""
+RTT_UNINFLATED = 1.5
+"""A median receiver RTT within this factor of the minimum: no queue on the path."""
+MIN_RTT_S = 0.005
+"""Below 5 ms of RTT a small buffer is enough for any rate; the clamp cannot be told."""
+UNCLAMPED_FLIGHT_BYTES = 3 * 1024 * 1024
+"""What a sender with Linux's default ``tcp_wmem`` maximum (4 MiB) keeps in flight (the
+buffer holds the unacknowledged data and its overhead): the rate an unclamped server reaches
+at most, ``3 MiB / RTT``."""
+
+SEND_BUFFER_FIX = (
+    "raise the sending side's buffer: on the git server the third value of sysctl "
+    "net.ipv4.tcp_wmem (Linux's default is 4194304) and net.core.wmem_max where a program "
+    "sets SO_SNDBUF; on an HAProxy edge remove or raise tune.sndbuf.client (and "
+    "tune.sndbuf.server); on an nginx edge remove sndbuf= from the listen line; at least "
+    "twice the path's bandwidth-delay product")
+
+
+def _flight_signals(obs: FetchObservation, rtt: float, tally: Tally) -> float | None:
+    """The bytes per RTT against the advertised window; returns the flight when it fits."""
+    tcp = obs.tcp
+    rate = obs.rate_bytes_per_s or 0.0
+    if tcp is None or tcp.advertised_window_max_bytes is None:
+        return None
+    flight = rate * rtt
+    window = tcp.advertised_window_max_bytes
+    if flight > FLIGHT_BELOW_WINDOW * window or flight > SMALL_FLIGHT_BYTES:
+        return None
+    tally.add(0.45, Evidence(
+        what="server's bytes in flight per round trip (rate x RTT)", value=flight, unit="B",
+        threshold=FLIGHT_BELOW_WINDOW * window, comparison="<=",
+        basis="half of the client's advertised window {}",
+        basis_terms=(Quantity(value=float(window), unit="B"),),
+        source=f"{tcp.source} bytes_received, rcv_ssthresh; fetch {obs.protocol} #{obs.repeat}"))
+    if tcp.rcv_space_max_bytes is not None and tcp.rcv_space_max_bytes <= 2 * max(flight, 1.0):
+        tally.add(0.1, Evidence(
+            what="most the sender delivered in one RTT (rcv_space)",
+            value=float(tcp.rcv_space_max_bytes), unit="B", threshold=2 * flight,
+            comparison="<=", basis="twice the flight {}",
+            basis_terms=(Quantity(value=flight, unit="B"),), source=tcp.source))
+    return flight
+
+
+def _queue_signal(obs: FetchObservation, tally: Tally) -> bool:
+    """No queue on the path: the receiver's RTT stays near the minimum."""
+    tcp = obs.tcp
+    if tcp is None or tcp.median_rtt_s is None or not tcp.min_rtt_s:
+        return False
+    if tcp.median_rtt_s > RTT_UNINFLATED * tcp.min_rtt_s:
+        return False
+    tally.add(0.2, Evidence(
+        what="receiver's median RTT (no queue on the path)", value=tcp.median_rtt_s, unit="s",
+        threshold=RTT_UNINFLATED * tcp.min_rtt_s, comparison="<=",
+        basis="1.5 x the minimum RTT {}", basis_terms=(Quantity(value=tcp.min_rtt_s, unit="s"),),
+        source=f"{tcp.source} rcv_rtt, minrtt"))
+    return True
+
+
+def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
+    rtt = obs.rtt_s
+    if not obs.measured or obs.tcp is None or not rtt or rtt < MIN_RTT_S:
+        return None
+    tally = Tally()
+    flight = _flight_signals(obs, rtt, tally)
+    if flight is None or not _queue_signal(obs, tally):
+        return None
+    if obs.stopped == "stable":
+        tally.add(0.1, Evidence(what="download rate, steady (four half-second windows within "
+                                "10%)", value=obs.rate_bytes_per_s, unit="B/s",
+                                source=f"fetch monitor, {obs.protocol} #{obs.repeat}"))
+    rate = obs.rate_bytes_per_s or 0.0
+    unclamped = UNCLAMPED_FLIGHT_BYTES / rtt
+    cost = obs.measured_s - obs.moved_bytes / unclamped if unclamped > rate else 0.0
+    return Hit(
+        score=round(min(0.85, tally.score), 2), cost_s=max(0.0, cost),
+        summary=(f"the server kept only {flight:.0f} B in flight per round trip although the "
+                 f"client's window allowed more, with no queue on the path: its send buffer "
+                 f"holds the download to {rate:.0f} B/s"),
+        evidence=tuple(tally.evidence), fix=SEND_BUFFER_FIX, cost_protocol=obs.protocol)
+
+
+def server_send_buffer(observations: Sequence[FetchObservation]) -> Hit | None:
+    """The server's (or edge's) send buffer caps its bytes in flight below the client's window."""
+    best: Hit | None = None
+    for obs in observations:
+        hit = _send_buffer_hit(obs)
+        if hit is not None and (best is None or hit.cost_s > best.cost_s):
+            best = hit
+    return best
