@@ -108,3 +108,16 @@ def test_libcurl_window_data_covers_every_version_once_with_sources() -> None:
     assert window_for("libcurl/8.10.1").initial_window == 65536  # type: ignore[union-attr]
     assert window_for("8.10.1").steady_window == 10 * 1024 * 1024  # type: ignore[union-attr]
     assert parse_version("curl 8.5.0-DEV") == (8, 5, 0) and parse_version("none") is None
+
+
+def test_slow_ref_advertisement_is_the_push_culprit_on_clones() -> None:
+    """The same id as for pushes: 3 s of authentication before the refs on every clone."""
+    slow = [replace(HEALTHY, protocol=name, phases=replace(PHASES, ref_advertisement_s=seen))
+            for name, seen in (("h1", 3.3), ("ssh", 3.9))]
+    findings = rank_download(slow)
+    assert [f.id for f in findings][:1] == ["slow-ref-advertisement"]
+    assert findings[0].score == 0.7
+    assert abs(findings[0].cost_s - (3.3 - 3 * 0.05)) < 1e-6  # the smaller excess (h1)
+    assert "uploadpack.hideRefs" in findings[0].fix
+    quick = [replace(HEALTHY, protocol="ssh", phases=replace(PHASES, ref_advertisement_s=0.86))]
+    assert rank_download(quick) == ()  # the lab's healthy SSH at 50 ms
