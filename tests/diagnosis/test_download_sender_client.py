@@ -121,3 +121,9 @@ def test_slow_ref_advertisement_is_the_push_culprit_on_clones() -> None:
     assert "uploadpack.hideRefs" in findings[0].fix
     quick = [replace(HEALTHY, protocol="ssh", phases=replace(PHASES, ref_advertisement_s=0.86))]
     assert rank_download(quick) == ()  # the lab's healthy SSH at 50 ms
+
+
+def test_send_buffer_silent_on_a_short_transfer() -> None:
+    """A 0.7 MB pack measured over 0.55 s ends in slow start (the lab's client-index-cpu)."""
+    short = replace(SNDBUF, moved_bytes=707_338, measured_s=0.55, rate_bytes_per_s=1_258_641.0)
+    assert server_send_buffer([short]) is None

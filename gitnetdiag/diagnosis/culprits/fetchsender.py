@@ -44,6 +44,9 @@ RTT_UNINFLATED = 1.5
 """A median receiver RTT within this factor of the minimum: no queue on the path."""
 MIN_RTT_S = 0.005
 """Below 5 ms of RTT a small buffer is enough for any rate; the clamp cannot be told."""
+MIN_MEASURED_S = 2.0
+"""A rate measured over less than this is mostly slow start, when every sender has less in
+flight than the window allows (the lab's 0.7 MB packs: 0.55 s, a false send-buffer clamp)."""
 UNCLAMPED_FLIGHT_BYTES = 3 * 1024 * 1024
 """What a sender with Linux's default ``tcp_wmem`` maximum (4 MiB) keeps in flight (the
 buffer holds the unacknowledged data and its overhead): the rate an unclamped server reaches
@@ -100,6 +103,8 @@ def _queue_signal(obs: FetchObservation, tally: Tally) -> bool:
 def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
     rtt = obs.rtt_s
     if not obs.measured or obs.tcp is None or not rtt or rtt < MIN_RTT_S:
+        return None
+    if obs.measured_s < MIN_MEASURED_S:
         return None
     tally = Tally()
     flight = _flight_signals(obs, rtt, tally)
