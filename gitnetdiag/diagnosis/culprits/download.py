@@ -26,6 +26,7 @@ from collections.abc import Callable, Sequence
 from gitnetdiag.diagnosis.culprits._common import Hit
 from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window, client_index_pack_cpu
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation as FetchObservation
+from gitnetdiag.diagnosis.culprits.fetchobs import costliest
 from gitnetdiag.diagnosis.culprits.fetchsender import (
     server_send_buffer,
     slow_ref_advertisement_fetch,
@@ -51,12 +52,7 @@ PACK_GENERATION_SHARE = 0.3
 
 def client_receive_window(observations: Sequence[FetchObservation]) -> Hit | None:
     """The client's advertised window caps the download (``tcp_rmem`` clamp)."""
-    best: Hit | None = None
-    for obs in observations:
-        hit = _window_hit(obs)
-        if hit is not None and (best is None or hit.cost_s > best.cost_s):
-            best = hit
-    return best
+    return costliest(observations, _window_hit)
 
 
 def _window_hit(obs: FetchObservation) -> Hit | None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from gitnetdiag.analysis.fetchphases import FetchPhases
 from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.diagnosis.culprits._common import Hit
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,3 +51,10 @@ class FetchObservation:
     @property
     def measured(self) -> bool:
         return self.outcome in ("ok", "bounded") and bool(self.rate_bytes_per_s)
+
+
+def costliest(observations: Iterable[FetchObservation],
+              detect: Callable[[FetchObservation], Hit | None]) -> Hit | None:
+    """The costliest hit of a per-clone detector over every clone, None when none fired."""
+    hits = [hit for obs in observations if (hit := detect(obs)) is not None]
+    return max(hits, key=lambda hit: hit.cost_s) if hits else None

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gitnetdiag.diagnosis.culprits._common import SLOW_PHASE_S, Hit, Tally
-from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
+from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation, costliest
 from gitnetdiag.diagnosis.culprits.server import REF_ADVERTISEMENT_RTTS
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 
@@ -127,12 +127,7 @@ def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
 
 def server_send_buffer(observations: Sequence[FetchObservation]) -> Hit | None:
     """The server's (or edge's) send buffer caps its bytes in flight below the client's window."""
-    best: Hit | None = None
-    for obs in observations:
-        hit = _send_buffer_hit(obs)
-        if hit is not None and (best is None or hit.cost_s > best.cost_s):
-            best = hit
-    return best
+    return costliest(observations, _send_buffer_hit)
 
 
 def slow_ref_advertisement_fetch(observations: Sequence[FetchObservation]) -> Hit | None:
