@@ -161,6 +161,9 @@ def _host_tcp_faults(ns: Namespaces, spec: LabSpec) -> None:
     if spec.client_rmem is not None:  # the receiver of a fetch
         nsexec(ns.client, "sysctl", "-qw",
                "net.ipv4.tcp_rmem=" + " ".join(str(v) for v in spec.client_rmem))
+    if spec.server_wmem is not None:  # the sender of a fetch
+        nsexec(ns.server, "sysctl", "-qw",
+               "net.ipv4.tcp_wmem=" + " ".join(str(v) for v in spec.server_wmem))
 
 
 def _allow_cubic() -> None:

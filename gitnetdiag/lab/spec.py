@@ -59,6 +59,11 @@ of a fetch advertises at most about half of 64 KiB."""
 SERVER_CPU_SHARE = 0.05
 """Share of one core the lab's servers (and the upload-pack they run) get under
 ``slow-pack-generation``: a busy server."""
+SERVER_WMEM_CLAMP = (4096, 16384, 65536)
+"""The server namespace's ``net.ipv4.tcp_wmem`` under ``server-sndbuf-clamp``: every server
+(Apache, the edge, sshd, git daemon) sends from at most a 64 KiB buffer."""
+CLIENT_INDEX_CPU_SHARE = 0.05
+"""Share of one core the client's git (and its index-pack) gets under ``client-index-cpu``."""
 FETCH_HISTORY_BYTES = 6 * 1024 * 1024
 """Random data in the history a fetch fault serves (enough to reach a steady rate)."""
 FETCH_SIMILAR_BLOBS = 2000
@@ -100,6 +105,12 @@ FAULTS: dict[str, str] = {
     f"{FETCH_HISTORY_BYTES // 2**20} MiB of random data",
     "slow-pack-generation": f"download direction: the repository holds {FETCH_SIMILAR_BLOBS} "
     f"similar loose blobs and the servers run on {SERVER_CPU_SHARE:.0%} of one core",
+    "server-sndbuf-clamp": "download direction: the server namespace's net.ipv4.tcp_wmem is "
+    f"{' '.join(map(str, SERVER_WMEM_CLAMP))}; the repository serves "
+    f"{FETCH_HISTORY_BYTES // 2**20} MiB of random data",
+    "client-index-cpu": "download direction: the client's git runs on "
+    f"{CLIENT_INDEX_CPU_SHARE:.0%} of one core; the repository holds {FETCH_SIMILAR_BLOBS} "
+    "similar blobs (index-pack resolves their deltas)",
     "edge-backend-errors": "the HAProxy edge balances round-robin over two members without "
     f"health checks: Apache, and a port that answers {BAD_MEMBER_STATUS} to everything",
 }
@@ -162,12 +173,16 @@ FAULT_FIX_NAMES: dict[str, str] = {
 FETCH_FAULT_CULPRIT: dict[str, str] = {
     "client-rmem-clamp": "client-tcp-receive-window-clamp",
     "slow-pack-generation": "server-pack-generation",
+    "server-sndbuf-clamp": "server-send-buffer",
+    "client-index-cpu": "client-index-pack-cpu",
 }
 """The download culprit each fetch fault must rank first under ``--direction fetch``
 (their push diagnosis is not theirs to rank: they are not in :data:`FAULT_CULPRIT`)."""
 FETCH_FAULT_FIX_NAMES: dict[str, str] = {
     "client-rmem-clamp": "net.ipv4.tcp_rmem",
     "slow-pack-generation": "repack -adb",
+    "server-sndbuf-clamp": "net.ipv4.tcp_wmem",
+    "client-index-cpu": "index-pack",
 }
 """A setting or step the fix of each fetch fault's culprit must name."""
 
@@ -292,6 +307,8 @@ class LabSpec:
     """The client namespace's ``net.ipv4.tcp_rmem`` (``client-rmem-clamp``), or None."""
     server_cpu_share: float | None = None
     """Share of one core the servers get (``slow-pack-generation``), or None."""
+    server_wmem: tuple[int, int, int] | None = None
+    """The server namespace's ``net.ipv4.tcp_wmem`` (``server-sndbuf-clamp``), or None."""
     fetch_history: str | None = None
     """What the repository's ``main`` serves to a fetch: ``random`` (packed-size random
     data) or ``similar`` (loose similar text blobs); None: one empty commit."""
@@ -410,7 +427,8 @@ def build_spec(*, instance: str, faults: list[str],
         edge_buffering=has("edge-buffering"),
 
         slow_disk_iops=SLOW_DISK_IOPS if has("slow-storage") else None,
-        client_cpu_share=CLIENT_CPU_SHARE if has("client-pack-cpu") else None,
+        client_cpu_share=(CLIENT_CPU_SHARE if has("client-pack-cpu")
+                          else CLIENT_INDEX_CPU_SHARE if has("client-index-cpu") else None),
         edge_bufsize=SMALL_EDGE_BUFSIZE if has("h2-frame-settings") else None,
         reset_after_bytes=reset_after_bytes,
         server_window_scaling=not has("window-scaling-off"),
@@ -420,8 +438,10 @@ def build_spec(*, instance: str, faults: list[str],
         pmtu_blackhole_bytes=PMTU_BLACKHOLE_BYTES if has("pmtu-blackhole") else None,
         client_rmem=CLIENT_RMEM_CLAMP if has("client-rmem-clamp") else None,
         server_cpu_share=SERVER_CPU_SHARE if has("slow-pack-generation") else None,
-        fetch_history=("similar" if has("slow-pack-generation")
-                       else "random" if has("client-rmem-clamp") else None),
+        server_wmem=SERVER_WMEM_CLAMP if has("server-sndbuf-clamp") else None,
+        fetch_history=("similar" if has("slow-pack-generation") or has("client-index-cpu")
+                       else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
+                       else None),
         edge_bad_member=has("edge-backend-errors"),
     )
 

@@ -65,7 +65,8 @@ def _jsonl(text: str) -> list[dict[str, Any]]:
 
 
 def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
-                  rmem: tuple[int, ...] | None = None) -> FetchObservation:
+                  rmem: tuple[int, ...] | None = None,
+                  libcurl: str | None = None) -> FetchObservation:
     """One clone's observation from its record and artifacts."""
     try:
         timeline = [from_jsonable(TimelinePoint, row, where="timeline", unknown="ignore")
@@ -82,7 +83,8 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
         moved_bytes=record.moved_bytes, measured_s=record.measured_s,
         rate_bytes_per_s=record.rate_bytes_per_s, wall_s=record.wall_s, phases=phases,
         tcp=summarize_download(_jsonl(_read(run_dir, record, "tcpinfo"))), path_rtt_s=rtt_s,
-        client_rmem_max_bytes=rmem[-1] if rmem else None,
+        client_rmem_max_bytes=rmem[-1] if rmem else None, stopped=record.stopped,
+        libcurl=libcurl,
     )
 
 
@@ -92,8 +94,9 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
     if manifest is None:
         return None
     rtts = {path.endpoint: path.connect_rtt_min_s for path in manifest.paths}
+    libcurl = manifest.environment.libcurl if manifest.environment else None
     observations = tuple(observe_fetch(run_dir, record, rtts.get(run.endpoint),
-                                       manifest.client_tcp_rmem)
+                                       manifest.client_tcp_rmem, libcurl)
                          for run in manifest.protocols for record in run.fetches)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
                           findings=rank_download(observations))

@@ -63,3 +63,15 @@ def test_fetch_faults_in_the_spec() -> None:
     assert slow.server_cpu_share and slow.fetch_history == "similar"
     healthy = build_spec(instance="x", faults=["healthy"])
     assert healthy.client_rmem is None and healthy.fetch_history is None
+
+
+def test_sender_and_client_fetch_faults_in_the_spec() -> None:
+    """server-sndbuf-clamp clamps the server's tcp_wmem; client-index-cpu starves the client's
+    git over a delta-heavy history."""
+    sndbuf = build_spec(instance="x", faults=["server-sndbuf-clamp"])
+    assert sndbuf.server_wmem is not None and sndbuf.server_wmem[2] == 65536
+    assert sndbuf.fetch_history == "random" and sndbuf.client_rmem is None
+    index = build_spec(instance="x", faults=["client-index-cpu"])
+    assert index.client_cpu_share == 0.05 and index.fetch_history == "similar"
+    assert index.server_cpu_share is None
+    assert build_spec(instance="x", faults=["healthy"]).server_wmem is None

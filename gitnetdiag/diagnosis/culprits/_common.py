@@ -92,6 +92,11 @@ class Tally:
         self.score += weight(self.culprit, signal)
         self.evidence.extend(items)
 
+    def add_part(self, signal: str, part: float, *items: Evidence) -> None:
+        """A signal held to a degree: add ``part`` (clipped to 0..1) of its weight."""
+        self.score += weight(self.culprit, signal) * min(1.0, max(0.0, part))
+        self.evidence.extend(items)
+
     def scale(self, signal: str) -> None:
         """A caveat held: multiply the score so far by its factor."""
         self.score *= weight(self.culprit, signal)

@@ -11,59 +11,28 @@ registered in :data:`DOWNLOAD_CULPRITS` and ranked by cost x score.
   window's ``window / RTT`` while the client's receive buffer stopped at the
   ceiling ``tcp_rmem`` (or ``SO_RCVBUF``) sets;
 - ``server-pack-generation``: the wait from the fetch request to the first
-  pack byte (the server counting and compressing) dominates the clone.
+  pack byte (the server counting and compressing) dominates the clone;
+- ``server-send-buffer`` (:mod:`.fetchsender`): the server's bytes in flight sit
+  well below the client's window with no queue on the path;
+- ``client-index-pack-cpu`` and ``client-http2-window`` (:mod:`.fetchclient`):
+  the client's index-pack dominates; the client's libcurl advertises a small
+  HTTP/2 window for its version.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from gitnetdiag.analysis.fetchphases import FetchPhases
-from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
 from gitnetdiag.diagnosis.culprits._common import Hit
+from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window, client_index_pack_cpu
+from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation as FetchObservation
+from gitnetdiag.diagnosis.culprits.fetchobs import costliest
+from gitnetdiag.diagnosis.culprits.fetchsender import (
+    server_send_buffer,
+    slow_ref_advertisement_fetch,
+)
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
-from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
-
-
-@dataclass(frozen=True, kw_only=True)
-class FetchObservation:
-    """One clone as the fetch pipeline saw it (the detectors' input)."""
-
-    protocol: str
-    """``h1``, ``h2``, ``ssh`` or ``git``."""
-    repeat: int
-    """1-based repeat number."""
-    outcome: PushOutcome
-    """The record's outcome (``ok``, ``bounded``, ``stalled``, ...)."""
-    moved_bytes: int
-    """Bytes received when it ended."""
-    measured_s: float
-    """Seconds the rate was measured over."""
-    rate_bytes_per_s: float | None
-    """Download rate, None when nothing was measured."""
-    wall_s: float
-    """Wall time of the clone."""
-    phases: FetchPhases
-    """Its phases."""
-    tcp: DownloadTcpSummary | None
-    """The receiver's TCP evidence, None without samples."""
-    path_rtt_s: float | None
-    """The path's RTT (connect time), None when not measured."""
-    client_rmem_max_bytes: int | None = None
-    """The client's ``net.ipv4.tcp_rmem`` maximum, None when unknown."""
-
-    @property
-    def rtt_s(self) -> float | None:
-        """Best RTT known: the path's connect time, else the socket's minimum."""
-        if self.path_rtt_s:
-            return self.path_rtt_s
-        return self.tcp.min_rtt_s if self.tcp is not None else None
-
-    @property
-    def measured(self) -> bool:
-        return self.outcome in MEASURED_OUTCOMES and bool(self.rate_bytes_per_s)
-
 
 WINDOW_BOUND_SHARE = 0.5
 """A rate at least this share of ``window / RTT`` is held by the window (the rest is the
@@ -84,12 +53,7 @@ PACK_GENERATION_SHARE = 0.3
 
 def client_receive_window(observations: Sequence[FetchObservation]) -> Hit | None:
     """The client's advertised window caps the download (``tcp_rmem`` clamp)."""
-    best: Hit | None = None
-    for obs in observations:
-        hit = _window_hit(obs)
-        if hit is not None and (best is None or hit.cost_s > best.cost_s):
-            best = hit
-    return best
+    return costliest(observations, _window_hit)
 
 
 def _window_hit(obs: FetchObservation) -> Hit | None:
@@ -129,7 +93,9 @@ def _window_hit(obs: FetchObservation) -> Hit | None:
             basis_terms=(Quantity(value=float(ceiling), unit="B"),) if ceiling else (),
             source=f"{tcp.source}; client sysctl net.ipv4.tcp_rmem"))
     return Hit(
-        score=0.85 if at_ceiling else 0.6, cost_s=max(0.0, cost),
+        score=weight("client-tcp-receive-window-clamp",
+                     "buffer-at-ceiling" if at_ceiling else "window-bound"),
+        cost_s=max(0.0, cost),
         summary=(f"the client advertised at most {window} B, so the download ran at "
                  f"window / RTT ({rate:.0f} B/s): its receive buffer is clamped"),
         evidence=tuple(evidence),
@@ -166,7 +132,9 @@ def server_pack_generation(observations: Sequence[FetchObservation]) -> Hit | No
                                      unit="count",
                                      source="sideband 'remote: Compressing objects'"))
         hit = Hit(
-            score=min(0.9, 0.5 + work / end), cost_s=work,
+            score=min(weight("server-pack-generation", "cap"),
+                      weight("server-pack-generation", "base") + work / end),
+            cost_s=work,
             summary=(f"the server worked {work:.1f} s counting and compressing objects "
                      f"before the first pack byte of a {end:.1f} s clone"),
             evidence=tuple(evidence),
@@ -188,6 +156,11 @@ DOWNLOAD_CULPRITS: tuple[tuple[str, str, DownloadDetector], ...] = (
      client_receive_window),
     ("server-pack-generation", "Server pack generation before the first byte",
      server_pack_generation),
+    ("server-send-buffer", "Server or edge send buffer caps the download", server_send_buffer),
+    ("client-index-pack-cpu", "Client CPU resolving deltas (index-pack)", client_index_pack_cpu),
+    ("client-http2-window", "Client libcurl's HTTP/2 download window", client_http2_window),
+    ("slow-ref-advertisement", "Slow ref advertisement or authentication",
+     slow_ref_advertisement_fetch),
 )
 """Download culprits: id (stable; direction-specific ids say so), title, detector."""
 

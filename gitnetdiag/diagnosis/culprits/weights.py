@@ -14,6 +14,35 @@ Changing a weight changes the raw scores the fault matrix saw: re-fit
 from __future__ import annotations
 
 WEIGHTS: dict[str, dict[str, float]] = {
+    # The download direction (fetchsender.py, fetchclient.py): "cap" is the most the raw
+    # score may reach from the client's evidence alone.
+    "client-tcp-receive-window-clamp": {
+        "buffer-at-ceiling": 0.85,  # the window is bound and the buffer sits at tcp_rmem's max
+        "window-bound": 0.6,  # the download ran at advertised window / RTT
+    },
+    "server-pack-generation": {
+        "base": 0.5,  # counting and compressing dominate the time to the first pack byte;
+        "cap": 0.9,  # plus the share of the clone they took, up to this
+    },
+    "server-send-buffer": {
+        "flight-below-window": 0.45,  # rate x RTT at most half the advertised window, small
+        "rcv-space-small": 0.1,  # the most delivered in one RTT is about the flight
+        "no-queue": 0.2,  # median RTT within 1.5x the minimum: no queue on the path
+        "steady": 0.1,  # the monitor stopped on a stable rate
+        "cap": 0.85,  # the client alone cannot tell a clamped buffer from slow production
+    },
+    "client-index-pack-cpu": {
+        "index-pack-share": 0.4,  # index-pack took INDEX_PACK_SHARE or more of the clone
+        "share-above-threshold": 0.3,  # part: the share above the threshold, up to 0.3
+        "same-on-every-transport": 0.15,  # the same index-pack time on every protocol
+        "cap": 0.9,
+    },
+    "client-http2-window": {
+        "listed-release": 0.4,  # the libcurl release's window is documented as small
+        "slower-than-h1": 0.3,  # the HTTP/2 clone at most 2/3 of the HTTP/1.1 rate
+        "rate-at-window": 0.2,  # bytes per round trip near the window
+        "cap": 0.9,
+    },
     "h2-flow-control-window": {
         "slower": 0.35,  # HTTP/2 below SLOWER_RATIO of the fastest other transport
         "self-limited": 0.15,  # the TCP sender waited on HTTP/2, not on TCP

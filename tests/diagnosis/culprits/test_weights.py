@@ -8,26 +8,32 @@ import sys
 import pytest
 
 from gitnetdiag.diagnosis import CULPRITS
-from gitnetdiag.diagnosis.culprits._common import Culprit, Tally
+from gitnetdiag.diagnosis.culprits._common import Tally
+from gitnetdiag.diagnosis.culprits.download import DOWNLOAD_CULPRITS
 from gitnetdiag.diagnosis.culprits.weights import WEIGHTS, weight
 from gitnetdiag.diagnosis.model import Evidence
 
+DETECTOR_MODULES: dict[str, set[str]] = {}
+for _id, _module in [(c.id, c.detect.__module__) for c in CULPRITS] + [
+        (culprit_id, detect.__module__) for culprit_id, _, detect in DOWNLOAD_CULPRITS]:
+    DETECTOR_MODULES.setdefault(_id, set()).add(_module)
+
 
 def test_the_table_names_registered_culprits_only() -> None:
-    ids = {c.id for c in CULPRITS}
+    ids = set(DETECTOR_MODULES)
     assert set(WEIGHTS) <= ids
     # edge-backend-errors (pool.py) keeps its own scores for now; every other detector
-    # reads the table.
+    # reads the table (slow-ref-advertisement's download side reuses the push row's id
+    # with its own two fixed scores in fetchsender.py).
     assert ids - set(WEIGHTS) <= {"edge-backend-errors"}
 
 
-@pytest.mark.parametrize("culprit", [c for c in CULPRITS if c.id in WEIGHTS],
-                         ids=lambda c: c.id)
-def test_every_weight_is_read_by_its_family(culprit: Culprit) -> None:
+@pytest.mark.parametrize("culprit", sorted(WEIGHTS))
+def test_every_weight_is_read_by_its_family(culprit: str) -> None:
     """A weight no detector names is a weight nobody can tune: each signal of a culprit's
-    row appears, quoted, in the module of its detector."""
-    source = inspect.getsource(sys.modules[culprit.detect.__module__])
-    missing = [s for s in WEIGHTS[culprit.id] if f'"{s}"' not in source]
+    row appears, quoted, in the module of its detector (push and download alike)."""
+    source = "".join(inspect.getsource(sys.modules[m]) for m in DETECTOR_MODULES[culprit])
+    missing = [s for s in WEIGHTS[culprit] if f'"{s}"' not in source]
     assert missing == []
 
 

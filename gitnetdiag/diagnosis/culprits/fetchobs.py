@@ -1,0 +1,61 @@
+"""The download direction's observation of one clone (the input of every download detector)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from gitnetdiag.analysis.fetchphases import FetchPhases
+from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.diagnosis.culprits._common import Hit
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchObservation:
+    """One clone as the fetch pipeline saw it (the detectors' input)."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    repeat: int
+    """1-based repeat number."""
+    outcome: PushOutcome
+    """The record's outcome (``ok``, ``bounded``, ``stalled``, ...)."""
+    moved_bytes: int
+    """Bytes received when it ended."""
+    measured_s: float
+    """Seconds the rate was measured over."""
+    rate_bytes_per_s: float | None
+    """Download rate, None when nothing was measured."""
+    wall_s: float
+    """Wall time of the clone."""
+    phases: FetchPhases
+    """Its phases."""
+    tcp: DownloadTcpSummary | None
+    """The receiver's TCP evidence, None without samples."""
+    path_rtt_s: float | None
+    """The path's RTT (connect time), None when not measured."""
+    client_rmem_max_bytes: int | None = None
+    """The client's ``net.ipv4.tcp_rmem`` maximum, None when unknown."""
+    stopped: str | None = None
+    """Why the monitor stopped git (``stable``, ``budget``, ``stall``), None when git ended."""
+    libcurl: str | None = None
+    """The client's libcurl version (the HTTPS transports), None when unknown."""
+
+    @property
+    def rtt_s(self) -> float | None:
+        """Best RTT known: the path's connect time, else the socket's minimum."""
+        if self.path_rtt_s:
+            return self.path_rtt_s
+        return self.tcp.min_rtt_s if self.tcp is not None else None
+
+    @property
+    def measured(self) -> bool:
+        return self.outcome in MEASURED_OUTCOMES and bool(self.rate_bytes_per_s)
+
+
+def costliest(observations: Iterable[FetchObservation],
+              detect: Callable[[FetchObservation], Hit | None]) -> Hit | None:
+    """The costliest hit of a per-clone detector over every clone, None when none fired."""
+    hits = [hit for obs in observations if (hit := detect(obs)) is not None]
+    return max(hits, key=lambda hit: hit.cost_s) if hits else None

@@ -1,0 +1,168 @@
+"""Culprits of the download direction on the sending side: the server's (or edge's) socket.
+
+In a fetch the server sends. When its send buffer is small (the server's
+``net.ipv4.tcp_wmem`` maximum, HAProxy ``tune.sndbuf.server`` /
+``tune.sndbuf.client``, nginx ``listen ... sndbuf=``, an application's
+``SO_SNDBUF``), the kernel cannot keep more than about that buffer's worth of
+data unacknowledged, so the server's bytes in flight sit at a ceiling below
+the window the client advertises, every round trip alike. Seen from the client
+(TCP_INFO, any user):
+
+- the bytes that arrive per round trip (``rate x RTT``, and ``rcv_space``:
+  autotuning's count of what the sender delivered per RTT) stay well below the
+  window the client advertised (``rcv_ssthresh``): the client's window is not
+  what binds;
+- the RTT the receiver measures stays near the path's minimum: no queue builds
+  on the path, so neither a bottleneck link nor a shaper is holding the rate;
+- the rate is flat (the monitor stopped the clone at a stable rate).
+
+A server that produces the pack slower than the path carries (a starved
+upload-pack) looks the same from the client; only the server's own TCP_INFO
+(``tcpi_sndbuf_limited`` when the server is local) tells the two apart, and the
+fetch run does not record it yet, so the confidence stays below certainty.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gitnetdiag.diagnosis.culprits._common import SLOW_PHASE_S, Hit, Tally
+from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation, costliest
+from gitnetdiag.diagnosis.culprits.server import REF_ADVERTISEMENT_RTTS
+from gitnetdiag.diagnosis.culprits.weights import weight
+from gitnetdiag.diagnosis.model import Evidence, Quantity
+
+FLIGHT_BELOW_WINDOW = 0.5
+"""Bytes delivered per RTT at most this share of the advertised window: the window did not
+bind (Linux's receive autotuning keeps the window about twice what arrives per RTT while
+the sender keeps up, so a window-bound download sits near 1)."""
+SMALL_FLIGHT_BYTES = 256 * 1024
+"""A sender that never has more than this in flight on a path with room is held by its
+buffer: Linux's own ``tcp_wmem`` maximum (4 MiB) lets it keep ten times more, and the
+clamps met in the field (``tune.sndbuf.*``, ``sndbuf=``) are tens of KiB. Above it, a
+sender that is merely slow (its congestion window, a policer) is as likely."""
+RTT_UNINFLATED = 1.5
+"""A median receiver RTT within this factor of the minimum: no queue on the path."""
+MIN_RTT_S = 0.005
+"""Below 5 ms of RTT a small buffer is enough for any rate; the clamp cannot be told."""
+MIN_MEASURED_S = 2.0
+"""A rate measured over less than this is mostly slow start, when every sender has less in
+flight than the window allows (the lab's 0.7 MB packs: 0.55 s, a false send-buffer clamp)."""
+UNCLAMPED_FLIGHT_BYTES = 3 * 1024 * 1024
+"""What a sender with Linux's default ``tcp_wmem`` maximum (4 MiB) keeps in flight (the
+buffer holds the unacknowledged data and its overhead): the rate an unclamped server reaches
+at most, ``3 MiB / RTT``."""
+
+SEND_BUFFER_FIX = (
+    "raise the sending side's buffer: on the git server the third value of sysctl "
+    "net.ipv4.tcp_wmem (Linux's default is 4194304) and net.core.wmem_max where a program "
+    "sets SO_SNDBUF; on an HAProxy edge remove or raise tune.sndbuf.client (and "
+    "tune.sndbuf.server); on an nginx edge remove sndbuf= from the listen line; at least "
+    "twice the path's bandwidth-delay product")
+
+
+def _flight_signals(obs: FetchObservation, rtt: float, tally: Tally) -> float | None:
+    """The bytes per RTT against the advertised window; returns the flight when it fits."""
+    tcp = obs.tcp
+    rate = obs.rate_bytes_per_s or 0.0
+    if tcp is None or tcp.advertised_window_max_bytes is None:
+        return None
+    flight = rate * rtt
+    window = tcp.advertised_window_max_bytes
+    if flight > FLIGHT_BELOW_WINDOW * window or flight > SMALL_FLIGHT_BYTES:
+        return None
+    tally.add("flight-below-window", Evidence(
+        what="server's bytes in flight per round trip (rate x RTT)", value=flight, unit="B",
+        threshold=FLIGHT_BELOW_WINDOW * window, comparison="<=",
+        basis="half of the client's advertised window {}",
+        basis_terms=(Quantity(value=float(window), unit="B"),),
+        source=f"{tcp.source} bytes_received, rcv_ssthresh; fetch {obs.protocol} #{obs.repeat}"))
+    if tcp.rcv_space_max_bytes is not None and tcp.rcv_space_max_bytes <= 2 * max(flight, 1.0):
+        tally.add("rcv-space-small", Evidence(
+            what="most the sender delivered in one RTT (rcv_space)",
+            value=float(tcp.rcv_space_max_bytes), unit="B", threshold=2 * flight,
+            comparison="<=", basis="twice the flight {}",
+            basis_terms=(Quantity(value=flight, unit="B"),), source=tcp.source))
+    return flight
+
+
+def _queue_signal(obs: FetchObservation, tally: Tally) -> bool:
+    """No queue on the path: the receiver's RTT stays near the minimum."""
+    tcp = obs.tcp
+    if tcp is None or tcp.median_rtt_s is None or not tcp.min_rtt_s:
+        return False
+    if tcp.median_rtt_s > RTT_UNINFLATED * tcp.min_rtt_s:
+        return False
+    tally.add("no-queue", Evidence(
+        what="receiver's median RTT (no queue on the path)", value=tcp.median_rtt_s, unit="s",
+        threshold=RTT_UNINFLATED * tcp.min_rtt_s, comparison="<=",
+        basis="1.5 x the minimum RTT {}", basis_terms=(Quantity(value=tcp.min_rtt_s, unit="s"),),
+        source=f"{tcp.source} rcv_rtt, minrtt"))
+    return True
+
+
+def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
+    rtt = obs.rtt_s
+    if not obs.measured or obs.tcp is None or not rtt or rtt < MIN_RTT_S:
+        return None
+    if obs.measured_s < MIN_MEASURED_S:
+        return None
+    tally = Tally("server-send-buffer")
+    flight = _flight_signals(obs, rtt, tally)
+    if flight is None or not _queue_signal(obs, tally):
+        return None
+    if obs.stopped == "stable":
+        tally.add("steady", Evidence(what="download rate, steady (four half-second windows within "
+                                "10%)", value=obs.rate_bytes_per_s, unit="B/s",
+                                source=f"fetch monitor, {obs.protocol} #{obs.repeat}"))
+    rate = obs.rate_bytes_per_s or 0.0
+    unclamped = UNCLAMPED_FLIGHT_BYTES / rtt
+    cost = obs.measured_s - obs.moved_bytes / unclamped if unclamped > rate else 0.0
+    return Hit(
+        score=round(min(weight("server-send-buffer", "cap"), tally.score), 2),
+        cost_s=max(0.0, cost),
+        summary=(f"the server kept only {flight:.0f} B in flight per round trip although the "
+                 f"client's window allowed more, with no queue on the path: its send buffer "
+                 f"holds the download to {rate:.0f} B/s"),
+        evidence=tuple(tally.evidence), fix=SEND_BUFFER_FIX, cost_protocol=obs.protocol)
+
+
+def server_send_buffer(observations: Sequence[FetchObservation]) -> Hit | None:
+    """The server's (or edge's) send buffer caps its bytes in flight below the client's window."""
+    return costliest(observations, _send_buffer_hit)
+
+
+def slow_ref_advertisement_fetch(observations: Sequence[FetchObservation]) -> Hit | None:
+    """``slow-ref-advertisement`` (the push culprit's id, round-trip allowance and slow-phase
+    threshold, :mod:`.server`) on clones: connect, authentication and the refs arrive later
+    than the connection's round trips explain, on every protocol that measured it."""
+    late: list[tuple[FetchObservation, float, float]] = []
+    for obs in observations:
+        seen = obs.phases.ref_advertisement_s
+        if seen is None:
+            continue
+        rtts = REF_ADVERTISEMENT_RTTS.get(obs.protocol, REF_ADVERTISEMENT_RTTS["*"])
+        allowed = SLOW_PHASE_S + rtts * (obs.rtt_s or 0.0)
+        late.append((obs, seen, allowed))
+    slow = [(obs, seen, allowed) for obs, seen, allowed in late if seen > allowed]
+    if not slow:
+        return None
+    worst, seen, allowed = min(slow, key=lambda item: item[1] - item[2])
+    excess = seen - allowed + SLOW_PHASE_S
+    evidence = tuple(Evidence(
+        what="time to the ref advertisement", value=value, unit="s", threshold=limit,
+        comparison=">", basis="{} over the connection's round trips",
+        basis_terms=(Quantity(value=SLOW_PHASE_S, unit="s"),),
+        source=f"trace2 fetch-pack, fetch {obs.protocol} #{obs.repeat}")
+        for obs, value, limit in late)
+    return Hit(
+        score=0.7 if len(slow) >= 2 else 0.6, cost_s=excess, cost_protocol=worst.protocol,
+        summary=(f"the refs arrived at least {excess:.1f} s later than the connection's round "
+                 f"trips explain on {len(slow)} of {len(late)} clones: authentication or the "
+                 "ref advertisement is slow"),
+        evidence=evidence,
+        fix=("check the authentication backend's latency (LDAP, SSO, token checks) on the "
+             "first request, and the ref count (git ls-remote URL | wc -l): hide refs from "
+             "clones with uploadpack.hideRefs / transfer.hideRefs, 'git pack-refs --all' on "
+             "the server; protocol v2 (protocol.version=2) lets the client ask for the refs "
+             "it needs"))

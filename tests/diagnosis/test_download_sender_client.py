@@ -1,0 +1,129 @@
+"""The download culprits of the sender (send buffer) and the client (index-pack CPU, libcurl's
+HTTP/2 window) from crafted clone observations: each fires on its evidence and stays silent
+on a healthy clone."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from itertools import pairwise
+
+import pytest
+
+from gitnetdiag.diagnosis.culprits.download import rank_download
+from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window, client_index_pack_cpu
+from gitnetdiag.diagnosis.culprits.fetchsender import server_send_buffer
+from gitnetdiag.diagnosis.culprits.libcurlwin import load_windows, parse_version, window_for
+from tests.diagnosis.test_download_culprits import HEALTHY, PHASES, TCP
+
+# The lab's server-sndbuf-clamp seen from the client: 64 KiB send buffer at 50 ms, the
+# client's window open to 200 kB, 25 kB arriving per round trip.
+SNDBUF_TCP = replace(TCP, advertised_window_max_bytes=200_000, receive_buffer_max_bytes=400_000,
+                     rcv_space_max_bytes=40_000, min_rtt_s=0.05, median_rtt_s=0.052)
+SNDBUF = replace(
+    HEALTHY, moved_bytes=2_500_000, measured_s=5.0, rate_bytes_per_s=500_000.0,
+    stopped="stable",
+    tcp=SNDBUF_TCP)
+
+
+def test_send_buffer_ranks_first_on_its_evidence() -> None:
+    findings = rank_download([SNDBUF])
+    assert [f.id for f in findings][:1] == ["server-send-buffer"]
+    top = findings[0]
+    assert 0.7 <= top.score <= 0.85
+    assert 4.5 < top.cost_s < 5.0  # 2.5 MB at 3 MiB / 50 ms takes 0.04 s
+    assert "net.ipv4.tcp_wmem" in top.fix and "tune.sndbuf" in top.fix and "sndbuf=" in top.fix
+    assert {e.unit for e in top.evidence} >= {"B", "s"}
+
+
+def test_send_buffer_silent_on_healthy_window_bound_and_queued_clones() -> None:
+    assert server_send_buffer([HEALTHY]) is None  # 500 kB in flight: more than a clamp keeps
+    window_bound = replace(SNDBUF, tcp=replace(SNDBUF_TCP, advertised_window_max_bytes=32_000))
+    assert server_send_buffer([window_bound]) is None  # the client's window binds
+    queued = replace(SNDBUF, tcp=replace(SNDBUF_TCP, median_rtt_s=0.2))
+    assert server_send_buffer([queued]) is None  # a queue on the path: a bottleneck link
+    loopback = replace(SNDBUF, path_rtt_s=0.001)
+    assert server_send_buffer([loopback]) is None
+    assert server_send_buffer([replace(SNDBUF, tcp=None)]) is None
+
+
+# The lab's client-index-cpu: a complete clone whose index-pack took most of its time.
+INDEX = replace(
+    HEALTHY, outcome="ok", moved_bytes=700_000, measured_s=1.0, rate_bytes_per_s=700_000.0,
+    wall_s=12.0, stopped=None,
+    phases=replace(PHASES, pack_received_s=2.0, received_bytes=700_000, index_pack_s=8.5,
+                   checkout_s=1.2, total_s=12.0))
+
+
+def test_index_pack_cpu_ranks_first() -> None:
+    findings = rank_download([INDEX, replace(INDEX, protocol="ssh", phases=replace(
+        INDEX.phases, index_pack_s=7.9))])
+    assert [f.id for f in findings][:1] == ["client-index-pack-cpu"]
+    top = findings[0]
+    assert top.cost_s == 8.5 and top.score >= 0.8
+    assert "index-pack" in top.fix and "--filter=blob:none" in top.fix
+    assert any("fastest protocol" in e.what for e in top.evidence)
+
+
+def test_index_pack_cpu_silent_on_a_quick_index_pack() -> None:
+    quick = replace(INDEX, phases=replace(INDEX.phases, index_pack_s=0.4, total_s=4.0))
+    assert client_index_pack_cpu([quick]) is None
+    small_share = replace(INDEX, phases=replace(INDEX.phases, index_pack_s=2.0, total_s=30.0))
+    assert client_index_pack_cpu([small_share]) is None
+    assert client_index_pack_cpu([HEALTHY]) is None  # stopped mid-pack: no index-pack
+
+
+def _h1_h2(libcurl: str, h2_rate: float) -> list:  # type: ignore[type-arg]
+    h1 = replace(HEALTHY, protocol="h1", libcurl=libcurl, rate_bytes_per_s=10_000_000.0)
+    h2 = replace(HEALTHY, protocol="h2", libcurl=libcurl, rate_bytes_per_s=h2_rate,
+                 moved_bytes=int(h2_rate * 4.0))
+    return [h1, h2]
+
+
+def test_http2_window_of_an_old_libcurl_ranks_first() -> None:
+    """libcurl 7.49 advertises 65,535 B: the HTTP/2 clone runs at 64 KiB / RTT."""
+    findings = rank_download(_h1_h2("7.49.0", 1_250_000.0))
+    assert [f.id for f in findings][:1] == ["client-http2-window"]
+    top = findings[0]
+    assert top.score == 0.9 and top.cost_protocol == "h2"
+    assert 3.4 < top.cost_s < 3.6  # 5 MB at 10 MB/s would take 0.5 s instead of 4
+    assert "http.version HTTP/1.1" in top.fix
+    assert any("issues/1102" in e.source for e in top.evidence)
+
+
+def test_http2_window_silent_for_a_large_window_or_a_fast_h2() -> None:
+    assert client_http2_window(_h1_h2("7.88.1", 1_250_000.0)) is None  # 32 MiB window
+    assert client_http2_window(_h1_h2("7.49.0", 9_000_000.0)) is None  # h2 as fast as h1
+    assert client_http2_window(_h1_h2("7.49.0", 5_000_000.0)) is None  # 250 kB/RTT > window
+    assert client_http2_window([HEALTHY]) is None  # no HTTP/2 clone
+    unknown = client_http2_window(_h1_h2("8.1.0", 4_000_000.0))  # window not documented
+    assert unknown is not None and unknown.score == pytest.approx(0.7)
+
+
+def test_libcurl_window_data_covers_every_version_once_with_sources() -> None:
+    entries = load_windows()
+    assert all(e.source.startswith("https://github.com/curl/curl/") for e in entries)
+    for older, newer in pairwise(entries):
+        assert older.until == newer.since  # contiguous, no overlap
+    assert window_for("7.51.0") is not None and window_for("7.51.0").steady_window == 65535  # type: ignore[union-attr]
+    assert window_for("libcurl/8.10.1").initial_window == 65536  # type: ignore[union-attr]
+    assert window_for("8.10.1").steady_window == 10 * 1024 * 1024  # type: ignore[union-attr]
+    assert parse_version("curl 8.5.0-DEV") == (8, 5, 0) and parse_version("none") is None
+
+
+def test_slow_ref_advertisement_is_the_push_culprit_on_clones() -> None:
+    """The same id as for pushes: 3 s of authentication before the refs on every clone."""
+    slow = [replace(HEALTHY, protocol=name, phases=replace(PHASES, ref_advertisement_s=seen))
+            for name, seen in (("h1", 3.3), ("ssh", 3.9))]
+    findings = rank_download(slow)
+    assert [f.id for f in findings][:1] == ["slow-ref-advertisement"]
+    assert findings[0].score == 0.7
+    assert abs(findings[0].cost_s - (3.3 - 3 * 0.05)) < 1e-6  # the smaller excess (h1)
+    assert "uploadpack.hideRefs" in findings[0].fix
+    quick = [replace(HEALTHY, protocol="ssh", phases=replace(PHASES, ref_advertisement_s=0.86))]
+    assert rank_download(quick) == ()  # the lab's healthy SSH at 50 ms
+
+
+def test_send_buffer_silent_on_a_short_transfer() -> None:
+    """A 0.7 MB pack measured over 0.55 s ends in slow start (the lab's client-index-cpu)."""
+    short = replace(SNDBUF, moved_bytes=707_338, measured_s=0.55, rate_bytes_per_s=1_258_641.0)
+    assert server_send_buffer([short]) is None
