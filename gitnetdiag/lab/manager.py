@@ -309,14 +309,13 @@ def _start_delay(ns: Namespaces, paths: LabPaths, spec: LabSpec) -> int | None:
     return spawn(ns.router, argv, paths.run / "delay.log", env)
 
 
-def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
-    """Build the lab described by ``spec``; on any failure remove what was made."""
+def _check_can_build(spec: LabSpec, ns: Namespaces, root: Path,
+                     progress: Progress) -> None:
+    """Root, the programs, and no lab of that name up; leftovers of a crashed one removed."""
     require_root("gitnetdiag lab up")
     for program, package in REQUIRED_PROGRAMS.items():
         require_program(program, package=package)
     require_program(EDGE_PROGRAMS[spec.edge], package=EDGE_PACKAGES[spec.edge])
-    ns = Namespaces.of(spec.instance)
-    root = state_dir(spec.instance)
     if (root / "state.json").exists():
         raise LabError(
             f"lab instance '{spec.instance}' is already up",
@@ -327,11 +326,58 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
     if leftovers or root.exists():
         progress("removing leftovers of an earlier lab")
         down(spec.instance)
+
+
+def _lab_state(spec: LabSpec, ns: Namespaces, paths: LabPaths, pids: dict[str, int],
+               cgroup: str, client_path: str) -> LabState:
+    """What ``lab up`` records of the lab it built (state.json)."""
+    return LabState(
+        instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
+        server_ns=ns.server, client_ip=CLIENT_IP, server_ip=SERVER_IP,
+        rtt_ms=spec.rtt_ms, loss=spec.loss, rate=spec.rate, faults=list(spec.faults),
+        endpoints=LabEndpoints(
+            https_edge=f"https://{SERVER_IP}:{PORT_HTTPS_EDGE}/git/lab.git",
+            https_direct=f"https://{SERVER_IP}:{PORT_HTTPS_DIRECT}/git/lab.git",
+            ssh=f"ssh://{SERVICE_USER}@{SERVER_IP}:{PORT_SSH}{paths.repo}",
+            git=f"git://{SERVER_IP}:{PORT_GIT}/lab.git",
+        ),
+        ca_file=str(paths.ca_cert), ssh_key=str(paths.client_key),
+        ssh_known_hosts=str(paths.known_hosts), ssh_user=SERVICE_USER,
+        repo_path=str(paths.repo), edge_h2_window=spec.edge_h2_window,
+        apache_h2_window=spec.apache_h2_window, hook_delay_s=spec.hook_delay_s,
+        auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
+        edge=spec.edge, edge_buffering=spec.edge_buffering,
+        state_dir=str(paths.root),
+        http_credential_store=str(paths.credential_store) if spec.http_auth else "",
+        reset_after_bytes=spec.reset_after_bytes, fixed=list(spec.fixed),
+        storage_cgroup=cgroup, client_path=client_path,
+    )
+
+
+def _shape_path(ns: Namespaces, paths: LabPaths, spec: LabSpec, state: LabState,
+                progress: Progress) -> None:
+    """The router's delay, loss and rate, and the faults' rules (after readiness)."""
+    progress(f"router: {spec.rtt_ms:g} ms RTT, loss {spec.loss:.1%}, "
+             f"rate {spec.rate or 'none'}")
+    delay_pid = _start_delay(ns, paths, spec)
+    if delay_pid is not None:
+        state.pids["delay"] = delay_pid
+        time.sleep(0.5)
+        if not alive(delay_pid):
+            raise LabError("the delay program died: " + log_tail(paths.run, "delay"),
+                           hint=f"see {paths.run / 'delay.log'}", reference="lab-delay-failed")
+    router_rules(ns, spec)
+
+
+def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
+    """Build the lab described by ``spec``; on any failure remove what was made."""
+    ns = Namespaces.of(spec.instance)
+    root = state_dir(spec.instance)
+    _check_can_build(spec, ns, root, progress)
     STATE_ROOT.mkdir(parents=True, exist_ok=True)
     STATE_ROOT.chmod(0o755)
     root.mkdir(mode=0o755)
     paths = LabPaths(root=root)
-    pids: dict[str, int] = {}
     try:
         progress("network namespaces, veth pairs, routes")
         _build_topology(ns, spec)
@@ -357,40 +403,11 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
                           if spec.server_cpu_share is not None else cgroup)
         pids = start_servers(ns, paths, spec, files, cgroup=servers_cgroup)
         wait_listening(ns, paths, pids, spec.edge)
-        state = LabState(
-            instance=spec.instance, client_ns=ns.client, router_ns=ns.router,
-            server_ns=ns.server, client_ip=CLIENT_IP, server_ip=SERVER_IP,
-            rtt_ms=spec.rtt_ms, loss=spec.loss, rate=spec.rate, faults=list(spec.faults),
-            endpoints=LabEndpoints(
-                https_edge=f"https://{SERVER_IP}:{PORT_HTTPS_EDGE}/git/lab.git",
-                https_direct=f"https://{SERVER_IP}:{PORT_HTTPS_DIRECT}/git/lab.git",
-                ssh=f"ssh://{SERVICE_USER}@{SERVER_IP}:{PORT_SSH}{paths.repo}",
-                git=f"git://{SERVER_IP}:{PORT_GIT}/lab.git",
-            ),
-            ca_file=str(paths.ca_cert), ssh_key=str(paths.client_key),
-            ssh_known_hosts=str(paths.known_hosts), ssh_user=SERVICE_USER,
-            repo_path=str(paths.repo), edge_h2_window=spec.edge_h2_window,
-            apache_h2_window=spec.apache_h2_window, hook_delay_s=spec.hook_delay_s,
-            auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,
-            edge=spec.edge, edge_buffering=spec.edge_buffering,
-            state_dir=str(root),
-            http_credential_store=str(paths.credential_store) if spec.http_auth else "",
-            reset_after_bytes=spec.reset_after_bytes, fixed=list(spec.fixed),
-            storage_cgroup=cgroup, client_path=client_path,
-        )
+        state = _lab_state(spec, ns, paths, pids, cgroup, client_path)
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")
         wait_ready(state)
-        progress(f"router: {spec.rtt_ms:g} ms RTT, loss {spec.loss:.1%}, "
-                 f"rate {spec.rate or 'none'}")
-        delay_pid = _start_delay(ns, paths, spec)
-        if delay_pid is not None:
-            state.pids["delay"] = delay_pid
-            time.sleep(0.5)
-            if not alive(delay_pid):
-                raise LabError("the delay program died: " + log_tail(paths.run, "delay"),
-                               hint=f"see {paths.run / 'delay.log'}", reference="lab-delay-failed")
-        router_rules(ns, spec)
+        _shape_path(ns, paths, spec, state, progress)
         save_state(state)
         return state
     except BaseException as exc:

@@ -16,6 +16,7 @@ factory: tests pass a fake one).
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 from collections import Counter
@@ -317,6 +318,49 @@ def run_load(
         return _run_load(options, reporter, stop=stop, runner_factory=runner_factory)
 
 
+def _wait_step(threads: list[threading.Thread], watch: _ServerWatch, reporter: LoadReporter,
+               stop: threading.Event, inflight: InFlight,
+               status: Callable[[], LiveStatus]) -> bool:
+    """Start a step's slots and sample the server until they end; True when Ctrl-C
+    stopped them (every git of the load killed)."""
+    for thread in threads:
+        thread.start()
+    try:
+        while any(t.is_alive() for t in threads):
+            time.sleep(TICK_S)
+            watch.sample()
+            reporter.tick(status())
+    except KeyboardInterrupt:
+        stop.set()
+        inflight.kill_all()
+        for thread in threads:
+            thread.join(timeout=10.0)
+        return True
+    return False
+
+
+def _load_report(options: LoadOptions, urls: tuple[str, ...], started_iso: str,
+                 steps: tuple[StepResult, ...], interrupted: bool,
+                 cleanup: dict[str, int]) -> LoadReport:
+    return LoadReport(
+        target=urls[0],
+        targets=urls,
+        protocol=options.transport.protocol.value,
+        ops=options.ops,
+        mix=options.mix,
+        step_duration_s=options.step_duration_s,
+        timeout_s=options.timeout_s,
+        started=started_iso,
+        source="local",
+        steps=steps,
+        min_ops_per_hour=options.min_ops_per_hour,
+        max_error_ratio=options.max_error_ratio,
+        interrupted=interrupted,
+        cleanup=cleanup,
+        extra=dict(options.extra),
+    )
+
+
 def _run_load(
     options: LoadOptions,
     reporter: LoadReporter | None,
@@ -363,20 +407,9 @@ def _run_load(
                                  name=f"load-slot-{slot}", daemon=True)
                 for slot in range(concurrency)
             ]
-            for thread in threads:
-                thread.start()
-            try:
-                while any(t.is_alive() for t in threads):
-                    time.sleep(TICK_S)
-                    watch.sample()
-                    reporter.tick(_status(step, len(options.concurrency), concurrency, began,
-                                          options.step_duration_s))
-            except KeyboardInterrupt:
-                interrupted = True
-                stop.set()
-                inflight.kill_all()
-                for thread in threads:
-                    thread.join(timeout=10.0)
+            interrupted = _wait_step(threads, watch, reporter, stop, inflight, functools.partial(
+                _status, step, len(options.concurrency), concurrency, began,
+                options.step_duration_s))
             if step.errors and not interrupted:
                 error = step.errors[0]
                 if isinstance(error, KeyboardInterrupt):
@@ -399,23 +432,8 @@ def _run_load(
         inflight.kill_all()
     finally:
         cleanup = _close_all(runners)
-    report = LoadReport(
-        target=urls[0],
-        targets=urls,
-        protocol=options.transport.protocol.value,
-        ops=options.ops,
-        mix=options.mix,
-        step_duration_s=options.step_duration_s,
-        timeout_s=options.timeout_s,
-        started=started_iso,
-        source="local",
-        steps=tuple(steps),
-        min_ops_per_hour=options.min_ops_per_hour,
-        max_error_ratio=options.max_error_ratio,
-        interrupted=interrupted or stop.is_set(),
-        cleanup=cleanup,
-        extra=dict(options.extra),
-    )
+    report = _load_report(options, urls, started_iso, tuple(steps),
+                          interrupted or stop.is_set(), cleanup)
     return LoadOutcome(report=report, records=tuple(records),
                        leftover_branches=_leftovers(runners))
 

@@ -192,6 +192,36 @@ def delete_probe_branch_ssh(conn: _Connection, target: SshTarget, ref: str, oid:
         channel.close()
 
 
+def _send_all(channel: paramiko.Channel, body: bytes, packet_bytes: int,
+              sampler: SocketSampler) -> list[tuple[int, int]]:
+    """Send ``body`` in channel packets of at most ``packet_bytes``; each send's
+    (monotonic ns, bytes), the socket sampled before each."""
+    sent: list[tuple[int, int]] = []
+    view = memoryview(body)
+    offset = 0
+    while offset < len(body):
+        sampler.poll()
+        count = channel.send(bytes(view[offset : offset + packet_bytes]))
+        if count <= 0:
+            raise NetworkError("the SSH channel closed during the push", reference="ssh-send")
+        sent.append((time.monotonic_ns(), count))
+        offset += count
+    return sent
+
+
+def _delete_on_connection(conn: _Connection, target: SshTarget, ref: str,
+                          new_oid: str) -> bool:
+    """Compare-and-swap delete of the probe branch on the push's own connection; a
+    failure is a warning (the caller records the branch as not deleted)."""
+    try:
+        return delete_probe_branch_ssh(conn, target, ref, new_oid)
+    except GitnetdiagError as exc:
+        print(f"warning: could not delete {ref}: {exc.one_line()}", file=sys.stderr)
+    except (paramiko.SSHException, OSError) as exc:
+        print(f"warning: could not delete {ref}: {exc}", file=sys.stderr)
+    return False
+
+
 def ssh_push_probe(
     url: str,
     *,
@@ -232,19 +262,9 @@ def ssh_push_probe(
             raise UsageError(f"{ref} already exists on the server", hint="use a new probe id")
         caps = [c for c in ("report-status",) if c in advertised.capabilities]
         body = ref_update_request(ZERO_OID, new_oid, ref, caps, pack)
-        sent: list[tuple[int, int]] = []
         pushed = True
         first_ns = time.monotonic_ns()
-        view = memoryview(body)
-        offset = 0
-        sampler = SocketSampler(conn.sock, tcpinfo_sink)
-        while offset < len(body):
-            sampler.poll()
-            count = channel.send(bytes(view[offset : offset + server_packet]))
-            if count <= 0:
-                raise NetworkError("the SSH channel closed during the push", reference="ssh-send")
-            sent.append((time.monotonic_ns(), count))
-            offset += count
+        sent = _send_all(channel, body, server_packet, SocketSampler(conn.sock, tcpinfo_sink))
         sent_all = True
         channel.shutdown_write()
         report = answer = parse_report_status(_read_until_flush(channel, deadline))
@@ -257,12 +277,7 @@ def ssh_push_probe(
             deleted = end_branch(cleanup, ref, new_oid, started=pushed, sent_all=sent_all,
                                  report=answer)
         elif pushed:
-            try:
-                deleted = delete_probe_branch_ssh(conn, target, ref, new_oid)
-            except GitnetdiagError as exc:
-                print(f"warning: could not delete {ref}: {exc.one_line()}", file=sys.stderr)
-            except (paramiko.SSHException, OSError) as exc:
-                print(f"warning: could not delete {ref}: {exc}", file=sys.stderr)
+            deleted = _delete_on_connection(conn, target, ref, new_oid)
         conn.close()
 
     def rel(t_ns: int) -> int:

@@ -139,6 +139,31 @@ def _run_fio(fio: str, job: FioJob) -> tuple[FioResult | None, str]:
     return parse_fio_json(done.stdout), done.stderr
 
 
+def _fio_reference(scratch: Path, directory: Path, fstype: str, size_bytes: int,
+                   runtime_s: float, say: Progress,
+                   notes: list[str]) -> tuple[FioResult | None, IoMode | None]:
+    """The fio reference job in ``scratch`` (direct I/O where the file system allows it,
+    else buffered, said in ``notes``); (None, None) without fio."""
+    fio = find_fio()
+    if fio is None:
+        notes.append("fio is not installed (Debian package 'fio'): only the small-file test ran")
+        return None, None
+    direct = supports_direct_io(scratch)
+    if not direct:
+        notes.append(_no_direct_note(directory, fstype))
+    job = FioJob(filename=str(scratch / "fio-testfile"), size_bytes=size_bytes,
+                 runtime_s=runtime_s, direct=direct)
+    say(f"fio: random 4 KiB, 75% reads, iodepth 64 on {job.filename} for {runtime_s:g} s")
+    fio_result, _ = _run_fio(fio, job)
+    if fio_result is None:
+        notes.append(_no_direct_note(directory, fstype))
+        job = FioJob(filename=job.filename, size_bytes=size_bytes,
+                     runtime_s=runtime_s, direct=False)
+        fio_result, _ = _run_fio(fio, job)
+    Path(job.filename).unlink(missing_ok=True)
+    return fio_result, "direct" if job.direct else "buffered"
+
+
 def run_storage_check(
     path: Path,
     *,
@@ -166,35 +191,10 @@ def run_storage_check(
             f"cannot create a scratch directory in {directory}: {exc.strerror}",
             "give a directory this user can write to (not read-only, not immutable)",
         ) from exc
-    fio_result: FioResult | None = None
-    io_mode: IoMode | None = None
     try:
         with sigterm_interrupts():
-            fio = find_fio()
-            if fio is None:
-                notes.append(
-                    "fio is not installed (Debian package 'fio'): only the small-file test ran"
-                )
-            else:
-                direct = supports_direct_io(scratch)
-                if not direct:
-                    notes.append(_no_direct_note(directory, fstype))
-                job = FioJob(
-                    filename=str(scratch / "fio-testfile"),
-                    size_bytes=size_bytes,
-                    runtime_s=runtime_s,
-                    direct=direct,
-                )
-                say(f"fio: random 4 KiB, 75% reads, iodepth 64 on {job.filename} "
-                    f"for {runtime_s:g} s")
-                fio_result, _ = _run_fio(fio, job)
-                if fio_result is None:
-                    notes.append(_no_direct_note(directory, fstype))
-                    job = FioJob(filename=job.filename, size_bytes=size_bytes,
-                                 runtime_s=runtime_s, direct=False)
-                    fio_result, _ = _run_fio(fio, job)
-                io_mode = "direct" if job.direct else "buffered"
-                Path(job.filename).unlink(missing_ok=True)
+            fio_result, io_mode = _fio_reference(scratch, directory, fstype, size_bytes,
+                                                 runtime_s, say, notes)
             say(f"small files: writing and reading {small_files:,} files")
             small_dir = scratch / "small-files"
             small_dir.mkdir()
