@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.progress import Progress
 
 from gitnetdiag.commands._output import write_output
-from gitnetdiag.errors import NetworkError
+from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
+from gitnetdiag.probe.runner import parse_size
 
 if TYPE_CHECKING:
     from gitnetdiag.pipeline_fetch import FetchDiagnosis
@@ -35,6 +36,16 @@ class TransferDirection(StrEnum):
 def fetch_run_dir(push_run_dir: Path) -> Path:
     """Where ``--direction both`` writes its fetches: beside the push run directory."""
     return push_run_dir.with_name(push_run_dir.name + "-fetch")
+
+
+def fetch_seed_bytes(size: str | None, direction: TransferDirection) -> int | None:
+    """``--fetch-seed SIZE`` in bytes; a usage error with ``--direction push``."""
+    if size is None:
+        return None
+    if direction is TransferDirection.PUSH:
+        raise UsageError("--fetch-seed goes with --direction fetch or both",
+                         hint="add --direction fetch")
+    return parse_size(size)
 
 
 def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progress,

@@ -33,7 +33,12 @@ from gitnetdiag.commands._preflight import (
     check_url_text,
     check_zone_id,
 )
-from gitnetdiag.commands.fetch import TransferDirection, fetch_run_dir, run_fetch_command
+from gitnetdiag.commands.fetch import (
+    TransferDirection,
+    fetch_run_dir,
+    fetch_seed_bytes,
+    run_fetch_command,
+)
 from gitnetdiag.diagnosis.observations import HostEvidence
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
@@ -310,6 +315,11 @@ def probe_command(
         TransferDirection.PUSH, "--direction",
         help="push (to a throwaway branch), fetch (read-only bounded clones of what the URL "
         "serves) or both (fetches land in RUN-fetch)."),
+    fetch_seed: str | None = typer.Option(
+        None, "--fetch-seed", metavar="SIZE",
+        help="With --direction fetch|both, for a repository too small to measure or empty: "
+        "push SIZE of generated data to a throwaway branch, fetch that branch, delete it. "
+        "Without it a fetch writes nothing on the server."),
 ) -> None:
     """Push the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 
@@ -372,6 +382,7 @@ def probe_command(
         h2_sweep=h2_sweep,
         ssh_key=str(ssh_key) if ssh_key else None,
         ssh_known_hosts=str(ssh_known_hosts) if ssh_known_hosts else None,
+        fetch_seed_bytes=fetch_seed_bytes(fetch_seed, direction),
     )
     host = load_host_report(host_report) if host_report else None
     console = Console(stderr=True, highlight=False)

@@ -17,6 +17,7 @@ from pathlib import Path
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.fetchonce import fetch_once
+from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Protocol, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
@@ -34,6 +35,7 @@ from gitnetdiag.rundir.fetchrecords import (
     FetchManifest,
     FetchProtocolRun,
     FetchRecord,
+    FetchSeed,
     write_fetch_manifest,
 )
 
@@ -70,6 +72,8 @@ class _FetchRun:
         self.warnings: list[str] = []
         self.first_error: GitnetdiagError | None = None
         self.client_tcp_rmem: tuple[int, ...] | None = None
+        self.seed: FetchSeed | None = None
+        self.branch: str | None = None
 
     def transport(self, protocol: Protocol) -> Transport:
         return replace(self.options.transport(protocol),
@@ -84,7 +88,7 @@ class _FetchRun:
             options={**self.options.manifest_options(), "direction": "fetch"},
             environment=self.environment, protocols=tuple(self.protocols.values()),
             paths=tuple(self.paths), errors=tuple(self.errors), warnings=tuple(self.warnings),
-            client_tcp_rmem=self.client_tcp_rmem,
+            client_tcp_rmem=self.client_tcp_rmem, seed=self.seed,
         ), self.secrets)
 
     def save(self) -> FetchManifest:
@@ -187,6 +191,14 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
                             f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms",
                             ok=path.error is None)
     state.save()
+    if options.fetch_seed_bytes:
+        _seeded(state, scratch, options.fetch_seed_bytes)
+    else:
+        _fetch_all(state)
+
+
+def _fetch_all(state: _FetchRun) -> None:
+    options = state.options
     failed: set[Protocol] = set()
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
@@ -201,4 +213,37 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
             state.append(protocol, record)
             if record.outcome == "failed":
                 failed.add(protocol)
+            state.save()
+
+
+def _seeded(state: _FetchRun, scratch: Path, size_bytes: int) -> None:
+    """Push the seed branch, fetch it over each protocol, delete it whatever happened."""
+    options = state.options
+    transports = {protocol: state.transport(protocol) for protocol in options.protocols}
+
+    def note(record: FetchSeed) -> None:
+        state.seed = record
+        state.save()
+
+    try:
+        state.reporter.begin("seed branch")
+        seed = seed_branch(tuple(transports.values()), scratch, probe_id=state.run_id,
+                           size_bytes=size_bytes, seed=options.seed,
+                           timeout_s=options.timeout_s, note=note)
+        state.reporter.done("seed branch", f"{seed.branch} over {seed.protocol}, "
+                            f"{seed.push_wall_s or 0:.1f} s" if seed.pushed else
+                            f"push failed: {seed.push_error}", ok=seed.pushed)
+        if seed.pushed:
+            state.branch = seed.branch
+            _fetch_all(state)
+    finally:
+        if state.seed is not None:
+            state.reporter.begin("seed clean-up")
+            state.seed = remove_seed(state.seed, transports, scratch,
+                                     wait_s=options.cleanup_wait_s)
+            problems = seed_errors(state.seed)
+            for stage, exc in problems:
+                state.error(stage, None, exc)
+            state.reporter.done("seed clean-up", f"{state.seed.cleanup}, gone on the server: "
+                                f"{state.seed.gone_on_server}", ok=not problems)
             state.save()

@@ -90,6 +90,42 @@ class FetchRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FetchSeed:
+    """``--fetch-seed``: the generated repository pushed to a throwaway branch, fetched by
+    every clone of the run, then deleted (the one write a fetch run may make)."""
+
+    branch: str
+    """The throwaway branch, ``gitnetdiag/probe-<id>`` as the push probes name theirs."""
+    oid: str
+    """The generated commit pushed (the delete's lease)."""
+    size_bytes: int
+    """Bytes of random data in the generated repository."""
+    protocol: str | None = None
+    """Protocol of the push that created it (the last one tried when none did)."""
+    pushed: bool = False
+    """The push succeeded: the branch was created."""
+    push_wall_s: float | None = None
+    """Wall time of that push."""
+    push_error: str = ""
+    """git's last line when no push succeeded."""
+    push_aftermath: str = "not-started"
+    """What the push could still do to the server (``cleanup.Aftermath``)."""
+    cleanup: str = "not-run"
+    """What became of the branch: ``deleted``, ``never-created``, ``leftover``,
+    ``unconfirmed`` (``cleanup.RefCleanup``), ``not-run`` before the clean-up."""
+    cleanup_detail: str = ""
+    """Why, in one line."""
+    cleanup_s: float | None = None
+    """Time the clean-up took."""
+    remove_command: str | None = None
+    """The command that removes it (URL redacted), when it may be left."""
+    check_command: str | None = None
+    """The ``ls-remote`` that shows whether it is there (URL redacted)."""
+    gone_on_server: bool | None = None
+    """The ``ls-remote`` after the clean-up listed no such branch (None: not listed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class FetchProtocolRun:
     """Every fetch over one protocol."""
 
@@ -136,6 +172,9 @@ class FetchManifest:
     client_tcp_rmem: tuple[int, ...] | None = None
     """The probing host's ``net.ipv4.tcp_rmem`` (min, default, max receive buffer): the
     ceiling of the window a download can get; None when unreadable."""
+    seed: FetchSeed | None = None
+    """``--fetch-seed``: the throwaway branch the clones fetched; None: they fetched what
+    the URL serves and nothing was written on the server."""
 
 
 def write_fetch_manifest(run_dir: Path, manifest: FetchManifest) -> Path:

@@ -1,0 +1,58 @@
+"""Issue 26, item 1 in the lab: ``diagnose --direction fetch --fetch-seed`` pushes a generated
+repository to a throwaway branch, every clone fetches that branch, and the branch is gone
+from the server's repository afterwards (looked up on the server itself, not over the wire)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import LabFactory
+
+pytestmark = pytest.mark.lab
+
+SEED = "4MiB"
+SEED_BYTES = 4 * 2**20
+
+
+def _server_branches(repo: str) -> list[str]:
+    out = subprocess.run(["git", "--git-dir", repo, "for-each-ref", "--format=%(refname)",
+                          "refs/heads/"], capture_output=True, text=True, check=True,
+                         timeout=60).stdout
+    return out.split()
+
+
+def test_fetch_seed_branch_is_measured_then_deleted(shared_lab: LabFactory,
+                                                    tmp_path: Path) -> None:
+    state = shared_lab()
+    before = _server_branches(state.repo_path)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance",
+         state.instance, "--direction", "fetch", "--fetch-seed", SEED, "--protocols",
+         "h1,ssh,git", "--format", "json", "--out", str(tmp_path / "run"), "--timeout", "60"],
+        capture_output=True, text=True, timeout=300,
+        env={**os.environ, "TMPDIR": str(tmp_path)})
+    print(f"diagnose --direction fetch --fetch-seed {SEED}: "
+          f"{time.monotonic() - started:.1f} s wall")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    seed = report["seed"]
+    print(seed)
+    assert seed["pushed"] and seed["cleanup"] == "deleted" and seed["gone_on_server"] is True
+    assert _server_branches(state.repo_path) == before
+    assert not any(ref.startswith("refs/heads/gitnetdiag/") for ref in before)
+    assert [f["protocol"] for f in report["fetches"]] == ["h1", "ssh", "git"]
+    for fetch in report["fetches"]:
+        print(f"{fetch['protocol']}: {fetch['outcome']}, {fetch['moved_bytes']} B, "
+              f"{fetch['rate_bytes_per_s']} B/s")
+        assert fetch["outcome"] in ("ok", "bounded"), fetch
+        # bounded mid-pack or whole: the seed's pack, not the lab's small main branch
+        assert fetch["moved_bytes"] > (SEED_BYTES if fetch["outcome"] == "ok" else 2**20)
