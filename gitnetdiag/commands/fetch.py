@@ -71,13 +71,39 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
 
 
 def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
-    """The fetch report in ``fmt`` (``terminal``, ``md``, ``json``; HTML: Markdown for now)."""
+    """The fetch report in ``fmt``: ``terminal``, ``md``, ``html`` (with the window plot)
+    or ``json``."""
     from gitnetdiag.report.fetch import (
         render_fetch_json,
         render_fetch_markdown,
         render_fetch_terminal,
     )
 
-    render = {"json": render_fetch_json, "md": render_fetch_markdown,
-              "html": render_fetch_markdown}.get(fmt, render_fetch_terminal)
+    if fmt == "html":
+        from gitnetdiag.report.fetch_html import render_fetch_html
+
+        return render_fetch_html(diagnosis.manifest, diagnosis.observations,
+                                 diagnosis.findings, diagnosis.windows)
+    render = {"json": render_fetch_json, "md": render_fetch_markdown}.get(
+        fmt, render_fetch_terminal)
     return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings)
+
+
+def is_fetch_run(run_dir: Path) -> bool:
+    """A fetch run directory: ``fetch.json`` and no push ``manifest.json`` beside it."""
+    from gitnetdiag.rundir import MANIFEST_NAME
+    from gitnetdiag.rundir.fetchrecords import FETCH_FILE
+
+    return (run_dir / FETCH_FILE).exists() and not (run_dir / MANIFEST_NAME).exists()
+
+
+def render_fetch_run(run_dir: Path, fmt: str) -> str:
+    """``report RUN`` / ``analyze RUN`` of a fetch run directory: the same report again,
+    derived from its files; ``bad-run-dir`` (one line, non-zero exit) when they are not."""
+    from gitnetdiag.pipeline_fetch import diagnose_fetch_run
+    from gitnetdiag.rundir import bad_run_dir
+
+    diagnosis = diagnose_fetch_run(run_dir)
+    if diagnosis is None:
+        raise bad_run_dir(f"{run_dir}: no fetch.json")
+    return render_fetch(diagnosis, fmt)

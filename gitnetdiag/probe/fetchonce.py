@@ -224,7 +224,8 @@ def fetch_once(state: FetchState, protocol: Protocol, repeat: int, port: int) ->
     scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-clone-"))
     try:
         clone = run_monitored_clone(
-            clone_argv(transport, scratch / "clone", state.branch), env=env, timeout_s=options.timeout_s,
+            clone_argv(transport, scratch / "clone", state.branch), env=env,
+            timeout_s=options.timeout_s,
             budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s, port=port,
             tcpinfo_path=paths["tcpinfo"],
             on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate))

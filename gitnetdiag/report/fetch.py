@@ -15,17 +15,19 @@ from typing import Any
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
-from gitnetdiag.rundir.fetchrecords import FetchManifest
+from gitnetdiag.rundir.fetchrecords import FetchManifest, FetchSeed
 from gitnetdiag.serial import to_jsonable
 
-FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/1"
+FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/2"
 """Schema id of the fetch report's JSON."""
 
-_COLUMNS = ("protocol", "outcome", "received", "rate", "refs", "ref adv.", "1st pack byte",
+COLUMNS = ("protocol", "outcome", "received", "rate", "refs", "ref adv.", "1st pack byte",
             "server wait", "index-pack", "checkout", "adv. window", "rtt")
+"""The clones table's columns, the same in the terminal, Markdown and HTML."""
 
 
-def _row(obs: FetchObservation) -> tuple[str, ...]:
+def fetch_row(obs: FetchObservation) -> tuple[str, ...]:
+    """One clone's cells, in :data:`COLUMNS` order (every format shows the same)."""
     ph, tcp = obs.phases, obs.tcp
     return (
         f"{obs.protocol} #{obs.repeat}", obs.outcome, fmt_quantity(obs.moved_bytes, "B"),
@@ -41,11 +43,11 @@ def _row(obs: FetchObservation) -> tuple[str, ...]:
 
 def _table(rows: Sequence[tuple[str, ...]], *, markdown: bool) -> list[str]:
     if markdown:
-        return ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS),
+        return ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS),
                 *("| " + " | ".join(row) + " |" for row in rows)]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(_COLUMNS)]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*_COLUMNS), *(fmt.format(*row) for row in rows)]
+    return [fmt.format(*COLUMNS), *(fmt.format(*row) for row in rows)]
 
 
 def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
@@ -63,15 +65,35 @@ def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
     return lines
 
 
+DIRECTION_LINE = "direction: fetch (download: the server sends, this client receives)"
+"""How every fetch report names its direction (the push report says ``push``)."""
+
+
+def seed_line(seed: FetchSeed | None) -> str:
+    """What the clones fetched, and whether anything was written on the server."""
+    if seed is None:
+        return "fetched: what the URL serves (read-only: nothing was written on the server)"
+    pushed = (f"pushed over {seed.protocol} in {fmt_quantity(seed.push_wall_s, 's')}"
+              if seed.pushed else f"not pushed ({seed.push_error or 'no protocol took it'})")
+    gone = {True: "gone on the server", False: "STILL LISTED on the server",
+            None: "not listed afterwards"}[seed.gone_on_server]
+    line = (f"fetched: the throwaway branch {seed.branch} ({fmt_quantity(seed.size_bytes, 'B')}"
+            f" generated, {pushed}); clean-up: {seed.cleanup}, {gone}")
+    if seed.cleanup in ("leftover", "unconfirmed") and seed.remove_command:
+        line += f"; remove it with: {seed.remove_command}"
+    return line
+
+
 def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             findings: Sequence[Finding], *, markdown: bool) -> str:
     title = "# gitnetdiag: download direction (fetch)" if markdown else \
         "gitnetdiag: download direction (fetch, read-only clones)"
     lines = [title, ""]
     urls = ", ".join(f"{run.protocol} {run.url}" for run in manifest.protocols)
-    lines += [f"direction: fetch; status: {manifest.status}; remotes: {urls}", ""]
+    lines += [DIRECTION_LINE, f"status: {manifest.status}; remotes: {urls}",
+              seed_line(manifest.seed), ""]
     if observations:
-        lines += _table([_row(obs) for obs in observations], markdown=markdown)
+        lines += _table([fetch_row(obs) for obs in observations], markdown=markdown)
     else:
         lines.append("no clone was measured")
     lines.append("")
@@ -113,6 +135,7 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
                     for obs in observations],
         "errors": to_jsonable(manifest.errors),
         "client_tcp_rmem": to_jsonable(manifest.client_tcp_rmem),
+        "seed": to_jsonable(manifest.seed),
     }
 
 
