@@ -16,7 +16,12 @@ from typing import Any
 
 from gitnetdiag.analysis.fetchphases import FetchPhases, fetch_phases
 from gitnetdiag.analysis.fetchtcp import summarize_download
-from gitnetdiag.analysis.fetchwindow import DownloadWindowSeries, download_window_series
+from gitnetdiag.analysis.fetchwindow import (
+    DownloadPacing,
+    DownloadWindowSeries,
+    download_pacing,
+    download_window_series,
+)
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.rundir import bad_run_dir
@@ -43,6 +48,8 @@ class FetchDiagnosis:
     """Download culprits, the costliest first."""
     windows: tuple[DownloadWindowSeries | None, ...] = ()
     """Per observation, the download socket's window over time (the HTML report's plot)."""
+    h2_pacing: tuple[DownloadPacing, ...] = ()
+    """The native HTTP/2 download ledgers, one per window, side by side."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
@@ -107,4 +114,5 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
     windows = tuple(download_window_series(_samples(_read(run_dir, record, "tcpinfo")))
                     for run in manifest.protocols for record in run.fetches)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
-                          findings=rank_download(observations), windows=windows)
+                          findings=rank_download(observations), windows=windows,
+                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads))

@@ -83,10 +83,11 @@ def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
         from gitnetdiag.report.fetch_html import render_fetch_html
 
         return render_fetch_html(diagnosis.manifest, diagnosis.observations,
-                                 diagnosis.findings, diagnosis.windows)
+                                 diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing)
     render = {"json": render_fetch_json, "md": render_fetch_markdown}.get(
         fmt, render_fetch_terminal)
-    return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings)
+    return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings,
+                  diagnosis.h2_pacing)
 
 
 def is_fetch_run(run_dir: Path) -> bool:

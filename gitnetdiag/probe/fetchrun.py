@@ -36,6 +36,7 @@ from gitnetdiag.rundir.fetchrecords import (
     FetchProtocolRun,
     FetchRecord,
     FetchSeed,
+    H2DownloadRecord,
     write_fetch_manifest,
 )
 
@@ -73,6 +74,7 @@ class _FetchRun:
         self.first_error: GitnetdiagError | None = None
         self.client_tcp_rmem: tuple[int, ...] | None = None
         self.seed: FetchSeed | None = None
+        self.h2_downloads: list[H2DownloadRecord] = []
         self.branch: str | None = None
 
     def transport(self, protocol: Protocol) -> Transport:
@@ -89,6 +91,7 @@ class _FetchRun:
             environment=self.environment, protocols=tuple(self.protocols.values()),
             paths=tuple(self.paths), errors=tuple(self.errors), warnings=tuple(self.warnings),
             client_tcp_rmem=self.client_tcp_rmem, seed=self.seed,
+            h2_downloads=tuple(self.h2_downloads),
         ), self.secrets)
 
     def save(self) -> FetchManifest:
@@ -214,6 +217,34 @@ def _fetch_all(state: _FetchRun) -> None:
             if record.outcome == "failed":
                 failed.add(protocol)
             state.save()
+    if options.native and Protocol.H2 in options.protocols and Protocol.H2 not in failed:
+        _h2_ledgers(state)
+
+
+def _h2_ledgers(state: _FetchRun) -> None:
+    """The native HTTP/2 download under each window of ``DOWNLOAD_WINDOWS``, side by side."""
+    from gitnetdiag.probe.credentials import http_access
+    from gitnetdiag.probe.fetchh2 import DOWNLOAD_WINDOWS, h2_download
+
+    options = state.options
+    url = options.urls[Protocol.H2]
+    access = http_access(url, ca_file=options.ca_file,
+                         verify=False if options.insecure else None)
+    for label, window in DOWNLOAD_WINDOWS:
+        name = f"native h2 download, {label} window"
+        state.reporter.begin(name)
+        record = h2_download(url, access=access, label=label, window_bytes=window,
+                             branch=state.branch, budget_s=options.budget_s,
+                             stall_timeout_s=options.stall_timeout_s,
+                             timeout_s=options.timeout_s)
+        state.h2_downloads.append(record)
+        state.reporter.done(name, record.error or f"{record.outcome}, "
+                            f"{record.received_bytes / 2**20:.1f} MiB, "
+                            f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s",
+                            ok=record.outcome in ("ok", "bounded"))
+        if record.outcome == "failed":
+            state.warnings.append(f"native HTTP/2 download ({label} window): {record.error}")
+        state.save()
 
 
 def _seeded(state: _FetchRun, scratch: Path, size_bytes: int) -> None:

@@ -12,6 +12,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from gitnetdiag.analysis.fetchwindow import DownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
@@ -42,12 +43,7 @@ def fetch_row(obs: FetchObservation) -> tuple[str, ...]:
 
 
 def _table(rows: Sequence[tuple[str, ...]], *, markdown: bool) -> list[str]:
-    if markdown:
-        return ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS),
-                *("| " + " | ".join(row) + " |" for row in rows)]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(COLUMNS)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*COLUMNS), *(fmt.format(*row) for row in rows)]
+    return _table_of(COLUMNS, rows, markdown=markdown)
 
 
 def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
@@ -84,8 +80,36 @@ def seed_line(seed: FetchSeed | None) -> str:
     return line
 
 
+LEDGER_COLUMNS = ("window advertised", "outcome", "received", "rate", "DATA frames",
+                  "median burst", "longest pause")
+"""The native HTTP/2 download ledgers' table, one row per window, side by side."""
+LEDGER_TITLE = "HTTP/2 download ledger (native upload-pack fetch): the server's DATA pacing"
+
+
+def ledger_row(pacing: DownloadPacing) -> tuple[str, ...]:
+    """One window's cells, in :data:`LEDGER_COLUMNS` order."""
+    if pacing.error:
+        return (f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})", "failed",
+                pacing.error, "", "", "", "")
+    return (f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})", pacing.outcome,
+            fmt_quantity(pacing.received_bytes, "B"), fmt_quantity(pacing.rate_bytes_per_s, "B/s"),
+            fmt_quantity(pacing.frames, "count"), fmt_quantity(pacing.median_burst_bytes, "B"),
+            fmt_quantity(pacing.longest_gap_s, "s"))
+
+
+def _table_of(columns: Sequence[str], rows: Sequence[tuple[str, ...]], *,
+              markdown: bool) -> list[str]:
+    if markdown:
+        return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+                *("| " + " | ".join(row) + " |" for row in rows)]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*columns), *(fmt.format(*row).rstrip() for row in rows)]
+
+
 def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
-            findings: Sequence[Finding], *, markdown: bool) -> str:
+            findings: Sequence[Finding], *, markdown: bool,
+            pacing: Sequence[DownloadPacing] = ()) -> str:
     title = "# gitnetdiag: download direction (fetch)" if markdown else \
         "gitnetdiag: download direction (fetch, read-only clones)"
     lines = [title, ""]
@@ -103,25 +127,31 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             lines += _finding_lines(rank, finding, markdown=markdown)
     elif any(obs.measured for obs in observations):
         lines.append("no download culprit above the threshold")
+    if pacing:
+        lines += ["", f"## {LEDGER_TITLE}" if markdown else LEDGER_TITLE,
+                  *_table_of(LEDGER_COLUMNS, [ledger_row(p) for p in pacing], markdown=markdown)]
     for error in manifest.errors:
         lines.append(f"error: {error.reference}: {error.message}")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def render_fetch_terminal(manifest: FetchManifest, observations: Sequence[FetchObservation],
-                          findings: Sequence[Finding]) -> str:
+                          findings: Sequence[Finding],
+                          pacing: Sequence[DownloadPacing] = ()) -> str:
     """Plain text for the terminal."""
-    return _render(manifest, observations, findings, markdown=False)
+    return _render(manifest, observations, findings, markdown=False, pacing=pacing)
 
 
 def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchObservation],
-                          findings: Sequence[Finding]) -> str:
+                          findings: Sequence[Finding],
+                          pacing: Sequence[DownloadPacing] = ()) -> str:
     """Markdown for a ticket."""
-    return _render(manifest, observations, findings, markdown=True)
+    return _render(manifest, observations, findings, markdown=True, pacing=pacing)
 
 
 def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObservation],
-                      findings: Sequence[Finding]) -> dict[str, Any]:
+                      findings: Sequence[Finding],
+                      pacing: Sequence[DownloadPacing] = ()) -> dict[str, Any]:
     """The fetch report as plain JSON types."""
     return {
         "schema": FETCH_REPORT_SCHEMA,
@@ -136,10 +166,14 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
         "errors": to_jsonable(manifest.errors),
         "client_tcp_rmem": to_jsonable(manifest.client_tcp_rmem),
         "seed": to_jsonable(manifest.seed),
+        "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
+                          if key not in ("t_s", "cumulative_bytes")} for p in pacing],
     }
 
 
 def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObservation],
-                      findings: Sequence[Finding]) -> str:
+                      findings: Sequence[Finding],
+                      pacing: Sequence[DownloadPacing] = ()) -> str:
     """The fetch report as indented JSON text."""
-    return json.dumps(fetch_report_dict(manifest, observations, findings), indent=2) + "\n"
+    return json.dumps(fetch_report_dict(manifest, observations, findings, pacing),
+                      indent=2) + "\n"

@@ -5,7 +5,9 @@ The plot, one panel per clone, is the client's advertised receive window
 them (``rcv_space``, bytes delivered per RTT), over time, from the TCP_INFO
 samples (:mod:`gitnetdiag.analysis.fetchwindow`). Where the two lines meet the
 server sent all the client's window allowed: the client's receive window was
-the limit. matplotlib is imported on first use, as for the push plots.
+the limit. With the native HTTP/2 download ledgers, their table and a second
+plot: the pack bytes received over time under each window, side by side.
+matplotlib is imported on first use, as for the push plots.
 """
 
 from __future__ import annotations
@@ -15,13 +17,21 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from gitnetdiag.analysis.fetchwindow import DownloadWindowSeries
+from gitnetdiag.analysis.fetchwindow import DownloadPacing, DownloadWindowSeries
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding
-from gitnetdiag.report.fetch import COLUMNS, DIRECTION_LINE, fetch_row, seed_line
+from gitnetdiag.report.fetch import (
+    COLUMNS,
+    DIRECTION_LINE,
+    LEDGER_COLUMNS,
+    LEDGER_TITLE,
+    fetch_row,
+    ledger_row,
+    seed_line,
+)
 from gitnetdiag.report.html import STYLE, plots_section
-from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, Figure, kB, png_bytes, pyplot
-from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value
+from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, kB, png_bytes, pyplot
+from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
 from gitnetdiag.rundir.fetchrecords import FetchManifest
 
 WINDOW_TITLE = ("Download per clone: the client's advertised window (rcv_ssthresh) against the "
@@ -64,6 +74,40 @@ def window_figure(observations: Sequence[FetchObservation],
     return Figure(title=WINDOW_TITLE, png=png_bytes(fig))
 
 
+PACING_TITLE = ("Native HTTP/2 download: pack bytes received against time under each window "
+                "the client advertised (the server sends a window, then waits for credit)")
+
+
+def pacing_figure(pacing: Sequence[DownloadPacing]) -> Figure | None:
+    """The cumulative bytes of each native download, one line per window; None without."""
+    drawn = [p for p in pacing if p.t_s]
+    if not drawn:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, 3.2))
+    for p in drawn:
+        ax.step(np.asarray(p.t_s), np.asarray(p.cumulative_bytes) / MB, where="post",
+                label=f"{p.label} window ({fmt_quantity(p.window_bytes, 'B')}): "
+                f"{fmt_quantity(p.rate_bytes_per_s, 'B/s')}")
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    ax.set_ylabel("MB")
+    ax.set_xlabel("seconds since the fetch request")
+    ax.legend(loc="upper left", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    fig.subplots_adjust(top=0.95, bottom=0.16, **MARGINS)
+    return Figure(title=PACING_TITLE, png=png_bytes(fig))
+
+
+def _ledger(pacing: Sequence[DownloadPacing]) -> str:
+    if not pacing:
+        return ""
+    head = "".join(f"<th>{_esc(c)}</th>" for c in LEDGER_COLUMNS)
+    rows = "".join("<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in ledger_row(p))
+                   + "</tr>" for p in pacing)
+    return f"<h2>{_esc(LEDGER_TITLE)}</h2><table><tr>{head}</tr>{rows}</table>"
+
+
 def _finding(rank: int, finding: Finding) -> str:
     rows = "".join(
         f"<tr><td>{_esc(item.what)}</td><td>{_esc(fmt_evidence_value(item))}</td>"
@@ -78,7 +122,8 @@ def _finding(rank: int, finding: Finding) -> str:
 
 def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
-                      windows: Sequence[DownloadWindowSeries | None] = ()) -> str:
+                      windows: Sequence[DownloadWindowSeries | None] = (),
+                      pacing: Sequence[DownloadPacing] = ()) -> str:
     """One self-contained HTML page (the plot inline, no external resources)."""
     urls = ", ".join(f"{run.protocol} {run.url}" for run in manifest.protocols)
     parts = [
@@ -105,7 +150,8 @@ def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObser
         parts.append("<h2>Errors</h2><ul>" + "".join(
             f"<li><code>{_esc(e.reference)}</code>: {_esc(e.message)}</li>"
             for e in manifest.errors) + "</ul>")
-    figure = window_figure(observations, windows)
-    parts.append(plots_section([figure] if figure else []))
+    parts.append(_ledger(pacing))
+    figures = [window_figure(observations, windows), pacing_figure(pacing)]
+    parts.append(plots_section([figure for figure in figures if figure is not None]))
     parts.append("</body></html>\n")
     return "".join(parts)
