@@ -101,7 +101,8 @@ class DownloadPacing:
     """DATA frames received."""
     median_burst_bytes: float | None
     """Median bytes the server sent in one burst (frames less than ``BURST_GAP_S`` apart):
-    about the window when the window binds."""
+    when the window binds, the refill the client sends (h2 returns credit once half the
+    window is consumed: half the window per burst)."""
     longest_gap_s: float | None
     """Longest pause between two frames (a server waiting for WINDOW_UPDATE pauses ~1 RTT)."""
     t_s: tuple[float, ...] = ()

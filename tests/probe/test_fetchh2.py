@@ -1,18 +1,28 @@
-"""The native HTTP/2 download's pure parts: git's v2 requests byte for byte, the ls-refs
-answer, and the pacing summary of a ledger."""
+"""The native HTTP/2 download: git's requests byte for byte, the ls-refs answer, the pacing
+summary of a ledger, and real fetches from a loopback HTTP/2 upload-pack server that
+honours the client's window (protocol v2 and v0)."""
 
 from __future__ import annotations
+
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
 from gitnetdiag.analysis.fetchwindow import download_pacing
+from gitnetdiag.probe import fetchh2
+from gitnetdiag.probe.credentials import http_access
 from gitnetdiag.probe.fetchh2 import (
     fetch_request,
     fetch_request_v0,
     ls_refs_request,
     parse_ls_refs,
 )
+from gitnetdiag.probe.repo import generate_repo
 from gitnetdiag.rundir.fetchrecords import H2DownloadRecord
+from tests.probe.h2uploadserver import H2UploadServer, start_h2_upload_server
 
 OID = "a" * 40
 
@@ -60,3 +70,58 @@ def test_v0_request_asks_only_for_what_the_server_offers() -> None:
     line = f"want {OID} side-band-64k ofs-delta\n".encode()
     assert fetch_request_v0(OID, caps) == (f"{len(line) + 4:04x}".encode() + line
                                            + b"0000" + b"0009done\n")
+
+
+@pytest.fixture()
+def upload_server(tmp_path: Path) -> Iterator[tuple[H2UploadServer, str]]:
+    """A bare repository holding 4 MiB of random data, served for HTTP/2 fetches with each
+    refill 20 ms late."""
+    generated = generate_repo(tmp_path / "src", 4 * 2**20, seed=3)
+    bare = tmp_path / "served.git"
+    subprocess.run(["git", "clone", "-q", "--bare", str(generated.path), str(bare)],
+                   check=True, timeout=60)
+    server = start_h2_upload_server(tmp_path, bare, credit_delay_s=0.02)
+    try:
+        yield server, generated.head_oid
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("protocol_v2", [True, False])
+def test_the_ledger_follows_the_window(upload_server: tuple[H2UploadServer, str],
+                                       protocol_v2: bool,
+                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under the 65,535 B default the server sends a window per refill and waits; under a
+    large window it is not held to it. Both runs fetch the real pack (v2 and v0)."""
+    server, _ = upload_server
+    if not protocol_v2:
+        monkeypatch.setattr(fetchh2, "_V2", ("x-not-git-protocol", "version=2"))
+    access = http_access(server.url, ca_file=server.ca_file)
+    records = [fetchh2.h2_download(server.url, access=access, label=label, window_bytes=window,
+                                   branch=None, budget_s=None, stall_timeout_s=10.0,
+                                   timeout_s=60.0)
+               for label, window in fetchh2.DOWNLOAD_WINDOWS]
+    assert server.errors == []
+    small, large = (download_pacing(record) for record in records)
+    for pacing in (small, large):
+        assert pacing.outcome == "ok", pacing.error
+        assert pacing.received_bytes > 4 * 2**20  # the whole pack, sideband framing included
+    assert small.median_burst_bytes is not None and small.median_burst_bytes <= 65_535
+    assert small.longest_gap_s is not None and small.longest_gap_s >= 0.015
+    assert small.rate_bytes_per_s and large.rate_bytes_per_s
+    assert large.rate_bytes_per_s > 2 * small.rate_bytes_per_s
+    print(f"v2={protocol_v2}: default window {small.rate_bytes_per_s / 1e6:.2f} MB/s, "
+          f"median burst {small.median_burst_bytes} B; large {large.rate_bytes_per_s / 1e6:.2f}"
+          " MB/s")
+
+
+def test_a_bounded_download_is_cancelled(upload_server: tuple[H2UploadServer, str]) -> None:
+    server, _ = upload_server
+    record = fetchh2.h2_download(server.url, access=http_access(server.url,
+                                                                ca_file=server.ca_file),
+                                 label="HTTP/2 default", window_bytes=65_535, branch=None,
+                                 budget_s=1.0, stall_timeout_s=10.0, timeout_s=60.0)
+    assert record.outcome == "bounded" and record.stopped in ("stable", "budget")
+    assert 0 < record.received_bytes < 4 * 2**20
+    time.sleep(0.2)
+    assert server.resets  # RST_STREAM reached the server
