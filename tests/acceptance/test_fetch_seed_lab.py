@@ -54,8 +54,9 @@ def test_fetch_seed_branch_is_measured_then_deleted(shared_lab: LabFactory,
         print(f"{fetch['protocol']}: {fetch['outcome']}, {fetch['moved_bytes']} B, "
               f"{fetch['rate_bytes_per_s']} B/s")
         assert fetch["outcome"] in ("ok", "bounded"), fetch
-        # bounded mid-pack or whole: the seed's pack, not the lab's small main branch
-        assert fetch["moved_bytes"] > (SEED_BYTES if fetch["outcome"] == "ok" else 2**20)
+        # bounded mid-pack or whole: the seed's pack, not the lab's small main branch (a
+        # clone quicker than the socket samples counts git's own rounded "4.00 MiB")
+        assert fetch["moved_bytes"] >= (SEED_BYTES if fetch["outcome"] == "ok" else 2**20)
     # the native HTTP/2 download ledgers, side by side: the same seed branch under each window
     ledgers = {ledger["label"]: ledger for ledger in report["h2_downloads"]}
     for ledger in ledgers.values():
