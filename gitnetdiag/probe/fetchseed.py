@@ -45,6 +45,20 @@ CHECK_TIMEOUT_S = 60.0
 """Bound of the ``ls-remote`` that checks the branch gone."""
 
 
+SEED_FILES = 128
+"""Files of the seed repository: with its tree and commit more objects than git's default
+``receive.unpackLimit`` (100), so receive-pack keeps the pushed pack as it came and
+upload-pack serves it again as is. Fewer objects are unpacked loose on the server, and
+every clone then waits for the server to deflate them again (24 MiB in 1 MiB files: 27
+loose objects, 3.0 s of pack-objects on this machine): the seed itself would be a
+``server-pack-generation`` culprit."""
+
+
+def seed_file_bytes(size_bytes: int) -> int:
+    """Bytes per file that split ``size_bytes`` into :data:`SEED_FILES` files (at least 1)."""
+    return max(1, -(-size_bytes // SEED_FILES))
+
+
 def seed_branch(transports: tuple[Transport, ...], scratch: Path, *, probe_id: str,
                 size_bytes: int, seed: int, timeout_s: float,
                 note: Callable[[FetchSeed], None]) -> FetchSeed:
@@ -54,7 +68,8 @@ def seed_branch(transports: tuple[Transport, ...], scratch: Path, *, probe_id: s
     ``note`` is given the record before each push (as ``may-land``: a push cut by Ctrl-C
     may still create the branch) and after it, so the clean-up always knows the object id
     its lease needs and what the server may still do."""
-    repo = generate_repo(scratch / SEED_DIR, size_bytes, seed, "random")
+    repo = generate_repo(scratch / SEED_DIR, size_bytes, seed, "random",
+                         file_bytes=seed_file_bytes(size_bytes))
     record = FetchSeed(branch=probe_branch_name(probe_id), oid=repo.head_oid,
                        size_bytes=size_bytes)
     for transport in transports:

@@ -36,6 +36,7 @@ def test_seed_branch_is_fetched_then_gone(
     """The clone measured the generated pack (more than the seed's bytes, the main branch's
     README is not fetched), and the server lists the same refs afterwards as before."""
     before = remote_refs(git_daemon)
+    loose_before = _loose(tmp_path / "srv" / "repo.git")
     scratch = tmp_path / "tmp"
     scratch.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(scratch))
@@ -56,6 +57,12 @@ def test_seed_branch_is_fetched_then_gone(
     assert manifest is not None and manifest.seed == seed
     assert manifest.options["fetch_seed_bytes"] == SEED_BYTES
     assert list(scratch.iterdir()) == []
+    # more objects than receive.unpackLimit: the server kept the pack, nothing to deflate
+    assert _loose(tmp_path / "srv" / "repo.git") == loose_before
+
+
+def _loose(bare: Path) -> int:
+    return sum(1 for path in (bare / "objects").glob("??/*") if path.is_file())
 
 
 def test_without_the_option_nothing_is_pushed(
