@@ -1,13 +1,21 @@
-"""Time to diagnosis: bounded pushes (the default) beside complete pushes, per lab fault.
+"""Time to diagnosis: bounded transfers (the default) beside complete ones, per lab fault.
 
     .venv/bin/python benchmarks/time_to_diagnosis.py --fault h2-small-window
     .venv/bin/python benchmarks/time_to_diagnosis.py            # every fault (long)
     .venv/bin/python benchmarks/time_to_diagnosis.py --fault loss --size 32MiB --rtt 50ms
+    .venv/bin/python benchmarks/time_to_diagnosis.py --fetch-fault client-rmem-clamp
+    .venv/bin/python benchmarks/time_to_diagnosis.py --demo     # fetch and both, demo path
 
-For each fault it brings up a private lab instance (needs root), runs
+For each push fault it brings up a private lab instance (needs root), runs
 ``gitnetdiag diagnose --lab`` twice, bounded and with ``--complete``, and
 prints the wall time of each with the culprit ranked first and the expected
-one (``gitnetdiag.lab.spec.FAULT_CULPRIT``), then takes the lab down.
+one (``gitnetdiag.lab.spec.FAULT_CULPRIT``), then takes the lab down. Each
+download fault (``FETCH_FAULT_CULPRIT``) the same with ``--direction fetch``:
+bounded clones beside complete clones. ``--demo`` runs the demo's lab
+(``h2-small-window``, HTTP/1.1, HTTP/2 and SSH) with ``--direction fetch
+--fetch-seed SIZE`` (its repository is nearly empty: the seed branch gives the
+clones something to measure; target at most 20 s) and ``--direction both``
+(at most 40 s).
 """
 
 from __future__ import annotations
@@ -20,8 +28,14 @@ import tempfile
 import time
 import uuid
 from pathlib import Path
+from typing import Any
 
-from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS
+from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FETCH_FAULT_CULPRIT
+
+DEMO_FAULT = "h2-small-window"
+DEMO_PROTOCOLS = "h1,h2,ssh"
+DEMO_TARGETS_S = {"fetch": 20.0, "both": 40.0}
+"""Issue 26's targets for ``diagnose --direction fetch|both`` on the demo path."""
 
 
 def _diagnose(instance: str, fault: str, size: str, out: Path,
@@ -30,19 +44,45 @@ def _diagnose(instance: str, fault: str, size: str, out: Path,
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
-         "--size", size, "--format", "json", "--out", str(out), *FAULT_PROBE_ARGS[fault],
-         *extra],
+         "--size", size, "--format", "json", "--out", str(out),
+         *FAULT_PROBE_ARGS.get(fault, ()), *extra],
         capture_output=True, text=True, timeout=1800,
     )
     wall = time.monotonic() - started
-    try:
-        report = json.loads(proc.stdout)
-    except ValueError:
+    reports = _json_documents(proc.stdout)
+    if not reports:
         return wall, f"error: {proc.stderr.strip().splitlines()[-1:]}", ""
-    culprits = report.get("culprits") or []
-    if not culprits:
-        return wall, f"({report.get('verdict')})", ""
-    return wall, culprits[0]["id"], _window_evidence(culprits[0]["evidence"])
+    # --direction both prints the fetch report, then the push report
+    firsts, evidence = [], ""
+    for report in reports:
+        culprits = report.get("culprits") or []
+        name = f"{report.get('direction')}: " if len(reports) > 1 else ""
+        if not culprits:
+            firsts.append(f"{name}({report.get('verdict', 'no culprit')})")
+            continue
+        firsts.append(name + culprits[0]["id"])
+        evidence = evidence or _window_evidence(culprits[0]["evidence"])
+    return wall, "; ".join(firsts), evidence
+
+
+def _json_documents(text: str) -> list[dict[str, Any]]:
+    """Every JSON object printed one after the other."""
+    decoder = json.JSONDecoder()
+    documents, at = [], 0
+    while (at := _skip_space(text, at)) < len(text):
+        try:
+            document, at = decoder.raw_decode(text, at)
+        except ValueError:
+            break
+        if isinstance(document, dict):
+            documents.append(document)
+    return documents
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at].isspace():
+        at += 1
+    return at
 
 
 def _window_evidence(evidence: list[dict[str, object]]) -> str:
@@ -59,39 +99,108 @@ def _window_evidence(evidence: list[dict[str, object]]) -> str:
                  if "window" in str(e["what"]).lower()), "")
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--fault", action="append", choices=list(FAULT_CULPRIT),
-                        help="lab fault (repeat; default: every fault)")
-    parser.add_argument("--size", default="24MiB", help="generated repository size")
-    parser.add_argument("--rtt", default="50ms", help="lab round-trip time")
-    args = parser.parse_args()
-    faults = args.fault or list(FAULT_CULPRIT)
+class _Lab:
+    """A private lab instance for one fault, taken down on leaving."""
+
+    def __init__(self, fault: str, rtt: str) -> None:
+        self.instance = "tt" + uuid.uuid4().hex[:5]
+        self.cli = [sys.executable, "-m", "gitnetdiag", "lab"]
+        self.args = ["up", "--name", self.instance, "--fault", fault, "--rtt", rtt]
+
+    def __enter__(self) -> str:
+        subprocess.run([*self.cli, *self.args], check=True, capture_output=True, timeout=600)
+        return self.instance
+
+    def __exit__(self, *exc: object) -> None:
+        subprocess.run([*self.cli, "down", "--name", self.instance], capture_output=True,
+                       timeout=600)
+
+
+Result = tuple[float, str, str]
+
+
+def _pushes(faults: list[str], size: str, rtt: str) -> None:
     rows = []
     for fault in faults:
-        instance = "tt" + uuid.uuid4().hex[:5]
-        cli = [sys.executable, "-m", "gitnetdiag", "lab"]
-        subprocess.run([*cli, "up", "--name", instance, "--fault", fault, "--rtt", args.rtt],
-                       check=True, capture_output=True, timeout=600)
-        try:
-            with tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
-                bounded = _diagnose(instance, fault, args.size, Path(scratch) / "bounded")
-                complete = _diagnose(instance, fault, args.size, Path(scratch) / "complete",
-                                     "--complete")
-        finally:
-            subprocess.run([*cli, "down", "--name", instance], capture_output=True, timeout=600)
+        with _Lab(fault, rtt) as instance, \
+                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+            bounded = _diagnose(instance, fault, size, Path(scratch) / "bounded")
+            complete = _diagnose(instance, fault, size, Path(scratch) / "complete",
+                                 "--complete")
         rows.append((fault, FAULT_CULPRIT[fault] or "(healthy)", bounded, complete))
         print(f"{fault}: bounded {bounded[0]:.1f} s {bounded[1]}; "
               f"complete {complete[0]:.1f} s {complete[1]}", file=sys.stderr)
-    print(f"time to diagnosis, --size {args.size}, RTT {args.rtt}")
-    print(f"{'fault':<18} {'expected':<26} {'bounded s':>9}  {'first culprit':<26} "
-          f"{'complete s':>10}  first culprit")
+    _table(f"time to diagnosis, pushes, --size {size}, RTT {rtt}", rows, "pushes")
+
+
+def _fetches(faults: list[str], rtt: str) -> None:
+    rows = []
+    for fault in faults:
+        with _Lab(fault, rtt) as instance, \
+                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+            fetch = ("--direction", "fetch")
+            bounded = _diagnose(instance, fault, "1MiB", Path(scratch) / "bounded", *fetch)
+            complete = _diagnose(instance, fault, "1MiB", Path(scratch) / "complete", *fetch,
+                                 "--complete")
+        rows.append((fault, FETCH_FAULT_CULPRIT[fault], bounded, complete))
+        print(f"{fault}: bounded {bounded[0]:.1f} s {bounded[1]}; "
+              f"complete {complete[0]:.1f} s {complete[1]}", file=sys.stderr)
+    _table(f"time to diagnosis, --direction fetch (what the lab serves), RTT {rtt}", rows,
+           "clones")
+
+
+def _table(title: str, rows: list[tuple[str, str, Result, Result]], what: str) -> None:
+    print(title)
+    print(f"{'fault':<21} {'expected':<32} {'bounded s':>9}  {'first culprit':<32} "
+          f"{'complete s':>10}  first culprit (complete {what})")
     for fault, expected, bounded, complete in rows:
-        print(f"{fault:<18} {expected:<26} {bounded[0]:>9.1f}  {bounded[1]:<26} "
+        print(f"{fault:<21} {expected:<32} {bounded[0]:>9.1f}  {bounded[1]:<32} "
               f"{complete[0]:>10.1f}  {complete[1]}")
         for label, result in (("bounded", bounded), ("complete", complete)):
             if result[2]:
-                print(f"{'':<18} {label} window evidence: {result[2]}")
+                print(f"{'':<21} {label} window evidence: {result[2]}")
+
+
+def _demo(size: str, rtt: str) -> None:
+    """``--direction fetch`` and ``both`` on the demo's lab, against their targets."""
+    rows = []
+    with _Lab(DEMO_FAULT, rtt) as instance, \
+            tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+        for direction in ("fetch", "both"):
+            result = _diagnose(instance, DEMO_FAULT, size, Path(scratch) / direction,
+                               "--protocols", DEMO_PROTOCOLS, "--direction", direction,
+                               "--fetch-seed", size)
+            rows.append((direction, result))
+            print(f"demo --direction {direction}: {result[0]:.1f} s {result[1]}",
+                  file=sys.stderr)
+    print(f"demo path ({DEMO_FAULT}, {DEMO_PROTOCOLS}, --size and --fetch-seed {size}, "
+          f"RTT {rtt})")
+    print(f"{'direction':<10} {'wall s':>7} {'target s':>9}  {'within':<7} first culprit")
+    for direction, (wall, first, _) in rows:
+        target = DEMO_TARGETS_S[direction]
+        print(f"{direction:<10} {wall:>7.1f} {target:>9.0f}  "
+              f"{'yes' if wall <= target else 'NO':<7} {first}")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--fault", action="append", choices=list(FAULT_CULPRIT),
+                        help="push lab fault (repeat)")
+    parser.add_argument("--fetch-fault", action="append", choices=list(FETCH_FAULT_CULPRIT),
+                        help="download lab fault, --direction fetch (repeat)")
+    parser.add_argument("--demo", action="store_true",
+                        help="--direction fetch and both on the demo path")
+    parser.add_argument("--size", default="24MiB",
+                        help="generated repository size (and the demo's --fetch-seed)")
+    parser.add_argument("--rtt", default="50ms", help="lab round-trip time")
+    args = parser.parse_args()
+    everything = not (args.fault or args.fetch_fault or args.demo)
+    if args.fault or everything:
+        _pushes(args.fault or list(FAULT_CULPRIT), args.size, args.rtt)
+    if args.fetch_fault or everything:
+        _fetches(args.fetch_fault or list(FETCH_FAULT_CULPRIT), args.rtt)
+    if args.demo or everything:
+        _demo(args.size, args.rtt)
     return 0
 
 

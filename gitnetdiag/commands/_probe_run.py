@@ -30,7 +30,12 @@ from gitnetdiag.commands._preflight import (
     preflight,
 )
 from gitnetdiag.commands._reporter import RichReporter
-from gitnetdiag.commands.fetch import TransferDirection, fetch_run_dir, run_fetch_command
+from gitnetdiag.commands.fetch import (
+    TransferDirection,
+    fetch_run_dir,
+    fetch_seed_bytes,
+    run_fetch_command,
+)
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.lab.cgroups import in_cgroup
@@ -85,6 +90,7 @@ class ProbeArgs:
     host_report: Path | None
     report_format: ReportFormat
     direction: TransferDirection
+    fetch_seed: str | None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -164,6 +170,7 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
         h2_sweep=args.h2_sweep,
         ssh_key=str(remotes.ssh_key) if remotes.ssh_key else None,
         ssh_known_hosts=str(remotes.ssh_known_hosts) if remotes.ssh_known_hosts else None,
+        fetch_seed_bytes=fetch_seed_bytes(args.fetch_seed, args.direction),
     )
 
 

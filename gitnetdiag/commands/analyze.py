@@ -17,7 +17,7 @@ from rich.text import Text
 
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.commands._options import JsonResults
-from gitnetdiag.commands._output import write_output
+from gitnetdiag.commands._output import emit, write_output
 from gitnetdiag.errors import UsageError
 from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.report.capture import print_capture_analysis
@@ -127,9 +127,16 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
     """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
     from gitnetdiag.commands._diagnosis import print_diagnosis
     from gitnetdiag.commands._options import ReportFormat
+    from gitnetdiag.commands.fetch import is_fetch_run, render_fetch_run
     from gitnetdiag.pipeline import load_host_report
     from gitnetdiag.rundir import MANIFEST_NAME, load_run
 
+    if is_fetch_run(run_dir):  # a fetch run has no capture yet: its report, derived again
+        if json_out is not None:
+            emit(render_fetch_run(run_dir, "json"), None if json_out == "-" else Path(json_out))
+        if json_out != "-":
+            sys.stdout.write(render_fetch_run(run_dir, "terminal"))
+        return
     if unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
         raise UsageError(f"{run_dir} is a directory without {MANIFEST_NAME}",
                          hint="give a run directory written by 'gitnetdiag probe' or 'diagnose'")

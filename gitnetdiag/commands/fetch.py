@@ -16,9 +16,10 @@ from rich.console import Console
 from rich.progress import Progress
 
 from gitnetdiag.commands._output import write_output
-from gitnetdiag.errors import NetworkError
+from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
+from gitnetdiag.vocabulary import parse_size
 
 if TYPE_CHECKING:
     from gitnetdiag.pipeline import FetchDiagnosis
@@ -35,6 +36,16 @@ class TransferDirection(StrEnum):
 def fetch_run_dir(push_run_dir: Path) -> Path:
     """Where ``--direction both`` writes its fetches: beside the push run directory."""
     return push_run_dir.with_name(push_run_dir.name + "-fetch")
+
+
+def fetch_seed_bytes(size: str | None, direction: TransferDirection) -> int | None:
+    """``--fetch-seed SIZE`` in bytes; a usage error with ``--direction push``."""
+    if size is None:
+        return None
+    if direction is TransferDirection.PUSH:
+        raise UsageError("--fetch-seed goes with --direction fetch or both",
+                         hint="add --direction fetch")
+    return parse_size(size)
 
 
 def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progress,
@@ -60,13 +71,40 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
 
 
 def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
-    """The fetch report in ``fmt`` (``terminal``, ``md``, ``json``; HTML: Markdown for now)."""
+    """The fetch report in ``fmt``: ``terminal``, ``md``, ``html`` (with the window plot)
+    or ``json``."""
     from gitnetdiag.report.fetch import (
         render_fetch_json,
         render_fetch_markdown,
         render_fetch_terminal,
     )
 
-    render = {"json": render_fetch_json, "md": render_fetch_markdown,
-              "html": render_fetch_markdown}.get(fmt, render_fetch_terminal)
-    return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings)
+    if fmt == "html":
+        from gitnetdiag.report.fetch_html import render_fetch_html
+
+        return render_fetch_html(diagnosis.manifest, diagnosis.observations,
+                                 diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing)
+    render = {"json": render_fetch_json, "md": render_fetch_markdown}.get(
+        fmt, render_fetch_terminal)
+    return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings,
+                  diagnosis.h2_pacing)
+
+
+def is_fetch_run(run_dir: Path) -> bool:
+    """A fetch run directory: ``fetch.json`` and no push ``manifest.json`` beside it."""
+    from gitnetdiag.rundir import MANIFEST_NAME
+    from gitnetdiag.rundir.fetchrecords import FETCH_FILE
+
+    return (run_dir / FETCH_FILE).exists() and not (run_dir / MANIFEST_NAME).exists()
+
+
+def render_fetch_run(run_dir: Path, fmt: str) -> str:
+    """``report RUN`` / ``analyze RUN`` of a fetch run directory: the same report again,
+    derived from its files; ``bad-run-dir`` (one line, non-zero exit) when they are not."""
+    from gitnetdiag.pipeline import diagnose_fetch_run
+    from gitnetdiag.rundir import bad_run_dir
+
+    diagnosis = diagnose_fetch_run(run_dir)
+    if diagnosis is None:
+        raise bad_run_dir(f"{run_dir}: no fetch.json")
+    return render_fetch(diagnosis, fmt)

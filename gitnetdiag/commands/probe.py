@@ -108,6 +108,11 @@ def probe_command(
         "--direction",
         help="push (to a throwaway branch), fetch (read-only bounded clones of what the URL "
         "serves) or both (fetches land in RUN-fetch).")] = TransferDirection.PUSH,
+    fetch_seed: Annotated[str | None, typer.Option(
+        "--fetch-seed", metavar="SIZE",
+        help="With --direction fetch|both, for a repository too small to measure or empty: "
+        "push SIZE of generated data to a throwaway branch, fetch that branch, delete it. "
+        "Without it a fetch writes nothing on the server.")] = None,
 ) -> None:
     """Push the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 

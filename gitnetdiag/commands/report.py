@@ -9,6 +9,7 @@ from rich.console import Console
 
 from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
+from gitnetdiag.commands.fetch import is_fetch_run, render_fetch_run
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
@@ -52,6 +53,9 @@ def report_command(
     from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
+    if is_fetch_run(run_dir):
+        emit(render_fetch_run(run_dir, report_format.value), out)
+        return
     if (run_dir / LOAD_FILE).is_file() and not (run_dir / MANIFEST_NAME).is_file():
         diagnosis = _load_diagnosis(run_dir / LOAD_FILE)
     elif unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says

@@ -16,6 +16,12 @@ from typing import Any
 
 from gitnetdiag.analysis.fetchphases import FetchPhases, fetch_phases
 from gitnetdiag.analysis.fetchtcp import summarize_download
+from gitnetdiag.analysis.fetchwindow import (
+    DownloadPacing,
+    DownloadWindowSeries,
+    download_pacing,
+    download_window_series,
+)
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.rundir import bad_run_dir
@@ -40,6 +46,10 @@ class FetchDiagnosis:
     """One per clone, in order."""
     findings: tuple[Finding, ...]
     """Download culprits, the costliest first."""
+    windows: tuple[DownloadWindowSeries | None, ...] = ()
+    """Per observation, the download socket's window over time (the HTML report's plot)."""
+    h2_pacing: tuple[DownloadPacing, ...] = ()
+    """The native HTTP/2 download ledgers, one per window, side by side."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
@@ -64,6 +74,12 @@ def _jsonl(text: str) -> list[dict[str, Any]]:
     return rows
 
 
+def _samples(text: str) -> list[dict[str, Any]]:
+    """The TCP_INFO lines of a clone that have the shape the analysis reads."""
+    return [row for row in _jsonl(text) if isinstance(row.get("counters"), dict)
+            and isinstance(row.get("t_s"), int | float)]
+
+
 def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
                   rmem: tuple[int, ...] | None = None,
                   libcurl: str | None = None) -> FetchObservation:
@@ -82,7 +98,7 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
         protocol=record.protocol, repeat=record.repeat, outcome=record.outcome,
         moved_bytes=record.moved_bytes, measured_s=record.measured_s,
         rate_bytes_per_s=record.rate_bytes_per_s, wall_s=record.wall_s, phases=phases,
-        tcp=summarize_download(_jsonl(_read(run_dir, record, "tcpinfo"))), path_rtt_s=rtt_s,
+        tcp=summarize_download(_samples(_read(run_dir, record, "tcpinfo"))), path_rtt_s=rtt_s,
         client_rmem_max_bytes=rmem[-1] if rmem else None, stopped=record.stopped,
         libcurl=libcurl,
     )
@@ -98,5 +114,8 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
     observations = tuple(observe_fetch(run_dir, record, rtts.get(run.endpoint),
                                        manifest.client_tcp_rmem, libcurl)
                          for run in manifest.protocols for record in run.fetches)
+    windows = tuple(download_window_series(_samples(_read(run_dir, record, "tcpinfo")))
+                    for run in manifest.protocols for record in run.fetches)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
-                          findings=rank_download(observations))
+                          findings=rank_download(observations), windows=windows,
+                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads))

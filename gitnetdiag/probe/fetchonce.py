@@ -51,10 +51,12 @@ _RECEIVING_RE = re.compile(
 _UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 
 
-def clone_argv(transport: Transport, dest: Path) -> list[str]:
-    """git clone of the remote into ``dest``: no templates (no hooks), progress on."""
+def clone_argv(transport: Transport, dest: Path, branch: str | None = None) -> list[str]:
+    """git clone of the remote into ``dest``: no templates (no hooks), progress on; with
+    ``branch`` that branch alone (``--fetch-seed``'s throwaway branch), no tags."""
+    only = ["--single-branch", "--no-tags", "--branch", branch] if branch else []
     return ["git", *transport.config_args(), *FETCH_SAFETY_CONFIG, "clone", "--progress",
-            "--no-local", "--template=", transport.command_url, str(dest)]
+            "--no-local", "--template=", *only, transport.command_url, str(dest)]
 
 
 def received_from_progress(stderr: str) -> tuple[int | None, bool]:
@@ -75,6 +77,8 @@ class FetchState(TypingProtocol):
     options: ProbeOptions
     run_dir: Path
     reporter: Reporter
+    branch: str | None
+    """The branch every clone fetches alone (``--fetch-seed``); None: what the URL serves."""
 
     def transport(self, protocol: TransportKind) -> Transport: ...
 
@@ -222,7 +226,8 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-clone-"))
     try:
         clone = run_monitored_clone(
-            clone_argv(transport, scratch / "clone"), env=env, timeout_s=options.timeout_s,
+            clone_argv(transport, scratch / "clone", state.branch), env=env,
+            timeout_s=options.timeout_s,
             budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s, port=port,
             tcpinfo_path=paths["tcpinfo"],
             on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate))

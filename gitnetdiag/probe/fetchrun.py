@@ -18,6 +18,7 @@ from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.fetchonce import fetch_once
+from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
@@ -35,6 +36,8 @@ from gitnetdiag.rundir.fetchrecords import (
     FetchManifest,
     FetchProtocolRun,
     FetchRecord,
+    FetchSeed,
+    H2DownloadRecord,
     write_fetch_manifest,
 )
 from gitnetdiag.rundir.records import RunStage, RunStatus
@@ -73,6 +76,9 @@ class _FetchRun:
         self.warnings: list[str] = []
         self.first_error: GitnetdiagError | None = None
         self.client_tcp_rmem: tuple[int, ...] | None = None
+        self.seed: FetchSeed | None = None
+        self.h2_downloads: list[H2DownloadRecord] = []
+        self.branch: str | None = None
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -87,7 +93,8 @@ class _FetchRun:
             options={**self.options.manifest_options(), "direction": "fetch"},
             environment=self.environment, protocols=tuple(self.protocols.values()),
             paths=tuple(self.paths), errors=tuple(self.errors), warnings=tuple(self.warnings),
-            client_tcp_rmem=self.client_tcp_rmem,
+            client_tcp_rmem=self.client_tcp_rmem, seed=self.seed,
+            h2_downloads=tuple(self.h2_downloads),
         ), self.secrets)
 
     def save(self) -> FetchManifest:
@@ -190,6 +197,14 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
                             f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms",
                             ok=path.error is None)
     state.save()
+    if options.fetch_seed_bytes:
+        _seeded(state, scratch, options.fetch_seed_bytes)
+    else:
+        _fetch_all(state)
+
+
+def _fetch_all(state: _FetchRun) -> None:
+    options = state.options
     failed: set[TransportKind] = set()
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
@@ -204,4 +219,65 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
             state.append(protocol, record)
             if record.outcome == "failed":
                 failed.add(protocol)
+            state.save()
+    if options.native and TransportKind.H2 in options.protocols and TransportKind.H2 not in failed:
+        _h2_ledgers(state)
+
+
+def _h2_ledgers(state: _FetchRun) -> None:
+    """The native HTTP/2 download under each window of ``DOWNLOAD_WINDOWS``, side by side."""
+    from gitnetdiag.probe.credentials import http_access
+    from gitnetdiag.probe.fetchh2 import DOWNLOAD_WINDOWS, h2_download
+
+    options = state.options
+    url = options.urls[TransportKind.H2]
+    access = http_access(url, ca_file=options.ca_file,
+                         verify=False if options.insecure else None)
+    for label, window in DOWNLOAD_WINDOWS:
+        name = f"native h2 download, {label} window"
+        state.reporter.begin(name)
+        record = h2_download(url, access=access, label=label, window_bytes=window,
+                             branch=state.branch, budget_s=options.budget_s,
+                             stall_timeout_s=options.stall_timeout_s,
+                             timeout_s=options.timeout_s)
+        state.h2_downloads.append(record)
+        state.reporter.done(name, record.error or f"{record.outcome}, "
+                            f"{record.received_bytes / 2**20:.1f} MiB, "
+                            f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s",
+                            ok=record.outcome in ("ok", "bounded"))
+        if record.outcome == "failed":
+            state.warnings.append(f"native HTTP/2 download ({label} window): {record.error}")
+        state.save()
+
+
+def _seeded(state: _FetchRun, scratch: Path, size_bytes: int) -> None:
+    """Push the seed branch, fetch it over each protocol, delete it whatever happened."""
+    options = state.options
+    transports = {protocol: state.transport(protocol) for protocol in options.protocols}
+
+    def note(record: FetchSeed) -> None:
+        state.seed = record
+        state.save()
+
+    try:
+        state.reporter.begin("seed branch")
+        seed = seed_branch(tuple(transports.values()), scratch, probe_id=state.run_id,
+                           size_bytes=size_bytes, seed=options.seed,
+                           timeout_s=options.timeout_s, note=note)
+        state.reporter.done("seed branch", f"{seed.branch} over {seed.protocol}, "
+                            f"{seed.push_wall_s or 0:.1f} s" if seed.pushed else
+                            f"push failed: {seed.push_error}", ok=seed.pushed)
+        if seed.pushed:
+            state.branch = seed.branch
+            _fetch_all(state)
+    finally:
+        if state.seed is not None:
+            state.reporter.begin("seed clean-up")
+            state.seed = remove_seed(state.seed, transports, scratch,
+                                     wait_s=options.cleanup_wait_s)
+            problems = seed_errors(state.seed)
+            for stage, exc in problems:
+                state.error(stage, None, exc)
+            state.reporter.done("seed clean-up", f"{state.seed.cleanup}, gone on the server: "
+                                f"{state.seed.gone_on_server}", ok=not problems)
             state.save()

@@ -82,6 +82,10 @@ class ProbeOptions:
     cleanup_wait_s: float = DEFAULT_CLEANUP_WAIT_S
     """How long the clean-up of a push that ended unanswered after sending its whole pack
     waits for the server (a slow pre-receive hook) to create the branch it must delete."""
+    fetch_seed_bytes: int | None = None
+    """``--direction fetch --fetch-seed SIZE``: push a generated repository of this size to
+    a throwaway branch, fetch that branch, delete it (``probe.fetchseed``); None: a fetch
+    writes nothing on the server."""
     cleanup_git_timeout_s: float | None = None
     """Bound on each git run of a push's clean-up (ls-remote, delete); None: the clean-up's
     own. Set by the runner, not asked: once the path is known to swallow full-size
@@ -113,6 +117,7 @@ class ProbeOptions:
             "native": self.native, "h2_sweep": self.h2_sweep,
             "cleanup_wait_s": self.cleanup_wait_s, "budget_s": self.budget_s,
             "stall_timeout_s": self.stall_timeout_s,
+            **({"fetch_seed_bytes": self.fetch_seed_bytes} if self.fetch_seed_bytes else {}),
             **self.extra_options,
         }
 

@@ -121,11 +121,12 @@ def _text_files(rng: np.random.Generator, size_bytes: int) -> list[bytes]:
     return files
 
 
-def generate_repo(dest: Path, size_bytes: int, seed: int = 1, data: str = "random"
-                  ) -> GeneratedRepo:
+def generate_repo(dest: Path, size_bytes: int, seed: int = 1, data: str = "random",
+                  file_bytes: int = FILE_SIZE_BYTES) -> GeneratedRepo:
     """Create a repository at ``dest`` with ``size_bytes`` of seeded ``data``.
 
-    ``random`` data is split into files of :data:`FILE_SIZE_BYTES` and packed;
+    ``random`` data is split into files of ``file_bytes`` (:data:`FILE_SIZE_BYTES`) and
+    packed;
     ``text`` data into files of :data:`TEXT_FILE_BYTES`, left loose. Author,
     committer and dates are fixed, so the commit id depends only on ``seed``,
     ``size_bytes`` and ``data``. ``dest`` must not exist or be an empty directory.
@@ -149,7 +150,7 @@ def generate_repo(dest: Path, size_bytes: int, seed: int = 1, data: str = "rando
         remaining = size_bytes
         index = 0
         while remaining > 0:
-            chunk = min(FILE_SIZE_BYTES, remaining)
+            chunk = min(file_bytes, remaining)
             (data_dir / f"blob-{index:05d}.bin").write_bytes(rng.bytes(chunk))
             remaining -= chunk
             index += 1

@@ -12,20 +12,24 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from gitnetdiag.analysis.fetchwindow import DownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
-from gitnetdiag.rundir.fetchrecords import FetchManifest
+from gitnetdiag.rundir.fetchrecords import FetchManifest, FetchSeed
+from gitnetdiag.rundir.records import RefCleanup
 from gitnetdiag.serial import to_jsonable
 
-FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/1"
+FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/2"
 """Schema id of the fetch report's JSON."""
 
-_COLUMNS = ("protocol", "outcome", "received", "rate", "refs", "ref adv.", "1st pack byte",
+COLUMNS = ("protocol", "outcome", "received", "rate", "refs", "ref adv.", "1st pack byte",
             "server wait", "index-pack", "checkout", "adv. window", "rtt")
+"""The clones table's columns, the same in the terminal, Markdown and HTML."""
 
 
-def _row(obs: FetchObservation) -> tuple[str, ...]:
+def fetch_row(obs: FetchObservation) -> tuple[str, ...]:
+    """One clone's cells, in :data:`COLUMNS` order (every format shows the same)."""
     ph, tcp = obs.phases, obs.tcp
     return (
         f"{obs.protocol} #{obs.repeat}", obs.outcome, fmt_quantity(obs.moved_bytes, "B"),
@@ -40,12 +44,7 @@ def _row(obs: FetchObservation) -> tuple[str, ...]:
 
 
 def _table(rows: Sequence[tuple[str, ...]], *, markdown: bool) -> list[str]:
-    if markdown:
-        return ["| " + " | ".join(_COLUMNS) + " |", "|" + "---|" * len(_COLUMNS),
-                *("| " + " | ".join(row) + " |" for row in rows)]
-    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(_COLUMNS)]
-    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    return [fmt.format(*_COLUMNS), *(fmt.format(*row) for row in rows)]
+    return _table_of(COLUMNS, rows, markdown=markdown)
 
 
 def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
@@ -63,15 +62,63 @@ def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
     return lines
 
 
+DIRECTION_LINE = "direction: fetch (download: the server sends, this client receives)"
+"""How every fetch report names its direction (the push report says ``push``)."""
+
+
+def seed_line(seed: FetchSeed | None) -> str:
+    """What the clones fetched, and whether anything was written on the server."""
+    if seed is None:
+        return "fetched: what the URL serves (read-only: nothing was written on the server)"
+    pushed = (f"pushed over {seed.protocol} in {fmt_quantity(seed.push_wall_s, 's')}"
+              if seed.pushed else f"not pushed ({seed.push_error or 'no protocol took it'})")
+    gone = {True: "gone on the server", False: "STILL LISTED on the server",
+            None: "not listed afterwards"}[seed.gone_on_server]
+    line = (f"fetched: the throwaway branch {seed.branch} ({fmt_quantity(seed.size_bytes, 'B')}"
+            f" generated, {pushed}); clean-up: {seed.cleanup}, {gone}")
+    if seed.cleanup in (RefCleanup.LEFTOVER, RefCleanup.UNCONFIRMED) and seed.remove_command:
+        line += f"; remove it with: {seed.remove_command}"
+    return line
+
+
+LEDGER_COLUMNS = ("window advertised", "outcome", "received", "rate", "DATA frames",
+                  "median burst", "longest pause")
+"""The native HTTP/2 download ledgers' table, one row per window, side by side."""
+LEDGER_TITLE = "HTTP/2 download ledger (native upload-pack fetch): the server's DATA pacing"
+
+
+def ledger_row(pacing: DownloadPacing) -> tuple[str, ...]:
+    """One window's cells, in :data:`LEDGER_COLUMNS` order."""
+    if pacing.error:
+        return (f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})", "failed",
+                pacing.error, "", "", "", "")
+    return (f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})", pacing.outcome,
+            fmt_quantity(pacing.received_bytes, "B"), fmt_quantity(pacing.rate_bytes_per_s, "B/s"),
+            fmt_quantity(pacing.frames, "count"), fmt_quantity(pacing.median_burst_bytes, "B"),
+            fmt_quantity(pacing.longest_gap_s, "s"))
+
+
+def _table_of(columns: Sequence[str], rows: Sequence[tuple[str, ...]], *,
+              markdown: bool) -> list[str]:
+    if markdown:
+        return ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns),
+                *("| " + " | ".join(row) + " |" for row in rows)]
+    widths = [max(len(c), *(len(r[i]) for r in rows)) for i, c in enumerate(columns)]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    return [fmt.format(*columns), *(fmt.format(*row).rstrip() for row in rows)]
+
+
 def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
-            findings: Sequence[Finding], *, markdown: bool) -> str:
+            findings: Sequence[Finding], *, markdown: bool,
+            pacing: Sequence[DownloadPacing] = ()) -> str:
     title = "# gitnetdiag: download direction (fetch)" if markdown else \
         "gitnetdiag: download direction (fetch, read-only clones)"
     lines = [title, ""]
     urls = ", ".join(f"{run.protocol} {run.url}" for run in manifest.protocols)
-    lines += [f"direction: fetch; status: {manifest.status}; remotes: {urls}", ""]
+    lines += [DIRECTION_LINE, f"status: {manifest.status}; remotes: {urls}",
+              seed_line(manifest.seed), ""]
     if observations:
-        lines += _table([_row(obs) for obs in observations], markdown=markdown)
+        lines += _table([fetch_row(obs) for obs in observations], markdown=markdown)
     else:
         lines.append("no clone was measured")
     lines.append("")
@@ -81,25 +128,31 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             lines += _finding_lines(rank, finding, markdown=markdown)
     elif any(obs.measured for obs in observations):
         lines.append("no download culprit above the threshold")
+    if pacing:
+        lines += ["", f"## {LEDGER_TITLE}" if markdown else LEDGER_TITLE,
+                  *_table_of(LEDGER_COLUMNS, [ledger_row(p) for p in pacing], markdown=markdown)]
     for error in manifest.errors:
         lines.append(f"error: {error.reference}: {error.message}")
     return "\n".join(lines).rstrip() + "\n"
 
 
 def render_fetch_terminal(manifest: FetchManifest, observations: Sequence[FetchObservation],
-                          findings: Sequence[Finding]) -> str:
+                          findings: Sequence[Finding],
+                          pacing: Sequence[DownloadPacing] = ()) -> str:
     """Plain text for the terminal."""
-    return _render(manifest, observations, findings, markdown=False)
+    return _render(manifest, observations, findings, markdown=False, pacing=pacing)
 
 
 def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchObservation],
-                          findings: Sequence[Finding]) -> str:
+                          findings: Sequence[Finding],
+                          pacing: Sequence[DownloadPacing] = ()) -> str:
     """Markdown for a ticket."""
-    return _render(manifest, observations, findings, markdown=True)
+    return _render(manifest, observations, findings, markdown=True, pacing=pacing)
 
 
 def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObservation],
-                      findings: Sequence[Finding]) -> dict[str, Any]:
+                      findings: Sequence[Finding],
+                      pacing: Sequence[DownloadPacing] = ()) -> dict[str, Any]:
     """The fetch report as plain JSON types."""
     return {
         "schema": FETCH_REPORT_SCHEMA,
@@ -113,10 +166,15 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
                     for obs in observations],
         "errors": to_jsonable(manifest.errors),
         "client_tcp_rmem": to_jsonable(manifest.client_tcp_rmem),
+        "seed": to_jsonable(manifest.seed),
+        "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
+                          if key not in ("t_s", "cumulative_bytes")} for p in pacing],
     }
 
 
 def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObservation],
-                      findings: Sequence[Finding]) -> str:
+                      findings: Sequence[Finding],
+                      pacing: Sequence[DownloadPacing] = ()) -> str:
     """The fetch report as indented JSON text."""
-    return json.dumps(fetch_report_dict(manifest, observations, findings), indent=2) + "\n"
+    return json.dumps(fetch_report_dict(manifest, observations, findings, pacing),
+                      indent=2) + "\n"

@@ -25,7 +25,7 @@ from gitnetdiag.report.units import (
     fmt_s,
 )
 
-_STYLE = """
+STYLE = """
 body { font-family: system-ui, sans-serif; max-width: 60rem; margin: 2rem auto; color: #222; }
 .verdict { font-size: 1.4rem; font-weight: bold; }
 .degraded, .failed { color: #b00020; } .healthy { color: #1b7f3b; }
@@ -80,7 +80,7 @@ def render_html(diagnosis: Diagnosis) -> str:
     env = d.environment
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag report: {_esc(d.verdict)}</title><style>{_STYLE}</style></head><body>",
+        f"<title>gitnetdiag report: {_esc(d.verdict)}</title><style>{STYLE}</style></head><body>",
         "<h1>gitnetdiag report</h1>",
         f'<p class="verdict {_esc(d.verdict)}">Verdict: {_esc(d.verdict)}</p>',
         f"<p>{_esc(d.headline)}</p>",

@@ -24,6 +24,7 @@ from gitnetdiag.rundir.manifest import (
 )
 from gitnetdiag.rundir.records import (
     PathMeasurement,
+    RefCleanup,
     RunError,
     RunStatus,
     StopReason,
@@ -97,6 +98,75 @@ class FetchRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class FetchSeed:
+    """``--fetch-seed``: the generated repository pushed to a throwaway branch, fetched by
+    every clone of the run, then deleted (the one write a fetch run may make)."""
+
+    branch: str
+    """The throwaway branch, ``gitnetdiag/probe-<id>`` as the push probes name theirs."""
+    oid: str
+    """The generated commit pushed (the delete's lease)."""
+    size_bytes: int
+    """Bytes of random data in the generated repository."""
+    protocol: str | None = None
+    """Protocol of the push that created it (the last one tried when none did)."""
+    pushed: bool = False
+    """The push succeeded: the branch was created."""
+    push_wall_s: float | None = None
+    """Wall time of that push."""
+    push_error: str = ""
+    """git's last line when no push succeeded."""
+    push_aftermath: str = "not-started"
+    """What the push could still do to the server (``cleanup.Aftermath``)."""
+    cleanup: RefCleanup = RefCleanup.NOT_RUN
+    """What became of the branch: ``deleted``, ``never-created``, ``leftover``,
+    ``unconfirmed`` (``cleanup.RefCleanup``), ``not-run`` before the clean-up."""
+    cleanup_detail: str = ""
+    """Why, in one line."""
+    cleanup_s: float | None = None
+    """Time the clean-up took."""
+    remove_command: str | None = None
+    """The command that removes it (URL redacted), when it may be left."""
+    check_command: str | None = None
+    """The ``ls-remote`` that shows whether it is there (URL redacted)."""
+    gone_on_server: bool | None = None
+    """The ``ls-remote`` after the clean-up listed no such branch (None: not listed)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2DownloadRecord:
+    """One native HTTP/2 upload-pack fetch under a chosen window (``probe.fetchh2``): the
+    server's DATA frames as they arrived, and the credit it had left after each."""
+
+    label: str
+    """Which window: ``HTTP/2 default`` (65,535 B) or ``large``."""
+    window_bytes: int
+    """The window the client advertised (stream ``SETTINGS_INITIAL_WINDOW_SIZE``; the
+    connection window raised to it when larger than the default)."""
+    outcome: str
+    """``ok`` (whole pack), ``bounded`` (cancelled at a stable rate or the budget),
+    ``stalled``, ``failed``."""
+    error: str = ""
+    """``reference: message`` when failed."""
+    stopped: str | None = None
+    """Why the pack stream was cancelled (``stable``, ``budget``, ``stall``, ``timeout``)."""
+    server_settings: dict[str, int] = field(default_factory=dict)
+    """The server's SETTINGS."""
+    request_t_s: float | None = None
+    """When the fetch request was sent, seconds since the connection opened."""
+    data_t_s: tuple[float, ...] = ()
+    """Arrival of each DATA frame of the pack stream, seconds since the connection opened."""
+    data_bytes: tuple[int, ...] = ()
+    """Flow-controlled bytes of each of those frames."""
+    credit_left_bytes: tuple[int, ...] = ()
+    """The stream credit the server had left after each frame (after h2's refills)."""
+    received_bytes: int = 0
+    """Pack-stream bytes received."""
+    rate_bytes_per_s: float | None = None
+    """Rate of the pack stream (slow start excluded, as for git's clones)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class FetchProtocolRun:
     """Every fetch over one protocol."""
 
@@ -143,6 +213,12 @@ class FetchManifest:
     client_tcp_rmem: tuple[int, ...] | None = None
     """The probing host's ``net.ipv4.tcp_rmem`` (min, default, max receive buffer): the
     ceiling of the window a download can get; None when unreadable."""
+    h2_downloads: tuple[H2DownloadRecord, ...] = ()
+    """Native HTTP/2 download ledgers, one per window, side by side (``--native`` with
+    HTTP/2 among the protocols)."""
+    seed: FetchSeed | None = None
+    """``--fetch-seed``: the throwaway branch the clones fetched; None: they fetched what
+    the URL serves and nothing was written on the server."""
 
 
 def write_fetch_manifest(run_dir: Path, manifest: FetchManifest) -> Path:

@@ -23,7 +23,7 @@ RunStatus = Literal["running", "complete", "stalled", "failed", "interrupted"]
 ``push-stalled`` names it), ``failed`` (some step failed) or ``interrupted``."""
 
 RunStage = Literal["setup", "path", "push", "cleanup", "burst", "capture", "native",
-                   "h2-sweep", "fetch"]
+                   "h2-sweep", "fetch", "seed"]
 """The step of a run an error belongs to."""
 
 EndedBy = Literal["SIGINT", "SIGTERM", "SIGHUP"]

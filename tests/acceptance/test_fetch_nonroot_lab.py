@@ -1,0 +1,71 @@
+"""Issue 26's acceptance without root: ``diagnose --direction fetch`` run as ``nobody`` in the
+lab's client namespace (no capture possible) finds the client's receive-window clamp from
+the kernel's TCP_INFO of git's own sockets (``ss -tin``, any user) and ranks it first.
+
+As :mod:`tests.acceptance.test_nonroot_lab` does for pushes: entering the namespace needs
+root, ``setpriv`` then drops uid, gid and groups; Debian's python3 reads the project's
+installed packages; ``HOME`` and the run directory belong to ``nobody``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+import time
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT
+from tests.acceptance.test_nonroot_lab import REPO, _own, nobody_home
+from tests.conftest import LabFactory
+
+pytestmark = pytest.mark.lab
+__all__ = ["nobody_home"]
+FAULT = "client-rmem-clamp"
+
+
+def test_fetch_as_nobody_finds_the_receive_window_clamp_from_tcp_info(
+        shared_lab: LabFactory, nobody_home: Path) -> None:
+    if not Path("/usr/bin/python3").is_file() or sys.version_info[:2] != (3, 11):
+        pytest.skip("needs Debian's python3 of this venv's version")
+    state = shared_lab(FAULT)  # clones are read-only: the shared lab stays as it was
+    key = _own(state.ssh_key, nobody_home, "id")
+    known = _own(state.ssh_known_hosts, nobody_home, "known_hosts")
+    ca = _own(state.ca_file, nobody_home, "ca.pem")
+    run = nobody_home / "run"
+    site = sysconfig.get_paths()["purelib"]
+    started = time.monotonic()
+    proc = subprocess.run(
+        ["ip", "netns", "exec", state.client_ns, "setpriv", "--reuid=nobody",
+         "--regid=nogroup", "--clear-groups", "--", "env", f"HOME={nobody_home}",
+         f"TMPDIR={nobody_home}", f"PYTHONPATH={REPO}:{site}", "/usr/bin/python3", "-m",
+         "gitnetdiag", "diagnose", "--direction", "fetch",
+         "--http", state.endpoints.https_edge, "--ssh", state.endpoints.ssh,
+         "--ca-file", str(ca), "--ssh-key", str(key), "--ssh-known-hosts", str(known),
+         "--protocols", "h1,ssh", "--timeout", "60", "--format", "json", "--out", str(run)],
+        capture_output=True, text=True, timeout=300, cwd=nobody_home,
+        env={k: v for k, v in os.environ.items() if k != "SSLKEYLOGFILE"},
+    )
+    print(f"diagnose --direction fetch as nobody: {time.monotonic() - started:.1f} s wall")
+    assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    report = json.loads(proc.stdout)
+    assert report["direction"] == "fetch"
+    ids = [c["id"] for c in report["culprits"]]
+    assert ids and ids[0] == FETCH_FAULT_CULPRIT[FAULT], f"ranked {ids}\n{proc.stderr}"
+    top = report["culprits"][0]
+    print(top["summary"])
+    sources = [e["source"] for e in top["evidence"]]
+    assert any(s.startswith("ss -tin") for s in sources), sources
+    for fetch in report["fetches"]:
+        tcp = fetch["tcp"]
+        print(f"{fetch['protocol']}: {fetch['rate_bytes_per_s']} B/s, window "
+              f"{tcp['advertised_window_max_bytes']} B, rcv buffer "
+              f"{tcp['receive_buffer_max_bytes']} B, min rtt {tcp['min_rtt_s']} s")
+        assert tcp["samples"] > 0 and tcp["advertised_window_max_bytes"]
+    assert not list(run.glob("*.pcap*"))  # no capture: the evidence is TCP_INFO alone
+    assert list(nobody_home.glob("gitnetdiag-clone-*")) == []
