@@ -187,18 +187,25 @@ def run_probe_command(args: ProbeArgs) -> None:
         SpinnerColumn(finished_text=" "), TextColumn("{task.description}"), TimeElapsedColumn(),
         console=console, transient=False,
     )
-    if args.direction is not TransferDirection.PUSH:
+    fetch_failed: GitnetdiagError | None = None
+    if args.direction is TransferDirection.FETCH:
         _fetch(args, options, progress, console)
-        if args.direction is TransferDirection.FETCH:
-            return
+        return
+    if args.direction is TransferDirection.BOTH:
+        try:
+            _fetch(args, options, progress, console)
+        except GitnetdiagError as exc:  # the pushes still run; the exit code says it
+            console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
+            fetch_failed = exc
     outcome = _push(options, remotes.lab_state, progress, console,
                     warm_plots=args.then_diagnose)
     json_to_stdout = is_stdout(args.json_out)
     _print_summary(outcome, args.json_out,
                    console if args.then_diagnose or json_to_stdout else Console(highlight=False))
     if not args.then_diagnose:
-        if outcome.error is not None:
-            raise outcome.error
+        first_error = outcome.error or fetch_failed
+        if first_error is not None:
+            raise first_error
         return
     for error in outcome.manifest.errors:
         if error.stage == "cleanup":  # no measurement, but the user must hear of it
@@ -209,18 +216,23 @@ def run_probe_command(args: ProbeArgs) -> None:
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is not None:
         raise failure
+    if fetch_failed is not None:
+        raise fetch_failed
 
 
 def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console) -> None:
     """``--direction fetch`` (into the run directory) or ``both`` (into ``RUN-fetch``)."""
     json_out = args.json_out
+    fmt = args.report_format.value
+    # With both, one document on stdout (the push report); the fetch's goes into its run.
+    in_run_dir = args.direction is TransferDirection.BOTH and fmt in ("json", "html")
     if args.direction is TransferDirection.BOTH:
         options = replace(options, out_dir=fetch_run_dir(options.out_dir))
         json_out = json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}") if json_out \
             else None
     run_fetch_command(options, RichReporter(progress, console), progress,
-                      fmt=args.report_format.value, json_out=json_out,
-                      console=Console(highlight=False))
+                      fmt=fmt, json_out=json_out, console=Console(highlight=False),
+                      report_in_run_dir=in_run_dir)
 
 
 def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,

@@ -49,8 +49,10 @@ def fetch_seed_bytes(size: str | None, direction: TransferDirection) -> int | No
 
 
 def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progress,
-                      *, fmt: str, json_out: Path | None, console: Console) -> None:
-    """Fetch over each protocol, print the fetch report, write ``--json``; raise the first
+                      *, fmt: str, json_out: Path | None, console: Console,
+                      report_in_run_dir: bool = False) -> None:
+    """Fetch over each protocol, print the fetch report (with ``report_in_run_dir`` into
+    the run directory's ``fetch-report.<fmt>`` instead), write ``--json``; raise the first
     error of the run (after the report) so that the exit code says a clone failed."""
     with progress:
         outcome = run_fetch_probe(options, reporter)
@@ -60,7 +62,13 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
     if diagnosis is None:
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
-    console.file.write(render_fetch(diagnosis, fmt))
+    if report_in_run_dir:
+        report_file = outcome.run_dir / f"fetch-report.{fmt}"
+        write_output(report_file, render_fetch(diagnosis, fmt))
+        Console(stderr=True, highlight=False).print(
+            f"fetch report: {report_file}", markup=False, highlight=False)
+    else:
+        console.file.write(render_fetch(diagnosis, fmt))
     # A JSON report on stdout stays parseable: the run directory goes to stderr then.
     where = Console(stderr=True, highlight=False) if fmt == "json" else console
     where.print(f"run directory: {outcome.run_dir}", markup=False, highlight=False)

@@ -3,6 +3,9 @@ deleted, against a loopback git daemon that accepts pushes; without it nothing i
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
@@ -112,3 +115,23 @@ def test_clone_argv_fetches_the_seed_branch_alone() -> None:
     assert tail[-4:-2] == ["--branch", "gitnetdiag/probe-ab"]
     assert "--single-branch" in tail and "--no-tags" in tail
     assert "--branch" not in clone_argv(transport, Path("/tmp/x"))
+
+
+def test_both_directions_print_one_json_document(
+        git_daemon: str, remote_refs: Callable[[str], dict[str, str]], tmp_path: Path) -> None:
+    """``--direction both --format json``: stdout is one JSON document (the push report),
+    the fetch report is ``RUN-fetch/fetch-report.json``; nothing is left on the server."""
+    before = remote_refs(git_daemon)
+    run = tmp_path / "run"
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--git", git_daemon, "--direction",
+         "both", "--format", "json", "--size", "1MiB", "--fetch-seed", "1MiB", "--out",
+         str(run), "--no-capture"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.stdout.strip(), proc.stderr
+    push_report = json.loads(proc.stdout)  # one document, or this raises
+    assert push_report["direction"] == "push"
+    fetch_report = json.loads((tmp_path / "run-fetch" / "fetch-report.json").read_text())
+    assert fetch_report["direction"] == "fetch"
+    assert "fetch report:" in proc.stderr
+    assert remote_refs(git_daemon) == before
