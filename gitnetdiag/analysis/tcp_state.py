@@ -304,7 +304,6 @@ class SideState:
         return sent if self.high_ack <= NEG else min(sent, max(0, self.high_end - self.high_ack))
 
 
-
 @dataclass
 class HandshakeState:
     syn_count: int = 0
@@ -344,8 +343,6 @@ class HandshakeState:
     def scale(self, d: int) -> int:
         """Window shift of side ``d`` (0 when off or unknown)."""
         return self.wscale[d] if self.scaling() and self.scale_known(d) else 0
-
-
 
 
 def rtt_samples(
@@ -400,6 +397,7 @@ def rtt_samples(
         np.searchsorted(RTT_EDGES_S, rtt_s), minlength=len(side.rtt_hist)
     )
 
+
 def zero_windows(
     side: SideState, own_idx: I64Array, own_win: I64Array, ts: I64Array, frames: I64Array
 ) -> None:
@@ -426,7 +424,6 @@ def zero_windows(
         side.zero_open_ts, side.zero_open_frame = opened[-1]
     else:
         side.zero_open_ts = None
-
 
 
 def _running_high(seg_end: I64Array, high_end: int, skip: BoolArray) -> tuple[I64Array, I64Array]:

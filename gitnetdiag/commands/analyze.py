@@ -56,6 +56,7 @@ SYN / SYN-ACK retransmissions and resets.
 A capture cut short (tcpdump killed) is analysed up to the damage, with a warning.
 """
 
+
 def write_json(
     result: CaptureAnalysis, out: str, *, h2_ledgers: list[H2WireLedger] | None = None
 ) -> None:

@@ -36,6 +36,7 @@ lab_app = typer.Typer(
     rich_markup_mode="rich",
 )
 
+
 @lab_app.command("up", epilog=(
     "Examples:\n\n"
     "  gitnetdiag lab up                                   healthy lab, 50 ms RTT\n\n"

@@ -143,7 +143,6 @@ DIAGNOSE_EPILOG = (
 )
 
 
-
 def _diagnose_command() -> Callable[..., None]:
     """``probe`` with --diagnose always on: the same options, one flag fewer, plus
     ``--capture FILE`` to diagnose a bare capture instead of probing."""

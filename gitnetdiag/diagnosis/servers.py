@@ -38,6 +38,7 @@ SERVERS = ("haproxy", "nginx", "apache", "go", "h2o", "envoy")
 NAMES = {t.id: t.name for t in BASE.values()} | {"caddy": "Caddy"}
 """Display name of each product id (and of the lab's Caddy edge)."""
 
+
 @dataclass(frozen=True, kw_only=True)
 class Hop:
     """One server of the chain as it showed itself."""

@@ -154,11 +154,15 @@ ScriptAlias /git/ {cgi}/
 Listen {server_ip}:{PORT_HTTPS_DIRECT}
 Listen 127.0.0.1:{PORT_HTTP_BACKEND}
 
+# A ServerName in each virtual host: without one Apache looks the address up in DNS at
+# start, and in the server namespace (no DNS) that waits 5 s for the resolver to give up.
 <VirtualHost 127.0.0.1:{PORT_HTTP_BACKEND}>
+    ServerName gnd-server
     Protocols http/1.1
 </VirtualHost>
 
 <VirtualHost {server_ip}:{PORT_HTTPS_DIRECT}>
+    ServerName gnd-server
     Protocols h2 http/1.1
     SSLEngine on
     SSLCertificateFile {paths.server_cert}

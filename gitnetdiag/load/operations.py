@@ -142,8 +142,6 @@ class InFlight:
             return self._stopping
 
 
-
-
 @dataclass(frozen=True, kw_only=True)
 class OpOutcome:
     """What one operation measured (the scheduler adds step, slot and start)."""

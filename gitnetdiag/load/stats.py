@@ -34,6 +34,7 @@ _PROGRESS = re.compile(
     r"^(remote: )?(Cloning into|Counting objects|Compressing objects|Enumerating objects|"
     r"Receiving objects|Resolving deltas|Writing objects|Unpacking objects|Total \d)")
 
+
 def parse_ops(text: str) -> tuple[Operation, ...]:
     """``clone,fetch,push`` -> operations, in the order given, no duplicates."""
     chosen: list[Operation] = []

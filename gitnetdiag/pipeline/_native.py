@@ -191,8 +191,6 @@ def ssh_ledger_from_native(data: dict[str, Any], where: str = "native-ssh.json")
     )
 
 
-
-
 def curl_identity_headers(run_dir: Path) -> tuple[str, ...]:
     """The headers that show who answered in the first response of git's curl traces
     (``*.curl.txt``, HTTP/2 ones first), for runs without the native HTTP/2 probe."""

@@ -62,7 +62,6 @@ def capture_filter(host: str, port: int) -> str:
     return f"host {host} and port {port}"
 
 
-
 def parse_tcpdump_stats(stderr: str) -> tuple[int | None, int | None]:
     """(captured, dropped by kernel) from tcpdump's closing lines."""
     captured = re.search(r"(\d+) packets? captured", stderr)

@@ -430,8 +430,6 @@ def _git_run(argv: Sequence[str], exit_code: int | None, started: float, timed_o
     )
 
 
-
-
 def parse_ls_remote(stdout: str) -> dict[str, str]:
     """``ref -> oid`` from ``git ls-remote`` output."""
     refs: dict[str, str] = {}

@@ -13,7 +13,6 @@ CONNECT_ATTEMPTS = 5
 CONNECT_TIMEOUT_S = 5.0
 
 
-
 def _connect(host: str, port: int, timeout_s: float) -> tuple[socket.socket, float]:
     infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     family, kind, proto, _, address = infos[0]

@@ -390,7 +390,6 @@ class _PathThread(threading.Thread):
                                               insecure=options.insecure,
                                               attempts=PATH_ATTEMPTS))
         if options.native:  # their libraries (paramiko) load here, not between the probes
-            import gitnetdiag.probe.h2native
             import gitnetdiag.probe.sshnative  # noqa: F401
 
     def report(self) -> None:
@@ -409,8 +408,6 @@ class _PathThread(threading.Thread):
 def _append_push(state: _Run, protocol: TransportKind, record: PushRecord) -> None:
     run = state.protocols[protocol]
     state.protocols[protocol] = replace(run, pushes=(*run.pushes, record))
-
-
 
 
 def _native(state: _Run, repo_path: Path, oid: str) -> None:
@@ -509,7 +506,6 @@ def _native_cleanup_problem(state: _Run, protocol: TransportKind,
         state.error("cleanup", protocol, error)
     if warning is not None:
         state.warn(warning)
-
 
 
 SWEEP_ARTIFACT = SWEEP_FILE

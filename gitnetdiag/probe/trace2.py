@@ -33,7 +33,6 @@ from gitnetdiag.rundir.records import Trace2Record
 _REDACTED_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
 
 
-
 def _time_s(event: dict[str, Any]) -> float | None:
     stamp = event.get("time")
     if not isinstance(stamp, str):

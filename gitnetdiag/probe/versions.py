@@ -12,7 +12,6 @@ from gitnetdiag.rundir.records import ToolVersions
 _TIMEOUT_S = 10.0
 
 
-
 def _output(argv: list[str]) -> str | None:
     try:
         proc = run(argv, timeout_s=_TIMEOUT_S, check=False)

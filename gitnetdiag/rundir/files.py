@@ -19,6 +19,8 @@ SWEEP_VARIANT_PATTERN = "native-h2-sweep-{n}.json"
 def sweep_variant_file(n: int) -> str:
     """The event file of the sweep's variant ``n`` (counted from 1)."""
     return SWEEP_VARIANT_PATTERN.format(n=n)
+
+
 OBSERVATIONS_FILE = "observations.json"
 """What the diagnosis saw, written by the pipeline."""
 HOST_REPORT_FILE = "host.json"

@@ -201,7 +201,6 @@ class BurstRecord:
     capture: str | None
     """Capture file relative to the run directory, when captured."""
 
-
     @property
     def failures_by_kind(self) -> dict[FailureKind, int]:
         return dict(Counter(op.failure_kind for op in self.ops if op.failure_kind))

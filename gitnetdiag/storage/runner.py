@@ -120,8 +120,6 @@ def supports_direct_io(directory: Path) -> bool:
         probe.unlink(missing_ok=True)
 
 
-
-
 def _run_fio(fio: str, job: FioJob) -> tuple[FioResult | None, str]:
     """Run the job; ``(None, stderr)`` when fio refused O_DIRECT, else the result."""
     timeout = job.runtime_s + FIO_SLACK_S + job.size_bytes / LAYOUT_RATE_BYTES_PER_S

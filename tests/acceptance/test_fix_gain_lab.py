@@ -5,8 +5,10 @@ then the same diagnosis of the fixed lab. The fix of each fault here restores
 exactly the healthy lab's setting (the edge's HTTP/2 window 16 MiB, the
 server's default ``tcp_rmem``, window scaling on, no drops in the router, no
 hook delay, no authentication delay), so one healthy diagnosis is the "after"
-of all of them: one lab up at a time (a second live lab would share the two
-cores and disturb the timing).
+of all of them. The labs are the session's shared ones (``tests/conftest.py``):
+``diagnose`` pushes to throwaway branches and deletes them, and changes nothing
+else; an idle lab costs no CPU (its servers and the delay program wait on their
+sockets), so the labs kept up beside the one measured do not disturb the timing.
 
 Cheap by design: HTTP/2 only (every culprit here is priced on it), an 8 MiB
 pack. The transfer faults use bounded pushes (the slow labs never send the
@@ -26,15 +28,14 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from gitnetdiag.lab import manager
-from gitnetdiag.lab.spec import FAULT_CULPRIT, build_spec
+from gitnetdiag.lab.spec import FAULT_CULPRIT
+from tests.conftest import LabFactory
 
 pytestmark = pytest.mark.lab
 
@@ -50,27 +51,25 @@ TIMEOUT_S = {"h2-small-window": 30}
 some of them for good (docs/culprits.md): 30 s ends a hung one sooner than 90."""
 
 
-def diagnose_lab(fault: str, out: Path, *, complete: bool = False) -> dict[str, Any]:
-    """Bring a private lab up with ``fault``, diagnose it, take it down; the JSON report."""
-    name = "g" + uuid.uuid4().hex[:6]
-    manager.up(build_spec(instance=name, faults=[fault]))
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", name,
-             "--size", SIZE, "--repeat", "3", "--protocols", "h2",
-             "--timeout", str(TIMEOUT_S.get(fault, 90)),
-             "--format", "json", "--out", str(out), *(["--complete"] if complete else [])],
-            capture_output=True, text=True, timeout=600,
-        )
-    finally:
-        manager.down(name)
+def diagnose_lab(shared_lab: LabFactory, fault: str, out: Path, *,
+                 complete: bool = False) -> dict[str, Any]:
+    """Diagnose the session's lab of ``fault``; the JSON report."""
+    name = shared_lab(fault).instance
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", name,
+         "--size", SIZE, "--repeat", "3", "--protocols", "h2",
+         "--timeout", str(TIMEOUT_S.get(fault, 90)),
+         "--format", "json", "--out", str(out), *(["--complete"] if complete else [])],
+        capture_output=True, text=True, timeout=600,
+    )
     assert "Traceback" not in proc.stderr, proc.stderr
     report: dict[str, Any] = json.loads(proc.stdout)
     return report
 
 
 @pytest.fixture(scope="module")
-def fixed_report(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool], dict[str, Any]]:
+def fixed_report(shared_lab: LabFactory, tmp_path_factory: pytest.TempPathFactory
+                 ) -> Callable[[bool], dict[str, Any]]:
     """The lab with the fix applied (every fault's fixed setting is the healthy lab's), with
     bounded or complete pushes; each diagnosed once, when first asked for."""
     made: dict[bool, dict[str, Any]] = {}
@@ -78,7 +77,7 @@ def fixed_report(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool], d
     def get(complete: bool) -> dict[str, Any]:
         if complete not in made:
             out = tmp_path_factory.mktemp("fixed-complete" if complete else "fixed") / "run"
-            made[complete] = diagnose_lab("healthy", out, complete=complete)
+            made[complete] = diagnose_lab(shared_lab, "healthy", out, complete=complete)
         return made[complete]
 
     return get
@@ -86,11 +85,12 @@ def fixed_report(tmp_path_factory: pytest.TempPathFactory) -> Callable[[bool], d
 
 @pytest.mark.parametrize("fault", FAULTS)
 def test_first_culprit_predicts_the_gain_of_its_fix(
-    fault: str, fixed_report: Callable[[bool], dict[str, Any]], tmp_path: Path
+    fault: str, fixed_report: Callable[[bool], dict[str, Any]], shared_lab: LabFactory,
+    tmp_path: Path
 ) -> None:
     """Predicted gain (cost_s) within 25% of the measured gain; the culprit is gone after."""
     complete = fault in COMPLETE
-    before = diagnose_lab(fault, tmp_path / "run", complete=complete)
+    before = diagnose_lab(shared_lab, fault, tmp_path / "run", complete=complete)
     after = fixed_report(complete)
     assert before["culprits"], f"{fault}: nothing ranked"
     top = before["culprits"][0]

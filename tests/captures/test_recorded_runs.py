@@ -18,6 +18,7 @@ from gitnetdiag.report import render_json
 CAPTURES = Path(__file__).resolve().parents[2] / "captures"
 CASES = sorted(p.name for p in CAPTURES.iterdir() if (p / "expected.json").is_file())
 
+
 def test_every_lab_fault_has_a_recorded_case() -> None:
     assert set(CASES) == set(FAULT_CULPRIT)
 

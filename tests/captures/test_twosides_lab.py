@@ -31,8 +31,8 @@ CASES = [
                          ids=[c[0] for c in CASES])
 def test_fresh_captures_on_both_sides_name_the_fault(
         fault: str, options: dict[str, int], protocol: str, size: int, culprit: str,
-        pushed: bool, lab_factory: LabFactory, tmp_path: Path) -> None:
-    state = lab_factory(fault, **options)
+        pushed: bool, shared_lab: LabFactory, tmp_path: Path) -> None:
+    state = shared_lab(fault, **options)  # the push's branch name is its own
     sides = record_push(state, protocol, size, tmp_path)
     assert (sides.push_returncode == 0) == pushed, sides.push_stderr
     for pcap in (sides.client_pcap, sides.server_pcap):

@@ -161,6 +161,7 @@ def test_sshd_config_carries_max_startups_only_under_its_fault() -> None:
                                  server_ip="198.18.2.2", user="gnd-git")
     assert "MaxStartups" not in healthy
 
+
 def test_fixed_spec_applies_the_fix_each_culprit_names() -> None:
     """Each fix belongs to a fault with a culprit; applied, the setting is the healthy one."""
     assert set(FAULT_FIXED_SETTINGS) <= {f for f, c in FAULT_CULPRIT.items() if c is not None}

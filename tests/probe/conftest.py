@@ -1,19 +1,18 @@
-"""Fixtures: a loopback git daemon accepting pushes, and a private lab instance."""
+"""Fixtures: a loopback git daemon accepting pushes, and the session's healthy lab."""
 
 from __future__ import annotations
 
 import os
-import secrets
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 
-from gitnetdiag.model.lab.state import LabState, load_state
+from gitnetdiag.model.lab.state import LabState
+from tests.conftest import LabFactory
 
 
 def _free_port() -> int:
@@ -72,16 +71,7 @@ def git_daemon(tmp_path: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
-def probe_lab() -> Iterator[LabState]:
-    """A private lab instance (never ``default``), taken down at the end."""
-    if os.geteuid() != 0:
-        pytest.fail("lab tests need root")
-    name = f"pr{secrets.token_hex(2)}"
-    cli = [sys.executable, "-m", "gitnetdiag", "lab"]
-    up = subprocess.run([*cli, "up", "--name", name, "--rtt", "5ms"], capture_output=True,
-                        text=True, timeout=300)
-    try:
-        assert up.returncode == 0, up.stderr[-2000:]
-        yield load_state(name)
-    finally:
-        subprocess.run([*cli, "down", "--name", name], capture_output=True, timeout=300)
+def probe_lab(shared_lab: LabFactory) -> LabState:
+    """The session's healthy lab at 5 ms RTT (``tests/conftest.py``): the probes push to
+    throwaway branches and delete them."""
+    return shared_lab("healthy", rtt_ms=5.0)
