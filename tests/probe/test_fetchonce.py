@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
 
-from gitnetdiag.probe.fetchonce import clone_argv, received_from_progress
+from gitnetdiag.probe.fetchonce import clone_argv, received_from_progress, run_monitored_clone
 from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.probe.tcpinfo import parse_ss_info
 from gitnetdiag.vocabulary import TransportKind
@@ -38,3 +40,20 @@ def test_ss_receive_side_counters() -> None:
     assert counters["rcv_buf_bytes"] == 65536 and counters["rcv_ssthresh"] == 32000
     assert counters["rcv_space"] == 14600 and counters["bytes_received"] == 123456
     assert counters["rcv_rtt_us"] == 51500
+
+
+def test_the_quiet_after_the_pack_is_the_clients_work_not_a_stall(tmp_path: Path) -> None:
+    """A stand-in for git that receives its whole pack, then resolves deltas quietly for
+    longer than the stall timeout (a starved index-pack): the clone runs to its end ("ok"),
+    it is not cut as a stalled server would be."""
+    script = ("import sys, time\n"
+              "sys.stderr.write('Receiving objects: 100% (20/20), 1.00 MiB | 1 MiB/s, done.\\n')\n"
+              "sys.stderr.flush()\n"
+              "time.sleep(1.6)\n")
+    clone = run_monitored_clone(
+        [sys.executable, "-c", script], env=dict(os.environ), timeout_s=30.0, budget_s=10.0,
+        stall_timeout_s=0.6, port=1, tcpinfo_path=tmp_path / "t.jsonl",
+        on_progress=lambda _moved, _rate: None, sampler=lambda _port, _pid, _now: [])
+    assert clone.stopped is None
+    assert clone.run.ok and not clone.run.timed_out
+    assert clone.run.wall_s >= 1.5
