@@ -69,7 +69,8 @@ def test_edge_is_named_and_ranked(edge: str, fault: str, culprit: str | None,
     edge's own setting leading the fix; the fixed edge ranks nothing."""
     far = fault == "far"
     state = lab_factory("healthy", edge=edge, **FAR) if far else lab_factory(fault, edge=edge)
-    report = _diagnose(state.instance, tmp_path / "run", far=far)
+    run = tmp_path / "run"
+    report = _diagnose(state.instance, run, far=far)
     server = report["environment"]["server"]  # type: ignore[index]
     assert server["server"] == KNOWN_AS.get(edge, edge), server
     assert PRODUCT[edge] in server["product"], server
@@ -77,18 +78,27 @@ def test_edge_is_named_and_ranked(edge: str, fault: str, culprit: str | None,
         assert server["ssh_banner"].startswith("SSH-2.0-OpenSSH"), server
     culprits = report["culprits"]
     ids = [c["id"] for c in culprits]  # type: ignore[attr-defined]
-    if culprit is None:
-        if ids == ["client-http-stack"]:
-            # The edge is healthy; git's libcurl stalled a push, and the decrypted frames
-            # prove it was the client (stream credit left, no END_STREAM), not the edge.
-            evidence = [e["what"] for e in culprits[0]["evidence"]]  # type: ignore[index]
-            assert any(what.endswith("stream send credit left") for what in evidence), evidence
+    if ids and ids[0] == "client-http-stack":
+        # git's libcurl 7.88.1 left the HTTP/2 push hung (its upload bug, fixed in curl 8.2),
+        # and the decrypted frames prove it was the client (stream credit left, no
+        # END_STREAM), not the edge. It strikes at a wait for WINDOW_UPDATE, so most often
+        # under a small window: seen in 2 of 3 full runs of nginx-h2-small-window here.
+        evidence = [e["what"] for e in culprits[0]["evidence"]]  # type: ignore[index]
+        assert any(what.endswith("stream send credit left") for what in evidence), evidence
+        if culprit is None:
+            assert ids == ["client-http-stack"], ids  # nothing of the (healthy) edge's
             return
+        # A push that hung has no rate to rank the window by: measure once more.
+        run = tmp_path / "run-again"
+        report = _diagnose(state.instance, run, far=far)
+        culprits = report["culprits"]
+        ids = [c["id"] for c in culprits]  # type: ignore[attr-defined]
+    if culprit is None:
         assert report["verdict"] == "healthy" and ids == [], ids
         return
     assert ids and ids[0] == culprit, ids
     fix = culprits[0]["fix"]  # type: ignore[index]
     assert setting is not None and setting in fix
     assert fix.index(setting) < fix.index("tune.h2.initial-window-size"), fix
-    md = (tmp_path / "run" / "report.md").read_text()
+    md = (run / "report.md").read_text()
     assert f"HTTPS server that answered: {PRODUCT[edge]}" in md
