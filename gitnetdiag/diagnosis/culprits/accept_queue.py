@@ -77,9 +77,15 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
     if not host_items:
         return None
     rtt = rtt_s(obs)
-    bursts = [b for b in obs.bursts if burst_symptoms(b)]
     host = obs.host
     assert host is not None
+    # With SYN cookies on, a client's ACK that finds the accept queue still full fails the
+    # cookie check and is answered with a RST: the burst's resets are then the backlog's
+    # (seen in the lab: 122 resets, SyncookiesFailed +122, ListenOverflows +657).
+    cookie_resets = (host.counter_deltas.get("SyncookiesFailed", 0) > 0
+                     and host.counter_deltas.get("ListenOverflows", 0) > 0)
+    bursts = [b for b in obs.bursts if burst_symptoms(b) or (
+        cookie_resets and b.failed_by_kind.get(FailureKind.RESET))]
     tally = Tally("listen-backlog-overflow")
     tally.add("host-evidence", *host_items)
     if any(host.counter_deltas.get(k, 0) > 0 for k in _QUEUE_COUNTERS):

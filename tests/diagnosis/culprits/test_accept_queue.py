@@ -142,3 +142,28 @@ def test_burst_rsts_without_failed_connections_are_not_a_firewall() -> None:
     assert "firewall-reset" not in [f.id for f in diagnose(obs).findings]
     cut = replace(burst, ok=10, failed_by_kind={"reset": 30}, resets=30, duration_p50_s=2.0)
     assert diagnose(replace(obs, bursts=(cut,))).findings[0].id == "firewall-reset"
+
+
+def test_cookie_resets_under_an_overflowing_backlog_are_the_backlogs() -> None:
+    """The lab's tiny-backlog burst as one full run saw it: no SYN was retransmitted, but
+    122 of 150 connections were reset; the kernel counted 122 failed SYN cookies (a client
+    ACK meeting a still-full accept queue is answered with a RST) and 657 overflows. The
+    backlog ranks first, never "healthy"; without the failed cookies the resets are not
+    the backlog's (nothing here proves a filter either)."""
+    base = examples.git_daemon_backlog()
+    burst = replace(base.bursts[0], ok=28, failed_by_kind={"reset": 122}, connect_p99_s=0.062,
+                    connect_max_s=0.064, duration_p50_s=0.43, syn_retransmissions=0,
+                    synack_retransmissions=0, resets=122)
+    host = replace(base.host, listeners=(replace(base.host.listeners[0], accept_queue=0),),
+                   counter_deltas={"ListenOverflows": 657, "ListenDrops": 657,
+                                   "SyncookiesSent": 288, "SyncookiesFailed": 122,
+                                   "TCPReqQFullDoCookies": 288}, kernel_log=())
+    obs = replace(base, bursts=(burst,), host=host)
+    diagnosis = diagnose(obs)
+    assert diagnosis.verdict == "degraded"
+    assert diagnosis.findings[0].id == "listen-backlog-overflow"
+    assert diagnosis.findings[0].cost_s > 0.5
+    no_cookies = replace(obs, host=replace(host, counter_deltas={
+        k: v for k, v in host.counter_deltas.items() if k != "SyncookiesFailed"}))
+    assert "listen-backlog-overflow" not in [f.id for f in diagnose(no_cookies).findings
+                                             if f.cost_s > 0.5]
