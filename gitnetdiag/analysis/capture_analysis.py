@@ -96,7 +96,7 @@ def analyze_capture(
     gc.disable()
     try:
         with CaptureReader(path, chunk_bytes=chunk_bytes, parallel=parallel) as reader:
-            for columns in reader.column_chunks():
+            for columns in reader.column_chunks(borrowed=True):  # the analysis keeps none
                 analyzer.feed_columns(columns)
             stats = reader.stats
             damage = reader.damage

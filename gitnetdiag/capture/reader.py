@@ -153,19 +153,23 @@ class CaptureReader:
 
     def chunks(self) -> Generator[PacketArray, None, None]:
         """Yield packet tables (PACKET_DTYPE) in file order."""
-        source = self.column_chunks()
+        source = self.column_chunks(borrowed=True)  # each one is copied into its table
         try:
             for columns in source:
                 yield self.table(columns)
         finally:
             source.close()  # leaving the loop early stops a forked child at once
 
-    def column_chunks(self) -> Generator[PacketColumns, None, None]:
+    def column_chunks(self, *, borrowed: bool = False) -> Generator[PacketColumns, None, None]:
         """:meth:`chunks` as int64 columns (:meth:`columns`): the same rows and values,
-        without packing them into a table that the analysis would unpack again."""
+        without packing them into a table that the analysis would unpack again.
+
+        ``borrowed``: the caller is done with each chunk when it asks for the next one,
+        so a forked reader may hand over its shared memory as it is, without a copy
+        (see :func:`~gitnetdiag.capture.forked.forked_chunks`)."""
         if self.parallel:
             self._close_forked()
-            forked = forked_chunks(self, PACKET_DTYPE.names or ())
+            forked = forked_chunks(self, PACKET_DTYPE.names or (), borrowed=borrowed)
             self._forked = forked
             return forked
         return self.local_columns()
