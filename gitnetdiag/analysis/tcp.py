@@ -38,6 +38,8 @@ from gitnetdiag.analysis.tcp_results import (
 from gitnetdiag.analysis.tcp_state import (
     MAX_EVENTS_KEPT,
     NEG,
+    BoolArray,
+    F64Array,
     HandshakeState,
     I64Array,
     SeriesBins,
@@ -109,8 +111,10 @@ class _ConnectionState:
         gaps = np.empty(n, dtype=np.int64)
         gaps[:-1] = ts[1:] - ts[:-1]
         gaps[-1] = 0
+        dt_s = gaps / NS
+        has_ack = (flags & TCP_ACK) != 0
         for d in (0, 1):
-            self._direction(d, cols, win, bins, gaps)
+            self._direction(d, cols, win, bins, dt_s, has_ack)
         self.last_ts = int(ts[-1])
 
     def _handshake(self, cols: dict[str, I64Array]) -> None:
@@ -156,14 +160,19 @@ class _ConnectionState:
                 hs.ack_ts = int(ts[int(np.argmax(after))])
 
     def _direction(self, d: int, cols: dict[str, I64Array], win: I64Array, bins: I64Array,
-                   gaps: I64Array) -> None:
+                   dt_s: F64Array, has_ack: BoolArray) -> None:
         """Side ``d`` as the sender over this chunk: the steps of :mod:`.tcp_chunk`."""
         side = self.sides[d]
-        view = chunk.sender_view(d, cols)
+        view = chunk.sender_view(d, cols, has_ack)
         seq_u, ack_u = chunk.unwrap(side, cols, view)
         chunk.count_sender_packets(side, cols, view)
         segs = chunk.segments(side, cols, win, view, seq_u)
         acks = chunk.peer_acks(side, cols, win, view, ack_u)
+        if side.first_data_ts is None:  # no data sent yet: only the windows and ACKs count
+            chunk.advertised_windows(side, cols, win, view)
+            self._add_series(d, bins, view, segs, acks, None)
+            chunk.carry(side, segs, acks)
+            return
         rows = chunk.row_state(side, view, segs, acks)
         timeout = chunk.retransmission_classes(side, view, segs, acks, rows,
                                                rtt_s=self.rtt_estimate_s(d), t=self.t)
@@ -173,12 +182,13 @@ class _ConnectionState:
         chunk.advertised_windows(side, cols, win, view)
         self._add_series(d, bins, view, segs, acks, rows)
         chunk.classify_limits(side, view, segs, acks, rows, timeout, mss=self._mss(d),
-                              lead_s=self._lead_s(cols), gaps=gaps)
+                              lead_s=self._lead_s(cols), dt_s=dt_s)
         chunk.carry(side, segs, acks)
 
     def _add_series(self, d: int, bins: I64Array, view: chunk.SenderView,
-                    segs: chunk.Segments, acks: chunk.PeerAcks, rows: chunk.RowState) -> None:
-        if len(segs.rows):
+                    segs: chunk.Segments, acks: chunk.PeerAcks,
+                    rows: chunk.RowState | None) -> None:
+        if len(segs.rows) and rows is not None:
             b = bins[segs.rows]
             self.series.add_sum("sent", d, b, segs.end - segs.start)
             self.series.add_sum("good", d, b, segs.new_bytes)

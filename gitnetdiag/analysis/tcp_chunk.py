@@ -28,10 +28,10 @@ from gitnetdiag.analysis.tcp_results import NS, LimitKind, Thresholds
 from gitnetdiag.analysis.tcp_state import (
     NEG,
     BoolArray,
+    F64Array,
     I64Array,
     SideState,
     advance_sequence,
-    bfill_index,
     ffill_index,
     signed32,
     zero_windows,
@@ -57,8 +57,16 @@ class SenderView:
     """Per row: the peer's packet with ACK set."""
     peer_rows: I64Array
     """Row numbers of the peer's ACKs."""
-    last_peer: I64Array
-    """Per row: the latest peer ACK row at or before it (-1: none in this chunk)."""
+    peers_before: I64Array
+    """Per row: how many of the peer's ACKs came at or before it; an array over the peer's
+    ACKs with the value carried from the chunks before put first, indexed by it, gives
+    each row the latest value (see :func:`latest`)."""
+
+
+def latest(carried: int | bool, per_peer: I64Array | BoolArray, view: SenderView) -> I64Array:
+    """Per row of ``view``: the value of ``per_peer`` (one per peer ACK) at the latest peer
+    ACK at or before the row, ``carried`` before the chunk's first one."""
+    return np.concatenate(([carried], per_peer))[view.peers_before]
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,13 +123,14 @@ class RowState:
     """Bytes sent and not yet acknowledged (0 where unknown)."""
 
 
-def sender_view(d: int, cols: Columns) -> SenderView:
+def sender_view(d: int, cols: Columns, has_ack: BoolArray) -> SenderView:
+    """``has_ack``: per row, the ACK flag is set (the same for both sides: computed once)."""
     dirs = cols["dir"]
     is_sender = dirs == d
-    peer_ack = (dirs == 1 - d) & ((cols["flags"] & TCP_ACK) != 0)
+    peer_ack = (dirs == 1 - d) & has_ack
     return SenderView(d=d, n=len(dirs), is_sender=is_sender,
                       sender_rows=np.flatnonzero(is_sender), peer_ack=peer_ack,
-                      peer_rows=np.flatnonzero(peer_ack), last_peer=ffill_index(peer_ack))
+                      peer_rows=np.flatnonzero(peer_ack), peers_before=np.cumsum(peer_ack))
 
 
 def unwrap(side: SideState, cols: Columns, view: SenderView) -> tuple[I64Array, I64Array]:
@@ -170,8 +179,9 @@ def segments(side: SideState, cols: Columns, win: I64Array, view: SenderView,
     # retransmissions nor new bytes in flight.
     probe_like = s_plen[data_mask] == 1
     if probe_like.any():
-        lp_one = view.last_peer[data_pos[probe_like]]
-        win_before = np.where(lp_one >= 0, win[np.maximum(lp_one, 0)], side.peer_win)
+        peer_wins = win[view.peer_rows]
+        win_before = np.concatenate(([side.peer_win], peer_wins))[
+            view.peers_before[data_pos[probe_like]]]
         probe_like[probe_like] = win_before == 0
     cum_end, prev_high, zwp = advance_sequence(seg_start, seg_end, side.high_end, probe_like)
     side.zero_window_probes += int(np.count_nonzero(zwp))
@@ -194,13 +204,16 @@ def peer_acks(side: SideState, cols: Columns, win: I64Array, view: SenderView,
         prev_ack[0] = side.peer_last_ack_u if side.peer_last_ack_u is not None else NEG
         prev_ack[1:] = ack_u[:-1]
     dup = p_plain & (ack_u == prev_ack)
-    last_reset = ffill_index(~dup)
-    k = np.arange(len(dup))
-    dup_run = np.where(
-        dup, np.where(last_reset < 0, k + 1 + side.peer_dup_run, k - last_reset), 0
-    )
+    if dup.any():
+        last_reset = ffill_index(~dup)
+        k = np.arange(len(dup))
+        dup_run = np.where(
+            dup, np.where(last_reset < 0, k + 1 + side.peer_dup_run, k - last_reset), 0
+        )
+    else:
+        dup_run = np.zeros(len(dup), dtype=np.int64)
     p_sack = cols["sack_count"][p_idx] > 0
-    if len(p_idx):
+    if p_sack.any():
         sack_right = cols["sack_right"][p_idx]
         dsack = p_sack & (signed32(sack_right - cols["ack"][p_idx]) <= 0)
         side.dsack += int(np.count_nonzero(dsack))
@@ -208,23 +221,22 @@ def peer_acks(side: SideState, cols: Columns, win: I64Array, view: SenderView,
 
 
 def row_state(side: SideState, view: SenderView, segs: Segments, acks: PeerAcks) -> RowState:
-    """Per row: highest sent, highest acknowledged, the peer's window, bytes in flight."""
+    """Per row: highest sent, highest acknowledged, the peer's window, bytes in flight.
+
+    The highest sent and acknowledged never decrease (running maxima from the carried
+    values on), so each row's is the latest one at or before it."""
     n = view.n
     s_data_row = np.zeros(n, dtype=bool)
     s_data_row[segs.rows] = True
-    high_end_row = np.full(n, -1, dtype=np.int64)
-    high_end_row[segs.rows] = segs.cum_end
-    last_s = ffill_index(s_data_row)
-    high_end_all = np.where(last_s >= 0, high_end_row[np.maximum(last_s, 0)], side.high_end)
-    p_row_cum = np.full(n, 0, dtype=np.int64)
-    p_row_cum[view.peer_rows] = acks.cummax
-    p_row_win = np.zeros(n, dtype=np.int64)
-    p_row_win[view.peer_rows] = acks.window
-    lp = np.maximum(view.last_peer, 0)
-    high_ack_all = np.where(view.last_peer >= 0, p_row_cum[lp], side.high_ack)
-    peer_win_all = np.where(view.last_peer >= 0, p_row_win[lp], side.peer_win)
+    high_end_all = np.full(n, side.high_end, dtype=np.int64)
+    high_end_all[segs.rows] = segs.cum_end
+    np.maximum.accumulate(high_end_all, out=high_end_all)
+    high_ack_all = latest(side.high_ack, acks.cummax, view)
+    peer_win_all = latest(side.peer_win, acks.window, view)
     known = (high_end_all > NEG) & (high_ack_all > NEG)
-    in_flight = np.where(known, np.maximum(high_end_all - high_ack_all, 0), 0)
+    in_flight = high_end_all - high_ack_all
+    np.maximum(in_flight, 0, out=in_flight)
+    in_flight[~known] = 0
     if len(segs.rows):
         side.max_flight = max(side.max_flight, int(in_flight[segs.rows].max()))
     return RowState(data=s_data_row, high_ack=high_ack_all, peer_window=peer_win_all,
@@ -248,13 +260,9 @@ def retransmission_classes(side: SideState, view: SenderView, segs: Segments, ac
     prev_seg_ts[0] = side.last_data_ts if side.last_data_ts is not None else seg_ts[0]
     prev_seg_ts[1:] = seg_ts[:-1]
     gap_s = (seg_ts - prev_seg_ts) / NS
-    row_dup = np.zeros(view.n, dtype=np.int64)
-    row_dup[view.peer_rows] = acks.dup_run
-    row_sack = np.zeros(view.n, dtype=bool)
-    row_sack[view.peer_rows] = acks.sack
-    lp_seg = view.last_peer[segs.rows]
-    seg_dup = np.where(lp_seg >= 0, row_dup[np.maximum(lp_seg, 0)], side.peer_dup_run)
-    seg_sack = np.where(lp_seg >= 0, row_sack[np.maximum(lp_seg, 0)], side.peer_last_sack)
+    before = view.peers_before[segs.rows]
+    seg_dup = np.concatenate(([side.peer_dup_run], acks.dup_run))[before]
+    seg_sack = np.concatenate(([side.peer_last_sack], acks.sack))[before]
     rto_s = 0.9 * (rtt_s + t.min_rto_s)
     signalled = (seg_dup >= t.dupack_threshold) | seg_sack
     timeout = rtx & (((gap_s >= rto_s) & ~signalled) | (gap_s >= 2 * rto_s))
@@ -292,41 +300,44 @@ def _in_recovery(side: SideState, view: SenderView, segs: Segments, rows: RowSta
     """Per row: loss recovery, until the ACKs pass what had been sent when the
     retransmission went out (the RFC 6582 recovery point), or just before a timeout."""
     n = view.n
-    recover = np.full(n, side.recover, dtype=np.int64)
+    if not segs.rtx.any():  # the recovery point carried from the chunks before holds
+        return rows.high_ack < side.recover
     before_timeout = np.zeros(n, dtype=bool)
-    if segs.rtx.any():
-        mark = np.zeros(n, dtype=bool)
-        mark[segs.rows[segs.rtx]] = True
-        point = np.zeros(n, dtype=np.int64)
-        point[segs.rows[segs.rtx]] = segs.cum_end[segs.rtx]
-        last_mark = ffill_index(mark)
-        recover = np.where(last_mark >= 0, point[np.maximum(last_mark, 0)], side.recover)
-        rto_rows = segs.rows[timeout]
-        before_timeout[rto_rows[rto_rows > 0] - 1] = True
+    mark = np.zeros(n, dtype=bool)
+    mark[segs.rows[segs.rtx]] = True
+    point = np.zeros(n, dtype=np.int64)
+    point[segs.rows[segs.rtx]] = segs.cum_end[segs.rtx]
+    last_mark = ffill_index(mark)
+    recover = np.where(last_mark >= 0, point[np.maximum(last_mark, 0)], side.recover)
+    rto_rows = segs.rows[timeout]
+    before_timeout[rto_rows[rto_rows > 0] - 1] = True
     side.recover = int(recover[-1])
     return (rows.high_ack < recover) | before_timeout
 
 
 def _answered(side: SideState, view: SenderView, acks: PeerAcks, rows: RowState) -> BoolArray:
-    """Per row: did the sender answer the ACK that advanced (its data is the next row)?"""
+    """Per row: did the sender answer the ACK that advanced (its data is the next row)?
+    A row between two such ACKs takes the answer to the next one (True after the last)."""
     n = view.n
-    advancing = np.zeros(n, dtype=bool)
     if len(view.peer_rows):
         prev_cum = np.concatenate(([side.high_ack], acks.cummax[:-1]))
-        advancing[view.peer_rows] = acks.cummax > prev_cum
-    next_is_data = np.zeros(n, dtype=bool)
-    next_is_data[:-1] = rows.data[1:]
-    answered = advancing & next_is_data
-    next_adv = bfill_index(advancing)
-    waiting_answered = np.where(next_adv < n, answered[np.minimum(next_adv, n - 1)], True)
-    result: BoolArray = np.where(advancing, answered, waiting_answered)
+        adv_rows = view.peer_rows[acks.cummax > prev_cum]
+    else:
+        adv_rows = view.peer_rows
+    after = adv_rows + 1
+    answered = rows.data[np.minimum(after, n - 1)] & (after < n)
+    advancing = np.zeros(n, dtype=bool)
+    advancing[adv_rows] = True
+    next_adv = np.cumsum(advancing)  # per row: advancing ACKs before it (itself excluded)
+    next_adv -= advancing
+    result: BoolArray = np.concatenate((answered, [True]))[next_adv]
     return result
 
 
 def classify_limits(side: SideState, view: SenderView, segs: Segments, acks: PeerAcks,
                     rows: RowState, timeout: BoolArray, *, mss: int, lead_s: float,
-                    gaps: I64Array) -> None:
-    """Add each row's interval (``gaps``, to the next row) to what limited the sender then:
+                    dt_s: F64Array) -> None:
+    """Add each row's interval (``dt_s``, to the next row) to what limited the sender then:
     the peer's window, loss recovery, the sender itself (idle, or not answering ACKs), else
     the congestion window. ``lead_s`` is the interval from the previous chunk's last row."""
     if side.first_data_ts is None:
@@ -341,27 +352,26 @@ def classify_limits(side: SideState, view: SenderView, segs: Segments, acks: Pee
     room = rows.peer_window - rows.in_flight
     in_recovery = _in_recovery(side, view, segs, rows, timeout)
     row_answer = _answered(side, view, acks, rows)
-    cls = np.full(view.n, LimitKind.CWND, dtype=np.int64)
-    cls[~row_answer] = LimitKind.SELF
-    cls[in_recovery] = LimitKind.LOSS
-    cls[(room < mss) & (rows.peer_window >= 0)] = LimitKind.RWND
     idle = rows.known & (rows.in_flight < mss) & (room >= mss)
-    cls[idle] = LimitKind.SELF
+    rwnd = (room < mss) & (rows.peer_window >= 0)
+    # The later kinds win: self (not answering), loss, the peer's window, idle.
+    cls = np.where(row_answer, LimitKind.CWND, LimitKind.SELF)
+    cls = np.where(in_recovery, LimitKind.LOSS, cls)
+    cls = np.where(rwnd, LimitKind.RWND, cls)
+    cls = np.where(idle, LimitKind.SELF, cls)
     active = rows.known
-    dt_s = gaps / NS
-    later_data = bfill_index(rows.data) < view.n
     counted = active & ~idle
-    idle_committed = active & idle & later_data
-    idle_pending = active & idle & ~later_data
+    idle_now = active & idle
     # The last row's interval ends in the next chunk: resolved there.
     counted[-1] = False
-    idle_committed[-1] = False
-    idle_pending[-1] = False
+    idle_now[-1] = False
+    # Idle up to the chunk's last data segment is committed; after it, it waits for more.
+    later = int(segs.rows[-1]) + 1 if len(segs.rows) else 0
     side.limit_s += np.bincount(cls[counted], weights=dt_s[counted], minlength=4)[:4]
-    side.limit_s[LimitKind.SELF] += float(dt_s[idle_committed].sum())
-    if rows.data.any():
+    side.limit_s[LimitKind.SELF] += float(dt_s[:later][idle_now[:later]].sum())
+    if later:
         side.pending_idle_s = 0.0
-    side.pending_idle_s += float(dt_s[idle_pending].sum())
+    side.pending_idle_s += float(dt_s[later:][idle_now[later:]].sum())
     side.tail_idle = bool(active[-1] and idle[-1])
     side.tail_class = int(cls[-1]) if active[-1] else -1
 

@@ -381,9 +381,12 @@ def rtt_samples(
     jm, tsm = jm[ok], tsm[ok]
     if len(jm) == 0:
         return
-    # One sample per ACK, from the last segment it covered.
-    order = np.lexsort((tsm, jm))
-    jm, tsm = jm[order], tsm[order]
+    # One sample per ACK, from the last segment it covered. The times never decrease
+    # (the connection's clock is made monotone), so ordering by ACK alone, stably, is
+    # ordering by ACK then time; ACKs mostly come in order already.
+    if len(jm) > 1 and not bool((jm[1:] >= jm[:-1]).all()):
+        order = np.argsort(jm, kind="stable")
+        jm, tsm = jm[order], tsm[order]
     last = np.flatnonzero(np.concatenate((jm[1:] != jm[:-1], [True])))
     rtt_s = (ts[p_idx[jm[last]]] - tsm[last]) / NS
     rtt_s = rtt_s[rtt_s >= 0]
