@@ -256,17 +256,22 @@ def direct_analyze(args: list[str]) -> Callable[[], object] | None:
     file = rest[0]
 
     def call() -> object:
-        import inspect
         from pathlib import Path
 
         from gitnetdiag.commands.analyze import analyze
 
         given: dict[str, object] = {"file": Path(file), "json_out": json_out}
-        params = inspect.signature(analyze).parameters
-        if not set(given) <= set(params):  # the command changed: typer knows it better
-            return _typer_main(args)
-        kwargs = {name: given[name] if name in given else _plain_default(p.default)
-                  for name, p in params.items()}
+        # The parameters and their defaults, read off the function itself (inspect's
+        # import alone costs a few ms).
+        code = analyze.__code__
+        names = code.co_varnames[: code.co_argcount + code.co_kwonlyargcount]
+        defaults = dict(zip(reversed(names[: code.co_argcount]),
+                            reversed(analyze.__defaults__ or ()), strict=False))
+        defaults.update(analyze.__kwdefaults__ or {})
+        if not set(given) <= set(names) or set(names) - set(given) - set(defaults):
+            return _typer_main(args)  # the command changed: typer knows it better
+        kwargs = {name: given[name] if name in given else _plain_default(defaults[name])
+                  for name in names}
         analyze(**kwargs)  # type: ignore[arg-type]
         return None
 

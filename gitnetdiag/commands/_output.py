@@ -10,8 +10,6 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-import typer
-
 from gitnetdiag.errors import UsageError
 
 
@@ -48,6 +46,8 @@ def write_output(path: Path, text: str) -> None:
 
 def emit(text: str, out: Path | None) -> None:
     """A rendered report to stdout, or to ``out`` with one line saying where."""
+    import typer  # here: ``analyze FILE --json OUT`` writes with this module, without typer
+
     if out is None or is_stdout(out):
         typer.echo(text, nl=False)
     else:

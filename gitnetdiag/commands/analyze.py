@@ -2,6 +2,12 @@
 
 The work is one library call, :func:`gitnetdiag.analysis.capture_analysis.analyze_capture`;
 this module only hands its result to :mod:`gitnetdiag.report.capture` and writes JSON.
+
+Importing it imports no typer: the parameters of :func:`analyze` say what typer makes of
+them in their annotations (``Annotated``), which typer reads only when :func:`register`
+adds the command, so that ``gitnetdiag analyze FILE [--json OUT]`` can call
+:func:`analyze` directly (:func:`gitnetdiag.commands._app.direct_analyze`) without typer's
+30 ms of imports.
 """
 
 from __future__ import annotations
@@ -9,21 +15,22 @@ from __future__ import annotations
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Annotated
 
-import typer
 from rich.console import Console
 from rich.text import Text
 
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
-from gitnetdiag.commands._options import JsonResults
 from gitnetdiag.commands._output import emit, write_output
 from gitnetdiag.errors import UsageError
 from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.report.capture import print_capture_analysis
 
 if TYPE_CHECKING:  # the HTTP/2 ledger (tshark) is only loaded with --keylog
+    import typer
+
     from gitnetdiag.analysis.h2ledger import H2WireLedger
+    from gitnetdiag.commands._options import JsonResults
 
 HELP = """Read a pcap/pcapng capture and show, per TCP connection, what limited it.
 
@@ -72,26 +79,26 @@ def write_json(
 
 
 def analyze(
-    file: Path = typer.Argument(..., help="pcap or pcapng capture (tcpdump -w, dumpcap)."),
+    file: Annotated[Path, typer.Argument(
+        help="pcap or pcapng capture (tcpdump -w, dumpcap).")],
     json_out: JsonResults = None,
-    keylog: Path | None = typer.Option(
-        None,
+    keylog: Annotated[Path | None, typer.Option(
         "--keylog",
         metavar="FILE",
         help="TLS key log (SSLKEYLOGFILE): decrypt HTTP/2 and show its flow-control ledgers.",
-    ),
-    then_diagnose: bool = typer.Option(
-        False, "--diagnose",
+    )] = None,
+    then_diagnose: Annotated[bool, typer.Option(
+        "--diagnose",
         help="Rank the culprits: of a run directory (as 'diagnose' did), or of the git "
         "transfers found in a bare capture.",
-    ),
-    host_report: Path | None = typer.Option(
-        None, "--host-report", help="With --diagnose: add a 'gitnetdiag host --json' report."
-    ),
-    out: Path | None = typer.Option(
-        None, "--out", metavar="DIR", help="With --diagnose on a run directory: also write "
+    )] = False,
+    host_report: Annotated[Path | None, typer.Option(
+        "--host-report", help="With --diagnose: add a 'gitnetdiag host --json' report."
+    )] = None,
+    out: Annotated[Path | None, typer.Option(
+        "--out", metavar="DIR", help="With --diagnose on a run directory: also write "
         "observations.json and report.md/html/json into DIR (created when missing). Without "
-        "it nothing is written: the run directory is only read."),
+        "it nothing is written: the run directory is only read.")] = None,
 ) -> None:
     """Read a capture (or a run directory) and show what limited each TCP connection."""
     if out is not None and not (then_diagnose and file.is_dir()):
@@ -180,5 +187,11 @@ def _make_out_dir(path: Path) -> None:
 
 
 def register(app: typer.Typer) -> None:
-    """Add the ``analyze`` command."""
+    """Add the ``analyze`` command (typer reads :func:`analyze`'s annotations now: the
+    names they use are put in this module's namespace first)."""
+    import typer as typer_module
+
+    from gitnetdiag.commands._options import JsonResults as json_results
+
+    globals().update(typer=typer_module, JsonResults=json_results)
     app.command("analyze", help=HELP)(analyze)
