@@ -222,6 +222,23 @@ def _delete_on_connection(conn: _Connection, target: SshTarget, ref: str,
     return False
 
 
+def _end_push(conn: _Connection, target: SshTarget, ref: str, new_oid: str,
+              cleanup: BranchCleanup | None, *, pushed: bool, sent_all: bool,
+              report: ReportStatus | None) -> bool:
+    """The push's last step, however it went: the probe branch ended (as a git push's
+    with ``cleanup``, else by a compare-and-swap delete on this connection), the
+    connection closed; True when the branch is gone."""
+    deleted = False
+    if cleanup is not None:
+        conn.close()  # git's delete brings its own connection
+        deleted = end_branch(cleanup, ref, new_oid, started=pushed, sent_all=sent_all,
+                             report=report)
+    elif pushed:
+        deleted = _delete_on_connection(conn, target, ref, new_oid)
+    conn.close()
+    return deleted
+
+
 def ssh_push_probe(
     url: str,
     *,
@@ -248,7 +265,7 @@ def ssh_push_probe(
     check_safe_ref(ref)
     conn = _Connection(target, key_file=key_file or None, known_hosts=known_hosts or None,
                        timeout_s=timeout_s)
-    pushed = deleted = sent_all = False
+    pushed = sent_all = False
     answer: ReportStatus | None = None
     try:
         channel = _exec_receive_pack(conn.transport, target.path)
@@ -272,13 +289,8 @@ def ssh_push_probe(
         adjusts = list(conn.transport.window_adjusts.get(channel.get_id(), []))
         channel.close()
     finally:
-        if cleanup is not None:
-            conn.close()  # git's delete brings its own connection
-            deleted = end_branch(cleanup, ref, new_oid, started=pushed, sent_all=sent_all,
-                                 report=answer)
-        elif pushed:
-            deleted = _delete_on_connection(conn, target, ref, new_oid)
-        conn.close()
+        deleted = _end_push(conn, target, ref, new_oid, cleanup, pushed=pushed,
+                            sent_all=sent_all, report=answer)
 
     def rel(t_ns: int) -> int:
         return t_ns - opened_ns
