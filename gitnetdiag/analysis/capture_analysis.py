@@ -18,7 +18,7 @@ from typing import Any
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, TcpAnalyzer, Thresholds
 from gitnetdiag.capture.decode import DecodeStats
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES
-from gitnetdiag.capture.reader import CaptureReader
+from gitnetdiag.capture.reader import CaptureReader, take_read_ahead
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -87,7 +87,11 @@ def analyze_capture(
     A large file is read and decoded in a forked child while this process
     analyses (see :func:`~gitnetdiag.capture.reader.use_parallel`);
     ``parallel`` forces that on or off.  The result is the same either way.
+    With neither ``chunk_bytes`` nor ``parallel`` given, the reading that
+    :func:`~gitnetdiag.capture.reader.read_ahead` started for ``path`` is taken over.
     """
+    ahead = (take_read_ahead(path) if chunk_bytes == DEFAULT_CHUNK_BYTES and parallel is None
+             else None)
     analyzer = TcpAnalyzer(thresholds)
     # The loop makes enough short-lived containers to trigger full collections
     # over everything the CLI imported (~30 ms per million packets, measured),
@@ -95,8 +99,10 @@ def analyze_capture(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        with CaptureReader(path, chunk_bytes=chunk_bytes, parallel=parallel) as reader:
-            for columns in reader.column_chunks(borrowed=True):  # the analysis keeps none
+        with (ahead[0] if ahead else
+              CaptureReader(path, chunk_bytes=chunk_bytes, parallel=parallel)) as reader:
+            # The analysis keeps none of the chunks: they may be borrowed.
+            for columns in ahead[1] if ahead else reader.column_chunks(borrowed=True):
                 analyzer.feed_columns(columns)
             stats = reader.stats
             damage = reader.damage

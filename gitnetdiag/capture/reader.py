@@ -75,6 +75,9 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 PARALLEL_ENV = "GITNETDIAG_PARALLEL"
 """Environment variable: ``0`` never reads in a child process, ``1`` always does."""
 
+_AHEAD: dict[str, tuple[CaptureReader, Generator[PacketColumns, None, None]]] = {}
+"""Captures whose forked reading :func:`read_ahead` started, by path."""
+
 
 def use_parallel(file_bytes: int, parallel: bool | None = None) -> bool:
     """Whether a file of ``file_bytes`` is read in a forked child.
@@ -92,6 +95,45 @@ def use_parallel(file_bytes: int, parallel: bool | None = None) -> bool:
         return forced == "1"
     cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return file_bytes > PARALLEL_MIN_BYTES and (cpus or 1) > 1
+
+
+def read_ahead(path: Path) -> None:
+    """Start reading ``path`` in a forked child now, when it is a capture large enough
+    for one (:func:`use_parallel`), for :func:`take_read_ahead` to hand over later.
+
+    The command line calls it before importing the analysis and the renderers (about
+    40 ms), which the child's reading then overlaps. Anything wrong with the file is
+    left for the analysis to report as usual: here it only means no reading ahead.
+    """
+    key = os.fspath(path)
+    if key in _AHEAD:
+        return
+    try:
+        reader = CaptureReader(path)
+    except (GitnetdiagError, OSError):
+        return
+    if not reader.parallel:
+        reader.close()
+        return
+    if not _AHEAD:
+        import atexit
+
+        atexit.register(_close_ahead)  # a command stopped before the analysis: no child left
+    _AHEAD[key] = (reader, reader.column_chunks(borrowed=True))
+
+
+def take_read_ahead(
+    path: str | os.PathLike[str],
+) -> tuple[CaptureReader, Generator[PacketColumns, None, None]] | None:
+    """The reader :func:`read_ahead` started for ``path`` and its chunks (borrowed), or
+    None; the caller closes the reader."""
+    return _AHEAD.pop(os.fspath(Path(path)), None)
+
+
+def _close_ahead() -> None:
+    while _AHEAD:
+        _, (reader, _chunks) = _AHEAD.popitem()
+        reader.close()
 
 
 def _not_a_capture(message: str) -> GitnetdiagError:
