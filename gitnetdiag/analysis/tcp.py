@@ -38,13 +38,13 @@ from gitnetdiag.analysis.tcp_results import (
 from gitnetdiag.analysis.tcp_state import (
     MAX_EVENTS_KEPT,
     NEG,
-    BoolArray,
     F64Array,
     HandshakeState,
     I64Array,
     SeriesBins,
     SideState,
     rtt_samples,
+    running_max,
 )
 from gitnetdiag.capture.flows import TCP_ACK, TCP_RST, TCP_SYN, Connection
 
@@ -96,7 +96,7 @@ class _ConnectionState:
         # negative intervals, so this connection's clock never runs backwards:
         # such a frame counts as simultaneous with the one before it.
         floor = self.last_ts if self.first_ts is not None else int(cols["ts_ns"][0])
-        ts = np.maximum.accumulate(np.maximum(cols["ts_ns"], floor))
+        ts = running_max(cols["ts_ns"], floor)
         cols["ts_ns"] = ts
         if self.first_ts is None:
             self.first_ts = int(ts[0])
@@ -112,9 +112,9 @@ class _ConnectionState:
         gaps[:-1] = ts[1:] - ts[:-1]
         gaps[-1] = 0
         dt_s = gaps / NS
-        has_ack = (flags & TCP_ACK) != 0
+        chunk_flags = chunk.ChunkFlags(flags, syn)
         for d in (0, 1):
-            self._direction(d, cols, win, bins, dt_s, has_ack)
+            self._direction(d, cols, win, bins, dt_s, chunk_flags)
         self.last_ts = int(ts[-1])
 
     def _handshake(self, cols: dict[str, I64Array]) -> None:
@@ -160,16 +160,16 @@ class _ConnectionState:
                 hs.ack_ts = int(ts[int(np.argmax(after))])
 
     def _direction(self, d: int, cols: dict[str, I64Array], win: I64Array, bins: I64Array,
-                   dt_s: F64Array, has_ack: BoolArray) -> None:
+                   dt_s: F64Array, chunk_flags: chunk.ChunkFlags) -> None:
         """Side ``d`` as the sender over this chunk: the steps of :mod:`.tcp_chunk`."""
         side = self.sides[d]
-        view = chunk.sender_view(d, cols, has_ack)
+        view = chunk.sender_view(d, cols, chunk_flags.has_ack)
         seq_u, ack_u = chunk.unwrap(side, cols, view)
-        chunk.count_sender_packets(side, cols, view)
+        chunk.count_sender_packets(side, cols, view, chunk_flags)
         segs = chunk.segments(side, cols, win, view, seq_u)
         acks = chunk.peer_acks(side, cols, win, view, ack_u)
         if side.first_data_ts is None:  # no data sent yet: only the windows and ACKs count
-            chunk.advertised_windows(side, cols, win, view)
+            chunk.advertised_windows(side, cols, win, view, chunk_flags)
             self._add_series(d, bins, view, segs, acks, None)
             chunk.carry(side, segs, acks)
             return
@@ -178,8 +178,8 @@ class _ConnectionState:
                                                rtt_s=self.rtt_estimate_s(d), t=self.t)
         # RTT samples (Karn: no sample from an ACK that also covers a retransmission).
         rtt_samples(side, segs.ts, segs.end, segs.rtx | segs.zero_window_probe, segs.rows,
-                    cols["ts_ns"], view.peer_rows, acks.cummax)
-        chunk.advertised_windows(side, cols, win, view)
+                    cols["ts_ns"], view.peer_rows, acks.cummax, view.peers_before)
+        chunk.advertised_windows(side, cols, win, view, chunk_flags)
         self._add_series(d, bins, view, segs, acks, rows)
         chunk.classify_limits(side, view, segs, acks, rows, timeout, mss=self._mss(d),
                               lead_s=self._lead_s(cols), dt_s=dt_s)

@@ -33,6 +33,7 @@ from gitnetdiag.analysis.tcp_state import (
     SideState,
     advance_sequence,
     ffill_index,
+    running_max,
     signed32,
     zero_windows,
 )
@@ -123,6 +124,23 @@ class RowState:
     """Bytes sent and not yet acknowledged (0 where unknown)."""
 
 
+class ChunkFlags:
+    """What the chunk's TCP flags say, the same whichever side is the sender (computed
+    once per chunk; a plain class: a dataclass costs a millisecond of start-up)."""
+
+    __slots__ = ("any_rst", "any_syn", "has_ack", "plain_ack")
+
+    def __init__(self, flags: I64Array, syn: BoolArray) -> None:
+        self.has_ack: BoolArray = (flags & TCP_ACK) != 0
+        """Per row: the ACK flag is set."""
+        self.any_syn = bool(syn.any())
+        self.any_rst = bool(((flags & TCP_RST) != 0).any())
+        self.plain_ack: BoolArray = (
+            self.has_ack & ~syn & ((flags & TCP_RST) == 0) if self.any_syn or self.any_rst
+            else self.has_ack)
+        """Per row: ACK set, neither SYN nor RST."""
+
+
 def sender_view(d: int, cols: Columns, has_ack: BoolArray) -> SenderView:
     """``has_ack``: per row, the ACK flag is set (the same for both sides: computed once)."""
     dirs = cols["dir"]
@@ -146,11 +164,14 @@ def unwrap(side: SideState, cols: Columns, view: SenderView) -> tuple[I64Array, 
             side.chain_ack.unwrap(cols["ack"][view.peer_rows], base))
 
 
-def count_sender_packets(side: SideState, cols: Columns, view: SenderView) -> None:
+def count_sender_packets(side: SideState, cols: Columns, view: SenderView,
+                         chunk_flags: ChunkFlags) -> None:
     """Packets, payload and resets of the sender."""
     s_idx = view.sender_rows
     side.packets += len(s_idx)
     side.payload += int(cols["payload_len"][s_idx].sum())
+    if not chunk_flags.any_rst:
+        return
     rst_rows = np.flatnonzero((cols["flags"][s_idx] & TCP_RST) != 0)
     if len(rst_rows):
         side.resets += len(rst_rows)
@@ -196,7 +217,7 @@ def peer_acks(side: SideState, cols: Columns, win: I64Array, view: SenderView,
     """The peer's ACKs: cumulative highest, windows, duplicate runs, SACK and D-SACK."""
     p_idx = view.peer_rows
     flags = cols["flags"]
-    p_cummax = np.maximum.accumulate(np.maximum(ack_u, side.high_ack)) if len(ack_u) else ack_u
+    p_cummax = running_max(ack_u, side.high_ack)
     p_plain = ((cols["payload_len"][p_idx] == 0)
                & ((flags[p_idx] & (TCP_SYN | TCP_FIN | TCP_RST)) == 0))
     prev_ack = np.empty_like(ack_u)
@@ -228,9 +249,7 @@ def row_state(side: SideState, view: SenderView, segs: Segments, acks: PeerAcks)
     n = view.n
     s_data_row = np.zeros(n, dtype=bool)
     s_data_row[segs.rows] = True
-    high_end_all = np.full(n, side.high_end, dtype=np.int64)
-    high_end_all[segs.rows] = segs.cum_end
-    np.maximum.accumulate(high_end_all, out=high_end_all)
+    high_end_all = np.concatenate(([side.high_end], segs.cum_end))[np.cumsum(s_data_row)]
     high_ack_all = latest(side.high_ack, acks.cummax, view)
     peer_win_all = latest(side.peer_win, acks.window, view)
     known = (high_end_all > NEG) & (high_ack_all > NEG)
@@ -275,17 +294,19 @@ def retransmission_classes(side: SideState, view: SenderView, segs: Segments, ac
     return timeout
 
 
-def advertised_windows(side: SideState, cols: Columns, win: I64Array, view: SenderView) -> None:
+def advertised_windows(side: SideState, cols: Columns, win: I64Array, view: SenderView,
+                       chunk_flags: ChunkFlags) -> None:
     """The windows the sender advertised: largest, smallest, zero-window events.
 
     A SYN's window is never scaled (RFC 7323) but it is an advertisement:
     it counts for the largest window, not for the zero-window events.
     """
     flags = cols["flags"]
-    syn_win = win[view.is_sender & ((flags & TCP_SYN) != 0) & ((flags & TCP_RST) == 0)]
-    if len(syn_win):
-        side.max_win = max(side.max_win, int(syn_win.max()))
-    own = view.is_sender & ((flags & (TCP_SYN | TCP_RST)) == 0) & ((flags & TCP_ACK) != 0)
+    if chunk_flags.any_syn:
+        syn_win = win[view.is_sender & ((flags & TCP_SYN) != 0) & ((flags & TCP_RST) == 0)]
+        if len(syn_win):
+            side.max_win = max(side.max_win, int(syn_win.max()))
+    own = view.is_sender & chunk_flags.plain_ack
     own_idx = np.flatnonzero(own)
     if len(own_idx):
         own_win = win[own_idx]
@@ -303,16 +324,16 @@ def _in_recovery(side: SideState, view: SenderView, segs: Segments, rows: RowSta
     if not segs.rtx.any():  # the recovery point carried from the chunks before holds
         return rows.high_ack < side.recover
     before_timeout = np.zeros(n, dtype=bool)
+    # Each retransmission's point is the highest sent so far, which never decreases (nor
+    # falls below the point carried): each row's is the running maximum.
     mark = np.zeros(n, dtype=bool)
     mark[segs.rows[segs.rtx]] = True
-    point = np.zeros(n, dtype=np.int64)
-    point[segs.rows[segs.rtx]] = segs.cum_end[segs.rtx]
-    last_mark = ffill_index(mark)
-    recover = np.where(last_mark >= 0, point[np.maximum(last_mark, 0)], side.recover)
+    recover = np.concatenate(([side.recover], segs.cum_end[segs.rtx]))[np.cumsum(mark)]
     rto_rows = segs.rows[timeout]
     before_timeout[rto_rows[rto_rows > 0] - 1] = True
     side.recover = int(recover[-1])
-    return (rows.high_ack < recover) | before_timeout
+    in_recovery: BoolArray = (rows.high_ack < recover) | before_timeout
+    return in_recovery
 
 
 def _answered(side: SideState, view: SenderView, acks: PeerAcks, rows: RowState) -> BoolArray:
