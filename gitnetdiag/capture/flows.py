@@ -169,7 +169,10 @@ class ConnectionTracker:
         direction: I64Array,
     ) -> None:
         key = tuple(int(v) for v in key_row)
-        flags = rows.flags[members]
+        # ``members`` are in row order: all of them are the whole chunk (a bulk transfer),
+        # whose columns need no gathering.
+        whole = len(members) == len(conn)
+        flags = rows.flags if whole else rows.flags[members]
         syn_only = np.flatnonzero(((flags & TCP_SYN) != 0) & ((flags & TCP_ACK) == 0))
         closers = np.flatnonzero((flags & (TCP_FIN | TCP_RST)) != 0)
         state = self._flows.get(key)
@@ -214,6 +217,11 @@ class ConnectionTracker:
                 conns.append(index)
                 initiators.append(state.initiator_is_low)
         state.closed = state.closed or bool(np.any(closers >= current_start))
+        if len(starts) == 1:  # one connection throughout (the everyday case)
+            target: slice | I64Array = slice(None) if whole else members
+            conn[target] = conns[0]
+            direction[target] = src_is_low[target] != initiators[0]
+            return
         seg = np.searchsorted(np.asarray(starts), np.arange(len(members)), side="right") - 1
         conn[members] = np.asarray(conns, dtype=np.int64)[seg]
         init_low = np.asarray(initiators, dtype=bool)[seg]
