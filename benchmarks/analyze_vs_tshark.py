@@ -22,7 +22,9 @@ does: an editable install run with ``PYTHONDONTWRITEBYTECODE=1`` would otherwise
 compile every gitnetdiag module again on every run (about 40 ms of the start-up).
 
 The last lines put the figures issue 25 asks for side by side: analyze's
-packets per second end to end, its speed-up over tshark, and the start-up times.
+packets per second end to end, its speed-up over tshark, and the start-up times,
+each with the machine's load average (1, 5 and 15 minutes) when it was measured: on a
+shared machine a busy minute stretches every figure, so read them beside it.
 """
 
 from __future__ import annotations
@@ -189,6 +191,11 @@ def _startup_line(label: str, argv: list[str], runs: int) -> str:
             f"best {min(walls):.3f} s")
 
 
+def _load() -> str:
+    """The load average now (1, 5, 15 minutes), as /proc/loadavg shows it."""
+    return " ".join(f"{value:.2f}" for value in os.getloadavg())
+
+
 def _byte_compile() -> None:
     """Byte-compile the package, as installing a wheel does (see the module docstring)."""
     import gitnetdiag
@@ -241,7 +248,9 @@ def main() -> None:
         out_json = tmp / "analysis.json"
         analyze = [sys.executable, "-m", "gitnetdiag", "analyze", str(capture), "--json",
                    str(out_json)]
+        load_before = _load()
         timed = [_run_measured(analyze) for _ in range(args.runs)]
+        load_analyze = f"{load_before} before, {_load()} after"
         gnd_wall, gnd_rss, gnd_cpu = min(timed)
         median = statistics.median(wall for wall, _, _ in timed)
         rows = [("gitnetdiag analyze (end to end)", records, gnd_wall, gnd_rss,
@@ -279,8 +288,9 @@ def main() -> None:
         print(f"\nanalyze end to end: {records / gnd_wall:,.0f} packets/s"
               + (f"   {tshark_rows[0][2] / gnd_wall:.0f}x tshark -T fields" if tshark_rows
                  else "   (tshark not timed)")
-              + f"   (cores: {os.cpu_count()}, load average {os.getloadavg()[0]:.1f})")
-        print(f"start-up ({args.startup_runs} runs each):")
+              + f"   (cores: {os.cpu_count()}; load average at the analyze runs: "
+              f"{load_analyze})")
+        print(f"start-up ({args.startup_runs} runs each; load average {_load()}):")
         script = Path(sys.executable).parent / "gitnetdiag"
         for form in ([str(script)] if script.exists() else []) + [
                 f"{sys.executable} -m gitnetdiag"]:
