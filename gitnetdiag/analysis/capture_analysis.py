@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from gitnetdiag.analysis import TCP_FIELDS
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, TcpAnalyzer, Thresholds
 from gitnetdiag.capture.decode import DecodeStats
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES
@@ -90,8 +91,8 @@ def analyze_capture(
     With neither ``chunk_bytes`` nor ``parallel`` given, the reading that
     :func:`~gitnetdiag.capture.reader.read_ahead` started for ``path`` is taken over.
     """
-    ahead = (take_read_ahead(path) if chunk_bytes == DEFAULT_CHUNK_BYTES and parallel is None
-             else None)
+    defaults = chunk_bytes == DEFAULT_CHUNK_BYTES and parallel is None
+    ahead = take_read_ahead(path, TCP_FIELDS) if defaults else None
     analyzer = TcpAnalyzer(thresholds)
     # The loop makes enough short-lived containers to trigger full collections
     # over everything the CLI imported (~30 ms per million packets, measured),
@@ -102,7 +103,9 @@ def analyze_capture(
         with (ahead[0] if ahead else
               CaptureReader(path, chunk_bytes=chunk_bytes, parallel=parallel)) as reader:
             # The analysis keeps none of the chunks: they may be borrowed.
-            for columns in ahead[1] if ahead else reader.column_chunks(borrowed=True):
+            chunks = ahead[1] if ahead else reader.column_chunks(borrowed=True,
+                                                                 fields=TCP_FIELDS)
+            for columns in chunks:
                 analyzer.feed_columns(columns)
             stats = reader.stats
             damage = reader.damage

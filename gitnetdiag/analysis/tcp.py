@@ -21,6 +21,7 @@ from collections.abc import Iterable, Mapping, Sequence
 import numpy as np
 import numpy.typing as npt
 
+from gitnetdiag.analysis import TCP_FIELDS
 from gitnetdiag.analysis import tcp_chunk as chunk
 from gitnetdiag.analysis.tcp_results import (
     NS,
@@ -312,21 +313,7 @@ class _ConnectionState:
         )
 
 
-_COLUMNS = (
-    "ts_ns",
-    "frame",
-    "dir",
-    "flags",
-    "seq",
-    "ack",
-    "win_raw",
-    "payload_len",
-    "opt_mss",
-    "opt_wscale",
-    "opt_sack_perm",
-    "sack_count",
-    "sack_right",
-)
+_COLUMNS = tuple(name for name in TCP_FIELDS if name != "conn")
 
 
 class TcpAnalyzer:

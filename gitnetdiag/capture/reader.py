@@ -75,8 +75,9 @@ PARALLEL_MIN_BYTES = 32 * 1024 * 1024
 PARALLEL_ENV = "GITNETDIAG_PARALLEL"
 """Environment variable: ``0`` never reads in a child process, ``1`` always does."""
 
-_AHEAD: dict[str, tuple[CaptureReader, Generator[PacketColumns, None, None]]] = {}
-"""Captures whose forked reading :func:`read_ahead` started, by path."""
+_AHEAD: dict[tuple[str, tuple[str, ...]],
+             tuple[CaptureReader, Generator[PacketColumns, None, None]]] = {}
+"""Captures whose forked reading :func:`read_ahead` started, by path and fields."""
 
 
 def use_parallel(file_bytes: int, parallel: bool | None = None) -> bool:
@@ -97,15 +98,16 @@ def use_parallel(file_bytes: int, parallel: bool | None = None) -> bool:
     return file_bytes > PARALLEL_MIN_BYTES and (cpus or 1) > 1
 
 
-def read_ahead(path: Path) -> None:
+def read_ahead(path: Path, fields: tuple[str, ...]) -> None:
     """Start reading ``path`` in a forked child now, when it is a capture large enough
-    for one (:func:`use_parallel`), for :func:`take_read_ahead` to hand over later.
+    for one (:func:`use_parallel`), for :func:`take_read_ahead` to hand over later
+    (chunks borrowed, with ``fields``: see :meth:`CaptureReader.column_chunks`).
 
     The command line calls it before importing the analysis and the renderers (about
     40 ms), which the child's reading then overlaps. Anything wrong with the file is
     left for the analysis to report as usual: here it only means no reading ahead.
     """
-    key = os.fspath(path)
+    key = (os.fspath(path), fields)
     if key in _AHEAD:
         return
     try:
@@ -119,15 +121,15 @@ def read_ahead(path: Path) -> None:
         import atexit
 
         atexit.register(_close_ahead)  # a command stopped before the analysis: no child left
-    _AHEAD[key] = (reader, reader.column_chunks(borrowed=True))
+    _AHEAD[key] = (reader, reader.column_chunks(borrowed=True, fields=fields))
 
 
 def take_read_ahead(
-    path: str | os.PathLike[str],
+    path: str | os.PathLike[str], fields: tuple[str, ...]
 ) -> tuple[CaptureReader, Generator[PacketColumns, None, None]] | None:
-    """The reader :func:`read_ahead` started for ``path`` and its chunks (borrowed), or
-    None; the caller closes the reader."""
-    return _AHEAD.pop(os.fspath(Path(path)), None)
+    """The reader :func:`read_ahead` started for ``path`` and ``fields``, and its chunks
+    (borrowed), or None; the caller closes the reader."""
+    return _AHEAD.pop((os.fspath(Path(path)), fields), None)
 
 
 def _close_ahead() -> None:
@@ -202,16 +204,19 @@ class CaptureReader:
         finally:
             source.close()  # leaving the loop early stops a forked child at once
 
-    def column_chunks(self, *, borrowed: bool = False) -> Generator[PacketColumns, None, None]:
+    def column_chunks(
+        self, *, borrowed: bool = False, fields: tuple[str, ...] | None = None
+    ) -> Generator[PacketColumns, None, None]:
         """:meth:`chunks` as int64 columns (:meth:`columns`): the same rows and values,
         without packing them into a table that the analysis would unpack again.
 
         ``borrowed``: the caller is done with each chunk when it asks for the next one,
         so a forked reader may hand over its shared memory as it is, without a copy
-        (see :func:`~gitnetdiag.capture.forked.forked_chunks`)."""
+        (see :func:`~gitnetdiag.capture.forked.forked_chunks`). ``fields``: the caller
+        reads only these (a forked reader sends only these; others may be there too)."""
         if self.parallel:
             self._close_forked()
-            forked = forked_chunks(self, PACKET_DTYPE.names or (), borrowed=borrowed)
+            forked = forked_chunks(self, fields or PACKET_DTYPE.names or (), borrowed=borrowed)
             self._forked = forked
             return forked
         return self.local_columns()

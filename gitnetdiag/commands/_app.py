@@ -258,9 +258,11 @@ def direct_analyze(args: list[str]) -> Callable[[], object] | None:
     def call() -> object:
         from pathlib import Path
 
+        from gitnetdiag.analysis import TCP_FIELDS
         from gitnetdiag.capture.reader import read_ahead
 
-        read_ahead(Path(file))  # a large capture is read from now on, beside the imports
+        # A large capture is read from now on, beside the imports.
+        read_ahead(Path(file), TCP_FIELDS)
         from gitnetdiag.commands.analyze import analyze
 
         given: dict[str, object] = {"file": Path(file), "json_out": json_out}
