@@ -94,7 +94,10 @@ def _guess(
     keep the guessed starts up to the first record whose header disagrees (that one is
     a real record too: every size before it was right). Returns the kept starts, the
     offset after the last kept record, and whether every guessed record was right."""
-    sizes = np.asarray(pattern, dtype=np.int64)[np.arange(count) % len(pattern)]
+    # No more records than fit before ``last_header`` at the pattern's smallest size (the
+    # rest would be cut off below anyway).
+    count = max(min(count, (last_header - off) // min(pattern) + 1), 1)
+    sizes = np.tile(np.asarray(pattern, dtype=np.int64), -(-count // len(pattern)))[:count]
     starts = off + np.concatenate(([0], np.cumsum(sizes[:-1])))
     n = int(np.searchsorted(starts, last_header, side="right"))
     starts, sizes = starts[:n], sizes[:n]
