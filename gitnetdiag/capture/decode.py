@@ -433,12 +433,13 @@ def decode_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows:
 
 def _ipv4(batch: RecordBatch, l3: I64Array, idx4: I64Array, cap_end: I64Array,
           stats: DecodeStats) -> _IpRows:
-    p = l3[idx4]
+    every = len(idx4) == len(l3)  # all IPv4 (the everyday case): no gathering
+    p = l3 if every else l3[idx4]
     m = _windows(batch.buf, p, _IPV4_WIDTH)
     ihl = (m[:, 0] & 0x0F).astype(np.int64) * 4
     total = _be16(m, 2)
     proto = m[:, 9]
-    hdr_ok = (p + 20 <= cap_end[idx4]) & (ihl >= 20)
+    hdr_ok = (p + 20 <= (cap_end if every else cap_end[idx4])) & (ihl >= 20)
     # TSO captures show total length 0: fall back to what the wire carried.
     zero_total = total == 0
     if zero_total.any():
@@ -446,10 +447,12 @@ def _ipv4(batch: RecordBatch, l3: I64Array, idx4: I64Array, cap_end: I64Array,
         total = np.where(zero_total, wire_total, total)
     is_frag = (_be16(m, 6) & 0x3FFF) != 0
     tcp = hdr_ok & (proto == _PROTO_TCP) & ~is_frag
-    stats.fragments += int(np.count_nonzero(hdr_ok & is_frag))
-    stats.non_tcp += int(np.count_nonzero(hdr_ok & ~is_frag & (proto != _PROTO_TCP)))
-    stats.short += int(np.count_nonzero(~hdr_ok))
-    sel: slice | BoolArray = slice(None) if bool(tcp.all()) else tcp
+    sel: slice | BoolArray = slice(None)
+    if not tcp.all():  # else there is nothing to count: no fragment, no other protocol
+        stats.fragments += int(np.count_nonzero(hdr_ok & is_frag))
+        stats.non_tcp += int(np.count_nonzero(hdr_ok & ~is_frag & (proto != _PROTO_TCP)))
+        stats.short += int(np.count_nonzero(~hdr_ok))
+        sel = tcp
     m = m[sel]
     zeros = np.zeros(len(m), dtype=np.int64)
     return _IpRows(record=idx4[sel], tcp_at=(p + ihl)[sel], ip_plen=(total - ihl)[sel],
