@@ -117,11 +117,16 @@ def read_ahead(path: Path, fields: tuple[str, ...]) -> None:
     if not reader.parallel:
         reader.close()
         return
+    try:
+        chunks = reader.column_chunks(borrowed=True, fields=fields)
+    except OSError:  # no fork now (out of processes or memory): the analysis tries again
+        reader.close()
+        return
     if not _AHEAD:
         import atexit
 
         atexit.register(_close_ahead)  # a command stopped before the analysis: no child left
-    _AHEAD[key] = (reader, reader.column_chunks(borrowed=True, fields=fields))
+    _AHEAD[key] = (reader, chunks)
 
 
 def take_read_ahead(
