@@ -318,12 +318,9 @@ def _link_layer(
             continue
         # The link header itself must be there, and the version nibble must agree.
         deep = bool(len(pos)) and int(pos.max()) >= _LINK_WIDTH
-        if deep:
-            first = _Bytes(buf).u8(s + pos) >> 4
-        elif len(pos) and int(pos.min()) == int(pos.max()):  # one header length: a column
-            first = m[:, int(pos[0])].astype(np.int64) >> 4
-        else:
-            first = m[np.arange(len(s)), pos].astype(np.int64) >> 4
+        one = bool(len(pos)) and int(pos.min()) == int(pos.max())  # one length: a column
+        first = (_Bytes(buf).u8(s + pos) if deep else m[:, int(pos[0])].astype(np.int64)
+                 if one else m[np.arange(len(s)), pos].astype(np.int64)) >> 4
         ok = (pos < batch.caplen[sel]) & (ver > 0) & (first == ver)
         l3[sel] = np.where(ok, s + pos, -1)
         version[sel] = np.where(ok, ver, 0)
@@ -511,8 +508,7 @@ def _merged(v4: _IpRows, v6: _IpRows) -> _IpRows:
 
 def _tcp(batch: RecordBatch, ip: _IpRows, cap_end: I64Array, stats: DecodeStats) -> TcpRows:
     """The TCP headers of ``ip``'s packets; a frame cut inside the base header is "short"."""
-    # Every record a TCP segment (the everyday case): ``ip.record`` is every row in order.
-    every = len(ip.record) == len(batch.data_off)
+    every = len(ip.record) == len(batch.data_off)  # all TCP: ``ip.record`` is every row
     end = cap_end if every else cap_end[ip.record]
     whole = ip.tcp_at + 20 <= end
     if not whole.all():
