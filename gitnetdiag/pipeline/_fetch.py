@@ -23,7 +23,8 @@ from gitnetdiag.analysis.fetchwindow import (
     download_window_series,
 )
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
-from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.diagnosis.fetchverdict import judge_fetch
+from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.rundir import bad_run_dir
 from gitnetdiag.rundir.fetchrecords import (
     FetchManifest,
@@ -50,6 +51,10 @@ class FetchDiagnosis:
     """Per observation, the download socket's window over time (the HTML report's plot)."""
     h2_pacing: tuple[DownloadPacing, ...] = ()
     """The native HTTP/2 download ledgers, one per window, side by side."""
+    verdict: Verdict = "healthy"
+    """By the push verdict's rule (:mod:`gitnetdiag.diagnosis.fetchverdict`)."""
+    measurement_failures: tuple[MeasurementFailure, ...] = ()
+    """Clones that failed or stalled, each with the culprit that explains it, if any."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
@@ -100,7 +105,7 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
         rate_bytes_per_s=record.rate_bytes_per_s, wall_s=record.wall_s, phases=phases,
         tcp=summarize_download(_samples(_read(run_dir, record, "tcpinfo"))), path_rtt_s=rtt_s,
         client_rmem_max_bytes=rmem[-1] if rmem else None, stopped=record.stopped,
-        libcurl=libcurl,
+        libcurl=libcurl, failure_kind=record.failure_kind, last_line=record.last_line,
     )
 
 
@@ -116,6 +121,9 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
                          for run in manifest.protocols for record in run.fetches)
     windows = tuple(download_window_series(_samples(_read(run_dir, record, "tcpinfo")))
                     for run in manifest.protocols for record in run.fetches)
+    findings = rank_download(observations)
+    verdict, failures = judge_fetch(observations, findings)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
-                          findings=rank_download(observations), windows=windows,
-                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads))
+                          findings=findings, windows=windows,
+                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads),
+                          verdict=verdict, measurement_failures=failures)

@@ -31,6 +31,7 @@ from gitnetdiag.diagnosis.culprits.fetchsender import (
     server_send_buffer,
     slow_ref_advertisement_fetch,
 )
+from gitnetdiag.diagnosis.culprits.fetchshared import shared_findings
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
 
@@ -170,9 +171,10 @@ MIN_COST_S = 0.5
 
 def rank_download(observations: Sequence[FetchObservation],
                   culprits: Sequence[tuple[str, str, DownloadDetector]] = DOWNLOAD_CULPRITS,
-                  ) -> tuple[Finding, ...]:
-    """Every download culprit that fired, costliest (x score) first."""
-    findings = []
+                  *, shared: bool = True) -> tuple[Finding, ...]:
+    """Every download culprit that fired, and (``shared``) every direction-independent push
+    culprit on the same clones (:mod:`.fetchshared`), costliest (x score) first."""
+    findings = shared_findings(observations, MIN_COST_S) if shared else []
     for culprit_id, title, detect in culprits:
         hit = detect(observations)
         if hit is None or hit.cost_s < MIN_COST_S:
