@@ -1,0 +1,133 @@
+"""The direction-independent push culprits on clones: the push detectors themselves, fed
+the download's evidence (``fetchshared``), with the same ids and fixes; and the fetch
+verdict, never healthy with a failed clone that nothing explains."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gitnetdiag.diagnosis.culprits import CULPRITS
+from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.diagnosis.culprits.fetchshared import (
+    SHARED_CULPRITS,
+    in_fetch_words,
+    observations_of_clones,
+)
+from gitnetdiag.diagnosis.fetchverdict import judge_fetch
+from gitnetdiag.diagnosis.model import Evidence, Finding
+from gitnetdiag.diagnosis.observations import CaptureMetrics
+from gitnetdiag.outcomes import FailureKind
+from tests.diagnosis.test_download_culprits import HEALTHY, TCP
+
+PUSH_FIX = {c.id: c for c in CULPRITS}
+
+
+def test_every_shared_id_is_a_push_culprit() -> None:
+    assert set(SHARED_CULPRITS) <= set(PUSH_FIX)
+
+
+def test_healthy_clones_rank_no_shared_culprit() -> None:
+    assert rank_download([HEALTHY, replace(HEALTHY, protocol="git")]) == ()
+
+
+def test_a_clone_becomes_a_push_shaped_transfer() -> None:
+    obs = observations_of_clones([HEALTHY])
+    (transfer,) = obs.protocols["h1"].pushes
+    assert transfer.ok and transfer.bytes == 40_000_000
+    assert abs(transfer.duration_s - 4.0) < 1e-9  # 40 MB at 10 MB/s
+    capture = obs.protocols["h1"].capture
+    assert capture is not None and capture.advertised_window_max_bytes == 3_000_000
+    assert obs.run.rtt_s == 0.05
+
+
+def test_server_retransmissions_of_a_download_rank_packet_loss() -> None:
+    """The server resent 2% of the pack (a capture of the clone, sender's view), and the rate
+    is far below what the client's window allows: loss, with the push culprit's fix."""
+    lossy = replace(
+        HEALTHY, moved_bytes=6_000_000, measured_s=20.0, rate_bytes_per_s=300_000.0,
+        capture=CaptureMetrics(source="capture fetch h1 #1 (download, server -> client)",
+                               min_rtt_s=0.05, median_rtt_s=0.055, mss_bytes=1448,
+                               advertised_window_max_bytes=3_000_000,
+                               retransmitted_bytes=120_000, retransmission_rate=0.02,
+                               fast_retransmissions=70, timeout_retransmissions=5,
+                               network_limited_share=0.9))
+    findings = rank_download([lossy])
+    assert [f.id for f in findings][:1] == ["packet-loss"]
+    assert "Find the lossy hop" in findings[0].fix and "mtr -rwc 200" in findings[0].fix
+    assert "uploaded" not in findings[0].summary and "downloaded" in findings[0].summary
+
+
+def test_a_queue_in_front_of_a_full_link_ranks_bandwidth_limit() -> None:
+    """The receiver's RTT at 3x the minimum (a standing queue) while the rate is far below
+    the client's window: the link is full. From TCP_INFO alone (no capture)."""
+    full = replace(HEALTHY, moved_bytes=6_000_000, measured_s=5.0,
+                   rate_bytes_per_s=1_200_000.0,
+                   tcp=replace(TCP, min_rtt_s=0.05, median_rtt_s=0.15))
+    findings = rank_download([full])
+    assert [f.id for f in findings][:1] == ["bandwidth-limit"]
+    assert "Not a misconfiguration" in findings[0].fix
+    assert "clone" in findings[0].summary and "push " not in findings[0].summary
+
+
+def test_no_queue_is_no_bandwidth_limit() -> None:
+    flat = replace(HEALTHY, moved_bytes=6_000_000, measured_s=5.0,
+                   rate_bytes_per_s=1_200_000.0)
+    assert "bandwidth-limit" not in [f.id for f in rank_download([flat])]
+
+
+def _reset_ssh() -> list[FetchObservation]:
+    reset = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
+                    moved_bytes=0, measured_s=0.0, wall_s=0.06, tcp=None,
+                    failure_kind=FailureKind.RESET,
+                    last_line="kex_exchange_identification: read: Connection reset by peer")
+    return [HEALTHY, reset, replace(reset, repeat=2)]
+
+
+def test_reset_clones_rank_firewall_reset_and_are_its_evidence() -> None:
+    """SSH's clones reset, HTTP/1.1's measured: firewall-reset ranks, and the verdict is
+    degraded (the failures are the culprit's evidence), as for pushes."""
+    clones = _reset_ssh()
+    findings = rank_download(clones)
+    assert [f.id for f in findings][:1] == ["firewall-reset"]
+    assert "2 of 2 SSH clones were reset" in findings[0].summary
+    assert "iptables -S" in findings[0].fix
+    verdict, failures = judge_fetch(clones, findings)
+    assert verdict == "degraded"
+    assert [f.explained_by for f in failures] == ["firewall-reset", "firewall-reset"]
+
+
+def test_a_failed_clone_nothing_explains_is_inconclusive() -> None:
+    """An auth failure ranks nothing: the run is not healthy (fails on the old code, which
+    had no fetch verdict and printed 'no download culprit')."""
+    denied = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
+                     moved_bytes=0, wall_s=0.4, tcp=None, failure_kind=FailureKind.AUTH,
+                     last_line="Permission denied (publickey)")
+    clones = [HEALTHY, denied]
+    findings = rank_download(clones)
+    assert findings == ()
+    verdict, failures = judge_fetch(clones, findings)
+    assert verdict == "inconclusive"
+    (failure,) = failures
+    assert (failure.protocol, failure.reference, failure.explained_by) == (
+        "ssh", "fetch-failed", None)
+    assert "Permission denied" in failure.message
+
+
+def test_verdicts_of_clean_and_empty_runs() -> None:
+    assert judge_fetch([HEALTHY], ()) == ("healthy", ())
+    stalled = replace(HEALTHY, outcome="stalled", rate_bytes_per_s=None)
+    verdict, failures = judge_fetch([stalled], ())
+    assert verdict == "failed" and failures[0].reference == "fetch-stalled"
+
+
+def test_fetch_words_keep_id_and_fix() -> None:
+    finding = Finding(id="bandwidth-limit", title="Path bandwidth", score=0.5, cost_s=1.0,
+                      summary="3 of 3 SSH pushes uploaded at 1 MB/s; the push took 2 s",
+                      evidence=(Evidence(what="SSH upload rate", value=1.0, unit="B/s",
+                                         source="pushes"),),
+                      fix="fewer bytes (smaller pushes)")
+    worded = in_fetch_words(finding)
+    assert (worded.id, worded.fix, worded.score) == (finding.id, finding.fix, finding.score)
+    assert worded.summary == "3 of 3 SSH clones downloaded at 1 MB/s; the clone took 2 s"
+    assert worded.evidence[0].what == "SSH download rate"
+    assert worded.evidence[0].source == "clones"
