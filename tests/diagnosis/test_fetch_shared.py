@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gitnetdiag.commands.fetch import fetch_exit_error
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
 from gitnetdiag.diagnosis.culprits.fetchshared import (
@@ -16,7 +17,11 @@ from gitnetdiag.diagnosis.culprits.fetchshared import (
 from gitnetdiag.diagnosis.fetchverdict import judge_fetch
 from gitnetdiag.diagnosis.model import Evidence, Finding
 from gitnetdiag.diagnosis.observations import CaptureMetrics
+from gitnetdiag.errors import ExitCode, NetworkError
 from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.pipeline import FetchDiagnosis
+from gitnetdiag.rundir.fetchrecords import FetchManifest
+from gitnetdiag.rundir.records import RunError
 from tests.diagnosis.test_download_culprits import HEALTHY, TCP
 
 PUSH_FIX = {c.id: c for c in CULPRITS}
@@ -131,3 +136,33 @@ def test_fetch_words_keep_id_and_fix() -> None:
     assert worded.summary == "3 of 3 SSH clones downloaded at 1 MB/s; the clone took 2 s"
     assert worded.evidence[0].what == "SSH download rate"
     assert worded.evidence[0].source == "clones"
+
+
+def _diagnosis(clones: list[FetchObservation], errors: tuple[RunError, ...]) -> FetchDiagnosis:
+    findings = rank_download(clones)
+    verdict, failures = judge_fetch(clones, findings)
+    manifest = FetchManifest(
+        schema="gitnetdiag.fetch/1", direction="fetch", tool_version="0", run_id="r",
+        started_at="", finished_at="", status="failed", options={}, environment=None,
+        protocols=(), paths=(), errors=errors, warnings=())
+    return FetchDiagnosis(direction="fetch", manifest=manifest, observations=tuple(clones),
+                          findings=findings, verdict=verdict, measurement_failures=failures)
+
+
+def test_exit_code_of_a_fetch_run() -> None:
+    """Clones reset by a filter ranked firewall-reset: the run's fetch errors are its evidence,
+    exit 0. An auth failure nothing explains: the verdict's error (exit 8), not the raw one."""
+    reset_error = RunError(stage="fetch", protocol="ssh", reference="fetch-failed",
+                           kind=FailureKind.RESET, message="reset")
+    raw = NetworkError("ssh: fetch failed", reference="fetch-failed")
+    assert fetch_exit_error(_diagnosis(_reset_ssh(), (reset_error,)), raw) is None
+    denied = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
+                     moved_bytes=0, wall_s=0.4, tcp=None, failure_kind=FailureKind.AUTH,
+                     last_line="Permission denied (publickey)")
+    error = fetch_exit_error(_diagnosis([HEALTHY, denied], (reset_error,)), raw)
+    assert error is not None and error.exit_code == ExitCode.INCONCLUSIVE
+    assert "fetch-failed: SSH: clone #1 failed (Permission denied" in error.message
+    # A clean verdict still exits with a run error of another stage (a clone left behind).
+    left = RunError(stage="cleanup", protocol="h1", reference="clone-left", kind=None,
+                    message="left")
+    assert fetch_exit_error(_diagnosis([HEALTHY], (left,)), raw) is raw
