@@ -218,7 +218,7 @@ def _start_capture(state: FetchState, path: Path, host: str | None, port: int
                    ) -> Capture | None:
     """tcpdump of the clone's connection when the run captures (root), else None; a capture
     that does not start is a warning, the clone goes on without it."""
-    if not state.capture_enabled or host is None:
+    if host is None or not state.capture_enabled:
         return None
     capture = Capture(path, host=host, port=port)
     try:
