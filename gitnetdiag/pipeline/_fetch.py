@@ -101,6 +101,9 @@ def download_capture_metrics(conn: ConnectionAnalysis, label: str,
     client, server = conn.a_to_b, conn.b_to_a
     hs = conn.handshake
     mss = [m for m in (client.mss_bytes, server.mss_bytes) if m]
+    # SYN, then a reset from the server's side and nothing else: its time is the refusal's.
+    refused = (hs.syn_count > 0 and hs.synack_count == 0 and server.resets_sent > 0
+               and not client.payload_bytes and not server.payload_bytes)
     return CaptureMetrics(
         source=f"capture {label} {conn.connection.b_port}->{conn.connection.a_port} "
         "(download, at the client)",
@@ -118,6 +121,7 @@ def download_capture_metrics(conn: ConnectionAnalysis, label: str,
         resets_from_client=client.resets_sent, resets_from_server=server.resets_sent,
         syn_retransmissions=hs.syn_retransmissions,
         synack_retransmissions=hs.synack_retransmissions,
+        refused_after_s=conn.duration_s if refused else None,
     )
 
 

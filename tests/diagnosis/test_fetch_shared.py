@@ -101,6 +101,35 @@ def test_reset_clones_rank_firewall_reset_and_are_its_evidence() -> None:
     assert [f.explained_by for f in failures] == ["firewall-reset", "firewall-reset"]
 
 
+def _refused_ssh(refused_after_s: float | None) -> list[FetchObservation]:
+    refused = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
+                      moved_bytes=0, measured_s=0.0, wall_s=0.09, tcp=None,
+                      failure_kind=FailureKind.REFUSED,
+                      last_line="ssh: connect to host 10.77.1.2 port 22: Connection refused",
+                      capture=CaptureMetrics(source="capture fetch ssh #1 22->40000",
+                                             resets_from_server=1,
+                                             refused_after_s=refused_after_s))
+    return [HEALTHY, refused]
+
+
+def test_a_refusal_sooner_than_a_round_trip_is_a_filters() -> None:
+    """The clone's capture: the SYN answered by a reset 0.2 ms later on a 50 ms path, a hop
+    before the server refused it (git's own run, 90 ms, says nothing): firewall-reset."""
+    findings = rank_download(_refused_ssh(0.0002))
+    assert [f.id for f in findings][:1] == ["firewall-reset"]
+    assert any(e.what.startswith("refused connection: its SYN to the reset")
+               for e in findings[0].evidence)
+    assert judge_fetch(_refused_ssh(0.0002), findings)[0] == "degraded"
+
+
+def test_a_refusal_after_a_round_trip_is_no_filter_evidence() -> None:
+    """A closed port on the server refuses after a whole round trip: nothing ranks, and the
+    failed clone leaves the run inconclusive."""
+    clones = _refused_ssh(0.051)
+    assert rank_download(clones) == ()
+    assert judge_fetch(clones, ())[0] == "inconclusive"
+
+
 def test_a_failed_clone_nothing_explains_is_inconclusive() -> None:
     """An auth failure ranks nothing: the run is not healthy (fails on the old code, which
     had no fetch verdict and printed 'no download culprit')."""

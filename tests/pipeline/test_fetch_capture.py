@@ -58,3 +58,14 @@ def test_holes_filled_at_the_receiver_are_the_servers_retransmissions(tmp_path: 
     assert metrics.handshake_rtt_s is not None and abs(metrics.handshake_rtt_s - 0.05) < 0.001
     assert (metrics.min_rtt_s, metrics.median_rtt_s) == (0.05, 0.06)
     assert metrics.resets_from_server == 0
+
+
+def test_a_connect_answered_by_a_reset_gives_its_refusal_time(tmp_path: Path) -> None:
+    """SYN, then an RST 0.3 ms later and nothing else: refused sooner than any round trip."""
+    conv = Conversation(server=("10.0.0.2", 22))
+    conv.segment("c", "S", win=64240, options=[("MSS", 1460), ("WScale", 7)])
+    conv.segment("s", "RA", dt_s=0.0003, seq=0, ack=conv.nxt["c"])
+    (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-ssh-1.pcap")).connections
+    metrics = download_capture_metrics(conn, "fetch ssh #1", None)
+    assert metrics.resets_from_server == 1
+    assert metrics.refused_after_s is not None and abs(metrics.refused_after_s - 0.0003) < 1e-6
