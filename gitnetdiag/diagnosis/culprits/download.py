@@ -27,10 +27,7 @@ from gitnetdiag.diagnosis.culprits._common import Hit
 from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window, client_index_pack_cpu
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation as FetchObservation
 from gitnetdiag.diagnosis.culprits.fetchobs import costliest
-from gitnetdiag.diagnosis.culprits.fetchsender import (
-    server_send_buffer,
-    slow_ref_advertisement_fetch,
-)
+from gitnetdiag.diagnosis.culprits.fetchsender import server_send_buffer
 from gitnetdiag.diagnosis.culprits.fetchshared import shared_findings
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
@@ -160,8 +157,6 @@ DOWNLOAD_CULPRITS: tuple[tuple[str, str, DownloadDetector], ...] = (
     ("server-send-buffer", "Server or edge send buffer caps the download", server_send_buffer),
     ("client-index-pack-cpu", "Client CPU resolving deltas (index-pack)", client_index_pack_cpu),
     ("client-http2-window", "Client libcurl's HTTP/2 download window", client_http2_window),
-    ("slow-ref-advertisement", "Slow ref advertisement or authentication",
-     slow_ref_advertisement_fetch),
 )
 """Download culprits: id (stable; direction-specific ids say so), title, detector."""
 

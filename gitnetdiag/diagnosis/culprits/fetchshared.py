@@ -17,14 +17,15 @@ the *sender of the data* (the server):
   hole towards the client), resets, SYN retransmissions
   (:func:`download_capture_metrics` in the pipeline).
 
-The findings keep their ids, scores and fix texts; their summaries and evidence
-speak of clones and the download (:func:`in_fetch_words`). ``slow-ref-advertisement``
-has its own clone detector (:mod:`.fetchsender`) on the push one's allowances.
+The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
+(``slow-ref-advertisement``). The findings keep their ids, scores and fix texts; their
+summaries and evidence speak of clones and the download (:func:`in_fetch_words`).
 """
 
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
@@ -39,12 +40,13 @@ from gitnetdiag.diagnosis.observations import (
     ProtocolObservation,
     PushResult,
     RunInfo,
+    Trace2Phases,
 )
 from gitnetdiag.outcomes import FailureKind
 
 SHARED_CULPRITS: tuple[str, ...] = (
     "packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency", "syn-drop",
-    "listen-backlog-overflow", "firewall-reset",
+    "listen-backlog-overflow", "firewall-reset", "slow-ref-advertisement",
 )
 """Push culprits that do not depend on the direction, run on a fetch's clones.
 ``client-http-stack`` is not among them yet: its table of libcurl bugs is the upload's
@@ -83,6 +85,14 @@ def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
     return obs.capture if obs.capture is not None else tcp_info_metrics(obs)
 
 
+def _phases(clones: Sequence[FetchObservation]) -> Trace2Phases | None:
+    """The clones' trace2 phases the push detectors read, median over clones as for pushes:
+    the time to the ref advertisement (connect, TLS/SSH, authentication, the refs)."""
+    seen = [obs.phases.ref_advertisement_s for obs in clones
+            if obs.phases.ref_advertisement_s is not None]
+    return Trace2Phases(ref_advertisement_s=statistics.median(seen)) if seen else None
+
+
 def observations_of_clones(clones: Sequence[FetchObservation]) -> Observations:
     """A fetch's clones as the :class:`Observations` the push detectors read."""
     protocols: dict[str, ProtocolObservation] = {}
@@ -93,7 +103,8 @@ def observations_of_clones(clones: Sequence[FetchObservation]) -> Observations:
         # The TCP evidence of the clone that measured most (else the first one's).
         best = max(mine, key=lambda obs: (obs.measured, obs.moved_bytes))
         protocols[name] = ProtocolObservation(
-            pushes=tuple(clone_as_transfer(obs) for obs in mine), capture=_evidence_of(best))
+            pushes=tuple(clone_as_transfer(obs) for obs in mine), capture=_evidence_of(best),
+            trace2=_phases(mine))
     rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
     libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
     return Observations(
