@@ -195,3 +195,17 @@ def test_exit_code_of_a_fetch_run() -> None:
     left = RunError(stage="cleanup", protocol="h1", reference="clone-left", kind=None,
                     message="left")
     assert fetch_exit_error(_diagnosis([HEALTHY], (left,)), raw) is raw
+
+
+def test_loss_not_a_send_buffer_when_the_capture_shows_retransmissions() -> None:
+    """A small flight below an open window with no queue is a send buffer's signature, and a
+    lossy path's: with the server's retransmissions at 2% in the clone's capture, packet-loss
+    ranks and server-send-buffer stays silent."""
+    from tests.diagnosis.test_download_sender_client import SNDBUF
+
+    assert [f.id for f in rank_download([SNDBUF])][:1] == ["server-send-buffer"]
+    lossy = replace(SNDBUF, capture=CaptureMetrics(
+        source="capture fetch h1 #1", mss_bytes=1448, retransmitted_bytes=50_000,
+        retransmission_rate=0.02, fast_retransmissions=30, timeout_retransmissions=2,
+        advertised_window_max_bytes=3_000_000, min_rtt_s=0.05, median_rtt_s=0.05))
+    assert [f.id for f in rank_download([lossy])] == ["packet-loss"]

@@ -19,14 +19,16 @@ the window the client advertises, every round trip alike. Seen from the client
 A server that produces the pack slower than the path carries (a starved
 upload-pack) looks the same from the client; only the server's own TCP_INFO
 (``tcpi_sndbuf_limited`` when the server is local) tells the two apart, and the
-fetch run does not record it yet, so the confidence stays below certainty.
+fetch run does not record it yet, so the confidence stays below certainty. A lossy path
+keeps the flight small too (the sender's congestion window backs off): with the clone's
+capture showing the server's retransmissions at ``packet-loss``'s rate, this stays silent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gitnetdiag.diagnosis.culprits._common import Hit, Tally
+from gitnetdiag.diagnosis.culprits._common import LOSS_RATE, Hit, Tally
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation, costliest
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
@@ -106,6 +108,8 @@ def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
         return None
     if obs.measured_s < MIN_MEASURED_S:
         return None
+    if obs.capture is not None and (obs.capture.retransmission_rate or 0.0) >= LOSS_RATE:
+        return None  # loss holds the sender's congestion window down: packet-loss's flight
     tally = Tally("server-send-buffer")
     flight = _flight_signals(obs, rtt, tally)
     if flight is None or not _queue_signal(obs, tally):
