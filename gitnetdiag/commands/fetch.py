@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.progress import Progress
 
 from gitnetdiag.commands._output import write_output
-from gitnetdiag.errors import NetworkError, UsageError
+from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.vocabulary import parse_size
@@ -74,8 +74,26 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
     where.print(f"run directory: {outcome.run_dir}", markup=False, highlight=False)
     if json_out is not None:
         write_output(json_out, render_fetch(diagnosis, "json"))
-    if outcome.error is not None:
-        raise outcome.error
+    error = fetch_exit_error(diagnosis, outcome.error)
+    if error is not None:
+        raise error
+
+
+def fetch_exit_error(diagnosis: FetchDiagnosis, run_error: GitnetdiagError | None
+                     ) -> GitnetdiagError | None:
+    """What a fetch run exits with after its report: the verdict's error when it is
+    inconclusive or failed (a failed clone no culprit explains); else the run's first error,
+    unless every error of the run is a clone that a ranked culprit explains (a filter's
+    resets are the diagnosis, not a failure of it)."""
+    from gitnetdiag.diagnosis.verdict import verdict_error
+
+    error = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
+    if error is not None or run_error is None:
+        return error
+    explained = {f.protocol for f in diagnosis.measurement_failures if f.explained_by}
+    if all(e.stage == "fetch" and e.protocol in explained for e in diagnosis.manifest.errors):
+        return None
+    return run_error
 
 
 def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
@@ -91,11 +109,14 @@ def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
         from gitnetdiag.report.fetch_html import render_fetch_html
 
         return render_fetch_html(diagnosis.manifest, diagnosis.observations,
-                                 diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing)
+                                 diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing,
+                                 verdict=diagnosis.verdict,
+                                 failures=diagnosis.measurement_failures)
     render = {"json": render_fetch_json, "md": render_fetch_markdown}.get(
         fmt, render_fetch_terminal)
     return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings,
-                  diagnosis.h2_pacing)
+                  diagnosis.h2_pacing, verdict=diagnosis.verdict,
+                  failures=diagnosis.measurement_failures)
 
 
 def is_fetch_run(run_dir: Path) -> bool:

@@ -209,6 +209,10 @@ class CaptureMetrics:
     """Upload segments resent and still never acknowledged when the capture ended."""
     min_unacked_retransmitted_bytes: int | None = None
     """Smallest of those resent, never acknowledged segments (payload)."""
+    refused_after_s: float | None = None
+    """A connection the server's side answered with a reset instead of a SYN-ACK (a refused
+    connect): seconds from its SYN to that reset. Sooner than one round trip, a hop before
+    the server answered: a filter."""
 
     # The window arithmetic every culprit and the cost model share, each rule once.
 

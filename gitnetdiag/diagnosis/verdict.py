@@ -22,7 +22,8 @@ is not ranked when that protocol's pushes all stalled like another protocol's di
     failed        nothing requested was measured
     inconclusive  a requested protocol was not measured and nothing explains it,
                   or nothing ranks while another step (native probe, capture) failed,
-                  a push stalled, or no TCP evidence (capture, TCP_INFO) was recorded
+                  a push stalled or failed, a burst's connections failed, or no TCP
+                  evidence (capture, TCP_INFO) was recorded
     degraded      culprits ranked
     healthy       every requested protocol measured, nothing ranks, nothing failed
 """
@@ -74,6 +75,12 @@ _IGNORED_STAGES = frozenset({"cleanup"})
 LEFTOVER_REFERENCE = "probe-ref-leftover"
 """A throwaway branch still on the server: listed with its remove command in every report."""
 _LEFTOVER_HINT = "remove it with the command in the message once the server is idle"
+
+NO_DATA_REFERENCE = "push-sent-no-data"
+"""The run error of a push that sent (almost) nothing: no rate, and no failure either."""
+
+UNEXPLAINED_FAILURES = frozenset({"push-failures-unexplained", "burst-failures-unexplained"})
+"""References of failed operations (pushes, burst connections) that nothing ranked explains."""
 
 _GENERIC_HINT = "see the run's manifest.json errors and the push's stderr file"
 
@@ -208,6 +215,49 @@ def _stall_hint(obs: Observations, name: str) -> str:
             "--ssh-key) so the stall can be attributed")
 
 
+def _unexplained_push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
+    """Pushes of a measured protocol that failed (refused, auth, an HTTP status, ...) while
+    another push of it gave a rate: with no culprit ranked, the run is not healthy."""
+    no_data = any(p.stage == "push" and p.protocol == name and p.reference == NO_DATA_REFERENCE
+                  for p in obs.problems)
+    pushes = obs.protocols[name].pushes
+    failed = [push for push in pushes if not push.ok
+              and push.error_kind not in MEASURED_FAILURE_KINDS
+              and push.error_kind != FailureKind.INTERRUPTED
+              and not (no_data and push.error_kind in (None, FailureKind.OTHER))]
+    if not failed:
+        return []
+    label = PROTOCOL_LABELS.get(name, name)
+    first = failed[0]
+    return [MeasurementFailure(
+        protocol=name, stage="push", reference="push-failures-unexplained",
+        kind=first.error_kind,
+        message=f"{label}: {len(failed)} of {len(pushes)} push(es) failed "
+        f"({first.error_message or first.error_kind or 'failed'}); no culprit explains it",
+        hint=_GENERIC_HINT)]
+
+
+def _unexplained_bursts(obs: Observations) -> list[MeasurementFailure]:
+    """Burst connections that failed with nothing ranked: a measurement of the server's
+    connection handling that no culprit accounts for, so the run is not healthy."""
+    items = []
+    for burst in obs.bursts:
+        if not burst.failed:
+            continue
+        kinds = sorted(burst.failed_by_kind.items(), key=lambda item: -item[1])
+        text = ", ".join(f"{kind} {count}" for kind, count in kinds)
+        label = PROTOCOL_LABELS.get(burst.protocol, burst.protocol)
+        items.append(MeasurementFailure(
+            protocol=burst.protocol, stage="burst", reference="burst-failures-unexplained",
+            kind=kinds[0][0],
+            message=f"{burst.failed} of {burst.concurrency} concurrent {label} connections "
+            f"failed ({text}); no culprit explains them",
+            hint="add the server's evidence with --host-report (a 'gitnetdiag host --json' "
+            "taken on the server during the run) so its listen backlog and drop counters "
+            "can be read, and see the burst's error messages in the run directory"))
+    return items
+
+
 def _missing_tcp_evidence(obs: Observations, measured: Sequence[str]) -> list[MeasurementFailure]:
     """Without a capture or TCP_INFO a TCP window clamp or loss cannot be seen: a run with
     nothing ranked is then not healthy, it lacks the evidence that would rank them."""
@@ -251,6 +301,8 @@ def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
         failures += [replace(f, explained_by=explained_by) for f in _push_failures(obs, name)]
     if not findings:
         failures += [f for name in measured for f in _unexplained_stalls(obs, name)]
+        failures += [f for name in measured for f in _unexplained_push_failures(obs, name)]
+        failures += _unexplained_bursts(obs)
         failures += _missing_tcp_evidence(obs, measured)
     other = [p for p in obs.problems if p.stage not in _IGNORED_STAGES and p.stage != "push"]
     failures += [
@@ -291,6 +343,8 @@ def headline_prefix(judgement: Judgement) -> str:
         return f"Not measured: {', '.join(missing)} ({_first(judgement)})."
     if any(f.reference == "push-stalled" for f in judgement.failures):
         return f"A push stalled ({_first(judgement)})."
+    if any(f.reference in UNEXPLAINED_FAILURES for f in judgement.failures):
+        return f"Operations failed and no culprit explains them ({_first(judgement)})."
     return f"Part of the evidence is missing ({_first(judgement)})."
 
 

@@ -186,6 +186,23 @@ FETCH_FAULT_FIX_NAMES: dict[str, str] = {
 }
 """A setting or step the fix of each fetch fault's culprit must name."""
 
+# --- Push faults whose direction-independent culprit a fetch ranks too (issue 26 item 5) ---
+
+FETCH_SHARED_FAULT_CULPRIT: dict[str, str] = {
+    "loss": "packet-loss",
+    "bandwidth-limit": "bandwidth-limit",
+    "firewall-reset": "firewall-reset",
+    "slow-auth": "slow-ref-advertisement",
+}
+"""Push faults that slow or break a clone as well, with the culprit ``--direction fetch``
+must rank first on a lab whose ``main`` serves random data (``fetch_history="random"``):
+the same id and fix as the push's (:data:`FAULT_FIX_NAMES`). Left out: ``pmtu-blackhole``
+drops large packets *to* the server only, and a clone sends none (its requests are small),
+so the download never meets it; ``syn-drop`` costs a clone's one connection a SYN timeout
+now and then, too rarely in four clones to rank."""
+
+# --- end of the fetch shared faults block ---
+
 FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     **{fault: ("--protocols", "h1,h2,ssh") for fault in FAULTS},
     # A 3 MiB push through the 64 KiB window takes about 2.5 s; libcurl 7.88.1 hangs some
@@ -350,6 +367,10 @@ class LabOverrides(TypedDict, total=False):
     reset_after_bytes: int | None
     """Under ``firewall-reset``: cut connections after this many client bytes."""
 
+    fetch_history: str | None
+    """What ``main`` serves to a fetch (``random``, ``similar``), whatever the faults: a push
+    fault's lab with something to clone (the direction-independent culprits in a fetch)."""
+
 
 def _active_faults(instance: str, faults: list[str]) -> tuple[str, ...]:
     """The faults asked for, checked, each once (``healthy`` when none)."""
@@ -439,9 +460,9 @@ def build_spec(*, instance: str, faults: list[str],
         client_rmem=CLIENT_RMEM_CLAMP if has("client-rmem-clamp") else None,
         server_cpu_share=SERVER_CPU_SHARE if has("slow-pack-generation") else None,
         server_wmem=SERVER_WMEM_CLAMP if has("server-sndbuf-clamp") else None,
-        fetch_history=("similar" if has("slow-pack-generation") or has("client-index-cpu")
-                       else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
-                       else None),
+        fetch_history=overrides.get("fetch_history") or (
+            "similar" if has("slow-pack-generation") or has("client-index-cpu")
+            else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp") else None),
         edge_bad_member=has("edge-backend-errors"),
     )
 

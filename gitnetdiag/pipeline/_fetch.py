@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gitnetdiag.analysis.fetchphases import FetchPhases, fetch_phases
-from gitnetdiag.analysis.fetchtcp import summarize_download
+from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary, summarize_download
 from gitnetdiag.analysis.fetchwindow import (
     DownloadPacing,
     DownloadWindowSeries,
@@ -23,7 +23,9 @@ from gitnetdiag.analysis.fetchwindow import (
     download_window_series,
 )
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
-from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.diagnosis.fetchverdict import judge_fetch
+from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
+from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.rundir import bad_run_dir
 from gitnetdiag.rundir.fetchrecords import (
     FetchManifest,
@@ -32,6 +34,9 @@ from gitnetdiag.rundir.fetchrecords import (
     load_fetch_manifest,
 )
 from gitnetdiag.serial import Malformed, from_jsonable
+
+if TYPE_CHECKING:
+    from gitnetdiag.analysis.tcp import ConnectionAnalysis
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -50,6 +55,10 @@ class FetchDiagnosis:
     """Per observation, the download socket's window over time (the HTML report's plot)."""
     h2_pacing: tuple[DownloadPacing, ...] = ()
     """The native HTTP/2 download ledgers, one per window, side by side."""
+    verdict: Verdict = "healthy"
+    """By the push verdict's rule (:mod:`gitnetdiag.diagnosis.fetchverdict`)."""
+    measurement_failures: tuple[MeasurementFailure, ...] = ()
+    """Clones that failed or stalled, each with the culprit that explains it, if any."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
@@ -80,6 +89,62 @@ def _samples(text: str) -> list[dict[str, Any]]:
             and isinstance(row.get("t_s"), int | float)]
 
 
+def download_capture_metrics(conn: ConnectionAnalysis, label: str,
+                             tcp: DownloadTcpSummary | None) -> CaptureMetrics:
+    """The download connection of a clone's capture (taken at the client, ``a``) as the
+    sender's view the push detectors read, the server (``b``) sending. At the receiver a
+    segment lost on the path is never seen, so its retransmission fills a hole below what
+    already arrived: the analyser counts it as a retransmission, and ``retransmission_rate``
+    is the repaired loss. Data-to-ACK times at the receiver are its ACK delay, not the path:
+    the RTTs are the handshake's and the client's TCP_INFO (minimum, receiver's median), and
+    the sender's in-flight shares are left unknown."""
+    client, server = conn.a_to_b, conn.b_to_a
+    hs = conn.handshake
+    mss = [m for m in (client.mss_bytes, server.mss_bytes) if m]
+    # SYN, then a reset from the server's side and nothing else: its time is the refusal's.
+    refused = (hs.syn_count > 0 and hs.synack_count == 0 and server.resets_sent > 0
+               and not client.payload_bytes and not server.payload_bytes)
+    return CaptureMetrics(
+        source=f"capture {label} {conn.connection.b_port}->{conn.connection.a_port} "
+        "(download, at the client)",
+        handshake_rtt_s=hs.rtt_s,
+        min_rtt_s=tcp.min_rtt_s if tcp else None,
+        median_rtt_s=tcp.median_rtt_s if tcp else None,
+        mss_bytes=min(mss) if mss else None, handshake_seen=hs.window_scale_known,
+        window_scale=client.window_scale if hs.window_scaling else None,
+        advertised_window_max_bytes=client.max_window_bytes or None,
+        retransmitted_bytes=server.retransmitted_bytes,
+        retransmission_rate=server.loss_rate,
+        timeout_retransmissions=server.timeout_retransmissions,
+        fast_retransmissions=server.fast_retransmissions,
+        zero_window_count=client.zero_window_count, zero_window_s=client.zero_window_s,
+        resets_from_client=client.resets_sent, resets_from_server=server.resets_sent,
+        syn_retransmissions=hs.syn_retransmissions,
+        synack_retransmissions=hs.synack_retransmissions,
+        refused_after_s=conn.duration_s if refused else None,
+    )
+
+
+def _captured(run_dir: Path, record: FetchRecord, tcp: DownloadTcpSummary | None
+              ) -> CaptureMetrics | None:
+    """The clone's capture as the sender's view (the connection the server sent most on;
+    a clone refused at its SYN has only that), None without one (not root) or empty."""
+    name = record.artifacts.get("capture")
+    if name is None or not (run_dir / name).exists():
+        return None
+    from gitnetdiag.analysis.capture_analysis import analyze_capture
+    from gitnetdiag.errors import GitnetdiagError
+
+    try:
+        analysis = analyze_capture(run_dir / name, own_capture=True)
+    except GitnetdiagError:
+        return None
+    if not analysis.connections:
+        return None
+    download = max(analysis.connections, key=lambda c: c.b_to_a.payload_bytes)
+    return download_capture_metrics(download, f"fetch {record.protocol} #{record.repeat}", tcp)
+
+
 def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
                   rmem: tuple[int, ...] | None = None,
                   libcurl: str | None = None) -> FetchObservation:
@@ -94,13 +159,15 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
         stderr=_read(run_dir, record, "stderr"), timeline=timeline,
         packet_trace=_read(run_dir, record, "packet_trace"),
         started_epoch_s=record.started_epoch_s)
+    tcp = summarize_download(_samples(_read(run_dir, record, "tcpinfo")))
     return FetchObservation(
         protocol=record.protocol, repeat=record.repeat, outcome=record.outcome,
         moved_bytes=record.moved_bytes, measured_s=record.measured_s,
         rate_bytes_per_s=record.rate_bytes_per_s, wall_s=record.wall_s, phases=phases,
-        tcp=summarize_download(_samples(_read(run_dir, record, "tcpinfo"))), path_rtt_s=rtt_s,
+        tcp=tcp, path_rtt_s=rtt_s,
         client_rmem_max_bytes=rmem[-1] if rmem else None, stopped=record.stopped,
-        libcurl=libcurl,
+        libcurl=libcurl, failure_kind=record.failure_kind, last_line=record.last_line,
+        capture=_captured(run_dir, record, tcp),
     )
 
 
@@ -116,6 +183,9 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
                          for run in manifest.protocols for record in run.fetches)
     windows = tuple(download_window_series(_samples(_read(run_dir, record, "tcpinfo")))
                     for run in manifest.protocols for record in run.fetches)
+    findings = rank_download(observations)
+    verdict, failures = judge_fetch(observations, findings)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
-                          findings=rank_download(observations), windows=windows,
-                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads))
+                          findings=findings, windows=windows,
+                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads),
+                          verdict=verdict, measurement_failures=failures)

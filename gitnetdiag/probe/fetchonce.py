@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol as TypingProtocol
 
+from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
 from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason
+from gitnetdiag.probe.capture import Capture
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_line
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.pushonce import now_iso
@@ -79,6 +81,10 @@ class FetchState(TypingProtocol):
     reporter: Reporter
     branch: str | None
     """The branch every clone fetches alone (``--fetch-seed``); None: what the URL serves."""
+    capture_enabled: bool
+    """Each clone is captured (root and tcpdump, and ``--capture`` not turned off)."""
+    warnings: list[str]
+    """The run's warnings (a capture that could not start)."""
 
     def transport(self, protocol: TransportKind) -> Transport: ...
 
@@ -208,8 +214,25 @@ def remove_clone(scratch: Path) -> bool:
     return not scratch.exists()
 
 
-def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: int) -> FetchRecord:
-    """Clone once over ``protocol`` into a temporary directory, bounded; remove it.
+def _start_capture(state: FetchState, path: Path, host: str | None, port: int
+                   ) -> Capture | None:
+    """tcpdump of the clone's connection when the run captures (root), else None; a capture
+    that does not start is a warning, the clone goes on without it."""
+    if host is None or not state.capture_enabled:
+        return None
+    capture = Capture(path, host=host, port=port)
+    try:
+        capture.start()
+    except GitnetdiagError as exc:
+        state.warnings.append(f"capture of {path.name} did not start: {exc.message}")
+        return None
+    return capture
+
+
+def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: int,
+               host: str | None = None) -> FetchRecord:
+    """Clone once over ``protocol`` into a temporary directory, bounded; remove it. With
+    ``host`` and captures on, the clone's packets go to ``<stem>.pcap`` (headers only).
 
     A Ctrl-C stops git, removes the clone and propagates as :class:`GitInterrupted`.
     """
@@ -228,6 +251,10 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     state.reporter.begin(label)
     started_at, started_epoch = now_iso(), time.time()
     scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-clone-"))
+    capture = _start_capture(state, state.run_dir / f"{stem}.pcap", host, port)
+    if capture is not None:
+        artifacts["capture"] = f"{stem}.pcap"
+        paths["capture"] = (state.run_dir / artifacts["capture"]).resolve()
     try:
         clone = run_monitored_clone(
             clone_argv(transport, scratch / "clone", state.branch), env=env,
@@ -236,6 +263,8 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
             tcpinfo_path=paths["tcpinfo"],
             on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate))
     finally:
+        if capture is not None:
+            capture.stop()
         removed = remove_clone(scratch)
     replace_file(paths["stderr"], clone.run.stderr.encode())
     replace_file(paths["timeline"], "".join(

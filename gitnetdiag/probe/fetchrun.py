@@ -17,6 +17,7 @@ from pathlib import Path
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
+from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.fetchonce import fetch_once
 from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
@@ -79,6 +80,7 @@ class _FetchRun:
         self.seed: FetchSeed | None = None
         self.h2_downloads: list[H2DownloadRecord] = []
         self.branch: str | None = None
+        self.capture_enabled = False
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -178,6 +180,7 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
     options = state.options
     state.environment = collect_versions()
     state.client_tcp_rmem = read_tcp_rmem()
+    state.capture_enabled = options.capture and capture_support().available
     state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
     measured: set[tuple[str, int]] = set()
     for protocol in options.protocols:
@@ -211,8 +214,8 @@ def _fetch_all(state: _FetchRun) -> None:
             if protocol in failed:
                 continue
             try:
-                record = fetch_once(state, protocol, repeat,
-                                    endpoint_of(options.urls[protocol])[1])
+                host, port = endpoint_of(options.urls[protocol])
+                record = fetch_once(state, protocol, repeat, port, host)
             except GitInterrupted:
                 state.status = "interrupted"
                 raise

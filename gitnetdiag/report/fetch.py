@@ -14,13 +14,13 @@ from typing import Any
 
 from gitnetdiag.analysis.fetchwindow import DownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
-from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
 from gitnetdiag.rundir.fetchrecords import FetchManifest, FetchSeed
 from gitnetdiag.rundir.records import RefCleanup
 from gitnetdiag.serial import to_jsonable
 
-FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/2"
+FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/3"
 """Schema id of the fetch report's JSON."""
 
 COLUMNS = ("protocol", "outcome", "received", "rate", "refs", "ref adv.", "1st pack byte",
@@ -110,7 +110,8 @@ def _table_of(columns: Sequence[str], rows: Sequence[tuple[str, ...]], *,
 
 def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             findings: Sequence[Finding], *, markdown: bool,
-            pacing: Sequence[DownloadPacing] = ()) -> str:
+            pacing: Sequence[DownloadPacing] = (), verdict: str | None = None,
+            failures: Sequence[MeasurementFailure] = ()) -> str:
     title = "# gitnetdiag: download direction (fetch)" if markdown else \
         "gitnetdiag: download direction (fetch, read-only clones)"
     lines = [title, ""]
@@ -131,6 +132,11 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
     if pacing:
         lines += ["", f"## {LEDGER_TITLE}" if markdown else LEDGER_TITLE,
                   *_table_of(LEDGER_COLUMNS, [ledger_row(p) for p in pacing], markdown=markdown)]
+    if verdict is not None:
+        lines += ["", f"verdict: {verdict}"]
+        lines += [f"  {f.reference}: {f.message}"
+                  + (f" (explained by {f.explained_by})" if f.explained_by else f"; {f.hint}")
+                  for f in failures]
     for error in manifest.errors:
         lines.append(f"error: {error.reference}: {error.message}")
     return "\n".join(lines).rstrip() + "\n"
@@ -138,27 +144,34 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
 
 def render_fetch_terminal(manifest: FetchManifest, observations: Sequence[FetchObservation],
                           findings: Sequence[Finding],
-                          pacing: Sequence[DownloadPacing] = ()) -> str:
+                          pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                          failures: Sequence[MeasurementFailure] = ()) -> str:
     """Plain text for the terminal."""
-    return _render(manifest, observations, findings, markdown=False, pacing=pacing)
+    return _render(manifest, observations, findings, markdown=False, pacing=pacing,
+                   verdict=verdict, failures=failures)
 
 
 def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchObservation],
                           findings: Sequence[Finding],
-                          pacing: Sequence[DownloadPacing] = ()) -> str:
+                          pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                          failures: Sequence[MeasurementFailure] = ()) -> str:
     """Markdown for a ticket."""
-    return _render(manifest, observations, findings, markdown=True, pacing=pacing)
+    return _render(manifest, observations, findings, markdown=True, pacing=pacing,
+                   verdict=verdict, failures=failures)
 
 
 def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
-                      pacing: Sequence[DownloadPacing] = ()) -> dict[str, Any]:
+                      pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                      failures: Sequence[MeasurementFailure] = ()) -> dict[str, Any]:
     """The fetch report as plain JSON types."""
     return {
         "schema": FETCH_REPORT_SCHEMA,
         "direction": "fetch",
         "generated_by": f"gitnetdiag {manifest.tool_version}",
         "status": manifest.status,
+        "verdict": verdict,
+        "measurement_failures": to_jsonable(tuple(failures)),
         "culprits": [{"rank": rank, **to_jsonable(finding)}
                      for rank, finding in enumerate(findings, start=1)],
         "fetches": [{**to_jsonable(obs), "rtt_s": obs.rtt_s,
@@ -174,7 +187,8 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
 
 def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
-                      pacing: Sequence[DownloadPacing] = ()) -> str:
+                      pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                      failures: Sequence[MeasurementFailure] = ()) -> str:
     """The fetch report as indented JSON text."""
-    return json.dumps(fetch_report_dict(manifest, observations, findings, pacing),
-                      indent=2) + "\n"
+    return json.dumps(fetch_report_dict(manifest, observations, findings, pacing,
+                                        verdict=verdict, failures=failures), indent=2) + "\n"

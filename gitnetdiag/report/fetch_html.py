@@ -19,7 +19,7 @@ import numpy as np
 
 from gitnetdiag.analysis.fetchwindow import DownloadPacing, DownloadWindowSeries
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
-from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
 from gitnetdiag.report.fetch import (
     COLUMNS,
     DIRECTION_LINE,
@@ -123,7 +123,8 @@ def _finding(rank: int, finding: Finding) -> str:
 def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
                       windows: Sequence[DownloadWindowSeries | None] = (),
-                      pacing: Sequence[DownloadPacing] = ()) -> str:
+                      pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                      failures: Sequence[MeasurementFailure] = ()) -> str:
     """One self-contained HTML page (the plot inline, no external resources)."""
     urls = ", ".join(f"{run.protocol} {run.url}" for run in manifest.protocols)
     parts = [
@@ -132,8 +133,14 @@ def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObser
         "<h1>gitnetdiag report: download direction (fetch)</h1>",
         f"<p>{_esc(DIRECTION_LINE)}</p>",
         f"<p>status: {_esc(manifest.status)}; remotes: {_esc(urls)}</p>",
-        f"<p>{_esc(seed_line(manifest.seed))}</p>", "<h2>Clones</h2>",
+        f"<p>{_esc(seed_line(manifest.seed))}</p>",
     ]
+    if verdict is not None:
+        parts.append(f"<p>verdict: <strong>{_esc(verdict)}</strong></p>")
+        parts += [f"<p>{_esc(f.reference)}: {_esc(f.message)}"
+                  + (f" (explained by {_esc(f.explained_by)})" if f.explained_by
+                     else f"; {_esc(f.hint)}") + "</p>" for f in failures]
+    parts.append("<h2>Clones</h2>")
     if observations:
         parts.append("<table><tr>" + "".join(f"<th>{_esc(c)}</th>" for c in COLUMNS) + "</tr>")
         parts += ["<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in fetch_row(obs))

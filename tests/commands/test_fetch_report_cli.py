@@ -61,6 +61,7 @@ def test_report_rerenders_a_fetch_run_in_every_format(fetch_run: Path) -> None:
     report = json.loads(texts["json"])
     assert report["schema"] == FETCH_REPORT_SCHEMA and report["direction"] == "fetch"
     assert report["seed"] is None
+    assert report["verdict"] in ("healthy", "degraded") and report["measurement_failures"] == []
     (fetch,) = report["fetches"]
     assert fetch["protocol"] == "git" and fetch["outcome"] == "ok" and fetch["moved_bytes"] > 0
     for fmt in ("terminal", "md"):

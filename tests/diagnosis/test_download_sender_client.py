@@ -111,12 +111,18 @@ def test_libcurl_window_data_covers_every_version_once_with_sources() -> None:
 
 
 def test_slow_ref_advertisement_is_the_push_culprit_on_clones() -> None:
+    from gitnetdiag.diagnosis.culprits import CULPRITS
+    from gitnetdiag.diagnosis.culprits.weights import weight
+
     """The same id as for pushes: 3 s of authentication before the refs on every clone."""
     slow = [replace(HEALTHY, protocol=name, phases=replace(PHASES, ref_advertisement_s=seen))
             for name, seen in (("h1", 3.3), ("ssh", 3.9))]
     findings = rank_download(slow)
     assert [f.id for f in findings][:1] == ["slow-ref-advertisement"]
-    assert findings[0].score == 0.7
+    # The push culprit itself: its fitted confidence of the same raw score (two protocols).
+    push = next(c for c in CULPRITS if c.id == "slow-ref-advertisement")
+    raw = weight("slow-ref-advertisement", "several-protocols")
+    assert findings[0].score == round(push.confidence(raw), 3)
     assert abs(findings[0].cost_s - (3.3 - 3 * 0.05)) < 1e-6  # the smaller excess (h1)
     assert "uploadpack.hideRefs" in findings[0].fix
     quick = [replace(HEALTHY, protocol="ssh", phases=replace(PHASES, ref_advertisement_s=0.86))]

@@ -225,7 +225,8 @@ def _filtered_refusals(obs: Observations, p: ProtocolObservation) -> list[Eviden
     """Why a refused push points at a filter, when it does. A closed port (nothing
     listening) refuses too, so a refusal alone is no evidence: it counts when the server
     has a listener on the refused port (``ss -ltn``), or when the refusal came back sooner
-    than one round trip to the server (a hop before it answered)."""
+    than one round trip to the server (a hop before it answered): git's whole run, or the
+    SYN to its reset in a capture (``refused_after_s``)."""
     refused = [push for push in failed_pushes(p) if push.error_kind in REFUSALS]
     listening = {x.port: x.process for x in (obs.host.listeners if obs.host else ())}
     rtt = rtt_s(obs)
@@ -241,6 +242,12 @@ def _filtered_refusals(obs: Observations, p: ProtocolObservation) -> list[Eviden
             return [Evidence(what="refused push: git's whole run, refusal included",
                              value=push.duration_s, unit="s", threshold=rtt, comparison="<",
                              basis="one round trip to the server", source=source)]
+    c = p.capture
+    if refused and c is not None and c.refused_after_s is not None and rtt is not None \
+            and c.refused_after_s < rtt:
+        return [Evidence(what="refused connection: its SYN to the reset that answered it",
+                         value=c.refused_after_s, unit="s", threshold=rtt, comparison="<",
+                         basis="one round trip to the server", source=c.source)]
     return []
 
 

@@ -27,10 +27,8 @@ from gitnetdiag.diagnosis.culprits._common import Hit
 from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window, client_index_pack_cpu
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation as FetchObservation
 from gitnetdiag.diagnosis.culprits.fetchobs import costliest
-from gitnetdiag.diagnosis.culprits.fetchsender import (
-    server_send_buffer,
-    slow_ref_advertisement_fetch,
-)
+from gitnetdiag.diagnosis.culprits.fetchsender import server_send_buffer
+from gitnetdiag.diagnosis.culprits.fetchshared import shared_findings
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
 
@@ -159,8 +157,6 @@ DOWNLOAD_CULPRITS: tuple[tuple[str, str, DownloadDetector], ...] = (
     ("server-send-buffer", "Server or edge send buffer caps the download", server_send_buffer),
     ("client-index-pack-cpu", "Client CPU resolving deltas (index-pack)", client_index_pack_cpu),
     ("client-http2-window", "Client libcurl's HTTP/2 download window", client_http2_window),
-    ("slow-ref-advertisement", "Slow ref advertisement or authentication",
-     slow_ref_advertisement_fetch),
 )
 """Download culprits: id (stable; direction-specific ids say so), title, detector."""
 
@@ -170,9 +166,10 @@ MIN_COST_S = 0.5
 
 def rank_download(observations: Sequence[FetchObservation],
                   culprits: Sequence[tuple[str, str, DownloadDetector]] = DOWNLOAD_CULPRITS,
-                  ) -> tuple[Finding, ...]:
-    """Every download culprit that fired, costliest (x score) first."""
-    findings = []
+                  *, shared: bool = True) -> tuple[Finding, ...]:
+    """Every download culprit that fired, and (``shared``) every direction-independent push
+    culprit on the same clones (:mod:`.fetchshared`), costliest (x score) first."""
+    findings = shared_findings(observations, MIN_COST_S) if shared else []
     for culprit_id, title, detect in culprits:
         hit = detect(observations)
         if hit is None or hit.cost_s < MIN_COST_S:

@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from gitnetdiag.analysis.fetchphases import FetchPhases
 from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
 from gitnetdiag.diagnosis.culprits._common import Hit
-from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
+from gitnetdiag.diagnosis.observations import CaptureMetrics
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, PushOutcome
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +42,13 @@ class FetchObservation:
     """Why the monitor stopped git (``stable``, ``budget``, ``stall``), None when git ended."""
     libcurl: str | None = None
     """The client's libcurl version (the HTTPS transports), None when unknown."""
+    failure_kind: FailureKind | None = None
+    """How the clone failed (``reset``, ``refused``, ...), None when it did not."""
+    last_line: str = ""
+    """git's last stderr line of a failed clone."""
+    capture: CaptureMetrics | None = None
+    """The download connection seen from the server, the sender of the data (a capture of
+    the clone, root only): its retransmissions, resets, unacknowledged segments."""
 
     @property
     def rtt_s(self) -> float | None:

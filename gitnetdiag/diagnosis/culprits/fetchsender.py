@@ -19,16 +19,17 @@ the window the client advertises, every round trip alike. Seen from the client
 A server that produces the pack slower than the path carries (a starved
 upload-pack) looks the same from the client; only the server's own TCP_INFO
 (``tcpi_sndbuf_limited`` when the server is local) tells the two apart, and the
-fetch run does not record it yet, so the confidence stays below certainty.
+fetch run does not record it yet, so the confidence stays below certainty. A lossy path
+keeps the flight small too (the sender's congestion window backs off): with the clone's
+capture showing the server's retransmissions at ``packet-loss``'s rate, this stays silent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gitnetdiag.diagnosis.culprits._common import SLOW_PHASE_S, Hit, Tally
+from gitnetdiag.diagnosis.culprits._common import LOSS_RATE, Hit, Tally
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation, costliest
-from gitnetdiag.diagnosis.culprits.server import REF_ADVERTISEMENT_RTTS
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 
@@ -107,6 +108,8 @@ def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
         return None
     if obs.measured_s < MIN_MEASURED_S:
         return None
+    if obs.capture is not None and (obs.capture.retransmission_rate or 0.0) >= LOSS_RATE:
+        return None  # loss holds the sender's congestion window down: packet-loss's flight
     tally = Tally("server-send-buffer")
     flight = _flight_signals(obs, rtt, tally)
     if flight is None or not _queue_signal(obs, tally):
@@ -131,38 +134,3 @@ def server_send_buffer(observations: Sequence[FetchObservation]) -> Hit | None:
     """The server's (or edge's) send buffer caps its bytes in flight below the client's window."""
     return costliest(observations, _send_buffer_hit)
 
-
-def slow_ref_advertisement_fetch(observations: Sequence[FetchObservation]) -> Hit | None:
-    """``slow-ref-advertisement`` (the push culprit's id, round-trip allowance and slow-phase
-    threshold, :mod:`.server`) on clones: connect, authentication and the refs arrive later
-    than the connection's round trips explain, on every protocol that measured it."""
-    late: list[tuple[FetchObservation, float, float]] = []
-    for obs in observations:
-        seen = obs.phases.ref_advertisement_s
-        if seen is None:
-            continue
-        rtts = REF_ADVERTISEMENT_RTTS.get(obs.protocol, REF_ADVERTISEMENT_RTTS["*"])
-        allowed = SLOW_PHASE_S + rtts * (obs.rtt_s or 0.0)
-        late.append((obs, seen, allowed))
-    slow = [(obs, seen, allowed) for obs, seen, allowed in late if seen > allowed]
-    if not slow:
-        return None
-    worst, seen, allowed = min(slow, key=lambda item: item[1] - item[2])
-    excess = seen - allowed + SLOW_PHASE_S
-    evidence = tuple(Evidence(
-        what="time to the ref advertisement", value=value, unit="s", threshold=limit,
-        comparison=">", basis="{} over the connection's round trips",
-        basis_terms=(Quantity(value=SLOW_PHASE_S, unit="s"),),
-        source=f"trace2 fetch-pack, fetch {obs.protocol} #{obs.repeat}")
-        for obs, value, limit in late)
-    return Hit(
-        score=0.7 if len(slow) >= 2 else 0.6, cost_s=excess, cost_protocol=worst.protocol,
-        summary=(f"the refs arrived at least {excess:.1f} s later than the connection's round "
-                 f"trips explain on {len(slow)} of {len(late)} clones: authentication or the "
-                 "ref advertisement is slow"),
-        evidence=evidence,
-        fix=("check the authentication backend's latency (LDAP, SSO, token checks) on the "
-             "first request, and the ref count (git ls-remote URL | wc -l): hide refs from "
-             "clones with uploadpack.hideRefs / transfer.hideRefs, 'git pack-refs --all' on "
-             "the server; protocol v2 (protocol.version=2) lets the client ask for the refs "
-             "it needs"))

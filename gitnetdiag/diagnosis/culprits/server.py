@@ -96,7 +96,9 @@ def slow_ref_advertisement(obs: Observations) -> Hit | None:
         evidence=_evidence(obs, values, "time to the first response", REF_ADVERTISEMENT_RTTS),
         fix=(
             "Check the authentication backend's latency (LDAP, SSO, token checks) on the first "
-            "request, and the ref count (`git ls-remote URL | wc -l`): hide refs from pushes "
-            "with `receive.hideRefs` / `transfer.hideRefs`, `git pack-refs --all` on the server."
+            "request, and the ref count (`git ls-remote URL | wc -l`): hide refs with "
+            "`transfer.hideRefs` (`receive.hideRefs` from pushes, `uploadpack.hideRefs` from "
+            "clones and fetches), `git pack-refs --all` on the server; protocol v2 "
+            "(`protocol.version=2`) lets a client ask only for the refs it needs."
         ),
     )

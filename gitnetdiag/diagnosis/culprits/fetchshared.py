@@ -1,0 +1,151 @@
+"""The culprits that do not depend on the direction, run on clones: the push detectors
+themselves, fed with the download's evidence (reused, not copied).
+
+Loss, a full link, latency, SYN drops, the backlog, resets and the path MTU are
+the same physics whichever way the pack flows; only the roles swap: in a fetch
+the server sends and the client receives. So each clone becomes a push-shaped
+record of the transfer (:class:`PushResult`: the bytes received over the
+measured time, or how the clone failed), and the download connection's TCP
+evidence becomes the :class:`CaptureMetrics` those detectors read, seen from
+the *sender of the data* (the server):
+
+- from the client's TCP_INFO (any user): the window the client advertised
+  (``rcv_ssthresh``), the path's minimum RTT and the receiver's median RTT
+  (``rcv_rtt``: a queue in front of a full link inflates it);
+- from a capture of the clone (root), when there is one: the server's
+  retransmissions, its segments resent and never acknowledged (a path-MTU black
+  hole towards the client), resets, SYN retransmissions
+  (:func:`download_capture_metrics` in the pipeline).
+
+The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
+(``slow-ref-advertisement``). The findings keep their ids, scores and fix texts; their
+summaries and evidence speak of clones and the download (:func:`in_fetch_words`).
+"""
+
+from __future__ import annotations
+
+import re
+import statistics
+from collections.abc import Sequence
+from dataclasses import replace
+
+from gitnetdiag.diagnosis.culprits import CULPRITS
+from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
+from gitnetdiag.diagnosis.engine import MIN_SCORE
+from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_ORDER,
+    CaptureMetrics,
+    Observations,
+    ProtocolObservation,
+    PushResult,
+    RunInfo,
+    Trace2Phases,
+)
+from gitnetdiag.outcomes import FailureKind
+
+SHARED_CULPRITS: tuple[str, ...] = (
+    "packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency", "syn-drop",
+    "listen-backlog-overflow", "firewall-reset", "slow-ref-advertisement",
+)
+"""Push culprits that do not depend on the direction, run on a fetch's clones.
+``client-http-stack`` is not among them yet: its table of libcurl bugs is the upload's
+(``git push`` over HTTP/2 reset by 8.0.0/8.0.1); the clone's own (curl issues 11201, 14923)
+need their rows before it can judge a download."""
+
+_STALLED = {"stalled": FailureKind.HUNG, "hung": FailureKind.HUNG}
+"""The failure kind of a clone that stopped moving (as a hung push's)."""
+
+
+def clone_as_transfer(obs: FetchObservation) -> PushResult:
+    """One clone as the push-shaped record the shared detectors read: a measured clone
+    moved ``moved_bytes`` at its rate (the transfer, slow start excluded); a failed one
+    says how it failed."""
+    if obs.measured and obs.rate_bytes_per_s:
+        return PushResult(duration_s=obs.moved_bytes / obs.rate_bytes_per_s,
+                          bytes=obs.moved_bytes, projected=obs.stopped is not None)
+    kind = obs.failure_kind or _STALLED.get(obs.outcome, FailureKind.OTHER)
+    return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes, ok=False, error_kind=kind,
+                      error_message=obs.last_line or obs.outcome)
+
+
+def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
+    """The client's TCP_INFO of the download socket as the sender's view of the path: the
+    window the client advertised, the path's minimum RTT and the receiver's median RTT."""
+    tcp = obs.tcp
+    if tcp is None:
+        return None
+    return CaptureMetrics(
+        source=f"TCP_INFO ({tcp.source}) fetch {obs.protocol} #{obs.repeat}",
+        min_rtt_s=tcp.min_rtt_s, median_rtt_s=tcp.median_rtt_s, handshake_seen=False,
+        advertised_window_max_bytes=tcp.advertised_window_max_bytes)
+
+
+def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
+    return obs.capture if obs.capture is not None else tcp_info_metrics(obs)
+
+
+def _phases(clones: Sequence[FetchObservation]) -> Trace2Phases | None:
+    """The clones' trace2 phases the push detectors read, median over clones as for pushes:
+    the time to the ref advertisement (connect, TLS/SSH, authentication, the refs)."""
+    seen = [obs.phases.ref_advertisement_s for obs in clones
+            if obs.phases.ref_advertisement_s is not None]
+    return Trace2Phases(ref_advertisement_s=statistics.median(seen)) if seen else None
+
+
+def observations_of_clones(clones: Sequence[FetchObservation]) -> Observations:
+    """A fetch's clones as the :class:`Observations` the push detectors read."""
+    protocols: dict[str, ProtocolObservation] = {}
+    for name in PROTOCOL_ORDER:
+        mine = [obs for obs in clones if obs.protocol == name]
+        if not mine:
+            continue
+        # The TCP evidence of the clone that measured most (else the first one's).
+        best = max(mine, key=lambda obs: (obs.measured, obs.moved_bytes))
+        protocols[name] = ProtocolObservation(
+            pushes=tuple(clone_as_transfer(obs) for obs in mine), capture=_evidence_of(best),
+            trace2=_phases(mine))
+    rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
+    libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
+    return Observations(
+        run=RunInfo(rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl,
+                    requested_protocols=tuple(protocols), measured_by="fetch"),
+        protocols=protocols)
+
+
+_WORDS = (
+    (re.compile(r"\bpushes\b"), "clones"), (re.compile(r"\bpushed\b"), "cloned"),
+    (re.compile(r"\bpush\b"), "clone"), (re.compile(r"\buploaded\b"), "downloaded"),
+    (re.compile(r"\buploads\b"), "downloads"), (re.compile(r"\bupload\b"), "download"),
+    (re.compile(r"\bUpload\b"), "Download"), (re.compile(r"\bPush\b"), "Clone"),
+)
+
+
+def _reworded(text: str) -> str:
+    for pattern, word in _WORDS:
+        text = pattern.sub(word, text)
+    return text
+
+
+def in_fetch_words(finding: Finding) -> Finding:
+    """A shared culprit's finding told of clones: its summary and evidence say clone and
+    download where the push detector says push and upload; id, score, cost and fix stay."""
+    evidence = tuple(replace(e, what=_reworded(e.what), source=_reworded(e.source))
+                     for e in finding.evidence)
+    return replace(finding, summary=_reworded(finding.summary), evidence=evidence)
+
+
+def shared_findings(clones: Sequence[FetchObservation], min_cost_s: float) -> list[Finding]:
+    """Every direction-independent culprit that fires on the clones, confident enough
+    (the push engine's :data:`MIN_SCORE`) and costing at least ``min_cost_s``."""
+    obs = observations_of_clones(clones)
+    findings = []
+    for culprit in CULPRITS:
+        if culprit.id not in SHARED_CULPRITS:
+            continue
+        finding = culprit(obs)
+        if finding is None or finding.score < MIN_SCORE or finding.cost_s < min_cost_s:
+            continue
+        findings.append(in_fetch_words(finding))
+    return findings
+

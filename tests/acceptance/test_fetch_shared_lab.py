@@ -1,0 +1,70 @@
+"""Issue 26 item 5 in the lab: the push faults that slow or break a clone too rank their
+push culprit first under ``diagnose --lab --direction fetch``: the same id and fix, from the
+clones' own evidence (the push detectors reused, :mod:`gitnetdiag.diagnosis.culprits.fetchshared`).
+
+Each fault's lab serves 6 MiB of random data on ``main`` (``fetch_history="random"``), so a
+clone has a pack to measure; a fetch writes nothing, so the lab is the shared one."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitnetdiag.lab.spec import FAULT_FIX_NAMES, FETCH_SHARED_FAULT_CULPRIT
+from tests.conftest import LabFactory
+
+pytestmark = pytest.mark.lab
+
+PROTOCOLS: dict[str, str] = {
+    "loss": "h1,git",
+    "bandwidth-limit": "h1,git",
+    # The router resets the SSH port: SSH's clone fails, HTTP/1.1's measures.
+    "firewall-reset": "h1,ssh",
+    "slow-auth": "h1,ssh",
+}
+"""Two transports each keep a fault under about 30 s."""
+
+
+def _diagnose_fetch(instance: str, out: Path, tmp: Path, protocols: str
+                    ) -> tuple[int, dict[str, Any]]:
+    tmp.mkdir(exist_ok=True)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
+         "--direction", "fetch", "--format", "json", "--out", str(out), "--timeout", "60",
+         "--protocols", protocols],
+        capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
+    print(f"diagnose --direction fetch: {time.monotonic() - started:.1f} s wall")
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return proc.returncode, json.loads(proc.stdout)
+
+
+@pytest.mark.parametrize("fault", list(FETCH_SHARED_FAULT_CULPRIT))
+def test_fetch_ranks_the_push_fault_culprit_first(
+        fault: str, shared_lab: LabFactory, tmp_path: Path) -> None:
+    state = shared_lab(fault, fetch_history="random")
+    code, report = _diagnose_fetch(state.instance, tmp_path / "run", tmp_path / "tmp",
+                                   PROTOCOLS[fault])
+    for fetch in report["fetches"]:
+        print(f"{fault} {fetch['protocol']}: {fetch['outcome']}, {fetch['moved_bytes']} B, "
+              f"{fetch['rate_bytes_per_s']} B/s, tcp {fetch['tcp']}")
+    for culprit in report["culprits"]:
+        print(f"  {culprit['id']} score {culprit['score']} cost {culprit['cost_s']} s: "
+              f"{culprit['summary']}")
+    ids = [c["id"] for c in report["culprits"]]
+    assert ids and ids[0] == FETCH_SHARED_FAULT_CULPRIT[fault], f"{fault}: ranked {ids}"
+    top = report["culprits"][0]
+    assert FAULT_FIX_NAMES[fault] in top["fix"]
+    assert top["evidence"]
+    assert " push" not in top["summary"], top["summary"]
+    # A failure the culprit explains is its evidence: degraded, exit 0.
+    assert report["verdict"] == "degraded", report["measurement_failures"]
+    assert code == 0
+    assert list((tmp_path / "tmp").glob("gitnetdiag-clone-*")) == []

@@ -1,0 +1,211 @@
+"""The direction-independent push culprits on clones: the push detectors themselves, fed
+the download's evidence (``fetchshared``), with the same ids and fixes; and the fetch
+verdict, never healthy with a failed clone that nothing explains."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gitnetdiag.commands.fetch import fetch_exit_error
+from gitnetdiag.diagnosis.culprits import CULPRITS
+from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.diagnosis.culprits.fetchshared import (
+    SHARED_CULPRITS,
+    in_fetch_words,
+    observations_of_clones,
+)
+from gitnetdiag.diagnosis.fetchverdict import judge_fetch
+from gitnetdiag.diagnosis.model import Evidence, Finding
+from gitnetdiag.diagnosis.observations import CaptureMetrics
+from gitnetdiag.errors import ExitCode, NetworkError
+from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.pipeline import FetchDiagnosis
+from gitnetdiag.rundir.fetchrecords import FetchManifest
+from gitnetdiag.rundir.records import RunError
+from tests.diagnosis.test_download_culprits import HEALTHY, TCP
+
+PUSH_FIX = {c.id: c for c in CULPRITS}
+
+
+def test_every_shared_id_is_a_push_culprit() -> None:
+    assert set(SHARED_CULPRITS) <= set(PUSH_FIX)
+
+
+def test_healthy_clones_rank_no_shared_culprit() -> None:
+    assert rank_download([HEALTHY, replace(HEALTHY, protocol="git")]) == ()
+
+
+def test_a_clone_becomes_a_push_shaped_transfer() -> None:
+    obs = observations_of_clones([HEALTHY])
+    (transfer,) = obs.protocols["h1"].pushes
+    assert transfer.ok and transfer.bytes == 40_000_000
+    assert abs(transfer.duration_s - 4.0) < 1e-9  # 40 MB at 10 MB/s
+    capture = obs.protocols["h1"].capture
+    assert capture is not None and capture.advertised_window_max_bytes == 3_000_000
+    assert obs.run.rtt_s == 0.05
+
+
+def test_server_retransmissions_of_a_download_rank_packet_loss() -> None:
+    """The server resent 2% of the pack (a capture of the clone, sender's view), and the rate
+    is far below what the client's window allows: loss, with the push culprit's fix."""
+    lossy = replace(
+        HEALTHY, moved_bytes=6_000_000, measured_s=20.0, rate_bytes_per_s=300_000.0,
+        capture=CaptureMetrics(source="capture fetch h1 #1 (download, server -> client)",
+                               min_rtt_s=0.05, median_rtt_s=0.055, mss_bytes=1448,
+                               advertised_window_max_bytes=3_000_000,
+                               retransmitted_bytes=120_000, retransmission_rate=0.02,
+                               fast_retransmissions=70, timeout_retransmissions=5,
+                               network_limited_share=0.9))
+    findings = rank_download([lossy])
+    assert [f.id for f in findings][:1] == ["packet-loss"]
+    assert "Find the lossy hop" in findings[0].fix and "mtr -rwc 200" in findings[0].fix
+    assert "uploaded" not in findings[0].summary and "downloaded" in findings[0].summary
+
+
+def test_a_queue_in_front_of_a_full_link_ranks_bandwidth_limit() -> None:
+    """The receiver's RTT at 3x the minimum (a standing queue) while the rate is far below
+    the client's window: the link is full. From TCP_INFO alone (no capture)."""
+    full = replace(HEALTHY, moved_bytes=6_000_000, measured_s=5.0,
+                   rate_bytes_per_s=1_200_000.0,
+                   tcp=replace(TCP, min_rtt_s=0.05, median_rtt_s=0.15))
+    findings = rank_download([full])
+    assert [f.id for f in findings][:1] == ["bandwidth-limit"]
+    assert "Not a misconfiguration" in findings[0].fix
+    assert "clone" in findings[0].summary and "push " not in findings[0].summary
+
+
+def test_no_queue_is_no_bandwidth_limit() -> None:
+    flat = replace(HEALTHY, moved_bytes=6_000_000, measured_s=5.0,
+                   rate_bytes_per_s=1_200_000.0)
+    assert "bandwidth-limit" not in [f.id for f in rank_download([flat])]
+
+
+def _reset_ssh() -> list[FetchObservation]:
+    reset = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
+                    moved_bytes=0, measured_s=0.0, wall_s=0.06, tcp=None,
+                    failure_kind=FailureKind.RESET,
+                    last_line="kex_exchange_identification: read: Connection reset by peer")
+    return [HEALTHY, reset, replace(reset, repeat=2)]
+
+
+def test_reset_clones_rank_firewall_reset_and_are_its_evidence() -> None:
+    """SSH's clones reset, HTTP/1.1's measured: firewall-reset ranks, and the verdict is
+    degraded (the failures are the culprit's evidence), as for pushes."""
+    clones = _reset_ssh()
+    findings = rank_download(clones)
+    assert [f.id for f in findings][:1] == ["firewall-reset"]
+    assert "2 of 2 SSH clones were reset" in findings[0].summary
+    assert "iptables -S" in findings[0].fix
+    verdict, failures = judge_fetch(clones, findings)
+    assert verdict == "degraded"
+    assert [f.explained_by for f in failures] == ["firewall-reset", "firewall-reset"]
+
+
+def _refused_ssh(refused_after_s: float | None) -> list[FetchObservation]:
+    refused = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
+                      moved_bytes=0, measured_s=0.0, wall_s=0.09, tcp=None,
+                      failure_kind=FailureKind.REFUSED,
+                      last_line="ssh: connect to host 10.77.1.2 port 22: Connection refused",
+                      capture=CaptureMetrics(source="capture fetch ssh #1 22->40000",
+                                             resets_from_server=1,
+                                             refused_after_s=refused_after_s))
+    return [HEALTHY, refused]
+
+
+def test_a_refusal_sooner_than_a_round_trip_is_a_filters() -> None:
+    """The clone's capture: the SYN answered by a reset 0.2 ms later on a 50 ms path, a hop
+    before the server refused it (git's own run, 90 ms, says nothing): firewall-reset."""
+    findings = rank_download(_refused_ssh(0.0002))
+    assert [f.id for f in findings][:1] == ["firewall-reset"]
+    assert any(e.what.startswith("refused connection: its SYN to the reset")
+               for e in findings[0].evidence)
+    assert judge_fetch(_refused_ssh(0.0002), findings)[0] == "degraded"
+
+
+def test_a_refusal_after_a_round_trip_is_no_filter_evidence() -> None:
+    """A closed port on the server refuses after a whole round trip: nothing ranks, and the
+    failed clone leaves the run inconclusive."""
+    clones = _refused_ssh(0.051)
+    assert rank_download(clones) == ()
+    assert judge_fetch(clones, ())[0] == "inconclusive"
+
+
+def test_a_failed_clone_nothing_explains_is_inconclusive() -> None:
+    """An auth failure ranks nothing: the run is not healthy (fails on the old code, which
+    had no fetch verdict and printed 'no download culprit')."""
+    denied = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
+                     moved_bytes=0, wall_s=0.4, tcp=None, failure_kind=FailureKind.AUTH,
+                     last_line="Permission denied (publickey)")
+    clones = [HEALTHY, denied]
+    findings = rank_download(clones)
+    assert findings == ()
+    verdict, failures = judge_fetch(clones, findings)
+    assert verdict == "inconclusive"
+    (failure,) = failures
+    assert (failure.protocol, failure.reference, failure.explained_by) == (
+        "ssh", "fetch-failed", None)
+    assert "Permission denied" in failure.message
+
+
+def test_verdicts_of_clean_and_empty_runs() -> None:
+    assert judge_fetch([HEALTHY], ()) == ("healthy", ())
+    stalled = replace(HEALTHY, outcome="stalled", rate_bytes_per_s=None)
+    verdict, failures = judge_fetch([stalled], ())
+    assert verdict == "failed" and failures[0].reference == "fetch-stalled"
+
+
+def test_fetch_words_keep_id_and_fix() -> None:
+    finding = Finding(id="bandwidth-limit", title="Path bandwidth", score=0.5, cost_s=1.0,
+                      summary="3 of 3 SSH pushes uploaded at 1 MB/s; the push took 2 s",
+                      evidence=(Evidence(what="SSH upload rate", value=1.0, unit="B/s",
+                                         source="pushes"),),
+                      fix="fewer bytes (smaller pushes)")
+    worded = in_fetch_words(finding)
+    assert (worded.id, worded.fix, worded.score) == (finding.id, finding.fix, finding.score)
+    assert worded.summary == "3 of 3 SSH clones downloaded at 1 MB/s; the clone took 2 s"
+    assert worded.evidence[0].what == "SSH download rate"
+    assert worded.evidence[0].source == "clones"
+
+
+def _diagnosis(clones: list[FetchObservation], errors: tuple[RunError, ...]) -> FetchDiagnosis:
+    findings = rank_download(clones)
+    verdict, failures = judge_fetch(clones, findings)
+    manifest = FetchManifest(
+        schema="gitnetdiag.fetch/1", direction="fetch", tool_version="0", run_id="r",
+        started_at="", finished_at="", status="failed", options={}, environment=None,
+        protocols=(), paths=(), errors=errors, warnings=())
+    return FetchDiagnosis(direction="fetch", manifest=manifest, observations=tuple(clones),
+                          findings=findings, verdict=verdict, measurement_failures=failures)
+
+
+def test_exit_code_of_a_fetch_run() -> None:
+    """Clones reset by a filter ranked firewall-reset: the run's fetch errors are its evidence,
+    exit 0. An auth failure nothing explains: the verdict's error (exit 8), not the raw one."""
+    reset_error = RunError(stage="fetch", protocol="ssh", reference="fetch-failed",
+                           kind=FailureKind.RESET, message="reset")
+    raw = NetworkError("ssh: fetch failed", reference="fetch-failed")
+    assert fetch_exit_error(_diagnosis(_reset_ssh(), (reset_error,)), raw) is None
+    denied = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
+                     moved_bytes=0, wall_s=0.4, tcp=None, failure_kind=FailureKind.AUTH,
+                     last_line="Permission denied (publickey)")
+    error = fetch_exit_error(_diagnosis([HEALTHY, denied], (reset_error,)), raw)
+    assert error is not None and error.exit_code == ExitCode.INCONCLUSIVE
+    assert "fetch-failed: SSH: clone #1 failed (Permission denied" in error.message
+    # A clean verdict still exits with a run error of another stage (a clone left behind).
+    left = RunError(stage="cleanup", protocol="h1", reference="clone-left", kind=None,
+                    message="left")
+    assert fetch_exit_error(_diagnosis([HEALTHY], (left,)), raw) is raw
+
+
+def test_loss_not_a_send_buffer_when_the_capture_shows_retransmissions() -> None:
+    """A small flight below an open window with no queue is a send buffer's signature, and a
+    lossy path's: with the server's retransmissions at 2% in the clone's capture, packet-loss
+    ranks and server-send-buffer stays silent."""
+    from tests.diagnosis.test_download_sender_client import SNDBUF
+
+    assert [f.id for f in rank_download([SNDBUF])][:1] == ["server-send-buffer"]
+    lossy = replace(SNDBUF, capture=CaptureMetrics(
+        source="capture fetch h1 #1", mss_bytes=1448, retransmitted_bytes=50_000,
+        retransmission_rate=0.02, fast_retransmissions=30, timeout_retransmissions=2,
+        advertised_window_max_bytes=3_000_000, min_rtt_s=0.05, median_rtt_s=0.05))
+    assert [f.id for f in rank_download([lossy])] == ["packet-loss"]

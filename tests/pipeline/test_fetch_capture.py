@@ -1,0 +1,71 @@
+"""A clone's capture, taken at the client, read as the server's sending (the view the push
+detectors read): a segment lost on the path arrives later to fill its hole and counts as a
+retransmission of the server's; the window is the client's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitnetdiag.analysis.capture_analysis import analyze_capture
+from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.pipeline._fetch import download_capture_metrics
+from tests.capture.craft import Conversation
+
+MSS = 1448
+SEGMENTS = 200
+LOST = {40, 41, 120}
+
+
+def _download(path: Path) -> Path:
+    """A clone's connection: handshake, a small request, 200 full segments from the server
+    with three lost on the way (they arrive once resent, after their successors)."""
+    conv = Conversation(server=("10.0.0.2", 22))
+    conv.handshake(rtt_s=0.05)
+    conv.segment("c", "PA", dt_s=0.001, payload=200, win=2048)
+    conv.segment("s", "A", dt_s=0.05, win=2048)
+    start = conv.nxt["s"]
+    resend = []
+    for index in range(SEGMENTS):
+        seq = start + index * MSS
+        if index in LOST:
+            resend.append(seq)
+            continue
+        conv.segment("s", "A", dt_s=0.0005, seq=seq, payload=MSS, win=2048)
+        conv.segment("c", "A", dt_s=0.0001, win=2048)
+        if index % 40 == 39 and resend:
+            for lost in resend:
+                conv.segment("s", "A", dt_s=0.05, seq=lost, payload=MSS, win=2048)
+            resend.clear()
+    for lost in resend:
+        conv.segment("s", "A", dt_s=0.05, seq=lost, payload=MSS, win=2048)
+    conv.segment("c", "A", dt_s=0.0001, win=2048)
+    return conv.pcap(path)
+
+
+def test_holes_filled_at_the_receiver_are_the_servers_retransmissions(tmp_path: Path) -> None:
+    analysis = analyze_capture(_download(tmp_path / "fetch-ssh-1.pcap"))
+    (conn,) = analysis.connections
+    tcp = DownloadTcpSummary(source="ss -tin", samples=10, span_s=1.0, received_bytes=289_600,
+                             advertised_window_max_bytes=260_000, receive_buffer_max_bytes=None,
+                             rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.06)
+    metrics = download_capture_metrics(conn, "fetch ssh #1", tcp)
+    assert metrics.source == "capture fetch ssh #1 22->40000 (download, at the client)"
+    assert metrics.retransmitted_bytes == len(LOST) * MSS
+    assert metrics.retransmission_rate is not None
+    assert abs(metrics.retransmission_rate - len(LOST) / SEGMENTS) < 0.005
+    # The client's window (2048 scaled by 2^7), the RTTs of the handshake and TCP_INFO.
+    assert metrics.advertised_window_max_bytes == 2048 * 128
+    assert metrics.handshake_rtt_s is not None and abs(metrics.handshake_rtt_s - 0.05) < 0.001
+    assert (metrics.min_rtt_s, metrics.median_rtt_s) == (0.05, 0.06)
+    assert metrics.resets_from_server == 0
+
+
+def test_a_connect_answered_by_a_reset_gives_its_refusal_time(tmp_path: Path) -> None:
+    """SYN, then an RST 0.3 ms later and nothing else: refused sooner than any round trip."""
+    conv = Conversation(server=("10.0.0.2", 22))
+    conv.segment("c", "S", win=64240, options=[("MSS", 1460), ("WScale", 7)])
+    conv.segment("s", "RA", dt_s=0.0003, seq=0, ack=conv.nxt["c"])
+    (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-ssh-1.pcap")).connections
+    metrics = download_capture_metrics(conn, "fetch ssh #1", None)
+    assert metrics.resets_from_server == 1
+    assert metrics.refused_after_s is not None and abs(metrics.refused_after_s - 0.0003) < 1e-6
