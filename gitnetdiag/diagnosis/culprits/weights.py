@@ -36,7 +36,7 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "every-https": 0.1,  # both HTTP versions slow through the edge
         "window-open": 0.1,  # rate x RTT at most half the client's advertised window
         "no-queue": 0.1,  # median RTT within 1.5x the minimum: the path did not bind
-        "bursts": 0.2,  # rcv_space >= 4x the average per RTT: bursts after gaps
+        "bursts": 0.2,  # rcv_space >= 8x the average per RTT: bursts after gaps (required)
         "cap": 0.9,  # the client cannot see the edge's disk
     },
     "client-index-pack-cpu": {
