@@ -107,7 +107,7 @@ def test_a_steady_edge_send_buffer_is_the_send_buffer_not_response_buffering() -
               for p in ("h1", "h2")]
     steady = [replace(c, stopped="stable") for c in steady]
     runs = [*steady, _clone("ssh", 11e6, 0.6, outcome="ok")]
-    assert [f.id for f in rank_download(runs)][0] == "server-send-buffer"
+    assert rank_download(runs)[0].id == "server-send-buffer"
     assert edge_response_buffering(runs) is None
     bursty = [replace(c, tcp=_tcp(1_500_000, 10 * flight)) for c in steady]
     assert edge_response_buffering([*bursty, runs[-1]]) is not None
