@@ -41,6 +41,7 @@ from gitnetdiag.diagnosis.culprits._common import Hit, Tally
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
+from gitnetdiag.diagnosis.units import fmt_rate
 from gitnetdiag.errors import UsageError
 
 DATA_FILE = "nginx_response_buffering.toml"
@@ -202,10 +203,10 @@ def edge_response_buffering(observations: Sequence[FetchObservation]) -> Hit | N
     return Hit(
         score=round(min(weight("edge-response-buffering", "cap"), tally.score), 2),
         cost_s=cost,
-        summary=(f"clones through the HTTPS edge ran at {rate:.0f} B/s against "
-                 f"{direct_rate:.0f} B/s over {direct.protocol} from the same server, with the "
-                 "client's window open and the data in bursts: the edge buffers the pack "
-                 "(nginx proxy_buffering, temporary files on a slow disk)"),
+        summary=(f"clones through the HTTPS edge ran at {fmt_rate(rate)} against "
+                 f"{fmt_rate(direct_rate)} over {direct.protocol} from the same server, with the "
+                 "client's window open and the data in bursts after gaps: as an edge does that "
+                 "buffers the pack to a slow disk (nginx proxy_buffering, its temporary files)"),
         evidence=tuple(tally.evidence),
         fix=(f"on an nginx edge set '{facts.fix_setting};' {facts.fix_where} (nginx's default "
              f"is proxy_buffering {facts.defaults.get('proxy_buffering', 'on')}: it spills "
