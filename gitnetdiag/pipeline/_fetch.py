@@ -23,8 +23,10 @@ from gitnetdiag.analysis.fetchwindow import (
     download_window_series,
 )
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
 from gitnetdiag.diagnosis.model import Finding
-from gitnetdiag.rundir import bad_run_dir
+from gitnetdiag.pipeline._host import load_host_report
+from gitnetdiag.rundir import HOST_REPORT_FILE, bad_run_dir
 from gitnetdiag.rundir.fetchrecords import (
     FetchManifest,
     FetchRecord,
@@ -116,6 +118,10 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
                          for run in manifest.protocols for record in run.fetches)
     windows = tuple(download_window_series(_samples(_read(run_dir, record, "tcpinfo")))
                     for run in manifest.protocols for record in run.fetches)
+    findings = rank_download(observations)
+    host_file = run_dir / HOST_REPORT_FILE  # the server's config lint, when it was collected
+    if host_file.is_file():
+        findings = with_edge_config(findings, load_host_report(host_file).config_findings)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
-                          findings=rank_download(observations), windows=windows,
+                          findings=findings, windows=windows,
                           h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads))

@@ -134,3 +134,25 @@ def test_nginx_facts_have_a_source_for_every_default() -> None:
     assert set(facts.defaults) == set(facts.sources)
     assert all(s.startswith("https://nginx.org/en/docs/") for s in facts.sources.values())
     assert facts.fix_setting == "proxy_buffering off"
+
+
+def test_the_edge_config_backs_a_fired_culprit_and_fires_nothing_alone() -> None:
+    """host.json's lint (nginx proxy_buffering on by default) adds its line to a fired
+    edge-response-buffering and re-ranks; without the culprit, or with buffering off, the
+    findings stay as they were."""
+    from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
+    from gitnetdiag.diagnosis.observations import ConfigFinding
+
+    default_on = ConfigFinding(setting="proxy_buffering", value="on (default)",
+                               file="/etc/nginx/nginx.conf")
+    findings = rank_download(LAB_FAULT)
+    backed = with_edge_config(findings, [default_on])
+    top = backed[0]
+    assert top.id == "edge-response-buffering"
+    assert top.score == min(0.95, findings[0].score + 0.05)
+    assert top.evidence[-1].what == "configured proxy_buffering"
+    assert top.evidence[-1].text == "on (default)"
+    off = ConfigFinding(setting="proxy_buffering", value="off", file="n.conf", line=3)
+    assert with_edge_config(findings, [off]) == findings
+    healthy = rank_download([_clone(p, 10e6, 3.0) for p in ("h1", "ssh")])
+    assert with_edge_config(healthy, [default_on]) == healthy == ()

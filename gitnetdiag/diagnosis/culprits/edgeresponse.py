@@ -33,14 +33,15 @@ from __future__ import annotations
 
 import tomllib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 
-from gitnetdiag.diagnosis.culprits._common import Hit, Tally
+from gitnetdiag.diagnosis.culprits._common import Hit, Tally, config_evidence
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
 from gitnetdiag.diagnosis.culprits.weights import weight
-from gitnetdiag.diagnosis.model import Evidence, Quantity
+from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
+from gitnetdiag.diagnosis.observations import ConfigFinding
 from gitnetdiag.diagnosis.units import fmt_rate
 from gitnetdiag.errors import UsageError
 
@@ -63,6 +64,7 @@ WINDOW_OPEN_SHARE = 0.5
 """Bytes per round trip at most this share of the client's advertised window: it did not bind."""
 RTT_UNINFLATED = 1.5
 """A median receiver RTT within this factor of the minimum: no queue on the path."""
+CULPRIT_ID = "edge-response-buffering"
 SERVER_WAIT_SHARE = 0.3
 """The HTTPS clone's wait for its first pack byte below this share of its wall time: the time
 went to the transfer, not to the server's counting and compressing."""
@@ -183,7 +185,7 @@ def edge_response_buffering(observations: Sequence[FetchObservation]) -> Hit | N
         return None
     worst = max(slow, key=lambda o: o.measured_s - o.moved_bytes / direct_rate)
     rate = worst.rate_bytes_per_s or 0.0
-    tally = Tally("edge-response-buffering")
+    tally = Tally(CULPRIT_ID)
     tally.add("slower-than-direct", Evidence(
         what=f"download rate through the HTTPS edge (fetch {worst.protocol})", value=rate,
         unit="B/s", threshold=SLOWER_SHARE * direct_rate, comparison="<=",
@@ -201,7 +203,7 @@ def edge_response_buffering(observations: Sequence[FetchObservation]) -> Hit | N
     cost = max(0.0, worst.measured_s - worst.moved_bytes / direct_rate)
     facts = nginx_facts()
     return Hit(
-        score=round(min(weight("edge-response-buffering", "cap"), tally.score), 2),
+        score=round(min(weight(CULPRIT_ID, "cap"), tally.score), 2),
         cost_s=cost,
         summary=(f"clones through the HTTPS edge ran at {fmt_rate(rate)} against "
                  f"{fmt_rate(direct_rate)} over {direct.protocol} from the same server, with the "
@@ -215,3 +217,21 @@ def edge_response_buffering(observations: Sequence[FetchObservation]) -> Hit | N
              f"or {facts.fix_alternative} ({facts.aio_source})"),
         cost_protocol=worst.protocol,
     )
+
+
+def with_edge_config(findings: tuple[Finding, ...],
+                     configs: Sequence[ConfigFinding]) -> tuple[Finding, ...]:
+    """The edge's own config (``host.json``'s lint, ``--host-report`` or the lab's server)
+    backs a fired ``edge-response-buffering``: nginx's ``proxy_buffering`` on, explicit or by
+    default, is added to its evidence and score; the findings re-ranked. The config alone
+    fires nothing (buffering costs a clone nothing on a fast disk)."""
+    lines = [c for c in configs if c.setting == "proxy_buffering"
+             and c.value.strip().lower() != "off"]
+    if not lines or not any(f.id == CULPRIT_ID for f in findings):
+        return findings
+    backed = tuple(
+        replace(f, score=round(min(weight(CULPRIT_ID, "cap-configured"),
+                                   f.score + weight(CULPRIT_ID, "configured")), 2),
+                evidence=(*f.evidence, *config_evidence(lines)))
+        if f.id == CULPRIT_ID else f for f in findings)
+    return tuple(sorted(backed, key=lambda f: f.cost_s * f.score, reverse=True))

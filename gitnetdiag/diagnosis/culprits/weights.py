@@ -38,6 +38,8 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "no-queue": 0.1,  # median RTT within 1.5x the minimum: the path did not bind
         "bursts": 0.2,  # rcv_space >= 8x the average per RTT: bursts after gaps (required)
         "cap": 0.9,  # the client cannot see the edge's disk
+        "configured": 0.05,  # host.json: nginx proxy_buffering on (explicit or default)
+        "cap-configured": 0.95,  # with the config: the buffering is known, the disk is not
     },
     "client-index-pack-cpu": {
         "index-pack-share": 0.4,  # index-pack took INDEX_PACK_SHARE or more of the clone
