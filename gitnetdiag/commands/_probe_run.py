@@ -9,8 +9,10 @@ lab, the server's evidence in the background), prints the summary and, with
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
@@ -189,11 +191,11 @@ def run_probe_command(args: ProbeArgs) -> None:
     )
     fetch_failed: GitnetdiagError | None = None
     if args.direction is TransferDirection.FETCH:
-        _fetch(args, options, progress, console)
+        _fetch(args, options, progress, console, remotes.lab_state)
         return
     if args.direction is TransferDirection.BOTH:
         try:
-            _fetch(args, options, progress, console)
+            _fetch(args, options, progress, console, remotes.lab_state)
         except GitnetdiagError as exc:  # the pushes still run; the exit code says it
             console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
             fetch_failed = exc
@@ -220,7 +222,21 @@ def run_probe_command(args: ProbeArgs) -> None:
         raise fetch_failed
 
 
-def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console) -> None:
+def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None,
+                       console: Console) -> Callable[[Path], object] | None:
+    """What puts the server's ``host.json`` (its config lint) into a fetch run: the lab's
+    server collected in its namespace, or a copy of ``--host-report``."""
+    if lab_state is not None:
+        return lambda run_dir: _lab_host_report(lab_state, run_dir / HOST_REPORT_FILE, None,
+                                                console)
+    if args.host_report:
+        given = Path(args.host_report)
+        return lambda run_dir: shutil.copyfile(given, run_dir / HOST_REPORT_FILE)
+    return None
+
+
+def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
+           lab_state: LabState | None = None) -> None:
     """``--direction fetch`` (into the run directory) or ``both`` (into ``RUN-fetch``)."""
     json_out = args.json_out
     fmt = args.report_format.value
@@ -232,7 +248,8 @@ def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: 
             else None
     run_fetch_command(options, RichReporter(progress, console), progress,
                       fmt=fmt, json_out=json_out, console=Console(highlight=False),
-                      report_in_run_dir=in_run_dir)
+                      report_in_run_dir=in_run_dir,
+                      before_diagnosis=_fetch_host_report(args, lab_state, console))
 
 
 def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,

@@ -8,6 +8,7 @@ words them.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -50,12 +51,16 @@ def fetch_seed_bytes(size: str | None, direction: TransferDirection) -> int | No
 
 def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progress,
                       *, fmt: str, json_out: Path | None, console: Console,
-                      report_in_run_dir: bool = False) -> None:
+                      report_in_run_dir: bool = False,
+                      before_diagnosis: Callable[[Path], object] | None = None) -> None:
     """Fetch over each protocol, print the fetch report (with ``report_in_run_dir`` into
     the run directory's ``fetch-report.<fmt>`` instead), write ``--json``; raise the first
-    error of the run (after the report) so that the exit code says a clone failed."""
+    error of the run (after the report) so that the exit code says a clone failed.
+    ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in)."""
     with progress:
         outcome = run_fetch_probe(options, reporter)
+    if before_diagnosis is not None:
+        before_diagnosis(outcome.run_dir)
     from gitnetdiag.pipeline import diagnose_fetch_run  # numpy-free, but pure side
 
     diagnosis = diagnose_fetch_run(outcome.run_dir)

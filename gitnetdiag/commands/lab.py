@@ -62,7 +62,7 @@ def up_command(
     rate: str | None = typer.Option(None, "--rate", help="Rate limit of the path (100mbit)."),
     edge: str | None = typer.Option(
         None, "--edge", help="TLS edge on port 8443: haproxy, nginx, caddy, h2o or trafficserver "
-        "(default haproxy; nginx with --fault edge-buffering)."
+        "(default haproxy; nginx with --fault edge-buffering or edge-response-buffering)."
     ),
     edge_h2_window: int | None = typer.Option(
         None, "--edge-h2-window", help="The edge's HTTP/2 receive window (overrides faults)."

@@ -114,6 +114,12 @@ class LabPaths:
         """Pid files, sockets, logs."""
         return self.root / "run"
 
+    @property
+    def nginx_temp(self) -> Path:
+        """The nginx edge's temp paths (under ``edge-response-buffering`` a throttled
+        device's mount point)."""
+        return self.run / "nginx-temp"
+
 
 def apache_conf(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> str:
     """Apache 2.4: TLS with h2 on the direct port, plain HTTP/1.1 for the edge on loopback."""

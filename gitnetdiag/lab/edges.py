@@ -78,6 +78,7 @@ def nginx_conf(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> 
     """nginx 1.22 as the TLS edge; HTTP/2 via ``listen ... http2``.
 
     ``proxy_request_buffering on`` (nginx's default) only under ``edge-buffering``;
+    ``proxy_buffering`` left at its default (on) only under ``edge-response-buffering``;
     the window lines only when the window is not nginx's default.
     """
     run = paths.run
@@ -88,7 +89,10 @@ def nginx_conf(paths: LabPaths, spec: LabSpec, *, server_ip: str, user: str) -> 
         f"        client_body_buffer_size {spec.edge_h2_window};\n"
     )
     buffering = "on" if spec.edge_buffering else "off"
-    temp = run / "nginx-temp"
+    # Under edge-response-buffering no proxy_buffering line: nginx's default (on) applies,
+    # as in a stock install.
+    responses = "" if spec.edge_response_buffering else "            proxy_buffering off;\n"
+    temp = paths.nginx_temp
     return f"""# gitnetdiag lab: nginx TLS edge
 user {user};
 worker_processes 1;
@@ -111,8 +115,7 @@ http {{
             proxy_pass http://{BACKEND};
             proxy_http_version 1.1;
             proxy_request_buffering {buffering};
-            proxy_buffering off;
-            proxy_read_timeout 600s;
+{responses}            proxy_read_timeout 600s;
             proxy_send_timeout 600s;
         }}
     }}

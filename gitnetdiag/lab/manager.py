@@ -46,6 +46,8 @@ from gitnetdiag.lab.servers import (
 )
 from gitnetdiag.lab.spec import (
     EDGE_BACKEND_RATE,
+    EDGE_TEMP_BYTES_PER_S,
+    EDGE_TEMP_IOPS,
     FETCH_HISTORY_BYTES,
     FETCH_SIMILAR_BLOBS,
     SLOW_DISK_BYTES_PER_S,
@@ -392,6 +394,12 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             progress("throttled loop device under the repositories")
             cgroup = slowdisk.attach(root, paths.srv, spec.instance, slowdisk.DiskLimits(
                 iops=spec.slow_disk_iops, bytes_per_s=SLOW_DISK_BYTES_PER_S))
+        io_cgroup = cgroup  # the group the servers start in: the throttle applies per group
+        if spec.edge_response_buffering:
+            progress("throttled loop device under the edge's temp files")
+            io_cgroup = slowdisk.attach(root, paths.nginx_temp, spec.instance, slowdisk.DiskLimits(
+                iops=EDGE_TEMP_IOPS, bytes_per_s=EDGE_TEMP_BYTES_PER_S), sync=True,
+                fault="edge-response-buffering")
         client_path = (slowclient.attach(root, spec.instance, spec.client_cpu_share)
                        if spec.client_cpu_share is not None else "")
         _make_repo(paths, spec, account)
@@ -400,7 +408,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             make_http_auth(paths, account)
         progress(f"starting Apache, {spec.edge}, sshd, git daemon")
         servers_cgroup = (fetchlab.attach_server_cpu(root, spec.instance, spec.server_cpu_share)
-                          if spec.server_cpu_share is not None else cgroup)
+                          if spec.server_cpu_share is not None else io_cgroup)
         pids = start_servers(ns, paths, spec, files, cgroup=servers_cgroup)
         wait_listening(ns, paths, pids, spec.edge)
         state = _lab_state(spec, ns, paths, pids, cgroup, client_path)
@@ -515,7 +523,8 @@ def down(instance: str) -> list[str]:
         run(["ip", "netns", "del", name], check=False, timeout_s=10)
         removed.append(f"namespace {name} (with its interfaces and iptables rules)")
     root = state_dir(instance)
-    removed += slowdisk.detach(root, LabPaths(root=root).srv, instance)
+    lab_paths = LabPaths(root=root)
+    removed += slowdisk.detach(root, (lab_paths.srv, lab_paths.nginx_temp), instance)
     removed += fetchlab.detach_server_cpu(root, instance)
     removed += slowclient.detach(root, instance)
     if root.exists():

@@ -60,10 +60,10 @@ def write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
 def _edge_config(paths: LabPaths, spec: LabSpec) -> str:
     if spec.edge == "nginx":
         for sub in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            (paths.run / "nginx-temp" / sub).mkdir(parents=True, exist_ok=True)
+            (paths.nginx_temp / sub).mkdir(parents=True, exist_ok=True)
         account = pwd.getpwnam(SERVICE_USER)
         run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}",
-             str(paths.run / "nginx-temp")])
+             str(paths.nginx_temp)])
         return edges.nginx_conf(paths, spec, server_ip=SERVER_IP, user=SERVICE_USER)
     if spec.edge == "caddy":
         return edges.caddyfile(paths, spec, server_ip=SERVER_IP)

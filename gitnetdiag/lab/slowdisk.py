@@ -16,10 +16,18 @@ write-back an ``fsync`` forces, not the flusher's background write-back. The
 repository therefore syncs what it receives (``core.fsync = committed``, as a
 host that must not lose an acknowledged push sets), and the storage check that
 gives the evidence runs fio with direct I/O inside the same cgroup.
+
+``edge-response-buffering`` mounts the same kind of device under the nginx edge's
+temp paths instead, with ``-o sync``: each write nginx makes to a temp file is
+on the device before ``write`` returns, submitted by nginx itself, so the
+throttle applies to it (buffered writes would land in the page cache and the
+flusher's write-back is not throttled). It stands for an edge whose page cache
+cannot absorb its temp files: a small VM on a starved network volume.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -48,17 +56,19 @@ def _image(root: Path) -> Path:
     return root / "disk.img"
 
 
-def attach(root: Path, mount_point: Path, instance: str, limits: DiskLimits) -> str:
-    """Make the throttled file system, mount it at ``mount_point``; returns the cgroup dir."""
+def attach(root: Path, mount_point: Path, instance: str, limits: DiskLimits, *,
+           sync: bool = False, fault: str = "slow-storage") -> str:
+    """Make the throttled file system, mount it at ``mount_point`` (``sync``: every write
+    reaches the device before it returns); returns the cgroup dir."""
     group = make_group(root, "blkio", _group_name(instance),
-                       needs="blkio.throttle.write_iops_device", fault="slow-storage")
+                       needs="blkio.throttle.write_iops_device", fault=fault)
     image = _image(root)
     with open(image, "wb") as f:
         f.truncate(IMAGE_BYTES)
     device = run(["losetup", "--find", "--show", str(image)], timeout_s=20).stdout.strip()
     run(["mkfs.ext4", "-q", "-F", device], timeout_s=60)
     mount_point.mkdir(parents=True, exist_ok=True)
-    run(["mount", device, str(mount_point)], timeout_s=20)
+    run(["mount", *(["-o", "sync"] if sync else []), device, str(mount_point)], timeout_s=20)
     numbers = Path(f"/sys/block/{Path(device).name}/dev").read_text().strip()
     for kind in ("read", "write"):
         (group / f"blkio.throttle.{kind}_iops_device").write_text(f"{numbers} {limits.iops}\n")
@@ -67,13 +77,15 @@ def attach(root: Path, mount_point: Path, instance: str, limits: DiskLimits) -> 
     return str(group)
 
 
-def detach(root: Path, mount_point: Path, instance: str) -> list[str]:
-    """Unmount, free the loop device, remove the cgroup; safe when nothing was made."""
+def detach(root: Path, mount_points: Sequence[Path], instance: str) -> list[str]:
+    """Unmount (whichever of ``mount_points`` is mounted), free the loop device, remove the
+    cgroup; safe when nothing was made."""
     removed: list[str] = []
     image = _image(root)
-    if mount_point.is_mount():
-        run(["umount", "-l", str(mount_point)], timeout_s=30, check=False)
-        removed.append(f"mount {mount_point}")
+    for mount_point in mount_points:
+        if mount_point.is_mount():
+            run(["umount", "-l", str(mount_point)], timeout_s=30, check=False)
+            removed.append(f"mount {mount_point}")
     if image.exists():
         listing = run(["losetup", "-j", str(image)], timeout_s=10, check=False).stdout
         for line in listing.splitlines():

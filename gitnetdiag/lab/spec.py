@@ -69,6 +69,11 @@ FETCH_HISTORY_BYTES = 6 * 1024 * 1024
 FETCH_SIMILAR_BLOBS = 2000
 """Similar text blobs, stored loose, that the server counts and delta-compresses for a
 clone under ``slow-pack-generation``."""
+EDGE_TEMP_IOPS = 30
+"""Writes per second the device under the nginx edge's ``proxy_temp_path`` allows under
+``edge-response-buffering`` (a starved network volume, as ``slow-storage``'s)."""
+EDGE_TEMP_BYTES_PER_S = 1024 * 1024
+"""Bytes per second that device allows, each way."""
 BAD_MEMBER_STATUS = 308
 """What the bad pool member under ``edge-backend-errors`` answers to every request: a
 redirect to https, as a backend does that does not trust the edge's TLS."""
@@ -93,6 +98,11 @@ FAULTS: dict[str, str] = {
     "server and sends no ICMP 'fragmentation needed'",
 
     "edge-buffering": "the nginx edge buffers each whole request body before forwarding it",
+
+    "edge-response-buffering": "download direction: the nginx edge buffers responses "
+    "(proxy_buffering on) and spills them to temp files on a device that writes "
+    f"synchronously at {EDGE_TEMP_IOPS} IOPS and {EDGE_TEMP_BYTES_PER_S // 2**20} MiB/s; the "
+    f"repository serves {FETCH_HISTORY_BYTES // 2**20} MiB of random data",
 
     "slow-storage": "the repositories sit on a loop device throttled to 30 IOPS and 1 MiB/s",
     "client-pack-cpu": "the client's git runs on 5% of one core (cgroup CPU quota)",
@@ -175,6 +185,8 @@ FETCH_FAULT_CULPRIT: dict[str, str] = {
     "slow-pack-generation": "server-pack-generation",
     "server-sndbuf-clamp": "server-send-buffer",
     "client-index-cpu": "client-index-pack-cpu",
+
+    "edge-response-buffering": "edge-response-buffering",
 }
 """The download culprit each fetch fault must rank first under ``--direction fetch``
 (their push diagnosis is not theirs to rank: they are not in :data:`FAULT_CULPRIT`)."""
@@ -183,6 +195,8 @@ FETCH_FAULT_FIX_NAMES: dict[str, str] = {
     "slow-pack-generation": "repack -adb",
     "server-sndbuf-clamp": "net.ipv4.tcp_wmem",
     "client-index-cpu": "index-pack",
+
+    "edge-response-buffering": "proxy_buffering off",
 }
 """A setting or step the fix of each fetch fault's culprit must name."""
 
@@ -329,6 +343,9 @@ class LabSpec:
     fetch_history: str | None = None
     """What the repository's ``main`` serves to a fetch: ``random`` (packed-size random
     data) or ``similar`` (loose similar text blobs); None: one empty commit."""
+    edge_response_buffering: bool = False
+    """The nginx edge buffers responses (``proxy_buffering on``) with its temp files on a
+    throttled device that writes synchronously (``edge-response-buffering``)."""
     edge_bad_member: bool = False
     """The HAProxy edge's pool has a second member that answers :data:`BAD_MEMBER_STATUS`
     to every request (``edge-backend-errors``)."""
@@ -391,14 +408,18 @@ def _active_faults(instance: str, faults: list[str]) -> tuple[str, ...]:
 
 def _chosen_edge(edge: str | None, active: tuple[str, ...]) -> str:
     """The edge asked for, or the one the faults need; refused when it cannot show them."""
-    chosen_edge = edge or ("nginx" if "edge-buffering" in active else "haproxy")
+    nginx_faults = [f for f in ("edge-buffering", "edge-response-buffering") if f in active]
+    chosen_edge = edge or ("nginx" if nginx_faults else "haproxy")
     if chosen_edge not in EDGES:
         raise UsageError(f"unknown edge '{chosen_edge}'", hint="choose from: " + ", ".join(EDGES))
-    if "edge-buffering" in active and chosen_edge != "nginx":
+    if nginx_faults and chosen_edge != "nginx":
         raise UsageError(
-            f"the edge-buffering fault needs the nginx edge, not {chosen_edge}",
+            f"the {nginx_faults[0]} fault needs the nginx edge, not {chosen_edge}",
             hint="use --edge nginx (or leave --edge out)",
         )
+    if "edge-response-buffering" in active and "slow-storage" in active:
+        raise UsageError("edge-response-buffering and slow-storage each need the lab's one "
+                         "throttled device", hint="run them in two labs")
     if "edge-backend-errors" in active and chosen_edge != "haproxy":
         raise UsageError(
             f"the edge-backend-errors fault needs the haproxy edge, not {chosen_edge}",
@@ -462,7 +483,9 @@ def build_spec(*, instance: str, faults: list[str],
         server_wmem=SERVER_WMEM_CLAMP if has("server-sndbuf-clamp") else None,
         fetch_history=overrides.get("fetch_history") or (
             "similar" if has("slow-pack-generation") or has("client-index-cpu")
-            else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp") else None),
+            else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
+            or has("edge-response-buffering") else None),
+        edge_response_buffering=has("edge-response-buffering"),
         edge_bad_member=has("edge-backend-errors"),
     )
 

@@ -23,10 +23,12 @@ from gitnetdiag.analysis.fetchwindow import (
     download_window_series,
 )
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
 from gitnetdiag.diagnosis.fetchverdict import judge_fetch
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.diagnosis.observations import CaptureMetrics
-from gitnetdiag.rundir import bad_run_dir
+from gitnetdiag.pipeline._host import load_host_report
+from gitnetdiag.rundir import HOST_REPORT_FILE, bad_run_dir
 from gitnetdiag.rundir.fetchrecords import (
     FetchManifest,
     FetchRecord,
@@ -184,6 +186,9 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
     windows = tuple(download_window_series(_samples(_read(run_dir, record, "tcpinfo")))
                     for run in manifest.protocols for record in run.fetches)
     findings = rank_download(observations)
+    host_file = run_dir / HOST_REPORT_FILE  # the server's config lint, when it was collected
+    if host_file.is_file():
+        findings = with_edge_config(findings, load_host_report(host_file).config_findings)
     verdict, failures = judge_fetch(observations, findings)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
                           findings=findings, windows=windows,

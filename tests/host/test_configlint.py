@@ -188,3 +188,27 @@ def test_sizes_versions_and_products() -> None:
     assert product_of("/tmp/x.conf", "Protocols h2 http/1.1\n") == "apache"
     assert product_of("/tmp/y", "UsePAM no\n") == "sshd"
     assert product_of("/tmp/z", "hello world\n") is None
+
+
+def test_nginx_response_buffering_is_flagged_where_it_proxies() -> None:
+    """nginx's default (on) and an explicit on are flagged; off, no temporary files
+    (proxy_max_temp_file_size 0) or no proxy_pass at all are not. lint_group adds it to the
+    request-side findings of nginx's files."""
+    from gitnetdiag.model.host.configlint import lint_group, lint_nginx_response_buffering
+
+    proxied = "server {\n    location / {\n        proxy_pass http://127.0.0.1:8080;\n    }\n}\n"
+    (default,) = lint_nginx_response_buffering([ConfigFile(path="n.conf", text=proxied)])
+    assert (default.setting, default.value, default.line) == ("proxy_buffering", "on (default)",
+                                                              None)
+    assert "temporary files" in default.effect
+    explicit = proxied.replace("        proxy_pass", "        proxy_buffering on;\n"
+                               "        proxy_pass")
+    (on,) = lint_nginx_response_buffering([ConfigFile(path="n.conf", text=explicit)])
+    assert (on.value, on.line) == ("on", 3)
+    for fixed in (explicit.replace("buffering on", "buffering off"),
+                  explicit.replace("proxy_buffering on", "proxy_max_temp_file_size 0")):
+        assert lint_nginx_response_buffering([ConfigFile(path="x", text=fixed)]) == []
+    static = "server {\n    location / {\n        root /srv;\n    }\n}\n"
+    assert lint_nginx_response_buffering([ConfigFile(path="x", text=static)]) == []
+    findings, _ = lint_group("nginx", [ConfigFile(path="n.conf", text=proxied)], None)
+    assert [f.setting for f in findings] == ["proxy_request_buffering", "proxy_buffering"]

@@ -96,3 +96,27 @@ def test_trafficserver_runs_privately_with_its_default_window() -> None:
         assert f"{key}: {path}" in runroot and str(path).startswith(str(PATHS.run))
     assert edges.edge_argv("trafficserver", Path("/x/r.yaml")) == [
         "traffic_server", "--run-root=/x/r.yaml"]
+
+
+def test_edge_response_buffering_is_nginx_at_its_default_with_temp_files_on_their_mount() -> None:
+    """The fault leaves proxy_buffering out (nginx's default, on) and puts the temp files
+    under the mount point of the throttled device; the config lint flags it; the healthy
+    nginx edge streams responses and is not flagged."""
+    from gitnetdiag.model.host.configlint import ConfigFile, lint_nginx_response_buffering
+
+    spec = build_spec(instance="a", faults=["edge-response-buffering"])
+    assert (spec.edge, spec.edge_response_buffering, spec.fetch_history) == (
+        "nginx", True, "random")
+    faulty = edges.nginx_conf(PATHS, spec, server_ip=IP, user="gnd-git")
+    assert "proxy_buffering" not in faulty
+    assert f"proxy_temp_path {PATHS.nginx_temp}/proxy;" in faulty
+    (found,) = lint_nginx_response_buffering([ConfigFile(path="nginx.conf", text=faulty)])
+    assert found.value == "on (default)"
+    healthy = edges.nginx_conf(PATHS, build_spec(instance="a", faults=[], edge="nginx"),
+                               server_ip=IP, user="gnd-git")
+    assert "proxy_buffering off;" in healthy
+    assert lint_nginx_response_buffering([ConfigFile(path="nginx.conf", text=healthy)]) == []
+    with pytest.raises(UsageError, match="needs the nginx edge"):
+        build_spec(instance="a", faults=["edge-response-buffering"], edge="haproxy")
+    with pytest.raises(UsageError, match="throttled device"):
+        build_spec(instance="a", faults=["edge-response-buffering", "slow-storage"])

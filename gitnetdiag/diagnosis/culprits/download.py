@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from gitnetdiag.diagnosis.culprits._common import Hit
+from gitnetdiag.diagnosis.culprits.edgeresponse import edge_response_buffering
 from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window, client_index_pack_cpu
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation as FetchObservation
 from gitnetdiag.diagnosis.culprits.fetchobs import costliest
@@ -157,6 +158,7 @@ DOWNLOAD_CULPRITS: tuple[tuple[str, str, DownloadDetector], ...] = (
     ("server-send-buffer", "Server or edge send buffer caps the download", server_send_buffer),
     ("client-index-pack-cpu", "Client CPU resolving deltas (index-pack)", client_index_pack_cpu),
     ("client-http2-window", "Client libcurl's HTTP/2 download window", client_http2_window),
+    ("edge-response-buffering", "Edge buffers the pack to a slow disk", edge_response_buffering),
 )
 """Download culprits: id (stable; direction-specific ids say so), title, detector."""
 

@@ -31,6 +31,16 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "steady": 0.1,  # the monitor stopped on a stable rate
         "cap": 0.85,  # the client alone cannot tell a clamped buffer from slow production
     },
+    "edge-response-buffering": {
+        "slower-than-direct": 0.45,  # HTTPS through the edge at most 1/3 of SSH's or git://'s
+        "every-https": 0.1,  # both HTTP versions slow through the edge
+        "window-open": 0.1,  # rate x RTT at most half the client's advertised window
+        "no-queue": 0.1,  # median RTT within 1.5x the minimum: the path did not bind
+        "bursts": 0.2,  # rcv_space >= 8x the average per RTT: bursts after gaps (required)
+        "cap": 0.9,  # the client cannot see the edge's disk
+        "configured": 0.05,  # host.json: nginx proxy_buffering on (explicit or default)
+        "cap-configured": 0.95,  # with the config: the buffering is known, the disk is not
+    },
     "client-index-pack-cpu": {
         "index-pack-share": 0.4,  # index-pack took INDEX_PACK_SHARE or more of the clone
         "share-above-threshold": 0.3,  # part: the share above the threshold, up to 0.3

@@ -17,6 +17,12 @@ docs/host.md):
 - nginx: ``proxy_request_buffering`` defaults to ``on``: the whole request body
   is read before it is forwarded, so the git server sees a push only after its
   upload (flagged where a ``proxy_pass`` forwards without ``... off``).
+- nginx: ``proxy_buffering`` defaults to ``on``: a clone's pack beyond
+  ``proxy_buffers`` is written to temporary files before the client gets it,
+  at the edge disk's write rate when that disk is slow (flagged where a
+  ``proxy_pass`` forwards without ``proxy_buffering off`` or
+  ``proxy_max_temp_file_size 0``; the download direction's
+  ``edge-response-buffering``).
 - h2o: ``http2-input-window-size`` defaults to 16 MiB (fine unless lowered);
   2.2 has no such directive and advertises 16 MiB (measured in the lab).
 - Caddy 2.6: Go's HTTP/2 server keeps 1 MiB per stream and per connection and
@@ -340,6 +346,36 @@ def _nginx_request_buffering(configs: Sequence[ConfigFile]) -> list[LintFinding]
                         setting="proxy_request_buffering", value="on (default)", effect=effect)]
 
 
+def lint_nginx_response_buffering(configs: Sequence[ConfigFile]) -> list[LintFinding]:
+    """``proxy_buffering`` on (explicit or nginx's default) with temporary files allowed, where
+    a ``proxy_pass`` forwards: a clone's pack goes through the edge's disk."""
+    explicit: tuple[str, int, str] | None = None
+    proxy: tuple[str, int] | None = None
+    for config in configs:
+        for number, line in _lines(config.text):
+            words = line.rstrip(";").split()
+            if len(words) > 1 and (
+                    (words[0] == "proxy_buffering" and words[1] == "off")
+                    or (words[0] == "proxy_max_temp_file_size" and parse_size(words[1]) == 0)):
+                return []
+            if words[0] == "proxy_buffering" and len(words) > 1:
+                explicit = (config.path, number, words[1])
+            elif words[0] == "proxy_pass" and proxy is None:
+                proxy = (config.path, number)
+    if proxy is None:
+        return []
+    effect = ("nginx reads each response into proxy_buffers (eight memory pages) and writes "
+              "what the client has not taken yet to temporary files under proxy_temp_path: a "
+              "clone's pack goes through the edge's disk, at that disk's write rate when it is "
+              "slow (costs nothing on a fast one); unless the git server sends "
+              "'X-Accel-Buffering: no', which git-http-backend does not")
+    if explicit is not None:
+        return [LintFinding(product="nginx", file=explicit[0], line=explicit[1],
+                            setting="proxy_buffering", value=explicit[2], effect=effect)]
+    return [LintFinding(product="nginx", file=proxy[0], line=None,
+                        setting="proxy_buffering", value="on (default)", effect=effect)]
+
+
 # ------------------------------------------------------------------------ Caddy
 
 
@@ -509,7 +545,8 @@ def lint_group(
     findings: list[LintFinding] = []
     checked: list[ConfigChecked] = []
     if product == "nginx":
-        return lint_nginx(configs)
+        findings, checked = lint_nginx(configs)
+        return findings + lint_nginx_response_buffering(configs), checked
     if product == "apache":
         return lint_apache(configs)
     for config in configs:

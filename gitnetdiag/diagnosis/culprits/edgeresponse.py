@@ -1,0 +1,237 @@
+"""``edge-response-buffering``: the HTTPS edge buffers the clone's pack to a slow disk.
+
+nginx buffers responses by default (``proxy_buffering on``): it reads the git
+server's response as fast as it comes into ``proxy_buffers`` (eight memory
+pages) and, once the client takes it slower than the server sends, writes the
+rest to temporary files under ``proxy_temp_path`` and serves the client from
+them. Measured in the lab (6 MiB of random data, 50 ms RTT, nginx 1.22):
+
+- buffering on, temporary files on an ordinary disk: 1.03 s per clone through
+  the edge, as fast as with ``proxy_buffering off`` (1.05 s) and SSH (1.6 s):
+  buffering alone costs a clone nothing;
+- the same edge with its temporary files on a device that writes at 30 IOPS
+  (every write reaching it before ``write`` returns, as on a host whose page
+  cache cannot absorb them): 12-31 s per clone through the edge, SSH 1.6 s.
+  The first pack byte is *not* later through the edge (0.78 s against 0.77 s
+  over git://): the first buffers leave from memory; the rest arrives in bursts
+  (up to 263 KB in one round trip at an average of 12 KB per round trip).
+
+So the client sees what a user can check: the clone through the HTTPS edge is
+several times slower than over SSH or git:// from the same server, with the
+client's window open and no queue on the path (neither the client nor the
+path binds), and the data arrives in bursts (``rcv_space``, the most the
+sender delivered in one round trip, far above the average per round trip),
+which a send-buffer clamp (a steady flight at the buffer) does not show. The
+server's own pack generation is not it: the wait for the first pack byte is a
+small part of the clone.
+
+nginx's defaults and the fix's settings come from
+``gitnetdiag/data/nginx_response_buffering.toml`` with their pages.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from functools import cache
+from importlib import resources
+
+from gitnetdiag.diagnosis.culprits._common import Hit, Tally, config_evidence
+from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
+from gitnetdiag.diagnosis.culprits.weights import weight
+from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
+from gitnetdiag.diagnosis.observations import ConfigFinding
+from gitnetdiag.diagnosis.units import fmt_rate
+from gitnetdiag.errors import UsageError
+
+DATA_FILE = "nginx_response_buffering.toml"
+EDGE_PROTOCOLS = ("h1", "h2")
+"""The HTTPS ways in, through the edge when there is one."""
+DIRECT_PROTOCOLS = ("ssh", "git")
+"""Ways in that reach the git server without the HTTPS edge."""
+SLOWER_SHARE = 1 / 3
+"""The fastest HTTPS clone at most this share of the fastest direct clone's rate: the edge
+costs more than TLS and HTTP framing could (the lab's healthy edges are within 10% of SSH)."""
+MIN_MEASURED_S = 2.0
+"""An HTTPS rate measured over less than this is mostly slow start."""
+BURST_FACTOR = 8.0
+"""The most delivered in one round trip (``rcv_space``) at least this many times the average
+per round trip: the data came in bursts after gaps (the lab's fault: 15x to 65x over four
+clones; a steady sender delivers a few times its average: 1.6x to 3.8x on the HTTPS clones
+of ``server-sndbuf-clamp``, whose git:// ran 3.4x faster than HTTPS)."""
+WINDOW_OPEN_SHARE = 0.5
+"""Bytes per round trip at most this share of the client's advertised window: it did not bind."""
+RTT_UNINFLATED = 1.5
+"""A median receiver RTT within this factor of the minimum: no queue on the path."""
+CULPRIT_ID = "edge-response-buffering"
+SERVER_WAIT_SHARE = 0.3
+"""The HTTPS clone's wait for its first pack byte below this share of its wall time: the time
+went to the transfer, not to the server's counting and compressing."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class NginxFacts:
+    """nginx's response-buffering defaults and the fix, from the data file."""
+
+    defaults: dict[str, str]
+    """Directive -> default value."""
+    sources: dict[str, str]
+    """Directive -> documentation page."""
+    fix_setting: str
+    """What the fix sets (``proxy_buffering off``)."""
+    fix_where: str
+    """Where it goes."""
+    fix_alternative: str
+    """The other ways out."""
+    fix_source: str
+    """The page the fix cites."""
+    aio_source: str
+    """The page of nginx's ``aio_write``."""
+
+
+@cache
+def nginx_facts() -> NginxFacts:
+    """The data file, validated; a missing field is one clear line."""
+    text = resources.files("gitnetdiag.data").joinpath(DATA_FILE).read_text()
+    data = tomllib.loads(text)
+    try:
+        settings = data["setting"]
+        fix = data["fix"]
+        return NginxFacts(
+            defaults={str(s["name"]): str(s["default"]) for s in settings},
+            sources={str(s["name"]): str(s["source"]) for s in settings},
+            fix_setting=str(fix["setting"]), fix_where=str(fix["where"]),
+            fix_alternative=str(fix["alternative"]), fix_source=str(fix["source"]),
+            aio_source=str(fix["aio_source"]))
+    except (KeyError, TypeError) as exc:
+        raise UsageError(f"{DATA_FILE}: missing field {exc}",
+                         hint="every [[setting]] needs name, default, fact and source") from exc
+
+
+def _fastest(observations: Sequence[FetchObservation],
+             protocols: tuple[str, ...]) -> FetchObservation | None:
+    measured = [o for o in observations if o.protocol in protocols and o.measured]
+    return max(measured, key=lambda o: o.rate_bytes_per_s or 0.0) if measured else None
+
+
+def _bursts(obs: FetchObservation, rtt: float) -> Evidence | None:
+    """The data came in bursts after gaps: the most delivered in one round trip far above
+    the average per round trip (what a sender paced by a buffer or a window does not do)."""
+    tcp = obs.tcp
+    flight = (obs.rate_bytes_per_s or 0.0) * rtt
+    if tcp is None or tcp.rcv_space_max_bytes is None or flight <= 0:
+        return None
+    if tcp.rcv_space_max_bytes < BURST_FACTOR * flight:
+        return None
+    return Evidence(
+        what="most the edge delivered in one round trip (rcv_space)",
+        value=float(tcp.rcv_space_max_bytes), unit="B", threshold=BURST_FACTOR * flight,
+        comparison=">=", basis="8 x the average per round trip {}",
+        basis_terms=(Quantity(value=flight, unit="B"),),
+        source=f"{tcp.source} rcv_space; fetch {obs.protocol} #{obs.repeat}")
+
+
+def _path_signals(obs: FetchObservation, rtt: float, tally: Tally) -> None:
+    """The client's window open, no queue on the path."""
+    tcp = obs.tcp
+    if tcp is None:
+        return
+    flight = (obs.rate_bytes_per_s or 0.0) * rtt
+    window = tcp.advertised_window_max_bytes
+    if window and flight <= WINDOW_OPEN_SHARE * window:
+        tally.add("window-open", Evidence(
+            what="bytes per round trip through the edge (rate x RTT)", value=flight, unit="B",
+            threshold=WINDOW_OPEN_SHARE * window, comparison="<=",
+            basis="half of the client's advertised window {}",
+            basis_terms=(Quantity(value=float(window), unit="B"),),
+            source=f"{tcp.source} rcv_ssthresh; fetch {obs.protocol} #{obs.repeat}"))
+    if tcp.median_rtt_s is not None and tcp.min_rtt_s \
+            and tcp.median_rtt_s <= RTT_UNINFLATED * tcp.min_rtt_s:
+        tally.add("no-queue", Evidence(
+            what="receiver's median RTT (no queue on the path)", value=tcp.median_rtt_s,
+            unit="s", threshold=RTT_UNINFLATED * tcp.min_rtt_s, comparison="<=",
+            basis="1.5 x the minimum RTT {}",
+            basis_terms=(Quantity(value=tcp.min_rtt_s, unit="s"),),
+            source=f"{tcp.source} rcv_rtt, minrtt"))
+
+
+def _slow_edge_clone(obs: FetchObservation, direct_rate: float) -> bool:
+    """A clone through the edge measured long enough, far slower than direct, its time in
+    the transfer rather than the server's wait, its data in bursts."""
+    rate = obs.rate_bytes_per_s or 0.0
+    if not obs.measured or obs.measured_s < MIN_MEASURED_S or rate > SLOWER_SHARE * direct_rate:
+        return False
+    wait = obs.phases.server_pack_generation_s
+    if wait is not None and wait >= SERVER_WAIT_SHARE * obs.wall_s:
+        return False
+    return bool(obs.rtt_s) and _bursts(obs, obs.rtt_s or 0.0) is not None
+
+
+def edge_response_buffering(observations: Sequence[FetchObservation]) -> Hit | None:
+    """Clones through the HTTPS edge several times slower than direct ones with the data in
+    bursts (required), window open, no queue: the edge buffers the pack (nginx
+    ``proxy_buffering``)."""
+    fastest_edge = _fastest(observations, EDGE_PROTOCOLS)
+    direct = _fastest(observations, DIRECT_PROTOCOLS)
+    if fastest_edge is None or direct is None or not direct.rate_bytes_per_s:
+        return None
+    direct_rate = direct.rate_bytes_per_s
+    if (fastest_edge.rate_bytes_per_s or 0.0) > SLOWER_SHARE * direct_rate:
+        return None
+    slow = [o for o in observations if o.protocol in EDGE_PROTOCOLS
+            and _slow_edge_clone(o, direct_rate)]
+    if not slow:
+        return None
+    worst = max(slow, key=lambda o: o.measured_s - o.moved_bytes / direct_rate)
+    rate = worst.rate_bytes_per_s or 0.0
+    tally = Tally(CULPRIT_ID)
+    tally.add("slower-than-direct", Evidence(
+        what=f"download rate through the HTTPS edge (fetch {worst.protocol})", value=rate,
+        unit="B/s", threshold=SLOWER_SHARE * direct_rate, comparison="<=",
+        basis="a third of the {} clone's rate {}",
+        basis_terms=(Quantity(value=float(direct.moved_bytes), unit="B"),
+                     Quantity(value=direct_rate, unit="B/s")),
+        source=f"fetch monitor, {worst.protocol} #{worst.repeat} and {direct.protocol} "
+               f"#{direct.repeat}"))
+    if {o.protocol for o in slow} == set(EDGE_PROTOCOLS):
+        tally.add("every-https", Evidence(what="HTTPS versions slow through the edge",
+                                          value=2.0, unit="count", source="fetch monitor"))
+    rtt = worst.rtt_s or 0.0
+    tally.add("bursts", *(e for e in (_bursts(worst, rtt),) if e is not None))
+    _path_signals(worst, rtt, tally)
+    cost = max(0.0, worst.measured_s - worst.moved_bytes / direct_rate)
+    facts = nginx_facts()
+    return Hit(
+        score=round(min(weight(CULPRIT_ID, "cap"), tally.score), 2),
+        cost_s=cost,
+        summary=(f"clones through the HTTPS edge ran at {fmt_rate(rate)} against "
+                 f"{fmt_rate(direct_rate)} over {direct.protocol} from the same server, with the "
+                 "client's window open and the data in bursts after gaps: as an edge does that "
+                 "buffers the pack to a slow disk (nginx proxy_buffering, its temporary files)"),
+        evidence=tuple(tally.evidence),
+        fix=(f"on an nginx edge set '{facts.fix_setting};' {facts.fix_where} (nginx's default "
+             f"is proxy_buffering {facts.defaults.get('proxy_buffering', 'on')}: it spills "
+             f"what the client has not taken to temporary files, up to proxy_max_temp_file_size "
+             f"{facts.defaults.get('proxy_max_temp_file_size', '1024m')}; {facts.fix_source}); "
+             f"or {facts.fix_alternative} ({facts.aio_source})"),
+        cost_protocol=worst.protocol,
+    )
+
+
+def with_edge_config(findings: tuple[Finding, ...],
+                     configs: Sequence[ConfigFinding]) -> tuple[Finding, ...]:
+    """The edge's own config (``host.json``'s lint, ``--host-report`` or the lab's server)
+    backs a fired ``edge-response-buffering``: nginx's ``proxy_buffering`` on, explicit or by
+    default, is added to its evidence and score; the findings re-ranked. The config alone
+    fires nothing (buffering costs a clone nothing on a fast disk)."""
+    lines = [c for c in configs if c.setting == "proxy_buffering"
+             and c.value.strip().lower() != "off"]
+    if not lines or not any(f.id == CULPRIT_ID for f in findings):
+        return findings
+    backed = tuple(
+        replace(f, score=round(min(weight(CULPRIT_ID, "cap-configured"),
+                                   f.score + weight(CULPRIT_ID, "configured")), 2),
+                evidence=(*f.evidence, *config_evidence(lines)))
+        if f.id == CULPRIT_ID else f for f in findings)
+    return tuple(sorted(backed, key=lambda f: f.cost_s * f.score, reverse=True))

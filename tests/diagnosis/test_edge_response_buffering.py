@@ -1,0 +1,158 @@
+"""``edge-response-buffering`` on clone observations: the lab fault's figures rank it first;
+the other download faults' signatures and a healthy run do not fire it."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.diagnosis.culprits.edgeresponse import edge_response_buffering, nginx_facts
+from gitnetdiag.lab.spec import FETCH_FAULT_FIX_NAMES
+from tests.diagnosis.test_download_culprits import PHASES
+
+RTT = 0.05
+
+
+def _tcp(window: int, rcv_space: int, median_rtt: float = 0.051) -> DownloadTcpSummary:
+    return DownloadTcpSummary(
+        source="ss -tin", samples=10, span_s=10.0, received_bytes=2_000_000,
+        advertised_window_max_bytes=window, receive_buffer_max_bytes=2 * window,
+        rcv_space_max_bytes=rcv_space, min_rtt_s=0.050, median_rtt_s=median_rtt)
+
+
+def _clone(protocol: str, rate: float, measured_s: float, *, wall_s: float | None = None,
+           tcp: DownloadTcpSummary | None = None, outcome: str = "bounded",
+           server_wait_s: float = 0.45) -> FetchObservation:
+    phases = replace(PHASES, request_sent_s=0.3, first_pack_byte_s=0.3 + server_wait_s)
+    return FetchObservation(
+        protocol=protocol, repeat=1, outcome=outcome,  # type: ignore[arg-type]
+        moved_bytes=int(rate * measured_s), measured_s=measured_s, rate_bytes_per_s=rate,
+        wall_s=wall_s if wall_s is not None else measured_s + 1.0, phases=phases,
+        tcp=tcp or _tcp(1_500_000, 2 * int(rate * RTT) + 1), path_rtt_s=RTT,
+        client_rmem_max_bytes=6_291_456, stopped="budget")
+
+
+# The lab's edge-response-buffering run (6 MiB of random data, 50 ms, nginx 1.22 with its temp
+# files on a 30-IOPS sync device): HTTPS through the edge at 0.23 and 1.47 MB/s in bursts,
+# SSH and git:// straight to the server at 11.8 MB/s.
+LAB_FAULT = [
+    _clone("h1", 231_821.0, 10.0, wall_s=13.2, tcp=_tcp(1_081_444, 263_296, 0.0507)),
+    _clone("h2", 1_472_947.0, 4.45, wall_s=15.2, tcp=_tcp(7_281_062, 1_084_552), outcome="ok",
+           server_wait_s=0.26),
+    _clone("ssh", 11_780_309.0, 0.53, wall_s=1.58, tcp=_tcp(1_534_049, 450_328), outcome="ok"),
+    _clone("git", 11_887_007.0, 0.53, wall_s=1.06, tcp=_tcp(609_702, 115_840), outcome="ok"),
+]
+
+
+def test_lab_fault_figures_rank_edge_response_buffering_first() -> None:
+    findings = rank_download(LAB_FAULT)
+    top = findings[0]
+    assert top.id == "edge-response-buffering", [f.id for f in findings]
+    assert FETCH_FAULT_FIX_NAMES["edge-response-buffering"] in top.fix
+    assert "https://nginx.org/en/docs/http/ngx_http_proxy_module.html#proxy_buffering" in top.fix
+    # The h1 clone lost 10 s minus what 2.3 MB takes at git://'s 11.9 MB/s.
+    assert 9.5 < top.cost_s < 10.0
+    assert top.cost_protocol == "h1"
+    whats = " ".join(e.what for e in top.evidence)
+    assert "rcv_space" in whats and "advertised window" not in whats  # bursts, window as basis
+    assert top.score >= 0.85
+
+
+def test_silent_on_a_healthy_run() -> None:
+    """Every way in at about the same rate: the edge costs nothing."""
+    healthy = [_clone(p, 10e6 if p in ("h1", "h2") else 11e6, 3.0) for p in ("h1", "h2", "ssh")]
+    assert edge_response_buffering(healthy) is None
+    assert rank_download(healthy) == ()
+
+
+def test_silent_when_the_client_or_server_binds_every_way_in() -> None:
+    """client-rmem-clamp, server-sndbuf-clamp, client-index-cpu: every transport alike slow."""
+    rmem = [_clone(p, 600_000.0, 8.0, tcp=_tcp(32_768, 60_000)) for p in ("h1", "h2", "ssh")]
+    sndbuf = [_clone(p, 900_000.0 * (1.1 if p == "ssh" else 1.0), 6.0)
+              for p in ("h1", "h2", "ssh", "git")]
+    index_cpu = [_clone(p, 400_000.0, 3.0, wall_s=12.0) for p in ("h1", "git")]
+    for case in (rmem, sndbuf, index_cpu):
+        assert edge_response_buffering(case) is None
+
+
+def test_silent_when_the_server_wait_dominates() -> None:
+    """slow-pack-generation: the HTTPS clone slower, but its time went to the first pack
+    byte (the busy server counting and compressing), not to the transfer."""
+    busy = [_clone("h1", 200_000.0, 2.5, wall_s=20.0, server_wait_s=15.0),
+            _clone("git", 2_000_000.0, 0.4, wall_s=16.0, server_wait_s=14.0)]
+    assert edge_response_buffering(busy) is None
+
+
+def test_silent_when_only_http2_is_slow() -> None:
+    """client-http2-window: the client's libcurl window holds HTTP/2; HTTP/1.1 through the
+    same edge is as fast as SSH, so the edge is not what is slow."""
+    runs = [_clone("h1", 10e6, 3.0), _clone("h2", 1e6, 6.0, tcp=_tcp(3_000_000, 300_000)),
+            _clone("ssh", 11e6, 3.0)]
+    assert edge_response_buffering(runs) is None
+
+
+def test_silent_without_a_direct_way_in_or_on_a_short_transfer() -> None:
+    only_https = [c for c in LAB_FAULT if c.protocol in ("h1", "h2")]
+    assert edge_response_buffering(only_https) is None
+    short = [replace(c, measured_s=1.0) if c.protocol in ("h1", "h2") else c for c in LAB_FAULT]
+    assert edge_response_buffering(short) is None
+
+
+def test_a_steady_edge_send_buffer_is_the_send_buffer_not_response_buffering() -> None:
+    """An edge whose send buffer is clamped is as slow through HTTPS, but steady: about the
+    flight in every round trip, no bursts."""
+    flight = int(300_000 * RTT)
+    steady = [_clone(p, 300_000.0, 8.0, tcp=_tcp(1_500_000, 2 * flight), outcome="bounded")
+              for p in ("h1", "h2")]
+    steady = [replace(c, stopped="stable") for c in steady]
+    runs = [*steady, _clone("ssh", 11e6, 0.6, outcome="ok")]
+    assert rank_download(runs)[0].id == "server-send-buffer"
+    assert edge_response_buffering(runs) is None
+    bursty = [replace(c, tcp=_tcp(1_500_000, 10 * flight)) for c in steady]
+    assert edge_response_buffering([*bursty, runs[-1]]) is not None
+
+
+def test_silent_on_the_send_buffer_clamp_lab_run() -> None:
+    """server-sndbuf-clamp at 20 ms (the fetch fault matrix's run): git:// 3.4x faster than
+    HTTPS (its daemon keeps more in flight), but the HTTPS data came steadily (rcv_space 3.8x
+    the flight), so the edge's buffering is not it."""
+    rtt = 0.0205
+    runs = [replace(_clone("h1", 1_690_348.0, 3.71, wall_s=4.26, outcome="ok",
+                           tcp=_tcp(554_631, 130_950, 0.021)), path_rtt_s=rtt),
+            replace(_clone("h2", 1_758_917.0, 3.17, wall_s=3.43, outcome="ok",
+                           tcp=_tcp(818_025, 131_714, 0.0211)), path_rtt_s=rtt),
+            replace(_clone("ssh", 4_018_463.0, 1.56, wall_s=2.35, outcome="ok"), path_rtt_s=rtt),
+            replace(_clone("git", 5_929_452.0, 1.06, wall_s=1.32, outcome="ok"), path_rtt_s=rtt)]
+    assert edge_response_buffering(runs) is None
+
+
+def test_nginx_facts_have_a_source_for_every_default() -> None:
+    facts = nginx_facts()
+    assert facts.defaults["proxy_buffering"] == "on"
+    assert facts.defaults["proxy_max_temp_file_size"] == "1024m"
+    assert set(facts.defaults) == set(facts.sources)
+    assert all(s.startswith("https://nginx.org/en/docs/") for s in facts.sources.values())
+    assert facts.fix_setting == "proxy_buffering off"
+
+
+def test_the_edge_config_backs_a_fired_culprit_and_fires_nothing_alone() -> None:
+    """host.json's lint (nginx proxy_buffering on by default) adds its line to a fired
+    edge-response-buffering and re-ranks; without the culprit, or with buffering off, the
+    findings stay as they were."""
+    from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
+    from gitnetdiag.diagnosis.observations import ConfigFinding
+
+    default_on = ConfigFinding(setting="proxy_buffering", value="on (default)",
+                               file="/etc/nginx/nginx.conf")
+    findings = rank_download(LAB_FAULT)
+    backed = with_edge_config(findings, [default_on])
+    top = backed[0]
+    assert top.id == "edge-response-buffering"
+    assert top.score == min(0.95, findings[0].score + 0.05)
+    assert top.evidence[-1].what == "configured proxy_buffering"
+    assert top.evidence[-1].text == "on (default)"
+    off = ConfigFinding(setting="proxy_buffering", value="off", file="n.conf", line=3)
+    assert with_edge_config(findings, [off]) == findings
+    healthy = rank_download([_clone(p, 10e6, 3.0) for p in ("h1", "ssh")])
+    assert with_edge_config(healthy, [default_on]) == healthy == ()
