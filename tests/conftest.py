@@ -26,6 +26,35 @@ A new fault's tests: ask ``shared_lab(fault)`` in each test that only reads or
 pushes, as :mod:`tests.acceptance.test_diagnose_lab` does for its faults without a
 ``lab fix``; the lab then goes up once for all of them. Keep pushes only as large as
 the assertion needs (a few MB).
+
+Two lanes
+---------
+``make test`` runs the lab tests on two pytest-xdist workers with ``--dist loadgroup``:
+each lab test is put in one of two ``xdist_group`` lanes, and each lane runs on its own
+worker, one test at a time, so exactly one test of each lane runs at once.
+
+``busy`` (the default)
+    Tests that measure rates or times the machine's CPU could bend: pushes and fetches
+    whose throughput, ranking or predicted gain is the assertion.
+``idle``
+    Tests that spend their time waiting, not computing: a fault under a CPU quota of 5 %
+    of one core (``client-pack-cpu``, ``client-index-cpu``, ``slow-pack-generation``),
+    a throttled disk (``slow-storage``), sleeps (``slow-hook``, ``slow-auth``), stall
+    timeouts (``pmtu-blackhole``, ``h2-client-stall``), SYN retransmission waits
+    (``syn-drop``, ``tiny-backlog``), scrape intervals and teardown waits.
+
+The rule, in one place (:func:`lab_lane`): a test's own ``@pytest.mark.lab_lane("idle")``
+or ``lab_lane("busy")`` (closest marker wins, so a module can set a lane and one test
+override it); otherwise ``idle`` when one of its parameters is a fault in
+:data:`IDLE_FAULTS`; otherwise ``busy``. A new test or a new fault is busy until it is
+shown to wait. A test that fails because of what runs beside it moves lanes; its
+assertion is not loosened. Every test of a lab that reads the host's global kernel log
+(``dmesg``: the "SYN flooding" lines of ``tiny-backlog``) or needs a loop device is idle,
+so such tests never run at the same time. Each worker has its own ``shared_lab``
+instances (a lab two lanes both ask for goes up twice, under different names); labs
+share no address, port, cgroup or iptables chain across instances, and
+:mod:`gitnetdiag.lab.manager` serializes the files they do share. At the end a line per
+lane gives its test count and summed time (setup, call and teardown), for balancing.
 """
 
 from __future__ import annotations
@@ -44,15 +73,71 @@ from tests.httpremote import HttpRemote, serve_http_remote
 
 LabFactory = Callable[..., LabState]
 
+IDLE_LANE = "idle"
+BUSY_LANE = "busy"
+IDLE_FAULTS = frozenset({
+    "client-index-cpu", "client-pack-cpu", "slow-pack-generation",  # 5 % of one core
+    "slow-storage",  # 30 IOPS, 1 MiB/s
+    "slow-hook", "slow-auth",  # sleeps of seconds
+    "pmtu-blackhole", "h2-client-stall",  # transfers that hang until a stall timeout
+    "syn-drop", "tiny-backlog",  # SYN retransmission timeouts
+})
+"""Faults whose lab tests mostly wait: a test parametrized with one runs in the idle lane."""
 
+
+def lab_lane(item: pytest.Item) -> str | None:
+    """The lane of a lab test (None for a unit test): see the module's docstring."""
+    if not item.get_closest_marker("lab"):
+        return None
+    mark = item.get_closest_marker("lab_lane")
+    if mark is not None:
+        if mark.args not in ((IDLE_LANE,), (BUSY_LANE,)):
+            raise pytest.UsageError(f"{item.nodeid}: lab_lane takes '{IDLE_LANE}' or "
+                                    f"'{BUSY_LANE}', not {mark.args!r}")
+        return str(mark.args[0])
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
+    if any(isinstance(value, str) and value in IDLE_FAULTS for value in params):
+        return IDLE_LANE
+    return BUSY_LANE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "lab_lane(name): the lab test's lane, 'idle' or 'busy' (tests/conftest.py)")
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Lab tests need root; without it they fail loudly instead of passing silently."""
-    if os.geteuid() == 0:
-        return
+    """Each lab test gets its lane as its xdist group. Lab tests need root; without it they
+    fail loudly instead of passing silently."""
+    root = os.geteuid() == 0
     for item in items:
-        if item.get_closest_marker("lab"):
+        lane = lab_lane(item)
+        if lane is None:
+            continue
+        item.add_marker(pytest.mark.xdist_group(lane))
+        if not root:
             item.add_marker(pytest.mark.xfail(reason="lab tests need root", run=False,
                                               strict=True))
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """One line per lane (``--dist loadgroup`` appends ``@<lane>`` to each test's id): its
+    tests and their summed setup, call and teardown time."""
+    seconds: dict[str, float] = {}
+    tests: dict[str, set[str]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid = getattr(report, "nodeid", "")
+            lane = nodeid.rpartition("@")[2] if "@" in nodeid else ""
+            if lane not in (IDLE_LANE, BUSY_LANE) or not hasattr(report, "when"):
+                continue
+            seconds[lane] = seconds.get(lane, 0.0) + float(getattr(report, "duration", 0.0))
+            tests.setdefault(lane, set()).add(nodeid)
+    for lane in sorted(seconds):
+        terminalreporter.write_line(
+            f"lab lane {lane}: {len(tests[lane])} tests, {seconds[lane]:.0f} s")
 
 
 @pytest.fixture

@@ -89,6 +89,7 @@ def _rerendered(run_dir: Path) -> dict[str, Any]:
     return dict(json.loads(proc.stdout))
 
 
+@pytest.mark.lab_lane("idle")  # tiny-backlog: SYN retransmission waits
 def test_concurrent_clones_against_git_daemon_rank_its_backlog_first(
     shared_lab: LabFactory, tmp_path: Path
 ) -> None:

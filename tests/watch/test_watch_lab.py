@@ -32,7 +32,8 @@ import pytest
 from gitnetdiag.model.lab.state import LabState
 from tests.conftest import LabFactory
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): waits for scrapes.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 Vector = list[dict[str, Any]]
 
