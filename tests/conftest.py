@@ -31,17 +31,21 @@ Two lanes
 ---------
 ``make test`` runs the lab tests on two pytest-xdist workers with ``--dist loadgroup``:
 each lab test is put in one of two ``xdist_group`` lanes, and each lane runs on its own
-worker, one test at a time, so exactly one test of each lane runs at once.
+worker, one test at a time, so exactly one test of each lane runs at once (xdist's own
+``loadgroup`` no longer sees groups under pytest 9.2: :mod:`tests.xdist_lanes` schedules
+them).
 
 ``busy`` (the default)
     Tests that measure rates or times the machine's CPU could bend: pushes and fetches
     whose throughput, ranking or predicted gain is the assertion.
 ``idle``
-    Tests that spend their time waiting, not computing: a fault under a CPU quota of 5 %
-    of one core (``client-pack-cpu``, ``client-index-cpu``, ``slow-pack-generation``),
-    a throttled disk (``slow-storage``), sleeps (``slow-hook``, ``slow-auth``), stall
-    timeouts (``pmtu-blackhole``, ``h2-client-stall``), SYN retransmission waits
-    (``syn-drop``, ``tiny-backlog``), scrape intervals and teardown waits.
+    Tests that spend their time waiting, not computing, or whose culprit is named from
+    failures rather than a rate: a fault under a CPU quota of 5 % of one core
+    (``client-pack-cpu``, ``client-index-cpu``, ``slow-pack-generation``), a throttled
+    disk (``slow-storage``), sleeps (``slow-hook``, ``slow-auth``), stall timeouts
+    (``pmtu-blackhole``, ``h2-client-stall``), SYN retransmission waits (``syn-drop``,
+    ``tiny-backlog``), resets and refusals (``firewall-reset``, ``ssh-maxstartups``,
+    ``edge-backend-errors``), a lab's own set-up, fixes and teardown.
 
 The rule, in one place (:func:`lab_lane`): a test's own ``@pytest.mark.lab_lane("idle")``
 or ``lab_lane("busy")`` (closest marker wins, so a module can set a lane and one test
@@ -69,6 +73,7 @@ import pytest
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import build_spec
 from gitnetdiag.model.lab.state import LabState
+from tests import xdist_lanes
 from tests.httpremote import HttpRemote, serve_http_remote
 
 LabFactory = Callable[..., LabState]
@@ -81,8 +86,11 @@ IDLE_FAULTS = frozenset({
     "slow-hook", "slow-auth",  # sleeps of seconds
     "pmtu-blackhole", "h2-client-stall",  # transfers that hang until a stall timeout
     "syn-drop", "tiny-backlog",  # SYN retransmission timeouts
+    # named from failures, not rates: resets, refused SSH, an edge's redirects
+    "firewall-reset", "ssh-maxstartups", "edge-backend-errors",
 })
-"""Faults whose lab tests mostly wait: a test parametrized with one runs in the idle lane."""
+"""Faults whose lab tests wait or fail rather than measure a rate: a test parametrized with
+one runs in the idle lane."""
 
 
 def lab_lane(item: pytest.Item) -> str | None:
@@ -105,6 +113,21 @@ def lab_lane(item: pytest.Item) -> str | None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers", "lab_lane(name): the lab test's lane, 'idle' or 'busy' (tests/conftest.py)")
+    xdist_lanes.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    xdist_lanes.unconfigure(config)
+
+
+def pytest_configure_node(node: xdist_lanes.WorkerController) -> None:
+    xdist_lanes.configure_node(node)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object
+                                ) -> xdist_lanes.GroupScheduling | None:
+    """``--dist loadgroup`` as xdist means it (:mod:`tests.xdist_lanes`)."""
+    return xdist_lanes.make_scheduler(config, log)
 
 
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
@@ -120,17 +143,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if not root:
             item.add_marker(pytest.mark.xfail(reason="lab tests need root", run=False,
                                               strict=True))
+    xdist_lanes.record(config, items)
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """One line per lane (``--dist loadgroup`` appends ``@<lane>`` to each test's id): its
-    tests and their summed setup, call and teardown time."""
+    """Under ``--dist loadgroup``, one line per lane: its tests and their summed setup, call
+    and teardown time."""
+    groups = xdist_lanes.recorded(terminalreporter.config)
     seconds: dict[str, float] = {}
     tests: dict[str, set[str]] = {}
     for reports in terminalreporter.stats.values():
         for report in reports:
             nodeid = getattr(report, "nodeid", "")
-            lane = nodeid.rpartition("@")[2] if "@" in nodeid else ""
+            lane = groups.get(nodeid, "")
             if lane not in (IDLE_LANE, BUSY_LANE) or not hasattr(report, "when"):
                 continue
             seconds[lane] = seconds.get(lane, 0.0) + float(getattr(report, "duration", 0.0))
