@@ -59,6 +59,8 @@ instances (a lab two lanes both ask for goes up twice, under different names); l
 share no address, port, cgroup or iptables chain across instances, and
 :mod:`gitnetdiag.lab.manager` serializes the files they do share. At the end a line per
 lane gives its test count and summed time (setup, call and teardown), for balancing.
+Measured on this 2-core machine with other work running: one test at a time took 1726 s;
+the two lanes 811 s (87 passed; busy 801 s, idle 782 s of summed test time).
 """
 
 from __future__ import annotations
