@@ -15,17 +15,18 @@ lint: setup
 	$(BIN)/ruff check gitnetdiag tests benchmarks scripts
 	$(BIN)/mypy gitnetdiag
 
-# Lint first (a failure stops here), then the unit tests on both cores and the lab tests
-# one at a time (they measure rates and times, and a second live lab would share the two
-# cores). Both test parts always run; the target fails when either did. Each part lists
-# its ten slowest tests; the last lines give each part's exit code and time.
+# Lint first (a failure stops here), then the unit tests on both cores, then the lab tests
+# in two lanes (tests/conftest.py): one test that waits (a CPU quota, a sleep, a stall
+# timeout) beside one that measures rates, never two that measure. Both test parts always
+# run; the target fails when either did. Each part lists its slowest tests, the lab part
+# each lane's summed time; the last lines give each part's exit code and time.
 LINT := $(BIN)/ruff check gitnetdiag tests benchmarks scripts && $(BIN)/mypy gitnetdiag
 
 test: setup
 	@t0=$$(date +%s); \
 	$(LINT) || exit 1; lint=0; t1=$$(date +%s); \
 	$(BIN)/pytest -q -p no:cacheprovider -m "not lab" -n 2 --durations=10; unit=$$?; t2=$$(date +%s); \
-	$(BIN)/pytest -q -p no:cacheprovider -m lab --durations=10; lab=$$?; t3=$$(date +%s); \
+	$(BIN)/pytest -q -p no:cacheprovider -m lab -n 2 --dist loadgroup --durations=15; lab=$$?; t3=$$(date +%s); \
 	part() { printf 'make test: %-10s exit %s  %3dm%02ds\n' "$$1" "$$2" $$(($$3 / 60)) $$(($$3 % 60)); }; \
 	part lint $$lint $$((t1 - t0)); part unit $$unit $$((t2 - t1)); \
 	part lab $$lab $$((t3 - t2)); part total - $$((t3 - t0)); \

@@ -26,6 +26,41 @@ A new fault's tests: ask ``shared_lab(fault)`` in each test that only reads or
 pushes, as :mod:`tests.acceptance.test_diagnose_lab` does for its faults without a
 ``lab fix``; the lab then goes up once for all of them. Keep pushes only as large as
 the assertion needs (a few MB).
+
+Two lanes
+---------
+``make test`` runs the lab tests on two pytest-xdist workers with ``--dist loadgroup``:
+each lab test is put in one of two ``xdist_group`` lanes, and each lane runs on its own
+worker, one test at a time, so exactly one test of each lane runs at once (xdist's own
+``loadgroup`` no longer sees groups under pytest 9.2: :mod:`tests.xdist_lanes` schedules
+them).
+
+``busy`` (the default)
+    Tests that measure rates or times the machine's CPU could bend: pushes and fetches
+    whose throughput, ranking or predicted gain is the assertion.
+``idle``
+    Tests that spend their time waiting, not computing, or whose culprit is named from
+    failures rather than a rate: a fault under a CPU quota of 5 % of one core
+    (``client-pack-cpu``, ``client-index-cpu``, ``slow-pack-generation``), a throttled
+    disk (``slow-storage``), sleeps (``slow-hook``, ``slow-auth``), stall timeouts
+    (``pmtu-blackhole``, ``h2-client-stall``), SYN retransmission waits (``syn-drop``,
+    ``tiny-backlog``), resets and refusals (``firewall-reset``, ``ssh-maxstartups``,
+    ``edge-backend-errors``), a lab's own set-up, fixes and teardown.
+
+The rule, in one place (:func:`lab_lane`): a test's own ``@pytest.mark.lab_lane("idle")``
+or ``lab_lane("busy")`` (closest marker wins, so a module can set a lane and one test
+override it); otherwise ``idle`` when one of its parameters is a fault in
+:data:`IDLE_FAULTS`; otherwise ``busy``. A new test or a new fault is busy until it is
+shown to wait. A test that fails because of what runs beside it moves lanes; its
+assertion is not loosened. Every test of a lab that reads the host's global kernel log
+(``dmesg``: the "SYN flooding" lines of ``tiny-backlog``) or needs a loop device is idle,
+so such tests never run at the same time. Each worker has its own ``shared_lab``
+instances (a lab two lanes both ask for goes up twice, under different names); labs
+share no address, port, cgroup or iptables chain across instances, and
+:mod:`gitnetdiag.lab.manager` serializes the files they do share. At the end a line per
+lane gives its test count and summed time (setup, call and teardown), for balancing.
+Measured on this 2-core machine with other work running: one test at a time took 1726 s;
+the two lanes 811 s (87 passed; busy 801 s, idle 782 s of summed test time).
 """
 
 from __future__ import annotations
@@ -33,6 +68,7 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -40,19 +76,103 @@ import pytest
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import build_spec
 from gitnetdiag.model.lab.state import LabState
+from tests import xdist_lanes
 from tests.httpremote import HttpRemote, serve_http_remote
 
 LabFactory = Callable[..., LabState]
 
+IDLE_LANE = "idle"
+BUSY_LANE = "busy"
+IDLE_FAULTS = frozenset({
+    "client-index-cpu", "client-pack-cpu", "slow-pack-generation",  # 5 % of one core
+    "slow-storage",  # 30 IOPS, 1 MiB/s
+    "slow-hook", "slow-auth",  # sleeps of seconds
+    "pmtu-blackhole", "h2-client-stall",  # transfers that hang until a stall timeout
+    "syn-drop", "tiny-backlog",  # SYN retransmission timeouts
+    # named from failures, not rates: resets, refused SSH, an edge's redirects
+    "firewall-reset", "ssh-maxstartups", "edge-backend-errors",
+})
+"""Faults whose lab tests wait or fail rather than measure a rate: a test parametrized with
+one runs in the idle lane."""
 
+
+def lab_lane(item: pytest.Item) -> str | None:
+    """The lane of a lab test (None for a unit test): see the module's docstring."""
+    if not item.get_closest_marker("lab"):
+        return None
+    mark = item.get_closest_marker("lab_lane")
+    if mark is not None:
+        if mark.args not in ((IDLE_LANE,), (BUSY_LANE,)):
+            raise pytest.UsageError(f"{item.nodeid}: lab_lane takes '{IDLE_LANE}' or "
+                                    f"'{BUSY_LANE}', not {mark.args!r}")
+        return str(mark.args[0])
+    callspec = getattr(item, "callspec", None)
+    params = callspec.params.values() if callspec is not None else ()
+    if any(isinstance(value, str) and value in IDLE_FAULTS for value in params):
+        return IDLE_LANE
+    return BUSY_LANE
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "lab_lane(name): the lab test's lane, 'idle' or 'busy' (tests/conftest.py)")
+    xdist_lanes.configure(config)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    xdist_lanes.unconfigure(config)
+
+
+def pytest_configure_node(node: xdist_lanes.WorkerController) -> None:
+    xdist_lanes.configure_node(node)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: object
+                                ) -> xdist_lanes.GroupScheduling | None:
+    """``--dist loadgroup`` as xdist means it (:mod:`tests.xdist_lanes`)."""
+    return xdist_lanes.make_scheduler(config, log)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups (--dist loadgroup)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Lab tests need root; without it they fail loudly instead of passing silently."""
-    if os.geteuid() == 0:
-        return
+    """Each lab test gets its lane as its xdist group. Lab tests need root; without it they
+    fail loudly instead of passing silently."""
+    root = os.geteuid() == 0
     for item in items:
-        if item.get_closest_marker("lab"):
+        lane = lab_lane(item)
+        if lane is None:
+            continue
+        item.add_marker(pytest.mark.xdist_group(lane))
+        if not root:
             item.add_marker(pytest.mark.xfail(reason="lab tests need root", run=False,
                                               strict=True))
+    xdist_lanes.record(config, items)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Under ``--dist loadgroup``, one line per lane: its tests and their summed setup, call
+    and teardown time."""
+    groups = xdist_lanes.recorded(terminalreporter.config)
+    seconds: dict[str, float] = {}
+    tests: dict[str, set[str]] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            nodeid = getattr(report, "nodeid", "")
+            lane = groups.get(nodeid, "")
+            if lane not in (IDLE_LANE, BUSY_LANE) or not hasattr(report, "when"):
+                continue
+            seconds[lane] = seconds.get(lane, 0.0) + float(getattr(report, "duration", 0.0))
+            tests.setdefault(lane, set()).add(nodeid)
+    for lane in sorted(seconds):
+        terminalreporter.write_line(
+            f"lab lane {lane}: {len(tests[lane])} tests, {seconds[lane]:.0f} s")
+
+
+def _down_all(instances: list[str]) -> None:
+    """Take the labs down four at a time (each down mostly waits on ``ip netns`` and on its
+    servers' exit; a lane ends with some 30 shared labs up)."""
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        list(pool.map(manager.down, instances))
 
 
 @pytest.fixture
@@ -67,8 +187,7 @@ def lab_factory() -> Iterator[LabFactory]:
         return manager.up(spec)
 
     yield make
-    for name in made:
-        manager.down(name)
+    _down_all(made)
 
 
 @pytest.fixture(scope="session")
@@ -89,8 +208,7 @@ def shared_lab() -> Iterator[LabFactory]:
         return made[key]
 
     yield get
-    for state in made.values():
-        manager.down(state.instance)
+    _down_all([state.instance for state in made.values()])
 
 
 @pytest.fixture()

@@ -18,13 +18,14 @@ exists inside the lab's namespaces.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import pwd
 import shutil
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
@@ -86,6 +87,18 @@ Progress = Callable[[str], None]
 
 def _quiet(_msg: str) -> None:
     return None
+
+
+@contextlib.contextmanager
+def _shared_files_lock() -> Iterator[None]:
+    """Held while an instance creates its state directory or the service user, and while the
+    last one down removes what instances share (the user, STATE_ROOT, the allowed congestion
+    controls): two labs built or taken down at once (the suite's two lanes) must not race."""
+    lock = STATE_ROOT.with_name(STATE_ROOT.name + ".lock")
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        yield
 
 
 def existing_namespaces() -> set[str]:
@@ -356,6 +369,18 @@ def _lab_state(spec: LabSpec, ns: Namespaces, paths: LabPaths, pids: dict[str, i
     )
 
 
+def _wait_delay_bound(paths: LabPaths, pid: int, timeout_s: float = 5.0) -> None:
+    """Until the delay program prints that it holds its queue (it does once bound), or dies."""
+    log = paths.run / "delay.log"
+    deadline = time.monotonic() + timeout_s
+    while alive(pid):
+        if "delay: queue" in log.read_text(errors="replace") or time.monotonic() > deadline:
+            return
+        time.sleep(0.02)
+    raise LabError("the delay program died: " + log_tail(paths.run, "delay"),
+                   hint=f"see {log}", reference="lab-delay-failed")
+
+
 def _shape_path(ns: Namespaces, paths: LabPaths, spec: LabSpec, state: LabState,
                 progress: Progress) -> None:
     """The router's delay, loss and rate, and the faults' rules (after readiness)."""
@@ -364,10 +389,7 @@ def _shape_path(ns: Namespaces, paths: LabPaths, spec: LabSpec, state: LabState,
     delay_pid = _start_delay(ns, paths, spec)
     if delay_pid is not None:
         state.pids["delay"] = delay_pid
-        time.sleep(0.5)
-        if not alive(delay_pid):
-            raise LabError("the delay program died: " + log_tail(paths.run, "delay"),
-                           hint=f"see {paths.run / 'delay.log'}", reference="lab-delay-failed")
+        _wait_delay_bound(paths, delay_pid)
     router_rules(ns, spec)
 
 
@@ -376,9 +398,10 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
     ns = Namespaces.of(spec.instance)
     root = state_dir(spec.instance)
     _check_can_build(spec, ns, root, progress)
-    STATE_ROOT.mkdir(parents=True, exist_ok=True)
-    STATE_ROOT.chmod(0o755)
-    root.mkdir(mode=0o755)
+    with _shared_files_lock():
+        STATE_ROOT.mkdir(parents=True, exist_ok=True)
+        STATE_ROOT.chmod(0o755)
+        root.mkdir(mode=0o755)
     paths = LabPaths(root=root)
     try:
         progress("network namespaces, veth pairs, routes")
@@ -387,7 +410,8 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         _make_pki(paths)
         progress("SSH keys, service user, bare repository")
         _make_ssh_keys(paths)
-        account = _ensure_user()
+        with _shared_files_lock():
+            account = _ensure_user()
         paths.home.mkdir(exist_ok=True)
         cgroup = ""
         if spec.slow_disk_iops is not None:
@@ -530,12 +554,13 @@ def down(instance: str) -> list[str]:
     if root.exists():
         shutil.rmtree(root, ignore_errors=True)
         removed.append(f"files in {root}")
-    if STATE_ROOT.is_dir() and not any(p.is_dir() and p.name != "home"
-                                       for p in STATE_ROOT.iterdir()):
-        _restore_cubic()
-        _remove_user_if_ours()
-        shutil.rmtree(STATE_ROOT, ignore_errors=True)
-        removed.append("service user and shared lab files")
+    with _shared_files_lock():
+        if STATE_ROOT.is_dir() and not any(p.is_dir() and p.name != "home"
+                                           for p in STATE_ROOT.iterdir()):
+            _restore_cubic()
+            _remove_user_if_ours()
+            shutil.rmtree(STATE_ROOT, ignore_errors=True)
+            removed.append("service user and shared lab files")
     return removed
 
 

@@ -15,7 +15,8 @@ import pytest
 
 from tests.conftest import LabFactory
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): the seed branch's life and the bytes moved, no rate.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 SEED = "4MiB"
 SEED_BYTES = 4 * 2**20

@@ -12,7 +12,8 @@ from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.proc import run
 from tests.capture.labcapture import lab_tools_missing, make_lab_capture
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): two readers of one capture file compared, no rate.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 
 def _tshark_fields(path: Path, *fields: str, display_filter: str = "") -> list[list[str]]:

@@ -21,7 +21,8 @@ from tests.conftest import LabFactory
 from tests.diagnosis.examples import git_daemon_backlog
 from tests.labutil import in_client
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): tiny-backlog: SYN waits, the global dmesg.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 
 def host_argv(state: LabState, *args: str) -> list[str]:
@@ -89,6 +90,7 @@ def test_tiny_backlog_under_a_burst(lab_factory: LabFactory) -> None:
     assert diagnose(obs).findings[0].id == "listen-backlog-overflow"
 
 
+@pytest.mark.lab_lane("busy")  # the busy lane's shared lab: no second one
 def test_h2_small_window_edge_config_is_flagged(shared_lab: LabFactory) -> None:
     state = shared_lab("h2-small-window")
     config = str(Path(state.state_dir) / "haproxy.cfg")
@@ -101,6 +103,7 @@ def test_h2_small_window_edge_config_is_flagged(shared_lab: LabFactory) -> None:
     assert report["haproxy_version"]
 
 
+@pytest.mark.lab_lane("busy")
 def test_tcp_rmem_clamp_sysctl_is_flagged(shared_lab: LabFactory) -> None:
     state = shared_lab("tcp-rmem-clamp")
     report = run_host(state)

@@ -34,6 +34,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
                           text=True, timeout=180)
 
 
+@pytest.mark.lab_lane("idle")  # lab up, fix, ls-remote: no rate (tests/conftest.py)
 def test_lab_fix_applies_every_fix_in_place(lab_factory: LabFactory) -> None:
     """One lab with every fixable fault; after ``lab fix`` each knob has its fixed value,
     the endpoints are the same and every way in answers (SSH no longer reset)."""

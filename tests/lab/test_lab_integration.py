@@ -84,6 +84,7 @@ def test_h2_small_window_edge_is_at_least_4x_slower_than_http1(shared_lab: LabFa
     assert h2 / h1 >= 4.0, f"HTTP/2 upload {h2:.2f} s vs HTTP/1.1 {h1:.2f} s"
 
 
+@pytest.mark.lab_lane("idle")  # SYN retransmission waits
 def test_tiny_backlog_overflows_under_150_concurrent_connections(shared_lab: LabFactory) -> None:
     """git daemon's listen(5) overflows: the server's ListenOverflows counter rises.
 
@@ -107,6 +108,7 @@ def test_tiny_backlog_overflows_under_150_concurrent_connections(shared_lab: Lab
     assert after > before
 
 
+@pytest.mark.lab_lane("idle")  # lab up and down, nothing measured
 def test_lab_down_leaves_nothing_and_is_safe_twice(tmp_path: Path) -> None:
     """No namespace, process or file of the instance survives; a second down removes nothing."""
     from gitnetdiag.lab.spec import build_spec

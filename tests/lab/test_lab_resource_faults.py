@@ -11,7 +11,8 @@ import pytest
 from gitnetdiag.lab import manager
 from gitnetdiag.lab.spec import build_spec
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): a throttled loop device, 5 % of a core.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 
 def _cgroup_line(text: str, controller: str) -> str:

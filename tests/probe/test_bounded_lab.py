@@ -20,7 +20,8 @@ import pytest
 from gitnetdiag.model.lab.state import LabState, load_state
 from gitnetdiag.rundir import load_run
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): pushes ended by their stall timeout.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 
 @pytest.fixture(scope="module")

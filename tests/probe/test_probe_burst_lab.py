@@ -13,7 +13,8 @@ from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.rundir import load_run
 from tests.conftest import LabFactory
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): tiny-backlog: SYN retransmission waits.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 
 def _lab_refs(lab: LabState) -> dict[str, str]:

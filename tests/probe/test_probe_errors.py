@@ -46,6 +46,7 @@ def _lab_refs(lab: LabState) -> dict[str, str]:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_lane("idle")  # its lab is tiny-backlog's, as its neighbours'
 def test_unreachable_host_one_line_and_manifest_kept(shared_lab: LabFactory,
                                                      tmp_path: Path) -> None:
     """A git:// remote at an address nothing routes to, from the lab's client namespace.

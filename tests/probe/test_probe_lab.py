@@ -13,7 +13,8 @@ import pytest
 from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.rundir import load_run
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): pushes checked for capture, clean-up and errors, no rate.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 
 def _refs_in_lab(lab: LabState, url: str) -> dict[str, str]:

@@ -22,7 +22,8 @@ from gitnetdiag.rundir import PushRecord, load_run
 from tests.conftest import LabFactory
 from tests.labutil import in_client
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): a hook that sleeps, timeouts, signals.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 HOOK_S = 5.0
 
 
@@ -144,6 +145,7 @@ def test_load_timeout_shorter_than_the_hook(hook_lab: LabState, tmp_path: Path) 
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
+@pytest.mark.lab_lane("busy")  # the healthy lab of the busy lane's load tests
 def test_repo_the_server_holds_is_sent_in_full(
     shared_lab: LabFactory, tmp_path: Path
 ) -> None:
