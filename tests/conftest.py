@@ -86,6 +86,7 @@ BUSY_LANE = "busy"
 IDLE_FAULTS = frozenset({
     "client-index-cpu", "client-pack-cpu", "slow-pack-generation",  # 5 % of one core
     "slow-storage",  # 30 IOPS, 1 MiB/s
+    "edge-response-buffering",  # the edge's temp files on a 30 IOPS, 1 MiB/s loop device
     "slow-hook", "slow-auth",  # sleeps of seconds
     "pmtu-blackhole", "h2-client-stall",  # transfers that hang until a stall timeout
     "syn-drop", "tiny-backlog",  # SYN retransmission timeouts
