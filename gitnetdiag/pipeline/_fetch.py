@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gitnetdiag.analysis.fetchphases import FetchPhases, fetch_phases
+from gitnetdiag.analysis.fetchsender import summarize_sender
 from gitnetdiag.analysis.fetchtcp import summarize_download
 from gitnetdiag.analysis.fetchwindow import (
     DownloadPacing,
@@ -101,6 +102,7 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
         tcp=summarize_download(_samples(_read(run_dir, record, "tcpinfo"))), path_rtt_s=rtt_s,
         client_rmem_max_bytes=rmem[-1] if rmem else None, stopped=record.stopped,
         libcurl=libcurl,
+        sender=summarize_sender(_samples(_read(run_dir, record, "server_tcpinfo"))),
     )
 
 

@@ -90,7 +90,8 @@ class _FetchRun:
             schema=FETCH_SCHEMA, direction="fetch", tool_version=__version__,
             run_id=self.run_id, started_at=self.started_at, finished_at=self.finished_at,
             status=self.status,
-            options={**self.options.manifest_options(), "direction": "fetch"},
+            options={**self.options.manifest_options(), "direction": "fetch",
+                     **_server_vantage(self.options)},
             environment=self.environment, protocols=tuple(self.protocols.values()),
             paths=tuple(self.paths), errors=tuple(self.errors), warnings=tuple(self.warnings),
             client_tcp_rmem=self.client_tcp_rmem, seed=self.seed,
@@ -120,6 +121,13 @@ class _FetchRun:
                 f"the partial clone of {run.url} could not be removed",
                 hint="remove the gitnetdiag-clone-* directory under the temporary directory",
                 reference="clone-left"))
+
+
+def _server_vantage(options: ProbeOptions) -> dict[str, str]:
+    """Where the server's sockets were sampled, when it runs on this machine."""
+    if options.server_netns:
+        return {"server_tcpinfo": f"netns {options.server_netns}"}
+    return {"server_tcpinfo": "this host"} if options.server_local else {}
 
 
 def _fetch_error(url: str, record: FetchRecord) -> GitnetdiagError:

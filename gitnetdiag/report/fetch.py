@@ -20,7 +20,7 @@ from gitnetdiag.rundir.fetchrecords import FetchManifest, FetchSeed
 from gitnetdiag.rundir.records import RefCleanup
 from gitnetdiag.serial import to_jsonable
 
-FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/2"
+FETCH_REPORT_SCHEMA = "gitnetdiag.fetch-report/3"
 """Schema id of the fetch report's JSON."""
 
 COLUMNS = ("protocol", "outcome", "received", "rate", "refs", "ref adv.", "1st pack byte",
@@ -98,6 +98,27 @@ def ledger_row(pacing: DownloadPacing) -> tuple[str, ...]:
             fmt_quantity(pacing.longest_gap_s, "s"))
 
 
+SENDER_COLUMNS = ("clone", "sent", "in flight (median)", "send buffer", "client window",
+                  "send-buffer bound", "window bound", "cwnd bound", "app bound")
+"""The server's sockets' table (a local server only), one row per clone."""
+SENDER_TITLE = "The server's socket (its TCP_INFO where it runs): what held its bytes in flight"
+
+
+def sender_row(obs: FetchObservation) -> tuple[str, ...] | None:
+    """One clone's server-side cells, in :data:`SENDER_COLUMNS` order; None unsampled."""
+    sender = obs.sender
+    if sender is None:
+        return None
+    return (f"{obs.protocol} #{obs.repeat}", fmt_quantity(sender.sent_bytes, "B"),
+            fmt_quantity(sender.flight_median_bytes, "B"),
+            fmt_quantity(sender.send_buffer_max_bytes, "B"),
+            fmt_quantity(sender.peer_window_median_bytes, "B"),
+            fmt_quantity(sender.sndbuf_limited_share, "ratio"),
+            fmt_quantity(sender.rwnd_limited_share, "ratio"),
+            fmt_quantity(sender.cwnd_full_share, "ratio"),
+            fmt_quantity(sender.app_share, "ratio"))
+
+
 def _table_of(columns: Sequence[str], rows: Sequence[tuple[str, ...]], *,
               markdown: bool) -> list[str]:
     if markdown:
@@ -128,6 +149,10 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             lines += _finding_lines(rank, finding, markdown=markdown)
     elif any(obs.measured for obs in observations):
         lines.append("no download culprit above the threshold")
+    senders = [row for obs in observations if (row := sender_row(obs)) is not None]
+    if senders:
+        lines += ["", f"## {SENDER_TITLE}" if markdown else SENDER_TITLE,
+                  *_table_of(SENDER_COLUMNS, senders, markdown=markdown)]
     if pacing:
         lines += ["", f"## {LEDGER_TITLE}" if markdown else LEDGER_TITLE,
                   *_table_of(LEDGER_COLUMNS, [ledger_row(p) for p in pacing], markdown=markdown)]
@@ -162,7 +187,8 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
         "culprits": [{"rank": rank, **to_jsonable(finding)}
                      for rank, finding in enumerate(findings, start=1)],
         "fetches": [{**to_jsonable(obs), "rtt_s": obs.rtt_s,
-                     "server_pack_generation_s": obs.phases.server_pack_generation_s}
+                     "server_pack_generation_s": obs.phases.server_pack_generation_s,
+                     **_sender_shares(obs)}
                     for obs in observations],
         "errors": to_jsonable(manifest.errors),
         "client_tcp_rmem": to_jsonable(manifest.client_tcp_rmem),
@@ -170,6 +196,12 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
         "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
                           if key not in ("t_s", "cumulative_bytes")} for p in pacing],
     }
+
+
+def _sender_shares(obs: FetchObservation) -> dict[str, float | None]:
+    sender = obs.sender
+    return {"server_sndbuf_limited_share": sender.sndbuf_limited_share if sender else None,
+            "server_rwnd_limited_share": sender.rwnd_limited_share if sender else None}
 
 
 def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObservation],

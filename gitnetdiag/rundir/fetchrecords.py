@@ -93,8 +93,11 @@ class FetchRecord:
     clone_removed: bool
     """The partial clone's directory was removed and checked gone."""
     artifacts: dict[str, str] = field(default_factory=dict)
-    """Artifact kind (``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``)
-    -> path relative to the run directory."""
+    """Artifact kind (``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``,
+    ``server_tcpinfo``) -> path relative to the run directory."""
+    server_tcpinfo_samples: int = 0
+    """``ss -tin`` samples of the server's sockets of this clone (recorded only when the
+    server runs on this machine: the lab, ``--host-netns``, ``--host-local``)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -6,6 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from gitnetdiag.analysis.fetchphases import FetchPhases
+from gitnetdiag.analysis.fetchsender import SenderTcpSummary
 from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
 from gitnetdiag.diagnosis.culprits._common import Hit
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
@@ -41,6 +42,8 @@ class FetchObservation:
     """Why the monitor stopped git (``stable``, ``budget``, ``stall``), None when git ended."""
     libcurl: str | None = None
     """The client's libcurl version (the HTTPS transports), None when unknown."""
+    sender: SenderTcpSummary | None = None
+    """The server's TCP evidence (its own sockets, a local server only), None without."""
 
     @property
     def rtt_s(self) -> float | None:

@@ -30,6 +30,8 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "no-queue": 0.2,  # median RTT within 1.5x the minimum: no queue on the path
         "steady": 0.1,  # the monitor stopped on a stable rate
         "cap": 0.85,  # the client alone cannot tell a clamped buffer from slow production
+        "sender-sndbuf-limited": 0.45,  # the server's own sockets: buffer-bound, windows open
+        "cap-with-sender": 0.95,  # ... and with the server's word on it
     },
     "client-index-pack-cpu": {
         "index-pack-share": 0.4,  # index-pack took INDEX_PACK_SHARE or more of the clone
