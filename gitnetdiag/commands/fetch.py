@@ -91,11 +91,12 @@ def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
         from gitnetdiag.report.fetch_html import render_fetch_html
 
         return render_fetch_html(diagnosis.manifest, diagnosis.observations,
-                                 diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing)
+                                 diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing,
+                                 diagnosis.ssh_pacing)
     render = {"json": render_fetch_json, "md": render_fetch_markdown}.get(
         fmt, render_fetch_terminal)
     return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings,
-                  diagnosis.h2_pacing)
+                  diagnosis.h2_pacing, diagnosis.ssh_pacing)
 
 
 def is_fetch_run(run_dir: Path) -> bool:

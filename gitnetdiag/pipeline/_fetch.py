@@ -23,6 +23,7 @@ from gitnetdiag.analysis.fetchwindow import (
     download_pacing,
     download_window_series,
 )
+from gitnetdiag.analysis.sshdownload import SshDownloadPacing, ssh_download_pacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.rundir import bad_run_dir
@@ -51,6 +52,8 @@ class FetchDiagnosis:
     """Per observation, the download socket's window over time (the HTML report's plot)."""
     h2_pacing: tuple[DownloadPacing, ...] = ()
     """The native HTTP/2 download ledgers, one per window, side by side."""
+    ssh_pacing: tuple[SshDownloadPacing, ...] = ()
+    """The native SSH download ledger."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
@@ -120,4 +123,6 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
                     for run in manifest.protocols for record in run.fetches)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
                           findings=rank_download(observations), windows=windows,
-                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads))
+                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads),
+                          ssh_pacing=tuple(ssh_download_pacing(r)
+                                           for r in manifest.ssh_downloads))

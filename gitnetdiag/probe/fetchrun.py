@@ -38,6 +38,7 @@ from gitnetdiag.rundir.fetchrecords import (
     FetchRecord,
     FetchSeed,
     H2DownloadRecord,
+    SshDownloadRecord,
     write_fetch_manifest,
 )
 from gitnetdiag.rundir.records import RunStage, RunStatus
@@ -78,6 +79,7 @@ class _FetchRun:
         self.client_tcp_rmem: tuple[int, ...] | None = None
         self.seed: FetchSeed | None = None
         self.h2_downloads: list[H2DownloadRecord] = []
+        self.ssh_downloads: list[SshDownloadRecord] = []
         self.branch: str | None = None
 
     def transport(self, protocol: TransportKind) -> Transport:
@@ -95,7 +97,7 @@ class _FetchRun:
             environment=self.environment, protocols=tuple(self.protocols.values()),
             paths=tuple(self.paths), errors=tuple(self.errors), warnings=tuple(self.warnings),
             client_tcp_rmem=self.client_tcp_rmem, seed=self.seed,
-            h2_downloads=tuple(self.h2_downloads),
+            h2_downloads=tuple(self.h2_downloads), ssh_downloads=tuple(self.ssh_downloads),
         ), self.secrets)
 
     def save(self) -> FetchManifest:
@@ -230,6 +232,30 @@ def _fetch_all(state: _FetchRun) -> None:
             state.save()
     if options.native and TransportKind.H2 in options.protocols and TransportKind.H2 not in failed:
         _h2_ledgers(state)
+    if options.native and TransportKind.SSH in options.protocols \
+            and TransportKind.SSH not in failed:
+        _ssh_ledger(state)
+
+
+def _ssh_ledger(state: _FetchRun) -> None:
+    """The native SSH download: the channel window this client grants, the server's pacing."""
+    from gitnetdiag.probe.sshfetch import ssh_download
+
+    options = state.options
+    name = "native ssh download"
+    state.reporter.begin(name)
+    record = ssh_download(options.urls[TransportKind.SSH], key_file=options.ssh_key,
+                          known_hosts=options.ssh_known_hosts, branch=state.branch,
+                          budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s,
+                          timeout_s=options.timeout_s)
+    state.ssh_downloads.append(record)
+    state.reporter.done(name, record.error or f"{record.outcome}, "
+                        f"{record.received_bytes / 2**20:.1f} MiB, "
+                        f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s",
+                        ok=record.outcome in ("ok", "bounded"))
+    if record.outcome == "failed":
+        state.warnings.append(f"native SSH download: {record.error}")
+    state.save()
 
 
 def _h2_ledgers(state: _FetchRun) -> None:

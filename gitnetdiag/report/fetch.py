@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gitnetdiag.analysis.fetchwindow import DownloadPacing
+from gitnetdiag.analysis.sshdownload import SshDownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
@@ -98,6 +99,27 @@ def ledger_row(pacing: DownloadPacing) -> tuple[str, ...]:
             fmt_quantity(pacing.longest_gap_s, "s"))
 
 
+SSH_LEDGER_COLUMNS = ("window granted", "max packet", "outcome", "received", "rate", "reads",
+                      "median burst", "longest pause", "adjusts sent", "median adjust",
+                      "least credit left")
+"""The native SSH download ledger's table."""
+SSH_LEDGER_TITLE = ("SSH download ledger (native upload-pack fetch): the server's pacing under "
+                    "the channel window this client granted")
+
+
+def ssh_ledger_row(pacing: SshDownloadPacing) -> tuple[str, ...]:
+    """The SSH ledger's cells, in :data:`SSH_LEDGER_COLUMNS` order."""
+    if pacing.error:
+        return ("-", "-", "failed", pacing.error, *([""] * 7))
+    return (fmt_quantity(pacing.client_window_bytes, "B"),
+            fmt_quantity(pacing.client_max_packet_bytes, "B"), pacing.outcome,
+            fmt_quantity(pacing.received_bytes, "B"),
+            fmt_quantity(pacing.rate_bytes_per_s, "B/s"), fmt_quantity(pacing.reads, "count"),
+            fmt_quantity(pacing.median_burst_bytes, "B"), fmt_quantity(pacing.longest_gap_s, "s"),
+            fmt_quantity(pacing.adjusts, "count"), fmt_quantity(pacing.median_adjust_bytes, "B"),
+            fmt_quantity(pacing.least_credit_bytes, "B"))
+
+
 SENDER_COLUMNS = ("clone", "sent", "in flight (median)", "send buffer", "client window",
                   "send-buffer bound", "window bound", "cwnd bound", "app bound")
 """The server's sockets' table (a local server only), one row per clone."""
@@ -131,7 +153,8 @@ def _table_of(columns: Sequence[str], rows: Sequence[tuple[str, ...]], *,
 
 def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             findings: Sequence[Finding], *, markdown: bool,
-            pacing: Sequence[DownloadPacing] = ()) -> str:
+            pacing: Sequence[DownloadPacing] = (),
+            ssh_pacing: Sequence[SshDownloadPacing] = ()) -> str:
     title = "# gitnetdiag: download direction (fetch)" if markdown else \
         "gitnetdiag: download direction (fetch, read-only clones)"
     lines = [title, ""]
@@ -156,6 +179,10 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
     if pacing:
         lines += ["", f"## {LEDGER_TITLE}" if markdown else LEDGER_TITLE,
                   *_table_of(LEDGER_COLUMNS, [ledger_row(p) for p in pacing], markdown=markdown)]
+    if ssh_pacing:
+        lines += ["", f"## {SSH_LEDGER_TITLE}" if markdown else SSH_LEDGER_TITLE,
+                  *_table_of(SSH_LEDGER_COLUMNS, [ssh_ledger_row(p) for p in ssh_pacing],
+                             markdown=markdown)]
     for error in manifest.errors:
         lines.append(f"error: {error.reference}: {error.message}")
     return "\n".join(lines).rstrip() + "\n"
@@ -163,21 +190,26 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
 
 def render_fetch_terminal(manifest: FetchManifest, observations: Sequence[FetchObservation],
                           findings: Sequence[Finding],
-                          pacing: Sequence[DownloadPacing] = ()) -> str:
+                          pacing: Sequence[DownloadPacing] = (),
+                          ssh_pacing: Sequence[SshDownloadPacing] = ()) -> str:
     """Plain text for the terminal."""
-    return _render(manifest, observations, findings, markdown=False, pacing=pacing)
+    return _render(manifest, observations, findings, markdown=False, pacing=pacing,
+                   ssh_pacing=ssh_pacing)
 
 
 def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchObservation],
                           findings: Sequence[Finding],
-                          pacing: Sequence[DownloadPacing] = ()) -> str:
+                          pacing: Sequence[DownloadPacing] = (),
+                          ssh_pacing: Sequence[SshDownloadPacing] = ()) -> str:
     """Markdown for a ticket."""
-    return _render(manifest, observations, findings, markdown=True, pacing=pacing)
+    return _render(manifest, observations, findings, markdown=True, pacing=pacing,
+                   ssh_pacing=ssh_pacing)
 
 
 def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
-                      pacing: Sequence[DownloadPacing] = ()) -> dict[str, Any]:
+                      pacing: Sequence[DownloadPacing] = (),
+                      ssh_pacing: Sequence[SshDownloadPacing] = ()) -> dict[str, Any]:
     """The fetch report as plain JSON types."""
     return {
         "schema": FETCH_REPORT_SCHEMA,
@@ -195,6 +227,7 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
         "seed": to_jsonable(manifest.seed),
         "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
                           if key not in ("t_s", "cumulative_bytes")} for p in pacing],
+        "ssh_downloads": to_jsonable(list(ssh_pacing)),
     }
 
 
@@ -206,7 +239,8 @@ def _sender_shares(obs: FetchObservation) -> dict[str, float | None]:
 
 def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
-                      pacing: Sequence[DownloadPacing] = ()) -> str:
+                      pacing: Sequence[DownloadPacing] = (),
+                      ssh_pacing: Sequence[SshDownloadPacing] = ()) -> str:
     """The fetch report as indented JSON text."""
-    return json.dumps(fetch_report_dict(manifest, observations, findings, pacing),
+    return json.dumps(fetch_report_dict(manifest, observations, findings, pacing, ssh_pacing),
                       indent=2) + "\n"
