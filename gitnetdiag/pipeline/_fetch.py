@@ -23,8 +23,10 @@ from gitnetdiag.analysis.fetchwindow import (
     download_pacing,
     download_window_series,
 )
+from gitnetdiag.analysis.fetchwire import git_h2_window
 from gitnetdiag.analysis.sshdownload import SshDownloadPacing, ssh_download_pacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.rundir import bad_run_dir
 from gitnetdiag.rundir.fetchrecords import (
@@ -106,7 +108,20 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
         client_rmem_max_bytes=rmem[-1] if rmem else None, stopped=record.stopped,
         libcurl=libcurl,
         sender=summarize_sender(_samples(_read(run_dir, record, "server_tcpinfo"))),
+        **_h2_windows(run_dir, record, libcurl),
     )
+
+
+def _h2_windows(run_dir: Path, record: FetchRecord, libcurl: str | None) -> dict[str, Any]:
+    """An HTTP/2 clone's windows: git's own (decrypted frames, ``--full``) beside the one its
+    libcurl release is documented to advertise."""
+    if record.protocol != "h2":
+        return {}
+    documented = window_for(libcurl)
+    frames = _read(run_dir, record, "http2_frames")
+    return {"git_h2_window": git_h2_window(frames) if frames else None,
+            "libcurl_window_bytes": documented.steady_window or documented.initial_window
+            if documented else None}
 
 
 def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:

@@ -16,6 +16,7 @@ Whatever happened, the temporary directory is removed and checked gone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -29,6 +30,7 @@ from typing import Protocol as TypingProtocol
 
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
 from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason
+from gitnetdiag.probe.fetchfull import FetchWire
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_line
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.pushonce import now_iso
@@ -240,22 +242,26 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
                  "tcpinfo": f"{stem}.tcpinfo.jsonl",
                  "server_tcpinfo": f"{stem}.server-tcpinfo.jsonl"}
     paths = {kind: (state.run_dir / name).resolve() for kind, name in artifacts.items()}
+    wire = (FetchWire(state.run_dir, stem, host=_host(transport.url), port=port)
+            if options.full and protocol is TransportKind.H2 else None)
     env = transport.env({
         "GIT_TRACE2_EVENT": str(paths["trace2"]), "GIT_TRACE2_EVENT_NESTING": "10",
         "GIT_TRACE_PACKET": str(paths["packet_trace"]), "GIT_PROGRESS_DELAY": "0",
+        **(wire.env if wire else {}),
     })
     label = f"fetch {protocol.value} #{repeat}"
     state.reporter.begin(label)
     started_at, started_epoch = now_iso(), time.time()
     scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-clone-"))
     try:
-        clone = run_monitored_clone(
-            clone_argv(transport, scratch / "clone", state.branch), env=env,
-            timeout_s=options.timeout_s,
-            budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s, port=port,
-            tcpinfo_path=paths["tcpinfo"],
-            on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate),
-            server=_server_watch(options, paths["server_tcpinfo"]))
+        with wire or contextlib.nullcontext():
+            clone = run_monitored_clone(
+                clone_argv(transport, scratch / "clone", state.branch), env=env,
+                timeout_s=options.timeout_s,
+                budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s, port=port,
+                tcpinfo_path=paths["tcpinfo"],
+                on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate),
+                server=_server_watch(options, paths["server_tcpinfo"]))
     finally:
         removed = remove_clone(scratch)
     replace_file(paths["stderr"], clone.run.stderr.encode())
@@ -263,6 +269,8 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         json.dumps({"t_s": p.t_s, "stderr_bytes": p.stderr_bytes,
                     "received_bytes": p.received_bytes}) + "\n" for p in clone.timeline).encode())
     artifacts = {kind: name for kind, name in artifacts.items() if paths[kind].exists()}
+    if wire is not None:
+        artifacts.update(wire.frames())
     outcome = _outcome(clone)
     kind = clone.run.failure_kind() if outcome in ("failed", "hung") else None
     rate = clone.monitor.rate_bytes_per_s()
@@ -279,6 +287,7 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         stopped=clone.stopped,
         last_progress=_last_progress(clone.run.stderr), tcpinfo_samples=clone.tcpinfo_samples,
         server_tcpinfo_samples=clone.server_samples,
+        full_warning=wire.warning if wire else "",
         clone_removed=removed, artifacts=artifacts,
     )
     detail = (f"{outcome}, {record.moved_bytes / 2**20:.1f} MiB"
@@ -287,6 +296,12 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
               + ("" if removed else ", PARTIAL CLONE LEFT"))
     state.reporter.done(label, detail, ok=outcome in MEASURED_OUTCOMES and removed)
     return record
+
+
+def _host(url: str) -> str:
+    from gitnetdiag.probe.runner import endpoint_of
+
+    return endpoint_of(url)[0]
 
 
 def _server_watch(options: ProbeOptions, path: Path) -> ServerWatch | None:

@@ -120,6 +120,25 @@ def ssh_ledger_row(pacing: SshDownloadPacing) -> tuple[str, ...]:
             fmt_quantity(pacing.least_credit_bytes, "B"))
 
 
+WIRE_COLUMNS = ("clone", "libcurl", "its release's window", "stream window (git's frames)",
+                "connection window (git's frames)", "WINDOW_UPDATEs sent", "DATA received")
+"""git's own HTTP/2 windows (``--full``) beside its libcurl release's documented one."""
+WIRE_TITLE = ("git's HTTP/2 window (its decrypted frames, --full) beside the window its "
+              "libcurl release is documented to advertise")
+
+
+def wire_row(obs: FetchObservation) -> tuple[str, ...] | None:
+    """One HTTP/2 clone's window cells, in :data:`WIRE_COLUMNS` order; None without frames."""
+    seen = obs.git_h2_window
+    if seen is None:
+        return None
+    return (f"{obs.protocol} #{obs.repeat}", obs.libcurl or "-",
+            fmt_quantity(obs.libcurl_window_bytes, "B"),
+            fmt_quantity(seen.stream_window_bytes, "B"),
+            fmt_quantity(seen.connection_window_bytes, "B"),
+            fmt_quantity(seen.window_updates, "count"), fmt_quantity(seen.data_bytes, "B"))
+
+
 SENDER_COLUMNS = ("clone", "sent", "in flight (median)", "send buffer", "client window",
                   "send-buffer bound", "window bound", "cwnd bound", "app bound")
 """The server's sockets' table (a local server only), one row per clone."""
@@ -172,6 +191,10 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             lines += _finding_lines(rank, finding, markdown=markdown)
     elif any(obs.measured for obs in observations):
         lines.append("no download culprit above the threshold")
+    wires = [row for obs in observations if (row := wire_row(obs)) is not None]
+    if wires:
+        lines += ["", f"## {WIRE_TITLE}" if markdown else WIRE_TITLE,
+                  *_table_of(WIRE_COLUMNS, wires, markdown=markdown)]
     senders = [row for obs in observations if (row := sender_row(obs)) is not None]
     if senders:
         lines += ["", f"## {SENDER_TITLE}" if markdown else SENDER_TITLE,

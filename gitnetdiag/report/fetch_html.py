@@ -30,11 +30,14 @@ from gitnetdiag.report.fetch import (
     SENDER_TITLE,
     SSH_LEDGER_COLUMNS,
     SSH_LEDGER_TITLE,
+    WIRE_COLUMNS,
+    WIRE_TITLE,
     fetch_row,
     ledger_row,
     seed_line,
     sender_row,
     ssh_ledger_row,
+    wire_row,
 )
 from gitnetdiag.report.html import STYLE, plots_section
 from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, kB, png_bytes, pyplot
@@ -158,6 +161,8 @@ def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObser
         parts.append("<h2>Errors</h2><ul>" + "".join(
             f"<li><code>{_esc(e.reference)}</code>: {_esc(e.message)}</li>"
             for e in manifest.errors) + "</ul>")
+    parts.append(_table(WIRE_TITLE, WIRE_COLUMNS,
+                        [row for obs in observations if (row := wire_row(obs)) is not None]))
     parts.append(_table(SENDER_TITLE, SENDER_COLUMNS,
                         [row for obs in observations if (row := sender_row(obs)) is not None]))
     parts.append(_table(LEDGER_TITLE, LEDGER_COLUMNS, [ledger_row(p) for p in pacing]))

@@ -98,6 +98,9 @@ class FetchRecord:
     server_tcpinfo_samples: int = 0
     """``ss -tin`` samples of the server's sockets of this clone (recorded only when the
     server runs on this machine: the lab, ``--host-netns``, ``--host-local``)."""
+    full_warning: str = ""
+    """``--full`` on an HTTP/2 clone: why its decrypted frames are missing, else empty
+    (artifacts ``keylog``, ``capture``, ``http2_frames`` when written)."""
 
 
 @dataclass(frozen=True, kw_only=True)
