@@ -36,6 +36,12 @@ LabWayIn = Annotated[LabHttp, typer.Option(
     "--lab-http", help="Lab HTTPS way in: edge (HAProxy) or direct (Apache).")]
 CaFile = Annotated[Path | None, typer.Option("--ca-file", help="CA bundle for HTTPS.")]
 Insecure = Annotated[bool, typer.Option("--insecure", help="Do not verify HTTPS certificates.")]
+FetchServerNetns = Annotated[str | None, typer.Option(
+    "--host-netns", metavar="NS",
+    help="The server runs in this network namespace here (root): a fetch reads its sockets' "
+    "TCP_INFO there (send-buffer and window limits).")]
+FetchServerLocal = Annotated[bool, typer.Option(
+    "--host-local", help="The server runs on this host: a fetch reads its sockets' TCP_INFO.")]
 SshKey = Annotated[Path | None, typer.Option("--ssh-key", help="SSH private key.")]
 SshKnownHosts = Annotated[Path | None, typer.Option(
     "--ssh-known-hosts", help="known_hosts file for the SSH remote.")]

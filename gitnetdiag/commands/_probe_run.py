@@ -93,6 +93,8 @@ class ProbeArgs:
     report_format: ReportFormat
     direction: TransferDirection
     fetch_seed: str | None
+    host_netns: str | None = None
+    host_local: bool = False
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -173,6 +175,9 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
         ssh_key=str(remotes.ssh_key) if remotes.ssh_key else None,
         ssh_known_hosts=str(remotes.ssh_known_hosts) if remotes.ssh_known_hosts else None,
         fetch_seed_bytes=fetch_seed_bytes(args.fetch_seed, args.direction),
+        server_netns=args.host_netns or (remotes.lab_state.server_ns if remotes.lab_state
+                                         else None),
+        server_local=args.host_local,
     )
 
 

@@ -18,6 +18,8 @@ from gitnetdiag.commands._options import (
     DEFAULT_TIMEOUT_S,
     CaFile,
     CleanupWait,
+    FetchServerLocal,
+    FetchServerNetns,
     GitTimeout,
     Insecure,
     JsonSummary,
@@ -42,7 +44,7 @@ __all__ = ["ReportFormat", "RichReporter", "probe_command", "register"]
 
 
 # Typer reads every option from the command function's parameters: that is the reason this
-# function has 32 of them. Its body only packs them into ProbeArgs and hands that on.
+# function has 35 of them. Its body only packs them into ProbeArgs and hands that on.
 def probe_command(
     http: Annotated[str | None, typer.Option("--http", help="HTTPS smart-HTTP remote URL.")]
     = None,
@@ -113,6 +115,8 @@ def probe_command(
         help="With --direction fetch|both, for a repository too small to measure or empty: "
         "push SIZE of generated data to a throwaway branch, fetch that branch, delete it. "
         "Without it a fetch writes nothing on the server.")] = None,
+    host_netns: FetchServerNetns = None,
+    host_local: FetchServerLocal = False,
 ) -> None:
     """Push the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 

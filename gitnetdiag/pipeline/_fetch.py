@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitnetdiag.analysis.fetchphases import FetchPhases, fetch_phases
+from gitnetdiag.analysis.fetchsender import summarize_sender
 from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary, summarize_download
 from gitnetdiag.analysis.fetchwindow import (
     DownloadPacing,
@@ -22,8 +23,11 @@ from gitnetdiag.analysis.fetchwindow import (
     download_pacing,
     download_window_series,
 )
+from gitnetdiag.analysis.fetchwire import git_h2_window
+from gitnetdiag.analysis.sshdownload import SshDownloadPacing, ssh_download_pacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
 from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
+from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
 from gitnetdiag.diagnosis.fetchverdict import judge_fetch
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.diagnosis.observations import CaptureMetrics
@@ -61,6 +65,8 @@ class FetchDiagnosis:
     """By the push verdict's rule (:mod:`gitnetdiag.diagnosis.fetchverdict`)."""
     measurement_failures: tuple[MeasurementFailure, ...] = ()
     """Clones that failed or stalled, each with the culprit that explains it, if any."""
+    ssh_pacing: tuple[SshDownloadPacing, ...] = ()
+    """The native SSH download ledger."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
@@ -170,7 +176,21 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
         client_rmem_max_bytes=rmem[-1] if rmem else None, stopped=record.stopped,
         libcurl=libcurl, failure_kind=record.failure_kind, last_line=record.last_line,
         capture=_captured(run_dir, record, tcp),
+        sender=summarize_sender(_samples(_read(run_dir, record, "server_tcpinfo"))),
+        **_h2_windows(run_dir, record, libcurl),
     )
+
+
+def _h2_windows(run_dir: Path, record: FetchRecord, libcurl: str | None) -> dict[str, Any]:
+    """An HTTP/2 clone's windows: git's own (decrypted frames, ``--full``) beside the one its
+    libcurl release is documented to advertise."""
+    if record.protocol != "h2":
+        return {}
+    documented = window_for(libcurl)
+    frames = _read(run_dir, record, "http2_frames")
+    return {"git_h2_window": git_h2_window(frames) if frames else None,
+            "libcurl_window_bytes": documented.steady_window or documented.initial_window
+            if documented else None}
 
 
 def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
@@ -193,4 +213,6 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
                           findings=findings, windows=windows,
                           h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads),
+                          ssh_pacing=tuple(ssh_download_pacing(r)
+                                           for r in manifest.ssh_downloads),
                           verdict=verdict, measurement_failures=failures)

@@ -16,13 +16,14 @@ Whatever happened, the temporary directory is removed and checked gone.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol as TypingProtocol
@@ -31,9 +32,11 @@ from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
 from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason
 from gitnetdiag.probe.capture import Capture
+from gitnetdiag.probe.fetchfull import FetchWire
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_line
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.pushonce import now_iso
+from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
 from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir.fetchrecords import FetchRecord, TimelinePoint
@@ -103,9 +106,22 @@ class MonitoredClone:
     """When each part of stderr had been written, with the bytes received."""
     tcpinfo_samples: int
     """``ss -tin`` samples recorded."""
+    server_samples: int = 0
+    """``ss -tin`` samples of the server's sockets recorded (a local server only)."""
 
 
 _Sampler = Callable[[int, int, float], list[TcpInfoSample]]
+ServerSampler = Callable[[int, Collection[str], float], list[TcpInfoSample]]
+"""``(port, git's local addresses, t_s)`` -> the server's samples of those connections."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerWatch:
+    """Where a clone's server-side samples come from and go (a local server only)."""
+
+    sampler: ServerSampler
+    path: Path
+    """``<stem>.server-tcpinfo.jsonl``."""
 
 
 def _received(found: Sequence[TcpInfoSample], seen: dict[str, float]) -> int:
@@ -121,7 +137,8 @@ def _received(found: Sequence[TcpInfoSample], seen: dict[str, float]) -> int:
 def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_s: float,
                         budget_s: float | None, stall_timeout_s: float | None, port: int,
                         tcpinfo_path: Path, on_progress: Callable[[int, float | None], None],
-                        sampler: _Sampler = sample_ss) -> MonitoredClone:
+                        sampler: _Sampler = sample_ss,
+                        server: ServerWatch | None = None) -> MonitoredClone:
     """Run ``git clone --progress`` under a :class:`RateMonitor` (see the module doc)."""
     started = time.monotonic()
     proc = start(argv, isolate="session", cwd="/", env=env,
@@ -135,7 +152,7 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
     timeline: list[TimelinePoint] = []
     stopped: StopReason | None = None
     killed = False
-    samples = 0
+    samples = server_samples = 0
     seen: dict[str, float] = {}
     finished_s: float | None = None
     try:
@@ -149,6 +166,10 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
             append_samples(tcpinfo_path, found)
             samples += len(found)
             moved = _received(found, seen) if samples else (from_git or 0)
+            if server is not None and finished_s is None:  # the sender while the pack comes
+                sent = server.sampler(port, set(seen), now)
+                append_samples(server.path, sent)
+                server_samples += len(sent)
             if finished_s is None:  # after the pack, index-pack and checkout are not transfer
                 monitor.add(Progress(t_s=now, moved_bytes=moved))
                 finished_s = now if pack_finished else None
@@ -179,7 +200,7 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
     timeline.append(TimelinePoint(t_s=run.wall_s, stderr_bytes=len(err),
                                   received_bytes=monitor.points[-1].moved_bytes))
     return MonitoredClone(run=run, stopped=stopped, monitor=monitor, timeline=tuple(timeline),
-                          tcpinfo_samples=samples)
+                          tcpinfo_samples=samples, server_samples=server_samples)
 
 
 def _drain(stream: object, sink: bytearray) -> None:
@@ -241,11 +262,15 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     stem = f"fetch-{protocol.value}-{repeat}"
     artifacts = {"trace2": f"{stem}.trace2.json", "stderr": f"{stem}.stderr.txt",
                  "packet_trace": f"{stem}.packet.txt", "timeline": f"{stem}.timeline.jsonl",
-                 "tcpinfo": f"{stem}.tcpinfo.jsonl"}
+                 "tcpinfo": f"{stem}.tcpinfo.jsonl",
+                 "server_tcpinfo": f"{stem}.server-tcpinfo.jsonl"}
     paths = {kind: (state.run_dir / name).resolve() for kind, name in artifacts.items()}
+    wire = (FetchWire(state.run_dir, stem, host=_host(transport.url), port=port)
+            if options.full and protocol is TransportKind.H2 else None)
     env = transport.env({
         "GIT_TRACE2_EVENT": str(paths["trace2"]), "GIT_TRACE2_EVENT_NESTING": "10",
         "GIT_TRACE_PACKET": str(paths["packet_trace"]), "GIT_PROGRESS_DELAY": "0",
+        **(wire.env if wire else {}),
     })
     label = f"fetch {protocol.value} #{repeat}"
     state.reporter.begin(label)
@@ -256,12 +281,14 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         artifacts["capture"] = f"{stem}.pcap"
         paths["capture"] = (state.run_dir / artifacts["capture"]).resolve()
     try:
-        clone = run_monitored_clone(
-            clone_argv(transport, scratch / "clone", state.branch), env=env,
-            timeout_s=options.timeout_s,
-            budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s, port=port,
-            tcpinfo_path=paths["tcpinfo"],
-            on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate))
+        with wire or contextlib.nullcontext():
+            clone = run_monitored_clone(
+                clone_argv(transport, scratch / "clone", state.branch), env=env,
+                timeout_s=options.timeout_s,
+                budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s, port=port,
+                tcpinfo_path=paths["tcpinfo"],
+                on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate),
+                server=_server_watch(options, paths["server_tcpinfo"]))
     finally:
         if capture is not None:
             capture.stop()
@@ -271,6 +298,8 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         json.dumps({"t_s": p.t_s, "stderr_bytes": p.stderr_bytes,
                     "received_bytes": p.received_bytes}) + "\n" for p in clone.timeline).encode())
     artifacts = {kind: name for kind, name in artifacts.items() if paths[kind].exists()}
+    if wire is not None:
+        artifacts.update(wire.frames())
     outcome = _outcome(clone)
     kind = clone.run.failure_kind() if outcome in ("failed", "hung") else None
     rate = clone.monitor.rate_bytes_per_s()
@@ -286,6 +315,8 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         rate_bytes_per_s=rate if outcome in MEASURED_OUTCOMES else None,
         stopped=clone.stopped,
         last_progress=_last_progress(clone.run.stderr), tcpinfo_samples=clone.tcpinfo_samples,
+        server_tcpinfo_samples=clone.server_samples,
+        full_warning=wire.warning if wire else "",
         clone_removed=removed, artifacts=artifacts,
     )
     detail = (f"{outcome}, {record.moved_bytes / 2**20:.1f} MiB"
@@ -294,6 +325,22 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
               + ("" if removed else ", PARTIAL CLONE LEFT"))
     state.reporter.done(label, detail, ok=outcome in MEASURED_OUTCOMES and removed)
     return record
+
+
+def _host(url: str) -> str:
+    from gitnetdiag.probe.runner import endpoint_of
+
+    return endpoint_of(url)[0]
+
+
+def _server_watch(options: ProbeOptions, path: Path) -> ServerWatch | None:
+    """The server's sockets are sampled when it runs on this machine (see
+    :mod:`gitnetdiag.probe.servertcp`)."""
+    if options.server_netns is None and not options.server_local:
+        return None
+    vantage = ServerVantage(netns=options.server_netns)
+    return ServerWatch(
+        sampler=lambda port, peers, t_s: sample_server(vantage, port, peers, t_s), path=path)
 
 
 def _last_progress(stderr: str) -> str:

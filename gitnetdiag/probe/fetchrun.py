@@ -39,6 +39,7 @@ from gitnetdiag.rundir.fetchrecords import (
     FetchRecord,
     FetchSeed,
     H2DownloadRecord,
+    SshDownloadRecord,
     write_fetch_manifest,
 )
 from gitnetdiag.rundir.records import RunStage, RunStatus
@@ -79,6 +80,7 @@ class _FetchRun:
         self.client_tcp_rmem: tuple[int, ...] | None = None
         self.seed: FetchSeed | None = None
         self.h2_downloads: list[H2DownloadRecord] = []
+        self.ssh_downloads: list[SshDownloadRecord] = []
         self.branch: str | None = None
         self.capture_enabled = False
 
@@ -92,11 +94,12 @@ class _FetchRun:
             schema=FETCH_SCHEMA, direction="fetch", tool_version=__version__,
             run_id=self.run_id, started_at=self.started_at, finished_at=self.finished_at,
             status=self.status,
-            options={**self.options.manifest_options(), "direction": "fetch"},
+            options={**self.options.manifest_options(), "direction": "fetch",
+                     **_server_vantage(self.options)},
             environment=self.environment, protocols=tuple(self.protocols.values()),
             paths=tuple(self.paths), errors=tuple(self.errors), warnings=tuple(self.warnings),
             client_tcp_rmem=self.client_tcp_rmem, seed=self.seed,
-            h2_downloads=tuple(self.h2_downloads),
+            h2_downloads=tuple(self.h2_downloads), ssh_downloads=tuple(self.ssh_downloads),
         ), self.secrets)
 
     def save(self) -> FetchManifest:
@@ -122,6 +125,13 @@ class _FetchRun:
                 f"the partial clone of {run.url} could not be removed",
                 hint="remove the gitnetdiag-clone-* directory under the temporary directory",
                 reference="clone-left"))
+
+
+def _server_vantage(options: ProbeOptions) -> dict[str, str]:
+    """Where the server's sockets were sampled, when it runs on this machine."""
+    if options.server_netns:
+        return {"server_tcpinfo": f"netns {options.server_netns}"}
+    return {"server_tcpinfo": "this host"} if options.server_local else {}
 
 
 def _fetch_error(url: str, record: FetchRecord) -> GitnetdiagError:
@@ -225,6 +235,30 @@ def _fetch_all(state: _FetchRun) -> None:
             state.save()
     if options.native and TransportKind.H2 in options.protocols and TransportKind.H2 not in failed:
         _h2_ledgers(state)
+    if options.native and TransportKind.SSH in options.protocols \
+            and TransportKind.SSH not in failed:
+        _ssh_ledger(state)
+
+
+def _ssh_ledger(state: _FetchRun) -> None:
+    """The native SSH download: the channel window this client grants, the server's pacing."""
+    from gitnetdiag.probe.sshfetch import ssh_download
+
+    options = state.options
+    name = "native ssh download"
+    state.reporter.begin(name)
+    record = ssh_download(options.urls[TransportKind.SSH], key_file=options.ssh_key,
+                          known_hosts=options.ssh_known_hosts, branch=state.branch,
+                          budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s,
+                          timeout_s=options.timeout_s)
+    state.ssh_downloads.append(record)
+    state.reporter.done(name, record.error or f"{record.outcome}, "
+                        f"{record.received_bytes / 2**20:.1f} MiB, "
+                        f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s",
+                        ok=record.outcome in ("ok", "bounded"))
+    if record.outcome == "failed":
+        state.warnings.append(f"native SSH download: {record.error}")
+    state.save()
 
 
 def _h2_ledgers(state: _FetchRun) -> None:

@@ -86,6 +86,11 @@ class ProbeOptions:
     """``--direction fetch --fetch-seed SIZE``: push a generated repository of this size to
     a throwaway branch, fetch that branch, delete it (``probe.fetchseed``); None: a fetch
     writes nothing on the server."""
+    server_netns: str | None = None
+    """The server runs in this network namespace of this machine (the lab's, or
+    ``--host-netns``): a fetch samples the server's sockets there (``probe.servertcp``)."""
+    server_local: bool = False
+    """The server runs in this host's own namespace (``--host-local``): the same, here."""
     cleanup_git_timeout_s: float | None = None
     """Bound on each git run of a push's clean-up (ls-remote, delete); None: the clean-up's
     own. Set by the runner, not asked: once the path is known to swallow full-size

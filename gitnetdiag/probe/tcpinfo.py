@@ -56,8 +56,12 @@ class TcpInfoSample:
     ``rcv_space`` (the receive buffer autotuning's estimate of what the sender can have in
     flight), ``rcv_ssthresh`` (the cap of the window the socket advertises), ``rcv_rtt_us``
     (the receiver's RTT estimate) and ``rcv_buf_bytes`` (``ss`` ``skmem`` ``rb``: the receive
-    buffer, what ``tcp_rmem`` or ``SO_RCVBUF`` allow). Absent when the kernel or ``ss`` does
-    not say."""
+    buffer, what ``tcp_rmem`` or ``SO_RCVBUF`` allow); for the sending side of a fetch (the
+    server's sockets) ``snd_buf_bytes`` (``skmem`` ``tb``: the send buffer, what ``tcp_wmem``
+    or ``SO_SNDBUF`` allow), ``wmem_queued_bytes`` (``skmem`` ``w``: what the buffer holds,
+    sent and unsent), ``notsent_bytes`` and ``app_limited`` (1 when the kernel flagged the
+    last delivery rate sample as limited by the application). Absent when the kernel or
+    ``ss`` does not say."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -73,7 +77,8 @@ _INT_FIELDS = {"bytes_acked": "bytes_acked", "bytes_sent": "bytes_sent",
                "bytes_retrans": "bytes_retrans", "unacked": "unacked", "mss": "snd_mss",
                "cwnd": "snd_cwnd", "snd_wnd": "snd_wnd_bytes",
                "rcv_space": "rcv_space",
-               "rcv_ssthresh": "rcv_ssthresh"}
+               "rcv_ssthresh": "rcv_ssthresh", "notsent": "notsent_bytes"}
+_SKMEM_FIELDS = {"rb": "rcv_buf_bytes", "tb": "snd_buf_bytes", "w": "wmem_queued_bytes"}
 _RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}
 
 
@@ -94,9 +99,12 @@ def parse_ss_info(line: str) -> dict[str, float]:
         elif sep and key == "rcv_rtt":
             counters["rcv_rtt_us"] = float(value) * 1000
         elif sep and key == "skmem":
-            rcv_buf = re.search(r"[(,]rb(\d+)", value)
-            if rcv_buf:
-                counters["rcv_buf_bytes"] = float(rcv_buf.group(1))
+            for field_name, name in _SKMEM_FIELDS.items():
+                found = re.search(rf"[(,]{field_name}(\d+)", value)
+                if found:
+                    counters[name] = float(found.group(1))
+        elif token == "app_limited":
+            counters["app_limited"] = 1.0
         elif sep and key == "minrtt":
             counters["min_rtt_us"] = float(value) * 1000
         elif sep and key == "retrans":
@@ -110,6 +118,9 @@ def parse_ss_info(line: str) -> dict[str, float]:
     if "busy_time_us" in counters:
         counters.setdefault("rwnd_limited_us", 0.0)
         counters.setdefault("sndbuf_limited_us", 0.0)
+        counters.setdefault("app_limited", 0.0)
+    if "bytes_sent" in counters:
+        counters.setdefault("notsent_bytes", 0.0)
     if "bytes_sent" in counters:
         counters.setdefault("bytes_retrans", 0.0)
         counters.setdefault("total_retrans", 0.0)

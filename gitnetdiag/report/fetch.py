@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from gitnetdiag.analysis.fetchwindow import DownloadPacing
+from gitnetdiag.analysis.sshdownload import SshDownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
@@ -98,6 +99,67 @@ def ledger_row(pacing: DownloadPacing) -> tuple[str, ...]:
             fmt_quantity(pacing.longest_gap_s, "s"))
 
 
+SSH_LEDGER_COLUMNS = ("window granted", "max packet", "outcome", "received", "rate", "reads",
+                      "median burst", "longest pause", "adjusts sent", "median adjust",
+                      "least credit left")
+"""The native SSH download ledger's table."""
+SSH_LEDGER_TITLE = ("SSH download ledger (native upload-pack fetch): the server's pacing under "
+                    "the channel window this client granted")
+
+
+def ssh_ledger_row(pacing: SshDownloadPacing) -> tuple[str, ...]:
+    """The SSH ledger's cells, in :data:`SSH_LEDGER_COLUMNS` order."""
+    if pacing.error:
+        return ("-", "-", "failed", pacing.error, *([""] * 7))
+    return (fmt_quantity(pacing.client_window_bytes, "B"),
+            fmt_quantity(pacing.client_max_packet_bytes, "B"), pacing.outcome,
+            fmt_quantity(pacing.received_bytes, "B"),
+            fmt_quantity(pacing.rate_bytes_per_s, "B/s"), fmt_quantity(pacing.reads, "count"),
+            fmt_quantity(pacing.median_burst_bytes, "B"), fmt_quantity(pacing.longest_gap_s, "s"),
+            fmt_quantity(pacing.adjusts, "count"), fmt_quantity(pacing.median_adjust_bytes, "B"),
+            fmt_quantity(pacing.least_credit_bytes, "B"))
+
+
+WIRE_COLUMNS = ("clone", "libcurl", "its release's window", "stream window (git's frames)",
+                "connection window (git's frames)", "WINDOW_UPDATEs sent", "DATA received")
+"""git's own HTTP/2 windows (``--full``) beside its libcurl release's documented one."""
+WIRE_TITLE = ("git's HTTP/2 window (its decrypted frames, --full) beside the window its "
+              "libcurl release is documented to advertise")
+
+
+def wire_row(obs: FetchObservation) -> tuple[str, ...] | None:
+    """One HTTP/2 clone's window cells, in :data:`WIRE_COLUMNS` order; None without frames."""
+    seen = obs.git_h2_window
+    if seen is None:
+        return None
+    return (f"{obs.protocol} #{obs.repeat}", obs.libcurl or "-",
+            fmt_quantity(obs.libcurl_window_bytes, "B"),
+            fmt_quantity(seen.stream_window_bytes, "B"),
+            fmt_quantity(seen.connection_window_bytes, "B"),
+            fmt_quantity(seen.window_updates, "count"), fmt_quantity(seen.data_bytes, "B"))
+
+
+SENDER_COLUMNS = ("clone", "sent", "in flight (median)", "send buffer", "client window",
+                  "send-buffer bound", "window bound", "cwnd bound", "app bound")
+"""The server's sockets' table (a local server only), one row per clone."""
+SENDER_TITLE = "The server's socket (its TCP_INFO where it runs): what held its bytes in flight"
+
+
+def sender_row(obs: FetchObservation) -> tuple[str, ...] | None:
+    """One clone's server-side cells, in :data:`SENDER_COLUMNS` order; None unsampled."""
+    sender = obs.sender
+    if sender is None:
+        return None
+    return (f"{obs.protocol} #{obs.repeat}", fmt_quantity(sender.sent_bytes, "B"),
+            fmt_quantity(sender.flight_median_bytes, "B"),
+            fmt_quantity(sender.send_buffer_max_bytes, "B"),
+            fmt_quantity(sender.peer_window_median_bytes, "B"),
+            fmt_quantity(sender.sndbuf_limited_share, "ratio"),
+            fmt_quantity(sender.rwnd_limited_share, "ratio"),
+            fmt_quantity(sender.cwnd_full_share, "ratio"),
+            fmt_quantity(sender.app_share, "ratio"))
+
+
 def _table_of(columns: Sequence[str], rows: Sequence[tuple[str, ...]], *,
               markdown: bool) -> list[str]:
     if markdown:
@@ -110,7 +172,8 @@ def _table_of(columns: Sequence[str], rows: Sequence[tuple[str, ...]], *,
 
 def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             findings: Sequence[Finding], *, markdown: bool,
-            pacing: Sequence[DownloadPacing] = (), verdict: str | None = None,
+            pacing: Sequence[DownloadPacing] = (),
+            ssh_pacing: Sequence[SshDownloadPacing] = (), verdict: str | None = None,
             failures: Sequence[MeasurementFailure] = ()) -> str:
     title = "# gitnetdiag: download direction (fetch)" if markdown else \
         "gitnetdiag: download direction (fetch, read-only clones)"
@@ -129,6 +192,14 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             lines += _finding_lines(rank, finding, markdown=markdown)
     elif any(obs.measured for obs in observations):
         lines.append("no download culprit above the threshold")
+    wires = [row for obs in observations if (row := wire_row(obs)) is not None]
+    if wires:
+        lines += ["", f"## {WIRE_TITLE}" if markdown else WIRE_TITLE,
+                  *_table_of(WIRE_COLUMNS, wires, markdown=markdown)]
+    senders = [row for obs in observations if (row := sender_row(obs)) is not None]
+    if senders:
+        lines += ["", f"## {SENDER_TITLE}" if markdown else SENDER_TITLE,
+                  *_table_of(SENDER_COLUMNS, senders, markdown=markdown)]
     if pacing:
         lines += ["", f"## {LEDGER_TITLE}" if markdown else LEDGER_TITLE,
                   *_table_of(LEDGER_COLUMNS, [ledger_row(p) for p in pacing], markdown=markdown)]
@@ -137,6 +208,10 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
         lines += [f"  {f.reference}: {f.message}"
                   + (f" (explained by {f.explained_by})" if f.explained_by else f"; {f.hint}")
                   for f in failures]
+    if ssh_pacing:
+        lines += ["", f"## {SSH_LEDGER_TITLE}" if markdown else SSH_LEDGER_TITLE,
+                  *_table_of(SSH_LEDGER_COLUMNS, [ssh_ledger_row(p) for p in ssh_pacing],
+                             markdown=markdown)]
     for error in manifest.errors:
         lines.append(f"error: {error.reference}: {error.message}")
     return "\n".join(lines).rstrip() + "\n"
@@ -144,26 +219,32 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
 
 def render_fetch_terminal(manifest: FetchManifest, observations: Sequence[FetchObservation],
                           findings: Sequence[Finding],
-                          pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                          pacing: Sequence[DownloadPacing] = (),
+                          ssh_pacing: Sequence[SshDownloadPacing] = (), *,
+                          verdict: str | None = None,
                           failures: Sequence[MeasurementFailure] = ()) -> str:
     """Plain text for the terminal."""
     return _render(manifest, observations, findings, markdown=False, pacing=pacing,
-                   verdict=verdict, failures=failures)
+                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures)
 
 
 def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchObservation],
                           findings: Sequence[Finding],
-                          pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                          pacing: Sequence[DownloadPacing] = (),
+                          ssh_pacing: Sequence[SshDownloadPacing] = (), *,
+                          verdict: str | None = None,
                           failures: Sequence[MeasurementFailure] = ()) -> str:
     """Markdown for a ticket."""
     return _render(manifest, observations, findings, markdown=True, pacing=pacing,
-                   verdict=verdict, failures=failures)
+                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures)
 
 
 def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
-                      pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
-                      failures: Sequence[MeasurementFailure] = ()) -> dict[str, Any]:
+                          pacing: Sequence[DownloadPacing] = (),
+                          ssh_pacing: Sequence[SshDownloadPacing] = (), *,
+                          verdict: str | None = None,
+                          failures: Sequence[MeasurementFailure] = ()) -> dict[str, Any]:
     """The fetch report as plain JSON types."""
     return {
         "schema": FETCH_REPORT_SCHEMA,
@@ -175,20 +256,30 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
         "culprits": [{"rank": rank, **to_jsonable(finding)}
                      for rank, finding in enumerate(findings, start=1)],
         "fetches": [{**to_jsonable(obs), "rtt_s": obs.rtt_s,
-                     "server_pack_generation_s": obs.phases.server_pack_generation_s}
+                     "server_pack_generation_s": obs.phases.server_pack_generation_s,
+                     **_sender_shares(obs)}
                     for obs in observations],
         "errors": to_jsonable(manifest.errors),
         "client_tcp_rmem": to_jsonable(manifest.client_tcp_rmem),
         "seed": to_jsonable(manifest.seed),
         "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
                           if key not in ("t_s", "cumulative_bytes")} for p in pacing],
+        "ssh_downloads": to_jsonable(list(ssh_pacing)),
     }
+
+
+def _sender_shares(obs: FetchObservation) -> dict[str, float | None]:
+    sender = obs.sender
+    return {"server_sndbuf_limited_share": sender.sndbuf_limited_share if sender else None,
+            "server_rwnd_limited_share": sender.rwnd_limited_share if sender else None}
 
 
 def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
-                      pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                      pacing: Sequence[DownloadPacing] = (),
+                      ssh_pacing: Sequence[SshDownloadPacing] = (), *,
+                      verdict: str | None = None,
                       failures: Sequence[MeasurementFailure] = ()) -> str:
     """The fetch report as indented JSON text."""
-    return json.dumps(fetch_report_dict(manifest, observations, findings, pacing,
+    return json.dumps(fetch_report_dict(manifest, observations, findings, pacing, ssh_pacing,
                                         verdict=verdict, failures=failures), indent=2) + "\n"

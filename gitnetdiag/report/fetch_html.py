@@ -18,6 +18,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from gitnetdiag.analysis.fetchwindow import DownloadPacing, DownloadWindowSeries
+from gitnetdiag.analysis.sshdownload import SshDownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
 from gitnetdiag.report.fetch import (
@@ -25,9 +26,18 @@ from gitnetdiag.report.fetch import (
     DIRECTION_LINE,
     LEDGER_COLUMNS,
     LEDGER_TITLE,
+    SENDER_COLUMNS,
+    SENDER_TITLE,
+    SSH_LEDGER_COLUMNS,
+    SSH_LEDGER_TITLE,
+    WIRE_COLUMNS,
+    WIRE_TITLE,
     fetch_row,
     ledger_row,
     seed_line,
+    sender_row,
+    ssh_ledger_row,
+    wire_row,
 )
 from gitnetdiag.report.html import STYLE, plots_section
 from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, kB, png_bytes, pyplot
@@ -99,13 +109,13 @@ def pacing_figure(pacing: Sequence[DownloadPacing]) -> Figure | None:
     return Figure(title=PACING_TITLE, png=png_bytes(fig))
 
 
-def _ledger(pacing: Sequence[DownloadPacing]) -> str:
-    if not pacing:
+def _table(title: str, columns: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    if not rows:
         return ""
-    head = "".join(f"<th>{_esc(c)}</th>" for c in LEDGER_COLUMNS)
-    rows = "".join("<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in ledger_row(p))
-                   + "</tr>" for p in pacing)
-    return f"<h2>{_esc(LEDGER_TITLE)}</h2><table><tr>{head}</tr>{rows}</table>"
+    head = "".join(f"<th>{_esc(c)}</th>" for c in columns)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>"
+                   for row in rows)
+    return f"<h2>{_esc(title)}</h2><table><tr>{head}</tr>{body}</table>"
 
 
 def _finding(rank: int, finding: Finding) -> str:
@@ -123,7 +133,9 @@ def _finding(rank: int, finding: Finding) -> str:
 def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObservation],
                       findings: Sequence[Finding],
                       windows: Sequence[DownloadWindowSeries | None] = (),
-                      pacing: Sequence[DownloadPacing] = (), *, verdict: str | None = None,
+                      pacing: Sequence[DownloadPacing] = (),
+                      ssh_pacing: Sequence[SshDownloadPacing] = (), *,
+                      verdict: str | None = None,
                       failures: Sequence[MeasurementFailure] = ()) -> str:
     """One self-contained HTML page (the plot inline, no external resources)."""
     urls = ", ".join(f"{run.protocol} {run.url}" for run in manifest.protocols)
@@ -157,7 +169,13 @@ def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObser
         parts.append("<h2>Errors</h2><ul>" + "".join(
             f"<li><code>{_esc(e.reference)}</code>: {_esc(e.message)}</li>"
             for e in manifest.errors) + "</ul>")
-    parts.append(_ledger(pacing))
+    parts.append(_table(WIRE_TITLE, WIRE_COLUMNS,
+                        [row for obs in observations if (row := wire_row(obs)) is not None]))
+    parts.append(_table(SENDER_TITLE, SENDER_COLUMNS,
+                        [row for obs in observations if (row := sender_row(obs)) is not None]))
+    parts.append(_table(LEDGER_TITLE, LEDGER_COLUMNS, [ledger_row(p) for p in pacing]))
+    parts.append(_table(SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS,
+                        [ssh_ledger_row(p) for p in ssh_pacing]))
     figures = [window_figure(observations, windows), pacing_figure(pacing)]
     parts.append(plots_section([figure for figure in figures if figure is not None]))
     parts.append("</body></html>\n")

@@ -93,8 +93,14 @@ class FetchRecord:
     clone_removed: bool
     """The partial clone's directory was removed and checked gone."""
     artifacts: dict[str, str] = field(default_factory=dict)
-    """Artifact kind (``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``)
-    -> path relative to the run directory."""
+    """Artifact kind (``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``,
+    ``server_tcpinfo``) -> path relative to the run directory."""
+    server_tcpinfo_samples: int = 0
+    """``ss -tin`` samples of the server's sockets of this clone (recorded only when the
+    server runs on this machine: the lab, ``--host-netns``, ``--host-local``)."""
+    full_warning: str = ""
+    """``--full`` on an HTTP/2 clone: why its decrypted frames are missing, else empty
+    (artifacts ``keylog``, ``capture``, ``http2_frames`` when written)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -167,6 +173,54 @@ class H2DownloadRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
+class SshDownloadRecord:
+    """One native SSH upload-pack fetch (``probe.sshfetch``): the channel window this client
+    granted the server, each read of the pack as it arrived, each window adjust it sent."""
+
+    target: str
+    """``host:port``."""
+    outcome: str
+    """``ok`` (whole pack), ``bounded`` (closed at a stable rate or the budget), ``stalled``,
+    ``failed``."""
+    error: str = ""
+    """``reference: message`` when failed."""
+    stopped: str | None = None
+    """Why the channel was closed early (``stable``, ``budget``, ``stall``, ``timeout``)."""
+    server_banner: str = ""
+    """The server's SSH version string."""
+    connect_s: float | None = None
+    """TCP connect time."""
+    kex_s: float | None = None
+    """Key exchange and host-key check."""
+    auth_s: float | None = None
+    """Public-key authentication."""
+    client_window_bytes: int = 0
+    """The channel window this client granted the server at the channel's open (what the
+    server may send before the client's first SSH_MSG_CHANNEL_WINDOW_ADJUST)."""
+    client_max_packet_bytes: int = 0
+    """The largest channel packet this client accepts."""
+    server_window_bytes: int = 0
+    """The window the server granted this client (the request's side)."""
+    wants: int = 0
+    """Ref tips asked for (``want`` lines)."""
+    request_t_s: float | None = None
+    """When the want/done request was sent, seconds since the channel opened."""
+    read_t_s: tuple[float, ...] = ()
+    """Each read of the pack stream, seconds since the channel opened."""
+    read_bytes: tuple[int, ...] = ()
+    """Bytes of each of those reads."""
+    adjust_t_s: tuple[float, ...] = ()
+    """Each window adjust this client sent (its grant renewed), seconds since the channel
+    opened."""
+    adjust_bytes: tuple[int, ...] = ()
+    """Bytes each of those adjusts granted."""
+    received_bytes: int = 0
+    """Bytes of the upload-pack answer received (pack, progress, NAK)."""
+    rate_bytes_per_s: float | None = None
+    """Rate of the answer (slow start excluded, as for git's clones)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class FetchProtocolRun:
     """Every fetch over one protocol."""
 
@@ -219,6 +273,8 @@ class FetchManifest:
     seed: FetchSeed | None = None
     """``--fetch-seed``: the throwaway branch the clones fetched; None: they fetched what
     the URL serves and nothing was written on the server."""
+    ssh_downloads: tuple[SshDownloadRecord, ...] = ()
+    """The native SSH download ledger (``--native`` with SSH among the protocols)."""
 
 
 def write_fetch_manifest(run_dir: Path, manifest: FetchManifest) -> Path:

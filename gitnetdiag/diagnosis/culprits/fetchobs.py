@@ -6,7 +6,9 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from gitnetdiag.analysis.fetchphases import FetchPhases
+from gitnetdiag.analysis.fetchsender import SenderTcpSummary
 from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.analysis.fetchwire import GitH2Window
 from gitnetdiag.diagnosis.culprits._common import Hit
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, PushOutcome
@@ -49,6 +51,13 @@ class FetchObservation:
     capture: CaptureMetrics | None = None
     """The download connection seen from the server, the sender of the data (a capture of
     the clone, root only): its retransmissions, resets, unacknowledged segments."""
+    sender: SenderTcpSummary | None = None
+    """The server's TCP evidence (its own sockets, a local server only), None without."""
+    git_h2_window: GitH2Window | None = None
+    """The windows git really advertised (its decrypted HTTP/2 frames, ``--full``)."""
+    libcurl_window_bytes: int | None = None
+    """The HTTP/2 stream window the client's libcurl release is documented to advertise
+    once the response flows (``data/libcurl_h2_windows.toml``), None when unknown."""
 
     @property
     def rtt_s(self) -> float | None:

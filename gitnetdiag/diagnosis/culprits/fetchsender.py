@@ -18,9 +18,14 @@ the window the client advertises, every round trip alike. Seen from the client
 
 A server that produces the pack slower than the path carries (a starved
 upload-pack) looks the same from the client; only the server's own TCP_INFO
-(``tcpi_sndbuf_limited`` when the server is local) tells the two apart, and the
-fetch run does not record it yet, so the confidence stays below certainty. A lossy path
-keeps the flight small too (the sender's congestion window backs off): with the clone's
+tells the two apart. When the server runs on this machine (the lab,
+``--host-netns``, ``--host-local``) the fetch samples it
+(:mod:`gitnetdiag.analysis.fetchsender`): a send buffer that held the bytes in
+flight for most of the sending time, with the client's window and the
+congestion window open, is the culprit's own signature and lifts the cap; a
+sender that was mostly held by something else (the client's window, its own
+pace) clears the send buffer whatever the client saw. A lossy path keeps the
+flight small too (the sender's congestion window backs off): with the clone's
 capture showing the server's retransmissions at ``packet-loss``'s rate, this stays silent.
 """
 
@@ -49,6 +54,12 @@ MIN_RTT_S = 0.005
 MIN_MEASURED_S = 2.0
 """A rate measured over less than this is mostly slow start, when every sender has less in
 flight than the window allows (the lab's 0.7 MB packs: 0.55 s, a false send-buffer clamp)."""
+SNDBUF_SHARE = 0.5
+"""The server's own counters: send-buffer limited for at least half of the bytes it sent
+(the lab's 64 KiB clamp at 50 ms: most of them; an unclamped server: its congestion window
+or the client's window bind instead)."""
+MIN_SENDER_SAMPLES = 3
+"""Fewer sending samples of the server's socket (0.25 s apart) say too little."""
 UNCLAMPED_FLIGHT_BYTES = 3 * 1024 * 1024
 """What a sender with Linux's default ``tcp_wmem`` maximum (4 MiB) keeps in flight (the
 buffer holds the unacknowledged data and its overhead): the rate an unclamped server reaches
@@ -102,18 +113,50 @@ def _queue_signal(obs: FetchObservation, tally: Tally) -> bool:
     return True
 
 
+def _sender_signal(obs: FetchObservation, tally: Tally) -> bool | None:
+    """The server's own TCP_INFO: True when its send buffer held the bytes in flight for
+    most of the transfer, False when something else did, None when the server's sockets
+    were not sampled (a remote server)."""
+    sender = obs.sender
+    if sender is None or sender.samples < MIN_SENDER_SAMPLES:
+        return None
+    share = sender.sndbuf_limited_share
+    if share < SNDBUF_SHARE:
+        return False
+    source = f"{sender.source}; fetch {obs.protocol} #{obs.repeat}"
+    tally.add("sender-sndbuf-limited", Evidence(
+        what="share of the bytes the server sent while its send buffer held them back (the "
+             "client's window and the congestion window open)", value=share, unit="ratio",
+        threshold=SNDBUF_SHARE, comparison=">=",
+        source=f"{source}: skmem w/tb, unacked, cwnd, snd_wnd, sndbuf_limited"))
+    if sender.flight_median_bytes is not None and sender.send_buffer_max_bytes:
+        tally.note(Evidence(
+            what="server's median bytes in flight (unacked x mss)",
+            value=float(sender.flight_median_bytes), unit="B",
+            threshold=float(sender.send_buffer_max_bytes), comparison="<=",
+            basis="its send buffer {} (skmem tb)",
+            basis_terms=(Quantity(value=float(sender.send_buffer_max_bytes), unit="B"),),
+            source=source))
+    return True
+
+
 def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
     rtt = obs.rtt_s
-    if not obs.measured or obs.tcp is None or not rtt or rtt < MIN_RTT_S:
-        return None
-    if obs.measured_s < MIN_MEASURED_S:
+    if not obs.measured or (obs.tcp is None and obs.sender is None) or not rtt \
+            or rtt < MIN_RTT_S:
         return None
     if obs.capture is not None and (obs.capture.retransmission_rate or 0.0) >= LOSS_RATE:
         return None  # loss holds the sender's congestion window down: packet-loss's flight
     tally = Tally("server-send-buffer")
-    flight = _flight_signals(obs, rtt, tally)
-    if flight is None or not _queue_signal(obs, tally):
+    server = _sender_signal(obs, tally)
+    # Slow start is the congestion window's in the server's own counters, not the buffer's.
+    if server is False or (server is None and obs.measured_s < MIN_MEASURED_S):
         return None
+    client = _flight_signals(obs, rtt, tally)
+    queue = _queue_signal(obs, tally)
+    if server is None and (client is None or not queue):
+        return None
+    flight = client if client is not None else (obs.rate_bytes_per_s or 0.0) * rtt
     if obs.stopped == "stable":
         tally.add("steady", Evidence(what="download rate, steady (four half-second windows within "
                                 "10%)", value=obs.rate_bytes_per_s, unit="B/s",
@@ -122,12 +165,22 @@ def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
     unclamped = UNCLAMPED_FLIGHT_BYTES / rtt
     cost = obs.measured_s - obs.moved_bytes / unclamped if unclamped > rate else 0.0
     return Hit(
-        score=round(min(weight("server-send-buffer", "cap"), tally.score), 2),
+        score=round(min(weight("server-send-buffer", "cap" if server is None else
+                               "cap-with-sender"), tally.score), 2),
         cost_s=max(0.0, cost),
-        summary=(f"the server kept only {flight:.0f} B in flight per round trip although the "
-                 f"client's window allowed more, with no queue on the path: its send buffer "
-                 f"holds the download to {rate:.0f} B/s"),
+        summary=_summary(obs, flight, rate),
         evidence=tuple(tally.evidence), fix=SEND_BUFFER_FIX, cost_protocol=obs.protocol)
+
+
+def _summary(obs: FetchObservation, flight: float, rate: float) -> str:
+    if obs.sender is not None and obs.sender.sndbuf_limited_share >= SNDBUF_SHARE:
+        return (f"the server's own socket was held by its send buffer for "
+                f"{100 * obs.sender.sndbuf_limited_share:.0f}% of the bytes it sent, the "
+                f"client's window and its congestion window open: the buffer holds the "
+                f"download to {rate:.0f} B/s")
+    return (f"the server kept only {flight:.0f} B in flight per round trip although the "
+            f"client's window allowed more, with no queue on the path: its send buffer "
+            f"holds the download to {rate:.0f} B/s")
 
 
 def server_send_buffer(observations: Sequence[FetchObservation]) -> Hit | None:

@@ -30,6 +30,8 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "no-queue": 0.2,  # median RTT within 1.5x the minimum: no queue on the path
         "steady": 0.1,  # the monitor stopped on a stable rate
         "cap": 0.85,  # the client alone cannot tell a clamped buffer from slow production
+        "sender-sndbuf-limited": 0.45,  # the server's own sockets: buffer-bound, windows open
+        "cap-with-sender": 0.95,  # ... and with the server's word on it
     },
     "edge-response-buffering": {
         "slower-than-direct": 0.45,  # HTTPS through the edge at most 1/3 of SSH's or git://'s
