@@ -33,6 +33,11 @@ source's commit, date, size, RTTs and repeats (``merge_matrices``).
 confidences (``gitnetdiag.diagnosis.calibration``) and writes
 ``gitnetdiag/diagnosis/culprits/fitted.py`` and the generated table of
 ``docs/culprits.md``.
+
+``--direction fetch`` is the download direction's matrix (``FETCH_FAULT_CULPRIT``'s faults
+and a few negatives, ``diagnose --lab --direction fetch``; its bundle
+``benchmarks/data/fault-matrix-fetch.json.gz``, its fit ``culprits/fetchfitted.py``):
+``benchmarks/fault_matrix_fetch.py``.
 """
 
 from __future__ import annotations

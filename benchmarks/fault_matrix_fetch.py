@@ -210,7 +210,7 @@ def report_and_fit_fetch(sources: list[Path], *, write: bool) -> int:
     for run in runs:
         for culprit in fetch_raw_hits(run.observations):
             fired[culprit] = fired.get(culprit, 0) + 1
-    fp = fm.false_positive_faults(runs, fitted_ranked)  # type: ignore[arg-type]
+    fp = fm.false_positive_faults(runs, fitted_ranked)
     table = fetch_table(score_matrix(runs, hand_ranked), score_matrix(runs, fitted_ranked),
                         fits, fired, fp)
     matrix = fm.provenance(index, len(runs))
