@@ -13,20 +13,22 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "no run yet"
+    "4 runs, 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 repeats"
 )
 """The fetch fault-matrix run these values come from."""
 
 FETCH_FITTED: dict[str, Calibration] = {
+    "client-tcp-receive-window-clamp": Calibration(
+        intercept=-0.0215, slope=0.9628, positives=4, negatives=0
+    ),
 }
 """Download culprit id -> its calibration on the matrix."""
 
 FETCH_HAND_WEIGHTED: dict[str, str] = {
-    "client-tcp-receive-window-clamp": "no fetch matrix run yet",
-    "server-pack-generation": "no fetch matrix run yet",
-    "server-send-buffer": "no fetch matrix run yet",
-    "client-index-pack-cpu": "no fetch matrix run yet",
-    "client-http2-window": "no fetch matrix run yet",
-    "slow-ref-advertisement": "no fetch matrix run yet",
+    "server-pack-generation": "no lab fault in the matrix produces it",
+    "server-send-buffer": "no lab fault in the matrix produces it",
+    "client-index-pack-cpu": "no lab fault in the matrix produces it",
+    "client-http2-window": "no lab fault in the matrix produces it",
+    "slow-ref-advertisement": "no lab fault in the matrix produces it",
 }
 """Download culprit id -> why it keeps its hand-set weights."""
