@@ -13,7 +13,10 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "4 runs, 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 repeats"
+    "12 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
+    "repeats; 4 runs of 2026-11-26 14:38 UTC, commit 1150b0e, RTT 20ms and 80ms, 2 "
+    "repeats; 4 runs of 2026-11-26 14:41 UTC, commit c9a52cb, RTT 20ms and 80ms, 2 "
+    "repeats"
 )
 """The fetch fault-matrix run these values come from."""
 
@@ -21,12 +24,14 @@ FETCH_FITTED: dict[str, Calibration] = {
     "client-tcp-receive-window-clamp": Calibration(
         intercept=-0.0215, slope=0.9628, positives=4, negatives=0
     ),
+    "server-send-buffer": Calibration(
+        intercept=0.2196, slope=1.0855, positives=4, negatives=0
+    ),
 }
 """Download culprit id -> its calibration on the matrix."""
 
 FETCH_HAND_WEIGHTED: dict[str, str] = {
     "server-pack-generation": "no lab fault in the matrix produces it",
-    "server-send-buffer": "no lab fault in the matrix produces it",
     "client-index-pack-cpu": "no lab fault in the matrix produces it",
     "client-http2-window": "no lab fault in the matrix produces it",
     "slow-ref-advertisement": "no lab fault in the matrix produces it",
