@@ -13,9 +13,10 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "12 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
+    "16 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:38 UTC, commit 1150b0e, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:41 UTC, commit c9a52cb, RTT 20ms and 80ms, 2 "
+    "repeats; 4 runs of 2026-11-26 14:59 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
     "repeats"
 )
 """The fetch fault-matrix run these values come from."""
