@@ -13,10 +13,11 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "16 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
+    "20 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:38 UTC, commit 1150b0e, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:41 UTC, commit c9a52cb, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:59 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
+    "repeats; 4 runs of 2026-11-26 15:04 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
     "repeats"
 )
 """The fetch fault-matrix run these values come from."""
@@ -28,12 +29,14 @@ FETCH_FITTED: dict[str, Calibration] = {
     "server-send-buffer": Calibration(
         intercept=0.2196, slope=1.0855, positives=4, negatives=0
     ),
+    "client-index-pack-cpu": Calibration(
+        intercept=0.0279, slope=0.9994, positives=4, negatives=0
+    ),
 }
 """Download culprit id -> its calibration on the matrix."""
 
 FETCH_HAND_WEIGHTED: dict[str, str] = {
     "server-pack-generation": "no lab fault in the matrix produces it",
-    "client-index-pack-cpu": "no lab fault in the matrix produces it",
     "client-http2-window": "no lab fault in the matrix produces it",
     "slow-ref-advertisement": "no lab fault in the matrix produces it",
 }
