@@ -13,11 +13,14 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "20 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
+    "32 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:38 UTC, commit 1150b0e, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:41 UTC, commit c9a52cb, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:59 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 15:04 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
+    "repeats; 4 runs of 2026-11-26 15:22 UTC, commit edfa884, RTT 20ms and 80ms, 2 "
+    "repeats; 4 runs of 2026-11-26 15:24 UTC, commit edfa884, RTT 20ms and 80ms, 2 "
+    "repeats; 4 runs of 2026-11-26 15:27 UTC, commit edfa884, RTT 20ms and 80ms, 2 "
     "repeats"
 )
 """The fetch fault-matrix run these values come from."""
@@ -26,18 +29,22 @@ FETCH_FITTED: dict[str, Calibration] = {
     "client-tcp-receive-window-clamp": Calibration(
         intercept=-0.0215, slope=0.9628, positives=4, negatives=0
     ),
+    "server-pack-generation": Calibration(
+        intercept=-0.0762, slope=0.8326, positives=4, negatives=0
+    ),
     "server-send-buffer": Calibration(
-        intercept=0.2196, slope=1.0855, positives=4, negatives=0
+        intercept=-0.8397, slope=0.8368, positives=4, negatives=7
     ),
     "client-index-pack-cpu": Calibration(
         intercept=0.0279, slope=0.9994, positives=4, negatives=0
+    ),
+    "slow-ref-advertisement": Calibration(
+        intercept=-0.6273, slope=1.1742, positives=4, negatives=5
     ),
 }
 """Download culprit id -> its calibration on the matrix."""
 
 FETCH_HAND_WEIGHTED: dict[str, str] = {
-    "server-pack-generation": "no lab fault in the matrix produces it",
     "client-http2-window": "no lab fault in the matrix produces it",
-    "slow-ref-advertisement": "no lab fault in the matrix produces it",
 }
 """Download culprit id -> why it keeps its hand-set weights."""
