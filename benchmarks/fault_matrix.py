@@ -33,6 +33,11 @@ source's commit, date, size, RTTs and repeats (``merge_matrices``).
 confidences (``gitnetdiag.diagnosis.calibration``) and writes
 ``gitnetdiag/diagnosis/culprits/fitted.py`` and the generated table of
 ``docs/culprits.md``.
+
+``--direction fetch`` is the download direction's matrix (``FETCH_FAULT_CULPRIT``'s faults
+and a few negatives, ``diagnose --lab --direction fetch``; its bundle
+``benchmarks/data/fault-matrix-fetch.json.gz``, its fit ``culprits/fetchfitted.py``):
+``benchmarks/fault_matrix_fetch.py``.
 """
 
 from __future__ import annotations
@@ -46,6 +51,7 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +60,7 @@ from gitnetdiag.diagnosis.matrix import (
     CulpritCounts,
     Fit,
     MatrixRun,
+    ScoredRun,
     fit_calibrations,
     hand_weighted,
     ranked_ids,
@@ -107,12 +114,17 @@ def _rtt_label(rtt: str) -> str:
     return rtt.replace(".", "_")
 
 
-def _diagnose(instance: str, fault: str, size: str, timeout_s: float, out: Path) -> dict[str, Any]:
+def push_args(fault: str, size: str) -> tuple[str, ...]:
+    """``diagnose`` arguments of a push run of ``fault`` (bounded pushes of ``size``)."""
+    return ("--size", size, *FAULT_PROBE_ARGS.get(fault, ("--protocols", "h1,h2,ssh")))
+
+
+def _diagnose(instance: str, args: tuple[str, ...], timeout_s: float,
+              out: Path) -> dict[str, Any]:
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
-         "--size", size, "--timeout", f"{timeout_s:g}", "--format", "json", "--out", str(out),
-         *FAULT_PROBE_ARGS.get(fault, ("--protocols", "h1,h2,ssh"))],
+         "--timeout", f"{timeout_s:g}", "--format", "json", "--out", str(out), *args],
         capture_output=True, text=True, timeout=max(900.0, 10 * timeout_s),
     )
     wall = time.monotonic() - started
@@ -128,14 +140,22 @@ def _diagnose(instance: str, fault: str, size: str, timeout_s: float, out: Path)
 
 
 def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, size: str,
-               timeout_s: float) -> None:
-    """Run every (fault, RTT) lab and its repeats; append each run to the index as it ends."""
+               timeout_s: float, *, direction: str = "push",
+               expected: Callable[[str], str | None] = FAULT_CULPRIT.get,
+               diagnose_args: Callable[[str, str], tuple[str, ...]] = push_args) -> None:
+    """Run every (fault, RTT) lab and its repeats; append each run to the index as it ends.
+
+    ``expected`` names the culprit a fault must rank first, ``diagnose_args`` the arguments
+    of its ``diagnose`` (given the fault and ``size``): the push matrix's by default, the
+    download direction's from :mod:`benchmarks.fault_matrix_fetch`."""
     results.mkdir(parents=True, exist_ok=True)
     index_path = results / INDEX
     index: dict[str, Any] = {
         "started": dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC"),
         "commit": _git_commit(), "size": size, "repeats": repeats, "rtts": rtts, "runs": [],
     }
+    if direction != "push":
+        index["direction"] = direction
     cli = [sys.executable, "-m", "gitnetdiag", "lab"]
     for fault, rtt, cell_repeats in fault_cells(faults, rtts, repeats):
         instance = "fm" + uuid.uuid4().hex[:5]
@@ -145,12 +165,13 @@ def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, 
             for repeat in range(1, cell_repeats + 1):
                 name = f"{fault}-{_rtt_label(rtt)}-r{repeat}"
                 row: dict[str, Any] = {"fault": fault, "rtt": rtt, "repeat": repeat,
-                                       "expected": FAULT_CULPRIT.get(fault), "run_dir": name}
+                                       "expected": expected(fault), "run_dir": name}
                 if up.returncode != 0:
                     row["error"] = "lab up failed: " + (up.stderr.strip().splitlines()
                                                        or ["?"])[-1]
                 else:
-                    row.update(_diagnose(instance, fault, size, timeout_s, results / name))
+                    row.update(_diagnose(instance, diagnose_args(fault, size), timeout_s,
+                                              results / name))
                 index["runs"].append(row)
                 index_path.write_text(json.dumps(index, indent=1) + "\n")
                 print(f"{name}: {row.get('wall_s', 0):.0f} s, expected "
@@ -213,8 +234,8 @@ def _source_entry(source: Path, index: dict[str, Any], runs: int) -> dict[str, A
     return entry
 
 
-def merge_matrices(parts: list[tuple[Path, dict[str, Any], dict[str, dict[str, Any]], list[str]]],
-                   ) -> tuple[dict[str, Any], dict[str, dict[str, Any]], list[str]]:
+def merge_matrices(parts: list[tuple[Path, dict[str, Any], dict[str, Any], list[str]]],
+                   ) -> tuple[dict[str, Any], dict[str, Any], list[str]]:
     """Several matrices as one: every run of every part, the index listing each part's commit,
     date, size, RTTs and repeats under ``sources`` (each run's ``source`` points there).
 
@@ -225,7 +246,7 @@ def merge_matrices(parts: list[tuple[Path, dict[str, Any], dict[str, dict[str, A
     """
     sources: list[dict[str, Any]] = []
     runs: list[dict[str, Any]] = []
-    observations: dict[str, dict[str, Any]] = {}
+    observations: dict[str, Any] = {}
     missing: list[str] = []
     taken: set[str] = set()
     for path, index, part_obs, part_missing in parts:
@@ -263,7 +284,9 @@ def provenance(index: dict[str, Any], runs: int) -> str:
         rtts = sorted({row["rtt"] for row in index["runs"] if row.get("source") == number}
                       or set(src["rtts"]), key=parse_duration_ms)
         listed = " and ".join([", ".join(rtts[:-1]), rtts[-1]] if len(rtts) > 1 else rtts)
-        return (f"{src['started']}, commit {src['commit']}, --size {src['size']}, "
+        # A fetch matrix clones the lab's repository: no --size.
+        size = f"--size {src['size']}, " if src.get("size") not in (None, "-") else ""
+        return (f"{src['started']}, commit {src['commit']}, {size}"
                 f"RTT {listed}, "
                 f"{_plural(src['repeats'], 'repeat')}"
                 + (f", observations re-derived at commit {src['reanalysed']}"
@@ -331,7 +354,7 @@ def culprit_faults() -> dict[str, list[str]]:
     return faults
 
 
-def false_positive_faults(runs: list[MatrixRun],
+def false_positive_faults(runs: Sequence[ScoredRun],
                           rankings: list[list[str]]) -> dict[str, list[str]]:
     """Culprit id -> the faults (with RTT and count) of the runs where it was a false positive."""
     counts: dict[str, dict[str, int]] = {}
@@ -487,27 +510,36 @@ def write_docs(table: list[str], matrix: str) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--direction", choices=("push", "fetch"), default="push",
+                        help="push (default): FAULTS, fitted.py; fetch: FETCH_FAULT_CULPRIT's "
+                        "faults and the negatives of benchmarks/fault_matrix_fetch.py, "
+                        "fetchfitted.py")
     parser.add_argument("--fault", action="append", choices=list(FAULTS),
-                        help="lab fault (repeat; default: every fault in FAULTS)")
+                        help="lab fault (repeat; default: every fault of the direction)")
     parser.add_argument("--rtt", action="append", help="lab RTT (repeat; default 20ms and 80ms)")
     parser.add_argument("--repeats", type=int, default=2, help="diagnoses per fault and RTT")
     parser.add_argument("--size", default="3MiB", help="generated repository size (bounded pushes)")
-    parser.add_argument("--timeout", type=float, default=90.0, help="timeout of each git run, s")
+    parser.add_argument("--timeout", type=float, help="timeout of each git run, s "
+                        "(default 90; 60 with --direction fetch)")
     parser.add_argument("--results", type=Path, help="results directory "
                         "(default runs/fault-matrix-<UTC time>)")
     parser.add_argument("--from", dest="sources", action="append", type=Path,
                         help="score (and --fit) a results directory, or the shipped bundle "
-                        "benchmarks/data/fault-matrix.json.gz; runs no lab. Repeat to merge "
-                        "several: their runs are scored and fitted together, and --fit writes "
-                        "one bundle of them all")
+                        "benchmarks/data/fault-matrix.json.gz (fetch: fault-matrix-fetch.json.gz);"
+                        " runs no lab. Repeat to merge several: their runs are scored and fitted "
+                        "together, and --fit writes one bundle of them all")
     parser.add_argument("--reanalyse", action="store_true",
                         help="with --from DIR: derive each run's observations afresh from its "
-                        "raw artifacts with the current pipeline (after an analysis change)")
+                        "raw artifacts with the current pipeline (after an analysis change; "
+                        "a fetch matrix always does)")
     parser.add_argument("--fit", action="store_true",
                         help="write the fitted confidences and the docs/culprits.md table")
     args = parser.parse_args()
     # A terminated matrix still takes its lab down (the finally clauses run).
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    fetch = args.direction == "fetch"
+    if fetch:
+        from benchmarks import fault_matrix_fetch as fmf
     if args.sources:
         sources = args.sources
         for source in sources:
@@ -517,11 +549,18 @@ def main() -> int:
                 return 2
     else:
         stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        results = args.results or ROOT / "runs" / f"fault-matrix-{stamp}"
-        run_matrix(results, args.fault or list(FAULTS), args.rtt or ["20ms", "80ms"],
-                   args.repeats, args.size, args.timeout)
+        name = f"fault-matrix-fetch-{stamp}" if fetch else f"fault-matrix-{stamp}"
+        results = args.results or ROOT / "runs" / name
+        rtts = args.rtt or ["20ms", "80ms"]
+        if fetch:
+            fmf.run_fetch_matrix(results, args.fault, rtts, args.repeats, args.timeout or 60.0)
+        else:
+            run_matrix(results, args.fault or list(FAULTS), rtts, args.repeats, args.size,
+                       args.timeout or 90.0)
         print(f"results: {results}", file=sys.stderr)
         sources = [results]
+    if fetch:
+        return fmf.report_and_fit_fetch(sources, write=args.fit)
     return report_and_fit(sources, write=args.fit, reanalyse=args.reanalyse)
 
 

@@ -23,8 +23,9 @@ culprit) and the run's saved observations. From these:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from gitnetdiag.diagnosis.calibration import Calibration, fit_platt
 from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
@@ -33,6 +34,15 @@ from gitnetdiag.diagnosis.observations import Observations
 
 MIN_FIRED = 3
 """A culprit is fitted only when it fired at least this many times in the matrix."""
+
+
+class ScoredRun(Protocol):
+    """What scoring needs of a matrix run, of either direction."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def expected(self) -> str | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -101,7 +111,7 @@ def ranked_ids(obs: Observations, culprits: Sequence[Culprit]) -> list[str]:
     return [f.id for f in diagnose(obs, culprits=culprits).findings]
 
 
-def score_matrix(runs: Sequence[MatrixRun],
+def score_matrix(runs: Sequence[ScoredRun],
                  rankings: Sequence[Sequence[str]]) -> dict[str, CulpritCounts]:
     """Per-culprit TP/FP/FN, given each run's ranked culprit ids (same order as ``runs``)."""
     counts: dict[str, dict[str, int]] = {}
@@ -118,7 +128,7 @@ def score_matrix(runs: Sequence[MatrixRun],
     return {culprit: CulpritCounts(**c) for culprit, c in counts.items()}
 
 
-def top1_accuracy(runs: Sequence[MatrixRun], rankings: Sequence[Sequence[str]]) -> float:
+def top1_accuracy(runs: Sequence[ScoredRun], rankings: Sequence[Sequence[str]]) -> float:
     """Share of runs whose first culprit is the expected one (none ranked when none expected)."""
     if not runs:
         return 0.0
@@ -130,23 +140,31 @@ def top1_accuracy(runs: Sequence[MatrixRun], rankings: Sequence[Sequence[str]]) 
 def fit_calibrations(runs: Sequence[MatrixRun],
                      culprits: Sequence[Culprit] = CULPRITS) -> dict[str, Fit]:
     """One :class:`Fit` per registered culprit, from the raw scores it fired with."""
-    expected = {run.expected for run in runs if run.expected is not None}
-    pairs: dict[str, list[tuple[float, bool]]] = {c.id: [] for c in culprits}
+    fired: dict[str, list[tuple[float, bool]]] = {c.id: [] for c in culprits}
     for run in runs:
         for culprit_id, raw in raw_hits(run.observations, culprits).items():
-            pairs[culprit_id].append((raw, culprit_id == run.expected))
+            fired[culprit_id].append((raw, culprit_id == run.expected))
+    return fit_fired(fired, {run.expected for run in runs if run.expected is not None})
+
+
+def fit_fired(fired: Mapping[str, Sequence[tuple[float, bool]]],
+              expected: set[str]) -> dict[str, Fit]:
+    """Culprit id -> its :class:`Fit`, given every (raw score, was it the injected fault)
+    pair it fired with (every culprit of the catalogue a key, in catalogue order) and the
+    culprits some run of the matrix expected. Either direction's matrix."""
     fits = {}
-    for c in culprits:
-        fired = pairs[c.id]
-        if c.id not in expected:
-            fits[c.id] = Fit(calibration=None, reason="no lab fault in the matrix produces it")
-        elif len(fired) < MIN_FIRED:
-            times = "time" if len(fired) == 1 else "times"
-            fits[c.id] = Fit(calibration=None,
-                             reason=f"fired {len(fired)} {times} in the matrix (< {MIN_FIRED})")
+    for culprit_id, pairs in fired.items():
+        if culprit_id not in expected:
+            fits[culprit_id] = Fit(calibration=None,
+                                   reason="no lab fault in the matrix produces it")
+        elif len(pairs) < MIN_FIRED:
+            times = "time" if len(pairs) == 1 else "times"
+            fits[culprit_id] = Fit(calibration=None, reason=(
+                f"fired {len(pairs)} {times} in the matrix (< {MIN_FIRED})"))
         else:
-            fits[c.id] = Fit(calibration=fit_platt([raw for raw, _ in fired],
-                                                   [injected for _, injected in fired]), reason="")
+            fits[culprit_id] = Fit(calibration=fit_platt([raw for raw, _ in pairs],
+                                                         [injected for _, injected in pairs]),
+                                   reason="")
     return fits
 
 

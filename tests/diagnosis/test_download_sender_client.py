@@ -26,7 +26,8 @@ SNDBUF = replace(
 
 
 def test_send_buffer_ranks_first_on_its_evidence() -> None:
-    findings = rank_download([SNDBUF])
+    # calibrations={}: the detector's raw score (the hand weights), not the fitted confidence
+    findings = rank_download([SNDBUF], calibrations={})
     assert [f.id for f in findings][:1] == ["server-send-buffer"]
     top = findings[0]
     assert 0.7 <= top.score <= 0.85
@@ -117,7 +118,7 @@ def test_slow_ref_advertisement_is_the_push_culprit_on_clones() -> None:
     """The same id as for pushes: 3 s of authentication before the refs on every clone."""
     slow = [replace(HEALTHY, protocol=name, phases=replace(PHASES, ref_advertisement_s=seen))
             for name, seen in (("h1", 3.3), ("ssh", 3.9))]
-    findings = rank_download(slow)
+    findings = rank_download(slow, calibrations={})  # the raw score, not the fitted one
     assert [f.id for f in findings][:1] == ["slow-ref-advertisement"]
     # The push culprit itself: its fitted confidence of the same raw score (two protocols).
     push = next(c for c in CULPRITS if c.id == "slow-ref-advertisement")

@@ -5,7 +5,11 @@ the rate at ``window / RTT``, and the server works before the first byte
 (counting and compressing the objects of the pack). Each detector reads the
 :class:`FetchObservation` of every clone and returns a :class:`Hit` (score,
 cost in seconds on the measured clone, evidence, fix) or None; they are
-registered in :data:`DOWNLOAD_CULPRITS` and ranked by cost x score.
+registered in :data:`DOWNLOAD_CULPRITS` and ranked by cost x score. A finding's
+score is the detector's raw score calibrated on the download direction's fault
+matrix (:data:`~gitnetdiag.diagnosis.culprits.fetchfitted.FETCH_FITTED`, written by
+``benchmarks/fault_matrix.py --direction fetch --fit``) where the table has the id,
+else the raw score itself, as for the push culprits.
 
 - ``client-tcp-receive-window-clamp``: the rate sits at the advertised
   window's ``window / RTT`` while the client's receive buffer stopped at the
@@ -21,11 +25,13 @@ registered in :data:`DOWNLOAD_CULPRITS` and ranked by cost x score.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
+from gitnetdiag.diagnosis.calibration import Calibration
 from gitnetdiag.diagnosis.culprits._common import Hit
 from gitnetdiag.diagnosis.culprits.edgeresponse import edge_response_buffering
 from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window, client_index_pack_cpu
+from gitnetdiag.diagnosis.culprits.fetchfitted import FETCH_FITTED
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation as FetchObservation
 from gitnetdiag.diagnosis.culprits.fetchobs import costliest
 from gitnetdiag.diagnosis.culprits.fetchsender import server_send_buffer
@@ -164,19 +170,39 @@ DOWNLOAD_CULPRITS: tuple[tuple[str, str, DownloadDetector], ...] = (
 
 MIN_COST_S = 0.5
 """A culprit costing less than this on the measured clone is not ranked."""
+MIN_SCORE = 0.25
+"""A finding less confident than this is not ranked (the push engine's ``MIN_SCORE``)."""
+
+
+def confidence(culprit_id: str, raw_score: float,
+               calibrations: Mapping[str, Calibration] | None = None) -> float:
+    """A download finding's score: the raw score calibrated by ``calibrations`` (default: the
+    shipped :data:`FETCH_FITTED`; ``{}``: the hand-set weights) where it has the id."""
+    table = FETCH_FITTED if calibrations is None else calibrations
+    calibration = table.get(culprit_id)
+    if calibration is None:
+        return min(1.0, max(0.0, raw_score))
+    return calibration.confidence(raw_score)
 
 
 def rank_download(observations: Sequence[FetchObservation],
                   culprits: Sequence[tuple[str, str, DownloadDetector]] = DOWNLOAD_CULPRITS,
-                  *, shared: bool = True) -> tuple[Finding, ...]:
-    """Every download culprit that fired, and (``shared``) every direction-independent push
-    culprit on the same clones (:mod:`.fetchshared`), costliest (x score) first."""
+                  *, shared: bool = True,
+                  calibrations: Mapping[str, Calibration] | None = None,
+                  ) -> tuple[Finding, ...]:
+    """Every download culprit that fired, scores calibrated as :func:`confidence` says, and
+    (``shared``) every direction-independent push culprit on the same clones
+    (:mod:`.fetchshared`, scored by the push culprits' own calibration), costliest (x score)
+    first."""
     findings = shared_findings(observations, MIN_COST_S) if shared else []
     for culprit_id, title, detect in culprits:
         hit = detect(observations)
         if hit is None or hit.cost_s < MIN_COST_S:
             continue
-        findings.append(Finding(id=culprit_id, title=title, score=hit.score, cost_s=hit.cost_s,
+        score = round(confidence(culprit_id, hit.score, calibrations), 3)
+        if score < MIN_SCORE:
+            continue
+        findings.append(Finding(id=culprit_id, title=title, score=score, cost_s=hit.cost_s,
                                 summary=hit.summary, evidence=hit.evidence, fix=hit.fix,
                                 cost_protocol=hit.cost_protocol))
     return tuple(sorted(findings, key=lambda f: f.cost_s * f.score, reverse=True))

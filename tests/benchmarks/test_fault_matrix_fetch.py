@@ -1,0 +1,176 @@
+"""The download direction of the fault matrix, offline: a small recorded matrix (crafted clone
+observations in a bundle, no lab) scored and fitted, the generated table written, and a fetch
+finding's confidence read from the fitted table."""
+
+from __future__ import annotations
+
+import gzip
+import importlib.util
+import json
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from benchmarks import fault_matrix as fm
+from benchmarks import fault_matrix_fetch as fmf
+from gitnetdiag.diagnosis.calibration import Calibration
+from gitnetdiag.diagnosis.culprits import download
+from gitnetdiag.diagnosis.culprits.download import DOWNLOAD_CULPRITS, rank_download
+from gitnetdiag.diagnosis.culprits.fetchfitted import FETCH_FITTED, FETCH_HAND_WEIGHTED, MATRIX
+from gitnetdiag.diagnosis.fetchmatrix import (
+    FetchMatrixRun,
+    fetch_ranked_ids,
+    fetch_raw_hits,
+    fit_fetch_calibrations,
+    fitted_table,
+)
+from gitnetdiag.diagnosis.matrix import score_matrix
+from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT
+from gitnetdiag.serial import to_jsonable
+from tests.diagnosis.test_download_culprits import HEALTHY, PHASES, TCP
+
+CLAMP = "client-tcp-receive-window-clamp"
+# The client's window clamped (raw score 0.85: buffer at tcp_rmem's maximum).
+CLAMPED = replace(
+    HEALTHY, moved_bytes=3_000_000, measured_s=5.0, rate_bytes_per_s=600_000.0,
+    client_rmem_max_bytes=65_536,
+    tcp=replace(TCP, advertised_window_max_bytes=32_000, receive_buffer_max_bytes=65_536))
+# A lossy path that looks window-bound to the client without its tcp_rmem (raw score 0.6):
+# a false clamp the fit should discount.
+LOSSY = replace(CLAMPED, client_rmem_max_bytes=None,
+                tcp=replace(TCP, advertised_window_max_bytes=32_000,
+                            receive_buffer_max_bytes=None))
+SLOW_PACK = replace(HEALTHY, phases=replace(PHASES, first_pack_byte_s=6.15, total_s=8.0),
+                    wall_s=8.0)
+
+ROWS = [("client-rmem-clamp", "20ms", 1, CLAMPED), ("client-rmem-clamp", "20ms", 2, CLAMPED),
+        ("client-rmem-clamp", "80ms", 1, CLAMPED), ("client-rmem-clamp", "80ms", 2, CLAMPED),
+        ("slow-pack-generation", "20ms", 1, SLOW_PACK),
+        ("slow-pack-generation", "80ms", 1, SLOW_PACK),
+        ("healthy", "20ms", 1, HEALTHY), ("healthy", "80ms", 1, HEALTHY),
+        ("loss", "20ms", 1, LOSSY), ("loss", "80ms", 1, LOSSY), ("loss", "80ms", 2, LOSSY)]
+
+
+def _bundle(path: Path) -> Path:
+    """A recorded fetch matrix as ``--fit`` ships it: the index and each run's clones."""
+    runs, observations = [], {}
+    for fault, rtt, repeat, obs in ROWS:
+        name = f"{fault}-{rtt}-r{repeat}"
+        runs.append({"fault": fault, "rtt": rtt, "repeat": repeat, "run_dir": name,
+                     "expected": fmf.expected_culprit(fault)})
+        observations[name] = [to_jsonable(obs), to_jsonable(replace(obs, protocol="git"))]
+    index = {"started": "2026-11-26 14:00 UTC", "commit": "abc1234", "size": "-",
+             "repeats": 2, "rtts": ["20ms", "80ms"], "direction": "fetch", "runs": runs}
+    path.write_bytes(gzip.compress(json.dumps(
+        {"index": index, "observations": observations, "missing": []}).encode()))
+    return path
+
+
+def _runs(tmp_path: Path) -> list[FetchMatrixRun]:
+    index, observations, _ = fmf.read_fetch_matrix(_bundle(tmp_path / "m.json.gz"))
+    return fmf.fetch_runs(index, observations)
+
+
+def test_faults_and_expected_culprits_follow_the_spec() -> None:
+    """Every download fault runs and expects its culprit; healthy and loss expect none; a
+    push fault whose culprit is a download culprit too (slow-auth) expects it."""
+    faults = fmf.fetch_faults()
+    assert set(FETCH_FAULT_CULPRIT) <= set(faults) and "healthy" in faults
+    for fault, culprit in FETCH_FAULT_CULPRIT.items():
+        assert fmf.expected_culprit(fault) == culprit
+    assert fmf.expected_culprit("healthy") is None
+    assert fmf.expected_culprit("slow-auth") == "slow-ref-advertisement"
+    assert fmf.fetch_args("slow-pack-generation", "3MiB") == (
+        "--direction", "fetch", "--protocols", "h1,git")
+
+
+def test_recorded_matrix_round_trips_and_fires_as_recorded(tmp_path: Path) -> None:
+    """The bundle's clones come back as FetchObservations the detectors fire on alike."""
+    runs = _runs(tmp_path)
+    assert [r.name for r in runs][:2] == ["client-rmem-clamp-20ms-r1", "client-rmem-clamp-20ms-r2"]
+    assert runs[0].observations[0] == CLAMPED
+    assert fetch_raw_hits(runs[0].observations) == {CLAMP: 0.85}
+    assert fetch_raw_hits(runs[-1].observations) == {CLAMP: 0.6}
+    assert fetch_raw_hits(runs[6].observations) == {}
+
+
+def test_fit_and_score_on_the_recorded_matrix(tmp_path: Path) -> None:
+    """The clamp is fitted on 4 positives and 3 negatives: the lossy runs' raw score (0.6)
+    gets a lower confidence than the hand weights give it, the clamped runs' (0.85) a higher
+    one, and every clamp run still ranks it first (the pull towards the hand weights keeps
+    three negatives from dropping it under the threshold). Culprits that fired too rarely,
+    or that no fault produces, keep their hand weights and say why."""
+    runs = _runs(tmp_path)
+    fits = fit_fetch_calibrations(runs)
+    assert set(fits) == {culprit_id for culprit_id, _, _ in DOWNLOAD_CULPRITS}
+    cal = fits[CLAMP].calibration
+    assert cal is not None and (cal.positives, cal.negatives) == (4, 3)
+    assert download.MIN_SCORE < cal.confidence(0.6) < 0.5 < 0.6 < cal.confidence(0.85)
+    assert fits["server-pack-generation"].reason == "fired 2 times in the matrix (< 3)"
+    assert fits["server-send-buffer"].reason == "no lab fault in the matrix produces it"
+    hand = score_matrix(runs, [fetch_ranked_ids(r.observations, {}) for r in runs])
+    fitted = score_matrix(runs, [fetch_ranked_ids(r.observations, fitted_table(fits))
+                                 for r in runs])
+    assert (hand[CLAMP].tp, hand[CLAMP].fp, hand[CLAMP].fn) == (4, 3, 0)
+    assert (fitted[CLAMP].tp, fitted[CLAMP].fp, fitted[CLAMP].fn) == (4, 3, 0)
+    assert fitted["server-pack-generation"].recall == 1.0
+
+
+def test_fit_writes_module_bundle_and_docs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """``--direction fetch --from BUNDLE --fit`` offline: the table shows hand and fitted side
+    by side, the generated module (do not edit, MATRIX provenance) holds the fit, and the
+    docs section between the markers is rewritten."""
+    module, docs, bundle = tmp_path / "fetchfitted.py", tmp_path / "culprits.md", tmp_path / "b.gz"
+    module.write_text("")
+    docs.write_text(f"head\n{fmf.DOCS_START}\nold\n{fmf.DOCS_END}\ntail\n")
+    monkeypatch.setattr(fmf, "FETCH_FITTED_MODULE", module)
+    monkeypatch.setattr(fmf, "FETCH_BUNDLE", bundle)
+    monkeypatch.setattr(fm, "DOCS", docs)
+    monkeypatch.setattr(fm, "ROOT", tmp_path)
+    source = _bundle(tmp_path / "recorded.json.gz")
+    assert fmf.report_and_fit_fetch([source], write=True) == 0
+    out = capsys.readouterr().out
+    assert (f"| `{CLAMP}` | `client-rmem-clamp` | 7 | 4/3/0 | 0.57 | 1.00 | 4/3/0 | 0.57 "
+            "| 1.00 | loss-20ms x1, loss-80ms x2 | fitted: a = -0.5736, b = 1.0567 (4 positive, "
+            "3 negative) |") in out
+    assert "11 runs, 2026-11-26 14:00 UTC, commit abc1234, RTT 20ms and 80ms" in out
+    spec = importlib.util.spec_from_file_location("generated_fetchfitted", module)
+    assert spec is not None and spec.loader is not None
+    generated: Any = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(generated)
+    assert "do not edit" in module.read_text()
+    assert generated.MATRIX.startswith("11 runs, 2026-11-26 14:00 UTC, commit abc1234")
+    assert set(generated.FETCH_FITTED) == {CLAMP}
+    assert generated.FETCH_HAND_WEIGHTED["server-pack-generation"].startswith("fired 2 times")
+    assert json.loads(gzip.decompress(bundle.read_bytes()))["index"]["runs"][0]["fault"] == (
+        "client-rmem-clamp")
+    text = docs.read_text()
+    assert "old" not in text and "Matrix: 11 runs" in text and text.endswith("tail\n")
+
+
+def test_a_fetch_finding_reports_the_fitted_confidence(monkeypatch: pytest.MonkeyPatch) -> None:
+    """rank_download scores with the shipped table: a fitted culprit's raw score goes through
+    its calibration, and one calibrated below the threshold is not ranked."""
+    cal = Calibration(intercept=-0.5, slope=2.0, positives=4, negatives=2)
+    monkeypatch.setitem(download.FETCH_FITTED, CLAMP, cal)
+    [finding] = rank_download([CLAMPED])
+    assert finding.score == round(cal.confidence(0.85), 3) != 0.85
+    assert rank_download([CLAMPED], calibrations={})[0].score == 0.85
+    monkeypatch.setitem(download.FETCH_FITTED, CLAMP, replace(cal, intercept=-5.0))
+    assert rank_download([CLAMPED]) == ()
+
+
+def test_shipped_fetch_table_covers_every_download_culprit() -> None:
+    """Every download culprit is fitted or says why it keeps its hand weights; a fitted one
+    saw its fault and never lowers the confidence as its raw score grows."""
+    ids = {culprit_id for culprit_id, _, _ in DOWNLOAD_CULPRITS}
+    assert not set(FETCH_FITTED) & set(FETCH_HAND_WEIGHTED)
+    assert set(FETCH_FITTED) | set(FETCH_HAND_WEIGHTED) == ids, (
+        "re-fit: PYTHONPATH=. python benchmarks/fault_matrix.py --direction fetch --from "
+        "benchmarks/data/fault-matrix-fetch.json.gz --fit")
+    assert MATRIX
+    for cal in FETCH_FITTED.values():
+        assert cal.positives >= 1 and cal.slope >= 0
