@@ -8,10 +8,10 @@
 
 The faults: every fault of ``FETCH_FAULT_CULPRIT`` (read at run time, so new download
 faults join by themselves), and :data:`NEGATIVE_FAULTS`: ``healthy`` and push faults that
-also change a download. A push fault whose push culprit is also a download culprit (the
-id registered in ``DOWNLOAD_CULPRITS``: ``slow-auth``'s ``slow-ref-advertisement``; once
-the direction-independent culprits join the fetch diagnosis, ``loss``'s ``packet-loss``)
-expects that culprit; the others expect none. Each runs
+also change a download. A push fault of ``FETCH_SHARED_FAULT_CULPRIT`` (``loss``,
+``bandwidth-limit``, ``slow-auth``...) expects its direction-independent culprit, which the
+fetch diagnosis ranks with the push calibration (only the download culprits are fitted
+here); the others expect none. Each runs
 ``diagnose --lab --direction fetch --format json`` (:data:`FETCH_PROBE_ARGS`) at every RTT
 ``--repeats`` times; the run directory (``fetch.json`` and each clone's trace2, stderr and
 TCP_INFO) stays under the results directory.
@@ -43,7 +43,12 @@ from gitnetdiag.diagnosis.fetchmatrix import (
 )
 from gitnetdiag.diagnosis.matrix import CulpritCounts, Fit, score_matrix, top1_accuracy
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULTS, FETCH_FAULT_CULPRIT
+from gitnetdiag.lab.spec import (
+    FAULT_CULPRIT,
+    FAULTS,
+    FETCH_FAULT_CULPRIT,
+    FETCH_SHARED_FAULT_CULPRIT,
+)
 from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
 
 FETCH_BUNDLE = fm.ROOT / "benchmarks" / "data" / "fault-matrix-fetch.json.gz"
@@ -78,6 +83,8 @@ def expected_culprit(fault: str) -> str | None:
     """The download culprit ``fault`` must rank first under ``--direction fetch``."""
     if fault in FETCH_FAULT_CULPRIT:
         return FETCH_FAULT_CULPRIT[fault]
+    if fault in FETCH_SHARED_FAULT_CULPRIT:  # a push fault that slows a clone too
+        return FETCH_SHARED_FAULT_CULPRIT[fault]
     push = FAULT_CULPRIT.get(fault)
     return push if push in download_ids() else None
 

@@ -38,13 +38,11 @@ FETCH_FITTED: dict[str, Calibration] = {
     "client-index-pack-cpu": Calibration(
         intercept=0.0279, slope=0.9994, positives=4, negatives=0
     ),
-    "slow-ref-advertisement": Calibration(
-        intercept=-0.6273, slope=1.1742, positives=4, negatives=5
-    ),
 }
 """Download culprit id -> its calibration on the matrix."""
 
 FETCH_HAND_WEIGHTED: dict[str, str] = {
     "client-http2-window": "no lab fault in the matrix produces it",
+    "edge-response-buffering": "no lab fault in the matrix produces it",
 }
 """Download culprit id -> why it keeps its hand-set weights."""
