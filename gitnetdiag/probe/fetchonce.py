@@ -276,7 +276,9 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     state.reporter.begin(label)
     started_at, started_epoch = now_iso(), time.time()
     scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-clone-"))
-    capture = _start_capture(state, state.run_dir / f"{stem}.pcap", host, port)
+    # Under --full the wire's whole-packet capture (same file name) is the clone's capture.
+    capture = (None if wire is not None
+               else _start_capture(state, state.run_dir / f"{stem}.pcap", host, port))
     if capture is not None:
         artifacts["capture"] = f"{stem}.pcap"
         paths["capture"] = (state.run_dir / artifacts["capture"]).resolve()
