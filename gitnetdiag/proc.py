@@ -207,9 +207,15 @@ def start(
     :func:`kill_group` stops the child and everything it started, and the guardian
     stops them if we die first (see the module docstring), unless ``outlive`` (the
     lab's servers, which must keep running after ``lab up``).
+    The child is registered once it has started; a SIGKILL of this process while
+    ``start`` runs (the child started, not yet registered) leaves it unguarded.
     """
     guarded = isolate != "none" and not outlive
     popen = _GuardedPopen if guarded else subprocess.Popen
+    if guarded:
+        # The guardian first: started after the child, a parent killed while the
+        # guardian's interpreter was still coming up left the child unguarded.
+        _guardian().ready()
     with map_process_errors(argv[0], missing_hint=missing_hint):
         proc = popen(
             list(argv),
@@ -278,6 +284,15 @@ class _Guardian:
                     pipe.flush()
             except OSError:
                 self._proc = None  # the guardian is gone: the next child starts another
+
+    def ready(self) -> None:
+        """Start the guardian now (if it is not running) so a child is watched from the
+        moment its pid is known."""
+        with self._lock:
+            try:
+                self._pipe()
+            except OSError:
+                self._proc = None
 
     def watch(self, pgid: int) -> None:
         self._send(f"+{pgid}\n")

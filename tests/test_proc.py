@@ -71,9 +71,14 @@ def test_children_in_their_own_group_die_with_a_killed_parent(tmp_path: Path) ->
         "from gitnetdiag.proc import start\n"
         "proc = start(['sh', '-c', 'sleep 300 & echo $! $$ > " + str(marker) + "; wait'],"
         " isolate='session')\n"
+        "print('started', flush=True)\n"
         "time.sleep(300)\n"
     )
-    tool = subprocess.Popen([sys.executable, "-c", parent])
+    tool = subprocess.Popen([sys.executable, "-c", parent], stdout=subprocess.PIPE, text=True)
+    # start() has returned (the child is registered) before the kill: a kill while
+    # start() runs is the window its docstring names. Under load the child can write
+    # its pids before its parent is scheduled again to register it.
+    assert tool.stdout is not None and tool.stdout.readline() == "started\n"
     # Generous waits: on a loaded 2-core machine the child's start-up alone can take
     # seconds; the assertion is about what happens, not how fast.
     for _ in range(600):

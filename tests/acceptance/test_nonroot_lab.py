@@ -52,6 +52,14 @@ def _own(src: str, home: Path, name: str) -> Path:
     return dst
 
 
+def _keep(run: Path, fault: str) -> Path:
+    """A failed run's directory, copied out of the home the fixture removes: the
+    evidence of a diagnosis that ranked the wrong culprit (``gitnetdiag report DIR``)."""
+    kept = Path(tempfile.mkdtemp(prefix=f"gitnetdiag-nonroot-{fault}-"))
+    shutil.copytree(run, kept / "run", dirs_exist_ok=True)
+    return kept / "run"
+
+
 @pytest.mark.parametrize("fault", ["tcp-rmem-clamp", "loss", "h2-small-window"])
 def test_diagnose_as_nobody_ranks_the_fault_first_from_tcp_info(
         fault: str, shared_lab: LabFactory, nobody_home: Path) -> None:
@@ -78,7 +86,9 @@ def test_diagnose_as_nobody_ranks_the_fault_first_from_tcp_info(
     assert "captures are off" in proc.stderr
     report = json.loads(proc.stdout)
     ids = [c["id"] for c in report["culprits"]]
-    assert ids and ids[0] == FAULT_CULPRIT[fault], f"{fault}: ranked {ids}\n{proc.stderr}"
+    if not ids or ids[0] != FAULT_CULPRIT[fault]:
+        kept = _keep(run, fault)
+        pytest.fail(f"{fault}: ranked {ids}; run directory kept in {kept}\n{proc.stderr}")
     manifest = json.loads((run / "manifest.json").read_text())
     assert manifest["capture_enabled"] is False
     if fault != "h2-small-window":
