@@ -17,7 +17,7 @@ from typing import Any
 
 from gitnetdiag.analysis import TCP_FIELDS
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, TcpAnalyzer, Thresholds
-from gitnetdiag.capture.decode import DecodeStats
+from gitnetdiag.capture.decodestats import DecodeStats
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES
 from gitnetdiag.capture.reader import CaptureReader, take_read_ahead
 
@@ -82,7 +82,7 @@ def analyze_capture(
     ``own_capture``: gitnetdiag's probe took the file (it is listed in a run
     directory's manifest), so frames stamped less than a millisecond before the one
     ahead of them are the packet socket's stamping race
-    (:data:`~gitnetdiag.capture.decode.CAPTURE_RACE_NS`), read in frame order like any
+    (:data:`~gitnetdiag.capture.decodestats.CAPTURE_RACE_NS`), read in frame order like any
     step back but not warned about.
 
     A large file is read and decoded in a forked child while this process
@@ -157,7 +157,7 @@ def _frames(stats: DecodeStats, kind: str, count: int) -> str:
 def clock_warnings(stats: DecodeStats, *, own_capture: bool = False) -> list[str]:
     """One line per kind of timestamp trouble, naming the first frames; in a capture of
     gitnetdiag's own, steps back shorter than a millisecond
-    (:data:`~gitnetdiag.capture.decode.CAPTURE_RACE_NS`) are no trouble."""
+    (:data:`~gitnetdiag.capture.decodestats.CAPTURE_RACE_NS`) are no trouble."""
     out: list[str] = []
     backwards, kind = stats.clock_backwards, "backwards"
     if own_capture:

@@ -4,7 +4,7 @@ The entry points are :class:`CaptureReader` (streaming, bounded memory) and
 :func:`read_capture` (one shot).  Nothing here imports scapy.
 """
 
-from gitnetdiag.capture.decode import DecodeStats
+from gitnetdiag.capture.decodestats import DecodeStats
 from gitnetdiag.capture.flows import Connection
 from gitnetdiag.capture.reader import PACKET_DTYPE, CaptureRead, CaptureReader, read_capture
 

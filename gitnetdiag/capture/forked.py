@@ -37,7 +37,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from gitnetdiag.capture.decode import DecodeStats
+from gitnetdiag.capture.decodestats import DecodeStats
 from gitnetdiag.capture.flows import Connection
 from gitnetdiag.errors import CaptureFormatError, EnvironmentProblem, GitnetdiagError
 

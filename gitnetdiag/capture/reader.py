@@ -31,7 +31,8 @@ import numpy as np
 import numpy.typing as npt
 
 from gitnetdiag.capture.compressed import capture_stream
-from gitnetdiag.capture.decode import DecodeStats, TcpRows, decode_tcp
+from gitnetdiag.capture.decode import TcpRows, decode_tcp
+from gitnetdiag.capture.decodestats import DecodeStats
 from gitnetdiag.capture.flows import Connection, ConnectionTracker
 from gitnetdiag.capture.forked import PacketArray, ReaderProgress, forked_chunks
 from gitnetdiag.capture.formats import DEFAULT_CHUNK_BYTES, open_walker

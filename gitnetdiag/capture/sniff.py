@@ -21,7 +21,8 @@ from pathlib import Path
 import numpy as np
 
 from gitnetdiag.capture.compressed import capture_stream
-from gitnetdiag.capture.decode import DecodeStats, decode_tcp
+from gitnetdiag.capture.decode import decode_tcp
+from gitnetdiag.capture.decodestats import DecodeStats
 from gitnetdiag.capture.formats import open_walker
 from gitnetdiag.capture.reader import open_capture
 from gitnetdiag.errors import GitnetdiagError

@@ -240,6 +240,19 @@ def _fetch_all(state: _FetchRun) -> None:
         _ssh_ledger(state)
 
 
+def _ledger_done(state: _FetchRun, name: str, record: SshDownloadRecord | H2DownloadRecord,
+                 what: str) -> None:
+    """Report a native download's end (its error, or outcome, size and rate), warn of a
+    failed one as ``what``, and save the run."""
+    state.reporter.done(name, record.error or f"{record.outcome}, "
+                        f"{record.received_bytes / 2**20:.1f} MiB, "
+                        f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s",
+                        ok=record.outcome in ("ok", "bounded"))
+    if record.outcome == "failed":
+        state.warnings.append(f"{what}: {record.error}")
+    state.save()
+
+
 def _ssh_ledger(state: _FetchRun) -> None:
     """The native SSH download: the channel window this client grants, the server's pacing."""
     from gitnetdiag.probe.sshfetch import ssh_download
@@ -252,13 +265,7 @@ def _ssh_ledger(state: _FetchRun) -> None:
                           budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s,
                           timeout_s=options.timeout_s)
     state.ssh_downloads.append(record)
-    state.reporter.done(name, record.error or f"{record.outcome}, "
-                        f"{record.received_bytes / 2**20:.1f} MiB, "
-                        f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s",
-                        ok=record.outcome in ("ok", "bounded"))
-    if record.outcome == "failed":
-        state.warnings.append(f"native SSH download: {record.error}")
-    state.save()
+    _ledger_done(state, name, record, "native SSH download")
 
 
 def _h2_ledgers(state: _FetchRun) -> None:
@@ -278,13 +285,7 @@ def _h2_ledgers(state: _FetchRun) -> None:
                              stall_timeout_s=options.stall_timeout_s,
                              timeout_s=options.timeout_s)
         state.h2_downloads.append(record)
-        state.reporter.done(name, record.error or f"{record.outcome}, "
-                            f"{record.received_bytes / 2**20:.1f} MiB, "
-                            f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s",
-                            ok=record.outcome in ("ok", "bounded"))
-        if record.outcome == "failed":
-            state.warnings.append(f"native HTTP/2 download ({label} window): {record.error}")
-        state.save()
+        _ledger_done(state, name, record, f"native HTTP/2 download ({label} window)")
 
 
 def _seeded(state: _FetchRun, scratch: Path, size_bytes: int) -> None:

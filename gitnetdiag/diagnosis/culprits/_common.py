@@ -8,6 +8,7 @@ import re
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 
+from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
 from gitnetdiag.diagnosis.calibration import Calibration
 from gitnetdiag.diagnosis.culprits.fitted import FITTED
 from gitnetdiag.diagnosis.culprits.weights import weight
@@ -410,3 +411,26 @@ def rate_vs_window(what: str, rate: float | None, window: float, rtt: float, sou
     return Evidence(what=what, value=rate, unit="B/s", text=text, threshold=window / rtt,
                     basis="window / RTT = {} / {}",
                     basis_terms=(term(window, "B"), term(rtt, "s")), source=source)
+
+
+def flight_in_window(what: str, flight: float, window: float, share: float,
+                     source: str) -> Evidence:
+    """A download's bytes per round trip (rate x RTT) at most ``share`` of the window the
+    client advertised: the client's window did not bind."""
+    basis = ("half of the client's advertised window {}" if share == 0.5
+             else "{} of the client's advertised window {}")
+    terms = (term(window, "B"),) if share == 0.5 else (term(share, "ratio"), term(window, "B"))
+    return Evidence(what=what, value=flight, unit="B", threshold=share * window,
+                    comparison="<=", basis=basis, basis_terms=terms, source=source)
+
+
+def no_queue(tcp: DownloadTcpSummary, factor: float) -> Evidence | None:
+    """No queue on the path of a download: the receiver's median RTT within ``factor`` of
+    the minimum (None when it is above, or either is unknown)."""
+    median, least = tcp.median_rtt_s, tcp.min_rtt_s
+    if median is None or not least or median > factor * least:
+        return None
+    return Evidence(what="receiver's median RTT (no queue on the path)", value=median,
+                    unit="s", threshold=factor * least, comparison="<=",
+                    basis=f"{factor:g} x the minimum RTT {{}}", basis_terms=(term(least, "s"),),
+                    source=f"{tcp.source} rcv_rtt, minrtt")

@@ -37,7 +37,13 @@ from dataclasses import dataclass, replace
 from functools import cache
 from importlib import resources
 
-from gitnetdiag.diagnosis.culprits._common import Hit, Tally, config_evidence
+from gitnetdiag.diagnosis.culprits._common import (
+    Hit,
+    Tally,
+    config_evidence,
+    flight_in_window,
+    no_queue,
+)
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
@@ -140,20 +146,11 @@ def _path_signals(obs: FetchObservation, rtt: float, tally: Tally) -> None:
     flight = (obs.rate_bytes_per_s or 0.0) * rtt
     window = tcp.advertised_window_max_bytes
     if window and flight <= WINDOW_OPEN_SHARE * window:
-        tally.add("window-open", Evidence(
-            what="bytes per round trip through the edge (rate x RTT)", value=flight, unit="B",
-            threshold=WINDOW_OPEN_SHARE * window, comparison="<=",
-            basis="half of the client's advertised window {}",
-            basis_terms=(Quantity(value=float(window), unit="B"),),
-            source=f"{tcp.source} rcv_ssthresh; fetch {obs.protocol} #{obs.repeat}"))
-    if tcp.median_rtt_s is not None and tcp.min_rtt_s \
-            and tcp.median_rtt_s <= RTT_UNINFLATED * tcp.min_rtt_s:
-        tally.add("no-queue", Evidence(
-            what="receiver's median RTT (no queue on the path)", value=tcp.median_rtt_s,
-            unit="s", threshold=RTT_UNINFLATED * tcp.min_rtt_s, comparison="<=",
-            basis="1.5 x the minimum RTT {}",
-            basis_terms=(Quantity(value=tcp.min_rtt_s, unit="s"),),
-            source=f"{tcp.source} rcv_rtt, minrtt"))
+        tally.add("window-open", flight_in_window(
+            "bytes per round trip through the edge (rate x RTT)", flight, float(window),
+            WINDOW_OPEN_SHARE, f"{tcp.source} rcv_ssthresh; fetch {obs.protocol} #{obs.repeat}"))
+    if (queue := no_queue(tcp, RTT_UNINFLATED)) is not None:
+        tally.add("no-queue", queue)
 
 
 def _slow_edge_clone(obs: FetchObservation, direct_rate: float) -> bool:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gitnetdiag.diagnosis.culprits._common import LOSS_RATE, Hit, Tally
+from gitnetdiag.diagnosis.culprits._common import LOSS_RATE, Hit, Tally, flight_in_window, no_queue
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation, costliest
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
@@ -83,12 +83,10 @@ def _flight_signals(obs: FetchObservation, rtt: float, tally: Tally) -> float | 
     window = tcp.advertised_window_max_bytes
     if flight > FLIGHT_BELOW_WINDOW * window or flight > SMALL_FLIGHT_BYTES:
         return None
-    tally.add("flight-below-window", Evidence(
-        what="server's bytes in flight per round trip (rate x RTT)", value=flight, unit="B",
-        threshold=FLIGHT_BELOW_WINDOW * window, comparison="<=",
-        basis="half of the client's advertised window {}",
-        basis_terms=(Quantity(value=float(window), unit="B"),),
-        source=f"{tcp.source} bytes_received, rcv_ssthresh; fetch {obs.protocol} #{obs.repeat}"))
+    tally.add("flight-below-window", flight_in_window(
+        "server's bytes in flight per round trip (rate x RTT)", flight, float(window),
+        FLIGHT_BELOW_WINDOW,
+        f"{tcp.source} bytes_received, rcv_ssthresh; fetch {obs.protocol} #{obs.repeat}"))
     if tcp.rcv_space_max_bytes is not None and tcp.rcv_space_max_bytes <= 2 * max(flight, 1.0):
         tally.add("rcv-space-small", Evidence(
             what="most the sender delivered in one RTT (rcv_space)",
@@ -100,16 +98,10 @@ def _flight_signals(obs: FetchObservation, rtt: float, tally: Tally) -> float | 
 
 def _queue_signal(obs: FetchObservation, tally: Tally) -> bool:
     """No queue on the path: the receiver's RTT stays near the minimum."""
-    tcp = obs.tcp
-    if tcp is None or tcp.median_rtt_s is None or not tcp.min_rtt_s:
+    queue = no_queue(obs.tcp, RTT_UNINFLATED) if obs.tcp is not None else None
+    if queue is None:
         return False
-    if tcp.median_rtt_s > RTT_UNINFLATED * tcp.min_rtt_s:
-        return False
-    tally.add("no-queue", Evidence(
-        what="receiver's median RTT (no queue on the path)", value=tcp.median_rtt_s, unit="s",
-        threshold=RTT_UNINFLATED * tcp.min_rtt_s, comparison="<=",
-        basis="1.5 x the minimum RTT {}", basis_terms=(Quantity(value=tcp.min_rtt_s, unit="s"),),
-        source=f"{tcp.source} rcv_rtt, minrtt"))
+    tally.add("no-queue", queue)
     return True
 
 

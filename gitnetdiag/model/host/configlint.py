@@ -34,7 +34,7 @@ docs/host.md):
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import PurePosixPath
 from typing import Any, Literal
@@ -288,7 +288,7 @@ def lint_nginx(configs: Sequence[ConfigFile]) -> tuple[list[LintFinding], list[C
             elif words[0] == "client_body_buffer_size" and len(words) > 1:
                 body_buffer = (config.path, number, words[1])
     files = [c.path for c in configs]
-    buffering = _nginx_request_buffering(configs)
+    buffering = _nginx_proxy_buffering(configs, _REQUEST_BUFFERING)
     if not h2_on or buffering_off is None:
         why = "HTTP/2 not enabled" if not h2_on else "request buffering on (nginx reads the body)"
         return buffering, [ConfigChecked(product="nginx", file=f, note=why) for f in files]
@@ -320,60 +320,71 @@ def lint_nginx(configs: Sequence[ConfigFile]) -> tuple[list[LintFinding], list[C
     return [finding, *buffering], checked
 
 
-def _nginx_request_buffering(configs: Sequence[ConfigFile]) -> list[LintFinding]:
-    """``proxy_request_buffering`` on (explicit or nginx's default) where a ``proxy_pass``
-    forwards requests: the git server sees each push only after its whole upload."""
+@dataclass(frozen=True, kw_only=True)
+class _ProxyBuffering:
+    """An nginx buffering directive that is on by default and costs a transfer where a
+    ``proxy_pass`` forwards, unless a line turns it off."""
+
+    setting: str
+    """The directive flagged, explicit or by default (``on``)."""
+    turns_off: Callable[[str, str], bool]
+    """(directive, its first value) -> that line turns the cost off: nothing is flagged."""
+    effect: str
+    """What it costs."""
+
+
+_REQUEST_BUFFERING = _ProxyBuffering(
+    setting="proxy_request_buffering",
+    turns_off=lambda name, value: name == "proxy_request_buffering" and value == "off",
+    effect=("nginx reads each whole request body before forwarding it: the git server "
+            "sees a push only after the upload, and forwarding adds time that grows with "
+            "the pack"),
+)
+"""``proxy_request_buffering``: the git server sees each push only after its whole upload."""
+
+_RESPONSE_BUFFERING = _ProxyBuffering(
+    setting="proxy_buffering",
+    turns_off=lambda name, value: ((name == "proxy_buffering" and value == "off")
+                                   or (name == "proxy_max_temp_file_size"
+                                       and parse_size(value) == 0)),
+    effect=("nginx reads each response into proxy_buffers (eight memory pages) and writes "
+            "what the client has not taken yet to temporary files under proxy_temp_path: a "
+            "clone's pack goes through the edge's disk, at that disk's write rate when it is "
+            "slow (costs nothing on a fast one); unless the git server sends "
+            "'X-Accel-Buffering: no', which git-http-backend does not"),
+)
+"""``proxy_buffering`` with temporary files allowed: a clone's pack goes through the edge's
+disk."""
+
+
+def _nginx_proxy_buffering(configs: Sequence[ConfigFile],
+                           rule: _ProxyBuffering) -> list[LintFinding]:
+    """``rule``'s setting on (its last explicit value, or nginx's default) where a
+    ``proxy_pass`` forwards, and no line turns it off."""
     explicit: tuple[str, int, str] | None = None
     proxy: tuple[str, int] | None = None
     for config in configs:
         for number, line in _lines(config.text):
             words = line.rstrip(";").split()
-            if words[0] == "proxy_request_buffering" and len(words) > 1:
-                if words[1] == "off":
-                    return []
+            if len(words) > 1 and rule.turns_off(words[0], words[1]):
+                return []
+            if words[0] == rule.setting and len(words) > 1:
                 explicit = (config.path, number, words[1])
             elif words[0] == "proxy_pass" and proxy is None:
                 proxy = (config.path, number)
     if proxy is None:
         return []
-    effect = ("nginx reads each whole request body before forwarding it: the git server "
-              "sees a push only after the upload, and forwarding adds time that grows with "
-              "the pack")
     if explicit is not None:
         return [LintFinding(product="nginx", file=explicit[0], line=explicit[1],
-                            setting="proxy_request_buffering", value=explicit[2], effect=effect)]
+                            setting=rule.setting, value=explicit[2], effect=rule.effect)]
     return [LintFinding(product="nginx", file=proxy[0], line=None,
-                        setting="proxy_request_buffering", value="on (default)", effect=effect)]
+                        setting=rule.setting, value="on (default)", effect=rule.effect)]
 
 
 def lint_nginx_response_buffering(configs: Sequence[ConfigFile]) -> list[LintFinding]:
     """``proxy_buffering`` on (explicit or nginx's default) with temporary files allowed, where
     a ``proxy_pass`` forwards: a clone's pack goes through the edge's disk."""
-    explicit: tuple[str, int, str] | None = None
-    proxy: tuple[str, int] | None = None
-    for config in configs:
-        for number, line in _lines(config.text):
-            words = line.rstrip(";").split()
-            if len(words) > 1 and (
-                    (words[0] == "proxy_buffering" and words[1] == "off")
-                    or (words[0] == "proxy_max_temp_file_size" and parse_size(words[1]) == 0)):
-                return []
-            if words[0] == "proxy_buffering" and len(words) > 1:
-                explicit = (config.path, number, words[1])
-            elif words[0] == "proxy_pass" and proxy is None:
-                proxy = (config.path, number)
-    if proxy is None:
-        return []
-    effect = ("nginx reads each response into proxy_buffers (eight memory pages) and writes "
-              "what the client has not taken yet to temporary files under proxy_temp_path: a "
-              "clone's pack goes through the edge's disk, at that disk's write rate when it is "
-              "slow (costs nothing on a fast one); unless the git server sends "
-              "'X-Accel-Buffering: no', which git-http-backend does not")
-    if explicit is not None:
-        return [LintFinding(product="nginx", file=explicit[0], line=explicit[1],
-                            setting="proxy_buffering", value=explicit[2], effect=effect)]
-    return [LintFinding(product="nginx", file=proxy[0], line=None,
-                        setting="proxy_buffering", value="on (default)", effect=effect)]
+    return _nginx_proxy_buffering(configs, _RESPONSE_BUFFERING)
 
 
 # ------------------------------------------------------------------------ Caddy
