@@ -142,12 +142,14 @@ def _diagnose(instance: str, args: tuple[str, ...], timeout_s: float,
 def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, size: str,
                timeout_s: float, *, direction: str = "push",
                expected: Callable[[str], str | None] = FAULT_CULPRIT.get,
-               diagnose_args: Callable[[str, str], tuple[str, ...]] = push_args) -> None:
+               diagnose_args: Callable[[str, str], tuple[str, ...]] = push_args,
+               lab_args: Callable[[str], tuple[str, ...]] = lambda fault: ()) -> None:
     """Run every (fault, RTT) lab and its repeats; append each run to the index as it ends.
 
     ``expected`` names the culprit a fault must rank first, ``diagnose_args`` the arguments
     of its ``diagnose`` (given the fault and ``size``): the push matrix's by default, the
-    download direction's from :mod:`benchmarks.fault_matrix_fetch`."""
+    download direction's from :mod:`benchmarks.fault_matrix_fetch`; ``lab_args`` the extra
+    ``lab up`` arguments of a fault (kept in each run's row)."""
     results.mkdir(parents=True, exist_ok=True)
     index_path = results / INDEX
     index: dict[str, Any] = {
@@ -160,12 +162,15 @@ def run_matrix(results: Path, faults: list[str], rtts: list[str], repeats: int, 
     for fault, rtt, cell_repeats in fault_cells(faults, rtts, repeats):
         instance = "fm" + uuid.uuid4().hex[:5]
         try:
-            up = subprocess.run([*cli, "up", "--name", instance, "--fault", fault, "--rtt", rtt],
-                                capture_output=True, text=True, timeout=600)
+            extra = lab_args(fault)
+            up = subprocess.run([*cli, "up", "--name", instance, "--fault", fault, "--rtt", rtt,
+                                 *extra], capture_output=True, text=True, timeout=600)
             for repeat in range(1, cell_repeats + 1):
                 name = f"{fault}-{_rtt_label(rtt)}-r{repeat}"
                 row: dict[str, Any] = {"fault": fault, "rtt": rtt, "repeat": repeat,
                                        "expected": expected(fault), "run_dir": name}
+                if extra:
+                    row["lab_args"] = list(extra)
                 if up.returncode != 0:
                     row["error"] = "lab up failed: " + (up.stderr.strip().splitlines()
                                                        or ["?"])[-1]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any
 
@@ -26,6 +27,14 @@ from gitnetdiag.vocabulary import SIZE_RULE, parse_size
 
 console = Console(highlight=False)
 
+
+class FetchHistory(enum.StrEnum):
+    """``lab up --fetch-history``: what ``main`` serves to a clone."""
+
+    RANDOM = "random"
+    SIMILAR = "similar"
+
+
 lab_app = typer.Typer(
     help=(
         "A reproduction lab in three network namespaces, client -- router -- server, with real "
@@ -46,7 +55,7 @@ lab_app = typer.Typer(
     "  gitnetdiag lab up --name b --fault tiny-backlog     a second instance beside the first"
 ))
 # Typer reads every option from the command function's parameters: that is the reason this
-# function has 11 of them.
+# function has 12 of them.
 def up_command(
     fault: list[str] = typer.Option(
         ["healthy"], "--fault", "-f", help="Named fault to inject; repeat for several."
@@ -78,6 +87,10 @@ def up_command(
     fixed: bool = typer.Option(
         False, "--fixed", help="Build the lab with the fix of every --fault applied (what "
         "'lab fix' does to a running lab)."),
+    fetch_history: FetchHistory | None = typer.Option(
+        None, "--fetch-history", help="What the repository's main serves to a clone: random "
+        "(6 MiB of random data) or similar (similar text blobs). Default: what the fault "
+        "needs (one empty commit for a push fault)."),
     name: LabName = DEFAULT_INSTANCE,
     as_json: LabJson = False,
 ) -> None:
@@ -88,6 +101,7 @@ def up_command(
         rate=parse_rate(rate) if rate else None,
         edge_h2_window=edge_h2_window, apache_h2_window=apache_h2_window, edge=edge,
         reset_after_bytes=parse_size(reset_after) if reset_after is not None else None,
+        fetch_history=fetch_history.value if fetch_history is not None else None,
     )
     if fixed:
         spec = fixed_spec(spec)

@@ -27,7 +27,8 @@ from gitnetdiag.diagnosis.fetchmatrix import (
     fitted_table,
 )
 from gitnetdiag.diagnosis.matrix import score_matrix
-from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT
+from gitnetdiag.diagnosis.observations import CaptureMetrics
+from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT, FETCH_SHARED_FAULT_CULPRIT
 from gitnetdiag.serial import to_jsonable
 from tests.diagnosis.test_download_culprits import HEALTHY, PHASES, TCP
 
@@ -53,13 +54,17 @@ ROWS = [("client-rmem-clamp", "20ms", 1, CLAMPED), ("client-rmem-clamp", "20ms",
         ("loss", "20ms", 1, LOSSY), ("loss", "80ms", 1, LOSSY), ("loss", "80ms", 2, LOSSY)]
 
 
-def _bundle(path: Path) -> Path:
-    """A recorded fetch matrix as ``--fit`` ships it: the index and each run's clones."""
+def _bundle(path: Path, rows: list[tuple[str, str, int, Any]] = ROWS,
+            stale: tuple[str, ...] = ()) -> Path:
+    """A recorded fetch matrix as ``--fit`` ships it: the index and each run's clones, each
+    row's lab set up as its fault's is now (``stale``: those faults' rows without)."""
     runs, observations = [], {}
-    for fault, rtt, repeat, obs in ROWS:
+    for fault, rtt, repeat, obs in rows:
         name = f"{fault}-{rtt}-r{repeat}"
         runs.append({"fault": fault, "rtt": rtt, "repeat": repeat, "run_dir": name,
                      "expected": fmf.expected_culprit(fault)})
+        if fmf.fetch_lab_args(fault) and fault not in stale:
+            runs[-1]["lab_args"] = list(fmf.fetch_lab_args(fault))
         observations[name] = [to_jsonable(obs), to_jsonable(replace(obs, protocol="git"))]
     index = {"started": "2026-11-26 14:00 UTC", "commit": "abc1234", "size": "-",
              "repeats": 2, "rtts": ["20ms", "80ms"], "direction": "fetch", "runs": runs}
@@ -84,6 +89,50 @@ def test_faults_and_expected_culprits_follow_the_spec() -> None:
     assert fmf.expected_culprit("slow-auth") == "slow-ref-advertisement"
     assert fmf.fetch_args("slow-pack-generation", "3MiB") == (
         "--direction", "fetch", "--protocols", "h1,git")
+
+
+def test_shared_faults_run_on_the_lab_test_setup() -> None:
+    """A push fault whose shared culprit a clone ranks runs on a lab serving random data,
+    over the lab test's transports (tests/acceptance/test_fetch_shared_lab.py); a download
+    fault brings its own history."""
+    assert set(FETCH_SHARED_FAULT_CULPRIT) <= set(fmf.fetch_faults())
+    assert fmf.fetch_lab_args("loss") == ("--fetch-history", "random")
+    assert fmf.fetch_args("loss", "-") == ("--direction", "fetch", "--protocols", "h1,git")
+    assert fmf.fetch_lab_args("client-rmem-clamp") == fmf.fetch_lab_args("healthy") == ()
+
+
+def test_runs_of_an_older_lab_setup_are_left_out_and_said_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """The loss runs recorded on the lab without random data (nothing to clone) are neither
+    scored nor shipped: the report names them; the rest of the matrix is scored."""
+    source = _bundle(tmp_path / "old.json.gz", stale=("loss",))
+    index, observations, missing = fmf.drop_stale(*fmf.read_fetch_matrix(source))
+    assert [row["fault"] for row in index["runs"]].count("loss") == 0
+    assert len(index["runs"]) == len(observations) == len(ROWS) - 3
+    assert missing[0] == ("loss-20ms-r1 (lab without `--fetch-history random`: superseded)")
+    assert fmf.report_and_fit_fetch([source], write=False) == 0
+    out = capsys.readouterr().out
+    assert "not scored (3): loss-20ms-r1" in out and out.count("8 runs,") == 1
+
+
+def test_shared_culprits_are_scored_with_their_evidence(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A shared culprit gets its row: the loss runs whose clones carried a capture with the
+    server's retransmissions rank packet-loss first (TP), the one without a capture misses
+    it (FN), and the row says how many of its runs had a capture."""
+    retransmitting = CaptureMetrics(source="capture", handshake_seen=True,
+                                    retransmission_rate=0.02, retransmitted_bytes=60_000,
+                                    min_rtt_s=0.02, median_rtt_s=0.021, mss_bytes=1448,
+                                    advertised_window_max_bytes=3_000_000)
+    slow = replace(HEALTHY, moved_bytes=3_000_000, measured_s=10.0, rate_bytes_per_s=300_000.0)
+    rows = [("loss", "20ms", 1, replace(slow, capture=retransmitting)),
+            ("loss", "80ms", 1, replace(slow, capture=retransmitting)),
+            ("loss", "80ms", 2, slow), ("healthy", "20ms", 1, HEALTHY)]
+    assert fmf.report_and_fit_fetch([_bundle(tmp_path / "m.json.gz", rows)], write=False) == 0
+    out = capsys.readouterr().out
+    row = next(line for line in out.splitlines() if line.startswith("| `packet-loss` (shared)"))
+    assert "| `loss` |" in row and "| 2/0/1 | 1.00 | 0.67 |" in row
+    assert "clones captured in 2 of 3 runs of its faults" in row
 
 
 def test_recorded_matrix_round_trips_and_fires_as_recorded(tmp_path: Path) -> None:
