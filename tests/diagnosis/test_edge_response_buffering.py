@@ -99,6 +99,36 @@ def test_silent_without_a_direct_way_in_or_on_a_short_transfer() -> None:
     assert edge_response_buffering(short) is None
 
 
+def _stalled(clone: FetchObservation, moved: int, wall_s: float) -> FetchObservation:
+    """The clone as the monitor ends it after the stall timeout: no rate, its bytes moved."""
+    return replace(clone, outcome="stalled", stopped="stall", moved_bytes=moved,
+                   rate_bytes_per_s=None, measured_s=0.0, wall_s=wall_s)
+
+
+def test_a_stall_through_the_edge_is_the_fault_at_its_worst() -> None:
+    """The fresh-clone make-test run: the HTTP/1.1 clone stalled after 1,090,737 B (the edge's
+    worker blocked on its temp files past the 15 s stall timeout). It counts at its average
+    rate over its wall time, the stall is in the evidence, and the culprit still ranks first;
+    with both HTTPS clones stalled too."""
+    h1_stalled = _stalled(LAB_FAULT[0], 1_090_737, 22.4)
+    findings = rank_download([h1_stalled, *LAB_FAULT[1:]])
+    top = findings[0]
+    assert top.id == "edge-response-buffering", [f.id for f in findings]
+    assert top.cost_protocol == "h1" and 22.0 < top.cost_s < 22.4
+    stall = [e for e in top.evidence if "before it stalled" in e.what]
+    assert [e.value for e in stall] == [1_090_737.0]
+    both = [h1_stalled, _stalled(LAB_FAULT[1], 900_000, 20.0), *LAB_FAULT[2:]]
+    assert rank_download(both)[0].id == "edge-response-buffering"
+
+
+def test_a_stall_before_the_pack_flows_is_not_the_edge() -> None:
+    """A clone through the edge that stalled in its preamble (a few kB) shows nothing of the
+    edge's buffering: with the other HTTPS clone as fast as SSH, nothing fires."""
+    early = _stalled(LAB_FAULT[0], 4_000, 16.0)
+    fast_h2 = _clone("h2", 11e6, 0.55, outcome="ok")
+    assert edge_response_buffering([early, fast_h2, *LAB_FAULT[2:]]) is None
+
+
 def test_a_steady_edge_send_buffer_is_the_send_buffer_not_response_buffering() -> None:
     """An edge whose send buffer is clamped is as slow through HTTPS, but steady: about the
     flight in every round trip, no bursts."""
