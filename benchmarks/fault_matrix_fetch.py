@@ -306,7 +306,7 @@ def report_and_fit_fetch(sources: list[Path], *, write: bool) -> int:
     if missing:
         print(f"not scored ({len(missing)}): " + "; ".join(missing))
     print("\n".join(table))
-    accuracy = (f"first download culprit right (healthy and the negatives: none ranked): hand "
+    accuracy = (f"first culprit right (download and shared; healthy: none ranked): hand "
                 f"weights {top1_accuracy(runs, hand_ranked):.1%}, fitted "
                 f"{top1_accuracy(runs, fitted_ranked):.1%} (in sample), fitted with each "
                 f"(fault, RTT) cell held out of its own fit "
