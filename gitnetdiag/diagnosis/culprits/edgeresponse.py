@@ -263,7 +263,7 @@ def with_edge_config(findings: tuple[Finding, ...],
         return findings
     backed = tuple(
         replace(f, score=round(min(weight(CULPRIT_ID, "cap-configured"),
-                                   f.score + weight(CULPRIT_ID, "configured")), 2),
+                                   f.score + weight(CULPRIT_ID, "configured")), 3),
                 evidence=(*f.evidence, *config_evidence(lines)))
         if f.id == CULPRIT_ID else f for f in findings)
     return tuple(sorted(backed, key=lambda f: f.cost_s * f.score, reverse=True))

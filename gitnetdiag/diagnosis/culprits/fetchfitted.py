@@ -13,15 +13,15 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "32 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
+    "28 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:38 UTC, commit 1150b0e, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:41 UTC, commit c9a52cb, RTT 20ms and 80ms, 2 "
-    "repeats; 4 runs of 2026-11-26 14:59 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 15:04 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
-    "repeats; 4 runs of 2026-11-26 15:22 UTC, commit edfa884, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 15:24 UTC, commit edfa884, RTT 20ms and 80ms, 2 "
-    "repeats; 4 runs of 2026-11-26 15:27 UTC, commit edfa884, RTT 20ms and 80ms, 2 "
-    "repeats"
+    "repeats; 2 runs of 2026-11-26 17:36 UTC, commit d20a247, RTT 20ms, 2 repeats; 2 "
+    "runs of 2026-11-26 17:42 UTC, commit 23fef8c, RTT 80ms, 2 repeats; 2 runs of "
+    "2026-11-26 17:40 UTC, commit e9668d9, RTT 20ms and 80ms, 1 repeat; 2 runs of "
+    "2026-11-26 17:45 UTC, commit 23fef8c, RTT 20ms and 80ms, 1 repeat"
 )
 """The fetch fault-matrix run these values come from."""
 
@@ -33,16 +33,18 @@ FETCH_FITTED: dict[str, Calibration] = {
         intercept=-0.0762, slope=0.8326, positives=4, negatives=0
     ),
     "server-send-buffer": Calibration(
-        intercept=-0.8397, slope=0.8368, positives=4, negatives=7
+        intercept=-0.3277, slope=0.9319, positives=4, negatives=3
     ),
     "client-index-pack-cpu": Calibration(
         intercept=0.0279, slope=0.9994, positives=4, negatives=0
+    ),
+    "edge-response-buffering": Calibration(
+        intercept=-0.0762, slope=0.8326, positives=4, negatives=0
     ),
 }
 """Download culprit id -> its calibration on the matrix."""
 
 FETCH_HAND_WEIGHTED: dict[str, str] = {
     "client-http2-window": "no lab fault in the matrix produces it",
-    "edge-response-buffering": "no lab fault in the matrix produces it",
 }
 """Download culprit id -> why it keeps its hand-set weights."""
