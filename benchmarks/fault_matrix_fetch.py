@@ -282,9 +282,10 @@ def held_out_rankings(runs: list[FetchMatrixRun]) -> list[list[str]]:
 def report_and_fit_fetch(sources: list[Path], *, write: bool) -> int:
     """Score the download matrix with hand weights and fitted confidences; with ``write``,
     ship the fit, the bundle (unless the one source is the bundle) and the docs table."""
-    parts = [(source, *read_fetch_matrix(source)) for source in sources]
-    index, observations, missing = drop_stale(*(parts[0][1:] if len(parts) == 1
-                                                else fm.merge_matrices(parts)))
+    # Stale runs go before the merge: the new runs of their cells keep their own numbers.
+    parts = [(source, *drop_stale(*read_fetch_matrix(source))) for source in sources]
+    index, observations, missing = (parts[0][1:] if len(parts) == 1
+                                    else fm.merge_matrices(parts))
     runs = fetch_runs(index, observations)
     if not runs:
         print(f"error: no run in {', '.join(map(str, sources))} has a fetch.json "
