@@ -30,6 +30,7 @@ from gitnetdiag.diagnosis.matrix import score_matrix
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT, FETCH_SHARED_FAULT_CULPRIT
 from gitnetdiag.serial import to_jsonable
+from tests.acceptance.test_fetch_shared_lab import PROTOCOLS as SHARED_LAB_PROTOCOLS
 from tests.diagnosis.test_download_culprits import HEALTHY, PHASES, TCP
 
 CLAMP = "client-tcp-receive-window-clamp"
@@ -99,6 +100,8 @@ def test_shared_faults_run_on_the_lab_test_setup() -> None:
     assert fmf.fetch_lab_args("loss") == ("--fetch-history", "random")
     assert fmf.fetch_args("loss", "-") == ("--direction", "fetch", "--protocols", "h1,git")
     assert fmf.fetch_lab_args("client-rmem-clamp") == fmf.fetch_lab_args("healthy") == ()
+    for fault, protocols in SHARED_LAB_PROTOCOLS.items():
+        assert fmf.fetch_args(fault, "-")[-2:] == ("--protocols", protocols), fault
 
 
 def test_runs_of_an_older_lab_setup_are_left_out_and_said_so(
