@@ -16,9 +16,11 @@ them. Measured in the lab (6 MiB of random data, 50 ms RTT, nginx 1.22):
   over git://): the first buffers leave from memory; the rest arrives in bursts
   (up to 263 KB in one round trip at an average of 12 KB per round trip).
 
-The gaps are the edge's worker blocked writing temporary files: 3 to 5.5 s without a byte
-on an idle lab host (two matrix runs, 20 ms RTT), and once past the 15 s stall timeout
-on a busy one (a fresh-clone ``make test``: the HTTP/1.1 clone stalled after 1,090,737 B).
+The gaps are the edge's worker blocked writing temporary files. In the fetch fault
+matrix's four runs the longest gap without a byte per HTTPS clone was 3.0 to 5.5 s at
+20 ms RTT; at 80 ms 8.0 and 14.4 s, and two of the four HTTPS clones went past the 15 s
+stall timeout (after 1,239,900 and 1,906,542 B), as the HTTP/1.1 clone of a fresh-clone
+``make test`` did (after 1,090,737 B).
 A clone through the edge that stalls after it moved pack data is this fault at its worst,
 not another failure: it counts at its average rate over its wall time.
 
