@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-DEBS=(git apache2 haproxy openssh-server openssh-client tshark tcpdump iperf3
+DEBS=(git gcc apache2 haproxy openssh-server openssh-client tshark tcpdump iperf3
       iptables libnetfilter-queue-dev iproute2 openssl fio ethtool procps kmod apache2-utils
       prometheus nginx caddy h2o trafficserver
 )

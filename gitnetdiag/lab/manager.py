@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, fetchlab, slowclient, slowdisk
+from gitnetdiag.lab import config, fetchlab, h2window, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.edges import EDGE_PROGRAMS
 from gitnetdiag.lab.httpauth import make_http_auth
@@ -426,6 +426,11 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
                 fault="edge-response-buffering")
         client_path = (slowclient.attach(root, spec.instance, spec.client_cpu_share)
                        if spec.client_cpu_share is not None else "")
+        if spec.client_h2_window is not None:
+            progress(f"client git's HTTP/2 window held at {spec.client_h2_window} B (shim)")
+            client_path = h2window.attach(
+                root, spec.client_h2_window,
+                next_git=f"{client_path}/git" if client_path else None)
         _make_repo(paths, spec, account)
         files = write_configs(paths, spec)
         if spec.http_auth:

@@ -64,6 +64,9 @@ SERVER_WMEM_CLAMP = (4096, 16384, 65536)
 (Apache, the edge, sshd, git daemon) sends from at most a 64 KiB buffer."""
 CLIENT_INDEX_CPU_SHARE = 0.05
 """Share of one core the client's git (and its index-pack) gets under ``client-index-cpu``."""
+CLIENT_H2_WINDOW = H2_DEFAULT_WINDOW
+"""The HTTP/2 stream window the client's git advertises under ``client-h2-window``: the
+65,535 B of libcurl up to 7.51 (curl issue 1102), the connection's left at the same default."""
 FETCH_HISTORY_BYTES = 6 * 1024 * 1024
 """Random data in the history a fetch fault serves (enough to reach a steady rate)."""
 FETCH_SIMILAR_BLOBS = 2000
@@ -121,6 +124,10 @@ FAULTS: dict[str, str] = {
     "client-index-cpu": "download direction: the client's git runs on "
     f"{CLIENT_INDEX_CPU_SHARE:.0%} of one core; the repository holds {FETCH_SIMILAR_BLOBS} "
     "similar blobs (index-pack resolves their deltas)",
+    "client-h2-window": "download direction: the client's git advertises HTTP/2's default "
+    f"{CLIENT_H2_WINDOW} B stream and connection window, as libcurl up to 7.51 did (an "
+    "LD_PRELOAD shim over libcurl's nghttp2 calls); the repository serves "
+    f"{FETCH_HISTORY_BYTES // 2**20} MiB of random data",
     "edge-backend-errors": "the HAProxy edge balances round-robin over two members without "
     f"health checks: Apache, and a port that answers {BAD_MEMBER_STATUS} to everything",
 }
@@ -185,6 +192,7 @@ FETCH_FAULT_CULPRIT: dict[str, str] = {
     "slow-pack-generation": "server-pack-generation",
     "server-sndbuf-clamp": "server-send-buffer",
     "client-index-cpu": "client-index-pack-cpu",
+    "client-h2-window": "client-http2-window",
 
     "edge-response-buffering": "edge-response-buffering",
 }
@@ -195,6 +203,7 @@ FETCH_FAULT_FIX_NAMES: dict[str, str] = {
     "slow-pack-generation": "repack -adb",
     "server-sndbuf-clamp": "net.ipv4.tcp_wmem",
     "client-index-cpu": "index-pack",
+    "client-h2-window": "http.version HTTP/1.1",
 
     "edge-response-buffering": "proxy_buffering off",
 }
@@ -343,6 +352,9 @@ class LabSpec:
     fetch_history: str | None = None
     """What the repository's ``main`` serves to a fetch: ``random`` (packed-size random
     data) or ``similar`` (loose similar text blobs); None: one empty commit."""
+    client_h2_window: int | None = None
+    """The HTTP/2 window the client's git advertises (``client-h2-window``: an LD_PRELOAD
+    shim), None for its libcurl's own."""
     edge_response_buffering: bool = False
     """The nginx edge buffers responses (``proxy_buffering on``) with its temp files on a
     throttled device that writes synchronously (``edge-response-buffering``)."""
@@ -484,7 +496,8 @@ def build_spec(*, instance: str, faults: list[str],
         fetch_history=overrides.get("fetch_history") or (
             "similar" if has("slow-pack-generation") or has("client-index-cpu")
             else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
-            or has("edge-response-buffering") else None),
+            or has("edge-response-buffering") or has("client-h2-window") else None),
+        client_h2_window=CLIENT_H2_WINDOW if has("client-h2-window") else None,
         edge_response_buffering=has("edge-response-buffering"),
         edge_bad_member=has("edge-backend-errors"),
     )

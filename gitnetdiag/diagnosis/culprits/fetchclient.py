@@ -9,18 +9,23 @@
 - ``client-http2-window``: over HTTP/2 the client's stream window bounds the
   server's DATA at ``window / RTT``; libcurl's window changed from release to
   release (``gitnetdiag/data/libcurl_h2_windows.toml``). It fires when the
-  client's libcurl is one of the releases with a small or known-slow window
-  and the HTTP/2 clone ran slower than the HTTP/1.1 clone of the same
-  repository at the same time, with about that window per round trip.
+  HTTP/2 clone ran slower than the HTTP/1.1 clone of the same repository at
+  the same time, with about one small window per round trip: the window git's
+  own decrypted frames show (``--full``), else the one its release is
+  documented to advertise when that release is listed as small or slow, else
+  HTTP/2's default 65,535 B when the rate per round trip sits at it (a build
+  or a preloaded library can advertise less than its release's documented
+  window; the evidence then gives both).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.diagnosis.culprits._common import Hit, Tally
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
-from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
+from gitnetdiag.diagnosis.culprits.libcurlwin import LibcurlWindow, window_for
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 
@@ -94,11 +99,16 @@ H2_SLOWER = 0.67
 """The HTTP/2 clone at most this share of the HTTP/1.1 clone's rate."""
 NEAR_WINDOW = 1.5
 """Bytes per RTT within this factor of the window: the window binds."""
+DEFAULT_WINDOW_LOW = 0.3
+"""Without the client's frames or a listed release: bytes per RTT from this share of
+HTTP/2's default window up (nghttp2 grants more once half the window is read, so a client
+that keeps the default moves about 0.5-1 window per round trip) count as that window."""
 
 H2_WINDOW_FIX = (
     "upgrade libcurl (and the git built on it) to a release with a large HTTP/2 download "
-    "window (7.52.0 to 8.0.1, or 8.1.1 and later: 10 MB); until then let git use HTTP/1.1 "
-    "to this server: git config http.version HTTP/1.1")
+    "window (7.52.0 to 8.0.1, or 8.1.1 and later: 10 MB); a client that still advertises "
+    "a small window (a build or a preloaded library that changes it) needs that fixed; until "
+    "then let git use HTTP/1.1 to this server: git config http.version HTTP/1.1")
 
 
 def _fastest(observations: Sequence[FetchObservation], protocol: str) -> FetchObservation | None:
@@ -106,41 +116,106 @@ def _fastest(observations: Sequence[FetchObservation], protocol: str) -> FetchOb
     return max(measured, key=lambda o: o.rate_bytes_per_s or 0.0) if measured else None
 
 
+def _window_evidence(tally: Tally, h2: FetchObservation, h1_flight: float,
+                     entry: LibcurlWindow | None) -> int | None:
+    """The window that held HTTP/2, with its evidence; None when none did.
+
+    git's own frames (``--full``) win over the release's documented window; without them a
+    listed release's window, else HTTP/2's default when the bytes per RTT sit at it."""
+    rtt = h2.rtt_s or 0.0
+    flight = (h2.rate_bytes_per_s or 0.0) * rtt
+    seen = h2.git_h2_window
+    listed = entry is not None and entry.slow_downloads
+    documented = entry.steady_window if entry is not None else None
+    if seen is not None:
+        window = min(seen.stream_window_bytes, seen.connection_window_bytes)
+        source = f"--full: git's SETTINGS and WINDOW_UPDATE frames, from frame {seen.first_frame}"
+        if window >= h1_flight or flight > NEAR_WINDOW * window:
+            return None  # the window git advertised did not hold it
+        tally.add("advertised-small-window", Evidence(
+            what="HTTP/2 window git advertised (stream and connection, the smaller)",
+            value=float(window), unit="B", threshold=h1_flight, comparison="<",
+            basis="the HTTP/1.1 clone's bytes per round trip {}",
+            basis_terms=(Quantity(value=h1_flight, unit="B"),), source=source))
+    elif listed and documented is not None:
+        window = documented
+    elif listed:
+        return 0  # a release known to be slow, its window not documented
+    else:
+        window = HTTP2_DEFAULT_WINDOW_BYTES
+        if not DEFAULT_WINDOW_LOW * window <= flight <= NEAR_WINDOW * window:
+            return None
+        tally.add("rate-at-default-window", Evidence(
+            what="HTTP/2 bytes per round trip (rate x RTT)", value=flight, unit="B",
+            threshold=NEAR_WINDOW * window, comparison="<=",
+            basis="1.5 x HTTP/2's default window {}, what a client that does not raise it "
+                  "advertises", basis_terms=(Quantity(value=float(window), unit="B"),),
+            source="fetch monitor x path RTT; RFC 9113 section 6.9.2"))
+        if documented is not None and entry is not None:
+            tally.note(Evidence(
+                what=f"HTTP/2 window libcurl {h2.libcurl} is documented to advertise (the "
+                     "rate says the window this client advertised was smaller)",
+                value=float(documented), unit="B", source=entry.source))
+        return window
+    if flight > NEAR_WINDOW * window:
+        return None
+    tally.add("rate-at-window", Evidence(
+        what="HTTP/2 bytes per round trip (rate x RTT)", value=flight, unit="B",
+        threshold=NEAR_WINDOW * window, comparison="<=",
+        basis=("1.5 x the window git advertised {}" if seen is not None
+               else "1.5 x the stream window its libcurl release advertises {}"),
+        basis_terms=(Quantity(value=float(window), unit="B"),),
+        source="fetch monitor x path RTT" + (f"; {entry.source}" if seen is None and entry
+                                             else "")))
+    if seen is not None and entry is not None and documented not in (None, window):
+        tally.note(Evidence(
+            what=f"HTTP/2 window libcurl {h2.libcurl} is documented to advertise (git's frames "
+                 "show another)", value=float(documented or 0), unit="B", source=entry.source))
+    return window
+
+
 def client_http2_window(observations: Sequence[FetchObservation]) -> Hit | None:
-    """The client's libcurl advertises a small (or known-slow) HTTP/2 download window."""
+    """The client advertises a small HTTP/2 download window: its libcurl release's, the one its
+    decrypted frames show (``--full``), or the one its HTTP/2 rate gives away."""
     h2, h1 = _fastest(observations, "h2"), _fastest(observations, "h1")
     if h2 is None or h1 is None or not h2.rtt_s:
         return None
     entry = window_for(h2.libcurl)
-    if entry is None or not entry.slow_downloads:
-        return None
-    h2_rate, h1_rate, rtt = h2.rate_bytes_per_s or 0.0, h1.rate_bytes_per_s or 0.0, h2.rtt_s
+    h2_rate, h1_rate = h2.rate_bytes_per_s or 0.0, h1.rate_bytes_per_s or 0.0
     if h2_rate > H2_SLOWER * h1_rate:
         return None
     tally = Tally("client-http2-window")
-    tally.add("listed-release", Evidence(what="client's libcurl", text=str(h2.libcurl),
-                            source=f"git version --build-options / curl-config; {entry.source}"))
+    if entry is not None and entry.slow_downloads:
+        tally.add("listed-release", Evidence(
+            what="client's libcurl", text=str(h2.libcurl),
+            source=f"git version --build-options / curl-config; {entry.source}"))
     tally.add("slower-than-h1", Evidence(
         what="HTTP/2 clone's rate", value=h2_rate, unit="B/s", threshold=H2_SLOWER * h1_rate,
         comparison="<=", basis="two thirds of the HTTP/1.1 clone's {}",
         basis_terms=(Quantity(value=h1_rate, unit="B/s"),), source="fetch monitor, h1 and h2"))
-    window = entry.steady_window
-    if window is not None:
-        flight = h2_rate * rtt
-        evidence = Evidence(
-            what="HTTP/2 bytes per round trip (rate x RTT)", value=flight, unit="B",
-            threshold=NEAR_WINDOW * window, comparison="<=",
-            basis="1.5 x the stream window libcurl advertises {}",
-            basis_terms=(Quantity(value=float(window), unit="B"),), source=entry.source)
-        if flight > NEAR_WINDOW * window:
-            return None
-        tally.add("rate-at-window", evidence)
+    window = _window_evidence(tally, h2, h1_rate * h2.rtt_s, entry)
+    if window is None:
+        return None
     cost = h2.measured_s - h2.moved_bytes / h1_rate if h1_rate > h2_rate else 0.0
-    window_text = f"{window} B" if window is not None else "a window that is not documented"
     return Hit(
         score=round(min(weight("client-http2-window", "cap"), tally.score), 2),
-        cost_s=max(0.0, cost),
-        summary=(f"libcurl {h2.libcurl} advertises {window_text} for an HTTP/2 download "
-                 f"({entry.fact.split(':')[0]}): the HTTP/2 clone ran at {h2_rate:.0f} B/s "
-                 f"against {h1_rate:.0f} B/s over HTTP/1.1"),
+        cost_s=max(0.0, cost), summary=_summary(h2, h1_rate, window, entry),
         evidence=tuple(tally.evidence), fix=H2_WINDOW_FIX, cost_protocol="h2")
+
+
+def _summary(h2: FetchObservation, h1_rate: float, window: int,
+             entry: LibcurlWindow | None) -> str:
+    rates = (f"the HTTP/2 clone ran at {h2.rate_bytes_per_s or 0.0:.0f} B/s against "
+             f"{h1_rate:.0f} B/s over HTTP/1.1")
+    documented = entry.steady_window if entry is not None else None
+    release = (f"; libcurl {h2.libcurl} is documented to advertise {documented} B"
+               if documented is not None and documented != window else "")
+    if h2.git_h2_window is not None:
+        return (f"git advertised a {window} B HTTP/2 window for its download (its decrypted "
+                f"frames{release}): {rates}")
+    if entry is not None and entry.slow_downloads:
+        window_text = f"{window} B" if window else "a window that is not documented"
+        return (f"libcurl {h2.libcurl} advertises {window_text} for an HTTP/2 download "
+                f"({entry.fact.split(':')[0]}): {rates}")
+    return (f"the HTTP/2 clone moved about HTTP/2's default {window} B window per round trip, "
+            f"as from a client that does not raise it{release}: {rates}")

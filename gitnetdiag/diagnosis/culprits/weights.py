@@ -53,6 +53,11 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "listed-release": 0.4,  # the libcurl release's window is documented as small
         "slower-than-h1": 0.3,  # the HTTP/2 clone at most 2/3 of the HTTP/1.1 rate
         "rate-at-window": 0.2,  # bytes per round trip near the window
+        # --full: git's own frames advertise a window below HTTP/1.1's bytes per round trip
+        "advertised-small-window": 0.35,
+        # neither frames nor a listed release: bytes per round trip at HTTP/2's default
+        # window (another h2-only limit, a server's, could give the same rate)
+        "rate-at-default-window": 0.25,
         "cap": 0.9,
     },
     "h2-flow-control-window": {

@@ -115,8 +115,9 @@ class LabState:
     """Under ``slow-storage``: the blkio cgroup the servers run in (its throttle limits the
     device under the repositories); a storage check of the repositories runs in it too."""
     client_path: str = ""
-    """Under ``client-pack-cpu``: a directory to put first on ``PATH`` in the client
-    namespace; its ``git`` runs in a cgroup with a small CPU quota."""
+    """Under ``client-pack-cpu`` (and ``client-index-cpu``, ``client-h2-window``): a
+    directory to put first on ``PATH`` in the client namespace; its ``git`` runs in a cgroup
+    with a small CPU quota, or with an LD_PRELOAD shim holding libcurl's HTTP/2 window small."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
