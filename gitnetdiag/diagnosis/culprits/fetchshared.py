@@ -18,8 +18,9 @@ the *sender of the data* (the server):
   (:func:`download_capture_metrics` in the pipeline).
 
 The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
-(``slow-ref-advertisement``). The findings keep their ids, scores and fix texts; their
-summaries and evidence speak of clones and the download (:func:`in_fetch_words`).
+(``slow-ref-advertisement``); the client's libcurl release is the push's, judged with the
+download's known bugs (``client-http-stack``). The findings keep their ids, scores and fix
+texts; their summaries and evidence speak of clones and the download (:func:`in_fetch_words`).
 """
 
 from __future__ import annotations
@@ -46,12 +47,12 @@ from gitnetdiag.outcomes import FailureKind
 
 SHARED_CULPRITS: tuple[str, ...] = (
     "packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency", "syn-drop",
-    "listen-backlog-overflow", "firewall-reset", "slow-ref-advertisement",
+    "listen-backlog-overflow", "firewall-reset", "slow-ref-advertisement", "client-http-stack",
 )
 """Push culprits that do not depend on the direction, run on a fetch's clones.
-``client-http-stack`` is not among them yet: its table of libcurl bugs is the upload's
-(``git push`` over HTTP/2 reset by 8.0.0/8.0.1); the clone's own (curl issues 11201, 14923)
-need their rows before it can judge a download."""
+``client-http-stack`` judges the clones with the download's rows of its table of client
+bugs only (``data/libcurl_bugs.toml``: curl issues 11201, 14923), never the upload's: the
+records say ``transfer="download"``."""
 
 _STALLED = {"stalled": FailureKind.HUNG, "hung": FailureKind.HUNG}
 """The failure kind of a clone that stopped moving (as a hung push's)."""
@@ -108,7 +109,7 @@ def observations_of_clones(clones: Sequence[FetchObservation]) -> Observations:
     rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
     libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
     return Observations(
-        run=RunInfo(rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl,
+        run=RunInfo(rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl, transfer="download",
                     requested_protocols=tuple(protocols), measured_by="fetch"),
         protocols=protocols)
 
