@@ -86,6 +86,21 @@ def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
     return obs.capture if obs.capture is not None else tcp_info_metrics(obs)
 
 
+def _handshakes(best: CaptureMetrics | None, clones: Sequence[FetchObservation]
+                ) -> CaptureMetrics | None:
+    """The best clone's evidence with the SYN and SYN-ACK retransmissions of every clone's
+    capture summed: each clone opens its own download connection, and a dropped SYN costs
+    the clone that met it (``syn-drop``), whichever clone measured most."""
+    captured = [obs.capture for obs in clones if obs.capture is not None]
+    if best is None or not captured:
+        return best
+    syn = sum(c.syn_retransmissions or 0 for c in captured)
+    synack = sum(c.synack_retransmissions or 0 for c in captured)
+    if not syn and not synack:
+        return best
+    return replace(best, syn_retransmissions=syn, synack_retransmissions=synack)
+
+
 def _phases(clones: Sequence[FetchObservation]) -> Trace2Phases | None:
     """The clones' trace2 phases the push detectors read, median over clones as for pushes:
     the time to the ref advertisement (connect, TLS/SSH, authentication, the refs)."""
@@ -104,7 +119,8 @@ def observations_of_clones(clones: Sequence[FetchObservation]) -> Observations:
         # The TCP evidence of the clone that measured most (else the first one's).
         best = max(mine, key=lambda obs: (obs.measured, obs.moved_bytes))
         protocols[name] = ProtocolObservation(
-            pushes=tuple(clone_as_transfer(obs) for obs in mine), capture=_evidence_of(best),
+            pushes=tuple(clone_as_transfer(obs) for obs in mine),
+            capture=_handshakes(_evidence_of(best), mine),
             trace2=_phases(mine))
     rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
     libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
