@@ -222,11 +222,11 @@ Left out, measured 2026-11-26 (3 runs each, h1 and git clones of 6 MiB):
 - ``tiny-backlog``: git daemon's backlog of 5 overflows only when more than five connections
   wait to be accepted at once; the push side makes that with ``--burst 150`` concurrent
   connects. A fetch opens its connections one after another (24 passive opens in the server
-  namespace per run, at most one pending): ``TcpExtListenOverflows`` and ``ListenDrops``
-  rose by 0, the client retransmitted no SYN, every clone finished (6,291,456 B at
-  5.6-7.6 MB/s) and the verdict was ``healthy``. A clone meets the overflow only beside
-  other clients (GitHub Enterprise 2.0's account is of many), which the fetch probe does not
-  make: no short test can show it without a fetch burst.
+  namespace per run): ``TcpExtListenOverflows`` and ``ListenDrops`` rose by 0, the client
+  retransmitted no SYN, every clone finished (6,291,456 B at 5.6-7.6 MB/s) and the verdict
+  was ``healthy``. A clone meets the overflow only while many other clients connect at once
+  (the GitHub Enterprise 2.0 account), which the fetch probe does not make: no short test
+  can show it without a fetch burst.
 - ``pmtu-blackhole`` drops large packets *to* the server only, and a clone sends none (its
   requests are small), so the download never meets it.
 - ``path-latency`` has no push fault (no fault of :data:`FAULT_CULPRIT` names it), and its
