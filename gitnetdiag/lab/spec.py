@@ -214,7 +214,7 @@ must rank first on a lab whose ``main`` serves random data (``fetch_history="ran
 the same id and fix as the push's (:data:`FAULT_FIX_NAMES`). ``syn-drop`` needs five clones
 per transport (h1, git): each clone's download connection meets the router's 30% SYN drop on
 its own, and the SYN retransmissions of every clone's capture count (measured 2026-11-26:
-with one clone each, 5 of 8 runs ranked it; with five, 4 of 4 runs did, on 3 to 8 SYN
+with one clone each, 5 of 8 runs ranked it; with five, 5 of 5 runs did, on 3 to 8 SYN
 retransmissions).
 
 Left out, measured 2026-11-26 (3 runs each, h1 and git clones of 6 MiB):
