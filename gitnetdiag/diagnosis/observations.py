@@ -91,6 +91,9 @@ class RunInfo:
     """The HTTP/2 server's SETTINGS as the native probe last knew them (names as RFC 9113)."""
     ssh_banner: str = ""
     """The SSH server's identification string (native SSH probe)."""
+    transfer: str = "upload"
+    """The direction the transfers moved the pack: ``upload`` (pushes) or ``download``
+    (a fetch's clones as push-shaped records, :mod:`~gitnetdiag.diagnosis.culprits.fetchshared`)."""
 
 
 @dataclass(frozen=True, kw_only=True)

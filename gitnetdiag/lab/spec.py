@@ -216,13 +216,31 @@ FETCH_SHARED_FAULT_CULPRIT: dict[str, str] = {
     "bandwidth-limit": "bandwidth-limit",
     "firewall-reset": "firewall-reset",
     "slow-auth": "slow-ref-advertisement",
+    "syn-drop": "syn-drop",
 }
 """Push faults that slow or break a clone as well, with the culprit ``--direction fetch``
 must rank first on a lab whose ``main`` serves random data (``fetch_history="random"``):
-the same id and fix as the push's (:data:`FAULT_FIX_NAMES`). Left out: ``pmtu-blackhole``
-drops large packets *to* the server only, and a clone sends none (its requests are small),
-so the download never meets it; ``syn-drop`` costs a clone's one connection a SYN timeout
-now and then, too rarely in four clones to rank."""
+the same id and fix as the push's (:data:`FAULT_FIX_NAMES`). ``syn-drop`` needs five clones
+per transport (h1, git): each clone's download connection meets the router's 30% SYN drop on
+its own, and the SYN retransmissions of every clone's capture count (measured 2026-11-26:
+with one clone each, 5 of 8 runs ranked it; with five, 5 of 5 runs did, on 3 to 8 SYN
+retransmissions).
+
+Left out, measured 2026-11-26 (3 runs each, h1 and git clones of 6 MiB):
+
+- ``tiny-backlog``: git daemon's backlog of 5 overflows only when more than five connections
+  wait to be accepted at once; the push side makes that with ``--burst 150`` concurrent
+  connects. A fetch opens its connections one after another (24 passive opens in the server
+  namespace per run): ``TcpExtListenOverflows`` and ``ListenDrops`` rose by 0, the client
+  retransmitted no SYN, every clone finished (6,291,456 B at 5.6-7.6 MB/s) and the verdict
+  was ``healthy``. A clone meets the overflow only while many other clients connect at once
+  (the GitHub Enterprise 2.0 account), which the fetch probe does not make: no short test
+  can show it without a fetch burst.
+- ``pmtu-blackhole`` drops large packets *to* the server only, and a clone sends none (its
+  requests are small), so the download never meets it.
+- ``path-latency`` has no push fault (no fault of :data:`FAULT_CULPRIT` names it), and its
+  detector needs the sender's receive-window-limited share, which a capture at the receiver
+  cannot give."""
 
 # --- end of the fetch shared faults block ---
 

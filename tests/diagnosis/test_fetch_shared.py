@@ -209,3 +209,18 @@ def test_loss_not_a_send_buffer_when_the_capture_shows_retransmissions() -> None
         retransmission_rate=0.02, fast_retransmissions=30, timeout_retransmissions=2,
         advertised_window_max_bytes=3_000_000, min_rtt_s=0.05, median_rtt_s=0.05))
     assert [f.id for f in rank_download([lossy])] == ["packet-loss"]
+
+
+def test_a_dropped_syn_on_any_clone_ranks_syn_drop() -> None:
+    """Each clone opens its own download connection: a SYN retransmitted on a clone other
+    than the one whose evidence is read (the one that measured most) still counts."""
+    clean = CaptureMetrics(source="capture fetch h1 #1", min_rtt_s=0.05, median_rtt_s=0.05,
+                           advertised_window_max_bytes=3_000_000, syn_retransmissions=0)
+    best = replace(HEALTHY, capture=clean)
+    slow = replace(HEALTHY, repeat=2, moved_bytes=30_000_000, wall_s=5.5,
+                   capture=replace(clean, source="capture fetch h1 #2", syn_retransmissions=1))
+    assert "syn-drop" not in [f.id for f in rank_download([best, replace(slow, capture=clean)])]
+    findings = rank_download([best, slow])
+    assert [f.id for f in findings][:1] == ["syn-drop"]
+    assert "1 on the clones" in findings[0].summary
+    assert findings[0].cost_s >= 1.0

@@ -1,9 +1,9 @@
-"""The client: pack-objects CPU, and HTTP stack versions with known upload bugs."""
+"""The client: pack-objects CPU, and HTTP stack versions with known bugs in the direction
+measured (``data/libcurl_bugs.toml``)."""
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from gitnetdiag.diagnosis.culprits._common import (
     SLOW_PHASE_S,
@@ -16,6 +16,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     phase_values,
     term,
 )
+from gitnetdiag.diagnosis.culprits.knownbugs import KnownBug, bugs_for
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
@@ -69,61 +70,6 @@ def client_pack_cpu(obs: Observations) -> Hit | None:
             "`core.bigFileThreshold` or Git LFS keeps large binaries out of it."
         ),
     )
-
-
-@dataclass(frozen=True, kw_only=True)
-class KnownBug:
-    """A client version with a documented upload problem."""
-
-    component: str
-    """``libcurl``, ``git``, ``nghttp2`` or ``openssh``."""
-    versions: tuple[str, ...]
-    """Affected versions (exact strings)."""
-    protocol: str
-    """Protocol it shows on."""
-    what: str
-    """The symptom."""
-    reference: str
-    """Upstream report."""
-    fixed_in: str
-    """First fixed version."""
-
-
-KNOWN_BUGS: tuple[KnownBug, ...] = (
-    KnownBug(
-        component="libcurl",
-        versions=("8.0.0", "8.0.1"),
-        protocol="h2",
-        what="git push over HTTP/2 fails with 'HTTP/2 stream N was reset'",
-        reference="curl issue 11353",
-        fixed_in="8.2.0",
-    ),
-    KnownBug(
-        component="libcurl",
-        versions=("8.1.0", "8.1.1", "8.1.2"),
-        protocol="h2",
-        what="HTTP/2 uploads stall on a busy connection",
-        reference="curl issue 11426",
-        fixed_in="8.2.0",
-    ),
-    KnownBug(
-        component="libcurl",
-        versions=("8.7.1",),
-        protocol="h2",
-        what="git over HTTP/2 hangs",
-        reference="curl issue 13474",
-        fixed_in="8.8.0",
-    ),
-    KnownBug(
-        component="libcurl",
-        versions=("8.10.0",),
-        protocol="h2",
-        what="HTTP/2 uploads with http.postBuffer break (upload end-of-stream handling)",
-        reference="curl issue 14892",
-        fixed_in="8.10.1",
-    ),
-)
-"""Versions with upload bugs; a finding needs the version AND the matching symptom."""
 
 
 def _version(obs: Observations, component: str) -> str | None:
@@ -197,64 +143,60 @@ def _stopped_with_credit(obs: Observations) -> Hit | None:
     )
 
 
+def _fix(bug: KnownBug) -> str:
+    target = (f"Upgrade {bug.component} to {bug.fixed_in} or newer" if bug.fixed_in else
+              f"Upgrade {bug.component} past {bug.versions[-1]} (the fixed release is not "
+              f"documented in {bug.reference})")
+    return (f"{target} (git uses the system libcurl); meanwhile "
+            "`git config http.version HTTP/1.1` avoids the HTTP/2 path.")
+
+
+def _bug_hit(obs: Observations, bug: KnownBug, version: str) -> Hit | None:
+    """The finding of one known bug of the client's release, None when its protocol was
+    not measured."""
+    p = obs.protocols.get(bug.protocol)
+    if p is None:
+        return None
+    cost, failed, total = failure_cost_s(obs, bug.protocol, {"hung", "timeout", "reset", "other"})
+    rate, other = upload_rate_bytes_per_s(p), best_other_rate(obs, bug.protocol)
+    slow = rate is not None and other is not None and rate < SLOWER_RATIO * other[1]
+    fixed = bug.fixed_in or "not documented"
+    evidence = [Evidence(what=f"{bug.component} version", text=version,
+                         basis=f"affected: {', '.join(bug.versions)}; fixed in: {fixed}",
+                         source=f"run metadata; {bug.reference} ({bug.source})")]
+    if failed:
+        first = next(f for f in failed_pushes(p) if f.error_kind not in REFUSALS)
+        evidence.append(above_zero(
+            f"{label(bug.protocol)} pushes failed or stalled", failed,
+            "pushes: " + (first.error_message or first.error_kind or ""), of=total))
+    if not failed and not slow:
+        score, cost = weight("client-http-stack", "bug-only"), 0.0
+    else:
+        score = weight("client-http-stack", "bug-failed" if failed else "bug-slow")
+    if slow and rate is not None and other is not None:
+        size, up = push_bytes(p), upload_s(p)
+        if size is not None and up is not None:
+            cost += saved_time_s(size, up, other[1]) or 0.0
+    told = f"; {failed} of {total} {label(bug.protocol)} pushes failed or stalled." if failed \
+        else "."
+    return Hit(
+        score=score, cost_s=cost,
+        summary=(f"The client's {bug.component} {version} has a known bug: {bug.what} "
+                 f"({bug.reference}){told}"),
+        evidence=tuple(evidence), fix=_fix(bug))
+
+
 def client_http_stack(obs: Observations) -> Hit | None:
+    """A client stack seen stalling with credit (an upload), else a release with a known bug
+    in the direction measured (``obs.run.transfer``) whose protocol was measured."""
     seen = _stopped_with_credit(obs)
     if seen is not None:
         return seen
-    for bug in KNOWN_BUGS:
+    for bug in bugs_for(obs.run.transfer):
         version = _version(obs, bug.component)
-        if version not in bug.versions:
+        if version is None or version not in bug.versions:
             continue
-        p = obs.protocols.get(bug.protocol)
-        if p is None:
-            continue
-        cost, failed, total = failure_cost_s(
-            obs, bug.protocol, {"hung", "timeout", "reset", "other"}
-        )
-        rate, other = upload_rate_bytes_per_s(p), best_other_rate(obs, bug.protocol)
-        slow = rate is not None and other is not None and rate < SLOWER_RATIO * other[1]
-        evidence = [
-            Evidence(
-                what=f"{bug.component} version",
-                text=version,
-                basis=f"affected: {', '.join(bug.versions)}; fixed in {bug.fixed_in}",
-                source=f"run metadata; {bug.reference}",
-            )
-        ]
-        if failed:
-            first = next(f for f in failed_pushes(p) if f.error_kind not in REFUSALS)
-            evidence.append(
-                above_zero(
-                    f"{label(bug.protocol)} pushes failed or stalled",
-                    failed,
-                    "pushes: " + (first.error_message or first.error_kind or ""),
-                    of=total,
-                )
-            )
-        if not failed and not slow:
-            score, cost = weight("client-http-stack", "bug-only"), 0.0
-        else:
-            score = weight("client-http-stack", "bug-failed" if failed else "bug-slow")
-        if slow and rate is not None and other is not None:
-            size, up = push_bytes(p), upload_s(p)
-            if size is not None and up is not None:
-                cost += saved_time_s(size, up, other[1]) or 0.0
-        return Hit(
-            score=score,
-            cost_s=cost,
-            summary=(
-                f"The client's {bug.component} {version} has a known bug: {bug.what} "
-                f"({bug.reference})"
-                + (
-                    f"; {failed} of {total} {label(bug.protocol)} pushes failed or stalled."
-                    if failed
-                    else "."
-                )
-            ),
-            evidence=tuple(evidence),
-            fix=(
-                f"Upgrade {bug.component} to {bug.fixed_in} or newer (git uses the system "
-                f"libcurl); meanwhile `git config http.version HTTP/1.1` avoids the HTTP/2 path."
-            ),
-        )
+        hit = _bug_hit(obs, bug, version)
+        if hit is not None:
+            return hit
     return None

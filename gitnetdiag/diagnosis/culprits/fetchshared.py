@@ -18,8 +18,9 @@ the *sender of the data* (the server):
   (:func:`download_capture_metrics` in the pipeline).
 
 The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
-(``slow-ref-advertisement``). The findings keep their ids, scores and fix texts; their
-summaries and evidence speak of clones and the download (:func:`in_fetch_words`).
+(``slow-ref-advertisement``); the client's libcurl release is the push's, judged with the
+download's known bugs (``client-http-stack``). The findings keep their ids, scores and fix
+texts; their summaries and evidence speak of clones and the download (:func:`in_fetch_words`).
 """
 
 from __future__ import annotations
@@ -46,12 +47,12 @@ from gitnetdiag.outcomes import FailureKind
 
 SHARED_CULPRITS: tuple[str, ...] = (
     "packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency", "syn-drop",
-    "listen-backlog-overflow", "firewall-reset", "slow-ref-advertisement",
+    "listen-backlog-overflow", "firewall-reset", "slow-ref-advertisement", "client-http-stack",
 )
 """Push culprits that do not depend on the direction, run on a fetch's clones.
-``client-http-stack`` is not among them yet: its table of libcurl bugs is the upload's
-(``git push`` over HTTP/2 reset by 8.0.0/8.0.1); the clone's own (curl issues 11201, 14923)
-need their rows before it can judge a download."""
+``client-http-stack`` judges the clones with the download's rows of its table of client
+bugs only (``data/libcurl_bugs.toml``: curl issues 11201, 14923), never the upload's: the
+records say ``transfer="download"``."""
 
 _STALLED = {"stalled": FailureKind.HUNG, "hung": FailureKind.HUNG}
 """The failure kind of a clone that stopped moving (as a hung push's)."""
@@ -85,6 +86,21 @@ def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
     return obs.capture if obs.capture is not None else tcp_info_metrics(obs)
 
 
+def _handshakes(best: CaptureMetrics | None, clones: Sequence[FetchObservation]
+                ) -> CaptureMetrics | None:
+    """The best clone's evidence with the SYN and SYN-ACK retransmissions of every clone's
+    capture summed: each clone opens its own download connection, and a dropped SYN costs
+    the clone that met it (``syn-drop``), whichever clone measured most."""
+    captured = [obs.capture for obs in clones if obs.capture is not None]
+    if best is None or not captured:
+        return best
+    syn = sum(c.syn_retransmissions or 0 for c in captured)
+    synack = sum(c.synack_retransmissions or 0 for c in captured)
+    if not syn and not synack:
+        return best
+    return replace(best, syn_retransmissions=syn, synack_retransmissions=synack)
+
+
 def _phases(clones: Sequence[FetchObservation]) -> Trace2Phases | None:
     """The clones' trace2 phases the push detectors read, median over clones as for pushes:
     the time to the ref advertisement (connect, TLS/SSH, authentication, the refs)."""
@@ -103,12 +119,13 @@ def observations_of_clones(clones: Sequence[FetchObservation]) -> Observations:
         # The TCP evidence of the clone that measured most (else the first one's).
         best = max(mine, key=lambda obs: (obs.measured, obs.moved_bytes))
         protocols[name] = ProtocolObservation(
-            pushes=tuple(clone_as_transfer(obs) for obs in mine), capture=_evidence_of(best),
+            pushes=tuple(clone_as_transfer(obs) for obs in mine),
+            capture=_handshakes(_evidence_of(best), mine),
             trace2=_phases(mine))
     rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
     libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
     return Observations(
-        run=RunInfo(rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl,
+        run=RunInfo(rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl, transfer="download",
                     requested_protocols=tuple(protocols), measured_by="fetch"),
         protocols=protocols)
 
