@@ -88,6 +88,9 @@ FETCH_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     "bandwidth-limit": ("--protocols", "h1,git"),
     "firewall-reset": ("--protocols", "h1,ssh"),
     "slow-auth": ("--protocols", "h1,ssh"),
+    # Five clones per transport, as the lab test's REPEATS: each clone's connection meets a
+    # dropped SYN with p = 0.3.
+    "syn-drop": ("--repeat", "5", "--protocols", "h1,git"),
 }
 """``--protocols`` per fault (all four otherwise, as the fetch lab test)."""
 
