@@ -93,7 +93,16 @@ def test_one_sample_at_the_default_buffer_is_not_a_send_buffer_clamp() -> None:
 
 def test_the_clamp_held_its_buffer_long_enough() -> None:
     assert CLAMPED.buffer_full_s == pytest.approx(1.08, abs=0.01)
-    two = replace(DEMO_SLOW_START, buffer_full_s=0.55)  # two samples: enough
-    assert server_send_buffer([replace(DEMO_H2, sender=two)]) is not None
-    kernel = replace(DEMO_SLOW_START, sndbuf_limited_s=0.6)  # the kernel's chronograph too
-    assert server_send_buffer([replace(DEMO_H2, sender=kernel)]) is not None
+    brief = replace(CLAMPED, buffer_full_s=0.29)  # one sample: too short ...
+    assert server_send_buffer([replace(SNDBUF, sender=brief)]) is None
+    kernel = replace(brief, sndbuf_limited_s=0.6)  # ... unless the kernel's chronograph says
+    assert server_send_buffer([replace(SNDBUF, sender=kernel)]) is not None
+
+
+def test_a_buffer_far_above_what_arrived_per_round_trip_did_not_hold_the_rate() -> None:
+    """Long enough by the kernel's chronograph, but 22 MB/s x 50 ms is 1.1 MB, a quarter of
+    the 4 MiB buffer: it bound after slow start had made the rate."""
+    long_enough = replace(DEMO_SLOW_START, sndbuf_limited_s=0.6)
+    assert server_send_buffer([replace(DEMO_H2, sender=long_enough)]) is None
+    near = replace(long_enough, send_buffer_max_bytes=2_000_000)
+    assert server_send_buffer([replace(DEMO_H2, sender=near)]) is not None
