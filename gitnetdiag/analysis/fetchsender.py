@@ -71,6 +71,10 @@ class SenderTcpSummary:
     """Largest send buffer (``skmem tb``)."""
     peer_window_median_bytes: int | None
     """Median of the client's advertised window as the sender held it (``snd_wnd``)."""
+    buffer_full_s: float = 0.0
+    """Seconds the samples classified as send-buffer bound stand for (each, the time since
+    the sample before): how long the buffer was seen to hold, beside the share of bytes
+    (one sample at the end of slow start can carry most of a short clone's bytes)."""
 
     @property
     def sndbuf_limited_share(self) -> float:
@@ -129,9 +133,12 @@ def summarize_sender(samples: Iterable[Mapping[str, Any]]) -> SenderTcpSummary |
              for earlier, later in zip([{}, *counters], counters, strict=False)]
     sending = [c for c, moved in steps if moved > 0]
     weights: dict[str, float] = {}
-    for c, moved in steps:
+    buffer_s = 0.0
+    times = [float(row["t_s"]) for row in rows]
+    for (c, moved), before, now in zip(steps, [times[0], *times], times, strict=False):
         if moved > 0:
             weights[_limit(c)] = weights.get(_limit(c), 0.0) + moved
+            buffer_s += now - before if _limit(c) == "buffer" else 0.0
     total = sum(weights.values())
 
     def share(kind: str) -> float:
@@ -152,4 +159,5 @@ def summarize_sender(samples: Iterable[Mapping[str, Any]]) -> SenderTcpSummary |
         flight_max_bytes=int(max(flights)) if flights else None,
         send_buffer_max_bytes=int(max(buffers)) if buffers else None,
         peer_window_median_bytes=int(statistics.median(windows)) if windows else None,
+        buffer_full_s=buffer_s,
     )

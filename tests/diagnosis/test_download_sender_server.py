@@ -6,10 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gitnetdiag.analysis.fetchsender import SenderTcpSummary, summarize_sender
 from gitnetdiag.diagnosis.culprits.download import rank_download
 from gitnetdiag.diagnosis.culprits.fetchsender import server_send_buffer
 from tests.analysis.test_fetchsender import RECORDED
+from tests.diagnosis.test_download_culprits import HEALTHY
 from tests.diagnosis.test_download_sender_client import SNDBUF
 
 CLAMPED = summarize_sender(RECORDED)
@@ -55,3 +58,51 @@ def test_the_summary_type_keeps_its_shares_within_one() -> None:
         cwnd_full_share=0.0, app_share=1.0, flight_median_bytes=None, flight_max_bytes=None,
         send_buffer_max_bytes=None, peer_window_median_bytes=None)
     assert odd.rwnd_limited_share == 1.0 and odd.sndbuf_limited_share == 0.0
+
+
+def _demo_row(t_s: float, sent: float, unacked: float, cwnd: float, window: float,
+              buffer: float, queued: float) -> dict[str, object]:
+    return {"t_s": t_s, "peer": "198.18.1.2:40000", "source": "ss -tin, server (netns x)",
+            "counters": {"bytes_sent": sent, "unacked": unacked, "snd_mss": 1448.0,
+                         "snd_cwnd": cwnd, "snd_wnd_bytes": window, "snd_buf_bytes": buffer,
+                         "wmem_queued_bytes": queued, "busy_time_us": 996_000.0,
+                         "rwnd_limited_us": 0.0, "sndbuf_limited_us": 212_000.0}}
+
+
+# Issue 26, the demo path (h2-small-window, 50 ms): an HTTP/2 clone of 25 MB in 1.1 s, all
+# slow start. Its last 0.29 s sample found the server at Linux's default 4 MiB buffer with
+# unacked at 0.67 of a congestion window that had outgrown it: one sample, but the 14 MB
+# sent since the sample before made it 58% of the bytes (lab run, 1 in 5 runs).
+DEMO_SLOW_START = summarize_sender([
+    _demo_row(0.27, 2_283, 1, 20, 66_560, 46_080, 1_200),
+    _demo_row(0.54, 351_128, 142, 142, 246_784, 645_120, 483_424),
+    _demo_row(0.80, 10_113_449, 2916, 4256, 5_585_920, 4_194_304, 4_204_721),
+    _demo_row(1.09, 24_221_189, 2940, 4395, 18_075_648, 4_194_304, 4_204_455)])
+DEMO_H2 = replace(
+    HEALTHY, protocol="h2", outcome="ok", moved_bytes=25_176_309, measured_s=1.13,
+    rate_bytes_per_s=22_306_295.0, path_rtt_s=0.0505, sender=DEMO_SLOW_START)
+
+
+def test_one_sample_at_the_default_buffer_is_not_a_send_buffer_clamp() -> None:
+    assert DEMO_SLOW_START is not None
+    assert DEMO_SLOW_START.sndbuf_limited_share > 0.5  # over the share threshold ...
+    assert DEMO_SLOW_START.buffer_full_s == pytest.approx(0.29)  # ... for one sample
+    assert server_send_buffer([DEMO_H2]) is None
+    assert rank_download([DEMO_H2]) == ()
+
+
+def test_the_clamp_held_its_buffer_long_enough() -> None:
+    assert CLAMPED.buffer_full_s == pytest.approx(1.08, abs=0.01)
+    brief = replace(CLAMPED, buffer_full_s=0.29)  # one sample: too short ...
+    assert server_send_buffer([replace(SNDBUF, sender=brief)]) is None
+    kernel = replace(brief, sndbuf_limited_s=0.6)  # ... unless the kernel's chronograph says
+    assert server_send_buffer([replace(SNDBUF, sender=kernel)]) is not None
+
+
+def test_a_buffer_far_above_what_arrived_per_round_trip_did_not_hold_the_rate() -> None:
+    """Long enough by the kernel's chronograph, but 22 MB/s x 50 ms is 1.1 MB, a quarter of
+    the 4 MiB buffer: it bound after slow start had made the rate."""
+    long_enough = replace(DEMO_SLOW_START, sndbuf_limited_s=0.6)
+    assert server_send_buffer([replace(DEMO_H2, sender=long_enough)]) is None
+    near = replace(long_enough, send_buffer_max_bytes=2_000_000)
+    assert server_send_buffer([replace(DEMO_H2, sender=near)]) is not None

@@ -58,6 +58,20 @@ SNDBUF_SHARE = 0.5
 """The server's own counters: send-buffer limited for at least half of the bytes it sent
 (the lab's 64 KiB clamp at 50 ms: most of them; an unclamped server: its congestion window
 or the client's window bind instead)."""
+MIN_SNDBUF_HELD_S = 0.5
+"""The server's send buffer seen holding for at least this long, beside that share (two
+0.25 s samples, or the kernel's ``sndbuf_limited`` chronograph): one sample can carry most
+of a short clone's bytes. The
+demo path's 25 MB HTTP/2 clone at 50 ms (1.1 s, all slow start) had its last 0.29 s sample
+at Linux's default 4 MiB buffer, with the congestion window grown past it: 58% of the
+bytes, a send-buffer finding in one run of five (issue 26). The lab's 64 KiB clamp: 1.1 s
+of a 1.9 s clone."""
+RATE_OF_BUFFER = 1 / 3
+"""A buffer that holds the download lets through about itself per round trip: the bytes
+delivered per RTT (rate x RTT) at least this share of the largest send buffer (``skmem
+tb``; Linux charges each segment's overhead to it too). The lab's 64 KiB clamp: about 2;
+the demo path's slow start at the default 4 MiB (issue 26): 0.27, the buffer bound only
+after the rate had been made."""
 MIN_SENDER_SAMPLES = 3
 """Fewer sending samples of the server's socket (0.25 s apart) say too little."""
 UNCLAMPED_FLIGHT_BYTES = 3 * 1024 * 1024
@@ -113,7 +127,11 @@ def _sender_signal(obs: FetchObservation, tally: Tally) -> bool | None:
     if sender is None or sender.samples < MIN_SENDER_SAMPLES:
         return None
     share = sender.sndbuf_limited_share
-    if share < SNDBUF_SHARE:
+    held_s = max(sender.buffer_full_s, sender.sndbuf_limited_s or 0.0)
+    per_rtt = (obs.rate_bytes_per_s or 0.0) * (obs.rtt_s or 0.0)
+    buffer = sender.send_buffer_max_bytes
+    if share < SNDBUF_SHARE or held_s < MIN_SNDBUF_HELD_S \
+            or (buffer and per_rtt < RATE_OF_BUFFER * buffer):
         return False
     source = f"{sender.source}; fetch {obs.protocol} #{obs.repeat}"
     tally.add("sender-sndbuf-limited", Evidence(
@@ -121,6 +139,16 @@ def _sender_signal(obs: FetchObservation, tally: Tally) -> bool | None:
              "client's window and the congestion window open)", value=share, unit="ratio",
         threshold=SNDBUF_SHARE, comparison=">=",
         source=f"{source}: skmem w/tb, unacked, cwnd, snd_wnd, sndbuf_limited"))
+    tally.note(Evidence(
+        what="time the server's send buffer was seen holding its bytes in flight",
+        value=held_s, unit="s", threshold=MIN_SNDBUF_HELD_S, comparison=">=",
+        source=f"{source}: buffer-bound samples, sndbuf_limited"))
+    if buffer:
+        tally.note(Evidence(
+            what="bytes delivered per round trip (rate x RTT) against the send buffer",
+            value=per_rtt, unit="B", threshold=RATE_OF_BUFFER * buffer, comparison=">=",
+            basis="a third of its largest send buffer {} (skmem tb)",
+            basis_terms=(Quantity(value=float(buffer), unit="B"),), source=source))
     if sender.flight_median_bytes is not None and sender.send_buffer_max_bytes:
         tally.note(Evidence(
             what="server's median bytes in flight (unacked x mss)",
