@@ -201,7 +201,8 @@ def shared_lab() -> Iterator[LabFactory]:
     made: dict[tuple[object, ...], LabState] = {}
 
     def get(*faults: str, **options: object) -> LabState:
-        key = (tuple(sorted(faults)), tuple(sorted(options.items())))
+        # No fault is the healthy lab (build_spec): one key, so one lab, for both spellings.
+        key = (tuple(sorted(faults or ("healthy",))), tuple(sorted(options.items())))
         if key not in made:
             name = "s" + uuid.uuid4().hex[:6]
             spec = build_spec(instance=name, faults=list(faults) or ["healthy"], **options)  # type: ignore[arg-type]

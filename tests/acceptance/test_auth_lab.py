@@ -135,6 +135,7 @@ def _h2native(state: LabState, url: str, env: dict[str, str]) -> subprocess.Comp
     )
 
 
+@pytest.mark.lab_lane("idle")  # 401s, a refused token, no secret printed: no rate
 def test_auth_lab_both_ways_in_demand_the_credential(
     shared_lab: LabFactory, tmp_path: Path
 ) -> None:

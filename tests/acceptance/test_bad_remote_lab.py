@@ -16,7 +16,8 @@ import pytest
 from gitnetdiag.errors import ExitCode
 from tests.conftest import LabFactory
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): a refused credential and host key, failures not rates.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 WRONG = "WRONGpw4242"

@@ -1,4 +1,5 @@
-"""Issue 15's acceptance for ``compare`` and ``lab fix`` (3 MiB, HTTP/2 only, 3 repeats).
+"""Issue 15's acceptance for ``compare`` and ``lab fix`` (3 MiB, HTTP/2 only, 3 repeats; one
+push at the far site, whose pair's noise test is not asserted).
 
 1. The slow HTTP/2 edge: diagnose, ``lab fix``, diagnose again; ``compare``
    shows the culprit gone and a positive gain, beyond the noise when three
@@ -29,9 +30,10 @@ def _gitnetdiag(*args: str) -> subprocess.CompletedProcess[str]:
     return proc
 
 
-def _diagnose(instance: str, out: Path, *extra: str) -> dict[str, Any]:
+def _diagnose(instance: str, out: Path, *extra: str, repeat: int = 3) -> dict[str, Any]:
     proc = _gitnetdiag("diagnose", "--lab", "--lab-instance", instance, "--protocols", "h2",
-                       "--size", "3MiB", "--repeat", "3", "--timeout", "30", "--format", "json",
+                       "--size", "3MiB", "--repeat", str(repeat), "--timeout", "30",
+                       "--format", "json",
                        # The edge's small window sometimes hangs a push for good (LAB-NOTES):
                        # a 3 MiB push takes about 4 s, so 30 s ends a hung one (reported hung).
                        "--stall-timeout", "8", "--cleanup-wait", "5", "--out", str(out), *extra)
@@ -74,7 +76,9 @@ def test_fix_removes_the_culprit_and_gains_time_and_rtt_explains_a_slower_site(
     assert pair["slower"] == "A"
 
     far = lab_factory("healthy", rtt_ms=200.0)
-    _diagnose(far.instance, tmp_path / "far", "--no-native")  # the git pushes tell the RTT
+    # One push: the git push tells the RTT, and the slower side is the larger median (one
+    # push's time); the noise test is asked of the fix's pair above, not of this one.
+    _diagnose(far.instance, tmp_path / "far", "--no-native", repeat=1)
     pair = _compare(tmp_path / "after", tmp_path / "far")["pairs"][0]
     assert pair["slower"] == "B" and pair["deciding_protocol"] == "h2"
     rtt = next(d for d in pair["differences"] if d["what"] == "RTT")

@@ -16,7 +16,9 @@ import pytest
 from gitnetdiag.report.fetch import WIRE_TITLE
 from tests.conftest import LabFactory
 
-pytestmark = pytest.mark.lab
+# The idle lane (tests/conftest.py): a capture, its decrypted frames' window values and the
+# key file's mode, no rate.
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
 
 
 def test_full_reads_the_window_git_advertised_from_its_decrypted_frames(

@@ -15,8 +15,9 @@ import pytest
 
 from tests.conftest import LabFactory
 
-# The idle lane (tests/conftest.py): the seed branch's life and the bytes moved, no rate.
-pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
+# The busy lane (tests/conftest.py): besides the seed branch's life, it asserts rates (the
+# large window's download more than twice the default one's), which a busy CPU could bend.
+pytestmark = pytest.mark.lab
 
 SEED = "4MiB"
 SEED_BYTES = 4 * 2**20

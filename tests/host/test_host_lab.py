@@ -90,7 +90,7 @@ def test_tiny_backlog_under_a_burst(lab_factory: LabFactory) -> None:
     assert diagnose(obs).findings[0].id == "listen-backlog-overflow"
 
 
-@pytest.mark.lab_lane("busy")  # the busy lane's shared lab: no second one
+@pytest.mark.lab_lane("idle")  # the idle lane's h2-small-window lab (tests/probe's): no second one
 def test_h2_small_window_edge_config_is_flagged(shared_lab: LabFactory) -> None:
     state = shared_lab("h2-small-window")
     config = str(Path(state.state_dir) / "haproxy.cfg")

@@ -16,6 +16,7 @@ from tests.labutil import in_client, make_commit, server_netstat, timed_push
 pytestmark = pytest.mark.lab
 
 
+@pytest.mark.lab_lane("idle")  # the pushes land: no rate; the idle lane has a healthy lab
 def test_healthy_lab_accepts_pushes_over_every_protocol(shared_lab: LabFactory,
                                                          tmp_path: Path) -> None:
     """HTTP/1.1 and HTTP/2 (edge and direct), SSH and git:// pushes all land in the repo.

@@ -142,6 +142,9 @@ def _free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+# Counts that must agree, clean-up, every worker stopped before --autoquit: no rate; most
+# of its time is the wait for Locust's run and --autoquit (tests/conftest.py).
+@pytest.mark.lab_lane("idle")
 def test_locust_master_and_two_workers_report_the_workers_counts(
     shared_lab: LabFactory, tmp_path: Path
 ) -> None:

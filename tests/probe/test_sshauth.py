@@ -148,6 +148,7 @@ def _sshnative(state_ns: str, env: dict[str, str], *args: str) -> tuple[dict[str
 
 
 @pytest.mark.lab
+@pytest.mark.lab_lane("idle")  # who may log in and the failures' lines: no rate
 def test_lab_alias_agent_key_and_clear_failures(
     shared_lab: LabFactory, tmp_path: Path, ssh_agent: Path
 ) -> None:

@@ -69,6 +69,7 @@ def test_ssh_url_parsing() -> None:
 
 
 @pytest.mark.lab
+@pytest.mark.lab_lane("idle")  # the channel's window and packet size as read: no rate
 def test_lab_ssh_ledger_records_channel_window(shared_lab: LabFactory) -> None:
     state = shared_lab("h2-small-window")
     root = Path(__file__).resolve().parents[2]
