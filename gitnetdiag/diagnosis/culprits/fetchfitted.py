@@ -13,7 +13,7 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "32 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
+    "38 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:38 UTC, commit 1150b0e, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:41 UTC, commit c9a52cb, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 15:04 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
@@ -23,7 +23,9 @@ MATRIX = (
     "2026-11-26 17:40 UTC, commit e9668d9, RTT 20ms and 80ms, 1 repeat; 2 runs of "
     "2026-11-26 17:45 UTC, commit 23fef8c, RTT 20ms and 80ms, 1 repeat; 2 runs of "
     "2026-11-26 17:50 UTC, commit 0848c9e, RTT 20ms and 80ms, 1 repeat; 2 runs of "
-    "2026-11-26 17:54 UTC, commit 0848c9e, RTT 20ms and 80ms, 1 repeat"
+    "2026-11-26 17:54 UTC, commit 0848c9e, RTT 20ms and 80ms, 1 repeat; 4 runs of "
+    "2026-11-26 18:04 UTC, commit 16ef148, RTT 20ms and 80ms, 2 repeats; 2 runs of "
+    "2026-11-26 18:06 UTC, commit dea625e, RTT 20ms and 80ms, 1 repeat"
 )
 """The fetch fault-matrix run these values come from."""
 
@@ -40,6 +42,9 @@ FETCH_FITTED: dict[str, Calibration] = {
     "client-index-pack-cpu": Calibration(
         intercept=0.0279, slope=0.9994, positives=4, negatives=0
     ),
+    "client-http2-window": Calibration(
+        intercept=0.5747, slope=1.1153, positives=4, negatives=0
+    ),
     "edge-response-buffering": Calibration(
         intercept=-0.0762, slope=0.8326, positives=4, negatives=0
     ),
@@ -47,6 +52,5 @@ FETCH_FITTED: dict[str, Calibration] = {
 """Download culprit id -> its calibration on the matrix."""
 
 FETCH_HAND_WEIGHTED: dict[str, str] = {
-    "client-http2-window": "no lab fault in the matrix produces it",
 }
 """Download culprit id -> why it keeps its hand-set weights."""
