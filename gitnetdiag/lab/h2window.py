@@ -24,6 +24,7 @@ from importlib import resources
 from pathlib import Path
 
 from gitnetdiag.errors import LabError
+from gitnetdiag.lab.slowclient import install_wrapper, real_git
 from gitnetdiag.proc import run
 
 SHIM_SOURCE = "h2window_shim.c"
@@ -73,13 +74,6 @@ def compile_shim(root: Path, window_bytes: int) -> Path:
 def attach(root: Path, window_bytes: int, next_git: str | None = None) -> str:
     """Compile the shim and write the wrapper that preloads it before ``next_git`` (default:
     the real git); returns the directory to put first on the client's ``PATH``."""
-    git = next_git or shutil.which("git")
-    if git is None:
-        raise LabError("git is not installed", hint="install the Debian package 'git'")
+    git = next_git or real_git()
     shim = compile_shim(root, window_bytes)
-    wrappers = bin_dir(root)
-    wrappers.mkdir(exist_ok=True)
-    wrapper = wrappers / "git"
-    wrapper.write_text(git_wrapper(shim, git))
-    wrapper.chmod(0o755)
-    return str(wrappers)
+    return install_wrapper(bin_dir(root), git_wrapper(shim, git))

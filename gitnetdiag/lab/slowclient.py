@@ -53,17 +53,28 @@ echo $$ > {group}/cgroup.procs && exec {git} "$@"
 def attach(root: Path, instance: str, share: float) -> str:
     """Make the cgroup limited to ``share`` of one core and the git wrapper; returns the
     directory to put first on the client's ``PATH``."""
-    git = shutil.which("git")
-    if git is None:
-        raise LabError("git is not installed", hint="install the Debian package 'git'")
+    git = real_git()
     group = make_group(root, "cpu", _group_name(instance), needs="cpu.cfs_quota_us",
                        fault="client-pack-cpu")
     (group / "cpu.cfs_period_us").write_text(f"{PERIOD_US}\n")
     (group / "cpu.cfs_quota_us").write_text(f"{max(1000, round(PERIOD_US * share))}\n")
-    wrappers = bin_dir(root)
+    return install_wrapper(bin_dir(root), git_wrapper(group, git))
+
+
+def real_git() -> str:
+    """The git on ``PATH`` that a client fault's wrapper runs in the end."""
+    git = shutil.which("git")
+    if git is None:
+        raise LabError("git is not installed", hint="install the Debian package 'git'")
+    return git
+
+
+def install_wrapper(wrappers: Path, script: str) -> str:
+    """Write ``script`` as the executable ``git`` in ``wrappers``; returns the directory to
+    put first on the client's ``PATH``."""
     wrappers.mkdir(exist_ok=True)
     wrapper = wrappers / "git"
-    wrapper.write_text(git_wrapper(group, git))
+    wrapper.write_text(script)
     wrapper.chmod(0o755)
     return str(wrappers)
 
