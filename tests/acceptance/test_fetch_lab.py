@@ -31,6 +31,9 @@ FAULT_ARGS: dict[str, tuple[str, ...]] = {
     # HTTP/2 at 65,535 B per round trip against HTTP/1.1 through the same edge is the whole
     # comparison (diagnose: 12 s with two protocols, 18 s with four).
     "client-h2-window": ("--protocols", "h1,h2"),
+    # One clone through the edge (12-31 s on its slow temp-file disk) beside the same
+    # server over git:// is the comparison; HTTP/2 through the same edge adds a second one.
+    "edge-response-buffering": ("--protocols", "h1,git"),
 }
 """Extra ``diagnose`` arguments per fault (all four protocols otherwise)."""
 
