@@ -224,3 +224,54 @@ def test_a_dropped_syn_on_any_clone_ranks_syn_drop() -> None:
     assert [f.id for f in findings][:1] == ["syn-drop"]
     assert "1 on the clones" in findings[0].summary
     assert findings[0].cost_s >= 1.0
+
+
+def _out_of_order(share: float) -> FetchObservation:
+    """A clone without a capture (not root) at 180 kB/s, far below what the client's 3 MB
+    window allows at 50 ms, with ``share`` of its data segments received out of order."""
+    return replace(HEALTHY, moved_bytes=2_000_000, measured_s=11.0, rate_bytes_per_s=180_000.0,
+                   tcp=replace(TCP, data_segments_in=1382,
+                               out_of_order_segments=round(share * 1382)))
+
+
+def test_out_of_order_arrivals_without_a_capture_rank_packet_loss() -> None:
+    """Without a capture the client, the receiver, has no counter of the server's losses; the
+    segments it received out of order (19% in the lab's 2% loss) stand for them, worded as
+    what they are."""
+    findings = rank_download([_out_of_order(0.193)])
+    assert [f.id for f in findings][:1] == ["packet-loss"]
+    top = findings[0]
+    assert "out of order (the sender's losses, or reordering on the path)" in top.summary
+    assert "retransmitted" not in top.summary and "downloaded" in top.summary
+    (seen,) = [e for e in top.evidence if "out of order" in e.what]
+    assert seen.value == round(0.193 * 1382) / 1382 and seen.unit == "ratio"
+    assert seen.source.startswith("TCP_INFO (ss -tin)")
+    assert not any("retransmi" in e.what for e in top.evidence)
+
+
+def test_few_or_no_out_of_order_arrivals_are_no_loss() -> None:
+    """The lab's clones without loss received none out of order (0 of 2074); a little
+    reordering (2%) stays below the threshold; an unknown count is no evidence."""
+    for clone in (_out_of_order(0.0), _out_of_order(0.02),
+                  replace(_out_of_order(0.0), tcp=TCP)):
+        assert "packet-loss" not in [f.id for f in rank_download([clone])]
+
+
+def test_a_capture_speaks_for_the_loss_before_the_out_of_order_count() -> None:
+    """With a capture the server's own retransmissions decide: none, whatever TCP_INFO says."""
+    clean = CaptureMetrics(source="capture fetch h1 #1", min_rtt_s=0.05, median_rtt_s=0.05,
+                           mss_bytes=1448, advertised_window_max_bytes=3_000_000,
+                           retransmitted_bytes=0, retransmission_rate=0.0)
+    assert "packet-loss" not in [
+        f.id for f in rank_download([replace(_out_of_order(0.3), capture=clean)])]
+
+
+def test_out_of_order_loss_is_not_a_send_buffer() -> None:
+    """The send buffer's signature (a small flight below an open window, no queue) is a lossy
+    path's too: with a fifth of the segments out of order, packet-loss ranks instead."""
+    from tests.diagnosis.test_download_sender_client import SNDBUF
+
+    assert SNDBUF.tcp is not None
+    lossy = replace(SNDBUF, tcp=replace(SNDBUF.tcp, data_segments_in=2000,
+                                        out_of_order_segments=400))
+    assert [f.id for f in rank_download([lossy])] == ["packet-loss"]

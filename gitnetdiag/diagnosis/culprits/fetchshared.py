@@ -11,7 +11,9 @@ the *sender of the data* (the server):
 
 - from the client's TCP_INFO (any user): the window the client advertised
   (``rcv_ssthresh``), the path's minimum RTT and the receiver's median RTT
-  (``rcv_rtt``: a queue in front of a full link inflates it);
+  (``rcv_rtt``: a queue in front of a full link inflates it), and the share of the
+  data segments that arrived out of order (``rcv_ooopack``: the server's losses, or
+  reordering, as the receiver sees them; ``packet-loss`` reads it without a capture);
 - from a capture of the clone (root), when there is one: the server's
   retransmissions, its segments resent and never acknowledged (a path-MTU black
   hole towards the client), resets, SYN retransmissions
@@ -79,7 +81,8 @@ def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
     return CaptureMetrics(
         source=f"TCP_INFO ({tcp.source}) fetch {obs.protocol} #{obs.repeat}",
         min_rtt_s=tcp.min_rtt_s, median_rtt_s=tcp.median_rtt_s, handshake_seen=False,
-        advertised_window_max_bytes=tcp.advertised_window_max_bytes)
+        advertised_window_max_bytes=tcp.advertised_window_max_bytes,
+        out_of_order_share=tcp.out_of_order_share)
 
 
 def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
