@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gitnetdiag.analysis.fetchsender import SenderTcpSummary
 from gitnetdiag.commands.fetch import fetch_exit_error
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
@@ -275,3 +276,65 @@ def test_out_of_order_loss_is_not_a_send_buffer() -> None:
     lossy = replace(SNDBUF, tcp=replace(SNDBUF.tcp, data_segments_in=2000,
                                         out_of_order_segments=400))
     assert [f.id for f in rank_download([lossy])] == ["packet-loss"]
+
+
+def _far(rwnd_limited_share: float) -> FetchObservation:
+    """A clone at 300 ms RTT through an 8 MB window that autotuning reached (the buffer half
+    of a 32 MiB tcp_rmem maximum: no clamp), at 25 MB/s: about window / RTT (26.7 MB/s). Its
+    capture says how long the server sent all the window allowed."""
+    return replace(
+        HEALTHY, moved_bytes=250_000_000, measured_s=10.0, rate_bytes_per_s=25_000_000.0,
+        path_rtt_s=0.3, client_rmem_max_bytes=32 << 20,
+        tcp=replace(TCP, advertised_window_max_bytes=8_000_000,
+                    receive_buffer_max_bytes=16_000_000, min_rtt_s=0.3, median_rtt_s=0.3),
+        capture=CaptureMetrics(source="capture fetch h1 #1 (download, at the client)",
+                               min_rtt_s=0.3, median_rtt_s=0.3, mss_bytes=1448,
+                               advertised_window_max_bytes=8_000_000, retransmitted_bytes=0,
+                               retransmission_rate=0.0,
+                               rwnd_limited_share=rwnd_limited_share))
+
+
+def test_a_window_bound_clone_at_a_long_rtt_ranks_path_latency() -> None:
+    """The server sent all the client's window allowed 90% of the time and the rate is window /
+    RTT: at 20 ms the same window carries 400 MB/s. Held by the window only 10% of the time,
+    the same rate is not the window's: no path-latency."""
+    findings = rank_download([_far(0.9)])
+    assert [f.id for f in findings][:1] == ["path-latency"]
+    assert "At 300 ms RTT" in findings[0].summary and findings[0].cost_s > 9.0
+    assert "path-latency" not in [f.id for f in rank_download([_far(0.1)])]
+
+
+def test_the_servers_own_counters_decide_the_window_share() -> None:
+    """A local server's socket (the lab) says how long the client's window held it: that,
+    not the capture's estimate from the receiver, is the share path-latency reads."""
+    def sender(rwnd_limited_s: float) -> SenderTcpSummary:
+        return SenderTcpSummary(
+            source="ss -tin, server", samples=40, sent_bytes=250_000_000, busy_s=10.0,
+            rwnd_limited_s=rwnd_limited_s, sndbuf_limited_s=0.0, buffer_full_share=0.0,
+            window_full_share=0.0, cwnd_full_share=0.5, app_share=0.5,
+            flight_median_bytes=7_000_000, flight_max_bytes=8_000_000,
+            send_buffer_max_bytes=16_000_000, peer_window_median_bytes=8_000_000)
+    held = observations_of_clones([replace(_far(0.1), sender=sender(9.0))])
+    capture = held.protocols["h1"].capture
+    assert capture is not None and capture.rwnd_limited_share == 0.9
+    assert [f.id for f in rank_download([replace(_far(0.1), sender=sender(9.0))])][:1] == [
+        "path-latency"]
+    no_capture = replace(_far(0.9), capture=None, sender=sender(1.0))
+    assert "path-latency" not in [f.id for f in rank_download([no_capture])]
+
+
+def test_a_clamped_window_at_a_long_rtt_stays_the_clamps() -> None:
+    """The lab's client-rmem-clamp at 200 ms: a 40 kB window, the buffer at the 64 KiB
+    tcp_rmem maximum, 188 kB/s, the capture's window share 0.69 (the server's own: 0.998).
+    Latency multiplies the clamp and path-latency says so, but the clamp ranks first."""
+    clamped = replace(
+        HEALTHY, moved_bytes=1_977_555, measured_s=10.25, rate_bytes_per_s=187_575.0,
+        path_rtt_s=0.2, client_rmem_max_bytes=65_536,
+        tcp=replace(TCP, advertised_window_max_bytes=40_808, receive_buffer_max_bytes=65_536,
+                    min_rtt_s=0.2, median_rtt_s=0.2),
+        capture=CaptureMetrics(source="capture fetch h1 #1 (download, at the client)",
+                               min_rtt_s=0.2, median_rtt_s=0.2, mss_bytes=1448,
+                               advertised_window_max_bytes=40_832, retransmitted_bytes=0,
+                               retransmission_rate=0.0, rwnd_limited_share=0.69))
+    ids = [f.id for f in rank_download([clamped])]
+    assert ids[:2] == ["client-tcp-receive-window-clamp", "path-latency"]
