@@ -301,6 +301,8 @@ def test_a_window_bound_clone_at_a_long_rtt_ranks_path_latency() -> None:
     findings = rank_download([_far(0.9)])
     assert [f.id for f in findings][:1] == ["path-latency"]
     assert "At 300 ms RTT" in findings[0].summary and findings[0].cost_s > 9.0
+    (share,) = [e for e in findings[0].evidence if "receive-window-limited" in e.what]
+    assert share.value == 0.9 and share.source.startswith("capture fetch h1 #1")
     assert "path-latency" not in [f.id for f in rank_download([_far(0.1)])]
 
 
@@ -317,8 +319,10 @@ def test_the_servers_own_counters_decide_the_window_share() -> None:
     held = observations_of_clones([replace(_far(0.1), sender=sender(9.0))])
     capture = held.protocols["h1"].capture
     assert capture is not None and capture.rwnd_limited_share == 0.9
-    assert [f.id for f in rank_download([replace(_far(0.1), sender=sender(9.0))])][:1] == [
-        "path-latency"]
+    findings = rank_download([replace(_far(0.1), sender=sender(9.0))])
+    assert [f.id for f in findings][:1] == ["path-latency"]
+    (share,) = [e for e in findings[0].evidence if "receive-window-limited" in e.what]
+    assert share.source.endswith("window share: ss -tin, server")
     no_capture = replace(_far(0.9), capture=None, sender=sender(1.0))
     assert "path-latency" not in [f.id for f in rank_download([no_capture])]
 

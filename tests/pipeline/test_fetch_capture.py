@@ -8,6 +8,8 @@ from pathlib import Path
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.analysis.fetchwindow import receiver_window_limited_share
+from gitnetdiag.analysis.tcp_results import ConnectionSeries
 from gitnetdiag.pipeline._fetch import download_capture_metrics
 from tests.capture.craft import Conversation
 
@@ -101,3 +103,18 @@ def test_a_window_bound_download_is_seen_from_what_arrives_per_round_trip(
         "fetch h1 #2", None)
     assert open_window.rwnd_limited_share is not None
     assert open_window.rwnd_limited_share <= 0.1
+
+
+def test_no_round_trip_known_or_shorter_than_one_is_no_window_share() -> None:
+    """Without the RTT, or a transfer shorter than one round trip, nothing is measured; a
+    round trip before any window from the client is not counted."""
+    series = ConnectionSeries(
+        bin_s=0.1, start_ts_ns=0, sent_bytes=[[0] * 6, [0, 50_000, 50_000, 0, 0, 0]],
+        goodput_bytes=[[0] * 6, [0, 50_000, 50_000, 50_000, 0, 0]],
+        retransmitted_bytes=[[0] * 6] * 2, max_in_flight_bytes=[[-1] * 6] * 2,
+        min_window_bytes=[[-1, -1, 100_000, 100_000, -1, -1], [-1] * 6])
+    assert receiver_window_limited_share(series, None) is None
+    assert receiver_window_limited_share(series, 0.5) is None
+    # Round trips of one bin: 50 kB against no window yet, then against 100 kB twice.
+    assert receiver_window_limited_share(series, 0.1) == 0.0
+    assert receiver_window_limited_share(series, 0.2) == 1.0  # 100 kB per 0.2 s

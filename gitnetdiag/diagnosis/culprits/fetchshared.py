@@ -99,7 +99,8 @@ def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
     evidence = obs.capture if obs.capture is not None else tcp_info_metrics(obs)
     if evidence is None or obs.sender is None:
         return evidence
-    return replace(evidence, rwnd_limited_share=obs.sender.rwnd_limited_share)
+    return replace(evidence, rwnd_limited_share=obs.sender.rwnd_limited_share,
+                   source=f"{evidence.source}; window share: {obs.sender.source}")
 
 
 def _handshakes(best: CaptureMetrics | None, clones: Sequence[FetchObservation]

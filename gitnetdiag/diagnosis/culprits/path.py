@@ -372,6 +372,7 @@ def path_latency(obs: Observations) -> Hit | None:
     if rtt is None or rtt < 2 * REFERENCE_RTT_S:
         return None
     best: tuple[float, str, int, float] | None = None
+    held: dict[str, Evidence] = {}
     for name in PROTOCOL_ORDER:
         p = obs.protocols.get(name)
         if p is None:
@@ -382,6 +383,10 @@ def path_latency(obs: Observations) -> Hit | None:
         windows = []
         if p.capture and (p.capture.rwnd_limited_share or 0) >= RWND_LIMITED_SHARE:
             windows.append(p.capture.largest_window_bytes)
+            held[name] = Evidence(
+                what=f"{label(name)}: sender receive-window-limited",
+                value=p.capture.rwnd_limited_share, unit="ratio", threshold=RWND_LIMITED_SHARE,
+                comparison=">=", source=p.capture.source)
         if p.h2_ledger and p.h2_ledger.server_initial_window_bytes:
             windows.append(p.h2_ledger.server_initial_window_bytes)
         if p.ssh_ledger and p.ssh_ledger.initial_window_bytes:
@@ -428,6 +433,7 @@ def path_latency(obs: Observations) -> Hit | None:
                 basis_terms=(term(MATCHES_CAP_RATIO, "count"),),
                 source="capture / ledger",
             ),
+            *((held[worst],) if worst in held else ()),
         ),
         fix=(
             "Push to a closer endpoint (a regional git mirror or edge that accepts pushes, CI "
