@@ -258,6 +258,18 @@ def test_few_or_no_out_of_order_arrivals_are_no_loss() -> None:
         assert "packet-loss" not in [f.id for f in rank_download([clone])]
 
 
+def test_out_of_order_arrivals_behind_a_standing_queue_are_the_full_links() -> None:
+    """The lab's bandwidth-limit: the full link's queue overflows (1,065 of 4,369 segments out
+    of order) and the receiver's RTT stands at 7x the minimum: bandwidth-limit, not a lossy
+    hop, as with a capture's retransmissions."""
+    full = _out_of_order(0.24)
+    assert full.tcp is not None
+    full = replace(full, rate_bytes_per_s=1_200_000.0, moved_bytes=6_000_000, measured_s=5.0,
+                   tcp=replace(full.tcp, median_rtt_s=0.35))
+    ids = [f.id for f in rank_download([full])]
+    assert ids[:1] == ["bandwidth-limit"] and "packet-loss" not in ids
+
+
 def test_a_capture_speaks_for_the_loss_before_the_out_of_order_count() -> None:
     """With a capture the server's own retransmissions decide: none, whatever TCP_INFO says."""
     clean = CaptureMetrics(source="capture fetch h1 #1", min_rtt_s=0.05, median_rtt_s=0.05,
