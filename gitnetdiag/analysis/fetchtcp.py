@@ -10,7 +10,11 @@ socket and to any user (``ss -tin``, ``getsockopt(TCP_INFO)``):
 - ``skmem rb``: the receive buffer itself (``ss`` only),
 - ``rcv_space``: autotuning's estimate of what the sender had in flight per RTT,
 - ``rtt`` / ``rcv_rtt``: the round trip as the sender of ACKs and as the receiver
-  measure it.
+  measure it,
+- ``rcv_ooopack`` (Linux 5.4+): data segments that arrived out of order. A data
+  segment lost on the way makes the ones sent after it arrive ahead of its
+  retransmission, so at the receiver, which sees no retransmission counter of the
+  sender's, this is what loss leaves (reordering on the path does too).
 
 The download socket is the one that received most bytes. Counters such as
 ``bytes_received`` are cumulative; the window values are levels, summarised
@@ -47,6 +51,18 @@ class DownloadTcpSummary:
     """Smallest RTT the kernel measured on the socket."""
     median_rtt_s: float | None
     """Median RTT as the receiver measured it (``rcv_rtt``, else the smoothed ``rtt``)."""
+    data_segments_in: int | None = None
+    """Data segments received over the connection (``data_segs_in``, last sample)."""
+    out_of_order_segments: int | None = None
+    """Data segments that arrived out of order (``rcv_ooopack``, last sample), None when the
+    kernel or ``ss`` did not say (``ss`` leaves a zero out: see :func:`summarize_download`)."""
+
+    @property
+    def out_of_order_share(self) -> float | None:
+        """Share of the data segments that arrived out of order (loss or reordering)."""
+        if self.out_of_order_segments is None or not self.data_segments_in:
+            return None
+        return min(1.0, self.out_of_order_segments / self.data_segments_in)
 
     @property
     def window_rate_limit_bytes_per_s(self) -> float | None:
@@ -81,6 +97,7 @@ def summarize_download(samples: Iterable[Mapping[str, Any]]) -> DownloadTcpSumma
         values = [c[key] for c in levels if c.get(key)]
         return int(max(values)) if values else None
 
+    last = counters[-1]
     rcv_rtts = [c["rcv_rtt_us"] / 1e6 for c in levels if c.get("rcv_rtt_us")]
     rtts = rcv_rtts or [c["rtt_us"] / 1e6 for c in levels if c.get("rtt_us")]
     min_rtts = [c["min_rtt_us"] / 1e6 for c in counters if c.get("min_rtt_us")]
@@ -93,4 +110,20 @@ def summarize_download(samples: Iterable[Mapping[str, Any]]) -> DownloadTcpSumma
         rcv_space_max_bytes=largest("rcv_space"),
         min_rtt_s=min(min_rtts) if min_rtts else None,
         median_rtt_s=statistics.median(rtts) if rtts else None,
+        data_segments_in=int(last["data_segs_in"]) if last.get("data_segs_in") else None,
+        out_of_order_segments=_out_of_order(counters),
     )
+
+
+def _out_of_order(counters: list[Mapping[str, Any]]) -> int | None:
+    """``rcv_ooopack`` of the last sample. ``ss`` prints it only when non-zero, and
+    ``getsockopt`` only on Linux 5.4+: a socket that received data segments and never
+    showed it counts zero when its samples come from a kernel that has it, told by a later
+    counter (``snd_wnd``, Linux 6.2, which ``ss`` prints whenever the peer's window is
+    open); on an older kernel it stays unknown."""
+    seen = [c["rcv_ooopack"] for c in counters if "rcv_ooopack" in c]
+    if seen:
+        return int(max(seen))
+    if counters[-1].get("data_segs_in") and any("snd_wnd_bytes" in c for c in counters):
+        return 0
+    return None

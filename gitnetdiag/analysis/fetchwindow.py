@@ -14,6 +14,10 @@ Per sample of the download socket (the one that received most, as
 Where the two lines meet, the server was sending as much as the client's
 window let it: the client's receive window limited the download.
 
+A capture of the clone at the client tells the same from the wire
+(:func:`receiver_window_limited_share`): the bytes that arrived per round trip
+against the window the client had advertised.
+
 The native HTTP/2 download ledgers (:mod:`gitnetdiag.probe.fetchh2`) are summarised
 here too (:func:`download_pacing`): how the server paced its DATA frames under
 each window the client advertised.
@@ -22,11 +26,13 @@ each window the client advertised.
 from __future__ import annotations
 
 import itertools
+import math
 import statistics
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gitnetdiag.analysis.tcp_results import ConnectionSeries
 from gitnetdiag.rundir.fetchrecords import H2DownloadRecord
 
 
@@ -74,6 +80,46 @@ def download_window_series(samples: Iterable[Mapping[str, Any]]) -> DownloadWind
         received_bytes=tuple(_received(row) for row in rows),
         source=str(rows[0].get("source", "TCP_INFO")),
     )
+
+
+WINDOW_FULL = 0.9
+"""Bytes delivered in a round trip at least this share of the window the client advertised:
+the server sent all the window let it (Linux's receive autotuning keeps the window about twice
+what arrives per round trip while the sender is held by anything else)."""
+
+
+def receiver_window_limited_share(series: ConnectionSeries, rtt_s: float | None
+                                  ) -> float | None:
+    """Share of a download's time (a capture at the client, ``a``; the server ``b`` sends)
+    during which the server sent as much as the client's window allowed; None when unknown.
+
+    At the receiver the server's unacknowledged bytes are not what the sender holds: the
+    client acknowledges what arrived within a segment or two, and the bytes still on the
+    way are not seen yet. What the receiver does see is what one round trip delivers: a
+    window-bound sender puts a whole window on the path each round trip, so the bytes that
+    arrive over a round trip reach the window the client advertised at its start. Each
+    round trip of the transfer (runs of the capture's bins, first to last bin that brought
+    new data) counts as window-bound when its bytes, at the path's ``rtt_s`` (the
+    handshake's: a queue only lengthens the round trip, so this under-counts), are at least
+    :data:`WINDOW_FULL` of that window."""
+    if not rtt_s or len(series.goodput_bytes) < 2 or len(series.min_window_bytes) < 1:
+        return None
+    data, windows = series.goodput_bytes[1], series.min_window_bytes[0]
+    moving = [index for index, size in enumerate(data) if size > 0]
+    bins = max(1, math.ceil(rtt_s / series.bin_s))
+    if not moving or moving[-1] - moving[0] + 1 < bins:
+        return None
+    per_rtt = rtt_s / (bins * series.bin_s)
+    carried = list(itertools.accumulate(
+        windows, lambda last, now: now if now >= 0 else last, initial=-1))[1:]
+    bound = counted = 0
+    for start in range(moving[0], moving[-1] - bins + 2):
+        window = carried[min(start, len(carried) - 1)] if carried else -1
+        if window <= 0:
+            continue  # no advertisement from the client yet
+        counted += 1
+        bound += sum(data[start:start + bins]) * per_rtt >= WINDOW_FULL * window
+    return bound / counted if counted else None
 
 
 BURST_GAP_S = 0.005

@@ -190,6 +190,12 @@ class CaptureMetrics:
     """Bytes sent again."""
     retransmission_rate: float | None = None
     """Retransmitted bytes / payload bytes, 0..1."""
+    out_of_order_share: float | None = None
+    """Share of the data segments the receiver got out of order, 0..1, when only the
+    receiver's counters are known (a clone without a capture: the client's TCP_INFO
+    ``rcv_ooopack`` / ``data_segs_in``). Loss or reordering on the path: a lost segment
+    makes the ones behind it arrive out of order until its retransmission, so one loss
+    counts up to a round trip's segments."""
     timeout_retransmissions: int | None = None
     """Retransmissions after an RTO."""
     fast_retransmissions: int | None = None

@@ -238,9 +238,17 @@ Left out, measured 2026-11-26 (3 runs each, h1 and git clones of 6 MiB):
   can show it without a fetch burst.
 - ``pmtu-blackhole`` drops large packets *to* the server only, and a clone sends none (its
   requests are small), so the download never meets it.
-- ``path-latency`` has no push fault (no fault of :data:`FAULT_CULPRIT` names it), and its
-  detector needs the sender's receive-window-limited share, which a capture at the receiver
-  cannot give."""
+- ``path-latency`` has no push fault (no fault of :data:`FAULT_CULPRIT` names it). On clones
+  its detector reads the sender's receive-window-limited share from the lab server's own
+  socket, else from the clone's capture (the bytes that arrived per round trip against the
+  client's window). No lab setup ranks it first in a short test (measured 2026-11-26, h1 and
+  git clones): with a normal window the 6 MiB clones end in slow start (healthy at 200 ms:
+  3.4-3.9 MB/s through 8.6-9.0 MB windows, the server window-bound 6-10% of the time); at
+  500 ms with Linux's classic 6 MiB ``tcp_rmem`` and 32 MiB of history (37.5 s) the clones
+  ran at 4.9-5.1 MB/s, 0.62-0.64 of window / RTT (just outside the detector's 1.5x), and
+  ``client-tcp-receive-window-clamp`` ranked first (the buffer at that ceiling). With a
+  clamped window (``client-rmem-clamp`` at 50 and 200 ms) it fires and ranks second, behind
+  the clamp."""
 
 # --- end of the fetch shared faults block ---
 

@@ -22,6 +22,7 @@ from gitnetdiag.analysis.fetchwindow import (
     DownloadWindowSeries,
     download_pacing,
     download_window_series,
+    receiver_window_limited_share,
 )
 from gitnetdiag.analysis.fetchwire import git_h2_window
 from gitnetdiag.analysis.sshdownload import SshDownloadPacing, ssh_download_pacing
@@ -104,8 +105,10 @@ def download_capture_metrics(conn: ConnectionAnalysis, label: str,
     segment lost on the path is never seen, so its retransmission fills a hole below what
     already arrived: the analyser counts it as a retransmission, and ``retransmission_rate``
     is the repaired loss. Data-to-ACK times at the receiver are its ACK delay, not the path:
-    the RTTs are the handshake's and the client's TCP_INFO (minimum, receiver's median), and
-    the sender's in-flight shares are left unknown."""
+    the RTTs are the handshake's and the client's TCP_INFO (minimum, receiver's median). Of
+    the sender's limits only the receive window's share is known, from what arrived per
+    round trip against the client's window (:func:`receiver_window_limited_share`); the
+    congestion window's and the application's are left unknown."""
     client, server = conn.a_to_b, conn.b_to_a
     hs = conn.handshake
     mss = [m for m in (client.mss_bytes, server.mss_bytes) if m]
@@ -121,6 +124,8 @@ def download_capture_metrics(conn: ConnectionAnalysis, label: str,
         mss_bytes=min(mss) if mss else None, handshake_seen=hs.window_scale_known,
         window_scale=client.window_scale if hs.window_scaling else None,
         advertised_window_max_bytes=client.max_window_bytes or None,
+        rwnd_limited_share=receiver_window_limited_share(
+            conn.series, hs.rtt_s or (tcp.min_rtt_s if tcp else None)),
         retransmitted_bytes=server.retransmitted_bytes,
         retransmission_rate=server.loss_rate,
         timeout_retransmissions=server.timeout_retransmissions,

@@ -76,6 +76,26 @@ def test_download_socket_summary_takes_the_busiest_socket() -> None:
     assert summarize_download([]) is None
 
 
+def test_out_of_order_segments_of_the_download_socket() -> None:
+    """``rcv_ooopack`` and ``data_segs_in`` of the last sample; a socket ``ss`` showed with
+    ``snd_wnd`` (Linux 6.2+) but never with ``rcv_ooopack`` had none out of order; an older
+    kernel's (neither) leaves it unknown."""
+    def sample(t: float, received: float, extra: dict[str, float]) -> dict[str, object]:
+        return {"t_s": t, "local": "a:1", "source": "ss -tin",
+                "counters": {"bytes_received": received, "rcv_ssthresh": 100_000.0,
+                             "data_segs_in": received / 1000, **extra}}
+    lossy = summarize_download([sample(0.5, 500_000, {"rcv_ooopack": 40.0}),
+                                sample(1.0, 1_000_000, {"rcv_ooopack": 120.0})])
+    assert lossy is not None
+    assert (lossy.out_of_order_segments, lossy.data_segments_in) == (120, 1000)
+    assert lossy.out_of_order_share == 0.12
+    clean = summarize_download([sample(1.0, 1_000_000, {"snd_wnd_bytes": 65536.0})])
+    assert clean is not None and clean.out_of_order_share == 0.0
+    old = summarize_download([sample(1.0, 1_000_000, {})])
+    assert old is not None and old.out_of_order_segments is None
+    assert old.out_of_order_share is None
+
+
 def test_small_window_still_growing_is_not_a_clamp() -> None:
     """A short clone whose window had not grown yet, far below tcp_rmem's maximum: no clamp."""
     young = replace(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gitnetdiag.analysis.fetchsender import SenderTcpSummary
 from gitnetdiag.commands.fetch import fetch_exit_error
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
@@ -224,3 +225,132 @@ def test_a_dropped_syn_on_any_clone_ranks_syn_drop() -> None:
     assert [f.id for f in findings][:1] == ["syn-drop"]
     assert "1 on the clones" in findings[0].summary
     assert findings[0].cost_s >= 1.0
+
+
+def _out_of_order(share: float) -> FetchObservation:
+    """A clone without a capture (not root) at 180 kB/s, far below what the client's 3 MB
+    window allows at 50 ms, with ``share`` of its data segments received out of order."""
+    return replace(HEALTHY, moved_bytes=2_000_000, measured_s=11.0, rate_bytes_per_s=180_000.0,
+                   tcp=replace(TCP, data_segments_in=1382,
+                               out_of_order_segments=round(share * 1382)))
+
+
+def test_out_of_order_arrivals_without_a_capture_rank_packet_loss() -> None:
+    """Without a capture the client, the receiver, has no counter of the server's losses; the
+    segments it received out of order (19% in the lab's 2% loss) stand for them, worded as
+    what they are."""
+    findings = rank_download([_out_of_order(0.193)])
+    assert [f.id for f in findings][:1] == ["packet-loss"]
+    top = findings[0]
+    assert "out of order (the sender's losses, or reordering on the path)" in top.summary
+    assert "retransmitted" not in top.summary and "downloaded" in top.summary
+    (seen,) = [e for e in top.evidence if "out of order" in e.what]
+    assert seen.value == round(0.193 * 1382) / 1382 and seen.unit == "ratio"
+    assert seen.source.startswith("TCP_INFO (ss -tin)")
+    assert not any("retransmi" in e.what for e in top.evidence)
+
+
+def test_few_or_no_out_of_order_arrivals_are_no_loss() -> None:
+    """The lab's clones without loss received none out of order (0 of 2074); a little
+    reordering (2%) stays below the threshold; an unknown count is no evidence."""
+    for clone in (_out_of_order(0.0), _out_of_order(0.02),
+                  replace(_out_of_order(0.0), tcp=TCP)):
+        assert "packet-loss" not in [f.id for f in rank_download([clone])]
+
+
+def test_out_of_order_arrivals_behind_a_standing_queue_are_the_full_links() -> None:
+    """The lab's bandwidth-limit: the full link's queue overflows (1,065 of 4,369 segments out
+    of order) and the receiver's RTT stands at 7x the minimum: bandwidth-limit, not a lossy
+    hop, as with a capture's retransmissions."""
+    full = _out_of_order(0.24)
+    assert full.tcp is not None
+    full = replace(full, rate_bytes_per_s=1_200_000.0, moved_bytes=6_000_000, measured_s=5.0,
+                   tcp=replace(full.tcp, median_rtt_s=0.35))
+    ids = [f.id for f in rank_download([full])]
+    assert ids[:1] == ["bandwidth-limit"] and "packet-loss" not in ids
+
+
+def test_a_capture_speaks_for_the_loss_before_the_out_of_order_count() -> None:
+    """With a capture the server's own retransmissions decide: none, whatever TCP_INFO says."""
+    clean = CaptureMetrics(source="capture fetch h1 #1", min_rtt_s=0.05, median_rtt_s=0.05,
+                           mss_bytes=1448, advertised_window_max_bytes=3_000_000,
+                           retransmitted_bytes=0, retransmission_rate=0.0)
+    assert "packet-loss" not in [
+        f.id for f in rank_download([replace(_out_of_order(0.3), capture=clean)])]
+
+
+def test_out_of_order_loss_is_not_a_send_buffer() -> None:
+    """The send buffer's signature (a small flight below an open window, no queue) is a lossy
+    path's too: with a fifth of the segments out of order, packet-loss ranks instead."""
+    from tests.diagnosis.test_download_sender_client import SNDBUF
+
+    assert SNDBUF.tcp is not None
+    lossy = replace(SNDBUF, tcp=replace(SNDBUF.tcp, data_segments_in=2000,
+                                        out_of_order_segments=400))
+    assert [f.id for f in rank_download([lossy])] == ["packet-loss"]
+
+
+def _far(rwnd_limited_share: float) -> FetchObservation:
+    """A clone at 300 ms RTT through an 8 MB window that autotuning reached (the buffer half
+    of a 32 MiB tcp_rmem maximum: no clamp), at 25 MB/s: about window / RTT (26.7 MB/s). Its
+    capture says how long the server sent all the window allowed."""
+    return replace(
+        HEALTHY, moved_bytes=250_000_000, measured_s=10.0, rate_bytes_per_s=25_000_000.0,
+        path_rtt_s=0.3, client_rmem_max_bytes=32 << 20,
+        tcp=replace(TCP, advertised_window_max_bytes=8_000_000,
+                    receive_buffer_max_bytes=16_000_000, min_rtt_s=0.3, median_rtt_s=0.3),
+        capture=CaptureMetrics(source="capture fetch h1 #1 (download, at the client)",
+                               min_rtt_s=0.3, median_rtt_s=0.3, mss_bytes=1448,
+                               advertised_window_max_bytes=8_000_000, retransmitted_bytes=0,
+                               retransmission_rate=0.0,
+                               rwnd_limited_share=rwnd_limited_share))
+
+
+def test_a_window_bound_clone_at_a_long_rtt_ranks_path_latency() -> None:
+    """The server sent all the client's window allowed 90% of the time and the rate is window /
+    RTT: at 20 ms the same window carries 400 MB/s. Held by the window only 10% of the time,
+    the same rate is not the window's: no path-latency."""
+    findings = rank_download([_far(0.9)])
+    assert [f.id for f in findings][:1] == ["path-latency"]
+    assert "At 300 ms RTT" in findings[0].summary and findings[0].cost_s > 9.0
+    (share,) = [e for e in findings[0].evidence if "receive-window-limited" in e.what]
+    assert share.value == 0.9 and share.source.startswith("capture fetch h1 #1")
+    assert "path-latency" not in [f.id for f in rank_download([_far(0.1)])]
+
+
+def test_the_servers_own_counters_decide_the_window_share() -> None:
+    """A local server's socket (the lab) says how long the client's window held it: that,
+    not the capture's estimate from the receiver, is the share path-latency reads."""
+    def sender(rwnd_limited_s: float) -> SenderTcpSummary:
+        return SenderTcpSummary(
+            source="ss -tin, server", samples=40, sent_bytes=250_000_000, busy_s=10.0,
+            rwnd_limited_s=rwnd_limited_s, sndbuf_limited_s=0.0, buffer_full_share=0.0,
+            window_full_share=0.0, cwnd_full_share=0.5, app_share=0.5,
+            flight_median_bytes=7_000_000, flight_max_bytes=8_000_000,
+            send_buffer_max_bytes=16_000_000, peer_window_median_bytes=8_000_000)
+    held = observations_of_clones([replace(_far(0.1), sender=sender(9.0))])
+    capture = held.protocols["h1"].capture
+    assert capture is not None and capture.rwnd_limited_share == 0.9
+    findings = rank_download([replace(_far(0.1), sender=sender(9.0))])
+    assert [f.id for f in findings][:1] == ["path-latency"]
+    (share,) = [e for e in findings[0].evidence if "receive-window-limited" in e.what]
+    assert share.source.endswith("window share: ss -tin, server")
+    no_capture = replace(_far(0.9), capture=None, sender=sender(1.0))
+    assert "path-latency" not in [f.id for f in rank_download([no_capture])]
+
+
+def test_a_clamped_window_at_a_long_rtt_stays_the_clamps() -> None:
+    """The lab's client-rmem-clamp at 200 ms: a 40 kB window, the buffer at the 64 KiB
+    tcp_rmem maximum, 188 kB/s, the capture's window share 0.69 (the server's own: 0.998).
+    Latency multiplies the clamp and path-latency says so, but the clamp ranks first."""
+    clamped = replace(
+        HEALTHY, moved_bytes=1_977_555, measured_s=10.25, rate_bytes_per_s=187_575.0,
+        path_rtt_s=0.2, client_rmem_max_bytes=65_536,
+        tcp=replace(TCP, advertised_window_max_bytes=40_808, receive_buffer_max_bytes=65_536,
+                    min_rtt_s=0.2, median_rtt_s=0.2),
+        capture=CaptureMetrics(source="capture fetch h1 #1 (download, at the client)",
+                               min_rtt_s=0.2, median_rtt_s=0.2, mss_bytes=1448,
+                               advertised_window_max_bytes=40_832, retransmitted_bytes=0,
+                               retransmission_rate=0.0, rwnd_limited_share=0.69))
+    ids = [f.id for f in rank_download([clamped])]
+    assert ids[:2] == ["client-tcp-receive-window-clamp", "path-latency"]

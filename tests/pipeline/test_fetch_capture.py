@@ -8,6 +8,8 @@ from pathlib import Path
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.analysis.fetchwindow import receiver_window_limited_share
+from gitnetdiag.analysis.tcp_results import ConnectionSeries
 from gitnetdiag.pipeline._fetch import download_capture_metrics
 from tests.capture.craft import Conversation
 
@@ -69,3 +71,50 @@ def test_a_connect_answered_by_a_reset_gives_its_refusal_time(tmp_path: Path) ->
     metrics = download_capture_metrics(conn, "fetch ssh #1", None)
     assert metrics.resets_from_server == 1
     assert metrics.refused_after_s is not None and abs(metrics.refused_after_s - 0.0003) < 1e-6
+
+
+def _paced(path: Path, window_field: int) -> Path:
+    """A download at 100 ms RTT whose server sends 90 full segments (130,320 B) a round trip,
+    the client advertising ``window_field`` x 2^7 bytes and acknowledging every segment."""
+    conv = Conversation(server=("10.0.0.2", 443))
+    conv.handshake(rtt_s=0.1)
+    conv.segment("c", "PA", dt_s=0.001, payload=200, win=window_field)
+    for burst in range(20):
+        for index in range(90):
+            gap = 0.1 - 90 * 0.0006 if burst and not index else 0.0005
+            conv.segment("s", "A", dt_s=gap, payload=MSS, win=2048)
+            conv.segment("c", "A", dt_s=0.0001, win=window_field)
+    return conv.pcap(path)
+
+
+def test_a_window_bound_download_is_seen_from_what_arrives_per_round_trip(
+        tmp_path: Path) -> None:
+    """At the receiver the server's unacknowledged bytes are a segment or two; what one
+    round trip brings is the flight. 130,320 B a round trip against the client's 131,072 B
+    window: bound all along; against 1 MiB: only in the first round trip, while the window
+    of the handshake's ACK (131,072 B) was the last the client had advertised."""
+    bound = download_capture_metrics(
+        analyze_capture(_paced(tmp_path / "fetch-h1-1.pcap", 1024)).connections[0],
+        "fetch h1 #1", None)
+    assert bound.advertised_window_max_bytes == 1024 * 128
+    assert bound.rwnd_limited_share is not None and bound.rwnd_limited_share >= 0.9
+    open_window = download_capture_metrics(
+        analyze_capture(_paced(tmp_path / "fetch-h1-2.pcap", 8192)).connections[0],
+        "fetch h1 #2", None)
+    assert open_window.rwnd_limited_share is not None
+    assert open_window.rwnd_limited_share <= 0.1
+
+
+def test_no_round_trip_known_or_shorter_than_one_is_no_window_share() -> None:
+    """Without the RTT, or a transfer shorter than one round trip, nothing is measured; a
+    round trip before any window from the client is not counted."""
+    series = ConnectionSeries(
+        bin_s=0.1, start_ts_ns=0, sent_bytes=[[0] * 6, [0, 50_000, 50_000, 0, 0, 0]],
+        goodput_bytes=[[0] * 6, [0, 50_000, 50_000, 50_000, 0, 0]],
+        retransmitted_bytes=[[0] * 6] * 2, max_in_flight_bytes=[[-1] * 6] * 2,
+        min_window_bytes=[[-1, -1, 100_000, 100_000, -1, -1], [-1] * 6])
+    assert receiver_window_limited_share(series, None) is None
+    assert receiver_window_limited_share(series, 0.5) is None
+    # Round trips of one bin: 50 kB against no window yet, then against 100 kB twice.
+    assert receiver_window_limited_share(series, 0.1) == 0.0
+    assert receiver_window_limited_share(series, 0.2) == 1.0  # 100 kB per 0.2 s

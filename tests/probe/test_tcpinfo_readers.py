@@ -34,6 +34,17 @@ def test_an_ss_line_gives_the_kernel_counters_in_tcp_info_units() -> None:
     assert other.counters["rwnd_limited_us"] == 0 and other.counters["bytes_retrans"] == 0
 
 
+def test_a_receivers_line_gives_its_out_of_order_segments() -> None:
+    """The receiving side of a clone: data segments in and those that came out of order
+    (``ss`` prints ``rcv_ooopack`` only when it is not zero: absent is not invented)."""
+    line = ("\t cubic rtt:50.4/0.2 mss:1448 bytes_received:2000000 segs_in:1500 "
+            "data_segs_in:1382 rcv_rtt:51 rcv_space:117000 rcv_ssthresh:117612 "
+            "rcv_ooopack:267 minrtt:50.3 snd_wnd:65536")
+    c = parse_ss_info(line)
+    assert c["data_segs_in"] == 1382 and c["rcv_ooopack"] == 267
+    assert "rcv_ooopack" not in parse_ss_info(line.replace(" rcv_ooopack:267", ""))
+
+
 def test_a_line_without_busy_time_does_not_invent_limit_counters() -> None:
     assert "rwnd_limited_us" not in parse_ss_info("\t cubic rtt:1/1 mss:1448")
 

@@ -41,6 +41,11 @@ FLAT_RATIO = 0.8
 """In flight "flat at the window" when its median is at least this share of the window."""
 LOSS_RATE = 0.005
 """Retransmission rate above which loss is a suspect (0.5%)."""
+OUT_OF_ORDER_SHARE = 0.05
+"""Without the sender's retransmissions (a clone without a capture), the share of the data
+segments the receiver got out of order above which loss is a suspect. Each loss puts the
+segments behind it out of order until its retransmission arrives (up to a round trip's
+worth), so the share runs far above the loss rate; reordering alone adds some too."""
 CLAMP_FALLBACK_WINDOW_BYTES = 1 << 20
 """Without a next limit, a receive window below this (1 MiB) is called clamped."""
 AUTOTUNE_MAX_WINDOW_BYTES = 4 << 20

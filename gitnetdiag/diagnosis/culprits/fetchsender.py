@@ -26,14 +26,22 @@ congestion window open, is the culprit's own signature and lifts the cap; a
 sender that was mostly held by something else (the client's window, its own
 pace) clears the send buffer whatever the client saw. A lossy path keeps the
 flight small too (the sender's congestion window backs off): with the clone's
-capture showing the server's retransmissions at ``packet-loss``'s rate, this stays silent.
+capture showing the server's retransmissions at ``packet-loss``'s rate (without a capture,
+the client's out-of-order arrivals at its share), this stays silent.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gitnetdiag.diagnosis.culprits._common import LOSS_RATE, Hit, Tally, flight_in_window, no_queue
+from gitnetdiag.diagnosis.culprits._common import (
+    LOSS_RATE,
+    OUT_OF_ORDER_SHARE,
+    Hit,
+    Tally,
+    flight_in_window,
+    no_queue,
+)
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation, costliest
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
@@ -165,7 +173,7 @@ def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
     if not obs.measured or (obs.tcp is None and obs.sender is None) or not rtt \
             or rtt < MIN_RTT_S:
         return None
-    if obs.capture is not None and (obs.capture.retransmission_rate or 0.0) >= LOSS_RATE:
+    if _lossy(obs):
         return None  # loss holds the sender's congestion window down: packet-loss's flight
     tally = Tally("server-send-buffer")
     server = _sender_signal(obs, tally)
@@ -207,3 +215,11 @@ def server_send_buffer(observations: Sequence[FetchObservation]) -> Hit | None:
     """The server's (or edge's) send buffer caps its bytes in flight below the client's window."""
     return costliest(observations, _send_buffer_hit)
 
+
+def _lossy(obs: FetchObservation) -> bool:
+    """The clone met loss as ``packet-loss`` counts it: the server's retransmissions in its
+    capture, else the data segments the client received out of order (TCP_INFO)."""
+    if obs.capture is not None and obs.capture.retransmission_rate is not None:
+        return obs.capture.retransmission_rate >= LOSS_RATE
+    share = obs.tcp.out_of_order_share if obs.tcp is not None else None
+    return (share or 0.0) >= OUT_OF_ORDER_SHARE

@@ -11,11 +11,21 @@ the *sender of the data* (the server):
 
 - from the client's TCP_INFO (any user): the window the client advertised
   (``rcv_ssthresh``), the path's minimum RTT and the receiver's median RTT
-  (``rcv_rtt``: a queue in front of a full link inflates it);
+  (``rcv_rtt``: a queue in front of a full link inflates it), and the share of the
+  data segments that arrived out of order (``rcv_ooopack``: the server's losses, or
+  reordering, as the receiver sees them; ``packet-loss`` reads it without a capture);
 - from a capture of the clone (root), when there is one: the server's
   retransmissions, its segments resent and never acknowledged (a path-MTU black
-  hole towards the client), resets, SYN retransmissions
-  (:func:`download_capture_metrics` in the pipeline).
+  hole towards the client), resets, SYN retransmissions, and the share of the
+  transfer the server sent all the client's window allowed, from the bytes that
+  arrived per round trip (:func:`download_capture_metrics` in the pipeline);
+- from the server's own socket, when it runs on this machine (the lab,
+  ``--host-netns``): its receive-window-limited share (the kernel's
+  ``tcpi_rwnd_limited`` over ``tcpi_busy_time``, or the sampled flight at the
+  client's window), which replaces the capture's estimate.
+
+The receive-window-limited share is what ``path-latency`` needs: a clone whose rate is
+the client's window over a long RTT.
 
 The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
 (``slow-ref-advertisement``); the client's libcurl release is the push's, judged with the
@@ -79,11 +89,18 @@ def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
     return CaptureMetrics(
         source=f"TCP_INFO ({tcp.source}) fetch {obs.protocol} #{obs.repeat}",
         min_rtt_s=tcp.min_rtt_s, median_rtt_s=tcp.median_rtt_s, handshake_seen=False,
-        advertised_window_max_bytes=tcp.advertised_window_max_bytes)
+        advertised_window_max_bytes=tcp.advertised_window_max_bytes,
+        out_of_order_share=tcp.out_of_order_share)
 
 
 def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
-    return obs.capture if obs.capture is not None else tcp_info_metrics(obs)
+    """The capture's metrics, else TCP_INFO's; the server's own receive-window-limited share
+    over the capture's estimate when the server was sampled."""
+    evidence = obs.capture if obs.capture is not None else tcp_info_metrics(obs)
+    if evidence is None or obs.sender is None:
+        return evidence
+    return replace(evidence, rwnd_limited_share=obs.sender.rwnd_limited_share,
+                   source=f"{evidence.source}; window share: {obs.sender.source}")
 
 
 def _handshakes(best: CaptureMetrics | None, clones: Sequence[FetchObservation]

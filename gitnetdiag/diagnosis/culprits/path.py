@@ -9,6 +9,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     LOSS_RATE,
     MATCHES_CAP_RATIO,
     MIN_RTO_S,
+    OUT_OF_ORDER_SHARE,
     REFERENCE_RTT_S,
     RWND_LIMITED_SHARE,
     Hit,
@@ -86,14 +87,26 @@ class _Loss:
     """The cost is the fallback (no window or path rate to compare with)."""
 
 
+def out_of_order_only(c: CaptureMetrics) -> bool:
+    """Only the receiver's out-of-order arrivals are known, not the sender's retransmissions
+    (a clone without a capture)."""
+    return c.retransmission_rate is None and c.out_of_order_share is not None
+
+
+def _suspect(c: CaptureMetrics) -> bool:
+    """The sender's retransmissions at :data:`LOSS_RATE` or more; without them, the
+    receiver's out-of-order arrivals at :data:`OUT_OF_ORDER_SHARE` or more."""
+    if c.retransmission_rate is not None:
+        return c.retransmission_rate >= LOSS_RATE
+    return (c.out_of_order_share or 0.0) >= OUT_OF_ORDER_SHARE
+
+
 def _lossy(obs: Observations, name: str) -> _Loss | None:
-    """The protocol's loss when it is the suspect: above :data:`LOSS_RATE`, and neither a
+    """The protocol's loss when it is the suspect (:func:`_suspect`), and neither a
     window, a full link's queue nor an MTU black hole explains it."""
     p = obs.protocols.get(name)
     c = p.capture if p is not None else None
-    if p is None or c is None or c.retransmission_rate is None:
-        return None
-    if c.retransmission_rate < LOSS_RATE:
+    if p is None or c is None or not _suspect(c):
         return None
     rtt, size, up, rate = rtt_s(obs, p), push_bytes(p), upload_s(p), upload_rate_bytes_per_s(p)
     if rtt is None or size is None or up is None or rate is None:
@@ -126,6 +139,12 @@ def _loss_evidence(hits: list[_Loss], worst: _Loss) -> list[Evidence]:
     evidence: list[Evidence] = []
     for hit in hits:
         n, c = hit.name, hit.cap
+        if out_of_order_only(c):
+            evidence.append(Evidence(
+                what=f"{label(n)}: data segments received out of order (loss or reordering)",
+                value=c.out_of_order_share, unit="ratio", threshold=OUT_OF_ORDER_SHARE,
+                comparison=">=", source=c.source))
+            continue
         evidence += [
             Evidence(what=f"{label(n)}: retransmission rate", value=c.retransmission_rate,
                      unit="ratio", threshold=LOSS_RATE, comparison=">=", source=c.source),
@@ -138,6 +157,7 @@ def _loss_evidence(hits: list[_Loss], worst: _Loss) -> list[Evidence]:
                  unit="count", source=cap.source)
         for kind, count in (("timeout", cap.timeout_retransmissions),
                             ("fast", cap.fast_retransmissions))
+        if not out_of_order_only(cap)
     ]
     evidence.append(Evidence(
         what=f"{label(worst.name)}: upload rate vs what the windows allow",
@@ -153,16 +173,22 @@ def _loss_evidence(hits: list[_Loss], worst: _Loss) -> list[Evidence]:
     return evidence
 
 
+def _loss_words(name: str, cap: CaptureMetrics) -> str:
+    if out_of_order_only(cap):
+        return (f"{label(name)} received {(cap.out_of_order_share or 0.0) * 100:.1f}% of its "
+                "data segments out of order (the sender's losses, or reordering on the path)")
+    return f"{label(name)} retransmitted {(cap.retransmission_rate or 0.0) * 100:.2f}% of its bytes"
+
+
 def packet_loss(obs: Observations) -> Hit | None:
     hits = [hit for name in PROTOCOL_ORDER if (hit := _lossy(obs, name)) is not None]
     if not hits:
         return None
     worst = max(hits, key=lambda hit: hit.cost)
     cap, rate, window_rate = worst.cap, worst.rate, worst.window_rate
-    assert cap.retransmission_rate is not None
     tally = Tally("packet-loss")
     tally.add("loss")
-    if cap.retransmission_rate >= HEAVY_LOSS_RATE:
+    if (cap.retransmission_rate or 0.0) >= HEAVY_LOSS_RATE:
         tally.add("heavy-loss")
     if cap.timeout_retransmissions:
         tally.add("timeouts")
@@ -175,8 +201,7 @@ def packet_loss(obs: Observations) -> Hit | None:
         score=tally.score,
         cost_s=worst.cost,
         summary=(
-            f"{label(worst.name)} retransmitted {cap.retransmission_rate * 100:.2f}% of its "
-            f"bytes and uploaded at {fmt_rate(rate)}"
+            _loss_words(worst.name, cap) + f" and uploaded at {fmt_rate(rate)}"
             + (f", below the {fmt_rate(window_rate)} its windows allow" if window_rate else "")
             + ": loss on the path makes congestion control back off."
         ),
@@ -347,6 +372,7 @@ def path_latency(obs: Observations) -> Hit | None:
     if rtt is None or rtt < 2 * REFERENCE_RTT_S:
         return None
     best: tuple[float, str, int, float] | None = None
+    held: dict[str, Evidence] = {}
     for name in PROTOCOL_ORDER:
         p = obs.protocols.get(name)
         if p is None:
@@ -357,6 +383,10 @@ def path_latency(obs: Observations) -> Hit | None:
         windows = []
         if p.capture and (p.capture.rwnd_limited_share or 0) >= RWND_LIMITED_SHARE:
             windows.append(p.capture.largest_window_bytes)
+            held[name] = Evidence(
+                what=f"{label(name)}: sender receive-window-limited",
+                value=p.capture.rwnd_limited_share, unit="ratio", threshold=RWND_LIMITED_SHARE,
+                comparison=">=", source=p.capture.source)
         if p.h2_ledger and p.h2_ledger.server_initial_window_bytes:
             windows.append(p.h2_ledger.server_initial_window_bytes)
         if p.ssh_ledger and p.ssh_ledger.initial_window_bytes:
@@ -403,6 +433,7 @@ def path_latency(obs: Observations) -> Hit | None:
                 basis_terms=(term(MATCHES_CAP_RATIO, "count"),),
                 source="capture / ledger",
             ),
+            *((held[worst],) if worst in held else ()),
         ),
         fix=(
             "Push to a closer endpoint (a regional git mirror or edge that accepts pushes, CI "
