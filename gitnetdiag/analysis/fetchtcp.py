@@ -10,7 +10,10 @@ socket and to any user (``ss -tin``, ``getsockopt(TCP_INFO)``):
 - ``skmem rb``: the receive buffer itself (``ss`` only),
 - ``rcv_space``: autotuning's estimate of what the sender had in flight per RTT,
 - ``rtt`` / ``rcv_rtt``: the round trip as the sender of ACKs and as the receiver
-  measure it.
+  measure it,
+- ``rcv_mss`` / ``advmss``: the largest segment received (the kernel's estimate) and the
+  MSS the socket advertised; a path-MTU black hole towards the client keeps the first
+  well below the second.
 
 The download socket is the one that received most bytes. Counters such as
 ``bytes_received`` are cumulative; the window values are levels, summarised
@@ -47,6 +50,11 @@ class DownloadTcpSummary:
     """Smallest RTT the kernel measured on the socket."""
     median_rtt_s: float | None
     """Median RTT as the receiver measured it (``rcv_rtt``, else the smoothed ``rtt``)."""
+    rcv_mss_max_bytes: int | None = None
+    """Largest segment the socket received, as the kernel estimates it (``rcv_mss``,
+    payload): 536 until a larger one arrives."""
+    advmss_bytes: int | None = None
+    """The MSS the socket advertised (``advmss``): the payload of a full-size segment."""
 
     @property
     def window_rate_limit_bytes_per_s(self) -> float | None:
@@ -93,4 +101,13 @@ def summarize_download(samples: Iterable[Mapping[str, Any]]) -> DownloadTcpSumma
         rcv_space_max_bytes=largest("rcv_space"),
         min_rtt_s=min(min_rtts) if min_rtts else None,
         median_rtt_s=statistics.median(rtts) if rtts else None,
+        rcv_mss_max_bytes=_largest(counters, "rcv_mss"),
+        advmss_bytes=_largest(counters, "advmss"),
     )
+
+
+def _largest(counters: Iterable[Mapping[str, Any]], key: str) -> int | None:
+    """The largest value of ``key`` over every sample, stalled ones included (a segment
+    size estimate is a level that a stall does not reset)."""
+    values = [c[key] for c in counters if c.get(key)]
+    return int(max(values)) if values else None

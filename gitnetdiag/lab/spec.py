@@ -37,7 +37,8 @@ LARGE_TCP_BUFFER = 64 * 1024 * 1024
 SMALL_MAX_STARTUPS = "2:100:2"
 """sshd refuses every unauthenticated connection beyond two."""
 PMTU_BLACKHOLE_BYTES = 1200
-"""Under ``pmtu-blackhole`` the router drops packets to the server from this IP length up."""
+"""Under ``pmtu-blackhole`` the router drops packets to the server from this IP length up
+(under ``pmtu-blackhole-client``, packets to the client)."""
 
 EDGES = ("haproxy", "nginx", "caddy", "h2o", "trafficserver")
 """TLS edges the lab can put on the edge port, each a Debian package run in the server namespace."""
@@ -99,6 +100,9 @@ FAULTS: dict[str, str] = {
     "ssh-maxstartups": f"sshd MaxStartups {SMALL_MAX_STARTUPS}",
     "pmtu-blackhole": f"the router drops packets of {PMTU_BLACKHOLE_BYTES} bytes and more to the "
     "server and sends no ICMP 'fragmentation needed'",
+    "pmtu-blackhole-client": "download direction: the router drops packets of "
+    f"{PMTU_BLACKHOLE_BYTES} bytes and more to the client and sends no ICMP 'fragmentation "
+    f"needed'; the repository serves {FETCH_HISTORY_BYTES // 2**20} MiB of random data",
 
     "edge-buffering": "the nginx edge buffers each whole request body before forwarding it",
 
@@ -361,6 +365,8 @@ class LabSpec:
     """sshd ``MaxStartups``, or None for OpenSSH's default."""
     pmtu_blackhole_bytes: int | None = None
     """IP length from which the router silently drops packets to the server, or None."""
+    pmtu_blackhole_client_bytes: int | None = None
+    """IP length from which the router silently drops packets to the client, or None."""
     client_rmem: tuple[int, int, int] | None = None
     """The client namespace's ``net.ipv4.tcp_rmem`` (``client-rmem-clamp``), or None."""
     server_cpu_share: float | None = None
@@ -508,13 +514,16 @@ def build_spec(*, instance: str, faults: list[str],
         tcp_buffer_max=LARGE_TCP_BUFFER if has("ssh-channel-window") else None,
         sshd_max_startups=SMALL_MAX_STARTUPS if has("ssh-maxstartups") else None,
         pmtu_blackhole_bytes=PMTU_BLACKHOLE_BYTES if has("pmtu-blackhole") else None,
+        pmtu_blackhole_client_bytes=(PMTU_BLACKHOLE_BYTES if has("pmtu-blackhole-client")
+                                     else None),
         client_rmem=CLIENT_RMEM_CLAMP if has("client-rmem-clamp") else None,
         server_cpu_share=SERVER_CPU_SHARE if has("slow-pack-generation") else None,
         server_wmem=SERVER_WMEM_CLAMP if has("server-sndbuf-clamp") else None,
         fetch_history=overrides.get("fetch_history") or (
             "similar" if has("slow-pack-generation") or has("client-index-cpu")
             else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
-            or has("edge-response-buffering") or has("client-h2-window") else None),
+            or has("edge-response-buffering") or has("client-h2-window")
+            or has("pmtu-blackhole-client") else None),
         client_h2_window=CLIENT_H2_WINDOW if has("client-h2-window") else None,
         edge_response_buffering=has("edge-response-buffering"),
         edge_bad_member=has("edge-backend-errors"),

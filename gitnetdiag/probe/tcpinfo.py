@@ -55,13 +55,15 @@ class TcpInfoSample:
     ``total_retrans``, ``snd_cwnd``; for the receiving side of a fetch ``bytes_received``,
     ``rcv_space`` (the receive buffer autotuning's estimate of what the sender can have in
     flight), ``rcv_ssthresh`` (the cap of the window the socket advertises), ``rcv_rtt_us``
-    (the receiver's RTT estimate) and ``rcv_buf_bytes`` (``ss`` ``skmem`` ``rb``: the receive
-    buffer, what ``tcp_rmem`` or ``SO_RCVBUF`` allow); for the sending side of a fetch (the
-    server's sockets) ``snd_buf_bytes`` (``skmem`` ``tb``: the send buffer, what ``tcp_wmem``
-    or ``SO_SNDBUF`` allow), ``wmem_queued_bytes`` (``skmem`` ``w``: what the buffer holds,
-    sent and unsent), ``notsent_bytes`` and ``app_limited`` (1 when the kernel flagged the
-    last delivery rate sample as limited by the application). Absent when the kernel or
-    ``ss`` does not say."""
+    (the receiver's RTT estimate), ``rcv_buf_bytes`` (``ss`` ``skmem`` ``rb``: the receive
+    buffer, what ``tcp_rmem`` or ``SO_RCVBUF`` allow), ``rcv_mss`` (the kernel's estimate of
+    the largest segment received, payload: 536 until a larger one arrives) and ``advmss``
+    (the MSS the socket advertised: what a full-size segment to it carries); for the sending
+    side of a fetch (the server's sockets) ``snd_buf_bytes`` (``skmem`` ``tb``: the send
+    buffer, what ``tcp_wmem`` or ``SO_SNDBUF`` allow), ``wmem_queued_bytes`` (``skmem``
+    ``w``: what the buffer holds, sent and unsent), ``notsent_bytes`` and ``app_limited`` (1
+    when the kernel flagged the last delivery rate sample as limited by the application).
+    Absent when the kernel or ``ss`` does not say."""
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), separators=(",", ":"))
@@ -77,7 +79,8 @@ _INT_FIELDS = {"bytes_acked": "bytes_acked", "bytes_sent": "bytes_sent",
                "bytes_retrans": "bytes_retrans", "unacked": "unacked", "mss": "snd_mss",
                "cwnd": "snd_cwnd", "snd_wnd": "snd_wnd_bytes",
                "rcv_space": "rcv_space",
-               "rcv_ssthresh": "rcv_ssthresh", "notsent": "notsent_bytes"}
+               "rcv_ssthresh": "rcv_ssthresh", "notsent": "notsent_bytes",
+               "rcvmss": "rcv_mss", "advmss": "advmss"}
 _SKMEM_FIELDS = {"rb": "rcv_buf_bytes", "tb": "snd_buf_bytes", "w": "wmem_queued_bytes"}
 _RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}
 
@@ -209,7 +212,7 @@ _TCP_INFO_NAMES = (
 _KEEP = ("bytes_acked", "bytes_sent", "bytes_retrans", "busy_time_us", "rwnd_limited_us",
          "sndbuf_limited_us", "delivery_rate_bytes_per_s", "rtt_us", "min_rtt_us", "snd_wnd_bytes",
          "unacked", "snd_mss", "total_retrans", "snd_cwnd", "bytes_received", "rcv_space",
-         "rcv_ssthresh")
+         "rcv_ssthresh", "rcv_mss", "advmss")
 
 
 def parse_tcp_info(raw: bytes) -> dict[str, float]:

@@ -11,11 +11,17 @@ the *sender of the data* (the server):
 
 - from the client's TCP_INFO (any user): the window the client advertised
   (``rcv_ssthresh``), the path's minimum RTT and the receiver's median RTT
-  (``rcv_rtt``: a queue in front of a full link inflates it);
+  (``rcv_rtt``: a queue in front of a full link inflates it), the MSS it advertised
+  (``advmss``) and the largest segment it received (``rcv_mss``);
 - from a capture of the clone (root), when there is one: the server's
-  retransmissions, its segments resent and never acknowledged (a path-MTU black
-  hole towards the client), resets, SYN retransmissions
-  (:func:`download_capture_metrics` in the pipeline).
+  retransmissions (those that repaired a loss: a segment lost on the path is never
+  seen at the receiver), the largest segment the client acknowledged, resets, SYN
+  retransmissions (:func:`download_capture_metrics` in the pipeline).
+
+A path-MTU black hole towards the client is seen from the receiver's side: the server's
+full-size segments vanish before they reach the capture, so none of them is seen resent;
+the clone stalls with nothing but small segments received, the largest well below the MSS
+the client advertised (``max_received_segment_bytes``, read by ``path-mtu-blackhole``).
 
 The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
 (``slow-ref-advertisement``); the client's libcurl release is the push's, judged with the
@@ -79,7 +85,8 @@ def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
     return CaptureMetrics(
         source=f"TCP_INFO ({tcp.source}) fetch {obs.protocol} #{obs.repeat}",
         min_rtt_s=tcp.min_rtt_s, median_rtt_s=tcp.median_rtt_s, handshake_seen=False,
-        advertised_window_max_bytes=tcp.advertised_window_max_bytes)
+        advertised_window_max_bytes=tcp.advertised_window_max_bytes,
+        mss_bytes=tcp.advmss_bytes, max_received_segment_bytes=tcp.rcv_mss_max_bytes)
 
 
 def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:

@@ -5,6 +5,12 @@ A link narrower than the endpoints' MTU drops the large segments, and the ICMP
 filtered on the way back. The handshake (small), the TLS or SSH greeting and the
 ref advertisement (server to client) get through; the first full-size upload
 segment is resent with backoff forever and the push hangs after its handshake.
+
+Towards the receiver (a clone's download) the same hole is seen from the other end:
+the swallowed segments never reach it, so no capture there shows them resent. What
+the receiver sees is a transfer that stalled with only small segments received, the
+largest well below the MSS it advertised (:func:`starved`), which any user reads from
+TCP_INFO (``rcv_mss`` against ``advmss``).
 """
 
 from __future__ import annotations
@@ -39,6 +45,33 @@ def swallowed(c: CaptureMetrics) -> bool:
     )
 
 
+CLAMP_FIX = (
+    "Clamp the TCP MSS to the path MTU where the narrow link or tunnel starts (router, "
+    "VPN or load-balancer edge): `iptables -t mangle -A FORWARD -p tcp --tcp-flags "
+    "SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu` (nftables: `tcp flags syn tcp option "
+    "maxseg size set rt mtu`), and let ICMP type 3 code 4 ('fragmentation needed') "
+    "through every firewall on the way back."
+)
+FIX = (
+    CLAMP_FIX + " Meanwhile on the client `net.ipv4.tcp_mtu_probing = 1` finds a size that "
+    "passes, and `ip route change ... mtu 1400` (or `advmss`) on the affected route works "
+    "around it."
+)
+RECEIVER_FIX = (
+    CLAMP_FIX + " Meanwhile the receiver can ask for smaller segments: `ip route change ... "
+    "advmss 1360` on its route to the sender (the MSS its handshakes advertise); "
+    "`net.ipv4.tcp_mtu_probing` acts only on the sending side."
+)
+"""The receiver's own lever: the sender's segments are what vanish."""
+
+
+def starved(c: CaptureMetrics) -> bool:
+    """The receiver's view: every segment that arrived was well below the MSS it advertised
+    (no full-size segment ever got through)."""
+    return (c.max_received_segment_bytes is not None and c.mss_bytes is not None
+            and c.max_received_segment_bytes + MSS_HEADROOM_BYTES < c.mss_bytes)
+
+
 def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
     """The segments that never got through against the largest one that did."""
     return (
@@ -71,6 +104,54 @@ def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
     )
 
 
+def _starved_hit(obs: Observations) -> Hit | None:
+    """The receiver's view (a clone): transfers that stalled having received nothing but
+    segments well below the advertised MSS."""
+    hits = [
+        (name, p.capture, costs)
+        for name in PROTOCOL_ORDER
+        if (p := obs.protocols.get(name)) is not None
+        and p.capture is not None
+        and starved(p.capture)
+        and (costs := failure_cost_s(obs, name, set(STALL_KINDS)))[1]
+    ]
+    if not hits:
+        return None
+    name, cap, (cost, stalled, transfers) = max(hits, key=lambda hit: hit[2][0])
+    assert cap.max_received_segment_bytes is not None and cap.mss_bytes is not None
+    tally = Tally("path-mtu-blackhole")
+    tally.add("starved")
+    tally.add("stalled")
+    if len(hits) >= 2:
+        tally.add("several-protocols")
+    for n, c, (_, count, total) in hits:
+        tally.note(
+            Evidence(what=f"{label(n)}: largest segment received (payload)",
+                     value=c.max_received_segment_bytes, unit="B",
+                     threshold=(c.mss_bytes or 0) - MSS_HEADROOM_BYTES, comparison="<",
+                     basis="the MSS the receiver advertised, less the room of TCP options",
+                     source=c.source),
+            Evidence(what=f"{label(n)}: MSS the receiver advertised", value=c.mss_bytes,
+                     unit="B", source=c.source),
+            Evidence(what=f"{label(n)}: pushes (of {total}) that stopped moving with no "
+                     "full-size segment received", value=count, unit="count",
+                     source="pushes"))
+    return Hit(
+        score=tally.score,
+        cost_s=cost,
+        summary=(
+            f"Full-size segments never arrive while small ones do: {stalled} of {transfers} "
+            f"{label(name)} pushes stalled having received no segment larger than "
+            f"{cap.max_received_segment_bytes} B, though the receiver advertised an MSS of "
+            f"{cap.mss_bytes} B. A link with a smaller MTU towards the receiver drops the "
+            "sender's full-size segments and its ICMP 'fragmentation needed' never reaches "
+            "the sender: a path-MTU black hole."
+        ),
+        evidence=tuple(tally.evidence),
+        fix=RECEIVER_FIX,
+    )
+
+
 def path_mtu_blackhole(obs: Observations) -> Hit | None:
     hits = [
         (name, p.capture)
@@ -80,7 +161,7 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
         and swallowed(p.capture)
     ]
     if not hits:
-        return None
+        return _starved_hit(obs)
     costs = {name: failure_cost_s(obs, name, set(STALL_KINDS)) for name, _ in hits}
     name, cap = max(hits, key=lambda hit: costs[hit[0]][0])
     cost, stalled, pushes = costs[name]
@@ -125,13 +206,6 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
             "never reaches the sender: a path-MTU black hole."
         ),
         evidence=tuple(tally.evidence),
-        fix=(
-            "Clamp the TCP MSS to the path MTU where the narrow link or tunnel starts (router, "
-            "VPN or load-balancer edge): `iptables -t mangle -A FORWARD -p tcp --tcp-flags "
-            "SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu` (nftables: `tcp flags syn tcp option "
-            "maxseg size set rt mtu`), and let ICMP type 3 code 4 ('fragmentation needed') "
-            "through every firewall on the way back. Meanwhile on the client "
-            "`net.ipv4.tcp_mtu_probing = 1` finds a size that passes, and `ip route change ... "
-            "mtu 1400` (or `advmss`) on the affected route works around it."
-        ),
+        fix=FIX,
     )
+
