@@ -180,6 +180,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "ssh-channel-window": "HPN-SSH",
     "ssh-maxstartups": "MaxStartups",
     "pmtu-blackhole": "clamp-mss-to-pmtu",
+    "pmtu-blackhole-client": "clamp-mss-to-pmtu",
 
     "edge-buffering": "proxy_request_buffering",
 
@@ -221,6 +222,7 @@ FETCH_SHARED_FAULT_CULPRIT: dict[str, str] = {
     "firewall-reset": "firewall-reset",
     "slow-auth": "slow-ref-advertisement",
     "syn-drop": "syn-drop",
+    "pmtu-blackhole-client": "path-mtu-blackhole",
 }
 """Push faults that slow or break a clone as well, with the culprit ``--direction fetch``
 must rank first on a lab whose ``main`` serves random data (``fetch_history="random"``):
@@ -241,7 +243,19 @@ Left out, measured 2026-11-26 (3 runs each, h1 and git clones of 6 MiB):
   (the GitHub Enterprise 2.0 account), which the fetch probe does not make: no short test
   can show it without a fetch burst.
 - ``pmtu-blackhole`` drops large packets *to* the server only, and a clone sends none (its
-  requests are small), so the download never meets it.
+  requests are small), so the download never meets it. Its mirror ``pmtu-blackhole-client``
+  (large packets *to* the client dropped, the same silence) is the one a clone meets, and it
+  is in the table: a push's culprit from the receiver's side. A capture at the client never
+  sees the swallowed segments, so none is "resent and never acknowledged" there; what the
+  client sees is a clone that stalls with only small segments received. Measured 2026-11-26
+  (h1, ``--stall-timeout 6``, 50 ms): the ref advertisement and the server's sideband
+  progress got through ("Compressing objects: 100% (9/9), done."), then 3,973-4,852 B in
+  all and nothing for 6 s; the client's TCP_INFO ``rcv_mss`` stayed at 883 B (the largest
+  segment the capture saw acknowledged the same) against an ``advmss`` of 1448 B (the
+  handshake's MSS option 1460 B), the clone ended at its stall timeout (6.6 s wall) and
+  ``path-mtu-blackhole`` ranked first at 0.68. SSH stalls even before its key exchange
+  (1,129 B received) and git:// after "Compressing objects: 66%" (952 B): the black hole
+  shows on every transport; the test clones with HTTP/1.1 only.
 - ``path-latency`` has no push fault (no fault of :data:`FAULT_CULPRIT` names it), and its
   detector needs the sender's receive-window-limited share, which a capture at the receiver
   cannot give."""
