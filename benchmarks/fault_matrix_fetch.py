@@ -92,7 +92,7 @@ FETCH_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # dropped SYN with p = 0.3.
     "syn-drop": ("--repeat", "5", "--protocols", "h1,git"),
     # The clone stalls in the black hole: HTTP/1.1 and a 6 s stall timeout, as the lab test.
-    "pmtu-blackhole-client": ("--protocols", "h1", "--stall-timeout", "6"),
+    "pmtu-blackhole-client": ("--stall-timeout", "6", "--protocols", "h1"),
 }
 """``--protocols`` per fault (all four otherwise, as the fetch lab test)."""
 
