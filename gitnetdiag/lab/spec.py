@@ -248,14 +248,15 @@ Left out, measured 2026-11-26 (3 runs each, h1 and git clones of 6 MiB):
   is in the table: a push's culprit from the receiver's side. A capture at the client never
   sees the swallowed segments, so none is "resent and never acknowledged" there; what the
   client sees is a clone that stalls with only small segments received. Measured 2026-11-26
-  (h1, ``--stall-timeout 6``, 50 ms): the ref advertisement and the server's sideband
-  progress got through ("Compressing objects: 100% (9/9), done."), then 3,973-4,852 B in
-  all and nothing for 6 s; the client's TCP_INFO ``rcv_mss`` stayed at 883 B (the largest
-  segment the capture saw acknowledged the same) against an ``advmss`` of 1448 B (the
-  handshake's MSS option 1460 B), the clone ended at its stall timeout (6.6 s wall) and
-  ``path-mtu-blackhole`` ranked first at 0.68. SSH stalls even before its key exchange
-  (1,129 B received) and git:// after "Compressing objects: 66%" (952 B): the black hole
-  shows on every transport; the test clones with HTTP/1.1 only.
+  (h1, ``--stall-timeout 6``, 50 ms, 4 runs): the ref advertisement and the server's
+  sideband progress got through ("Compressing objects: 100% (9/9), done."), then
+  3,973-4,226 B in all and nothing for 6 s; the client's TCP_INFO ``rcv_mss`` stayed at
+  882-884 B (the largest segment the capture saw acknowledged the same) against an
+  ``advmss`` of 1448 B (the handshake's MSS option 1460 B), the clone ended at its stall
+  timeout (6.6 s wall, its partial clone removed) and ``path-mtu-blackhole`` ranked first at
+  0.68 in 4 of 4 runs (8.9 s per ``diagnose``, 12.2-13.3 s per lab test). SSH stalls even
+  before its key exchange (1,129 B received) and git:// after "Compressing objects: 66%"
+  (952 B): the black hole shows on every transport; the test clones with HTTP/1.1 only.
 - ``path-latency`` has no push fault (no fault of :data:`FAULT_CULPRIT` names it), and its
   detector needs the sender's receive-window-limited share, which a capture at the receiver
   cannot give."""
