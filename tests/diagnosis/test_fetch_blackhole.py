@@ -74,12 +74,16 @@ def test_a_capture_at_the_client_gives_the_largest_segment_it_acknowledged() -> 
 
 def test_no_black_hole_without_its_signature() -> None:
     """A stall after full-size segments arrived (a server that went quiet), a clone that
-    finished with small segments only (a tiny repository), or no estimate at all."""
+    finished with small segments only (a tiny repository), no estimate at all, or a
+    loopback connection (no link between the two ends)."""
     full = replace(STALLED, tcp=replace(STARVED_TCP, rcv_mss_max_bytes=1448))
     near = replace(STALLED, tcp=replace(STARVED_TCP, rcv_mss_max_bytes=1420))
     unknown = replace(STALLED, tcp=replace(STARVED_TCP, rcv_mss_max_bytes=None))
     finished = replace(HEALTHY, tcp=STARVED_TCP)
-    for clones in ([full], [near], [unknown], [finished]):
+    # Loopback (MSS 65,483 B): segments as small as the sender wrote them, no link to blame.
+    loopback = replace(STALLED, tcp=replace(STARVED_TCP, rcv_mss_max_bytes=8008,
+                                            advmss_bytes=65_483))
+    for clones in ([full], [near], [unknown], [finished], [loopback]):
         assert "path-mtu-blackhole" not in [f.id for f in rank_download(clones)], clones
 
 

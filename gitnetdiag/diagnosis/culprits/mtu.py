@@ -31,6 +31,10 @@ MIN_UNACKED_RETRANSMISSIONS = 2
 MSS_HEADROOM_BYTES = 40
 """A lost segment counts as full-size when the MSS is at most this much above its payload
 (TCP options, at most 40 bytes of a header, take room from each segment's payload)."""
+MAX_PATH_MSS_BYTES = 9216 - 40
+"""The largest MSS a path through routers carries: Ethernet jumbo frames of up to 9216 B
+less the IPv4 and TCP headers. Above it (loopback's 65,483 B) the receiver's segments are
+sized by what the sender wrote, not by a link: no black hole to read from their size."""
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Push failures a black hole causes: the upload stops moving, nothing resets it."""
 
@@ -69,7 +73,8 @@ def starved(c: CaptureMetrics) -> bool:
     """The receiver's view: every segment that arrived was well below the MSS it advertised
     (no full-size segment ever got through)."""
     return (c.max_received_segment_bytes is not None and c.mss_bytes is not None
-            and c.max_received_segment_bytes + MSS_HEADROOM_BYTES < c.mss_bytes)
+            and c.max_received_segment_bytes + MSS_HEADROOM_BYTES < c.mss_bytes
+            <= MAX_PATH_MSS_BYTES)
 
 
 def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
