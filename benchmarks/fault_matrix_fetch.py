@@ -91,6 +91,8 @@ FETCH_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # Five clones per transport, as the lab test's REPEATS: each clone's connection meets a
     # dropped SYN with p = 0.3.
     "syn-drop": ("--repeat", "5", "--protocols", "h1,git"),
+    # The clone stalls in the black hole: HTTP/1.1 and a 6 s stall timeout, as the lab test.
+    "pmtu-blackhole-client": ("--stall-timeout", "6", "--protocols", "h1"),
 }
 """``--protocols`` per fault (all four otherwise, as the fetch lab test)."""
 

@@ -15,6 +15,9 @@ socket and to any user (``ss -tin``, ``getsockopt(TCP_INFO)``):
   segment lost on the way makes the ones sent after it arrive ahead of its
   retransmission, so at the receiver, which sees no retransmission counter of the
   sender's, this is what loss leaves (reordering on the path does too).
+- ``rcv_mss`` / ``advmss``: the largest segment received (the kernel's estimate) and the
+  MSS the socket advertised; a path-MTU black hole towards the client keeps the first
+  well below the second.
 
 The download socket is the one that received most bytes. Counters such as
 ``bytes_received`` are cumulative; the window values are levels, summarised
@@ -56,6 +59,11 @@ class DownloadTcpSummary:
     out_of_order_segments: int | None = None
     """Data segments that arrived out of order (``rcv_ooopack``, last sample), None when the
     kernel or ``ss`` did not say (``ss`` leaves a zero out: see :func:`summarize_download`)."""
+    rcv_mss_max_bytes: int | None = None
+    """Largest segment the socket received, as the kernel estimates it (``rcv_mss``,
+    payload): 536 until a larger one arrives."""
+    advmss_bytes: int | None = None
+    """The MSS the socket advertised (``advmss``): the payload of a full-size segment."""
 
     @property
     def out_of_order_share(self) -> float | None:
@@ -112,6 +120,8 @@ def summarize_download(samples: Iterable[Mapping[str, Any]]) -> DownloadTcpSumma
         median_rtt_s=statistics.median(rtts) if rtts else None,
         data_segments_in=int(last["data_segs_in"]) if last.get("data_segs_in") else None,
         out_of_order_segments=_out_of_order(counters),
+        rcv_mss_max_bytes=_largest(counters, "rcv_mss"),
+        advmss_bytes=_largest(counters, "advmss"),
     )
 
 
@@ -127,3 +137,10 @@ def _out_of_order(counters: list[Mapping[str, Any]]) -> int | None:
     if counters[-1].get("data_segs_in") and any("snd_wnd_bytes" in c for c in counters):
         return 0
     return None
+
+
+def _largest(counters: Iterable[Mapping[str, Any]], key: str) -> int | None:
+    """The largest value of ``key`` over every sample, stalled ones included (a segment
+    size estimate is a level that a stall does not reset)."""
+    values = [c[key] for c in counters if c.get(key)]
+    return int(max(values)) if values else None

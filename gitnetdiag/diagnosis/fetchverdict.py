@@ -1,7 +1,7 @@
 """The verdict of a fetch run, by the push verdict's rule (:mod:`.verdict`): never
 ``healthy`` when a clone failed and no ranked culprit explains it.
 
-    failed        no clone measured a rate
+    failed        no clone measured a rate, and no failed clone is explained
     inconclusive  a clone failed or stalled and no ranked culprit explains it
     degraded      culprits ranked (failed clones, if any, explained by one of them)
     healthy       every clone measured, nothing ranks
@@ -52,7 +52,9 @@ def judge_fetch(clones: Sequence[FetchObservation], findings: Sequence[Finding]
             f"({transfer.error_message})" + ("" if explained else "; no culprit explains it"),
             hint=_STALL_HINT if stalled else _HINT, explained_by=explained))
     verdict: Verdict
-    if not any(obs.measured for obs in clones):
+    if not any(obs.measured for obs in clones) and not any(f.explained_by for f in failures):
+        # A failure a ranked culprit explains is its evidence (the push verdict's rule): a
+        # path-MTU black hole towards the client stalls every clone.
         verdict = "failed"
     elif any(f.explained_by is None for f in failures):
         verdict = "inconclusive"

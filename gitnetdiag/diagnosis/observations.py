@@ -218,6 +218,10 @@ class CaptureMetrics:
     """Upload segments resent and still never acknowledged when the capture ended."""
     min_unacked_retransmitted_bytes: int | None = None
     """Smallest of those resent, never acknowledged segments (payload)."""
+    max_received_segment_bytes: int | None = None
+    """The receiver's view (a clone's client, where the sender's lost segments are never
+    seen): the largest data segment (payload) that arrived, from a capture at the receiver
+    (the largest its cumulative ACK covered) or its TCP_INFO ``rcv_mss``."""
     refused_after_s: float | None = None
     """A connection the server's side answered with a reset instead of a SYN-ACK (a refused
     connect): seconds from its SYN to that reset. Sooner than one round trip, a hop before

@@ -223,6 +223,11 @@ def router_rules(ns: Namespaces, spec: LabSpec) -> None:
         # back: full-size segments vanish, small ones pass.
         nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "-m", "length", "--length",
                 f"{spec.pmtu_blackhole_bytes}:65535", "-j", "DROP")
+    if spec.pmtu_blackhole_client_bytes is not None:
+        # The same towards the client: the download's full-size segments vanish, the
+        # client's requests and ACKs (small) pass.
+        nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "-m", "length", "--length",
+                f"{spec.pmtu_blackhole_client_bytes}:65535", "-j", "DROP")
     if spec.loss > 0:
         nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                "--probability", f"{spec.loss:.6f}", "-j", "DROP")

@@ -37,7 +37,8 @@ LARGE_TCP_BUFFER = 64 * 1024 * 1024
 SMALL_MAX_STARTUPS = "2:100:2"
 """sshd refuses every unauthenticated connection beyond two."""
 PMTU_BLACKHOLE_BYTES = 1200
-"""Under ``pmtu-blackhole`` the router drops packets to the server from this IP length up."""
+"""Under ``pmtu-blackhole`` the router drops packets to the server from this IP length up
+(under ``pmtu-blackhole-client``, packets to the client)."""
 
 EDGES = ("haproxy", "nginx", "caddy", "h2o", "trafficserver")
 """TLS edges the lab can put on the edge port, each a Debian package run in the server namespace."""
@@ -99,6 +100,9 @@ FAULTS: dict[str, str] = {
     "ssh-maxstartups": f"sshd MaxStartups {SMALL_MAX_STARTUPS}",
     "pmtu-blackhole": f"the router drops packets of {PMTU_BLACKHOLE_BYTES} bytes and more to the "
     "server and sends no ICMP 'fragmentation needed'",
+    "pmtu-blackhole-client": "download direction: the router drops packets of "
+    f"{PMTU_BLACKHOLE_BYTES} bytes and more to the client and sends no ICMP 'fragmentation "
+    f"needed'; the repository serves {FETCH_HISTORY_BYTES // 2**20} MiB of random data",
 
     "edge-buffering": "the nginx edge buffers each whole request body before forwarding it",
 
@@ -176,6 +180,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "ssh-channel-window": "HPN-SSH",
     "ssh-maxstartups": "MaxStartups",
     "pmtu-blackhole": "clamp-mss-to-pmtu",
+    "pmtu-blackhole-client": "clamp-mss-to-pmtu",
 
     "edge-buffering": "proxy_request_buffering",
 
@@ -217,6 +222,7 @@ FETCH_SHARED_FAULT_CULPRIT: dict[str, str] = {
     "firewall-reset": "firewall-reset",
     "slow-auth": "slow-ref-advertisement",
     "syn-drop": "syn-drop",
+    "pmtu-blackhole-client": "path-mtu-blackhole",
 }
 """Push faults that slow or break a clone as well, with the culprit ``--direction fetch``
 must rank first on a lab whose ``main`` serves random data (``fetch_history="random"``):
@@ -237,7 +243,20 @@ Left out, measured 2026-11-26 (3 runs each, h1 and git clones of 6 MiB):
   (the GitHub Enterprise 2.0 account), which the fetch probe does not make: no short test
   can show it without a fetch burst.
 - ``pmtu-blackhole`` drops large packets *to* the server only, and a clone sends none (its
-  requests are small), so the download never meets it.
+  requests are small), so the download never meets it. Its mirror ``pmtu-blackhole-client``
+  (large packets *to* the client dropped, the same silence) is the one a clone meets, and it
+  is in the table: a push's culprit from the receiver's side. A capture at the client never
+  sees the swallowed segments, so none is "resent and never acknowledged" there; what the
+  client sees is a clone that stalls with only small segments received. Measured 2026-11-26
+  (h1, ``--stall-timeout 6``, 50 ms, 4 runs): the ref advertisement and the server's
+  sideband progress got through ("Compressing objects: 100% (9/9), done."), then
+  3,973-4,226 B in all and nothing for 6 s; the client's TCP_INFO ``rcv_mss`` stayed at
+  882-884 B (the largest segment the capture saw acknowledged the same) against an
+  ``advmss`` of 1448 B (the handshake's MSS option 1460 B), the clone ended at its stall
+  timeout (6.6 s wall, its partial clone removed) and ``path-mtu-blackhole`` ranked first at
+  0.68 in 4 of 4 runs (8.9 s per ``diagnose``, 12.2-13.3 s per lab test). SSH stalls even
+  before its key exchange (1,129 B received) and git:// after "Compressing objects: 66%"
+  (952 B): the black hole shows on every transport; the test clones with HTTP/1.1 only.
 - ``path-latency`` has no push fault (no fault of :data:`FAULT_CULPRIT` names it). On clones
   its detector reads the sender's receive-window-limited share from the lab server's own
   socket, else from the clone's capture (the bytes that arrived per round trip against the
@@ -369,6 +388,8 @@ class LabSpec:
     """sshd ``MaxStartups``, or None for OpenSSH's default."""
     pmtu_blackhole_bytes: int | None = None
     """IP length from which the router silently drops packets to the server, or None."""
+    pmtu_blackhole_client_bytes: int | None = None
+    """IP length from which the router silently drops packets to the client, or None."""
     client_rmem: tuple[int, int, int] | None = None
     """The client namespace's ``net.ipv4.tcp_rmem`` (``client-rmem-clamp``), or None."""
     server_cpu_share: float | None = None
@@ -516,13 +537,16 @@ def build_spec(*, instance: str, faults: list[str],
         tcp_buffer_max=LARGE_TCP_BUFFER if has("ssh-channel-window") else None,
         sshd_max_startups=SMALL_MAX_STARTUPS if has("ssh-maxstartups") else None,
         pmtu_blackhole_bytes=PMTU_BLACKHOLE_BYTES if has("pmtu-blackhole") else None,
+        pmtu_blackhole_client_bytes=(PMTU_BLACKHOLE_BYTES if has("pmtu-blackhole-client")
+                                     else None),
         client_rmem=CLIENT_RMEM_CLAMP if has("client-rmem-clamp") else None,
         server_cpu_share=SERVER_CPU_SHARE if has("slow-pack-generation") else None,
         server_wmem=SERVER_WMEM_CLAMP if has("server-sndbuf-clamp") else None,
         fetch_history=overrides.get("fetch_history") or (
             "similar" if has("slow-pack-generation") or has("client-index-cpu")
             else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
-            or has("edge-response-buffering") or has("client-h2-window") else None),
+            or has("edge-response-buffering") or has("client-h2-window")
+            or has("pmtu-blackhole-client") else None),
         client_h2_window=CLIENT_H2_WINDOW if has("client-h2-window") else None,
         edge_response_buffering=has("edge-response-buffering"),
         edge_bad_member=has("edge-backend-errors"),

@@ -135,6 +135,11 @@ def download_capture_metrics(conn: ConnectionAnalysis, label: str,
         syn_retransmissions=hs.syn_retransmissions,
         synack_retransmissions=hs.synack_retransmissions,
         refused_after_s=conn.duration_s if refused else None,
+        # What arrived: the largest segment the client's cumulative ACK covered (the capture),
+        # else the kernel's estimate (TCP_INFO rcv_mss).
+        max_received_segment_bytes=(server.max_acked_segment_bytes or None
+                                    if server.payload_bytes else None)
+        or (tcp.rcv_mss_max_bytes if tcp else None),
     )
 
 

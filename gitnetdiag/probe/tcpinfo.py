@@ -55,7 +55,10 @@ class TcpInfoSample:
     ``total_retrans``, ``snd_cwnd``; for the receiving side of a fetch ``bytes_received``,
     ``rcv_space`` (the receive buffer autotuning's estimate of what the sender can have in
     flight), ``rcv_ssthresh`` (the cap of the window the socket advertises), ``rcv_rtt_us``
-    (the receiver's RTT estimate), ``data_segs_in`` (data segments received),
+    (the receiver's RTT estimate), ``data_segs_in`` (data segments received), ``rcv_mss``
+    (the kernel's estimate of the largest segment received, payload: 536 until a larger one
+    arrives), ``advmss`` (the MSS the socket advertised: what a full-size segment to it
+    carries),
     ``rcv_ooopack`` (data segments that arrived out of order, Linux 5.4+; ``ss`` leaves it
     out when zero) and ``rcv_buf_bytes`` (``ss`` ``skmem`` ``rb``: the receive
     buffer, what ``tcp_rmem`` or ``SO_RCVBUF`` allow); for the sending side of a fetch (the
@@ -80,7 +83,8 @@ _INT_FIELDS = {"bytes_acked": "bytes_acked", "bytes_sent": "bytes_sent",
                "cwnd": "snd_cwnd", "snd_wnd": "snd_wnd_bytes",
                "rcv_space": "rcv_space",
                "rcv_ssthresh": "rcv_ssthresh", "notsent": "notsent_bytes",
-               "data_segs_in": "data_segs_in", "rcv_ooopack": "rcv_ooopack"}
+               "data_segs_in": "data_segs_in", "rcv_ooopack": "rcv_ooopack",
+               "rcvmss": "rcv_mss", "advmss": "advmss"}
 _SKMEM_FIELDS = {"rb": "rcv_buf_bytes", "tb": "snd_buf_bytes", "w": "wmem_queued_bytes"}
 _RATE_UNITS = {"bps": 1.0, "Kbps": 1e3, "Mbps": 1e6, "Gbps": 1e9}
 
@@ -212,7 +216,8 @@ _TCP_INFO_NAMES = (
 _KEEP = ("bytes_acked", "bytes_sent", "bytes_retrans", "busy_time_us", "rwnd_limited_us",
          "sndbuf_limited_us", "delivery_rate_bytes_per_s", "rtt_us", "min_rtt_us", "snd_wnd_bytes",
          "unacked", "snd_mss", "total_retrans", "snd_cwnd", "bytes_received", "rcv_space",
-         "rcv_ssthresh", "data_segs_in", "rcv_ooopack")
+         "rcv_ssthresh", "data_segs_in", "rcv_ooopack",
+         "rcv_mss", "advmss")
 
 
 def parse_tcp_info(raw: bytes) -> dict[str, float]:

@@ -29,8 +29,17 @@ PROTOCOLS: dict[str, str] = {
     "firewall-reset": "h1,ssh",
     "slow-auth": "h1,ssh",
     "syn-drop": "h1,git",
+    # Every transport stalls in the black hole (SSH before its key exchange): one is enough.
+    "pmtu-blackhole-client": "h1",
 }
 """Two transports each keep a fault under about 30 s."""
+
+EXTRA_ARGS: dict[str, tuple[str, ...]] = {
+    # The clone stalls once the small packets are through: 6 s without a byte says so (as
+    # the push's pmtu-blackhole, spec.FAULT_PROBE_ARGS), rather than the default 15 s.
+    "pmtu-blackhole-client": ("--stall-timeout", "6"),
+}
+"""Further ``diagnose`` arguments of a fault."""
 
 REPEATS: dict[str, int] = {"syn-drop": 5}
 """Clones per transport when one is not enough: the router drops 30% of SYNs, so each
@@ -40,14 +49,14 @@ five: 5 of 5 runs ranked it (3, 4, 5, 7 and 8 SYN retransmissions on the clones)
 31.0, 36.5, 32.5 and 35.0 s (above the 30 s aim: fewer clones miss every drop more often)."""
 
 
-def _diagnose_fetch(instance: str, out: Path, tmp: Path, protocols: str, repeat: int = 1
-                    ) -> tuple[int, dict[str, Any]]:
+def _diagnose_fetch(instance: str, out: Path, tmp: Path, protocols: str, repeat: int = 1,
+                    extra: tuple[str, ...] = ()) -> tuple[int, dict[str, Any]]:
     tmp.mkdir(exist_ok=True)
     started = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
          "--direction", "fetch", "--format", "json", "--out", str(out), "--timeout", "60",
-         "--protocols", protocols, "--repeat", str(repeat)],
+         "--protocols", protocols, "--repeat", str(repeat), *extra],
         capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
     print(f"diagnose --direction fetch: {time.monotonic() - started:.1f} s wall")
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -56,8 +65,8 @@ def _diagnose_fetch(instance: str, out: Path, tmp: Path, protocols: str, repeat:
 
 # slow-auth's clones sleep, but the lane rule's idle lane is the longer one (15:53 in a
 # fresh-clone run: idle 945 s, busy 871 s); its clones wait rather than measure, so they
-# may run beside an idle test.
-_LANES = {"slow-auth": "busy"}
+# may run beside an idle test. pmtu-blackhole-client's clone waits on its stall timeout.
+_LANES = {"slow-auth": "busy", "pmtu-blackhole-client": "busy"}
 
 
 @pytest.mark.parametrize("fault", [
@@ -67,7 +76,8 @@ def test_fetch_ranks_the_push_fault_culprit_first(
         fault: str, shared_lab: LabFactory, tmp_path: Path) -> None:
     state = shared_lab(fault, fetch_history="random")
     code, report = _diagnose_fetch(state.instance, tmp_path / "run", tmp_path / "tmp",
-                                   PROTOCOLS[fault], REPEATS.get(fault, 1))
+                                   PROTOCOLS[fault], REPEATS.get(fault, 1),
+                                   EXTRA_ARGS.get(fault, ()))
     for fetch in report["fetches"]:
         print(f"{fault} {fetch['protocol']}: {fetch['outcome']}, {fetch['moved_bytes']} B, "
               f"{fetch['rate_bytes_per_s']} B/s, tcp {fetch['tcp']}")
@@ -84,3 +94,17 @@ def test_fetch_ranks_the_push_fault_culprit_first(
     assert report["verdict"] == "degraded", report["measurement_failures"]
     assert code == 0
     assert list((tmp_path / "tmp").glob("gitnetdiag-clone-*")) == []
+    if fault == "pmtu-blackhole-client":
+        _assert_bounded_black_hole(report)
+
+
+def _assert_bounded_black_hole(report: dict[str, Any]) -> None:
+    """Every clone stalled with only small segments received and ended at its stall timeout
+    (6 s), not the 60 s overall timeout."""
+    for fetch in report["fetches"]:
+        assert fetch["outcome"] == "stalled", fetch
+        assert fetch["wall_s"] < 6 + 4, fetch["wall_s"]
+        seen, mss = fetch["capture"]["max_received_segment_bytes"], fetch["tcp"]["advmss_bytes"]
+        print(f"largest segment received {seen} B, rcv_mss {fetch['tcp']['rcv_mss_max_bytes']}"
+              f" B, advmss {mss} B, stalled after {fetch['wall_s']:.1f} s")
+        assert seen is not None and mss is not None and seen < mss

@@ -30,6 +30,7 @@ from gitnetdiag.diagnosis.matrix import score_matrix
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT, FETCH_SHARED_FAULT_CULPRIT
 from gitnetdiag.serial import to_jsonable
+from tests.acceptance.test_fetch_shared_lab import EXTRA_ARGS as SHARED_LAB_EXTRA_ARGS
 from tests.acceptance.test_fetch_shared_lab import PROTOCOLS as SHARED_LAB_PROTOCOLS
 from tests.diagnosis.test_download_culprits import HEALTHY, PHASES, TCP
 
@@ -102,6 +103,9 @@ def test_shared_faults_run_on_the_lab_test_setup() -> None:
     assert fmf.fetch_lab_args("client-rmem-clamp") == fmf.fetch_lab_args("healthy") == ()
     for fault, protocols in SHARED_LAB_PROTOCOLS.items():
         assert fmf.fetch_args(fault, "-")[-2:] == ("--protocols", protocols), fault
+    for fault, extra in SHARED_LAB_EXTRA_ARGS.items():  # the stall timeout of the black hole
+        args = fmf.fetch_args(fault, "-")
+        assert any(args[i:i + len(extra)] == extra for i in range(len(args))), fault
 
 
 def test_runs_of_an_older_lab_setup_are_left_out_and_said_so(

@@ -143,6 +143,11 @@ def test_transport_faults_set_their_knobs() -> None:
     assert build_spec(instance="a", faults=["ssh-channel-window"], rtt_ms=200).rtt_ms == 200
     assert build_spec(instance="a", faults=["ssh-maxstartups"]).sshd_max_startups == "2:100:2"
     assert build_spec(instance="a", faults=["pmtu-blackhole"]).pmtu_blackhole_bytes == 1200
+    assert build_spec(instance="a", faults=["pmtu-blackhole"]).pmtu_blackhole_client_bytes is None
+    towards_client = build_spec(instance="a", faults=["pmtu-blackhole-client"])
+    assert towards_client.pmtu_blackhole_client_bytes == 1200
+    assert towards_client.pmtu_blackhole_bytes is None  # the push's direction stays open
+    assert towards_client.fetch_history == "random"  # a pack to clone into the hole
 
 
 def test_every_culprit_fault_has_probe_args_and_a_fix_name() -> None:

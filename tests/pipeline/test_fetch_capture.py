@@ -118,3 +118,32 @@ def test_no_round_trip_known_or_shorter_than_one_is_no_window_share() -> None:
     # Round trips of one bin: 50 kB against no window yet, then against 100 kB twice.
     assert receiver_window_limited_share(series, 0.1) == 0.0
     assert receiver_window_limited_share(series, 0.2) == 1.0  # 100 kB per 0.2 s
+
+
+def test_a_black_hole_towards_the_client_leaves_only_small_segments(tmp_path: Path) -> None:
+    """The server's full-size segments never reach the capture at the client: what arrived
+    is its small ones (the largest the client's cumulative ACK covered: 883 B; the 986 B one
+    beyond the hole is not), well below the 1460 B MSS of the handshake."""
+    conv = Conversation(server=("10.0.0.2", 8443))
+    conv.handshake(rtt_s=0.05)
+    conv.segment("c", "PA", dt_s=0.001, payload=377, win=2048)
+    for size in (300, 883, 45):
+        conv.segment("s", "PA", dt_s=0.05, payload=size, win=2048)
+        conv.segment("c", "A", dt_s=0.0001, win=2048)
+    hole = conv.nxt["s"]
+    conv.segment("s", "PA", dt_s=0.01, seq=hole + 7 * MSS, payload=986, win=2048)
+    conv.segment("c", "A", dt_s=0.0001, win=2048, ack=hole)
+    (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-h1-1.pcap")).connections
+    tcp = DownloadTcpSummary(source="ss -tin", samples=2, span_s=6.0, received_bytes=2214,
+                             advertised_window_max_bytes=67_072, receive_buffer_max_bytes=None,
+                             rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.05,
+                             rcv_mss_max_bytes=986, advmss_bytes=1448)
+    metrics = download_capture_metrics(conn, "fetch h1 #1", tcp)
+    assert (metrics.max_received_segment_bytes, metrics.mss_bytes) == (883, 1460)
+    assert not metrics.retransmitted_bytes
+    # No server payload in the capture: the kernel's estimate stands in.
+    conv = Conversation(server=("10.0.0.2", 8443))
+    conv.handshake(rtt_s=0.05)
+    (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-h1-2.pcap")).connections
+    assert download_capture_metrics(conn, "fetch h1 #2", tcp).max_received_segment_bytes == 986
+    assert download_capture_metrics(conn, "fetch h1 #2", None).max_received_segment_bytes is None

@@ -29,6 +29,8 @@ def test_an_ss_line_gives_the_kernel_counters_in_tcp_info_units() -> None:
     assert c["rtt_us"] == 51_200 and c["min_rtt_us"] == 50_100
     assert c["delivery_rate_bytes_per_s"] == 8.8e6 / 8 and c["snd_wnd_bytes"] == 65536
     assert c["unacked"] == 45 and c["snd_mss"] == 1448
+    # The receiver's segment sizes: the largest received (estimate) and the advertised MSS.
+    assert c["rcv_mss"] == 536 and c["advmss"] == 1448
     # ss leaves zero counters out: they are zero, not unknown.
     assert other.pids == frozenset()
     assert other.counters["rwnd_limited_us"] == 0 and other.counters["bytes_retrans"] == 0
@@ -75,3 +77,4 @@ def test_getsockopt_tcp_info_of_an_own_socket_counts_the_bytes_it_sent() -> None
     # bytes_acked counts the SYN and the FIN too
     assert c["bytes_sent"] == 300_000 and 300_000 <= c["bytes_acked"] <= 300_002
     assert c["snd_mss"] > 0 and c["rtt_us"] > 0 and "busy_time_us" in c
+    assert c["advmss"] >= c["rcv_mss"] > 0

@@ -11,14 +11,16 @@ the *sender of the data* (the server):
 
 - from the client's TCP_INFO (any user): the window the client advertised
   (``rcv_ssthresh``), the path's minimum RTT and the receiver's median RTT
-  (``rcv_rtt``: a queue in front of a full link inflates it), and the share of the
+  (``rcv_rtt``: a queue in front of a full link inflates it), the share of the
   data segments that arrived out of order (``rcv_ooopack``: the server's losses, or
-  reordering, as the receiver sees them; ``packet-loss`` reads it without a capture);
+  reordering, as the receiver sees them; ``packet-loss`` reads it without a capture), the
+  MSS it advertised (``advmss``) and the largest segment it received (``rcv_mss``);
 - from a capture of the clone (root), when there is one: the server's
-  retransmissions, its segments resent and never acknowledged (a path-MTU black
-  hole towards the client), resets, SYN retransmissions, and the share of the
-  transfer the server sent all the client's window allowed, from the bytes that
-  arrived per round trip (:func:`download_capture_metrics` in the pipeline);
+  retransmissions (those that repaired a loss: a segment lost on the path is never
+  seen at the receiver), the largest segment the client acknowledged, resets, SYN
+  retransmissions, and the share of the transfer the server sent all the client's
+  window allowed, from the bytes that arrived per round trip
+  (:func:`download_capture_metrics` in the pipeline);
 - from the server's own socket, when it runs on this machine (the lab,
   ``--host-netns``): its receive-window-limited share (the kernel's
   ``tcpi_rwnd_limited`` over ``tcpi_busy_time``, or the sampled flight at the
@@ -26,6 +28,11 @@ the *sender of the data* (the server):
 
 The receive-window-limited share is what ``path-latency`` needs: a clone whose rate is
 the client's window over a long RTT.
+
+A path-MTU black hole towards the client is seen from the receiver's side: the server's
+full-size segments vanish before they reach the capture, so none of them is seen resent;
+the clone stalls with nothing but small segments received, the largest well below the MSS
+the client advertised (``max_received_segment_bytes``, read by ``path-mtu-blackhole``).
 
 The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
 (``slow-ref-advertisement``); the client's libcurl release is the push's, judged with the
@@ -90,7 +97,8 @@ def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
         source=f"TCP_INFO ({tcp.source}) fetch {obs.protocol} #{obs.repeat}",
         min_rtt_s=tcp.min_rtt_s, median_rtt_s=tcp.median_rtt_s, handshake_seen=False,
         advertised_window_max_bytes=tcp.advertised_window_max_bytes,
-        out_of_order_share=tcp.out_of_order_share)
+        out_of_order_share=tcp.out_of_order_share,
+        mss_bytes=tcp.advmss_bytes, max_received_segment_bytes=tcp.rcv_mss_max_bytes)
 
 
 def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:

@@ -5,6 +5,12 @@ A link narrower than the endpoints' MTU drops the large segments, and the ICMP
 filtered on the way back. The handshake (small), the TLS or SSH greeting and the
 ref advertisement (server to client) get through; the first full-size upload
 segment is resent with backoff forever and the push hangs after its handshake.
+
+Towards the receiver (a clone's download) the same hole is seen from the other end:
+the swallowed segments never reach it, so no capture there shows them resent. What
+the receiver sees is a transfer that stalled with only small segments received, the
+largest well below the MSS it advertised (:func:`starved`), which any user reads from
+TCP_INFO (``rcv_mss`` against ``advmss``).
 """
 
 from __future__ import annotations
@@ -25,6 +31,10 @@ MIN_UNACKED_RETRANSMISSIONS = 2
 MSS_HEADROOM_BYTES = 40
 """A lost segment counts as full-size when the MSS is at most this much above its payload
 (TCP options, at most 40 bytes of a header, take room from each segment's payload)."""
+MAX_PATH_MSS_BYTES = 9216 - 40
+"""The largest MSS a path through routers carries: Ethernet jumbo frames of up to 9216 B
+less the IPv4 and TCP headers. Above it (loopback's 65,483 B) the receiver's segments are
+sized by what the sender wrote, not by a link: no black hole to read from their size."""
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Push failures a black hole causes: the upload stops moving, nothing resets it."""
 
@@ -37,6 +47,34 @@ def swallowed(c: CaptureMetrics) -> bool:
         and c.max_acked_segment_bytes is not None
         and c.min_unacked_retransmitted_bytes > c.max_acked_segment_bytes
     )
+
+
+CLAMP_FIX = (
+    "Clamp the TCP MSS to the path MTU where the narrow link or tunnel starts (router, "
+    "VPN or load-balancer edge): `iptables -t mangle -A FORWARD -p tcp --tcp-flags "
+    "SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu` (nftables: `tcp flags syn tcp option "
+    "maxseg size set rt mtu`), and let ICMP type 3 code 4 ('fragmentation needed') "
+    "through every firewall on the way back."
+)
+FIX = (
+    CLAMP_FIX + " Meanwhile on the client `net.ipv4.tcp_mtu_probing = 1` finds a size that "
+    "passes, and `ip route change ... mtu 1400` (or `advmss`) on the affected route works "
+    "around it."
+)
+RECEIVER_FIX = (
+    CLAMP_FIX + " Meanwhile the receiver can ask for smaller segments: `ip route change ... "
+    "advmss 1360` on its route to the sender (the MSS its handshakes advertise); "
+    "`net.ipv4.tcp_mtu_probing` acts only on the sending side."
+)
+"""The receiver's own lever: the sender's segments are what vanish."""
+
+
+def starved(c: CaptureMetrics) -> bool:
+    """The receiver's view: every segment that arrived was well below the MSS it advertised
+    (no full-size segment ever got through)."""
+    return (c.max_received_segment_bytes is not None and c.mss_bytes is not None
+            and c.max_received_segment_bytes + MSS_HEADROOM_BYTES < c.mss_bytes
+            <= MAX_PATH_MSS_BYTES)
 
 
 def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
@@ -71,6 +109,54 @@ def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
     )
 
 
+def _starved_hit(obs: Observations) -> Hit | None:
+    """The receiver's view (a clone): transfers that stalled having received nothing but
+    segments well below the advertised MSS."""
+    hits = [
+        (name, p.capture, costs)
+        for name in PROTOCOL_ORDER
+        if (p := obs.protocols.get(name)) is not None
+        and p.capture is not None
+        and starved(p.capture)
+        and (costs := failure_cost_s(obs, name, set(STALL_KINDS)))[1]
+    ]
+    if not hits:
+        return None
+    name, cap, (cost, stalled, transfers) = max(hits, key=lambda hit: hit[2][0])
+    assert cap.max_received_segment_bytes is not None and cap.mss_bytes is not None
+    tally = Tally("path-mtu-blackhole")
+    tally.add("starved")
+    tally.add("stalled")
+    if len(hits) >= 2:
+        tally.add("several-protocols")
+    for n, c, (_, count, total) in hits:
+        tally.note(
+            Evidence(what=f"{label(n)}: largest segment received (payload)",
+                     value=c.max_received_segment_bytes, unit="B",
+                     threshold=(c.mss_bytes or 0) - MSS_HEADROOM_BYTES, comparison="<",
+                     basis="the MSS the receiver advertised, less the room of TCP options",
+                     source=c.source),
+            Evidence(what=f"{label(n)}: MSS the receiver advertised", value=c.mss_bytes,
+                     unit="B", source=c.source),
+            Evidence(what=f"{label(n)}: pushes (of {total}) that stopped moving with no "
+                     "full-size segment received", value=count, unit="count",
+                     source="pushes"))
+    return Hit(
+        score=tally.score,
+        cost_s=cost,
+        summary=(
+            f"Full-size segments never arrive while small ones do: {stalled} of {transfers} "
+            f"{label(name)} pushes stalled having received no segment larger than "
+            f"{cap.max_received_segment_bytes} B, though the receiver advertised an MSS of "
+            f"{cap.mss_bytes} B. A link with a smaller MTU towards the receiver drops the "
+            "sender's full-size segments and its ICMP 'fragmentation needed' never reaches "
+            "the sender: a path-MTU black hole."
+        ),
+        evidence=tuple(tally.evidence),
+        fix=RECEIVER_FIX,
+    )
+
+
 def path_mtu_blackhole(obs: Observations) -> Hit | None:
     hits = [
         (name, p.capture)
@@ -80,7 +166,7 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
         and swallowed(p.capture)
     ]
     if not hits:
-        return None
+        return _starved_hit(obs)
     costs = {name: failure_cost_s(obs, name, set(STALL_KINDS)) for name, _ in hits}
     name, cap = max(hits, key=lambda hit: costs[hit[0]][0])
     cost, stalled, pushes = costs[name]
@@ -125,13 +211,6 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
             "never reaches the sender: a path-MTU black hole."
         ),
         evidence=tuple(tally.evidence),
-        fix=(
-            "Clamp the TCP MSS to the path MTU where the narrow link or tunnel starts (router, "
-            "VPN or load-balancer edge): `iptables -t mangle -A FORWARD -p tcp --tcp-flags "
-            "SYN,RST SYN -j TCPMSS --clamp-mss-to-pmtu` (nftables: `tcp flags syn tcp option "
-            "maxseg size set rt mtu`), and let ICMP type 3 code 4 ('fragmentation needed') "
-            "through every firewall on the way back. Meanwhile on the client "
-            "`net.ipv4.tcp_mtu_probing = 1` finds a size that passes, and `ip route change ... "
-            "mtu 1400` (or `advmss`) on the affected route works around it."
-        ),
+        fix=FIX,
     )
+

@@ -136,6 +136,9 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "stalled": 0.25,  # pushes hung after the handshake
         "full-size-lost": 0.1,  # the lost segments are full-size for the agreed MSS
         "several-protocols": 0.1,  # seen on two or more protocols
+        # The receiver's view (a clone): only segments well below its advertised MSS arrived
+        # in a transfer that stalled ("stalled" is added too: the stall is required).
+        "starved": 0.45,
     },
     "path-latency": {
         "autotune-maximum": 0.6,  # the window is the autotuning maximum: latency is the lever
