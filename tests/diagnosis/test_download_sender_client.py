@@ -138,3 +138,27 @@ def test_send_buffer_silent_on_a_short_transfer() -> None:
     """A 0.7 MB pack measured over 0.55 s ends in slow start (the lab's client-index-cpu)."""
     short = replace(SNDBUF, moved_bytes=707_338, measured_s=0.55, rate_bytes_per_s=1_258_641.0)
     assert server_send_buffer([short]) is None
+
+
+# The lab's slow-pack-generation at 80 ms (issue 26, bundle run slow-pack-generation-80ms-r1,
+# HTTP/1.1): upload-pack at 5% of a core. The clone's socket was sampled for 23.5 s and
+# received 731 kB, the pack at 336 kB/s over its last 2.35 s: a small flight (27 kB per
+# round trip) far below the client's 414 kB window, with no queue on the path.
+STARVED_TCP = replace(TCP, samples=82, span_s=23.5, received_bytes=730_972,
+                      advertised_window_max_bytes=413_996, receive_buffer_max_bytes=655_274,
+                      rcv_space_max_bytes=66_451, min_rtt_s=0.080616, median_rtt_s=0.089847)
+STARVED = replace(HEALTHY, outcome="ok", moved_bytes=730_972, measured_s=2.35,
+                  rate_bytes_per_s=336_000.0, wall_s=24.84, stopped=None, tcp=STARVED_TCP,
+                  path_rtt_s=0.0806)
+
+
+def test_send_buffer_silent_when_the_producer_left_the_socket_idle() -> None:
+    """A small flight with no queue is a buffer's only while the sender had more to write:
+    this socket sat idle 91% of its sampled life (731 kB over 23.5 s at 336 kB/s)."""
+    assert server_send_buffer([STARVED]) is None
+    assert STARVED.idle_share is not None and STARVED.idle_share > 0.9
+    # The same clone with its socket busy at that rate for the time it was sampled is one.
+    busy = replace(STARVED, tcp=replace(STARVED_TCP, span_s=2.4))
+    hit = server_send_buffer([busy])
+    assert hit is not None
+    assert any("carried no data" in e.what and e.value < 0.5 for e in hit.evidence)

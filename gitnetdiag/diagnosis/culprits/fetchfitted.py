@@ -37,7 +37,7 @@ FETCH_FITTED: dict[str, Calibration] = {
         intercept=-0.0762, slope=0.8326, positives=4, negatives=0
     ),
     "server-send-buffer": Calibration(
-        intercept=-0.3277, slope=0.9319, positives=4, negatives=3
+        intercept=0.2196, slope=1.0855, positives=4, negatives=0
     ),
     "client-index-pack-cpu": Calibration(
         intercept=0.0279, slope=0.9994, positives=4, negatives=0

@@ -13,6 +13,15 @@ from gitnetdiag.diagnosis.culprits._common import Hit
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, PushOutcome
 
+MIN_IDLE_SPAN_S = 2.0
+"""A download socket sampled for less than this (0.25 s apart, slow start included) says too
+little to tell how much of its life it sat idle."""
+IDLE_SHARE = 0.5
+"""A download socket idle (no data at the clone's rate) for at least this share of its sampled
+life had a sender with nothing to send: the lab's CPU-starved upload-pack (5% of a core) left
+its clones' sockets idle 87-93% of 18-23 s (issue 26); every clone on a full link or behind a
+send-buffer clamp of the bundle sampled for 2 s or more was idle at most 28% of it."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class FetchObservation:
@@ -69,6 +78,20 @@ class FetchObservation:
     @property
     def measured(self) -> bool:
         return self.outcome in MEASURED_OUTCOMES and bool(self.rate_bytes_per_s)
+
+    @property
+    def idle_share(self) -> float | None:
+        """Share of the download socket's sampled life it carried no data, as the receiver
+        sees it: 1 - its bytes over (the clone's rate x the time it was sampled), 0..1.
+
+        A sender with nothing to send (a server still producing the pack, or producing it
+        slower than the path carries) leaves the socket idle between bursts; a full link
+        or a sender held by its buffer keeps it busy at the clone's rate. None without a
+        rate or when the socket was sampled for less than :data:`MIN_IDLE_SPAN_S`."""
+        tcp, rate = self.tcp, self.rate_bytes_per_s
+        if tcp is None or not rate or tcp.span_s < MIN_IDLE_SPAN_S:
+            return None
+        return max(0.0, 1.0 - tcp.received_bytes / (rate * tcp.span_s))
 
 
 def costliest(observations: Iterable[FetchObservation],

@@ -14,11 +14,18 @@ the window the client advertises, every round trip alike. Seen from the client
   what binds;
 - the RTT the receiver measures stays near the path's minimum: no queue builds
   on the path, so neither a bottleneck link nor a shaper is holding the rate;
-- the rate is flat (the monitor stopped the clone at a stable rate).
+- the rate is flat (the monitor stopped the clone at a stable rate);
+- the socket carried data for most of the time it was sampled (less than
+  :data:`~gitnetdiag.diagnosis.culprits.fetchobs.IDLE_SHARE` of it idle): a buffer holds a
+  sender that has more to write, so the flight sits at the buffer round trip after round
+  trip. A server that produces the pack slower than the path carries (a CPU-starved
+  upload-pack) also keeps a small flight with no queue, but leaves the socket idle most of
+  the time (the lab's ``slow-pack-generation``: idle 87-93% of 18-23 s, a flight of 5.7-27 kB
+  per round trip; its 64 KiB ``server-sndbuf-clamp``: at most 28%, issue 26).
 
-A server that produces the pack slower than the path carries (a starved
-upload-pack) looks the same from the client; only the server's own TCP_INFO
-tells the two apart. When the server runs on this machine (the lab,
+A server that writes the pack steadily, only slower than the path carries (its
+pace, not idle stretches), still looks the same from the client; only the
+server's own TCP_INFO tells the two apart. When the server runs on this machine (the lab,
 ``--host-netns``, ``--host-local``) the fetch samples it
 (:mod:`gitnetdiag.analysis.fetchsender`): a send buffer that held the bytes in
 flight for most of the sending time, with the client's window and the
@@ -42,7 +49,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     flight_in_window,
     no_queue,
 )
-from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation, costliest
+from gitnetdiag.diagnosis.culprits.fetchobs import IDLE_SHARE, FetchObservation, costliest
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 
@@ -127,6 +134,23 @@ def _queue_signal(obs: FetchObservation, tally: Tally) -> bool:
     return True
 
 
+def _busy_signal(obs: FetchObservation, tally: Tally) -> bool:
+    """The download socket carried data for most of its sampled life (a buffer holds a
+    sender that has more to write: its flight stays at the buffer, round trip after round
+    trip). A socket idle most of the time had a sender with nothing to send, whose small
+    flight is the producer's pace, not a buffer's. True when not known (a short socket)."""
+    idle = obs.idle_share
+    if idle is None:
+        return True
+    tally.note(Evidence(
+        what="share of the download socket's sampled life it carried no data (1 - bytes "
+             "received / (rate x time sampled))", value=idle, unit="ratio",
+        threshold=IDLE_SHARE, comparison="<",
+        source=f"{obs.tcp.source if obs.tcp else 'TCP_INFO'} bytes_received; "
+               f"fetch {obs.protocol} #{obs.repeat}"))
+    return idle < IDLE_SHARE
+
+
 def _sender_signal(obs: FetchObservation, tally: Tally) -> bool | None:
     """The server's own TCP_INFO: True when its send buffer held the bytes in flight for
     most of the transfer, False when something else did, None when the server's sockets
@@ -182,7 +206,7 @@ def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
         return None
     client = _flight_signals(obs, rtt, tally)
     queue = _queue_signal(obs, tally)
-    if server is None and (client is None or not queue):
+    if server is None and (client is None or not queue or not _busy_signal(obs, tally)):
         return None
     flight = client if client is not None else (obs.rate_bytes_per_s or 0.0) * rtt
     if obs.stopped == "stable":
