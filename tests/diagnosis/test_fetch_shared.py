@@ -68,7 +68,8 @@ def test_a_queue_in_front_of_a_full_link_ranks_bandwidth_limit() -> None:
     the client's window: the link is full. From TCP_INFO alone (no capture)."""
     full = replace(HEALTHY, moved_bytes=6_000_000, measured_s=5.0,
                    rate_bytes_per_s=1_200_000.0,
-                   tcp=replace(TCP, min_rtt_s=0.05, median_rtt_s=0.15))
+                   tcp=replace(TCP, min_rtt_s=0.05, median_rtt_s=0.15,
+                               received_bytes=6_000_000))
     findings = rank_download([full])
     assert [f.id for f in findings][:1] == ["bandwidth-limit"]
     assert "Not a misconfiguration" in findings[0].fix
@@ -79,6 +80,54 @@ def test_no_queue_is_no_bandwidth_limit() -> None:
     flat = replace(HEALTHY, moved_bytes=6_000_000, measured_s=5.0,
                    rate_bytes_per_s=1_200_000.0)
     assert "bandwidth-limit" not in [f.id for f in rank_download([flat])]
+
+
+# The lab's slow-pack-generation at 20 ms (issue 26, bundle run slow-pack-generation-20ms-r2):
+# upload-pack at 5% of a core. The HTTP/1.1 clone's socket was sampled for 22.8 s and
+# received 657 kB, the pack at 398 kB/s over its last 2.09 s; the receiver's median RTT
+# stood at 0.2 s against a 20 ms minimum. git:// saw no such RTT.
+STARVED_H1 = replace(
+    HEALTHY, outcome="ok", moved_bytes=710_338, measured_s=2.09, rate_bytes_per_s=397_512.0,
+    wall_s=24.06, stopped=None, path_rtt_s=0.0203,
+    tcp=replace(TCP, samples=76, span_s=22.75, received_bytes=657_093,
+                advertised_window_max_bytes=420_583, receive_buffer_max_bytes=665_859,
+                rcv_space_max_bytes=68_384, min_rtt_s=0.020206, median_rtt_s=0.2))
+STARVED_GIT = replace(
+    STARVED_H1, protocol="git", moved_bytes=714_506, measured_s=2.08, rate_bytes_per_s=313_000.0,
+    tcp=replace(TCP, samples=74, span_s=19.26, received_bytes=705_955,
+                advertised_window_max_bytes=230_462, rcv_space_max_bytes=73_734,
+                min_rtt_s=0.020303, median_rtt_s=0.021))
+
+
+def test_an_idle_sender_behind_an_inflated_rtt_is_no_full_link() -> None:
+    """A server with nothing to send most of the time leaves the link idle: the receiver's
+    RTT after each gap measures the gap, not a queue (the socket idle 93% of 22.8 s)."""
+    ids = [f.id for f in rank_download([STARVED_H1, STARVED_GIT])]
+    assert "bandwidth-limit" not in ids
+    capture = observations_of_clones([STARVED_H1]).protocols["h1"].capture
+    assert capture is not None and capture.self_limited_share is not None
+    assert capture.self_limited_share > 0.9
+    # The same receiver's RTT on a socket busy at the clone's rate all along: a full link.
+    busy = replace(STARVED_H1, tcp=replace(STARVED_H1.tcp, span_s=2.0, received_bytes=790_000))
+    findings = rank_download([busy, STARVED_GIT])
+    (hit,) = [f for f in findings if f.id == "bandwidth-limit"]
+    assert any("application-limited" in e.what and e.value < 0.05 for e in hit.evidence)
+
+
+def test_the_servers_own_application_share_speaks_for_its_idleness() -> None:
+    """A local server's socket says how much of the pack it sent with nothing holding it
+    (the application's pace): that, not the client's estimate, is the share read."""
+    server = SenderTcpSummary(
+        source="ss -tin, server", samples=8, sent_bytes=720_000, busy_s=2.0,
+        rwnd_limited_s=0.0, sndbuf_limited_s=0.0, buffer_full_share=0.0,
+        window_full_share=0.0, cwnd_full_share=0.1, app_share=0.9,
+        flight_median_bytes=6_000, flight_max_bytes=60_000, send_buffer_max_bytes=2_000_000,
+        peer_window_median_bytes=400_000)
+    busy = replace(STARVED_H1, sender=server,
+                   tcp=replace(STARVED_H1.tcp, span_s=2.0, received_bytes=790_000))
+    assert "bandwidth-limit" not in [f.id for f in rank_download([busy, STARVED_GIT])]
+    full = replace(busy, sender=replace(server, app_share=0.0, cwnd_full_share=1.0))
+    assert "bandwidth-limit" in [f.id for f in rank_download([full, STARVED_GIT])]
 
 
 def _reset_ssh() -> list[FetchObservation]:
@@ -265,7 +314,7 @@ def test_out_of_order_arrivals_behind_a_standing_queue_are_the_full_links() -> N
     full = _out_of_order(0.24)
     assert full.tcp is not None
     full = replace(full, rate_bytes_per_s=1_200_000.0, moved_bytes=6_000_000, measured_s=5.0,
-                   tcp=replace(full.tcp, median_rtt_s=0.35))
+                   tcp=replace(full.tcp, median_rtt_s=0.35, received_bytes=6_000_000))
     ids = [f.id for f in rank_download([full])]
     assert ids[:1] == ["bandwidth-limit"] and "packet-loss" not in ids
 
@@ -334,7 +383,7 @@ def test_the_servers_own_counters_decide_the_window_share() -> None:
     findings = rank_download([replace(_far(0.1), sender=sender(9.0))])
     assert [f.id for f in findings][:1] == ["path-latency"]
     (share,) = [e for e in findings[0].evidence if "receive-window-limited" in e.what]
-    assert share.source.endswith("window share: ss -tin, server")
+    assert share.source.endswith("window and application shares: ss -tin, server")
     no_capture = replace(_far(0.9), capture=None, sender=sender(1.0))
     assert "path-latency" not in [f.id for f in rank_download([no_capture])]
 

@@ -24,7 +24,17 @@ the *sender of the data* (the server):
 - from the server's own socket, when it runs on this machine (the lab,
   ``--host-netns``): its receive-window-limited share (the kernel's
   ``tcpi_rwnd_limited`` over ``tcpi_busy_time``, or the sampled flight at the
-  client's window), which replaces the capture's estimate.
+  client's window), which replaces the capture's estimate, and its
+  application-limited share (the bytes sent with every cap open: the server had
+  nothing more to write);
+- without the server's socket, the application-limited share is the share of the
+  client's download socket's sampled life it carried no data (1 - its bytes over the
+  clone's rate x the time sampled; 2 s of samples at least): a server producing the
+  pack slower than the path carries leaves the path idle. ``bandwidth-limit`` reads it: a
+  full link is never idle, and the receiver's RTT after an idle gap measures the gap,
+  not a queue (the lab's CPU-starved ``slow-pack-generation``: HTTP/1.1 clones idle 91%
+  and 93% of 20.6 and 22.8 s, their median ``rcv_rtt`` 2.1x and 9.9x the minimum; the
+  ``bandwidth-limit`` clones: idle at most 11%, issue 26).
 
 The receive-window-limited share is what ``path-latency`` needs: a clone whose rate is
 the client's window over a long RTT.
@@ -98,17 +108,26 @@ def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
         min_rtt_s=tcp.min_rtt_s, median_rtt_s=tcp.median_rtt_s, handshake_seen=False,
         advertised_window_max_bytes=tcp.advertised_window_max_bytes,
         out_of_order_share=tcp.out_of_order_share,
-        mss_bytes=tcp.advmss_bytes, max_received_segment_bytes=tcp.rcv_mss_max_bytes)
+        mss_bytes=tcp.advmss_bytes, max_received_segment_bytes=tcp.rcv_mss_max_bytes,
+        self_limited_share=obs.idle_share)
 
 
 def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
-    """The capture's metrics, else TCP_INFO's; the server's own receive-window-limited share
-    over the capture's estimate when the server was sampled."""
+    """The capture's metrics, else TCP_INFO's; the server's own receive-window-limited and
+    application-limited shares over the estimates when the server was sampled. Without the
+    server's, the sender's application-limited share is the share of its life the client's
+    download socket sat idle (:attr:`FetchObservation.idle_share`)."""
     evidence = obs.capture if obs.capture is not None else tcp_info_metrics(obs)
-    if evidence is None or obs.sender is None:
+    if evidence is None:
+        return None
+    if obs.sender is None:
+        if evidence.self_limited_share is None and obs.idle_share is not None:
+            return replace(evidence, self_limited_share=obs.idle_share)
         return evidence
     return replace(evidence, rwnd_limited_share=obs.sender.rwnd_limited_share,
-                   source=f"{evidence.source}; window share: {obs.sender.source}")
+                   self_limited_share=obs.sender.app_share,
+                   source=f"{evidence.source}; window and application shares: "
+                          f"{obs.sender.source}")
 
 
 def _handshakes(best: CaptureMetrics | None, clones: Sequence[FetchObservation]

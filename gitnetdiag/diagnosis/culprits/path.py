@@ -12,6 +12,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     OUT_OF_ORDER_SHARE,
     REFERENCE_RTT_S,
     RWND_LIMITED_SHARE,
+    SELF_LIMITED_SHARE,
     Hit,
     Tally,
     label,
@@ -246,7 +247,8 @@ def bandwidth_limit(obs: Observations) -> Hit | None:
     elif (queued := _queued_protocol(obs)) is not None:
         best, up, cap = queued
         score = weight("bandwidth-limit", "standing-queue")
-        evidence.extend(_queue_evidence(best, rates[best], cap))
+        evidence.extend(_queue_evidence(best, rates[best], cap,
+                                        obs.run.transfer == "download"))
     else:
         alike = _all_alike_evidence(obs, rates)
         if alike is None:
@@ -323,14 +325,37 @@ def _queued_protocol(obs: Observations) -> tuple[str, float, CaptureMetrics] | N
     for name in PROTOCOL_ORDER:
         p = obs.protocols.get(name)
         took = push_duration_s(p) if p is not None else None
-        if p is not None and p.capture is not None and took and standing_queue(p.capture):
+        if p is not None and p.capture is not None and took and standing_queue(p.capture) \
+                and not _idle_sender(obs, p.capture):
             found.append((name, took, p.capture))
     return min(found, key=lambda hit: hit[1]) if found else None
 
 
-def _queue_evidence(name: str, rate: float, cap: CaptureMetrics) -> list[Evidence]:
+def _idle_sender(obs: Observations, cap: CaptureMetrics) -> bool:
+    """A clone's sender that had nothing to send most of the time (application-limited).
+
+    A full link is never idle. On a clone the queue is read from the receiver's RTT
+    (TCP_INFO ``rcv_rtt``), which a sender idle between bursts inflates: the first full
+    segment after a gap can echo the timestamp of the client's last ACK, from before the gap,
+    so the sample then measures the gap, not a queue. The lab's CPU-starved upload-pack
+    (``slow-pack-generation``, issue 26): HTTP/1.1 clones whose download socket sat idle
+    91% and 93% of 20.6 and 22.8 s, their median ``rcv_rtt`` 2.1x and 9.9x the minimum; the
+    ``bandwidth-limit`` clones: idle at most 11%. A push's queue is read from the sender's
+    own ACK round trips in its capture, which no gap of the sender's inflates: pushes keep
+    the queue alone.
+    """
+    return obs.run.transfer == "download" and \
+        (cap.self_limited_share or 0.0) >= SELF_LIMITED_SHARE
+
+
+def _queue_evidence(name: str, rate: float, cap: CaptureMetrics,
+                    download: bool) -> list[Evidence]:
     assert cap.min_rtt_s is not None and cap.median_rtt_s is not None
-    return [
+    busy = [] if cap.self_limited_share is None or not download else [Evidence(
+        what=f"{label(name)}: sender application-limited (nothing to send)",
+        value=cap.self_limited_share, unit="ratio", threshold=SELF_LIMITED_SHARE,
+        comparison="<", basis="a full link is never idle", source=cap.source)]
+    return [*busy,
         Evidence(
             what=f"{label(name)}: median RTT during the upload (a queue at the bottleneck)",
             value=cap.median_rtt_s,
