@@ -20,7 +20,14 @@ IDLE_SHARE = 0.5
 """A download socket idle (no data at the clone's rate) for at least this share of its sampled
 life had a sender with nothing to send: the lab's CPU-starved upload-pack (5% of a core) left
 its clones' sockets idle 87-93% of 18-23 s (issue 26); every clone on a full link or behind a
-send-buffer clamp of the bundle sampled for 2 s or more was idle at most 28% of it."""
+send-buffer clamp of the bundle sampled for 2 s or more was idle at most 28% of it.
+
+In those slow-pack-generation clones the idle time was the wait for the first pack byte
+(17.0-21.7 s of 18.0-23.5 s); from the first pack byte on the socket carried data at the
+clone's rate. A limit, named: the receiver's RTT samples are summarized over the socket's
+whole life, so a full link behind a long pack generation is not told from the wait's
+inflated samples, and ``bandwidth-limit`` stays silent there (``server-pack-generation``
+names the wait)."""
 
 
 @dataclass(frozen=True, kw_only=True)
