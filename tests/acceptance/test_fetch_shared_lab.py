@@ -31,6 +31,8 @@ PROTOCOLS: dict[str, str] = {
     "syn-drop": "h1,git",
     # Every transport stalls in the black hole (SSH before its key exchange): one is enough.
     "pmtu-blackhole-client": "h1",
+    # git daemon's backlog of 5 (the GitHub Enterprise 2.0 account): git:// only, as the push.
+    "tiny-backlog": "git",
 }
 """Two transports each keep a fault under about 30 s."""
 
@@ -38,6 +40,9 @@ EXTRA_ARGS: dict[str, tuple[str, ...]] = {
     # The clone stalls once the small packets are through: 6 s without a byte says so (as
     # the push's pmtu-blackhole, spec.FAULT_PROBE_ARGS), rather than the default 15 s.
     "pmtu-blackhole-client": ("--stall-timeout", "6"),
+    # One clone never fills a backlog of 5: the burst after it does (the push's size,
+    # spec.FAULT_PROBE_ARGS).
+    "tiny-backlog": ("--burst", "150"),
 }
 """Further ``diagnose`` arguments of a fault."""
 
