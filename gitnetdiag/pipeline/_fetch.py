@@ -68,6 +68,8 @@ class FetchDiagnosis:
     """Clones that failed or stalled, each with the culprit that explains it, if any."""
     ssh_pacing: tuple[SshDownloadPacing, ...] = ()
     """The native SSH download ledger."""
+    bursts: tuple[BurstResult, ...] = ()
+    """``--burst``: each protocol's burst of ls-remotes after the clones."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
@@ -247,4 +249,4 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
                           h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads),
                           ssh_pacing=tuple(ssh_download_pacing(r)
                                            for r in manifest.ssh_downloads),
-                          verdict=verdict, measurement_failures=failures)
+                          verdict=verdict, measurement_failures=failures, bursts=bursts)

@@ -86,6 +86,10 @@ def test_fetch_ranks_the_push_fault_culprit_first(
     for fetch in report["fetches"]:
         print(f"{fault} {fetch['protocol']}: {fetch['outcome']}, {fetch['moved_bytes']} B, "
               f"{fetch['rate_bytes_per_s']} B/s, tcp {fetch['tcp']}")
+    for burst in report["bursts"]:
+        print(f"burst {burst['protocol']} x{burst['concurrency']}: {burst['ok']} ok, "
+              f"failed {burst['failed_by_kind']}, SYN {burst['syn_retransmissions']}, "
+              f"SYN-ACK {burst['synack_retransmissions']}, connect max {burst['connect_max_s']}")
     for culprit in report["culprits"]:
         print(f"  {culprit['id']} score {culprit['score']} cost {culprit['cost_s']} s: "
               f"{culprit['summary']}")

@@ -8,6 +8,7 @@ import json
 from dataclasses import replace
 from pathlib import Path
 
+from gitnetdiag.commands.fetch import render_fetch
 from gitnetdiag.diagnosis.culprits.download import rank_download
 from gitnetdiag.diagnosis.fetchverdict import judge_fetch
 from gitnetdiag.diagnosis.observations import BurstResult, HostEvidence, Listener
@@ -84,6 +85,11 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
     assert diagnosis is not None
     assert [f.id for f in diagnosis.findings][:1] == ["listen-backlog-overflow"]
     assert "under 150 concurrent git:// connections 130 failed" in diagnosis.findings[0].summary
+    report = json.loads(render_fetch(diagnosis, "json"))
+    assert [(b["protocol"], b["ok"], b["failed_by_kind"]) for b in report["bursts"]] == [
+        ("git", 20, {"timeout": 130})]
+    assert "burst git:// x150: 20 ok, 130 failed (timeout 130); 0 SYN and 0 SYN-ACK" \
+        in render_fetch(diagnosis, "terminal")
     (tmp_path / HOST_REPORT_FILE).unlink()
     diagnosis = diagnose_fetch_run(tmp_path)
     assert diagnosis is not None and diagnosis.findings == ()
