@@ -105,6 +105,24 @@ def test_fetch_ranks_the_push_fault_culprit_first(
     assert list((tmp_path / "tmp").glob("gitnetdiag-clone-*")) == []
     if fault == "pmtu-blackhole-client":
         _assert_bounded_black_hole(report)
+    if fault == "tiny-backlog":
+        _assert_the_burst_overflowed(report, tmp_path / "run")
+
+
+def _assert_the_burst_overflowed(report: dict[str, Any], run_dir: Path) -> None:
+    """The clone itself measured; the burst after it met the full queue, and the server's
+    counters over this run (``host.json``, deltas since the snapshot) say so."""
+    assert all(fetch["outcome"] in ("ok", "bounded") for fetch in report["fetches"])
+    (burst,) = report["bursts"]
+    assert burst["ok"] < burst["concurrency"], burst
+    counters = json.loads((run_dir / "host.json").read_text())["counters"]
+    print(f"server counters over the run: ListenOverflows {counters.get('ListenOverflows')}, "
+          f"ListenDrops {counters.get('ListenDrops')}, SyncookiesSent "
+          f"{counters.get('SyncookiesSent')}, SyncookiesFailed "
+          f"{counters.get('SyncookiesFailed')}; burst captured: "
+          f"{(run_dir / 'burst-git.pcap').exists()}")
+    assert counters.get("ListenOverflows", 0) > 0
+    assert report["status"] == "complete"
 
 
 def _assert_bounded_black_hole(report: dict[str, Any]) -> None:
