@@ -227,12 +227,13 @@ def run_probe_command(args: ProbeArgs) -> None:
         raise fetch_failed
 
 
-def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None,
+def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None, since: Path | None,
                        console: Console) -> Callable[[Path], object] | None:
-    """What puts the server's ``host.json`` (its config lint) into a fetch run: the lab's
-    server collected in its namespace, or a copy of ``--host-report``."""
+    """What puts the server's ``host.json`` into a fetch run: the lab's server collected in
+    its namespace (its counters and kernel log since the snapshot ``since``, when one was
+    taken, and its config lint), or a copy of ``--host-report``."""
     if lab_state is not None:
-        return lambda run_dir: _lab_host_report(lab_state, run_dir / HOST_REPORT_FILE, None,
+        return lambda run_dir: _lab_host_report(lab_state, run_dir / HOST_REPORT_FILE, since,
                                                 console)
     if args.host_report:
         given = Path(args.host_report)
@@ -242,7 +243,9 @@ def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None,
 
 def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
            lab_state: LabState | None = None) -> None:
-    """``--direction fetch`` (into the run directory) or ``both`` (into ``RUN-fetch``)."""
+    """``--direction fetch`` (into the run directory) or ``both`` (into ``RUN-fetch``).
+    Against the lab, the server's counters are snapshot first, so that ``host.json`` holds
+    what the clones and the burst did (ListenOverflows, SYN cookies, the kernel log)."""
     json_out = args.json_out
     fmt = args.report_format.value
     # With both, one document on stdout (the push report); the fetch's goes into its run.
@@ -251,10 +254,14 @@ def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: 
         options = replace(options, out_dir=fetch_run_dir(options.out_dir))
         json_out = json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}") if json_out \
             else None
-    run_fetch_command(options, RichReporter(progress, console), progress,
-                      fmt=fmt, json_out=json_out, console=Console(highlight=False),
-                      report_in_run_dir=in_run_dir,
-                      before_diagnosis=_fetch_host_report(args, lab_state, console))
+    with tempfile.TemporaryDirectory(prefix="gitnetdiag-host-") as scratch:
+        snapshot = Path(scratch) / "host-before.json"
+        before = snapshot if lab_state is not None and _lab_host_report(
+            lab_state, snapshot, None, console) else None
+        run_fetch_command(options, RichReporter(progress, console), progress,
+                          fmt=fmt, json_out=json_out, console=Console(highlight=False),
+                          report_in_run_dir=in_run_dir,
+                          before_diagnosis=_fetch_host_report(args, lab_state, before, console))
 
 
 def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,

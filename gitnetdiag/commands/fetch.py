@@ -121,7 +121,7 @@ def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
         fmt, render_fetch_terminal)
     return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings,
                   diagnosis.h2_pacing, diagnosis.ssh_pacing, verdict=diagnosis.verdict,
-                  failures=diagnosis.measurement_failures)
+                  failures=diagnosis.measurement_failures, bursts=diagnosis.bursts)
 
 
 def is_fetch_run(run_dir: Path) -> bool:

@@ -73,7 +73,8 @@ def probe_command(
     full: Annotated[bool, typer.Option(
         "--full", help="Whole packets + TLS keylog (0600) + decryptable pcapng.")] = False,
     burst: Annotated[int, typer.Option(
-        "--burst", min=0, help="Concurrent ls-remote per protocol.")] = 0,
+        "--burst", min=0, help="N concurrent ls-remotes + N raw connects per protocol, after "
+        "the pushes or the clones (fetch too; read-only).")] = 0,
     timeout: GitTimeout = DEFAULT_TIMEOUT_S,
     budget: Annotated[float, typer.Option(
         "--budget", min=1.0,

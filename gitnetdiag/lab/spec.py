@@ -223,6 +223,7 @@ FETCH_SHARED_FAULT_CULPRIT: dict[str, str] = {
     "slow-auth": "slow-ref-advertisement",
     "syn-drop": "syn-drop",
     "pmtu-blackhole-client": "path-mtu-blackhole",
+    "tiny-backlog": "listen-backlog-overflow",
 }
 """Push faults that slow or break a clone as well, with the culprit ``--direction fetch``
 must rank first on a lab whose ``main`` serves random data (``fetch_history="random"``):
@@ -232,16 +233,23 @@ its own, and the SYN retransmissions of every clone's capture count (measured 20
 with one clone each, 5 of 8 runs ranked it; with five, 5 of 5 runs did, on 3 to 8 SYN
 retransmissions).
 
+``tiny-backlog`` needs a fetch burst (``--burst 150``, git://, as the push's
+:data:`FAULT_PROBE_ARGS`): git daemon's backlog of 5 overflows only when more than five
+connections wait to be accepted at once, and a fetch's clones connect one after another
+(measured 2026-11-26 without a burst, h1 and git clones of 6 MiB, 3 runs: 24 passive opens in
+the server namespace per run, ``TcpExtListenOverflows`` and ``ListenDrops`` +0, no SYN
+retransmitted, every clone 6,291,456 B at 5.6-7.6 MB/s, verdict ``healthy``). With the burst
+after the clone (150 ls-remotes at once, then 150 raw connects; the server's counters
+snapshot before the clone), measured 2026-11-26 in 5 runs: the clone measured (6,291,456 B),
+ListenOverflows +559 to +635 (in the 3 runs that printed them: ListenDrops the same,
+SyncookiesSent +270 to +288, SyncookiesFailed equal to the failed ls-remotes), 95-132 of 150
+ls-remotes failed (``reset``: a SYN cookie's ACK that found the queue still full; 7 ``other``
+in one run), 0-61 SYN retransmissions in the burst's capture, and
+``listen-backlog-overflow`` ranked first at 0.905 (cost 1.1-1.3 s) with git daemon's fix in
+5 of 5 runs, verdict ``degraded``; 5.1-5.9 s per ``diagnose``, 6.1-6.9 s per lab test.
+
 Left out, measured 2026-11-26 (3 runs each, h1 and git clones of 6 MiB):
 
-- ``tiny-backlog``: git daemon's backlog of 5 overflows only when more than five connections
-  wait to be accepted at once; the push side makes that with ``--burst 150`` concurrent
-  connects. A fetch opens its connections one after another (24 passive opens in the server
-  namespace per run): ``TcpExtListenOverflows`` and ``ListenDrops`` rose by 0, the client
-  retransmitted no SYN, every clone finished (6,291,456 B at 5.6-7.6 MB/s) and the verdict
-  was ``healthy``. A clone meets the overflow only while many other clients connect at once
-  (the GitHub Enterprise 2.0 account), which the fetch probe does not make: no short test
-  can show it without a fetch burst.
 - ``pmtu-blackhole`` drops large packets *to* the server only, and a clone sends none (its
   requests are small), so the download never meets it. Its mirror ``pmtu-blackhole-client``
   (large packets *to* the client dropped, the same silence) is the one a clone meets, and it

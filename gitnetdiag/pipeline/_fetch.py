@@ -31,9 +31,9 @@ from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
 from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
 from gitnetdiag.diagnosis.fetchverdict import judge_fetch
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
-from gitnetdiag.diagnosis.observations import CaptureMetrics
+from gitnetdiag.diagnosis.observations import BurstResult, CaptureMetrics
 from gitnetdiag.pipeline._host import load_host_report
-from gitnetdiag.rundir import HOST_REPORT_FILE, bad_run_dir
+from gitnetdiag.rundir import HOST_REPORT_FILE, BurstRecord, bad_run_dir
 from gitnetdiag.rundir.fetchrecords import (
     FetchManifest,
     FetchRecord,
@@ -68,6 +68,8 @@ class FetchDiagnosis:
     """Clones that failed or stalled, each with the culprit that explains it, if any."""
     ssh_pacing: tuple[SshDownloadPacing, ...] = ()
     """The native SSH download ledger."""
+    bursts: tuple[BurstResult, ...] = ()
+    """``--burst``: each protocol's burst of ls-remotes after the clones."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
@@ -203,6 +205,23 @@ def _h2_windows(run_dir: Path, record: FetchRecord, libcurl: str | None) -> dict
             if documented else None}
 
 
+def _burst(run_dir: Path, burst: BurstRecord, endpoint: str) -> BurstResult:
+    """A fetch's burst as the push's: its failures, connect times and, from its capture when
+    there is one (root), the handshakes' SYN and SYN-ACK retransmissions and resets."""
+    from gitnetdiag.analysis.capture_analysis import analyze_capture
+    from gitnetdiag.errors import GitnetdiagError
+    from gitnetdiag.pipeline._connections import burst_result
+
+    connections: tuple[ConnectionAnalysis, ...] = ()
+    if burst.capture is not None and (run_dir / burst.capture).is_file():
+        try:
+            connections = tuple(analyze_capture(run_dir / burst.capture,
+                                                own_capture=True).connections)
+        except GitnetdiagError:
+            connections = ()
+    return burst_result(burst, endpoint, connections)
+
+
 def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
     """The fetch side of ``run_dir``; None when the run fetched nothing."""
     manifest = load_fetch_manifest(run_dir)
@@ -215,14 +234,19 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
                          for run in manifest.protocols for record in run.fetches)
     windows = tuple(download_window_series(_samples(_read(run_dir, record, "tcpinfo")))
                     for run in manifest.protocols for record in run.fetches)
-    findings = rank_download(observations)
-    host_file = run_dir / HOST_REPORT_FILE  # the server's config lint, when it was collected
-    if host_file.is_file():
-        findings = with_edge_config(findings, load_host_report(host_file).config_findings)
+    # The server's evidence, when it was collected: its config lint, and its counters, kernel
+    # log and listeners over the run (read with the bursts by listen-backlog-overflow).
+    host_file = run_dir / HOST_REPORT_FILE
+    host = load_host_report(host_file) if host_file.is_file() else None
+    bursts = tuple(_burst(run_dir, run.burst, run.endpoint)
+                   for run in manifest.protocols if run.burst is not None)
+    findings = rank_download(observations, bursts=bursts, host=host)
+    if host is not None:
+        findings = with_edge_config(findings, host.config_findings)
     verdict, failures = judge_fetch(observations, findings)
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
                           findings=findings, windows=windows,
                           h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads),
                           ssh_pacing=tuple(ssh_download_pacing(r)
                                            for r in manifest.ssh_downloads),
-                          verdict=verdict, measurement_failures=failures)
+                          verdict=verdict, measurement_failures=failures, bursts=bursts)

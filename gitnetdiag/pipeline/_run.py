@@ -33,9 +33,8 @@ from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.pipeline._connections import (
     analysis_order,
-    count_by_kind,
+    burst_result,
     forward_filled,
-    handshake_tally,
 )
 from gitnetdiag.pipeline._h2stall import h2_client_stall
 from gitnetdiag.pipeline._native import downsample, native_fingerprint, native_ledgers
@@ -319,10 +318,6 @@ def trace2_phases(records: Sequence[PushRecord],
     ))
 
 
-def _percentile(values: Sequence[float], q: float) -> float | None:
-    return float(np.percentile(np.asarray(values), q)) if values else None
-
-
 # --- the whole run ---------------------------------------------------------------------
 
 
@@ -499,24 +494,12 @@ def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
 
 def _burst(run_dir: Path, burst: Any, endpoint: str,
            progress: Progress) -> Noted[obs.BurstResult]:
-    failed = count_by_kind(op.failure_kind or FailureKind.OTHER
-                           for op in burst.ops if not op.ok)
-    connects = [c.connect_s for c in burst.connects if c.connect_s is not None]
     read: Noted[CaptureAnalysis | None] = Noted(value=None)
     if burst.capture:
         read = _analyze(run_dir / burst.capture, progress, burst.protocol)
-    tally = handshake_tally(read.value.connections if read.value else ())
-    walls = [op.wall_s for op in burst.ops if op.ok]
-    port = int(endpoint.rsplit(":", 1)[1]) if ":" in endpoint else None
-    return Noted(notes=read.notes, problems=read.problems, value=obs.BurstResult(
-        protocol=burst.protocol, concurrency=burst.concurrency,
-        ok=sum(1 for op in burst.ops if op.ok), port=port, failed_by_kind=failed,
-        connect_p50_s=_percentile(connects, 50), connect_p99_s=_percentile(connects, 99),
-        connect_max_s=max(connects) if connects else None,
-        duration_p50_s=statistics.median(walls) if walls else None,
-        syn_retransmissions=tally.syn_retransmissions,
-        synack_retransmissions=tally.synack_retransmissions, resets=tally.resets,
-    ))
+    connections = read.value.connections if read.value else ()
+    return Noted(notes=read.notes, problems=read.problems,
+                 value=burst_result(burst, endpoint, connections))
 
 
 def _save(path: Path, text: str) -> str | None:

@@ -9,9 +9,12 @@ from __future__ import annotations
 import socket
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.probe.capture import Capture
 from gitnetdiag.probe.gitpush import (
     FailureKind,
     Transport,
@@ -19,7 +22,48 @@ from gitnetdiag.probe.gitpush import (
     ls_remote_argv,
     run_git,
 )
-from gitnetdiag.rundir.records import BurstOp, ConnectOp
+from gitnetdiag.probe.options import Reporter
+from gitnetdiag.rundir.records import BurstOp, BurstRecord, ConnectOp
+
+BURST_TIMEOUT_CAP_S = 60.0
+"""A burst operation's timeout is the run's ``--timeout``, at most this."""
+
+
+def run_burst(transport: Transport, endpoint: tuple[str, int], protocol: str, count: int, *,
+              timeout_s: float, run_dir: Path, capture: bool, reporter: Reporter,
+              on_capture_error: Callable[[GitnetdiagError], None]) -> BurstRecord:
+    """One protocol's burst: ``count`` ls-remotes at once, then ``count`` raw connects,
+    captured to ``burst-PROTOCOL.pcap`` when ``capture``; read-only (ls-remote only reads
+    the refs). Progress goes to ``reporter``; a capture that cannot start is passed to
+    ``on_capture_error`` and the burst runs uncaptured."""
+    host, port = endpoint
+    label = f"burst {protocol} x{count}"
+    reporter.begin(label)
+    capturing: Capture | None = None
+    capture_name: str | None = None
+    if capture:
+        capture_name = f"burst-{protocol}.pcap"
+        capturing = Capture(run_dir / capture_name, host=host, port=port)
+        try:
+            capturing.start()
+        except GitnetdiagError as exc:
+            on_capture_error(exc)
+            capturing, capture_name = None, None
+    burst_timeout_s = min(timeout_s, BURST_TIMEOUT_CAP_S)
+    try:
+        ops = run_ls_remote_burst(transport, count, timeout_s=burst_timeout_s, cwd=run_dir)
+        connects = run_connect_burst(host, port, count, timeout_s=burst_timeout_s)
+    finally:
+        if capturing is not None:
+            capturing.stop()
+    result = BurstRecord(protocol=protocol, concurrency=count, timeout_s=burst_timeout_s,
+                         ops=ops, connects=connects, capture=capture_name)
+    failures = result.failures_by_kind
+    detail = f"{result.ok_count}/{len(ops)} ok"
+    if failures:
+        detail += " (" + ", ".join(f"{k} {n}" for k, n in sorted(failures.items())) + ")"
+    reporter.done(label, detail, ok=not failures)
+    return result
 
 
 def run_ls_remote_burst(

@@ -2,7 +2,8 @@
 
 Order of a run: collect versions, write the isolated git config, measure each
 endpoint's path (connects only), then for each repeat clone once per protocol
-(interleaved, as pushes are) with :func:`gitnetdiag.probe.fetchonce.fetch_once`.
+(interleaved, as pushes are) with :func:`gitnetdiag.probe.fetchonce.fetch_once`, then
+the native downloads and, with ``--burst N``, each protocol's burst of ls-remotes.
 ``fetch.json`` is rewritten after every step; secrets are removed from every
 file of the run directory at the end. Nothing is ever written on the server:
 no push, no ref update, only upload-pack's reads.
@@ -17,6 +18,7 @@ from pathlib import Path
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
+from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.fetchonce import fetch_once
 from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors
@@ -238,6 +240,29 @@ def _fetch_all(state: _FetchRun) -> None:
     if options.native and TransportKind.SSH in options.protocols \
             and TransportKind.SSH not in failed:
         _ssh_ledger(state)
+    if options.burst > 0:
+        _bursts(state, failed)
+
+
+def _bursts(state: _FetchRun, failed: set[TransportKind]) -> None:
+    """``--burst N`` after the clones: per protocol, N ls-remotes at once then N raw connects
+    (what a clone's first step meets under load: a short listen backlog, MaxStartups).
+    Read-only; a failed operation is a finding, not an error of the run."""
+    options = state.options
+    for protocol in options.protocols:
+        if protocol in failed:
+            continue
+        transport = state.transport(protocol)
+
+        def capture_error(exc: GitnetdiagError, protocol: TransportKind = protocol) -> None:
+            state.error("capture", protocol, exc)
+
+        record = run_burst(transport, endpoint_of(transport.url), protocol.value, options.burst,
+                           timeout_s=options.timeout_s, run_dir=state.run_dir,
+                           capture=state.capture_enabled, reporter=state.reporter,
+                           on_capture_error=capture_error)
+        state.protocols[protocol] = replace(state.protocols[protocol], burst=record)
+        state.save()
 
 
 def _ledger_done(state: _FetchRun, name: str, record: SshDownloadRecord | H2DownloadRecord,

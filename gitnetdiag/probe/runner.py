@@ -25,8 +25,8 @@ from urllib.parse import urlsplit
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.budget import native_pack_bytes, stall_detail, swallowed_full_size
-from gitnetdiag.probe.burst import run_connect_burst, run_ls_remote_burst
-from gitnetdiag.probe.capture import Capture, capture_support
+from gitnetdiag.probe.burst import run_burst
+from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Transport
 from gitnetdiag.probe.h2stop import with_http2_frames
@@ -47,7 +47,6 @@ from gitnetdiag.rundir import (
     NATIVE_FILES,
     SCHEMA,
     SWEEP_FILE,
-    BurstRecord,
     PathMeasurement,
     ProtocolRun,
     PushRecord,
@@ -545,34 +544,8 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
 def _burst(state: _Run, protocol: TransportKind, repo_path: Path) -> None:
     options = state.options
     transport = state.transport(protocol)
-    host, port = endpoint_of(transport.url)
-    label = f"burst {protocol.value} x{options.burst}"
-    state.reporter.begin(label)
-    capture: Capture | None = None
-    capture_name: str | None = None
-    if state.capture_enabled:
-        capture_name = f"burst-{protocol.value}.pcap"
-        capture = Capture(state.run_dir / capture_name, host=host, port=port)
-        try:
-            capture.start()
-        except GitnetdiagError as exc:
-            state.error("capture", protocol, exc)
-            capture, capture_name = None, None
-    burst_timeout_s = min(options.timeout_s, 60.0)
-    try:
-        ops = run_ls_remote_burst(transport, options.burst, timeout_s=burst_timeout_s,
-                                  cwd=state.run_dir)
-        connects = run_connect_burst(host, port, options.burst, timeout_s=burst_timeout_s)
-    finally:
-        if capture is not None:
-            capture.stop()
-    result = BurstRecord(
-        protocol=protocol.value, concurrency=options.burst, timeout_s=burst_timeout_s, ops=ops,
-        connects=connects, capture=capture_name,
-    )
+    result = run_burst(transport, endpoint_of(transport.url), protocol.value, options.burst,
+                       timeout_s=options.timeout_s, run_dir=state.run_dir,
+                       capture=state.capture_enabled, reporter=state.reporter,
+                       on_capture_error=lambda exc: state.error("capture", protocol, exc))
     state.protocols[protocol] = replace(state.protocols[protocol], burst=result)
-    failures = result.failures_by_kind
-    detail = f"{result.ok_count}/{len(ops)} ok"
-    if failures:
-        detail += " (" + ", ".join(f"{k} {n}" for k, n in sorted(failures.items())) + ")"
-    state.reporter.done(label, detail, ok=not failures)

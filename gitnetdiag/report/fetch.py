@@ -16,6 +16,7 @@ from gitnetdiag.analysis.fetchwindow import DownloadPacing
 from gitnetdiag.analysis.sshdownload import SshDownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
+from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
 from gitnetdiag.rundir.fetchrecords import FetchManifest, FetchSeed
 from gitnetdiag.rundir.records import RefCleanup
@@ -65,6 +66,19 @@ def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
 
 DIRECTION_LINE = "direction: fetch (download: the server sends, this client receives)"
 """How every fetch report names its direction (the push report says ``push``)."""
+
+
+def burst_line(burst: BurstResult) -> str:
+    """One burst (``--burst``): how many of its ls-remotes failed, and how, and its
+    connections' handshake trouble."""
+    failed = ", ".join(f"{kind} {n}" for kind, n in burst.failed_by_kind.items())
+    return (f"burst {PROTOCOL_LABELS.get(burst.protocol, burst.protocol)} "
+            f"x{burst.concurrency}: {burst.ok} ok" + (f", {burst.failed} failed ({failed})"
+                                                     if burst.failed else "")
+            + f"; {burst.syn_retransmissions} SYN and {burst.synack_retransmissions} SYN-ACK "
+            "retransmissions"
+            + (f", connect max {fmt_quantity(burst.connect_max_s, 's')}"
+               if burst.connect_max_s is not None else ""))
 
 
 def seed_line(seed: FetchSeed | None) -> str:
@@ -174,7 +188,8 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             findings: Sequence[Finding], *, markdown: bool,
             pacing: Sequence[DownloadPacing] = (),
             ssh_pacing: Sequence[SshDownloadPacing] = (), verdict: str | None = None,
-            failures: Sequence[MeasurementFailure] = ()) -> str:
+            failures: Sequence[MeasurementFailure] = (),
+            bursts: Sequence[BurstResult] = ()) -> str:
     title = "# gitnetdiag: download direction (fetch)" if markdown else \
         "gitnetdiag: download direction (fetch, read-only clones)"
     lines = [title, ""]
@@ -192,6 +207,7 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             lines += _finding_lines(rank, finding, markdown=markdown)
     elif any(obs.measured for obs in observations):
         lines.append("no download culprit above the threshold")
+    lines += [burst_line(burst) for burst in bursts]
     wires = [row for obs in observations if (row := wire_row(obs)) is not None]
     if wires:
         lines += ["", f"## {WIRE_TITLE}" if markdown else WIRE_TITLE,
@@ -222,10 +238,11 @@ def render_fetch_terminal(manifest: FetchManifest, observations: Sequence[FetchO
                           pacing: Sequence[DownloadPacing] = (),
                           ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                           verdict: str | None = None,
-                          failures: Sequence[MeasurementFailure] = ()) -> str:
+                          failures: Sequence[MeasurementFailure] = (),
+                          bursts: Sequence[BurstResult] = ()) -> str:
     """Plain text for the terminal."""
     return _render(manifest, observations, findings, markdown=False, pacing=pacing,
-                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures)
+                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures, bursts=bursts)
 
 
 def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchObservation],
@@ -233,10 +250,11 @@ def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchO
                           pacing: Sequence[DownloadPacing] = (),
                           ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                           verdict: str | None = None,
-                          failures: Sequence[MeasurementFailure] = ()) -> str:
+                          failures: Sequence[MeasurementFailure] = (),
+                          bursts: Sequence[BurstResult] = ()) -> str:
     """Markdown for a ticket."""
     return _render(manifest, observations, findings, markdown=True, pacing=pacing,
-                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures)
+                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures, bursts=bursts)
 
 
 def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObservation],
@@ -244,7 +262,8 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
                           pacing: Sequence[DownloadPacing] = (),
                           ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                           verdict: str | None = None,
-                          failures: Sequence[MeasurementFailure] = ()) -> dict[str, Any]:
+                          failures: Sequence[MeasurementFailure] = (),
+                          bursts: Sequence[BurstResult] = ()) -> dict[str, Any]:
     """The fetch report as plain JSON types."""
     return {
         "schema": FETCH_REPORT_SCHEMA,
@@ -265,6 +284,7 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
         "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
                           if key not in ("t_s", "cumulative_bytes")} for p in pacing],
         "ssh_downloads": to_jsonable(list(ssh_pacing)),
+        "bursts": to_jsonable(list(bursts)),
     }
 
 
@@ -279,7 +299,9 @@ def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObser
                       pacing: Sequence[DownloadPacing] = (),
                       ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                       verdict: str | None = None,
-                      failures: Sequence[MeasurementFailure] = ()) -> str:
+                      failures: Sequence[MeasurementFailure] = (),
+                      bursts: Sequence[BurstResult] = ()) -> str:
     """The fetch report as indented JSON text."""
     return json.dumps(fetch_report_dict(manifest, observations, findings, pacing, ssh_pacing,
-                                        verdict=verdict, failures=failures), indent=2) + "\n"
+                                        verdict=verdict, failures=failures, bursts=bursts),
+                      indent=2) + "\n"

@@ -23,6 +23,7 @@ from gitnetdiag.rundir.manifest import (
     write_json_atomically,
 )
 from gitnetdiag.rundir.records import (
+    BurstRecord,
     PathMeasurement,
     RefCleanup,
     RunError,
@@ -232,6 +233,9 @@ class FetchProtocolRun:
     """``host:port`` the clones connect to."""
     fetches: tuple[FetchRecord, ...] = ()
     """Fetches in order."""
+    burst: BurstRecord | None = None
+    """``--burst N``: N ls-remotes at once then N raw connects, after the clones (read-only;
+    None without ``--burst`` and in fetch.json files written before it was added)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -296,6 +300,8 @@ def load_fetch_manifest(run_dir: Path) -> FetchManifest | None:
             for record in run.fetches:
                 for kind, relative in record.artifacts.items():
                     inside(run_dir, relative, f"fetch.{run.protocol}[{record.repeat}].{kind}")
+            if run.burst is not None and run.burst.capture is not None:
+                inside(run_dir, run.burst.capture, f"fetch.{run.protocol}.burst.capture")
     except Malformed as exc:
         raise bad_run_dir(f"{run_dir / FETCH_FILE}: {exc}") from exc
     return manifest

@@ -31,6 +31,8 @@ PROTOCOLS: dict[str, str] = {
     "syn-drop": "h1,git",
     # Every transport stalls in the black hole (SSH before its key exchange): one is enough.
     "pmtu-blackhole-client": "h1",
+    # git daemon's backlog of 5 (the GitHub Enterprise 2.0 account): git:// only, as the push.
+    "tiny-backlog": "git",
 }
 """Two transports each keep a fault under about 30 s."""
 
@@ -38,6 +40,9 @@ EXTRA_ARGS: dict[str, tuple[str, ...]] = {
     # The clone stalls once the small packets are through: 6 s without a byte says so (as
     # the push's pmtu-blackhole, spec.FAULT_PROBE_ARGS), rather than the default 15 s.
     "pmtu-blackhole-client": ("--stall-timeout", "6"),
+    # One clone never fills a backlog of 5: the burst after it does (the push's size,
+    # spec.FAULT_PROBE_ARGS).
+    "tiny-backlog": ("--burst", "150"),
 }
 """Further ``diagnose`` arguments of a fault."""
 
@@ -81,6 +86,10 @@ def test_fetch_ranks_the_push_fault_culprit_first(
     for fetch in report["fetches"]:
         print(f"{fault} {fetch['protocol']}: {fetch['outcome']}, {fetch['moved_bytes']} B, "
               f"{fetch['rate_bytes_per_s']} B/s, tcp {fetch['tcp']}")
+    for burst in report["bursts"]:
+        print(f"burst {burst['protocol']} x{burst['concurrency']}: {burst['ok']} ok, "
+              f"failed {burst['failed_by_kind']}, SYN {burst['syn_retransmissions']}, "
+              f"SYN-ACK {burst['synack_retransmissions']}, connect max {burst['connect_max_s']}")
     for culprit in report["culprits"]:
         print(f"  {culprit['id']} score {culprit['score']} cost {culprit['cost_s']} s: "
               f"{culprit['summary']}")
@@ -96,6 +105,24 @@ def test_fetch_ranks_the_push_fault_culprit_first(
     assert list((tmp_path / "tmp").glob("gitnetdiag-clone-*")) == []
     if fault == "pmtu-blackhole-client":
         _assert_bounded_black_hole(report)
+    if fault == "tiny-backlog":
+        _assert_the_burst_overflowed(report, tmp_path / "run")
+
+
+def _assert_the_burst_overflowed(report: dict[str, Any], run_dir: Path) -> None:
+    """The clone itself measured; the burst after it met the full queue, and the server's
+    counters over this run (``host.json``, deltas since the snapshot) say so."""
+    assert all(fetch["outcome"] in ("ok", "bounded") for fetch in report["fetches"])
+    (burst,) = report["bursts"]
+    assert burst["ok"] < burst["concurrency"], burst
+    counters = json.loads((run_dir / "host.json").read_text())["counters"]
+    print(f"server counters over the run: ListenOverflows {counters.get('ListenOverflows')}, "
+          f"ListenDrops {counters.get('ListenDrops')}, SyncookiesSent "
+          f"{counters.get('SyncookiesSent')}, SyncookiesFailed "
+          f"{counters.get('SyncookiesFailed')}; burst captured: "
+          f"{(run_dir / 'burst-git.pcap').exists()}")
+    assert counters.get("ListenOverflows", 0) > 0
+    assert report["status"] == "complete"
 
 
 def _assert_bounded_black_hole(report: dict[str, Any]) -> None:

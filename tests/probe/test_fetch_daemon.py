@@ -63,8 +63,9 @@ def history_daemon(tmp_path: Path) -> Iterator[tuple[str, Path]]:
 def test_fetch_is_read_only_and_leaves_no_clone(
         history_daemon: tuple[str, Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A clone of a real history changes no byte on the server, removes its partial clone,
-    and its phases come out of trace2 and the progress lines."""
+    """A clone of a real history changes no byte on the server (its burst of ls-remotes
+    neither), removes its partial clone, and its phases come out of trace2 and the progress
+    lines; the burst is recorded in the protocol's run."""
     url, bare = history_daemon
     before = tree_digest(bare)
     refs = subprocess.run(["git", "ls-remote", url], capture_output=True, text=True,
@@ -77,7 +78,7 @@ def test_fetch_is_read_only_and_leaves_no_clone(
         urls={TransportKind.GIT: url}, protocols=(TransportKind.GIT,),
         size_bytes=0, seed=0, repo=None,
         repeat=2, ca_file=None, insecure=False, ssh_command=None, out_dir=tmp_path / "run",
-        full=False, burst=0, timeout_s=120.0, capture=False)
+        full=False, burst=4, timeout_s=120.0, capture=False)
     outcome = run_fetch_probe(options)
 
     assert outcome.error is None, outcome.error
@@ -100,3 +101,6 @@ def test_fetch_is_read_only_and_leaves_no_clone(
         assert obs.tcp is not None and obs.tcp.advertised_window_max_bytes
     for run in diagnosis.manifest.protocols:
         assert all(record.clone_removed for record in run.fetches)
+        assert run.burst is not None and run.burst.concurrency == 4
+        assert run.burst.ok_count == 4 and len(run.burst.connects) == 4
+        assert all(op.error is None for op in run.burst.connects)

@@ -38,6 +38,7 @@ from gitnetdiag.diagnosis.culprits.fetchsender import server_send_buffer
 from gitnetdiag.diagnosis.culprits.fetchshared import shared_findings
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
+from gitnetdiag.diagnosis.observations import BurstResult, HostEvidence
 
 WINDOW_BOUND_SHARE = 0.5
 """A rate at least this share of ``window / RTT`` is held by the window (the rest is the
@@ -189,12 +190,14 @@ def rank_download(observations: Sequence[FetchObservation],
                   culprits: Sequence[tuple[str, str, DownloadDetector]] = DOWNLOAD_CULPRITS,
                   *, shared: bool = True,
                   calibrations: Mapping[str, Calibration] | None = None,
+                  bursts: Sequence[BurstResult] = (), host: HostEvidence | None = None,
                   ) -> tuple[Finding, ...]:
     """Every download culprit that fired, scores calibrated as :func:`confidence` says, and
     (``shared``) every direction-independent push culprit on the same clones
-    (:mod:`.fetchshared`, scored by the push culprits' own calibration), costliest (x score)
-    first."""
-    findings = shared_findings(observations, MIN_COST_S) if shared else []
+    (:mod:`.fetchshared`, scored by the push culprits' own calibration; they also read the
+    fetch's ``bursts`` and the server's ``host`` evidence), costliest (x score) first."""
+    findings = shared_findings(observations, MIN_COST_S, bursts=bursts, host=host) \
+        if shared else []
     for culprit_id, title, detect in culprits:
         hit = detect(observations)
         if hit is None or hit.cost_s < MIN_COST_S:

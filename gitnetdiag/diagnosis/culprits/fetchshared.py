@@ -44,6 +44,13 @@ full-size segments vanish before they reach the capture, so none of them is seen
 the clone stalls with nothing but small segments received, the largest well below the MSS
 the client advertised (``max_received_segment_bytes``, read by ``path-mtu-blackhole``).
 
+A short listen backlog is met by a clone only while many clients connect at once, which a
+fetch's clones (one after another) never make: ``--burst N`` adds the push's burst after the
+clones (N ls-remotes at once, the first step of every clone, then N raw connects), and its
+results with the server's host evidence (``host.json``: ListenOverflows, SYN cookies, the
+kernel log, the listeners' backlogs) are the push's (``Observations.bursts`` and ``host``),
+read by ``listen-backlog-overflow`` as on a push.
+
 The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
 (``slow-ref-advertisement``); the client's libcurl release is the push's, judged with the
 download's known bugs (``client-http-stack``). The findings keep their ids, scores and fix
@@ -63,7 +70,9 @@ from gitnetdiag.diagnosis.engine import MIN_SCORE
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
+    BurstResult,
     CaptureMetrics,
+    HostEvidence,
     Observations,
     ProtocolObservation,
     PushResult,
@@ -153,8 +162,11 @@ def _phases(clones: Sequence[FetchObservation]) -> Trace2Phases | None:
     return Trace2Phases(ref_advertisement_s=statistics.median(seen)) if seen else None
 
 
-def observations_of_clones(clones: Sequence[FetchObservation]) -> Observations:
-    """A fetch's clones as the :class:`Observations` the push detectors read."""
+def observations_of_clones(clones: Sequence[FetchObservation], *,
+                           bursts: Sequence[BurstResult] = (),
+                           host: HostEvidence | None = None) -> Observations:
+    """A fetch's clones as the :class:`Observations` the push detectors read, with the
+    fetch's bursts (``--burst``) and the server's host evidence, when there are."""
     protocols: dict[str, ProtocolObservation] = {}
     for name in PROTOCOL_ORDER:
         mine = [obs for obs in clones if obs.protocol == name]
@@ -171,7 +183,7 @@ def observations_of_clones(clones: Sequence[FetchObservation]) -> Observations:
     return Observations(
         run=RunInfo(rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl, transfer="download",
                     requested_protocols=tuple(protocols), measured_by="fetch"),
-        protocols=protocols)
+        protocols=protocols, bursts=tuple(bursts), host=host)
 
 
 _WORDS = (
@@ -196,10 +208,13 @@ def in_fetch_words(finding: Finding) -> Finding:
     return replace(finding, summary=_reworded(finding.summary), evidence=evidence)
 
 
-def shared_findings(clones: Sequence[FetchObservation], min_cost_s: float) -> list[Finding]:
-    """Every direction-independent culprit that fires on the clones, confident enough
-    (the push engine's :data:`MIN_SCORE`) and costing at least ``min_cost_s``."""
-    obs = observations_of_clones(clones)
+def shared_findings(clones: Sequence[FetchObservation], min_cost_s: float, *,
+                    bursts: Sequence[BurstResult] = (),
+                    host: HostEvidence | None = None) -> list[Finding]:
+    """Every direction-independent culprit that fires on the clones (and the fetch's
+    bursts, with the server's host evidence), confident enough (the push engine's
+    :data:`MIN_SCORE`) and costing at least ``min_cost_s``."""
+    obs = observations_of_clones(clones, bursts=bursts, host=host)
     findings = []
     for culprit in CULPRITS:
         if culprit.id not in SHARED_CULPRITS:
