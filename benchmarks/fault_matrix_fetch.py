@@ -93,6 +93,9 @@ FETCH_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     "syn-drop": ("--repeat", "5", "--protocols", "h1,git"),
     # The clone stalls in the black hole: HTTP/1.1 and a 6 s stall timeout, as the lab test.
     "pmtu-blackhole-client": ("--stall-timeout", "6", "--protocols", "h1"),
+    # git daemon's backlog of 5 overflows only under concurrent connects: the lab test's
+    # burst of 150 ls-remotes and connects after one git:// clone.
+    "tiny-backlog": ("--burst", "150", "--protocols", "git"),
 }
 """``--protocols`` per fault (all four otherwise, as the fetch lab test)."""
 
