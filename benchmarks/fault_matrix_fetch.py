@@ -53,12 +53,13 @@ from gitnetdiag.diagnosis.culprits.download import (
 from gitnetdiag.diagnosis.culprits.fetchshared import SHARED_CULPRITS, shared_findings
 from gitnetdiag.diagnosis.fetchmatrix import (
     FetchMatrixRun,
-    fetch_ranked_ids,
     fetch_raw_hits,
     fit_fetch_calibrations,
     fitted_table,
+    run_ranked_ids,
 )
 from gitnetdiag.diagnosis.matrix import CulpritCounts, Fit, score_matrix, top1_accuracy
+from gitnetdiag.diagnosis.observations import BurstResult, HostEvidence
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.lab.spec import (
     FAULT_CULPRIT,
@@ -167,13 +168,21 @@ def drop_stale(index: dict[str, Any], observations: dict[str, Any], missing: lis
             [*[m for m in missing if m.split(" ", 1)[0] in names], *stale])
 
 
-def _observations(run_dir: Path) -> list[dict[str, Any]]:
+def _observations(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """A run's clones and its context (the fetch's bursts and the server's host evidence,
+    what ``listen-backlog-overflow`` reads beside the clones), as JSON."""
     from gitnetdiag.pipeline import diagnose_fetch_run
+    from gitnetdiag.pipeline._host import load_host_report
+    from gitnetdiag.rundir import HOST_REPORT_FILE
 
     diagnosis = diagnose_fetch_run(run_dir)
     if diagnosis is None:
         raise FileNotFoundError(f"{run_dir.name}: no fetch.json")
-    return [to_jsonable(obs) for obs in diagnosis.observations]
+    host_file = run_dir / HOST_REPORT_FILE
+    host = load_host_report(host_file) if host_file.is_file() else None
+    context = {"bursts": [to_jsonable(burst) for burst in diagnosis.bursts],
+               "host": to_jsonable(host) if host is not None else None}
+    return [to_jsonable(obs) for obs in diagnosis.observations], context
 
 
 def read_fetch_matrix(source: Path, *, reanalyse: bool = False,
@@ -189,7 +198,8 @@ def read_fetch_matrix(source: Path, *, reanalyse: bool = False,
     observations, missing = {}, []
     for row in index["runs"]:
         try:
-            observations[row["run_dir"]] = _observations(source / row["run_dir"])
+            observations[row["run_dir"]], row["context"] = _observations(
+                source / row["run_dir"])
         except (GitnetdiagError, OSError) as exc:
             why = row.get("error") or getattr(exc, "message", None) or str(exc)
             missing.append(f"{row['run_dir']} ({why})")
@@ -208,8 +218,17 @@ def fetch_runs(index: dict[str, Any], observations: dict[str, Any]) -> list[Fetc
                            for i, obs in enumerate(observations[name]))
         except Malformed as exc:
             raise SystemExit(f"error: {exc} (hint: re-derive with --from RESULTS)") from exc
+        context = row.get("context") or {}
+        try:
+            bursts = tuple(from_jsonable(BurstResult, burst, where=f"{name}.bursts[{i}]")
+                           for i, burst in enumerate(context.get("bursts") or ()))
+            host = (from_jsonable(HostEvidence, context["host"], where=f"{name}.host")
+                    if context.get("host") else None)
+        except Malformed as exc:
+            raise SystemExit(f"error: {exc} (hint: re-derive with --from RESULTS)") from exc
         runs.append(FetchMatrixRun(name=name, fault=row["fault"],
-                                   expected=expected_culprit(row["fault"]), observations=clones))
+                                   expected=expected_culprit(row["fault"]), observations=clones,
+                                   bursts=bursts, host=host))
     return runs
 
 
@@ -257,7 +276,8 @@ def shared_rows(runs: list[FetchMatrixRun], counts: dict[str, CulpritCounts],
     faults = culprit_faults()
     fired: dict[str, int] = {}
     for run in runs:
-        for finding in shared_findings(run.observations, MIN_COST_S):
+        for finding in shared_findings(run.observations, MIN_COST_S, bursts=run.bursts,
+                                       host=run.host):
             fired[finding.id] = fired.get(finding.id, 0) + 1
     ids = [c for c in SHARED_CULPRITS if c in faults or c in counts]
     rows = []
@@ -282,7 +302,7 @@ def held_out_rankings(runs: list[FetchMatrixRun]) -> list[list[str]]:
     def cell(run: FetchMatrixRun) -> str:
         return run.name.rsplit("-r", 1)[0]
 
-    return [fetch_ranked_ids(run.observations, fitted_table(
+    return [run_ranked_ids(run, fitted_table(
         fit_fetch_calibrations([r for r in runs if cell(r) != cell(run)])))
         for run in runs]
 
@@ -300,8 +320,8 @@ def report_and_fit_fetch(sources: list[Path], *, write: bool) -> int:
               "(hint: look at matrix.json for the errors)", file=sys.stderr)
         return 2
     fits = fit_fetch_calibrations(runs)
-    hand_ranked = [fetch_ranked_ids(run.observations, {}) for run in runs]
-    fitted_ranked = [fetch_ranked_ids(run.observations, fitted_table(fits)) for run in runs]
+    hand_ranked = [run_ranked_ids(run, {}) for run in runs]
+    fitted_ranked = [run_ranked_ids(run, fitted_table(fits)) for run in runs]
     fired: dict[str, int] = {}
     for run in runs:
         for culprit in fetch_raw_hits(run.observations):

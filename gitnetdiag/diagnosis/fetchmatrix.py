@@ -32,6 +32,7 @@ from gitnetdiag.diagnosis.culprits.download import (
     rank_download,
 )
 from gitnetdiag.diagnosis.matrix import Fit, fit_fired
+from gitnetdiag.diagnosis.observations import BurstResult, HostEvidence
 
 DownloadCulprits = Sequence[tuple[str, str, DownloadDetector]]
 
@@ -48,6 +49,10 @@ class FetchMatrixRun:
     """The download culprit id it should rank first; ``None`` when none should rank."""
     observations: tuple[FetchObservation, ...]
     """Every clone the run observed."""
+    bursts: tuple[BurstResult, ...] = ()
+    """The fetch's bursts (``--burst``), read with ``host`` by ``listen-backlog-overflow``."""
+    host: HostEvidence | None = None
+    """The server's host evidence over the run, None without."""
 
 
 def fetch_raw_hits(observations: Sequence[FetchObservation],
@@ -70,6 +75,13 @@ def fetch_ranked_ids(observations: Sequence[FetchObservation],
                      culprits: DownloadCulprits = DOWNLOAD_CULPRITS) -> list[str]:
     """The download culprits ranked (above the reporting thresholds), first first."""
     return [f.id for f in rank_download(observations, culprits, calibrations=calibrations)]
+
+
+def run_ranked_ids(run: FetchMatrixRun, calibrations: Mapping[str, Calibration] | None,
+                   culprits: DownloadCulprits = DOWNLOAD_CULPRITS) -> list[str]:
+    """:func:`fetch_ranked_ids` of a matrix run, its bursts and host evidence included."""
+    return [f.id for f in rank_download(run.observations, culprits, calibrations=calibrations,
+                                        bursts=run.bursts, host=run.host)]
 
 
 def fit_fetch_calibrations(runs: Sequence[FetchMatrixRun],

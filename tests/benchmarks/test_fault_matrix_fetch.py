@@ -25,6 +25,7 @@ from gitnetdiag.diagnosis.fetchmatrix import (
     fetch_raw_hits,
     fit_fetch_calibrations,
     fitted_table,
+    run_ranked_ids,
 )
 from gitnetdiag.diagnosis.matrix import score_matrix
 from gitnetdiag.diagnosis.observations import CaptureMetrics
@@ -230,3 +231,17 @@ def test_shipped_fetch_table_covers_every_download_culprit() -> None:
     assert MATRIX
     for cal in FETCH_FITTED.values():
         assert cal.positives >= 1 and cal.slope >= 0
+
+
+def test_the_shipped_backlog_runs_rank_the_backlog_from_their_burst_and_host_evidence(
+        ) -> None:
+    """A fetch burst's overflow is seen beside the clones, not in them: the bundle keeps each
+    run's bursts and host evidence, and without them the same clones rank nothing."""
+    index, observations, _ = fmf.read_fetch_matrix(fmf.FETCH_BUNDLE)
+    runs = [run for run in fmf.fetch_runs(index, observations) if run.fault == "tiny-backlog"]
+    assert len(runs) >= 2
+    for run in runs:
+        assert run.bursts and run.host is not None, run.name
+        assert run_ranked_ids(run, {})[:1] == ["listen-backlog-overflow"], run.name
+        assert "listen-backlog-overflow" not in run_ranked_ids(
+            replace(run, bursts=(), host=None), {}), run.name
