@@ -73,9 +73,12 @@ def test_text_data_is_loose_and_deltifies_so_a_push_runs_the_delta_search(
     assert len(pack) < size / 5, len(pack)
     # The delta search is where a CPU-starved client waits: it does work on text data ...
     text_phases = _pack_objects_phases(text.path, text.head_oid, tmp_path / "t.trace")
-    random_phases = _pack_objects_phases(random.path, random.head_oid, tmp_path / "r.trace")
-    assert text_phases["prepare-pack"] > 5 * random_phases["prepare-pack"], (
-        text_phases, random_phases)
+    # ... and next to none on random data: the quickest of three runs, as a scheduler's
+    # delay of a few ms under load (another test beside it) is no work of pack-objects'.
+    random_runs = [_pack_objects_phases(random.path, random.head_oid, tmp_path / f"r{i}.trace")
+                   for i in range(3)]
+    random_prepare = min(phases["prepare-pack"] for phases in random_runs)
+    assert text_phases["prepare-pack"] > 5 * random_prepare, (text_phases, random_runs)
     with pytest.raises(UsageError, match="unknown data kind"):
         generate_repo(tmp_path / "x", size, data="zeros")
 
