@@ -116,7 +116,8 @@ def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
         return render_fetch_html(diagnosis.manifest, diagnosis.observations,
                                  diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing,
                                  diagnosis.ssh_pacing, verdict=diagnosis.verdict,
-                                 failures=diagnosis.measurement_failures)
+                                 failures=diagnosis.measurement_failures,
+                                 bursts=diagnosis.bursts)
     render = {"json": render_fetch_json, "md": render_fetch_markdown}.get(
         fmt, render_fetch_terminal)
     return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings,

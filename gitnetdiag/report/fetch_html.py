@@ -21,6 +21,7 @@ from gitnetdiag.analysis.fetchwindow import DownloadPacing, DownloadWindowSeries
 from gitnetdiag.analysis.sshdownload import SshDownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
+from gitnetdiag.diagnosis.observations import BurstResult
 from gitnetdiag.report.fetch import (
     COLUMNS,
     DIRECTION_LINE,
@@ -32,6 +33,7 @@ from gitnetdiag.report.fetch import (
     SSH_LEDGER_TITLE,
     WIRE_COLUMNS,
     WIRE_TITLE,
+    burst_line,
     fetch_row,
     ledger_row,
     seed_line,
@@ -136,7 +138,8 @@ def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObser
                       pacing: Sequence[DownloadPacing] = (),
                       ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                       verdict: str | None = None,
-                      failures: Sequence[MeasurementFailure] = ()) -> str:
+                      failures: Sequence[MeasurementFailure] = (),
+                      bursts: Sequence[BurstResult] = ()) -> str:
     """One self-contained HTML page (the plot inline, no external resources)."""
     urls = ", ".join(f"{run.protocol} {run.url}" for run in manifest.protocols)
     parts = [
@@ -160,6 +163,9 @@ def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObser
         parts.append("</table>")
     else:
         parts.append("<p>no clone was measured</p>")
+    if bursts:
+        parts.append("<h2>Bursts</h2><ul>" + "".join(
+            f"<li>{_esc(burst_line(burst))}</li>" for burst in bursts) + "</ul>")
     parts.append("<h2>Culprits (download direction)</h2>")
     if findings:
         parts += [_finding(rank, f) for rank, f in enumerate(findings, start=1)]

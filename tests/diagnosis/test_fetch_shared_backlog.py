@@ -90,6 +90,9 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
         ("git", 20, {"timeout": 130})]
     assert "burst git:// x150: 20 ok, 130 failed (timeout 130); 0 SYN and 0 SYN-ACK" \
         in render_fetch(diagnosis, "terminal")
+    page = render_fetch(diagnosis, "html")
+    assert "<h2>Bursts</h2>" in page
+    assert "burst git:// x150: 20 ok, 130 failed (timeout 130)" in page
     (tmp_path / HOST_REPORT_FILE).unlink()
     diagnosis = diagnose_fetch_run(tmp_path)
     assert diagnosis is not None and diagnosis.findings == ()
