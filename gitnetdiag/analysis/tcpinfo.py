@@ -62,9 +62,13 @@ class TcpInfoSummary:
 
 
 def _delta(first: Mapping[str, float], last: Mapping[str, float], key: str) -> float | None:
-    if key not in first or key not in last:
+    """How much a cumulative counter grew, None when the last sample lacks it. ``ss`` leaves
+    out a counter that is still zero (``bytes_sent``, ``bytes_retrans``, ``busy``... of a
+    socket sampled before its first byte), and ``getsockopt`` gives every counter the kernel
+    has: a counter missing from the first sample only started from zero."""
+    if key not in last:
         return None
-    return last[key] - first[key]
+    return last[key] - first.get(key, 0.0)
 
 
 def summarize_samples(samples: Iterable[Mapping[str, Any]]) -> TcpInfoSummary | None:

@@ -62,3 +62,24 @@ def test_a_run_recorded_before_the_rename_gives_its_delivery_rate() -> None:
     for samples in (old, new):
         s = summarize_samples(samples)
         assert s is not None and s.delivery_rate_median_bytes_per_s == 1_300_000
+
+
+def test_a_socket_sampled_before_its_first_byte_counts_its_counters_from_zero() -> None:
+    """``ss`` leaves out counters that are still zero: the HTTP/2 push of a non-root lab run
+    under 2% loss was first sampled during its TLS handshake (no ``bytes_sent``,
+    ``bytes_retrans`` or ``busy``), and its 47,784 B retransmitted of 2,043,753 B sent were
+    lost, so ``packet-loss`` took its 197 kB/s for a loss-free reference and priced itself
+    at 0 s. A counter the last sample lacks stays unknown."""
+    samples = [
+        _sample(0.25, "a:1", snd_mss=524, unacked=1, rcv_ssthresh=64_240),
+        _sample(11.3, "a:1", bytes_acked=1_984_386, bytes_sent=2_043_753, bytes_retrans=47_784,
+                busy_time_us=10_164_000, rwnd_limited_us=0, sndbuf_limited_us=0,
+                total_retrans=34, rtt_us=51_689, min_rtt_us=50_000),
+    ]
+    s = summarize_samples(samples)
+    assert s is not None
+    assert s.retransmitted_bytes == 47_784
+    assert s.retransmission_rate == pytest.approx(47_784 / 2_043_753)
+    assert s.retransmitted_segments == 34
+    assert s.busy_s == pytest.approx(10.164) and s.rwnd_limited_share == 0.0
+    assert s.delivery_rate_median_bytes_per_s is None
