@@ -147,10 +147,25 @@ scrape_configs:
             lambda r: len(r) == 2, 150, "no h2-flow-control-window score for both targets")
         assert by_target(scores)["small-window"] > 0.5, scores
         assert by_target(scores)["healthy"] < 0.5, scores
-        rates = prom.wait("gitnetdiag_last_push_rate_bytes_per_second",
-                          lambda r: len(r) == 6, 60, "no push rate for every protocol")
-        assert {(r["metric"]["target"], r["metric"]["protocol"]) for r in rates} == {
-            (t, p) for t in ("small-window", "healthy") for p in ("h1", "h2", "ssh")}
+        # Every push has a rate, except an HTTP/2 push that libcurl 7.88.1 hung for good
+        # under the 64 KiB window (docs/culprits.md; a fresh-clone run saw it in every cycle
+        # of 55 s): that one must be named hung, with no rate.
+        everything = {(t, p) for t in ("small-window", "healthy") for p in ("h1", "h2", "ssh")}
+
+        def named(vector: Vector) -> set[tuple[str, str]]:
+            return {(r["metric"]["target"], r["metric"]["protocol"]) for r in vector}
+
+        def hung_small_h2() -> bool:
+            return bool(prom.query('gitnetdiag_probe_success{target="small-window",'
+                                   'protocol="h2",error_kind=~"hung|timeout"} == 0'))
+
+        rates = prom.wait(
+            "gitnetdiag_last_push_rate_bytes_per_second",
+            lambda r: named(r) == everything or (
+                everything - named(r) == {("small-window", "h2")} and hung_small_h2()),
+            90, "no push rate (or hung HTTP/2 push) for every protocol")
+        assert named(rates) <= everything
+        assert everything - named(rates) <= {("small-window", "h2")}
         assert all(float(r["value"][1]) > 0 for r in rates), rates
         assert by_target(prom.query('gitnetdiag_verdict{verdict="degraded"}'))[
             "small-window"] == 1.0
