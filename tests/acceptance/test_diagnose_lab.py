@@ -66,7 +66,15 @@ def _check_the_fix(instance: str, fault: str, before: Path, after: Path) -> None
     assert measured > 0 and abs(predicted - measured) / measured <= TOLERANCE, gain
 
 
-@pytest.mark.parametrize("fault", list(FAULT_CULPRIT))
+# slow-auth's pushes sleep in the auth check and its culprit is named from that wait, not
+# a rate; the idle lane is the longer one (968 s against 881 s in a fresh-clone run of
+# 19m13s), so it waits in the busy lane (as its fetch test does).
+_LANES = {"slow-auth": "busy"}
+
+
+@pytest.mark.parametrize("fault", [
+    pytest.param(fault, marks=pytest.mark.lab_lane(_LANES[fault])) if fault in _LANES
+    else fault for fault in FAULT_CULPRIT])
 def test_diagnose_ranks_the_injected_fault_first(fault: str, lab_factory: LabFactory,
                                                  shared_lab: LabFactory,
                                                  tmp_path: Path) -> None:
