@@ -227,11 +227,13 @@ FETCH_SHARED_FAULT_CULPRIT: dict[str, str] = {
 }
 """Push faults that slow or break a clone as well, with the culprit ``--direction fetch``
 must rank first on a lab whose ``main`` serves random data (``fetch_history="random"``):
-the same id and fix as the push's (:data:`FAULT_FIX_NAMES`). ``syn-drop`` needs five clones
-per transport (h1, git): each clone's download connection meets the router's 30% SYN drop on
-its own, and the SYN retransmissions of every clone's capture count (measured 2026-11-26:
-with one clone each, 5 of 8 runs ranked it; with five, 5 of 5 runs did, on 3 to 8 SYN
-retransmissions).
+the same id and fix as the push's (:data:`FAULT_FIX_NAMES`). ``syn-drop`` needs a fetch burst
+(``--burst 40`` over git://, as the push's): each clone's own connection meets the router's
+30% SYN drop only by chance, and the SYN retransmissions of every clone's capture count, but
+with one clone per transport (h1, git) 5 of 8 runs ranked it and with five 5 of 5 did (3 to
+8 SYN retransmissions), until a fresh-clone ``make test`` run whose ten clones all missed
+the drop (p = 0.7^10 = 2.8%) ranked nothing (measured 2026-11-26). A burst's 80 connections
+miss it with p = 0.7^80.
 
 ``tiny-backlog`` needs a fetch burst (``--burst 150``, git://, as the push's
 :data:`FAULT_PROBE_ARGS`): git daemon's backlog of 5 overflows only when more than five
