@@ -4,7 +4,7 @@
     failed        no clone measured a rate, and no failed clone is explained
     inconclusive  a clone failed or stalled and no ranked culprit explains it
     degraded      culprits ranked (failed clones, if any, explained by one of them)
-    healthy       every clone measured, nothing ranks
+    healthy       every clone measured or finished, nothing ranks
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from gitnetdiag.diagnosis.culprits.fetchshared import clone_as_transfer
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
 from gitnetdiag.diagnosis.verdict import EXPLAINED_BY, STALL_KINDS
-from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 
 _HINT = "see the clone's stderr file in the run directory and the run's errors in fetch.json"
 _STALL_HINT = ("a clone that stops moving with nothing ranked: rerun as root so the clone is "
@@ -36,7 +36,10 @@ def judge_fetch(clones: Sequence[FetchObservation], findings: Sequence[Finding]
     rests on (each failed clone once, with the culprit that explains it, if any)."""
     failures = []
     for obs in clones:
-        if obs.measured or obs.outcome == "interrupted":
+        if obs.measured or obs.outcome == "interrupted" or obs.outcome in MEASURED_OUTCOMES:
+            # A clone that finished (or was bounded) did not fail, even when its pack came in
+            # too few progress lines to give a rate (a CPU-starved client's h1 clone of 0.7 MiB
+            # in a fresh-clone run): only the "no clone measured" rule below counts it.
             continue
         transfer = clone_as_transfer(obs)
         kind = transfer.error_kind

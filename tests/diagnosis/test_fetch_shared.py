@@ -403,3 +403,14 @@ def test_a_clamped_window_at_a_long_rtt_stays_the_clamps() -> None:
                                retransmission_rate=0.0, rwnd_limited_share=0.69))
     ids = [f.id for f in rank_download([clamped])]
     assert ids[:2] == ["client-tcp-receive-window-clamp", "path-latency"]
+
+
+def test_a_finished_clone_without_a_rate_is_no_failure() -> None:
+    """A CPU-starved client's HTTP/1.1 clone finished (0.7 MiB) in too few progress lines to
+    give a rate: the old rule listed it as "clone #1 ok (ok); no culprit explains it" and
+    made the run inconclusive. It did not fail; the measured git:// clone decides."""
+    unrated = replace(HEALTHY, protocol="h1", outcome="ok", rate_bytes_per_s=None)
+    measured = replace(HEALTHY, protocol="git")
+    assert judge_fetch((unrated, measured), ()) == ("healthy", ())
+    # With no clone measured at all, the run is still failed, as before.
+    assert judge_fetch((unrated,), ())[0] == "failed"
