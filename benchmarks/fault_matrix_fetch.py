@@ -97,6 +97,9 @@ FETCH_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # git daemon's backlog of 5 overflows only under concurrent connects: the lab test's
     # burst of 150 ls-remotes and connects after one git:// clone.
     "tiny-backlog": ("--burst", "150", "--protocols", "git"),
+    # sshd's MaxStartups 2:100:2 meets concurrent unauthenticated connections only: the
+    # push's burst of 20 over SSH after one SSH clone.
+    "ssh-maxstartups": ("--burst", "20", "--protocols", "ssh"),
 }
 """``--protocols`` per fault (all four otherwise, as the fetch lab test)."""
 

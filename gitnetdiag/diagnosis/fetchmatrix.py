@@ -11,7 +11,7 @@ negatives) and the clones it observed.
   those raw scores (at least :data:`~gitnetdiag.diagnosis.matrix.MIN_FIRED`
   firings, and a fault of the matrix that produces it), or says why it keeps
   its hand weights;
-- :func:`fetch_ranked_ids` ranks the clones' culprits with a given table of
+- :func:`run_ranked_ids` ranks a run's culprits with a given table of
   calibrations (``{}``: the hand weights; a fit; ``None``: the shipped table);
 - TP/FP/FN and the first culprit's accuracy are
   :func:`~gitnetdiag.diagnosis.matrix.score_matrix` and
@@ -70,16 +70,10 @@ def fetch_raw_hits(observations: Sequence[FetchObservation],
     return hits
 
 
-def fetch_ranked_ids(observations: Sequence[FetchObservation],
-                     calibrations: Mapping[str, Calibration] | None,
-                     culprits: DownloadCulprits = DOWNLOAD_CULPRITS) -> list[str]:
-    """The download culprits ranked (above the reporting thresholds), first first."""
-    return [f.id for f in rank_download(observations, culprits, calibrations=calibrations)]
-
-
 def run_ranked_ids(run: FetchMatrixRun, calibrations: Mapping[str, Calibration] | None,
                    culprits: DownloadCulprits = DOWNLOAD_CULPRITS) -> list[str]:
-    """:func:`fetch_ranked_ids` of a matrix run, its bursts and host evidence included."""
+    """The download culprits of a matrix run ranked (above the reporting thresholds),
+    first first: its clones with its bursts and host evidence."""
     return [f.id for f in rank_download(run.observations, culprits, calibrations=calibrations,
                                         bursts=run.bursts, host=run.host)]
 
@@ -95,7 +89,7 @@ def fit_fetch_calibrations(runs: Sequence[FetchMatrixRun],
 
 
 def fitted_table(fits: Mapping[str, Fit]) -> dict[str, Calibration]:
-    """The calibrations of ``fits`` as :func:`fetch_ranked_ids` takes them (the culprits
+    """The calibrations of ``fits`` as :func:`run_ranked_ids` takes them (the culprits
     without one keep their hand weights)."""
     return {culprit_id: fit.calibration for culprit_id, fit in fits.items()
             if fit.calibration is not None}

@@ -224,6 +224,7 @@ FETCH_SHARED_FAULT_CULPRIT: dict[str, str] = {
     "syn-drop": "syn-drop",
     "pmtu-blackhole-client": "path-mtu-blackhole",
     "tiny-backlog": "listen-backlog-overflow",
+    "ssh-maxstartups": "ssh-maxstartups",
 }
 """Push faults that slow or break a clone as well, with the culprit ``--direction fetch``
 must rank first on a lab whose ``main`` serves random data (``fetch_history="random"``):

@@ -37,6 +37,8 @@ PROTOCOLS: dict[str, str] = {
     "pmtu-blackhole-client": "h1",
     # git daemon's backlog of 5 (the GitHub Enterprise 2.0 account): git:// only, as the push.
     "tiny-backlog": "git",
+    # sshd's MaxStartups: the SSH burst after one SSH clone, as the push's.
+    "ssh-maxstartups": "ssh",
 }
 """Two transports each keep a fault under about 30 s."""
 
@@ -48,6 +50,7 @@ EXTRA_ARGS: dict[str, tuple[str, ...]] = {
     # spec.FAULT_PROBE_ARGS).
     "tiny-backlog": ("--burst", "150"),
     "syn-drop": ("--burst", "40"),
+    "ssh-maxstartups": ("--burst", "20"),
 }
 """Further ``diagnose`` arguments of a fault."""
 

@@ -21,7 +21,6 @@ from gitnetdiag.diagnosis.culprits.download import DOWNLOAD_CULPRITS, rank_downl
 from gitnetdiag.diagnosis.culprits.fetchfitted import FETCH_FITTED, FETCH_HAND_WEIGHTED, MATRIX
 from gitnetdiag.diagnosis.fetchmatrix import (
     FetchMatrixRun,
-    fetch_ranked_ids,
     fetch_raw_hits,
     fit_fetch_calibrations,
     fitted_table,
@@ -167,9 +166,8 @@ def test_fit_and_score_on_the_recorded_matrix(tmp_path: Path) -> None:
     assert download.MIN_SCORE < cal.confidence(0.6) < 0.5 < 0.6 < cal.confidence(0.85)
     assert fits["server-pack-generation"].reason == "fired 2 times in the matrix (< 3)"
     assert fits["server-send-buffer"].reason == "no lab fault in the matrix produces it"
-    hand = score_matrix(runs, [fetch_ranked_ids(r.observations, {}) for r in runs])
-    fitted = score_matrix(runs, [fetch_ranked_ids(r.observations, fitted_table(fits))
-                                 for r in runs])
+    hand = score_matrix(runs, [run_ranked_ids(r, {}) for r in runs])
+    fitted = score_matrix(runs, [run_ranked_ids(r, fitted_table(fits)) for r in runs])
     assert (hand[CLAMP].tp, hand[CLAMP].fp, hand[CLAMP].fn) == (4, 3, 0)
     assert (fitted[CLAMP].tp, fitted[CLAMP].fp, fitted[CLAMP].fn) == (4, 3, 0)
     assert fitted["server-pack-generation"].recall == 1.0

@@ -96,3 +96,27 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
     (tmp_path / HOST_REPORT_FILE).unlink()
     diagnosis = diagnose_fetch_run(tmp_path)
     assert diagnosis is not None and diagnosis.findings == ()
+
+
+SSH_CLONE = replace(HEALTHY, protocol="ssh")
+"""One SSH clone that measured: a single connection never meets MaxStartups."""
+SSH_REFUSED = BurstResult(protocol="ssh", concurrency=20, ok=2, port=22,
+                          failed_by_kind={FailureKind.RESET: 18},
+                          connect_p50_s=0.0002, connect_p99_s=0.001, connect_max_s=0.002)
+"""The lab's ``ssh-maxstartups`` (``MaxStartups 2:100:2``) under the push's burst of 20."""
+
+
+def test_a_fetch_burst_refused_by_sshd_ranks_maxstartups() -> None:
+    """sshd's MaxStartups counts connections waiting to authenticate at once: the fetch's
+    SSH burst meets it, as the push's does; the same id and fix, in fetch words."""
+    findings = rank_download([SSH_CLONE], bursts=[SSH_REFUSED])
+    top = findings[0]
+    assert top.id == "ssh-maxstartups"
+    assert "MaxStartups" in top.fix
+    assert "dropped 18 of 20 concurrent SSH connections" in top.summary
+    assert " push" not in top.summary and top.cost_s > 0
+    # Not a backlog's: the SSH burst's refusals are sshd's.
+    assert "listen-backlog-overflow" not in [f.id for f in findings]
+    assert judge_fetch([SSH_CLONE], findings) == ("degraded", ())
+    clean = replace(SSH_REFUSED, ok=20, failed_by_kind={})
+    assert "ssh-maxstartups" not in [f.id for f in rank_download([SSH_CLONE], bursts=[clean])]

@@ -49,7 +49,9 @@ fetch's clones (one after another) never make: ``--burst N`` adds the push's bur
 clones (N ls-remotes at once, the first step of every clone, then N raw connects), and its
 results with the server's host evidence (``host.json``: ListenOverflows, SYN cookies, the
 kernel log, the listeners' backlogs) are the push's (``Observations.bursts`` and ``host``),
-read by ``listen-backlog-overflow`` as on a push.
+read by ``listen-backlog-overflow`` as on a push. sshd's ``MaxStartups`` is met the same
+way: only connections that wait for authentication at once count against it, so the SSH
+burst's refusals (and sshd's log lines) are what ``ssh-maxstartups`` reads, as on a push.
 
 The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
 (``slow-ref-advertisement``); the client's libcurl release is the push's, judged with the
@@ -83,7 +85,8 @@ from gitnetdiag.outcomes import FailureKind
 
 SHARED_CULPRITS: tuple[str, ...] = (
     "packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency", "syn-drop",
-    "listen-backlog-overflow", "firewall-reset", "slow-ref-advertisement", "client-http-stack",
+    "listen-backlog-overflow", "ssh-maxstartups", "firewall-reset", "slow-ref-advertisement",
+    "client-http-stack",
 )
 """Push culprits that do not depend on the direction, run on a fetch's clones.
 ``client-http-stack`` judges the clones with the download's rows of its table of client
