@@ -13,7 +13,7 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.calibration import Calibration
 
 MATRIX = (
-    "48 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
+    "50 runs: 4 runs of 2026-11-26 14:20 UTC, commit 561a678, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:38 UTC, commit 1150b0e, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 14:41 UTC, commit c9a52cb, RTT 20ms and 80ms, 2 "
     "repeats; 4 runs of 2026-11-26 15:04 UTC, commit eb4dba9, RTT 20ms and 80ms, 2 "
@@ -29,7 +29,8 @@ MATRIX = (
     "2026-11-26 22:06 UTC, commit 781b125, RTT 20ms and 80ms, 1 repeat; 2 runs of "
     "2026-11-26 22:06 UTC, commit 781b125, RTT 20ms and 80ms, 1 repeat; 4 runs of "
     "2026-11-26 22:44 UTC, commit 2a1be70, RTT 20ms and 80ms, 1 repeat; 2 runs of "
-    "2026-11-26 23:38 UTC, commit 12fba63+dirty, RTT 20ms and 80ms, 1 repeat"
+    "2026-11-26 23:38 UTC, commit 12fba63+dirty, RTT 20ms and 80ms, 1 repeat; 2 runs "
+    "of 2026-11-27 01:31 UTC, commit 31c6828, RTT 20ms and 80ms, 1 repeat"
 )
 """The fetch fault-matrix run these values come from."""
 
