@@ -64,6 +64,17 @@ class DownloadTcpSummary:
     payload): 536 until a larger one arrives."""
     advmss_bytes: int | None = None
     """The MSS the socket advertised (``advmss``): the payload of a full-size segment."""
+    peer_mss_bytes: int | None = None
+    """The MSS the socket sends with (``snd_mss``): the server's MSS option, capped by the
+    client's own path. A server with a smaller MSS than ``advmss`` (a 1400 B MTU, a
+    tunnel) never sends a segment above it, path hole or not."""
+
+    @property
+    def full_segment_bytes(self) -> int | None:
+        """The payload of a full-size segment from the server: the smaller of the two MSS
+        the ends announced, when known."""
+        known = [m for m in (self.advmss_bytes, self.peer_mss_bytes) if m]
+        return min(known) if known else None
 
     @property
     def out_of_order_share(self) -> float | None:
@@ -122,6 +133,7 @@ def summarize_download(samples: Iterable[Mapping[str, Any]]) -> DownloadTcpSumma
         out_of_order_segments=_out_of_order(counters),
         rcv_mss_max_bytes=_largest(counters, "rcv_mss"),
         advmss_bytes=_largest(counters, "advmss"),
+        peer_mss_bytes=_largest(counters, "snd_mss"),
     )
 
 

@@ -29,8 +29,9 @@ class BurstSide:
     """Connections opened at once."""
     failed: int
     """Failed operations."""
-    syn_retransmissions: int
-    """SYN and SYN-ACK retransmissions seen on the burst's connections."""
+    syn_retransmissions: int | None
+    """SYN and SYN-ACK retransmissions seen on the burst's connections; None when no
+    capture of the burst was analysed (not counted)."""
     connect_p50_s: float | None
     """Median TCP connect time."""
     connect_p99_s: float | None
@@ -58,7 +59,8 @@ def burst_side(burst: BurstResult, rtt: float | None, *, syn: bool = True) -> Bu
     """One run's burst, with the seconds a connection lost in it."""
     return BurstSide(
         concurrency=burst.concurrency, failed=burst.failed,
-        syn_retransmissions=burst.syn_retransmissions + burst.synack_retransmissions,
+        syn_retransmissions=burst.syn_retransmissions + burst.synack_retransmissions
+        if burst.handshakes_counted else None,
         connect_p50_s=burst.connect_p50_s, connect_p99_s=burst.connect_p99_s,
         lost_s=burst_cost_s(burst, rtt, syn=syn))
 

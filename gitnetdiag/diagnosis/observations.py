@@ -421,6 +421,10 @@ class BurstResult:
     """SYN-ACKs retransmitted by the server."""
     resets: int = 0
     """RSTs seen on the burst's connections."""
+    handshakes_counted: bool = True
+    """Whether a capture of the burst was analysed. Without one (not root, no capture, an
+    unreadable one) the three counts above are unknown: left 0, so they are never evidence,
+    and reports say "not counted", never 0."""
 
     @property
     def failed(self) -> int:

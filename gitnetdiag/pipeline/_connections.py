@@ -77,14 +77,14 @@ def percentile(values: Sequence[float], q: float) -> float | None:
 
 
 def burst_result(burst: BurstRecord, endpoint: str,
-                 connections: Iterable[ConnectionAnalysis]) -> BurstResult:
+                 connections: Iterable[ConnectionAnalysis] | None) -> BurstResult:
     """A probe's burst (a push's or a fetch's) as the engine's :class:`BurstResult`: its
     failures by kind, connect and ls-remote times, and the handshake trouble of its
-    capture's ``connections`` (none without a capture)."""
+    capture's ``connections`` (``None``: no capture analysed, the counts unknown)."""
     failed = count_by_kind(op.failure_kind or FailureKind.OTHER
                            for op in burst.ops if not op.ok)
     connects = [c.connect_s for c in burst.connects if c.connect_s is not None]
-    tally = handshake_tally(connections)
+    tally = handshake_tally(connections or ())
     walls = [op.wall_s for op in burst.ops if op.ok]
     port = int(endpoint.rsplit(":", 1)[1]) if ":" in endpoint else None
     return BurstResult(
@@ -96,4 +96,5 @@ def burst_result(burst: BurstRecord, endpoint: str,
         duration_p50_s=statistics.median(walls) if walls else None,
         syn_retransmissions=tally.syn_retransmissions,
         synack_retransmissions=tally.synack_retransmissions, resets=tally.resets,
+        handshakes_counted=connections is not None,
     )

@@ -125,9 +125,13 @@ def download_capture_metrics(conn: ConnectionAnalysis, label: str,
         median_rtt_s=tcp.median_rtt_s if tcp else None,
         mss_bytes=min(mss) if mss else None, handshake_seen=hs.window_scale_known,
         window_scale=client.window_scale if hs.window_scaling else None,
-        advertised_window_max_bytes=client.max_window_bytes or None,
+        # Without the handshake the window's scale is unknown and the raw field is no size:
+        # the client's TCP_INFO speaks for its window, and the share stays unknown.
+        advertised_window_max_bytes=(client.max_window_bytes or None)
+        if hs.window_scale_known else (tcp.advertised_window_max_bytes if tcp else None),
         rwnd_limited_share=receiver_window_limited_share(
-            conn.series, hs.rtt_s or (tcp.min_rtt_s if tcp else None)),
+            conn.series, hs.rtt_s or (tcp.min_rtt_s if tcp else None))
+        if hs.window_scale_known else None,
         retransmitted_bytes=server.retransmitted_bytes,
         retransmission_rate=server.loss_rate,
         timeout_retransmissions=server.timeout_retransmissions,
@@ -212,13 +216,13 @@ def _burst(run_dir: Path, burst: BurstRecord, endpoint: str) -> BurstResult:
     from gitnetdiag.errors import GitnetdiagError
     from gitnetdiag.pipeline._connections import burst_result
 
-    connections: tuple[ConnectionAnalysis, ...] = ()
+    connections: tuple[ConnectionAnalysis, ...] | None = None
     if burst.capture is not None and (run_dir / burst.capture).is_file():
         try:
             connections = tuple(analyze_capture(run_dir / burst.capture,
                                                 own_capture=True).connections)
         except GitnetdiagError:
-            connections = ()
+            connections = None  # unreadable: the handshakes were not counted
     return burst_result(burst, endpoint, connections)
 
 

@@ -497,7 +497,7 @@ def _burst(run_dir: Path, burst: Any, endpoint: str,
     read: Noted[CaptureAnalysis | None] = Noted(value=None)
     if burst.capture:
         read = _analyze(run_dir / burst.capture, progress, burst.protocol)
-    connections = read.value.connections if read.value else ()
+    connections = read.value.connections if read.value else None
     return Noted(notes=read.notes, problems=read.problems,
                  value=burst_result(burst, endpoint, connections))
 

@@ -93,6 +93,10 @@ def _connect(side: BurstSide) -> str:
     return f"{fmt_s(side.connect_p50_s)} / {fmt_s(side.connect_p99_s)}"
 
 
+def _count(value: int | None) -> str:
+    return "not counted" if value is None else str(value)
+
+
 def burst_rows(pair: PairComparison) -> list[tuple[str, ...]]:
     """One row per protocol whose connections were burst in both runs."""
     return [(f"{row.label} x{row.before.concurrency}"
@@ -100,7 +104,7 @@ def burst_rows(pair: PairComparison) -> list[tuple[str, ...]]:
                 else f" / x{row.after.concurrency}"),
              f"{row.before.failed} of {row.before.concurrency}",
              f"{row.after.failed} of {row.after.concurrency}",
-             str(row.before.syn_retransmissions), str(row.after.syn_retransmissions),
+             _count(row.before.syn_retransmissions), _count(row.after.syn_retransmissions),
              _connect(row.before), _connect(row.after),
              f"{fmt_s(row.before.lost_s)} -> {fmt_s(row.after.lost_s)}")
             for row in pair.bursts]

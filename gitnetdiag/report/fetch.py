@@ -75,8 +75,9 @@ def burst_line(burst: BurstResult) -> str:
     return (f"burst {PROTOCOL_LABELS.get(burst.protocol, burst.protocol)} "
             f"x{burst.concurrency}: {burst.ok} ok" + (f", {burst.failed} failed ({failed})"
                                                      if burst.failed else "")
-            + f"; {burst.syn_retransmissions} SYN and {burst.synack_retransmissions} SYN-ACK "
-            "retransmissions"
+            + (f"; {burst.syn_retransmissions} SYN and {burst.synack_retransmissions} SYN-ACK "
+               "retransmissions" if burst.handshakes_counted
+               else "; SYN and SYN-ACK retransmissions not counted (no capture analysed)")
             + (f", connect max {fmt_quantity(burst.connect_max_s, 's')}"
                if burst.connect_max_s is not None else ""))
 
@@ -284,8 +285,16 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
         "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
                           if key not in ("t_s", "cumulative_bytes")} for p in pacing],
         "ssh_downloads": to_jsonable(list(ssh_pacing)),
-        "bursts": to_jsonable(list(bursts)),
+        "bursts": [_burst_json(burst) for burst in bursts],
     }
+
+
+def _burst_json(burst: BurstResult) -> dict[str, Any]:
+    """A burst; its handshake counts null when no capture was analysed (unknown, not 0)."""
+    data: dict[str, Any] = to_jsonable(burst)
+    if not burst.handshakes_counted:
+        data.update(syn_retransmissions=None, synack_retransmissions=None, resets=None)
+    return data
 
 
 def _sender_shares(obs: FetchObservation) -> dict[str, float | None]:

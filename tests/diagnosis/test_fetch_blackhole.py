@@ -96,3 +96,27 @@ def test_healthy_clone_keeps_no_finding() -> None:
     healthy: FetchObservation = replace(HEALTHY, tcp=replace(TCP, rcv_mss_max_bytes=1448,
                                                               advmss_bytes=1448))
     assert rank_download([healthy]) == ()
+
+
+def test_no_black_hole_from_what_a_stall_elsewhere_also_shows() -> None:
+    """A second read found three stalls this detector took for a hole (2026-11-27):
+    - a server that hung before its pack: nothing above the kernel's first estimate of
+      536 B ever arrived, which says no larger segment came, not that none could;
+    - a server still counting objects when the clone stalled: its pack was not ready, and
+      the counting progress itself got through;
+    - a server whose own MSS is smaller than the client's (a 1400 B MTU at its end): its
+      largest segments are full-size for it (TCP_INFO ``snd_mss`` gives its MSS)."""
+    initial = replace(STALLED, protocol="git", moved_bytes=700,
+                      tcp=replace(STARVED_TCP, received_bytes=700, rcv_mss_max_bytes=536))
+    counting = replace(STALLED, last_line="remote: Counting objects:  12% (5/41)")
+    small_server = replace(STALLED, moved_bytes=200_000, tcp=replace(
+        STARVED_TCP, received_bytes=200_000, rcv_mss_max_bytes=1308, peer_mss_bytes=1308))
+    for clone in (initial, counting, small_server):
+        findings = rank_download([clone])
+        assert "path-mtu-blackhole" not in [f.id for f in findings], clone
+        assert judge_fetch([clone], findings)[0] == "failed"
+    # The lab's hole, with the server's MSS known (1448 B, as the client's): still named.
+    lab = replace(STALLED, tcp=replace(STARVED_TCP, peer_mss_bytes=1448))
+    assert [f.id for f in rank_download([lab])][:1] == ["path-mtu-blackhole"]
+    done_counting = replace(STALLED, last_line="remote: Counting objects: 100% (41/41), done.")
+    assert [f.id for f in rank_download([done_counting])][:1] == ["path-mtu-blackhole"]

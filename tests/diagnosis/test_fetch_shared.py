@@ -74,6 +74,9 @@ def test_a_queue_in_front_of_a_full_link_ranks_bandwidth_limit() -> None:
     assert [f.id for f in findings][:1] == ["bandwidth-limit"]
     assert "Not a misconfiguration" in findings[0].fix
     assert "clone" in findings[0].summary and "push " not in findings[0].summary
+    # TCP_INFO alone gives no window-bound share: cited as not measured, never as 0.
+    (share,) = [e for e in findings[0].evidence if "receive-window-limited" in e.what]
+    assert share.value is None and share.text.startswith("not measured")
 
 
 def test_no_queue_is_no_bandwidth_limit() -> None:

@@ -88,7 +88,11 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
     report = json.loads(render_fetch(diagnosis, "json"))
     assert [(b["protocol"], b["ok"], b["failed_by_kind"]) for b in report["bursts"]] == [
         ("git", 20, {"timeout": 130})]
-    assert "burst git:// x150: 20 ok, 130 failed (timeout 130); 0 SYN and 0 SYN-ACK" \
+    # No capture (``capture=None``): the handshakes were not counted, which is not 0.
+    assert [(b["syn_retransmissions"], b["handshakes_counted"]) for b in report["bursts"]] \
+        == [(None, False)]
+    assert ("burst git:// x150: 20 ok, 130 failed (timeout 130); SYN and SYN-ACK "
+            "retransmissions not counted (no capture analysed)") \
         in render_fetch(diagnosis, "terminal")
     page = render_fetch(diagnosis, "html")
     assert "<h2>Bursts</h2>" in page

@@ -147,3 +147,21 @@ def test_a_black_hole_towards_the_client_leaves_only_small_segments(tmp_path: Pa
     (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-h1-2.pcap")).connections
     assert download_capture_metrics(conn, "fetch h1 #2", tcp).max_received_segment_bytes == 986
     assert download_capture_metrics(conn, "fetch h1 #2", None).max_received_segment_bytes is None
+
+
+def test_without_the_handshake_the_window_is_no_size(tmp_path: Path) -> None:
+    """A capture that starts mid-clone (no SYN, no SYN-ACK): the window field's scale is
+    unknown, so neither the client's window nor the window-bound share is read from it; the
+    client's TCP_INFO gives its window."""
+    conv = Conversation(server=("10.0.0.2", 443))
+    for _ in range(300):
+        conv.segment("s", "A", dt_s=0.0005, payload=MSS, win=502)
+        conv.segment("c", "A", dt_s=0.0001, win=502)
+    (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-h1-1.pcap")).connections
+    assert not conn.handshake.window_scale_known
+    tcp = DownloadTcpSummary(source="ss -tin", samples=10, span_s=1.0, received_bytes=434_400,
+                             advertised_window_max_bytes=4_000_000, receive_buffer_max_bytes=None,
+                             rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.05)
+    metrics = download_capture_metrics(conn, "fetch h1 #1", tcp)
+    assert metrics.rwnd_limited_share is None
+    assert metrics.advertised_window_max_bytes == 4_000_000

@@ -125,3 +125,22 @@ def test_every_format_shows_the_bursts_side_by_side() -> None:
     (burst,) = data["pairs"][0]["bursts"]
     assert burst["before"]["syn_retransmissions"] == 140 and burst["after"]["failed"] == 0
     assert data["pairs"][0]["gain"]["protocol"] == "git"
+
+
+def test_a_burst_without_a_capture_shows_its_handshakes_not_counted() -> None:
+    """A burst run without root has no capture: its SYN retransmissions are unknown, shown
+    as such in every format (null in JSON), never as 0."""
+    slow = examples.git_daemon_backlog()
+    uncounted = replace(slow.bursts[0], ok=150, failed_by_kind={}, syn_retransmissions=0,
+                        synack_retransmissions=0, handshakes_counted=False)
+    comparison = compare([diagnose(slow), diagnose(replace(slow, bursts=(uncounted,),
+                                                           host=None))],
+                         ["runs/before", "runs/after"])
+    for fmt in ("terminal", "md", "html"):
+        text = (render_compare_terminal(comparison, width=240) if fmt == "terminal"
+                else COMPARE_RENDERERS[fmt](comparison))
+        assert "not counted" in text, fmt
+    data = json.loads(COMPARE_RENDERERS["json"](comparison))
+    (burst,) = data["pairs"][0]["bursts"]
+    assert burst["before"]["syn_retransmissions"] == 140
+    assert burst["after"]["syn_retransmissions"] is None

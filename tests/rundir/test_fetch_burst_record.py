@@ -60,3 +60,25 @@ def test_a_burst_capture_outside_the_run_directory_is_refused(tmp_path: Path) ->
         capture="../../etc/passwd")))
     with pytest.raises(GitnetdiagError, match=r"burst\.capture"):
         load_fetch_manifest(tmp_path)
+
+
+@pytest.mark.parametrize(("field", "value", "message"), [
+    ("endpoint", "198.18.2.2:9418x", r"endpoint '198\.18\.2\.2:9418x' is not host:port"),
+    ("endpoint", "no-port", r"is not host:port"),
+    ("burst-protocol", "ftp", r"unknown protocol 'ftp'"),
+    ("protocol", "gopher", r"unknown protocol 'gopher'"),
+])
+def test_a_bad_endpoint_or_protocol_is_a_bad_run_directory(
+        tmp_path: Path, field: str, value: str, message: str) -> None:
+    """Read back, these reached ``int(port)`` (a traceback under ``report``) or a detector
+    keyed on a protocol it does not know: one ``bad-run-dir`` line instead."""
+    path = write_fetch_manifest(tmp_path, manifest(BURST))
+    data = json.loads(path.read_text())
+    run = data["protocols"][0]
+    if field == "burst-protocol":
+        run["burst"]["protocol"] = value
+    else:
+        run[field] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(GitnetdiagError, match=message):
+        load_fetch_manifest(tmp_path)

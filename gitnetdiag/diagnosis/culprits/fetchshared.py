@@ -120,7 +120,7 @@ def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
         min_rtt_s=tcp.min_rtt_s, median_rtt_s=tcp.median_rtt_s, handshake_seen=False,
         advertised_window_max_bytes=tcp.advertised_window_max_bytes,
         out_of_order_share=tcp.out_of_order_share,
-        mss_bytes=tcp.advmss_bytes, max_received_segment_bytes=tcp.rcv_mss_max_bytes,
+        mss_bytes=tcp.full_segment_bytes, max_received_segment_bytes=tcp.rcv_mss_max_bytes,
         self_limited_share=obs.idle_share)
 
 

@@ -15,6 +15,8 @@ TCP_INFO (``rcv_mss`` against ``advmss``).
 
 from __future__ import annotations
 
+import re
+
 from gitnetdiag.diagnosis.culprits._common import (
     MIN_RTO_S,
     Hit,
@@ -35,6 +37,10 @@ MAX_PATH_MSS_BYTES = 9216 - 40
 """The largest MSS a path through routers carries: Ethernet jumbo frames of up to 9216 B
 less the IPv4 and TCP headers. Above it (loopback's 65,483 B) the receiver's segments are
 sized by what the sender wrote, not by a link: no black hole to read from their size."""
+TCP_MSS_DEFAULT_BYTES = 536
+"""The receiver's first estimate of the largest segment (Linux ``TCP_MSS_DEFAULT``, RFC 879):
+``rcv_mss`` stays there until a larger segment arrives, so at 536 B it says nothing was
+larger, not that the path carries 536 B and no more."""
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Push failures a black hole causes: the upload stops moving, nothing resets it."""
 
@@ -70,11 +76,27 @@ RECEIVER_FIX = (
 
 
 def starved(c: CaptureMetrics) -> bool:
-    """The receiver's view: every segment that arrived was well below the MSS it advertised
-    (no full-size segment ever got through)."""
+    """The receiver's view: segments above the kernel's first estimate arrived (the path
+    carries mid-size packets), yet every one was well below the full size the two ends
+    agreed (no full-size segment ever got through)."""
     return (c.max_received_segment_bytes is not None and c.mss_bytes is not None
+            and c.max_received_segment_bytes > TCP_MSS_DEFAULT_BYTES
             and c.max_received_segment_bytes + MSS_HEADROOM_BYTES < c.mss_bytes
             <= MAX_PATH_MSS_BYTES)
+
+
+PREPARING = re.compile(r"(Enumerating|Counting) objects:\s+\d+%(?!.*done)")
+"""The server's last progress line while it was still counting the objects to send: the
+pack was not ready, so a stall there is the server's (``server-pack-generation``), not
+segments lost on the way (the counting progress itself got through)."""
+
+
+def _stalled_while_sending(obs: Observations, name: str) -> bool:
+    """Some stalled transfer of ``name`` had its pack ready to flow (the server done
+    counting, or no progress seen at all)."""
+    return any((push.error_kind or "other") in STALL_KINDS
+               and not PREPARING.search(push.error_message or "")
+               for push in obs.protocols[name].pushes if not push.ok)
 
 
 def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
@@ -118,6 +140,7 @@ def _starved_hit(obs: Observations) -> Hit | None:
         if (p := obs.protocols.get(name)) is not None
         and p.capture is not None
         and starved(p.capture)
+        and _stalled_while_sending(obs, name)
         and (costs := failure_cost_s(obs, name, set(STALL_KINDS)))[1]
     ]
     if not hits:

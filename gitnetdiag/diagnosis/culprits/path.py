@@ -376,11 +376,17 @@ def _queue_evidence(name: str, rate: float, cap: CaptureMetrics,
         ),
         Evidence(
             what=f"{label(name)}: sender receive-window-limited",
-            value=cap.rwnd_limited_share or 0.0,
+            value=cap.rwnd_limited_share,
             unit="ratio",
             threshold=RWND_LIMITED_SHARE,
             comparison="<",
             basis="the window does not hold the sender back",
+            source=cap.source,
+        )
+        if cap.rwnd_limited_share is not None
+        else Evidence(
+            what=f"{label(name)}: sender receive-window-limited",
+            text="not measured (no capture with its handshake, no sender's socket)",
             source=cap.source,
         ),
         Evidence(
