@@ -39,6 +39,8 @@ FAR = {"rtt_ms": 250.0}
 """The ``far`` case: the healthy lab at 250 ms RTT."""
 PRODUCT = {"nginx": "nginx/1.22", "caddy": "Caddy", "h2o": "h2o/2.2",
            "trafficserver": "ATS/9."}
+HUNG_ATTEMPTS = 3
+"""Diagnoses at most, while each one's HTTP/2 push is proved hung by the client (below)."""
 KNOWN_AS = {"caddy": "go"}
 """The knowledge-base entry each lab edge is identified as, where its id differs."""
 
@@ -78,18 +80,21 @@ def test_edge_is_named_and_ranked(edge: str, fault: str, culprit: str | None,
         assert server["ssh_banner"].startswith("SSH-2.0-OpenSSH"), server
     culprits = report["culprits"]
     ids = [c["id"] for c in culprits]  # type: ignore[attr-defined]
-    if ids and ids[0] == "client-http-stack":
+    for attempt in range(2, HUNG_ATTEMPTS + 1):
+        if not ids or ids[0] != "client-http-stack":
+            break
         # git's libcurl 7.88.1 left the HTTP/2 push hung (its upload bug, fixed in curl 8.2),
         # and the decrypted frames prove it was the client (stream credit left, no
         # END_STREAM), not the edge. It strikes at a wait for WINDOW_UPDATE, so most often
-        # under a small window: seen in 2 of 3 full runs of nginx-h2-small-window here.
+        # under a small window: seen in 2 of 3 full runs of nginx-h2-small-window here, and
+        # twice in a row in a fresh-clone run of 2026-11-27.
         evidence = [e["what"] for e in culprits[0]["evidence"]]  # type: ignore[index]
         assert any(what.endswith("stream send credit left") for what in evidence), evidence
         if culprit is None:
             assert ids == ["client-http-stack"], ids  # nothing of the (healthy) edge's
             return
         # A push that hung has no rate to rank the window by: measure once more.
-        run = tmp_path / "run-again"
+        run = tmp_path / f"run-{attempt}"
         report = _diagnose(state.instance, run, far=far)
         culprits = report["culprits"]
         ids = [c["id"] for c in culprits]  # type: ignore[attr-defined]
