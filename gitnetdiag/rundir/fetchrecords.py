@@ -17,8 +17,8 @@ from typing import Any, Literal
 
 from gitnetdiag.outcomes import FailureKind, PushOutcome
 from gitnetdiag.rundir.manifest import (
-    PROTOCOL_NAMES,
     bad_run_dir,
+    check_names,
     inside,
     read_json_object,
     write_json_atomically,
@@ -287,21 +287,6 @@ def write_fetch_manifest(run_dir: Path, manifest: FetchManifest) -> Path:
     return write_json_atomically(run_dir / FETCH_FILE, manifest)
 
 
-def _check_names(run: FetchProtocolRun) -> None:
-    """A protocol (the run's, its clones', its burst's) gitnetdiag knows, and an endpoint
-    with a port: what the push manifest's loader checks too."""
-    names = [run.protocol, *(record.protocol for record in run.fetches)]
-    if run.burst is not None:
-        names.append(run.burst.protocol)
-    unknown = sorted(set(names) - set(PROTOCOL_NAMES))
-    if unknown:
-        raise Malformed(f"fetch.{run.protocol} has unknown protocol {unknown[0]!r} "
-                        f"(one of {', '.join(PROTOCOL_NAMES)})")
-    host, _, port = run.endpoint.rpartition(":")
-    if not host or not port.isdigit():
-        raise Malformed(f"fetch.{run.protocol}.endpoint {run.endpoint!r} is not host:port")
-
-
 def load_fetch_manifest(run_dir: Path) -> FetchManifest | None:
     """``fetch.json`` of a run directory, None when the run fetched nothing; ``bad-run-dir``
     when it is not one (wrong schema, wrong types, an artifact path leaving ``run_dir``)."""
@@ -313,7 +298,10 @@ def load_fetch_manifest(run_dir: Path) -> FetchManifest | None:
     try:
         manifest = from_jsonable(FetchManifest, data, where="fetch", unknown="ignore")
         for run in manifest.protocols:
-            _check_names(run)
+            names = [run.protocol, *(record.protocol for record in run.fetches)]
+            if run.burst is not None:
+                names.append(run.burst.protocol)
+            check_names(names, run.endpoint, f"fetch.{run.protocol}")
             for record in run.fetches:
                 for kind, relative in record.artifacts.items():
                     inside(run_dir, relative, f"fetch.{run.protocol}[{record.repeat}].{kind}")

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import math
 import os
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -114,6 +115,18 @@ def _check_pushes(manifest: RunManifest) -> None:
                                     f"{push.outcome!r}, got {getattr(push, name)!r}")
 
 
+def check_names(names: Iterable[str], endpoint: str, where: str) -> None:
+    """Raise ``Malformed`` for a protocol gitnetdiag does not know among ``names`` (a run's,
+    its transfers', its burst's) or an ``endpoint`` that is not ``host:port``."""
+    unknown = sorted(set(names) - set(PROTOCOL_NAMES))
+    if unknown:
+        raise Malformed(f"{where} has unknown protocol {unknown[0]!r} "
+                        f"(one of {', '.join(PROTOCOL_NAMES)})")
+    host, _, port = endpoint.rpartition(":")
+    if not host or not port.isdigit():
+        raise Malformed(f"{where}.endpoint {endpoint!r} is not host:port")
+
+
 def check_values(run_dir: Path, manifest: RunManifest) -> None:
     """Raise ``ValueError`` for values the types allow but the run cannot have: an
     unknown protocol, an endpoint without a port, an artifact path leaving ``run_dir``,
@@ -121,17 +134,10 @@ def check_values(run_dir: Path, manifest: RunManifest) -> None:
     check_numbers(manifest, "manifest")
     _check_pushes(manifest)
     for index, run in enumerate(manifest.protocols):
-        where = f"manifest.protocols[{index}]"
         names = [run.protocol, *(push.protocol for push in run.pushes)]
         if run.burst is not None:
             names.append(run.burst.protocol)
-        unknown = sorted(set(names) - set(PROTOCOL_NAMES))
-        if unknown:
-            raise Malformed(f"{where} has unknown protocol {unknown[0]!r} "
-                            f"(one of {', '.join(PROTOCOL_NAMES)})")
-        host, _, port = run.endpoint.rpartition(":")
-        if not host or not port.isdigit():
-            raise Malformed(f"{where}.endpoint {run.endpoint!r} is not host:port")
+        check_names(names, run.endpoint, f"manifest.protocols[{index}]")
     for run in manifest.protocols:
         for push in run.pushes:
             where = f"protocols.{run.protocol}.pushes[{push.repeat}]"
