@@ -129,6 +129,21 @@ class HttpExchange:
     """The response's ``server`` header, None when it had none."""
     push: int = 0
     """Which push of the protocol (1-based repeat; 0 when unknown)."""
+    content_length_bytes: int | None = None
+    """The request's ``Content-Length``; None when it sent none (a streamed body: chunked
+    on HTTP/1.1, a body of unknown length on HTTP/2) or the trace does not show it."""
+    streamed: bool = False
+    """The request sent a body without a ``Content-Length`` (git streams every pack above
+    ``http.postBuffer``)."""
+    body_sent_bytes: int | None = None
+    """Request-body bytes the trace shows sent (``=> Send data``); None when not shown."""
+    silence_before_close_s: float | None = None
+    """Seconds from the last byte sent or received on this request to the end of the
+    transfer when the server side closed it early (curl's "transfer closed with
+    outstanding read data", an HTTP/2 stream reset, a connection died); None otherwise."""
+    ending: str = ""
+    """curl's own words for how the request ended when it did not end cleanly
+    (``transfer closed with outstanding read data remaining``), else empty."""
 
     @property
     def kind(self) -> str:
@@ -371,6 +386,35 @@ class SshLedger:
 
 
 @dataclass(frozen=True, kw_only=True)
+class BodyLimitProbe:
+    """What the server (or its edge) answered to POSTs of the pack's kind (same path) of
+    chosen sizes and framings, from the native probe: the request-body limit bracketed
+    with ``Expect: 100-continue`` (headers only, no body beyond a few bytes sent), and a
+    streamed body beside one with a ``Content-Length``. Never creates a ref."""
+
+    source: str
+    """Where it comes from (``native body probe of HOST:PORT``)."""
+    requests: int = 0
+    """Requests made."""
+    largest_accepted_bytes: int | None = None
+    """Largest ``Content-Length`` the server accepted (``100 Continue`` or no refusal);
+    None when none was."""
+    smallest_refused_bytes: int | None = None
+    """Smallest ``Content-Length`` the server refused for its size; None when none was."""
+    refused_status: int | None = None
+    """The status of those refusals (413); None when they were closes without a status."""
+    sized_status: int | None = None
+    """Status to a small POST with a ``Content-Length``; None when no answer came."""
+    streamed_status: int | None = None
+    """Status to the same small POST streamed without a ``Content-Length``; None when no
+    answer came (see :attr:`streamed_reset`)."""
+    streamed_reset: bool = False
+    """The streamed POST was reset or closed right after its headers, with no status."""
+    server: str | None = None
+    """The ``server`` header of the refusals, None when they had none."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProtocolObservation:
     """Everything measured for one transport."""
 
@@ -391,6 +435,9 @@ class ProtocolObservation:
     """Bytes in flight vs advertised window over time."""
     http_requests: tuple[HttpExchange, ...] = ()
     """Every HTTP request git's pushes made, in order, with its status (``h1``/``h2``)."""
+    body_limit: BodyLimitProbe | None = None
+    """The native probe's answers to POSTs of the pack's kind by size and framing
+    (``h1``/``h2``; None when it did not run)."""
 
 
 @dataclass(frozen=True, kw_only=True)
