@@ -32,7 +32,7 @@ from gitnetdiag.diagnosis.observations import (
 )
 from gitnetdiag.diagnosis.servers import answering_server
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
-from gitnetdiag.diagnosis.verdict import headline_prefix, judge, supported
+from gitnetdiag.diagnosis.verdict import failure_headline, headline_prefix, judge, supported
 from gitnetdiag.outcomes import FailureKind
 
 MIN_IMPACT_S = 0.5
@@ -137,7 +137,10 @@ def diagnose(
     )
     judgement = judge(obs, kept)
     headline = _headline(kept, summaries)
-    if judgement.verdict in ("inconclusive", "failed"):
+    failing = failure_headline(judgement, kept, obs)
+    if judgement.verdict == "failed" and failing is not None:
+        headline = failing
+    elif judgement.verdict in ("inconclusive", "failed"):
         prefix = headline_prefix(judgement)
         headline = prefix if judgement.verdict == "failed" and not kept else f"{prefix} {headline}"
     return Diagnosis(

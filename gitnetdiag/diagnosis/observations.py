@@ -135,8 +135,6 @@ class HttpExchange:
     streamed: bool = False
     """The request sent a body without a ``Content-Length`` (git streams every pack above
     ``http.postBuffer``)."""
-    body_sent_bytes: int | None = None
-    """Request-body bytes the trace shows sent (``=> Send data``); None when not shown."""
     silence_before_close_s: float | None = None
     """Seconds from the last byte sent or received on this request to the end of the
     transfer when the server side closed it early (curl's "transfer closed with

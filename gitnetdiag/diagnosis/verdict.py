@@ -54,6 +54,13 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
     "ssh-maxstartups": frozenset({FailureKind.RESET, *REFUSALS}),
     "listen-backlog-overflow": frozenset({FailureKind.RESET, *REFUSALS}),
     "edge-backend-errors": frozenset({FailureKind.HTTP_STATUS}),
+    "h2-frame-settings": frozenset({FailureKind.RESET, FailureKind.OTHER}),
+    "request-body-limit": frozenset({FailureKind.HTTP_STATUS, FailureKind.RESET,
+                                     FailureKind.OTHER}),
+    "streamed-body-refused": frozenset({FailureKind.HTTP_STATUS, FailureKind.RESET,
+                                        FailureKind.OTHER}),
+    "edge-idle-timeout": frozenset({FailureKind.RESET, FailureKind.OTHER,
+                                    FailureKind.TIMEOUT}),
 }
 """Culprits whose evidence is a failed request or connection, with the push failure kinds
 they explain."""
@@ -285,19 +292,37 @@ def _explaining(obs: Observations, name: str, findings: Sequence[Finding]) -> st
     return None
 
 
+def is_failing(p: ProtocolObservation | None) -> bool:
+    """Every push of the protocol failed, and not by stalling (a stall bounded by the probe
+    measured the path) nor by an interruption: git itself gave up on the transfer."""
+    if p is None or not p.pushes:
+        return False
+    return all(not push.ok and push.error_kind not in STALL_KINDS
+               and push.error_kind != FailureKind.INTERRUPTED
+               and push.error_kind is not None for push in p.pushes)
+
+
+def failing_protocols(obs: Observations, requested: Sequence[str]) -> tuple[str, ...]:
+    """The requested protocols whose transfers fail (:func:`is_failing`)."""
+    return tuple(name for name in requested if is_failing(obs.protocols.get(name)))
+
+
 def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
     """The verdict of one run given its kept (ranked) findings."""
     observed = tuple(name for name in PROTOCOL_ORDER if name in obs.protocols)
     requested = tuple(name for name in PROTOCOL_ORDER
                       if name in (obs.run.requested_protocols or observed))
-    measured = tuple(name for name in observed if is_measured(obs.protocols[name]))
+    failing = failing_protocols(obs, requested)
+    measured = tuple(name for name in observed if is_measured(obs.protocols[name])
+                     and name not in failing)
     failures: list[MeasurementFailure] = []
-    unexplained = False
+    unexplained = explained_failure = False
     for name in requested:
         if name in measured:
             continue
         explained_by = _explaining(obs, name, findings)
         unexplained = unexplained or explained_by is None
+        explained_failure = explained_failure or (name in failing and explained_by is not None)
         failures += [replace(f, explained_by=explained_by) for f in _push_failures(obs, name)]
     if not findings:
         failures += [f for name in measured for f in _unexplained_stalls(obs, name)]
@@ -315,6 +340,8 @@ def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
         verdict = "failed"
     elif unexplained:
         verdict = "inconclusive"
+    elif explained_failure:
+        verdict = "failed"
     elif findings:
         verdict = "degraded"
     elif failures:
@@ -331,10 +358,33 @@ def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
                      failures=tuple(failures))
 
 
+def failure_headline(judgement: Judgement, findings: Sequence[Finding],
+                     obs: Observations) -> str | None:
+    """``HTTP/1.1 and HTTP/2 pushes fail: <why>``: the headline of a run whose requested
+    transfers fail for a reason a ranked culprit names; None when none does."""
+    explained = [f for f in judgement.failures if f.explained_by is not None]
+    if not explained:
+        return None
+    noun = "clones" if obs.run.transfer == "download" else "pushes"
+    names = [n for n in PROTOCOL_ORDER if any(f.protocol == n for f in explained)]
+    labels = " and ".join(PROTOCOL_LABELS.get(n, n) for n in names)
+    why = sorted({f.explained_by for f in explained if f.explained_by})
+    by_id = {f.id: f for f in findings}
+    reasons = []
+    for culprit in why:
+        finding = by_id.get(culprit)
+        text = finding.summary if finding else culprit
+        # A culprit's own summary may already open with "X pushes fail: ".
+        reasons.append(text.split(" fail: ", 1)[1] if " fail: " in text else text)
+    return f"{labels} {noun} fail ({', '.join(why)}): " + " ".join(reasons)
+
+
 def headline_prefix(judgement: Judgement) -> str:
     """The sentence that opens the headline of an inconclusive or failed run."""
-    if judgement.verdict == "failed":
+    if judgement.verdict == "failed" and not judgement.measured:
         return "Nothing was measured: " + _first(judgement) + "."
+    if judgement.verdict == "failed":
+        return ""
     if judgement.verdict != "inconclusive":
         return ""
     missing = [PROTOCOL_LABELS.get(n, n) for n in judgement.requested

@@ -305,8 +305,11 @@ def _curl_facts(attempt: _Attempt, run_dir: Path) -> _CurlFacts:
         post_s = posts[-1].response_s - posts[-1].sent_s
     return _CurlFacts(
         http_version=curl.http_version, alpn=curl.alpn, last_info=curl.last_info, post_s=post_s,
-        requests=tuple(HttpRequestRecord(method=r.method, path=r.path, status=r.status,
-                                         server=r.server) for r in curl.requests))
+        requests=tuple(HttpRequestRecord(
+            method=r.method, path=r.path, status=r.status, server=r.server,
+            content_length_bytes=r.content_length_bytes, streamed=r.streamed,
+            silence_before_close_s=r.silence_before_close_s, ending=r.ending)
+            for r in curl.requests))
 
 
 def _trace2_phases(attempt: _Attempt, run_dir: Path) -> Trace2Record | None:

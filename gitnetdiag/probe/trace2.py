@@ -158,6 +158,45 @@ class CurlRequest:
     """Protocol of the response (``HTTP/2``, ``HTTP/1.1``) or of the request."""
     server: str | None = None
     """The final response's ``server`` header, None when it had none."""
+    content_length_bytes: int | None = None
+    """The request's ``Content-Length``; None when it sent none."""
+    streamed: bool = False
+    """A POST whose body went without a ``Content-Length`` (chunked on HTTP/1.1, a body
+    of unknown length on HTTP/2)."""
+    last_io_s: float | None = None
+    """Seconds from the first trace line to the last header or data line of this request."""
+    ended_s: float | None = None
+    """Seconds from the first trace line to curl's word that the transfer ended badly."""
+    ending: str = ""
+    """curl's own words for that ending (:data:`BAD_ENDINGS`), else empty."""
+
+    @property
+    def silence_before_close_s(self) -> float | None:
+        """Seconds between the request's last header or data line and a bad ending."""
+        if self.ended_s is None or self.last_io_s is None:
+            return None
+        return max(0.0, self.ended_s - self.last_io_s)
+
+
+BAD_ENDINGS = (
+    "transfer closed with outstanding read data remaining",
+    "transfer closed with ",
+    "was not closed cleanly",
+    "was reset",
+    "connection died",
+    "empty reply from server",
+    "connection reset by peer",
+    "recv failure",
+    "send failure",
+    "failed sending data to the peer",
+    "failure when receiving data from the peer",
+    "the tls connection was non-properly terminated",
+    "unexpected eof",
+    "stream error in the http/2 framing layer",
+    "operation timed out",
+)
+"""curl's words (lower case) for a transfer that ended before its answer did; curl logs
+each as an ``== Info:`` line of the trace (``failf``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -178,71 +217,104 @@ _CURL_LINE = re.compile(r"^(\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\s+\S+\s+(.*)$")
 _REQUEST_LINE = re.compile(r"^=> Send header: ([A-Z]+) (\S+) (HTTP/[\d.]+)\s*$")
 _STATUS_LINE = re.compile(r"^<= Recv header: (HTTP/[\d.]+) (\d{3})")
 _SERVER_LINE = re.compile(r"^<= Recv header: server:\s*(.*?)\s*$", re.IGNORECASE)
+_LENGTH_LINE = re.compile(r"^=> Send header: content-length:\s*(\d+)\s*$", re.IGNORECASE)
+_IO_LINE = re.compile(r"^(=> Send|<= Recv) (header|data)")
 
 
 def _normalise_version(version: str) -> str:
     return {"HTTP/2.0": "HTTP/2", "HTTP/2": "HTTP/2"}.get(version, version)
 
 
+def _stamp_s(hours: str, minutes: str, seconds: str, frac: str) -> float:
+    return int(hours) * 3600 + int(minutes) * 60 + int(seconds) + int(frac.ljust(6, "0")) / 1e6
+
+
+def _bad_ending(info: str) -> bool:
+    lowered = info.lower()
+    return any(words in lowered for words in BAD_ENDINGS)
+
+
+class _TraceReader:
+    """The requests of a curl trace, one line at a time."""
+
+    def __init__(self) -> None:
+        self.requests: list[CurlRequest] = []
+        self.alpn: str | None = None
+        self.last_info: str | None = None
+        self.using_http2 = False
+
+    def _update_last(self, **changes: Any) -> None:
+        self.requests[-1] = replace(self.requests[-1], **changes)
+
+    def info(self, info: str, rel_s: float) -> None:
+        self.last_info = info
+        if "ALPN" in info and "accepted" in info:
+            self.alpn = info.rsplit(" ", 1)[-1]
+        if info.startswith("Using HTTP2"):
+            self.using_http2 = True
+        if self.requests and not self.requests[-1].ending and _bad_ending(info):
+            self._update_last(ended_s=rel_s, ending=info)
+
+    def line(self, body: str, rel_s: float) -> None:
+        request = _REQUEST_LINE.match(body)
+        if request is not None:
+            method, target, version = request.groups()
+            self.requests.append(CurlRequest(
+                method=method, path=target.split("?", 1)[0], sent_s=rel_s, status=None,
+                response_s=None, http_version=_normalise_version(version),
+                streamed=method == "POST", last_io_s=rel_s))
+            return
+        if not self.requests:
+            return
+        last = self.requests[-1]
+        if _IO_LINE.match(body) and last.ended_s is None:
+            self._update_last(last_io_s=rel_s)
+        length = _LENGTH_LINE.match(body)
+        if length is not None and last.status is None:
+            self._update_last(content_length_bytes=int(length.group(1)), streamed=False)
+            return
+        status = _STATUS_LINE.match(body)
+        if status is not None:
+            version, code = status.groups()
+            if last.status is None or int(code) >= 200 > last.status:
+                self._update_last(status=int(code), response_s=rel_s,
+                                  http_version=_normalise_version(version))
+            return
+        server = _SERVER_LINE.match(body)
+        if server is not None and last.status is not None:
+            self._update_last(server=server.group(1) or None)
+
+
 def parse_curl_trace(text: str) -> CurlTraceSummary:
     """Requests, negotiated HTTP version and last info line of a curl trace."""
     first_s: float | None = None
-    requests: list[CurlRequest] = []
-    alpn: str | None = None
-    last_info: str | None = None
-    using_http2 = False
+    reader = _TraceReader()
     for raw in text.splitlines():
         match = _CURL_LINE.match(raw)
         if match is None:
             continue
-        hours, minutes, seconds, frac, body = match.groups()
-        stamp = int(hours) * 3600 + int(minutes) * 60 + int(seconds) + int(frac.ljust(6, "0")) / 1e6
+        *clock, body = match.groups()
+        stamp = _stamp_s(*clock)
         if first_s is None:
             first_s = stamp
         rel_s = stamp - first_s
         if rel_s < 0:  # crossed midnight
             rel_s += 86400.0
         if body.startswith("== Info:"):
-            info = body[len("== Info:"):].strip()
-            last_info = info
-            if "ALPN" in info and "accepted" in info:
-                alpn = info.rsplit(" ", 1)[-1]
-            if info.startswith("Using HTTP2"):
-                using_http2 = True
-            continue
-        request = _REQUEST_LINE.match(body)
-        if request is not None:
-            method, target, version = request.groups()
-            requests.append(
-                CurlRequest(
-                    method=method, path=target.split("?", 1)[0], sent_s=rel_s, status=None,
-                    response_s=None,
-                    http_version=_normalise_version(version),
-                )
-            )
-            continue
-        status = _STATUS_LINE.match(body)
-        if status is not None and requests:
-            version, code = status.groups()
-            last = requests[-1]
-            if last.status is None or int(code) >= 200 > last.status:
-                requests[-1] = CurlRequest(
-                    method=last.method, path=last.path, sent_s=last.sent_s, status=int(code),
-                    response_s=rel_s, http_version=_normalise_version(version),
-                )
-            continue
-        server = _SERVER_LINE.match(body)
-        if server is not None and requests and requests[-1].status is not None:
-            requests[-1] = replace(requests[-1], server=server.group(1) or None)
+            reader.info(body[len("== Info:"):].strip(), rel_s)
+        else:
+            reader.line(body, rel_s)
+    requests = reader.requests
     http_version: str | None = None
     posts = [r for r in requests if r.method == "POST" and r.path.endswith("git-receive-pack")]
     chosen = posts[-1] if posts else (requests[-1] if requests else None)
     if chosen is not None:
         http_version = chosen.http_version
-    if using_http2 and http_version is None:
+    if reader.using_http2 and http_version is None:
         http_version = "HTTP/2"
     return CurlTraceSummary(
-        http_version=http_version, alpn=alpn, requests=tuple(requests), last_info=last_info
+        http_version=http_version, alpn=reader.alpn, requests=tuple(requests),
+        last_info=reader.last_info,
     )
 
 

@@ -261,6 +261,16 @@ class HttpRequestRecord:
     """Final response status (after any ``100 Continue``); None when none arrived."""
     server: str | None = None
     """The response's ``server`` header; None when it sent none."""
+    content_length_bytes: int | None = None
+    """The request's ``Content-Length``; None when it sent none or in older runs."""
+    streamed: bool = False
+    """A POST sent without a ``Content-Length`` (chunked, or HTTP/2 without a length)."""
+    silence_before_close_s: float | None = None
+    """Seconds from the request's last header line to curl's word that the transfer ended
+    badly (:attr:`ending`); None when it ended well."""
+    ending: str = ""
+    """curl's words for a bad ending (``transfer closed with outstanding read data
+    remaining``), else empty."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -29,7 +29,8 @@ CASES = [
 @pytest.mark.parametrize(("capture", "culprit"), CASES)
 def test_first_culprit_of_a_bare_capture(capture: str, culprit: str) -> None:
     diagnosis, _ = diagnose_capture(ROOT / capture)
-    assert diagnosis.verdict == "degraded"
+    # A transfer cut by the reset failed: the run fails, explained (issue 33).
+    assert diagnosis.verdict == ("failed" if culprit == "firewall-reset" else "degraded")
     assert diagnosis.findings[0].id == culprit
 
 
@@ -114,7 +115,7 @@ def test_server_side_capture(capture: str, culprit: str) -> None:
     (proto,) = observations.protocols.values()
     assert proto.capture is not None and "server side" in proto.capture.source
     diagnosis, _ = diagnose_capture(SERVER_SIDE / capture)
-    assert diagnosis.verdict == "degraded"
+    assert diagnosis.verdict == ("failed" if culprit == "firewall-reset" else "degraded")
     assert diagnosis.findings[0].id == culprit
 
 
@@ -127,9 +128,15 @@ def test_server_side_capture_from_the_command_line(capture: str, culprit: str,
     out = tmp_path / "diagnosis.json"
     argv = [a.format(SERVER_SIDE / capture) for a in command] + ["--json", str(out)]
     result = CliRunner().invoke(app, argv)
-    assert result.exit_code == 0, result.output
-    assert result.stdout.splitlines()[0] == "verdict: DEGRADED"
-    assert result.stdout.splitlines()[1].startswith(f"{culprit} costs an estimated")
+    if culprit == "firewall-reset":
+        # The reset made the push fail: exit 9 and a headline that says what fails.
+        assert result.exit_code == 9, result.output
+        assert result.stdout.splitlines()[0] == "verdict: FAILED"
+        assert result.stdout.splitlines()[1].startswith("SSH pushes fail (firewall-reset): ")
+    else:
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[0] == "verdict: DEGRADED"
+        assert result.stdout.splitlines()[1].startswith(f"{culprit} costs an estimated")
     assert json.loads(out.read_text())["culprits"][0]["id"] == culprit
 
 

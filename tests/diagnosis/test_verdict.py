@@ -119,8 +119,10 @@ def test_a_stall_nothing_explains_is_not_healthy() -> None:
     assert result.headline.startswith("A push stalled (push-stalled: SSH: 1 of 1 push(es) hung;")
 
 
-def test_refusal_explained_by_a_ranked_firewall_reset_stays_degraded() -> None:
-    """As in captures/firewall-reset: SSH refused, HTTP measured; the refusal is evidence."""
+def test_refusal_explained_by_a_ranked_firewall_reset_fails_the_run() -> None:
+    """As in captures/firewall-reset: SSH refused, HTTP measured; the refusal is evidence,
+    and a requested protocol that fails fails the run (issue 33), with a headline that
+    says which pushes fail and why."""
     base = examples.healthy()
     refused = ProtocolObservation(
         pushes=(PushResult(duration_s=0.02, bytes=1_000_000, ok=False, error_kind="refused",
@@ -128,7 +130,8 @@ def test_refusal_explained_by_a_ranked_firewall_reset_stays_degraded() -> None:
         capture=CaptureMetrics(source="capture ssh", resets_from_server=1))
     result = diagnose(_with(base, ssh=refused))
     assert [f.id for f in result.findings][:1] == ["firewall-reset"]
-    assert result.verdict == "degraded"
+    assert result.verdict == "failed"
+    assert result.headline.startswith("SSH pushes fail (firewall-reset): "), result.headline
     (failure,) = result.measurement_failures
     assert (failure.protocol, failure.explained_by) == ("ssh", "firewall-reset")
 

@@ -28,6 +28,7 @@ from gitnetdiag.diagnosis.culprits import (
     mtu,
     path,
     pool,
+    refusals,
     server,
     ssh,
     storage,
@@ -97,6 +98,21 @@ CULPRITS: tuple[Culprit, ...] = (
         id="edge-backend-errors",
         title="Edge pool member answers errors",
         detect=pool.edge_backend_errors,
+    ),
+    Culprit(
+        id="request-body-limit",
+        title="Request-body size limit",
+        detect=refusals.request_body_limit,
+    ),
+    Culprit(
+        id="edge-idle-timeout",
+        title="Edge idle timeout",
+        detect=refusals.edge_idle_timeout,
+    ),
+    Culprit(
+        id="streamed-body-refused",
+        title="Streamed request body refused",
+        detect=refusals.streamed_body_refused,
     ),
 )
 """The catalogue, in DESIGN.md order; ids are stable (JSON and tests use them)."""

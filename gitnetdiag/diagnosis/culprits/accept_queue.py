@@ -274,6 +274,25 @@ class _Resets:
             self.worst_cost, self.worst_protocol = cost, protocol
 
 
+HTTP_LAYER_ENDINGS = ("transfer closed with", "http/2 stream", "stream error in the http/2")
+"""curl's words for an answer cut short or an HTTP/2 stream ended by the peer's HTTP layer;
+a TCP reset reads "connection reset by peer", "send failure" or "recv failure"."""
+
+
+def _answered_then_closed(p: ProtocolObservation) -> bool:
+    """git's curl trace shows the failing request answered with a status, or closed by the
+    HTTP layer with curl's words for it: the close came from an HTTP server or edge that
+    spoke HTTP on that connection (a timeout, a refused body), not from a filter's RST."""
+    failing = {push_no for push_no, push in enumerate(p.pushes, 1) if not push.ok}
+    for r in p.http_requests:
+        if r.method != "POST" or (r.push and r.push not in failing):
+            continue
+        words = r.ending.lower()
+        if r.ending and (r.status is not None or any(w in words for w in HTTP_LAYER_ENDINGS)):
+            return True
+    return False
+
+
 def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets) -> None:
     """Pushes reset (or, with a filter rule or an early refusal, refused)."""
     # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
@@ -288,6 +307,8 @@ def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets)
             # The capture saw every segment of these pushes and no RST came from the
             # server's side: the failure was a close or an HTTP/2 error that git
             # reported like a reset ("Empty reply from server"), not a reset.
+            continue
+        if _answered_then_closed(p):
             continue
         cost, failed, total = failure_cost_s(obs, name, kinds)
         if not failed:

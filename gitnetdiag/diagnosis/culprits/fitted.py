@@ -80,5 +80,8 @@ FITTED: dict[str, Calibration] = {
 HAND_WEIGHTED: dict[str, str] = {
     "path-latency": "no lab fault in the matrix produces it",
     "edge-backend-errors": "no lab fault in the matrix produces it",
+    "request-body-limit": "no lab fault in the matrix produces it",
+    "edge-idle-timeout": "no lab fault in the matrix produces it",
+    "streamed-body-refused": "no lab fault in the matrix produces it",
 }
 """Culprit id -> why it keeps its hand-set weights."""

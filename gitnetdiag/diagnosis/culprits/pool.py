@@ -59,9 +59,24 @@ POOL_CHECKS: dict[str, PoolCheck] = {
 """Product (:data:`gitnetdiag.diagnosis.servers.SERVERS` key) -> its pool health check."""
 
 
+SIZE_STATUSES = frozenset({411, 413})
+"""Statuses that refuse a request for its body's size or framing: a limit, not a member."""
+
+
 def is_failure_status(status: int | None) -> bool:
-    """A redirect or an error status that is not a credentials challenge."""
-    return status is not None and status >= 300 and status not in AUTH_CHALLENGES
+    """A redirect or an error status that is not a credentials challenge, nor a refusal
+    of the body's size or framing (a limit answers those, whichever member it reaches)."""
+    return (status is not None and status >= 300 and status not in AUTH_CHALLENGES
+            and status not in SIZE_STATUSES)
+
+
+def _sized_kind(r: HttpExchange) -> str:
+    """The request's kind and body: the same request is the same method, path and size."""
+    if r.method != "POST":
+        return r.kind
+    body = "streamed" if r.streamed else (
+        f"{r.content_length_bytes} B" if r.content_length_bytes is not None else "")
+    return f"{r.kind} ({body})" if body else r.kind
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -98,8 +113,8 @@ def mixed_kinds(requests: tuple[HttpExchange, ...]) -> list[MixedKind]:
     if their failures came from another server than their successes: the ``server``
     header of the 2xx answers differs from that of the failures."""
     answered = [r for r in requests if r.status is not None]
-    kinds = [_kind_of([r for r in answered if r.kind == kind], kind)
-             for kind in dict.fromkeys(r.kind for r in answered)]
+    kinds = [_kind_of([r for r in answered if _sized_kind(r) == kind], kind)
+             for kind in dict.fromkeys(_sized_kind(r) for r in answered)]
     mixed = [k for k in kinds if k.ok and k.failed]
     if mixed:
         return mixed

@@ -113,6 +113,18 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "burst": 0.6,  # burst SYN losses, no server counters
         "pushes-only": 0.5,  # SYN retransmissions on the pushes only
     },
+    "request-body-limit": {
+        "refused-bracketed": 0.9,  # pushes failed on a 413 and the body probe bracketed it
+        "refused": 0.75,  # a 413 on the pack POST, no bracket or no push failed on it
+    },
+    "streamed-body-refused": {
+        "pushes-failed": 0.85,  # pushes failed on a refused streamed body
+        "probe-only": 0.6,  # only the body probe saw it
+    },
+    "edge-idle-timeout": {
+        "server-working": 0.85,  # closed after N s of silence; the server measured busier
+        "close-only": 0.55,  # the close alone: the server's working time not measured
+    },
     "firewall-reset": {
         "pushes-reset": 0.45,  # pushes reset or refused
         "bursts-reset": 0.35,  # only burst connections reset or refused

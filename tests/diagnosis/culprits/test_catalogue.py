@@ -12,6 +12,7 @@ from tests.diagnosis.culprits import (
     test_mtu,
     test_path,
     test_pool,
+    test_refusals,
     test_server,
     test_ssh,
     test_storage,
@@ -30,6 +31,7 @@ FAMILIES = (
     test_storage,
     test_edge,
     test_pool,
+    test_refusals,
 )
 CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.CASES.items()}
 
@@ -37,7 +39,7 @@ CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.
 def test_every_catalogue_id_has_a_case() -> None:
     """The crafted cases cover the whole catalogue, and ids are unique."""
     ids = [c.id for c in CULPRITS]
-    assert len(ids) == len(set(ids)) == 20
+    assert len(ids) == len(set(ids)) == 23
     assert set(CASES) == set(ids)
 
 

@@ -1,0 +1,122 @@
+"""The limits by which a server or edge refuses or cuts a push (``data/edge_limits.toml``).
+
+One entry per product (the ids of :mod:`gitnetdiag.diagnosis.terminators`): the setting
+that limits a request body and its default, the setting that closes a connection while
+the server behind is silent and its default, the setting (if any) that makes it take a
+body without a ``Content-Length``, whether users can change them, and the page of each
+fact. :func:`parse` validates; :data:`LIMITS` is what gitnetdiag loads at start (a broken
+file stops it with one line naming the entry).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from gitnetdiag.diagnosis.terminators import BASE, KnowledgeBaseError
+
+NOT_DOCUMENTED = "not documented"
+NO_LIMIT = "none"
+
+_TEXT_FIELDS = ("body_limit", "idle_timeout")
+_SOURCE_OF = {"body_limit": "body_limit", "idle_timeout": "idle_timeout",
+              "streamed_body": "streamed_body"}
+
+
+@dataclass(frozen=True, kw_only=True)
+class EdgeLimits:
+    """One product's request limits, each with its documentation page."""
+
+    id: str
+    """The product id (:data:`gitnetdiag.diagnosis.terminators.BASE` key)."""
+    name: str
+    """Its display name."""
+    body_limit: str
+    """The body-limit setting, ``{value}`` standing for bytes; ``not documented``."""
+    body_limit_default_bytes: int | None
+    """Its default; None when there is none or it is not documented (see the text)."""
+    idle_timeout: str
+    """The idle-timeout setting(s), ``{value}`` standing for seconds; ``not documented``."""
+    idle_timeout_default_s: float | None
+    """Its default; None when there is none or it is not documented."""
+    streamed_body: str
+    """The setting that takes bodies without a ``Content-Length``; empty when none is known."""
+    user_settable: bool
+    """False where the provider fixes the limits."""
+    sources: dict[str, str]
+    """Fact -> documentation page."""
+
+    def source(self, fact: str) -> str:
+        return self.sources.get(_SOURCE_OF.get(fact, fact), "")
+
+
+def _default(entry: dict[str, Any], key: str, where: str) -> float | None:
+    value = entry.get(key)
+    if value in (NO_LIMIT, NOT_DOCUMENTED):
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
+        raise KnowledgeBaseError(f"{where}: {key} must be a positive number, "
+                                 f"'{NO_LIMIT}' or '{NOT_DOCUMENTED}'")
+    return value
+
+
+def _entry(entry: dict[str, Any]) -> EdgeLimits:
+    where = f"edge_limits entry {entry.get('id', '?')!r}"
+    product = BASE.get(entry.get("id", ""))
+    if product is None:
+        raise KnowledgeBaseError(f"{where}: the id is not a product of h2_terminators.toml")
+    for key in _TEXT_FIELDS:
+        if not isinstance(entry.get(key), str) or not entry[key]:
+            raise KnowledgeBaseError(f"{where}: missing text field `{key}`")
+    streamed = entry.get("streamed_body", "")
+    settable = entry.get("user_settable")
+    if not isinstance(streamed, str) or not isinstance(settable, bool):
+        raise KnowledgeBaseError(f"{where}: streamed_body must be text, user_settable a bool")
+    sources = entry.get("sources", {})
+    if not isinstance(sources, dict):
+        raise KnowledgeBaseError(f"{where}: sources must be a table")
+    for key in ("body_limit", "idle_timeout", "streamed_body"):
+        text = streamed if key == "streamed_body" else entry[key]
+        if text and text != NOT_DOCUMENTED and not str(sources.get(key, "")).startswith(
+                "https://"):
+            raise KnowledgeBaseError(f"{where}: sources.{key} (an https URL) is required")
+    body = _default(entry, "body_limit_default", where)
+    return EdgeLimits(
+        id=product.id, name=product.name, body_limit=entry["body_limit"],
+        body_limit_default_bytes=int(body) if body is not None else None,
+        idle_timeout=entry["idle_timeout"],
+        idle_timeout_default_s=_default(entry, "idle_timeout_default", where),
+        streamed_body=streamed, user_settable=settable, sources=dict(sources))
+
+
+def parse(text: str) -> dict[str, EdgeLimits]:
+    """The table in ``text`` (TOML), validated; keyed by product id in file order."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise KnowledgeBaseError(f"edge_limits: not valid TOML ({exc})") from None
+    table: dict[str, EdgeLimits] = {}
+    for raw in data.get("product", ()):
+        entry = _entry(raw)
+        if entry.id in table:
+            raise KnowledgeBaseError(f"edge_limits: product id {entry.id!r} appears twice")
+        table[entry.id] = entry
+    if not table:
+        raise KnowledgeBaseError("edge_limits: no [[product]] entries")
+    return table
+
+
+def load() -> dict[str, EdgeLimits]:
+    """The table shipped with gitnetdiag."""
+    return parse(resources.files("gitnetdiag.data").joinpath("edge_limits.toml").read_text())
+
+
+LIMITS: dict[str, EdgeLimits] = load()
+"""Every product of the table, keyed by id, in file order."""
+
+
+def with_value(setting: str, value: float) -> str:
+    """``setting`` with its ``{value}`` filled in (an integer)."""
+    return setting.replace("{value}", str(round(value)))
