@@ -56,9 +56,16 @@ def test_bad_pool_member_is_named_and_no_branch_is_claimed_left(lab_factory: Lab
     assert ids and ids[0] == FAULT, ids
     assert "firewall-reset" not in ids, ids
     assert "option httpchk" in report["culprits"][0]["fix"]
-    assert report["verdict"] == "degraded" and proc.returncode == 0, proc.stderr[-2000:]
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     pushes = [p for run in manifest["protocols"] for p in run["pushes"]]
+    # A protocol whose every push met the bad member fails the run (issue 33), explained.
+    failing = {run["protocol"] for run in manifest["protocols"]
+               if run["pushes"] and all(p["outcome"] == "failed" for p in run["pushes"])}
+    if failing:
+        assert report["verdict"] == "failed" and proc.returncode == 9, proc.stderr[-2000:]
+        assert " pushes fail (edge-backend-errors)" in report["headline"], report["headline"]
+    else:
+        assert report["verdict"] == "degraded" and proc.returncode == 0, proc.stderr[-2000:]
     https = [p for p in pushes if p["protocol"] in ("h1", "h2")]
     assert any(p["failure_kind"] == "http-status" for p in https), https
     assert not any(p["failure_kind"] == "reset" for p in https), https
