@@ -28,6 +28,12 @@ class TransportKind(StrEnum):
         return self in (TransportKind.H1, TransportKind.H2)
 
 
+HTTP2_START_WINDOW_BYTES = 65_535
+"""The window every HTTP/2 stream and connection starts with (RFC 9113 section 6.9.2), the
+connection's until a WINDOW_UPDATE raises it (``analysis.flowcontrol`` has it as
+``HTTP2_DEFAULT_WINDOW_BYTES``; this copy is for the layers below it)."""
+
+
 SIZE_RULE = "binary units: 512k, 64KiB, 4M, 1GiB (k, KB and KiB all mean 1024 bytes)"
 """The size rule in the words each command's ``--help`` uses."""
 

@@ -89,6 +89,10 @@ class RunInfo:
     else the first response in git's curl trace."""
     h2_server_settings: dict[str, int] = field(default_factory=dict)
     """The HTTP/2 server's SETTINGS as the native probe last knew them (names as RFC 9113)."""
+    h2_connection_window_before_data_bytes: int | None = None
+    """The connection window the HTTP/2 server had granted before the native probe's first
+    DATA frame: 65535 plus the connection WINDOW_UPDATEs of its first frames (Apache raises
+    it to 2^31-1 there, HAProxy only once DATA arrives); None when not recorded."""
     ssh_banner: str = ""
     """The SSH server's identification string (native SSH probe)."""
     transfer: str = "upload"

@@ -14,15 +14,25 @@ which terminated HTTP/2 and whose window counts for an upload) first: a CDN's ow
 header, then the ``via`` hops from the last one added, then the ``server`` headers (an
 edge that passes the backend's on sends two: the first is its own), then ``x-powered-by``.
 
+Each fact belongs to a hop. SETTINGS frames, windows and connection closes come from the
+TLS terminator (the HTTP/2 endpoint the client talks to); a ``server`` header may come from
+behind it (HAProxy passes the backend's on). So a name is kept, but the fix leads with
+another product when the evidence shows that one terminates HTTP/2 (:attr:`ServerIdentity.
+terminator`): the named product's own first frames contradict the ones seen (it would have
+sent a setting that is missing, or raised the connection window that stayed at 65535 B),
+or the host's listener on the probed port is another product whose configured window is
+the one measured. Both products stay named.
+
 The knobs come from the knowledge base; culprits name the answering server's setting
 first and list the others as alternatives.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from urllib.parse import urlsplit
 
-from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.observations import ConfigFinding, Listener, Observations
 from gitnetdiag.diagnosis.terminators import (
     BASE,
     NOT_DOCUMENTED,
@@ -30,7 +40,11 @@ from gitnetdiag.diagnosis.terminators import (
     by_fingerprint,
     by_marker,
     by_name,
+    by_process,
+    by_window_directive,
 )
+from gitnetdiag.errors import UsageError
+from gitnetdiag.vocabulary import parse_size
 
 SERVERS = ("haproxy", "nginx", "apache", "go", "h2o", "envoy")
 """Self-hosted servers whose settings the fixes list as alternatives, in this order."""
@@ -69,6 +83,32 @@ class ServerIdentity:
     """Knowledge-base id its HTTP/2 SETTINGS resemble when that differs from :attr:`server`."""
     hops: tuple[Hop, ...] = ()
     """Every hop that showed itself, the outermost first."""
+    terminator: str | None = None
+    """Knowledge-base id of the product that terminates HTTP/2 in front of the server that
+    named itself, when the evidence shows it is another one (see :func:`terminating_hop`);
+    the SETTINGS and windows are this hop's, and the fixes lead with its setting."""
+    terminator_basis: tuple[str, ...] = ()
+    """Why the server that named itself does not terminate HTTP/2 here, in words; not empty
+    also when the SETTINGS contradict the name but fit no product of the base."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ListenerWindow:
+    """The host's listener on the probed port, of a product whose configured receive window
+    is the window the probe measured."""
+
+    product: str
+    """Knowledge-base id of the listening product."""
+    port: int
+    """The probed port it listens on."""
+    process: str
+    """Its process as ``ss -ltnp`` names it."""
+    setting: str
+    """The window directive, as ``gitnetdiag host`` reports it."""
+    value: str
+    """Its value as written (``65535 (default)``)."""
+    window_bytes: int
+    """The window it configures, equal to the one measured, bytes."""
 
 
 def _split_via(value: str) -> list[str]:
@@ -114,11 +154,23 @@ def _outermost(hops: tuple[Hop, ...]) -> Hop | None:
 
 def identify(*, headers: tuple[str, ...] = (),
              server_headers: tuple[str, ...] = (), h2_settings: dict[str, int] | None = None,
-             config_products: tuple[str, ...] = (), ssh_banner: str = "") -> ServerIdentity:
+             connection_window_bytes: int | None = None, config_products: tuple[str, ...] = (),
+             listener: ListenerWindow | None = None, ssh_banner: str = "") -> ServerIdentity:
     """Name the server that terminated HTTP/2 from its words, then its SETTINGS, then the
-    configuration files read on the host. ``server_headers`` alone is what runs recorded
+    configuration files read on the host; then say which hop terminates HTTP/2 when the
+    SETTINGS (with the connection window granted) or the host's ``listener`` show that the
+    server that named itself does not. ``server_headers`` alone is what runs recorded
     before every identity header was kept."""
-    settings = h2_settings or {}
+    identity = _named(headers=headers, server_headers=server_headers,
+                      settings=h2_settings or {}, config_products=config_products,
+                      ssh_banner=ssh_banner)
+    return terminating_hop(identity, h2_settings or {}, connection_window_bytes, listener)
+
+
+def _named(*, headers: tuple[str, ...], server_headers: tuple[str, ...],
+           settings: dict[str, int], config_products: tuple[str, ...],
+           ssh_banner: str) -> ServerIdentity:
+    """Who answered, by name first, the fingerprint beside it (the rules above)."""
     if not headers:
         headers = tuple(f"server: {s}" for s in server_headers)
     hops = hops_of(headers)
@@ -173,6 +225,88 @@ def _settings_text(settings: dict[str, int]) -> str:
     return ", ".join(f"{k} {v}" for k, v in sorted(settings.items()))
 
 
+def terminating_hop(identity: ServerIdentity, settings: dict[str, int],
+                    connection_window_bytes: int | None,
+                    listener: ListenerWindow | None) -> ServerIdentity:
+    """``identity`` with the hop that terminates HTTP/2 when a name was given and the
+    evidence shows another product does: (a) the named product's own first frames
+    contradict ``settings`` and the connection window granted (then the product the
+    SETTINGS look like, if any); (b) ``listener``, another product listening on the probed
+    port with the measured window configured. A fingerprint alone never does it."""
+    if not identity.hops or (identity.server is None and not identity.unrecognised):
+        return identity
+    named = BASE[identity.server] if identity.server is not None else None
+    own = named.own_settings if named is not None else None
+    clashes = (own.contradictions(named.name, settings, connection_window_bytes)
+               if own is not None and named is not None else ())
+    basis = list(clashes)
+    terminator = identity.fingerprint if clashes else None
+    if listener is not None and listener.product != identity.server:
+        basis.append(f"port {listener.port} listens as {BASE[listener.product].name}, whose "
+                     f"`{listener.setting}` {listener.value} is the window measured")
+        terminator = listener.product
+    if not basis:
+        return identity
+    front = BASE[terminator].name if terminator is not None else "another server"
+    said = f"{front} terminates HTTP/2 in front of it: {'; '.join(basis)}"
+    return replace(identity, terminator=terminator, terminator_basis=tuple(basis),
+                   basis=(*identity.basis, said))
+
+
+def _size_bytes(text: str) -> int | None:
+    """The leading size of a configured value: ``65535 (default)``, ``64k``, ``1m``."""
+    words = text.split()
+    try:
+        return parse_size(words[0].rstrip(";")) if words else None
+    except UsageError:
+        return None
+
+
+def probed_port(target_url: str) -> int | None:
+    """The port of the first HTTP(S) URL of a run's target (``a, b`` when several)."""
+    for part in target_url.split(","):
+        try:
+            url = urlsplit(part.strip())
+            port = url.port
+        except ValueError:
+            continue
+        if url.scheme in ("https", "http"):
+            return port or (443 if url.scheme == "https" else 80)
+    return None
+
+
+def listener_window(listeners: tuple[Listener, ...], findings: tuple[ConfigFinding, ...],
+                    port: int | None, window_bytes: int | None) -> ListenerWindow | None:
+    """The product listening on ``port`` when the host's configuration gives it a receive
+    window equal to ``window_bytes``, the one measured; None otherwise."""
+    if port is None or window_bytes is None:
+        return None
+    for listening in (x for x in listeners if x.port == port):
+        product = by_process(listening.process)
+        if product is None:
+            continue
+        for finding in findings:
+            owner = by_window_directive(finding.setting)
+            if (owner is not None and owner.id == product.id
+                    and _size_bytes(finding.value) == window_bytes):
+                return ListenerWindow(product=product.id, port=port,
+                                      process=listening.process, setting=finding.setting,
+                                      value=finding.value, window_bytes=window_bytes)
+    return None
+
+
+def terminator_name(identity: ServerIdentity | None) -> str | None:
+    """The name of the product that terminates HTTP/2, as far as the evidence shows it:
+    the hop in front when one was found, else a server recognised by its SETTINGS alone."""
+    if identity is None:
+        return None
+    if identity.terminator is not None:
+        return BASE[identity.terminator].name
+    if identity.server is not None and not identity.hops and identity.fingerprint is None:
+        return BASE[identity.server].name
+    return None
+
+
 def window_knob(server: str, value: int) -> str:
     """The setting of ``server`` (a base id) that sets the HTTP/2 receive window, with
     ``value``; for a product whose users cannot change it, that and the workaround."""
@@ -199,9 +333,12 @@ def ordered(server: str | None) -> tuple[str, ...]:
 
 def window_fix(identity: ServerIdentity | None, value: int) -> str:
     """Sentences naming the answering server's window setting first, then the others; an
-    unrecognised server is named by what it said and no product is claimed for it."""
+    unrecognised server is named by what it said and no product is claimed for it. Where
+    another hop terminates HTTP/2, its setting leads and the named server follows."""
     server = identity.server if identity else None
     like = identity.fingerprint if identity else None
+    if identity is not None and identity.terminator_basis:
+        return _terminator_fix(identity, value)
     if identity is not None and server is None and identity.unrecognised:
         lead = (f"The server calls itself '{identity.unrecognised}', which gitnetdiag has no "
                 "entry for: raise its HTTP/2 receive window (per stream and per connection) "
@@ -222,21 +359,49 @@ def window_fix(identity: ServerIdentity | None, value: int) -> str:
     return f"{lead} Other servers: {others}."
 
 
+def _terminator_fix(identity: ServerIdentity, value: int) -> str:
+    """The terminator's window setting first, the server that named itself after it."""
+    front, server = identity.terminator, identity.server
+    why = "; ".join(identity.terminator_basis)
+    if front is not None:
+        lead = (f"{BASE[front].name} terminates HTTP/2 here ({why}): "
+                f"{window_knob(front, value)}.")
+    else:
+        lead = (f"Another server terminates HTTP/2 in front of the one that named itself "
+                f"({why}): raise its HTTP/2 receive window (per stream and per connection) to "
+                f"{value} B, or {BASE['haproxy'].workaround}.")
+    if server is None:
+        behind = (f"The server behind it calls itself '{identity.unrecognised}', which "
+                  "gitnetdiag has no entry for.")
+    else:
+        behind = (f"The server behind it answers as {BASE[server].name} "
+                  f"('{identity.product}'): {window_knob(server, value)}, for clients that "
+                  "reach it over HTTP/2 directly.")
+    others = "; ".join(window_knob(s, value) for s in SERVERS
+                       if s not in ("go", front, server))
+    return f"{lead} {behind} Other servers: {others}."
+
+
 FRAME_ALTERNATIVES = ("haproxy", "apache", "nginx", "envoy")
 """Servers whose frame-size settings the ``h2-frame-settings`` fix lists, in this order."""
 
 
 def frame_fix(identity: ServerIdentity | None) -> str:
-    """The frame-size and per-stream buffer settings, the answering server's first."""
-    server = identity.server if identity else None
+    """The frame-size and per-stream buffer settings, the answering server's first, or the
+    HTTP/2 terminator's where another hop than the named server terminates HTTP/2 (its
+    SETTINGS carry the frame size)."""
+    front = identity.terminator if identity else None
+    server = front or (identity.server if identity else None)
     first = (server if server is not None
              and BASE[server].frame_size_setting != NOT_DOCUMENTED else None)
     names = [s for s in FRAME_ALTERNATIVES if s != first]
     settings = "; ".join(BASE[s].frame_size_setting for s in names)
     if first is None:
         return f"Raise the server's advertised frame size and per-stream buffers: {settings}."
-    return ("Raise the server's advertised frame size and per-stream buffers: on the server "
-            f"that answered, {BASE[first].frame_size_setting}; others: {settings}.")
+    where = ("on the server that answered" if front is None
+             else f"on {BASE[first].name}, which terminates HTTP/2 here")
+    return ("Raise the server's advertised frame size and per-stream buffers: "
+            f"{where}, {BASE[first].frame_size_setting}; others: {settings}.")
 
 
 _CONFIG_NAMES = (("haproxy", "haproxy"), ("nginx", "nginx"), ("go", "caddy"),
@@ -259,9 +424,18 @@ def answering_server(obs: Observations) -> ServerIdentity | None:
     """The identity of the HTTPS server of this run, None when nothing was seen at all."""
     run = obs.run
     files = tuple(f.file for f in obs.host.config_findings) if obs.host else ()
+    h2 = obs.protocols.get("h2")
+    ledger = h2.h2_ledger if h2 is not None else None
+    listener = None
+    if obs.host is not None and ledger is not None:
+        listener = listener_window(obs.host.listeners, obs.host.config_findings,
+                                   probed_port(run.target_url),
+                                   ledger.server_initial_window_bytes)
     identity = identify(headers=run.identity_headers, server_headers=run.server_headers,
                         h2_settings=run.h2_server_settings,
-                        config_products=products_of_files(files), ssh_banner=run.ssh_banner)
+                        connection_window_bytes=run.h2_connection_window_before_data_bytes,
+                        config_products=products_of_files(files), listener=listener,
+                        ssh_banner=run.ssh_banner)
     if (identity.server is None and not identity.unrecognised and not identity.ssh_banner
             and not identity.hops):
         return None

@@ -1,7 +1,9 @@
 """The knowledge base of HTTP/2 terminators (``gitnetdiag/data/h2_terminators.toml``).
 
 One entry per product: how it names itself, its HTTP/2 fingerprint where distinctive,
-its default receive windows, the setting that raises them, whether its users can change
+what its own HTTP/2 server sends first in every configuration (to tell SETTINGS that are
+not its own), its listening process and window directives as ``gitnetdiag host`` reports
+them, its default receive windows, the setting that raises them, whether its users can change
 it at all, its request-buffering and frame-size settings, and the documentation page of
 each fact. :func:`load` reads and validates the file; :data:`BASE` is the base loaded when
 gitnetdiag starts (a broken file stops it with one line naming the entry at fault).
@@ -14,6 +16,8 @@ import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
+
+from gitnetdiag.vocabulary import HTTP2_START_WINDOW_BYTES
 
 NOT_DOCUMENTED = "not documented"
 """What the base says where a product's documentation does not give a fact."""
@@ -45,6 +49,37 @@ class Fingerprint:
 
 
 @dataclass(frozen=True, kw_only=True)
+class OwnSettings:
+    """What a product's HTTP/2 server sends first whatever its configuration: SETTINGS
+    that break one of these facts come from another server (one in front of it)."""
+
+    always: tuple[str, ...] = ()
+    """Settings it sends in every configuration (their values may be configured)."""
+    never: tuple[str, ...] = ()
+    """Settings it sends in no configuration."""
+    raises_connection_window: bool = False
+    """Its first frames include a connection WINDOW_UPDATE: the connection window is above
+    the protocol's 65535 B before any DATA arrives (False: not known to, nothing claimed)."""
+
+    def contradictions(self, product: str, settings: dict[str, int],
+                       connection_window_bytes: int | None) -> tuple[str, ...]:
+        """What ``product`` (its display name) would not have sent, in words: in
+        ``settings``, and in the connection window granted before the client's first DATA
+        frame when known. Empty when nothing contradicts it or no SETTINGS were seen."""
+        if not settings:
+            return ()
+        found = [f"{name} was sent, which {product} never sends"
+                 for name in self.never if name in settings]
+        found += [f"no {name} was sent, which {product} always sends"
+                  for name in self.always if name not in settings]
+        if (self.raises_connection_window and connection_window_bytes is not None
+                and connection_window_bytes <= HTTP2_START_WINDOW_BYTES):
+            found.append(f"the connection window was {connection_window_bytes} B until DATA "
+                         f"was sent, where {product} raises it in its first frames")
+        return tuple(found)
+
+
+@dataclass(frozen=True, kw_only=True)
 class Terminator:
     """One product that terminates HTTP/2 in front of git servers."""
 
@@ -54,6 +89,13 @@ class Terminator:
     names: tuple[re.Pattern[str], ...]
     marker_headers: tuple[str, ...]
     fingerprint: Fingerprint | None
+    own_settings: OwnSettings | None
+    """What its own HTTP/2 server always / never sends first; None when not documented."""
+    processes: tuple[str, ...]
+    """Names its listening process has in ``ss -ltnp`` (``haproxy``, ``apache2``)."""
+    window_directives: tuple[str, ...]
+    """The configuration directives of its receive window, as ``gitnetdiag host`` reports
+    them (``tune.h2.initial-window-size``)."""
     stream_window: int | None
     """Default per-stream receive window in bytes; None when not documented."""
     connection_window: int | None
@@ -103,6 +145,29 @@ def _fingerprint(raw: Any, where: str) -> Fingerprint | None:
                        exact=bool(raw.get("exact", False)))
 
 
+def _own_settings(raw: Any, where: str) -> OwnSettings | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) - {"always", "never", "raises_connection_window"}:
+        raise KnowledgeBaseError(f"{where}: own_settings must be a table of `always`, `never`"
+                                 " and `raises_connection_window`")
+    names = (*raw.get("always", ()), *raw.get("never", ()))
+    if not all(isinstance(n, str) and n for n in names):
+        raise KnowledgeBaseError(f"{where}: own_settings `always` / `never` must name settings")
+    raises = raw.get("raises_connection_window", False)
+    if not isinstance(raises, bool):
+        raise KnowledgeBaseError(f"{where}: own_settings.raises_connection_window must be a bool")
+    return OwnSettings(always=tuple(raw.get("always", ())), never=tuple(raw.get("never", ())),
+                       raises_connection_window=raises)
+
+
+def _names(entry: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+    value = entry.get(key, [])
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise KnowledgeBaseError(f"{where}: {key} must be a list of names")
+    return tuple(value)
+
+
 def _entry(entry: dict[str, Any], default_workaround: str) -> Terminator:
     where = f"h2_terminators entry {entry.get('id', '?')!r}"
     for key in _REQUIRED_TEXT:
@@ -126,10 +191,15 @@ def _entry(entry: dict[str, Any], default_workaround: str) -> Terminator:
     markers = tuple(h.lower() for h in entry.get("marker_headers", ()))
     if not names and not markers:
         raise KnowledgeBaseError(f"{where}: needs `names` or `marker_headers`")
+    own = _own_settings(entry.get("own_settings"), where)
+    if own is not None and "own_settings" not in sources:
+        raise KnowledgeBaseError(f"{where}: sources.own_settings is required with own_settings")
     return Terminator(
         id=entry["id"], name=entry["name"], covers=tuple(entry.get("covers", ())),
         names=names, marker_headers=markers,
-        fingerprint=_fingerprint(entry.get("fingerprint"), where),
+        fingerprint=_fingerprint(entry.get("fingerprint"), where), own_settings=own,
+        processes=_names(entry, "processes", where),
+        window_directives=_names(entry, "window_directives", where),
         stream_window=_window(entry, "stream_window", where),
         connection_window=_window(entry, "connection_window", where),
         window_setting=entry["window_setting"], user_settable=settable,
@@ -178,6 +248,19 @@ def by_marker(header: str) -> Terminator | None:
 def by_name(text: str) -> Terminator | None:
     """The product ``text`` (what a hop calls itself) names, if the base has it."""
     return next((t for t in BASE.values() if t.called(text)), None)
+
+
+def by_process(process: str) -> Terminator | None:
+    """The product whose listening process this is (``ss -ltnp``'s name), if the base has it."""
+    lowered = process.lower()
+    return next((t for t in BASE.values() if lowered in t.processes), None)
+
+
+def by_window_directive(setting: str) -> Terminator | None:
+    """The product whose receive window ``setting`` (a host configuration directive) sets."""
+    lowered = setting.lower()
+    return next((t for t in BASE.values()
+                 if lowered in (d.lower() for d in t.window_directives)), None)
 
 
 def by_fingerprint(settings: dict[str, int]) -> Terminator | None:

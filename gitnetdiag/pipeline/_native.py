@@ -205,7 +205,8 @@ def curl_identity_headers(run_dir: Path) -> tuple[str, ...]:
 
 def native_fingerprint(run_dir: Path) -> dict[str, Any]:
     """What the native probes saw of the servers (``RunInfo`` fields): the HTTP/2 server's
-    ``server`` headers and SETTINGS, the SSH banner. Empty for runs without native files."""
+    ``server`` headers, SETTINGS and the connection window it granted before the first DATA
+    frame, the SSH banner. Empty for runs without native files."""
     found: dict[str, Any] = {}
     h2 = read_json_object(run_dir / NATIVE_H2_FILE)
     if h2 is not None and native_schema(h2) is not None:
@@ -213,6 +214,7 @@ def native_fingerprint(run_dir: Path) -> dict[str, Any]:
         found["server_headers"] = record.server_headers
         found["identity_headers"] = record.identity_headers
         found["h2_server_settings"] = record.server_settings()
+        found["h2_connection_window_before_data_bytes"] = record.connection_window_before_data()
     if not (run_dir / NATIVE_H2_FILE).exists():
         traced = curl_identity_headers(run_dir)
         if traced:

@@ -32,6 +32,7 @@ from gitnetdiag.rundir.manifest import bad_run_dir, check_numbers, read_json_obj
 from gitnetdiag.rundir.records import RefCleanup
 from gitnetdiag.safefile import write_new_file
 from gitnetdiag.serial import from_jsonable, to_jsonable
+from gitnetdiag.vocabulary import HTTP2_START_WINDOW_BYTES
 
 H2_SCHEMA = "gitnetdiag.native-h2/2"
 SSH_SCHEMA = "gitnetdiag.native-ssh/2"
@@ -204,6 +205,19 @@ class H2NativeRecord:
         for event in self.settings_received:
             merged.update(event.settings)
         return merged
+
+    def connection_window_before_data(self) -> int | None:
+        """The connection window the server had granted before this probe's first DATA
+        frame: 65535 plus the connection WINDOW_UPDATEs that came first (the probe's GET of
+        the ref advertisement precedes the POST, so the server's first frames are in). What
+        a server does there tells it apart: Apache raises the window to 2^31-1 in its first
+        frames, HAProxy only once DATA arrives. None without a DATA frame."""
+        if not self.data_sent:
+            return None
+        first_data_ns = self.data_sent[0].t_ns
+        return HTTP2_START_WINDOW_BYTES + sum(
+            u.increment_bytes for u in self.window_updates
+            if u.stream_id == 0 and u.t_ns < first_data_ns)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,3 +55,26 @@ def test_the_server_line_says_an_unrecognised_name() -> None:
     assert ssh == "-"
     chain, _ = answered_by(identify(headers=("server: nginx", "via: 1.1 varnish (Varnish/7)")))
     assert chain.startswith("1.1 varnish (Varnish/7)") and "hops: Varnish" in chain
+
+
+def test_the_native_record_gives_the_connection_window_before_data(tmp_path: Path) -> None:
+    """HAProxy's first frames as the native probe records them behind an Apache header: its
+    SETTINGS, its first connection WINDOW_UPDATE only after the POST's first DATA frame."""
+    record = {"schema": "gitnetdiag.native-h2/2", "target": "h:8443", "alpn": "h2",
+              "server_headers": ["Apache/2.4.71 (Debian)"],
+              "identity_headers": ["server: Apache/2.4.71 (Debian)"], "upload_stream_id": 3,
+              "request_bytes": 1, "ended_t_ns": 90,
+              "settings_sent": [],
+              "settings_received": [{"t_ns": 5, "settings": {"ENABLE_CONNECT_PROTOCOL": 1,
+                                                             "MAX_CONCURRENT_STREAMS": 100}}],
+              "streams_opened": [],
+              "window_updates": [{"t_ns": 70, "stream_id": 0, "increment_bytes": 2147418112}],
+              "data_sent": [{"t_ns": 60, "stream_id": 3, "size_bytes": 16384}],
+              "report": {}, "ref": "r", "ref_deleted": True, "auth": "none",
+              "tls_ca": "system", "proxy": None, "warnings": []}
+    (tmp_path / "native-h2.json").write_text(json.dumps(record))
+    found = native_fingerprint(tmp_path)
+    assert found["h2_connection_window_before_data_bytes"] == 65535
+    who = identify(headers=found["identity_headers"], h2_settings=found["h2_server_settings"],
+                   connection_window_bytes=found["h2_connection_window_before_data_bytes"])
+    assert who.server == "apache" and who.terminator == "haproxy"

@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import pytest
 
+from gitnetdiag.diagnosis.observations import ConfigFinding, Listener
 from gitnetdiag.diagnosis.servers import (
     SERVERS,
+    ListenerWindow,
     buffering_knob,
     frame_fix,
     hops_of,
     identify,
+    listener_window,
+    probed_port,
     products_of_files,
     window_fix,
     window_knob,
@@ -26,6 +30,16 @@ APACHE_OR_H2O = {"MAX_CONCURRENT_STREAMS": 100, "INITIAL_WINDOW_SIZE": 16777216}
 ATS_92 = {"MAX_CONCURRENT_STREAMS": 100, "MAX_HEADER_LIST_SIZE": 131072}
 DEFAULT_ONLY = {"MAX_CONCURRENT_STREAMS": 128}
 """SETTINGS that tell nothing apart (no fingerprint in the base fits them)."""
+APACHE_2471 = {"MAX_CONCURRENT_STREAMS": 100}
+APACHE_2471_WEBSOCKETS = {"MAX_CONCURRENT_STREAMS": 100, "ENABLE_CONNECT_PROTOCOL": 1}
+"""Apache 2.4.71 mod_http2 at H2WindowSize 65535, as the h2 library read it in the lab:
+these SETTINGS (ENABLE_CONNECT_PROTOCOL too with ``H2WebSockets on``, the same set as
+HAProxy 2.6's), then a connection WINDOW_UPDATE that takes the window to 2^31-1. HAProxy 2.6
+sends no connection WINDOW_UPDATE before DATA arrives (its first one then opens the window
+to 2^31-1 as well): its connection window is 65535 until the client's first DATA frame."""
+APACHE_CONNECTION_WINDOW = (1 << 31) - 1
+HAPROXY_CONNECTION_WINDOW = 65535
+APACHE_HEADER = "Apache/2.4.71 (Debian) OpenSSL/3.0.19"
 
 # Each product as it answers: the headers it (and what sits behind it) sends, as its
 # documentation describes them or as the lab's Debian packages sent them, and SETTINGS.
@@ -65,6 +79,22 @@ def test_every_entry_has_a_case_and_its_sources() -> None:
     for t in BASE.values():
         assert t.sources["window"].startswith("https://"), t.id
         assert t.user_settable or t.workaround, t.id
+        if t.own_settings is not None:
+            assert t.sources["own_settings"].startswith("https://"), t.id
+    processes = [p for t in BASE.values() for p in t.processes]
+    directives = [d.lower() for t in BASE.values() for d in t.window_directives]
+    assert len(processes) == len(set(processes)) and len(directives) == len(set(directives))
+
+
+def test_a_broken_own_settings_entry_is_refused() -> None:
+    from importlib import resources
+    text = resources.files("gitnetdiag.data").joinpath("h2_terminators.toml").read_text()
+    line = 'own_settings = "https://github.com/apache/httpd/blob/2.4.x/modules/http2/h2_session.c"\n'
+    assert line in text
+    with pytest.raises(KnowledgeBaseError, match=r"apache.*sources\.own_settings"):
+        parse(text.replace(line, "", 1))
+    with pytest.raises(KnowledgeBaseError, match=r"apache.*raises_connection_window"):
+        parse(text.replace("raises_connection_window = true", 'raises_connection_window = "yes"'))
 
 
 @pytest.mark.parametrize("product", sorted(CASES))
@@ -105,15 +135,115 @@ def test_a_name_beats_haproxy_like_settings() -> None:
     assert known.fingerprint == "haproxy"
 
 
-def test_haproxy_in_front_of_apache_says_both() -> None:
-    """HAProxy passes Apache's server header on: the name stays, the SETTINGS are said."""
-    who = identify(server_headers=("Apache/2.4.71 (Debian) OpenSSL/3.0.19",),
-                   h2_settings=HAPROXY_26)
+def test_haproxy_like_settings_alone_never_replace_the_name() -> None:
+    """SETTINGS that look like HAProxy's but contradict nothing of Apache's own (the
+    connection window unknown): the name leads, the resemblance is said."""
+    who = identify(server_headers=(APACHE_HEADER,), h2_settings=HAPROXY_26)
     assert who.server == "apache" and who.fingerprint == "haproxy"
+    assert who.terminator is None and not who.terminator_basis
     assert any("look like HAProxy's" in b for b in who.basis)
     fix = window_fix(who, 1 << 21)
     assert fix.index("`H2WindowSize` 2097152") < fix.index("tune.h2.initial-window-size")
     assert "if HAProxy terminates HTTP/2 in front of it" in fix
+
+
+def test_haproxy_settings_behind_an_apache_header_lead_with_haproxy() -> None:
+    """The demo's case: HAProxy passes Apache's ``server`` header on, but its first frames
+    are not Apache's (no connection WINDOW_UPDATE: Apache's raises the connection window to
+    2^31-1). HAProxy's setting leads; Apache's stays named after it."""
+    who = identify(server_headers=(APACHE_HEADER,), h2_settings=HAPROXY_26,
+                   connection_window_bytes=HAPROXY_CONNECTION_WINDOW)
+    assert who.server == "apache" and who.product == APACHE_HEADER
+    assert who.terminator == "haproxy"
+    assert who.terminator_basis == ("the connection window was 65535 B until DATA was sent, "
+                                    "where Apache httpd raises it in its first frames",)
+    assert any(b.startswith("HAProxy terminates HTTP/2 in front of it") for b in who.basis)
+    fix = window_fix(who, 1 << 21)
+    assert fix.startswith("HAProxy terminates HTTP/2 here (the connection window was "
+                          "65535 B until DATA was sent"), fix
+    assert fix.index("`tune.h2.initial-window-size` 2097152") < fix.index(
+        "answers as Apache httpd") < fix.index("`H2WindowSize` 2097152"), fix
+    assert fix.count("tune.h2.initial-window-size` 2097152") == 1  # not again among others
+    assert frame_fix(who).startswith("Raise the server's advertised frame size and "
+                                     "per-stream buffers: on HAProxy, which terminates HTTP/2 "
+                                     "here, HAProxy `tune.h2.max-frame-size`")
+
+
+@pytest.mark.parametrize("settings", [APACHE_2471, APACHE_2471_WEBSOCKETS])
+def test_apache_own_first_frames_keep_apache_first(settings: dict[str, int]) -> None:
+    """Apache's own SETTINGS and connection window: nothing contradicts the name, so Apache
+    leads, even where its SETTINGS (with H2WebSockets on) are the same set as HAProxy's."""
+    who = identify(server_headers=(APACHE_HEADER,), h2_settings=settings,
+                   connection_window_bytes=APACHE_CONNECTION_WINDOW)
+    assert who.server == "apache" and who.terminator is None and not who.terminator_basis
+    fix = window_fix(who, 1 << 21)
+    assert fix.startswith("On the server that answered, Apache mod_http2: `H2WindowSize` "
+                          "2097152"), fix
+
+
+def test_settings_apache_never_sends_lead_with_the_product_they_fit() -> None:
+    """nginx's MAX_FRAME_SIZE under an Apache name: Apache never sends it."""
+    who = identify(server_headers=(APACHE_HEADER,), h2_settings=NGINX_122)
+    assert who.terminator == "nginx"
+    assert who.terminator_basis == ("MAX_FRAME_SIZE was sent, which Apache httpd never sends",)
+    assert window_fix(who, 1 << 20).startswith("nginx terminates HTTP/2 here")
+
+
+def test_contradicted_settings_that_fit_no_product_claim_none() -> None:
+    """SETTINGS that are not Apache's and match no fingerprint: the fix says another server
+    terminates HTTP/2 in front and names no product for it; Apache stays named."""
+    who = identify(server_headers=(APACHE_HEADER,), h2_settings={"INITIAL_WINDOW_SIZE": 65535},
+                   connection_window_bytes=65535)
+    assert who.terminator is None
+    assert who.terminator_basis == (
+        "no MAX_CONCURRENT_STREAMS was sent, which Apache httpd always sends",
+        "the connection window was 65535 B until DATA was sent, where Apache httpd raises it "
+        "in its first frames")
+    fix = window_fix(who, 1 << 20)
+    assert fix.startswith("Another server terminates HTTP/2 in front of the one that named "
+                          "itself")
+    assert "answers as Apache httpd" in fix and "`H2WindowSize` 1048576" in fix
+
+
+LAB_LISTENERS = (Listener(port=8443, backlog=4096, process="haproxy"),
+                 Listener(port=443, backlog=511, process="apache2"),
+                 Listener(port=8080, backlog=511, process="apache2"))
+HAPROXY_DEFAULT = ConfigFinding(setting="tune.h2.initial-window-size", value="65535 (default)",
+                                file="/run/gitnetdiag-lab/demo/haproxy.cfg")
+TARGET = ("https://198.18.2.2:8443/git/lab.git, "
+          "ssh://gnd-git@198.18.2.2:22/run/gitnetdiag-lab/demo/srv/lab.git")
+
+
+def test_the_listener_on_the_probed_port_with_the_measured_window_leads() -> None:
+    """Rule (b): whatever the SETTINGS (here Apache-like ones that contradict nothing), the
+    host shows HAProxy listening on the probed port with the measured window configured."""
+    assert probed_port(TARGET) == 8443 and probed_port("https://git.example.test/r.git") == 443
+    found = listener_window(LAB_LISTENERS, (HAPROXY_DEFAULT,), 8443, 65535)
+    assert found == ListenerWindow(product="haproxy", port=8443, process="haproxy",
+                                   setting="tune.h2.initial-window-size",
+                                   value="65535 (default)", window_bytes=65535)
+    who = identify(server_headers=(APACHE_HEADER,), h2_settings=APACHE_2471, listener=found)
+    assert who.server == "apache" and who.terminator == "haproxy"
+    assert who.terminator_basis == ("port 8443 listens as HAProxy, whose "
+                                    "`tune.h2.initial-window-size` 65535 (default) is the "
+                                    "window measured",)
+    fix = window_fix(who, 1 << 21)
+    assert fix.startswith("HAProxy terminates HTTP/2 here (port 8443 listens as HAProxy")
+    assert fix.index("tune.h2.initial-window-size` 2097152") < fix.index("`H2WindowSize`")
+
+
+def test_the_listener_rule_needs_its_port_and_the_measured_value() -> None:
+    # another configured value than the one measured: not the window that held
+    assert listener_window(LAB_LISTENERS, (HAPROXY_DEFAULT,), 8443, 16777216) is None
+    # the probed port is Apache's own: HAProxy's setting says nothing about it
+    assert listener_window(LAB_LISTENERS, (HAPROXY_DEFAULT,), 443, 65535) is None
+    apache = ConfigFinding(setting="H2WindowSize", value="65535 (default)",
+                           file="/etc/apache2/apache2.conf")
+    own = listener_window(LAB_LISTENERS, (HAPROXY_DEFAULT, apache), 443, 65535)
+    assert own is not None and own.product == "apache"
+    who = identify(server_headers=(APACHE_HEADER,), h2_settings=APACHE_2471, listener=own)
+    assert who.terminator is None and not who.terminator_basis
+    assert listener_window(LAB_LISTENERS, (HAPROXY_DEFAULT,), None, 65535) is None
 
 
 def test_every_hop_of_a_chain_is_listed_outermost_first() -> None:

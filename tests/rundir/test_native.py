@@ -122,3 +122,16 @@ def test_an_unknown_schema_is_refused(tmp_path: Path) -> None:
     (tmp_path / NATIVE_SSH_FILE).write_text(json.dumps({"schema": "gitnetdiag.native-ssh/9"}))
     with pytest.raises(InputError, match=re.escape("expected 'gitnetdiag.native-ssh/2'")):
         native_ledgers(tmp_path, "ssh")
+
+
+def test_the_connection_window_before_data_counts_only_the_first_frames() -> None:
+    """What tells Apache's first frames from HAProxy's: Apache raises the connection window
+    before any DATA (a WINDOW_UPDATE of 2147418112 after its SETTINGS), HAProxy only once
+    DATA arrives; stream updates and later ones do not count."""
+    record = _h2_record()  # its connection updates come after the first DATA (10 ms)
+    assert record.connection_window_before_data() == 65_535
+    first = (WindowUpdateReceived(t_ns=2 * MS, stream_id=0, increment_bytes=2_147_418_112),
+             WindowUpdateReceived(t_ns=3 * MS, stream_id=1, increment_bytes=1_000))
+    apache = replace(record, window_updates=(*first, *record.window_updates))
+    assert apache.connection_window_before_data() == 2**31 - 1
+    assert replace(record, data_sent=()).connection_window_before_data() is None

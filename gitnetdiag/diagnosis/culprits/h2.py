@@ -46,7 +46,13 @@ from gitnetdiag.diagnosis.observations import (
     ProtocolObservation,
     PushResult,
 )
-from gitnetdiag.diagnosis.servers import answering_server, frame_fix, window_fix
+from gitnetdiag.diagnosis.servers import (
+    ServerIdentity,
+    answering_server,
+    frame_fix,
+    terminator_name,
+    window_fix,
+)
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 from gitnetdiag.outcomes import REFUSALS
 
@@ -123,7 +129,36 @@ def _ab_signals(h: _H2Push, tally: Tally) -> bool:
     return slower
 
 
-def _window_signals(h: _H2Push, ledger: H2Ledger, rtt: float, window: int, tally: Tally) -> bool:
+TERMINATOR = "the TLS terminator"
+"""The hop whose SETTINGS, windows and connection closes the client sees: the HTTP/2
+endpoint it talks to (an edge in front of the server that names itself, or that server)."""
+
+
+def hop_source(source: str, identity: ServerIdentity | None) -> str:
+    """``source`` of a SETTINGS or window fact (the TLS terminator's), with that hop's
+    product where the evidence shows which one it is."""
+    name = terminator_name(identity)
+    return f"{source}; TLS terminator: {name}" if name else source
+
+
+def _hops(identity: ServerIdentity | None) -> list[Evidence]:
+    """Where another hop terminates HTTP/2 than the server that named itself: which one and
+    why, and the ``server`` header that came from behind it."""
+    if identity is None or not identity.terminator_basis:
+        return []
+    name = terminator_name(identity) or "another server"
+    said = identity.product or identity.unrecognised
+    return [
+        Evidence(what=f"HTTP/2 terminated by {name} ({TERMINATOR}: SETTINGS, windows)",
+                 text="; ".join(identity.terminator_basis),
+                 source="native HTTP/2 probe SETTINGS and connection window; host listeners"),
+        Evidence(what="`server` header (from the hop behind the TLS terminator)", text=said,
+                 source="HTTP/2 response headers"),
+    ]
+
+
+def _window_signals(h: _H2Push, ledger: H2Ledger, rtt: float, window: int, tally: Tally,
+                    identity: ServerIdentity | None) -> bool:
     """The ledger: a granted window below the BDP, time at zero credit. True when small."""
     bdp = h.bdp
     small = below_bdp(window, bdp)
@@ -131,8 +166,8 @@ def _window_signals(h: _H2Push, ledger: H2Ledger, rtt: float, window: int, tally
         basis = f"BDP ({h.next_limit[0]} x RTT)" if bdp is not None and h.next_limit else ""
         tally.add(
             "small-window",
-            window_below("HTTP/2 send window granted by the server (stream/connection)",
-                         window, bdp, ledger.source, basis=basis),
+            window_below(f"HTTP/2 send window granted by {TERMINATOR} (stream/connection)",
+                         window, bdp, hop_source(ledger.source, identity), basis=basis),
             rate_vs_window("measured HTTP/2 upload rate vs what the window allows", h.h2_rate,
                            window, rtt, f"{ledger.source}; RTT from run",
                            text="" if h.h2_rate else "no completed push"),
@@ -147,10 +182,10 @@ def _window_signals(h: _H2Push, ledger: H2Ledger, rtt: float, window: int, tally
     if ledger.window_updates is not None:
         tally.note(
             Evidence(
-                what="WINDOW_UPDATE frames from the server",
+                what=f"WINDOW_UPDATE frames from {TERMINATOR}",
                 value=ledger.window_updates,
                 unit="count",
-                source=ledger.source,
+                source=hop_source(ledger.source, identity),
             ),
         )
     return small
@@ -228,10 +263,9 @@ def _summary(h: _H2Push, predicted: float | None, stalled: list[PushResult]) -> 
     return "; ".join(parts) + "."
 
 
-def _fix(h: _H2Push, obs: Observations) -> str:
+def _fix(h: _H2Push, identity: ServerIdentity | None) -> str:
     bdp = h.bdp
     bdp_text = f" (BDP here {fmt_bytes(bdp)})" if bdp is not None else ""
-    identity = answering_server(obs)
     return (
         "Raise the HTTP/2 receive window on the server or edge that terminates HTTP/2 "
         f"above the BDP{bdp_text}, to {suggest_window(bdp)} B. "
@@ -294,7 +328,7 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
         evidence=evidence,
         fix=_fix(_H2Push(p=p, rtt=rtt, h2_rate=rate, other=None, window=window,
                          next_limit=("TCP receive window / RTT", tcp_rate) if tcp_rate
-                         else None), obs),
+                         else None), answering_server(obs)),
     )
 
 
@@ -312,12 +346,13 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     if h.other is None and p.h2_ledger is None and ok_pushes(p):
         return _capture_only(obs, p)
     tally = Tally("h2-flow-control-window")
+    identity = answering_server(obs)
     slower = _ab_signals(h, tally)
     predicted: float | None = None
     small_window = False
     if h.window is not None and h.rtt is not None and p.h2_ledger is not None:
         predicted = h.window / h.rtt
-        small_window = _window_signals(h, p.h2_ledger, h.rtt, h.window, tally)
+        small_window = _window_signals(h, p.h2_ledger, h.rtt, h.window, tally, identity)
     stalled = _stall_signal(obs, p, small_window, tally)
 
     # A slower HTTP/2 push is not blamed on its flow control when the ledger shows a
@@ -330,13 +365,13 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     if not (slower or small_window or (stalled and tally.score > 0)):
         return None
     pattern = r"initial-window-size|H2WindowSize|http2_body_preread_size|window_size"
-    tally.note(*config_evidence(config_lines(obs, pattern)))
+    tally.note(*config_evidence(config_lines(obs, pattern)), *_hops(identity))
     return Hit(
         score=tally.score,
         cost_s=_cost_s(obs, h),
         summary=_summary(h, predicted, stalled),
         evidence=tuple(tally.evidence),
-        fix=_fix(h, obs),
+        fix=_fix(h, identity),
     )
 
 
@@ -431,6 +466,7 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
         return None
     if p.capture is not None and p.capture.network_bound:
         return None  # TCP was bound by the network (loss, cwnd), not by per-frame cost
+    identity = answering_server(obs)
     return Hit(
         score=weight("h2-frame-settings", "small-frames"),
         cost_s=saved_time_s(size, up, other[1]) or 0.0,
@@ -441,13 +477,13 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
         ),
         evidence=(
             Evidence(
-                what="server SETTINGS_MAX_FRAME_SIZE",
+                what=f"SETTINGS_MAX_FRAME_SIZE of {TERMINATOR}",
                 value=ledger.max_frame_size_bytes,
                 unit="B",
                 threshold=H2_DEFAULT_FRAME_BYTES,
                 comparison="<=",
                 basis="the protocol minimum",
-                source=ledger.source,
+                source=hop_source(ledger.source, identity),
             ),
             slower_than("HTTP/2 upload rate", h2_rate, other, "pushes", ratio=FRAME_SLOWER_RATIO),
             share_of_upload("time at zero HTTP/2 credit (the window is not the limit)", zero,
@@ -455,6 +491,7 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
             *config_evidence(
                 config_lines(obs, r"max-frame-size|bufsize|StreamMaxMemSize|chunk_size")
             ),
+            *_hops(identity),
         ),
-        fix=frame_fix(answering_server(obs)),
+        fix=frame_fix(identity),
     )
