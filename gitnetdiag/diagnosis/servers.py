@@ -52,6 +52,10 @@ SERVERS = ("haproxy", "nginx", "apache", "go", "h2o", "envoy")
 NAMES = {t.id: t.name for t in BASE.values()} | {"caddy": "Caddy"}
 """Display name of each product id (and of the lab's Caddy edge)."""
 
+MAY_FRONT = "may terminate HTTP/2 in front of it"
+"""How the identity's basis says a fingerprint that differs from the name; it gives way to
+what the evidence shows once a hop in front is established (:func:`terminating_hop`)."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class Hop:
@@ -184,7 +188,7 @@ def _named(*, headers: tuple[str, ...], server_headers: tuple[str, ...],
         disagree = like is not None and like.id != t.id
         if disagree and like is not None:
             basis.append(f"its HTTP/2 SETTINGS ({print_}) look like {like.name}'s: "
-                         f"{like.name} may terminate HTTP/2 in front of it")
+                         f"{like.name} {MAY_FRONT}")
         return ServerIdentity(server=t.id, product=answered.said, basis=(*basis, *chain),
                               ssh_banner=ssh_banner, hops=hops,
                               fingerprint=like.id if disagree and like else None)
@@ -249,8 +253,9 @@ def terminating_hop(identity: ServerIdentity, settings: dict[str, int],
         return identity
     front = BASE[terminator].name if terminator is not None else "another server"
     said = f"{front} terminates HTTP/2 in front of it: {'; '.join(basis)}"
+    kept = tuple(b for b in identity.basis if not b.endswith(MAY_FRONT))
     return replace(identity, terminator=terminator, terminator_basis=tuple(basis),
-                   basis=(*identity.basis, said))
+                   basis=(*kept, said))
 
 
 def _size_bytes(text: str) -> int | None:

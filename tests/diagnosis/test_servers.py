@@ -158,6 +158,7 @@ def test_haproxy_settings_behind_an_apache_header_lead_with_haproxy() -> None:
     assert who.terminator_basis == ("the connection window was 65535 B until DATA was sent, "
                                     "where Apache httpd raises it in its first frames",)
     assert any(b.startswith("HAProxy terminates HTTP/2 in front of it") for b in who.basis)
+    assert not any("may terminate" in b for b in who.basis)  # the evidence settled it
     fix = window_fix(who, 1 << 21)
     assert fix.startswith("HAProxy terminates HTTP/2 here (the connection window was "
                           "65535 B until DATA was sent"), fix
