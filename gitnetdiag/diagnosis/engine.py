@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from gitnetdiag import __version__
 from gitnetdiag.diagnosis.costs import apply_costs
 from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
+from gitnetdiag.diagnosis.failuredesc import describe_failures
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
     median,
@@ -153,5 +154,5 @@ def diagnose(
         observations=obs,
         requested_protocols=judgement.requested,
         measured_protocols=judgement.measured,
-        measurement_failures=judgement.failures,
+        measurement_failures=describe_failures(obs, judgement.failures),
     )

@@ -124,6 +124,15 @@ class MeasurementFailure:
     explained_by: str | None = None
     """Id of a ranked culprit this failure is evidence for (a filter that resets
     connections): then it does not make the run inconclusive."""
+    signatures: tuple[str, ...] = ()
+    """Ids of the failure-signature catalogue's entries that match what was seen of a
+    failed push (``docs/failures.md``); empty when none matched or it was not described."""
+    candidates: tuple[str, ...] = ()
+    """Culprit ids those entries' causes point to: what to look at, not ranked findings."""
+    seen: str = ""
+    """What was seen of a failed push, one sentence (``HTTP/2 push: POST git-receive-pack
+    answered 411; git said: ...``), ending in "gitnetdiag has no entry for it" when no
+    entry matched; empty when the failure was not described."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -20,3 +20,19 @@ def failure_note(failure: MeasurementFailure) -> str:
     if failure.explained_by is None:
         return ""
     return f"evidence for {failure.explained_by}"
+
+
+SIGNATURE_HEADING = "failure signature"
+
+
+def failure_signature(failure: MeasurementFailure) -> str:
+    """The failure-signature catalogue's description of a failed push: the matching
+    entries, the culprits they may point to and what was seen, or what was seen ending in
+    "gitnetdiag has no entry for it"; empty when the failure was not described."""
+    if not failure.seen:
+        return ""
+    if not failure.signatures:
+        return failure.seen
+    may = (f"may point to {', '.join(failure.candidates)}" if failure.candidates
+           else "no network culprit")
+    return f"{', '.join(failure.signatures)} ({may}): {failure.seen}"

@@ -11,7 +11,14 @@ import html
 from collections.abc import Sequence
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
+from gitnetdiag.report.failures import (
+    INTRO,
+    SECTION_TITLE,
+    SIGNATURE_HEADING,
+    failure_note,
+    failure_signature,
+    failure_where,
+)
 from gitnetdiag.report.plots import Figure, report_figures
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
@@ -56,6 +63,25 @@ def plots_section(figures: Sequence[Figure]) -> str:
     return "".join(parts)
 
 
+def _failures(d: Diagnosis) -> list[str]:
+    """The measurement failures table; a failure-signature column when a push was described."""
+    signed = any(f.seen for f in d.measurement_failures)
+    parts = [
+        f'<h2 id="measurement-failures">{_esc(SECTION_TITLE)}</h2><p>{_esc(INTRO)}</p>'
+        "<table><tr><th>measurement</th><th>reference</th><th>what happened</th>"
+        "<th>hint</th><th>note</th>"
+        + (f"<th>{_esc(SIGNATURE_HEADING)}</th>" if signed else "") + "</tr>"
+    ]
+    parts += [
+        f"<tr><td>{_esc(failure_where(f))}</td><td><code>{_esc(f.reference)}</code></td>"
+        f"<td>{_esc(f.message)}</td><td>{_esc(f.hint)}</td>"
+        f"<td>{_esc(failure_note(f))}</td>"
+        + (f"<td>{_esc(failure_signature(f))}</td>" if signed else "") + "</tr>"
+        for f in d.measurement_failures
+    ]
+    return [*parts, "</table>"]
+
+
 def _finding(rank: int, f: Finding) -> str:
     rows = "".join(
         f"<tr><td>{_esc(e.what)}</td><td>{_esc(fmt_evidence_value(e))}</td>"
@@ -86,18 +112,7 @@ def render_html(diagnosis: Diagnosis) -> str:
         f"<p>{_esc(d.headline)}</p>",
     ]
     if d.measurement_failures:
-        parts.append(
-            f'<h2 id="measurement-failures">{_esc(SECTION_TITLE)}</h2><p>{_esc(INTRO)}</p>'
-            "<table><tr><th>measurement</th><th>reference</th><th>what happened</th>"
-            "<th>hint</th><th>note</th></tr>"
-        )
-        parts += [
-            f"<tr><td>{_esc(failure_where(f))}</td><td><code>{_esc(f.reference)}</code></td>"
-            f"<td>{_esc(f.message)}</td><td>{_esc(f.hint)}</td>"
-            f"<td>{_esc(failure_note(f))}</td></tr>"
-            for f in d.measurement_failures
-        ]
-        parts.append("</table>")
+        parts += _failures(d)
     if d.protocols:
         parts.append(
             "<h2>Pushes per protocol</h2><table><tr><th>protocol</th><th>ok</th><th>failed</th>"

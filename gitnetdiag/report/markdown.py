@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
+from gitnetdiag.report.failures import (
+    INTRO,
+    SECTION_TITLE,
+    SIGNATURE_HEADING,
+    failure_note,
+    failure_signature,
+    failure_where,
+)
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
@@ -19,6 +26,20 @@ from gitnetdiag.report.units import (
 
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _failures(d: Diagnosis) -> list[str]:
+    """The measurement failures table; a failure-signature column when a push was described."""
+    signed = any(f.seen for f in d.measurement_failures)
+    extra = f" {SIGNATURE_HEADING} |" if signed else ""
+    lines = [f"## {SECTION_TITLE}", "", INTRO, "",
+             f"| measurement | reference | what happened | hint | note |{extra}",
+             "|---|---|---|---|---|" + ("---|" if signed else "")]
+    for f in d.measurement_failures:
+        cell = f" {_cell(failure_signature(f))} |" if signed else ""
+        lines.append(f"| {_cell(failure_where(f))} | `{f.reference}` | {_cell(f.message)} | "
+                     f"{_cell(f.hint)} | {_cell(failure_note(f))} |{cell}")
+    return [*lines, ""]
 
 
 def _finding(rank: int, f: Finding) -> list[str]:
@@ -52,15 +73,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         "",
     ]
     if d.measurement_failures:
-        lines += [f"## {SECTION_TITLE}", "", INTRO, "",
-                  "| measurement | reference | what happened | hint | note |",
-                  "|---|---|---|---|---|"]
-        lines += [
-            f"| {_cell(failure_where(f))} | `{f.reference}` | {_cell(f.message)} | "
-            f"{_cell(f.hint)} | {_cell(failure_note(f))} |"
-            for f in d.measurement_failures
-        ]
-        lines.append("")
+        lines += _failures(d)
     if d.findings:
         lines.append("| rank | culprit | cost | confidence |")
         lines.append("|---|---|---|---|")

@@ -11,7 +11,13 @@ from rich.table import Table
 from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_note, failure_where
+from gitnetdiag.report.failures import (
+    INTRO,
+    SECTION_TITLE,
+    failure_note,
+    failure_signature,
+    failure_where,
+)
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
@@ -102,6 +108,9 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
                     + (f" [{note}]" if note else ""))
             console.print(Padding(Text(line, style="yellow" if color else ""), (0, 0, 0, 1)))
             console.print(Padding(Text(f"hint: {failure.hint}"), (0, 0, 0, 3)))
+            signature = failure_signature(failure)
+            if signature:
+                console.print(Padding(Text(f"signature: {signature}"), (0, 0, 0, 3)))
         console.print()
     if d.protocols:
         console.print(_protocol_table(d))

@@ -61,13 +61,40 @@ OTHER_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
 """git messages of kind ``other`` whose cause is still plain: (words all in it, hint)."""
 
 
+STORAGE_WORDS: tuple[str, ...] = (
+    "unable to migrate objects to permanent storage",  # receive-pack's quarantine
+    "unpacker error", "unpack failed",  # receive-pack's index-pack / unpack-objects
+    "unable to create temporary object directory",
+    "insufficient permission for adding an object",
+    "unable to create temporary file", "unable to write loose object file",
+    "no space left on device", "write error. out of diskspace",
+)
+"""git's words when the server could not store a push's objects (sources in
+``gitnetdiag/data/failure_signatures.toml``: receive-pack.c, send-pack.c, object-file.c,
+csum-file.c)."""
+
+STORAGE_HINT = (
+    "the server received the pack but could not store its objects: on the server, check "
+    "that the repository's objects directory and everything under it belong to the user "
+    "git runs as (git run there once as root leaves root-owned directories; "
+    "core.sharedRepository for a group) and are writable, and that its filesystem has free "
+    "space and inodes (df, df -i); the push's 'remote:' lines say which (\"pack exceeds "
+    "maximum allowed size\" is the server's receive.maxInputSize instead)"
+)
+"""The hint of a push the server refused because it could not store the objects."""
+
+
 def failure_hint(kind: str, message: str = "") -> str:
     """The hint for a recorded failure kind (``other``: from git's ``message`` when it is
-    one of :data:`OTHER_HINTS`); empty for a kind this version does not know."""
+    one of :data:`OTHER_HINTS`); empty for a kind this version does not know. A message
+    that says the server could not store the objects (:data:`STORAGE_WORDS`) gets
+    :data:`STORAGE_HINT`, whatever the kind (git reports it as a rejected ref)."""
     try:
         known = FailureKind(kind)
     except ValueError:
         return ""
+    if any(word in message.lower() for word in STORAGE_WORDS):
+        return STORAGE_HINT
     if known is FailureKind.OTHER:
         lowered = message.lower()
         for words, hint in OTHER_HINTS:
