@@ -1,7 +1,8 @@
-"""The native probes' files -> the engine's H2Ledger / SshLedger.
+"""The native probes' files -> the engine's H2Ledger / SshLedger / BodyLimitProbe.
 
     native-*.json, schema .../2 (raw events)  --analysis.nativeledger-->  ledgers  --> obs
     native-*.json without schema (summaries written before version 2)   --legacy-->  obs
+    native-body.json (the body probe's answers)                  --body_limit-->       obs
 
 Both paths give the same observations for the same push: the legacy path
 reads back the numbers the old probe derived with the same
@@ -23,7 +24,10 @@ from gitnetdiag.analysis.nativeledger import (
     ssh_channel_ledger,
 )
 from gitnetdiag.diagnosis import observations as obs
+from gitnetdiag.pipeline._noted import Noted
 from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE, bad_run_dir, read_json_object
+from gitnetdiag.rundir.bodyprobe import HttpVersion, body_probe_record
+from gitnetdiag.rundir.files import NATIVE_BODY_FILE
 from gitnetdiag.rundir.native import (
     H2NativeRecord,
     SshNativeRecord,
@@ -104,6 +108,36 @@ def ssh_observation(record: SshNativeRecord) -> obs.SshLedger:
         zero_window_s=channel.stalled_s,
         window_adjusts=len(record.window_adjusts),
     )
+
+
+def body_limit(run_dir: Path, protocol: str) -> Noted[obs.BodyLimitProbe | None]:
+    """What the body probe measured for ``protocol`` (``h1``/``h2`` of its URL): the limit
+    bracket (asked over HTTP/1.1, one per URL) and the sized/streamed answers over the
+    protocol's HTTP version; the probe's notes come with its first protocol. None when it
+    did not run."""
+    data = read_json_object(run_dir / NATIVE_BODY_FILE) if protocol in ("h1", "h2") else None
+    if data is None:
+        return Noted(value=None)
+    record = body_probe_record(data, NATIVE_BODY_FILE)
+    if protocol not in record.protocols:
+        return Noted(value=None)
+    version: HttpVersion = "HTTP/2" if protocol == "h2" else "HTTP/1.1"
+    sized, streamed = record.last("sized", version), record.last("streamed", version)
+    refusal = record.refusal()
+    probe = obs.BodyLimitProbe(
+        source=f"native body probe of {record.target}",
+        requests=len(record.exchanges),
+        largest_accepted_bytes=record.largest_accepted_bytes,
+        smallest_refused_bytes=record.smallest_refused_bytes,
+        refused_status=refusal.status if refusal else None,
+        sized_status=sized.status if sized else None,
+        streamed_status=streamed.status if streamed else None,
+        streamed_reset=streamed is not None and streamed.answer in ("reset", "closed"),
+        server=refusal.server if refusal else None,
+    )
+    first = protocol == record.protocols[0]
+    return Noted(value=probe,
+                 notes=tuple(f"{NATIVE_BODY_FILE}: {note}" for note in record.notes if first))
 
 
 # --- legacy: summaries written before schema version 2 --------------------------------

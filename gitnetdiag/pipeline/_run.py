@@ -37,7 +37,7 @@ from gitnetdiag.pipeline._connections import (
     forward_filled,
 )
 from gitnetdiag.pipeline._h2stall import h2_client_stall
-from gitnetdiag.pipeline._native import downsample, native_fingerprint, native_ledgers
+from gitnetdiag.pipeline._native import body_limit, downsample, native_fingerprint, native_ledgers
 from gitnetdiag.pipeline._noted import Noted, Notes
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
@@ -367,6 +367,7 @@ def _protocol_observation(run_dir: Path, run: ProtocolRun,
         h2_client_stall=stall,
         flight=flight,
         http_requests=http_exchanges(records),
+        body_limit=gathered.take(body_limit(run_dir, run.protocol)),
     )
     return Noted(value=observation, notes=tuple(gathered.notes),
                  problems=tuple(gathered.problems))

@@ -127,7 +127,7 @@ class H2Client:
         context = tls_context(access)
         if keylog_file:
             context.keylog_filename = keylog_file
-        raw = _open_socket(target, access.proxy, timeout_s)
+        raw = open_socket(target, access.proxy, timeout_s)
         # Like curl: small HEADERS then DATA must not wait for a delayed ACK (Nagle).
         raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         try:
@@ -164,7 +164,7 @@ class H2Client:
         try:
             self.conn.close_connection()
             self._flush()
-        except (OSError, H2Error):
+        except (OSError, H2Error, NetworkError):  # the server closed first: nothing to say
             pass
         self.sock.close()
 
@@ -335,8 +335,9 @@ def tls_context(access: HttpAccess) -> ssl.SSLContext:
     return context
 
 
-def _open_socket(target: H2Remote, proxy: Proxy | None, timeout_s: float) -> socket.socket:
-    """A TCP connection to the server, through the proxy's CONNECT tunnel if there is one."""
+def open_socket(target: H2Remote, proxy: Proxy | None, timeout_s: float) -> socket.socket:
+    """A TCP connection to the server, through the proxy's CONNECT tunnel if there is one
+    (also the body probe's, :mod:`gitnetdiag.probe.bodyprobe`)."""
     host, port = (proxy.host, proxy.port) if proxy else (target.host, target.port)
     try:
         raw = socket.create_connection((host, port), timeout=timeout_s)

@@ -57,7 +57,8 @@ from gitnetdiag.rundir import (
     redact_url,
     write_manifest,
 )
-from gitnetdiag.rundir.files import sweep_variant_file
+from gitnetdiag.rundir.bodyprobe import write_body_probe
+from gitnetdiag.rundir.files import NATIVE_BODY_FILE, sweep_variant_file
 from gitnetdiag.rundir.native import ReportStatus, write_native
 from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
 from gitnetdiag.vocabulary import TransportKind
@@ -281,6 +282,8 @@ def _run_steps(state: _Run, scratch: Path) -> None:
     if options.native and state.black_hole is None:
         _native(state, repo_path, oid)
         state.save()
+    if options.native:
+        _body(state)
     if options.h2_sweep and state.black_hole is None:
         _sweep(state, repo_path, oid)
         state.save()
@@ -505,6 +508,26 @@ def _native_cleanup_problem(state: _Run, protocol: TransportKind,
         state.error("cleanup", protocol, error)
     if warning is not None:
         state.warn(warning)
+
+
+def _body(state: _Run) -> None:
+    """The native body probe, after an HTTP push failed the way a body limit or a refused
+    streamed body makes it fail (:func:`~gitnetdiag.probe.bodyprobe.body_probe_trigger`)."""
+    from gitnetdiag.probe.bodyprobe import body_probe, body_probe_trigger, progress_line
+
+    http = [p for p in (TransportKind.H1, TransportKind.H2) if p in state.protocols]
+    trigger = body_probe_trigger([state.protocols[p] for p in http])
+    if trigger is None:
+        return
+    options = state.options
+    url = options.urls[http[0]]
+    state.reporter.begin("native body probe")
+    record = body_probe(url, protocols=[p.value for p in http if options.urls[p] == url],
+                        upper_bytes=len(state.pack or b""), trigger=trigger,
+                        ca_file=options.ca_file, verify=False if options.insecure else None)
+    write_body_probe(state.run_dir / NATIVE_BODY_FILE, record)
+    state.reporter.done("native body probe", progress_line(record), ok=not record.notes)
+    state.save()
 
 
 SWEEP_ARTIFACT = SWEEP_FILE
