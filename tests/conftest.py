@@ -45,7 +45,9 @@ them).
     disk (``slow-storage``), sleeps (``slow-hook``, ``slow-auth``), stall timeouts
     (``pmtu-blackhole``, ``h2-client-stall``), SYN retransmission waits (``syn-drop``,
     ``tiny-backlog``), resets and refusals (``firewall-reset``, ``ssh-maxstartups``,
-    ``edge-backend-errors``), a lab's own set-up, fixes and teardown.
+    ``edge-backend-errors``, ``request-body-limit``, ``streamed-body-refused``), an edge
+    timeout during a sleeping hook (``edge-idle-timeout``), a lab's own set-up, fixes
+    and teardown.
 
 The rule, in one place (:func:`lab_lane`): a test's own ``@pytest.mark.lab_lane("idle")``
 or ``lab_lane("busy")`` (closest marker wins, so a module can set a lane and one test
@@ -92,6 +94,8 @@ IDLE_FAULTS = frozenset({
     "syn-drop", "tiny-backlog",  # SYN retransmission timeouts
     # named from failures, not rates: resets, refused SSH, an edge's redirects
     "firewall-reset", "ssh-maxstartups", "edge-backend-errors",
+    # issue 33: a 413, a 411, an edge timeout during a sleeping hook
+    "request-body-limit", "streamed-body-refused", "edge-idle-timeout",
 })
 """Faults whose lab tests wait or fail rather than measure a rate: a test parametrized with
 one runs in the idle lane."""

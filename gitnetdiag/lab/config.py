@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gitnetdiag.lab import httpfaults
 from gitnetdiag.lab.spec import BAD_MEMBER_STATUS, H2_DEFAULT_WINDOW, LabSpec
 from gitnetdiag.model.lab.state import (
     PORT_HTTP_BACKEND,
@@ -156,7 +157,7 @@ ScriptAlias /git/ {cgi}/
     Options +ExecCGI
     Require all granted
 </Directory>
-{_basic_auth(paths) if spec.http_auth else ""}
+{_basic_auth(paths) if spec.http_auth else ""}{httpfaults.apache_body_limit(spec)}
 Listen {server_ip}:{PORT_HTTPS_DIRECT}
 Listen 127.0.0.1:{PORT_HTTP_BACKEND}
 
@@ -212,12 +213,12 @@ defaults
     mode http
     timeout connect 5s
     timeout client 600s
-    timeout server 600s
+    timeout server {httpfaults.edge_server_timeout_s(spec)}s
     timeout http-request 60s
 
 frontend edge
     bind {server_ip}:{PORT_HTTPS_EDGE} ssl crt {paths.server_pem} alpn h2,http/1.1
-    default_backend apache
+{httpfaults.haproxy_request_rules(spec)}    default_backend apache
 
 {_haproxy_pool(spec)}"""
 

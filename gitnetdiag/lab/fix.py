@@ -9,7 +9,9 @@ this module makes the running lab match it, touching only what changed:
   socket the fix names);
 - the server namespace's ``net.ipv4.tcp_rmem`` max is raised;
 - the router's FORWARD rules are rebuilt without the loss or the reset rule;
-- the pre-receive hook is removed.
+- the pre-receive hook is removed;
+- Apache's body limit and the edge's 411 rule are removed, the edge's ``timeout server``
+  raised (:mod:`gitnetdiag.lab.httpfaults`).
 
 The namespaces, keys, CA and repository stay: every endpoint URL is unchanged,
 so a run before and a run after the fix compare like for like.
@@ -21,7 +23,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gitnetdiag.lab import edges, manager, servers
+from gitnetdiag.lab import edges, httpfaults, manager, servers
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.manager import Progress
 from gitnetdiag.lab.netns import Namespaces
@@ -50,7 +52,7 @@ def _roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
         roles.append("edge")
     if (after.git_backlog, after.real_git_daemon) != (before.git_backlog, before.real_git_daemon):
         roles.append("git")
-    return tuple(roles)
+    return tuple(dict.fromkeys([*roles, *httpfaults.roles_to_restart(before, after)]))
 
 
 def _ready_urls(state: LabState, roles: tuple[str, ...], spec: LabSpec) -> list[str]:
@@ -111,6 +113,7 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         done.append(f"git:// listen backlog {before.git_backlog} -> {after.git_backlog}")
     if after.auth_delay_s != before.auth_delay_s:
         done.append("slow key lookup and ref advertisement delay removed")
+    done += httpfaults.fix_notes(before, after)
     new_state = replace(
         state, faults=list(after.faults), fixed=list(after.fixed), loss=after.loss,
         edge_h2_window=after.edge_h2_window, hook_delay_s=after.hook_delay_s,

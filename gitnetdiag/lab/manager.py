@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, fetchlab, h2window, slowclient, slowdisk
+from gitnetdiag.lab import config, fetchlab, h2window, httpfaults, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.edges import EDGE_PROGRAMS
 from gitnetdiag.lab.httpauth import make_http_auth
@@ -299,6 +299,8 @@ def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> No
     run(["git", "init", "-q", "--bare", "-b", "main", repo])
     run([*git, "config", "http.receivepack", "true"])
     run([*git, "config", "receive.denyDeletes", "false"])
+    for key, value in httpfaults.repo_config(spec):
+        run([*git, "config", key, value])
     tree = run([*git, "hash-object", "-t", "tree", "-w", "/dev/null"]).stdout.strip()
     env = {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TypedDict, Unpack
 
 from gitnetdiag.errors import UsageError
+from gitnetdiag.lab import httpfaults as _http
 
 # HTTP/2's default initial window (RFC 9113 section 6.9.2), what HAProxy up to 3.0 keeps.
 H2_DEFAULT_WINDOW = 65535
@@ -134,6 +135,7 @@ FAULTS: dict[str, str] = {
     f"{FETCH_HISTORY_BYTES // 2**20} MiB of random data",
     "edge-backend-errors": "the HAProxy edge balances round-robin over two members without "
     f"health checks: Apache, and a port that answers {BAD_MEMBER_STATUS} to everything",
+    **_http.HTTP_FAULTS,
 }
 
 
@@ -189,6 +191,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "h2-frame-settings": "tune.bufsize",
     "h2-client-stall": "http.version HTTP/1.1",
     "edge-backend-errors": "option httpchk",
+    **_http.HTTP_FAULT_FIX_NAMES,
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -309,6 +312,7 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     "h2-frame-settings": ("--protocols", "h1,h2"),
     # Both HTTP versions go through the pool; SSH does not, and shows the server is fine.
     "edge-backend-errors": ("--protocols", "h1,h2,ssh", "--cleanup-wait", "5"),
+    **_http.HTTP_FAULT_PROBE_ARGS,
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""
@@ -490,9 +494,10 @@ def _chosen_edge(edge: str | None, active: tuple[str, ...]) -> str:
     if "edge-response-buffering" in active and "slow-storage" in active:
         raise UsageError("edge-response-buffering and slow-storage each need the lab's one "
                          "throttled device", hint="run them in two labs")
-    if "edge-backend-errors" in active and chosen_edge != "haproxy":
+    haproxy_only = [f for f in ("edge-backend-errors", *_http.HAPROXY_FAULTS) if f in active]
+    if haproxy_only and chosen_edge != "haproxy":
         raise UsageError(
-            f"the edge-backend-errors fault needs the haproxy edge, not {chosen_edge}",
+            f"the {haproxy_only[0]} fault needs the haproxy edge, not {chosen_edge}",
             hint="use --edge haproxy (or leave --edge out)",
         )
     return chosen_edge
@@ -531,7 +536,8 @@ def build_spec(*, instance: str, faults: list[str],
         apache_h2_window=apache_h2_window if apache_h2_window is not None else LARGE_WINDOW,
         server_rmem_max=RMEM_CLAMP_BYTES if has("tcp-rmem-clamp") else None,
         git_backlog=TINY_BACKLOG if has("tiny-backlog") else HEALTHY_BACKLOG,
-        hook_delay_s=hook_delay_s if has("slow-hook") else 0.0,
+        hook_delay_s=hook_delay_s if has("slow-hook")
+        else _http.EDGE_IDLE_HOOK_S if has("edge-idle-timeout") else 0.0,
         auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
         http_auth=has("auth"),
@@ -575,6 +581,7 @@ FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
     "window-scaling-off": {"server_window_scaling": True},
     "syn-drop": {"syn_drop_share": 0.0},
     "edge-backend-errors": {"edge_health_checks": True},
+    **_http.HTTP_FAULT_FIXED_SETTINGS,
 }
 """The fix each fault's culprit names, as lab settings: the edge's HTTP/2 window raised,
 ``tcp_rmem`` max raised, the backlog raised (the ``--inetd`` socket of the fix), the

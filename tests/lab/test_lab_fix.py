@@ -47,7 +47,7 @@ def test_lab_fix_applies_every_fix_in_place(lab_factory: LabFactory) -> None:
     proc = _cli("lab", "fix", "--name", state.instance)
     assert proc.returncode == 0, proc.stderr
     for fault_word in ("tcp_rmem", "loss", "reset rule", "hook", "initial-window-size",
-                       "backlog", "key lookup"):
+                       "backlog", "key lookup", "LimitRequestBody", "timeout server", "411"):
         assert fault_word in proc.stdout, proc.stdout
 
     rules = _ns(state.router_ns, "iptables-legacy", "-S", "FORWARD")
@@ -59,6 +59,9 @@ def test_lab_fix_applies_every_fix_in_place(lab_factory: LabFactory) -> None:
     root = Path(state.state_dir)
     assert f"tune.h2.initial-window-size {LARGE_WINDOW}" in (root / "haproxy.cfg").read_text()
     assert "AuthorizedKeysCommand" not in (root / "sshd_config").read_text()
+    haproxy = (root / "haproxy.cfg").read_text()
+    assert "timeout server 60s" in haproxy and "status 411" not in haproxy
+    assert "<Location" not in (root / "apache2.conf").read_text()  # body limit gone
 
     fixed = load_state(state.instance)
     assert fixed.faults == ["healthy"] and sorted(fixed.fixed) == sorted(FAULT_FIXED_SETTINGS)
