@@ -233,7 +233,9 @@ def http_exchanges(records: Sequence[PushRecord]) -> tuple[obs.HttpExchange, ...
     """Every HTTP request of the pushes, each with the push it belongs to."""
     return tuple(
         obs.HttpExchange(method=r.method, path=r.path, status=r.status, server=r.server,
-                         push=record.repeat)
+                         push=record.repeat, content_length_bytes=r.content_length_bytes,
+                         streamed=r.streamed, silence_before_close_s=r.silence_before_close_s,
+                         ending=r.ending)
         for record in records for r in record.http_requests
     )
 

@@ -216,7 +216,7 @@ def remove_probe_ref(
         done = removal.absent() if on_server is None else removal.present(current, on_server)
         if done is not None:
             return done
-        if on_server is None:
+        if on_server is None or removal.settling():
             sleep(POLL_INTERVAL_S)
 
 
@@ -245,6 +245,8 @@ class _Removal:
     """git's delete exited 0: receive-pack took it."""
     detail: str = ""
     """The last failure, as git said it."""
+    failed_delete_at: float | None = None
+    """When the last delete failed (its answer lost: it may still be running)."""
 
     @property
     def ref(self) -> str:
@@ -285,10 +287,21 @@ class _Removal:
         return self.result(RefCleanup.UNCONFIRMED,
                            f"the server's refs cannot be listed ({self.detail})")
 
+    def settling(self) -> bool:
+        """A delete whose answer was lost may still be running on the server (its hooks run
+        as long as the push's did): no second delete until it had time to land."""
+        return (self.failed_delete_at is not None
+                and self.clock() - self.failed_delete_at < _delete_settle_s(self.deletes))
+
     def absent(self) -> CleanupResult | None:
         """Not on the server: deleted, never created, or (a push that may land) not yet."""
         if self.deleted:
             return self.result(RefCleanup.DELETED)
+        if self.deletes and self.known_present:
+            # It was there with our object and only a delete under our lease removes it:
+            # that delete landed after the way to the server lost its answer.
+            return self.result(RefCleanup.DELETED, "the delete landed after its answer was "
+                               f"lost ({self.detail})" if self.detail else "")
         if self.aftermath is Aftermath.CREATED:
             return self.result(RefCleanup.NEVER_CREATED,
                                "the push succeeded, but the branch was gone before the delete")
@@ -309,7 +322,11 @@ class _Removal:
         if on_server != self.oid:
             return self.result(RefCleanup.LEFTOVER, f"{self.ref} points at {on_server[:12]}, "
                                f"not the pushed {self.oid[:12]}: left alone")
+        if self.settling():
+            return None
         if self.deletes >= _MAX_DELETES:
+            if self.clock() < self.deadline:
+                return None  # the last delete may still land: look until the deadline
             return self.result(RefCleanup.LEFTOVER, self.detail or "the delete did not take")
         self.deletes += 1
         removal = self.runner(delete_argv(current, self.branch, self.oid), env=current.env(),
@@ -322,9 +339,15 @@ class _Removal:
                 return self.result(RefCleanup.DELETED)
         else:
             self.failures += 1
+            self.failed_delete_at = self.clock()
             self.detail = "delete: " + ("timed out" if removal.timed_out
                                         else failure_line(removal.stderr))
         return None
+
+
+def _delete_settle_s(deletes: int) -> float:
+    """How long a failed delete is given to land before the next: 2, 4, 8 s."""
+    return float(min(8, 2 ** deletes))
 
 
 def _server_deleted(stderr: str, branch: str) -> bool:
