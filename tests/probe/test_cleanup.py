@@ -254,3 +254,34 @@ def test_refused_https_probe_records_never_created_and_no_cleanup_error(tmp_path
     assert push.failure_kind == "refused" and push.cleanup == "never-created", push
     assert [(e.stage, e.reference) for e in outcome.manifest.errors] == [("push", "refused")]
     assert not (tmp_path / "run" / push.artifacts.get("cleanup_stderr", "-")).is_file()
+
+
+def test_a_delete_cut_by_an_edge_that_lands_later_is_deleted(tmp_path: Path) -> None:
+    """Issue 33's edge-idle-timeout: the branch lands after the edge cut the push; the
+    delete under lease is cut too (its hook runs as long), lands later, and the branch is
+    gone: ``deleted``, after one delete, not a second one sent into the running hook."""
+    clock = [0.0]
+    branch, oid = "gitnetdiag/probe-0123abcd", "c" * 40
+    deletes: list[float] = []
+    landed_at: list[float] = []
+
+    def runner(argv: object, **_: object) -> GitRun:
+        args = list(argv)  # type: ignore[call-overload]
+        clock[0] += 0.2
+        if "ls-remote" in args:
+            gone = bool(landed_at) and clock[0] >= landed_at[0]
+            listing = "" if gone else f"{oid}\trefs/heads/{branch}\n"
+            return GitRun(argv=tuple(args), exit_code=0, wall_s=0.2, timed_out=False,
+                          stderr="", stdout=listing)
+        deletes.append(clock[0])
+        landed_at.append(clock[0] + 3.0)  # its hook ends 3 s later
+        return _run("error: RPC failed; curl 18 transfer closed with outstanding read data "
+                    "remaining\nsend-pack: unexpected disconnect while reading sideband packet")
+
+    result = remove_probe_ref(
+        Transport(protocol=TransportKind.H1, url="https://h/r.git"), branch, oid,
+        Aftermath.MAY_LAND, runner=runner, cwd=tmp_path, wait_s=20.0,
+        clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
+    assert result.status is RefCleanup.DELETED, result
+    assert len(deletes) <= 2, deletes
+    assert result.waited_s < 10.0
