@@ -110,6 +110,7 @@ def analyze_capture(
             stats = reader.stats
             damage = reader.damage
             connections = analyzer.results(reader.connections)
+            bridged = analyzer.clock_bridged()
             file_bytes = reader.file_bytes
             segments = reader.packets_read
             secrets = reader.has_tls_secrets
@@ -129,7 +130,7 @@ def analyze_capture(
         warnings.append(
             f"{stats.short} frame(s) were cut inside the IP/TCP header (snap length too small?)"
         )
-    warnings += clock_warnings(stats, own_capture=own_capture)
+    warnings += clock_warnings(stats, own_capture=own_capture, bridged=bridged)
     if stats.records and not segments:
         warnings.append("the capture holds no TCP segments")
     return CaptureAnalysis(
@@ -154,10 +155,26 @@ def _frames(stats: DecodeStats, kind: str, count: int) -> str:
     return f"frame{'s' if count > 1 else ''} {named}{more}"
 
 
-def clock_warnings(stats: DecodeStats, *, own_capture: bool = False) -> list[str]:
+def _bridged_text(bridged: tuple[int, int]) -> str:
+    """How the connections' clocks were read past their steps back (:mod:`.tcp_clock`)."""
+    steps, lone = bridged
+    parts = []
+    if lone:
+        parts.append(f"{lone} lone frame(s) stamped out of line taken as simultaneous with "
+                     "the frame before them in their connection")
+    if steps:
+        parts.append(f"{steps} clock step(s) back bridged in a connection (the frame at "
+                     "the step simultaneous with the one before it, the later frames "
+                     "keeping their spacing)")
+    return "; ".join(parts) or "no connection's own frames out of order"
+
+
+def clock_warnings(stats: DecodeStats, *, own_capture: bool = False,
+                   bridged: tuple[int, int] = (0, 0)) -> list[str]:
     """One line per kind of timestamp trouble, naming the first frames; in a capture of
     gitnetdiag's own, steps back shorter than a millisecond
-    (:data:`~gitnetdiag.capture.decodestats.CAPTURE_RACE_NS`) are no trouble."""
+    (:data:`~gitnetdiag.capture.decodestats.CAPTURE_RACE_NS`) are no trouble. ``bridged``:
+    the TCP analysis's (clock steps, lone frames), :meth:`.TcpAnalyzer.clock_bridged`."""
     out: list[str] = []
     backwards, kind = stats.clock_backwards, "backwards"
     if own_capture:
@@ -166,13 +183,14 @@ def clock_warnings(stats: DecodeStats, *, own_capture: bool = False) -> list[str
         out.append(
             f"timestamps step backwards at {backwards} frame(s) "
             f"({_frames(stats, kind, backwards)}): analysed in frame order, "
-            "each such frame taken as simultaneous with the one before it in its connection"
+            f"{_bridged_text(bridged)}"
         )
     if stats.clock_jumps:
         out.append(
             f"timestamps leap more than a day ahead at {stats.clock_jumps} frame(s) "
             f"({_frames(stats, 'jumps', stats.clock_jumps)}): durations and rates of the "
-            "connections spanning them are stretched"
+            "connections spanning them are stretched, unless the clock comes back at the "
+            "next frame (a lone frame, read at the time of the one before it)"
         )
     if stats.bad_fractions:
         out.append(

@@ -23,6 +23,7 @@ import numpy.typing as npt
 
 from gitnetdiag.analysis import TCP_FIELDS
 from gitnetdiag.analysis import tcp_chunk as chunk
+from gitnetdiag.analysis.tcp_clock import ClockState, retime
 from gitnetdiag.analysis.tcp_results import (
     NS,
     ConnectionAnalysis,
@@ -45,7 +46,6 @@ from gitnetdiag.analysis.tcp_state import (
     SeriesBins,
     SideState,
     rtt_samples,
-    running_max,
 )
 from gitnetdiag.capture.flows import TCP_ACK, TCP_RST, TCP_SYN, Connection
 
@@ -74,6 +74,9 @@ class _ConnectionState:
         self.hs = HandshakeState()
         self.first_ts: int | None = None
         self.last_ts = 0
+        self.clock = ClockState()
+        self.epoch: I64Array | None = None
+        """This chunk's rows' clock epochs (:func:`.tcp_clock.retime`)."""
         self.packets = 0
         self.series = SeriesBins(bin_ns=int(thresholds.bin_s * NS))
 
@@ -92,12 +95,11 @@ class _ConnectionState:
         n = len(cols["ts_ns"])
         if n == 0:
             return
-        # Analysis follows frame order, as tshark's does; a timestamp that
-        # steps back (a clock step, a merged or reordered file) would give
-        # negative intervals, so this connection's clock never runs backwards:
-        # such a frame counts as simultaneous with the one before it.
-        floor = self.last_ts if self.first_ts is not None else int(cols["ts_ns"][0])
-        ts = running_max(cols["ts_ns"], floor)
+        # Analysis follows frame order, as tshark's does; a timestamp that steps back
+        # (a clock step, a lone frame stamped out of line, a merged file) would give
+        # negative intervals, so this connection's clock never runs backwards
+        # (:mod:`.tcp_clock`).
+        ts, self.epoch = retime(cols["ts_ns"], self.clock)
         cols["ts_ns"] = ts
         if self.first_ts is None:
             self.first_ts = int(ts[0])
@@ -179,7 +181,8 @@ class _ConnectionState:
                                                rtt_s=self.rtt_estimate_s(d), t=self.t)
         # RTT samples (Karn: no sample from an ACK that also covers a retransmission).
         rtt_samples(side, segs.ts, segs.end, segs.rtx | segs.zero_window_probe, segs.rows,
-                    cols["ts_ns"], view.peer_rows, acks.cummax, view.peers_before)
+                    cols["ts_ns"], view.peer_rows, acks.cummax, view.peers_before,
+                    epoch=self.epoch)
         chunk.advertised_windows(side, cols, win, view, chunk_flags)
         self._add_series(d, bins, view, segs, acks, rows)
         chunk.classify_limits(side, view, segs, acks, rows, timeout, mss=self._mss(d),
@@ -359,6 +362,12 @@ class TcpAnalyzer:
     def results(self, connections: Sequence[Connection]) -> list[ConnectionAnalysis]:
         """One analysis per connection that had packets, in connection order."""
         return [self._states[c.index].result(c) for c in connections if c.index in self._states]
+
+    def clock_bridged(self) -> tuple[int, int]:
+        """Steps back in the connections' clocks so far: (clock steps whose later frames
+        kept their spacing, lone frames taken as simultaneous with the frame before)."""
+        counts = [state.clock.bridged for state in self._states.values()]
+        return sum(c[0] for c in counts), sum(c[1] for c in counts)
 
 
 def analyze_connections(

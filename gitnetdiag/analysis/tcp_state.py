@@ -284,6 +284,8 @@ class SideState:
     pend_ts: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     pend_end: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
     pend_rtx: BoolArray = field(default_factory=lambda: np.zeros(0, bool))
+    pend_epoch: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))
+    """The pending segments' clock epochs (:mod:`.tcp_clock`)."""
     rtt_hist: I64Array = field(default_factory=lambda: np.zeros(len(RTT_EDGES_S) + 1, np.int64))
     rtt_n: int = 0
     rtt_min: float = float("inf")
@@ -372,11 +374,18 @@ def rtt_samples(
     p_idx: I64Array,
     p_cummax: I64Array,
     peers_before: I64Array,
+    *,
+    epoch: I64Array | None = None,
 ) -> None:
-    """``peers_before``: per row of the chunk, the peer's ACKs at or before it."""
+    """``peers_before``: per row of the chunk, the peer's ACKs at or before it. ``epoch``:
+    per row, its clock epoch (:func:`~gitnetdiag.analysis.tcp_clock.retime`; ``None``: all
+    0); a segment and an ACK of different epochs, or a row whose stamp was replaced, give
+    no sample."""
     all_ts = np.concatenate([side.pend_ts, seg_ts])
     all_end = np.concatenate([side.pend_end, seg_end])
     all_rtx = np.concatenate([side.pend_rtx, rtx])
+    seg_epoch = epoch[data_pos] if epoch is not None else np.zeros(len(seg_ts), np.int64)
+    all_epoch = np.concatenate([side.pend_epoch, seg_epoch])
     if len(all_ts) == 0:
         return
     # The first of the peer's ACKs after each segment: pending segments sit before every
@@ -390,15 +399,17 @@ def rtt_samples(
     side.pend_ts = all_ts[keep][-MAX_PENDING_SEGMENTS:]
     side.pend_end = all_end[keep][-MAX_PENDING_SEGMENTS:]
     side.pend_rtx = all_rtx[keep][-MAX_PENDING_SEGMENTS:]
+    side.pend_epoch = all_epoch[keep][-MAX_PENDING_SEGMENTS:]
     if not matched.any():
         return
     jm = j[matched]
     tsm = all_ts[matched]
+    em = all_epoch[matched]
     # Not np.isin / np.unique: they may import numpy.ma (~20 ms of start-up).
     bad_acks = np.sort(jm[all_rtx[matched]])
     at = np.minimum(np.searchsorted(bad_acks, jm), max(len(bad_acks) - 1, 0))
     ok = ~(bad_acks[at] == jm) if len(bad_acks) else np.ones(len(jm), dtype=bool)
-    jm, tsm = jm[ok], tsm[ok]
+    jm, tsm, em = jm[ok], tsm[ok], em[ok]
     if len(jm) == 0:
         return
     # One sample per ACK, from the last segment it covered. The times never decrease
@@ -406,9 +417,12 @@ def rtt_samples(
     # ordering by ACK then time; ACKs mostly come in order already.
     if len(jm) > 1 and not bool((jm[1:] >= jm[:-1]).all()):
         order = np.argsort(jm, kind="stable")
-        jm, tsm = jm[order], tsm[order]
+        jm, tsm, em = jm[order], tsm[order], em[order]
     last = np.flatnonzero(np.concatenate((jm[1:] != jm[:-1], [True])))
     rtt_s = (ts[p_idx[jm[last]]] - tsm[last]) / NS
+    if epoch is not None or bool(em.any()):
+        ack_epoch = epoch[p_idx[jm[last]]] if epoch is not None else 0
+        rtt_s = rtt_s[(em[last] == ack_epoch) & (em[last] >= 0)]
     rtt_s = rtt_s[rtt_s >= 0]
     if len(rtt_s) == 0:
         return

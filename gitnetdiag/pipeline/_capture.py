@@ -89,6 +89,16 @@ def _directed(conn: ConnectionAnalysis, server_port: int) -> ConnectionAnalysis:
                                       b_addr=c.a_addr, b_port=c.a_port))
 
 
+def handshake_rtt_s(transfers: list[Transfer]) -> float | None:
+    """The path's RTT: the handshake of the transfer that uploaded most among those whose
+    handshake was captured (SYN -> SYN-ACK -> ACK, a whole round trip from either end)."""
+    for t in transfers:
+        rtt = t.conn.handshake.rtt_s
+        if rtt is not None and rtt > 0:
+            return rtt
+    return None
+
+
 def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sniffed]
                    ) -> list[Transfer]:
     """Every git-like connection, client first, largest upload first."""
@@ -327,6 +337,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
     run = obs.RunInfo(
         requested_protocols=tuple(protocols),
         target_url=str(path.name),
+        rtt_s=handshake_rtt_s(transfers),
         measured_by=(f"bare capture {path.name}: {len(analysis.connections)} TCP "
                      f"connection(s), {kinds}; no A/B reference between transports, no "
                      "trace2 phases, no server view (confidence lowered accordingly)"),

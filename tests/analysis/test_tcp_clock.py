@@ -5,9 +5,11 @@ from __future__ import annotations
 import resource
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
+from gitnetdiag.analysis.tcp_clock import UNTRUSTED, ClockState, retime
 from gitnetdiag.analysis.tcp_state import MAX_SERIES_BINS
 from tests.capture.craft import Conversation
 
@@ -72,11 +74,13 @@ def test_last_frame_ten_years_later_stays_small(tmp_path: Path) -> None:
 
 
 def test_a_frame_stamped_years_ahead_in_the_middle(tmp_path: Path) -> None:
-    """A leap ahead and back: frames after it count as simultaneous with it, nothing breaks."""
+    """A leap ahead and back at the next frame: a lone frame stamped ahead, taken as
+    simultaneous with the frame before it; the connection keeps its duration."""
     conv = _transfer()
     _restamp(conv, 20, TEN_YEARS_NS)
     result = analyze_capture(conv.pcap(tmp_path / "spike.pcap"))
     (c,) = result.connections
+    assert c.duration_s == pytest.approx(20 * 0.051 + 0.0501, abs=1e-3)
     assert c.a_to_b.payload_bytes == 20_000
     assert sum(c.series.goodput_bytes[0]) == 20_000
     assert any("frame 21" in w for w in result.warnings)
@@ -124,3 +128,76 @@ def test_own_capture_still_warns_of_a_real_step_back(tmp_path: Path) -> None:
     assert any("step backwards at 1 frame(s) (frame 22)" in w for w in own.warnings), own.warnings
     foreign = analyze_capture(tmp_path / "step.pcap")
     assert any("step backwards at 2 frame(s) (frames 12, 22)" in w for w in foreign.warnings)
+
+
+MS = 1_000_000
+
+
+def _retimed(stamps_ms: list[float], *, split: int | None = None
+             ) -> tuple[list[float], list[int], ClockState]:
+    """``retime`` over stamps in ms, in one chunk or two (split before index ``split``)."""
+    raw = np.array([round(v * MS) for v in stamps_ms], dtype=np.int64)
+    state = ClockState()
+    times: list[float] = []
+    epochs: list[int] = []
+    for part in (np.split(raw, [split]) if split else [raw]):
+        ts, epoch = retime(part, state)
+        times += (ts / MS).tolist()
+        epochs += epoch.tolist() if epoch is not None else [0] * len(part)
+    return times, epochs, state
+
+
+@pytest.mark.parametrize("split", [None, 2, 3, 4])
+def test_a_lone_frame_stamped_early_is_simultaneous_with_the_one_before(
+        split: int | None) -> None:
+    """10 11 [3] 12 13: the frame at 3 is read at 11, the others keep their times and no
+    RTT sample is taken from it; the same when a chunk ends at or around it."""
+    times, epochs, state = _retimed([10, 11, 3, 12, 13], split=split)
+    assert times == [10, 11, 11, 12, 13]
+    # A chunk that ends at the frame reads it as a clock step until the next chunk shows
+    # otherwise: the frames after it are in a new epoch (a few RTT samples fewer).
+    assert epochs == ([0, 0, UNTRUSTED, 1, 1] if split == 3 else [0, 0, UNTRUSTED, 0, 0])
+    assert state.bridged == (0, 1)
+
+
+def test_a_lone_frame_stamped_ahead_is_simultaneous_with_the_one_before() -> None:
+    """10 [90] 11 12 13: the frame at 90 is read at 10, the frames after keep their times."""
+    times, epochs, state = _retimed([10, 90, 11, 12, 13])
+    assert times == [10, 10, 11, 12, 13]
+    assert epochs == [0, UNTRUSTED, 0, 0, 0]
+    assert state.bridged == (0, 1)
+
+
+@pytest.mark.parametrize("split", [None, 2, 3, 4])
+def test_a_clock_step_back_keeps_the_spacing_after_it(split: int | None) -> None:
+    """10 11 [3] 4 5: the frame at 3 is read at 11 and the frames after keep their 1 ms
+    spacing (clamping them would squeeze them into 11); they start a new epoch, so no RTT
+    sample spans the step."""
+    times, epochs, state = _retimed([10, 11, 3, 4, 5], split=split)
+    assert times == [10, 11, 11, 12, 13]
+    assert epochs == [0, 0, UNTRUSTED, 1, 1]
+    assert state.bridged == (1, 0)
+
+
+def test_a_step_back_under_a_millisecond_keeps_its_rtt_samples() -> None:
+    """The packet socket's stamping race (a few us): read at the frame before, as any lone
+    frame, but its stamp is good enough for an RTT sample."""
+    times, epochs, state = _retimed([10, 11, 10.999, 12])
+    assert times == [10, 11, 11, 12]
+    assert epochs == [0, 0, 0, 0]
+    assert state.bridged == (0, 1)
+
+
+def test_a_clock_step_back_mid_transfer_keeps_the_duration_and_the_rtt(
+        tmp_path: Path) -> None:
+    """The clock steps back 5 s between two rounds and runs on: the connection lasts as
+    long as it did, and no RTT sample spans the step (one would be about -5 s, or 0 s
+    once clamped)."""
+    conv = _transfer()
+    for index in range(21, len(conv.frames)):
+        _restamp(conv, index, -5_000_000_000)
+    result = analyze_capture(conv.pcap(tmp_path / "stepped.pcap"))
+    (c,) = result.connections
+    assert c.duration_s == pytest.approx(20 * 0.051 + 0.0501 - 0.001, abs=1e-3)
+    assert c.a_to_b.rtt.min_s == pytest.approx(0.05, abs=1e-3)
+    assert any("1 clock step(s) back bridged" in w for w in result.warnings), result.warnings

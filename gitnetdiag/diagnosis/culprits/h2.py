@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.diagnosis.culprits._common import (
+    FLAT_RATIO,
     MATCHES_CAP_RATIO,
     SELF_LIMITED_SHARE,
     SLOWER_RATIO,
@@ -41,6 +43,7 @@ from gitnetdiag.diagnosis.measures import (
 )
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
+    CaptureMetrics,
     H2Ledger,
     Observations,
     ProtocolObservation,
@@ -278,6 +281,40 @@ CAPTURE_ONLY_SELF_LIMITED_SHARE = 0.7
 """Capture-only rule: the TCP sender waits on HTTP/2 at least this share of the time."""
 CAPTURE_ONLY_OPEN_RATIO = 4
 """Capture-only rule: the advertised TCP window is at least this multiple of bytes in flight."""
+CAPTURE_ONLY_DEFAULT_WINDOW_SLACK = 1.02
+"""Capture-only rule: a plateau from HTTP/2's default window (65535 B of DATA) up to this
+multiple of it is that window, with the frame headers and TLS records riding on it (a
+recorded 65535 B edge: 65787 B in flight)."""
+
+
+def _capture_only_signals(cap: CaptureMetrics, rate: float | None, rtt: float, window: int,
+                          tally: Tally) -> None:
+    """What a bare capture adds beside the waiting sender: the plateau carries the rate
+    (about one plateau per round trip), it is flat, and it sits at HTTP/2's default window."""
+    if rate and window / rtt <= MATCHES_CAP_RATIO * rate:
+        tally.add("capture-rate-at-plateau", Evidence(
+            what="HTTP/2 upload rate vs one plateau per round trip", value=rate, unit="B/s",
+            threshold=window / rtt / MATCHES_CAP_RATIO, comparison=">=",
+            basis="plateau {} / RTT {} / {}",
+            basis_terms=(term(window, "B"), term(rtt, "s"), term(MATCHES_CAP_RATIO, "count")),
+            source=f"pushes; {cap.source}"))
+    median = cap.bytes_in_flight_median
+    if median and median >= FLAT_RATIO * window:
+        tally.add("capture-flat-plateau", Evidence(
+            what="bytes in flight (median): flat at the plateau", value=median, unit="B",
+            threshold=FLAT_RATIO * window, comparison=">=",
+            basis="{} of bytes in flight (p95) {}",
+            basis_terms=(term(FLAT_RATIO, "ratio"), term(window, "B")), source=cap.source))
+    top = CAPTURE_ONLY_DEFAULT_WINDOW_SLACK * HTTP2_DEFAULT_WINDOW_BYTES
+    if HTTP2_DEFAULT_WINDOW_BYTES <= window <= top:
+        tally.add("capture-default-window", Evidence(
+            what="bytes-in-flight plateau at HTTP/2's default window", value=window, unit="B",
+            threshold=top, comparison="<=",
+            basis="the default SETTINGS_INITIAL_WINDOW_SIZE {} (RFC 9113 section 6.9.2) x {} "
+            "for frame headers and TLS records",
+            basis_terms=(term(HTTP2_DEFAULT_WINDOW_BYTES, "B"),
+                         term(CAPTURE_ONLY_DEFAULT_WINDOW_SLACK, "count")),
+            source=cap.source))
 
 
 def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
@@ -299,7 +336,9 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
     size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_per_s(p)
     cost = saved_time_s(size, up, tcp_rate) if size and up else None
     bdp = tcp_rate * rtt if tcp_rate else None
-    evidence = (
+    tally = Tally("h2-flow-control-window")
+    tally.add(
+        "capture-only",
         Evidence(what="TCP sender self-limited (waiting above TCP) with its window open",
                  value=cap.self_limited_share, unit="ratio",
                  threshold=CAPTURE_ONLY_SELF_LIMITED_SHARE, comparison=">=",
@@ -316,16 +355,17 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
                  text="estimate: the HTTP/2 frames are encrypted; a key log gives the "
                  "granted window", source=cap.source),
     )
+    _capture_only_signals(cap, rate, rtt, window, tally)
     rate_text = f" at {fmt_rate(rate)}" if rate else ""
     return Hit(
-        score=weight("h2-flow-control-window", "capture-only"),
+        score=tally.score,
         cost_s=cost or 0.0,
         summary=(f"The HTTP/2 upload{rate_text} sent about {fmt_bytes(window)} per "
                  f"{fmt_s(rtt)} round trip and waited {cap.self_limited_share:.0%} of the "
                  "time with the TCP window open: an HTTP/2 flow-control window is the likely "
                  "limit. Seen in a bare capture: no HTTP/1.1 or SSH push to compare, the "
                  "HTTP/2 frames not decrypted (give --keylog for the granted window)."),
-        evidence=evidence,
+        evidence=tuple(tally.evidence),
         fix=_fix(_H2Push(p=p, rtt=rtt, h2_rate=rate, other=None, window=window,
                          next_limit=("TCP receive window / RTT", tcp_rate) if tcp_rate
                          else None), answering_server(obs)),

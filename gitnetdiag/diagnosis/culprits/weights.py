@@ -70,6 +70,9 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "stalled": 0.2,  # pushes hung, beside the signals above
         "stalled-alone": 0.4,  # pushes hung, no other signal
         "capture-only": 0.45,  # a bare capture: self-limited with the TCP window open
+        "capture-rate-at-plateau": 0.15,  # ... the rate within 1.5x of plateau / RTT
+        "capture-flat-plateau": 0.1,  # ... in flight (median) >= 80% of its p95
+        "capture-default-window": 0.2,  # ... the plateau at HTTP/2's default 65535 B window
     },
     "h2-frame-settings": {
         "buffer-below-a-frame": 0.8,  # an edge buffer smaller than one DATA frame, pushes fail

@@ -7,6 +7,8 @@ from dataclasses import replace
 import pytest
 
 from gitnetdiag.diagnosis import diagnose
+from gitnetdiag.diagnosis.culprits.h2 import h2_flow_control_window
+from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.observations import (
     ConfigFinding,
     H2Ledger,
@@ -154,14 +156,33 @@ def _bare_h2(self_limited: float, in_flight: int) -> Observations:
 
 
 def test_bare_capture_rule_estimates_the_window_from_the_plateau() -> None:
-    """Self-limited >= 70% with the window >= 4 x in flight: the HTTP/2 window, less sure,
-    saying that the frames were not seen."""
+    """Self-limited >= 70% with the window >= 4 x in flight: the HTTP/2 window, less sure
+    than with a ledger, saying that the frames were not seen."""
     top = diagnose(_bare_h2(0.95, 65_535)).findings[0]
     assert top.id == "h2-flow-control-window"
-    assert top.score < 0.5
+    assert top.score < diagnose(case_h2_window()).findings[0].score
     assert "65535 B" in " ".join(fmt_evidence_value(e) for e in top.evidence)
     assert "--keylog" in top.summary
     assert "tune.h2.initial-window-size" in top.fix
+
+
+@pytest.mark.parametrize(("in_flight", "signals"), [
+    (65_535, ["capture-rate-at-plateau", "capture-flat-plateau", "capture-default-window"]),
+    (66_000, ["capture-rate-at-plateau", "capture-flat-plateau", "capture-default-window"]),
+    (90_000, ["capture-rate-at-plateau", "capture-flat-plateau"]),
+    (130_000, ["capture-flat-plateau"]),
+])
+def test_bare_capture_rule_scores_the_shape_of_the_plateau(in_flight: int,
+                                                           signals: list[str]) -> None:
+    """Beside the waiting sender: the rate carried by one plateau per RTT (24 MB in 18 s,
+    1.33 MB/s, is within 1.5x of a plateau up to 100 kB per 50 ms, not 130 kB), a flat
+    line, and HTTP/2's default window (65535 B of DATA, up to 2% above it with the frames'
+    and TLS records' bytes)."""
+    hit = h2_flow_control_window(_bare_h2(0.95, in_flight))
+    assert hit is not None
+    assert hit.score == pytest.approx(
+        weight("h2-flow-control-window", "capture-only")
+        + sum(weight("h2-flow-control-window", s) for s in signals))
 
 
 @pytest.mark.parametrize(("self_limited", "in_flight"), [(0.4, 65_535), (0.95, 300_000)])
