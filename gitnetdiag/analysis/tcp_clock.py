@@ -147,10 +147,15 @@ def retime(raw: I64Array, state: ClockState) -> tuple[I64Array, I64Array | None]
     ext = np.concatenate((np.asarray(state.raw_ns, dtype=np.int64), raw))
     s = _steps(ext, h, state.pending)
     gaps = _adjusted_gaps(ext, h, s)
-    if first:
-        ts = int(raw[0]) + np.concatenate(([0], np.cumsum(gaps)))
-    else:
-        ts = state.last_ns + np.cumsum(gaps[h - 1:])
+    with np.errstate(over="ignore"):
+        if first:
+            ts = int(raw[0]) + np.concatenate(([0], np.cumsum(gaps)))
+        else:
+            ts = state.last_ns + np.cumsum(gaps[h - 1:])
+    if _wrapped(ts, state.last_ns if not first else None):
+        # Stamps strewn across the whole epoch (a corrupt or crafted file): bridging each
+        # step would run past the clock's range; the running maximum cannot.
+        ts = np.maximum.accumulate(np.maximum(raw, state.last_ns if not first else raw[0]))
     untrusted, opens = _untrusted_rows(ext, h, s, first)
     epoch = state.epoch + np.cumsum(opens)
     epoch[untrusted] = UNTRUSTED
@@ -163,6 +168,19 @@ def retime(raw: I64Array, state: ClockState) -> tuple[I64Array, I64Array | None]
     state.epoch += int(opens.sum())
     _carry(state, raw, int(ts[-1]), pending=pending)
     return ts.astype(np.int64), epoch.astype(np.int64)
+
+
+CLOCK_CEILING_NS = 1 << 62
+"""Bridged times stay below this (year 2116), far from int64's end: a file whose steps
+add up past it has stamps strewn across the epoch, not a clock that stepped."""
+
+
+def _wrapped(ts: I64Array, previous_ns: int | None) -> bool:
+    """The bridged times ran past :data:`CLOCK_CEILING_NS` or overflowed int64 (they then
+    run backwards somewhere)."""
+    if len(ts) and previous_ns is not None and int(ts[0]) < previous_ns:
+        return True
+    return bool((ts[1:] < ts[:-1]).any()) or bool(len(ts) and int(ts.max()) >= CLOCK_CEILING_NS)
 
 
 def _carry(state: ClockState, raw: I64Array, last_ns: int, *, pending: bool) -> None:
