@@ -202,16 +202,3 @@ def test_a_clock_step_back_mid_transfer_keeps_the_duration_and_the_rtt(
     assert c.a_to_b.rtt.min_s == pytest.approx(0.05, abs=1e-3)
     assert any("1 clock step(s) back bridged" in w for w in result.warnings), result.warnings
 
-
-def test_stamps_strewn_across_the_epoch_never_overflow() -> None:
-    """Found by the reader's fuzz test: two 'clock steps' of 3.76e18 ns each, then normal
-    stamps near 1.7e18, bridged, would run past int64 (a negative connection duration);
-    past the ceiling the running maximum takes over and time still never runs back."""
-    base = 1_700_000_000_000_000_000
-    far = 3_761_686_018_124_838_000
-    raw = [far, 0, base + 1000, far, 0, *(base + 2000 + 10 * i for i in range(12))]
-    for chunks in ([raw], [[v] for v in raw]):
-        state = ClockState()
-        times = [int(t) for chunk in chunks
-                 for t in retime(np.asarray(chunk, dtype=np.int64), state)[0]]
-        assert times == sorted(times) and max(times) < 1 << 63 and min(times) >= 0
