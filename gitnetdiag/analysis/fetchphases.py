@@ -31,6 +31,7 @@ from datetime import datetime
 from typing import Any
 
 from gitnetdiag.rundir.fetchrecords import TimelinePoint
+from gitnetdiag.thresholds import MIN_RATE_BYTES
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -70,6 +71,9 @@ class FetchPhases:
     """Checking out the working tree (``unpack_trees``)."""
     total_s: float | None
     """Start to git clone's exit (trace2), None when it was stopped."""
+    receiving_s: float | None = None
+    """index-pack's ``Receiving objects`` region: the pack's transfer as git timed it (with
+    index-pack's own work per object), None without the region."""
 
     @property
     def server_pack_generation_s(self) -> float | None:
@@ -214,4 +218,21 @@ def fetch_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[Timel
         index_pack_s=_span(resolve_enter, index_end),
         checkout_s=_span(checkout_enter, checkout_leave),
         total_s=rel(exits[0]) if exits else None,
+        receiving_s=_span(recv_enter, recv_leave),
     )
+
+
+def finished_clone_rate(phases: FetchPhases, moved_bytes: int, wall_s: float
+                        ) -> tuple[int, float, float] | None:
+    """``(bytes, seconds, rate)`` of a clone that finished with no measured rate (its pack
+    came between two samples of the monitor and git did not count it aloud: an older run
+    directory). A clone that finished is a measurement: index-pack's ``total_bytes`` over
+    its ``Receiving objects`` region, else the bytes received over the clone's wall time,
+    a lower bound of its rate. None below :data:`~gitnetdiag.thresholds.MIN_RATE_BYTES`
+    (round trips, not a rate: the verdict calls such a clone ``too-small``)."""
+    received = phases.received_bytes
+    if received and received >= MIN_RATE_BYTES and phases.receiving_s:
+        return max(received, moved_bytes), phases.receiving_s, received / phases.receiving_s
+    if moved_bytes >= MIN_RATE_BYTES and wall_s > 0:
+        return moved_bytes, wall_s, moved_bytes / wall_s
+    return None

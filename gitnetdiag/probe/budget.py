@@ -85,16 +85,32 @@ class RateMonitor:
         self.last_change_s = 0.0
         self.last_sign_of_life_s = 0.0
         self.pack_finished_s: float | None = None
+        self.known_pack_start_s: float | None = None
+        """Set by :meth:`pack_started_after`: where the pack started, whatever moved before."""
 
     def alive(self, t_s: float) -> None:
         """Something other than sent bytes happened at ``t_s``: bytes received, a line
         from git or the server."""
         self.last_sign_of_life_s = max(self.last_sign_of_life_s, t_s)
 
+    def pack_started_after(self, t_s: float) -> None:
+        """The pack is known to have started after ``t_s`` (a clone: git's first
+        ``Receiving objects`` line came after the sample at ``t_s``): the rate and the
+        budget count from there, whatever moved before (a server's progress lines can
+        pass :data:`PREAMBLE_BYTES` long before its pack)."""
+        self.known_pack_start_s = t_s
+
     def add(self, point: Progress) -> None:
-        if point.moved_bytes > self.points[-1].moved_bytes:
-            self.last_change_s = point.t_s
-            self.points.append(point)
+        last = self.points[-1]
+        if point.moved_bytes > last.moved_bytes:
+            if point.t_s <= last.t_s and len(self.points) > 1:
+                # A later count of the same sample (git's own, read after it exited): it
+                # corrects that sample, it adds no instant of zero length to measure over.
+                self.points[-1] = Progress(t_s=last.t_s, moved_bytes=point.moved_bytes)
+                self.last_change_s = last.t_s
+            else:
+                self.last_change_s = point.t_s
+                self.points.append(point)
         elif point.t_s > self.points[-1].t_s:
             self.points.append(Progress(t_s=point.t_s, moved_bytes=self.points[-1].moved_bytes))
 
@@ -113,6 +129,8 @@ class RateMonitor:
     def pack_started_s(self) -> float | None:
         """When the pack started moving: the last point before the bytes moved passed
         :data:`PREAMBLE_BYTES`; None while the push is still logging in or negotiating."""
+        if self.known_pack_start_s is not None:
+            return self.known_pack_start_s
         for before, point in zip(self.points, self.points[1:], strict=False):
             if point.moved_bytes > PREAMBLE_BYTES:
                 return before.t_s

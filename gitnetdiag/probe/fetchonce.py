@@ -6,12 +6,17 @@ access alone. The clone goes into a private temporary directory, runs with
 git's traces on (trace2 events, the packet trace of the ref advertisement) and
 ``--progress`` (the server's sideband ``remote:`` lines and the client's
 ``Receiving objects``), and is followed by the same pure
-:class:`~gitnetdiag.probe.budget.RateMonitor` as a push, fed with the kernel's
-``bytes_received`` of git's sockets (``ss -tin``, any user): it stops git
-mid-pack once the rate is stable or the budget is spent, or when nothing moves
-for the stall timeout. Once the whole pack arrived (``Receiving objects:
-100%``) git is left to resolve deltas and check out, so those phases are seen.
-Whatever happened, the temporary directory is removed and checked gone.
+:class:`~gitnetdiag.probe.budget.RateMonitor` as a push, fed with the bytes received
+so far: the kernel's ``bytes_received`` of git's sockets (``ss -tin``, any user) or
+git's own count of the pack, whichever is larger (the kernel's stays behind once a
+socket closed between two samples). Until git counts the pack aloud the server's
+words are the progress (:class:`~gitnetdiag.probe.packphase.PackPhaseWatch`: a server
+that talks and never sends a pack is a stall of its pack phase, ``server-stall``, not a
+rate); from the first pack byte the monitor stops git mid-pack once the rate is stable
+or the budget (counted from there) is spent, or when nothing moves for the stall
+timeout. Once the whole pack arrived (``Receiving objects: 100%``) git is left to
+resolve deltas and check out, so those phases are seen. Whatever happened, the
+temporary directory is removed and checked gone.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from gitnetdiag.probe.capture import Capture
 from gitnetdiag.probe.fetchfull import FetchWire
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_line
 from gitnetdiag.probe.options import ProbeOptions, Reporter
+from gitnetdiag.probe.packphase import PackPhaseWatch
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
@@ -50,9 +56,16 @@ FETCH_SAFETY_CONFIG = (
 )
 """A clone runs no hook, recurses into no submodule and speaks protocol v2 (``ls-refs``)
 where the server can; the server side is untouched whatever the config says."""
+FETCH_COUNT_CONFIG = ("-c", "fetch.unpackLimit=1")
+"""Every pack goes through ``index-pack``, which counts it aloud (``Receiving objects: 100%
+(10/10), 8.00 MiB``; trace2's ``total_bytes``). Below 100 objects git would run
+``unpack-objects`` instead, which says nothing when stderr is not a terminal: an 8 MiB clone
+of 10 objects that came between two samples left no count of its bytes, and a clone that
+finished was declared failed (issue 34)."""
 
 _RECEIVING_RE = re.compile(
-    r"Receiving objects: +(\d+)% \(\d+/\d+\)(?:, ([\d.]+) (bytes|KiB|MiB|GiB))?")
+    r"(?:Receiving|Unpacking) objects: +(\d+)% \(\d+/\d+\)"
+    r"(?:, ([\d.]+) (bytes|KiB|MiB|GiB))?")
 _UNITS = {"bytes": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 
 
@@ -60,7 +73,8 @@ def clone_argv(transport: Transport, dest: Path, branch: str | None = None) -> l
     """git clone of the remote into ``dest``: no templates (no hooks), progress on; with
     ``branch`` that branch alone (``--fetch-seed``'s throwaway branch), no tags."""
     only = ["--single-branch", "--no-tags", "--branch", branch] if branch else []
-    return ["git", *transport.config_args(), *FETCH_SAFETY_CONFIG, "clone", "--progress",
+    return ["git", *transport.config_args(), *FETCH_SAFETY_CONFIG, *FETCH_COUNT_CONFIG,
+            "clone", "--progress",
             "--no-local", "--template=", *only, transport.command_url, str(dest)]
 
 
@@ -74,6 +88,12 @@ def received_from_progress(stderr: str) -> tuple[int | None, bool]:
         if match.group(2):
             received = int(float(match.group(2)) * _UNITS[match.group(3)])
     return received, finished
+
+
+def pack_begun(stderr: str) -> bool:
+    """git counts a pack aloud: its first ``Receiving objects`` (or ``Unpacking objects``)
+    line, printed once an object arrived (or within a second of the first pack bytes)."""
+    return _RECEIVING_RE.search(stderr) is not None
 
 
 class FetchState(TypingProtocol):
@@ -108,6 +128,9 @@ class MonitoredClone:
     """``ss -tin`` samples recorded."""
     server_samples: int = 0
     """``ss -tin`` samples of the server's sockets recorded (a local server only)."""
+    stall_detail: str = ""
+    """What a clone the monitor stopped for no progress saw last, in one line ("" when it
+    was not stopped so)."""
 
 
 _Sampler = Callable[[int, int, float], list[TcpInfoSample]]
@@ -134,6 +157,79 @@ def _received(found: Sequence[TcpInfoSample], seen: dict[str, float]) -> int:
     return int(sum(seen.values()))
 
 
+class _CloneWatch:
+    """What one sample of a running clone reads, and what it decides (see the module doc)."""
+
+    def __init__(self, *, budget_s: float | None, stall_timeout_s: float | None, port: int,
+                 session_id: int, tcpinfo_path: Path, sampler: _Sampler,
+                 server: ServerWatch | None) -> None:
+        self.monitor = RateMonitor(budget_s=budget_s, stall_timeout_s=stall_timeout_s)
+        self.before_pack = PackPhaseWatch(stall_timeout_s)
+        self.port, self.session_id = port, session_id
+        self.tcpinfo_path, self.sampler, self.server = tcpinfo_path, sampler, server
+        self.timeline: list[TimelinePoint] = []
+        self.samples = self.server_samples = 0
+        self.seen: dict[str, float] = {}
+        self.begun = False
+        """git counts the pack aloud (``Receiving objects``): the monitor decides."""
+        self.finished_s: float | None = None
+        """When git said the whole pack was in (``Receiving objects: 100%``)."""
+
+    def sample(self, now: float, err: bytearray) -> StopReason | None:
+        """Read git's stderr and the sockets once, feed the monitor; why to stop, if so."""
+        size = len(err)
+        stderr = bytes(err[:size]).decode(errors="replace")
+        from_git, pack_finished = received_from_progress(stderr)
+        found = self.sampler(self.port, self.session_id, now)
+        append_samples(self.tcpinfo_path, found)
+        self.samples += len(found)
+        kernel = _received(found, self.seen) if self.samples else 0
+        # The kernel counts every byte that reached git's sockets, git only the pack it
+        # read: the larger is the download so far (the kernel's count stays behind once
+        # the socket is closed, or when it was last seen before the pack came).
+        moved = max(kernel, from_git or 0)
+        if self.server is not None and self.finished_s is None:  # the sender, during the pack
+            sent = self.server.sampler(self.port, set(self.seen), now)
+            append_samples(self.server.path, sent)
+            self.server_samples += len(sent)
+        if self.finished_s is None:  # after the pack, index-pack and checkout are not transfer
+            if not self.begun and pack_begun(stderr):
+                self.begun = True
+                self.monitor.pack_started_after(self.monitor.points[-1].t_s)
+            self.monitor.add(Progress(t_s=now, moved_bytes=moved))
+            self.before_pack.see(now, stderr=stderr, stderr_bytes=size, received_bytes=kernel)
+            self.finished_s = now if pack_finished else None
+        self.timeline.append(TimelinePoint(t_s=now, stderr_bytes=size,
+                                           received_bytes=self.monitor.points[-1].moved_bytes))
+        # Once the pack is in, the quiet that follows is this client's own index-pack
+        # and checkout (what client-index-pack-cpu measures), not a server stalling as
+        # after a push's pack: only the overall timeout bounds it.
+        if self.finished_s is not None:
+            return None
+        if not self.begun:  # the server's words and the handshakes, not pack bytes
+            if not self.before_pack.stalled(now):
+                return None
+            return StopReason.SERVER_STALL if self.before_pack.server_line else StopReason.STALL
+        return self.monitor.stop_reason(now, pack_finished=False)
+
+    def stall_detail(self, stopped: StopReason | None) -> str:
+        """What a stopped-moving clone had seen last, in one line."""
+        quiet = self.before_pack.quiet_s(self.monitor.points[-1].t_s)
+        if stopped is StopReason.SERVER_STALL:
+            return (f"stalled in the server's pack phase: no pack byte, and nothing new from "
+                    f"the server for {quiet:.1f} s after "
+                    f"'remote: {self.before_pack.server_line}'")
+        if stopped is StopReason.STALL and not self.begun:
+            return (f"stalled waiting for the server: nothing for {quiet:.1f} s after "
+                    f"{self.monitor.points[-1].moved_bytes} B received (connect, ref "
+                    "advertisement, request), no word of its pack")
+        if stopped is StopReason.STALL:
+            return (f"stalled mid-pack: no byte for "
+                    f"{self.monitor.points[-1].t_s - self.monitor.last_change_s:.1f} s "
+                    f"after {self.monitor.points[-1].moved_bytes} B")
+        return ""
+
+
 def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_s: float,
                         budget_s: float | None, stall_timeout_s: float | None, port: int,
                         tcpinfo_path: Path, on_progress: Callable[[int, float | None], None],
@@ -148,39 +244,18 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
                for stream, sink in ((proc.stdout, out), (proc.stderr, err))]
     for reader in readers:
         reader.start()
-    monitor = RateMonitor(budget_s=budget_s, stall_timeout_s=stall_timeout_s)
-    timeline: list[TimelinePoint] = []
+    watch = _CloneWatch(budget_s=budget_s, stall_timeout_s=stall_timeout_s, port=port,
+                        session_id=proc.pid, tcpinfo_path=tcpinfo_path, sampler=sampler,
+                        server=server)
+    monitor = watch.monitor
     stopped: StopReason | None = None
     killed = False
-    samples = server_samples = 0
-    seen: dict[str, float] = {}
-    finished_s: float | None = None
     try:
         while proc.poll() is None:
             time.sleep(SAMPLE_INTERVAL_S)
             now = time.monotonic() - started
-            size = len(err)
-            stderr = bytes(err[:size]).decode(errors="replace")
-            from_git, pack_finished = received_from_progress(stderr)
-            found = sampler(port, proc.pid, now)
-            append_samples(tcpinfo_path, found)
-            samples += len(found)
-            moved = _received(found, seen) if samples else (from_git or 0)
-            if server is not None and finished_s is None:  # the sender while the pack comes
-                sent = server.sampler(port, set(seen), now)
-                append_samples(server.path, sent)
-                server_samples += len(sent)
-            if finished_s is None:  # after the pack, index-pack and checkout are not transfer
-                monitor.add(Progress(t_s=now, moved_bytes=moved))
-                finished_s = now if pack_finished else None
-            timeline.append(TimelinePoint(t_s=now, stderr_bytes=size,
-                                          received_bytes=monitor.points[-1].moved_bytes))
+            stopped = watch.sample(now, err)
             on_progress(monitor.points[-1].moved_bytes, monitor.rate_bytes_per_s())
-            # Once the pack is in, the quiet that follows is this client's own index-pack
-            # and checkout (what client-index-pack-cpu measures), not a server stalling as
-            # after a push's pack: only the overall timeout bounds it.
-            stopped = None if finished_s is not None else monitor.stop_reason(
-                now, pack_finished=False)
             if stopped is not None or now >= timeout_s:
                 killed = True
                 kill_group(proc)
@@ -192,15 +267,17 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
         kill_group(proc)
         raise
     run = _finish(proc, argv, started, killed, readers, out, err)
-    # A clone quicker than a few samples: git's own count of the whole pack is the best.
+    # A clone quicker than the samples: git's own count of the whole pack, read after it
+    # exited, is what its last sample should have seen.
     from_git, _ = received_from_progress(run.stderr)
-    if from_git is not None and from_git > monitor.points[-1].moved_bytes:
-        monitor.add(Progress(t_s=finished_s if finished_s is not None else run.wall_s,
-                             moved_bytes=from_git))
-    timeline.append(TimelinePoint(t_s=run.wall_s, stderr_bytes=len(err),
-                                  received_bytes=monitor.points[-1].moved_bytes))
-    return MonitoredClone(run=run, stopped=stopped, monitor=monitor, timeline=tuple(timeline),
-                          tcpinfo_samples=samples, server_samples=server_samples)
+    if stopped is None and from_git is not None and from_git > monitor.points[-1].moved_bytes:
+        monitor.add(Progress(t_s=monitor.points[-1].t_s, moved_bytes=from_git))
+    watch.timeline.append(TimelinePoint(t_s=run.wall_s, stderr_bytes=len(err),
+                                        received_bytes=monitor.points[-1].moved_bytes))
+    return MonitoredClone(run=run, stopped=stopped, monitor=monitor,
+                          timeline=tuple(watch.timeline), tcpinfo_samples=watch.samples,
+                          server_samples=watch.server_samples,
+                          stall_detail=watch.stall_detail(stopped))
 
 
 def _drain(stream: object, sink: bytearray) -> None:
@@ -220,7 +297,7 @@ def _finish(proc: object, argv: Sequence[str], started: float, killed: bool,
 
 
 def _outcome(clone: MonitoredClone) -> PushOutcome:
-    if clone.stopped is StopReason.STALL:
+    if clone.stopped in (StopReason.STALL, StopReason.SERVER_STALL):
         return "stalled"
     if clone.stopped is not None:
         return "bounded"
@@ -311,7 +388,8 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         protocol=protocol.value, repeat=repeat, direction="fetch", started_at=started_at,
         started_epoch_s=started_epoch, outcome=outcome,
         failure_kind=kind,
-        last_line="" if outcome in MEASURED_OUTCOMES else failure_line(clone.run.stderr),
+        last_line=("" if outcome in MEASURED_OUTCOMES
+                   else clone.stall_detail or failure_line(clone.run.stderr)),
         wall_s=clone.run.wall_s, moved_bytes=last.moved_bytes,
         measured_s=last.t_s - first if first is not None else 0.0,
         rate_bytes_per_s=rate if outcome in MEASURED_OUTCOMES else None,
@@ -321,12 +399,18 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         full_warning=wire.warning if wire else "",
         clone_removed=removed, artifacts=artifacts,
     )
-    detail = (f"{outcome}, {record.moved_bytes / 2**20:.1f} MiB"
-              + (f", {record.rate_bytes_per_s / 2**20:.2f} MiB/s"
-                 if record.rate_bytes_per_s else "")
-              + ("" if removed else ", PARTIAL CLONE LEFT"))
-    state.reporter.done(label, detail, ok=outcome in MEASURED_OUTCOMES and removed)
+    state.reporter.done(label, _detail(record, clone.stall_detail),
+                        ok=outcome in MEASURED_OUTCOMES and removed)
     return record
+
+
+def _detail(record: FetchRecord, stall: str) -> str:
+    """The clone's line when it ends: outcome, bytes, rate, why it stalled."""
+    return (f"{record.outcome}, {record.moved_bytes / 2**20:.1f} MiB"
+            + (f", {record.rate_bytes_per_s / 2**20:.2f} MiB/s"
+               if record.rate_bytes_per_s else "")
+            + (f": {stall}" if stall else "")
+            + ("" if record.clone_removed else ", PARTIAL CLONE LEFT"))
 
 
 def _host(url: str) -> str:

@@ -76,6 +76,9 @@ _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
     ),
     # curl 7.88 says only this for a refused connection (errno text when it has one wins).
     (FailureKind.REFUSED, ("couldn't connect to server",)),
+    # An answer that is not git's protocol (an HTML page, garbage pkt-lines): git then also
+    # says "the remote end hung up unexpectedly", the consequence, not a reset.
+    (FailureKind.OTHER, ("protocol error: ",)),
     (
         FailureKind.RESET,
         (

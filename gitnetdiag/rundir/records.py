@@ -67,7 +67,8 @@ class StopReason(StrEnum):
     """No progress for the stall timeout."""
     SERVER_STALL = "server-stall"
     """The whole pack was sent, then nothing for the stall timeout: no status from the
-    server."""
+    server. On a clone: the server spoke (its ``remote:`` progress), then sent no pack byte
+    and nothing new for the stall timeout: a stall of its pack phase."""
 
 
 @dataclass(frozen=True, kw_only=True)

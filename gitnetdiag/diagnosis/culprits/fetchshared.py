@@ -66,6 +66,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
+from gitnetdiag.analysis.fetchphases import finished_clone_rate
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
 from gitnetdiag.diagnosis.engine import MIN_SCORE
@@ -99,11 +100,17 @@ _STALLED = {"stalled": FailureKind.HUNG, "hung": FailureKind.HUNG}
 
 def clone_as_transfer(obs: FetchObservation) -> PushResult:
     """One clone as the push-shaped record the shared detectors read: a measured clone
-    moved ``moved_bytes`` at its rate (the transfer, slow start excluded); a failed one
-    says how it failed."""
+    moved ``moved_bytes`` at its rate (the transfer, slow start excluded); one that
+    finished without a rate (an older run's, its pack between two samples) is still one,
+    timed by trace2 or its wall time (:func:`finished_clone_rate`); a failed one says how
+    it failed."""
     if obs.measured and obs.rate_bytes_per_s:
         return PushResult(duration_s=obs.moved_bytes / obs.rate_bytes_per_s,
                           bytes=obs.moved_bytes, projected=obs.stopped is not None)
+    finished = (finished_clone_rate(obs.phases, obs.moved_bytes, obs.wall_s)
+                if obs.outcome == "ok" else None)
+    if finished is not None:
+        return PushResult(duration_s=finished[1], bytes=finished[0])
     kind = obs.failure_kind or _STALLED.get(obs.outcome, FailureKind.OTHER)
     return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes, ok=False, error_kind=kind,
                       error_message=obs.last_line or obs.outcome)

@@ -1,0 +1,74 @@
+"""Before a clone's pack: is the server still getting anywhere? (pure, no clock)
+
+A clone's first bytes are the ref advertisement and the negotiation; then the server
+runs pack-objects and, until the first pack byte, says how far it got in sideband
+progress lines (``remote: Counting objects: 45% (450/1000)``). Bytes alone do not show
+that it gets anywhere: upload-pack sends an empty keepalive packet every 5 s
+(``uploadpack.keepAlive``) while pack-objects is silent, and a server stuck in its pack
+phase may talk on without advancing. The issue-34 server said ``Counting objects`` for
+0.1 MiB and then never sent a pack: counted as bytes moved, that passed the monitor's
+preamble and came out ``bounded`` at 0.00 MiB/s, ranked ``bandwidth-limit``.
+
+So until git counts the pack aloud (``Receiving objects``, when the
+:class:`~gitnetdiag.probe.budget.RateMonitor` takes over), a clone gets somewhere when
+
+- the server says something it had not said last (a new ``remote:`` line), or
+- one sample interval brought at least :data:`NEWS_BYTES` that are not the server's
+  words: the kernel's bytes received beyond what git's stderr grew by (the handshakes,
+  the ref advertisement, a pack git does not count aloud; a keepalive is 5 bytes, with
+  its TLS, HTTP or SSH framing under 100).
+
+Nothing of that for the stall timeout is a stall; once the server has spoken it is a
+stall in the server's pack phase (its last words are :attr:`PackPhaseWatch.server_line`).
+"""
+
+from __future__ import annotations
+
+import re
+
+NEWS_BYTES = 256
+"""Bytes in one sample interval, beyond the server's progress text, that show the clone
+moves (more than a keepalive packet with any framing)."""
+_TAIL_CHARS = 8192
+_SERVER_LINE = re.compile(r"remote: ([^\r\n]*)")
+
+
+def last_server_line(stderr: str) -> str:
+    """The server's last progress or message line on git's stderr (``remote: ...``, its
+    padding stripped); "" when the server said nothing yet."""
+    found = _SERVER_LINE.findall(stderr[-_TAIL_CHARS:])
+    return found[-1].strip() if found else ""
+
+
+class PackPhaseWatch:
+    """Decides when a clone that has no pack yet stopped getting anywhere (see the module
+    doc); fed a sample at a time."""
+
+    def __init__(self, stall_timeout_s: float | None) -> None:
+        self.stall_timeout_s = stall_timeout_s
+        self.last_news_s = 0.0
+        self.server_line = ""
+        """The server's last words (``remote: ...``), "" while it said nothing."""
+        self._received = 0
+        self._stderr_bytes = 0
+
+    def see(self, t_s: float, *, stderr: str, stderr_bytes: int, received_bytes: int) -> None:
+        """One sample: git's stderr so far (``stderr_bytes`` long) and the bytes the kernel
+        counted as received on git's sockets."""
+        line = last_server_line(stderr)
+        beyond_words = ((received_bytes - self._received)
+                        - max(0, stderr_bytes - self._stderr_bytes))
+        if line != self.server_line or beyond_words >= NEWS_BYTES:
+            self.last_news_s = t_s
+        self.server_line = line
+        self._received = max(self._received, received_bytes)
+        self._stderr_bytes = stderr_bytes
+
+    def stalled(self, t_s: float) -> bool:
+        """Nothing new for the stall timeout (never without one)."""
+        return (self.stall_timeout_s is not None
+                and t_s - self.last_news_s >= self.stall_timeout_s)
+
+    def quiet_s(self, t_s: float) -> float:
+        """Seconds since the clone last got anywhere."""
+        return t_s - self.last_news_s
