@@ -14,6 +14,7 @@ import errno
 import os
 import secrets
 import stat
+from collections.abc import Callable
 from pathlib import Path
 
 from gitnetdiag.errors import UsageError
@@ -80,6 +81,41 @@ def replace_file(path: Path, data: bytes, mode: int | None = None) -> None:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
+
+
+NO_SPACE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT})
+"""A filesystem (or the user's quota) that is full: a run keeps what it wrote and warns."""
+
+
+def no_space(exc: BaseException) -> OSError | None:
+    """The error that says the filesystem or the quota is full: ``exc`` itself or its cause
+    (:func:`open_new_file` words a failed create as ``unsafe-file``); None for any other."""
+    for error in (exc, exc.__cause__):
+        if isinstance(error, OSError) and error.errno in NO_SPACE_ERRNOS:
+            return error
+    return None
+
+
+def no_space_warning(path: Path, exc: OSError) -> str:
+    """The warning of a run file a full filesystem kept from being written."""
+    return (f"{path.name} was not written: {path.parent} is full ({exc.strerror}); the run "
+            "keeps the files written before: free space and run it again for the rest")
+
+
+def keep_file(path: Path, data: bytes, warn: Callable[[str], object] | None = None) -> bool:
+    """:func:`replace_file` for a run's artifact: on a full filesystem nothing is written,
+    ``warn`` gets :func:`no_space_warning` and the result is False (the run goes on with
+    what it has, as with a missing artifact); any other error is raised."""
+    try:
+        replace_file(path, data)
+    except (OSError, UsageError) as exc:
+        full = no_space(exc)
+        if full is None:
+            raise
+        if warn is not None:
+            warn(no_space_warning(path, full))
+        return False
+    return True
 
 
 def read_regular_file(path: Path) -> bytes | None:

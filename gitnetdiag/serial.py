@@ -89,6 +89,11 @@ def _dataclass(tp: Any, value: Any, where: str, ignore: bool) -> Any:
     extra = sorted(set(value) - known)
     if extra and not ignore:
         raise Malformed(f"{where} unknown field(s) {', '.join(extra)}")
+    required = [f.name for f in dataclasses.fields(tp) if f.init
+                and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING]
+    missing = [name for name in required if name not in value]
+    if missing:
+        raise Malformed(f"{where} is missing field(s) {', '.join(missing)}")
     kwargs = {key: _convert(hints[key], item, f"{where}.{key}", ignore)
               for key, item in value.items() if key in known}
     try:

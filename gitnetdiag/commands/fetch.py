@@ -63,7 +63,9 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
         before_diagnosis(outcome.run_dir)
     from gitnetdiag.pipeline import diagnose_fetch_run  # numpy-free, but pure side
 
-    diagnosis = diagnose_fetch_run(outcome.run_dir)
+    # A full run directory kept fetch.json at an earlier state: diagnose what was measured.
+    diagnosis = diagnose_fetch_run(outcome.run_dir,
+                                   outcome.manifest if outcome.disk_full else None)
     if diagnosis is None:
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
@@ -117,12 +119,13 @@ def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
                                  diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing,
                                  diagnosis.ssh_pacing, verdict=diagnosis.verdict,
                                  failures=diagnosis.measurement_failures,
-                                 bursts=diagnosis.bursts)
+                                 bursts=diagnosis.bursts, headline=diagnosis.headline)
     render = {"json": render_fetch_json, "md": render_fetch_markdown}.get(
         fmt, render_fetch_terminal)
     return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings,
                   diagnosis.h2_pacing, diagnosis.ssh_pacing, verdict=diagnosis.verdict,
-                  failures=diagnosis.measurement_failures, bursts=diagnosis.bursts)
+                  failures=diagnosis.measurement_failures, bursts=diagnosis.bursts,
+                  headline=diagnosis.headline)
 
 
 def is_fetch_run(run_dir: Path) -> bool:
@@ -133,13 +136,34 @@ def is_fetch_run(run_dir: Path) -> bool:
     return (run_dir / FETCH_FILE).exists() and not (run_dir / MANIFEST_NAME).exists()
 
 
-def render_fetch_run(run_dir: Path, fmt: str) -> str:
-    """``report RUN`` / ``analyze RUN`` of a fetch run directory: the same report again,
-    derived from its files; ``bad-run-dir`` (one line, non-zero exit) when they are not."""
+def fetch_run_diagnosis(run_dir: Path) -> FetchDiagnosis:
+    """The diagnosis of a fetch run directory, derived again from its files; ``bad-run-dir``
+    (one line, exit 3) when they are not a fetch run's."""
     from gitnetdiag.pipeline import diagnose_fetch_run
     from gitnetdiag.rundir import bad_run_dir
 
     diagnosis = diagnose_fetch_run(run_dir)
     if diagnosis is None:
         raise bad_run_dir(f"{run_dir}: no fetch.json")
-    return render_fetch(diagnosis, fmt)
+    return diagnosis
+
+
+def write_fetch_reports(diagnosis: FetchDiagnosis, out_dir: Path,
+                        warn: Callable[[str], object]) -> dict[str, Path]:
+    """The fetch report in Markdown, HTML and JSON into ``out_dir``, under the names the
+    push's reports have there (``analyze RUN --diagnose --out DIR``); the ones written. A
+    report that cannot be written goes to ``warn`` and the rest are skipped, as the push's."""
+    from gitnetdiag.pipeline import REPORT_FILES
+    from gitnetdiag.safefile import replace_file
+
+    written = {}
+    for fmt, name in REPORT_FILES.items():
+        try:
+            replace_file(out_dir / name, render_fetch(diagnosis, fmt).encode())
+        except (OSError, GitnetdiagError) as exc:
+            cause = exc.__cause__ if isinstance(exc, GitnetdiagError) else exc
+            why = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(exc)
+            warn(f"reports not saved in {out_dir}: {why}")
+            break
+        written[fmt] = out_dir / name
+    return written

@@ -9,7 +9,12 @@ from rich.console import Console
 
 from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
-from gitnetdiag.commands.fetch import is_fetch_run, render_fetch_run
+from gitnetdiag.commands.fetch import (
+    fetch_exit_error,
+    fetch_run_diagnosis,
+    is_fetch_run,
+    render_fetch,
+)
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
@@ -53,8 +58,12 @@ def report_command(
     from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
-    if is_fetch_run(run_dir):
-        emit(render_fetch_run(run_dir, report_format.value), out)
+    if is_fetch_run(run_dir):  # exits as the push's report does: 8, 9, or 5 for a leftover
+        fetched = fetch_run_diagnosis(run_dir)
+        emit(render_fetch(fetched, report_format.value), out)
+        failure = fetch_exit_error(fetched, None)
+        if failure is not None:
+            raise failure
         return
     if (run_dir / LOAD_FILE).is_file() and not (run_dir / MANIFEST_NAME).is_file():
         diagnosis = _load_diagnosis(run_dir / LOAD_FILE)

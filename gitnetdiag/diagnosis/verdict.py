@@ -86,7 +86,8 @@ _LEFTOVER_HINT = "remove it with the command in the message once the server is i
 NO_DATA_REFERENCE = "push-sent-no-data"
 """The run error of a push that sent (almost) nothing: no rate, and no failure either."""
 
-UNEXPLAINED_FAILURES = frozenset({"push-failures-unexplained", "burst-failures-unexplained"})
+UNEXPLAINED_FAILURES = frozenset({"push-failures-unexplained", "fetch-failures-unexplained",
+                                  "burst-failures-unexplained"})
 """References of failed operations (pushes, burst connections) that nothing ranked explains."""
 
 _GENERIC_HINT = "see the run's manifest.json errors and the push's stderr file"
@@ -244,7 +245,7 @@ def _unexplained_push_failures(obs: Observations, name: str) -> list[Measurement
         hint=_GENERIC_HINT)]
 
 
-def _unexplained_bursts(obs: Observations) -> list[MeasurementFailure]:
+def unexplained_bursts(obs: Observations) -> list[MeasurementFailure]:
     """Burst connections that failed with nothing ranked: a measurement of the server's
     connection handling that no culprit accounts for, so the run is not healthy."""
     items = []
@@ -327,7 +328,7 @@ def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
     if not findings:
         failures += [f for name in measured for f in _unexplained_stalls(obs, name)]
         failures += [f for name in measured for f in _unexplained_push_failures(obs, name)]
-        failures += _unexplained_bursts(obs)
+        failures += unexplained_bursts(obs)
         failures += _missing_tcp_evidence(obs, measured)
     other = [p for p in obs.problems if p.stage not in _IGNORED_STAGES and p.stage != "push"]
     failures += [
@@ -391,8 +392,10 @@ def headline_prefix(judgement: Judgement) -> str:
                if n not in judgement.measured]
     if missing:
         return f"Not measured: {', '.join(missing)} ({_first(judgement)})."
-    if any(f.reference == "push-stalled" for f in judgement.failures):
-        return f"A push stalled ({_first(judgement)})."
+    stalled = {"push-stalled": "A push", "fetch-stalled": "A clone"}
+    for reference, what in stalled.items():
+        if any(f.reference == reference and f.explained_by is None for f in judgement.failures):
+            return f"{what} stalled ({_first(judgement)})."
     if any(f.reference in UNEXPLAINED_FAILURES for f in judgement.failures):
         return f"Operations failed and no culprit explains them ({_first(judgement)})."
     return f"Part of the evidence is missing ({_first(judgement)})."

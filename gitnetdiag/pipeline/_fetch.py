@@ -29,17 +29,27 @@ from gitnetdiag.analysis.sshdownload import SshDownloadPacing, ssh_download_paci
 from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
 from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
 from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
-from gitnetdiag.diagnosis.fetchverdict import judge_fetch
+from gitnetdiag.diagnosis.fetchverdict import judge_clones
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
-from gitnetdiag.diagnosis.observations import BurstResult, CaptureMetrics
+from gitnetdiag.diagnosis.observations import (
+    PROTOCOL_ORDER,
+    BurstResult,
+    CaptureMetrics,
+    RunProblem,
+)
+from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
 from gitnetdiag.pipeline._host import load_host_report
 from gitnetdiag.rundir import HOST_REPORT_FILE, BurstRecord, bad_run_dir
+from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.fetchrecords import (
+    FETCH_FILE,
     FetchManifest,
     FetchRecord,
     TimelinePoint,
     load_fetch_manifest,
 )
+from gitnetdiag.rundir.manifest import check_numbers
 from gitnetdiag.serial import Malformed, from_jsonable
 
 if TYPE_CHECKING:
@@ -70,15 +80,20 @@ class FetchDiagnosis:
     """The native SSH download ledger."""
     bursts: tuple[BurstResult, ...] = ()
     """``--burst``: each protocol's burst of ls-remotes after the clones."""
+    headline: str = ""
+    """What fails and why, for a failed or inconclusive run (the push's headline rule)."""
 
 
 def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
+    """A clone's artifact as text, as the push side reads its files: a regular file of at
+    most :data:`MAX_JSON_BYTES`; anything else (missing, a directory, a FIFO, a symlink,
+    too large, unreadable) is no artifact, and the report says less."""
     name = record.artifacts.get(kind)
-    if name is None:
+    if name is None or not (run_dir / name).is_file():
         return ""
     try:
-        return (run_dir / name).read_text(errors="replace")
-    except FileNotFoundError:
+        return read_input(run_dir / name, max_bytes=MAX_JSON_BYTES).decode(errors="replace")
+    except (OSError, GitnetdiagError):
         return ""
 
 
@@ -154,10 +169,9 @@ def _captured(run_dir: Path, record: FetchRecord, tcp: DownloadTcpSummary | None
     """The clone's capture as the sender's view (the connection the server sent most on;
     a clone refused at its SYN has only that), None without one (not root) or empty."""
     name = record.artifacts.get("capture")
-    if name is None or not (run_dir / name).exists():
+    if name is None or not (run_dir / name).is_file():
         return None
     from gitnetdiag.analysis.capture_analysis import analyze_capture
-    from gitnetdiag.errors import GitnetdiagError
 
     try:
         analysis = analyze_capture(run_dir / name, own_capture=True)
@@ -173,11 +187,7 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
                   rmem: tuple[int, ...] | None = None,
                   libcurl: str | None = None) -> FetchObservation:
     """One clone's observation from its record and artifacts."""
-    try:
-        timeline = [from_jsonable(TimelinePoint, row, where="timeline", unknown="ignore")
-                    for row in _jsonl(_read(run_dir, record, "timeline"))]
-    except Malformed as exc:
-        raise bad_run_dir(f"{run_dir}: {exc}") from exc
+    timeline = _timeline(run_dir, record)
     phases: FetchPhases = fetch_phases(
         trace2=_read(run_dir, record, "trace2").splitlines(),
         stderr=_read(run_dir, record, "stderr"), timeline=timeline,
@@ -197,6 +207,23 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
     )
 
 
+def _timeline(run_dir: Path, record: FetchRecord) -> list[TimelinePoint]:
+    """A clone's progress timeline; a line that is not JSON (cut by a crash) is skipped, one
+    with a field missing, of the wrong type or with a number that is negative, NaN or
+    absurdly large is a ``bad-run-dir`` naming the file and the line."""
+    name = record.artifacts.get("timeline", "timeline")
+    points = []
+    for number, row in enumerate(_jsonl(_read(run_dir, record, "timeline")), start=1):
+        where = f"{name} line {number}"
+        try:
+            point = from_jsonable(TimelinePoint, row, where=where, unknown="ignore")
+            check_numbers(point, where)
+        except Malformed as exc:
+            raise bad_run_dir(f"{run_dir}: {exc}") from exc
+        points.append(point)
+    return points
+
+
 def _h2_windows(run_dir: Path, record: FetchRecord, libcurl: str | None) -> dict[str, Any]:
     """An HTTP/2 clone's windows: git's own (decrypted frames, ``--full``) beside the one its
     libcurl release is documented to advertise."""
@@ -213,7 +240,6 @@ def _burst(run_dir: Path, burst: BurstRecord, endpoint: str) -> BurstResult:
     """A fetch's burst as the push's: its failures, connect times and, from its capture when
     there is one (root), the handshakes' SYN and SYN-ACK retransmissions and resets."""
     from gitnetdiag.analysis.capture_analysis import analyze_capture
-    from gitnetdiag.errors import GitnetdiagError
     from gitnetdiag.pipeline._connections import burst_result
 
     connections: tuple[ConnectionAnalysis, ...] | None = None
@@ -226,9 +252,12 @@ def _burst(run_dir: Path, burst: BurstRecord, endpoint: str) -> BurstResult:
     return burst_result(burst, endpoint, connections)
 
 
-def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
-    """The fetch side of ``run_dir``; None when the run fetched nothing."""
-    manifest = load_fetch_manifest(run_dir)
+def diagnose_fetch_run(run_dir: Path, manifest: FetchManifest | None = None
+                       ) -> FetchDiagnosis | None:
+    """The fetch side of ``run_dir``; None when the run fetched nothing. ``manifest``: the
+    run's record as the probe holds it, when ``fetch.json`` could not be brought up to date
+    (a full filesystem); else it is read from ``run_dir``."""
+    manifest = manifest or load_fetch_manifest(run_dir)
     if manifest is None:
         return None
     rtts = {path.endpoint: path.connect_rtt_min_s for path in manifest.paths}
@@ -247,10 +276,65 @@ def diagnose_fetch_run(run_dir: Path) -> FetchDiagnosis | None:
     findings = rank_download(observations, bursts=bursts, host=host)
     if host is not None:
         findings = with_edge_config(findings, host.config_findings)
-    verdict, failures = judge_fetch(observations, findings)
+    judged = judge_clones(
+        observations, findings, requested=_requested(manifest),
+        problems=fetch_problems(manifest) + capture_problems(run_dir, manifest),
+        bursts=bursts, hint_of=lambda kind, message: failure_hint(kind or "other", message,
+                                                                  transfer="download"))
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
                           findings=findings, windows=windows,
                           h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads),
                           ssh_pacing=tuple(ssh_download_pacing(r)
                                            for r in manifest.ssh_downloads),
-                          verdict=verdict, measurement_failures=failures, bursts=bursts)
+                          verdict=judged.verdict, measurement_failures=judged.failures,
+                          bursts=bursts, headline=judged.headline)
+
+
+_STAGE_HINTS = {
+    "seed": "--fetch-seed needs write access; without it a fetch measures what the URL serves",
+    "capture": "run as root with tcpdump installed for packet evidence, or use --no-capture",
+    "setup": "fix the cause above and run the probe again",
+}
+"""What to do about a fetch run's error of each step (the push's are in ``_run``)."""
+
+
+def fetch_problems(manifest: FetchManifest) -> tuple[RunProblem, ...]:
+    """fetch.json's errors as the verdict reads them, each with what to do about it, and
+    a run that never finished (``status`` still ``running``), as for pushes."""
+    seed = manifest.seed
+    remove = (seed.remove_command or seed.check_command or "") if seed else ""
+    problems = [RunProblem(stage=e.stage, protocol=e.protocol, reference=e.reference,
+                           kind=e.kind, message=e.message,
+                           hint=f"delete it by hand: {remove}" if e.stage == "cleanup" and remove
+                           else _STAGE_HINTS.get(e.stage, ""))
+                for e in manifest.errors]
+    if manifest.status == "running":
+        problems.append(RunProblem(**unfinished(FETCH_FILE)))
+    return tuple(problems)
+
+
+def capture_problems(run_dir: Path, manifest: FetchManifest) -> tuple[RunProblem, ...]:
+    """A clone's capture the run lists but that is not a regular file (lost, a directory, a
+    FIFO): its packet evidence is missing, a problem of the run as a push's capture is."""
+    problems = []
+    for run in manifest.protocols:
+        for record in run.fetches:
+            name = record.artifacts.get("capture")
+            why = unusable_reason(run_dir / name) if name else None
+            if name and why:  # in the words the push's capture reader has for it
+                why = "is a directory, not a regular file" if why == "is a directory" else why
+                problems.append(RunProblem(
+                    stage="capture", protocol=record.protocol, reference="not-a-regular-file",
+                    message=f"{name}: {run_dir / name} {why}",
+                    hint="the packet evidence of this clone is missing; keep the run directory "
+                    "whole or run the probe again"))
+    return tuple(problems)
+
+
+def _requested(manifest: FetchManifest) -> tuple[str, ...]:
+    """The protocols the run was asked to fetch over: its options' (a run that stopped
+    before a protocol's first clone still asked for it), else those it has records of."""
+    asked = manifest.options.get("protocols")
+    names = tuple(name for name in asked if name in PROTOCOL_ORDER) \
+        if isinstance(asked, list) and all(isinstance(name, str) for name in asked) else ()
+    return names or tuple(run.protocol for run in manifest.protocols)

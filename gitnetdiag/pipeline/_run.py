@@ -52,7 +52,7 @@ from gitnetdiag.rundir import (
     load_run,
     read_json_object,
 )
-from gitnetdiag.rundir.failures import failure_hint
+from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.safefile import replace_file
 
 __all__ = ["HOST_REPORT_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "compare_runs", "diagnose_run",
@@ -492,7 +492,7 @@ def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
         obs.RunProblem(stage=e.stage, protocol=e.protocol, reference=e.reference, kind=e.kind,
                        message=e.message, hint=_hint(e, remove_commands))
         for e in manifest.errors
-    )
+    ) + ((obs.RunProblem(**unfinished("manifest.json")),) if manifest.status == "running" else ())
 
 
 def _burst(run_dir: Path, burst: Any, endpoint: str,

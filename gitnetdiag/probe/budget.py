@@ -43,7 +43,7 @@ from gitnetdiag.probe.tcpinfo import (
 from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir import PushRecord, ToolVersions
 from gitnetdiag.rundir.records import StopReason as StopReason  # re-exported: the probes'
-from gitnetdiag.safefile import replace_file
+from gitnetdiag.safefile import keep_file
 
 DEFAULT_BUDGET_S = 10.0
 """Time budget of one measured push (ndt7 measures a direction in 10 s)."""
@@ -361,7 +361,7 @@ def _finish(proc: subprocess.Popen[bytes], argv: Sequence[str], started: float, 
     for reader in readers:
         reader.join(timeout=5)
     stderr = err.decode(errors="replace")
-    replace_file(stderr_path, stderr.encode())
+    keep_file(stderr_path, stderr.encode())  # a full run directory: the manifest says so
     return GitRun(argv=tuple(argv), exit_code=None if killed else proc.returncode,
                   wall_s=wall_s, timed_out=killed, stderr=stderr,
                   stdout=out.decode(errors="replace"))

@@ -46,7 +46,7 @@ from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
 from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir.fetchrecords import FetchRecord, TimelinePoint
-from gitnetdiag.safefile import replace_file
+from gitnetdiag.safefile import keep_file
 from gitnetdiag.vocabulary import TransportKind
 
 FETCH_SAFETY_CONFIG = (
@@ -372,10 +372,12 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         if capture is not None:
             capture.stop()
         removed = remove_clone(scratch)
-    replace_file(paths["stderr"], clone.run.stderr.encode())
-    replace_file(paths["timeline"], "".join(
+    # A full run directory: the clone is still recorded, without these files (a warning).
+    keep_file(paths["stderr"], clone.run.stderr.encode(), lambda m: _warn(state, m))
+    keep_file(paths["timeline"], "".join(
         json.dumps({"t_s": p.t_s, "stderr_bytes": p.stderr_bytes,
-                    "received_bytes": p.received_bytes}) + "\n" for p in clone.timeline).encode())
+                    "received_bytes": p.received_bytes}) + "\n" for p in clone.timeline).encode(),
+        lambda m: _warn(state, m))
     artifacts = {kind: name for kind, name in artifacts.items() if paths[kind].exists()}
     if wire is not None:
         artifacts.update(wire.frames())
@@ -411,6 +413,11 @@ def _detail(record: FetchRecord, stall: str) -> str:
                if record.rate_bytes_per_s else "")
             + (f": {stall}" if stall else "")
             + ("" if record.clone_removed else ", PARTIAL CLONE LEFT"))
+
+
+def _warn(state: FetchState, message: str) -> None:
+    state.warnings.append(message)
+    state.reporter.warn(message)
 
 
 def _host(url: str) -> str:

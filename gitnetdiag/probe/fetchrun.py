@@ -34,7 +34,9 @@ from gitnetdiag.probe.versions import collect_versions
 from gitnetdiag.proc import sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
 from gitnetdiag.rundir import PathMeasurement, RunError, ToolVersions, redact_url
+from gitnetdiag.rundir.failures import failure_hint
 from gitnetdiag.rundir.fetchrecords import (
+    FETCH_FILE,
     FETCH_SCHEMA,
     FetchManifest,
     FetchProtocolRun,
@@ -45,6 +47,7 @@ from gitnetdiag.rundir.fetchrecords import (
     write_fetch_manifest,
 )
 from gitnetdiag.rundir.records import RunStage, RunStatus
+from gitnetdiag.safefile import no_space, no_space_warning
 from gitnetdiag.vocabulary import TransportKind
 
 
@@ -58,6 +61,9 @@ class FetchOutcome:
     """``fetch.json`` as last written."""
     error: GitnetdiagError | None
     """The first error that should make the command fail, after the summary."""
+    disk_full: bool = False
+    """The run directory's filesystem filled up: ``fetch.json`` holds an earlier state than
+    :attr:`manifest`."""
 
 
 class _FetchRun:
@@ -85,6 +91,8 @@ class _FetchRun:
         self.ssh_downloads: list[SshDownloadRecord] = []
         self.branch: str | None = None
         self.capture_enabled = False
+        self.disk_full = False
+        """A write of ``fetch.json`` met a full filesystem (warned once)."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -105,9 +113,23 @@ class _FetchRun:
         ), self.secrets)
 
     def save(self) -> FetchManifest:
+        """Write ``fetch.json``; on a full filesystem warn once and go on: the file keeps the
+        run as of its last write (as the push's manifest does)."""
         manifest = self.manifest()
-        write_fetch_manifest(self.run_dir, manifest)
+        try:
+            write_fetch_manifest(self.run_dir, manifest)
+        except (OSError, GitnetdiagError) as exc:
+            full = no_space(exc)
+            if full is None:
+                raise
+            if not self.disk_full:
+                self.disk_full = True
+                self.warn(no_space_warning(self.run_dir / FETCH_FILE, full))
         return manifest
+
+    def warn(self, message: str) -> None:
+        self.warnings.append(redact_text(message, self.secrets))
+        self.reporter.warn(message)
 
     def error(self, stage: RunStage, protocol: TransportKind | None, exc: GitnetdiagError,
               kind: FailureKind | None = None) -> None:
@@ -138,8 +160,10 @@ def _server_vantage(options: ProbeOptions) -> dict[str, str]:
 
 def _fetch_error(url: str, record: FetchRecord) -> GitnetdiagError:
     what = record.last_line or record.last_progress or record.outcome
+    hint = failure_hint(record.failure_kind or "other", what, transfer="download") \
+        if record.outcome == "failed" else ""
     return NetworkError(f"{url}: fetch {record.outcome}: {what}",
-                        hint="see the fetch's stderr file in the run directory",
+                        hint=hint or "see the fetch's stderr file in the run directory",
                         reference=f"fetch-{record.outcome}")
 
 
@@ -164,6 +188,13 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> 
         except GitnetdiagError as exc:
             state.error("setup", None, exc)
             state.status = "failed"
+        except OSError as exc:  # a full run directory stops the run, what it wrote stays
+            full = no_space(exc)
+            if full is None:
+                raise
+            where = Path(exc.filename) if exc.filename else state.run_dir / "a file of the run"
+            state.warn(no_space_warning(where, full))
+            state.status = "failed"
         finally:
             state.finished_at = now_iso()
             state.save()
@@ -173,7 +204,7 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> 
                     "could not remove secrets from: " + "; ".join(failed), state.secrets))
                 state.save()
     return FetchOutcome(run_dir=state.run_dir, manifest=state.manifest(),
-                        error=state.first_error)
+                        error=state.first_error, disk_full=state.disk_full)
 
 
 TCP_RMEM = Path("/proc/sys/net/ipv4/tcp_rmem")

@@ -24,7 +24,7 @@ from gitnetdiag.outcomes import FailureKind as FailureKind  # re-exported: probe
 from gitnetdiag.probe.repo import check_safe_ref
 from gitnetdiag.proc import kill_group, start
 from gitnetdiag.rundir.failures import FAILURE_HINTS, GENERIC_FAILURE, failure_hint
-from gitnetdiag.safefile import replace_file
+from gitnetdiag.safefile import keep_file
 from gitnetdiag.vocabulary import TransportKind
 
 _RULES: tuple[tuple[FailureKind, tuple[str, ...]], ...] = (
@@ -425,8 +425,8 @@ class GitInterrupted(KeyboardInterrupt):
 def _git_run(argv: Sequence[str], exit_code: int | None, started: float, timed_out: bool,
              out: bytes, err: bytes, stderr_path: Path | None) -> GitRun:
     stderr = err.decode(errors="replace")
-    if stderr_path is not None:
-        replace_file(stderr_path, stderr.encode())
+    if stderr_path is not None:  # a full run directory: the run's manifest says so
+        keep_file(stderr_path, stderr.encode())
     return GitRun(
         argv=tuple(argv), exit_code=exit_code, wall_s=time.monotonic() - started,
         timed_out=timed_out, stderr=stderr, stdout=out.decode(errors="replace"),

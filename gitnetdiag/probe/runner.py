@@ -44,6 +44,7 @@ from gitnetdiag.probe.versions import collect_versions
 from gitnetdiag.proc import received_signal, sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
 from gitnetdiag.rundir import (
+    MANIFEST_NAME,
     NATIVE_FILES,
     SCHEMA,
     SWEEP_FILE,
@@ -61,6 +62,7 @@ from gitnetdiag.rundir.bodyprobe import write_body_probe
 from gitnetdiag.rundir.files import NATIVE_BODY_FILE, sweep_variant_file
 from gitnetdiag.rundir.native import ReportStatus, write_native
 from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
+from gitnetdiag.safefile import no_space, no_space_warning
 from gitnetdiag.vocabulary import TransportKind
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
@@ -130,6 +132,8 @@ class _Run:
         pushes after it only confirm it (:func:`_confirming`)."""
         self.confirmed: set[TransportKind] = set()
         """Protocols pushed on the short confirming budget."""
+        self.disk_full = False
+        """A write of ``manifest.json`` met a full filesystem (warned once)."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         """The protocol's transport, reading the run's isolated git config."""
@@ -148,8 +152,18 @@ class _Run:
         ), self.secrets)
 
     def save(self) -> RunManifest:
+        """Write ``manifest.json``; on a full filesystem warn once and go on: the file keeps
+        the run as of its last write."""
         manifest = self.manifest()
-        write_manifest(self.run_dir, manifest)
+        try:
+            write_manifest(self.run_dir, manifest)
+        except (OSError, GitnetdiagError) as exc:
+            full = no_space(exc)
+            if full is None:
+                raise
+            if not self.disk_full:
+                self.disk_full = True
+                self.warn(no_space_warning(self.run_dir / MANIFEST_NAME, full))
         return manifest
 
     def error(self, stage: RunStage, protocol: TransportKind | None, exc: GitnetdiagError,
@@ -204,6 +218,13 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
             raise
         except GitnetdiagError as exc:
             state.error("setup", None, exc)
+            state.status = "failed"
+        except OSError as exc:  # a full run directory stops the run, what it wrote stays
+            full = no_space(exc)
+            if full is None:
+                raise
+            where = Path(exc.filename) if exc.filename else state.run_dir / "a file of the run"
+            state.warn(no_space_warning(where, full))
             state.status = "failed"
         finally:
             if state.finished_at is None:

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from gitnetdiag.safefile import no_space
+
 SAMPLE_INTERVAL_S = 0.25
 """Between two samples: ndt7's TCP_INFO period, a few per RTT on slow paths."""
 
@@ -291,11 +293,17 @@ class SocketSampler:
 
 
 def append_samples(path: Path, samples: Iterable[TcpInfoSample]) -> None:
-    """Append samples as JSON lines (the run directory's ``<stem>.tcpinfo.jsonl``)."""
+    """Append samples as JSON lines (the run directory's ``<stem>.tcpinfo.jsonl``); on a
+    full filesystem the samples that do not fit are dropped (a line cut short is skipped
+    by the readers) and the transfer goes on."""
     lines = "".join(sample.to_json() + "\n" for sample in samples)
     if lines:
-        with path.open("a") as handle:
-            handle.write(lines)
+        try:
+            with path.open("a") as handle:
+                handle.write(lines)
+        except OSError as exc:
+            if no_space(exc) is None:
+                raise
 
 
 def read_samples(path: Path) -> list[TcpInfoSample]:

@@ -17,6 +17,7 @@ from gitnetdiag.analysis.sshdownload import SshDownloadPacing
 from gitnetdiag.diagnosis.culprits.download import FetchObservation
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
+from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
 from gitnetdiag.rundir.fetchrecords import FetchManifest, FetchSeed
 from gitnetdiag.rundir.records import RefCleanup
@@ -190,7 +191,11 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
             pacing: Sequence[DownloadPacing] = (),
             ssh_pacing: Sequence[SshDownloadPacing] = (), verdict: str | None = None,
             failures: Sequence[MeasurementFailure] = (),
-            bursts: Sequence[BurstResult] = ()) -> str:
+            bursts: Sequence[BurstResult] = (), headline: str = "") -> str:
+    # Every string goes through the push reports' redaction (a URL or header in an error).
+    manifest, observations, findings, pacing, ssh_pacing, failures, bursts, headline = \
+        redact_diagnosis((manifest, tuple(observations), tuple(findings), tuple(pacing),
+                          tuple(ssh_pacing), tuple(failures), tuple(bursts), headline))
     title = "# gitnetdiag: download direction (fetch)" if markdown else \
         "gitnetdiag: download direction (fetch, read-only clones)"
     lines = [title, ""]
@@ -221,7 +226,7 @@ def _render(manifest: FetchManifest, observations: Sequence[FetchObservation],
         lines += ["", f"## {LEDGER_TITLE}" if markdown else LEDGER_TITLE,
                   *_table_of(LEDGER_COLUMNS, [ledger_row(p) for p in pacing], markdown=markdown)]
     if verdict is not None:
-        lines += ["", f"verdict: {verdict}"]
+        lines += ["", f"verdict: {verdict}", *([headline] if headline else [])]
         lines += [f"  {f.reference}: {f.message}"
                   + (f" (explained by {f.explained_by})" if f.explained_by else f"; {f.hint}")
                   for f in failures]
@@ -240,10 +245,11 @@ def render_fetch_terminal(manifest: FetchManifest, observations: Sequence[FetchO
                           ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                           verdict: str | None = None,
                           failures: Sequence[MeasurementFailure] = (),
-                          bursts: Sequence[BurstResult] = ()) -> str:
+                          bursts: Sequence[BurstResult] = (), headline: str = "") -> str:
     """Plain text for the terminal."""
     return _render(manifest, observations, findings, markdown=False, pacing=pacing,
-                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures, bursts=bursts)
+                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures, bursts=bursts,
+                   headline=headline)
 
 
 def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchObservation],
@@ -252,10 +258,11 @@ def render_fetch_markdown(manifest: FetchManifest, observations: Sequence[FetchO
                           ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                           verdict: str | None = None,
                           failures: Sequence[MeasurementFailure] = (),
-                          bursts: Sequence[BurstResult] = ()) -> str:
+                          bursts: Sequence[BurstResult] = (), headline: str = "") -> str:
     """Markdown for a ticket."""
     return _render(manifest, observations, findings, markdown=True, pacing=pacing,
-                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures, bursts=bursts)
+                   ssh_pacing=ssh_pacing, verdict=verdict, failures=failures, bursts=bursts,
+                   headline=headline)
 
 
 def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObservation],
@@ -264,14 +271,19 @@ def fetch_report_dict(manifest: FetchManifest, observations: Sequence[FetchObser
                           ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                           verdict: str | None = None,
                           failures: Sequence[MeasurementFailure] = (),
-                          bursts: Sequence[BurstResult] = ()) -> dict[str, Any]:
-    """The fetch report as plain JSON types."""
+                          bursts: Sequence[BurstResult] = (),
+                          headline: str = "") -> dict[str, Any]:
+    """The fetch report as plain JSON types (every string redacted, as the push's)."""
+    manifest, observations, findings, pacing, ssh_pacing, failures, bursts, headline = \
+        redact_diagnosis((manifest, tuple(observations), tuple(findings), tuple(pacing),
+                          tuple(ssh_pacing), tuple(failures), tuple(bursts), headline))
     return {
         "schema": FETCH_REPORT_SCHEMA,
         "direction": "fetch",
         "generated_by": f"gitnetdiag {manifest.tool_version}",
         "status": manifest.status,
         "verdict": verdict,
+        "headline": headline,
         "measurement_failures": to_jsonable(tuple(failures)),
         "culprits": [{"rank": rank, **to_jsonable(finding)}
                      for rank, finding in enumerate(findings, start=1)],
@@ -309,8 +321,9 @@ def render_fetch_json(manifest: FetchManifest, observations: Sequence[FetchObser
                       ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                       verdict: str | None = None,
                       failures: Sequence[MeasurementFailure] = (),
-                      bursts: Sequence[BurstResult] = ()) -> str:
+                      bursts: Sequence[BurstResult] = (), headline: str = "") -> str:
     """The fetch report as indented JSON text."""
     return json.dumps(fetch_report_dict(manifest, observations, findings, pacing, ssh_pacing,
-                                        verdict=verdict, failures=failures, bursts=bursts),
+                                        verdict=verdict, failures=failures, bursts=bursts,
+                                        headline=headline),
                       indent=2) + "\n"

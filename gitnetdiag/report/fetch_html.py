@@ -43,6 +43,7 @@ from gitnetdiag.report.fetch import (
 )
 from gitnetdiag.report.html import STYLE, plots_section
 from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, kB, png_bytes, pyplot
+from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
 from gitnetdiag.rundir.fetchrecords import FetchManifest
 
@@ -139,8 +140,12 @@ def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObser
                       ssh_pacing: Sequence[SshDownloadPacing] = (), *,
                       verdict: str | None = None,
                       failures: Sequence[MeasurementFailure] = (),
-                      bursts: Sequence[BurstResult] = ()) -> str:
-    """One self-contained HTML page (the plot inline, no external resources)."""
+                      bursts: Sequence[BurstResult] = (), headline: str = "") -> str:
+    """One self-contained HTML page (the plot inline, no external resources); every string
+    redacted, as the push's."""
+    manifest, observations, findings, pacing, ssh_pacing, failures, bursts, headline = \
+        redact_diagnosis((manifest, tuple(observations), tuple(findings), tuple(pacing),
+                          tuple(ssh_pacing), tuple(failures), tuple(bursts), headline))
     urls = ", ".join(f"{run.protocol} {run.url}" for run in manifest.protocols)
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
@@ -152,6 +157,8 @@ def render_fetch_html(manifest: FetchManifest, observations: Sequence[FetchObser
     ]
     if verdict is not None:
         parts.append(f"<p>verdict: <strong>{_esc(verdict)}</strong></p>")
+        if headline:
+            parts.append(f"<p>{_esc(headline)}</p>")
         parts += [f"<p>{_esc(f.reference)}: {_esc(f.message)}"
                   + (f" (explained by {_esc(f.explained_by)})" if f.explained_by
                      else f"; {_esc(f.hint)}") + "</p>" for f in failures]

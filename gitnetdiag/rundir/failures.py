@@ -7,6 +7,8 @@ into a hint offline, so both read the hints from here.
 
 from __future__ import annotations
 
+from typing import TypedDict
+
 from gitnetdiag.outcomes import FailureKind
 
 FAILURE_HINTS: dict[FailureKind, tuple[str, str]] = {
@@ -46,10 +48,15 @@ GENERIC_FAILURE = ("git-failed", "run the same git command by hand")
 
 
 CURL_TRACE = "the push's curl trace (<protocol>-<n>.curl.txt)"
+CLONE_STDERR = "the clone's stderr (fetch-<protocol>-<n>.stderr.txt)"
+"""What a clone keeps in place of the push's curl trace: git's own words, HTTP status
+included."""
+NO_REPOSITORY = ("no repository answers at that path (git says so for an HTTP 404, or for "
+                 "one your credentials may not see): check the URL's path and the account's "
+                 "access to it")
 OTHER_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("repository", "not found"),
-     "no repository answers at that path (git says so for an HTTP 404, or for one your "
-     "credentials may not see): check the URL's path and the account's access to it"),
+    (("repository", "not found"), NO_REPOSITORY),
+    (("does not appear to be a git repository",), NO_REPOSITORY),
     (("protocol error: bad line length character",),
      "the server answered with something that is not git's protocol (an HTML page from a "
      f"login portal, a proxy or a wrong path): see its status and Content-Type in "
@@ -84,20 +91,67 @@ STORAGE_HINT = (
 """The hint of a push the server refused because it could not store the objects."""
 
 
-def failure_hint(kind: str, message: str = "") -> str:
+WORD_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("not exported",),
+     "git daemon serves no repository at that path, or does not export it (git says "
+     "\"access denied or repository not exported\" for both): check the URL's path against "
+     "git daemon's --base-path, and that the repository holds a git-daemon-export-ok file "
+     "(or git daemon runs with --export-all)"),
+    (("no alternative certificate subject name",),
+     "the server's certificate is not issued for the host name in the URL: use a name it "
+     "lists (openssl s_client -connect HOST:PORT shows its subjectAltName), or fix the "
+     "server's certificate (--insecure skips the check)"),
+    (("does not match target host name",),
+     "the server's certificate is not issued for the host name in the URL: use a name it "
+     "lists (openssl s_client -connect HOST:PORT shows its subjectAltName), or fix the "
+     "server's certificate (--insecure skips the check)"),
+)
+"""git messages whose cause is plainer than their kind, whatever it is (git daemon's refusal
+reads as a rejected ref, a certificate for another name as any TLS failure)."""
+
+
+def failure_hint(kind: str, message: str = "", *, transfer: str = "upload") -> str:
     """The hint for a recorded failure kind (``other``: from git's ``message`` when it is
     one of :data:`OTHER_HINTS`); empty for a kind this version does not know. A message
     that says the server could not store the objects (:data:`STORAGE_WORDS`) gets
-    :data:`STORAGE_HINT`, whatever the kind (git reports it as a rejected ref)."""
+    :data:`STORAGE_HINT`, whatever the kind (git reports it as a rejected ref), and one of
+    :data:`WORD_HINTS` its hint. ``transfer="download"``: a clone's hint, which points to
+    the clone's stderr where a push's points to its curl trace."""
     try:
         known = FailureKind(kind)
     except ValueError:
         return ""
-    if any(word in message.lower() for word in STORAGE_WORDS):
+    lowered = message.lower()
+    if any(word in lowered for word in STORAGE_WORDS):
         return STORAGE_HINT
-    if known is FailureKind.OTHER:
-        lowered = message.lower()
-        for words, hint in OTHER_HINTS:
-            if all(word in lowered for word in words):
-                return hint
-    return FAILURE_HINTS.get(known, GENERIC_FAILURE)[1]
+    hint = next((hint for words, hint in WORD_HINTS if all(w in lowered for w in words)), None)
+    if hint is None and known is FailureKind.OTHER:
+        hint = next((hint for words, hint in OTHER_HINTS if all(w in lowered for w in words)),
+                    None)
+    if hint is None:
+        hint = FAILURE_HINTS.get(known, GENERIC_FAILURE)[1]
+    return hint.replace(CURL_TRACE, CLONE_STDERR) if transfer == "download" else hint
+
+
+UNFINISHED_REFERENCE = "run-unfinished"
+"""A run directory whose record still says ``running``: the probe is still at work, or was
+killed (SIGKILL, a crash) before it could say how the run ended."""
+
+
+class Unfinished(TypedDict):
+    """A run problem's fields (``gitnetdiag.diagnosis.observations.RunProblem``)."""
+
+    stage: str
+    reference: str
+    message: str
+    hint: str
+
+
+def unfinished(record: str) -> Unfinished:
+    """The problem of a run whose ``record`` (``manifest.json``, ``fetch.json``) still says
+    ``running``: its stage, reference, message and hint (a run problem's fields)."""
+    return {"stage": "run", "reference": UNFINISHED_REFERENCE,
+            "message": f"{record} says the run is still running: the probe was killed (or is "
+            "still at work) before it recorded how the run ended, so its results may be partial",
+            "hint": "run the probe again and let it finish (the report shows what it wrote "
+            "until it stopped)"}

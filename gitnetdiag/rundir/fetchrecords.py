@@ -11,14 +11,15 @@ phases are derived from those files by :mod:`gitnetdiag.analysis.fetchphases`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from gitnetdiag.outcomes import FailureKind, PushOutcome
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, PushOutcome
 from gitnetdiag.rundir.manifest import (
     bad_run_dir,
     check_names,
+    check_numbers,
     inside,
     read_json_object,
     write_json_atomically,
@@ -287,9 +288,37 @@ def write_fetch_manifest(run_dir: Path, manifest: FetchManifest) -> Path:
     return write_json_atomically(run_dir / FETCH_FILE, manifest)
 
 
+def check_fetch_values(run_dir: Path, manifest: FetchManifest) -> None:
+    """Raise ``Malformed`` for what the types allow but a fetch run cannot have, as
+    :func:`~gitnetdiag.rundir.manifest.check_values` does for ``manifest.json``: an unknown
+    protocol, an endpoint without a port, an artifact path leaving ``run_dir``, a number
+    that is negative (the native ledgers' credit aside), NaN, infinite or absurdly large,
+    a measured clone of no time."""
+    check_numbers(replace(manifest, h2_downloads=()), "fetch")
+    for index, ledger in enumerate(manifest.h2_downloads):
+        where = f"fetch.h2_downloads[{index}]"
+        check_numbers(replace(ledger, credit_left_bytes=()), where)
+        check_numbers(ledger.credit_left_bytes, f"{where}.credit_left_bytes", negative=True)
+    for index, run in enumerate(manifest.protocols):
+        names = [run.protocol, *(record.protocol for record in run.fetches)]
+        if run.burst is not None:
+            names.append(run.burst.protocol)
+        check_names(names, run.endpoint, f"fetch.{run.protocol}")
+        for number, record in enumerate(run.fetches):
+            if record.outcome in MEASURED_OUTCOMES and record.wall_s <= 0:
+                raise Malformed(f"fetch.protocols[{index}].fetches[{number}].wall_s must be "
+                                f"above 0 for a clone with outcome {record.outcome!r}, got "
+                                f"{record.wall_s!r}")
+            for kind, relative in record.artifacts.items():
+                inside(run_dir, relative, f"fetch.{run.protocol}[{record.repeat}].{kind}")
+        if run.burst is not None and run.burst.capture is not None:
+            inside(run_dir, run.burst.capture, f"fetch.{run.protocol}.burst.capture")
+
+
 def load_fetch_manifest(run_dir: Path) -> FetchManifest | None:
     """``fetch.json`` of a run directory, None when the run fetched nothing; ``bad-run-dir``
-    when it is not one (wrong schema, wrong types, an artifact path leaving ``run_dir``)."""
+    when it is not one (wrong schema, wrong types, values :func:`check_fetch_values`
+    refuses)."""
     data = read_json_object(run_dir / FETCH_FILE)
     if data is None:
         return None
@@ -297,16 +326,7 @@ def load_fetch_manifest(run_dir: Path) -> FetchManifest | None:
         raise bad_run_dir(f"{FETCH_FILE}: schema {data.get('schema')!r}, expected {FETCH_SCHEMA!r}")
     try:
         manifest = from_jsonable(FetchManifest, data, where="fetch", unknown="ignore")
-        for run in manifest.protocols:
-            names = [run.protocol, *(record.protocol for record in run.fetches)]
-            if run.burst is not None:
-                names.append(run.burst.protocol)
-            check_names(names, run.endpoint, f"fetch.{run.protocol}")
-            for record in run.fetches:
-                for kind, relative in record.artifacts.items():
-                    inside(run_dir, relative, f"fetch.{run.protocol}[{record.repeat}].{kind}")
-            if run.burst is not None and run.burst.capture is not None:
-                inside(run_dir, run.burst.capture, f"fetch.{run.protocol}.burst.capture")
+        check_fetch_values(run_dir, manifest)
     except Malformed as exc:
         raise bad_run_dir(f"{run_dir / FETCH_FILE}: {exc}") from exc
     return manifest

@@ -83,16 +83,31 @@ def inside(run_dir: Path, relative: str, where: str) -> Path:
     return run_dir / path
 
 
+MAX_NUMBER = 2**53
+"""The largest number a run directory may hold (bytes, seconds, counts, rates): the largest
+integer JSON keeps exact, 9 PB or 285 million years; nothing a probe records comes near."""
+
+
+def _shown(value: float) -> str:
+    text = repr(value)
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text)} digits)"
+
+
 def check_numbers(value: Any, where: str, *, negative: bool = False) -> None:
-    """Every number in the records (durations, sizes, counts, rates) is finite, and >= 0
-    unless ``negative`` (flow-control credit may go below zero); ``Malformed`` naming the
-    field otherwise. Free-form ``dict`` values (``options``) are not records: skipped."""
+    """Every number in the records (durations, sizes, counts, rates) is finite, at most
+    :data:`MAX_NUMBER` in size, and >= 0 unless ``negative`` (flow-control credit may go
+    below zero); ``Malformed`` naming the field otherwise. Free-form ``dict`` values
+    (``options``) are not records: skipped."""
     if isinstance(value, bool) or value is None:
         return
     if isinstance(value, int | float):
-        if not math.isfinite(value) or (value < 0 and not negative):
+        # An int is finite (and one of 400 digits is no float: never math.isfinite).
+        if (isinstance(value, float) and not math.isfinite(value)) or (value < 0
+                                                                      and not negative):
             what = "a finite number" if negative else "a finite number >= 0"
-            raise Malformed(f"{where} must be {what}, got {value!r}")
+            raise Malformed(f"{where} must be {what}, got {_shown(value)}")
+        if abs(value) > MAX_NUMBER:
+            raise Malformed(f"{where} must be at most {MAX_NUMBER}, got {_shown(value)}")
         return
     if isinstance(value, tuple | list):
         for index, item in enumerate(value):

@@ -87,9 +87,12 @@ def test_no_black_hole_without_its_signature() -> None:
         assert "path-mtu-blackhole" not in [f.id for f in rank_download(clones)], clones
 
 
-def test_an_unexplained_stall_of_every_clone_still_fails() -> None:
+def test_an_unexplained_stall_of_every_clone_is_inconclusive() -> None:
+    """A stall measured the path (the push verdict's rule, ONE-TRANSFER "verdict"): with no
+    culprit for it the run is inconclusive (exit 8), never healthy."""
     verdict, failures = judge_fetch([STALLED], ())
-    assert verdict == "failed" and failures[0].explained_by is None
+    assert verdict == "inconclusive" and failures[0].explained_by is None
+    assert failures[0].reference == "fetch-stalled"
 
 
 def test_healthy_clone_keeps_no_finding() -> None:
@@ -114,7 +117,7 @@ def test_no_black_hole_from_what_a_stall_elsewhere_also_shows() -> None:
     for clone in (initial, counting, small_server):
         findings = rank_download([clone])
         assert "path-mtu-blackhole" not in [f.id for f in findings], clone
-        assert judge_fetch([clone], findings)[0] == "failed"
+        assert judge_fetch([clone], findings)[0] == "inconclusive"  # an unexplained stall
     # The lab's hole, with the server's MSS known (1448 B, as the client's): still named.
     lab = replace(STALLED, tcp=replace(STARVED_TCP, peer_mss_bytes=1448))
     assert [f.id for f in rank_download([lab])][:1] == ["path-mtu-blackhole"]

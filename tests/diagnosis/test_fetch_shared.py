@@ -15,7 +15,7 @@ from gitnetdiag.diagnosis.culprits.fetchshared import (
     in_fetch_words,
     observations_of_clones,
 )
-from gitnetdiag.diagnosis.fetchverdict import judge_fetch
+from gitnetdiag.diagnosis.fetchverdict import judge_clones, judge_fetch
 from gitnetdiag.diagnosis.model import Evidence, Finding
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.errors import ExitCode, NetworkError
@@ -142,16 +142,19 @@ def _reset_ssh() -> list[FetchObservation]:
 
 
 def test_reset_clones_rank_firewall_reset_and_are_its_evidence() -> None:
-    """SSH's clones reset, HTTP/1.1's measured: firewall-reset ranks, and the verdict is
-    degraded (the failures are the culprit's evidence), as for pushes."""
+    """SSH's clones reset, HTTP/1.1's measured: firewall-reset ranks and explains them, and
+    a requested protocol that fails fails the run, as for pushes (verdict.py: explained or
+    not, the headline says which clones fail and why)."""
     clones = _reset_ssh()
     findings = rank_download(clones)
     assert [f.id for f in findings][:1] == ["firewall-reset"]
     assert "2 of 2 SSH clones were reset" in findings[0].summary
     assert "iptables -S" in findings[0].fix
     verdict, failures = judge_fetch(clones, findings)
-    assert verdict == "degraded"
+    assert verdict == "failed"
     assert [f.explained_by for f in failures] == ["firewall-reset", "firewall-reset"]
+    headline = judge_clones(clones, findings).headline
+    assert headline.startswith("SSH clones fail (firewall-reset): "), headline
 
 
 def _refused_ssh(refused_after_s: float | None) -> list[FetchObservation]:
@@ -172,7 +175,7 @@ def test_a_refusal_sooner_than_a_round_trip_is_a_filters() -> None:
     assert [f.id for f in findings][:1] == ["firewall-reset"]
     assert any(e.what.startswith("refused connection: its SYN to the reset")
                for e in findings[0].evidence)
-    assert judge_fetch(_refused_ssh(0.0002), findings)[0] == "degraded"
+    assert judge_fetch(_refused_ssh(0.0002), findings)[0] == "failed"
 
 
 def test_a_refusal_after_a_round_trip_is_no_filter_evidence() -> None:
@@ -204,7 +207,7 @@ def test_verdicts_of_clean_and_empty_runs() -> None:
     assert judge_fetch([HEALTHY], ()) == ("healthy", ())
     stalled = replace(HEALTHY, outcome="stalled", rate_bytes_per_s=None)
     verdict, failures = judge_fetch([stalled], ())
-    assert verdict == "failed" and failures[0].reference == "fetch-stalled"
+    assert verdict == "inconclusive" and failures[0].reference == "fetch-stalled"
 
 
 def test_fetch_words_keep_id_and_fix() -> None:
@@ -232,12 +235,14 @@ def _diagnosis(clones: list[FetchObservation], errors: tuple[RunError, ...]) -> 
 
 
 def test_exit_code_of_a_fetch_run() -> None:
-    """Clones reset by a filter ranked firewall-reset: the run's fetch errors are its evidence,
-    exit 0. An auth failure nothing explains: the verdict's error (exit 8), not the raw one."""
+    """Clones reset by a filter ranked firewall-reset: the failing protocol fails the run,
+    exit 9, as a push's. An auth failure nothing explains: the verdict's error (exit 8), not
+    the raw one."""
     reset_error = RunError(stage="fetch", protocol="ssh", reference="fetch-failed",
                            kind=FailureKind.RESET, message="reset")
     raw = NetworkError("ssh: fetch failed", reference="fetch-failed")
-    assert fetch_exit_error(_diagnosis(_reset_ssh(), (reset_error,)), raw) is None
+    explained = fetch_exit_error(_diagnosis(_reset_ssh(), (reset_error,)), raw)
+    assert explained is not None and explained.exit_code == ExitCode.NOT_MEASURED
     denied = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
                      moved_bytes=0, wall_s=0.4, tcp=None, failure_kind=FailureKind.AUTH,
                      last_line="Permission denied (publickey)")
@@ -415,5 +420,11 @@ def test_a_finished_clone_without_a_rate_is_no_failure() -> None:
     unrated = replace(HEALTHY, protocol="h1", outcome="ok", rate_bytes_per_s=None)
     measured = replace(HEALTHY, protocol="git")
     assert judge_fetch((unrated, measured), ()) == ("healthy", ())
-    # With no clone measured at all, the run is still failed, as before.
-    assert judge_fetch((unrated,), ())[0] == "failed"
+    # Alone it is a measurement too (issue 34: a clone that finished is one, whatever its
+    # speed; its bytes over its time bound the rate), as a push that completed is.
+    assert judge_fetch((unrated,), ()) == ("healthy", ())
+    # One too small to time is not (as a push's too-small): failed, with the seed's hint.
+    tiny = replace(unrated, moved_bytes=2_000)
+    verdict, (failure,) = judge_fetch((tiny,), ())
+    assert (verdict, failure.reference) == ("failed", "too-small")
+    assert "--fetch-seed" in failure.hint

@@ -1,0 +1,212 @@
+"""One verdict rule for both directions (ONE-TRANSFER.md "Where the copies disagree":
+verdict, exit codes, hints): each case is the same transfers, once as pushes
+(:func:`gitnetdiag.diagnosis.verdict.judge`) and once as clones
+(:func:`gitnetdiag.diagnosis.fetchverdict.judge_clones`), with the same findings; both
+must come out with the same verdict, the same failure references, and exit alike.
+
+Before the fetch verdict followed the push's rule: the refused SSH transfer explained by
+firewall-reset was ``failed`` as pushes and ``degraded`` as clones; a stall nothing
+explained was ``inconclusive`` and ``failed``; a run error of another step, a burst whose
+connections failed, a branch left on the server and a run still ``running`` were ignored
+by the fetch verdict."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+
+import pytest
+
+from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
+from gitnetdiag.diagnosis.fetchverdict import judge_clones
+from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.diagnosis.observations import (
+    BurstResult,
+    CaptureMetrics,
+    Observations,
+    ProtocolObservation,
+    PushResult,
+    RunInfo,
+    RunProblem,
+)
+from gitnetdiag.diagnosis.verdict import failure_headline, judge, verdict_error
+from gitnetdiag.errors import ExitCode
+from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.rundir.failures import unfinished
+from tests.diagnosis.test_download_culprits import HEALTHY
+
+CAPTURE = CaptureMetrics(source="capture")
+"""TCP evidence for a push (a clone's is its TCP_INFO summary, in ``HEALTHY``)."""
+REFUSED_LINE = "ssh: connect to host 10.77.1.2 port 22: Connection refused"
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One push or clone of a case, told once for both directions."""
+
+    protocol: str
+    how: str = "ok"
+    """``ok``, ``refused``, ``stalled``, ``auth`` or ``tiny``."""
+
+
+def _push(t: Transfer) -> PushResult:
+    if t.how == "ok":
+        return PushResult(duration_s=4.0, bytes=40_000_000)
+    if t.how == "tiny":
+        return PushResult(duration_s=0.1, bytes=2_000)
+    if t.how == "stalled":
+        return PushResult(duration_s=15.0, bytes=300_000, ok=False, error_kind=FailureKind.HUNG,
+                          error_message="stalled")
+    kind = FailureKind.REFUSED if t.how == "refused" else FailureKind.AUTH
+    line = REFUSED_LINE if t.how == "refused" else "Permission denied (publickey)."
+    return PushResult(duration_s=0.05, bytes=0, ok=False, error_kind=kind, error_message=line)
+
+
+def _clone(t: Transfer, repeat: int) -> FetchObservation:
+    clone = replace(HEALTHY, protocol=t.protocol, repeat=repeat)
+    if t.how == "ok":
+        return clone
+    if t.how == "tiny":
+        return replace(clone, outcome="ok", moved_bytes=2_000, rate_bytes_per_s=None)
+    if t.how == "stalled":
+        return replace(clone, outcome="stalled", moved_bytes=300_000, rate_bytes_per_s=None,
+                       stopped="stall")
+    kind = FailureKind.REFUSED if t.how == "refused" else FailureKind.AUTH
+    line = REFUSED_LINE if t.how == "refused" else "Permission denied (publickey)."
+    return replace(clone, outcome="failed", moved_bytes=0, measured_s=0.0, wall_s=0.05,
+                   rate_bytes_per_s=None, tcp=None, failure_kind=kind, last_line=line)
+
+
+def _finding(culprit: str) -> Finding:
+    return Finding(id=culprit, title=culprit, score=0.8, cost_s=3.0,
+                   summary=f"the evidence of {culprit}", evidence=(), fix="the fix")
+
+
+@dataclass(frozen=True)
+class Case:
+    transfers: tuple[Transfer, ...]
+    findings: tuple[str, ...]
+    verdict: str
+    references: frozenset[str]
+    """References of the failures the verdict rests on (both directions name them alike;
+    a direction's own word in brackets: ``{transfer}-failed``)."""
+    exit_code: ExitCode | None
+    bursts: tuple[BurstResult, ...] = ()
+    problems: Callable[[str], tuple[RunProblem, ...]] = field(default=lambda record: ())
+    headline: str = ""
+    """How a failed run's headline opens (``{Transfers}``: ``pushes`` or ``clones``)."""
+
+
+H1, SSH = Transfer("h1"), Transfer("ssh")
+REFUSED = (H1, Transfer("ssh", "refused"), Transfer("ssh", "refused"))
+BURST = BurstResult(protocol="h1", concurrency=20, ok=12,
+                    failed_by_kind={FailureKind.RESET: 8})
+
+
+def _leftover(record: str) -> tuple[RunProblem, ...]:
+    reference = "probe-ref-leftover" if record == "manifest.json" else "cleanup-leftover"
+    return (RunProblem(stage="cleanup", protocol="h1", reference=reference,
+                       message="the throwaway branch gitnetdiag/probe-ab may be left",
+                       hint="git push URL :refs/heads/gitnetdiag/probe-ab"),)
+
+
+def _capture_failed(record: str) -> tuple[RunProblem, ...]:
+    return (RunProblem(stage="capture", protocol="h1", reference="capture-failed",
+                       message="tcpdump: permission denied", hint="run as root"),)
+
+
+CASES: dict[str, Case] = {
+    # The issue's case: the same refused SSH transfers, explained by firewall-reset: failed.
+    "refused-explained-by-firewall-reset": Case(
+        REFUSED, ("firewall-reset",), "failed", frozenset({"{transfer}-failed"}),
+        ExitCode.NOT_MEASURED, headline="SSH {transfers} fail (firewall-reset): "),
+    "refused-unexplained": Case(REFUSED, (), "inconclusive", frozenset({"{transfer}-failed"}),
+                                ExitCode.INCONCLUSIVE),
+    "every-protocol-refused": Case(REFUSED[1:], (), "failed", frozenset({"{transfer}-failed"}),
+                                   ExitCode.NOT_MEASURED),
+    "stall-with-a-culprit-ranked": Case((H1, Transfer("ssh", "stalled")), ("packet-loss",),
+                                        "degraded", frozenset(), None),
+    "stall-unexplained": Case((Transfer("ssh", "stalled"),), (), "inconclusive",
+                              frozenset({"{transfer}-stalled"}), ExitCode.INCONCLUSIVE),
+    "one-of-two-failed-nothing-ranks": Case(
+        (H1, Transfer("h1", "auth")), (), "inconclusive",
+        frozenset({"{transfer}-failures-unexplained"}), ExitCode.INCONCLUSIVE),
+    "too-small": Case((Transfer("h1", "tiny"),), (), "failed", frozenset({"too-small"}),
+                      ExitCode.NOT_MEASURED),
+    "burst-failures-unexplained": Case((H1,), (), "inconclusive",
+                                       frozenset({"burst-failures-unexplained"}),
+                                       ExitCode.INCONCLUSIVE, bursts=(BURST,)),
+    "another-step-failed": Case((H1,), (), "inconclusive", frozenset({"capture-failed"}),
+                                ExitCode.INCONCLUSIVE, problems=_capture_failed),
+    "run-never-finished": Case(
+        (H1,), (), "inconclusive", frozenset({"run-unfinished"}), ExitCode.INCONCLUSIVE,
+        problems=lambda record: (RunProblem(**unfinished(record)),)),
+    "branch-left-on-the-server": Case((H1,), (), "healthy", frozenset({"probe-ref-leftover"}),
+                                      ExitCode.NETWORK, problems=_leftover),
+    "clean": Case((H1, SSH), (), "healthy", frozenset(), None),
+}
+
+
+@dataclass(frozen=True)
+class Verdicts:
+    verdict: str
+    references: frozenset[str]
+    exit_code: ExitCode | None
+    headline: str
+
+
+def _as_pushes(case: Case) -> Verdicts:
+    protocols: dict[str, list[PushResult]] = {}
+    for t in case.transfers:
+        protocols.setdefault(t.protocol, []).append(_push(t))
+    obs = Observations(
+        run=RunInfo(requested_protocols=tuple(protocols)),
+        protocols={name: ProtocolObservation(pushes=tuple(pushes), capture=CAPTURE)
+                   for name, pushes in protocols.items()},
+        bursts=case.bursts, problems=case.problems("manifest.json"))
+    findings = [_finding(culprit) for culprit in case.findings]
+    judgement = judge(obs, findings)
+    error = verdict_error(judgement.verdict, judgement.failures)
+    return Verdicts(judgement.verdict,
+                    frozenset(f.reference.replace("push", "{transfer}")
+                              for f in judgement.failures),
+                    error.exit_code if error else None,
+                    failure_headline(judgement, findings, obs) or "")
+
+
+def _as_clones(case: Case) -> Verdicts:
+    clones = [_clone(t, repeat) for repeat, t in enumerate(case.transfers, start=1)]
+    judged = judge_clones(clones, [_finding(culprit) for culprit in case.findings],
+                          bursts=case.bursts, problems=case.problems("fetch.json"))
+    # Stalls and failures a ranked culprit covers are listed with it, as evidence.
+    blocking = [f for f in judged.failures if f.explained_by is None
+                or f.reference.endswith("-failed")]
+    error = verdict_error(judged.verdict, judged.failures)
+    return Verdicts(judged.verdict,
+                    frozenset(f.reference.replace("fetch", "{transfer}") for f in blocking),
+                    error.exit_code if error else None, judged.headline)
+
+
+@pytest.mark.parametrize("direction", ["push", "fetch"])
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_same_transfers_get_the_same_verdict(name: str, direction: str) -> None:
+    case = CASES[name]
+    got = _as_pushes(case) if direction == "push" else _as_clones(case)
+    assert (got.verdict, got.references, got.exit_code) == (
+        case.verdict, case.references, case.exit_code)
+    if case.headline:
+        transfers = "pushes" if direction == "push" else "clones"
+        assert got.headline.startswith(case.headline.format(transfers=transfers)), got.headline
+
+
+def test_a_refused_clone_gets_the_hint_of_its_kind() -> None:
+    """ONE-TRANSFER "hints": the clone's failure carries the catalogue's hint of its kind
+    (:func:`failure_hint`, the push's), not one fixed line."""
+    from gitnetdiag.rundir.failures import failure_hint
+
+    def hint_of(kind: FailureKind | None, message: str) -> str:
+        return failure_hint(kind or "other", message, transfer="download")
+
+    judged = judge_clones([_clone(t, 1) for t in REFUSED[1:]], (), hint_of=hint_of)
+    assert {f.hint for f in judged.failures} == {failure_hint("refused", REFUSED_LINE)}
+    assert "nothing listens on that port" in judged.failures[0].hint
