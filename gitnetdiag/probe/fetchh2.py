@@ -34,8 +34,9 @@ from h2.settings import SettingCodes
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
 from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.probe.budget import Progress, RateMonitor
-from gitnetdiag.probe.credentials import HttpAccess
-from gitnetdiag.probe.h2client import H2Client, H2Remote
+from gitnetdiag.probe.credentials import HttpAccess, auth_failed
+from gitnetdiag.probe.h2client import H2Client, H2Remote, Response
+from gitnetdiag.probe.h2native import get_info_refs
 from gitnetdiag.probe.receivepack import (
     FLUSH_PKT,
     parse_advertisement,
@@ -134,12 +135,10 @@ def _post(client: DownloadClient, body: bytes) -> int:
 def _want(client: DownloadClient, branch: str | None) -> tuple[str, bytes]:
     """The object to fetch and the request that fetches it: protocol v2 where the server
     speaks it (``ls-refs``, then ``fetch``), else v0 from the ref advertisement, as git."""
-    answer = client.request("GET", f"{client.target.path}/info/refs?service=git-upload-pack",
-                            headers=[_V2])
-    if answer.status != 200:
-        raise NetworkError(f"{client.target.authority}: the upload-pack advertisement "
-                           f"answered HTTP {answer.status}", reference="upload-pack-refused",
-                           hint="the native download ledger needs read access over HTTPS")
+    # The credential as git gets it (after a 401: URL userinfo, else the helpers), as the
+    # push's native probe does; a 401 or 403 after that is the credential's fault.
+    answer = get_info_refs(client, "git-upload-pack", [_V2])
+    _check(client, answer, "GET info/refs")
     ref = f"refs/heads/{branch}" if branch else "HEAD"
     lines, _ = split_pkt_lines(answer.body)
     if b"version 2\n" not in lines:
@@ -149,8 +148,20 @@ def _want(client: DownloadClient, branch: str | None) -> tuple[str, bytes]:
     listing = client.request("POST", f"{client.target.path}/git-upload-pack", headers=[
         _V2, ("content-type", "application/x-git-upload-pack-request"),
         ("accept", "application/x-git-upload-pack-result")], body=ls_refs_request(ref))
+    _check(client, listing, "POST git-upload-pack (ls-refs)")
     oid = parse_ls_refs(listing.body).get(ref)
     return _known(client, ref, oid), fetch_request(oid or "")
+
+
+def _check(client: DownloadClient, answer: Response, what: str) -> None:
+    """An answer of the upload-pack service: a 401 or 403 is the credential's (the hint
+    names the helper and http.extraHeader), any other error status a refusal."""
+    if answer.status in (401, 403):
+        raise auth_failed(client.access, answer.status, what)
+    if answer.status != 200:
+        raise NetworkError(f"{client.target.authority}: {what} answered HTTP {answer.status}",
+                           reference="upload-pack-refused",
+                           hint="the native download ledger needs read access over HTTPS")
 
 
 def _known(client: DownloadClient, ref: str, oid: str | None) -> str:

@@ -143,10 +143,13 @@ def native_record(client: H2Client, stream_id: int, *, request_bytes: int, ended
     )
 
 
-def _get_info_refs(client: H2Client) -> Response:
-    """GET the advertisement; after a 401, retry once with the credential git would use."""
-    path = f"{client.target.path}/info/refs?service=git-receive-pack"
-    response = client.request("GET", path)
+def get_info_refs(client: H2Client, service: str = "git-receive-pack",
+                  headers: Sequence[tuple[str, str]] = ()) -> Response:
+    """GET the advertisement of ``service`` (the push's ``git-receive-pack``, the native
+    download's ``git-upload-pack``); after a 401, retry once with the credential git would
+    use (URL userinfo, else the credential helpers)."""
+    path = f"{client.target.path}/info/refs?service={service}"
+    response = client.request("GET", path, headers)
     access = client.access
     if response.status == 401 and access.credential is None:
         challenge = response.headers.get("www-authenticate", "")
@@ -159,12 +162,12 @@ def _get_info_refs(client: H2Client) -> Response:
                 reference="auth-unsupported",
             )
         if access.credential_after_401() is not None:
-            response = client.request("GET", path)
+            response = client.request("GET", path, headers)
     return response
 
 
 def _advertise(client: H2Client) -> RefAdvertisement:
-    response = _get_info_refs(client)
+    response = get_info_refs(client)
     if response.status in (401, 403):
         raise auth_failed(client.access, response.status, "GET info/refs")
     if response.status != 200:

@@ -39,6 +39,11 @@ class H2UploadServer:
     errors: list[str] = field(default_factory=list)
     resets: list[int] = field(default_factory=list)
     """Streams the client cancelled."""
+    authorization: str | None = None
+    """The ``Authorization`` every request must carry (401 with a Basic challenge
+    otherwise); None: no authentication."""
+    seen_authorization: list[str | None] = field(default_factory=list)
+    """Each request's ``Authorization`` header, in order."""
 
     def stop(self) -> None:
         with contextlib.suppress(OSError):
@@ -101,6 +106,12 @@ def _serve(sock: ssl.SSLSocket, server: H2UploadServer, repo: Path,
                 conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
             elif isinstance(event, StreamEnded):
                 headers, body = requests.pop(event.stream_id)
+                server.seen_authorization.append(headers.get("authorization"))
+                if server.authorization not in (None, headers.get("authorization")):
+                    conn.send_headers(event.stream_id, [
+                        (":status", "401"), ("www-authenticate", 'Basic realm="git"')],
+                        end_stream=True)
+                    continue
                 status, payload = _answer(repo, headers, bytes(body))
                 conn.send_headers(event.stream_id, [(":status", status)],
                                   end_stream=not payload)
@@ -118,9 +129,10 @@ def _serve(sock: ssl.SSLSocket, server: H2UploadServer, repo: Path,
             sock.sendall(out)
 
 
-def start_h2_upload_server(directory: Path, repo: Path, *,
-                           credit_delay_s: float) -> H2UploadServer:
-    """Serve ``repo`` (a bare repository) for fetches over HTTP/2 on loopback."""
+def start_h2_upload_server(directory: Path, repo: Path, *, credit_delay_s: float,
+                           authorization: str | None = None) -> H2UploadServer:
+    """Serve ``repo`` (a bare repository) for fetches over HTTP/2 on loopback; demand
+    ``authorization`` of every request if given."""
     cert, key = make_tls_files(directory)
     context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     context.load_cert_chain(cert, key)
@@ -129,7 +141,7 @@ def start_h2_upload_server(directory: Path, repo: Path, *,
     port = listener.getsockname()[1]
     server = H2UploadServer(url=f"https://127.0.0.1:{port}/git/{repo.name}",
                             ca_file=str(cert), listener=listener,
-                            thread=threading.Thread(daemon=True))
+                            thread=threading.Thread(daemon=True), authorization=authorization)
 
     def accept_loop() -> None:
         while True:
