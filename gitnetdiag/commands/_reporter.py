@@ -19,6 +19,8 @@ class RichReporter:
         self.live = console.is_terminal
         self.tasks: dict[str, TaskID] = {}
         self.phases: dict[str, str] = {}
+        self.moves: dict[str, str] = {}
+        """The last bytes-moved text of each running step (``1.0 MiB, 2.00 MiB/s``)."""
 
     def _line(self, text: str) -> None:
         with contextlib.suppress(OSError):  # a log keeps each line whole
@@ -32,6 +34,8 @@ class RichReporter:
 
     def done(self, label: str, detail: str, *, ok: bool) -> None:
         task = self.tasks.pop(label, None)
+        self.moves.pop(label, None)
+        self.phases.pop(label, None)
         mark = "[green]ok[/green]" if ok else "[red]!![/red]"
         text = f"{mark} {label}: {detail}"
         if task is None:
@@ -43,17 +47,30 @@ class RichReporter:
         self._line(f"[yellow]warning:[/yellow] {message}")
 
     def phase(self, label: str, text: str) -> None:
+        """What a step is doing now: a line in a log; on a terminal its spinner says it at
+        once (a wait with no bytes moving, a clean-up, must not read as the phase before)."""
         if not self.live:
             self._line(f"{label}: {text}")
-        else:
+            return
+        self.phases[label] = text
+        self._describe(label)
+
+    def status(self, label: str, text: str) -> None:
+        """What a step is doing now, on its spinner only: a log already has it as a line."""
+        if self.live:
             self.phases[label] = text
+            self._describe(label)
 
     def moved(self, label: str, moved_bytes: int, rate_bytes_per_s: float | None) -> None:
+        rate = "" if rate_bytes_per_s is None else f", {rate_bytes_per_s / 2**20:.2f} MiB/s"
+        self.moves[label] = f"{moved_bytes / 2**20:.1f} MiB{rate}"
+        self._describe(label)
+
+    def _describe(self, label: str) -> None:
         task = self.tasks.get(label)
         if task is None:
             return
-        rate = "" if rate_bytes_per_s is None else f", {rate_bytes_per_s / 2**20:.2f} MiB/s"
-        phase = self.phases.get(label)
-        self.progress.update(task, description=f"{label}: {moved_bytes / 2**20:.1f} MiB{rate}"
-                             + (f"; {phase}" if phase else ""))
+        parts = [part for part in (self.moves.get(label), self.phases.get(label)) if part]
+        self.progress.update(task, description=f"{label}: " + "; ".join(parts) if parts
+                             else label)
 

@@ -20,6 +20,14 @@ decides from the push what can still happen (:func:`push_aftermath`), then:
                    appears at our object --> delete under lease --> verify gone --> deleted
                    still absent at the deadline ------------------------------> unconfirmed
 
+Every step is bounded by the clean-up's end: ``wait_s`` for a push that may land
+(the delete of a branch seen in time gets :data:`DELETE_TIMEOUT_S` more),
+:data:`DELETE_TIMEOUT_S` for the others, or the caller's ``until`` (``watch``'s cycle
+deadline), whichever comes first. Each git run gets what is left of it (at least
+:data:`STEP_MIN_S`), and what is not confirmed then is reported as it stands
+(``unconfirmed``/``leftover`` with its commands), never waited for: a server that
+answers nothing at all (no status, no ``ls-remote``) cannot hold the run longer.
+
 A delete always carries a lease on the pushed object
 (``--force-with-lease=<ref>:<oid>``), so it removes our push and nothing else.
 Only a branch known to be there (the push succeeded, or ls-remote showed it) and
@@ -64,6 +72,8 @@ DEFAULT_CLEANUP_WAIT_S = 30.0
 POLL_INTERVAL_S = 0.5
 DELETE_TIMEOUT_S = 60.0
 """The delete runs the server's hooks too: it gets its own timeout, not the push's."""
+STEP_MIN_S = 3.0
+"""The shortest time a git run of the clean-up gets, even at its end (a look over TLS)."""
 _MAX_DELETES = 3
 _CLIENT_ERROR = re.compile(r"RPC failed; HTTP 4(?!08)\d\d")
 """A 4xx refused the request itself; a proxy's 502/504 may leave receive-pack running."""
@@ -184,15 +194,20 @@ def remove_probe_ref(
     clock: Callable[[], float] = time.monotonic,
     sleep: Callable[[float], None] = time.sleep,
     cancelled: Callable[[], bool] = lambda: False,
+    until: float | None = None,
 ) -> CleanupResult:
     """Wait until the server is done with the push, delete the branch if it points at
     ``oid``, verify it is gone; every step bounded (see the module docstring).
 
+    ``until`` (on ``clock``'s scale): no step runs past it, whatever ``wait_s`` says.
     Raises CleanupCancelled as soon as ``cancelled()`` is true."""
     started = clock()
+    deadline = started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0)
+    end = deadline if aftermath is Aftermath.MAY_LAND else started + DELETE_TIMEOUT_S
     removal = _Removal(transport=transport, branch=branch, oid=oid, aftermath=aftermath,
                        runner=runner, cwd=cwd, clock=clock, started=started,
-                       deadline=started + (wait_s if aftermath is Aftermath.MAY_LAND else 0.0),
+                       deadline=deadline if until is None else min(deadline, until),
+                       end=end if until is None else min(end, until), hard_end=until is not None,
                        transports=_alternatives(transport),
                        known_present=aftermath is Aftermath.CREATED)
     if aftermath in NOTHING_TO_ASK:
@@ -202,6 +217,8 @@ def remove_probe_ref(
     while True:
         if cancelled():
             raise CleanupCancelled(branch)
+        if removal.runs and removal.clock() >= removal.end:
+            return removal.ran_out()
         current = removal.transports[removal.failures % len(removal.transports)]
         on_server: str | None = oid
         if look_first:
@@ -235,11 +252,19 @@ class _Removal:
     started: float
     deadline: float
     """Until when a push that may still land is waited for."""
+    end: float
+    """When the clean-up stops, done or not (see the module docstring)."""
+    hard_end: bool
+    """``end`` is the caller's: a branch seen late gets no more time to be deleted."""
     transports: tuple[Transport, ...]
     """The ways to the server, tried in turn after a failure."""
     known_present: bool
     """Known to be there: created by the push, or seen by ls-remote."""
     failures: int = 0
+    runs: int = 0
+    """git runs so far (the first look runs even when the end has come)."""
+    listed: bool = False
+    """The last look listed the refs (an absent branch is really absent)."""
     deletes: int = 0
     deleted: bool = False
     """git's delete exited 0: receive-pack took it."""
@@ -262,11 +287,17 @@ class _Removal:
                              waited_s=self.clock() - self.started, remove_command=command,
                              check_command=check)
 
+    def step_s(self, cap_s: float) -> float:
+        """The timeout of the next git run: ``cap_s``, within what is left of the end."""
+        return min(cap_s, max(STEP_MIN_S, self.end - self.clock()))
+
     def look(self, current: Transport) -> tuple[bool, str | None]:
         """ls-remote of the branch: (listed, the object it points at or None)."""
+        self.runs += 1
         listing = self.runner(ls_remote_argv(current, self.ref), env=current.env(), cwd=self.cwd,
-                              timeout_s=min(DELETE_TIMEOUT_S,
-                                            max(10.0, self.deadline - self.clock())))
+                              timeout_s=self.step_s(min(DELETE_TIMEOUT_S,
+                                                        max(10.0, self.deadline - self.clock()))))
+        self.listed = listing.ok
         if listing.ok:
             return True, parse_ls_remote(listing.stdout).get(self.ref)
         self.failures += 1
@@ -277,7 +308,8 @@ class _Removal:
     def unlisted(self) -> CleanupResult | None:
         """The refs could not be listed: give up once every way failed twice and the
         deadline passed."""
-        if self.failures < 2 * len(self.transports) or self.clock() < self.deadline:
+        if self.clock() < self.end and (self.failures < 2 * len(self.transports)
+                                         or self.clock() < self.deadline):
             return None
         if self.deleted:
             return self.result(RefCleanup.DELETED)
@@ -318,6 +350,9 @@ class _Removal:
 
     def present(self, current: Transport, on_server: str) -> CleanupResult | None:
         """On the server: delete it under the lease when it is our object."""
+        if not self.known_present and not self.hard_end and on_server == self.oid:
+            # Seen in time: its delete gets a delete's time (the hooks run again).
+            self.end = max(self.end, self.clock() + DELETE_TIMEOUT_S)
         self.known_present = True
         if on_server != self.oid:
             return self.result(RefCleanup.LEFTOVER, f"{self.ref} points at {on_server[:12]}, "
@@ -329,8 +364,9 @@ class _Removal:
                 return None  # the last delete may still land: look until the deadline
             return self.result(RefCleanup.LEFTOVER, self.detail or "the delete did not take")
         self.deletes += 1
+        self.runs += 1
         removal = self.runner(delete_argv(current, self.branch, self.oid), env=current.env(),
-                              cwd=self.cwd, timeout_s=DELETE_TIMEOUT_S)
+                              cwd=self.cwd, timeout_s=self.step_s(DELETE_TIMEOUT_S))
         if removal.ok:
             self.deleted = True
             if _server_deleted(removal.stderr, self.branch):
@@ -343,6 +379,25 @@ class _Removal:
             self.detail = "delete: " + ("timed out" if removal.timed_out
                                         else failure_line(removal.stderr))
         return None
+
+    def ran_out(self) -> CleanupResult:
+        """The clean-up's end came: the branch as it stands, with the commands."""
+        took = f"{self.clock() - self.started:.0f} s"
+        if self.deleted:
+            return self.result(RefCleanup.DELETED)
+        if self.known_present:
+            return self.result(RefCleanup.LEFTOVER, f"it was there and the clean-up's {took} ran "
+                               "out before it was gone" + (f" ({self.detail})" if self.detail
+                                                           else ""))
+        if not self.listed:
+            return self.result(RefCleanup.UNCONFIRMED, f"the server's refs could not be listed "
+                               f"within the clean-up's {took} ({self.detail})")
+        if self.aftermath is Aftermath.MAY_LAND:
+            return self.result(
+                RefCleanup.UNCONFIRMED,
+                f"not on the server {took} after the push ended, but the server had the whole "
+                "pack and never answered: a hook still running could create it later")
+        return self.result(RefCleanup.UNCONFIRMED, f"the clean-up's {took} ran out")
 
 
 def _delete_settle_s(deletes: int) -> float:

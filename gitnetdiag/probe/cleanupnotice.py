@@ -6,8 +6,9 @@ it. Behind a server that never answers that wait is long, and held signals
 made it silent. So:
 
     1st Ctrl-C (or SIGTERM, SIGHUP)  -> at once: what the clean-up waits for, for how long
+                                        (a line, and the push's progress line says it too)
     2nd Ctrl-C                       -> stop waiting: the branch, its URL (redacted) and
-                                        the command that removes it
+                                        the commands that check and remove it
 
 SIGTERM and SIGHUP never stop the wait: no one may be there to finish by hand.
 """
@@ -24,6 +25,7 @@ from gitnetdiag.probe.cleanup import (
     Aftermath,
     CleanupResult,
     RefCleanup,
+    check_command,
     remove_command,
 )
 from gitnetdiag.probe.gitpush import Transport
@@ -39,11 +41,14 @@ class CleanupNotice:
     """Says what the clean-up of one branch waits for; stops it on a second Ctrl-C."""
 
     def __init__(self, reporter: Reporter, transport: Transport, branch: str, oid: str,
-                 aftermath: Aftermath, wait_s: float) -> None:
+                 aftermath: Aftermath, wait_s: float, label: str | None = None) -> None:
         self.reporter = reporter
+        self.label = label
+        """The push's progress line (``push h1 #1``): its phase says what is waited for."""
         self.branch = branch
         self.url = redact_url(transport.url)
         self.command = remove_command(transport, branch, oid)
+        self.check = check_command(transport, branch)
         self.aftermath = aftermath
         self.wait_s = wait_s
         self.asked = False
@@ -63,6 +68,24 @@ class CleanupNotice:
         return (f"checking that {self.branch} is not on {self.url} "
                 f"(up to {DELETE_TIMEOUT_S:.0f} s)")
 
+    def show_phase(self, *, spinner_only: bool = False) -> None:
+        """Put what the clean-up waits for on the push's progress line (which read "waiting
+        for the server's status" until then); ``spinner_only``: not as a line of a log (a
+        warning just said it)."""
+        tell = getattr(self.reporter, "status" if spinner_only else "phase", None)
+        if self.label is None or tell is None:
+            return
+        if self.aftermath is Aftermath.MAY_LAND:
+            text = f"cleaning up: waiting up to {self.wait_s:.0f} s for the branch, to delete it"
+        elif self.aftermath is Aftermath.CREATED:
+            text = f"cleaning up: deleting the branch (up to {DELETE_TIMEOUT_S:.0f} s)"
+        elif self.waiting_for() is not None:
+            text = f"cleaning up: checking the branch is not there (up to {DELETE_TIMEOUT_S:.0f} s)"
+        else:
+            return
+        with contextlib.suppress(OSError):  # the terminal is gone (SIGHUP)
+            tell(self.label, text)
+
     def interrupted(self, *, ctrl_c: bool) -> None:
         """Say at once what the clean-up waits for (the first signal only)."""
         if self.asked:
@@ -72,6 +95,7 @@ class CleanupNotice:
         if what is not None:
             _say(self.reporter, f"cleaning up: {what}"
                  + ("; Ctrl-C again to stop waiting" if ctrl_c else ""))
+            self.show_phase(spinner_only=True)
 
     @contextlib.contextmanager
     def waiting(self) -> Iterator[None]:
@@ -99,7 +123,9 @@ class CleanupNotice:
                             f"remove it with: {self.command}")
         return CleanupResult(status=status, detail=detail,
                              waited_s=time.monotonic() - self.started,
-                             remove_command=self.command)
+                             remove_command=self.command,
+                             check_command=self.check if status is RefCleanup.UNCONFIRMED
+                             else None)
 
 
 def _say(reporter: Reporter, line: str) -> None:

@@ -65,6 +65,8 @@ class GitBranchCleanup:
     """A repository holding the pushed object (git needs one to push a lease)."""
     wait_s: float = DEFAULT_CLEANUP_WAIT_S
     """How long to wait for a push the server may still apply."""
+    until: float | None = None
+    """No clean-up step runs past this ``time.monotonic()`` (``ProbeOptions.cleanup_until``)."""
     result: CleanupResult | None = None
     """The last clean-up's result, also when the probe then raised."""
     results: list[CleanupResult] = field(default_factory=list)
@@ -76,7 +78,8 @@ class GitBranchCleanup:
         branch = ref.removeprefix(BRANCH_PREFIX)
         with interrupts_deferred() as deferred:
             self.result = remove_probe_ref(self.transport, branch, oid, aftermath,
-                                           runner=run_git, cwd=self.cwd, wait_s=self.wait_s)
+                                           runner=run_git, cwd=self.cwd, wait_s=self.wait_s,
+                                           until=self.until)
         self.results.append(self.result)
         self.signalled = self.signalled or deferred.signalled
         return self.result

@@ -91,6 +91,10 @@ class ProbeOptions:
     ``--host-netns``): a fetch samples the server's sockets there (``probe.servertcp``)."""
     server_local: bool = False
     """The server runs in this host's own namespace (``--host-local``): the same, here."""
+    cleanup_until: float | None = None
+    """No clean-up step runs past this moment (``time.monotonic()``): what is not confirmed
+    by then is reported as it stands (``unconfirmed``, ``leftover``), not waited for.
+    ``watch`` sets it to its cycle's deadline; None: each clean-up's own bound."""
     cleanup_git_timeout_s: float | None = None
     """Bound on each git run of a push's clean-up (ls-remote, delete); None: the clean-up's
     own. Set by the runner, not asked: once the path is known to swallow full-size

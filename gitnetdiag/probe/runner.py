@@ -487,7 +487,8 @@ def _native_one(state: _Run, protocol: TransportKind, pack: bytes, repo_path: Pa
                None)
     sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s, rtt)]
     samples: list[TcpInfoSample] = []
-    cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s)
+    cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s,
+                               until=options.cleanup_until)
     try:
         if protocol is TransportKind.H2:
             push: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
@@ -564,7 +565,8 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
         return
     label = "h2 sweep of client settings"
     state.reporter.begin(label)
-    cleanup = GitBranchCleanup(state.transport(TransportKind.H2), repo_path, options.cleanup_wait_s)
+    cleanup = GitBranchCleanup(state.transport(TransportKind.H2), repo_path, options.cleanup_wait_s,
+                               until=options.cleanup_until)
     try:
         records = h2_sweep(options.urls[TransportKind.H2], ca_file=options.ca_file,
                            pack=pack_for_commit(repo_path, oid), new_oid=oid,

@@ -127,6 +127,11 @@ class RedactingReporter:
         if inner is not None:
             inner(redact_text(label, self._secrets), redact_text(text, self._secrets))
 
+    def status(self, label: str, text: str) -> None:
+        inner = getattr(self._inner, "status", None)
+        if inner is not None:
+            inner(redact_text(label, self._secrets), redact_text(text, self._secrets))
+
 
 @contextmanager
 def signals_deferred() -> Iterator[None]:

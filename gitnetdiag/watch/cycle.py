@@ -1,19 +1,35 @@
 """One probe cycle, in its own process: ``python -m gitnetdiag.watch.cycle``.
 
-Reads a JSON job from stdin (the target, its run directory, the start time;
-stdin rather than argv because URLs may carry tokens and argv is public in
-``ps``), runs the probe and the diagnosis with the library calls, and writes
-one :class:`ProbeSample` as JSON to stdout. Everything else it would print goes
-to stderr. It exits 0 whenever it wrote a sample, failed cycles included.
+Reads a JSON job from stdin (the target, its run directory, the start time and
+the deadline; stdin rather than argv because URLs may carry tokens and argv is
+public in ``ps``), runs the probe and the diagnosis with the library calls, and
+writes one :class:`ProbeSample` as JSON to stdout. Everything else it would
+print goes to stderr. It exits 0 whenever it wrote a sample, failed cycles
+included, and :data:`~gitnetdiag.watch.scheduler.DEADLINE_EXIT` after the sample
+of a cycle that reached its deadline.
+
+The deadline covers the clean-up (:class:`CycleDeadline`)::
+
+    start ........ end - reserve: a push still running is stopped (SIGTERM, the
+                   Ctrl-C path), its clean-up bounded by end - 1 s
+                   (``ProbeOptions.cleanup_until``): whatever is unconfirmed
+                   then is reported (``unconfirmed``, counted), not waited for
+    end - 0.5 s    whatever still runs (the diagnosis) is stopped
+    end            the sample: ``deadline``, with the branches the manifest may
+                   have left
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
 import sys
+import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from gitnetdiag.diagnosis.culprits import CULPRITS
@@ -22,6 +38,7 @@ from gitnetdiag.model.lab.state import load_state
 from gitnetdiag.pipeline import diagnose_run, write_reports
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
+from gitnetdiag.proc import note_signal
 from gitnetdiag.vocabulary import TransportKind
 from gitnetdiag.watch.config import Target
 from gitnetdiag.watch.sample import (
@@ -31,6 +48,63 @@ from gitnetdiag.watch.sample import (
     push_errors_of,
     sample_from_diagnosis,
 )
+from gitnetdiag.watch.scheduler import DEADLINE_EXIT, left_by
+
+CLEANUP_RESERVE_S = 10.0
+"""A push still running this long before the deadline is stopped, so that its clean-up
+runs before the deadline (a quarter of the deadline when that is shorter)."""
+END_MARGIN_S = 0.5
+"""What still runs this long before the deadline is stopped: the sample goes out in time."""
+CLEANUP_MARGIN_S = 1.0
+"""The clean-up ends this long before the deadline (the manifest is saved after it)."""
+
+
+class CycleDeadline:
+    """The cycle's deadline in its process: timers that stop the pushes (while they run)
+    and then whatever still runs, with SIGTERM, the signal the probe turns into its
+    Ctrl-C path; ``reached`` says that it was the deadline that stopped the cycle."""
+
+    def __init__(self, end: float, reserve_s: float) -> None:
+        self.end = end
+        """``time.monotonic()`` of the deadline."""
+        self.reached = False
+        self._probing = True
+        self._over = False
+        self._lock = threading.Lock()
+        now = time.monotonic()
+        self._timers = [threading.Timer(max(0.0, end - reserve_s - now), self._stop, (True,)),
+                        threading.Timer(max(0.0, end - END_MARGIN_S - now), self._stop, (False,))]
+        for timer in self._timers:
+            timer.daemon = True
+            timer.start()
+
+    @classmethod
+    def of_job(cls, started_unix_s: float, deadline_s: float) -> CycleDeadline:
+        end = time.monotonic() + (started_unix_s + deadline_s - time.time())
+        return cls(end, min(CLEANUP_RESERVE_S, deadline_s / 4))
+
+    @property
+    def cleanup_until(self) -> float:
+        return self.end - CLEANUP_MARGIN_S
+
+    def _stop(self, only_probing: bool) -> None:
+        with self._lock:
+            if self._over or (only_probing and not self._probing):
+                return
+            self.reached = True
+            os.kill(os.getpid(), signal.SIGTERM)
+
+    def probed(self) -> None:
+        """The pushes are over: only the end stops the cycle now."""
+        with self._lock:
+            self._probing = False
+
+    def cancel(self) -> None:
+        """The cycle is over: no timer fires any more."""
+        with self._lock:
+            self._over = True
+        for timer in self._timers:
+            timer.cancel()
 
 
 def _target_from(data: dict[str, Any]) -> Target:
@@ -39,7 +113,8 @@ def _target_from(data: dict[str, Any]) -> Target:
     return Target(**fields)
 
 
-def probe_options(target: Target, run_dir: Path, seed: int) -> ProbeOptions:
+def probe_options(target: Target, run_dir: Path, seed: int,
+                  cleanup_until: float | None = None) -> ProbeOptions:
     """The ``ProbeOptions`` of one cycle (a lab target takes URLs and keys from the lab)."""
     urls = dict(target.urls)
     ca_file, key, known_hosts = target.ca_file, target.ssh_key, target.ssh_known_hosts
@@ -59,20 +134,27 @@ def probe_options(target: Target, run_dir: Path, seed: int) -> ProbeOptions:
         ssh_command=ssh_command(key, known_hosts) if TransportKind.SSH in protocols else None,
         out_dir=run_dir, full=False, burst=0, timeout_s=target.timeout_s,
         capture=target.capture, extra_options=extra, native=target.native,
-        ssh_key=key, ssh_known_hosts=known_hosts,
+        ssh_key=key, ssh_known_hosts=known_hosts, cleanup_until=cleanup_until,
     )
 
 
-def run_cycle(target: Target, run_dir: Path, started_unix_s: float) -> ProbeSample:
-    """Probe, diagnose, summarise; a failure of any step is a failed sample, not an exception."""
+def run_cycle(target: Target, run_dir: Path, started_unix_s: float,
+              deadline: CycleDeadline | None = None) -> ProbeSample:
+    """Probe, diagnose, summarise; a failure of any step is a failed sample, not an exception
+    (KeyboardInterrupt: SIGTERM, from the exporter or ``deadline``, propagates)."""
     def elapsed() -> float:
         return time.time() - started_unix_s
 
     try:
-        outcome = run_probe(probe_options(target, run_dir, int(started_unix_s) & 0xFFFFFF))
+        outcome = run_probe(probe_options(
+            target, run_dir, int(started_unix_s) & 0xFFFFFF,
+            cleanup_until=deadline.cleanup_until if deadline is not None else None))
     except GitnetdiagError as exc:
         return failed_sample(target.name, target.protocols, exc.reference, exc.one_line(),
                              started_unix_s=started_unix_s, duration_s=elapsed())
+    finally:
+        if deadline is not None:
+            deadline.probed()
     errors = push_errors_of(outcome.manifest.protocols, outcome.manifest.errors)
     leftovers = cleanup_failures_of(outcome.manifest.errors, outcome.manifest.protocols)
     try:
@@ -91,13 +173,44 @@ def run_cycle(target: Target, run_dir: Path, started_unix_s: float) -> ProbeSamp
         duration_s=elapsed(), run_dir=str(outcome.run_dir), cleanup_failures=leftovers)
 
 
+def deadline_sample(target: Target, run_dir: Path, started_unix_s: float,
+                    deadline_s: float) -> ProbeSample:
+    """The sample of a cycle its deadline stopped: what its manifest says it may have left
+    on the server (unconfirmed branches included) is counted."""
+    sample = failed_sample(
+        target.name, target.protocols, "deadline",
+        f"the cycle reached its deadline of {deadline_s:g} s and was stopped (its clean-up "
+        "within it: the run's manifest says what became of each branch)",
+        started_unix_s=started_unix_s, duration_s=time.time() - started_unix_s,
+        run_dir=str(run_dir) if run_dir.is_dir() else "")
+    return replace(sample, cleanup_failures=left_by(run_dir))
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    note_signal(signum)
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     job = json.loads(sys.stdin.read())
+    target, run_dir = _target_from(job["target"]), Path(job["run_dir"])
+    started, deadline_s = float(job["started_unix_s"]), job.get("deadline_s")
+    # SIGTERM (the exporter's, or the deadline's) anywhere in the cycle: the Ctrl-C path.
+    signal.signal(signal.SIGTERM, _interrupt)
+    deadline = (CycleDeadline.of_job(started, float(deadline_s)) if deadline_s is not None
+                else None)
     try:
-        sample = run_cycle(_target_from(job["target"]), Path(job["run_dir"]),
-                           float(job["started_unix_s"]))
-    except KeyboardInterrupt:  # the exporter stopped the cycle; the probe has cleaned up
-        sys.exit(130)
+        sample = run_cycle(target, run_dir, started, deadline)
+        if deadline is not None:
+            deadline.cancel()
+    except KeyboardInterrupt:  # the probe has cleaned up (within the deadline)
+        if deadline is None or not deadline.reached:
+            sys.exit(130)  # the exporter stopped it
+        deadline.cancel()
+        sys.stdout.write(json.dumps(deadline_sample(target, run_dir, started,
+                                                    float(deadline_s or 0)).to_dict()) + "\n")
+        sys.stdout.flush()
+        sys.exit(DEADLINE_EXIT)
     sys.stdout.write(json.dumps(sample.to_dict()) + "\n")
 
 

@@ -38,7 +38,20 @@ CycleRunner = Callable[[Target, Path, float], tuple[ProbeSample, str | None]]
 diagnosis for a reason of the exporter's own (deadline, crash, lab down), that kind."""
 
 CLEANUP_GRACE_S = 90.0
-"""After SIGTERM a cycle deletes its throwaway branch (up to a minute per git run)."""
+"""How long a stopping exporter waits for its running cycles (each one ends, its clean-up
+included, by its own deadline)."""
+
+ANSWER_GRACE_S = 1.5
+"""A cycle ends itself at its deadline, its clean-up included (``watch.cycle``), and prints
+its sample: this long more for that answer before it is stopped."""
+
+STOP_GRACE_S = 2.5
+"""A cycle still running after its deadline and :data:`ANSWER_GRACE_S` gets SIGTERM, then
+SIGKILL after this long: the answer comes within 4 s of the deadline, whatever the server
+does (what the cycle's manifest says it may have left is counted)."""
+
+DEADLINE_EXIT = 124
+"""A cycle that reached its deadline exits with this code, after its sample (``timeout``'s)."""
 
 RUN_NAME_RE = re.compile(r"^(\d{8}T\d{6}\.\d{3}Z)(\.log)?$")
 """A run directory (or its cycle log) made by the exporter; nothing else is pruned."""
@@ -59,10 +72,10 @@ def runs_to_prune(names: Iterable[str], keep: int) -> list[str]:
 
 def _job(target: Target, run_dir: Path, started_unix_s: float) -> str:
     return json.dumps({"target": asdict(target), "run_dir": str(run_dir),
-                       "started_unix_s": started_unix_s})
+                       "started_unix_s": started_unix_s, "deadline_s": target.cycle_deadline_s})
 
 
-def _left_by(run_dir: Path) -> tuple[str, ...]:
+def left_by(run_dir: Path) -> tuple[str, ...]:
     """The branches a cycle's run directory says it may have left (none without one)."""
     if not (run_dir / MANIFEST_NAME).is_file():
         return ()
@@ -80,7 +93,7 @@ class SubprocessCycle:
     the lab router; the exporter itself stays where Prometheus can reach it.
     """
 
-    def __init__(self, python: str = sys.executable, grace_s: float = CLEANUP_GRACE_S) -> None:
+    def __init__(self, python: str = sys.executable, grace_s: float = STOP_GRACE_S) -> None:
         self.python = python
         self.grace_s = grace_s
         self._lock = threading.Lock()
@@ -96,7 +109,7 @@ class SubprocessCycle:
                                    run_dir=str(run_dir) if run_dir.is_dir() else "")
             # A cycle stopped at its deadline (or by us) still cleaned up, and its
             # manifest says which branches it may have left: they count too.
-            return replace(sample, cleanup_failures=_left_by(run_dir)), kind
+            return replace(sample, cleanup_failures=left_by(run_dir)), kind
 
         argv = [self.python, "-m", "gitnetdiag.watch.cycle"]
         if target.lab is not None:
@@ -129,7 +142,9 @@ class SubprocessCycle:
         if self._stopping:
             return failed("interrupted", "the exporter stopped during the cycle")
         try:
-            return ProbeSample.from_dict(json.loads(out)), None
+            sample = ProbeSample.from_dict(json.loads(out))
+            # It ended itself at its deadline: its sample says what it measured and left.
+            return sample, "deadline" if proc.returncode == DEADLINE_EXIT else None
         except (ValueError, TypeError, KeyError):
             tail = log_path.read_text(errors="replace").strip().splitlines()[-1:] or [""]
             return failed("worker-crash", f"the cycle process exited {proc.returncode} "
@@ -138,10 +153,10 @@ class SubprocessCycle:
     def _communicate(self, proc: subprocess.Popen[str], job: str,
                      deadline_s: float) -> tuple[str, bool]:
         try:
-            return proc.communicate(job, timeout=deadline_s)[0], False
+            return proc.communicate(job, timeout=deadline_s + ANSWER_GRACE_S)[0], False
         except subprocess.TimeoutExpired:
-            # SIGTERM, not SIGKILL: the probe turns it into its clean-up path and
-            # deletes the throwaway branch before it exits.
+            # SIGTERM first: whatever holds the cycle past its deadline, the probe turns it
+            # into its clean-up path, which ends at once (the deadline has passed).
             proc.send_signal(signal.SIGTERM)
             try:
                 proc.communicate(timeout=self.grace_s)

@@ -19,8 +19,10 @@ from tests.httpremote import BASIC, HttpRemote, _handler, _read_body
 USER_TOKEN_URL = "http://user:SECRETTOKEN@127.0.0.1:{port}/repo.git?private_token=SECRET2"
 
 
-def serve_muted_remote(tmp_path: Path) -> Iterator[HttpRemote]:
-    """Serve an empty bare repository whose receive-pack never answers."""
+def serve_muted_remote(tmp_path: Path, *, deaf: bool = False) -> Iterator[HttpRemote]:
+    """Serve an empty bare repository whose receive-pack never answers; ``deaf``: once
+    it holds the pack, no request gets an answer any more (``ls-remote`` included), like
+    a single-threaded server stuck in its backend."""
     root = tmp_path / "srv"
     bare = root / "repo.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
@@ -29,7 +31,18 @@ def serve_muted_remote(tmp_path: Path) -> Iterator[HttpRemote]:
     base = _handler(root, receiving)
 
     class Muted(base):  # type: ignore[misc, valid-type]
+        def do_GET(self) -> None:
+            if deaf and receiving.is_set():
+                released.wait()
+                self.close_connection = True
+                return
+            base.do_GET(self)
+
         def do_POST(self) -> None:
+            if deaf and receiving.is_set():
+                released.wait()
+                self.close_connection = True
+                return
             # A pack above http.postBuffer comes after a small probe request ("0000"),
             # which is answered: the pack itself is what gets no answer.
             small = int(self.headers.get("Content-Length") or 1 << 20) < 1024

@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.probe.cleanup import (
+    STEP_MIN_S,
     Aftermath,
     RefCleanup,
     push_aftermath,
@@ -285,3 +286,55 @@ def test_a_delete_cut_by_an_edge_that_lands_later_is_deleted(tmp_path: Path) -> 
     assert result.status is RefCleanup.DELETED, result
     assert len(deletes) <= 2, deletes
     assert result.waited_s < 10.0
+
+
+def _hanging(clock: list[float], calls: list[float]) -> object:
+    """A runner for a server that answers nothing: every git run lasts its whole timeout."""
+    def runner(argv: object, *, timeout_s: float, **_: object) -> GitRun:
+        calls.append(timeout_s)
+        clock[0] += timeout_s
+        return _run("", None, timed_out=True)
+    return runner
+
+
+@pytest.mark.parametrize("protocol", [TransportKind.H1, TransportKind.GIT])
+def test_a_server_that_answers_nothing_holds_the_cleanup_no_longer_than_its_wait(
+    tmp_path: Path, protocol: TransportKind
+) -> None:
+    """Issue 34: no status, and no ls-remote either. The wait promised (30 s) bounds the
+    whole clean-up, each look included: ``unconfirmed`` after 30 s, with both commands.
+    Before: four looks of at least 10 s each after a first of 30 s (60 s)."""
+    clock: list[float] = [0.0]
+    calls: list[float] = []
+    result = remove_probe_ref(
+        Transport(protocol=protocol, url="http://h/r.git" if protocol.is_http else "git://h/r"),
+        "gitnetdiag/probe-x", "a" * 40, Aftermath.MAY_LAND, runner=_hanging(clock, calls),
+        cwd=tmp_path, wait_s=30.0, clock=lambda: clock[0],
+        sleep=lambda s: clock.__setitem__(0, clock[0] + s))
+    assert result.status is RefCleanup.UNCONFIRMED, result
+    assert result.check_command and result.remove_command
+    assert "cannot be listed" in result.detail or "could not be listed" in result.detail
+    assert result.waited_s <= 30.0 + STEP_MIN_S, (result.waited_s, calls)
+
+
+def test_the_callers_end_bounds_every_step_and_a_branch_seen_late(tmp_path: Path) -> None:
+    """``until`` (watch's deadline) beats ``wait_s``; a branch seen just before it is not
+    given a delete's 60 s more: it is ``leftover`` with its command at the end."""
+    clock: list[float] = [0.0]
+    oid, branch = "d" * 40, "gitnetdiag/probe-late"
+
+    def runner(argv: object, *, timeout_s: float, **_: object) -> GitRun:
+        args = list(argv)  # type: ignore[call-overload]
+        if "ls-remote" in args:
+            clock[0] += 0.1
+            return GitRun(argv=tuple(args), exit_code=0, wall_s=0.1, timed_out=False,
+                          stderr="", stdout=f"{oid}\trefs/heads/{branch}\n")
+        clock[0] += timeout_s  # the delete hangs in the server's hook
+        return _run("", None, timed_out=True)
+
+    result = remove_probe_ref(
+        Transport(protocol=TransportKind.GIT, url="git://h/r"), branch, oid,
+        Aftermath.MAY_LAND, runner=runner, cwd=tmp_path, wait_s=30.0, until=8.0,
+        clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
+    assert result.status is RefCleanup.LEFTOVER and result.remove_command, result
+    assert result.waited_s <= 8.0 + STEP_MIN_S, result

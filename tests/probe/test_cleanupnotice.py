@@ -58,3 +58,43 @@ def test_nothing_to_say_when_the_push_never_reached_the_server() -> None:
     notice, lines = _notice(Aftermath.NOT_STARTED)
     notice.on_signal(signal.SIGINT)
     assert lines.lines == []
+
+
+def test_a_second_ctrl_c_on_a_wait_gives_the_check_command_not_none() -> None:
+    """Issue 34: a wait stopped on a push that may land is ``unconfirmed``: the line that
+    reports it says how to check, never ``check with: None``."""
+    notice, lines = _notice(Aftermath.MAY_LAND)
+    notice.interrupted(ctrl_c=True)
+    with notice.waiting(), pytest.raises(CleanupStopped):
+        notice.on_signal(signal.SIGINT)
+    result = notice.stopped()
+    assert result.status is RefCleanup.UNCONFIRMED
+    assert result.check_command == ("git ls-remote 'https://***@git.example/r.git' "
+                                    "refs/heads/gitnetdiag/probe-1")
+    assert "None" not in lines.lines[-1] and "remove it with: git push" in lines.lines[-1]
+
+
+class _Spinner(_Lines):
+    def __init__(self) -> None:
+        super().__init__()
+        self.phases: list[tuple[str, str]] = []
+        self.statuses: list[tuple[str, str]] = []
+
+    def phase(self, label: str, text: str) -> None:
+        self.phases.append((label, text))
+
+    def status(self, label: str, text: str) -> None:
+        self.statuses.append((label, text))
+
+
+def test_the_first_signal_puts_the_wait_on_the_progress_line() -> None:
+    """The push's spinner read "waiting for the server's status" through the whole clean-up;
+    now it says what is waited for, on the spinner only (a log has the warning line)."""
+    spinner = _Spinner()
+    transport = Transport(protocol=TransportKind.H1, url="https://bob:s3cr3t@git.example/r.git")
+    notice = CleanupNotice(spinner, transport, "gitnetdiag/probe-1", "a" * 40,
+                           Aftermath.MAY_LAND, 30, label="push h1 #1")
+    notice.on_signal(signal.SIGINT)
+    assert spinner.statuses == [
+        ("push h1 #1", "cleaning up: waiting up to 30 s for the branch, to delete it")]
+    assert spinner.phases == [] and len(spinner.lines) == 1

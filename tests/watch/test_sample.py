@@ -109,7 +109,7 @@ def test_every_leftover_or_unconfirmed_branch_counts_once() -> None:
 def test_a_cycle_stopped_at_its_deadline_still_counts_its_leftovers(tmp_path: Path) -> None:
     """The exporter reads the stopped cycle's manifest: its unconfirmed branch counts."""
     from gitnetdiag.rundir import RunManifest, write_manifest
-    from gitnetdiag.watch.scheduler import _left_by
+    from gitnetdiag.watch.scheduler import left_by
 
     left = PushRecord(protocol="h2", repeat=1, branch="b", started_at="", outcome="interrupted",
                       failure_kind=None, last_line="", wall_s=1.0, pack_bytes=1,
@@ -121,5 +121,5 @@ def test_a_cycle_stopped_at_its_deadline_still_counts_its_leftovers(tmp_path: Pa
         capture_enabled=False, paths=(), errors=(), warnings=(), ended_by="SIGTERM",
         protocols=(ProtocolRun(protocol="h2", url="u", endpoint="h:1", pushes=(left,)),))
     write_manifest(tmp_path, manifest)
-    assert _left_by(tmp_path) == ("h2",)
-    assert _left_by(tmp_path / "missing") == ()
+    assert left_by(tmp_path) == ("h2",)
+    assert left_by(tmp_path / "missing") == ()

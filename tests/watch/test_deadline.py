@@ -1,0 +1,95 @@
+"""``watch``'s deadline covers the clean-up (issue 34, item 6): ``/probe`` of a target whose
+server takes the pack and then answers nothing at all (no status, no ``ls-remote``)
+answers within 5 s of the deadline, and the branch whose end the cycle could not confirm
+in time is counted, not waited for."""
+
+from __future__ import annotations
+
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from gitnetdiag.rundir import load_run
+from tests.httpremote import TOKEN, HttpRemote
+from tests.probe.mutedremote import serve_muted_remote
+
+DEADLINE_S = 12
+
+
+@pytest.fixture()
+def deaf_remote(tmp_path: Path) -> Iterator[HttpRemote]:
+    yield from serve_muted_remote(tmp_path, deaf=True)
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def _get(url: str, timeout_s: float) -> str:
+    with urllib.request.urlopen(url, timeout=timeout_s) as answer:
+        return str(answer.read().decode())
+
+
+def _value(text: str, name: str, **labels: str) -> float | None:
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
+                return float(sample.value)
+    return None
+
+
+def test_probe_answers_within_its_deadline_and_counts_the_unconfirmed_branch(
+    deaf_remote: HttpRemote, tmp_path: Path
+) -> None:
+    """Before: the cycle got SIGTERM at the deadline, then waited 30 s and more for the
+    branch, and ``/probe`` answered a minute late."""
+    port = _free_port()
+    config = tmp_path / "watch.yaml"
+    config.write_text(
+        f"listen: 127.0.0.1:{port}\nruns_dir: {tmp_path / 'runs'}\ntargets:\n"
+        f"  - name: muted\n    urls: {{h1: '{deaf_remote.url.split('?', 1)[0]}'}}\n"
+        f"    size: 1MiB\n    interval: 0\n    deadline: {DEADLINE_S}s\n"
+        "    capture: false\n    native: false\n")
+    proc = subprocess.Popen([sys.executable, "-m", "gitnetdiag", "watch", "--config",
+                             str(config)], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True)
+    try:
+        ready = time.monotonic() + 30
+        while True:
+            try:
+                _get(f"http://127.0.0.1:{port}/metrics", 5)
+                break
+            except OSError:
+                assert time.monotonic() < ready, "the exporter did not come up"
+                time.sleep(0.2)
+        asked = time.monotonic()
+        answer = _get(f"http://127.0.0.1:{port}/probe?target=muted", 90)
+        took = time.monotonic() - asked
+        metrics = _get(f"http://127.0.0.1:{port}/metrics", 10)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, stderr = proc.communicate(timeout=60)
+    assert deaf_remote.receiving.is_set(), "the push never reached receive-pack"
+    assert took <= DEADLINE_S + 5, f"/probe answered after {took:.1f} s, deadline {DEADLINE_S} s"
+    assert _value(answer, "gitnetdiag_probe_success", target="muted", protocol="h1",
+                  error_kind="deadline") == 0.0, answer
+    assert _value(metrics, "gitnetdiag_exporter_cycle_failures_total", target="muted",
+                  kind="deadline") == 1.0, metrics
+    assert _value(metrics, "gitnetdiag_cleanup_failures_total", target="muted",
+                  protocol="h1") == 1.0, metrics
+    (run_dir,) = [p for p in (tmp_path / "runs" / "muted").iterdir() if p.is_dir()]
+    manifest = load_run(run_dir)
+    push = manifest.protocols[0].pushes[0]
+    assert push.cleanup == "unconfirmed" and push.cleanup_check_command, push
+    assert TOKEN not in answer + metrics + stderr and "Traceback" not in stderr
