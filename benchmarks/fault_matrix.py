@@ -443,7 +443,7 @@ def report_and_fit(sources: list[Path], *, write: bool, reanalyse: bool = False)
             write_bundle(index, observations, missing)
         write_fitted(fits, matrix)
         write_docs([*table, "", accuracy + ".", "", "Runs whose first culprit is wrong "
-                    "with either weighting:", "", *wrong], matrix)
+                    "with either weighting:", "", *(wrong or ["none."])], matrix)
     return 0
 
 

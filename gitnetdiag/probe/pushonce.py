@@ -14,7 +14,6 @@ server already had the objects, git sends next to nothing, and
 from __future__ import annotations
 
 import signal
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -31,7 +30,6 @@ from gitnetdiag.probe.capture import (
     inject_secrets,
 )
 from gitnetdiag.probe.cleanup import (
-    Aftermath,
     CleanupResult,
     GitRunner,
     RefCleanup,
@@ -40,6 +38,7 @@ from gitnetdiag.probe.cleanup import (
     remove_probe_ref,
 )
 from gitnetdiag.probe.cleanupnotice import CleanupNotice, CleanupStopped
+from gitnetdiag.probe.delivery import ACKED_SHARE, Delivery, cut_short
 from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitInterrupted,
@@ -225,15 +224,11 @@ def _clean_up(state: PushState, attempt: _Attempt, repo_path: Path) -> tuple[Pus
     options = state.options
     attempt.artifacts["cleanup_stderr"] = f"{attempt.stem}.cleanup.stderr.txt"
     aftermath = push_aftermath(attempt.git_run)
-    wait_s = options.cleanup_wait_s
-    if options.cleanup_until is not None:  # watch's deadline: the wait promised is what is left
-        wait_s = min(wait_s, max(0.0, options.cleanup_until - time.monotonic()))
+    aftermath, why = cut_short(aftermath, attempt.git_run, _delivery(state.run_dir, attempt))
     notice = CleanupNotice(state.reporter, attempt.transport, attempt.branch, attempt.oid,
-                           aftermath, wait_s, label=attempt.label)
+                           aftermath, options.cleanup_wait_s)
     if attempt.interrupted:
         notice.interrupted(ctrl_c=received_signal() in (None, signal.SIGINT))
-    elif aftermath is Aftermath.MAY_LAND:  # a wait follows: the progress line says so
-        notice.show_phase()
     with interrupts_deferred(notice.on_signal) as deferred:
         try:
             with notice.waiting():
@@ -241,15 +236,33 @@ def _clean_up(state: PushState, attempt: _Attempt, repo_path: Path) -> tuple[Pus
                     attempt.transport, attempt.branch, attempt.oid, aftermath,
                     runner=_logged_runner(state.run_dir / attempt.artifacts["cleanup_stderr"],
                                           options.cleanup_git_timeout_s),
-                    cwd=repo_path, wait_s=options.cleanup_wait_s, until=options.cleanup_until,
+                    cwd=repo_path, wait_s=options.cleanup_wait_s,
                 )
         except CleanupStopped:
             cleanup = notice.stopped()
+        if why and cleanup.status is RefCleanup.NEVER_CREATED:
+            cleanup = replace(cleanup, detail=why)  # the figures of the pack cut short
         record = _record(state, attempt, cleanup)
         record = _with_watch(record, attempt.watched, attempt.interrupted)
         state.reporter.done(attempt.label, _detail(record, options.timeout_s),
                             ok=record.outcome in ("ok", "bounded"))
     return record, attempt.interrupted or deferred.signalled
+
+
+def _delivery(run_dir: Path, attempt: _Attempt) -> Delivery:
+    """What the client saw of the pack's delivery: the server's TCP acknowledgements of a
+    push the monitor stopped for making no progress (the count was final then), and
+    git's curl trace."""
+    watched = attempt.watched
+    acked = None
+    if (watched is not None and watched.tcpinfo_samples
+            and watched.stopped in (StopReason.STALL, StopReason.SERVER_STALL)):
+        acked = watched.moved_bytes
+    trace = run_dir / attempt.artifacts.get("curl_trace", "-")
+    curl = None
+    if attempt.protocol.is_http and trace.is_file():
+        curl = parse_curl_trace(trace.read_text(errors="replace"))
+    return Delivery(acked_bytes=acked, curl=curl)
 
 
 def _logged_runner(cleanup_log: Path, cap_s: float | None = None) -> GitRunner:
@@ -442,6 +455,13 @@ def _detail(record: PushRecord, timeout_s: float) -> str:
         detail = (f"bounded ({record.stopped}) after {record.wall_s:.1f} s: "
                   f"{(record.moved_bytes or 0) / 2**20:.1f} MiB moved, "
                   f"{(record.rate_bytes_per_s or 0) / 2**20:.2f} MiB/s")
+    elif (record.outcome == "stalled" and record.stopped == StopReason.SERVER_STALL
+          and record.moved_bytes is not None and record.pack_written_bytes
+          and record.moved_bytes < ACKED_SHARE * record.pack_written_bytes):
+        detail = (f"stalled: git handed over its whole pack "
+                  f"({record.pack_written_bytes / 2**20:.1f} MiB) but the server acknowledged only "
+                  f"{record.moved_bytes / 2**20:.1f} MiB of it, then nothing for the stall "
+                  "timeout")
     elif record.outcome == "stalled" and record.stopped == StopReason.SERVER_STALL:
         detail = (f"stalled at the server: the whole pack sent "
                   f"({(record.moved_bytes or 0) / 2**20:.1f} MiB), then no answer for the "

@@ -169,6 +169,9 @@ class CurlRequest:
     """Seconds from the first trace line to curl's word that the transfer ended badly."""
     ending: str = ""
     """curl's own words for that ending (:data:`BAD_ENDINGS`), else empty."""
+    upload_done: bool = False
+    """curl said it handed over the whole body it declared (:data:`UPLOAD_DONE`): logged for
+    a body with a ``Content-Length`` only, never for a streamed one."""
 
     @property
     def silence_before_close_s(self) -> float | None:
@@ -197,6 +200,12 @@ BAD_ENDINGS = (
 )
 """curl's words (lower case) for a transfer that ended before its answer did; curl logs
 each as an ``== Info:`` line of the trace (``failf``)."""
+
+UPLOAD_DONE = ("we are completely uploaded and fine", "upload completely sent off")
+"""curl's words (lower case) for a request body of known length handed over whole: the
+first from its transfer loop (7.x to 8.6 at least; 7.88.1 logs it on HTTP/1.1 and HTTP/2),
+the second where the body went out with the headers or, in older and newer releases, in
+its place. A body without a ``Content-Length`` gets neither."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -254,6 +263,8 @@ class _TraceReader:
             self.using_http2 = True
         if self.requests and not self.requests[-1].ending and _bad_ending(info):
             self._update_last(ended_s=rel_s, ending=info)
+        if self.requests and info.lower().startswith(UPLOAD_DONE):
+            self._update_last(upload_done=True)
 
     def line(self, body: str, rel_s: float) -> None:
         request = _REQUEST_LINE.match(body)

@@ -33,7 +33,7 @@ FITTED: dict[str, Calibration] = {
         intercept=-0.034, slope=0.9252, positives=6, negatives=0
     ),
     "ssh-channel-window": Calibration(
-        intercept=-1.3436, slope=1.1957, positives=6, negatives=16
+        intercept=0.1348, slope=0.709, positives=6, negatives=0
     ),
     "ssh-maxstartups": Calibration(
         intercept=0.8114, slope=1.1628, positives=6, negatives=0

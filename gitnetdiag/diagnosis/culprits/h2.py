@@ -28,6 +28,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     term,
     window_below,
 )
+from gitnetdiag.diagnosis.culprits.headroom import window_headroom
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
@@ -372,9 +373,21 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
     )
 
 
+def _window_ruled_out(obs: Observations, h: _H2Push) -> bool:
+    """The window's own evidence speaks against it: the rate it allows over the RTT is far
+    above anything the pushes reached or needed (:mod:`.headroom`), so neither a slow nor
+    a hung HTTP/2 push is its doing. The window is the granted one, else the most the
+    capture saw in flight (the sender cannot have more in flight than its credit)."""
+    window = h.window
+    if window is None and h.p.capture is not None:
+        window = h.p.capture.bytes_in_flight_p95
+    return window_headroom(obs, window, h.rtt) is not None
+
+
 def h2_flow_control_window(obs: Observations) -> Hit | None:
     """HTTP/2 much slower than the other transports while TCP waits on it, a granted
-    window below the BDP, time at zero credit, or pushes that hang."""
+    window below the BDP, time at zero credit, or pushes that hang; never a window whose
+    rate (window / RTT) is far above what the pushes reached or needed."""
     p = obs.protocols.get("h2")
     if p is None:
         return None
@@ -383,6 +396,8 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
         # no push measured what the window costs (client-http-stack names the window).
         return None
     h = _gather(obs, p)
+    if _window_ruled_out(obs, h):
+        return None
     if h.other is None and p.h2_ledger is None and ok_pushes(p):
         return _capture_only(obs, p)
     tally = Tally("h2-flow-control-window")

@@ -21,6 +21,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     slower_than,
     window_below,
 )
+from gitnetdiag.diagnosis.culprits.headroom import window_headroom
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
     path_rate_bytes_per_s,
@@ -74,6 +75,12 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
     rtt, size, up = rtt_s(obs, p), push_bytes(p), upload_s(p)
     rate, other = upload_rate_bytes_per_s(p), best_other_rate(obs, "ssh")
     ledger, cap = p.ssh_ledger, p.capture
+    # The channel window's own evidence against it: the rate it allows (the granted
+    # window, else the most in flight, which the channel credit bounds) far above what
+    # any push reached or needed (:mod:`.headroom`).
+    seen = ledger.initial_window_bytes if ledger else (cap.bytes_in_flight_p95 if cap else None)
+    if window_headroom(obs, seen, rtt) is not None:
+        return None
     tally = Tally("ssh-channel-window")
     slower = rate is not None and other is not None and rate < SLOWER_RATIO * other[1]
     if slower and rate is not None and other is not None:

@@ -21,6 +21,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     term,
     window_below,
 )
+from gitnetdiag.diagnosis.culprits.headroom import window_headroom
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     path_rate_bytes_per_s,
@@ -76,6 +77,10 @@ def _clamped_protocols(obs: Observations) -> list[_Clamp]:
             or c.rwnd_limited_share is None
             or c.rwnd_limited_share < RWND_LIMITED_SHARE
         ):
+            continue
+        if window_headroom(obs, window, rtt) is not None:
+            # The largest window allows far more than any push reached or needed: the
+            # sender sat at a window the receiver shrank (it read slowly), not a clamp.
             continue
         next_limit: tuple[str, float] | None = None
         if (path := path_rate_bytes_per_s(obs)) is not None:
