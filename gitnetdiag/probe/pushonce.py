@@ -14,6 +14,7 @@ server already had the objects, git sends next to nothing, and
 from __future__ import annotations
 
 import signal
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
@@ -30,6 +31,7 @@ from gitnetdiag.probe.capture import (
     inject_secrets,
 )
 from gitnetdiag.probe.cleanup import (
+    Aftermath,
     CleanupResult,
     GitRunner,
     RefCleanup,
@@ -225,10 +227,15 @@ def _clean_up(state: PushState, attempt: _Attempt, repo_path: Path) -> tuple[Pus
     attempt.artifacts["cleanup_stderr"] = f"{attempt.stem}.cleanup.stderr.txt"
     aftermath = push_aftermath(attempt.git_run)
     aftermath, why = cut_short(aftermath, attempt.git_run, _delivery(state.run_dir, attempt))
+    wait_s = options.cleanup_wait_s
+    if options.cleanup_until is not None:  # watch's deadline: the wait promised is what is left
+        wait_s = min(wait_s, max(0.0, options.cleanup_until - time.monotonic()))
     notice = CleanupNotice(state.reporter, attempt.transport, attempt.branch, attempt.oid,
-                           aftermath, options.cleanup_wait_s)
+                           aftermath, wait_s, label=attempt.label)
     if attempt.interrupted:
         notice.interrupted(ctrl_c=received_signal() in (None, signal.SIGINT))
+    elif aftermath is Aftermath.MAY_LAND:  # a wait follows: the progress line says so
+        notice.show_phase()
     with interrupts_deferred(notice.on_signal) as deferred:
         try:
             with notice.waiting():
@@ -236,7 +243,7 @@ def _clean_up(state: PushState, attempt: _Attempt, repo_path: Path) -> tuple[Pus
                     attempt.transport, attempt.branch, attempt.oid, aftermath,
                     runner=_logged_runner(state.run_dir / attempt.artifacts["cleanup_stderr"],
                                           options.cleanup_git_timeout_s),
-                    cwd=repo_path, wait_s=options.cleanup_wait_s,
+                    cwd=repo_path, wait_s=options.cleanup_wait_s, until=options.cleanup_until,
                 )
         except CleanupStopped:
             cleanup = notice.stopped()
