@@ -12,11 +12,13 @@ registered with a *guardian*: a small process in a session of its own that
 holds the read end of a pipe whose write end only this process has. When
 this process ends, even by SIGKILL, the kernel closes the pipe; the
 guardian reads end-of-file and stops every group still registered (SIGTERM,
-then SIGKILL after 2 s: tcpdump flushes its file on SIGTERM)::
+then SIGKILL after 2 s: tcpdump flushes its file on SIGTERM), then removes
+every scratch directory still registered (:func:`scratch_dir`: the clones, the
+generated repository, the isolated git config)::
 
-    gitnetdiag --pipe--> guardian          (+pgid when started, -pgid when reaped)
-        |                    |
-        +-- git push (pgid)  +-- EOF: killpg(pgid, SIGTERM) ... SIGKILL
+    gitnetdiag --pipe--> guardian          (+pgid when started, -pgid when reaped,
+        |                    |              +d<hex path> made, -d<hex path> removed)
+        +-- git push (pgid)  +-- EOF: killpg(pgid, SIGTERM) ... SIGKILL; rmtree(dirs)
         +-- tcpdump (pgid)
 
 ``PR_SET_PDEATHSIG`` alone would not do: it reaches the direct child only, and
@@ -34,9 +36,11 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from types import FrameType
 from typing import IO, Any, Literal
 
@@ -233,9 +237,14 @@ def start(
 
 
 _GUARDIAN_SCRIPT = """
-import os, signal, sys, time
+import os, shutil, signal, sys, time
 groups = set()
+dirs = set()
 for line in sys.stdin:
+    if line[1:2] == "d":
+        path = bytes.fromhex(line[2:].strip())
+        (dirs.add if line[0] == "+" else dirs.discard)(path)
+        continue
     pgid = int(line[1:])
     if line[0] == "+":
         groups.add(pgid)
@@ -253,9 +262,11 @@ for sig in (signal.SIGTERM, signal.SIGKILL):
     deadline = time.monotonic() + 2.0
     while any(alive(g) for g in groups) and time.monotonic() < deadline:
         time.sleep(0.05)
+for path in dirs:
+    shutil.rmtree(path, ignore_errors=True)
 """
-"""The guardian: reads ``+pgid``/``-pgid`` lines until end-of-file (we are gone), then
-stops the groups still registered."""
+"""The guardian: reads ``+pgid``/``-pgid`` and ``+d``/``-d`` lines until end-of-file (we
+are gone), then stops the groups and removes the directories still registered."""
 
 
 class _Guardian:
@@ -301,12 +312,46 @@ class _Guardian:
         if self._proc is not None:
             self._send(f"-{pgid}\n")
 
+    def watch_dir(self, path: Path) -> None:
+        self._send(f"+d{bytes(path).hex()}\n")
+
+    def forget_dir(self, path: Path) -> None:
+        if self._proc is not None:
+            self._send(f"-d{bytes(path).hex()}\n")
+
 
 _GUARDIAN = _Guardian()
 
 
 def _guardian() -> _Guardian:
     return _GUARDIAN
+
+
+def make_scratch(prefix: str) -> Path:
+    """A fresh directory in the temporary directory (``tempfile.mkdtemp``) that the guardian
+    removes if this process is killed (SIGKILL, the OOM killer) before it could: the caller
+    removes it, then calls :func:`scratch_removed`."""
+    path = Path(tempfile.mkdtemp(prefix=prefix)).resolve()
+    _guardian().ready()
+    _GUARDIAN.watch_dir(path)
+    return path
+
+
+def scratch_removed(path: Path) -> None:
+    """The caller removed ``path`` (:func:`make_scratch`): the guardian forgets it."""
+    _GUARDIAN.forget_dir(path)
+
+
+@contextlib.contextmanager
+def scratch_dir(prefix: str) -> Iterator[Path]:
+    """``tempfile.TemporaryDirectory`` that the guardian removes if this process is killed
+    (:func:`make_scratch`)."""
+    path = make_scratch(prefix)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+        scratch_removed(path)
 
 
 class _GuardedPopen(subprocess.Popen[bytes]):

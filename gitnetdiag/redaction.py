@@ -142,6 +142,13 @@ def redact_url(url: str) -> str:
     return text
 
 
+def without_fragment(url: str) -> str:
+    """The URL without its ``#fragment``: git never needs one (curl leaves it out of the
+    request), and whatever stands there (a token pasted with the URL) must not reach git's
+    or its remote helper's command line. Not a URL (scp-like ``host:path``): unchanged."""
+    return url.split("#", 1)[0] if "://" in url else url
+
+
 def secrets_from_url(url: str) -> set[str]:
     """The exact secrets a remote URL carries: its password (or a user that is a
     token), the ``user:password`` Basic credential, every query value."""

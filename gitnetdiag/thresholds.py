@@ -15,5 +15,10 @@ shallow or submodule-only repositories were once called healthy at "1.4 kB/s")."
 MIN_RATE_SIZE = "1MiB"
 """The ``--size`` to suggest for a push under :data:`MIN_RATE_BYTES` (several times it)."""
 
+MAX_GENERATED_BYTES = 4 * 1024**3
+"""The largest repository a probe generates (``--size``, ``--fetch-seed``, ``watch``'s
+``size``): its pack is held in memory, and a push stops at its time budget long before (at
+10 Gbit/s, 10 s move about 12 GB only with ``--complete``)."""
+
 SMALL_BACKLOG = 16
 """A listen backlog at or below this overflows under ordinary bursts."""

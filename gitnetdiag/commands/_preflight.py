@@ -20,6 +20,7 @@ from urllib.parse import unquote, urlsplit
 from gitnetdiag.errors import UsageError
 from gitnetdiag.inputfile import read_input, unusable_reason
 from gitnetdiag.proc import run
+from gitnetdiag.redaction import redact_url, without_fragment
 from gitnetdiag.vocabulary import TransportKind
 
 _OPENSSH_MAGIC = b"openssh-key-v1\x00"
@@ -188,9 +189,12 @@ def check_url(option: str, url: str) -> str:
     fail deep in a probe (or, worse, be measured as nothing and called healthy).
     """
     check_url_text(option, url)
+    url = without_fragment(url)  # never sent by git; a token there would reach its argv
     shown = _USERINFO.sub("//***@", url)  # the URL may not parse: redact by hand
     schemes = _SCHEMES[option]
     if option == "--ssh" and "://" not in url and re.fullmatch(r"[^\s/:]+:\S*", url.split("@")[-1]):
+        if ":" in url.rpartition("@")[0]:
+            raise _password_in_url(option, url.rpartition("@")[2])
         return url  # scp-like user@host:path
     try:
         parts = urlsplit(url)
@@ -209,7 +213,26 @@ def check_url(option: str, url: str) -> str:
     if not host or port == 0:
         raise UsageError(f"{option} {shown} names no host", reference="bad-url",
                          hint=f"give a URL such as {_EXAMPLE_URL[option]}")
+    if option != "--http" and (parts.password is not None
+                               or (option == "--git" and parts.username is not None)):
+        raise _password_in_url(option, redact_url(_USERINFO.sub("//", url)))
     return url
+
+
+def _password_in_url(option: str, without: str) -> UsageError:
+    """A password (or, for git://, any credential) in an SSH or git:// URL: neither takes
+    one, and ssh would read ``user:pw`` as a host or login name."""
+    if option == "--git":
+        return UsageError(
+            "--git URL carries a user or password: git:// has no authentication",
+            reference="credentials-in-url",
+            hint=f"remove them ({without}); for a remote that needs credentials use --http "
+            "or --ssh")
+    return UsageError(
+        "--ssh URL carries a password: SSH authenticates with keys, not a password in the "
+        "URL", reference="credentials-in-url",
+        hint="remove ':password' (keep the login: ssh://git@host/path) and give --ssh-key, "
+        "or load the key into ssh-agent")
 
 
 _EXAMPLE_URL = {"--http": "https://git.example.com/team/repo.git",

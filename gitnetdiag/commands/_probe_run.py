@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -46,9 +45,9 @@ from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.pipeline import NativeProgress, load_host_report, sweep_records, sweep_rows
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.options import ProbeOptions
-from gitnetdiag.probe.repo import DATA_KINDS
+from gitnetdiag.probe.repo import DATA_KINDS, check_generated_size
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOutcome, run_probe
-from gitnetdiag.proc import run
+from gitnetdiag.proc import run, scratch_dir
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
 from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
 from gitnetdiag.safefile import write_new_file
@@ -149,10 +148,16 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
     preflight(remotes.urls, chosen, native=args.native, capture=not args.no_capture,
               full=args.full, ca_file=remotes.ca_file, repo=args.repo)
     ca_file = existing(remotes.ca_file, "CA file")
+    size_bytes = parse_size(args.size)
+    seed_bytes = fetch_seed_bytes(args.fetch_seed, args.direction)
+    if args.direction is not TransferDirection.FETCH and args.repo is None:
+        check_generated_size("--size", args.size, size_bytes)
+    if seed_bytes is not None and args.fetch_seed is not None:
+        check_generated_size("--fetch-seed", args.fetch_seed, seed_bytes)
     return ProbeOptions(
         urls=remotes.urls,
         protocols=chosen,
-        size_bytes=parse_size(args.size),
+        size_bytes=size_bytes,
         seed=(args.seed if args.seed is not None
               else int(datetime.now(UTC).timestamp()) & 0xFFFFFF),
         data=args.data,
@@ -174,7 +179,7 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
         h2_sweep=args.h2_sweep,
         ssh_key=str(remotes.ssh_key) if remotes.ssh_key else None,
         ssh_known_hosts=str(remotes.ssh_known_hosts) if remotes.ssh_known_hosts else None,
-        fetch_seed_bytes=fetch_seed_bytes(args.fetch_seed, args.direction),
+        fetch_seed_bytes=seed_bytes,
         server_netns=args.host_netns or (remotes.lab_state.server_ns if remotes.lab_state
                                          else None),
         server_local=args.host_local,
@@ -254,12 +259,14 @@ def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: 
         options = replace(options, out_dir=fetch_run_dir(options.out_dir))
         json_out = json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}") if json_out \
             else None
-    with tempfile.TemporaryDirectory(prefix="gitnetdiag-host-") as scratch:
+    with scratch_dir("gitnetdiag-host-") as scratch:
         snapshot = Path(scratch) / "host-before.json"
         before = snapshot if lab_state is not None and _lab_host_report(
             lab_state, snapshot, None, console) else None
+        # With --json - stdout holds the JSON alone, as the push's: the report goes to stderr.
+        report = Console(stderr=is_stdout(json_out), highlight=False)
         run_fetch_command(options, RichReporter(progress, console), progress,
-                          fmt=fmt, json_out=json_out, console=Console(highlight=False),
+                          fmt=fmt, json_out=json_out, console=report,
                           report_in_run_dir=in_run_dir,
                           before_diagnosis=_fetch_host_report(args, lab_state, before, console))
 
@@ -268,7 +275,7 @@ def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
           console: Console, *, warm_plots: bool) -> ProbeOutcome:
     """The pushes; against the lab its server's evidence before and after them, collected
     in the background while the repository is made and the report's plots load."""
-    with tempfile.TemporaryDirectory(prefix="gitnetdiag-host-") as scratch, \
+    with scratch_dir("gitnetdiag-host-") as scratch, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as steps:
         before = Path(scratch) / "host-before.json"
         # The lab's host snapshot is taken while the repository is made and the paths

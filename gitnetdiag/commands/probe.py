@@ -38,6 +38,7 @@ from gitnetdiag.model.lab.state import DEFAULT_INSTANCE
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, DEFAULT_STALL_TIMEOUT_S
 from gitnetdiag.probe.cleanup import DEFAULT_CLEANUP_WAIT_S
 from gitnetdiag.probe.labremote import LabHttp
+from gitnetdiag.probe.options import MAX_REPEAT
 from gitnetdiag.vocabulary import SIZE_RULE
 
 __all__ = ["ReportFormat", "RichReporter", "probe_command", "register"]
@@ -53,7 +54,7 @@ def probe_command(
     protocols: Annotated[str | None, typer.Option(
         "--protocols", help="Comma list of h1,h2,ssh,git (default: those with URLs).")] = None,
     size: Annotated[str, typer.Option(
-        "--size", help=f"Generated repository size, {SIZE_RULE}.")] = "32MiB",
+        "--size", help=f"Generated repository size, {SIZE_RULE}; at most 4GiB.")] = "32MiB",
     seed: Annotated[int | None, typer.Option(
         "--seed", min=0, max=2**32 - 1, help="Seed of the generated data (0 to 4294967295).")]
     = None,
@@ -63,7 +64,9 @@ def probe_command(
     = "random",
     repo: Annotated[Path | None, typer.Option(
         "--repo", help="Push this repository's HEAD instead.")] = None,
-    repeat: Annotated[int, typer.Option("--repeat", min=1, help="Pushes per protocol.")] = 1,
+    repeat: Annotated[int, typer.Option(
+        "--repeat", min=1, max=MAX_REPEAT,
+        help=f"Pushes (or clones) per protocol, 1 to {MAX_REPEAT}.")] = 1,
     ca_file: CaFile = None,
     insecure: Insecure = False,
     ssh_key: SshKey = None,

@@ -204,7 +204,8 @@ class PairComparison:
     gain: GainCheck | None
     """Predicted vs measured gain of the baseline's top culprit; ``None`` when it has none."""
     slower: str | None
-    """Label of the slower run on the deciding protocol; ``None`` when nothing to compare."""
+    """Label of the slower run on the deciding protocol; ``None`` when nothing to compare or
+    when both take the same time (equal as shown)."""
     deciding_protocol: str | None
     """The protocol with the largest relative change."""
     beyond_noise: bool | None
@@ -435,12 +436,22 @@ def _deciding(rows: Sequence[ProtocolComparison]) -> ProtocolComparison | None:
                default=None)
 
 
+def same_time(row: ProtocolComparison) -> bool:
+    """The two medians are equal as they are shown (``231 ms`` both): neither is slower."""
+    return row.speedup == 1.0 or (
+        fmt_s(row.before.duration_median_s) == fmt_s(row.after.duration_median_s))
+
+
 def _pair_summary(labels: tuple[str, str], row: ProtocolComparison | None,
                   slower_top: Finding | None, differences: Sequence[Difference],
                   gone: Sequence[CulpritChange]) -> str:
     before, after = labels
     if row is None or row.speedup is None:
         return f"{before} and {after} share no protocol with completed pushes: nothing to compare."
+    if same_time(row):  # the largest change: the other protocols changed less
+        return (f"{before} and {after} take the same time: no protocol's median changed as "
+                f"shown ({row.label}: {fmt_s(row.before.duration_median_s)} a push on each); "
+                "neither is slower.")
     slow, fast = (before, after) if row.speedup > 1 else (after, before)
     slow_s = max(row.before.duration_median_s or 0.0, row.after.duration_median_s or 0.0)
     fast_s = min(row.before.duration_median_s or 0.0, row.after.duration_median_s or 0.0)
@@ -483,7 +494,7 @@ def compare_pair(labels: tuple[str, str], before: Diagnosis, after: Diagnosis) -
     deciding = _deciding(rows)
     slower: str | None = None
     slower_top: Finding | None = None
-    if deciding is not None and deciding.speedup is not None:
+    if deciding is not None and deciding.speedup is not None and not same_time(deciding):
         slower_run = before if deciding.speedup > 1 else after
         slower = labels[0] if deciding.speedup > 1 else labels[1]
         slower_top = slower_run.findings[0] if slower_run.findings else None

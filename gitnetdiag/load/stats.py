@@ -25,7 +25,7 @@ from gitnetdiag.model.load.records import (
     StepResult,
     TargetStep,
 )
-from gitnetdiag.redaction import redact_url
+from gitnetdiag.redaction import redact_url, without_fragment
 
 MAX_MESSAGES_PER_KIND = 3
 MAX_MESSAGE_CHARS = 500
@@ -103,7 +103,8 @@ def url_family(url: str) -> str:
 def parse_urls(urls: Sequence[str], protocol: str | None = None) -> tuple[str, ...]:
     """The remotes of a load run: at least one, each once, all of one protocol family
     (and of ``protocol``'s family when it is given)."""
-    chosen = tuple(u.strip() for u in urls if u.strip())
+    # A #fragment is never sent by git: a token there would only reach its command line.
+    chosen = tuple(without_fragment(u.strip()) for u in urls if u.strip())
     if not chosen:
         raise UsageError("no remote to load", hint="give one or more URLs")
     for i, url in enumerate(chosen):

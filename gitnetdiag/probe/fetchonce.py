@@ -25,7 +25,6 @@ import contextlib
 import json
 import re
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
@@ -44,7 +43,7 @@ from gitnetdiag.probe.packphase import PackPhaseWatch
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
-from gitnetdiag.proc import kill_group, start
+from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
 from gitnetdiag.rundir.fetchrecords import FetchRecord, TimelinePoint
 from gitnetdiag.safefile import keep_file
 from gitnetdiag.vocabulary import TransportKind
@@ -309,6 +308,7 @@ def _outcome(clone: MonitoredClone) -> PushOutcome:
 def remove_clone(scratch: Path) -> bool:
     """Remove the partial clone's directory; True when it is gone afterwards."""
     shutil.rmtree(scratch, ignore_errors=True)
+    scratch_removed(scratch)
     return not scratch.exists()
 
 
@@ -352,7 +352,7 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     label = f"fetch {protocol.value} #{repeat}"
     state.reporter.begin(label)
     started_at, started_epoch = now_iso(), time.time()
-    scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-clone-"))
+    scratch = make_scratch("gitnetdiag-clone-")  # the guardian removes it after a SIGKILL
     # Under --full the wire's whole-packet capture (same file name) is the clone's capture.
     capture = (None if wire is not None
                else _start_capture(state, state.run_dir / f"{stem}.pcap", host, port))

@@ -11,7 +11,6 @@ no push, no ref update, only upload-pack's reads.
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -31,7 +30,7 @@ from gitnetdiag.probe.repo import new_probe_id
 from gitnetdiag.probe.runner import PATH_ATTEMPTS, endpoint_of
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
 from gitnetdiag.probe.versions import collect_versions
-from gitnetdiag.proc import sigterm_interrupts
+from gitnetdiag.proc import scratch_dir, sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
 from gitnetdiag.rundir import PathMeasurement, RunError, ToolVersions, redact_url
 from gitnetdiag.rundir.failures import failure_hint
@@ -177,7 +176,7 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> 
         raise UsageError("no protocol to fetch over", hint="give --http, --ssh or --git")
     state = _FetchRun(options, reporter or SilentReporter(), prepare_run(options))
     state.save()
-    with tempfile.TemporaryDirectory(prefix="gitnetdiag-fetch-") as scratch, \
+    with scratch_dir("gitnetdiag-fetch-") as scratch, \
             sigterm_interrupts():
         try:
             _steps(state, Path(scratch))

@@ -19,6 +19,10 @@ from gitnetdiag.redaction import redact_url
 from gitnetdiag.rundir.native import H2NativeRecord, NativeRecord, SshNativeRecord
 from gitnetdiag.vocabulary import TransportKind
 
+MAX_REPEAT = 100
+"""The most pushes (or clones) per protocol a run makes (``--repeat``): a push takes up to
+its budget and its clean-up, so 100 of each over four protocols already run for hours."""
+
 CLEANUP_LOOK_MIN_S = 3.0
 CLEANUP_LOOK_RTTS = 20
 """Once a black hole is known, each git run of a clean-up gets the longer of

@@ -17,6 +17,7 @@ import os
 import re
 import secrets
 import subprocess
+import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +26,7 @@ import numpy as np
 
 from gitnetdiag.errors import ExternalCommandError, UsageError
 from gitnetdiag.proc import OnTimeout, run_binary, start
+from gitnetdiag.thresholds import MAX_GENERATED_BYTES
 
 FILE_SIZE_BYTES = 1024 * 1024
 """Size of each data file in a generated repository (the last one may be smaller)."""
@@ -34,6 +36,10 @@ DATA_KINDS = ("random", "text")
 """What a generated repository holds (see the module docstring)."""
 _TEXT_WORDS = 2000
 _TEXT_EDITS = 64
+
+GENERATED_COPIES = 3
+"""A generated repository takes this many times its size on disk while it is made (the
+files, their loose objects, the pack)."""
 
 BRANCH = "main"
 PROBE_BRANCH_PREFIX = "gitnetdiag/probe-"
@@ -119,6 +125,30 @@ def _text_files(rng: np.random.Generator, size_bytes: int) -> list[bytes]:
         files.append(bytes(text))
         remaining -= len(text)
     return files
+
+
+def check_generated_size(option: str, text: str, size_bytes: int,
+                         scratch: Path | None = None) -> None:
+    """A repository of ``size_bytes`` that a probe can make: at most
+    :data:`MAX_GENERATED_BYTES`, and room for it under ``scratch`` (the temporary directory
+    by default); else one usage error naming ``option``."""
+    if size_bytes > MAX_GENERATED_BYTES:
+        raise UsageError(
+            f"{option} {text} is more than the {MAX_GENERATED_BYTES // 1024**3} GiB a probe "
+            "generates", reference="size-too-large",
+            hint=f"give {option} 4GiB or less: a push stops at its --budget long before "
+            "(32MiB is the default)")
+    where = scratch or Path(tempfile.gettempdir())
+    try:
+        st = os.statvfs(where)
+    except OSError:
+        return  # the run says why when it makes the repository
+    free, needed = st.f_bavail * st.f_frsize, GENERATED_COPIES * size_bytes
+    if st.f_blocks and free < needed:
+        raise UsageError(
+            f"{option} {text}: {where} has {free / 2**20:.0f} MiB free, making the repository "
+            f"needs {needed / 2**20:.0f} MiB", reference="size-too-large",
+            hint=f"give a smaller {option}, or free space there (or point TMPDIR elsewhere)")
 
 
 def generate_repo(dest: Path, size_bytes: int, seed: int = 1, data: str = "random",

@@ -14,7 +14,6 @@ from __future__ import annotations
 import contextlib
 import re
 import signal
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
@@ -41,7 +40,7 @@ from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, 
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
 from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples, read_samples
 from gitnetdiag.probe.versions import collect_versions
-from gitnetdiag.proc import received_signal, sigterm_interrupts
+from gitnetdiag.proc import received_signal, scratch_dir, sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
 from gitnetdiag.rundir import (
     MANIFEST_NAME,
@@ -206,7 +205,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
     state.before_pushes = before_pushes
     state.native_summary = native_summary or RawSummary()
     state.save()
-    with tempfile.TemporaryDirectory(prefix="gitnetdiag-repo-") as scratch, sigterm_interrupts():
+    with scratch_dir("gitnetdiag-repo-") as scratch, sigterm_interrupts():
         try:
             _run_steps(state, Path(scratch))
             state.status = _final_status(state)

@@ -22,6 +22,7 @@ from gitnetdiag.diagnosis.comparison import (
     PairComparison,
     ProtocolComparison,
     ProtocolSample,
+    same_time,
 )
 from gitnetdiag.report.console import console_text
 from gitnetdiag.report.units import fmt_quantity, fmt_rate, fmt_s
@@ -68,6 +69,8 @@ def _noise(row: ProtocolComparison) -> str:
 def _change(row: ProtocolComparison) -> str:
     if row.change_s is None or row.speedup is None:
         return "-"
+    if same_time(row):
+        return "none (the same as shown)"
     sign = "+" if row.change_s > 0 else "-"
     factor = (f"x{row.speedup:.2f} faster" if row.speedup >= 1
               else f"x{1 / row.speedup:.2f} slower")

@@ -15,6 +15,8 @@ import yaml
 
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_text_input
+from gitnetdiag.redaction import without_fragment
+from gitnetdiag.thresholds import MAX_GENERATED_BYTES
 from gitnetdiag.vocabulary import parse_size
 
 PROTOCOLS = ("h1", "h2", "ssh", "git")
@@ -165,7 +167,8 @@ def _urls(data: dict[str, Any], where: str) -> dict[str, str]:
                              hint="use h1, h2, ssh, git")
         if not isinstance(url, str) or not url:
             raise UsageError(f"{where}.urls.{protocol}: expected a URL")
-        urls[protocol] = url
+        # A #fragment is never sent by git: a token there would only reach its command line.
+        urls[protocol] = without_fragment(url)
     return urls
 
 
@@ -205,6 +208,10 @@ def _target(data: object, index: int, keep_default: int) -> Target:
         size_bytes = parse_size(str(size))
     except UsageError as exc:
         raise UsageError(f"{where}.size: {exc.message}", hint=exc.hint) from exc
+    if size_bytes > MAX_GENERATED_BYTES:
+        raise UsageError(f"{where}.size: {size} is more than the "
+                         f"{MAX_GENERATED_BYTES // 1024**3} GiB a probe generates",
+                         hint="give 4GiB or less (a push stops at its time budget long before)")
     return Target(
         name=name, urls=urls, protocols=protocols, lab=lab, lab_http=lab_http,
         interval_s=interval_s, size_bytes=size_bytes, timeout_s=timeout_s,

@@ -226,3 +226,13 @@ def test_one_run_is_not_a_comparison() -> None:
     one: list[Diagnosis] = [diagnose(examples.healthy())]
     with pytest.raises(ValueError, match="at least two"):
         compare(one, ["a"])
+
+
+def test_a_run_compared_with_itself_is_not_slower() -> None:
+    """Issue 34: "B is slower than A: 231 ms against 231 ms". Equal figures are not slower."""
+    diagnosis = diagnose(examples.slow_h2_edge())
+    pair = compare([diagnosis, diagnosis], ["runs/a", "runs/a"]).pairs[0]
+    assert pair.slower is None and pair.slower_top_culprit is None
+    assert "slower than" not in pair.summary
+    assert pair.summary.startswith("A and B take the same time"), pair.summary
+    assert pair.summary.endswith("neither is slower.")

@@ -100,3 +100,24 @@ def test_branch_names() -> None:
     for bad in ("", "a/b", "x..y", "a b", "main:refs"):
         with pytest.raises(UsageError):
             probe_branch_name(bad)
+
+
+def test_a_generated_size_needs_room_in_the_temporary_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 34: ``--size`` is bounded like ``storage --size``: by a maximum, and by the free
+    space making it needs (three copies), one usage error before anything is written."""
+    from types import SimpleNamespace
+
+    from gitnetdiag.probe import repo
+
+    repo.check_generated_size("--size", "32MiB", 32 << 20, tmp_path)
+    monkeypatch.setattr(repo.os, "statvfs", lambda _path: SimpleNamespace(
+        f_bavail=256, f_frsize=1 << 20, f_blocks=1 << 20))  # 256 MiB free
+    with pytest.raises(UsageError) as raised:
+        repo.check_generated_size("--size", "100MiB", 100 << 20, tmp_path)
+    assert raised.value.reference == "size-too-large"
+    assert raised.value.message == (f"--size 100MiB: {tmp_path} has 256 MiB free, making the "
+                                    "repository needs 300 MiB")
+    with pytest.raises(UsageError, match="more than the 4 GiB"):
+        repo.check_generated_size("--fetch-seed", "5GiB", 5 << 30, tmp_path)
