@@ -26,7 +26,7 @@ ended the previous chunk is not moved (its interval is kept as stamped).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import numpy.typing as npt
@@ -131,9 +131,56 @@ def _untrusted_rows(ext: I64Array, h: int, s: _Steps, first: bool) -> tuple[Bool
     return moved[h - 1:] | spike[h:], opens[h - 1:]
 
 
+CLOCK_CEILING_NS = 1 << 62
+"""Bridged times stay below this (year 2116), far from int64's end: a file whose steps
+add up past it has stamps strewn across the epoch, not a clock that stepped."""
+
+
 def retime(raw: I64Array, state: ClockState) -> tuple[I64Array, I64Array | None]:
     """The chunk's timestamps made monotone, and the rows' epochs (``None`` when every
-    row is in epoch 0 with a stamp of its own: the common case, checked in one pass)."""
+    row is in epoch 0 with a stamp of its own: the common case, checked in one pass).
+
+    Stamps strewn across the whole epoch (a corrupt or crafted file) can make bridging
+    run past the clock's range: those chunks take the running maximum instead, which
+    never runs back and never leaves the stamps' own range."""
+    before = replace(state)
+    try:
+        with np.errstate(over="ignore"):
+            ts, epoch = _bridged(raw, state)
+        if _sane(ts, raw, before):
+            return ts, epoch
+    except (OverflowError, IndexError):
+        pass
+    return _clamped(raw, state, before)
+
+
+def _sane(ts: I64Array, raw: I64Array, before: ClockState) -> bool:
+    """Bridged times that never run back and stay in range."""
+    if len(ts) == 0:
+        return True
+    if before.raw_ns and int(ts[0]) < before.last_ns:
+        return False
+    ceiling = max(CLOCK_CEILING_NS, int(raw.max()) + 1)
+    return not bool((ts[1:] < ts[:-1]).any()) and int(ts.max()) < ceiling
+
+
+def _clamped(raw: I64Array, state: ClockState, before: ClockState
+             ) -> tuple[I64Array, I64Array | None]:
+    """The running maximum of the stamps (from the last time carried): the state as it
+    was before the chunk, then this chunk's steps back counted as lone frames."""
+    for name in ("raw_ns", "last_ns", "pending", "epoch", "steps", "lone"):
+        setattr(state, name, getattr(before, name))
+    floor = state.last_ns if state.raw_ns else int(raw[0])
+    ts = np.maximum.accumulate(np.maximum(raw, floor))
+    state.lone += int((raw[1:] < raw[:-1]).sum())
+    _carry(state, raw, int(ts[-1]), pending=False)
+    state.raw_ns = (int(ts[-2]) if len(ts) > 1 else state.last_ns, int(ts[-1]))
+    epoch = np.full(len(raw), state.epoch, dtype=np.int64)
+    epoch[ts != raw] = UNTRUSTED
+    return ts.astype(np.int64), epoch
+
+
+def _bridged(raw: I64Array, state: ClockState) -> tuple[I64Array, I64Array | None]:
     n = len(raw)
     if n == 0:
         return raw.copy(), None
@@ -152,10 +199,6 @@ def retime(raw: I64Array, state: ClockState) -> tuple[I64Array, I64Array | None]
             ts = int(raw[0]) + np.concatenate(([0], np.cumsum(gaps)))
         else:
             ts = state.last_ns + np.cumsum(gaps[h - 1:])
-    if _wrapped(ts, state.last_ns if not first else None):
-        # Stamps strewn across the whole epoch (a corrupt or crafted file): bridging each
-        # step would run past the clock's range; the running maximum cannot.
-        ts = np.maximum.accumulate(np.maximum(raw, state.last_ns if not first else raw[0]))
     untrusted, opens = _untrusted_rows(ext, h, s, first)
     epoch = state.epoch + np.cumsum(opens)
     epoch[untrusted] = UNTRUSTED
@@ -168,19 +211,6 @@ def retime(raw: I64Array, state: ClockState) -> tuple[I64Array, I64Array | None]
     state.epoch += int(opens.sum())
     _carry(state, raw, int(ts[-1]), pending=pending)
     return ts.astype(np.int64), epoch.astype(np.int64)
-
-
-CLOCK_CEILING_NS = 1 << 62
-"""Bridged times stay below this (year 2116), far from int64's end: a file whose steps
-add up past it has stamps strewn across the epoch, not a clock that stepped."""
-
-
-def _wrapped(ts: I64Array, previous_ns: int | None) -> bool:
-    """The bridged times ran past :data:`CLOCK_CEILING_NS` or overflowed int64 (they then
-    run backwards somewhere)."""
-    if len(ts) and previous_ns is not None and int(ts[0]) < previous_ns:
-        return True
-    return bool((ts[1:] < ts[:-1]).any()) or bool(len(ts) and int(ts.max()) >= CLOCK_CEILING_NS)
 
 
 def _carry(state: ClockState, raw: I64Array, last_ns: int, *, pending: bool) -> None:
