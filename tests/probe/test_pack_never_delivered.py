@@ -60,10 +60,16 @@ def test_git_alone_calls_the_nginx_push_one_that_may_land() -> None:
     assert push_aftermath(_run()) is Aftermath.MAY_LAND
 
 
-def test_server_acknowledging_less_than_the_pack_means_it_never_landed() -> None:
-    """The nginx push: 0.31 MiB acknowledged of a 0.68 MiB pack -> cut, with the figures."""
+def test_a_short_kernel_count_alone_never_skips_the_look_for_the_branch() -> None:
+    """The nginx push: 0.31 MiB acknowledged of a 0.68 MiB pack. A count read off the
+    wrong socket or before the last acknowledgements (seen on loopback for a pack the
+    server had read whole) must not skip the look for a branch a hook may still create:
+    alone it leaves the push as one that may land; with curl's own word that the body
+    was never sent it is cut, with both figures."""
     delivery = Delivery(acked_bytes=ACKED_NGINX)
-    aftermath, why = cut_short(Aftermath.MAY_LAND, _run(), delivery)
+    assert cut_short(Aftermath.MAY_LAND, _run(), delivery) == (Aftermath.MAY_LAND, "")
+    both = Delivery(acked_bytes=ACKED_NGINX, curl=parse_curl_trace(_trace()))
+    aftermath, why = cut_short(Aftermath.MAY_LAND, _run(), both)
     assert aftermath is Aftermath.CUT
     assert "acknowledged 0.31 MiB of the 0.68 MiB pack" in why
     assert "never had the whole pack" in why
@@ -155,17 +161,17 @@ def unread_remote(tmp_path: Path) -> Iterator[tuple[str, Path]]:
         server.server_close()
 
 
-def test_a_pack_the_server_never_read_is_never_created(
+def test_a_pack_the_server_never_read_is_looked_for_not_assumed_gone(
     unread_remote: tuple[str, Path], tmp_path: Path
 ) -> None:
     """512 KiB: one POST with a Content-Length, the whole pack in git's hands at once
-    (``Total``), the server reading none of it. The push stalls; its branch is
-    ``never-created`` at once, with the bytes the server took, not "unconfirmed: a hook
-    still running could create it later" after the clean-up's wait."""
+    (``Total``) and in the sockets' buffers (curl says it sent it all), the server reading
+    none of it. The push stalls; the kernel's short count alone does not call the branch
+    never created: the clean-up looks for it within its wait and says what it saw."""
     url, bare = unread_remote
     proc = subprocess.run(
         [sys.executable, "-m", "gitnetdiag", "probe", "--protocols", "h1", "--size", "512KiB",
-         "--no-native", "--no-capture", "--stall-timeout", "2", "--cleanup-wait", "20",
+         "--no-native", "--no-capture", "--stall-timeout", "2", "--cleanup-wait", "3",
          "--http", url, "--out", str(tmp_path / "run")],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "TMPDIR": str(tmp_path)})
@@ -173,17 +179,8 @@ def test_a_pack_the_server_never_read_is_never_created(
     push = load_run(tmp_path / "run").protocols[0].pushes[0]
     assert push.outcome == "stalled", push
     assert "Total" in (tmp_path / "run" / push.artifacts["stderr"]).read_text()
-    assert push.cleanup == "never-created", (push.cleanup, push.cleanup_detail)
-    assert "never had the whole pack" in push.cleanup_detail
-    tcpinfo = tmp_path / "run" / push.artifacts.get("tcpinfo", "-")
-    if tcpinfo.is_file() and tcpinfo.stat().st_size:  # the kernel's count: its figures
-        assert "the server acknowledged" in push.cleanup_detail, push.cleanup_detail
-        assert "but the server acknowledged only" in proc.stderr + proc.stdout
-    else:  # no TCP_INFO here: curl's unfinished body is the witness
-        assert "request body" in push.cleanup_detail, push.cleanup_detail
-    assert "hook" not in push.cleanup_detail
-    assert (push.cleanup_s or 0.0) < 5.0  # no wait for a push that cannot land
-    assert "could create it later" not in proc.stderr
+    assert push.cleanup in ("unconfirmed", "never-created"), (push.cleanup,
+                                                              push.cleanup_detail)
     refs = subprocess.run(["git", "-C", str(bare), "for-each-ref"], capture_output=True,
-                          text=True, check=True, timeout=30).stdout
-    assert refs == ""
+                          text=True, timeout=30, check=True).stdout
+    assert refs == "", refs
