@@ -65,8 +65,7 @@ def probe_command(
     repo: Annotated[Path | None, typer.Option(
         "--repo", help="Push this repository's HEAD instead.")] = None,
     repeat: Annotated[int, typer.Option(
-        "--repeat", min=1, max=MAX_REPEAT,
-        help=f"Pushes (or clones) per protocol, 1 to {MAX_REPEAT}.")] = 1,
+        "--repeat", min=1, max=MAX_REPEAT, help=f"Pushes/clones a protocol, 1-{MAX_REPEAT}.")] = 1,
     ca_file: CaFile = None,
     insecure: Insecure = False,
     ssh_key: SshKey = None,
@@ -90,8 +89,7 @@ def probe_command(
         help="A push that moves no byte for this long ends as stalled (0: only --timeout).")]
     = DEFAULT_STALL_TIMEOUT_S,
     cleanup_wait: CleanupWait = DEFAULT_CLEANUP_WAIT_S,
-    no_capture: Annotated[bool, typer.Option("--no-capture", help="Do not run tcpdump.")]
-    = False,
+    no_capture: Annotated[bool, typer.Option("--no-capture", help="No tcpdump.")] = False,
     lab: Lab = False,
     lab_instance: LabInstance = DEFAULT_INSTANCE,
     lab_http: LabWayIn = LabHttp.EDGE,

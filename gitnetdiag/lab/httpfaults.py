@@ -100,7 +100,7 @@ HTTP_FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
 """How ``diagnose --lab`` exercises each fault."""
 
 
-class LabSpec(Protocol):
+class FaultSettings(Protocol):
     """What these functions read of a :class:`gitnetdiag.lab.spec.LabSpec` (which imports
     this module's tables, so it is not imported here)."""
 
@@ -111,31 +111,31 @@ class LabSpec(Protocol):
     def fixed(self) -> tuple[str, ...]: ...
 
 
-def body_limit_bytes(spec: LabSpec) -> int | None:
+def body_limit_bytes(spec: FaultSettings) -> int | None:
     """Apache's ``LimitRequestBody`` on the git location, or None (no limit)."""
     return BODY_LIMIT_BYTES if "request-body-limit" in spec.faults else None
 
 
-def edge_server_timeout_s(spec: LabSpec) -> int:
+def edge_server_timeout_s(spec: FaultSettings) -> int:
     """The HAProxy edge's ``timeout server`` in seconds."""
     if "edge-idle-timeout" in spec.faults:
         return EDGE_IDLE_TIMEOUT_S
     return FIXED_EDGE_TIMEOUT_S if "edge-idle-timeout" in spec.fixed else DEFAULT_EDGE_TIMEOUT_S
 
 
-def refuses_streamed_body(spec: LabSpec) -> bool:
+def refuses_streamed_body(spec: FaultSettings) -> bool:
     """The HAProxy edge answers 411 to a POST without a Content-Length."""
     return "streamed-body-refused" in spec.faults
 
 
-def repo_config(spec: LabSpec) -> list[tuple[str, str]]:
+def repo_config(spec: FaultSettings) -> list[tuple[str, str]]:
     """git settings of the lab's repository these faults need (key, value)."""
     if "edge-idle-timeout" in (*spec.faults, *spec.fixed):
         return [("receive.keepAlive", str(SERVER_KEEPALIVE_S))]
     return []
 
 
-def apache_body_limit(spec: LabSpec) -> str:
+def apache_body_limit(spec: FaultSettings) -> str:
     """Apache's ``<Location /git/>`` block with the body limit, or nothing."""
     limit = body_limit_bytes(spec)
     if limit is None:
@@ -143,7 +143,7 @@ def apache_body_limit(spec: LabSpec) -> str:
     return f"<Location /git/>\n    LimitRequestBody {limit}\n</Location>\n"
 
 
-def haproxy_request_rules(spec: LabSpec) -> str:
+def haproxy_request_rules(spec: FaultSettings) -> str:
     """Lines of the HAProxy edge's frontend that refuse requests, or nothing."""
     if not refuses_streamed_body(spec):
         return ""
@@ -151,7 +151,7 @@ def haproxy_request_rules(spec: LabSpec) -> str:
             'string "Length Required" if METH_POST !{ req.hdr(content-length) -m found }\n')
 
 
-def roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
+def roles_to_restart(before: FaultSettings, after: FaultSettings) -> tuple[str, ...]:
     """The lab's servers whose configuration these faults' fixes change."""
     roles = []
     if body_limit_bytes(after) != body_limit_bytes(before):
@@ -162,7 +162,7 @@ def roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
     return tuple(roles)
 
 
-def fix_notes(before: LabSpec, after: LabSpec) -> list[str]:
+def fix_notes(before: FaultSettings, after: FaultSettings) -> list[str]:
     """What ``lab fix`` changed for these faults, one line each."""
     notes = []
     limit = body_limit_bytes(before)

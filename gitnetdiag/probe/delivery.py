@@ -42,7 +42,7 @@ delivered."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class Delivery:
+class PackDelivery:
     """What the client saw of the pack's way to the server, beside git's progress."""
 
     acked_bytes: int | None = None
@@ -65,7 +65,7 @@ def body_unfinished(curl: CurlTraceSummary) -> int | None:
     return last.content_length_bytes
 
 
-def shortfall(progress: PackProgress, delivery: Delivery | None) -> str | None:
+def shortfall(progress: PackProgress, delivery: PackDelivery | None) -> str | None:
     """Why a push whose pack git finished never delivered it whole, with the figures;
     None when it may have (then the server may still apply it)."""
     if delivery is None:
@@ -85,7 +85,7 @@ def shortfall(progress: PackProgress, delivery: Delivery | None) -> str | None:
 
 
 def cut_short(aftermath: Aftermath, run: GitRun | None,
-              delivery: Delivery | None) -> tuple[Aftermath, str]:
+              delivery: PackDelivery | None) -> tuple[Aftermath, str]:
     """``aftermath`` (:func:`~gitnetdiag.probe.cleanup.push_aftermath` of ``run``), with a
     push that "may land" (git handed over its whole pack, no answer came) found ``cut``
     when the pack never reached the server whole; and why, with the figures (empty when

@@ -40,7 +40,7 @@ from gitnetdiag.probe.cleanup import (
     remove_probe_ref,
 )
 from gitnetdiag.probe.cleanupnotice import CleanupNotice, CleanupStopped
-from gitnetdiag.probe.delivery import ACKED_SHARE, Delivery, cut_short
+from gitnetdiag.probe.delivery import ACKED_SHARE, PackDelivery, cut_short
 from gitnetdiag.probe.gitpush import (
     FailureKind,
     GitInterrupted,
@@ -256,7 +256,7 @@ def _clean_up(state: PushState, attempt: _Attempt, repo_path: Path) -> tuple[Pus
     return record, attempt.interrupted or deferred.signalled
 
 
-def _delivery(run_dir: Path, attempt: _Attempt) -> Delivery:
+def _delivery(run_dir: Path, attempt: _Attempt) -> PackDelivery:
     """What the client saw of the pack's delivery: the server's TCP acknowledgements of a
     push the monitor stopped for making no progress (the count was final then), and
     git's curl trace."""
@@ -269,7 +269,7 @@ def _delivery(run_dir: Path, attempt: _Attempt) -> Delivery:
     curl = None
     if attempt.protocol.is_http and trace.is_file():
         curl = parse_curl_trace(trace.read_text(errors="replace"))
-    return Delivery(acked_bytes=acked, curl=curl)
+    return PackDelivery(acked_bytes=acked, curl=curl)
 
 
 def _logged_runner(cleanup_log: Path, cap_s: float | None = None) -> GitRunner:

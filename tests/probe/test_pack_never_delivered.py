@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.probe.cleanup import Aftermath, push_aftermath
-from gitnetdiag.probe.delivery import Delivery, body_unfinished, cut_short, shortfall
+from gitnetdiag.probe.delivery import PackDelivery, body_unfinished, cut_short, shortfall
 from gitnetdiag.probe.gitpush import GitRun, parse_pack_progress
 from gitnetdiag.probe.trace2 import parse_curl_trace
 from gitnetdiag.rundir import load_run
@@ -66,9 +66,9 @@ def test_a_short_kernel_count_alone_never_skips_the_look_for_the_branch() -> Non
     server had read whole) must not skip the look for a branch a hook may still create:
     alone it leaves the push as one that may land; with curl's own word that the body
     was never sent it is cut, with both figures."""
-    delivery = Delivery(acked_bytes=ACKED_NGINX)
+    delivery = PackDelivery(acked_bytes=ACKED_NGINX)
     assert cut_short(Aftermath.MAY_LAND, _run(), delivery) == (Aftermath.MAY_LAND, "")
-    both = Delivery(acked_bytes=ACKED_NGINX, curl=parse_curl_trace(_trace()))
+    both = PackDelivery(acked_bytes=ACKED_NGINX, curl=parse_curl_trace(_trace()))
     aftermath, why = cut_short(Aftermath.MAY_LAND, _run(), both)
     assert aftermath is Aftermath.CUT
     assert "acknowledged 0.31 MiB of the 0.68 MiB pack" in why
@@ -79,8 +79,8 @@ def test_a_short_kernel_count_alone_never_skips_the_look_for_the_branch() -> Non
 def test_a_pack_acknowledged_whole_may_still_land(acked: int) -> None:
     """At or about the pack (git rounds its figure; TLS and HTTP/2 only add to the count),
     the server may have it all: the clean-up keeps waiting for a slow hook."""
-    assert shortfall(parse_pack_progress(PACK_DONE), Delivery(acked_bytes=acked)) is None
-    assert cut_short(Aftermath.MAY_LAND, _run(), Delivery(acked_bytes=acked)) == (
+    assert shortfall(parse_pack_progress(PACK_DONE), PackDelivery(acked_bytes=acked)) is None
+    assert cut_short(Aftermath.MAY_LAND, _run(), PackDelivery(acked_bytes=acked)) == (
         Aftermath.MAY_LAND, "")
 
 
@@ -89,19 +89,20 @@ def test_the_kernels_count_rules_over_the_curl_trace() -> None:
     missing (a curl that does not log it must not turn a landed push into never-created)."""
     unfinished = parse_curl_trace(_trace())
     assert shortfall(parse_pack_progress(PACK_DONE),
-                     Delivery(acked_bytes=PACK_BYTES, curl=unfinished)) is None
+                     PackDelivery(acked_bytes=PACK_BYTES, curl=unfinished)) is None
 
 
 def test_without_a_count_curls_unfinished_body_is_the_witness() -> None:
     """No TCP_INFO: the POST declared 717411 B, curl never said it sent them all, and no
     answer came: cut. Once curl says it finished, or an answer came, or the body was
     streamed (curl logs no end for those), it may land."""
-    cut = cut_short(Aftermath.MAY_LAND, _run(), Delivery(curl=parse_curl_trace(_trace())))
+    cut = cut_short(Aftermath.MAY_LAND, _run(), PackDelivery(curl=parse_curl_trace(_trace())))
     assert cut[0] is Aftermath.CUT and "717411 B request body" in cut[1]
     for trace in (_trace(done=True), _trace(status=True), _trace(length=None)):
         curl = parse_curl_trace(trace)
         assert body_unfinished(curl) is None, trace
-        assert cut_short(Aftermath.MAY_LAND, _run(), Delivery(curl=curl))[0] is Aftermath.MAY_LAND
+        after, _why = cut_short(Aftermath.MAY_LAND, _run(), PackDelivery(curl=curl))
+        assert after is Aftermath.MAY_LAND
 
 
 def test_curl_trace_records_the_end_of_an_upload() -> None:
@@ -123,7 +124,7 @@ def test_curl_trace_records_the_end_of_an_upload() -> None:
 @pytest.mark.parametrize("aftermath", [Aftermath.CUT, Aftermath.CREATED, Aftermath.SETTLED,
                                        Aftermath.NOT_STARTED, Aftermath.REDIRECTED])
 def test_only_a_push_that_may_land_is_reconsidered(aftermath: Aftermath) -> None:
-    assert cut_short(aftermath, _run(), Delivery(acked_bytes=0)) == (aftermath, "")
+    assert cut_short(aftermath, _run(), PackDelivery(acked_bytes=0)) == (aftermath, "")
 
 
 # End to end: a loopback smart-HTTP server that never reads the pack's body.
