@@ -102,6 +102,17 @@ def no_space_warning(path: Path, exc: OSError) -> str:
             "keeps the files written before: free space and run it again for the rest")
 
 
+def full_disk_warning(exc: BaseException, run_dir: Path, path: Path | None = None) -> str:
+    """The warning for ``exc`` when it says the filesystem or the quota is full (the file
+    it names, else ``path``, else "a file of the run"); re-raises ``exc`` otherwise."""
+    full = no_space(exc)
+    if full is None:
+        raise exc
+    filename = getattr(exc, "filename", None)
+    where = path or (Path(filename) if filename else run_dir / "a file of the run")
+    return no_space_warning(where, full)
+
+
 def keep_file(path: Path, data: bytes, warn: Callable[[str], object] | None = None) -> bool:
     """:func:`replace_file` for a run's artifact: on a full filesystem nothing is written,
     ``warn`` gets :func:`no_space_warning` and the result is False (the run goes on with

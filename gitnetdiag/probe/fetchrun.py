@@ -46,7 +46,7 @@ from gitnetdiag.rundir.fetchrecords import (
     write_fetch_manifest,
 )
 from gitnetdiag.rundir.records import RunStage, RunStatus
-from gitnetdiag.safefile import no_space, no_space_warning
+from gitnetdiag.safefile import full_disk_warning
 from gitnetdiag.vocabulary import TransportKind
 
 
@@ -118,12 +118,10 @@ class _FetchRun:
         try:
             write_fetch_manifest(self.run_dir, manifest)
         except (OSError, GitnetdiagError) as exc:
-            full = no_space(exc)
-            if full is None:
-                raise
+            warning = full_disk_warning(exc, self.run_dir, self.run_dir / FETCH_FILE)
             if not self.disk_full:
                 self.disk_full = True
-                self.warn(no_space_warning(self.run_dir / FETCH_FILE, full))
+                self.warn(warning)
         return manifest
 
     def warn(self, message: str) -> None:
@@ -188,11 +186,7 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> 
             state.error("setup", None, exc)
             state.status = "failed"
         except OSError as exc:  # a full run directory stops the run, what it wrote stays
-            full = no_space(exc)
-            if full is None:
-                raise
-            where = Path(exc.filename) if exc.filename else state.run_dir / "a file of the run"
-            state.warn(no_space_warning(where, full))
+            state.warn(full_disk_warning(exc, state.run_dir))
             state.status = "failed"
         finally:
             state.finished_at = now_iso()

@@ -61,7 +61,7 @@ from gitnetdiag.rundir.bodyprobe import write_body_probe
 from gitnetdiag.rundir.files import NATIVE_BODY_FILE, sweep_variant_file
 from gitnetdiag.rundir.native import ReportStatus, write_native
 from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
-from gitnetdiag.safefile import no_space, no_space_warning
+from gitnetdiag.safefile import full_disk_warning
 from gitnetdiag.vocabulary import TransportKind
 
 DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
@@ -157,12 +157,10 @@ class _Run:
         try:
             write_manifest(self.run_dir, manifest)
         except (OSError, GitnetdiagError) as exc:
-            full = no_space(exc)
-            if full is None:
-                raise
+            warning = full_disk_warning(exc, self.run_dir, self.run_dir / MANIFEST_NAME)
             if not self.disk_full:
                 self.disk_full = True
-                self.warn(no_space_warning(self.run_dir / MANIFEST_NAME, full))
+                self.warn(warning)
         return manifest
 
     def error(self, stage: RunStage, protocol: TransportKind | None, exc: GitnetdiagError,
@@ -219,11 +217,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
             state.error("setup", None, exc)
             state.status = "failed"
         except OSError as exc:  # a full run directory stops the run, what it wrote stays
-            full = no_space(exc)
-            if full is None:
-                raise
-            where = Path(exc.filename) if exc.filename else state.run_dir / "a file of the run"
-            state.warn(no_space_warning(where, full))
+            state.warn(full_disk_warning(exc, state.run_dir))
             state.status = "failed"
         finally:
             if state.finished_at is None:

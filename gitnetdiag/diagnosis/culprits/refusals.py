@@ -20,6 +20,7 @@ The fix names the setting of the product that answered (``data/edge_limits.toml`
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 
 from gitnetdiag.diagnosis.culprits._common import Hit, failure_cost_s, label
 from gitnetdiag.diagnosis.culprits.weights import WEIGHTS
@@ -49,6 +50,22 @@ POST_BUFFER_SOURCE = "https://git-scm.com/docs/git-config#Documentation/git-conf
 KEEPALIVE_SOURCE = "https://git-scm.com/docs/git-config#Documentation/git-config.txt-receivekeepAlive"
 FALLBACK = ("nginx", "apache", "haproxy", "aws-alb", "cloudflare")
 """Products named, each with its setting, when gitnetdiag cannot tell which answered."""
+
+
+@dataclass
+class _Failures:
+    """The protocols whose pushes failed on a culprit, and the costliest of them."""
+
+    protocols: list[str] = field(default_factory=list)
+    worst_s: float = 0.0
+    worst_protocol: str | None = None
+
+    def charge(self, obs: Observations, name: str) -> None:
+        cost, failed, _total = failure_cost_s(obs, name, FAILED_KINDS)
+        if failed:
+            self.protocols.append(name)
+        if cost > self.worst_s:
+            self.worst_s, self.worst_protocol = cost, name
 
 
 def _posts(p: ProtocolObservation) -> list[HttpExchange]:
@@ -133,9 +150,9 @@ def _limit_evidence(name: str, refused: list[HttpExchange], passed: list[HttpExc
 
 def request_body_limit(obs: Observations) -> Hit | None:
     evidence: list[Evidence] = []
-    failing: list[str] = []
+    failures = _Failures()
     said: list[str | None] = []
-    worst, worst_protocol, limit = 0.0, None, None
+    limit: int | None = None
     for name in HTTPS:
         p = obs.protocols.get(name)
         if p is None:
@@ -152,13 +169,10 @@ def request_body_limit(obs: Observations) -> Hit | None:
             said.append(p.body_limit.server)
         if probe_bracket is not None:
             limit = probe_bracket[1] if limit is None else min(limit, probe_bracket[1])
-        cost, failed, _total = failure_cost_s(obs, name, FAILED_KINDS)
-        if failed:
-            failing.append(name)
-        if cost > worst:
-            worst, worst_protocol = cost, name
+        failures.charge(obs, name)
     if not evidence:
         return None
+    failing = failures.protocols
     which = " and ".join(label(n) for n in failing) or "HTTPS"
     bound = f" between {fmt_bytes(limit * 0.95)} and {fmt_bytes(limit)}" if limit else ""
     summary = (f"{which} pushes fail: the server or an edge refuses request bodies above a "
@@ -173,8 +187,8 @@ def request_body_limit(obs: Observations) -> Hit | None:
            "smaller pushes (a few commits at a time).")
     weights = WEIGHTS["request-body-limit"]
     score = weights["refused-bracketed" if failing and limit else "refused"]
-    return Hit(score=score, cost_s=worst,
-               cost_protocol=worst_protocol, summary=summary, evidence=tuple(evidence), fix=fix)
+    return Hit(score=score, cost_s=failures.worst_s, cost_protocol=failures.worst_protocol,
+               summary=summary, evidence=tuple(evidence), fix=fix)
 
 
 def _refused_streams(p: ProtocolObservation) -> tuple[list[HttpExchange], list[HttpExchange]]:
@@ -219,9 +233,8 @@ def _stream_evidence(name: str, refused: list[HttpExchange], sized_ok: list[Http
 
 def streamed_body_refused(obs: Observations) -> Hit | None:
     evidence: list[Evidence] = []
-    failing: list[str] = []
+    failures = _Failures()
     said: list[str | None] = []
-    worst, worst_protocol = 0.0, None
     for name in HTTPS:
         p = obs.protocols.get(name)
         if p is None:
@@ -232,15 +245,12 @@ def streamed_body_refused(obs: Observations) -> Hit | None:
             continue
         evidence += _stream_evidence(name, refused, sized_ok, p.body_limit)
         said += [r.server for r in refused]
-        cost, failed, _total = failure_cost_s(obs, name, FAILED_KINDS)
-        if failed:
-            failing.append(name)
-        if cost > worst:
-            worst, worst_protocol = cost, name
+        failures.charge(obs, name)
     if not evidence:
         return None
     pack = max((_pack_bytes(obs, obs.protocols[n]) or 0) for n in HTTPS if n in obs.protocols)
     buffer = 1 << max(20, (2 * max(pack, 1)).bit_length())
+    failing = failures.protocols
     which = " and ".join(label(n) for n in failing) or "HTTPS"
     h1_ok = "h1" in obs.protocols and "h1" not in failing
     fix = (f"Let git send the pack with a Content-Length: `git config http.postBuffer "
@@ -251,7 +261,7 @@ def streamed_body_refused(obs: Observations) -> Hit | None:
            + _fix_lines(_products(obs, said), "streamed_body", 0) + ".")
     return Hit(
         score=WEIGHTS["streamed-body-refused"]["pushes-failed" if failing else "probe-only"],
-        cost_s=worst, cost_protocol=worst_protocol,
+        cost_s=failures.worst_s, cost_protocol=failures.worst_protocol,
         summary=f"{which} pushes fail: the server or an edge refuses a request body sent "
         "without a Content-Length (git streams every pack above http.postBuffer), while "
         "the same request with one passes.",
@@ -278,10 +288,9 @@ def _server_busy_s(obs: Observations) -> tuple[float, str] | None:
 
 def edge_idle_timeout(obs: Observations) -> Hit | None:
     evidence: list[Evidence] = []
-    failing: list[str] = []
+    failures = _Failures()
     said: list[str | None] = []
     idle: list[float] = []
-    worst, worst_protocol = 0.0, None
     for name in HTTPS:
         p = obs.protocols.get(name)
         cut = _cut(p) if p is not None else []
@@ -295,11 +304,7 @@ def edge_idle_timeout(obs: Observations) -> Hit | None:
             value=min(silences), unit="s", of=None,
             text="; ".join(sorted({r.ending for r in cut})),
             source=f"curl trace of the {label(name)} pushes"))
-        cost, failed, _total = failure_cost_s(obs, name, FAILED_KINDS)
-        if failed:
-            failing.append(name)
-        if cost > worst:
-            worst, worst_protocol = cost, name
+        failures.charge(obs, name)
     if not evidence:
         return None
     timeout = min(idle)
@@ -310,6 +315,7 @@ def edge_idle_timeout(obs: Observations) -> Hit | None:
             value=busy[0], unit="s", threshold=timeout, comparison=">",
             source=f"trace2 of the {label(busy[1])} pushes"))
     working = busy is not None and busy[0] > timeout
+    failing = failures.protocols
     which = " and ".join(label(n) for n in failing) or "HTTPS"
     busy_text = (f"; the {label(busy[1])} push measured the server silent for "
                  f"{fmt_s(busy[0])}" if working and busy else
@@ -323,8 +329,8 @@ def edge_idle_timeout(obs: Observations) -> Hit | None:
            f"silence ({KEEPALIVE_SOURCE}).")
     return Hit(
         score=WEIGHTS["edge-idle-timeout"][
-            "server-working" if working and failing else "close-only"], cost_s=worst,
-        cost_protocol=worst_protocol,
+            "server-working" if working and failing else "close-only"], cost_s=failures.worst_s,
+        cost_protocol=failures.worst_protocol,
         summary=f"{which} pushes fail: the connection was closed from the server side after "
         f"{fmt_s(timeout)} of silence{busy_text}: an idle timeout on the way (most likely "
         "the edge that terminates TLS), not a firewall.",
