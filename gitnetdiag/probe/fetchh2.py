@@ -110,7 +110,7 @@ class DownloadClient(H2Client):
         super()._handle(event, t_ns)
         ledger = getattr(self, "ledger", None)
         if isinstance(event, DataReceived) and ledger and event.stream_id == ledger.stream_id:
-            ledger.t_ns.append(t_ns - self.recorder.t0_ns)
+            ledger.t_ns.append(t_ns)  # the recorder's clock already starts at its t0
             ledger.sizes.append(int(event.flow_controlled_length or 0))
             try:
                 ledger.credit.append(int(self.conn.remote_flow_control_window(event.stream_id)))
@@ -222,13 +222,13 @@ def _stream_pack(client: DownloadClient, record: H2DownloadRecord, request: byte
         client._flush()
     client._responses.pop(stream_id, None)
     ledger = client.ledger
-    stream_started = client.recorder.stream_opened.get(stream_id, client.recorder.t0_ns)
+    stream_started = client.recorder.stream_opened.get(stream_id, 0)
     return H2DownloadRecord(
         label=record.label, window_bytes=record.window_bytes,
         outcome="ok" if stopped is None else ("bounded" if stopped in ("stable", "budget")
                                               else "stalled"),
         stopped=stopped, server_settings=_settings(client),
-        request_t_s=(stream_started - client.recorder.t0_ns) / 1e9,
+        request_t_s=stream_started / 1e9,
         data_t_s=tuple(t / 1e9 for t in ledger.t_ns), data_bytes=tuple(ledger.sizes),
         credit_left_bytes=tuple(ledger.credit), received_bytes=sum(ledger.sizes),
         rate_bytes_per_s=monitor.rate_bytes_per_s())

@@ -100,9 +100,14 @@ def test_fetch_ranks_the_push_fault_culprit_first(
     assert FAULT_FIX_NAMES[fault] in top["fix"]
     assert top["evidence"]
     assert " push" not in top["summary"], top["summary"]
-    # A failure the culprit explains is its evidence: degraded, exit 0.
-    assert report["verdict"] == "degraded", report["measurement_failures"]
-    assert code == 0
+    # A requested transport whose clones all fail fails the run, explained (issue 33's
+    # rule, both directions): the SSH clones the router resets. Otherwise degraded, exit 0.
+    if fault == "firewall-reset":
+        assert report["verdict"] == "failed" and code == 9, report["measurement_failures"]
+        assert report["headline"].startswith("SSH clones fail (firewall-reset)"), report
+    else:
+        assert report["verdict"] == "degraded", report["measurement_failures"]
+        assert code == 0
     assert list((tmp_path / "tmp").glob("gitnetdiag-clone-*")) == []
     if fault == "pmtu-blackhole-client":
         _assert_bounded_black_hole(report)

@@ -101,6 +101,9 @@ def test_the_ledger_follows_the_window(upload_server: tuple[H2UploadServer, str]
                                    timeout_s=60.0)
                for label, window in fetchh2.DOWNLOAD_WINDOWS]
     assert server.errors == []
+    for record in records:  # seconds since the probe's start: the request, then its frames
+        assert record.request_t_s is not None and record.data_t_s, record
+        assert 0 <= record.request_t_s <= record.data_t_s[0] < 60, record.request_t_s
     small, large = (download_pacing(record) for record in records)
     for pacing in (small, large):
         assert pacing.outcome == "ok", pacing.error
