@@ -17,7 +17,7 @@ to its package: only its own component imports it (a command imports
     pure side  pipeline -> report, diagnosis -> analysis -> capture
     model      the pure records and parsers of host, lab, load, storage
     rundir     schema, file names, reading/writing the run directory
-    bottom     errors, inputfile, outcomes, redaction, safefile, serial, thresholds,
+    bottom     errors, inputfile, outcomes, redaction, remoteurl, safefile, serial, thresholds,
                vocabulary, data (stdlib only)
 """
 
@@ -38,6 +38,7 @@ COMPONENTS: dict[str, str] = {
     "inputfile": BOTTOM,
     "outcomes": BOTTOM,
     "redaction": BOTTOM,
+    "remoteurl": BOTTOM,
     "safefile": BOTTOM,
     "serial": BOTTOM,
     "thresholds": BOTTOM,

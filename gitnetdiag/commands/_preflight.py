@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-import re
 import ssl
 import stat
 from pathlib import Path
@@ -20,7 +19,6 @@ from urllib.parse import unquote, urlsplit
 from gitnetdiag.errors import UsageError
 from gitnetdiag.inputfile import read_input, unusable_reason
 from gitnetdiag.proc import run
-from gitnetdiag.redaction import redact_url, without_fragment
 from gitnetdiag.vocabulary import TransportKind
 
 _OPENSSH_MAGIC = b"openssh-key-v1\x00"
@@ -29,19 +27,6 @@ _OPENSSH_HEADER = "-----BEGIN OPENSSH PRIVATE KEY-----"
 
 def _usage(message: str) -> UsageError:
     return UsageError(message, hint="give a readable file")
-
-
-def check_url_text(option: str, url: str) -> None:
-    """A URL from the command line whose bytes are not UTF-8 (Python keeps them as lone
-    surrogates) cannot reach git or the reports: refused with the byte named."""
-    try:
-        url.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raw = url[exc.start].encode("utf-8", "surrogateescape")
-        raise UsageError(
-            f"{option} URL has a byte that is not UTF-8 (0x{raw[0]:02x} at position "
-            f"{exc.start})", reference="bad-url",
-            hint=f"percent-encode it (%{raw[0]:02X}) as URLs are written") from exc
 
 
 def check_zone_id(option: str, url: str, capture: bool) -> None:
@@ -177,67 +162,6 @@ def parse_protocols(text: str | None, urls: dict[TransportKind, str]) -> tuple[T
             chosen.append(protocol)
     return tuple(chosen)
 
-
-_SCHEMES = {"--http": ("http", "https"), "--ssh": ("ssh",), "--git": ("git",)}
-_USERINFO = re.compile(r"//[^/@]*@")
-
-
-def check_url(option: str, url: str) -> str:
-    """A remote URL git can push to over ``option``'s protocol, or one usage error.
-
-    Checked before anything runs: a malformed or foreign URL would otherwise
-    fail deep in a probe (or, worse, be measured as nothing and called healthy).
-    """
-    check_url_text(option, url)
-    url = without_fragment(url)  # never sent by git; a token there would reach its argv
-    shown = _USERINFO.sub("//***@", url)  # the URL may not parse: redact by hand
-    schemes = _SCHEMES[option]
-    if option == "--ssh" and "://" not in url and re.fullmatch(r"[^\s/:]+:\S*", url.split("@")[-1]):
-        if ":" in url.rpartition("@")[0]:
-            raise _password_in_url(option, url.rpartition("@")[2])
-        return url  # scp-like user@host:path
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-        host = parts.hostname
-    except ValueError as exc:
-        raise UsageError(f"{option} {shown} is not a valid URL: {exc}",
-                         hint=f"give a URL such as {_EXAMPLE_URL[option]}",
-                         reference="bad-url") from exc
-    if parts.scheme.lower() not in schemes:
-        found = f"scheme {parts.scheme!r}" if parts.scheme else "no scheme"
-        raise UsageError(f"{option} {shown} has {found}; {option} takes "
-                         + " or ".join(f"{s}://" for s in schemes) + " URLs",
-                         hint=f"give a URL such as {_EXAMPLE_URL[option]}",
-                         reference="unsupported-url")
-    if not host or port == 0:
-        raise UsageError(f"{option} {shown} names no host", reference="bad-url",
-                         hint=f"give a URL such as {_EXAMPLE_URL[option]}")
-    if option != "--http" and (parts.password is not None
-                               or (option == "--git" and parts.username is not None)):
-        raise _password_in_url(option, redact_url(_USERINFO.sub("//", url)))
-    return url
-
-
-def _password_in_url(option: str, without: str) -> UsageError:
-    """A password (or, for git://, any credential) in an SSH or git:// URL: neither takes
-    one, and ssh would read ``user:pw`` as a host or login name."""
-    if option == "--git":
-        return UsageError(
-            "--git URL carries a user or password: git:// has no authentication",
-            reference="credentials-in-url",
-            hint=f"remove them ({without}); for a remote that needs credentials use --http "
-            "or --ssh")
-    return UsageError(
-        "--ssh URL carries a password: SSH authenticates with keys, not a password in the "
-        "URL", reference="credentials-in-url",
-        hint="remove ':password' (keep the login: ssh://git@host/path) and give --ssh-key, "
-        "or load the key into ssh-agent")
-
-
-_EXAMPLE_URL = {"--http": "https://git.example.com/team/repo.git",
-                "--ssh": "ssh://git@git.example.com/team/repo.git",
-                "--git": "git://git.example.com/team/repo.git"}
 
 _PUBLIC_KEY_PREFIXES = ("ssh-", "ecdsa-", "sk-ssh-", "sk-ecdsa-")
 

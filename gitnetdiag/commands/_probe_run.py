@@ -25,7 +25,6 @@ from gitnetdiag.commands._options import ReportFormat
 from gitnetdiag.commands._output import is_stdout, write_output
 from gitnetdiag.commands._preflight import (
     check_private_key,
-    check_url,
     existing,
     parse_protocols,
     preflight,
@@ -48,6 +47,7 @@ from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.probe.repo import DATA_KINDS, check_generated_size
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOutcome, run_probe
 from gitnetdiag.proc import run, scratch_dir
+from gitnetdiag.remoteurl import check_url
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
 from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
 from gitnetdiag.safefile import write_new_file

@@ -15,11 +15,13 @@ import yaml
 
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_text_input
-from gitnetdiag.redaction import without_fragment
+from gitnetdiag.remoteurl import check_url
 from gitnetdiag.thresholds import MAX_GENERATED_BYTES
 from gitnetdiag.vocabulary import parse_size
 
 PROTOCOLS = ("h1", "h2", "ssh", "git")
+_URL_OPTION = {"h1": "--http", "h2": "--http", "ssh": "--ssh", "git": "--git"}
+"""The command-line option whose URL rules each protocol's URL follows."""
 DEFAULT_LISTEN = "127.0.0.1:9718"
 DEFAULT_RUNS_DIR = Path("/var/lib/gitnetdiag/watch")
 DEFAULT_KEEP_RUNS = 20
@@ -167,8 +169,9 @@ def _urls(data: dict[str, Any], where: str) -> dict[str, str]:
                              hint="use h1, h2, ssh, git")
         if not isinstance(url, str) or not url:
             raise UsageError(f"{where}.urls.{protocol}: expected a URL")
-        # A #fragment is never sent by git: a token there would only reach its command line.
-        urls[protocol] = without_fragment(url)
+        # The command line's checks (scheme, host, no password where the protocol takes none,
+        # no #fragment: git never sends one, a token there would only reach its argv).
+        urls[protocol] = check_url(_URL_OPTION[protocol], url, f"{where}.urls.{protocol}")
     return urls
 
 

@@ -91,3 +91,34 @@ def test_missing_file_is_an_input_error(tmp_path: Path) -> None:
     with pytest.raises(InputError) as info:
         load_config(tmp_path / "watch.yaml")
     assert "cannot read the watch configuration" in info.value.message
+
+
+@pytest.mark.parametrize(("protocol", "url", "said", "hint"), [
+    ("ssh", "ssh://git:hunter2@git.example.com/r.git", "urls.ssh carries a password", "ssh_key"),
+    ("ssh", "git:hunter2@git.example.com:r.git", "urls.ssh carries a password", "ssh_key"),
+    ("git", "git://ci:hunter2@git.example.com/r.git", "urls.git carries a user or password",
+     "an h1, h2 or ssh URL"),
+    ("git", "git://ci@git.example.com/r.git", "urls.git carries a user or password",
+     "an h1, h2 or ssh URL"),
+    ("h1", "ftp://git.example.com/r.git", "has scheme 'ftp'", "https://"),
+    ("h2", "https:///r.git", "names no host", "https://"),
+    ("ssh", "https://git.example.com/r.git", "has scheme 'https'", "ssh://"),
+])
+def test_watch_urls_get_the_command_lines_checks(protocol: str, url: str, said: str,
+                                                 hint: str) -> None:
+    """A password in an SSH or git:// URL, a foreign scheme or no host: the one line names
+    the key, never shows the secret, and its hint speaks watch.yaml's words."""
+    with pytest.raises(UsageError) as caught:
+        parse_config(f"targets:\n  - name: t\n    urls: {{{protocol}: '{url}'}}\n")
+    message = caught.value.message + " " + (caught.value.hint or "")
+    assert caught.value.message.startswith(f"targets[0].urls.{protocol}")
+    assert said in caught.value.message and hint in (caught.value.hint or "")
+    assert "hunter2" not in message
+
+
+def test_watch_urls_lose_their_fragment_and_keep_http_credentials() -> None:
+    """git never sends a #fragment (a token there would only reach its argv); an HTTPS
+    password is how a target authenticates, so it stays."""
+    config = parse_config("targets:\n  - name: t\n    urls:\n"
+                          "      h1: 'https://ci:s3cret@git.example.com/r.git#tok'\n")
+    assert config.targets[0].urls == {"h1": "https://ci:s3cret@git.example.com/r.git"}
