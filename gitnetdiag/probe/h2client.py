@@ -11,6 +11,7 @@ from __future__ import annotations
 import select
 import socket
 import ssl
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -115,10 +116,14 @@ class H2Client:
         client_settings: dict[SettingCodes, int] | None = None,
         timeout_s: float = 60.0,
         tcpinfo_sink: list[TcpInfoSample] | None = None,
+        stop: threading.Event | None = None,
     ) -> None:
         self.target = target
         self.access = access
         self.timeout_s = timeout_s
+        self.stop = stop
+        """Set from another thread: the next wait (at most a second away) raises
+        KeyboardInterrupt, the Ctrl-C path (a client in a worker thread gets no signal)."""
         self.recorder = Recorder(t0_ns=time.monotonic_ns())
         self.server_headers: list[str] = []
         self.identity_headers: list[str] = []
@@ -308,6 +313,8 @@ class H2Client:
         )
 
     def _wait(self, deadline: float, what: str) -> None:
+        if self.stop is not None and self.stop.is_set():
+            raise KeyboardInterrupt
         remaining = deadline - time.monotonic()
         if remaining <= 0:
             raise NetworkError(

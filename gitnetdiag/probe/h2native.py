@@ -23,6 +23,7 @@ are pure and shared with :mod:`gitnetdiag.probe.sshnative`.
 from __future__ import annotations
 
 import sys
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -270,6 +271,9 @@ class H2ClientSide:
     """Where the TLS secrets go (NSS key log format), None: nowhere."""
     tcpinfo_sink: list[TcpInfoSample] | None = None
     """Where the TCP_INFO samples of the client's socket go (no root needed)."""
+    stop: threading.Event | None = None
+    """Set by the thread that got Ctrl-C or SIGTERM: the push stops within a second and
+    cleans up (a probe in a worker thread gets no signal of its own)."""
 
 
 def h2_push_probe(
@@ -306,6 +310,7 @@ def h2_push_probe(
         keylog_file=side.keylog_file,
         client_settings=side.client_settings,
         timeout_s=timeout_s, tcpinfo_sink=side.tcpinfo_sink,  # TCP_INFO of our socket, no root
+        stop=side.stop,
     )
     pushed = deleted = False
     answer: ReportStatus | None = None

@@ -440,10 +440,11 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         return
     pack = state.pack if state.pack is not None else pack_for_commit(repo_path, oid)
     side: list[BaseException | bool] = []
+    stop = threading.Event()  # the worker's HTTP/2 push gets no signal: told by this
 
     def beside() -> None:
         try:
-            side.append(_native_one(state, wanted[0], pack, repo_path, oid))
+            side.append(_native_one(state, wanted[0], pack, repo_path, oid, stop))
         except BaseException as exc:  # re-raised in the main thread below
             side.append(exc)
 
@@ -452,7 +453,10 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
         worker.start()
     signalled = False
     try:
-        signalled = _native_one(state, wanted[-1], pack, repo_path, oid)
+        signalled = _native_one(state, wanted[-1], pack, repo_path, oid, stop)
+    except BaseException:
+        stop.set()  # Ctrl-C or SIGTERM: the worker stops within a second and cleans up
+        raise
     finally:
         if worker.is_alive() or side:
             worker.join()
@@ -463,7 +467,7 @@ def _native(state: _Run, repo_path: Path, oid: str) -> None:
 
 
 def _native_one(state: _Run, protocol: TransportKind, pack: bytes, repo_path: Path,
-                oid: str) -> bool:
+                oid: str, stop: threading.Event | None = None) -> bool:
     """One native probe, its ledger written; whether Ctrl-C or SIGTERM arrived in its
     clean-up (the caller stops the run then)."""
     from gitnetdiag.probe.h2native import H2ClientSide, h2_push_probe
@@ -488,7 +492,7 @@ def _native_one(state: _Run, protocol: TransportKind, pack: bytes, repo_path: Pa
                                       new_oid=oid, probe_id=new_probe_id(),
                                       timeout_s=options.timeout_s, cleanup=cleanup,
                                       verify=False if options.insecure else None,
-                                      client_side=H2ClientSide(tcpinfo_sink=samples))
+                                      client_side=H2ClientSide(tcpinfo_sink=samples, stop=stop))
             for warning in push.warnings:
                 state.warn(warning)
         else:

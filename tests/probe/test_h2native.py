@@ -13,6 +13,8 @@ import os
 import socket
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +24,7 @@ from gitnetdiag.errors import NetworkError, UsageError
 from gitnetdiag.pipeline import h2_push_ledger, sweep_rows
 from gitnetdiag.probe.h2native import (
     ZERO_OID,
+    H2ClientSide,
     check_safe_ref,
     h2_push_probe,
     h2_sweep,
@@ -243,6 +246,32 @@ def test_existing_probe_branch_is_refused_and_kept(
             probe_id="dup",
         )
     assert seeded_server.refs() == before, seeded_server.errors
+
+
+def test_a_stop_from_another_thread_ends_a_hung_push_within_seconds(
+    tmp_path: Path, probe_pack: tuple[bytes, str]
+) -> None:
+    """The native HTTP/2 push runs in a worker thread beside the SSH one, and a worker gets
+    no signal: Ctrl-C or the watch deadline sets ``stop``. On a server that never grants
+    the pack any credit, the push (60 s timeout) stops within its one-second wait slice,
+    takes the Ctrl-C path and leaves nothing on the server."""
+    pack, oid = probe_pack
+    server = start_h2_git_server(tmp_path, window_bytes=65_535, update_delay_s=0.0,
+                                 stall_uploads=True)
+    stop = threading.Event()
+    try:
+        before = server.refs()
+        threading.Timer(1.0, stop.set).start()
+        started = time.monotonic()
+        with pytest.raises(KeyboardInterrupt):
+            h2_push_probe(server.url, ca_file=server.ca_file, pack=pack, new_oid=oid,
+                          probe_id="stop1", timeout_s=60, client_side=H2ClientSide(stop=stop))
+        elapsed = time.monotonic() - started
+        assert server.stalled_streams, "the server never held a POST: nothing was tested"
+        assert 1.0 <= elapsed < 3.5, elapsed
+        assert server.refs() == before
+    finally:
+        server.stop()
 
 
 def test_connection_refused_is_a_network_error(tmp_path: Path) -> None:
