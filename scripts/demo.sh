@@ -3,7 +3,9 @@
 # named "demo" whose HAProxy edge keeps the HTTP/2 default window (65535), runs
 # `gitnetdiag diagnose` against it (HTTP/1.1, HTTP/2 and SSH pushes of a
 # 24 MiB generated repository at 50 ms RTT, captured, with the native ledgers),
-# prints the ranked diagnosis, and takes the lab down again, whatever happens.
+# prints the ranked diagnosis, then the download side of the same lab (clones of
+# the 6 MiB of random history its main serves, over the same three ways in), and
+# takes the lab down again, whatever happens.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 GND=.venv/bin/gitnetdiag
@@ -15,12 +17,15 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 trap '$GND lab down --name demo >/dev/null 2>&1 || true' EXIT
 $GND lab down --name demo >/dev/null 2>&1 || true
-rm -rf "$OUT"
-echo "== gitnetdiag lab up --name demo --fault h2-small-window --rtt 50ms"
-$GND lab up --name demo --fault h2-small-window --rtt 50ms
+rm -rf "$OUT" "$OUT-fetch"
+echo "== gitnetdiag lab up --name demo --fault h2-small-window --rtt 50ms --fetch-history random"
+$GND lab up --name demo --fault h2-small-window --rtt 50ms --fetch-history random
 echo
 echo "== gitnetdiag diagnose --lab --lab-instance demo --size 24MiB --protocols h1,h2,ssh --out $OUT"
 $GND diagnose --lab --lab-instance demo --size 24MiB --protocols h1,h2,ssh --out "$OUT"
 echo
-echo "The run directory $OUT/ holds the captures and the reports (report.md, report.html)."
-echo "Re-render offline any time: $GND report $OUT --format md"
+echo "== gitnetdiag diagnose --lab --lab-instance demo --direction fetch --protocols h1,h2,ssh --out $OUT-fetch"
+$GND diagnose --lab --lab-instance demo --direction fetch --protocols h1,h2,ssh --out "$OUT-fetch"
+echo
+echo "The run directories $OUT/ (pushes) and $OUT-fetch/ (clones) hold the captures and the"
+echo "reports (report.md, report.html). Re-render offline any time: $GND report $OUT --format md"

@@ -41,7 +41,8 @@ COMMAND_MODULE_OF: dict[str, str] = {
 
 COMMAND_SUMMARIES: tuple[tuple[str, str], ...] = (
     ("diagnose", "Probe, capture, analyse and rank the culprits: the main job."),
-    ("probe", "Push the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured."),
+    ("probe", "Push or clone the same repository over HTTP/1.1, HTTP/2, SSH and git://, "
+              "captured."),
     ("analyze", "Read a pcap/pcapng capture and show, per TCP connection, what limited it."),
     ("report", "Render the ranked diagnosis of a run directory (offline; no network, no root)."),
     ("compare", "Compare runs: before and after a fix, or one remote from several places."),
@@ -65,10 +66,11 @@ ROOT_OPTIONS: tuple[tuple[str, str], ...] = (
 version option is declared from this table; ``--help`` is click's own)."""
 
 APP_HELP = (
-    "Why is git push slow? Push the same repository over HTTP/1.1, HTTP/2 and SSH, "
-    "capture the packets, and rank the culprits with evidence.\n\n"
+    "Why is git push or clone slow, or failing? Push and clone the same repository over "
+    "HTTP/1.1, HTTP/2 and SSH, capture the packets, and rank the culprits with evidence.\n\n"
     "Start with:  [bold]sudo gitnetdiag lab up --fault h2-small-window[/bold]  then  "
-    "[bold]sudo gitnetdiag diagnose --lab[/bold]\n\n"
+    "[bold]sudo gitnetdiag diagnose --lab[/bold]  (add [bold]--direction fetch[/bold] for "
+    "clones, [bold]both[/bold] for both)\n\n"
     "Offline, no root:  [bold]gitnetdiag analyze captures/h2-small-window --diagnose[/bold]"
 )
 

@@ -120,10 +120,11 @@ def probe_command(
     host_netns: FetchServerNetns = None,
     host_local: FetchServerLocal = False,
 ) -> None:
-    """Push the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
+    """Push or clone the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 
     Each push goes to a throwaway branch gitnetdiag/probe-<id> that is deleted
-    right after, also on Ctrl-C or error. Results land in a run directory.
+    right after, also on Ctrl-C or error; a clone (--direction fetch) writes
+    nothing on the server. Results land in a run directory.
     """
     run_probe_command(ProbeArgs(**locals()))  # the parameters are ProbeArgs's fields
 
@@ -131,8 +132,9 @@ def probe_command(
 DIAGNOSE_HELP = """Probe, capture, analyse and rank the culprits: the main job.
 
 Pushes the same repository over HTTP/1.1, HTTP/2 and SSH (and git:// with --git)
-to throwaway branches, captures every push, records the HTTP/2 and SSH
-flow-control ledgers, then prints a ranked diagnosis with evidence and the fix.
+to throwaway branches, or clones it (--direction fetch; both: both), captures
+every transfer, records the HTTP/2 and SSH flow-control ledgers, then prints a
+ranked diagnosis with evidence and the fix.
 The run directory keeps everything; 'gitnetdiag report RUNDIR' re-renders it.
 """
 
@@ -144,6 +146,7 @@ DIAGNOSE_EPILOG = (
     "\n\n"
     "  gitnetdiag diagnose --lab --burst 150 --git git://198.18.2.2/lab.git --host-report "
     "host.json\n\n"
+    "  gitnetdiag diagnose --lab --direction fetch                slow clones: read-only\n\n"
     "  gitnetdiag diagnose --lab --format md > ticket.md\n\n"
     "  gitnetdiag diagnose --capture customer.pcap              a bare capture, no probing"
 )

@@ -167,3 +167,16 @@ def test_direct_analyze_skips_typers_parsing(tmp_path: Path) -> None:
     assert "gitnetdiag.commands.analyze" in modules
     assert not {m for m in modules if m.split(".")[0] == "pydantic" or m == "typer._adapters"}
     assert json.loads((tmp_path / "out.json").read_text())["tcp_segments"] > 0
+
+
+def test_the_front_door_says_push_and_clone() -> None:
+    """Issue 36: the top-level help, the README's first lines and ``make demo`` present
+    clones beside pushes, and the demo ends with the download diagnosis of the same lab."""
+    root = Path(__file__).resolve().parents[2]
+    help_text = top_level_help(100)
+    assert "push or clone" in help_text and "--direction fetch" in help_text
+    first = root.joinpath("README.md").read_text().split("\n\n")[1]
+    assert "git push" in first and "git clone" in first and "--direction fetch" in first
+    demo = [line for line in root.joinpath("scripts/demo.sh").read_text().splitlines()
+            if line.startswith("$GND diagnose")]
+    assert len(demo) == 2 and "--direction fetch" in demo[-1], demo
