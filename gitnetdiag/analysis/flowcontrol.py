@@ -144,10 +144,19 @@ class CreditLedger:
     """Event times (seconds), one per event, time ordered."""
     credit_bytes: npt.NDArray[np.int64] = field(compare=False, repr=False)
     """Credit just after each event."""
+    is_data: npt.NDArray[np.bool_] = field(compare=False, repr=False)
+    """Which events are DataSent."""
 
     @property
     def stall_count(self) -> int:
         return len(self.stalls)
+
+    @property
+    def least_credit_after_data_bytes(self) -> int | None:
+        """The least credit the sender had left just after sending (None when it sent
+        nothing): near zero, this window held it."""
+        spent = self.credit_bytes[self.is_data]
+        return int(spent.min()) if spent.size else None
 
     @property
     def stalled_s(self) -> float:
@@ -262,6 +271,7 @@ def credit_ledger(
         last_data_s=float(data_times[-1]) if data_times.size else None,
         t_s=times,
         credit_bytes=credit,
+        is_data=is_data,
     )
 
 

@@ -290,14 +290,22 @@ class H2WireLedger:
         }
 
 
-def _client_of(rows: Sequence[H2FrameRow]) -> str:
-    """The client: who sent the preface; else who opened an odd stream; else the higher port."""
+def _announced_client(rows: Sequence[H2FrameRow]) -> str | None:
+    """The client by what it sent: the preface, else the first odd stream it opened."""
     for row in rows:
         if row.is_preface:
             return row.src
     for row in rows:
         if row.frame_type == FRAME_HEADERS and row.stream_id % 2 == 1:
             return row.src
+    return None
+
+
+def _client_of(rows: Sequence[H2FrameRow]) -> str:
+    """The client: who sent the preface; else who opened an odd stream; else the higher port."""
+    announced = _announced_client(rows)
+    if announced is not None:
+        return announced
     sources = sorted({row.src for row in rows}, key=lambda s: int(s.rsplit(":", 1)[1]))
     return sources[-1]
 
@@ -430,15 +438,76 @@ def _ledger_for_connection(tcp_stream: int, rows: Sequence[H2FrameRow]) -> H2Wir
     )
 
 
-def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2WireLedger]:
-    """One ledger per TCP connection that carried HTTP/2, in connection order."""
+def _connections(rows: Iterable[H2FrameRow]) -> list[tuple[int, list[H2FrameRow]]]:
+    """The frames of each TCP connection in time order, in connection order."""
     by_connection: dict[int, list[H2FrameRow]] = defaultdict(list)
     for row in rows:
         by_connection[row.tcp_stream].append(row)
-    return [
-        _ledger_for_connection(stream, sorted(frames, key=lambda r: (r.ts_ns, r.frame_number)))
-        for stream, frames in sorted(by_connection.items())
-    ]
+    return [(stream, sorted(frames, key=lambda r: (r.ts_ns, r.frame_number)))
+            for stream, frames in sorted(by_connection.items())]
+
+
+def h2_ledgers_from_rows(rows: Sequence[H2FrameRow]) -> list[H2WireLedger]:
+    """One ledger per TCP connection that carried HTTP/2, in connection order."""
+    return [_ledger_for_connection(stream, frames) for stream, frames in _connections(rows)]
+
+
+@dataclass(frozen=True, kw_only=True)
+class GitH2Window:
+    """The windows git advertised as the receiving client (a clone), from its decrypted
+    frames: each stream may receive the client's ``SETTINGS_INITIAL_WINDOW_SIZE`` (65,535 B
+    when the client sends none, RFC 9113 section 6.5.2) before a ``WINDOW_UPDATE`` on it,
+    and the connection 65,535 B plus whatever the client's ``WINDOW_UPDATE`` frames on
+    stream 0 add."""
+
+    stream_window_bytes: int
+    """git's ``SETTINGS_INITIAL_WINDOW_SIZE`` (65,535 B when it sent none)."""
+    connection_window_bytes: int
+    """The connection window git granted before the first DATA frame: 65,535 B plus its
+    ``WINDOW_UPDATE`` increments on stream 0 until then."""
+    window_updates: int
+    """``WINDOW_UPDATE`` frames git sent on the connection (stream and connection)."""
+    data_bytes: int
+    """DATA bytes the server sent on it."""
+    first_frame: int
+    """First capture frame number of the connection (evidence)."""
+
+
+def _granted_window(rows: list[H2FrameRow]) -> GitH2Window | None:
+    """What the announced client granted on one connection before the server's first DATA
+    frame; None without a client or DATA to it."""
+    client = _announced_client(rows)
+    to_client = [r for r in rows if r.src != client and r.frame_type == FRAME_DATA]
+    if not client or not to_client:
+        return None
+    first_data = to_client[0].frame_number
+    from_client = [r for r in rows if r.src == client]
+    initial = next((value for row in from_client for setting, value in row.settings
+                    if setting == SETTING_INITIAL_WINDOW_SIZE and value is not None),
+                   HTTP2_DEFAULT_WINDOW_BYTES)
+    raised = sum(r.increment_bytes or 0 for r in from_client
+                 if r.frame_type == FRAME_WINDOW_UPDATE and r.stream_id == 0
+                 and r.frame_number <= first_data)
+    return GitH2Window(
+        stream_window_bytes=initial, connection_window_bytes=HTTP2_DEFAULT_WINDOW_BYTES + raised,
+        window_updates=sum(1 for r in from_client if r.frame_type == FRAME_WINDOW_UPDATE),
+        data_bytes=sum(r.length_bytes for r in to_client), first_frame=rows[0].frame_number)
+
+
+def git_h2_window(text: str) -> GitH2Window | None:
+    """The windows git granted on the connection that carried most DATA to it, from
+    ``<stem>.http2.tsv`` (``--full``); None when the text holds no HTTP/2 connection that
+    carried DATA to the client (or is not tshark's fields)."""
+    try:
+        frames = parse_tshark_fields(text)
+    except CaptureFormatError:
+        return None
+    best: GitH2Window | None = None
+    for _, rows in _connections(frames):
+        window = _granted_window(rows)
+        if window is not None and (best is None or window.data_bytes > best.data_bytes):
+            best = window
+    return best
 
 
 @dataclass(frozen=True, kw_only=True)

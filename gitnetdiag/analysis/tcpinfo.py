@@ -1,17 +1,63 @@
-"""TCP_INFO samples of a push -> the limit shares a capture would give (pure).
+"""TCP_INFO samples of either end of a transfer -> what held the sender, what the receiver saw
+(pure).
 
-The kernel counts, per socket, how long the sender was busy and how much of
-that it was held back by the peer's receive window (``rwnd_limited``) or by
-its own send buffer (``sndbuf_limited``); with ``bytes_sent`` /
-``bytes_retrans`` that is the TCP evidence of a push without a capture.
-Counters are cumulative, so shares are deltas between the first and last
-sample of the upload socket (the one that moved most bytes).
+The kernel says, per socket and to any user (``ss -tin``, ``getsockopt(TCP_INFO)``), what
+a capture would show. Which end's samples there are depends on who measured:
+
+    the sending socket   --summarize_sender()-->   SenderTcpSummary  (a clone's server)
+                         --summarize_samples()-->  TcpInfoSummary    (a push's client)
+    the receiving socket --summarize_receiver()--> ReceiverTcpSummary (a clone's client)
+
+**What held the sender.** A sender's bytes in flight (``unacked`` x ``mss``) are capped by
+the first of: its congestion window (``cwnd``), the window the receiver advertised
+(``snd_wnd``), its send buffer (``skmem tb``: ``tcp_wmem``, ``SO_SNDBUF``, HAProxy
+``tune.sndbuf.*``, nginx ``sndbuf=``), or the data the application gives it. The kernel
+keeps chronographs of the first causes per socket (``tcpi_busy_time``,
+``tcpi_rwnd_limited``, ``tcpi_sndbuf_limited``), but it counts ``sndbuf_limited`` only
+while the write queue is *empty* and the writer waits for room (``tcp_cwnd_validate`` in
+``net/ipv4/tcp_output.c``). A bulk sender that refills its buffer as each ACK frees it
+keeps the queue non-empty and is never counted (the lab's 64 KiB ``tcp_wmem`` clamp at
+50 ms: ``busy`` 1.8 s, ``sndbuf_limited`` absent, 150 kB in flight, ``cwnd`` 1,937
+segments, ``snd_wnd`` 8.7 MB). So each sample taken while the socket sent is also
+classified from the levels ``ss`` shows (:func:`_limit`):
+
+- **receive window**: in flight at least :data:`FULL` of ``snd_wnd``,
+- **congestion window**: ``unacked`` at least :data:`FULL` of ``cwnd``,
+- **send buffer**: neither, and the buffer holds at least :data:`FULL` of its
+  size (``skmem w`` against ``tb``): the writer could not add more,
+- **application**: none of these (the sender produced the pack slower).
+
+The share of each is of the bytes sent: each sample's cap stands for the bytes sent since
+the sample before (so the ref advertisement's few bytes weigh little beside the pack). The
+kernel's own chronograph shares are kept beside them, and the limit shares the culprits
+read are the larger of the two, whichever end sent (:func:`_larger`).
+
+**What the receiver saw.** The window the receiver advertises caps the rate at
+``window / RTT`` whatever the path could carry:
+
+- ``rcv_ssthresh``: the cap of the window the socket advertises (it grows with
+  receive-buffer autotuning up to what ``tcp_rmem``'s maximum or ``SO_RCVBUF``
+  allow),
+- ``skmem rb``: the receive buffer itself (``ss`` only),
+- ``rcv_space``: autotuning's estimate of what the sender had in flight per RTT,
+- ``rtt`` / ``rcv_rtt``: the round trip as the sender of ACKs and as the receiver
+  measure it,
+- ``rcv_ooopack`` (Linux 5.4+): data segments that arrived out of order. A data
+  segment lost on the way makes the ones sent after it arrive ahead of its
+  retransmission, so at the receiver, which sees no retransmission counter of the
+  sender's, this is what loss leaves (reordering on the path does too).
+- ``rcv_mss`` / ``advmss``: the largest segment received (the kernel's estimate) and the
+  MSS the socket advertised; a path-MTU black hole towards the receiver keeps the first
+  well below the second.
+
+Counters are cumulative, the window values levels. The socket of the transfer is the one
+that moved most bytes.
 """
 
 from __future__ import annotations
 
 import statistics
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,10 +66,188 @@ DELIVERY_RATE = "delivery_rate_bytes_per_s"
 LEGACY_DELIVERY_RATE = "delivery_rate_bps"
 """The same counter (bytes per second too) in runs recorded before it was renamed."""
 
+FULL = 0.75
+"""A level at this share of its cap counts as at the cap (``ss`` samples a moving socket;
+Linux's send buffer also holds each segment's overhead, so a full one shows ``w`` near or
+above ``tb``)."""
+
+Row = Mapping[str, Any]
+"""One sample: ``t_s``, ``local``, ``peer``, ``source`` and its ``counters``."""
+
+
+def _sockets(samples: Iterable[Row]) -> list[list[Row]]:
+    """The samples per socket (local and peer address), each in time order."""
+    by_socket: dict[tuple[str, str], list[Row]] = {}
+    for sample in samples:
+        by_socket.setdefault((str(sample.get("local")), str(sample.get("peer"))),
+                             []).append(sample)
+    return [sorted(rows, key=lambda row: float(row["t_s"])) for rows in by_socket.values()]
+
+
+def _highest(rows: list[Row], key: str) -> float:
+    return max(float(row["counters"].get(key, 0.0)) for row in rows)
+
+
+def _busiest(samples: Iterable[Row], moved: Callable[[list[Row]], float]) -> list[Row] | None:
+    """The samples of the socket that moved most by ``moved``; None without one that moved."""
+    sockets = _sockets(samples)
+    if not sockets:
+        return None
+    rows = max(sockets, key=moved)
+    return rows if moved(rows) > 0 else None
+
+
+def _largest(counters: Iterable[Mapping[str, Any]], key: str) -> int | None:
+    values = [c[key] for c in counters if c.get(key)]
+    return int(max(values)) if values else None
+
+
+# --- the sender ------------------------------------------------------------------------
+
+
+def _limit(counters: Mapping[str, float]) -> str:
+    """Which cap held this sample's bytes in flight: ``window``, ``cwnd``, ``buffer``,
+    ``app``."""
+    unacked = counters.get("unacked", 0.0)
+    flight = unacked * counters.get("snd_mss", 0.0)
+    window = counters.get("snd_wnd_bytes")
+    if window and flight >= FULL * window:
+        return "window"
+    cwnd = counters.get("snd_cwnd")
+    if cwnd and unacked >= FULL * cwnd:
+        return "cwnd"
+    buffer, queued = counters.get("snd_buf_bytes"), counters.get("wmem_queued_bytes")
+    if buffer and queued is not None and queued >= FULL * buffer:
+        return "buffer"
+    return "app"
+
+
+@dataclass(frozen=True, kw_only=True)
+class _SampledCaps:
+    """The caps of the samples taken while the socket sent (module doc)."""
+
+    shares: dict[str, float]
+    """Share of the bytes sent per cap (:func:`_limit`)."""
+    buffer_full_s: float
+    """Seconds the samples classified as send-buffer bound stand for."""
+    sending: list[Mapping[str, float]]
+    """The counters of the samples taken while the socket sent."""
+
+
+def _sampled_caps(rows: list[Row]) -> _SampledCaps:
+    counters = [row["counters"] for row in rows]
+    times = [float(row["t_s"]) for row in rows]
+    weights: dict[str, float] = {}
+    sending: list[Mapping[str, float]] = []
+    buffer_s = 0.0
+    for earlier, later, before, now in zip([{}, *counters], counters, [times[0], *times], times,
+                                           strict=False):
+        moved = later.get("bytes_sent", 0.0) - earlier.get("bytes_sent", 0.0)
+        if moved > 0:
+            kind = _limit(later)
+            sending.append(later)
+            weights[kind] = weights.get(kind, 0.0) + moved
+            buffer_s += now - before if kind == "buffer" else 0.0
+    total = sum(weights.values())
+    return _SampledCaps(
+        shares={kind: weight / total for kind, weight in weights.items()} if total else {},
+        buffer_full_s=buffer_s, sending=sending)
+
+
+def _ratio(part: float | None, whole: float | None) -> float:
+    return min(1.0, part / whole) if part is not None and whole else 0.0
+
+
+def _larger(sampled: float, part: float | None, whole: float | None) -> float:
+    """A limit's share: the larger of the sampled levels' and the kernel's chronograph's
+    (``part / whole``): the one rule of both directions' senders."""
+    return max(sampled, _ratio(part, whole))
+
+
+@dataclass(frozen=True, kw_only=True)
+class SenderTcpSummary:
+    """What the sending end's kernel said about the socket that sent the pack (a clone's
+    server)."""
+
+    source: str
+    """``ss -tin, server (netns ...)``: cited as evidence."""
+    samples: int
+    """Samples of that socket taken while it sent."""
+    sent_bytes: int
+    """Bytes the socket sent (last sample)."""
+    busy_s: float | None
+    """The kernel's ``busy`` chronograph (time with data to send), None when absent."""
+    rwnd_limited_s: float | None
+    """The kernel's ``rwnd_limited`` chronograph."""
+    sndbuf_limited_s: float | None
+    """The kernel's ``sndbuf_limited`` chronograph (see the module doc for what it omits)."""
+    buffer_full_share: float
+    """Share of the bytes sent while the send buffer held the flight (module doc)."""
+    window_full_share: float
+    """Share of the bytes sent at the receiver's advertised window."""
+    cwnd_full_share: float
+    """Share of the bytes sent at the congestion window."""
+    app_share: float
+    """Share of the bytes sent limited by none of them: the application."""
+    flight_median_bytes: int | None
+    """Median bytes in flight (``unacked`` x ``mss``) while sending."""
+    flight_max_bytes: int | None
+    """Most bytes in flight."""
+    send_buffer_max_bytes: int | None
+    """Largest send buffer (``skmem tb``)."""
+    peer_window_median_bytes: int | None
+    """Median of the receiver's advertised window as the sender held it (``snd_wnd``)."""
+    buffer_full_s: float = 0.0
+    """Seconds the samples classified as send-buffer bound stand for (each, the time since
+    the sample before): how long the buffer was seen to hold, beside the share of bytes
+    (one sample at the end of slow start can carry most of a short transfer's bytes)."""
+
+    @property
+    def sndbuf_limited_share(self) -> float:
+        """The larger of the kernel's ``sndbuf_limited / busy`` and the sampled share."""
+        return _larger(self.buffer_full_share, self.sndbuf_limited_s, self.busy_s)
+
+    @property
+    def rwnd_limited_share(self) -> float:
+        """The larger of the kernel's ``rwnd_limited / busy`` and the sampled share."""
+        return _larger(self.window_full_share, self.rwnd_limited_s, self.busy_s)
+
+
+def _seconds(counters: Mapping[str, float], key: str) -> float | None:
+    value = counters.get(key)
+    return value / 1e6 if value is not None else None
+
+
+def summarize_sender(samples: Iterable[Row]) -> SenderTcpSummary | None:
+    """The sending socket's summary (the one that sent most), None when none sent a byte.
+    Its chronographs are the last sample's: the socket sampled from its start."""
+    rows = _busiest(samples, lambda rows: _highest(rows, "bytes_sent"))
+    if rows is None:
+        return None
+    caps = _sampled_caps(rows)
+    flights = [c.get("unacked", 0.0) * c.get("snd_mss", 0.0) for c in caps.sending]
+    windows = [c["snd_wnd_bytes"] for c in caps.sending if c.get("snd_wnd_bytes")]
+    last = rows[-1]["counters"]
+    return SenderTcpSummary(
+        source=str(rows[0].get("source", "ss -tin, server")), samples=len(caps.sending),
+        sent_bytes=int(_highest(rows, "bytes_sent")), busy_s=_seconds(last, "busy_time_us"),
+        rwnd_limited_s=_seconds(last, "rwnd_limited_us"),
+        sndbuf_limited_s=_seconds(last, "sndbuf_limited_us"),
+        buffer_full_share=caps.shares.get("buffer", 0.0),
+        window_full_share=caps.shares.get("window", 0.0),
+        cwnd_full_share=caps.shares.get("cwnd", 0.0), app_share=caps.shares.get("app", 0.0),
+        flight_median_bytes=int(statistics.median(flights)) if flights else None,
+        flight_max_bytes=int(max(flights)) if flights else None,
+        send_buffer_max_bytes=_largest((row["counters"] for row in rows), "snd_buf_bytes"),
+        peer_window_median_bytes=int(statistics.median(windows)) if windows else None,
+        buffer_full_s=caps.buffer_full_s,
+    )
+
 
 @dataclass(frozen=True, kw_only=True)
 class TcpInfoSummary:
-    """What the kernel said about the upload socket over the push."""
+    """What the kernel said about the measuring end's sending socket (a push's upload), as
+    the engine's TCP view when no capture was taken."""
 
     source: str
     """``ss -tin`` or ``getsockopt TCP_INFO`` (cited as evidence)."""
@@ -36,9 +260,10 @@ class TcpInfoSummary:
     busy_s: float | None
     """Time the socket had data to send (``busy_time``) over the span."""
     rwnd_limited_share: float | None
-    """Share of the busy time limited by the peer's receive window."""
+    """Share limited by the peer's receive window (the sender's rule, module doc); None
+    without the kernel's ``busy_time``."""
     sndbuf_limited_share: float | None
-    """Share of the busy time limited by the local send buffer."""
+    """Share limited by the local send buffer (the same rule)."""
     retransmitted_bytes: int | None
     """Bytes sent again over the span."""
     retransmission_rate: float | None
@@ -71,30 +296,26 @@ def _delta(first: Mapping[str, float], last: Mapping[str, float], key: str) -> f
     return last[key] - first.get(key, 0.0)
 
 
-def summarize_samples(samples: Iterable[Mapping[str, Any]]) -> TcpInfoSummary | None:
-    """The upload socket's summary, or None when no socket moved a byte."""
-    by_socket: dict[str, list[Mapping[str, Any]]] = {}
-    for sample in samples:
-        by_socket.setdefault(str(sample.get("local")), []).append(sample)
+def _acked(rows: list[Row]) -> float:
+    return float(rows[-1]["counters"].get("bytes_acked", 0.0)
+                 - rows[0]["counters"].get("bytes_acked", 0.0))
 
-    def acked(rows: list[Mapping[str, Any]]) -> float:
-        return float(rows[-1]["counters"].get("bytes_acked", 0.0)
-                     - rows[0]["counters"].get("bytes_acked", 0.0))
 
-    if not by_socket:
-        return None
-    upload = max(by_socket, key=lambda local: acked(by_socket[local]))
-    rows = sorted(by_socket[upload], key=lambda row: float(row["t_s"]))
-    if acked(rows) <= 0 or len(rows) < 2:
+def summarize_samples(samples: Iterable[Row]) -> TcpInfoSummary | None:
+    """The upload socket's summary (the one most bytes were acknowledged on), or None when no
+    socket moved a byte. Its chronographs count between its first and last sample."""
+    rows = _busiest(samples, _acked)
+    if rows is None or len(rows) < 2:
         return None
     first, last = rows[0]["counters"], rows[-1]["counters"]
     busy_us = _delta(first, last, "busy_time_us")
+    caps = _sampled_caps(rows)
 
-    def share(key: str) -> float | None:
+    def share(cap: str, key: str) -> float | None:
         value = _delta(first, last, key)
         if value is None or not busy_us or busy_us <= 0:
             return None
-        return min(1.0, max(0.0, value / busy_us))
+        return _larger(0.0, max(0.0, value), busy_us)
 
     sent, retrans = _delta(first, last, "bytes_sent"), _delta(first, last, "bytes_retrans")
     segments = _delta(first, last, "total_retrans")
@@ -110,10 +331,10 @@ def summarize_samples(samples: Iterable[Mapping[str, Any]]) -> TcpInfoSummary | 
         source=str(rows[0].get("source", "TCP_INFO")),
         samples=len(rows),
         span_s=float(rows[-1]["t_s"]) - float(rows[0]["t_s"]),
-        acked_bytes=int(acked(rows)),
+        acked_bytes=int(_acked(rows)),
         busy_s=busy_us / 1e6 if busy_us is not None else None,
-        rwnd_limited_share=share("rwnd_limited_us"),
-        sndbuf_limited_share=share("sndbuf_limited_us"),
+        rwnd_limited_share=share("window", "rwnd_limited_us"),
+        sndbuf_limited_share=share("buffer", "sndbuf_limited_us"),
         retransmitted_bytes=int(retrans) if retrans is not None else None,
         retransmission_rate=retrans / sent if retrans is not None and sent else None,
         retransmitted_segments=int(segments) if segments is not None else None,
@@ -128,7 +349,7 @@ def summarize_samples(samples: Iterable[Mapping[str, Any]]) -> TcpInfoSummary | 
     )
 
 
-def last_undelivered_s(samples: Iterable[Mapping[str, Any]], payload_bytes: int) -> float | None:
+def last_undelivered_s(samples: Iterable[Row], payload_bytes: int) -> float | None:
     """The last sample time at which the upload socket had not yet had ``payload_bytes``
     acknowledged: the upload was still on the wire then (None without such a sample).
 
@@ -136,16 +357,119 @@ def last_undelivered_s(samples: Iterable[Mapping[str, Any]], payload_bytes: int)
     when the pack is in the kernel's send buffer, seconds before a slow path delivers it;
     time after this bound is the wait for the server, not the upload.
     """
-    by_socket: dict[str, list[Mapping[str, Any]]] = {}
-    for sample in samples:
-        by_socket.setdefault(str(sample.get("local")), []).append(sample)
-    if not by_socket or payload_bytes <= 0:
+    sockets = _sockets(samples)
+    if not sockets or payload_bytes <= 0:
         return None
-
-    def sent(rows: list[Mapping[str, Any]]) -> float:
-        return max(float(row["counters"].get("bytes_sent", 0.0)) for row in rows)
-
-    upload = max(by_socket.values(), key=sent)
+    upload = max(sockets, key=lambda rows: _highest(rows, "bytes_sent"))
     pending = [float(row["t_s"]) for row in upload
                if float(row["counters"].get("bytes_acked", 0.0)) < payload_bytes]
     return max(pending) if pending else None
+
+
+# --- the receiver ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True, kw_only=True)
+class ReceiverTcpSummary:
+    """What the kernel said about the receiving end's socket (a clone's client)."""
+
+    source: str
+    """``ss -tin`` or ``getsockopt TCP_INFO`` (cited as evidence)."""
+    samples: int
+    """Samples of the receiving socket while bytes arrived."""
+    span_s: float
+    """Time between its first and last sample."""
+    received_bytes: int
+    """Bytes received over the whole connection (last sample)."""
+    advertised_window_max_bytes: int | None
+    """Largest cap of the advertised receive window (``rcv_ssthresh``)."""
+    receive_buffer_max_bytes: int | None
+    """Largest receive buffer (``skmem rb``)."""
+    rcv_space_max_bytes: int | None
+    """Largest ``rcv_space`` (bytes the sender delivered per RTT, as autotuning saw it)."""
+    min_rtt_s: float | None
+    """Smallest RTT the kernel measured on the socket."""
+    median_rtt_s: float | None
+    """Median RTT as the receiver measured it (``rcv_rtt``, else the smoothed ``rtt``)."""
+    data_segments_in: int | None = None
+    """Data segments received over the connection (``data_segs_in``, last sample)."""
+    out_of_order_segments: int | None = None
+    """Data segments that arrived out of order (``rcv_ooopack``, last sample), None when the
+    kernel or ``ss`` did not say (``ss`` leaves a zero out: see :func:`summarize_receiver`)."""
+    rcv_mss_max_bytes: int | None = None
+    """Largest segment the socket received, as the kernel estimates it (``rcv_mss``,
+    payload): 536 until a larger one arrives."""
+    advmss_bytes: int | None = None
+    """The MSS the socket advertised (``advmss``): the payload of a full-size segment."""
+    peer_mss_bytes: int | None = None
+    """The MSS the socket sends with (``snd_mss``): the sender's MSS option, capped by the
+    receiver's own path. A sender with a smaller MSS than ``advmss`` (a 1400 B MTU, a
+    tunnel) never sends a segment above it, path hole or not."""
+
+    @property
+    def full_segment_bytes(self) -> int | None:
+        """The payload of a full-size segment from the sender: the smaller of the two MSS
+        the ends announced, when known."""
+        known = [m for m in (self.advmss_bytes, self.peer_mss_bytes) if m]
+        return min(known) if known else None
+
+    @property
+    def out_of_order_share(self) -> float | None:
+        """Share of the data segments that arrived out of order (loss or reordering)."""
+        if self.out_of_order_segments is None or not self.data_segments_in:
+            return None
+        return min(1.0, self.out_of_order_segments / self.data_segments_in)
+
+    @property
+    def window_rate_limit_bytes_per_s(self) -> float | None:
+        """The most the advertised window lets through: ``window / RTT``."""
+        rtt = self.min_rtt_s or self.median_rtt_s
+        if self.advertised_window_max_bytes is None or not rtt:
+            return None
+        return self.advertised_window_max_bytes / rtt
+
+
+def summarize_receiver(samples: Iterable[Row]) -> ReceiverTcpSummary | None:
+    """The receiving socket's summary (the one that received most), or None when no socket
+    received a byte. Window levels are those of the samples taken while bytes arrived; a
+    segment size estimate is a level that a stall does not reset (every sample)."""
+    rows = _busiest(samples, lambda rows: _highest(rows, "bytes_received"))
+    if rows is None:
+        return None
+    counters = [row["counters"] for row in rows]
+    moving = [later for earlier, later in zip([{}, *counters], counters, strict=False)
+              if later.get("bytes_received", 0.0) > earlier.get("bytes_received", 0.0)]
+    levels = moving or counters
+    last = counters[-1]
+    rcv_rtts = [c["rcv_rtt_us"] / 1e6 for c in levels if c.get("rcv_rtt_us")]
+    rtts = rcv_rtts or [c["rtt_us"] / 1e6 for c in levels if c.get("rtt_us")]
+    min_rtts = [c["min_rtt_us"] / 1e6 for c in counters if c.get("min_rtt_us")]
+    return ReceiverTcpSummary(
+        source=str(rows[0].get("source", "TCP_INFO")), samples=len(levels),
+        span_s=float(rows[-1]["t_s"]) - float(rows[0]["t_s"]),
+        received_bytes=int(_highest(rows, "bytes_received")),
+        advertised_window_max_bytes=_largest(levels, "rcv_ssthresh"),
+        receive_buffer_max_bytes=_largest(levels, "rcv_buf_bytes"),
+        rcv_space_max_bytes=_largest(levels, "rcv_space"),
+        min_rtt_s=min(min_rtts) if min_rtts else None,
+        median_rtt_s=statistics.median(rtts) if rtts else None,
+        data_segments_in=int(last["data_segs_in"]) if last.get("data_segs_in") else None,
+        out_of_order_segments=_out_of_order(counters),
+        rcv_mss_max_bytes=_largest(counters, "rcv_mss"),
+        advmss_bytes=_largest(counters, "advmss"),
+        peer_mss_bytes=_largest(counters, "snd_mss"),
+    )
+
+
+def _out_of_order(counters: list[Mapping[str, Any]]) -> int | None:
+    """``rcv_ooopack`` of the last sample. ``ss`` prints it only when non-zero, and
+    ``getsockopt`` only on Linux 5.4+: a socket that received data segments and never
+    showed it counts zero when its samples come from a kernel that has it, told by a later
+    counter (``snd_wnd``, Linux 6.2, which ``ss`` prints whenever the peer's window is
+    open); on an older kernel it stays unknown."""
+    seen = [c["rcv_ooopack"] for c in counters if "rcv_ooopack" in c]
+    if seen:
+        return int(max(seen))
+    if counters[-1].get("data_segs_in") and any("snd_wnd_bytes" in c for c in counters):
+        return 0
+    return None

@@ -8,7 +8,7 @@ TLS, so with ``--full`` (root) the clone runs under a whole-packet ``tcpdump``
 of its connection with ``SSLKEYLOGFILE`` (a 0600 file in the run directory),
 and afterwards ``tshark`` decrypts the capture into ``<stem>.http2.tsv``
 (:data:`gitnetdiag.analysis.h2ledger.TSHARK_FIELDS`), read by
-:mod:`gitnetdiag.analysis.fetchwire`. A failure (no tcpdump, no tshark, no
+:func:`gitnetdiag.analysis.h2ledger.git_h2_window`. A failure (no tcpdump, no tshark, no
 keys written) leaves the clone unchanged, with a warning.
 """
 

@@ -7,9 +7,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gitnetdiag.analysis.capture_analysis import analyze_capture
-from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
-from gitnetdiag.analysis.fetchwindow import receiver_window_limited_share
 from gitnetdiag.analysis.tcp_results import ConnectionSeries
+from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
+from gitnetdiag.analysis.window import receiver_window_limited_share
 from gitnetdiag.pipeline._fetch import download_capture_metrics
 from tests.capture.craft import Conversation
 
@@ -47,7 +47,7 @@ def _download(path: Path) -> Path:
 def test_holes_filled_at_the_receiver_are_the_servers_retransmissions(tmp_path: Path) -> None:
     analysis = analyze_capture(_download(tmp_path / "fetch-ssh-1.pcap"))
     (conn,) = analysis.connections
-    tcp = DownloadTcpSummary(source="ss -tin", samples=10, span_s=1.0, received_bytes=289_600,
+    tcp = ReceiverTcpSummary(source="ss -tin", samples=10, span_s=1.0, received_bytes=289_600,
                              advertised_window_max_bytes=260_000, receive_buffer_max_bytes=None,
                              rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.06)
     metrics = download_capture_metrics(conn, "fetch ssh #1", tcp)
@@ -134,7 +134,7 @@ def test_a_black_hole_towards_the_client_leaves_only_small_segments(tmp_path: Pa
     conv.segment("s", "PA", dt_s=0.01, seq=hole + 7 * MSS, payload=986, win=2048)
     conv.segment("c", "A", dt_s=0.0001, win=2048, ack=hole)
     (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-h1-1.pcap")).connections
-    tcp = DownloadTcpSummary(source="ss -tin", samples=2, span_s=6.0, received_bytes=2214,
+    tcp = ReceiverTcpSummary(source="ss -tin", samples=2, span_s=6.0, received_bytes=2214,
                              advertised_window_max_bytes=67_072, receive_buffer_max_bytes=None,
                              rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.05,
                              rcv_mss_max_bytes=986, advmss_bytes=1448)
@@ -159,7 +159,7 @@ def test_without_the_handshake_the_window_is_no_size(tmp_path: Path) -> None:
         conv.segment("c", "A", dt_s=0.0001, win=502)
     (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-h1-1.pcap")).connections
     assert not conn.handshake.window_scale_known
-    tcp = DownloadTcpSummary(source="ss -tin", samples=10, span_s=1.0, received_bytes=434_400,
+    tcp = ReceiverTcpSummary(source="ss -tin", samples=10, span_s=1.0, received_bytes=434_400,
                              advertised_window_max_bytes=4_000_000, receive_buffer_max_bytes=None,
                              rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.05)
     metrics = download_capture_metrics(conn, "fetch h1 #1", tcp)

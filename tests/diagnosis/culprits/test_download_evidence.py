@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import pytest
 
-from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
 from gitnetdiag.diagnosis.culprits._common import flight_in_window, no_queue
 
 
-def _tcp(median_rtt_s: float | None, min_rtt_s: float | None) -> DownloadTcpSummary:
-    return DownloadTcpSummary(
+def _tcp(median_rtt_s: float | None, min_rtt_s: float | None) -> ReceiverTcpSummary:
+    return ReceiverTcpSummary(
         source="ss -tin", samples=10, span_s=10.0, received_bytes=2_000_000,
         advertised_window_max_bytes=1_000_000, receive_buffer_max_bytes=2_000_000,
         rcv_space_max_bytes=100_000, min_rtt_s=min_rtt_s, median_rtt_s=median_rtt_s)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gitnetdiag.analysis.fetchwire import git_h2_window
+from gitnetdiag.analysis.h2ledger import git_h2_window
 
 PREFACE = "PRI * HTTP/2.0\\r\\n\\r\\nSM\\r\\n\\r\\n"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.analysis.fetchsender import summarize_sender
+from gitnetdiag.analysis.tcpinfo import summarize_sender
 
 RECORDED = [json.loads(line) for line in (
     Path(__file__).parent / "data" / "server_sndbuf_clamp.server-tcpinfo.jsonl"

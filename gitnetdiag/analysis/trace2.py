@@ -1,7 +1,10 @@
-"""Where the time of a clone went: pure parsing of what git and the monitor wrote.
+"""Where the time of a transfer went, from git's trace2: pure parsing of what git and the
+monitor wrote.
 
-No I/O: the functions take the texts of a fetch's artifacts and return values.
-The phases of a clone, from the client's side, in order::
+No I/O: the functions take the texts of a run's artifacts and return values. A push's
+phases are read as the probe runs (:func:`gitnetdiag.probe.trace2.parse_trace2_events`, the
+sender's ``pack-objects`` regions); the receiving client's phases of a clone are derived
+here, in order::
 
     start ──ref advertisement──> fetch-pack ──negotiation──> request sent
           (connect, TLS/SSH, auth,        (wants/haves,       │
@@ -30,14 +33,14 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from gitnetdiag.rundir.fetchrecords import TimelinePoint
+from gitnetdiag.rundir.records import TimelinePoint
 from gitnetdiag.thresholds import MIN_RATE_BYTES
 
 
 @dataclass(frozen=True, kw_only=True)
-class FetchPhases:
-    """Phases of one clone in seconds since git started; None when not seen (a clone
-    stopped mid-pack has no index-pack or checkout)."""
+class ReceiverPhases:
+    """Phases of one transfer at the receiving client (a clone) in seconds since git
+    started; None when not seen (a clone stopped mid-pack has no index-pack or checkout)."""
 
     protocol_version: int | None
     """Wire protocol version git negotiated (trace2 ``negotiated-version``)."""
@@ -166,8 +169,8 @@ def _first_object_offset(stderr: str) -> int | None:
     return None
 
 
-def fetch_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[TimelinePoint],
-                 packet_trace: str, started_epoch_s: float) -> FetchPhases:
+def receiver_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[TimelinePoint],
+                    packet_trace: str, started_epoch_s: float) -> ReceiverPhases:
     """The phases of one clone from its artifacts (see the module doc)."""
     events = parse_trace2_lines(trace2)
     starts = [t for e in events if e.get("event") == "start" and "/" not in e["sid"]
@@ -201,7 +204,7 @@ def fetch_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[Timel
         return None if seen is None else max(0.0, seen - shift)
 
     index_end = check_leave if check_leave is not None else resolve_leave
-    return FetchPhases(
+    return ReceiverPhases(
         protocol_version=_data(events, "negotiated-version"),
         ref_count=count_advertised_refs(packet_trace),
         ref_advertisement_s=rel(min(fetch_pack)) if fetch_pack else None,
@@ -222,7 +225,7 @@ def fetch_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[Timel
     )
 
 
-def finished_clone_rate(phases: FetchPhases, moved_bytes: int, wall_s: float
+def finished_clone_rate(phases: ReceiverPhases, moved_bytes: int, wall_s: float
                         ) -> tuple[int, float, float] | None:
     """``(bytes, seconds, rate)`` of a clone that finished with no measured rate (its pack
     came between two samples of the monitor and git did not count it aloud: an older run

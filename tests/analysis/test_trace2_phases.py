@@ -7,8 +7,8 @@ from functools import partial
 
 import pytest
 
-from gitnetdiag.analysis.fetchphases import count_advertised_refs, fetch_phases
-from gitnetdiag.rundir.fetchrecords import TimelinePoint
+from gitnetdiag.analysis.trace2 import count_advertised_refs, receiver_phases
+from gitnetdiag.rundir.records import TimelinePoint
 
 T0 = 1_700_000_000.0
 approx = partial(pytest.approx, abs=1e-5)
@@ -56,7 +56,7 @@ def _timeline() -> list[TimelinePoint]:
 
 def test_phases_in_order_from_every_source() -> None:
     """Each phase comes from its own source and the timeline's clock is aligned to trace2's."""
-    phases = fetch_phases(trace2=TRACE2, stderr=STDERR, timeline=_timeline(),
+    phases = receiver_phases(trace2=TRACE2, stderr=STDERR, timeline=_timeline(),
                           packet_trace="", started_epoch_s=T0 - 0.02)
     assert phases.protocol_version == 2
     assert phases.ref_advertisement_s == approx(0.30)
@@ -76,7 +76,7 @@ def test_phases_in_order_from_every_source() -> None:
 
 def test_stopped_clone_has_no_late_phases() -> None:
     """A clone stopped mid-pack: no pack received, index-pack, checkout or exit."""
-    phases = fetch_phases(trace2=TRACE2[:7], stderr=STDERR, timeline=_timeline(),
+    phases = receiver_phases(trace2=TRACE2[:7], stderr=STDERR, timeline=_timeline(),
                           packet_trace="", started_epoch_s=T0)
     assert phases.first_pack_byte_s is not None
     assert phases.pack_received_s is None and phases.received_bytes is None
