@@ -2,8 +2,8 @@
 
 A thin shell: :func:`gitnetdiag.probe.fetchrun.run_fetch_probe` clones over each
 protocol into the run directory, :mod:`gitnetdiag.pipeline` derives the
-phases, the TCP evidence and the culprits, :mod:`gitnetdiag.report.fetch`
-words them.
+phases, the TCP evidence and the culprits, :data:`gitnetdiag.report.RENDERERS`
+word them.
 """
 
 from __future__ import annotations
@@ -104,34 +104,17 @@ def fetch_exit_error(diagnosis: FetchDiagnosis, run_error: GitnetdiagError | Non
 
 
 def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
-    """The fetch report in ``fmt``: ``terminal``, ``md``, ``html`` (with the window plot)
-    or ``json``."""
-    from gitnetdiag.report.fetch import (
-        render_fetch_json,
-        render_fetch_markdown,
-        render_fetch_terminal,
-    )
+    """The report in ``fmt`` (``terminal``, ``md``, ``html`` or ``json``), by the one set of
+    renderers."""
+    from gitnetdiag.report import RENDERERS
 
-    if fmt == "html":
-        from gitnetdiag.report.fetch_html import render_fetch_html
-
-        return render_fetch_html(diagnosis.manifest, diagnosis.observations,
-                                 diagnosis.findings, diagnosis.windows, diagnosis.h2_pacing,
-                                 diagnosis.ssh_pacing, verdict=diagnosis.verdict,
-                                 failures=diagnosis.measurement_failures,
-                                 bursts=diagnosis.bursts, headline=diagnosis.headline)
-    render = {"json": render_fetch_json, "md": render_fetch_markdown}.get(
-        fmt, render_fetch_terminal)
-    return render(diagnosis.manifest, diagnosis.observations, diagnosis.findings,
-                  diagnosis.h2_pacing, diagnosis.ssh_pacing, verdict=diagnosis.verdict,
-                  failures=diagnosis.measurement_failures, bursts=diagnosis.bursts,
-                  headline=diagnosis.headline)
+    return RENDERERS[fmt](diagnosis)
 
 
 def is_fetch_run(run_dir: Path) -> bool:
     """A fetch run directory: ``fetch.json`` and no push ``manifest.json`` beside it."""
     from gitnetdiag.rundir import MANIFEST_NAME
-    from gitnetdiag.rundir.fetchrecords import FETCH_FILE
+    from gitnetdiag.rundir.files import FETCH_FILE
 
     return (run_dir / FETCH_FILE).exists() and not (run_dir / MANIFEST_NAME).exists()
 

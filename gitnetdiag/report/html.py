@@ -19,8 +19,21 @@ from gitnetdiag.report.failures import (
     failure_signature,
     failure_where,
 )
-from gitnetdiag.report.plots import Figure, report_figures
+from gitnetdiag.report.plots import Figure, pacing_figure, report_figures, window_figure
 from gitnetdiag.report.redact import redact_diagnosis
+from gitnetdiag.report.transfers import (
+    SSH_LEDGER_COLUMNS,
+    SSH_LEDGER_TITLE,
+    WORDS,
+    SampledRun,
+    burst_line,
+    columns,
+    direction_line,
+    header,
+    sections,
+    ssh_ledger_row,
+    transfer_row,
+)
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
@@ -100,8 +113,74 @@ def _finding(rank: int, f: Finding) -> str:
     )
 
 
-def render_html(diagnosis: Diagnosis) -> str:
+def _table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    if not rows:
+        return ""
+    head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>"
+                   for row in rows)
+    return f"<h2>{_esc(title)}</h2><table><tr>{head}</tr>{body}</table>"
+
+
+def _sampled_finding(rank: int, finding: Finding) -> str:
+    rows = "".join(
+        f"<tr><td>{_esc(item.what)}</td><td>{_esc(fmt_evidence_value(item))}</td>"
+        f"<td>{_esc(fmt_evidence_threshold(item))}</td><td>{_esc(item.source)}</td></tr>"
+        for item in finding.evidence)
+    return (f"<h3>{rank}. <code>{_esc(finding.id)}</code>: {_esc(finding.title)}</h3>"
+            f"<p>costs ~{finding.cost_s:.1f} s, score {finding.score:.2f}. "
+            f"{_esc(finding.summary)}</p>"
+            "<table><tr><th>evidence</th><th>value</th><th>threshold</th><th>source</th></tr>"
+            f"{rows}</table><p class=\"fix\">fix: {_esc(finding.fix)}</p>")
+
+
+def _sampled_html(d: SampledRun) -> str:
+    """The page of a redacted diagnosis of sampled transfers: each transfer's row, the
+    culprits, the evidence sections present, the window and ledger plots."""
+    words = WORDS[d.direction]
+    parts = [
+        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
+        f"<title>gitnetdiag report: {_esc(d.direction)}</title><style>{STYLE}</style>"
+        "</head><body>",
+        f"<h1>gitnetdiag report: {_esc(words.way)} direction ({_esc(d.direction)})</h1>",
+        f"<p>{_esc(direction_line(d.direction))}</p>",
+        *(f"<p>{_esc(line)}</p>" for line in header(d)),
+        f"<p>verdict: <strong>{_esc(d.verdict)}</strong></p>",
+    ]
+    if d.headline:
+        parts.append(f"<p>{_esc(d.headline)}</p>")
+    parts += [f"<p>{_esc(f.reference)}: {_esc(f.message)}"
+              + (f" (explained by {_esc(f.explained_by)})" if f.explained_by
+                 else f"; {_esc(f.hint)}") + "</p>" for f in d.measurement_failures]
+    rows = [transfer_row(obs) for obs in d.observations]
+    parts.append(_table(words.transfers.capitalize(), columns(d.direction), rows)
+                 or f"<h2>{_esc(words.transfers.capitalize())}</h2>"
+                 f"<p>no {_esc(words.transfer)} was measured</p>")
+    if d.bursts:
+        parts.append("<h2>Bursts</h2><ul>" + "".join(
+            f"<li>{_esc(burst_line(burst))}</li>" for burst in d.bursts) + "</ul>")
+    parts.append(f"<h2>Culprits ({_esc(words.way)} direction)</h2>")
+    if d.findings:
+        parts += [_sampled_finding(rank, f) for rank, f in enumerate(d.findings, start=1)]
+    elif any(obs.measured for obs in d.observations):
+        parts.append(f"<p>no {_esc(words.way)} culprit above the threshold</p>")
+    if d.manifest.errors:
+        parts.append("<h2>Errors</h2><ul>" + "".join(
+            f"<li><code>{_esc(e.reference)}</code>: {_esc(e.message)}</li>"
+            for e in d.manifest.errors) + "</ul>")
+    parts += [_table(title, cols, rows) for title, cols, rows in sections(d)]
+    parts.append(_table(SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS,
+                        [ssh_ledger_row(p) for p in d.ssh_pacing]))
+    figures = [window_figure(d.observations, d.windows), pacing_figure(d.h2_pacing)]
+    parts.append(plots_section([figure for figure in figures if figure is not None]))
+    parts.append("</body></html>\n")
+    return "".join(parts)
+
+
+def render_html(diagnosis: Diagnosis | SampledRun) -> str:
     """One self-contained HTML page (plots inline, no external resources)."""
+    if not isinstance(diagnosis, Diagnosis):
+        return _sampled_html(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)
     env = d.environment
     parts = [
@@ -115,7 +194,8 @@ def render_html(diagnosis: Diagnosis) -> str:
         parts += _failures(d)
     if d.protocols:
         parts.append(
-            "<h2>Pushes per protocol</h2><table><tr><th>protocol</th><th>ok</th><th>failed</th>"
+            f"<h2>{WORDS.get(d.direction, WORDS['push']).transfers.capitalize()} per protocol</h2>"
+            "<table><tr><th>protocol</th><th>ok</th><th>failed</th>"
             "<th>bytes</th><th>duration (median)</th><th>rate median</th><th>rate min</th>"
             "<th>rate max</th></tr>"
         )

@@ -7,6 +7,8 @@ from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.redact import redact_diagnosis
+from gitnetdiag.report.transfers import SampledRun, burst_json
+from gitnetdiag.report.transfers import report_dict as sampled_report_dict
 from gitnetdiag.serial import to_jsonable
 
 SCHEMA = "gitnetdiag.report/4"
@@ -29,8 +31,11 @@ def _finding(rank: int | None, f: Finding) -> dict[str, Any]:
     }
 
 
-def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
-    """The report as plain JSON types."""
+def report_dict(diagnosis: Diagnosis | SampledRun) -> dict[str, Any]:
+    """The report as plain JSON types (schema :data:`SCHEMA`, or
+    :data:`~gitnetdiag.report.transfers.TRANSFER_REPORT_SCHEMA` for sampled transfers)."""
+    if not isinstance(diagnosis, Diagnosis):
+        return sampled_report_dict(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)
     protocols = {}
     for s in d.protocols:
@@ -38,6 +43,9 @@ def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
         del item["protocol"]
         protocols[s.protocol] = item
     env = to_jsonable(d.environment)
+    observations = d.observations.to_dict()
+    if "bursts" in observations:
+        observations["bursts"] = [burst_json(burst) for burst in observations["bursts"]]
     return {
         "schema": SCHEMA,
         "direction": d.direction,
@@ -51,10 +59,10 @@ def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
         "dropped": [_finding(None, f) for f in d.dropped],
         "protocols": protocols,
         "environment": env,
-        "observations": d.observations.to_dict(),
+        "observations": observations,
     }
 
 
-def render_json(diagnosis: Diagnosis) -> str:
+def render_json(diagnosis: Diagnosis | SampledRun) -> str:
     """The report as indented JSON text (ends with a newline)."""
     return json.dumps(report_dict(diagnosis), indent=2, sort_keys=False) + "\n"

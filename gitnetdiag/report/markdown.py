@@ -12,6 +12,7 @@ from gitnetdiag.report.failures import (
     failure_where,
 )
 from gitnetdiag.report.redact import redact_diagnosis
+from gitnetdiag.report.transfers import WORDS, SampledRun, render_text
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
@@ -62,8 +63,10 @@ def _finding(rank: int, f: Finding) -> list[str]:
     return lines
 
 
-def render_markdown(diagnosis: Diagnosis) -> str:
+def render_markdown(diagnosis: Diagnosis | SampledRun) -> str:
     """The report as GitHub-flavoured Markdown."""
+    if not isinstance(diagnosis, Diagnosis):
+        return render_text(redact_diagnosis(diagnosis), markdown=True)
     d = redact_diagnosis(diagnosis)
     env = d.environment
     lines = [
@@ -84,7 +87,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         lines.append("")
     if d.protocols:
         lines += [
-            "## Pushes per protocol",
+            f"## {WORDS.get(d.direction, WORDS['push']).transfers.capitalize()} per protocol",
             "",
             "| protocol | ok | failed | bytes | duration (median) | rate median | rate min | "
             "rate max |",

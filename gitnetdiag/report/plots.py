@@ -11,6 +11,10 @@
   below it. A long push holds thousands of WINDOW_UPDATE refills; drawn as a
   raw step line they fill the panel solid.
 - **Push rate per protocol** (median with the min-max range).
+- For sampled transfers (a fetch's clones): the receiver's advertised window against
+  the sender's bytes in flight as the receiver counted them (``rcv_ssthresh`` and
+  ``rcv_space`` per RTT, one panel per transfer; where the lines meet, the window was
+  the limit), and the native HTTP/2 ledgers' bytes over time under each window.
 
 All time axes share one convention, seconds since the connection opened,
 and one span, so the panels of different figures line up when read one above
@@ -29,6 +33,8 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from gitnetdiag.analysis.nativeledger import H2Pacing
+from gitnetdiag.analysis.window import ReceiverWindowSeries
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_LABELS,
@@ -36,7 +42,8 @@ from gitnetdiag.diagnosis.observations import (
     FlightSeries,
     TimeSeries,
 )
-from gitnetdiag.report.units import fmt_bytes
+from gitnetdiag.diagnosis.transfers import TransferObservation
+from gitnetdiag.report.units import fmt_bytes, fmt_quantity
 
 MB = 1e6
 kB = 1e3
@@ -298,3 +305,64 @@ def report_figures(d: Diagnosis) -> list[Figure]:
     figures = (time_sequence_figure(d, span_s=span), credit_figure(d, span_s=span),
                rate_figure(d))
     return [f for f in figures if f is not None]
+
+
+WINDOW_TITLE = ("Download per clone: the client's advertised window (rcv_ssthresh) against the "
+                "server's bytes in flight as the client counted them (rcv_space, per RTT)")
+
+
+def _kb(series: Sequence[float | None]) -> npt.NDArray[np.float64]:
+    return np.array([np.nan if value is None else value / kB for value in series], dtype=float)
+
+
+def window_figure(observations: Sequence[TransferObservation],
+                  windows: Sequence[ReceiverWindowSeries | None]) -> Figure | None:
+    """One panel per transfer with TCP_INFO samples; None when no transfer has any."""
+    panels = [(obs, series) for obs, series in zip(observations, windows, strict=False)
+              if series is not None and series.t_s]
+    if not panels:
+        return None
+    plt = pyplot()
+    fig, axes = plt.subplots(len(panels), 1, figsize=(FIG_WIDTH_IN, 0.6 + 2.0 * len(panels)),
+                             sharex=True, squeeze=False)
+    for ax, (obs, series) in zip(axes[:, 0], panels, strict=True):
+        t = np.asarray(series.t_s)
+        ax.step(t, _kb(series.advertised_window_bytes), where="post", color="tab:orange",
+                linestyle="--", label="client's advertised window")
+        ax.step(t, _kb(series.in_flight_bytes), where="post", color="tab:blue",
+                label="server's bytes in flight (per RTT)")
+        ax.set_ylim(bottom=0)
+        ax.set_ylabel("kB")
+        ax.set_title(f"{obs.protocol} #{obs.repeat} ({series.source})", loc="left",
+                     fontsize="medium")
+        ax.legend(loc="upper left", fontsize="small")
+        ax.grid(True, alpha=0.3)
+    axes[-1, 0].set_xlabel("seconds since git clone started")
+    fig.subplots_adjust(hspace=0.4, top=1 - 0.35 / fig.get_figheight(),
+                        bottom=0.5 / fig.get_figheight(), **MARGINS)
+    return Figure(title=WINDOW_TITLE, png=png_bytes(fig))
+
+
+PACING_TITLE = ("Native HTTP/2 download: pack bytes received against time under each window "
+                "the client advertised (the server sends a window, then waits for credit)")
+
+
+def pacing_figure(pacing: Sequence[H2Pacing]) -> Figure | None:
+    """The cumulative bytes of each native download, one line per window; None without."""
+    drawn = [p for p in pacing if p.t_s]
+    if not drawn:
+        return None
+    plt = pyplot()
+    fig, ax = plt.subplots(figsize=(FIG_WIDTH_IN, 3.2))
+    for p in drawn:
+        ax.step(np.asarray(p.t_s), np.asarray(p.cumulative_bytes) / MB, where="post",
+                label=f"{p.label} window ({fmt_quantity(p.window_bytes, 'B')}): "
+                f"{fmt_quantity(p.rate_bytes_per_s, 'B/s')}")
+    ax.set_ylim(bottom=0)
+    ax.set_xlim(left=0)
+    ax.set_ylabel("MB")
+    ax.set_xlabel("seconds since the fetch request")
+    ax.legend(loc="upper left", fontsize="small")
+    ax.grid(True, alpha=0.3)
+    fig.subplots_adjust(top=0.95, bottom=0.16, **MARGINS)
+    return Figure(title=PACING_TITLE, png=png_bytes(fig))

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.report.fetch import WIRE_TITLE
+from gitnetdiag.report.transfers import WIRE_TITLE
 from tests.conftest import LabFactory
 
 # The idle lane (tests/conftest.py): a capture, its decrypted frames' window values and the

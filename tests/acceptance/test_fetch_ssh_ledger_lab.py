@@ -13,7 +13,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from gitnetdiag.report.fetch import SSH_LEDGER_TITLE
+from gitnetdiag.report.transfers import SSH_LEDGER_TITLE
 from tests.conftest import LabFactory
 from tests.probe.test_fetch_daemon import tree_digest
 

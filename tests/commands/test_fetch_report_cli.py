@@ -16,8 +16,8 @@ import pytest
 
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions
-from gitnetdiag.report.fetch import DIRECTION_LINE, FETCH_REPORT_SCHEMA
-from gitnetdiag.report.fetch_html import WINDOW_TITLE
+from gitnetdiag.report.plots import WINDOW_TITLE
+from gitnetdiag.report.transfers import TRANSFER_REPORT_SCHEMA, direction_line
 from gitnetdiag.vocabulary import TransportKind
 from tests.probe.test_fetch_daemon import history_daemon
 
@@ -59,13 +59,13 @@ def test_report_rerenders_a_fetch_run_in_every_format(fetch_run: Path) -> None:
         assert proc.returncode == 0, proc.stderr
         texts[fmt] = proc.stdout
     report = json.loads(texts["json"])
-    assert report["schema"] == FETCH_REPORT_SCHEMA and report["direction"] == "fetch"
+    assert report["schema"] == TRANSFER_REPORT_SCHEMA and report["direction"] == "fetch"
     assert report["seed"] is None
     assert report["verdict"] in ("healthy", "degraded") and report["measurement_failures"] == []
     (fetch,) = report["fetches"]
     assert fetch["protocol"] == "git" and fetch["outcome"] == "ok" and fetch["moved_bytes"] > 0
     for fmt in ("terminal", "md"):
-        assert DIRECTION_LINE in texts[fmt]
+        assert direction_line("fetch") in texts[fmt]
         assert "git #1" in texts[fmt] and "nothing was written on the server" in texts[fmt]
     assert "| protocol | outcome |" in texts["md"]
     assert "download direction (fetch)" in texts["html"]
@@ -76,7 +76,7 @@ def test_report_rerenders_a_fetch_run_in_every_format(fetch_run: Path) -> None:
 def test_analyze_of_a_fetch_run_prints_its_report(fetch_run: Path, tmp_path: Path) -> None:
     proc = _cli("analyze", str(fetch_run), "--json", str(tmp_path / "a.json"))
     assert proc.returncode == 0, proc.stderr
-    assert DIRECTION_LINE in proc.stdout
+    assert direction_line("fetch") in proc.stdout
     assert json.loads((tmp_path / "a.json").read_text())["direction"] == "fetch"
     proc = _cli("analyze", str(fetch_run), "--json", "-")
     assert json.loads(proc.stdout)["direction"] == "fetch"

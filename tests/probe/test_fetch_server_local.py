@@ -9,7 +9,8 @@ from pathlib import Path
 from gitnetdiag.pipeline import diagnose_fetch_run
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions
-from gitnetdiag.report.fetch import SENDER_TITLE, fetch_report_dict, render_fetch_markdown
+from gitnetdiag.report import render_markdown, report_dict
+from gitnetdiag.report.transfers import SENDER_TITLE
 from gitnetdiag.vocabulary import TransportKind
 from tests.probe.test_fetch_daemon import history_daemon
 
@@ -40,10 +41,8 @@ def test_a_local_servers_socket_is_sampled_beside_gits(
     assert diagnosis is not None
     (obs,) = diagnosis.observations
     assert obs.sender is not None and obs.sender.sent_bytes > 100_000
-    assert SENDER_TITLE in render_fetch_markdown(diagnosis.manifest, diagnosis.observations,
-                                                 diagnosis.findings)
-    (fetch,) = fetch_report_dict(diagnosis.manifest, diagnosis.observations,
-                                 diagnosis.findings)["fetches"]
+    assert SENDER_TITLE in render_markdown(diagnosis)
+    (fetch,) = report_dict(diagnosis)["fetches"]
     assert 0 <= fetch["server_sndbuf_limited_share"] <= 1
     assert fetch["sender"]["source"] == "ss -tin, server (this host)"
 

@@ -121,3 +121,19 @@ def test_healthy_report_has_no_culprits() -> None:
     report = json.loads(render_json(diagnose(examples.healthy())))
     assert report["verdict"] == "healthy"
     assert report["culprits"] == []
+
+
+def test_uncounted_burst_handshakes_are_null_counted_none_are_zero() -> None:
+    """null = not counted, 0 = counted none: the push report says it as the fetch report."""
+    from dataclasses import replace
+
+    from gitnetdiag.diagnosis.observations import BurstResult
+
+    bursts = (BurstResult(protocol="git", concurrency=4, ok=4, handshakes_counted=False),
+              BurstResult(protocol="ssh", concurrency=4, ok=4))
+    report = json.loads(render_json(diagnose(replace(examples.healthy(), bursts=bursts))))
+    uncounted, counted = report["observations"]["bursts"]
+    assert [uncounted[k] for k in ("syn_retransmissions", "synack_retransmissions", "resets")] \
+        == [None, None, None]
+    assert [counted[k] for k in ("syn_retransmissions", "synack_retransmissions", "resets")] \
+        == [0, 0, 0]
