@@ -3,10 +3,23 @@
     .venv/bin/python benchmarks/analyze_vs_tshark.py                    # 1M packets
     .venv/bin/python benchmarks/analyze_vs_tshark.py --packets 10000000 --tshark-packets 200000
     .venv/bin/python benchmarks/analyze_vs_tshark.py --capture my.pcap
+    sudo .venv/bin/python benchmarks/analyze_vs_tshark.py --record   # record it again
 
-Without ``--capture`` it writes a synthetic bulk TCP transfer (Ethernet,
-IPv4, TCP with timestamps, snap length 128, one ACK per two segments, one
-retransmission per thousand segments) straight from numpy, then times:
+Without ``--capture`` it times two captures of a bulk transfer, one after the other,
+and prints their figures side by side at the end:
+
+* generated: a synthetic bulk TCP transfer (Ethernet, IPv4, TCP with timestamps,
+  snap length 128, one ACK per two segments, one retransmission per thousand
+  segments) written straight from numpy;
+* recorded: a real one, ``iperf3 -M 1400`` sending 1408 MiB over a veth pair between
+  two network namespaces of its own (offloads off, so the frames are the segments on
+  the wire), taken by ``tcpdump -s 128`` on the sender's side: about 1.08 M packets
+  (stretched ACKs with SACK blocks, a few hundred retransmissions, iperf3's control
+  connection). It is recorded once (as root) into :data:`RECORDED` (git-ignored) and
+  reused; ``--record`` records it again. Without root and without a cached copy the
+  recorded capture is skipped, and the output says so.
+
+For each it times:
 
 * ``gitnetdiag analyze FILE --json OUT`` end to end, in a subprocess (start-up,
   imports, reading, analysis, JSON), with its peak RSS and CPU time (user + system,
@@ -32,6 +45,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import statistics
 import subprocess
 import sys
@@ -150,6 +164,79 @@ def _handshake(t0: int, client: bytes, server: bytes) -> bytearray:
     return out
 
 
+RECORDED = Path(__file__).parent / "data" / "recorded" / "iperf3-bulk-mss1400.pcap"
+"""Where the recorded capture is kept between runs (git-ignored: about 155 MB)."""
+
+RECORD_BYTES = "1408M"
+"""What iperf3 sends for the recorded capture: about 1.08 M segments of 1388 bytes."""
+
+_NS = ("gndbench-snd", "gndbench-rcv")
+_VETH = ("gb-snd", "gb-rcv")
+_ADDR = ("198.18.250.1", "198.18.250.2")
+"""The recording's own namespaces, veth ends and addresses (benchmarking range, /30)."""
+
+
+def _ip(*argv: str) -> None:
+    subprocess.run(["ip", *argv], check=True, capture_output=True, timeout=30)
+
+
+def _in_ns(ns: str, *argv: str, **kwargs: object) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(["ip", "netns", "exec", ns, *argv], **kwargs)  # type: ignore[call-overload]
+
+
+def record(path: Path, size: str = RECORD_BYTES) -> None:
+    """Record a real bulk transfer into ``path`` (needs root, iperf3, tcpdump, ethtool).
+
+    Two network namespaces joined by a veth pair, every offload off on both ends (no
+    TSO/GSO super-packets, no GRO: the frames captured are the segments sent), iperf3
+    with MSS 1400 from one to the other, tcpdump at the sender with snap length
+    :data:`SNAPLEN`. The namespaces are removed afterwards, whatever happens.
+    """
+    for tool in ("ip", "iperf3", "tcpdump", "ethtool"):
+        if not shutil.which(tool):
+            sys.exit(f"recording needs {tool}, which is not installed")
+    if os.geteuid() != 0:
+        sys.exit("recording needs root (it creates two network namespaces)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    part = path.with_suffix(".part")
+    for ns in _NS:
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+    try:
+        for ns in _NS:
+            _ip("netns", "add", ns)
+        _ip("link", "add", _VETH[0], "netns", _NS[0], "type", "veth", "peer", "name", _VETH[1],
+            "netns", _NS[1])
+        for ns, dev, addr in zip(_NS, _VETH, _ADDR, strict=True):
+            _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", dev)
+            _ip("-n", ns, "link", "set", dev, "up")
+            _ip("-n", ns, "link", "set", "lo", "up")
+            subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "gro", "off", "gso",
+                            "off", "tso", "off"], check=True, capture_output=True, timeout=30)
+        server = _in_ns(_NS[1], "iperf3", "-s", "-1", "-B", _ADDR[1],
+                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        dump = _in_ns(_NS[0], "tcpdump", "-i", _VETH[0], "-s", str(SNAPLEN), "-B", "65536",
+                      "-nn", "-w", str(part), "tcp", stderr=subprocess.PIPE)
+        try:
+            time.sleep(1.5)  # tcpdump listening, iperf3 bound
+            subprocess.run(["ip", "netns", "exec", _NS[0], "iperf3", "-c", _ADDR[1], "-M",
+                            "1400", "-n", size, "-l", "128K"], check=True,
+                           stdout=subprocess.DEVNULL, timeout=300)
+            time.sleep(0.5)
+        finally:
+            dump.send_signal(signal.SIGINT)
+            _, err = dump.communicate(timeout=60)
+            server.kill()
+            server.wait(timeout=30)
+        os.chmod(part, 0o644)
+        part.replace(path)
+        counts = [line for line in err.decode(errors="replace").splitlines() if "packets" in line]
+        print(f"recorded {path} ({path.stat().st_size / 1e6:.0f} MB): {'; '.join(counts)}")
+    finally:
+        for ns in _NS:
+            subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
+        part.unlink(missing_ok=True)
+
+
 _WRAPPER = (
     "import resource, subprocess, sys, time\n"
     "start = time.perf_counter()\n"
@@ -214,10 +301,91 @@ def _count_records(path: Path) -> int:
         return reader.stats.records
 
 
+_FIELDS = ["frame.number", "frame.time_epoch", "tcp.stream", "tcp.flags", "tcp.seq_raw",
+           "tcp.ack_raw", "tcp.window_size_value", "tcp.len", "tcp.options.mss_val",
+           "tcp.options.wscale.shift", "tcp.options.timestamp.tsval",
+           "tcp.options.timestamp.tsecr", "tcp.options.sack_le"]
+"""The per-packet fields tshark exports: what the analysis reads of each segment."""
+
+
+def _tshark_row(capture: Path, records: int, packets: int, tmp: Path
+                ) -> tuple[str, int, float, float, str]:
+    n = min(packets, records)
+    target = capture
+    note = "measured"
+    if n < records:
+        target = tmp / "prefix.pcap"
+        subprocess.run(["editcap", "-r", str(capture), str(target), f"1-{n}"],
+                       check=True, capture_output=True, timeout=600)
+        note = f"timed on first {n:,}, extrapolated"
+    argv = ["tshark", "-r", str(target), "-T", "fields"]
+    for f in _FIELDS:
+        argv += ["-e", f]
+    wall, rss, _ = _run_measured(argv)
+    if target != capture:
+        target.unlink()
+    return ("tshark -T fields (same fields)", records, wall * records / n, rss, note)
+
+
+def _measure(label: str, capture: Path, args: argparse.Namespace, tmp: Path) -> str:
+    """Time analyze (and tshark) on ``capture``, print the table; the summary line."""
+    records = _count_records(capture)
+    out_json = tmp / "analysis.json"
+    analyze = [sys.executable, "-m", "gitnetdiag", "analyze", str(capture), "--json",
+               str(out_json)]
+    load_before = _load()
+    timed = [_run_measured(analyze) for _ in range(args.runs)]
+    load_analyze = f"{load_before} before, {_load()} after"
+    gnd_wall, gnd_rss, gnd_cpu = min(timed)
+    median = statistics.median(wall for wall, _, _ in timed)
+    rows = [("gitnetdiag analyze (end to end)", records, gnd_wall, gnd_rss,
+             f"fastest of {args.runs} (median {median:.2f} s); CPU {gnd_cpu:.2f} s")]
+    if args.one_process:
+        wall, rss, cpu = _run_measured(analyze, env={**os.environ, "GITNETDIAG_PARALLEL": "0"})
+        rows.append(("gitnetdiag analyze (one process)", records, wall, rss,
+                     f"measured; CPU {cpu:.2f} s"))
+    if args.tshark_packets and shutil.which("tshark"):
+        rows.append(_tshark_row(capture, records, args.tshark_packets, tmp))
+    print(f"\n{label}: {capture} ({capture.stat().st_size / 1e6:.0f} MB)")
+    header = f"{'tool':<34} {'packets':>12} {'wall s':>9} {'packets/s':>12}"
+    print(f"{header} {'peak RSS MB':>12}  note")
+    for name, count, wall, rss, note in rows:
+        line = f"{name:<34} {count:>12,} {wall:>9.2f} {count / wall:>12,.0f}"
+        print(f"{line} {rss:>12.0f}  {note}")
+    tshark_rows = [row for row in rows if row[0].startswith("tshark")]
+    return (f"{label:<10} {records:>10,} packets  {records / gnd_wall / 1e6:5.2f} Mpkt/s"
+            + (f"  {tshark_rows[0][2] / gnd_wall:4.0f}x tshark" if tshark_rows
+               else "  (tshark not timed)")
+            + f"   (load average at the analyze runs: {load_analyze})")
+
+
+def _captures(args: argparse.Namespace, tmp: Path) -> list[tuple[str, Path]]:
+    """The captures to time: ``--capture``, or the generated and the recorded ones."""
+    if args.capture:
+        return [("capture", args.capture)]
+    generated = tmp / "bulk.pcap"
+    t = time.perf_counter()
+    generate(generated, args.packets)
+    print(f"generated {args.packets:,} packets ({generated.stat().st_size / 1e6:.0f} MB) "
+          f"in {time.perf_counter() - t:.1f} s: {generated}")
+    out = [("generated", generated)]
+    if args.record or (not RECORDED.exists() and os.geteuid() == 0):
+        record(RECORDED)
+    if RECORDED.exists():
+        out.append(("recorded", RECORDED))
+    else:
+        print(f"recorded capture skipped: no {RECORDED} (run once as root to record it)")
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--packets", type=int, default=1_000_000, help="synthetic capture size")
-    parser.add_argument("--capture", type=Path, help="use this capture instead of generating one")
+    parser.add_argument("--capture", type=Path, help="time this capture alone")
+    parser.add_argument("--record", action="store_true",
+                        help=f"record the real capture again (root) into {RECORDED}")
+    parser.add_argument("--record-only", action="store_true",
+                        help="record the real capture and stop")
     parser.add_argument(
         "--tshark-packets", type=int, default=200_000,
         help="time tshark on this many packets and extrapolate (0 = skip tshark)",
@@ -232,64 +400,17 @@ def main() -> None:
         help="also time gitnetdiag analyze with the forked reader off (GITNETDIAG_PARALLEL=0)",
     )
     args = parser.parse_args()
+    if args.record_only:
+        record(RECORDED)
+        return
 
     tmp = Path(tempfile.mkdtemp(prefix="gnd-bench-"))
     _byte_compile()
     try:
-        if args.capture:
-            capture = args.capture
-        else:
-            capture = tmp / "bulk.pcap"
-            t = time.perf_counter()
-            generate(capture, args.packets)
-            print(f"generated {args.packets:,} packets ({capture.stat().st_size / 1e6:.0f} MB) "
-                  f"in {time.perf_counter() - t:.1f} s: {capture}")
-        records = _count_records(capture)
-        out_json = tmp / "analysis.json"
-        analyze = [sys.executable, "-m", "gitnetdiag", "analyze", str(capture), "--json",
-                   str(out_json)]
-        load_before = _load()
-        timed = [_run_measured(analyze) for _ in range(args.runs)]
-        load_analyze = f"{load_before} before, {_load()} after"
-        gnd_wall, gnd_rss, gnd_cpu = min(timed)
-        median = statistics.median(wall for wall, _, _ in timed)
-        rows = [("gitnetdiag analyze (end to end)", records, gnd_wall, gnd_rss,
-                 f"fastest of {args.runs} (median {median:.2f} s); CPU {gnd_cpu:.2f} s")]
-        if args.one_process:
-            wall, rss, cpu = _run_measured(analyze, env={**os.environ, "GITNETDIAG_PARALLEL": "0"})
-            rows.append(("gitnetdiag analyze (one process)", records, wall, rss,
-                         f"measured; CPU {cpu:.2f} s"))
-        if args.tshark_packets and shutil.which("tshark"):
-            n = min(args.tshark_packets, records)
-            target = capture
-            note = "measured"
-            if n < records:
-                target = tmp / "prefix.pcap"
-                subprocess.run(["editcap", "-r", str(capture), str(target), f"1-{n}"],
-                               check=True, capture_output=True, timeout=600)
-                note = f"timed on first {n:,}, extrapolated"
-            fields = ["frame.number", "frame.time_epoch", "tcp.stream", "tcp.flags", "tcp.seq_raw",
-                      "tcp.ack_raw", "tcp.window_size_value", "tcp.len", "tcp.options.mss_val",
-                      "tcp.options.wscale.shift", "tcp.options.timestamp.tsval",
-                      "tcp.options.timestamp.tsecr", "tcp.options.sack_le"]
-            argv = ["tshark", "-r", str(target), "-T", "fields"]
-            for f in fields:
-                argv += ["-e", f]
-            wall, rss, _ = _run_measured(argv)
-            rows.append(("tshark -T fields (same fields)", records, wall * records / n,
-                         rss, note))
-        print()
-        header = f"{'tool':<34} {'packets':>12} {'wall s':>9} {'packets/s':>12}"
-        print(f"{header} {'peak RSS MB':>12}  note")
-        for name, count, wall, rss, note in rows:
-            line = f"{name:<34} {count:>12,} {wall:>9.2f} {count / wall:>12,.0f}"
-            print(f"{line} {rss:>12.0f}  {note}")
-        tshark_rows = [row for row in rows if row[0].startswith("tshark")]
-        print(f"\nanalyze end to end: {records / gnd_wall:,.0f} packets/s"
-              + (f"   {tshark_rows[0][2] / gnd_wall:.0f}x tshark -T fields" if tshark_rows
-                 else "   (tshark not timed)")
-              + f"   (cores: {os.cpu_count()}; load average at the analyze runs: "
-              f"{load_analyze})")
+        summary = [_measure(label, capture, args, tmp) for label, capture in _captures(args, tmp)]
+        print(f"\nanalyze end to end (cores: {os.cpu_count()}):")
+        for line in summary:
+            print(f"  {line}")
         print(f"start-up ({args.startup_runs} runs each; load average {_load()}):")
         script = Path(sys.executable).parent / "gitnetdiag"
         for form in ([str(script)] if script.exists() else []) + [

@@ -156,10 +156,10 @@ def _column(m: U8Array, col: int, dtype: str) -> I64Array:
     strided pass through the rows (no copy of the column first)."""
     if len(m) == 0:
         return np.zeros(0, dtype=np.int64)
-    if not m.flags.c_contiguous:
+    if m.strides[1] != 1:
         m = np.ascontiguousarray(m)
-    field = np.ndarray((len(m),), dtype=dtype, buffer=m, offset=col, strides=(m.shape[1],))
-    return field.astype(np.int64)
+    size = np.dtype(dtype).itemsize
+    return m[:, col : col + size].view(dtype)[:, 0].astype(np.int64)
 
 
 def _be16(m: U8Array, col: int) -> I64Array:
@@ -325,6 +325,9 @@ def decode_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows:
     n = len(batch.data_off)
     stats.check_clock(batch.ts_ns, batch.bad_fraction)
     stats.records += n
+    plain = _plain_ethernet_tcp(batch, stats)
+    if plain is not None:
+        return plain
     l3, version = _link_layer(batch.buf, batch, stats)
     cap_end = batch.data_off + batch.caplen
     _unwrap_tunnels(batch.buf, cap_end, l3, version, stats)
@@ -334,6 +337,38 @@ def decode_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows:
     if len(idx6):
         ip = _merged(ip, _ipv6(batch.buf, l3, idx6, cap_end, stats))
     return _tcp(batch, ip, cap_end, stats)
+
+
+_PLAIN_WIDTH = 14 + _IPV4_WIDTH + _TCP_WIDTH
+_PLAIN_L3 = 0x080045
+"""Ethertype IPv4 followed by version 4 and a 20-byte header (bytes 12-14 of a frame)."""
+
+
+def _plain_ethernet_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows | None:
+    """The whole chunk decoded at once when every record is a TCP segment in IPv4 without
+    IP options, unfragmented, in an untagged Ethernet frame holding at least the base
+    TCP header: one window of the three headers per record (what a capture of a bulk
+    transfer is, chunk after chunk). None when any record is not (the general path then
+    decodes the chunk, with the same result for these records)."""
+    n = len(batch.data_off)
+    if not n or int(batch.linktype[0]) != LINKTYPE_ETHERNET or int(batch.caplen.min()) < 54:
+        return None
+    if n > 1 and not (batch.linktype == LINKTYPE_ETHERNET).all():
+        return None
+    m = _windows(batch.buf, batch.data_off, _PLAIN_WIDTH)
+    l3 = m[:, 12:16].view(">u4")[:, 0] >> 8
+    fragment = m[:, 20:22].view(">u2")[:, 0] & 0x3FFF
+    if not ((l3 == _PLAIN_L3) & (m[:, 23] == _PROTO_TCP) & (fragment == 0)).all():
+        return None
+    total = _be16(m, 16)
+    if not total.all():  # TSO's zero total length: the general path falls back to the wire's
+        return None
+    zeros = np.zeros(n, dtype=np.int64)
+    ip = _IpRows(record=np.arange(n, dtype=np.int64), tcp_at=batch.data_off + 34,
+                 ip_plen=total - 20, version=np.full(n, 4, dtype=np.int64), src_hi=zeros,
+                 src_lo=_be32(m, 26) | _V4_MAPPED, dst_hi=zeros,
+                 dst_lo=_be32(m, 30) | _V4_MAPPED)
+    return _tcp_rows(batch, ip, m[:, 34:], batch.data_off + batch.caplen, True, stats)
 
 
 def _ipv4(batch: RecordBatch, l3: I64Array, idx4: I64Array, cap_end: I64Array,
@@ -423,7 +458,12 @@ def _tcp(batch: RecordBatch, ip: _IpRows, cap_end: I64Array, stats: DecodeStats)
         stats.short += int(len(whole) - np.count_nonzero(whole))
         ip, end = ip.take(whole), end[whole]
         every = False
-    tm = _windows(batch.buf, ip.tcp_at, _TCP_WIDTH)
+    return _tcp_rows(batch, ip, _windows(batch.buf, ip.tcp_at, _TCP_WIDTH), end, every, stats)
+
+
+def _tcp_rows(batch: RecordBatch, ip: _IpRows, tm: U8Array, end: I64Array, every: bool,
+              stats: DecodeStats) -> TcpRows:
+    """The rows of ``ip``'s segments, whose TCP headers ``tm`` holds (a row each)."""
     offset_byte = tm[:, 12].astype(np.int64)
     doff = (offset_byte >> 4) * 4
     return TcpRows(

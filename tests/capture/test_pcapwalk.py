@@ -62,3 +62,27 @@ def test_a_long_repeating_run_chunk_is_walked_exactly() -> None:
     offs, after = walk_records(data, 0, end, big=False)
     assert offs.tolist() == _plain(data, 0, end, big=False)[0]
     assert after == end and len(offs) == len(sizes)
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_runs_of_one_size_broken_by_acks_are_walked_exactly(seed: int) -> None:
+    """A recorded bulk transfer's shape: runs of full segments cut at the snap length,
+    broken every few hundred records by one to three ACKs of other sizes (and, in some
+    seeds, by more than eight odd records in a row, or a chunk cut anywhere)."""
+    rng = random.Random(seed)
+    big = seed % 2 == 1
+    sizes: list[int] = []
+    while len(sizes) < 20_000:
+        sizes += [144] * rng.choice([1, 3, 10, 141, 188, 188, 400, 3000])
+        odd = rng.choice([1, 1, 1, 2, 3, 12 if seed % 3 == 0 else 1])
+        sizes += [rng.choice([82, 86, 94, 144 if seed % 4 == 0 else 82]) for _ in range(odd)]
+    data = bytearray()
+    for size in sizes:
+        data += struct.pack(">IIII" if big else "<IIII", 0, 0, size - 16, size - 16)
+        data += bytes(size - 16)
+    end = rng.randint(len(data) // 2, len(data)) if seed % 5 == 0 else len(data)
+    data = data[:end] + bytearray(PAD)
+    offs, after = walk_records(data, 0, end, big=big)
+    expected, expected_after = _plain(data, 0, end, big=big)
+    assert offs.tolist() == expected
+    assert after == expected_after
