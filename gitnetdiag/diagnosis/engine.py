@@ -1,4 +1,10 @@
-"""Run every culprit, rank the findings, and build the :class:`Diagnosis`.
+"""Run every culprit of the run's direction, rank the findings, and build the :class:`Diagnosis`.
+
+One path for both directions: the culprits that judge ``obs.run.transfer``
+(:attr:`~gitnetdiag.diagnosis.culprits.Culprit.directions`) run on the one
+:class:`Observations`; a download's findings of culprits of both directions are told
+of clones (:func:`~gitnetdiag.diagnosis.assembly.in_download_words`), and an edge's own
+config backs ``edge-response-buffering``.
 
 Ranking: by ``cost_s x score`` (expected seconds lost), highest first; ties by
 score, then by catalogue order. A finding is kept only when its impact is at
@@ -13,9 +19,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gitnetdiag import __version__
+from gitnetdiag.diagnosis.assembly import in_download_words
 from gitnetdiag.diagnosis.costs import apply_costs
 from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
+from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
 from gitnetdiag.diagnosis.failuredesc import describe_failures
+from gitnetdiag.diagnosis.headline import failure_headline, headline_prefix
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
     median,
@@ -33,7 +42,7 @@ from gitnetdiag.diagnosis.observations import (
 )
 from gitnetdiag.diagnosis.servers import answering_server
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
-from gitnetdiag.diagnosis.verdict import failure_headline, headline_prefix, judge, supported
+from gitnetdiag.diagnosis.verdict import judge, supported
 from gitnetdiag.outcomes import FailureKind
 
 MIN_IMPACT_S = 0.5
@@ -118,6 +127,48 @@ def _headline(findings: Sequence[Finding], protocols: Sequence[ProtocolSummary])
     return f"{top.id} costs an estimated {fmt_s(top.cost_s)} (confidence {top.score:.2f}){more}."
 
 
+def fired_findings(obs: Observations, culprits: Sequence[Culprit] = CULPRITS) -> list[Finding]:
+    """Every culprit of the run's direction that fires, in catalogue order (a download's
+    told of clones)."""
+    direction = obs.run.transfer
+    fired = []
+    for culprit in culprits:
+        if not culprit.judges(direction) or (finding := culprit(obs)) is None:
+            continue
+        shared = direction == "download" and culprit.judges("upload")
+        fired.append(in_download_words(finding) if shared else finding)
+    return fired
+
+
+def rank_findings(
+    obs: Observations,
+    culprits: Sequence[Culprit] = CULPRITS,
+    *,
+    min_impact_s: float = MIN_IMPACT_S,
+    min_score: float = MIN_SCORE,
+) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
+    """The findings kept (ranked, above the thresholds) and those dropped."""
+    fired = fired_findings(obs, culprits)
+    if obs.run.transfer == "download":
+        ranked = list(_download_ranked(fired))
+        kept = tuple(f for f in ranked if f.cost_s >= DOWNLOAD_MIN_COST_S and f.score >= min_score)
+        if obs.host is not None:
+            kept = with_edge_config(kept, obs.host.config_findings)
+    else:
+        ranked = rank(apply_costs(obs, fired))
+        kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score
+                     and supported(obs, f))
+    dropped = tuple(f for f in ranked if f not in kept)
+    return kept, dropped
+
+
+DOWNLOAD_MIN_COST_S = 0.5
+
+
+def _download_ranked(fired: Sequence[Finding]) -> list[Finding]:
+    return sorted(fired, key=lambda f: f.cost_s * f.score, reverse=True)
+
+
 def diagnose(
     obs: Observations,
     *,
@@ -125,12 +176,8 @@ def diagnose(
     min_impact_s: float = MIN_IMPACT_S,
     min_score: float = MIN_SCORE,
 ) -> Diagnosis:
-    """Diagnose one run: every culprit, ranked, thresholded."""
-    fired = [finding for culprit in culprits if (finding := culprit(obs)) is not None]
-    ranked = rank(apply_costs(obs, fired))
-    kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score
-                 and supported(obs, f))
-    dropped = tuple(f for f in ranked if f not in kept)
+    """Diagnose one run: every culprit of its direction, ranked, thresholded."""
+    kept, dropped = rank_findings(obs, culprits, min_impact_s=min_impact_s, min_score=min_score)
     summaries = tuple(
         summarize_protocol(name, obs.protocols[name])
         for name in PROTOCOL_ORDER

@@ -1,8 +1,10 @@
 """Scoring the lab's fault matrix and fitting confidences on it (pure).
 
-One :class:`MatrixRun` per ``diagnose --lab`` of the matrix: which culprit its
+One :class:`MatrixRun` per ``diagnose --lab`` of the matrix, of either direction (the
+fetch matrix's: its clones as one download :class:`Observations`,
+:func:`~gitnetdiag.diagnosis.assembly.download_observations`): which culprit its
 injected fault should produce (``None``: healthy, or a fault that is no
-culprit) and the run's saved observations. From these:
+culprit) and the run's observations. From these:
 
 - :func:`raw_hits` replays every detector on the observations: the raw score
   (the hand-set weights' sum) each culprit fired with;
@@ -23,26 +25,16 @@ culprit) and the run's saved observations. From these:
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol
 
 from gitnetdiag.diagnosis.calibration import Calibration, fit_platt
 from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
-from gitnetdiag.diagnosis.engine import diagnose
+from gitnetdiag.diagnosis.engine import rank_findings
 from gitnetdiag.diagnosis.observations import Observations
 
 MIN_FIRED = 3
 """A culprit is fitted only when it fired at least this many times in the matrix."""
-
-
-class ScoredRun(Protocol):
-    """What scoring needs of a matrix run, of either direction."""
-
-    @property
-    def name(self) -> str: ...
-    @property
-    def expected(self) -> str | None: ...
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -91,27 +83,35 @@ class Fit:
     """Why it is hand-weighted (empty when fitted)."""
 
 
-def hand_weighted(culprits: Sequence[Culprit] = CULPRITS) -> tuple[Culprit, ...]:
-    """The culprits as they rank with the hand-set weights only."""
-    return tuple(replace(c, fitted=False) for c in culprits)
+def hand_weighted(culprits: Sequence[Culprit] = CULPRITS,
+                  only: Collection[str] | None = None) -> tuple[Culprit, ...]:
+    """The culprits (of ``only``, when given; the others as shipped) as they rank with the
+    hand-set weights."""
+    return tuple(replace(c, fitted=False) if only is None or c.id in only else c
+                 for c in culprits)
 
 
-def raw_hits(obs: Observations, culprits: Sequence[Culprit] = CULPRITS) -> dict[str, float]:
-    """Culprit id -> raw score (>= 0) of every detector that fires on ``obs``."""
+def raw_hits(obs: Observations, culprits: Sequence[Culprit] = CULPRITS, *,
+             min_cost_s: float = 0.0) -> dict[str, float]:
+    """Culprit id -> raw score (>= 0) of every detector of the run's direction that fires on
+    ``obs`` costing at least ``min_cost_s`` (the fetch matrix: a hit that could never rank
+    is no firing)."""
     hits = {}
     for culprit in culprits:
+        if not culprit.judges(obs.run.transfer):
+            continue
         hit = culprit.detect(obs)
-        if hit is not None:
+        if hit is not None and hit.cost_s >= min_cost_s:
             hits[culprit.id] = max(0.0, hit.score)
     return hits
 
 
 def ranked_ids(obs: Observations, culprits: Sequence[Culprit]) -> list[str]:
     """The culprits ranked above the reporting threshold, first first."""
-    return [f.id for f in diagnose(obs, culprits=culprits).findings]
+    return [f.id for f in rank_findings(obs, culprits)[0]]
 
 
-def score_matrix(runs: Sequence[ScoredRun],
+def score_matrix(runs: Sequence[MatrixRun],
                  rankings: Sequence[Sequence[str]]) -> dict[str, CulpritCounts]:
     """Per-culprit TP/FP/FN, given each run's ranked culprit ids (same order as ``runs``)."""
     counts: dict[str, dict[str, int]] = {}
@@ -128,7 +128,7 @@ def score_matrix(runs: Sequence[ScoredRun],
     return {culprit: CulpritCounts(**c) for culprit, c in counts.items()}
 
 
-def top1_accuracy(runs: Sequence[ScoredRun], rankings: Sequence[Sequence[str]]) -> float:
+def top1_accuracy(runs: Sequence[MatrixRun], rankings: Sequence[Sequence[str]]) -> float:
     """Share of runs whose first culprit is the expected one (none ranked when none expected)."""
     if not runs:
         return 0.0
@@ -137,12 +137,18 @@ def top1_accuracy(runs: Sequence[ScoredRun], rankings: Sequence[Sequence[str]]) 
     return right / len(runs)
 
 
-def fit_calibrations(runs: Sequence[MatrixRun],
-                     culprits: Sequence[Culprit] = CULPRITS) -> dict[str, Fit]:
-    """One :class:`Fit` per registered culprit, from the raw scores it fired with."""
-    fired: dict[str, list[tuple[float, bool]]] = {c.id: [] for c in culprits}
+def fit_calibrations(runs: Sequence[MatrixRun], culprits: Sequence[Culprit] = CULPRITS, *,
+                     min_cost_s: float = 0.0) -> dict[str, Fit]:
+    """One :class:`Fit` per culprit of ``culprits`` that judges the runs' direction, from
+    the raw scores it fired with."""
+    directions = {run.observations.run.transfer for run in runs}
+    fired: dict[str, list[tuple[float, bool]]] = {
+        c.id: [] for c in culprits if any(map(c.judges, directions))}
     for run in runs:
-        for culprit_id, raw in raw_hits(run.observations, culprits).items():
+        for culprit_id, raw in raw_hits(run.observations, culprits,
+                                        min_cost_s=min_cost_s).items():
+            if culprit_id not in fired:
+                continue
             fired[culprit_id].append((raw, culprit_id == run.expected))
     return fit_fired(fired, {run.expected for run in runs if run.expected is not None})
 
@@ -170,8 +176,9 @@ def fit_fired(fired: Mapping[str, Sequence[tuple[float, bool]]],
 
 def with_calibrations(fits: dict[str, Fit],
                       culprits: Sequence[Culprit] = CULPRITS) -> tuple[Culprit, ...]:
-    """The culprits scored with ``fits`` (hand weights where a culprit has no calibration)."""
+    """The culprits of ``fits`` scored with them (hand weights where a fit has no
+    calibration); the others as shipped."""
     return tuple(
-        replace(c, fitted=False, calibration=fit.calibration if (fit := fits.get(c.id)) else None)
+        replace(c, fitted=False, calibration=fit.calibration) if (fit := fits.get(c.id)) else c
         for c in culprits
     )

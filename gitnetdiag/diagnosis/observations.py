@@ -22,7 +22,8 @@ second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
     ├── bursts: (BurstResult, ...)        many concurrent connections
     ├── host: HostEvidence | None         server-side kernel and config evidence
     ├── storage: StorageResult | None     fio on the git data path
-    └── problems: (RunProblem, ...)       steps that did not deliver their measurement
+    ├── problems: (RunProblem, ...)       steps that did not deliver their measurement
+    └── transfers: (TransferObservation, ...)  a download's clones, one each
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gitnetdiag.diagnosis.transfers import UNSCALED_MAX_WINDOW_BYTES as UNSCALED_MAX_WINDOW_BYTES
+from gitnetdiag.diagnosis.transfers import CaptureMetrics as CaptureMetrics
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import InputError
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.serial import from_jsonable, to_jsonable
@@ -48,10 +52,6 @@ PROTOCOL_LABELS: dict[str, str] = {
 
 MAX_SERIES_POINTS = 2000
 """Longest time series accepted; adapters downsample before filling."""
-
-UNSCALED_MAX_WINDOW_BYTES = 65535
-"""The largest TCP receive window without the window scale option (a 16-bit field,
-RFC 7323 section 2)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -97,7 +97,8 @@ class RunInfo:
     """The SSH server's identification string (native SSH probe)."""
     transfer: str = "upload"
     """The direction the transfers moved the pack: ``upload`` (pushes) or ``download``
-    (a fetch's clones as push-shaped records, :mod:`~gitnetdiag.diagnosis.culprits.fetchshared`)."""
+    (a fetch's clones, each in ``Observations.transfers`` and push-shaped in ``protocols``,
+    :mod:`~gitnetdiag.diagnosis.assembly`); each culprit judges the directions it declares."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -169,102 +170,6 @@ class Trace2Phases:
     """After the upload until the server's status report arrived."""
     ref_advertisement_s: float | None = None
     """From the start until the first response (ref advertisement, auth)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class CaptureMetrics:
-    """TCP metrics of the bulk upload connection of one protocol's push."""
-
-    source: str = "capture"
-    """Where the numbers come from, cited as evidence (``capture h2 conn 3 frames 120-4410``)."""
-    handshake_rtt_s: float | None = None
-    """SYN to SYN-ACK to ACK round trip measured on the handshake."""
-    min_rtt_s: float | None = None
-    """Smallest data-to-ACK RTT sample."""
-    median_rtt_s: float | None = None
-    """Median data-to-ACK RTT sample."""
-    mss_bytes: int | None = None
-    """Maximum segment size negotiated."""
-    handshake_seen: bool = True
-    """Whether the SYN/SYN-ACK were captured (else ``window_scale`` is unknown)."""
-    window_scale: int | None = None
-    """Receiver's window scale shift; ``None`` when the option was absent."""
-    advertised_window_median_bytes: int | None = None
-    """Median receive window the receiver advertised (scaled), bytes."""
-    advertised_window_max_bytes: int | None = None
-    """Largest receive window the receiver advertised (scaled), bytes."""
-    bytes_in_flight_median: int | None = None
-    """Median unacknowledged bytes during the upload."""
-    bytes_in_flight_p95: int | None = None
-    """95th percentile of unacknowledged bytes."""
-    rwnd_limited_share: float | None = None
-    """Share of upload time with bytes in flight at the advertised window."""
-    network_limited_share: float | None = None
-    """Share of upload time limited by the network (cwnd, losses), window open."""
-    self_limited_share: float | None = None
-    """Share of upload time the sender had nothing more to send (application limited)."""
-    retransmitted_bytes: int | None = None
-    """Bytes sent again."""
-    retransmission_rate: float | None = None
-    """Retransmitted bytes / payload bytes, 0..1."""
-    out_of_order_share: float | None = None
-    """Share of the data segments the receiver got out of order, 0..1, when only the
-    receiver's counters are known (a clone without a capture: the client's TCP_INFO
-    ``rcv_ooopack`` / ``data_segs_in``). Loss or reordering on the path: a lost segment
-    makes the ones behind it arrive out of order until its retransmission, so one loss
-    counts up to a round trip's segments."""
-    timeout_retransmissions: int | None = None
-    """Retransmissions after an RTO."""
-    fast_retransmissions: int | None = None
-    """Retransmissions after duplicate ACKs / SACK."""
-    zero_window_count: int | None = None
-    """Zero-window advertisements by the receiver."""
-    zero_window_s: float | None = None
-    """Seconds the receiver advertised a zero window."""
-    resets_from_client: int | None = None
-    """RST segments sent by the client side."""
-    resets_from_server: int | None = None
-    """RST segments that arrived from the server side (server or a middle box)."""
-    syn_retransmissions: int | None = None
-    """Retransmitted SYNs of this connection."""
-    synack_retransmissions: int | None = None
-    """Retransmitted SYN-ACKs of this connection."""
-    max_acked_segment_bytes: int | None = None
-    """Largest upload segment (payload) the receiver acknowledged: what gets through."""
-    unacked_retransmissions: int | None = None
-    """Upload segments resent and still never acknowledged when the capture ended."""
-    min_unacked_retransmitted_bytes: int | None = None
-    """Smallest of those resent, never acknowledged segments (payload)."""
-    max_received_segment_bytes: int | None = None
-    """The receiver's view (a clone's client, where the sender's lost segments are never
-    seen): the largest data segment (payload) that arrived, from a capture at the receiver
-    (the largest its cumulative ACK covered) or its TCP_INFO ``rcv_mss``."""
-    refused_after_s: float | None = None
-    """A connection the server's side answered with a reset instead of a SYN-ACK (a refused
-    connect): seconds from its SYN to that reset. Sooner than one round trip, a hop before
-    the server answered: a filter."""
-
-    # The window arithmetic every culprit and the cost model share, each rule once.
-
-    @property
-    def largest_window_bytes(self) -> int | None:
-        """The receive window the sender could use: the largest advertised, else the
-        median; ``None`` when neither was measured (0 reads as not measured)."""
-        return self.advertised_window_max_bytes or self.advertised_window_median_bytes
-
-    @property
-    def network_bound(self) -> bool:
-        """TCP was held by the network (cwnd, losses) more than it waited on the
-        application above it: the sender's own window or frames are then not the limit."""
-        return (self.network_limited_share or 0.0) > (self.self_limited_share or 0.0)
-
-    @property
-    def window_scaling_off(self) -> bool:
-        """The handshake was seen without the window scale option, and the window stayed
-        at or below what an unscaled window can hold."""
-        window = self.largest_window_bytes
-        return (self.handshake_seen and self.window_scale is None and window is not None
-                and window <= UNSCALED_MAX_WINDOW_BYTES)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -574,6 +479,10 @@ class Observations:
     """Storage benchmark, when run."""
     problems: tuple[RunProblem, ...] = ()
     """Errors of the run's steps (a push that could not be made, a probe that failed)."""
+    transfers: tuple[TransferObservation, ...] = ()
+    """A download's transfers (``run.transfer == "download"``), one per clone, as the
+    download detectors read them; ``protocols`` holds the same clones push-shaped
+    (:mod:`~gitnetdiag.diagnosis.assembly`). Empty for pushes (not written then)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.protocols) - set(PROTOCOL_ORDER))
@@ -583,6 +492,8 @@ class Observations:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types (dicts, lists, numbers, strings, null)."""
         result: dict[str, Any] = to_jsonable(self)
+        if not self.transfers:
+            del result["transfers"]
         return result
 
     @classmethod

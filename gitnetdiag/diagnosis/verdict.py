@@ -31,9 +31,10 @@ is not ranked when that protocol's pushes all stalled like another protocol's di
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
+from gitnetdiag.diagnosis.assembly import as_push_result
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_LABELS,
@@ -41,9 +42,11 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     ProtocolObservation,
     PushResult,
+    RunProblem,
 )
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import GitnetdiagError, NetworkError, NothingMeasured, VerdictError
-from gitnetdiag.outcomes import REFUSALS, FailureKind
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, REFUSALS, FailureKind
 from gitnetdiag.thresholds import MIN_RATE_BYTES, MIN_RATE_SIZE
 
 MEASURED_FAILURE_KINDS = frozenset({"hung", "timeout", "reset"})
@@ -91,6 +94,15 @@ UNEXPLAINED_FAILURES = frozenset({"push-failures-unexplained", "fetch-failures-u
 """References of failed operations (pushes, burst connections) that nothing ranked explains."""
 
 _GENERIC_HINT = "see the run's manifest.json errors and the push's stderr file"
+
+
+HintOf = Callable[[FailureKind | None, str], str]
+"""The hint of a failed clone from its kind and git's words (the pipeline passes the
+catalogue's, :func:`gitnetdiag.rundir.failures.failure_hint` for a download)."""
+
+
+def _no_hint(kind: FailureKind | None, message: str) -> str:
+    return ""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -308,8 +320,12 @@ def failing_protocols(obs: Observations, requested: Sequence[str]) -> tuple[str,
     return tuple(name for name in requested if is_failing(obs.protocols.get(name)))
 
 
-def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
-    """The verdict of one run given its kept (ranked) findings."""
+def judge(obs: Observations, findings: Sequence[Finding], *,
+          hint_of: HintOf = _no_hint) -> Judgement:
+    """The verdict of one run given its kept (ranked) findings, either direction (a
+    download's clones: ``hint_of`` the hint of a failed clone)."""
+    if obs.run.transfer == "download":
+        return _judge_download(obs, findings, hint_of)
     observed = tuple(name for name in PROTOCOL_ORDER if name in obs.protocols)
     requested = tuple(name for name in PROTOCOL_ORDER
                       if name in (obs.run.requested_protocols or observed))
@@ -359,52 +375,175 @@ def judge(obs: Observations, findings: Sequence[Finding]) -> Judgement:
                      failures=tuple(failures))
 
 
-def failure_headline(judgement: Judgement, findings: Sequence[Finding],
-                     obs: Observations) -> str | None:
-    """``HTTP/1.1 and HTTP/2 pushes fail: <why>``: the headline of a run whose requested
-    transfers fail for a reason a ranked culprit names; None when none does."""
-    explained = [f for f in judgement.failures if f.explained_by is not None]
-    if not explained:
+# The download direction: one clone each in ``obs.transfers``.
+
+_CLONE_STALL_HINT = ("a clone that stops moving with nothing ranked: rerun as root so the clone is "
+               "captured, and read the server's logs for that time")
+_FETCH_HINT = ("see the clone's stderr file in the run directory and the run's errors in "
+                 "fetch.json")
+_FETCH_IGNORED_STAGES = frozenset({"fetch", "cleanup"})
+"""Run errors the clones' own failures already say (``fetch``) or that measured nothing
+(``cleanup``: a partial clone left in the temporary directory, a branch left: listed)."""
+SEED_LEFTOVER = "cleanup-leftover"
+"""The run error of a ``--fetch-seed`` branch that may be left on the server."""
+
+
+def _clone_kind(obs: TransferObservation) -> FailureKind | None:
+    """How a clone that did not finish failed (a stall as a hung push), None for one that
+    finished or was bounded."""
+    return None if obs.outcome in MEASURED_OUTCOMES else as_push_result(obs).error_kind
+
+
+def _clone_measured(obs: TransferObservation) -> bool:
+    """A clone that gave a rate, finished or bounded with enough bytes to give one, or was
+    cut on the wire (stalled, reset)."""
+    if obs.outcome in MEASURED_OUTCOMES:
+        return obs.measured or obs.moved_bytes >= MIN_RATE_BYTES
+    return _clone_kind(obs) in MEASURED_FAILURE_KINDS
+
+
+def _clones_failing(clones: Sequence[TransferObservation]) -> bool:
+    """Every clone failed, and not by stalling nor by an interruption: git itself gave up
+    (the push's :func:`~gitnetdiag.diagnosis.verdict.is_failing`)."""
+    kinds = [_clone_kind(obs) for obs in clones]
+    return bool(kinds) and all(kind is not None and kind not in STALL_KINDS
+                               and kind != FailureKind.INTERRUPTED for kind in kinds)
+
+
+def _clones_explaining(clones: Sequence[TransferObservation],
+                       findings: Sequence[Finding]) -> str | None:
+    """The first ranked culprit whose evidence is failed connections of every kind these
+    clones failed by (the push verdict's rule)."""
+    kinds = {kind for obs in clones if (kind := _clone_kind(obs)) is not None}
+    if not kinds:
         return None
-    noun = "clones" if obs.run.transfer == "download" else "pushes"
-    names = [n for n in PROTOCOL_ORDER if any(f.protocol == n for f in explained)]
-    labels = " and ".join(PROTOCOL_LABELS.get(n, n) for n in names)
-    why = sorted({f.explained_by for f in explained if f.explained_by})
-    by_id = {f.id: f for f in findings}
-    reasons = []
-    for culprit in why:
-        finding = by_id.get(culprit)
-        text = finding.summary if finding else culprit
-        # A culprit's own summary may already open with "X pushes fail: ".
-        reasons.append(text.split(" fail: ", 1)[1] if " fail: " in text else text)
-    return f"{labels} {noun} fail ({', '.join(why)}): " + " ".join(reasons)
+    return next((f.id for f in findings if kinds <= EXPLAINED_BY.get(f.id, frozenset())), None)
 
 
-def headline_prefix(judgement: Judgement) -> str:
-    """The sentence that opens the headline of an inconclusive or failed run."""
-    if judgement.verdict == "failed" and not judgement.measured:
-        return "Nothing was measured: " + _first(judgement) + "."
-    if judgement.verdict == "failed":
-        return ""
-    if judgement.verdict != "inconclusive":
-        return ""
-    missing = [PROTOCOL_LABELS.get(n, n) for n in judgement.requested
-               if n not in judgement.measured]
-    if missing:
-        return f"Not measured: {', '.join(missing)} ({_first(judgement)})."
-    stalled = {"push-stalled": "A push", "fetch-stalled": "A clone"}
-    for reference, what in stalled.items():
-        if any(f.reference == reference and f.explained_by is None for f in judgement.failures):
-            return f"{what} stalled ({_first(judgement)})."
-    if any(f.reference in UNEXPLAINED_FAILURES for f in judgement.failures):
-        return f"Operations failed and no culprit explains them ({_first(judgement)})."
-    return f"Part of the evidence is missing ({_first(judgement)})."
+def _clone_failure(obs: TransferObservation, reference: str, explained_by: str | None,
+                   hint: str) -> MeasurementFailure:
+    transfer = as_push_result(obs)
+    label = PROTOCOL_LABELS.get(obs.protocol, obs.protocol)
+    return MeasurementFailure(
+        protocol=obs.protocol, stage="fetch", reference=reference, kind=transfer.error_kind,
+        message=f"{label}: clone #{obs.repeat} {obs.outcome} ({transfer.error_message})"
+        + ("" if explained_by else "; no culprit explains it"),
+        hint=hint or _FETCH_HINT, explained_by=explained_by)
 
 
-def _first(judgement: Judgement) -> str:
-    blocking = [f for f in judgement.failures if f.explained_by is None]
-    first = (blocking or list(judgement.failures))[0]
-    return f"{first.reference}: {first.message}"
+def _clone_failed(obs: TransferObservation, reference: str, explained_by: str | None,
+            hint_of: HintOf) -> MeasurementFailure:
+    """A clone that failed, with the hint of its kind and of git's words."""
+    transfer = as_push_result(obs)
+    return _clone_failure(obs, reference, explained_by,
+                          hint_of(transfer.error_kind, transfer.error_message))
+
+
+def _clones_too_small(name: str, clones: Sequence[TransferObservation]) -> MeasurementFailure:
+    label = PROTOCOL_LABELS.get(name, name)
+    largest = max(obs.moved_bytes for obs in clones)
+    empty = ("an empty repository has nothing to fetch, and a tiny one too little to time: "
+             if largest == 0 else "")
+    return MeasurementFailure(
+        protocol=name, stage="fetch", reference="too-small", kind=None,
+        message=f"{label}: the clone received {largest} B, too few to give a rate (under "
+        f"{MIN_RATE_BYTES} B, three round trips of TCP slow start)",
+        hint=f"{empty}add --fetch-seed 1MiB (or more) to clone a throwaway branch of generated "
+        "data (needs write access), or fetch a larger repository")
+
+
+def _clones_not_measured(name: str, clones: Sequence[TransferObservation], explained_by: str | None,
+                  hint_of: HintOf) -> list[MeasurementFailure]:
+    """Why a requested protocol measured nothing: each failed clone, else too few bytes,
+    else no clone at all."""
+    failed = [obs for obs in clones if obs.outcome not in MEASURED_OUTCOMES
+              and obs.outcome != "interrupted"]
+    if failed:
+        return [_clone_failed(obs, "fetch-failed", explained_by, hint_of) for obs in failed]
+    done = [obs for obs in clones if obs.outcome in MEASURED_OUTCOMES]
+    if done:
+        return [_clones_too_small(name, done)]
+    label = PROTOCOL_LABELS.get(name, name)
+    return [MeasurementFailure(protocol=name, stage="fetch", reference="not-measured",
+                               kind=None, message=f"{label}: no clone was made",
+                               hint=_FETCH_HINT)]
+
+
+def _clones_in_measured(clones: Sequence[TransferObservation], findings: Sequence[Finding],
+                 hint_of: HintOf) -> list[MeasurementFailure]:
+    """The stalled and failed clones of a measured protocol: a stall is the evidence of any
+    culprit that ranks; a failed clone only of one whose evidence is failed connections.
+    With nothing ranked they leave the run inconclusive (the push verdict's rule)."""
+    items = []
+    for obs in clones:
+        kind = _clone_kind(obs)
+        if kind is None or kind == FailureKind.INTERRUPTED:
+            continue
+        if kind in MEASURED_FAILURE_KINDS - {FailureKind.RESET}:
+            items.append(_clone_failure(obs, "fetch-stalled",
+                                        findings[0].id if findings else None, _CLONE_STALL_HINT))
+        else:
+            items.append(_clone_failed(obs, "fetch-failures-unexplained",
+                                 _clones_explaining([obs], findings), hint_of))
+    return items
+
+
+def _fetch_run_failures(problems: Sequence[RunProblem]) -> list[MeasurementFailure]:
+    """The run's problems of other steps (the seed's push, a capture, the set-up, a run
+    that never finished), as the push verdict counts its other problems."""
+    return [MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,
+                               kind=p.kind, message=p.message, hint=p.hint or _FETCH_HINT)
+            for p in problems if p.stage not in _FETCH_IGNORED_STAGES]
+
+
+def _seed_leftovers(problems: Sequence[RunProblem]) -> list[MeasurementFailure]:
+    return [MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=LEFTOVER_REFERENCE,
+                               kind=p.kind, message=p.message,
+                               hint=p.hint or "remove it with git push --delete")
+            for p in problems if p.stage == "cleanup" and p.reference == SEED_LEFTOVER]
+
+
+def _judge_download(obs: Observations, findings: Sequence[Finding],
+                    hint_of: HintOf) -> Judgement:
+    """The verdict of a download's clones (``obs.transfers``) by the same rule, its failures
+    told of clones; the seed branch left on the server listed after the verdict."""
+    clones, problems = obs.transfers, obs.problems
+    names = tuple(n for n in PROTOCOL_ORDER
+                  if n in (obs.run.requested_protocols or {o.protocol for o in clones}))
+    by_name = {n: [o for o in clones if o.protocol == n] for n in names}
+    failing = {n for n in names if _clones_failing(by_name[n])}
+    measured = tuple(n for n in names
+                     if n not in failing and any(map(_clone_measured, by_name[n])))
+    failures: list[MeasurementFailure] = []
+    unexplained = explained_failure = False
+    for name in names:
+        if name in measured:
+            continue
+        explained_by = _clones_explaining(by_name[name], findings) if name in failing else None
+        unexplained = unexplained or explained_by is None
+        explained_failure = explained_failure or explained_by is not None
+        failures += _clones_not_measured(name, by_name[name], explained_by, hint_of)
+    for name in measured:
+        failures += _clones_in_measured(by_name[name], findings, hint_of)
+    if not findings:
+        failures += unexplained_bursts(obs)
+    other = _fetch_run_failures(problems)
+    failures += other
+    verdict: Verdict
+    if not measured and (names or other):
+        verdict = "failed"
+    elif unexplained:
+        verdict = "inconclusive"
+    elif explained_failure:
+        verdict = "failed"
+    elif findings:
+        verdict = "degraded"
+    elif any(f.explained_by is None for f in failures):
+        verdict = "inconclusive"
+    else:
+        verdict = "healthy"
+    return Judgement(verdict=verdict, requested=names, measured=measured,
+                     failures=(*failures, *_seed_leftovers(problems)))
 
 
 def verdict_error(verdict: Verdict, failures: Sequence[MeasurementFailure]

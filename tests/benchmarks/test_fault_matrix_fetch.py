@@ -16,23 +16,17 @@ import pytest
 from benchmarks import fault_matrix as fm
 from benchmarks import fault_matrix_fetch as fmf
 from gitnetdiag.diagnosis.calibration import Calibration
-from gitnetdiag.diagnosis.culprits import download
-from gitnetdiag.diagnosis.culprits.download import DOWNLOAD_CULPRITS, rank_download
-from gitnetdiag.diagnosis.culprits.fetchfitted import FETCH_FITTED, FETCH_HAND_WEIGHTED, MATRIX
-from gitnetdiag.diagnosis.fetchmatrix import (
-    FetchMatrixRun,
-    fetch_raw_hits,
-    fit_fetch_calibrations,
-    fitted_table,
-    run_ranked_ids,
-)
-from gitnetdiag.diagnosis.matrix import score_matrix
+from gitnetdiag.diagnosis.culprits import fitted
+from gitnetdiag.diagnosis.culprits.fitted import FITTED, HAND_WEIGHTED, MATRIX
+from gitnetdiag.diagnosis.engine import MIN_SCORE
+from gitnetdiag.diagnosis.matrix import MatrixRun, score_matrix
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT, FETCH_SHARED_FAULT_CULPRIT
 from gitnetdiag.serial import to_jsonable
 from tests.acceptance.test_fetch_shared_lab import EXTRA_ARGS as SHARED_LAB_EXTRA_ARGS
 from tests.acceptance.test_fetch_shared_lab import PROTOCOLS as SHARED_LAB_PROTOCOLS
-from tests.diagnosis.test_download_culprits import HEALTHY, PHASES, TCP
+from tests.diagnosis.test_transfer_culprits import HEALTHY, PHASES, TCP
+from tests.diagnosis.transfer_cases import ranked
 
 CLAMP = "client-tcp-receive-window-clamp"
 # The client's window clamped (raw score 0.85: buffer at tcp_rmem's maximum).
@@ -75,7 +69,7 @@ def _bundle(path: Path, rows: list[tuple[str, str, int, Any]] = ROWS,
     return path
 
 
-def _runs(tmp_path: Path) -> list[FetchMatrixRun]:
+def _runs(tmp_path: Path) -> list[MatrixRun]:
     index, observations, _ = fmf.read_fetch_matrix(_bundle(tmp_path / "m.json.gz"))
     return fmf.fetch_runs(index, observations)
 
@@ -143,13 +137,15 @@ def test_shared_culprits_are_scored_with_their_evidence(
 
 
 def test_recorded_matrix_round_trips_and_fires_as_recorded(tmp_path: Path) -> None:
-    """The bundle's clones come back as FetchObservations the detectors fire on alike."""
+    """The bundle's clones come back as the transfers of a download the detectors fire on
+    alike."""
     runs = _runs(tmp_path)
     assert [r.name for r in runs][:2] == ["client-rmem-clamp-20ms-r1", "client-rmem-clamp-20ms-r2"]
-    assert runs[0].observations[0] == CLAMPED
-    assert fetch_raw_hits(runs[0].observations) == {CLAMP: 0.85}
-    assert fetch_raw_hits(runs[-1].observations) == {CLAMP: 0.6}
-    assert fetch_raw_hits(runs[6].observations) == {}
+    assert runs[0].observations.transfers[0] == CLAMPED
+    assert runs[0].observations.run.transfer == "download"
+    assert fmf.fetch_raw_hits(runs[0]) == {CLAMP: 0.85}
+    assert fmf.fetch_raw_hits(runs[-1]) == {CLAMP: 0.6}
+    assert fmf.fetch_raw_hits(runs[6]) == {}
 
 
 def test_fit_and_score_on_the_recorded_matrix(tmp_path: Path) -> None:
@@ -159,29 +155,30 @@ def test_fit_and_score_on_the_recorded_matrix(tmp_path: Path) -> None:
     three negatives from dropping it under the threshold). Culprits that fired too rarely,
     or that no fault produces, keep their hand weights and say why."""
     runs = _runs(tmp_path)
-    fits = fit_fetch_calibrations(runs)
-    assert set(fits) == {culprit_id for culprit_id, _, _ in DOWNLOAD_CULPRITS}
+    fits = fmf.fit_fetch_calibrations(runs)
+    assert set(fits) == set(fmf.download_ids())
     cal = fits[CLAMP].calibration
     assert cal is not None and (cal.positives, cal.negatives) == (4, 3)
-    assert download.MIN_SCORE < cal.confidence(0.6) < 0.5 < 0.6 < cal.confidence(0.85)
+    assert MIN_SCORE < cal.confidence(0.6) < 0.5 < 0.6 < cal.confidence(0.85)
     assert fits["server-pack-generation"].reason == "fired 2 times in the matrix (< 3)"
     assert fits["server-send-buffer"].reason == "no lab fault in the matrix produces it"
-    hand = score_matrix(runs, [run_ranked_ids(r, {}) for r in runs])
-    fitted = score_matrix(runs, [run_ranked_ids(r, fitted_table(fits)) for r in runs])
+    hand = score_matrix(runs, [fmf.run_ranked_ids(r, {}) for r in runs])
+    scored = score_matrix(runs, [fmf.run_ranked_ids(r, fits) for r in runs])
     assert (hand[CLAMP].tp, hand[CLAMP].fp, hand[CLAMP].fn) == (4, 3, 0)
-    assert (fitted[CLAMP].tp, fitted[CLAMP].fp, fitted[CLAMP].fn) == (4, 3, 0)
-    assert fitted["server-pack-generation"].recall == 1.0
+    assert (scored[CLAMP].tp, scored[CLAMP].fp, scored[CLAMP].fn) == (4, 3, 0)
+    assert scored["server-pack-generation"].recall == 1.0
 
 
 def test_fit_writes_module_bundle_and_docs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
                                            capsys: pytest.CaptureFixture[str]) -> None:
     """``--direction fetch --from BUNDLE --fit`` offline: the table shows hand and fitted side
-    by side, the generated module (do not edit, MATRIX provenance) holds the fit, and the
-    docs section between the markers is rewritten."""
-    module, docs, bundle = tmp_path / "fetchfitted.py", tmp_path / "culprits.md", tmp_path / "b.gz"
+    by side, the generated module (do not edit, MATRIX provenance) holds the fit in its
+    download rows and keeps the upload rows as shipped, and the docs section between the
+    markers is rewritten."""
+    module, docs, bundle = tmp_path / "fitted.py", tmp_path / "culprits.md", tmp_path / "b.gz"
     module.write_text("")
     docs.write_text(f"head\n{fmf.DOCS_START}\nold\n{fmf.DOCS_END}\ntail\n")
-    monkeypatch.setattr(fmf, "FETCH_FITTED_MODULE", module)
+    monkeypatch.setattr(fm, "FITTED_MODULE", module)
     monkeypatch.setattr(fmf, "FETCH_BUNDLE", bundle)
     monkeypatch.setattr(fm, "DOCS", docs)
     monkeypatch.setattr(fm, "ROOT", tmp_path)
@@ -192,14 +189,18 @@ def test_fit_writes_module_bundle_and_docs(tmp_path: Path, monkeypatch: pytest.M
             "| 1.00 | loss-20ms x1, loss-80ms x2 | fitted: a = -0.5736, b = 1.0567 (4 positive, "
             "3 negative) |") in out
     assert "11 runs, 2026-11-26 14:00 UTC, commit abc1234, RTT 20ms and 80ms" in out
-    spec = importlib.util.spec_from_file_location("generated_fetchfitted", module)
+    spec = importlib.util.spec_from_file_location("generated_fitted", module)
     assert spec is not None and spec.loader is not None
     generated: Any = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generated)
     assert "do not edit" in module.read_text()
-    assert generated.MATRIX.startswith("11 runs, 2026-11-26 14:00 UTC, commit abc1234")
-    assert set(generated.FETCH_FITTED) == {CLAMP}
-    assert generated.FETCH_HAND_WEIGHTED["server-pack-generation"].startswith("fired 2 times")
+    assert generated.MATRIX["download"].startswith("11 runs, 2026-11-26 14:00 UTC, commit abc1234")
+    assert generated.MATRIX["upload"] == MATRIX["upload"]
+    assert {key for key in generated.FITTED if key[0] == "download"} == {("download", CLAMP)}
+    assert {k: v for k, v in generated.FITTED.items() if k[0] == "upload"} == {
+        k: v for k, v in FITTED.items() if k[0] == "upload"}
+    assert generated.HAND_WEIGHTED[("download", "server-pack-generation")].startswith(
+        "fired 2 times")
     assert json.loads(gzip.decompress(bundle.read_bytes()))["index"]["runs"][0]["fault"] == (
         "client-rmem-clamp")
     text = docs.read_text()
@@ -207,27 +208,29 @@ def test_fit_writes_module_bundle_and_docs(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_a_fetch_finding_reports_the_fitted_confidence(monkeypatch: pytest.MonkeyPatch) -> None:
-    """rank_download scores with the shipped table: a fitted culprit's raw score goes through
-    its calibration, and one calibrated below the threshold is not ranked."""
+    """A download ranks with the shipped table's download row: a fitted culprit's raw score
+    goes through its calibration, and one calibrated below the threshold is not ranked."""
     cal = Calibration(intercept=-0.5, slope=2.0, positives=4, negatives=2)
-    monkeypatch.setitem(download.FETCH_FITTED, CLAMP, cal)
-    [finding] = rank_download([CLAMPED])
+    monkeypatch.setitem(fitted.FITTED, ("download", CLAMP), cal)
+    [finding] = ranked([CLAMPED])
     assert finding.score == round(cal.confidence(0.85), 3) != 0.85
-    assert rank_download([CLAMPED], calibrations={})[0].score == 0.85
-    monkeypatch.setitem(download.FETCH_FITTED, CLAMP, replace(cal, intercept=-5.0))
-    assert rank_download([CLAMPED]) == ()
+    assert ranked([CLAMPED], calibrations={})[0].score == 0.85
+    monkeypatch.setitem(fitted.FITTED, ("download", CLAMP), replace(cal, intercept=-5.0))
+    assert ranked([CLAMPED]) == ()
 
 
 def test_shipped_fetch_table_covers_every_download_culprit() -> None:
     """Every download culprit is fitted or says why it keeps its hand weights; a fitted one
     saw its fault and never lowers the confidence as its raw score grows."""
-    ids = {culprit_id for culprit_id, _, _ in DOWNLOAD_CULPRITS}
-    assert not set(FETCH_FITTED) & set(FETCH_HAND_WEIGHTED)
-    assert set(FETCH_FITTED) | set(FETCH_HAND_WEIGHTED) == ids, (
+    ids = set(fmf.download_ids())
+    table = {culprit_id: cal for (d, culprit_id), cal in FITTED.items() if d == "download"}
+    hand = {culprit_id for d, culprit_id in HAND_WEIGHTED if d == "download"}
+    assert not set(table) & hand
+    assert set(table) | hand == ids, (
         "re-fit: PYTHONPATH=. python benchmarks/fault_matrix.py --direction fetch --from "
         "benchmarks/data/fault-matrix-fetch.json.gz --fit")
-    assert MATRIX
-    for cal in FETCH_FITTED.values():
+    assert MATRIX["download"]
+    for cal in table.values():
         assert cal.positives >= 1 and cal.slope >= 0
 
 
@@ -239,7 +242,7 @@ def test_the_shipped_backlog_runs_rank_the_backlog_from_their_burst_and_host_evi
     runs = [run for run in fmf.fetch_runs(index, observations) if run.fault == "tiny-backlog"]
     assert len(runs) >= 2
     for run in runs:
-        assert run.bursts and run.host is not None, run.name
-        assert run_ranked_ids(run, {})[:1] == ["listen-backlog-overflow"], run.name
-        assert "listen-backlog-overflow" not in run_ranked_ids(
-            replace(run, bursts=(), host=None), {}), run.name
+        assert run.observations.bursts and run.observations.host is not None, run.name
+        assert fmf.run_ranked_ids(run, {})[:1] == ["listen-backlog-overflow"], run.name
+        bare = replace(run, observations=replace(run.observations, bursts=(), host=None))
+        assert "listen-backlog-overflow" not in fmf.run_ranked_ids(bare, {}), run.name

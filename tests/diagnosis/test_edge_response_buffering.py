@@ -5,27 +5,28 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
-from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
 from gitnetdiag.diagnosis.culprits.edgeresponse import edge_response_buffering, nginx_facts
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.lab.spec import FETCH_FAULT_FIX_NAMES
-from tests.diagnosis.test_download_culprits import PHASES
+from tests.diagnosis.test_transfer_culprits import PHASES
+from tests.diagnosis.transfer_cases import on, ranked
 
 RTT = 0.05
 
 
-def _tcp(window: int, rcv_space: int, median_rtt: float = 0.051) -> DownloadTcpSummary:
-    return DownloadTcpSummary(
+def _tcp(window: int, rcv_space: int, median_rtt: float = 0.051) -> ReceiverTcpSummary:
+    return ReceiverTcpSummary(
         source="ss -tin", samples=10, span_s=10.0, received_bytes=2_000_000,
         advertised_window_max_bytes=window, receive_buffer_max_bytes=2 * window,
         rcv_space_max_bytes=rcv_space, min_rtt_s=0.050, median_rtt_s=median_rtt)
 
 
 def _clone(protocol: str, rate: float, measured_s: float, *, wall_s: float | None = None,
-           tcp: DownloadTcpSummary | None = None, outcome: str = "bounded",
-           server_wait_s: float = 0.45) -> FetchObservation:
+           tcp: ReceiverTcpSummary | None = None, outcome: str = "bounded",
+           server_wait_s: float = 0.45) -> TransferObservation:
     phases = replace(PHASES, request_sent_s=0.3, first_pack_byte_s=0.3 + server_wait_s)
-    return FetchObservation(
+    return TransferObservation(
         protocol=protocol, repeat=1, outcome=outcome,  # type: ignore[arg-type]
         moved_bytes=int(rate * measured_s), measured_s=measured_s, rate_bytes_per_s=rate,
         wall_s=wall_s if wall_s is not None else measured_s + 1.0, phases=phases,
@@ -46,7 +47,7 @@ LAB_FAULT = [
 
 
 def test_lab_fault_figures_rank_edge_response_buffering_first() -> None:
-    findings = rank_download(LAB_FAULT)
+    findings = ranked(LAB_FAULT)
     top = findings[0]
     assert top.id == "edge-response-buffering", [f.id for f in findings]
     assert FETCH_FAULT_FIX_NAMES["edge-response-buffering"] in top.fix
@@ -62,8 +63,8 @@ def test_lab_fault_figures_rank_edge_response_buffering_first() -> None:
 def test_silent_on_a_healthy_run() -> None:
     """Every way in at about the same rate: the edge costs nothing."""
     healthy = [_clone(p, 10e6 if p in ("h1", "h2") else 11e6, 3.0) for p in ("h1", "h2", "ssh")]
-    assert edge_response_buffering(healthy) is None
-    assert rank_download(healthy) == ()
+    assert edge_response_buffering(on(healthy)) is None
+    assert ranked(healthy) == ()
 
 
 def test_silent_when_the_client_or_server_binds_every_way_in() -> None:
@@ -73,7 +74,7 @@ def test_silent_when_the_client_or_server_binds_every_way_in() -> None:
               for p in ("h1", "h2", "ssh", "git")]
     index_cpu = [_clone(p, 400_000.0, 3.0, wall_s=12.0) for p in ("h1", "git")]
     for case in (rmem, sndbuf, index_cpu):
-        assert edge_response_buffering(case) is None
+        assert edge_response_buffering(on(case)) is None
 
 
 def test_silent_when_the_server_wait_dominates() -> None:
@@ -81,7 +82,7 @@ def test_silent_when_the_server_wait_dominates() -> None:
     byte (the busy server counting and compressing), not to the transfer."""
     busy = [_clone("h1", 200_000.0, 2.5, wall_s=20.0, server_wait_s=15.0),
             _clone("git", 2_000_000.0, 0.4, wall_s=16.0, server_wait_s=14.0)]
-    assert edge_response_buffering(busy) is None
+    assert edge_response_buffering(on(busy)) is None
 
 
 def test_silent_when_only_http2_is_slow() -> None:
@@ -89,17 +90,17 @@ def test_silent_when_only_http2_is_slow() -> None:
     same edge is as fast as SSH, so the edge is not what is slow."""
     runs = [_clone("h1", 10e6, 3.0), _clone("h2", 1e6, 6.0, tcp=_tcp(3_000_000, 300_000)),
             _clone("ssh", 11e6, 3.0)]
-    assert edge_response_buffering(runs) is None
+    assert edge_response_buffering(on(runs)) is None
 
 
 def test_silent_without_a_direct_way_in_or_on_a_short_transfer() -> None:
     only_https = [c for c in LAB_FAULT if c.protocol in ("h1", "h2")]
-    assert edge_response_buffering(only_https) is None
+    assert edge_response_buffering(on(only_https)) is None
     short = [replace(c, measured_s=1.0) if c.protocol in ("h1", "h2") else c for c in LAB_FAULT]
-    assert edge_response_buffering(short) is None
+    assert edge_response_buffering(on(short)) is None
 
 
-def _stalled(clone: FetchObservation, moved: int, wall_s: float) -> FetchObservation:
+def _stalled(clone: TransferObservation, moved: int, wall_s: float) -> TransferObservation:
     """The clone as the monitor ends it after the stall timeout: no rate, its bytes moved."""
     return replace(clone, outcome="stalled", stopped="stall", moved_bytes=moved,
                    rate_bytes_per_s=None, measured_s=0.0, wall_s=wall_s)
@@ -111,14 +112,14 @@ def test_a_stall_through_the_edge_is_the_fault_at_its_worst() -> None:
     rate over its wall time, the stall is in the evidence, and the culprit still ranks first;
     with both HTTPS clones stalled too."""
     h1_stalled = _stalled(LAB_FAULT[0], 1_090_737, 22.4)
-    findings = rank_download([h1_stalled, *LAB_FAULT[1:]])
+    findings = ranked([h1_stalled, *LAB_FAULT[1:]])
     top = findings[0]
     assert top.id == "edge-response-buffering", [f.id for f in findings]
     assert top.cost_protocol == "h1" and 22.0 < top.cost_s < 22.4
     stall = [e for e in top.evidence if "before it stalled" in e.what]
     assert [e.value for e in stall] == [1_090_737.0]
     both = [h1_stalled, _stalled(LAB_FAULT[1], 900_000, 20.0), *LAB_FAULT[2:]]
-    assert rank_download(both)[0].id == "edge-response-buffering"
+    assert ranked(both)[0].id == "edge-response-buffering"
 
 
 def test_a_stall_before_the_pack_flows_is_not_the_edge() -> None:
@@ -126,7 +127,7 @@ def test_a_stall_before_the_pack_flows_is_not_the_edge() -> None:
     edge's buffering: with the other HTTPS clone as fast as SSH, nothing fires."""
     early = _stalled(LAB_FAULT[0], 4_000, 16.0)
     fast_h2 = _clone("h2", 11e6, 0.55, outcome="ok")
-    assert edge_response_buffering([early, fast_h2, *LAB_FAULT[2:]]) is None
+    assert edge_response_buffering(on([early, fast_h2, *LAB_FAULT[2:]])) is None
 
 
 def test_a_steady_edge_send_buffer_is_the_send_buffer_not_response_buffering() -> None:
@@ -137,10 +138,10 @@ def test_a_steady_edge_send_buffer_is_the_send_buffer_not_response_buffering() -
               for p in ("h1", "h2")]
     steady = [replace(c, stopped="stable") for c in steady]
     runs = [*steady, _clone("ssh", 11e6, 0.6, outcome="ok")]
-    assert rank_download(runs)[0].id == "server-send-buffer"
-    assert edge_response_buffering(runs) is None
+    assert ranked(runs)[0].id == "server-send-buffer"
+    assert edge_response_buffering(on(runs)) is None
     bursty = [replace(c, tcp=_tcp(1_500_000, 10 * flight)) for c in steady]
-    assert edge_response_buffering([*bursty, runs[-1]]) is not None
+    assert edge_response_buffering(on([*bursty, runs[-1]])) is not None
 
 
 def test_silent_on_the_send_buffer_clamp_lab_run() -> None:
@@ -154,7 +155,7 @@ def test_silent_on_the_send_buffer_clamp_lab_run() -> None:
                            tcp=_tcp(818_025, 131_714, 0.0211)), path_rtt_s=rtt),
             replace(_clone("ssh", 4_018_463.0, 1.56, wall_s=2.35, outcome="ok"), path_rtt_s=rtt),
             replace(_clone("git", 5_929_452.0, 1.06, wall_s=1.32, outcome="ok"), path_rtt_s=rtt)]
-    assert edge_response_buffering(runs) is None
+    assert edge_response_buffering(on(runs)) is None
 
 
 def test_nginx_facts_have_a_source_for_every_default() -> None:
@@ -175,7 +176,7 @@ def test_the_edge_config_backs_a_fired_culprit_and_fires_nothing_alone() -> None
 
     default_on = ConfigFinding(setting="proxy_buffering", value="on (default)",
                                file="/etc/nginx/nginx.conf")
-    findings = rank_download(LAB_FAULT)
+    findings = ranked(LAB_FAULT)
     backed = with_edge_config(findings, [default_on])
     top = backed[0]
     assert top.id == "edge-response-buffering"
@@ -184,5 +185,5 @@ def test_the_edge_config_backs_a_fired_culprit_and_fires_nothing_alone() -> None
     assert top.evidence[-1].text == "on (default)"
     off = ConfigFinding(setting="proxy_buffering", value="off", file="n.conf", line=3)
     assert with_edge_config(findings, [off]) == findings
-    healthy = rank_download([_clone(p, 10e6, 3.0) for p in ("h1", "ssh")])
+    healthy = ranked([_clone(p, 10e6, 3.0) for p in ("h1", "ssh")])
     assert with_edge_config(healthy, [default_on]) == healthy == ()

@@ -34,20 +34,29 @@ REGENERATE = ("re-fit: PYTHONPATH=. python benchmarks/fault_matrix.py "
               "--fault F --results DIR, then add --from DIR to that command)")
 
 
+UPLOAD_FITTED = {culprit_id: cal for (d, culprit_id), cal in FITTED.items() if d == "upload"}
+UPLOAD_HAND = {culprit_id: why for (d, culprit_id), why in HAND_WEIGHTED.items() if d == "upload"}
+
+
 def test_every_culprit_is_fitted_or_explicitly_hand_weighted() -> None:
-    """The shipped table names every registered culprit exactly once, and nothing else."""
-    ids = {c.id for c in CULPRITS}
+    """The shipped table names every registered culprit once per direction it is fitted in:
+    each upload culprit in the upload rows, each download-only one in the download rows
+    (a culprit of both directions keeps its upload row on clones), and nothing else."""
     assert not set(FITTED) & set(HAND_WEIGHTED)
-    assert set(FITTED) | set(HAND_WEIGHTED) == ids, REGENERATE
+    for direction in ("upload", "download"):
+        ids = {c.id for c in CULPRITS if c.directions == frozenset({direction})
+               or (direction == "upload" and c.judges("upload"))}
+        rows = {culprit_id for d, culprit_id in (*FITTED, *HAND_WEIGHTED) if d == direction}
+        assert rows == ids, (direction, REGENERATE)
+        assert "commit" in MATRIX[direction]
     assert all(reason for reason in HAND_WEIGHTED.values())
-    assert MATRIX and "commit" in MATRIX
 
 
 def test_fitted_culprits_come_from_a_lab_fault_and_are_sane() -> None:
     """Only culprits some lab fault produces are fitted; each fit saw its fault, and never
     lowers the confidence as the raw score grows."""
     produced = {c for c in FAULT_CULPRIT.values() if c is not None}
-    for culprit_id, cal in FITTED.items():
+    for culprit_id, cal in UPLOAD_FITTED.items():
         assert culprit_id in produced, culprit_id
         assert cal.positives >= 1 and cal.slope >= 0, (culprit_id, cal)
         assert math.isfinite(cal.intercept) and math.isfinite(cal.slope)
@@ -60,7 +69,7 @@ def test_a_finding_reports_the_shipped_confidence() -> None:
     raw = raw_hits(obs)[culprit.id]
     finding = culprit(obs)
     assert finding is not None
-    cal = FITTED.get(culprit.id)
+    cal = UPLOAD_FITTED.get(culprit.id)
     expected = cal.confidence(raw) if cal else min(1.0, raw)
     assert finding.score == pytest.approx(expected, abs=1e-3)
 
@@ -94,7 +103,7 @@ def test_fit_on_crafted_runs() -> None:
     runs += [MatrixRun(name=f"healthy-r{i}", fault="healthy", expected=None,
                        observations=healthy) for i in range(2)]
     fits = fit_calibrations(runs)
-    assert set(fits) == {c.id for c in CULPRITS}
+    assert set(fits) == {c.id for c in CULPRITS if c.judges("upload")}
     h2 = fits["h2-flow-control-window"].calibration
     raw = raw_hits(slow)["h2-flow-control-window"]
     assert h2 == fit_platt([raw] * 4, [True] * 4)
@@ -140,9 +149,9 @@ def test_shipped_table_is_the_fit_of_the_shipped_matrix() -> None:
                       expected=FAULT_CULPRIT.get(row["fault"]),
                       observations=Observations.from_dict(bundle["observations"][row["run_dir"]]))
             for row in bundle["index"]["runs"] if row["run_dir"] in bundle["observations"]]
-    assert len(runs) >= 2 * len(FITTED)
+    assert len(runs) >= 2 * len(UPLOAD_FITTED)
     fits = fit_calibrations(runs)
     refit = {c: f.calibration for c, f in fits.items() if f.calibration is not None}
     reasons = {c: f.reason for c, f in fits.items() if f.calibration is None}
-    assert (refit, reasons) == (FITTED, HAND_WEIGHTED), REGENERATE
-    assert MATRIX.startswith(f"{len(runs)} runs")
+    assert (refit, reasons) == (UPLOAD_FITTED, UPLOAD_HAND), REGENERATE
+    assert MATRIX["upload"].startswith(f"{len(runs)} runs")

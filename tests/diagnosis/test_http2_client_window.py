@@ -6,13 +6,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gitnetdiag.analysis.fetchsender import SenderTcpSummary
-from gitnetdiag.analysis.fetchwire import GitH2Window
-from gitnetdiag.diagnosis.culprits.download import rank_download
-from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window
-from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
+from gitnetdiag.analysis.h2ledger import GitH2Window
+from gitnetdiag.analysis.tcpinfo import SenderTcpSummary
+from gitnetdiag.diagnosis.culprits.h2 import client_http2_window
 from gitnetdiag.diagnosis.culprits.weights import weight
-from tests.diagnosis.test_download_culprits import HEALTHY, TCP
+from gitnetdiag.diagnosis.transfers import TransferObservation
+from tests.diagnosis.test_transfer_culprits import HEALTHY, TCP
+from tests.diagnosis.transfer_cases import on, ranked
 
 # The lab's client-h2-window at 50 ms (2026-11-26): HTTP/1.1 11.8 MB/s, HTTP/2 0.95 MB/s,
 # git's frames: stream and connection window 65,535 B; the server's socket held by its
@@ -35,7 +35,7 @@ FRAMES = GitH2Window(stream_window_bytes=65_535, connection_window_bytes=65_535,
                      window_updates=200, data_bytes=4_942_565, first_frame=9)
 
 
-def _runs(h2: FetchObservation) -> list[FetchObservation]:
+def _runs(h2: TransferObservation) -> list[TransferObservation]:
     return [H1, h2]
 
 
@@ -46,7 +46,7 @@ def _score(*signals: str) -> float:
 def test_rate_at_the_default_window_ranks_first_against_the_release_table() -> None:
     """No frames, a release documented at 32 MiB: 48 kB per round trip, 12x slower than
     HTTP/1.1 through the same server, is the default window's rate."""
-    findings = rank_download(_runs(H2), calibrations={})
+    findings = ranked(_runs(H2), calibrations={})
     assert [f.id for f in findings][:1] == ["client-http2-window"]
     top = findings[0]
     assert top.score == _score("slower-than-h1", "rate-at-default-window")
@@ -61,7 +61,7 @@ def test_rate_at_the_default_window_ranks_first_against_the_release_table() -> N
 
 
 def test_git_frames_give_the_window_and_outweigh_the_rate_alone() -> None:
-    hit = client_http2_window(_runs(replace(H2, git_h2_window=FRAMES)))
+    hit = client_http2_window(on(_runs(replace(H2, git_h2_window=FRAMES))))
     assert hit is not None
     assert hit.score == _score("slower-than-h1", "advertised-small-window", "rate-at-window")
     assert hit.score > _score("slower-than-h1", "rate-at-default-window")
@@ -75,29 +75,29 @@ def test_git_frames_give_the_window_and_outweigh_the_rate_alone() -> None:
 
 def test_the_smaller_of_stream_and_connection_window_binds() -> None:
     connection_only = replace(FRAMES, stream_window_bytes=33_554_432)
-    hit = client_http2_window(_runs(replace(H2, git_h2_window=connection_only)))
+    hit = client_http2_window(on(_runs(replace(H2, git_h2_window=connection_only))))
     assert hit is not None and "65535 B" in hit.summary
 
 
 def test_large_window_in_git_frames_silences_it_even_for_a_listed_release() -> None:
     """Frames win over the table: a 7.49 whose frames show 32 MiB was not window-bound."""
     large = replace(FRAMES, stream_window_bytes=33_554_432, connection_window_bytes=33_554_432)
-    assert client_http2_window(_runs(replace(H2, git_h2_window=large))) is None
+    assert client_http2_window(on(_runs(replace(H2, git_h2_window=large)))) is None
     old = [replace(H1, libcurl="7.49.0"), replace(H2, libcurl="7.49.0", git_h2_window=large)]
-    assert client_http2_window(old) is None
-    assert client_http2_window([old[0], replace(old[1], git_h2_window=None)]) is not None
+    assert client_http2_window(on(old)) is None
+    assert client_http2_window(on([old[0], replace(old[1], git_h2_window=None)])) is not None
 
 
 def test_frames_with_a_small_window_but_far_more_per_round_trip_do_not_fire() -> None:
     """3 MB/s at 50 ms is 150 kB per round trip: more than 1.5x a 65,535 B window."""
     fast = replace(H2, rate_bytes_per_s=3_000_000.0, git_h2_window=FRAMES)
-    assert client_http2_window(_runs(fast)) is None
+    assert client_http2_window(on(_runs(fast))) is None
 
 
 def test_rate_alone_outside_the_default_window_or_h2_not_slower_is_silent() -> None:
-    assert client_http2_window(_runs(replace(H2, rate_bytes_per_s=3_000_000.0))) is None
-    assert client_http2_window(_runs(replace(H2, rate_bytes_per_s=200_000.0))) is None  # 10 kB
-    assert client_http2_window(_runs(replace(H2, rate_bytes_per_s=9_000_000.0))) is None
+    assert client_http2_window(on(_runs(replace(H2, rate_bytes_per_s=3_000_000.0)))) is None
+    assert client_http2_window(on(_runs(replace(H2, rate_bytes_per_s=200_000.0)))) is None  # 10 kB
+    assert client_http2_window(on(_runs(replace(H2, rate_bytes_per_s=9_000_000.0)))) is None
     slow_h1 = replace(H1, rate_bytes_per_s=1_200_000.0)  # every transport alike: not HTTP/2's
-    assert client_http2_window([slow_h1, H2]) is None
-    assert client_http2_window([H2]) is None
+    assert client_http2_window(on([slow_h1, H2])) is None
+    assert client_http2_window(on([H2])) is None

@@ -17,8 +17,7 @@ from dataclasses import dataclass, field, replace
 
 import pytest
 
-from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
-from gitnetdiag.diagnosis.fetchverdict import judge_clones
+from gitnetdiag.diagnosis.headline import failure_headline
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.observations import (
     BurstResult,
@@ -29,11 +28,13 @@ from gitnetdiag.diagnosis.observations import (
     RunInfo,
     RunProblem,
 )
-from gitnetdiag.diagnosis.verdict import failure_headline, judge, verdict_error
+from gitnetdiag.diagnosis.transfers import TransferObservation
+from gitnetdiag.diagnosis.verdict import judge, verdict_error
 from gitnetdiag.errors import ExitCode
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.rundir.failures import unfinished
-from tests.diagnosis.test_download_culprits import HEALTHY
+from tests.diagnosis.test_transfer_culprits import HEALTHY
+from tests.diagnosis.transfer_cases import judgement
 
 CAPTURE = CaptureMetrics(source="capture")
 """TCP evidence for a push (a clone's is its TCP_INFO summary, in ``HEALTHY``)."""
@@ -62,7 +63,7 @@ def _push(t: Transfer) -> PushResult:
     return PushResult(duration_s=0.05, bytes=0, ok=False, error_kind=kind, error_message=line)
 
 
-def _clone(t: Transfer, repeat: int) -> FetchObservation:
+def _clone(t: Transfer, repeat: int) -> TransferObservation:
     clone = replace(HEALTHY, protocol=t.protocol, repeat=repeat)
     if t.how == "ok":
         return clone
@@ -176,7 +177,7 @@ def _as_pushes(case: Case) -> Verdicts:
 
 def _as_clones(case: Case) -> Verdicts:
     clones = [_clone(t, repeat) for repeat, t in enumerate(case.transfers, start=1)]
-    judged = judge_clones(clones, [_finding(culprit) for culprit in case.findings],
+    judged = judgement(clones, [_finding(culprit) for culprit in case.findings],
                           bursts=case.bursts, problems=case.problems("fetch.json"))
     # Stalls and failures a ranked culprit covers are listed with it, as evidence.
     blocking = [f for f in judged.failures if f.explained_by is None
@@ -207,6 +208,6 @@ def test_a_refused_clone_gets_the_hint_of_its_kind() -> None:
     def hint_of(kind: FailureKind | None, message: str) -> str:
         return failure_hint(kind or "other", message, transfer="download")
 
-    judged = judge_clones([_clone(t, 1) for t in REFUSED[1:]], (), hint_of=hint_of)
+    judged = judgement([_clone(t, 1) for t in REFUSED[1:]], (), hint_of=hint_of)
     assert {f.hint for f in judged.failures} == {failure_hint("refused", REFUSED_LINE)}
     assert "nothing listens on that port" in judged.failures[0].hint

@@ -14,7 +14,6 @@ import pytest
 
 from gitnetdiag.diagnosis import signatures
 from gitnetdiag.diagnosis.culprits import CULPRITS
-from gitnetdiag.diagnosis.culprits.download import DOWNLOAD_CULPRITS
 from gitnetdiag.diagnosis.signatures import (
     BASE,
     KNOWN_CULPRITS,
@@ -161,7 +160,7 @@ def test_the_shipped_catalogue_covers_each_family_with_sources() -> None:
 
 def test_known_culprits_are_the_registered_ones() -> None:
     """The constant the loader checks against holds every registered culprit id."""
-    registered = {c.id for c in CULPRITS} | {row[0] for row in DOWNLOAD_CULPRITS}
+    registered = {c.id for c in CULPRITS}
     assert registered <= KNOWN_CULPRITS
     assert {"request-body-limit", "edge-idle-timeout", "streamed-body-refused"} <= registered
 

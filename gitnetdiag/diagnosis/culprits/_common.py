@@ -5,10 +5,10 @@ pushes, connection bursts and trace2 phases."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
-from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary
+from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
 from gitnetdiag.diagnosis.calibration import Calibration
 from gitnetdiag.diagnosis.culprits.fitted import FITTED
 from gitnetdiag.diagnosis.culprits.weights import weight
@@ -26,6 +26,7 @@ from gitnetdiag.diagnosis.observations import (
     ConfigFinding,
     Observations,
 )
+from gitnetdiag.diagnosis.transfers import Direction, TransferObservation
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.thresholds import SMALL_BACKLOG as SMALL_BACKLOG
 
@@ -114,15 +115,31 @@ class Tally:
 
 Detector = Callable[[Observations], Hit | None]
 
+UPLOAD: frozenset[Direction] = frozenset({"upload"})
+"""A culprit of pushes only (the client sends)."""
+DOWNLOAD: frozenset[Direction] = frozenset({"download"})
+"""A culprit of clones only (the server sends): it reads ``Observations.transfers``."""
+BOTH: frozenset[Direction] = frozenset({"upload", "download"})
+"""A culprit of either direction (loss, SYN drops, the backlog, a black hole, a filter...):
+one detector, fed a download's clones push-shaped (:mod:`gitnetdiag.diagnosis.assembly`)."""
+
+
+def fitted_calibration(culprit_id: str, direction: str) -> Calibration | None:
+    """The shipped calibration of a culprit judging ``direction``: the table's entry for
+    (direction, id), else its upload entry (a culprit of both directions is fitted on the
+    push matrix; the fetch matrix fits the download-only culprits)."""
+    return FITTED.get((direction, culprit_id)) or FITTED.get(("upload", culprit_id))
+
 
 @dataclass(frozen=True, kw_only=True)
 class Culprit:
-    """A catalogue entry: stable id, title and detector; call it with observations.
+    """A catalogue entry: stable id, title, detector and the directions it judges; call it
+    with observations.
 
-    The finding's score is the detector's raw score calibrated on the lab's
-    fault matrix when :data:`~gitnetdiag.diagnosis.culprits.fitted.FITTED` has
-    the id (docs/culprits.md, "Fitted confidence"), else the raw score itself,
-    the hand-set weights (:data:`~gitnetdiag.diagnosis.culprits.fitted.HAND_WEIGHTED`
+    The finding's score is the detector's raw score calibrated on the lab's fault matrix
+    of the direction when :data:`~gitnetdiag.diagnosis.culprits.fitted.FITTED` has it
+    (docs/culprits.md, "Fitted confidence"; :func:`fitted_calibration`), else the raw score
+    itself, the hand-set weights (:data:`~gitnetdiag.diagnosis.culprits.fitted.HAND_WEIGHTED`
     says why).
     """
 
@@ -132,17 +149,24 @@ class Culprit:
     """Short human name."""
     detect: Detector
     """The signature check."""
+    directions: frozenset[Direction] = UPLOAD
+    """The directions it judges (``Observations.run.transfer``): the engine runs it on
+    those only."""
     fitted: bool = True
     """Use the shipped fitted confidence when there is one (False: the hand-set
     weights, what the fault matrix compares against)."""
     calibration: Calibration | None = None
     """A calibration to use instead of the shipped one (the matrix evaluating a new fit)."""
 
-    def confidence(self, raw_score: float) -> float:
+    def judges(self, direction: str) -> bool:
+        """Whether it runs on a run of ``direction``."""
+        return direction in self.directions
+
+    def confidence(self, raw_score: float, direction: str = "upload") -> float:
         """The finding's score for a detector's raw score, 0..1."""
         calibration = self.calibration
         if calibration is None and self.fitted:
-            calibration = FITTED.get(self.id)
+            calibration = fitted_calibration(self.id, direction)
         if calibration is None:
             return min(1.0, max(0.0, raw_score))
         return calibration.confidence(raw_score)
@@ -154,13 +178,21 @@ class Culprit:
         return Finding(
             id=self.id,
             title=self.title,
-            score=round(self.confidence(hit.score), 3),
+            score=round(self.confidence(hit.score, obs.run.transfer), 3),
             cost_s=round(max(0.0, hit.cost_s), 3),
             summary=hit.summary,
             evidence=hit.evidence,
             fix=hit.fix,
             cost_protocol=hit.cost_protocol,
         )
+
+
+def costliest(transfers: Iterable[TransferObservation],
+              detect: Callable[[TransferObservation], Hit | None]) -> Hit | None:
+    """The costliest hit of a per-transfer detector over a download's transfers, None when
+    none fired."""
+    hits = [hit for obs in transfers if (hit := detect(obs)) is not None]
+    return max(hits, key=lambda hit: hit.cost_s) if hits else None
 
 
 def label(name: str) -> str:
@@ -429,7 +461,7 @@ def flight_in_window(what: str, flight: float, window: float, share: float,
                     comparison="<=", basis=basis, basis_terms=terms, source=source)
 
 
-def no_queue(tcp: DownloadTcpSummary, factor: float) -> Evidence | None:
+def no_queue(tcp: ReceiverTcpSummary, factor: float) -> Evidence | None:
     """No queue on the path of a download: the receiver's median RTT within ``factor`` of
     the minimum (None when it is above, or either is unknown)."""
     median, least = tcp.median_rtt_s, tcp.min_rtt_s

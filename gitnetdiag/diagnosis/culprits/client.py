@@ -4,11 +4,13 @@ measured (``data/libcurl_bugs.toml``)."""
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from gitnetdiag.diagnosis.culprits._common import (
     SLOW_PHASE_S,
     SLOWER_RATIO,
     Hit,
+    Tally,
     above_zero,
     failure_cost_s,
     label,
@@ -27,8 +29,9 @@ from gitnetdiag.diagnosis.measures import (
     upload_rate_bytes_per_s,
     upload_s,
 )
-from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.diagnosis.units import fmt_s
 from gitnetdiag.outcomes import REFUSALS
 
@@ -200,3 +203,75 @@ def client_http_stack(obs: Observations) -> Hit | None:
         if hit is not None:
             return hit
     return None
+
+
+# The download direction: after the pack arrives, git's ``index-pack`` inflates every
+# object, resolves each delta against its base and hashes the result (trace2's
+# ``Resolving deltas`` and ``Checking objects`` regions). On a starved client (a CI runner
+# under load, a CPU quota) or for a delta-heavy history that work, not the network, is the
+# clone's time. The same seconds on every protocol say it is the client's work.
+
+INDEX_PACK_MIN_S = 1.0
+"""index-pack seconds that count as the client's work, not noise."""
+INDEX_PACK_SHARE = 0.3
+"""index-pack at least this share of the whole clone."""
+SAME_WORK_SPREAD = 2.0
+"""index-pack on every protocol within this factor: the client's work, not a transport's."""
+
+INDEX_PACK_FIX = (
+    "give the client CPU for index-pack: run the clone where cores are free (a CI runner "
+    "without a CPU quota, or a larger one), let index-pack use every core (git config "
+    "pack.threads 0, the default, or index-pack.threads), and ask for less work: "
+    "'git clone --filter=blob:none' or a shallow clone (--depth 1); on the server, "
+    "'git repack -adf --depth=50' keeps delta chains short")
+
+
+def _index_pack_hit(obs: TransferObservation, peers: Sequence[float]) -> Hit | None:
+    phases = obs.phases
+    index_s = phases.index_pack_s
+    # The clone up to the end of index-pack: checkout is a phase of its own (a bare clone, a
+    # fetch into an existing repository have none), and the client's too.
+    total = (phases.total_s or 0.0) - (phases.checkout_s or 0.0)
+    if index_s is None or total <= 0 or index_s < INDEX_PACK_MIN_S:
+        return None
+    if index_s < INDEX_PACK_SHARE * total:
+        return None
+    tally = Tally("client-index-pack-cpu")
+    tally.add_part("share-above-threshold", (index_s / total - INDEX_PACK_SHARE) / 0.3)
+    tally.add("index-pack-share", Evidence(
+        what="index-pack resolving deltas and checking objects", value=index_s, unit="s",
+        threshold=INDEX_PACK_SHARE * total, comparison=">=",
+        basis="30% of the clone's {} before checkout",
+        basis_terms=(Quantity(value=total, unit="s"),),
+        source=f"trace2 progress regions, fetch {obs.protocol} #{obs.repeat}"))
+    if phases.received_bytes:
+        tally.note(Evidence(what="pack bytes index-pack received", unit="B",
+                                value=float(phases.received_bytes), source="trace2 total_bytes"))
+    others = [s for s in peers if s > 0]
+    if len(others) >= 2 and max(others) <= SAME_WORK_SPREAD * min(others):
+        tally.add("same-on-every-transport", Evidence(
+            what="index-pack on the fastest protocol (the same work on every transport)",
+            value=min(others), unit="s", of=max(others),
+            source=f"trace2, {len(others)} clones"))
+    if phases.checkout_s is not None:
+        tally.note(Evidence(what="checkout (unpack_trees)", value=phases.checkout_s,
+                                unit="s", source="trace2"))
+    return Hit(
+        score=round(min(weight("client-index-pack-cpu", "cap"), tally.score), 2),
+        cost_s=index_s,
+        summary=(f"the client's index-pack took {index_s:.1f} s of the clone's {total:.1f} s "
+                 "before checkout, resolving deltas: the client's CPU, not the network, set "
+                 "the clone's time"),
+        evidence=tuple(tally.evidence), fix=INDEX_PACK_FIX, cost_protocol=obs.protocol)
+
+
+def client_index_pack_cpu(run: Observations) -> Hit | None:
+    """A download: the client's index-pack (resolving deltas) dominates the clone."""
+    peers = [obs.phases.index_pack_s for obs in run.transfers
+             if obs.phases.index_pack_s is not None]
+    best: Hit | None = None
+    for obs in run.transfers:
+        hit = _index_pack_hit(obs, peers)
+        if hit is not None and (best is None or hit.cost_s > best.cost_s):
+            best = hit
+    return best

@@ -52,10 +52,10 @@ from gitnetdiag.diagnosis.culprits._common import (
     flight_in_window,
     no_queue,
 )
-from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
-from gitnetdiag.diagnosis.observations import ConfigFinding
+from gitnetdiag.diagnosis.observations import ConfigFinding, Observations
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.diagnosis.units import fmt_rate
 from gitnetdiag.errors import UsageError
 
@@ -126,23 +126,23 @@ def nginx_facts() -> NginxFacts:
                          hint="every [[setting]] needs name, default, fact and source") from exc
 
 
-def _stalled_with_pack(obs: FetchObservation) -> bool:
+def _stalled_with_pack(obs: TransferObservation) -> bool:
     return obs.outcome == "stalled" and obs.moved_bytes >= STALLED_MIN_BYTES and obs.wall_s > 0
 
 
-def _rate(obs: FetchObservation) -> float:
+def _rate(obs: TransferObservation) -> float:
     """A measured clone's rate; a stalled one's average over its wall time, gaps included."""
     if _stalled_with_pack(obs):
         return obs.moved_bytes / obs.wall_s
     return obs.rate_bytes_per_s or 0.0
 
 
-def _time_s(obs: FetchObservation) -> float:
+def _time_s(obs: TransferObservation) -> float:
     return obs.wall_s if _stalled_with_pack(obs) else obs.measured_s
 
 
-def _fastest(observations: Sequence[FetchObservation], protocols: tuple[str, ...], *,
-             stalled: bool = False) -> FetchObservation | None:
+def _fastest(observations: Sequence[TransferObservation], protocols: tuple[str, ...], *,
+             stalled: bool = False) -> TransferObservation | None:
     """The fastest measured clone of ``protocols`` (``stalled``: or stalled with its pack
     flowing, at its average rate)."""
     seen = [o for o in observations if o.protocol in protocols
@@ -150,7 +150,7 @@ def _fastest(observations: Sequence[FetchObservation], protocols: tuple[str, ...
     return max(seen, key=_rate) if seen else None
 
 
-def _bursts(obs: FetchObservation, rtt: float) -> Evidence | None:
+def _bursts(obs: TransferObservation, rtt: float) -> Evidence | None:
     """The data came in bursts after gaps: the most delivered in one round trip far above
     the average per round trip (what a sender paced by a buffer or a window does not do)."""
     tcp = obs.tcp
@@ -167,7 +167,7 @@ def _bursts(obs: FetchObservation, rtt: float) -> Evidence | None:
         source=f"{tcp.source} rcv_space; fetch {obs.protocol} #{obs.repeat}")
 
 
-def _path_signals(obs: FetchObservation, rtt: float, tally: Tally) -> None:
+def _path_signals(obs: TransferObservation, rtt: float, tally: Tally) -> None:
     """The client's window open, no queue on the path."""
     tcp = obs.tcp
     if tcp is None:
@@ -182,7 +182,7 @@ def _path_signals(obs: FetchObservation, rtt: float, tally: Tally) -> None:
         tally.add("no-queue", queue)
 
 
-def _slow_edge_clone(obs: FetchObservation, direct_rate: float) -> bool:
+def _slow_edge_clone(obs: TransferObservation, direct_rate: float) -> bool:
     """A clone through the edge measured long enough (or stalled after its pack began to
     flow), far slower than direct, its time in the transfer rather than the server's wait,
     its data in bursts."""
@@ -196,10 +196,11 @@ def _slow_edge_clone(obs: FetchObservation, direct_rate: float) -> bool:
     return bool(obs.rtt_s) and _bursts(obs, obs.rtt_s or 0.0) is not None
 
 
-def edge_response_buffering(observations: Sequence[FetchObservation]) -> Hit | None:
-    """Clones through the HTTPS edge several times slower than direct ones with the data in
-    bursts (required), window open, no queue: the edge buffers the pack (nginx
+def edge_response_buffering(run: Observations) -> Hit | None:
+    """A download: clones through the HTTPS edge several times slower than direct ones with
+    the data in bursts (required), window open, no queue: the edge buffers the pack (nginx
     ``proxy_buffering``)."""
+    observations = run.transfers
     fastest_edge = _fastest(observations, EDGE_PROTOCOLS, stalled=True)
     direct = _fastest(observations, DIRECT_PROTOCOLS)
     if fastest_edge is None or direct is None or not direct.rate_bytes_per_s:

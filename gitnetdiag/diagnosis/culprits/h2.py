@@ -1,8 +1,9 @@
-"""HTTP/2 flow control: the stream/connection window and the frame settings."""
+"""HTTP/2 flow control: the stream/connection window, granted by the server on a push
+(``h2-flow-control-window``) and by the client on a clone (``client-http2-window``)."""
 
 from __future__ import annotations
 
-import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
@@ -29,6 +30,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     window_below,
 )
 from gitnetdiag.diagnosis.culprits.headroom import window_headroom
+from gitnetdiag.diagnosis.culprits.libcurlwin import LibcurlWindow, window_for
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
@@ -42,7 +44,7 @@ from gitnetdiag.diagnosis.measures import (
     upload_rate_bytes_per_s,
     upload_s,
 )
-from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     H2Ledger,
@@ -53,12 +55,11 @@ from gitnetdiag.diagnosis.observations import (
 from gitnetdiag.diagnosis.servers import (
     ServerIdentity,
     answering_server,
-    frame_fix,
     terminator_name,
     window_fix,
 )
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
-from gitnetdiag.outcomes import REFUSALS
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -145,7 +146,7 @@ def hop_source(source: str, identity: ServerIdentity | None) -> str:
     return f"{source}; TLS terminator: {name}" if name else source
 
 
-def _hops(identity: ServerIdentity | None) -> list[Evidence]:
+def hops(identity: ServerIdentity | None) -> list[Evidence]:
     """Where another hop terminates HTTP/2 than the server that named itself: which one and
     why, and the ``server`` header that came from behind it."""
     if identity is None or not identity.terminator_basis:
@@ -420,7 +421,7 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     if not (slower or small_window or (stalled and tally.score > 0)):
         return None
     pattern = r"initial-window-size|H2WindowSize|http2_body_preread_size|window_size"
-    tally.note(*config_evidence(config_lines(obs, pattern)), *_hops(identity))
+    tally.note(*config_evidence(config_lines(obs, pattern)), *hops(identity))
     return Hit(
         score=tally.score,
         cost_s=_cost_s(obs, h),
@@ -430,123 +431,138 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     )
 
 
-H2_DEFAULT_FRAME_BYTES = 16384
-"""HTTP/2's default SETTINGS_MAX_FRAME_SIZE (RFC 9113 section 6.5.2), the largest DATA
-payload a client sends before the server says otherwise; also the smallest a server
-may set."""
+# The download direction: over HTTP/2 the client's stream window bounds the server's DATA
+# at ``window / RTT``; libcurl's window changed from release to release
+# (``gitnetdiag/data/libcurl_h2_windows.toml``). ``client-http2-window`` fires when the
+# HTTP/2 clone ran slower than the HTTP/1.1 clone of the same repository at the same time,
+# with about one small window per round trip: the window git's own decrypted frames show
+# (``--full``), else the one its release is documented to advertise when that release is
+# listed as small or slow, else HTTP/2's default 65,535 B when the rate per round trip sits
+# at it (a build or a preloaded library can advertise less than its release's documented
+# window; the evidence then gives both).
+
+H2_SLOWER = 0.67
+"""The HTTP/2 clone at most this share of the HTTP/1.1 clone's rate."""
+NEAR_WINDOW = 1.5
+"""Bytes per RTT within this factor of the window: the window binds."""
+DEFAULT_WINDOW_LOW = 0.3
+"""Without the client's frames or a listed release: bytes per RTT from this share of
+HTTP/2's default window up (nghttp2 grants more once half the window is read, so a client
+that keeps the default moves about 0.5-1 window per round trip) count as that window."""
+
+H2_WINDOW_FIX = (
+    "upgrade libcurl (and the git built on it) to a release with a large HTTP/2 download "
+    "window (7.52.0 to 8.0.1, or 8.1.1 and later: 10 MB); a client that still advertises "
+    "a small window (a build or a preloaded library that changes it) needs that fixed; until "
+    "then let git use HTTP/1.1 to this server: git config http.version HTTP/1.1")
 
 
-def _buffer_below_a_frame(obs: Observations) -> Hit | None:
-    """HTTP/2 pushes fail while other transports push, and the edge's per-stream buffer
-    (HAProxy ``tune.bufsize``) is smaller than one full DATA frame. Measured with HAProxy 2.6
-    at 4096, 8192 and 12288 B: every HTTP/2 request, the first GET of the ref advertisement
-    included, ends in "Empty reply from server", while HTTP/1.1 through it works."""
-    p = obs.protocols.get("h2")
-    if p is None or not any(ok_pushes(o) for n, o in obs.protocols.items() if n != "h2"):
+def _fastest(observations: Sequence[TransferObservation], protocol: str
+             ) -> TransferObservation | None:
+    measured = [o for o in observations if o.protocol == protocol and o.measured]
+    return max(measured, key=lambda o: o.rate_bytes_per_s or 0.0) if measured else None
+
+
+def _window_evidence(tally: Tally, h2: TransferObservation, h1_flight: float,
+                     entry: LibcurlWindow | None) -> int | None:
+    """The window that held HTTP/2, with its evidence; None when none did.
+
+    git's own frames (``--full``) win over the release's documented window; without them a
+    listed release's window, else HTTP/2's default when the bytes per RTT sit at it."""
+    rtt = h2.rtt_s or 0.0
+    flight = (h2.rate_bytes_per_s or 0.0) * rtt
+    seen = h2.git_h2_window
+    listed = entry is not None and entry.slow_downloads
+    documented = entry.steady_window if entry is not None else None
+    if seen is not None:
+        window = min(seen.stream_window_bytes, seen.connection_window_bytes)
+        source = f"--full: git's SETTINGS and WINDOW_UPDATE frames, from frame {seen.first_frame}"
+        if window >= h1_flight or flight > NEAR_WINDOW * window:
+            return None  # the window git advertised did not hold it
+        tally.add("advertised-small-window", Evidence(
+            what="HTTP/2 window git advertised (stream and connection, the smaller)",
+            value=float(window), unit="B", threshold=h1_flight, comparison="<",
+            basis="the HTTP/1.1 clone's bytes per round trip {}",
+            basis_terms=(Quantity(value=h1_flight, unit="B"),), source=source))
+    elif listed and documented is not None:
+        window = documented
+    elif listed:
+        return 0  # a release known to be slow, its window not documented
+    else:
+        window = HTTP2_DEFAULT_WINDOW_BYTES
+        if not DEFAULT_WINDOW_LOW * window <= flight <= NEAR_WINDOW * window:
+            return None
+        tally.add("rate-at-default-window", Evidence(
+            what="HTTP/2 bytes per round trip (rate x RTT)", value=flight, unit="B",
+            threshold=NEAR_WINDOW * window, comparison="<=",
+            basis="1.5 x HTTP/2's default window {}, what a client that does not raise it "
+                  "advertises", basis_terms=(Quantity(value=float(window), unit="B"),),
+            source="fetch monitor x path RTT; RFC 9113 section 6.9.2"))
+        if documented is not None and entry is not None:
+            tally.note(Evidence(
+                what=f"HTTP/2 window libcurl {h2.libcurl} is documented to advertise (the "
+                     "rate says the window this client advertised was smaller)",
+                value=float(documented), unit="B", source=entry.source))
+        return window
+    if flight > NEAR_WINDOW * window:
         return None
-    small = [c for c in config_lines(obs, r"^tune\.bufsize$")
-             if (size := _size_bytes(c.value)) is not None and size < H2_DEFAULT_FRAME_BYTES]
-    cost, failed, total = failure_cost_s(obs, "h2", {"reset", "other", "hung", "timeout"})
-    if not small or not failed:
+    tally.add("rate-at-window", Evidence(
+        what="HTTP/2 bytes per round trip (rate x RTT)", value=flight, unit="B",
+        threshold=NEAR_WINDOW * window, comparison="<=",
+        basis=("1.5 x the window git advertised {}" if seen is not None
+               else "1.5 x the stream window its libcurl release advertises {}"),
+        basis_terms=(Quantity(value=float(window), unit="B"),),
+        source="fetch monitor x path RTT" + (f"; {entry.source}" if seen is None and entry
+                                             else "")))
+    if seen is not None and entry is not None and documented not in (None, window):
+        tally.note(Evidence(
+            what=f"HTTP/2 window libcurl {h2.libcurl} is documented to advertise (git's frames "
+                 "show another)", value=float(documented or 0), unit="B", source=entry.source))
+    return window
+
+
+def client_http2_window(run: Observations) -> Hit | None:
+    """A download: the client advertises a small HTTP/2 window: its libcurl release's, the
+    one its decrypted frames show (``--full``), or the one its HTTP/2 rate gives away."""
+    h2, h1 = _fastest(run.transfers, "h2"), _fastest(run.transfers, "h1")
+    if h2 is None or h1 is None or not h2.rtt_s:
         return None
-    first = next(f for f in failed_pushes(p) if f.error_kind not in REFUSALS)
-    size = _size_bytes(small[0].value)
+    entry = window_for(h2.libcurl)
+    h2_rate, h1_rate = h2.rate_bytes_per_s or 0.0, h1.rate_bytes_per_s or 0.0
+    if h2_rate > H2_SLOWER * h1_rate:
+        return None
+    tally = Tally("client-http2-window")
+    if entry is not None and entry.slow_downloads:
+        tally.add("listed-release", Evidence(
+            what="client's libcurl", text=str(h2.libcurl),
+            source=f"git version --build-options / curl-config; {entry.source}"))
+    tally.add("slower-than-h1", Evidence(
+        what="HTTP/2 clone's rate", value=h2_rate, unit="B/s", threshold=H2_SLOWER * h1_rate,
+        comparison="<=", basis="two thirds of the HTTP/1.1 clone's {}",
+        basis_terms=(Quantity(value=h1_rate, unit="B/s"),), source="fetch monitor, h1 and h2"))
+    window = _window_evidence(tally, h2, h1_rate * h2.rtt_s, entry)
+    if window is None:
+        return None
+    cost = h2.measured_s - h2.moved_bytes / h1_rate if h1_rate > h2_rate else 0.0
     return Hit(
-        score=weight("h2-frame-settings", "buffer-below-a-frame"),
-        cost_s=cost,
-        summary=(
-            f"{failed} of {total} HTTP/2 pushes failed while the other transports pushed: the "
-            f"edge buffers {size} B per stream, less than one {H2_DEFAULT_FRAME_BYTES} B "
-            "HTTP/2 frame, and drops HTTP/2 requests (\"Empty reply from server\")."
-        ),
-        evidence=(
-            Evidence(
-                what="edge buffer per stream (tune.bufsize)",
-                value=size,
-                unit="B",
-                threshold=H2_DEFAULT_FRAME_BYTES,
-                comparison="<",
-                basis="one HTTP/2 DATA frame at the default maximum frame size",
-                source=f"{small[0].file} line {small[0].line}",
-            ),
-            above_zero("HTTP/2 pushes failed", failed,
-                       "pushes: " + (first.error_message or first.error_kind or ""), of=total),
-        ),
-        fix=(
-            f"Raise HAProxy `tune.bufsize` to at least {H2_DEFAULT_FRAME_BYTES} (its default) "
-            "so a whole HTTP/2 frame fits; meanwhile `git config http.version HTTP/1.1` "
-            "pushes through the same edge."
-        ),
-    )
+        score=round(min(weight("client-http2-window", "cap"), tally.score), 2),
+        cost_s=max(0.0, cost), summary=_client_summary(h2, h1_rate, window, entry),
+        evidence=tuple(tally.evidence), fix=H2_WINDOW_FIX, cost_protocol="h2")
 
 
-FRAME_SLOWER_RATIO = 0.8
-"""Small frames are a suspect when HTTP/2 runs below this share of the fastest other rate."""
-FRAME_ZERO_CREDIT_SHARE = 0.1
-"""...and spent less than this share of the upload at zero credit (the window is open)."""
-
-
-def _size_bytes(text: str) -> int | None:
-    match = re.fullmatch(r"(\d+)\s*([kKmM]?)", text.strip())
-    if match is None:
-        return None
-    return int(match.group(1)) * {"": 1, "k": 1 << 10, "m": 1 << 20}[match.group(2).lower()]
-
-
-def h2_frame_settings(obs: Observations) -> Hit | None:
-    broken = _buffer_below_a_frame(obs)
-    if broken is not None:
-        return broken
-    p = obs.protocols.get("h2")
-    if p is None or p.h2_ledger is None or p.h2_ledger.max_frame_size_bytes is None:
-        return None
-    ledger = p.h2_ledger
-    h2_rate, other, size, up = (
-        upload_rate_bytes_per_s(p),
-        best_other_rate(obs, "h2"),
-        push_bytes(p),
-        upload_s(p),
-    )
-    rtt = rtt_s(obs, p)
-    if h2_rate is None or other is None or size is None or up is None:
-        return None
-    frame = ledger.max_frame_size_bytes
-    if frame is None or frame > H2_DEFAULT_FRAME_BYTES or h2_rate >= FRAME_SLOWER_RATIO * other[1]:
-        return None
-    window = ledger.granted_window_bytes
-    if window is not None and rtt is not None and window < other[1] * rtt:
-        return None  # the window explains it: h2-flow-control-window
-    zero = ledger.zero_credit_s
-    if zero >= FRAME_ZERO_CREDIT_SHARE * up:
-        return None
-    if p.capture is not None and p.capture.network_bound:
-        return None  # TCP was bound by the network (loss, cwnd), not by per-frame cost
-    identity = answering_server(obs)
-    return Hit(
-        score=weight("h2-frame-settings", "small-frames"),
-        cost_s=saved_time_s(size, up, other[1]) or 0.0,
-        summary=(
-            f"HTTP/2 uploaded at {fmt_rate(h2_rate)} vs {label(other[0])} "
-            f"{fmt_rate(other[1])} although its window was open; the server allows only "
-            f"{ledger.max_frame_size_bytes} B frames, so per-frame overhead and buffering dominate."
-        ),
-        evidence=(
-            Evidence(
-                what=f"SETTINGS_MAX_FRAME_SIZE of {TERMINATOR}",
-                value=ledger.max_frame_size_bytes,
-                unit="B",
-                threshold=H2_DEFAULT_FRAME_BYTES,
-                comparison="<=",
-                basis="the protocol minimum",
-                source=hop_source(ledger.source, identity),
-            ),
-            slower_than("HTTP/2 upload rate", h2_rate, other, "pushes", ratio=FRAME_SLOWER_RATIO),
-            share_of_upload("time at zero HTTP/2 credit (the window is not the limit)", zero,
-                            up, ledger.source, share=FRAME_ZERO_CREDIT_SHARE, comparison="<"),
-            *config_evidence(
-                config_lines(obs, r"max-frame-size|bufsize|StreamMaxMemSize|chunk_size")
-            ),
-            *_hops(identity),
-        ),
-        fix=frame_fix(identity),
-    )
+def _client_summary(h2: TransferObservation, h1_rate: float, window: int,
+             entry: LibcurlWindow | None) -> str:
+    rates = (f"the HTTP/2 clone ran at {h2.rate_bytes_per_s or 0.0:.0f} B/s against "
+             f"{h1_rate:.0f} B/s over HTTP/1.1")
+    documented = entry.steady_window if entry is not None else None
+    release = (f"; libcurl {h2.libcurl} is documented to advertise {documented} B"
+               if documented is not None and documented != window else "")
+    if h2.git_h2_window is not None:
+        return (f"git advertised a {window} B HTTP/2 window for its download (its decrypted "
+                f"frames{release}): {rates}")
+    if entry is not None and entry.slow_downloads:
+        window_text = f"{window} B" if window else "a window that is not documented"
+        return (f"libcurl {h2.libcurl} advertises {window_text} for an HTTP/2 download "
+                f"({entry.fact.split(':')[0]}): {rates}")
+    return (f"the HTTP/2 clone moved about HTTP/2's default {window} B window per round trip, "
+            f"as from a client that does not raise it{release}: {rates}")

@@ -102,3 +102,55 @@ def slow_ref_advertisement(obs: Observations) -> Hit | None:
             "(`protocol.version=2`) lets a client ask only for the refs it needs."
         ),
     )
+
+
+# The download direction: the server works before the first pack byte.
+
+PACK_GENERATION_MIN_S = 1.0
+"""Seconds before the first pack byte that count as the server's work, not noise."""
+PACK_GENERATION_SHARE = 0.3
+"""The wait for the first pack byte is this share of the clone's time up to its end."""
+
+
+def server_pack_generation(run: Observations) -> Hit | None:
+    """A download: the server's counting and compressing before the first pack byte
+    dominate."""
+    best: Hit | None = None
+    for obs in run.transfers:
+        wait = obs.phases.server_pack_generation_s
+        if wait is None:
+            continue
+        work = wait - (obs.rtt_s or 0.0)
+        end = obs.phases.total_s or obs.wall_s
+        if work < PACK_GENERATION_MIN_S or work < PACK_GENERATION_SHARE * end:
+            continue
+        evidence = [Evidence(
+            what="fetch request to first pack byte", value=wait, unit="s",
+            threshold=PACK_GENERATION_SHARE * end, comparison=">=",
+            basis="30% of the clone's {}", basis_terms=(Quantity(value=end, unit="s"),),
+            source=f"trace2 negotiation + git progress, fetch {obs.protocol} #{obs.repeat}")]
+        if obs.phases.server_objects_counted is not None:
+            evidence.append(Evidence(what="objects the server counted",
+                                     value=float(obs.phases.server_objects_counted),
+                                     unit="count", source="sideband 'remote: Counting objects'"))
+        if obs.phases.server_objects_compressed is not None:
+            evidence.append(Evidence(what="objects the server compressed (delta search)",
+                                     value=float(obs.phases.server_objects_compressed),
+                                     unit="count",
+                                     source="sideband 'remote: Compressing objects'"))
+        hit = Hit(
+            score=min(weight("server-pack-generation", "cap"),
+                      weight("server-pack-generation", "base") + work / end),
+            cost_s=work,
+            summary=(f"the server worked {work:.1f} s counting and compressing objects "
+                     f"before the first pack byte of a {end:.1f} s clone"),
+            evidence=tuple(evidence),
+            fix=("on the server: 'git repack -adb' (one pack with a reachability bitmap), "
+                 "repack.writeBitmaps=true so later repacks keep it, pack.useBitmaps=true "
+                 "(the default); for the user: 'git clone --filter=blob:none' (or a shallow "
+                 "clone) asks for less"),
+            cost_protocol=obs.protocol,
+        )
+        if best is None or hit.cost_s > best.cost_s:
+            best = hit
+    return best

@@ -14,6 +14,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     above_zero,
     config_evidence,
     config_lines,
+    costliest,
     label,
     rate_vs_window,
     rwnd_limited,
@@ -31,12 +32,13 @@ from gitnetdiag.diagnosis.measures import (
     saved_time_s,
     upload_s,
 )
-from gitnetdiag.diagnosis.model import Evidence
+from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     UNSCALED_MAX_WINDOW_BYTES,
     Observations,
 )
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 
 
@@ -254,4 +256,74 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
             "already on, a middlebox (firewall, load balancer, WAN optimiser) strips the window "
             "scale option from the SYN: capture on both sides of it to find which one."
         ),
+    )
+
+
+# The download direction: the client receives, so its own receive window caps the clone.
+
+WINDOW_BOUND_SHARE = 0.5
+"""A rate at least this share of ``window / RTT`` is held by the window (the rest is the
+receiver's ACK pacing and slow start)."""
+BUFFER_AT_CEILING = 0.9
+"""A receive buffer this close to ``tcp_rmem``'s maximum has no room left to grow."""
+SMALL_WINDOW_BYTES = 256 * 1024
+"""Without the client's ``tcp_rmem``: an advertised window cap below this is clamped
+(Linux autotuning grows it to megabytes on any path with more than a few ms of RTT)."""
+UNCLAMPED_WINDOW_BYTES = 3 * 1024 * 1024
+"""The window Linux's default ``tcp_rmem`` maximum (6 MiB) lets the client advertise
+(half the buffer with ``tcp_adv_win_scale`` 1): the rate an unclamped client could reach."""
+
+
+def client_tcp_receive_window_clamp(obs: Observations) -> Hit | None:
+    """A download: the client's advertised window caps it (``tcp_rmem`` clamp)."""
+    return costliest(obs.transfers, _client_window_hit)
+
+
+def _client_window_hit(obs: TransferObservation) -> Hit | None:
+    tcp, rtt = obs.tcp, obs.rtt_s
+    if not obs.measured or tcp is None or not rtt or tcp.advertised_window_max_bytes is None:
+        return None
+    window = tcp.advertised_window_max_bytes
+    limit = window / rtt
+    rate = obs.rate_bytes_per_s or 0.0
+    if rate < WINDOW_BOUND_SHARE * limit:
+        return None
+    ceiling = obs.client_rmem_max_bytes
+    buffer = tcp.receive_buffer_max_bytes
+    # With the client's tcp_rmem and its socket's buffer known, the buffer at the ceiling is
+    # the clamp; a small window below an unreached ceiling is autotuning still growing.
+    known = ceiling is not None and buffer is not None
+    at_ceiling = known and buffer >= BUFFER_AT_CEILING * ceiling  # type: ignore[operator]
+    if (known and not at_ceiling) or (not known and window >= SMALL_WINDOW_BYTES):
+        return None
+    unclamped = UNCLAMPED_WINDOW_BYTES / rtt
+    cost = obs.measured_s - obs.moved_bytes / unclamped if unclamped > rate else 0.0
+    evidence = [
+        Evidence(what="client's advertised receive window (largest rcv_ssthresh)",
+                 value=float(window), unit="B", source=f"{tcp.source}, fetch {obs.protocol}"),
+        Evidence(what="download rate", value=rate, unit="B/s", threshold=WINDOW_BOUND_SHARE * limit,
+                 comparison=">=", basis="half of {} / RTT {}",
+                 basis_terms=(Quantity(value=float(window), unit="B"),
+                              Quantity(value=rtt, unit="s")),
+                 source=f"fetch {obs.protocol} #{obs.repeat}"),
+    ]
+    if buffer is not None:
+        evidence.append(Evidence(
+            what="client's receive buffer (skmem rb)", value=float(buffer), unit="B",
+            threshold=BUFFER_AT_CEILING * ceiling if ceiling else None,
+            comparison=">=" if ceiling else None,
+            basis="90% of the tcp_rmem maximum {}" if ceiling else "",
+            basis_terms=(Quantity(value=float(ceiling), unit="B"),) if ceiling else (),
+            source=f"{tcp.source}; client sysctl net.ipv4.tcp_rmem"))
+    return Hit(
+        score=weight("client-tcp-receive-window-clamp",
+                     "buffer-at-ceiling" if at_ceiling else "window-bound"),
+        cost_s=max(0.0, cost),
+        summary=(f"the client advertised at most {window} B, so the download ran at "
+                 f"window / RTT ({rate:.0f} B/s): its receive buffer is clamped"),
+        evidence=tuple(evidence),
+        fix=("raise the client's receive buffer: the third value of sysctl net.ipv4.tcp_rmem "
+             "(Linux's default is 6291456) to at least twice the path's bandwidth-delay "
+             "product, and net.core.rmem_max when an application sets SO_RCVBUF"),
+        cost_protocol=obs.protocol,
     )

@@ -14,7 +14,7 @@ Changing a weight changes the raw scores the fault matrix saw: re-fit
 from __future__ import annotations
 
 WEIGHTS: dict[str, dict[str, float]] = {
-    # The download direction (fetchsender.py, fetchclient.py): "cap" is the most the raw
+    # The download direction (sendbuffer.py, client.py, h2.py): "cap" is the most the raw
     # score may reach from the client's evidence alone.
     "client-tcp-receive-window-clamp": {
         "buffer-at-ceiling": 0.85,  # the window is bound and the buffer sits at tcp_rmem's max

@@ -9,13 +9,11 @@ import pytest
 
 from gitnetdiag.diagnosis import CULPRITS
 from gitnetdiag.diagnosis.culprits._common import Tally
-from gitnetdiag.diagnosis.culprits.download import DOWNLOAD_CULPRITS
 from gitnetdiag.diagnosis.culprits.weights import WEIGHTS, weight
 from gitnetdiag.diagnosis.model import Evidence
 
 DETECTOR_MODULES: dict[str, set[str]] = {}
-for _id, _module in [(c.id, c.detect.__module__) for c in CULPRITS] + [
-        (culprit_id, detect.__module__) for culprit_id, _, detect in DOWNLOAD_CULPRITS]:
+for _id, _module in [(c.id, c.detect.__module__) for c in CULPRITS]:
     DETECTOR_MODULES.setdefault(_id, set()).add(_module)
 
 
@@ -24,7 +22,7 @@ def test_the_table_names_registered_culprits_only() -> None:
     assert set(WEIGHTS) <= ids
     # edge-backend-errors (pool.py) keeps its own scores for now; every other detector
     # reads the table (slow-ref-advertisement's download side reuses the push row's id
-    # with its own two fixed scores in fetchsender.py).
+    # with its own two fixed scores).
     assert ids - set(WEIGHTS) <= {"edge-backend-errors"}
 
 

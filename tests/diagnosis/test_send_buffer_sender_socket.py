@@ -8,12 +8,12 @@ from dataclasses import replace
 
 import pytest
 
-from gitnetdiag.analysis.fetchsender import SenderTcpSummary, summarize_sender
-from gitnetdiag.diagnosis.culprits.download import rank_download
-from gitnetdiag.diagnosis.culprits.fetchsender import server_send_buffer
-from tests.analysis.test_fetchsender import RECORDED
-from tests.diagnosis.test_download_culprits import HEALTHY
-from tests.diagnosis.test_download_sender_client import SNDBUF
+from gitnetdiag.analysis.tcpinfo import SenderTcpSummary, summarize_sender
+from gitnetdiag.diagnosis.culprits.sendbuffer import server_send_buffer
+from tests.analysis.test_tcpinfo_sender import RECORDED
+from tests.diagnosis.test_send_buffer_and_client import SNDBUF
+from tests.diagnosis.test_transfer_culprits import HEALTHY
+from tests.diagnosis.transfer_cases import on, ranked
 
 CLAMPED = summarize_sender(RECORDED)
 assert CLAMPED is not None
@@ -21,8 +21,8 @@ WINDOW_BOUND = replace(CLAMPED, buffer_full_share=0.0, window_full_share=0.9, ap
 
 
 def test_the_servers_word_lifts_the_send_buffer_and_is_its_evidence() -> None:
-    client_only = server_send_buffer([SNDBUF])
-    both = server_send_buffer([replace(SNDBUF, sender=CLAMPED)])
+    client_only = server_send_buffer(on([SNDBUF]))
+    both = server_send_buffer(on([replace(SNDBUF, sender=CLAMPED)]))
     assert client_only is not None and both is not None
     assert client_only.score <= 0.85 < both.score <= 0.95
     share = [e for e in both.evidence if e.unit == "ratio"]
@@ -35,19 +35,19 @@ def test_a_short_clone_counts_when_the_server_saw_its_buffer_bind() -> None:
     """The lab's git:// clone of 5.3 MB took 1.9 s: too short for the client's evidence
     alone (slow start), not for the server's, which tells slow start (cwnd) apart."""
     short = replace(SNDBUF, measured_s=1.2, moved_bytes=5_326_120)
-    assert server_send_buffer([short]) is None
-    hit = server_send_buffer([replace(short, sender=CLAMPED)])
+    assert server_send_buffer(on([short])) is None
+    hit = server_send_buffer(on([replace(short, sender=CLAMPED)]))
     assert hit is not None and hit.score >= 0.9
 
 
 def test_a_sender_held_by_the_clients_window_clears_the_send_buffer() -> None:
-    assert server_send_buffer([replace(SNDBUF, sender=WINDOW_BOUND)]) is None
+    assert server_send_buffer(on([replace(SNDBUF, sender=WINDOW_BOUND)])) is None
     few = replace(WINDOW_BOUND, samples=2)  # too few samples: the client's evidence alone
-    assert server_send_buffer([replace(SNDBUF, sender=few)]) is not None
+    assert server_send_buffer(on([replace(SNDBUF, sender=few)])) is not None
 
 
 def test_the_server_sampled_while_the_client_was_not() -> None:
-    findings = rank_download([replace(SNDBUF, tcp=None, sender=CLAMPED)])
+    findings = ranked([replace(SNDBUF, tcp=None, sender=CLAMPED)])
     assert [f.id for f in findings][:1] == ["server-send-buffer"]
 
 
@@ -87,22 +87,22 @@ def test_one_sample_at_the_default_buffer_is_not_a_send_buffer_clamp() -> None:
     assert DEMO_SLOW_START is not None
     assert DEMO_SLOW_START.sndbuf_limited_share > 0.5  # over the share threshold ...
     assert DEMO_SLOW_START.buffer_full_s == pytest.approx(0.29)  # ... for one sample
-    assert server_send_buffer([DEMO_H2]) is None
-    assert rank_download([DEMO_H2]) == ()
+    assert server_send_buffer(on([DEMO_H2])) is None
+    assert ranked([DEMO_H2]) == ()
 
 
 def test_the_clamp_held_its_buffer_long_enough() -> None:
     assert CLAMPED.buffer_full_s == pytest.approx(1.08, abs=0.01)
     brief = replace(CLAMPED, buffer_full_s=0.29)  # one sample: too short ...
-    assert server_send_buffer([replace(SNDBUF, sender=brief)]) is None
+    assert server_send_buffer(on([replace(SNDBUF, sender=brief)])) is None
     kernel = replace(brief, sndbuf_limited_s=0.6)  # ... unless the kernel's chronograph says
-    assert server_send_buffer([replace(SNDBUF, sender=kernel)]) is not None
+    assert server_send_buffer(on([replace(SNDBUF, sender=kernel)])) is not None
 
 
 def test_a_buffer_far_above_what_arrived_per_round_trip_did_not_hold_the_rate() -> None:
     """Long enough by the kernel's chronograph, but 22 MB/s x 50 ms is 1.1 MB, a quarter of
     the 4 MiB buffer: it bound after slow start had made the rate."""
     long_enough = replace(DEMO_SLOW_START, sndbuf_limited_s=0.6)
-    assert server_send_buffer([replace(DEMO_H2, sender=long_enough)]) is None
+    assert server_send_buffer(on([replace(DEMO_H2, sender=long_enough)])) is None
     near = replace(long_enough, send_buffer_max_bytes=2_000_000)
-    assert server_send_buffer([replace(DEMO_H2, sender=near)]) is not None
+    assert server_send_buffer(on([replace(DEMO_H2, sender=near)])) is not None

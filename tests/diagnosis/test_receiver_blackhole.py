@@ -7,12 +7,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gitnetdiag.analysis.fetchtcp import summarize_download
-from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
+from gitnetdiag.analysis.tcpinfo import summarize_receiver
 from gitnetdiag.diagnosis.culprits.mtu import RECEIVER_FIX
-from gitnetdiag.diagnosis.fetchverdict import judge_fetch
 from gitnetdiag.diagnosis.observations import CaptureMetrics
-from tests.diagnosis.test_download_culprits import HEALTHY, TCP
+from gitnetdiag.diagnosis.transfers import TransferObservation
+from tests.diagnosis.test_transfer_culprits import HEALTHY, TCP
+from tests.diagnosis.transfer_cases import judged, ranked
 
 # As measured on the lab (h1, 50 ms, --stall-timeout 6): 3,973 B received, rcv_mss 883 B.
 STARVED_TCP = replace(TCP, received_bytes=3973, advertised_window_max_bytes=67_072,
@@ -29,11 +29,11 @@ def _sample(t: float, received: float, rcv_mss: float) -> dict[str, object]:
 
 def test_the_largest_segment_estimate_is_kept_through_the_stall() -> None:
     """``rcv_mss`` is a level: the largest over every sample, the stalled ones included."""
-    summary = summarize_download([_sample(0.25, 2142, 536), _sample(0.5, 3973, 883),
+    summary = summarize_receiver([_sample(0.25, 2142, 536), _sample(0.5, 3973, 883),
                                   _sample(6.0, 3973, 883)])
     assert summary is not None
     assert (summary.rcv_mss_max_bytes, summary.advmss_bytes) == (883, 1448)
-    older = summarize_download([{"t_s": 0.25, "local": "a:1", "source": "ss -tin",
+    older = summarize_receiver([{"t_s": 0.25, "local": "a:1", "source": "ss -tin",
                                  "counters": {"bytes_received": 10.0}}])
     assert older is not None and older.rcv_mss_max_bytes is None
 
@@ -41,7 +41,7 @@ def test_the_largest_segment_estimate_is_kept_through_the_stall() -> None:
 def test_a_stalled_clone_of_small_segments_ranks_the_black_hole_first() -> None:
     """From TCP_INFO alone (no root, no capture): the push culprit's id, the receiver's fix,
     the figures cited; the stall is its evidence, so the run is degraded, not failed."""
-    findings = rank_download([STALLED])
+    findings = ranked([STALLED])
     assert [f.id for f in findings][:1] == ["path-mtu-blackhole"]
     top = findings[0]
     assert "clamp-mss-to-pmtu" in top.fix and top.fix == RECEIVER_FIX and "advmss" in top.fix
@@ -51,14 +51,14 @@ def test_a_stalled_clone_of_small_segments_ranks_the_black_hole_first() -> None:
     assert values["HTTP/1.1: largest segment received (payload)"] == (883, "B")
     assert values["HTTP/1.1: MSS the receiver advertised"] == (1448, "B")
     assert top.cost_s == 6.6 and top.score >= 0.5
-    verdict, failures = judge_fetch([STALLED], findings)
+    verdict, failures = judged([STALLED], findings)
     assert verdict == "degraded"
     assert [f.explained_by for f in failures] == ["path-mtu-blackhole"]
 
 
 def test_two_transports_in_the_hole_score_higher() -> None:
-    one = rank_download([STALLED])[0].score
-    two = rank_download([STALLED, replace(STALLED, protocol="git")])[0].score
+    one = ranked([STALLED])[0].score
+    two = ranked([STALLED, replace(STALLED, protocol="git")])[0].score
     assert two > one
 
 
@@ -67,7 +67,7 @@ def test_a_capture_at_the_client_gives_the_largest_segment_it_acknowledged() -> 
     captured = replace(STALLED, tcp=None, capture=CaptureMetrics(
         source="capture fetch h1 #1 8443->49268 (download, at the client)", mss_bytes=1460,
         max_received_segment_bytes=884, retransmitted_bytes=0, retransmission_rate=0.0))
-    findings = rank_download([captured])
+    findings = ranked([captured])
     assert [f.id for f in findings][:1] == ["path-mtu-blackhole"]
     assert "884 B" in findings[0].summary and "1460 B" in findings[0].summary
 
@@ -84,21 +84,21 @@ def test_no_black_hole_without_its_signature() -> None:
     loopback = replace(STALLED, tcp=replace(STARVED_TCP, rcv_mss_max_bytes=8008,
                                             advmss_bytes=65_483))
     for clones in ([full], [near], [unknown], [finished], [loopback]):
-        assert "path-mtu-blackhole" not in [f.id for f in rank_download(clones)], clones
+        assert "path-mtu-blackhole" not in [f.id for f in ranked(clones)], clones
 
 
 def test_an_unexplained_stall_of_every_clone_is_inconclusive() -> None:
     """A stall measured the path (the push verdict's rule, ONE-TRANSFER "verdict"): with no
     culprit for it the run is inconclusive (exit 8), never healthy."""
-    verdict, failures = judge_fetch([STALLED], ())
+    verdict, failures = judged([STALLED], ())
     assert verdict == "inconclusive" and failures[0].explained_by is None
     assert failures[0].reference == "fetch-stalled"
 
 
 def test_healthy_clone_keeps_no_finding() -> None:
-    healthy: FetchObservation = replace(HEALTHY, tcp=replace(TCP, rcv_mss_max_bytes=1448,
+    healthy: TransferObservation = replace(HEALTHY, tcp=replace(TCP, rcv_mss_max_bytes=1448,
                                                               advmss_bytes=1448))
-    assert rank_download([healthy]) == ()
+    assert ranked([healthy]) == ()
 
 
 def test_no_black_hole_from_what_a_stall_elsewhere_also_shows() -> None:
@@ -115,11 +115,11 @@ def test_no_black_hole_from_what_a_stall_elsewhere_also_shows() -> None:
     small_server = replace(STALLED, moved_bytes=200_000, tcp=replace(
         STARVED_TCP, received_bytes=200_000, rcv_mss_max_bytes=1308, peer_mss_bytes=1308))
     for clone in (initial, counting, small_server):
-        findings = rank_download([clone])
+        findings = ranked([clone])
         assert "path-mtu-blackhole" not in [f.id for f in findings], clone
-        assert judge_fetch([clone], findings)[0] == "inconclusive"  # an unexplained stall
+        assert judged([clone], findings)[0] == "inconclusive"  # an unexplained stall
     # The lab's hole, with the server's MSS known (1448 B, as the client's): still named.
     lab = replace(STALLED, tcp=replace(STARVED_TCP, peer_mss_bytes=1448))
-    assert [f.id for f in rank_download([lab])][:1] == ["path-mtu-blackhole"]
+    assert [f.id for f in ranked([lab])][:1] == ["path-mtu-blackhole"]
     done_counting = replace(STALLED, last_line="remote: Counting objects: 100% (41/41), done.")
-    assert [f.id for f in rank_download([done_counting])][:1] == ["path-mtu-blackhole"]
+    assert [f.id for f in ranked([done_counting])][:1] == ["path-mtu-blackhole"]

@@ -1,5 +1,6 @@
-"""The culprits that do not depend on the direction, run on clones: the push detectors
-themselves, fed with the download's evidence (reused, not copied).
+"""A download's :class:`Observations`: its clones, each kept whole for the download
+detectors (``transfers``) and push-shaped for the culprits of both directions, which
+judge the download's evidence with the same detectors (reused, not copied).
 
 Loss, a full link, latency, SYN drops, the backlog, resets and the path MTU are
 the same physics whichever way the pack flows; only the roles swap: in a fetch
@@ -56,8 +57,10 @@ burst's refusals (and sshd's log lines) are what ``ssh-maxstartups`` reads, as o
 The clones' trace2 time to the ref advertisement is the push's ``ref_advertisement_s``
 (``slow-ref-advertisement``); the client's libcurl release is the push's, judged with the
 download's known bugs (``client-http-stack``). The findings keep their ids, scores and fix
-texts; their summaries and evidence speak of clones and the download (:func:`in_fetch_words`).
+texts; their summaries and evidence speak of clones and the download (:func:`in_download_words`,
+applied by the engine).
 """
+
 
 from __future__ import annotations
 
@@ -66,10 +69,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import replace
 
-from gitnetdiag.analysis.fetchphases import finished_clone_rate
-from gitnetdiag.diagnosis.culprits import CULPRITS
-from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
-from gitnetdiag.diagnosis.engine import MIN_SCORE
+from gitnetdiag.analysis.trace2 import finished_clone_rate
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
@@ -80,25 +80,17 @@ from gitnetdiag.diagnosis.observations import (
     ProtocolObservation,
     PushResult,
     RunInfo,
+    RunProblem,
     Trace2Phases,
 )
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.outcomes import FailureKind
-
-SHARED_CULPRITS: tuple[str, ...] = (
-    "packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency", "syn-drop",
-    "listen-backlog-overflow", "ssh-maxstartups", "firewall-reset", "slow-ref-advertisement",
-    "client-http-stack",
-)
-"""Push culprits that do not depend on the direction, run on a fetch's clones.
-``client-http-stack`` judges the clones with the download's rows of its table of client
-bugs only (``data/libcurl_bugs.toml``: curl issues 11201, 14923), never the upload's: the
-records say ``transfer="download"``."""
 
 _STALLED = {"stalled": FailureKind.HUNG, "hung": FailureKind.HUNG}
 """The failure kind of a clone that stopped moving (as a hung push's)."""
 
 
-def clone_as_transfer(obs: FetchObservation) -> PushResult:
+def as_push_result(obs: TransferObservation) -> PushResult:
     """One clone as the push-shaped record the shared detectors read: a measured clone
     moved ``moved_bytes`` at its rate (the transfer, slow start excluded); one that
     finished without a rate (an older run's, its pack between two samples) is still one,
@@ -116,7 +108,7 @@ def clone_as_transfer(obs: FetchObservation) -> PushResult:
                       error_message=obs.last_line or obs.outcome)
 
 
-def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
+def tcp_info_metrics(obs: TransferObservation) -> CaptureMetrics | None:
     """The client's TCP_INFO of the download socket as the sender's view of the path: the
     window the client advertised, the path's minimum RTT and the receiver's median RTT."""
     tcp = obs.tcp
@@ -131,11 +123,11 @@ def tcp_info_metrics(obs: FetchObservation) -> CaptureMetrics | None:
         self_limited_share=obs.idle_share)
 
 
-def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
+def _evidence_of(obs: TransferObservation) -> CaptureMetrics | None:
     """The capture's metrics, else TCP_INFO's; the server's own receive-window-limited and
     application-limited shares over the estimates when the server was sampled. Without the
     server's, the sender's application-limited share is the share of its life the client's
-    download socket sat idle (:attr:`FetchObservation.idle_share`)."""
+    download socket sat idle (:attr:`TransferObservation.idle_share`)."""
     evidence = obs.capture if obs.capture is not None else tcp_info_metrics(obs)
     if evidence is None:
         return None
@@ -149,7 +141,7 @@ def _evidence_of(obs: FetchObservation) -> CaptureMetrics | None:
                           f"{obs.sender.source}")
 
 
-def _handshakes(best: CaptureMetrics | None, clones: Sequence[FetchObservation]
+def _handshakes(best: CaptureMetrics | None, clones: Sequence[TransferObservation]
                 ) -> CaptureMetrics | None:
     """The best clone's evidence with the SYN and SYN-ACK retransmissions of every clone's
     capture summed: each clone opens its own download connection, and a dropped SYN costs
@@ -164,7 +156,7 @@ def _handshakes(best: CaptureMetrics | None, clones: Sequence[FetchObservation]
     return replace(best, syn_retransmissions=syn, synack_retransmissions=synack)
 
 
-def _phases(clones: Sequence[FetchObservation]) -> Trace2Phases | None:
+def _phases(clones: Sequence[TransferObservation]) -> Trace2Phases | None:
     """The clones' trace2 phases the push detectors read, median over clones as for pushes:
     the time to the ref advertisement (connect, TLS/SSH, authentication, the refs)."""
     seen = [obs.phases.ref_advertisement_s for obs in clones
@@ -172,11 +164,15 @@ def _phases(clones: Sequence[FetchObservation]) -> Trace2Phases | None:
     return Trace2Phases(ref_advertisement_s=statistics.median(seen)) if seen else None
 
 
-def observations_of_clones(clones: Sequence[FetchObservation], *,
-                           bursts: Sequence[BurstResult] = (),
-                           host: HostEvidence | None = None) -> Observations:
-    """A fetch's clones as the :class:`Observations` the push detectors read, with the
-    fetch's bursts (``--burst``) and the server's host evidence, when there are."""
+def download_observations(clones: Sequence[TransferObservation], *,
+                          bursts: Sequence[BurstResult] = (),
+                          host: HostEvidence | None = None,
+                          requested: Sequence[str] = (),
+                          problems: Sequence[RunProblem] = ()) -> Observations:
+    """A fetch's clones as one :class:`Observations`: each clone whole in ``transfers``
+    (the download detectors' input) and push-shaped per protocol (what the culprits of both
+    directions read), with the fetch's bursts (``--burst``) and the server's host
+    evidence, when there are."""
     protocols: dict[str, ProtocolObservation] = {}
     for name in PROTOCOL_ORDER:
         mine = [obs for obs in clones if obs.protocol == name]
@@ -185,15 +181,17 @@ def observations_of_clones(clones: Sequence[FetchObservation], *,
         # The TCP evidence of the clone that measured most (else the first one's).
         best = max(mine, key=lambda obs: (obs.measured, obs.moved_bytes))
         protocols[name] = ProtocolObservation(
-            pushes=tuple(clone_as_transfer(obs) for obs in mine),
+            pushes=tuple(as_push_result(obs) for obs in mine),
             capture=_handshakes(_evidence_of(best), mine),
             trace2=_phases(mine))
     rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
     libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
     return Observations(
         run=RunInfo(rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl, transfer="download",
-                    requested_protocols=tuple(protocols), measured_by="fetch"),
-        protocols=protocols, bursts=tuple(bursts), host=host)
+                    requested_protocols=tuple(requested) or tuple(protocols),
+                    measured_by="fetch"),
+        protocols=protocols, bursts=tuple(bursts), host=host, transfers=tuple(clones),
+        problems=tuple(problems))
 
 
 _WORDS = (
@@ -210,28 +208,10 @@ def _reworded(text: str) -> str:
     return text
 
 
-def in_fetch_words(finding: Finding) -> Finding:
+def in_download_words(finding: Finding) -> Finding:
     """A shared culprit's finding told of clones: its summary and evidence say clone and
     download where the push detector says push and upload; id, score, cost and fix stay."""
     evidence = tuple(replace(e, what=_reworded(e.what), source=_reworded(e.source))
                      for e in finding.evidence)
     return replace(finding, summary=_reworded(finding.summary), evidence=evidence)
-
-
-def shared_findings(clones: Sequence[FetchObservation], min_cost_s: float, *,
-                    bursts: Sequence[BurstResult] = (),
-                    host: HostEvidence | None = None) -> list[Finding]:
-    """Every direction-independent culprit that fires on the clones (and the fetch's
-    bursts, with the server's host evidence), confident enough (the push engine's
-    :data:`MIN_SCORE`) and costing at least ``min_cost_s``."""
-    obs = observations_of_clones(clones, bursts=bursts, host=host)
-    findings = []
-    for culprit in CULPRITS:
-        if culprit.id not in SHARED_CULPRITS:
-            continue
-        finding = culprit(obs)
-        if finding is None or finding.score < MIN_SCORE or finding.cost_s < min_cost_s:
-            continue
-        findings.append(in_fetch_words(finding))
-    return findings
 

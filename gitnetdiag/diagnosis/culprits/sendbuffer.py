@@ -1,4 +1,4 @@
-"""Culprits of the download direction on the sending side: the server's (or edge's) socket.
+"""The sender's send buffer (``server-send-buffer``, a download: the server's or edge's socket).
 
 In a fetch the server sends. When its send buffer is small (the server's
 ``net.ipv4.tcp_wmem`` maximum, HAProxy ``tune.sndbuf.server`` /
@@ -16,7 +16,7 @@ the window the client advertises, every round trip alike. Seen from the client
   on the path, so neither a bottleneck link nor a shaper is holding the rate;
 - the rate is flat (the monitor stopped the clone at a stable rate);
 - the socket carried data for most of the time it was sampled (less than
-  :data:`~gitnetdiag.diagnosis.culprits.fetchobs.IDLE_SHARE` of it idle): a buffer holds a
+  :data:`~gitnetdiag.diagnosis.transfers.IDLE_SHARE` of it idle): a buffer holds a
   sender that has more to write, so the flight sits at the buffer round trip after round
   trip. A server that produces the pack slower than the path carries (a CPU-starved
   upload-pack) also keeps a small flight with no queue, but leaves the socket idle most of
@@ -27,7 +27,7 @@ A server that writes the pack steadily, only slower than the path carries (its
 pace, not idle stretches), still looks the same from the client; only the
 server's own TCP_INFO tells the two apart. When the server runs on this machine (the lab,
 ``--host-netns``, ``--host-local``) the fetch samples it
-(:mod:`gitnetdiag.analysis.fetchsender`): a send buffer that held the bytes in
+(:mod:`gitnetdiag.analysis.tcpinfo`): a send buffer that held the bytes in
 flight for most of the sending time, with the client's window and the
 congestion window open, is the culprit's own signature and lifts the cap; a
 sender that was mostly held by something else (the client's window, its own
@@ -39,19 +39,19 @@ the client's out-of-order arrivals at its share), this stays silent.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from gitnetdiag.diagnosis.culprits._common import (
     LOSS_RATE,
     OUT_OF_ORDER_SHARE,
     Hit,
     Tally,
+    costliest,
     flight_in_window,
     no_queue,
 )
-from gitnetdiag.diagnosis.culprits.fetchobs import IDLE_SHARE, FetchObservation, costliest
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
+from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.transfers import IDLE_SHARE, TransferObservation
 
 FLIGHT_BELOW_WINDOW = 0.5
 """Bytes delivered per RTT at most this share of the advertised window: the window did not
@@ -102,7 +102,7 @@ SEND_BUFFER_FIX = (
     "twice the path's bandwidth-delay product")
 
 
-def _flight_signals(obs: FetchObservation, rtt: float, tally: Tally) -> float | None:
+def _flight_signals(obs: TransferObservation, rtt: float, tally: Tally) -> float | None:
     """The bytes per RTT against the advertised window; returns the flight when it fits."""
     tcp = obs.tcp
     rate = obs.rate_bytes_per_s or 0.0
@@ -125,7 +125,7 @@ def _flight_signals(obs: FetchObservation, rtt: float, tally: Tally) -> float | 
     return flight
 
 
-def _queue_signal(obs: FetchObservation, tally: Tally) -> bool:
+def _queue_signal(obs: TransferObservation, tally: Tally) -> bool:
     """No queue on the path: the receiver's RTT stays near the minimum."""
     queue = no_queue(obs.tcp, RTT_UNINFLATED) if obs.tcp is not None else None
     if queue is None:
@@ -134,7 +134,7 @@ def _queue_signal(obs: FetchObservation, tally: Tally) -> bool:
     return True
 
 
-def _busy_signal(obs: FetchObservation, tally: Tally) -> bool:
+def _busy_signal(obs: TransferObservation, tally: Tally) -> bool:
     """The download socket carried data for most of its sampled life (a buffer holds a
     sender that has more to write: its flight stays at the buffer, round trip after round
     trip). A socket idle most of the time had a sender with nothing to send, whose small
@@ -151,7 +151,7 @@ def _busy_signal(obs: FetchObservation, tally: Tally) -> bool:
     return idle < IDLE_SHARE
 
 
-def _sender_signal(obs: FetchObservation, tally: Tally) -> bool | None:
+def _sender_signal(obs: TransferObservation, tally: Tally) -> bool | None:
     """The server's own TCP_INFO: True when its send buffer held the bytes in flight for
     most of the transfer, False when something else did, None when the server's sockets
     were not sampled (a remote server)."""
@@ -192,7 +192,7 @@ def _sender_signal(obs: FetchObservation, tally: Tally) -> bool | None:
     return True
 
 
-def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
+def _send_buffer_hit(obs: TransferObservation) -> Hit | None:
     rtt = obs.rtt_s
     if not obs.measured or (obs.tcp is None and obs.sender is None) or not rtt \
             or rtt < MIN_RTT_S:
@@ -224,7 +224,7 @@ def _send_buffer_hit(obs: FetchObservation) -> Hit | None:
         evidence=tuple(tally.evidence), fix=SEND_BUFFER_FIX, cost_protocol=obs.protocol)
 
 
-def _summary(obs: FetchObservation, flight: float, rate: float) -> str:
+def _summary(obs: TransferObservation, flight: float, rate: float) -> str:
     if obs.sender is not None and obs.sender.sndbuf_limited_share >= SNDBUF_SHARE:
         return (f"the server's own socket was held by its send buffer for "
                 f"{100 * obs.sender.sndbuf_limited_share:.0f}% of the bytes it sent, the "
@@ -235,12 +235,13 @@ def _summary(obs: FetchObservation, flight: float, rate: float) -> str:
             f"holds the download to {rate:.0f} B/s")
 
 
-def server_send_buffer(observations: Sequence[FetchObservation]) -> Hit | None:
-    """The server's (or edge's) send buffer caps its bytes in flight below the client's window."""
-    return costliest(observations, _send_buffer_hit)
+def server_send_buffer(obs: Observations) -> Hit | None:
+    """A download: the server's (or edge's) send buffer caps its bytes in flight below the
+    client's window."""
+    return costliest(obs.transfers, _send_buffer_hit)
 
 
-def _lossy(obs: FetchObservation) -> bool:
+def _lossy(obs: TransferObservation) -> bool:
     """The clone met loss as ``packet-loss`` counts it: the server's retransmissions in its
     capture, else the data segments the client received out of order (TCP_INFO)."""
     if obs.capture is not None and obs.capture.retransmission_rate is not None:

@@ -9,11 +9,12 @@ from itertools import pairwise
 
 import pytest
 
-from gitnetdiag.diagnosis.culprits.download import rank_download
-from gitnetdiag.diagnosis.culprits.fetchclient import client_http2_window, client_index_pack_cpu
-from gitnetdiag.diagnosis.culprits.fetchsender import server_send_buffer
+from gitnetdiag.diagnosis.culprits.client import client_index_pack_cpu
+from gitnetdiag.diagnosis.culprits.h2 import client_http2_window
 from gitnetdiag.diagnosis.culprits.libcurlwin import load_windows, parse_version, window_for
-from tests.diagnosis.test_download_culprits import HEALTHY, PHASES, TCP
+from gitnetdiag.diagnosis.culprits.sendbuffer import server_send_buffer
+from tests.diagnosis.test_transfer_culprits import HEALTHY, PHASES, TCP
+from tests.diagnosis.transfer_cases import on, ranked
 
 # The lab's server-sndbuf-clamp seen from the client: 64 KiB send buffer at 50 ms, the
 # client's window open to 200 kB, 25 kB arriving per round trip.
@@ -27,7 +28,7 @@ SNDBUF = replace(
 
 def test_send_buffer_ranks_first_on_its_evidence() -> None:
     # calibrations={}: the detector's raw score (the hand weights), not the fitted confidence
-    findings = rank_download([SNDBUF], calibrations={})
+    findings = ranked([SNDBUF], calibrations={})
     assert [f.id for f in findings][:1] == ["server-send-buffer"]
     top = findings[0]
     assert 0.7 <= top.score <= 0.85
@@ -37,14 +38,14 @@ def test_send_buffer_ranks_first_on_its_evidence() -> None:
 
 
 def test_send_buffer_silent_on_healthy_window_bound_and_queued_clones() -> None:
-    assert server_send_buffer([HEALTHY]) is None  # 500 kB in flight: more than a clamp keeps
+    assert server_send_buffer(on([HEALTHY])) is None  # 500 kB in flight: more than a clamp keeps
     window_bound = replace(SNDBUF, tcp=replace(SNDBUF_TCP, advertised_window_max_bytes=32_000))
-    assert server_send_buffer([window_bound]) is None  # the client's window binds
+    assert server_send_buffer(on([window_bound])) is None  # the client's window binds
     queued = replace(SNDBUF, tcp=replace(SNDBUF_TCP, median_rtt_s=0.2))
-    assert server_send_buffer([queued]) is None  # a queue on the path: a bottleneck link
+    assert server_send_buffer(on([queued])) is None  # a queue on the path: a bottleneck link
     loopback = replace(SNDBUF, path_rtt_s=0.001)
-    assert server_send_buffer([loopback]) is None
-    assert server_send_buffer([replace(SNDBUF, tcp=None)]) is None
+    assert server_send_buffer(on([loopback])) is None
+    assert server_send_buffer(on([replace(SNDBUF, tcp=None)])) is None
 
 
 # The lab's client-index-cpu: a complete clone whose index-pack took most of its time.
@@ -56,7 +57,7 @@ INDEX = replace(
 
 
 def test_index_pack_cpu_ranks_first() -> None:
-    findings = rank_download([INDEX, replace(INDEX, protocol="ssh", phases=replace(
+    findings = ranked([INDEX, replace(INDEX, protocol="ssh", phases=replace(
         INDEX.phases, index_pack_s=7.9))])
     assert [f.id for f in findings][:1] == ["client-index-pack-cpu"]
     top = findings[0]
@@ -67,10 +68,10 @@ def test_index_pack_cpu_ranks_first() -> None:
 
 def test_index_pack_cpu_silent_on_a_quick_index_pack() -> None:
     quick = replace(INDEX, phases=replace(INDEX.phases, index_pack_s=0.4, total_s=4.0))
-    assert client_index_pack_cpu([quick]) is None
+    assert client_index_pack_cpu(on([quick])) is None
     small_share = replace(INDEX, phases=replace(INDEX.phases, index_pack_s=2.0, total_s=30.0))
-    assert client_index_pack_cpu([small_share]) is None
-    assert client_index_pack_cpu([HEALTHY]) is None  # stopped mid-pack: no index-pack
+    assert client_index_pack_cpu(on([small_share])) is None
+    assert client_index_pack_cpu(on([HEALTHY])) is None  # stopped mid-pack: no index-pack
 
 
 def _h1_h2(libcurl: str, h2_rate: float) -> list:  # type: ignore[type-arg]
@@ -83,11 +84,11 @@ def _h1_h2(libcurl: str, h2_rate: float) -> list:  # type: ignore[type-arg]
 def test_http2_window_of_an_old_libcurl_ranks_first() -> None:
     """libcurl 7.49 advertises 65,535 B: the HTTP/2 clone runs at 64 KiB / RTT."""
     # calibrations={}: the raw score (the hand weights); the fitted one is checked below
-    findings = rank_download(_h1_h2("7.49.0", 1_250_000.0), calibrations={})
+    findings = ranked(_h1_h2("7.49.0", 1_250_000.0), calibrations={})
     assert [f.id for f in findings][:1] == ["client-http2-window"]
     top = findings[0]
     assert top.score == 0.9 and top.cost_protocol == "h2"
-    fitted = rank_download(_h1_h2("7.49.0", 1_250_000.0))[0]
+    fitted = ranked(_h1_h2("7.49.0", 1_250_000.0))[0]
     assert fitted.id == "client-http2-window" and fitted.score != top.score
     assert 3.4 < top.cost_s < 3.6  # 5 MB at 10 MB/s would take 0.5 s instead of 4
     assert "http.version HTTP/1.1" in top.fix
@@ -96,11 +97,11 @@ def test_http2_window_of_an_old_libcurl_ranks_first() -> None:
 
 def test_http2_window_silent_for_a_large_window_or_a_fast_h2() -> None:
     # 32 MiB window and 150 kB per round trip: HTTP/2 slower, but not at a small window
-    assert client_http2_window(_h1_h2("7.88.1", 3_000_000.0)) is None
-    assert client_http2_window(_h1_h2("7.49.0", 9_000_000.0)) is None  # h2 as fast as h1
-    assert client_http2_window(_h1_h2("7.49.0", 5_000_000.0)) is None  # 250 kB/RTT > window
-    assert client_http2_window([HEALTHY]) is None  # no HTTP/2 clone
-    unknown = client_http2_window(_h1_h2("8.1.0", 4_000_000.0))  # window not documented
+    assert client_http2_window(on(_h1_h2("7.88.1", 3_000_000.0))) is None
+    assert client_http2_window(on(_h1_h2("7.49.0", 9_000_000.0))) is None  # h2 as fast as h1
+    assert client_http2_window(on(_h1_h2("7.49.0", 5_000_000.0))) is None  # 250 kB/RTT > window
+    assert client_http2_window(on([HEALTHY])) is None  # no HTTP/2 clone
+    unknown = client_http2_window(on(_h1_h2("8.1.0", 4_000_000.0)))  # window not documented
     assert unknown is not None and unknown.score == pytest.approx(0.7)
 
 
@@ -122,7 +123,7 @@ def test_slow_ref_advertisement_is_the_push_culprit_on_clones() -> None:
     """The same id as for pushes: 3 s of authentication before the refs on every clone."""
     slow = [replace(HEALTHY, protocol=name, phases=replace(PHASES, ref_advertisement_s=seen))
             for name, seen in (("h1", 3.3), ("ssh", 3.9))]
-    findings = rank_download(slow, calibrations={})  # the raw score, not the fitted one
+    findings = ranked(slow, calibrations={})  # the raw score, not the fitted one
     assert [f.id for f in findings][:1] == ["slow-ref-advertisement"]
     # The push culprit itself: its fitted confidence of the same raw score (two protocols).
     push = next(c for c in CULPRITS if c.id == "slow-ref-advertisement")
@@ -131,13 +132,13 @@ def test_slow_ref_advertisement_is_the_push_culprit_on_clones() -> None:
     assert abs(findings[0].cost_s - (3.3 - 3 * 0.05)) < 1e-6  # the smaller excess (h1)
     assert "uploadpack.hideRefs" in findings[0].fix
     quick = [replace(HEALTHY, protocol="ssh", phases=replace(PHASES, ref_advertisement_s=0.86))]
-    assert rank_download(quick) == ()  # the lab's healthy SSH at 50 ms
+    assert ranked(quick) == ()  # the lab's healthy SSH at 50 ms
 
 
 def test_send_buffer_silent_on_a_short_transfer() -> None:
     """A 0.7 MB pack measured over 0.55 s ends in slow start (the lab's client-index-cpu)."""
     short = replace(SNDBUF, moved_bytes=707_338, measured_s=0.55, rate_bytes_per_s=1_258_641.0)
-    assert server_send_buffer([short]) is None
+    assert server_send_buffer(on([short])) is None
 
 
 # The lab's slow-pack-generation at 80 ms (issue 26, bundle run slow-pack-generation-80ms-r1,
@@ -155,10 +156,10 @@ STARVED = replace(HEALTHY, outcome="ok", moved_bytes=730_972, measured_s=2.35,
 def test_send_buffer_silent_when_the_producer_left_the_socket_idle() -> None:
     """A small flight with no queue is a buffer's only while the sender had more to write:
     this socket sat idle 91% of its sampled life (731 kB over 23.5 s at 336 kB/s)."""
-    assert server_send_buffer([STARVED]) is None
+    assert server_send_buffer(on([STARVED])) is None
     assert STARVED.idle_share is not None and STARVED.idle_share > 0.9
     # The same clone with its socket busy at that rate for the time it was sampled is one.
     busy = replace(STARVED, tcp=replace(STARVED_TCP, span_s=2.4))
-    hit = server_send_buffer([busy])
+    hit = server_send_buffer(on([busy]))
     assert hit is not None
     assert any("carried no data" in e.what and e.value < 0.5 for e in hit.evidence)

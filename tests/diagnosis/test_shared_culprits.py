@@ -1,43 +1,41 @@
-"""The direction-independent push culprits on clones: the push detectors themselves, fed
-the download's evidence (``fetchshared``), with the same ids and fixes; and the fetch
-verdict, never healthy with a failed clone that nothing explains."""
+"""The culprits of both directions on clones: one detector each, fed the download's
+evidence (:mod:`gitnetdiag.diagnosis.assembly`), with the same ids and fixes; and the
+verdict of a download, never healthy with a failed clone that nothing explains."""
 
 from __future__ import annotations
 
 from dataclasses import replace
 
-from gitnetdiag.analysis.fetchsender import SenderTcpSummary
+from gitnetdiag.analysis.tcpinfo import SenderTcpSummary
 from gitnetdiag.commands.fetch import fetch_exit_error
-from gitnetdiag.diagnosis.culprits import CULPRITS
-from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
-from gitnetdiag.diagnosis.culprits.fetchshared import (
-    SHARED_CULPRITS,
-    in_fetch_words,
-    observations_of_clones,
-)
-from gitnetdiag.diagnosis.fetchverdict import judge_clones, judge_fetch
+from gitnetdiag.diagnosis.assembly import download_observations, in_download_words
+from gitnetdiag.diagnosis.culprits import BOTH, CULPRITS
 from gitnetdiag.diagnosis.model import Evidence, Finding
 from gitnetdiag.diagnosis.observations import CaptureMetrics
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import ExitCode, NetworkError
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.pipeline import FetchDiagnosis
-from gitnetdiag.rundir.fetchrecords import FetchManifest
+from gitnetdiag.rundir.manifest import SampledManifest
 from gitnetdiag.rundir.records import RunError
-from tests.diagnosis.test_download_culprits import HEALTHY, TCP
+from tests.diagnosis.test_transfer_culprits import HEALTHY, TCP
+from tests.diagnosis.transfer_cases import judged, judgement, ranked
 
-PUSH_FIX = {c.id: c for c in CULPRITS}
+SHARED = {c.id for c in CULPRITS if c.directions == BOTH}
 
 
-def test_every_shared_id_is_a_push_culprit() -> None:
-    assert set(SHARED_CULPRITS) <= set(PUSH_FIX)
+def test_the_shared_culprits_are_the_direction_independent_ones() -> None:
+    assert {"packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency",
+                      "syn-drop", "listen-backlog-overflow", "ssh-maxstartups",
+                      "firewall-reset", "slow-ref-advertisement", "client-http-stack"} == SHARED
 
 
 def test_healthy_clones_rank_no_shared_culprit() -> None:
-    assert rank_download([HEALTHY, replace(HEALTHY, protocol="git")]) == ()
+    assert ranked([HEALTHY, replace(HEALTHY, protocol="git")]) == ()
 
 
 def test_a_clone_becomes_a_push_shaped_transfer() -> None:
-    obs = observations_of_clones([HEALTHY])
+    obs = download_observations([HEALTHY])
     (transfer,) = obs.protocols["h1"].pushes
     assert transfer.ok and transfer.bytes == 40_000_000
     assert abs(transfer.duration_s - 4.0) < 1e-9  # 40 MB at 10 MB/s
@@ -57,7 +55,7 @@ def test_server_retransmissions_of_a_download_rank_packet_loss() -> None:
                                retransmitted_bytes=120_000, retransmission_rate=0.02,
                                fast_retransmissions=70, timeout_retransmissions=5,
                                network_limited_share=0.9))
-    findings = rank_download([lossy])
+    findings = ranked([lossy])
     assert [f.id for f in findings][:1] == ["packet-loss"]
     assert "Find the lossy hop" in findings[0].fix and "mtr -rwc 200" in findings[0].fix
     assert "uploaded" not in findings[0].summary and "downloaded" in findings[0].summary
@@ -70,7 +68,7 @@ def test_a_queue_in_front_of_a_full_link_ranks_bandwidth_limit() -> None:
                    rate_bytes_per_s=1_200_000.0,
                    tcp=replace(TCP, min_rtt_s=0.05, median_rtt_s=0.15,
                                received_bytes=6_000_000))
-    findings = rank_download([full])
+    findings = ranked([full])
     assert [f.id for f in findings][:1] == ["bandwidth-limit"]
     assert "Not a misconfiguration" in findings[0].fix
     assert "clone" in findings[0].summary and "push " not in findings[0].summary
@@ -82,7 +80,7 @@ def test_a_queue_in_front_of_a_full_link_ranks_bandwidth_limit() -> None:
 def test_no_queue_is_no_bandwidth_limit() -> None:
     flat = replace(HEALTHY, moved_bytes=6_000_000, measured_s=5.0,
                    rate_bytes_per_s=1_200_000.0)
-    assert "bandwidth-limit" not in [f.id for f in rank_download([flat])]
+    assert "bandwidth-limit" not in [f.id for f in ranked([flat])]
 
 
 # The lab's slow-pack-generation at 20 ms (issue 26, bundle run slow-pack-generation-20ms-r2):
@@ -105,14 +103,14 @@ STARVED_GIT = replace(
 def test_an_idle_sender_behind_an_inflated_rtt_is_no_full_link() -> None:
     """A server with nothing to send most of the time leaves the link idle: the receiver's
     RTT after each gap measures the gap, not a queue (the socket idle 93% of 22.8 s)."""
-    ids = [f.id for f in rank_download([STARVED_H1, STARVED_GIT])]
+    ids = [f.id for f in ranked([STARVED_H1, STARVED_GIT])]
     assert "bandwidth-limit" not in ids
-    capture = observations_of_clones([STARVED_H1]).protocols["h1"].capture
+    capture = download_observations([STARVED_H1]).protocols["h1"].capture
     assert capture is not None and capture.self_limited_share is not None
     assert capture.self_limited_share > 0.9
     # The same receiver's RTT on a socket busy at the clone's rate all along: a full link.
     busy = replace(STARVED_H1, tcp=replace(STARVED_H1.tcp, span_s=2.0, received_bytes=790_000))
-    findings = rank_download([busy, STARVED_GIT])
+    findings = ranked([busy, STARVED_GIT])
     (hit,) = [f for f in findings if f.id == "bandwidth-limit"]
     assert any("application-limited" in e.what and e.value < 0.05 for e in hit.evidence)
 
@@ -128,12 +126,12 @@ def test_the_servers_own_application_share_speaks_for_its_idleness() -> None:
         peer_window_median_bytes=400_000)
     busy = replace(STARVED_H1, sender=server,
                    tcp=replace(STARVED_H1.tcp, span_s=2.0, received_bytes=790_000))
-    assert "bandwidth-limit" not in [f.id for f in rank_download([busy, STARVED_GIT])]
+    assert "bandwidth-limit" not in [f.id for f in ranked([busy, STARVED_GIT])]
     full = replace(busy, sender=replace(server, app_share=0.0, cwnd_full_share=1.0))
-    assert "bandwidth-limit" in [f.id for f in rank_download([full, STARVED_GIT])]
+    assert "bandwidth-limit" in [f.id for f in ranked([full, STARVED_GIT])]
 
 
-def _reset_ssh() -> list[FetchObservation]:
+def _reset_ssh() -> list[TransferObservation]:
     reset = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
                     moved_bytes=0, measured_s=0.0, wall_s=0.06, tcp=None,
                     failure_kind=FailureKind.RESET,
@@ -146,18 +144,18 @@ def test_reset_clones_rank_firewall_reset_and_are_its_evidence() -> None:
     a requested protocol that fails fails the run, as for pushes (verdict.py: explained or
     not, the headline says which clones fail and why)."""
     clones = _reset_ssh()
-    findings = rank_download(clones)
+    findings = ranked(clones)
     assert [f.id for f in findings][:1] == ["firewall-reset"]
     assert "2 of 2 SSH clones were reset" in findings[0].summary
     assert "iptables -S" in findings[0].fix
-    verdict, failures = judge_fetch(clones, findings)
+    verdict, failures = judged(clones, findings)
     assert verdict == "failed"
     assert [f.explained_by for f in failures] == ["firewall-reset", "firewall-reset"]
-    headline = judge_clones(clones, findings).headline
+    headline = judgement(clones, findings).headline
     assert headline.startswith("SSH clones fail (firewall-reset): "), headline
 
 
-def _refused_ssh(refused_after_s: float | None) -> list[FetchObservation]:
+def _refused_ssh(refused_after_s: float | None) -> list[TransferObservation]:
     refused = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
                       moved_bytes=0, measured_s=0.0, wall_s=0.09, tcp=None,
                       failure_kind=FailureKind.REFUSED,
@@ -171,19 +169,19 @@ def _refused_ssh(refused_after_s: float | None) -> list[FetchObservation]:
 def test_a_refusal_sooner_than_a_round_trip_is_a_filters() -> None:
     """The clone's capture: the SYN answered by a reset 0.2 ms later on a 50 ms path, a hop
     before the server refused it (git's own run, 90 ms, says nothing): firewall-reset."""
-    findings = rank_download(_refused_ssh(0.0002))
+    findings = ranked(_refused_ssh(0.0002))
     assert [f.id for f in findings][:1] == ["firewall-reset"]
     assert any(e.what.startswith("refused connection: its SYN to the reset")
                for e in findings[0].evidence)
-    assert judge_fetch(_refused_ssh(0.0002), findings)[0] == "failed"
+    assert judged(_refused_ssh(0.0002), findings)[0] == "failed"
 
 
 def test_a_refusal_after_a_round_trip_is_no_filter_evidence() -> None:
     """A closed port on the server refuses after a whole round trip: nothing ranks, and the
     failed clone leaves the run inconclusive."""
     clones = _refused_ssh(0.051)
-    assert rank_download(clones) == ()
-    assert judge_fetch(clones, ())[0] == "inconclusive"
+    assert ranked(clones) == ()
+    assert judged(clones, ())[0] == "inconclusive"
 
 
 def test_a_failed_clone_nothing_explains_is_inconclusive() -> None:
@@ -193,9 +191,9 @@ def test_a_failed_clone_nothing_explains_is_inconclusive() -> None:
                      moved_bytes=0, wall_s=0.4, tcp=None, failure_kind=FailureKind.AUTH,
                      last_line="Permission denied (publickey)")
     clones = [HEALTHY, denied]
-    findings = rank_download(clones)
+    findings = ranked(clones)
     assert findings == ()
-    verdict, failures = judge_fetch(clones, findings)
+    verdict, failures = judged(clones, findings)
     assert verdict == "inconclusive"
     (failure,) = failures
     assert (failure.protocol, failure.reference, failure.explained_by) == (
@@ -204,9 +202,9 @@ def test_a_failed_clone_nothing_explains_is_inconclusive() -> None:
 
 
 def test_verdicts_of_clean_and_empty_runs() -> None:
-    assert judge_fetch([HEALTHY], ()) == ("healthy", ())
+    assert judged([HEALTHY], ()) == ("healthy", ())
     stalled = replace(HEALTHY, outcome="stalled", rate_bytes_per_s=None)
-    verdict, failures = judge_fetch([stalled], ())
+    verdict, failures = judged([stalled], ())
     assert verdict == "inconclusive" and failures[0].reference == "fetch-stalled"
 
 
@@ -216,17 +214,17 @@ def test_fetch_words_keep_id_and_fix() -> None:
                       evidence=(Evidence(what="SSH upload rate", value=1.0, unit="B/s",
                                          source="pushes"),),
                       fix="fewer bytes (smaller pushes)")
-    worded = in_fetch_words(finding)
+    worded = in_download_words(finding)
     assert (worded.id, worded.fix, worded.score) == (finding.id, finding.fix, finding.score)
     assert worded.summary == "3 of 3 SSH clones downloaded at 1 MB/s; the clone took 2 s"
     assert worded.evidence[0].what == "SSH download rate"
     assert worded.evidence[0].source == "clones"
 
 
-def _diagnosis(clones: list[FetchObservation], errors: tuple[RunError, ...]) -> FetchDiagnosis:
-    findings = rank_download(clones)
-    verdict, failures = judge_fetch(clones, findings)
-    manifest = FetchManifest(
+def _diagnosis(clones: list[TransferObservation], errors: tuple[RunError, ...]) -> FetchDiagnosis:
+    findings = ranked(clones)
+    verdict, failures = judged(clones, findings)
+    manifest = SampledManifest(
         schema="gitnetdiag.fetch/1", direction="fetch", tool_version="0", run_id="r",
         started_at="", finished_at="", status="failed", options={}, environment=None,
         protocols=(), paths=(), errors=errors, warnings=())
@@ -259,14 +257,14 @@ def test_loss_not_a_send_buffer_when_the_capture_shows_retransmissions() -> None
     """A small flight below an open window with no queue is a send buffer's signature, and a
     lossy path's: with the server's retransmissions at 2% in the clone's capture, packet-loss
     ranks and server-send-buffer stays silent."""
-    from tests.diagnosis.test_download_sender_client import SNDBUF
+    from tests.diagnosis.test_send_buffer_and_client import SNDBUF
 
-    assert [f.id for f in rank_download([SNDBUF])][:1] == ["server-send-buffer"]
+    assert [f.id for f in ranked([SNDBUF])][:1] == ["server-send-buffer"]
     lossy = replace(SNDBUF, capture=CaptureMetrics(
         source="capture fetch h1 #1", mss_bytes=1448, retransmitted_bytes=50_000,
         retransmission_rate=0.02, fast_retransmissions=30, timeout_retransmissions=2,
         advertised_window_max_bytes=3_000_000, min_rtt_s=0.05, median_rtt_s=0.05))
-    assert [f.id for f in rank_download([lossy])] == ["packet-loss"]
+    assert [f.id for f in ranked([lossy])] == ["packet-loss"]
 
 
 def test_a_dropped_syn_on_any_clone_ranks_syn_drop() -> None:
@@ -277,14 +275,14 @@ def test_a_dropped_syn_on_any_clone_ranks_syn_drop() -> None:
     best = replace(HEALTHY, capture=clean)
     slow = replace(HEALTHY, repeat=2, moved_bytes=30_000_000, wall_s=5.5,
                    capture=replace(clean, source="capture fetch h1 #2", syn_retransmissions=1))
-    assert "syn-drop" not in [f.id for f in rank_download([best, replace(slow, capture=clean)])]
-    findings = rank_download([best, slow])
+    assert "syn-drop" not in [f.id for f in ranked([best, replace(slow, capture=clean)])]
+    findings = ranked([best, slow])
     assert [f.id for f in findings][:1] == ["syn-drop"]
     assert "1 on the clones" in findings[0].summary
     assert findings[0].cost_s >= 1.0
 
 
-def _out_of_order(share: float) -> FetchObservation:
+def _out_of_order(share: float) -> TransferObservation:
     """A clone without a capture (not root) at 180 kB/s, far below what the client's 3 MB
     window allows at 50 ms, with ``share`` of its data segments received out of order."""
     return replace(HEALTHY, moved_bytes=2_000_000, measured_s=11.0, rate_bytes_per_s=180_000.0,
@@ -296,7 +294,7 @@ def test_out_of_order_arrivals_without_a_capture_rank_packet_loss() -> None:
     """Without a capture the client, the receiver, has no counter of the server's losses; the
     segments it received out of order (19% in the lab's 2% loss) stand for them, worded as
     what they are."""
-    findings = rank_download([_out_of_order(0.193)])
+    findings = ranked([_out_of_order(0.193)])
     assert [f.id for f in findings][:1] == ["packet-loss"]
     top = findings[0]
     assert "out of order (the sender's losses, or reordering on the path)" in top.summary
@@ -312,7 +310,7 @@ def test_few_or_no_out_of_order_arrivals_are_no_loss() -> None:
     reordering (2%) stays below the threshold; an unknown count is no evidence."""
     for clone in (_out_of_order(0.0), _out_of_order(0.02),
                   replace(_out_of_order(0.0), tcp=TCP)):
-        assert "packet-loss" not in [f.id for f in rank_download([clone])]
+        assert "packet-loss" not in [f.id for f in ranked([clone])]
 
 
 def test_out_of_order_arrivals_behind_a_standing_queue_are_the_full_links() -> None:
@@ -323,7 +321,7 @@ def test_out_of_order_arrivals_behind_a_standing_queue_are_the_full_links() -> N
     assert full.tcp is not None
     full = replace(full, rate_bytes_per_s=1_200_000.0, moved_bytes=6_000_000, measured_s=5.0,
                    tcp=replace(full.tcp, median_rtt_s=0.35, received_bytes=6_000_000))
-    ids = [f.id for f in rank_download([full])]
+    ids = [f.id for f in ranked([full])]
     assert ids[:1] == ["bandwidth-limit"] and "packet-loss" not in ids
 
 
@@ -333,21 +331,21 @@ def test_a_capture_speaks_for_the_loss_before_the_out_of_order_count() -> None:
                            mss_bytes=1448, advertised_window_max_bytes=3_000_000,
                            retransmitted_bytes=0, retransmission_rate=0.0)
     assert "packet-loss" not in [
-        f.id for f in rank_download([replace(_out_of_order(0.3), capture=clean)])]
+        f.id for f in ranked([replace(_out_of_order(0.3), capture=clean)])]
 
 
 def test_out_of_order_loss_is_not_a_send_buffer() -> None:
     """The send buffer's signature (a small flight below an open window, no queue) is a lossy
     path's too: with a fifth of the segments out of order, packet-loss ranks instead."""
-    from tests.diagnosis.test_download_sender_client import SNDBUF
+    from tests.diagnosis.test_send_buffer_and_client import SNDBUF
 
     assert SNDBUF.tcp is not None
     lossy = replace(SNDBUF, tcp=replace(SNDBUF.tcp, data_segments_in=2000,
                                         out_of_order_segments=400))
-    assert [f.id for f in rank_download([lossy])] == ["packet-loss"]
+    assert [f.id for f in ranked([lossy])] == ["packet-loss"]
 
 
-def _far(rwnd_limited_share: float) -> FetchObservation:
+def _far(rwnd_limited_share: float) -> TransferObservation:
     """A clone at 300 ms RTT through an 8 MB window that autotuning reached (the buffer half
     of a 32 MiB tcp_rmem maximum: no clamp), at 25 MB/s: about window / RTT (26.7 MB/s). Its
     capture says how long the server sent all the window allowed."""
@@ -367,12 +365,12 @@ def test_a_window_bound_clone_at_a_long_rtt_ranks_path_latency() -> None:
     """The server sent all the client's window allowed 90% of the time and the rate is window /
     RTT: at 20 ms the same window carries 400 MB/s. Held by the window only 10% of the time,
     the same rate is not the window's: no path-latency."""
-    findings = rank_download([_far(0.9)])
+    findings = ranked([_far(0.9)])
     assert [f.id for f in findings][:1] == ["path-latency"]
     assert "At 300 ms RTT" in findings[0].summary and findings[0].cost_s > 9.0
     (share,) = [e for e in findings[0].evidence if "receive-window-limited" in e.what]
     assert share.value == 0.9 and share.source.startswith("capture fetch h1 #1")
-    assert "path-latency" not in [f.id for f in rank_download([_far(0.1)])]
+    assert "path-latency" not in [f.id for f in ranked([_far(0.1)])]
 
 
 def test_the_servers_own_counters_decide_the_window_share() -> None:
@@ -385,15 +383,15 @@ def test_the_servers_own_counters_decide_the_window_share() -> None:
             window_full_share=0.0, cwnd_full_share=0.5, app_share=0.5,
             flight_median_bytes=7_000_000, flight_max_bytes=8_000_000,
             send_buffer_max_bytes=16_000_000, peer_window_median_bytes=8_000_000)
-    held = observations_of_clones([replace(_far(0.1), sender=sender(9.0))])
+    held = download_observations([replace(_far(0.1), sender=sender(9.0))])
     capture = held.protocols["h1"].capture
     assert capture is not None and capture.rwnd_limited_share == 0.9
-    findings = rank_download([replace(_far(0.1), sender=sender(9.0))])
+    findings = ranked([replace(_far(0.1), sender=sender(9.0))])
     assert [f.id for f in findings][:1] == ["path-latency"]
     (share,) = [e for e in findings[0].evidence if "receive-window-limited" in e.what]
     assert share.source.endswith("window and application shares: ss -tin, server")
     no_capture = replace(_far(0.9), capture=None, sender=sender(1.0))
-    assert "path-latency" not in [f.id for f in rank_download([no_capture])]
+    assert "path-latency" not in [f.id for f in ranked([no_capture])]
 
 
 def test_a_clamped_window_at_a_long_rtt_stays_the_clamps() -> None:
@@ -409,7 +407,7 @@ def test_a_clamped_window_at_a_long_rtt_stays_the_clamps() -> None:
                                min_rtt_s=0.2, median_rtt_s=0.2, mss_bytes=1448,
                                advertised_window_max_bytes=40_832, retransmitted_bytes=0,
                                retransmission_rate=0.0, rwnd_limited_share=0.69))
-    ids = [f.id for f in rank_download([clamped])]
+    ids = [f.id for f in ranked([clamped])]
     assert ids[:2] == ["client-tcp-receive-window-clamp", "path-latency"]
 
 
@@ -419,12 +417,12 @@ def test_a_finished_clone_without_a_rate_is_no_failure() -> None:
     made the run inconclusive. It did not fail; the measured git:// clone decides."""
     unrated = replace(HEALTHY, protocol="h1", outcome="ok", rate_bytes_per_s=None)
     measured = replace(HEALTHY, protocol="git")
-    assert judge_fetch((unrated, measured), ()) == ("healthy", ())
+    assert judged((unrated, measured), ()) == ("healthy", ())
     # Alone it is a measurement too (issue 34: a clone that finished is one, whatever its
     # speed; its bytes over its time bound the rate), as a push that completed is.
-    assert judge_fetch((unrated,), ()) == ("healthy", ())
+    assert judged((unrated,), ()) == ("healthy", ())
     # One too small to time is not (as a push's too-small): failed, with the seed's hint.
     tiny = replace(unrated, moved_bytes=2_000)
-    verdict, (failure,) = judge_fetch((tiny,), ())
+    verdict, (failure,) = judged((tiny,), ())
     assert (verdict, failure.reference) == ("failed", "too-small")
     assert "--fetch-seed" in failure.hint

@@ -9,21 +9,20 @@ from dataclasses import replace
 from pathlib import Path
 
 from gitnetdiag.commands.fetch import render_fetch
-from gitnetdiag.diagnosis.culprits.download import rank_download
-from gitnetdiag.diagnosis.fetchverdict import judge_fetch
 from gitnetdiag.diagnosis.observations import BurstResult, HostEvidence, Listener
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.pipeline import diagnose_fetch_run
 from gitnetdiag.rundir import HOST_REPORT_FILE
-from gitnetdiag.rundir.fetchrecords import (
-    FETCH_SCHEMA,
-    FetchManifest,
-    FetchProtocolRun,
-    write_fetch_manifest,
-)
 from gitnetdiag.rundir.files import HOST_REPORT_SCHEMA
+from gitnetdiag.rundir.manifest import (
+    FETCH_SCHEMA,
+    SampledManifest,
+    SampledProtocolRun,
+    write_manifest,
+)
 from gitnetdiag.rundir.records import BurstOp, BurstRecord, ConnectOp
-from tests.diagnosis.test_download_culprits import HEALTHY
+from tests.diagnosis.test_transfer_culprits import HEALTHY
+from tests.diagnosis.transfer_cases import judged, ranked
 
 CLONE = replace(HEALTHY, protocol="git")
 """One git:// clone that measured well: one connection never fills a backlog."""
@@ -39,26 +38,26 @@ HOST = HostEvidence(listeners=(Listener(port=9418, backlog=5, process="git-daemo
 
 
 def test_an_overflowed_fetch_burst_ranks_the_backlog_first() -> None:
-    findings = rank_download([CLONE], bursts=[OVERFLOWED], host=HOST)
+    findings = ranked([CLONE], bursts=[OVERFLOWED], host=HOST)
     top = findings[0]
     assert top.id == "listen-backlog-overflow"
     assert "git daemon" in top.fix and "net.core.somaxconn" in top.fix
     assert "570 accept-queue overflows" in top.summary and "130 failed" in top.summary
     assert " push" not in top.summary and top.cost_s > 0
     # The burst's failures are no clone's: the clone measured, the culprit ranks: degraded.
-    verdict, failures = judge_fetch([CLONE], findings)
+    verdict, failures = judged([CLONE], findings)
     assert (verdict, failures) == ("degraded", ())
 
 
 def test_no_burst_or_no_host_evidence_ranks_no_backlog() -> None:
     """Clones alone (one connection at a time) cost nothing in the queue: nothing ranks,
     whatever the host shows; a burst that failed with no host evidence is no backlog's."""
-    assert "listen-backlog-overflow" not in [f.id for f in rank_download([CLONE], host=HOST)]
+    assert "listen-backlog-overflow" not in [f.id for f in ranked([CLONE], host=HOST)]
     assert "listen-backlog-overflow" not in [
-        f.id for f in rank_download([CLONE], bursts=[OVERFLOWED])]
+        f.id for f in ranked([CLONE], bursts=[OVERFLOWED])]
     quiet = HostEvidence(listeners=(Listener(port=9418, backlog=4096, process="git-daemon"),),
                          counter_deltas={"ListenOverflows": 0})
-    assert rank_download([CLONE], bursts=[CLEAN], host=quiet) == ()
+    assert ranked([CLONE], bursts=[CLEAN], host=quiet) == ()
 
 
 def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -> None:
@@ -71,11 +70,11 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
                                error=None if i < 140 else "timeout") for i in range(150))
     burst = BurstRecord(protocol="git", concurrency=150, timeout_s=60.0, ops=ops,
                         connects=connects, capture=None)
-    write_fetch_manifest(tmp_path, FetchManifest(
+    write_manifest(tmp_path, SampledManifest(
         schema=FETCH_SCHEMA, direction="fetch", tool_version="0", run_id="r",
         started_at="2026-11-26T22:00:00Z", finished_at=None, status="complete", options={},
         environment=None, paths=(), errors=(), warnings=(),
-        protocols=(FetchProtocolRun(protocol="git", url="git://198.18.2.2/lab.git",
+        protocols=(SampledProtocolRun(protocol="git", url="git://198.18.2.2/lab.git",
                                     endpoint="198.18.2.2:9418", burst=burst),)))
     (tmp_path / HOST_REPORT_FILE).write_text(json.dumps({
         "schema": HOST_REPORT_SCHEMA, "counters": {"ListenOverflows": 570},
@@ -113,7 +112,7 @@ SSH_REFUSED = BurstResult(protocol="ssh", concurrency=20, ok=2, port=22,
 def test_a_fetch_burst_refused_by_sshd_ranks_maxstartups() -> None:
     """sshd's MaxStartups counts connections waiting to authenticate at once: the fetch's
     SSH burst meets it, as the push's does; the same id and fix, in fetch words."""
-    findings = rank_download([SSH_CLONE], bursts=[SSH_REFUSED])
+    findings = ranked([SSH_CLONE], bursts=[SSH_REFUSED])
     top = findings[0]
     assert top.id == "ssh-maxstartups"
     assert "MaxStartups" in top.fix
@@ -121,6 +120,6 @@ def test_a_fetch_burst_refused_by_sshd_ranks_maxstartups() -> None:
     assert " push" not in top.summary and top.cost_s > 0
     # Not a backlog's: the SSH burst's refusals are sshd's.
     assert "listen-backlog-overflow" not in [f.id for f in findings]
-    assert judge_fetch([SSH_CLONE], findings) == ("degraded", ())
+    assert judged([SSH_CLONE], findings) == ("degraded", ())
     clean = replace(SSH_REFUSED, ok=20, failed_by_kind={})
-    assert "ssh-maxstartups" not in [f.id for f in rank_download([SSH_CLONE], bursts=[clean])]
+    assert "ssh-maxstartups" not in [f.id for f in ranked([SSH_CLONE], bursts=[clean])]

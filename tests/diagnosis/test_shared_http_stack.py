@@ -8,18 +8,19 @@ from dataclasses import replace
 import pytest
 
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
 from gitnetdiag.diagnosis.culprits.knownbugs import bugs_for, load_bugs, parse_bugs
 from gitnetdiag.diagnosis.observations import Observations, PushResult
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import UsageError
 from gitnetdiag.outcomes import FailureKind
 from tests.diagnosis.culprits.crafted import MB, cap, proto, run
-from tests.diagnosis.test_download_culprits import HEALTHY
+from tests.diagnosis.test_transfer_culprits import HEALTHY
+from tests.diagnosis.transfer_cases import ranked
 
 
 def _clones(libcurl: str, *, failed: int = 3, kind: FailureKind = FailureKind.RESET,
             line: str = "error: RPC failed; curl 92 HTTP/2 stream 7 was not closed cleanly: "
-                        "INTERNAL_ERROR (err 2)") -> list[FetchObservation]:
+                        "INTERNAL_ERROR (err 2)") -> list[TransferObservation]:
     """Two healthy HTTP/1.1 clones and three HTTP/2 clones, ``failed`` of them failing."""
     h1 = [replace(HEALTHY, repeat=n, libcurl=libcurl) for n in (1, 2)]
     good = replace(HEALTHY, protocol="h2", libcurl=libcurl)
@@ -33,7 +34,7 @@ def _ids(findings: tuple[object, ...]) -> list[str]:
 
 
 def test_a_clone_on_libcurl_8_10_0_failing_over_http2_ranks_the_download_bug() -> None:
-    findings = rank_download(_clones("8.10.0"))
+    findings = ranked(_clones("8.10.0"))
     assert _ids(findings)[:1] == ["client-http-stack"], _ids(findings)
     top = findings[0]
     assert "curl issue 14923" in top.summary and "14892" not in top.summary
@@ -46,7 +47,7 @@ def test_a_clone_on_libcurl_8_10_0_failing_over_http2_ranks_the_download_bug() -
 
 
 def test_a_hung_clone_on_libcurl_8_1_1_ranks_issue_11201() -> None:
-    findings = rank_download(_clones("libcurl/8.1.1", failed=1, kind=FailureKind.HUNG,
+    findings = ranked(_clones("libcurl/8.1.1", failed=1, kind=FailureKind.HUNG,
                                      line="stalled"))
     assert _ids(findings)[:1] == ["client-http-stack"], _ids(findings)
     assert "curl issue 11201" in findings[0].summary
@@ -57,11 +58,11 @@ def test_a_hung_clone_on_libcurl_8_1_1_ranks_issue_11201() -> None:
 def test_a_release_without_a_download_row_is_not_blamed(libcurl: str) -> None:
     """8.0.1 and 8.1.2 are in the upload's rows (curl issues 11353, 11426), not the
     download's: the same failing clones rank no client-http-stack."""
-    assert "client-http-stack" not in _ids(rank_download(_clones(libcurl)))
+    assert "client-http-stack" not in _ids(ranked(_clones(libcurl)))
 
 
 def test_an_affected_release_with_healthy_clones_costs_nothing() -> None:
-    assert "client-http-stack" not in _ids(rank_download(_clones("8.10.0", failed=0)))
+    assert "client-http-stack" not in _ids(ranked(_clones("8.10.0", failed=0)))
 
 
 def test_a_push_on_8_10_0_is_still_judged_with_the_upload_row() -> None:

@@ -1,0 +1,211 @@
+"""One transfer as its measuring end saw it: the TCP metrics of a connection
+(:class:`CaptureMetrics`) and the per-transfer observation of a download
+(:class:`TransferObservation`: one clone, the input of the download detectors).
+
+:class:`~gitnetdiag.diagnosis.observations.Observations` holds both: a protocol's
+``capture`` and, for a download, every transfer in ``transfers``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from gitnetdiag.analysis.h2ledger import GitH2Window
+from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary, SenderTcpSummary
+from gitnetdiag.analysis.trace2 import ReceiverPhases
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, PushOutcome
+
+Direction = Literal["upload", "download"]
+"""Which way a transfer moved the pack: ``upload`` (a push: the client sends) or
+``download`` (a clone: the server sends)."""
+
+UNSCALED_MAX_WINDOW_BYTES = 65535
+"""The largest TCP receive window without the window scale option (a 16-bit field,
+RFC 7323 section 2)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class CaptureMetrics:
+    """TCP metrics of the bulk upload connection of one protocol's push."""
+
+    source: str = "capture"
+    """Where the numbers come from, cited as evidence (``capture h2 conn 3 frames 120-4410``)."""
+    handshake_rtt_s: float | None = None
+    """SYN to SYN-ACK to ACK round trip measured on the handshake."""
+    min_rtt_s: float | None = None
+    """Smallest data-to-ACK RTT sample."""
+    median_rtt_s: float | None = None
+    """Median data-to-ACK RTT sample."""
+    mss_bytes: int | None = None
+    """Maximum segment size negotiated."""
+    handshake_seen: bool = True
+    """Whether the SYN/SYN-ACK were captured (else ``window_scale`` is unknown)."""
+    window_scale: int | None = None
+    """Receiver's window scale shift; ``None`` when the option was absent."""
+    advertised_window_median_bytes: int | None = None
+    """Median receive window the receiver advertised (scaled), bytes."""
+    advertised_window_max_bytes: int | None = None
+    """Largest receive window the receiver advertised (scaled), bytes."""
+    bytes_in_flight_median: int | None = None
+    """Median unacknowledged bytes during the upload."""
+    bytes_in_flight_p95: int | None = None
+    """95th percentile of unacknowledged bytes."""
+    rwnd_limited_share: float | None = None
+    """Share of upload time with bytes in flight at the advertised window."""
+    network_limited_share: float | None = None
+    """Share of upload time limited by the network (cwnd, losses), window open."""
+    self_limited_share: float | None = None
+    """Share of upload time the sender had nothing more to send (application limited)."""
+    retransmitted_bytes: int | None = None
+    """Bytes sent again."""
+    retransmission_rate: float | None = None
+    """Retransmitted bytes / payload bytes, 0..1."""
+    out_of_order_share: float | None = None
+    """Share of the data segments the receiver got out of order, 0..1, when only the
+    receiver's counters are known (a clone without a capture: the client's TCP_INFO
+    ``rcv_ooopack`` / ``data_segs_in``). Loss or reordering on the path: a lost segment
+    makes the ones behind it arrive out of order until its retransmission, so one loss
+    counts up to a round trip's segments."""
+    timeout_retransmissions: int | None = None
+    """Retransmissions after an RTO."""
+    fast_retransmissions: int | None = None
+    """Retransmissions after duplicate ACKs / SACK."""
+    zero_window_count: int | None = None
+    """Zero-window advertisements by the receiver."""
+    zero_window_s: float | None = None
+    """Seconds the receiver advertised a zero window."""
+    resets_from_client: int | None = None
+    """RST segments sent by the client side."""
+    resets_from_server: int | None = None
+    """RST segments that arrived from the server side (server or a middle box)."""
+    syn_retransmissions: int | None = None
+    """Retransmitted SYNs of this connection."""
+    synack_retransmissions: int | None = None
+    """Retransmitted SYN-ACKs of this connection."""
+    max_acked_segment_bytes: int | None = None
+    """Largest upload segment (payload) the receiver acknowledged: what gets through."""
+    unacked_retransmissions: int | None = None
+    """Upload segments resent and still never acknowledged when the capture ended."""
+    min_unacked_retransmitted_bytes: int | None = None
+    """Smallest of those resent, never acknowledged segments (payload)."""
+    max_received_segment_bytes: int | None = None
+    """The receiver's view (a clone's client, where the sender's lost segments are never
+    seen): the largest data segment (payload) that arrived, from a capture at the receiver
+    (the largest its cumulative ACK covered) or its TCP_INFO ``rcv_mss``."""
+    refused_after_s: float | None = None
+    """A connection the server's side answered with a reset instead of a SYN-ACK (a refused
+    connect): seconds from its SYN to that reset. Sooner than one round trip, a hop before
+    the server answered: a filter."""
+
+    # The window arithmetic every culprit and the cost model share, each rule once.
+
+    @property
+    def largest_window_bytes(self) -> int | None:
+        """The receive window the sender could use: the largest advertised, else the
+        median; ``None`` when neither was measured (0 reads as not measured)."""
+        return self.advertised_window_max_bytes or self.advertised_window_median_bytes
+
+    @property
+    def network_bound(self) -> bool:
+        """TCP was held by the network (cwnd, losses) more than it waited on the
+        application above it: the sender's own window or frames are then not the limit."""
+        return (self.network_limited_share or 0.0) > (self.self_limited_share or 0.0)
+
+    @property
+    def window_scaling_off(self) -> bool:
+        """The handshake was seen without the window scale option, and the window stayed
+        at or below what an unscaled window can hold."""
+        window = self.largest_window_bytes
+        return (self.handshake_seen and self.window_scale is None and window is not None
+                and window <= UNSCALED_MAX_WINDOW_BYTES)
+
+
+MIN_IDLE_SPAN_S = 2.0
+"""A download socket sampled for less than this (0.25 s apart, slow start included) says too
+little to tell how much of its life it sat idle."""
+IDLE_SHARE = 0.5
+"""A download socket idle (no data at the clone's rate) for at least this share of its sampled
+life had a sender with nothing to send: the lab's CPU-starved upload-pack (5% of a core) left
+its clones' sockets idle 87-93% of 18-23 s (issue 26); every clone on a full link or behind a
+send-buffer clamp of the bundle sampled for 2 s or more was idle at most 28% of it.
+
+In those slow-pack-generation clones the idle time was the wait for the first pack byte
+(17.0-21.7 s of 18.0-23.5 s); from the first pack byte on the socket carried data at the
+clone's rate. A limit, named: the receiver's RTT samples are summarized over the socket's
+whole life, so a full link behind a long pack generation is not told from the wait's
+inflated samples, and ``bandwidth-limit`` stays silent there (``server-pack-generation``
+names the wait)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class TransferObservation:
+    """One transfer of a download (a clone) as the fetch pipeline saw it: the download
+    detectors' input, one per clone in :attr:`Observations.transfers`."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    repeat: int
+    """1-based repeat number."""
+    outcome: PushOutcome
+    """The record's outcome (``ok``, ``bounded``, ``stalled``, ...)."""
+    moved_bytes: int
+    """Bytes received when it ended."""
+    measured_s: float
+    """Seconds the rate was measured over."""
+    rate_bytes_per_s: float | None
+    """Download rate, None when nothing was measured."""
+    wall_s: float
+    """Wall time of the clone."""
+    phases: ReceiverPhases
+    """Its phases."""
+    tcp: ReceiverTcpSummary | None
+    """The receiver's TCP evidence, None without samples."""
+    path_rtt_s: float | None
+    """The path's RTT (connect time), None when not measured."""
+    client_rmem_max_bytes: int | None = None
+    """The client's ``net.ipv4.tcp_rmem`` maximum, None when unknown."""
+    stopped: str | None = None
+    """Why the monitor stopped git (``stable``, ``budget``, ``stall``), None when git ended."""
+    libcurl: str | None = None
+    """The client's libcurl version (the HTTPS transports), None when unknown."""
+    failure_kind: FailureKind | None = None
+    """How the clone failed (``reset``, ``refused``, ...), None when it did not."""
+    last_line: str = ""
+    """git's last stderr line of a failed clone."""
+    capture: CaptureMetrics | None = None
+    """The download connection seen from the server, the sender of the data (a capture of
+    the clone, root only): its retransmissions, resets, unacknowledged segments."""
+    sender: SenderTcpSummary | None = None
+    """The server's TCP evidence (its own sockets, a local server only), None without."""
+    git_h2_window: GitH2Window | None = None
+    """The windows git really advertised (its decrypted HTTP/2 frames, ``--full``)."""
+    libcurl_window_bytes: int | None = None
+    """The HTTP/2 stream window the client's libcurl release is documented to advertise
+    once the response flows (``data/libcurl_h2_windows.toml``), None when unknown."""
+
+    @property
+    def rtt_s(self) -> float | None:
+        """Best RTT known: the path's connect time, else the socket's minimum."""
+        if self.path_rtt_s:
+            return self.path_rtt_s
+        return self.tcp.min_rtt_s if self.tcp is not None else None
+
+    @property
+    def measured(self) -> bool:
+        return self.outcome in MEASURED_OUTCOMES and bool(self.rate_bytes_per_s)
+
+    @property
+    def idle_share(self) -> float | None:
+        """Share of the download socket's sampled life it carried no data, as the receiver
+        sees it: 1 - its bytes over (the clone's rate x the time it was sampled), 0..1.
+
+        A sender with nothing to send (a server still producing the pack, or producing it
+        slower than the path carries) leaves the socket idle between bursts; a full link
+        or a sender held by its buffer keeps it busy at the clone's rate. None without a
+        rate or when the socket was sampled for less than :data:`MIN_IDLE_SPAN_S`."""
+        tcp, rate = self.tcp, self.rate_bytes_per_s
+        if tcp is None or not rate or tcp.span_s < MIN_IDLE_SPAN_S:
+            return None
+        return max(0.0, 1.0 - tcp.received_bytes / (rate * tcp.span_s))
+
