@@ -42,14 +42,9 @@ from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
 from gitnetdiag.pipeline._host import load_host_report
 from gitnetdiag.rundir import HOST_REPORT_FILE, BurstRecord, bad_run_dir
 from gitnetdiag.rundir.failures import failure_hint, unfinished
-from gitnetdiag.rundir.fetchrecords import (
-    FETCH_FILE,
-    FetchManifest,
-    FetchRecord,
-    TimelinePoint,
-    load_fetch_manifest,
-)
-from gitnetdiag.rundir.manifest import check_numbers
+from gitnetdiag.rundir.files import FETCH_FILE
+from gitnetdiag.rundir.manifest import SampledManifest, check_numbers, load_sampled
+from gitnetdiag.rundir.records import SampledTransfer, TimelinePoint
 from gitnetdiag.serial import Malformed, from_jsonable
 
 if TYPE_CHECKING:
@@ -62,7 +57,7 @@ class FetchDiagnosis:
 
     direction: str
     """Always ``fetch``."""
-    manifest: FetchManifest
+    manifest: SampledManifest
     """``fetch.json``."""
     observations: tuple[FetchObservation, ...]
     """One per clone, in order."""
@@ -84,7 +79,7 @@ class FetchDiagnosis:
     """What fails and why, for a failed or inconclusive run (the push's headline rule)."""
 
 
-def _read(run_dir: Path, record: FetchRecord, kind: str) -> str:
+def _read(run_dir: Path, record: SampledTransfer, kind: str) -> str:
     """A clone's artifact as text, as the push side reads its files: a regular file of at
     most :data:`MAX_JSON_BYTES`; anything else (missing, a directory, a FIFO, a symlink,
     too large, unreadable) is no artifact, and the report says less."""
@@ -164,7 +159,7 @@ def download_capture_metrics(conn: ConnectionAnalysis, label: str,
     )
 
 
-def _captured(run_dir: Path, record: FetchRecord, tcp: DownloadTcpSummary | None
+def _captured(run_dir: Path, record: SampledTransfer, tcp: DownloadTcpSummary | None
               ) -> CaptureMetrics | None:
     """The clone's capture as the sender's view (the connection the server sent most on;
     a clone refused at its SYN has only that), None without one (not root) or empty."""
@@ -183,7 +178,7 @@ def _captured(run_dir: Path, record: FetchRecord, tcp: DownloadTcpSummary | None
     return download_capture_metrics(download, f"fetch {record.protocol} #{record.repeat}", tcp)
 
 
-def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
+def observe_fetch(run_dir: Path, record: SampledTransfer, rtt_s: float | None,
                   rmem: tuple[int, ...] | None = None,
                   libcurl: str | None = None) -> FetchObservation:
     """One clone's observation from its record and artifacts."""
@@ -207,7 +202,7 @@ def observe_fetch(run_dir: Path, record: FetchRecord, rtt_s: float | None,
     )
 
 
-def _timeline(run_dir: Path, record: FetchRecord) -> list[TimelinePoint]:
+def _timeline(run_dir: Path, record: SampledTransfer) -> list[TimelinePoint]:
     """A clone's progress timeline; a line that is not JSON (cut by a crash) is skipped, one
     with a field missing, of the wrong type or with a number that is negative, NaN or
     absurdly large is a ``bad-run-dir`` naming the file and the line."""
@@ -224,7 +219,7 @@ def _timeline(run_dir: Path, record: FetchRecord) -> list[TimelinePoint]:
     return points
 
 
-def _h2_windows(run_dir: Path, record: FetchRecord, libcurl: str | None) -> dict[str, Any]:
+def _h2_windows(run_dir: Path, record: SampledTransfer, libcurl: str | None) -> dict[str, Any]:
     """An HTTP/2 clone's windows: git's own (decrypted frames, ``--full``) beside the one its
     libcurl release is documented to advertise."""
     if record.protocol != "h2":
@@ -252,12 +247,12 @@ def _burst(run_dir: Path, burst: BurstRecord, endpoint: str) -> BurstResult:
     return burst_result(burst, endpoint, connections)
 
 
-def diagnose_fetch_run(run_dir: Path, manifest: FetchManifest | None = None
+def diagnose_fetch_run(run_dir: Path, manifest: SampledManifest | None = None
                        ) -> FetchDiagnosis | None:
     """The fetch side of ``run_dir``; None when the run fetched nothing. ``manifest``: the
     run's record as the probe holds it, when ``fetch.json`` could not be brought up to date
     (a full filesystem); else it is read from ``run_dir``."""
-    manifest = manifest or load_fetch_manifest(run_dir)
+    manifest = manifest or load_sampled(run_dir)
     if manifest is None:
         return None
     rtts = {path.endpoint: path.connect_rtt_min_s for path in manifest.paths}
@@ -298,7 +293,7 @@ _STAGE_HINTS = {
 """What to do about a fetch run's error of each step (the push's are in ``_run``)."""
 
 
-def fetch_problems(manifest: FetchManifest) -> tuple[RunProblem, ...]:
+def fetch_problems(manifest: SampledManifest) -> tuple[RunProblem, ...]:
     """fetch.json's errors as the verdict reads them, each with what to do about it, and
     a run that never finished (``status`` still ``running``), as for pushes."""
     seed = manifest.seed
@@ -313,7 +308,7 @@ def fetch_problems(manifest: FetchManifest) -> tuple[RunProblem, ...]:
     return tuple(problems)
 
 
-def capture_problems(run_dir: Path, manifest: FetchManifest) -> tuple[RunProblem, ...]:
+def capture_problems(run_dir: Path, manifest: SampledManifest) -> tuple[RunProblem, ...]:
     """A clone's capture the run lists but that is not a regular file (lost, a directory, a
     FIFO): its packet evidence is missing, a problem of the run as a push's capture is."""
     problems = []
@@ -331,7 +326,7 @@ def capture_problems(run_dir: Path, manifest: FetchManifest) -> tuple[RunProblem
     return tuple(problems)
 
 
-def _requested(manifest: FetchManifest) -> tuple[str, ...]:
+def _requested(manifest: SampledManifest) -> tuple[str, ...]:
     """The protocols the run was asked to fetch over: its options' (a run that stopped
     before a protocol's first clone still asked for it), else those it has records of."""
     asked = manifest.options.get("protocols")

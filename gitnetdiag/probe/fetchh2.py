@@ -43,7 +43,7 @@ from gitnetdiag.probe.receivepack import (
     pkt_line,
     split_pkt_lines,
 )
-from gitnetdiag.rundir.fetchrecords import H2DownloadRecord
+from gitnetdiag.rundir.ledgers import H2CreditLedger
 
 DELIM_PKT = b"0001"
 """Protocol v2's section delimiter."""
@@ -173,10 +173,10 @@ def _known(client: DownloadClient, ref: str, oid: str | None) -> str:
 
 def h2_download(url: str, *, access: HttpAccess, label: str, window_bytes: int,
                 branch: str | None, budget_s: float | None, stall_timeout_s: float | None,
-                timeout_s: float) -> H2DownloadRecord:
+                timeout_s: float) -> H2CreditLedger:
     """One bounded native fetch advertising ``window_bytes``; failures end up in the record."""
     settings = {SettingCodes.INITIAL_WINDOW_SIZE: window_bytes}
-    record = H2DownloadRecord(label=label, window_bytes=window_bytes, outcome="failed")
+    record = H2CreditLedger(label=label, window_bytes=window_bytes, outcome="failed")
     try:
         client = DownloadClient(H2Remote.from_url(url), access=access, client_settings=settings,
                                 timeout_s=timeout_s)
@@ -195,14 +195,14 @@ def h2_download(url: str, *, access: HttpAccess, label: str, window_bytes: int,
         client.close()
 
 
-def _failed(record: H2DownloadRecord, exc: GitnetdiagError) -> H2DownloadRecord:
-    return H2DownloadRecord(label=record.label, window_bytes=record.window_bytes,
+def _failed(record: H2CreditLedger, exc: GitnetdiagError) -> H2CreditLedger:
+    return H2CreditLedger(label=record.label, window_bytes=record.window_bytes,
                             outcome="failed", error=f"{exc.reference}: {exc.message}")
 
 
-def _stream_pack(client: DownloadClient, record: H2DownloadRecord, request: bytes, *,
+def _stream_pack(client: DownloadClient, record: H2CreditLedger, request: bytes, *,
                  budget_s: float | None, stall_timeout_s: float | None,
-                 timeout_s: float) -> H2DownloadRecord:
+                 timeout_s: float) -> H2CreditLedger:
     client.ledger = _Ledger()
     started = time.monotonic()
     stream_id = client.ledger.stream_id = _post(client, request)
@@ -223,7 +223,7 @@ def _stream_pack(client: DownloadClient, record: H2DownloadRecord, request: byte
     client._responses.pop(stream_id, None)
     ledger = client.ledger
     stream_started = client.recorder.stream_opened.get(stream_id, 0)
-    return H2DownloadRecord(
+    return H2CreditLedger(
         label=record.label, window_bytes=record.window_bytes,
         outcome="ok" if stopped is None else ("bounded" if stopped in ("stable", "budget")
                                               else "stalled"),

@@ -44,7 +44,7 @@ from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
 from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
-from gitnetdiag.rundir.fetchrecords import FetchRecord, TimelinePoint
+from gitnetdiag.rundir.records import SampledTransfer, TimelinePoint
 from gitnetdiag.safefile import keep_file
 from gitnetdiag.vocabulary import TransportKind
 
@@ -328,7 +328,7 @@ def _start_capture(state: FetchState, path: Path, host: str | None, port: int
 
 
 def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: int,
-               host: str | None = None) -> FetchRecord:
+               host: str | None = None) -> SampledTransfer:
     """Clone once over ``protocol`` into a temporary directory, bounded; remove it. With
     ``host`` and captures on, the clone's packets go to ``<stem>.pcap`` (headers only).
 
@@ -386,7 +386,7 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     rate = clone.monitor.rate_bytes_per_s()
     first = clone.monitor.first_data_s()
     last = clone.monitor.points[-1]
-    record = FetchRecord(
+    record = SampledTransfer(
         protocol=protocol.value, repeat=repeat, direction="fetch", started_at=started_at,
         started_epoch_s=started_epoch, outcome=outcome,
         failure_kind=kind,
@@ -406,7 +406,7 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     return record
 
 
-def _detail(record: FetchRecord, stall: str) -> str:
+def _detail(record: SampledTransfer, stall: str) -> str:
     """The clone's line when it ends: outcome, bytes, rate, why it stalled."""
     return (f"{record.outcome}, {record.moved_bytes / 2**20:.1f} MiB"
             + (f", {record.rate_bytes_per_s / 2**20:.2f} MiB/s"

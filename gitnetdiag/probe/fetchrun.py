@@ -34,18 +34,15 @@ from gitnetdiag.proc import scratch_dir, sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
 from gitnetdiag.rundir import PathMeasurement, RunError, ToolVersions, redact_url
 from gitnetdiag.rundir.failures import failure_hint
-from gitnetdiag.rundir.fetchrecords import (
-    FETCH_FILE,
+from gitnetdiag.rundir.files import FETCH_FILE
+from gitnetdiag.rundir.ledgers import H2CreditLedger, SshCreditLedger
+from gitnetdiag.rundir.manifest import (
     FETCH_SCHEMA,
-    FetchManifest,
-    FetchProtocolRun,
-    FetchRecord,
-    FetchSeed,
-    H2DownloadRecord,
-    SshDownloadRecord,
-    write_fetch_manifest,
+    SampledManifest,
+    SampledProtocolRun,
+    write_manifest,
 )
-from gitnetdiag.rundir.records import RunStage, RunStatus
+from gitnetdiag.rundir.records import RunStage, RunStatus, SampledTransfer, SeedBranch
 from gitnetdiag.safefile import full_disk_warning
 from gitnetdiag.vocabulary import TransportKind
 
@@ -56,7 +53,7 @@ class FetchOutcome:
 
     run_dir: Path
     """The run directory."""
-    manifest: FetchManifest
+    manifest: SampledManifest
     """``fetch.json`` as last written."""
     error: GitnetdiagError | None
     """The first error that should make the command fail, after the summary."""
@@ -79,15 +76,15 @@ class _FetchRun:
         self.status: RunStatus = "running"
         self.environment: ToolVersions | None = None
         self.git_config: IsolatedConfig | None = None
-        self.protocols: dict[TransportKind, FetchProtocolRun] = {}
+        self.protocols: dict[TransportKind, SampledProtocolRun] = {}
         self.paths: list[PathMeasurement] = []
         self.errors: list[RunError] = []
         self.warnings: list[str] = []
         self.first_error: GitnetdiagError | None = None
         self.client_tcp_rmem: tuple[int, ...] | None = None
-        self.seed: FetchSeed | None = None
-        self.h2_downloads: list[H2DownloadRecord] = []
-        self.ssh_downloads: list[SshDownloadRecord] = []
+        self.seed: SeedBranch | None = None
+        self.h2_downloads: list[H2CreditLedger] = []
+        self.ssh_downloads: list[SshCreditLedger] = []
         self.branch: str | None = None
         self.capture_enabled = False
         self.disk_full = False
@@ -98,8 +95,8 @@ class _FetchRun:
                        global_config=str(self.git_config.path) if self.git_config else None,
                        secret_config=self.git_config.secret_entries if self.git_config else ())
 
-    def manifest(self) -> FetchManifest:
-        return redact_tree(FetchManifest(
+    def manifest(self) -> SampledManifest:
+        return redact_tree(SampledManifest(
             schema=FETCH_SCHEMA, direction="fetch", tool_version=__version__,
             run_id=self.run_id, started_at=self.started_at, finished_at=self.finished_at,
             status=self.status,
@@ -111,12 +108,12 @@ class _FetchRun:
             h2_downloads=tuple(self.h2_downloads), ssh_downloads=tuple(self.ssh_downloads),
         ), self.secrets)
 
-    def save(self) -> FetchManifest:
+    def save(self) -> SampledManifest:
         """Write ``fetch.json``; on a full filesystem warn once and go on: the file keeps the
         run as of its last write (as the push's manifest does)."""
         manifest = self.manifest()
         try:
-            write_fetch_manifest(self.run_dir, manifest)
+            write_manifest(self.run_dir, manifest)
         except (OSError, GitnetdiagError) as exc:
             warning = full_disk_warning(exc, self.run_dir, self.run_dir / FETCH_FILE)
             if not self.disk_full:
@@ -136,7 +133,7 @@ class _FetchRun:
         if self.first_error is None:
             self.first_error = exc
 
-    def append(self, protocol: TransportKind, record: FetchRecord) -> None:
+    def append(self, protocol: TransportKind, record: SampledTransfer) -> None:
         run = self.protocols[protocol]
         self.protocols[protocol] = replace(run, fetches=(*run.fetches, record))
         if record.outcome not in MEASURED_OUTCOMES:
@@ -155,7 +152,7 @@ def _server_vantage(options: ProbeOptions) -> dict[str, str]:
     return {"server_tcpinfo": "this host"} if options.server_local else {}
 
 
-def _fetch_error(url: str, record: FetchRecord) -> GitnetdiagError:
+def _fetch_error(url: str, record: SampledTransfer) -> GitnetdiagError:
     what = record.last_line or record.last_progress or record.outcome
     hint = failure_hint(record.failure_kind or "other", what, transfer="download") \
         if record.outcome == "failed" else ""
@@ -222,7 +219,7 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
     for protocol in options.protocols:
         url = options.urls[protocol]
         host, port = endpoint_of(url)
-        state.protocols[protocol] = FetchProtocolRun(
+        state.protocols[protocol] = SampledProtocolRun(
             protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}")
         if (host, port) in measured:
             continue
@@ -289,7 +286,7 @@ def _bursts(state: _FetchRun, failed: set[TransportKind]) -> None:
         state.save()
 
 
-def _ledger_done(state: _FetchRun, name: str, record: SshDownloadRecord | H2DownloadRecord,
+def _ledger_done(state: _FetchRun, name: str, record: SshCreditLedger | H2CreditLedger,
                  what: str) -> None:
     """Report a native download's end (its error, or outcome, size and rate), warn of a
     failed one as ``what``, and save the run."""
@@ -342,7 +339,7 @@ def _seeded(state: _FetchRun, scratch: Path, size_bytes: int) -> None:
     options = state.options
     transports = {protocol: state.transport(protocol) for protocol in options.protocols}
 
-    def note(record: FetchSeed) -> None:
+    def note(record: SeedBranch) -> None:
         state.seed = record
         state.save()
 

@@ -9,7 +9,7 @@ the clones, also on Ctrl-C or error, the branch is deleted under a lease on the
 pushed object with the push probes' own clean-up
 (:func:`~gitnetdiag.probe.cleanup.remove_probe_ref`), and one more
 ``ls-remote`` checks it is gone. What became of it is recorded
-(:class:`~gitnetdiag.rundir.fetchrecords.FetchSeed`).
+(:class:`~gitnetdiag.rundir.records.SeedBranch`).
 """
 
 from __future__ import annotations
@@ -36,8 +36,7 @@ from gitnetdiag.probe.gitpush import (
     run_git,
 )
 from gitnetdiag.probe.repo import generate_repo, probe_branch_name
-from gitnetdiag.rundir.fetchrecords import FetchSeed
-from gitnetdiag.rundir.records import RunStage
+from gitnetdiag.rundir.records import RunStage, SeedBranch
 from gitnetdiag.vocabulary import TransportKind
 
 SEED_DIR = "seed"
@@ -62,7 +61,7 @@ def seed_file_bytes(size_bytes: int) -> int:
 
 def seed_branch(transports: tuple[Transport, ...], scratch: Path, *, probe_id: str,
                 size_bytes: int, seed: int, timeout_s: float,
-                note: Callable[[FetchSeed], None]) -> FetchSeed:
+                note: Callable[[SeedBranch], None]) -> SeedBranch:
     """Generate ``size_bytes`` of random data and push it whole to a throwaway branch over
     the first transport that takes it; ``pushed`` False when every transport refused.
 
@@ -71,7 +70,7 @@ def seed_branch(transports: tuple[Transport, ...], scratch: Path, *, probe_id: s
     its lease needs and what the server may still do."""
     repo = generate_repo(scratch / SEED_DIR, size_bytes, seed, "random",
                          file_bytes=seed_file_bytes(size_bytes))
-    record = FetchSeed(branch=probe_branch_name(probe_id), oid=repo.head_oid,
+    record = SeedBranch(branch=probe_branch_name(probe_id), oid=repo.head_oid,
                        size_bytes=size_bytes)
     for transport in transports:
         record = replace(record, protocol=transport.protocol.value,
@@ -88,7 +87,7 @@ def seed_branch(transports: tuple[Transport, ...], scratch: Path, *, probe_id: s
     return record
 
 
-def seed_errors(record: FetchSeed) -> list[tuple[RunStage, GitnetdiagError]]:
+def seed_errors(record: SeedBranch) -> list[tuple[RunStage, GitnetdiagError]]:
     """``(stage, error)`` for what went wrong with a seed branch: a push nobody took
     (``seed``), a branch that may be left on the server (``cleanup``)."""
     errors: list[tuple[RunStage, GitnetdiagError]] = []
@@ -107,8 +106,8 @@ def seed_errors(record: FetchSeed) -> list[tuple[RunStage, GitnetdiagError]]:
     return errors
 
 
-def remove_seed(record: FetchSeed, transports: dict[TransportKind, Transport], scratch: Path, *,
-                wait_s: float) -> FetchSeed:
+def remove_seed(record: SeedBranch, transports: dict[TransportKind, Transport], scratch: Path, *,
+                wait_s: float) -> SeedBranch:
     """Delete the seed branch under its lease (signals held meanwhile), then look once more
     with ``ls-remote``; the record gains the clean-up's status and the look's answer.
     ``scratch`` is where :func:`seed_branch` made the repository (the lease is checked

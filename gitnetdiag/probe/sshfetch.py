@@ -35,7 +35,7 @@ from gitnetdiag.probe.budget import Progress, RateMonitor
 from gitnetdiag.probe.receivepack import FLUSH_PKT, parse_advertisement, pkt_line
 from gitnetdiag.probe.sshauth import SshTarget, load_ssh_config
 from gitnetdiag.probe.sshnative import _Connection, _read_until_flush
-from gitnetdiag.rundir.fetchrecords import SshDownloadRecord
+from gitnetdiag.rundir.ledgers import SshCreditLedger
 
 _POLL_S = 0.25
 _READ_BYTES = 65_536
@@ -85,10 +85,10 @@ class _GrantLedger:
 
 def ssh_download(url: str, *, key_file: str | None, known_hosts: str | None,
                  branch: str | None, budget_s: float | None, stall_timeout_s: float | None,
-                 timeout_s: float) -> SshDownloadRecord:
+                 timeout_s: float) -> SshCreditLedger:
     """One bounded native fetch over SSH; failures end up in the record (see the module doc)."""
     target = SshTarget.from_url(url, load_ssh_config())
-    record = SshDownloadRecord(target=f"{target.host}:{target.port}", outcome="failed")
+    record = SshCreditLedger(target=f"{target.host}:{target.port}", outcome="failed")
     try:
         conn = _Connection(target, key_file=key_file, known_hosts=known_hosts,
                            timeout_s=min(timeout_s, 30.0))
@@ -106,14 +106,14 @@ def ssh_download(url: str, *, key_file: str | None, known_hosts: str | None,
         conn.close()
 
 
-def _failed(record: SshDownloadRecord, exc: GitnetdiagError) -> SshDownloadRecord:
-    return SshDownloadRecord(target=record.target, outcome="failed",
+def _failed(record: SshCreditLedger, exc: GitnetdiagError) -> SshCreditLedger:
+    return SshCreditLedger(target=record.target, outcome="failed",
                              error=f"{exc.reference}: {exc.message}")
 
 
 def _fetch(conn: _Connection, target: SshTarget, branch: str | None, *,
            budget_s: float | None, stall_timeout_s: float | None,
-           timeout_s: float) -> SshDownloadRecord:
+           timeout_s: float) -> SshCreditLedger:
     channel = conn.transport.open_session()
     opened_ns = time.monotonic_ns()
     grants = _GrantLedger(channel)
@@ -138,7 +138,7 @@ def _fetch(conn: _Connection, target: SshTarget, branch: str | None, *,
     def rel(t_ns: int) -> float:
         return (t_ns - opened_ns) / 1e9
 
-    return SshDownloadRecord(
+    return SshCreditLedger(
         target=f"{target.host}:{target.port}",
         outcome="ok" if stopped is None else ("bounded" if stopped in ("stable", "budget")
                                               else "stalled"),

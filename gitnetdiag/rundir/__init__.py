@@ -3,7 +3,9 @@
 Everything a probe hands to the analysis crosses here, as files::
 
     gitnetdiag.probe ──write──> run directory ──read──> gitnetdiag.pipeline
-                               manifest.json           (records.py, manifest.py)
+                               manifest.json           (records.py: one Transfer a push or
+                               fetch.json               clone; manifest.py: one loader)
+                               fetch.json's ledgers    (ledgers.py)
                                native-h2.json          (native.py: raw flow-control events)
                                native-ssh.json
                                captures, trace2, ...
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 from gitnetdiag.redaction import redact_url
 from gitnetdiag.rundir.files import (
+    FETCH_FILE,
     HOST_REPORT_FILE,
     MANIFEST_NAME,
     NATIVE_FILES,
@@ -30,40 +33,52 @@ from gitnetdiag.rundir.files import (
 )
 from gitnetdiag.rundir.manifest import (
     BAD_RUN_DIR,
+    FETCH_SCHEMA,
     PROTOCOL_NAMES,
+    SCHEMA,
+    ProtocolRun,
+    ProtocolTransfers,
+    RunManifest,
+    RunRecord,
+    SampledManifest,
+    SampledProtocolRun,
     bad_run_dir,
     check_values,
     inside,
     load_run,
-    manifest_from_dict,
+    load_sampled,
     read_json_object,
+    read_manifest,
     write_json_atomically,
     write_manifest,
 )
 from gitnetdiag.rundir.records import (
-    SCHEMA,
     BurstOp,
     BurstRecord,
     CaptureResult,
     ConnectOp,
+    Direction,
     PathMeasurement,
-    ProtocolRun,
     PushRecord,
     RepoInfo,
     RunError,
-    RunManifest,
+    SampledTransfer,
+    SeedBranch,
+    TimelinePoint,
     ToolVersions,
     Trace2Record,
+    Transfer,
 )
 from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
 
 __all__ = [
-    "BAD_RUN_DIR", "HOST_REPORT_FILE", "MANIFEST_NAME", "NATIVE_FILES", "NATIVE_H2_FILE",
-    "NATIVE_SSH_FILE", "OBSERVATIONS_FILE", "PROTOCOL_NAMES", "REPORT_FILES", "SCHEMA",
-    "STORAGE_REPORT_FILE", "SWEEP_FILE", "BurstOp", "BurstRecord", "CaptureResult", "ConnectOp",
-    "Malformed",
-    "PathMeasurement", "ProtocolRun", "PushRecord", "RepoInfo", "RunError", "RunManifest",
-    "ToolVersions", "Trace2Record", "bad_run_dir", "check_values", "from_jsonable", "inside",
-    "load_run", "manifest_from_dict", "read_json_object", "redact_url", "to_jsonable",
-    "write_json_atomically", "write_manifest",
+    "BAD_RUN_DIR", "FETCH_FILE", "FETCH_SCHEMA", "HOST_REPORT_FILE", "MANIFEST_NAME",
+    "NATIVE_FILES", "NATIVE_H2_FILE", "NATIVE_SSH_FILE", "OBSERVATIONS_FILE", "PROTOCOL_NAMES",
+    "REPORT_FILES", "SCHEMA", "STORAGE_REPORT_FILE", "SWEEP_FILE", "BurstOp", "BurstRecord",
+    "CaptureResult", "ConnectOp", "Direction", "Malformed", "PathMeasurement", "ProtocolRun",
+    "ProtocolTransfers", "PushRecord", "RepoInfo", "RunError", "RunManifest", "RunRecord",
+    "SampledManifest", "SampledProtocolRun", "SampledTransfer", "SeedBranch", "TimelinePoint",
+    "ToolVersions", "Trace2Record", "Transfer", "bad_run_dir", "check_values", "from_jsonable",
+    "inside", "load_run", "load_sampled", "read_json_object", "read_manifest", "redact_url",
+    "to_jsonable", "write_json_atomically", "write_manifest",
 ]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 MANIFEST_NAME = "manifest.json"
 """What ran, with what outcome; every other file is named from here or below."""
+FETCH_FILE = "fetch.json"
+"""The clones of a run (``probe --direction fetch``), as ``manifest.json`` lists the pushes."""
 NATIVE_H2_FILE = "native-h2.json"
 """Native HTTP/2 probe: flow-control events (:mod:`gitnetdiag.rundir.native`)."""
 NATIVE_SSH_FILE = "native-ssh.json"

@@ -1,9 +1,11 @@
-"""Writing ``manifest.json`` atomically and reading it back, validated.
+"""The manifests of a run directory, written atomically and read back by one loader.
 
-The manifest is rewritten after every probe step, so a crash or Ctrl-C leaves
-a valid, partial manifest (``status`` tells which). :func:`load_run` checks
-every type and keeps every artifact path inside the run directory: a run
-directory may come from anyone (a ticket attachment).
+``manifest.json`` lists the pushes (:class:`RunManifest`), ``fetch.json`` the clones
+(:class:`SampledManifest`); both are a :class:`RunRecord` with a ``direction``, and both are
+read by :func:`read_manifest` with one set of checks (:func:`check_values`). A manifest is
+rewritten after every probe step, so a crash or Ctrl-C leaves a valid, partial one
+(``status`` tells which). Every type is checked and every artifact path kept inside the
+run directory: a run directory may come from anyone (a ticket attachment).
 """
 
 from __future__ import annotations
@@ -13,16 +15,165 @@ import json
 import math
 import os
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Literal, TypeVar
 
 from gitnetdiag.errors import InputError
 from gitnetdiag.inputfile import read_json_input
 from gitnetdiag.outcomes import MEASURED_OUTCOMES
-from gitnetdiag.rundir.files import MANIFEST_NAME
-from gitnetdiag.rundir.records import SCHEMA, RunManifest
+from gitnetdiag.rundir.files import FETCH_FILE, MANIFEST_NAME
+from gitnetdiag.rundir.ledgers import H2CreditLedger, SshCreditLedger
+from gitnetdiag.rundir.records import (
+    BurstRecord,
+    Direction,
+    EndedBy,
+    PathMeasurement,
+    PushRecord,
+    RepoInfo,
+    RunError,
+    RunStatus,
+    SampledTransfer,
+    SeedBranch,
+    ToolVersions,
+    Transfer,
+)
 from gitnetdiag.safefile import open_new_file
 from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
+
+SCHEMA = "gitnetdiag.run/1"
+"""Schema of ``manifest.json``."""
+FETCH_SCHEMA = "gitnetdiag.fetch/1"
+"""Schema of ``fetch.json``."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolTransfers:
+    """Every transfer over one protocol, and its burst."""
+
+    transfers_field: ClassVar[str] = "transfers"
+    """The transfers' key in the file (``pushes``, ``fetches``)."""
+
+    protocol: str
+    """``h1``, ``h2``, ``ssh`` or ``git``."""
+    url: str
+    """Remote URL, redacted."""
+    endpoint: str
+    """``host:port`` the transfers connect to (key into ``RunRecord.paths``)."""
+    burst: BurstRecord | None = None
+    """``--burst N``: N ls-remotes at once then N raw connects, after the transfers; None
+    without ``--burst`` (and in fetch.json files written before it was added)."""
+
+    @property
+    def transfers(self) -> tuple[Transfer, ...]:
+        """The transfers in order, whichever way they went."""
+        records: tuple[Transfer, ...] = getattr(self, self.transfers_field)
+        return records
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProtocolRun(ProtocolTransfers):
+    """Every push over one protocol."""
+
+    transfers_field: ClassVar[str] = "pushes"
+    pushes: tuple[PushRecord, ...] = ()
+    """Pushes in order."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledProtocolRun(ProtocolTransfers):
+    """Every clone over one protocol."""
+
+    transfers_field: ClassVar[str] = "fetches"
+    fetches: tuple[SampledTransfer, ...] = ()
+    """Clones in order."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunRecord:
+    """What every manifest holds, whichever way its transfers went."""
+
+    file: ClassVar[str]
+    """Its file in the run directory."""
+    schema_id: ClassVar[str]
+    """Its schema."""
+
+    schema: str
+    """Always the class's :attr:`schema_id`."""
+    direction: Direction
+    """Which way the transfers moved the pack."""
+    tool_version: str
+    """gitnetdiag version that wrote it."""
+    run_id: str
+    """Random id of the run (also in the branch names)."""
+    started_at: str
+    """ISO 8601 UTC."""
+    finished_at: str | None
+    """ISO 8601 UTC, None while running or after a crash."""
+    status: RunStatus
+    """Where the run is (see :data:`RunStatus`)."""
+    options: dict[str, Any]
+    """Options of the run (URLs redacted)."""
+    environment: ToolVersions | None
+    """Versions of git, libcurl, nghttp2, OpenSSH, ..."""
+    protocols: tuple[ProtocolTransfers, ...]
+    """One entry per protocol, in order."""
+    paths: tuple[PathMeasurement, ...]
+    """Path measurements, one per endpoint."""
+    errors: tuple[RunError, ...]
+    """Errors met (the run went on where it could)."""
+    warnings: tuple[str, ...]
+    """Warnings (e.g. captures off because not root)."""
+
+    def protocol(self, name: str) -> ProtocolTransfers | None:
+        return next((p for p in self.protocols if p.protocol == name), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class RunManifest(RunRecord):
+    """``manifest.json``: the pushes of a run directory."""
+
+    file: ClassVar[str] = MANIFEST_NAME
+    schema_id: ClassVar[str] = SCHEMA
+
+    direction: Literal["push"] = "push"
+    protocols: tuple[ProtocolRun, ...]
+    repo: RepoInfo | None
+    """Repository pushed."""
+    capture_enabled: bool
+    """Whether pushes were captured."""
+    ended_by: EndedBy | None = None
+    """The signal that stopped an ``interrupted`` run; None for a run that went to its end
+    (and while it runs)."""
+
+    def protocol(self, name: str) -> ProtocolRun | None:
+        return next((p for p in self.protocols if p.protocol == name), None)
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledManifest(RunRecord):
+    """``fetch.json``: the clones of a run directory (``probe --direction fetch``)."""
+
+    file: ClassVar[str] = FETCH_FILE
+    schema_id: ClassVar[str] = FETCH_SCHEMA
+
+    direction: Literal["fetch"] = "fetch"
+    protocols: tuple[SampledProtocolRun, ...]
+    client_tcp_rmem: tuple[int, ...] | None = None
+    """The probing host's ``net.ipv4.tcp_rmem`` (min, default, max receive buffer): the
+    ceiling of the window a download can get; None when unreadable."""
+    h2_downloads: tuple[H2CreditLedger, ...] = ()
+    """Native HTTP/2 download ledgers, one per window, side by side (``--native`` with
+    HTTP/2 among the protocols)."""
+    seed: SeedBranch | None = None
+    """``--fetch-seed``: the throwaway branch the clones fetched; None: they fetched what
+    the URL serves and nothing was written on the server."""
+    ssh_downloads: tuple[SshCreditLedger, ...] = ()
+    """The native SSH download ledger (``--native`` with SSH among the protocols)."""
+
+
+Manifest = TypeVar("Manifest", bound=RunRecord)
+
 
 PROTOCOL_NAMES = ("h1", "h2", "ssh", "git")
 
@@ -60,9 +211,9 @@ def write_json_atomically(path: Path, value: Any, *, indent: int = 2) -> Path:
     return path
 
 
-def write_manifest(run_dir: Path, manifest: RunManifest) -> Path:
-    """Write ``manifest.json`` atomically."""
-    return write_json_atomically(run_dir / MANIFEST_NAME, manifest)
+def write_manifest(run_dir: Path, manifest: RunRecord) -> Path:
+    """Write ``manifest.json`` or ``fetch.json`` (the manifest's own file) atomically."""
+    return write_json_atomically(run_dir / manifest.file, manifest)
 
 
 def inside(run_dir: Path, relative: str, where: str) -> Path:
@@ -95,9 +246,9 @@ def _shown(value: float) -> str:
 
 def check_numbers(value: Any, where: str, *, negative: bool = False) -> None:
     """Every number in the records (durations, sizes, counts, rates) is finite, at most
-    :data:`MAX_NUMBER` in size, and >= 0 unless ``negative`` (flow-control credit may go
-    below zero); ``Malformed`` naming the field otherwise. Free-form ``dict`` values
-    (``options``) are not records: skipped."""
+    :data:`MAX_NUMBER` in size, and >= 0 unless ``negative`` or in a field marked
+    ``signed`` (flow-control credit may go below zero); ``Malformed`` naming the field
+    otherwise. Free-form ``dict`` values (``options``) are not records: skipped."""
     if isinstance(value, bool) or value is None:
         return
     if isinstance(value, int | float):
@@ -115,19 +266,8 @@ def check_numbers(value: Any, where: str, *, negative: bool = False) -> None:
         return
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         for f in dataclasses.fields(value):
-            check_numbers(getattr(value, f.name), f"{where}.{f.name}", negative=negative)
-
-
-def _check_pushes(manifest: RunManifest) -> None:
-    for index, run in enumerate(manifest.protocols):
-        for number, push in enumerate(run.pushes):
-            if push.outcome not in MEASURED_OUTCOMES:  # a rate: wall time and size above 0
-                continue
-            where = f"manifest.protocols[{index}].pushes[{number}]"
-            for name in ("wall_s", "pack_bytes"):
-                if getattr(push, name) <= 0:
-                    raise Malformed(f"{where}.{name} must be above 0 for a push with outcome "
-                                    f"{push.outcome!r}, got {getattr(push, name)!r}")
+            check_numbers(getattr(value, f.name), f"{where}.{f.name}",
+                          negative=negative or f.metadata.get("signed", False))
 
 
 def check_names(names: Iterable[str], endpoint: str, where: str) -> None:
@@ -142,32 +282,43 @@ def check_names(names: Iterable[str], endpoint: str, where: str) -> None:
         raise Malformed(f"{where}.endpoint {endpoint!r} is not host:port")
 
 
-def check_values(run_dir: Path, manifest: RunManifest) -> None:
-    """Raise ``ValueError`` for values the types allow but the run cannot have: an
-    unknown protocol, an endpoint without a port, an artifact path leaving ``run_dir``,
-    a number that is negative, NaN or infinite, a measured push of 0 s or 0 bytes."""
-    check_numbers(manifest, "manifest")
-    _check_pushes(manifest)
+def _check_transfers(run_dir: Path, manifest: RunRecord) -> None:
+    """A measured transfer took time (and a push a pack); every artifact stays inside."""
     for index, run in enumerate(manifest.protocols):
-        names = [run.protocol, *(push.protocol for push in run.pushes)]
-        if run.burst is not None:
-            names.append(run.burst.protocol)
-        check_names(names, run.endpoint, f"manifest.protocols[{index}]")
-    for run in manifest.protocols:
-        for push in run.pushes:
-            where = f"protocols.{run.protocol}.pushes[{push.repeat}]"
-            if push.capture is not None:
-                inside(run_dir, push.capture.path, f"{where}.capture.path")
-            for kind, relative in push.artifacts.items():
+        for number, record in enumerate(run.transfers):
+            where = f"{manifest_where(manifest)}.protocols[{index}].{run.transfers_field}[{number}]"
+            for name in record.measured_fields if record.outcome in MEASURED_OUTCOMES else ():
+                if getattr(record, name) <= 0:
+                    raise Malformed(f"{where}.{name} must be above 0 for a {record.noun} with "
+                                    f"outcome {record.outcome!r}, got {getattr(record, name)!r}")
+            where = f"protocols.{run.protocol}.{run.transfers_field}[{record.repeat}]"
+            capture = getattr(record, "capture", None)
+            if capture is not None:
+                inside(run_dir, capture.path, f"{where}.capture.path")
+            for kind, relative in record.artifacts.items():
                 inside(run_dir, relative, f"{where}.artifacts.{kind}")
         if run.burst is not None and run.burst.capture is not None:
             inside(run_dir, run.burst.capture, f"protocols.{run.protocol}.burst.capture")
 
 
-def manifest_from_dict(data: Any) -> RunManifest:
-    """A :class:`RunManifest` from parsed JSON (``ValueError`` naming the field); keys a
-    newer gitnetdiag added are ignored."""
-    return from_jsonable(RunManifest, data, where="manifest", unknown="ignore")
+def manifest_where(manifest: RunRecord | type[RunRecord]) -> str:
+    """The name a manifest's fields are given in messages: ``manifest``, ``fetch``."""
+    return "fetch" if manifest.file == FETCH_FILE else "manifest"
+
+
+def check_values(run_dir: Path, manifest: RunRecord) -> None:
+    """Raise ``Malformed`` for values the types allow but the run cannot have: an unknown
+    protocol, an endpoint without a port, an artifact path leaving ``run_dir``, a number
+    that is negative (flow-control credit aside), NaN, infinite or absurdly large, a
+    measured transfer of 0 s (or a push of 0 bytes)."""
+    where = manifest_where(manifest)
+    check_numbers(manifest, where)
+    for index, run in enumerate(manifest.protocols):
+        names = [run.protocol, *(record.protocol for record in run.transfers)]
+        if run.burst is not None:
+            names.append(run.burst.protocol)
+        check_names(names, run.endpoint, f"{where}.protocols[{index}]")
+    _check_transfers(run_dir, manifest)
 
 
 def read_json_object(path: Path) -> dict[str, Any] | None:
@@ -182,28 +333,41 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     return data
 
 
-def load_run(path: Path | str) -> RunManifest:
-    """Read and validate a run directory's manifest (``path``: the directory or the manifest).
-
-    Types are checked field by field and artifact paths must stay inside the
-    directory; anything else is an :class:`InputError` (``bad-run-dir``).
-    """
-    path = Path(path)
-    manifest_path = path / MANIFEST_NAME if path.is_dir() else path
+def read_manifest(path: Path, cls: type[Manifest]) -> Manifest | None:
+    """The one loader: ``cls``'s file at ``path`` (its file, or the run directory holding
+    it), every type and value checked (:func:`check_values`); None when there is no such
+    file; :class:`InputError` ``bad-run-dir`` for anything else."""
+    path = path / cls.file if path.is_dir() else path
     try:
-        data = read_json_input(manifest_path, error=bad_run_dir)
-    except FileNotFoundError as exc:
+        data = read_json_input(path, error=bad_run_dir)
+    except FileNotFoundError:
+        return None
+    if not isinstance(data, dict) or data.get("schema") != cls.schema_id:
+        found = data.get("schema") if isinstance(data, dict) else None
+        raise bad_run_dir(f"{path} has schema {found!r}, expected {cls.schema_id!r}")
+    try:
+        manifest = from_jsonable(cls, data, where=manifest_where(cls), unknown="ignore")
+        check_values(path.parent, manifest)
+    except ValueError as exc:
+        raise bad_run_dir(f"{path}: {exc}") from exc
+    return manifest
+
+
+def load_run(path: Path | str) -> RunManifest:
+    """A run directory's ``manifest.json`` (``path``: the directory or the file), read by
+    :func:`read_manifest`; ``no-manifest`` when there is none."""
+    path = Path(path)
+    manifest = read_manifest(path, RunManifest)
+    if manifest is None:
         raise InputError(
-            f"{manifest_path} does not exist",
+            f"{path / MANIFEST_NAME if path.is_dir() else path} does not exist",
             hint="give a run directory written by 'gitnetdiag probe'",
             reference="no-manifest",
-        ) from exc
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else None
-        raise bad_run_dir(f"{manifest_path} has schema {found!r}, expected {SCHEMA!r}")
-    try:
-        manifest = manifest_from_dict(data)
-        check_values(manifest_path.parent, manifest)
-    except ValueError as exc:
-        raise bad_run_dir(f"{manifest_path}: {exc}") from exc
+        )
     return manifest
+
+
+def load_sampled(run_dir: Path) -> SampledManifest | None:
+    """A run directory's ``fetch.json``, read by :func:`read_manifest`; None when the run
+    cloned nothing."""
+    return read_manifest(run_dir, SampledManifest)

@@ -1,8 +1,10 @@
-"""What ``manifest.json`` holds: frozen dataclasses, one per record of a run.
+"""What a run directory's records hold: frozen dataclasses, one per record of a run.
 
-The probes fill them (``gitnetdiag.probe``); the pipeline reads them back
-(:func:`gitnetdiag.rundir.load_run`). They live here, below both, so the
-offline side never imports a probe.
+One :class:`Transfer` per push or clone (``direction`` says which), and what a run
+meets around them (paths, bursts, errors, versions); the manifests that list them are in
+:mod:`gitnetdiag.rundir.manifest`. The probes fill them (``gitnetdiag.probe``); the
+pipeline reads them back. They live here, below both, so the offline side never imports
+a probe.
 """
 
 from __future__ import annotations
@@ -11,12 +13,9 @@ import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Literal
+from typing import ClassVar, Literal
 
 from gitnetdiag.outcomes import FailureKind, PushOutcome
-
-SCHEMA = "gitnetdiag.run/1"
-"""Schema of ``manifest.json``."""
 
 RunStatus = Literal["running", "complete", "stalled", "failed", "interrupted"]
 """Where a run is: ``running``, ``complete``, ``stalled`` (a push hung: an error
@@ -274,31 +273,75 @@ class HttpRequestRecord:
     remaining``), else empty."""
 
 
+Direction = Literal["push", "fetch"]
+"""Which way a transfer moved the pack: ``push`` uploads a throwaway branch, ``fetch``
+clones what the URL serves (the discriminator of :class:`Transfer`)."""
+
+
 @dataclass(frozen=True, kw_only=True)
-class PushRecord:
-    """One push of the throwaway branch and its clean-up."""
+class Transfer:
+    """One bounded git transfer over one protocol, whichever way it moved the pack.
+
+    Subclassed only where the shapes differ: :class:`PushRecord` (a branch pushed and
+    deleted: pack, HTTP requests, capture) and :class:`SampledTransfer` (a clone into a
+    scratch copy, with the monitor's samples). ``direction`` says which; it is written to
+    the record (read with its default from records older than it)."""
+
+    measured_fields: ClassVar[tuple[str, ...]] = ("wall_s",)
+    """Fields that must be above 0 when the outcome is a measurement (a rate was taken)."""
+    noun: ClassVar[str] = "transfer"
+    """What one transfer is called in a message (``push``, ``clone``)."""
 
     protocol: str
     """``h1``, ``h2``, ``ssh`` or ``git``."""
     repeat: int
     """1-based repeat number."""
-    branch: str
-    """Throwaway branch pushed (``gitnetdiag/probe-<id>``)."""
+    direction: Direction
+    """Which way the pack moved."""
     started_at: str
     """ISO 8601 UTC start time."""
     outcome: PushOutcome
-    """How the push ended (see :data:`~gitnetdiag.outcomes.PushOutcome`)."""
+    """How git ended (see :data:`~gitnetdiag.outcomes.PushOutcome`): ``ok`` (the whole pack
+    moved), ``bounded`` (stopped mid-pack at a stable rate or the time budget: rate from the
+    bytes moved), ``stalled``, ``hung``, ``failed``, ``interrupted``, ..."""
     failure_kind: FailureKind | None
     """Failure kind when not ok."""
     last_line: str
     """git's last stderr line (empty when ok)."""
     wall_s: float
-    """Wall time of the git push."""
+    """Wall time of git until it ended or was stopped."""
+    rate_bytes_per_s: float | None
+    """The transfer's rate (slow start excluded for a bounded one), None when nothing was
+    measured."""
+    moved_bytes: int | None = None
+    """Bytes moved as the monitor saw them (the kernel's ``bytes_acked`` of a push's
+    sockets, ``bytes_received`` of a clone's, else git's progress); None for runs without
+    the monitor."""
+    measured_s: float | None = None
+    """Seconds the rate was measured over (from the first pack byte moved to the end)."""
+    stopped: StopReason | None = None
+    """Why the monitor stopped git; None when git ended by itself."""
+    last_progress: str | None = None
+    """git's last progress line (where a stalled transfer stopped)."""
+    artifacts: dict[str, str] = field(default_factory=dict)
+    """Artifact kind -> path relative to the run directory (kinds in the subclasses)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PushRecord(Transfer):
+    """One push of the throwaway branch and its clean-up. ``artifacts``: ``capture``,
+    ``capture_decrypted``, ``trace2``, ``curl_trace``, ``stderr``, ``keylog``,
+    ``cleanup_stderr``; ``rate_bytes_per_s``: pack_bytes / wall_s for ``ok`` (never for
+    ``no-data``), the rate of the bytes moved for ``bounded``."""
+
+    measured_fields: ClassVar[tuple[str, ...]] = ("wall_s", "pack_bytes")
+    noun: ClassVar[str] = "push"
+
+    direction: Literal["push"] = "push"
+    branch: str
+    """Throwaway branch pushed (``gitnetdiag/probe-<id>``)."""
     pack_bytes: int
     """Bytes of the pack pushed."""
-    rate_bytes_per_s: float | None
-    """pack_bytes / wall_s for a push with outcome ``ok`` (never for ``no-data``); for
-    ``bounded`` the rate of the bytes moved (slow start excluded)."""
     http_version: str | None
     """Negotiated HTTP version of the receive-pack POST (``HTTP/2``, ``HTTP/1.1``)."""
     alpn: str | None
@@ -311,9 +354,6 @@ class PushRecord:
     """Phases from trace2."""
     capture: CaptureResult | None
     """Packet capture, when captured (path relative to the run directory)."""
-    artifacts: dict[str, str] = field(default_factory=dict)
-    """Artifact kind (``capture``, ``capture_decrypted``, ``trace2``, ``curl_trace``,
-    ``stderr``, ``keylog``, ``cleanup_stderr``) -> path relative to the run directory."""
     cleanup: RefCleanup = RefCleanup.NOT_RUN
     """What became of the branch (``unconfirmed``: ``cleanup_check_command`` checks)."""
     cleanup_detail: str = ""
@@ -329,74 +369,84 @@ class PushRecord:
     """Objects git said it sent (``Total N``); None when the pack was not finished."""
     pack_written_bytes: int | None = None
     """Pack bytes git said it wrote (``Writing objects: ..., X MiB``, rounded by git)."""
-    moved_bytes: int | None = None
-    """Bytes the push moved as the monitor saw them (the kernel's ``bytes_acked`` of git's
-    sockets, else git's progress); None for runs without the monitor."""
-    measured_s: float | None = None
-    """Seconds from the first byte moved to the end (what a bounded rate is measured over)."""
-    last_progress: str | None = None
-    """git's last progress line (where a stalled push stopped)."""
-    stopped: StopReason | None = None
-    """Why the monitor ended the push; None when git ended by itself."""
     http_requests: tuple[HttpRequestRecord, ...] = ()
     """The push's HTTP requests in order, with their statuses (HTTP pushes with a curl
     trace; empty otherwise and in runs recorded before it was added)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProtocolRun:
-    """Everything done over one protocol."""
+class TimelinePoint:
+    """One sample of the monitor while a clone ran (a line of ``<stem>.timeline.jsonl``)."""
 
-    protocol: str
-    """``h1``, ``h2``, ``ssh`` or ``git``."""
-    url: str
-    """Remote URL, redacted."""
-    endpoint: str
-    """``host:port`` the pushes connect to (key into ``RunManifest.paths``)."""
-    pushes: tuple[PushRecord, ...] = ()
-    """Pushes in order."""
-    burst: BurstRecord | None = None
-    """The burst, when ``--burst`` was given."""
+    t_s: float
+    """Seconds since git was started."""
+    stderr_bytes: int
+    """Bytes git had written to stderr by then (maps progress lines to times)."""
+    received_bytes: int
+    """Bytes received so far on git's sockets (``ss`` ``bytes_received``), else git's
+    ``Receiving objects`` count."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class RunManifest:
-    """``manifest.json`` of a run directory."""
+class SampledTransfer(Transfer):
+    """One bounded clone into a scratch copy, with the monitor's samples (the progress
+    timeline, ``ss -tin`` of both ends), and the removal of that copy. ``artifacts``:
+    ``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``,
+    ``server_tcpinfo`` (``keylog``, ``capture``, ``http2_frames`` with ``--full``)."""
 
-    schema: str
-    """Always :data:`SCHEMA` for this layout."""
-    tool_version: str
-    """gitnetdiag version that wrote it."""
-    run_id: str
-    """Random id of the run (also in the branch names)."""
-    started_at: str
-    """ISO 8601 UTC."""
-    finished_at: str | None
-    """ISO 8601 UTC, None while running or after a crash."""
-    status: RunStatus
-    """Where the run is (see :data:`RunStatus`)."""
-    options: dict[str, Any]
-    """Options of the run (URLs redacted)."""
-    environment: ToolVersions | None
-    """Versions of git, libcurl, nghttp2, OpenSSH, ..."""
-    repo: RepoInfo | None
-    """Repository pushed."""
-    capture_enabled: bool
-    """Whether pushes were captured."""
-    protocols: tuple[ProtocolRun, ...]
-    """One entry per protocol probed, in order."""
-    paths: tuple[PathMeasurement, ...]
-    """Path measurements, one per endpoint."""
-    errors: tuple[RunError, ...]
-    """Errors met (the run went on where it could)."""
-    warnings: tuple[str, ...]
-    """Warnings (e.g. captures off because not root)."""
-    ended_by: EndedBy | None = None
-    """The signal that stopped an ``interrupted`` run; None for a run that went to its end
-    (and while it runs)."""
+    noun: ClassVar[str] = "clone"
 
-    def protocol(self, name: str) -> ProtocolRun | None:
-        return next((p for p in self.protocols if p.protocol == name), None)
+    direction: Literal["fetch"] = "fetch"
+    started_epoch_s: float
+    """The start as Unix seconds (aligns the timeline with trace2's clock)."""
+    moved_bytes: int
+    """Bytes received when it ended (the kernel's ``bytes_received`` when sampled)."""
+    measured_s: float
+    last_progress: str
+    tcpinfo_samples: int
+    """``ss -tin`` samples of git's sockets recorded."""
+    clone_removed: bool
+    """The scratch copy's directory was removed and checked gone."""
+    server_tcpinfo_samples: int = 0
+    """``ss -tin`` samples of the server's sockets of this clone (recorded only when the
+    server runs on this machine: the lab, ``--host-netns``, ``--host-local``)."""
+    full_warning: str = ""
+    """``--full`` on an HTTP/2 clone: why its decrypted frames are missing, else empty."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SeedBranch:
+    """``--fetch-seed``: the generated repository pushed to a throwaway branch, fetched by
+    every clone of the run, then deleted (the one write a fetch run may make)."""
+
+    branch: str
+    """The throwaway branch, ``gitnetdiag/probe-<id>`` as the push probes name theirs."""
+    oid: str
+    """The generated commit pushed (the delete's lease)."""
+    size_bytes: int
+    """Bytes of random data in the generated repository."""
+    protocol: str | None = None
+    """Protocol of the push that created it (the last one tried when none did)."""
+    pushed: bool = False
+    """The push succeeded: the branch was created."""
+    push_wall_s: float | None = None
+    """Wall time of that push."""
+    push_error: str = ""
+    """git's last line when no push succeeded."""
+    push_aftermath: str = "not-started"
+    """What the push could still do to the server (``cleanup.Aftermath``)."""
+    cleanup: RefCleanup = RefCleanup.NOT_RUN
+    """What became of the branch, as :attr:`PushRecord.cleanup`."""
+    cleanup_detail: str = ""
+    """Why, in one line."""
+    cleanup_s: float | None = None
+    """Time the clean-up took."""
+    remove_command: str | None = None
+    """The command that removes it (URL redacted), when it may be left."""
+    check_command: str | None = None
+    """The ``ls-remote`` that shows whether it is there (URL redacted)."""
+    gone_on_server: bool | None = None
+    """The ``ls-remote`` after the clean-up listed no such branch (None: not listed)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from gitnetdiag.probe import credentials, fetchh2, fetchrun, sshfetch
-from gitnetdiag.rundir.fetchrecords import H2DownloadRecord, SshDownloadRecord
+from gitnetdiag.rundir.ledgers import H2CreditLedger, SshCreditLedger
 from gitnetdiag.vocabulary import TransportKind
 
 
@@ -45,7 +45,7 @@ def _state(tmp_path: Path) -> Any:
 
 def test_native_ssh_download_is_reported_and_saved(tmp_path: Path,
                                                    monkeypatch: pytest.MonkeyPatch) -> None:
-    record = SshDownloadRecord(target="127.0.0.1:2222", outcome="bounded",
+    record = SshCreditLedger(target="127.0.0.1:2222", outcome="bounded",
                                received_bytes=3 * 2**20, rate_bytes_per_s=1.5 * 2**20)
     monkeypatch.setattr(sshfetch, "ssh_download", lambda url, **_: record)
     state = _state(tmp_path)
@@ -61,11 +61,11 @@ def test_a_failed_native_h2_download_is_a_warning(tmp_path: Path,
     monkeypatch.setattr(credentials, "http_access", lambda url, **_: None)
     monkeypatch.setattr(fetchh2, "DOWNLOAD_WINDOWS", (("small", 65535), ("large", 2**24)))
 
-    def download(url: str, *, label: str, window_bytes: int, **_: Any) -> H2DownloadRecord:
+    def download(url: str, *, label: str, window_bytes: int, **_: Any) -> H2CreditLedger:
         if label == "small":
-            return H2DownloadRecord(label=label, window_bytes=window_bytes, outcome="failed",
+            return H2CreditLedger(label=label, window_bytes=window_bytes, outcome="failed",
                                     error="connection reset")
-        return H2DownloadRecord(label=label, window_bytes=window_bytes, outcome="ok",
+        return H2CreditLedger(label=label, window_bytes=window_bytes, outcome="ok",
                                 received_bytes=2**20, rate_bytes_per_s=2**19)
 
     monkeypatch.setattr(fetchh2, "h2_download", download)

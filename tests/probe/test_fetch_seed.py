@@ -18,7 +18,8 @@ from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.fetchseed import seed_errors
 from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.probe.options import ProbeOptions
-from gitnetdiag.rundir.fetchrecords import FetchSeed, load_fetch_manifest
+from gitnetdiag.rundir.manifest import load_sampled
+from gitnetdiag.rundir.records import SeedBranch
 from gitnetdiag.vocabulary import TransportKind
 from tests.probe.test_fetch_daemon import history_daemon, tree_digest
 
@@ -57,7 +58,7 @@ def test_seed_branch_is_fetched_then_gone(
     (obs,) = diagnosis.observations
     assert obs.outcome == "ok"
     assert obs.moved_bytes >= SEED_BYTES
-    manifest = load_fetch_manifest(tmp_path / "run")
+    manifest = load_sampled(tmp_path / "run")
     assert manifest is not None and manifest.seed == seed
     assert manifest.options["fetch_seed_bytes"] == SEED_BYTES
     assert list(scratch.iterdir()) == []
@@ -93,16 +94,16 @@ def test_a_refused_seed_push_is_an_error_and_fetches_nothing(
 
 
 def test_seed_errors_name_the_push_and_the_leftover() -> None:
-    refused = FetchSeed(branch="gitnetdiag/probe-ab", oid="0" * 40, size_bytes=1,
+    refused = SeedBranch(branch="gitnetdiag/probe-ab", oid="0" * 40, size_bytes=1,
                         protocol="git", push_error="fatal: remote error: access denied",
                         cleanup="never-created")
     assert [(stage, exc.reference) for stage, exc in seed_errors(refused)] == [
         ("seed", "fetch-seed-push")]
-    left = FetchSeed(branch="gitnetdiag/probe-ab", oid="0" * 40, size_bytes=1, protocol="git",
+    left = SeedBranch(branch="gitnetdiag/probe-ab", oid="0" * 40, size_bytes=1, protocol="git",
                      pushed=True, cleanup="deleted", gone_on_server=False)
     assert [(stage, exc.reference) for stage, exc in seed_errors(left)] == [
         ("cleanup", "cleanup-leftover")]
-    clean = FetchSeed(branch="gitnetdiag/probe-ab", oid="0" * 40, size_bytes=1, protocol="git",
+    clean = SeedBranch(branch="gitnetdiag/probe-ab", oid="0" * 40, size_bytes=1, protocol="git",
                       pushed=True, cleanup="deleted", gone_on_server=True)
     assert seed_errors(clean) == []
 

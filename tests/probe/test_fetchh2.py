@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.analysis.fetchwindow import download_pacing
+from gitnetdiag.analysis.nativeledger import h2_receiver_pacing
 from gitnetdiag.probe import fetchh2
 from gitnetdiag.probe.credentials import http_access
 from gitnetdiag.probe.fetchh2 import (
@@ -20,7 +20,7 @@ from gitnetdiag.probe.fetchh2 import (
     parse_ls_refs,
 )
 from gitnetdiag.probe.repo import generate_repo
-from gitnetdiag.rundir.fetchrecords import H2DownloadRecord
+from gitnetdiag.rundir.ledgers import H2CreditLedger
 from tests.probe.h2uploadserver import H2UploadServer, start_h2_upload_server
 
 OID = "a" * 40
@@ -44,11 +44,11 @@ def test_pacing_groups_bursts_and_finds_the_pause() -> None:
     """Four 16 KiB frames back to back, a 50 ms wait for credit, four more: two bursts of
     64 KiB, the pause is the longest gap, cumulative bytes from the request."""
     times = (1.0, 1.0001, 1.0002, 1.0003, 1.0503, 1.0504, 1.0505, 1.0506)
-    record = H2DownloadRecord(label="HTTP/2 default", window_bytes=65535, outcome="bounded",
+    record = H2CreditLedger(label="HTTP/2 default", window_bytes=65535, outcome="bounded",
                               request_t_s=0.9, data_t_s=times, data_bytes=(16384,) * 8,
                               credit_left_bytes=(0,) * 8, received_bytes=8 * 16384,
                               rate_bytes_per_s=1.2e6)
-    pacing = download_pacing(record)
+    pacing = h2_receiver_pacing(record)
     assert pacing.frames == 8
     assert pacing.median_burst_bytes == 4 * 16384
     assert pacing.longest_gap_s == pytest.approx(0.05)
@@ -57,9 +57,9 @@ def test_pacing_groups_bursts_and_finds_the_pause() -> None:
 
 
 def test_pacing_of_a_failed_download_is_empty() -> None:
-    record = H2DownloadRecord(label="large", window_bytes=2**24, outcome="failed",
+    record = H2CreditLedger(label="large", window_bytes=2**24, outcome="failed",
                               error="no-h2: no ALPN h2")
-    pacing = download_pacing(record)
+    pacing = h2_receiver_pacing(record)
     assert pacing.frames == 0 and pacing.median_burst_bytes is None
     assert pacing.longest_gap_s is None and pacing.error
 
@@ -104,7 +104,7 @@ def test_the_ledger_follows_the_window(upload_server: tuple[H2UploadServer, str]
     for record in records:  # seconds since the probe's start: the request, then its frames
         assert record.request_t_s is not None and record.data_t_s, record
         assert 0 <= record.request_t_s <= record.data_t_s[0] < 60, record.request_t_s
-    small, large = (download_pacing(record) for record in records)
+    small, large = (h2_receiver_pacing(record) for record in records)
     for pacing in (small, large):
         assert pacing.outcome == "ok", pacing.error
         assert pacing.received_bytes > 4 * 2**20  # the whole pack, sideband framing included
