@@ -1,57 +1,35 @@
 """TCP_INFO samples of either end of a transfer -> what held the sender, what the receiver saw
-(pure).
+(pure). The kernel says it per socket, to any user (``ss -tin``, ``getsockopt``)::
 
-The kernel says, per socket and to any user (``ss -tin``, ``getsockopt(TCP_INFO)``), what
-a capture would show. Which end's samples there are depends on who measured:
-
-    the sending socket   --summarize_sender()-->   SenderTcpSummary  (a clone's server)
-                         --summarize_samples()-->  TcpInfoSummary    (a push's client)
+    the sending socket   --summarize_sender()-->   SenderTcpSummary   (a clone's server)
+                         --summarize_samples()-->  TcpInfoSummary     (a push's client)
     the receiving socket --summarize_receiver()--> ReceiverTcpSummary (a clone's client)
 
-**What held the sender.** A sender's bytes in flight (``unacked`` x ``mss``) are capped by
-the first of: its congestion window (``cwnd``), the window the receiver advertised
-(``snd_wnd``), its send buffer (``skmem tb``: ``tcp_wmem``, ``SO_SNDBUF``, HAProxy
-``tune.sndbuf.*``, nginx ``sndbuf=``), or the data the application gives it. The kernel
-keeps chronographs of the first causes per socket (``tcpi_busy_time``,
-``tcpi_rwnd_limited``, ``tcpi_sndbuf_limited``), but it counts ``sndbuf_limited`` only
-while the write queue is *empty* and the writer waits for room (``tcp_cwnd_validate`` in
-``net/ipv4/tcp_output.c``). A bulk sender that refills its buffer as each ACK frees it
-keeps the queue non-empty and is never counted (the lab's 64 KiB ``tcp_wmem`` clamp at
-50 ms: ``busy`` 1.8 s, ``sndbuf_limited`` absent, 150 kB in flight, ``cwnd`` 1,937
+**What held the sender.** Its bytes in flight (``unacked`` x ``mss``) are capped by the
+first of its congestion window (``cwnd``), the receiver's window (``snd_wnd``), its send
+buffer (``skmem tb``: ``tcp_wmem``, ``SO_SNDBUF``, HAProxy ``tune.sndbuf.*``, nginx
+``sndbuf=``) and the data the application gives it. The kernel's chronographs
+(``busy_time``, ``rwnd_limited``, ``sndbuf_limited``) count ``sndbuf_limited`` only while
+the write queue is *empty* (``tcp_cwnd_validate``, ``net/ipv4/tcp_output.c``): a bulk sender
+refilling its buffer as each ACK frees it is never counted (the lab's 64 KiB ``tcp_wmem``
+clamp at 50 ms: ``busy`` 1.8 s, ``sndbuf_limited`` absent, 150 kB in flight, ``cwnd`` 1,937
 segments, ``snd_wnd`` 8.7 MB). So each sample taken while the socket sent is also
-classified from the levels ``ss`` shows (:func:`_limit`):
+classified from its levels (:func:`_limit`), weighted by the bytes sent since the sample
+before: **receive window** (in flight at least :data:`FULL` of ``snd_wnd``), **congestion
+window** (``unacked`` at least :data:`FULL` of ``cwnd``), **send buffer** (neither, and the
+buffer holds at least :data:`FULL` of its size, ``skmem w`` against ``tb``), else the
+**application**. A limit's share is the larger of the sampled one and the kernel's,
+whichever end sent (:func:`_larger`).
 
-- **receive window**: in flight at least :data:`FULL` of ``snd_wnd``,
-- **congestion window**: ``unacked`` at least :data:`FULL` of ``cwnd``,
-- **send buffer**: neither, and the buffer holds at least :data:`FULL` of its
-  size (``skmem w`` against ``tb``): the writer could not add more,
-- **application**: none of these (the sender produced the pack slower).
+**What the receiver saw.** Its advertised window caps the rate at ``window / RTT``:
+``rcv_ssthresh`` (the window's cap, grown by autotuning up to ``tcp_rmem``'s maximum or
+``SO_RCVBUF``), ``skmem rb`` (the receive buffer), ``rcv_space`` (what the sender delivered
+per RTT, as autotuning saw it), ``rcv_rtt`` / ``rtt``, ``rcv_ooopack`` (Linux 5.4+: data
+segments that arrived out of order, what loss leaves at a receiver that sees no
+retransmission counter; reordering too) and ``rcv_mss`` against ``advmss`` (a path-MTU
+black hole towards the receiver keeps the first well below the second).
 
-The share of each is of the bytes sent: each sample's cap stands for the bytes sent since
-the sample before (so the ref advertisement's few bytes weigh little beside the pack). The
-kernel's own chronograph shares are kept beside them, and the limit shares the culprits
-read are the larger of the two, whichever end sent (:func:`_larger`).
-
-**What the receiver saw.** The window the receiver advertises caps the rate at
-``window / RTT`` whatever the path could carry:
-
-- ``rcv_ssthresh``: the cap of the window the socket advertises (it grows with
-  receive-buffer autotuning up to what ``tcp_rmem``'s maximum or ``SO_RCVBUF``
-  allow),
-- ``skmem rb``: the receive buffer itself (``ss`` only),
-- ``rcv_space``: autotuning's estimate of what the sender had in flight per RTT,
-- ``rtt`` / ``rcv_rtt``: the round trip as the sender of ACKs and as the receiver
-  measure it,
-- ``rcv_ooopack`` (Linux 5.4+): data segments that arrived out of order. A data
-  segment lost on the way makes the ones sent after it arrive ahead of its
-  retransmission, so at the receiver, which sees no retransmission counter of the
-  sender's, this is what loss leaves (reordering on the path does too).
-- ``rcv_mss`` / ``advmss``: the largest segment received (the kernel's estimate) and the
-  MSS the socket advertised; a path-MTU black hole towards the receiver keeps the first
-  well below the second.
-
-Counters are cumulative, the window values levels. The socket of the transfer is the one
-that moved most bytes.
+Counters are cumulative, windows levels; a transfer's socket is the one that moved most.
 """
 
 from __future__ import annotations
@@ -315,7 +293,7 @@ def summarize_samples(samples: Iterable[Row]) -> TcpInfoSummary | None:
         value = _delta(first, last, key)
         if value is None or not busy_us or busy_us <= 0:
             return None
-        return _larger(0.0, max(0.0, value), busy_us)
+        return _larger(caps.shares.get(cap, 0.0), max(0.0, value), busy_us)
 
     sent, retrans = _delta(first, last, "bytes_sent"), _delta(first, last, "bytes_retrans")
     segments = _delta(first, last, "total_retrans")
@@ -429,11 +407,17 @@ class ReceiverTcpSummary:
         return self.advertised_window_max_bytes / rtt
 
 
+def receiving_socket(samples: Iterable[Row]) -> list[Row] | None:
+    """The samples of the socket that received most, in time order; None when none received
+    a byte."""
+    return _busiest(samples, lambda rows: _highest(rows, "bytes_received"))
+
+
 def summarize_receiver(samples: Iterable[Row]) -> ReceiverTcpSummary | None:
-    """The receiving socket's summary (the one that received most), or None when no socket
-    received a byte. Window levels are those of the samples taken while bytes arrived; a
-    segment size estimate is a level that a stall does not reset (every sample)."""
-    rows = _busiest(samples, lambda rows: _highest(rows, "bytes_received"))
+    """The receiving socket's summary, or None when no socket received a byte. Window levels
+    are those of the samples taken while bytes arrived; a segment size estimate is a level
+    that a stall does not reset (every sample)."""
+    rows = receiving_socket(samples)
     if rows is None:
         return None
     counters = [row["counters"] for row in rows]

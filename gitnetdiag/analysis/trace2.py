@@ -26,14 +26,13 @@ sampling interval), and ``GIT_TRACE_PACKET`` (the refs the server advertised).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from typing import Any
 
 from gitnetdiag.rundir.records import TimelinePoint
+from gitnetdiag.rundir.trace2 import event_time_s, trace2_events
 from gitnetdiag.thresholds import MIN_RATE_BYTES
 
 
@@ -87,29 +86,6 @@ class ReceiverPhases:
         return max(0.0, self.first_pack_byte_s - self.request_sent_s)
 
 
-def _time_s(event: dict[str, Any]) -> float | None:
-    stamp = event.get("time")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
-
-
-def parse_trace2_lines(lines: Iterable[str]) -> list[dict[str, Any]]:
-    """The JSON events of a trace2 file; cut-off and junk lines are skipped."""
-    events: list[dict[str, Any]] = []
-    for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("sid"), str):
-            events.append(event)
-    return events
-
-
 def _region(events: Sequence[dict[str, Any]], category: str, label: str,
             ) -> tuple[float | None, float | None]:
     """Absolute enter and leave times of the first region ``category/label``."""
@@ -118,9 +94,9 @@ def _region(events: Sequence[dict[str, Any]], category: str, label: str,
         if event.get("category") != category or event.get("label") != label:
             continue
         if event.get("event") == "region_enter" and enter is None:
-            enter = _time_s(event)
+            enter = event_time_s(event)
         elif event.get("event") == "region_leave" and enter is not None and leave is None:
-            leave = _time_s(event)
+            leave = event_time_s(event)
     return enter, leave
 
 
@@ -172,9 +148,9 @@ def _first_object_offset(stderr: str) -> int | None:
 def receiver_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[TimelinePoint],
                     packet_trace: str, started_epoch_s: float) -> ReceiverPhases:
     """The phases of one clone from its artifacts (see the module doc)."""
-    events = parse_trace2_lines(trace2)
+    events = trace2_events(trace2)
     starts = [t for e in events if e.get("event") == "start" and "/" not in e["sid"]
-              if (t := _time_s(e)) is not None]
+              if (t := event_time_s(e)) is not None]
     origin = starts[0] if starts else started_epoch_s
     # Timeline seconds count from our own start of git; trace2 counts from git's.
     shift = origin - started_epoch_s
@@ -183,7 +159,7 @@ def receiver_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[Ti
         return None if stamp is None else stamp - origin
 
     fetch_pack = [t for e in events if e.get("category") == "fetch-pack"
-                  and e.get("event") == "region_enter" if (t := _time_s(e)) is not None]
+                  and e.get("event") == "region_enter" if (t := event_time_s(e)) is not None]
     negotiation = next(((e.get("label"), e.get("category")) for e in events
                         if str(e.get("label", "")).startswith("negotiation")
                         and e.get("category") == "fetch-pack"), None)
@@ -194,7 +170,7 @@ def receiver_phases(*, trace2: Iterable[str], stderr: str, timeline: Sequence[Ti
     _, check_leave = _region(events, "progress", "Checking objects")
     checkout_enter, checkout_leave = _region(events, "unpack_trees", "unpack_trees")
     exits = [t for e in events if e.get("event") == "exit" and "/" not in e["sid"]
-             if (t := _time_s(e)) is not None]
+             if (t := event_time_s(e)) is not None]
     first_offset = _first_object_offset(stderr)
     counted = _COUNTED.search(stderr)
     compressed = _COMPRESSED.search(stderr)

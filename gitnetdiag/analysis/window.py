@@ -7,7 +7,7 @@ bins without an advertisement (:func:`forward_filled`). Seen from the receiver (
 client) neither a capture nor TCP_INFO shows the sender's flight, so:
 
 - TCP_INFO samples of the receiving socket (:func:`receiver_window_series`, the socket
-  :func:`gitnetdiag.analysis.tcpinfo.summarize_receiver` picks) give the advertised
+  :func:`gitnetdiag.analysis.tcpinfo.receiving_socket` picks) give the advertised
   window's cap (``rcv_ssthresh``) and the bytes the sender delivered in one RTT by the
   receive-buffer autotuning's count (``rcv_space``, the kernel's own per-RTT figure, to
   any user), with the bytes received so far;
@@ -26,6 +26,7 @@ import numpy as np
 import numpy.typing as npt
 
 from gitnetdiag.analysis.tcp_results import ConnectionSeries
+from gitnetdiag.analysis.tcpinfo import receiving_socket
 
 
 def forward_filled(window: npt.NDArray[np.float64]) -> npt.NDArray[np.float64] | None:
@@ -56,23 +57,13 @@ class ReceiverWindowSeries:
     """``ss -tin`` or ``getsockopt TCP_INFO``."""
 
 
-def _received(row: Mapping[str, Any]) -> float:
-    return float(row["counters"].get("bytes_received", 0.0))
-
-
 def receiver_window_series(samples: Iterable[Mapping[str, Any]]
                            ) -> ReceiverWindowSeries | None:
     """The series of the socket that received most; None when none received a byte."""
-    by_socket: dict[str, list[Mapping[str, Any]]] = {}
-    for sample in samples:
-        if isinstance(sample.get("counters"), Mapping) and "t_s" in sample:
-            by_socket.setdefault(str(sample.get("local")), []).append(sample)
-    if not by_socket:
+    rows = receiving_socket(sample for sample in samples
+                            if isinstance(sample.get("counters"), Mapping) and "t_s" in sample)
+    if rows is None:
         return None
-    rows = max(by_socket.values(), key=lambda rows: max(_received(row) for row in rows))
-    if max(_received(row) for row in rows) <= 0:
-        return None
-    rows = sorted(rows, key=lambda row: float(row["t_s"]))
 
     def level(row: Mapping[str, Any], key: str) -> float | None:
         value = row["counters"].get(key)
@@ -82,7 +73,7 @@ def receiver_window_series(samples: Iterable[Mapping[str, Any]]
         t_s=tuple(float(row["t_s"]) for row in rows),
         advertised_window_bytes=tuple(level(row, "rcv_ssthresh") for row in rows),
         in_flight_bytes=tuple(level(row, "rcv_space") for row in rows),
-        received_bytes=tuple(_received(row) for row in rows),
+        received_bytes=tuple(float(row["counters"].get("bytes_received", 0.0)) for row in rows),
         source=str(rows[0].get("source", "TCP_INFO")),
     )
 

@@ -21,13 +21,14 @@ import numpy as np
 from gitnetdiag.analysis import h2ledger
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis
+from gitnetdiag.analysis.window import forward_filled
 from gitnetdiag.capture.sniff import Sniffed, sniff_connections
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import FailureKind
-from gitnetdiag.pipeline._connections import count_by_kind, forward_filled, handshake_tally
+from gitnetdiag.pipeline._connections import count_by_kind, handshake_tally
 from gitnetdiag.pipeline._run import capture_metrics, flight_series
 
 WELL_KNOWN: dict[int, obs.ProtocolName] = {443: "h2", 22: "ssh", 9418: "git"}

@@ -1,7 +1,6 @@
 """Rules the run-directory, fetch and bare-capture pipelines apply to analysed connections,
-each written once: the receiver's window carried over bins without an advertisement, the
-handshake tallies of a burst, a probe's burst record as the engine's burst, and which push
-of a protocol is the one to analyse."""
+each written once: the handshake tallies of a burst, a probe's burst record as the engine's
+burst, and which push of a protocol is the one to analyse."""
 
 from __future__ import annotations
 
@@ -11,7 +10,6 @@ from dataclasses import dataclass
 from typing import TypeVar, cast
 
 import numpy as np
-import numpy.typing as npt
 
 from gitnetdiag.analysis.tcp import ConnectionAnalysis
 from gitnetdiag.diagnosis.observations import BurstResult, ProtocolName
@@ -20,18 +18,6 @@ from gitnetdiag.rundir import BurstRecord, PushRecord
 
 R = TypeVar("R", bound=PushRecord)
 K = TypeVar("K")
-
-
-def forward_filled(window: npt.NDArray[np.float64]) -> npt.NDArray[np.float64] | None:
-    """Per-bin advertised window (-1 where a bin had no advertisement) with every gap
-    carrying the last window seen forward, and the bins before the first advertisement
-    the first one; None when no bin has one."""
-    known = window >= 0
-    if not known.any():
-        return None
-    idx = np.where(known, np.arange(window.size), 0)
-    np.maximum.accumulate(idx, out=idx)
-    return np.where(known[idx], window[idx], window[int(np.argmax(known))])
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,6 +24,7 @@ import numpy as np
 
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
+from gitnetdiag.analysis.window import forward_filled
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.comparison import Comparison, compare
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
@@ -31,11 +32,7 @@ from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
 from gitnetdiag.outcomes import FailureKind
-from gitnetdiag.pipeline._connections import (
-    analysis_order,
-    burst_result,
-    forward_filled,
-)
+from gitnetdiag.pipeline._connections import analysis_order, burst_result
 from gitnetdiag.pipeline._h2stall import h2_client_stall
 from gitnetdiag.pipeline._native import body_limit, downsample, native_fingerprint, native_ledgers
 from gitnetdiag.pipeline._noted import Noted, Notes

@@ -20,27 +20,16 @@ phases of a push come from a few of those events:
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
-from datetime import datetime
 from typing import Any
 
 from gitnetdiag.redaction import MASK, redact_text
 from gitnetdiag.rundir.records import Trace2Record
+from gitnetdiag.rundir.trace2 import event_time_s, trace2_events
 
 _REDACTED_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
-
-
-def _time_s(event: dict[str, Any]) -> float | None:
-    stamp = event.get("time")
-    if not isinstance(stamp, str):
-        return None
-    try:
-        return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None
 
 
 def _parent_sid(sid: str) -> str | None:
@@ -49,17 +38,7 @@ def _parent_sid(sid: str) -> str | None:
 
 def parse_trace2_events(lines: Iterable[str]) -> Trace2Record:
     """Phases of a push from trace2 event lines; tolerant of cut-off and junk lines."""
-    events: list[dict[str, Any]] = []
-    for line in lines:
-        line = line.strip()
-        if not line:
-            continue
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(event, dict) and isinstance(event.get("sid"), str):
-            events.append(event)
+    events = trace2_events(lines)
     if not events:
         return Trace2Record(
             total_s=None, ref_advertisement_s=None, pack_prepare_s=None, pack_write_s=None,
@@ -67,7 +46,7 @@ def parse_trace2_events(lines: Iterable[str]) -> Trace2Record:
         )
 
     root_sid = min((e["sid"] for e in events), key=len)
-    root_start = next((_time_s(e) for e in events if e["sid"] == root_sid), None)
+    root_start = next((event_time_s(e) for e in events if e["sid"] == root_sid), None)
     total_s: float | None = None
     exit_code: int | None = None
     ref_adv_s: float | None = None
@@ -82,7 +61,7 @@ def parse_trace2_events(lines: Iterable[str]) -> Trace2Record:
             and event.get("label") == "get_refs_list"
             and ref_adv_s is None
         ):
-            leave = _time_s(event)
+            leave = event_time_s(event)
             if leave is not None and root_start is not None:
                 ref_adv_s = leave - root_start
 
@@ -130,12 +109,12 @@ def _server_wait_s(events: list[dict[str, Any]], pack_sid: str) -> float | None:
             continue
         if event["event"] == "child_exit" and pack_exit is None:
             # The parent's first child_exit after pack-objects started is pack-objects'.
-            pack_exit = _time_s(event)
+            pack_exit = event_time_s(event)
         elif pack_exit is not None and (
             (event["event"] == "region_leave" and event.get("label") == "push_refs")
             or event["event"] == "exit"
         ):
-            end = _time_s(event)
+            end = event_time_s(event)
             return None if end is None else max(0.0, end - pack_exit)
     return None
 

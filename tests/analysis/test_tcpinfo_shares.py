@@ -22,11 +22,11 @@ def test_the_upload_socket_gives_shares_of_its_busy_time() -> None:
         _sample(2.0, "a:2", bytes_acked=60, bytes_sent=60),
         _sample(1.0, "a:1", bytes_acked=500_000, bytes_sent=520_000, bytes_retrans=10_000,
                 busy_time_us=1_010_000, rwnd_limited_us=800_000, sndbuf_limited_us=100_000,
-                total_retrans=7, rtt_us=50_000, min_rtt_us=49_000, snd_wnd_bytes=65_536,
+                total_retrans=7, rtt_us=50_000, min_rtt_us=49_000, snd_wnd_bytes=131_072,
                 unacked=40, snd_mss=1448, delivery_rate_bytes_per_s=1_300_000),
         _sample(2.0, "a:1", bytes_acked=1_000_100, bytes_sent=1_040_100, bytes_retrans=20_000,
                 busy_time_us=2_010_000, rwnd_limited_us=1_600_000, sndbuf_limited_us=200_000,
-                total_retrans=14, rtt_us=52_000, min_rtt_us=49_000, snd_wnd_bytes=65_536,
+                total_retrans=14, rtt_us=52_000, min_rtt_us=49_000, snd_wnd_bytes=131_072,
                 unacked=44, snd_mss=1448, delivery_rate_bytes_per_s=1_300_000),
     ]
     s = summarize_samples(samples)
@@ -36,8 +36,31 @@ def test_the_upload_socket_gives_shares_of_its_busy_time() -> None:
     assert s.retransmission_rate == pytest.approx(20_000 / 1_040_000)
     assert s.retransmitted_segments == 14
     assert s.min_rtt_s == pytest.approx(0.049) and s.median_rtt_s == pytest.approx(0.051)
-    assert s.peer_window_max_bytes == 65_536
+    assert s.peer_window_max_bytes == 131_072
     assert s.in_flight_median_bytes == 42 * 1448
+
+
+def test_a_push_held_by_its_send_buffer_counts_it_although_the_kernel_does_not() -> None:
+    """The kernel counts ``sndbuf_limited`` only while the write queue is empty (see
+    ``analysis/tcpinfo.py``): a pushing client refilling a 64 KiB buffer shows 0 there, and
+    full buffers in ``ss -tinm``'s levels. Its shares follow the clone's sender's rule, the
+    larger of the two; a flight at the peer's window counts as window-bound the same way."""
+    def level(t_s: float, sent: float, **caps: float) -> dict[str, Any]:
+        return _sample(t_s, "a:1", bytes_acked=sent, bytes_sent=sent, busy_time_us=t_s * 1e6,
+                       rwnd_limited_us=0, sndbuf_limited_us=0, unacked=40, snd_mss=1448,
+                       snd_cwnd=2000, **caps)
+
+    buffer = summarize_samples([level(0.1, 1000, snd_wnd_bytes=8e6),
+                                *(level(float(t), 1e6 * t, snd_wnd_bytes=8e6,
+                                        snd_buf_bytes=65_536, wmem_queued_bytes=64_000)
+                                  for t in range(1, 5))])
+    assert buffer is not None
+    assert buffer.sndbuf_limited_share == pytest.approx(1.0, abs=1e-3)
+    assert buffer.rwnd_limited_share == 0.0
+    window = summarize_samples([level(float(t), 1e6 * t, snd_wnd_bytes=65_536)
+                                for t in range(1, 5)])
+    assert window is not None
+    assert window.rwnd_limited_share == 1.0 and window.sndbuf_limited_share == 0.0
 
 
 def test_no_bytes_moved_is_no_summary() -> None:

@@ -9,13 +9,9 @@ from typing import Any
 
 import numpy as np
 
+from gitnetdiag.analysis.window import forward_filled
 from gitnetdiag.diagnosis import observations as obs
-from gitnetdiag.pipeline._connections import (
-    analysis_order,
-    count_by_kind,
-    forward_filled,
-    handshake_tally,
-)
+from gitnetdiag.pipeline._connections import analysis_order, count_by_kind, handshake_tally
 from gitnetdiag.pipeline._noted import Noted, Notes
 
 PIPELINE = Path(__file__).resolve().parents[2] / "gitnetdiag" / "pipeline"
