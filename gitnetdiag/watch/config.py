@@ -28,6 +28,11 @@ DEFAULT_KEEP_RUNS = 20
 DEFAULT_INTERVAL_S = 900.0
 DEFAULT_SIZE = "4MiB"
 DEFAULT_TIMEOUT_S = 120.0
+DIRECTIONS = ("push", "fetch", "both")
+"""``direction``: what a cycle measures. ``fetch`` is read-only (clones only: no push rights,
+no throwaway branch, nothing written on the server); ``both`` pushes, then clones."""
+FETCH_NATIVE_RUNS = 3
+"""Native downloads a fetch cycle may run: HTTP/2 under two windows, SSH once."""
 LAB_PROTOCOLS = ("h1", "h2", "ssh")
 """What a lab target probes unless ``protocols`` says otherwise (git:// is for bursts)."""
 
@@ -38,6 +43,7 @@ _DURATION_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
 _TARGET_KEYS = {
     "name", "urls", "lab", "lab_http", "protocols", "interval", "size", "timeout", "ca_file",
     "insecure", "ssh_key", "ssh_known_hosts", "capture", "native", "keep_runs", "deadline",
+    "direction",
 }
 _TOP_KEYS = {"listen", "runs_dir", "keep_runs", "max_parallel", "targets"}
 
@@ -74,16 +80,36 @@ class Target:
     """Run directories kept for this target, newest first."""
     deadline_s: float | None = None
     """When a whole cycle is stopped (SIGTERM: it still deletes its branch); None: computed."""
+    direction: str = "push"
+    """``push``, ``fetch`` (read-only) or ``both`` (:data:`DIRECTIONS`)."""
+
+    @property
+    def directions(self) -> tuple[str, ...]:
+        """The directions of a cycle, in order: ``push``, ``fetch`` or both (push first)."""
+        return ("push", "fetch") if self.direction == "both" else (self.direction,)
 
     @property
     def cycle_deadline_s(self) -> float:
         """The configured deadline, or every git run at its timeout plus a minute of set-up.
 
-        A cycle pushes and deletes once per protocol and runs up to two native probes.
+        A push cycle pushes and deletes once per protocol and runs up to two native probes;
+        a fetch cycle clones once per protocol and runs up to three native downloads.
         """
         if self.deadline_s is not None:
             return self.deadline_s
-        return self.timeout_s * (2 * len(self.protocols) + 2) + 60.0
+        runs = 0
+        if "push" in self.directions:
+            runs += 2 * len(self.protocols) + 2
+        if "fetch" in self.directions:
+            runs += len(self.protocols) + FETCH_NATIVE_RUNS
+        return self.timeout_s * runs + 60.0
+
+    def run_dirs(self, run_dir: Path) -> dict[str, Path]:
+        """Direction -> its run directory for a cycle in ``run_dir``: the first direction
+        writes there, the clones of a ``both`` cycle beside it in ``<run_dir>-fetch`` (as
+        ``diagnose --direction both`` does)."""
+        return {direction: run_dir if i == 0 else run_dir.with_name(f"{run_dir.name}-{direction}")
+                for i, direction in enumerate(self.directions)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -206,6 +232,10 @@ def _target(data: object, index: int, keep_default: int) -> Target:
     deadline_s = None if deadline is None else parse_duration_s(deadline, f"{where}.deadline")
     if deadline_s is not None and deadline_s <= 0:
         raise UsageError(f"{where}.deadline: must be positive")
+    direction = data.get("direction", "push")
+    if direction not in DIRECTIONS:
+        raise UsageError(f"{where}.direction: expected push, fetch or both, got {direction!r}",
+                         hint="fetch clones only (read-only); both pushes, then clones")
     size = data.get("size", DEFAULT_SIZE)
     try:
         size_bytes = parse_size(str(size))
@@ -223,6 +253,7 @@ def _target(data: object, index: int, keep_default: int) -> Target:
         ssh_known_hosts=_str(data, "ssh_known_hosts", where),
         capture=_bool(data, "capture", where, True), native=_bool(data, "native", where, True),
         keep_runs=_count(data, "keep_runs", where, keep_default), deadline_s=deadline_s,
+        direction=direction,
     )
 
 

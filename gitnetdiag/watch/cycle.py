@@ -35,7 +35,8 @@ from typing import Any
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.model.lab.state import load_state
-from gitnetdiag.pipeline import diagnose_run, write_reports
+from gitnetdiag.pipeline import diagnose_fetch_run, diagnose_run, write_reports
+from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.proc import note_signal
@@ -45,8 +46,9 @@ from gitnetdiag.watch.sample import (
     ProbeSample,
     cleanup_failures_of,
     failed_sample,
-    push_errors_of,
     sample_from_diagnosis,
+    sample_from_fetch,
+    transfer_errors_of,
 )
 from gitnetdiag.watch.scheduler import DEADLINE_EXIT, left_by
 
@@ -115,17 +117,20 @@ def _target_from(data: dict[str, Any]) -> Target:
 
 def probe_options(target: Target, run_dir: Path, seed: int,
                   cleanup_until: float | None = None) -> ProbeOptions:
-    """The ``ProbeOptions`` of one cycle (a lab target takes URLs and keys from the lab)."""
+    """The ``ProbeOptions`` of one cycle (a lab target takes URLs and keys from the lab; its
+    clones sample the server's sockets in the lab's server namespace)."""
     urls = dict(target.urls)
     ca_file, key, known_hosts = target.ca_file, target.ssh_key, target.ssh_known_hosts
     extra: dict[str, Any] = {"watch_target": target.name}
+    server_netns = None
     if target.lab is not None:
-        lab = lab_remote(load_state(target.lab), lab_http=LabHttp(target.lab_http),
-                         ca_file=ca_file, insecure=target.insecure, ssh_key=key,
-                         ssh_known_hosts=known_hosts)
+        state = load_state(target.lab)
+        lab = lab_remote(state, lab_http=LabHttp(target.lab_http), ca_file=ca_file,
+                         insecure=target.insecure, ssh_key=key, ssh_known_hosts=known_hosts)
         urls = {"h1": lab.https, "h2": lab.https, "ssh": lab.ssh, "git": lab.git}
         ca_file, key, known_hosts = lab.ca_file, lab.ssh_key, lab.ssh_known_hosts
         extra |= lab.recorded()
+        server_netns = state.server_ns
     protocols = tuple(TransportKind(p) for p in target.protocols)
     return ProbeOptions(
         urls={TransportKind(p): u for p, u in urls.items() if TransportKind(p) in protocols},
@@ -135,54 +140,125 @@ def probe_options(target: Target, run_dir: Path, seed: int,
         out_dir=run_dir, full=False, burst=0, timeout_s=target.timeout_s,
         capture=target.capture, extra_options=extra, native=target.native,
         ssh_key=key, ssh_known_hosts=known_hosts, cleanup_until=cleanup_until,
+        server_netns=server_netns,
     )
 
 
-def run_cycle(target: Target, run_dir: Path, started_unix_s: float,
-              deadline: CycleDeadline | None = None) -> ProbeSample:
-    """Probe, diagnose, summarise; a failure of any step is a failed sample, not an exception
-    (KeyboardInterrupt: SIGTERM, from the exporter or ``deadline``, propagates)."""
-    def elapsed() -> float:
-        return time.time() - started_unix_s
-
+def _push_sample(target: Target, options: ProbeOptions, started_unix_s: float
+                 ) -> ProbeSample:
+    """Push over each protocol (branches created and deleted), diagnose, summarise."""
     try:
-        outcome = run_probe(probe_options(
-            target, run_dir, int(started_unix_s) & 0xFFFFFF,
-            cleanup_until=deadline.cleanup_until if deadline is not None else None))
+        # The server's sockets are sampled for the clones only, as diagnose does.
+        outcome = run_probe(replace(options, server_netns=None))
     except GitnetdiagError as exc:
-        return failed_sample(target.name, target.protocols, exc.reference, exc.one_line(),
-                             started_unix_s=started_unix_s, duration_s=elapsed())
-    finally:
-        if deadline is not None:
-            deadline.probed()
-    errors = push_errors_of(outcome.manifest.protocols, outcome.manifest.errors)
+        return _failed(target, "push", options.out_dir, exc.reference, exc.one_line(),
+                       started_unix_s)
+    errors = transfer_errors_of(outcome.manifest.protocols, outcome.manifest.errors)
     leftovers = cleanup_failures_of(outcome.manifest.errors, outcome.manifest.protocols)
     try:
         diagnosis, warnings = diagnose_run(outcome.run_dir, save_to=outcome.run_dir)
         write_reports(diagnosis, outcome.run_dir)
     except GitnetdiagError as exc:
-        sample = failed_sample(target.name, target.protocols, errors.get("*", "analysis"),
-                               exc.one_line(), started_unix_s=started_unix_s,
-                               duration_s=elapsed(), run_dir=str(outcome.run_dir))
+        sample = _failed(target, "push", outcome.run_dir, errors.get("*", "analysis"),
+                         exc.one_line(), started_unix_s)
         return replace(sample, cleanup_failures=leftovers)
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return sample_from_diagnosis(
         diagnosis, target=target.name, protocols=target.protocols, push_errors=errors,
-        catalogue=[c.id for c in CULPRITS], started_unix_s=started_unix_s,
-        duration_s=elapsed(), run_dir=str(outcome.run_dir), cleanup_failures=leftovers)
+        catalogue=catalogue("upload"), started_unix_s=started_unix_s,
+        duration_s=time.time() - started_unix_s, run_dir=str(outcome.run_dir),
+        cleanup_failures=leftovers)
+
+
+def _fetch_sample(target: Target, options: ProbeOptions, started_unix_s: float
+                  ) -> ProbeSample:
+    """Clone over each protocol (read-only: no seed branch, nothing written on the server;
+    each scratch clone removed), diagnose, summarise: a sample with the ``fetch`` direction
+    and the path's RTT."""
+    try:
+        outcome = run_fetch_probe(replace(options, fetch_seed_bytes=None))
+    except GitnetdiagError as exc:
+        return _failed(target, "fetch", options.out_dir, exc.reference, exc.one_line(),
+                       started_unix_s)
+    manifest = outcome.manifest
+    errors = transfer_errors_of(manifest.protocols, manifest.errors)
+    rtts = [p.connect_rtt_min_s for p in manifest.paths if p.connect_rtt_min_s is not None]
+    for error in manifest.errors:
+        if error.stage == "cleanup":  # a scratch clone left on this host, not the server
+            print(f"warning: {error.reference}: {error.message}", file=sys.stderr)
+    try:
+        diagnosis = diagnose_fetch_run(outcome.run_dir,
+                                       manifest if outcome.disk_full else None)
+    except GitnetdiagError as exc:
+        return replace(_failed(target, "fetch", outcome.run_dir, errors.get("*", "analysis"),
+                               exc.one_line(), started_unix_s), rtt_s=min(rtts, default=None))
+    if diagnosis is None:
+        return _failed(target, "fetch", outcome.run_dir, errors.get("*", "fetch-failed"),
+                       "the fetch run wrote no fetch.json", started_unix_s)
+    part = sample_from_fetch(
+        verdict=diagnosis.verdict, findings=diagnosis.findings, runs=manifest.protocols,
+        protocols=target.protocols, fetch_errors=errors, catalogue=catalogue("download"),
+        run_dir=str(outcome.run_dir))
+    return ProbeSample(target=target.name, started_unix_s=started_unix_s,
+                       duration_s=time.time() - started_unix_s, directions=(part,),
+                       rtt_s=min(rtts, default=None))
+
+
+def catalogue(transfer: str) -> list[str]:
+    """Every culprit id that judges ``upload`` (pushes) or ``download`` (clones)."""
+    return [c.id for c in CULPRITS if transfer in c.directions]
+
+
+def _failed(target: Target, direction: str, run_dir: Path, kind: str, message: str,
+            started_unix_s: float) -> ProbeSample:
+    return failed_sample(target.name, target.protocols, kind, message,
+                         started_unix_s=started_unix_s,
+                         duration_s=time.time() - started_unix_s,
+                         run_dirs={direction: str(run_dir) if run_dir.is_dir() else ""})
+
+
+def merge_samples(first: ProbeSample, *more: ProbeSample) -> ProbeSample:
+    """One cycle's sample from its directions' (in order): the push's windows, the first
+    RTT measured, every branch left, the first error."""
+    merged = first
+    for sample in more:
+        merged = replace(
+            merged, directions=(*merged.directions, *sample.directions),
+            duration_s=max(merged.duration_s, sample.duration_s),
+            rtt_s=merged.rtt_s if merged.rtt_s is not None else sample.rtt_s,
+            cleanup_failures=(*merged.cleanup_failures, *sample.cleanup_failures),
+            error=merged.error or sample.error)
+    return merged
+
+
+def run_cycle(target: Target, run_dir: Path, started_unix_s: float,
+              deadline: CycleDeadline | None = None) -> ProbeSample:
+    """Probe and diagnose each direction of ``target`` (pushes, then clones), summarise; a
+    failure of any step is a failed direction, not an exception (KeyboardInterrupt:
+    SIGTERM, from the exporter or ``deadline``, propagates)."""
+    seed = int(started_unix_s) & 0xFFFFFF
+    cleanup_until = deadline.cleanup_until if deadline is not None else None
+    runners = {"push": _push_sample, "fetch": _fetch_sample}
+    samples = [runners[direction](target, probe_options(target, directory, seed, cleanup_until),
+                                  started_unix_s)
+               for direction, directory in target.run_dirs(run_dir).items()]
+    if deadline is not None:
+        deadline.probed()
+    sample = merge_samples(*samples)
+    return replace(sample, duration_s=time.time() - started_unix_s)
 
 
 def deadline_sample(target: Target, run_dir: Path, started_unix_s: float,
                     deadline_s: float) -> ProbeSample:
     """The sample of a cycle its deadline stopped: what its manifest says it may have left
-    on the server (unconfirmed branches included) is counted."""
+    on the server (unconfirmed branches included) is counted (a clone leaves nothing)."""
     sample = failed_sample(
         target.name, target.protocols, "deadline",
         f"the cycle reached its deadline of {deadline_s:g} s and was stopped (its clean-up "
         "within it: the run's manifest says what became of each branch)",
         started_unix_s=started_unix_s, duration_s=time.time() - started_unix_s,
-        run_dir=str(run_dir) if run_dir.is_dir() else "")
+        run_dirs={d: str(p) if p.is_dir() else "" for d, p in target.run_dirs(run_dir).items()})
     return replace(sample, cleanup_failures=left_by(run_dir))
 
 

@@ -6,14 +6,15 @@ series whose label changes (an error kind, a verdict) never lingers with an
 old value. Histograms and counters accumulate in the registry across cycles.
 
 Every name has the ``gitnetdiag_`` prefix, base units and a unit suffix.
-Labels: ``target`` (the configured name, never a URL), ``protocol``
-(h1, h2, ssh, git), ``error_kind``, ``verdict``, ``culprit``, ``window``, ``run``.
+Labels: ``target`` (the configured name, never a URL), ``direction`` (``push``, ``fetch``:
+on every metric that describes a transfer), ``protocol`` (h1, h2, ssh, git),
+``error_kind``, ``verdict``, ``culprit``, ``window``, ``run``.
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 
 from prometheus_client import (
     CollectorRegistry,
@@ -28,7 +29,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from gitnetdiag import __version__
-from gitnetdiag.watch.sample import VERDICTS, ProbeSample
+from gitnetdiag.watch.sample import VERDICTS, DirectionSample, ProbeSample
 
 # The _created series double every counter and histogram for no use in alerts or panels.
 disable_created_metrics()  # type: ignore[no-untyped-call]
@@ -40,16 +41,16 @@ buckets below an unbounded push."""
 
 GAUGES: dict[str, tuple[str, tuple[str, ...]]] = {
     "gitnetdiag_probe_success": (
-        "1 if every push over the protocol completed in the last cycle, else 0",
-        ("target", "protocol", "error_kind")),
+        "1 if every transfer (push or clone) over the protocol completed in the last cycle, "
+        "else 0", ("target", "direction", "protocol", "error_kind")),
     "gitnetdiag_probe_duration_seconds": (
-        "Wall time of the last cycle (pushes, clean-up, analysis)", ("target",)),
+        "Wall time of the last cycle (transfers, clean-up, analysis)", ("target",)),
     "gitnetdiag_last_probe_timestamp_seconds": (
         "Unix time the last cycle started", ("target",)),
-    "gitnetdiag_last_push_duration_seconds": (
-        "Median push duration of the last cycle", ("target", "protocol")),
-    "gitnetdiag_last_push_rate_bytes_per_second": (
-        "Median push rate of the last cycle", ("target", "protocol")),
+    "gitnetdiag_last_transfer_duration_seconds": (
+        "Median push or clone duration of the last cycle", ("target", "direction", "protocol")),
+    "gitnetdiag_last_transfer_rate_bytes_per_second": (
+        "Median push or clone rate of the last cycle", ("target", "direction", "protocol")),
     "gitnetdiag_h2_window_bytes": (
         "The server's HTTP/2 flow-control windows: initial stream window, peak connection "
         "credit", ("target", "window")),
@@ -57,27 +58,31 @@ GAUGES: dict[str, tuple[str, tuple[str, ...]]] = {
         "The server's initial SSH channel window", ("target",)),
     "gitnetdiag_flow_control_stall_seconds": (
         "Seconds a flow-control window stood at zero during the last native push",
-        ("target", "protocol", "window")),
+        ("target", "direction", "protocol", "window")),
     "gitnetdiag_rtt_seconds": ("Round-trip time of the path in the last cycle", ("target",)),
     "gitnetdiag_verdict": (
-        "1 for the verdict of the last diagnosis, 0 for the others", ("target", "verdict")),
+        "1 for the verdict of the last diagnosis, 0 for the others",
+        ("target", "direction", "verdict")),
     "gitnetdiag_culprit_score": (
         "Confidence 0..1 of each culprit in the last diagnosis (0: did not fire)",
-        ("target", "culprit")),
+        ("target", "direction", "culprit")),
     "gitnetdiag_culprit_cost_seconds": (
-        "Estimated seconds a fired culprit cost on the last measured push",
-        ("target", "culprit")),
+        "Estimated seconds a fired culprit cost on the last measured push or clone",
+        ("target", "direction", "culprit")),
     "gitnetdiag_run_info": (
-        "The run directory of the last cycle (gitnetdiag report RUN)", ("target", "run")),
+        "The run directory of the last cycle (gitnetdiag report RUN)",
+        ("target", "direction", "run")),
 }
 """Gauges rebuilt from the latest sample: name -> (help, labels)."""
 
 HISTOGRAMS = {
-    "gitnetdiag_push_duration_seconds": "Push duration per cycle and protocol",
-    "gitnetdiag_push_rate_bytes_per_second": "Push rate per cycle and protocol",
+    "gitnetdiag_transfer_duration_seconds":
+        "Push or clone duration per cycle, direction and protocol",
+    "gitnetdiag_transfer_rate_bytes_per_second":
+        "Push or clone rate per cycle, direction and protocol",
 }
 COUNTERS = {
-    "gitnetdiag_probes_total": "Cycles run, by result (success: every push completed)",
+    "gitnetdiag_probes_total": "Cycles run, by result (success: every transfer completed)",
     "gitnetdiag_cleanup_failures_total":
         "Throwaway branches a cycle could not delete (left on the server), by protocol",
     "gitnetdiag_exporter_cycle_failures_total":
@@ -113,29 +118,40 @@ def sample_families(samples: Iterable[ProbeSample]) -> list[Metric]:
 
     for s in samples:
         t = s.target
-        for p in s.protocols:
-            add("gitnetdiag_probe_success", (t, p.protocol, p.error_kind), float(p.success))
-            add("gitnetdiag_last_push_duration_seconds", (t, p.protocol), p.duration_s)
-            add("gitnetdiag_last_push_rate_bytes_per_second", (t, p.protocol), p.rate_bytes_per_s)
+        for d in s.directions:
+            _direction_gauges(add, t, d)
         add("gitnetdiag_probe_duration_seconds", (t,), s.duration_s)
         add("gitnetdiag_last_probe_timestamp_seconds", (t,), s.started_unix_s)
         add("gitnetdiag_h2_window_bytes", (t, "stream"), s.h2_stream_window_bytes)
         add("gitnetdiag_h2_window_bytes", (t, "connection"), s.h2_connection_window_bytes)
         add("gitnetdiag_ssh_channel_window_bytes", (t,), s.ssh_channel_window_bytes)
         for stall in s.stalls:
-            add("gitnetdiag_flow_control_stall_seconds", (t, stall.protocol, stall.window),
-                stall.seconds)
+            add("gitnetdiag_flow_control_stall_seconds",
+                (t, "push", stall.protocol, stall.window), stall.seconds)
         add("gitnetdiag_rtt_seconds", (t,), s.rtt_s)
-        states = VERDICTS if s.verdict in VERDICTS else (*VERDICTS, s.verdict)
-        for state in states:
-            add("gitnetdiag_verdict", (t, state), 1.0 if state == s.verdict else 0.0)
-        for culprit, score in sorted(s.culprit_scores.items()):
-            add("gitnetdiag_culprit_score", (t, culprit), score)
-        for culprit, cost in sorted(s.culprit_costs_s.items()):
-            add("gitnetdiag_culprit_cost_seconds", (t, culprit), cost)
-        if s.run_dir:
-            add("gitnetdiag_run_info", (t, s.run_dir.rstrip("/").rsplit("/", 1)[-1]), 1.0)
     return [family for family in families.values() if family.samples]
+
+
+def _direction_gauges(add: Callable[[str, tuple[str, ...], float | None], None], t: str,
+                      d: DirectionSample) -> None:
+    """One direction's gauges of target ``t``: per protocol, the verdict, the culprits."""
+    for p in d.protocols:
+        add("gitnetdiag_probe_success", (t, d.direction, p.protocol, p.error_kind),
+            float(p.success))
+        add("gitnetdiag_last_transfer_duration_seconds", (t, d.direction, p.protocol),
+            p.duration_s)
+        add("gitnetdiag_last_transfer_rate_bytes_per_second", (t, d.direction, p.protocol),
+            p.rate_bytes_per_s)
+    states = VERDICTS if d.verdict in VERDICTS else (*VERDICTS, d.verdict)
+    for state in states:
+        add("gitnetdiag_verdict", (t, d.direction, state), 1.0 if state == d.verdict else 0.0)
+    for culprit, score in sorted(d.culprit_scores.items()):
+        add("gitnetdiag_culprit_score", (t, d.direction, culprit), score)
+    for culprit, cost in sorted(d.culprit_costs_s.items()):
+        add("gitnetdiag_culprit_cost_seconds", (t, d.direction, culprit), cost)
+    if d.run_dir:
+        add("gitnetdiag_run_info", (t, d.direction, d.run_dir.rstrip("/").rsplit("/", 1)[-1]),
+            1.0)
 
 
 class LatestSamples(Collector):
@@ -167,13 +183,14 @@ class WatchMetrics:
         self.latest = LatestSamples()
         self.registry.register(self.latest)
         ProcessCollector(registry=self.registry)
-        labels = ["target", "protocol"]
-        self.push_duration = Histogram(
-            "gitnetdiag_push_duration_seconds", HISTOGRAMS["gitnetdiag_push_duration_seconds"],
-            labels, buckets=DURATION_BUCKETS_S, registry=self.registry)
-        self.push_rate = Histogram(
-            "gitnetdiag_push_rate_bytes_per_second",
-            HISTOGRAMS["gitnetdiag_push_rate_bytes_per_second"], labels,
+        labels = ["target", "direction", "protocol"]
+        self.transfer_duration = Histogram(
+            "gitnetdiag_transfer_duration_seconds",
+            HISTOGRAMS["gitnetdiag_transfer_duration_seconds"], labels,
+            buckets=DURATION_BUCKETS_S, registry=self.registry)
+        self.transfer_rate = Histogram(
+            "gitnetdiag_transfer_rate_bytes_per_second",
+            HISTOGRAMS["gitnetdiag_transfer_rate_bytes_per_second"], labels,
             buckets=RATE_BUCKETS_BYTES_PER_S, registry=self.registry)
         self.probes = Counter("gitnetdiag_probes", COUNTERS["gitnetdiag_probes_total"],
                               ["target", "result"], registry=self.registry)
@@ -199,11 +216,13 @@ class WatchMetrics:
 
     def record(self, sample: ProbeSample, *, cycle_failure: str | None = None) -> None:
         """Account a finished cycle."""
-        for p in sample.protocols:
-            if p.success and p.duration_s is not None:
-                self.push_duration.labels(sample.target, p.protocol).observe(p.duration_s)
-            if p.success and p.rate_bytes_per_s is not None:
-                self.push_rate.labels(sample.target, p.protocol).observe(p.rate_bytes_per_s)
+        for d in sample.directions:
+            for p in d.protocols:
+                labels = (sample.target, d.direction, p.protocol)
+                if p.success and p.duration_s is not None:
+                    self.transfer_duration.labels(*labels).observe(p.duration_s)
+                if p.success and p.rate_bytes_per_s is not None:
+                    self.transfer_rate.labels(*labels).observe(p.rate_bytes_per_s)
         self.probes.labels(sample.target, "success" if sample.success else "failure").inc()
         for protocol in sample.cleanup_failures:
             self.cleanup_failures.labels(sample.target, protocol).inc()

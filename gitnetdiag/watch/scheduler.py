@@ -53,8 +53,9 @@ does (what the cycle's manifest says it may have left is counted)."""
 DEADLINE_EXIT = 124
 """A cycle that reached its deadline exits with this code, after its sample (``timeout``'s)."""
 
-RUN_NAME_RE = re.compile(r"^(\d{8}T\d{6}\.\d{3}Z)(\.log)?$")
-"""A run directory (or its cycle log) made by the exporter; nothing else is pruned."""
+RUN_NAME_RE = re.compile(r"^(\d{8}T\d{6}\.\d{3}Z)(-fetch)?(\.log)?$")
+"""A run directory (the clones of a ``both`` cycle: ``-fetch``) or its cycle log, made by the
+exporter; nothing else is pruned."""
 
 
 def run_dir_name(started_unix_s: float) -> str:
@@ -106,7 +107,8 @@ class SubprocessCycle:
             sample = failed_sample(target.name, target.protocols, kind, message,
                                    started_unix_s=started_unix_s,
                                    duration_s=time.time() - started_unix_s,
-                                   run_dir=str(run_dir) if run_dir.is_dir() else "")
+                                   run_dirs={d: str(p) if p.is_dir() else "" for d, p
+                                             in target.run_dirs(run_dir).items()})
             # A cycle stopped at its deadline (or by us) still cleaned up, and its
             # manifest says which branches it may have left: they count too.
             return replace(sample, cleanup_failures=left_by(run_dir)), kind
@@ -216,8 +218,8 @@ class Scheduler:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-        retained = sum(1 for p in directory.iterdir()
-                       if RUN_NAME_RE.match(p.name) and p.is_dir())
+        retained = len({m.group(1) for p in directory.iterdir()
+                        if (m := RUN_NAME_RE.match(p.name)) and p.is_dir()})
         self.metrics.retained.labels(target.name).set(retained)
 
     def _loop(self, target: Target) -> None:
@@ -255,12 +257,15 @@ class Scheduler:
 
 def _log_sample(sample: ProbeSample) -> None:
     parts = []
-    for p in sample.protocols:
-        if p.success and p.rate_bytes_per_s is not None:
-            parts.append(f"{p.protocol} {p.rate_bytes_per_s / 2**20:.2f} MiB/s")
-        else:
-            parts.append(f"{p.protocol} {p.error_kind or 'ok'}")
-    top = max(sample.culprit_scores.items(), key=lambda kv: kv[1], default=None)
-    culprit = f", top culprit {top[0]} {top[1]:.2f}" if top and top[1] > 0 else ""
-    log.info("watch: %s %s in %.1f s: %s%s%s", sample.target, sample.verdict, sample.duration_s,
-             ", ".join(parts), culprit, f" ({sample.error})" if sample.error else "")
+    for d in sample.directions:
+        rows = []
+        for p in d.protocols:
+            if p.success and p.rate_bytes_per_s is not None:
+                rows.append(f"{p.protocol} {p.rate_bytes_per_s / 2**20:.2f} MiB/s")
+            else:
+                rows.append(f"{p.protocol} {p.error_kind or 'ok'}")
+        top = max(d.culprit_scores.items(), key=lambda kv: kv[1], default=None)
+        culprit = f", top culprit {top[0]} {top[1]:.2f}" if top and top[1] > 0 else ""
+        parts.append(f"{d.direction} {d.verdict}: {', '.join(rows)}{culprit}")
+    log.info("watch: %s in %.1f s: %s%s", sample.target, sample.duration_s, "; ".join(parts),
+             f" ({sample.error})" if sample.error else "")

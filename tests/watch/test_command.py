@@ -50,13 +50,39 @@ def test_once_against_a_closed_port_reports_refused(tmp_path: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
                for f in text_string_to_metric_families(proc.stdout) for s in f.samples}
-    key = ("gitnetdiag_probe_success",
-           (("error_kind", "refused"), ("protocol", "h1"), ("target", "closed")))
+    key = ("gitnetdiag_probe_success", (("direction", "push"), ("error_kind", "refused"),
+                                         ("protocol", "h1"), ("target", "closed")))
     assert samples[key] == 0.0, proc.stdout
     assert "s3cret" not in proc.stdout + proc.stderr
     runs = [p for p in (tmp_path / "runs" / "closed").iterdir() if p.is_dir()]
     assert len(runs) == 1 and (runs[0] / "manifest.json").is_file()
     assert "s3cret" not in (runs[0] / "manifest.json").read_text()
+
+
+def test_once_fetch_target_against_a_closed_port_reports_refused(tmp_path: Path) -> None:
+    """A read-only target's real cycle (git clone, no repository generated, no push): the
+    refused clone is labelled direction="fetch", its run directory holds fetch.json and no
+    push manifest, and the token appears nowhere."""
+    port = closed_port()
+    config = tmp_path / "watch.yaml"
+    config.write_text(
+        f"runs_dir: {tmp_path / 'runs'}\ntargets:\n  - name: mirror\n"
+        f"    urls: {{h1: 'https://ci:s3cret@127.0.0.1:{port}/r.git'}}\n"
+        "    direction: fetch\n    timeout: 20s\n    capture: false\n    native: false\n")
+    proc = gitnetdiag("watch", "--config", str(config), "--once")
+    assert proc.returncode == 1, proc.stderr
+    samples = {(s.name, tuple(sorted(s.labels.items()))): s.value
+               for f in text_string_to_metric_families(proc.stdout) for s in f.samples}
+    success = {labels: v for (name, labels), v in samples.items()
+               if name == "gitnetdiag_probe_success"}
+    assert success == {(("direction", "fetch"), ("error_kind", "refused"), ("protocol", "h1"),
+                        ("target", "mirror")): 0.0}, proc.stdout + proc.stderr
+    assert not any(dict(labels).get("direction") == "push" for _, labels in samples)
+    assert "s3cret" not in proc.stdout + proc.stderr
+    runs = [p for p in (tmp_path / "runs" / "mirror").iterdir() if p.is_dir()]
+    assert len(runs) == 1 and (runs[0] / "fetch.json").is_file()
+    assert not (runs[0] / "manifest.json").exists()
+    assert "s3cret" not in (runs[0] / "fetch.json").read_text()
 
 
 def test_serves_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:

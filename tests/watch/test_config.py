@@ -73,11 +73,38 @@ def test_protocols_select_among_the_urls() -> None:
     ("targets:\n - name: a\n   lab: x\n   keep_runs: 0", "targets[0].keep_runs"),
     ("targets:\n - name: a\n   lab: x\n   intervall: 5s", "unknown key 'intervall'"),
     ("listen: nowhere\ntargets:\n - name: a\n   lab: x", "listen: cannot read"),
+    ("targets:\n - name: a\n   lab: x\n   direction: clone",
+     "targets[0].direction: expected push, fetch or both, got 'clone'"),
+    ("targets:\n - name: a\n   lab: x\n   direction: [push, fetch]", "targets[0].direction"),
 ])
 def test_mistakes_name_the_key(text: str, message: str) -> None:
     with pytest.raises(UsageError) as info:
         parse_config(text)
     assert message in info.value.message
+
+
+def test_direction_push_by_default_fetch_read_only_or_both() -> None:
+    """A fetch target clones only (its run directory is the cycle's); both pushes first and
+    clones into RUN-fetch; each direction's git runs count in the computed deadline."""
+    config = parse_config(
+        "targets:\n"
+        " - {name: p, urls: {h1: 'https://h/r', ssh: 'ssh://h/r'}, timeout: 10s}\n"
+        " - {name: f, urls: {h1: 'https://h/r', ssh: 'ssh://h/r'}, timeout: 10s,"
+        " direction: fetch}\n"
+        " - {name: b, lab: x, timeout: 10s, direction: both}\n")
+    push, fetch, both = config.targets
+    assert (push.direction, push.directions) == ("push", ("push",))
+    assert fetch.directions == ("fetch",) and both.directions == ("push", "fetch")
+    assert push.cycle_deadline_s == 10.0 * (2 * 2 + 2) + 60.0
+    assert fetch.cycle_deadline_s == 10.0 * (2 + 3) + 60.0
+    assert both.cycle_deadline_s == 10.0 * ((2 * 3 + 2) + (3 + 3)) + 60.0
+    run = Path("/runs/b/20261122T000000.000Z")
+    assert fetch.run_dirs(run) == {"fetch": run}
+    assert both.run_dirs(run) == {"push": run,
+                                  "fetch": Path("/runs/b/20261122T000000.000Z-fetch")}
+    with pytest.raises(UsageError) as info:
+        parse_config("targets:\n - {name: a, lab: x, direction: pull}")
+    assert "fetch clones only" in info.value.hint
 
 
 def test_durations_and_listen_addresses() -> None:

@@ -23,7 +23,7 @@ from gitnetdiag.watch.sample import ProbeSample
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy" / "watch"
 NAME_RE = re.compile(r"\b((?:gitnetdiag|process)_[a-z0-9_]+)\b")
 GRAFANA_VARIABLES = {"$__rate_interval": "5m", "$__interval": "1m", "$target": ".*",
-                     "$job": ".*"}
+                     "$job": ".*", "$direction": ".*"}
 
 
 def promtool(*args: str, cwd: Path = DEPLOY) -> subprocess.CompletedProcess[str]:
@@ -57,9 +57,10 @@ def test_alert_rules_check_and_their_unit_tests_pass() -> None:
 def test_alerts_cover_the_issue_and_use_registered_names() -> None:
     rules = yaml.safe_load((DEPLOY / "alerts.yml").read_text())["groups"][0]["rules"]
     exprs = {r["alert"]: r["expr"] for r in rules}
-    assert {"GitHttp2FarSlowerThanHttp1", "GitPushProbeFailing", "GitPushCulpritFound"} <= set(
-        exprs)
-    assert "0.5" in exprs["GitPushCulpritFound"]
+    assert {"GitHttp2FarSlowerThanHttp1", "GitProbeFailing", "GitCulpritFound"} <= set(exprs)
+    assert "0.5" in exprs["GitCulpritFound"]
+    # The rate comparison pairs HTTP/2 with HTTP/1.1 of the same direction, never across.
+    assert "on (target, direction)" in exprs["GitHttp2FarSlowerThanHttp1"]
     used = {name for expr in exprs.values() for name in NAME_RE.findall(expr)}
     assert used and used <= known_names(), used - known_names()
 
@@ -88,12 +89,33 @@ def test_dashboard_queries_parse_and_use_registered_names(tmp_path: Path) -> Non
 
 def test_dashboard_shows_the_issue_s_metrics() -> None:
     text = " ".join(dashboard_queries())
-    for name in ("gitnetdiag_last_push_rate_bytes_per_second", "gitnetdiag_probe_success",
+    for name in ("gitnetdiag_last_transfer_rate_bytes_per_second", "gitnetdiag_probe_success",
                  "gitnetdiag_culprit_score", "gitnetdiag_h2_window_bytes",
                  "gitnetdiag_ssh_channel_window_bytes", "gitnetdiag_flow_control_stall_seconds",
                  "gitnetdiag_rtt_seconds", "gitnetdiag_verdict",
-                 "gitnetdiag_push_duration_seconds_bucket", "gitnetdiag_probes_total"):
+                 "gitnetdiag_transfer_duration_seconds_bucket", "gitnetdiag_probes_total"):
         assert name in text, name
+
+
+def test_alert_tests_cover_both_directions() -> None:
+    """The promtool suite fires each transfer alert for pushes and for clones."""
+    suite = yaml.safe_load((DEPLOY / "alerts.test.yml").read_text())
+    fired = {(alert["alertname"], expected["exp_labels"].get("direction"))
+             for test in suite["tests"] for alert in test["alert_rule_test"]
+             for expected in alert["exp_alerts"]}
+    for name in ("GitHttp2FarSlowerThanHttp1", "GitProbeFailing", "GitCulpritFound"):
+        assert {(name, "push"), (name, "fetch")} <= fired, name
+
+
+def test_dashboard_shows_both_directions() -> None:
+    """Every transfer panel can be narrowed to a direction and names it in its legend."""
+    dashboard = json.loads((DEPLOY / "grafana-dashboard.json").read_text())
+    assert "direction" in {v["name"] for v in dashboard["templating"]["list"]}
+    for panel in dashboard["panels"]:
+        for query in panel.get("targets", ()):
+            if re.search(r"transfer_|probe_success|culprit_score|verdict", query["expr"]):
+                assert 'direction=~"$direction"' in query["expr"], query["expr"]
+                assert "{{direction}}" in query["legendFormat"], query
 
 
 @pytest.mark.parametrize("name", ["prometheus.example.yml"])
@@ -106,7 +128,8 @@ def test_example_prometheus_config_checks(name: str, tmp_path: Path) -> None:
 
 def test_example_watch_config_and_unit() -> None:
     config = parse_config((DEPLOY / "watch.example.yaml").read_text())
-    assert [t.name for t in config.targets] == ["edge", "lab"]
+    assert [(t.name, t.direction) for t in config.targets] == [
+        ("edge", "push"), ("lab", "push"), ("mirror", "fetch")]
     unit = (DEPLOY / "gitnetdiag-watch.service").read_text()
     assert re.search(r"^ExecStart=\S+/gitnetdiag watch --config \S+$", unit, re.MULTILINE)
     assert "KillSignal=SIGTERM" in unit

@@ -21,21 +21,41 @@ from prometheus_client.parser import text_string_to_metric_families
 from gitnetdiag.errors import NetworkError
 from gitnetdiag.watch.config import Target, WatchConfig
 from gitnetdiag.watch.metrics import WatchMetrics, metric_names, render_probe, sample_families
-from gitnetdiag.watch.sample import ProbeSample, ProtocolPushSample, WindowStall, failed_sample
+from gitnetdiag.watch.sample import (
+    CycleProtocol,
+    DirectionSample,
+    ProbeSample,
+    WindowStall,
+    failed_sample,
+)
 from gitnetdiag.watch.scheduler import Scheduler, SubprocessCycle, run_dir_name, runs_to_prune
 from gitnetdiag.watch.server import make_server
 
 
-def good(target: str = "edge", run_dir: str = "") -> ProbeSample:
-    return ProbeSample(
-        target=target, started_unix_s=100.0, duration_s=9.5, run_dir=run_dir,
-        verdict="degraded",
-        protocols=(ProtocolPushSample(protocol="h1", success=True, duration_s=1.0,
+def pushes(run_dir: str = "") -> DirectionSample:
+    return DirectionSample(
+        direction="push", verdict="degraded", run_dir=run_dir,
+        protocols=(CycleProtocol(protocol="h1", success=True, duration_s=1.0,
                                   rate_bytes_per_s=4e6),
-                   ProtocolPushSample(protocol="h2", success=True, duration_s=8.0,
+                   CycleProtocol(protocol="h2", success=True, duration_s=8.0,
                                   rate_bytes_per_s=5e5)),
         culprit_scores={"h2-flow-control-window": 0.85, "packet-loss": 0.0},
-        culprit_costs_s={"h2-flow-control-window": 7.0}, rtt_s=0.05,
+        culprit_costs_s={"h2-flow-control-window": 7.0})
+
+
+def clones(run_dir: str = "") -> DirectionSample:
+    return DirectionSample(
+        direction="fetch", verdict="healthy", run_dir=run_dir,
+        protocols=(CycleProtocol(protocol="h1", success=True, duration_s=0.8,
+                                  rate_bytes_per_s=7.5e6),
+                   CycleProtocol(protocol="h2", success=False, error_kind="reset")),
+        culprit_scores={"packet-loss": 0.0, "client-http2-window": 0.0})
+
+
+def good(target: str = "edge", run_dir: str = "", *more: DirectionSample) -> ProbeSample:
+    return ProbeSample(
+        target=target, started_unix_s=100.0, duration_s=9.5,
+        directions=(pushes(run_dir), *more), rtt_s=0.05,
         h2_stream_window_bytes=65535, h2_connection_window_bytes=1 << 20,
         ssh_channel_window_bytes=2 << 20,
         stalls=(WindowStall(protocol="h2", window="stream", seconds=6.5),),
@@ -65,36 +85,72 @@ def test_gauges_follow_the_latest_cycle_without_stale_series() -> None:
     metrics = WatchMetrics(["edge"])
     metrics.record(good())
     text = metrics.render()
-    assert value(text, "gitnetdiag_probe_success", target="edge", protocol="h2",
-                 error_kind="") == 1.0
-    assert value(text, "gitnetdiag_culprit_score", target="edge",
+    push = {"target": "edge", "direction": "push"}
+    assert value(text, "gitnetdiag_probe_success", **push, protocol="h2", error_kind="") == 1.0
+    assert value(text, "gitnetdiag_culprit_score", **push,
                  culprit="h2-flow-control-window") == 0.85
-    assert value(text, "gitnetdiag_verdict", target="edge", verdict="degraded") == 1.0
-    assert value(text, "gitnetdiag_verdict", target="edge", verdict="healthy") == 0.0
+    assert value(text, "gitnetdiag_verdict", **push, verdict="degraded") == 1.0
+    assert value(text, "gitnetdiag_verdict", **push, verdict="healthy") == 0.0
     assert value(text, "gitnetdiag_h2_window_bytes", target="edge", window="stream") == 65535
-    assert value(text, "gitnetdiag_flow_control_stall_seconds", target="edge", protocol="h2",
+    assert value(text, "gitnetdiag_flow_control_stall_seconds", **push, protocol="h2",
                  window="stream") == 6.5
 
     down = failed_sample("edge", ("h1", "h2"), "refused", "down", started_unix_s=200.0,
                          duration_s=0.5)
     metrics.record(replace(down, cleanup_failures=("h2",)), cycle_failure=None)
     text = metrics.render()
-    assert value(text, "gitnetdiag_probe_success", target="edge", protocol="h2",
+    assert value(text, "gitnetdiag_probe_success", **push, protocol="h2",
                  error_kind="refused") == 0.0
-    assert value(text, "gitnetdiag_probe_success", target="edge", protocol="h2",
-                 error_kind="") is None
-    assert value(text, "gitnetdiag_culprit_score", target="edge",
+    assert value(text, "gitnetdiag_probe_success", **push, protocol="h2", error_kind="") is None
+    assert value(text, "gitnetdiag_culprit_score", **push,
                  culprit="h2-flow-control-window") is None
     assert value(text, "gitnetdiag_probes_total", target="edge", result="failure") == 1.0
     assert value(text, "gitnetdiag_cleanup_failures_total", target="edge", protocol="h2") == 1.0
 
     metrics.record(good())
     text = metrics.render()
-    assert value(text, "gitnetdiag_probe_success", target="edge", protocol="h2",
+    assert value(text, "gitnetdiag_probe_success", **push, protocol="h2",
                  error_kind="refused") is None
     assert value(text, "gitnetdiag_probes_total", target="edge", result="success") == 2.0
-    assert value(text, "gitnetdiag_push_rate_bytes_per_second_count", target="edge",
+    assert value(text, "gitnetdiag_transfer_rate_bytes_per_second_count", **push,
                  protocol="h2") == 2.0
+
+
+def test_a_both_cycle_gives_each_direction_its_series() -> None:
+    """Push and fetch of one cycle: every transfer series carries its direction; a failed
+    clone counts no histogram observation and no cycle success."""
+    metrics = WatchMetrics(["edge"])
+    metrics.record(good("edge", "/r/edge/20261122T000000.000Z",
+                        clones("/r/edge/20261122T000000.000Z-fetch")))
+    text = metrics.render()
+    push = {"target": "edge", "direction": "push"}
+    fetch = {"target": "edge", "direction": "fetch"}
+    rate = "gitnetdiag_last_transfer_rate_bytes_per_second"
+    assert value(text, rate, **push, protocol="h1") == 4e6
+    assert value(text, rate, **fetch, protocol="h1") == 7.5e6
+    assert value(text, rate, **fetch, protocol="h2") is None
+    assert value(text, "gitnetdiag_last_transfer_duration_seconds", **fetch,
+                 protocol="h1") == 0.8
+    assert value(text, "gitnetdiag_probe_success", **fetch, protocol="h2",
+                 error_kind="reset") == 0.0
+    assert value(text, "gitnetdiag_verdict", **fetch, verdict="healthy") == 1.0
+    assert value(text, "gitnetdiag_verdict", **push, verdict="degraded") == 1.0
+    assert value(text, "gitnetdiag_culprit_score", **fetch, culprit="client-http2-window") == 0.0
+    assert value(text, "gitnetdiag_culprit_score", **fetch,
+                 culprit="h2-flow-control-window") is None
+    assert value(text, "gitnetdiag_run_info", **fetch, run="20261122T000000.000Z-fetch") == 1.0
+    assert value(text, "gitnetdiag_run_info", **push, run="20261122T000000.000Z") == 1.0
+    histogram = "gitnetdiag_transfer_duration_seconds_count"
+    assert value(text, histogram, **fetch, protocol="h1") == 1.0
+    assert value(text, histogram, **fetch, protocol="h2") is None
+    assert value(text, "gitnetdiag_probes_total", target="edge", result="failure") == 1.0
+    # Every series that describes a transfer names its direction.
+    transfer_names = ("gitnetdiag_probe_success", "gitnetdiag_last_transfer_",
+                      "gitnetdiag_transfer_", "gitnetdiag_verdict", "gitnetdiag_culprit_",
+                      "gitnetdiag_run_info", "gitnetdiag_flow_control_stall_seconds")
+    for name, labels in series(text):
+        if name.startswith(transfer_names):
+            assert dict(labels)["direction"] in ("push", "fetch"), (name, labels)
 
 
 def test_probe_answer_has_only_that_cycle() -> None:
@@ -108,8 +164,11 @@ def test_probe_answer_has_only_that_cycle() -> None:
 def test_run_dir_names_sort_and_retention_keeps_the_newest() -> None:
     assert run_dir_name(0.0) == "19700101T000000.000Z"
     names = [run_dir_name(t) for t in (100.0, 300.5, 200.25)]
-    files = [*names, f"{names[0]}.log", "notes.txt", "20261122T000000Z"]
-    assert runs_to_prune(files, keep=2) == sorted([names[0], f"{names[0]}.log"])
+    files = [*names, f"{names[0]}.log", f"{names[0]}-fetch", f"{names[1]}-fetch", "notes.txt",
+             "20261122T000000Z", f"{names[0]}-push"]
+    # A both cycle's clones (RUN-fetch) go with their run; nothing else is touched.
+    assert runs_to_prune(files, keep=2) == sorted([names[0], f"{names[0]}.log",
+                                                   f"{names[0]}-fetch"])
     assert runs_to_prune(files, keep=5) == []
 
 
@@ -139,7 +198,8 @@ def test_scheduler_records_each_cycle_and_prunes(tmp_path: Path) -> None:
                     run_dir_name(1030.0), run_dir_name(1030.0) + ".log"]
     text = metrics.render()
     assert value(text, "gitnetdiag_exporter_retained_runs", target="edge") == 2.0
-    assert value(text, "gitnetdiag_run_info", target="edge", run=run_dir_name(1030.0)) == 1.0
+    assert value(text, "gitnetdiag_run_info", target="edge", direction="push",
+                 run=run_dir_name(1030.0)) == 1.0
 
 
 @pytest.fixture
@@ -162,8 +222,8 @@ def test_http_metrics_probe_and_errors(served: tuple[str, WatchMetrics]) -> None
     base = served[0]
     with urllib.request.urlopen(f"{base}/probe?target=edge", timeout=10) as answer:
         assert answer.headers["Content-Type"].startswith("text/plain; version=0.0.4")
-        assert value(answer.read(), "gitnetdiag_last_push_rate_bytes_per_second",
-                     target="edge", protocol="h1") == 4e6
+        assert value(answer.read(), "gitnetdiag_last_transfer_rate_bytes_per_second",
+                     target="edge", direction="push", protocol="h1") == 4e6
     with urllib.request.urlopen(f"{base}/metrics", timeout=10) as answer:
         assert value(answer.read(), "gitnetdiag_probes_total", target="edge",
                      result="success") == 1.0
@@ -199,8 +259,8 @@ def test_cycle_process_output_is_the_sample(tmp_path: Path) -> None:
         "job = json.load(sys.stdin)\n"
         "assert 's3cret' not in ' '.join(sys.argv)\n"
         "print(json.dumps({'target': job['target']['name'], 'started_unix_s': 1.0,"
-        " 'duration_s': 2.0, 'verdict': 'healthy',"
-        " 'protocols': [{'protocol': 'h1', 'success': True}]}))"))
+        " 'duration_s': 2.0, 'directions': [{'direction': 'push', 'verdict': 'healthy',"
+        " 'protocols': [{'protocol': 'h1', 'success': True}]}]}))"))
     config = _config(tmp_path, urls={"h1": "https://ci:s3cret@h/r"})
     (tmp_path / "runs").mkdir()
     sample, failure = SubprocessCycle(python=program)(config.targets[0],
@@ -215,7 +275,7 @@ def test_cycle_process_crash_and_deadline(tmp_path: Path) -> None:
     target = _config(tmp_path).targets[0]
     sample, failure = SubprocessCycle(python=crash)(target, tmp_path / "runs" / "a", 1.0)
     assert failure == "worker-crash" and "boom" in sample.error
-    assert sample.protocols[0].error_kind == "worker-crash"
+    assert sample.directions[0].protocols[0].error_kind == "worker-crash"
 
     marker = tmp_path / "terminated"
     slow = _program(tmp_path, (
@@ -226,7 +286,8 @@ def test_cycle_process_crash_and_deadline(tmp_path: Path) -> None:
     target = _config(tmp_path, deadline_s=0.5).targets[0]
     sample, failure = SubprocessCycle(python=slow, grace_s=10)(target, tmp_path / "runs" / "b",
                                                                 1.0)
-    assert failure == "deadline" and sample.protocols[0].error_kind == "deadline"
+    assert failure == "deadline"
+    assert sample.directions[0].protocols[0].error_kind == "deadline"
     assert marker.exists(), "the cycle was not given SIGTERM"
 
 
@@ -235,5 +296,10 @@ def test_lab_target_without_a_lab_is_lab_not_up(tmp_path: Path,
     monkeypatch.setattr("gitnetdiag.model.lab.state.STATE_ROOT", tmp_path / "labs")
     target = _config(tmp_path, urls={}, lab="nosuchlab").targets[0]
     sample, failure = SubprocessCycle()(target, tmp_path / "r", 1.0)
-    assert failure == "lab-not-up" and sample.protocols[0].error_kind == "lab-not-up"
+    assert failure == "lab-not-up"
+    assert sample.directions[0].protocols[0].error_kind == "lab-not-up"
+    both = replace(target, direction="both")
+    sample, failure = SubprocessCycle()(both, tmp_path / "r", 1.0)
+    assert [(d.direction, d.protocols[0].error_kind) for d in sample.directions] == [
+        ("push", "lab-not-up"), ("fetch", "lab-not-up")]
     assert os.environ.get("GITNETDIAG_IN_LAB_NS") is None
