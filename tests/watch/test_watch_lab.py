@@ -160,7 +160,7 @@ scrape_configs:
                                    'protocol="h2",error_kind=~"hung|timeout"} == 0'))
 
         rates = prom.wait(
-            "gitnetdiag_last_push_rate_bytes_per_second",
+            'gitnetdiag_last_transfer_rate_bytes_per_second{direction="push"}',
             lambda r: named(r) == everything or (
                 everything - named(r) == {("small-window", "h2")} and hung_small_h2()),
             90, "no push rate (or hung HTTP/2 push) for every protocol")
@@ -172,7 +172,8 @@ scrape_configs:
         assert prom.query('gitnetdiag_h2_window_bytes{target="small-window",window="stream"}')[
             0]["value"][1] == "65535"
         rate_histogram = prom.query(
-            'gitnetdiag_push_rate_bytes_per_second_count{target="healthy",protocol="h2"}')
+            'gitnetdiag_transfer_rate_bytes_per_second_count{target="healthy",direction="push",'
+            'protocol="h2"}')
         assert rate_histogram and float(rate_histogram[0]["value"][1]) >= 1
 
         # Kill the healthy lab's HTTPS edge while one of its cycles is running.
