@@ -122,9 +122,8 @@ def probe_command(
 ) -> None:
     """Push or clone the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 
-    Each push goes to a throwaway branch gitnetdiag/probe-<id> that is deleted
-    right after, also on Ctrl-C or error; a clone (--direction fetch) writes
-    nothing on the server. Results land in a run directory.
+    Each push goes to a throwaway branch gitnetdiag/probe-<id> deleted right after, also
+    on Ctrl-C or error; a clone writes nothing on the server. Results: a run directory.
     """
     run_probe_command(ProbeArgs(**locals()))  # the parameters are ProbeArgs's fields
 
