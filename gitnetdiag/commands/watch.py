@@ -31,13 +31,14 @@ def watch_command(
         None, "--listen", help="Address to serve on, HOST:PORT (overrides listen:)."),
     once: bool = typer.Option(
         False, "--once", help="Run one cycle per target, print the metrics, exit "
-        "(1 when a push failed)."),
+        "(1 when a push or clone failed)."),
 ) -> None:
     """Probe each configured target on its interval and serve /metrics for Prometheus.
 
     Every cycle pushes to throwaway branches that are deleted (as 'gitnetdiag
-    diagnose' does), keeps its run directory (newest keep_runs per target) and
-    updates the metrics; /probe?target=NAME runs one cycle on demand and answers
+    diagnose' does), or with direction: fetch only clones (read-only, as
+    'diagnose --direction fetch'), or both; keeps its run directory (newest
+    keep_runs per target) and updates the metrics; /probe?target=NAME runs one cycle on demand and answers
     with its metrics (the blackbox exporter's pattern).
     """
     from gitnetdiag.watch.metrics import WatchMetrics

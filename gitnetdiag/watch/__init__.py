@@ -3,8 +3,9 @@
     watch.yaml --config--> WatchConfig (targets)
         Scheduler: per target, every interval (or on /probe?target=NAME)
             subprocess ``python -m gitnetdiag.watch.cycle`` (in the lab's client
-            namespace when the target is a lab): run_probe -> diagnose_run ->
-            ProbeSample (JSON on stdout); the run directory stays, pruned by retention
+            namespace when the target is a lab): per direction, run_probe ->
+            diagnose_run (push) and run_fetch_probe -> diagnose_fetch_run (fetch) ->
+            ProbeSample (JSON on stdout); the run directories stay, pruned by retention
         metrics.WatchCollector: the latest ProbeSample per target -> gauges,
             plus cumulative histograms and counters -> /metrics
 

@@ -65,7 +65,8 @@ class Target:
     interval_s: float = DEFAULT_INTERVAL_S
     """Seconds from one cycle's start to the next; 0 probes only on ``/probe?target=``."""
     size_bytes: int = 4 << 20
-    """Size of the generated repository pushed each cycle."""
+    """Size of the generated repository pushed each cycle (a clone takes what the URL
+    serves)."""
     timeout_s: float = DEFAULT_TIMEOUT_S
     """Timeout of each git run (and native probe) of a cycle."""
     ca_file: str | None = None

@@ -2,7 +2,9 @@
 
 Reads a JSON job from stdin (the target, its run directory, the start time and
 the deadline; stdin rather than argv because URLs may carry tokens and argv is
-public in ``ps``), runs the probe and the diagnosis with the library calls, and
+public in ``ps``), runs the probe and the diagnosis of each direction of the target with
+the library calls (the pushes: ``run_probe``, ``diagnose_run``; the clones, read-only:
+``run_fetch_probe``, ``diagnose_fetch_run``, as ``diagnose --direction fetch``), and
 writes one :class:`ProbeSample` as JSON to stdout. Everything else it would
 print goes to stderr. It exits 0 whenever it wrote a sample, failed cycles
 included, and :data:`~gitnetdiag.watch.scheduler.DEADLINE_EXIT` after the sample
@@ -10,10 +12,11 @@ of a cycle that reached its deadline.
 
 The deadline covers the clean-up (:class:`CycleDeadline`)::
 
-    start ........ end - reserve: a push still running is stopped (SIGTERM, the
-                   Ctrl-C path), its clean-up bounded by end - 1 s
-                   (``ProbeOptions.cleanup_until``): whatever is unconfirmed
-                   then is reported (``unconfirmed``, counted), not waited for
+    start ........ end - reserve: a push or clone still running is stopped
+                   (SIGTERM, the Ctrl-C path), a push's clean-up bounded by
+                   end - 1 s (``ProbeOptions.cleanup_until``): whatever is
+                   unconfirmed then is reported (``unconfirmed``, counted), not
+                   waited for; a clone has no branch, its scratch copy is removed
     end - 0.5 s    whatever still runs (the diagnosis) is stopped
     end            the sample: ``deadline``, with the branches the manifest may
                    have left
