@@ -157,3 +157,19 @@ def test_empty_ledger() -> None:
     assert ledger.bytes_sent == 0
     assert ledger.stall_count == 0
     assert ledger.effective_rate_bytes_per_s is None
+
+
+def test_the_least_credit_after_sending_ignores_credit_granted_before_any_data() -> None:
+    """A receiver that granted more before the first byte (a window adjust sent early) never
+    left the sender with less than it has after each send: the opening credit is no send."""
+    ledger = credit_ledger([WindowOpened(t_s=0.0, window_bytes=1000),
+                            WindowIncreased(t_s=0.1, increment_bytes=10_000),
+                            DataSent(t_s=0.2, size_bytes=500),
+                            DataSent(t_s=0.3, size_bytes=2000),
+                            WindowIncreased(t_s=0.4, increment_bytes=500)],
+                           scope=LedgerScope.SSH_CHANNEL, label="channel")
+    assert int(ledger.credit_bytes.min()) == 1000  # the opening window, before any send
+    assert ledger.least_credit_after_data_bytes == 8500
+    quiet = credit_ledger([WindowOpened(t_s=0.0, window_bytes=4000)],
+                          scope=LedgerScope.SSH_CHANNEL, label="channel")
+    assert quiet.least_credit_after_data_bytes is None
