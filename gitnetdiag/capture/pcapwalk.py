@@ -171,19 +171,6 @@ def _resume(
 _RUN_GUESS = 256
 """Records guessed after a run broke (at least): a recorded transfer's runs between
 ACKs are a few hundred long at most, and 256 more words cost next to nothing."""
-_AHEAD: dict[int, I64Array] = {}
-
-
-def _ahead(size: int) -> I64Array:
-    """Where the captured-length words of :data:`_MAX_GUESS` records of ``size`` are."""
-    found = _AHEAD.get(size)
-    if found is None:
-        if len(_AHEAD) >= _PATTERNS_KEPT:
-            _AHEAD.clear()
-        found = _AHEAD[size] = np.arange(_MAX_GUESS, dtype=np.int64) * size + 8
-    return found
-
-
 _RUN_ROUNDS = 1 << 20
 """Guesses one call of :func:`_one_size` may make (it stops at the chunk's end anyway)."""
 
@@ -198,7 +185,9 @@ def _one_size(
     steps met no record of ``size``. Returns the offsets, the offset after the last, and
     the sizes of the last plain steps (for the caller to look for a pattern in)."""
     unpack = struct.Struct(">I" if words.dtype.byteorder == ">" else "<I").unpack_from
-    ahead = _ahead(size)
+    lanes: dict[int, npt.NDArray[np.uint32]] = {}
+    """The captured-length words of records ``size`` apart, by where they start modulo
+    ``size`` (views: a run's lengths are a slice of one, no gather)."""
     want = size - 16
     starts: list[int] = []
     counts: list[int] = []
@@ -208,8 +197,11 @@ def _one_size(
     for _ in range(_RUN_ROUNDS):
         room = (last_header - off) // size + 1
         n = min(guess, room)
-        incl = words[ahead[:n] + off]
-        wrong = incl != want
+        lane = lanes.get(off % size)
+        if lane is None:
+            lane = lanes[off % size] = words[off % size + 8 :: size]
+        first = off // size
+        wrong = lane[first : first + n] != want
         last = int(wrong.argmax())
         if not wrong[last]:
             starts.append(off)
