@@ -341,7 +341,10 @@ def decode_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows:
 
 _PLAIN_WIDTH = 14 + _IPV4_WIDTH + _TCP_WIDTH
 _PLAIN_L3 = 0x080045
-"""Ethertype IPv4 followed by version 4 and a 20-byte header (bytes 12-14 of a frame)."""
+"""Bytes 12-14 of the frame: ethertype IPv4, then version 4 with a 20-byte header."""
+_PLAIN_FRAG_PROTO = 0x3FFF00FF
+"""Bytes 20-23 (fragment field, TTL, protocol) under this mask: no fragment offset, no
+more-fragments flag, and the protocol."""
 
 
 def _plain_ethernet_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows | None:
@@ -356,9 +359,10 @@ def _plain_ethernet_tcp(batch: RecordBatch, stats: DecodeStats) -> TcpRows | Non
     if n > 1 and not (batch.linktype == LINKTYPE_ETHERNET).all():
         return None
     m = _windows(batch.buf, batch.data_off, _PLAIN_WIDTH)
-    l3 = m[:, 12:16].view(">u4")[:, 0] >> 8
-    fragment = m[:, 20:22].view(">u2")[:, 0] & 0x3FFF
-    if not ((l3 == _PLAIN_L3) & (m[:, 23] == _PROTO_TCP) & (fragment == 0)).all():
+    link_ip = m[:, 12:20].view(">u8")[:, 0] >> np.uint64(40)
+    if not (link_ip == _PLAIN_L3).all():
+        return None
+    if not ((m[:, 20:24].view(">u4")[:, 0] & _PLAIN_FRAG_PROTO) == _PROTO_TCP).all():
         return None
     total = _be16(m, 16)
     if not total.all():  # TSO's zero total length: the general path falls back to the wire's
@@ -508,6 +512,10 @@ def _options(
     # Fast path: the ubiquitous NOP NOP TS(10) layout of data segments.  Whole
     # columns are cheaper here than gathering the rows that have options first.
     fast = (_be32(tm, 20) == 0x0101080A) & (doff == 32) & (opt_end >= 32)
+    if fast.all():  # a bulk transfer's chunk: nothing else to parse
+        out["opt_ts_val"] = _be32(tm, 24)
+        out["opt_ts_ecr"] = _be32(tm, 28)
+        return out
     if fast.any():
         out["opt_ts_val"] = np.where(fast, _be32(tm, 24), 0)
         out["opt_ts_ecr"] = np.where(fast, _be32(tm, 28), 0)
