@@ -22,14 +22,12 @@ gives it none either: no exchange can create or change a ref.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from gitnetdiag.rundir.manifest import bad_run_dir, check_numbers
-from gitnetdiag.safefile import write_new_file
-from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
+from gitnetdiag.rundir.manifest import check_numbers, read_record, write_json_once
+from gitnetdiag.serial import Malformed
 
 BODY_SCHEMA = "gitnetdiag.native-body/1"
 
@@ -156,23 +154,16 @@ class BodyProbeRecord:
 
 def write_body_probe(path: Path, record: BodyProbeRecord) -> None:
     """Write ``native-body.json`` once (anything already there is refused)."""
-    write_new_file(path, (json.dumps(to_jsonable(record), indent=1) + "\n").encode())
+    write_json_once(path, record)
 
 
 def body_probe_record(data: dict[str, Any], where: str) -> BodyProbeRecord:
     """A ``native-body.json`` object, every type and number checked (``bad-run-dir``)."""
-    if data.get("schema") != BODY_SCHEMA:
-        raise bad_run_dir(f"{where} has schema {data.get('schema')!r}, expected "
-                          f"{BODY_SCHEMA!r}")
-    record = from_jsonable(BodyProbeRecord, data, where=where, unknown="ignore",
-                           error=bad_run_dir)
-    try:
+    def check(record: BodyProbeRecord) -> None:
         check_numbers(record, where)
         for index, exchange in enumerate(record.exchanges):
             _check_exchange(exchange, f"{where}.exchanges[{index}]")
-    except Malformed as exc:
-        raise bad_run_dir(str(exc)) from exc
-    return record
+    return read_record(BodyProbeRecord, data, schema=BODY_SCHEMA, where=where, check=check)
 
 
 def _check_exchange(exchange: BodyExchange, where: str) -> None:

@@ -9,7 +9,27 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, kw_only=True)
-class H2CreditLedger:
+class NativeLedger:
+    """What every native download ledger holds: how the pack stream ended, and its rate."""
+
+    outcome: str
+    """``ok`` (whole pack), ``bounded`` (ended at a stable rate or the budget), ``stalled``,
+    ``failed``."""
+    error: str = ""
+    """``reference: message`` when failed."""
+    stopped: str | None = None
+    """Why the stream was ended early (``stable``, ``budget``, ``stall``, ``timeout``)."""
+    request_t_s: float | None = None
+    """When the request was sent, seconds since the connection (HTTP/2) or channel (SSH)
+    opened; every time below is on that clock."""
+    received_bytes: int = 0
+    """Bytes of the pack stream (SSH: the whole upload-pack answer) received."""
+    rate_bytes_per_s: float | None = None
+    """Rate of the pack stream (slow start excluded, as for git's clones)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2CreditLedger(NativeLedger):
     """One native HTTP/2 upload-pack fetch under a chosen window (``probe.fetchh2``): the
     server's DATA frames as they arrived, and the credit it had left after each."""
 
@@ -18,43 +38,23 @@ class H2CreditLedger:
     window_bytes: int
     """The window the client advertised (stream ``SETTINGS_INITIAL_WINDOW_SIZE``; the
     connection window raised to it when larger than the default)."""
-    outcome: str
-    """``ok`` (whole pack), ``bounded`` (cancelled at a stable rate or the budget),
-    ``stalled``, ``failed``."""
-    error: str = ""
-    """``reference: message`` when failed."""
-    stopped: str | None = None
-    """Why the pack stream was cancelled (``stable``, ``budget``, ``stall``, ``timeout``)."""
     server_settings: dict[str, int] = field(default_factory=dict)
     """The server's SETTINGS."""
-    request_t_s: float | None = None
-    """When the fetch request was sent, seconds since the connection opened."""
     data_t_s: tuple[float, ...] = ()
-    """Arrival of each DATA frame of the pack stream, seconds since the connection opened."""
+    """Arrival of each DATA frame of the pack stream."""
     data_bytes: tuple[int, ...] = ()
     """Flow-controlled bytes of each of those frames."""
     credit_left_bytes: tuple[int, ...] = field(default=(), metadata={"signed": True})
     """The stream credit the server had left after each frame (after h2's refills)."""
-    received_bytes: int = 0
-    """Pack-stream bytes received."""
-    rate_bytes_per_s: float | None = None
-    """Rate of the pack stream (slow start excluded, as for git's clones)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class SshCreditLedger:
+class SshCreditLedger(NativeLedger):
     """One native SSH upload-pack fetch (``probe.sshfetch``): the channel window this client
     granted the server, each read of the pack as it arrived, each window adjust it sent."""
 
     target: str
     """``host:port``."""
-    outcome: str
-    """``ok`` (whole pack), ``bounded`` (closed at a stable rate or the budget), ``stalled``,
-    ``failed``."""
-    error: str = ""
-    """``reference: message`` when failed."""
-    stopped: str | None = None
-    """Why the channel was closed early (``stable``, ``budget``, ``stall``, ``timeout``)."""
     server_banner: str = ""
     """The server's SSH version string."""
     connect_s: float | None = None
@@ -72,18 +72,11 @@ class SshCreditLedger:
     """The window the server granted this client (the request's side)."""
     wants: int = 0
     """Ref tips asked for (``want`` lines)."""
-    request_t_s: float | None = None
-    """When the want/done request was sent, seconds since the channel opened."""
     read_t_s: tuple[float, ...] = ()
-    """Each read of the pack stream, seconds since the channel opened."""
+    """Each read of the pack stream."""
     read_bytes: tuple[int, ...] = ()
     """Bytes of each of those reads."""
     adjust_t_s: tuple[float, ...] = ()
-    """Each window adjust this client sent (its grant renewed), seconds since the channel
-    opened."""
+    """Each window adjust this client sent (its grant renewed)."""
     adjust_bytes: tuple[int, ...] = ()
     """Bytes each of those adjusts granted."""
-    received_bytes: int = 0
-    """Bytes of the upload-pack answer received (pack, progress, NAK)."""
-    rate_bytes_per_s: float | None = None
-    """Rate of the answer (slow start excluded, as for git's clones)."""

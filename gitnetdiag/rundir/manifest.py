@@ -14,7 +14,7 @@ import dataclasses
 import json
 import math
 import os
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
@@ -38,7 +38,7 @@ from gitnetdiag.rundir.records import (
     ToolVersions,
     Transfer,
 )
-from gitnetdiag.safefile import open_new_file
+from gitnetdiag.safefile import open_new_file, write_new_file
 from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
 
 SCHEMA = "gitnetdiag.run/1"
@@ -211,6 +211,12 @@ def write_json_atomically(path: Path, value: Any, *, indent: int = 2) -> Path:
     return path
 
 
+def write_json_once(path: Path, value: Any) -> None:
+    """Write a record file that is written once (the native probes' files): anything already
+    at ``path`` (a planted symlink) is refused, not written through."""
+    write_new_file(path, (json.dumps(to_jsonable(value), indent=1) + "\n").encode())
+
+
 def write_manifest(run_dir: Path, manifest: RunRecord) -> Path:
     """Write ``manifest.json`` or ``fetch.json`` (the manifest's own file) atomically."""
     return write_json_atomically(run_dir / manifest.file, manifest)
@@ -333,24 +339,42 @@ def read_json_object(path: Path) -> dict[str, Any] | None:
     return data
 
 
+Record = TypeVar("Record")
+
+
+def read_record(cls: type[Record], data: Any, *, schema: str, where: str,
+                check: Callable[[Record], None] | None = None, named: str = "",
+                negative: bool = False) -> Record:
+    """The one reader of a run directory's JSON records (the manifests, the native event
+    files, ``native-body.json``): its schema, every type, then ``check`` (by default every
+    number: :func:`check_numbers`); ``bad-run-dir`` naming the field otherwise, after
+    ``named`` (the file) when given."""
+    found = data.get("schema") if isinstance(data, dict) else None
+    if found != schema:
+        raise bad_run_dir(f"{named or where} has schema {found!r}, expected {schema!r}")
+    try:
+        record = from_jsonable(cls, data, where=where, unknown="ignore")
+        if check is None:
+            check_numbers(record, where, negative=negative)
+        else:
+            check(record)
+    except ValueError as exc:
+        raise bad_run_dir(f"{named}: {exc}" if named else str(exc)) from exc
+    return record
+
+
 def read_manifest(path: Path, cls: type[Manifest]) -> Manifest | None:
-    """The one loader: ``cls``'s file at ``path`` (its file, or the run directory holding
-    it), every type and value checked (:func:`check_values`); None when there is no such
-    file; :class:`InputError` ``bad-run-dir`` for anything else."""
+    """``cls``'s file at ``path`` (its file, or the run directory holding it) by
+    :func:`read_record`, checked by :func:`check_values`; None when there is no such
+    file."""
     path = path / cls.file if path.is_dir() else path
     try:
         data = read_json_input(path, error=bad_run_dir)
     except FileNotFoundError:
         return None
-    if not isinstance(data, dict) or data.get("schema") != cls.schema_id:
-        found = data.get("schema") if isinstance(data, dict) else None
-        raise bad_run_dir(f"{path} has schema {found!r}, expected {cls.schema_id!r}")
-    try:
-        manifest = from_jsonable(cls, data, where=manifest_where(cls), unknown="ignore")
-        check_values(path.parent, manifest)
-    except ValueError as exc:
-        raise bad_run_dir(f"{path}: {exc}") from exc
-    return manifest
+    return read_record(cls, data, schema=cls.schema_id, where=manifest_where(cls),
+                       check=lambda manifest: check_values(path.parent, manifest),
+                       named=str(path))
 
 
 def load_run(path: Path | str) -> RunManifest:

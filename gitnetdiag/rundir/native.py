@@ -22,16 +22,13 @@ pipeline reads those through its legacy path (:func:`native_schema`).
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitnetdiag.rundir.manifest import bad_run_dir, check_numbers, read_json_object
+from gitnetdiag.rundir.manifest import read_json_object, read_record, write_json_once
 from gitnetdiag.rundir.records import RefCleanup
-from gitnetdiag.safefile import write_new_file
-from gitnetdiag.serial import from_jsonable, to_jsonable
 from gitnetdiag.vocabulary import HTTP2_START_WINDOW_BYTES
 
 H2_SCHEMA = "gitnetdiag.native-h2/2"
@@ -291,9 +288,8 @@ NativeRecord = H2NativeRecord | SshNativeRecord
 
 
 def write_native(path: Path, record: NativeRecord) -> None:
-    """Write a native event file; it is written once, so anything already there (a planted
-    symlink) is refused, not written through."""
-    write_new_file(path, (json.dumps(to_jsonable(record), indent=1) + "\n").encode())
+    """Write a native event file once (:func:`~gitnetdiag.rundir.manifest.write_json_once`)."""
+    write_json_once(path, record)
 
 
 def native_schema(data: dict[str, Any]) -> str | None:
@@ -303,30 +299,14 @@ def native_schema(data: dict[str, Any]) -> str | None:
 
 
 def h2_record(data: dict[str, Any], where: str) -> H2NativeRecord:
-    """A version-2 ``native-h2.json`` object, every type checked (``bad-run-dir``)."""
-    if data.get("schema") != H2_SCHEMA:
-        raise bad_run_dir(f"{where} has schema {data.get('schema')!r}, expected {H2_SCHEMA!r}")
-    record = from_jsonable(H2NativeRecord, data, where=where, unknown="ignore", error=bad_run_dir)
-    _finite(record, where)
-    return record
+    """A version-2 ``native-h2.json`` object, every type checked, no NaN or infinity (credit
+    may be negative: HTTP/2 allows it); ``bad-run-dir`` otherwise."""
+    return read_record(H2NativeRecord, data, schema=H2_SCHEMA, where=where, negative=True)
 
 
 def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
-    """A version-2 ``native-ssh.json`` object, every type checked (``bad-run-dir``)."""
-    if data.get("schema") != SSH_SCHEMA:
-        raise bad_run_dir(f"{where} has schema {data.get('schema')!r}, expected {SSH_SCHEMA!r}")
-    record = from_jsonable(SshNativeRecord, data, where=where, unknown="ignore",
-                           error=bad_run_dir)
-    _finite(record, where)
-    return record
-
-
-def _finite(record: NativeRecord, where: str) -> None:
-    """No NaN or infinity in the events (credit may be negative: HTTP/2 allows it)."""
-    try:
-        check_numbers(record, where, negative=True)
-    except ValueError as exc:
-        raise bad_run_dir(str(exc)) from exc
+    """A version-2 ``native-ssh.json`` object, checked as :func:`h2_record`."""
+    return read_record(SshNativeRecord, data, schema=SSH_SCHEMA, where=where, negative=True)
 
 
 __all__ = [
