@@ -3,7 +3,7 @@
 Everything a probe hands to the analysis crosses here, as files::
 
     gitnetdiag.probe ──write──> run directory ──read──> gitnetdiag.pipeline
-                               manifest.json           (records.py: one Transfer a push or
+                               manifest.json           (records.py: one TransferRecord, push or
                                fetch.json               clone; manifest.py: one loader)
                                fetch.json's ledgers    (ledgers.py)
                                native-h2.json          (native.py: raw flow-control events)
@@ -39,7 +39,6 @@ from gitnetdiag.rundir.manifest import (
     ProtocolRun,
     ProtocolTransfers,
     RunManifest,
-    RunRecord,
     SampledManifest,
     SampledProtocolRun,
     bad_run_dir,
@@ -48,7 +47,6 @@ from gitnetdiag.rundir.manifest import (
     load_run,
     load_sampled,
     read_json_object,
-    read_manifest,
     write_json_atomically,
     write_manifest,
 )
@@ -57,17 +55,14 @@ from gitnetdiag.rundir.records import (
     BurstRecord,
     CaptureResult,
     ConnectOp,
-    Direction,
     PathMeasurement,
     PushRecord,
     RepoInfo,
     RunError,
     SampledTransfer,
-    SeedBranch,
     TimelinePoint,
     ToolVersions,
     Trace2Record,
-    Transfer,
 )
 from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
 
@@ -75,10 +70,9 @@ __all__ = [
     "BAD_RUN_DIR", "FETCH_FILE", "FETCH_SCHEMA", "HOST_REPORT_FILE", "MANIFEST_NAME",
     "NATIVE_FILES", "NATIVE_H2_FILE", "NATIVE_SSH_FILE", "OBSERVATIONS_FILE", "PROTOCOL_NAMES",
     "REPORT_FILES", "SCHEMA", "STORAGE_REPORT_FILE", "SWEEP_FILE", "BurstOp", "BurstRecord",
-    "CaptureResult", "ConnectOp", "Direction", "Malformed", "PathMeasurement", "ProtocolRun",
-    "ProtocolTransfers", "PushRecord", "RepoInfo", "RunError", "RunManifest", "RunRecord",
-    "SampledManifest", "SampledProtocolRun", "SampledTransfer", "SeedBranch", "TimelinePoint",
-    "ToolVersions", "Trace2Record", "Transfer", "bad_run_dir", "check_values", "from_jsonable",
-    "inside", "load_run", "load_sampled", "read_json_object", "read_manifest", "redact_url",
-    "to_jsonable", "write_json_atomically", "write_manifest",
+    "CaptureResult", "ConnectOp", "Malformed", "PathMeasurement", "ProtocolRun",
+    "ProtocolTransfers", "PushRecord", "RepoInfo", "RunError", "RunManifest", "SampledManifest",
+    "SampledProtocolRun", "SampledTransfer", "TimelinePoint", "ToolVersions", "Trace2Record",
+    "bad_run_dir", "check_values", "from_jsonable", "inside", "load_run", "load_sampled",
+    "read_json_object", "redact_url", "to_jsonable", "write_json_atomically", "write_manifest",
 ]

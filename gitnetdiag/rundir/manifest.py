@@ -36,7 +36,7 @@ from gitnetdiag.rundir.records import (
     SampledTransfer,
     SeedBranch,
     ToolVersions,
-    Transfer,
+    TransferRecord,
 )
 from gitnetdiag.safefile import open_new_file, write_new_file
 from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
@@ -65,9 +65,9 @@ class ProtocolTransfers:
     without ``--burst`` (and in fetch.json files written before it was added)."""
 
     @property
-    def transfers(self) -> tuple[Transfer, ...]:
+    def transfers(self) -> tuple[TransferRecord, ...]:
         """The transfers in order, whichever way they went."""
-        records: tuple[Transfer, ...] = getattr(self, self.transfers_field)
+        records: tuple[TransferRecord, ...] = getattr(self, self.transfers_field)
         return records
 
 
@@ -146,9 +146,6 @@ class RunManifest(RunRecord):
     """The signal that stopped an ``interrupted`` run; None for a run that went to its end
     (and while it runs)."""
 
-    def protocol(self, name: str) -> ProtocolRun | None:
-        return next((p for p in self.protocols if p.protocol == name), None)
-
 
 @dataclass(frozen=True, kw_only=True)
 class SampledManifest(RunRecord):
@@ -173,8 +170,6 @@ class SampledManifest(RunRecord):
 
 
 Manifest = TypeVar("Manifest", bound=RunRecord)
-
-
 PROTOCOL_NAMES = ("h1", "h2", "ssh", "git")
 
 BAD_RUN_DIR = "bad-run-dir"

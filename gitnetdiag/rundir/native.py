@@ -141,13 +141,39 @@ def first_response_identity(text: str) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True, kw_only=True)
-class H2NativeRecord:
+class NativePush:
+    """What both native push records hold: the push's target and size, when it ended,
+    receive-pack's answer, and what became of the throwaway branch."""
+
+    schema: str
+    """The file's schema (:data:`H2_SCHEMA`, :data:`SSH_SCHEMA`)."""
+    target: str
+    """``host:port`` of the server (no credentials, no path)."""
+    request_bytes: int
+    """Bytes of the request: command + flush + pack (HTTP/2: the POST body)."""
+    ended_t_ns: int
+    """When receive-pack's answer was complete (the response to the POST, report-status)."""
+    report: dict[str, Any]
+    """receive-pack's answer (report-status)."""
+    ref: str
+    """The throwaway branch pushed."""
+    ref_deleted: bool
+    """The branch was deleted afterwards."""
+    cleanup: RefCleanup = RefCleanup.NOT_RUN
+    """What became of the branch when the run ended it as git's pushes (see the manifest's
+    push records)."""
+    cleanup_detail: str = ""
+    """Why, for anything but a plain ``deleted``/``never-created``."""
+    cleanup_command: str | None = None
+    """For ``leftover``/``unconfirmed``: the command that removes the branch (URL redacted)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class H2NativeRecord(NativePush):
     """``native-h2.json``: one native HTTP/2 push, as raw events plus its context."""
 
     schema: str = H2_SCHEMA
     """Always :data:`H2_SCHEMA`."""
-    target: str
-    """``host:port`` of the server (no credentials, no path)."""
     alpn: str
     """Negotiated ALPN (``h2``)."""
     server_headers: tuple[str, ...] = ()
@@ -159,10 +185,6 @@ class H2NativeRecord:
     recorded before it was kept."""
     upload_stream_id: int
     """Stream that carried the receive-pack POST."""
-    request_bytes: int
-    """Bytes of the POST body (command + flush + pack)."""
-    ended_t_ns: int
-    """When the response to the POST was complete."""
     settings_sent: tuple[SettingsEvent, ...]
     """SETTINGS this probe advertised."""
     settings_received: tuple[SettingsEvent, ...]
@@ -173,12 +195,6 @@ class H2NativeRecord:
     """Every WINDOW_UPDATE received, stream and connection, in order."""
     data_sent: tuple[H2DataSent, ...]
     """Every DATA frame sent, in order."""
-    report: dict[str, Any]
-    """receive-pack's answer (report-status)."""
-    ref: str
-    """The throwaway branch pushed."""
-    ref_deleted: bool
-    """The branch was deleted afterwards."""
     auth: str
     """What authenticated the probe (``none``, ``url``, ``credential-helper``,
     ``extra-header``); never the secret."""
@@ -188,13 +204,6 @@ class H2NativeRecord:
     """The proxy tunnelled through (URL without credentials), or None."""
     warnings: tuple[str, ...]
     """What the probe could not do as git does."""
-    cleanup: RefCleanup = RefCleanup.NOT_RUN
-    """What became of the branch when the run ended it as git's pushes (see the manifest's
-    push records)."""
-    cleanup_detail: str = ""
-    """Why, for anything but a plain ``deleted``/``never-created``."""
-    cleanup_command: str | None = None
-    """For ``leftover``/``unconfirmed``: the command that removes the branch (URL redacted)."""
 
     def server_settings(self) -> dict[str, int]:
         """The server's SETTINGS as last known."""
@@ -238,13 +247,11 @@ class SshDataSent:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SshNativeRecord:
+class SshNativeRecord(NativePush):
     """``native-ssh.json``: one native SSH push, as raw channel events plus its context."""
 
     schema: str = SSH_SCHEMA
     """Always :data:`SSH_SCHEMA`."""
-    target: str
-    """``host:port``."""
     server_banner: str
     """The server's identification string."""
     connect_s: float
@@ -257,31 +264,14 @@ class SshNativeRecord:
     """Server's initial channel window at channel open."""
     max_packet_bytes: int
     """Server's maximum packet size at channel open."""
-    request_bytes: int
-    """Command + flush + pack bytes sent on the channel."""
     first_data_t_ns: int
     """When the upload started."""
-    ended_t_ns: int
-    """When report-status was read."""
     window_adjusts: tuple[SshAdjustReceived, ...]
     """Every window adjust received on the channel."""
     data_sent: tuple[SshDataSent, ...]
     """Every send on the channel."""
     advertisement: dict[str, Any]
     """The ref advertisement."""
-    report: dict[str, Any]
-    """receive-pack's answer."""
-    ref: str
-    """The throwaway branch pushed."""
-    ref_deleted: bool
-    """The branch was deleted afterwards."""
-    cleanup: RefCleanup = RefCleanup.NOT_RUN
-    """What became of the branch when the run ended it as git's pushes (see the manifest's
-    push records)."""
-    cleanup_detail: str = ""
-    """Why, for anything but a plain ``deleted``/``never-created``."""
-    cleanup_command: str | None = None
-    """For ``leftover``/``unconfirmed``: the command that removes the branch (URL redacted)."""
 
 
 NativeRecord = H2NativeRecord | SshNativeRecord

@@ -1,6 +1,6 @@
 """What a run directory's records hold: frozen dataclasses, one per record of a run.
 
-One :class:`Transfer` per push or clone (``direction`` says which), and what a run
+One :class:`TransferRecord` per push or clone (``direction`` says which), and what a run
 meets around them (paths, bursts, errors, versions); the manifests that list them are in
 :mod:`gitnetdiag.rundir.manifest`. The probes fill them (``gitnetdiag.probe``); the
 pipeline reads them back. They live here, below both, so the offline side never imports
@@ -275,11 +275,11 @@ class HttpRequestRecord:
 
 Direction = Literal["push", "fetch"]
 """Which way a transfer moved the pack: ``push`` uploads a throwaway branch, ``fetch``
-clones what the URL serves (the discriminator of :class:`Transfer`)."""
+clones what the URL serves (the discriminator of :class:`TransferRecord`)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class Transfer:
+class TransferRecord:
     """One bounded git transfer over one protocol, whichever way it moved the pack.
 
     Subclassed only where the shapes differ: :class:`PushRecord` (a branch pushed and
@@ -328,7 +328,7 @@ class Transfer:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PushRecord(Transfer):
+class PushRecord(TransferRecord):
     """One push of the throwaway branch and its clean-up. ``artifacts``: ``capture``,
     ``capture_decrypted``, ``trace2``, ``curl_trace``, ``stderr``, ``keylog``,
     ``cleanup_stderr``; ``rate_bytes_per_s``: pack_bytes / wall_s for ``ok`` (never for
@@ -388,7 +388,7 @@ class TimelinePoint:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampledTransfer(Transfer):
+class SampledTransfer(TransferRecord):
     """One bounded clone into a scratch copy, with the monitor's samples (the progress
     timeline, ``ss -tin`` of both ends), and the removal of that copy. ``artifacts``:
     ``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``,
