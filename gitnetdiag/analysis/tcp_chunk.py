@@ -184,9 +184,12 @@ def segments(side: SideState, cols: Columns, win: I64Array, view: SenderView,
     """Data segments, retransmissions and new bytes; zero-window probes told apart."""
     s_plen = cols["payload_len"][view.sender_rows]
     data_mask = s_plen > 0
-    data_pos = view.sender_rows[data_mask]
-    seg_start = seq_u[data_mask]
-    seg_end = seg_start + s_plen[data_mask]
+    if data_mask.all():  # a bulk sender's rows: every one carries data
+        data_pos, seg_start, d_plen = view.sender_rows, seq_u, s_plen
+    else:
+        data_pos, seg_start, d_plen = (view.sender_rows[data_mask], seq_u[data_mask],
+                                       s_plen[data_mask])
+    seg_end = seg_start + d_plen
     seg_ts = cols["ts_ns"][data_pos]
     if len(data_pos):
         if side.first_data_ts is None:
@@ -198,7 +201,7 @@ def segments(side: SideState, cols: Columns, win: I64Array, view: SenderView,
     # Like tshark, they do not advance the sequence space: the repeated
     # probes and the data that follows once the window opens are neither
     # retransmissions nor new bytes in flight.
-    probe_like = s_plen[data_mask] == 1
+    probe_like = d_plen == 1
     if probe_like.any():
         peer_wins = win[view.peer_rows]
         win_before = np.concatenate(([side.peer_win], peer_wins))[

@@ -394,22 +394,30 @@ def rtt_samples(
                                   peers_before[data_pos]])
     covering = np.searchsorted(p_cummax, all_end, side="left")
     j = np.maximum(first_after, covering)
-    matched = j < len(p_idx)
-    keep = ~matched
-    side.pend_ts = all_ts[keep][-MAX_PENDING_SEGMENTS:]
-    side.pend_end = all_end[keep][-MAX_PENDING_SEGMENTS:]
-    side.pend_rtx = all_rtx[keep][-MAX_PENDING_SEGMENTS:]
-    side.pend_epoch = all_epoch[keep][-MAX_PENDING_SEGMENTS:]
-    if not matched.any():
-        return
+    answered = j < len(p_idx)
+    unanswered = ~answered
+    matched: BoolArray | slice = answered
+    keep: BoolArray | slice = unanswered
+    # Usually every segment but the last few is answered: slices then, not masks.
+    first_kept = int(unanswered.argmax())
+    if not unanswered[first_kept] or not answered[first_kept:].any():
+        first_kept = first_kept if unanswered[first_kept] else len(j)
+        matched, keep = slice(0, first_kept), slice(first_kept, None)
+    side.pend_ts = all_ts[keep][-MAX_PENDING_SEGMENTS:].copy()
+    side.pend_end = all_end[keep][-MAX_PENDING_SEGMENTS:].copy()
+    side.pend_rtx = all_rtx[keep][-MAX_PENDING_SEGMENTS:].copy()
+    side.pend_epoch = all_epoch[keep][-MAX_PENDING_SEGMENTS:].copy()
     jm = j[matched]
+    if not len(jm):
+        return
     tsm = all_ts[matched]
     em = all_epoch[matched]
     # Not np.isin / np.unique: they may import numpy.ma (~20 ms of start-up).
     bad_acks = np.sort(jm[all_rtx[matched]])
-    at = np.minimum(np.searchsorted(bad_acks, jm), max(len(bad_acks) - 1, 0))
-    ok = ~(bad_acks[at] == jm) if len(bad_acks) else np.ones(len(jm), dtype=bool)
-    jm, tsm, em = jm[ok], tsm[ok], em[ok]
+    if len(bad_acks):
+        at = np.minimum(np.searchsorted(bad_acks, jm), len(bad_acks) - 1)
+        ok = ~(bad_acks[at] == jm)
+        jm, tsm, em = jm[ok], tsm[ok], em[ok]
     if len(jm) == 0:
         return
     # One sample per ACK, from the last segment it covered. The times never decrease
@@ -485,7 +493,10 @@ def advance_sequence(
     if len(seg_end) == 0:
         return seg_end, seg_end, np.zeros(0, dtype=bool)
     if not probe_like.any():
-        cum_end, prev_high = _running_high(seg_end, high_end, probe_like)
+        cum_end = running_max(seg_end, high_end)  # no row skipped: mostly in order already
+        prev_high = np.empty_like(seg_end)
+        prev_high[0] = high_end
+        prev_high[1:] = cum_end[:-1]
         return cum_end, prev_high, probe_like
     _, prev_high = _running_high(seg_end, high_end, probe_like)
     zwp = probe_like & (seg_start == prev_high)
