@@ -48,8 +48,7 @@ from typing import Any
 from benchmarks import fault_matrix as fm
 from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.culprits import BOTH, CULPRITS, DOWNLOAD, Culprit
-from gitnetdiag.diagnosis.engine import DOWNLOAD_MIN_COST_S as MIN_COST_S
-from gitnetdiag.diagnosis.engine import fired_findings
+from gitnetdiag.diagnosis.engine import rank_findings
 from gitnetdiag.diagnosis.matrix import (
     CulpritCounts,
     Fit,
@@ -120,6 +119,11 @@ DOWNLOAD_CULPRITS: tuple[Culprit, ...] = tuple(c for c in CULPRITS if c.directio
 """The download-only culprits: those this matrix fits."""
 SHARED_CULPRITS: tuple[str, ...] = tuple(c.id for c in CULPRITS if c.directions == BOTH)
 """The culprits of both directions (their upload calibration)."""
+
+
+MIN_COST_S = 0.5
+"""A download culprit's hit costing less than this is no firing of the fit (the fetch
+matrix's rule since its first fit: a hit that cheap never ranks)."""
 
 
 def download_ids() -> list[str]:
@@ -311,9 +315,8 @@ def shared_rows(runs: list[MatrixRun], counts: dict[str, CulpritCounts],
     faults = culprit_faults()
     fired: dict[str, int] = {}
     for run in runs:
-        for finding in fired_findings(run.observations):
-            if finding.id in SHARED_CULPRITS and finding.cost_s >= MIN_COST_S \
-                    and finding.score >= 0.25:
+        for finding in rank_findings(run.observations)[0]:
+            if finding.id in SHARED_CULPRITS:
                 fired[finding.id] = fired.get(finding.id, 0) + 1
     ids = [c for c in SHARED_CULPRITS if c in faults or c in counts]
     rows = []

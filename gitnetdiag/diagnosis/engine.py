@@ -2,8 +2,9 @@
 
 One path for both directions: the culprits that judge ``obs.run.transfer``
 (:attr:`~gitnetdiag.diagnosis.culprits.Culprit.directions`) run on the one
-:class:`Observations`; a download's findings of culprits of both directions are told
-of clones (:func:`~gitnetdiag.diagnosis.assembly.in_download_words`), and an edge's own
+:class:`Observations`, are priced by the one cost model (:func:`apply_costs`), ranked and
+thresholded alike; a download's findings of culprits of both directions are told of
+clones (:func:`~gitnetdiag.diagnosis.assembly.in_download_words`), and an edge's own
 config backs ``edge-response-buffering``.
 
 Ranking: by ``cost_s x score`` (expected seconds lost), highest first; ties by
@@ -128,16 +129,20 @@ def _headline(findings: Sequence[Finding], protocols: Sequence[ProtocolSummary])
 
 
 def fired_findings(obs: Observations, culprits: Sequence[Culprit] = CULPRITS) -> list[Finding]:
-    """Every culprit of the run's direction that fires, in catalogue order (a download's
-    told of clones)."""
+    """Every culprit of the run's direction that fires, in catalogue order."""
     direction = obs.run.transfer
-    fired = []
-    for culprit in culprits:
-        if not culprit.judges(direction) or (finding := culprit(obs)) is None:
-            continue
-        shared = direction == "download" and culprit.judges("upload")
-        fired.append(in_download_words(finding) if shared else finding)
-    return fired
+    return [finding for culprit in culprits
+            if culprit.judges(direction) and (finding := culprit(obs)) is not None]
+
+
+def _in_words(obs: Observations, findings: Sequence[Finding],
+              culprits: Sequence[Culprit]) -> list[Finding]:
+    """A download's findings of culprits of both directions told of clones (after pricing,
+    whose sentence speaks of the upload too)."""
+    if obs.run.transfer != "download":
+        return list(findings)
+    shared = {c.id for c in culprits if c.judges("upload")}
+    return [in_download_words(f) if f.id in shared else f for f in findings]
 
 
 def rank_findings(
@@ -149,24 +154,13 @@ def rank_findings(
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """The findings kept (ranked, above the thresholds) and those dropped."""
     fired = fired_findings(obs, culprits)
-    if obs.run.transfer == "download":
-        ranked = list(_download_ranked(fired))
-        kept = tuple(f for f in ranked if f.cost_s >= DOWNLOAD_MIN_COST_S and f.score >= min_score)
-        if obs.host is not None:
-            kept = with_edge_config(kept, obs.host.config_findings)
-    else:
-        ranked = rank(apply_costs(obs, fired))
-        kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score
-                     and supported(obs, f))
-    dropped = tuple(f for f in ranked if f not in kept)
+    ranked = rank(_in_words(obs, apply_costs(obs, fired), culprits))
+    kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score
+                 and supported(obs, f))
+    if obs.host is not None:
+        kept = with_edge_config(kept, obs.host.config_findings)
+    dropped = tuple(f for f in ranked if f.id not in {k.id for k in kept})
     return kept, dropped
-
-
-DOWNLOAD_MIN_COST_S = 0.5
-
-
-def _download_ranked(fired: Sequence[Finding]) -> list[Finding]:
-    return sorted(fired, key=lambda f: f.cost_s * f.score, reverse=True)
 
 
 def diagnose(

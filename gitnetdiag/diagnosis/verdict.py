@@ -278,18 +278,28 @@ def unexplained_bursts(obs: Observations) -> list[MeasurementFailure]:
     return items
 
 
+def _has_tcp_evidence(obs: Observations, name: str) -> bool:
+    """A capture or TCP_INFO of the protocol's transfers: a push's (its capture metrics),
+    any clone's (its capture, its TCP_INFO, the server's socket)."""
+    if obs.run.transfer == "download":
+        return any(t.capture is not None or t.tcp is not None or t.sender is not None
+                   for t in obs.transfers if t.protocol == name)
+    return obs.protocols[name].capture is not None
+
+
 def _missing_tcp_evidence(obs: Observations, measured: Sequence[str]) -> list[MeasurementFailure]:
     """Without a capture or TCP_INFO a TCP window clamp or loss cannot be seen: a run with
     nothing ranked is then not healthy, it lacks the evidence that would rank them."""
     pushed = [name for name in measured if obs.protocols[name].pushes]
-    if not pushed or any(obs.protocols[name].capture is not None for name in pushed):
+    if not pushed or any(_has_tcp_evidence(obs, name) for name in pushed):
         return []
     labels = ", ".join(PROTOCOL_LABELS.get(name, name) for name in pushed)
+    transfers = "clones" if obs.run.transfer == "download" else "pushes"
     return [MeasurementFailure(
         protocol=None, stage="tcp-evidence", reference="no-tcp-evidence", kind=None,
         message=f"no TCP evidence for {labels}: no packet capture and no TCP_INFO samples",
         hint="run as root with tcpdump for a capture, or where 'ss' (iproute2) is installed "
-        "so the kernel's TCP_INFO of the pushes is sampled",
+        f"so the kernel's TCP_INFO of the {transfers} is sampled",
     )]
 
 
@@ -529,6 +539,8 @@ def _judge_download(obs: Observations, findings: Sequence[Finding],
         failures += unexplained_bursts(obs)
     other = _fetch_run_failures(problems)
     failures += other
+    if not findings:  # after the run's own errors, which name the cause of missing evidence
+        failures += _missing_tcp_evidence(obs, measured)
     verdict: Verdict
     if not measured and (names or other):
         verdict = "failed"

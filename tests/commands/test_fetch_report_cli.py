@@ -94,14 +94,15 @@ def test_a_damaged_fetch_run_is_one_line_and_fails(fetch_run: Path, damage: str)
 
 
 def test_missing_and_garbled_artifacts_still_render(fetch_run: Path) -> None:
-    """A clone's files lost or garbled: the report says less, it does not crash."""
+    """A clone's files lost or garbled: the report says less, it does not crash (its only
+    clone's TCP_INFO garbled, the run has no TCP evidence: inconclusive, as a push's)."""
     for path in fetch_run.glob("fetch-git-1.*"):
         if path.name.endswith("tcpinfo.jsonl"):
             path.write_text('{"t_s": "x"}\nnot json\n{"counters": 5}\n')
         else:
             path.unlink()
     proc = _cli("report", str(fetch_run), "--format", "html")
-    assert proc.returncode == 0, proc.stderr
+    assert proc.returncode == 8 and "no-tcp-evidence" in proc.stderr, proc.stderr
     assert "no clone was measured" not in proc.stdout
     shutil.rmtree(fetch_run)
     proc = _cli("report", str(fetch_run))

@@ -1,14 +1,15 @@
 """One verdict rule for both directions (ONE-TRANSFER.md "Where the copies disagree":
 verdict, exit codes, hints): each case is the same transfers, once as pushes
 (:func:`gitnetdiag.diagnosis.verdict.judge`) and once as clones
-(:func:`gitnetdiag.diagnosis.fetchverdict.judge_clones`), with the same findings; both
+(the same :func:`~gitnetdiag.diagnosis.verdict.judge` on a download), with the same findings; both
 must come out with the same verdict, the same failure references, and exit alike.
 
 Before the fetch verdict followed the push's rule: the refused SSH transfer explained by
 firewall-reset was ``failed`` as pushes and ``degraded`` as clones; a stall nothing
 explained was ``inconclusive`` and ``failed``; a run error of another step, a burst whose
 connections failed, a branch left on the server and a run still ``running`` were ignored
-by the fetch verdict."""
+by the fetch verdict; then a run without TCP evidence (no capture, no TCP_INFO) was
+``healthy`` as clones and ``inconclusive`` as pushes."""
 
 from __future__ import annotations
 
@@ -96,6 +97,8 @@ class Case:
     problems: Callable[[str], tuple[RunProblem, ...]] = field(default=lambda record: ())
     headline: str = ""
     """How a failed run's headline opens (``{Transfers}``: ``pushes`` or ``clones``)."""
+    tcp: bool = True
+    """TCP evidence recorded (a push's capture, a clone's TCP_INFO)."""
 
 
 H1, SSH = Transfer("h1"), Transfer("ssh")
@@ -145,6 +148,12 @@ CASES: dict[str, Case] = {
     "branch-left-on-the-server": Case((H1,), (), "healthy", frozenset({"probe-ref-leftover"}),
                                       ExitCode.NETWORK, problems=_leftover),
     "clean": Case((H1, SSH), (), "healthy", frozenset(), None),
+    # No capture and no TCP_INFO: a window clamp or loss could not be seen (the fetch
+    # verdict said healthy before it took the push's rule).
+    "no-tcp-evidence": Case((H1,), (), "inconclusive", frozenset({"no-tcp-evidence"}),
+                            ExitCode.INCONCLUSIVE, tcp=False),
+    "no-tcp-evidence-but-a-culprit-ranked": Case((H1,), ("path-latency",), "degraded",
+                                                 frozenset(), None, tcp=False),
 }
 
 
@@ -162,7 +171,8 @@ def _as_pushes(case: Case) -> Verdicts:
         protocols.setdefault(t.protocol, []).append(_push(t))
     obs = Observations(
         run=RunInfo(requested_protocols=tuple(protocols)),
-        protocols={name: ProtocolObservation(pushes=tuple(pushes), capture=CAPTURE)
+        protocols={name: ProtocolObservation(pushes=tuple(pushes),
+                                             capture=CAPTURE if case.tcp else None)
                    for name, pushes in protocols.items()},
         bursts=case.bursts, problems=case.problems("manifest.json"))
     findings = [_finding(culprit) for culprit in case.findings]
@@ -176,7 +186,8 @@ def _as_pushes(case: Case) -> Verdicts:
 
 
 def _as_clones(case: Case) -> Verdicts:
-    clones = [_clone(t, repeat) for repeat, t in enumerate(case.transfers, start=1)]
+    clones = [_clone(t, repeat) if case.tcp else replace(_clone(t, repeat), tcp=None)
+              for repeat, t in enumerate(case.transfers, start=1)]
     judged = judgement(clones, [_finding(culprit) for culprit in case.findings],
                           bursts=case.bursts, problems=case.problems("fetch.json"))
     # Stalls and failures a ranked culprit covers are listed with it, as evidence.
