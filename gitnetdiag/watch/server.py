@@ -23,7 +23,7 @@ def index_page(config: WatchConfig) -> str:
              "/probe?target=NAME   one cycle now, that cycle's metrics", "", "targets:"]
     for t in config.targets:
         every = f"every {t.interval_s:g} s" if t.interval_s > 0 else "on /probe only"
-        lines.append(f"  {t.name}: {', '.join(t.protocols)}, {every}")
+        lines.append(f"  {t.name}: {', '.join(t.protocols)} ({t.direction}), {every}")
     return "\n".join(lines) + "\n"
 
 

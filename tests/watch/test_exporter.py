@@ -228,7 +228,7 @@ def test_http_metrics_probe_and_errors(served: tuple[str, WatchMetrics]) -> None
         assert value(answer.read(), "gitnetdiag_probes_total", target="edge",
                      result="success") == 1.0
     with urllib.request.urlopen(f"{base}/", timeout=10) as answer:
-        assert b"edge: h1" in answer.read()
+        assert b"edge: h1 (push)" in answer.read()
     for path, status in (("/probe?target=nope", 400), ("/favicon.ico", 404)):
         with pytest.raises(urllib.error.HTTPError) as info:
             urllib.request.urlopen(base + path, timeout=10)
