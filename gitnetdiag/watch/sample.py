@@ -127,14 +127,6 @@ class ProbeSample:
         verdicts = [d.verdict for d in self.directions]
         return max(verdicts, key=_badness, default="failed")
 
-    @property
-    def run_dir(self) -> str:
-        """The first direction's run directory (the cycle's), empty if none."""
-        return next((d.run_dir for d in self.directions if d.run_dir), "")
-
-    def direction(self, name: str) -> DirectionSample | None:
-        return next((d for d in self.directions if d.direction == name), None)
-
     def to_dict(self) -> dict[str, Any]:
         result: dict[str, Any] = to_jsonable(self)
         return result
