@@ -115,12 +115,13 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
     )
 
 
-def _headline(findings: Sequence[Finding], protocols: Sequence[ProtocolSummary]) -> str:
+def _headline(findings: Sequence[Finding], protocols: Sequence[ProtocolSummary],
+              transfers: str = "pushes") -> str:
     rates = ", ".join(f"{s.label} {fmt_rate(s.rate_bytes_per_s)}" for s in protocols
                       if s.rate_bytes_per_s)
     if not findings:
         measured = f" ({rates})" if rates else ""
-        return f"No culprit costs the pushes noticeable time{measured}."
+        return f"No culprit costs the {transfers} noticeable time{measured}."
     top = findings[0]
     more = ""
     if len(findings) > 1:
@@ -178,7 +179,8 @@ def diagnose(
         if name in obs.protocols
     )
     judgement = judge(obs, kept)
-    headline = _headline(kept, summaries)
+    headline = _headline(kept, summaries,
+                         "clones" if obs.run.transfer == "download" else "pushes")
     failing = failure_headline(judgement, kept, obs)
     if judgement.verdict == "failed" and failing is not None:
         headline = failing

@@ -42,7 +42,6 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     ProtocolObservation,
     PushResult,
-    RunProblem,
 )
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import GitnetdiagError, NetworkError, NothingMeasured, VerdictError
@@ -80,8 +79,10 @@ hook, the server) and is no evidence for the one-protocol culprit."""
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Failure kinds of a push that stopped making progress."""
 
-_IGNORED_STAGES = frozenset({"cleanup"})
-"""Run errors that are no measurement (a leftover branch is listed, not judged)."""
+_IGNORED_STAGES = frozenset({"cleanup", "push", "fetch"})
+"""Run errors judged elsewhere: a leftover branch (listed after the verdict) and a partial
+clone left behind (``cleanup``), a transfer's own failure (``push``, ``fetch``: judged from
+the transfers)."""
 LEFTOVER_REFERENCE = "probe-ref-leftover"
 """A throwaway branch still on the server: listed with its remove command in every report."""
 _LEFTOVER_HINT = "remove it with the command in the message once the server is idle"
@@ -356,33 +357,52 @@ def judge(obs: Observations, findings: Sequence[Finding], *,
         failures += [f for name in measured for f in _unexplained_push_failures(obs, name)]
         failures += unexplained_bursts(obs)
         failures += _missing_tcp_evidence(obs, measured)
-    other = [p for p in obs.problems if p.stage not in _IGNORED_STAGES and p.stage != "push"]
-    failures += [
-        MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,
-                           kind=p.kind, message=p.message, hint=p.hint or _GENERIC_HINT)
-        for p in other
-    ]
-    verdict: Verdict
-    if not measured and (requested or other):
-        verdict = "failed"
-    elif unexplained:
-        verdict = "inconclusive"
-    elif explained_failure:
-        verdict = "failed"
-    elif findings:
-        verdict = "degraded"
-    elif failures:
-        verdict = "inconclusive"
-    else:
-        verdict = "healthy"
+    other = _run_failures(obs)
+    failures += other
+    verdict = _verdict(measured, requested, other, unexplained, explained_failure, findings,
+                       failures)
     # After the verdict: a branch left behind measured nothing wrong, but the user must act.
-    failures += [
-        MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,
-                           kind=p.kind, message=p.message, hint=p.hint or _LEFTOVER_HINT)
-        for p in obs.problems if p.stage == "cleanup" and p.reference == LEFTOVER_REFERENCE
-    ]
     return Judgement(verdict=verdict, requested=requested, measured=measured,
-                     failures=tuple(failures))
+                     failures=(*failures, *_leftovers(obs)))
+
+
+def _verdict(measured: Sequence[str], requested: Sequence[str],
+             other: Sequence[MeasurementFailure], unexplained: bool, explained_failure: bool,
+             findings: Sequence[Finding], failures: Sequence[MeasurementFailure]) -> Verdict:
+    """The rule of the module doc, either direction."""
+    if not measured and (requested or other):
+        return "failed"
+    if unexplained:
+        return "inconclusive"
+    if explained_failure:
+        return "failed"
+    if findings:
+        return "degraded"
+    if any(f.explained_by is None for f in failures):
+        return "inconclusive"
+    return "healthy"
+
+
+_LEFTOVER_HINTS = {LEFTOVER_REFERENCE: _LEFTOVER_HINT,
+                   "cleanup-leftover": "remove it with git push --delete"}
+"""The run error of a throwaway branch left on the server (a push's probe branch, a
+``--fetch-seed`` branch) and what to do when the run gave no command."""
+
+
+def _run_failures(obs: Observations) -> list[MeasurementFailure]:
+    """The run's problems of other steps (a native probe, a capture, the set-up, the seed's
+    push, a run that never finished)."""
+    hint = _FETCH_HINT if obs.run.transfer == "download" else _GENERIC_HINT
+    return [MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,
+                               kind=p.kind, message=p.message, hint=p.hint or hint)
+            for p in obs.problems if p.stage not in _IGNORED_STAGES]
+
+
+def _leftovers(obs: Observations) -> list[MeasurementFailure]:
+    return [MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=LEFTOVER_REFERENCE,
+                               kind=p.kind, message=p.message,
+                               hint=p.hint or _LEFTOVER_HINTS[p.reference])
+            for p in obs.problems if p.stage == "cleanup" and p.reference in _LEFTOVER_HINTS]
 
 
 # The download direction: one clone each in ``obs.transfers``.
@@ -391,11 +411,6 @@ _CLONE_STALL_HINT = ("a clone that stops moving with nothing ranked: rerun as ro
                "captured, and read the server's logs for that time")
 _FETCH_HINT = ("see the clone's stderr file in the run directory and the run's errors in "
                  "fetch.json")
-_FETCH_IGNORED_STAGES = frozenset({"fetch", "cleanup"})
-"""Run errors the clones' own failures already say (``fetch``) or that measured nothing
-(``cleanup``: a partial clone left in the temporary directory, a branch left: listed)."""
-SEED_LEFTOVER = "cleanup-leftover"
-"""The run error of a ``--fetch-seed`` branch that may be left on the server."""
 
 
 def _clone_kind(obs: TransferObservation) -> FailureKind | None:
@@ -498,26 +513,11 @@ def _clones_in_measured(clones: Sequence[TransferObservation], findings: Sequenc
     return items
 
 
-def _fetch_run_failures(problems: Sequence[RunProblem]) -> list[MeasurementFailure]:
-    """The run's problems of other steps (the seed's push, a capture, the set-up, a run
-    that never finished), as the push verdict counts its other problems."""
-    return [MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=p.reference,
-                               kind=p.kind, message=p.message, hint=p.hint or _FETCH_HINT)
-            for p in problems if p.stage not in _FETCH_IGNORED_STAGES]
-
-
-def _seed_leftovers(problems: Sequence[RunProblem]) -> list[MeasurementFailure]:
-    return [MeasurementFailure(protocol=p.protocol, stage=p.stage, reference=LEFTOVER_REFERENCE,
-                               kind=p.kind, message=p.message,
-                               hint=p.hint or "remove it with git push --delete")
-            for p in problems if p.stage == "cleanup" and p.reference == SEED_LEFTOVER]
-
-
 def _judge_download(obs: Observations, findings: Sequence[Finding],
                     hint_of: HintOf) -> Judgement:
     """The verdict of a download's clones (``obs.transfers``) by the same rule, its failures
     told of clones; the seed branch left on the server listed after the verdict."""
-    clones, problems = obs.transfers, obs.problems
+    clones = obs.transfers
     names = tuple(n for n in PROTOCOL_ORDER
                   if n in (obs.run.requested_protocols or {o.protocol for o in clones}))
     by_name = {n: [o for o in clones if o.protocol == n] for n in names}
@@ -537,25 +537,14 @@ def _judge_download(obs: Observations, findings: Sequence[Finding],
         failures += _clones_in_measured(by_name[name], findings, hint_of)
     if not findings:
         failures += unexplained_bursts(obs)
-    other = _fetch_run_failures(problems)
+    other = _run_failures(obs)
     failures += other
     if not findings:  # after the run's own errors, which name the cause of missing evidence
         failures += _missing_tcp_evidence(obs, measured)
-    verdict: Verdict
-    if not measured and (names or other):
-        verdict = "failed"
-    elif unexplained:
-        verdict = "inconclusive"
-    elif explained_failure:
-        verdict = "failed"
-    elif findings:
-        verdict = "degraded"
-    elif any(f.explained_by is None for f in failures):
-        verdict = "inconclusive"
-    else:
-        verdict = "healthy"
+    verdict = _verdict(measured, names, other, unexplained, explained_failure, findings,
+                       failures)
     return Judgement(verdict=verdict, requested=names, measured=measured,
-                     failures=(*failures, *_seed_leftovers(problems)))
+                     failures=(*failures, *_leftovers(obs)))
 
 
 def verdict_error(verdict: Verdict, failures: Sequence[MeasurementFailure]
