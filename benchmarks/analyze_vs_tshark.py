@@ -202,39 +202,49 @@ def record(path: Path, size: str = RECORD_BYTES) -> None:
     for ns in _NS:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
     try:
-        for ns in _NS:
-            _ip("netns", "add", ns)
-        _ip("link", "add", _VETH[0], "netns", _NS[0], "type", "veth", "peer", "name", _VETH[1],
-            "netns", _NS[1])
-        for ns, dev, addr in zip(_NS, _VETH, _ADDR, strict=True):
-            _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", dev)
-            _ip("-n", ns, "link", "set", dev, "up")
-            _ip("-n", ns, "link", "set", "lo", "up")
-            subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "gro", "off", "gso",
-                            "off", "tso", "off"], check=True, capture_output=True, timeout=30)
-        server = _in_ns(_NS[1], "iperf3", "-s", "-1", "-B", _ADDR[1],
-                        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        dump = _in_ns(_NS[0], "tcpdump", "-i", _VETH[0], "-s", str(SNAPLEN), "-B", "65536",
-                      "-nn", "-w", str(part), "tcp", stderr=subprocess.PIPE)
-        try:
-            time.sleep(1.5)  # tcpdump listening, iperf3 bound
-            subprocess.run(["ip", "netns", "exec", _NS[0], "iperf3", "-c", _ADDR[1], "-M",
-                            "1400", "-n", size, "-l", "128K"], check=True,
-                           stdout=subprocess.DEVNULL, timeout=300)
-            time.sleep(0.5)
-        finally:
-            dump.send_signal(signal.SIGINT)
-            _, err = dump.communicate(timeout=60)
-            server.kill()
-            server.wait(timeout=30)
-        os.chmod(part, 0o644)
-        part.replace(path)
-        counts = [line for line in err.decode(errors="replace").splitlines() if "packets" in line]
-        print(f"recorded {path} ({path.stat().st_size / 1e6:.0f} MB): {'; '.join(counts)}")
+        _record_into(part, path, size)
+    except subprocess.CalledProcessError as exc:
+        sys.exit(f"recording failed: {' '.join(map(str, exc.cmd))} exited {exc.returncode}"
+                 f" {(exc.stderr or b'').decode(errors='replace').strip()}")
     finally:
         for ns in _NS:
             subprocess.run(["ip", "netns", "del", ns], capture_output=True, timeout=30)
         part.unlink(missing_ok=True)
+
+
+def _record_into(part: Path, path: Path, size: str) -> None:
+    """:func:`record`'s namespaces, veth pair, iperf3 and tcpdump (the caller cleans up)."""
+    for ns in _NS:
+        _ip("netns", "add", ns)
+    _ip("link", "add", _VETH[0], "netns", _NS[0], "type", "veth", "peer", "name", _VETH[1],
+        "netns", _NS[1])
+    for ns, dev, addr in zip(_NS, _VETH, _ADDR, strict=True):
+        _ip("-n", ns, "addr", "add", f"{addr}/30", "dev", dev)
+        _ip("-n", ns, "link", "set", dev, "up")
+        _ip("-n", ns, "link", "set", "lo", "up")
+        subprocess.run(["ip", "netns", "exec", ns, "ethtool", "-K", dev, "gro", "off", "gso",
+                        "off", "tso", "off"], check=True, capture_output=True, timeout=30)
+    server = _in_ns(_NS[1], "iperf3", "-s", "-1", "-B", _ADDR[1],
+                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    dump = _in_ns(_NS[0], "tcpdump", "-i", _VETH[0], "-s", str(SNAPLEN), "-B", "65536",
+                  "-nn", "-w", str(part), "tcp", stderr=subprocess.PIPE)
+    try:
+        time.sleep(1.5)  # tcpdump listening, iperf3 bound
+        subprocess.run(["ip", "netns", "exec", _NS[0], "iperf3", "-c", _ADDR[1], "-M",
+                        "1400", "-n", size, "-l", "128K"], check=True,
+                       stdout=subprocess.DEVNULL, timeout=300)
+        time.sleep(0.5)
+    finally:
+        dump.send_signal(signal.SIGINT)
+        _, err = dump.communicate(timeout=60)
+        server.kill()
+        server.wait(timeout=30)
+    if not part.exists() or part.stat().st_size <= 24:
+        sys.exit(f"tcpdump recorded nothing: {err.decode(errors='replace').strip()}")
+    os.chmod(part, 0o644)
+    part.replace(path)
+    counts = [line for line in err.decode(errors="replace").splitlines() if "packets" in line]
+    print(f"recorded {path} ({path.stat().st_size / 1e6:.0f} MB): {'; '.join(counts)}")
 
 
 _WRAPPER = (
