@@ -1,6 +1,7 @@
 """Issue 26 item 5 in the lab: the push faults that slow or break a clone too rank their
 push culprit first under ``diagnose --lab --direction fetch``: the same id and fix, from the
-clones' own evidence (the push detectors reused, :mod:`gitnetdiag.diagnosis.culprits.fetchshared`).
+clones' own evidence (the push detectors reused, one catalogue entry each, on the download's
+observations: :mod:`gitnetdiag.diagnosis.assembly`).
 
 Each fault's lab serves 6 MiB of random data on ``main`` (``fetch_history="random"``), so a
 clone has a pack to measure; a fetch writes nothing, so the lab is the shared one."""
