@@ -293,11 +293,8 @@ def _check_transfers(run_dir: Path, manifest: RunRecord) -> None:
                     raise Malformed(f"{where}.{name} must be above 0 for a {record.noun} with "
                                     f"outcome {record.outcome!r}, got {getattr(record, name)!r}")
             where = f"protocols.{run.protocol}.{run.transfers_field}[{record.repeat}]"
-            capture = getattr(record, "capture", None)
-            if capture is not None:
-                inside(run_dir, capture.path, f"{where}.capture.path")
-            for kind, relative in record.artifacts.items():
-                inside(run_dir, relative, f"{where}.artifacts.{kind}")
+            for name, relative in record.files().items():
+                inside(run_dir, relative, f"{where}.{name}")
         if run.burst is not None and run.burst.capture is not None:
             inside(run_dir, run.burst.capture, f"protocols.{run.protocol}.burst.capture")
 

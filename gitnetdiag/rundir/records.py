@@ -326,6 +326,10 @@ class TransferRecord:
     artifacts: dict[str, str] = field(default_factory=dict)
     """Artifact kind -> path relative to the run directory (kinds in the subclasses)."""
 
+    def files(self) -> dict[str, str]:
+        """Every file the record names (relative to the run directory), by its field."""
+        return {f"artifacts.{kind}": path for kind, path in self.artifacts.items()}
+
 
 @dataclass(frozen=True, kw_only=True)
 class PushRecord(TransferRecord):
@@ -372,6 +376,10 @@ class PushRecord(TransferRecord):
     http_requests: tuple[HttpRequestRecord, ...] = ()
     """The push's HTTP requests in order, with their statuses (HTTP pushes with a curl
     trace; empty otherwise and in runs recorded before it was added)."""
+
+    def files(self) -> dict[str, str]:
+        named = super().files()
+        return {"capture.path": self.capture.path, **named} if self.capture else named
 
 
 @dataclass(frozen=True, kw_only=True)
