@@ -97,6 +97,8 @@ class RunRecord:
     """Its file in the run directory."""
     schema_id: ClassVar[str]
     """Its schema."""
+    label: ClassVar[str]
+    """What its fields are called in messages (``manifest.protocols[0]...``)."""
 
     schema: str
     """Always the class's :attr:`schema_id`."""
@@ -135,6 +137,7 @@ class RunManifest(RunRecord):
 
     file: ClassVar[str] = MANIFEST_NAME
     schema_id: ClassVar[str] = SCHEMA
+    label: ClassVar[str] = "manifest"
 
     direction: Literal["push"] = "push"
     protocols: tuple[ProtocolRun, ...]
@@ -153,6 +156,7 @@ class SampledManifest(RunRecord):
 
     file: ClassVar[str] = FETCH_FILE
     schema_id: ClassVar[str] = FETCH_SCHEMA
+    label: ClassVar[str] = "fetch"
 
     direction: Literal["fetch"] = "fetch"
     protocols: tuple[SampledProtocolRun, ...]
@@ -287,7 +291,7 @@ def _check_transfers(run_dir: Path, manifest: RunRecord) -> None:
     """A measured transfer took time (and a push a pack); every artifact stays inside."""
     for index, run in enumerate(manifest.protocols):
         for number, record in enumerate(run.transfers):
-            where = f"{manifest_where(manifest)}.protocols[{index}].{run.transfers_field}[{number}]"
+            where = f"{manifest.label}.protocols[{index}].{run.transfers_field}[{number}]"
             for name in record.measured_fields if record.outcome in MEASURED_OUTCOMES else ():
                 if getattr(record, name) <= 0:
                     raise Malformed(f"{where}.{name} must be above 0 for a {record.noun} with "
@@ -299,17 +303,12 @@ def _check_transfers(run_dir: Path, manifest: RunRecord) -> None:
             inside(run_dir, run.burst.capture, f"protocols.{run.protocol}.burst.capture")
 
 
-def manifest_where(manifest: RunRecord | type[RunRecord]) -> str:
-    """The name a manifest's fields are given in messages: ``manifest``, ``fetch``."""
-    return "fetch" if manifest.file == FETCH_FILE else "manifest"
-
-
 def check_values(run_dir: Path, manifest: RunRecord) -> None:
     """Raise ``Malformed`` for values the types allow but the run cannot have: an unknown
     protocol, an endpoint without a port, an artifact path leaving ``run_dir``, a number
     that is negative (flow-control credit aside), NaN, infinite or absurdly large, a
     measured transfer of 0 s (or a push of 0 bytes)."""
-    where = manifest_where(manifest)
+    where = manifest.label
     check_numbers(manifest, where)
     for index, run in enumerate(manifest.protocols):
         names = [run.protocol, *(record.protocol for record in run.transfers)]
@@ -364,7 +363,7 @@ def read_manifest(path: Path, cls: type[Manifest]) -> Manifest | None:
         data = read_json_input(path, error=bad_run_dir)
     except FileNotFoundError:
         return None
-    return read_record(cls, data, schema=cls.schema_id, where=manifest_where(cls),
+    return read_record(cls, data, schema=cls.schema_id, where=cls.label,
                        check=lambda manifest: check_values(path.parent, manifest),
                        named=str(path))
 
