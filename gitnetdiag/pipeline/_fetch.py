@@ -1,9 +1,9 @@
 """A fetch run directory -> per-clone phases, TCP evidence and ranked download culprits.
 
 The fetch side of the pipeline: reads ``fetch.json`` and each clone's
-artifacts, derives the phases (:mod:`gitnetdiag.analysis.fetchphases`) and the
-receiver's TCP evidence (:mod:`gitnetdiag.analysis.fetchtcp`), and ranks the
-download culprits (:mod:`gitnetdiag.diagnosis.culprits.download`). Offline:
+artifacts, derives the phases (:mod:`gitnetdiag.analysis.trace2`) and the
+receiver's TCP evidence (:mod:`gitnetdiag.analysis.tcpinfo`), and ranks the
+download culprits (:mod:`gitnetdiag.diagnosis.engine`). Offline:
 ``fetch.json`` and its files reproduce the same answer anywhere.
 """
 
@@ -14,22 +14,24 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gitnetdiag.analysis.fetchphases import FetchPhases, fetch_phases
-from gitnetdiag.analysis.fetchsender import summarize_sender
-from gitnetdiag.analysis.fetchtcp import DownloadTcpSummary, summarize_download
-from gitnetdiag.analysis.fetchwindow import (
-    DownloadPacing,
-    DownloadWindowSeries,
-    download_pacing,
-    download_window_series,
-    receiver_window_limited_share,
+from gitnetdiag.analysis.h2ledger import git_h2_window
+from gitnetdiag.analysis.nativeledger import (
+    H2Pacing,
+    SshPacing,
+    h2_receiver_pacing,
+    ssh_receiver_pacing,
 )
-from gitnetdiag.analysis.fetchwire import git_h2_window
-from gitnetdiag.analysis.sshdownload import SshDownloadPacing, ssh_download_pacing
-from gitnetdiag.diagnosis.culprits.download import FetchObservation, rank_download
-from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
+from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary, summarize_receiver, summarize_sender
+from gitnetdiag.analysis.trace2 import ReceiverPhases, receiver_phases
+from gitnetdiag.analysis.window import (
+    ReceiverWindowSeries,
+    receiver_window_limited_share,
+    receiver_window_series,
+)
+from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
-from gitnetdiag.diagnosis.fetchverdict import judge_clones
+from gitnetdiag.diagnosis.engine import rank_findings
+from gitnetdiag.diagnosis.headline import verdict_headline
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
@@ -37,6 +39,8 @@ from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     RunProblem,
 )
+from gitnetdiag.diagnosis.transfers import TransferObservation
+from gitnetdiag.diagnosis.verdict import judge
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
 from gitnetdiag.pipeline._host import load_host_report
@@ -59,19 +63,19 @@ class FetchDiagnosis:
     """Always ``fetch``."""
     manifest: SampledManifest
     """``fetch.json``."""
-    observations: tuple[FetchObservation, ...]
+    observations: tuple[TransferObservation, ...]
     """One per clone, in order."""
     findings: tuple[Finding, ...]
     """Download culprits, the costliest first."""
-    windows: tuple[DownloadWindowSeries | None, ...] = ()
+    windows: tuple[ReceiverWindowSeries | None, ...] = ()
     """Per observation, the download socket's window over time (the HTML report's plot)."""
-    h2_pacing: tuple[DownloadPacing, ...] = ()
+    h2_pacing: tuple[H2Pacing, ...] = ()
     """The native HTTP/2 download ledgers, one per window, side by side."""
     verdict: Verdict = "healthy"
-    """By the push verdict's rule (:mod:`gitnetdiag.diagnosis.fetchverdict`)."""
+    """By the push verdict's rule (:func:`gitnetdiag.diagnosis.verdict.judge`)."""
     measurement_failures: tuple[MeasurementFailure, ...] = ()
     """Clones that failed or stalled, each with the culprit that explains it, if any."""
-    ssh_pacing: tuple[SshDownloadPacing, ...] = ()
+    ssh_pacing: tuple[SshPacing, ...] = ()
     """The native SSH download ledger."""
     bursts: tuple[BurstResult, ...] = ()
     """``--burst``: each protocol's burst of ls-remotes after the clones."""
@@ -111,7 +115,7 @@ def _samples(text: str) -> list[dict[str, Any]]:
 
 
 def download_capture_metrics(conn: ConnectionAnalysis, label: str,
-                             tcp: DownloadTcpSummary | None) -> CaptureMetrics:
+                             tcp: ReceiverTcpSummary | None) -> CaptureMetrics:
     """The download connection of a clone's capture (taken at the client, ``a``) as the
     sender's view the push detectors read, the server (``b``) sending. At the receiver a
     segment lost on the path is never seen, so its retransmission fills a hole below what
@@ -159,7 +163,7 @@ def download_capture_metrics(conn: ConnectionAnalysis, label: str,
     )
 
 
-def _captured(run_dir: Path, record: SampledTransfer, tcp: DownloadTcpSummary | None
+def _captured(run_dir: Path, record: SampledTransfer, tcp: ReceiverTcpSummary | None
               ) -> CaptureMetrics | None:
     """The clone's capture as the sender's view (the connection the server sent most on;
     a clone refused at its SYN has only that), None without one (not root) or empty."""
@@ -180,16 +184,16 @@ def _captured(run_dir: Path, record: SampledTransfer, tcp: DownloadTcpSummary | 
 
 def observe_fetch(run_dir: Path, record: SampledTransfer, rtt_s: float | None,
                   rmem: tuple[int, ...] | None = None,
-                  libcurl: str | None = None) -> FetchObservation:
+                  libcurl: str | None = None) -> TransferObservation:
     """One clone's observation from its record and artifacts."""
     timeline = _timeline(run_dir, record)
-    phases: FetchPhases = fetch_phases(
+    phases: ReceiverPhases = receiver_phases(
         trace2=_read(run_dir, record, "trace2").splitlines(),
         stderr=_read(run_dir, record, "stderr"), timeline=timeline,
         packet_trace=_read(run_dir, record, "packet_trace"),
         started_epoch_s=record.started_epoch_s)
-    tcp = summarize_download(_samples(_read(run_dir, record, "tcpinfo")))
-    return FetchObservation(
+    tcp = summarize_receiver(_samples(_read(run_dir, record, "tcpinfo")))
+    return TransferObservation(
         protocol=record.protocol, repeat=record.repeat, outcome=record.outcome,
         moved_bytes=record.moved_bytes, measured_s=record.measured_s,
         rate_bytes_per_s=record.rate_bytes_per_s, wall_s=record.wall_s, phases=phases,
@@ -260,7 +264,7 @@ def diagnose_fetch_run(run_dir: Path, manifest: SampledManifest | None = None
     observations = tuple(observe_fetch(run_dir, record, rtts.get(run.endpoint),
                                        manifest.client_tcp_rmem, libcurl)
                          for run in manifest.protocols for record in run.fetches)
-    windows = tuple(download_window_series(_samples(_read(run_dir, record, "tcpinfo")))
+    windows = tuple(receiver_window_series(_samples(_read(run_dir, record, "tcpinfo")))
                     for run in manifest.protocols for record in run.fetches)
     # The server's evidence, when it was collected: its config lint, and its counters, kernel
     # log and listeners over the run (read with the bursts by listen-backlog-overflow).
@@ -268,21 +272,19 @@ def diagnose_fetch_run(run_dir: Path, manifest: SampledManifest | None = None
     host = load_host_report(host_file) if host_file.is_file() else None
     bursts = tuple(_burst(run_dir, run.burst, run.endpoint)
                    for run in manifest.protocols if run.burst is not None)
-    findings = rank_download(observations, bursts=bursts, host=host)
-    if host is not None:
-        findings = with_edge_config(findings, host.config_findings)
-    judged = judge_clones(
-        observations, findings, requested=_requested(manifest),
-        problems=fetch_problems(manifest) + capture_problems(run_dir, manifest),
-        bursts=bursts, hint_of=lambda kind, message: failure_hint(kind or "other", message,
-                                                                  transfer="download"))
+    obs = download_observations(
+        observations, bursts=bursts, host=host, requested=_requested(manifest),
+        problems=fetch_problems(manifest) + capture_problems(run_dir, manifest))
+    findings, _ = rank_findings(obs)
+    judged = judge(obs, findings, hint_of=lambda kind, message: failure_hint(
+        kind or "other", message, transfer="download"))
     return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
                           findings=findings, windows=windows,
-                          h2_pacing=tuple(download_pacing(r) for r in manifest.h2_downloads),
-                          ssh_pacing=tuple(ssh_download_pacing(r)
+                          h2_pacing=tuple(h2_receiver_pacing(r) for r in manifest.h2_downloads),
+                          ssh_pacing=tuple(ssh_receiver_pacing(r)
                                            for r in manifest.ssh_downloads),
                           verdict=judged.verdict, measurement_failures=judged.failures,
-                          bursts=bursts, headline=judged.headline)
+                          bursts=bursts, headline=verdict_headline(judged, findings, obs))
 
 
 _STAGE_HINTS = {

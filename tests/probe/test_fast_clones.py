@@ -19,9 +19,9 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.analysis.fetchphases import FetchPhases, finished_clone_rate
-from gitnetdiag.diagnosis.culprits.fetchobs import FetchObservation
-from gitnetdiag.diagnosis.culprits.fetchshared import clone_as_transfer
+from gitnetdiag.analysis.trace2 import ReceiverPhases, finished_clone_rate
+from gitnetdiag.diagnosis.assembly import as_push_result
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.pipeline import diagnose_fetch_run
 from gitnetdiag.probe.budget import Progress, RateMonitor
 from gitnetdiag.probe.fetchonce import clone_argv, run_monitored_clone
@@ -94,9 +94,9 @@ def test_every_pack_is_counted_aloud() -> None:
         "clone")
 
 
-def _phases(**values: float | int | None) -> FetchPhases:
-    fields = dict.fromkeys(FetchPhases.__dataclass_fields__)
-    return FetchPhases(**{**fields, **values})  # type: ignore[arg-type]
+def _phases(**values: float | int | None) -> ReceiverPhases:
+    fields = dict.fromkeys(ReceiverPhases.__dataclass_fields__)
+    return ReceiverPhases(**{**fields, **values})  # type: ignore[arg-type]
 
 
 def test_a_finished_clone_without_a_rate_gets_one_from_trace2_or_its_wall_time() -> None:
@@ -113,11 +113,11 @@ def test_a_finished_clone_without_a_rate_gets_one_from_trace2_or_its_wall_time()
 
 def test_the_shared_detectors_see_a_finished_clone_without_a_rate_as_a_transfer() -> None:
     """Not as a failure of kind ``other``: 8 MiB in index-pack's 80 ms of receiving."""
-    clone = FetchObservation(
+    clone = TransferObservation(
         protocol="h1", repeat=1, outcome="ok", moved_bytes=1014, measured_s=0.0,
         rate_bytes_per_s=None, wall_s=0.9, tcp=None, path_rtt_s=None,
         phases=_phases(received_bytes=SIZE, receiving_s=0.08))
-    transfer = clone_as_transfer(clone)
+    transfer = as_push_result(clone)
     assert (transfer.ok, transfer.bytes, transfer.duration_s) == (True, SIZE, 0.08)
     assert transfer.error_kind is None
 
