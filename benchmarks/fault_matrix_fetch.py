@@ -209,18 +209,18 @@ def drop_stale(index: dict[str, Any], observations: dict[str, Any], missing: lis
 def _observations(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """A run's clones and its context (the fetch's bursts and the server's host evidence,
     what ``listen-backlog-overflow`` reads beside the clones), as JSON."""
-    from gitnetdiag.pipeline import diagnose_fetch_run
+    from gitnetdiag.pipeline import diagnose_sampled
     from gitnetdiag.pipeline._host import load_host_report
     from gitnetdiag.rundir import HOST_REPORT_FILE
 
-    diagnosis = diagnose_fetch_run(run_dir)
+    diagnosis = diagnose_sampled(run_dir)
     if diagnosis is None:
         raise FileNotFoundError(f"{run_dir.name}: no fetch.json")
     host_file = run_dir / HOST_REPORT_FILE
     host = load_host_report(host_file) if host_file.is_file() else None
-    context = {"bursts": [to_jsonable(burst) for burst in diagnosis.bursts],
+    context = {"bursts": [to_jsonable(burst) for burst in diagnosis.observations.bursts],
                "host": to_jsonable(host) if host is not None else None}
-    return [to_jsonable(obs) for obs in diagnosis.observations], context
+    return [to_jsonable(obs) for obs in diagnosis.observations.transfers], context
 
 
 def read_fetch_matrix(source: Path, *, reanalyse: bool = False,

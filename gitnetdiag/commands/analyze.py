@@ -135,11 +135,11 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
     """Every capture of a run directory; with --diagnose the ranked diagnosis too."""
     from gitnetdiag.commands._diagnosis import print_diagnosis
     from gitnetdiag.commands._options import ReportFormat
-    from gitnetdiag.commands.fetch import is_fetch_run
     from gitnetdiag.pipeline import load_host_report
-    from gitnetdiag.rundir import MANIFEST_NAME, load_run
+    from gitnetdiag.rundir import FETCH_FILE, MANIFEST_NAME, load_run
 
-    if is_fetch_run(run_dir):  # a fetch run: its report, derived again
+    if (run_dir / FETCH_FILE).exists() and not (run_dir / MANIFEST_NAME).exists():
+        # a fetch run: its report, derived again
         _analyze_fetch_run(run_dir, json_out, out_dir)
         return
     if unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
@@ -178,26 +178,23 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
 def _analyze_fetch_run(run_dir: Path, json_out: str | None, out_dir: Path | None) -> None:
     """A fetch run's report (its JSON with --json, the reports into --out DIR), then the
     exit of its verdict, as a push run's: 8 inconclusive, 9 failed, 5 a branch left."""
-    from gitnetdiag.commands.fetch import (
-        fetch_exit_error,
-        fetch_run_diagnosis,
-        render_fetch,
-        write_fetch_reports,
-    )
+    from gitnetdiag.diagnosis.verdict import verdict_error
+    from gitnetdiag.pipeline import diagnose_run, write_reports
+    from gitnetdiag.report import RENDERERS
 
-    diagnosis = fetch_run_diagnosis(run_dir)
+    diagnosis, _ = diagnose_run(run_dir)
     err = Console(stderr=True, highlight=False)
     if json_out is not None:
-        emit(render_fetch(diagnosis, "json"), None if json_out == "-" else Path(json_out))
+        emit(RENDERERS["json"](diagnosis), None if json_out == "-" else Path(json_out))
     if json_out != "-":
-        sys.stdout.write(render_fetch(diagnosis, "terminal"))
+        sys.stdout.write(RENDERERS["terminal"](diagnosis))
     if out_dir is not None:
         _make_out_dir(out_dir)
-        written = write_fetch_reports(diagnosis, out_dir, lambda message: err.print(
+        written = write_reports(diagnosis, out_dir, lambda message: err.print(
             f"warning: {message}", style="yellow", markup=False))
         if written:
             err.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)
-    failure = fetch_exit_error(diagnosis, None)
+    failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is not None:
         raise failure
 

@@ -23,7 +23,7 @@ from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.vocabulary import parse_size
 
 if TYPE_CHECKING:
-    from gitnetdiag.pipeline import FetchDiagnosis
+    from gitnetdiag.diagnosis.model import Diagnosis
 
 
 class TransferDirection(StrEnum):
@@ -61,11 +61,10 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
         outcome = run_fetch_probe(options, reporter)
     if before_diagnosis is not None:
         before_diagnosis(outcome.run_dir)
-    from gitnetdiag.pipeline import diagnose_fetch_run  # numpy-free, but pure side
+    from gitnetdiag.pipeline import diagnose_sampled
 
     # A full run directory kept fetch.json at an earlier state: diagnose what was measured.
-    diagnosis = diagnose_fetch_run(outcome.run_dir,
-                                   outcome.manifest if outcome.disk_full else None)
+    diagnosis = diagnose_sampled(outcome.run_dir, outcome.manifest if outcome.disk_full else None)
     if diagnosis is None:
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
@@ -86,7 +85,7 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
         raise error
 
 
-def fetch_exit_error(diagnosis: FetchDiagnosis, run_error: GitnetdiagError | None
+def fetch_exit_error(diagnosis: Diagnosis, run_error: GitnetdiagError | None
                      ) -> GitnetdiagError | None:
     """What a fetch run exits with after its report: the verdict's error when it is
     inconclusive or failed (a failed clone no culprit explains); else the run's first error,
@@ -98,55 +97,15 @@ def fetch_exit_error(diagnosis: FetchDiagnosis, run_error: GitnetdiagError | Non
     if error is not None or run_error is None:
         return error
     explained = {f.protocol for f in diagnosis.measurement_failures if f.explained_by}
-    if all(e.stage == "fetch" and e.protocol in explained for e in diagnosis.manifest.errors):
+    errors = diagnosis.sampled.record.errors if diagnosis.sampled else ()
+    if all(e.stage == "fetch" and e.protocol in explained for e in errors):
         return None
     return run_error
 
 
-def render_fetch(diagnosis: FetchDiagnosis, fmt: str) -> str:
+def render_fetch(diagnosis: Diagnosis, fmt: str) -> str:
     """The report in ``fmt`` (``terminal``, ``md``, ``html`` or ``json``), by the one set of
     renderers."""
     from gitnetdiag.report import RENDERERS
 
     return RENDERERS[fmt](diagnosis)
-
-
-def is_fetch_run(run_dir: Path) -> bool:
-    """A fetch run directory: ``fetch.json`` and no push ``manifest.json`` beside it."""
-    from gitnetdiag.rundir import MANIFEST_NAME
-    from gitnetdiag.rundir.files import FETCH_FILE
-
-    return (run_dir / FETCH_FILE).exists() and not (run_dir / MANIFEST_NAME).exists()
-
-
-def fetch_run_diagnosis(run_dir: Path) -> FetchDiagnosis:
-    """The diagnosis of a fetch run directory, derived again from its files; ``bad-run-dir``
-    (one line, exit 3) when they are not a fetch run's."""
-    from gitnetdiag.pipeline import diagnose_fetch_run
-    from gitnetdiag.rundir import bad_run_dir
-
-    diagnosis = diagnose_fetch_run(run_dir)
-    if diagnosis is None:
-        raise bad_run_dir(f"{run_dir}: no fetch.json")
-    return diagnosis
-
-
-def write_fetch_reports(diagnosis: FetchDiagnosis, out_dir: Path,
-                        warn: Callable[[str], object]) -> dict[str, Path]:
-    """The fetch report in Markdown, HTML and JSON into ``out_dir``, under the names the
-    push's reports have there (``analyze RUN --diagnose --out DIR``); the ones written. A
-    report that cannot be written goes to ``warn`` and the rest are skipped, as the push's."""
-    from gitnetdiag.pipeline import REPORT_FILES
-    from gitnetdiag.safefile import replace_file
-
-    written = {}
-    for fmt, name in REPORT_FILES.items():
-        try:
-            replace_file(out_dir / name, render_fetch(diagnosis, fmt).encode())
-        except (OSError, GitnetdiagError) as exc:
-            cause = exc.__cause__ if isinstance(exc, GitnetdiagError) else exc
-            why = cause.strerror if isinstance(cause, OSError) and cause.strerror else str(exc)
-            warn(f"reports not saved in {out_dir}: {why}")
-            break
-        written[fmt] = out_dir / name
-    return written

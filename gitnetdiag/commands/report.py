@@ -9,16 +9,10 @@ from rich.console import Console
 
 from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
-from gitnetdiag.commands.fetch import (
-    fetch_exit_error,
-    fetch_run_diagnosis,
-    is_fetch_run,
-    render_fetch,
-)
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
-from gitnetdiag.rundir import MANIFEST_NAME
+from gitnetdiag.rundir import FETCH_FILE, MANIFEST_NAME
 
 LOAD_FILE = "load.json"
 """The report of a ``gitnetdiag load --out`` run directory."""
@@ -58,16 +52,10 @@ def report_command(
     from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
-    if is_fetch_run(run_dir):  # exits as the push's report does: 8, 9, or 5 for a leftover
-        fetched = fetch_run_diagnosis(run_dir)
-        emit(render_fetch(fetched, report_format.value), out)
-        failure = fetch_exit_error(fetched, None)
-        if failure is not None:
-            raise failure
-        return
     if (run_dir / LOAD_FILE).is_file() and not (run_dir / MANIFEST_NAME).is_file():
         diagnosis = _load_diagnosis(run_dir / LOAD_FILE)
-    elif unusable_reason(run_dir / MANIFEST_NAME) == "does not exist":  # else load_run says
+    elif unusable_reason(run_dir / MANIFEST_NAME) == "does not exist" and not (
+            run_dir / FETCH_FILE).exists():  # else load_run (or the fetch run's reader) says
         raise UsageError(f"{run_dir} is not a run directory (no {MANIFEST_NAME})",
                          hint="give a directory written by 'gitnetdiag probe', 'diagnose' or "
                          "'load --out'")

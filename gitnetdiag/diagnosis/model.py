@@ -7,12 +7,16 @@ carries, for plots); every number they show is computed here or in the engine.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.serial import to_jsonable
+
+if TYPE_CHECKING:  # numpy-free at run time: the plots' series are analysis types
+    from gitnetdiag.analysis.nativeledger import H2Pacing, SshPacing
+    from gitnetdiag.analysis.window import ReceiverWindowSeries
 
 Verdict = Literal["healthy", "degraded", "inconclusive", "failed"]
 """``healthy`` every requested protocol measured and nothing ranks; ``degraded``
@@ -199,8 +203,26 @@ class Environment:
     """Who answered the HTTPS pushes (and the SSH banner), from what the probes saw."""
 
 
-Direction = Literal["push", "load"]
-"""What a diagnosis measured; the fetch direction has its own report (``fetch-report``)."""
+Direction = Literal["push", "fetch", "load"]
+"""What a diagnosis measured: pushes, clones (``fetch``), or a ``load`` run's operations."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class SampledTransfers:
+    """What a run of transfers sampled one by one (``fetch.json``: a fetch's clones) shows
+    beside the ranking; the reports' extra sections, each shown when present. The
+    transfers themselves and the bursts are the diagnosis' ``observations``."""
+
+    record: Any
+    """The run's record, a ``gitnetdiag.rundir.manifest.SampledManifest`` (its status,
+    remotes, seed branch and errors); typed loosely because the diagnosis does not import
+    the run directory's records (the pipeline sets it, the reports read it)."""
+    windows: tuple[ReceiverWindowSeries | None, ...] = ()
+    """Per transfer, the receiving socket's window over time (the HTML report's plot)."""
+    h2_pacing: tuple[H2Pacing, ...] = ()
+    """The native HTTP/2 ledgers, one per window, side by side."""
+    ssh_pacing: tuple[SshPacing, ...] = ()
+    """The native SSH ledger."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -228,8 +250,11 @@ class Diagnosis:
     measurement_failures: tuple[MeasurementFailure, ...] = ()
     """What could not be measured, each with its hint."""
     direction: Direction = "push"
-    """What was measured: pushes (``push``), or a ``load`` run's concurrent operations
-    (clones, fetches, pushes, ls-remotes, as its observations say)."""
+    """What was measured: pushes (``push``), clones (``fetch``), or a ``load`` run's
+    concurrent operations (clones, fetches, pushes, ls-remotes, as its observations say)."""
+    sampled: SampledTransfers | None = None
+    """A fetch run's per-transfer evidence and record (its reports' extra sections and the
+    ``fetch-report/3`` JSON); None for a push or load run."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types, every field (the JSON report builds on this)."""

@@ -7,7 +7,7 @@ modules (``tests/test_architecture.py`` holds every module of gitnetdiag to that
     _run       a probe's run directory: observations, diagnosis, summaries, comparison,
                the report files
     _capture   a bare capture (no run directory)
-    _fetch     a fetch run directory
+    _sampled   a fetch run directory (``fetch.json``), reached through ``_run``'s entries
     _load      a load run's record
     _host      ``gitnetdiag host`` / ``storage`` JSON -> the engine's evidence
     _probe     the native probes' own summaries, replayed from their events
@@ -26,8 +26,6 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gitnetdiag.pipeline._capture import diagnose_capture as diagnose_capture
     from gitnetdiag.pipeline._capture import observations_from_capture as observations_from_capture
-    from gitnetdiag.pipeline._fetch import FetchDiagnosis as FetchDiagnosis
-    from gitnetdiag.pipeline._fetch import diagnose_fetch_run as diagnose_fetch_run
     from gitnetdiag.pipeline._host import (
         host_observation_from_report as host_observation_from_report,
     )
@@ -53,12 +51,11 @@ if TYPE_CHECKING:
     from gitnetdiag.pipeline._run import observations_from_run as observations_from_run
     from gitnetdiag.pipeline._run import summarize_run as summarize_run
     from gitnetdiag.pipeline._run import write_reports as write_reports
+    from gitnetdiag.pipeline._sampled import diagnose_sampled as diagnose_sampled
 
 EXPORTS: dict[str, str] = {
     "diagnose_capture": "_capture",
     "observations_from_capture": "_capture",
-    "FetchDiagnosis": "_fetch",
-    "diagnose_fetch_run": "_fetch",
     "host_observation_from_report": "_host",
     "load_host_report": "_host",
     "load_storage_report": "_host",
@@ -80,6 +77,7 @@ EXPORTS: dict[str, str] = {
     "observations_from_run": "_run",
     "summarize_run": "_run",
     "write_reports": "_run",
+    "diagnose_sampled": "_sampled",
 }
 """Public name -> the private module that defines it."""
 

@@ -36,6 +36,7 @@ from gitnetdiag.pipeline._connections import analysis_order, burst_result
 from gitnetdiag.pipeline._h2stall import h2_client_stall
 from gitnetdiag.pipeline._native import body_limit, downsample, native_fingerprint, native_ledgers
 from gitnetdiag.pipeline._noted import Noted, Notes
+from gitnetdiag.pipeline._sampled import sampled_run
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
     NATIVE_FILES,
@@ -523,8 +524,11 @@ def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
     command did not create (a checkout, a ticket attachment) is only read.
 
     A directory the user may not write (another user's run) is diagnosed all
-    the same; the unsaved file becomes a warning.
+    the same; the unsaved file becomes a warning. A fetch run (``fetch.json``) is
+    diagnosed alike, by :mod:`gitnetdiag.pipeline._sampled`.
     """
+    if (sampled := sampled_run(run_dir)) is not None:
+        return sampled, []
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
     if save_to is not None:
         text = json.dumps(observations.to_dict(), indent=1) + "\n"
@@ -542,6 +546,8 @@ def diagnosis_from_saved(run_dir: Path, warn: Progress = _quiet) -> Diagnosis:
     hide behind a saved diagnosis. Observations saved before the verdict knew
     what was requested get it from the manifest.
     """
+    if (sampled := sampled_run(run_dir)) is not None:
+        return sampled
     manifest = load_run(run_dir)
     data = read_json_object(run_dir / OBSERVATIONS_FILE)
     if data is None:

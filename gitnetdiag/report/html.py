@@ -25,11 +25,12 @@ from gitnetdiag.report.transfers import (
     SSH_LEDGER_COLUMNS,
     SSH_LEDGER_TITLE,
     WORDS,
-    SampledRun,
     burst_line,
     columns,
     direction_line,
+    evidence,
     header,
+    record,
     sections,
     ssh_ledger_row,
     transfer_row,
@@ -134,10 +135,10 @@ def _sampled_finding(rank: int, finding: Finding) -> str:
             f"{rows}</table><p class=\"fix\">fix: {_esc(finding.fix)}</p>")
 
 
-def _sampled_html(d: SampledRun) -> str:
+def _sampled_html(d: Diagnosis) -> str:
     """The page of a redacted diagnosis of sampled transfers: each transfer's row, the
     culprits, the evidence sections present, the window and ledger plots."""
-    words = WORDS[d.direction]
+    words, done, sampled = WORDS[d.direction], d.observations.transfers, evidence(d)
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
         f"<title>gitnetdiag report: {_esc(d.direction)}</title><style>{STYLE}</style>"
@@ -152,34 +153,34 @@ def _sampled_html(d: SampledRun) -> str:
     parts += [f"<p>{_esc(f.reference)}: {_esc(f.message)}"
               + (f" (explained by {_esc(f.explained_by)})" if f.explained_by
                  else f"; {_esc(f.hint)}") + "</p>" for f in d.measurement_failures]
-    rows = [transfer_row(obs) for obs in d.observations]
+    rows = [transfer_row(obs) for obs in done]
     parts.append(_table(words.transfers.capitalize(), columns(d.direction), rows)
                  or f"<h2>{_esc(words.transfers.capitalize())}</h2>"
                  f"<p>no {_esc(words.transfer)} was measured</p>")
-    if d.bursts:
+    if d.observations.bursts:
         parts.append("<h2>Bursts</h2><ul>" + "".join(
-            f"<li>{_esc(burst_line(burst))}</li>" for burst in d.bursts) + "</ul>")
+            f"<li>{_esc(burst_line(burst))}</li>" for burst in d.observations.bursts) + "</ul>")
     parts.append(f"<h2>Culprits ({_esc(words.way)} direction)</h2>")
     if d.findings:
         parts += [_sampled_finding(rank, f) for rank, f in enumerate(d.findings, start=1)]
-    elif any(obs.measured for obs in d.observations):
+    elif any(obs.measured for obs in done):
         parts.append(f"<p>no {_esc(words.way)} culprit above the threshold</p>")
-    if d.manifest.errors:
+    if record(d).errors:
         parts.append("<h2>Errors</h2><ul>" + "".join(
             f"<li><code>{_esc(e.reference)}</code>: {_esc(e.message)}</li>"
-            for e in d.manifest.errors) + "</ul>")
+            for e in record(d).errors) + "</ul>")
     parts += [_table(title, cols, rows) for title, cols, rows in sections(d)]
     parts.append(_table(SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS,
-                        [ssh_ledger_row(p) for p in d.ssh_pacing]))
-    figures = [window_figure(d.observations, d.windows), pacing_figure(d.h2_pacing)]
+                        [ssh_ledger_row(p) for p in sampled.ssh_pacing]))
+    figures = [window_figure(done, sampled.windows), pacing_figure(sampled.h2_pacing)]
     parts.append(plots_section([figure for figure in figures if figure is not None]))
     parts.append("</body></html>\n")
     return "".join(parts)
 
 
-def render_html(diagnosis: Diagnosis | SampledRun) -> str:
+def render_html(diagnosis: Diagnosis) -> str:
     """One self-contained HTML page (plots inline, no external resources)."""
-    if not isinstance(diagnosis, Diagnosis):
+    if diagnosis.sampled is not None:
         return _sampled_html(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)
     env = d.environment

@@ -7,7 +7,7 @@ from typing import Any
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.report.transfers import SampledRun, burst_json
+from gitnetdiag.report.transfers import burst_json
 from gitnetdiag.report.transfers import report_dict as sampled_report_dict
 from gitnetdiag.serial import to_jsonable
 
@@ -31,10 +31,10 @@ def _finding(rank: int | None, f: Finding) -> dict[str, Any]:
     }
 
 
-def report_dict(diagnosis: Diagnosis | SampledRun) -> dict[str, Any]:
+def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
     """The report as plain JSON types (schema :data:`SCHEMA`, or
     :data:`~gitnetdiag.report.transfers.TRANSFER_REPORT_SCHEMA` for sampled transfers)."""
-    if not isinstance(diagnosis, Diagnosis):
+    if diagnosis.sampled is not None:
         return sampled_report_dict(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)
     protocols = {}
@@ -63,6 +63,6 @@ def report_dict(diagnosis: Diagnosis | SampledRun) -> dict[str, Any]:
     }
 
 
-def render_json(diagnosis: Diagnosis | SampledRun) -> str:
+def render_json(diagnosis: Diagnosis) -> str:
     """The report as indented JSON text (ends with a newline)."""
     return json.dumps(report_dict(diagnosis), indent=2, sort_keys=False) + "\n"

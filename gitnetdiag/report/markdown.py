@@ -12,7 +12,7 @@ from gitnetdiag.report.failures import (
     failure_where,
 )
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.report.transfers import WORDS, SampledRun, render_text
+from gitnetdiag.report.transfers import WORDS, render_text
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
@@ -63,9 +63,9 @@ def _finding(rank: int, f: Finding) -> list[str]:
     return lines
 
 
-def render_markdown(diagnosis: Diagnosis | SampledRun) -> str:
+def render_markdown(diagnosis: Diagnosis) -> str:
     """The report as GitHub-flavoured Markdown."""
-    if not isinstance(diagnosis, Diagnosis):
+    if diagnosis.sampled is not None:
         return render_text(redact_diagnosis(diagnosis), markdown=True)
     d = redact_diagnosis(diagnosis)
     env = d.environment

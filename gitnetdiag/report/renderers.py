@@ -17,17 +17,16 @@ from gitnetdiag.report.compare import (
 from gitnetdiag.report.json_report import render_json
 from gitnetdiag.report.markdown import render_markdown
 from gitnetdiag.report.terminal import render_terminal
-from gitnetdiag.report.transfers import SampledRun
 
 
-def render_html(diagnosis: Diagnosis | SampledRun) -> str:
+def render_html(diagnosis: Diagnosis) -> str:
     """Self-contained HTML with embedded plots (imports matplotlib on first use)."""
     from gitnetdiag.report.html import render_html as _render
 
     return _render(diagnosis)
 
 
-RENDERERS: dict[str, Callable[[Diagnosis | SampledRun], str]] = {
+RENDERERS: dict[str, Callable[[Diagnosis], str]] = {
     "terminal": render_terminal,
     "md": render_markdown,
     "html": render_html,

@@ -19,7 +19,7 @@ from gitnetdiag.report.failures import (
     failure_where,
 )
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.report.transfers import SampledRun, render_text
+from gitnetdiag.report.transfers import render_text
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
@@ -85,10 +85,9 @@ def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None
     console.print(Padding(fix, (0, 0, 0, 3)))
 
 
-def render_terminal(diagnosis: Diagnosis | SampledRun, *, width: int = 100,
-                    color: bool = False) -> str:
+def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = False) -> str:
     """The report as terminal text; ``color`` adds ANSI styles (not to sampled transfers')."""
-    if not isinstance(diagnosis, Diagnosis):
+    if diagnosis.sampled is not None:
         return render_text(redact_diagnosis(diagnosis), markdown=False)
     d = redact_diagnosis(diagnosis)
     buffer = io.StringIO()

@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
-from gitnetdiag.diagnosis.model import Finding
+from gitnetdiag.diagnosis.model import Diagnosis, Finding, SampledTransfers
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
@@ -25,8 +25,6 @@ from gitnetdiag.serial import to_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.analysis.nativeledger import H2Pacing, SshPacing
-    from gitnetdiag.analysis.window import ReceiverWindowSeries
-    from gitnetdiag.diagnosis.model import MeasurementFailure
     from gitnetdiag.rundir.manifest import SampledManifest
 
 TRANSFER_REPORT_SCHEMA = "gitnetdiag.fetch-report/3"
@@ -58,31 +56,16 @@ WORDS = {
 """A direction's words, by the diagnosis' ``direction``."""
 
 
-class SampledRun(Protocol):
-    """What the per-transfer sections read of a diagnosis."""
+def evidence(d: Diagnosis) -> SampledTransfers:
+    """The per-transfer evidence of a diagnosis of sampled transfers."""
+    assert d.sampled is not None, "not a diagnosis of sampled transfers"
+    return d.sampled
 
-    @property
-    def direction(self) -> str: ...
-    @property
-    def manifest(self) -> SampledManifest: ...
-    @property
-    def observations(self) -> tuple[TransferObservation, ...]: ...
-    @property
-    def findings(self) -> tuple[Finding, ...]: ...
-    @property
-    def windows(self) -> tuple[ReceiverWindowSeries | None, ...]: ...
-    @property
-    def h2_pacing(self) -> tuple[H2Pacing, ...]: ...
-    @property
-    def ssh_pacing(self) -> tuple[SshPacing, ...]: ...
-    @property
-    def verdict(self) -> str: ...
-    @property
-    def measurement_failures(self) -> tuple[MeasurementFailure, ...]: ...
-    @property
-    def bursts(self) -> tuple[BurstResult, ...]: ...
-    @property
-    def headline(self) -> str: ...
+
+def record(d: Diagnosis) -> SampledManifest:
+    """The run's record (``fetch.json``) of a diagnosis of sampled transfers."""
+    manifest: SampledManifest = evidence(d).record
+    return manifest
 
 
 def direction_line(direction: str) -> str:
@@ -229,12 +212,14 @@ def sender_row(obs: TransferObservation) -> tuple[str, ...] | None:
             fmt_quantity(sender.app_share, "ratio"))
 
 
-def sections(d: SampledRun) -> list[tuple[str, Sequence[str], list[tuple[str, ...]]]]:
+def sections(d: Diagnosis) -> list[tuple[str, Sequence[str], list[tuple[str, ...]]]]:
     """The evidence tables after the culprits, each (title, columns, rows) with rows only:
     git's HTTP/2 window, the server's socket, the native HTTP/2 ledger."""
-    found = [(WIRE_TITLE, WIRE_COLUMNS, [r for o in d.observations if (r := wire_row(o))]),
-             (SENDER_TITLE, SENDER_COLUMNS, [r for o in d.observations if (r := sender_row(o))]),
-             (LEDGER_TITLE, LEDGER_COLUMNS, [ledger_row(p) for p in d.h2_pacing])]
+    done = d.observations.transfers
+    pacing = evidence(d).h2_pacing
+    found = [(WIRE_TITLE, WIRE_COLUMNS, [r for o in done if (r := wire_row(o))]),
+             (SENDER_TITLE, SENDER_COLUMNS, [r for o in done if (r := sender_row(o))]),
+             (LEDGER_TITLE, LEDGER_COLUMNS, [ledger_row(p) for p in pacing])]
     return [(title, cols, rows) for title, cols, rows in found if rows]
 
 
@@ -262,20 +247,21 @@ def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
     return lines
 
 
-def header(d: SampledRun) -> tuple[str, str]:
+def header(d: Diagnosis) -> tuple[str, str]:
     """The run's status and remotes line, and what the transfers fetched."""
-    urls = ", ".join(f"{run.protocol} {run.url}" for run in d.manifest.protocols)
-    return f"status: {d.manifest.status}; remotes: {urls}", seed_line(d.manifest.seed)
+    run = record(d)
+    urls = ", ".join(f"{p.protocol} {p.url}" for p in run.protocols)
+    return f"status: {run.status}; remotes: {urls}", seed_line(run.seed)
 
 
-def render_text(d: SampledRun, *, markdown: bool) -> str:
+def render_text(d: Diagnosis, *, markdown: bool) -> str:
     """The terminal text or the Markdown of a redacted diagnosis of sampled transfers."""
-    words = WORDS[d.direction]
+    words, done, bursts = WORDS[d.direction], d.observations.transfers, d.observations.bursts
     title = (f"# gitnetdiag: {words.way} direction ({d.direction})" if markdown else
              f"gitnetdiag: {words.way} direction ({d.direction}, read-only {words.transfers})")
     lines = [title, "", direction_line(d.direction), *header(d), ""]
-    if d.observations:
-        lines += table_text(columns(d.direction), [transfer_row(o) for o in d.observations],
+    if done:
+        lines += table_text(columns(d.direction), [transfer_row(o) for o in done],
                             markdown=markdown)
     else:
         lines.append(f"no {words.transfer} was measured")
@@ -284,9 +270,9 @@ def render_text(d: SampledRun, *, markdown: bool) -> str:
         lines.append("## Culprits" if markdown else f"culprits ({words.way} direction):")
         for rank, finding in enumerate(d.findings, start=1):
             lines += _finding_lines(rank, finding, markdown=markdown)
-    elif any(obs.measured for obs in d.observations):
+    elif any(obs.measured for obs in done):
         lines.append(f"no {words.way} culprit above the threshold")
-    lines += [burst_line(burst) for burst in d.bursts]
+    lines += [burst_line(burst) for burst in bursts]
     for title, cols, rows in sections(d):
         lines += ["", f"## {title}" if markdown else title,
                   *table_text(cols, rows, markdown=markdown)]
@@ -294,17 +280,18 @@ def render_text(d: SampledRun, *, markdown: bool) -> str:
     lines += [f"  {f.reference}: {f.message}"
               + (f" (explained by {f.explained_by})" if f.explained_by else f"; {f.hint}")
               for f in d.measurement_failures]
-    if d.ssh_pacing:
+    ssh = evidence(d).ssh_pacing
+    if ssh:
         lines += ["", f"## {SSH_LEDGER_TITLE}" if markdown else SSH_LEDGER_TITLE,
-                  *table_text(SSH_LEDGER_COLUMNS, [ssh_ledger_row(p) for p in d.ssh_pacing],
+                  *table_text(SSH_LEDGER_COLUMNS, [ssh_ledger_row(p) for p in ssh],
                               markdown=markdown)]
-    lines += [f"error: {error.reference}: {error.message}" for error in d.manifest.errors]
+    lines += [f"error: {error.reference}: {error.message}" for error in record(d).errors]
     return "\n".join(lines).rstrip() + "\n"
 
 
-def report_dict(d: SampledRun) -> dict[str, Any]:
+def report_dict(d: Diagnosis) -> dict[str, Any]:
     """The JSON report of a redacted diagnosis of sampled transfers."""
-    manifest = d.manifest
+    manifest, sampled = record(d), evidence(d)
     return {
         "schema": TRANSFER_REPORT_SCHEMA,
         "direction": d.direction,
@@ -321,12 +308,13 @@ def report_dict(d: SampledRun) -> dict[str, Any]:
                      if obs.sender else None,
                      "server_rwnd_limited_share": obs.sender.rwnd_limited_share
                      if obs.sender else None}
-                    for obs in d.observations],
+                    for obs in d.observations.transfers],
         "errors": to_jsonable(manifest.errors),
         "client_tcp_rmem": to_jsonable(manifest.client_tcp_rmem),
         "seed": to_jsonable(manifest.seed),
         "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
-                          if key not in ("t_s", "cumulative_bytes")} for p in d.h2_pacing],
-        "ssh_downloads": to_jsonable(list(d.ssh_pacing)),
-        "bursts": [burst_json(to_jsonable(burst)) for burst in d.bursts],
+                          if key not in ("t_s", "cumulative_bytes")}
+                         for p in sampled.h2_pacing],
+        "ssh_downloads": to_jsonable(list(sampled.ssh_pacing)),
+        "bursts": [burst_json(to_jsonable(burst)) for burst in d.observations.bursts],
     }

@@ -11,7 +11,7 @@ from pathlib import Path
 from gitnetdiag.commands.fetch import render_fetch
 from gitnetdiag.diagnosis.observations import BurstResult, HostEvidence, Listener
 from gitnetdiag.outcomes import FailureKind
-from gitnetdiag.pipeline import diagnose_fetch_run
+from gitnetdiag.pipeline import diagnose_sampled
 from gitnetdiag.rundir import HOST_REPORT_FILE
 from gitnetdiag.rundir.files import HOST_REPORT_SCHEMA
 from gitnetdiag.rundir.manifest import (
@@ -80,7 +80,7 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
         "schema": HOST_REPORT_SCHEMA, "counters": {"ListenOverflows": 570},
         "listeners": [{"port": 9418, "backlog": 5, "process": "git-daemon"}],
         "sysctls": {}, "kernel_log": [], "config_findings": []}))
-    diagnosis = diagnose_fetch_run(tmp_path)
+    diagnosis = diagnose_sampled(tmp_path)
     assert diagnosis is not None
     assert [f.id for f in diagnosis.findings][:1] == ["listen-backlog-overflow"]
     assert "under 150 concurrent git:// connections 130 failed" in diagnosis.findings[0].summary
@@ -97,7 +97,7 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
     assert "<h2>Bursts</h2>" in page
     assert "burst git:// x150: 20 ok, 130 failed (timeout 130)" in page
     (tmp_path / HOST_REPORT_FILE).unlink()
-    diagnosis = diagnose_fetch_run(tmp_path)
+    diagnosis = diagnose_sampled(tmp_path)
     assert diagnosis is not None and diagnosis.findings == ()
 
 

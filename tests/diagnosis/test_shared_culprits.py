@@ -10,12 +10,12 @@ from gitnetdiag.analysis.tcpinfo import SenderTcpSummary
 from gitnetdiag.commands.fetch import fetch_exit_error
 from gitnetdiag.diagnosis.assembly import download_observations, in_download_words
 from gitnetdiag.diagnosis.culprits import BOTH, CULPRITS
-from gitnetdiag.diagnosis.model import Evidence, Finding
+from gitnetdiag.diagnosis.engine import diagnose
+from gitnetdiag.diagnosis.model import Diagnosis, Evidence, Finding, SampledTransfers
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import ExitCode, NetworkError
 from gitnetdiag.outcomes import FailureKind
-from gitnetdiag.pipeline import FetchDiagnosis
 from gitnetdiag.rundir.manifest import SampledManifest
 from gitnetdiag.rundir.records import RunError
 from tests.diagnosis.test_transfer_culprits import HEALTHY, TCP
@@ -221,15 +221,16 @@ def test_fetch_words_keep_id_and_fix() -> None:
     assert worded.evidence[0].source == "clones"
 
 
-def _diagnosis(clones: list[TransferObservation], errors: tuple[RunError, ...]) -> FetchDiagnosis:
+def _diagnosis(clones: list[TransferObservation], errors: tuple[RunError, ...]) -> Diagnosis:
     findings = ranked(clones)
     verdict, failures = judged(clones, findings)
     manifest = SampledManifest(
         schema="gitnetdiag.fetch/1", direction="fetch", tool_version="0", run_id="r",
         started_at="", finished_at="", status="failed", options={}, environment=None,
         protocols=(), paths=(), errors=errors, warnings=())
-    return FetchDiagnosis(direction="fetch", manifest=manifest, observations=tuple(clones),
-                          findings=findings, verdict=verdict, measurement_failures=failures)
+    return replace(diagnose(download_observations(clones)), direction="fetch",
+                   sampled=SampledTransfers(record=manifest), findings=findings,
+                   verdict=verdict, measurement_failures=failures)
 
 
 def test_exit_code_of_a_fetch_run() -> None:

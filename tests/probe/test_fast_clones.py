@@ -22,7 +22,7 @@ import pytest
 from gitnetdiag.analysis.trace2 import ReceiverPhases, finished_clone_rate
 from gitnetdiag.diagnosis.assembly import as_push_result
 from gitnetdiag.diagnosis.transfers import TransferObservation
-from gitnetdiag.pipeline import diagnose_fetch_run
+from gitnetdiag.pipeline import diagnose_sampled
 from gitnetdiag.probe.budget import Progress, RateMonitor
 from gitnetdiag.probe.fetchonce import clone_argv, run_monitored_clone
 from gitnetdiag.probe.fetchrun import run_fetch_probe
@@ -145,15 +145,15 @@ def test_fast_clones_from_a_minimal_server_are_never_declared_failed(
         stall_timeout_s=10.0)
     outcome = run_fetch_probe(options)
     assert outcome.error is None, outcome.error
-    diagnosis = diagnose_fetch_run(tmp_path / "run")
+    diagnosis = diagnose_sampled(tmp_path / "run")
     assert diagnosis is not None
     seen = [(obs.outcome, obs.moved_bytes, round(obs.measured_s, 2),
              round((obs.rate_bytes_per_s or 0) / 2**20, 1), obs.phases.received_bytes)
-            for obs in diagnosis.observations]
+            for obs in diagnosis.observations.transfers]
     print("clones (outcome, bytes, measured s, MiB/s, trace2 bytes):", seen)
     assert len(seen) == CLONES
     assert diagnosis.verdict in ("healthy", "degraded"), (diagnosis.verdict, seen)
-    for obs in diagnosis.observations:
+    for obs in diagnosis.observations.transfers:
         assert obs.outcome == "ok" and obs.measured and obs.measured_s > 0, seen
         # The whole pack counted: git's count (rounded to 0.01 MiB) or the kernel's.
         assert obs.phases.received_bytes and obs.moved_bytes >= 0.99 * obs.phases.received_bytes

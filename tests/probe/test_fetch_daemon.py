@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.pipeline import diagnose_fetch_run
+from gitnetdiag.pipeline import diagnose_sampled
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.vocabulary import TransportKind
@@ -84,10 +84,11 @@ def test_fetch_is_read_only_and_leaves_no_clone(
     assert outcome.error is None, outcome.error
     assert tree_digest(bare) == before
     assert list(scratch.iterdir()) == []
-    diagnosis = diagnose_fetch_run(tmp_path / "run")
-    assert diagnosis is not None and diagnosis.manifest.direction == "fetch"
-    assert len(diagnosis.observations) == 2
-    for obs in diagnosis.observations:
+    diagnosis = diagnose_sampled(tmp_path / "run")
+    assert diagnosis is not None and diagnosis.sampled is not None
+    assert diagnosis.direction == "fetch" == diagnosis.sampled.record.direction
+    assert len(diagnosis.observations.transfers) == 2
+    for obs in diagnosis.observations.transfers:
         assert obs.outcome == "ok" and obs.rate_bytes_per_s
         phases = obs.phases
         assert phases.protocol_version == 2
@@ -99,7 +100,7 @@ def test_fetch_is_read_only_and_leaves_no_clone(
         assert phases.index_pack_s is not None and phases.checkout_s is not None
         assert (phases.ref_advertisement_s or 0) <= (phases.first_pack_byte_s or 0)
         assert obs.tcp is not None and obs.tcp.advertised_window_max_bytes
-    for run in diagnosis.manifest.protocols:
+    for run in diagnosis.sampled.record.protocols:
         assert all(record.clone_removed for record in run.fetches)
         assert run.burst is not None and run.burst.concurrency == 4
         assert run.burst.ok_count == 4 and len(run.burst.connects) == 4

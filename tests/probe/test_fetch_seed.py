@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.pipeline import diagnose_fetch_run
+from gitnetdiag.pipeline import diagnose_sampled
 from gitnetdiag.probe.fetchonce import clone_argv
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.fetchseed import seed_errors
@@ -53,9 +53,9 @@ def test_seed_branch_is_fetched_then_gone(
     assert seed is not None and seed.pushed and seed.protocol == "git"
     assert seed.branch.startswith("gitnetdiag/probe-")
     assert seed.cleanup == "deleted" and seed.gone_on_server is True
-    diagnosis = diagnose_fetch_run(tmp_path / "run")
+    diagnosis = diagnose_sampled(tmp_path / "run")
     assert diagnosis is not None
-    (obs,) = diagnosis.observations
+    (obs,) = diagnosis.observations.transfers
     assert obs.outcome == "ok"
     assert obs.moved_bytes >= SEED_BYTES
     manifest = load_sampled(tmp_path / "run")

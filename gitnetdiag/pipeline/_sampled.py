@@ -1,38 +1,30 @@
-"""A fetch run directory -> per-clone phases, TCP evidence and ranked download culprits.
+"""A run of transfers sampled one by one (``fetch.json``: a fetch's clones) -> one Diagnosis.
 
-The fetch side of the pipeline: reads ``fetch.json`` and each clone's
-artifacts, derives the phases (:mod:`gitnetdiag.analysis.trace2`) and the
-receiver's TCP evidence (:mod:`gitnetdiag.analysis.tcpinfo`), and ranks the
-download culprits (:mod:`gitnetdiag.diagnosis.engine`). Offline:
+Reads the run's record and each transfer's artifacts, derives the phases
+(:mod:`gitnetdiag.analysis.trace2`), the receiving end's TCP evidence and the sending
+end's socket (:mod:`gitnetdiag.analysis.tcpinfo`), the capture seen at the receiver and
+the native ledgers, and diagnoses them with the one engine and verdict. The entry is
+:func:`gitnetdiag.pipeline._run.diagnose_run`, whatever the direction. Offline:
 ``fetch.json`` and its files reproduce the same answer anywhere.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gitnetdiag.analysis.h2ledger import git_h2_window
-from gitnetdiag.analysis.nativeledger import (
-    H2Pacing,
-    SshPacing,
-    h2_receiver_pacing,
-    ssh_receiver_pacing,
-)
+from gitnetdiag.analysis.nativeledger import h2_receiver_pacing, ssh_receiver_pacing
 from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary, summarize_receiver, summarize_sender
 from gitnetdiag.analysis.trace2 import ReceiverPhases, receiver_phases
-from gitnetdiag.analysis.window import (
-    ReceiverWindowSeries,
-    receiver_window_limited_share,
-    receiver_window_series,
-)
+from gitnetdiag.analysis.window import receiver_window_limited_share, receiver_window_series
 from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
-from gitnetdiag.diagnosis.engine import rank_findings
+from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.headline import verdict_headline
-from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
+from gitnetdiag.diagnosis.model import Diagnosis, SampledTransfers
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     BurstResult,
@@ -44,7 +36,7 @@ from gitnetdiag.diagnosis.verdict import judge
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
 from gitnetdiag.pipeline._host import load_host_report
-from gitnetdiag.rundir import HOST_REPORT_FILE, BurstRecord, bad_run_dir
+from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_run_dir
 from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
 from gitnetdiag.rundir.manifest import SampledManifest, check_numbers, load_sampled
@@ -53,34 +45,6 @@ from gitnetdiag.serial import Malformed, from_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.analysis.tcp import ConnectionAnalysis
-
-
-@dataclass(frozen=True, kw_only=True)
-class FetchDiagnosis:
-    """What a fetch run showed: each clone observed, and the culprits ranked."""
-
-    direction: str
-    """Always ``fetch``."""
-    manifest: SampledManifest
-    """``fetch.json``."""
-    observations: tuple[TransferObservation, ...]
-    """One per clone, in order."""
-    findings: tuple[Finding, ...]
-    """Download culprits, the costliest first."""
-    windows: tuple[ReceiverWindowSeries | None, ...] = ()
-    """Per observation, the download socket's window over time (the HTML report's plot)."""
-    h2_pacing: tuple[H2Pacing, ...] = ()
-    """The native HTTP/2 download ledgers, one per window, side by side."""
-    verdict: Verdict = "healthy"
-    """By the push verdict's rule (:func:`gitnetdiag.diagnosis.verdict.judge`)."""
-    measurement_failures: tuple[MeasurementFailure, ...] = ()
-    """Clones that failed or stalled, each with the culprit that explains it, if any."""
-    ssh_pacing: tuple[SshPacing, ...] = ()
-    """The native SSH download ledger."""
-    bursts: tuple[BurstResult, ...] = ()
-    """``--burst``: each protocol's burst of ls-remotes after the clones."""
-    headline: str = ""
-    """What fails and why, for a failed or inconclusive run (the push's headline rule)."""
 
 
 def _read(run_dir: Path, record: SampledTransfer, kind: str) -> str:
@@ -114,7 +78,7 @@ def _samples(text: str) -> list[dict[str, Any]]:
             and isinstance(row.get("t_s"), int | float)]
 
 
-def download_capture_metrics(conn: ConnectionAnalysis, label: str,
+def receiver_capture_metrics(conn: ConnectionAnalysis, label: str,
                              tcp: ReceiverTcpSummary | None) -> CaptureMetrics:
     """The download connection of a clone's capture (taken at the client, ``a``) as the
     sender's view the push detectors read, the server (``b``) sending. At the receiver a
@@ -179,10 +143,10 @@ def _captured(run_dir: Path, record: SampledTransfer, tcp: ReceiverTcpSummary | 
     if not analysis.connections:
         return None
     download = max(analysis.connections, key=lambda c: c.b_to_a.payload_bytes)
-    return download_capture_metrics(download, f"fetch {record.protocol} #{record.repeat}", tcp)
+    return receiver_capture_metrics(download, f"fetch {record.protocol} #{record.repeat}", tcp)
 
 
-def observe_fetch(run_dir: Path, record: SampledTransfer, rtt_s: float | None,
+def observe_transfer(run_dir: Path, record: SampledTransfer, rtt_s: float | None,
                   rmem: tuple[int, ...] | None = None,
                   libcurl: str | None = None) -> TransferObservation:
     """One clone's observation from its record and artifacts."""
@@ -251,18 +215,29 @@ def _burst(run_dir: Path, burst: BurstRecord, endpoint: str) -> BurstResult:
     return burst_result(burst, endpoint, connections)
 
 
-def diagnose_fetch_run(run_dir: Path, manifest: SampledManifest | None = None
-                       ) -> FetchDiagnosis | None:
-    """The fetch side of ``run_dir``; None when the run fetched nothing. ``manifest``: the
-    run's record as the probe holds it, when ``fetch.json`` could not be brought up to date
-    (a full filesystem); else it is read from ``run_dir``."""
+def sampled_run(run_dir: Path) -> Diagnosis | None:
+    """The diagnosis of a fetch run directory (``fetch.json`` and no ``manifest.json``),
+    derived again from its files (it keeps no ``observations.json``); None for another."""
+    if (run_dir / MANIFEST_NAME).exists() or not (run_dir / FETCH_FILE).exists():
+        return None
+    diagnosis = diagnose_sampled(run_dir)
+    if diagnosis is None:
+        raise bad_run_dir(f"{run_dir}: no {FETCH_FILE}")
+    return diagnosis
+
+
+def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
+                     ) -> Diagnosis | None:
+    """The diagnosis of the transfers sampled in ``run_dir`` (``fetch.json``); None when
+    it has none. ``manifest``: the run's record as the probe holds it, when ``fetch.json``
+    could not be brought up to date (a full filesystem); else it is read from ``run_dir``."""
     manifest = manifest or load_sampled(run_dir)
     if manifest is None:
         return None
     rtts = {path.endpoint: path.connect_rtt_min_s for path in manifest.paths}
     libcurl = manifest.environment.libcurl if manifest.environment else None
-    observations = tuple(observe_fetch(run_dir, record, rtts.get(run.endpoint),
-                                       manifest.client_tcp_rmem, libcurl)
+    observations = tuple(observe_transfer(run_dir, record, rtts.get(run.endpoint),
+                                          manifest.client_tcp_rmem, libcurl)
                          for run in manifest.protocols for record in run.fetches)
     windows = tuple(receiver_window_series(_samples(_read(run_dir, record, "tcpinfo")))
                     for run in manifest.protocols for record in run.fetches)
@@ -274,17 +249,18 @@ def diagnose_fetch_run(run_dir: Path, manifest: SampledManifest | None = None
                    for run in manifest.protocols if run.burst is not None)
     obs = download_observations(
         observations, bursts=bursts, host=host, requested=_requested(manifest),
-        problems=fetch_problems(manifest) + capture_problems(run_dir, manifest))
-    findings, _ = rank_findings(obs)
-    judged = judge(obs, findings, hint_of=lambda kind, message: failure_hint(
+        problems=sampled_problems(manifest) + capture_problems(run_dir, manifest))
+    ranked = diagnose(obs)
+    # The failures' hints speak of the transfer's direction (a clone's words, not a push's).
+    judged = judge(obs, ranked.findings, hint_of=lambda kind, message: failure_hint(
         kind or "other", message, transfer="download"))
-    return FetchDiagnosis(direction="fetch", manifest=manifest, observations=observations,
-                          findings=findings, windows=windows,
-                          h2_pacing=tuple(h2_receiver_pacing(r) for r in manifest.h2_downloads),
-                          ssh_pacing=tuple(ssh_receiver_pacing(r)
-                                           for r in manifest.ssh_downloads),
-                          verdict=judged.verdict, measurement_failures=judged.failures,
-                          bursts=bursts, headline=verdict_headline(judged, findings, obs))
+    return replace(
+        ranked, verdict=judged.verdict, headline=verdict_headline(judged, ranked.findings, obs),
+        measurement_failures=judged.failures, direction=manifest.direction,
+        sampled=SampledTransfers(
+            record=manifest, windows=windows,
+            h2_pacing=tuple(h2_receiver_pacing(r) for r in manifest.h2_downloads),
+            ssh_pacing=tuple(ssh_receiver_pacing(r) for r in manifest.ssh_downloads)))
 
 
 _STAGE_HINTS = {
@@ -295,7 +271,7 @@ _STAGE_HINTS = {
 """What to do about a fetch run's error of each step (the push's are in ``_run``)."""
 
 
-def fetch_problems(manifest: SampledManifest) -> tuple[RunProblem, ...]:
+def sampled_problems(manifest: SampledManifest) -> tuple[RunProblem, ...]:
     """fetch.json's errors as the verdict reads them, each with what to do about it, and
     a run that never finished (``status`` still ``running``), as for pushes."""
     seed = manifest.seed
