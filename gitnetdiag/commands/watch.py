@@ -38,8 +38,8 @@ def watch_command(
     Every cycle pushes to throwaway branches that are deleted (as 'gitnetdiag
     diagnose' does), or with direction: fetch only clones (read-only, as
     'diagnose --direction fetch'), or both; keeps its run directory (newest
-    keep_runs per target) and updates the metrics; /probe?target=NAME runs one cycle on demand and answers
-    with its metrics (the blackbox exporter's pattern).
+    keep_runs per target) and updates the metrics; /probe?target=NAME runs one
+    cycle on demand and answers with its metrics (the blackbox exporter's pattern).
     """
     from gitnetdiag.watch.metrics import WatchMetrics
     from gitnetdiag.watch.scheduler import Scheduler, SubprocessCycle
