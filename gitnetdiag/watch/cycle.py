@@ -198,6 +198,8 @@ def _fetch_sample(target: Target, options: ProbeOptions, started_unix_s: float
     if diagnosis is None:
         return _failed(target, "fetch", outcome.run_dir, errors.get("*", "fetch-failed"),
                        "the fetch run wrote no fetch.json", started_unix_s)
+    write_reports(diagnosis, outcome.run_dir,  # the one set of renderers: clones too
+                  warn=lambda message: print(f"warning: {message}", file=sys.stderr))
     part = sample_from_fetch(
         verdict=diagnosis.verdict, findings=diagnosis.findings, runs=manifest.protocols,
         protocols=target.protocols, fetch_errors=errors, catalogue=catalogue("download"),

@@ -61,8 +61,8 @@ def test_once_against_a_closed_port_reports_refused(tmp_path: Path) -> None:
 
 def test_once_fetch_target_against_a_closed_port_reports_refused(tmp_path: Path) -> None:
     """A read-only target's real cycle (git clone, no repository generated, no push): the
-    refused clone is labelled direction="fetch", its run directory holds fetch.json and no
-    push manifest, and the token appears nowhere."""
+    refused clone is labelled direction="fetch", its run directory holds fetch.json, the
+    reports and no push manifest, and the token appears nowhere."""
     port = closed_port()
     config = tmp_path / "watch.yaml"
     config.write_text(
@@ -82,7 +82,10 @@ def test_once_fetch_target_against_a_closed_port_reports_refused(tmp_path: Path)
     runs = [p for p in (tmp_path / "runs" / "mirror").iterdir() if p.is_dir()]
     assert len(runs) == 1 and (runs[0] / "fetch.json").is_file()
     assert not (runs[0] / "manifest.json").exists()
-    assert "s3cret" not in (runs[0] / "fetch.json").read_text()
+    # The one set of renderers writes the clone's reports as a push cycle's, token-free.
+    for name in ("fetch.json", "report.md", "report.html", "report.json"):
+        assert "s3cret" not in (runs[0] / name).read_text(), name
+    assert "Failed to connect" in (runs[0] / "report.md").read_text()
 
 
 def test_serves_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:
