@@ -59,6 +59,13 @@ class FailureKind(StrEnum):
     """Anything else; see the last stderr line."""
 
 
+UNCLASSIFIED_KINDS: dict[str, FailureKind] = {"stalled": FailureKind.HUNG,
+                                              "hung": FailureKind.HUNG}
+"""The kind of a failed transfer recorded without one (a push's runs before failure kinds
+were kept, a clone that stopped moving), whichever the direction; any other outcome is
+``other``."""
+
+
 REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.UNREACHABLE})
 """Kinds the diagnosis counts as a refused connection: a REJECT rule answers a SYN with a
 reset (``refused``) or with an ICMP unreachable (``unreachable``)."""

@@ -84,10 +84,7 @@ from gitnetdiag.diagnosis.observations import (
     Trace2Phases,
 )
 from gitnetdiag.diagnosis.transfers import TransferObservation
-from gitnetdiag.outcomes import FailureKind
-
-_STALLED = {"stalled": FailureKind.HUNG, "hung": FailureKind.HUNG}
-"""The failure kind of a clone that stopped moving (as a hung push's)."""
+from gitnetdiag.outcomes import UNCLASSIFIED_KINDS, FailureKind
 
 
 def as_push_result(obs: TransferObservation) -> PushResult:
@@ -103,7 +100,7 @@ def as_push_result(obs: TransferObservation) -> PushResult:
                 if obs.outcome == "ok" else None)
     if finished is not None:
         return PushResult(duration_s=finished[1], bytes=finished[0])
-    kind = obs.failure_kind or _STALLED.get(obs.outcome, FailureKind.OTHER)
+    kind = obs.failure_kind or UNCLASSIFIED_KINDS.get(obs.outcome, FailureKind.OTHER)
     return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes, ok=False, error_kind=kind,
                       error_message=obs.last_line or obs.outcome)
 

@@ -31,7 +31,7 @@ from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
-from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.outcomes import UNCLASSIFIED_KINDS, FailureKind
 from gitnetdiag.pipeline._connections import analysis_order, burst_result
 from gitnetdiag.pipeline._h2stall import h2_client_stall
 from gitnetdiag.pipeline._native import body_limit, downsample, native_fingerprint, native_ledgers
@@ -197,9 +197,6 @@ _UNMEASURED_OUTCOMES = {
 }
 """Pushes that are no measurement at all: never a rate, never a stall."""
 
-_UNCLASSIFIED = {"hung": FailureKind.HUNG}
-"""The kind of a failed push recorded without one (runs before failure kinds were kept)."""
-
 
 def push_result(record: PushRecord) -> obs.PushResult:
     if record.outcome == "bounded" and record.rate_bytes_per_s:
@@ -208,7 +205,7 @@ def push_result(record: PushRecord) -> obs.PushResult:
                               bytes=record.pack_bytes, projected=True)
     ok = record.outcome == "ok"
     kind = None if ok else (record.failure_kind
-                            or _UNCLASSIFIED.get(record.outcome, FailureKind.OTHER))
+                            or UNCLASSIFIED_KINDS.get(record.outcome, FailureKind.OTHER))
     message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
     if kind == FailureKind.HTTP_STATUS:
         message = _answered(record) + message

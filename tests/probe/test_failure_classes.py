@@ -9,12 +9,14 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.diagnosis import diagnose
+from gitnetdiag.diagnosis.assembly import as_push_result
 from gitnetdiag.diagnosis.observations import (
     HostEvidence,
     Listener,
     Observations,
     PushResult,
 )
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.pipeline._run import push_result
 from gitnetdiag.probe.cleanup import Aftermath, RefCleanup, push_aftermath, remove_probe_ref
 from gitnetdiag.probe.gitpush import (
@@ -76,6 +78,21 @@ def _record(kind: str, last_line: str) -> PushRecord:
                       outcome="failed", failure_kind=kind, last_line=last_line, wall_s=0.3,
                       pack_bytes=MB, rate_bytes_per_s=None, http_version=None, alpn=None,
                       post_s=None, curl_last_info=None, phases=None, capture=None)
+
+
+@pytest.mark.parametrize("outcome", ["stalled", "hung", "failed"])
+def test_a_failure_without_a_kind_gets_the_same_kind_in_both_directions(outcome: str) -> None:
+    """ONE-TRANSFER "Outcomes": a transfer that stopped moving and was recorded without a
+    failure kind (a push of an older run, a clone) is ``hung`` whichever end sent, and
+    any other unclassified failure is ``other``, for the shared detectors alike."""
+    pushed = push_result(replace(_record("", "fatal: the remote end hung up"),
+                                 outcome=outcome, failure_kind=None))
+    cloned = as_push_result(TransferObservation(
+        protocol="h1", repeat=1, outcome=outcome, moved_bytes=MB // 4, measured_s=0.0,
+        rate_bytes_per_s=None, wall_s=30.0, tcp=None, path_rtt_s=None, phases=None))
+    expected = "other" if outcome == "failed" else "hung"
+    assert (pushed.ok, cloned.ok) == (False, False)
+    assert pushed.error_kind == cloned.error_kind == expected
 
 
 def test_an_http_status_is_never_a_firewall_reset() -> None:
