@@ -14,9 +14,12 @@ and returns a :class:`Comparison`; ``gitnetdiag compare`` renders it.
           ├── slower / beyond_noise                   which run is slower, and is it real
           └── differences: (Difference, ...)          why: RTT, path rate, versions
 
+Runs of one direction: pushes with pushes, clones with clones (else a usage error);
+the words of every summary come from it (:data:`TRANSFER_WORDS`), the numbers do not.
+
 Noise: a protocol's change is "beyond the noise" when Welch's t-test on the
-completed push durations of the two runs gives p < :data:`ALPHA`, with at
-least :data:`MIN_REPEATS` pushes on each side. With fewer the test is not
+completed transfer durations of the two runs gives p < :data:`ALPHA`, with at
+least :data:`MIN_REPEATS` transfers on each side. With fewer the test is not
 run and the comparison says so (``noise_test = "too-few-repeats"``).
 
 A burst culprit (``listen-backlog-overflow``, ``syn-drop``, ``ssh-maxstartups``)
@@ -34,10 +37,11 @@ from typing import Any, Literal
 
 from gitnetdiag.diagnosis.burstgain import BurstComparison, burst_loss_s, compare_bursts
 from gitnetdiag.diagnosis.measures import median, ok_pushes, push_bytes
-from gitnetdiag.diagnosis.model import Diagnosis, Finding, Unit, Verdict
+from gitnetdiag.diagnosis.model import Diagnosis, Direction, Finding, Unit, Verdict
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
 from gitnetdiag.diagnosis.stats import welch_p_value
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
+from gitnetdiag.errors import UsageError
 from gitnetdiag.serial import to_jsonable
 
 MIN_REPEATS = 3
@@ -55,6 +59,24 @@ PROTOCOL_CULPRITS: dict[str, str] = {
 """Culprits that only ever cost one protocol's pushes."""
 BURST_CULPRITS = frozenset({"listen-backlog-overflow", "syn-drop", "ssh-maxstartups"})
 """Culprits whose cost is in connection bursts (client-seconds), not in push time."""
+
+
+@dataclass(frozen=True)
+class TransferWords:
+    """How a comparison names the transfers of its direction."""
+
+    one: str
+    """``push`` or ``clone``."""
+    many: str
+    """``pushes`` or ``clones``."""
+
+
+TRANSFER_WORDS: dict[str, TransferWords] = {
+    "push": TransferWords(one="push", many="pushes"),
+    "fetch": TransferWords(one="clone", many="clones"),
+    "load": TransferWords(one="operation", many="operations"),
+}
+"""A direction's words, by the diagnoses' ``direction``."""
 NoiseTest = Literal["welch-t", "too-few-repeats"]
 CulpritStatus = Literal["gone", "stayed", "appeared"]
 
@@ -151,9 +173,9 @@ class GainCheck:
     """The culprit."""
     protocol: str | None
     """Protocol whose pushes it costs (a burst culprit: the protocol of its burst)."""
-    predicted_gain_s: float
-    """Its ``cost_s`` in the baseline: seconds a push (a burst culprit: a connection of
-    the burst) would gain without it."""
+    predicted_gain_s: float | None
+    """Its ``cost_s`` in the baseline: seconds a push or clone (a burst culprit: a
+    connection of the burst) would gain without it; ``None`` when it carries no cost."""
     measured_gain_s: float | None
     """Median push duration before minus after on that protocol; when pushes failed or
     hung on either side, the mean time per push with each failure as its wait plus a redo
@@ -228,12 +250,20 @@ class Comparison:
     """The baseline against each later run."""
     headline: str
     """The first pair's summary (with the count of further pairs)."""
+    direction: Direction = "push"
+    """What every compared run measured: pushes, clones (``fetch``) or a load."""
     diagnoses: tuple[Diagnosis, ...] = field(default=(), compare=False, repr=False)
     """The runs' diagnoses (plots read their time series); not part of the JSON."""
+
+    @property
+    def words(self) -> TransferWords:
+        """How the renderers name this direction's transfers."""
+        return TRANSFER_WORDS[self.direction]
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types, without the diagnoses."""
         return {
+            "direction": self.direction,
             "runs": [to_jsonable(run) for run in self.runs],
             "pairs": [to_jsonable(pair) for pair in self.pairs],
             "headline": self.headline,
@@ -329,20 +359,20 @@ def affected_protocol(finding: Finding, measured: Sequence[ProtocolComparison]) 
 
 def _unmeasured(top: Finding, protocol: str | None, gone: bool, note: str) -> GainCheck:
     """A gain check without a measured number, and why."""
-    return GainCheck(culprit_id=top.id, protocol=protocol, predicted_gain_s=top.cost_s,
+    return GainCheck(culprit_id=top.id, protocol=protocol, predicted_gain_s=predicted(top),
                      measured_gain_s=None, error_share=None, culprit_gone=gone,
                      beyond_noise=None, note=note)
 
 
 def burst_gain_check(top: Finding, before: Diagnosis, after: Diagnosis,
-                     gone: bool) -> GainCheck:
+                     gone: bool, words: TransferWords) -> GainCheck:
     """A burst culprit: its cost against the seconds a burst connection lost before minus
     after, on the protocol whose burst lost the most in the baseline."""
     losses = [(loss, name) for name in PROTOCOL_ORDER
               if (loss := burst_loss_s(before, top.id, name)) is not None]
     if not losses:
         return _unmeasured(top, None, gone, f"{top.id} was priced without a burst (from the "
-                           "pushes' SYN retransmissions): no burst to measure")
+                           f"{words.many}' SYN retransmissions): no burst to measure")
     loss_before, protocol = max(losses)
     loss_after = burst_loss_s(after, top.id, protocol)
     if loss_after is None:
@@ -356,13 +386,13 @@ def burst_gain_check(top: Finding, before: Diagnosis, after: Diagnosis,
     if measured <= 0:
         notes.append("nothing was gained: the burst lost as much after")
     return GainCheck(
-        culprit_id=top.id, protocol=protocol, predicted_gain_s=top.cost_s,
-        measured_gain_s=measured,
-        error_share=(top.cost_s - measured) / measured if measured > 0 else None,
+        culprit_id=top.id, protocol=protocol, predicted_gain_s=predicted(top),
+        measured_gain_s=measured, error_share=error_share(top, measured),
         culprit_gone=gone, beyond_noise=None, note="; ".join(notes))
 
 
-def _unmeasured_note(before: Diagnosis, after: Diagnosis, protocol: str | None) -> str:
+def _unmeasured_note(before: Diagnosis, after: Diagnosis, protocol: str | None,
+                     words: TransferWords) -> str:
     """Why no gain was measured on ``protocol``: every push failed on one side, or it was
     not pushed in both runs."""
     def count(d: Diagnosis) -> tuple[int, int]:
@@ -372,42 +402,56 @@ def _unmeasured_note(before: Diagnosis, after: Diagnosis, protocol: str | None) 
     (ok_b, all_b), (ok_a, all_a) = count(before), count(after)
     name = PROTOCOL_LABELS.get(protocol or "", protocol or "the protocol")
     if all_b and not ok_b and ok_a:
-        return (f"every {name} push failed before ({all_b} of {all_b}) and {ok_a} of {all_a} "
-                "completed after: the fix turned failures into pushes; a failure's cost is "
-                "its wait and a retry, which no completed push times")
+        return (f"every {name} {words.one} failed before ({all_b} of {all_b}) and {ok_a} of "
+                f"{all_a} completed after: the fix turned failures into {words.many}; a "
+                f"failure's cost is its wait and a retry, which no completed {words.one} times")
     if all_b and ok_b and all_a and not ok_a:
-        return f"every {name} push failed after ({all_a} of {all_a}): the other run is worse"
+        return (f"every {name} {words.one} failed after ({all_a} of {all_a}): the other run "
+                "is worse")
     return "the protocol it costs was not measured in both runs"
 
 
-def gain_check(before: Diagnosis, after: Diagnosis,
-               measured: Sequence[ProtocolComparison]) -> GainCheck | None:
+def predicted(top: Finding) -> float | None:
+    """A culprit's estimated cost as the gain its fix predicts; ``None`` when it has none."""
+    return top.cost_s if top.cost_s > 0 else None
+
+
+def error_share(top: Finding, measured: float) -> float | None:
+    """(predicted - measured) / measured; ``None`` without a cost or a positive gain."""
+    cost = predicted(top)
+    return (cost - measured) / measured if cost is not None and measured > 0 else None
+
+
+def gain_check(before: Diagnosis, after: Diagnosis, measured: Sequence[ProtocolComparison],
+               words: TransferWords = TRANSFER_WORDS["push"]) -> GainCheck | None:
     """The baseline's top culprit: its cost against the gain measured in the other run."""
     if not before.findings:
         return None
     top = before.findings[0]
     gone = all(f.id != top.id for f in after.findings)
     if top.id in BURST_CULPRITS:
-        return burst_gain_check(top, before, after, gone)
+        return burst_gain_check(top, before, after, gone, words)
     protocol = affected_protocol(top, measured)
     row = next((c for c in measured if c.protocol == protocol), None)
     if row is None or row.change_s is None:
-        return _unmeasured(top, protocol, gone, _unmeasured_note(before, after, protocol))
+        return _unmeasured(top, protocol, gone,
+                           _unmeasured_note(before, after, protocol, words))
     measured_gain = -row.change_s
     notes = []
     if row.before.failed or row.after.failed:
         before_s, after_s = expected_push_s(row.before), expected_push_s(row.after)
         if before_s is not None and after_s is not None:
             measured_gain = before_s - after_s
-        notes.append(f"{row.before.failed} failed or hung push(es) before, {row.after.failed} "
-                     "after: the measured gain counts each as its wait plus a redo, as the "
-                     "cost does (mean time per push)")
+        notes.append(f"{row.before.failed} failed or hung {words.one}(es) before, "
+                     f"{row.after.failed} after: the measured gain counts each as its wait "
+                     f"plus a redo, as the cost does (mean time per {words.one})")
     if measured_gain <= 0:
         notes.append("nothing was gained: the run is not faster")
+    if predicted(top) is None:
+        notes.append(f"{top.id} carries no estimated cost: no predicted gain to check")
     return GainCheck(
-        culprit_id=top.id, protocol=protocol, predicted_gain_s=top.cost_s,
-        measured_gain_s=measured_gain,
-        error_share=(top.cost_s - measured_gain) / measured_gain if measured_gain > 0 else None,
+        culprit_id=top.id, protocol=protocol, predicted_gain_s=predicted(top),
+        measured_gain_s=measured_gain, error_share=error_share(top, measured_gain),
         culprit_gone=gone, beyond_noise=row.beyond_noise, note="; ".join(notes))
 
 
@@ -444,26 +488,28 @@ def same_time(row: ProtocolComparison) -> bool:
 
 def _pair_summary(labels: tuple[str, str], row: ProtocolComparison | None,
                   slower_top: Finding | None, differences: Sequence[Difference],
-                  gone: Sequence[CulpritChange]) -> str:
+                  gone: Sequence[CulpritChange], words: TransferWords) -> str:
     before, after = labels
     if row is None or row.speedup is None:
-        return f"{before} and {after} share no protocol with completed pushes: nothing to compare."
+        return (f"{before} and {after} share no protocol with completed {words.many}: "
+                "nothing to compare.")
     if same_time(row):  # the largest change: the other protocols changed less
         return (f"{before} and {after} take the same time: no protocol's median changed as "
-                f"shown ({row.label}: {fmt_s(row.before.duration_median_s)} a push on each); "
-                "neither is slower.")
+                f"shown ({row.label}: {fmt_s(row.before.duration_median_s)} a {words.one} on "
+                "each); neither is slower.")
     slow, fast = (before, after) if row.speedup > 1 else (after, before)
     slow_s = max(row.before.duration_median_s or 0.0, row.after.duration_median_s or 0.0)
     fast_s = min(row.before.duration_median_s or 0.0, row.after.duration_median_s or 0.0)
     factor = max(row.speedup, 1 / row.speedup)
     if row.beyond_noise is None:
-        noise_text = f"fewer than {MIN_REPEATS} pushes a side: not tested against the noise"
+        noise_text = (f"fewer than {MIN_REPEATS} {words.many} a side: not tested against "
+                      "the noise")
     elif row.beyond_noise:
         noise_text = f"beyond the noise, Welch p = {row.p_value:.2g}"
     else:
         noise_text = f"within the noise, Welch p = {row.p_value:.2g}"
     text = (f"{slow} is slower than {fast} on {row.label}: {fmt_s(slow_s)} against "
-            f"{fmt_s(fast_s)} a push (x{factor:.1f}, {noise_text})")
+            f"{fmt_s(fast_s)} a {words.one} (x{factor:.1f}, {noise_text})")
     reasons = []
     for d in differences:
         if d.unit == "s" and isinstance(d.before, float) and isinstance(d.after, float):
@@ -478,7 +524,8 @@ def _pair_summary(labels: tuple[str, str], row: ProtocolComparison | None,
 
 
 def compare_pair(labels: tuple[str, str], before: Diagnosis, after: Diagnosis) -> PairComparison:
-    """The baseline ``before`` against ``after``."""
+    """The baseline ``before`` against ``after`` (runs of one direction)."""
+    words = TRANSFER_WORDS[before.direction]
     rows: list[ProtocolComparison] = []
     only_before: list[str] = []
     only_after: list[str] = []
@@ -503,13 +550,13 @@ def compare_pair(labels: tuple[str, str], before: Diagnosis, after: Diagnosis) -
         before=labels[0], after=labels[1], protocols=tuple(rows),
         only_before=tuple(only_before), only_after=tuple(only_after),
         culprits=tuple(changes), bursts=tuple(compare_bursts(before, after)),
-        gain=gain_check(before, after, rows), slower=slower,
+        gain=gain_check(before, after, rows, words), slower=slower,
         deciding_protocol=deciding.protocol if deciding else None,
         beyond_noise=deciding.beyond_noise if deciding else None,
         differences=tuple(differences),
         slower_top_culprit=slower_top.id if slower_top else None,
         summary=_pair_summary(labels, deciding, slower_top, differences,
-                              [c for c in changes if c.status == "gone"]),
+                              [c for c in changes if c.status == "gone"], words),
     )
 
 
@@ -518,11 +565,25 @@ def run_label(index: int) -> str:
     return chr(ord("A") + index) if index < 26 else f"R{index + 1}"
 
 
+def same_direction(diagnoses: Sequence[Diagnosis], sources: Sequence[str]) -> None:
+    """A usage error when a run measured another direction than the baseline's."""
+    first = diagnoses[0].direction
+    for index, (d, source) in enumerate(zip(diagnoses, sources, strict=True)):
+        if d.direction != first:
+            raise UsageError(
+                f"A ({sources[0]}) is a {first} run and {run_label(index)} ({source}) a "
+                f"{d.direction} run: compare pairs runs of the same direction",
+                hint=f"compare {TRANSFER_WORDS[first].many} with {TRANSFER_WORDS[first].many}; "
+                "a --direction both run compares by its matching half (RUN for its pushes, "
+                "RUN-fetch for its clones)")
+
+
 def compare(diagnoses: Sequence[Diagnosis], sources: Sequence[str]) -> Comparison:
     """Compare the first run (the baseline) with each of the others."""
     if len(diagnoses) < 2 or len(diagnoses) != len(sources):
         raise ValueError("compare needs at least two runs, each with its source")
     labels = [run_label(i) for i in range(len(diagnoses))]
+    same_direction(diagnoses, sources)
     runs = tuple(
         RunSide(label=label, source=source, started=d.environment.started, verdict=d.verdict,
                 rtt_s=d.environment.rtt_s,
@@ -535,4 +596,5 @@ def compare(diagnoses: Sequence[Diagnosis], sources: Sequence[str]) -> Compariso
     more = len(pairs) - 1
     headline = pairs[0].summary + (f" ({more} more comparison{'s' if more > 1 else ''} below.)"
                                    if more else "")
-    return Comparison(runs=runs, pairs=pairs, headline=headline, diagnoses=tuple(diagnoses))
+    return Comparison(runs=runs, pairs=pairs, headline=headline,
+                      direction=diagnoses[0].direction, diagnoses=tuple(diagnoses))

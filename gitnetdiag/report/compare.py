@@ -22,6 +22,7 @@ from gitnetdiag.diagnosis.comparison import (
     PairComparison,
     ProtocolComparison,
     ProtocolSample,
+    TransferWords,
     same_time,
 )
 from gitnetdiag.report.console import console_text
@@ -31,9 +32,18 @@ SCHEMA = "gitnetdiag.compare/2"
 """Schema id of the JSON comparison; bump on any incompatible change."""
 
 RUN_HEADER = ("run", "source", "started", "verdict", "RTT", "top culprit")
-TOO_FEW_NOTE = (f"noise: Welch's t-test on the push durations, run with at least {MIN_REPEATS} "
-                "completed pushes a side (gitnetdiag diagnose --repeat 3); with fewer the "
-                "change is shown but not tested")
+
+
+def too_few_note(words: TransferWords) -> str:
+    """The footnote of a comparison whose noise test was not run."""
+    return (f"noise: Welch's t-test on the {words.one} durations, run with at least "
+            f"{MIN_REPEATS} completed {words.many} a side (gitnetdiag diagnose --repeat 3); "
+            "with fewer the change is shown but not tested")
+
+
+def per_protocol_title(words: TransferWords) -> str:
+    """``Pushes per protocol`` or ``Clones per protocol``."""
+    return f"{words.many.capitalize()} per protocol"
 
 
 def culprit_header(pair: PairComparison) -> tuple[str, ...]:
@@ -45,9 +55,9 @@ def pair_intro(comparison: Comparison, pair: PairComparison) -> str:
     return pair.summary if len(comparison.pairs) > 1 else ""
 
 
-def protocol_header(pair: PairComparison) -> tuple[str, ...]:
+def protocol_header(pair: PairComparison, words: TransferWords) -> tuple[str, ...]:
     a, b = pair.before, pair.after
-    return ("protocol", f"{a} push (median, range)", f"{b} push (median, range)",
+    return ("protocol", f"{a} {words.one} (median, range)", f"{b} {words.one} (median, range)",
             f"{a} rate", f"{b} rate", "change", "noise")
 
 
@@ -59,9 +69,9 @@ def _duration(sample: ProtocolSample) -> str:
     return f"{fmt_s(sample.duration_median_s)} ({spread}n={count}{failed})"
 
 
-def _noise(row: ProtocolComparison) -> str:
+def _noise(row: ProtocolComparison, words: TransferWords) -> str:
     if row.beyond_noise is None:
-        return f"not tested (< {MIN_REPEATS} pushes)"
+        return f"not tested (< {MIN_REPEATS} {words.many})"
     verdict = "beyond the noise" if row.beyond_noise else "within the noise"
     return f"{verdict} (p = {row.p_value:.2g})"
 
@@ -77,12 +87,12 @@ def _change(row: ProtocolComparison) -> str:
     return f"{sign}{fmt_s(abs(row.change_s))} ({factor})"
 
 
-def protocol_rows(pair: PairComparison) -> list[tuple[str, ...]]:
+def protocol_rows(pair: PairComparison, words: TransferWords) -> list[tuple[str, ...]]:
     """One row per protocol measured in both runs."""
     return [(row.label, _duration(row.before), _duration(row.after),
              fmt_rate(row.before.rate_median_bytes_per_s),
              fmt_rate(row.after.rate_median_bytes_per_s),
-             _change(row), _noise(row)) for row in pair.protocols]
+             _change(row), _noise(row, words)) for row in pair.protocols]
 
 
 def burst_header(pair: PairComparison) -> tuple[str, ...]:
@@ -133,8 +143,9 @@ def gain_lines(gain: GainCheck | None, pair: PairComparison) -> list[str]:
     if gain is None:
         return [f"{pair.before} ranked no culprit: no predicted gain to check."]
     where = f" on {gain.protocol}" if gain.protocol else ""
-    lines = [f"{gain.culprit_id}{where}: predicted gain {fmt_s(gain.predicted_gain_s)} "
-             f"(its estimated cost in {pair.before}), measured gain "
+    cost = (f"{fmt_s(gain.predicted_gain_s)} (its estimated cost in {pair.before})"
+            if gain.predicted_gain_s is not None else f"- (no estimated cost in {pair.before})")
+    lines = [f"{gain.culprit_id}{where}: predicted gain {cost}, measured gain "
              f"{fmt_s(gain.measured_gain_s) if gain.measured_gain_s is not None else '-'}"
              + (f", prediction off by {gain.error_share:+.0%}" if gain.error_share is not None
                 else "")]
@@ -196,8 +207,9 @@ def render_compare_terminal(comparison: Comparison, *, width: int = 100,
         if pair_intro(comparison, pair):
             items.append(Text(pair_intro(comparison, pair)))
         if pair.protocols:
-            items.append(_table("Pushes per protocol", protocol_header(pair),
-                                protocol_rows(pair)))
+            items.append(_table(per_protocol_title(comparison.words),
+                                protocol_header(pair, comparison.words),
+                                protocol_rows(pair, comparison.words)))
         items += [Text(line) for line in only_lines(pair)]
         if pair.bursts:
             items.append(_table("Connection bursts", burst_header(pair), burst_rows(pair)))
@@ -210,7 +222,7 @@ def render_compare_terminal(comparison: Comparison, *, width: int = 100,
             items.append(Text("What differs", style="bold"))
             items += [Text("  " + line) for line in difference_lines(pair)]
     if too_few(comparison):
-        items.append(Text("\n" + TOO_FEW_NOTE, style="yellow"))
+        items.append(Text("\n" + too_few_note(comparison.words), style="yellow"))
     return console_text(*items, width=width, color=color)
 
 
@@ -236,7 +248,8 @@ def render_compare_markdown(comparison: Comparison) -> str:
         if pair_intro(comparison, pair):
             lines += [pair_intro(comparison, pair), ""]
         if pair.protocols:
-            lines += md_table(protocol_header(pair), protocol_rows(pair))
+            lines += md_table(protocol_header(pair, comparison.words),
+                              protocol_rows(pair, comparison.words))
         lines += [f"- {line}" for line in only_lines(pair)]
         if pair.bursts:
             lines += ["### Connection bursts", "", *md_table(burst_header(pair), burst_rows(pair))]
@@ -248,7 +261,7 @@ def render_compare_markdown(comparison: Comparison) -> str:
             lines += ["### What differs", ""]
             lines += [f"- {line}" for line in difference_lines(pair)] + [""]
     if too_few(comparison):
-        lines += [f"_{TOO_FEW_NOTE}_", ""]
+        lines += [f"_{too_few_note(comparison.words)}_", ""]
     return "\n".join(lines)
 
 

@@ -20,7 +20,6 @@ from gitnetdiag.diagnosis.comparison import Comparison
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
 from gitnetdiag.report.compare import (
     RUN_HEADER,
-    TOO_FEW_NOTE,
     burst_header,
     burst_rows,
     culprit_header,
@@ -33,6 +32,7 @@ from gitnetdiag.report.compare import (
     protocol_rows,
     run_rows,
     too_few,
+    too_few_note,
 )
 from gitnetdiag.report.html import plots_section
 from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, png_bytes, pyplot
@@ -87,7 +87,8 @@ def sent_over_time_figure(comparison: Comparison) -> Figure | None:
 
 
 def durations_figure(comparison: Comparison) -> Figure | None:
-    """Every completed push's duration per protocol and run, the median as a bar."""
+    """Every completed push's (clone's) duration per protocol and run, the median as a bar."""
+    one, many = comparison.words.one, comparison.words.many
     pair_rows = [(pair, row) for pair in comparison.pairs for row in pair.protocols]
     if not pair_rows:
         return None
@@ -107,13 +108,14 @@ def durations_figure(comparison: Comparison) -> Figure | None:
                   linewidth=2)
     ax.set_xticks(range(len(order)))
     ax.set_xticklabels([f"{PROTOCOL_LABELS.get(p, p)}\n{label}" for p, label in order])
-    ax.set_ylabel("push duration, s")
+    ax.set_ylabel(f"{one} duration, s")
     ax.set_ylim(bottom=0)
     ax.grid(True, axis="y", alpha=0.3)
-    ax.set_title("Push durations per protocol and run (points: pushes, bar: median)",
-                 loc="left", fontsize="medium")
+    ax.set_title(f"{one.capitalize()} durations per protocol and run (points: {many}, "
+                 "bar: median)", loc="left", fontsize="medium")
     fig.subplots_adjust(top=0.88, bottom=0.2, **MARGINS)
-    return Figure(title="Push durations per protocol and run", png=png_bytes(fig))
+    return Figure(title=f"{one.capitalize()} durations per protocol and run",
+                  png=png_bytes(fig))
 
 
 def _esc(text: object) -> str:
@@ -145,7 +147,8 @@ def render_compare_html(comparison: Comparison) -> str:
         if pair_intro(comparison, pair):
             parts.append(f"<p>{_esc(pair_intro(comparison, pair))}</p>")
         if pair.protocols:
-            parts.append(_table(protocol_header(pair), protocol_rows(pair)))
+            parts.append(_table(protocol_header(pair, comparison.words),
+                                protocol_rows(pair, comparison.words)))
         if only_lines(pair):
             parts.append(_list(only_lines(pair)))
         if pair.culprits:
@@ -157,7 +160,7 @@ def render_compare_html(comparison: Comparison) -> str:
         if pair.differences:
             parts += ["<h3>What differs</h3>", _list(difference_lines(pair))]
     if too_few(comparison):
-        parts.append(f"<p><em>{_esc(TOO_FEW_NOTE)}</em></p>")
+        parts.append(f"<p><em>{_esc(too_few_note(comparison.words))}</em></p>")
     figures = [f for f in (sent_over_time_figure(comparison), durations_figure(comparison))
                if f is not None]
     parts.append(plots_section(figures))
