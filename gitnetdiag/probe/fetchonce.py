@@ -267,10 +267,11 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
         raise
     run = _finish(proc, argv, started, killed, readers, out, err)
     # A clone quicker than the samples: git's own count of the whole pack, read after it
-    # exited, is what its last sample should have seen.
+    # exited, was all there when it exited (not at the last sample, which may never have
+    # come on a loaded machine: a rate over no time): a lower bound on the rate.
     from_git, _ = received_from_progress(run.stderr)
     if stopped is None and from_git is not None and from_git > monitor.points[-1].moved_bytes:
-        monitor.add(Progress(t_s=monitor.points[-1].t_s, moved_bytes=from_git))
+        monitor.add(Progress(t_s=max(monitor.points[-1].t_s, run.wall_s), moved_bytes=from_git))
     watch.timeline.append(TimelinePoint(t_s=run.wall_s, stderr_bytes=len(err),
                                         received_bytes=monitor.points[-1].moved_bytes))
     return MonitoredClone(run=run, stopped=stopped, monitor=monitor,

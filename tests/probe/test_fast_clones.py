@@ -23,6 +23,7 @@ from gitnetdiag.analysis.trace2 import ReceiverPhases, finished_clone_rate
 from gitnetdiag.diagnosis.assembly import as_push_result
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.pipeline import diagnose_sampled
+from gitnetdiag.probe import fetchonce
 from gitnetdiag.probe.budget import Progress, RateMonitor
 from gitnetdiag.probe.fetchonce import clone_argv, run_monitored_clone
 from gitnetdiag.probe.fetchrun import run_fetch_probe
@@ -83,6 +84,32 @@ def test_a_clone_done_between_two_samples_is_measured(tmp_path: Path) -> None:
     assert clone.monitor.first_data_s() is not None
     assert clone.monitor.points[-1].t_s - clone.monitor.first_data_s() > 0.1
     assert (clone.monitor.rate_bytes_per_s() or 0) > SIZE  # at least 8 MiB in under 1 s
+
+
+def test_a_clone_over_before_the_first_sample_gets_a_rate_over_its_wall_time(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a loaded machine git may exit before the first sample is taken (seen in a
+    fresh-clone run: a rate over 0.0 s). Its own count, read after it exited, was all there
+    at its exit: the pack over the wall time, a lower bound, never a point at 0 s."""
+    real_start = fetchonce.start
+
+    def exited_at_once(*args: object, **kwargs: object) -> object:
+        proc = real_start(*args, **kwargs)  # type: ignore[arg-type]
+        proc.wait(timeout=30)
+        return proc
+
+    monkeypatch.setattr(fetchonce, "start", exited_at_once)
+    script = ("import sys\n"
+              "sys.stderr.write('Receiving objects: 100% (10/10), 8.00 MiB | 90 MiB/s, "
+              "done.\\n')\n")
+    clone = run_monitored_clone(
+        [sys.executable, "-c", script], env=dict(os.environ), timeout_s=30.0, budget_s=10.0,
+        stall_timeout_s=3.0, port=1, tcpinfo_path=tmp_path / "t.jsonl",
+        on_progress=lambda _moved, _rate: None, sampler=_stale)
+    last = clone.monitor.points[-1]
+    assert len(clone.monitor.points) == 2 and last.moved_bytes == SIZE
+    assert last.t_s == pytest.approx(clone.run.wall_s) and last.t_s > 0.0
+    assert clone.monitor.rate_bytes_per_s() == pytest.approx(SIZE / clone.run.wall_s)
 
 
 def test_every_pack_is_counted_aloud() -> None:
