@@ -3,8 +3,10 @@
 A bare capture (someone else's tcpdump) says which connections are git only
 by their ports, unless it holds payload: then a TLS ClientHello (its ALPN
 list and SNI), the ``SSH-2.0-`` banner or a ``git://`` request
-(``git-receive-pack``) names the protocol on any port. A headers-only capture
-(``tcpdump -s 96``) keeps a few payload bytes at best: enough for the TLS
+(``git-receive-pack``) names the protocol on any port. A plain-HTTP request line
+(``GET /repo.git/info/refs?service=git-upload-pack``, ``POST /repo.git/git-upload-pack``)
+names the git service too: which way the pack flows, as a ``git://`` request does. A
+headers-only capture (``tcpdump -s 96``) keeps a few payload bytes at best: enough for the TLS
 record header or the SSH banner, rarely for the ALPN list.
 
 The walk is a second, cheap pass over the file: the vectorised decoder, then
@@ -47,10 +49,17 @@ class Sniffed:
     """The first ``SSH-2.0-...`` line seen."""
     git_service: str | None = None
     """``git-receive-pack`` or ``git-upload-pack`` of a git:// request."""
+    http_service: str | None = None
+    """``git-receive-pack`` or ``git-upload-pack`` named by a plain-HTTP request line."""
     client_port: int | None = None
-    """Port of the side that sent the ClientHello / the git:// request (the client)."""
+    """Port of the side that sent the ClientHello / the git:// or HTTP request (the client)."""
     notes: list[str] = field(default_factory=list)
     """Partial evidence (a ClientHello cut before its ALPN by the snap length)."""
+
+    @property
+    def service(self) -> str | None:
+        """The git service the client asked for (git:// or plain HTTP), when seen."""
+        return self.git_service or self.http_service
 
 
 def _hello(data: bytes, s: Sniffed) -> None:
@@ -83,6 +92,18 @@ def _hello(data: bytes, s: Sniffed) -> None:
         pass
     if not s.alpn:
         s.notes.append("the ClientHello was cut before its ALPN list (snap length)")
+
+
+_SERVICES = (b"git-upload-pack", b"git-receive-pack")
+
+
+def _http_service(data: bytes) -> str | None:
+    """The git service of an HTTP request line, None when it names neither."""
+    line = data.split(b"\r\n", 1)[0].split(b"\n", 1)[0]
+    for name in _SERVICES:
+        if name in line:
+            return name.decode()
+    return None
 
 
 def _is_hex(b: np.ndarray) -> np.ndarray:
@@ -122,8 +143,13 @@ def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sni
                 git = (_is_hex(first[:, 0]) & _is_hex(first[:, 1]) & _is_hex(first[:, 2])
                        & _is_hex(first[:, 3]) & (first[:, 4] == ord("g"))
                        & (first[:, 5] == ord("i")) & (first[:, 6] == ord("t")))
+                http = (((first[:, 0] == ord("G")) & (first[:, 1] == ord("E"))
+                         & (first[:, 2] == ord("T")) & (first[:, 3] == ord(" ")))
+                        | ((first[:, 0] == ord("P")) & (first[:, 1] == ord("O"))
+                           & (first[:, 2] == ord("S")) & (first[:, 3] == ord("T"))
+                           & (first[:, 4] == ord(" "))))
                 sport, dport = rows.sport[has][idx], rows.dport[has][idx]
-                for j in np.flatnonzero(tls | ssh | git):
+                for j in np.flatnonzero(tls | ssh | git | http):
                     if parsed >= MAX_HEADS:
                         return out
                     parsed += 1
@@ -140,6 +166,10 @@ def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sni
                     elif git[j] and s.git_service is None:
                         s.git_service = data[4:].split(b" ")[0].decode("ascii", "replace")
                         s.client_port = sp
+                    elif http[j] and s.http_service is None and not s.tls:
+                        s.http_service = _http_service(data)
+                        if s.http_service is not None:
+                            s.client_port = sp
         except GitnetdiagError:
             return out  # damage: the reader reports it; what came before counts
     return out

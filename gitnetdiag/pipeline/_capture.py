@@ -3,17 +3,21 @@
 A support engineer often holds only a pcap from the customer's laptop or
 server. This finds the git transfers in it (ports 443/22/9418, and on any
 port by content: a TLS ClientHello with its ALPN and SNI, the ``SSH-2.0-``
-banner, a ``git://`` request), takes the upload direction (client -> server:
-the side that sent the SYN, else the side away from the well-known port, so a
-server-side capture works the same) and fills one :class:`ProtocolObservation`
-per transport found. There is no A/B reference, no trace2 and no host; the
-culprits' capture-only rules use what remains and say what could not be seen.
-Nothing git-like in the capture is a named ``capture`` problem, never healthy.
+banner, a ``git://`` request), orients each client -> server (the side that sent the SYN or
+the request, else the side away from the well-known port, so a server-side capture
+works the same) and tells which way its pack flowed (the request's git service, else
+the bytes each way: :mod:`~gitnetdiag.pipeline._capture_flow`). A capture whose biggest
+pack went up is read as pushes, one :class:`ProtocolObservation` per transport found;
+one whose biggest pack came down is read as clones, in the download direction of the
+one engine (a push or clone beside it is said, not diagnosed). There is no A/B
+reference, no trace2 and no host; the culprits' capture-only rules use what remains
+and say what could not be seen. Nothing git-like in the capture is a named
+``capture`` problem, never healthy.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +32,7 @@ from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.pipeline._capture_flow import UNSEEN, Transfer, capture_of_clones, pack_direction
 from gitnetdiag.pipeline._connections import count_by_kind, handshake_tally
 from gitnetdiag.pipeline._run import capture_metrics, flight_series
 
@@ -37,18 +42,6 @@ HTTP/1.1 over TLS, taken as HTTPS with HTTP/2 possible)."""
 
 MIN_UPLOAD_BYTES = 4096
 """A connection that uploads less is no push (ls-remote, a failed attempt)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class Transfer:
-    """One git transfer found in the capture."""
-
-    protocol: obs.ProtocolName
-    conn: ConnectionAnalysis
-    server_port: int
-    why: str
-    """How it was recognised (content or port), for the evidence."""
-    upload_bytes: int
 
 
 def _classify(conn: ConnectionAnalysis, sniffed: dict[tuple[int, int], Sniffed]
@@ -63,6 +56,8 @@ def _classify(conn: ConnectionAnalysis, sniffed: dict[tuple[int, int], Sniffed]
         server = c.a_port
     if s is not None and s.git_service:
         return "git", server, f"git:// request {s.git_service}"
+    if s is not None and s.http_service:
+        return "h1", server, f"HTTP request {s.http_service}"
     if s is not None and s.ssh_banner:
         if c.a_port == 22 or c.b_port == 22:
             server = 22
@@ -110,8 +105,12 @@ def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sni
             continue
         proto, server, why = kind
         directed = _directed(conn, server)
+        c = conn.connection
+        sniff = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
         found.append(Transfer(protocol=proto, conn=directed, server_port=server, why=why,
-                              upload_bytes=directed.a_to_b.payload_bytes))
+                              upload_bytes=directed.a_to_b.payload_bytes,
+                              download_bytes=directed.b_to_a.payload_bytes,
+                              service=sniff.service if sniff is not None else None))
     return sorted(found, key=lambda t: -t.upload_bytes)
 
 
@@ -276,6 +275,25 @@ def _nothing_to_measure(path: Path, connections: int, transfers: list[Transfer],
     return []
 
 
+def _clones(path: Path, connections: int, transfers: list[Transfer], downloads: list[Transfer],
+            pushed: int) -> tuple[obs.Observations, list[str]]:
+    """The capture's clones, the bigger transfer: diagnosed in the download direction, with
+    a push beside them said (:mod:`~gitnetdiag.pipeline._capture_flow`)."""
+    bursts = []
+    for proto in obs.PROTOCOL_ORDER:
+        mine = [t for t in transfers if t.protocol == proto]
+        if len(mine) >= BURST_CONNECTIONS:
+            bursts.append(capture_burst(proto, mine))
+    other, warnings = "", []
+    if pushed:
+        other = (f"; a push too ({pushed} B up), not diagnosed: the clone moved more (one "
+                 "direction per capture; capture the push alone)")
+        warnings.append(f"{path.name} holds a push ({pushed} B up) and a clone "
+                        f"({downloads[0].download_bytes} B down): the clone is diagnosed")
+    warnings.append(f"a bare capture of a clone cannot show {UNSEEN}: none is guessed")
+    return capture_of_clones(path, connections, downloads, bursts, other=other), warnings
+
+
 def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None
                               ) -> tuple[obs.Observations, list[str]]:
     """The engine's input from a bare capture file; with the analysis warnings.
@@ -291,6 +309,13 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
         warnings.append(f"payload not inspected: {exc.message}")
         sniffed = {}
     transfers = find_transfers(analysis, sniffed)
+    flows = {id(t): pack_direction(t) for t in transfers}
+    downloads = sorted((t for t in transfers if flows[id(t)] == "download"),
+                       key=lambda t: -t.download_bytes)
+    pushed = max((t.upload_bytes for t in transfers if flows[id(t)] == "upload"), default=0)
+    if downloads and downloads[0].download_bytes > pushed:
+        clones, said = _clones(path, len(analysis.connections), transfers, downloads, pushed)
+        return clones, warnings + said
     protocols: dict[str, obs.ProtocolObservation] = {}
     bursts: list[obs.BurstResult] = []
     seen: list[str] = []
@@ -334,6 +359,9 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
         )
     problems = _nothing_to_measure(path, len(analysis.connections), transfers, bursts,
                                    found=bool(protocols))
+    if downloads:
+        seen.append(f"a clone too ({downloads[0].download_bytes} B down), not diagnosed: "
+                    "the push moved more (one direction per capture; capture the clone alone)")
     kinds = ", ".join(seen) or "nothing git-like"
     run = obs.RunInfo(
         requested_protocols=tuple(protocols),
@@ -351,4 +379,7 @@ def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | No
                      ) -> tuple[Diagnosis, list[str]]:
     """Diagnose a bare capture; with the analysis warnings."""
     observations, warnings = observations_from_capture(path, h2_ledgers=h2_ledgers)
-    return diagnose(observations), warnings
+    diagnosis = diagnose(observations)
+    if observations.run.transfer == "download":
+        diagnosis = replace(diagnosis, direction="fetch")
+    return diagnosis, warnings

@@ -56,3 +56,18 @@ def test_headers_only_keeps_the_tls_record_but_not_the_alpn(tmp_path: Path) -> N
         (50000, 7777, client_hello("git.example.com", ["h2"]))]), snaplen=96))
     tls = sniff_connections(path)[(7777, 50000)]
     assert tls.tls and tls.alpn == () and tls.notes
+
+
+def test_a_plain_http_request_names_the_git_service(tmp_path: Path) -> None:
+    path = tmp_path / "http.pcap"
+    path.write_bytes(pcap_bytes(_frames([
+        (50000, 8080, b"GET /lab.git/info/refs?service=git-upload-pack HTTP/1.1\r\n\r\n"),
+        (50001, 80, b"POST /lab.git/git-receive-pack HTTP/1.1\r\nHost: x\r\n\r\n"),
+        (50002, 80, b"GET /index.html HTTP/1.1\r\n\r\n"),
+    ])))
+    found = sniff_connections(path)
+    clone = found[(8080, 50000)]
+    assert clone.service == "git-upload-pack" and clone.client_port == 50000
+    assert not clone.git_service  # a plain-HTTP request, not git://
+    assert found[(80, 50001)].service == "git-receive-pack"
+    assert found[(80, 50002)].service is None  # any other web request names no service

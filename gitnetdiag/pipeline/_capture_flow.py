@@ -1,0 +1,181 @@
+"""Which way the pack flowed in a bare capture, and a capture's clones as the engine's input.
+
+A capture someone else took may hold a push or a clone (or fetch), seen from the client or
+from the server. The direction comes first from the request, where it is readable: a
+``git://`` request line or a plain-HTTP request names ``git-upload-pack`` (the server sends
+the pack: a clone) or ``git-receive-pack`` (the client sends it: a push). Over TLS or SSH
+nothing above TCP is readable, so the bytes each way decide: the big side is the pack's
+sender. Either way a transfer whose pack side moved less than :data:`MIN_PACK_BYTES` is
+no pack (``ls-remote``, a refused attempt).
+
+The capture is diagnosed in one direction, the one engine's (``Observations.run.transfer``):
+the direction of the biggest pack in it. A capture that holds both a push and a clone says
+so in its ``measured_by`` and in a warning, and the other direction is left to a capture of
+its own (the engine judges one direction per run).
+
+A clone's connection becomes one :class:`TransferObservation` per download connection:
+
+- its rate is the server's data bytes over the time from its first to its last data byte;
+- its ``tcp`` is what the capture shows of the receiving socket: the largest window the
+  client advertised (scaled: only when the handshake was captured, else unknown) and the
+  handshake's round trip. The client's receive buffer, its ``tcp_rmem`` and its socket's
+  samples are never in a capture: they stay unknown;
+- its ``capture`` is the sender's view the shared detectors read. Taken at the client (the
+  receiver: the server's data is ACKed at once there), it is the receiver's view of the
+  download (:func:`~gitnetdiag.pipeline._sampled.receiver_capture_metrics`); taken at the
+  server (the sender), it is the server's own: its bytes in flight against the client's
+  window, its retransmissions, its limits, as a push captured at its client.
+
+What a capture cannot show is said, never filled in: trace2's phases (the negotiation, the
+server's pack generation, index-pack and checkout), the client's TCP_INFO (its receive
+buffer against ``tcp_rmem``) and the server's socket (its send buffer, the time it had
+nothing to send).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+
+from gitnetdiag.analysis.tcp import ConnectionAnalysis
+from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
+from gitnetdiag.analysis.trace2 import ReceiverPhases
+from gitnetdiag.diagnosis import observations as obs
+from gitnetdiag.diagnosis.assembly import download_observations
+from gitnetdiag.diagnosis.transfers import Direction, TransferObservation
+from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.pipeline._run import capture_metrics
+from gitnetdiag.pipeline._sampled import receiver_capture_metrics
+
+MIN_PACK_BYTES = 4096
+"""A transfer whose pack side moved less is no pack (``ls-remote``, a failed attempt)."""
+
+SERVICE_DIRECTIONS: dict[str, Direction] = {"git-upload-pack": "download",
+                                            "git-receive-pack": "upload"}
+"""The git service a client asks for, and which way its pack flows."""
+
+UNSEEN = ("trace2 phases (negotiation, the server's pack generation, index-pack), the "
+          "client's TCP_INFO (its receive buffer against tcp_rmem), the server's socket (its "
+          "send buffer, time it had nothing to send)")
+"""What a bare capture of a clone cannot show, said in the report's ``measured_by`` and in a
+warning."""
+NOT_SEEN = f"not in a capture: {UNSEEN}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class Transfer:
+    """One git transfer found in the capture."""
+
+    protocol: obs.ProtocolName
+    conn: ConnectionAnalysis
+    server_port: int
+    why: str
+    """How it was recognised (content or port), for the evidence."""
+    upload_bytes: int
+    download_bytes: int = 0
+    """Bytes the server sent (the pack of a clone, the refs and status of a push)."""
+    service: str | None = None
+    """The git service the client asked for, when the request was seen (git://, plain HTTP)."""
+
+
+def pack_direction(t: Transfer) -> Direction | None:
+    """Which way the transfer's pack flowed: from the request when it was seen, else the
+    big side of the bytes; None when the pack side moved less than :data:`MIN_PACK_BYTES`."""
+    named = SERVICE_DIRECTIONS.get(t.service or "")
+    if named is not None:
+        moved = t.download_bytes if named == "download" else t.upload_bytes
+        return named if moved >= MIN_PACK_BYTES else None
+    if max(t.upload_bytes, t.download_bytes) < MIN_PACK_BYTES:
+        return None
+    return "download" if t.download_bytes > t.upload_bytes else "upload"
+
+
+def how_directed(t: Transfer) -> str:
+    """How the direction was told, for ``measured_by``."""
+    if t.service in SERVICE_DIRECTIONS:
+        return f"the request names {t.service}"
+    return (f"bytes each way: {t.download_bytes} B from the server, {t.upload_bytes} B "
+            "from the client")
+
+
+def sender_view(conn: ConnectionAnalysis) -> ConnectionAnalysis:
+    """The connection with the server (the sender of a clone's pack) as ``a``."""
+    c = conn.connection
+    return replace(conn, a_to_b=conn.b_to_a, b_to_a=conn.a_to_b,
+                   connection=replace(c, a_addr=c.b_addr, a_port=c.b_port,
+                                      b_addr=c.a_addr, b_port=c.a_port))
+
+
+RECEIVER_RTT_RATIO = 0.2
+"""Data-to-ACK samples below this share of the handshake RTT: the capture was taken next to
+the receiver of the data (the client of a clone), where the ACK leaves at once."""
+
+
+def at_receiver(sent: obs.CaptureMetrics) -> bool:
+    """Whether the server's data was ACKed at once where the capture was taken (the client)."""
+    hs, med = sent.handshake_rtt_s, sent.median_rtt_s
+    return bool(hs and med is not None and med < RECEIVER_RTT_RATIO * hs)
+
+
+def _no_phases() -> ReceiverPhases:
+    """trace2's phases of a clone a capture cannot see: every one unknown."""
+    return ReceiverPhases(**{f.name: None for f in fields(ReceiverPhases)})
+
+
+def clone_observation(t: Transfer, repeat: int) -> tuple[TransferObservation, bool]:
+    """One download connection as the engine's clone; with whether it was captured at the
+    client (the receiver)."""
+    conn = t.conn
+    client, server = conn.a_to_b, conn.b_to_a
+    hs = conn.handshake
+    rtt = hs.rtt_s if hs.rtt_s and hs.rtt_s > 0 else None
+    first, last = server.first_data_ts_ns, server.last_data_ts_ns
+    measured_s = (last - first) / 1e9 if first is not None and last is not None else 0.0
+    label = f"{t.protocol} ({t.why})"
+    tcp = ReceiverTcpSummary(
+        source=f"capture {label}: the client's ACKs", samples=0, span_s=0.0,
+        received_bytes=server.payload_bytes,
+        advertised_window_max_bytes=(client.max_window_bytes or None)
+        if hs.window_scale_known else None,
+        receive_buffer_max_bytes=None, rcv_space_max_bytes=None,
+        min_rtt_s=rtt, median_rtt_s=None)
+    sent = capture_metrics(sender_view(conn), label)
+    receiver = at_receiver(sent)
+    metrics = receiver_capture_metrics(conn, label, tcp) if receiver else replace(
+        sent, source=sent.source + " (download, at the server)")
+    cut = (client.resets_sent or server.resets_sent) and server.unacked_bytes >= MIN_PACK_BYTES
+    clone = TransferObservation(
+        protocol=t.protocol, repeat=repeat, outcome="failed" if cut else "ok",
+        moved_bytes=server.payload_bytes, measured_s=measured_s,
+        rate_bytes_per_s=server.payload_bytes / measured_s if measured_s > 0 else None,
+        wall_s=max(0.0, (conn.last_ts_ns - conn.first_ts_ns) / 1e9), phases=_no_phases(),
+        tcp=tcp, path_rtt_s=rtt, capture=metrics,
+        failure_kind=FailureKind.RESET if cut else None,
+        last_line=f"connection reset with {server.unacked_bytes} B of the download "
+        "unacknowledged (capture)" if cut else "")
+    return clone, receiver
+
+
+def capture_of_clones(path: Path, connections: int, downloads: list[Transfer],
+                      bursts: list[obs.BurstResult], *, other: str = "") -> obs.Observations:
+    """A bare capture's clones (``downloads``, largest first) as the engine's download
+    :class:`Observations`; ``other`` says what else the capture held (a push)."""
+    clones: list[TransferObservation] = []
+    seen: list[str] = []
+    for proto in obs.PROTOCOL_ORDER:
+        mine = [t for t in downloads if t.protocol == proto]
+        for repeat, t in enumerate(mine, start=1):
+            clone, receiver = clone_observation(t, repeat)
+            clones.append(clone)
+            if repeat == 1:
+                side = "at the client" if receiver else "at the server"
+                seen.append(f"{obs.PROTOCOL_LABELS[proto]} clone by {t.why} (direction: "
+                            f"{how_directed(t)}; captured {side})")
+    observations = download_observations(clones, bursts=bursts)
+    rtts = [t.conn.handshake.rtt_s for t in downloads if t.conn.handshake.rtt_s]
+    run = replace(
+        observations.run, target_url=path.name, rtt_s=rtts[0] if rtts else None,
+        measured_by=(f"bare capture {path.name}: {connections} TCP connection(s), "
+                     f"{', '.join(seen)}{other}; no A/B reference between transports; "
+                     f"{NOT_SEEN}"))
+    return replace(observations, run=run)
