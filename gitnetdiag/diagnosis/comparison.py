@@ -40,7 +40,7 @@ from gitnetdiag.diagnosis.measures import median, ok_pushes, push_bytes
 from gitnetdiag.diagnosis.model import Diagnosis, Direction, Finding, Unit, Verdict
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
 from gitnetdiag.diagnosis.stats import welch_p_value
-from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 from gitnetdiag.errors import UsageError
 from gitnetdiag.serial import to_jsonable
 
@@ -49,7 +49,7 @@ MIN_REPEATS = 3
 ALPHA = 0.05
 """Significance level of the noise test."""
 RTT_CHANGE_RATIO = 1.2
-"""RTTs (and path rates) that differ by more than this factor are named as a difference."""
+"""RTTs, path rates (and a transfer's bytes) that differ by more than this factor differ."""
 
 PROTOCOL_CULPRITS: dict[str, str] = {
     "h2-flow-control-window": "h2",
@@ -63,12 +63,11 @@ BURST_CULPRITS = frozenset({"listen-backlog-overflow", "syn-drop", "ssh-maxstart
 
 @dataclass(frozen=True)
 class TransferWords:
-    """How a comparison names the transfers of its direction."""
+    """How a comparison names the transfers of its direction: ``one`` (``push``,
+    ``clone``) and ``many`` (``pushes``, ``clones``)."""
 
     one: str
-    """``push`` or ``clone``."""
     many: str
-    """``pushes`` or ``clones``."""
 
 
 TRANSFER_WORDS: dict[str, TransferWords] = {
@@ -445,6 +444,11 @@ def gain_check(before: Diagnosis, after: Diagnosis, measured: Sequence[ProtocolC
         notes.append(f"{row.before.failed} failed or hung {words.one}(es) before, "
                      f"{row.after.failed} after: the measured gain counts each as its wait "
                      f"plus a redo, as the cost does (mean time per {words.one})")
+    if (sizes := sorted((row.before.bytes or 0.0, row.after.bytes or 0.0)))[1] \
+            > RTT_CHANGE_RATIO * sizes[0] > 0:
+        notes.append(f"a {words.one} moved {fmt_bytes(row.before.bytes)} before, "
+                     f"{fmt_bytes(row.after.bytes)} after (bounded {words.many} stop mid-pack): "
+                     "durations of different bytes (compare the rates)")
     if measured_gain <= 0:
         notes.append("nothing was gained: the run is not faster")
     if predicted(top) is None:

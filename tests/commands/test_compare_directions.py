@@ -178,3 +178,22 @@ def test_a_culprit_without_a_cost_predicts_no_number(tmp_path: Path) -> None:
     text = render_compare_markdown(comparison)
     assert "predicted gain - (no estimated cost in A)" in text
     assert "prediction off by" not in text
+
+
+def test_clones_of_different_bytes_are_said_not_like_for_like(tmp_path: Path) -> None:
+    """Bounded clones stop mid-pack: their durations are not those of the whole clone."""
+    cut = slow_copy(tmp_path / "cut")
+    record = cut / "fetch.json"
+    data: dict[str, Any] = json.loads(record.read_text())
+    for fetch in data["protocols"][0]["fetches"]:
+        fetch["moved_bytes"] //= 2
+    record.write_text(json.dumps(data))
+    comparison = compare([with_top(diagnosis_from_saved(cut), 0.5),
+                          diagnosis_from_saved(FETCH_HEALTHY)], ["cut", "whole"])
+    gain = comparison.pairs[0].gain
+    assert gain is not None and gain.measured_gain_s is not None
+    assert "a clone moved 1.0 MB before, 2.1 MB after" in gain.note, gain.note
+    assert "durations of different bytes" in render_compare_markdown(comparison)
+    whole = compare([with_top(diagnosis_from_saved(slow_copy(tmp_path / "slow")), 0.5),
+                     diagnosis_from_saved(FETCH_HEALTHY)], ["slow", "whole"]).pairs[0].gain
+    assert whole is not None and "different bytes" not in whole.note
