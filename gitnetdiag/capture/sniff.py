@@ -143,13 +143,18 @@ def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sni
                 git = (_is_hex(first[:, 0]) & _is_hex(first[:, 1]) & _is_hex(first[:, 2])
                        & _is_hex(first[:, 3]) & (first[:, 4] == ord("g"))
                        & (first[:, 5] == ord("i")) & (first[:, 6] == ord("t")))
+                # git writes a git:// request's pkt-line length in a segment of its own
+                # (seen in the lab: "003d", then "git-upload-pack /lab.git\0host=...").
+                split = ((first[:, 0] == ord("g")) & (first[:, 1] == ord("i"))
+                         & (first[:, 2] == ord("t")) & (first[:, 3] == ord("-"))
+                         & ((first[:, 4] == ord("u")) | (first[:, 4] == ord("r"))))
                 http = (((first[:, 0] == ord("G")) & (first[:, 1] == ord("E"))
                          & (first[:, 2] == ord("T")) & (first[:, 3] == ord(" ")))
                         | ((first[:, 0] == ord("P")) & (first[:, 1] == ord("O"))
                            & (first[:, 2] == ord("S")) & (first[:, 3] == ord("T"))
                            & (first[:, 4] == ord(" "))))
                 sport, dport = rows.sport[has][idx], rows.dport[has][idx]
-                for j in np.flatnonzero(tls | ssh | git | http):
+                for j in np.flatnonzero(tls | ssh | git | split | http):
                     if parsed >= MAX_HEADS:
                         return out
                     parsed += 1
@@ -163,8 +168,9 @@ def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sni
                     elif ssh[j] and s.ssh_banner is None:
                         s.ssh_banner = data.split(b"\r\n")[0].split(b"\n")[0].decode(
                             "ascii", "replace")[:80]
-                    elif git[j] and s.git_service is None:
-                        s.git_service = data[4:].split(b" ")[0].decode("ascii", "replace")
+                    elif (git[j] or split[j]) and s.git_service is None:
+                        named = data[4:] if git[j] else data
+                        s.git_service = named.split(b" ")[0].decode("ascii", "replace")
                         s.client_port = sp
                     elif http[j] and s.http_service is None and not s.tls:
                         s.http_service = _http_service(data)

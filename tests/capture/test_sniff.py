@@ -71,3 +71,14 @@ def test_a_plain_http_request_names_the_git_service(tmp_path: Path) -> None:
     assert not clone.git_service  # a plain-HTTP request, not git://
     assert found[(80, 50001)].service == "git-receive-pack"
     assert found[(80, 50002)].service is None  # any other web request names no service
+
+
+def test_a_git_request_whose_length_came_in_a_segment_of_its_own(tmp_path: Path) -> None:
+    """git writes the pkt-line length first (seen in the lab: "003d", then the request)."""
+    path = tmp_path / "split.pcap"
+    path.write_bytes(pcap_bytes(_frames([
+        (50000, 9418, b"003d"),
+        (50000, 9418, b"git-upload-pack /lab.git\0host=198.18.2.2:9418\0\0version=2\0"),
+    ])))
+    git = sniff_connections(path)[(9418, 50000)]
+    assert git.git_service == "git-upload-pack" and git.client_port == 50000

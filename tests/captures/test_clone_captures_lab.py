@@ -1,0 +1,73 @@
+"""Issue 36 item 3's acceptance, live: two clones through the lab's clamped client receive
+buffer (``client-rmem-clamp``, 6 MiB of random history), each captured with plain
+``tcpdump`` (headers only, ``-s 128``) as someone else would take it: one on the client
+(git://, its request line readable) and one on the server (HTTPS through the edge, the
+direction from the bytes each way). ``analyze FILE --diagnose`` ranks the fault's culprit
+first for each, as a download, and says what a capture cannot show."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.lab.spec import FETCH_FAULT_CULPRIT
+from gitnetdiag.model.lab.state import LabState
+from gitnetdiag.pipeline import diagnose_capture
+from tests.captures.twosides import _stop, _tcpdump, _wait_capturing, push_url
+from tests.conftest import LabFactory
+from tests.labutil import in_client
+
+pytestmark = pytest.mark.lab
+
+FAULT = "client-rmem-clamp"
+
+
+def _captured_clone(state: LabState, at: str, protocol: str, out: Path) -> Path:
+    """One clone over ``protocol`` while tcpdump runs in the ``at`` side's namespace only."""
+    ns, peer = ((state.client_ns, state.server_ip) if at == "client"
+                else (state.server_ns, state.client_ip))
+    pcap, dest = out / f"{at}-{protocol}.pcap", out / f"clone-{at}"
+    dump = _tcpdump(ns, peer, pcap)
+    try:
+        _wait_capturing(dump, pcap)
+        url, options = ((state.endpoints.git, []) if protocol == "git"
+                        else push_url(state, protocol))
+        git = in_client(state, "git", *options, "clone", "-q", "--bare", url, str(dest),
+                        timeout_s=180)
+        assert git.returncode == 0, git.stderr
+        time.sleep(1.0)  # the last ACKs and FINs reach the file
+    finally:
+        _stop(dump)
+        shutil.rmtree(dest, ignore_errors=True)
+    return pcap
+
+
+@pytest.mark.parametrize(("at", "protocol", "told"), [
+    ("client", "git", "the request names git-upload-pack"),
+    ("server", "h1", "bytes each way"),
+])
+def test_a_clone_captured_on_one_side_names_the_clamp_first(
+        at: str, protocol: str, told: str, shared_lab: LabFactory, tmp_path: Path) -> None:
+    state = shared_lab(FAULT)
+    pcap = _captured_clone(state, at, protocol, tmp_path)
+    diagnosis, warnings = diagnose_capture(pcap)
+    ids = [f.id for f in diagnosis.findings]
+    print(f"{pcap.name}: {pcap.stat().st_size} B, {diagnosis.verdict}, ranked "
+          f"{[(f.id, round(f.score, 2), round(f.cost_s, 1)) for f in diagnosis.findings]}; "
+          f"{diagnosis.environment.measured_by}")
+    assert diagnosis.direction == "fetch"
+    assert ids[:1] == [FETCH_FAULT_CULPRIT[FAULT]], f"{pcap.name}: ranked {ids}"
+    assert told in diagnosis.environment.measured_by
+    assert f"captured at the {at}" in diagnosis.environment.measured_by
+    assert any("cannot show trace2 phases" in w for w in warnings)
+    # The command line, in its own process, as support runs it.
+    proc = subprocess.run([sys.executable, "-m", "gitnetdiag", "analyze", str(pcap), "--diagnose"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert f"#1 {FETCH_FAULT_CULPRIT[FAULT]}" in proc.stdout
+    assert "cannot show trace2 phases" in proc.stderr
