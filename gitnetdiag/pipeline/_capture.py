@@ -32,7 +32,14 @@ from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import FailureKind
-from gitnetdiag.pipeline._capture_flow import UNSEEN, Transfer, capture_of_clones, pack_direction
+from gitnetdiag.pipeline._capture_flow import (
+    UNSEEN,
+    Transfer,
+    at_receiver,
+    capture_of_clones,
+    pack_direction,
+    swapped,
+)
 from gitnetdiag.pipeline._connections import count_by_kind, handshake_tally
 from gitnetdiag.pipeline._run import capture_metrics, flight_series
 
@@ -80,9 +87,7 @@ def _directed(conn: ConnectionAnalysis, server_port: int) -> ConnectionAnalysis:
     c = conn.connection
     if c.b_port == server_port or c.a_port != server_port:
         return conn
-    return replace(conn, a_to_b=conn.b_to_a, b_to_a=conn.a_to_b,
-                   connection=replace(c, a_addr=c.b_addr, a_port=c.b_port,
-                                      b_addr=c.a_addr, b_port=c.a_port))
+    return swapped(conn)
 
 
 def handshake_rtt_s(transfers: list[Transfer]) -> float | None:
@@ -184,15 +189,10 @@ def ledger_observation(ledger: h2ledger.H2WireLedger) -> obs.H2Ledger:
     )
 
 
-RECEIVER_RTT_RATIO = 0.2
-"""Data-to-ACK samples below this share of the handshake RTT: the capture was taken at
-the receiver (the server of a push), where an ACK leaves right after the data arrives."""
-
-
 def receiver_side(metrics: obs.CaptureMetrics) -> bool:
-    """Whether the capture point was next to the receiver of the upload (server side)."""
-    hs, med = metrics.handshake_rtt_s, metrics.median_rtt_s
-    return bool(hs and med is not None and med < RECEIVER_RTT_RATIO * hs)
+    """Whether the capture point was next to the receiver of the upload (server side):
+    the one rule of :func:`~gitnetdiag.pipeline._capture_flow.at_receiver`."""
+    return at_receiver(metrics)
 
 
 def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.CaptureMetrics:

@@ -98,8 +98,9 @@ def how_directed(t: Transfer) -> str:
             "from the client")
 
 
-def sender_view(conn: ConnectionAnalysis) -> ConnectionAnalysis:
-    """The connection with the server (the sender of a clone's pack) as ``a``."""
+def swapped(conn: ConnectionAnalysis) -> ConnectionAnalysis:
+    """The connection with its ends swapped: ``a`` becomes ``b`` (the server of a clone, the
+    sender of its pack, as ``a``; a capture begun after the SYN turned client first)."""
     c = conn.connection
     return replace(conn, a_to_b=conn.b_to_a, b_to_a=conn.a_to_b,
                    connection=replace(c, a_addr=c.b_addr, a_port=c.b_port,
@@ -108,11 +109,13 @@ def sender_view(conn: ConnectionAnalysis) -> ConnectionAnalysis:
 
 RECEIVER_RTT_RATIO = 0.2
 """Data-to-ACK samples below this share of the handshake RTT: the capture was taken next to
-the receiver of the data (the client of a clone), where the ACK leaves at once."""
+the receiver of the data (the server of a push, the client of a clone), where an ACK leaves
+right after the data arrives."""
 
 
 def at_receiver(sent: obs.CaptureMetrics) -> bool:
-    """Whether the server's data was ACKed at once where the capture was taken (the client)."""
+    """Whether the sender's data was ACKed at once where the capture was taken: the capture
+    point was next to the data's receiver (``sent`` is the sender's view)."""
     hs, med = sent.handshake_rtt_s, sent.median_rtt_s
     return bool(hs and med is not None and med < RECEIVER_RTT_RATIO * hs)
 
@@ -139,7 +142,7 @@ def clone_observation(t: Transfer, repeat: int) -> tuple[TransferObservation, bo
         if hs.window_scale_known else None,
         receive_buffer_max_bytes=None, rcv_space_max_bytes=None,
         min_rtt_s=rtt, median_rtt_s=None)
-    sent = capture_metrics(sender_view(conn), label)
+    sent = capture_metrics(swapped(conn), label)
     receiver = at_receiver(sent)
     metrics = receiver_capture_metrics(conn, label, tcp) if receiver else replace(
         sent, source=sent.source + " (download, at the server)")
