@@ -58,7 +58,13 @@ SYN / SYN-ACK retransmissions and resets.
       the directory is only read (--out DIR writes observations.json and the reports there)
 
   gitnetdiag analyze customer.pcap --diagnose [--keylog keys.log]
-      a bare capture (client or server side): the git transfers in it, ranked culprits
+      a bare capture (client or server side): the git transfers in it, ranked culprits;
+      a push or a clone, told by the request (git-receive-pack / git-upload-pack) where
+      it is readable, else by the bytes each way
+
+  tcpdump -i any -s 128 -w clone.pcap 'port 443' &  git clone ...; kill %1
+  gitnetdiag analyze clone.pcap --diagnose
+      a slow clone: the download culprits a capture can show, and what it cannot
 
 A capture cut short (tcpdump killed) is analysed up to the damage, with a warning.
 """

@@ -19,7 +19,7 @@ from gitnetdiag.report.failures import (
     failure_where,
 )
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.report.transfers import render_text
+from gitnetdiag.report.transfers import WORDS, render_text
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
@@ -37,9 +37,10 @@ _VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold red",
 
 def _protocol_table(diagnosis: Diagnosis) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    transfers = WORDS.get(diagnosis.direction, WORDS["push"]).transfers
     for header, justify in (
         ("protocol", "left"),
-        ("pushes ok/failed", "right"),
+        (f"{transfers} ok/failed", "right"),
         ("bytes", "right"),
         ("duration median", "right"),
         ("rate median", "right"),

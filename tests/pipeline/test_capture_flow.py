@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.pipeline import diagnose_capture, observations_from_capture
+from gitnetdiag.report.terminal import render_terminal
 from tests.capture.craft import pcap_bytes
 from tests.capture.test_sniff import client_hello
 from tests.pipeline.bulkwire import bulk_frames
@@ -48,6 +49,8 @@ def test_a_clone_is_a_download_with_its_window_clamp_first(case: str, at: str,
     # What a capture cannot show is said, in the report and on the terminal.
     assert "not in a capture: trace2 phases" in measured_by
     assert any("cannot show trace2 phases" in w for w in warnings)
+    text = render_terminal(diagnosis, color=False)
+    assert "clones ok/failed" in text and "pushes ok/failed" not in text
 
 
 def test_the_clone_is_measured_from_the_servers_bytes(tmp_path: Path) -> None:
