@@ -47,13 +47,6 @@ def ffill_index(mask: BoolArray) -> I64Array:
     return np.maximum.accumulate(idx) if len(idx) else idx
 
 
-def bfill_index(mask: BoolArray) -> I64Array:
-    """Index of the first True at or after each position (len when none)."""
-    n = len(mask)
-    idx = np.where(mask, np.arange(n), n)
-    return np.minimum.accumulate(idx[::-1])[::-1] if n else idx
-
-
 @dataclass
 class SeqChain:
     """Unwraps 32-bit sequence numbers into a monotone-ish int64 space."""

@@ -9,7 +9,6 @@ a probe.
 
 from __future__ import annotations
 
-import statistics
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -208,10 +207,6 @@ class BurstRecord:
     @property
     def ok_count(self) -> int:
         return sum(op.ok for op in self.ops)
-
-    @property
-    def median_wall_s(self) -> float | None:
-        return statistics.median(op.wall_s for op in self.ops) if self.ops else None
 
 
 @dataclass(frozen=True, kw_only=True)
