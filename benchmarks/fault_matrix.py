@@ -39,6 +39,15 @@ and a few negatives, ``diagnose --lab --direction fetch``; its bundle
 ``benchmarks/data/fault-matrix-fetch.json.gz``, its fit the download rows of
 ``culprits/fitted.py``):
 ``benchmarks/fault_matrix_fetch.py``.
+
+``--direction both`` scores the two matrices in one run and ends with one line for both
+(the runs whose first culprit is right, in sample and with each (fault, RTT) cell held out
+of its own direction's fit); without ``--from`` it runs both labs (``--results DIR``: its
+``push/`` and ``fetch/``)::
+
+    PYTHONPATH=. .venv/bin/python benchmarks/fault_matrix.py --direction both \
+        --from benchmarks/data/fault-matrix.json.gz \
+        --from benchmarks/data/fault-matrix-fetch.json.gz
 """
 
 from __future__ import annotations
@@ -53,6 +62,7 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -332,6 +342,37 @@ def write_bundle(index: dict[str, Any], observations: dict[str, Any], missing: l
     print(f"wrote {path.relative_to(ROOT)} ({path.stat().st_size / 1e3:.0f} kB)")
 
 
+@dataclass(frozen=True)
+class Accuracy:
+    """How many of a matrix's runs had the first culprit right (none ranked when none was
+    expected): with hand weights, fitted in sample, and with each (fault, RTT) cell held out."""
+
+    direction: str
+    runs: int
+    hand: int
+    fitted: int
+    held_out: int
+
+    @classmethod
+    def of(cls, direction: str, runs: list[MatrixRun], hand: list[list[str]],
+           fitted: list[list[str]], held_out: list[list[str]]) -> Accuracy:
+        def right(rankings: list[list[str]]) -> int:
+            return round(top1_accuracy(runs, rankings) * len(runs))
+
+        return cls(direction, len(runs), right(hand), right(fitted), right(held_out))
+
+
+def both_directions(scores: list[Accuracy]) -> str:
+    """One line for the matrices of both directions: right runs of all runs, each way."""
+    runs = sum(a.runs for a in scores)
+    parts = [f"{label} {sum(getattr(a, key) for a in scores)}/{runs}"
+             for key, label in (("hand", "hand weights"), ("fitted", "fitted in sample"),
+                                ("held_out", "fitted with each (fault, RTT) cell held out"))]
+    per = "; ".join(f"{a.direction} {a.fitted}/{a.runs} in sample, {a.held_out}/{a.runs} "
+                    "held out" for a in scores)
+    return f"both directions, first culprit right: {', '.join(parts)} ({per})"
+
+
 def held_out_rankings(runs: list[MatrixRun]) -> list[list[str]]:
     """Each run ranked with confidences fitted on the other (fault, RTT) cells only."""
     def cell(run: MatrixRun) -> str:
@@ -384,7 +425,9 @@ def matrix_table(hand: dict[str, CulpritCounts], fitted: dict[str, CulpritCounts
              "| fitted TP/FP/FN | fitted precision | fitted recall | fitted FP in | confidence |",
              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in CULPRITS:
-        fit = fits[c.id]
+        fit = fits.get(c.id)
+        if fit is None:  # a download-only culprit: the fetch matrix's table has it
+            continue
         if fit.calibration is not None:
             cal = fit.calibration
             how = (f"fitted: a = {cal.intercept:g}, b = {cal.slope:g} "
@@ -401,7 +444,8 @@ def matrix_table(hand: dict[str, CulpritCounts], fitted: dict[str, CulpritCounts
     return lines
 
 
-def report_and_fit(sources: list[Path], *, write: bool, reanalyse: bool = False) -> int:
+def report_and_fit(sources: list[Path], *, write: bool, reanalyse: bool = False,
+                   ) -> Accuracy | None:
     """Score the matrix (the sources' runs merged) with hand weights and fitted confidences;
     with ``write``, ship the fit (and the bundle, unless the one source is the bundle)."""
     index, observations, missing = read_sources(sources, reanalyse=reanalyse)
@@ -409,7 +453,7 @@ def report_and_fit(sources: list[Path], *, write: bool, reanalyse: bool = False)
     if not runs:
         print(f"error: no run in {', '.join(map(str, sources))} has observations.json "
               "(hint: look at matrix.json for the errors)", file=sys.stderr)
-        return 2
+        return None
     fits = fit_calibrations(runs)
     hand_culprits, fitted_culprits = hand_weighted(CULPRITS), with_calibrations(fits)
     hand_ranked = [ranked_ids(run.observations, hand_culprits) for run in runs]
@@ -445,7 +489,7 @@ def report_and_fit(sources: list[Path], *, write: bool, reanalyse: bool = False)
         write_fitted(fits, matrix)
         write_docs([*table, "", accuracy + ".", "", "Runs whose first culprit is wrong "
                     "with either weighting:", "", *(wrong or ["none."])], matrix)
-    return 0
+    return Accuracy.of("push", runs, hand_ranked, fitted_ranked, held_out)
 
 
 FITTED_MODULE = ROOT / "gitnetdiag" / "diagnosis" / "culprits" / "fitted.py"
@@ -557,12 +601,14 @@ def write_docs(table: list[str], matrix: str, *,
     print(f"wrote {DOCS.relative_to(ROOT)}")
 
 
-def main() -> int:
+def _arguments() -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--direction", choices=("push", "fetch"), default="push",
+    parser.add_argument("--direction", choices=("push", "fetch", "both"), default="push",
                         help="push (default): FAULTS, fitted.py; fetch: FETCH_FAULT_CULPRIT's "
                         "faults and the negatives of benchmarks/fault_matrix_fetch.py, "
-                        "fitted.py's download rows")
+                        "fitted.py's download rows; both: the two matrices one after the other "
+                        "(with --from: each source scored with its direction's), then one line "
+                        "for both")
     parser.add_argument("--fault", action="append", choices=list(FAULTS),
                         help="lab fault (repeat; default: every fault of the direction)")
     parser.add_argument("--rtt", action="append", help="lab RTT (repeat; default 20ms and 80ms)")
@@ -571,7 +617,7 @@ def main() -> int:
     parser.add_argument("--timeout", type=float, help="timeout of each git run, s "
                         "(default 90; 60 with --direction fetch)")
     parser.add_argument("--results", type=Path, help="results directory "
-                        "(default runs/fault-matrix-<UTC time>)")
+                        "(default runs/fault-matrix-<UTC time>; both: its push/ and fetch/)")
     parser.add_argument("--from", dest="sources", action="append", type=Path,
                         help="score (and --fit) a results directory, or the shipped bundle "
                         "benchmarks/data/fault-matrix.json.gz (fetch: fault-matrix-fetch.json.gz);"
@@ -583,23 +629,30 @@ def main() -> int:
                         "a fetch matrix always does)")
     parser.add_argument("--fit", action="store_true",
                         help="write the fitted confidences and the docs/culprits.md table")
-    args = parser.parse_args()
-    # A terminated matrix still takes its lab down (the finally clauses run).
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
-    fetch = args.direction == "fetch"
+    return parser.parse_args()
+
+
+def source_direction(source: Path) -> str:
+    """``fetch`` for the fetch bundle or a results directory of ``--direction fetch`` (its
+    index says so), else ``push``."""
+    if source.resolve() == BUNDLE:
+        return "push"
+    if source.name == "fault-matrix-fetch.json.gz":
+        return "fetch"
+    index_file = source / INDEX
+    if index_file.is_file():
+        return str(json.loads(index_file.read_text()).get("direction", "push"))
+    return "push"
+
+
+def _score(direction: str, args: argparse.Namespace, sources: list[Path] | None,
+           results: Path) -> Accuracy | None:
+    """One direction's matrix: run it in the lab unless ``sources`` are given, then score
+    (and with ``--fit`` ship) it."""
+    fetch = direction == "fetch"
     if fetch:
         from benchmarks import fault_matrix_fetch as fmf
-    if args.sources:
-        sources = args.sources
-        for source in sources:
-            if not (source.is_file() or (source / INDEX).is_file()):
-                print(f"error: no {INDEX} in {source} (hint: pass a directory this script "
-                      f"wrote, or {BUNDLE.relative_to(ROOT)})", file=sys.stderr)
-                return 2
-    else:
-        stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
-        name = f"fault-matrix-fetch-{stamp}" if fetch else f"fault-matrix-{stamp}"
-        results = args.results or ROOT / "runs" / name
+    if not sources:
         rtts = args.rtt or ["20ms", "80ms"]
         if fetch:
             fmf.run_fetch_matrix(results, args.fault, rtts, args.repeats, args.timeout or 60.0)
@@ -611,6 +664,40 @@ def main() -> int:
     if fetch:
         return fmf.report_and_fit_fetch(sources, write=args.fit)
     return report_and_fit(sources, write=args.fit, reanalyse=args.reanalyse)
+
+
+def main() -> int:
+    args = _arguments()
+    # A terminated matrix still takes its lab down (the finally clauses run).
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    for source in args.sources or []:
+        if not (source.is_file() or (source / INDEX).is_file()):
+            print(f"error: no {INDEX} in {source} (hint: pass a directory this script "
+                  f"wrote, or {BUNDLE.relative_to(ROOT)})", file=sys.stderr)
+            return 2
+    directions = ["push", "fetch"] if args.direction == "both" else [args.direction]
+    stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
+    scores = []
+    for direction in directions:
+        sources = args.sources
+        if sources and args.direction == "both":
+            sources = [s for s in sources if source_direction(s) == direction]
+            if not sources:
+                print(f"error: no --from source of the {direction} direction (hint: pass "
+                      "both bundles, or a results directory of each)", file=sys.stderr)
+                return 2
+        name = "fault-matrix-fetch" if direction == "fetch" else "fault-matrix"
+        results = (args.results / direction if args.results and len(directions) > 1
+                   else args.results or ROOT / "runs" / f"{name}-{stamp}")
+        if len(directions) > 1:
+            print(f"\n## {direction}\n")
+        score = _score(direction, args, sources, results)
+        if score is None:
+            return 2
+        scores.append(score)
+    if len(scores) > 1:
+        print("\n" + both_directions(scores))
+    return 0
 
 
 if __name__ == "__main__":

@@ -346,7 +346,7 @@ def held_out_rankings(runs: list[MatrixRun]) -> list[list[str]]:
             for run in runs]
 
 
-def report_and_fit_fetch(sources: list[Path], *, write: bool) -> int:
+def report_and_fit_fetch(sources: list[Path], *, write: bool) -> fm.Accuracy | None:
     """Score the download matrix with hand weights and fitted confidences; with ``write``,
     ship the fit, the bundle (unless the one source is the bundle) and the docs table."""
     # Stale runs go before the merge: the new runs of their cells keep their own numbers.
@@ -357,7 +357,7 @@ def report_and_fit_fetch(sources: list[Path], *, write: bool) -> int:
     if not runs:
         print(f"error: no run in {', '.join(map(str, sources))} has a fetch.json "
               "(hint: look at matrix.json for the errors)", file=sys.stderr)
-        return 2
+        return None
     fits = fit_fetch_calibrations(runs)
     hand_ranked = [run_ranked_ids(run, {}) for run in runs]
     fitted_ranked = [run_ranked_ids(run, fits) for run in runs]
@@ -374,11 +374,12 @@ def report_and_fit_fetch(sources: list[Path], *, write: bool) -> int:
     if missing:
         print(f"not scored ({len(missing)}): " + "; ".join(missing))
     print("\n".join(table))
+    held_out = held_out_rankings(runs)
     accuracy = (f"first culprit right (download and shared; healthy: none ranked): hand "
                 f"weights {top1_accuracy(runs, hand_ranked):.1%}, fitted "
                 f"{top1_accuracy(runs, fitted_ranked):.1%} (in sample), fitted with each "
                 f"(fault, RTT) cell held out of its own fit "
-                f"{top1_accuracy(runs, held_out_rankings(runs)):.1%}")
+                f"{top1_accuracy(runs, held_out):.1%}")
     print(accuracy)
     wrong = [f"- `{run.name}`: expected {run.expected or 'none'}; hand weights rank "
              f"{', '.join(hand_ids) or 'none'}; fitted {', '.join(fitted_ids) or 'none'}"
@@ -393,7 +394,7 @@ def report_and_fit_fetch(sources: list[Path], *, write: bool) -> int:
         write_fetch_docs([*table, "", accuracy + ".", "", "Runs whose first download culprit "
                           "is wrong with either weighting:", "", *(wrong or ["- none"])],
                          matrix)
-    return 0
+    return fm.Accuracy.of("fetch", runs, hand_ranked, fitted_ranked, held_out)
 
 
 def write_fetch_bundle(index: dict[str, Any], observations: dict[str, Any],

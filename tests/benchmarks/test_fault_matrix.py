@@ -89,3 +89,40 @@ def test_a_single_source_is_read_as_it_is(tmp_path: Path) -> None:
 def test_a_fault_defined_by_its_rtt_runs_there_as_often_as_the_others() -> None:
     cells = fm.fault_cells(["loss", "ssh-channel-window"], ["20ms", "80ms"], 2)
     assert cells == [("loss", "20ms", 2), ("loss", "80ms", 2), ("ssh-channel-window", "300ms", 4)]
+
+
+def test_the_upload_table_leaves_the_download_only_culprits_to_the_fetch_matrix() -> None:
+    """The push matrix fits only the culprits that judge uploads; its table must not ask for
+    the fit of a download-only culprit (it raised KeyError before)."""
+    from gitnetdiag.diagnosis.culprits import CULPRITS, DOWNLOAD
+    from gitnetdiag.diagnosis.matrix import Fit
+
+    upload = [c.id for c in CULPRITS if c.directions != DOWNLOAD]
+    download = [c.id for c in CULPRITS if c.directions == DOWNLOAD]
+    assert download, "the catalogue has download-only culprits"
+    fits = {cid: Fit(calibration=None, reason="test") for cid in upload}
+    rows = fm.matrix_table({}, {}, fits, {}, {})[2:]
+    assert [row.split("`")[1] for row in rows] == upload
+
+
+def test_both_directions_add_their_right_runs() -> None:
+    push = fm.Accuracy("push", runs=120, hand=119, fitted=120, held_out=118)
+    fetch = fm.Accuracy("fetch", runs=50, hand=50, fitted=49, held_out=48)
+    line = fm.both_directions([push, fetch])
+    assert "hand weights 169/170" in line
+    assert "fitted in sample 169/170" in line
+    assert "held out 166/170" in line
+    assert "push 120/120 in sample, 118/120 held out" in line
+    assert "fetch 49/50 in sample, 48/50 held out" in line
+
+
+def test_a_source_is_scored_with_its_own_direction(tmp_path: Path) -> None:
+    fetch_dir, push_dir = tmp_path / "f", tmp_path / "p"
+    for path, index in ((fetch_dir, {"runs": [], "direction": "fetch"}),
+                        (push_dir, {"runs": []})):
+        path.mkdir()
+        (path / fm.INDEX).write_text(json.dumps(index))
+    assert fm.source_direction(fetch_dir) == "fetch"
+    assert fm.source_direction(push_dir) == "push"
+    assert fm.source_direction(fm.BUNDLE) == "push"
+    assert fm.source_direction(fm.BUNDLE.with_name("fault-matrix-fetch.json.gz")) == "fetch"

@@ -111,7 +111,7 @@ def test_runs_of_an_older_lab_setup_are_left_out_and_said_so(
     assert [row["fault"] for row in index["runs"]].count("loss") == 0
     assert len(index["runs"]) == len(observations) == len(ROWS) - 3
     assert missing[0] == ("loss-20ms-r1 (lab without `--fetch-history random`: superseded)")
-    assert fmf.report_and_fit_fetch([source], write=False) == 0
+    assert fmf.report_and_fit_fetch([source], write=False) is not None
     out = capsys.readouterr().out
     assert "not scored (3): loss-20ms-r1" in out and out.count("8 runs,") == 1
 
@@ -129,7 +129,8 @@ def test_shared_culprits_are_scored_with_their_evidence(
     rows = [("loss", "20ms", 1, replace(slow, capture=retransmitting)),
             ("loss", "80ms", 1, replace(slow, capture=retransmitting)),
             ("loss", "80ms", 2, slow), ("healthy", "20ms", 1, HEALTHY)]
-    assert fmf.report_and_fit_fetch([_bundle(tmp_path / "m.json.gz", rows)], write=False) == 0
+    score = fmf.report_and_fit_fetch([_bundle(tmp_path / "m.json.gz", rows)], write=False)
+    assert score is not None and score.runs == len(rows)
     out = capsys.readouterr().out
     row = next(line for line in out.splitlines() if line.startswith("| `packet-loss` (shared)"))
     assert "| `loss` |" in row and "| 2/0/1 | 1.00 | 0.67 |" in row
@@ -183,7 +184,7 @@ def test_fit_writes_module_bundle_and_docs(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setattr(fm, "DOCS", docs)
     monkeypatch.setattr(fm, "ROOT", tmp_path)
     source = _bundle(tmp_path / "recorded.json.gz")
-    assert fmf.report_and_fit_fetch([source], write=True) == 0
+    assert fmf.report_and_fit_fetch([source], write=True) is not None
     out = capsys.readouterr().out
     assert (f"| `{CLAMP}` | `client-rmem-clamp` | 7 | 4/3/0 | 0.57 | 1.00 | 4/3/0 | 0.57 "
             "| 1.00 | loss-20ms x1, loss-80ms x2 | fitted: a = -0.5736, b = 1.0567 (4 positive, "
