@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import fault_matrix as fm
+from benchmarks import matrix_files as mf
 from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.culprits import BOTH, CULPRITS, DOWNLOAD, Culprit
 from gitnetdiag.diagnosis.engine import rank_findings
@@ -405,9 +406,9 @@ def write_fetch_bundle(index: dict[str, Any], observations: dict[str, Any],
 
 def write_fetch_fitted(fits: dict[str, Fit], matrix: str) -> None:
     """Rewrite the download rows of ``fitted.py``."""
-    fm.write_fitted(fits, matrix, direction="download")
+    mf.write_fitted(fits, matrix, direction="download")
 
 
 def write_fetch_docs(table: list[str], matrix: str) -> None:
-    fm.write_docs(table, matrix, markers=(DOCS_START, DOCS_END), what="fetch fault-matrix",
+    mf.write_docs(table, matrix, markers=(DOCS_START, DOCS_END), what="fetch fault-matrix",
                   section="Fitted confidence of the download culprits")

@@ -15,6 +15,7 @@ import pytest
 
 from benchmarks import fault_matrix as fm
 from benchmarks import fault_matrix_fetch as fmf
+from benchmarks import matrix_files as mf
 from gitnetdiag.diagnosis.calibration import Calibration
 from gitnetdiag.diagnosis.culprits import fitted
 from gitnetdiag.diagnosis.culprits.fitted import FITTED, HAND_WEIGHTED, MATRIX
@@ -179,10 +180,11 @@ def test_fit_writes_module_bundle_and_docs(tmp_path: Path, monkeypatch: pytest.M
     module, docs, bundle = tmp_path / "fitted.py", tmp_path / "culprits.md", tmp_path / "b.gz"
     module.write_text("")
     docs.write_text(f"head\n{fmf.DOCS_START}\nold\n{fmf.DOCS_END}\ntail\n")
-    monkeypatch.setattr(fm, "FITTED_MODULE", module)
+    monkeypatch.setattr(mf, "FITTED_MODULE", module)
     monkeypatch.setattr(fmf, "FETCH_BUNDLE", bundle)
-    monkeypatch.setattr(fm, "DOCS", docs)
+    monkeypatch.setattr(mf, "DOCS", docs)
     monkeypatch.setattr(fm, "ROOT", tmp_path)
+    monkeypatch.setattr(mf, "ROOT", tmp_path)
     source = _bundle(tmp_path / "recorded.json.gz")
     assert fmf.report_and_fit_fetch([source], write=True) is not None
     out = capsys.readouterr().out
