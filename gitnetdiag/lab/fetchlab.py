@@ -11,6 +11,8 @@
   The group sits under the lab's own mount of the ``cpu`` hierarchy
   (:mod:`gitnetdiag.lab.cgroups`) and :func:`detach_server_cpu` removes it
   before that mount goes.
+- :data:`FETCH_FAULT_FIXED_SETTINGS`: what each fault's fix sets (``lab fix``,
+  ``lab up --fixed``); :func:`repack` is the fix of ``slow-pack-generation``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,27 @@ from gitnetdiag.lab.cgroups import group_dir, make_group, remove_group
 from gitnetdiag.proc import run
 
 PERIOD_US = 100_000
+
+LINUX_TCP_RMEM = (4096, 131072, 6291456)
+"""Linux's own ``net.ipv4.tcp_rmem``: what ``client-rmem-clamp``'s fix sets back."""
+LINUX_TCP_WMEM = (4096, 16384, 4194304)
+"""Linux's own ``net.ipv4.tcp_wmem``: what ``server-sndbuf-clamp``'s fix sets back."""
+
+FETCH_FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
+    "client-rmem-clamp": {"client_rmem": LINUX_TCP_RMEM},
+    "server-sndbuf-clamp": {"server_wmem": LINUX_TCP_WMEM},
+    "slow-pack-generation": {"repository_packed": True},
+    "client-index-cpu": {"client_cpu_share": None},
+    "client-h2-window": {"client_h2_window": None},
+    "edge-response-buffering": {"edge_response_buffering": False},
+}
+"""What each fetch fault's culprit tells the user to do, as lab settings: the client's
+``tcp_rmem`` and the server's ``tcp_wmem`` back to Linux's defaults; the repository repacked
+into one pack with a bitmap (``git repack -adb``: the servers' CPU quota stays, the fix
+does not make a busy server idle); the client's git out of its CPU-starved cgroup (a runner
+without a quota); the client's git without the shim that holds its HTTP/2 window small (a
+libcurl with a large window); the nginx edge with ``proxy_buffering off``."""
+
 _BLOB_BYTES = 32 * 1024
 _RANDOM_BLOBS = 6
 
@@ -82,8 +105,26 @@ def seed_history(repo: Path, kind: str, *, count: int, size_bytes: int, scratch:
     return commit
 
 
+def repack(repo: Path) -> None:
+    """What ``server-pack-generation``'s fix tells a server to do: one pack with a
+    reachability bitmap (``git repack -adb``), and ``repack.writeBitmaps`` so later repacks
+    keep it. Run as an operator would, outside the servers' CPU quota; the files keep the
+    repository's owner."""
+    git = ("git", "-c", "safe.directory=*", f"--git-dir={repo}")
+    run([*git, "config", "repack.writeBitmaps", "true"], timeout_s=20)
+    run([*git, "repack", "-adbq"], env=_ENV, timeout_s=600)
+    owner = repo.stat()
+    run(["chown", "-R", f"{owner.st_uid}:{owner.st_gid}", str(repo)], timeout_s=60)
+
+
 def _group_name(instance: str) -> str:
     return f"gitnetdiag-lab-{instance}-server"
+
+
+def server_cpu_group(root: Path, instance: str) -> str:
+    """The servers' CPU-starved cgroup (``slow-pack-generation``), where a restarted server
+    goes back to."""
+    return str(group_dir(root, "cpu", _group_name(instance)))
 
 
 def attach_server_cpu(root: Path, instance: str, share: float) -> str:

@@ -11,7 +11,14 @@ this module makes the running lab match it, touching only what changed:
 - the router's FORWARD rules are rebuilt without the loss or the reset rule;
 - the pre-receive hook is removed;
 - Apache's body limit and the edge's 411 rule are removed, the edge's ``timeout server``
-  raised (:mod:`gitnetdiag.lab.httpfaults`).
+  raised (:mod:`gitnetdiag.lab.httpfaults`);
+- the nginx edge restarts with ``proxy_buffering off`` (``edge-response-buffering``);
+- the client's ``tcp_rmem`` and the server's ``tcp_wmem`` go back to Linux's defaults, the
+  repository is repacked with a bitmap, the client's git leaves its CPU-starved cgroup and
+  its HTTP/2 shim (:mod:`gitnetdiag.lab.hostfix`).
+
+A restarted server goes back to the servers' CPU-starved cgroup while
+``slow-pack-generation`` stays (its fix repacks; it does not idle a busy server).
 
 The namespaces, keys, CA and repository stay: every endpoint URL is unchanged,
 so a run before and a run after the fix compare like for like.
@@ -23,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gitnetdiag.lab import edges, httpfaults, manager, servers
+from gitnetdiag.lab import edges, fetchlab, hostfix, httpfaults, manager, servers
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.manager import Progress
 from gitnetdiag.lab.netns import Namespaces
@@ -47,8 +54,8 @@ def _roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
     roles = []
     if after.auth_delay_s != before.auth_delay_s:
         roles += ["apache", "sshd"]
-    if (after.edge_h2_window, after.edge_health_checks) != (
-            before.edge_h2_window, before.edge_health_checks):
+    if (after.edge_h2_window, after.edge_health_checks, after.edge_response_buffering) != (
+            before.edge_h2_window, before.edge_health_checks, before.edge_response_buffering):
         roles.append("edge")
     if (after.git_backlog, after.real_git_daemon) != (before.git_backlog, before.real_git_daemon):
         roles.append("git")
@@ -100,8 +107,9 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         files = servers.write_configs(paths, after)
         keys = [after.edge if role == "edge" else role for role in roles]
         manager.stop_pids([pids[key] for key in keys if key in pids])
-        pids.update(servers.start_servers(ns, paths, after, files, roles,
-                                         cgroup=state.storage_cgroup))
+        cgroup = (fetchlab.server_cpu_group(paths.root, instance)
+                  if after.server_cpu_share is not None else state.storage_cgroup)
+        pids.update(servers.start_servers(ns, paths, after, files, roles, cgroup=cgroup))
         servers.wait_listening(ns, paths, {key: pids[key] for key in keys}, after.edge)
     if after.edge_h2_window != before.edge_h2_window and "edge" in roles:
         done.append(f"edge {edges.EDGE_WINDOW_SETTING[after.edge]} {before.edge_h2_window} -> "
@@ -113,12 +121,17 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         done.append(f"git:// listen backlog {before.git_backlog} -> {after.git_backlog}")
     if after.auth_delay_s != before.auth_delay_s:
         done.append("slow key lookup and ref advertisement delay removed")
+    if before.edge_response_buffering and not after.edge_response_buffering:
+        done.append("nginx edge proxy_buffering off: responses streamed, not spilled to its "
+                    "temp files")
     done += httpfaults.fix_notes(before, after)
+    client_path, host_done = hostfix.apply(state, before, after)
+    done += host_done
     new_state = replace(
         state, faults=list(after.faults), fixed=list(after.fixed), loss=after.loss,
         edge_h2_window=after.edge_h2_window, hook_delay_s=after.hook_delay_s,
         auth_delay_s=after.auth_delay_s, reset_port=after.reset_port,
-        reset_after_bytes=after.reset_after_bytes, pids=pids)
+        reset_after_bytes=after.reset_after_bytes, pids=pids, client_path=client_path)
     save_state(new_state)
     if roles:
         say("waiting until the restarted servers answer git ls-remote")

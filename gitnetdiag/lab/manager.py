@@ -319,6 +319,8 @@ def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> No
     if spec.fetch_history is not None:
         fetchlab.seed_history(paths.repo, spec.fetch_history, count=FETCH_SIMILAR_BLOBS,
                               size_bytes=FETCH_HISTORY_BYTES, scratch=paths.root / "seed")
+    if spec.repository_packed:  # lab up --fixed of slow-pack-generation
+        fetchlab.repack(paths.repo)
     run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", str(paths.srv)])
 
 

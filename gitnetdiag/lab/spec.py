@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TypedDict, Unpack
 
 from gitnetdiag.errors import UsageError
+from gitnetdiag.lab import fetchlab as _fetch
 from gitnetdiag.lab import httpfaults as _http
 
 # HTTP/2's default initial window (RFC 9113 section 6.9.2), what HAProxy up to 3.0 keeps.
@@ -427,6 +428,10 @@ class LabSpec:
     """The edge health-checks its pool members (``option httpchk``, ``check``): the fix
     of ``edge-backend-errors``, which takes the bad member out."""
 
+    repository_packed: bool = False
+    """The repository is one pack with a reachability bitmap (``git repack -adb``,
+    ``repack.writeBitmaps``): the fix of ``slow-pack-generation``."""
+
     fixed: tuple[str, ...] = ()
     """Faults whose fix was applied (``lab fix``, ``lab up --fixed``); not in ``faults``."""
 
@@ -582,11 +587,14 @@ FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
     "syn-drop": {"syn_drop_share": 0.0},
     "edge-backend-errors": {"edge_health_checks": True},
     **_http.HTTP_FAULT_FIXED_SETTINGS,
+    **_fetch.FETCH_FAULT_FIXED_SETTINGS,
 }
 """The fix each fault's culprit names, as lab settings: the edge's HTTP/2 window raised,
 ``tcp_rmem`` max raised, the backlog raised (the ``--inetd`` socket of the fix), the
 loss removed, the reset rule removed, the hook removed, the slow key lookup removed, the
-edge's pool health-checked (the bad member is taken out by its failing check)."""
+edge's pool health-checked (the bad member is taken out by its failing check); the fetch
+faults' as
+:data:`gitnetdiag.lab.fetchlab.FETCH_FAULT_FIXED_SETTINGS`."""
 
 
 def fixed_spec(spec: LabSpec, faults: Sequence[str] | None = None, *,

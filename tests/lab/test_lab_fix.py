@@ -8,12 +8,16 @@ from pathlib import Path
 
 import pytest
 
+from gitnetdiag.lab.fetchlab import FETCH_FAULT_FIXED_SETTINGS
 from gitnetdiag.lab.spec import FAULT_FIXED_SETTINGS, FIXED_RMEM_MAX_BYTES, LARGE_WINDOW
 from gitnetdiag.model.lab.state import PORT_GIT, load_state
 from tests.conftest import LabFactory
 from tests.labutil import in_client
 
 pytestmark = pytest.mark.lab
+
+PUSH_FIXABLE = tuple(f for f in FAULT_FIXED_SETTINGS if f not in FETCH_FAULT_FIXED_SETTINGS)
+"""The faults one HAProxy lab can hold (the fetch faults' fixes: tests/lab/test_hostfix.py)."""
 
 
 def _ns(ns: str, *argv: str) -> str:
@@ -36,9 +40,9 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 @pytest.mark.lab_lane("idle")  # lab up, fix, ls-remote: no rate (tests/conftest.py)
 def test_lab_fix_applies_every_fix_in_place(lab_factory: LabFactory) -> None:
-    """One lab with every fixable fault; after ``lab fix`` each knob has its fixed value,
+    """One lab with every fixable push fault; after ``lab fix`` each knob has its fixed value,
     the endpoints are the same and every way in answers (SSH no longer reset)."""
-    state = lab_factory(*FAULT_FIXED_SETTINGS)
+    state = lab_factory(*PUSH_FIXABLE)
     assert "REJECT" in _ns(state.router_ns, "iptables-legacy", "-S", "FORWARD")
     assert _git_backlog(state.server_ns) == 5
     hook = Path(state.repo_path) / "hooks" / "pre-receive"
@@ -64,7 +68,7 @@ def test_lab_fix_applies_every_fix_in_place(lab_factory: LabFactory) -> None:
     assert "<Location" not in (root / "apache2.conf").read_text()  # body limit gone
 
     fixed = load_state(state.instance)
-    assert fixed.faults == ["healthy"] and sorted(fixed.fixed) == sorted(FAULT_FIXED_SETTINGS)
+    assert fixed.faults == ["healthy"] and sorted(fixed.fixed) == sorted(PUSH_FIXABLE)
     assert fixed.endpoints == state.endpoints and fixed.loss == 0.0 and fixed.reset_port is None
     for url in (fixed.endpoints.ssh, fixed.endpoints.https_edge, fixed.endpoints.git):
         answer = in_client(fixed, "git", "ls-remote", url, timeout_s=60)

@@ -16,6 +16,7 @@ from gitnetdiag.lab.spec import (
     FAULT_FIXED_SETTINGS,
     FAULT_PROBE_ARGS,
     FAULTS,
+    FETCH_FAULT_CULPRIT,
     FIXED_RMEM_MAX_BYTES,
     H2_DEFAULT_WINDOW,
     LARGE_WINDOW,
@@ -171,14 +172,16 @@ def test_sshd_config_carries_max_startups_only_under_its_fault() -> None:
 def test_fixed_spec_applies_the_fix_each_culprit_names() -> None:
     """Each fix belongs to a fault with a culprit; applied, the setting is the healthy one."""
     # Issue 33's faults wait in HTTP_FAULT_CULPRIT until their detectors exist.
-    culprits = {**FAULT_CULPRIT, **HTTP_FAULT_CULPRIT}
+    culprits = {**FAULT_CULPRIT, **HTTP_FAULT_CULPRIT, **FETCH_FAULT_CULPRIT}
     assert set(FAULT_FIXED_SETTINGS) <= {f for f, c in culprits.items() if c is not None}
     assert {"h2-small-window", "tcp-rmem-clamp", "tiny-backlog", "loss", "firewall-reset",
             "slow-hook", "slow-auth", "window-scaling-off", "syn-drop"} <= set(FAULT_FIXED_SETTINGS)
     for fault in FAULT_FIXED_SETTINGS:
         fixed = fixed_spec(build_spec(instance="a", faults=[fault, "auth"]))
         assert fixed.faults == ("auth",) and fixed.fixed == (fault,)
-    every = build_spec(instance="a", faults=list(FAULT_FIXED_SETTINGS))
+    # edge-response-buffering needs the nginx edge, others HAProxy (tests/lab/test_hostfix.py)
+    every = build_spec(instance="a", faults=[f for f in FAULT_FIXED_SETTINGS
+                                             if f != "edge-response-buffering"])
     fixed = fixed_spec(every)
     assert fixed.edge_h2_window == LARGE_WINDOW and fixed.server_rmem_max == FIXED_RMEM_MAX_BYTES
     assert fixed.git_backlog > 128 and not fixed.real_git_daemon
