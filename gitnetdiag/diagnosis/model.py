@@ -102,6 +102,9 @@ class Finding:
     shares_with: str | None = None
     """Id of another culprit whose cost holds the seconds this one only amplifies
     (``path-latency`` over a small window); ``cost_s`` is then the remainder."""
+    direction: Direction | None = None
+    """The direction whose transfers it was found on, set where findings of both directions
+    are ranked together (:mod:`gitnetdiag.diagnosis.combined`); None: its diagnosis' own."""
 
     @property
     def impact_s(self) -> float:
@@ -203,8 +206,9 @@ class Environment:
     """Who answered the HTTPS pushes (and the SSH banner), from what the probes saw."""
 
 
-Direction = Literal["push", "fetch", "load"]
-"""What a diagnosis measured: pushes, clones (``fetch``), or a ``load`` run's operations."""
+Direction = Literal["push", "fetch", "load", "both"]
+"""What a diagnosis measured: pushes, clones (``fetch``), a ``load`` run's operations, or
+``both``: a run's pushes and its clones, each half a diagnosis of its own (``parts``)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -255,6 +259,9 @@ class Diagnosis:
     sampled: SampledTransfers | None = None
     """A fetch run's per-transfer evidence and record (its reports' extra sections and the
     ``fetch-report/3`` JSON); None for a push or load run."""
+    parts: tuple[Diagnosis, ...] = ()
+    """A ``both`` diagnosis' halves, the pushes' then the clones' (each as it renders
+    alone); empty for any other (:func:`gitnetdiag.diagnosis.combined.combine`)."""
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types, every field (the JSON report builds on this)."""

@@ -547,6 +547,16 @@ def _judge_download(obs: Observations, findings: Sequence[Finding],
                      failures=(*failures, *_leftovers(obs)))
 
 
+VERDICT_ORDER: tuple[Verdict, ...] = ("healthy", "degraded", "inconclusive", "failed")
+"""The verdicts from best to worst (the module doc's table, read upwards): of two runs
+judged together, the later one's stands (:func:`worst_verdict`)."""
+
+
+def worst_verdict(verdicts: Sequence[Verdict]) -> Verdict:
+    """The worst of ``verdicts`` by :data:`VERDICT_ORDER` (``healthy`` of none)."""
+    return max(verdicts, key=VERDICT_ORDER.index, default="healthy")
+
+
 def verdict_error(verdict: Verdict, failures: Sequence[MeasurementFailure]
                   ) -> GitnetdiagError | None:
     """The error a command exits with after printing an inconclusive or failed diagnosis,

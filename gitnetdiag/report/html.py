@@ -11,6 +11,7 @@ import html
 from collections.abc import Sequence
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
+from gitnetdiag.report import combined
 from gitnetdiag.report.failures import (
     INTRO,
     SECTION_TITLE,
@@ -180,6 +181,13 @@ def _sampled_html(d: Diagnosis) -> str:
 
 def render_html(diagnosis: Diagnosis) -> str:
     """One self-contained HTML page (plots inline, no external resources)."""
+    if diagnosis.parts:  # a both run: one ranking, then each direction's report
+        d = redact_diagnosis(diagnosis)
+        return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+                f"<title>{_esc(combined.TITLE)}: {_esc(d.verdict)}</title><style>{STYLE}"
+                "</style></head><body>"
+                + combined.html_body(d, [render_html(p) for p in d.parts])
+                + "</body></html>\n")
     if diagnosis.sampled is not None:
         return _sampled_html(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)

@@ -13,6 +13,8 @@ from gitnetdiag.serial import to_jsonable
 
 SCHEMA = "gitnetdiag.report/4"
 """Schema id; bump the number on any incompatible change."""
+BOTH_SCHEMA = "gitnetdiag.both-report/1"
+"""Schema id of a ``both`` run's report: one ranking, each half's report in ``parts``."""
 
 
 def _finding(rank: int | None, f: Finding) -> dict[str, Any]:
@@ -31,9 +33,30 @@ def _finding(rank: int | None, f: Finding) -> dict[str, Any]:
     }
 
 
+def _both_dict(d: Diagnosis) -> dict[str, Any]:
+    """A redacted ``both`` diagnosis: its verdict, headline and one ranking, each culprit
+    with its ``direction``; each half's own report under ``parts``, keyed by direction."""
+    def culprit(rank: int | None, f: Finding) -> dict[str, Any]:
+        return {"rank": rank, "direction": f.direction, **_finding(rank, f)}
+
+    return {
+        "schema": BOTH_SCHEMA,
+        "direction": d.direction,
+        "generated_by": f"gitnetdiag {d.environment.gitnetdiag_version}",
+        "verdict": d.verdict,
+        "headline": d.headline,
+        "culprits": [culprit(i, f) for i, f in enumerate(d.findings, start=1)],
+        "dropped": [culprit(None, f) for f in d.dropped],
+        "parts": {part.direction: report_dict(part) for part in d.parts},
+    }
+
+
 def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
-    """The report as plain JSON types (schema :data:`SCHEMA`, or
-    :data:`~gitnetdiag.report.transfers.TRANSFER_REPORT_SCHEMA` for sampled transfers)."""
+    """The report as plain JSON types (schema :data:`SCHEMA`, :data:`BOTH_SCHEMA` for a
+    ``both`` run, or :data:`~gitnetdiag.report.transfers.TRANSFER_REPORT_SCHEMA` for
+    sampled transfers)."""
+    if diagnosis.parts:
+        return _both_dict(redact_diagnosis(diagnosis))
     if diagnosis.sampled is not None:
         return sampled_report_dict(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)

@@ -289,6 +289,15 @@ def render_text(d: Diagnosis, *, markdown: bool) -> str:
     return "\n".join(lines).rstrip() + "\n"
 
 
+def _culprit_json(finding: Finding) -> dict[str, Any]:
+    """A culprit as this report writes it: a direction only when one was tagged (the
+    report is one direction's; a ``both`` report's ranking tags its culprits)."""
+    item: dict[str, Any] = to_jsonable(finding)
+    if item.get("direction") is None:
+        del item["direction"]
+    return item
+
+
 def report_dict(d: Diagnosis) -> dict[str, Any]:
     """The JSON report of a redacted diagnosis of sampled transfers."""
     manifest, sampled = record(d), evidence(d)
@@ -300,7 +309,7 @@ def report_dict(d: Diagnosis) -> dict[str, Any]:
         "verdict": d.verdict,
         "headline": d.headline,
         "measurement_failures": to_jsonable(d.measurement_failures),
-        "culprits": [{"rank": rank, **to_jsonable(finding)}
+        "culprits": [{"rank": rank, **_culprit_json(finding)}
                      for rank, finding in enumerate(d.findings, start=1)],
         "fetches": [{**to_jsonable(obs), "rtt_s": obs.rtt_s,
                      "server_pack_generation_s": obs.phases.server_pack_generation_s,

@@ -1,0 +1,103 @@
+"""One diagnosis of a ``--direction both`` run: its pushes' and its clones' joined.
+
+Each half is diagnosed on its own, by the one engine with each direction's culprits.
+Joined they give one verdict, the worse of the two
+(:func:`~gitnetdiag.diagnosis.verdict.worst_verdict`: an inconclusive or failed half is
+never hidden), one headline, and one ranking of the findings of both directions by the
+engine's own order (:func:`~gitnetdiag.diagnosis.engine.rank`), each finding tagged with
+the direction it was found on (``Finding.direction``). A culprit found in both directions
+stays two findings, one per direction. The halves are kept (``Diagnosis.parts``) for each
+direction's tables and details.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+from gitnetdiag.diagnosis.engine import rank
+from gitnetdiag.diagnosis.model import Diagnosis, Finding
+from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER
+from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
+from gitnetdiag.diagnosis.verdict import VERDICT_ORDER, worst_verdict
+
+HALVES = ("push", "fetch")
+"""The directions of a ``both`` diagnosis' parts, in their order."""
+
+_TRANSFERS = {"upload": "pushes", "download": "clones"}
+"""A half's transfers, by the way its pack moved (``RunInfo.transfer``)."""
+
+
+def _way(part: Diagnosis) -> str:
+    """``upload`` or ``download``: how the half's pack moved."""
+    return part.observations.run.transfer
+
+
+def _tagged(part: Diagnosis, findings: Iterable[Finding]) -> list[Finding]:
+    """The half's findings, each tagged with its direction (a tag already set is kept)."""
+    return [f if f.direction is not None else replace(f, direction=part.direction)
+            for f in findings]
+
+
+def _protocols(lists: Iterable[Sequence[str]]) -> tuple[str, ...]:
+    """The protocols named in any of ``lists``, in canonical order."""
+    named = {name for names in lists for name in names}
+    return tuple(name for name in PROTOCOL_ORDER if name in named)
+
+
+def _ranking_sentence(findings: Sequence[Finding], parts: Sequence[Diagnosis]) -> str:
+    """The top culprit and its direction, or that none costs either direction time."""
+    ways: dict[str, str] = {part.direction: _way(part) for part in parts}
+    if findings:
+        top = findings[0]
+        more = ""
+        if len(findings) > 1:
+            more = f"; {len(findings) - 1} more culprit{'s' if len(findings) > 2 else ''} below"
+        way = ways.get(top.direction or "", top.direction or "")
+        return (f"{top.id} ({way}) costs an estimated {fmt_s(top.cost_s)} "
+                f"(confidence {top.score:.2f}){more}.")
+    said = []
+    for part in parts:
+        rates = ", ".join(f"{s.label} {fmt_rate(s.rate_bytes_per_s)}" for s in part.protocols
+                          if s.rate_bytes_per_s)
+        said.append(_TRANSFERS.get(_way(part), _way(part)) + (f" ({rates})" if rates else ""))
+    return f"No culprit costs the {' or the '.join(said)} noticeable time."
+
+
+def combined_headline(findings: Sequence[Finding], parts: Sequence[Diagnosis]) -> str:
+    """What an inconclusive or failed half says (each named by its way, the worse first),
+    then the ranking's top culprit and its direction."""
+    worst_first = sorted(parts, key=lambda p: -VERDICT_ORDER.index(p.verdict))
+    said = [f"{_way(p).capitalize()}: {p.headline}" for p in worst_first
+            if p.verdict in ("inconclusive", "failed") and p.headline]
+    return " ".join([*said, _ranking_sentence(findings, parts)])
+
+
+def combine(push: Diagnosis, fetch: Diagnosis) -> Diagnosis:
+    """One diagnosis (direction ``both``) of a run's pushes and its clones.
+
+    The verdict is the worse half's; the measurement failures are the halves', the worse
+    half's first (the exit code's message names its first); the environment is the
+    pushes' (the run directory both halves hang off).
+    """
+    parts = (push, fetch)
+    for part, direction in zip(parts, HALVES, strict=True):
+        if part.direction != direction:
+            raise ValueError(f"a both diagnosis joins a push and a fetch diagnosis, got "
+                             f"{part.direction!r} for the {direction} half")
+    findings = tuple(rank([f for p in parts for f in _tagged(p, p.findings)]))
+    dropped = tuple(rank([f for p in parts for f in _tagged(p, p.dropped)]))
+    worst_first = sorted(parts, key=lambda p: -VERDICT_ORDER.index(p.verdict))
+    return Diagnosis(
+        verdict=worst_verdict([p.verdict for p in parts]),
+        headline=combined_headline(findings, parts),
+        findings=findings,
+        dropped=dropped,
+        protocols=(),
+        environment=push.environment,
+        requested_protocols=_protocols(p.requested_protocols for p in parts),
+        measured_protocols=_protocols(p.measured_protocols for p in parts),
+        measurement_failures=tuple(f for p in worst_first for f in p.measurement_failures),
+        direction="both",
+        parts=parts,
+    )
