@@ -11,7 +11,8 @@ import html
 from collections.abc import Sequence
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.report import combined
+from gitnetdiag.report.combined import TITLE as BOTH_TITLE
+from gitnetdiag.report.combined import html_body as both_body
 from gitnetdiag.report.failures import (
     INTRO,
     SECTION_TITLE,
@@ -184,9 +185,9 @@ def render_html(diagnosis: Diagnosis) -> str:
     if diagnosis.parts:  # a both run: one ranking, then each direction's report
         d = redact_diagnosis(diagnosis)
         return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-                f"<title>{_esc(combined.TITLE)}: {_esc(d.verdict)}</title><style>{STYLE}"
+                f"<title>{_esc(BOTH_TITLE)}: {_esc(d.verdict)}</title><style>{STYLE}"
                 "</style></head><body>"
-                + combined.html_body(d, [render_html(p) for p in d.parts])
+                + both_body(d, [render_html(p) for p in d.parts])
                 + "</body></html>\n")
     if diagnosis.sampled is not None:
         return _sampled_html(redact_diagnosis(diagnosis))

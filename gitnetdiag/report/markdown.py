@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.report import combined
+from gitnetdiag.report.combined import render_text as render_both
 from gitnetdiag.report.failures import (
     INTRO,
     SECTION_TITLE,
@@ -68,7 +68,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     """The report as GitHub-flavoured Markdown."""
     if diagnosis.parts:  # a both run: one ranking, then each direction's report
         d = redact_diagnosis(diagnosis)
-        return combined.render_text(d, [render_markdown(p) for p in d.parts], markdown=True)
+        return render_both(d, [render_markdown(p) for p in d.parts], markdown=True)
     if diagnosis.sampled is not None:
         return render_text(redact_diagnosis(diagnosis), markdown=True)
     d = redact_diagnosis(diagnosis)

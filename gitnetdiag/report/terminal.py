@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
-from gitnetdiag.report import combined
+from gitnetdiag.report.combined import render_text as render_both
 from gitnetdiag.report.failures import (
     INTRO,
     SECTION_TITLE,
@@ -91,7 +91,7 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
     """The report as terminal text; ``color`` adds ANSI styles (not to sampled transfers')."""
     if diagnosis.parts:  # a both run: one ranking, then each direction's report
         d = redact_diagnosis(diagnosis)
-        return combined.render_text(d, [render_terminal(p, width=width, color=color)
+        return render_both(d, [render_terminal(p, width=width, color=color)
                                         for p in d.parts], markdown=False)
     if diagnosis.sampled is not None:
         return render_text(redact_diagnosis(diagnosis), markdown=False)
