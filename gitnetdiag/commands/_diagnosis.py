@@ -17,10 +17,12 @@ if TYPE_CHECKING:
 
 
 def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat, *,
-                    out_dir: Path | None, to_stderr: bool = False) -> Diagnosis:
+                    out_dir: Path | None, to_stderr: bool = False,
+                    joined: Diagnosis | None = None) -> Diagnosis:
     """Analyse ``run_dir``, print the diagnosis in ``fmt`` (to stderr with ``to_stderr``);
     return it. ``observations.json`` and the reports go to ``out_dir`` (the run directory
-    for the run just probed), nowhere when None.
+    for the run just probed), nowhere when None. ``joined``: the clones' diagnosis of a
+    ``--direction both`` run, joined to the pushes' into the one diagnosis printed.
 
     A directory the user cannot write (someone else's, read-only) does not stop the
     diagnosis: the saved files are skipped with a warning.
@@ -34,6 +36,10 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat,
             run_dir, host=host, progress=lambda msg: status.update(msg), save_to=out_dir)
     for warning in warnings:
         console.print(f"warning: {warning}", style="yellow", markup=False)
+    if joined is not None:
+        from gitnetdiag.diagnosis.combined import combine
+
+        diagnosis = combine(diagnosis, joined)
     written = {} if out_dir is None else write_reports(
         diagnosis, out_dir, warn=lambda message: console.print(
             f"warning: {message}", style="yellow", markup=False))

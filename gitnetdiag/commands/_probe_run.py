@@ -31,9 +31,13 @@ from gitnetdiag.commands._preflight import (
 )
 from gitnetdiag.commands._reporter import RichReporter
 from gitnetdiag.commands.fetch import (
+    BOTH_OPTION,
+    MeasuredRun,
     TransferDirection,
+    fetch_exit_error,
     fetch_run_dir,
     fetch_seed_bytes,
+    measure_fetch,
     run_fetch_command,
 )
 from gitnetdiag.diagnosis.verdict import verdict_error
@@ -174,7 +178,9 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
         stall_timeout_s=args.stall_timeout or None,
         cleanup_wait_s=args.cleanup_wait,
         capture=not args.no_capture,
-        extra_options=dict(remotes.extra),
+        # A both run's pushes say so: its RUN-fetch belongs to it (report RUN joins them).
+        extra_options={**remotes.extra,
+                       **(BOTH_OPTION if args.direction is TransferDirection.BOTH else {})},
         native=args.native,
         h2_sweep=args.h2_sweep,
         ssh_key=str(remotes.ssh_key) if remotes.ssh_key else None,
@@ -200,12 +206,16 @@ def run_probe_command(args: ProbeArgs) -> None:
         console=console, transient=False,
     )
     fetch_failed: GitnetdiagError | None = None
+    clones: MeasuredRun | None = None  # with both and a diagnosis: joined to the pushes'
     if args.direction is TransferDirection.FETCH:
         _fetch(args, options, progress, console, remotes.lab_state)
         return
     if args.direction is TransferDirection.BOTH:
         try:
-            _fetch(args, options, progress, console, remotes.lab_state)
+            if args.then_diagnose:
+                clones = _fetch_half(args, options, progress, console, remotes.lab_state)
+            else:
+                _fetch(args, options, progress, console, remotes.lab_state)
         except GitnetdiagError as exc:  # the pushes still run; the exit code says it
             console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
             fetch_failed = exc
@@ -224,8 +234,11 @@ def run_probe_command(args: ProbeArgs) -> None:
             console.print(f"warning: {error.reference}: {error.message}", style="yellow",
                           markup=False)
     diagnosis = print_diagnosis(outcome.run_dir, host, args.report_format,
-                                out_dir=outcome.run_dir, to_stderr=json_to_stdout)
+                                out_dir=outcome.run_dir, to_stderr=json_to_stdout,
+                                joined=clones.diagnosis if clones else None)
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
+    if failure is None and clones is not None:  # a clone's error nothing explains
+        failure = fetch_exit_error(clones.diagnosis, clones.error)
     if failure is not None:
         raise failure
     if fetch_failed is not None:
@@ -244,6 +257,30 @@ def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None, since: Path 
         given = Path(args.host_report)
         return lambda run_dir: shutil.copyfile(given, run_dir / HOST_REPORT_FILE)
     return None
+
+
+def _fetch_half(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
+                lab_state: LabState | None = None) -> MeasuredRun:
+    """``--direction both`` with a diagnosis: the clones into ``RUN-fetch``, diagnosed and
+    not printed (the one report joins them to the pushes'); ``--json F`` gets the clones'
+    report as ``F-fetch.json``, as without a diagnosis. Against the lab, the server's
+    counters are snapshot first, as for ``--direction fetch``."""
+    options = replace(options, out_dir=fetch_run_dir(options.out_dir))
+    with scratch_dir("gitnetdiag-host-") as scratch:
+        snapshot = Path(scratch) / "host-before.json"
+        before = snapshot if lab_state is not None and _lab_host_report(
+            lab_state, snapshot, None, console) else None
+        measured = measure_fetch(options, RichReporter(progress, console), progress,
+                                 before_diagnosis=_fetch_host_report(args, lab_state, before,
+                                                                     console))
+    console.print(f"run directory: {measured.run_dir}", markup=False, highlight=False)
+    if args.json_out is not None:
+        from gitnetdiag.commands.fetch import render_fetch
+
+        json_out = args.json_out
+        write_output(json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}"),
+                     render_fetch(measured.diagnosis, "json"))
+    return measured
 
 
 def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,

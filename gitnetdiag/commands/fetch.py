@@ -9,6 +9,7 @@ word them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,14 +50,41 @@ def fetch_seed_bytes(size: str | None, direction: TransferDirection) -> int | No
     return parse_size(size)
 
 
-def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progress,
-                      *, fmt: str, json_out: Path | None, console: Console,
-                      report_in_run_dir: bool = False,
-                      before_diagnosis: Callable[[Path], object] | None = None) -> None:
-    """Fetch over each protocol, print the fetch report (with ``report_in_run_dir`` into
-    the run directory's ``fetch-report.<fmt>`` instead), write ``--json``; raise the first
-    error of the run (after the report) so that the exit code says a clone failed.
-    ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in)."""
+BOTH_OPTION = {"direction": "both"}
+"""What a ``--direction both`` run records among its pushes' options (``manifest.json``):
+the mark that its ``RUN-fetch`` belongs to it (:func:`fetch_half_of`)."""
+
+
+def fetch_half_of(run_dir: Path) -> Path | None:
+    """The clones' run directory of a ``--direction both`` run (``RUN-fetch``, when RUN's
+    manifest records the run as ``both`` and ``RUN-fetch`` holds a ``fetch.json``); None
+    for any other run directory."""
+    from gitnetdiag.rundir import FETCH_FILE, MANIFEST_NAME, load_run
+
+    fetch = fetch_run_dir(run_dir)
+    if not (run_dir / MANIFEST_NAME).is_file() or not (fetch / FETCH_FILE).is_file():
+        return None
+    if load_run(run_dir).options.get("direction") != BOTH_OPTION["direction"]:
+        return None
+    return fetch
+
+
+@dataclass(frozen=True, kw_only=True)
+class MeasuredRun:
+    """A run of clones measured and diagnosed, before anything is printed."""
+
+    run_dir: Path
+    """Its run directory."""
+    diagnosis: Diagnosis
+    """Its diagnosis (direction ``fetch``)."""
+    error: GitnetdiagError | None
+    """The run's first error, if any (:func:`fetch_exit_error` weighs it)."""
+
+
+def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress, *,
+                  before_diagnosis: Callable[[Path], object] | None = None) -> MeasuredRun:
+    """Fetch over each protocol and diagnose the clones. ``before_diagnosis`` gets the run
+    directory first (the server's ``host.json`` goes in)."""
     with progress:
         outcome = run_fetch_probe(options, reporter)
     if before_diagnosis is not None:
@@ -68,8 +96,21 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
     if diagnosis is None:
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
+    return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error)
+
+
+def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progress,
+                      *, fmt: str, json_out: Path | None, console: Console,
+                      report_in_run_dir: bool = False,
+                      before_diagnosis: Callable[[Path], object] | None = None) -> None:
+    """Fetch over each protocol, print the fetch report (with ``report_in_run_dir`` into
+    the run directory's ``fetch-report.<fmt>`` instead), write ``--json``; raise the first
+    error of the run (after the report) so that the exit code says a clone failed.
+    ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in)."""
+    measured = measure_fetch(options, reporter, progress, before_diagnosis=before_diagnosis)
+    diagnosis = measured.diagnosis
     if report_in_run_dir:
-        report_file = outcome.run_dir / f"fetch-report.{fmt}"
+        report_file = measured.run_dir / f"fetch-report.{fmt}"
         write_output(report_file, render_fetch(diagnosis, fmt))
         Console(stderr=True, highlight=False).print(
             f"fetch report: {report_file}", markup=False, highlight=False)
@@ -77,10 +118,10 @@ def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progr
         console.file.write(render_fetch(diagnosis, fmt))
     # A JSON report on stdout stays parseable: the run directory goes to stderr then.
     where = Console(stderr=True, highlight=False) if fmt == "json" else console
-    where.print(f"run directory: {outcome.run_dir}", markup=False, highlight=False)
+    where.print(f"run directory: {measured.run_dir}", markup=False, highlight=False)
     if json_out is not None:
         write_output(json_out, render_fetch(diagnosis, "json"))
-    error = fetch_exit_error(diagnosis, outcome.error)
+    error = fetch_exit_error(diagnosis, measured.error)
     if error is not None:
         raise error
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import typer
@@ -9,6 +10,7 @@ from rich.console import Console
 
 from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
+from gitnetdiag.commands.fetch import fetch_half_of
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
@@ -32,6 +34,19 @@ def _load_diagnosis(path: Path) -> Diagnosis:
     return diagnose_load(report)
 
 
+def _run_diagnosis(run_dir: Path, reanalyze: bool, warn: Callable[[str], None]) -> Diagnosis:
+    """A run directory's diagnosis: its captures parsed again with ``reanalyze``, else from
+    its saved observations."""
+    from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
+
+    if not reanalyze:
+        return diagnosis_from_saved(run_dir, warn)
+    diagnosis, warnings = diagnose_run(run_dir)
+    for warning in warnings:
+        warn(warning)
+    return diagnosis
+
+
 def report_command(
     run_dir: Path = typer.Argument(
         ..., help="A run directory written by probe, diagnose or load --out."),
@@ -48,8 +63,8 @@ def report_command(
     Exits 8 when the diagnosis is inconclusive and 9 when nothing was measured,
     after writing the report (the README lists every exit code).
     """
+    from gitnetdiag.diagnosis.combined import combine
     from gitnetdiag.diagnosis.verdict import verdict_error
-    from gitnetdiag.pipeline import diagnose_run, diagnosis_from_saved
     from gitnetdiag.report import RENDERERS
 
     if (run_dir / LOAD_FILE).is_file() and not (run_dir / MANIFEST_NAME).is_file():
@@ -65,12 +80,10 @@ def report_command(
         def warn(message: str) -> None:
             err.print(f"warning: {message}", style="yellow", markup=False)
 
-        if reanalyze:
-            diagnosis, warnings = diagnose_run(run_dir)
-            for warning in warnings:
-                warn(warning)
-        else:
-            diagnosis = diagnosis_from_saved(run_dir, warn)
+        diagnosis = _run_diagnosis(run_dir, reanalyze, warn)
+        clones = fetch_half_of(run_dir)
+        if clones is not None:  # a --direction both run: one report of both directions
+            diagnosis = combine(diagnosis, _run_diagnosis(clones, reanalyze, warn))
     if report_format is ReportFormat.TERMINAL and out is None:
         from gitnetdiag.report.terminal import render_terminal
 

@@ -16,10 +16,16 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from gitnetdiag.diagnosis.engine import rank
+from gitnetdiag.diagnosis.headline import headline_prefix
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
-from gitnetdiag.diagnosis.verdict import VERDICT_ORDER, worst_verdict
+from gitnetdiag.diagnosis.verdict import (
+    LEFTOVER_REFERENCE,
+    VERDICT_ORDER,
+    Judgement,
+    worst_verdict,
+)
 
 HALVES = ("push", "fetch")
 """The directions of a ``both`` diagnosis' parts, in their order."""
@@ -64,12 +70,23 @@ def _ranking_sentence(findings: Sequence[Finding], parts: Sequence[Diagnosis]) -
     return f"No culprit costs the {' or the '.join(said)} noticeable time."
 
 
+def _trouble(part: Diagnosis) -> str:
+    """What an inconclusive or failed half lacks, as its own headline opens (what is
+    missing, or that nothing was measured); its whole headline when that names no failure
+    (a failure a ranked culprit explains)."""
+    judged = Judgement(verdict=part.verdict, requested=part.requested_protocols,
+                       measured=part.measured_protocols,
+                       failures=tuple(f for f in part.measurement_failures
+                                      if f.reference != LEFTOVER_REFERENCE))
+    return (headline_prefix(judged) if judged.failures else "") or part.headline
+
+
 def combined_headline(findings: Sequence[Finding], parts: Sequence[Diagnosis]) -> str:
-    """What an inconclusive or failed half says (each named by its way, the worse first),
+    """What an inconclusive or failed half lacks (each named by its way, the worse first),
     then the ranking's top culprit and its direction."""
     worst_first = sorted(parts, key=lambda p: -VERDICT_ORDER.index(p.verdict))
-    said = [f"{_way(p).capitalize()}: {p.headline}" for p in worst_first
-            if p.verdict in ("inconclusive", "failed") and p.headline]
+    said = [f"{_way(p).capitalize()}: {text}" for p in worst_first
+            if p.verdict in ("inconclusive", "failed") and (text := _trouble(p))]
     return " ".join([*said, _ranking_sentence(findings, parts)])
 
 

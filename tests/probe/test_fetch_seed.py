@@ -120,8 +120,10 @@ def test_clone_argv_fetches_the_seed_branch_alone() -> None:
 
 def test_both_directions_print_one_json_document(
         git_daemon: str, remote_refs: Callable[[str], dict[str, str]], tmp_path: Path) -> None:
-    """``--direction both --format json``: stdout is one JSON document (the push report),
-    the fetch report is ``RUN-fetch/fetch-report.json``; nothing is left on the server."""
+    """``--direction both --format json``: stdout is one JSON document, the one report of
+    both directions (the pushes' and the clones' reports its parts), written into RUN as
+    ``report.json`` and rendered again alike by ``report RUN``; the clones stay in
+    RUN-fetch; nothing is left on the server."""
     before = remote_refs(git_daemon)
     run = tmp_path / "run"
     proc = subprocess.run(
@@ -130,9 +132,16 @@ def test_both_directions_print_one_json_document(
          str(run), "--no-capture"],
         capture_output=True, text=True, timeout=300, cwd=tmp_path)
     assert proc.stdout.strip(), proc.stderr
-    push_report = json.loads(proc.stdout)  # one document, or this raises
-    assert push_report["direction"] == "push"
-    fetch_report = json.loads((tmp_path / "run-fetch" / "fetch-report.json").read_text())
-    assert fetch_report["direction"] == "fetch"
-    assert "fetch report:" in proc.stderr
+    report = json.loads(proc.stdout)  # one document, or this raises
+    assert report["schema"] == "gitnetdiag.both-report/1" and report["direction"] == "both"
+    assert report["parts"]["push"]["direction"] == "push"
+    assert report["parts"]["fetch"]["direction"] == "fetch"
+    assert all(c["direction"] in ("push", "fetch") for c in report["culprits"])
+    assert (tmp_path / "run-fetch" / "fetch.json").is_file()
+    assert not (tmp_path / "run-fetch" / "fetch-report.json").exists()
+    assert json.loads((run / "report.json").read_text())["schema"] == report["schema"]
+    again = subprocess.run([sys.executable, "-m", "gitnetdiag", "report", str(run), "--format",
+                            "json"], capture_output=True, text=True, timeout=120, cwd=tmp_path)
+    assert json.loads(again.stdout)["verdict"] == report["verdict"]
+    assert again.returncode == proc.returncode
     assert remote_refs(git_daemon) == before
