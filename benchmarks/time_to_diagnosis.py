@@ -52,9 +52,9 @@ def _diagnose(instance: str, fault: str, size: str, out: Path,
     reports = _json_documents(proc.stdout)
     if not reports:
         return wall, f"error: {proc.stderr.strip().splitlines()[-1:]}", ""
-    # --direction both prints the push report; the fetch report is RUN-fetch/fetch-report.json
-    fetch_reports = sorted(out.parent.glob(f"{out.name}-fetch/fetch-report.json"))
-    reports = [json.loads(p.read_text()) for p in fetch_reports] + reports
+    # --direction both prints one report; each direction's own report is one of its parts
+    reports = [part for report in reports
+               for part in (report.get("parts") or {"": report}).values()]
     firsts, evidence = [], ""
     for report in reports:
         culprits = report.get("culprits") or []
