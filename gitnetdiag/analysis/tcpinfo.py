@@ -1,9 +1,14 @@
 """TCP_INFO samples of either end of a transfer -> what held the sender, what the receiver saw
 (pure). The kernel says it per socket, to any user (``ss -tin``, ``getsockopt``)::
 
-    the sending socket   --summarize_sender()-->   SenderTcpSummary   (a clone's server)
-                         --summarize_samples()-->  TcpInfoSummary     (a push's client)
-    the receiving socket --summarize_receiver()--> ReceiverTcpSummary (a clone's client)
+    the sending socket   --summarize_sender(samples, CLIENT)-->  TcpInfoSummary     (a push)
+                         --summarize_sender(samples, SERVER)-->  SenderTcpSummary   (a clone)
+    the receiving socket --summarize_receiver(samples)---------> ReceiverTcpSummary (a clone)
+
+Either end may send: the client on a push, the server on a clone (the client then
+receives). The sender's rule is one (:func:`summarize_sender`); what differs by which end
+sends is data (:class:`SendingEnd`): which of its sockets carried the pack, how far back its
+kernel's counters go, and the summary each direction's evidence reads.
 
 **What held the sender.** Its bytes in flight (``unacked`` x ``mss``) are capped by the
 first of its congestion window (``cwnd``), the receiver's window (``snd_wnd``), its send
@@ -37,7 +42,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 DELIVERY_RATE = "delivery_rate_bytes_per_s"
 """The counter of the kernel's delivery-rate estimate, bytes per second."""
@@ -191,37 +196,6 @@ class SenderTcpSummary:
         return _larger(self.window_full_share, self.rwnd_limited_s, self.busy_s)
 
 
-def _seconds(counters: Mapping[str, float], key: str) -> float | None:
-    value = counters.get(key)
-    return value / 1e6 if value is not None else None
-
-
-def summarize_sender(samples: Iterable[Row]) -> SenderTcpSummary | None:
-    """The sending socket's summary (the one that sent most), None when none sent a byte.
-    Its chronographs are the last sample's: the socket sampled from its start."""
-    rows = _busiest(samples, lambda rows: _highest(rows, "bytes_sent"))
-    if rows is None:
-        return None
-    caps = _sampled_caps(rows)
-    flights = [c.get("unacked", 0.0) * c.get("snd_mss", 0.0) for c in caps.sending]
-    windows = [c["snd_wnd_bytes"] for c in caps.sending if c.get("snd_wnd_bytes")]
-    last = rows[-1]["counters"]
-    return SenderTcpSummary(
-        source=str(rows[0].get("source", "ss -tin, server")), samples=len(caps.sending),
-        sent_bytes=int(_highest(rows, "bytes_sent")), busy_s=_seconds(last, "busy_time_us"),
-        rwnd_limited_s=_seconds(last, "rwnd_limited_us"),
-        sndbuf_limited_s=_seconds(last, "sndbuf_limited_us"),
-        buffer_full_share=caps.shares.get("buffer", 0.0),
-        window_full_share=caps.shares.get("window", 0.0),
-        cwnd_full_share=caps.shares.get("cwnd", 0.0), app_share=caps.shares.get("app", 0.0),
-        flight_median_bytes=int(statistics.median(flights)) if flights else None,
-        flight_max_bytes=int(max(flights)) if flights else None,
-        send_buffer_max_bytes=_largest((row["counters"] for row in rows), "snd_buf_bytes"),
-        peer_window_median_bytes=int(statistics.median(windows)) if windows else None,
-        buffer_full_s=caps.buffer_full_s,
-    )
-
-
 @dataclass(frozen=True, kw_only=True)
 class TcpInfoSummary:
     """What the kernel said about the measuring end's sending socket (a push's upload), as
@@ -264,14 +238,99 @@ class TcpInfoSummary:
     """95th percentile of the unacknowledged bytes."""
 
 
-def _delta(first: Mapping[str, float], last: Mapping[str, float], key: str) -> float | None:
-    """How much a cumulative counter grew, None when the last sample lacks it. ``ss`` leaves
-    out a counter that is still zero (``bytes_sent``, ``bytes_retrans``, ``busy``... of a
-    socket sampled before its first byte), and ``getsockopt`` gives every counter the kernel
-    has: a counter missing from the first sample only started from zero."""
-    if key not in last:
+@dataclass(frozen=True, kw_only=True)
+class _Sending:
+    """The sending socket, whichever end it is: its samples in time order, the caps of those
+    taken while it sent, and its kernel's counters over what the end's samples cover."""
+
+    rows: list[Row]
+    caps: _SampledCaps
+    from_first_sample: bool
+    """The counters grew from the first sample (:attr:`SendingEnd.from_first_sample`)."""
+    source: str
+    """Where the samples came from (cited as evidence)."""
+
+    @property
+    def counters(self) -> list[Mapping[str, float]]:
+        return [row["counters"] for row in self.rows]
+
+    def grown(self, key: str) -> float | None:
+        """How much a cumulative counter grew over what the samples cover, None when the
+        last sample lacks it. ``ss`` leaves out a counter that is still zero (``bytes_sent``,
+        ``bytes_retrans``, ``busy``... of a socket sampled before its first byte), and
+        ``getsockopt`` gives every counter the kernel has: a counter missing from the first
+        sample only started from zero."""
+        first, last = self.rows[0]["counters"], self.rows[-1]["counters"]
+        if key not in last:
+            return None
+        return float(last[key]) - (float(first.get(key, 0.0)) if self.from_first_sample else 0.0)
+
+    def limited_share(self, cap: str, key: str) -> float | None:
+        """A limit's share of the busy time (the sender's rule, :func:`_larger`) from the
+        chronograph ``key``; None without the kernel's chronographs."""
+        busy, part = self.grown("busy_time_us"), self.grown(key)
+        if part is None or not busy or busy <= 0:
+            return None
+        return _larger(self.caps.shares.get(cap, 0.0), max(0.0, part), busy)
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, kw_only=True)
+class SendingEnd(Generic[T]):
+    """Which end sends, as data: all :func:`summarize_sender` needs to know of it."""
+
+    moved: Callable[[list[Row]], float]
+    """What its socket moved: the one that moved most carried the pack."""
+    min_samples: int
+    """Samples of that socket a summary needs."""
+    from_first_sample: bool
+    """The counters count from the first sample (the client samples git's socket once it
+    runs, so they grow over the samples), else from the socket's start (the server's
+    socket, sampled from its start: the last sample's)."""
+    default_source: str
+    """The evidence's source when a sample does not say."""
+    summary: Callable[[_Sending], T]
+    """The direction's summary of the socket."""
+
+
+def summarize_sender(samples: Iterable[Row], end: SendingEnd[T]) -> T | None:
+    """The sending socket's summary at ``end`` (:data:`CLIENT` on a push, :data:`SERVER` on
+    a clone), None when none moved a byte or it has fewer samples than the end needs."""
+    rows = _busiest(samples, end.moved)
+    if rows is None or len(rows) < end.min_samples:
         return None
-    return last[key] - first.get(key, 0.0)
+    return end.summary(_Sending(rows=rows, caps=_sampled_caps(rows),
+                                from_first_sample=end.from_first_sample,
+                                source=str(rows[0].get("source", end.default_source))))
+
+
+def _seconds(value: float | None) -> float | None:
+    return value / 1e6 if value is not None else None
+
+
+def _server_summary(sending: _Sending) -> SenderTcpSummary:
+    """A clone's server: its chronographs are the last sample's, levels those of the samples
+    taken while it sent."""
+    caps, rows = sending.caps, sending.rows
+    flights = [c.get("unacked", 0.0) * c.get("snd_mss", 0.0) for c in caps.sending]
+    windows = [c["snd_wnd_bytes"] for c in caps.sending if c.get("snd_wnd_bytes")]
+    return SenderTcpSummary(
+        source=sending.source, samples=len(caps.sending),
+        sent_bytes=int(_highest(rows, "bytes_sent")),
+        busy_s=_seconds(sending.grown("busy_time_us")),
+        rwnd_limited_s=_seconds(sending.grown("rwnd_limited_us")),
+        sndbuf_limited_s=_seconds(sending.grown("sndbuf_limited_us")),
+        buffer_full_share=caps.shares.get("buffer", 0.0),
+        window_full_share=caps.shares.get("window", 0.0),
+        cwnd_full_share=caps.shares.get("cwnd", 0.0), app_share=caps.shares.get("app", 0.0),
+        flight_median_bytes=int(statistics.median(flights)) if flights else None,
+        flight_max_bytes=int(max(flights)) if flights else None,
+        send_buffer_max_bytes=_largest(sending.counters, "snd_buf_bytes"),
+        peer_window_median_bytes=int(statistics.median(windows)) if windows else None,
+        buffer_full_s=caps.buffer_full_s,
+    )
 
 
 def _acked(rows: list[Row]) -> float:
@@ -279,25 +338,12 @@ def _acked(rows: list[Row]) -> float:
                  - rows[0]["counters"].get("bytes_acked", 0.0))
 
 
-def summarize_samples(samples: Iterable[Row]) -> TcpInfoSummary | None:
-    """The upload socket's summary (the one most bytes were acknowledged on), or None when no
-    socket moved a byte. Its chronographs count between its first and last sample."""
-    rows = _busiest(samples, _acked)
-    if rows is None or len(rows) < 2:
-        return None
-    first, last = rows[0]["counters"], rows[-1]["counters"]
-    busy_us = _delta(first, last, "busy_time_us")
-    caps = _sampled_caps(rows)
-
-    def share(cap: str, key: str) -> float | None:
-        value = _delta(first, last, key)
-        if value is None or not busy_us or busy_us <= 0:
-            return None
-        return _larger(caps.shares.get(cap, 0.0), max(0.0, value), busy_us)
-
-    sent, retrans = _delta(first, last, "bytes_sent"), _delta(first, last, "bytes_retrans")
-    segments = _delta(first, last, "total_retrans")
-    counters = [row["counters"] for row in rows]
+def _client_summary(sending: _Sending) -> TcpInfoSummary:
+    """A push's client: its counters grew over the samples, levels those of every sample."""
+    rows, counters = sending.rows, sending.counters
+    busy_us = sending.grown("busy_time_us")
+    sent, retrans = sending.grown("bytes_sent"), sending.grown("bytes_retrans")
+    segments = sending.grown("total_retrans")
     rtts = [c["rtt_us"] / 1e6 for c in counters if c.get("rtt_us")]
     min_rtts = [c["min_rtt_us"] / 1e6 for c in counters if c.get("min_rtt_us")]
     rates = [rate for c in counters
@@ -306,13 +352,13 @@ def summarize_samples(samples: Iterable[Row]) -> TcpInfoSummary | None:
     flight = sorted(c["unacked"] * c["snd_mss"] for c in counters
                     if c.get("unacked") and c.get("snd_mss"))
     return TcpInfoSummary(
-        source=str(rows[0].get("source", "TCP_INFO")),
+        source=sending.source,
         samples=len(rows),
         span_s=float(rows[-1]["t_s"]) - float(rows[0]["t_s"]),
         acked_bytes=int(_acked(rows)),
-        busy_s=busy_us / 1e6 if busy_us is not None else None,
-        rwnd_limited_share=share("window", "rwnd_limited_us"),
-        sndbuf_limited_share=share("buffer", "sndbuf_limited_us"),
+        busy_s=_seconds(busy_us),
+        rwnd_limited_share=sending.limited_share("window", "rwnd_limited_us"),
+        sndbuf_limited_share=sending.limited_share("buffer", "sndbuf_limited_us"),
         retransmitted_bytes=int(retrans) if retrans is not None else None,
         retransmission_rate=retrans / sent if retrans is not None and sent else None,
         retransmitted_segments=int(segments) if segments is not None else None,
@@ -325,6 +371,17 @@ def summarize_samples(samples: Iterable[Row]) -> TcpInfoSummary | None:
         in_flight_p95_bytes=int(flight[min(len(flight) - 1, int(0.95 * len(flight)))])
         if flight else None,
     )
+
+
+CLIENT: SendingEnd[TcpInfoSummary] = SendingEnd(
+    moved=_acked, min_samples=2, from_first_sample=True, default_source="TCP_INFO",
+    summary=_client_summary)
+"""The client sends: a push (the socket most bytes were acknowledged on, sampled as git
+ran: its chronographs count between its first and last sample)."""
+SERVER: SendingEnd[SenderTcpSummary] = SendingEnd(
+    moved=lambda rows: _highest(rows, "bytes_sent"), min_samples=1, from_first_sample=False,
+    default_source="ss -tin, server", summary=_server_summary)
+"""The server sends: a clone (the socket that sent most, sampled from its start)."""
 
 
 def last_undelivered_s(samples: Iterable[Row], payload_bytes: int) -> float | None:

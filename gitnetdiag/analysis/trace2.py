@@ -1,10 +1,11 @@
 """Where the time of a transfer went, from git's trace2: pure parsing of what git and the
 monitor wrote.
 
-No I/O: the functions take the texts of a run's artifacts and return values. A push's
-phases are read as the probe runs (:func:`gitnetdiag.probe.trace2.parse_trace2_events`, the
-sender's ``pack-objects`` regions); the receiving client's phases of a clone are derived
-here, in order::
+No I/O: the functions take the texts of a run's artifacts and return values. Both
+directions' phases come from the transfer's trace2 file when the run is analysed: a push's
+at the sending client (:func:`push_phases`, the sender's ``pack-objects`` regions; it lives
+in :mod:`gitnetdiag.rundir.trace2`, which the probe also reads for git's own duration), and
+the receiving client's phases of a clone, derived here in order::
 
     start ──ref advertisement──> fetch-pack ──negotiation──> request sent
           (connect, TLS/SSH, auth,        (wants/haves,       │
@@ -32,8 +33,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gitnetdiag.rundir.records import TimelinePoint
-from gitnetdiag.rundir.trace2 import event_time_s, trace2_events
+from gitnetdiag.rundir.trace2 import event_time_s, push_phases, trace2_events
 from gitnetdiag.thresholds import MIN_RATE_BYTES
+
+__all__ = ["ReceiverPhases", "count_advertised_refs", "finished_clone_rate", "push_phases",
+           "receiver_phases", "seen_at_s"]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -21,7 +21,7 @@ the *sender of the data* (the server):
   seen at the receiver), the largest segment the client acknowledged, resets, SYN
   retransmissions, and the share of the transfer the server sent all the client's
   window allowed, from the bytes that arrived per round trip
-  (:func:`receiver_capture_metrics` in the pipeline);
+  (``capture_metrics(..., receiver="a")`` in the pipeline);
 - from the server's own socket, when it runs on this machine (the lab,
   ``--host-netns``): its receive-window-limited share (the kernel's
   ``tcpi_rwnd_limited`` over ``tcpi_busy_time``, or the sampled flight at the

@@ -41,7 +41,7 @@ from gitnetdiag.pipeline._capture_flow import (
     swapped,
 )
 from gitnetdiag.pipeline._connections import count_by_kind, handshake_tally
-from gitnetdiag.pipeline._run import capture_metrics, flight_series
+from gitnetdiag.pipeline._metrics import capture_metrics, flight_series
 
 WELL_KNOWN: dict[int, obs.ProtocolName] = {443: "h2", 22: "ssh", 9418: "git"}
 """Ports that name a git transport when the payload is not captured (443: HTTP/2 or

@@ -22,7 +22,7 @@ A clone's connection becomes one :class:`TransferObservation` per download conne
   samples are never in a capture: they stay unknown;
 - its ``capture`` is the sender's view the shared detectors read. Taken at the client (the
   receiver: the server's data is ACKed at once there), it is the receiver's view of the
-  download (:func:`~gitnetdiag.pipeline._sampled.receiver_capture_metrics`); taken at the
+  download (:func:`~gitnetdiag.pipeline._metrics.capture_metrics`, ``receiver="a"``); taken at the
   server (the sender), it is the server's own: its bytes in flight against the client's
   window, its retransmissions, its limits, as a push captured at its client.
 
@@ -44,8 +44,7 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.transfers import Direction, TransferObservation
 from gitnetdiag.outcomes import FailureKind
-from gitnetdiag.pipeline._run import capture_metrics
-from gitnetdiag.pipeline._sampled import receiver_capture_metrics
+from gitnetdiag.pipeline._metrics import capture_metrics
 
 MIN_PACK_BYTES = 4096
 """A transfer whose pack side moved less is no pack (``ls-remote``, a failed attempt)."""
@@ -144,7 +143,7 @@ def clone_observation(t: Transfer, repeat: int) -> tuple[TransferObservation, bo
         min_rtt_s=rtt, median_rtt_s=None)
     sent = capture_metrics(swapped(conn), label)
     receiver = at_receiver(sent)
-    metrics = receiver_capture_metrics(conn, label, tcp) if receiver else replace(
+    metrics = capture_metrics(conn, label, receiver="a", tcp=tcp) if receiver else replace(
         sent, source=sent.source + " (download, at the server)")
     cut = (client.resets_sent or server.resets_sent) and server.unacked_bytes >= MIN_PACK_BYTES
     clone = TransferObservation(

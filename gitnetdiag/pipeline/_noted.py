@@ -3,7 +3,7 @@
 A step that reads a file of the run directory may find it damaged or missing. It says
 so in its result instead of appending to a list it was handed:
 
-    rows = _tcpinfo_rows(run_dir, name)      # Noted[list[dict] | None]
+    rows = tcpinfo_rows(run_dir, name)       # Noted[list[dict] | None]
     notes.extend(rows.notes)                 # the caller gathers, at one place
     if rows.value is None: ...
 

@@ -20,26 +20,29 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
-from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
-from gitnetdiag.analysis.window import forward_filled
+from gitnetdiag.analysis.tcp import ConnectionAnalysis
+from gitnetdiag.analysis.trace2 import push_phases
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.comparison import Comparison, compare
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
-from gitnetdiag.inputfile import MAX_JSON_BYTES, loads_bounded, read_text_input
+from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input
 from gitnetdiag.outcomes import UNCLASSIFIED_KINDS, FailureKind
 from gitnetdiag.pipeline._connections import analysis_order, burst_result
 from gitnetdiag.pipeline._h2stall import h2_client_stall
-from gitnetdiag.pipeline._native import body_limit, downsample, native_fingerprint, native_ledgers
+from gitnetdiag.pipeline._metrics import (
+    capture_metrics,
+    flight_series,
+    tcpinfo_metrics,
+    tcpinfo_rows,
+)
+from gitnetdiag.pipeline._native import body_limit, native_fingerprint, native_ledgers
 from gitnetdiag.pipeline._noted import Noted, Notes
 from gitnetdiag.pipeline._sampled import sampled_run
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
-    NATIVE_FILES,
     OBSERVATIONS_FILE,
     REPORT_FILES,
     STORAGE_REPORT_FILE,
@@ -74,118 +77,6 @@ def upload_connection(analysis: CaptureAnalysis) -> ConnectionAnalysis | None:
         return None
     best = max(analysis.connections, key=lambda c: c.a_to_b.payload_bytes)
     return best if best.a_to_b.payload_bytes > 0 or len(analysis.connections) == 1 else None
-
-
-def flight_series(conn: ConnectionAnalysis) -> obs.FlightSeries | None:
-    """Per-bin bytes in flight of the uploader against the receiver's advertised window."""
-    series = conn.series
-    if not series.max_in_flight_bytes or not series.max_in_flight_bytes[0]:
-        return None
-    flight = np.asarray(series.max_in_flight_bytes[0], dtype=np.float64)
-    window = forward_filled(np.asarray(series.min_window_bytes[1], dtype=np.float64))
-    if window is None:
-        return None
-    # Each direction's series ends with its own last segment: the receiver may fall
-    # silent before the sender does (an RST cut it, a server-side capture); carry its
-    # last window to the sender's end.
-    if window.size < flight.size:
-        window = np.concatenate((window, np.full(flight.size - window.size, window[-1])))
-    window = window[:flight.size]
-    keep = downsample(flight.size)
-    t = keep.astype(np.float64) * series.bin_s
-    sent = np.cumsum(np.asarray(series.goodput_bytes[0], dtype=np.float64))
-    return obs.FlightSeries(
-        t_s=tuple(float(x) for x in t),
-        bytes_in_flight=tuple(float(x) for x in flight[keep]),
-        advertised_window=tuple(float(x) for x in window[keep]),
-        bytes_sent=tuple(float(x) for x in sent[keep]) if sent.size == flight.size else (),
-    )
-
-
-def capture_metrics(conn: ConnectionAnalysis, label: str) -> obs.CaptureMetrics:
-    """The engine's view of the upload connection (the client is the initiator ``a``)."""
-    up, down = conn.a_to_b, conn.b_to_a
-    hs = conn.handshake
-    flight = np.asarray(conn.series.max_in_flight_bytes[0] if conn.series.max_in_flight_bytes
-                        else [], dtype=np.float64)
-    sending = np.asarray(conn.series.sent_bytes[0] if conn.series.sent_bytes else [],
-                         dtype=np.float64)
-    active = flight[(flight > 0) & (sending > 0)] if flight.size == sending.size else flight
-    windows = np.asarray(conn.series.min_window_bytes[1] if conn.series.min_window_bytes
-                         else [], dtype=np.float64)
-    windows = windows[windows >= 0]
-    limits = up.limits
-    mss_values = [m for m in (up.mss_bytes, down.mss_bytes) if m]
-    return obs.CaptureMetrics(
-        source=f"capture {label} {conn.connection.a_port}->{conn.connection.b_port}",
-        handshake_rtt_s=hs.rtt_s,
-        min_rtt_s=up.rtt.min_s,
-        median_rtt_s=up.rtt.median_s,
-        mss_bytes=min(mss_values) if mss_values else None,
-        handshake_seen=hs.window_scale_known,
-        window_scale=down.window_scale if hs.window_scaling else None,
-        advertised_window_median_bytes=int(np.median(windows)) if windows.size else None,
-        advertised_window_max_bytes=down.max_window_bytes or None,
-        bytes_in_flight_median=int(np.median(active)) if active.size else None,
-        bytes_in_flight_p95=int(np.percentile(active, 95)) if active.size else None,
-        rwnd_limited_share=limits.share(LimitKind.RWND),
-        network_limited_share=limits.share(LimitKind.CWND) + limits.share(LimitKind.LOSS),
-        self_limited_share=limits.share(LimitKind.SELF),
-        retransmitted_bytes=up.retransmitted_bytes,
-        retransmission_rate=up.loss_rate,
-        timeout_retransmissions=up.timeout_retransmissions,
-        fast_retransmissions=up.fast_retransmissions,
-        zero_window_count=down.zero_window_count,
-        zero_window_s=down.zero_window_s,
-        resets_from_client=up.resets_sent,
-        resets_from_server=down.resets_sent,
-        syn_retransmissions=hs.syn_retransmissions,
-        synack_retransmissions=hs.synack_retransmissions,
-        max_acked_segment_bytes=up.max_acked_segment_bytes if up.payload_bytes else None,
-        unacked_retransmissions=up.unacked_retransmissions,
-        min_unacked_retransmitted_bytes=up.min_unacked_retransmitted_bytes,
-    )
-
-
-def tcpinfo_metrics(run_dir: Path, protocol: str,
-                    records: Sequence[PushRecord]) -> Noted[obs.CaptureMetrics | None]:
-    """The kernel's TCP_INFO of a push as the engine's TCP view, when no capture was taken."""
-    from gitnetdiag.analysis.tcpinfo import summarize_samples
-
-    candidates = [(f"{protocol} push {r.repeat}", r.artifacts.get("tcpinfo"))
-                  for r in analysis_order(records)]
-    if protocol in NATIVE_FILES:  # the native probe's own socket, same path
-        candidates.append((f"native {protocol} probe",
-                           NATIVE_FILES[protocol].removesuffix(".json") + ".tcpinfo.jsonl"))
-    notes: list[str] = []
-    for label, name in candidates:
-        read = _tcpinfo_rows(run_dir, name)
-        notes.extend(read.notes)
-        if read.value is None:
-            continue
-        try:
-            summary = summarize_samples(read.value)
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            notes.append(f"{name}: unreadable TCP_INFO samples ({exc})")
-            continue
-        if summary is None:
-            continue
-        rwnd, sndbuf = summary.rwnd_limited_share, summary.sndbuf_limited_share
-        return Noted(notes=tuple(notes), value=obs.CaptureMetrics(
-            source=f"TCP_INFO ({summary.source}) {label}",
-            min_rtt_s=summary.min_rtt_s, median_rtt_s=summary.median_rtt_s,
-            handshake_seen=False,
-            advertised_window_median_bytes=summary.peer_window_median_bytes,
-            advertised_window_max_bytes=summary.peer_window_max_bytes,
-            bytes_in_flight_median=summary.in_flight_median_bytes,
-            bytes_in_flight_p95=summary.in_flight_p95_bytes,
-            rwnd_limited_share=rwnd,
-            network_limited_share=max(0.0, 1.0 - rwnd - (sndbuf or 0.0))
-            if rwnd is not None else None,
-            retransmitted_bytes=summary.retransmitted_bytes,
-            retransmission_rate=summary.retransmission_rate,
-        ))
-    return Noted(value=None, notes=tuple(notes))
 
 
 # --- pushes, trace2, bursts ----------------------------------------------------------
@@ -240,24 +131,6 @@ def _median(values: Sequence[float | None]) -> float | None:
     return statistics.median(present) if present else None
 
 
-def _tcpinfo_rows(run_dir: Path, name: str | None) -> Noted[list[dict[str, Any]] | None]:
-    """A ``<stem>.tcpinfo.jsonl`` file's samples (None when absent or unreadable)."""
-    if name is None or not (run_dir / name).is_file():
-        return Noted(value=None)
-    try:
-        text = read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES)
-        rows = [loads_bounded(line, name) for line in text.splitlines() if line.strip()]
-    except (OSError, ValueError) as exc:
-        why = str(exc)
-    except GitnetdiagError as exc:
-        why = exc.message
-    else:
-        if all(isinstance(row, dict) for row in rows):
-            return Noted(value=rows)
-        why = "a line is not an object"
-    return Noted(value=None, notes=(f"{name}: unreadable TCP_INFO samples ({why})",))
-
-
 def server_wait_s(record: PushRecord, run_dir: Path | None) -> Noted[float | None]:
     """trace2's wait for the server, less any part of it the pack was still on the wire.
 
@@ -272,7 +145,7 @@ def server_wait_s(record: PushRecord, run_dir: Path | None) -> Noted[float | Non
     wait = record.phases.server_wait_s if record.phases is not None else None
     if wait is None or run_dir is None:
         return Noted(value=wait)
-    read = _tcpinfo_rows(run_dir, record.artifacts.get("tcpinfo"))
+    read = tcpinfo_rows(run_dir, record.artifacts.get("tcpinfo"))
     if not read.value:
         return Noted(value=wait, notes=read.notes)
     try:
@@ -296,6 +169,22 @@ def _upload_s(record: PushRecord, server_wait: float | None) -> float | None:
     drained = (phases.server_wait_s - server_wait
                if phases.server_wait_s is not None and server_wait is not None else 0.0)
     return phases.pack_write_s + max(0.0, drained)
+
+
+def phased(run_dir: Path, record: PushRecord) -> PushRecord:
+    """The push with its phases read now from its trace2 file, as a clone's are
+    (:func:`gitnetdiag.analysis.trace2.push_phases`); without the file (a run directory
+    trimmed, or too large a file) it keeps the phases the probe recorded from it."""
+    name = record.artifacts.get("trace2")
+    if name is None or not (run_dir / name).is_file():
+        return record
+    try:
+        text = read_input(run_dir / name, max_bytes=MAX_JSON_BYTES).decode(errors="replace")
+    except (OSError, GitnetdiagError):
+        return record
+    # Lines as the probe read them: a text file's universal newlines.
+    return replace(record, phases=push_phases(
+        text.replace("\r\n", "\n").replace("\r", "\n").split("\n")))
 
 
 def trace2_phases(records: Sequence[PushRecord],
@@ -336,7 +225,7 @@ def _protocol_observation(run_dir: Path, run: ProtocolRun,
                           progress: Progress) -> Noted[obs.ProtocolObservation]:
     """One protocol's pushes as the engine sees them: the analysed push's capture (or its
     TCP_INFO), the native ledgers, trace2's phases, the HTTP exchanges."""
-    records = run.pushes
+    records = tuple(phased(run_dir, record) for record in run.pushes)
     gathered = Notes()
     capture_m: obs.CaptureMetrics | None = None
     flight: obs.FlightSeries | None = None

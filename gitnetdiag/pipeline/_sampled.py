@@ -17,9 +17,14 @@ from typing import TYPE_CHECKING, Any
 
 from gitnetdiag.analysis.h2ledger import git_h2_window
 from gitnetdiag.analysis.nativeledger import h2_receiver_pacing, ssh_receiver_pacing
-from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary, summarize_receiver, summarize_sender
+from gitnetdiag.analysis.tcpinfo import (
+    SERVER,
+    ReceiverTcpSummary,
+    summarize_receiver,
+    summarize_sender,
+)
 from gitnetdiag.analysis.trace2 import ReceiverPhases, receiver_phases
-from gitnetdiag.analysis.window import receiver_window_limited_share, receiver_window_series
+from gitnetdiag.analysis.window import receiver_window_series
 from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
 from gitnetdiag.diagnosis.engine import diagnose
@@ -36,6 +41,7 @@ from gitnetdiag.diagnosis.verdict import judge
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
 from gitnetdiag.pipeline._host import load_host_report
+from gitnetdiag.pipeline._metrics import capture_metrics
 from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_run_dir
 from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
@@ -78,55 +84,6 @@ def _samples(text: str) -> list[dict[str, Any]]:
             and isinstance(row.get("t_s"), int | float)]
 
 
-def receiver_capture_metrics(conn: ConnectionAnalysis, label: str,
-                             tcp: ReceiverTcpSummary | None) -> CaptureMetrics:
-    """The download connection of a clone's capture (taken at the client, ``a``) as the
-    sender's view the push detectors read, the server (``b``) sending. At the receiver a
-    segment lost on the path is never seen, so its retransmission fills a hole below what
-    already arrived: the analyser counts it as a retransmission, and ``retransmission_rate``
-    is the repaired loss. Data-to-ACK times at the receiver are its ACK delay, not the path:
-    the RTTs are the handshake's and the client's TCP_INFO (minimum, receiver's median). Of
-    the sender's limits only the receive window's share is known, from what arrived per
-    round trip against the client's window (:func:`receiver_window_limited_share`); the
-    congestion window's and the application's are left unknown."""
-    client, server = conn.a_to_b, conn.b_to_a
-    hs = conn.handshake
-    mss = [m for m in (client.mss_bytes, server.mss_bytes) if m]
-    # SYN, then a reset from the server's side and nothing else: its time is the refusal's.
-    refused = (hs.syn_count > 0 and hs.synack_count == 0 and server.resets_sent > 0
-               and not client.payload_bytes and not server.payload_bytes)
-    return CaptureMetrics(
-        source=f"capture {label} {conn.connection.b_port}->{conn.connection.a_port} "
-        "(download, at the client)",
-        handshake_rtt_s=hs.rtt_s,
-        min_rtt_s=tcp.min_rtt_s if tcp else None,
-        median_rtt_s=tcp.median_rtt_s if tcp else None,
-        mss_bytes=min(mss) if mss else None, handshake_seen=hs.window_scale_known,
-        window_scale=client.window_scale if hs.window_scaling else None,
-        # Without the handshake the window's scale is unknown and the raw field is no size:
-        # the client's TCP_INFO speaks for its window, and the share stays unknown.
-        advertised_window_max_bytes=(client.max_window_bytes or None)
-        if hs.window_scale_known else (tcp.advertised_window_max_bytes if tcp else None),
-        rwnd_limited_share=receiver_window_limited_share(
-            conn.series, hs.rtt_s or (tcp.min_rtt_s if tcp else None))
-        if hs.window_scale_known else None,
-        retransmitted_bytes=server.retransmitted_bytes,
-        retransmission_rate=server.loss_rate,
-        timeout_retransmissions=server.timeout_retransmissions,
-        fast_retransmissions=server.fast_retransmissions,
-        zero_window_count=client.zero_window_count, zero_window_s=client.zero_window_s,
-        resets_from_client=client.resets_sent, resets_from_server=server.resets_sent,
-        syn_retransmissions=hs.syn_retransmissions,
-        synack_retransmissions=hs.synack_retransmissions,
-        refused_after_s=conn.duration_s if refused else None,
-        # What arrived: the largest segment the client's cumulative ACK covered (the capture),
-        # else the kernel's estimate (TCP_INFO rcv_mss).
-        max_received_segment_bytes=(server.max_acked_segment_bytes or None
-                                    if server.payload_bytes else None)
-        or (tcp.rcv_mss_max_bytes if tcp else None),
-    )
-
-
 def _captured(run_dir: Path, record: SampledTransfer, tcp: ReceiverTcpSummary | None
               ) -> CaptureMetrics | None:
     """The clone's capture as the sender's view (the connection the server sent most on;
@@ -143,7 +100,8 @@ def _captured(run_dir: Path, record: SampledTransfer, tcp: ReceiverTcpSummary | 
     if not analysis.connections:
         return None
     download = max(analysis.connections, key=lambda c: c.b_to_a.payload_bytes)
-    return receiver_capture_metrics(download, f"fetch {record.protocol} #{record.repeat}", tcp)
+    return capture_metrics(download, f"fetch {record.protocol} #{record.repeat}", receiver="a",
+                           tcp=tcp)
 
 
 def observe_transfer(run_dir: Path, record: SampledTransfer, rtt_s: float | None,
@@ -165,7 +123,7 @@ def observe_transfer(run_dir: Path, record: SampledTransfer, rtt_s: float | None
         client_rmem_max_bytes=rmem[-1] if rmem else None, stopped=record.stopped,
         libcurl=libcurl, failure_kind=record.failure_kind, last_line=record.last_line,
         capture=_captured(run_dir, record, tcp),
-        sender=summarize_sender(_samples(_read(run_dir, record, "server_tcpinfo"))),
+        sender=summarize_sender(_samples(_read(run_dir, record, "server_tcpinfo")), SERVER),
         **_h2_windows(run_dir, record, libcurl),
     )
 

@@ -55,11 +55,12 @@ from gitnetdiag.probe.gitpush import (
 )
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.repo import new_probe_id
-from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
+from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
 from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
 from gitnetdiag.rundir.records import HttpRequestRecord, RunStage, Trace2Record
+from gitnetdiag.rundir.trace2 import push_phases
 from gitnetdiag.safefile import replace_file
 from gitnetdiag.vocabulary import TransportKind
 
@@ -344,7 +345,7 @@ def _trace2_phases(attempt: _Attempt, run_dir: Path) -> Trace2Record | None:
     if not trace2_path.is_file():
         return None
     with trace2_path.open(errors="replace") as handle:
-        return parse_trace2_events(handle)
+        return push_phases(handle)
 
 
 def _decrypted_capture(state: PushState, attempt: _Attempt) -> None:

@@ -16,7 +16,7 @@ beside git's own sockets, while each clone runs:
 The sockets kept are those whose peer is one of git's sockets (the client's
 ``ss`` samples name them); when none is (an address translated on the way),
 every socket on the service port. Only raw counters are recorded here;
-:func:`gitnetdiag.analysis.tcpinfo.summarize_sender` turns them into limit shares.
+:func:`gitnetdiag.analysis.tcpinfo.summarize_sender` (``SERVER``) turns them into limit shares.
 """
 
 from __future__ import annotations

@@ -1,21 +1,9 @@
-"""Pure parsers for git's own traces: trace2 events and ``GIT_TRACE_CURL``.
+"""Pure parsers for git's own traces: ``GIT_TRACE_CURL`` (the HTTP exchanges of a push).
 
-No I/O here: the functions take the text git wrote and return values.
-
-trace2 (``GIT_TRACE2_EVENT``) holds one JSON object per line for git push
-and every git process it starts (remote helper, send-pack, pack-objects),
-told apart by ``sid`` (a child's sid is ``<parent sid>/<own id>``). The
-phases of a push come from a few of those events:
-
-- ``ref_advertisement_s``: start of ``git push`` to the end of its
-  ``transport_push/get_refs_list`` region (connect, TLS/SSH, auth, refs);
-- ``pack_prepare_s``: pack-objects' ``enumerate-objects`` + ``prepare-pack``;
-- ``pack_write_s``: pack-objects' ``write-pack-file``: the pack streamed into
-  the transport (socket for ssh/git, the remote helper's POST for HTTP), so
-  for a large push this is the upload time;
-- ``server_wait_s``: pack-objects' exit to the end of the process that ran
-  it (the ``push_refs`` region of git push, or send-pack's exit over HTTP):
-  the wait for the server's status report.
+No I/O here: the functions take the text git wrote and return values. A push's phases
+from its trace2 events (``GIT_TRACE2_EVENT``) are read where a clone's are, from the run
+directory's trace2 file: :func:`gitnetdiag.rundir.trace2.push_phases` (the probe reads them
+as it records the push, the analysis again from the file).
 """
 
 from __future__ import annotations
@@ -26,97 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gitnetdiag.redaction import MASK, redact_text
-from gitnetdiag.rundir.records import Trace2Record
-from gitnetdiag.rundir.trace2 import event_time_s, trace2_events
 
 _REDACTED_HEADERS = ("authorization", "proxy-authorization", "cookie", "set-cookie")
-
-
-def _parent_sid(sid: str) -> str | None:
-    return sid.rsplit("/", 1)[0] if "/" in sid else None
-
-
-def parse_trace2_events(lines: Iterable[str]) -> Trace2Record:
-    """Phases of a push from trace2 event lines; tolerant of cut-off and junk lines."""
-    events = trace2_events(lines)
-    if not events:
-        return Trace2Record(
-            total_s=None, ref_advertisement_s=None, pack_prepare_s=None, pack_write_s=None,
-            server_wait_s=None, objects_written=None, exit_code=None, events=0,
-        )
-
-    root_sid = min((e["sid"] for e in events), key=len)
-    root_start = next((event_time_s(e) for e in events if e["sid"] == root_sid), None)
-    total_s: float | None = None
-    exit_code: int | None = None
-    ref_adv_s: float | None = None
-    for event in events:
-        if event["sid"] != root_sid:
-            continue
-        if event["event"] == "exit":
-            exit_code = int(event.get("code", -1))
-            total_s = float(event["t_abs"]) if "t_abs" in event else None
-        if (
-            event["event"] == "region_leave"
-            and event.get("label") == "get_refs_list"
-            and ref_adv_s is None
-        ):
-            leave = event_time_s(event)
-            if leave is not None and root_start is not None:
-                ref_adv_s = leave - root_start
-
-    pack_sids = [
-        e["sid"] for e in events if e["event"] == "cmd_name" and e.get("name") == "pack-objects"
-    ]
-    pack_prepare_s: float | None = None
-    pack_write_s: float | None = None
-    server_wait_s: float | None = None
-    objects_written: int | None = None
-    if pack_sids:
-        pack_sid = pack_sids[-1]
-        prepare = 0.0
-        for event in events:
-            if event["sid"] != pack_sid:
-                continue
-            label = event.get("label")
-            if event["event"] == "region_leave" and label in ("enumerate-objects", "prepare-pack"):
-                prepare += float(event.get("t_rel", 0.0))
-            elif event["event"] == "region_leave" and label == "write-pack-file":
-                pack_write_s = float(event.get("t_rel", 0.0))
-            elif event["event"] == "data" and event.get("key") == "write_pack_file/wrote":
-                objects_written = int(event.get("value", 0))
-        pack_prepare_s = prepare
-        server_wait_s = _server_wait_s(events, pack_sid)
-    return Trace2Record(
-        total_s=total_s,
-        ref_advertisement_s=ref_adv_s,
-        pack_prepare_s=pack_prepare_s,
-        pack_write_s=pack_write_s,
-        server_wait_s=server_wait_s,
-        objects_written=objects_written,
-        exit_code=exit_code,
-        events=len(events),
-    )
-
-
-def _server_wait_s(events: list[dict[str, Any]], pack_sid: str) -> float | None:
-    parent = _parent_sid(pack_sid)
-    if parent is None:
-        return None
-    pack_exit: float | None = None
-    for event in events:
-        if event["sid"] != parent:
-            continue
-        if event["event"] == "child_exit" and pack_exit is None:
-            # The parent's first child_exit after pack-objects started is pack-objects'.
-            pack_exit = event_time_s(event)
-        elif pack_exit is not None and (
-            (event["event"] == "region_leave" and event.get("label") == "push_refs")
-            or event["event"] == "exit"
-        ):
-            end = event_time_s(event)
-            return None if end is None else max(0.0, end - pack_exit)
-    return None
 
 
 @dataclass(frozen=True, kw_only=True)

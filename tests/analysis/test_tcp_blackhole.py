@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, analyze_connections
 from gitnetdiag.capture import read_capture
-from gitnetdiag.pipeline._run import capture_metrics, flight_series
+from gitnetdiag.pipeline._metrics import capture_metrics, flight_series
 from tests.capture.craft import Conversation
 
 RTT = 0.05

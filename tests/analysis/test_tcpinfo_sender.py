@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.analysis.tcpinfo import summarize_sender
+from gitnetdiag.analysis.tcpinfo import SERVER, summarize_sender
 
 RECORDED = [json.loads(line) for line in (
     Path(__file__).parent / "data" / "server_sndbuf_clamp.server-tcpinfo.jsonl"
@@ -25,7 +25,7 @@ def _row(t_s: float, peer: str = "198.18.1.2:1", **counters: float) -> dict[str,
 
 
 def test_the_clamped_send_buffer_holds_most_of_the_bytes_sent() -> None:
-    sender = summarize_sender(RECORDED)
+    sender = summarize_sender(RECORDED, SERVER)
     assert sender is not None
     assert sender.sndbuf_limited_s == 0  # the chronograph misses it ...
     assert sender.buffer_full_share > 0.85  # ... the levels do not
@@ -42,7 +42,7 @@ def test_a_sender_at_the_clients_window_is_window_bound() -> None:
                  snd_cwnd=400, snd_buf_bytes=4e6, wmem_queued_bytes=3.9e6,
                  busy_time_us=250_000 * i, rwnd_limited_us=240_000 * i,
                  sndbuf_limited_us=0) for i in range(1, 9)]
-    sender = summarize_sender(rows)
+    sender = summarize_sender(rows, SERVER)
     assert sender is not None
     assert sender.window_full_share == 1.0 and sender.buffer_full_share == 0
     assert sender.rwnd_limited_share == 1.0 and sender.sndbuf_limited_share == 0
@@ -54,7 +54,7 @@ def test_slow_start_is_the_congestion_windows_and_a_starved_server_the_applicati
                       snd_wnd_bytes=4e6, snd_buf_bytes=65536, wmem_queued_bytes=65536)
     starved = _row(0.5, bytes_sent=400_000, unacked=3, snd_mss=1448, snd_cwnd=500,
                    snd_wnd_bytes=4e6, snd_buf_bytes=4e6, wmem_queued_bytes=5000)
-    sender = summarize_sender([slow_start, starved])
+    sender = summarize_sender([slow_start, starved], SERVER)
     assert sender is not None
     assert sender.cwnd_full_share == pytest.approx(0.25)
     assert sender.app_share == pytest.approx(0.75)
@@ -63,7 +63,7 @@ def test_slow_start_is_the_congestion_windows_and_a_starved_server_the_applicati
 def test_the_socket_that_sent_most_is_the_clones_and_nothing_sent_is_none() -> None:
     small = _row(1.0, peer="198.18.1.2:2", bytes_sent=500)
     big = _row(1.0, bytes_sent=9e6, unacked=10, snd_mss=1448, snd_cwnd=100)
-    sender = summarize_sender([small, big])
+    sender = summarize_sender([small, big], SERVER)
     assert sender is not None and sender.sent_bytes == 9_000_000
-    assert summarize_sender([]) is None
-    assert summarize_sender([_row(1.0, bytes_sent=0)]) is None
+    assert summarize_sender([], SERVER) is None
+    assert summarize_sender([_row(1.0, bytes_sent=0)], SERVER) is None

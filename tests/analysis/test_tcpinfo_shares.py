@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from gitnetdiag.analysis.tcpinfo import summarize_samples
+from gitnetdiag.analysis.tcpinfo import CLIENT, summarize_sender
 
 
 def _sample(t_s: float, local: str, **counters: float) -> dict[str, Any]:
@@ -29,7 +29,7 @@ def test_the_upload_socket_gives_shares_of_its_busy_time() -> None:
                 total_retrans=14, rtt_us=52_000, min_rtt_us=49_000, snd_wnd_bytes=131_072,
                 unacked=44, snd_mss=1448, delivery_rate_bytes_per_s=1_300_000),
     ]
-    s = summarize_samples(samples)
+    s = summarize_sender(samples, CLIENT)
     assert s is not None and s.samples == 3 and s.acked_bytes == 1_000_000
     assert s.rwnd_limited_share == pytest.approx(0.8)
     assert s.sndbuf_limited_share == pytest.approx(0.1)
@@ -50,28 +50,28 @@ def test_a_push_held_by_its_send_buffer_counts_it_although_the_kernel_does_not()
                        rwnd_limited_us=0, sndbuf_limited_us=0, unacked=40, snd_mss=1448,
                        snd_cwnd=2000, **caps)
 
-    buffer = summarize_samples([level(0.1, 1000, snd_wnd_bytes=8e6),
-                                *(level(float(t), 1e6 * t, snd_wnd_bytes=8e6,
-                                        snd_buf_bytes=65_536, wmem_queued_bytes=64_000)
-                                  for t in range(1, 5))])
+    buffer = summarize_sender([level(0.1, 1000, snd_wnd_bytes=8e6),
+                               *(level(float(t), 1e6 * t, snd_wnd_bytes=8e6,
+                                       snd_buf_bytes=65_536, wmem_queued_bytes=64_000)
+                                 for t in range(1, 5))], CLIENT)
     assert buffer is not None
     assert buffer.sndbuf_limited_share == pytest.approx(1.0, abs=1e-3)
     assert buffer.rwnd_limited_share == 0.0
-    window = summarize_samples([level(float(t), 1e6 * t, snd_wnd_bytes=65_536)
-                                for t in range(1, 5)])
+    window = summarize_sender([level(float(t), 1e6 * t, snd_wnd_bytes=65_536)
+                               for t in range(1, 5)], CLIENT)
     assert window is not None
     assert window.rwnd_limited_share == 1.0 and window.sndbuf_limited_share == 0.0
 
 
 def test_no_bytes_moved_is_no_summary() -> None:
-    assert summarize_samples([]) is None
-    assert summarize_samples([_sample(0.0, "a:1", bytes_acked=5),
-                              _sample(1.0, "a:1", bytes_acked=5)]) is None
+    assert summarize_sender([], CLIENT) is None
+    assert summarize_sender([_sample(0.0, "a:1", bytes_acked=5),
+                             _sample(1.0, "a:1", bytes_acked=5)], CLIENT) is None
 
 
 def test_a_kernel_without_busy_time_gives_unknown_shares_not_zero() -> None:
-    s = summarize_samples([_sample(0.0, "a:1", bytes_acked=0),
-                           _sample(1.0, "a:1", bytes_acked=1000)])
+    s = summarize_sender([_sample(0.0, "a:1", bytes_acked=0),
+                          _sample(1.0, "a:1", bytes_acked=1000)], CLIENT)
     assert s is not None and s.rwnd_limited_share is None and s.retransmission_rate is None
 
 
@@ -83,7 +83,7 @@ def test_a_run_recorded_before_the_rename_gives_its_delivery_rate() -> None:
                    busy_time_us=1_000 * t, delivery_rate_bytes_per_s=1_300_000)
            for t in range(3)]
     for samples in (old, new):
-        s = summarize_samples(samples)
+        s = summarize_sender(samples, CLIENT)
         assert s is not None and s.delivery_rate_median_bytes_per_s == 1_300_000
 
 
@@ -99,7 +99,7 @@ def test_a_socket_sampled_before_its_first_byte_counts_its_counters_from_zero() 
                 busy_time_us=10_164_000, rwnd_limited_us=0, sndbuf_limited_us=0,
                 total_retrans=34, rtt_us=51_689, min_rtt_us=50_000),
     ]
-    s = summarize_samples(samples)
+    s = summarize_sender(samples, CLIENT)
     assert s is not None
     assert s.retransmitted_bytes == 47_784
     assert s.retransmission_rate == pytest.approx(47_784 / 2_043_753)

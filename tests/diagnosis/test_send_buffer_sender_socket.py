@@ -8,14 +8,14 @@ from dataclasses import replace
 
 import pytest
 
-from gitnetdiag.analysis.tcpinfo import SenderTcpSummary, summarize_sender
+from gitnetdiag.analysis.tcpinfo import SERVER, SenderTcpSummary, summarize_sender
 from gitnetdiag.diagnosis.culprits.sendbuffer import server_send_buffer
 from tests.analysis.test_tcpinfo_sender import RECORDED
 from tests.diagnosis.test_send_buffer_and_client import SNDBUF
 from tests.diagnosis.test_transfer_culprits import HEALTHY
 from tests.diagnosis.transfer_cases import on, ranked
 
-CLAMPED = summarize_sender(RECORDED)
+CLAMPED = summarize_sender(RECORDED, SERVER)
 assert CLAMPED is not None
 WINDOW_BOUND = replace(CLAMPED, buffer_full_share=0.0, window_full_share=0.9, app_share=0.1)
 
@@ -77,7 +77,7 @@ DEMO_SLOW_START = summarize_sender([
     _demo_row(0.27, 2_283, 1, 20, 66_560, 46_080, 1_200),
     _demo_row(0.54, 351_128, 142, 142, 246_784, 645_120, 483_424),
     _demo_row(0.80, 10_113_449, 2916, 4256, 5_585_920, 4_194_304, 4_204_721),
-    _demo_row(1.09, 24_221_189, 2940, 4395, 18_075_648, 4_194_304, 4_204_455)])
+    _demo_row(1.09, 24_221_189, 2940, 4395, 18_075_648, 4_194_304, 4_204_455)], SERVER)
 DEMO_H2 = replace(
     HEALTHY, protocol="h2", outcome="ok", moved_bytes=25_176_309, measured_s=1.13,
     rate_bytes_per_s=22_306_295.0, path_rtt_s=0.0505, sender=DEMO_SLOW_START)

@@ -10,7 +10,7 @@ from gitnetdiag.analysis.capture_analysis import analyze_capture
 from gitnetdiag.analysis.tcp_results import ConnectionSeries
 from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
 from gitnetdiag.analysis.window import receiver_window_limited_share
-from gitnetdiag.pipeline._sampled import receiver_capture_metrics
+from gitnetdiag.pipeline._metrics import capture_metrics
 from tests.capture.craft import Conversation
 
 MSS = 1448
@@ -50,7 +50,7 @@ def test_holes_filled_at_the_receiver_are_the_servers_retransmissions(tmp_path: 
     tcp = ReceiverTcpSummary(source="ss -tin", samples=10, span_s=1.0, received_bytes=289_600,
                              advertised_window_max_bytes=260_000, receive_buffer_max_bytes=None,
                              rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.06)
-    metrics = receiver_capture_metrics(conn, "fetch ssh #1", tcp)
+    metrics = capture_metrics(conn, "fetch ssh #1", receiver="a", tcp=tcp)
     assert metrics.source == "capture fetch ssh #1 22->40000 (download, at the client)"
     assert metrics.retransmitted_bytes == len(LOST) * MSS
     assert metrics.retransmission_rate is not None
@@ -68,7 +68,7 @@ def test_a_connect_answered_by_a_reset_gives_its_refusal_time(tmp_path: Path) ->
     conv.segment("c", "S", win=64240, options=[("MSS", 1460), ("WScale", 7)])
     conv.segment("s", "RA", dt_s=0.0003, seq=0, ack=conv.nxt["c"])
     (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-ssh-1.pcap")).connections
-    metrics = receiver_capture_metrics(conn, "fetch ssh #1", None)
+    metrics = capture_metrics(conn, "fetch ssh #1", receiver="a")
     assert metrics.resets_from_server == 1
     assert metrics.refused_after_s is not None and abs(metrics.refused_after_s - 0.0003) < 1e-6
 
@@ -93,14 +93,14 @@ def test_a_window_bound_download_is_seen_from_what_arrives_per_round_trip(
     round trip brings is the flight. 130,320 B a round trip against the client's 131,072 B
     window: bound all along; against 1 MiB: only in the first round trip, while the window
     of the handshake's ACK (131,072 B) was the last the client had advertised."""
-    bound = receiver_capture_metrics(
+    bound = capture_metrics(
         analyze_capture(_paced(tmp_path / "fetch-h1-1.pcap", 1024)).connections[0],
-        "fetch h1 #1", None)
+        "fetch h1 #1", receiver="a")
     assert bound.advertised_window_max_bytes == 1024 * 128
     assert bound.rwnd_limited_share is not None and bound.rwnd_limited_share >= 0.9
-    open_window = receiver_capture_metrics(
+    open_window = capture_metrics(
         analyze_capture(_paced(tmp_path / "fetch-h1-2.pcap", 8192)).connections[0],
-        "fetch h1 #2", None)
+        "fetch h1 #2", receiver="a")
     assert open_window.rwnd_limited_share is not None
     assert open_window.rwnd_limited_share <= 0.1
 
@@ -138,15 +138,16 @@ def test_a_black_hole_towards_the_client_leaves_only_small_segments(tmp_path: Pa
                              advertised_window_max_bytes=67_072, receive_buffer_max_bytes=None,
                              rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.05,
                              rcv_mss_max_bytes=986, advmss_bytes=1448)
-    metrics = receiver_capture_metrics(conn, "fetch h1 #1", tcp)
+    metrics = capture_metrics(conn, "fetch h1 #1", receiver="a", tcp=tcp)
     assert (metrics.max_received_segment_bytes, metrics.mss_bytes) == (883, 1460)
     assert not metrics.retransmitted_bytes
     # No server payload in the capture: the kernel's estimate stands in.
     conv = Conversation(server=("10.0.0.2", 8443))
     conv.handshake(rtt_s=0.05)
     (conn,) = analyze_capture(conv.pcap(tmp_path / "fetch-h1-2.pcap")).connections
-    assert receiver_capture_metrics(conn, "fetch h1 #2", tcp).max_received_segment_bytes == 986
-    assert receiver_capture_metrics(conn, "fetch h1 #2", None).max_received_segment_bytes is None
+    at_client = capture_metrics(conn, "fetch h1 #2", receiver="a", tcp=tcp)
+    assert at_client.max_received_segment_bytes == 986
+    assert capture_metrics(conn, "fetch h1 #2", receiver="a").max_received_segment_bytes is None
 
 
 def test_without_the_handshake_the_window_is_no_size(tmp_path: Path) -> None:
@@ -162,6 +163,6 @@ def test_without_the_handshake_the_window_is_no_size(tmp_path: Path) -> None:
     tcp = ReceiverTcpSummary(source="ss -tin", samples=10, span_s=1.0, received_bytes=434_400,
                              advertised_window_max_bytes=4_000_000, receive_buffer_max_bytes=None,
                              rcv_space_max_bytes=None, min_rtt_s=0.05, median_rtt_s=0.05)
-    metrics = receiver_capture_metrics(conn, "fetch h1 #1", tcp)
+    metrics = capture_metrics(conn, "fetch h1 #1", receiver="a", tcp=tcp)
     assert metrics.rwnd_limited_share is None
     assert metrics.advertised_window_max_bytes == 4_000_000

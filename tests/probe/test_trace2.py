@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.probe.trace2 import parse_curl_trace, parse_trace2_events, redact_curl_trace
+from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
+from gitnetdiag.rundir.trace2 import push_phases
 
 DATA = Path(__file__).parent / "data"
 
@@ -14,7 +15,7 @@ DATA = Path(__file__).parent / "data"
 def test_git_daemon_push_phases() -> None:
     """A git:// push: ref advertisement, pack write and server wait come from the events."""
     lines = (DATA / "push-git.trace2.json").read_text().splitlines()
-    phases = parse_trace2_events(lines)
+    phases = push_phases(lines)
     assert phases.events == 29
     assert phases.exit_code == 0
     assert phases.total_s == pytest.approx(1.011709)
@@ -29,7 +30,7 @@ def test_git_daemon_push_phases() -> None:
 
 def test_https_push_phases_through_remote_helper() -> None:
     """Over HTTPS pack-objects runs under send-pack under git-remote-https; still found."""
-    phases = parse_trace2_events((DATA / "push-h2.trace2.json").read_text().splitlines())
+    phases = push_phases((DATA / "push-h2.trace2.json").read_text().splitlines())
     assert phases.exit_code == 0
     assert phases.objects_written == 7
     assert phases.pack_write_s is not None and phases.pack_write_s > 0.0
@@ -41,12 +42,12 @@ def test_https_push_phases_through_remote_helper() -> None:
 def test_cut_off_trace_and_junk_lines() -> None:
     """A hung push leaves a trace without exit events: parsed, exit code None."""
     lines = (DATA / "push-git.trace2.json").read_text().splitlines()[:20]
-    phases = parse_trace2_events(["not json", "", '{"no": "sid"}', *lines])
+    phases = push_phases(["not json", "", '{"no": "sid"}', *lines])
     assert phases.exit_code is None
     assert phases.total_s is None
     assert phases.ref_advertisement_s is not None
     assert phases.server_wait_s is None
-    empty = parse_trace2_events([])
+    empty = push_phases([])
     assert empty.events == 0 and empty.pack_write_s is None
 
 
