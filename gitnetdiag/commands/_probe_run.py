@@ -38,7 +38,8 @@ from gitnetdiag.commands.fetch import (
     fetch_run_dir,
     fetch_seed_bytes,
     measure_fetch,
-    run_fetch_command,
+    print_fetch_report,
+    render_fetch,
 )
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
@@ -208,14 +209,15 @@ def run_probe_command(args: ProbeArgs) -> None:
     fetch_failed: GitnetdiagError | None = None
     clones: MeasuredRun | None = None  # with both and a diagnosis: joined to the pushes'
     if args.direction is TransferDirection.FETCH:
-        _fetch(args, options, progress, console, remotes.lab_state)
+        _report_clones(args, _clones(args, options, progress, console, remotes.lab_state))
         return
     if args.direction is TransferDirection.BOTH:
         try:
-            if args.then_diagnose:
-                clones = _fetch_half(args, options, progress, console, remotes.lab_state)
+            clones = _clones(args, options, progress, console, remotes.lab_state)
+            if args.then_diagnose:  # the one report below joins them to the pushes'
+                _keep_clones(args, clones, console)
             else:
-                _fetch(args, options, progress, console, remotes.lab_state)
+                _report_clones(args, clones)
         except GitnetdiagError as exc:  # the pushes still run; the exit code says it
             console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
             fetch_failed = exc
@@ -259,53 +261,52 @@ def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None, since: Path 
     return None
 
 
-def _fetch_half(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
-                lab_state: LabState | None = None) -> MeasuredRun:
-    """``--direction both`` with a diagnosis: the clones into ``RUN-fetch``, diagnosed and
-    not printed (the one report joins them to the pushes'); ``--json F`` gets the clones'
-    report as ``F-fetch.json``, as without a diagnosis. Against the lab, the server's
-    counters are snapshot first, as for ``--direction fetch``."""
-    options = replace(options, out_dir=fetch_run_dir(options.out_dir))
-    with scratch_dir("gitnetdiag-host-") as scratch:
-        snapshot = Path(scratch) / "host-before.json"
-        before = snapshot if lab_state is not None and _lab_host_report(
-            lab_state, snapshot, None, console) else None
-        measured = measure_fetch(options, RichReporter(progress, console), progress,
-                                 before_diagnosis=_fetch_host_report(args, lab_state, before,
-                                                                     console))
-    console.print(f"run directory: {measured.run_dir}", markup=False, highlight=False)
-    if args.json_out is not None:
-        from gitnetdiag.commands.fetch import render_fetch
-
-        json_out = args.json_out
-        write_output(json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}"),
-                     render_fetch(measured.diagnosis, "json"))
-    return measured
-
-
-def _fetch(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
-           lab_state: LabState | None = None) -> None:
-    """``--direction fetch`` (into the run directory) or ``both`` (into ``RUN-fetch``).
-    Against the lab, the server's counters are snapshot first, so that ``host.json`` holds
-    what the clones and the burst did (ListenOverflows, SYN cookies, the kernel log)."""
-    json_out = args.json_out
-    fmt = args.report_format.value
-    # With both, one document on stdout (the push report); the fetch's goes into its run.
-    in_run_dir = args.direction is TransferDirection.BOTH and fmt in ("json", "html")
+def _clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
+            lab_state: LabState | None = None) -> MeasuredRun:
+    """The clones, measured and diagnosed: into the run directory with ``--direction
+    fetch``, into ``RUN-fetch`` with ``both``. Against the lab, the server's counters are
+    snapshot first, so that ``host.json`` holds what the clones and the burst did
+    (ListenOverflows, SYN cookies, the kernel log)."""
     if args.direction is TransferDirection.BOTH:
         options = replace(options, out_dir=fetch_run_dir(options.out_dir))
-        json_out = json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}") if json_out \
-            else None
     with scratch_dir("gitnetdiag-host-") as scratch:
         snapshot = Path(scratch) / "host-before.json"
         before = snapshot if lab_state is not None and _lab_host_report(
             lab_state, snapshot, None, console) else None
-        # With --json - stdout holds the JSON alone, as the push's: the report goes to stderr.
-        report = Console(stderr=is_stdout(json_out), highlight=False)
-        run_fetch_command(options, RichReporter(progress, console), progress,
-                          fmt=fmt, json_out=json_out, console=report,
-                          report_in_run_dir=in_run_dir,
-                          before_diagnosis=_fetch_host_report(args, lab_state, before, console))
+        return measure_fetch(options, RichReporter(progress, console), progress,
+                             before_diagnosis=_fetch_host_report(args, lab_state, before,
+                                                                 console))
+
+
+def _clones_json(args: ProbeArgs) -> Path | None:
+    """Where ``--json F`` puts the clones' report: ``F`` itself, ``F-fetch.json`` with
+    ``both`` (``F`` is the pushes' summary)."""
+    json_out = args.json_out
+    if json_out is None or args.direction is not TransferDirection.BOTH:
+        return json_out
+    return json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}")
+
+
+def _keep_clones(args: ProbeArgs, clones: MeasuredRun, console: Console) -> None:
+    """``both`` with a diagnosis: the clones' run directory said, ``--json F`` written;
+    their report is part of the one report printed after the pushes."""
+    console.print(f"run directory: {clones.run_dir}", markup=False, highlight=False)
+    json_out = _clones_json(args)
+    if json_out is not None:
+        write_output(json_out, render_fetch(clones.diagnosis, "json"))
+
+
+def _report_clones(args: ProbeArgs, clones: MeasuredRun) -> None:
+    """``--direction fetch``, or ``both`` without a diagnosis (the pushes' summary follows):
+    the clones' own report; with ``both`` and ``--format json|html`` into RUN-fetch, so
+    that stdout holds one document."""
+    fmt = args.report_format.value
+    json_out = _clones_json(args)
+    # With --json - stdout holds the JSON alone, as the push's: the report goes to stderr.
+    print_fetch_report(clones, fmt=fmt, json_out=json_out,
+                       console=Console(stderr=is_stdout(json_out), highlight=False),
+                       report_in_run_dir=args.direction is TransferDirection.BOTH
+                       and fmt in ("json", "html"))
 
 
 def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,

@@ -99,15 +99,11 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
     return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error)
 
 
-def run_fetch_command(options: ProbeOptions, reporter: Reporter, progress: Progress,
-                      *, fmt: str, json_out: Path | None, console: Console,
-                      report_in_run_dir: bool = False,
-                      before_diagnosis: Callable[[Path], object] | None = None) -> None:
-    """Fetch over each protocol, print the fetch report (with ``report_in_run_dir`` into
-    the run directory's ``fetch-report.<fmt>`` instead), write ``--json``; raise the first
-    error of the run (after the report) so that the exit code says a clone failed.
-    ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in)."""
-    measured = measure_fetch(options, reporter, progress, before_diagnosis=before_diagnosis)
+def print_fetch_report(measured: MeasuredRun, *, fmt: str, json_out: Path | None,
+                       console: Console, report_in_run_dir: bool = False) -> None:
+    """Print the clones' own report (with ``report_in_run_dir`` into the run directory's
+    ``fetch-report.<fmt>`` instead), write ``--json``; raise the run's error (after the
+    report) so that the exit code says a clone failed."""
     diagnosis = measured.diagnosis
     if report_in_run_dir:
         report_file = measured.run_dir / f"fetch-report.{fmt}"
