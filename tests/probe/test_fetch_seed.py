@@ -145,3 +145,20 @@ def test_both_directions_print_one_json_document(
     assert json.loads(again.stdout)["verdict"] == report["verdict"]
     assert again.returncode == proc.returncode
     assert remote_refs(git_daemon) == before
+
+
+def test_a_failed_fetch_half_fails_the_both_run(git_daemon: str, tmp_path: Path) -> None:
+    """The clones of a repository too small to time measure nothing: the one report is
+    ``failed`` whatever the pushes measured, its headline leads with the clones, and the
+    exit code is the failed verdict's (9)."""
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--git", git_daemon, "--direction",
+         "both", "--size", "1MiB", "--out", str(tmp_path / "run"), "--no-capture"],
+        capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert proc.returncode == 9, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0].startswith("gitnetdiag report: both directions")
+    assert lines[1] == "verdict: FAILED"
+    assert lines[2].startswith("Download: Nothing was measured: too-small")
+    assert proc.stdout.count("gitnetdiag report: both directions") == 1
+    assert "error [not-measured]: verdict failed: too-small" in proc.stderr
