@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gitnetdiag.diagnosis.burstgain import BurstComparison, burst_loss_s, compare_bursts
-from gitnetdiag.diagnosis.measures import median, ok_pushes, push_bytes
+from gitnetdiag.diagnosis.measures import fetched_clones, median, ok_pushes, push_bytes
 from gitnetdiag.diagnosis.model import Diagnosis, Direction, Finding, Unit, Verdict
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
 from gitnetdiag.diagnosis.stats import welch_p_value
@@ -274,7 +274,7 @@ def protocol_sample(d: Diagnosis, protocol: str) -> ProtocolSample | None:
     observed = d.observations.protocols.get(protocol)
     if observed is None:
         return None
-    done = ok_pushes(observed)
+    done = list(fetched_clones(d.observations, protocol) or ok_pushes(observed))
     if not done:
         return None
     durations = tuple(push.duration_s for push in done)

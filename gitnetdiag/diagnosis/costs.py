@@ -40,8 +40,10 @@ from gitnetdiag.diagnosis.culprits._common import (
 )
 from gitnetdiag.diagnosis.culprits.h2 import h2_push_cost_s
 from gitnetdiag.diagnosis.measures import (
+    DEFAULT_MSS_BYTES,
     path_rate_bytes_per_s,
     push_bytes,
+    ramp_time_s,
     rtt_s,
     upload_rate_bytes_per_s,
     upload_s,
@@ -55,10 +57,6 @@ from gitnetdiag.diagnosis.observations import (
 )
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 
-INITIAL_WINDOW_SEGMENTS = 10
-"""Linux's initial congestion window (RFC 6928), in segments."""
-DEFAULT_MSS_BYTES = 1460
-"""Segment size assumed when no capture gives it (Ethernet, IPv4)."""
 MATHIS_C = 1.22
 """Constant of the Mathis et al. (1997) loss-limited rate for periodic loss."""
 MIN_LOSS_SEGMENTS = 10
@@ -119,21 +117,6 @@ class Prediction:
 def mathis_rate(mss_bytes: float, rtt: float, loss: float) -> float:
     """Loss-limited TCP rate (Mathis et al. 1997): MSS / RTT x 1.22 / sqrt(p)."""
     return mss_bytes / rtt * MATHIS_C / math.sqrt(loss)
-
-
-def ramp_time_s(size: float, rate: float | None, rtt: float, mss: float) -> float:
-    """Seconds to send ``size`` bytes: slow start from the initial window, doubling
-    each round trip, until a round trip carries ``rate x RTT``; then at ``rate``.
-    ``rate`` ``None``: nothing known caps the rate, slow start alone."""
-    target = math.inf if rate is None else rate * rtt
-    per_rtt = INITIAL_WINDOW_SEGMENTS * mss
-    sent = elapsed = 0.0
-    while per_rtt < target and sent + per_rtt < size:
-        sent += per_rtt
-        elapsed += rtt
-        per_rtt *= 2
-    per_rtt = min(per_rtt, target)
-    return elapsed + (size - sent) / per_rtt * rtt
 
 
 def protocol_limits(obs: Observations, name: str) -> list[Limit]:

@@ -5,6 +5,7 @@ All rates here are bytes per second (``_bytes_per_s``), as everywhere in gitnetd
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -16,11 +17,44 @@ from gitnetdiag.diagnosis.observations import (
     PushResult,
 )
 
+INITIAL_WINDOW_SEGMENTS = 10
+"""Linux's initial congestion window (RFC 6928), in segments."""
+DEFAULT_MSS_BYTES = 1460
+"""Segment size assumed when no capture gives it (Ethernet, IPv4)."""
+
+
+def ramp_time_s(size: float, rate: float | None, rtt: float, mss: float) -> float:
+    """Seconds to send ``size`` bytes: slow start from the initial window, doubling
+    each round trip, until a round trip carries ``rate x RTT``; then at ``rate``.
+    ``rate`` ``None``: nothing known caps the rate, slow start alone."""
+    target = math.inf if rate is None else rate * rtt
+    per_rtt = INITIAL_WINDOW_SEGMENTS * mss
+    sent = elapsed = 0.0
+    while per_rtt < target and sent + per_rtt < size:
+        sent += per_rtt
+        elapsed += rtt
+        per_rtt *= 2
+    per_rtt = min(per_rtt, target)
+    return elapsed + (size - sent) / per_rtt * rtt
+
 
 def median(values: Iterable[float]) -> float | None:
     """Median, or ``None`` for no values."""
     items = list(values)
     return statistics.median(items) if items else None
+
+
+def fetched_clones(obs: Observations, protocol: str) -> tuple[PushResult, ...] | None:
+    """A fetch's complete clones of ``protocol`` timed whole, as a complete push is (its
+    wall time), less the checkout: connect, the refs, the server's work before the first
+    pack byte, the pack and index-pack are the fetch; writing the working tree is not (a
+    fetch or a bare clone has none). None when a clone was bounded or failed: then the
+    push-shaped records (a bounded clone's pack at its rate)."""
+    clones = [t for t in obs.transfers if t.protocol == protocol]
+    if not clones or any(t.outcome != "ok" or t.stopped is not None for t in clones):
+        return None
+    return tuple(PushResult(duration_s=t.wall_s - (t.phases.checkout_s or 0.0),
+                            bytes=t.moved_bytes) for t in clones)
 
 
 def ok_pushes(p: ProtocolObservation) -> list[PushResult]:

@@ -64,9 +64,10 @@ def test_two_fetch_runs_compare_in_the_words_of_clones(tmp_path: Path) -> None:
     pair = data["pairs"][0]
     assert pair["slower"] == "A" and pair["deciding_protocol"] == "git"
     row = pair["protocols"][0]
-    assert row["speedup"] == pytest.approx(SLOWER, rel=1e-6)
+    # A complete clone is timed whole less its checkout (trace2's, a few ms, not scaled).
+    assert row["speedup"] == pytest.approx(SLOWER, rel=0.02)
     assert row["before"]["rate_median_bytes_per_s"] == pytest.approx(
-        row["after"]["rate_median_bytes_per_s"] / SLOWER, rel=1e-6)
+        row["after"]["rate_median_bytes_per_s"] / SLOWER, rel=0.02)
     assert "a clone (x3.0" in data["headline"]
     assert push_words_left(data["headline"]) == []
 
@@ -162,7 +163,8 @@ def test_a_fetch_culprits_predicted_gain_against_the_measured(tmp_path: Path) ->
     assert measured > 0
     gain = compare([with_top(slow, 0.5), fast], ["slow", "fast"]).pairs[0].gain
     assert gain is not None and gain.protocol == "git" and gain.culprit_gone
-    assert gain.measured_gain_s == pytest.approx(0.784 - 0.261, abs=0.002)
+    # Whole clones less their checkout: 0.838 s (three times the wall) against 0.275 s.
+    assert gain.measured_gain_s == pytest.approx(0.838 - 0.275, abs=0.002)
     assert gain.predicted_gain_s == 0.5
     assert gain.error_share == pytest.approx((0.5 - gain.measured_gain_s) / gain.measured_gain_s)
 

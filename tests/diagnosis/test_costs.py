@@ -9,13 +9,8 @@ from dataclasses import replace
 import pytest
 
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.costs import (
-    INITIAL_WINDOW_SEGMENTS,
-    mathis_rate,
-    predicted_upload_s,
-    protocol_limits,
-    ramp_time_s,
-)
+from gitnetdiag.diagnosis.costs import mathis_rate, predicted_upload_s, protocol_limits
+from gitnetdiag.diagnosis.measures import INITIAL_WINDOW_SEGMENTS, ramp_time_s
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.observations import (
     H2Ledger,

@@ -44,9 +44,10 @@ from gitnetdiag.diagnosis.culprits._common import (
     OUT_OF_ORDER_SHARE,
     Hit,
     Tally,
-    costliest,
     flight_in_window,
     no_queue,
+    typical_costliest,
+    unclamped_cost_s,
 )
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
@@ -214,8 +215,7 @@ def _send_buffer_hit(obs: TransferObservation) -> Hit | None:
                                 "10%)", value=obs.rate_bytes_per_s, unit="B/s",
                                 source=f"fetch monitor, {obs.protocol} #{obs.repeat}"))
     rate = obs.rate_bytes_per_s or 0.0
-    unclamped = UNCLAMPED_FLIGHT_BYTES / rtt
-    cost = obs.measured_s - obs.moved_bytes / unclamped if unclamped > rate else 0.0
+    cost = unclamped_cost_s(obs, UNCLAMPED_FLIGHT_BYTES, rtt)
     return Hit(
         score=round(min(weight("server-send-buffer", "cap" if server is None else
                                "cap-with-sender"), tally.score), 2),
@@ -238,7 +238,7 @@ def _summary(obs: TransferObservation, flight: float, rate: float) -> str:
 def server_send_buffer(obs: Observations) -> Hit | None:
     """A download: the server's (or edge's) send buffer caps its bytes in flight below the
     client's window."""
-    return costliest(obs.transfers, _send_buffer_hit)
+    return typical_costliest(obs.transfers, _send_buffer_hit)
 
 
 def _lossy(obs: TransferObservation) -> bool:

@@ -14,12 +14,13 @@ from gitnetdiag.diagnosis.culprits._common import (
     above_zero,
     config_evidence,
     config_lines,
-    costliest,
     label,
     rate_vs_window,
     rwnd_limited,
     suggest_window,
     term,
+    typical_costliest,
+    unclamped_cost_s,
     window_below,
 )
 from gitnetdiag.diagnosis.culprits.headroom import window_headroom
@@ -276,7 +277,7 @@ UNCLAMPED_WINDOW_BYTES = 3 * 1024 * 1024
 
 def client_tcp_receive_window_clamp(obs: Observations) -> Hit | None:
     """A download: the client's advertised window caps it (``tcp_rmem`` clamp)."""
-    return costliest(obs.transfers, _client_window_hit)
+    return typical_costliest(obs.transfers, _client_window_hit)
 
 
 def _client_window_hit(obs: TransferObservation) -> Hit | None:
@@ -296,8 +297,7 @@ def _client_window_hit(obs: TransferObservation) -> Hit | None:
     at_ceiling = known and buffer >= BUFFER_AT_CEILING * ceiling  # type: ignore[operator]
     if (known and not at_ceiling) or (not known and window >= SMALL_WINDOW_BYTES):
         return None
-    unclamped = UNCLAMPED_WINDOW_BYTES / rtt
-    cost = obs.measured_s - obs.moved_bytes / unclamped if unclamped > rate else 0.0
+    cost = unclamped_cost_s(obs, UNCLAMPED_WINDOW_BYTES, rtt)
     evidence = [
         Evidence(what="client's advertised receive window (largest rcv_ssthresh)",
                  value=float(window), unit="B", source=f"{tcp.source}, fetch {obs.protocol}"),
