@@ -87,13 +87,16 @@ def nested_markdown(text: str) -> str:
 
 _TITLE_TAG = re.compile(r"<h1\b[^>]*>.*?</h1>", re.DOTALL)
 _HEADING_TAG = re.compile(r"<(/?)h([1-5])\b")
+_ID = re.compile(r'\bid="')
 
 
-def nested_html(page: str) -> str:
-    """A half's page body under its direction's heading: its ``<h1>`` title dropped and
-    every other heading one level lower (its text is escaped, so every tag is markup)."""
+def nested_html(page: str, prefix: str) -> str:
+    """A half's page body under its direction's heading: its ``<h1>`` title dropped, every
+    other heading one level lower, every element id prefixed with ``prefix-`` (a culprit
+    found both ways is two elements). Its text is escaped, so every tag is markup."""
     body = page.split("<body>", 1)[-1].rsplit("</body>", 1)[0]
     body = _TITLE_TAG.sub("", body, count=1)
+    body = _ID.sub(f'id="{prefix}-', body)
     return _HEADING_TAG.sub(lambda m: f"<{m[1]}h{int(m[2]) + 1}", body)
 
 
@@ -101,21 +104,32 @@ def _esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def _ranking_html(d: Diagnosis, anchors: str) -> str:
+    """The ranking's table; a culprit's cell links to its details in its direction's
+    section when that section gives them an id (``anchors``: the sections' markup)."""
+    def cell(column: str, text: str, f: Finding) -> str:
+        anchor = f"{f.direction}-{f.id}"
+        if column == "culprit" and f'id="{_esc(anchor)}"' in anchors:
+            return f'<td><a href="#{_esc(anchor)}">{_esc(text)}</a></td>'
+        return f"<td>{_esc(text)}</td>"
+
+    head = "".join(f"<th>{_esc(c)}</th>" for c in RANKING_COLUMNS)
+    body = "".join(
+        "<tr>" + "".join(cell(column, text, f)
+                         for column, text in zip(RANKING_COLUMNS, row, strict=True)) + "</tr>"
+        for f, row in zip(d.findings, ranking_rows(d), strict=True))
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
 def html_body(d: Diagnosis, pages: Sequence[str]) -> str:
     """The body of a redacted ``both`` diagnosis' page, ``pages`` its halves' pages."""
-    rows = ranking_rows(d)
+    sections = [f'<section class="direction" id="{_esc(part.direction)}">'
+                f"<h2>{_esc(part_title(part))}</h2>{nested_html(page, part.direction)}"
+                "</section>" for part, page in zip(d.parts, pages, strict=True)]
     parts = [f"<h1>{_esc(TITLE)}</h1>",
              f"<p>{_esc(directions_line(d))}</p>",
              f'<p class="verdict {_esc(d.verdict)}">Verdict: {_esc(d.verdict)}</p>',
-             f"<p>{_esc(d.headline)}</p>", f"<h2>{_esc(RANKING_TITLE)}</h2>"]
-    if rows:
-        head = "".join(f"<th>{_esc(c)}</th>" for c in RANKING_COLUMNS)
-        body = "".join("<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>"
-                       for row in rows)
-        parts.append(f"<table><tr>{head}</tr>{body}</table>")
-    else:
-        parts.append(f"<p>{_esc(NONE_RANKED)}</p>")
-    for part, page in zip(d.parts, pages, strict=True):
-        parts.append(f'<section class="direction" id="{_esc(part.direction)}">'
-                     f"<h2>{_esc(part_title(part))}</h2>{nested_html(page)}</section>")
-    return "".join(parts)
+             f"<p>{_esc(d.headline)}</p>", f"<h2>{_esc(RANKING_TITLE)}</h2>",
+             _ranking_html(d, "".join(sections)) if d.findings
+             else f"<p>{_esc(NONE_RANKED)}</p>"]
+    return "".join(parts + sections)

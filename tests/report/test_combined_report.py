@@ -69,8 +69,10 @@ def test_html_is_one_page_with_a_section_per_direction(both: Diagnosis) -> None:
     page = RENDERERS["html"](both)
     assert page.count("<!DOCTYPE html>") == 1 and page.count("<body>") == 1
     assert page.count("<h1>") == 1
-    assert ("<tr><td>1</td><td>upload</td><td>h2-flow-control-window</td><td>2.5 s</td>"
-            "<td>0.91</td></tr>") in page
+    # the ranked culprit links to its details in its direction's section
+    assert ('<tr><td>1</td><td>upload</td><td><a href="#push-h2-flow-control-window">'
+            "h2-flow-control-window</a></td><td>2.5 s</td><td>0.91</td></tr>") in page
+    assert '<section class="culprit" id="push-h2-flow-control-window">' in page
     assert '<section class="direction" id="push"><h2>Upload: pushes (direction push)</h2>' \
         in page
     assert '<section class="direction" id="fetch">' in page
@@ -112,7 +114,11 @@ def test_one_culprit_in_both_directions_is_tagged_twice(
         ("push", "path-latency"), ("fetch", "path-latency")]
     # The fetch half's own report stays a fetch report: no tag in its culprits.
     assert "direction" not in data["parts"]["fetch"]["culprits"][0]
-    assert "<td>download</td><td>path-latency</td>" in RENDERERS["html"](both)
+    page = RENDERERS["html"](both)
+    # two sections of one culprit, one id each; the clones' culprits have no anchor to link
+    assert '<a href="#push-path-latency">' in page and 'id="push-path-latency"' in page
+    assert "<td>download</td><td>path-latency</td>" in page
+    assert page.count('id="') == len(set(re.findall(r'id="([^"]*)"', page)))
 
 
 def test_nothing_ranked_is_said_once(halves: tuple[Diagnosis, Diagnosis]) -> None:
