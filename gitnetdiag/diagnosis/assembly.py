@@ -165,11 +165,13 @@ def download_observations(clones: Sequence[TransferObservation], *,
                           bursts: Sequence[BurstResult] = (),
                           host: HostEvidence | None = None,
                           requested: Sequence[str] = (),
-                          problems: Sequence[RunProblem] = ()) -> Observations:
+                          problems: Sequence[RunProblem] = (),
+                          started: str = "", target_url: str = "") -> Observations:
     """A fetch's clones as one :class:`Observations`: each clone whole in ``transfers``
     (the download detectors' input) and push-shaped per protocol (what the culprits of both
     directions read), with the fetch's bursts (``--burst``) and the server's host
-    evidence, when there are."""
+    evidence, when there are; ``started`` and ``target_url`` as the push's run info has them
+    (empty for a bare capture)."""
     protocols: dict[str, ProtocolObservation] = {}
     for name in PROTOCOL_ORDER:
         mine = [obs for obs in clones if obs.protocol == name]
@@ -184,7 +186,8 @@ def download_observations(clones: Sequence[TransferObservation], *,
     rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
     libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
     return Observations(
-        run=RunInfo(rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl, transfer="download",
+        run=RunInfo(started=started, target_url=target_url,
+                    rtt_s=min(rtts) if rtts else None, libcurl_version=libcurl, transfer="download",
                     requested_protocols=tuple(requested) or tuple(protocols),
                     measured_by="fetch"),
         protocols=protocols, bursts=tuple(bursts), host=host, transfers=tuple(clones),

@@ -207,7 +207,9 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
                    for run in manifest.protocols if run.burst is not None)
     obs = download_observations(
         observations, bursts=bursts, host=host, requested=_requested(manifest),
-        problems=sampled_problems(manifest) + capture_problems(run_dir, manifest))
+        problems=sampled_problems(manifest) + capture_problems(run_dir, manifest),
+        started=manifest.started_at,
+        target_url=", ".join(sorted({run.url for run in manifest.protocols})))
     ranked = diagnose(obs)
     # The failures' hints speak of the transfer's direction (a clone's words, not a push's).
     judged = judge(obs, ranked.findings, hint_of=lambda kind, message: failure_hint(

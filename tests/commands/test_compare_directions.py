@@ -70,6 +70,9 @@ def test_two_fetch_runs_compare_in_the_words_of_clones(tmp_path: Path) -> None:
         row["after"]["rate_median_bytes_per_s"] / SLOWER, rel=0.02)
     assert "a clone (x3.0" in data["headline"]
     assert push_words_left(data["headline"]) == []
+    # Each run's start is its fetch.json's, as a push run's is its manifest's.
+    started = json.loads((FETCH_HEALTHY / "fetch.json").read_text())["started_at"]
+    assert [run["started"] for run in data["runs"]] == [started, started]
 
 
 @pytest.mark.parametrize("render", [partial(render_compare_terminal, width=200),
