@@ -7,6 +7,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TypeVar
 
 from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
 from gitnetdiag.diagnosis.calibration import Calibration
@@ -31,6 +32,8 @@ from gitnetdiag.diagnosis.observations import (
 from gitnetdiag.diagnosis.transfers import Direction, TransferObservation
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.thresholds import SMALL_BACKLOG as SMALL_BACKLOG
+
+T = TypeVar("T")
 
 SLOWER_RATIO = 0.5
 """A protocol is "much slower" when its rate is below this share of the fastest other one."""
@@ -204,23 +207,31 @@ def unclamped_cost_s(obs: TransferObservation, flight_bytes: float, rtt: float) 
     return max(0.0, obs.measured_s - ramp_time_s(obs.moved_bytes, unclamped, rtt, mss))
 
 
+def typical_max(items: Iterable[T], protocol: Callable[[T], str],
+                cost: Callable[[T], float]) -> T | None:
+    """The typical item of the costliest protocol: per protocol the item of median cost
+    (the lower middle of an even count), then the protocol where that costs most; None
+    for no items.
+
+    The repeats of one clone vary (three clones through a clamped send buffer: 5.3, 5.5 and
+    6.6 s; through an edge buffering to a slow disk 5.9, 23 and 34 s; lab 2026-11-28): the
+    slowest one's cost priced its noise into the prediction (+42% and +55% against the gain
+    ``compare`` measures, median against median, as the push's costs price each protocol's
+    median push)."""
+    groups: dict[str, list[T]] = {}
+    for item in items:
+        groups.setdefault(protocol(item), []).append(item)
+    typical = [sorted(group, key=cost)[(len(group) - 1) // 2] for group in groups.values()]
+    return max(typical, key=cost) if typical else None
+
+
 def typical_costliest(transfers: Iterable[TransferObservation],
                       detect: Callable[[TransferObservation], Hit | None]) -> Hit | None:
     """The hit of a per-transfer detector over a download's transfers, priced on the
-    typical clone: per protocol the hit of median cost (the lower middle of an even count),
-    then the protocol where that costs most; None when none fired.
-
-    The repeats of one clone vary (three clones through a clamped send buffer: 5.3, 5.5 and
-    6.6 s, lab 2026-11-28); the slowest one's cost priced its noise into the prediction
-    (+42% against the gain ``compare`` measured, median against median, as the push's
-    costs price each protocol's median push)."""
-    by_protocol: dict[str, list[Hit]] = {}
-    for obs in transfers:
-        if (hit := detect(obs)) is not None:
-            by_protocol.setdefault(obs.protocol, []).append(hit)
-    typical = [sorted(hits, key=lambda hit: hit.cost_s)[(len(hits) - 1) // 2]
-               for hits in by_protocol.values()]
-    return max(typical, key=lambda hit: hit.cost_s) if typical else None
+    typical clone of the costliest protocol (:func:`typical_max`); None when none fired."""
+    hits = [(obs.protocol, hit) for obs in transfers if (hit := detect(obs)) is not None]
+    chosen = typical_max(hits, lambda pair: pair[0], lambda pair: pair[1].cost_s)
+    return chosen[1] if chosen is not None else None
 
 
 def label(name: str) -> str:

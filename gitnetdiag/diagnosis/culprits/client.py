@@ -17,6 +17,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     phase_evidence,
     phase_values,
     term,
+    typical_costliest,
 )
 from gitnetdiag.diagnosis.culprits.knownbugs import KnownBug, bugs_for
 from gitnetdiag.diagnosis.culprits.weights import weight
@@ -269,9 +270,4 @@ def client_index_pack_cpu(run: Observations) -> Hit | None:
     """A download: the client's index-pack (resolving deltas) dominates the clone."""
     peers = [obs.phases.index_pack_s for obs in run.transfers
              if obs.phases.index_pack_s is not None]
-    best: Hit | None = None
-    for obs in run.transfers:
-        hit = _index_pack_hit(obs, peers)
-        if hit is not None and (best is None or hit.cost_s > best.cost_s):
-            best = hit
-    return best
+    return typical_costliest(run.transfers, lambda obs: _index_pack_hit(obs, peers))

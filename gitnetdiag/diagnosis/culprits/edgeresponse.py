@@ -51,6 +51,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     config_evidence,
     flight_in_window,
     no_queue,
+    typical_max,
 )
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
@@ -212,7 +213,9 @@ def edge_response_buffering(run: Observations) -> Hit | None:
             and _slow_edge_clone(o, direct_rate)]
     if not slow:
         return None
-    worst = max(slow, key=lambda o: _time_s(o) - o.moved_bytes / direct_rate)
+    # Priced on the typical slow clone of the costliest protocol, not the slowest repeat.
+    worst = typical_max(slow, lambda o: o.protocol,
+                        lambda o: _time_s(o) - o.moved_bytes / direct_rate) or slow[0]
     rate = _rate(worst)
     tally = Tally(CULPRIT_ID)
     tally.add("slower-than-direct", Evidence(

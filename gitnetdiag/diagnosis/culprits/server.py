@@ -12,11 +12,13 @@ from gitnetdiag.diagnosis.culprits._common import (
     phase_excess,
     storage_slowness,
     term,
+    typical_costliest,
 )
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import rtt_s
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.diagnosis.units import fmt_s
 
 
@@ -115,42 +117,41 @@ PACK_GENERATION_SHARE = 0.3
 def server_pack_generation(run: Observations) -> Hit | None:
     """A download: the server's counting and compressing before the first pack byte
     dominate."""
-    best: Hit | None = None
-    for obs in run.transfers:
-        wait = obs.phases.server_pack_generation_s
-        if wait is None:
-            continue
-        work = wait - (obs.rtt_s or 0.0)
-        end = obs.phases.total_s or obs.wall_s
-        if work < PACK_GENERATION_MIN_S or work < PACK_GENERATION_SHARE * end:
-            continue
-        evidence = [Evidence(
-            what="fetch request to first pack byte", value=wait, unit="s",
-            threshold=PACK_GENERATION_SHARE * end, comparison=">=",
-            basis="30% of the clone's {}", basis_terms=(Quantity(value=end, unit="s"),),
-            source=f"trace2 negotiation + git progress, fetch {obs.protocol} #{obs.repeat}")]
-        if obs.phases.server_objects_counted is not None:
-            evidence.append(Evidence(what="objects the server counted",
-                                     value=float(obs.phases.server_objects_counted),
-                                     unit="count", source="sideband 'remote: Counting objects'"))
-        if obs.phases.server_objects_compressed is not None:
-            evidence.append(Evidence(what="objects the server compressed (delta search)",
-                                     value=float(obs.phases.server_objects_compressed),
-                                     unit="count",
-                                     source="sideband 'remote: Compressing objects'"))
-        hit = Hit(
-            score=min(weight("server-pack-generation", "cap"),
-                      weight("server-pack-generation", "base") + work / end),
-            cost_s=work,
-            summary=(f"the server worked {work:.1f} s counting and compressing objects "
-                     f"before the first pack byte of a {end:.1f} s clone"),
-            evidence=tuple(evidence),
-            fix=("on the server: 'git repack -adb' (one pack with a reachability bitmap), "
-                 "repack.writeBitmaps=true so later repacks keep it, pack.useBitmaps=true "
-                 "(the default); for the user: 'git clone --filter=blob:none' (or a shallow "
-                 "clone) asks for less"),
-            cost_protocol=obs.protocol,
-        )
-        if best is None or hit.cost_s > best.cost_s:
-            best = hit
-    return best
+    return typical_costliest(run.transfers, _pack_generation_hit)
+
+
+def _pack_generation_hit(obs: TransferObservation) -> Hit | None:
+    wait = obs.phases.server_pack_generation_s
+    if wait is None:
+        return None
+    work = wait - (obs.rtt_s or 0.0)
+    end = obs.phases.total_s or obs.wall_s
+    if work < PACK_GENERATION_MIN_S or work < PACK_GENERATION_SHARE * end:
+        return None
+    evidence = [Evidence(
+        what="fetch request to first pack byte", value=wait, unit="s",
+        threshold=PACK_GENERATION_SHARE * end, comparison=">=",
+        basis="30% of the clone's {}", basis_terms=(Quantity(value=end, unit="s"),),
+        source=f"trace2 negotiation + git progress, fetch {obs.protocol} #{obs.repeat}")]
+    if obs.phases.server_objects_counted is not None:
+        evidence.append(Evidence(what="objects the server counted",
+                                 value=float(obs.phases.server_objects_counted),
+                                 unit="count", source="sideband 'remote: Counting objects'"))
+    if obs.phases.server_objects_compressed is not None:
+        evidence.append(Evidence(what="objects the server compressed (delta search)",
+                                 value=float(obs.phases.server_objects_compressed),
+                                 unit="count",
+                                 source="sideband 'remote: Compressing objects'"))
+    return Hit(
+        score=min(weight("server-pack-generation", "cap"),
+                  weight("server-pack-generation", "base") + work / end),
+        cost_s=work,
+        summary=(f"the server worked {work:.1f} s counting and compressing objects "
+                 f"before the first pack byte of a {end:.1f} s clone"),
+        evidence=tuple(evidence),
+        fix=("on the server: 'git repack -adb' (one pack with a reachability bitmap), "
+             "repack.writeBitmaps=true so later repacks keep it, pack.useBitmaps=true "
+             "(the default); for the user: 'git clone --filter=blob:none' (or a shallow "
+             "clone) asks for less"),
+        cost_protocol=obs.protocol,
+    )
