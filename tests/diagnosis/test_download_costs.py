@@ -9,8 +9,10 @@ from dataclasses import replace
 import pytest
 
 from gitnetdiag.diagnosis.culprits._common import Hit, typical_costliest, unclamped_cost_s
+from gitnetdiag.diagnosis.culprits.edgeresponse import edge_response_buffering
 from gitnetdiag.diagnosis.measures import fetched_clones, ramp_time_s
 from gitnetdiag.diagnosis.transfers import TransferObservation
+from tests.diagnosis.test_edge_response_buffering import LAB_FAULT, _stalled
 from tests.diagnosis.test_transfer_culprits import HEALTHY, PHASES
 from tests.diagnosis.transfer_cases import on
 
@@ -55,3 +57,18 @@ def test_compare_times_complete_clones_whole_less_their_checkout() -> None:
     bounded = replace(whole, outcome="bounded", stopped="stable")
     assert fetched_clones(on([whole, bounded]), "h1") is None  # then the pack at its rate
     assert fetched_clones(on([whole]), "git") is None
+
+
+def test_a_stalled_clone_through_the_edge_costs_its_wait_and_a_redo() -> None:
+    """The 2026-11-28 run: HTTP/1.1 clones through the edge of 32.7 and 25.7 s and one stalled
+    after 24.6 s; compare counts the stalled one as its wait plus a redo, so does the cost."""
+    slow, direct = LAB_FAULT[0], LAB_FAULT[3]
+    done = [replace(slow, repeat=i, measured_s=s, wall_s=s + 0.5, moved_bytes=6 * MIB,
+                    rate_bytes_per_s=6 * MIB / s) for i, s in ((1, 32.7), (2, 25.7))]
+    stalled = replace(_stalled(slow, 2_320_782, 24.6), repeat=3)
+    hit = edge_response_buffering(on([*done, stalled, direct]))
+    assert hit is not None and hit.cost_protocol == "h1"
+    direct_s = 6 * MIB / (direct.rate_bytes_per_s or 1.0)
+    # Lost: 32.7, 25.7 and 24.6 + 29.2 (the median completed clone) less 0.53 s each; the
+    # typical one is the 32.7 s clone's.
+    assert hit.cost_s == pytest.approx(32.7 - direct_s)

@@ -39,6 +39,7 @@ nginx's defaults and the fix's settings come from
 
 from __future__ import annotations
 
+import statistics
 import tomllib
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -197,6 +198,19 @@ def _slow_edge_clone(obs: TransferObservation, direct_rate: float) -> bool:
     return bool(obs.rtt_s) and _bursts(obs, obs.rtt_s or 0.0) is not None
 
 
+def _lost_s(obs: TransferObservation, slow: Sequence[TransferObservation],
+            direct_rate: float) -> float:
+    """What the edge cost one clone: its time less its bytes at the direct rate. A stalled
+    clone failed: its wait plus a redo, the median completed slow clone of its protocol (as
+    every failure is counted, and ``compare`` counts it), less the whole pack at the direct
+    rate; its time alone when no clone of its protocol completed."""
+    redo = [o for o in slow if o.protocol == obs.protocol and not _stalled_with_pack(o)]
+    if not _stalled_with_pack(obs) or not redo:
+        return _time_s(obs) - obs.moved_bytes / direct_rate
+    whole = statistics.median(o.moved_bytes for o in redo)
+    return obs.wall_s + statistics.median(_time_s(o) for o in redo) - whole / direct_rate
+
+
 def edge_response_buffering(run: Observations) -> Hit | None:
     """A download: clones through the HTTPS edge several times slower than direct ones with
     the data in bursts (required), window open, no queue: the edge buffers the pack (nginx
@@ -214,8 +228,8 @@ def edge_response_buffering(run: Observations) -> Hit | None:
     if not slow:
         return None
     # Priced on the typical slow clone of the costliest protocol, not the slowest repeat.
-    worst = typical_max(slow, lambda o: o.protocol,
-                        lambda o: _time_s(o) - o.moved_bytes / direct_rate) or slow[0]
+    lost = {id(o): _lost_s(o, slow, direct_rate) for o in slow}
+    worst = typical_max(slow, lambda o: o.protocol, lambda o: lost[id(o)]) or slow[0]
     rate = _rate(worst)
     tally = Tally(CULPRIT_ID)
     tally.add("slower-than-direct", Evidence(
@@ -238,7 +252,7 @@ def edge_response_buffering(run: Observations) -> Hit | None:
         comparison=">=", basis="its pack flowing", source=f"fetch monitor, {o.protocol} "
         f"#{o.repeat}: nothing more for the stall timeout")
         for o in slow if _stalled_with_pack(o)))
-    cost = max(0.0, _time_s(worst) - worst.moved_bytes / direct_rate)
+    cost = max(0.0, lost[id(worst)])
     facts = nginx_facts()
     return Hit(
         score=round(min(weight(CULPRIT_ID, "cap"), tally.score), 2),
