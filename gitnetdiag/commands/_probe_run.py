@@ -31,11 +31,9 @@ from gitnetdiag.commands._preflight import (
 )
 from gitnetdiag.commands._reporter import RichReporter
 from gitnetdiag.commands.fetch import (
-    BOTH_OPTION,
     MeasuredRun,
     TransferDirection,
     fetch_exit_error,
-    fetch_run_dir,
     fetch_seed_bytes,
     measure_fetch,
     print_fetch_report,
@@ -55,6 +53,7 @@ from gitnetdiag.proc import run, scratch_dir
 from gitnetdiag.remoteurl import check_url
 from gitnetdiag.report.probe import render_probe_summary, render_sweep
 from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
+from gitnetdiag.rundir.both import BOTH_OPTION, fetch_run_dir
 from gitnetdiag.safefile import write_new_file
 from gitnetdiag.vocabulary import TransportKind, parse_size
 

@@ -31,6 +31,7 @@ if TYPE_CHECKING:  # the HTTP/2 ledger (tshark) is only loaded with --keylog
 
     from gitnetdiag.analysis.h2ledger import H2WireLedger
     from gitnetdiag.commands._options import JsonResults
+    from gitnetdiag.diagnosis.model import Diagnosis
 
 HELP = """Read a pcap/pcapng capture and show, per TCP connection, what limited it.
 
@@ -55,7 +56,8 @@ SYN / SYN-ACK retransmissions and resets.
 
   gitnetdiag analyze captures/h2-small-window --diagnose
       a run directory (from probe / diagnose): every capture, then the ranked diagnosis;
-      the directory is only read (--out DIR writes observations.json and the reports there)
+      the directory is only read (--out DIR writes observations.json and the reports there);
+      a --direction both run is one report of both directions, as 'report RUN' renders it
 
   gitnetdiag analyze customer.pcap --diagnose [--keylog keys.log]
       a bare capture (client or server side): the git transfers in it, ranked culprits;
@@ -175,10 +177,26 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
         if out_dir is not None:
             _make_out_dir(out_dir)
         diagnosis = print_diagnosis(run_dir, host, ReportFormat.TERMINAL, out_dir=out_dir,
-                                    to_stderr=json_out == "-")
+                                    to_stderr=json_out == "-", joined=_clones_of(run_dir))
         failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
         if failure is not None:
             raise failure
+
+
+def _clones_of(run_dir: Path) -> Diagnosis | None:
+    """The clones' diagnosis of a ``--direction both`` run (its ``RUN-fetch``), to be joined
+    to the pushes' into the one report, as ``report RUN`` does; None for any other run."""
+    from gitnetdiag.pipeline import diagnose_run
+    from gitnetdiag.rundir.both import fetch_half_of
+
+    clones = fetch_half_of(run_dir)
+    if clones is None:
+        return None
+    diagnosis, warnings = diagnose_run(clones)
+    err = Console(stderr=True, highlight=False)
+    for warning in warnings:
+        err.print(f"warning: {warning}", style="yellow", markup=False)
+    return diagnosis
 
 
 def _analyze_fetch_run(run_dir: Path, json_out: str | None, out_dir: Path | None) -> None:

@@ -10,10 +10,10 @@ from rich.console import Console
 
 from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
-from gitnetdiag.commands.fetch import fetch_run_dir
 from gitnetdiag.diagnosis.comparison import Comparison
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
 from gitnetdiag.errors import VerdictError
+from gitnetdiag.rundir.both import fetch_run_dir
 from gitnetdiag.rundir.files import FETCH_FILE, MANIFEST_NAME
 
 FETCH_SUFFIX = fetch_run_dir(Path("RUN")).name.removeprefix("RUN")

@@ -35,11 +35,6 @@ class TransferDirection(StrEnum):
     BOTH = "both"
 
 
-def fetch_run_dir(push_run_dir: Path) -> Path:
-    """Where ``--direction both`` writes its fetches: beside the push run directory."""
-    return push_run_dir.with_name(push_run_dir.name + "-fetch")
-
-
 def fetch_seed_bytes(size: str | None, direction: TransferDirection) -> int | None:
     """``--fetch-seed SIZE`` in bytes; a usage error with ``--direction push``."""
     if size is None:
@@ -48,25 +43,6 @@ def fetch_seed_bytes(size: str | None, direction: TransferDirection) -> int | No
         raise UsageError("--fetch-seed goes with --direction fetch or both",
                          hint="add --direction fetch")
     return parse_size(size)
-
-
-BOTH_OPTION = {"direction": "both"}
-"""What a ``--direction both`` run records among its pushes' options (``manifest.json``):
-the mark that its ``RUN-fetch`` belongs to it (:func:`fetch_half_of`)."""
-
-
-def fetch_half_of(run_dir: Path) -> Path | None:
-    """The clones' run directory of a ``--direction both`` run (``RUN-fetch``, when RUN's
-    manifest records the run as ``both`` and ``RUN-fetch`` holds a ``fetch.json``); None
-    for any other run directory."""
-    from gitnetdiag.rundir import FETCH_FILE, MANIFEST_NAME, load_run
-
-    fetch = fetch_run_dir(run_dir)
-    if not (run_dir / MANIFEST_NAME).is_file() or not (fetch / FETCH_FILE).is_file():
-        return None
-    if load_run(run_dir).options.get("direction") != BOTH_OPTION["direction"]:
-        return None
-    return fetch
 
 
 @dataclass(frozen=True, kw_only=True)

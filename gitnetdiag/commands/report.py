@@ -10,11 +10,11 @@ from rich.console import Console
 
 from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
-from gitnetdiag.commands.fetch import fetch_half_of
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
 from gitnetdiag.rundir import FETCH_FILE, MANIFEST_NAME
+from gitnetdiag.rundir.both import fetch_half_of
 
 LOAD_FILE = "load.json"
 """The report of a ``gitnetdiag load --out`` run directory."""

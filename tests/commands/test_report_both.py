@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from gitnetdiag.commands.fetch import fetch_half_of
+from gitnetdiag.rundir.both import fetch_half_of
 from tests.commands.test_bad_input import REPO, gitnetdiag
 
 PUSHES = REPO / "captures" / "h2-small-window"

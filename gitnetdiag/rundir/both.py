@@ -1,0 +1,32 @@
+"""The two run directories of a ``--direction both`` run: RUN (the pushes,
+``manifest.json``) and ``RUN-fetch`` beside it (the clones, ``fetch.json``), written by
+``probe|diagnose --direction both`` and by ``watch``'s ``direction: both`` cycles alike."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gitnetdiag.rundir.files import FETCH_FILE, MANIFEST_NAME
+from gitnetdiag.rundir.manifest import load_run
+
+
+def fetch_run_dir(push_run_dir: Path) -> Path:
+    """Where ``--direction both`` writes its fetches: beside the push run directory."""
+    return push_run_dir.with_name(push_run_dir.name + "-fetch")
+
+
+BOTH_OPTION = {"direction": "both"}
+"""What a ``--direction both`` run records among its pushes' options (``manifest.json``):
+the mark that its ``RUN-fetch`` belongs to it (:func:`fetch_half_of`)."""
+
+
+def fetch_half_of(run_dir: Path) -> Path | None:
+    """The clones' run directory of a ``--direction both`` run (``RUN-fetch``, when RUN's
+    manifest records the run as ``both`` and ``RUN-fetch`` holds a ``fetch.json``); None
+    for any other run directory."""
+    fetch = fetch_run_dir(run_dir)
+    if not (run_dir / MANIFEST_NAME).is_file() or not (fetch / FETCH_FILE).is_file():
+        return None
+    if load_run(run_dir).options.get("direction") != BOTH_OPTION["direction"]:
+        return None
+    return fetch
