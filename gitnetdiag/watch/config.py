@@ -16,6 +16,7 @@ import yaml
 from gitnetdiag.errors import InputError, UsageError
 from gitnetdiag.inputfile import read_text_input
 from gitnetdiag.remoteurl import check_url
+from gitnetdiag.rundir.both import fetch_run_dir
 from gitnetdiag.thresholds import MAX_GENERATED_BYTES
 from gitnetdiag.vocabulary import parse_size
 
@@ -108,8 +109,8 @@ class Target:
     def run_dirs(self, run_dir: Path) -> dict[str, Path]:
         """Direction -> its run directory for a cycle in ``run_dir``: the first direction
         writes there, the clones of a ``both`` cycle beside it in ``<run_dir>-fetch`` (as
-        ``diagnose --direction both`` does)."""
-        return {direction: run_dir if i == 0 else run_dir.with_name(f"{run_dir.name}-{direction}")
+        ``diagnose --direction both`` does: ``report RUN`` joins them)."""
+        return {direction: run_dir if i == 0 else fetch_run_dir(run_dir)
                 for i, direction in enumerate(self.directions)}
 
 

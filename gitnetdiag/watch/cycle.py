@@ -43,6 +43,7 @@ from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
 from gitnetdiag.proc import note_signal
+from gitnetdiag.rundir.both import BOTH_OPTION
 from gitnetdiag.vocabulary import TransportKind
 from gitnetdiag.watch.config import Target
 from gitnetdiag.watch.sample import (
@@ -124,7 +125,9 @@ def probe_options(target: Target, run_dir: Path, seed: int,
     clones sample the server's sockets in the lab's server namespace)."""
     urls = dict(target.urls)
     ca_file, key, known_hosts = target.ca_file, target.ssh_key, target.ssh_known_hosts
-    extra: dict[str, Any] = {"watch_target": target.name}
+    # A both cycle's pushes say so, as the probe's do: its RUN-fetch belongs to them.
+    extra: dict[str, Any] = {"watch_target": target.name,
+                             **(BOTH_OPTION if target.direction == "both" else {})}
     server_netns = None
     if target.lab is not None:
         state = load_state(target.lab)
