@@ -69,29 +69,43 @@ def diagnose_lab(shared_lab: LabFactory, fault: str, out: Path, *,
 
 @pytest.fixture(scope="module")
 def fixed_report(shared_lab: LabFactory, tmp_path_factory: pytest.TempPathFactory
-                 ) -> Callable[[bool], dict[str, Any]]:
+                 ) -> Callable[[bool], tuple[dict[str, Any], Path]]:
     """The lab with the fix applied (every fault's fixed setting is the healthy lab's), with
-    bounded or complete pushes; each diagnosed once, when first asked for."""
-    made: dict[bool, dict[str, Any]] = {}
+    bounded or complete pushes; each diagnosed once, when first asked for (its report and its
+    run directory)."""
+    made: dict[bool, tuple[dict[str, Any], Path]] = {}
 
-    def get(complete: bool) -> dict[str, Any]:
+    def get(complete: bool) -> tuple[dict[str, Any], Path]:
         if complete not in made:
             out = tmp_path_factory.mktemp("fixed-complete" if complete else "fixed") / "run"
-            made[complete] = diagnose_lab(shared_lab, "healthy", out, complete=complete)
+            made[complete] = (diagnose_lab(shared_lab, "healthy", out, complete=complete), out)
         return made[complete]
 
     return get
 
 
+def compared_gain_s(before: Path, after: Path) -> float:
+    """The gain ``gitnetdiag compare`` measures between two runs: the mean time per push
+    with each failed push as its wait plus a redo, as the cost counts it."""
+    proc = subprocess.run([sys.executable, "-m", "gitnetdiag", "compare", str(before),
+                           str(after), "--format", "json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    gain: dict[str, Any] = json.loads(proc.stdout)["pairs"][0]["gain"]
+    assert gain["protocol"] == "h2", gain
+    return float(gain["measured_gain_s"])
+
+
 @pytest.mark.parametrize("fault", FAULTS)
 def test_first_culprit_predicts_the_gain_of_its_fix(
-    fault: str, fixed_report: Callable[[bool], dict[str, Any]], shared_lab: LabFactory,
+    fault: str, fixed_report: Callable[[bool], tuple[dict[str, Any], Path]],
+    shared_lab: LabFactory,
     tmp_path: Path
 ) -> None:
     """Predicted gain (cost_s) within 25% of the measured gain; the culprit is gone after."""
     complete = fault in COMPLETE
     before = diagnose_lab(shared_lab, fault, tmp_path / "run", complete=complete)
-    after = fixed_report(complete)
+    after, after_dir = fixed_report(complete)
     assert before["culprits"], f"{fault}: nothing ranked"
     top = before["culprits"][0]
     assert top["id"] == FAULT_CULPRIT[fault]
@@ -105,6 +119,12 @@ def test_first_culprit_predicts_the_gain_of_its_fix(
     assert slow["pushes_ok"] >= 2 and slow["pushes_ok"] + slow["pushes_failed"] == 3
     assert fixed["pushes_ok"] == 3
     measured = slow["duration_s"] - fixed["duration_s"]
+    if slow["pushes_failed"]:
+        # A failed push (libcurl 7.88.1 hangs one of three through the 64 KiB window now
+        # and then) costs its wait plus a redo in the prediction; the median of the pushes
+        # that finished leaves it out (seen 2026-11-28: predicted 13.8 s against 5.7 s, +139%;
+        # compare of the same runs measured 13.2 s, +4%). Measure as compare does.
+        measured = compared_gain_s(tmp_path / "run", after_dir)
     predicted = top["cost_s"]
     assert measured > 1.0, f"{fault}: the fix gained only {measured:.2f} s"
     error = (predicted - measured) / measured
