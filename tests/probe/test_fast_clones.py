@@ -72,9 +72,13 @@ def _stale(port: int, pid: int, t_s: float) -> list[TcpInfoSample]:
 def test_a_clone_done_between_two_samples_is_measured(tmp_path: Path) -> None:
     """A stand-in for git whose whole pack and exit fall within the first sample interval,
     the kernel's count stale: measured from git's own count, with a rate, not 0.0 s."""
-    script = ("import sys\n"
+    # git's runtime is the stand-in's own: it lingers 0.15 s after its count (a bare python
+    # that exits at once took 26 ms in a fresh-clone run, under the 0.1 s asserted below).
+    script = ("import sys, time\n"
               "sys.stderr.write('Receiving objects: 100% (10/10), 8.00 MiB | 90 MiB/s, "
-              "done.\\n')\n")
+              "done.\\n')\n"
+              "sys.stderr.flush()\n"
+              "time.sleep(0.15)\n")
     clone = run_monitored_clone(
         [sys.executable, "-c", script], env=dict(os.environ), timeout_s=30.0, budget_s=10.0,
         stall_timeout_s=3.0, port=1, tcpinfo_path=tmp_path / "t.jsonl",
@@ -99,9 +103,13 @@ def test_a_clone_over_before_the_first_sample_gets_a_rate_over_its_wall_time(
         return proc
 
     monkeypatch.setattr(fetchonce, "start", exited_at_once)
-    script = ("import sys\n"
+    # git's runtime is the stand-in's own: it lingers 0.15 s after its count (a bare python
+    # that exits at once took 26 ms in a fresh-clone run, under the 0.1 s asserted below).
+    script = ("import sys, time\n"
               "sys.stderr.write('Receiving objects: 100% (10/10), 8.00 MiB | 90 MiB/s, "
-              "done.\\n')\n")
+              "done.\\n')\n"
+              "sys.stderr.flush()\n"
+              "time.sleep(0.15)\n")
     clone = run_monitored_clone(
         [sys.executable, "-c", script], env=dict(os.environ), timeout_s=30.0, budget_s=10.0,
         stall_timeout_s=3.0, port=1, tcpinfo_path=tmp_path / "t.jsonl",
