@@ -97,8 +97,18 @@ class RateMonitor:
         """The pack is known to have started after ``t_s`` (a clone: git's first
         ``Receiving objects`` line came after the sample at ``t_s``): the rate and the
         budget count from there, whatever moved before (a server's progress lines can
-        pass :data:`PREAMBLE_BYTES` long before its pack)."""
-        self.known_pack_start_s = t_s
+        pass :data:`PREAMBLE_BYTES` long before its pack).
+
+        On a loaded machine git's stderr can lag the socket: the kernel may have counted
+        the pack before git said a word of it. A sample interval over ``t_s`` that grew by
+        more than :data:`PREAMBLE_BYTES` (no progress lines do) held pack bytes, so the
+        start steps back before it: else the whole pack falls before the start and the
+        clone has no rate."""
+        index = max((i for i, p in enumerate(self.points) if p.t_s <= t_s), default=0)
+        while (index > 0 and self.points[index].moved_bytes
+               - self.points[index - 1].moved_bytes > PREAMBLE_BYTES):
+            index -= 1
+        self.known_pack_start_s = min(t_s, self.points[index].t_s)
 
     def add(self, point: Progress) -> None:
         last = self.points[-1]

@@ -62,6 +62,19 @@ def test_the_pack_starts_where_git_says_not_at_the_preamble() -> None:
     assert monitor.rate_bytes_per_s() == pytest.approx(2**20 / 0.25)
 
 
+def test_a_pack_the_kernel_counted_before_git_said_so_keeps_a_rate() -> None:
+    """A loaded machine: the sample at 0.5 s saw the whole pack in the kernel's count while
+    git's stderr had not yet said ``Receiving objects``; git said so by the next sample.
+    The pack started before 0.5 s: it is measured from the sample before, not lost."""
+    monitor = RateMonitor(budget_s=10.0, stall_timeout_s=15.0)
+    monitor.add(Progress(t_s=0.25, moved_bytes=1014))
+    monitor.add(Progress(t_s=0.5, moved_bytes=SIZE))
+    monitor.pack_started_after(0.5)
+    monitor.add(Progress(t_s=0.75, moved_bytes=SIZE))
+    assert monitor.pack_started_s() == 0.25
+    assert monitor.rate_bytes_per_s() == pytest.approx((SIZE - 1014) / 0.5)
+
+
 def _stale(port: int, pid: int, t_s: float) -> list[TcpInfoSample]:
     """The socket seen with the ref advertisement only (the pack came after this sample
     and the socket closed before the next)."""
