@@ -326,16 +326,20 @@ def judge(obs: Observations, findings: Sequence[Finding], *,
     judged as a push, their failures told of clones, ``hint_of`` the hint of a failed one)."""
     download = obs.run.transfer == "download"
     clones = {n: [t for t in obs.transfers if t.protocol == n] for n in PROTOCOL_ORDER}
-    pushes = ({n: list(map(_as_push, clones[n])) for n in PROTOCOL_ORDER if clones[n]}
-              if download else {n: list(p.pushes) for n, p in obs.protocols.items()})
+    if download:
+        pushes: dict[str, list[PushResult]] = {n: list(map(_as_push, clones[n]))
+                                               for n in PROTOCOL_ORDER if clones[n]}
+        gave: set[str] = {n for n in PROTOCOL_ORDER if any(map(_clone_measured, clones[n]))}
+    else:
+        pushes = {n: list(p.pushes) for n, p in obs.protocols.items()}
+        gave = {n for n, p in obs.protocols.items() if is_measured(p)}
     observed = tuple(name for name in PROTOCOL_ORDER if name in pushes)
     requested = tuple(name for name in PROTOCOL_ORDER
                       if name in (obs.run.requested_protocols or observed))
     failing = {name for name in requested if _failing(pushes.get(name, ()))}
+    # The protocols of clones not requested are not judged; those of pushes are.
     measured = tuple(name for name in (requested if download else observed)
-                     if name not in failing and (any(map(_clone_measured, clones[name]))
-                                                 if download else
-                                                 is_measured(obs.protocols[name])))
+                     if name in gave and name not in failing)
     failures: list[MeasurementFailure] = []
     unexplained = explained_failure = False
     for name in requested:
