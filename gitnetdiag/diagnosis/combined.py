@@ -81,21 +81,14 @@ def _trouble(part: Diagnosis) -> str:
     return (headline_prefix(judged) if judged.failures else "") or part.headline
 
 
-def combined_headline(findings: Sequence[Finding], parts: Sequence[Diagnosis]) -> str:
-    """What an inconclusive or failed half lacks (each named by its way, the worse first),
-    then the ranking's top culprit and its direction."""
-    worst_first = sorted(parts, key=lambda p: -VERDICT_ORDER.index(p.verdict))
-    said = [f"{_way(p).capitalize()}: {text}" for p in worst_first
-            if p.verdict in ("inconclusive", "failed") and (text := _trouble(p))]
-    return " ".join([*said, _ranking_sentence(findings, parts)])
-
-
 def combine(push: Diagnosis, fetch: Diagnosis) -> Diagnosis:
     """One diagnosis (direction ``both``) of a run's pushes and its clones.
 
-    The verdict is the worse half's; the measurement failures are the halves', the worse
-    half's first (the exit code's message names its first); the environment is the
-    pushes' (the run directory both halves hang off).
+    The verdict is the worse half's; the headline what an inconclusive or failed half
+    lacks (each named by its way, the worse first), then the ranking's top culprit and its
+    direction; the measurement failures are the halves', the worse half's first (the exit
+    code's message names its first); the environment is the pushes' (the run directory
+    both halves hang off).
     """
     parts = (push, fetch)
     for part, direction in zip(parts, HALVES, strict=True):
@@ -105,9 +98,11 @@ def combine(push: Diagnosis, fetch: Diagnosis) -> Diagnosis:
     findings = tuple(rank([f for p in parts for f in _tagged(p, p.findings)]))
     dropped = tuple(rank([f for p in parts for f in _tagged(p, p.dropped)]))
     worst_first = sorted(parts, key=lambda p: -VERDICT_ORDER.index(p.verdict))
+    said = [f"{_way(p).capitalize()}: {text}" for p in worst_first
+            if p.verdict in ("inconclusive", "failed") and (text := _trouble(p))]
     return Diagnosis(
         verdict=worst_verdict([p.verdict for p in parts]),
-        headline=combined_headline(findings, parts),
+        headline=" ".join([*said, _ranking_sentence(findings, parts)]),
         findings=findings,
         dropped=dropped,
         protocols=(),

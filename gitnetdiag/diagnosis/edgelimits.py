@@ -21,8 +21,6 @@ NOT_DOCUMENTED = "not documented"
 NO_LIMIT = "none"
 
 _TEXT_FIELDS = ("body_limit", "idle_timeout")
-_SOURCE_OF = {"body_limit": "body_limit", "idle_timeout": "idle_timeout",
-              "streamed_body": "streamed_body"}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -49,7 +47,7 @@ class EdgeLimits:
     """Fact -> documentation page."""
 
     def source(self, fact: str) -> str:
-        return self.sources.get(_SOURCE_OF.get(fact, fact), "")
+        return self.sources.get(fact, "")
 
 
 def _default(entry: dict[str, Any], key: str, where: str) -> float | None:

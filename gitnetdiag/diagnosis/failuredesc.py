@@ -85,11 +85,6 @@ def describe_failure(obs: Observations, failure: MeasurementFailure,
 def describe_failures(obs: Observations, failures: Sequence[MeasurementFailure],
                       catalogue: Catalogue = BASE) -> tuple[MeasurementFailure, ...]:
     """``failures`` with the catalogue's description filled in for each failed push."""
-    described = []
-    for failure in failures:
-        description = describe_failure(obs, failure, catalogue)
-        if description is not None:
-            failure = replace(failure, signatures=description.ids,
-                              candidates=description.culprits, seen=description.seen)
-        described.append(failure)
-    return tuple(described)
+    return tuple(failure if (found := describe_failure(obs, failure, catalogue)) is None
+                 else replace(failure, signatures=found.ids, candidates=found.culprits,
+                              seen=found.seen) for failure in failures)

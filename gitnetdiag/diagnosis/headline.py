@@ -22,12 +22,8 @@ def failure_headline(judgement: Judgement, findings: Sequence[Finding],
     labels = " and ".join(PROTOCOL_LABELS.get(n, n) for n in names)
     why = sorted({f.explained_by for f in explained if f.explained_by})
     by_id = {f.id: f for f in findings}
-    reasons = []
-    for culprit in why:
-        finding = by_id.get(culprit)
-        text = finding.summary if finding else culprit
-        # A culprit's own summary may already open with "X pushes fail: ".
-        reasons.append(text.split(" fail: ", 1)[1] if " fail: " in text else text)
+    # A culprit's own summary may already open with "X pushes fail: ".
+    reasons = [(by_id[c].summary if c in by_id else c).split(" fail: ", 1)[-1] for c in why]
     return f"{labels} {noun} fail ({', '.join(why)}): " + " ".join(reasons)
 
 
@@ -35,8 +31,6 @@ def headline_prefix(judgement: Judgement) -> str:
     """The sentence that opens the headline of an inconclusive or failed run."""
     if judgement.verdict == "failed" and not judgement.measured:
         return "Nothing was measured: " + _first(judgement) + "."
-    if judgement.verdict == "failed":
-        return ""
     if judgement.verdict != "inconclusive":
         return ""
     missing = [PROTOCOL_LABELS.get(n, n) for n in judgement.requested

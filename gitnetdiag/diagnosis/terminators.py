@@ -241,8 +241,7 @@ BASE: dict[str, Terminator] = load()
 
 def by_marker(header: str) -> Terminator | None:
     """The product that alone adds response header ``header``, if any."""
-    lowered = header.lower()
-    return next((t for t in BASE.values() if lowered in t.marker_headers), None)
+    return next((t for t in BASE.values() if header.lower() in t.marker_headers), None)
 
 
 def by_name(text: str) -> Terminator | None:
@@ -252,8 +251,7 @@ def by_name(text: str) -> Terminator | None:
 
 def by_process(process: str) -> Terminator | None:
     """The product whose listening process this is (``ss -ltnp``'s name), if the base has it."""
-    lowered = process.lower()
-    return next((t for t in BASE.values() if lowered in t.processes), None)
+    return next((t for t in BASE.values() if process.lower() in t.processes), None)
 
 
 def by_window_directive(setting: str) -> Terminator | None:

@@ -42,6 +42,7 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     ProtocolObservation,
     PushResult,
+    RunProblem,
 )
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import GitnetdiagError, NetworkError, NothingMeasured, VerdictError
@@ -150,43 +151,30 @@ def supported(obs: Observations, finding: Finding) -> bool:
     return PROTOCOL_SPECIFIC.get(finding.id) not in all_stalled(obs)
 
 
-def _too_small(name: str, pushes: Sequence[PushResult]) -> MeasurementFailure:
-    label = PROTOCOL_LABELS.get(name, name)
-    largest = max(push.bytes for push in pushes)
+def _too_small(name: str, stage: str, moved: str, hint: str) -> MeasurementFailure:
+    """A protocol whose transfers finished too small to time, ``moved`` saying how much
+    the largest moved (``the push moved 900``)."""
     return MeasurementFailure(
-        protocol=name, stage="push", reference="too-small", kind=None,
-        message=f"{label}: the push moved {largest} B, too few to give a rate (under "
-        f"{MIN_RATE_BYTES} B, three round trips of TCP slow start)",
-        hint=f"push a larger pack: --size {MIN_RATE_SIZE} or more (with --repo, a repository "
-        f"whose HEAD packs to {MIN_RATE_SIZE} or more, or leave --repo out)")
+        protocol=name, stage=stage, reference="too-small", kind=None,
+        message=f"{PROTOCOL_LABELS.get(name, name)}: {moved} B, too few to give a rate (under "
+        f"{MIN_RATE_BYTES} B, three round trips of TCP slow start)", hint=hint)
 
 
 def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
-    seen: set[tuple[str, str]] = set()
-    failures = []
+    """Why a requested protocol measured nothing: the run's errors of its pushes (each
+    once), else its first failed push, else too few bytes, else no push at all."""
+    problems: dict[tuple[str, str], RunProblem] = {}
     for problem in obs.problems:
-        if problem.stage != "push" or problem.protocol != name:
-            continue
-        if (problem.reference, problem.message) in seen:
-            continue
-        seen.add((problem.reference, problem.message))
-        failures.append(MeasurementFailure(
-            protocol=name, stage="push", reference=problem.reference, kind=problem.kind,
-            message=problem.message, hint=problem.hint or _GENERIC_HINT,
-        ))
-    if failures:
-        return failures
+        if problem.stage == "push" and problem.protocol == name:
+            problems.setdefault((problem.reference, problem.message), problem)
+    if problems:
+        return [MeasurementFailure(
+            protocol=name, stage="push", reference=p.reference, kind=p.kind,
+            message=p.message, hint=p.hint or _GENERIC_HINT) for p in problems.values()]
     p = obs.protocols.get(name)
     failed = [push for push in (p.pushes if p else ()) if not push.ok]
     label = PROTOCOL_LABELS.get(name, name)
     done = [push for push in (p.pushes if p else ()) if push.ok]
-    if not failed and any(push.bytes < MIN_RATE_BYTES for push in done):
-        return [_too_small(name, done)]
-    if not failed and done:
-        return [MeasurementFailure(
-            protocol=name, stage="push", reference="not-measured", kind=None,
-            message=f"{label}: the push has no valid duration ({done[0].duration_s} s)",
-            hint=_GENERIC_HINT)]
     if failed:
         first = failed[0]
         return [MeasurementFailure(
@@ -194,6 +182,16 @@ def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
             message=f"{label}: {first.error_message or first.error_kind or 'push failed'}",
             hint=_GENERIC_HINT,
         )]
+    if any(push.bytes < MIN_RATE_BYTES for push in done):
+        return [_too_small(name, "push", f"the push moved {max(push.bytes for push in done)}",
+                           f"push a larger pack: --size {MIN_RATE_SIZE} or more (with --repo, a "
+                           f"repository whose HEAD packs to {MIN_RATE_SIZE} or more, or leave "
+                           "--repo out)")]
+    if done:
+        return [MeasurementFailure(
+            protocol=name, stage="push", reference="not-measured", kind=None,
+            message=f"{label}: the push has no valid duration ({done[0].duration_s} s)",
+            hint=_GENERIC_HINT)]
     return [MeasurementFailure(
         protocol=name, stage="push", reference="not-measured", kind=None,
         message=f"{label}: no push was made", hint=_GENERIC_HINT,
@@ -304,61 +302,69 @@ def _missing_tcp_evidence(obs: Observations, measured: Sequence[str]) -> list[Me
     )]
 
 
-def _explaining(obs: Observations, name: str, findings: Sequence[Finding]) -> str | None:
-    p = obs.protocols.get(name)
-    kinds = {push.error_kind or FailureKind.OTHER for push in (p.pushes if p else ())
-             if not push.ok}
+def _explaining(pushes: Sequence[PushResult], findings: Sequence[Finding]) -> str | None:
+    """The first ranked culprit whose evidence is failed connections of every kind these
+    transfers failed by."""
+    kinds = {push.error_kind or FailureKind.OTHER for push in pushes if not push.ok}
     if not kinds:
         return None
-    for finding in findings:
-        if kinds <= EXPLAINED_BY.get(finding.id, frozenset()):
-            return finding.id
-    return None
+    return next((f.id for f in findings if kinds <= EXPLAINED_BY.get(f.id, frozenset())), None)
 
 
-def is_failing(p: ProtocolObservation | None) -> bool:
-    """Every push of the protocol failed, and not by stalling (a stall bounded by the probe
-    measured the path) nor by an interruption: git itself gave up on the transfer."""
-    if p is None or not p.pushes:
-        return False
-    return all(not push.ok and push.error_kind not in STALL_KINDS
-               and push.error_kind != FailureKind.INTERRUPTED
-               and push.error_kind is not None for push in p.pushes)
-
-
-def failing_protocols(obs: Observations, requested: Sequence[str]) -> tuple[str, ...]:
-    """The requested protocols whose transfers fail (:func:`is_failing`)."""
-    return tuple(name for name in requested if is_failing(obs.protocols.get(name)))
+def _failing(pushes: Sequence[PushResult]) -> bool:
+    """Every transfer of the protocol failed, and not by stalling (a stall bounded by the
+    probe measured the path) nor by an interruption: git itself gave up on the transfer."""
+    return bool(pushes) and all(not push.ok and push.error_kind not in STALL_KINDS
+                                and push.error_kind != FailureKind.INTERRUPTED
+                                and push.error_kind is not None for push in pushes)
 
 
 def judge(obs: Observations, findings: Sequence[Finding], *,
           hint_of: HintOf = _no_hint) -> Judgement:
-    """The verdict of one run given its kept (ranked) findings, either direction (a
-    download's clones: ``hint_of`` the hint of a failed clone)."""
-    if obs.run.transfer == "download":
-        return _judge_download(obs, findings, hint_of)
-    observed = tuple(name for name in PROTOCOL_ORDER if name in obs.protocols)
+    """The verdict of one run given its kept (ranked) findings, either direction: an
+    upload's pushes (``obs.protocols``) or a download's clones (``obs.transfers``, each
+    judged as a push, their failures told of clones, ``hint_of`` the hint of a failed one)."""
+    download = obs.run.transfer == "download"
+    clones = {n: [t for t in obs.transfers if t.protocol == n] for n in PROTOCOL_ORDER}
+    if download:
+        pushes: dict[str, list[PushResult]] = {n: list(map(_as_push, clones[n]))
+                                               for n in PROTOCOL_ORDER if clones[n]}
+        gave: set[str] = {n for n in PROTOCOL_ORDER if any(map(_clone_measured, clones[n]))}
+    else:
+        pushes = {n: list(p.pushes) for n, p in obs.protocols.items()}
+        gave = {n for n, p in obs.protocols.items() if is_measured(p)}
+    observed = tuple(name for name in PROTOCOL_ORDER if name in pushes)
     requested = tuple(name for name in PROTOCOL_ORDER
                       if name in (obs.run.requested_protocols or observed))
-    failing = failing_protocols(obs, requested)
-    measured = tuple(name for name in observed if is_measured(obs.protocols[name])
-                     and name not in failing)
+    failing = {name for name in requested if _failing(pushes.get(name, ()))}
+    # The protocols of clones not requested are not judged; those of pushes are.
+    measured = tuple(name for name in (requested if download else observed)
+                     if name in gave and name not in failing)
     failures: list[MeasurementFailure] = []
     unexplained = explained_failure = False
     for name in requested:
         if name in measured:
             continue
-        explained_by = _explaining(obs, name, findings)
+        # A clone's failure is explained only when the protocol fails (:func:`_failing`).
+        explained_by = (_explaining(pushes.get(name, ()), findings)
+                        if name in failing or not download else None)
         unexplained = unexplained or explained_by is None
         explained_failure = explained_failure or (name in failing and explained_by is not None)
-        failures += [replace(f, explained_by=explained_by) for f in _push_failures(obs, name)]
-    if not findings:
+        failures += (_clones_not_measured(name, clones[name], explained_by, hint_of)
+                     if download else [replace(f, explained_by=explained_by)
+                                       for f in _push_failures(obs, name)])
+    if download:
+        failures += [f for name in measured for f in _clones_in_measured(clones[name], findings,
+                                                                         hint_of)]
+    elif not findings:
         failures += [f for name in measured for f in _unexplained_stalls(obs, name)]
         failures += [f for name in measured for f in _unexplained_push_failures(obs, name)]
+    if not findings:
         failures += unexplained_bursts(obs)
-        failures += _missing_tcp_evidence(obs, measured)
     other = _run_failures(obs)
-    failures += other
+    tcp = [] if findings else _missing_tcp_evidence(obs, measured)
+    # A download's missing evidence after the run's own errors, which name its cause.
+    failures += [*other, *tcp] if download else [*tcp, *other]
     verdict = _verdict(measured, requested, other, unexplained, explained_failure, findings,
                        failures)
     # After the verdict: a branch left behind measured nothing wrong, but the user must act.
@@ -413,10 +419,12 @@ _FETCH_HINT = ("see the clone's stderr file in the run directory and the run's e
                  "fetch.json")
 
 
-def _clone_kind(obs: TransferObservation) -> FailureKind | None:
-    """How a clone that did not finish failed (a stall as a hung push), None for one that
-    finished or was bounded."""
-    return None if obs.outcome in MEASURED_OUTCOMES else as_push_result(obs).error_kind
+def _as_push(obs: TransferObservation) -> PushResult:
+    """A clone as the verdict's push: one that finished or was bounded completed (whether it
+    measured is :func:`_clone_measured`'s), else how it failed (a stall as a hung push)."""
+    if obs.outcome in MEASURED_OUTCOMES:
+        return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes)
+    return as_push_result(obs)
 
 
 def _clone_measured(obs: TransferObservation) -> bool:
@@ -424,57 +432,20 @@ def _clone_measured(obs: TransferObservation) -> bool:
     cut on the wire (stalled, reset)."""
     if obs.outcome in MEASURED_OUTCOMES:
         return obs.measured or obs.moved_bytes >= MIN_RATE_BYTES
-    return _clone_kind(obs) in MEASURED_FAILURE_KINDS
-
-
-def _clones_failing(clones: Sequence[TransferObservation]) -> bool:
-    """Every clone failed, and not by stalling nor by an interruption: git itself gave up
-    (the push's :func:`~gitnetdiag.diagnosis.verdict.is_failing`)."""
-    kinds = [_clone_kind(obs) for obs in clones]
-    return bool(kinds) and all(kind is not None and kind not in STALL_KINDS
-                               and kind != FailureKind.INTERRUPTED for kind in kinds)
-
-
-def _clones_explaining(clones: Sequence[TransferObservation],
-                       findings: Sequence[Finding]) -> str | None:
-    """The first ranked culprit whose evidence is failed connections of every kind these
-    clones failed by (the push verdict's rule)."""
-    kinds = {kind for obs in clones if (kind := _clone_kind(obs)) is not None}
-    if not kinds:
-        return None
-    return next((f.id for f in findings if kinds <= EXPLAINED_BY.get(f.id, frozenset())), None)
+    return _as_push(obs).error_kind in MEASURED_FAILURE_KINDS
 
 
 def _clone_failure(obs: TransferObservation, reference: str, explained_by: str | None,
-                   hint: str) -> MeasurementFailure:
+                   hint_of: HintOf) -> MeasurementFailure:
+    """A clone that failed, with the hint of its kind and of git's words."""
     transfer = as_push_result(obs)
     label = PROTOCOL_LABELS.get(obs.protocol, obs.protocol)
     return MeasurementFailure(
         protocol=obs.protocol, stage="fetch", reference=reference, kind=transfer.error_kind,
         message=f"{label}: clone #{obs.repeat} {obs.outcome} ({transfer.error_message})"
         + ("" if explained_by else "; no culprit explains it"),
-        hint=hint or _FETCH_HINT, explained_by=explained_by)
-
-
-def _clone_failed(obs: TransferObservation, reference: str, explained_by: str | None,
-            hint_of: HintOf) -> MeasurementFailure:
-    """A clone that failed, with the hint of its kind and of git's words."""
-    transfer = as_push_result(obs)
-    return _clone_failure(obs, reference, explained_by,
-                          hint_of(transfer.error_kind, transfer.error_message))
-
-
-def _clones_too_small(name: str, clones: Sequence[TransferObservation]) -> MeasurementFailure:
-    label = PROTOCOL_LABELS.get(name, name)
-    largest = max(obs.moved_bytes for obs in clones)
-    empty = ("an empty repository has nothing to fetch, and a tiny one too little to time: "
-             if largest == 0 else "")
-    return MeasurementFailure(
-        protocol=name, stage="fetch", reference="too-small", kind=None,
-        message=f"{label}: the clone received {largest} B, too few to give a rate (under "
-        f"{MIN_RATE_BYTES} B, three round trips of TCP slow start)",
-        hint=f"{empty}add --fetch-seed 1MiB (or more) to clone a throwaway branch of generated "
-        "data (needs write access), or fetch a larger repository")
+        hint=hint_of(transfer.error_kind, transfer.error_message) or _FETCH_HINT,
+        explained_by=explained_by)
 
 
 def _clones_not_measured(name: str, clones: Sequence[TransferObservation], explained_by: str | None,
@@ -484,10 +455,15 @@ def _clones_not_measured(name: str, clones: Sequence[TransferObservation], expla
     failed = [obs for obs in clones if obs.outcome not in MEASURED_OUTCOMES
               and obs.outcome != "interrupted"]
     if failed:
-        return [_clone_failed(obs, "fetch-failed", explained_by, hint_of) for obs in failed]
+        return [_clone_failure(obs, "fetch-failed", explained_by, hint_of) for obs in failed]
     done = [obs for obs in clones if obs.outcome in MEASURED_OUTCOMES]
     if done:
-        return [_clones_too_small(name, done)]
+        largest = max(obs.moved_bytes for obs in done)
+        empty = ("an empty repository has nothing to fetch, and a tiny one too little to time: "
+                 if largest == 0 else "")
+        return [_too_small(name, "fetch", f"the clone received {largest}",
+                           f"{empty}add --fetch-seed 1MiB (or more) to clone a throwaway branch "
+                           "of generated data (needs write access), or fetch a larger repository")]
     label = PROTOCOL_LABELS.get(name, name)
     return [MeasurementFailure(protocol=name, stage="fetch", reference="not-measured",
                                kind=None, message=f"{label}: no clone was made",
@@ -501,50 +477,17 @@ def _clones_in_measured(clones: Sequence[TransferObservation], findings: Sequenc
     With nothing ranked they leave the run inconclusive (the push verdict's rule)."""
     items = []
     for obs in clones:
-        kind = _clone_kind(obs)
+        push = _as_push(obs)
+        kind = push.error_kind
         if kind is None or kind == FailureKind.INTERRUPTED:
             continue
         if kind in MEASURED_FAILURE_KINDS - {FailureKind.RESET}:
-            items.append(_clone_failure(obs, "fetch-stalled",
-                                        findings[0].id if findings else None, _CLONE_STALL_HINT))
+            items.append(_clone_failure(obs, "fetch-stalled", findings[0].id if findings else None,
+                                        lambda kind, message: _CLONE_STALL_HINT))
         else:
-            items.append(_clone_failed(obs, "fetch-failures-unexplained",
-                                 _clones_explaining([obs], findings), hint_of))
+            items.append(_clone_failure(obs, "fetch-failures-unexplained",
+                                        _explaining([push], findings), hint_of))
     return items
-
-
-def _judge_download(obs: Observations, findings: Sequence[Finding],
-                    hint_of: HintOf) -> Judgement:
-    """The verdict of a download's clones (``obs.transfers``) by the same rule, its failures
-    told of clones; the seed branch left on the server listed after the verdict."""
-    clones = obs.transfers
-    names = tuple(n for n in PROTOCOL_ORDER
-                  if n in (obs.run.requested_protocols or {o.protocol for o in clones}))
-    by_name = {n: [o for o in clones if o.protocol == n] for n in names}
-    failing = {n for n in names if _clones_failing(by_name[n])}
-    measured = tuple(n for n in names
-                     if n not in failing and any(map(_clone_measured, by_name[n])))
-    failures: list[MeasurementFailure] = []
-    unexplained = explained_failure = False
-    for name in names:
-        if name in measured:
-            continue
-        explained_by = _clones_explaining(by_name[name], findings) if name in failing else None
-        unexplained = unexplained or explained_by is None
-        explained_failure = explained_failure or explained_by is not None
-        failures += _clones_not_measured(name, by_name[name], explained_by, hint_of)
-    for name in measured:
-        failures += _clones_in_measured(by_name[name], findings, hint_of)
-    if not findings:
-        failures += unexplained_bursts(obs)
-    other = _run_failures(obs)
-    failures += other
-    if not findings:  # after the run's own errors, which name the cause of missing evidence
-        failures += _missing_tcp_evidence(obs, measured)
-    verdict = _verdict(measured, names, other, unexplained, explained_failure, findings,
-                       failures)
-    return Judgement(verdict=verdict, requested=names, measured=measured,
-                     failures=(*failures, *_leftovers(obs)))
 
 
 VERDICT_ORDER: tuple[Verdict, ...] = ("healthy", "degraded", "inconclusive", "failed")
