@@ -9,7 +9,6 @@ from rich.text import Text
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.capture.flows import endpoint
-from gitnetdiag.report.console import console_output, text_console
 
 _LIMIT_LABEL = {
     LimitKind.RWND: "rwnd",
@@ -124,16 +123,9 @@ def connection_rows(c: ConnectionAnalysis) -> list[tuple[str, str]]:
     ]
 
 
-def render_capture_analysis(result: CaptureAnalysis, *, width: int = 100,
-                            color: bool = False) -> str:
-    """One small table per connection, then the warnings."""
-    console = text_console(width=width, color=color)
-    print_capture_analysis(result, console)
-    return console_output(console)
-
-
 def print_capture_analysis(result: CaptureAnalysis, console: Console) -> None:
-    """:func:`render_capture_analysis` onto a console (a run directory prints several)."""
+    """One small table per connection, then the warnings, onto a console (a run directory
+    prints several)."""
     # Text, never markup: addresses ("[2001:db8::b:1]:443" holds ":b:", an
     # emoji code) and file names must print as they are.
     console.print(Text(

@@ -24,6 +24,7 @@ from gitnetdiag.report.failures import (
 from gitnetdiag.report.plots import Figure, pacing_figure, report_figures, window_figure
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import (
+    PROTOCOL_COLUMNS,
     SSH_LEDGER_COLUMNS,
     SSH_LEDGER_TITLE,
     WORDS,
@@ -32,6 +33,8 @@ from gitnetdiag.report.transfers import (
     direction_line,
     evidence,
     header,
+    protocol_rows,
+    protocols_title,
     record,
     sections,
     ssh_ledger_row,
@@ -40,10 +43,8 @@ from gitnetdiag.report.transfers import (
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
-    fmt_push_duration,
     fmt_rate,
     fmt_s,
 )
@@ -203,24 +204,7 @@ def render_html(diagnosis: Diagnosis) -> str:
     if d.measurement_failures:
         parts += _failures(d)
     if d.protocols:
-        parts.append(
-            f"<h2>{WORDS.get(d.direction, WORDS['push']).transfers.capitalize()} per protocol</h2>"
-            "<table><tr><th>protocol</th><th>ok</th><th>failed</th>"
-            "<th>bytes</th><th>duration (median)</th><th>rate median</th><th>rate min</th>"
-            "<th>rate max</th></tr>"
-        )
-        for s in d.protocols:
-            failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
-            parts.append(
-                f"<tr><td>{_esc(s.label)}</td><td>{s.pushes_ok}</td><td>{_esc(failed)}</td>"
-                f"<td>{_esc(fmt_bytes(s.bytes))}</td>"
-                f"<td>{_esc(fmt_push_duration(s.duration_s, projected=bool(s.projected_pushes)))}"
-                "</td>"
-                f"<td>{_esc(fmt_rate(s.rate_bytes_per_s))}</td>"
-                f"<td>{_esc(fmt_rate(s.rate_min_bytes_per_s))}</td>"
-                f"<td>{_esc(fmt_rate(s.rate_max_bytes_per_s))}</td></tr>"
-            )
-        parts.append("</table>")
+        parts.append(_table(protocols_title(d), PROTOCOL_COLUMNS, protocol_rows(d)))
         if any(s.projected_pushes for s in d.protocols):
             parts.append(f"<p>{_esc(PROJECTED_NOTE)}</p>")
     parts.append("<h2>Culprits</h2>")

@@ -13,14 +13,18 @@ from gitnetdiag.report.failures import (
     failure_where,
 )
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.report.transfers import WORDS, render_text
+from gitnetdiag.report.transfers import (
+    PROTOCOL_COLUMNS,
+    protocol_rows,
+    protocols_title,
+    render_text,
+    table_text,
+)
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
-    fmt_push_duration,
     fmt_rate,
     fmt_s,
 )
@@ -90,21 +94,8 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         ]
         lines.append("")
     if d.protocols:
-        lines += [
-            f"## {WORDS.get(d.direction, WORDS['push']).transfers.capitalize()} per protocol",
-            "",
-            "| protocol | ok | failed | bytes | duration (median) | rate median | rate min | "
-            "rate max |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for s in d.protocols:
-            failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
-            lines.append(
-                f"| {s.label} | {s.pushes_ok} | {failed} | {fmt_bytes(s.bytes)} | "
-                f"{fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0)} | "
-                f"{fmt_rate(s.rate_bytes_per_s)} | "
-                f"{fmt_rate(s.rate_min_bytes_per_s)} | {fmt_rate(s.rate_max_bytes_per_s)} |"
-            )
+        lines += [f"## {protocols_title(d)}", "",
+                  *table_text(PROTOCOL_COLUMNS, protocol_rows(d), markdown=True)]
         if any(s.projected_pushes for s in d.protocols):
             lines += ["", PROJECTED_NOTE]
         lines.append("")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-
 from rich import box
 from rich.console import Console
 from rich.padding import Padding
@@ -12,6 +10,7 @@ from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import render_text as render_both
+from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.failures import (
     INTRO,
     SECTION_TITLE,
@@ -20,15 +19,12 @@ from gitnetdiag.report.failures import (
     failure_where,
 )
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.report.transfers import WORDS, render_text
+from gitnetdiag.report.transfers import WORDS, protocol_rows, render_text
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_bytes,
     fmt_evidence_threshold,
     fmt_evidence_value,
-    fmt_push_duration,
-    fmt_rate,
     fmt_s,
 )
 
@@ -48,18 +44,10 @@ def _protocol_table(diagnosis: Diagnosis) -> Table:
         ("rate min-max", "right"),
     ):
         table.add_column(header, justify=justify)  # type: ignore[arg-type]
-    for s in diagnosis.protocols:
-        failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
-        table.add_row(
-            s.label,
-            f"{s.pushes_ok}/{failed}",
-            fmt_bytes(s.bytes),
-            fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0),
-            fmt_rate(s.rate_bytes_per_s),
-            f"{fmt_rate(s.rate_min_bytes_per_s)} - {fmt_rate(s.rate_max_bytes_per_s)}"
-            if s.rate_bytes_per_s
-            else "-",
-        )
+    for s, row in zip(diagnosis.protocols, protocol_rows(diagnosis), strict=True):
+        label, ok, failed, moved, duration, rate, low, high = row
+        table.add_row(label, f"{ok}/{failed}", moved, duration, rate,
+                      f"{low} - {high}" if s.rate_bytes_per_s else "-")
     return table
 
 
@@ -96,15 +84,7 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
     if diagnosis.sampled is not None:
         return render_text(redact_diagnosis(diagnosis), markdown=False)
     d = redact_diagnosis(diagnosis)
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        force_terminal=color,
-        color_system="standard" if color else None,
-        highlight=False,
-        emoji=False,
-    )
+    console = text_console(width=width, color=color)
     verdict_style = _VERDICT_STYLE.get(d.verdict, "bold")
     console.print(Text(f"verdict: {d.verdict.upper()}", style=verdict_style if color else ""))
     console.print(Text(d.headline))
@@ -145,5 +125,4 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
     https_server, ssh_server = answered_by(env.server)
     if env.server is not None:
         console.print(Text(f"answered by: HTTPS {https_server} | SSH {ssh_server}"))
-    # Padding fills lines to the width; trailing blanks only make golden files brittle.
-    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
+    return console_output(console)

@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 from gitnetdiag.diagnosis.model import Diagnosis, Finding, SampledTransfers
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.diagnosis.transfers import TransferObservation
-from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
+from gitnetdiag.report.units import (
+    fmt_bytes,
+    fmt_evidence_threshold,
+    fmt_evidence_value,
+    fmt_push_duration,
+    fmt_quantity,
+    fmt_rate,
+)
 from gitnetdiag.rundir.records import RefCleanup, SeedBranch
 from gitnetdiag.serial import to_jsonable
 
@@ -54,6 +61,26 @@ WORDS = {
                   who_sends="this client sends, the server receives"),
 }
 """A direction's words, by the diagnosis' ``direction``."""
+
+
+PROTOCOL_COLUMNS = ("protocol", "ok", "failed", "bytes", "duration (median)", "rate median",
+                    "rate min", "rate max")
+"""The per-protocol table of a run of pushes (its summaries), in Markdown and HTML."""
+
+
+def protocols_title(d: Diagnosis) -> str:
+    """The per-protocol table's heading: ``Pushes per protocol``."""
+    return f"{WORDS.get(d.direction, WORDS['push']).transfers.capitalize()} per protocol"
+
+
+def protocol_rows(d: Diagnosis) -> list[tuple[str, ...]]:
+    """One row per protocol summary, in :data:`PROTOCOL_COLUMNS` order."""
+    return [(s.label, str(s.pushes_ok),
+             f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0",
+             fmt_bytes(s.bytes),
+             fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0),
+             fmt_rate(s.rate_bytes_per_s), fmt_rate(s.rate_min_bytes_per_s),
+             fmt_rate(s.rate_max_bytes_per_s)) for s in d.protocols]
 
 
 def evidence(d: Diagnosis) -> SampledTransfers:
