@@ -9,6 +9,7 @@ built once as rows of text by the ``*_rows`` functions below.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -229,13 +230,15 @@ def render_compare_terminal(comparison: Comparison, *, width: int = 100,
 # --- Markdown -------------------------------------------------------------------------
 
 
-def _md_cell(text: str) -> str:
+def md_cell(text: str) -> str:
+    """Text fit for a Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
+def md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """A Markdown table, its cells escaped, and a blank line."""
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(md_cell(cell) for cell in row) + " |" for row in rows]
     return [*lines, ""]
 
 

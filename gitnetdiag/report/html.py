@@ -43,8 +43,7 @@ from gitnetdiag.report.transfers import (
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_evidence_threshold,
-    fmt_evidence_value,
+    evidence_rows,
     fmt_rate,
     fmt_s,
 )
@@ -62,7 +61,8 @@ img { max-width: 100%; }
 """
 
 
-def _esc(text: object) -> str:
+def esc(text: object) -> str:
+    """Text as HTML, quotes escaped."""
     return html.escape(str(text), quote=True)
 
 
@@ -74,8 +74,8 @@ def plots_section(figures: Sequence[Figure]) -> str:
     for figure in figures:
         data = base64.b64encode(figure.png).decode("ascii")
         parts.append(
-            f'<figure><img alt="{_esc(figure.title)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{_esc(figure.title)}</figcaption></figure>"
+            f'<figure><img alt="{esc(figure.title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{esc(figure.title)}</figcaption></figure>"
         )
     return "".join(parts)
 
@@ -84,58 +84,50 @@ def _failures(d: Diagnosis) -> list[str]:
     """The measurement failures table; a failure-signature column when a push was described."""
     signed = any(f.seen for f in d.measurement_failures)
     parts = [
-        f'<h2 id="measurement-failures">{_esc(SECTION_TITLE)}</h2><p>{_esc(INTRO)}</p>'
+        f'<h2 id="measurement-failures">{esc(SECTION_TITLE)}</h2><p>{esc(INTRO)}</p>'
         "<table><tr><th>measurement</th><th>reference</th><th>what happened</th>"
         "<th>hint</th><th>note</th>"
-        + (f"<th>{_esc(SIGNATURE_HEADING)}</th>" if signed else "") + "</tr>"
+        + (f"<th>{esc(SIGNATURE_HEADING)}</th>" if signed else "") + "</tr>"
     ]
     parts += [
-        f"<tr><td>{_esc(failure_where(f))}</td><td><code>{_esc(f.reference)}</code></td>"
-        f"<td>{_esc(f.message)}</td><td>{_esc(f.hint)}</td>"
-        f"<td>{_esc(failure_note(f))}</td>"
-        + (f"<td>{_esc(failure_signature(f))}</td>" if signed else "") + "</tr>"
+        f"<tr><td>{esc(failure_where(f))}</td><td><code>{esc(f.reference)}</code></td>"
+        f"<td>{esc(f.message)}</td><td>{esc(f.hint)}</td>"
+        f"<td>{esc(failure_note(f))}</td>"
+        + (f"<td>{esc(failure_signature(f))}</td>" if signed else "") + "</tr>"
         for f in d.measurement_failures
     ]
     return [*parts, "</table>"]
 
 
 def _finding(rank: int, f: Finding) -> str:
-    rows = "".join(
-        f"<tr><td>{_esc(e.what)}</td><td>{_esc(fmt_evidence_value(e))}</td>"
-        f"<td>{_esc(fmt_evidence_threshold(e))}</td>"
-        f"<td>{_esc(e.source)}</td></tr>"
-        for e in f.evidence
-    )
     return (
-        f'<section class="culprit" id="{_esc(f.id)}"><h3>{rank}. <code>{_esc(f.id)}</code>: '
-        f"{_esc(f.title)}</h3>"
-        f"<p><b>Cost</b> ~{_esc(fmt_s(f.cost_s))} · <b>confidence</b> {f.score:.2f}</p>"
-        f"<p>{_esc(f.summary)}</p>"
-        "<table><tr><th>evidence</th><th>measured</th><th>threshold</th><th>source</th></tr>"
-        f"{rows}</table>"
-        f'<p class="fix"><b>Fix:</b> {_esc(f.fix)}</p></section>'
+        f'<section class="culprit" id="{esc(f.id)}"><h3>{rank}. <code>{esc(f.id)}</code>: '
+        f"{esc(f.title)}</h3>"
+        f"<p><b>Cost</b> ~{esc(fmt_s(f.cost_s))} · <b>confidence</b> {f.score:.2f}</p>"
+        f"<p>{esc(f.summary)}</p>"
+        + html_table(("evidence", "measured", "threshold", "source"), evidence_rows(f))
+        + f'<p class="fix"><b>Fix:</b> {esc(f.fix)}</p></section>'
     )
+
+
+def html_table(cols: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A table of text cells under a header row."""
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"
+                   for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def _table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    if not rows:
-        return ""
-    head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>"
-                   for row in rows)
-    return f"<h2>{_esc(title)}</h2><table><tr>{head}</tr>{body}</table>"
+    return f"<h2>{esc(title)}</h2>{html_table(cols, rows)}" if rows else ""
 
 
 def _sampled_finding(rank: int, finding: Finding) -> str:
-    rows = "".join(
-        f"<tr><td>{_esc(item.what)}</td><td>{_esc(fmt_evidence_value(item))}</td>"
-        f"<td>{_esc(fmt_evidence_threshold(item))}</td><td>{_esc(item.source)}</td></tr>"
-        for item in finding.evidence)
-    return (f"<h3>{rank}. <code>{_esc(finding.id)}</code>: {_esc(finding.title)}</h3>"
+    return (f"<h3>{rank}. <code>{esc(finding.id)}</code>: {esc(finding.title)}</h3>"
             f"<p>costs ~{finding.cost_s:.1f} s, score {finding.score:.2f}. "
-            f"{_esc(finding.summary)}</p>"
-            "<table><tr><th>evidence</th><th>value</th><th>threshold</th><th>source</th></tr>"
-            f"{rows}</table><p class=\"fix\">fix: {_esc(finding.fix)}</p>")
+            f"{esc(finding.summary)}</p>"
+            + html_table(("evidence", "value", "threshold", "source"), evidence_rows(finding))
+            + f"<p class=\"fix\">fix: {esc(finding.fix)}</p>")
 
 
 def _sampled_html(d: Diagnosis) -> str:
@@ -144,33 +136,33 @@ def _sampled_html(d: Diagnosis) -> str:
     words, done, sampled = WORDS[d.direction], d.observations.transfers, evidence(d)
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag report: {_esc(d.direction)}</title><style>{STYLE}</style>"
+        f"<title>gitnetdiag report: {esc(d.direction)}</title><style>{STYLE}</style>"
         "</head><body>",
-        f"<h1>gitnetdiag report: {_esc(words.way)} direction ({_esc(d.direction)})</h1>",
-        f"<p>{_esc(direction_line(d.direction))}</p>",
-        *(f"<p>{_esc(line)}</p>" for line in header(d)),
-        f"<p>verdict: <strong>{_esc(d.verdict)}</strong></p>",
+        f"<h1>gitnetdiag report: {esc(words.way)} direction ({esc(d.direction)})</h1>",
+        f"<p>{esc(direction_line(d.direction))}</p>",
+        *(f"<p>{esc(line)}</p>" for line in header(d)),
+        f"<p>verdict: <strong>{esc(d.verdict)}</strong></p>",
     ]
     if d.headline:
-        parts.append(f"<p>{_esc(d.headline)}</p>")
-    parts += [f"<p>{_esc(f.reference)}: {_esc(f.message)}"
-              + (f" (explained by {_esc(f.explained_by)})" if f.explained_by
-                 else f"; {_esc(f.hint)}") + "</p>" for f in d.measurement_failures]
+        parts.append(f"<p>{esc(d.headline)}</p>")
+    parts += [f"<p>{esc(f.reference)}: {esc(f.message)}"
+              + (f" (explained by {esc(f.explained_by)})" if f.explained_by
+                 else f"; {esc(f.hint)}") + "</p>" for f in d.measurement_failures]
     rows = [transfer_row(obs) for obs in done]
     parts.append(_table(words.transfers.capitalize(), columns(d.direction), rows)
-                 or f"<h2>{_esc(words.transfers.capitalize())}</h2>"
-                 f"<p>no {_esc(words.transfer)} was measured</p>")
+                 or f"<h2>{esc(words.transfers.capitalize())}</h2>"
+                 f"<p>no {esc(words.transfer)} was measured</p>")
     if d.observations.bursts:
         parts.append("<h2>Bursts</h2><ul>" + "".join(
-            f"<li>{_esc(burst_line(burst))}</li>" for burst in d.observations.bursts) + "</ul>")
-    parts.append(f"<h2>Culprits ({_esc(words.way)} direction)</h2>")
+            f"<li>{esc(burst_line(burst))}</li>" for burst in d.observations.bursts) + "</ul>")
+    parts.append(f"<h2>Culprits ({esc(words.way)} direction)</h2>")
     if d.findings:
         parts += [_sampled_finding(rank, f) for rank, f in enumerate(d.findings, start=1)]
     elif any(obs.measured for obs in done):
-        parts.append(f"<p>no {_esc(words.way)} culprit above the threshold</p>")
+        parts.append(f"<p>no {esc(words.way)} culprit above the threshold</p>")
     if record(d).errors:
         parts.append("<h2>Errors</h2><ul>" + "".join(
-            f"<li><code>{_esc(e.reference)}</code>: {_esc(e.message)}</li>"
+            f"<li><code>{esc(e.reference)}</code>: {esc(e.message)}</li>"
             for e in record(d).errors) + "</ul>")
     parts += [_table(title, cols, rows) for title, cols, rows in sections(d)]
     parts.append(_table(SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS,
@@ -186,7 +178,7 @@ def render_html(diagnosis: Diagnosis) -> str:
     if diagnosis.parts:  # a both run: one ranking, then each direction's report
         d = redact_diagnosis(diagnosis)
         return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-                f"<title>{_esc(BOTH_TITLE)}: {_esc(d.verdict)}</title><style>{STYLE}"
+                f"<title>{esc(BOTH_TITLE)}: {esc(d.verdict)}</title><style>{STYLE}"
                 "</style></head><body>"
                 + both_body(d, [render_html(p) for p in d.parts])
                 + "</body></html>\n")
@@ -196,17 +188,17 @@ def render_html(diagnosis: Diagnosis) -> str:
     env = d.environment
     parts = [
         '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag report: {_esc(d.verdict)}</title><style>{STYLE}</style></head><body>",
+        f"<title>gitnetdiag report: {esc(d.verdict)}</title><style>{STYLE}</style></head><body>",
         "<h1>gitnetdiag report</h1>",
-        f'<p class="verdict {_esc(d.verdict)}">Verdict: {_esc(d.verdict)}</p>',
-        f"<p>{_esc(d.headline)}</p>",
+        f'<p class="verdict {esc(d.verdict)}">Verdict: {esc(d.verdict)}</p>',
+        f"<p>{esc(d.headline)}</p>",
     ]
     if d.measurement_failures:
         parts += _failures(d)
     if d.protocols:
         parts.append(_table(protocols_title(d), PROTOCOL_COLUMNS, protocol_rows(d)))
         if any(s.projected_pushes for s in d.protocols):
-            parts.append(f"<p>{_esc(PROJECTED_NOTE)}</p>")
+            parts.append(f"<p>{esc(PROJECTED_NOTE)}</p>")
     parts.append("<h2>Culprits</h2>")
     if d.findings:
         parts += [_finding(i, f) for i, f in enumerate(d.findings, start=1)]
@@ -217,17 +209,17 @@ def render_html(diagnosis: Diagnosis) -> str:
     https_server, ssh_server = answered_by(env.server)
     parts.append(
         "<h2>Environment</h2><ul>"
-        f"<li>target: <code>{_esc(env.target_url or '-')}</code></li>"
-        f"<li>started: {_esc(env.started or '-')}</li>"
-        f"<li>RTT: {_esc(fmt_s(env.rtt_s))}</li>"
-        f"<li>path rate: {_esc(fmt_rate(env.path_rate_bytes_per_s))}</li>"
-        f"<li>client versions: {_esc(versions)}</li>"
-        f"<li>HTTPS server that answered: {_esc(https_server)}</li>"
-        f"<li>SSH server: {_esc(ssh_server)}</li>"
-        f"<li>protocols measured: {_esc(', '.join(d.measured_protocols) or '-')} "
-        f"(requested: {_esc(', '.join(d.requested_protocols) or '-')})</li>"
-        f"<li>measured by: {_esc(env.measured_by or 'not recorded')}</li>"
-        f"<li>gitnetdiag {_esc(env.gitnetdiag_version)}; threshold: impact &gt;= "
+        f"<li>target: <code>{esc(env.target_url or '-')}</code></li>"
+        f"<li>started: {esc(env.started or '-')}</li>"
+        f"<li>RTT: {esc(fmt_s(env.rtt_s))}</li>"
+        f"<li>path rate: {esc(fmt_rate(env.path_rate_bytes_per_s))}</li>"
+        f"<li>client versions: {esc(versions)}</li>"
+        f"<li>HTTPS server that answered: {esc(https_server)}</li>"
+        f"<li>SSH server: {esc(ssh_server)}</li>"
+        f"<li>protocols measured: {esc(', '.join(d.measured_protocols) or '-')} "
+        f"(requested: {esc(', '.join(d.requested_protocols) or '-')})</li>"
+        f"<li>measured by: {esc(env.measured_by or 'not recorded')}</li>"
+        f"<li>gitnetdiag {esc(env.gitnetdiag_version)}; threshold: impact &gt;= "
         f"{env.min_impact_s:g} s and confidence &gt;= {env.min_score:g}</li></ul>"
     )
     parts.append("</body></html>\n")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import render_text as render_both
+from gitnetdiag.report.compare import md_cell, md_table
 from gitnetdiag.report.failures import (
     INTRO,
     SECTION_TITLE,
@@ -23,15 +24,10 @@ from gitnetdiag.report.transfers import (
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_evidence_threshold,
-    fmt_evidence_value,
+    evidence_rows,
     fmt_rate,
     fmt_s,
 )
-
-
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
 
 
 def _failures(d: Diagnosis) -> list[str]:
@@ -42,9 +38,9 @@ def _failures(d: Diagnosis) -> list[str]:
              f"| measurement | reference | what happened | hint | note |{extra}",
              "|---|---|---|---|---|" + ("---|" if signed else "")]
     for f in d.measurement_failures:
-        cell = f" {_cell(failure_signature(f))} |" if signed else ""
-        lines.append(f"| {_cell(failure_where(f))} | `{f.reference}` | {_cell(f.message)} | "
-                     f"{_cell(f.hint)} | {_cell(failure_note(f))} |{cell}")
+        cell = f" {md_cell(failure_signature(f))} |" if signed else ""
+        lines.append(f"| {md_cell(failure_where(f))} | `{f.reference}` | {md_cell(f.message)} | "
+                     f"{md_cell(f.hint)} | {md_cell(failure_note(f))} |{cell}")
     return [*lines, ""]
 
 
@@ -56,15 +52,10 @@ def _finding(rank: int, f: Finding) -> list[str]:
         "",
         f.summary,
         "",
-        "| evidence | measured | threshold | source |",
-        "|---|---|---|---|",
+        *md_table(("evidence", "measured", "threshold", "source"), evidence_rows(f)),
+        f"**Fix:** {f.fix}",
+        "",
     ]
-    lines += [
-        f"| {_cell(e.what)} | {_cell(fmt_evidence_value(e))} | "
-        f"{_cell(fmt_evidence_threshold(e))} | {_cell(e.source)} |"
-        for e in f.evidence
-    ]
-    lines += ["", f"**Fix:** {f.fix}", ""]
     return lines
 
 

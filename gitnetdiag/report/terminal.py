@@ -23,8 +23,7 @@ from gitnetdiag.report.transfers import WORDS, protocol_rows, render_text
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_evidence_threshold,
-    fmt_evidence_value,
+    evidence_rows,
     fmt_s,
 )
 
@@ -58,16 +57,10 @@ def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None
     head.append(f"  cost ~{fmt_s(finding.cost_s)}  confidence {finding.score:.2f}")
     console.print(head)
     console.print(Padding(Text(finding.summary), (0, 0, 0, 3)))
-    for item in finding.evidence:
-        line = f"- {item.what}: {fmt_evidence_value(item)}"
-        extra = "; ".join(
-            f"{label}: {text}"
-            for label, text in (
-                ("threshold", fmt_evidence_threshold(item)),
-                ("source", item.source),
-            )
-            if text
-        )
+    for what, value, threshold, source in evidence_rows(finding):
+        line = f"- {what}: {value}"
+        extra = "; ".join(f"{label}: {text}" for label, text in
+                          (("threshold", threshold), ("source", source)) if text)
         if extra:
             line += f" ({extra})"
         console.print(Padding(Text(line), (0, 0, 0, 3)))

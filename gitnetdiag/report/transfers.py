@@ -20,9 +20,8 @@ from gitnetdiag.diagnosis.model import Diagnosis, Finding, SampledTransfers
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.report.units import (
+    evidence_rows,
     fmt_bytes,
-    fmt_evidence_threshold,
-    fmt_evidence_value,
     fmt_push_duration,
     fmt_quantity,
     fmt_rate,
@@ -265,11 +264,9 @@ def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
     name = f"**{finding.id}**" if markdown else finding.id
     lines = [f"{rank}. {name} ({finding.title}): costs ~{finding.cost_s:.1f} s, "
              f"score {finding.score:.2f}", f"   {finding.summary}"]
-    for item in finding.evidence:
-        threshold = fmt_evidence_threshold(item)
-        lines.append(f"   - {item.what}: {fmt_evidence_value(item)}"
-                     + (f" ({threshold})" if threshold else "")
-                     + (f" [{item.source}]" if item.source else ""))
+    lines += [f"   - {what}: {value}" + (f" ({threshold})" if threshold else "")
+              + (f" [{source}]" if source else "")
+              for what, value, threshold, source in evidence_rows(finding)]
     lines.append(f"   fix: {finding.fix}")
     return lines
 

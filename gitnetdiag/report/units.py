@@ -14,12 +14,13 @@ renderers; every renderer imports them from here.
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.model import Evidence, Quantity, Unit
+from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity, Unit
 from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
 
 __all__ = [
     "answered_by",
+    "evidence_rows",
     "fmt_bytes",
     "fmt_evidence_threshold",
     "fmt_evidence_value",
@@ -89,6 +90,12 @@ def fmt_evidence_threshold(e: Evidence) -> str:
             parts.append(f"{basis} =")
         parts.append(fmt_quantity(e.threshold, e.unit))
     return " ".join(part for part in parts if part)
+
+
+def evidence_rows(finding: Finding) -> list[tuple[str, str, str, str]]:
+    """A culprit's evidence, one row per item: what, measured, threshold, source."""
+    return [(e.what, fmt_evidence_value(e), fmt_evidence_threshold(e), e.source)
+            for e in finding.evidence]
 
 
 def answered_by(identity: ServerIdentity | None) -> tuple[str, str]:
