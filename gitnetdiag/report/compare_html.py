@@ -32,7 +32,7 @@ from gitnetdiag.report.compare import (
     too_few,
     too_few_note,
 )
-from gitnetdiag.report.html import esc, html_table, plots_section
+from gitnetdiag.report.html import esc, html_table, page, plots_section
 from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, png_bytes, pyplot
 
 RUN_COLORS = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")
@@ -123,8 +123,6 @@ def _list(lines: list[str]) -> str:
 def render_compare_html(comparison: Comparison) -> str:
     """One self-contained page (plots inline, no external resources)."""
     parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag comparison</title><style>{_STYLE}</style></head><body>",
         "<h1>gitnetdiag comparison</h1>",
         f'<p class="headline">{esc(comparison.headline)}</p>',
         "<h2>Runs</h2>", html_table(RUN_HEADER, run_rows(comparison)),
@@ -152,5 +150,4 @@ def render_compare_html(comparison: Comparison) -> str:
     figures = [f for f in (sent_over_time_figure(comparison), durations_figure(comparison))
                if f is not None]
     parts.append(plots_section(figures))
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    return page("gitnetdiag comparison", parts, style=_STYLE)

@@ -13,14 +13,7 @@ from collections.abc import Sequence
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import TITLE as BOTH_TITLE
 from gitnetdiag.report.combined import html_body as both_body
-from gitnetdiag.report.failures import (
-    INTRO,
-    SECTION_TITLE,
-    SIGNATURE_HEADING,
-    failure_note,
-    failure_signature,
-    failure_where,
-)
+from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_line, failure_table
 from gitnetdiag.report.plots import Figure, pacing_figure, report_figures, window_figure
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import (
@@ -42,9 +35,8 @@ from gitnetdiag.report.transfers import (
 )
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
-    answered_by,
+    environment_items,
     evidence_rows,
-    fmt_rate,
     fmt_s,
 )
 
@@ -66,6 +58,13 @@ def esc(text: object) -> str:
     return html.escape(str(text), quote=True)
 
 
+def page(title: str, body: Sequence[str], *, style: str = STYLE) -> str:
+    """A self-contained page (no external resources) of ``body``'s markup."""
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>{esc(title)}</title><style>{style}</style></head><body>"
+            + "".join(body) + "</body></html>\n")
+
+
 def plots_section(figures: Sequence[Figure]) -> str:
     """The figures as inline PNG under a "Plots" heading; empty without figures."""
     if not figures:
@@ -81,22 +80,9 @@ def plots_section(figures: Sequence[Figure]) -> str:
 
 
 def _failures(d: Diagnosis) -> list[str]:
-    """The measurement failures table; a failure-signature column when a push was described."""
-    signed = any(f.seen for f in d.measurement_failures)
-    parts = [
-        f'<h2 id="measurement-failures">{esc(SECTION_TITLE)}</h2><p>{esc(INTRO)}</p>'
-        "<table><tr><th>measurement</th><th>reference</th><th>what happened</th>"
-        "<th>hint</th><th>note</th>"
-        + (f"<th>{esc(SIGNATURE_HEADING)}</th>" if signed else "") + "</tr>"
-    ]
-    parts += [
-        f"<tr><td>{esc(failure_where(f))}</td><td><code>{esc(f.reference)}</code></td>"
-        f"<td>{esc(f.message)}</td><td>{esc(f.hint)}</td>"
-        f"<td>{esc(failure_note(f))}</td>"
-        + (f"<td>{esc(failure_signature(f))}</td>" if signed else "") + "</tr>"
-        for f in d.measurement_failures
-    ]
-    return [*parts, "</table>"]
+    """The measurement failures section."""
+    return [f'<h2 id="measurement-failures">{esc(SECTION_TITLE)}</h2><p>{esc(INTRO)}</p>',
+            html_table(*failure_table(d.measurement_failures), code=1)]
 
 
 def _finding(rank: int, f: Finding) -> str:
@@ -110,11 +96,13 @@ def _finding(rank: int, f: Finding) -> str:
     )
 
 
-def html_table(cols: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    """A table of text cells under a header row."""
+def html_table(cols: Sequence[str], rows: Sequence[Sequence[str]], *,
+               code: int | None = None) -> str:
+    """A table of text cells under a header row; column ``code``'s cells as code."""
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{esc(cell)}</td>" for cell in row) + "</tr>"
-                   for row in rows)
+    body = "".join("<tr>" + "".join(f"<td><code>{esc(cell)}</code></td>" if i == code
+                                    else f"<td>{esc(cell)}</td>" for i, cell in enumerate(row))
+                   + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
@@ -135,9 +123,6 @@ def _sampled_html(d: Diagnosis) -> str:
     culprits, the evidence sections present, the window and ledger plots."""
     words, done, sampled = WORDS[d.direction], d.observations.transfers, evidence(d)
     parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag report: {esc(d.direction)}</title><style>{STYLE}</style>"
-        "</head><body>",
         f"<h1>gitnetdiag report: {esc(words.way)} direction ({esc(d.direction)})</h1>",
         f"<p>{esc(direction_line(d.direction))}</p>",
         *(f"<p>{esc(line)}</p>" for line in header(d)),
@@ -145,9 +130,7 @@ def _sampled_html(d: Diagnosis) -> str:
     ]
     if d.headline:
         parts.append(f"<p>{esc(d.headline)}</p>")
-    parts += [f"<p>{esc(f.reference)}: {esc(f.message)}"
-              + (f" (explained by {esc(f.explained_by)})" if f.explained_by
-                 else f"; {esc(f.hint)}") + "</p>" for f in d.measurement_failures]
+    parts += [f"<p>{esc(failure_line(f))}</p>" for f in d.measurement_failures]
     rows = [transfer_row(obs) for obs in done]
     parts.append(_table(words.transfers.capitalize(), columns(d.direction), rows)
                  or f"<h2>{esc(words.transfers.capitalize())}</h2>"
@@ -169,26 +152,19 @@ def _sampled_html(d: Diagnosis) -> str:
                         [ssh_ledger_row(p) for p in sampled.ssh_pacing]))
     figures = [window_figure(done, sampled.windows), pacing_figure(sampled.h2_pacing)]
     parts.append(plots_section([figure for figure in figures if figure is not None]))
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    return page(f"gitnetdiag report: {d.direction}", parts)
 
 
 def render_html(diagnosis: Diagnosis) -> str:
     """One self-contained HTML page (plots inline, no external resources)."""
-    if diagnosis.parts:  # a both run: one ranking, then each direction's report
-        d = redact_diagnosis(diagnosis)
-        return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-                f"<title>{esc(BOTH_TITLE)}: {esc(d.verdict)}</title><style>{STYLE}"
-                "</style></head><body>"
-                + both_body(d, [render_html(p) for p in d.parts])
-                + "</body></html>\n")
-    if diagnosis.sampled is not None:
-        return _sampled_html(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)
+    if d.parts:  # a both run: one ranking, then each direction's report
+        return page(f"{BOTH_TITLE}: {d.verdict}",
+                    [both_body(d, [render_html(p) for p in d.parts])])
+    if d.sampled is not None:
+        return _sampled_html(d)
     env = d.environment
     parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag report: {esc(d.verdict)}</title><style>{STYLE}</style></head><body>",
         "<h1>gitnetdiag report</h1>",
         f'<p class="verdict {esc(d.verdict)}">Verdict: {esc(d.verdict)}</p>',
         f"<p>{esc(d.headline)}</p>",
@@ -205,22 +181,12 @@ def render_html(diagnosis: Diagnosis) -> str:
     else:
         parts.append("<p>No culprit passed the threshold.</p>")
     parts.append(plots_section(report_figures(d)))
-    versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
-    https_server, ssh_server = answered_by(env.server)
     parts.append(
         "<h2>Environment</h2><ul>"
         f"<li>target: <code>{esc(env.target_url or '-')}</code></li>"
-        f"<li>started: {esc(env.started or '-')}</li>"
-        f"<li>RTT: {esc(fmt_s(env.rtt_s))}</li>"
-        f"<li>path rate: {esc(fmt_rate(env.path_rate_bytes_per_s))}</li>"
-        f"<li>client versions: {esc(versions)}</li>"
-        f"<li>HTTPS server that answered: {esc(https_server)}</li>"
-        f"<li>SSH server: {esc(ssh_server)}</li>"
-        f"<li>protocols measured: {esc(', '.join(d.measured_protocols) or '-')} "
-        f"(requested: {esc(', '.join(d.requested_protocols) or '-')})</li>"
-        f"<li>measured by: {esc(env.measured_by or 'not recorded')}</li>"
+        + "".join(f"<li>{what}: {esc(value)}</li>" for what, value in environment_items(d))
+        + f"<li>measured by: {esc(env.measured_by or 'not recorded')}</li>"
         f"<li>gitnetdiag {esc(env.gitnetdiag_version)}; threshold: impact &gt;= "
         f"{env.min_impact_s:g} s and confidence &gt;= {env.min_score:g}</li></ul>"
     )
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    return page(f"gitnetdiag report: {d.verdict}", parts)

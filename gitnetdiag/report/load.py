@@ -8,13 +8,12 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
 
 from rich.table import Table
 from rich.text import Text
 
-from gitnetdiag.model.load.records import HOST_COUNTERS_SHOWN, LoadReport, StepResult, TargetStep
+from gitnetdiag.model.load.records import HOST_COUNTERS_SHOWN, LoadReport, StepResult
 from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.redact import redact_diagnosis
 
@@ -55,19 +54,16 @@ def step_row(step: StepResult) -> tuple[str, ...]:
 TARGET_COLUMNS = ("step", "conc", "remote", "ops", "ok", "err", "p50 s", "by operation", "errors")
 
 
-def target_row(step: StepResult, share: TargetStep) -> tuple[str, ...]:
-    """One row of the per-remote table (terminal, Markdown and HTML)."""
-    by_op = ", ".join(f"{op} {n}" for op, n in sorted(share.ops_by_op.items())) or "-"
-    errors = ", ".join(f"{e.kind} {e.count}" for e in share.errors) or "-"
-    return (str(step.index + 1), str(step.concurrency), share.url, str(share.ops), str(share.ok),
-            str(share.failed), _f(share.p50_s), by_op, errors)
-
-
 def target_rows(report: LoadReport) -> list[tuple[str, ...]]:
-    """The per-remote rows of every step; none when the run had a single remote."""
+    """The per-remote rows of every step (terminal, Markdown and HTML); none when the run had
+    a single remote."""
     if len(report.remotes) < 2:
         return []
-    return [target_row(step, share) for step in report.steps for share in step.by_target]
+    return [(str(step.index + 1), str(step.concurrency), share.url, str(share.ops),
+             str(share.ok), str(share.failed), _f(share.p50_s),
+             ", ".join(f"{op} {n}" for op, n in sorted(share.ops_by_op.items())) or "-",
+             ", ".join(f"{e.kind} {e.count}" for e in share.errors) or "-")
+            for step in report.steps for share in step.by_target]
 
 
 def verdict_line(report: LoadReport) -> str:
@@ -170,12 +166,9 @@ def _box_plot_png(report: LoadReport) -> str | None:
     steps = [s for s in report.steps if s.latency is not None or s.failed]
     if not steps:
         return None
-    import matplotlib
+    from gitnetdiag.report.plots import png_bytes, pyplot
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = pyplot().subplots(figsize=(8, 4.2))
     positions = list(range(1, len(steps) + 1))
     boxes = [
         {"label": str(s.concurrency), "med": s.latency.p50_s, "q1": s.latency.q1_s,
@@ -202,10 +195,7 @@ def _box_plot_png(report: LoadReport) -> str | None:
                           xytext=(6, 6), color="tab:red")
     rate.legend(loc="upper left")
     ax.set_title("latency per concurrency step (box), throughput (line), errors (x)")
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return base64.b64encode(png_bytes(fig, bbox_inches="tight")).decode("ascii")
 
 
 def render_html(report: LoadReport) -> str:

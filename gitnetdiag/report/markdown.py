@@ -4,15 +4,8 @@ from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import render_text as render_both
-from gitnetdiag.report.compare import md_cell, md_table
-from gitnetdiag.report.failures import (
-    INTRO,
-    SECTION_TITLE,
-    SIGNATURE_HEADING,
-    failure_note,
-    failure_signature,
-    failure_where,
-)
+from gitnetdiag.report.compare import md_table
+from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_table
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import (
     PROTOCOL_COLUMNS,
@@ -23,25 +16,17 @@ from gitnetdiag.report.transfers import (
 )
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
-    answered_by,
+    environment_items,
     evidence_rows,
-    fmt_rate,
     fmt_s,
 )
 
 
 def _failures(d: Diagnosis) -> list[str]:
-    """The measurement failures table; a failure-signature column when a push was described."""
-    signed = any(f.seen for f in d.measurement_failures)
-    extra = f" {SIGNATURE_HEADING} |" if signed else ""
-    lines = [f"## {SECTION_TITLE}", "", INTRO, "",
-             f"| measurement | reference | what happened | hint | note |{extra}",
-             "|---|---|---|---|---|" + ("---|" if signed else "")]
-    for f in d.measurement_failures:
-        cell = f" {md_cell(failure_signature(f))} |" if signed else ""
-        lines.append(f"| {md_cell(failure_where(f))} | `{f.reference}` | {md_cell(f.message)} | "
-                     f"{md_cell(f.hint)} | {md_cell(failure_note(f))} |{cell}")
-    return [*lines, ""]
+    """The measurement failures section."""
+    cols, rows = failure_table(d.measurement_failures)
+    return [f"## {SECTION_TITLE}", "", INTRO, "",
+            *md_table(cols, [(r[0], f"`{r[1]}`", *r[2:]) for r in rows])]
 
 
 def _finding(rank: int, f: Finding) -> list[str]:
@@ -61,12 +46,11 @@ def _finding(rank: int, f: Finding) -> list[str]:
 
 def render_markdown(diagnosis: Diagnosis) -> str:
     """The report as GitHub-flavoured Markdown."""
-    if diagnosis.parts:  # a both run: one ranking, then each direction's report
-        d = redact_diagnosis(diagnosis)
-        return render_both(d, [render_markdown(p) for p in d.parts], markdown=True)
-    if diagnosis.sampled is not None:
-        return render_text(redact_diagnosis(diagnosis), markdown=True)
     d = redact_diagnosis(diagnosis)
+    if d.parts:  # a both run: one ranking, then each direction's report
+        return render_both(d, [render_markdown(p) for p in d.parts], markdown=True)
+    if d.sampled is not None:
+        return render_text(d, markdown=True)
     env = d.environment
     lines = [
         "# gitnetdiag report",
@@ -96,20 +80,11 @@ def render_markdown(diagnosis: Diagnosis) -> str:
             lines += _finding(i, f)
     else:
         lines += ["No culprit passed the threshold.", ""]
-    versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
-    https_server, ssh_server = answered_by(env.server)
     lines += [
         "## Environment",
         "",
         f"- target: `{env.target_url or '-'}`",
-        f"- started: {env.started or '-'}",
-        f"- RTT: {fmt_s(env.rtt_s)}",
-        f"- path rate: {fmt_rate(env.path_rate_bytes_per_s)}",
-        f"- client versions: {versions}",
-        f"- HTTPS server that answered: {https_server}",
-        f"- SSH server: {ssh_server}",
-        f"- protocols measured: {', '.join(d.measured_protocols) or '-'} "
-        f"(requested: {', '.join(d.requested_protocols) or '-'})",
+        *(f"- {what}: {value}" for what, value in environment_items(d)),
         "",
         "## How it was measured",
         "",

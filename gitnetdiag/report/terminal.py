@@ -34,15 +34,9 @@ _VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold red",
 def _protocol_table(diagnosis: Diagnosis) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     transfers = WORDS.get(diagnosis.direction, WORDS["push"]).transfers
-    for header, justify in (
-        ("protocol", "left"),
-        (f"{transfers} ok/failed", "right"),
-        ("bytes", "right"),
-        ("duration median", "right"),
-        ("rate median", "right"),
-        ("rate min-max", "right"),
-    ):
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for header in ("protocol", f"{transfers} ok/failed", "bytes", "duration median",
+                   "rate median", "rate min-max"):
+        table.add_column(header, justify="left" if header == "protocol" else "right")
     for s, row in zip(diagnosis.protocols, protocol_rows(diagnosis), strict=True):
         label, ok, failed, moved, duration, rate, low, high = row
         table.add_row(label, f"{ok}/{failed}", moved, duration, rate,
@@ -70,13 +64,12 @@ def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None
 
 def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = False) -> str:
     """The report as terminal text; ``color`` adds ANSI styles (not to sampled transfers')."""
-    if diagnosis.parts:  # a both run: one ranking, then each direction's report
-        d = redact_diagnosis(diagnosis)
+    d = redact_diagnosis(diagnosis)
+    if d.parts:  # a both run: one ranking, then each direction's report
         return render_both(d, [render_terminal(p, width=width, color=color)
                                         for p in d.parts], markdown=False)
-    if diagnosis.sampled is not None:
-        return render_text(redact_diagnosis(diagnosis), markdown=False)
-    d = redact_diagnosis(diagnosis)
+    if d.sampled is not None:
+        return render_text(d, markdown=False)
     console = text_console(width=width, color=color)
     verdict_style = _VERDICT_STYLE.get(d.verdict, "bold")
     console.print(Text(f"verdict: {d.verdict.upper()}", style=verdict_style if color else ""))

@@ -14,12 +14,13 @@ renderers; every renderer imports them from here.
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity, Unit
+from gitnetdiag.diagnosis.model import Diagnosis, Evidence, Finding, Quantity, Unit
 from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
 
 __all__ = [
     "answered_by",
+    "environment_items",
     "evidence_rows",
     "fmt_bytes",
     "fmt_evidence_threshold",
@@ -109,3 +110,15 @@ def answered_by(identity: ServerIdentity | None) -> tuple[str, str]:
         if identity.basis:
             https += " (from " + "; ".join(identity.basis) + ")"
     return https, identity.ssh_banner or "-"
+
+
+def environment_items(d: Diagnosis) -> list[tuple[str, str]]:
+    """The Markdown and HTML environment list after the target: (label, value)."""
+    env = d.environment
+    https_server, ssh_server = answered_by(env.server)
+    return [("started", env.started or "-"), ("RTT", fmt_s(env.rtt_s)),
+            ("path rate", fmt_rate(env.path_rate_bytes_per_s)),
+            ("client versions", ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"),
+            ("HTTPS server that answered", https_server), ("SSH server", ssh_server),
+            ("protocols measured", f"{', '.join(d.measured_protocols) or '-'} "
+             f"(requested: {', '.join(d.requested_protocols) or '-'})")]
