@@ -10,13 +10,6 @@ from gitnetdiag.analysis.capture_analysis import CaptureAnalysis
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.capture.flows import endpoint
 
-_LIMIT_LABEL = {
-    LimitKind.RWND: "rwnd",
-    LimitKind.CWND: "cwnd",
-    LimitKind.LOSS: "loss",
-    LimitKind.SELF: "self",
-}
-
 
 def _bytes(n: int) -> str:
     for unit, size in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
@@ -50,8 +43,8 @@ def limit_summary(c: ConnectionAnalysis) -> str:
     kinds = [k for k in kinds if limits.share(k) >= 0.005]
     if not kinds:
         return "-"
-    head = f"{_LIMIT_LABEL[kinds[0]]} {limits.share(kinds[0]):.0%}"
-    rest = ", ".join(f"{_LIMIT_LABEL[k]} {limits.share(k):.0%}" for k in kinds[1:3])
+    head = f"{kinds[0].name.lower()} {limits.share(kinds[0]):.0%}"
+    rest = ", ".join(f"{k.name.lower()} {limits.share(k):.0%}" for k in kinds[1:3])
     return f"{head} ({rest})" if rest else head
 
 
@@ -67,10 +60,8 @@ def _retransmissions(c: ConnectionAnalysis) -> str:
 
 
 def _zero_windows(c: ConnectionAnalysis) -> str:
-    parts = []
-    for label, d in (("a", c.a_to_b), ("b", c.b_to_a)):
-        if d.zero_window_count:
-            parts.append(f"{label}: {d.zero_window_count} / {_seconds(d.zero_window_s)}")
+    parts = [f"{label}: {d.zero_window_count} / {_seconds(d.zero_window_s)}"
+             for label, d in (("a", c.a_to_b), ("b", c.b_to_a)) if d.zero_window_count]
     return ", ".join(parts) or "0"
 
 
@@ -92,9 +83,8 @@ def _resets(c: ConnectionAnalysis) -> str:
 
 def _window(c: ConnectionAnalysis) -> str:
     receiver = c.b_to_a if c.bulk_direction == 0 else c.a_to_b
-    scale = receiver.window_scale
     text = _bytes(receiver.max_window_bytes)
-    if scale is None:
+    if receiver.window_scale is None:
         return text + " (scale ?)"
     if not c.handshake.window_scaling:
         return text + " (no wscale)"

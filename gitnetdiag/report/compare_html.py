@@ -32,7 +32,7 @@ from gitnetdiag.report.compare import (
     too_few,
     too_few_note,
 )
-from gitnetdiag.report.html import esc, html_table, page, plots_section
+from gitnetdiag.report.html import esc, html_list, html_table, page, plots_section
 from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, png_bytes, pyplot
 
 RUN_COLORS = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")
@@ -116,10 +116,6 @@ def durations_figure(comparison: Comparison) -> Figure | None:
                   png=png_bytes(fig))
 
 
-def _list(lines: list[str]) -> str:
-    return "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
-
-
 def render_compare_html(comparison: Comparison) -> str:
     """One self-contained page (plots inline, no external resources)."""
     parts = [
@@ -135,16 +131,16 @@ def render_compare_html(comparison: Comparison) -> str:
             parts.append(html_table(protocol_header(pair, comparison.words),
                                 protocol_rows(pair, comparison.words)))
         if only_lines(pair):
-            parts.append(_list(only_lines(pair)))
+            parts.append(html_list(only_lines(pair)))
         if pair.culprits:
             parts += ["<h3>Culprits</h3>", html_table(culprit_header(pair), culprit_rows(pair))]
         if pair.bursts:
             parts += ["<h3>Connection bursts</h3>",
                       html_table(burst_header(pair), burst_rows(pair))]
         parts += [f"<h3>Predicted vs measured gain ({esc(pair.before)}'s top culprit)</h3>",
-                  _list(gain_lines(pair.gain, pair))]
+                  html_list(gain_lines(pair.gain, pair))]
         if pair.differences:
-            parts += ["<h3>What differs</h3>", _list(difference_lines(pair))]
+            parts += ["<h3>What differs</h3>", html_list(difference_lines(pair))]
     if too_few(comparison):
         parts.append(f"<p><em>{esc(too_few_note(comparison.words))}</em></p>")
     figures = [f for f in (sent_over_time_figure(comparison), durations_figure(comparison))

@@ -79,12 +79,6 @@ def plots_section(figures: Sequence[Figure]) -> str:
     return "".join(parts)
 
 
-def _failures(d: Diagnosis) -> list[str]:
-    """The measurement failures section."""
-    return [f'<h2 id="measurement-failures">{esc(SECTION_TITLE)}</h2><p>{esc(INTRO)}</p>',
-            html_table(*failure_table(d.measurement_failures), code=1)]
-
-
 def _finding(rank: int, f: Finding) -> str:
     return (
         f'<section class="culprit" id="{esc(f.id)}"><h3>{rank}. <code>{esc(f.id)}</code>: '
@@ -104,6 +98,11 @@ def html_table(cols: Sequence[str], rows: Sequence[Sequence[str]], *,
                                     else f"<td>{esc(cell)}</td>" for i, cell in enumerate(row))
                    + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def html_list(lines: Sequence[str]) -> str:
+    """Lines of text as a bulleted list."""
+    return "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
 
 
 def _table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -136,8 +135,7 @@ def _sampled_html(d: Diagnosis) -> str:
                  or f"<h2>{esc(words.transfers.capitalize())}</h2>"
                  f"<p>no {esc(words.transfer)} was measured</p>")
     if d.observations.bursts:
-        parts.append("<h2>Bursts</h2><ul>" + "".join(
-            f"<li>{esc(burst_line(burst))}</li>" for burst in d.observations.bursts) + "</ul>")
+        parts.append("<h2>Bursts</h2>" + html_list([burst_line(b) for b in d.observations.bursts]))
     parts.append(f"<h2>Culprits ({esc(words.way)} direction)</h2>")
     if d.findings:
         parts += [_sampled_finding(rank, f) for rank, f in enumerate(d.findings, start=1)]
@@ -147,9 +145,8 @@ def _sampled_html(d: Diagnosis) -> str:
         parts.append("<h2>Errors</h2><ul>" + "".join(
             f"<li><code>{esc(e.reference)}</code>: {esc(e.message)}</li>"
             for e in record(d).errors) + "</ul>")
-    parts += [_table(title, cols, rows) for title, cols, rows in sections(d)]
-    parts.append(_table(SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS,
-                        [ssh_ledger_row(p) for p in sampled.ssh_pacing]))
+    ssh = (SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS, [ssh_ledger_row(p) for p in sampled.ssh_pacing])
+    parts += [_table(title, cols, rows) for title, cols, rows in [*sections(d), ssh]]
     figures = [window_figure(done, sampled.windows), pacing_figure(sampled.h2_pacing)]
     parts.append(plots_section([figure for figure in figures if figure is not None]))
     return page(f"gitnetdiag report: {d.direction}", parts)
@@ -170,7 +167,8 @@ def render_html(diagnosis: Diagnosis) -> str:
         f"<p>{esc(d.headline)}</p>",
     ]
     if d.measurement_failures:
-        parts += _failures(d)
+        parts += [f'<h2 id="measurement-failures">{esc(SECTION_TITLE)}</h2><p>{esc(INTRO)}</p>',
+                  html_table(*failure_table(d.measurement_failures), code=1)]
     if d.protocols:
         parts.append(_table(protocols_title(d), PROTOCOL_COLUMNS, protocol_rows(d)))
         if any(s.projected_pushes for s in d.protocols):

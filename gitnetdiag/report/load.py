@@ -9,11 +9,12 @@ from __future__ import annotations
 import base64
 import html
 import json
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
 
-from gitnetdiag.model.load.records import HOST_COUNTERS_SHOWN, LoadReport, StepResult
+from gitnetdiag.model.load.records import HOST_COUNTERS_SHOWN, ErrorGroup, LoadReport, StepResult
 from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.redact import redact_diagnosis
 
@@ -25,8 +26,8 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _errors_text(step: StepResult) -> str:
-    return ", ".join(f"{e.kind} {e.count}" for e in step.errors) or "-"
+def _errors_text(errors: Sequence[ErrorGroup]) -> str:
+    return ", ".join(f"{e.kind} {e.count}" for e in errors) or "-"
 
 
 def _host_text(step: StepResult) -> str:
@@ -47,7 +48,7 @@ def step_row(step: StepResult) -> tuple[str, ...]:
         f"{step.ops_per_s:.2f}", f"{step.ops_per_hour:,.0f}",
         *(_f(None if lat is None else v) for v in (
             (lat.p50_s, lat.p75_s, lat.p90_s, lat.p99_s, lat.max_s) if lat else (0.0,) * 5)),
-        f"{step.bytes_moved / 1e6:.2f}", _errors_text(step), _host_text(step),
+        f"{step.bytes_moved / 1e6:.2f}", _errors_text(step.errors), _host_text(step),
     )
 
 
@@ -62,7 +63,7 @@ def target_rows(report: LoadReport) -> list[tuple[str, ...]]:
     return [(str(step.index + 1), str(step.concurrency), share.url, str(share.ops),
              str(share.ok), str(share.failed), _f(share.p50_s),
              ", ".join(f"{op} {n}" for op, n in sorted(share.ops_by_op.items())) or "-",
-             ", ".join(f"{e.kind} {e.count}" for e in share.errors) or "-")
+             _errors_text(share.errors))
             for step in report.steps for share in step.by_target]
 
 

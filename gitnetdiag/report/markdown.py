@@ -22,15 +22,8 @@ from gitnetdiag.report.units import (
 )
 
 
-def _failures(d: Diagnosis) -> list[str]:
-    """The measurement failures section."""
-    cols, rows = failure_table(d.measurement_failures)
-    return [f"## {SECTION_TITLE}", "", INTRO, "",
-            *md_table(cols, [(r[0], f"`{r[1]}`", *r[2:]) for r in rows])]
-
-
 def _finding(rank: int, f: Finding) -> list[str]:
-    lines = [
+    return [
         f"### {rank}. `{f.id}`: {f.title}",
         "",
         f"**Cost** ~{fmt_s(f.cost_s)} · **confidence** {f.score:.2f}",
@@ -41,7 +34,6 @@ def _finding(rank: int, f: Finding) -> list[str]:
         f"**Fix:** {f.fix}",
         "",
     ]
-    return lines
 
 
 def render_markdown(diagnosis: Diagnosis) -> str:
@@ -59,15 +51,13 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         "",
     ]
     if d.measurement_failures:
-        lines += _failures(d)
+        cols, rows = failure_table(d.measurement_failures)
+        lines += [f"## {SECTION_TITLE}", "", INTRO, "",
+                  *md_table(cols, [(r[0], f"`{r[1]}`", *r[2:]) for r in rows])]
     if d.findings:
-        lines.append("| rank | culprit | cost | confidence |")
-        lines.append("|---|---|---|---|")
-        lines += [
-            f"| {i} | `{f.id}` | {fmt_s(f.cost_s)} | {f.score:.2f} |"
-            for i, f in enumerate(d.findings, start=1)
-        ]
-        lines.append("")
+        lines += md_table(("rank", "culprit", "cost", "confidence"),
+                          [(str(i), f"`{f.id}`", fmt_s(f.cost_s), f"{f.score:.2f}")
+                           for i, f in enumerate(d.findings, start=1)])
     if d.protocols:
         lines += [f"## {protocols_title(d)}", "",
                   *table_text(PROTOCOL_COLUMNS, protocol_rows(d), markdown=True)]

@@ -45,18 +45,14 @@ def _protocol_table(diagnosis: Diagnosis) -> Table:
 
 
 def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None:
-    head = Text()
-    head.append(f"#{rank} {finding.id}", style="bold" if color else "")
-    head.append(f"  {finding.title}")
-    head.append(f"  cost ~{fmt_s(finding.cost_s)}  confidence {finding.score:.2f}")
-    console.print(head)
+    console.print(Text.assemble((f"#{rank} {finding.id}", "bold" if color else ""),
+                                f"  {finding.title}",
+                                f"  cost ~{fmt_s(finding.cost_s)}  confidence {finding.score:.2f}"))
     console.print(Padding(Text(finding.summary), (0, 0, 0, 3)))
     for what, value, threshold, source in evidence_rows(finding):
-        line = f"- {what}: {value}"
         extra = "; ".join(f"{label}: {text}" for label, text in
                           (("threshold", threshold), ("source", source)) if text)
-        if extra:
-            line += f" ({extra})"
+        line = f"- {what}: {value}" + (f" ({extra})" if extra else "")
         console.print(Padding(Text(line), (0, 0, 0, 3)))
     fix = Text(f"fix: {finding.fix}", style="green" if color else "")
     console.print(Padding(fix, (0, 0, 0, 3)))
@@ -71,8 +67,8 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
     if d.sampled is not None:
         return render_text(d, markdown=False)
     console = text_console(width=width, color=color)
-    verdict_style = _VERDICT_STYLE.get(d.verdict, "bold")
-    console.print(Text(f"verdict: {d.verdict.upper()}", style=verdict_style if color else ""))
+    style = _VERDICT_STYLE.get(d.verdict, "bold") if color else ""
+    console.print(Text(f"verdict: {d.verdict.upper()}", style=style))
     console.print(Text(d.headline))
     console.print()
     if d.measurement_failures:
@@ -83,8 +79,7 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
                     + (f" [{note}]" if note else ""))
             console.print(Padding(Text(line, style="yellow" if color else ""), (0, 0, 0, 1)))
             console.print(Padding(Text(f"hint: {failure.hint}"), (0, 0, 0, 3)))
-            signature = failure_signature(failure)
-            if signature:
+            if signature := failure_signature(failure):
                 console.print(Padding(Text(f"signature: {signature}"), (0, 0, 0, 3)))
         console.print()
     if d.protocols:

@@ -168,10 +168,10 @@ LEDGER_TITLE = "HTTP/2 download ledger (native upload-pack fetch): the server's 
 
 def ledger_row(pacing: H2Pacing) -> tuple[str, ...]:
     """One window's cells, in :data:`LEDGER_COLUMNS` order."""
+    window = f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})"
     if pacing.error:
-        return (f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})", "failed",
-                pacing.error, "", "", "", "")
-    return (f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})", pacing.outcome,
+        return (window, "failed", pacing.error, "", "", "", "")
+    return (window, pacing.outcome,
             fmt_quantity(pacing.received_bytes, "B"), fmt_quantity(pacing.rate_bytes_per_s, "B/s"),
             fmt_quantity(pacing.frames, "count"), fmt_quantity(pacing.median_burst_bytes, "B"),
             fmt_quantity(pacing.longest_gap_s, "s"))

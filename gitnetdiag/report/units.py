@@ -14,7 +14,7 @@ renderers; every renderer imports them from here.
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.model import Diagnosis, Evidence, Finding, Quantity, Unit
+from gitnetdiag.diagnosis.model import Diagnosis, Evidence, Finding, Unit
 from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
 
@@ -53,10 +53,6 @@ def fmt_quantity(value: float | None, unit: Unit | None) -> str:
     return _count(value)
 
 
-def _term(q: Quantity) -> str:
-    return fmt_quantity(q.value, q.unit)
-
-
 def fmt_evidence_value(e: Evidence) -> str:
     """What was measured: ``1.30 MB/s``, ``1 of 3``, ``5``, or the text of a non-number."""
     if e.value is None:
@@ -82,7 +78,8 @@ def fmt_push_duration(duration_s: float | None, *, projected: bool) -> str:
 
 def fmt_evidence_threshold(e: Evidence) -> str:
     """What it was compared with: ``< BDP (SSH push x RTT) = 1.6 MB``, ``> 0``, or empty."""
-    basis = e.basis.format(*(_term(q) for q in e.basis_terms)) if e.basis_terms else e.basis
+    basis = (e.basis.format(*(fmt_quantity(q.value, q.unit) for q in e.basis_terms))
+             if e.basis_terms else e.basis)
     parts: list[str] = [e.comparison or ""]
     if e.threshold is None:
         parts.append(basis)
