@@ -41,22 +41,14 @@ if TYPE_CHECKING:
     )
     from gitnetdiag.report.terminal import render_terminal
 
-_HOME: dict[str, str] = {
-    "COMPARE_RENDERERS": "renderers",
-    "RENDERERS": "renderers",
-    "SCHEMA": "json_report",
-    "redact_text": "redact",
-    "redact_url": "redact",
-    "render_compare_html": "renderers",
-    "render_compare_json": "compare",
-    "render_compare_markdown": "compare",
-    "render_compare_terminal": "compare",
-    "render_html": "renderers",
-    "render_json": "json_report",
-    "render_markdown": "markdown",
-    "render_terminal": "terminal",
-    "report_dict": "json_report",
-}
+_HOME: dict[str, str] = {name: module for module, names in {
+    "compare": ("render_compare_json", "render_compare_markdown", "render_compare_terminal"),
+    "json_report": ("SCHEMA", "render_json", "report_dict"),
+    "markdown": ("render_markdown",),
+    "redact": ("redact_text", "redact_url"),
+    "renderers": ("COMPARE_RENDERERS", "RENDERERS", "render_compare_html", "render_html"),
+    "terminal": ("render_terminal",),
+}.items() for name in names}
 """Exported name -> the module of this package that defines it."""
 
 __all__ = [

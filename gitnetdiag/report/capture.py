@@ -9,14 +9,6 @@ from rich.text import Text
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis
 from gitnetdiag.analysis.tcp import ConnectionAnalysis, LimitKind
 from gitnetdiag.capture.flows import endpoint
-from gitnetdiag.report.console import console_output, text_console
-
-_LIMIT_LABEL = {
-    LimitKind.RWND: "rwnd",
-    LimitKind.CWND: "cwnd",
-    LimitKind.LOSS: "loss",
-    LimitKind.SELF: "self",
-}
 
 
 def _bytes(n: int) -> str:
@@ -51,8 +43,8 @@ def limit_summary(c: ConnectionAnalysis) -> str:
     kinds = [k for k in kinds if limits.share(k) >= 0.005]
     if not kinds:
         return "-"
-    head = f"{_LIMIT_LABEL[kinds[0]]} {limits.share(kinds[0]):.0%}"
-    rest = ", ".join(f"{_LIMIT_LABEL[k]} {limits.share(k):.0%}" for k in kinds[1:3])
+    head = f"{kinds[0].name.lower()} {limits.share(kinds[0]):.0%}"
+    rest = ", ".join(f"{k.name.lower()} {limits.share(k):.0%}" for k in kinds[1:3])
     return f"{head} ({rest})" if rest else head
 
 
@@ -68,10 +60,8 @@ def _retransmissions(c: ConnectionAnalysis) -> str:
 
 
 def _zero_windows(c: ConnectionAnalysis) -> str:
-    parts = []
-    for label, d in (("a", c.a_to_b), ("b", c.b_to_a)):
-        if d.zero_window_count:
-            parts.append(f"{label}: {d.zero_window_count} / {_seconds(d.zero_window_s)}")
+    parts = [f"{label}: {d.zero_window_count} / {_seconds(d.zero_window_s)}"
+             for label, d in (("a", c.a_to_b), ("b", c.b_to_a)) if d.zero_window_count]
     return ", ".join(parts) or "0"
 
 
@@ -93,9 +83,8 @@ def _resets(c: ConnectionAnalysis) -> str:
 
 def _window(c: ConnectionAnalysis) -> str:
     receiver = c.b_to_a if c.bulk_direction == 0 else c.a_to_b
-    scale = receiver.window_scale
     text = _bytes(receiver.max_window_bytes)
-    if scale is None:
+    if receiver.window_scale is None:
         return text + " (scale ?)"
     if not c.handshake.window_scaling:
         return text + " (no wscale)"
@@ -124,16 +113,9 @@ def connection_rows(c: ConnectionAnalysis) -> list[tuple[str, str]]:
     ]
 
 
-def render_capture_analysis(result: CaptureAnalysis, *, width: int = 100,
-                            color: bool = False) -> str:
-    """One small table per connection, then the warnings."""
-    console = text_console(width=width, color=color)
-    print_capture_analysis(result, console)
-    return console_output(console)
-
-
 def print_capture_analysis(result: CaptureAnalysis, console: Console) -> None:
-    """:func:`render_capture_analysis` onto a console (a run directory prints several)."""
+    """One small table per connection, then the warnings, onto a console (a run directory
+    prints several)."""
     # Text, never markup: addresses ("[2001:db8::b:1]:443" holds ":b:", an
     # emoji code) and file names must print as they are.
     console.print(Text(

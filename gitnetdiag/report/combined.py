@@ -45,15 +45,10 @@ def directions_line(d: Diagnosis) -> str:
                      for p in d.parts)
 
 
-def ranking_row(rank: int, finding: Finding) -> tuple[str, ...]:
-    """One ranked culprit's cells, in :data:`RANKING_COLUMNS` order."""
-    return (str(rank), way(finding.direction), finding.id, fmt_s(finding.cost_s),
-            f"{finding.score:.2f}")
-
-
 def ranking_rows(d: Diagnosis) -> list[tuple[str, ...]]:
-    """The one ranking's rows, highest first."""
-    return [ranking_row(rank, f) for rank, f in enumerate(d.findings, start=1)]
+    """The one ranking's rows, highest first, in :data:`RANKING_COLUMNS` order."""
+    return [(str(rank), way(f.direction), f.id, fmt_s(f.cost_s), f"{f.score:.2f}")
+            for rank, f in enumerate(d.findings, start=1)]
 
 
 def render_text(d: Diagnosis, parts: Sequence[str], *, markdown: bool) -> str:

@@ -9,6 +9,7 @@ built once as rows of text by the ``*_rows`` functions below.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
@@ -26,6 +27,7 @@ from gitnetdiag.diagnosis.comparison import (
     same_time,
 )
 from gitnetdiag.report.console import console_text
+from gitnetdiag.report.transfers import table_text
 from gitnetdiag.report.units import fmt_quantity, fmt_rate, fmt_s
 
 SCHEMA = "gitnetdiag.compare/2"
@@ -39,11 +41,6 @@ def too_few_note(words: TransferWords) -> str:
     return (f"noise: Welch's t-test on the {words.one} durations, run with at least "
             f"{MIN_REPEATS} completed {words.many} a side (gitnetdiag diagnose --repeat 3); "
             "with fewer the change is shown but not tested")
-
-
-def per_protocol_title(words: TransferWords) -> str:
-    """``Pushes per protocol`` or ``Clones per protocol``."""
-    return f"{words.many.capitalize()} per protocol"
 
 
 def culprit_header(pair: PairComparison) -> tuple[str, ...]:
@@ -207,7 +204,7 @@ def render_compare_terminal(comparison: Comparison, *, width: int = 100,
         if pair_intro(comparison, pair):
             items.append(Text(pair_intro(comparison, pair)))
         if pair.protocols:
-            items.append(_table(per_protocol_title(comparison.words),
+            items.append(_table(f"{comparison.words.many.capitalize()} per protocol",
                                 protocol_header(pair, comparison.words),
                                 protocol_rows(pair, comparison.words)))
         items += [Text(line) for line in only_lines(pair)]
@@ -229,14 +226,14 @@ def render_compare_terminal(comparison: Comparison, *, width: int = 100,
 # --- Markdown -------------------------------------------------------------------------
 
 
-def _md_cell(text: str) -> str:
+def md_cell(text: str) -> str:
+    """Text fit for a Markdown table cell."""
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def md_table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> list[str]:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_md_cell(cell) for cell in row) + " |" for row in rows]
-    return [*lines, ""]
+def md_table(header: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> list[str]:
+    """A Markdown table, its cells escaped, and a blank line."""
+    return [*table_text(header, [tuple(map(md_cell, row)) for row in rows], markdown=True), ""]
 
 
 def render_compare_markdown(comparison: Comparison) -> str:

@@ -12,8 +12,6 @@ Figures (PNG, matplotlib imported on first use, the conventions of
 
 from __future__ import annotations
 
-import html
-
 import numpy as np
 
 from gitnetdiag.diagnosis.comparison import Comparison
@@ -34,7 +32,7 @@ from gitnetdiag.report.compare import (
     too_few,
     too_few_note,
 )
-from gitnetdiag.report.html import plots_section
+from gitnetdiag.report.html import esc, html_list, html_table, page, plots_section
 from gitnetdiag.report.plots import FIG_WIDTH_IN, MARGINS, MB, Figure, png_bytes, pyplot
 
 RUN_COLORS = ("tab:red", "tab:blue", "tab:green", "tab:purple", "tab:orange", "tab:brown")
@@ -118,51 +116,34 @@ def durations_figure(comparison: Comparison) -> Figure | None:
                   png=png_bytes(fig))
 
 
-def _esc(text: object) -> str:
-    return html.escape(str(text), quote=True)
-
-
-def _table(header: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
-    head = "".join(f"<th>{_esc(h)}</th>" for h in header)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(c)}</td>" for c in row) + "</tr>"
-                   for row in rows)
-    return f"<table><tr>{head}</tr>{body}</table>"
-
-
-def _list(lines: list[str]) -> str:
-    return "<ul>" + "".join(f"<li>{_esc(line)}</li>" for line in lines) + "</ul>"
-
-
 def render_compare_html(comparison: Comparison) -> str:
     """One self-contained page (plots inline, no external resources)."""
     parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag comparison</title><style>{_STYLE}</style></head><body>",
         "<h1>gitnetdiag comparison</h1>",
-        f'<p class="headline">{_esc(comparison.headline)}</p>',
-        "<h2>Runs</h2>", _table(RUN_HEADER, run_rows(comparison)),
+        f'<p class="headline">{esc(comparison.headline)}</p>',
+        "<h2>Runs</h2>", html_table(RUN_HEADER, run_rows(comparison)),
     ]
     for pair in comparison.pairs:
-        parts.append(f"<h2>{_esc(pair.before)} &rarr; {_esc(pair.after)}</h2>")
+        parts.append(f"<h2>{esc(pair.before)} &rarr; {esc(pair.after)}</h2>")
         if pair_intro(comparison, pair):
-            parts.append(f"<p>{_esc(pair_intro(comparison, pair))}</p>")
+            parts.append(f"<p>{esc(pair_intro(comparison, pair))}</p>")
         if pair.protocols:
-            parts.append(_table(protocol_header(pair, comparison.words),
+            parts.append(html_table(protocol_header(pair, comparison.words),
                                 protocol_rows(pair, comparison.words)))
         if only_lines(pair):
-            parts.append(_list(only_lines(pair)))
+            parts.append(html_list(only_lines(pair)))
         if pair.culprits:
-            parts += ["<h3>Culprits</h3>", _table(culprit_header(pair), culprit_rows(pair))]
+            parts += ["<h3>Culprits</h3>", html_table(culprit_header(pair), culprit_rows(pair))]
         if pair.bursts:
-            parts += ["<h3>Connection bursts</h3>", _table(burst_header(pair), burst_rows(pair))]
-        parts += [f"<h3>Predicted vs measured gain ({_esc(pair.before)}'s top culprit)</h3>",
-                  _list(gain_lines(pair.gain, pair))]
+            parts += ["<h3>Connection bursts</h3>",
+                      html_table(burst_header(pair), burst_rows(pair))]
+        parts += [f"<h3>Predicted vs measured gain ({esc(pair.before)}'s top culprit)</h3>",
+                  html_list(gain_lines(pair.gain, pair))]
         if pair.differences:
-            parts += ["<h3>What differs</h3>", _list(difference_lines(pair))]
+            parts += ["<h3>What differs</h3>", html_list(difference_lines(pair))]
     if too_few(comparison):
-        parts.append(f"<p><em>{_esc(too_few_note(comparison.words))}</em></p>")
+        parts.append(f"<p><em>{esc(too_few_note(comparison.words))}</em></p>")
     figures = [f for f in (sent_over_time_figure(comparison), durations_figure(comparison))
                if f is not None]
     parts.append(plots_section(figures))
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    return page("gitnetdiag comparison", parts, style=_STYLE)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gitnetdiag.diagnosis.model import MeasurementFailure
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
 
@@ -22,6 +24,12 @@ def failure_note(failure: MeasurementFailure) -> str:
     return f"evidence for {failure.explained_by}"
 
 
+def failure_line(failure: MeasurementFailure) -> str:
+    """A failure in a line of a sampled run's report: what explains it, or the hint."""
+    return f"{failure.reference}: {failure.message}" + (
+        f" (explained by {failure.explained_by})" if failure.explained_by else f"; {failure.hint}")
+
+
 SIGNATURE_HEADING = "failure signature"
 
 
@@ -36,3 +44,15 @@ def failure_signature(failure: MeasurementFailure) -> str:
     may = (f"may point to {', '.join(failure.candidates)}" if failure.candidates
            else "no network culprit")
     return f"{', '.join(failure.signatures)} ({may}): {failure.seen}"
+
+
+def failure_table(
+    failures: Sequence[MeasurementFailure],
+) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The Markdown and HTML failures table's columns and rows; a failure-signature column
+    when a push was described."""
+    signed = any(f.seen for f in failures)
+    cols = ("measurement", "reference", "what happened", "hint", "note")
+    return cols + ((SIGNATURE_HEADING,) if signed else ()), [
+        (failure_where(f), f.reference, f.message, f.hint, failure_note(f))
+        + ((failure_signature(f),) if signed else ()) for f in failures]

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
 
+from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from gitnetdiag.analysis.h2ledger import H2WireLedger
-
-
-class _Console(Protocol):
-    def print(self, *objects: Any, **kwargs: Any) -> None: ...
 
 
 def ledger_table_rows(ledgers: Sequence[H2WireLedger]) -> list[list[str]]:
@@ -51,7 +47,7 @@ def ledger_table_rows(ledgers: Sequence[H2WireLedger]) -> list[list[str]]:
 
 
 def render_h2_ledgers(
-    ledgers: Sequence[H2WireLedger], console: _Console, *, keys_given: bool = False
+    ledgers: Sequence[H2WireLedger], console: Console, *, keys_given: bool = False
 ) -> None:
     """Print the HTTP/2 flow-control ledger table with rich.
 

@@ -13,17 +13,11 @@ from collections.abc import Sequence
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import TITLE as BOTH_TITLE
 from gitnetdiag.report.combined import html_body as both_body
-from gitnetdiag.report.failures import (
-    INTRO,
-    SECTION_TITLE,
-    SIGNATURE_HEADING,
-    failure_note,
-    failure_signature,
-    failure_where,
-)
+from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_line, failure_table
 from gitnetdiag.report.plots import Figure, pacing_figure, report_figures, window_figure
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import (
+    PROTOCOL_COLUMNS,
     SSH_LEDGER_COLUMNS,
     SSH_LEDGER_TITLE,
     WORDS,
@@ -32,6 +26,8 @@ from gitnetdiag.report.transfers import (
     direction_line,
     evidence,
     header,
+    protocol_rows,
+    protocols_title,
     record,
     sections,
     ssh_ledger_row,
@@ -39,12 +35,8 @@ from gitnetdiag.report.transfers import (
 )
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
-    answered_by,
-    fmt_bytes,
-    fmt_evidence_threshold,
-    fmt_evidence_value,
-    fmt_push_duration,
-    fmt_rate,
+    environment_items,
+    evidence_rows,
     fmt_s,
 )
 
@@ -61,8 +53,16 @@ img { max-width: 100%; }
 """
 
 
-def _esc(text: object) -> str:
+def esc(text: object) -> str:
+    """Text as HTML, quotes escaped."""
     return html.escape(str(text), quote=True)
+
+
+def page(title: str, body: Sequence[str], *, style: str = STYLE) -> str:
+    """A self-contained page (no external resources) of ``body``'s markup."""
+    return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
+            f"<title>{esc(title)}</title><style>{style}</style></head><body>"
+            + "".join(body) + "</body></html>\n")
 
 
 def plots_section(figures: Sequence[Figure]) -> str:
@@ -73,68 +73,48 @@ def plots_section(figures: Sequence[Figure]) -> str:
     for figure in figures:
         data = base64.b64encode(figure.png).decode("ascii")
         parts.append(
-            f'<figure><img alt="{_esc(figure.title)}" src="data:image/png;base64,{data}">'
-            f"<figcaption>{_esc(figure.title)}</figcaption></figure>"
+            f'<figure><img alt="{esc(figure.title)}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{esc(figure.title)}</figcaption></figure>"
         )
     return "".join(parts)
 
 
-def _failures(d: Diagnosis) -> list[str]:
-    """The measurement failures table; a failure-signature column when a push was described."""
-    signed = any(f.seen for f in d.measurement_failures)
-    parts = [
-        f'<h2 id="measurement-failures">{_esc(SECTION_TITLE)}</h2><p>{_esc(INTRO)}</p>'
-        "<table><tr><th>measurement</th><th>reference</th><th>what happened</th>"
-        "<th>hint</th><th>note</th>"
-        + (f"<th>{_esc(SIGNATURE_HEADING)}</th>" if signed else "") + "</tr>"
-    ]
-    parts += [
-        f"<tr><td>{_esc(failure_where(f))}</td><td><code>{_esc(f.reference)}</code></td>"
-        f"<td>{_esc(f.message)}</td><td>{_esc(f.hint)}</td>"
-        f"<td>{_esc(failure_note(f))}</td>"
-        + (f"<td>{_esc(failure_signature(f))}</td>" if signed else "") + "</tr>"
-        for f in d.measurement_failures
-    ]
-    return [*parts, "</table>"]
-
-
 def _finding(rank: int, f: Finding) -> str:
-    rows = "".join(
-        f"<tr><td>{_esc(e.what)}</td><td>{_esc(fmt_evidence_value(e))}</td>"
-        f"<td>{_esc(fmt_evidence_threshold(e))}</td>"
-        f"<td>{_esc(e.source)}</td></tr>"
-        for e in f.evidence
-    )
     return (
-        f'<section class="culprit" id="{_esc(f.id)}"><h3>{rank}. <code>{_esc(f.id)}</code>: '
-        f"{_esc(f.title)}</h3>"
-        f"<p><b>Cost</b> ~{_esc(fmt_s(f.cost_s))} · <b>confidence</b> {f.score:.2f}</p>"
-        f"<p>{_esc(f.summary)}</p>"
-        "<table><tr><th>evidence</th><th>measured</th><th>threshold</th><th>source</th></tr>"
-        f"{rows}</table>"
-        f'<p class="fix"><b>Fix:</b> {_esc(f.fix)}</p></section>'
+        f'<section class="culprit" id="{esc(f.id)}"><h3>{rank}. <code>{esc(f.id)}</code>: '
+        f"{esc(f.title)}</h3>"
+        f"<p><b>Cost</b> ~{esc(fmt_s(f.cost_s))} · <b>confidence</b> {f.score:.2f}</p>"
+        f"<p>{esc(f.summary)}</p>"
+        + html_table(("evidence", "measured", "threshold", "source"), evidence_rows(f))
+        + f'<p class="fix"><b>Fix:</b> {esc(f.fix)}</p></section>'
     )
+
+
+def html_table(cols: Sequence[str], rows: Sequence[Sequence[str]], *,
+               code: int | None = None) -> str:
+    """A table of text cells under a header row; column ``code``'s cells as code."""
+    head = "".join(f"<th>{esc(c)}</th>" for c in cols)
+    body = "".join("<tr>" + "".join(f"<td><code>{esc(cell)}</code></td>" if i == code
+                                    else f"<td>{esc(cell)}</td>" for i, cell in enumerate(row))
+                   + "</tr>" for row in rows)
+    return f"<table><tr>{head}</tr>{body}</table>"
+
+
+def html_list(lines: Sequence[str]) -> str:
+    """Lines of text as a bulleted list."""
+    return "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
 
 
 def _table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
-    if not rows:
-        return ""
-    head = "".join(f"<th>{_esc(c)}</th>" for c in cols)
-    body = "".join("<tr>" + "".join(f"<td>{_esc(cell)}</td>" for cell in row) + "</tr>"
-                   for row in rows)
-    return f"<h2>{_esc(title)}</h2><table><tr>{head}</tr>{body}</table>"
+    return f"<h2>{esc(title)}</h2>{html_table(cols, rows)}" if rows else ""
 
 
 def _sampled_finding(rank: int, finding: Finding) -> str:
-    rows = "".join(
-        f"<tr><td>{_esc(item.what)}</td><td>{_esc(fmt_evidence_value(item))}</td>"
-        f"<td>{_esc(fmt_evidence_threshold(item))}</td><td>{_esc(item.source)}</td></tr>"
-        for item in finding.evidence)
-    return (f"<h3>{rank}. <code>{_esc(finding.id)}</code>: {_esc(finding.title)}</h3>"
+    return (f"<h3>{rank}. <code>{esc(finding.id)}</code>: {esc(finding.title)}</h3>"
             f"<p>costs ~{finding.cost_s:.1f} s, score {finding.score:.2f}. "
-            f"{_esc(finding.summary)}</p>"
-            "<table><tr><th>evidence</th><th>value</th><th>threshold</th><th>source</th></tr>"
-            f"{rows}</table><p class=\"fix\">fix: {_esc(finding.fix)}</p>")
+            f"{esc(finding.summary)}</p>"
+            + html_table(("evidence", "value", "threshold", "source"), evidence_rows(finding))
+            + f"<p class=\"fix\">fix: {esc(finding.fix)}</p>")
 
 
 def _sampled_html(d: Diagnosis) -> str:
@@ -142,109 +122,69 @@ def _sampled_html(d: Diagnosis) -> str:
     culprits, the evidence sections present, the window and ledger plots."""
     words, done, sampled = WORDS[d.direction], d.observations.transfers, evidence(d)
     parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag report: {_esc(d.direction)}</title><style>{STYLE}</style>"
-        "</head><body>",
-        f"<h1>gitnetdiag report: {_esc(words.way)} direction ({_esc(d.direction)})</h1>",
-        f"<p>{_esc(direction_line(d.direction))}</p>",
-        *(f"<p>{_esc(line)}</p>" for line in header(d)),
-        f"<p>verdict: <strong>{_esc(d.verdict)}</strong></p>",
+        f"<h1>gitnetdiag report: {esc(words.way)} direction ({esc(d.direction)})</h1>",
+        f"<p>{esc(direction_line(d.direction))}</p>",
+        *(f"<p>{esc(line)}</p>" for line in header(d)),
+        f"<p>verdict: <strong>{esc(d.verdict)}</strong></p>",
     ]
     if d.headline:
-        parts.append(f"<p>{_esc(d.headline)}</p>")
-    parts += [f"<p>{_esc(f.reference)}: {_esc(f.message)}"
-              + (f" (explained by {_esc(f.explained_by)})" if f.explained_by
-                 else f"; {_esc(f.hint)}") + "</p>" for f in d.measurement_failures]
+        parts.append(f"<p>{esc(d.headline)}</p>")
+    parts += [f"<p>{esc(failure_line(f))}</p>" for f in d.measurement_failures]
     rows = [transfer_row(obs) for obs in done]
     parts.append(_table(words.transfers.capitalize(), columns(d.direction), rows)
-                 or f"<h2>{_esc(words.transfers.capitalize())}</h2>"
-                 f"<p>no {_esc(words.transfer)} was measured</p>")
+                 or f"<h2>{esc(words.transfers.capitalize())}</h2>"
+                 f"<p>no {esc(words.transfer)} was measured</p>")
     if d.observations.bursts:
-        parts.append("<h2>Bursts</h2><ul>" + "".join(
-            f"<li>{_esc(burst_line(burst))}</li>" for burst in d.observations.bursts) + "</ul>")
-    parts.append(f"<h2>Culprits ({_esc(words.way)} direction)</h2>")
+        parts.append("<h2>Bursts</h2>" + html_list([burst_line(b) for b in d.observations.bursts]))
+    parts.append(f"<h2>Culprits ({esc(words.way)} direction)</h2>")
     if d.findings:
         parts += [_sampled_finding(rank, f) for rank, f in enumerate(d.findings, start=1)]
     elif any(obs.measured for obs in done):
-        parts.append(f"<p>no {_esc(words.way)} culprit above the threshold</p>")
+        parts.append(f"<p>no {esc(words.way)} culprit above the threshold</p>")
     if record(d).errors:
         parts.append("<h2>Errors</h2><ul>" + "".join(
-            f"<li><code>{_esc(e.reference)}</code>: {_esc(e.message)}</li>"
+            f"<li><code>{esc(e.reference)}</code>: {esc(e.message)}</li>"
             for e in record(d).errors) + "</ul>")
-    parts += [_table(title, cols, rows) for title, cols, rows in sections(d)]
-    parts.append(_table(SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS,
-                        [ssh_ledger_row(p) for p in sampled.ssh_pacing]))
+    ssh = (SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS, [ssh_ledger_row(p) for p in sampled.ssh_pacing])
+    parts += [_table(title, cols, rows) for title, cols, rows in [*sections(d), ssh]]
     figures = [window_figure(done, sampled.windows), pacing_figure(sampled.h2_pacing)]
     parts.append(plots_section([figure for figure in figures if figure is not None]))
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    return page(f"gitnetdiag report: {d.direction}", parts)
 
 
 def render_html(diagnosis: Diagnosis) -> str:
     """One self-contained HTML page (plots inline, no external resources)."""
-    if diagnosis.parts:  # a both run: one ranking, then each direction's report
-        d = redact_diagnosis(diagnosis)
-        return ('<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">'
-                f"<title>{_esc(BOTH_TITLE)}: {_esc(d.verdict)}</title><style>{STYLE}"
-                "</style></head><body>"
-                + both_body(d, [render_html(p) for p in d.parts])
-                + "</body></html>\n")
-    if diagnosis.sampled is not None:
-        return _sampled_html(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)
+    if d.parts:  # a both run: one ranking, then each direction's report
+        return page(f"{BOTH_TITLE}: {d.verdict}",
+                    [both_body(d, [render_html(p) for p in d.parts])])
+    if d.sampled is not None:
+        return _sampled_html(d)
     env = d.environment
     parts = [
-        '<!DOCTYPE html><html lang="en"><head><meta charset="utf-8">',
-        f"<title>gitnetdiag report: {_esc(d.verdict)}</title><style>{STYLE}</style></head><body>",
         "<h1>gitnetdiag report</h1>",
-        f'<p class="verdict {_esc(d.verdict)}">Verdict: {_esc(d.verdict)}</p>',
-        f"<p>{_esc(d.headline)}</p>",
+        f'<p class="verdict {esc(d.verdict)}">Verdict: {esc(d.verdict)}</p>',
+        f"<p>{esc(d.headline)}</p>",
     ]
     if d.measurement_failures:
-        parts += _failures(d)
+        parts += [f'<h2 id="measurement-failures">{esc(SECTION_TITLE)}</h2><p>{esc(INTRO)}</p>',
+                  html_table(*failure_table(d.measurement_failures), code=1)]
     if d.protocols:
-        parts.append(
-            f"<h2>{WORDS.get(d.direction, WORDS['push']).transfers.capitalize()} per protocol</h2>"
-            "<table><tr><th>protocol</th><th>ok</th><th>failed</th>"
-            "<th>bytes</th><th>duration (median)</th><th>rate median</th><th>rate min</th>"
-            "<th>rate max</th></tr>"
-        )
-        for s in d.protocols:
-            failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
-            parts.append(
-                f"<tr><td>{_esc(s.label)}</td><td>{s.pushes_ok}</td><td>{_esc(failed)}</td>"
-                f"<td>{_esc(fmt_bytes(s.bytes))}</td>"
-                f"<td>{_esc(fmt_push_duration(s.duration_s, projected=bool(s.projected_pushes)))}"
-                "</td>"
-                f"<td>{_esc(fmt_rate(s.rate_bytes_per_s))}</td>"
-                f"<td>{_esc(fmt_rate(s.rate_min_bytes_per_s))}</td>"
-                f"<td>{_esc(fmt_rate(s.rate_max_bytes_per_s))}</td></tr>"
-            )
-        parts.append("</table>")
+        parts.append(_table(protocols_title(d), PROTOCOL_COLUMNS, protocol_rows(d)))
         if any(s.projected_pushes for s in d.protocols):
-            parts.append(f"<p>{_esc(PROJECTED_NOTE)}</p>")
+            parts.append(f"<p>{esc(PROJECTED_NOTE)}</p>")
     parts.append("<h2>Culprits</h2>")
     if d.findings:
         parts += [_finding(i, f) for i, f in enumerate(d.findings, start=1)]
     else:
         parts.append("<p>No culprit passed the threshold.</p>")
     parts.append(plots_section(report_figures(d)))
-    versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
-    https_server, ssh_server = answered_by(env.server)
     parts.append(
         "<h2>Environment</h2><ul>"
-        f"<li>target: <code>{_esc(env.target_url or '-')}</code></li>"
-        f"<li>started: {_esc(env.started or '-')}</li>"
-        f"<li>RTT: {_esc(fmt_s(env.rtt_s))}</li>"
-        f"<li>path rate: {_esc(fmt_rate(env.path_rate_bytes_per_s))}</li>"
-        f"<li>client versions: {_esc(versions)}</li>"
-        f"<li>HTTPS server that answered: {_esc(https_server)}</li>"
-        f"<li>SSH server: {_esc(ssh_server)}</li>"
-        f"<li>protocols measured: {_esc(', '.join(d.measured_protocols) or '-')} "
-        f"(requested: {_esc(', '.join(d.requested_protocols) or '-')})</li>"
-        f"<li>measured by: {_esc(env.measured_by or 'not recorded')}</li>"
-        f"<li>gitnetdiag {_esc(env.gitnetdiag_version)}; threshold: impact &gt;= "
+        f"<li>target: <code>{esc(env.target_url or '-')}</code></li>"
+        + "".join(f"<li>{what}: {esc(value)}</li>" for what, value in environment_items(d))
+        + f"<li>measured by: {esc(env.measured_by or 'not recorded')}</li>"
+        f"<li>gitnetdiag {esc(env.gitnetdiag_version)}; threshold: impact &gt;= "
         f"{env.min_impact_s:g} s and confidence &gt;= {env.min_score:g}</li></ul>"
     )
-    parts.append("</body></html>\n")
-    return "".join(parts)
+    return page(f"gitnetdiag report: {d.verdict}", parts)

@@ -55,17 +55,13 @@ def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
     """The report as plain JSON types (schema :data:`SCHEMA`, :data:`BOTH_SCHEMA` for a
     ``both`` run, or :data:`~gitnetdiag.report.transfers.TRANSFER_REPORT_SCHEMA` for
     sampled transfers)."""
-    if diagnosis.parts:
-        return _both_dict(redact_diagnosis(diagnosis))
-    if diagnosis.sampled is not None:
-        return sampled_report_dict(redact_diagnosis(diagnosis))
     d = redact_diagnosis(diagnosis)
-    protocols = {}
-    for s in d.protocols:
-        item = to_jsonable(s)
-        del item["protocol"]
-        protocols[s.protocol] = item
-    env = to_jsonable(d.environment)
+    if d.parts:
+        return _both_dict(d)
+    if d.sampled is not None:
+        return sampled_report_dict(d)
+    protocols = {s.protocol: {key: value for key, value in to_jsonable(s).items()
+                              if key != "protocol"} for s in d.protocols}
     observations = d.observations.to_dict()
     if "bursts" in observations:
         observations["bursts"] = [burst_json(burst) for burst in observations["bursts"]]
@@ -81,7 +77,7 @@ def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
         "culprits": [_finding(i, f) for i, f in enumerate(d.findings, start=1)],
         "dropped": [_finding(None, f) for f in d.dropped],
         "protocols": protocols,
-        "environment": env,
+        "environment": to_jsonable(d.environment),
         "observations": observations,
     }
 

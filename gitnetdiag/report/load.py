@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import base64
 import html
-import io
 import json
+from collections.abc import Sequence
 
 from rich.table import Table
 from rich.text import Text
 
-from gitnetdiag.model.load.records import HOST_COUNTERS_SHOWN, LoadReport, StepResult, TargetStep
+from gitnetdiag.model.load.records import HOST_COUNTERS_SHOWN, ErrorGroup, LoadReport, StepResult
 from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.redact import redact_diagnosis
 
@@ -26,8 +26,8 @@ def _f(value: float | None, digits: int = 3) -> str:
     return "-" if value is None else f"{value:.{digits}f}"
 
 
-def _errors_text(step: StepResult) -> str:
-    return ", ".join(f"{e.kind} {e.count}" for e in step.errors) or "-"
+def _errors_text(errors: Sequence[ErrorGroup]) -> str:
+    return ", ".join(f"{e.kind} {e.count}" for e in errors) or "-"
 
 
 def _host_text(step: StepResult) -> str:
@@ -48,26 +48,23 @@ def step_row(step: StepResult) -> tuple[str, ...]:
         f"{step.ops_per_s:.2f}", f"{step.ops_per_hour:,.0f}",
         *(_f(None if lat is None else v) for v in (
             (lat.p50_s, lat.p75_s, lat.p90_s, lat.p99_s, lat.max_s) if lat else (0.0,) * 5)),
-        f"{step.bytes_moved / 1e6:.2f}", _errors_text(step), _host_text(step),
+        f"{step.bytes_moved / 1e6:.2f}", _errors_text(step.errors), _host_text(step),
     )
 
 
 TARGET_COLUMNS = ("step", "conc", "remote", "ops", "ok", "err", "p50 s", "by operation", "errors")
 
 
-def target_row(step: StepResult, share: TargetStep) -> tuple[str, ...]:
-    """One row of the per-remote table (terminal, Markdown and HTML)."""
-    by_op = ", ".join(f"{op} {n}" for op, n in sorted(share.ops_by_op.items())) or "-"
-    errors = ", ".join(f"{e.kind} {e.count}" for e in share.errors) or "-"
-    return (str(step.index + 1), str(step.concurrency), share.url, str(share.ops), str(share.ok),
-            str(share.failed), _f(share.p50_s), by_op, errors)
-
-
 def target_rows(report: LoadReport) -> list[tuple[str, ...]]:
-    """The per-remote rows of every step; none when the run had a single remote."""
+    """The per-remote rows of every step (terminal, Markdown and HTML); none when the run had
+    a single remote."""
     if len(report.remotes) < 2:
         return []
-    return [target_row(step, share) for step in report.steps for share in step.by_target]
+    return [(str(step.index + 1), str(step.concurrency), share.url, str(share.ops),
+             str(share.ok), str(share.failed), _f(share.p50_s),
+             ", ".join(f"{op} {n}" for op, n in sorted(share.ops_by_op.items())) or "-",
+             _errors_text(share.errors))
+            for step in report.steps for share in step.by_target]
 
 
 def verdict_line(report: LoadReport) -> str:
@@ -170,12 +167,9 @@ def _box_plot_png(report: LoadReport) -> str | None:
     steps = [s for s in report.steps if s.latency is not None or s.failed]
     if not steps:
         return None
-    import matplotlib
+    from gitnetdiag.report.plots import png_bytes, pyplot
 
-    matplotlib.use("Agg")
-    from matplotlib import pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = pyplot().subplots(figsize=(8, 4.2))
     positions = list(range(1, len(steps) + 1))
     boxes = [
         {"label": str(s.concurrency), "med": s.latency.p50_s, "q1": s.latency.q1_s,
@@ -202,10 +196,7 @@ def _box_plot_png(report: LoadReport) -> str | None:
                           xytext=(6, 6), color="tab:red")
     rate.legend(loc="upper left")
     ax.set_title("latency per concurrency step (box), throughput (line), errors (x)")
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, bbox_inches="tight", metadata={"Software": None})
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode("ascii")
+    return base64.b64encode(png_bytes(fig, bbox_inches="tight")).decode("ascii")
 
 
 def render_html(report: LoadReport) -> str:

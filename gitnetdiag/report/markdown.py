@@ -4,74 +4,45 @@ from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import render_text as render_both
-from gitnetdiag.report.failures import (
-    INTRO,
-    SECTION_TITLE,
-    SIGNATURE_HEADING,
-    failure_note,
-    failure_signature,
-    failure_where,
-)
+from gitnetdiag.report.compare import md_table
+from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_table
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.report.transfers import WORDS, render_text
+from gitnetdiag.report.transfers import (
+    PROTOCOL_COLUMNS,
+    protocol_rows,
+    protocols_title,
+    render_text,
+    table_text,
+)
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
-    answered_by,
-    fmt_bytes,
-    fmt_evidence_threshold,
-    fmt_evidence_value,
-    fmt_push_duration,
-    fmt_rate,
+    environment_items,
+    evidence_rows,
     fmt_s,
 )
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
-def _failures(d: Diagnosis) -> list[str]:
-    """The measurement failures table; a failure-signature column when a push was described."""
-    signed = any(f.seen for f in d.measurement_failures)
-    extra = f" {SIGNATURE_HEADING} |" if signed else ""
-    lines = [f"## {SECTION_TITLE}", "", INTRO, "",
-             f"| measurement | reference | what happened | hint | note |{extra}",
-             "|---|---|---|---|---|" + ("---|" if signed else "")]
-    for f in d.measurement_failures:
-        cell = f" {_cell(failure_signature(f))} |" if signed else ""
-        lines.append(f"| {_cell(failure_where(f))} | `{f.reference}` | {_cell(f.message)} | "
-                     f"{_cell(f.hint)} | {_cell(failure_note(f))} |{cell}")
-    return [*lines, ""]
-
-
 def _finding(rank: int, f: Finding) -> list[str]:
-    lines = [
+    return [
         f"### {rank}. `{f.id}`: {f.title}",
         "",
         f"**Cost** ~{fmt_s(f.cost_s)} · **confidence** {f.score:.2f}",
         "",
         f.summary,
         "",
-        "| evidence | measured | threshold | source |",
-        "|---|---|---|---|",
+        *md_table(("evidence", "measured", "threshold", "source"), evidence_rows(f)),
+        f"**Fix:** {f.fix}",
+        "",
     ]
-    lines += [
-        f"| {_cell(e.what)} | {_cell(fmt_evidence_value(e))} | "
-        f"{_cell(fmt_evidence_threshold(e))} | {_cell(e.source)} |"
-        for e in f.evidence
-    ]
-    lines += ["", f"**Fix:** {f.fix}", ""]
-    return lines
 
 
 def render_markdown(diagnosis: Diagnosis) -> str:
     """The report as GitHub-flavoured Markdown."""
-    if diagnosis.parts:  # a both run: one ranking, then each direction's report
-        d = redact_diagnosis(diagnosis)
-        return render_both(d, [render_markdown(p) for p in d.parts], markdown=True)
-    if diagnosis.sampled is not None:
-        return render_text(redact_diagnosis(diagnosis), markdown=True)
     d = redact_diagnosis(diagnosis)
+    if d.parts:  # a both run: one ranking, then each direction's report
+        return render_both(d, [render_markdown(p) for p in d.parts], markdown=True)
+    if d.sampled is not None:
+        return render_text(d, markdown=True)
     env = d.environment
     lines = [
         "# gitnetdiag report",
@@ -80,31 +51,16 @@ def render_markdown(diagnosis: Diagnosis) -> str:
         "",
     ]
     if d.measurement_failures:
-        lines += _failures(d)
+        cols, rows = failure_table(d.measurement_failures)
+        lines += [f"## {SECTION_TITLE}", "", INTRO, "",
+                  *md_table(cols, [(r[0], f"`{r[1]}`", *r[2:]) for r in rows])]
     if d.findings:
-        lines.append("| rank | culprit | cost | confidence |")
-        lines.append("|---|---|---|---|")
-        lines += [
-            f"| {i} | `{f.id}` | {fmt_s(f.cost_s)} | {f.score:.2f} |"
-            for i, f in enumerate(d.findings, start=1)
-        ]
-        lines.append("")
+        lines += md_table(("rank", "culprit", "cost", "confidence"),
+                          [(str(i), f"`{f.id}`", fmt_s(f.cost_s), f"{f.score:.2f}")
+                           for i, f in enumerate(d.findings, start=1)])
     if d.protocols:
-        lines += [
-            f"## {WORDS.get(d.direction, WORDS['push']).transfers.capitalize()} per protocol",
-            "",
-            "| protocol | ok | failed | bytes | duration (median) | rate median | rate min | "
-            "rate max |",
-            "|---|---|---|---|---|---|---|---|",
-        ]
-        for s in d.protocols:
-            failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
-            lines.append(
-                f"| {s.label} | {s.pushes_ok} | {failed} | {fmt_bytes(s.bytes)} | "
-                f"{fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0)} | "
-                f"{fmt_rate(s.rate_bytes_per_s)} | "
-                f"{fmt_rate(s.rate_min_bytes_per_s)} | {fmt_rate(s.rate_max_bytes_per_s)} |"
-            )
+        lines += [f"## {protocols_title(d)}", "",
+                  *table_text(PROTOCOL_COLUMNS, protocol_rows(d), markdown=True)]
         if any(s.projected_pushes for s in d.protocols):
             lines += ["", PROJECTED_NOTE]
         lines.append("")
@@ -114,20 +70,11 @@ def render_markdown(diagnosis: Diagnosis) -> str:
             lines += _finding(i, f)
     else:
         lines += ["No culprit passed the threshold.", ""]
-    versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
-    https_server, ssh_server = answered_by(env.server)
     lines += [
         "## Environment",
         "",
         f"- target: `{env.target_url or '-'}`",
-        f"- started: {env.started or '-'}",
-        f"- RTT: {fmt_s(env.rtt_s)}",
-        f"- path rate: {fmt_rate(env.path_rate_bytes_per_s)}",
-        f"- client versions: {versions}",
-        f"- HTTPS server that answered: {https_server}",
-        f"- SSH server: {ssh_server}",
-        f"- protocols measured: {', '.join(d.measured_protocols) or '-'} "
-        f"(requested: {', '.join(d.requested_protocols) or '-'})",
+        *(f"- {what}: {value}" for what, value in environment_items(d)),
         "",
         "## How it was measured",
         "",

@@ -190,9 +190,10 @@ def warm_up() -> None:
     pyplot()
 
 
-def png_bytes(fig: Any) -> bytes:
+def png_bytes(fig: Any, **savefig: Any) -> bytes:
+    """A figure as PNG (then closed); ``savefig``: more of matplotlib's options."""
     buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=90, metadata={"Software": None})
+    fig.savefig(buffer, format="png", dpi=90, metadata={"Software": None}, **savefig)
     pyplot().close(fig)
     return buffer.getvalue()
 

@@ -7,15 +7,7 @@ message, a kernel log line, a config value) is scrubbed in every format.
 
 from __future__ import annotations
 
-from typing import TypeVar
-
-from gitnetdiag.redaction import MASK, redact_text, redact_tree, redact_url
+from gitnetdiag.redaction import MASK, redact_text, redact_url
+from gitnetdiag.redaction import redact_tree as redact_diagnosis
 
 __all__ = ["MASK", "redact_diagnosis", "redact_text", "redact_url"]
-
-T = TypeVar("T")
-
-
-def redact_diagnosis(diagnosis: T) -> T:
-    """A copy of a dataclass tree (a :class:`Diagnosis`) with every string redacted."""
-    return redact_tree(diagnosis)

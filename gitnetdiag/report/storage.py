@@ -125,17 +125,13 @@ def render_terminal(report: StorageReport, *, width: int = 100, color: bool = Fa
     return console_output(console).rstrip() + "\n"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|")
-
-
 def render_markdown(report: StorageReport) -> str:
     """The check as GitHub-flavoured Markdown for a ticket."""
     check, verdict, findings = report.check, report.verdict, report.findings
     lines = ["# gitnetdiag storage check", "", _subject(check), "",
              f"**{verdict.line()}**", "",
              "| " + " | ".join(HEADERS) + " |", "|---|---:|---:|"]
-    lines += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows(check)]
+    lines += ["| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in rows(check)]
     lines.append("")
     lines += [f"- note: {note}" for note in check.notes]
     for finding in findings:

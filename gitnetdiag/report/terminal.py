@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import io
-
 from rich import box
 from rich.console import Console
 from rich.padding import Padding
@@ -12,6 +10,7 @@ from rich.text import Text
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import render_text as render_both
+from gitnetdiag.report.console import console_output, text_console
 from gitnetdiag.report.failures import (
     INTRO,
     SECTION_TITLE,
@@ -20,15 +19,11 @@ from gitnetdiag.report.failures import (
     failure_where,
 )
 from gitnetdiag.report.redact import redact_diagnosis
-from gitnetdiag.report.transfers import WORDS, render_text
+from gitnetdiag.report.transfers import WORDS, protocol_rows, render_text
 from gitnetdiag.report.units import (
     PROJECTED_NOTE,
     answered_by,
-    fmt_bytes,
-    fmt_evidence_threshold,
-    fmt_evidence_value,
-    fmt_push_duration,
-    fmt_rate,
+    evidence_rows,
     fmt_s,
 )
 
@@ -39,49 +34,25 @@ _VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold red",
 def _protocol_table(diagnosis: Diagnosis) -> Table:
     table = Table(box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
     transfers = WORDS.get(diagnosis.direction, WORDS["push"]).transfers
-    for header, justify in (
-        ("protocol", "left"),
-        (f"{transfers} ok/failed", "right"),
-        ("bytes", "right"),
-        ("duration median", "right"),
-        ("rate median", "right"),
-        ("rate min-max", "right"),
-    ):
-        table.add_column(header, justify=justify)  # type: ignore[arg-type]
-    for s in diagnosis.protocols:
-        failed = f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0"
-        table.add_row(
-            s.label,
-            f"{s.pushes_ok}/{failed}",
-            fmt_bytes(s.bytes),
-            fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0),
-            fmt_rate(s.rate_bytes_per_s),
-            f"{fmt_rate(s.rate_min_bytes_per_s)} - {fmt_rate(s.rate_max_bytes_per_s)}"
-            if s.rate_bytes_per_s
-            else "-",
-        )
+    for header in ("protocol", f"{transfers} ok/failed", "bytes", "duration median",
+                   "rate median", "rate min-max"):
+        table.add_column(header, justify="left" if header == "protocol" else "right")
+    for s, row in zip(diagnosis.protocols, protocol_rows(diagnosis), strict=True):
+        label, ok, failed, moved, duration, rate, low, high = row
+        table.add_row(label, f"{ok}/{failed}", moved, duration, rate,
+                      f"{low} - {high}" if s.rate_bytes_per_s else "-")
     return table
 
 
 def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None:
-    head = Text()
-    head.append(f"#{rank} {finding.id}", style="bold" if color else "")
-    head.append(f"  {finding.title}")
-    head.append(f"  cost ~{fmt_s(finding.cost_s)}  confidence {finding.score:.2f}")
-    console.print(head)
+    console.print(Text.assemble((f"#{rank} {finding.id}", "bold" if color else ""),
+                                f"  {finding.title}",
+                                f"  cost ~{fmt_s(finding.cost_s)}  confidence {finding.score:.2f}"))
     console.print(Padding(Text(finding.summary), (0, 0, 0, 3)))
-    for item in finding.evidence:
-        line = f"- {item.what}: {fmt_evidence_value(item)}"
-        extra = "; ".join(
-            f"{label}: {text}"
-            for label, text in (
-                ("threshold", fmt_evidence_threshold(item)),
-                ("source", item.source),
-            )
-            if text
-        )
-        if extra:
-            line += f" ({extra})"
+    for what, value, threshold, source in evidence_rows(finding):
+        extra = "; ".join(f"{label}: {text}" for label, text in
+                          (("threshold", threshold), ("source", source)) if text)
+        line = f"- {what}: {value}" + (f" ({extra})" if extra else "")
         console.print(Padding(Text(line), (0, 0, 0, 3)))
     fix = Text(f"fix: {finding.fix}", style="green" if color else "")
     console.print(Padding(fix, (0, 0, 0, 3)))
@@ -89,24 +60,15 @@ def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None
 
 def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = False) -> str:
     """The report as terminal text; ``color`` adds ANSI styles (not to sampled transfers')."""
-    if diagnosis.parts:  # a both run: one ranking, then each direction's report
-        d = redact_diagnosis(diagnosis)
+    d = redact_diagnosis(diagnosis)
+    if d.parts:  # a both run: one ranking, then each direction's report
         return render_both(d, [render_terminal(p, width=width, color=color)
                                         for p in d.parts], markdown=False)
-    if diagnosis.sampled is not None:
-        return render_text(redact_diagnosis(diagnosis), markdown=False)
-    d = redact_diagnosis(diagnosis)
-    buffer = io.StringIO()
-    console = Console(
-        file=buffer,
-        width=width,
-        force_terminal=color,
-        color_system="standard" if color else None,
-        highlight=False,
-        emoji=False,
-    )
-    verdict_style = _VERDICT_STYLE.get(d.verdict, "bold")
-    console.print(Text(f"verdict: {d.verdict.upper()}", style=verdict_style if color else ""))
+    if d.sampled is not None:
+        return render_text(d, markdown=False)
+    console = text_console(width=width, color=color)
+    style = _VERDICT_STYLE.get(d.verdict, "bold") if color else ""
+    console.print(Text(f"verdict: {d.verdict.upper()}", style=style))
     console.print(Text(d.headline))
     console.print()
     if d.measurement_failures:
@@ -117,8 +79,7 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
                     + (f" [{note}]" if note else ""))
             console.print(Padding(Text(line, style="yellow" if color else ""), (0, 0, 0, 1)))
             console.print(Padding(Text(f"hint: {failure.hint}"), (0, 0, 0, 3)))
-            signature = failure_signature(failure)
-            if signature:
+            if signature := failure_signature(failure):
                 console.print(Padding(Text(f"signature: {signature}"), (0, 0, 0, 3)))
         console.print()
     if d.protocols:
@@ -145,5 +106,4 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
     https_server, ssh_server = answered_by(env.server)
     if env.server is not None:
         console.print(Text(f"answered by: HTTPS {https_server} | SSH {ssh_server}"))
-    # Padding fills lines to the width; trailing blanks only make golden files brittle.
-    return "\n".join(line.rstrip() for line in buffer.getvalue().split("\n"))
+    return console_output(console)

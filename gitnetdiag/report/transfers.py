@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, Any
 from gitnetdiag.diagnosis.model import Diagnosis, Finding, SampledTransfers
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.diagnosis.transfers import TransferObservation
-from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value, fmt_quantity
+from gitnetdiag.report.failures import failure_line
+from gitnetdiag.report.units import (
+    evidence_rows,
+    fmt_bytes,
+    fmt_push_duration,
+    fmt_quantity,
+    fmt_rate,
+)
 from gitnetdiag.rundir.records import RefCleanup, SeedBranch
 from gitnetdiag.serial import to_jsonable
 
@@ -54,6 +61,26 @@ WORDS = {
                   who_sends="this client sends, the server receives"),
 }
 """A direction's words, by the diagnosis' ``direction``."""
+
+
+PROTOCOL_COLUMNS = ("protocol", "ok", "failed", "bytes", "duration (median)", "rate median",
+                    "rate min", "rate max")
+"""The per-protocol table of a run of pushes (its summaries), in Markdown and HTML."""
+
+
+def protocols_title(d: Diagnosis) -> str:
+    """The per-protocol table's heading: ``Pushes per protocol``."""
+    return f"{WORDS.get(d.direction, WORDS['push']).transfers.capitalize()} per protocol"
+
+
+def protocol_rows(d: Diagnosis) -> list[tuple[str, ...]]:
+    """One row per protocol summary, in :data:`PROTOCOL_COLUMNS` order."""
+    return [(s.label, str(s.pushes_ok),
+             f"{s.pushes_failed} ({', '.join(s.failure_kinds)})" if s.pushes_failed else "0",
+             fmt_bytes(s.bytes),
+             fmt_push_duration(s.duration_s, projected=s.projected_pushes > 0),
+             fmt_rate(s.rate_bytes_per_s), fmt_rate(s.rate_min_bytes_per_s),
+             fmt_rate(s.rate_max_bytes_per_s)) for s in d.protocols]
 
 
 def evidence(d: Diagnosis) -> SampledTransfers:
@@ -141,10 +168,10 @@ LEDGER_TITLE = "HTTP/2 download ledger (native upload-pack fetch): the server's 
 
 def ledger_row(pacing: H2Pacing) -> tuple[str, ...]:
     """One window's cells, in :data:`LEDGER_COLUMNS` order."""
+    window = f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})"
     if pacing.error:
-        return (f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})", "failed",
-                pacing.error, "", "", "", "")
-    return (f"{pacing.label} ({fmt_quantity(pacing.window_bytes, 'B')})", pacing.outcome,
+        return (window, "failed", pacing.error, "", "", "", "")
+    return (window, pacing.outcome,
             fmt_quantity(pacing.received_bytes, "B"), fmt_quantity(pacing.rate_bytes_per_s, "B/s"),
             fmt_quantity(pacing.frames, "count"), fmt_quantity(pacing.median_burst_bytes, "B"),
             fmt_quantity(pacing.longest_gap_s, "s"))
@@ -238,11 +265,9 @@ def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
     name = f"**{finding.id}**" if markdown else finding.id
     lines = [f"{rank}. {name} ({finding.title}): costs ~{finding.cost_s:.1f} s, "
              f"score {finding.score:.2f}", f"   {finding.summary}"]
-    for item in finding.evidence:
-        threshold = fmt_evidence_threshold(item)
-        lines.append(f"   - {item.what}: {fmt_evidence_value(item)}"
-                     + (f" ({threshold})" if threshold else "")
-                     + (f" [{item.source}]" if item.source else ""))
+    lines += [f"   - {what}: {value}" + (f" ({threshold})" if threshold else "")
+              + (f" [{source}]" if source else "")
+              for what, value, threshold, source in evidence_rows(finding)]
     lines.append(f"   fix: {finding.fix}")
     return lines
 
@@ -277,9 +302,7 @@ def render_text(d: Diagnosis, *, markdown: bool) -> str:
         lines += ["", f"## {title}" if markdown else title,
                   *table_text(cols, rows, markdown=markdown)]
     lines += ["", f"verdict: {d.verdict}", *([d.headline] if d.headline else [])]
-    lines += [f"  {f.reference}: {f.message}"
-              + (f" (explained by {f.explained_by})" if f.explained_by else f"; {f.hint}")
-              for f in d.measurement_failures]
+    lines += [f"  {failure_line(f)}" for f in d.measurement_failures]
     ssh = evidence(d).ssh_pacing
     if ssh:
         lines += ["", f"## {SSH_LEDGER_TITLE}" if markdown else SSH_LEDGER_TITLE,

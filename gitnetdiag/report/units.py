@@ -14,12 +14,14 @@ renderers; every renderer imports them from here.
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.model import Evidence, Quantity, Unit
+from gitnetdiag.diagnosis.model import Diagnosis, Evidence, Finding, Unit
 from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
 
 __all__ = [
     "answered_by",
+    "environment_items",
+    "evidence_rows",
     "fmt_bytes",
     "fmt_evidence_threshold",
     "fmt_evidence_value",
@@ -51,10 +53,6 @@ def fmt_quantity(value: float | None, unit: Unit | None) -> str:
     return _count(value)
 
 
-def _term(q: Quantity) -> str:
-    return fmt_quantity(q.value, q.unit)
-
-
 def fmt_evidence_value(e: Evidence) -> str:
     """What was measured: ``1.30 MB/s``, ``1 of 3``, ``5``, or the text of a non-number."""
     if e.value is None:
@@ -80,7 +78,8 @@ def fmt_push_duration(duration_s: float | None, *, projected: bool) -> str:
 
 def fmt_evidence_threshold(e: Evidence) -> str:
     """What it was compared with: ``< BDP (SSH push x RTT) = 1.6 MB``, ``> 0``, or empty."""
-    basis = e.basis.format(*(_term(q) for q in e.basis_terms)) if e.basis_terms else e.basis
+    basis = (e.basis.format(*(fmt_quantity(q.value, q.unit) for q in e.basis_terms))
+             if e.basis_terms else e.basis)
     parts: list[str] = [e.comparison or ""]
     if e.threshold is None:
         parts.append(basis)
@@ -89,6 +88,12 @@ def fmt_evidence_threshold(e: Evidence) -> str:
             parts.append(f"{basis} =")
         parts.append(fmt_quantity(e.threshold, e.unit))
     return " ".join(part for part in parts if part)
+
+
+def evidence_rows(finding: Finding) -> list[tuple[str, str, str, str]]:
+    """A culprit's evidence, one row per item: what, measured, threshold, source."""
+    return [(e.what, fmt_evidence_value(e), fmt_evidence_threshold(e), e.source)
+            for e in finding.evidence]
 
 
 def answered_by(identity: ServerIdentity | None) -> tuple[str, str]:
@@ -102,3 +107,15 @@ def answered_by(identity: ServerIdentity | None) -> tuple[str, str]:
         if identity.basis:
             https += " (from " + "; ".join(identity.basis) + ")"
     return https, identity.ssh_banner or "-"
+
+
+def environment_items(d: Diagnosis) -> list[tuple[str, str]]:
+    """The Markdown and HTML environment list after the target: (label, value)."""
+    env = d.environment
+    https_server, ssh_server = answered_by(env.server)
+    return [("started", env.started or "-"), ("RTT", fmt_s(env.rtt_s)),
+            ("path rate", fmt_rate(env.path_rate_bytes_per_s)),
+            ("client versions", ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"),
+            ("HTTPS server that answered", https_server), ("SSH server", ssh_server),
+            ("protocols measured", f"{', '.join(d.measured_protocols) or '-'} "
+             f"(requested: {', '.join(d.requested_protocols) or '-'})")]
