@@ -529,8 +529,7 @@ def compare_pair(labels: tuple[str, str], before: Diagnosis, after: Diagnosis) -
     slower: str | None = None
     slower_top: Finding | None = None
     if deciding is not None and deciding.speedup is not None and not same_time(deciding):
-        slower_run = before if deciding.speedup > 1 else after
-        slower = labels[0] if deciding.speedup > 1 else labels[1]
+        slower, slower_run = (labels[0], before) if deciding.speedup > 1 else (labels[1], after)
         slower_top = slower_run.findings[0] if slower_run.findings else None
     differences = _differences(before, after)
     return PairComparison(

@@ -49,12 +49,7 @@ from gitnetdiag.diagnosis.measures import (
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Finding
-from gitnetdiag.diagnosis.observations import (
-    PROTOCOL_ORDER,
-    CaptureMetrics,
-    Observations,
-    ProtocolObservation,
-)
+from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, CaptureMetrics, Observations
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 
 MATHIS_C = 1.22
@@ -159,10 +154,6 @@ def _loss_events(c: CaptureMetrics) -> float:
     return (c.retransmitted_bytes or 0) / (c.mss_bytes or DEFAULT_MSS_BYTES)
 
 
-def _mss(p: ProtocolObservation) -> float:
-    return float(p.capture.mss_bytes) if p.capture and p.capture.mss_bytes else DEFAULT_MSS_BYTES
-
-
 def _reference(obs: Observations, name: str, removed: set[str]) -> tuple[str, float] | None:
     """The fastest other protocol's measured rate, among those none of ``removed`` limits."""
     rates = [(other, upload_rate_bytes_per_s(obs.protocols[other])) for other in PROTOCOL_ORDER
@@ -188,7 +179,8 @@ def predicted_upload_s(obs: Observations, name: str, removed: set[str], *,
     rates = [(limit.rate_bytes_per_s / rtt_scale if limit.rtt_bound else limit.rate_bytes_per_s,
               limit.what) for limit in kept]
     model_rate, model_what = min(rates) if rates else (None, SLOW_START_ONLY)
-    seconds = ramp_time_s(size, model_rate, rtt * rtt_scale, _mss(p))
+    mss = (p.capture.mss_bytes if p.capture else None) or DEFAULT_MSS_BYTES
+    seconds = ramp_time_s(size, model_rate, rtt * rtt_scale, mss)
     what = f"{model_what} {fmt_rate(model_rate)}" if model_rate else model_what
     use_references = measured_references and rtt_scale == 1.0
     reference = _reference(obs, name, removed) if use_references else None
@@ -233,10 +225,10 @@ def _removal_cost(obs: Observations, culprit: str, fired: set[str]) -> Predictio
     return best
 
 
-def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str | None] | None:
+def _latency_cost(obs: Observations, fired: set[str]) -> Prediction | None:
     """What a 20 ms endpoint saves once the fired window culprits are fixed, on the
     protocol where it saves most, and the window culprit holding the rest."""
-    best: tuple[Prediction, str | None] | None = None
+    best: Prediction | None = None
     for name in PROTOCOL_ORDER:
         if name not in obs.protocols:
             continue
@@ -258,9 +250,9 @@ def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str |
         # latency keeps the gap that is left; else the measured upload shrinks as the model.
         cost = (max(0.0, here[0] - near[0]) if removed
                 else up * max(0.0, 1.0 - near[0] / here[0]))
-        if best is None or cost > best[0].cost_s:
-            best = (Prediction(protocol=name, cost_s=cost, predicted_s=near[0],
-                               next_limit=near[1]), owners[0] if owners else None)
+        if best is None or cost > best.cost_s:
+            best = Prediction(protocol=name, cost_s=cost, predicted_s=near[0], next_limit=near[1],
+                              shares_with=owners[0] if owners else None)
     return best
 
 
@@ -281,9 +273,8 @@ def _priced(obs: Observations, finding: Finding, fired: set[str]) -> Finding:
             text = (f"This window is already at the usual autotuning maximum: it amplifies "
                     f"{owner}, whose cost holds those seconds; at a {fmt_s(REFERENCE_RTT_S)} "
                     f"endpoint raising it would save {fmt_s(prediction.cost_s)}.")
-    elif finding.id == LATENCY and (latency := _latency_cost(obs, fired)) is not None:
-        prediction, owner = latency
-        cost = prediction.cost_s
+    elif finding.id == LATENCY and (prediction := _latency_cost(obs, fired)) is not None:
+        owner, cost = prediction.shares_with, prediction.cost_s
         if owner is None:
             text = (f"A {fmt_s(REFERENCE_RTT_S)} endpoint would upload in about "
                     f"{fmt_s(prediction.predicted_s)}.")
