@@ -297,23 +297,19 @@ def expected_push_s(sample: ProtocolSample) -> float | None:
     return total / (len(sample.durations_s) + len(sample.failed_waits_s))
 
 
-def noise(before: Sequence[float], after: Sequence[float]) -> tuple[NoiseTest, float | None]:
-    """The test that was run and its p-value (``None`` with fewer than MIN_REPEATS a side)."""
-    if min(len(before), len(after)) < MIN_REPEATS:
-        return "too-few-repeats", None
-    return "welch-t", welch_p_value(before, after)
-
-
 def compare_protocol(protocol: str, before: ProtocolSample,
                      after: ProtocolSample) -> ProtocolComparison:
-    test, p = noise(before.durations_s, after.durations_s)
+    """A protocol in both runs; the noise is tested only with MIN_REPEATS pushes a side."""
+    tested = min(len(before.durations_s), len(after.durations_s)) >= MIN_REPEATS
+    p = welch_p_value(before.durations_s, after.durations_s) if tested else None
     b, a = before.duration_median_s, after.duration_median_s
     return ProtocolComparison(
         protocol=protocol, label=PROTOCOL_LABELS.get(protocol, protocol),
         before=before, after=after,
         change_s=a - b if a is not None and b is not None else None,
         speedup=b / a if a and b is not None else None,
-        noise_test=test, p_value=p, beyond_noise=None if p is None else p < ALPHA)
+        noise_test="welch-t" if tested else "too-few-repeats", p_value=p,
+        beyond_noise=None if p is None else p < ALPHA)
 
 
 def culprit_changes(before: Sequence[Finding], after: Sequence[Finding]) -> list[CulpritChange]:
@@ -348,10 +344,9 @@ def affected_protocol(finding: Finding, measured: Sequence[ProtocolComparison]) 
     if finding.id in PROTOCOL_CULPRITS:
         return PROTOCOL_CULPRITS[finding.id]
     by_label = {label: name for name, label in PROTOCOL_LABELS.items()}
-    for item in finding.evidence:
-        name = by_label.get(item.what.split(":", 1)[0])
-        if name is not None:
-            return name
+    named = [by_label.get(item.what.split(":", 1)[0]) for item in finding.evidence]
+    if (name := next((n for n in named if n is not None), None)) is not None:
+        return name
     medians = [(c.before.duration_median_s or 0.0, c.protocol) for c in measured]
     return max(medians)[1] if medians else None
 
