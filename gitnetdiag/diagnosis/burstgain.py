@@ -65,15 +65,14 @@ def burst_side(burst: BurstResult, rtt: float | None, *, syn: bool = True) -> Bu
         lost_s=burst_cost_s(burst, rtt, syn=syn))
 
 
+def _first_bursts(d: Diagnosis) -> dict[str, BurstResult]:
+    """Each protocol's first burst in run ``d``."""
+    return {burst.protocol: burst for burst in reversed(d.observations.bursts)}
+
+
 def compare_bursts(before: Diagnosis, after: Diagnosis) -> list[BurstComparison]:
     """Bursts run against the same protocol in both runs (the first of each side)."""
-    def first(d: Diagnosis) -> dict[str, BurstResult]:
-        found: dict[str, BurstResult] = {}
-        for burst in d.observations.bursts:
-            found.setdefault(burst.protocol, burst)
-        return found
-
-    b, a = first(before), first(after)
+    b, a = _first_bursts(before), _first_bursts(after)
     rtt_b, rtt_a = rtt_s(before.observations), rtt_s(after.observations)
     return [BurstComparison(protocol=name, label=PROTOCOL_LABELS.get(name, name),
                             before=burst_side(b[name], rtt_b), after=burst_side(a[name], rtt_a))
@@ -81,18 +80,15 @@ def compare_bursts(before: Diagnosis, after: Diagnosis) -> list[BurstComparison]
 
 
 def _push_syn_retransmissions(d: Diagnosis) -> int:
-    total = 0
-    for p in d.observations.protocols.values():
-        if p.capture is not None:
-            total += (p.capture.syn_retransmissions or 0) + (p.capture.synack_retransmissions or 0)
-    return total
+    captures = [p.capture for p in d.observations.protocols.values() if p.capture is not None]
+    return sum((c.syn_retransmissions or 0) + (c.synack_retransmissions or 0) for c in captures)
 
 
 def burst_loss_s(d: Diagnosis, culprit_id: str, protocol: str) -> float | None:
     """Seconds a connection of ``protocol``'s burst lost in run ``d``, counted as the burst
     culprit ``culprit_id`` counts its cost (``syn-drop`` adds one SYN timeout per SYN
     retransmitted on the pushes); ``None`` when the run has no such burst."""
-    burst = next((b for b in d.observations.bursts if b.protocol == protocol), None)
+    burst = _first_bursts(d).get(protocol)
     if burst is None:
         return None
     loss = burst_cost_s(burst, rtt_s(d.observations), syn=culprit_id not in SYN_UNCOUNTED)

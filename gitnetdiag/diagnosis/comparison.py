@@ -297,23 +297,19 @@ def expected_push_s(sample: ProtocolSample) -> float | None:
     return total / (len(sample.durations_s) + len(sample.failed_waits_s))
 
 
-def noise(before: Sequence[float], after: Sequence[float]) -> tuple[NoiseTest, float | None]:
-    """The test that was run and its p-value (``None`` with fewer than MIN_REPEATS a side)."""
-    if min(len(before), len(after)) < MIN_REPEATS:
-        return "too-few-repeats", None
-    return "welch-t", welch_p_value(before, after)
-
-
 def compare_protocol(protocol: str, before: ProtocolSample,
                      after: ProtocolSample) -> ProtocolComparison:
-    test, p = noise(before.durations_s, after.durations_s)
+    """A protocol in both runs; the noise is tested only with MIN_REPEATS pushes a side."""
+    tested = min(len(before.durations_s), len(after.durations_s)) >= MIN_REPEATS
+    p = welch_p_value(before.durations_s, after.durations_s) if tested else None
     b, a = before.duration_median_s, after.duration_median_s
     return ProtocolComparison(
         protocol=protocol, label=PROTOCOL_LABELS.get(protocol, protocol),
         before=before, after=after,
         change_s=a - b if a is not None and b is not None else None,
         speedup=b / a if a and b is not None else None,
-        noise_test=test, p_value=p, beyond_noise=None if p is None else p < ALPHA)
+        noise_test="welch-t" if tested else "too-few-repeats", p_value=p,
+        beyond_noise=None if p is None else p < ALPHA)
 
 
 def culprit_changes(before: Sequence[Finding], after: Sequence[Finding]) -> list[CulpritChange]:
@@ -348,19 +344,22 @@ def affected_protocol(finding: Finding, measured: Sequence[ProtocolComparison]) 
     if finding.id in PROTOCOL_CULPRITS:
         return PROTOCOL_CULPRITS[finding.id]
     by_label = {label: name for name, label in PROTOCOL_LABELS.items()}
-    for item in finding.evidence:
-        name = by_label.get(item.what.split(":", 1)[0])
-        if name is not None:
-            return name
+    named = [by_label.get(item.what.split(":", 1)[0]) for item in finding.evidence]
+    if (name := next((n for n in named if n is not None), None)) is not None:
+        return name
     medians = [(c.before.duration_median_s or 0.0, c.protocol) for c in measured]
     return max(medians)[1] if medians else None
 
 
-def _unmeasured(top: Finding, protocol: str | None, gone: bool, note: str) -> GainCheck:
-    """A gain check without a measured number, and why."""
-    return GainCheck(culprit_id=top.id, protocol=protocol, predicted_gain_s=predicted(top),
-                     measured_gain_s=None, error_share=None, culprit_gone=gone,
-                     beyond_noise=None, note=note)
+def _gain(top: Finding, protocol: str | None, gone: bool, notes: Sequence[str],
+          measured: float | None = None, beyond_noise: bool | None = None) -> GainCheck:
+    """``top``'s gain check; without a ``measured`` gain its notes say why."""
+    cost = predicted(top)
+    return GainCheck(
+        culprit_id=top.id, protocol=protocol, predicted_gain_s=cost, measured_gain_s=measured,
+        error_share=(cost - measured) / measured
+        if cost is not None and measured is not None and measured > 0 else None,
+        culprit_gone=gone, beyond_noise=beyond_noise, note="; ".join(notes))
 
 
 def burst_gain_check(top: Finding, before: Diagnosis, after: Diagnosis,
@@ -370,13 +369,13 @@ def burst_gain_check(top: Finding, before: Diagnosis, after: Diagnosis,
     losses = [(loss, name) for name in PROTOCOL_ORDER
               if (loss := burst_loss_s(before, top.id, name)) is not None]
     if not losses:
-        return _unmeasured(top, None, gone, f"{top.id} was priced without a burst (from the "
-                           f"{words.many}' SYN retransmissions): no burst to measure")
+        return _gain(top, None, gone, [f"{top.id} was priced without a burst (from the "
+                                       f"{words.many}' SYN retransmissions): no burst to measure"])
     loss_before, protocol = max(losses)
     loss_after = burst_loss_s(after, top.id, protocol)
     if loss_after is None:
-        return _unmeasured(top, protocol, gone,
-                           f"the other run has no {protocol} burst: rerun it with the same --burst")
+        return _gain(top, protocol, gone,
+                     [f"the other run has no {protocol} burst: rerun it with the same --burst"])
     measured = loss_before - loss_after
     notes = ["a burst culprit costs connection time: the measured gain is the seconds a "
              f"connection of the {PROTOCOL_LABELS.get(protocol, protocol)} burst lost before "
@@ -384,10 +383,7 @@ def burst_gain_check(top: Finding, before: Diagnosis, after: Diagnosis,
              "counts them; one burst a side is not tested against the noise"]
     if measured <= 0:
         notes.append("nothing was gained: the burst lost as much after")
-    return GainCheck(
-        culprit_id=top.id, protocol=protocol, predicted_gain_s=predicted(top),
-        measured_gain_s=measured, error_share=error_share(top, measured),
-        culprit_gone=gone, beyond_noise=None, note="; ".join(notes))
+    return _gain(top, protocol, gone, notes, measured)
 
 
 def _unmeasured_note(before: Diagnosis, after: Diagnosis, protocol: str | None,
@@ -415,12 +411,6 @@ def predicted(top: Finding) -> float | None:
     return top.cost_s if top.cost_s > 0 else None
 
 
-def error_share(top: Finding, measured: float) -> float | None:
-    """(predicted - measured) / measured; ``None`` without a cost or a positive gain."""
-    cost = predicted(top)
-    return (cost - measured) / measured if cost is not None and measured > 0 else None
-
-
 def gain_check(before: Diagnosis, after: Diagnosis, measured: Sequence[ProtocolComparison],
                words: TransferWords = TRANSFER_WORDS["push"]) -> GainCheck | None:
     """The baseline's top culprit: its cost against the gain measured in the other run."""
@@ -433,8 +423,7 @@ def gain_check(before: Diagnosis, after: Diagnosis, measured: Sequence[ProtocolC
     protocol = affected_protocol(top, measured)
     row = next((c for c in measured if c.protocol == protocol), None)
     if row is None or row.change_s is None:
-        return _unmeasured(top, protocol, gone,
-                           _unmeasured_note(before, after, protocol, words))
+        return _gain(top, protocol, gone, [_unmeasured_note(before, after, protocol, words)])
     measured_gain = -row.change_s
     notes = []
     if row.before.failed or row.after.failed:
@@ -453,10 +442,7 @@ def gain_check(before: Diagnosis, after: Diagnosis, measured: Sequence[ProtocolC
         notes.append("nothing was gained: the run is not faster")
     if predicted(top) is None:
         notes.append(f"{top.id} carries no estimated cost: no predicted gain to check")
-    return GainCheck(
-        culprit_id=top.id, protocol=protocol, predicted_gain_s=predicted(top),
-        measured_gain_s=measured_gain, error_share=error_share(top, measured_gain),
-        culprit_gone=gone, beyond_noise=row.beyond_noise, note="; ".join(notes))
+    return _gain(top, protocol, gone, notes, measured_gain, row.beyond_noise)
 
 
 def _differences(before: Diagnosis, after: Diagnosis) -> list[Difference]:
@@ -508,10 +494,9 @@ def _pair_summary(labels: tuple[str, str], row: ProtocolComparison | None,
     if row.beyond_noise is None:
         noise_text = (f"fewer than {MIN_REPEATS} {words.many} a side: not tested against "
                       "the noise")
-    elif row.beyond_noise:
-        noise_text = f"beyond the noise, Welch p = {row.p_value:.2g}"
     else:
-        noise_text = f"within the noise, Welch p = {row.p_value:.2g}"
+        noise_text = (f"{'beyond' if row.beyond_noise else 'within'} the noise, "
+                      f"Welch p = {row.p_value:.2g}")
     text = (f"{slow} is slower than {fast} on {row.label}: {fmt_s(slow_s)} against "
             f"{fmt_s(fast_s)} a {words.one} (x{factor:.1f}, {noise_text})")
     reasons = []
@@ -530,29 +515,22 @@ def _pair_summary(labels: tuple[str, str], row: ProtocolComparison | None,
 def compare_pair(labels: tuple[str, str], before: Diagnosis, after: Diagnosis) -> PairComparison:
     """The baseline ``before`` against ``after`` (runs of one direction)."""
     words = TRANSFER_WORDS[before.direction]
-    rows: list[ProtocolComparison] = []
-    only_before: list[str] = []
-    only_after: list[str] = []
-    for name in PROTOCOL_ORDER:
-        b, a = protocol_sample(before, name), protocol_sample(after, name)
-        if b is not None and a is not None:
-            rows.append(compare_protocol(name, b, a))
-        elif b is not None:
-            only_before.append(name)
-        elif a is not None:
-            only_after.append(name)
+    samples = {name: (protocol_sample(before, name), protocol_sample(after, name))
+               for name in PROTOCOL_ORDER}
+    rows = [compare_protocol(name, b, a) for name, (b, a) in samples.items()
+            if b is not None and a is not None]
     changes = culprit_changes(before.findings, after.findings)
     deciding = _deciding(rows)
     slower: str | None = None
     slower_top: Finding | None = None
     if deciding is not None and deciding.speedup is not None and not same_time(deciding):
-        slower_run = before if deciding.speedup > 1 else after
-        slower = labels[0] if deciding.speedup > 1 else labels[1]
+        slower, slower_run = (labels[0], before) if deciding.speedup > 1 else (labels[1], after)
         slower_top = slower_run.findings[0] if slower_run.findings else None
     differences = _differences(before, after)
     return PairComparison(
         before=labels[0], after=labels[1], protocols=tuple(rows),
-        only_before=tuple(only_before), only_after=tuple(only_after),
+        only_before=tuple(name for name, (b, a) in samples.items() if b and a is None),
+        only_after=tuple(name for name, (b, a) in samples.items() if a and b is None),
         culprits=tuple(changes), bursts=tuple(compare_bursts(before, after)),
         gain=gain_check(before, after, rows, words), slower=slower,
         deciding_protocol=deciding.protocol if deciding else None,

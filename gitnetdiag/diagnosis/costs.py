@@ -49,12 +49,7 @@ from gitnetdiag.diagnosis.measures import (
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Finding
-from gitnetdiag.diagnosis.observations import (
-    PROTOCOL_ORDER,
-    CaptureMetrics,
-    Observations,
-    ProtocolObservation,
-)
+from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, CaptureMetrics, Observations
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 
 MATHIS_C = 1.22
@@ -125,28 +120,21 @@ def protocol_limits(obs: Observations, name: str) -> list[Limit]:
     rtt = rtt_s(obs, p)
     limits: list[Limit] = []
     if rtt is not None:
-        ledger = p.h2_ledger
-        granted = ledger.granted_window_bytes if ledger is not None else None
-        if name == "h2" and granted is not None:
-            limits.append(Limit(culprits=("h2-flow-control-window",),
-                                what="HTTP/2 window / RTT",
-                                rate_bytes_per_s=granted / rtt, rtt_bound=True,
-                                window_bytes=granted))
-        if name == "ssh" and p.ssh_ledger is not None and p.ssh_ledger.initial_window_bytes:
-            limits.append(Limit(culprits=("ssh-channel-window",), what="SSH channel window / RTT",
-                                rate_bytes_per_s=p.ssh_ledger.initial_window_bytes / rtt,
-                                rtt_bound=True, window_bytes=p.ssh_ledger.initial_window_bytes))
         c = p.capture
-        window = c.largest_window_bytes if c else None
-        if c is not None and window and (c.rwnd_limited_share or 0.0) >= RWND_LIMITED_SHARE:
+        windows: list[tuple[tuple[str, ...], str, float | None]] = [
+            (("h2-flow-control-window",), "HTTP/2 window / RTT",
+             p.h2_ledger.granted_window_bytes if name == "h2" and p.h2_ledger else None),
+            (("ssh-channel-window",), "SSH channel window / RTT",
+             p.ssh_ledger.initial_window_bytes if name == "ssh" and p.ssh_ledger else None)]
+        if c is not None and (c.rwnd_limited_share or 0.0) >= RWND_LIMITED_SHARE:
             # Without window scaling the window cannot grow past 64 KiB whatever the
             # buffers: both culprits name this limit.
-            limits.append(Limit(
-                culprits=("tcp-receive-window-clamp", "tcp-window-scaling-off")
-                if c.window_scaling_off
-                else ("tcp-receive-window-clamp",),
-                what="TCP receive window / RTT", rate_bytes_per_s=window / rtt, rtt_bound=True,
-                window_bytes=window))
+            windows.append((("tcp-receive-window-clamp", "tcp-window-scaling-off")
+                            if c.window_scaling_off else ("tcp-receive-window-clamp",),
+                            "TCP receive window / RTT", c.largest_window_bytes))
+        limits += [Limit(culprits=culprits, what=what, rate_bytes_per_s=window / rtt,
+                         rtt_bound=True, window_bytes=window)
+                   for culprits, what, window in windows if window]
         if c is not None and c.retransmission_rate and _loss_events(c) >= MIN_LOSS_SEGMENTS:
             limits.append(Limit(
                 culprits=("packet-loss",), what=f"cwnd under {c.retransmission_rate:.2%} loss",
@@ -166,22 +154,14 @@ def _loss_events(c: CaptureMetrics) -> float:
     return (c.retransmitted_bytes or 0) / (c.mss_bytes or DEFAULT_MSS_BYTES)
 
 
-def _mss(p: ProtocolObservation) -> float:
-    return float(p.capture.mss_bytes) if p.capture and p.capture.mss_bytes else DEFAULT_MSS_BYTES
-
-
 def _reference(obs: Observations, name: str, removed: set[str]) -> tuple[str, float] | None:
     """The fastest other protocol's measured rate, among those none of ``removed`` limits."""
-    best: tuple[str, float] | None = None
-    for other in PROTOCOL_ORDER:
-        if other == name or other not in obs.protocols:
-            continue
-        if any(removed.intersection(limit.culprits) for limit in protocol_limits(obs, other)):
-            continue
-        rate = upload_rate_bytes_per_s(obs.protocols[other])
-        if rate is not None and (best is None or rate > best[1]):
-            best = (f"{label(other)} push", rate)
-    return best
+    rates = [(other, upload_rate_bytes_per_s(obs.protocols[other])) for other in PROTOCOL_ORDER
+             if other != name and other in obs.protocols and not any(
+                 removed.intersection(limit.culprits) for limit in protocol_limits(obs, other))]
+    best = max(((other, rate) for other, rate in rates if rate is not None),
+               key=lambda item: item[1], default=None)
+    return (f"{label(best[0])} push", best[1]) if best is not None else None
 
 
 def predicted_upload_s(obs: Observations, name: str, removed: set[str], *,
@@ -199,7 +179,8 @@ def predicted_upload_s(obs: Observations, name: str, removed: set[str], *,
     rates = [(limit.rate_bytes_per_s / rtt_scale if limit.rtt_bound else limit.rate_bytes_per_s,
               limit.what) for limit in kept]
     model_rate, model_what = min(rates) if rates else (None, SLOW_START_ONLY)
-    seconds = ramp_time_s(size, model_rate, rtt * rtt_scale, _mss(p))
+    mss = (p.capture.mss_bytes if p.capture else None) or DEFAULT_MSS_BYTES
+    seconds = ramp_time_s(size, model_rate, rtt * rtt_scale, mss)
     what = f"{model_what} {fmt_rate(model_rate)}" if model_rate else model_what
     use_references = measured_references and rtt_scale == 1.0
     reference = _reference(obs, name, removed) if use_references else None
@@ -244,10 +225,10 @@ def _removal_cost(obs: Observations, culprit: str, fired: set[str]) -> Predictio
     return best
 
 
-def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str | None] | None:
+def _latency_cost(obs: Observations, fired: set[str]) -> Prediction | None:
     """What a 20 ms endpoint saves once the fired window culprits are fixed, on the
     protocol where it saves most, and the window culprit holding the rest."""
-    best: tuple[Prediction, str | None] | None = None
+    best: Prediction | None = None
     for name in PROTOCOL_ORDER:
         if name not in obs.protocols:
             continue
@@ -269,59 +250,45 @@ def _latency_cost(obs: Observations, fired: set[str]) -> tuple[Prediction, str |
         # latency keeps the gap that is left; else the measured upload shrinks as the model.
         cost = (max(0.0, here[0] - near[0]) if removed
                 else up * max(0.0, 1.0 - near[0] / here[0]))
-        if best is None or cost > best[0].cost_s:
-            best = (Prediction(protocol=name, cost_s=cost, predicted_s=near[0],
-                               next_limit=near[1]), owners[0] if owners else None)
+        if best is None or cost > best.cost_s:
+            best = Prediction(protocol=name, cost_s=cost, predicted_s=near[0], next_limit=near[1],
+                              shares_with=owners[0] if owners else None)
     return best
 
 
-def _priced(finding: Finding, prediction: Prediction, cost_s: float, text: str) -> Finding:
-    return replace(finding, cost_s=round(max(0.0, cost_s), 3), summary=f"{finding.summary} {text}",
-                   cost_protocol=prediction.protocol)
+def _priced(obs: Observations, finding: Finding, fired: set[str]) -> Finding:
+    """The finding with its cost from the one model, unchanged when the model has none."""
+    if finding.id in RATE_CULPRITS and (
+            prediction := _removal_cost(obs, finding.id, fired)) is not None:
+        p, owner = obs.protocols[prediction.protocol], prediction.shares_with
+        cost = prediction.cost_s
+        if finding.id == "h2-flow-control-window":
+            # The model prices a completed push; stalled pushes add theirs (this
+            # replaces the detector's own estimate, built on the same rule).
+            cost = h2_push_cost_s(obs, p, cost)
+        text = (f"Without it the {label(prediction.protocol)} upload would take about "
+                f"{fmt_s(prediction.predicted_s)} instead of {fmt_s(upload_s(p))} (then bound "
+                f"by {prediction.next_limit}).")
+        if owner is not None:
+            text = (f"This window is already at the usual autotuning maximum: it amplifies "
+                    f"{owner}, whose cost holds those seconds; at a {fmt_s(REFERENCE_RTT_S)} "
+                    f"endpoint raising it would save {fmt_s(prediction.cost_s)}.")
+    elif finding.id == LATENCY and (prediction := _latency_cost(obs, fired)) is not None:
+        owner, cost = prediction.shares_with, prediction.cost_s
+        if owner is None:
+            text = (f"A {fmt_s(REFERENCE_RTT_S)} endpoint would upload in about "
+                    f"{fmt_s(prediction.predicted_s)}.")
+        else:
+            text = (f"Latency here multiplies the {owner} limit, whose cost holds those "
+                    f"seconds; after that fix a {fmt_s(REFERENCE_RTT_S)} endpoint would "
+                    f"save only {fmt_s(prediction.cost_s)} more.")
+    else:
+        return finding
+    return replace(finding, cost_s=round(max(0.0, cost), 3), summary=f"{finding.summary} {text}",
+                   cost_protocol=prediction.protocol, shares_with=owner)
 
 
 def apply_costs(obs: Observations, findings: Sequence[Finding]) -> list[Finding]:
     """The findings with the rate culprits' and path latency's costs from the one model."""
     fired = {f.id for f in findings}
-    priced: list[Finding] = []
-    for finding in findings:
-        if finding.id in RATE_CULPRITS:
-            prediction = _removal_cost(obs, finding.id, fired)
-            if prediction is None:
-                priced.append(finding)
-                continue
-            p = obs.protocols[prediction.protocol]
-            cost = prediction.cost_s
-            if finding.id == "h2-flow-control-window":
-                # The model prices a completed push; stalled pushes add theirs (this
-                # replaces the detector's own estimate, built on the same rule).
-                cost = h2_push_cost_s(obs, p, cost)
-            up = upload_s(p)
-            text = (f"Without it the {label(prediction.protocol)} upload would take about "
-                    f"{fmt_s(prediction.predicted_s)} instead of {fmt_s(up)} (then bound by "
-                    f"{prediction.next_limit}).")
-            if prediction.shares_with is not None:
-                text = (f"This window is already at the usual autotuning maximum: it amplifies "
-                        f"{prediction.shares_with}, whose cost holds those seconds; at a "
-                        f"{fmt_s(REFERENCE_RTT_S)} endpoint raising it would save "
-                        f"{fmt_s(prediction.cost_s)}.")
-            priced.append(replace(_priced(finding, prediction, cost, text),
-                                  shares_with=prediction.shares_with))
-        elif finding.id == LATENCY:
-            latency = _latency_cost(obs, fired)
-            if latency is None:
-                priced.append(finding)
-                continue
-            prediction, owner = latency
-            if owner is None:
-                text = (f"A {fmt_s(REFERENCE_RTT_S)} endpoint would upload in about "
-                        f"{fmt_s(prediction.predicted_s)}.")
-            else:
-                text = (f"Latency here multiplies the {owner} limit, whose cost holds those "
-                        f"seconds; after that fix a {fmt_s(REFERENCE_RTT_S)} endpoint would "
-                        f"save only {fmt_s(prediction.cost_s)} more.")
-            priced.append(replace(_priced(finding, prediction, prediction.cost_s, text),
-                                  shares_with=owner))
-        else:
-            priced.append(finding)
-    return priced
+    return [_priced(obs, finding, fired) for finding in findings]

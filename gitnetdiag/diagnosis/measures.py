@@ -8,7 +8,6 @@ from __future__ import annotations
 import math
 import statistics
 from collections.abc import Iterable
-from dataclasses import dataclass
 
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
@@ -96,13 +95,9 @@ def upload_rate_bytes_per_s(p: ProtocolObservation) -> float | None:
 
 def capture_rtt_s(p: ProtocolObservation) -> float | None:
     """RTT seen on a protocol's capture: handshake, else min, else median sample."""
-    if p.capture is None:
-        return None
     c = p.capture
-    for value in (c.handshake_rtt_s, c.min_rtt_s, c.median_rtt_s):
-        if value is not None and value > 0:
-            return value
-    return None
+    values = (c.handshake_rtt_s, c.min_rtt_s, c.median_rtt_s) if c is not None else ()
+    return next((value for value in values if value is not None and value > 0), None)
 
 
 def rtt_s(obs: Observations, p: ProtocolObservation | None = None) -> float | None:
@@ -111,50 +106,27 @@ def rtt_s(obs: Observations, p: ProtocolObservation | None = None) -> float | No
         return obs.run.rtt_s
     candidates = [p] if p is not None else []
     candidates += [other for other in obs.protocols.values() if other is not p]
-    for candidate in candidates:
-        found = capture_rtt_s(candidate)
-        if found is not None:
-            return found
-    return None
+    found = (capture_rtt_s(candidate) for candidate in candidates)
+    return next((rtt for rtt in found if rtt is not None), None)
 
 
 def path_rate_bytes_per_s(obs: Observations) -> float | None:
     """Measured path capacity in bytes per second."""
-    if obs.run.path_rate_bytes_per_s is None or obs.run.path_rate_bytes_per_s <= 0:
-        return None
-    return obs.run.path_rate_bytes_per_s
-
-
-@dataclass(frozen=True, kw_only=True)
-class Rate:
-    """A rate and where it was measured."""
-
-    bytes_s: float
-    """Bytes per second."""
-    label: str
-    """What it is, for evidence (``HTTP/1.1 push``, ``path (iperf)``)."""
+    rate = obs.run.path_rate_bytes_per_s
+    return rate if rate is not None and rate > 0 else None
 
 
 def protocol_rates(obs: Observations) -> dict[str, float]:
     """Upload rate of each protocol that completed a push, canonical order."""
-    rates: dict[str, float] = {}
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None:
-            continue
-        rate = upload_rate_bytes_per_s(p)
-        if rate is not None:
-            rates[name] = rate
-    return rates
+    rates = {name: upload_rate_bytes_per_s(obs.protocols[name])
+             for name in PROTOCOL_ORDER if name in obs.protocols}
+    return {name: rate for name, rate in rates.items() if rate is not None}
 
 
 def best_other_rate(obs: Observations, exclude: str) -> tuple[str, float] | None:
     """The fastest other protocol's measured upload rate."""
-    rates = {name: rate for name, rate in protocol_rates(obs).items() if name != exclude}
-    if not rates:
-        return None
-    name = max(rates, key=lambda key: rates[key])
-    return name, rates[name]
+    rates = [(name, rate) for name, rate in protocol_rates(obs).items() if name != exclude]
+    return max(rates, key=lambda item: item[1], default=None)
 
 
 def tcp_window_rate(obs: Observations, p: ProtocolObservation) -> float | None:
