@@ -14,9 +14,11 @@ from gitnetdiag.diagnosis.culprits._common import (
     burst_cost_s,
     burst_evidence,
     burst_symptoms,
+    captured,
     config_evidence,
     failure_cost_s,
     label,
+    observed,
 )
 from gitnetdiag.diagnosis.culprits.ssh import ssh_maxstartups
 from gitnetdiag.diagnosis.culprits.weights import weight
@@ -26,7 +28,6 @@ from gitnetdiag.diagnosis.measures import (
 )
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
-    PROTOCOL_ORDER,
     ConfigFinding,
     Observations,
     ProtocolObservation,
@@ -130,8 +131,7 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
             "activation (`ListenStream=9418`, `Backlog=1024`, `Accept=yes` with `git daemon "
             "--inetd`) or behind a proxy with a large backlog. " + fix
         )
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=cost,
         summary=(
             f"{listener_text[0].upper()}{listener_text[1:]}"
@@ -139,7 +139,6 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
             + burst_text
             + "."
         ),
-        evidence=tuple(tally.evidence),
         fix=fix,
     )
 
@@ -157,10 +156,8 @@ def syn_drop(obs: Observations) -> Hit | None:
     for burst in bursts:
         evidence.extend(burst_evidence(burst))
     push_syn = 0
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        c = p.capture if p is not None else None
-        if c is not None and ((c.syn_retransmissions or 0) + (c.synack_retransmissions or 0)):
+    for name, _, c in captured(obs):
+        if (c.syn_retransmissions or 0) + (c.synack_retransmissions or 0):
             push_syn += (c.syn_retransmissions or 0) + (c.synack_retransmissions or 0)
             evidence += [
                 above_zero(f"{label(name)}: {kind} retransmissions", count, c.source)
@@ -296,10 +293,7 @@ def _answered_then_closed(p: ProtocolObservation) -> bool:
 def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets) -> None:
     """Pushes reset (or, with a filter rule or an early refusal, refused)."""
     # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None:
-            continue
+    for name, p in observed(obs):
         early = _filtered_refusals(obs, p)
         kinds = {FailureKind.RESET, *REFUSALS} if rules or early else {FailureKind.RESET}
         c = p.capture
@@ -374,13 +368,11 @@ def firewall_reset(obs: Observations) -> Hit | None:
         if rules
         else ""
     )
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=found.worst_cost,
         cost_protocol=found.worst_protocol,
         summary="; ".join(found.summary)
         + ": connections are cut by a reset from the path or server.",
-        evidence=tuple(tally.evidence),
         fix=(
             f"Find and relax the filter that resets the connections{rule_text or ''}: "
             "`iptables -S` / `nft list ruleset` for REJECT `tcp-reset` rules, load-balancer idle "

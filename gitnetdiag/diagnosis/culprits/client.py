@@ -257,13 +257,12 @@ def _index_pack_hit(obs: TransferObservation, peers: Sequence[float]) -> Hit | N
     if phases.checkout_s is not None:
         tally.note(Evidence(what="checkout (unpack_trees)", value=phases.checkout_s,
                                 unit="s", source="trace2"))
-    return Hit(
-        score=round(min(weight("client-index-pack-cpu", "cap"), tally.score), 2),
-        cost_s=index_s,
+    return tally.hit(
+        cost_s=index_s, cap="cap",
         summary=(f"the client's index-pack took {index_s:.1f} s of the clone's {total:.1f} s "
                  "before checkout, resolving deltas: the client's CPU, not the network, set "
                  "the clone's time"),
-        evidence=tuple(tally.evidence), fix=INDEX_PACK_FIX, cost_protocol=obs.protocol)
+        fix=INDEX_PACK_FIX, cost_protocol=obs.protocol)
 
 
 def client_index_pack_cpu(run: Observations) -> Hit | None:

@@ -31,7 +31,6 @@ from gitnetdiag.diagnosis.culprits._common import (
 )
 from gitnetdiag.diagnosis.culprits.headroom import window_headroom
 from gitnetdiag.diagnosis.culprits.libcurlwin import LibcurlWindow, window_for
-from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
     failed_pushes,
@@ -359,15 +358,13 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
     )
     _capture_only_signals(cap, rate, rtt, window, tally)
     rate_text = f" at {fmt_rate(rate)}" if rate else ""
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=cost or 0.0,
         summary=(f"The HTTP/2 upload{rate_text} sent about {fmt_bytes(window)} per "
                  f"{fmt_s(rtt)} round trip and waited {cap.self_limited_share:.0%} of the "
                  "time with the TCP window open: an HTTP/2 flow-control window is the likely "
                  "limit. Seen in a bare capture: no HTTP/1.1 or SSH push to compare, the "
                  "HTTP/2 frames not decrypted (give --keylog for the granted window)."),
-        evidence=tuple(tally.evidence),
         fix=_fix(_H2Push(p=p, rtt=rtt, h2_rate=rate, other=None, window=window,
                          next_limit=("TCP receive window / RTT", tcp_rate) if tcp_rate
                          else None), answering_server(obs)),
@@ -422,11 +419,9 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
         return None
     pattern = r"initial-window-size|H2WindowSize|http2_body_preread_size|window_size"
     tally.note(*config_evidence(config_lines(obs, pattern)), *hops(identity))
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=_cost_s(obs, h),
         summary=_summary(h, predicted, stalled),
-        evidence=tuple(tally.evidence),
         fix=_fix(h, identity),
     )
 
@@ -544,10 +539,8 @@ def client_http2_window(run: Observations) -> Hit | None:
     if window is None:
         return None
     cost = h2.measured_s - h2.moved_bytes / h1_rate if h1_rate > h2_rate else 0.0
-    return Hit(
-        score=round(min(weight("client-http2-window", "cap"), tally.score), 2),
-        cost_s=max(0.0, cost), summary=_client_summary(h2, h1_rate, window, entry),
-        evidence=tuple(tally.evidence), fix=H2_WINDOW_FIX, cost_protocol="h2")
+    return tally.hit(cost_s=max(0.0, cost), summary=_client_summary(h2, h1_rate, window, entry),
+                     fix=H2_WINDOW_FIX, cost_protocol="h2", cap="cap")
 
 
 def _client_summary(h2: TransferObservation, h1_rate: float, window: int,

@@ -12,6 +12,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     Hit,
     Tally,
     above_zero,
+    captured,
     config_evidence,
     config_lines,
     label,
@@ -64,11 +65,7 @@ def _clamped_protocols(obs: Observations) -> list[_Clamp]:
         or c.rwnd_limited_share < RWND_LIMITED_SHARE
     }
     found = []
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None or p.capture is None:
-            continue
-        c = p.capture
+    for name, p, c in captured(obs):
         window = c.largest_window_bytes
         rtt, rate, size, up = rtt_s(obs, p), rates.get(name), push_bytes(p), upload_s(p)
         if (
@@ -174,8 +171,7 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
     tally.note(*config_evidence(config_lines(obs, r"rcvbuf|SO_RCVBUF|tcp_rmem")))
     names = ", ".join(label(c.name) for c in clamps)
     suggest = suggest_window(bdp)
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=worst.cost,
         summary=(
             f"{names} uploads sat at the receiver's TCP window: {fmt_bytes(worst.window)} per "
@@ -183,7 +179,6 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
             f"{fmt_rate(worst.rate)}"
             + (f", while the BDP is {fmt_bytes(bdp)}." if bdp is not None else ".")
         ),
-        evidence=tuple(tally.evidence),
         fix=(
             "On the receiver of the push (the server, or the edge that terminates TCP): raise "
             f"the maximum of `net.ipv4.tcp_rmem` (e.g. `4096 131072 {suggest}`) and "
@@ -196,16 +191,8 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
 
 def tcp_window_scaling_off(obs: Observations) -> Hit | None:
     clamps = {c.name: c for c in _clamped_protocols(obs)}
-    hits = []
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None or p.capture is None:
-            continue
-        c = p.capture
-        window = c.largest_window_bytes
-        if window is None or not c.window_scaling_off:
-            continue
-        hits.append((name, c, window))
+    hits = [(name, c, window) for name, _, c in captured(obs)
+            if (window := c.largest_window_bytes) is not None and c.window_scaling_off]
     if not hits:
         return None
     costs = {name: clamps[name].cost if name in clamps else 0.0 for name, _, _ in hits}
