@@ -267,8 +267,7 @@ def _summary(h: _H2Push, predicted: float | None, stalled: list[PushResult]) -> 
     return "; ".join(parts) + "."
 
 
-def _fix(h: _H2Push, identity: ServerIdentity | None) -> str:
-    bdp = h.bdp
+def _fix(bdp: float | None, identity: ServerIdentity | None) -> str:
     bdp_text = f" (BDP here {fmt_bytes(bdp)})" if bdp is not None else ""
     return (
         "Raise the HTTP/2 receive window on the server or edge that terminates HTTP/2 "
@@ -365,9 +364,7 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
                  "time with the TCP window open: an HTTP/2 flow-control window is the likely "
                  "limit. Seen in a bare capture: no HTTP/1.1 or SSH push to compare, the "
                  "HTTP/2 frames not decrypted (give --keylog for the granted window)."),
-        fix=_fix(_H2Push(p=p, rtt=rtt, h2_rate=rate, other=None, window=window,
-                         next_limit=("TCP receive window / RTT", tcp_rate) if tcp_rate
-                         else None), answering_server(obs)),
+        fix=_fix(bdp, answering_server(obs)),
     )
 
 
@@ -422,7 +419,7 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
     return tally.hit(
         cost_s=_cost_s(obs, h),
         summary=_summary(h, predicted, stalled),
-        fix=_fix(h, identity),
+        fix=_fix(h.bdp, identity),
     )
 
 

@@ -148,6 +148,13 @@ def _clamp_signals(obs: Observations, clamps: list[_Clamp], worst: _Clamp,
     return tally
 
 
+def _sysctls(obs: Observations, *keys: str, basis: str = "") -> list[Evidence]:
+    """The host's value of each sysctl of ``keys`` it reported."""
+    sysctls = obs.host.sysctls if obs.host is not None else {}
+    return [Evidence(what=f"sysctl {key}", text=sysctls[key], basis=basis, source="host sysctl")
+            for key in keys if key in sysctls]
+
+
 def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
     clamps = _clamped_protocols(obs)
     if not clamps:
@@ -163,11 +170,7 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
         return None
     if worst.window >= AUTOTUNE_MAX_WINDOW_BYTES:
         tally.scale("autotune-maximum")
-    if obs.host is not None:
-        for key in ("net.ipv4.tcp_rmem", "net.core.rmem_max"):
-            if key in obs.host.sysctls:
-                tally.note(Evidence(what=f"sysctl {key}", text=obs.host.sysctls[key],
-                                    source="host sysctl"))
+    tally.note(*_sysctls(obs, "net.ipv4.tcp_rmem", "net.core.rmem_max"))
     tally.note(*config_evidence(config_lines(obs, r"rcvbuf|SO_RCVBUF|tcp_rmem")))
     names = ", ".join(label(c.name) for c in clamps)
     suggest = suggest_window(bdp)
@@ -221,15 +224,7 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
     )
     if limited:
         evidence.append(rwnd_limited(name, cap))
-    if obs.host is not None and "net.ipv4.tcp_window_scaling" in obs.host.sysctls:
-        evidence.append(
-            Evidence(
-                what="sysctl net.ipv4.tcp_window_scaling",
-                text=obs.host.sysctls["net.ipv4.tcp_window_scaling"],
-                basis="1 (on)",
-                source="host sysctl",
-            )
-        )
+    evidence += _sysctls(obs, "net.ipv4.tcp_window_scaling", basis="1 (on)")
     cap_text = f" caps the upload at {fmt_rate(window / rtt)} over {fmt_s(rtt)} RTT" if rtt else ""
     return Hit(
         score=weight("tcp-window-scaling-off", "rwnd-limited" if limited else "unscaled"),
