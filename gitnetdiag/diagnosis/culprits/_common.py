@@ -276,11 +276,9 @@ def config_lines(obs: Observations, pattern: str) -> list[ConfigFinding]:
 
 
 def config_evidence(findings: list[ConfigFinding]) -> list[Evidence]:
-    items = []
-    for c in findings:
-        where = f"{c.file} line {c.line}" if c.line is not None else f"{c.file} (default)"
-        items.append(Evidence(what=f"configured {c.setting}", text=c.value, source=where))
-    return items
+    return [Evidence(what=f"configured {c.setting}", text=c.value,
+                     source=f"{c.file} line {c.line}" if c.line is not None
+                     else f"{c.file} (default)") for c in findings]
 
 
 def failure_cost_s(obs: Observations, name: str,

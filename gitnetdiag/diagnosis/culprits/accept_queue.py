@@ -44,32 +44,19 @@ def _accept_queue_evidence(obs: Observations) -> list[Evidence]:
     host = obs.host
     if host is None:
         return []
-    items = []
-    for key in _QUEUE_COUNTERS + _SYN_QUEUE_COUNTERS:
-        if host.counter_deltas.get(key, 0) > 0:
-            items.append(
-                above_zero(
-                    f"kernel counter {key} (delta over the run)",
-                    host.counter_deltas[key],
-                    f"host counter {key}",
-                )
-            )
+    items = [above_zero(f"kernel counter {key} (delta over the run)", host.counter_deltas[key],
+                        f"host counter {key}")
+             for key in _QUEUE_COUNTERS + _SYN_QUEUE_COUNTERS
+             if host.counter_deltas.get(key, 0) > 0]
     burst_ports = {b.port for b in obs.bursts if b.port is not None}
-    for listener in host.listeners:
-        if listener.backlog <= SMALL_BACKLOG and (not burst_ports or listener.port in burst_ports):
-            items.append(
-                Evidence(
-                    what=f"listen backlog of port {listener.port} ({listener.process or '?'})",
-                    value=listener.backlog,
-                    unit="count",
-                    threshold=SMALL_BACKLOG,
-                    comparison="<=",
-                    source="host ss -ltn (Send-Q)",
-                )
-            )
-    for line in host.kernel_log:
-        if "SYN flooding" in line or "drop open request" in line:
-            items.append(Evidence(what="kernel log", text=line.strip(), source="host kernel log"))
+    items += [Evidence(what=f"listen backlog of port {x.port} ({x.process or '?'})",
+                       value=x.backlog, unit="count", threshold=SMALL_BACKLOG, comparison="<=",
+                       source="host ss -ltn (Send-Q)")
+              for x in host.listeners
+              if x.backlog <= SMALL_BACKLOG and (not burst_ports or x.port in burst_ports)]
+    items += [Evidence(what="kernel log", text=line.strip(), source="host kernel log")
+              for line in host.kernel_log
+              if "SYN flooding" in line or "drop open request" in line]
     return items
 
 
@@ -93,14 +80,13 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
         tally.add("accept-queue-counters")
     if any(host.counter_deltas.get(k, 0) > 0 for k in _SYN_QUEUE_COUNTERS):
         tally.add("syn-queue-counters")
-    if any(listener.backlog <= SMALL_BACKLOG for listener in host.listeners):
+    small = [listener for listener in host.listeners if listener.backlog <= SMALL_BACKLOG]
+    if small:
         tally.add("small-backlog")
     if bursts:
         tally.add("burst-symptoms")
-    for burst in bursts:
-        tally.note(*burst_evidence(burst))
+    tally.note(*(item for burst in bursts for item in burst_evidence(burst)))
     cost = max((burst_cost_s(b, rtt) for b in bursts), default=0.0)
-    small = [listener for listener in host.listeners if listener.backlog <= SMALL_BACKLOG]
     git_daemon = any(x.port == 9418 or "git" in x.process for x in small) or any(
         b.protocol == "git" for b in bursts
     )
@@ -152,9 +138,7 @@ def syn_drop(obs: Observations) -> Hit | None:
         return None
     rtt = rtt_s(obs)
     bursts = [b for b in obs.bursts if b.syn_retransmissions or b.synack_retransmissions]
-    evidence: list[Evidence] = []
-    for burst in bursts:
-        evidence.extend(burst_evidence(burst))
+    evidence = [item for burst in bursts for item in burst_evidence(burst)]
     push_syn = 0
     for name, _, c in captured(obs):
         if (c.syn_retransmissions or 0) + (c.synack_retransmissions or 0):

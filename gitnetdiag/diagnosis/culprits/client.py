@@ -104,13 +104,11 @@ def _stopped_with_credit(obs: Observations) -> Hit | None:
         above_zero("HTTP/2 pushes hung", failed, "pushes", of=total),
         Evidence(what=f"HTTP/2 push {stall.push}: request body sent, no END_STREAM",
                  value=stall.sent_bytes, unit="B", source=stall.source),
-        Evidence(what=f"HTTP/2 push {stall.push}: stream send credit left",
-                 value=stall.stream_credit_left_bytes, unit="B", threshold=0, comparison=">",
-                 basis="the server's stream window had room", source=stall.source),
-        Evidence(what=f"HTTP/2 push {stall.push}: connection send credit left",
-                 value=stall.connection_credit_left_bytes, unit="B", threshold=0,
-                 comparison=">", basis="the server's connection window had room",
-                 source=stall.source),
+        *(Evidence(what=f"HTTP/2 push {stall.push}: {kind} send credit left", value=left,
+                   unit="B", threshold=0, comparison=">",
+                   basis=f"the server's {kind} window had room", source=stall.source)
+          for kind, left in (("stream", stall.stream_credit_left_bytes),
+                             ("connection", stall.connection_credit_left_bytes))),
     ]
     if stall.idle_s is not None:
         evidence.append(Evidence(what=f"HTTP/2 push {stall.push}: client idle with credit",

@@ -143,7 +143,7 @@ def _time_s(obs: TransferObservation) -> float:
     return obs.wall_s if _stalled_with_pack(obs) else obs.measured_s
 
 
-def _fastest(observations: Sequence[TransferObservation], protocols: tuple[str, ...], *,
+def fastest(observations: Sequence[TransferObservation], protocols: tuple[str, ...], *,
              stalled: bool = False) -> TransferObservation | None:
     """The fastest measured clone of ``protocols`` (``stalled``: or stalled with its pack
     flowing, at its average rate)."""
@@ -216,8 +216,8 @@ def edge_response_buffering(run: Observations) -> Hit | None:
     the data in bursts (required), window open, no queue: the edge buffers the pack (nginx
     ``proxy_buffering``)."""
     observations = run.transfers
-    fastest_edge = _fastest(observations, EDGE_PROTOCOLS, stalled=True)
-    direct = _fastest(observations, DIRECT_PROTOCOLS)
+    fastest_edge = fastest(observations, EDGE_PROTOCOLS, stalled=True)
+    direct = fastest(observations, DIRECT_PROTOCOLS)
     if fastest_edge is None or direct is None or not direct.rate_bytes_per_s:
         return None
     direct_rate = direct.rate_bytes_per_s

@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
@@ -29,6 +28,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     term,
     window_below,
 )
+from gitnetdiag.diagnosis.culprits.edgeresponse import fastest
 from gitnetdiag.diagnosis.culprits.headroom import window_headroom
 from gitnetdiag.diagnosis.culprits.libcurlwin import LibcurlWindow, window_for
 from gitnetdiag.diagnosis.measures import (
@@ -449,12 +449,6 @@ H2_WINDOW_FIX = (
     "then let git use HTTP/1.1 to this server: git config http.version HTTP/1.1")
 
 
-def _fastest(observations: Sequence[TransferObservation], protocol: str
-             ) -> TransferObservation | None:
-    measured = [o for o in observations if o.protocol == protocol and o.measured]
-    return max(measured, key=lambda o: o.rate_bytes_per_s or 0.0) if measured else None
-
-
 def _window_evidence(tally: Tally, h2: TransferObservation, h1_flight: float,
                      entry: LibcurlWindow | None) -> int | None:
     """The window that held HTTP/2, with its evidence; None when none did.
@@ -516,7 +510,7 @@ def _window_evidence(tally: Tally, h2: TransferObservation, h1_flight: float,
 def client_http2_window(run: Observations) -> Hit | None:
     """A download: the client advertises a small HTTP/2 window: its libcurl release's, the
     one its decrypted frames show (``--full``), or the one its HTTP/2 rate gives away."""
-    h2, h1 = _fastest(run.transfers, "h2"), _fastest(run.transfers, "h1")
+    h2, h1 = fastest(run.transfers, ("h2",)), fastest(run.transfers, ("h1",))
     if h2 is None or h1 is None or not h2.rtt_s:
         return None
     entry = window_for(h2.libcurl)

@@ -130,8 +130,7 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
         tally.add("log")
     if configured:
         tally.add("configured")
-    for burst in bursts:
-        tally.note(*burst_evidence(burst))
+    tally.note(*(item for burst in bursts for item in burst_evidence(burst)))
     tally.note(*(Evidence(what="sshd log", text=line.strip(), source="host log") for line in log))
     tally.note(*config_evidence(configured))
     rtt = rtt_s(obs)
