@@ -14,7 +14,7 @@ window / RTT, or the path rate). Evidence carries numbers and units; the
 renderers format them.
 
 Detectors live one family per module; adding a culprit touches its family's
-module, one line of :data:`CULPRITS`, and the family's test module
+module, one row of the catalogue, and the family's test module
 (docs/culprits.md lists every signature).
 """
 
@@ -47,6 +47,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     Detector,
     Hit,
 )
+from gitnetdiag.diagnosis.transfers import Direction
 
 __all__ = [
     "BOTH",
@@ -60,135 +61,53 @@ __all__ = [
     "Hit",
 ]
 
-CULPRITS: tuple[Culprit, ...] = (
-    Culprit(
-        id="h2-flow-control-window",
-        title="HTTP/2 flow-control window",
-        detect=h2.h2_flow_control_window,
-    ),
-    Culprit(
-        id="h2-frame-settings",
-        title="HTTP/2 frame and buffer settings",
-        detect=h2settings.h2_frame_settings,
-    ),
-    Culprit(
-        id="tcp-receive-window-clamp",
-        title="TCP receive window clamped",
-        detect=tcp.tcp_receive_window_clamp,
-    ),
-    Culprit(
-        id="tcp-window-scaling-off",
-        title="TCP window scaling off",
-        detect=tcp.tcp_window_scaling_off,
-    ),
-    Culprit(id="ssh-channel-window", title="SSH channel window", detect=ssh.ssh_channel_window),
-    Culprit(
-        id="ssh-maxstartups", title="sshd MaxStartups", detect=ssh.ssh_maxstartups, directions=BOTH
-    ),
-    Culprit(
-        id="listen-backlog-overflow",
-        title="Listen backlog overflow",
-        detect=accept_queue.listen_backlog_overflow,
-        directions=BOTH,
-    ),
-    Culprit(
-        id="syn-drop", title="SYN / SYN-ACK drops", detect=accept_queue.syn_drop, directions=BOTH
-    ),
-    Culprit(
-        id="firewall-reset",
-        title="Connections reset by a filter",
-        detect=accept_queue.firewall_reset,
-        directions=BOTH,
-    ),
-    Culprit(id="packet-loss", title="Packet loss", detect=path.packet_loss, directions=BOTH),
-    Culprit(
-        id="bandwidth-limit", title="Path bandwidth", detect=path.bandwidth_limit, directions=BOTH
-    ),
-    Culprit(
-        id="path-mtu-blackhole",
-        title="Path-MTU black hole",
-        detect=mtu.path_mtu_blackhole,
-        directions=BOTH,
-    ),
-    Culprit(id="path-latency", title="Path latency", detect=path.path_latency, directions=BOTH),
-    Culprit(id="server-processing", title="Server processing", detect=server.server_processing),
-    Culprit(
-        id="slow-ref-advertisement",
-        title="Slow first response",
-        detect=server.slow_ref_advertisement,
-        directions=BOTH,
-    ),
-    Culprit(id="client-pack-cpu", title="Client pack-objects CPU", detect=client.client_pack_cpu),
-    Culprit(
-        id="client-http-stack",
-        title="Client HTTP stack bug",
-        detect=client.client_http_stack,
-        directions=BOTH,
-    ),
-    Culprit(id="slow-storage", title="Slow storage", detect=storage.slow_storage),
-    Culprit(
-        id="edge-request-buffering",
-        title="Edge buffers the request body",
-        detect=edge.edge_request_buffering,
-    ),
-    Culprit(
-        id="edge-backend-errors",
-        title="Edge pool member answers errors",
-        detect=pool.edge_backend_errors,
-    ),
-    Culprit(
-        id="request-body-limit",
-        title="Request-body size limit",
-        detect=refusals.request_body_limit,
-    ),
-    Culprit(
-        id="edge-idle-timeout",
-        title="Edge idle timeout",
-        detect=refusals.edge_idle_timeout,
-    ),
-    Culprit(
-        id="streamed-body-refused",
-        title="Streamed request body refused",
-        detect=refusals.streamed_body_refused,
-    ),
+_CATALOGUE: tuple[tuple[str, str, Detector, frozenset[Direction]], ...] = (
+    # (id, title, detector, the directions it judges)
+    ("h2-flow-control-window", "HTTP/2 flow-control window", h2.h2_flow_control_window, UPLOAD),
+    ("h2-frame-settings", "HTTP/2 frame and buffer settings", h2settings.h2_frame_settings, UPLOAD),
+    ("tcp-receive-window-clamp", "TCP receive window clamped",
+     tcp.tcp_receive_window_clamp, UPLOAD),
+    ("tcp-window-scaling-off", "TCP window scaling off", tcp.tcp_window_scaling_off, UPLOAD),
+    ("ssh-channel-window", "SSH channel window", ssh.ssh_channel_window, UPLOAD),
+    ("ssh-maxstartups", "sshd MaxStartups", ssh.ssh_maxstartups, BOTH),
+    ("listen-backlog-overflow", "Listen backlog overflow",
+     accept_queue.listen_backlog_overflow, BOTH),
+    ("syn-drop", "SYN / SYN-ACK drops", accept_queue.syn_drop, BOTH),
+    ("firewall-reset", "Connections reset by a filter", accept_queue.firewall_reset, BOTH),
+    ("packet-loss", "Packet loss", path.packet_loss, BOTH),
+    ("bandwidth-limit", "Path bandwidth", path.bandwidth_limit, BOTH),
+    ("path-mtu-blackhole", "Path-MTU black hole", mtu.path_mtu_blackhole, BOTH),
+    ("path-latency", "Path latency", path.path_latency, BOTH),
+    ("server-processing", "Server processing", server.server_processing, UPLOAD),
+    ("slow-ref-advertisement", "Slow first response", server.slow_ref_advertisement, BOTH),
+    ("client-pack-cpu", "Client pack-objects CPU", client.client_pack_cpu, UPLOAD),
+    ("client-http-stack", "Client HTTP stack bug", client.client_http_stack, BOTH),
+    ("slow-storage", "Slow storage", storage.slow_storage, UPLOAD),
+    ("edge-request-buffering", "Edge buffers the request body",
+     edge.edge_request_buffering, UPLOAD),
+    ("edge-backend-errors", "Edge pool member answers errors", pool.edge_backend_errors, UPLOAD),
+    ("request-body-limit", "Request-body size limit", refusals.request_body_limit, UPLOAD),
+    ("edge-idle-timeout", "Edge idle timeout", refusals.edge_idle_timeout, UPLOAD),
+    ("streamed-body-refused", "Streamed request body refused",
+     refusals.streamed_body_refused, UPLOAD),
     # The download direction's own: the client receives, the server sends and works first.
-    Culprit(
-        id="client-tcp-receive-window-clamp",
-        title="Client TCP receive window clamped",
-        detect=tcp.client_tcp_receive_window_clamp,
-        directions=DOWNLOAD,
-    ),
-    Culprit(
-        id="server-pack-generation",
-        title="Server pack generation before the first byte",
-        detect=server.server_pack_generation,
-        directions=DOWNLOAD,
-    ),
-    Culprit(
-        id="server-send-buffer",
-        title="Server or edge send buffer caps the download",
-        detect=sendbuffer.server_send_buffer,
-        directions=DOWNLOAD,
-    ),
-    Culprit(
-        id="client-index-pack-cpu",
-        title="Client CPU resolving deltas (index-pack)",
-        detect=client.client_index_pack_cpu,
-        directions=DOWNLOAD,
-    ),
-    Culprit(
-        id="client-http2-window",
-        title="Client libcurl's HTTP/2 download window",
-        detect=h2.client_http2_window,
-        directions=DOWNLOAD,
-    ),
-    Culprit(
-        id="edge-response-buffering",
-        title="Edge buffers the pack to a slow disk",
-        detect=edgeresponse.edge_response_buffering,
-        directions=DOWNLOAD,
-    ),
+    ("client-tcp-receive-window-clamp", "Client TCP receive window clamped",
+     tcp.client_tcp_receive_window_clamp, DOWNLOAD),
+    ("server-pack-generation", "Server pack generation before the first byte",
+     server.server_pack_generation, DOWNLOAD),
+    ("server-send-buffer", "Server or edge send buffer caps the download",
+     sendbuffer.server_send_buffer, DOWNLOAD),
+    ("client-index-pack-cpu", "Client CPU resolving deltas (index-pack)",
+     client.client_index_pack_cpu, DOWNLOAD),
+    ("client-http2-window", "Client libcurl's HTTP/2 download window",
+     h2.client_http2_window, DOWNLOAD),
+    ("edge-response-buffering", "Edge buffers the pack to a slow disk",
+     edgeresponse.edge_response_buffering, DOWNLOAD),
 )
-"""The catalogue, in DESIGN.md order, each entry with the directions it judges (upload by
-default; ``BOTH``: the same physics whichever end sends; ``DOWNLOAD``: clones only). Ids are
+CULPRITS: tuple[Culprit, ...] = tuple(
+    Culprit(id=id_, title=title, detect=detect, directions=directions)
+    for id_, title, detect, directions in _CATALOGUE
+)
+"""The catalogue, in DESIGN.md order, each entry with the directions it judges (``UPLOAD``:
+pushes only; ``BOTH``: the same physics whichever end sends; ``DOWNLOAD``: clones only). Ids are
 stable (JSON and tests use them)."""

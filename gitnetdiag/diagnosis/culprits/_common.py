@@ -5,7 +5,7 @@ pushes, connection bursts and trace2 phases."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -28,6 +28,7 @@ from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     ConfigFinding,
     Observations,
+    ProtocolObservation,
 )
 from gitnetdiag.diagnosis.transfers import Direction, TransferObservation
 from gitnetdiag.outcomes import FailureKind
@@ -116,6 +117,14 @@ class Tally:
     def note(self, *items: Evidence) -> None:
         """Facts that add no weight (context: a config line, a count)."""
         self.evidence.extend(items)
+
+    def hit(self, *, cost_s: float, summary: str, fix: str, cost_protocol: str | None = None,
+            cap: str | None = None) -> Hit:
+        """The :class:`Hit` of the score and facts gathered; ``cap`` names the weight the
+        score may reach at most (then rounded to two places)."""
+        score = self.score if cap is None else round(min(weight(self.culprit, cap), self.score), 2)
+        return Hit(score=score, cost_s=cost_s, summary=summary, evidence=tuple(self.evidence),
+                   fix=fix, cost_protocol=cost_protocol)
 
 
 Detector = Callable[[Observations], Hit | None]
@@ -267,11 +276,9 @@ def config_lines(obs: Observations, pattern: str) -> list[ConfigFinding]:
 
 
 def config_evidence(findings: list[ConfigFinding]) -> list[Evidence]:
-    items = []
-    for c in findings:
-        where = f"{c.file} line {c.line}" if c.line is not None else f"{c.file} (default)"
-        items.append(Evidence(what=f"configured {c.setting}", text=c.value, source=where))
-    return items
+    return [Evidence(what=f"configured {c.setting}", text=c.value,
+                     source=f"{c.file} line {c.line}" if c.line is not None
+                     else f"{c.file} (default)") for c in findings]
 
 
 def failure_cost_s(obs: Observations, name: str,
@@ -350,16 +357,22 @@ def burst_symptoms(burst: BurstResult) -> bool:
     )
 
 
-def phase_values(obs: Observations, attr: str) -> list[tuple[str, float]]:
-    values: list[tuple[str, float]] = []
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None or p.trace2 is None:
-            continue
-        value = getattr(p.trace2, attr)
-        if value is not None:
-            values.append((name, float(value)))
-    return values
+def observed(obs: Observations, names: Iterable[str] = PROTOCOL_ORDER
+             ) -> Iterator[tuple[str, ProtocolObservation]]:
+    """The protocols of ``names`` the run measured, in that order, with their observations."""
+    return ((name, obs.protocols[name]) for name in names if name in obs.protocols)
+
+
+def captured(obs: Observations) -> Iterator[tuple[str, ProtocolObservation, CaptureMetrics]]:
+    """The measured protocols with a capture, canonical order: name, observation, capture."""
+    return ((name, p, p.capture) for name, p in observed(obs) if p.capture is not None)
+
+
+def phase_values(obs: Observations, attr: str,
+                 names: Iterable[str] = PROTOCOL_ORDER) -> list[tuple[str, float]]:
+    """Each protocol's trace2 phase ``attr`` where measured, in the order of ``names``."""
+    return [(name, float(value)) for name, p in observed(obs, names)
+            if p.trace2 is not None and (value := getattr(p.trace2, attr)) is not None]
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -14,9 +14,11 @@ from gitnetdiag.diagnosis.culprits._common import (
     burst_cost_s,
     burst_evidence,
     burst_symptoms,
+    captured,
     config_evidence,
     failure_cost_s,
     label,
+    observed,
 )
 from gitnetdiag.diagnosis.culprits.ssh import ssh_maxstartups
 from gitnetdiag.diagnosis.culprits.weights import weight
@@ -26,7 +28,6 @@ from gitnetdiag.diagnosis.measures import (
 )
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
-    PROTOCOL_ORDER,
     ConfigFinding,
     Observations,
     ProtocolObservation,
@@ -43,32 +44,19 @@ def _accept_queue_evidence(obs: Observations) -> list[Evidence]:
     host = obs.host
     if host is None:
         return []
-    items = []
-    for key in _QUEUE_COUNTERS + _SYN_QUEUE_COUNTERS:
-        if host.counter_deltas.get(key, 0) > 0:
-            items.append(
-                above_zero(
-                    f"kernel counter {key} (delta over the run)",
-                    host.counter_deltas[key],
-                    f"host counter {key}",
-                )
-            )
+    items = [above_zero(f"kernel counter {key} (delta over the run)", host.counter_deltas[key],
+                        f"host counter {key}")
+             for key in _QUEUE_COUNTERS + _SYN_QUEUE_COUNTERS
+             if host.counter_deltas.get(key, 0) > 0]
     burst_ports = {b.port for b in obs.bursts if b.port is not None}
-    for listener in host.listeners:
-        if listener.backlog <= SMALL_BACKLOG and (not burst_ports or listener.port in burst_ports):
-            items.append(
-                Evidence(
-                    what=f"listen backlog of port {listener.port} ({listener.process or '?'})",
-                    value=listener.backlog,
-                    unit="count",
-                    threshold=SMALL_BACKLOG,
-                    comparison="<=",
-                    source="host ss -ltn (Send-Q)",
-                )
-            )
-    for line in host.kernel_log:
-        if "SYN flooding" in line or "drop open request" in line:
-            items.append(Evidence(what="kernel log", text=line.strip(), source="host kernel log"))
+    items += [Evidence(what=f"listen backlog of port {x.port} ({x.process or '?'})",
+                       value=x.backlog, unit="count", threshold=SMALL_BACKLOG, comparison="<=",
+                       source="host ss -ltn (Send-Q)")
+              for x in host.listeners
+              if x.backlog <= SMALL_BACKLOG and (not burst_ports or x.port in burst_ports)]
+    items += [Evidence(what="kernel log", text=line.strip(), source="host kernel log")
+              for line in host.kernel_log
+              if "SYN flooding" in line or "drop open request" in line]
     return items
 
 
@@ -92,14 +80,13 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
         tally.add("accept-queue-counters")
     if any(host.counter_deltas.get(k, 0) > 0 for k in _SYN_QUEUE_COUNTERS):
         tally.add("syn-queue-counters")
-    if any(listener.backlog <= SMALL_BACKLOG for listener in host.listeners):
+    small = [listener for listener in host.listeners if listener.backlog <= SMALL_BACKLOG]
+    if small:
         tally.add("small-backlog")
     if bursts:
         tally.add("burst-symptoms")
-    for burst in bursts:
-        tally.note(*burst_evidence(burst))
+    tally.note(*(item for burst in bursts for item in burst_evidence(burst)))
     cost = max((burst_cost_s(b, rtt) for b in bursts), default=0.0)
-    small = [listener for listener in host.listeners if listener.backlog <= SMALL_BACKLOG]
     git_daemon = any(x.port == 9418 or "git" in x.process for x in small) or any(
         b.protocol == "git" for b in bursts
     )
@@ -130,8 +117,7 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
             "activation (`ListenStream=9418`, `Backlog=1024`, `Accept=yes` with `git daemon "
             "--inetd`) or behind a proxy with a large backlog. " + fix
         )
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=cost,
         summary=(
             f"{listener_text[0].upper()}{listener_text[1:]}"
@@ -139,7 +125,6 @@ def listen_backlog_overflow(obs: Observations) -> Hit | None:
             + burst_text
             + "."
         ),
-        evidence=tuple(tally.evidence),
         fix=fix,
     )
 
@@ -153,14 +138,10 @@ def syn_drop(obs: Observations) -> Hit | None:
         return None
     rtt = rtt_s(obs)
     bursts = [b for b in obs.bursts if b.syn_retransmissions or b.synack_retransmissions]
-    evidence: list[Evidence] = []
-    for burst in bursts:
-        evidence.extend(burst_evidence(burst))
+    evidence = [item for burst in bursts for item in burst_evidence(burst)]
     push_syn = 0
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        c = p.capture if p is not None else None
-        if c is not None and ((c.syn_retransmissions or 0) + (c.synack_retransmissions or 0)):
+    for name, _, c in captured(obs):
+        if (c.syn_retransmissions or 0) + (c.synack_retransmissions or 0):
             push_syn += (c.syn_retransmissions or 0) + (c.synack_retransmissions or 0)
             evidence += [
                 above_zero(f"{label(name)}: {kind} retransmissions", count, c.source)
@@ -296,10 +277,7 @@ def _answered_then_closed(p: ProtocolObservation) -> bool:
 def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets) -> None:
     """Pushes reset (or, with a filter rule or an early refusal, refused)."""
     # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None:
-            continue
+    for name, p in observed(obs):
         early = _filtered_refusals(obs, p)
         kinds = {FailureKind.RESET, *REFUSALS} if rules or early else {FailureKind.RESET}
         c = p.capture
@@ -374,13 +352,11 @@ def firewall_reset(obs: Observations) -> Hit | None:
         if rules
         else ""
     )
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=found.worst_cost,
         cost_protocol=found.worst_protocol,
         summary="; ".join(found.summary)
         + ": connections are cut by a reset from the path or server.",
-        evidence=tuple(tally.evidence),
         fix=(
             f"Find and relax the filter that resets the connections{rule_text or ''}: "
             "`iptables -S` / `nft list ruleset` for REJECT `tcp-reset` rules, load-balancer idle "

@@ -104,13 +104,11 @@ def _stopped_with_credit(obs: Observations) -> Hit | None:
         above_zero("HTTP/2 pushes hung", failed, "pushes", of=total),
         Evidence(what=f"HTTP/2 push {stall.push}: request body sent, no END_STREAM",
                  value=stall.sent_bytes, unit="B", source=stall.source),
-        Evidence(what=f"HTTP/2 push {stall.push}: stream send credit left",
-                 value=stall.stream_credit_left_bytes, unit="B", threshold=0, comparison=">",
-                 basis="the server's stream window had room", source=stall.source),
-        Evidence(what=f"HTTP/2 push {stall.push}: connection send credit left",
-                 value=stall.connection_credit_left_bytes, unit="B", threshold=0,
-                 comparison=">", basis="the server's connection window had room",
-                 source=stall.source),
+        *(Evidence(what=f"HTTP/2 push {stall.push}: {kind} send credit left", value=left,
+                   unit="B", threshold=0, comparison=">",
+                   basis=f"the server's {kind} window had room", source=stall.source)
+          for kind, left in (("stream", stall.stream_credit_left_bytes),
+                             ("connection", stall.connection_credit_left_bytes))),
     ]
     if stall.idle_s is not None:
         evidence.append(Evidence(what=f"HTTP/2 push {stall.push}: client idle with credit",
@@ -257,13 +255,12 @@ def _index_pack_hit(obs: TransferObservation, peers: Sequence[float]) -> Hit | N
     if phases.checkout_s is not None:
         tally.note(Evidence(what="checkout (unpack_trees)", value=phases.checkout_s,
                                 unit="s", source="trace2"))
-    return Hit(
-        score=round(min(weight("client-index-pack-cpu", "cap"), tally.score), 2),
-        cost_s=index_s,
+    return tally.hit(
+        cost_s=index_s, cap="cap",
         summary=(f"the client's index-pack took {index_s:.1f} s of the clone's {total:.1f} s "
                  "before checkout, resolving deltas: the client's CPU, not the network, set "
                  "the clone's time"),
-        evidence=tuple(tally.evidence), fix=INDEX_PACK_FIX, cost_protocol=obs.protocol)
+        fix=INDEX_PACK_FIX, cost_protocol=obs.protocol)
 
 
 def client_index_pack_cpu(run: Observations) -> Hit | None:

@@ -17,6 +17,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     config_evidence,
     config_lines,
     label,
+    phase_values,
     storage_slowness,
 )
 from gitnetdiag.diagnosis.measures import push_bytes, upload_s
@@ -32,15 +33,6 @@ BUFFERS_BY_DEFAULT = ("nginx",)
 (nginx ``proxy_request_buffering on``)."""
 BUFFERING_CONFIG = r"^(proxy_request_buffering|fastcgi_request_buffering|uwsgi_request_buffering" \
     r"|option http-buffer-request|request_buffers)$"
-
-
-def _waits(obs: Observations, names: tuple[str, ...]) -> list[tuple[str, float]]:
-    found = []
-    for name in names:
-        p = obs.protocols.get(name)
-        if p is not None and p.trace2 is not None and p.trace2.server_wait_s is not None:
-            found.append((name, float(p.trace2.server_wait_s)))
-    return found
 
 
 SIZE_SPREAD = 1.3
@@ -71,8 +63,8 @@ def _wait_growth(obs: Observations, size: float | None,
 
 
 def edge_request_buffering(obs: Observations) -> Hit | None:
-    https = _waits(obs, HTTPS_PROTOCOLS)
-    direct = _waits(obs, DIRECT_PROTOCOLS)
+    https = phase_values(obs, "server_wait_s", HTTPS_PROTOCOLS)
+    direct = phase_values(obs, "server_wait_s", DIRECT_PROTOCOLS)
     if not https or not direct:
         return None
     base_name, base_wait = min(direct, key=lambda item: item[1])

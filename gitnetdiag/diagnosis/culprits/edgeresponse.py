@@ -143,7 +143,7 @@ def _time_s(obs: TransferObservation) -> float:
     return obs.wall_s if _stalled_with_pack(obs) else obs.measured_s
 
 
-def _fastest(observations: Sequence[TransferObservation], protocols: tuple[str, ...], *,
+def fastest(observations: Sequence[TransferObservation], protocols: tuple[str, ...], *,
              stalled: bool = False) -> TransferObservation | None:
     """The fastest measured clone of ``protocols`` (``stalled``: or stalled with its pack
     flowing, at its average rate)."""
@@ -216,8 +216,8 @@ def edge_response_buffering(run: Observations) -> Hit | None:
     the data in bursts (required), window open, no queue: the edge buffers the pack (nginx
     ``proxy_buffering``)."""
     observations = run.transfers
-    fastest_edge = _fastest(observations, EDGE_PROTOCOLS, stalled=True)
-    direct = _fastest(observations, DIRECT_PROTOCOLS)
+    fastest_edge = fastest(observations, EDGE_PROTOCOLS, stalled=True)
+    direct = fastest(observations, DIRECT_PROTOCOLS)
     if fastest_edge is None or direct is None or not direct.rate_bytes_per_s:
         return None
     direct_rate = direct.rate_bytes_per_s
@@ -254,14 +254,12 @@ def edge_response_buffering(run: Observations) -> Hit | None:
         for o in slow if _stalled_with_pack(o)))
     cost = max(0.0, lost[id(worst)])
     facts = nginx_facts()
-    return Hit(
-        score=round(min(weight(CULPRIT_ID, "cap"), tally.score), 2),
-        cost_s=cost,
+    return tally.hit(
+        cost_s=cost, cap="cap",
         summary=(f"clones through the HTTPS edge ran at {fmt_rate(rate)} against "
                  f"{fmt_rate(direct_rate)} over {direct.protocol} from the same server, with the "
                  "client's window open and the data in bursts after gaps: as an edge does that "
                  "buffers the pack to a slow disk (nginx proxy_buffering, its temporary files)"),
-        evidence=tuple(tally.evidence),
         fix=(f"on an nginx edge set '{facts.fix_setting};' {facts.fix_where} (nginx's default "
              f"is proxy_buffering {facts.defaults.get('proxy_buffering', 'on')}: it spills "
              f"what the client has not taken to temporary files, up to proxy_max_temp_file_size "

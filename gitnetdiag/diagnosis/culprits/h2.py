@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
@@ -29,9 +28,9 @@ from gitnetdiag.diagnosis.culprits._common import (
     term,
     window_below,
 )
+from gitnetdiag.diagnosis.culprits.edgeresponse import fastest
 from gitnetdiag.diagnosis.culprits.headroom import window_headroom
 from gitnetdiag.diagnosis.culprits.libcurlwin import LibcurlWindow, window_for
-from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
     failed_pushes,
@@ -268,8 +267,7 @@ def _summary(h: _H2Push, predicted: float | None, stalled: list[PushResult]) -> 
     return "; ".join(parts) + "."
 
 
-def _fix(h: _H2Push, identity: ServerIdentity | None) -> str:
-    bdp = h.bdp
+def _fix(bdp: float | None, identity: ServerIdentity | None) -> str:
     bdp_text = f" (BDP here {fmt_bytes(bdp)})" if bdp is not None else ""
     return (
         "Raise the HTTP/2 receive window on the server or edge that terminates HTTP/2 "
@@ -359,18 +357,14 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
     )
     _capture_only_signals(cap, rate, rtt, window, tally)
     rate_text = f" at {fmt_rate(rate)}" if rate else ""
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=cost or 0.0,
         summary=(f"The HTTP/2 upload{rate_text} sent about {fmt_bytes(window)} per "
                  f"{fmt_s(rtt)} round trip and waited {cap.self_limited_share:.0%} of the "
                  "time with the TCP window open: an HTTP/2 flow-control window is the likely "
                  "limit. Seen in a bare capture: no HTTP/1.1 or SSH push to compare, the "
                  "HTTP/2 frames not decrypted (give --keylog for the granted window)."),
-        evidence=tuple(tally.evidence),
-        fix=_fix(_H2Push(p=p, rtt=rtt, h2_rate=rate, other=None, window=window,
-                         next_limit=("TCP receive window / RTT", tcp_rate) if tcp_rate
-                         else None), answering_server(obs)),
+        fix=_fix(bdp, answering_server(obs)),
     )
 
 
@@ -422,12 +416,10 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
         return None
     pattern = r"initial-window-size|H2WindowSize|http2_body_preread_size|window_size"
     tally.note(*config_evidence(config_lines(obs, pattern)), *hops(identity))
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=_cost_s(obs, h),
         summary=_summary(h, predicted, stalled),
-        evidence=tuple(tally.evidence),
-        fix=_fix(h, identity),
+        fix=_fix(h.bdp, identity),
     )
 
 
@@ -455,12 +447,6 @@ H2_WINDOW_FIX = (
     "window (7.52.0 to 8.0.1, or 8.1.1 and later: 10 MB); a client that still advertises "
     "a small window (a build or a preloaded library that changes it) needs that fixed; until "
     "then let git use HTTP/1.1 to this server: git config http.version HTTP/1.1")
-
-
-def _fastest(observations: Sequence[TransferObservation], protocol: str
-             ) -> TransferObservation | None:
-    measured = [o for o in observations if o.protocol == protocol and o.measured]
-    return max(measured, key=lambda o: o.rate_bytes_per_s or 0.0) if measured else None
 
 
 def _window_evidence(tally: Tally, h2: TransferObservation, h1_flight: float,
@@ -524,7 +510,7 @@ def _window_evidence(tally: Tally, h2: TransferObservation, h1_flight: float,
 def client_http2_window(run: Observations) -> Hit | None:
     """A download: the client advertises a small HTTP/2 window: its libcurl release's, the
     one its decrypted frames show (``--full``), or the one its HTTP/2 rate gives away."""
-    h2, h1 = _fastest(run.transfers, "h2"), _fastest(run.transfers, "h1")
+    h2, h1 = fastest(run.transfers, ("h2",)), fastest(run.transfers, ("h1",))
     if h2 is None or h1 is None or not h2.rtt_s:
         return None
     entry = window_for(h2.libcurl)
@@ -544,10 +530,8 @@ def client_http2_window(run: Observations) -> Hit | None:
     if window is None:
         return None
     cost = h2.measured_s - h2.moved_bytes / h1_rate if h1_rate > h2_rate else 0.0
-    return Hit(
-        score=round(min(weight("client-http2-window", "cap"), tally.score), 2),
-        cost_s=max(0.0, cost), summary=_client_summary(h2, h1_rate, window, entry),
-        evidence=tuple(tally.evidence), fix=H2_WINDOW_FIX, cost_protocol="h2")
+    return tally.hit(cost_s=max(0.0, cost), summary=_client_summary(h2, h1_rate, window, entry),
+                     fix=H2_WINDOW_FIX, cost_protocol="h2", cap="cap")
 
 
 def _client_summary(h2: TransferObservation, h1_rate: float, window: int,

@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gitnetdiag.diagnosis.culprits._common import label
+from gitnetdiag.diagnosis.culprits._common import label, observed
 from gitnetdiag.diagnosis.culprits.mtu import STALL_KINDS
 from gitnetdiag.diagnosis.measures import path_rate_bytes_per_s, upload_rate_bytes_per_s
-from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, Observations
+from gitnetdiag.diagnosis.observations import Observations
 
 HEADROOM_RATIO = 4.0
 """A window whose rate (window / RTT) is at least this multiple of the fastest rate a
@@ -53,10 +53,7 @@ def asked_rates(obs: Observations) -> list[tuple[str, float]]:
     completed upload rate, and for its stalled pushes the rate that would have moved
     the whole pack within the time the push ran."""
     rates: list[tuple[str, float]] = []
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None:
-            continue
+    for name, p in observed(obs):
         rate = upload_rate_bytes_per_s(p)
         if rate is not None and rate > 0:
             rates.append((f"{label(name)} push", rate))

@@ -21,12 +21,13 @@ from gitnetdiag.diagnosis.culprits._common import (
     MIN_RTO_S,
     Hit,
     Tally,
+    captured,
     failure_cost_s,
     label,
 )
 from gitnetdiag.diagnosis.measures import push_duration_s
 from gitnetdiag.diagnosis.model import Evidence
-from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, CaptureMetrics, Observations
+from gitnetdiag.diagnosis.observations import CaptureMetrics, Observations
 
 MIN_UNACKED_RETRANSMISSIONS = 2
 """Resent at least this often and never acknowledged: the segment does not get through."""
@@ -135,11 +136,9 @@ def _starved_hit(obs: Observations) -> Hit | None:
     """The receiver's view (a clone): transfers that stalled having received nothing but
     segments well below the advertised MSS."""
     hits = [
-        (name, p.capture, costs)
-        for name in PROTOCOL_ORDER
-        if (p := obs.protocols.get(name)) is not None
-        and p.capture is not None
-        and starved(p.capture)
+        (name, c, costs)
+        for name, _, c in captured(obs)
+        if starved(c)
         and _stalled_while_sending(obs, name)
         and (costs := failure_cost_s(obs, name, set(STALL_KINDS)))[1]
     ]
@@ -164,8 +163,7 @@ def _starved_hit(obs: Observations) -> Hit | None:
             Evidence(what=f"{label(n)}: pushes (of {total}) that stopped moving with no "
                      "full-size segment received", value=count, unit="count",
                      source="pushes"))
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=cost,
         summary=(
             f"Full-size segments never arrive while small ones do: {stalled} of {transfers} "
@@ -175,19 +173,12 @@ def _starved_hit(obs: Observations) -> Hit | None:
             "sender's full-size segments and its ICMP 'fragmentation needed' never reaches "
             "the sender: a path-MTU black hole."
         ),
-        evidence=tuple(tally.evidence),
         fix=RECEIVER_FIX,
     )
 
 
 def path_mtu_blackhole(obs: Observations) -> Hit | None:
-    hits = [
-        (name, p.capture)
-        for name in PROTOCOL_ORDER
-        if (p := obs.protocols.get(name)) is not None
-        and p.capture is not None
-        and swallowed(p.capture)
-    ]
+    hits = [(name, c) for name, _, c in captured(obs) if swallowed(c)]
     if not hits:
         return _starved_hit(obs)
     costs = {name: failure_cost_s(obs, name, set(STALL_KINDS)) for name, _ in hits}
@@ -221,8 +212,7 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
             )
         )
     mss = f" (the handshake agreed an MSS of {cap.mss_bytes} B)" if cap.mss_bytes else ""
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=cost,
         summary=(
             f"Full-size segments vanish on the path while small ones pass: {label(name)} "
@@ -233,7 +223,6 @@ def path_mtu_blackhole(obs: Observations) -> Hit | None:
             + ". A link with a smaller MTU drops them and its ICMP 'fragmentation needed' "
             "never reaches the sender: a path-MTU black hole."
         ),
-        evidence=tuple(tally.evidence),
         fix=FIX,
     )
 

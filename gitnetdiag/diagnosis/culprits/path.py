@@ -15,7 +15,10 @@ from gitnetdiag.diagnosis.culprits._common import (
     SELF_LIMITED_SHARE,
     Hit,
     Tally,
+    captured,
     label,
+    observed,
+    rwnd_limited,
     term,
 )
 from gitnetdiag.diagnosis.culprits.mtu import swallowed
@@ -31,11 +34,7 @@ from gitnetdiag.diagnosis.measures import (
     upload_s,
 )
 from gitnetdiag.diagnosis.model import Evidence
-from gitnetdiag.diagnosis.observations import (
-    PROTOCOL_ORDER,
-    CaptureMetrics,
-    Observations,
-)
+from gitnetdiag.diagnosis.observations import CaptureMetrics, Observations, ProtocolObservation
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 
 
@@ -102,12 +101,11 @@ def _suspect(c: CaptureMetrics) -> bool:
     return (c.out_of_order_share or 0.0) >= OUT_OF_ORDER_SHARE
 
 
-def _lossy(obs: Observations, name: str) -> _Loss | None:
+def _lossy(obs: Observations, name: str, p: ProtocolObservation, c: CaptureMetrics
+           ) -> _Loss | None:
     """The protocol's loss when it is the suspect (:func:`_suspect`), and neither a
     window, a full link's queue nor an MTU black hole explains it."""
-    p = obs.protocols.get(name)
-    c = p.capture if p is not None else None
-    if p is None or c is None or not _suspect(c):
+    if not _suspect(c):
         return None
     rtt, size, up, rate = rtt_s(obs, p), push_bytes(p), upload_s(p), upload_rate_bytes_per_s(p)
     if rtt is None or size is None or up is None or rate is None:
@@ -182,7 +180,7 @@ def _loss_words(name: str, cap: CaptureMetrics) -> str:
 
 
 def packet_loss(obs: Observations) -> Hit | None:
-    hits = [hit for name in PROTOCOL_ORDER if (hit := _lossy(obs, name)) is not None]
+    hits = [hit for name, p, c in captured(obs) if (hit := _lossy(obs, name, p, c)) is not None]
     if not hits:
         return None
     worst = max(hits, key=lambda hit: hit.cost)
@@ -198,15 +196,13 @@ def packet_loss(obs: Observations) -> Hit | None:
     if worst.fallback:
         tally.scale("no-window-known")
     tally.note(*_loss_evidence(hits, worst))
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=worst.cost,
         summary=(
             _loss_words(worst.name, cap) + f" and uploaded at {fmt_rate(rate)}"
             + (f", below the {fmt_rate(window_rate)} its windows allow" if window_rate else "")
             + ": loss on the path makes congestion control back off."
         ),
-        evidence=tuple(tally.evidence),
         fix=(
             "Find the lossy hop: `mtr -rwc 200 HOST`, interface drops and errors "
             "(`ip -s link`, `ethtool -S`), policers and shapers on the path. On the sending "
@@ -321,13 +317,8 @@ def _queued_protocol(obs: Observations) -> tuple[str, float, CaptureMetrics] | N
     """The protocol whose completed push ran through a standing queue (the fastest such
     push), with its whole duration: every byte of it waited for the full link, including
     what still drained from the queue after git handed over the last byte."""
-    found = []
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        took = push_duration_s(p) if p is not None else None
-        if p is not None and p.capture is not None and took and standing_queue(p.capture) \
-                and not _idle_sender(obs, p.capture):
-            found.append((name, took, p.capture))
+    found = [(name, took, c) for name, p, c in captured(obs) if (took := push_duration_s(p))
+             and standing_queue(c) and not _idle_sender(obs, c)]
     return min(found, key=lambda hit: hit[1]) if found else None
 
 
@@ -404,20 +395,14 @@ def path_latency(obs: Observations) -> Hit | None:
         return None
     best: tuple[float, str, int, float] | None = None
     held: dict[str, Evidence] = {}
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None:
-            continue
+    for name, p in observed(obs):
         size, up, rate = push_bytes(p), upload_s(p), upload_rate_bytes_per_s(p)
         if size is None or up is None or rate is None:
             continue
         windows = []
         if p.capture and (p.capture.rwnd_limited_share or 0) >= RWND_LIMITED_SHARE:
             windows.append(p.capture.largest_window_bytes)
-            held[name] = Evidence(
-                what=f"{label(name)}: sender receive-window-limited",
-                value=p.capture.rwnd_limited_share, unit="ratio", threshold=RWND_LIMITED_SHARE,
-                comparison=">=", source=p.capture.source)
+            held[name] = rwnd_limited(name, p.capture)
         if p.h2_ledger and p.h2_ledger.server_initial_window_bytes:
             windows.append(p.h2_ledger.server_initial_window_bytes)
         if p.ssh_ledger and p.ssh_ledger.initial_window_bytes:

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from gitnetdiag.diagnosis.culprits._common import Hit, failure_cost_s, label
+from gitnetdiag.diagnosis.culprits._common import Hit, failure_cost_s, label, observed
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import HttpExchange, Observations
 from gitnetdiag.diagnosis.servers import NAMES, answering_server
@@ -175,10 +175,7 @@ def edge_backend_errors(obs: Observations) -> Hit | None:
     worst_cost, worst_protocol = 0.0, None
     failed_pushes = 0
     members: set[str] = set()
-    for name in HTTPS_PROTOCOLS:
-        p = obs.protocols.get(name)
-        if p is None:
-            continue
+    for name, p in observed(obs, HTTPS_PROTOCOLS):
         mixed = mixed_kinds(p.http_requests)
         if not mixed:
             continue

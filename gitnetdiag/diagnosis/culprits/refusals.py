@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gitnetdiag.diagnosis.culprits._common import Hit, failure_cost_s, label
+from gitnetdiag.diagnosis.culprits._common import Hit, failure_cost_s, label, observed
 from gitnetdiag.diagnosis.culprits.weights import WEIGHTS
 from gitnetdiag.diagnosis.edgelimits import LIMITS, NOT_DOCUMENTED, EdgeLimits, with_value
 from gitnetdiag.diagnosis.model import Evidence
@@ -153,10 +153,7 @@ def request_body_limit(obs: Observations) -> Hit | None:
     failures = _Failures()
     said: list[str | None] = []
     limit: int | None = None
-    for name in HTTPS:
-        p = obs.protocols.get(name)
-        if p is None:
-            continue
+    for name, p in observed(obs, HTTPS):
         posts = _posts(p)
         refused = [r for r in posts if r.status == TOO_LARGE]
         probe_bracket = _bracket(p.body_limit)
@@ -235,10 +232,7 @@ def streamed_body_refused(obs: Observations) -> Hit | None:
     evidence: list[Evidence] = []
     failures = _Failures()
     said: list[str | None] = []
-    for name in HTTPS:
-        p = obs.protocols.get(name)
-        if p is None:
-            continue
+    for name, p in observed(obs, HTTPS):
         refused, sized_ok = _refused_streams(p)
         by_probe = _probe_refused_stream(p.body_limit)
         if not (refused and sized_ok) and not by_probe:
@@ -291,10 +285,9 @@ def edge_idle_timeout(obs: Observations) -> Hit | None:
     failures = _Failures()
     said: list[str | None] = []
     idle: list[float] = []
-    for name in HTTPS:
-        p = obs.protocols.get(name)
-        cut = _cut(p) if p is not None else []
-        if p is None or not cut:
+    for name, p in observed(obs, HTTPS):
+        cut = _cut(p)
+        if not cut:
             continue
         silences = [r.silence_before_close_s for r in cut if r.silence_before_close_s]
         idle += silences

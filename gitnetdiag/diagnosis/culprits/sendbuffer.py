@@ -49,7 +49,6 @@ from gitnetdiag.diagnosis.culprits._common import (
     typical_costliest,
     unclamped_cost_s,
 )
-from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.transfers import IDLE_SHARE, TransferObservation
@@ -216,12 +215,9 @@ def _send_buffer_hit(obs: TransferObservation) -> Hit | None:
                                 source=f"fetch monitor, {obs.protocol} #{obs.repeat}"))
     rate = obs.rate_bytes_per_s or 0.0
     cost = unclamped_cost_s(obs, UNCLAMPED_FLIGHT_BYTES, rtt)
-    return Hit(
-        score=round(min(weight("server-send-buffer", "cap" if server is None else
-                               "cap-with-sender"), tally.score), 2),
-        cost_s=max(0.0, cost),
-        summary=_summary(obs, flight, rate),
-        evidence=tuple(tally.evidence), fix=SEND_BUFFER_FIX, cost_protocol=obs.protocol)
+    return tally.hit(cost_s=max(0.0, cost), summary=_summary(obs, flight, rate),
+                     fix=SEND_BUFFER_FIX, cost_protocol=obs.protocol,
+                     cap="cap" if server is None else "cap-with-sender")
 
 
 def _summary(obs: TransferObservation, flight: float, rate: float) -> str:

@@ -55,24 +55,28 @@ def _evidence(obs: Observations, values: list[tuple[str, float]], what: str,
                  for item in phase_evidence([(name, value)], what, **_over_rtts(obs, rtts, name)))
 
 
-def server_processing(obs: Observations) -> Hit | None:
-    phase = phase_excess(obs, "server_wait_s", SERVER_WAIT_RTTS)
+def _slow_phase(obs: Observations, culprit: str, attr: str, rtts: Mapping[str, float], *,
+                what: str, summary: str, fix: str) -> Hit | None:
+    """A server phase (``attr``) beyond the round trips it needs by :data:`SLOW_PHASE_S` on
+    every protocol (:func:`phase_excess`); ``summary``'s ``{}`` is that excess."""
+    phase = phase_excess(obs, attr, rtts)
     excess, values = phase.excess_s, phase.values
     if excess < SLOW_PHASE_S:
         return None
-    score = weight("server-processing", "several-protocols" if len(values) >= 2 else "one-protocol")
-    if storage_slowness(obs) is not None:
-        score = weight("server-processing", "slow-storage")
-    return Hit(
-        score=score,
-        cost_s=excess,
-        cost_protocol=phase.protocol,
-        summary=(
-            f"After the upload the server took {fmt_s(excess)} beyond the network round trips "
-            "to answer: hooks or receive-pack work on the server."
-        ),
-        evidence=_evidence(obs, values, "wait after upload until the server's status",
-                           SERVER_WAIT_RTTS),
+    score = weight(culprit, "several-protocols" if len(values) >= 2 else "one-protocol")
+    if culprit == "server-processing" and storage_slowness(obs) is not None:
+        score = weight(culprit, "slow-storage")
+    return Hit(score=score, cost_s=excess, cost_protocol=phase.protocol,
+               summary=summary.format(fmt_s(excess)),
+               evidence=_evidence(obs, values, what, rtts), fix=fix)
+
+
+def server_processing(obs: Observations) -> Hit | None:
+    return _slow_phase(
+        obs, "server-processing", "server_wait_s", SERVER_WAIT_RTTS,
+        what="wait after upload until the server's status",
+        summary="After the upload the server took {} beyond the network round trips to "
+        "answer: hooks or receive-pack work on the server.",
         fix=(
             "Time the server side of receive-pack: pre-receive / update / post-receive hooks "
             "(`GIT_TRACE2_PERF` on the server), `receive.fsckObjects`, the connectivity check "
@@ -82,20 +86,11 @@ def server_processing(obs: Observations) -> Hit | None:
 
 
 def slow_ref_advertisement(obs: Observations) -> Hit | None:
-    phase = phase_excess(obs, "ref_advertisement_s", REF_ADVERTISEMENT_RTTS)
-    excess, values = phase.excess_s, phase.values
-    if excess < SLOW_PHASE_S:
-        return None
-    return Hit(
-        score=weight("slow-ref-advertisement",
-                     "several-protocols" if len(values) >= 2 else "one-protocol"),
-        cost_s=excess,
-        cost_protocol=phase.protocol,
-        summary=(
-            f"The first response (authentication and ref advertisement) arrived "
-            f"{fmt_s(excess)} later than the connection's round trips explain."
-        ),
-        evidence=_evidence(obs, values, "time to the first response", REF_ADVERTISEMENT_RTTS),
+    return _slow_phase(
+        obs, "slow-ref-advertisement", "ref_advertisement_s", REF_ADVERTISEMENT_RTTS,
+        what="time to the first response",
+        summary="The first response (authentication and ref advertisement) arrived {} later "
+        "than the connection's round trips explain.",
         fix=(
             "Check the authentication backend's latency (LDAP, SSO, token checks) on the first "
             "request, and the ref count (`git ls-remote URL | wc -l`): hide refs with "

@@ -101,11 +101,9 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
         f"; the {window} B channel window allows {fmt_rate(window / rtt)}" if window and rtt else ""
     )
     other_text = f" vs {label(other[0])} {fmt_rate(other[1])}" if other else ""
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=cost,
         summary=f"SSH pushes uploaded at {fmt_rate(rate)}{other_text}{window_text}.",
-        evidence=tuple(tally.evidence),
         fix=(
             "Stock OpenSSH has a fixed channel window with no `sshd_config` option: run HPN-SSH "
             "(dynamic windows) on the server and client, or push large repositories over "
@@ -132,8 +130,7 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
         tally.add("log")
     if configured:
         tally.add("configured")
-    for burst in bursts:
-        tally.note(*burst_evidence(burst))
+    tally.note(*(item for burst in bursts for item in burst_evidence(burst)))
     tally.note(*(Evidence(what="sshd log", text=line.strip(), source="host log") for line in log))
     tally.note(*config_evidence(configured))
     rtt = rtt_s(obs)
@@ -141,8 +138,7 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
     refused = sum(b.failed for b in bursts)
     conc = max((b.concurrency for b in bursts), default=0)
     setting = f" (`MaxStartups {configured[0].value}`)" if configured else ""
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=cost,
         summary=(
             f"sshd dropped {refused} of {conc} concurrent SSH connections before "
@@ -150,7 +146,6 @@ def ssh_maxstartups(obs: Observations) -> Hit | None:
             if bursts
             else "sshd logged MaxStartups throttling of unauthenticated connections."
         ),
-        evidence=tuple(tally.evidence),
         fix=(
             "Raise sshd `MaxStartups` (default `10:30:100` starts refusing 30% of new "
             "unauthenticated connections beyond 10), e.g. `MaxStartups 100:30:300`, shorten "

@@ -12,6 +12,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     Hit,
     Tally,
     above_zero,
+    captured,
     config_evidence,
     config_lines,
     label,
@@ -64,11 +65,7 @@ def _clamped_protocols(obs: Observations) -> list[_Clamp]:
         or c.rwnd_limited_share < RWND_LIMITED_SHARE
     }
     found = []
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None or p.capture is None:
-            continue
-        c = p.capture
+    for name, p, c in captured(obs):
         window = c.largest_window_bytes
         rtt, rate, size, up = rtt_s(obs, p), rates.get(name), push_bytes(p), upload_s(p)
         if (
@@ -151,6 +148,13 @@ def _clamp_signals(obs: Observations, clamps: list[_Clamp], worst: _Clamp,
     return tally
 
 
+def _sysctls(obs: Observations, *keys: str, basis: str = "") -> list[Evidence]:
+    """The host's value of each sysctl of ``keys`` it reported."""
+    sysctls = obs.host.sysctls if obs.host is not None else {}
+    return [Evidence(what=f"sysctl {key}", text=sysctls[key], basis=basis, source="host sysctl")
+            for key in keys if key in sysctls]
+
+
 def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
     clamps = _clamped_protocols(obs)
     if not clamps:
@@ -166,16 +170,11 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
         return None
     if worst.window >= AUTOTUNE_MAX_WINDOW_BYTES:
         tally.scale("autotune-maximum")
-    if obs.host is not None:
-        for key in ("net.ipv4.tcp_rmem", "net.core.rmem_max"):
-            if key in obs.host.sysctls:
-                tally.note(Evidence(what=f"sysctl {key}", text=obs.host.sysctls[key],
-                                    source="host sysctl"))
+    tally.note(*_sysctls(obs, "net.ipv4.tcp_rmem", "net.core.rmem_max"))
     tally.note(*config_evidence(config_lines(obs, r"rcvbuf|SO_RCVBUF|tcp_rmem")))
     names = ", ".join(label(c.name) for c in clamps)
     suggest = suggest_window(bdp)
-    return Hit(
-        score=tally.score,
+    return tally.hit(
         cost_s=worst.cost,
         summary=(
             f"{names} uploads sat at the receiver's TCP window: {fmt_bytes(worst.window)} per "
@@ -183,7 +182,6 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
             f"{fmt_rate(worst.rate)}"
             + (f", while the BDP is {fmt_bytes(bdp)}." if bdp is not None else ".")
         ),
-        evidence=tuple(tally.evidence),
         fix=(
             "On the receiver of the push (the server, or the edge that terminates TCP): raise "
             f"the maximum of `net.ipv4.tcp_rmem` (e.g. `4096 131072 {suggest}`) and "
@@ -196,16 +194,8 @@ def tcp_receive_window_clamp(obs: Observations) -> Hit | None:
 
 def tcp_window_scaling_off(obs: Observations) -> Hit | None:
     clamps = {c.name: c for c in _clamped_protocols(obs)}
-    hits = []
-    for name in PROTOCOL_ORDER:
-        p = obs.protocols.get(name)
-        if p is None or p.capture is None:
-            continue
-        c = p.capture
-        window = c.largest_window_bytes
-        if window is None or not c.window_scaling_off:
-            continue
-        hits.append((name, c, window))
+    hits = [(name, c, window) for name, _, c in captured(obs)
+            if (window := c.largest_window_bytes) is not None and c.window_scaling_off]
     if not hits:
         return None
     costs = {name: clamps[name].cost if name in clamps else 0.0 for name, _, _ in hits}
@@ -234,15 +224,7 @@ def tcp_window_scaling_off(obs: Observations) -> Hit | None:
     )
     if limited:
         evidence.append(rwnd_limited(name, cap))
-    if obs.host is not None and "net.ipv4.tcp_window_scaling" in obs.host.sysctls:
-        evidence.append(
-            Evidence(
-                what="sysctl net.ipv4.tcp_window_scaling",
-                text=obs.host.sysctls["net.ipv4.tcp_window_scaling"],
-                basis="1 (on)",
-                source="host sysctl",
-            )
-        )
+    evidence += _sysctls(obs, "net.ipv4.tcp_window_scaling", basis="1 (on)")
     cap_text = f" caps the upload at {fmt_rate(window / rtt)} over {fmt_s(rtt)} RTT" if rtt else ""
     return Hit(
         score=weight("tcp-window-scaling-off", "rwnd-limited" if limited else "unscaled"),
