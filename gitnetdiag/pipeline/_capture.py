@@ -51,11 +51,11 @@ MIN_UPLOAD_BYTES = 4096
 """A connection that uploads less is no push (ls-remote, a failed attempt)."""
 
 
-def _classify(conn: ConnectionAnalysis, sniffed: dict[tuple[int, int], Sniffed]
+def _classify(conn: ConnectionAnalysis, s: Sniffed | None
               ) -> tuple[obs.ProtocolName, int, str] | None:
-    """The transport and the server port of one connection, or None when not git-like."""
+    """The transport and the server port of one connection (``s``: what its payload showed),
+    or None when not git-like."""
     c = conn.connection
-    s = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
     server = c.b_port
     if s is not None and s.client_port is not None:
         server = c.b_port if s.client_port == c.a_port else c.a_port
@@ -105,13 +105,13 @@ def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sni
     """Every git-like connection, client first, largest upload first."""
     found = []
     for conn in analysis.connections:
-        kind = _classify(conn, sniffed)
+        c = conn.connection
+        sniff = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
+        kind = _classify(conn, sniff)
         if kind is None:
             continue
         proto, server, why = kind
         directed = _directed(conn, server)
-        c = conn.connection
-        sniff = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
         found.append(Transfer(protocol=proto, conn=directed, server_port=server, why=why,
                               upload_bytes=directed.a_to_b.payload_bytes,
                               download_bytes=directed.b_to_a.payload_bytes,
@@ -189,12 +189,6 @@ def ledger_observation(ledger: h2ledger.H2WireLedger) -> obs.H2Ledger:
     )
 
 
-def receiver_side(metrics: obs.CaptureMetrics) -> bool:
-    """Whether the capture point was next to the receiver of the upload (server side):
-    the one rule of :func:`~gitnetdiag.pipeline._capture_flow.at_receiver`."""
-    return at_receiver(metrics)
-
-
 def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.CaptureMetrics:
     """The TCP picture of a capture taken at the receiver: what the sender had in flight is
     not visible there, so it is estimated per bin as the arrival rate x the handshake RTT
@@ -232,6 +226,13 @@ def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.
 BURST_CONNECTIONS = 3
 """This many connections of one transport in a capture are read as a burst too (SYN
 drops, resets and unanswered connections across all of them, not only the push)."""
+
+
+def capture_bursts(transfers: list[Transfer]) -> list[obs.BurstResult]:
+    """A burst of each transport with :data:`BURST_CONNECTIONS` connections or more."""
+    mine = {proto: [t for t in transfers if t.protocol == proto] for proto in obs.PROTOCOL_ORDER}
+    return [capture_burst(proto, mine[proto]) for proto in obs.PROTOCOL_ORDER
+            if len(mine[proto]) >= BURST_CONNECTIONS]
 
 
 def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.BurstResult:
@@ -279,11 +280,7 @@ def _clones(path: Path, connections: int, transfers: list[Transfer], downloads: 
             pushed: int) -> tuple[obs.Observations, list[str]]:
     """The capture's clones, the bigger transfer: diagnosed in the download direction, with
     a push beside them said (:mod:`~gitnetdiag.pipeline._capture_flow`)."""
-    bursts = []
-    for proto in obs.PROTOCOL_ORDER:
-        mine = [t for t in transfers if t.protocol == proto]
-        if len(mine) >= BURST_CONNECTIONS:
-            bursts.append(capture_burst(proto, mine))
+    bursts = capture_bursts(transfers)
     other, warnings = "", []
     if pushed:
         other = (f"; a push too ({pushed} B up), not diagnosed: the clone moved more (one "
@@ -317,13 +314,11 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
         clones, said = _clones(path, len(analysis.connections), transfers, downloads, pushed)
         return clones, warnings + said
     protocols: dict[str, obs.ProtocolObservation] = {}
-    bursts: list[obs.BurstResult] = []
+    bursts = capture_bursts(transfers)
     seen: list[str] = []
     for proto in obs.PROTOCOL_ORDER:
         mine = [t for t in transfers if t.protocol == proto]
         pushes = [t for t in mine if t.upload_bytes >= MIN_UPLOAD_BYTES]
-        if len(mine) >= BURST_CONNECTIONS:
-            bursts.append(capture_burst(proto, mine))
         chosen = pushes[0] if pushes else (mine[0] if mine else None)
         if chosen is None:
             continue
@@ -340,7 +335,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
                               advertised_window_max_bytes=None, rwnd_limited_share=None,
                               source=metrics.source + " (handshake not captured: window "
                               "scale unknown, advertised windows not used, MSS = mean segment)")
-        if receiver_side(metrics):
+        if at_receiver(metrics):  # captured next to the upload's receiver (server side)
             metrics = receiver_view(chosen.conn, metrics)
             seen[-1] += " (captured at the server)"
         wait = _server_wait_s(chosen.conn)

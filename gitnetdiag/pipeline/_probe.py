@@ -52,10 +52,6 @@ class H2PushLedger:
     """receive-pack's answer."""
 
     @property
-    def target(self) -> str:
-        return self.events.target
-
-    @property
     def alpn(self) -> str:
         return self.events.alpn
 
@@ -90,24 +86,8 @@ class H2PushLedger:
         return self.ledgers.bound
 
     @property
-    def ref(self) -> str:
-        return self.events.ref
-
-    @property
     def ref_deleted(self) -> bool:
         return self.events.ref_deleted
-
-    @property
-    def auth(self) -> str:
-        return self.events.auth
-
-    @property
-    def proxy(self) -> str | None:
-        return self.events.proxy
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        return self.events.warnings
 
     @property
     def upload_rate_bytes_per_s(self) -> float | None:
@@ -162,19 +142,6 @@ class SshPushLedger:
     """receive-pack's answer."""
 
     @property
-    def server_window_bytes(self) -> int:
-        return self.events.window_bytes
-
-    @property
-    def window_adjusts(self) -> int:
-        """SSH_MSG_CHANNEL_WINDOW_ADJUST messages received during the push."""
-        return len(self.events.window_adjusts)
-
-    @property
-    def ref_deleted(self) -> bool:
-        return self.events.ref_deleted
-
-    @property
     def upload_s(self) -> float:
         return (self.events.ended_t_ns - self.events.first_data_t_ns) / 1e9
 
@@ -197,7 +164,7 @@ class SshPushLedger:
             "request_bytes": events.request_bytes,
             "upload_s": self.upload_s,
             "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
-            "window_adjusts": self.window_adjusts,
+            "window_adjusts": len(events.window_adjusts),
             "channel": self.channel.to_dict(series=series),
             "report": self.report.to_dict(),
             "ref": events.ref,
@@ -225,7 +192,7 @@ def sweep_row(record: H2NativeRecord) -> SweepRow:
         upload_rate_bytes_per_s=ledger.upload_rate_bytes_per_s,
         stall_count=ledger.ledgers.stall_count,
         stalled_s=ledger.ledgers.stalled_s,
-        push_ok=ledger.report.ok_for(ledger.ref),
+        push_ok=ledger.report.ok_for(record.ref),
     )
 
 

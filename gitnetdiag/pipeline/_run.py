@@ -61,8 +61,6 @@ __all__ = ["HOST_REPORT_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "compare_run
 
 Progress = Callable[[str], None]
 
-PROTOCOL_PORT_HINTS = {"h1": "https", "h2": "https", "ssh": "ssh", "git": "git"}
-
 
 def _quiet(_msg: str) -> None:
     return None
