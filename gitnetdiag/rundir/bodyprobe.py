@@ -176,8 +176,3 @@ def _check_exchange(exchange: BodyExchange, where: str) -> None:
         raise Malformed(f"{where}: a {exchange.purpose} POST with content_length_bytes "
                         f"{exchange.content_length_bytes!r}")
 
-
-__all__ = [
-    "BODY_SCHEMA", "SIZE_REFUSED_STATUS", "BodyAnswer", "BodyExchange", "BodyProbeRecord",
-    "BodyPurpose", "HttpVersion", "SizeVerdict", "body_probe_record", "write_body_probe",
-]

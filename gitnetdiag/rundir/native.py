@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from gitnetdiag.rundir.manifest import read_json_object, read_record, write_json_once
+from gitnetdiag.rundir.manifest import read_record, write_json_once
 from gitnetdiag.rundir.records import RefCleanup
 from gitnetdiag.vocabulary import HTTP2_START_WINDOW_BYTES
 
@@ -298,25 +298,3 @@ def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
     """A version-2 ``native-ssh.json`` object, checked as :func:`h2_record`."""
     return read_record(SshNativeRecord, data, schema=SSH_SCHEMA, where=where, negative=True)
 
-
-__all__ = [
-    "H2_SCHEMA",
-    "IDENTITY_HEADERS",
-    "SSH_SCHEMA",
-    "H2DataSent",
-    "H2NativeRecord",
-    "NativeRecord",
-    "ReportStatus",
-    "SettingsEvent",
-    "SshAdjustReceived",
-    "SshDataSent",
-    "SshNativeRecord",
-    "StreamOpened",
-    "WindowUpdateReceived",
-    "first_response_identity",
-    "h2_record",
-    "native_schema",
-    "read_json_object",
-    "ssh_record",
-    "write_native",
-]
