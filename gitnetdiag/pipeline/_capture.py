@@ -33,6 +33,7 @@ from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.pipeline._capture_flow import (
+    MIN_PACK_BYTES,
     UNSEEN,
     Transfer,
     at_receiver,
@@ -46,9 +47,6 @@ from gitnetdiag.pipeline._metrics import capture_metrics, flight_series
 WELL_KNOWN: dict[int, obs.ProtocolName] = {443: "h2", 22: "ssh", 9418: "git"}
 """Ports that name a git transport when the payload is not captured (443: HTTP/2 or
 HTTP/1.1 over TLS, taken as HTTPS with HTTP/2 possible)."""
-
-MIN_UPLOAD_BYTES = 4096
-"""A connection that uploads less is no push (ls-remote, a failed attempt)."""
 
 
 def _classify(conn: ConnectionAnalysis, s: Sniffed | None
@@ -137,7 +135,7 @@ def _reset_cut(conn: ConnectionAnalysis) -> str | None:
     up, down = conn.a_to_b, conn.b_to_a
     if not (up.resets_sent or down.resets_sent):
         return None
-    stranded = up.unacked_bytes >= MIN_UPLOAD_BYTES
+    stranded = up.unacked_bytes >= MIN_PACK_BYTES
     if _answered(conn) and not stranded:
         return None
     firsts = [(f, who) for f, who in ((down.first_reset_frame, "the server side"),
@@ -266,12 +264,12 @@ def _nothing_to_measure(path: Path, connections: int, transfers: list[Transfer],
             "git:// request in the payload)",
             hint="capture the push itself (tcpdump -i any -s 128 -w push.pcap 'port 443 or "
             "port 22'), or give the server's port with a run directory")]
-    if all(t.upload_bytes < MIN_UPLOAD_BYTES for t in transfers) and not any(
+    if all(t.upload_bytes < MIN_PACK_BYTES for t in transfers) and not any(
             b.syn_retransmissions or b.synack_retransmissions or b.failed for b in bursts):
         return [obs.RunProblem(
             stage="capture", reference="no-upload",
             message=f"{path.name}: git-like connections found, but none uploaded "
-            f"{MIN_UPLOAD_BYTES} B or more: no push to measure",
+            f"{MIN_PACK_BYTES} B or more: no push to measure",
             hint="capture during the slow push itself")]
     return []
 
@@ -318,7 +316,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
     seen: list[str] = []
     for proto in obs.PROTOCOL_ORDER:
         mine = [t for t in transfers if t.protocol == proto]
-        pushes = [t for t in mine if t.upload_bytes >= MIN_UPLOAD_BYTES]
+        pushes = [t for t in mine if t.upload_bytes >= MIN_PACK_BYTES]
         chosen = pushes[0] if pushes else (mine[0] if mine else None)
         if chosen is None:
             continue
@@ -346,7 +344,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
             # A connection that uploaded no pack and ended normally (ls-remote of a
             # burst) is no push: the burst and the capture are its evidence, not a rate.
             pushes=tuple(push for push in map(_push, pushes or [chosen])
-                         if push.bytes >= MIN_UPLOAD_BYTES or not push.ok),
+                         if push.bytes >= MIN_PACK_BYTES or not push.ok),
             trace2=obs.Trace2Phases(server_wait_s=wait) if wait is not None else None,
             capture=metrics,
             h2_ledger=ledger,

@@ -31,6 +31,7 @@ from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.outcomes import UNCLASSIFIED_KINDS, FailureKind
 from gitnetdiag.pipeline._connections import analysis_order, burst_result
 from gitnetdiag.pipeline._h2stall import h2_client_stall
+from gitnetdiag.pipeline._host import load_host_report, load_storage_report
 from gitnetdiag.pipeline._metrics import (
     capture_metrics,
     flight_series,
@@ -259,14 +260,9 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     manifest = manifest or load_run(run_dir)
     gathered = Notes()
     if host is None and (run_dir / HOST_REPORT_FILE).is_file():
-        from gitnetdiag.pipeline._host import load_host_report
-
         host = load_host_report(run_dir / HOST_REPORT_FILE)
-    storage = None
-    if (run_dir / STORAGE_REPORT_FILE).is_file():
-        from gitnetdiag.pipeline._host import load_storage_report
-
-        storage = load_storage_report(run_dir / STORAGE_REPORT_FILE)
+    storage_file = run_dir / STORAGE_REPORT_FILE
+    storage = load_storage_report(storage_file) if storage_file.is_file() else None
     protocols: dict[str, obs.ProtocolObservation] = {}
     bursts: list[obs.BurstResult] = []
     for run in manifest.protocols:

@@ -10,7 +10,6 @@ the native ledgers, and diagnoses them with the one engine and verdict. The entr
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -48,6 +47,7 @@ from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
 from gitnetdiag.rundir.manifest import SampledManifest, check_numbers, load_sampled
 from gitnetdiag.rundir.records import SampledTransfer, TimelinePoint
+from gitnetdiag.rundir.trace2 import json_objects
 from gitnetdiag.serial import Malformed, from_jsonable
 
 if TYPE_CHECKING:
@@ -83,21 +83,10 @@ def _analysis(run_dir: Path, name: str | None) -> CaptureAnalysis | None:
         return None
 
 
-def _jsonl(text: str) -> list[dict[str, Any]]:
-    rows = []
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
-
-
 def _samples(text: str) -> list[dict[str, Any]]:
     """The TCP_INFO lines of a clone that have the shape the analysis reads."""
-    return [row for row in _jsonl(text) if isinstance(row.get("counters"), dict)
+    rows = json_objects(text.splitlines())
+    return [row for row in rows if isinstance(row.get("counters"), dict)
             and isinstance(row.get("t_s"), int | float)]
 
 
@@ -143,7 +132,8 @@ def _timeline(run_dir: Path, record: SampledTransfer) -> list[TimelinePoint]:
     absurdly large is a ``bad-run-dir`` naming the file and the line."""
     name = record.artifacts.get("timeline", "timeline")
     points = []
-    for number, row in enumerate(_jsonl(_read(run_dir, record, "timeline")), start=1):
+    lines = _read(run_dir, record, "timeline").splitlines()
+    for number, row in enumerate(json_objects(lines), start=1):
         where = f"{name} line {number}"
         try:
             point = from_jsonable(TimelinePoint, row, where=where, unknown="ignore")
