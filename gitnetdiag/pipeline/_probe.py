@@ -201,12 +201,8 @@ def sweep_records(run_dir: Path) -> tuple[H2NativeRecord, ...]:
     pattern = re.compile(SWEEP_VARIANT_PATTERN.replace("{n}", r"(\d+)").replace(".", r"\."))
     found = sorted((int(m.group(1)), path) for path in run_dir.iterdir()
                    if (m := pattern.fullmatch(path.name)))
-    records = []
-    for _, path in found:
-        data = read_json_object(path)
-        if data is not None:
-            records.append(h2_record(data, path.name))
-    return tuple(records)
+    return tuple(h2_record(data, path.name) for _, path in found
+                 if (data := read_json_object(path)) is not None)
 
 
 def sweep_rows(records: Sequence[H2NativeRecord]) -> tuple[SweepRow, ...]:

@@ -207,10 +207,8 @@ class H2NativeRecord(NativePush):
 
     def server_settings(self) -> dict[str, int]:
         """The server's SETTINGS as last known."""
-        merged: dict[str, int] = {}
-        for event in self.settings_received:
-            merged.update(event.settings)
-        return merged
+        return {name: value for event in self.settings_received
+                for name, value in event.settings.items()}
 
     def connection_window_before_data(self) -> int | None:
         """The connection window the server had granted before this probe's first DATA
