@@ -91,11 +91,8 @@ def _directed(conn: ConnectionAnalysis, server_port: int) -> ConnectionAnalysis:
 def handshake_rtt_s(transfers: list[Transfer]) -> float | None:
     """The path's RTT: the handshake of the transfer that uploaded most among those whose
     handshake was captured (SYN -> SYN-ACK -> ACK, a whole round trip from either end)."""
-    for t in transfers:
-        rtt = t.conn.handshake.rtt_s
-        if rtt is not None and rtt > 0:
-            return rtt
-    return None
+    rtts = (t.conn.handshake.rtt_s for t in transfers)
+    return next((rtt for rtt in rtts if rtt is not None and rtt > 0), None)
 
 
 def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sniffed]

@@ -169,9 +169,7 @@ class _Fields:
         return None if value is None else float(value)
 
     def text(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is not None and not isinstance(value, str):
-            raise bad_run_dir(f"{self.where}.{key} must be a string, got {value!r}")
+        value: str | None = self._get(key, (str,), "a string")
         return value
 
     def items(self, key: str) -> list[Any]:

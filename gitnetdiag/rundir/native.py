@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from gitnetdiag.rundir.manifest import read_record, write_json_once
+from gitnetdiag.rundir.manifest import read_record
 from gitnetdiag.rundir.records import RefCleanup
 from gitnetdiag.vocabulary import HTTP2_START_WINDOW_BYTES
 
@@ -273,11 +272,6 @@ class SshNativeRecord(NativePush):
 
 
 NativeRecord = H2NativeRecord | SshNativeRecord
-
-
-def write_native(path: Path, record: NativeRecord) -> None:
-    """Write a native event file once (:func:`~gitnetdiag.rundir.manifest.write_json_once`)."""
-    write_json_once(path, record)
 
 
 def native_schema(data: dict[str, Any]) -> str | None:
