@@ -62,10 +62,6 @@ class H2PushLedger:
                                                  HTTP2_DEFAULT_WINDOW_BYTES)
 
     @property
-    def server_max_frame_bytes(self) -> int:
-        return self.events.server_settings().get("MAX_FRAME_SIZE", HTTP2_DEFAULT_MAX_FRAME_BYTES)
-
-    @property
     def request_bytes(self) -> int:
         return self.events.request_bytes
 
@@ -104,7 +100,8 @@ class H2PushLedger:
             "client_settings": events.settings_sent[0].settings if events.settings_sent else {},
             "server_settings": events.server_settings(),
             "server_initial_window_bytes": self.server_initial_window_bytes,
-            "server_max_frame_bytes": self.server_max_frame_bytes,
+            "server_max_frame_bytes": events.server_settings().get(
+                "MAX_FRAME_SIZE", HTTP2_DEFAULT_MAX_FRAME_BYTES),
             "request_bytes": events.request_bytes,
             "upload_s": self.ledgers.upload_s,
             "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
@@ -145,10 +142,6 @@ class SshPushLedger:
     def upload_s(self) -> float:
         return (self.events.ended_t_ns - self.events.first_data_t_ns) / 1e9
 
-    @property
-    def upload_rate_bytes_per_s(self) -> float | None:
-        return self.events.request_bytes / self.upload_s if self.upload_s > 0 else None
-
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
         """The summary the lab CLI prints (the legacy ``native-ssh.json`` shape)."""
         events = self.events
@@ -163,7 +156,8 @@ class SshPushLedger:
             "advertisement": events.advertisement,
             "request_bytes": events.request_bytes,
             "upload_s": self.upload_s,
-            "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
+            "upload_rate_bytes_per_s": events.request_bytes / self.upload_s
+            if self.upload_s > 0 else None,
             "window_adjusts": len(events.window_adjusts),
             "channel": self.channel.to_dict(series=series),
             "report": self.report.to_dict(),
