@@ -144,9 +144,8 @@ class BodyProbeRecord:
 
     def last(self, purpose: BodyPurpose, http_version: HttpVersion) -> BodyExchange | None:
         """The last POST of that purpose and version (after a 401, the retry)."""
-        found = [e for e in self.exchanges
-                 if e.purpose == purpose and e.http_version == http_version]
-        return found[-1] if found else None
+        return next((e for e in reversed(self.exchanges)
+                     if e.purpose == purpose and e.http_version == http_version), None)
 
 
 def body_probe_record(data: dict[str, Any], where: str) -> BodyProbeRecord:

@@ -58,10 +58,6 @@ def event_time_s(event: dict[str, Any]) -> float | None:
         return None
 
 
-def _parent_sid(sid: str) -> str | None:
-    return sid.rsplit("/", 1)[0] if "/" in sid else None
-
-
 def push_phases(lines: Iterable[str]) -> Trace2Record:
     """Phases of a push from trace2 event lines; tolerant of cut-off and junk lines."""
     events = trace2_events(lines)
@@ -120,9 +116,9 @@ def push_phases(lines: Iterable[str]) -> Trace2Record:
 
 
 def _server_wait_s(events: list[dict[str, Any]], pack_sid: str) -> float | None:
-    parent = _parent_sid(pack_sid)
-    if parent is None:
+    if "/" not in pack_sid:  # no parent process
         return None
+    parent = pack_sid.rsplit("/", 1)[0]
     pack_exit: float | None = None
     for event in events:
         if event["sid"] != parent:
