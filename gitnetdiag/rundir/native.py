@@ -124,17 +124,13 @@ def first_response_identity(text: str) -> tuple[str, ...]:
         if match is None:
             continue
         line = match.group(1)
-        if line.upper().startswith("HTTP/"):
+        if line.upper().startswith("HTTP/") or (in_response and not line):
             if found:
                 break
             in_response = True
             continue
-        if not in_response or not line:
-            if in_response and not line and found:
-                break
-            continue
         name, sep, value = line.partition(":")
-        if sep and name.strip().lower() in IDENTITY_HEADERS:
+        if in_response and sep and name.strip().lower() in IDENTITY_HEADERS:
             found.append(f"{name.strip().lower()}: {value.strip()}")
     return tuple(found)
 
