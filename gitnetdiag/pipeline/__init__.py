@@ -53,32 +53,17 @@ if TYPE_CHECKING:
     from gitnetdiag.pipeline._run import write_reports as write_reports
     from gitnetdiag.pipeline._sampled import diagnose_sampled as diagnose_sampled
 
-EXPORTS: dict[str, str] = {
-    "diagnose_capture": "_capture",
-    "observations_from_capture": "_capture",
-    "host_observation_from_report": "_host",
-    "load_host_report": "_host",
-    "load_storage_report": "_host",
-    "storage_observation_from_report": "_host",
-    "diagnose_load": "_load",
-    "observations_from_load": "_load",
-    "H2PushLedger": "_probe",
-    "NativeProgress": "_probe",
-    "SshPushLedger": "_probe",
-    "h2_push_ledger": "_probe",
-    "ssh_push_ledger": "_probe",
-    "sweep_records": "_probe",
-    "sweep_rows": "_probe",
-    "OBSERVATIONS_FILE": "_run",
-    "REPORT_FILES": "_run",
-    "compare_runs": "_run",
-    "diagnose_run": "_run",
-    "diagnosis_from_saved": "_run",
-    "observations_from_run": "_run",
-    "summarize_run": "_run",
-    "write_reports": "_run",
-    "diagnose_sampled": "_sampled",
-}
+EXPORTS: dict[str, str] = {name: module for module, names in {
+    "_capture": ("diagnose_capture", "observations_from_capture"),
+    "_host": ("host_observation_from_report", "load_host_report", "load_storage_report",
+              "storage_observation_from_report"),
+    "_load": ("diagnose_load", "observations_from_load"),
+    "_probe": ("H2PushLedger", "NativeProgress", "SshPushLedger", "h2_push_ledger",
+               "ssh_push_ledger", "sweep_records", "sweep_rows"),
+    "_run": ("OBSERVATIONS_FILE", "REPORT_FILES", "compare_runs", "diagnose_run",
+             "diagnosis_from_saved", "observations_from_run", "summarize_run", "write_reports"),
+    "_sampled": ("diagnose_sampled",),
+}.items() for name in names}
 """Public name -> the private module that defines it."""
 
 __all__ = sorted(EXPORTS)
@@ -91,7 +76,3 @@ def __getattr__(name: str) -> object:
     value = getattr(import_module(f"{__name__}.{module}"), name)
     globals()[name] = value
     return value
-
-
-def __dir__() -> list[str]:
-    return sorted([*globals(), *EXPORTS])

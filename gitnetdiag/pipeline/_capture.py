@@ -33,6 +33,7 @@ from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.pipeline._capture_flow import (
+    MIN_PACK_BYTES,
     UNSEEN,
     Transfer,
     at_receiver,
@@ -47,15 +48,12 @@ WELL_KNOWN: dict[int, obs.ProtocolName] = {443: "h2", 22: "ssh", 9418: "git"}
 """Ports that name a git transport when the payload is not captured (443: HTTP/2 or
 HTTP/1.1 over TLS, taken as HTTPS with HTTP/2 possible)."""
 
-MIN_UPLOAD_BYTES = 4096
-"""A connection that uploads less is no push (ls-remote, a failed attempt)."""
 
-
-def _classify(conn: ConnectionAnalysis, sniffed: dict[tuple[int, int], Sniffed]
+def _classify(conn: ConnectionAnalysis, s: Sniffed | None
               ) -> tuple[obs.ProtocolName, int, str] | None:
-    """The transport and the server port of one connection, or None when not git-like."""
+    """The transport and the server port of one connection (``s``: what its payload showed),
+    or None when not git-like."""
     c = conn.connection
-    s = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
     server = c.b_port
     if s is not None and s.client_port is not None:
         server = c.b_port if s.client_port == c.a_port else c.a_port
@@ -93,11 +91,8 @@ def _directed(conn: ConnectionAnalysis, server_port: int) -> ConnectionAnalysis:
 def handshake_rtt_s(transfers: list[Transfer]) -> float | None:
     """The path's RTT: the handshake of the transfer that uploaded most among those whose
     handshake was captured (SYN -> SYN-ACK -> ACK, a whole round trip from either end)."""
-    for t in transfers:
-        rtt = t.conn.handshake.rtt_s
-        if rtt is not None and rtt > 0:
-            return rtt
-    return None
+    rtts = (t.conn.handshake.rtt_s for t in transfers)
+    return next((rtt for rtt in rtts if rtt is not None and rtt > 0), None)
 
 
 def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sniffed]
@@ -105,13 +100,13 @@ def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sni
     """Every git-like connection, client first, largest upload first."""
     found = []
     for conn in analysis.connections:
-        kind = _classify(conn, sniffed)
+        c = conn.connection
+        sniff = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
+        kind = _classify(conn, sniff)
         if kind is None:
             continue
         proto, server, why = kind
         directed = _directed(conn, server)
-        c = conn.connection
-        sniff = sniffed.get((min(c.a_port, c.b_port), max(c.a_port, c.b_port)))
         found.append(Transfer(protocol=proto, conn=directed, server_port=server, why=why,
                               upload_bytes=directed.a_to_b.payload_bytes,
                               download_bytes=directed.b_to_a.payload_bytes,
@@ -137,7 +132,7 @@ def _reset_cut(conn: ConnectionAnalysis) -> str | None:
     up, down = conn.a_to_b, conn.b_to_a
     if not (up.resets_sent or down.resets_sent):
         return None
-    stranded = up.unacked_bytes >= MIN_UPLOAD_BYTES
+    stranded = up.unacked_bytes >= MIN_PACK_BYTES
     if _answered(conn) and not stranded:
         return None
     firsts = [(f, who) for f, who in ((down.first_reset_frame, "the server side"),
@@ -189,12 +184,6 @@ def ledger_observation(ledger: h2ledger.H2WireLedger) -> obs.H2Ledger:
     )
 
 
-def receiver_side(metrics: obs.CaptureMetrics) -> bool:
-    """Whether the capture point was next to the receiver of the upload (server side):
-    the one rule of :func:`~gitnetdiag.pipeline._capture_flow.at_receiver`."""
-    return at_receiver(metrics)
-
-
 def receiver_view(conn: ConnectionAnalysis, metrics: obs.CaptureMetrics) -> obs.CaptureMetrics:
     """The TCP picture of a capture taken at the receiver: what the sender had in flight is
     not visible there, so it is estimated per bin as the arrival rate x the handshake RTT
@@ -234,6 +223,13 @@ BURST_CONNECTIONS = 3
 drops, resets and unanswered connections across all of them, not only the push)."""
 
 
+def capture_bursts(transfers: list[Transfer]) -> list[obs.BurstResult]:
+    """A burst of each transport with :data:`BURST_CONNECTIONS` connections or more."""
+    mine = {proto: [t for t in transfers if t.protocol == proto] for proto in obs.PROTOCOL_ORDER}
+    return [capture_burst(proto, mine[proto]) for proto in obs.PROTOCOL_ORDER
+            if len(mine[proto]) >= BURST_CONNECTIONS]
+
+
 def capture_burst(proto: obs.ProtocolName, transfers: list[Transfer]) -> obs.BurstResult:
     """Many connections of one transport as a burst: what ``syn-drop``, ``firewall-reset``
     and ``listen-backlog-overflow`` read across connections."""
@@ -265,12 +261,12 @@ def _nothing_to_measure(path: Path, connections: int, transfers: list[Transfer],
             "git:// request in the payload)",
             hint="capture the push itself (tcpdump -i any -s 128 -w push.pcap 'port 443 or "
             "port 22'), or give the server's port with a run directory")]
-    if all(t.upload_bytes < MIN_UPLOAD_BYTES for t in transfers) and not any(
+    if all(t.upload_bytes < MIN_PACK_BYTES for t in transfers) and not any(
             b.syn_retransmissions or b.synack_retransmissions or b.failed for b in bursts):
         return [obs.RunProblem(
             stage="capture", reference="no-upload",
             message=f"{path.name}: git-like connections found, but none uploaded "
-            f"{MIN_UPLOAD_BYTES} B or more: no push to measure",
+            f"{MIN_PACK_BYTES} B or more: no push to measure",
             hint="capture during the slow push itself")]
     return []
 
@@ -279,11 +275,7 @@ def _clones(path: Path, connections: int, transfers: list[Transfer], downloads: 
             pushed: int) -> tuple[obs.Observations, list[str]]:
     """The capture's clones, the bigger transfer: diagnosed in the download direction, with
     a push beside them said (:mod:`~gitnetdiag.pipeline._capture_flow`)."""
-    bursts = []
-    for proto in obs.PROTOCOL_ORDER:
-        mine = [t for t in transfers if t.protocol == proto]
-        if len(mine) >= BURST_CONNECTIONS:
-            bursts.append(capture_burst(proto, mine))
+    bursts = capture_bursts(transfers)
     other, warnings = "", []
     if pushed:
         other = (f"; a push too ({pushed} B up), not diagnosed: the clone moved more (one "
@@ -317,13 +309,11 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
         clones, said = _clones(path, len(analysis.connections), transfers, downloads, pushed)
         return clones, warnings + said
     protocols: dict[str, obs.ProtocolObservation] = {}
-    bursts: list[obs.BurstResult] = []
+    bursts = capture_bursts(transfers)
     seen: list[str] = []
     for proto in obs.PROTOCOL_ORDER:
         mine = [t for t in transfers if t.protocol == proto]
-        pushes = [t for t in mine if t.upload_bytes >= MIN_UPLOAD_BYTES]
-        if len(mine) >= BURST_CONNECTIONS:
-            bursts.append(capture_burst(proto, mine))
+        pushes = [t for t in mine if t.upload_bytes >= MIN_PACK_BYTES]
         chosen = pushes[0] if pushes else (mine[0] if mine else None)
         if chosen is None:
             continue
@@ -340,7 +330,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
                               advertised_window_max_bytes=None, rwnd_limited_share=None,
                               source=metrics.source + " (handshake not captured: window "
                               "scale unknown, advertised windows not used, MSS = mean segment)")
-        if receiver_side(metrics):
+        if at_receiver(metrics):  # captured next to the upload's receiver (server side)
             metrics = receiver_view(chosen.conn, metrics)
             seen[-1] += " (captured at the server)"
         wait = _server_wait_s(chosen.conn)
@@ -351,7 +341,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
             # A connection that uploaded no pack and ended normally (ls-remote of a
             # burst) is no push: the burst and the capture are its evidence, not a rate.
             pushes=tuple(push for push in map(_push, pushes or [chosen])
-                         if push.bytes >= MIN_UPLOAD_BYTES or not push.ok),
+                         if push.bytes >= MIN_PACK_BYTES or not push.ok),
             trace2=obs.Trace2Phases(server_wait_s=wait) if wait is not None else None,
             capture=metrics,
             h2_ledger=ledger,

@@ -58,7 +58,6 @@ UNSEEN = ("trace2 phases (negotiation, the server's pack generation, index-pack)
           "send buffer, time it had nothing to send)")
 """What a bare capture of a clone cannot show, said in the report's ``measured_by`` and in a
 warning."""
-NOT_SEEN = f"not in a capture: {UNSEEN}"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -179,5 +178,5 @@ def capture_of_clones(path: Path, connections: int, downloads: list[Transfer],
         observations.run, target_url=path.name, rtt_s=rtts[0] if rtts else None,
         measured_by=(f"bare capture {path.name}: {connections} TCP connection(s), "
                      f"{', '.join(seen)}{other}; no A/B reference between transports; "
-                     f"{NOT_SEEN}"))
+                     f"not in a capture: {UNSEEN}"))
     return replace(observations, run=run)

@@ -5,6 +5,7 @@ burst, and which push of a protocol is the one to analyse."""
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar, cast
@@ -45,10 +46,7 @@ def handshake_tally(connections: Iterable[ConnectionAnalysis]) -> HandshakeTally
 
 def count_by_kind(kinds: Iterable[K]) -> dict[K, int]:
     """How many failures of each kind, in the order the kinds first came up."""
-    counts: dict[K, int] = {}
-    for kind in kinds:
-        counts[kind] = counts.get(kind, 0) + 1
-    return counts
+    return dict(Counter(kinds))
 
 
 def analysis_order(records: Iterable[R]) -> list[R]:

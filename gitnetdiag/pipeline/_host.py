@@ -107,16 +107,21 @@ def host_observation_from_report(report: dict[str, Any]) -> HostEvidence:
     )
 
 
-def load_host_report(path: Path) -> HostEvidence:
-    """Read a host report file and map it; unreadable or non-JSON files raise InputError."""
+def _read_report(path: Path, what: str, hint: str) -> Any:
+    """A ``what`` report file's JSON; an unreadable or non-JSON file raises InputError."""
     def bad(message: str) -> InputError:
-        return InputError(f"host report: {message}", hint=_HINT, reference="bad-host-report")
+        return InputError(f"{what} report: {message}", hint=hint,
+                          reference=f"bad-{what}-report")
 
     try:
-        data = read_json_input(path, error=bad)
+        return read_json_input(path, error=bad)
     except FileNotFoundError as exc:
-        raise InputError(f"cannot read host report {path}: {exc.strerror}", hint=_HINT) from exc
-    return host_observation_from_report(data)
+        raise InputError(f"cannot read {what} report {path}: {exc.strerror}", hint=hint) from exc
+
+
+def load_host_report(path: Path) -> HostEvidence:
+    """Read a host report file and map it; unreadable or non-JSON files raise InputError."""
+    return host_observation_from_report(_read_report(path, "host", _HINT))
 
 
 _STORAGE_HINT = "pass the JSON written by `gitnetdiag storage PATH --json FILE`"
@@ -143,13 +148,4 @@ def storage_observation_from_report(report: dict[str, Any]) -> StorageResult:
 
 def load_storage_report(path: Path) -> StorageResult:
     """Read a storage report file (``storage.json`` in a run directory) and map it."""
-    def bad(message: str) -> InputError:
-        return InputError(f"storage report: {message}", hint=_STORAGE_HINT,
-                          reference="bad-storage-report")
-
-    try:
-        data = read_json_input(path, error=bad)
-    except FileNotFoundError as exc:
-        raise InputError(f"cannot read storage report {path}: {exc.strerror}",
-                         hint=_STORAGE_HINT) from exc
-    return storage_observation_from_report(data)
+    return storage_observation_from_report(_read_report(path, "storage", _STORAGE_HINT))

@@ -50,8 +50,6 @@ from gitnetdiag.model.load.records import RTO_STEP_S, LoadReport, StepResult, ta
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.thresholds import SMALL_BACKLOG
 
-__all__ = ["LOAD_CULPRITS", "diagnose_load", "observations_from_load", "ops_noun"]
-
 LOAD_CULPRITS = ("listen-backlog-overflow", "syn-drop", "ssh-maxstartups", "firewall-reset")
 """The culprits a load run has evidence for: connection setup under concurrency."""
 DROP_COUNTERS = ("ListenOverflows", "ListenDrops", "TCPReqQFullDrop", "TCPReqQFullDoCookies",

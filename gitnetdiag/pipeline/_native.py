@@ -27,7 +27,7 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.pipeline._noted import Noted
 from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE, bad_run_dir, read_json_object
 from gitnetdiag.rundir.bodyprobe import HttpVersion, body_probe_record
-from gitnetdiag.rundir.files import NATIVE_BODY_FILE
+from gitnetdiag.rundir.files import NATIVE_BODY_FILE, NATIVE_FILES
 from gitnetdiag.rundir.native import (
     H2NativeRecord,
     SshNativeRecord,
@@ -45,22 +45,18 @@ def downsample(n: int, limit: int = obs.MAX_SERIES_POINTS) -> np.ndarray[Any, An
 
 def native_ledgers(run_dir: Path,
                    protocol: str) -> tuple[obs.H2Ledger | None, obs.SshLedger | None]:
-    """The ledger of ``protocol`` from its native file, when the probe wrote one."""
+    """The ledger of ``protocol`` from its native file, when the probe wrote one (the
+    summary of a file written before schema version 2, else replayed from its events)."""
+    name = NATIVE_FILES.get(protocol)
+    data = read_json_object(run_dir / name) if name else None
+    if name is None or data is None:
+        return None, None
+    legacy = native_schema(data) is None
     if protocol == "h2":
-        data = read_json_object(run_dir / NATIVE_H2_FILE)
-        if data is None:
-            return None, None
-        if native_schema(data) is None:
-            return h2_ledger_from_native(data), None
-        return h2_observation(h2_record(data, NATIVE_H2_FILE)), None
-    if protocol == "ssh":
-        data = read_json_object(run_dir / NATIVE_SSH_FILE)
-        if data is None:
-            return None, None
-        if native_schema(data) is None:
-            return None, ssh_ledger_from_native(data)
-        return None, ssh_observation(ssh_record(data, NATIVE_SSH_FILE))
-    return None, None
+        return (h2_ledger_from_native(data) if legacy
+                else h2_observation(h2_record(data, name))), None
+    return None, (ssh_ledger_from_native(data) if legacy
+                  else ssh_observation(ssh_record(data, name)))
 
 
 def _credit_series(t_s: Any, credit: Any) -> obs.TimeSeries | None:
@@ -173,9 +169,7 @@ class _Fields:
         return None if value is None else float(value)
 
     def text(self, key: str) -> str | None:
-        value = self.data.get(key)
-        if value is not None and not isinstance(value, str):
-            raise bad_run_dir(f"{self.where}.{key} must be a string, got {value!r}")
+        value: str | None = self._get(key, (str,), "a string")
         return value
 
     def items(self, key: str) -> list[Any]:

@@ -52,10 +52,6 @@ class H2PushLedger:
     """receive-pack's answer."""
 
     @property
-    def target(self) -> str:
-        return self.events.target
-
-    @property
     def alpn(self) -> str:
         return self.events.alpn
 
@@ -64,10 +60,6 @@ class H2PushLedger:
         """Server SETTINGS_INITIAL_WINDOW_SIZE: the stream window for our upload."""
         return self.events.server_settings().get("INITIAL_WINDOW_SIZE",
                                                  HTTP2_DEFAULT_WINDOW_BYTES)
-
-    @property
-    def server_max_frame_bytes(self) -> int:
-        return self.events.server_settings().get("MAX_FRAME_SIZE", HTTP2_DEFAULT_MAX_FRAME_BYTES)
 
     @property
     def request_bytes(self) -> int:
@@ -90,24 +82,8 @@ class H2PushLedger:
         return self.ledgers.bound
 
     @property
-    def ref(self) -> str:
-        return self.events.ref
-
-    @property
     def ref_deleted(self) -> bool:
         return self.events.ref_deleted
-
-    @property
-    def auth(self) -> str:
-        return self.events.auth
-
-    @property
-    def proxy(self) -> str | None:
-        return self.events.proxy
-
-    @property
-    def warnings(self) -> tuple[str, ...]:
-        return self.events.warnings
 
     @property
     def upload_rate_bytes_per_s(self) -> float | None:
@@ -124,7 +100,8 @@ class H2PushLedger:
             "client_settings": events.settings_sent[0].settings if events.settings_sent else {},
             "server_settings": events.server_settings(),
             "server_initial_window_bytes": self.server_initial_window_bytes,
-            "server_max_frame_bytes": self.server_max_frame_bytes,
+            "server_max_frame_bytes": events.server_settings().get(
+                "MAX_FRAME_SIZE", HTTP2_DEFAULT_MAX_FRAME_BYTES),
             "request_bytes": events.request_bytes,
             "upload_s": self.ledgers.upload_s,
             "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
@@ -162,25 +139,8 @@ class SshPushLedger:
     """receive-pack's answer."""
 
     @property
-    def server_window_bytes(self) -> int:
-        return self.events.window_bytes
-
-    @property
-    def window_adjusts(self) -> int:
-        """SSH_MSG_CHANNEL_WINDOW_ADJUST messages received during the push."""
-        return len(self.events.window_adjusts)
-
-    @property
-    def ref_deleted(self) -> bool:
-        return self.events.ref_deleted
-
-    @property
     def upload_s(self) -> float:
         return (self.events.ended_t_ns - self.events.first_data_t_ns) / 1e9
-
-    @property
-    def upload_rate_bytes_per_s(self) -> float | None:
-        return self.events.request_bytes / self.upload_s if self.upload_s > 0 else None
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
         """The summary the lab CLI prints (the legacy ``native-ssh.json`` shape)."""
@@ -196,8 +156,9 @@ class SshPushLedger:
             "advertisement": events.advertisement,
             "request_bytes": events.request_bytes,
             "upload_s": self.upload_s,
-            "upload_rate_bytes_per_s": self.upload_rate_bytes_per_s,
-            "window_adjusts": self.window_adjusts,
+            "upload_rate_bytes_per_s": events.request_bytes / self.upload_s
+            if self.upload_s > 0 else None,
+            "window_adjusts": len(events.window_adjusts),
             "channel": self.channel.to_dict(series=series),
             "report": self.report.to_dict(),
             "ref": events.ref,
@@ -225,7 +186,7 @@ def sweep_row(record: H2NativeRecord) -> SweepRow:
         upload_rate_bytes_per_s=ledger.upload_rate_bytes_per_s,
         stall_count=ledger.ledgers.stall_count,
         stalled_s=ledger.ledgers.stalled_s,
-        push_ok=ledger.report.ok_for(ledger.ref),
+        push_ok=ledger.report.ok_for(record.ref),
     )
 
 
@@ -234,12 +195,8 @@ def sweep_records(run_dir: Path) -> tuple[H2NativeRecord, ...]:
     pattern = re.compile(SWEEP_VARIANT_PATTERN.replace("{n}", r"(\d+)").replace(".", r"\."))
     found = sorted((int(m.group(1)), path) for path in run_dir.iterdir()
                    if (m := pattern.fullmatch(path.name)))
-    records = []
-    for _, path in found:
-        data = read_json_object(path)
-        if data is not None:
-            records.append(h2_record(data, path.name))
-    return tuple(records)
+    return tuple(h2_record(data, path.name) for _, path in found
+                 if (data := read_json_object(path)) is not None)
 
 
 def sweep_rows(records: Sequence[H2NativeRecord]) -> tuple[SweepRow, ...]:

@@ -28,10 +28,10 @@ from gitnetdiag.diagnosis.comparison import Comparison, compare
 from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
-from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input
 from gitnetdiag.outcomes import UNCLASSIFIED_KINDS, FailureKind
 from gitnetdiag.pipeline._connections import analysis_order, burst_result
 from gitnetdiag.pipeline._h2stall import h2_client_stall
+from gitnetdiag.pipeline._host import load_host_report, load_storage_report
 from gitnetdiag.pipeline._metrics import (
     capture_metrics,
     flight_series,
@@ -40,7 +40,7 @@ from gitnetdiag.pipeline._metrics import (
 )
 from gitnetdiag.pipeline._native import body_limit, native_fingerprint, native_ledgers
 from gitnetdiag.pipeline._noted import Noted, Notes
-from gitnetdiag.pipeline._sampled import sampled_run
+from gitnetdiag.pipeline._sampled import artifact_text, sampled_run
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
     OBSERVATIONS_FILE,
@@ -60,8 +60,6 @@ __all__ = ["HOST_REPORT_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "compare_run
            "diagnosis_from_saved", "observations_from_run", "summarize_run", "write_reports"]
 
 Progress = Callable[[str], None]
-
-PROTOCOL_PORT_HINTS = {"h1": "https", "h2": "https", "ssh": "ssh", "git": "git"}
 
 
 def _quiet(_msg: str) -> None:
@@ -175,12 +173,8 @@ def phased(run_dir: Path, record: PushRecord) -> PushRecord:
     """The push with its phases read now from its trace2 file, as a clone's are
     (:func:`gitnetdiag.analysis.trace2.push_phases`); without the file (a run directory
     trimmed, or too large a file) it keeps the phases the probe recorded from it."""
-    name = record.artifacts.get("trace2")
-    if name is None or not (run_dir / name).is_file():
-        return record
-    try:
-        text = read_input(run_dir / name, max_bytes=MAX_JSON_BYTES).decode(errors="replace")
-    except (OSError, GitnetdiagError):
+    text = artifact_text(run_dir, record.artifacts.get("trace2"))
+    if text is None:
         return record
     # Lines as the probe read them: a text file's universal newlines.
     return replace(record, phases=push_phases(
@@ -266,14 +260,9 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     manifest = manifest or load_run(run_dir)
     gathered = Notes()
     if host is None and (run_dir / HOST_REPORT_FILE).is_file():
-        from gitnetdiag.pipeline._host import load_host_report
-
         host = load_host_report(run_dir / HOST_REPORT_FILE)
-    storage = None
-    if (run_dir / STORAGE_REPORT_FILE).is_file():
-        from gitnetdiag.pipeline._host import load_storage_report
-
-        storage = load_storage_report(run_dir / STORAGE_REPORT_FILE)
+    storage_file = run_dir / STORAGE_REPORT_FILE
+    storage = load_storage_report(storage_file) if storage_file.is_file() else None
     protocols: dict[str, obs.ProtocolObservation] = {}
     bursts: list[obs.BurstResult] = []
     for run in manifest.protocols:

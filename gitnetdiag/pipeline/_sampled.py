@@ -10,7 +10,6 @@ the native ledgers, and diagnoses them with the one engine and verdict. The entr
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -40,6 +39,7 @@ from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.diagnosis.verdict import judge
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
+from gitnetdiag.pipeline._connections import burst_result
 from gitnetdiag.pipeline._host import load_host_report
 from gitnetdiag.pipeline._metrics import capture_metrics
 from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_run_dir
@@ -47,40 +47,46 @@ from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
 from gitnetdiag.rundir.manifest import SampledManifest, check_numbers, load_sampled
 from gitnetdiag.rundir.records import SampledTransfer, TimelinePoint
+from gitnetdiag.rundir.trace2 import json_objects
 from gitnetdiag.serial import Malformed, from_jsonable
 
 if TYPE_CHECKING:
-    from gitnetdiag.analysis.tcp import ConnectionAnalysis
+    from gitnetdiag.analysis.capture_analysis import CaptureAnalysis
 
 
-def _read(run_dir: Path, record: SampledTransfer, kind: str) -> str:
-    """A clone's artifact as text, as the push side reads its files: a regular file of at
-    most :data:`MAX_JSON_BYTES`; anything else (missing, a directory, a FIFO, a symlink,
-    too large, unreadable) is no artifact, and the report says less."""
-    name = record.artifacts.get(kind)
+def artifact_text(run_dir: Path, name: str | None) -> str | None:
+    """A transfer's artifact as text: a regular file of at most :data:`MAX_JSON_BYTES`;
+    anything else (missing, a directory, a FIFO, a symlink, too large, unreadable) is no
+    artifact (None), and the report says less."""
     if name is None or not (run_dir / name).is_file():
-        return ""
+        return None
     try:
         return read_input(run_dir / name, max_bytes=MAX_JSON_BYTES).decode(errors="replace")
     except (OSError, GitnetdiagError):
-        return ""
+        return None
 
 
-def _jsonl(text: str) -> list[dict[str, Any]]:
-    rows = []
-    for line in text.splitlines():
-        try:
-            row = json.loads(line)
-        except ValueError:
-            continue
-        if isinstance(row, dict):
-            rows.append(row)
-    return rows
+def _read(run_dir: Path, record: SampledTransfer, kind: str) -> str:
+    """A clone's artifact as text, empty when there is none (:func:`artifact_text`)."""
+    return artifact_text(run_dir, record.artifacts.get(kind)) or ""
+
+
+def _analysis(run_dir: Path, name: str | None) -> CaptureAnalysis | None:
+    """A clone's or a burst's capture analysed; None without one (not root) or unreadable."""
+    if name is None or not (run_dir / name).is_file():
+        return None
+    from gitnetdiag.analysis.capture_analysis import analyze_capture
+
+    try:
+        return analyze_capture(run_dir / name, own_capture=True)
+    except GitnetdiagError:
+        return None
 
 
 def _samples(text: str) -> list[dict[str, Any]]:
     """The TCP_INFO lines of a clone that have the shape the analysis reads."""
-    return [row for row in _jsonl(text) if isinstance(row.get("counters"), dict)
+    rows = json_objects(text.splitlines())
+    return [row for row in rows if isinstance(row.get("counters"), dict)
             and isinstance(row.get("t_s"), int | float)]
 
 
@@ -88,16 +94,8 @@ def _captured(run_dir: Path, record: SampledTransfer, tcp: ReceiverTcpSummary | 
               ) -> CaptureMetrics | None:
     """The clone's capture as the sender's view (the connection the server sent most on;
     a clone refused at its SYN has only that), None without one (not root) or empty."""
-    name = record.artifacts.get("capture")
-    if name is None or not (run_dir / name).is_file():
-        return None
-    from gitnetdiag.analysis.capture_analysis import analyze_capture
-
-    try:
-        analysis = analyze_capture(run_dir / name, own_capture=True)
-    except GitnetdiagError:
-        return None
-    if not analysis.connections:
+    analysis = _analysis(run_dir, record.artifacts.get("capture"))
+    if analysis is None or not analysis.connections:
         return None
     download = max(analysis.connections, key=lambda c: c.b_to_a.payload_bytes)
     return capture_metrics(download, f"fetch {record.protocol} #{record.repeat}", receiver="a",
@@ -134,7 +132,8 @@ def _timeline(run_dir: Path, record: SampledTransfer) -> list[TimelinePoint]:
     absurdly large is a ``bad-run-dir`` naming the file and the line."""
     name = record.artifacts.get("timeline", "timeline")
     points = []
-    for number, row in enumerate(_jsonl(_read(run_dir, record, "timeline")), start=1):
+    lines = _read(run_dir, record, "timeline").splitlines()
+    for number, row in enumerate(json_objects(lines), start=1):
         where = f"{name} line {number}"
         try:
             point = from_jsonable(TimelinePoint, row, where=where, unknown="ignore")
@@ -159,18 +158,10 @@ def _h2_windows(run_dir: Path, record: SampledTransfer, libcurl: str | None) -> 
 
 def _burst(run_dir: Path, burst: BurstRecord, endpoint: str) -> BurstResult:
     """A fetch's burst as the push's: its failures, connect times and, from its capture when
-    there is one (root), the handshakes' SYN and SYN-ACK retransmissions and resets."""
-    from gitnetdiag.analysis.capture_analysis import analyze_capture
-    from gitnetdiag.pipeline._connections import burst_result
-
-    connections: tuple[ConnectionAnalysis, ...] | None = None
-    if burst.capture is not None and (run_dir / burst.capture).is_file():
-        try:
-            connections = tuple(analyze_capture(run_dir / burst.capture,
-                                                own_capture=True).connections)
-        except GitnetdiagError:
-            connections = None  # unreadable: the handshakes were not counted
-    return burst_result(burst, endpoint, connections)
+    there is one (root), the handshakes' SYN and SYN-ACK retransmissions and resets (not
+    counted when it is unreadable)."""
+    analysis = _analysis(run_dir, burst.capture)
+    return burst_result(burst, endpoint, tuple(analysis.connections) if analysis else None)
 
 
 def sampled_run(run_dir: Path) -> Diagnosis | None:

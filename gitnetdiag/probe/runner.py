@@ -57,9 +57,9 @@ from gitnetdiag.rundir import (
     redact_url,
     write_manifest,
 )
-from gitnetdiag.rundir.bodyprobe import write_body_probe
 from gitnetdiag.rundir.files import NATIVE_BODY_FILE, sweep_variant_file
-from gitnetdiag.rundir.native import ReportStatus, write_native
+from gitnetdiag.rundir.manifest import write_json_once
+from gitnetdiag.rundir.native import ReportStatus
 from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
 from gitnetdiag.safefile import full_disk_warning
 from gitnetdiag.vocabulary import TransportKind
@@ -512,8 +512,8 @@ def _native_one(state: _Run, protocol: TransportKind, pack: bytes, repo_path: Pa
         _native_cleanup_problem(state, protocol, cleanup)
     if len(sent) < len(pack):
         detail += f", bounded to {len(sent) / 2**20:.1f} MiB of the pack"
-    write_native(state.run_dir / NATIVE_FILES[protocol.value],
-                 replace(push.events, **cleanup.ledger_fields()))
+    write_json_once(state.run_dir / NATIVE_FILES[protocol.value],
+                    replace(push.events, **cleanup.ledger_fields()))
     append_samples(state.run_dir / NATIVE_FILES[protocol.value].replace(
         ".json", ".tcpinfo.jsonl"), samples)
     state.reporter.done(label, detail, ok=True)
@@ -544,7 +544,7 @@ def _body(state: _Run) -> None:
     record = body_probe(url, protocols=[p.value for p in http if options.urls[p] == url],
                         upper_bytes=len(state.pack or b""), trigger=trigger,
                         ca_file=options.ca_file, verify=False if options.insecure else None)
-    write_body_probe(state.run_dir / NATIVE_BODY_FILE, record)
+    write_json_once(state.run_dir / NATIVE_BODY_FILE, record)
     state.reporter.done("native body probe", progress_line(record), ok=not record.notes)
     state.save()
 
@@ -577,7 +577,7 @@ def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
         _native_cleanup_problem(state, TransportKind.H2, cleanup)
     # Raw events only: the rows (native-h2-sweep.json) are derived by the pure side.
     for n, record in enumerate(records, start=1):
-        write_native(state.run_dir / sweep_variant_file(n), record)
+        write_json_once(state.run_dir / sweep_variant_file(n), record)
     state.reporter.done(label, state.native_summary.sweep(records),
                         ok=all(ReportStatus.from_dict(r.report).ok_for(r.ref) for r in records))
     if cleanup.signalled:

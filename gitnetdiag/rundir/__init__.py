@@ -32,47 +32,33 @@ from gitnetdiag.rundir.files import (
     SWEEP_FILE,
 )
 from gitnetdiag.rundir.manifest import (
-    BAD_RUN_DIR,
-    FETCH_SCHEMA,
-    PROTOCOL_NAMES,
     SCHEMA,
     ProtocolRun,
     ProtocolTransfers,
     RunManifest,
-    SampledManifest,
     SampledProtocolRun,
     bad_run_dir,
-    check_values,
-    inside,
     load_run,
-    load_sampled,
     read_json_object,
-    write_json_atomically,
     write_manifest,
 )
 from gitnetdiag.rundir.records import (
-    BurstOp,
     BurstRecord,
     CaptureResult,
-    ConnectOp,
     PathMeasurement,
     PushRecord,
     RepoInfo,
     RunError,
     SampledTransfer,
-    TimelinePoint,
     ToolVersions,
-    Trace2Record,
 )
-from gitnetdiag.serial import Malformed, from_jsonable, to_jsonable
+from gitnetdiag.serial import from_jsonable, to_jsonable
 
 __all__ = [
-    "BAD_RUN_DIR", "FETCH_FILE", "FETCH_SCHEMA", "HOST_REPORT_FILE", "MANIFEST_NAME",
-    "NATIVE_FILES", "NATIVE_H2_FILE", "NATIVE_SSH_FILE", "OBSERVATIONS_FILE", "PROTOCOL_NAMES",
-    "REPORT_FILES", "SCHEMA", "STORAGE_REPORT_FILE", "SWEEP_FILE", "BurstOp", "BurstRecord",
-    "CaptureResult", "ConnectOp", "Malformed", "PathMeasurement", "ProtocolRun",
-    "ProtocolTransfers", "PushRecord", "RepoInfo", "RunError", "RunManifest", "SampledManifest",
-    "SampledProtocolRun", "SampledTransfer", "TimelinePoint", "ToolVersions", "Trace2Record",
-    "bad_run_dir", "check_values", "from_jsonable", "inside", "load_run", "load_sampled",
-    "read_json_object", "redact_url", "to_jsonable", "write_json_atomically", "write_manifest",
+    "FETCH_FILE", "HOST_REPORT_FILE", "MANIFEST_NAME", "NATIVE_FILES", "NATIVE_H2_FILE",
+    "NATIVE_SSH_FILE", "OBSERVATIONS_FILE", "REPORT_FILES", "SCHEMA", "STORAGE_REPORT_FILE",
+    "SWEEP_FILE", "BurstRecord", "CaptureResult", "PathMeasurement", "ProtocolRun",
+    "ProtocolTransfers", "PushRecord", "RepoInfo", "RunError", "RunManifest", "SampledProtocolRun",
+    "SampledTransfer", "ToolVersions", "bad_run_dir", "from_jsonable", "load_run",
+    "read_json_object", "redact_url", "to_jsonable", "write_manifest",
 ]

@@ -23,10 +23,9 @@ gives it none either: no exchange can create or change a ref.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Literal
 
-from gitnetdiag.rundir.manifest import check_numbers, read_record, write_json_once
+from gitnetdiag.rundir.manifest import check_numbers, read_record
 from gitnetdiag.serial import Malformed
 
 BODY_SCHEMA = "gitnetdiag.native-body/1"
@@ -130,13 +129,11 @@ class BodyProbeRecord:
 
     @property
     def largest_accepted_bytes(self) -> int | None:
-        accepted = self.sizes("accepted")
-        return max(accepted) if accepted else None
+        return max(self.sizes("accepted"), default=None)
 
     @property
     def smallest_refused_bytes(self) -> int | None:
-        refused = self.sizes("refused")
-        return min(refused) if refused else None
+        return min(self.sizes("refused"), default=None)
 
     def refusal(self) -> BodyExchange | None:
         """The answer to the smallest refused size."""
@@ -147,14 +144,8 @@ class BodyProbeRecord:
 
     def last(self, purpose: BodyPurpose, http_version: HttpVersion) -> BodyExchange | None:
         """The last POST of that purpose and version (after a 401, the retry)."""
-        found = [e for e in self.exchanges
-                 if e.purpose == purpose and e.http_version == http_version]
-        return found[-1] if found else None
-
-
-def write_body_probe(path: Path, record: BodyProbeRecord) -> None:
-    """Write ``native-body.json`` once (anything already there is refused)."""
-    write_json_once(path, record)
+        return next((e for e in reversed(self.exchanges)
+                     if e.purpose == purpose and e.http_version == http_version), None)
 
 
 def body_probe_record(data: dict[str, Any], where: str) -> BodyProbeRecord:
@@ -176,8 +167,3 @@ def _check_exchange(exchange: BodyExchange, where: str) -> None:
         raise Malformed(f"{where}: a {exchange.purpose} POST with content_length_bytes "
                         f"{exchange.content_length_bytes!r}")
 
-
-__all__ = [
-    "BODY_SCHEMA", "SIZE_REFUSED_STATUS", "BodyAnswer", "BodyExchange", "BodyProbeRecord",
-    "BodyPurpose", "HttpVersion", "SizeVerdict", "body_probe_record", "write_body_probe",
-]

@@ -91,20 +91,18 @@ STORAGE_HINT = (
 """The hint of a push the server refused because it could not store the objects."""
 
 
+WRONG_NAME = ("the server's certificate is not issued for the host name in the URL: use a name "
+              "it lists (openssl s_client -connect HOST:PORT shows its subjectAltName), or fix "
+              "the server's certificate (--insecure skips the check)")
+"""The hint of a certificate issued for another name (libcurl's two wordings)."""
 WORD_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("not exported",),
      "git daemon serves no repository at that path, or does not export it (git says "
      "\"access denied or repository not exported\" for both): check the URL's path against "
      "git daemon's --base-path, and that the repository holds a git-daemon-export-ok file "
      "(or git daemon runs with --export-all)"),
-    (("no alternative certificate subject name",),
-     "the server's certificate is not issued for the host name in the URL: use a name it "
-     "lists (openssl s_client -connect HOST:PORT shows its subjectAltName), or fix the "
-     "server's certificate (--insecure skips the check)"),
-    (("does not match target host name",),
-     "the server's certificate is not issued for the host name in the URL: use a name it "
-     "lists (openssl s_client -connect HOST:PORT shows its subjectAltName), or fix the "
-     "server's certificate (--insecure skips the check)"),
+    (("no alternative certificate subject name",), WRONG_NAME),
+    (("does not match target host name",), WRONG_NAME),
 )
 """git messages whose cause is plainer than their kind, whatever it is (git daemon's refusal
 reads as a rejected ref, a certificate for another name as any TLS failure)."""

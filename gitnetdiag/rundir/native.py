@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from gitnetdiag.rundir.manifest import read_json_object, read_record, write_json_once
+from gitnetdiag.rundir.manifest import read_record
 from gitnetdiag.rundir.records import RefCleanup
 from gitnetdiag.vocabulary import HTTP2_START_WINDOW_BYTES
 
@@ -125,17 +124,13 @@ def first_response_identity(text: str) -> tuple[str, ...]:
         if match is None:
             continue
         line = match.group(1)
-        if line.upper().startswith("HTTP/"):
+        if line.upper().startswith("HTTP/") or (in_response and not line):
             if found:
                 break
             in_response = True
             continue
-        if not in_response or not line:
-            if in_response and not line and found:
-                break
-            continue
         name, sep, value = line.partition(":")
-        if sep and name.strip().lower() in IDENTITY_HEADERS:
+        if in_response and sep and name.strip().lower() in IDENTITY_HEADERS:
             found.append(f"{name.strip().lower()}: {value.strip()}")
     return tuple(found)
 
@@ -207,10 +202,8 @@ class H2NativeRecord(NativePush):
 
     def server_settings(self) -> dict[str, int]:
         """The server's SETTINGS as last known."""
-        merged: dict[str, int] = {}
-        for event in self.settings_received:
-            merged.update(event.settings)
-        return merged
+        return {name: value for event in self.settings_received
+                for name, value in event.settings.items()}
 
     def connection_window_before_data(self) -> int | None:
         """The connection window the server had granted before this probe's first DATA
@@ -277,11 +270,6 @@ class SshNativeRecord(NativePush):
 NativeRecord = H2NativeRecord | SshNativeRecord
 
 
-def write_native(path: Path, record: NativeRecord) -> None:
-    """Write a native event file once (:func:`~gitnetdiag.rundir.manifest.write_json_once`)."""
-    write_json_once(path, record)
-
-
 def native_schema(data: dict[str, Any]) -> str | None:
     """The file's schema, None for a pre-version-2 summary (legacy reader)."""
     schema = data.get("schema")
@@ -298,25 +286,3 @@ def ssh_record(data: dict[str, Any], where: str) -> SshNativeRecord:
     """A version-2 ``native-ssh.json`` object, checked as :func:`h2_record`."""
     return read_record(SshNativeRecord, data, schema=SSH_SCHEMA, where=where, negative=True)
 
-
-__all__ = [
-    "H2_SCHEMA",
-    "IDENTITY_HEADERS",
-    "SSH_SCHEMA",
-    "H2DataSent",
-    "H2NativeRecord",
-    "NativeRecord",
-    "ReportStatus",
-    "SettingsEvent",
-    "SshAdjustReceived",
-    "SshDataSent",
-    "SshNativeRecord",
-    "StreamOpened",
-    "WindowUpdateReceived",
-    "first_response_identity",
-    "h2_record",
-    "native_schema",
-    "read_json_object",
-    "ssh_record",
-    "write_native",
-]

@@ -28,17 +28,23 @@ from typing import Any
 from gitnetdiag.rundir.records import Trace2Record
 
 
-def trace2_events(lines: Iterable[str]) -> list[dict[str, Any]]:
-    """The JSON events of a trace2 file; cut-off, blank and junk lines are skipped."""
-    events: list[dict[str, Any]] = []
+def json_objects(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The JSON objects among ``lines`` (a JSON-lines file); cut-off, blank and junk lines
+    are skipped."""
+    rows: list[dict[str, Any]] = []
     for line in lines:
         try:
-            event = json.loads(line)
+            row = json.loads(line)
         except ValueError:
             continue
-        if isinstance(event, dict) and isinstance(event.get("sid"), str):
-            events.append(event)
-    return events
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
+
+
+def trace2_events(lines: Iterable[str]) -> list[dict[str, Any]]:
+    """The JSON events of a trace2 file; cut-off, blank and junk lines are skipped."""
+    return [event for event in json_objects(lines) if isinstance(event.get("sid"), str)]
 
 
 def event_time_s(event: dict[str, Any]) -> float | None:
@@ -52,20 +58,10 @@ def event_time_s(event: dict[str, Any]) -> float | None:
         return None
 
 
-def _parent_sid(sid: str) -> str | None:
-    return sid.rsplit("/", 1)[0] if "/" in sid else None
-
-
 def push_phases(lines: Iterable[str]) -> Trace2Record:
     """Phases of a push from trace2 event lines; tolerant of cut-off and junk lines."""
     events = trace2_events(lines)
-    if not events:
-        return Trace2Record(
-            total_s=None, ref_advertisement_s=None, pack_prepare_s=None, pack_write_s=None,
-            server_wait_s=None, objects_written=None, exit_code=None, events=0,
-        )
-
-    root_sid = min((e["sid"] for e in events), key=len)
+    root_sid = min((e["sid"] for e in events), key=len, default=None)
     root_start = next((event_time_s(e) for e in events if e["sid"] == root_sid), None)
     total_s: float | None = None
     exit_code: int | None = None
@@ -120,9 +116,9 @@ def push_phases(lines: Iterable[str]) -> Trace2Record:
 
 
 def _server_wait_s(events: list[dict[str, Any]], pack_sid: str) -> float | None:
-    parent = _parent_sid(pack_sid)
-    if parent is None:
+    if "/" not in pack_sid:  # no parent process
         return None
+    parent = pack_sid.rsplit("/", 1)[0]
     pack_exit: float | None = None
     for event in events:
         if event["sid"] != parent:

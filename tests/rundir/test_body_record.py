@@ -20,9 +20,9 @@ from gitnetdiag.rundir.bodyprobe import (
     BodyExchange,
     BodyProbeRecord,
     body_probe_record,
-    write_body_probe,
 )
 from gitnetdiag.rundir.files import NATIVE_BODY_FILE
+from gitnetdiag.rundir.manifest import write_json_once
 from gitnetdiag.serial import to_jsonable
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +69,7 @@ def _record() -> BodyProbeRecord:
 
 
 def test_the_record_round_trips_into_each_protocols_observation(tmp_path: Path) -> None:
-    write_body_probe(tmp_path / NATIVE_BODY_FILE, _record())
+    write_json_once(tmp_path / NATIVE_BODY_FILE, _record())
     h1 = body_limit(tmp_path, "h1")
     assert h1.value == BodyLimitProbe(
         source="native body probe of h:443", requests=10, largest_accepted_bytes=1_037_211,
@@ -87,10 +87,10 @@ def test_the_record_round_trips_into_each_protocols_observation(tmp_path: Path) 
 def test_no_file_or_another_protocols_url_is_no_probe(tmp_path: Path) -> None:
     assert body_limit(tmp_path, "h1").value is None
     record = _record()
-    write_body_probe(tmp_path / NATIVE_BODY_FILE, replace(record, protocols=("h1",)))
+    write_json_once(tmp_path / NATIVE_BODY_FILE, replace(record, protocols=("h1",)))
     assert body_limit(tmp_path, "h2").value is None
     with pytest.raises(UsageError, match="refusing to write through it"):  # written once
-        write_body_probe(tmp_path / NATIVE_BODY_FILE, record)
+        write_json_once(tmp_path / NATIVE_BODY_FILE, record)
 
 
 def _data() -> dict[str, Any]:
@@ -151,7 +151,7 @@ def test_analyze_reads_the_record_and_names_a_damaged_one(tmp_path: Path) -> Non
     one error line."""
     run = tmp_path / "run"
     shutil.copytree(HEALTHY, run)
-    write_body_probe(run / NATIVE_BODY_FILE, _record())
+    write_json_once(run / NATIVE_BODY_FILE, _record())
     proc = _gitnetdiag("analyze", str(run), "--diagnose", "--out", str(tmp_path / "out"),
                        cwd=tmp_path)
     assert "Traceback" not in proc.stderr

@@ -21,6 +21,7 @@ from gitnetdiag.pipeline._native import (
 )
 from gitnetdiag.probe.receivepack import ReportStatus
 from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE
+from gitnetdiag.rundir.manifest import write_json_once
 from gitnetdiag.rundir.native import (
     H2_SCHEMA,
     H2DataSent,
@@ -31,7 +32,6 @@ from gitnetdiag.rundir.native import (
     SshNativeRecord,
     StreamOpened,
     WindowUpdateReceived,
-    write_native,
 )
 
 MS = 1_000_000
@@ -85,7 +85,7 @@ def test_h2_events_and_the_legacy_summary_give_the_same_ledger(tmp_path: Path) -
     events; both paths must give the engine the same numbers."""
     record = _h2_record()
     legacy = H2PushLedger(events=record, ledgers=h2_ledgers(record), report=REPORT).to_dict()
-    write_native(tmp_path / NATIVE_H2_FILE, record)
+    write_json_once(tmp_path / NATIVE_H2_FILE, record)
     from_events, _ = native_ledgers(tmp_path, "h2")
     assert json.loads((tmp_path / NATIVE_H2_FILE).read_text())["schema"] == H2_SCHEMA
     assert from_events == h2_observation(record)
@@ -100,14 +100,14 @@ def test_ssh_events_and_the_legacy_summary_give_the_same_ledger(tmp_path: Path) 
     record = _ssh_record()
     legacy = SshPushLedger(events=record, channel=ssh_channel_ledger(record),
                            report=REPORT).to_dict()
-    write_native(tmp_path / NATIVE_SSH_FILE, record)
+    write_json_once(tmp_path / NATIVE_SSH_FILE, record)
     _, from_events = native_ledgers(tmp_path, "ssh")
     assert from_events == ssh_observation(record) == ssh_ledger_from_native(legacy)
     assert from_events is not None and from_events.zero_window_s == pytest.approx(0.040)
 
 
 def test_a_wrong_type_in_a_version_2_file_names_the_field(tmp_path: Path) -> None:
-    write_native(tmp_path / NATIVE_H2_FILE, _h2_record())
+    write_json_once(tmp_path / NATIVE_H2_FILE, _h2_record())
     data = json.loads((tmp_path / NATIVE_H2_FILE).read_text())
     data["data_sent"][1]["size_bytes"] = "16k"
     (tmp_path / NATIVE_H2_FILE).write_text(json.dumps(data))

@@ -16,7 +16,8 @@ from gitnetdiag.pipeline import (
 )
 from gitnetdiag.probe.options import RawSummary
 from gitnetdiag.rundir.files import sweep_variant_file
-from gitnetdiag.rundir.native import SettingsEvent, write_native
+from gitnetdiag.rundir.manifest import write_json_once
+from gitnetdiag.rundir.native import SettingsEvent
 from tests.rundir.test_native import REF, _h2_record, _ssh_record
 
 
@@ -34,8 +35,8 @@ def test_sweep_rows_come_from_the_variant_files_in_order(tmp_path: Path) -> None
     for n, window in ((2, 16_777_216), (10, 1_048_576), (1, 65_535)):
         sent = SettingsEvent(t_ns=0, settings={"INITIAL_WINDOW_SIZE": window,
                                                "MAX_FRAME_SIZE": 16_384})
-        write_native(tmp_path / sweep_variant_file(n),
-                     dataclasses.replace(base, settings_sent=(sent,)))
+        write_json_once(tmp_path / sweep_variant_file(n),
+                        dataclasses.replace(base, settings_sent=(sent,)))
     (tmp_path / "native-h2.json").write_text("{}")  # not a variant
     rows = sweep_rows(sweep_records(tmp_path))
     assert [row.client_window_bytes for row in rows] == [65_535, 16_777_216, 1_048_576]
