@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from gitnetdiag.analysis.flowcontrol import (
@@ -147,18 +148,16 @@ def parse_tshark_fields(text: str) -> list[H2FrameRow]:
         windows = iter(_int(v, where=where) for v in _split(initial_windows))
         frames = iter(_int(v, where=where) for v in _split(max_frames))
         incs = iter(_int(v, where=where) for v in _split(increments))
-        src = f"{ip4}:{port}" if ip4 else f"[{ip6}]:{port}"
-        ts_ns = _epoch_ns(epoch)
+        if not (magic or type_list):
+            continue
+        row = partial(H2FrameRow, frame_number=int(number), ts_ns=_epoch_ns(epoch),
+                      tcp_stream=_int(stream, where=where), is_preface=bool(magic),
+                      src=f"{ip4}:{port}" if ip4 else f"[{ip6}]:{port}")
         if magic and not type_list:
             # A TCP frame holding only the client preface ("PRI * HTTP/2.0 ...")
             # has no HTTP/2 frame; kept as a row so that its sender is the client.
-            rows.append(
-                H2FrameRow(
-                    frame_number=int(number), ts_ns=ts_ns, tcp_stream=_int(stream, where=where),
-                    src=src, is_preface=True, frame_type=FRAME_PREFACE, stream_id=0,
-                    length_bytes=0, flags=0, settings=(), increment_bytes=None,
-                )
-            )
+            rows.append(row(frame_type=FRAME_PREFACE, stream_id=0, length_bytes=0, flags=0,
+                            settings=(), increment_bytes=None))
         for ftype, sid, length, flag in zip(
             type_list, sid_list, length_list, flag_list, strict=True
         ):
@@ -177,21 +176,8 @@ def parse_tshark_fields(text: str) -> list[H2FrameRow]:
                     settings.append((setting, value))
             elif ftype == FRAME_WINDOW_UPDATE:
                 increment = next(incs, None)
-            rows.append(
-                H2FrameRow(
-                    frame_number=int(number),
-                    ts_ns=ts_ns,
-                    tcp_stream=_int(stream, where=where),
-                    src=src,
-                    is_preface=bool(magic),
-                    frame_type=ftype,
-                    stream_id=sid,
-                    length_bytes=length,
-                    flags=flag,
-                    settings=tuple(settings),
-                    increment_bytes=increment,
-                )
-            )
+            rows.append(row(frame_type=ftype, stream_id=sid, length_bytes=length, flags=flag,
+                            settings=tuple(settings), increment_bytes=increment))
     return rows
 
 
@@ -315,10 +301,7 @@ def _settings_dict(rows: Iterable[H2FrameRow]) -> dict[str, int]:
     for row in rows:
         for setting, value in row.settings:
             name = SETTING_NAMES.get(setting, f"0x{setting:x}")
-            if value is not None:
-                merged.setdefault(name, value)
-            else:
-                merged.setdefault(name, -1)
+            merged.setdefault(name, value if value is not None else -1)
     return {name: value for name, value in merged.items() if value >= 0}
 
 

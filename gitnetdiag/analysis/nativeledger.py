@@ -72,7 +72,7 @@ def h2_ledgers(record: H2NativeRecord, *, open_until_s: float | None = None) -> 
     stream_id = record.upload_stream_id
     opened_ns = next((e.t_ns for e in record.streams_opened if e.stream_id == stream_id), 0)
     opened_s = _seconds(opened_ns)
-    initial = HTTP2_DEFAULT_WINDOW_BYTES
+    initial = opening = HTTP2_DEFAULT_WINDOW_BYTES
     stream_events: list[CreditEvent] = []
     for settings in record.settings_received:
         new = settings.settings.get("INITIAL_WINDOW_SIZE")
@@ -82,11 +82,9 @@ def h2_ledgers(record: H2NativeRecord, *, open_until_s: float | None = None) -> 
             # RFC 9113 6.9.2: a new initial window shifts the open stream's window.
             stream_events.append(InitialWindowChanged(
                 t_s=_seconds(settings.t_ns), old_initial_bytes=initial, new_initial_bytes=new))
+        else:
+            opening = new
         initial = new
-    opening = HTTP2_DEFAULT_WINDOW_BYTES
-    for settings in record.settings_received:
-        if _seconds(settings.t_ns) <= opened_s and "INITIAL_WINDOW_SIZE" in settings.settings:
-            opening = settings.settings["INITIAL_WINDOW_SIZE"]
     stream_events.insert(0, WindowOpened(t_s=opened_s, window_bytes=opening))
     # SETTINGS never change the connection window (RFC 9113 6.9.2): only WINDOW_UPDATE on 0.
     connection_events: list[CreditEvent] = [
