@@ -46,41 +46,39 @@ class LedgerScope(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WindowOpened:
-    """The window starts (or restarts) at ``window_bytes``."""
-
+class _Event:
     t_s: float
     """Seconds since the start of the exchange."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowOpened(_Event):
+    """The window starts (or restarts) at ``window_bytes``."""
+
     window_bytes: int
     """Credit granted by the peer at this moment."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class DataSent:
+class DataSent(_Event):
     """The sender spent credit on ``size_bytes`` of flow-controlled data."""
 
-    t_s: float
-    """Seconds since the start of the exchange."""
     size_bytes: int
     """Flow-controlled length (HTTP/2 DATA payload with padding, SSH channel data)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class WindowIncreased:
+class WindowIncreased(_Event):
     """The peer granted ``increment_bytes`` more (WINDOW_UPDATE, SSH window adjust)."""
 
-    t_s: float
-    """Seconds since the start of the exchange."""
     increment_bytes: int
     """Window size increment."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class InitialWindowChanged:
+class InitialWindowChanged(_Event):
     """HTTP/2 SETTINGS_INITIAL_WINDOW_SIZE changed: open stream windows shift by the difference."""
 
-    t_s: float
-    """Seconds since the start of the exchange."""
     old_initial_bytes: int
     """The initial window in force before this SETTINGS frame."""
     new_initial_bytes: int
@@ -248,12 +246,9 @@ def credit_ledger(
     times = np.fromiter((event.t_s for event in ordered), dtype=np.float64, count=len(ordered))
     deltas, initial = _deltas(ordered)
     credit = np.cumsum(deltas, dtype=np.int64)
-    is_data = np.fromiter(
-        (isinstance(event, DataSent) for event in ordered), dtype=bool, count=len(ordered)
-    )
-    is_update = np.fromiter(
-        (isinstance(event, WindowIncreased) for event in ordered), dtype=bool, count=len(ordered)
-    )
+    is_data, is_update = (
+        np.fromiter((isinstance(event, kind) for event in ordered), dtype=bool, count=len(ordered))
+        for kind in (DataSent, WindowIncreased))
     sizes = -deltas[is_data]
     data_times = times[is_data]
     stalls = _stalls(times, credit, is_data, stall_threshold_bytes, open_until_s)

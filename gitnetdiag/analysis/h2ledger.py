@@ -247,8 +247,7 @@ class H2WireLedger:
 
     @property
     def stall_count(self) -> int:
-        counts = [self.connection.stall_count, *(u.ledger.stall_count for u in self.uploads)]
-        return max(counts)
+        return max([self.connection.stall_count, *(u.ledger.stall_count for u in self.uploads)])
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
         return {
