@@ -34,6 +34,7 @@ from gitnetdiag.analysis.flowcontrol import (
     LedgerScope,
     WindowIncreased,
     WindowOpened,
+    attributes,
     binding_window,
     credit_ledger,
 )
@@ -191,11 +192,8 @@ class UploadStream:
     """The client ended the stream (END_STREAM seen)."""
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
-        return {
-            "stream_id": self.stream_id,
-            "finished": self.finished,
-            "ledger": self.ledger.to_dict(series=series),
-        }
+        return attributes(self, "stream_id", "finished") | {
+            "ledger": self.ledger.to_dict(series=series)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -250,29 +248,15 @@ class H2WireLedger:
         return max([self.connection.stall_count, *(u.ledger.stall_count for u in self.uploads)])
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
-        return {
-            "tcp_stream": self.tcp_stream,
-            "client": self.client,
-            "server": self.server,
-            "start_epoch_ns": self.start_epoch_ns,
-            "duration_s": self.duration_s,
-            "client_settings": self.client_settings,
-            "server_settings": self.server_settings,
-            "server_initial_window_bytes": self.server_initial_window_bytes,
-            "server_max_frame_bytes": self.server_max_frame_bytes,
-            "data_bytes_to_server": self.data_bytes_to_server,
-            "data_bytes_to_client": self.data_bytes_to_client,
-            "window_updates_from_server": self.window_updates_from_server,
-            "connection_window_updates_from_server": self.connection_window_updates_from_server,
-            "window_updates_from_client": self.window_updates_from_client,
-            "stalled_s": self.stalled_s,
-            "stall_count": self.stall_count,
-            "bound": self.bound.to_dict(),
-            "connection": self.connection.to_dict(series=series),
+        return attributes(
+            self, "tcp_stream", "client", "server", "start_epoch_ns", "duration_s",
+            "client_settings", "server_settings", "server_initial_window_bytes",
+            "server_max_frame_bytes", "data_bytes_to_server", "data_bytes_to_client",
+            "window_updates_from_server", "connection_window_updates_from_server",
+            "window_updates_from_client", "stalled_s", "stall_count") | {
+            "bound": self.bound.to_dict(), "connection": self.connection.to_dict(series=series),
             "uploads": [upload.to_dict(series=series) for upload in self.uploads],
-            "first_frame": self.first_frame,
-            "last_frame": self.last_frame,
-        }
+            "first_frame": self.first_frame, "last_frame": self.last_frame}
 
 
 def _announced_client(rows: Sequence[H2FrameRow]) -> str | None:
