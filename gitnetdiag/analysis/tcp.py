@@ -32,7 +32,6 @@ from gitnetdiag.analysis.tcp_results import (
     Handshake,
     LimitKind,
     LimitShares,
-    RttStats,
     Thresholds,
     ZeroWindowEvent,
     guess_protocol,
@@ -51,15 +50,9 @@ from gitnetdiag.capture.flows import TCP_ACK, TCP_RST, TCP_SYN, Connection
 
 __all__ = [
     "ConnectionAnalysis",
-    "ConnectionSeries",
-    "DirectionAnalysis",
-    "Handshake",
     "LimitKind",
-    "LimitShares",
-    "RttStats",
     "TcpAnalyzer",
     "Thresholds",
-    "ZeroWindowEvent",
     "analyze_connections",
     "guess_protocol",
 ]
