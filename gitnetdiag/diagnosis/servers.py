@@ -348,24 +348,20 @@ def window_fix(identity: ServerIdentity | None, value: int) -> str:
         lead = (f"The server calls itself '{identity.unrecognised}', which gitnetdiag has no "
                 "entry for: raise its HTTP/2 receive window (per stream and per connection) "
                 f"to {value} B in its own configuration, or {BASE['haproxy'].workaround}.")
-        return f"{lead}{_fingerprint_fix(like, value)} Known servers: {_knobs(value, like)}."
-    first = ordered(server)[0]
+        if like is not None:
+            lead += (f" Its HTTP/2 SETTINGS look like {BASE[like].name}'s; if "
+                     f"{BASE[like].name} terminates HTTP/2 in front of it: "
+                     f"{window_knob(like, value)}.")
+        rest = [s for s in SERVERS if s not in ("go", like)]
+        return f"{lead} Known servers: {'; '.join(window_knob(s, value) for s in rest)}."
+    first, *rest = ordered(server)
     lead = (f"On the server that answered, {window_knob(first, value)}."
             if server is not None else f"{window_knob(first, value)}.")
-    return f"{lead}{_fingerprint_fix(like, value)} Other servers: {_knobs(value, first, like)}."
-
-
-def _fingerprint_fix(like: str | None, value: int) -> str:
-    """The window setting of the product the SETTINGS look like, as a sentence (or none)."""
-    if like is None:
-        return ""
-    return (f" Its HTTP/2 SETTINGS look like {BASE[like].name}'s; if {BASE[like].name} "
-            f"terminates HTTP/2 in front of it: {window_knob(like, value)}.")
-
-
-def _knobs(value: int, *besides: str | None) -> str:
-    """The window settings of :data:`SERVERS` but Go's and ``besides``."""
-    return "; ".join(window_knob(s, value) for s in SERVERS if s not in ("go", *besides))
+    if like is not None:
+        lead += (f" Its HTTP/2 SETTINGS look like {BASE[like].name}'s; if {BASE[like].name} "
+                 f"terminates HTTP/2 in front of it: {window_knob(like, value)}.")
+    others = "; ".join(window_knob(s, value) for s in rest if s not in ("go", like))
+    return f"{lead} Other servers: {others}."
 
 
 def _terminator_fix(identity: ServerIdentity, value: int) -> str:
@@ -386,7 +382,9 @@ def _terminator_fix(identity: ServerIdentity, value: int) -> str:
         behind = (f"The server behind it answers as {BASE[server].name} "
                   f"('{identity.product}'): {window_knob(server, value)}, for clients that "
                   "reach it over HTTP/2 directly.")
-    return f"{lead} {behind} Other servers: {_knobs(value, front, server)}."
+    others = "; ".join(window_knob(s, value) for s in SERVERS
+                       if s not in ("go", front, server))
+    return f"{lead} {behind} Other servers: {others}."
 
 
 FRAME_ALTERNATIVES = ("haproxy", "apache", "nginx", "envoy")
