@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import gc
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -53,20 +53,9 @@ class CaptureAnalysis:
 
     def to_dict(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {
-            "path": self.path,
-            "file_bytes": self.file_bytes,
-            "records": self.records,
-            "tcp_segments": self.tcp_segments,
-            "non_ip": self.non_ip,
-            "non_tcp": self.non_tcp,
-            "fragments": self.fragments,
-            "short_frames": self.short_frames,
-            "truncated_at": self.truncated_at,
-            "warnings": list(self.warnings),
-            "connections": [c.to_dict() for c in self.connections],
-            "has_tls_secrets": self.has_tls_secrets,
-        }
+        data = {f.name: getattr(self, f.name) for f in fields(self)}
+        return data | {"warnings": list(self.warnings),
+                       "connections": [c.to_dict() for c in self.connections]}
 
 
 def analyze_capture(

@@ -37,6 +37,11 @@ HTTP2_DEFAULT_WINDOW_BYTES = 65_535
 """RFC 9113 initial window for streams and for the connection."""
 
 
+def attributes(obj: object, *names: str) -> dict[str, Any]:
+    """``{name: obj.name}`` for each of ``names``, in order: the plain part of a ``to_dict``."""
+    return {name: getattr(obj, name) for name in names}
+
+
 class LedgerScope(StrEnum):
     """Which window a ledger follows."""
 
@@ -46,41 +51,39 @@ class LedgerScope(StrEnum):
 
 
 @dataclass(frozen=True, kw_only=True)
-class WindowOpened:
-    """The window starts (or restarts) at ``window_bytes``."""
-
+class _Event:
     t_s: float
     """Seconds since the start of the exchange."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowOpened(_Event):
+    """The window starts (or restarts) at ``window_bytes``."""
+
     window_bytes: int
     """Credit granted by the peer at this moment."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class DataSent:
+class DataSent(_Event):
     """The sender spent credit on ``size_bytes`` of flow-controlled data."""
 
-    t_s: float
-    """Seconds since the start of the exchange."""
     size_bytes: int
     """Flow-controlled length (HTTP/2 DATA payload with padding, SSH channel data)."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class WindowIncreased:
+class WindowIncreased(_Event):
     """The peer granted ``increment_bytes`` more (WINDOW_UPDATE, SSH window adjust)."""
 
-    t_s: float
-    """Seconds since the start of the exchange."""
     increment_bytes: int
     """Window size increment."""
 
 
 @dataclass(frozen=True, kw_only=True)
-class InitialWindowChanged:
+class InitialWindowChanged(_Event):
     """HTTP/2 SETTINGS_INITIAL_WINDOW_SIZE changed: open stream windows shift by the difference."""
 
-    t_s: float
-    """Seconds since the start of the exchange."""
     old_initial_bytes: int
     """The initial window in force before this SETTINGS frame."""
     new_initial_bytes: int
@@ -106,12 +109,7 @@ class Stall:
         return self.end_s - self.start_s
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "start_s": self.start_s,
-            "end_s": self.end_s,
-            "duration_s": self.duration_s,
-            "resolved": self.resolved,
-        }
+        return attributes(self, "start_s", "end_s", "duration_s", "resolved")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -184,23 +182,12 @@ class CreditLedger:
         return min(1.0, self.stalled_s / duration) if duration > 0 else 0.0
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
-        data: dict[str, Any] = {
-            "scope": self.scope.value,
-            "label": self.label,
-            "initial_window_bytes": self.initial_window_bytes,
-            "peak_credit_bytes": self.peak_credit_bytes,
-            "bytes_sent": self.bytes_sent,
-            "updates_received": self.updates_received,
-            "update_bytes": self.update_bytes,
-            "stall_threshold_bytes": self.stall_threshold_bytes,
-            "stall_count": self.stall_count,
-            "stalled_s": self.stalled_s,
-            "stalled_fraction": self.stalled_fraction,
-            "first_data_s": self.first_data_s,
-            "last_data_s": self.last_data_s,
-            "effective_rate_bytes_per_s": self.effective_rate_bytes_per_s,
-            "stalls": [stall.to_dict() for stall in self.stalls],
-        }
+        data = {"scope": self.scope.value} | attributes(
+            self, "label", "initial_window_bytes", "peak_credit_bytes", "bytes_sent",
+            "updates_received", "update_bytes", "stall_threshold_bytes", "stall_count",
+            "stalled_s", "stalled_fraction", "first_data_s", "last_data_s",
+            "effective_rate_bytes_per_s")
+        data["stalls"] = [stall.to_dict() for stall in self.stalls]
         if series:
             data["credit_series"] = [
                 [float(t), int(c)] for t, c in zip(self.t_s, self.credit_bytes, strict=True)
@@ -248,12 +235,9 @@ def credit_ledger(
     times = np.fromiter((event.t_s for event in ordered), dtype=np.float64, count=len(ordered))
     deltas, initial = _deltas(ordered)
     credit = np.cumsum(deltas, dtype=np.int64)
-    is_data = np.fromiter(
-        (isinstance(event, DataSent) for event in ordered), dtype=bool, count=len(ordered)
-    )
-    is_update = np.fromiter(
-        (isinstance(event, WindowIncreased) for event in ordered), dtype=bool, count=len(ordered)
-    )
+    is_data, is_update = (
+        np.fromiter((isinstance(event, kind) for event in ordered), dtype=bool, count=len(ordered))
+        for kind in (DataSent, WindowIncreased))
     sizes = -deltas[is_data]
     data_times = times[is_data]
     stalls = _stalls(times, credit, is_data, stall_threshold_bytes, open_until_s)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from gitnetdiag.analysis.flowcontrol import (
@@ -33,6 +34,7 @@ from gitnetdiag.analysis.flowcontrol import (
     LedgerScope,
     WindowIncreased,
     WindowOpened,
+    attributes,
     binding_window,
     credit_ledger,
 )
@@ -147,18 +149,16 @@ def parse_tshark_fields(text: str) -> list[H2FrameRow]:
         windows = iter(_int(v, where=where) for v in _split(initial_windows))
         frames = iter(_int(v, where=where) for v in _split(max_frames))
         incs = iter(_int(v, where=where) for v in _split(increments))
-        src = f"{ip4}:{port}" if ip4 else f"[{ip6}]:{port}"
-        ts_ns = _epoch_ns(epoch)
+        if not (magic or type_list):
+            continue
+        row = partial(H2FrameRow, frame_number=int(number), ts_ns=_epoch_ns(epoch),
+                      tcp_stream=_int(stream, where=where), is_preface=bool(magic),
+                      src=f"{ip4}:{port}" if ip4 else f"[{ip6}]:{port}")
         if magic and not type_list:
             # A TCP frame holding only the client preface ("PRI * HTTP/2.0 ...")
             # has no HTTP/2 frame; kept as a row so that its sender is the client.
-            rows.append(
-                H2FrameRow(
-                    frame_number=int(number), ts_ns=ts_ns, tcp_stream=_int(stream, where=where),
-                    src=src, is_preface=True, frame_type=FRAME_PREFACE, stream_id=0,
-                    length_bytes=0, flags=0, settings=(), increment_bytes=None,
-                )
-            )
+            rows.append(row(frame_type=FRAME_PREFACE, stream_id=0, length_bytes=0, flags=0,
+                            settings=(), increment_bytes=None))
         for ftype, sid, length, flag in zip(
             type_list, sid_list, length_list, flag_list, strict=True
         ):
@@ -177,21 +177,8 @@ def parse_tshark_fields(text: str) -> list[H2FrameRow]:
                     settings.append((setting, value))
             elif ftype == FRAME_WINDOW_UPDATE:
                 increment = next(incs, None)
-            rows.append(
-                H2FrameRow(
-                    frame_number=int(number),
-                    ts_ns=ts_ns,
-                    tcp_stream=_int(stream, where=where),
-                    src=src,
-                    is_preface=bool(magic),
-                    frame_type=ftype,
-                    stream_id=sid,
-                    length_bytes=length,
-                    flags=flag,
-                    settings=tuple(settings),
-                    increment_bytes=increment,
-                )
-            )
+            rows.append(row(frame_type=ftype, stream_id=sid, length_bytes=length, flags=flag,
+                            settings=tuple(settings), increment_bytes=increment))
     return rows
 
 
@@ -205,11 +192,8 @@ class UploadStream:
     """The client ended the stream (END_STREAM seen)."""
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
-        return {
-            "stream_id": self.stream_id,
-            "finished": self.finished,
-            "ledger": self.ledger.to_dict(series=series),
-        }
+        return attributes(self, "stream_id", "finished") | {
+            "ledger": self.ledger.to_dict(series=series)}
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -261,33 +245,18 @@ class H2WireLedger:
 
     @property
     def stall_count(self) -> int:
-        counts = [self.connection.stall_count, *(u.ledger.stall_count for u in self.uploads)]
-        return max(counts)
+        return max([self.connection.stall_count, *(u.ledger.stall_count for u in self.uploads)])
 
     def to_dict(self, *, series: bool = True) -> dict[str, Any]:
-        return {
-            "tcp_stream": self.tcp_stream,
-            "client": self.client,
-            "server": self.server,
-            "start_epoch_ns": self.start_epoch_ns,
-            "duration_s": self.duration_s,
-            "client_settings": self.client_settings,
-            "server_settings": self.server_settings,
-            "server_initial_window_bytes": self.server_initial_window_bytes,
-            "server_max_frame_bytes": self.server_max_frame_bytes,
-            "data_bytes_to_server": self.data_bytes_to_server,
-            "data_bytes_to_client": self.data_bytes_to_client,
-            "window_updates_from_server": self.window_updates_from_server,
-            "connection_window_updates_from_server": self.connection_window_updates_from_server,
-            "window_updates_from_client": self.window_updates_from_client,
-            "stalled_s": self.stalled_s,
-            "stall_count": self.stall_count,
-            "bound": self.bound.to_dict(),
-            "connection": self.connection.to_dict(series=series),
+        return attributes(
+            self, "tcp_stream", "client", "server", "start_epoch_ns", "duration_s",
+            "client_settings", "server_settings", "server_initial_window_bytes",
+            "server_max_frame_bytes", "data_bytes_to_server", "data_bytes_to_client",
+            "window_updates_from_server", "connection_window_updates_from_server",
+            "window_updates_from_client", "stalled_s", "stall_count") | {
+            "bound": self.bound.to_dict(), "connection": self.connection.to_dict(series=series),
             "uploads": [upload.to_dict(series=series) for upload in self.uploads],
-            "first_frame": self.first_frame,
-            "last_frame": self.last_frame,
-        }
+            "first_frame": self.first_frame, "last_frame": self.last_frame}
 
 
 def _announced_client(rows: Sequence[H2FrameRow]) -> str | None:
@@ -315,10 +284,7 @@ def _settings_dict(rows: Iterable[H2FrameRow]) -> dict[str, int]:
     for row in rows:
         for setting, value in row.settings:
             name = SETTING_NAMES.get(setting, f"0x{setting:x}")
-            if value is not None:
-                merged.setdefault(name, value)
-            else:
-                merged.setdefault(name, -1)
+            merged.setdefault(name, value if value is not None else -1)
     return {name: value for name, value in merged.items() if value >= 0}
 
 

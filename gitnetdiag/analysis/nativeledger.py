@@ -72,7 +72,7 @@ def h2_ledgers(record: H2NativeRecord, *, open_until_s: float | None = None) -> 
     stream_id = record.upload_stream_id
     opened_ns = next((e.t_ns for e in record.streams_opened if e.stream_id == stream_id), 0)
     opened_s = _seconds(opened_ns)
-    initial = HTTP2_DEFAULT_WINDOW_BYTES
+    initial = opening = HTTP2_DEFAULT_WINDOW_BYTES
     stream_events: list[CreditEvent] = []
     for settings in record.settings_received:
         new = settings.settings.get("INITIAL_WINDOW_SIZE")
@@ -82,11 +82,9 @@ def h2_ledgers(record: H2NativeRecord, *, open_until_s: float | None = None) -> 
             # RFC 9113 6.9.2: a new initial window shifts the open stream's window.
             stream_events.append(InitialWindowChanged(
                 t_s=_seconds(settings.t_ns), old_initial_bytes=initial, new_initial_bytes=new))
+        else:
+            opening = new
         initial = new
-    opening = HTTP2_DEFAULT_WINDOW_BYTES
-    for settings in record.settings_received:
-        if _seconds(settings.t_ns) <= opened_s and "INITIAL_WINDOW_SIZE" in settings.settings:
-            opening = settings.settings["INITIAL_WINDOW_SIZE"]
     stream_events.insert(0, WindowOpened(t_s=opened_s, window_bytes=opening))
     # SETTINGS never change the connection window (RFC 9113 6.9.2): only WINDOW_UPDATE on 0.
     connection_events: list[CreditEvent] = [
@@ -132,15 +130,16 @@ for about a round trip between bursts, far longer than the few microseconds betw
 frames."""
 
 
-def _bursts(times: Sequence[float], sizes: Sequence[int]) -> tuple[list[int], list[float]]:
-    """Bytes per burst (arrivals less than :data:`BURST_GAP_S` apart) and every gap."""
+def _bursts(times: Sequence[float], sizes: Sequence[int]) -> tuple[float | None, float | None]:
+    """Median bytes per burst (arrivals less than :data:`BURST_GAP_S` apart) and the longest
+    gap; None without arrivals (a gap: without two)."""
     gaps = [later - earlier for earlier, later in itertools.pairwise(times)]
     bursts: list[int] = []
     for index, size in enumerate(sizes):
         if index == 0 or gaps[index - 1] >= BURST_GAP_S:
             bursts.append(0)
         bursts[-1] += size
-    return bursts, gaps
+    return statistics.median(bursts) if bursts else None, max(gaps) if gaps else None
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,14 +175,13 @@ class H2Pacing:
 def h2_receiver_pacing(record: H2CreditLedger) -> H2Pacing:
     """A native HTTP/2 receiver's ledger summarised: bursts, pauses, the cumulative bytes."""
     times, sizes = record.data_t_s, record.data_bytes
-    bursts, gaps = _bursts(times, sizes)
+    burst, gap = _bursts(times, sizes)
     origin = record.request_t_s if record.request_t_s is not None else (times[0] if times else 0)
     return H2Pacing(
         label=record.label, window_bytes=record.window_bytes, outcome=record.outcome,
         error=record.error, received_bytes=record.received_bytes,
         rate_bytes_per_s=record.rate_bytes_per_s, frames=len(sizes),
-        median_burst_bytes=statistics.median(bursts) if bursts else None,
-        longest_gap_s=max(gaps) if gaps else None,
+        median_burst_bytes=burst, longest_gap_s=gap,
         t_s=tuple(t - origin for t in times),
         cumulative_bytes=tuple(itertools.accumulate(sizes)))
 
@@ -242,15 +240,15 @@ def granted_channel_ledger(record: SshCreditLedger) -> CreditLedger:
 def ssh_receiver_pacing(record: SshCreditLedger) -> SshPacing:
     """A native SSH receiver's ledger summarised: bursts, pauses, grants, the least credit."""
     times, sizes = record.read_t_s, record.read_bytes
-    bursts, gaps = _bursts(times, sizes)
+    burst, gap = _bursts(times, sizes)
     least = granted_channel_ledger(record).least_credit_after_data_bytes
     return SshPacing(
         target=record.target, outcome=record.outcome, error=record.error,
         client_window_bytes=record.client_window_bytes,
         client_max_packet_bytes=record.client_max_packet_bytes,
         received_bytes=record.received_bytes, rate_bytes_per_s=record.rate_bytes_per_s,
-        reads=len(sizes), median_burst_bytes=statistics.median(bursts) if bursts else None,
-        longest_gap_s=max(gaps) if gaps else None, adjusts=len(record.adjust_bytes),
+        reads=len(sizes), median_burst_bytes=burst, longest_gap_s=gap,
+        adjusts=len(record.adjust_bytes),
         median_adjust_bytes=(statistics.median(record.adjust_bytes)
                              if record.adjust_bytes else None),
         least_credit_bytes=max(0, least) if least is not None else None)

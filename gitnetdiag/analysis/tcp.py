@@ -32,7 +32,6 @@ from gitnetdiag.analysis.tcp_results import (
     Handshake,
     LimitKind,
     LimitShares,
-    RttStats,
     Thresholds,
     ZeroWindowEvent,
     guess_protocol,
@@ -51,15 +50,9 @@ from gitnetdiag.capture.flows import TCP_ACK, TCP_RST, TCP_SYN, Connection
 
 __all__ = [
     "ConnectionAnalysis",
-    "ConnectionSeries",
-    "DirectionAnalysis",
-    "Handshake",
     "LimitKind",
-    "LimitShares",
-    "RttStats",
     "TcpAnalyzer",
     "Thresholds",
-    "ZeroWindowEvent",
     "analyze_connections",
     "guess_protocol",
 ]
@@ -218,13 +211,9 @@ class _ConnectionState:
     def result(self, conn: Connection) -> ConnectionAnalysis:
         hs = self.hs
         dirs = [self._direction_result(d) for d in (0, 1)]
+        syn_to_synack = _span_s(hs.syn_ts, hs.synack_first_ts)
+        synack_to_ack = _span_s(hs.synack_first_ts, hs.ack_ts)
         rtt = None
-        syn_to_synack = None
-        synack_to_ack = None
-        if hs.syn_ts is not None and hs.synack_first_ts is not None:
-            syn_to_synack = (hs.synack_first_ts - hs.syn_ts) / NS
-        if hs.synack_first_ts is not None and hs.ack_ts is not None:
-            synack_to_ack = (hs.ack_ts - hs.synack_first_ts) / NS
         if syn_to_synack is not None and synack_to_ack is not None:
             rtt = syn_to_synack + synack_to_ack
         handshake = Handshake(
@@ -271,11 +260,8 @@ class _ConnectionState:
         zero_s = side.zero_s
         events = list(side.zero_events)
         if side.zero_open_ts is not None and len(events) < MAX_EVENTS_KEPT:
-            events.append(
-                ZeroWindowEvent(
-                    start_ts_ns=side.zero_open_ts, frame=side.zero_open_frame, duration_s=None
-                )
-            )
+            events.append(ZeroWindowEvent(start_ts_ns=side.zero_open_ts,
+                                          frame=side.zero_open_frame, duration_s=None))
             zero_s += (self.last_ts - side.zero_open_ts) / NS
         return DirectionAnalysis(
             packets=side.packets,
@@ -306,14 +292,14 @@ class _ConnectionState:
             resets_sent=side.resets,
             first_reset_frame=side.first_reset_frame,
             rtt=rtt,
-            limits=LimitShares(
-                rwnd_s=float(side.limit_s[LimitKind.RWND]),
-                cwnd_s=float(side.limit_s[LimitKind.CWND]),
-                loss_s=float(side.limit_s[LimitKind.LOSS]),
-                self_s=float(side.limit_s[LimitKind.SELF]),
-            ),
+            limits=LimitShares(**{f"{kind.name.lower()}_s": float(side.limit_s[kind])
+                                  for kind in LimitKind}),
             unacked_bytes=side.unacked_bytes(),
         )
+
+
+def _span_s(start_ns: int | None, end_ns: int | None) -> float | None:
+    return (end_ns - start_ns) / NS if start_ns is not None and end_ns is not None else None
 
 
 _COLUMNS = tuple(name for name in TCP_FIELDS if name != "conn")

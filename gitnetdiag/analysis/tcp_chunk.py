@@ -34,6 +34,7 @@ from gitnetdiag.analysis.tcp_state import (
     advance_sequence,
     ffill_index,
     running_max,
+    shifted,
     signed32,
     zero_windows,
 )
@@ -223,10 +224,7 @@ def peer_acks(side: SideState, cols: Columns, win: I64Array, view: SenderView,
     p_cummax = running_max(ack_u, side.high_ack)
     p_plain = ((cols["payload_len"][p_idx] == 0)
                & ((flags[p_idx] & (TCP_SYN | TCP_FIN | TCP_RST)) == 0))
-    prev_ack = np.empty_like(ack_u)
-    if len(ack_u):
-        prev_ack[0] = side.peer_last_ack_u if side.peer_last_ack_u is not None else NEG
-        prev_ack[1:] = ack_u[:-1]
+    prev_ack = shifted(ack_u, side.peer_last_ack_u if side.peer_last_ack_u is not None else NEG)
     dup = p_plain & (ack_u == prev_ack)
     if dup.any():
         last_reset = ffill_index(~dup)
@@ -278,9 +276,8 @@ def retransmission_classes(side: SideState, view: SenderView, segs: Segments, ac
     if not n_rtx:
         return timeout
     seg_ts = segs.ts
-    prev_seg_ts = np.empty_like(seg_ts)
-    prev_seg_ts[0] = side.last_data_ts if side.last_data_ts is not None else seg_ts[0]
-    prev_seg_ts[1:] = seg_ts[:-1]
+    prev_seg_ts = shifted(seg_ts, side.last_data_ts if side.last_data_ts is not None
+                          else int(seg_ts[0]))
     gap_s = (seg_ts - prev_seg_ts) / NS
     before = view.peers_before[segs.rows]
     seg_dup = np.concatenate(([side.peer_dup_run], acks.dup_run))[before]
@@ -293,7 +290,6 @@ def retransmission_classes(side: SideState, view: SenderView, segs: Segments, ac
     side.timeout += int(np.count_nonzero(timeout))
     side.fast += n_rtx - int(np.count_nonzero(timeout))
     side.spurious += int(np.count_nonzero(rtx & (segs.end <= rows.high_ack[segs.rows])))
-    side.last_retrans_ts = int(seg_ts[rtx][-1])
     return timeout
 
 

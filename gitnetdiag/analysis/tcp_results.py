@@ -90,13 +90,7 @@ class LimitShares(_JsonMixin):
         total = self.active_s
         if total <= 0:
             return 0.0
-        value = {
-            LimitKind.RWND: self.rwnd_s,
-            LimitKind.CWND: self.cwnd_s,
-            LimitKind.LOSS: self.loss_s,
-            LimitKind.SELF: self.self_s,
-        }[kind]
-        return value / total
+        return float(getattr(self, f"{kind.name.lower()}_s")) / total
 
     def dominant(self) -> LimitKind | None:
         """The limit with the largest share, or None when nothing was classified."""

@@ -41,6 +41,14 @@ def running_max(values: I64Array, floor: int) -> I64Array:
     return np.maximum.accumulate(np.maximum(values, floor))
 
 
+def shifted(values: I64Array, first: int | np.int64) -> I64Array:
+    """``values`` one place later, ``first`` in the place of the first (the last dropped)."""
+    out = np.empty_like(values)
+    out[:1] = first
+    out[1:] = values[:-1]
+    return out
+
+
 def ffill_index(mask: BoolArray) -> I64Array:
     """Index of the last True at or before each position (-1 when none)."""
     idx = np.where(mask, np.arange(len(mask)), -1)
@@ -248,7 +256,6 @@ class SideState:
     peer_dup_run: int = 0
     peer_last_sack: bool = False
     last_data_ts: int | None = None
-    last_retrans_ts: int = int(NEG)
     recover: int = int(NEG)
     max_plen: int = 0
     # counters
@@ -442,9 +449,7 @@ def zero_windows(
     zero = own_win == 0
     if not zero.any() and side.zero_open_ts is None:
         return
-    prev = np.empty_like(zero)
-    prev[0] = side.zero_open_ts is not None
-    prev[1:] = zero[:-1]
+    prev = shifted(zero, side.zero_open_ts is not None)
     starts = own_idx[zero & ~prev]
     ends = own_idx[~zero & prev]
     side.zero_count += len(starts)
@@ -468,10 +473,7 @@ def _running_high(seg_end: I64Array, high_end: int, skip: BoolArray) -> tuple[I6
     """Highest sequence end after each segment and before it, ``skip`` rows not counting."""
     ends = np.where(skip, NEG, seg_end)
     cum_end = np.maximum.accumulate(np.maximum(ends, high_end))
-    prev_high = np.empty_like(seg_end)
-    prev_high[0] = high_end
-    prev_high[1:] = cum_end[:-1]
-    return cum_end, prev_high
+    return cum_end, shifted(cum_end, high_end)
 
 
 def advance_sequence(
@@ -487,10 +489,7 @@ def advance_sequence(
         return seg_end, seg_end, np.zeros(0, dtype=bool)
     if not probe_like.any():
         cum_end = running_max(seg_end, high_end)  # no row skipped: mostly in order already
-        prev_high = np.empty_like(seg_end)
-        prev_high[0] = high_end
-        prev_high[1:] = cum_end[:-1]
-        return cum_end, prev_high, probe_like
+        return cum_end, shifted(cum_end, high_end), probe_like
     _, prev_high = _running_high(seg_end, high_end, probe_like)
     zwp = probe_like & (seg_start == prev_high)
     cum_end, prev_high = _running_high(seg_end, high_end, zwp)

@@ -137,14 +137,10 @@ def _sampled_caps(rows: list[Row]) -> _SampledCaps:
         buffer_full_s=buffer_s, sending=sending)
 
 
-def _ratio(part: float | None, whole: float | None) -> float:
-    return min(1.0, part / whole) if part is not None and whole else 0.0
-
-
 def _larger(sampled: float, part: float | None, whole: float | None) -> float:
     """A limit's share: the larger of the sampled levels' and the kernel's chronograph's
     (``part / whole``): the one rule of both directions' senders."""
-    return max(sampled, _ratio(part, whole))
+    return max(sampled, min(1.0, part / whole) if part is not None and whole else 0.0)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -341,7 +337,6 @@ def _acked(rows: list[Row]) -> float:
 def _client_summary(sending: _Sending) -> TcpInfoSummary:
     """A push's client: its counters grew over the samples, levels those of every sample."""
     rows, counters = sending.rows, sending.counters
-    busy_us = sending.grown("busy_time_us")
     sent, retrans = sending.grown("bytes_sent"), sending.grown("bytes_retrans")
     segments = sending.grown("total_retrans")
     rtts = [c["rtt_us"] / 1e6 for c in counters if c.get("rtt_us")]
@@ -356,7 +351,7 @@ def _client_summary(sending: _Sending) -> TcpInfoSummary:
         samples=len(rows),
         span_s=float(rows[-1]["t_s"]) - float(rows[0]["t_s"]),
         acked_bytes=int(_acked(rows)),
-        busy_s=_seconds(busy_us),
+        busy_s=_seconds(sending.grown("busy_time_us")),
         rwnd_limited_share=sending.limited_share("window", "rwnd_limited_us"),
         sndbuf_limited_share=sending.limited_share("buffer", "sndbuf_limited_us"),
         retransmitted_bytes=int(retrans) if retrans is not None else None,

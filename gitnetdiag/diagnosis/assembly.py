@@ -194,12 +194,9 @@ def download_observations(clones: Sequence[TransferObservation], *,
         problems=tuple(problems))
 
 
-_WORDS = (
-    (re.compile(r"\bpushes\b"), "clones"), (re.compile(r"\bpushed\b"), "cloned"),
-    (re.compile(r"\bpush\b"), "clone"), (re.compile(r"\buploaded\b"), "downloaded"),
-    (re.compile(r"\buploads\b"), "downloads"), (re.compile(r"\bupload\b"), "download"),
-    (re.compile(r"\bUpload\b"), "Download"), (re.compile(r"\bPush\b"), "Clone"),
-)
+_WORDS = tuple((re.compile(rf"\b{word}\b"), new) for word, new in (
+    ("pushes", "clones"), ("pushed", "cloned"), ("push", "clone"), ("uploaded", "downloaded"),
+    ("uploads", "downloads"), ("upload", "download"), ("Upload", "Download"), ("Push", "Clone")))
 
 
 def _reworded(text: str) -> str:

@@ -90,16 +90,8 @@ def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
 
 def _environment(obs: Observations, min_impact_s: float, min_score: float) -> Environment:
     run = obs.run
-    versions = {
-        name: value
-        for name, value in (
-            ("git", run.git_version),
-            ("libcurl", run.libcurl_version),
-            ("nghttp2", run.nghttp2_version),
-            ("openssh", run.openssh_version),
-        )
-        if value
-    }
+    versions = {name: value for name in ("git", "libcurl", "nghttp2", "openssh")
+                if (value := getattr(run, f"{name}_version"))}
     return Environment(
         gitnetdiag_version=__version__,
         started=run.started,

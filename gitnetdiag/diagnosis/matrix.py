@@ -147,9 +147,8 @@ def fit_calibrations(runs: Sequence[MatrixRun], culprits: Sequence[Culprit] = CU
     for run in runs:
         for culprit_id, raw in raw_hits(run.observations, culprits,
                                         min_cost_s=min_cost_s).items():
-            if culprit_id not in fired:
-                continue
-            fired[culprit_id].append((raw, culprit_id == run.expected))
+            if culprit_id in fired:
+                fired[culprit_id].append((raw, culprit_id == run.expected))
     return fit_fired(fired, {run.expected for run in runs if run.expected is not None})
 
 

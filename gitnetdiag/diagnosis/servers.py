@@ -36,7 +36,6 @@ from gitnetdiag.diagnosis.observations import ConfigFinding, Listener, Observati
 from gitnetdiag.diagnosis.terminators import (
     BASE,
     NOT_DOCUMENTED,
-    Terminator,
     by_fingerprint,
     by_marker,
     by_name,
@@ -134,19 +133,20 @@ def hops_of(headers: tuple[str, ...]) -> tuple[Hop, ...]:
         if marker is not None:
             markers.append(Hop(said=value, header=key, product=marker.id))
         elif key == "via":
-            via.extend(Hop(said=v, header=key, product=_id(by_name(v)))
-                       for v in _split_via(value))
+            via.extend(_hop(v, key) for v in _split_via(value))
         elif key == "server":
-            servers.append(Hop(said=value, header=key, product=_id(by_name(value))))
+            servers.append(_hop(value, key))
         elif key in ("x-cache", "x-served-by") and by_name(value) is not None:
-            markers.append(Hop(said=value, header=key, product=_id(by_name(value))))
+            markers.append(_hop(value, key))
         elif key == "x-powered-by":
-            inner.append(Hop(said=value, header=key, product=_id(by_name(value))))
+            inner.append(_hop(value, key))
     return tuple(markers + via + servers + inner)
 
 
-def _id(t: Terminator | None) -> str | None:
-    return t.id if t is not None else None
+def _hop(said: str, header: str) -> Hop:
+    """A hop that said ``said`` in ``header``, its product looked up by that name."""
+    named = by_name(said)
+    return Hop(said=said, header=header, product=named.id if named is not None else None)
 
 
 def _outermost(hops: tuple[Hop, ...]) -> Hop | None:

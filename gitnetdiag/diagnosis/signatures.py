@@ -227,13 +227,7 @@ class Catalogue:
         """The entries git's stderr matches: the status and HTTP/2 code its words carry,
         then the message entries (a ``secondary`` one only when nothing else matched)."""
         lowered = stderr.lower()
-        found: list[Signature] = []
-        status = self.status_in_words(stderr)
-        code = self.h2_code_in_words(stderr)
-        for entry in (self.for_status(status) if status is not None else None,
-                      self.for_h2_code(code) if code is not None else None):
-            if entry is not None:
-                found.append(entry)
+        found = self._coded(self.status_in_words(stderr), self.h2_code_in_words(stderr))
         words = [s for s in self.signatures if s.family == "message" and s.in_words(lowered)]
         found += [s for s in words if not s.secondary]
         if not found:
@@ -255,11 +249,7 @@ class Catalogue:
         """What the catalogue says about one failed transfer (``operation``: ``HTTP/2
         push``), given git's stderr line, the failing request (``POST git-receive-pack``)
         and its status, an HTTP/2 error code and how the connection ended, where known."""
-        found: list[Signature] = []
-        for entry in (self.for_status(status) if status is not None else None,
-                      self.for_h2_code(h2_code) if h2_code is not None else None):
-            if entry is not None:
-                found.append(entry)
+        found = self._coded(status, h2_code)
         found += self.for_message(git_line) if git_line else ()
         if tcp is not None:
             found += self.for_tcp_ending(tcp.side, tcp.silence_s, tcp.ending)
@@ -267,6 +257,12 @@ class Catalogue:
         seen = _seen(operation, git_line=git_line, status=status, request=request,
                      h2_name=self._h2_name(h2_code), tcp=tcp)
         return Description(signatures=unique, seen=seen if unique else f"{seen}; {NO_ENTRY}")
+
+    def _coded(self, status: int | None, h2_code: str | int | None) -> list[Signature]:
+        """The entries of an HTTP status and of an HTTP/2 error code, where known."""
+        entries = (self.for_status(status) if status is not None else None,
+                   self.for_h2_code(h2_code) if h2_code is not None else None)
+        return [entry for entry in entries if entry is not None]
 
     def _h2_name(self, code: str | int | None) -> str | None:
         if code is None:
@@ -496,30 +492,6 @@ BASE: Catalogue = load()
 """The catalogue shipped with gitnetdiag, loaded (and validated) at start."""
 
 
-def for_message(stderr: str) -> tuple[Signature, ...]:
-    """:meth:`Catalogue.for_message` of :data:`BASE`."""
-    return BASE.for_message(stderr)
-
-
-def for_status(status: int) -> Signature | None:
-    """:meth:`Catalogue.for_status` of :data:`BASE`."""
-    return BASE.for_status(status)
-
-
-def for_h2_code(code: str | int) -> Signature | None:
-    """:meth:`Catalogue.for_h2_code` of :data:`BASE`."""
-    return BASE.for_h2_code(code)
-
-
-def for_tcp_ending(side: Side, silence_s: float | None,
-                   ending: Ending | None = None) -> tuple[Signature, ...]:
-    """:meth:`Catalogue.for_tcp_ending` of :data:`BASE`."""
-    return BASE.for_tcp_ending(side, silence_s, ending)
-
-
-def describe(*, operation: str, git_line: str = "", status: int | None = None,
-             request: str | None = None, h2_code: str | int | None = None,
-             tcp: TcpEnding | None = None) -> Description:
-    """:meth:`Catalogue.describe` of :data:`BASE`."""
-    return BASE.describe(operation=operation, git_line=git_line, status=status,
-                         request=request, h2_code=h2_code, tcp=tcp)
+for_message, for_status, for_h2_code = BASE.for_message, BASE.for_status, BASE.for_h2_code
+for_tcp_ending, describe = BASE.for_tcp_ending, BASE.describe
+"""The lookups of :class:`Catalogue` on :data:`BASE`, as module functions."""
