@@ -182,7 +182,8 @@ def download_observations(clones: Sequence[TransferObservation], *,
         protocols[name] = ProtocolObservation(
             pushes=tuple(as_push_result(obs) for obs in mine),
             capture=_handshakes(_evidence_of(best), mine),
-            trace2=_phases(mine))
+            trace2=_phases(mine),
+            http_requests=tuple(r for obs in mine for r in obs.http_requests))
     rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
     libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
     return Observations(
@@ -194,7 +195,8 @@ def download_observations(clones: Sequence[TransferObservation], *,
         problems=tuple(problems))
 
 
-_WORDS = tuple((re.compile(rf"\b{word}\b"), new) for word, new in (
+# git's own names keep their words (``git-upload-pack`` serves a clone).
+_WORDS = tuple((re.compile(rf"\b{word}\b(?!-pack)"), new) for word, new in (
     ("pushes", "clones"), ("pushed", "cloned"), ("push", "clone"), ("uploaded", "downloaded"),
     ("uploads", "downloads"), ("upload", "download"), ("Upload", "Download"), ("Push", "Clone")))
 

@@ -1,8 +1,9 @@
-"""The failure-signature catalogue's word on each failed push of a diagnosis.
+"""The failure-signature catalogue's word on each failed push or clone of a diagnosis.
 
-For a push failure the catalogue can speak of (:data:`DESCRIBED_KINDS`), what was seen is
-gathered from the observations (git's line, the request the push ended on and its status,
-how the server side closed it and after what silence) and
+For a failure the catalogue can speak of (:data:`DESCRIBED_KINDS`), what was seen is
+gathered from the observations (git's line, on a clone every error line git printed; the
+request the transfer ended on and its status, how the server side closed it and after what
+silence) and
 :meth:`~gitnetdiag.diagnosis.signatures.Catalogue.describe` turns it into the matched
 entries, their candidate culprits and a sentence; the failure carries them
 (``signatures``, ``candidates``, ``seen``). Nothing here changes the verdict.
@@ -64,22 +65,28 @@ def describe_failure(obs: Observations, failure: MeasurementFailure,
     if failure.stage != "push" or failure.protocol is None or failure.kind is None \
             or FailureKind(failure.kind) not in DESCRIBED_KINDS:
         return None
-    if obs.run.git_version is None:
+    download = obs.run.transfer == "download"
+    if obs.run.git_version is None and not (download and obs.run.measured_by == "fetch"):
         return None  # no git ran (a bare capture): its failure lines are not git's words
     found = _failed_push(obs, failure)
     number, push = found if found is not None else (0, None)
     git_line = (push.error_message if push is not None else "") or failure.message
+    if download:  # a clone's stderr says more than its last line: every error line
+        said = next((t.git_said for t in obs.transfers if t.protocol == failure.protocol
+                     and t.repeat == number and t.git_said), ())
+        git_line = " | ".join(said) or git_line
     p = obs.protocols.get(failure.protocol)
     request = _last_request(p.http_requests if p else (), number)
     tcp = None
     if request is not None and request.silence_before_close_s is not None:
         tcp = TcpEnding(side="server", silence_s=request.silence_before_close_s,
                         ending=catalogue.ending_in_words(request.ending))
-    what = "push" if obs.run.transfer == "upload" else "clone"
+    what = "clone" if download else "push"
     return catalogue.describe(
         operation=f"{PROTOCOL_LABELS.get(failure.protocol, failure.protocol)} {what}",
         git_line=git_line, status=request.status if request is not None else None,
-        request=request.kind if request is not None else None, tcp=tcp)
+        request=request.kind if request is not None else None, tcp=tcp,
+        direction="download" if download else "upload")
 
 
 def describe_failures(obs: Observations, failures: Sequence[MeasurementFailure],

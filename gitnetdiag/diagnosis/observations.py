@@ -33,6 +33,7 @@ from typing import Any, Literal
 
 from gitnetdiag.diagnosis.transfers import UNSCALED_MAX_WINDOW_BYTES as UNSCALED_MAX_WINDOW_BYTES
 from gitnetdiag.diagnosis.transfers import CaptureMetrics as CaptureMetrics
+from gitnetdiag.diagnosis.transfers import HttpExchange as HttpExchange
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import InputError
 from gitnetdiag.outcomes import FailureKind
@@ -118,44 +119,6 @@ class PushResult:
     projected: bool = False
     """A bounded push: ``duration_s`` is the whole pack at the rate its moved bytes went,
     not a wall time (the push was stopped mid-pack on purpose)."""
-
-
-@dataclass(frozen=True, kw_only=True)
-class HttpExchange:
-    """One HTTP request of a git push and the status it got (from git's curl trace)."""
-
-    method: str
-    """``GET`` or ``POST``."""
-    path: str
-    """Request path without the query (``/git/lab.git/info/refs``)."""
-    status: int | None
-    """Final response status; None when no response arrived."""
-    server: str | None = None
-    """The response's ``server`` header, None when it had none."""
-    push: int = 0
-    """Which push of the protocol (1-based repeat; 0 when unknown)."""
-    content_length_bytes: int | None = None
-    """The request's ``Content-Length``; None when it sent none (a streamed body: chunked
-    on HTTP/1.1, a body of unknown length on HTTP/2) or the trace does not show it."""
-    streamed: bool = False
-    """The request sent a body without a ``Content-Length`` (git streams every pack above
-    ``http.postBuffer``)."""
-    silence_before_close_s: float | None = None
-    """Seconds from the last byte sent or received on this request to the end of the
-    transfer when the server side closed it early (curl's "transfer closed with
-    outstanding read data", an HTTP/2 stream reset, a connection died); None otherwise."""
-    ending: str = ""
-    """curl's own words for how the request ended when it did not end cleanly
-    (``transfer closed with outstanding read data remaining``), else empty."""
-
-    @property
-    def kind(self) -> str:
-        """What the request is for, whatever the repository's path: method and git service
-        (``POST git-receive-pack``), else method and path."""
-        for service in ("info/refs", "git-receive-pack", "git-upload-pack"):
-            if self.path.endswith("/" + service):
-                return f"{self.method} {service}"
-        return f"{self.method} {self.path}"
 
 
 @dataclass(frozen=True, kw_only=True)

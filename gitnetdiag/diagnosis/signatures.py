@@ -38,6 +38,9 @@ Side = Literal["client", "server"]
 """The end that closed the connection."""
 Ending = Literal["fin", "rst"]
 """How it closed it: a FIN (orderly close) or a reset."""
+Direction = Literal["upload", "download"]
+"""Which way the failed transfer moved the pack: a push uploads, a clone downloads."""
+DIRECTIONS: tuple[Direction, ...] = ("upload", "download")
 
 FAMILIES: tuple[Family, ...] = ("message", "status", "h2", "tcp")
 NO_CULPRIT = "none"
@@ -85,6 +88,13 @@ class Cause:
     """What tells this cause apart from the signature's other causes."""
     source: str
     """The page that documents it."""
+    direction: Direction | None = None
+    """The one direction this cause is met in (a push's hook, a clone's pack preparation);
+    None: either."""
+
+    def meets(self, direction: Direction | None) -> bool:
+        """Whether the cause can be that of a transfer of ``direction`` (None: unknown)."""
+        return direction is None or self.direction is None or self.direction == direction
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -122,11 +132,19 @@ class Signature:
     """``tcp``: least silence before the close (inclusive), None for no bound."""
     silence_max_s: float | None = None
     """``tcp``: most silence before the close (exclusive), None for no bound."""
+    clone_note: str = ""
+    """What a clone's report adds to it: the folklore fix that does not apply to a clone
+    (``http.postBuffer`` sizes request bodies only), with its page; empty when none."""
 
     @property
     def culprits(self) -> tuple[str, ...]:
         """The culprit ids its causes point to, in order, without repeats."""
-        return tuple(dict.fromkeys(c.culprit for c in self.causes if c.culprit is not None))
+        return self.culprits_for(None)
+
+    def culprits_for(self, direction: Direction | None) -> tuple[str, ...]:
+        """The culprit ids of its causes a transfer of ``direction`` can meet."""
+        return tuple(dict.fromkeys(c.culprit for c in self.causes
+                                   if c.culprit is not None and c.meets(direction)))
 
     def in_words(self, lowered: str) -> bool:
         """Whether lowercase text ``lowered`` holds one of its needles."""
@@ -163,6 +181,8 @@ class Description:
     """The entries that match what was seen, in order: status, HTTP/2 code, words, TCP."""
     seen: str
     """What was seen, in one sentence; ends with :data:`NO_ENTRY` when nothing matched."""
+    direction: Direction | None = None
+    """The failed transfer's direction, None when unknown: the causes it can meet."""
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -170,8 +190,10 @@ class Description:
 
     @property
     def culprits(self) -> tuple[str, ...]:
-        """The candidate culprits of the matched entries, in order, without repeats."""
-        return tuple(dict.fromkeys(c for s in self.signatures for c in s.culprits))
+        """The candidate culprits of the matched entries (those a transfer of its direction
+        can meet), in order, without repeats."""
+        return tuple(dict.fromkeys(c for s in self.signatures
+                                   for c in s.culprits_for(self.direction)))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -245,10 +267,13 @@ class Catalogue:
 
     def describe(self, *, operation: str, git_line: str = "", status: int | None = None,
                  request: str | None = None, h2_code: str | int | None = None,
-                 tcp: TcpEnding | None = None) -> Description:
+                 tcp: TcpEnding | None = None,
+                 direction: Direction | None = None) -> Description:
         """What the catalogue says about one failed transfer (``operation``: ``HTTP/2
         push``), given git's stderr line, the failing request (``POST git-receive-pack``)
-        and its status, an HTTP/2 error code and how the connection ended, where known."""
+        and its status, an HTTP/2 error code and how the connection ended, where known.
+        ``direction`` keeps the causes a transfer of that way can meet; a clone's sentence
+        ends with the entries' :attr:`Signature.clone_note`."""
         found = self._coded(status, h2_code)
         found += self.for_message(git_line) if git_line else ()
         if tcp is not None:
@@ -256,7 +281,11 @@ class Catalogue:
         unique = tuple({s.id: s for s in found}.values())  # first place of each entry
         seen = _seen(operation, git_line=git_line, status=status, request=request,
                      h2_name=self._h2_name(h2_code), tcp=tcp)
-        return Description(signatures=unique, seen=seen if unique else f"{seen}; {NO_ENTRY}")
+        notes = dict.fromkeys(s.clone_note for s in unique if s.clone_note) \
+            if direction == "download" else {}
+        seen += "".join(f"; {note}" for note in notes)
+        return Description(signatures=unique, seen=seen if unique else f"{seen}; {NO_ENTRY}",
+                           direction=direction)
 
     def _coded(self, status: int | None, h2_code: str | int | None) -> list[Signature]:
         """The entries of an HTTP status and of an HTTP/2 error code, where known."""
@@ -310,7 +339,7 @@ _FAMILY_KEYS: dict[str, frozenset[str]] = {
     "h2": frozenset({"code", "name"}),
     "tcp": frozenset({"side", "endings", "silence_min_s", "silence_max_s"}),
 }
-_COMMON_KEYS = frozenset({"id", "family", "words", "source", "lab", "cause"})
+_COMMON_KEYS = frozenset({"id", "family", "words", "source", "lab", "cause", "clone_note"})
 
 
 def _url(value: Any, where: str, key: str) -> str:
@@ -338,8 +367,12 @@ def _cause(raw: Any, where: str) -> Cause:
         raise SignatureCatalogueError(
             f"{where}: culprit {culprit!r} is not a known culprit id (or \"{NO_CULPRIT}\")")
     what, evidence, source = (_text(raw, key, where) for key in _CAUSE_TEXT)
+    direction = raw.get("direction")
+    if direction is not None and direction not in DIRECTIONS:
+        raise SignatureCatalogueError(
+            f"{where}: direction must be upload or download, not {direction!r}")
     return Cause(culprit=None if culprit == NO_CULPRIT else culprit, what=what,
-                 evidence=evidence, source=source)
+                 evidence=evidence, source=source, direction=direction)
 
 
 def _strings(raw: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
@@ -410,11 +443,14 @@ def _entry(raw: Any, index: int) -> Signature:
     lab = raw.get("lab")
     if lab is not None and (not isinstance(lab, str) or not lab):
         raise SignatureCatalogueError(f"{where}: `lab` must name a lab fault")
+    note = raw.get("clone_note", "")
+    if not isinstance(note, str) or (note and "https://" not in note):
+        raise SignatureCatalogueError(f"{where}: `clone_note` must be text citing its page")
     causes = raw.get("cause")
     if not isinstance(causes, list) or not causes:
         raise SignatureCatalogueError(f"{where}: needs at least one [[signature.cause]]")
     return Signature(
-        id=ident, family=family, words=words, source=source, lab=lab,
+        id=ident, family=family, words=words, source=source, lab=lab, clone_note=note,
         causes=tuple(_cause(c, f"{where} cause {n}") for n, c in enumerate(causes, 1)),
         **_match(raw, family, where))
 

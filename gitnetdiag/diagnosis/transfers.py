@@ -121,6 +121,47 @@ class CaptureMetrics:
                 and window <= UNSCALED_MAX_WINDOW_BYTES)
 
 
+@dataclass(frozen=True, kw_only=True)
+class HttpExchange:
+    """One HTTP request of a git push or clone and the status it got (from git's curl trace)."""
+
+    method: str
+    """``GET`` or ``POST``."""
+    path: str
+    """Request path without the query (``/git/lab.git/info/refs``)."""
+    status: int | None
+    """Final response status; None when no response arrived."""
+    server: str | None = None
+    """The response's ``server`` header, None when it had none."""
+    push: int = 0
+    """Which push (or clone) of the protocol (1-based repeat; 0 when unknown)."""
+    content_length_bytes: int | None = None
+    """The request's ``Content-Length``; None when it sent none (a streamed body: chunked
+    on HTTP/1.1, a body of unknown length on HTTP/2) or the trace does not show it."""
+    streamed: bool = False
+    """The request sent a body without a ``Content-Length`` (git streams every pack above
+    ``http.postBuffer``)."""
+    silence_before_close_s: float | None = None
+    """Seconds from the last byte sent or received on this request to the end of the
+    transfer when the server side closed it early (curl's "transfer closed with
+    outstanding read data", an HTTP/2 stream reset, a connection died); None otherwise."""
+    ending: str = ""
+    """curl's own words for how the request ended when it did not end cleanly
+    (``transfer closed with outstanding read data remaining``), else empty."""
+    silence_before_status_s: float | None = None
+    """Seconds from the request's last line sent to its final status line: the wait for the
+    answer (an edge's 504 comes at its timeout); None when not recorded (a push's)."""
+
+    @property
+    def kind(self) -> str:
+        """What the request is for, whatever the repository's path: method and git service
+        (``POST git-receive-pack``), else method and path."""
+        for service in ("info/refs", "git-receive-pack", "git-upload-pack"):
+            if self.path.endswith("/" + service):
+                return f"{self.method} {service}"
+        return f"{self.method} {self.path}"
+
+
 MIN_IDLE_SPAN_S = 2.0
 """A download socket sampled for less than this (0.25 s apart, slow start included) says too
 little to tell how much of its life it sat idle."""
@@ -183,6 +224,12 @@ class TransferObservation:
     libcurl_window_bytes: int | None = None
     """The HTTP/2 stream window the client's libcurl release is documented to advertise
     once the response flows (``data/libcurl_h2_windows.toml``), None when unknown."""
+    http_requests: tuple[HttpExchange, ...] = ()
+    """An HTTPS clone's requests (git's curl trace), each with its ``push`` the clone's
+    repeat; empty over SSH and git:// and without a trace."""
+    git_said: tuple[str, ...] = ()
+    """git's own error lines of a failed clone (``error:`` and ``fatal:``), in order: what
+    the failure catalogue reads (one line, :attr:`last_line`, may carry only the last)."""
 
     @property
     def rtt_s(self) -> float | None:

@@ -62,8 +62,9 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
                                      FailureKind.OTHER}),
     "streamed-body-refused": frozenset({FailureKind.HTTP_STATUS, FailureKind.RESET,
                                         FailureKind.OTHER}),
+    # a clone's pack request answered 504 by the edge is an HTTP status
     "edge-idle-timeout": frozenset({FailureKind.RESET, FailureKind.OTHER,
-                                    FailureKind.TIMEOUT}),
+                                    FailureKind.TIMEOUT, FailureKind.HTTP_STATUS}),
 }
 """Culprits whose evidence is a failed request or connection, with the push failure kinds
 they explain."""

@@ -35,7 +35,7 @@ from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     RunProblem,
 )
-from gitnetdiag.diagnosis.transfers import TransferObservation
+from gitnetdiag.diagnosis.transfers import HttpExchange, TransferObservation
 from gitnetdiag.diagnosis.verdict import judge
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
@@ -122,8 +122,25 @@ def observe_transfer(run_dir: Path, record: SampledTransfer, rtt_s: float | None
         libcurl=libcurl, failure_kind=record.failure_kind, last_line=record.last_line,
         capture=_captured(run_dir, record, tcp),
         sender=summarize_sender(_samples(_read(run_dir, record, "server_tcpinfo")), SERVER),
+        http_requests=tuple(HttpExchange(
+            method=r.method, path=r.path, status=r.status, server=r.server, push=record.repeat,
+            content_length_bytes=r.content_length_bytes, streamed=r.streamed,
+            silence_before_close_s=r.silence_before_close_s, ending=r.ending,
+            silence_before_status_s=r.silence_before_status_s) for r in record.http_requests),
+        git_said=git_error_lines(_read(run_dir, record, "stderr")) if record.failure_kind else (),
         **_h2_windows(run_dir, record, libcurl),
     )
+
+
+GIT_ERROR_PREFIXES = ("error:", "fatal:")
+"""How git starts the lines that say why it failed (``remote:`` lines are the server's)."""
+
+
+def git_error_lines(stderr: str) -> tuple[str, ...]:
+    """git's own error lines in a clone's stderr, in order, each once (progress carriage
+    returns resolved)."""
+    lines = (line.strip() for line in stderr.replace("\r", "\n").splitlines())
+    return tuple(dict.fromkeys(line for line in lines if line.startswith(GIT_ERROR_PREFIXES)))
 
 
 def _timeline(run_dir: Path, record: SampledTransfer) -> list[TimelinePoint]:

@@ -43,9 +43,10 @@ from gitnetdiag.probe.packphase import PackPhaseWatch
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
+from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
 from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
-from gitnetdiag.rundir.records import SampledTransfer, TimelinePoint
-from gitnetdiag.safefile import keep_file
+from gitnetdiag.rundir.records import HttpRequestRecord, SampledTransfer, TimelinePoint
+from gitnetdiag.safefile import keep_file, replace_file
 from gitnetdiag.vocabulary import TransportKind
 
 FETCH_SAFETY_CONFIG = (
@@ -342,13 +343,17 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
                  "packet_trace": f"{stem}.packet.txt", "timeline": f"{stem}.timeline.jsonl",
                  "tcpinfo": f"{stem}.tcpinfo.jsonl",
                  "server_tcpinfo": f"{stem}.server-tcpinfo.jsonl"}
+    if protocol.is_http:  # the requests, their statuses and silences (no data lines)
+        artifacts["curl_trace"] = f"{stem}.curl.txt"
     paths = {kind: (state.run_dir / name).resolve() for kind, name in artifacts.items()}
+    curl_env = ({"GIT_TRACE_CURL": str(paths["curl_trace"]), "GIT_TRACE_CURL_NO_DATA": "1"}
+                if protocol.is_http else {})
     wire = (FetchWire(state.run_dir, stem, host=_host(transport.url), port=port)
             if options.full and protocol is TransportKind.H2 else None)
     env = transport.env({
         "GIT_TRACE2_EVENT": str(paths["trace2"]), "GIT_TRACE2_EVENT_NESTING": "10",
         "GIT_TRACE_PACKET": str(paths["packet_trace"]), "GIT_PROGRESS_DELAY": "0",
-        **(wire.env if wire else {}),
+        **curl_env, **(wire.env if wire else {}),
     })
     label = f"fetch {protocol.value} #{repeat}"
     state.reporter.begin(label)
@@ -401,10 +406,40 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         server_tcpinfo_samples=clone.server_samples,
         full_warning=wire.warning if wire else "",
         clone_removed=removed, artifacts=artifacts,
+        http_requests=_curl_requests(paths.get("curl_trace"), failed=not clone.run.ok),
     )
     state.reporter.done(label, _detail(record, clone.stall_detail),
                         ok=outcome in MEASURED_OUTCOMES and removed)
     return record
+
+
+FINISHED_EARLY = ("the response ended (curl: connection left intact) before git had its "
+                  "pack")
+"""How a failed clone's last request ended when curl saw nothing wrong with it: an HTTP/2
+edge that ends the stream at its timeout leaves curl content and git short of its pack."""
+
+
+def _curl_requests(path: Path | None, *, failed: bool
+                   ) -> tuple[HttpRequestRecord, ...]:
+    """An HTTPS clone's requests from its curl trace, redacted in place; () without one.
+    The last request of a failed clone that curl saw end well after a silence is recorded
+    as ended by the server side after that silence (:data:`FINISHED_EARLY`)."""
+    if path is None or not path.is_file():
+        return ()
+    text = redact_curl_trace(path.read_text(errors="replace"))
+    replace_file(path, text.encode())
+    requests = parse_curl_trace(text).requests
+    records = []
+    for number, r in enumerate(requests, 1):
+        silence, ending = r.silence_before_close_s, r.ending
+        if failed and number == len(requests) and not ending and r.silence_before_finish_s:
+            silence, ending = r.silence_before_finish_s, FINISHED_EARLY
+        records.append(HttpRequestRecord(
+            method=r.method, path=r.path, status=r.status, server=r.server,
+            content_length_bytes=r.content_length_bytes, streamed=r.streamed,
+            silence_before_close_s=silence, ending=ending,
+            silence_before_status_s=r.silence_before_status_s))
+    return tuple(records)
 
 
 def _detail(record: SampledTransfer, stall: str) -> str:

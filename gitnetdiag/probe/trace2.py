@@ -50,6 +50,12 @@ class CurlRequest:
     upload_done: bool = False
     """curl said it handed over the whole body it declared (:data:`UPLOAD_DONE`): logged for
     a body with a ``Content-Length`` only, never for a streamed one."""
+    last_sent_s: float | None = None
+    """Seconds from the first trace line to the request's last line sent (a header line, or
+    curl's word that the whole body went) before its status: where the server's wait began."""
+    finished_s: float | None = None
+    """Seconds from the first trace line to curl's word that the request ended well (the
+    connection "left intact"), None otherwise."""
 
     @property
     def silence_before_close_s(self) -> float | None:
@@ -57,6 +63,23 @@ class CurlRequest:
         if self.ended_s is None or self.last_io_s is None:
             return None
         return max(0.0, self.ended_s - self.last_io_s)
+
+    @property
+    def silence_before_status_s(self) -> float | None:
+        """Seconds between the request's last line sent and its final status line: the
+        server's (or its edge's) wait before answering (an edge's 504 after its timeout)."""
+        if self.response_s is None or self.last_sent_s is None:
+            return None
+        return max(0.0, self.response_s - self.last_sent_s)
+
+    @property
+    def silence_before_finish_s(self) -> float | None:
+        """Seconds between the request's last header or data line and curl's word that it
+        ended well: a response the server side ended after a silence (an HTTP/2 edge that
+        ends the stream at its timeout leaves curl content, and git short of its pack)."""
+        if self.finished_s is None or self.last_io_s is None:
+            return None
+        return max(0.0, self.finished_s - self.last_io_s)
 
 
 BAD_ENDINGS = (
@@ -78,6 +101,10 @@ BAD_ENDINGS = (
 )
 """curl's words (lower case) for a transfer that ended before its answer did; curl logs
 each as an ``== Info:`` line of the trace (``failf``)."""
+
+FINISHED = "left intact"
+"""curl's words (lower case) for a request that ended well with its connection kept
+(``Connection #0 to host ... left intact``)."""
 
 UPLOAD_DONE = ("we are completely uploaded and fine", "upload completely sent off")
 """curl's words (lower case) for a request body of known length handed over whole: the
@@ -143,6 +170,11 @@ class _TraceReader:
             self._update_last(ended_s=rel_s, ending=info)
         if self.requests and info.lower().startswith(UPLOAD_DONE):
             self._update_last(upload_done=True)
+            if self.requests[-1].status is None:
+                self._update_last(last_sent_s=rel_s)
+        if self.requests and FINISHED in info.lower() and self.requests[-1].finished_s is None \
+                and not self.requests[-1].ending:
+            self._update_last(finished_s=rel_s)
 
     def line(self, body: str, rel_s: float) -> None:
         request = _REQUEST_LINE.match(body)
@@ -151,13 +183,15 @@ class _TraceReader:
             self.requests.append(CurlRequest(
                 method=method, path=target.split("?", 1)[0], sent_s=rel_s, status=None,
                 response_s=None, http_version=_normalise_version(version),
-                streamed=method == "POST", last_io_s=rel_s))
+                streamed=method == "POST", last_io_s=rel_s, last_sent_s=rel_s))
             return
         if not self.requests:
             return
         last = self.requests[-1]
         if _IO_LINE.match(body) and last.ended_s is None:
             self._update_last(last_io_s=rel_s)
+            if body.startswith("=> Send") and last.status is None:
+                self._update_last(last_sent_s=rel_s)
         length = _LENGTH_LINE.match(body)
         if length is not None and last.status is None:
             self._update_last(content_length_bytes=int(length.group(1)), streamed=False)

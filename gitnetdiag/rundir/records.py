@@ -266,6 +266,10 @@ class HttpRequestRecord:
     ending: str = ""
     """curl's words for a bad ending (``transfer closed with outstanding read data
     remaining``), else empty."""
+    silence_before_status_s: float | None = None
+    """Seconds from the request's last line sent to its final status line (the wait for
+    the answer: an edge's 504 comes at its timeout); recorded for a clone's requests, None
+    in a push's and in older runs."""
 
 
 Direction = Literal["push", "fetch"]
@@ -415,6 +419,9 @@ class SampledTransfer(TransferRecord):
     server runs on this machine: the lab, ``--host-netns``, ``--host-local``)."""
     full_warning: str = ""
     """``--full`` on an HTTP/2 clone: why its decrypted frames are missing, else empty."""
+    http_requests: tuple[HttpRequestRecord, ...] = ()
+    """An HTTPS clone's HTTP requests, from git's curl trace (``curl_trace``); empty over
+    SSH and git:// and in older runs."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from gitnetdiag.diagnosis.culprits import (
     accept_queue,
     client,
+    clonecut,
     edge,
     edgeresponse,
     h2,
@@ -87,7 +88,7 @@ _CATALOGUE: tuple[tuple[str, str, Detector, frozenset[Direction]], ...] = (
      edge.edge_request_buffering, UPLOAD),
     ("edge-backend-errors", "Edge pool member answers errors", pool.edge_backend_errors, UPLOAD),
     ("request-body-limit", "Request-body size limit", refusals.request_body_limit, UPLOAD),
-    ("edge-idle-timeout", "Edge idle timeout", refusals.edge_idle_timeout, UPLOAD),
+    ("edge-idle-timeout", "Edge idle timeout", clonecut.edge_idle_timeout, BOTH),
     ("streamed-body-refused", "Streamed request body refused",
      refusals.streamed_body_refused, UPLOAD),
     # The download direction's own: the client receives, the server sends and works first.
