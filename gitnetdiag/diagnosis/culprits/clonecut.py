@@ -14,8 +14,9 @@ clone's curl trace (git's HTTPS clones keep one, no data lines):
 
 N is the silence measured (the request's ``silence_before_status_s`` or
 ``silence_before_close_s``, :class:`~gitnetdiag.diagnosis.transfers.HttpExchange`); the
-server's silent phase beside it comes from a clone that passed (SSH, git://, or the direct HTTPS port): its wait from the fetch request to the first
-pack byte (trace2 and git's progress). The fix names the edge's read timeout
+server's silent phase beside it comes from a clone that passed (SSH, git://, or the direct
+HTTPS port): its wait from the fetch request to the first pack byte (trace2 and git's
+progress). The fix names the edge's read timeout
 (``data/edge_limits.toml``) and ``uploadpack.keepAlive``, which holds only a response that
 has begun; ``http.postBuffer`` does not apply to a clone.
 """
