@@ -62,7 +62,7 @@ def describe_failure(obs: Observations, failure: MeasurementFailure,
     """The catalogue's description of a failed git push of a diagnosis; None for a failure
     it does not describe (see :data:`DESCRIBED_KINDS`) and in a run where git did not run
     (a bare capture: what its failures say is gitnetdiag's reading of the packets)."""
-    if failure.stage != "push" or failure.protocol is None or failure.kind is None \
+    if failure.stage not in ("push", "fetch") or failure.protocol is None or failure.kind is None \
             or FailureKind(failure.kind) not in DESCRIBED_KINDS:
         return None
     download = obs.run.transfer == "download"

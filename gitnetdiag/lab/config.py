@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitnetdiag.lab import httpfaults
+from gitnetdiag.lab import clonefaults, httpfaults
 from gitnetdiag.lab.spec import BAD_MEMBER_STATUS, H2_DEFAULT_WINDOW, LabSpec
 from gitnetdiag.model.lab.state import (
     PORT_HTTP_BACKEND,
@@ -204,6 +204,8 @@ def haproxy_cfg(paths: LabPaths, spec: LabSpec, *, server_ip: str) -> str:
     )
     if spec.edge_bufsize is not None:
         window += f"    tune.bufsize {spec.edge_bufsize}\n"
+    server_timeout_s = (clonefaults.edge_server_timeout_s(spec)
+                        or httpfaults.edge_server_timeout_s(spec))
     return f"""# gitnetdiag lab: HAProxy TLS edge
 global
     maxconn 4096
@@ -213,7 +215,7 @@ defaults
     mode http
     timeout connect 5s
     timeout client 600s
-    timeout server {httpfaults.edge_server_timeout_s(spec)}s
+    timeout server {server_timeout_s}s
     timeout http-request 60s
 
 frontend edge
@@ -269,17 +271,18 @@ X11Forwarding no
 AllowTcpForwarding no
 PrintMotd no
 {f"MaxStartups {spec.sshd_max_startups}" if spec.sshd_max_startups else ""}
-"""
+{clonefaults.sshd_lines(spec, paths.bin)}"""
 
 
-def http_backend_cgi(paths: LabPaths) -> str:
-    """CGI wrapper: delays the ref advertisement under slow-auth, then runs git-http-backend."""
+def http_backend_cgi(paths: LabPaths, before: str = "") -> str:
+    """CGI wrapper: delays the ref advertisement under slow-auth, runs the shell lines
+    ``before`` (a clone fault's slow pack preparation), then runs git-http-backend."""
     return f"""#!/bin/sh
 # gitnetdiag lab: git-http-backend, with the slow-auth delay on ref advertisement
 case "$QUERY_STRING" in
   *service=*) [ "${{GND_AUTH_DELAY_S:-0}}" != 0 ] && sleep "$GND_AUTH_DELAY_S" ;;
 esac
-exec {HTTP_BACKEND}
+{before}exec {HTTP_BACKEND}
 """
 
 

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gitnetdiag.lab import edges, fetchlab, hostfix, httpfaults, manager, servers
+from gitnetdiag.lab import clonefaults, edges, fetchlab, hostfix, httpfaults, manager, servers
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.manager import Progress
 from gitnetdiag.lab.netns import Namespaces
@@ -59,6 +59,8 @@ def _roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
         roles.append("edge")
     if (after.git_backlog, after.real_git_daemon) != (before.git_backlog, before.real_git_daemon):
         roles.append("git")
+    if clonefaults.edge_server_timeout_s(after) != clonefaults.edge_server_timeout_s(before):
+        roles.append("edge")
     return tuple(dict.fromkeys([*roles, *httpfaults.roles_to_restart(before, after)]))
 
 
@@ -124,7 +126,7 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
     if before.edge_response_buffering and not after.edge_response_buffering:
         done.append("nginx edge proxy_buffering off: responses streamed, not spilled to its "
                     "temp files")
-    done += httpfaults.fix_notes(before, after)
+    done += httpfaults.fix_notes(before, after) + clonefaults.fix_notes(before, after)
     client_path, host_done = hostfix.apply(state, before, after)
     done += host_done
     new_state = replace(

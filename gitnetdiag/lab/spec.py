@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TypedDict, Unpack
 
 from gitnetdiag.errors import UsageError
+from gitnetdiag.lab import clonefaults as _clone
 from gitnetdiag.lab import fetchlab as _fetch
 from gitnetdiag.lab import httpfaults as _http
 
@@ -137,6 +138,7 @@ FAULTS: dict[str, str] = {
     "edge-backend-errors": "the HAProxy edge balances round-robin over two members without "
     f"health checks: Apache, and a port that answers {BAD_MEMBER_STATUS} to everything",
     **_http.HTTP_FAULTS,
+    **_clone.CLONE_FAULTS,
 }
 
 
@@ -193,6 +195,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "h2-client-stall": "http.version HTTP/1.1",
     "edge-backend-errors": "option httpchk",
     **_http.HTTP_FAULT_FIX_NAMES,
+    **_clone.CLONE_FAULT_FIX_NAMES,
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -499,7 +502,8 @@ def _chosen_edge(edge: str | None, active: tuple[str, ...]) -> str:
     if "edge-response-buffering" in active and "slow-storage" in active:
         raise UsageError("edge-response-buffering and slow-storage each need the lab's one "
                          "throttled device", hint="run them in two labs")
-    haproxy_only = [f for f in ("edge-backend-errors", *_http.HAPROXY_FAULTS) if f in active]
+    haproxy_only = [f for f in ("edge-backend-errors", *_http.HAPROXY_FAULTS,
+                                *_clone.CLONE_FAULT_NAMES) if f in active]
     if haproxy_only and chosen_edge != "haproxy":
         raise UsageError(
             f"the {haproxy_only[0]} fault needs the haproxy edge, not {chosen_edge}",
@@ -568,7 +572,7 @@ def build_spec(*, instance: str, faults: list[str],
             "similar" if has("slow-pack-generation") or has("client-index-cpu")
             else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
             or has("edge-response-buffering") or has("client-h2-window")
-            or has("pmtu-blackhole-client") else None),
+            or has("pmtu-blackhole-client") or any(map(has, _clone.CLONE_FAULTS)) else None),
         client_h2_window=CLIENT_H2_WINDOW if has("client-h2-window") else None,
         edge_response_buffering=has("edge-response-buffering"),
         edge_bad_member=has("edge-backend-errors"),
@@ -588,6 +592,7 @@ FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
     "edge-backend-errors": {"edge_health_checks": True},
     **_http.HTTP_FAULT_FIXED_SETTINGS,
     **_fetch.FETCH_FAULT_FIXED_SETTINGS,
+    **_clone.CLONE_FAULT_FIXED_SETTINGS,
 }
 """The fix each fault's culprit names, as lab settings: the edge's HTTP/2 window raised,
 ``tcp_rmem`` max raised, the backlog raised (the ``--inetd`` socket of the fix), the

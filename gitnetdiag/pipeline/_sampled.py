@@ -27,6 +27,7 @@ from gitnetdiag.analysis.window import receiver_window_series
 from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
 from gitnetdiag.diagnosis.engine import diagnose
+from gitnetdiag.diagnosis.failuredesc import describe_failures
 from gitnetdiag.diagnosis.headline import verdict_headline
 from gitnetdiag.diagnosis.model import Diagnosis, SampledTransfers
 from gitnetdiag.diagnosis.observations import (
@@ -132,8 +133,10 @@ def observe_transfer(run_dir: Path, record: SampledTransfer, rtt_s: float | None
     )
 
 
-GIT_ERROR_PREFIXES = ("error:", "fatal:")
-"""How git starts the lines that say why it failed (``remote:`` lines are the server's)."""
+GIT_ERROR_PREFIXES = ("error:", "fatal:", "fetch-pack:")
+"""How git starts the lines that say why it failed (``remote:`` lines are the server's;
+fetch-pack prefixes a few of its own, ``unexpected disconnect while reading sideband
+packet``)."""
 
 
 def git_error_lines(stderr: str) -> tuple[str, ...]:
@@ -224,7 +227,8 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
         kind or "other", message, transfer="download"))
     return replace(
         ranked, verdict=judged.verdict, headline=verdict_headline(judged, ranked.findings, obs),
-        measurement_failures=judged.failures, direction=manifest.direction,
+        measurement_failures=describe_failures(obs, judged.failures),
+        direction=manifest.direction,
         sampled=SampledTransfers(
             record=manifest, windows=windows,
             h2_pacing=tuple(h2_receiver_pacing(r) for r in manifest.h2_downloads),

@@ -91,6 +91,21 @@ STORAGE_HINT = (
 """The hint of a push the server refused because it could not store the objects."""
 
 
+CLONE_CUT = (
+    "the server's answer to the clone's pack request ended before its pack did, or was not "
+    "git's: see how the pack request (POST git-upload-pack) ended in the clone's curl trace "
+    "(fetch-<protocol>-<n>.curl.txt): a 504 or a close after the same seconds of silence on "
+    "every clone is an edge's timeout while the server prepared the pack (an SSH clone shows "
+    "how long it prepares); http.postBuffer does not apply to a clone, it sizes request bodies"
+)
+"""The hint of a clone whose pack stream ended early or was not git's."""
+CLONE_CUT_WORDS = (
+    "bytes of body are still expected", "expected 'packfile'", "invalid index-pack output",
+    "early eof", "unexpected disconnect while reading sideband packet",
+)
+"""git's words (fetch-pack, remote-curl, index-pack; sources in
+``gitnetdiag/data/failure_signatures.toml``) for a clone's pack stream that ended early or
+was not git's: :data:`CLONE_CUT` is their hint, on a clone only."""
 WRONG_NAME = ("the server's certificate is not issued for the host name in the URL: use a name "
               "it lists (openssl s_client -connect HOST:PORT shows its subjectAltName), or fix "
               "the server's certificate (--insecure skips the check)")
@@ -112,7 +127,8 @@ def failure_hint(kind: str, message: str = "", *, transfer: str = "upload") -> s
     """The hint for a recorded failure kind (``other``: from git's ``message`` when it is
     one of :data:`OTHER_HINTS`); empty for a kind this version does not know. A message
     that says the server could not store the objects (:data:`STORAGE_WORDS`) gets
-    :data:`STORAGE_HINT`, whatever the kind (git reports it as a rejected ref), and one of
+    :data:`STORAGE_HINT`, whatever the kind (git reports it as a rejected ref), a clone's
+    pack stream cut short (:data:`CLONE_CUT_WORDS`) :data:`CLONE_CUT`, and one of
     :data:`WORD_HINTS` its hint. ``transfer="download"``: a clone's hint, which points to
     the clone's stderr where a push's points to its curl trace."""
     try:
@@ -122,6 +138,8 @@ def failure_hint(kind: str, message: str = "", *, transfer: str = "upload") -> s
     lowered = message.lower()
     if any(word in lowered for word in STORAGE_WORDS):
         return STORAGE_HINT
+    if transfer == "download" and any(word in lowered for word in CLONE_CUT_WORDS):
+        return CLONE_CUT
     hint = next((hint for words, hint in WORD_HINTS if all(w in lowered for w in words)), None)
     if hint is None and known is FailureKind.OTHER:
         hint = next((hint for words, hint in OTHER_HINTS if all(w in lowered for w in words)),

@@ -88,9 +88,12 @@ def _cut_evidence(name: str, cuts: list[_Cut]) -> Evidence:
                         f"{GATEWAY_TIMEOUT} after silence", value=silence, unit="s",
                         text=f"{len(cuts)} of the clones; " + ", ".join(servers),
                         source=source)
+    behind = sorted({c.request.server for c in cuts if c.request.server})
     return Evidence(what=f"{label(name)} clone's connection closed from the server side "
                     "after silence", value=silence, unit="s",
-                    text="after the response headers; "
+                    text="after the response headers"
+                    + (f" (theirs from {', '.join(behind)}, behind the hop that cut)"
+                       if behind else "") + "; "
                     + "; ".join(sorted({c.request.ending for c in cuts})), source=source)
 
 
@@ -105,10 +108,26 @@ def _server_silent_s(obs: Observations) -> tuple[float, str] | None:
     return best
 
 
+def _cost_s(obs: Observations, name: str) -> float:
+    """Expected seconds a clone of ``name`` loses to the cut: the failed clone's time, and
+    a whole clone again (the wall time of a clone that passed: the server's silent
+    preparation included, which a redo pays again); the push model's
+    (:func:`~gitnetdiag.diagnosis.culprits._common.failure_cost_s`) without a passing clone."""
+    mine = [t for t in obs.transfers if t.protocol == name]
+    passed = sorted(t.wall_s for t in obs.transfers if t.failure_kind is None and t.measured)
+    failed = [t for t in mine if t.failure_kind is not None]
+    if not passed or not mine:
+        return failure_cost_s(obs, name, FAILED_KINDS)[0]
+    redo = passed[len(passed) // 2]
+    return sum(t.wall_s + redo for t in failed) / len(mine)
+
+
 def _fix(obs: Observations, cuts: list[_Cut], timeout: float, busy: float | None) -> str:
     target = max(60.0, 2 * (busy or timeout))
-    settings = _fix_lines(_products(obs, [c.request.server for c in cuts]), "idle_timeout",
-                          target)
+    # A 504 is the edge's own answer (its server header, if any, names it); after the
+    # headers the server header is the working server's, passed on by the hop that cut.
+    said = [c.request.server for c in cuts if c.before_headers]
+    settings = _fix_lines(_products(obs, said), "idle_timeout", target)
     before = any(c.before_headers for c in cuts)
     keepalive = (f"On the git server, `git config uploadpack.keepAlive "
                  f"{max(1, int(timeout / 2))}` (below the {fmt_s(timeout)} timeout) makes "
@@ -139,7 +158,7 @@ def clone_edge_idle_timeout(obs: Observations) -> Hit | None:
             "first pack byte", value=busy[0], unit="s", threshold=timeout, comparison=">",
             source=f"trace2 and git's progress of the {label(busy[1])} clones"))
     working = busy is not None and busy[0] > timeout
-    costs = [(failure_cost_s(obs, n, FAILED_KINDS)[0], n) for n in names]
+    costs = [(_cost_s(obs, n), n) for n in names]
     cost, worst = max(costs)
     which = " and ".join(label(n) for n in names)
     how = (f"the edge answered the pack request {GATEWAY_TIMEOUT} after {fmt_s(timeout)} "
