@@ -132,8 +132,13 @@ def cgi_lines(spec: FaultSettings, bin_dir: Path) -> str:
     if not _touched(spec):
         return ""
     if "clone-edge-504" in (*spec.faults, *spec.fixed):
-        return (f'case "$REQUEST_METHOD $PATH_INFO" in\n'
-                f'  "POST "*/git-upload-pack) sleep {SILENT_PACK_S:g} ;;\n'
+        # Only a fetch command waits (protocol v2's ls-refs is a POST git-upload-pack too):
+        # the small request body is kept in a file, read, and given to the backend.
+        return ('case "$REQUEST_METHOD $PATH_INFO" in\n'
+                '  "POST "*/git-upload-pack)\n'
+                '    body=$(mktemp) && cat >"$body"\n'
+                f'    grep -aq "command=fetch" "$body" && sleep {SILENT_PACK_S:g}\n'
+                '    exec 0<"$body" && rm -f "$body" ;;\n'
                 "esac\n")
     return "".join(f"export {key}='{value}'\n"
                    for key, value in _hook_env(bin_dir / SLOW_PACK_SCRIPT).items())
