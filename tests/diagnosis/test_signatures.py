@@ -120,7 +120,7 @@ def test_describe_says_what_was_seen_and_what_it_may_be() -> None:
     assert seen.culprits[0] == "streamed-body-refused"
     assert seen.seen == ("HTTP/2 push: POST git-receive-pack answered 411; git said: error: "
                          "RPC failed; curl 92 Stream error in the HTTP/2 framing layer")
-    twice = describe(operation="HTTP/2 push", status=502, h2_code=8,
+    twice = describe(operation="HTTP/2 push", status=502, h2_code=8, direction="upload",
                      git_line="error: RPC failed; HTTP 502 curl 22 The requested URL returned "
                      "error: 502")
     assert twice.ids == ("http-502", "h2-cancel")  # each entry once, where it first came

@@ -8,6 +8,7 @@ import pytest
 
 from gitnetdiag.errors import UsageError
 from gitnetdiag.lab import config
+from gitnetdiag.lab.clonefaults import CLONE_FAULT_CULPRIT
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.httpfaults import HTTP_FAULT_CULPRIT
 from gitnetdiag.lab.spec import (
@@ -171,8 +172,10 @@ def test_sshd_config_carries_max_startups_only_under_its_fault() -> None:
 
 def test_fixed_spec_applies_the_fix_each_culprit_names() -> None:
     """Each fix belongs to a fault with a culprit; applied, the setting is the healthy one."""
-    # Issue 33's faults wait in HTTP_FAULT_CULPRIT until their detectors exist.
-    culprits = {**FAULT_CULPRIT, **HTTP_FAULT_CULPRIT, **FETCH_FAULT_CULPRIT}
+    # Issue 33's faults wait in HTTP_FAULT_CULPRIT until their detectors exist; issue 42's
+    # clone faults are judged by their own lab test (CLONE_FAULT_CULPRIT).
+    culprits = {**FAULT_CULPRIT, **HTTP_FAULT_CULPRIT, **FETCH_FAULT_CULPRIT,
+                **CLONE_FAULT_CULPRIT}
     assert set(FAULT_FIXED_SETTINGS) <= {f for f, c in culprits.items() if c is not None}
     assert {"h2-small-window", "tcp-rmem-clamp", "tiny-backlog", "loss", "firewall-reset",
             "slow-hook", "slow-auth", "window-scaling-off", "syn-drop"} <= set(FAULT_FIXED_SETTINGS)

@@ -95,3 +95,54 @@ def test_redaction() -> None:
     assert "Authorization: ***" in redacted
     assert "Host: example" in redacted
     assert redacted.count("\n") == 4
+
+
+@pytest.mark.parametrize("version", ["h1", "h2"])
+def test_a_clone_answered_504_by_the_edge_keeps_the_wait_before_the_status(version: str) -> None:
+    """The lab's clone-edge-504 (HAProxy timeout server 3 s, git 2.39.5): the pack request's
+    status came 3.05 s after its last line sent (50 ms RTT), the edge's own 504 with no
+    server header; the ref advertisement and ls-refs were answered at once."""
+    trace = parse_curl_trace((DATA / f"clone-504-{version}.curl.txt").read_text())
+    refs, ls_refs, fetch = trace.requests
+    assert (fetch.method, fetch.path, fetch.status, fetch.server) == (
+        "POST", "/git/lab.git/git-upload-pack", 504, None)
+    assert fetch.silence_before_status_s == pytest.approx(3.05, abs=0.02)
+    assert refs.silence_before_status_s is not None and refs.silence_before_status_s < 0.2
+    assert ls_refs.silence_before_status_s is not None and ls_refs.silence_before_status_s < 0.2
+    assert fetch.ending == "" and fetch.silence_before_close_s is None
+
+
+def test_a_clone_cut_after_the_headers_over_http11_ends_badly_after_the_silence() -> None:
+    """clone-edge-cut over HTTP/1.1: the 200 and its headers (Apache's), then 3.0 s of
+    nothing and curl's "transfer closed with outstanding read data remaining"."""
+    fetch = parse_curl_trace((DATA / "clone-cut-h1.curl.txt").read_text()).requests[-1]
+    assert fetch.status == 200 and fetch.server is not None and "Apache" in fetch.server
+    assert fetch.ending == "transfer closed with outstanding read data remaining"
+    assert fetch.silence_before_close_s == pytest.approx(3.0, abs=0.02)
+    assert fetch.silence_before_finish_s is None
+
+
+def test_a_clone_cut_after_the_headers_over_http2_ends_well_for_curl() -> None:
+    """clone-edge-cut over HTTP/2: the edge ends the stream and curl leaves the connection
+    intact, 3.0 s after the headers: only the time before that end tells the cut."""
+    fetch = parse_curl_trace((DATA / "clone-cut-h2.curl.txt").read_text()).requests[-1]
+    assert fetch.status == 200 and fetch.ending == ""
+    assert fetch.silence_before_finish_s == pytest.approx(3.0, abs=0.03)
+
+
+def test_a_failed_clone_records_the_http2_end_after_silence_as_the_server_sides(
+        tmp_path: Path) -> None:
+    """The clone's record: the last request of a failed clone that curl saw end well after
+    a silence ended from the server side after it; a clone that passed keeps it clean."""
+    from gitnetdiag.probe.fetchonce import FINISHED_EARLY, _curl_requests
+
+    trace = tmp_path / "fetch-h2-1.curl.txt"
+    trace.write_text((DATA / "clone-cut-h2.curl.txt").read_text())
+    failed = _curl_requests(trace, failed=True)
+    assert [r.status for r in failed] == [200, 200, 200]
+    assert failed[-1].ending == FINISHED_EARLY
+    assert failed[-1].silence_before_close_s == pytest.approx(3.0, abs=0.03)
+    assert failed[0].ending == "" and failed[0].silence_before_close_s is None
+    passed = _curl_requests(trace, failed=False)
+    assert passed[-1].ending == "" and passed[-1].silence_before_close_s is None
+    assert _curl_requests(tmp_path / "none.curl.txt", failed=True) == ()
