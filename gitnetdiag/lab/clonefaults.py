@@ -40,7 +40,8 @@ phase a diagnosis shows beside the cut. The fix of both faults raises the edge's
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Protocol
+
+from gitnetdiag.lab.httpfaults import FaultSettings
 
 CLONE_EDGE_TIMEOUT_S = 3
 """HAProxy ``timeout server`` under the clone faults: below git's default
@@ -82,16 +83,6 @@ CLONE_FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     fault: ("--direction", "fetch", "--protocols", "h1,h2,ssh") for fault in CLONE_FAULTS}
 """How ``diagnose --lab`` exercises each fault: both HTTP versions through the edge, SSH
 beside them (no edge: the server's silent phase, measured)."""
-
-
-class FaultSettings(Protocol):
-    """What these functions read of a :class:`gitnetdiag.lab.spec.LabSpec`."""
-
-    @property
-    def faults(self) -> tuple[str, ...]: ...
-
-    @property
-    def fixed(self) -> tuple[str, ...]: ...
 
 
 def _active(spec: FaultSettings) -> str | None:

@@ -346,14 +346,12 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     if protocol.is_http:  # the requests, their statuses and silences (no data lines)
         artifacts["curl_trace"] = f"{stem}.curl.txt"
     paths = {kind: (state.run_dir / name).resolve() for kind, name in artifacts.items()}
-    curl_env = ({"GIT_TRACE_CURL": str(paths["curl_trace"]), "GIT_TRACE_CURL_NO_DATA": "1"}
-                if protocol.is_http else {})
     wire = (FetchWire(state.run_dir, stem, host=_host(transport.url), port=port)
             if options.full and protocol is TransportKind.H2 else None)
     env = transport.env({
         "GIT_TRACE2_EVENT": str(paths["trace2"]), "GIT_TRACE2_EVENT_NESTING": "10",
         "GIT_TRACE_PACKET": str(paths["packet_trace"]), "GIT_PROGRESS_DELAY": "0",
-        **curl_env, **(wire.env if wire else {}),
+        **_curl_env(paths.get("curl_trace")), **(wire.env if wire else {}),
     })
     label = f"fetch {protocol.value} #{repeat}"
     state.reporter.begin(label)
@@ -411,6 +409,11 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     state.reporter.done(label, _detail(record, clone.stall_detail),
                         ok=outcome in MEASURED_OUTCOMES and removed)
     return record
+
+
+def _curl_env(path: Path | None) -> dict[str, str]:
+    """git's curl trace into ``path`` without its data lines; nothing without a path."""
+    return {} if path is None else {"GIT_TRACE_CURL": str(path), "GIT_TRACE_CURL_NO_DATA": "1"}
 
 
 FINISHED_EARLY = ("the response ended (curl: connection left intact) before git had its "
