@@ -10,7 +10,8 @@ For each push fault it brings up a private lab instance (needs root), runs
 ``gitnetdiag diagnose --lab`` twice, bounded and with ``--complete``, and
 prints the wall time of each with the culprit ranked first and the expected
 one (``gitnetdiag.lab.spec.FAULT_CULPRIT``), then takes the lab down. Each
-download fault (``FETCH_FAULT_CULPRIT``) the same with ``--direction fetch``:
+download fault (``FETCH_FAULT_CULPRIT``, and the clones an edge cuts:
+``gitnetdiag.lab.clonefaults.CLONE_FAULT_CULPRIT``) the same with ``--direction fetch``:
 bounded clones beside complete clones. ``--demo`` runs the demo's lab
 (``h2-small-window``, HTTP/1.1, HTTP/2 and SSH) with ``--direction fetch
 --fetch-seed SIZE`` (its repository is nearly empty: the seed branch gives the
@@ -30,7 +31,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from gitnetdiag.lab.clonefaults import CLONE_FAULT_CULPRIT
 from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FETCH_FAULT_CULPRIT
+
+DOWNLOAD_FAULT_CULPRIT = {**FETCH_FAULT_CULPRIT, **CLONE_FAULT_CULPRIT}
+"""Download faults: slow clones, and clones an edge cuts (the time to a named failure)."""
 
 DEMO_FAULT = "h2-small-window"
 DEMO_PROTOCOLS = "h1,h2,ssh"
@@ -144,7 +149,7 @@ def _fetches(faults: list[str], rtt: str) -> None:
             bounded = _diagnose(instance, fault, "1MiB", Path(scratch) / "bounded", *fetch)
             complete = _diagnose(instance, fault, "1MiB", Path(scratch) / "complete", *fetch,
                                  "--complete")
-        rows.append((fault, FETCH_FAULT_CULPRIT[fault], bounded, complete))
+        rows.append((fault, DOWNLOAD_FAULT_CULPRIT[fault], bounded, complete))
         print(f"{fault}: bounded {bounded[0]:.1f} s {bounded[1]}; "
               f"complete {complete[0]:.1f} s {complete[1]}", file=sys.stderr)
     _table(f"time to diagnosis, --direction fetch (what the lab serves), RTT {rtt}", rows,
@@ -188,7 +193,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fault", action="append", choices=list(FAULT_CULPRIT),
                         help="push lab fault (repeat)")
-    parser.add_argument("--fetch-fault", action="append", choices=list(FETCH_FAULT_CULPRIT),
+    parser.add_argument("--fetch-fault", action="append", choices=list(DOWNLOAD_FAULT_CULPRIT),
                         help="download lab fault, --direction fetch (repeat)")
     parser.add_argument("--demo", action="store_true",
                         help="--direction fetch and both on the demo path")
@@ -200,7 +205,7 @@ def main() -> int:
     if args.fault or everything:
         _pushes(args.fault or list(FAULT_CULPRIT), args.size, args.rtt)
     if args.fetch_fault or everything:
-        _fetches(args.fetch_fault or list(FETCH_FAULT_CULPRIT), args.rtt)
+        _fetches(args.fetch_fault or list(DOWNLOAD_FAULT_CULPRIT), args.rtt)
     if args.demo or everything:
         _demo(args.size, args.rtt)
     return 0
