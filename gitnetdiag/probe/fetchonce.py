@@ -425,8 +425,9 @@ edge that ends the stream at its timeout leaves curl content and git short of it
 def _curl_requests(path: Path | None, *, failed: bool
                    ) -> tuple[HttpRequestRecord, ...]:
     """An HTTPS clone's requests from its curl trace, redacted in place; () without one.
-    The last request of a failed clone that curl saw end well after a silence is recorded
-    as ended by the server side after that silence (:data:`FINISHED_EARLY`)."""
+    The last request of a failed clone that curl saw end well after a silence, with a 2xx
+    (or no) status, is recorded as ended by the server side after that silence
+    (:data:`FINISHED_EARLY`)."""
     if path is None or not path.is_file():
         return ()
     text = redact_curl_trace(path.read_text(errors="replace"))
@@ -435,7 +436,9 @@ def _curl_requests(path: Path | None, *, failed: bool
     records = []
     for number, r in enumerate(requests, 1):
         silence, ending = r.silence_before_close_s, r.ending
-        if failed and number == len(requests) and not ending and r.silence_before_finish_s:
+        answered = r.status is not None and r.status >= 300  # an error page ends the request
+        if failed and number == len(requests) and not ending and not answered \
+                and r.silence_before_finish_s:
             silence, ending = r.silence_before_finish_s, FINISHED_EARLY
         records.append(HttpRequestRecord(
             method=r.method, path=r.path, status=r.status, server=r.server,

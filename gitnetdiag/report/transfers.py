@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from gitnetdiag.diagnosis.model import Diagnosis, Finding, SampledTransfers
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.diagnosis.transfers import TransferObservation
-from gitnetdiag.report.failures import failure_line
+from gitnetdiag.report.failures import SIGNATURE_HEADING, failure_line, failure_signature
 from gitnetdiag.report.units import (
     evidence_rows,
     fmt_bytes,
@@ -302,7 +302,10 @@ def render_text(d: Diagnosis, *, markdown: bool) -> str:
         lines += ["", f"## {title}" if markdown else title,
                   *table_text(cols, rows, markdown=markdown)]
     lines += ["", f"verdict: {d.verdict}", *([d.headline] if d.headline else [])]
-    lines += [f"  {failure_line(f)}" for f in d.measurement_failures]
+    for failure in d.measurement_failures:
+        signature = failure_signature(failure)
+        lines += [f"  {failure_line(failure)}",
+                  *([f"    {SIGNATURE_HEADING}: {signature}"] if signature else [])]
     ssh = evidence(d).ssh_pacing
     if ssh:
         lines += ["", f"## {SSH_LEDGER_TITLE}" if markdown else SSH_LEDGER_TITLE,

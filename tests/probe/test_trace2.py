@@ -146,3 +146,8 @@ def test_a_failed_clone_records_the_http2_end_after_silence_as_the_server_sides(
     passed = _curl_requests(trace, failed=False)
     assert passed[-1].ending == "" and passed[-1].silence_before_close_s is None
     assert _curl_requests(tmp_path / "none.curl.txt", failed=True) == ()
+    answered = tmp_path / "fetch-h2-2.curl.txt"
+    answered.write_text((DATA / "clone-504-h2.curl.txt").read_text())
+    (*_, gateway) = _curl_requests(answered, failed=True)
+    assert gateway.status == 504 and gateway.ending == ""  # the 504 page was the whole answer
+    assert gateway.silence_before_status_s == pytest.approx(3.05, abs=0.02)
