@@ -46,7 +46,7 @@ def _server_branches(repo: str) -> set[str]:
     return set(out.split())
 
 
-@pytest.mark.lab_lane("idle")  # edge-backend-errors: named from redirects, not a rate
+@pytest.mark.lab_lane("fail")  # edge-backend-errors: named from redirects, not a rate
 def test_bad_pool_member_is_named_and_no_branch_is_claimed_left(lab_factory: LabFactory,
                                                                 tmp_path: Path) -> None:
     state = lab_factory(FAULT)
