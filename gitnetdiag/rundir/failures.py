@@ -120,6 +120,12 @@ NOT_GIT_WHERE = {
 }
 """Where a push's and a clone's run show what answered in git's place."""
 
+
+def not_git_protocol(message: str) -> bool:
+    """Whether git's words say the answer was not git's protocol (pure)."""
+    return _BAD_LENGTH.search(message) is not None
+
+
 CLOSE_WORDS: tuple[str, ...] = (
     "transfer closed with outstanding read data remaining", "bytes of body are still expected",
     "unexpected disconnect while reading sideband packet", "early eof",
