@@ -143,6 +143,12 @@ def push_aftermath(run: GitRun | None) -> Aftermath:
     return Aftermath.MAY_LAND
 
 
+def answered_in_place(status: int) -> bool:
+    """Whether an HTTP status that answered the pack POST came in receive-pack's place with
+    nothing left running (pure): the statuses :data:`_ERROR_STATUS` finds in git's words."""
+    return 400 <= status <= 599 and status not in (408, 504)
+
+
 def delete_may_have_landed(run: GitRun) -> bool:
     """Whether a failed delete may still have been applied (pure): its answer was lost or
     cut (a timeout, a reset, an edge's 504), not refused before receive-pack ran (no
