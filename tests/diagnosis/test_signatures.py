@@ -105,7 +105,9 @@ def test_lookups_by_status_code_and_tcp_ending() -> None:
     assert for_h2_code(99) is None and for_h2_code("NOT_A_CODE") is None
     assert [s.id for s in for_tcp_ending("server", 30.0, "fin")] == [
         "tcp-server-close-after-silence"]
-    assert [s.id for s in for_tcp_ending("server", 0.99, "fin")] == ["tcp-server-close-prompt"]
+    assert [s.id for s in for_tcp_ending("server", 0.99, "fin")] == [
+        "tcp-server-close-prompt", "tcp-server-close-mid-transfer"]
+    assert [s.id for s in for_tcp_ending("server", 0.99, "rst")] == ["tcp-server-close-prompt"]
     assert [s.id for s in for_tcp_ending("server", 1.0, "rst")] == [
         "tcp-server-reset-after-silence"]
     assert [s.id for s in for_tcp_ending("server", 30.0)] == [
