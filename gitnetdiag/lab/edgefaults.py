@@ -15,7 +15,8 @@ stays in :mod:`gitnetdiag.lab.config`.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Protocol
+
+from gitnetdiag.lab.httpfaults import FaultSettings
 
 DEAD_BACKEND_PORT = 8082
 """Loopback port of the edge's backend under ``edge-no-backend``: nothing listens there."""
@@ -45,13 +46,6 @@ EDGE_FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     "edge-no-backend": ("--protocols", "h1,h2,ssh", "--cleanup-wait", "5"),
 }
 """How ``diagnose --lab`` exercises each fault."""
-
-
-class FaultSettings(Protocol):
-    """What these functions read of a :class:`gitnetdiag.lab.spec.LabSpec`."""
-
-    @property
-    def faults(self) -> tuple[str, ...]: ...
 
 
 def edge_unanswered(faults: Collection[str]) -> bool:

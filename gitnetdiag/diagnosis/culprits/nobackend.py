@@ -55,6 +55,8 @@ class EdgeBackends:
     """The statuses it answers by itself when no backend can take a request."""
     answer: str
     """What that answer looks like (its ``server`` header or none, its page)."""
+    server: str
+    """The ``server`` header of that answer, '' when it sends none."""
     fix: str
     """The settings that give it a working backend, in its own terms."""
     source: str
@@ -69,6 +71,8 @@ def _entry(raw: dict[str, Any]) -> EdgeBackends:
     for key in ("answer", "fix", "source"):
         if not isinstance(raw.get(key), str) or not raw[key]:
             raise KnowledgeBaseError(f"{where}: missing text field `{key}`")
+    if not isinstance(raw.get("server"), str):
+        raise KnowledgeBaseError(f"{where}: server must be text ('' for no server header)")
     if not raw["source"].startswith("https://"):
         raise KnowledgeBaseError(f"{where}: source must be an https URL")
     statuses = raw.get("statuses")
@@ -76,7 +80,8 @@ def _entry(raw: dict[str, Any]) -> EdgeBackends:
             isinstance(s, int) and 500 <= s < 600 for s in statuses):
         raise KnowledgeBaseError(f"{where}: statuses must be a list of 5xx statuses")
     return EdgeBackends(id=product.id, name=product.name, statuses=tuple(statuses),
-                        answer=raw["answer"], fix=raw["fix"], source=raw["source"])
+                        answer=raw["answer"], server=raw["server"], fix=raw["fix"],
+                        source=raw["source"])
 
 
 def parse(text: str) -> dict[str, EdgeBackends]:
@@ -133,16 +138,23 @@ def _products(obs: Observations, said: Iterable[str]) -> list[str]:
     return [i for i in dict.fromkeys(ids) if i in BACKENDS]
 
 
-def _fix(products: list[str], status: int) -> str:
+def _fix(products: list[str], status: int, server: str) -> str:
     lead = ("Give the edge a working backend: the pool behind it has no member that answers "
             f"(the {status} is the edge's own answer, not the git server's)")
     matching = [p for p in products if status in BACKENDS[p].statuses] or products
     if matching:
         entry = BACKENDS[matching[0]]
         return f"{lead}. On the edge, {entry.name}: {entry.fix} ({entry.source})."
-    known = "; ".join(f"{e.name} (answers {e.answer}): {e.fix} ({e.source})"
-                      for e in BACKENDS.values() if status in e.statuses)
-    return f"{lead}; gitnetdiag could not tell which product the edge is: {known}."
+    answering = [e for e in BACKENDS.values() if status in e.statuses]
+    # Not an identification: other products may answer alike; said so, listed first.
+    alike = [e for e in answering if not server and not e.server]
+    others = [e for e in answering if e not in alike]
+    listed = "; ".join(f"{e.name} (answers {e.answer}): {e.fix} ({e.source})"
+                       for e in (*alike, *others))
+    shape = (f"; the answer ({status}, no server header) is the one "
+             f"{' and '.join(e.name for e in alike)} gives by itself"
+             if alike else "")
+    return f"{lead}; gitnetdiag could not identify the edge{shape}: {listed}."
 
 
 def _evidence(every: list[Answer]) -> list[Evidence]:
@@ -189,5 +201,5 @@ def edge_no_backend(obs: Observations) -> Hit | None:
         summary=f"{' and '.join(label(n) for n in failing)} {noun} fail: every HTTPS request "
         f"through the edge ({len(every)}: {kinds}) was answered {status} ({_who(server)}) and "
         f"none passed{works}: the edge has no working backend.",
-        fix=_fix(_products(obs, [server]), status))
+        fix=_fix(_products(obs, [server]), status, server))
 

@@ -78,7 +78,7 @@ def test_the_same_503_to_every_request_is_an_edge_without_backend() -> None:
     assert ("HTTP/2 GET info/refs (gitnetdiag's) answered 503", 1) in answered
     assert ("SSH transfers completed", 3) in answered
     # No product identified: the fix lists the products that answer 503 by themselves.
-    assert "could not tell which product" in top.fix and "HAProxy" in top.fix
+    assert "could not identify the edge" in top.fix and "HAProxy gives by itself" in top.fix
     assert "ssh-channel-window" not in [f.id for f in result.findings]
 
 
@@ -223,6 +223,6 @@ def test_every_entry_of_the_data_names_a_known_product_and_its_page() -> None:
         nobackend.parse('[[product]]\nid = "nope"\nstatuses = [503]\nanswer = "a"\n'
                         'fix = "b"\nsource = "https://x"\n')
     with pytest.raises(KnowledgeBaseError, match="5xx"):
-        nobackend.parse('[[product]]\nid = "haproxy"\nstatuses = [200]\nanswer = "a"\n'
+        nobackend.parse('[[product]]\nid = "haproxy"\nstatuses = [200]\nanswer = "a"\nserver = ""\n'
                         'fix = "b"\nsource = "https://x"\n')
 
