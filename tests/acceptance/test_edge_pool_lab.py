@@ -17,7 +17,10 @@ from typing import Any
 
 import pytest
 
+from gitnetdiag.diagnosis.culprits.pool import across_requesters
+from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.lab.spec import FAULT_PROBE_ARGS
+from gitnetdiag.pipeline import OBSERVATIONS_FILE
 from tests.conftest import LabFactory
 
 pytestmark = pytest.mark.lab
@@ -57,6 +60,15 @@ def test_bad_pool_member_is_named_and_no_branch_is_claimed_left(lab_factory: Lab
     assert ids and ids[0] == FAULT, ids
     assert "firewall-reset" not in ids, ids
     assert "option httpchk" in report["culprits"][0]["fix"]
+    obs = Observations.from_dict(json.loads((tmp_path / "run" / OBSERVATIONS_FILE).read_text()))
+    h2 = obs.protocols["h2"].http_requests
+    print("HTTP/2 requests:", [(r.push, r.kind, r.status, r.server) for r in h2])
+    # Round-robin: each push's GET lands on Apache and its POST on the redirecting member;
+    # the native HTTP/2 probe's own GET and POST to the same paths passed (issue 42).
+    assert {r.status for r in h2 if r.kind == "GET info/refs"} == {200}, h2
+    assert {r.status for r in h2 if r.kind == "POST git-receive-pack"} == {308}, h2
+    assert [m.kind for m in across_requesters(obs, "h2")] == [
+        "POST git-receive-pack (git's and gitnetdiag's own)"], h2
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     pushes = [p for run in manifest["protocols"] for p in run["pushes"]]
     # A protocol whose every push met the bad member fails the run (issue 33), explained.
