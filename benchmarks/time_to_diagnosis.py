@@ -179,7 +179,10 @@ def _failures(faults: list[str], rtt: str) -> None:
                 [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance",
                  instance, "--size", "1MiB", "--timeout", "30", "--direction", "both",
                  "--format", "json", "--out", str(Path(scratch) / "run"),
-                 *FAULT_PROBE_ARGS.get(fault, ())],
+                 *FAULT_PROBE_ARGS.get(fault, ()),
+                 # The healthy lab's main is one empty commit: a seed gives its clones
+                 # something to measure (a failure fault's clones fail before any pack).
+                 *(("--fetch-seed", "1MiB") if fault == "healthy" else ())],
                 capture_output=True, text=True, timeout=1800)
             wall = time.monotonic() - started
         reports = _json_documents(proc.stdout)

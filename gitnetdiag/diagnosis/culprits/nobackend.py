@@ -25,13 +25,14 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-from gitnetdiag.diagnosis.culprits._common import Hit, Tally, failure_cost_s, label, observed
+from gitnetdiag.diagnosis.culprits._common import Hit, Tally, failure_cost_s, label
 from gitnetdiag.diagnosis.culprits.answers import HTTPS_PROTOCOLS, Answer, answers
-from gitnetdiag.diagnosis.measures import failed_pushes, ok_pushes
+from gitnetdiag.diagnosis.measures import ok_pushes
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.servers import answering_server, products_of_files
 from gitnetdiag.diagnosis.terminators import BASE, KnowledgeBaseError, by_fingerprint, by_name
+from gitnetdiag.outcomes import MEASURED_OUTCOMES
 
 CULPRIT = "edge-no-backend"
 NO_BACKEND_STATUSES = frozenset({502, 503})
@@ -166,21 +167,35 @@ def _evidence(every: list[Answer]) -> list[Evidence]:
             for (protocol, kind, who, source), count in counted.items()]
 
 
+def _completed(obs: Observations, name: str) -> tuple[int, int]:
+    """A protocol's transfers that completed, and all of them: a push that ended ok, a
+    clone that finished or was bounded (a clone too small to give a rate still worked)."""
+    if obs.run.transfer == "download":
+        clones = [t for t in obs.transfers if t.protocol == name]
+        return sum(t.outcome in MEASURED_OUTCOMES for t in clones), len(clones)
+    p = obs.protocols.get(name)
+    return (len(ok_pushes(p)), len(p.pushes)) if p is not None else (0, 0)
+
+
 def _working_elsewhere(obs: Observations) -> list[Evidence]:
     """Transfers of the other transports to the same host that completed: the server
     behind the edge works."""
-    return [Evidence(what=f"{label(name)} transfers completed", value=len(ok_pushes(p)),
-                     unit="count", of=len(p.pushes), threshold=0, comparison=">",
-                     source=f"{label(name)} transfers")
-            for name, p in observed(obs, ("ssh", "git")) if ok_pushes(p)]
+    items = []
+    for name in ("ssh", "git"):
+        done, total = _completed(obs, name)
+        if done:
+            items.append(Evidence(what=f"{label(name)} transfers completed", value=done,
+                                  unit="count", of=total, threshold=0, comparison=">",
+                                  source=f"{label(name)} transfers"))
+    return items
 
 
 def edge_no_backend(obs: Observations) -> Hit | None:
     every = dead_edge(obs)
     if every is None:
         return None
-    failing = [name for name, p in observed(obs, HTTPS_PROTOCOLS)
-               if p.pushes and len(failed_pushes(p)) == len(p.pushes)]
+    failing = [name for name in HTTPS_PROTOCOLS
+               if (counts := _completed(obs, name))[1] and not counts[0]]
     if not failing:
         return None
     status, server = every[0].status or 0, every[0].server
