@@ -7,8 +7,8 @@ kind (``GET info/refs``, ``POST git-receive-pack``, ``POST git-upload-pack``), w
 
     git's pushes     curl trace (ProtocolObservation.http_requests)     each request
     git's clones     git's last line ("RPC failed; HTTP 503", "unable   the request git
-                     to access ...: returned error: 503"), 2xx for an   ended on
-                     ok clone's GET info/refs and POST git-upload-pack
+                     to access ...: returned error: 503"), 2xx for an   ended on (and
+                     ok clone's GET info/refs and POST git-upload-pack  the GET before it)
     the native       its ledger (it exists only when GET info/refs and  GET, POST 2xx
     HTTP/2 probe     POST git-receive-pack answered 200), else its run
                      error ("GET info/refs answered HTTP 503")
@@ -88,8 +88,12 @@ def _clones(obs: Observations, name: str) -> Iterator[Answer]:
                 yield Answer(protocol=name, kind=kind, status=200, server="", who="git",
                              source=source)
         elif (status := git_status_in_words(t.last_line)) is not None:
-            yield Answer(protocol=name, kind=_clone_request(t.last_line), status=status,
-                         server="", who="git", source=source)
+            kind = _clone_request(t.last_line)
+            if kind != "GET info/refs":  # git POSTs only after the ref advertisement passed
+                yield Answer(protocol=name, kind="GET info/refs", status=200, server="",
+                             who="git", source=source)
+            yield Answer(protocol=name, kind=kind, status=status, server="", who="git",
+                         source=source)
 
 
 def _native(obs: Observations, name: str, p: ProtocolObservation) -> Iterator[Answer]:
@@ -103,10 +107,14 @@ def _native(obs: Observations, name: str, p: ProtocolObservation) -> Iterator[An
     for problem in obs.problems:
         if problem.stage != "native" or problem.protocol != name:
             continue
-        if (match := _NATIVE_STATUS.search(problem.message)) is not None:
-            yield Answer(protocol=name, kind=f"{match.group(1)} {match.group(2)}",
-                         status=int(match.group(3)), server="", who="tool",
-                         source=f"native {name} probe")
+        if (match := _NATIVE_STATUS.search(problem.message)) is None:
+            continue
+        source = f"native {name} probe"
+        if match.group(1) == "POST":  # the probe POSTs only after its GET answered 200
+            yield Answer(protocol=name, kind="GET info/refs", status=200, server="",
+                         who="tool", source=source)
+        yield Answer(protocol=name, kind=f"{match.group(1)} {match.group(2)}",
+                     status=int(match.group(3)), server="", who="tool", source=source)
     probe = p.body_limit
     if probe is not None:
         for status in (probe.sized_status, probe.streamed_status):

@@ -151,6 +151,18 @@ def test_a_clone_through_a_dead_edge_is_named_too() -> None:
     assert ("SSH transfers completed", 1) in {(e.what, e.value) for e in top.evidence}
 
 
+def test_clones_refused_on_their_post_only_are_one_kind_not_a_dead_edge() -> None:
+    """Every clone's POST git-upload-pack got 503 ("RPC failed"): their ref advertisement
+    had passed, so this is a status for one kind of request only, not a dead edge."""
+    rpc = "error: RPC failed; HTTP 503 curl 22 The requested URL returned error: 503"
+    failed = replace(HEALTHY, outcome="failed", moved_bytes=0, rate_bytes_per_s=None,
+                     measured_s=0.0, failure_kind="http-status", last_line=rpc, tcp=None)
+    obs = on([replace(failed, protocol=p, repeat=n) for p in ("h1", "h2") for n in (1, 2)])
+    assert nobackend.dead_edge(obs) is None
+    ids = [f.id for f in diagnose(obs).findings]
+    assert "edge-no-backend" not in ids and "edge-backend-errors" not in ids, ids
+
+
 def test_git_status_in_words() -> None:
     assert git_status_in_words(GIT_503) == 503
     assert git_status_in_words("error: RPC failed; HTTP 308 curl 22 The requested URL "
