@@ -57,7 +57,8 @@ def _seen_in_transfer(push: PushResult) -> str:
     a stall with the time it was given up after."""
     kind = str(push.error_kind or "failed")
     after = f" after {push.duration_s:.0f} s" if push.error_kind in STALL_KINDS else ""
-    words = push.error_message if push.error_message not in ("", kind) else ""
+    # A stall's message may be its outcome's own name: no words of git's.
+    words = push.error_message if push.error_message not in ("", kind, "stalled") else ""
     return f"{kind}{after}" + (f": {words}" if words else "")
 
 
