@@ -80,6 +80,7 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
     "path-mtu-blackhole": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "client-http-stack": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "h2-flow-control-window": frozenset({FailureKind.HUNG}),
+    "edge-response-buffering": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
 }
 """The one table of culprits whose evidence is a failed request, connection or stalled
 transfer, with the failure kinds they explain (either direction): a protocol whose every
@@ -91,6 +92,7 @@ EXPLAINS_ONLY_ON: dict[str, frozenset[str]] = {
     "h2-frame-settings": frozenset({"h2"}),
     "ssh-channel-window": frozenset({"ssh"}),
     "client-http-stack": frozenset({"h1", "h2"}),
+    "edge-response-buffering": frozenset({"h1", "h2"}),
 }
 """Culprits of :data:`EXPLAINED_BY` that live in some protocols only: they explain those
 protocols' failures, never another's (an HTTP/2 window does not stall an SSH push)."""
@@ -235,7 +237,8 @@ def _push_failures(obs: Observations, name: str,
 def _push_problems(obs: Observations, name: str, *,
                    stall_hint: bool) -> list[MeasurementFailure]:
     """:func:`_push_failures`' items, a stall hinted at as an unexplained one
-    (``stall_hint``) or generically."""
+    (``stall_hint``: what the run's evidence says to do, over the probe's own hint) or
+    generically."""
     problems: dict[tuple[str, str], RunProblem] = {}
     for problem in obs.problems:
         if problem.stage == "push" and problem.protocol == name:
@@ -243,7 +246,8 @@ def _push_problems(obs: Observations, name: str, *,
     if problems:
         return [MeasurementFailure(
             protocol=name, stage="push", reference=p.reference, kind=p.kind,
-            message=p.message, hint=p.hint or _GENERIC_HINT) for p in problems.values()]
+            message=p.message, hint=_stall_hint(obs, name) if stall_hint and p.kind in STALL_KINDS
+            else p.hint or _GENERIC_HINT) for p in problems.values()]
     p = obs.protocols.get(name)
     failed = [push for push in (p.pushes if p else ()) if not push.ok]
     label = PROTOCOL_LABELS.get(name, name)
