@@ -87,16 +87,6 @@ transfer, with the failure kinds they explain (either direction): a protocol who
 transfer failed is explained by the first ranked culprit listed here for all its kinds; a
 culprit not listed explains no failure. A new failure culprit adds its line here."""
 
-EXPLAINS_ONLY_ON: dict[str, frozenset[str]] = {
-    "h2-flow-control-window": frozenset({"h2"}),
-    "h2-frame-settings": frozenset({"h2"}),
-    "ssh-channel-window": frozenset({"ssh"}),
-    "client-http-stack": frozenset({"h1", "h2"}),
-    "edge-response-buffering": frozenset({"h1", "h2"}),
-}
-"""Culprits of :data:`EXPLAINED_BY` that live in some protocols only: they explain those
-protocols' failures, never another's (an HTTP/2 window does not stall an SSH push)."""
-
 PROTOCOL_SPECIFIC: dict[str, str] = {
     "h2-flow-control-window": "h2",
     "h2-frame-settings": "h2",
@@ -105,6 +95,14 @@ PROTOCOL_SPECIFIC: dict[str, str] = {
 """Culprits that live in one protocol's flow control. When that protocol's pushes all
 stalled and another protocol's stalled the same way, the stall is common to both (a slow
 hook, the server) and is no evidence for the one-protocol culprit."""
+
+EXPLAINS_ONLY_ON: dict[str, frozenset[str]] = {
+    **{culprit: frozenset({name}) for culprit, name in PROTOCOL_SPECIFIC.items()},
+    "client-http-stack": frozenset({"h1", "h2"}),
+    "edge-response-buffering": frozenset({"h1", "h2"}),
+}
+"""Culprits of :data:`EXPLAINED_BY` that live in some protocols only: they explain those
+protocols' failures, never another's (an HTTP/2 window does not stall an SSH push)."""
 
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Failure kinds of a push that stopped making progress."""

@@ -158,6 +158,11 @@ CASES: dict[str, Case] = {
         (H1, Transfer("ssh", "stalled")), ("path-mtu-blackhole",), "failed",
         frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
         headline="SSH {transfers} fail (path-mtu-blackhole): the evidence of path-mtu-blackhole"),
+    # An HTTP/2 window explains an HTTP/2 hang, never an SSH one (EXPLAINS_ONLY_ON).
+    "ssh-stall-beside-an-http2-window": Case(
+        (H1, Transfer("ssh", "stalled")), ("h2-flow-control-window",), "failed",
+        frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
+        headline="SSH {transfers} fail (hung after ", headline_end=UNIDENTIFIED),
     "stall-unexplained": Case((Transfer("ssh", "stalled"),), (), "failed",
                               frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
                               headline="SSH {transfers} fail (hung after ",
