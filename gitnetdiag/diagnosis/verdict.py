@@ -14,12 +14,12 @@ directions (an upload's pushes in ``obs.protocols``, a download's clones in ``ob
 A transfer *failed* when git did not complete it: refused, unreachable, an HTTP status,
 auth, TLS, a host key, a reset, and a stall too (``hung``, ``timeout``: it moved nothing
 more and was given up). A user's interruption is no failure of the path, nor a push the
-server already had (``no-data``). A protocol whose every other transfer failed
-(:func:`failing_protocols`) fails the run, explained or not: a protocol that moved nothing
-is never ``degraded``. A failure is *explained* by the first ranked culprit whose evidence is
-failures of every kind the protocol failed by (:data:`EXPLAINED_BY`, one table) and that
-lives on that protocol (:data:`EXPLAINS_ONLY_ON`); else its cause is not identified, never
-the nearest culprit.
+server already had (``no-data``): those left aside, a requested protocol whose transfers
+all failed (:func:`failing_protocols`) fails the run, explained or not: a protocol that
+moved nothing is never ``degraded``. A failure is *explained* by the first ranked culprit
+whose evidence is failures of every kind the protocol failed by (:data:`EXPLAINED_BY`, one
+table) and that lives on that protocol (:data:`EXPLAINS_ONLY_ON`); else its cause is not
+identified, never the nearest culprit.
 
 A protocol is *measured* when one of its transfers completed with at least
 :data:`~gitnetdiag.thresholds.MIN_RATE_BYTES` in a positive, finite time. A completed
