@@ -171,6 +171,10 @@ def count_sender_packets(side: SideState, cols: Columns, view: SenderView,
     s_idx = view.sender_rows
     side.packets += len(s_idx)
     side.payload += int(cols["payload_len"][s_idx].sum())
+    if side.first_fin_ts is None:
+        fin_rows = np.flatnonzero((cols["flags"][s_idx] & TCP_FIN) != 0)
+        if len(fin_rows):
+            side.first_fin_ts = int(cols["ts_ns"][s_idx[fin_rows[0]]])
     if not chunk_flags.any_rst:
         return
     rst_rows = np.flatnonzero((cols["flags"][s_idx] & TCP_RST) != 0)
@@ -178,6 +182,7 @@ def count_sender_packets(side: SideState, cols: Columns, view: SenderView,
         side.resets += len(rst_rows)
         if side.first_reset_frame is None:
             side.first_reset_frame = int(cols["frame"][s_idx[rst_rows[0]]])
+            side.first_reset_ts = int(cols["ts_ns"][s_idx[rst_rows[0]]])
 
 
 def segments(side: SideState, cols: Columns, win: I64Array, view: SenderView,

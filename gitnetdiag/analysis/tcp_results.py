@@ -177,6 +177,13 @@ class DirectionAnalysis(_JsonMixin):
     """This side's bytes the peer had not acknowledged when the capture ends (highest
     sequence sent minus the peer's highest ACK; all of them when no ACK was seen): a
     connection cut mid-transfer leaves them, a finished one does not."""
+    first_reset_ts_ns: int | None = None
+    """Time of this side's first RST; None when it sent none."""
+    first_fin_ts_ns: int | None = None
+    """Time of this side's first FIN (its end of the stream closed); None when the capture
+    holds none: the connection was still open from this side when the capture ended."""
+    max_segment_bytes: int = 0
+    """Largest payload of one segment this side sent (0: none)."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -55,6 +55,19 @@ class Sniffed:
     """Port of the side that sent the ClientHello / the git:// or HTTP request (the client)."""
     notes: list[str] = field(default_factory=list)
     """Partial evidence (a ClientHello cut before its ALPN by the snap length)."""
+    http_status: int | None = None
+    """Status of the last plain-HTTP response seen on the connection."""
+    content_length: int | None = None
+    """That response's ``Content-Length``; None when it gave none (chunked, or a close)."""
+    body_start_seq: int | None = None
+    """Sequence number (32 bits) where that response's body begins."""
+    body_bytes: int = 0
+    """Body bytes of that response the server sent (highest sequence reached past it)."""
+    progress_packets: int = 0
+    """Segments that begin with a sideband band-2 pkt-line (the server's progress), where
+    the payload was captured (git://, plain HTTP)."""
+    pack_seen: bool = False
+    """A band-1 pkt-line that begins the pack (``PACK``) was seen."""
 
     @property
     def service(self) -> str | None:
@@ -106,6 +119,61 @@ def _http_service(data: bytes) -> str | None:
     return None
 
 
+def _response(data: bytes, seq: int, s: Sniffed) -> None:
+    """Status, Content-Length and body start of a plain-HTTP response head."""
+    head, sep, body = data.partition(b"\r\n\r\n")
+    lines = head.split(b"\r\n")
+    try:
+        s.http_status = int(lines[0].split(b" ")[1])
+    except (IndexError, ValueError):
+        return
+    s.content_length = None
+    for line in lines[1:]:
+        name, _, value = line.partition(b":")
+        if name.strip().lower() == b"content-length" and value.strip().isdigit():
+            s.content_length = int(value.strip())
+    s.body_start_seq = (seq + len(head) + len(sep)) & 0xFFFFFFFF if sep else None
+    s.body_bytes = 0
+    if b"\x01PACK" in body:
+        s.pack_seen = True
+
+
+def _count_bands(first: np.ndarray, sport: np.ndarray, dport: np.ndarray,
+                 out: dict[tuple[int, int], Sniffed]) -> None:
+    """Sideband pkt-lines at the start of segments: progress (band 2), the pack (band 1)."""
+    hexed = (_is_hex(first[:, 0]) & _is_hex(first[:, 1]) & _is_hex(first[:, 2])
+             & _is_hex(first[:, 3]))
+    band2 = hexed & (first[:, 4] == 2)
+    pack = (hexed & (first[:, 4] == 1) & (first[:, 5] == ord("P")) & (first[:, 6] == ord("A"))
+            & (first[:, 7] == ord("C")) & (first[:, 8] == ord("K")))
+    for mask, what in ((band2, "progress"), (pack, "pack")):
+        if not mask.any():
+            continue
+        keys = np.minimum(sport[mask], dport[mask]) * 65536 + np.maximum(sport[mask], dport[mask])
+        for key, n in zip(*np.unique(keys, return_counts=True), strict=True):
+            s = out.setdefault((int(key) >> 16, int(key) & 0xFFFF), Sniffed())
+            if what == "progress":
+                s.progress_packets += int(n)
+            else:
+                s.pack_seen = True
+
+
+def _body_reach(rows_seq: np.ndarray, plen: np.ndarray, sport: np.ndarray, dport: np.ndarray,
+                out: dict[tuple[int, int], Sniffed]) -> None:
+    """How far each open response's body reached in this batch (its server's segments)."""
+    for (lo, hi), s in out.items():
+        if s.body_start_seq is None or s.client_port is None:
+            continue
+        server = hi if s.client_port == lo else lo
+        mine = (sport == server) & (dport == s.client_port)
+        if not mine.any():
+            continue
+        reach = (rows_seq[mine] + plen[mine] - s.body_start_seq) % (1 << 32)
+        reach = reach[reach < (1 << 31)]
+        if len(reach):
+            s.body_bytes = max(s.body_bytes, int(reach.max()))
+
+
 def _is_hex(b: np.ndarray) -> np.ndarray:
     return ((b >= 48) & (b <= 57)) | ((b >= 97) & (b <= 102))
 
@@ -136,7 +204,7 @@ def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sni
                 if not len(idx):
                     continue
                 first = np.stack([batch.buf[np.minimum(start[idx] + k, len(batch.buf) - 1)]
-                                  for k in range(8)], axis=1)
+                                  for k in range(9)], axis=1)
                 tls = (first[:, 0] == 0x16) & (first[:, 1] == 3) & (first[:, 5] == 1)
                 ssh = ((first[:, 0] == ord("S")) & (first[:, 1] == ord("S"))
                        & (first[:, 2] == ord("H")) & (first[:, 3] == ord("-")))
@@ -153,8 +221,13 @@ def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sni
                         | ((first[:, 0] == ord("P")) & (first[:, 1] == ord("O"))
                            & (first[:, 2] == ord("S")) & (first[:, 3] == ord("T"))
                            & (first[:, 4] == ord(" "))))
+                response = ((first[:, 0] == ord("H")) & (first[:, 1] == ord("T"))
+                            & (first[:, 2] == ord("T")) & (first[:, 3] == ord("P"))
+                            & (first[:, 4] == ord("/")))
                 sport, dport = rows.sport[has][idx], rows.dport[has][idx]
-                for j in np.flatnonzero(tls | ssh | git | split | http):
+                seqs = rows.seq[has][idx]
+                _count_bands(first, sport, dport, out)
+                for j in np.flatnonzero(tls | ssh | git | split | http | response):
                     if parsed >= MAX_HEADS:
                         return out
                     parsed += 1
@@ -176,6 +249,9 @@ def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sni
                         s.http_service = _http_service(data)
                         if s.http_service is not None:
                             s.client_port = sp
+                    elif response[j] and not s.tls and s.client_port == dp:
+                        _response(data, int(seqs[j]), s)
+                _body_reach(seqs, plen[idx], sport, dport, out)
         except GitnetdiagError:
             return out  # damage: the reader reports it; what came before counts
     return out

@@ -110,7 +110,8 @@ def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sni
         found.append(Transfer(protocol=proto, conn=directed, server_port=server, why=why,
                               upload_bytes=directed.a_to_b.payload_bytes,
                               download_bytes=directed.b_to_a.payload_bytes,
-                              service=sniff.service if sniff is not None else None))
+                              service=sniff.service if sniff is not None else None,
+                              wire=sniff))
     return sorted(found, key=lambda t: -t.upload_bytes)
 
 
@@ -271,8 +272,8 @@ def _nothing_to_measure(path: Path, connections: int, transfers: list[Transfer],
     return []
 
 
-def _clones(path: Path, connections: int, transfers: list[Transfer], downloads: list[Transfer],
-            pushed: int) -> tuple[obs.Observations, list[str]]:
+def _clones(path: Path, analysis: CaptureAnalysis, transfers: list[Transfer],
+            downloads: list[Transfer], pushed: int) -> tuple[obs.Observations, list[str]]:
     """The capture's clones, the bigger transfer: diagnosed in the download direction, with
     a push beside them said (:mod:`~gitnetdiag.pipeline._capture_flow`)."""
     bursts = capture_bursts(transfers)
@@ -283,7 +284,10 @@ def _clones(path: Path, connections: int, transfers: list[Transfer], downloads: 
         warnings.append(f"{path.name} holds a push ({pushed} B up) and a clone "
                         f"({downloads[0].download_bytes} B down): the clone is diagnosed")
     warnings.append(f"a bare capture of a clone cannot show {UNSEEN}: none is guessed")
-    return capture_of_clones(path, connections, downloads, bursts, other=other), warnings
+    end = max(c.last_ts_ns for c in analysis.connections)
+    observations, notes = capture_of_clones(path, len(analysis.connections), downloads, bursts,
+                                            capture_end_ns=end, other=other)
+    return observations, warnings + notes
 
 
 def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None
@@ -306,7 +310,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
                        key=lambda t: -t.download_bytes)
     pushed = max((t.upload_bytes for t in transfers if flows[id(t)] == "upload"), default=0)
     if downloads and downloads[0].download_bytes > pushed:
-        clones, said = _clones(path, len(analysis.connections), transfers, downloads, pushed)
+        clones, said = _clones(path, analysis, transfers, downloads, pushed)
         return clones, warnings + said
     protocols: dict[str, obs.ProtocolObservation] = {}
     bursts = capture_bursts(transfers)

@@ -1,0 +1,167 @@
+"""How a clone seen in a bare capture ended: its bytes against what the pack needed.
+
+A capture of a clone holds no git exit code. What it holds is how the download connection
+ended and, where the payload was captured, what the server said. A clone that got less
+than its pack is a failed or stalled clone, never ``ok`` (issue 42: a capture of 300 s of
+progress, of a 200 that carried 100 kB of an 8 MiB pack, and of a reset after 100 kB each
+came out ``healthy``). In the order they are tried:
+
+==========================  ===========================================================
+a reset that stranded data  an RST with the server's bytes unacknowledged (``failed``,
+                            ``reset``)
+a short 200                 plain HTTP: the answer's ``Content-Length`` above the body
+                            bytes the server sent (``failed``, ``reset``: closed mid-way)
+a reset from the server     the server's side sent an RST before either side closed its
+                            end (FIN): the download cut after N bytes (``failed``)
+progress and no pack        the server's data in tiny segments only (none above
+                            :data:`TINY_SEGMENT_BYTES`) for :data:`PROGRESS_ONLY_S` or
+                            more, no pack header seen (``stalled``, ``hung``); where the
+                            payload was captured, its band-2 (progress) packets are counted
+an end never captured       no FIN and no RST either way: the server silent for
+                            :data:`SILENT_END_S` or more before the capture ended is a
+                            stall (``stalled``); data up to the end is a clone the capture
+                            stopped (``bounded``: the rate of the bytes captured, said)
+==========================  ===========================================================
+
+Where a capture cannot tell, it says so: over TLS or SSH with headers only, a server that
+closed first after N bytes may have sent the whole pack or part of it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gitnetdiag.capture.sniff import Sniffed
+from gitnetdiag.outcomes import FailureKind, PushOutcome
+
+TINY_SEGMENT_BYTES = 300
+"""A server whose every data segment is at most this size sent no pack: a sideband
+progress line is 30-80 B (with TLS or SSH framing under 200); a pack fills segments to the
+MSS as soon as it flows."""
+PROGRESS_ONLY_S = 10.0
+"""Tiny segments for this long (first to last server data) are a pack that never came; a
+small repository's whole clone (tiny segments too) takes far less."""
+SILENT_END_S = 5.0
+"""Silence from the server this long before a capture that ends with the connection open
+is a stall, not a capture stopped mid-flow."""
+NS = 1_000_000_000
+
+
+@dataclass(frozen=True, kw_only=True)
+class CloneEnd:
+    """How one captured clone ended."""
+
+    outcome: PushOutcome
+    """``ok``, ``bounded`` (the capture stopped it), ``stalled`` or ``failed``."""
+    kind: FailureKind | None = None
+    """How it failed; None when it did not."""
+    line: str = ""
+    """What was seen, with its bytes and seconds ("" when it did not fail)."""
+    note: str = ""
+    """What the capture could not tell, or that it stopped the clone ("" when nothing)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ServerSide:
+    """The figures of the download connection the rules read (from its TCP analysis)."""
+
+    moved_bytes: int
+    """The server's data bytes."""
+    first_data_ns: int | None
+    last_data_ns: int | None
+    max_segment_bytes: int
+    unacked_bytes: int
+    """The server's bytes the client had not acknowledged at the end."""
+    reset_ns: int | None
+    """The server side's first RST."""
+    fin_ns: int | None
+    """The server side's first FIN."""
+    client_reset_ns: int | None
+    client_fin_ns: int | None
+    encrypted: bool
+    """TLS or SSH: nothing above TCP readable without a keylog."""
+    client_closes: bool = False
+    """HTTP: the client closes a finished connection first (its keep-alive ends with git)."""
+
+
+def _short_answer(side: ServerSide, wire: Sniffed | None) -> CloneEnd | None:
+    if wire is None or wire.http_status != 200 or wire.content_length is None:
+        return None
+    if wire.body_bytes >= wire.content_length:
+        return None
+    how = ("then the server side reset the connection" if side.reset_ns is not None
+           else "then the server closed the connection (FIN)" if side.fin_ns is not None
+           else "then nothing more until the capture ended")
+    share = 100.0 * wire.body_bytes / wire.content_length if wire.content_length else 0.0
+    return CloneEnd(outcome="failed", kind=FailureKind.RESET, line=(
+        f"the 200 answer carried {wire.body_bytes} B of its Content-Length "
+        f"{wire.content_length} B ({share:.1f}%), {how} (capture)"))
+
+
+def _since_first_s(side: ServerSide, ts_ns: int) -> float:
+    first = side.first_data_ns if side.first_data_ns is not None else ts_ns
+    return max(0.0, (ts_ns - first) / NS)
+
+
+def _server_reset(side: ServerSide) -> CloneEnd | None:
+    reset = side.reset_ns
+    if reset is None:
+        return None
+    closed = [ts for ts in (side.fin_ns, side.client_fin_ns) if ts is not None]
+    if closed and min(closed) < reset:
+        return None  # a teardown after an end was closed
+    return CloneEnd(outcome="failed", kind=FailureKind.RESET, line=(
+        f"the server side reset the connection after {side.moved_bytes} B of the download, "
+        f"{_since_first_s(side, reset):.1f} s after its first byte, before either end "
+        "closed (capture)"))
+
+
+def _progress_only(side: ServerSide, wire: Sniffed | None) -> CloneEnd | None:
+    if side.first_data_ns is None or side.last_data_ns is None:
+        return None
+    span_s = (side.last_data_ns - side.first_data_ns) / NS
+    if (wire is not None and wire.pack_seen) or side.max_segment_bytes > TINY_SEGMENT_BYTES \
+            or span_s < PROGRESS_ONLY_S:
+        return None
+    bands = (f", {wire.progress_packets} of them progress (sideband band 2) and no pack "
+             "header (band 1 'PACK')" if wire is not None and wire.progress_packets
+             else "; the payload was not captured: the packets' bands unread"
+             if side.encrypted or wire is None else "")
+    return CloneEnd(outcome="stalled", kind=FailureKind.HUNG, line=(
+        f"progress and no pack: {side.moved_bytes} B from the server over {span_s:.1f} s, "
+        f"no segment above {side.max_segment_bytes} B{bands} (capture)"))
+
+
+def _never_ended(side: ServerSide, capture_end_ns: int) -> CloneEnd | None:
+    ends = (side.reset_ns, side.fin_ns, side.client_reset_ns, side.client_fin_ns)
+    if any(ts is not None for ts in ends) or side.last_data_ns is None:
+        return None
+    silent_s = (capture_end_ns - side.last_data_ns) / NS
+    if silent_s >= SILENT_END_S:
+        return CloneEnd(outcome="stalled", kind=FailureKind.HUNG, line=(
+            f"the server sent nothing for {silent_s:.1f} s after {side.moved_bytes} B, and "
+            "the capture ends with the connection open (no FIN, no RST) (capture)"))
+    return CloneEnd(outcome="bounded", note=(
+        f"the capture ends mid-clone ({side.moved_bytes} B in, the connection open, the "
+        "server's last data just before): the rate is of the bytes captured; whether the "
+        "clone finished is not in the capture"))
+
+
+def clone_end(side: ServerSide, wire: Sniffed | None, capture_end_ns: int) -> CloneEnd:
+    """How the captured clone ended (see the module doc)."""
+    if (side.reset_ns is not None or side.client_reset_ns is not None) \
+            and side.unacked_bytes >= 4096:
+        return CloneEnd(outcome="failed", kind=FailureKind.RESET, line=(
+            f"connection reset with {side.unacked_bytes} B of the download unacknowledged "
+            "(capture)"))
+    for judged in (_short_answer(side, wire), _server_reset(side),
+                   _progress_only(side, wire), _never_ended(side, capture_end_ns)):
+        if judged is not None:
+            return judged
+    if (side.encrypted and side.client_closes and side.fin_ns is not None
+            and (side.client_fin_ns is None or side.fin_ns < side.client_fin_ns)):
+        return CloneEnd(outcome="ok", note=(
+            f"the server closed the connection first, after {side.moved_bytes} B: with the "
+            "payload encrypted (no keylog) the capture cannot tell whether that was the whole "
+            "pack or part of it"))
+    return CloneEnd(outcome="ok")
