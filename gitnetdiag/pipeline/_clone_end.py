@@ -129,7 +129,7 @@ def _progress_only(side: ServerSide, wire: Sniffed | None) -> CloneEnd | None:
              if side.encrypted or wire is None else "")
     return CloneEnd(outcome="stalled", kind=FailureKind.HUNG, line=(
         f"progress and no pack: {side.moved_bytes} B from the server over {span_s:.1f} s, "
-        f"no segment above {side.max_segment_bytes} B{bands} (capture)"))
+        f"its largest segment {side.max_segment_bytes} B{bands} (capture)"))
 
 
 def _never_ended(side: ServerSide, capture_end_ns: int) -> CloneEnd | None:
