@@ -68,6 +68,9 @@ class Sniffed:
     the payload was captured (git://, plain HTTP)."""
     pack_seen: bool = False
     """A band-1 pkt-line that begins the pack (``PACK``) was seen."""
+    decrypted: bool = False
+    """The response head came from a decrypted capture (a keylog, tshark): its body bytes
+    count from the segment that ended the head, TLS framing included (an upper bound)."""
 
     @property
     def service(self) -> str | None:
@@ -178,13 +181,17 @@ def _is_hex(b: np.ndarray) -> np.ndarray:
     return ((b >= 48) & (b <= 57)) | ((b >= 97) & (b <= 102))
 
 
-def sniff_connections(path: str | os.PathLike[str]) -> dict[tuple[int, int], Sniffed]:
-    """Per connection (its two ports, sorted), what its first payload bytes said.
+def sniff_connections(path: str | os.PathLike[str],
+                      seeded: dict[tuple[int, int], Sniffed] | None = None
+                      ) -> dict[tuple[int, int], Sniffed]:
+    """Per connection (its two ports, sorted), what its first payload bytes said;
+    ``seeded``: what is known already (decrypted response heads), whose body bytes the walk
+    measures.
 
     Never raises for damage: what was read before it counts. A file that is not
     a capture raises :class:`~gitnetdiag.errors.CaptureFormatError` like the reader.
     """
-    out: dict[tuple[int, int], Sniffed] = {}
+    out: dict[tuple[int, int], Sniffed] = dict(seeded or {})
     parsed = 0
     with open_capture(Path(path)) as handle:
         walker = open_walker(capture_stream(handle))

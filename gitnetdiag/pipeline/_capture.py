@@ -17,6 +17,7 @@ and say what could not be seen. Nothing git-like in the capture is a named
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from gitnetdiag.analysis import h2ledger
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
+from gitnetdiag.analysis.h1responses import H1Response
 from gitnetdiag.analysis.tcp import ConnectionAnalysis
 from gitnetdiag.analysis.window import forward_filled
 from gitnetdiag.capture.sniff import Sniffed, sniff_connections
@@ -290,17 +292,30 @@ def _clones(path: Path, analysis: CaptureAnalysis, transfers: list[Transfer],
     return observations, warnings + notes
 
 
-def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None
+def _seeded(responses: Sequence[H1Response]) -> dict[tuple[int, int], Sniffed]:
+    """The decrypted response heads as what the sniff knows of their connections (the last
+    head of each connection: the pack's answer follows the ref advertisement's)."""
+    seeded: dict[tuple[int, int], Sniffed] = {}
+    for r in responses:
+        seeded[(min(r.server_port, r.client_port), max(r.server_port, r.client_port))] = Sniffed(
+            client_port=r.client_port, http_status=r.status, content_length=r.content_length,
+            body_start_seq=r.segment_seq, decrypted=True)
+    return seeded
+
+
+def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None,
+                              h1_responses: Sequence[H1Response] = ()
                               ) -> tuple[obs.Observations, list[str]]:
     """The engine's input from a bare capture file; with the analysis warnings.
 
-    ``h2_ledgers`` are the decrypted HTTP/2 ledgers (``--keylog`` or secrets in the
-    pcapng), read by the command through :mod:`gitnetdiag.tools.tshark`.
+    ``h2_ledgers`` are the decrypted HTTP/2 ledgers and ``h1_responses`` the decrypted
+    HTTP/1.1 response heads (``--keylog`` or secrets in the pcapng), read by the command
+    through :mod:`gitnetdiag.tools.tshark`.
     """
     analysis = analyze_capture(path)
     warnings = list(analysis.warnings)
     try:
-        sniffed = sniff_connections(path)
+        sniffed = sniff_connections(path, _seeded(h1_responses))
     except GitnetdiagError as exc:  # the reader already said what is wrong with the file
         warnings.append(f"payload not inspected: {exc.message}")
         sniffed = {}
@@ -369,10 +384,11 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
                             problems=tuple(problems)), warnings
 
 
-def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None
-                     ) -> tuple[Diagnosis, list[str]]:
+def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None,
+                     h1_responses: Sequence[H1Response] = ()) -> tuple[Diagnosis, list[str]]:
     """Diagnose a bare capture; with the analysis warnings."""
-    observations, warnings = observations_from_capture(path, h2_ledgers=h2_ledgers)
+    observations, warnings = observations_from_capture(path, h2_ledgers=h2_ledgers,
+                                                       h1_responses=h1_responses)
     diagnosis = diagnose(observations)
     if observations.run.transfer == "download":
         diagnosis = replace(diagnosis, direction="fetch")

@@ -93,9 +93,12 @@ def _short_answer(side: ServerSide, wire: Sniffed | None) -> CloneEnd | None:
            else "then the server closed the connection (FIN)" if side.fin_ns is not None
            else "then nothing more until the capture ended")
     share = 100.0 * wire.body_bytes / wire.content_length if wire.content_length else 0.0
+    carried = (f"at most {wire.body_bytes} B (TLS records included)" if wire.decrypted
+               else f"{wire.body_bytes} B")
     return CloneEnd(outcome="failed", kind=FailureKind.RESET, line=(
-        f"the 200 answer carried {wire.body_bytes} B of its Content-Length "
-        f"{wire.content_length} B ({share:.1f}%), {how} (capture)"))
+        f"the 200 answer carried {carried} of its Content-Length "
+        f"{wire.content_length} B ({share:.1f}%), {how} "
+        f"({'capture, decrypted' if wire.decrypted else 'capture'})"))
 
 
 def _since_first_s(side: ServerSide, ts_ns: int) -> float:

@@ -9,6 +9,9 @@ carries 100 kB of an 8 MiB Content-Length, and a server that sends only progress
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import ssl
 from pathlib import Path
 
 import pytest
@@ -17,8 +20,10 @@ from typer.testing import CliRunner
 from gitnetdiag.cli import app
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.pipeline import diagnose_capture, observations_from_capture
+from gitnetdiag.tools.tshark import http1_responses_from_capture
 from tests.capture.craft import Conversation, pcap_bytes
 from tests.capture.test_sniff import client_hello
+from tests.tlsutil import make_tls_files
 
 UPLOAD_PACK = b"0032git-upload-pack /lab.git\0host=example\0"
 HTTP_UPLOAD_PACK = (b"POST /lab.git/git-upload-pack HTTP/1.1\r\nHost: example\r\n"
@@ -198,3 +203,70 @@ def test_progress_and_never_a_pack_is_a_stalled_clone(transport: str, tmp_path: 
     else:
         assert "the payload was not captured" in clone.last_line
     _not_healthy(path, "progress and no pack")
+
+
+def _tls_clone(tmp_path: Path, *, body_bytes: int) -> tuple[Path, Path]:
+    """A real TLS session (Python's ssl over memory BIOs, its keys logged) carried by a
+    crafted TCP conversation: the client's upload-pack POST, the server's 200 with an
+    8 MiB Content-Length and ``body_bytes`` of body, then the server's FIN."""
+    cert, key = make_tls_files(tmp_path)
+    server_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_ctx.load_cert_chain(cert, key)
+    client_ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    client_ctx.check_hostname, client_ctx.verify_mode = False, ssl.CERT_NONE
+    keylog = tmp_path / "keys.log"
+    client_ctx.keylog_filename = str(keylog)
+    c_in, c_out, s_in, s_out = (ssl.MemoryBIO() for _ in range(4))
+    client = client_ctx.wrap_bio(c_in, c_out, server_side=False)
+    server = server_ctx.wrap_bio(s_in, s_out, server_side=True)
+    conv = Conversation(server=("10.0.0.2", 443))
+    conv.handshake()
+
+    def carry(side: str) -> None:
+        source, sink = (c_out, s_in) if side == "c" else (s_out, c_in)
+        data = source.read()
+        for i in range(0, len(data), MSS):
+            conv.segment(side, "PA", dt_s=0.0005, data=data[i:i + MSS])
+        sink.write(data)
+
+    for _ in range(4):
+        for end in (client, server):
+            with contextlib.suppress(ssl.SSLWantReadError):
+                end.do_handshake()
+        carry("c")
+        carry("s")
+    client.write(HTTP_UPLOAD_PACK)
+    carry("c")
+    server.write(b"HTTP/1.1 200 OK\r\nContent-Type: application/x-git-upload-pack-result\r\n"
+                 b"Content-Length: %d\r\n\r\n" % PACK_BYTES)
+    carry("s")
+    for sent in range(0, body_bytes, 16384):
+        server.write(b"\x5a" * min(16384, body_bytes - sent))
+        carry("s")
+        conv.segment("c", "A", dt_s=0.05)
+    conv.segment("s", "FA", dt_s=0.01)
+    conv.segment("c", "FA", dt_s=0.025)
+    return _write(tmp_path, conv), keylog
+
+
+@pytest.mark.skipif(shutil.which("tshark") is None, reason="needs tshark (Debian 'tshark')")
+def test_a_short_200_over_tls_is_read_with_the_keylog(tmp_path: Path) -> None:
+    """With the keys the answer's head is read (tshark) and the bytes after it counted: at
+    most the body plus TLS framing, 1.4% of the 8 MiB it declared. Without them the capture
+    says it cannot tell."""
+    path, keylog = _tls_clone(tmp_path, body_bytes=7 * 16384)
+    responses = http1_responses_from_capture(path, keylog)
+    assert [(r.status, r.content_length) for r in responses] == [(200, PACK_BYTES)]
+    observations, _ = observations_from_capture(path, h1_responses=responses)
+    (clone,) = observations.transfers
+    assert (clone.outcome, clone.failure_kind) == ("failed", "reset")
+    assert "TLS records included) of its Content-Length 8388608 B (1.4%)" in clone.last_line
+    assert "then the server closed the connection (FIN) (capture, decrypted)" in clone.last_line
+    result = CliRunner().invoke(app, ["analyze", str(path), "--diagnose", "--keylog",
+                                      str(keylog)])
+    assert result.exit_code != 0 and "of its Content-Length 8388608 B" in " ".join(
+        result.output.split()), result.output
+    blind = _only_clone(path)
+    assert blind.outcome == "ok"
+    _, warnings = observations_from_capture(path)
+    assert any("cannot tell whether that was the whole pack" in w for w in warnings), warnings
