@@ -298,6 +298,8 @@ class _ConnectionState:
             first_reset_ts_ns=side.first_reset_ts,
             first_fin_ts_ns=side.first_fin_ts,
             max_segment_bytes=side.max_plen,
+            last_large_segment_ts_ns=side.last_large_ts,
+            small_tail_bytes=side.small_tail,
         )
 
 

@@ -281,6 +281,8 @@ class SideState:
     first_reset_frame: int | None = None
     first_reset_ts: int | None = None
     first_fin_ts: int | None = None
+    last_large_ts: int | None = None
+    small_tail: int = 0
     delivery: Delivery = field(default_factory=Delivery)
     # RTT
     pend_ts: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))

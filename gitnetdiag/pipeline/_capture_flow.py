@@ -132,7 +132,8 @@ def ended(t: Transfer, capture_end_ns: int) -> CloneEnd:
     tls = t.wire is not None and t.wire.tls
     return clone_end(ServerSide(
         moved_bytes=server.payload_bytes, first_data_ns=server.first_data_ts_ns,
-        last_data_ns=server.last_data_ts_ns, max_segment_bytes=server.max_segment_bytes,
+        last_data_ns=server.last_data_ts_ns, last_large_ns=server.last_large_segment_ts_ns,
+        small_tail_bytes=server.small_tail_bytes,
         unacked_bytes=server.unacked_bytes, reset_ns=server.first_reset_ts_ns,
         fin_ns=server.first_fin_ts_ns, client_reset_ns=client.first_reset_ts_ns,
         client_fin_ns=client.first_fin_ts_ns,

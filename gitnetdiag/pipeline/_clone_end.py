@@ -13,10 +13,11 @@ a short 200                 plain HTTP: the answer's ``Content-Length`` above th
                             bytes the server sent (``failed``, ``reset``: closed mid-way)
 a reset from the server     the server's side sent an RST before either side closed its
                             end (FIN): the download cut after N bytes (``failed``)
-progress and no pack        the server's data in tiny segments only (none above
-                            :data:`TINY_SEGMENT_BYTES`) for :data:`PROGRESS_ONLY_S` or
-                            more, no pack header seen (``stalled``, ``hung``); where the
-                            payload was captured, its band-2 (progress) packets are counted
+progress and no pack        the server's data in small segments only (none above
+                            ``SMALL_SEGMENT_BYTES``) for :data:`PROGRESS_ONLY_S` or more
+                            after its last larger one, no pack header seen (``stalled``,
+                            ``hung``); where the payload was captured, its band-2
+                            (progress) packets are counted
 an end never captured       no FIN and no RST either way: the server silent for
                             :data:`SILENT_END_S` or more before the capture ended is a
                             stall (``stalled``); data up to the end is a clone the capture
@@ -31,16 +32,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gitnetdiag.analysis.tcp_results import SMALL_SEGMENT_BYTES
 from gitnetdiag.capture.sniff import Sniffed
 from gitnetdiag.outcomes import FailureKind, PushOutcome
 
-TINY_SEGMENT_BYTES = 300
-"""A server whose every data segment is at most this size sent no pack: a sideband
-progress line is 30-80 B (with TLS or SSH framing under 200); a pack fills segments to the
-MSS as soon as it flows."""
 PROGRESS_ONLY_S = 10.0
-"""Tiny segments for this long (first to last server data) are a pack that never came; a
-small repository's whole clone (tiny segments too) takes far less."""
+"""Only small segments from the server (none above
+:data:`~gitnetdiag.analysis.tcp_results.SMALL_SEGMENT_BYTES`) for this long after its last
+larger one (the ref advertisement on a kept-alive connection, or none) are a pack that
+never came: a pack's segments are full-size, and after its last one a finished clone's
+server sends a few bytes at most (the final flush), within a round trip."""
 SILENT_END_S = 5.0
 """Silence from the server this long before a capture that ends with the connection open
 is a stall, not a capture stopped mid-flow."""
@@ -69,7 +70,10 @@ class ServerSide:
     """The server's data bytes."""
     first_data_ns: int | None
     last_data_ns: int | None
-    max_segment_bytes: int
+    last_large_ns: int | None
+    """The server's last segment above the small size; None when none was."""
+    small_tail_bytes: int
+    """The server's bytes after it (all of them when none was)."""
     unacked_bytes: int
     """The server's bytes the client had not acknowledged at the end."""
     reset_ns: int | None
@@ -122,17 +126,20 @@ def _server_reset(side: ServerSide) -> CloneEnd | None:
 def _progress_only(side: ServerSide, wire: Sniffed | None) -> CloneEnd | None:
     if side.first_data_ns is None or side.last_data_ns is None:
         return None
-    span_s = (side.last_data_ns - side.first_data_ns) / NS
-    if (wire is not None and wire.pack_seen) or side.max_segment_bytes > TINY_SEGMENT_BYTES \
-            or span_s < PROGRESS_ONLY_S:
+    since = side.first_data_ns if side.last_large_ns is None else side.last_large_ns
+    span_s = (side.last_data_ns - since) / NS
+    if (wire is not None and wire.pack_seen) or span_s < PROGRESS_ONLY_S:
         return None
-    bands = (f", {wire.progress_packets} of them progress (sideband band 2) and no pack "
+    bands = (f", {wire.progress_packets} segments of progress (sideband band 2) and no pack "
              "header (band 1 'PACK')" if wire is not None and wire.progress_packets
-             else "; the payload was not captured: the packets' bands unread"
+             else "; the payload was not captured: progress or keepalives, unread"
              if side.encrypted or wire is None else "")
+    after = ("" if side.last_large_ns is None
+             else f" after its last larger one ({side.moved_bytes - side.small_tail_bytes} B "
+                  "up to it)")
     return CloneEnd(outcome="stalled", kind=FailureKind.HUNG, line=(
-        f"progress and no pack: {side.moved_bytes} B from the server over {span_s:.1f} s, "
-        f"its largest segment {side.max_segment_bytes} B{bands} (capture)"))
+        f"progress and no pack: {span_s:.1f} s of segments of {SMALL_SEGMENT_BYTES} B or less "
+        f"from the server{after}, {side.small_tail_bytes} B in all{bands} (capture)"))
 
 
 def _never_ended(side: ServerSide, capture_end_ns: int) -> CloneEnd | None:

@@ -149,6 +149,10 @@ def test_each_sides_first_fin_and_largest_segment(tmp_path: Path) -> None:
     assert c.b_to_a.first_fin_ts_ns == fin_ns
     assert c.a_to_b.first_fin_ts_ns == fin_ns + 20_000_000
     assert (c.a_to_b.max_segment_bytes, c.b_to_a.max_segment_bytes) == (100, 1400)
+    # The server's last segment above 300 B, and the small bytes after it.
+    assert c.b_to_a.last_large_segment_ts_ns == fin_ns - 501_000_000
+    assert c.b_to_a.small_tail_bytes == 60
+    assert c.a_to_b.last_large_segment_ts_ns is None and c.a_to_b.small_tail_bytes == 100
 
 
 def test_fast_retransmission_after_dupacks(tmp_path: Path) -> None:

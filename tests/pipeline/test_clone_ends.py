@@ -172,9 +172,16 @@ def test_a_200_whose_body_came_whole_is_ok(tmp_path: Path) -> None:
     assert clone.outcome == "ok" and clone.failure_kind is None
 
 
+ADVERTISED = 366
+"""The ref advertisement before the progress, on the same kept-alive connection (the
+size the loopback smart-HTTP server's took)."""
+
+
 def _progress_for(conv: Conversation, seconds: int, *, readable: bool) -> int:
-    """One progress line a second from the server (band 2), each acknowledged; then git
-    gives up (the client's FIN). Returns the server's bytes."""
+    """The ref advertisement, then one progress line a second from the server (band 2),
+    each acknowledged; then git gives up (the client's FIN). Returns the progress bytes."""
+    conv.segment("s", "PA", dt_s=0.001, data=b"\x33" * ADVERTISED)
+    conv.segment("c", "A", dt_s=0.025)
     sent = 0
     for n in range(seconds):
         line = _pkt(b"\x02Counting objects: %d\r" % n) if readable else b"\x17" * 60
@@ -187,9 +194,9 @@ def _progress_for(conv: Conversation, seconds: int, *, readable: bool) -> int:
 
 @pytest.mark.parametrize("transport", ["git://", "TLS"])
 def test_progress_and_never_a_pack_is_a_stalled_clone(transport: str, tmp_path: Path) -> None:
-    """300 s of progress lines and no pack. Over git:// the bands are read: 300 progress
-    packets, no pack header; over TLS the tiny segments alone tell, and it says the bands
-    were not read."""
+    """300 s of progress lines and no pack after the ref advertisement. Over git:// the
+    bands are read: 300 progress packets, no pack header; over TLS the small segments alone
+    tell, and it says the bands were not read."""
     readable = transport == "git://"
     conv = (_clone(9418, UPLOAD_PACK) if readable
             else _clone(443, client_hello("git.example.com", ["http/1.1"])))
@@ -197,11 +204,15 @@ def test_progress_and_never_a_pack_is_a_stalled_clone(transport: str, tmp_path: 
     path = _write(tmp_path, conv)
     clone = _only_clone(path)
     assert (clone.outcome, clone.failure_kind) == ("stalled", "hung")
-    assert f"progress and no pack: {sent} B from the server over 306.5 s" in clone.last_line
+    assert (f"progress and no pack: 307.5 s of segments of 300 B or less from the server "
+            f"after its last larger one ({ADVERTISED} B up to it), {sent} B in all"
+            in clone.last_line), clone.last_line
     if readable:
-        assert "300 of them progress (sideband band 2) and no pack header" in clone.last_line
+        assert "300 segments of progress (sideband band 2) and no pack header" \
+            in clone.last_line
     else:
-        assert "the payload was not captured" in clone.last_line
+        assert "the payload was not captured: progress or keepalives, unread" \
+            in clone.last_line
     _not_healthy(path, "progress and no pack")
 
 
@@ -270,3 +281,21 @@ def test_a_short_200_over_tls_is_read_with_the_keylog(tmp_path: Path) -> None:
     assert blind.outcome == "ok"
     _, warnings = observations_from_capture(path)
     assert any("cannot tell whether that was the whole pack" in w for w in warnings), warnings
+
+
+def test_a_slow_pack_preparation_then_the_pack_is_a_clone_that_worked(tmp_path: Path) -> None:
+    """20 s of progress (a CPU-starved server counting), then the pack and both FINs: the
+    small segments came before the pack, not after it."""
+    conv = _clone(9418, UPLOAD_PACK)
+    _progress_for_then(conv, 20)
+    _bulk(conv, CUT_BYTES, first=_pkt(b"\x01PACK\0\0\0\x02\0\0\0\x10"))
+    conv.segment("s", "FA", dt_s=0.01)
+    conv.segment("c", "FA", dt_s=0.025)
+    clone = _only_clone(_write(tmp_path, conv))
+    assert clone.outcome == "ok" and clone.failure_kind is None, clone.last_line
+
+
+def _progress_for_then(conv: Conversation, seconds: int) -> None:
+    for n in range(seconds):
+        conv.segment("s", "PA", dt_s=1.0, data=_pkt(b"\x02Counting objects: %d\r" % n))
+        conv.segment("c", "A", dt_s=0.025)
