@@ -67,7 +67,13 @@ class Sniffed:
     """Segments that begin with a sideband band-2 pkt-line (the server's progress), where
     the payload was captured (git://, plain HTTP)."""
     pack_seen: bool = False
-    """A band-1 pkt-line that begins the pack (``PACK``) was seen."""
+    """The pack's header was seen: a band-1 pkt-line that begins ``PACK``, or ``PACK`` and
+    its version in one of the server's first segments (:func:`_scan_pack`)."""
+    tails: dict[int, bytes | None] = field(default_factory=dict)
+    """Per sending port of a readable connection (a git:// or plain-HTTP request seen): the
+    last bytes of its last data segment, None when that segment was not captured whole."""
+    scanned: int = 0
+    """Server segments searched for the pack header so far (:func:`_scan_pack`)."""
     decrypted: bool = False
     """The response head came from a decrypted capture (a keylog, tshark): its body bytes
     count from the segment that ended the head, TLS framing included (an upper bound)."""
@@ -177,6 +183,50 @@ def _body_reach(rows_seq: np.ndarray, plen: np.ndarray, sport: np.ndarray, dport
             s.body_bytes = max(s.body_bytes, int(reach.max()))
 
 
+TAIL_BYTES = 16
+"""Bytes kept of a readable connection's last segment each way: git's closing flush-pkt
+(``0000``) and, over chunked HTTP, the last chunk after it."""
+
+
+def _tails(buf: np.ndarray, sport: np.ndarray, dport: np.ndarray, end: np.ndarray,
+           whole: np.ndarray, out: dict[tuple[int, int], Sniffed]) -> None:
+    """The end of the last data segment of this batch, each way, of every readable
+    connection (rows in capture order)."""
+    keys = np.minimum(sport, dport) * 65536 + np.maximum(sport, dport)
+    for key in np.unique(keys):
+        s = out.get((int(key) >> 16, int(key) & 0xFFFF))
+        if s is None or s.service is None or s.tls:
+            continue
+        for port in {int(p) for p in sport[keys == key]}:
+            last = int(np.flatnonzero((keys == key) & (sport == port))[-1])
+            s.tails[port] = (bytes(buf[max(0, int(end[last]) - TAIL_BYTES):int(end[last])])
+                             if whole[last] else None)
+
+
+PACK_SCAN_SEGMENTS = 64
+"""A readable connection's first server data segments searched for the pack's header
+(``PACK``, version 2 or 3): git writes the band-1 header and the pack's first bytes in
+separate writes, so the header need not begin a segment."""
+
+
+def _scan_pack(buf: np.ndarray, sport: np.ndarray, dport: np.ndarray, start: np.ndarray,
+               end: np.ndarray, out: dict[tuple[int, int], Sniffed]) -> None:
+    """Look for the pack header in the first server segments of each readable connection."""
+    for (lo, hi), s in out.items():
+        if s.pack_seen or s.client_port is None or s.tls or s.service is None \
+                or s.scanned >= PACK_SCAN_SEGMENTS:
+            continue
+        server = hi if s.client_port == lo else lo
+        rows = np.flatnonzero((sport == server) & (dport == s.client_port))
+        for row in rows[:PACK_SCAN_SEGMENTS - s.scanned]:
+            a, b = int(start[row]), int(end[row])
+            data = bytes(buf[a:b])  # the whole captured payload: PACK may sit behind progress
+            if b"PACK\0\0\0\x02" in data or b"PACK\0\0\0\x03" in data:
+                s.pack_seen = True
+                break
+        s.scanned += min(len(rows), PACK_SCAN_SEGMENTS - s.scanned)
+
+
 def _is_hex(b: np.ndarray) -> np.ndarray:
     return ((b >= 48) & (b <= 57)) | ((b >= 97) & (b <= 102))
 
@@ -208,7 +258,9 @@ def sniff_connections(path: str | os.PathLike[str],
                 end = batch.data_off[rec] + batch.caplen[rec]
                 ok = (end - start >= 4) & (start >= batch.data_off[rec])
                 idx = np.flatnonzero(ok)
+                whole = batch.caplen[rec] == batch.origlen[rec]
                 if not len(idx):
+                    _tails(batch.buf, rows.sport[has], rows.dport[has], end, whole, out)
                     continue
                 first = np.stack([batch.buf[np.minimum(start[idx] + k, len(batch.buf) - 1)]
                                   for k in range(9)], axis=1)
@@ -259,6 +311,8 @@ def sniff_connections(path: str | os.PathLike[str],
                     elif response[j] and not s.tls and s.client_port == dp:
                         _response(data, int(seqs[j]), s)
                 _body_reach(seqs, plen[idx], sport, dport, out)
+                _tails(batch.buf, rows.sport[has], rows.dport[has], end, whole, out)
+                _scan_pack(batch.buf, sport, dport, start[idx], end[idx], out)
         except GitnetdiagError:
             return out  # damage: the reader reports it; what came before counts
     return out

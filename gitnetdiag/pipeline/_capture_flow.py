@@ -138,7 +138,7 @@ def ended(t: Transfer, capture_end_ns: int) -> CloneEnd:
         fin_ns=server.first_fin_ts_ns, client_reset_ns=client.first_reset_ts_ns,
         client_fin_ns=client.first_fin_ts_ns,
         encrypted=tls or t.protocol in ("h2", "ssh"), client_closes=t.protocol in ("h1", "h2")),
-        t.wire, capture_end_ns)
+        t.wire, capture_end_ns, server_port=t.conn.connection.b_port)
 
 
 def clone_observation(t: Transfer, repeat: int, capture_end_ns: int

@@ -11,6 +11,10 @@ a reset that stranded data  an RST with the server's bytes unacknowledged (``fai
                             ``reset``)
 a short 200                 plain HTTP: the answer's ``Content-Length`` above the body
                             bytes the server sent (``failed``, ``reset``: closed mid-way)
+a cut answer                git:// or plain HTTP, the pack's header seen: the server
+                            closed or reset its end first and its last segment, captured
+                            whole, is not git's closing flush-pkt ``0000`` (``failed``,
+                            ``reset``)
 a reset from the server     the server's side sent an RST before either side closed its
                             end (FIN): the download cut after N bytes (``failed``)
 progress and no pack        the server's data in small segments only (none above
@@ -105,6 +109,27 @@ def _short_answer(side: ServerSide, wire: Sniffed | None) -> CloneEnd | None:
         f"({'capture, decrypted' if wire.decrypted else 'capture'})"))
 
 
+FLUSH_ENDS = (b"0000", b"0000\r\n0\r\n\r\n")
+"""How git's answer ends: its flush-pkt, alone or as the last chunk of a chunked HTTP
+body."""
+
+
+def _cut_stream(side: ServerSide, wire: Sniffed | None, server_port: int) -> CloneEnd | None:
+    """A readable answer (git://, plain HTTP) whose last segment was captured whole and is
+    not git's closing flush-pkt: the server's end closed (or reset) mid-answer."""
+    ends = [ts for ts in (side.fin_ns, side.reset_ns) if ts is not None]
+    if wire is None or not wire.pack_seen or not ends or (side.client_fin_ns is not None
+                                    and side.client_fin_ns < min(ends)):
+        return None  # open, or the client ended it first
+    tail = wire.tails.get(server_port)
+    if tail is None or tail.endswith(FLUSH_ENDS):
+        return None
+    how = "reset the connection" if side.reset_ns is not None else "closed (FIN)"
+    return CloneEnd(outcome="failed", kind=FailureKind.RESET, line=(
+        f"the server {how} after {side.moved_bytes} B without git's closing flush-pkt "
+        "(its last segment captured whole): the answer was cut (capture)"))
+
+
 def _since_first_s(side: ServerSide, ts_ns: int) -> float:
     first = side.first_data_ns if side.first_data_ns is not None else ts_ns
     return max(0.0, (ts_ns - first) / NS)
@@ -157,14 +182,17 @@ def _never_ended(side: ServerSide, capture_end_ns: int) -> CloneEnd | None:
         "clone finished is not in the capture"))
 
 
-def clone_end(side: ServerSide, wire: Sniffed | None, capture_end_ns: int) -> CloneEnd:
-    """How the captured clone ended (see the module doc)."""
+def clone_end(side: ServerSide, wire: Sniffed | None, capture_end_ns: int, *,
+              server_port: int = 0) -> CloneEnd:
+    """How the captured clone ended (see the module doc); ``server_port``: the server's
+    end, whose last readable segment is checked for git's closing flush-pkt."""
     if (side.reset_ns is not None or side.client_reset_ns is not None) \
             and side.unacked_bytes >= 4096:
         return CloneEnd(outcome="failed", kind=FailureKind.RESET, line=(
             f"connection reset with {side.unacked_bytes} B of the download unacknowledged "
             "(capture)"))
-    for judged in (_short_answer(side, wire), _server_reset(side),
+    for judged in (_short_answer(side, wire), _cut_stream(side, wire, server_port),
+                   _server_reset(side),
                    _progress_only(side, wire), _never_ended(side, capture_end_ns)):
         if judged is not None:
             return judged

@@ -289,6 +289,7 @@ def test_a_slow_pack_preparation_then_the_pack_is_a_clone_that_worked(tmp_path: 
     conv = _clone(9418, UPLOAD_PACK)
     _progress_for_then(conv, 20)
     _bulk(conv, CUT_BYTES, first=_pkt(b"\x01PACK\0\0\0\x02\0\0\0\x10"))
+    conv.segment("s", "PA", dt_s=0.001, data=b"0000")  # git's closing flush-pkt
     conv.segment("s", "FA", dt_s=0.01)
     conv.segment("c", "FA", dt_s=0.025)
     clone = _only_clone(_write(tmp_path, conv))
@@ -299,3 +300,24 @@ def _progress_for_then(conv: Conversation, seconds: int) -> None:
     for n in range(seconds):
         conv.segment("s", "PA", dt_s=1.0, data=_pkt(b"\x02Counting objects: %d\r" % n))
         conv.segment("c", "A", dt_s=0.025)
+
+
+@pytest.mark.parametrize(("last", "outcome"), [(b"\x5a" * 200, "failed"), (b"0000", "ok")])
+def test_a_readable_answer_the_server_closed_without_the_flush_is_cut(
+        last: bytes, outcome: str, tmp_path: Path) -> None:
+    """git://, payload captured whole: the server's FIN came first, after a last segment
+    that is not git's closing flush-pkt (a pack cut mid-way), or after the flush (done)."""
+    conv = _clone(9418, UPLOAD_PACK)
+    _bulk(conv, CUT_BYTES, first=_pkt(b"\x01PACK\0\0\0\x02\0\0\0\x10"))
+    conv.segment("s", "PA", dt_s=0.001, data=last)
+    conv.segment("s", "FA", dt_s=0.001)
+    conv.segment("c", "FA", dt_s=0.025)
+    path = _write(tmp_path, conv)
+    clone = _only_clone(path)
+    assert clone.outcome == outcome, clone.last_line
+    if outcome == "failed":
+        moved = CUT_BYTES + len(last)
+        assert clone.failure_kind == "reset"
+        assert f"the server closed (FIN) after {moved} B without git's closing flush-pkt" \
+            in clone.last_line
+        _not_healthy(path, "without git's closing flush-pkt")
