@@ -160,7 +160,9 @@ def _count_bands(first: np.ndarray, sport: np.ndarray, dport: np.ndarray,
             continue
         keys = np.minimum(sport[mask], dport[mask]) * 65536 + np.maximum(sport[mask], dport[mask])
         for key, n in zip(*np.unique(keys, return_counts=True), strict=True):
-            s = out.setdefault((int(key) >> 16, int(key) & 0xFFFF), Sniffed())
+            s = out.get((int(key) >> 16, int(key) & 0xFFFF))
+            if s is None or s.tls:
+                continue
             if what == "progress":
                 s.progress_packets += int(n)
             else:
@@ -227,6 +229,32 @@ def _scan_pack(buf: np.ndarray, sport: np.ndarray, dport: np.ndarray, start: np.
         s.scanned += min(len(rows), PACK_SCAN_SEGMENTS - s.scanned)
 
 
+def _git_starts(first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Segments that begin a git:// request: its pkt-line, or its text alone."""
+    git = (_is_hex(first[:, 0]) & _is_hex(first[:, 1]) & _is_hex(first[:, 2])
+           & _is_hex(first[:, 3]) & (first[:, 4] == ord("g"))
+           & (first[:, 5] == ord("i")) & (first[:, 6] == ord("t")))
+    # git writes a git:// request's pkt-line length in a segment of its own
+    # (seen in the lab: "003d", then "git-upload-pack /lab.git\0host=...").
+    split = ((first[:, 0] == ord("g")) & (first[:, 1] == ord("i"))
+             & (first[:, 2] == ord("t")) & (first[:, 3] == ord("-"))
+             & ((first[:, 4] == ord("u")) | (first[:, 4] == ord("r"))))
+    return git, split
+
+
+def _http_starts(first: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Segments that begin a plain-HTTP request (GET, POST) and a response."""
+    request = (((first[:, 0] == ord("G")) & (first[:, 1] == ord("E"))
+                & (first[:, 2] == ord("T")) & (first[:, 3] == ord(" ")))
+               | ((first[:, 0] == ord("P")) & (first[:, 1] == ord("O"))
+                  & (first[:, 2] == ord("S")) & (first[:, 3] == ord("T"))
+                  & (first[:, 4] == ord(" "))))
+    response = ((first[:, 0] == ord("H")) & (first[:, 1] == ord("T"))
+                & (first[:, 2] == ord("T")) & (first[:, 3] == ord("P"))
+                & (first[:, 4] == ord("/")))
+    return request, response
+
+
 def _is_hex(b: np.ndarray) -> np.ndarray:
     return ((b >= 48) & (b <= 57)) | ((b >= 97) & (b <= 102))
 
@@ -260,32 +288,18 @@ def sniff_connections(path: str | os.PathLike[str],
                 idx = np.flatnonzero(ok)
                 whole = batch.caplen[rec] == batch.origlen[rec]
                 if not len(idx):
-                    _tails(batch.buf, rows.sport[has], rows.dport[has], end, whole, out)
+                    if any(s.service and not s.tls for s in out.values()):
+                        _tails(batch.buf, rows.sport[has], rows.dport[has], end, whole, out)
                     continue
                 first = np.stack([batch.buf[np.minimum(start[idx] + k, len(batch.buf) - 1)]
                                   for k in range(9)], axis=1)
                 tls = (first[:, 0] == 0x16) & (first[:, 1] == 3) & (first[:, 5] == 1)
                 ssh = ((first[:, 0] == ord("S")) & (first[:, 1] == ord("S"))
                        & (first[:, 2] == ord("H")) & (first[:, 3] == ord("-")))
-                git = (_is_hex(first[:, 0]) & _is_hex(first[:, 1]) & _is_hex(first[:, 2])
-                       & _is_hex(first[:, 3]) & (first[:, 4] == ord("g"))
-                       & (first[:, 5] == ord("i")) & (first[:, 6] == ord("t")))
-                # git writes a git:// request's pkt-line length in a segment of its own
-                # (seen in the lab: "003d", then "git-upload-pack /lab.git\0host=...").
-                split = ((first[:, 0] == ord("g")) & (first[:, 1] == ord("i"))
-                         & (first[:, 2] == ord("t")) & (first[:, 3] == ord("-"))
-                         & ((first[:, 4] == ord("u")) | (first[:, 4] == ord("r"))))
-                http = (((first[:, 0] == ord("G")) & (first[:, 1] == ord("E"))
-                         & (first[:, 2] == ord("T")) & (first[:, 3] == ord(" ")))
-                        | ((first[:, 0] == ord("P")) & (first[:, 1] == ord("O"))
-                           & (first[:, 2] == ord("S")) & (first[:, 3] == ord("T"))
-                           & (first[:, 4] == ord(" "))))
-                response = ((first[:, 0] == ord("H")) & (first[:, 1] == ord("T"))
-                            & (first[:, 2] == ord("T")) & (first[:, 3] == ord("P"))
-                            & (first[:, 4] == ord("/")))
+                git, split = _git_starts(first)
+                http, response = _http_starts(first)
                 sport, dport = rows.sport[has][idx], rows.dport[has][idx]
                 seqs = rows.seq[has][idx]
-                _count_bands(first, sport, dport, out)
                 for j in np.flatnonzero(tls | ssh | git | split | http | response):
                     if parsed >= MAX_HEADS:
                         return out
@@ -310,6 +324,10 @@ def sniff_connections(path: str | os.PathLike[str],
                             s.client_port = sp
                     elif response[j] and not s.tls and s.client_port == dp:
                         _response(data, int(seqs[j]), s)
+                if not any((s.service and not s.tls) or s.body_start_seq is not None
+                           for s in out.values()):
+                    continue  # nothing readable (TLS, SSH): no answer to follow
+                _count_bands(first, sport, dport, out)
                 _body_reach(seqs, plen[idx], sport, dport, out)
                 _tails(batch.buf, rows.sport[has], rows.dport[has], end, whole, out)
                 _scan_pack(batch.buf, sport, dport, start[idx], end[idx], out)
