@@ -17,7 +17,7 @@ import sys
 import time
 from pathlib import Path
 
-from gitnetdiag.probe.budget import DEFAULT_BUDGET_S
+from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, Progress, RateMonitor, StopReason
 from gitnetdiag.probe.packphase import NEWS_BYTES, PackPhaseWatch, words_limit
 from tests.probe.fetchremote import serve_fetch_remote
 
@@ -93,3 +93,17 @@ def test_progress_and_never_a_pack_is_named_within_the_limit(tmp_path: Path) -> 
     assert took <= LIMIT_S + SAMPLE_SLACK_S + STARTUP_S, took
     assert record["rate_bytes_per_s"] is None
     assert list(scratch.iterdir()) == []
+
+
+def test_keepalives_after_the_pack_began_are_no_progress() -> None:
+    """The pack flowed, then upload-pack's keepalive (5 B, 42 B with TLS framing) every 5 s:
+    the stall timeout runs from the last real bytes, not from each keepalive."""
+    monitor = RateMonitor(budget_s=None, stall_timeout_s=STALL_S)
+    moved, t, stopped = 0, 0.0, None
+    while t < 60 and stopped is None:
+        t += 0.25
+        moved += 250_000 if t <= 2.0 else (42 if int(t * 4) % 20 == 0 else 0)
+        monitor.add(Progress(t_s=t, moved_bytes=moved))
+        stopped = monitor.stop_reason(t, pack_finished=False)
+    assert stopped is StopReason.STALL and t == 2.0 + STALL_S
+    assert monitor.points[-1].moved_bytes > 8 * 250_000  # the keepalives were counted
