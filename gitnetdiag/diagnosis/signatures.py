@@ -57,7 +57,7 @@ KNOWN_CULPRITS: frozenset[str] = frozenset({
     "bandwidth-limit", "path-latency", "server-processing", "slow-ref-advertisement",
     "client-pack-cpu", "client-http-stack", "slow-storage", "path-mtu-blackhole",
     "edge-request-buffering", "edge-backend-errors", "request-body-limit",
-    "edge-idle-timeout", "streamed-body-refused",
+    "edge-idle-timeout", "streamed-body-refused", "edge-no-backend",
     # the download direction's own (the DOWNLOAD entries of gitnetdiag.diagnosis.culprits.CULPRITS)
     "client-tcp-receive-window-clamp", "server-send-buffer", "client-http2-window",
     "server-pack-generation", "client-index-pack-cpu", "edge-response-buffering",
@@ -526,6 +526,14 @@ def load(path: Path | None = None) -> Catalogue:
 
 BASE: Catalogue = load()
 """The catalogue shipped with gitnetdiag, loaded (and validated) at start."""
+
+
+def without_notes(seen: str, catalogue: Catalogue = BASE) -> str:
+    """A description's sentence without the notes a clone's adds (:attr:`Signature.clone_note`):
+    what was seen alone (a headline's words)."""
+    for note in dict.fromkeys(s.clone_note for s in catalogue.signatures if s.clone_note):
+        seen = seen.replace(f"; {note}", "")
+    return seen
 
 
 for_message, for_status, for_h2_code = BASE.for_message, BASE.for_status, BASE.for_h2_code

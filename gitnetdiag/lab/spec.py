@@ -9,6 +9,7 @@ from typing import TypedDict, Unpack
 
 from gitnetdiag.errors import UsageError
 from gitnetdiag.lab import clonefaults as _clone
+from gitnetdiag.lab import edgefaults as _edge
 from gitnetdiag.lab import fetchlab as _fetch
 from gitnetdiag.lab import httpfaults as _http
 
@@ -139,6 +140,7 @@ FAULTS: dict[str, str] = {
     f"health checks: Apache, and a port that answers {BAD_MEMBER_STATUS} to everything",
     **_http.HTTP_FAULTS,
     **_clone.CLONE_FAULTS,
+    **_edge.EDGE_FAULTS,
 }
 
 
@@ -196,6 +198,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "edge-backend-errors": "option httpchk",
     **_http.HTTP_FAULT_FIX_NAMES,
     **_clone.CLONE_FAULT_FIX_NAMES,
+    **_edge.EDGE_FAULT_FIX_NAMES,
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -317,6 +320,7 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # Both HTTP versions go through the pool; SSH does not, and shows the server is fine.
     "edge-backend-errors": ("--protocols", "h1,h2,ssh", "--cleanup-wait", "5"),
     **_http.HTTP_FAULT_PROBE_ARGS,
+    **_edge.EDGE_FAULT_PROBE_ARGS,
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""
@@ -503,7 +507,7 @@ def _chosen_edge(edge: str | None, active: tuple[str, ...]) -> str:
         raise UsageError("edge-response-buffering and slow-storage each need the lab's one "
                          "throttled device", hint="run them in two labs")
     haproxy_only = [f for f in ("edge-backend-errors", *_http.HAPROXY_FAULTS,
-                                *_clone.CLONE_FAULT_NAMES) if f in active]
+                                *_edge.HAPROXY_FAULTS, *_clone.CLONE_FAULT_NAMES) if f in active]
     if haproxy_only and chosen_edge != "haproxy":
         raise UsageError(
             f"the {haproxy_only[0]} fault needs the haproxy edge, not {chosen_edge}",

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from gitnetdiag.diagnosis.signatures import BASE, describe
-from gitnetdiag.rundir.failures import CLONE_CUT, failure_hint
+from gitnetdiag.rundir.failures import CLONE_CUT, SERVER_CLOSE_HINT, failure_hint
 
 POST_BUFFER = "http.postBuffer, the usual advice for this error, does not apply to a clone"
 
@@ -38,7 +38,7 @@ CLONE_WORDS: list[tuple[str, str, tuple[str, ...]]] = [
     ("error: RPC failed; HTTP 504 curl 22 The requested URL returned error: 504",
      "http-504", ("edge-idle-timeout", "server-pack-generation")),
     ("error: RPC failed; HTTP 502 curl 22 The requested URL returned error: 502",
-     "http-502", ("edge-backend-errors",)),
+     "http-502", ("edge-backend-errors", "edge-no-backend")),
 ]
 
 
@@ -87,8 +87,13 @@ def test_a_whole_cut_clone_names_every_family_git_printed() -> None:
 
 
 def test_a_clone_cut_gets_the_clone_hint_a_push_does_not() -> None:
-    for line in ("fatal: early EOF", "fatal: expected 'packfile'",
-                 "error: 6711 bytes of body are still expected"):
-        assert failure_hint("reset", line, transfer="download") == CLONE_CUT
+    """A clone whose answer was not git's or whose pack index-pack never had gets the clone's
+    hint (the pack request in its curl trace; http.postBuffer does not apply); a reset-kind
+    close by the server's end keeps the server-close hint, in either direction."""
+    for kind, line in (("http-status", "fatal: expected 'packfile'"),
+                       ("other", "fatal: fetch-pack: invalid index-pack output")):
+        assert failure_hint(kind, line, transfer="download") == CLONE_CUT
+        assert failure_hint(kind, line) != CLONE_CUT
     assert "http.postBuffer does not apply to a clone" in CLONE_CUT
-    assert failure_hint("reset", "fatal: early EOF") != CLONE_CUT
+    assert failure_hint("reset", "fatal: early EOF", transfer="download").startswith(
+        SERVER_CLOSE_HINT.split(":", 1)[0])
