@@ -49,9 +49,10 @@ GENERIC_FAILURE = ("git-failed", "run the same git command by hand")
 
 
 CURL_TRACE = "the push's curl trace (<protocol>-<n>.curl.txt)"
-CLONE_STDERR = "the clone's stderr (fetch-<protocol>-<n>.stderr.txt)"
-"""What a clone keeps in place of the push's curl trace: git's own words, HTTP status
-included."""
+CLONE_STDERR = ("the clone's curl trace (fetch-<protocol>-<n>.curl.txt, HTTPS clones) and "
+                "the clone's stderr (fetch-<protocol>-<n>.stderr.txt)")
+"""Where a clone's hint points in place of the push's curl trace: an HTTPS clone's own curl
+trace (its requests, statuses and silences) and git's own words, HTTP status included."""
 NO_REPOSITORY = ("no repository answers at that path (git says so for an HTTP 404, or for "
                  "one your credentials may not see): check the URL's path and the account's "
                  "access to it")

@@ -113,7 +113,8 @@ def mixed_kinds(requests: tuple[HttpExchange, ...]) -> list[MixedKind]:
     ``POST`` to the other), the pushes' requests to the same repository count as one kind
     if their failures came from another server than their successes: the ``server``
     header of the 2xx answers differs from that of the failures."""
-    answered = [r for r in requests if r.status is not None]
+    # an edge's timeout status is no member's (edge-idle-timeout), as in across_requesters
+    answered = [r for r in requests if r.status is not None and r.status not in TIMEOUT_STATUSES]
     kinds = [_kind_of([r for r in answered if _sized_kind(r) == kind], kind)
              for kind in dict.fromkeys(_sized_kind(r) for r in answered)]
     mixed = [k for k in kinds if k.ok and k.failed]

@@ -125,3 +125,10 @@ def test_the_failed_clones_are_failed_and_described_by_the_catalogue() -> None:
             in failure.seen
     assert "POST git-upload-pack answered 504" in by["h2"].seen
     assert "expected 'packfile'" in by["h2"].seen
+
+
+def test_a_504_beside_passing_requests_is_no_pool_member() -> None:
+    """The clones' ref advertisement and ls-refs passed and their fetch got the edge's 504:
+    an edge's timeout, not a member that errs (edge-backend-errors stays silent)."""
+    clones = [_failed("h1", GATEWAY, SAID_504), _failed("h2", GATEWAY, SAID_504), SSH_SLOW]
+    assert "edge-backend-errors" not in [f.id for f in ranked(clones)]
