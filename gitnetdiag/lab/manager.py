@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, fetchlab, h2window, httpfaults, slowclient, slowdisk
+from gitnetdiag.lab import config, fetchlab, h2window, httpfaults, idlefaults, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.edges import EDGE_PROGRAMS
 from gitnetdiag.lab.httpauth import make_http_auth
@@ -231,6 +231,8 @@ def router_rules(ns: Namespaces, spec: LabSpec) -> None:
     if spec.loss > 0:
         nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                "--probability", f"{spec.loss:.6f}", "-j", "DROP")
+    for argv in idlefaults.router_commands(spec):
+        nsexec(ns.router, *argv)
     if spec.rtt_ms > 0:
         nsexec(ns.router, *ipt, "-j", "NFQUEUE", "--queue-num", str(NFQUEUE_NUM))
 
