@@ -35,6 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gitnetdiag.diagnosis.assembly import as_push_result
+from gitnetdiag.diagnosis.culprits.idlepath import idle_path_hint
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_LABELS,
@@ -64,6 +65,7 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
                                         FailureKind.OTHER}),
     "edge-idle-timeout": frozenset({FailureKind.RESET, FailureKind.OTHER,
                                     FailureKind.TIMEOUT}),
+    "path-idle-timeout": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
 }
 """Culprits whose evidence is a failed request or connection, with the push failure kinds
 they explain."""
@@ -78,6 +80,9 @@ stalled and another protocol's stalled the same way, the stall is common to both
 hook, the server) and is no evidence for the one-protocol culprit."""
 
 STALL_KINDS = frozenset({"hung", "timeout"})
+NEVER_ENDING_STALLS = frozenset({"path-idle-timeout"})
+"""Culprits whose stalls never end on their own (the answer was dropped on the way): a
+push that hung on one failed, it did not measure a slow path."""
 """Failure kinds of a push that stopped making progress."""
 
 _IGNORED_STAGES = frozenset({"cleanup", "push", "fetch"})
@@ -219,6 +224,8 @@ def _unexplained_stalls(obs: Observations, name: str) -> list[MeasurementFailure
 def _stall_hint(obs: Observations, name: str) -> str:
     """What to do about an unexplained stall, given the evidence the run already has."""
     common = all_stalled(obs)
+    if (path := idle_path_hint(obs)) is not None:
+        return path
     if name in common:
         labels = " and ".join(PROTOCOL_LABELS.get(n, n) for n in PROTOCOL_ORDER if n in common)
         return (f"{labels} stalled alike, so the cause is common to them, most likely the "
@@ -311,10 +318,12 @@ def _explaining(pushes: Sequence[PushResult], findings: Sequence[Finding]) -> st
     return next((f.id for f in findings if kinds <= EXPLAINED_BY.get(f.id, frozenset())), None)
 
 
-def _failing(pushes: Sequence[PushResult]) -> bool:
+def _failing(pushes: Sequence[PushResult], stalls_fail: bool = False) -> bool:
     """Every transfer of the protocol failed, and not by stalling (a stall bounded by the
-    probe measured the path) nor by an interruption: git itself gave up on the transfer."""
-    return bool(pushes) and all(not push.ok and push.error_kind not in STALL_KINDS
+    probe measured the path, unless ``stalls_fail``: a culprit of
+    :data:`NEVER_ENDING_STALLS` ranked) nor by an interruption: git itself gave up."""
+    return bool(pushes) and all(not push.ok
+                                and (stalls_fail or push.error_kind not in STALL_KINDS)
                                 and push.error_kind != FailureKind.INTERRUPTED
                                 and push.error_kind is not None for push in pushes)
 
@@ -336,7 +345,8 @@ def judge(obs: Observations, findings: Sequence[Finding], *,
     observed = tuple(name for name in PROTOCOL_ORDER if name in pushes)
     requested = tuple(name for name in PROTOCOL_ORDER
                       if name in (obs.run.requested_protocols or observed))
-    failing = {name for name in requested if _failing(pushes.get(name, ()))}
+    stalls_fail = any(f.id in NEVER_ENDING_STALLS for f in findings)
+    failing = {name for name in requested if _failing(pushes.get(name, ()), stalls_fail)}
     # The protocols of clones not requested are not judged; those of pushes are.
     measured = tuple(name for name in (requested if download else observed)
                      if name in gave and name not in failing)

@@ -70,3 +70,16 @@ def router_commands(spec: FaultSettings) -> list[tuple[str, ...]]:
         ("sysctl", "-qw",
          f"net.netfilter.nf_conntrack_tcp_timeout_established={IDLE_STATE_TIMEOUT_S}"),
     ]
+
+
+def pre_receive_hook(delay_s: float) -> str:
+    """The fault's pre-receive hook: silent for ``delay_s`` on a push that creates or moves a
+    ref, at once on deletes (the clean-up's delete then gets its answer before the path
+    forgets it; a hook that also sleeps on deletes loses that answer the same way)."""
+    return f"""#!/bin/sh
+# gitnetdiag lab: idle-state-drop fault
+zero=0000000000000000000000000000000000000000
+while read -r old new ref; do
+    [ "$new" = "$zero" ] || {{ sleep {delay_s:g}; exit 0; }}
+done
+"""

@@ -316,7 +316,9 @@ def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> No
         run([*git, "config", "core.fsync", "committed"])
     if spec.hook_delay_s > 0:
         hook = paths.repo / "hooks" / "pre-receive"
-        hook.write_text(config.pre_receive_hook(spec.hook_delay_s))
+        hook.write_text(idlefaults.pre_receive_hook(spec.hook_delay_s)
+                        if idlefaults.drops_idle_state(spec)
+                        else config.pre_receive_hook(spec.hook_delay_s))
         hook.chmod(0o755)
     if spec.fetch_history is not None:
         fetchlab.seed_history(paths.repo, spec.fetch_history, count=FETCH_SIMILAR_BLOBS,

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from gitnetdiag.rundir.files import NATIVE_IDLE_GLOB
 from gitnetdiag.rundir.idleprobe import (
     IdleConnection,
     IdleProbeRecord,
@@ -55,7 +56,7 @@ ANSWER_WAIT_S = 1.5
 """How long after its keepalive was due a connection is judged (an answer takes one RTT)."""
 CONNECT_TIMEOUT_S = 5.0
 POLL_S = 0.1
-IDLE_FILE_PATTERN = "native-idle-{n}.json"
+IDLE_FILE_PATTERN = NATIVE_IDLE_GLOB.replace("*", "{n}")
 """One file per endpoint probed (counted from 1)."""
 
 # struct tcp_info (include/uapi/linux/tcp.h): 8 bytes, then u32 fields from tcpi_rto.
@@ -206,14 +207,14 @@ def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[st
         for s in silent:
             if s.sock is not None:
                 s.sock.close()
+    # Longer idle times than the first unanswered one are left unjudged: they would only
+    # be unanswered too.
     judged = tuple(s.result for s in silent if s.result is not None)
-    cut = len(judged) < len(silent)
     return IdleProbeRecord(
         target=f"{host}:{port}", protocols=tuple(protocols), trigger=trigger,
         silence_s=silence_s, keepalive_interval_s=float(KEEPALIVE_INTERVAL_S),
         answer_wait_s=ANSWER_WAIT_S, connections=judged,
-        new_connection=_new_connection(host, port, clock), duration_s=clock() - started,
-        notes=("longer idle times not held: a shorter one went unanswered",) if cut else ())
+        new_connection=_new_connection(host, port, clock), duration_s=clock() - started)
 
 
 # --------------------------------------------------------------------------
@@ -244,8 +245,8 @@ def silent_push(push: PushRecord) -> bool:
     """The push handed over its whole pack (git said ``Total``) and was given up waiting for
     the server's answer: hung, stalled or timed out, with no status or close."""
     return (push.pack_objects is not None and push.outcome in ("hung", "stalled", "failed")
-            and (push.outcome != "failed" or push.failure_kind is not None
-                 and push.failure_kind.value in ("hung", "timeout")))
+            and (push.outcome != "failed" or (push.failure_kind is not None
+                 and push.failure_kind.value in ("hung", "timeout"))))
 
 
 def idle_probe_targets(runs: Sequence[_ProtocolRun], options: _Options,
@@ -301,3 +302,21 @@ def progress_line(record: IdleProbeRecord) -> str:
     if low is not None:
         return f"{record.target}: keepalives answered after {low:g} s of silence; {fresh}"
     return f"{record.target}: no keepalive judged; {fresh}"
+
+
+class _Reporter(Protocol):
+    def begin(self, label: str) -> None: ...
+    def done(self, label: str, detail: str, *, ok: bool) -> None: ...
+
+
+def idle_step(runs: Sequence[_ProtocolRun], options: _Options, run_dir: Path,
+              reporter: _Reporter, endpoint: Callable[[str], tuple[str, int]]) -> None:
+    """The idle probe after the pushes, when one of them sent its pack and heard nothing."""
+    targets = idle_probe_targets(runs, options, endpoint)
+    if not targets:
+        return
+    label = "idle probe (keepalives on silent connections)"
+    reporter.begin(label)
+    for record in run_idle_probes(targets, run_dir):
+        reporter.done(label, progress_line(record),
+                      ok=bool(record.connections) and record.bracket_s[1] is None)

@@ -298,6 +298,9 @@ def _run_steps(state: _Run, scratch: Path) -> None:
         state.save()
     if options.native:
         _body(state)
+        from gitnetdiag.probe.idleprobe import idle_step
+        idle_step(list(state.protocols.values()), options, state.run_dir, state.reporter,
+                  lambda url: endpoint_of(url))
     if options.h2_sweep and state.black_hole is None:
         _sweep(state, repo_path, oid)
         state.save()
