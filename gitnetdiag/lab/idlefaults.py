@@ -18,7 +18,7 @@ keepalive below the timeout is the user's fix, a longer timeout the middlebox's)
 
 from __future__ import annotations
 
-from typing import Protocol
+from gitnetdiag.lab.httpfaults import FaultSettings
 
 IDLE_STATE_TIMEOUT_S = 4
 """The router's ``nf_conntrack_tcp_timeout_established`` under ``idle-state-drop``: below
@@ -41,17 +41,11 @@ IDLE_FAULT_FIX_NAMES: dict[str, str] = {"idle-state-drop": "receive.keepAlive"}
 
 IDLE_FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # Every push hangs until --timeout; the branch lands when the hook ends (only its
-    # answer is lost), so a short clean-up finds it.
-    "idle-state-drop": ("--protocols", "h1,ssh", "--timeout", "15", "--cleanup-wait", "10"),
+    # answer is lost), so a short clean-up finds it and deletes it (no hook on deletes).
+    "idle-state-drop": ("--protocols", "h1,ssh", "--size", "1MiB", "--timeout", "9",
+                        "--cleanup-wait", "10"),
 }
 """How ``diagnose --lab`` exercises the fault."""
-
-
-class FaultSettings(Protocol):
-    """What these functions read of a :class:`gitnetdiag.lab.spec.LabSpec`."""
-
-    @property
-    def faults(self) -> tuple[str, ...]: ...
 
 
 def drops_idle_state(spec: FaultSettings) -> bool:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from gitnetdiag.probe.options import Reporter
 from gitnetdiag.rundir.files import NATIVE_IDLE_GLOB
 from gitnetdiag.rundir.idleprobe import (
     IdleConnection,
@@ -304,13 +305,8 @@ def progress_line(record: IdleProbeRecord) -> str:
     return f"{record.target}: no keepalive judged; {fresh}"
 
 
-class _Reporter(Protocol):
-    def begin(self, label: str) -> None: ...
-    def done(self, label: str, detail: str, *, ok: bool) -> None: ...
-
-
 def idle_step(runs: Sequence[_ProtocolRun], options: _Options, run_dir: Path,
-              reporter: _Reporter, endpoint: Callable[[str], tuple[str, int]]) -> None:
+              reporter: Reporter, endpoint: Callable[[str], tuple[str, int]]) -> None:
     """The idle probe after the pushes, when one of them sent its pack and heard nothing."""
     targets = idle_probe_targets(runs, options, endpoint)
     if not targets:
