@@ -7,8 +7,8 @@ push whose server worked silently for longer never arrives, and git waits. A slo
 healthy path looks the same from git's side. So this probe asks the path itself, on
 connections of its own to the same ``host:port``, none of which sends a byte:
 
-1. one connection per idle time of a ladder (:func:`idle_ladder`: up to twice the silence
-   seen, at most :data:`MAX_IDLE_S`), opened together, each with TCP keepalive set to fire
+1. one connection per idle time of a ladder (:func:`idle_ladder`: up to the silence seen,
+   at most :data:`MAX_IDLE_S`), opened together, each with TCP keepalive set to fire
    after its own idle time (``TCP_KEEPIDLE``; ``TCP_KEEPINTVL`` 1 s);
 2. the kernel's ``TCP_INFO`` of each, read once its keepalive was due: ``tcpi_probes`` >= 1
    is a keepalive gone unanswered, an ACK after the keepalive's time an answered one
@@ -96,10 +96,11 @@ def read_keepalive_state(sock: socket.socket) -> KeepaliveState | None:
 
 
 def idle_ladder(silence_s: float) -> tuple[int, ...]:
-    """Idle times to try after a push was silent ``silence_s``: up to twice that, at most
-    :data:`MAX_IDLE_S`, at least the first two rungs."""
-    top = min(MAX_IDLE_S, max(2.0 * silence_s, LADDER_S[1]))
-    return tuple(t for t in LADDER_S if t <= top)
+    """Idle times to try after a push was silent ``silence_s``: up to the first rung at or
+    above it (a connection still answered after that much silence rules the path out), at
+    most :data:`MAX_IDLE_S`, at least the first two rungs."""
+    top = next((t for t in LADDER_S if t >= min(silence_s, MAX_IDLE_S)), LADDER_S[-1])
+    return tuple(t for t in LADDER_S if t <= max(top, LADDER_S[1]))
 
 
 def judge(state: KeepaliveState, *, idle_s: float, elapsed_s: float,
@@ -305,14 +306,27 @@ def progress_line(record: IdleProbeRecord) -> str:
     return f"{record.target}: no keepalive judged; {fresh}"
 
 
-def idle_step(runs: Sequence[_ProtocolRun], options: _Options, run_dir: Path,
-              reporter: Reporter, endpoint: Callable[[str], tuple[str, int]]) -> None:
-    """The idle probe after the pushes, when one of them sent its pack and heard nothing."""
+def start_idle_probes(runs: Sequence[_ProtocolRun], options: _Options, run_dir: Path,
+                      endpoint: Callable[[str], tuple[str, int]]
+                      ) -> Callable[[Reporter], None]:
+    """Start the idle probe in the background when a push sent its pack and heard nothing
+    (its connections mostly wait: the run's other probes go on meanwhile); the returned
+    call waits for it and reports, from the caller's thread."""
     targets = idle_probe_targets(runs, options, endpoint)
     if not targets:
-        return
-    label = "idle probe (keepalives on silent connections)"
-    reporter.begin(label)
-    for record in run_idle_probes(targets, run_dir):
-        reporter.done(label, progress_line(record),
-                      ok=bool(record.connections) and record.bracket_s[1] is None)
+        return lambda reporter: None
+    done: list[IdleProbeRecord] = []
+    thread = threading.Thread(target=lambda: done.extend(run_idle_probes(targets, run_dir)),
+                              daemon=True)
+    thread.start()
+
+    def finish(reporter: Reporter) -> None:
+        label = "idle probe (keepalives on silent connections)"
+        reporter.begin(label)
+        thread.join(MAX_IDLE_S + 30.0)
+        for record in done:
+            reporter.done(label, progress_line(record),
+                          ok=bool(record.connections) and record.bracket_s[1] is None)
+        if not done:
+            reporter.done(label, "no answer from the idle probe", ok=False)
+    return finish

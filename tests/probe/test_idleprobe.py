@@ -34,8 +34,9 @@ def _state(probes: int = 0, last_ack_recv_s: float = 0.0) -> KeepaliveState:
     return KeepaliveState(probes=probes, backoff=0, unacked=0, last_ack_recv_s=last_ack_recv_s)
 
 
-def test_the_ladder_goes_to_twice_the_silence_and_stops_at_30_s() -> None:
-    assert idle_ladder(3.0) == (1, 2, 3, 4, 5, 6)
+def test_the_ladder_goes_up_to_the_silence_and_stops_at_30_s() -> None:
+    assert idle_ladder(3.0) == (1, 2, 3)
+    assert idle_ladder(9.0) == (1, 2, 3, 4, 5, 6, 8, 10)
     assert idle_ladder(0.2) == (1, 2)
     assert idle_ladder(600.0)[-1] == 30
 
