@@ -140,13 +140,23 @@ def path_idle_timeout(obs: Observations) -> Hit | None:
 
 
 def idle_path_hint(obs: Observations) -> str | None:
-    """What to say of a stall the idle probe explains as the path's, None otherwise (a
-    stall with nothing else ranked must not be blamed on the server then)."""
+    """What the idle probe says of a stall nothing ranked explains, None when it did not
+    run: the path forgot silent connections (then the server must not be blamed), or it
+    kept them as long as the push was silent (then the server most likely still works)."""
     for name, p in observed(obs):
         probe = p.idle_path
-        if dropped_by_path(probe) and probe is not None:
+        if probe is None:
+            continue
+        if dropped_by_path(probe):
             return (f"the idle probe of {label(name)}'s port saw keepalives unanswered after "
                     f"{fmt_s(probe.unanswered_from_s or 0.0)} of silence while a new "
                     "connection worked: the path forgets idle connections, not the server "
                     "being slow; see path-idle-timeout in docs/culprits.md")
+        kept = probe.answered_up_to_s
+        if kept is not None and probe.unanswered_from_s is None and kept >= probe.silence_s:
+            return (f"the idle probe of {label(name)}'s port had keepalives answered after "
+                    f"{fmt_s(kept)} of silence, as long as the push waited: the path keeps "
+                    "idle connections, so the server most likely still works (a slow "
+                    "pre-receive hook, receive-pack): run with a --timeout above the "
+                    "server's time, and add 'gitnetdiag host' evidence with --host-report")
     return None
