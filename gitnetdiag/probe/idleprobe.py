@@ -25,15 +25,17 @@ endpoint; the pure side brackets the timeout.
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import struct
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from gitnetdiag.probe.credentials import PROXY_ENV
 from gitnetdiag.probe.options import Reporter
 from gitnetdiag.rundir.files import NATIVE_IDLE_GLOB
 from gitnetdiag.rundir.idleprobe import (
@@ -187,8 +189,19 @@ def _new_connection(host: str, port: int, clock: Callable[[], float]) -> NewConn
         return NewConnection(ok=False, detail=f"connect: {exc.strerror or exc}")
 
 
+def proxy_note(protocols: Sequence[str], env: Mapping[str, str]) -> tuple[str, ...]:
+    """A note when git's HTTPS connections may have gone through a forward proxy: the idle
+    probe connects directly, so it judges the direct path, not the proxy's leg."""
+    name = next((n for n in PROXY_ENV if env.get(n)), None)
+    if name is None or not any(p in ("h1", "h2") for p in protocols):
+        return ()
+    return (f"{name} is set: the idle probe connected directly, while git's HTTPS may have "
+            "gone through that proxy (its first hop then is the proxy's leg)",)
+
+
 def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[str],
                trigger: str, ladder: Sequence[int] | None = None,
+               notes: tuple[str, ...] = (),
                clock: Callable[[], float] = time.monotonic,
                sleep: Callable[[float], None] = time.sleep) -> IdleProbeRecord:
     """Hold silent connections to ``host:port`` and see which keepalives are answered."""
@@ -216,7 +229,8 @@ def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[st
         target=f"{host}:{port}", protocols=tuple(protocols), trigger=trigger,
         silence_s=silence_s, keepalive_interval_s=float(KEEPALIVE_INTERVAL_S),
         answer_wait_s=ANSWER_WAIT_S, connections=judged,
-        new_connection=_new_connection(host, port, clock), duration_s=clock() - started)
+        new_connection=_new_connection(host, port, clock), duration_s=clock() - started,
+        notes=notes)
 
 
 # --------------------------------------------------------------------------
@@ -280,7 +294,7 @@ def run_idle_probes(targets: dict[tuple[str, int], tuple[list[str], str, float]]
     def one(n: int, host: str, port: int, protocols: list[str], trigger: str,
             silence: float) -> None:
         records[n] = idle_probe(host, port, silence_s=silence, protocols=protocols,
-                                trigger=trigger)
+                                trigger=trigger, notes=proxy_note(protocols, os.environ))
 
     threads = [threading.Thread(target=one, args=(n, host, port, *value), daemon=True)
                for n, ((host, port), value) in enumerate(targets.items(), start=1)]

@@ -22,6 +22,7 @@ from gitnetdiag.probe.idleprobe import (
     idle_probe,
     idle_probe_targets,
     judge,
+    proxy_note,
     run_idle_probes,
     silent_push,
 )
@@ -170,3 +171,10 @@ def test_the_records_are_written_one_per_endpoint(
     again = idle_probe_record(data, "native-idle-1.json")
     assert again == replace(records[0])
     assert again.protocols == ("h1", "h2")
+
+
+def test_a_forward_proxy_in_the_environment_is_noted() -> None:
+    assert proxy_note(["h1"], {"https_proxy": "http://proxy:3128"})[0].startswith(
+        "https_proxy is set: the idle probe connected directly")
+    assert proxy_note(["ssh"], {"https_proxy": "http://proxy:3128"}) == ()
+    assert proxy_note(["h2"], {}) == ()
