@@ -35,7 +35,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
 from gitnetdiag.diagnosis.assembly import as_push_result
-from gitnetdiag.diagnosis.culprits.idlepath import idle_path_hint
+from gitnetdiag.diagnosis.culprits.idlepath import idle_kept_hint, idle_path_hint
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_LABELS,
@@ -231,6 +231,8 @@ def _stall_hint(obs: Observations, name: str) -> str:
         return (f"{labels} stalled alike, so the cause is common to them, most likely the "
                 "server (a slow pre-receive hook, receive-pack): run with a --timeout above "
                 "the server's time, and add 'gitnetdiag host' evidence with --host-report")
+    if (kept := idle_kept_hint(obs)) is not None:
+        return kept
     p = obs.protocols[name]
     ledger_wanted = name in ("h2", "ssh")
     has_ledger = p.h2_ledger is not None or p.ssh_ledger is not None

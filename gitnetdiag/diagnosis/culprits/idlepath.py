@@ -140,20 +140,26 @@ def path_idle_timeout(obs: Observations) -> Hit | None:
 
 
 def idle_path_hint(obs: Observations) -> str | None:
-    """What the idle probe says of a stall nothing ranked explains, None when it did not
-    run: the path forgot silent connections (then the server must not be blamed), or it
-    kept them as long as the push was silent (then the server most likely still works)."""
+    """What to say of a stall nothing ranked explains when the idle probe saw the path
+    forget silent connections (the server must not be blamed then); None otherwise."""
     for name, p in observed(obs):
         probe = p.idle_path
-        if probe is None:
-            continue
-        if dropped_by_path(probe):
+        if dropped_by_path(probe) and probe is not None:
             return (f"the idle probe of {label(name)}'s port saw keepalives unanswered after "
                     f"{fmt_s(probe.unanswered_from_s or 0.0)} of silence while a new "
                     "connection worked: the path forgets idle connections, not the server "
                     "being slow; see path-idle-timeout in docs/culprits.md")
-        kept = probe.answered_up_to_s
-        if kept is not None and probe.unanswered_from_s is None and kept >= probe.silence_s:
+    return None
+
+
+def idle_kept_hint(obs: Observations) -> str | None:
+    """What to say of such a stall when the idle probe's keepalives were answered after as
+    long a silence as the push waited (the path kept the connection); None otherwise."""
+    for name, p in observed(obs):
+        probe = p.idle_path
+        kept = probe.answered_up_to_s if probe is not None else None
+        if (probe is not None and kept is not None and probe.unanswered_from_s is None
+                and kept >= probe.silence_s):
             return (f"the idle probe of {label(name)}'s port had keepalives answered after "
                     f"{fmt_s(kept)} of silence, as long as the push waited: the path keeps "
                     "idle connections, so the server most likely still works (a slow "
