@@ -245,6 +245,9 @@ class _Options(Protocol):
     @property
     def timeout_s(self) -> float: ...
 
+    @property
+    def cleanup_until(self) -> float | None: ...
+
 
 class _ProtocolRun(Protocol):
     @property
@@ -277,6 +280,11 @@ def idle_probe_targets(runs: Sequence[_ProtocolRun], options: _Options,
             continue
         waited = options.stall_timeout_s if push.outcome == "stalled" else options.timeout_s
         silence = min(push.wall_s, waited or push.wall_s)
+        if options.cleanup_until is not None:  # a watch cycle's deadline bounds it too
+            silence = min(silence, options.cleanup_until - time.monotonic()
+                          - ANSWER_WAIT_S - 2 * KEEPALIVE_INTERVAL_S)
+            if silence < LADDER_S[1]:
+                continue
         key = endpoint(run.url)
         if key in targets:
             targets[key][0].append(run.protocol)

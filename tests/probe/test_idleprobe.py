@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
@@ -79,6 +80,7 @@ class _Run:
 class _Options:
     stall_timeout_s: float | None = 6.0
     timeout_s: float = 12.0
+    cleanup_until: float | None = None
 
 
 def test_one_target_per_endpoint_with_every_protocol_on_it() -> None:
@@ -178,3 +180,13 @@ def test_a_forward_proxy_in_the_environment_is_noted() -> None:
         "https_proxy is set: the idle probe connected directly")
     assert proxy_note(["ssh"], {"https_proxy": "http://proxy:3128"}) == ()
     assert proxy_note(["h2"], {}) == ()
+
+
+def test_a_watch_cycles_deadline_bounds_the_silence_held() -> None:
+    runs = [_Run("h1", "https://h:8443/r", (_push(),))]
+    options = _Options()
+    options.cleanup_until = time.monotonic() + 8.0
+    targets = idle_probe_targets(runs, options, lambda url: ("h", 8443))
+    assert targets[("h", 8443)][2] <= 8.0 - 1.5 - 2
+    options.cleanup_until = time.monotonic() + 3.0
+    assert idle_probe_targets(runs, options, lambda url: ("h", 8443)) == {}
