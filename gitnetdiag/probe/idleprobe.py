@@ -64,6 +64,8 @@ IDLE_FILE_PATTERN = NATIVE_IDLE_GLOB.replace("*", "{n}")
 
 # struct tcp_info (include/uapi/linux/tcp.h): 8 bytes, then u32 fields from tcpi_rto.
 _HEAD = struct.Struct("=8B")
+TCP_ESTABLISHED = 1
+"""``tcpi_state`` of an open connection (include/net/tcp_states.h)."""
 _U32 = struct.Struct("=I")
 _UNACKED_OFFSET = 8 + 4 * 4
 _LAST_ACK_RECV_OFFSET = 8 + 4 * 12
@@ -75,6 +77,8 @@ class KeepaliveState:
 
     probes: int
     """``tcpi_probes``: keepalive probes sent and not answered."""
+    tcp_state: int = TCP_ESTABLISHED
+    """``tcpi_state`` (``TCP_ESTABLISHED`` 1; ``TCP_CLOSE_WAIT`` 8 once the server closed)."""
     backoff: int
     """``tcpi_backoff``."""
     unacked: int
@@ -93,7 +97,8 @@ def read_keepalive_state(sock: socket.socket) -> KeepaliveState | None:
         return None
     head = _HEAD.unpack_from(raw)
     return KeepaliveState(
-        probes=head[3], backoff=head[4], unacked=_U32.unpack_from(raw, _UNACKED_OFFSET)[0],
+        probes=head[3], tcp_state=head[0], backoff=head[4],
+        unacked=_U32.unpack_from(raw, _UNACKED_OFFSET)[0],
         last_ack_recv_s=_U32.unpack_from(raw, _LAST_ACK_RECV_OFFSET)[0] / 1000.0)
 
 
@@ -171,6 +176,11 @@ def _poll(silent: _Silent, now: float) -> None:
     if state is None:
         silent.result = IdleConnection(idle_s=silent.idle_s, answer="failed",
                                        judged_at_s=elapsed, detail="TCP_INFO refused")
+        return
+    if state.tcp_state != TCP_ESTABLISHED:  # the server closed it (after sending data)
+        silent.result = IdleConnection(idle_s=silent.idle_s, answer="closed",
+                                       judged_at_s=elapsed,
+                                       detail=f"TCP state {state.tcp_state}, not established")
         return
     answer = judge(state, idle_s=silent.idle_s, elapsed_s=elapsed)
     if answer is not None:

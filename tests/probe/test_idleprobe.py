@@ -190,3 +190,22 @@ def test_a_watch_cycles_deadline_bounds_the_silence_held() -> None:
     assert targets[("h", 8443)][2] <= 8.0 - 1.5 - 2
     options.cleanup_until = time.monotonic() + 3.0
     assert idle_probe_targets(runs, options, lambda url: ("h", 8443)) == {}
+
+
+def test_a_server_that_greets_then_closes_is_closed_not_unanswered() -> None:
+    """Unread data (an SSH banner) hides the FIN from a peek: the TCP state tells."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def greet_and_close() -> None:
+        for _ in range(3):
+            conn, _addr = server.accept()
+            conn.sendall(b"SSH-2.0-test\r\n")
+            conn.close()
+
+    thread = threading.Thread(target=greet_and_close, daemon=True)
+    thread.start()
+    record = idle_probe("127.0.0.1", server.getsockname()[1], silence_s=1.0,
+                        protocols=["ssh"], trigger="test")
+    thread.join(5)
+    server.close()
+    assert [c.answer for c in record.connections] == ["closed", "closed"], record.connections
