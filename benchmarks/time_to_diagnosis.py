@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/time_to_diagnosis.py --fault loss --size 32MiB --rtt 50ms
     .venv/bin/python benchmarks/time_to_diagnosis.py --fetch-fault client-rmem-clamp
     .venv/bin/python benchmarks/time_to_diagnosis.py --demo     # fetch and both, demo path
+    .venv/bin/python benchmarks/time_to_diagnosis.py --failure-fault edge-no-backend
 
 For each push fault it brings up a private lab instance (needs root), runs
 ``gitnetdiag diagnose --lab`` twice, bounded and with ``--complete``, and
@@ -15,7 +16,9 @@ bounded clones beside complete clones. ``--demo`` runs the demo's lab
 (``h2-small-window``, HTTP/1.1, HTTP/2 and SSH) with ``--direction fetch
 --fetch-seed SIZE`` (its repository is nearly empty: the seed branch gives the
 clones something to measure; target at most 20 s) and ``--direction both``
-(at most 40 s).
+(at most 40 s). Each failure fault (``EDGE_FAULT_CULPRIT``: transfers that fail and are
+named by what was seen) runs once with ``--direction both`` beside the healthy lab: the
+time from start to the named failure, the verdict and the exit code.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from gitnetdiag.lab.edgefaults import EDGE_FAULT_CULPRIT
 from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FETCH_FAULT_CULPRIT
 
 DEMO_FAULT = "h2-small-window"
@@ -163,6 +167,31 @@ def _table(title: str, rows: list[tuple[str, str, Result, Result]], what: str) -
                 print(f"{'':<21} {label} window evidence: {result[2]}")
 
 
+def _failures(faults: list[str], rtt: str) -> None:
+    """Each failure fault once, ``--direction both``, beside the healthy lab."""
+    print(f"time to a named failure, --direction both, --size 1MiB, RTT {rtt}")
+    print(f"{'fault':<21} {'expected':<24} {'wall s':>7}  {'exit':>4}  first culprit")
+    for fault in ["healthy", *faults]:
+        with _Lab(fault, rtt) as instance, \
+                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+            started = time.monotonic()
+            proc = subprocess.run(
+                [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance",
+                 instance, "--size", "1MiB", "--timeout", "30", "--direction", "both",
+                 "--format", "json", "--out", str(Path(scratch) / "run"),
+                 *FAULT_PROBE_ARGS.get(fault, ()),
+                 # The healthy lab's main is one empty commit: a seed gives its clones
+                 # something to measure (a failure fault's clones fail before any pack).
+                 *(("--fetch-seed", "1MiB") if fault == "healthy" else ())],
+                capture_output=True, text=True, timeout=1800)
+            wall = time.monotonic() - started
+        reports = _json_documents(proc.stdout)
+        report = reports[0] if reports else {}
+        first = "; ".join(f"{c['direction']}: {c['id']}" for c in report.get("culprits", [])[:2])
+        print(f"{fault:<21} {EDGE_FAULT_CULPRIT.get(fault, '(healthy)'):<24} {wall:>7.1f}  "
+              f"{proc.returncode:>4}  {report.get('verdict', '?')}: {first or '-'}")
+
+
 def _demo(size: str, rtt: str) -> None:
     """``--direction fetch`` and ``both`` on the demo's lab, against their targets."""
     rows = []
@@ -190,19 +219,23 @@ def main() -> int:
                         help="push lab fault (repeat)")
     parser.add_argument("--fetch-fault", action="append", choices=list(FETCH_FAULT_CULPRIT),
                         help="download lab fault, --direction fetch (repeat)")
+    parser.add_argument("--failure-fault", action="append", choices=list(EDGE_FAULT_CULPRIT),
+                        help="failure lab fault, --direction both beside healthy (repeat)")
     parser.add_argument("--demo", action="store_true",
                         help="--direction fetch and both on the demo path")
     parser.add_argument("--size", default="24MiB",
                         help="generated repository size (and the demo's --fetch-seed)")
     parser.add_argument("--rtt", default="50ms", help="lab round-trip time")
     args = parser.parse_args()
-    everything = not (args.fault or args.fetch_fault or args.demo)
+    everything = not (args.fault or args.fetch_fault or args.demo or args.failure_fault)
     if args.fault or everything:
         _pushes(args.fault or list(FAULT_CULPRIT), args.size, args.rtt)
     if args.fetch_fault or everything:
         _fetches(args.fetch_fault or list(FETCH_FAULT_CULPRIT), args.rtt)
     if args.demo or everything:
         _demo(args.size, args.rtt)
+    if args.failure_fault or everything:
+        _failures(args.failure_fault or list(EDGE_FAULT_CULPRIT), args.rtt)
     return 0
 
 

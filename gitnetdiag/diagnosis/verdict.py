@@ -58,6 +58,8 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
     "ssh-maxstartups": frozenset({FailureKind.RESET, *REFUSALS}),
     "listen-backlog-overflow": frozenset({FailureKind.RESET, *REFUSALS}),
     "edge-backend-errors": frozenset({FailureKind.HTTP_STATUS}),
+    "edge-no-backend": frozenset({FailureKind.HTTP_STATUS, FailureKind.SERVER_ERROR,
+                                  FailureKind.OTHER}),
     "h2-frame-settings": frozenset({FailureKind.RESET, FailureKind.OTHER}),
     "request-body-limit": frozenset({FailureKind.HTTP_STATUS, FailureKind.RESET,
                                      FailureKind.OTHER}),

@@ -243,9 +243,12 @@ CASES: dict[str, Case] = {
                          "Content-Length in " + CURL + ")"),
     "garbage": Case(_mode("garbage"), H1, 5, "gitnetdiag probe <id> (failed)",
                     GIT_FAILED + "fatal: protocol error: bad line length character: <htm "
-                    "(hint: the server answered with something that is not git's protocol (an "
-                    "HTML page from a login portal, a proxy or a wrong path): see its status and "
-                    "Content-Type in " + CURL + ")"),
+                    "(GET info/refs answered 200, Content-Type "
+                    "application/x-git-receive-pack-advertisement) (hint: the answer is not "
+                    "git's protocol (an HTML page from a proxy, captive portal or login wall); "
+                    "it began with '<htm': see the response's first bytes "
+                    "in " + CURL + ", with its status and Content-Type; over SSH, text the "
+                    "server's shell prints (a banner, .bashrc output) does the same)"),
     "never-answers": Case(_mode("muted"), (*H1, "--size", "1MiB", "--cleanup-wait", "1"), 5,
                           "gitnetdiag probe <id> (stalled)",
                           STALLED + "for 3 s (the whole pack was sent and the server never "

@@ -37,7 +37,7 @@ def _evidence(culprit: dict[str, Any], starts: str) -> list[float]:
     return [e["value"] for e in culprit["evidence"] if e["what"].startswith(starts)]
 
 
-@pytest.mark.lab_lane("idle")
+@pytest.mark.lab_lane("fail")
 def test_a_path_that_forgets_idle_connections_is_named_with_n_bracketed(
         lab_factory: LabFactory, tmp_path: Path) -> None:
     state = lab_factory(FAULT)
