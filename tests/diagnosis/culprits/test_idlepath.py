@@ -70,15 +70,17 @@ def test_a_forgotten_connection_fails_the_run_with_n_bracketed() -> None:
 
 def test_every_keepalive_answered_is_a_busy_server_not_the_path() -> None:
     """The server's kernel answers keepalives however long its hook runs: the stall stays
-    unexplained, and its hint says the path kept the connection."""
+    unexplained (every HTTP/1.1 push hung: failed, cause not identified), and its hint says
+    the path kept the connection."""
     obs = case_path_idle_timeout(low=12.0, high=None)
     assert "path-idle-timeout" not in [f.id for f in diagnose(obs).findings]
     # HTTP/1.1 alone hangs (SSH pushes fine): no common stall to blame the server by.
     obs = replace(obs, protocols={**obs.protocols, "ssh": proto(1.0, size=MB)})
     result = diagnose(obs)
     assert "path-idle-timeout" not in [f.id for f in result.findings]
-    assert result.verdict == "inconclusive", result.headline
-    hints = [f.hint for f in result.measurement_failures if f.reference == "push-stalled"]
+    assert result.verdict == "failed", result.headline
+    assert result.headline.endswith("cause not identified."), result.headline
+    hints = [f.hint for f in result.measurement_failures if f.reference == "push-failed"]
     assert hints and all("the path keeps idle connections" in h for h in hints), hints
 
 
