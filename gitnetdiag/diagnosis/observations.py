@@ -285,6 +285,30 @@ class BodyLimitProbe:
 
 
 @dataclass(frozen=True, kw_only=True)
+class IdlePathProbe:
+    """Positive controls after a push went silent (pack sent, no answer): TCP keepalives on
+    connections of the tool's own to the same ``host:port``, each held silent for its own
+    time, and a new connection at the end (:mod:`gitnetdiag.rundir.idleprobe`)."""
+
+    source: str
+    """Where it comes from (``idle probe of HOST:PORT``)."""
+    silence_s: float
+    """The push's silence before it was given up."""
+    answered_up_to_s: float | None = None
+    """The longest silence after which a keepalive was still answered; None when none was."""
+    unanswered_from_s: float | None = None
+    """The shortest silence after which a keepalive went unanswered; None when none did."""
+    unanswered_probes: int = 0
+    """Keepalive probes the kernel counted unanswered on that connection (``tcpi_probes``)."""
+    closed_by_server: int = 0
+    """Silent connections the server closed (FIN or RST) before their keepalive was due."""
+    new_connection_ok: bool | None = None
+    """A new connection to the same port completed its handshake; None when not tried."""
+    new_connection_s: float | None = None
+    """Seconds that handshake took."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class ProtocolObservation:
     """Everything measured for one transport."""
 
@@ -308,6 +332,9 @@ class ProtocolObservation:
     body_limit: BodyLimitProbe | None = None
     """The native probe's answers to POSTs of the pack's kind by size and framing
     (``h1``/``h2``; None when it did not run)."""
+    idle_path: IdlePathProbe | None = None
+    """Keepalives on silent connections to the protocol's port after a push went silent
+    (None when the idle probe did not run)."""
 
 
 @dataclass(frozen=True, kw_only=True)

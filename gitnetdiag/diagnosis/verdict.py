@@ -47,6 +47,7 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from gitnetdiag.diagnosis.assembly import as_push_result
+from gitnetdiag.diagnosis.culprits.idlepath import idle_kept_hint, idle_path_hint
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure, Verdict
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_LABELS,
@@ -84,6 +85,7 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
     "client-http-stack": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "h2-flow-control-window": frozenset({FailureKind.HUNG}),
     "edge-response-buffering": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
+    "path-idle-timeout": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
 }
 """The one table of culprits whose evidence is a failed request, connection or stalled
 transfer, with the failure kinds they explain (either direction): a protocol whose every
@@ -298,11 +300,15 @@ def _unexplained_stalls(obs: Observations, name: str) -> list[MeasurementFailure
 def _stall_hint(obs: Observations, name: str) -> str:
     """What to do about an unexplained stall, given the evidence the run already has."""
     common = all_stalled(obs)
+    if (path := idle_path_hint(obs)) is not None:
+        return path
     if name in common:
         labels = " and ".join(PROTOCOL_LABELS.get(n, n) for n in PROTOCOL_ORDER if n in common)
         return (f"{labels} stalled alike, so the cause is common to them, most likely the "
                 "server (a slow pre-receive hook, receive-pack): run with a --timeout above "
                 "the server's time, and add 'gitnetdiag host' evidence with --host-report")
+    if (kept := idle_kept_hint(obs)) is not None:
+        return kept
     p = obs.protocols[name]
     ledger_wanted = name in ("h2", "ssh")
     has_ledger = p.h2_ledger is not None or p.ssh_ledger is not None

@@ -29,7 +29,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, edgefaults, fetchlab, h2window, httpfaults, slowclient, slowdisk
+from gitnetdiag.lab import (
+    config,
+    edgefaults,
+    fetchlab,
+    h2window,
+    httpfaults,
+    idlefaults,
+    slowclient,
+    slowdisk,
+)
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.edges import EDGE_PROGRAMS
 from gitnetdiag.lab.httpauth import make_http_auth
@@ -231,6 +240,8 @@ def router_rules(ns: Namespaces, spec: LabSpec) -> None:
     if spec.loss > 0:
         nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                "--probability", f"{spec.loss:.6f}", "-j", "DROP")
+    for argv in idlefaults.router_commands(spec):
+        nsexec(ns.router, *argv)
     if spec.rtt_ms > 0:
         nsexec(ns.router, *ipt, "-j", "NFQUEUE", "--queue-num", str(NFQUEUE_NUM))
 
@@ -314,7 +325,9 @@ def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> No
         run([*git, "config", "core.fsync", "committed"])
     if spec.hook_delay_s > 0:
         hook = paths.repo / "hooks" / "pre-receive"
-        hook.write_text(config.pre_receive_hook(spec.hook_delay_s))
+        hook.write_text(idlefaults.pre_receive_hook(spec.hook_delay_s)
+                        if idlefaults.drops_idle_state(spec)
+                        else config.pre_receive_hook(spec.hook_delay_s))
         hook.chmod(0o755)
     if spec.fetch_history is not None:
         fetchlab.seed_history(paths.repo, spec.fetch_history, count=FETCH_SIMILAR_BLOBS,

@@ -12,6 +12,7 @@ from gitnetdiag.lab import clonefaults as _clone
 from gitnetdiag.lab import edgefaults as _edge
 from gitnetdiag.lab import fetchlab as _fetch
 from gitnetdiag.lab import httpfaults as _http
+from gitnetdiag.lab import idlefaults as _idle
 
 # HTTP/2's default initial window (RFC 9113 section 6.9.2), what HAProxy up to 3.0 keeps.
 H2_DEFAULT_WINDOW = 65535
@@ -141,6 +142,7 @@ FAULTS: dict[str, str] = {
     **_http.HTTP_FAULTS,
     **_clone.CLONE_FAULTS,
     **_edge.EDGE_FAULTS,
+    **_idle.IDLE_FAULTS,
 }
 
 
@@ -199,6 +201,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     **_http.HTTP_FAULT_FIX_NAMES,
     **_clone.CLONE_FAULT_FIX_NAMES,
     **_edge.EDGE_FAULT_FIX_NAMES,
+    **_idle.IDLE_FAULT_FIX_NAMES,
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -321,6 +324,7 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     "edge-backend-errors": ("--protocols", "h1,h2,ssh", "--cleanup-wait", "5"),
     **_http.HTTP_FAULT_PROBE_ARGS,
     **_edge.EDGE_FAULT_PROBE_ARGS,
+    **_idle.IDLE_FAULT_PROBE_ARGS,
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""
@@ -550,7 +554,8 @@ def build_spec(*, instance: str, faults: list[str],
         server_rmem_max=RMEM_CLAMP_BYTES if has("tcp-rmem-clamp") else None,
         git_backlog=TINY_BACKLOG if has("tiny-backlog") else HEALTHY_BACKLOG,
         hook_delay_s=hook_delay_s if has("slow-hook")
-        else _http.EDGE_IDLE_HOOK_S if has("edge-idle-timeout") else 0.0,
+        else _http.EDGE_IDLE_HOOK_S if has("edge-idle-timeout")
+        else _idle.IDLE_HOOK_S if has("idle-state-drop") else 0.0,
         auth_delay_s=auth_delay_s if has("slow-auth") else 0.0,
         reset_port=DEFAULT_RESET_PORT if has("firewall-reset") else None,
         http_auth=has("auth"),

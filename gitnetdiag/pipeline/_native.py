@@ -3,6 +3,7 @@
     native-*.json, schema .../2 (raw events)  --analysis.nativeledger-->  ledgers  --> obs
     native-*.json without schema (summaries written before version 2)   --legacy-->  obs
     native-body.json (the body probe's answers)                  --body_limit-->       obs
+    native-idle-<n>.json (the idle probe's keepalives)           --idle_path-->        obs
 
 Both paths give the same observations for the same push: the legacy path
 reads back the numbers the old probe derived with the same
@@ -27,7 +28,8 @@ from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.pipeline._noted import Noted
 from gitnetdiag.rundir import NATIVE_H2_FILE, NATIVE_SSH_FILE, bad_run_dir, read_json_object
 from gitnetdiag.rundir.bodyprobe import HttpVersion, body_probe_record
-from gitnetdiag.rundir.files import NATIVE_BODY_FILE, NATIVE_FILES
+from gitnetdiag.rundir.files import NATIVE_BODY_FILE, NATIVE_FILES, NATIVE_IDLE_GLOB
+from gitnetdiag.rundir.idleprobe import idle_probe_record
 from gitnetdiag.rundir.native import (
     H2NativeRecord,
     SshNativeRecord,
@@ -134,6 +136,31 @@ def body_limit(run_dir: Path, protocol: str) -> Noted[obs.BodyLimitProbe | None]
     first = protocol == record.protocols[0]
     return Noted(value=probe,
                  notes=tuple(f"{NATIVE_BODY_FILE}: {note}" for note in record.notes if first))
+
+
+def idle_path(run_dir: Path, protocol: str) -> Noted[obs.IdlePathProbe | None]:
+    """What the idle probe of ``protocol``'s endpoint saw; None when it did not run there."""
+    for path in sorted(run_dir.glob(NATIVE_IDLE_GLOB)):
+        data = read_json_object(path)
+        if data is None:
+            continue
+        record = idle_probe_record(data, path.name)
+        if protocol not in record.protocols:
+            continue
+        low, high = record.bracket_s
+        first = next((c for c in record.connections if c.idle_s == high), None)
+        new = record.new_connection
+        probe = obs.IdlePathProbe(
+            source=f"idle probe of {record.target}", silence_s=record.silence_s,
+            answered_up_to_s=low, unanswered_from_s=high,
+            unanswered_probes=first.probes if first else 0,
+            closed_by_server=len(record.idle_times("closed")),
+            new_connection_ok=new.ok if new else None,
+            new_connection_s=new.connect_s if new else None)
+        first_protocol = protocol == record.protocols[0]
+        return Noted(value=probe, notes=tuple(f"{path.name}: {note}" for note in record.notes
+                                              if first_protocol))
+    return Noted(value=None)
 
 
 # --- legacy: summaries written before schema version 2 --------------------------------

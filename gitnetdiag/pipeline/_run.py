@@ -38,7 +38,12 @@ from gitnetdiag.pipeline._metrics import (
     tcpinfo_metrics,
     tcpinfo_rows,
 )
-from gitnetdiag.pipeline._native import body_limit, native_fingerprint, native_ledgers
+from gitnetdiag.pipeline._native import (
+    body_limit,
+    idle_path,
+    native_fingerprint,
+    native_ledgers,
+)
 from gitnetdiag.pipeline._noted import Noted, Notes
 from gitnetdiag.pipeline._sampled import artifact_text, sampled_run
 from gitnetdiag.rundir import (
@@ -248,6 +253,7 @@ def _protocol_observation(run_dir: Path, run: ProtocolRun,
         flight=flight,
         http_requests=http_exchanges(records),
         body_limit=gathered.take(body_limit(run_dir, run.protocol)),
+        idle_path=gathered.take(idle_path(run_dir, run.protocol)),
     )
     return Noted(value=observation, notes=tuple(gathered.notes),
                  problems=tuple(gathered.problems))

@@ -293,6 +293,9 @@ def _run_steps(state: _Run, scratch: Path) -> None:
             if interrupted:
                 raise KeyboardInterrupt
 
+    from gitnetdiag.probe.idleprobe import start_idle_probes
+    idle_probes = start_idle_probes(list(state.protocols.values()) if options.native else [],
+                                    options, state.run_dir, endpoint_of)
     if options.native and state.black_hole is None:
         _native(state, repo_path, oid)
         state.save()
@@ -301,6 +304,7 @@ def _run_steps(state: _Run, scratch: Path) -> None:
     if options.h2_sweep and state.black_hole is None:
         _sweep(state, repo_path, oid)
         state.save()
+    idle_probes(state.reporter)  # silent connections held beside the probes above
 
     if options.burst > 0:
         for protocol in options.protocols:

@@ -14,6 +14,9 @@ NATIVE_FILES = {"h2": NATIVE_H2_FILE, "ssh": NATIVE_SSH_FILE}
 """Protocol -> native event file."""
 NATIVE_BODY_FILE = "native-body.json"
 """Native body probe: answers to POSTs of the pack's kind (:mod:`gitnetdiag.rundir.bodyprobe`)."""
+NATIVE_IDLE_GLOB = "native-idle-*.json"
+"""Idle probe: keepalives on silent connections, one file per endpoint
+(:mod:`gitnetdiag.rundir.idleprobe`)."""
 SWEEP_FILE = "native-h2-sweep.json"
 """``--h2-sweep``: one row per client SETTINGS variant, derived from the variant files."""
 SWEEP_VARIANT_PATTERN = "native-h2-sweep-{n}.json"

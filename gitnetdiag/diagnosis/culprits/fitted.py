@@ -131,5 +131,6 @@ HAND_WEIGHTED: dict[tuple[str, str], str] = {
     ("upload", "edge-idle-timeout"): "no lab fault in the matrix produces it",
     ("upload", "streamed-body-refused"): "no lab fault in the matrix produces it",
     ("upload", "edge-no-backend"): "no lab fault in the matrix produces it",
+    ("upload", "path-idle-timeout"): "no lab fault in the matrix produces it",
 }
 """(direction, culprit id) -> why it keeps its hand-set weights."""

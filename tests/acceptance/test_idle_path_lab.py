@@ -1,0 +1,76 @@
+"""Issue 42: a path that forgets idle connections is named, with N bracketed.
+
+The router of ``idle-state-drop`` forgets a TCP connection after 4 s of silence and drops
+what follows (conntrack INVALID, no RST); an 8 s silent pre-receive hook makes every push
+(HTTPS and SSH) send its pack and wait for an answer that never comes. ``diagnose --lab``
+must say ``failed`` (non-zero exit), rank ``path-idle-timeout`` first with the router's
+timeout inside the bracket its idle probe measured, name ``receive.keepAlive``, not blame
+the server, and leave no probe branch behind.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitnetdiag.lab.idlefaults import (
+    IDLE_FAULT_CULPRIT,
+    IDLE_FAULT_FIX_NAMES,
+    IDLE_FAULT_PROBE_ARGS,
+    IDLE_STATE_TIMEOUT_S,
+)
+from tests.conftest import LabFactory
+
+pytestmark = pytest.mark.lab
+
+FAULT = "idle-state-drop"
+EXIT_FAILED = 9
+
+
+def _evidence(culprit: dict[str, Any], starts: str) -> list[float]:
+    return [e["value"] for e in culprit["evidence"] if e["what"].startswith(starts)]
+
+
+@pytest.mark.lab_lane("fail")
+def test_a_path_that_forgets_idle_connections_is_named_with_n_bracketed(
+        lab_factory: LabFactory, tmp_path: Path) -> None:
+    state = lab_factory(FAULT)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance",
+         state.instance, "--format", "json", "--out", str(tmp_path / "run"),
+         *IDLE_FAULT_PROBE_ARGS[FAULT]], capture_output=True, text=True, timeout=300)
+    took = time.monotonic() - started
+    assert "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads(proc.stdout)
+    ids = [c["id"] for c in report["culprits"]]
+    print(f"{FAULT}: exit {proc.returncode} after {took:.0f} s, verdict {report['verdict']}, "
+          f"ranked {ids}\n  headline: {report['headline']}")
+    assert ids and ids[0] == IDLE_FAULT_CULPRIT[FAULT], ids
+    assert report["verdict"] == "failed" and proc.returncode == EXIT_FAILED, proc.stderr[-2000:]
+    top = report["culprits"][0]
+    for e in top["evidence"]:
+        print(f"  - {e['what']}: {e['value']} {e['unit'] or ''} {e['text']}")
+    answered = _evidence(top, "keepalive answered")
+    unanswered = _evidence(top, "keepalive unanswered")
+    print(f"  bracket: answered up to {answered} s, unanswered from {unanswered} s "
+          f"(router: {IDLE_STATE_TIMEOUT_S} s)")
+    assert len(unanswered) == 2, top["evidence"]  # HTTPS's port and SSH's
+    assert max(answered) <= IDLE_STATE_TIMEOUT_S <= min(unanswered), (answered, unanswered)
+    assert IDLE_FAULT_FIX_NAMES[FAULT] in top["fix"] and "ServerAliveInterval" in top["fix"]
+    hints = " ".join(f["hint"] for f in report["measurement_failures"])
+    assert "most likely the server" not in hints, hints
+    run = tmp_path / "run"
+    manifest = json.loads((run / "manifest.json").read_text())
+    for protocol_run in manifest["protocols"]:
+        for push in protocol_run["pushes"]:
+            stderr = (run / push["artifacts"]["stderr"]).read_text()
+            # git sent the whole pack, then heard nothing: no error of its own.
+            assert "Total " in stderr and "error:" not in stderr, stderr[-800:]
+            assert push["cleanup"] == "deleted", push
