@@ -34,7 +34,8 @@ class FailureKind(StrEnum):
     REFUSED = "refused"
     """TCP connection refused (nothing listening, or a REJECT rule)."""
     UNREACHABLE = "unreachable"
-    """No route, unknown host."""
+    """No route, unknown host, or no answer at all to the connection's SYNs (a filter
+    drops them: the probe's bounded path check tells which, :data:`PathReach`)."""
     RESET = "reset"
     """Connection reset or closed by the peer mid-way."""
     TLS = "tls"
@@ -69,3 +70,23 @@ were kept, a clone that stopped moving), whichever the direction; any other outc
 REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.UNREACHABLE})
 """Kinds the diagnosis counts as a refused connection: a REJECT rule answers a SYN with a
 reset (``refused``) or with an ICMP unreachable (``unreachable``)."""
+
+
+PathReach = Literal["open", "filtered", "refused", "no-route", "unresolved", "tls-stalled"]
+"""What the probe's bounded connect to a port found before any transfer: ``open`` (the
+handshake, and for HTTPS the TLS handshake, completed), ``filtered`` (no SYN answered:
+no SYN-ACK, no RST, no ICMP), ``refused`` (a RST or an ICMP port unreachable:
+``ECONNREFUSED``), ``no-route`` (``EHOSTUNREACH``/``ENETUNREACH``: no route, or an ICMP
+host/admin prohibited), ``unresolved`` (the host name does not resolve), ``tls-stalled``
+(TCP connected, the TLS handshake never completed)."""
+
+DEAD_PATHS: dict[PathReach, FailureKind] = {
+    "filtered": FailureKind.UNREACHABLE,
+    "no-route": FailureKind.UNREACHABLE,
+    "tls-stalled": FailureKind.TLS,
+}
+"""Path check results whose port no transfer is tried on (git would wait out its SYN
+retries, minutes, for the same answer), each with the failure kind the protocol's transfer
+is recorded with. A refused port and a name that does not resolve are not here: git
+fails on them in milliseconds, in words the diagnosis reads (``firewall-reset`` judges a
+refusal, a host that does not resolve is a failure of the run's input)."""

@@ -64,6 +64,7 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
                                         FailureKind.OTHER}),
     "edge-idle-timeout": frozenset({FailureKind.RESET, FailureKind.OTHER,
                                     FailureKind.TIMEOUT}),
+    "path-unreachable": frozenset({FailureKind.UNREACHABLE, FailureKind.TLS}),
 }
 """Culprits whose evidence is a failed request or connection, with the push failure kinds
 they explain."""
