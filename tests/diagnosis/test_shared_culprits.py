@@ -27,7 +27,8 @@ SHARED = {c.id for c in CULPRITS if c.directions == BOTH}
 def test_the_shared_culprits_are_the_direction_independent_ones() -> None:
     assert {"packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency",
                       "syn-drop", "listen-backlog-overflow", "ssh-maxstartups",
-                      "firewall-reset", "slow-ref-advertisement", "client-http-stack"} == SHARED
+                      "firewall-reset", "slow-ref-advertisement", "client-http-stack",
+            "path-unreachable"} == SHARED
 
 
 def test_healthy_clones_rank_no_shared_culprit() -> None:

@@ -12,6 +12,7 @@ from tests.diagnosis.culprits import (
     test_mtu,
     test_path,
     test_pool,
+    test_reach,
     test_refusals,
     test_server,
     test_ssh,
@@ -32,6 +33,7 @@ FAMILIES = (
     test_edge,
     test_pool,
     test_refusals,
+    test_reach,
 )
 CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.CASES.items()}
 
@@ -42,8 +44,8 @@ def test_every_catalogue_id_has_a_case() -> None:
     test_send_buffer_and_client, test_http2_client_window, test_edge_response_buffering)."""
     ids = [c.id for c in CULPRITS]
     upload = [c.id for c in CULPRITS if c.judges("upload")]
-    assert len(ids) == len(set(ids)) == 29
-    assert len(upload) == 23
+    assert len(ids) == len(set(ids)) == 30
+    assert len(upload) == 24
     assert set(CASES) == set(upload)
 
 
