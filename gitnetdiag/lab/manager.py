@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, fetchlab, h2window, httpfaults, slowclient, slowdisk
+from gitnetdiag.lab import config, fetchlab, h2window, httpfaults, pathfaults, slowclient, slowdisk
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.edges import EDGE_PROGRAMS
 from gitnetdiag.lab.httpauth import make_http_auth
@@ -202,6 +202,8 @@ def _restore_cubic() -> None:
 
 def router_rules(ns: Namespaces, spec: LabSpec) -> None:
     ipt = ("iptables-legacy", "-w", "5", "-A", "FORWARD")
+    for rule in pathfaults.router_rules(spec):  # first: no later rule sees those SYNs
+        nsexec(ns.router, *ipt, *rule)
     if spec.reset_port is not None and spec.reset_after_bytes is None:
         nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
                "-j", "REJECT", "--reject-with", "tcp-reset")

@@ -10,6 +10,7 @@ from typing import TypedDict, Unpack
 from gitnetdiag.errors import UsageError
 from gitnetdiag.lab import fetchlab as _fetch
 from gitnetdiag.lab import httpfaults as _http
+from gitnetdiag.lab import pathfaults as _path
 
 # HTTP/2's default initial window (RFC 9113 section 6.9.2), what HAProxy up to 3.0 keeps.
 H2_DEFAULT_WINDOW = 65535
@@ -137,6 +138,7 @@ FAULTS: dict[str, str] = {
     "edge-backend-errors": "the HAProxy edge balances round-robin over two members without "
     f"health checks: Apache, and a port that answers {BAD_MEMBER_STATUS} to everything",
     **_http.HTTP_FAULTS,
+    **_path.PATH_FAULTS,
 }
 
 
@@ -193,6 +195,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "h2-client-stall": "http.version HTTP/1.1",
     "edge-backend-errors": "option httpchk",
     **_http.HTTP_FAULT_FIX_NAMES,
+    **_path.PATH_FAULT_FIX_NAMES,
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -314,6 +317,7 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # Both HTTP versions go through the pool; SSH does not, and shows the server is fine.
     "edge-backend-errors": ("--protocols", "h1,h2,ssh", "--cleanup-wait", "5"),
     **_http.HTTP_FAULT_PROBE_ARGS,
+    **_path.PATH_FAULT_PROBE_ARGS,
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""

@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.outcomes import DEAD_PATHS, FailureKind
+from gitnetdiag.rundir.failures import DEAD_PORT_HINT
 from gitnetdiag.rundir.records import (
     PathMeasurement,
     PushRecord,
@@ -58,9 +59,7 @@ def dead_by_protocol(endpoints: Mapping[str, str], paths: Iterable[PathMeasureme
 
 def dead_error(url: str, path: PathMeasurement) -> GitnetdiagError:
     """The run error of a protocol not transferred over its dead port."""
-    return NetworkError(f"{url}: not transferred: {path_line(path)}",
-                        hint="open the port on the path (the firewall rule, the security group) "
-                        "or use another protocol; see the path-unreachable culprit",
+    return NetworkError(f"{url}: not transferred: {path_line(path)}", hint=DEAD_PORT_HINT,
                         reference=REFERENCE)
 
 

@@ -27,7 +27,8 @@ CONNECT_ATTEMPTS = 5
 CONNECT_TIMEOUT_S = 5.0
 CHECK_TIMEOUT_S = 3.5
 """How long the first connect waits for an answer: Linux resends an unanswered SYN after
-1 s and 3 s (initial RTO 1 s, doubling), so three SYNs have gone out unanswered by then."""
+1 s and 3 s (initial RTO 1 s, doubling), or each second with ``tcp_syn_linear_timeouts``
+(Linux 6.5+, 4 by default), so three or four SYNs have gone out unanswered by then."""
 TLS_CHECK_TIMEOUT_S = 5.0
 """How long the TLS handshake on an open port may take before it is ``tls-stalled``."""
 _NO_ROUTE = frozenset({errno.EHOSTUNREACH, errno.ENETUNREACH})

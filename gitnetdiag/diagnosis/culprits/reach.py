@@ -29,8 +29,17 @@ SOURCE = "path check (one bounded connect before the transfers)"
 _SIGNALS = {"filtered": "no-answer", "no-route": "no-route", "tls-stalled": "tls-stalled"}
 
 
-def _evidence(dead: DeadPath) -> list[Evidence]:
-    who = f"{label(dead.protocol)} ({dead.endpoint})"
+def _by_port(dead: Sequence[DeadPath]) -> list[tuple[str, DeadPath]]:
+    """Each dead endpoint once, with the protocols that use it (``HTTP/1.1 and HTTP/2``)."""
+    names: dict[str, list[str]] = {}
+    first: dict[str, DeadPath] = {}
+    for d in dead:
+        names.setdefault(d.endpoint, []).append(label(d.protocol))
+        first.setdefault(d.endpoint, d)
+    return [(f"{' and '.join(names[e])} ({e})", first[e]) for e in first]
+
+
+def _evidence(who: str, dead: DeadPath) -> list[Evidence]:
     waited = dead.waited_s
     if dead.reach == "filtered":
         items = [Evidence(what=f"{who}: SYNs sent, none answered (no SYN-ACK, RST or ICMP)",
@@ -89,17 +98,18 @@ def path_unreachable(obs: Observations) -> Hit | None:
     if not dead:
         return None
     tally = Tally("path-unreachable")
+    ports = _by_port(dead)
     tally.add(max((_SIGNALS[d.reach] for d in dead if d.reach in _SIGNALS),
                   key=lambda signal: weight("path-unreachable", signal), default="tls-stalled"),
-              *[item for d in dead for item in _evidence(d)])
+              *[item for who, d in ports for item in _evidence(who, d)])
     requested = set(obs.run.requested_protocols or obs.protocols)
     if requested and requested <= {d.protocol for d in dead}:
         tally.add("every-protocol")
-    seen = "; ".join(f"{label(d.protocol)} ({d.endpoint}): {_seen(d)}" for d in dead)
+    seen = "; ".join(f"{who}: {_seen(d)}" for who, d in ports)
     return tally.hit(
         cost_s=GIT_SYN_WAIT_S, cost_protocol=dead[0].protocol,
         summary=f"{seen}: nothing could be measured over "
-        + ("it" if len(dead) == 1 else "them")
+        + ("it" if len(ports) == 1 else "them")
         + f", and git would wait out its SYN retries (about {GIT_SYN_WAIT_S:.0f} s per "
         "connection) for the same answer; no transfer was tried there.",
         fix=_fix(dead))
