@@ -15,8 +15,7 @@ Neither has a ``lab fix``: the fix is the filter's rule gone (``lab down`` and `
 
 from __future__ import annotations
 
-from typing import Protocol
-
+from gitnetdiag.lab.httpfaults import FaultSettings
 from gitnetdiag.model.lab.state import PORT_HTTPS_DIRECT, PORT_HTTPS_EDGE, PORT_SSH, SERVER_IP
 
 DEAD_PORTS = (PORT_HTTPS_EDGE, PORT_HTTPS_DIRECT, PORT_SSH)
@@ -49,13 +48,6 @@ PATH_FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
 }
 """How ``diagnose --lab`` exercises each fault: the protocols of the dead ports; a refused
 push created nothing, so its clean-up need not wait 30 s for a branch."""
-
-
-class FaultSettings(Protocol):
-    """What :func:`router_rules` reads of a :class:`gitnetdiag.lab.spec.LabSpec`."""
-
-    @property
-    def faults(self) -> tuple[str, ...]: ...
 
 
 def router_rules(spec: FaultSettings) -> list[tuple[str, ...]]:

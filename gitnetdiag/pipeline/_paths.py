@@ -3,31 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Protocol
 
 from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, DeadPath
 from gitnetdiag.outcomes import DEAD_PATHS
 from gitnetdiag.rundir.records import PathMeasurement
 
 
-class _Run(Protocol):
-    @property
-    def protocol(self) -> str: ...
-
-    @property
-    def endpoint(self) -> str: ...
-
-
-def dead_paths(runs: Iterable[_Run], paths: Sequence[PathMeasurement]) -> tuple[DeadPath, ...]:
-    """One :class:`DeadPath` per protocol whose endpoint's check found the port dead."""
+def dead_paths(endpoints: Iterable[tuple[str, str]], paths: Sequence[PathMeasurement]
+               ) -> tuple[DeadPath, ...]:
+    """One :class:`DeadPath` per protocol whose endpoint's check found the port dead
+    (``endpoints``: each protocol run's ``(protocol, host:port)``)."""
     by_endpoint = {path.endpoint: path for path in paths}
     dead = []
-    for run in runs:
-        path = by_endpoint.get(run.endpoint)
-        if path is None or path.reach not in DEAD_PATHS or run.protocol not in PROTOCOL_ORDER:
+    for protocol, endpoint in endpoints:
+        path = by_endpoint.get(endpoint)
+        if path is None or path.reach not in DEAD_PATHS or protocol not in PROTOCOL_ORDER:
             continue
-        dead.append(DeadPath(protocol=run.protocol,
-                             endpoint=path.endpoint, reach=path.reach,
-                             syns_sent=path.syns_sent, waited_s=path.waited_s,
-                             error=path.error or ""))
+        dead.append(DeadPath(protocol=protocol, endpoint=path.endpoint,
+                             reach=path.reach, syns_sent=path.syns_sent,
+                             waited_s=path.waited_s, error=path.error or ""))
     return tuple(sorted(dead, key=lambda d: PROTOCOL_ORDER.index(d.protocol)))

@@ -299,7 +299,9 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
                             host=host, storage=storage,
                             problems=run_problems(manifest) + tuple(gathered.problems),
-                            dead_paths=dead_paths(manifest.protocols, manifest.paths)), \
+                            dead_paths=dead_paths(
+                                ((r.protocol, r.endpoint) for r in manifest.protocols),
+                                manifest.paths)), \
         gathered.notes
 
 

@@ -202,7 +202,8 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
         problems=sampled_problems(manifest) + capture_problems(run_dir, manifest),
         started=manifest.started_at,
         target_url=", ".join(sorted({run.url for run in manifest.protocols})),
-        dead_paths=dead_paths(manifest.protocols, manifest.paths))
+        dead_paths=dead_paths(((r.protocol, r.endpoint) for r in manifest.protocols),
+                              manifest.paths))
     ranked = diagnose(obs)
     # The failures' hints speak of the transfer's direction (a clone's words, not a push's).
     judged = judge(obs, ranked.findings, hint_of=lambda kind, message: failure_hint(
