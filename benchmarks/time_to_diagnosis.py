@@ -15,7 +15,10 @@ bounded clones beside complete clones. ``--demo`` runs the demo's lab
 (``h2-small-window``, HTTP/1.1, HTTP/2 and SSH) with ``--direction fetch
 --fetch-seed SIZE`` (its repository is nearly empty: the seed branch gives the
 clones something to measure; target at most 20 s) and ``--direction both``
-(at most 40 s).
+(at most 40 s). ``--dead-path FAULT`` (``gitnetdiag.lab.pathfaults.PATH_FAULT_CULPRIT``:
+``filtered-port``, ``refused-port``) runs ``--direction both`` on that fault's lab beside the
+healthy lab, each once: the time from the start to the named failure (issue 42's target:
+30 s), against the healthy run's time to its report.
 """
 
 from __future__ import annotations
@@ -30,12 +33,15 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from gitnetdiag.lab.pathfaults import PATH_FAULT_CULPRIT
 from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FETCH_FAULT_CULPRIT
 
 DEMO_FAULT = "h2-small-window"
 DEMO_PROTOCOLS = "h1,h2,ssh"
 DEMO_TARGETS_S = {"fetch": 20.0, "both": 40.0}
 """Issue 26's targets for ``diagnose --direction fetch|both`` on the demo path."""
+DEAD_PATH_TARGET_S = 30.0
+"""Issue 42's target: a dead path named within 30 s of the start, both directions."""
 
 
 def _diagnose(instance: str, fault: str, size: str, out: Path,
@@ -184,6 +190,27 @@ def _demo(size: str, rtt: str) -> None:
               f"{'yes' if wall <= target else 'NO':<7} {first}")
 
 
+def _dead_paths(faults: list[str], rtt: str) -> None:
+    """``--direction both`` once on each dead-path fault's lab and once on the healthy lab."""
+    rows = []
+    for fault in ("healthy", *faults):
+        with _Lab(fault, rtt) as instance, \
+                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+            # The healthy lab's repository is nearly empty: a seed branch gives its clones
+            # something to measure. A dead path's seed push would fail where the clones do.
+            seed = ("--fetch-seed", "1MiB") if fault == "healthy" else ()
+            result = _diagnose(instance, fault, "1MiB", Path(scratch) / "both",
+                               "--direction", "both", *seed)
+        rows.append((fault, PATH_FAULT_CULPRIT.get(fault, "(healthy)"), result))
+        print(f"{fault}: {result[0]:.1f} s {result[1]}", file=sys.stderr)
+    print(f"time to a named failure, --direction both, h1,h2,ssh, RTT {rtt} "
+          f"(target {DEAD_PATH_TARGET_S:.0f} s)")
+    print(f"{'fault':<15} {'expected':<18} {'wall s':>7}  {'within':<7} first culprit")
+    for fault, expected, (wall, first, _) in rows:
+        within = "-" if fault == "healthy" else "yes" if wall <= DEAD_PATH_TARGET_S else "NO"
+        print(f"{fault:<15} {expected:<18} {wall:>7.1f}  {within:<7} {first}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fault", action="append", choices=list(FAULT_CULPRIT),
@@ -192,17 +219,21 @@ def main() -> int:
                         help="download lab fault, --direction fetch (repeat)")
     parser.add_argument("--demo", action="store_true",
                         help="--direction fetch and both on the demo path")
+    parser.add_argument("--dead-path", action="append", choices=list(PATH_FAULT_CULPRIT),
+                        help="dead-path lab fault, --direction both beside healthy (repeat)")
     parser.add_argument("--size", default="24MiB",
                         help="generated repository size (and the demo's --fetch-seed)")
     parser.add_argument("--rtt", default="50ms", help="lab round-trip time")
     args = parser.parse_args()
-    everything = not (args.fault or args.fetch_fault or args.demo)
+    everything = not (args.fault or args.fetch_fault or args.demo or args.dead_path)
     if args.fault or everything:
         _pushes(args.fault or list(FAULT_CULPRIT), args.size, args.rtt)
     if args.fetch_fault or everything:
         _fetches(args.fetch_fault or list(FETCH_FAULT_CULPRIT), args.rtt)
     if args.demo or everything:
         _demo(args.size, args.rtt)
+    if args.dead_path or everything:
+        _dead_paths(args.dead_path or list(PATH_FAULT_CULPRIT), args.rtt)
     return 0
 
 

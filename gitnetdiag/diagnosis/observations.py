@@ -477,7 +477,10 @@ class DeadPath:
     reach: PathReach
     """What the check found (``filtered``, ``no-route``, ``tls-stalled``)."""
     syns_sent: int | None = None
-    """SYNs sent and never answered (``filtered``); None when not read."""
+    """SYNs sent and never answered (``filtered``), on all of the check's connects; None
+    when not read."""
+    connects: int | None = None
+    """Connects the check made at once; None when not recorded."""
     waited_s: float | None = None
     """Seconds the check waited for an answer (or for the TLS handshake)."""
     error: str = ""

@@ -21,5 +21,6 @@ def dead_paths(endpoints: Iterable[tuple[str, str]], paths: Sequence[PathMeasure
             continue
         dead.append(DeadPath(protocol=protocol, endpoint=path.endpoint,
                              reach=path.reach, syns_sent=path.syns_sent,
+                             connects=path.check_connects,
                              waited_s=path.waited_s, error=path.error or ""))
     return tuple(sorted(dead, key=lambda d: PROTOCOL_ORDER.index(d.protocol)))

@@ -39,6 +39,8 @@ def path_line(path: PathMeasurement) -> str:
     waited = f"{path.waited_s:.1f} s" if path.waited_s is not None else "the check's wait"
     if path.reach == "filtered":
         syns = f"{path.syns_sent} SYNs" if path.syns_sent else "its SYNs"
+        if path.check_connects and path.check_connects > 1:
+            syns += f" on {path.check_connects} connects"
         return f"no answer from {path.endpoint} to {syns} over {waited} (a filter drops them)"
     if path.reach == "no-route":
         return f"no route to {path.endpoint} ({path.error or 'unreachable'}) after {waited}"

@@ -113,6 +113,8 @@ class PathMeasurement:
     syns_sent: int | None = None
     """SYNs the kernel sent on a connect that got no answer (1 + its retransmissions, from
     TCP_INFO before the socket was closed); None when answered or not read."""
+    check_connects: int | None = None
+    """Connects the check made at once (``syns_sent`` is their sum); None in older runs."""
     waited_s: float | None = None
     """Seconds the check waited for the port before it said ``reach`` (the connect, and for
     ``tls-stalled`` the handshake); None for an open port."""

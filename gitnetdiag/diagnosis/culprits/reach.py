@@ -42,7 +42,8 @@ def _by_port(dead: Sequence[DeadPath]) -> list[tuple[str, DeadPath]]:
 def _evidence(who: str, dead: DeadPath) -> list[Evidence]:
     waited = dead.waited_s
     if dead.reach == "filtered":
-        items = [Evidence(what=f"{who}: SYNs sent, none answered (no SYN-ACK, RST or ICMP)",
+        on = f" on {dead.connects} connects" if dead.connects and dead.connects > 1 else ""
+        items = [Evidence(what=f"{who}: SYNs sent{on}, none answered (no SYN-ACK, RST or ICMP)",
                           value=dead.syns_sent, unit="count", text="" if dead.syns_sent
                           else "not read (TCP_INFO)", source=SOURCE)]
         if waited is not None:
@@ -62,6 +63,8 @@ def _seen(dead: DeadPath) -> str:
     waited = f" over {dead.waited_s:.1f} s" if dead.waited_s is not None else ""
     if dead.reach == "filtered":
         syns = f"{dead.syns_sent} SYNs" if dead.syns_sent else "its SYNs"
+        if dead.connects and dead.connects > 1:
+            syns += f" on {dead.connects} connects"
         return f"no answer to {syns}{waited} (filtered)"
     if dead.reach == "no-route":
         return f"no route ({dead.error or 'unreachable'})"
@@ -88,7 +91,8 @@ def _fix(dead: Sequence[DeadPath]) -> str:
             lines.append(
                 f"Whatever accepts TCP on {path.endpoint} never completes TLS: a TLS "
                 "terminator with no certificate or backend, a proxy that expects plain HTTP "
-                "or CONNECT, a middlebox that drops the ClientHello; `openssl s_client "
+                "or CONNECT, a middlebox that drops the ClientHello, or a path-MTU black "
+                "hole that swallows the server's certificate flight; `openssl s_client "
                 f"-connect {path.endpoint}` shows where it stops.")
     return " ".join(lines)
 

@@ -55,7 +55,7 @@ def case_ssh_filtered() -> Observations:
     return Observations(
         run=run(requested_protocols=("h1", "h2", "ssh")),
         protocols={"h1": proto(1.0), "h2": proto(1.05), "ssh": _not_started()},
-        dead_paths=(_filtered("ssh", SSH),))
+        dead_paths=(replace(_filtered("ssh", SSH), syns_sent=8, connects=2),))
 
 
 CASES: dict[str, Case] = {
@@ -96,7 +96,11 @@ def test_one_dead_protocol_fails_the_run_and_ranks_first() -> None:
     result = diagnose(case_ssh_filtered())
     _check(result, ("port 22",))
     assert "8443" not in result.findings[0].fix
-    assert "SSH" in result.findings[0].summary and "HTTP/1.1" not in result.findings[0].summary
+    summary = result.findings[0].summary
+    assert summary.startswith("SSH (198.18.2.2:22): no answer to 8 SYNs on 2 connects over 3.5 s")
+    assert "HTTP/1.1" not in summary
+    (syns,) = [e for e in result.findings[0].evidence if e.unit == "count"]
+    assert syns.value == 8 and "on 2 connects" in syns.what
 
 
 def test_no_route_and_tls_stalled_are_named_for_what_was_seen() -> None:
@@ -136,7 +140,8 @@ def test_dead_paths_round_trip_and_are_not_written_when_empty() -> None:
     obs = case_every_port_filtered()
     data = obs.to_dict()
     assert data["dead_paths"][2] == {"protocol": "ssh", "endpoint": SSH, "reach": "filtered",
-                                     "syns_sent": 3, "waited_s": 3.5, "error": "timeout"}
+                                     "syns_sent": 3, "connects": None, "waited_s": 3.5,
+                                     "error": "timeout"}
     assert Observations.from_dict(data) == obs
     assert "dead_paths" not in Observations().to_dict()
 
