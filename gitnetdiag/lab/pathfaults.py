@@ -44,9 +44,11 @@ PATH_FAULT_FIX_NAMES: dict[str, str] = {
 """A setting or step the fix of each fault's culprit must name."""
 
 PATH_FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
-    fault: ("--protocols", "h1,h2,ssh", "--cleanup-wait", "5") for fault in PATH_FAULTS
+    fault: ("--protocols", "h1,h2,ssh", "--size", "1MiB", "--cleanup-wait", "5")
+    for fault in PATH_FAULTS
 }
-"""How ``diagnose --lab`` exercises each fault: the protocols of the dead ports; a refused
+"""How ``diagnose --lab`` exercises each fault: the protocols of the dead ports; no pack
+crosses them, so a small one (the repository is made beside the path check); a refused
 push created nothing, so its clean-up need not wait 30 s for a branch."""
 
 
