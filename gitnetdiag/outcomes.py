@@ -80,13 +80,18 @@ no SYN-ACK, no RST, no ICMP), ``refused`` (a RST or an ICMP port unreachable:
 host/admin prohibited), ``unresolved`` (the host name does not resolve), ``tls-stalled``
 (TCP connected, the TLS handshake never completed)."""
 
-DEAD_PATHS: dict[PathReach, FailureKind] = {
+DEAD_PATHS: frozenset[PathReach] = frozenset({"filtered", "no-route", "tls-stalled"})
+"""Path check results of a port nothing can be measured over (``path-unreachable``). A
+refused port and a name that does not resolve are not here: git fails on them in
+milliseconds, in words the diagnosis reads (``firewall-reset`` judges a refusal, a host
+that does not resolve is a failure of the run's input)."""
+
+NOT_TRANSFERRED: dict[PathReach, FailureKind] = {
     "filtered": FailureKind.UNREACHABLE,
-    "no-route": FailureKind.UNREACHABLE,
     "tls-stalled": FailureKind.TLS,
 }
-"""Path check results whose port no transfer is tried on (git would wait out its SYN
-retries, minutes, for the same answer), each with the failure kind the protocol's transfer
-is recorded with. A refused port and a name that does not resolve are not here: git
-fails on them in milliseconds, in words the diagnosis reads (``firewall-reset`` judges a
-refusal, a host that does not resolve is a failure of the run's input)."""
+"""Dead paths whose port no transfer is tried on, each with the failure kind the protocol's
+one transfer is recorded with: git would wait out its SYN retries (minutes) or a TLS
+handshake with no timeout for the same answer. A port with no route is still transferred:
+the ICMP answer (or the missing route) fails git's connect within a round trip, in its own
+words."""

@@ -467,8 +467,8 @@ class RunProblem:
 @dataclass(frozen=True, kw_only=True)
 class DeadPath:
     """A protocol's port that the probe's bounded path check found dead before any
-    transfer: no transfer was tried on it (its one transfer is recorded failed, not
-    started)."""
+    transfer: filtered or TLS stalled (no transfer was tried on it: its one transfer is
+    recorded failed, not started), or no route (git's transfers failed at once)."""
 
     protocol: ProtocolName
     """The protocol whose port it is."""
@@ -508,8 +508,7 @@ class Observations:
     download detectors read them; ``protocols`` holds the same clones push-shaped
     (:mod:`~gitnetdiag.diagnosis.assembly`). Empty for pushes (not written then)."""
     dead_paths: tuple[DeadPath, ...] = ()
-    """Ports the path check found dead, one per protocol not transferred (not written when
-    empty)."""
+    """Ports the path check found dead, one per protocol (not written when empty)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.protocols) - set(PROTOCOL_ORDER))

@@ -5,7 +5,7 @@ git's connect to a port that answers no SYN waits out the kernel's SYN retries (
 timeout git lets a user set; a push's clean-up and a clone's retry add more. The probe's
 bounded path check (:mod:`gitnetdiag.probe.pathinfo`) already knows the answer, so such a
 protocol gets one transfer record that says what the check saw (``failed``, its kind from
-:data:`~gitnetdiag.outcomes.DEAD_PATHS`, git never started, nothing created on the server)
+:data:`~gitnetdiag.outcomes.NOT_TRANSFERRED`, git never started, nothing created on the server)
 and no git run at all; the other protocols go on.
 """
 
@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
-from gitnetdiag.outcomes import DEAD_PATHS, FailureKind
+from gitnetdiag.outcomes import NOT_TRANSFERRED, FailureKind
 from gitnetdiag.rundir.failures import DEAD_PORT_HINT
 from gitnetdiag.rundir.records import (
     PathMeasurement,
@@ -31,7 +31,7 @@ NOT_STARTED = "not started: "
 
 def dead_kind(path: PathMeasurement | None) -> FailureKind | None:
     """The failure kind of a port no transfer is tried on, None for a live (or unchecked) one."""
-    return DEAD_PATHS.get(path.reach) if path is not None and path.reach else None
+    return NOT_TRANSFERRED.get(path.reach) if path is not None and path.reach else None
 
 
 def path_line(path: PathMeasurement) -> str:

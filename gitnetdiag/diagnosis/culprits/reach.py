@@ -1,10 +1,12 @@
 """``path-unreachable``: a protocol's port that never answered, has no route, or never
 completed TLS, so nothing could be measured over it.
 
-Before any transfer the probe connects once to each port, bounded by a few seconds
-(:mod:`gitnetdiag.probe.pathinfo`); a port found dead gets no git run (git would wait out
-its SYN retries, about 2 min per connection) and its protocol's one transfer is recorded
-failed, not started. Those checks reach the diagnosis as
+Before any transfer the probe connects to each port, bounded by a few seconds
+(:mod:`gitnetdiag.probe.pathinfo`); a port that answers no SYN, or whose TLS never
+completes, gets no git run (git would wait out its SYN retries, about 2 min per
+connection) and its protocol's one transfer is recorded failed, not started; a port with
+no route is transferred (git fails on it within a round trip) and named the same. Those
+checks reach the diagnosis as
 :attr:`~gitnetdiag.diagnosis.observations.Observations.dead_paths`: SYNs sent and never
 answered, the seconds waited, the error of a missing route, a TLS handshake that never
 completed. A refused port is not this culprit's: git's own refusal takes milliseconds and
@@ -15,10 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gitnetdiag.diagnosis.culprits._common import Hit, Tally, label
+from gitnetdiag.diagnosis.culprits._common import SYN_RTO_S, Hit, Tally, failure_cost_s, label
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import DeadPath, Observations
+from gitnetdiag.outcomes import FailureKind
 
 GIT_SYN_WAIT_S = 127.0
 """What one of git's connects to a port that answers no SYN waits before it fails: Linux's
@@ -110,10 +113,17 @@ def path_unreachable(obs: Observations) -> Hit | None:
     if requested and requested <= {d.protocol for d in dead}:
         tally.add("every-protocol")
     seen = "; ".join(f"{who}: {_seen(d)}" for who, d in ports)
+    skipped = [d for d in dead if d.reach != "no-route"]
+    tail = (f", and git would wait out its SYN retries (about {GIT_SYN_WAIT_S:.0f} s per "
+            "connection) or a TLS handshake for the same answer; no transfer was tried there"
+            if skipped else ": git's connects failed within a round trip")
+    # A port no transfer crossed costs what git waits on it; one with no route, the
+    # failed transfers (each at least one SYN timeout, then redone).
+    cost = GIT_SYN_WAIT_S if skipped else max(
+        (failure_cost_s(obs, d.protocol, {FailureKind.UNREACHABLE})[0] for d in dead
+         if d.protocol in obs.protocols), default=SYN_RTO_S)
     return tally.hit(
-        cost_s=GIT_SYN_WAIT_S, cost_protocol=dead[0].protocol,
+        cost_s=cost, cost_protocol=(skipped or dead)[0].protocol,
         summary=f"{seen}: nothing could be measured over "
-        + ("it" if len(ports) == 1 else "them")
-        + f", and git would wait out its SYN retries (about {GIT_SYN_WAIT_S:.0f} s per "
-        "connection) for the same answer; no transfer was tried there.",
+        + ("it" if len(ports) == 1 else "them") + tail + ".",
         fix=_fix(dead))

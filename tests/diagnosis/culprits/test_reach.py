@@ -161,3 +161,24 @@ def test_clones_over_dead_ports_are_failed_with_path_unreachable_first() -> None
     assert judged.verdict == "failed"
     assert judged.failures and all(f.explained_by == "path-unreachable"
                                    for f in judged.failures if f.stage == "fetch")
+
+
+def test_no_route_is_named_from_the_check_while_gits_own_transfers_failed_fast() -> None:
+    """No route to SSH's host (ICMP net-unreachable): git ran and failed in 20 ms, as the
+    check did; the culprit names the route, not the SYN wait, and explains the failure."""
+    failed = ProtocolObservation(pushes=(PushResult(
+        duration_s=0.02, bytes=3_000_000, ok=False, error_kind=FailureKind.UNREACHABLE,
+        error_message="ssh: connect to host 198.18.9.9 port 22: Network is unreachable"),))
+    obs = Observations(
+        run=run(requested_protocols=("h1", "ssh")),
+        protocols={"h1": proto(1.0), "ssh": failed},
+        dead_paths=(DeadPath(protocol="ssh", endpoint="198.18.9.9:22", reach="no-route",
+                             waited_s=0.004, error="unreachable"),))
+    result = diagnose(obs)
+    top = result.findings[0]
+    assert top.id == "path-unreachable", [(f.id, f.score, f.cost_s) for f in result.findings]
+    assert "git's connects failed within a round trip" in top.summary
+    assert "SYN retries" not in top.summary and 1.0 <= top.cost_s < 10.0
+    assert "ip route get 198.18.9.9" in top.fix
+    assert result.verdict == "failed"
+    assert [f.explained_by for f in result.measurement_failures] == ["path-unreachable"]
