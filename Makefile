@@ -17,8 +17,9 @@ lint: setup
 
 # Lint first (a failure stops here), then the unit tests on four workers (most of their time
 # is waiting on sleeping hooks and child processes: 173 s on three, 220 s on two here), then the lab tests
-# in two lanes (tests/conftest.py): one test that waits (a CPU quota, a sleep, a stall
-# timeout) beside one that measures rates, never two that measure. Both test parts always
+# in three lanes (tests/conftest.py): one test that waits (a CPU quota, a sleep, a stall
+# timeout) and one whose transfers fail (a status, a timeout, a dead port) beside one that
+# measures rates, never two that measure. Both test parts always
 # run; the target fails when either did. Each part lists its slowest tests, the lab part
 # each lane's summed time; the last lines give each part's exit code and time.
 LINT := $(BIN)/ruff check gitnetdiag tests benchmarks scripts && $(BIN)/mypy gitnetdiag
@@ -27,7 +28,7 @@ test: setup
 	@t0=$$(date +%s); \
 	$(LINT) || exit 1; lint=0; t1=$$(date +%s); \
 	$(BIN)/pytest -q -p no:cacheprovider -m "not lab" -n 4 --durations=10; unit=$$?; t2=$$(date +%s); \
-	$(BIN)/pytest -q -p no:cacheprovider -m lab -n 2 --dist loadgroup --durations=15; lab=$$?; t3=$$(date +%s); \
+	$(BIN)/pytest -q -p no:cacheprovider -m lab -n 3 --dist loadgroup --durations=15; lab=$$?; t3=$$(date +%s); \
 	part() { printf 'make test: %-10s exit %s  %3dm%02ds\n' "$$1" "$$2" $$(($$3 / 60)) $$(($$3 % 60)); }; \
 	part lint $$lint $$((t1 - t0)); part unit $$unit $$((t2 - t1)); \
 	part lab $$lab $$((t3 - t2)); part total - $$((t3 - t0)); \

@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/time_to_diagnosis.py --fault loss --size 32MiB --rtt 50ms
     .venv/bin/python benchmarks/time_to_diagnosis.py --fetch-fault client-rmem-clamp
     .venv/bin/python benchmarks/time_to_diagnosis.py --demo     # fetch and both, demo path
+    .venv/bin/python benchmarks/time_to_diagnosis.py --failure-fault edge-no-backend
 
 For each push fault it brings up a private lab instance (needs root), runs
 ``gitnetdiag diagnose --lab`` twice, bounded and with ``--complete``, and
@@ -15,10 +16,10 @@ bounded clones beside complete clones. ``--demo`` runs the demo's lab
 (``h2-small-window``, HTTP/1.1, HTTP/2 and SSH) with ``--direction fetch
 --fetch-seed SIZE`` (its repository is nearly empty: the seed branch gives the
 clones something to measure; target at most 20 s) and ``--direction both``
-(at most 40 s). ``--dead-path FAULT`` (``gitnetdiag.lab.pathfaults.PATH_FAULT_CULPRIT``:
-``filtered-port``, ``refused-port``) runs ``--direction both`` on that fault's lab beside the
-healthy lab, each once: the time from the start to the named failure (issue 42's target:
-30 s), against the healthy run's time to its report.
+(at most 40 s). Each failure fault (``EDGE_FAULT_CULPRIT`` and the dead paths'
+``PATH_FAULT_CULPRIT``: transfers that fail and are named by what was seen; issue 42's
+target for a dead path is 30 s) runs once with ``--direction both`` beside the healthy lab: the
+time from start to the named failure, the verdict and the exit code.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from gitnetdiag.lab.edgefaults import EDGE_FAULT_CULPRIT
 from gitnetdiag.lab.pathfaults import PATH_FAULT_CULPRIT
 from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FETCH_FAULT_CULPRIT
 
@@ -40,8 +42,6 @@ DEMO_FAULT = "h2-small-window"
 DEMO_PROTOCOLS = "h1,h2,ssh"
 DEMO_TARGETS_S = {"fetch": 20.0, "both": 40.0}
 """Issue 26's targets for ``diagnose --direction fetch|both`` on the demo path."""
-DEAD_PATH_TARGET_S = 30.0
-"""Issue 42's target: a dead path named within 30 s of the start, both directions."""
 
 
 def _diagnose(instance: str, fault: str, size: str, out: Path,
@@ -169,6 +169,35 @@ def _table(title: str, rows: list[tuple[str, str, Result, Result]], what: str) -
                 print(f"{'':<21} {label} window evidence: {result[2]}")
 
 
+FAILURE_CULPRIT = {**EDGE_FAULT_CULPRIT, **PATH_FAULT_CULPRIT}
+"""Each failure fault's expected first culprit."""
+
+
+def _failures(faults: list[str], rtt: str) -> None:
+    """Each failure fault once, ``--direction both``, beside the healthy lab."""
+    print(f"time to a named failure, --direction both, --size 1MiB, RTT {rtt}")
+    print(f"{'fault':<21} {'expected':<24} {'wall s':>7}  {'exit':>4}  first culprit")
+    for fault in ["healthy", *faults]:
+        with _Lab(fault, rtt) as instance, \
+                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+            started = time.monotonic()
+            proc = subprocess.run(
+                [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance",
+                 instance, "--size", "1MiB", "--timeout", "30", "--direction", "both",
+                 "--format", "json", "--out", str(Path(scratch) / "run"),
+                 *FAULT_PROBE_ARGS.get(fault, ()),
+                 # The healthy lab's main is one empty commit: a seed gives its clones
+                 # something to measure (a failure fault's clones fail before any pack).
+                 *(("--fetch-seed", "1MiB") if fault == "healthy" else ())],
+                capture_output=True, text=True, timeout=1800)
+            wall = time.monotonic() - started
+        reports = _json_documents(proc.stdout)
+        report = reports[0] if reports else {}
+        first = "; ".join(f"{c['direction']}: {c['id']}" for c in report.get("culprits", [])[:2])
+        print(f"{fault:<21} {FAILURE_CULPRIT.get(fault, '(healthy)'):<24} {wall:>7.1f}  "
+              f"{proc.returncode:>4}  {report.get('verdict', '?')}: {first or '-'}")
+
+
 def _demo(size: str, rtt: str) -> None:
     """``--direction fetch`` and ``both`` on the demo's lab, against their targets."""
     rows = []
@@ -190,50 +219,29 @@ def _demo(size: str, rtt: str) -> None:
               f"{'yes' if wall <= target else 'NO':<7} {first}")
 
 
-def _dead_paths(faults: list[str], rtt: str) -> None:
-    """``--direction both`` once on each dead-path fault's lab and once on the healthy lab."""
-    rows = []
-    for fault in ("healthy", *faults):
-        with _Lab(fault, rtt) as instance, \
-                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
-            # The healthy lab's repository is nearly empty: a seed branch gives its clones
-            # something to measure. A dead path's seed push would fail where the clones do.
-            seed = ("--fetch-seed", "1MiB") if fault == "healthy" else ()
-            result = _diagnose(instance, fault, "1MiB", Path(scratch) / "both",
-                               "--direction", "both", *seed)
-        rows.append((fault, PATH_FAULT_CULPRIT.get(fault, "(healthy)"), result))
-        print(f"{fault}: {result[0]:.1f} s {result[1]}", file=sys.stderr)
-    print(f"time to a named failure, --direction both, h1,h2,ssh, RTT {rtt} "
-          f"(target {DEAD_PATH_TARGET_S:.0f} s)")
-    print(f"{'fault':<15} {'expected':<18} {'wall s':>7}  {'within':<7} first culprit")
-    for fault, expected, (wall, first, _) in rows:
-        within = "-" if fault == "healthy" else "yes" if wall <= DEAD_PATH_TARGET_S else "NO"
-        print(f"{fault:<15} {expected:<18} {wall:>7.1f}  {within:<7} {first}")
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--fault", action="append", choices=list(FAULT_CULPRIT),
                         help="push lab fault (repeat)")
     parser.add_argument("--fetch-fault", action="append", choices=list(FETCH_FAULT_CULPRIT),
                         help="download lab fault, --direction fetch (repeat)")
+    parser.add_argument("--failure-fault", action="append", choices=list(FAILURE_CULPRIT),
+                        help="failure lab fault, --direction both beside healthy (repeat)")
     parser.add_argument("--demo", action="store_true",
                         help="--direction fetch and both on the demo path")
-    parser.add_argument("--dead-path", action="append", choices=list(PATH_FAULT_CULPRIT),
-                        help="dead-path lab fault, --direction both beside healthy (repeat)")
     parser.add_argument("--size", default="24MiB",
                         help="generated repository size (and the demo's --fetch-seed)")
     parser.add_argument("--rtt", default="50ms", help="lab round-trip time")
     args = parser.parse_args()
-    everything = not (args.fault or args.fetch_fault or args.demo or args.dead_path)
+    everything = not (args.fault or args.fetch_fault or args.demo or args.failure_fault)
     if args.fault or everything:
         _pushes(args.fault or list(FAULT_CULPRIT), args.size, args.rtt)
     if args.fetch_fault or everything:
         _fetches(args.fetch_fault or list(FETCH_FAULT_CULPRIT), args.rtt)
     if args.demo or everything:
         _demo(args.size, args.rtt)
-    if args.dead_path or everything:
-        _dead_paths(args.dead_path or list(PATH_FAULT_CULPRIT), args.rtt)
+    if args.failure_fault or everything:
+        _failures(args.failure_fault or list(FAILURE_CULPRIT), args.rtt)
     return 0
 
 

@@ -61,10 +61,11 @@ class FailureKind(StrEnum):
 
 
 UNCLASSIFIED_KINDS: dict[str, FailureKind] = {"stalled": FailureKind.HUNG,
-                                              "hung": FailureKind.HUNG}
+                                              "hung": FailureKind.HUNG,
+                                              "interrupted": FailureKind.INTERRUPTED}
 """The kind of a failed transfer recorded without one (a push's runs before failure kinds
-were kept, a clone that stopped moving), whichever the direction; any other outcome is
-``other``."""
+were kept, a clone that stopped moving, a transfer the user interrupted: the probe records
+no kind for it), whichever the direction; any other outcome is ``other``."""
 
 
 REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.UNREACHABLE})

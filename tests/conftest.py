@@ -27,10 +27,10 @@ pushes, as :mod:`tests.acceptance.test_diagnose_lab` does for its faults without
 ``lab fix``; the lab then goes up once for all of them. Keep pushes only as large as
 the assertion needs (a few MB).
 
-Two lanes
----------
-``make test`` runs the lab tests on two pytest-xdist workers with ``--dist loadgroup``:
-each lab test is put in one of two ``xdist_group`` lanes, and each lane runs on its own
+Three lanes
+-----------
+``make test`` runs the lab tests on three pytest-xdist workers with ``--dist loadgroup``:
+each lab test is put in one of three ``xdist_group`` lanes, and each lane runs on its own
 worker, one test at a time, so exactly one test of each lane runs at once (xdist's own
 ``loadgroup`` no longer sees groups under pytest 9.2: :mod:`tests.xdist_lanes` schedules
 them).
@@ -48,6 +48,12 @@ them).
     ``edge-backend-errors``, ``request-body-limit``, ``streamed-body-refused``), an edge
     timeout during a sleeping hook (``edge-idle-timeout``), a lab's own set-up, fixes
     and teardown.
+``fail``
+    Tests of transfers that fail and are named by what was seen (issue 42: statuses, an
+    edge's or a path's timeout, a dead port): they spend their time in sleeping hooks,
+    timeouts and the lab's set-up, assert no rate, and use labs of their own
+    (``lab_factory``), so a third worker adds no second copy of another lane's shared lab.
+    Only a test marked ``@pytest.mark.lab_lane("fail")`` runs there.
 
 The rule, in one place (:func:`lab_lane`): a test's own ``@pytest.mark.lab_lane("idle")``
 or ``lab_lane("busy")`` (closest marker wins, so a module can set a lane and one test
@@ -85,6 +91,8 @@ LabFactory = Callable[..., LabState]
 
 IDLE_LANE = "idle"
 BUSY_LANE = "busy"
+FAIL_LANE = "fail"
+LANES = (BUSY_LANE, IDLE_LANE, FAIL_LANE)
 IDLE_FAULTS = frozenset({
     "client-index-cpu", "client-pack-cpu", "slow-pack-generation",  # 5 % of one core
     "slow-storage",  # 30 IOPS, 1 MiB/s
@@ -107,9 +115,9 @@ def lab_lane(item: pytest.Item) -> str | None:
         return None
     mark = item.get_closest_marker("lab_lane")
     if mark is not None:
-        if mark.args not in ((IDLE_LANE,), (BUSY_LANE,)):
-            raise pytest.UsageError(f"{item.nodeid}: lab_lane takes '{IDLE_LANE}' or "
-                                    f"'{BUSY_LANE}', not {mark.args!r}")
+        if len(mark.args) != 1 or mark.args[0] not in LANES:
+            raise pytest.UsageError(f"{item.nodeid}: lab_lane takes one of "
+                                    f"{', '.join(LANES)}, not {mark.args!r}")
         return str(mark.args[0])
     callspec = getattr(item, "callspec", None)
     params = callspec.params.values() if callspec is not None else ()
@@ -120,7 +128,7 @@ def lab_lane(item: pytest.Item) -> str | None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
-        "markers", "lab_lane(name): the lab test's lane, 'idle' or 'busy' (tests/conftest.py)")
+        "markers", "lab_lane(name): the lab test's lane, busy, idle or fail (tests/conftest.py)")
     xdist_lanes.configure(config)
 
 
@@ -164,7 +172,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
         for report in reports:
             nodeid = getattr(report, "nodeid", "")
             lane = groups.get(nodeid, "")
-            if lane not in (IDLE_LANE, BUSY_LANE) or not hasattr(report, "when"):
+            if lane not in LANES or not hasattr(report, "when"):
                 continue
             seconds[lane] = seconds.get(lane, 0.0) + float(getattr(report, "duration", 0.0))
             tests.setdefault(lane, set()).add(nodeid)

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import BUSY_LANE, IDLE_FAULTS, IDLE_LANE, lab_lane
+from tests.conftest import BUSY_LANE, FAIL_LANE, IDLE_FAULTS, IDLE_LANE, lab_lane
 from tests.xdist_lanes import GroupScheduling
 
 
@@ -47,6 +47,12 @@ def test_the_closest_marker_wins_over_the_fault() -> None:
     idle = pytest.mark.lab_lane("idle").mark
     assert lab_lane(_item(busy, LAB, params={"fault": "slow-hook"})) == BUSY_LANE
     assert lab_lane(_item(idle, LAB)) == IDLE_LANE
+
+
+def test_the_fail_lane_is_taken_only_by_its_marker() -> None:
+    fail = pytest.mark.lab_lane("fail").mark
+    assert lab_lane(_item(fail, LAB, params={"fault": "slow-hook"})) == FAIL_LANE
+    assert FAIL_LANE not in {lab_lane(_item(LAB, params={"fault": f})) for f in IDLE_FAULTS}
 
 
 def test_an_unknown_lane_is_a_usage_error() -> None:

@@ -31,7 +31,7 @@ def test_the_engine_reads_the_kind_the_probe_recorded(kind: FailureKind) -> None
 
 @pytest.mark.parametrize(("outcome", "expected"), [("hung", FailureKind.HUNG),
                                                    ("failed", FailureKind.OTHER),
-                                                   ("interrupted", FailureKind.OTHER)])
+                                                   ("interrupted", FailureKind.INTERRUPTED)])
 def test_a_failed_push_recorded_without_a_kind_gets_one(outcome: PushOutcome,
                                                          expected: FailureKind) -> None:
     assert push_result(_record(outcome, None)).error_kind is expected

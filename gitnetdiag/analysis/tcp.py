@@ -295,6 +295,11 @@ class _ConnectionState:
             limits=LimitShares(**{f"{kind.name.lower()}_s": float(side.limit_s[kind])
                                   for kind in LimitKind}),
             unacked_bytes=side.unacked_bytes(),
+            first_reset_ts_ns=side.first_reset_ts,
+            first_fin_ts_ns=side.first_fin_ts,
+            max_segment_bytes=side.max_plen,
+            last_large_segment_ts_ns=side.last_large_ts,
+            small_tail_bytes=side.small_tail,
         )
 
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gitnetdiag.analysis.tcp_results import NS, LimitKind, Thresholds
+from gitnetdiag.analysis.tcp_results import NS, SMALL_SEGMENT_BYTES, LimitKind, Thresholds
 from gitnetdiag.analysis.tcp_state import (
     NEG,
     BoolArray,
@@ -171,6 +171,10 @@ def count_sender_packets(side: SideState, cols: Columns, view: SenderView,
     s_idx = view.sender_rows
     side.packets += len(s_idx)
     side.payload += int(cols["payload_len"][s_idx].sum())
+    if side.first_fin_ts is None:
+        fin_rows = np.flatnonzero((cols["flags"][s_idx] & TCP_FIN) != 0)
+        if len(fin_rows):
+            side.first_fin_ts = int(cols["ts_ns"][s_idx[fin_rows[0]]])
     if not chunk_flags.any_rst:
         return
     rst_rows = np.flatnonzero((cols["flags"][s_idx] & TCP_RST) != 0)
@@ -178,6 +182,7 @@ def count_sender_packets(side: SideState, cols: Columns, view: SenderView,
         side.resets += len(rst_rows)
         if side.first_reset_frame is None:
             side.first_reset_frame = int(cols["frame"][s_idx[rst_rows[0]]])
+            side.first_reset_ts = int(cols["ts_ns"][s_idx[rst_rows[0]]])
 
 
 def segments(side: SideState, cols: Columns, win: I64Array, view: SenderView,
@@ -197,6 +202,12 @@ def segments(side: SideState, cols: Columns, win: I64Array, view: SenderView,
             side.first_data_ts = int(seg_ts[0])
             side.first_seq_u = int(seg_start[0])
         side.max_plen = max(side.max_plen, int(s_plen.max()))
+        large = np.flatnonzero(d_plen > SMALL_SEGMENT_BYTES)
+        if len(large):
+            side.last_large_ts = int(seg_ts[large[-1]])
+            side.small_tail = int(d_plen[large[-1] + 1:].sum())
+        else:
+            side.small_tail += int(d_plen.sum())
     # Zero-window probes (tshark's tcp.analysis.zero_window_probe): one byte
     # at the next sequence number while the peer's last window was zero.
     # Like tshark, they do not advance the sequence space: the repeated

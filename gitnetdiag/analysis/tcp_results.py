@@ -14,6 +14,10 @@ from gitnetdiag.capture.flows import Connection
 from gitnetdiag.serial import to_jsonable
 
 NS = 1_000_000_000
+SMALL_SEGMENT_BYTES = 300
+"""A segment this size or smaller carries no bulk data: a sideband progress line or a
+keepalive is 5-80 B (with TLS or SSH framing under 200); a pack fills segments to the MSS
+as soon as it flows (:attr:`DirectionAnalysis.last_large_segment_ts_ns`)."""
 
 
 class _JsonMixin:
@@ -177,6 +181,19 @@ class DirectionAnalysis(_JsonMixin):
     """This side's bytes the peer had not acknowledged when the capture ends (highest
     sequence sent minus the peer's highest ACK; all of them when no ACK was seen): a
     connection cut mid-transfer leaves them, a finished one does not."""
+    first_reset_ts_ns: int | None = None
+    """Time of this side's first RST; None when it sent none."""
+    first_fin_ts_ns: int | None = None
+    """Time of this side's first FIN (its end of the stream closed); None when the capture
+    holds none: the connection was still open from this side when the capture ended."""
+    max_segment_bytes: int = 0
+    """Largest payload of one segment this side sent (0: none)."""
+    last_large_segment_ts_ns: int | None = None
+    """Time of this side's last segment above :data:`SMALL_SEGMENT_BYTES`; None when it
+    sent none that large."""
+    small_tail_bytes: int = 0
+    """Payload bytes this side sent after that segment (all of them when none was that
+    large): a server that talks on in progress lines and sends no pack."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -279,6 +279,10 @@ class SideState:
     zero_window_probes: int = 0
     resets: int = 0
     first_reset_frame: int | None = None
+    first_reset_ts: int | None = None
+    first_fin_ts: int | None = None
+    last_large_ts: int | None = None
+    small_tail: int = 0
     delivery: Delivery = field(default_factory=Delivery)
     # RTT
     pend_ts: I64Array = field(default_factory=lambda: np.zeros(0, np.int64))

@@ -20,12 +20,13 @@ def print_capture_diagnosis(file: Path, keylog: Path | None, json_out: str | Non
     from gitnetdiag.report import RENDERERS
     from gitnetdiag.report.terminal import render_terminal
 
-    ledgers = None
+    ledgers, responses = None, []
     if keylog is not None or analyze_capture_secrets(file):
         from gitnetdiag.tools import tshark
 
         ledgers = tshark.h2_ledgers_from_capture(file, keylog)
-    diagnosis, warnings = diagnose_capture(file, h2_ledgers=ledgers)
+        responses = tshark.http1_responses_from_capture(file, keylog)
+    diagnosis, warnings = diagnose_capture(file, h2_ledgers=ledgers, h1_responses=responses)
     err = Console(stderr=True, highlight=False)
     for warning in warnings:
         err.print(f"warning: {warning}", style="yellow", markup=False)

@@ -4,8 +4,11 @@ Each half is diagnosed on its own, by the one engine with each direction's culpr
 Joined they give one verdict, the worse of the two
 (:func:`~gitnetdiag.diagnosis.verdict.worst_verdict`: an inconclusive or failed half is
 never hidden), one headline, and one ranking of the findings of both directions by the
-engine's own order (:func:`~gitnetdiag.diagnosis.engine.rank`), each finding tagged with
-the direction it was found on (``Finding.direction``). A culprit found in both directions
+engine's own order (:func:`~gitnetdiag.diagnosis.engine.rank`; in a failed run the culprits
+that explain a failed half's failure first, :func:`~gitnetdiag.diagnosis.engine.failure_first`),
+each finding tagged with the direction it was found on (``Finding.direction``). A failed
+run's headline is its failed halves' (what fails and why), never a culprit of the other
+direction's seconds. A culprit found in both directions
 stays two findings, one per direction. The halves are kept (``Diagnosis.parts``) for each
 direction's tables and details.
 """
@@ -15,8 +18,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
-from gitnetdiag.diagnosis.engine import rank
-from gitnetdiag.diagnosis.headline import headline_prefix
+from gitnetdiag.diagnosis.engine import failure_first, rank
+from gitnetdiag.diagnosis.headline import failure_culprits, headline_prefix
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
@@ -24,6 +27,7 @@ from gitnetdiag.diagnosis.verdict import (
     LEFTOVER_REFERENCE,
     VERDICT_ORDER,
     Judgement,
+    failing_protocols,
     worst_verdict,
 )
 
@@ -70,10 +74,20 @@ def _ranking_sentence(findings: Sequence[Finding], parts: Sequence[Diagnosis]) -
     return f"No culprit costs the {' or the '.join(said)} noticeable time."
 
 
+def _explaining(part: Diagnosis) -> set[tuple[str | None, str]]:
+    """A failed half's culprits that explain its failing protocols, by (direction, id)."""
+    if part.verdict != "failed":
+        return set()
+    failing = failing_protocols(part.observations, part.requested_protocols)
+    return {(part.direction, c) for c in failure_culprits(part.measurement_failures, failing)}
+
+
 def _trouble(part: Diagnosis) -> str:
-    """What an inconclusive or failed half lacks, as its own headline opens (what is
-    missing, or that nothing was measured); its whole headline when that names no failure
-    (a failure a ranked culprit explains)."""
+    """What an inconclusive or failed half lacks: a failed half's own headline (what fails
+    and why, or that nothing was measured), what an inconclusive one misses as its own
+    headline opens."""
+    if part.verdict == "failed":
+        return part.headline
     judged = Judgement(verdict=part.verdict, requested=part.requested_protocols,
                        measured=part.measured_protocols,
                        failures=tuple(f for f in part.measurement_failures
@@ -85,24 +99,29 @@ def combine(push: Diagnosis, fetch: Diagnosis) -> Diagnosis:
     """One diagnosis (direction ``both``) of a run's pushes and its clones.
 
     The verdict is the worse half's; the headline what an inconclusive or failed half
-    lacks (each named by its way, the worse first), then the ranking's top culprit and its
-    direction; the measurement failures are the halves', the worse half's first (the exit
-    code's message names its first); the environment is the pushes' (the run directory
-    both halves hang off).
+    lacks (each named by its way, the worse first), then, unless the run failed, the
+    ranking's top culprit and its direction; the measurement failures are the halves',
+    the worse half's first (the exit code's message names its first); the environment is
+    the pushes' (the run directory both halves hang off).
     """
     parts = (push, fetch)
     for part, direction in zip(parts, HALVES, strict=True):
         if part.direction != direction:
             raise ValueError(f"a both diagnosis joins a push and a fetch diagnosis, got "
                              f"{part.direction!r} for the {direction} half")
-    findings = tuple(rank([f for p in parts for f in _tagged(p, p.findings)]))
+    explained = _explaining(push) | _explaining(fetch)
+    findings = failure_first(rank([f for p in parts for f in _tagged(p, p.findings)]),
+                             lambda f: (f.direction, f.id) in explained)
     dropped = tuple(rank([f for p in parts for f in _tagged(p, p.dropped)]))
     worst_first = sorted(parts, key=lambda p: -VERDICT_ORDER.index(p.verdict))
     said = [f"{_way(p).capitalize()}: {text}" for p in worst_first
             if p.verdict in ("inconclusive", "failed") and (text := _trouble(p))]
+    verdict = worst_verdict([p.verdict for p in parts])
+    # A failed run's headline says what fails and why, not seconds (the ranking has them).
+    ranking = [] if verdict == "failed" and said else [_ranking_sentence(findings, parts)]
     return Diagnosis(
-        verdict=worst_verdict([p.verdict for p in parts]),
-        headline=" ".join([*said, _ranking_sentence(findings, parts)]),
+        verdict=verdict,
+        headline=" ".join([*said, *ranking]),
         findings=findings,
         dropped=dropped,
         protocols=(),

@@ -12,12 +12,16 @@ score, then by catalogue order. A finding is kept only when its impact is at
 least :data:`MIN_IMPACT_S` seconds and its score at least :data:`MIN_SCORE`;
 the rest are returned as ``dropped``. The verdict also weighs what could not
 be measured (:mod:`gitnetdiag.diagnosis.verdict`): a failed measurement is
-never ``healthy``.
+never ``healthy``. In a ``failed`` run the culprits that explain its failing protocols
+rank first (:func:`failure_first`, also for ``--direction both``), and its headline is
+the failure's (:mod:`gitnetdiag.diagnosis.headline`): a culprit measured on a protocol
+that passed never leads it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from gitnetdiag import __version__
 from gitnetdiag.diagnosis.assembly import in_download_words
@@ -25,7 +29,7 @@ from gitnetdiag.diagnosis.costs import apply_costs
 from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
 from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
 from gitnetdiag.diagnosis.failuredesc import describe_failures
-from gitnetdiag.diagnosis.headline import failure_headline, headline_prefix
+from gitnetdiag.diagnosis.headline import failure_culprits, verdict_headline
 from gitnetdiag.diagnosis.measures import (
     failed_pushes,
     median,
@@ -59,6 +63,13 @@ def rank(findings: Sequence[Finding]) -> list[Finding]:
         findings,
         key=lambda f: (-f.impact_s, -f.score, order.get(f.id, len(order))),
     )
+
+
+def failure_first(findings: Sequence[Finding], explains: Callable[[Finding], bool]
+                  ) -> tuple[Finding, ...]:
+    """A failed run's ranking: the findings that explain its failure first, then the rest,
+    each group in the order given (:func:`rank`'s)."""
+    return tuple(sorted(findings, key=lambda f: not explains(f)))
 
 
 def summarize_protocol(name: str, p: ProtocolObservation) -> ProtocolSummary:
@@ -171,14 +182,15 @@ def diagnose(
         if name in obs.protocols
     )
     judgement = judge(obs, kept)
-    headline = _headline(kept, summaries,
-                         "clones" if obs.run.transfer == "download" else "pushes")
-    failing = failure_headline(judgement, kept, obs)
-    if judgement.verdict == "failed" and failing is not None:
-        headline = failing
-    elif judgement.verdict in ("inconclusive", "failed"):
-        prefix = headline_prefix(judgement)
-        headline = prefix if judgement.verdict == "failed" and not kept else f"{prefix} {headline}"
+    judgement = replace(judgement, failures=describe_failures(obs, judgement.failures))
+    if judgement.verdict == "failed":
+        explaining = failure_culprits(judgement.failures, judgement.failing)
+        kept = failure_first(kept, lambda f: f.id in explaining)
+    said = verdict_headline(judgement, kept, obs)
+    # A failed run's headline is the failure's alone: what fails and why, not seconds.
+    headline = said if judgement.verdict == "failed" else " ".join(filter(None, [
+        said, _headline(kept, summaries, "clones" if obs.run.transfer == "download"
+                        else "pushes")]))
     return Diagnosis(
         verdict=judgement.verdict,
         headline=headline,
@@ -189,5 +201,5 @@ def diagnose(
         observations=obs,
         requested_protocols=judgement.requested,
         measured_protocols=judgement.measured,
-        measurement_failures=describe_failures(obs, judgement.failures),
+        measurement_failures=judgement.failures,
     )

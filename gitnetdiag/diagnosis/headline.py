@@ -1,30 +1,106 @@
-"""The headline of a run's verdict: what fails and why, or what is missing."""
+"""The headline of a run's verdict: what fails, what was seen and why, or what is missing.
+
+A failed run's headline has one clause per cause, whichever the direction::
+
+    SSH pushes fail (firewall-reset): <the culprit's summary>
+    HTTP/1.1 and HTTP/2 clones fail (POST git-upload-pack answered 504; git said: ...):
+        cause not identified.
+
+The first names the ranked culprit that explains the failure
+(:data:`~gitnetdiag.diagnosis.verdict.EXPLAINED_BY`); the second says what was seen of the
+failure (the failure-signature catalogue's sentence, else the kind and git's words) and that
+no culprit explains it, never the nearest culprit. No seconds: the ranking below has them.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import replace
 
-from gitnetdiag.diagnosis.model import Finding
-from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER, Observations
-from gitnetdiag.diagnosis.verdict import LEFTOVER_REFERENCE, UNEXPLAINED_FAILURES, Judgement
+from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
+from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, Observations, PushResult
+from gitnetdiag.diagnosis.signatures import NO_ENTRY
+from gitnetdiag.diagnosis.verdict import (
+    LEFTOVER_REFERENCE,
+    STALL_KINDS,
+    UNEXPLAINED_FAILURES,
+    Judgement,
+    judged_transfers,
+)
+
+CAUSE_NOT_IDENTIFIED = "cause not identified"
+"""How a failed run's headline ends when no ranked culprit explains the failure."""
+
+TRANSFER_STAGES = frozenset({"push", "fetch"})
+"""Stages of a transfer's own failure (the others are another step's: native, capture)."""
+
+
+def _label(name: str) -> str:
+    return PROTOCOL_LABELS.get(name, name)
+
+
+def failure_culprits(failures: Sequence[MeasurementFailure], protocols: Collection[str]
+                     ) -> tuple[str, ...]:
+    """The culprits that explain the failures of ``protocols``' transfers, sorted."""
+    return tuple(sorted({f.explained_by for f in failures if f.explained_by
+                         and f.protocol in protocols and f.stage in TRANSFER_STAGES}))
+
+
+def _seen_in_failure(failure: MeasurementFailure) -> str:
+    """The catalogue's sentence of what was seen, without its operation (``HTTP/2 push:``)
+    and without "no entry" (the failure's own line says it)."""
+    return failure.seen.split(": ", 1)[-1].removesuffix(f"; {NO_ENTRY}")
+
+
+def _seen_in_transfer(push: PushResult) -> str:
+    """A failed transfer's kind and git's words (``refused: ssh: connect to host ...``),
+    a stall with the time it was given up after."""
+    kind = str(push.error_kind or "failed")
+    after = f" after {push.duration_s:.0f} s" if push.error_kind in STALL_KINDS else ""
+    # A stall's message may be its outcome's own name: no words of git's.
+    words = push.error_message if push.error_message not in ("", kind, "stalled") else ""
+    return f"{kind}{after}" + (f": {words}" if words else "")
+
+
+def _seen(names: Sequence[str], failures: Sequence[MeasurementFailure],
+          obs: Observations) -> str:
+    """What was seen of the failing protocols ``names``: one sentence when they failed
+    alike, else one per protocol (``HTTP/1.1: ...; HTTP/2: ...``)."""
+    transfers = judged_transfers(obs)
+    said: dict[str, str] = {}
+    for name in names:
+        described = [f for f in failures if f.protocol == name and f.seen]
+        failed = [push for push in transfers.get(name, ()) if not push.ok]
+        said[name] = (_seen_in_failure(described[0]) if described
+                      else _seen_in_transfer(failed[0]) if failed else "failed")
+    if len(set(said.values())) == 1:
+        return next(iter(said.values()))
+    return "; ".join(f"{_label(name)}: {text}" for name, text in said.items())
 
 
 def failure_headline(judgement: Judgement, findings: Sequence[Finding],
                      obs: Observations) -> str | None:
-    """``HTTP/1.1 and HTTP/2 pushes fail: <why>``: the headline of a run whose requested
-    transfers fail for a reason a ranked culprit names; None when none does."""
-    explained = [f for f in judgement.failures if f.explained_by is not None]
-    if not explained:
+    """What fails, what was seen and why, one clause per cause (see the module doc); None
+    when no requested protocol's transfers all failed."""
+    if not judgement.failing:
         return None
     noun = "clones" if obs.run.transfer == "download" else "pushes"
-    names = [n for n in PROTOCOL_ORDER if any(f.protocol == n for f in explained)]
-    labels = " and ".join(PROTOCOL_LABELS.get(n, n) for n in names)
-    why = sorted({f.explained_by for f in explained if f.explained_by})
+    by_cause: dict[tuple[str, ...], list[str]] = {}
+    for name in judgement.failing:
+        by_cause.setdefault(failure_culprits(judgement.failures, {name}), []).append(name)
     by_id = {f.id: f for f in findings}
-    # A culprit's own summary may already open with "X pushes fail: ".
-    reasons = [(by_id[c].summary if c in by_id else c).split(" fail: ", 1)[-1] for c in why]
-    return f"{labels} {noun} fail ({', '.join(why)}): " + " ".join(reasons)
+    clauses = []
+    for why, names in by_cause.items():
+        labels = " and ".join(_label(n) for n in names)
+        if not why:
+            seen = _seen(names, judgement.failures, obs)
+            clauses.append(f"{labels} {noun} fail ({seen}): {CAUSE_NOT_IDENTIFIED}.")
+            continue
+        # A culprit's own summary may already open with "X pushes fail: ".
+        reasons = [(by_id[c].summary if c in by_id else c).split(" fail: ", 1)[-1]
+                   for c in why]
+        clauses.append(f"{labels} {noun} fail ({', '.join(why)}): " + " ".join(reasons))
+    return " ".join(clauses)
 
 
 def headline_prefix(judgement: Judgement) -> str:
@@ -33,8 +109,7 @@ def headline_prefix(judgement: Judgement) -> str:
         return "Nothing was measured: " + _first(judgement) + "."
     if judgement.verdict != "inconclusive":
         return ""
-    missing = [PROTOCOL_LABELS.get(n, n) for n in judgement.requested
-               if n not in judgement.measured]
+    missing = [_label(n) for n in judgement.requested if n not in judgement.measured]
     if missing:
         return f"Not measured: {', '.join(missing)} ({_first(judgement)})."
     stalled = {"push-stalled": "A push", "fetch-stalled": "A clone"}
@@ -62,6 +137,6 @@ def verdict_headline(judgement: Judgement, findings: Sequence[Finding],
         failing = failure_headline(judged, findings, obs)
         if failing is not None:
             return failing
-    if judged.verdict in ("failed", "inconclusive"):
+    if judged.verdict in ("failed", "inconclusive") and judged.failures:
         return headline_prefix(judged)
     return ""

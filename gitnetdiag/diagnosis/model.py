@@ -20,7 +20,8 @@ if TYPE_CHECKING:  # numpy-free at run time: the plots' series are analysis type
 
 Verdict = Literal["healthy", "degraded", "inconclusive", "failed"]
 """``healthy`` every requested protocol measured and nothing ranks; ``degraded``
-culprits ranked; ``inconclusive`` some measurement failed; ``failed`` nothing
+culprits ranked; ``inconclusive`` the transfers worked but a measurement is missing;
+``failed`` a requested protocol's transfers all failed, explained or not, or nothing
 was measured (rules in :mod:`gitnetdiag.diagnosis.verdict`)."""
 
 
@@ -130,7 +131,8 @@ class MeasurementFailure:
     """What to fix to measure it."""
     explained_by: str | None = None
     """Id of a ranked culprit this failure is evidence for (a filter that resets
-    connections): then it does not make the run inconclusive."""
+    connections): then it does not make the run inconclusive, and a failed run's headline
+    names it as the cause; None: no ranked culprit explains it."""
     signatures: tuple[str, ...] = ()
     """Ids of the failure-signature catalogue's entries that match what was seen of a
     failed push (``docs/failures.md``); empty when none matched or it was not described."""
@@ -250,7 +252,7 @@ class Diagnosis:
     requested_protocols: tuple[str, ...] = ()
     """Protocols the run was asked to measure, canonical order."""
     measured_protocols: tuple[str, ...] = ()
-    """Protocols with at least one measured push (completed, or stalled/reset on the wire)."""
+    """Protocols with at least one transfer that gave a rate (a stall or a reset gives none)."""
     measurement_failures: tuple[MeasurementFailure, ...] = ()
     """What could not be measured, each with its hint."""
     direction: Direction = "push"

@@ -54,7 +54,7 @@ KNOWN_CULPRITS: frozenset[str] = frozenset({
     "bandwidth-limit", "path-latency", "server-processing", "slow-ref-advertisement",
     "client-pack-cpu", "client-http-stack", "slow-storage", "path-mtu-blackhole",
     "edge-request-buffering", "edge-backend-errors", "request-body-limit",
-    "edge-idle-timeout", "streamed-body-refused", "path-unreachable",
+    "edge-idle-timeout", "streamed-body-refused", "edge-no-backend", "path-unreachable",
     # the download direction's own (the DOWNLOAD entries of gitnetdiag.diagnosis.culprits.CULPRITS)
     "client-tcp-receive-window-clamp", "server-send-buffer", "client-http2-window",
     "server-pack-generation", "client-index-pack-cpu", "edge-response-buffering",

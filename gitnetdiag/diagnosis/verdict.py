@@ -1,37 +1,49 @@
-"""The verdict comes from what was measured, not only from what ranked.
+"""The verdict comes from what was measured, not only from what ranked: one rule for both
+directions (an upload's pushes in ``obs.protocols``, a download's clones in ``obs.transfers``).
 
-    requested protocols ──> measured? ──no──> failure explained by a ranked culprit?
-                               │                  │ yes: evidence (firewall-reset)
-                               │                  │ no:  inconclusive / failed
-                               yes
-                               └──> culprits ranked? ── yes: degraded
-                                                      └─ no: healthy, unless some
-                                                             other step failed
+    requested protocols ──> every transfer of one failed? ──yes──> failed (explained by a
+                               │                                   ranked culprit, or not)
+                               no
+                               └──> measured? ──none──> failed
+                                       │ one missing: inconclusive
+                                       all
+                                       └──> culprits ranked? ── yes: degraded
+                                                              └─ no: healthy, unless some
+                                                                     other step failed
 
-A protocol is *measured* when one of its pushes completed with at least
-:data:`~gitnetdiag.thresholds.MIN_RATE_BYTES` in a positive, finite time, or was
-cut on the wire (``hung``, ``timeout``, ``reset``): a stall is evidence for a
-culprit, not a missing measurement. A completed push below that floor is
-``too-small``: its time is round trips, not a rate. A push that sent no data
-(the server had it) or was interrupted measured nothing. A push refused, rejected
-by auth or TLS, an unknown host key or an unsupported URL measured nothing. Such a
-refusal is still evidence when a ranked culprit explains it (a filter answering
-SYNs with resets). A culprit of one protocol's flow control (:data:`PROTOCOL_SPECIFIC`)
-is not ranked when that protocol's pushes all stalled like another protocol's did.
+A transfer *failed* when git did not complete it: refused, unreachable, an HTTP status,
+auth, TLS, a host key, a reset, and a stall too (``hung``, ``timeout``: it moved nothing
+more and was given up). A user's interruption is no failure of the path, nor a push the
+server already had (``no-data``): those left aside, a requested protocol whose transfers
+all failed (:func:`failing_protocols`) fails the run, explained or not: a protocol that
+moved nothing is never ``degraded``. A failure is *explained* by the first ranked culprit
+whose evidence is failures of every kind the protocol failed by (:data:`EXPLAINED_BY`, one
+table) and that lives on that protocol (:data:`EXPLAINS_ONLY_ON`); else its cause is not
+identified, never the nearest culprit.
 
-    failed        nothing requested was measured
-    inconclusive  a requested protocol was not measured and nothing explains it,
-                  or nothing ranks while another step (native probe, capture) failed,
-                  a push stalled or failed, a burst's connections failed, or no TCP
-                  evidence (capture, TCP_INFO) was recorded
-    degraded      culprits ranked
+A protocol is *measured* when one of its transfers completed with at least
+:data:`~gitnetdiag.thresholds.MIN_RATE_BYTES` in a positive, finite time. A completed
+transfer below that floor is ``too-small``: its time is round trips, not a rate. A push that
+sent no data (the server had it) or was interrupted measured nothing, and failed nothing.
+A culprit of one protocol's flow control (:data:`PROTOCOL_SPECIFIC`) is not ranked when that
+protocol's pushes all stalled like another protocol's did.
+
+    failed        a requested protocol's transfers all failed (explained or not: the
+                  headline names the cause or says "cause not identified"), or nothing
+                  requested was measured
+    inconclusive  the transfers worked but a measurement is missing: a requested protocol
+                  not measured (too small, no data, interrupted, never run), or nothing
+                  ranks while another step (native probe, capture) failed, some of a
+                  protocol's transfers stalled or failed, a burst's connections failed, or
+                  no TCP evidence (capture, TCP_INFO) was recorded
+    degraded      culprits ranked, every requested protocol measured
     healthy       every requested protocol measured, nothing ranks, nothing failed
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, replace
 
 from gitnetdiag.diagnosis.assembly import as_push_result
@@ -50,13 +62,16 @@ from gitnetdiag.outcomes import MEASURED_OUTCOMES, REFUSALS, FailureKind
 from gitnetdiag.thresholds import MIN_RATE_BYTES, MIN_RATE_SIZE
 
 MEASURED_FAILURE_KINDS = frozenset({"hung", "timeout", "reset"})
-"""Failed pushes that still measured the path: data moved, then stalled or was cut."""
+"""Failed transfers that stalled or were cut on the wire: beside a transfer of the same
+protocol that gave a rate, the evidence of a ranked culprit (else ``push-stalled``)."""
 
 EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
     "firewall-reset": frozenset({FailureKind.RESET, *REFUSALS}),
     "ssh-maxstartups": frozenset({FailureKind.RESET, *REFUSALS}),
     "listen-backlog-overflow": frozenset({FailureKind.RESET, *REFUSALS}),
     "edge-backend-errors": frozenset({FailureKind.HTTP_STATUS}),
+    "edge-no-backend": frozenset({FailureKind.HTTP_STATUS, FailureKind.SERVER_ERROR,
+                                  FailureKind.OTHER}),
     "h2-frame-settings": frozenset({FailureKind.RESET, FailureKind.OTHER}),
     "request-body-limit": frozenset({FailureKind.HTTP_STATUS, FailureKind.RESET,
                                      FailureKind.OTHER}),
@@ -64,10 +79,16 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
                                         FailureKind.OTHER}),
     "edge-idle-timeout": frozenset({FailureKind.RESET, FailureKind.OTHER,
                                     FailureKind.TIMEOUT}),
+    "path-mtu-blackhole": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
+    "client-http-stack": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
+    "h2-flow-control-window": frozenset({FailureKind.HUNG}),
+    "edge-response-buffering": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "path-unreachable": frozenset({FailureKind.UNREACHABLE, FailureKind.TLS}),
 }
-"""Culprits whose evidence is a failed request or connection, with the push failure kinds
-they explain."""
+"""The one table of culprits whose evidence is a failed request, connection or stalled
+transfer, with the failure kinds they explain (either direction): a protocol whose every
+transfer failed is explained by the first ranked culprit listed here for all its kinds; a
+culprit not listed explains no failure. A new failure culprit adds its line here."""
 
 PROTOCOL_SPECIFIC: dict[str, str] = {
     "h2-flow-control-window": "h2",
@@ -77,6 +98,14 @@ PROTOCOL_SPECIFIC: dict[str, str] = {
 """Culprits that live in one protocol's flow control. When that protocol's pushes all
 stalled and another protocol's stalled the same way, the stall is common to both (a slow
 hook, the server) and is no evidence for the one-protocol culprit."""
+
+EXPLAINS_ONLY_ON: dict[str, frozenset[str]] = {
+    **{culprit: frozenset({name}) for culprit, name in PROTOCOL_SPECIFIC.items()},
+    "client-http-stack": frozenset({"h1", "h2"}),
+    "edge-response-buffering": frozenset({"h1", "h2"}),
+}
+"""Culprits of :data:`EXPLAINED_BY` that live in some protocols only: they explain those
+protocols' failures, never another's (an HTTP/2 window does not stall an SSH push)."""
 
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Failure kinds of a push that stopped making progress."""
@@ -120,6 +149,9 @@ class Judgement:
     """Protocols with a measured push."""
     failures: tuple[MeasurementFailure, ...]
     """What could not be measured."""
+    failing: tuple[str, ...] = ()
+    """Requested protocols whose every transfer failed (:func:`failing_protocols`): each
+    fails the run, its failures explained by a culprit or not."""
 
 
 def gives_rate(push: PushResult) -> bool:
@@ -129,13 +161,46 @@ def gives_rate(push: PushResult) -> bool:
 
 
 def is_measured(p: ProtocolObservation | None) -> bool:
-    """Whether a protocol's pushes measured anything (see the module docstring)."""
+    """Whether a protocol's pushes measured a rate (see the module docstring); a bare
+    capture's ledgers or metrics without a push are a measurement too."""
     if p is None:
         return False
     if not p.pushes:
         return p.capture is not None or p.h2_ledger is not None or p.ssh_ledger is not None
-    return any(gives_rate(push) or (not push.ok and push.error_kind in MEASURED_FAILURE_KINDS)
-               for push in p.pushes)
+    return any(gives_rate(push) for push in p.pushes)
+
+
+def _no_data(obs: Observations, name: str) -> bool:
+    """The protocol has a push that sent (almost) nothing (the server had the objects)."""
+    return any(p.stage == "push" and p.protocol == name and p.reference == NO_DATA_REFERENCE
+               for p in obs.problems)
+
+
+def _judged(pushes: Sequence[PushResult], no_data: bool = False) -> list[PushResult]:
+    """The transfers that count for or against the path: all but those interrupted by the
+    user and, ``no_data``, a push that sent nothing without a failure kind of its own."""
+    return [push for push in pushes if push.error_kind != FailureKind.INTERRUPTED
+            and not (no_data and not push.ok
+                     and push.error_kind in (None, FailureKind.OTHER))]
+
+
+def judged_transfers(obs: Observations) -> dict[str, list[PushResult]]:
+    """Each protocol's transfers as the verdict weighs them, either direction (a clone as
+    a push, :func:`_as_push`), the interrupted ones and the pushes that sent no data left
+    out (:func:`_judged`); a protocol with transfers is a key even when none is left."""
+    if obs.run.transfer == "download":
+        return {name: _judged([_as_push(t) for t in obs.transfers
+                               if t.protocol == name and t.outcome != "interrupted"])
+                for name in PROTOCOL_ORDER if any(t.protocol == name for t in obs.transfers)}
+    return {name: _judged(p.pushes, _no_data(obs, name)) for name, p in obs.protocols.items()}
+
+
+def failing_protocols(obs: Observations, requested: Sequence[str]) -> tuple[str, ...]:
+    """The requested protocols whose every transfer failed, a stall included (either
+    direction; interrupted transfers and pushes the server already had are left out)."""
+    transfers = judged_transfers(obs)
+    return tuple(name for name in requested if transfers.get(name)
+                 and not any(push.ok for push in transfers[name]))
 
 
 def all_stalled(obs: Observations) -> frozenset[str]:
@@ -161,9 +226,20 @@ def _too_small(name: str, stage: str, moved: str, hint: str) -> MeasurementFailu
         f"{MIN_RATE_BYTES} B, three round trips of TCP slow start)", hint=hint)
 
 
-def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
+def _push_failures(obs: Observations, name: str,
+                   explained_by: str | None) -> list[MeasurementFailure]:
     """Why a requested protocol measured nothing: the run's errors of its pushes (each
-    once), else its first failed push, else too few bytes, else no push at all."""
+    once), else its first failed push, else too few bytes, else no push at all; each
+    failure ``explained_by`` that culprit (None: by none)."""
+    return [replace(f, explained_by=explained_by)
+            for f in _push_problems(obs, name, stall_hint=explained_by is None)]
+
+
+def _push_problems(obs: Observations, name: str, *,
+                   stall_hint: bool) -> list[MeasurementFailure]:
+    """:func:`_push_failures`' items, a stall hinted at as an unexplained one
+    (``stall_hint``: what the run's evidence says to do, over the probe's own hint) or
+    generically."""
     problems: dict[tuple[str, str], RunProblem] = {}
     for problem in obs.problems:
         if problem.stage == "push" and problem.protocol == name:
@@ -171,7 +247,8 @@ def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
     if problems:
         return [MeasurementFailure(
             protocol=name, stage="push", reference=p.reference, kind=p.kind,
-            message=p.message, hint=p.hint or _GENERIC_HINT) for p in problems.values()]
+            message=p.message, hint=_stall_hint(obs, name) if stall_hint and p.kind in STALL_KINDS
+            else p.hint or _GENERIC_HINT) for p in problems.values()]
     p = obs.protocols.get(name)
     failed = [push for push in (p.pushes if p else ()) if not push.ok]
     label = PROTOCOL_LABELS.get(name, name)
@@ -181,7 +258,8 @@ def _push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
         return [MeasurementFailure(
             protocol=name, stage="push", reference="push-failed", kind=first.error_kind,
             message=f"{label}: {first.error_message or first.error_kind or 'push failed'}",
-            hint=_GENERIC_HINT,
+            hint=_stall_hint(obs, name) if stall_hint and first.error_kind in STALL_KINDS
+            else _GENERIC_HINT,
         )]
     if any(push.bytes < MIN_RATE_BYTES for push in done):
         return [_too_small(name, "push", f"the push moved {max(push.bytes for push in done)}",
@@ -238,13 +316,9 @@ def _stall_hint(obs: Observations, name: str) -> str:
 def _unexplained_push_failures(obs: Observations, name: str) -> list[MeasurementFailure]:
     """Pushes of a measured protocol that failed (refused, auth, an HTTP status, ...) while
     another push of it gave a rate: with no culprit ranked, the run is not healthy."""
-    no_data = any(p.stage == "push" and p.protocol == name and p.reference == NO_DATA_REFERENCE
-                  for p in obs.problems)
     pushes = obs.protocols[name].pushes
-    failed = [push for push in pushes if not push.ok
-              and push.error_kind not in MEASURED_FAILURE_KINDS
-              and push.error_kind != FailureKind.INTERRUPTED
-              and not (no_data and push.error_kind in (None, FailureKind.OTHER))]
+    failed = [push for push in _judged(pushes, _no_data(obs, name)) if not push.ok
+              and push.error_kind not in MEASURED_FAILURE_KINDS]
     if not failed:
         return []
     label = PROTOCOL_LABELS.get(name, name)
@@ -303,21 +377,19 @@ def _missing_tcp_evidence(obs: Observations, measured: Sequence[str]) -> list[Me
     )]
 
 
-def _explaining(pushes: Sequence[PushResult], findings: Sequence[Finding]) -> str | None:
-    """The first ranked culprit whose evidence is failed connections of every kind these
-    transfers failed by."""
+def explains(finding: Finding, protocol: str, kinds: Collection[FailureKind]) -> bool:
+    """Whether ``finding``'s culprit explains failures of these kinds on ``protocol``
+    (:data:`EXPLAINED_BY`, :data:`EXPLAINS_ONLY_ON`)."""
+    return (bool(kinds) and set(kinds) <= EXPLAINED_BY.get(finding.id, frozenset())
+            and protocol in EXPLAINS_ONLY_ON.get(finding.id, frozenset({protocol})))
+
+
+def _explaining(protocol: str, pushes: Sequence[PushResult],
+                findings: Sequence[Finding]) -> str | None:
+    """The first ranked culprit whose evidence is failures of every kind these transfers
+    of ``protocol`` failed by (:func:`judged_transfers`: an interruption is none)."""
     kinds = {push.error_kind or FailureKind.OTHER for push in pushes if not push.ok}
-    if not kinds:
-        return None
-    return next((f.id for f in findings if kinds <= EXPLAINED_BY.get(f.id, frozenset())), None)
-
-
-def _failing(pushes: Sequence[PushResult]) -> bool:
-    """Every transfer of the protocol failed, and not by stalling (a stall bounded by the
-    probe measured the path) nor by an interruption: git itself gave up on the transfer."""
-    return bool(pushes) and all(not push.ok and push.error_kind not in STALL_KINDS
-                                and push.error_kind != FailureKind.INTERRUPTED
-                                and push.error_kind is not None for push in pushes)
+    return next((f.id for f in findings if explains(f, protocol, kinds)), None)
 
 
 def judge(obs: Observations, findings: Sequence[Finding], *,
@@ -327,33 +399,25 @@ def judge(obs: Observations, findings: Sequence[Finding], *,
     judged as a push, their failures told of clones, ``hint_of`` the hint of a failed one)."""
     download = obs.run.transfer == "download"
     clones = {n: [t for t in obs.transfers if t.protocol == n] for n in PROTOCOL_ORDER}
-    if download:
-        pushes: dict[str, list[PushResult]] = {n: list(map(_as_push, clones[n]))
-                                               for n in PROTOCOL_ORDER if clones[n]}
-        gave: set[str] = {n for n in PROTOCOL_ORDER if any(map(_clone_measured, clones[n]))}
-    else:
-        pushes = {n: list(p.pushes) for n, p in obs.protocols.items()}
-        gave = {n for n, p in obs.protocols.items() if is_measured(p)}
+    pushes = judged_transfers(obs)
+    gave = ({n for n in PROTOCOL_ORDER if any(map(_clone_measured, clones[n]))} if download
+            else {n for n, p in obs.protocols.items() if is_measured(p)})
     observed = tuple(name for name in PROTOCOL_ORDER if name in pushes)
     requested = tuple(name for name in PROTOCOL_ORDER
                       if name in (obs.run.requested_protocols or observed))
-    failing = {name for name in requested if _failing(pushes.get(name, ()))}
+    failing = failing_protocols(obs, requested)
     # The protocols of clones not requested are not judged; those of pushes are.
     measured = tuple(name for name in (requested if download else observed)
                      if name in gave and name not in failing)
     failures: list[MeasurementFailure] = []
-    unexplained = explained_failure = False
     for name in requested:
         if name in measured:
             continue
-        # A clone's failure is explained only when the protocol fails (:func:`_failing`).
-        explained_by = (_explaining(pushes.get(name, ()), findings)
+        # A clone's failure is explained only when the protocol fails.
+        explained_by = (_explaining(name, pushes.get(name, ()), findings)
                         if name in failing or not download else None)
-        unexplained = unexplained or explained_by is None
-        explained_failure = explained_failure or (name in failing and explained_by is not None)
         failures += (_clones_not_measured(name, clones[name], explained_by, hint_of)
-                     if download else [replace(f, explained_by=explained_by)
-                                       for f in _push_failures(obs, name)])
+                     if download else _push_failures(obs, name, explained_by))
     if download:
         failures += [f for name in measured for f in _clones_in_measured(clones[name], findings,
                                                                          hint_of)]
@@ -366,23 +430,20 @@ def judge(obs: Observations, findings: Sequence[Finding], *,
     tcp = [] if findings else _missing_tcp_evidence(obs, measured)
     # A download's missing evidence after the run's own errors, which name its cause.
     failures += [*other, *tcp] if download else [*tcp, *other]
-    verdict = _verdict(measured, requested, other, unexplained, explained_failure, findings,
-                       failures)
+    verdict = _verdict(measured, requested, failing, other, findings, failures)
     # After the verdict: a branch left behind measured nothing wrong, but the user must act.
     return Judgement(verdict=verdict, requested=requested, measured=measured,
-                     failures=(*failures, *_leftovers(obs)))
+                     failures=(*failures, *_leftovers(obs)), failing=failing)
 
 
-def _verdict(measured: Sequence[str], requested: Sequence[str],
-             other: Sequence[MeasurementFailure], unexplained: bool, explained_failure: bool,
-             findings: Sequence[Finding], failures: Sequence[MeasurementFailure]) -> Verdict:
+def _verdict(measured: Sequence[str], requested: Sequence[str], failing: Sequence[str],
+             other: Sequence[MeasurementFailure], findings: Sequence[Finding],
+             failures: Sequence[MeasurementFailure]) -> Verdict:
     """The rule of the module doc, either direction."""
-    if not measured and (requested or other):
+    if failing or (not measured and (requested or other)):
         return "failed"
-    if unexplained:
+    if any(name not in measured for name in requested):
         return "inconclusive"
-    if explained_failure:
-        return "failed"
     if findings:
         return "degraded"
     if any(f.explained_by is None for f in failures):
@@ -429,11 +490,9 @@ def _as_push(obs: TransferObservation) -> PushResult:
 
 
 def _clone_measured(obs: TransferObservation) -> bool:
-    """A clone that gave a rate, finished or bounded with enough bytes to give one, or was
-    cut on the wire (stalled, reset)."""
-    if obs.outcome in MEASURED_OUTCOMES:
-        return obs.measured or obs.moved_bytes >= MIN_RATE_BYTES
-    return _as_push(obs).error_kind in MEASURED_FAILURE_KINDS
+    """A clone that gave a rate: finished or bounded with enough bytes to give one."""
+    return obs.outcome in MEASURED_OUTCOMES and (obs.measured
+                                                 or obs.moved_bytes >= MIN_RATE_BYTES)
 
 
 def _clone_failure(obs: TransferObservation, reference: str, explained_by: str | None,
@@ -487,7 +546,7 @@ def _clones_in_measured(clones: Sequence[TransferObservation], findings: Sequenc
                                         lambda kind, message: _CLONE_STALL_HINT))
         else:
             items.append(_clone_failure(obs, "fetch-failures-unexplained",
-                                        _explaining([push], findings), hint_of))
+                                        _explaining(obs.protocol, [push], findings), hint_of))
     return items
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitnetdiag.lab import httpfaults
+from gitnetdiag.lab import edgefaults, httpfaults
 from gitnetdiag.lab.spec import BAD_MEMBER_STATUS, H2_DEFAULT_WINDOW, LabSpec
 from gitnetdiag.model.lab.state import (
     PORT_HTTP_BACKEND,
@@ -227,6 +227,9 @@ def _haproxy_pool(spec: LabSpec) -> str:
     """The edge's backend: Apache alone, or (``edge-backend-errors``) Apache and a member
     that redirects every request to https, balanced round-robin, health-checked only
     under the fix."""
+    dead = edgefaults.haproxy_backend(spec)
+    if dead is not None:
+        return dead
     if not spec.edge_bad_member:
         return f"backend apache\n    server apache 127.0.0.1:{PORT_HTTP_BACKEND}\n"
     check = " check inter 500ms fall 1 rise 1" if spec.edge_health_checks else ""

@@ -29,7 +29,16 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
-from gitnetdiag.lab import config, fetchlab, h2window, httpfaults, pathfaults, slowclient, slowdisk
+from gitnetdiag.lab import (
+    config,
+    edgefaults,
+    fetchlab,
+    h2window,
+    httpfaults,
+    pathfaults,
+    slowclient,
+    slowdisk,
+)
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.edges import EDGE_PROGRAMS
 from gitnetdiag.lab.httpauth import make_http_auth
@@ -489,6 +498,8 @@ def wait_ready(state: LabState, timeout_s: float = 45.0,
     endpoints = state.endpoints
     pending = urls if urls is not None else [
         endpoints.https_direct, endpoints.https_edge, endpoints.ssh, endpoints.git]
+    if edgefaults.edge_unanswered(state.faults):  # its 503 to everything is the fault
+        pending = [url for url in pending if url != endpoints.https_edge]
     while pending:
         url = pending[0]
         # Under h2-frame-settings the edge drops HTTP/2 by design; it must answer HTTP/1.1.

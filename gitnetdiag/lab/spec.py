@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from typing import TypedDict, Unpack
 
 from gitnetdiag.errors import UsageError
+from gitnetdiag.lab import edgefaults as _edge
 from gitnetdiag.lab import fetchlab as _fetch
 from gitnetdiag.lab import httpfaults as _http
 from gitnetdiag.lab import pathfaults as _path
@@ -138,6 +139,7 @@ FAULTS: dict[str, str] = {
     "edge-backend-errors": "the HAProxy edge balances round-robin over two members without "
     f"health checks: Apache, and a port that answers {BAD_MEMBER_STATUS} to everything",
     **_http.HTTP_FAULTS,
+    **_edge.EDGE_FAULTS,
     **_path.PATH_FAULTS,
 }
 
@@ -195,6 +197,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     "h2-client-stall": "http.version HTTP/1.1",
     "edge-backend-errors": "option httpchk",
     **_http.HTTP_FAULT_FIX_NAMES,
+    **_edge.EDGE_FAULT_FIX_NAMES,
     **_path.PATH_FAULT_FIX_NAMES,
 }
 """A setting or step the fix of each fault's culprit must name."""
@@ -317,6 +320,7 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     # Both HTTP versions go through the pool; SSH does not, and shows the server is fine.
     "edge-backend-errors": ("--protocols", "h1,h2,ssh", "--cleanup-wait", "5"),
     **_http.HTTP_FAULT_PROBE_ARGS,
+    **_edge.EDGE_FAULT_PROBE_ARGS,
     **_path.PATH_FAULT_PROBE_ARGS,
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
@@ -503,7 +507,8 @@ def _chosen_edge(edge: str | None, active: tuple[str, ...]) -> str:
     if "edge-response-buffering" in active and "slow-storage" in active:
         raise UsageError("edge-response-buffering and slow-storage each need the lab's one "
                          "throttled device", hint="run them in two labs")
-    haproxy_only = [f for f in ("edge-backend-errors", *_http.HAPROXY_FAULTS) if f in active]
+    haproxy_only = [f for f in ("edge-backend-errors", *_http.HAPROXY_FAULTS,
+                                        *_edge.HAPROXY_FAULTS) if f in active]
     if haproxy_only and chosen_edge != "haproxy":
         raise UsageError(
             f"the {haproxy_only[0]} fault needs the haproxy edge, not {chosen_edge}",

@@ -17,6 +17,7 @@ and say what could not be seen. Nothing git-like in the capture is a named
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
@@ -24,6 +25,7 @@ import numpy as np
 
 from gitnetdiag.analysis import h2ledger
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
+from gitnetdiag.analysis.h1responses import H1Response
 from gitnetdiag.analysis.tcp import ConnectionAnalysis
 from gitnetdiag.analysis.window import forward_filled
 from gitnetdiag.capture.sniff import Sniffed, sniff_connections
@@ -110,7 +112,8 @@ def find_transfers(analysis: CaptureAnalysis, sniffed: dict[tuple[int, int], Sni
         found.append(Transfer(protocol=proto, conn=directed, server_port=server, why=why,
                               upload_bytes=directed.a_to_b.payload_bytes,
                               download_bytes=directed.b_to_a.payload_bytes,
-                              service=sniff.service if sniff is not None else None))
+                              service=sniff.service if sniff is not None else None,
+                              wire=sniff))
     return sorted(found, key=lambda t: -t.upload_bytes)
 
 
@@ -271,8 +274,8 @@ def _nothing_to_measure(path: Path, connections: int, transfers: list[Transfer],
     return []
 
 
-def _clones(path: Path, connections: int, transfers: list[Transfer], downloads: list[Transfer],
-            pushed: int) -> tuple[obs.Observations, list[str]]:
+def _clones(path: Path, analysis: CaptureAnalysis, transfers: list[Transfer],
+            downloads: list[Transfer], pushed: int) -> tuple[obs.Observations, list[str]]:
     """The capture's clones, the bigger transfer: diagnosed in the download direction, with
     a push beside them said (:mod:`~gitnetdiag.pipeline._capture_flow`)."""
     bursts = capture_bursts(transfers)
@@ -283,20 +286,36 @@ def _clones(path: Path, connections: int, transfers: list[Transfer], downloads: 
         warnings.append(f"{path.name} holds a push ({pushed} B up) and a clone "
                         f"({downloads[0].download_bytes} B down): the clone is diagnosed")
     warnings.append(f"a bare capture of a clone cannot show {UNSEEN}: none is guessed")
-    return capture_of_clones(path, connections, downloads, bursts, other=other), warnings
+    end = max(c.last_ts_ns for c in analysis.connections)
+    observations, notes = capture_of_clones(path, len(analysis.connections), downloads, bursts,
+                                            capture_end_ns=end, other=other)
+    return observations, warnings + notes
 
 
-def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None
+def _seeded(responses: Sequence[H1Response]) -> dict[tuple[int, int], Sniffed]:
+    """The decrypted response heads as what the sniff knows of their connections (the last
+    head of each connection: the pack's answer follows the ref advertisement's)."""
+    seeded: dict[tuple[int, int], Sniffed] = {}
+    for r in responses:
+        seeded[(min(r.server_port, r.client_port), max(r.server_port, r.client_port))] = Sniffed(
+            client_port=r.client_port, http_status=r.status, content_length=r.content_length,
+            body_start_seq=r.segment_seq, decrypted=True)
+    return seeded
+
+
+def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None,
+                              h1_responses: Sequence[H1Response] = ()
                               ) -> tuple[obs.Observations, list[str]]:
     """The engine's input from a bare capture file; with the analysis warnings.
 
-    ``h2_ledgers`` are the decrypted HTTP/2 ledgers (``--keylog`` or secrets in the
-    pcapng), read by the command through :mod:`gitnetdiag.tools.tshark`.
+    ``h2_ledgers`` are the decrypted HTTP/2 ledgers and ``h1_responses`` the decrypted
+    HTTP/1.1 response heads (``--keylog`` or secrets in the pcapng), read by the command
+    through :mod:`gitnetdiag.tools.tshark`.
     """
     analysis = analyze_capture(path)
     warnings = list(analysis.warnings)
     try:
-        sniffed = sniff_connections(path)
+        sniffed = sniff_connections(path, _seeded(h1_responses))
     except GitnetdiagError as exc:  # the reader already said what is wrong with the file
         warnings.append(f"payload not inspected: {exc.message}")
         sniffed = {}
@@ -306,7 +325,7 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
                        key=lambda t: -t.download_bytes)
     pushed = max((t.upload_bytes for t in transfers if flows[id(t)] == "upload"), default=0)
     if downloads and downloads[0].download_bytes > pushed:
-        clones, said = _clones(path, len(analysis.connections), transfers, downloads, pushed)
+        clones, said = _clones(path, analysis, transfers, downloads, pushed)
         return clones, warnings + said
     protocols: dict[str, obs.ProtocolObservation] = {}
     bursts = capture_bursts(transfers)
@@ -365,10 +384,11 @@ def observations_from_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLed
                             problems=tuple(problems)), warnings
 
 
-def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None
-                     ) -> tuple[Diagnosis, list[str]]:
+def diagnose_capture(path: Path, *, h2_ledgers: list[h2ledger.H2WireLedger] | None = None,
+                     h1_responses: Sequence[H1Response] = ()) -> tuple[Diagnosis, list[str]]:
     """Diagnose a bare capture; with the analysis warnings."""
-    observations, warnings = observations_from_capture(path, h2_ledgers=h2_ledgers)
+    observations, warnings = observations_from_capture(path, h2_ledgers=h2_ledgers,
+                                                       h1_responses=h1_responses)
     diagnosis = diagnose(observations)
     if observations.run.transfer == "download":
         diagnosis = replace(diagnosis, direction="fetch")

@@ -40,10 +40,11 @@ from pathlib import Path
 from gitnetdiag.analysis.tcp import ConnectionAnalysis
 from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
 from gitnetdiag.analysis.trace2 import ReceiverPhases
+from gitnetdiag.capture.sniff import Sniffed
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.transfers import Direction, TransferObservation
-from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.pipeline._clone_end import CloneEnd, ServerSide, clone_end
 from gitnetdiag.pipeline._metrics import capture_metrics
 
 MIN_PACK_BYTES = 4096
@@ -74,6 +75,8 @@ class Transfer:
     """Bytes the server sent (the pack of a clone, the refs and status of a push)."""
     service: str | None = None
     """The git service the client asked for, when the request was seen (git://, plain HTTP)."""
+    wire: Sniffed | None = None
+    """What its payload said (requests, responses, sideband bands), when captured."""
 
 
 def pack_direction(t: Transfer) -> Direction | None:
@@ -123,9 +126,25 @@ def _no_phases() -> ReceiverPhases:
     return ReceiverPhases(**{f.name: None for f in fields(ReceiverPhases)})
 
 
-def clone_observation(t: Transfer, repeat: int) -> tuple[TransferObservation, bool]:
+def ended(t: Transfer, capture_end_ns: int) -> CloneEnd:
+    """How the clone on ``t`` ended (:mod:`~gitnetdiag.pipeline._clone_end`)."""
+    client, server = t.conn.a_to_b, t.conn.b_to_a
+    tls = t.wire is not None and t.wire.tls
+    return clone_end(ServerSide(
+        moved_bytes=server.payload_bytes, first_data_ns=server.first_data_ts_ns,
+        last_data_ns=server.last_data_ts_ns, last_large_ns=server.last_large_segment_ts_ns,
+        small_tail_bytes=server.small_tail_bytes,
+        unacked_bytes=server.unacked_bytes, reset_ns=server.first_reset_ts_ns,
+        fin_ns=server.first_fin_ts_ns, client_reset_ns=client.first_reset_ts_ns,
+        client_fin_ns=client.first_fin_ts_ns,
+        encrypted=tls or t.protocol in ("h2", "ssh"), client_closes=t.protocol in ("h1", "h2")),
+        t.wire, capture_end_ns, server_port=t.conn.connection.b_port)
+
+
+def clone_observation(t: Transfer, repeat: int, capture_end_ns: int
+                      ) -> tuple[TransferObservation, bool, str]:
     """One download connection as the engine's clone; with whether it was captured at the
-    client (the receiver)."""
+    client (the receiver), and what the capture could not tell of its end ("" if nothing)."""
     conn = t.conn
     client, server = conn.a_to_b, conn.b_to_a
     hs = conn.handshake
@@ -144,30 +163,33 @@ def clone_observation(t: Transfer, repeat: int) -> tuple[TransferObservation, bo
     receiver = at_receiver(sent)
     metrics = capture_metrics(conn, label, receiver="a", tcp=tcp) if receiver else replace(
         sent, source=sent.source + " (download, at the server)")
-    cut = (client.resets_sent or server.resets_sent) and server.unacked_bytes >= MIN_PACK_BYTES
+    end = ended(t, capture_end_ns)
     clone = TransferObservation(
-        protocol=t.protocol, repeat=repeat, outcome="failed" if cut else "ok",
+        protocol=t.protocol, repeat=repeat, outcome=end.outcome,
         moved_bytes=server.payload_bytes, measured_s=measured_s,
         rate_bytes_per_s=server.payload_bytes / measured_s if measured_s > 0 else None,
         wall_s=max(0.0, (conn.last_ts_ns - conn.first_ts_ns) / 1e9), phases=_no_phases(),
         tcp=tcp, path_rtt_s=rtt, capture=metrics,
-        failure_kind=FailureKind.RESET if cut else None,
-        last_line=f"connection reset with {server.unacked_bytes} B of the download "
-        "unacknowledged (capture)" if cut else "")
-    return clone, receiver
+        failure_kind=end.kind, last_line=end.line)
+    return clone, receiver, end.note
 
 
 def capture_of_clones(path: Path, connections: int, downloads: list[Transfer],
-                      bursts: list[obs.BurstResult], *, other: str = "") -> obs.Observations:
+                      bursts: list[obs.BurstResult], *, capture_end_ns: int, other: str = ""
+                      ) -> tuple[obs.Observations, list[str]]:
     """A bare capture's clones (``downloads``, largest first) as the engine's download
-    :class:`Observations`; ``other`` says what else the capture held (a push)."""
+    :class:`Observations`, with what the capture could not tell of their ends; ``other``
+    says what else the capture held (a push); ``capture_end_ns``: its last packet."""
     clones: list[TransferObservation] = []
     seen: list[str] = []
+    notes: list[str] = []
     for proto in obs.PROTOCOL_ORDER:
         mine = [t for t in downloads if t.protocol == proto]
         for repeat, t in enumerate(mine, start=1):
-            clone, receiver = clone_observation(t, repeat)
+            clone, receiver, note = clone_observation(t, repeat, capture_end_ns)
             clones.append(clone)
+            if note:
+                notes.append(f"{obs.PROTOCOL_LABELS[proto]} clone #{repeat}: {note}")
             if repeat == 1:
                 side = "at the client" if receiver else "at the server"
                 seen.append(f"{obs.PROTOCOL_LABELS[proto]} clone by {t.why} (direction: "
@@ -179,4 +201,4 @@ def capture_of_clones(path: Path, connections: int, downloads: list[Transfer],
         measured_by=(f"bare capture {path.name}: {connections} TCP connection(s), "
                      f"{', '.join(seen)}{other}; no A/B reference between transports; "
                      f"not in a capture: {UNSEEN}"))
-    return replace(observations, run=run)
+    return replace(observations, run=run), notes

@@ -11,7 +11,8 @@ the kernel's ``bytes_acked`` of git's sockets (``ss -tin``, written to
              window, slow start): the rate is known
     BUDGET   the time budget, counted from the start of the pack (a slow login is not
              part of it), is spent while bytes still move
-    STALL    no byte moved for ``stall_timeout_s`` while the pack was unfinished
+    STALL    no byte moved for ``stall_timeout_s`` while the pack was unfinished (less
+             than ``MIN_PROGRESS_BYTES`` in a sample, a keepalive, is no progress)
     SERVER_STALL  the whole pack was handed over (git printed ``Total``), and for
              ``stall_timeout_s`` nothing more happened: no byte acknowledged or
              received, no line from git or the server (``remote: ...``)
@@ -63,6 +64,12 @@ negotiation: a few kB): the rate and the time budget start at the last sample be
 so a slow login (seconds of an SSH key lookup) is neither transfer time nor budget."""
 RECENT_PROGRESS_S = 2.0
 """At the budget, bytes must have moved this recently for the rate to count."""
+MIN_PROGRESS_BYTES = 100
+"""Bytes that must move between two samples for the transfer to progress: a keepalive packet
+is 5 B, with its framing (chunked HTTP, TLS, HTTP/2, SSH) 13-70 B, and upload-pack sends one
+every 5 s while pack-objects is silent, mid-pack too: a pack that stopped while keepalives
+trickle is a stall, not bytes moving (issue 42). A real transfer moves more than this in a
+quarter-second sample from 400 B/s up."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -113,13 +120,16 @@ class RateMonitor:
     def add(self, point: Progress) -> None:
         last = self.points[-1]
         if point.moved_bytes > last.moved_bytes:
+            progressed = point.moved_bytes - last.moved_bytes >= MIN_PROGRESS_BYTES
             if point.t_s <= last.t_s and len(self.points) > 1:
                 # A later count of the same sample (git's own, read after it exited): it
                 # corrects that sample, it adds no instant of zero length to measure over.
                 self.points[-1] = Progress(t_s=last.t_s, moved_bytes=point.moved_bytes)
-                self.last_change_s = last.t_s
+                if progressed:
+                    self.last_change_s = last.t_s
             else:
-                self.last_change_s = point.t_s
+                if progressed:
+                    self.last_change_s = point.t_s
                 self.points.append(point)
         elif point.t_s > self.points[-1].t_s:
             self.points.append(Progress(t_s=point.t_s, moved_bytes=self.points[-1].moved_bytes))

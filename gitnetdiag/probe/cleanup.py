@@ -10,15 +10,27 @@ decides from the push what can still happen (:func:`push_aftermath`), then:
     NOT_STARTED  push never reached receive-pack ---------------> never-created
     CREATED      the push succeeded ---------------> delete --> receive-pack reports it
                                                                  deleted (else: verify gone)
+    SETTLED      the server answered otherwise (rejected; an error status in receive-pack's
+                 place: a 4xx, or an edge's 502/503: receive-pack never ran to its end,
+                 whether the pack was cut or not)
+                                                  -- one look, no wait --> never-created | delete
     CUT          pack never delivered whole (git's progress has no ``Total``, no
                  report-status): receive-pack applies nothing ---> never-created, no look
-    SETTLED      the server answered otherwise (rejected, a 4xx status)
-                                                  -- one look --> never-created | delete
     REFUSED      receive-pack's report says ``ng`` for this very ref --> never-created
     REDIRECTED   a 3xx answered the pack instead of receive-pack ---> never-created, no look
     MAY_LAND     pack sent, no answer -- poll ls-remote until the deadline:
                    appears at our object --> delete under lease --> verify gone --> deleted
                    still absent at the deadline ------------------------------> unconfirmed
+                 (a 504, or a 200 then cut by an edge: the hook may still land it)
+
+A delete whose answer is lost (it timed out, or the connection was cut: a path that
+forgets a silent connection loses the delete's answer as it lost the push's) may have
+landed. The server is asked again on a new connection (``ls-remote``, which runs no
+hook) before the branch is called anything, also when the clean-up's end has come:
+
+    delete unanswered --> ls-remote --> absent ----------------> deleted (its answer was lost)
+                                    --> there ----------------> delete again, or leftover
+                                    --> cannot list either ---> unconfirmed (delete unanswered)
 
 Every step is bounded by the clean-up's end: ``wait_s`` for a push that may land
 (the delete of a branch seen in time gets :data:`DELETE_TIMEOUT_S` more),
@@ -32,8 +44,10 @@ A delete always carries a lease on the pushed object
 (``--force-with-lease=<ref>:<oid>``), so it removes our push and nothing else.
 Only a branch known to be there (the push succeeded, or ls-remote showed it) and
 not shown gone is ``leftover``, with the exact command to remove it. When the
-refs cannot be listed for a branch never seen, it is ``unconfirmed``: the reason
-and the command that checks (``check_command``), never "still on the server".
+refs cannot be listed for a branch never seen, or after a delete whose answer was
+lost, it is ``unconfirmed``: the reason and the command that checks
+(``check_command``), never "still on the server". A delete's timeout leaves
+:data:`CONFIRM_LOOK_S` of the clean-up's time for the look after it.
 """
 
 from __future__ import annotations
@@ -74,9 +88,15 @@ DELETE_TIMEOUT_S = 60.0
 """The delete runs the server's hooks too: it gets its own timeout, not the push's."""
 STEP_MIN_S = 3.0
 """The shortest time a git run of the clean-up gets, even at its end (a look over TLS)."""
+CONFIRM_LOOK_S = 10.0
+"""Kept from a delete's timeout for the look that follows it: a delete whose answer is lost
+is confirmed (or not) by ls-remote on a new connection within the clean-up's time."""
 _MAX_DELETES = 3
-_CLIENT_ERROR = re.compile(r"RPC failed; HTTP 4(?!08)\d\d")
-"""A 4xx refused the request itself; a proxy's 502/504 may leave receive-pack running."""
+_ERROR_STATUS = re.compile(r"RPC failed; HTTP (?!408|504)[45]\d\d")
+"""An error status answered the request in receive-pack's place: a 4xx refused the request
+itself; a 5xx such as an edge's 502/503 (no backend, a broken one) came from an edge or a
+server that did not run receive-pack to its end. A 504 (the edge gave up waiting while the
+backend may still work) and a 408 may leave receive-pack running."""
 _REDIRECT = re.compile(r"RPC failed; HTTP (3\d\d)")
 """receive-pack never answers with a redirect: whatever sent one answered instead of it."""
 
@@ -109,17 +129,35 @@ def push_aftermath(run: GitRun | None) -> Aftermath:
         return Aftermath.CREATED
     if not run.timed_out and classify_git_stderr(run.stderr) in NEVER_CONNECTED:
         return Aftermath.NOT_STARTED
-    # Per-ref status lines come only from receive-pack's report, after it decided; an HTTP
-    # 4xx refused the request itself (a proxy's 502/504 may leave the backend running).
+    # Per-ref status lines come only from receive-pack's report, after it decided.
     if any(line.lstrip().startswith(("! [", "* [", "- [")) for line in run.stderr.splitlines()):
+        return Aftermath.SETTLED
+    # An error status in receive-pack's place: nothing to wait for, but one look (check,
+    # do not assume), also when the pack was cut by it.
+    if _ERROR_STATUS.search(run.stderr):
         return Aftermath.SETTLED
     if not parse_pack_progress(run.stderr).pack_finished:
         return Aftermath.CUT
     if _REDIRECT.search(run.stderr):
         return Aftermath.REDIRECTED
-    if _CLIENT_ERROR.search(run.stderr):
-        return Aftermath.SETTLED
     return Aftermath.MAY_LAND
+
+
+def answered_in_place(status: int) -> bool:
+    """Whether an HTTP status that answered the pack POST came in receive-pack's place with
+    nothing left running (pure): the statuses :data:`_ERROR_STATUS` finds in git's words."""
+    return 400 <= status <= 599 and status not in (408, 504)
+
+
+def delete_may_have_landed(run: GitRun) -> bool:
+    """Whether a failed delete may still have been applied (pure): its answer was lost or
+    cut (a timeout, a reset, an edge's 504), not refused before receive-pack ran (no
+    connection, an error status in its place) nor refused by receive-pack itself."""
+    if run.ok or run.timed_out:
+        return run.timed_out
+    if classify_git_stderr(run.stderr) in NEVER_CONNECTED | {FailureKind.REJECTED}:
+        return False
+    return not _ERROR_STATUS.search(run.stderr)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -217,7 +255,7 @@ def remove_probe_ref(
     while True:
         if cancelled():
             raise CleanupCancelled(branch)
-        if removal.runs and removal.clock() >= removal.end:
+        if removal.runs and removal.clock() >= removal.end and not removal.owes_look:
             return removal.ran_out()
         current = removal.transports[removal.failures % len(removal.transports)]
         on_server: str | None = oid
@@ -233,8 +271,7 @@ def remove_probe_ref(
         done = removal.absent() if on_server is None else removal.present(current, on_server)
         if done is not None:
             return done
-        if on_server is None or removal.settling():
-            sleep(POLL_INTERVAL_S)
+        sleep(POLL_INTERVAL_S)
 
 
 @dataclass(kw_only=True)
@@ -272,6 +309,15 @@ class _Removal:
     """The last failure, as git said it."""
     failed_delete_at: float | None = None
     """When the last delete failed (its answer lost: it may still be running)."""
+    unanswered: str = ""
+    """A delete whose answer was lost may have landed (:func:`delete_may_have_landed`), and
+    no listing of the refs since said: how it failed, as git said it; else empty."""
+    owes_look: bool = False
+    """Such a delete ended and no look ran since: one runs even when the end has come."""
+    last_delete: str = ""
+    """How the last failed delete failed, as git said it."""
+    seen_since_delete: bool = False
+    """A look showed it there with our object after the last delete."""
 
     @property
     def ref(self) -> str:
@@ -287,19 +333,24 @@ class _Removal:
                              waited_s=self.clock() - self.started, remove_command=command,
                              check_command=check)
 
-    def step_s(self, cap_s: float) -> float:
-        """The timeout of the next git run: ``cap_s``, within what is left of the end."""
-        return min(cap_s, max(STEP_MIN_S, self.end - self.clock()))
+    def step_s(self, cap_s: float, reserve_s: float = 0.0) -> float:
+        """The timeout of the next git run: ``cap_s``, within what is left of the end once
+        ``reserve_s`` is kept for what must follow it."""
+        return min(cap_s, max(STEP_MIN_S, self.end - self.clock() - reserve_s))
 
     def look(self, current: Transport) -> tuple[bool, str | None]:
         """ls-remote of the branch: (listed, the object it points at or None)."""
         self.runs += 1
+        self.owes_look = False
         listing = self.runner(ls_remote_argv(current, self.ref), env=current.env(), cwd=self.cwd,
                               timeout_s=self.step_s(min(DELETE_TIMEOUT_S,
                                                         max(10.0, self.deadline - self.clock()))))
         self.listed = listing.ok
         if listing.ok:
-            return True, parse_ls_remote(listing.stdout).get(self.ref)
+            self.unanswered = ""  # the server said: absent (landed) or there (not yet)
+            on_server = parse_ls_remote(listing.stdout).get(self.ref)
+            self.seen_since_delete = on_server == self.oid
+            return True, on_server
         self.failures += 1
         self.detail = "ls-remote: " + ("timed out" if listing.timed_out
                                        else failure_line(listing.stderr))
@@ -313,11 +364,20 @@ class _Removal:
             return None
         if self.deleted:
             return self.result(RefCleanup.DELETED)
+        if self.unanswered:
+            return self.unconfirmed_delete()
         if self.known_present:
             return self.result(RefCleanup.LEFTOVER, "it was there and the server's refs cannot "
                                f"be listed to see it gone ({self.detail})")
         return self.result(RefCleanup.UNCONFIRMED,
                            f"the server's refs cannot be listed ({self.detail})")
+
+    def unconfirmed_delete(self) -> CleanupResult:
+        """A delete was sent and its answer lost, and the refs could not be listed since."""
+        return self.result(RefCleanup.UNCONFIRMED,
+                           f"the delete was sent and its answer lost ({self.unanswered}); "
+                           "ls-remote on a new connection could not list the server's refs to "
+                           f"see whether it landed ({self.detail})")
 
     def settling(self) -> bool:
         """A delete whose answer was lost may still be running on the server (its hooks run
@@ -332,8 +392,9 @@ class _Removal:
         if self.deletes and self.known_present:
             # It was there with our object and only a delete under our lease removes it:
             # that delete landed after the way to the server lost its answer.
-            return self.result(RefCleanup.DELETED, "the delete landed after its answer was "
-                               f"lost ({self.detail})" if self.detail else "")
+            lost = self.last_delete or self.detail
+            return self.result(RefCleanup.DELETED, "the delete landed, its answer was lost "
+                               f"({lost}): ls-remote shows the branch gone" if lost else "")
         if self.aftermath is Aftermath.CREATED:
             return self.result(RefCleanup.NEVER_CREATED,
                                "the push succeeded, but the branch was gone before the delete")
@@ -357,16 +418,22 @@ class _Removal:
         if on_server != self.oid:
             return self.result(RefCleanup.LEFTOVER, f"{self.ref} points at {on_server[:12]}, "
                                f"not the pushed {self.oid[:12]}: left alone")
+        if self.runs and self.clock() >= self.end:
+            return self.ran_out()  # ls-remote shows it there, and no time for another delete
         if self.settling():
             return None
+        if self.deletes and self.end - self.clock() < CONFIRM_LOOK_S + STEP_MIN_S:
+            return None  # no time left for another delete and the look after it: look on
         if self.deletes >= _MAX_DELETES:
             if self.clock() < self.deadline:
                 return None  # the last delete may still land: look until the deadline
             return self.result(RefCleanup.LEFTOVER, self.detail or "the delete did not take")
         self.deletes += 1
         self.runs += 1
+        self.seen_since_delete = False
         removal = self.runner(delete_argv(current, self.branch, self.oid), env=current.env(),
-                              cwd=self.cwd, timeout_s=self.step_s(DELETE_TIMEOUT_S))
+                              cwd=self.cwd,
+                              timeout_s=self.step_s(DELETE_TIMEOUT_S, reserve_s=CONFIRM_LOOK_S))
         if removal.ok:
             self.deleted = True
             if _server_deleted(removal.stderr, self.branch):
@@ -376,8 +443,10 @@ class _Removal:
         else:
             self.failures += 1
             self.failed_delete_at = self.clock()
-            self.detail = "delete: " + ("timed out" if removal.timed_out
-                                        else failure_line(removal.stderr))
+            self.detail = self.last_delete = "delete: " + (
+                "timed out" if removal.timed_out else failure_line(removal.stderr))
+            if delete_may_have_landed(removal):
+                self.unanswered, self.owes_look = self.detail, True
         return None
 
     def ran_out(self) -> CleanupResult:
@@ -385,6 +454,12 @@ class _Removal:
         took = f"{self.clock() - self.started:.0f} s"
         if self.deleted:
             return self.result(RefCleanup.DELETED)
+        if self.unanswered:
+            return self.unconfirmed_delete()
+        if self.known_present and self.deletes and self.seen_since_delete:
+            return self.result(RefCleanup.LEFTOVER, f"ls-remote still shows it after "
+                               f"{self.deletes} delete(s), and the clean-up's {took} ran out"
+                               + (f" ({self.last_delete})" if self.last_delete else ""))
         if self.known_present:
             return self.result(RefCleanup.LEFTOVER, f"it was there and the clean-up's {took} ran "
                                "out before it was gone" + (f" ({self.detail})" if self.detail

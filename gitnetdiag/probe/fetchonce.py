@@ -34,12 +34,12 @@ from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
-from gitnetdiag.probe.budget import Progress, RateMonitor, StopReason
+from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, Progress, RateMonitor, StopReason
 from gitnetdiag.probe.capture import Capture
 from gitnetdiag.probe.fetchfull import FetchWire
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_line
 from gitnetdiag.probe.options import ProbeOptions, Reporter
-from gitnetdiag.probe.packphase import PackPhaseWatch
+from gitnetdiag.probe.packphase import PackPhaseWatch, words_limit
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
@@ -163,7 +163,8 @@ class _CloneWatch:
                  session_id: int, tcpinfo_path: Path, sampler: _Sampler,
                  server: ServerWatch | None) -> None:
         self.monitor = RateMonitor(budget_s=budget_s, stall_timeout_s=stall_timeout_s)
-        self.before_pack = PackPhaseWatch(stall_timeout_s)
+        self.before_pack = PackPhaseWatch(
+            stall_timeout_s, words_limit(stall_timeout_s, budget_s, DEFAULT_BUDGET_S))
         self.port, self.session_id = port, session_id
         self.tcpinfo_path, self.sampler, self.server = tcpinfo_path, sampler, server
         self.timeline: list[TimelinePoint] = []
@@ -213,7 +214,12 @@ class _CloneWatch:
 
     def stall_detail(self, stopped: StopReason | None) -> str:
         """What a stopped-moving clone had seen last, in one line."""
-        quiet = self.before_pack.quiet_s(self.monitor.points[-1].t_s)
+        now = self.monitor.points[-1].t_s
+        quiet = self.before_pack.quiet_s(now)
+        if stopped is StopReason.SERVER_STALL and self.before_pack.words_only(now):
+            return (f"no pack after {self.before_pack.words_s(now):.1f} s: the server sent "
+                    f"only progress, last 'remote: {self.before_pack.server_line}' "
+                    f"({self.monitor.points[-1].moved_bytes} B received)")
         if stopped is StopReason.SERVER_STALL:
             return (f"stalled in the server's pack phase: no pack byte, and nothing new from "
                     f"the server for {quiet:.1f} s after "

@@ -209,7 +209,11 @@ def _authorize_push(client: H2Client) -> None:
 
 def _receive_pack(client: H2Client, body: bytes) -> tuple[ReportStatus, int]:
     _authorize_push(client)
-    response = _post_receive_pack(client, body)
+    return _report_of(client, _post_receive_pack(client, body))
+
+
+def _report_of(client: H2Client, response: Response) -> tuple[ReportStatus, int]:
+    """receive-pack's report in the answer to its POST; an error for any other answer."""
     if response.status in (401, 403):
         raise auth_failed(client.access, response.status, "POST git-receive-pack")
     if response.status != 200:
@@ -314,6 +318,7 @@ def h2_push_probe(
     )
     pushed = deleted = False
     answer: ReportStatus | None = None
+    status: int | None = None
     try:
         advertised = _advertise(client)
         if ref in advertised.refs:
@@ -321,7 +326,10 @@ def h2_push_probe(
         caps = [cap for cap in ("report-status",) if cap in advertised.capabilities]
         body = ref_update_request(ZERO_OID, new_oid, ref, caps, pack)
         pushed = True  # from here on the branch may exist: always try to delete it
-        report, stream_id = _receive_pack(client, body)
+        _authorize_push(client)
+        response = _post_receive_pack(client, body)
+        status = response.status
+        report, stream_id = _report_of(client, response)
         answer = report
         ended_ns = client.recorder.now_ns()
     finally:
@@ -329,7 +337,8 @@ def h2_push_probe(
         if cleanup is not None:
             sent = sum(size for _, _, size in client.recorder.data_sent)
             deleted = end_branch(cleanup, ref, new_oid, started=pushed,
-                                 sent_all=pushed and sent >= len(body), report=answer)
+                                 sent_all=pushed and sent >= len(body), report=answer,
+                                 status=status)
         elif pushed:
             deleted = _delete_quietly(target, access, ref, new_oid, side.keylog_file, timeout_s)
     events = native_record(client, stream_id, request_bytes=len(body), ended_ns=ended_ns,

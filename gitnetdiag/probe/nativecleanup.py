@@ -20,6 +20,7 @@ from gitnetdiag.probe.cleanup import (
     Aftermath,
     CleanupResult,
     RefCleanup,
+    answered_in_place,
     interrupts_deferred,
     remove_probe_ref,
 )
@@ -36,14 +37,17 @@ class BranchCleanup(Protocol):
 
 
 def native_aftermath(*, started: bool, sent_all: bool, report: ReportStatus | None,
-                     ref: str) -> Aftermath:
+                     ref: str, status: int | None = None) -> Aftermath:
     """What a native push can still do to the server (pure).
 
     ``started``: the ref update was about to be sent; ``sent_all``: every byte
-    of it (command and pack) left; ``report``: receive-pack's answer, if one came.
+    of it (command and pack) left; ``report``: receive-pack's answer, if one came;
+    ``status``: the HTTP status that answered the pack POST, if one did.
     """
     if not started:
         return Aftermath.NOT_STARTED
+    if report is None and status is not None and answered_in_place(status):
+        return Aftermath.SETTLED  # an edge's 502/503, a 413: nothing to wait for, one look
     if report is not None:
         if report.ok_for(ref):
             return Aftermath.CREATED
@@ -112,8 +116,8 @@ class GitBranchCleanup:
 
 
 def end_branch(cleanup: BranchCleanup, ref: str, oid: str, *, started: bool, sent_all: bool,
-               report: ReportStatus | None) -> bool:
+               report: ReportStatus | None, status: int | None = None) -> bool:
     """Run ``cleanup`` for a native push that got this far; True when the branch is gone."""
-    aftermath = native_aftermath(started=started, sent_all=sent_all, report=report, ref=ref)
-    status = cleanup(ref, oid, aftermath).status
-    return status in (RefCleanup.DELETED, RefCleanup.NEVER_CREATED)
+    aftermath = native_aftermath(started=started, sent_all=sent_all, report=report, ref=ref,
+                                 status=status)
+    return cleanup(ref, oid, aftermath).status in (RefCleanup.DELETED, RefCleanup.NEVER_CREATED)

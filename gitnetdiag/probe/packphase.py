@@ -20,6 +20,14 @@ So until git counts the pack aloud (``Receiving objects``, when the
 
 Nothing of that for the stall timeout is a stall; once the server has spoken it is a
 stall in the server's pack phase (its last words are :attr:`PackPhaseWatch.server_line`).
+
+Words alone are no pack, however they advance (issue 42: a server that counted on for
+300 s and never sent a pack held the clone for git's own timeout): with ``words_limit_s``
+set, a clone whose only news for that long was the server's words (no bytes beyond them
+since) is stalled too, :attr:`PackPhaseWatch.words_only`. The fetch probe sets it to the
+stall timeout plus the time budget (:func:`words_limit`): the budget bounds the pack phase
+as it bounds the pack, and a real server's slow pack preparation (the lab's CPU-starved
+upload-pack: 17-22 s of progress before its first pack byte) fits in the defaults' 25 s.
 """
 
 from __future__ import annotations
@@ -40,13 +48,28 @@ def last_server_line(stderr: str) -> str:
     return found[-1].strip() if found else ""
 
 
+def words_limit(stall_timeout_s: float | None, budget_s: float | None,
+                default_budget_s: float) -> float | None:
+    """How long a clone may hear only the server's words before its pack: the stall timeout
+    plus the budget (``default_budget_s`` for a complete clone); None without a stall
+    timeout (only the overall timeout bounds it then)."""
+    if stall_timeout_s is None:
+        return None
+    return stall_timeout_s + (budget_s if budget_s is not None else default_budget_s)
+
+
 class PackPhaseWatch:
     """Decides when a clone that has no pack yet stopped getting anywhere (see the module
     doc); fed a sample at a time."""
 
-    def __init__(self, stall_timeout_s: float | None) -> None:
+    def __init__(self, stall_timeout_s: float | None,
+                 words_limit_s: float | None = None) -> None:
         self.stall_timeout_s = stall_timeout_s
+        self.words_limit_s = words_limit_s
+        """Words alone for this long are a stall too; None: words are always news."""
         self.last_news_s = 0.0
+        self.last_bytes_s = 0.0
+        """When bytes beyond the server's words last came (the start, else)."""
         self.server_line = ""
         """The server's last words (``remote: ...``), "" while it said nothing."""
         self._received = 0
@@ -60,14 +83,28 @@ class PackPhaseWatch:
                         - max(0, stderr_bytes - self._stderr_bytes))
         if line != self.server_line or beyond_words >= NEWS_BYTES:
             self.last_news_s = t_s
+        if beyond_words >= NEWS_BYTES:
+            self.last_bytes_s = t_s
         self.server_line = line
         self._received = max(self._received, received_bytes)
         self._stderr_bytes = stderr_bytes
 
     def stalled(self, t_s: float) -> bool:
-        """Nothing new for the stall timeout (never without one)."""
-        return (self.stall_timeout_s is not None
-                and t_s - self.last_news_s >= self.stall_timeout_s)
+        """Nothing new for the stall timeout (never without one), or only the server's
+        words for :attr:`words_limit_s` (:attr:`words_only`)."""
+        return ((self.stall_timeout_s is not None
+                 and t_s - self.last_news_s >= self.stall_timeout_s)
+                or self.words_only(t_s))
+
+    def words_only(self, t_s: float) -> bool:
+        """The server said something new all along, yet for :attr:`words_limit_s` nothing
+        but its words came: progress and no pack."""
+        return (self.words_limit_s is not None and bool(self.server_line)
+                and t_s - self.last_bytes_s >= self.words_limit_s)
+
+    def words_s(self, t_s: float) -> float:
+        """Seconds the server's words were the clone's only news."""
+        return t_s - self.last_bytes_s
 
     def quiet_s(self, t_s: float) -> float:
         """Seconds since the clone last got anywhere."""

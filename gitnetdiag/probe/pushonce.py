@@ -55,10 +55,11 @@ from gitnetdiag.probe.gitpush import (
 )
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.repo import new_probe_id
-from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
+from gitnetdiag.probe.trace2 import last_answer, parse_curl_trace, redact_curl_trace
 from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
+from gitnetdiag.rundir.failures import not_git_protocol
 from gitnetdiag.rundir.records import HttpRequestRecord, RunStage, Trace2Record
 from gitnetdiag.rundir.trace2 import push_phases
 from gitnetdiag.safefile import replace_file
@@ -317,6 +318,8 @@ class _CurlFacts:
     post_s: float | None = None
     """From the last POST's request sent to its response."""
     requests: tuple[HttpRequestRecord, ...] = ()
+    last_answer: str | None = None
+    """The last answered request with its status and Content-Type (:func:`last_answer`)."""
 
 
 def _curl_facts(attempt: _Attempt, run_dir: Path) -> _CurlFacts:
@@ -337,7 +340,7 @@ def _curl_facts(attempt: _Attempt, run_dir: Path) -> _CurlFacts:
             method=r.method, path=r.path, status=r.status, server=r.server,
             content_length_bytes=r.content_length_bytes, streamed=r.streamed,
             silence_before_close_s=r.silence_before_close_s, ending=r.ending)
-            for r in curl.requests))
+            for r in curl.requests), last_answer=last_answer(curl))
 
 
 def _trace2_phases(attempt: _Attempt, run_dir: Path) -> Trace2Record | None:
@@ -364,14 +367,17 @@ def _decrypted_capture(state: PushState, attempt: _Attempt) -> None:
             state.error("capture", attempt.protocol, exc)
 
 
-def _outcome(state: PushState, attempt: _Attempt, url: str,
-             progress: PackProgress) -> tuple[PushOutcome, FailureKind | None, str]:
-    """The push's outcome, failure kind and git's last line; failures told to ``state``."""
+def _outcome(state: PushState, attempt: _Attempt, url: str, progress: PackProgress,
+             answered: str | None = None) -> tuple[PushOutcome, FailureKind | None, str]:
+    """The push's outcome, failure kind and git's last line; failures told to ``state``.
+    ``answered``: the curl trace's last answer, told beside an answer that is not git's."""
     git_run, interrupted, protocol = attempt.git_run, attempt.interrupted, attempt.protocol
     stderr = git_run.stderr if git_run is not None else ""
     ok = git_run is not None and git_run.ok and not interrupted
     kind = None if git_run is None or interrupted else git_run.failure_kind()
     line = "" if ok else redact_text(failure_line(stderr))
+    if answered and not_git_protocol(line):
+        line = f"{line} ({answered})"  # what answered in git's place, from the curl trace
     pack_bytes = attempt.pack_bytes
     outcome: PushOutcome
     if interrupted:
@@ -421,7 +427,7 @@ def _record(state: PushState, attempt: _Attempt, cleanup: CleanupResult) -> Push
     _decrypted_capture(state, attempt)
     url = redact_url(attempt.transport.url)
     progress = parse_pack_progress(attempt.git_run.stderr if attempt.git_run is not None else "")
-    outcome, kind, line = _outcome(state, attempt, url, progress)
+    outcome, kind, line = _outcome(state, attempt, url, progress, curl.last_answer)
     _tell_cleanup(state, attempt, url, cleanup)
     wall_s = exact_wall_s(attempt.git_run, phases)
     pack_bytes = attempt.pack_bytes

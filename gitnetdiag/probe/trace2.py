@@ -50,6 +50,8 @@ class CurlRequest:
     upload_done: bool = False
     """curl said it handed over the whole body it declared (:data:`UPLOAD_DONE`): logged for
     a body with a ``Content-Length`` only, never for a streamed one."""
+    content_type: str | None = None
+    """The final response's ``Content-Type`` header, None when it had none."""
 
     @property
     def silence_before_close_s(self) -> float | None:
@@ -104,6 +106,7 @@ _CURL_LINE = re.compile(r"^(\d{2}):(\d{2}):(\d{2})\.(\d{1,6})\s+\S+\s+(.*)$")
 _REQUEST_LINE = re.compile(r"^=> Send header: ([A-Z]+) (\S+) (HTTP/[\d.]+)\s*$")
 _STATUS_LINE = re.compile(r"^<= Recv header: (HTTP/[\d.]+) (\d{3})")
 _SERVER_LINE = re.compile(r"^<= Recv header: server:\s*(.*?)\s*$", re.IGNORECASE)
+_TYPE_LINE = re.compile(r"^<= Recv header: content-type:\s*(.*?)\s*$", re.IGNORECASE)
 _LENGTH_LINE = re.compile(r"^=> Send header: content-length:\s*(\d+)\s*$", re.IGNORECASE)
 _IO_LINE = re.compile(r"^(=> Send|<= Recv) (header|data)")
 
@@ -172,6 +175,9 @@ class _TraceReader:
         server = _SERVER_LINE.match(body)
         if server is not None and last.status is not None:
             self._update_last(server=server.group(1) or None)
+        content_type = _TYPE_LINE.match(body)
+        if content_type is not None and last.status is not None:
+            self._update_last(content_type=content_type.group(1) or None)
 
 
 def parse_curl_trace(text: str) -> CurlTraceSummary:
@@ -205,6 +211,19 @@ def parse_curl_trace(text: str) -> CurlTraceSummary:
         http_version=http_version, alpn=reader.alpn, requests=tuple(requests),
         last_info=reader.last_info,
     )
+
+
+def last_answer(summary: CurlTraceSummary) -> str | None:
+    """The last answered request, its status and Content-Type, in words
+    (``POST git-receive-pack answered 200, Content-Type text/html``); None without one."""
+    answered = [r for r in summary.requests if r.status is not None]
+    if not answered:
+        return None
+    last = answered[-1]
+    name = "info/refs" if last.path.endswith("/info/refs") else last.path.rsplit("/", 1)[-1]
+    kind = f"{last.method} {name}"
+    return (f"{kind} answered {last.status}, "
+            + (f"Content-Type {last.content_type}" if last.content_type else "no Content-Type"))
 
 
 def redact_curl_trace(text: str, secrets: Iterable[str] = ()) -> str:

@@ -7,6 +7,7 @@ into a hint offline, so both read the hints from here.
 
 from __future__ import annotations
 
+import re
 from typing import TypedDict
 
 from gitnetdiag.outcomes import FailureKind
@@ -57,10 +58,6 @@ NO_REPOSITORY = ("no repository answers at that path (git says so for an HTTP 40
 OTHER_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
     (("repository", "not found"), NO_REPOSITORY),
     (("does not appear to be a git repository",), NO_REPOSITORY),
-    (("protocol error: bad line length character",),
-     "the server answered with something that is not git's protocol (an HTML page from a "
-     f"login portal, a proxy or a wrong path): see its status and Content-Type in "
-     f"{CURL_TRACE}"),
     (("transfer closed with", "bytes remaining to read"),
      "the server or a proxy closed the connection before the end of its answer (it said "
      f"how long it would be): see which request and its Content-Length in {CURL_TRACE}"),
@@ -116,11 +113,65 @@ WORD_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
 reads as a rejected ref, a certificate for another name as any TLS failure)."""
 
 
+NOT_GIT_PROTOCOL = ("the answer is not git's protocol (an HTML page from a proxy, captive "
+                    "portal or login wall){began}: see the response's first bytes in {where}; "
+                    "over SSH, text the server's shell prints (a banner, .bashrc output) does "
+                    "the same")
+"""The hint of git's ``protocol error: bad line length character`` whatever its kind (the
+four characters git quotes are where the answer stopped being git's)."""
+_BAD_LENGTH = re.compile(r"bad line length character: (.{1,4})", re.IGNORECASE)
+
+NOT_GIT_WHERE = {
+    "upload": f"{CURL_TRACE}, with its status and Content-Type",
+    "download": "git's words (they quote them), and its Content-Type with GIT_TRACE_CURL=1 on "
+                "the same clone",
+}
+"""Where a push's and a clone's run show what answered in git's place."""
+
+
+def not_git_protocol(message: str) -> bool:
+    """Whether git's words say the answer was not git's protocol (pure)."""
+    return _BAD_LENGTH.search(message) is not None
+
+
+CLOSE_WORDS: tuple[str, ...] = (
+    "transfer closed with outstanding read data remaining", "bytes of body are still expected",
+    "unexpected disconnect while reading sideband packet", "early eof",
+    "the remote end hung up unexpectedly",
+)
+"""git's and curl's words for a connection the server's end closed mid-transfer (a FIN,
+no reset): the server itself as likely as anything between."""
+SERVER_CLOSE_HINT = (
+    "the server's end closed the connection in the middle of the transfer, without a reset: "
+    "the git server itself cut its answer (its process died or was killed: see the server's "
+    "log) or, where an edge or proxy stands between, its timeout (then the same silence comes "
+    f"before every cut: see {CURL_TRACE})"
+)
+"""The hint of a ``reset``-kind failure whose words say the server's end closed (curl 18,
+``early EOF``, a sideband disconnect): not a firewall's reset."""
+
+
+def _words_hint(kind: FailureKind, lowered: str, message: str, transfer: str) -> str | None:
+    """A hint from git's words that beats its kind's (see :func:`failure_hint`)."""
+    if any(word in lowered for word in STORAGE_WORDS):
+        return STORAGE_HINT
+    bad_length = _BAD_LENGTH.search(message)
+    if bad_length is not None:
+        began = bad_length.group(1).strip()
+        return NOT_GIT_PROTOCOL.format(began=f"; it began with {began!r}" if began else "",
+                                       where=NOT_GIT_WHERE.get(transfer, NOT_GIT_WHERE["upload"]))
+    if kind is FailureKind.RESET and any(word in lowered for word in CLOSE_WORDS):
+        return SERVER_CLOSE_HINT
+    return next((hint for words, hint in WORD_HINTS if all(w in lowered for w in words)), None)
+
+
 def failure_hint(kind: str, message: str = "", *, transfer: str = "upload") -> str:
     """The hint for a recorded failure kind (``other``: from git's ``message`` when it is
     one of :data:`OTHER_HINTS`); empty for a kind this version does not know. A message
     that says the server could not store the objects (:data:`STORAGE_WORDS`) gets
-    :data:`STORAGE_HINT`, whatever the kind (git reports it as a rejected ref), and one of
+    :data:`STORAGE_HINT`, whatever the kind (git reports it as a rejected ref), one that is
+    not git's protocol :data:`NOT_GIT_PROTOCOL`, a ``reset`` that was a close by the
+    server's end (:data:`CLOSE_WORDS`) :data:`SERVER_CLOSE_HINT`, and one of
     :data:`WORD_HINTS` its hint. ``transfer="download"``: a clone's hint, which points to
     the clone's stderr where a push's points to its curl trace."""
     try:
@@ -128,9 +179,7 @@ def failure_hint(kind: str, message: str = "", *, transfer: str = "upload") -> s
     except ValueError:
         return ""
     lowered = message.lower()
-    if any(word in lowered for word in STORAGE_WORDS):
-        return STORAGE_HINT
-    hint = next((hint for words, hint in WORD_HINTS if all(w in lowered for w in words)), None)
+    hint = _words_hint(known, lowered, message, transfer)
     if hint is None and known is FailureKind.OTHER:
         hint = next((hint for words, hint in OTHER_HINTS if all(w in lowered for w in words)),
                     None)

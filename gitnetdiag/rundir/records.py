@@ -43,10 +43,12 @@ class RefCleanup(StrEnum):
     never reached the server)."""
     LEFTOVER = "leftover"
     """It is on the server (seen there, or created by a successful push) and the delete
-    failed, or it points at another object: ``cleanup_command`` removes it."""
+    failed (after a delete whose answer was lost: ls-remote still shows it), or it points
+    at another object: ``cleanup_command`` removes it."""
     UNCONFIRMED = "unconfirmed"
     """Not known either way: absent when the wait ran out while a hook could still create
-    it, or the refs could not be listed. A warning with ``check_command``."""
+    it, or the refs could not be listed (also after a delete whose answer was lost: it may
+    have landed). A warning with ``check_command``."""
     NOT_RUN = "not-run"
     """No clean-up ran (the record was made without one)."""
     FAILED = "failed"

@@ -11,8 +11,10 @@ error mapping (docs/architecture.md, "Why no pyshark").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
+from gitnetdiag.analysis.h1responses import H1_TSHARK_FIELDS, H1Response, parse_h1_responses
 from gitnetdiag.analysis.h2ledger import (
     TSHARK_FIELDS,
     H2WireLedger,
@@ -36,9 +38,35 @@ def tshark_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
     return argv
 
 
+def http1_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
+    """The tshark command line that prints :data:`H1_TSHARK_FIELDS` for every HTTP/1.1
+    response head (body reassembly off: a response cut short is dissected too)."""
+    argv = [tshark, "-n", "-r", str(pcap)]
+    if keylog is not None:
+        argv += ["-o", f"tls.keylog_file:{keylog}"]
+    argv += ["-o", "http.desegment_body:FALSE", "-Y", "http.response", "-T", "fields",
+             "-E", "separator=/t", "-E", "occurrence=f"]
+    for name in H1_TSHARK_FIELDS:
+        argv += ["-e", name]
+    return argv
+
+
+def http1_responses_from_capture(pcap: Path, keylog: Path | None, *,
+                                 timeout_s: float = 300.0) -> list[H1Response]:
+    """The decrypted HTTP/1.1 response heads of ``pcap`` (with ``keylog``, or secrets
+    embedded in a pcapng)."""
+    return parse_h1_responses(_fields(pcap, keylog, http1_argv, timeout_s=timeout_s))
+
+
 def http2_fields(pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0) -> str:
     """tshark's ``-T fields`` text for the HTTP/2 frames of ``pcap`` (decrypted with ``keylog``,
     or with the secrets embedded in a pcapng)."""
+    return _fields(pcap, keylog, tshark_argv, timeout_s=timeout_s)
+
+
+def _fields(pcap: Path, keylog: Path | None,
+            argv_of: Callable[[str, Path, Path | None], list[str]], *, timeout_s: float) -> str:
+    """tshark's ``-T fields`` text of ``pcap`` for the command line ``argv_of`` builds."""
     if not Path(pcap).is_file():
         raise InputError(f"no such capture: {pcap}", hint="give a pcap or pcapng file")
     reason = unusable_reason(Path(keylog)) if keylog is not None else None
@@ -49,7 +77,7 @@ def http2_fields(pcap: Path, keylog: Path | None, *, timeout_s: float = 300.0) -
             hint="give the SSLKEYLOGFILE written during the capture",
         )
     tshark = require_program("tshark")
-    proc = run(tshark_argv(tshark, Path(pcap), keylog), timeout_s=timeout_s, check=False)
+    proc = run(argv_of(tshark, Path(pcap), keylog), timeout_s=timeout_s, check=False)
     if proc.returncode != 0:
         lines = proc.stderr.strip().splitlines()
         raise CaptureFormatError(

@@ -92,12 +92,18 @@ def test_diagnose_ranks_the_injected_fault_first(fault: str, lab_factory: LabFac
     if injected is None:
         assert report["verdict"] == "healthy" and ids == [], ids
         return
-    # A fault whose pushes fail fails the run (issue 33), explained; the pool fails a
-    # protocol only when its member's turns fell on every push of it.
-    expected = {"failed"} if fault in FAILING else {"degraded"}
-    if fault == "edge-backend-errors":
-        expected = {"failed", "degraded"}
-    assert report["verdict"] in expected, (report["verdict"], report["headline"])
+    # A fault whose pushes fail fails the run (issue 33), explained; a protocol whose every
+    # push failed or stalled fails it too (issue 42: the black hole, the HTTP/2 client
+    # stall); the pool fails a protocol only when its member's turns fell on every push of it.
+    manifest = json.loads((out / "manifest.json").read_text())
+    failing = [run["protocol"] for run in manifest["protocols"] if run["pushes"] and not any(
+        push["outcome"] in ("ok", "bounded") for push in run["pushes"])]
+    assert report["verdict"] == ("failed" if failing else "degraded"), (
+        failing, report["verdict"], report["headline"])
+    if fault in FAILING:
+        assert failing, manifest["protocols"]
+    if failing:
+        assert f" pushes fail ({injected}" in report["headline"], report["headline"]
     assert ids and ids[0] == injected, f"{fault}: ranked {ids}"
     assert FAULT_FIX_NAMES[fault] in report["culprits"][0]["fix"]
     assert report["culprits"][0]["evidence"], "a culprit without evidence"
@@ -127,7 +133,9 @@ BLACK_HOLE_WALL_S = 60.0
 def test_a_black_hole_is_named_within_a_minute(shared_lab: LabFactory, tmp_path: Path) -> None:
     """Every protocol the lab serves, ``--timeout 60``: the first push's stall shows the
     black hole, the others only confirm it, the clean-up does not wait on the path.
-    Exit 0 with the culprit first, and no branch said to be left that the server lacks.
+    Every push stalled, so the run failed (exit 9; issue 42, it was degraded, exit 0) with
+    the culprit first and as the headline's cause, and no branch said to be left that the
+    server lacks.
 
     The lab is the session's (the ranking case above diagnosed it): no push into the black
     hole creates a ref, and the check below sees any probe ref either run left."""
@@ -141,7 +149,8 @@ def test_a_black_hole_is_named_within_a_minute(shared_lab: LabFactory, tmp_path:
     report = json.loads(proc.stdout)
     ids = [c["id"] for c in report["culprits"]]
     assert ids and ids[0] == "path-mtu-blackhole", ids
-    assert report["verdict"] == "degraded" and proc.returncode == 0, proc.stderr
+    assert report["verdict"] == "failed" and proc.returncode == 9, proc.stderr
+    assert " pushes fail (path-mtu-blackhole): " in report["headline"], report["headline"]
     assert wall_s <= BLACK_HOLE_WALL_S
     manifest = json.loads((out / "manifest.json").read_text())
     pushes = [push for run in manifest["protocols"] for push in run["pushes"]]

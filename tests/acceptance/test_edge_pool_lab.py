@@ -11,12 +11,16 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from gitnetdiag.diagnosis.culprits.pool import across_requesters
+from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.lab.spec import FAULT_PROBE_ARGS
+from gitnetdiag.pipeline import OBSERVATIONS_FILE
 from tests.conftest import LabFactory
 
 pytestmark = pytest.mark.lab
@@ -46,7 +50,7 @@ def _server_branches(repo: str) -> set[str]:
     return set(out.split())
 
 
-@pytest.mark.lab_lane("idle")  # edge-backend-errors: named from redirects, not a rate
+@pytest.mark.lab_lane("fail")  # edge-backend-errors: named from redirects, not a rate
 def test_bad_pool_member_is_named_and_no_branch_is_claimed_left(lab_factory: LabFactory,
                                                                 tmp_path: Path) -> None:
     state = lab_factory(FAULT)
@@ -56,6 +60,15 @@ def test_bad_pool_member_is_named_and_no_branch_is_claimed_left(lab_factory: Lab
     assert ids and ids[0] == FAULT, ids
     assert "firewall-reset" not in ids, ids
     assert "option httpchk" in report["culprits"][0]["fix"]
+    obs = Observations.from_dict(json.loads((tmp_path / "run" / OBSERVATIONS_FILE).read_text()))
+    h2 = obs.protocols["h2"].http_requests
+    print("HTTP/2 requests:", [(r.push, r.kind, r.status, r.server) for r in h2])
+    # Round-robin: each push's GET lands on Apache and its POST on the redirecting member;
+    # the native HTTP/2 probe's own GET and POST to the same paths passed (issue 42).
+    assert {r.status for r in h2 if r.kind == "GET info/refs"} == {200}, h2
+    assert {r.status for r in h2 if r.kind == "POST git-receive-pack"} == {308}, h2
+    assert [m.kind for m in across_requesters(obs, "h2")] == [
+        "POST git-receive-pack (git's and gitnetdiag's own)"], h2
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     pushes = [p for run in manifest["protocols"] for p in run["pushes"]]
     # A protocol whose every push met the bad member fails the run (issue 33), explained.
@@ -81,3 +94,34 @@ def test_bad_pool_member_is_named_and_no_branch_is_claimed_left(lab_factory: Lab
     assert FAULT not in [c["id"] for c in fixed["culprits"]], fixed["culprits"]
     assert all(fixed["protocols"][name]["pushes_failed"] == 0 for name in ("h1", "h2")), fixed
     assert not _server_branches(state.repo_path)
+
+
+@pytest.mark.lab_lane("idle")  # edge-no-backend: a 503 to everything, named from statuses
+def test_an_edge_without_backend_fails_the_run_and_is_named_first(lab_factory: LabFactory,
+                                                                   tmp_path: Path) -> None:
+    """Issue 42: HAProxy's only backend is down (a dead port, its health check marks it
+    down): every HTTPS push and clone gets 503 from the edge itself while SSH works. One
+    ``--direction both`` run: failed, non-zero exit, ``edge-no-backend`` first in each
+    direction, the fix in HAProxy's terms."""
+    state = lab_factory("edge-no-backend")
+    started = time.monotonic()
+    proc = _gitnetdiag("diagnose", "--lab", "--lab-instance", state.instance, "--size", "1MiB",
+                       "--timeout", "30", "--direction", "both", "--format", "json",
+                       "--out", str(tmp_path / "run"), *FAULT_PROBE_ARGS["edge-no-backend"])
+    took = time.monotonic() - started
+    report = json.loads(proc.stdout)
+    print(f"edge-no-backend: {took:.1f} s, exit {proc.returncode}, verdict {report['verdict']}, "
+          f"ranked {[(c['direction'], c['id']) for c in report['culprits']]}")
+    for direction in ("push", "fetch"):
+        part = report["parts"][direction]
+        ids = [c["id"] for c in part["culprits"]]
+        print(f"  {direction}: {part['verdict']}: {part['headline']}")
+        assert ids and ids[0] == "edge-no-backend", (direction, ids)
+        assert part["verdict"] in ("failed", "inconclusive"), part["verdict"]
+        assert "ssh-channel-window" not in ids[:1]
+        top = part["culprits"][0]
+        assert "HAProxy gives by itself" in top["fix"], top["fix"]
+        assert "option httpchk" in top["fix"], top["fix"]
+        assert "503" in top["summary"], top["summary"]
+    assert report["verdict"] in ("failed", "inconclusive") and proc.returncode != 0
+    assert "edge-no-backend" in report["parts"]["push"]["headline"]

@@ -74,7 +74,8 @@ def test_fetch_diagnosis_ranks_the_download_fault_first(
         assert fetch["outcome"] in ("ok", "bounded"), fetch
     ids = [c["id"] for c in report["culprits"]]
     assert ids and ids[0] == FETCH_FAULT_CULPRIT[fault], f"{fault}: ranked {ids}"
-    # A stalled clone (the edge's only, above) is the top culprit's evidence: degraded.
+    # A stalled clone (the edge's only, above) is the top culprit's evidence (a protocol
+    # whose every clone stalled fails the run, explained by it).
     assert all(f["explained_by"] == ids[0] for f in report["measurement_failures"]), (
         report["measurement_failures"])
     assert FETCH_FAULT_FIX_NAMES[fault] in report["culprits"][0]["fix"]

@@ -103,11 +103,15 @@ def test_fetch_ranks_the_push_fault_culprit_first(
     assert FAULT_FIX_NAMES[fault] in top["fix"]
     assert top["evidence"]
     assert " push" not in top["summary"], top["summary"]
-    # A requested transport whose clones all fail fails the run, explained (issue 33's
-    # rule, both directions): the SSH clones the router resets. Otherwise degraded, exit 0.
+    # A requested transport whose clones all fail fails the run, explained or not (issue
+    # 42's rule, both directions): the SSH clones the router resets; every clone stalled in
+    # the black hole. Otherwise degraded, exit 0.
     if fault == "firewall-reset":
         assert report["verdict"] == "failed" and code == 9, report["measurement_failures"]
         assert report["headline"].startswith("SSH clones fail (firewall-reset)"), report
+    elif fault == "pmtu-blackhole-client":
+        assert report["verdict"] == "failed" and code == 9, report["measurement_failures"]
+        assert " clones fail (path-mtu-blackhole): " in report["headline"], report["headline"]
     else:
         assert report["verdict"] == "degraded", report["measurement_failures"]
         assert code == 0

@@ -243,9 +243,12 @@ CASES: dict[str, Case] = {
                          "Content-Length in " + CURL + ")"),
     "garbage": Case(_mode("garbage"), H1, 5, "gitnetdiag probe <id> (failed)",
                     GIT_FAILED + "fatal: protocol error: bad line length character: <htm "
-                    "(hint: the server answered with something that is not git's protocol (an "
-                    "HTML page from a login portal, a proxy or a wrong path): see its status and "
-                    "Content-Type in " + CURL + ")"),
+                    "(GET info/refs answered 200, Content-Type "
+                    "application/x-git-receive-pack-advertisement) (hint: the answer is not "
+                    "git's protocol (an HTML page from a proxy, captive portal or login wall); "
+                    "it began with '<htm': see the response's first bytes "
+                    "in " + CURL + ", with its status and Content-Type; over SSH, text the "
+                    "server's shell prints (a banner, .bashrc output) does the same)"),
     "never-answers": Case(_mode("muted"), (*H1, "--size", "1MiB", "--cleanup-wait", "1"), 5,
                           "gitnetdiag probe <id> (stalled)",
                           STALLED + "for 3 s (the whole pack was sent and the server never "
@@ -262,11 +265,13 @@ CASES: dict[str, Case] = {
                             "remote: denied by policy (hint: the server refused the throwaway "
                             "branch; allow gitnetdiag/probe-*)"),
     # Issue 24: both protocols hung behind the hook, yet h2-flow-control-window was blamed.
+    # Issue 42: every push of both hung, so the run failed (it was inconclusive, exit 8).
     "timeout-2-behind-hook-h1-h2": Case(
-        _tls(SLOW), ("--protocols", "h1,h2", "--timeout", "2", "--diagnose"), 8,
-        "verdict: INCONCLUSIVE",
-        "error [inconclusive]: verdict inconclusive: push-stalled: HTTP/1.1: 1 of 1 push(es) "
-        "hung (<last>); no culprit explains it "
+        _tls(SLOW), ("--protocols", "h1,h2", "--timeout", "2", "--diagnose"), 9,
+        "verdict: FAILED",
+        "error [not-measured]: verdict failed: push-stalled: https://***@127.0.0.1:{port}/"
+        "repo.git: 1 of 1 push(es) made no progress within 2 s (<n> bytes moved; last: "
+        "'<progress>'; <versions>) "
         "(+1 more) (hint: HTTP/1.1 and HTTP/2 stalled alike, so the cause is common to them, "
         "most likely the server (a slow pre-receive hook, receive-pack): run with a --timeout "
         "above the server's time, and add 'gitnetdiag host' evidence with --host-report)",

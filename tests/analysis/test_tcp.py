@@ -129,6 +129,30 @@ def test_resets_and_which_side(tmp_path: Path) -> None:
     assert c.b_to_a.resets_sent == 1
     assert c.b_to_a.first_reset_frame == 5
     assert c.a_to_b.resets_sent == 0
+    assert c.b_to_a.first_reset_ts_ns == c.last_ts_ns and c.a_to_b.first_reset_ts_ns is None
+    assert c.a_to_b.first_fin_ts_ns is None and c.b_to_a.first_fin_ts_ns is None
+
+
+def test_each_sides_first_fin_and_largest_segment(tmp_path: Path) -> None:
+    """Who closed first and when (a clone's end in a bare capture), and the largest
+    segment each side sent (tiny segments only: progress and no pack)."""
+    conv = Conversation()
+    conv.handshake()
+    conv.segment("c", "PA", dt_s=0.01, payload=100)
+    conv.segment("s", "PA", dt_s=0.01, payload=1400)
+    conv.segment("s", "PA", dt_s=0.001, payload=60)
+    conv.segment("s", "FA", dt_s=0.5)
+    fin_ns = conv.t_ns
+    conv.segment("c", "FA", dt_s=0.02)
+    conv.segment("s", "FA", dt_s=0.02)  # a resent FIN: the first one counts
+    (c,) = analyse(conv, tmp_path)
+    assert c.b_to_a.first_fin_ts_ns == fin_ns
+    assert c.a_to_b.first_fin_ts_ns == fin_ns + 20_000_000
+    assert (c.a_to_b.max_segment_bytes, c.b_to_a.max_segment_bytes) == (100, 1400)
+    # The server's last segment above 300 B, and the small bytes after it.
+    assert c.b_to_a.last_large_segment_ts_ns == fin_ns - 501_000_000
+    assert c.b_to_a.small_tail_bytes == 60
+    assert c.a_to_b.last_large_segment_ts_ns is None and c.a_to_b.small_tail_bytes == 100
 
 
 def test_fast_retransmission_after_dupacks(tmp_path: Path) -> None:

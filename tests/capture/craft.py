@@ -149,8 +149,11 @@ class Conversation:
         win: int = 1024,
         payload: int = 0,
         options: list[tuple[str, object]] | None = None,
+        data: bytes = b"",
     ) -> None:
-        """Append one segment sent by ``side`` ('c' or 's')."""
+        """Append one segment sent by ``side`` ('c' or 's'); its payload ``data``, else
+        ``payload`` zero bytes."""
+        payload = len(data) if data else payload
         self.t_ns += round(dt_s * 1e9)
         src, dst = (self.client, self.server) if side == "c" else (self.server, self.client)
         peer = "s" if side == "c" else "c"
@@ -161,7 +164,7 @@ class Conversation:
         ip: Packet = IPv6(src=src[0], dst=dst[0]) if self.ipv6 else IP(src=src[0], dst=dst[0])
         pkt = ip / tcp
         if payload:
-            pkt = pkt / Raw(b"\x00" * payload)
+            pkt = pkt / Raw(data or b"\x00" * payload)
         head = ETH6_HEADER if self.ipv6 else ETH_HEADER
         self.frames.append((self.t_ns, head + bytes(pkt)))
         if seq is None:

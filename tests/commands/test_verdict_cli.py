@@ -43,7 +43,10 @@ def test_refused_port_is_failed_not_healthy(tmp_path: Path) -> None:
                       cwd=tmp_path)
     assert "Traceback" not in proc.stderr + proc.stdout
     assert proc.returncode == 9, proc.stderr
-    assert proc.stdout.startswith("verdict: FAILED\nNothing was measured: ")
+    # Both requested protocols' pushes fail: the headline says so and what was seen.
+    assert proc.stdout.startswith("verdict: FAILED\nHTTP/1.1 and HTTP/2 pushes fail ("), \
+        proc.stdout
+    assert "Couldn't connect to server" in " ".join(proc.stdout.split()[:40])
     (error,) = _errors(proc.stderr)
     assert error.startswith("error [not-measured]: verdict failed: ")
     report = json.loads((run / "report.json").read_text())
@@ -66,19 +69,20 @@ def _with_failed_h2_push(run: Path) -> None:
 
 
 @pytest.mark.parametrize("command", [("report",), ("analyze", "--diagnose")])
-def test_a_push_rejected_by_auth_makes_the_run_inconclusive(command: tuple[str, ...],
-                                                            tmp_path: Path) -> None:
-    """A recorded healthy run whose HTTP/2 push got 401: INCONCLUSIVE with the hint, exit 8."""
+def test_a_push_rejected_by_auth_fails_the_run(command: tuple[str, ...],
+                                               tmp_path: Path) -> None:
+    """A recorded healthy run whose only HTTP/2 push got 401: FAILED (a requested protocol
+    whose pushes all fail, issue 42; it was INCONCLUSIVE, exit 8) with the hint, exit 9."""
     run = tmp_path / "run"
     shutil.copytree(REPO / "captures" / "healthy", run)
     _with_failed_h2_push(run)
     proc = gitnetdiag(command[0], str(run), *command[1:], cwd=tmp_path)
     assert "Traceback" not in proc.stderr + proc.stdout
-    assert proc.returncode == 8, proc.stderr
-    assert "verdict: INCONCLUSIVE\nNot measured: HTTP/2 (auth-failed: " in proc.stdout
+    assert proc.returncode == 9, proc.stderr
+    assert "verdict: FAILED\nHTTP/2 pushes fail (auth: fatal: Authentication failed" in proc.stdout
     assert "hint: check --ssh-key / the HTTP credentials for this remote" in proc.stdout
     assert _errors(proc.stderr) == [
-        "error [inconclusive]: verdict inconclusive: auth-failed: https://198.18.2.2:8443/lab.git: "
+        "error [not-measured]: verdict failed: auth-failed: https://198.18.2.2:8443/lab.git: "
         "fatal: Authentication failed (hint: check --ssh-key / the HTTP credentials for this "
         "remote)"]
 
@@ -243,7 +247,8 @@ def test_probe_whose_push_hung_is_stalled_not_complete(
     refs = subprocess.run(["git", "-C", str(repo), "for-each-ref"], capture_output=True,
                           text=True, check=True, timeout=30).stdout
     assert refs == ""
-    # Diagnosed later, the unexplained stall is not healthy either.
+    # Diagnosed later, the stall of the only protocol's only push fails the run (issue 42;
+    # it was inconclusive, exit 8).
     report = gitnetdiag("report", str(run), cwd=tmp_path)
-    assert report.returncode == 8
-    assert report.stdout.startswith("verdict: INCONCLUSIVE\nA push stalled (push-stalled: ")
+    assert report.returncode == 9
+    assert report.stdout.startswith("verdict: FAILED\ngit:// pushes fail ("), report.stdout

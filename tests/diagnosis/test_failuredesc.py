@@ -86,7 +86,11 @@ def test_describing_changes_no_verdict_and_no_other_field() -> None:
             for f in diagnosis.measurement_failures]
     again = describe_failures(obs, bare)
     assert again == diagnosis.measurement_failures
-    assert diagnosis.verdict == "inconclusive"
+    # HTTP/1.1's only push failed and no culprit explains it (issue 42: failed, not
+    # inconclusive); the headline says what was seen, from the description.
+    assert diagnosis.verdict == "failed"
+    assert diagnosis.headline == (
+        f"HTTP/1.1 pushes fail (git said: {RPC_411}): cause not identified.")
 
 
 def test_a_bare_capture_has_no_git_words_to_describe() -> None:

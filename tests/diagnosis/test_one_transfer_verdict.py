@@ -4,6 +4,11 @@ verdict, exit codes, hints): each case is the same transfers, once as pushes
 (the same :func:`~gitnetdiag.diagnosis.verdict.judge` on a download), with the same findings; both
 must come out with the same verdict, the same failure references, and exit alike.
 
+Issue 42: a requested protocol whose transfers all fail, a stall and a refusal alike, fails
+the run whether a ranked culprit explains it or not (it was ``inconclusive`` unexplained,
+and ``degraded`` when every transfer of a protocol stalled beside an unrelated culprit); its
+headline names the cause or says "cause not identified".
+
 Before the fetch verdict followed the push's rule: the refused SSH transfer explained by
 firewall-reset was ``failed`` as pushes and ``degraded`` as clones; a stall nothing
 explained was ``inconclusive`` and ``failed``; a run error of another step, a burst whose
@@ -48,7 +53,8 @@ class Transfer:
 
     protocol: str
     how: str = "ok"
-    """``ok``, ``refused``, ``stalled``, ``auth`` or ``tiny``."""
+    """``ok``, ``refused``, ``stalled``, ``hung-empty`` (given up after 60 s, nothing
+    moved), ``auth`` or ``tiny``."""
 
 
 def _push(t: Transfer) -> PushResult:
@@ -59,6 +65,9 @@ def _push(t: Transfer) -> PushResult:
     if t.how == "stalled":
         return PushResult(duration_s=15.0, bytes=300_000, ok=False, error_kind=FailureKind.HUNG,
                           error_message="stalled")
+    if t.how == "hung-empty":
+        return PushResult(duration_s=60.0, bytes=3_000_000, ok=False,
+                          error_kind=FailureKind.HUNG, error_message="")
     kind = FailureKind.REFUSED if t.how == "refused" else FailureKind.AUTH
     line = REFUSED_LINE if t.how == "refused" else "Permission denied (publickey)."
     return PushResult(duration_s=0.05, bytes=0, ok=False, error_kind=kind, error_message=line)
@@ -73,6 +82,9 @@ def _clone(t: Transfer, repeat: int) -> TransferObservation:
     if t.how == "stalled":
         return replace(clone, outcome="stalled", moved_bytes=300_000, rate_bytes_per_s=None,
                        stopped="stall")
+    if t.how == "hung-empty":
+        return replace(clone, outcome="hung", moved_bytes=0, measured_s=0.0, wall_s=60.0,
+                       rate_bytes_per_s=None, last_line="")
     kind = FailureKind.REFUSED if t.how == "refused" else FailureKind.AUTH
     line = REFUSED_LINE if t.how == "refused" else "Permission denied (publickey)."
     return replace(clone, outcome="failed", moved_bytes=0, measured_s=0.0, wall_s=0.05,
@@ -97,12 +109,15 @@ class Case:
     problems: Callable[[str], tuple[RunProblem, ...]] = field(default=lambda record: ())
     headline: str = ""
     """How a failed run's headline opens (``{Transfers}``: ``pushes`` or ``clones``)."""
+    headline_end: str = ""
+    """How it ends (no culprit named: ``cause not identified.``)."""
     tcp: bool = True
     """TCP evidence recorded (a push's capture, a clone's TCP_INFO)."""
 
 
 H1, SSH = Transfer("h1"), Transfer("ssh")
 REFUSED = (H1, Transfer("ssh", "refused"), Transfer("ssh", "refused"))
+UNIDENTIFIED = "): cause not identified."
 BURST = BurstResult(protocol="h1", concurrency=20, ok=12,
                     failed_by_kind={FailureKind.RESET: 8})
 
@@ -124,16 +139,47 @@ CASES: dict[str, Case] = {
     "refused-explained-by-firewall-reset": Case(
         REFUSED, ("firewall-reset",), "failed", frozenset({"{transfer}-failed"}),
         ExitCode.NOT_MEASURED, headline="SSH {transfers} fail (firewall-reset): "),
-    "refused-unexplained": Case(REFUSED, (), "inconclusive", frozenset({"{transfer}-failed"}),
-                                ExitCode.INCONCLUSIVE),
+    # Issue 42: the same refusals with nothing to explain them fail the run all the same
+    # (they were inconclusive); the headline says what was seen.
+    "refused-unexplained": Case(
+        REFUSED, (), "failed", frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
+        headline=f"SSH {{transfers}} fail (refused: {REFUSED_LINE}{UNIDENTIFIED}",
+        headline_end=UNIDENTIFIED),
     "every-protocol-refused": Case(REFUSED[1:], (), "failed", frozenset({"{transfer}-failed"}),
-                                   ExitCode.NOT_MEASURED),
-    "stall-with-a-culprit-ranked": Case((H1, Transfer("ssh", "stalled")), ("packet-loss",),
-                                        "degraded", frozenset(), None),
-    "stall-unexplained": Case((Transfer("ssh", "stalled"),), (), "inconclusive",
-                              frozenset({"{transfer}-stalled"}), ExitCode.INCONCLUSIVE),
+                                   ExitCode.NOT_MEASURED, headline_end=UNIDENTIFIED),
+    # Every SSH transfer stalled while HTTP/1.1 measured and loss ranked: SSH moved nothing
+    # to the end, so the run failed (it was degraded); loss explains no hang, so the
+    # headline names no cause.
+    "every-transfer-of-a-protocol-stalled-beside-an-unrelated-culprit": Case(
+        (H1, Transfer("ssh", "stalled")), ("packet-loss",), "failed",
+        frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
+        headline="SSH {transfers} fail (hung after ", headline_end=UNIDENTIFIED),
+    "every-transfer-of-a-protocol-stalled-explained": Case(
+        (H1, Transfer("ssh", "stalled")), ("path-mtu-blackhole",), "failed",
+        frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
+        headline="SSH {transfers} fail (path-mtu-blackhole): the evidence of path-mtu-blackhole"),
+    # An HTTP/2 window explains an HTTP/2 hang, never an SSH one (EXPLAINS_ONLY_ON).
+    "ssh-stall-beside-an-http2-window": Case(
+        (H1, Transfer("ssh", "stalled")), ("h2-flow-control-window",), "failed",
+        frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
+        headline="SSH {transfers} fail (hung after ", headline_end=UNIDENTIFIED),
+    "stall-unexplained": Case((Transfer("ssh", "stalled"),), (), "failed",
+                              frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
+                              headline="SSH {transfers} fail (hung after ",
+                              headline_end=UNIDENTIFIED),
+    # The issue's dead path: every SYN dropped, every transfer hung with nothing moved. It
+    # was "degraded, syn-drop costs 21 s", exit 0; syn-drop explains no hang.
+    "every-transfer-hung-with-nothing-moved": Case(
+        (Transfer("h1", "hung-empty"), Transfer("ssh", "hung-empty")), ("syn-drop",), "failed",
+        frozenset({"{transfer}-failed"}), ExitCode.NOT_MEASURED,
+        headline="HTTP/1.1 and SSH {transfers} fail (hung after 60 s", headline_end=UNIDENTIFIED),
     "one-of-two-failed-nothing-ranks": Case(
         (H1, Transfer("h1", "auth")), (), "inconclusive",
+        frozenset({"{transfer}-failures-unexplained"}), ExitCode.INCONCLUSIVE),
+    # Some but not all of a protocol's transfers failed and nothing explains them: the
+    # protocol measured, the failure is a gap (unchanged by issue 42).
+    "one-of-three-refused-nothing-ranks": Case(
+        (H1, SSH, SSH, Transfer("ssh", "refused")), (), "inconclusive",
         frozenset({"{transfer}-failures-unexplained"}), ExitCode.INCONCLUSIVE),
     "too-small": Case((Transfer("h1", "tiny"),), (), "failed", frozenset({"too-small"}),
                       ExitCode.NOT_MEASURED),
@@ -206,9 +252,11 @@ def test_the_same_transfers_get_the_same_verdict(name: str, direction: str) -> N
     got = _as_pushes(case) if direction == "push" else _as_clones(case)
     assert (got.verdict, got.references, got.exit_code) == (
         case.verdict, case.references, case.exit_code)
+    transfers = "pushes" if direction == "push" else "clones"
     if case.headline:
-        transfers = "pushes" if direction == "push" else "clones"
         assert got.headline.startswith(case.headline.format(transfers=transfers)), got.headline
+    if case.headline_end:
+        assert got.headline.endswith(case.headline_end), got.headline
 
 
 def test_a_refused_clone_gets_the_hint_of_its_kind() -> None:

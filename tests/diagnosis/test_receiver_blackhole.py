@@ -12,7 +12,7 @@ from gitnetdiag.diagnosis.culprits.mtu import RECEIVER_FIX
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from tests.diagnosis.test_transfer_culprits import HEALTHY, TCP
-from tests.diagnosis.transfer_cases import judged, ranked
+from tests.diagnosis.transfer_cases import judged, judgement, ranked
 
 # As measured on the lab (h1, 50 ms, --stall-timeout 6): 3,973 B received, rcv_mss 883 B.
 STARVED_TCP = replace(TCP, received_bytes=3973, advertised_window_max_bytes=67_072,
@@ -40,7 +40,8 @@ def test_the_largest_segment_estimate_is_kept_through_the_stall() -> None:
 
 def test_a_stalled_clone_of_small_segments_ranks_the_black_hole_first() -> None:
     """From TCP_INFO alone (no root, no capture): the push culprit's id, the receiver's fix,
-    the figures cited; the stall is its evidence, so the run is degraded, not failed."""
+    the figures cited; the stall is its evidence: the only clone hung, so the run failed
+    (issue 42; it was degraded), the black hole named as the cause."""
     findings = ranked([STALLED])
     assert [f.id for f in findings][:1] == ["path-mtu-blackhole"]
     top = findings[0]
@@ -52,8 +53,10 @@ def test_a_stalled_clone_of_small_segments_ranks_the_black_hole_first() -> None:
     assert values["HTTP/1.1: MSS the receiver advertised"] == (1448, "B")
     assert top.cost_s == 6.6 and top.score >= 0.5
     verdict, failures = judged([STALLED], findings)
-    assert verdict == "degraded"
+    assert verdict == "failed"
     assert [f.explained_by for f in failures] == ["path-mtu-blackhole"]
+    assert judgement([STALLED], findings).headline.startswith(
+        "HTTP/1.1 clones fail (path-mtu-blackhole): ")
 
 
 def test_two_transports_in_the_hole_score_higher() -> None:
@@ -87,12 +90,13 @@ def test_no_black_hole_without_its_signature() -> None:
         assert "path-mtu-blackhole" not in [f.id for f in ranked(clones)], clones
 
 
-def test_an_unexplained_stall_of_every_clone_is_inconclusive() -> None:
-    """A stall measured the path (the push verdict's rule, ONE-TRANSFER "verdict"): with no
-    culprit for it the run is inconclusive (exit 8), never healthy."""
+def test_an_unexplained_stall_of_every_clone_fails_the_run() -> None:
+    """Every clone stalled and no culprit explains it: failed (exit 9; issue 42, it was
+    inconclusive), the headline saying so, never healthy."""
     verdict, failures = judged([STALLED], ())
-    assert verdict == "inconclusive" and failures[0].explained_by is None
-    assert failures[0].reference == "fetch-stalled"
+    assert verdict == "failed" and failures[0].explained_by is None
+    assert failures[0].reference == "fetch-failed"
+    assert judgement([STALLED], ()).headline.endswith("): cause not identified.")
 
 
 def test_healthy_clone_keeps_no_finding() -> None:
@@ -117,7 +121,7 @@ def test_no_black_hole_from_what_a_stall_elsewhere_also_shows() -> None:
     for clone in (initial, counting, small_server):
         findings = ranked([clone])
         assert "path-mtu-blackhole" not in [f.id for f in findings], clone
-        assert judged([clone], findings)[0] == "inconclusive"  # an unexplained stall
+        assert judged([clone], findings)[0] == "failed"  # the only clone stalled, unexplained
     # The lab's hole, with the server's MSS known (1448 B, as the client's): still named.
     lab = replace(STALLED, tcp=replace(STARVED_TCP, peer_mss_bytes=1448))
     assert [f.id for f in ranked([lab])][:1] == ["path-mtu-blackhole"]

@@ -28,6 +28,7 @@ def test_the_shared_culprits_are_the_direction_independent_ones() -> None:
     assert {"packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency",
                       "syn-drop", "listen-backlog-overflow", "ssh-maxstartups",
                       "firewall-reset", "slow-ref-advertisement", "client-http-stack",
+                      "edge-backend-errors", "edge-no-backend",
             "path-unreachable"} == SHARED
 
 
@@ -179,15 +180,17 @@ def test_a_refusal_sooner_than_a_round_trip_is_a_filters() -> None:
 
 def test_a_refusal_after_a_round_trip_is_no_filter_evidence() -> None:
     """A closed port on the server refuses after a whole round trip: nothing ranks, and the
-    failed clone leaves the run inconclusive."""
+    refused SSH clones fail the run with no cause named (issue 42; it was inconclusive)."""
     clones = _refused_ssh(0.051)
     assert ranked(clones) == ()
-    assert judged(clones, ())[0] == "inconclusive"
+    assert judged(clones, ())[0] == "failed"
+    assert judgement(clones, ()).headline.endswith("): cause not identified.")
 
 
-def test_a_failed_clone_nothing_explains_is_inconclusive() -> None:
+def test_a_failed_clone_nothing_explains_fails_the_run() -> None:
     """An auth failure ranks nothing: the run is not healthy (fails on the old code, which
-    had no fetch verdict and printed 'no download culprit')."""
+    had no fetch verdict and printed 'no download culprit'); SSH's only clone failed, so
+    the run failed (issue 42; it was inconclusive)."""
     denied = replace(HEALTHY, protocol="ssh", outcome="failed", rate_bytes_per_s=None,
                      moved_bytes=0, wall_s=0.4, tcp=None, failure_kind=FailureKind.AUTH,
                      last_line="Permission denied (publickey)")
@@ -195,17 +198,21 @@ def test_a_failed_clone_nothing_explains_is_inconclusive() -> None:
     findings = ranked(clones)
     assert findings == ()
     verdict, failures = judged(clones, findings)
-    assert verdict == "inconclusive"
+    assert verdict == "failed"
     (failure,) = failures
     assert (failure.protocol, failure.reference, failure.explained_by) == (
         "ssh", "fetch-failed", None)
     assert "Permission denied" in failure.message
+    assert judgement(clones, findings).headline == (
+        "SSH clones fail (auth: Permission denied (publickey)): cause not identified.")
 
 
 def test_verdicts_of_clean_and_empty_runs() -> None:
     assert judged([HEALTHY], ()) == ("healthy", ())
     stalled = replace(HEALTHY, outcome="stalled", rate_bytes_per_s=None)
     verdict, failures = judged([stalled], ())
+    assert verdict == "failed" and failures[0].reference == "fetch-failed"
+    verdict, failures = judged([HEALTHY, replace(stalled, repeat=2)], ())
     assert verdict == "inconclusive" and failures[0].reference == "fetch-stalled"
 
 
@@ -236,8 +243,9 @@ def _diagnosis(clones: list[TransferObservation], errors: tuple[RunError, ...]) 
 
 def test_exit_code_of_a_fetch_run() -> None:
     """Clones reset by a filter ranked firewall-reset: the failing protocol fails the run,
-    exit 9, as a push's. An auth failure nothing explains: the verdict's error (exit 8), not
-    the raw one."""
+    exit 9, as a push's. An auth failure of SSH's only clone, nothing to explain it: failed
+    too (issue 42; it was exit 8); of one SSH clone of two: the verdict's error (exit 8).
+    Either way the verdict's error, not the raw one."""
     reset_error = RunError(stage="fetch", protocol="ssh", reference="fetch-failed",
                            kind=FailureKind.RESET, message="reset")
     raw = NetworkError("ssh: fetch failed", reference="fetch-failed")
@@ -247,8 +255,13 @@ def test_exit_code_of_a_fetch_run() -> None:
                      moved_bytes=0, wall_s=0.4, tcp=None, failure_kind=FailureKind.AUTH,
                      last_line="Permission denied (publickey)")
     error = fetch_exit_error(_diagnosis([HEALTHY, denied], (reset_error,)), raw)
-    assert error is not None and error.exit_code == ExitCode.INCONCLUSIVE
+    assert error is not None and error.exit_code == ExitCode.NOT_MEASURED
     assert "fetch-failed: SSH: clone #1 failed (Permission denied" in error.message
+    ssh = replace(HEALTHY, protocol="ssh")
+    error = fetch_exit_error(_diagnosis([HEALTHY, ssh, replace(denied, repeat=2)],
+                                        (reset_error,)), raw)
+    assert error is not None and error.exit_code == ExitCode.INCONCLUSIVE
+    assert "SSH: clone #2 failed (Permission denied" in error.message
     # A clean verdict still exits with a run error of another stage (a clone left behind).
     left = RunError(stage="cleanup", protocol="h1", reference="clone-left", kind=None,
                     message="left")

@@ -105,7 +105,9 @@ def test_lookups_by_status_code_and_tcp_ending() -> None:
     assert for_h2_code(99) is None and for_h2_code("NOT_A_CODE") is None
     assert [s.id for s in for_tcp_ending("server", 30.0, "fin")] == [
         "tcp-server-close-after-silence"]
-    assert [s.id for s in for_tcp_ending("server", 0.99, "fin")] == ["tcp-server-close-prompt"]
+    assert [s.id for s in for_tcp_ending("server", 0.99, "fin")] == [
+        "tcp-server-close-prompt", "tcp-server-close-mid-transfer"]
+    assert [s.id for s in for_tcp_ending("server", 0.99, "rst")] == ["tcp-server-close-prompt"]
     assert [s.id for s in for_tcp_ending("server", 1.0, "rst")] == [
         "tcp-server-reset-after-silence"]
     assert [s.id for s in for_tcp_ending("server", 30.0)] == [
@@ -124,7 +126,7 @@ def test_describe_says_what_was_seen_and_what_it_may_be() -> None:
                      git_line="error: RPC failed; HTTP 502 curl 22 The requested URL returned "
                      "error: 502")
     assert twice.ids == ("http-502", "h2-cancel")  # each entry once, where it first came
-    assert twice.culprits == ("edge-backend-errors",)
+    assert twice.culprits == ("edge-backend-errors", "edge-no-backend")
     closed = describe(operation="HTTP/1.1 push", request="POST git-receive-pack", status=200,
                       tcp=TcpEnding(side="server", silence_s=3.2, ending="fin"),
                       h2_code="NO_ERROR")

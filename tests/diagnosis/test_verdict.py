@@ -40,26 +40,32 @@ def test_healthy_run_says_what_was_requested_and_measured() -> None:
     assert result.measurement_failures == ()
 
 
-def test_one_protocol_rejected_by_auth_makes_the_run_inconclusive() -> None:
-    """HTTP/2 got 401: the other two measured, nothing ranks; that is not healthy."""
+def test_one_protocol_rejected_by_auth_fails_the_run() -> None:
+    """HTTP/2 got 401 on its only push: the other two measured, nothing ranks. A requested
+    protocol whose pushes all fail fails the run, explained or not (issue 42; it was
+    inconclusive): the headline says what fails, what was seen, and that no culprit
+    explains it."""
     obs = replace(_with(examples.healthy(), h2=_failed("auth", "HTTP 401")), problems=(AUTH,))
     result = diagnose(obs)
-    assert result.verdict == "inconclusive"
+    assert result.verdict == "failed"
     assert result.measured_protocols == ("h1", "ssh")
     (failure,) = result.measurement_failures
     assert (failure.protocol, failure.reference) == ("h2", "auth-failed")
     assert failure.explained_by is None
     assert failure.hint == AUTH.hint
-    assert result.headline.startswith("Not measured: HTTP/2 (auth-failed: ")
+    assert result.headline == "HTTP/2 pushes fail (auth: HTTP 401): cause not identified."
 
 
-def test_inconclusive_even_when_a_culprit_ranks() -> None:
-    """A missing protocol takes the A/B comparison away: the ranking is not the whole story."""
+def test_a_failing_protocol_fails_the_run_whatever_else_ranks() -> None:
+    """SSH's pushes all failed by auth while HTTP/2's small window ranks: failed (it was
+    inconclusive), and the headline is SSH's failure, not the unrelated HTTP/2 culprit,
+    which stays in the ranking."""
     obs = replace(_with(examples.slow_h2_edge(), ssh=_failed("auth")), problems=())
     result = diagnose(obs)
-    assert result.findings, "the slow HTTP/2 example still ranks its culprit"
-    assert result.verdict == "inconclusive"
+    assert [f.id for f in result.findings] == ["h2-flow-control-window"]
+    assert result.verdict == "failed"
     assert result.measurement_failures[0].reference == "push-failed"
+    assert result.headline == "SSH pushes fail (auth: fatal: nope): cause not identified."
 
 
 def test_nothing_measured_is_failed() -> None:
@@ -70,7 +76,9 @@ def test_nothing_measured_is_failed() -> None:
     assert result.verdict == "failed"
     assert result.measured_protocols == ()
     assert [f.protocol for f in result.measurement_failures] == ["h1", "h2"]
-    assert result.headline.startswith("Nothing was measured: push-failed: HTTP/1.1: unable to")
+    # Both failed alike: one sentence of what was seen (the catalogue's) for both.
+    assert result.headline == ("HTTP/1.1 and HTTP/2 pushes fail (git said: unable to find "
+                               "remote helper for 'ftp'): cause not identified.")
 
 
 def test_requested_but_never_pushed_protocol_is_missing() -> None:
@@ -90,33 +98,52 @@ def test_setup_failure_before_any_push_is_failed() -> None:
     result = diagnose(Observations(problems=(problem,)))
     assert result.verdict == "failed"
     assert result.measurement_failures[0].hint == "install git"
+    assert result.headline == "Nothing was measured: git-missing: git not found."
 
 
 @pytest.mark.parametrize("kind", ["hung", "timeout", "reset"])
-def test_a_stalled_push_was_measured(kind: str) -> None:
-    assert is_measured(_failed(kind))
+def test_a_stalled_push_is_no_measurement(kind: str) -> None:
+    """A push that stalled or was cut gave no rate (issue 42: it was counted measured, so
+    a protocol whose pushes all hung was never failed)."""
+    assert not is_measured(_failed(kind))
     assert not is_measured(_failed("auth")) and not is_measured(_failed("refused"))
     assert is_measured(ProtocolObservation(capture=CaptureMetrics()))  # a bare capture
     assert not is_measured(None)
 
 
-def test_hung_http2_is_evidence_for_its_culprit_not_a_missing_measurement() -> None:
-    """Every HTTP/2 push hung behind a small window: degraded, the stall ranked, nothing missing."""
+def test_hung_http2_fails_the_run_explained_by_its_window() -> None:
+    """Every HTTP/2 push hung behind a small window: the protocol moved nothing to the end,
+    so the run failed (it was degraded), the window named as the cause."""
     base = examples.slow_h2_edge()
     h2 = base.protocols["h2"]
     hung = tuple(replace(p, ok=False, error_kind="hung", error_message="") for p in h2.pushes)
     result = diagnose(_with(base, h2=replace(h2, pushes=hung)))
-    assert result.verdict == "degraded"
-    assert "h2" in result.measured_protocols
-    assert result.measurement_failures == ()
+    assert result.verdict == "failed"
+    assert result.measured_protocols == ("h1", "ssh")
+    (failure,) = result.measurement_failures
+    assert (failure.protocol, failure.kind, failure.explained_by) == (
+        "h2", "hung", "h2-flow-control-window")
+    assert result.headline.startswith("HTTP/2 pushes fail (h2-flow-control-window): ")
+    error = verdict_error(result.verdict, result.measurement_failures)
+    assert error is not None and error.exit_code == ExitCode.NOT_MEASURED
 
 
-def test_a_stall_nothing_explains_is_not_healthy() -> None:
+def test_a_stall_of_every_push_nothing_explains_fails_the_run() -> None:
     result = diagnose(_with(examples.healthy(), ssh=_failed("hung", "")))
     assert result.findings == ()
+    assert result.verdict == "failed"
+    assert [f.reference for f in result.measurement_failures] == ["push-failed"]
+    assert result.headline == "SSH pushes fail (hung after 0 s): cause not identified."
+
+
+def test_a_stall_beside_a_measured_push_nothing_explains_is_inconclusive() -> None:
+    """One SSH push of four hung, nothing ranks: SSH measured, the stall unexplained."""
+    ssh = examples.healthy().protocols["ssh"]
+    stalled = replace(ssh, pushes=(*ssh.pushes, *_failed("hung", "").pushes))
+    result = diagnose(_with(examples.healthy(), ssh=stalled))
     assert result.verdict == "inconclusive"
     assert [f.reference for f in result.measurement_failures] == ["push-stalled"]
-    assert result.headline.startswith("A push stalled (push-stalled: SSH: 1 of 1 push(es) hung;")
+    assert result.headline.startswith("A push stalled (push-stalled: SSH: 1 of 4 push(es) hung;")
 
 
 def test_refusal_explained_by_a_ranked_firewall_reset_fails_the_run() -> None:
@@ -155,12 +182,19 @@ def test_cleanup_errors_are_no_measurement_failure() -> None:
 
 def test_verdict_errors_carry_the_named_exit_codes() -> None:
     assert verdict_error("healthy", ()) is None and verdict_error("degraded", ()) is None
+    native = RunProblem(stage="native", protocol="h2", reference="native-auth",
+                        message="HTTP 401 on info/refs", hint="give credentials")
+    result = diagnose(replace(examples.healthy(), problems=(native,)))
+    error = verdict_error(result.verdict, result.measurement_failures)
+    assert error is not None and error.exit_code == ExitCode.INCONCLUSIVE == 8
+    assert error.one_line() == ("inconclusive: verdict inconclusive: native-auth: HTTP 401 on "
+                                "info/refs (hint: give credentials)")
     obs = replace(_with(examples.healthy(), h2=_failed("auth", "HTTP 401")), problems=(AUTH,))
     result = diagnose(obs)
     error = verdict_error(result.verdict, result.measurement_failures)
-    assert error is not None and error.exit_code == ExitCode.INCONCLUSIVE == 8
+    assert error is not None and error.exit_code == ExitCode.NOT_MEASURED
     assert error.one_line() == (
-        "inconclusive: verdict inconclusive: auth-failed: https://***@git.example.com/r.git: "
+        "not-measured: verdict failed: auth-failed: https://***@git.example.com/r.git: "
         "HTTP 401 (hint: check --ssh-key / the HTTP credentials for this remote)")
     failed = diagnose(Observations(protocols={"h1": _failed("tls")}))
     error = verdict_error(failed.verdict, failed.measurement_failures)

@@ -13,6 +13,8 @@ goes wrong one way (the ref advertisement stays honest, so each failure is of th
     no-pack    ``NAK``, then upload-pack's progress (``Enumerating objects``, 0.1 MiB of
                ``Counting objects`` that advances, then stops) and, as upload-pack does while
                pack-objects is silent, an empty keepalive packet every 0.5 s; never a pack
+    progress   ``NAK``, then ``Counting objects`` that advances by one object every
+               :data:`PROGRESS_S`, forever (issue 42: 300 s of progress, never a pack)
 
 Nothing here writes into the bare repository after it is built: a clone must leave it
 byte for byte as it was (:func:`tree_digest`).
@@ -36,7 +38,9 @@ NO_PACK_PROGRESS_BYTES = 100 * 1024
 """Progress the no-pack server sends before it stops advancing (past the monitor's 64 KiB
 preamble, as the issue's server did)."""
 KEEPALIVE_S = 0.5
-MODES = ("ok", "500", "truncated", "garbage", "slow", "no-pack")
+PROGRESS_S = 0.2
+"""The progress server's pace: a new line well within every sample interval and stall."""
+MODES = ("ok", "500", "truncated", "garbage", "slow", "no-pack", "progress")
 
 
 def pkt(data: bytes) -> bytes:
@@ -84,6 +88,16 @@ def _no_pack_body() -> Iterator[bytes]:
         yield b"0005\x01"
 
 
+def _progress_body() -> Iterator[bytes]:
+    """What a server that counts on and never packs says: NAK, then a new ``Counting
+    objects`` line at a time, forever."""
+    yield pkt(b"NAK\n") + pkt(b"\x02Enumerating objects: 100000, done.\n")
+    n = 0
+    while True:
+        n += 1
+        yield pkt(b"\x02Counting objects: %3d%% (%d/100000)\r" % (n * 100 // 100000, n))
+
+
 def _hostile(base: type[BaseHTTPRequestHandler], mode: str,
              released: threading.Event) -> type[BaseHTTPRequestHandler]:
     class Hostile(base):  # type: ignore[misc, valid-type]
@@ -114,17 +128,19 @@ def _hostile(base: type[BaseHTTPRequestHandler], mode: str,
                 self.close_connection = True
                 self.wfile = _Cut(self.wfile)  # type: ignore[assignment]
                 return False
-            elif mode == "no-pack":
+            elif mode in ("no-pack", "progress"):
                 _read_body(self)
                 self.close_connection = True
                 self.send_response(200)
                 self.send_header("Content-Type", result)
                 self.send_header("Connection", "close")
                 self.end_headers()
-                for chunk in _no_pack_body():
+                body, pace = ((_no_pack_body(), KEEPALIVE_S) if mode == "no-pack"
+                              else (_progress_body(), PROGRESS_S))
+                for chunk in body:
                     self.wfile.write(chunk)
                     self.wfile.flush()
-                    if released.wait(KEEPALIVE_S):
+                    if released.wait(pace):
                         return True
             else:
                 return False

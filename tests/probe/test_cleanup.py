@@ -9,15 +9,19 @@ from __future__ import annotations
 
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from gitnetdiag.probe.cleanup import (
+    DELETE_TIMEOUT_S,
     STEP_MIN_S,
     Aftermath,
+    CleanupResult,
     RefCleanup,
+    delete_may_have_landed,
     push_aftermath,
     remove_command,
     remove_probe_ref,
@@ -37,6 +41,8 @@ from gitnetdiag.probe.gitpush import (
 from gitnetdiag.probe.pushonce import sent_too_little
 from gitnetdiag.probe.repo import generate_repo
 from gitnetdiag.vocabulary import TransportKind
+from tests.httpremote import TOKEN
+from tests.probe.lossyremote import LossyRemote, serve_lossy_remote
 
 HOOK_S = 3.0
 
@@ -338,3 +344,195 @@ def test_the_callers_end_bounds_every_step_and_a_branch_seen_late(tmp_path: Path
         clock=lambda: clock[0], sleep=lambda s: clock.__setitem__(0, clock[0] + s))
     assert result.status is RefCleanup.LEFTOVER and result.remove_command, result
     assert result.waited_s <= 8.0 + STEP_MIN_S, result
+
+
+@pytest.mark.parametrize(("stderr", "expected"), [
+    (WROTE + "error: RPC failed; HTTP 503 curl 22 The requested URL returned error: 503\n",
+     Aftermath.SETTLED),
+    (WROTE + "error: RPC failed; HTTP 502 curl 22 The requested URL returned error: 502\n",
+     Aftermath.SETTLED),
+    ("Writing objects:  40% (2/4)\nerror: RPC failed; HTTP 413 curl 22\n", Aftermath.SETTLED),
+    ("Writing objects:  40% (2/4)\nerror: RPC failed; HTTP 411 curl 22\n", Aftermath.SETTLED),
+    (WROTE + "error: RPC failed; HTTP 504 curl 22 The requested URL returned error: 504\n",
+     Aftermath.MAY_LAND),
+    (WROTE + "error: RPC failed; curl 18 transfer closed with outstanding read data "
+     "remaining\nsend-pack: unexpected disconnect while reading sideband packet\n",
+     Aftermath.MAY_LAND),
+    ("fatal: unable to access 'https://h/r.git/': The requested URL returned error: 503\n",
+     Aftermath.CUT),
+])
+def test_an_error_status_to_the_pack_post_is_looked_at_once_not_waited_for(
+        stderr: str, expected: Aftermath) -> None:
+    """An error status answered the pack POST in receive-pack's place (an edge's 502/503, a
+    413/411): nothing can land later, one look checks. A 504 (the edge gave up while the
+    backend may work) and a 200 then cut by an edge keep the wait; a 503 to the first GET
+    never reached receive-pack at all."""
+    assert push_aftermath(_run(stderr)) is expected
+
+
+@pytest.mark.parametrize(("run", "landed"), [
+    (_run("", None, timed_out=True), True),
+    (_run("error: RPC failed; curl 18 transfer closed with outstanding read data remaining"),
+     True),
+    (_run("error: RPC failed; HTTP 504 curl 22 The requested URL returned error: 504"), True),
+    (_run("error: RPC failed; HTTP 503 curl 22 The requested URL returned error: 503"), False),
+    (_run("fatal: unable to access 'https://h/r.git/': Failed to connect to h port 443 after "
+          "2 ms: Couldn't connect to server"), False),
+    (_run("To h:r\n ! [remote rejected] gitnetdiag/probe-1 (pre-receive hook declined)\n"),
+     False),
+])
+def test_a_delete_may_have_landed_only_when_its_answer_was_lost(run: GitRun,
+                                                                landed: bool) -> None:
+    assert delete_may_have_landed(run) is landed
+
+
+class _LossyPath:
+    """Fakes a server behind a path that loses every delete's answer: the delete lasts its
+    whole timeout (``lands``: it was applied meanwhile), while ls-remote, on a new
+    connection, works (or, ``listing_fails_after_delete``, fails too)."""
+
+    def __init__(self, branch: str, oid: str, *, lands: bool,
+                 listing_fails_after_delete: bool = False) -> None:
+        self.clock = [0.0]
+        self.branch, self.oid, self.lands = branch, oid, lands
+        self.listing_fails = listing_fails_after_delete
+        self.present = True
+        self.steps: list[tuple[str, float]] = []
+
+    def runner(self, argv: object, *, timeout_s: float, **_: object) -> GitRun:
+        args = list(argv)  # type: ignore[call-overload]
+        step = "ls-remote" if "ls-remote" in args else "delete"
+        self.steps.append((step, timeout_s))
+        if step == "delete":
+            self.clock[0] += timeout_s
+            self.present = self.present and not self.lands
+            return _run("", None, timed_out=True)
+        self.clock[0] += 0.2
+        if self.listing_fails and any(s == "delete" for s, _ in self.steps):
+            return _run("fatal: unable to access 'https://h/r.git/': Failed to connect to h "
+                        "port 443 after 3 ms: Couldn't connect to server")
+        listing = f"{self.oid}\trefs/heads/{self.branch}\n" if self.present else ""
+        return GitRun(argv=tuple(args), exit_code=0, wall_s=0.2, timed_out=False, stderr="",
+                      stdout=listing)
+
+    def remove(self, tmp_path: Path, aftermath: Aftermath, **kwargs: Any) -> CleanupResult:
+        return remove_probe_ref(
+            Transport(protocol=TransportKind.H1, url="https://u:tok@h/r.git"), self.branch,
+            self.oid, aftermath, runner=self.runner, cwd=tmp_path, clock=lambda: self.clock[0],
+            sleep=lambda s: self.clock.__setitem__(0, self.clock[0] + s), **kwargs)
+
+
+@pytest.mark.parametrize("aftermath", [Aftermath.MAY_LAND, Aftermath.CREATED])
+def test_a_lost_delete_answer_is_no_leftover_when_ls_remote_shows_it_gone(
+        tmp_path: Path, aftermath: Aftermath) -> None:
+    """Issue 42: behind a firewall that forgot the silent connection, the delete went
+    through and only its answer was lost. Before: "still on the server: the clean-up's
+    61 s ran out". Now ls-remote on a new connection, within the same 60 s, says gone."""
+    path = _LossyPath("gitnetdiag/probe-lost1", "e" * 40, lands=True)
+    result = path.remove(tmp_path, aftermath, wait_s=30.0)
+    assert result.status is RefCleanup.DELETED, result
+    assert "answer was lost" in result.detail
+    assert result.remove_command is None
+    assert [s for s, _ in path.steps][-2:] == ["delete", "ls-remote"], path.steps
+    assert result.waited_s <= DELETE_TIMEOUT_S + 1.0, path.steps
+
+
+def test_a_lost_delete_answer_is_checked_even_when_the_callers_end_has_come(
+        tmp_path: Path) -> None:
+    """watch's deadline: the delete gets what is left; the look after it runs anyway (a
+    look's shortest time past the end, no more) and the branch is ``deleted``."""
+    path = _LossyPath("gitnetdiag/probe-lost2", "e" * 40, lands=True)
+    result = path.remove(tmp_path, Aftermath.CREATED, until=4.0)
+    assert result.status is RefCleanup.DELETED, (result, path.steps)
+    assert [s for s, _ in path.steps] == ["delete", "ls-remote"]
+    assert result.waited_s <= 4.0 + STEP_MIN_S
+
+
+def test_a_branch_ls_remote_still_shows_after_unanswered_deletes_is_left(
+        tmp_path: Path) -> None:
+    """The server says it is there: ``leftover`` with its command, in the server's words."""
+    path = _LossyPath("gitnetdiag/probe-lost3", "e" * 40, lands=False)
+    result = path.remove(tmp_path, Aftermath.CREATED, wait_s=30.0)
+    assert result.status is RefCleanup.LEFTOVER, result
+    assert "ls-remote still shows it" in result.detail
+    assert result.remove_command and "tok" not in result.remove_command
+    assert path.steps[-1][0] == "ls-remote"
+    assert result.waited_s <= DELETE_TIMEOUT_S + STEP_MIN_S, path.steps
+
+
+def test_a_lost_delete_answer_with_no_listing_either_is_unconfirmed(tmp_path: Path) -> None:
+    """Neither the delete's answer nor ls-remote: ``unconfirmed`` (not ``leftover``), saying
+    the delete was sent, with the commands that check and remove it."""
+    path = _LossyPath("gitnetdiag/probe-lost4", "e" * 40, lands=True,
+                      listing_fails_after_delete=True)
+    result = path.remove(tmp_path, Aftermath.MAY_LAND, wait_s=30.0)
+    assert result.status is RefCleanup.UNCONFIRMED, result
+    assert "the delete was sent and its answer lost" in result.detail
+    assert "Couldn't connect" in result.detail
+    assert result.check_command and result.remove_command
+    assert result.waited_s <= DELETE_TIMEOUT_S + STEP_MIN_S, path.steps
+
+
+@pytest.fixture()
+def lossy_remote(tmp_path: Path) -> Iterator[LossyRemote]:
+    yield from serve_lossy_remote(tmp_path)
+
+
+def _server_refs(bare: Path) -> str:
+    """The bare repository's refs as the server holds them (no network)."""
+    return subprocess.run(["git", "-C", str(bare), "for-each-ref", "--format=%(refname)"],
+                          capture_output=True, text=True, check=True, timeout=30).stdout
+
+
+def _recording(steps: list[str]) -> Callable[..., GitRun]:
+    def runner(argv: Sequence[str], **kwargs: Any) -> GitRun:
+        assert TOKEN not in " ".join(argv)  # the credentials go by the environment
+        steps.append("ls-remote" if "ls-remote" in argv else "delete")
+        return run_git(argv, **kwargs)
+    return runner
+
+
+def test_a_real_delete_whose_answer_the_path_loses_is_deleted_not_left(
+        lossy_remote: LossyRemote, tmp_path: Path) -> None:
+    """git http-backend applies the delete, its answer never comes back (the connection
+    held silent); the clean-up asks again with ls-remote on a new connection."""
+    repo = generate_repo(tmp_path / "repo", 64 * 1024, seed=11)
+    transport = Transport(protocol=TransportKind.H1, url=lossy_remote.url)
+    branch = "gitnetdiag/probe-lost5"
+    push = run_git(push_argv(transport, repo.head_oid, branch), env=transport.env(),
+                   cwd=repo.path, timeout_s=30.0)
+    assert push.ok, push.stderr
+    assert f"refs/heads/{branch}" in _server_refs(lossy_remote.bare)
+    lossy_remote.lose_answers.set()
+    steps: list[str] = []
+    started = time.monotonic()
+    result = remove_probe_ref(transport, branch, repo.head_oid, Aftermath.CREATED,
+                              runner=_recording(steps), cwd=repo.path, until=started + 5.0)
+    took = time.monotonic() - started
+    assert lossy_remote.lost.is_set()
+    assert result.status is RefCleanup.DELETED and "answer was lost" in result.detail, result
+    assert steps == ["delete", "ls-remote"]
+    assert took < 5.0 + STEP_MIN_S, took
+    assert f"refs/heads/{branch}" not in _server_refs(lossy_remote.bare)
+
+
+def test_a_real_503_to_the_pack_post_is_checked_once_in_seconds(
+        lossy_remote: LossyRemote, tmp_path: Path) -> None:
+    """An edge with no backend answers the pack POST 503: receive-pack never ran, so the
+    clean-up does not wait 30 s for a hook; one ls-remote checks, and it ends at once."""
+    lossy_remote.status.append(503)
+    repo = generate_repo(tmp_path / "repo", 256 * 1024, seed=12)
+    transport = Transport(protocol=TransportKind.H1, url=lossy_remote.url)
+    branch = "gitnetdiag/probe-503"
+    push = run_git(push_argv(transport, repo.head_oid, branch), env=transport.env(),
+                   cwd=repo.path, timeout_s=30.0)
+    assert not push.ok and "HTTP 503" in push.stderr, push.stderr
+    assert push_aftermath(push) is Aftermath.SETTLED
+    steps: list[str] = []
+    started = time.monotonic()
+    result = remove_probe_ref(transport, branch, repo.head_oid, push_aftermath(push),
+                              runner=_recording(steps), cwd=repo.path, wait_s=30.0)
+    took = time.monotonic() - started
+    assert result.status is RefCleanup.NEVER_CREATED, result
+    assert "hook" not in result.detail
+    assert steps == ["ls-remote"] and took < 5.0, (steps, took)

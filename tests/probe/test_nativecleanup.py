@@ -96,3 +96,19 @@ def test_a_leftover_among_several_branches_is_not_hidden_by_a_later_deletion() -
     fake(REF, "b" * 40, Aftermath.CREATED)
     error, _warning = fake.problem("https://h/r.git")
     assert error is not None and error.reference == "probe-ref-leftover"
+
+
+@pytest.mark.parametrize(("status", "expected"), [
+    (503, Aftermath.SETTLED), (502, Aftermath.SETTLED), (413, Aftermath.SETTLED),
+    (504, Aftermath.MAY_LAND), (None, Aftermath.MAY_LAND),
+])
+def test_an_error_status_to_the_native_pack_post_is_not_waited_for(
+        status: int | None, expected: Aftermath) -> None:
+    """Issue 42: an edge's 502/503 (or a 413) answered the native HTTP/2 pack POST in
+    receive-pack's place: one look, no 30 s wait for a hook; a 504 may leave one running."""
+    assert native_aftermath(started=True, sent_all=True, report=None, ref=REF,
+                            status=status) is expected
+    fake = _Fake(_result(RefCleanup.NEVER_CREATED))
+    assert end_branch(fake, REF, "a" * 40, started=True, sent_all=True, report=None,
+                      status=status)
+    assert fake.calls == [(REF, "a" * 40, expected)]

@@ -95,3 +95,28 @@ def test_redaction() -> None:
     assert "Authorization: ***" in redacted
     assert "Host: example" in redacted
     assert redacted.count("\n") == 4
+
+
+LOGIN_WALL = """\
+10:00:00.000000 http.c:684  => Send header: GET /r.git/info/refs?service=git-receive-pack HTTP/1.1
+10:00:00.010000 http.c:684              <= Recv header: HTTP/1.1 200 OK
+10:00:00.010100 http.c:684              <= Recv header: Server: BIG-IP
+10:00:00.010200 http.c:684              <= Recv header: Content-Type: text/html; charset=utf-8
+10:00:00.020000 http.c:684              == Info: Connection #0 to host h left intact
+"""
+
+
+def test_the_answer_in_gits_place_is_told_with_its_content_type() -> None:
+    """A login wall's 200 HTML page to the ref advertisement: the request, its status and
+    its Content-Type (the request's own Content-Type header is not the answer's)."""
+    from gitnetdiag.probe.trace2 import last_answer
+
+    summary = parse_curl_trace(LOGIN_WALL)
+    (request,) = summary.requests
+    assert request.content_type == "text/html; charset=utf-8"
+    assert last_answer(summary) == ("GET info/refs answered 200, Content-Type text/html; "
+                                    "charset=utf-8")
+    pushed = parse_curl_trace((DATA / "push-h1.curl.txt").read_text())
+    assert last_answer(pushed) == ("POST git-receive-pack answered 200, Content-Type "
+                                   "application/x-git-receive-pack-result")
+    assert last_answer(parse_curl_trace("")) is None

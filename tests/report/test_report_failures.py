@@ -16,8 +16,9 @@ from tests.report.test_report_json import documented_schema, validate
 SECRET = "s3cr3t-token"
 
 
-def inconclusive() -> Diagnosis:
-    """HTTP/2 rejected with 401 (URL with a token), the other protocols measured."""
+def auth_failed() -> Diagnosis:
+    """HTTP/2 rejected with 401 (URL with a token), the other protocols measured: failed
+    (a requested protocol whose pushes all fail, issue 42; it was inconclusive)."""
     base = examples.healthy()
     h2 = ProtocolObservation(pushes=(PushResult(duration_s=0.1, bytes=1, ok=False,
                                                 error_kind="auth", error_message="HTTP 401"),))
@@ -29,10 +30,10 @@ def inconclusive() -> Diagnosis:
 
 @pytest.mark.parametrize("fmt", ["terminal", "md", "html", "json"])
 def test_every_renderer_lists_the_failure_and_its_hint(fmt: str) -> None:
-    text = RENDERERS[fmt](inconclusive())
+    text = RENDERERS[fmt](auth_failed())
     assert "auth-failed" in text
     assert "check the HTTP credentials for this remote" in text
-    assert "inconclusive" in text.lower()
+    assert "failed" in text.lower() and "cause not identified" in text
     assert SECRET not in text
 
 
@@ -41,11 +42,11 @@ def test_no_failure_section_when_everything_was_measured(fmt: str) -> None:
     assert "easurement failures" not in RENDERERS[fmt](diagnose(examples.healthy()))
 
 
-def test_inconclusive_report_validates_and_names_requested_and_measured() -> None:
-    report = json.loads(render_json(inconclusive()))
+def test_failed_report_validates_and_names_requested_and_measured() -> None:
+    report = json.loads(render_json(auth_failed()))
     schema = documented_schema()
     validate(report, schema, schema)
-    assert report["verdict"] == "inconclusive"
+    assert report["verdict"] == "failed"
     assert report["requested_protocols"] == ["h1", "h2", "ssh"]
     assert report["measured_protocols"] == ["h1", "ssh"]
     (failure,) = report["measurement_failures"]
@@ -86,7 +87,7 @@ def test_every_renderer_shows_the_failure_signature_or_its_absence(fmt: str) -> 
 @pytest.mark.parametrize("fmt", ["md", "html"])
 def test_the_signature_column_appears_only_for_described_failures(fmt: str) -> None:
     assert "failure signature" in RENDERERS[fmt](described())
-    assert "failure signature" not in RENDERERS[fmt](inconclusive())
+    assert "failure signature" not in RENDERERS[fmt](auth_failed())
 
 
 def test_described_report_validates_against_the_schema() -> None:

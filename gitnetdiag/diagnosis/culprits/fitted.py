@@ -131,5 +131,6 @@ HAND_WEIGHTED: dict[tuple[str, str], str] = {
     ("upload", "request-body-limit"): "no lab fault in the matrix produces it",
     ("upload", "edge-idle-timeout"): "no lab fault in the matrix produces it",
     ("upload", "streamed-body-refused"): "no lab fault in the matrix produces it",
+    ("upload", "edge-no-backend"): "no lab fault in the matrix produces it",
 }
 """(direction, culprit id) -> why it keeps its hand-set weights."""

@@ -15,6 +15,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from gitnetdiag.diagnosis.culprits._common import Hit, failure_cost_s, label, observed
+from gitnetdiag.diagnosis.culprits.answers import answers
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import HttpExchange, Observations
 from gitnetdiag.diagnosis.servers import NAMES, answering_server
@@ -126,12 +127,39 @@ def mixed_kinds(requests: tuple[HttpExchange, ...]) -> list[MixedKind]:
     return []
 
 
+TIMEOUT_STATUSES = frozenset({408, 504})
+"""Statuses of a request that took too long (an edge's timeout): they alternate with
+success by how long the server worked, whichever member answered (``edge-idle-timeout``)."""
+
+
+def across_requesters(obs: Observations, name: str) -> list[MixedKind]:
+    """Request kinds (method and path, whatever the size) answered 2xx and a failure status
+    both, where the tool's own requests are among them: git's ``POST git-receive-pack``
+    redirected while gitnetdiag's own native POST to the same path passed (pure). A
+    download's clones need no request of the tool's: a clone's requests are the same
+    whatever the member, so clones that pass and fail on the same request alternate."""
+    every = answers(obs, name)
+    found = []
+    for kind in dict.fromkeys(a.kind for a in every):
+        same = [a for a in every if a.kind == kind]
+        ok = [a for a in same if a.ok]
+        failed = [a for a in same if is_failure_status(a.status)
+                  and a.status not in TIMEOUT_STATUSES]
+        tool = any(a.who == "tool" for a in (*ok, *failed))
+        if ok and failed and (tool or obs.run.transfer == "download"):
+            whose = "git's and gitnetdiag's own" if tool else "git's"
+            found.append(MixedKind(kind=f"{kind} ({whose})", ok=len(ok),
+                                   failed=Counter((a.status or 0, a.server) for a in failed),
+                                   ok_servers=tuple(dict.fromkeys(a.server for a in ok))))
+    return found
+
+
 def _who(server: str) -> str:
     return f"server: {server}" if server else "no server header"
 
 
-def _evidence(name: str, mixed: list[MixedKind]) -> list[Evidence]:
-    source = f"curl trace of the {label(name)} pushes"
+def _evidence(name: str, mixed: list[MixedKind], noun: str) -> list[Evidence]:
+    source = f"curl trace of the {label(name)} {noun}"
     items = []
     for kind in mixed:
         items.append(Evidence(what=f"{label(name)} {kind.kind} answered 2xx", value=kind.ok,
@@ -175,11 +203,12 @@ def edge_backend_errors(obs: Observations) -> Hit | None:
     worst_cost, worst_protocol = 0.0, None
     failed_pushes = 0
     members: set[str] = set()
+    noun = "clones" if obs.run.transfer == "download" else "pushes"
     for name, p in observed(obs, HTTPS_PROTOCOLS):
-        mixed = mixed_kinds(p.http_requests)
+        mixed = mixed_kinds(p.http_requests) or across_requesters(obs, name)
         if not mixed:
             continue
-        evidence += _evidence(name, mixed)
+        evidence += _evidence(name, mixed, noun)
         cost, failed, total = failure_cost_s(obs, name, {"http-status"})
         failed_pushes += failed
         if cost > worst_cost:
@@ -190,7 +219,7 @@ def edge_backend_errors(obs: Observations) -> Hit | None:
             summary_bits.append(f"{label(name)} {kind.kind}: {kind.ok} of {kind.total} got "
                                 f"2xx, {statuses}")
         if failed:
-            summary_bits.append(f"{failed} of {total} {label(name)} pushes failed on it")
+            summary_bits.append(f"{failed} of {total} {label(name)} {noun} failed on it")
         members.update(server for kind in mixed for server in kind.ok_servers if server)
         members.update(server for kind in mixed for _status, server in kind.failed if server)
     if not evidence:

@@ -124,6 +124,12 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "pushes-failed": 0.85,  # pushes failed on a refused streamed body
         "probe-only": 0.6,  # only the body probe saw it
     },
+    "edge-no-backend": {
+        "every-request": 0.75,  # every HTTPS request the same 502/503 from one hop, none 2xx
+        "other-transport-works": 0.1,  # SSH or git:// to the same host completed
+        "several-requests": 0.05,  # more than one kind of request, or git's and the tool's
+        "cap": 0.9,
+    },
     "edge-idle-timeout": {
         "server-working": 0.85,  # closed after N s of silence; the server measured busier
         "close-only": 0.55,  # the close alone: the server's working time not measured

@@ -87,10 +87,19 @@ def clamped(
 
 
 def assert_ranks_first_with_its_fix(culprit_id: str, case: Case) -> None:
-    """The crafted run's top finding is the culprit, with numbers, evidence and the setting."""
+    """The crafted run's top finding is the culprit, with numbers, evidence and the setting;
+    the run is degraded, or failed with the culprit as the headline's cause when every push
+    of a protocol failed (a hang behind a black hole: issue 42's rule)."""
     make, settings = case
-    result: Diagnosis = diagnose(make())
-    assert result.verdict == "degraded"
+    obs = make()
+    result: Diagnosis = diagnose(obs)
+    failing = [name for name, p in obs.protocols.items()
+               if p.pushes and not any(push.ok for push in p.pushes)]
+    if failing:
+        assert result.verdict == "failed", result.headline
+        assert f" fail ({culprit_id}): " in result.headline, result.headline
+    else:
+        assert result.verdict == "degraded"
     top = result.findings[0]
     assert top.id == culprit_id, [(f.id, f.score, f.cost_s) for f in result.findings]
     assert 0 < top.score <= 1

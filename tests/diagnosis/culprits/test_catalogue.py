@@ -10,6 +10,7 @@ from tests.diagnosis.culprits import (
     test_edge,
     test_h2,
     test_mtu,
+    test_nobackend,
     test_path,
     test_pool,
     test_reach,
@@ -33,6 +34,7 @@ FAMILIES = (
     test_edge,
     test_pool,
     test_refusals,
+    test_nobackend,
     test_reach,
 )
 CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.CASES.items()}
@@ -44,8 +46,8 @@ def test_every_catalogue_id_has_a_case() -> None:
     test_send_buffer_and_client, test_http2_client_window, test_edge_response_buffering)."""
     ids = [c.id for c in CULPRITS]
     upload = [c.id for c in CULPRITS if c.judges("upload")]
-    assert len(ids) == len(set(ids)) == 30
-    assert len(upload) == 24
+    assert len(ids) == len(set(ids)) == 31
+    assert len(upload) == 25
     assert set(CASES) == set(upload)
 
 

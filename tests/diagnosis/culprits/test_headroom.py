@@ -65,10 +65,12 @@ def test_a_window_far_above_what_the_hung_push_needed_does_not_rank(ledger: bool
     assert h2_flow_control_window(obs) is None
     result = diagnose(obs)
     assert [f.id for f in result.findings] == []
-    assert result.verdict == "inconclusive"
-    stalled = [f for f in result.measurement_failures if f.reference == "push-stalled"]
-    assert stalled and stalled[0].protocol == "h2"
-    assert "HTTP/2: 1 of 1 push(es) hung" in stalled[0].message
+    # The only protocol's push hung: failed (issue 42; it was inconclusive), unexplained.
+    assert result.verdict == "failed"
+    (stalled,) = result.measurement_failures
+    assert (stalled.protocol, stalled.kind, stalled.explained_by) == ("h2", "hung", None)
+    assert result.headline.startswith("HTTP/2 pushes fail (hung after 15 s")
+    assert result.headline.endswith("): cause not identified.")
 
 
 def test_the_headroom_names_its_figures() -> None:

@@ -45,9 +45,14 @@ def test_culprit_ranks_first_with_its_fix(culprit_id: str) -> None:
     assert_ranks_first_with_its_fix(culprit_id, CASES[culprit_id])
 
 
-def test_the_stall_is_explained_so_the_run_is_degraded() -> None:
-    """The hung push is the culprit's evidence: costed as its wait, the numbers cited."""
+def test_the_stall_is_explained_so_the_run_fails_with_it_as_the_cause() -> None:
+    """The hung push is the culprit's evidence: costed as its wait, the numbers cited; the
+    one protocol's pushes all hung, so the run failed (it was degraded), the black hole
+    named as the cause."""
     result = diagnose(case_path_mtu_blackhole())
+    assert result.verdict == "failed"
+    assert result.headline.startswith("HTTP/1.1 pushes fail (path-mtu-blackhole): ")
+    assert [f.explained_by for f in result.measurement_failures] == ["path-mtu-blackhole"]
     top = result.findings[0]
     assert top.cost_s == pytest.approx(15.8)
     assert top.score >= 0.8

@@ -160,15 +160,19 @@ def test_a_limit_by_size_is_not_a_pool_member() -> None:
     assert [m.kind for m in mixed_kinds(same)] == ["POST git-receive-pack (streamed)"]
 
 
-def test_an_unexplained_failure_is_inconclusive_not_an_unrelated_culprit() -> None:
+def test_an_unexplained_failure_is_failed_with_no_unrelated_culprit() -> None:
     """HTTP/2 pushes failed in words gitnetdiag has no entry for, with nothing that explains
-    them: the verdict is inconclusive (non-zero exit), not failed by an unrelated culprit."""
+    them: the run failed (issue 42; it was inconclusive), and the headline says what was
+    seen and that the cause is not identified, naming no unrelated culprit."""
     base = case_edge_idle_timeout()
     h2 = replace(base.protocols["h2"], http_requests=(), capture=cap(),
                  pushes=_failed("other", "fatal: the server spoke in riddles"))
     obs = replace(base, protocols={"h1": proto(2.0, size=3 * MB), "h2": h2,
                                    "ssh": proto(2.0, size=3 * MB)})
     result = diagnose(obs)
-    assert result.verdict == "inconclusive", (result.verdict, result.headline)
+    assert result.verdict == "failed", (result.verdict, result.headline)
+    assert result.headline == ("HTTP/2 pushes fail (git said: fatal: the server spoke in "
+                               "riddles): cause not identified.")
+    assert all(f.explained_by is None for f in result.measurement_failures)
     error = verdict_error(result.verdict, result.measurement_failures)
-    assert error is not None and error.exit_code == ExitCode.INCONCLUSIVE
+    assert error is not None and error.exit_code == ExitCode.NOT_MEASURED
