@@ -34,7 +34,7 @@ EXIT_FAILED = 9
 FAULT = "filtered-port"
 
 
-@pytest.mark.lab_lane("idle")
+@pytest.mark.lab_lane("fail")
 def test_every_port_filtered_is_named_per_protocol_within_30_s(lab_factory: LabFactory,
                                                                 tmp_path: Path) -> None:
     state = lab_factory(FAULT)
