@@ -17,8 +17,9 @@ bounded clones beside complete clones. ``--demo`` runs the demo's lab
 (``h2-small-window``, HTTP/1.1, HTTP/2 and SSH) with ``--direction fetch
 --fetch-seed SIZE`` (its repository is nearly empty: the seed branch gives the
 clones something to measure; target at most 20 s) and ``--direction both``
-(at most 40 s). Each failure fault (``EDGE_FAULT_CULPRIT``: transfers that fail and are
-named by what was seen) runs once with ``--direction both`` beside the healthy lab: the
+(at most 40 s). Each failure fault (``EDGE_FAULT_CULPRIT`` and the dead paths'
+``PATH_FAULT_CULPRIT``: transfers that fail and are named by what was seen; issue 42's
+target for a dead path is 30 s) runs once with ``--direction both`` beside the healthy lab: the
 time from start to the named failure, the verdict and the exit code.
 """
 
@@ -36,6 +37,7 @@ from typing import Any
 
 from gitnetdiag.lab.clonefaults import CLONE_FAULT_CULPRIT
 from gitnetdiag.lab.edgefaults import EDGE_FAULT_CULPRIT
+from gitnetdiag.lab.pathfaults import PATH_FAULT_CULPRIT
 from gitnetdiag.lab.spec import FAULT_CULPRIT, FAULT_PROBE_ARGS, FETCH_FAULT_CULPRIT
 
 DOWNLOAD_FAULT_CULPRIT = {**FETCH_FAULT_CULPRIT, **CLONE_FAULT_CULPRIT}
@@ -172,6 +174,10 @@ def _table(title: str, rows: list[tuple[str, str, Result, Result]], what: str) -
                 print(f"{'':<21} {label} window evidence: {result[2]}")
 
 
+FAILURE_CULPRIT = {**EDGE_FAULT_CULPRIT, **PATH_FAULT_CULPRIT}
+"""Each failure fault's expected first culprit."""
+
+
 def _failures(faults: list[str], rtt: str) -> None:
     """Each failure fault once, ``--direction both``, beside the healthy lab."""
     print(f"time to a named failure, --direction both, --size 1MiB, RTT {rtt}")
@@ -193,7 +199,7 @@ def _failures(faults: list[str], rtt: str) -> None:
         reports = _json_documents(proc.stdout)
         report = reports[0] if reports else {}
         first = "; ".join(f"{c['direction']}: {c['id']}" for c in report.get("culprits", [])[:2])
-        print(f"{fault:<21} {EDGE_FAULT_CULPRIT.get(fault, '(healthy)'):<24} {wall:>7.1f}  "
+        print(f"{fault:<21} {FAILURE_CULPRIT.get(fault, '(healthy)'):<24} {wall:>7.1f}  "
               f"{proc.returncode:>4}  {report.get('verdict', '?')}: {first or '-'}")
 
 
@@ -224,7 +230,7 @@ def main() -> int:
                         help="push lab fault (repeat)")
     parser.add_argument("--fetch-fault", action="append", choices=list(DOWNLOAD_FAULT_CULPRIT),
                         help="download lab fault, --direction fetch (repeat)")
-    parser.add_argument("--failure-fault", action="append", choices=list(EDGE_FAULT_CULPRIT),
+    parser.add_argument("--failure-fault", action="append", choices=list(FAILURE_CULPRIT),
                         help="failure lab fault, --direction both beside healthy (repeat)")
     parser.add_argument("--demo", action="store_true",
                         help="--direction fetch and both on the demo path")
@@ -240,7 +246,7 @@ def main() -> int:
     if args.demo or everything:
         _demo(args.size, args.rtt)
     if args.failure_fault or everything:
-        _failures(args.failure_fault or list(EDGE_FAULT_CULPRIT), args.rtt)
+        _failures(args.failure_fault or list(FAILURE_CULPRIT), args.rtt)
     return 0
 
 

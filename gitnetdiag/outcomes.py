@@ -34,7 +34,8 @@ class FailureKind(StrEnum):
     REFUSED = "refused"
     """TCP connection refused (nothing listening, or a REJECT rule)."""
     UNREACHABLE = "unreachable"
-    """No route, unknown host."""
+    """No route, unknown host, or no answer at all to the connection's SYNs (a filter
+    drops them: the probe's bounded path check tells which, :data:`PathReach`)."""
     RESET = "reset"
     """Connection reset or closed by the peer mid-way."""
     TLS = "tls"
@@ -70,3 +71,28 @@ no kind for it), whichever the direction; any other outcome is ``other``."""
 REFUSALS = frozenset({FailureKind.REFUSED, FailureKind.UNREACHABLE})
 """Kinds the diagnosis counts as a refused connection: a REJECT rule answers a SYN with a
 reset (``refused``) or with an ICMP unreachable (``unreachable``)."""
+
+
+PathReach = Literal["open", "filtered", "refused", "no-route", "unresolved", "tls-stalled"]
+"""What the probe's bounded connect to a port found before any transfer: ``open`` (the
+handshake, and for HTTPS the TLS handshake, completed), ``filtered`` (no SYN answered:
+no SYN-ACK, no RST, no ICMP), ``refused`` (a RST or an ICMP port unreachable:
+``ECONNREFUSED``), ``no-route`` (``EHOSTUNREACH``/``ENETUNREACH``: no route, or an ICMP
+host/admin prohibited), ``unresolved`` (the host name does not resolve), ``tls-stalled``
+(TCP connected, the TLS handshake never completed)."""
+
+DEAD_PATHS: frozenset[PathReach] = frozenset({"filtered", "no-route", "tls-stalled"})
+"""Path check results of a port nothing can be measured over (``path-unreachable``). A
+refused port and a name that does not resolve are not here: git fails on them in
+milliseconds, in words the diagnosis reads (``firewall-reset`` judges a refusal, a host
+that does not resolve is a failure of the run's input)."""
+
+NOT_TRANSFERRED: dict[PathReach, FailureKind] = {
+    "filtered": FailureKind.UNREACHABLE,
+    "tls-stalled": FailureKind.TLS,
+}
+"""Dead paths whose port no transfer is tried on, each with the failure kind the protocol's
+one transfer is recorded with: git would wait out its SYN retries (minutes) or a TLS
+handshake with no timeout for the same answer. A port with no route is still transferred:
+the ICMP answer (or the missing route) fails git's connect within a round trip, in its own
+words."""

@@ -75,6 +75,7 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     BurstResult,
     CaptureMetrics,
+    DeadPath,
     HostEvidence,
     Observations,
     ProtocolObservation,
@@ -166,7 +167,8 @@ def download_observations(clones: Sequence[TransferObservation], *,
                           host: HostEvidence | None = None,
                           requested: Sequence[str] = (),
                           problems: Sequence[RunProblem] = (),
-                          started: str = "", target_url: str = "") -> Observations:
+                          started: str = "", target_url: str = "",
+                          dead_paths: Sequence[DeadPath] = ()) -> Observations:
     """A fetch's clones as one :class:`Observations`: each clone whole in ``transfers``
     (the download detectors' input) and push-shaped per protocol (what the culprits of both
     directions read), with the fetch's bursts (``--burst``) and the server's host
@@ -192,7 +194,7 @@ def download_observations(clones: Sequence[TransferObservation], *,
                     requested_protocols=tuple(requested) or tuple(protocols),
                     measured_by="fetch"),
         protocols=protocols, bursts=tuple(bursts), host=host, transfers=tuple(clones),
-        problems=tuple(problems))
+        problems=tuple(problems), dead_paths=tuple(dead_paths))
 
 
 # git's own names keep their words (``git-upload-pack`` serves a clone).

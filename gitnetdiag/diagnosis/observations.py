@@ -23,6 +23,7 @@ second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
     ├── host: HostEvidence | None         server-side kernel and config evidence
     ├── storage: StorageResult | None     fio on the git data path
     ├── problems: (RunProblem, ...)       steps that did not deliver their measurement
+    ├── dead_paths: (DeadPath, ...)       ports the path check found dead (not transferred)
     └── transfers: (TransferObservation, ...)  a download's clones, one each
 """
 
@@ -36,7 +37,7 @@ from gitnetdiag.diagnosis.transfers import CaptureMetrics as CaptureMetrics
 from gitnetdiag.diagnosis.transfers import HttpExchange as HttpExchange
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import InputError
-from gitnetdiag.outcomes import FailureKind
+from gitnetdiag.outcomes import FailureKind, PathReach
 from gitnetdiag.serial import from_jsonable, to_jsonable
 
 ProtocolName = Literal["h1", "h2", "ssh", "git"]
@@ -454,6 +455,29 @@ class RunProblem:
 
 
 @dataclass(frozen=True, kw_only=True)
+class DeadPath:
+    """A protocol's port that the probe's bounded path check found dead before any
+    transfer: filtered or TLS stalled (no transfer was tried on it: its one transfer is
+    recorded failed, not started), or no route (git's transfers failed at once)."""
+
+    protocol: ProtocolName
+    """The protocol whose port it is."""
+    endpoint: str
+    """``host:port`` checked."""
+    reach: PathReach
+    """What the check found (``filtered``, ``no-route``, ``tls-stalled``)."""
+    syns_sent: int | None = None
+    """SYNs sent and never answered (``filtered``), on all of the check's connects; None
+    when not read."""
+    connects: int | None = None
+    """Connects the check made at once; None when not recorded."""
+    waited_s: float | None = None
+    """Seconds the check waited for an answer (or for the TLS handshake)."""
+    error: str = ""
+    """The check's own words (``timeout``, ``unreachable``, ``tls: handshake not completed``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class Observations:
     """One measured run, flat and JSON-serialisable: the engine's only input."""
 
@@ -473,6 +497,8 @@ class Observations:
     """A download's transfers (``run.transfer == "download"``), one per clone, as the
     download detectors read them; ``protocols`` holds the same clones push-shaped
     (:mod:`~gitnetdiag.diagnosis.assembly`). Empty for pushes (not written then)."""
+    dead_paths: tuple[DeadPath, ...] = ()
+    """Ports the path check found dead, one per protocol (not written when empty)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.protocols) - set(PROTOCOL_ORDER))
@@ -482,8 +508,9 @@ class Observations:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON types (dicts, lists, numbers, strings, null)."""
         result: dict[str, Any] = to_jsonable(self)
-        if not self.transfers:
-            del result["transfers"]
+        for name in ("transfers", "dead_paths"):
+            if not getattr(self, name):
+                del result[name]
         return result
 
     @classmethod

@@ -86,6 +86,7 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
     "h2-flow-control-window": frozenset({FailureKind.HUNG}),
     "edge-response-buffering": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "path-idle-timeout": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
+    "path-unreachable": frozenset({FailureKind.UNREACHABLE, FailureKind.TLS}),
 }
 """The one table of culprits whose evidence is a failed request, connection or stalled
 transfer, with the failure kinds they explain (either direction): a protocol whose every

@@ -36,6 +36,7 @@ from gitnetdiag.lab import (
     h2window,
     httpfaults,
     idlefaults,
+    pathfaults,
     slowclient,
     slowdisk,
 )
@@ -211,6 +212,8 @@ def _restore_cubic() -> None:
 
 def router_rules(ns: Namespaces, spec: LabSpec) -> None:
     ipt = ("iptables-legacy", "-w", "5", "-A", "FORWARD")
+    for rule in pathfaults.router_rules(spec):  # first: no later rule sees those SYNs
+        nsexec(ns.router, *ipt, *rule)
     if spec.reset_port is not None and spec.reset_after_bytes is None:
         nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--dport", str(spec.reset_port),
                "-j", "REJECT", "--reject-with", "tcp-reset")

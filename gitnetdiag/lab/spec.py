@@ -13,6 +13,7 @@ from gitnetdiag.lab import edgefaults as _edge
 from gitnetdiag.lab import fetchlab as _fetch
 from gitnetdiag.lab import httpfaults as _http
 from gitnetdiag.lab import idlefaults as _idle
+from gitnetdiag.lab import pathfaults as _path
 
 # HTTP/2's default initial window (RFC 9113 section 6.9.2), what HAProxy up to 3.0 keeps.
 H2_DEFAULT_WINDOW = 65535
@@ -143,6 +144,7 @@ FAULTS: dict[str, str] = {
     **_clone.CLONE_FAULTS,
     **_edge.EDGE_FAULTS,
     **_idle.IDLE_FAULTS,
+    **_path.PATH_FAULTS,
 }
 
 
@@ -202,6 +204,7 @@ FAULT_FIX_NAMES: dict[str, str] = {
     **_clone.CLONE_FAULT_FIX_NAMES,
     **_edge.EDGE_FAULT_FIX_NAMES,
     **_idle.IDLE_FAULT_FIX_NAMES,
+    **_path.PATH_FAULT_FIX_NAMES,
 }
 """A setting or step the fix of each fault's culprit must name."""
 
@@ -325,6 +328,7 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     **_http.HTTP_FAULT_PROBE_ARGS,
     **_edge.EDGE_FAULT_PROBE_ARGS,
     **_idle.IDLE_FAULT_PROBE_ARGS,
+    **_path.PATH_FAULT_PROBE_ARGS,
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""

@@ -45,6 +45,7 @@ from gitnetdiag.pipeline._native import (
     native_ledgers,
 )
 from gitnetdiag.pipeline._noted import Noted, Notes
+from gitnetdiag.pipeline._paths import dead_paths
 from gitnetdiag.pipeline._sampled import artifact_text, sampled_run
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
@@ -303,7 +304,10 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
     )
     return obs.Observations(run=run_info, protocols=protocols, bursts=tuple(bursts),
                             host=host, storage=storage,
-                            problems=run_problems(manifest) + tuple(gathered.problems)), \
+                            problems=run_problems(manifest) + tuple(gathered.problems),
+                            dead_paths=dead_paths(
+                                ((r.protocol, r.endpoint) for r in manifest.protocols),
+                                manifest.paths)), \
         gathered.notes
 
 

@@ -43,6 +43,7 @@ from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
 from gitnetdiag.pipeline._connections import burst_result
 from gitnetdiag.pipeline._host import load_host_report
 from gitnetdiag.pipeline._metrics import capture_metrics
+from gitnetdiag.pipeline._paths import dead_paths
 from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_run_dir
 from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
@@ -220,7 +221,9 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
         observations, bursts=bursts, host=host, requested=_requested(manifest),
         problems=sampled_problems(manifest) + capture_problems(run_dir, manifest),
         started=manifest.started_at,
-        target_url=", ".join(sorted({run.url for run in manifest.protocols})))
+        target_url=", ".join(sorted({run.url for run in manifest.protocols})),
+        dead_paths=dead_paths(((r.protocol, r.endpoint) for r in manifest.protocols),
+                              manifest.paths))
     ranked = diagnose(obs)
     # The failures' hints speak of the transfer's direction (a clone's words, not a push's).
     judged = judge(obs, ranked.findings, hint_of=lambda kind, message: failure_hint(

@@ -11,6 +11,7 @@ no push, no ref update, only upload-pack's reads.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -19,12 +20,13 @@ from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
+from gitnetdiag.probe.deadpath import dead_by_protocol, path_line, skipped_clone
 from gitnetdiag.probe.fetchonce import fetch_once
 from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
-from gitnetdiag.probe.pathinfo import measure_path
+from gitnetdiag.probe.pathinfo import Endpoint, measure_paths
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.repo import new_probe_id
 from gitnetdiag.probe.runner import PATH_ATTEMPTS, endpoint_of
@@ -215,33 +217,45 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
     state.client_tcp_rmem = read_tcp_rmem()
     state.capture_enabled = options.capture and capture_support().available
     state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
-    measured: set[tuple[str, int]] = set()
+    endpoints: dict[tuple[str, int], Endpoint] = {}
     for protocol in options.protocols:
         url = options.urls[protocol]
         host, port = endpoint_of(url)
         state.protocols[protocol] = SampledProtocolRun(
             protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}")
-        if (host, port) in measured:
-            continue
-        measured.add((host, port))
-        label = f"path {host}:{port}"
-        state.reporter.begin(label)
-        path = measure_path(host, port, tls=url.startswith("https://"), ca_file=options.ca_file,
-                            insecure=options.insecure, attempts=PATH_ATTEMPTS)
-        state.paths.append(path)
-        state.reporter.done(label, path.error or
-                            f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms",
+        endpoints.setdefault((host, port), Endpoint(host=host, port=port,
+                                                    tls=url.startswith("https://")))
+    for endpoint in endpoints.values():
+        state.reporter.begin(f"path {endpoint.host}:{endpoint.port}")
+    # Every endpoint at once: a dead port's bounded wait beside the others' connects.
+    state.paths = measure_paths(list(endpoints.values()), ca_file=options.ca_file,
+                                insecure=options.insecure, attempts=PATH_ATTEMPTS)
+    for path in state.paths:
+        checked = path.reach not in (None, "open")
+        state.reporter.done(f"path {path.endpoint}", (path_line(path) if checked else path.error)
+                            or f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms",
                             ok=path.error is None)
+    dead = _skip_dead_ports(state)
     state.save()
     if options.fetch_seed_bytes:
-        _seeded(state, scratch, options.fetch_seed_bytes)
+        _seeded(state, scratch, options.fetch_seed_bytes, dead)
     else:
-        _fetch_all(state)
+        _fetch_all(state, dead)
 
 
-def _fetch_all(state: _FetchRun) -> None:
+def _skip_dead_ports(state: _FetchRun) -> set[TransportKind]:
+    """Each protocol whose port the path check found dead: one failed clone recorded (its
+    error with it) and no git run (:mod:`gitnetdiag.probe.deadpath`)."""
+    endpoints = {p.value: run.endpoint for p, run in state.protocols.items()}
+    dead = dead_by_protocol(endpoints, state.paths)
+    for name, path in dead.items():
+        state.append(TransportKind(name), skipped_clone(name, path, now_iso(), time.time()))
+    return {TransportKind(name) for name in dead}
+
+
+def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
     options = state.options
-    failed: set[TransportKind] = set()
+    failed: set[TransportKind] = set(dead)
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
             if protocol in failed:
@@ -334,10 +348,14 @@ def _h2_ledgers(state: _FetchRun) -> None:
         _ledger_done(state, name, record, f"native HTTP/2 download ({label} window)")
 
 
-def _seeded(state: _FetchRun, scratch: Path, size_bytes: int) -> None:
-    """Push the seed branch, fetch it over each protocol, delete it whatever happened."""
+def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[TransportKind]) -> None:
+    """Push the seed branch over a live protocol, fetch it over each, delete it whatever
+    happened (no live protocol: nothing is pushed)."""
     options = state.options
-    transports = {protocol: state.transport(protocol) for protocol in options.protocols}
+    transports = {protocol: state.transport(protocol) for protocol in options.protocols
+                  if protocol not in dead}
+    if not transports:
+        return
 
     def note(record: SeedBranch) -> None:
         state.seed = record
@@ -353,7 +371,7 @@ def _seeded(state: _FetchRun, scratch: Path, size_bytes: int) -> None:
                             f"push failed: {seed.push_error}", ok=seed.pushed)
         if seed.pushed:
             state.branch = seed.branch
-            _fetch_all(state)
+            _fetch_all(state, dead)
     finally:
         if state.seed is not None:
             state.reporter.begin("seed clean-up")

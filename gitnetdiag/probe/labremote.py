@@ -78,9 +78,16 @@ def lab_remote(state: LabState, *, lab_http: LabHttp = LabHttp.EDGE, ca_file: Us
         rtt_ms=state.rtt_ms)
 
 
+SSH_CONNECT_TIMEOUT_S = 10
+"""ssh's ``ConnectTimeout`` for the probe's git runs: far above any RTT, far below 2 min."""
+
+
 def ssh_command(key: str | None, known_hosts: str | None) -> str:
-    """The ``GIT_SSH_COMMAND`` of a probe: batch mode, the key alone, strict known_hosts."""
-    parts = ["ssh", "-o", "BatchMode=yes"]
+    """The ``GIT_SSH_COMMAND`` of a probe: batch mode, a bounded connect, the key alone,
+    strict known_hosts. ``ConnectTimeout`` bounds each of git's ssh connects (without it a
+    port that stops answering after the path check holds a push for the kernel's SYN
+    retries, about 2 min)."""
+    parts = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={SSH_CONNECT_TIMEOUT_S}"]
     if key:
         parts += ["-i", key, "-o", "IdentitiesOnly=yes"]
     if known_hosts:

@@ -26,6 +26,7 @@ from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.budget import native_pack_bytes, stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
+from gitnetdiag.probe.deadpath import dead_by_protocol, dead_error, path_line, skipped_push
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Transport
 from gitnetdiag.probe.h2stop import with_http2_frames
@@ -34,7 +35,7 @@ from gitnetdiag.probe.options import NativeSummary, RawSummary, Reporter, Silent
 
 # ProbeOptions is re-exported: the probe command and its tests take it from the runner.
 from gitnetdiag.probe.options import ProbeOptions as ProbeOptions
-from gitnetdiag.probe.pathinfo import measure_path
+from gitnetdiag.probe.pathinfo import Endpoint, measure_paths
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
@@ -276,6 +277,7 @@ def _run_steps(state: _Run, scratch: Path) -> None:
         paths.join()
     paths.report()
     pack_bytes = len(state.pack or b"")
+    _skip_dead_ports(state, pack_bytes)
     if state.before_pushes is not None:
         state.before_pushes()
 
@@ -301,7 +303,7 @@ def _run_steps(state: _Run, scratch: Path) -> None:
         state.save()
     if options.native:
         _body(state)
-    if options.h2_sweep and state.black_hole is None:
+    if options.h2_sweep and state.black_hole is None and TransportKind.H2 not in state.failed:
         _sweep(state, repo_path, oid)
         state.save()
     idle_probes(state.reporter)  # silent connections held beside the probes above
@@ -312,6 +314,20 @@ def _run_steps(state: _Run, scratch: Path) -> None:
                 continue
             _burst(state, protocol, repo_path)
             state.save()
+
+
+def _skip_dead_ports(state: _Run, pack_bytes: int) -> None:
+    """Each protocol whose port the path check found dead: one failed push recorded, its
+    error, and no git run (:mod:`gitnetdiag.probe.deadpath`)."""
+    endpoints = {p.value: run.endpoint for p, run in state.protocols.items()}
+    for name, path in dead_by_protocol(endpoints, state.paths).items():
+        protocol = TransportKind(name)
+        record = skipped_push(name, path, now_iso(), pack_bytes)
+        _append_push(state, protocol, record)
+        state.failed.add(protocol)
+        state.error("push", protocol, dead_error(state.protocols[protocol].url, path),
+                    kind=record.failure_kind)
+    state.save()
 
 
 def _look_for_black_hole(state: _Run, protocol: TransportKind, record: PushRecord) -> None:
@@ -404,11 +420,10 @@ class _PathThread(threading.Thread):
 
     def run(self) -> None:
         options = self.state.options
-        for host, port, url in self.endpoints:
-            self.measured.append(measure_path(host, port, tls=url.startswith("https://"),
-                                              ca_file=options.ca_file,
-                                              insecure=options.insecure,
-                                              attempts=PATH_ATTEMPTS))
+        self.measured = measure_paths(
+            [Endpoint(host=host, port=port, tls=url.startswith("https://"))
+             for host, port, url in self.endpoints],
+            ca_file=options.ca_file, insecure=options.insecure, attempts=PATH_ATTEMPTS)
         if options.native:  # their libraries (paramiko) load here, not between the probes
             import gitnetdiag.probe.sshnative  # noqa: F401
 
@@ -417,7 +432,7 @@ class _PathThread(threading.Thread):
             label = f"path {host}:{port}"
             self.state.reporter.begin(label)
             self.state.paths.append(path)
-            detail = path.error or (
+            detail = (path_line(path) if path.reach not in (None, "open") else path.error) or (
                 f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms, mss {path.mss_bytes}"
                 + (f", alpn {path.alpn}" if url.startswith("https://") else "")
             )

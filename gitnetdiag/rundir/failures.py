@@ -108,7 +108,15 @@ WRONG_NAME = ("the server's certificate is not issued for the host name in the U
               "it lists (openssl s_client -connect HOST:PORT shows its subjectAltName), or fix "
               "the server's certificate (--insecure skips the check)")
 """The hint of a certificate issued for another name (libcurl's two wordings)."""
+DEAD_PORT_HINT = ("the path check found the port dead, so no transfer was tried there: open "
+                  "the port on the path (the firewall rule, the security group, the route) or "
+                  "use another protocol; the path-unreachable culprit says what was seen")
+"""The hint of a protocol not transferred over a dead port (``not started:`` in its record,
+``not transferred:`` in the run's error: :mod:`gitnetdiag.probe.deadpath`)."""
+
 WORD_HINTS: tuple[tuple[tuple[str, ...], str], ...] = (
+    (("not started: ",), DEAD_PORT_HINT),
+    (("not transferred: ",), DEAD_PORT_HINT),
     (("not exported",),
      "git daemon serves no repository at that path, or does not export it (git says "
      "\"access denied or repository not exported\" for both): check the URL's path against "

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Literal
 
-from gitnetdiag.outcomes import FailureKind, PushOutcome
+from gitnetdiag.outcomes import FailureKind, PathReach, PushOutcome
 
 RunStatus = Literal["running", "complete", "stalled", "failed", "interrupted"]
 """Where a run is: ``running``, ``complete``, ``stalled`` (a push hung: an error
@@ -109,6 +109,17 @@ class PathMeasurement:
     """Negotiated TLS version."""
     error: str | None
     """Why a step failed (``refused``, ``unreachable``, ``tls: ...``), None if all worked."""
+    reach: PathReach | None = None
+    """What the first, bounded connect (and TLS handshake) found; None in runs recorded
+    before it was checked."""
+    syns_sent: int | None = None
+    """SYNs the kernel sent on a connect that got no answer (1 + its retransmissions, from
+    TCP_INFO before the socket was closed); None when answered or not read."""
+    check_connects: int | None = None
+    """Connects the check made at once (``syns_sent`` is their sum); None in older runs."""
+    waited_s: float | None = None
+    """Seconds the check waited for the port before it said ``reach`` (the connect, and for
+    ``tls-stalled`` the handshake); None for an open port."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -96,7 +96,7 @@ def test_bad_pool_member_is_named_and_no_branch_is_claimed_left(lab_factory: Lab
     assert not _server_branches(state.repo_path)
 
 
-@pytest.mark.lab_lane("idle")  # edge-no-backend: a 503 to everything, named from statuses
+@pytest.mark.lab_lane("fail")  # edge-no-backend: a 503 to everything, named from statuses
 def test_an_edge_without_backend_fails_the_run_and_is_named_first(lab_factory: LabFactory,
                                                                    tmp_path: Path) -> None:
     """Issue 42: HAProxy's only backend is down (a dead port, its health check marks it

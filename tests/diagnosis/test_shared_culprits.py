@@ -28,7 +28,8 @@ def test_the_shared_culprits_are_the_direction_independent_ones() -> None:
     assert {"packet-loss", "bandwidth-limit", "path-mtu-blackhole", "path-latency",
                       "syn-drop", "listen-backlog-overflow", "ssh-maxstartups",
                       "firewall-reset", "slow-ref-advertisement", "client-http-stack",
-                      "edge-backend-errors", "edge-no-backend", "edge-idle-timeout"} == SHARED
+                      "edge-backend-errors", "edge-no-backend", "edge-idle-timeout",
+                      "path-unreachable"} == SHARED
 
 
 def test_healthy_clones_rank_no_shared_culprit() -> None:

@@ -52,9 +52,9 @@ def test_what_the_user_gave_wins_and_insecure_takes_no_ca() -> None:
 
 
 def test_ssh_command_pins_the_key_and_the_known_hosts() -> None:
-    assert ssh_command(None, None) == "ssh -o BatchMode=yes"
+    assert ssh_command(None, None) == "ssh -o BatchMode=yes -o ConnectTimeout=10"
     assert ssh_command("/k ey", "/kh") == (
-        "ssh -o BatchMode=yes -i '/k ey' -o IdentitiesOnly=yes "
+        "ssh -o BatchMode=yes -o ConnectTimeout=10 -i '/k ey' -o IdentitiesOnly=yes "
         "-o UserKnownHostsFile=/kh -o StrictHostKeyChecking=yes")
 
 

@@ -126,6 +126,7 @@ FITTED: dict[tuple[str, str], Calibration] = {
 
 HAND_WEIGHTED: dict[tuple[str, str], str] = {
     ("upload", "path-latency"): "no lab fault in the matrix produces it",
+    ("upload", "path-unreachable"): "no lab fault in the matrix produces it",
     ("upload", "edge-backend-errors"): "no lab fault in the matrix produces it",
     ("upload", "request-body-limit"): "no lab fault in the matrix produces it",
     ("upload", "edge-idle-timeout"): "no lab fault in the matrix produces it",

@@ -165,6 +165,12 @@ WEIGHTS: dict[str, dict[str, float]] = {
         # in a transfer that stalled ("stalled" is added too: the stall is required).
         "starved": 0.45,
     },
+    "path-unreachable": {
+        "no-answer": 0.9,  # the path check's SYNs got no answer at all (filtered)
+        "no-route": 0.9,  # the path check's connect met no route (EHOSTUNREACH/ENETUNREACH)
+        "tls-stalled": 0.8,  # TCP connected, the TLS handshake never completed
+        "every-protocol": 0.05,  # every requested protocol's port is dead
+    },
     "path-latency": {
         "autotune-maximum": 0.6,  # the window is the autotuning maximum: latency is the lever
         "small-window": 0.3,  # a small window: latency only multiplies it

@@ -1,0 +1,26 @@
+"""The run's path checks as the diagnosis reads them: the ports found dead, per protocol."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER, DeadPath
+from gitnetdiag.outcomes import DEAD_PATHS
+from gitnetdiag.rundir.records import PathMeasurement
+
+
+def dead_paths(endpoints: Iterable[tuple[str, str]], paths: Sequence[PathMeasurement]
+               ) -> tuple[DeadPath, ...]:
+    """One :class:`DeadPath` per protocol whose endpoint's check found the port dead
+    (``endpoints``: each protocol run's ``(protocol, host:port)``)."""
+    by_endpoint = {path.endpoint: path for path in paths}
+    dead = []
+    for protocol, endpoint in endpoints:
+        path = by_endpoint.get(endpoint)
+        if path is None or path.reach not in DEAD_PATHS or protocol not in PROTOCOL_ORDER:
+            continue
+        dead.append(DeadPath(protocol=protocol, endpoint=path.endpoint,
+                             reach=path.reach, syns_sent=path.syns_sent,
+                             connects=path.check_connects,
+                             waited_s=path.waited_s, error=path.error or ""))
+    return tuple(sorted(dead, key=lambda d: PROTOCOL_ORDER.index(d.protocol)))
