@@ -69,7 +69,7 @@ def _clones(run: Path) -> dict[str, list[dict[str, Any]]]:
     return {p["protocol"]: p["fetches"] for p in record["protocols"]}
 
 
-@pytest.mark.lab_lane("idle")
+@pytest.mark.lab_lane("fail")
 @pytest.mark.parametrize("fault", sorted(CLONE_FAULT_CULPRIT))
 def test_a_clone_cut_by_the_edge_is_named_with_its_timeout(fault: str, lab_factory: LabFactory,
                                                            tmp_path: Path) -> None:
