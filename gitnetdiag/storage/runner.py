@@ -123,18 +123,29 @@ def supports_direct_io(directory: Path) -> bool:
 def _run_fio(fio: str, job: FioJob) -> tuple[FioResult | None, str]:
     """Run the job; ``(None, stderr)`` when fio refused O_DIRECT, else the result."""
     timeout = job.runtime_s + FIO_SLACK_S + job.size_bytes / LAYOUT_RATE_BYTES_PER_S
-    done = proc.run(job.argv(fio), timeout_s=timeout, check=False)
-    if done.returncode != 0:
-        if job.direct and direct_io_refused(done.stderr):
-            return None, done.stderr
-        lines = (done.stderr or done.stdout).strip().splitlines()
+    argv = job.argv(fio)
+    # Its own process group, stopped and reaped before we return, whatever ends the wait
+    # (a timeout, Ctrl-C, SIGTERM): subprocess.run kills a child on an interrupt but
+    # does not wait for it, and a fio in the middle of direct I/O takes a moment to die.
+    child = proc.start(argv, isolate="group")
+    try:
+        with proc.map_process_errors(" ".join(argv[:3])):
+            out, err = child.communicate(timeout=timeout)
+    finally:
+        if child.poll() is None:
+            proc.kill_group(child)
+    stdout, stderr = out.decode(errors="replace"), err.decode(errors="replace")
+    if child.returncode != 0:
+        if job.direct and direct_io_refused(stderr):
+            return None, stderr
+        lines = (stderr or stdout).strip().splitlines()
         raise ExternalCommandError(
-            f"fio failed: {lines[-1] if lines else f'exit code {done.returncode}'}",
+            f"fio failed: {lines[-1] if lines else f'exit code {child.returncode}'}",
             hint="run the fio command shown with --json by hand to see more; "
             "check free space and that the filesystem supports libaio",
             reference="fio-failed",
         )
-    return parse_fio_json(done.stdout), done.stderr
+    return parse_fio_json(stdout), stderr
 
 
 def _fio_reference(scratch: Path, directory: Path, fstype: str, size_bytes: int,
