@@ -16,16 +16,27 @@ if [ "$(id -u)" -ne 0 ]; then
   exit 4
 fi
 trap '$GND lab down --name demo >/dev/null 2>&1 || true' EXIT
+
+# A diagnosis whose verdict is inconclusive (8) or failed (9) is still the demo's result (git's
+# libcurl sometimes hangs an HTTP/2 push behind the 65535 B window, and a protocol whose
+# pushes all hung fails the run): say so and go on to the clones. Any other code is an error.
+verdict() {
+  case "$1" in
+    8|9) echo "(diagnose exited $1: its verdict above is inconclusive or failed)" ;;
+    *) exit "$1" ;;
+  esac
+}
 $GND lab down --name demo >/dev/null 2>&1 || true
 rm -rf "$OUT" "$OUT-fetch"
 echo "== gitnetdiag lab up --name demo --fault h2-small-window --rtt 50ms --fetch-history random"
 $GND lab up --name demo --fault h2-small-window --rtt 50ms --fetch-history random
 echo
 echo "== gitnetdiag diagnose --lab --lab-instance demo --size 24MiB --protocols h1,h2,ssh --out $OUT"
-$GND diagnose --lab --lab-instance demo --size 24MiB --protocols h1,h2,ssh --out "$OUT"
+$GND diagnose --lab --lab-instance demo --size 24MiB --protocols h1,h2,ssh --out "$OUT" || verdict $?
 echo
 echo "== gitnetdiag diagnose --lab --lab-instance demo --direction fetch --protocols h1,h2,ssh --out $OUT-fetch"
-$GND diagnose --lab --lab-instance demo --direction fetch --protocols h1,h2,ssh --out "$OUT-fetch"
+$GND diagnose --lab --lab-instance demo --direction fetch --protocols h1,h2,ssh --out "$OUT-fetch" \
+  || verdict $?
 echo
 echo "The run directories $OUT/ (pushes) and $OUT-fetch/ (clones) hold the captures and the"
 echo "reports (report.md, report.html). Re-render offline any time: $GND report $OUT --format md"
