@@ -15,6 +15,7 @@ from gitnetdiag.analysis.h2ledger import GitH2Window
 from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary, SenderTcpSummary
 from gitnetdiag.analysis.trace2 import ReceiverPhases
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, PushOutcome
+from gitnetdiag.thresholds import MIN_RATE_BYTES
 
 Direction = Literal["upload", "download"]
 """Which way a transfer moved the pack: ``upload`` (a push: the client sends) or
@@ -240,7 +241,11 @@ class TransferObservation:
 
     @property
     def measured(self) -> bool:
-        return self.outcome in MEASURED_OUTCOMES and bool(self.rate_bytes_per_s)
+        """A clone that gave a rate: finished or bounded, with a rate over at least
+        :data:`~gitnetdiag.thresholds.MIN_RATE_BYTES` (below it the time is round trips:
+        189 B of a tiny repository "at 0.75 kB/s" is no rate, the verdict's ``too-small``)."""
+        return (self.outcome in MEASURED_OUTCOMES and bool(self.rate_bytes_per_s)
+                and self.moved_bytes >= MIN_RATE_BYTES)
 
     @property
     def idle_share(self) -> float | None:

@@ -498,8 +498,7 @@ def _as_push(obs: TransferObservation) -> PushResult:
 
 def _clone_measured(obs: TransferObservation) -> bool:
     """A clone that gave a rate: finished or bounded with enough bytes to give one."""
-    return obs.outcome in MEASURED_OUTCOMES and (obs.measured
-                                                 or obs.moved_bytes >= MIN_RATE_BYTES)
+    return obs.outcome in MEASURED_OUTCOMES and obs.moved_bytes >= MIN_RATE_BYTES
 
 
 def _clone_failure(obs: TransferObservation, reference: str, explained_by: str | None,

@@ -167,8 +167,11 @@ scrape_configs:
         assert named(rates) <= everything
         assert everything - named(rates) <= {("small-window", "h2")}
         assert all(float(r["value"][1]) > 0 for r in rates), rates
-        assert by_target(prom.query('gitnetdiag_verdict{verdict="degraded"}'))[
-            "small-window"] == 1.0
+        # Degraded while its HTTP/2 push passes; failed when that push (the protocol's only
+        # one of the cycle) hung: a protocol whose transfers all failed fails the run.
+        verdicts = {r["metric"]["verdict"] for r in prom.query(
+            'gitnetdiag_verdict{target="small-window"} == 1')}
+        assert verdicts == {"degraded"} or (verdicts == {"failed"} and hung_small_h2()), verdicts
         assert prom.query('gitnetdiag_h2_window_bytes{target="small-window",window="stream"}')[
             0]["value"][1] == "65535"
         rate_histogram = prom.query(
