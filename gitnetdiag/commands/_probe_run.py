@@ -45,6 +45,12 @@ from gitnetdiag.lab.cgroups import in_cgroup
 from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.model.lab.state import LabState
 from gitnetdiag.pipeline import NativeProgress, load_host_report, sweep_records, sweep_rows
+from gitnetdiag.probe.gitremote import (
+    DEFAULT_REMOTE,
+    ResolvedRemote,
+    in_checkout,
+    resolve_remote,
+)
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.probe.repo import DATA_KINDS, check_generated_size
@@ -98,6 +104,9 @@ class ProbeArgs:
     fetch_seed: str | None
     host_netns: str | None = None
     host_local: bool = False
+    remote: str | None = None
+    """``diagnose [REMOTE]``: a remote name of the checkout in the working directory, or
+    a URL; None: ``origin`` when in a checkout and no URL option was given."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -120,6 +129,16 @@ def _remotes(args: ProbeArgs) -> _Remotes:
     ca_file, ssh_key, ssh_known_hosts = args.ca_file, args.ssh_key, args.ssh_known_hosts
     lab_state: LabState | None = None
     extra: dict[str, object] = {}
+    if args.lab and args.remote is not None:
+        raise UsageError(f"a remote ({args.remote!r}) and --lab name two targets",
+                         hint="give one: the remote, or --lab")
+    if not args.lab:
+        resolved = _checkout_remote(args)
+        if resolved is not None:
+            http = http or resolved.urls.get("--http")
+            ssh = ssh or resolved.urls.get("--ssh")
+            git = git or resolved.urls.get("--git")
+            extra = {"remote": {"name": resolved.name, "notes": list(resolved.notes)}}
     if args.lab:
         lab_state = enter_lab_client(args.lab_instance, "probe")
         lab = lab_remote(lab_state, lab_http=args.lab_http, insecure=args.insecure,
@@ -141,9 +160,27 @@ def _remotes(args: ProbeArgs) -> _Remotes:
     if git:
         urls[TransportKind.GIT] = check_url("--git", git)
     if not urls:
-        raise UsageError("no remote to probe", hint="give --http, --ssh and/or --git (or --lab)")
+        raise UsageError("no remote to probe", hint="run in your checkout (gitnetdiag diagnose "
+                         "origin), or give --http, --ssh and/or --git (or --lab)")
     return _Remotes(urls=urls, ssh_command=command, ca_file=ca_file, ssh_key=ssh_key,
                     ssh_known_hosts=ssh_known_hosts, lab_state=lab_state, extra=extra)
+
+
+def _checkout_remote(args: ProbeArgs) -> ResolvedRemote | None:
+    """The URLs of ``args.remote``, or of ``origin`` when no URL option was given and the
+    working directory is a checkout that has one; each note said on the terminal."""
+    cwd = Path.cwd()
+    name = args.remote
+    if name is None:
+        if args.http or args.ssh or args.git or not in_checkout(cwd):
+            return None
+        name = DEFAULT_REMOTE
+    resolved = resolve_remote(name, push=args.direction is not TransferDirection.FETCH,
+                              cwd=cwd)
+    console = Console(stderr=True, highlight=False)
+    for note in resolved.notes:
+        console.print(f"remote: {note}", markup=False)
+    return resolved
 
 
 def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:

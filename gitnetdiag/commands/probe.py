@@ -47,6 +47,12 @@ __all__ = ["ReportFormat", "RichReporter", "probe_command", "register"]
 # Typer reads every option from the command function's parameters: that is the reason this
 # function has 35 of them. Its body only packs them into ProbeArgs and hands that on.
 def probe_command(
+    remote: Annotated[str | None, typer.Argument(
+        metavar="[REMOTE]",
+        help="A remote of the checkout you run in (origin, the default there when no URL "
+        "option is given) or a URL: its URL as git resolves it (pushurl, insteadOf), the "
+        "other transport derived from it (HTTPS <-> SSH) and probed when its port answers. "
+        "--http/--ssh/--git override.", show_default=False)] = None,
     http: Annotated[str | None, typer.Option("--http", help="HTTPS smart-HTTP remote URL.")]
     = None,
     ssh: Annotated[str | None, typer.Option("--ssh", help="SSH remote URL.")] = None,

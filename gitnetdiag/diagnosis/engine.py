@@ -115,6 +115,8 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
         min_impact_s=min_impact_s,
         min_score=min_score,
         server=answering_server(obs),
+        remote_name=run.remote_name,
+        remote_notes=run.remote_notes,
     )
 
 

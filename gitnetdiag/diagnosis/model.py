@@ -206,6 +206,10 @@ class Environment:
     """Ranking threshold: findings less confident than this were dropped."""
     server: ServerIdentity | None = None
     """Who answered the HTTPS pushes (and the SSH banner), from what the probes saw."""
+    remote_name: str = ""
+    """The checkout's remote probed (``origin``), "" when URLs were given."""
+    remote_notes: tuple[str, ...] = ()
+    """How its URLs were found (:attr:`RunInfo.remote_notes`)."""
 
 
 Direction = Literal["push", "fetch", "load", "both"]

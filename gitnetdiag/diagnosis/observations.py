@@ -64,6 +64,12 @@ class RunInfo:
     """Start time, ISO 8601 with time zone (``2026-11-22T00:45:00+00:00``)."""
     target_url: str = ""
     """The remote pushed to, credentials already redacted (renderers redact again)."""
+    remote_name: str = ""
+    """The checkout's remote the URLs came from (``diagnose origin``), "" when URLs were
+    given."""
+    remote_notes: tuple[str, ...] = ()
+    """How the remote's URLs were found: its URL, each transport derived from it (and
+    probed, or left out because its port did not answer)."""
     rtt_s: float | None = None
     """Round-trip time of the path (ping or TCP handshake), seconds."""
     path_rate_bytes_per_s: float | None = None

@@ -38,6 +38,7 @@ from gitnetdiag.report.units import (
     environment_items,
     evidence_rows,
     fmt_s,
+    target_text,
 )
 
 STYLE = """
@@ -181,7 +182,7 @@ def render_html(diagnosis: Diagnosis) -> str:
     parts.append(plots_section(report_figures(d)))
     parts.append(
         "<h2>Environment</h2><ul>"
-        f"<li>target: <code>{esc(env.target_url or '-')}</code></li>"
+        f"<li>target: <code>{esc(target_text(env))}</code></li>"
         + "".join(f"<li>{what}: {esc(value)}</li>" for what, value in environment_items(d))
         + f"<li>measured by: {esc(env.measured_by or 'not recorded')}</li>"
         f"<li>gitnetdiag {esc(env.gitnetdiag_version)}; threshold: impact &gt;= "

@@ -19,6 +19,7 @@ from gitnetdiag.report.units import (
     environment_items,
     evidence_rows,
     fmt_s,
+    target_text,
 )
 
 
@@ -73,7 +74,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     lines += [
         "## Environment",
         "",
-        f"- target: `{env.target_url or '-'}`",
+        f"- target: `{target_text(env)}`",
         *(f"- {what}: {value}" for what, value in environment_items(d)),
         "",
         "## How it was measured",

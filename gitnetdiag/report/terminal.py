@@ -25,6 +25,7 @@ from gitnetdiag.report.units import (
     answered_by,
     evidence_rows,
     fmt_s,
+    target_text,
 )
 
 _VERDICT_STYLE = {"healthy": "bold green", "degraded": "bold red",
@@ -99,10 +100,12 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
     versions = ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"
     console.print(
         Text(
-            f"target {env.target_url or '-'} | RTT {fmt_s(env.rtt_s)} | {versions} | "
+            f"target {target_text(env)} | RTT {fmt_s(env.rtt_s)} | {versions} | "
             f"gitnetdiag {env.gitnetdiag_version}"
         )
     )
+    for note in env.remote_notes:
+        console.print(Text(f"remote: {note}"))
     https_server, ssh_server = answered_by(env.server)
     if env.server is not None:
         console.print(Text(f"answered by: HTTPS {https_server} | SSH {ssh_server}"))

@@ -14,7 +14,7 @@ renderers; every renderer imports them from here.
 
 from __future__ import annotations
 
-from gitnetdiag.diagnosis.model import Diagnosis, Evidence, Finding, Unit
+from gitnetdiag.diagnosis.model import Diagnosis, Environment, Evidence, Finding, Unit
 from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
 
@@ -109,11 +109,19 @@ def answered_by(identity: ServerIdentity | None) -> tuple[str, str]:
     return https, identity.ssh_banner or "-"
 
 
+def target_text(env: Environment) -> str:
+    """The target as the user knows it: the checkout's remote by name beside its URLs
+    (``origin: https://...``), else the URLs."""
+    target = env.target_url or "-"
+    return f"remote {env.remote_name}: {target}" if env.remote_name else target
+
+
 def environment_items(d: Diagnosis) -> list[tuple[str, str]]:
     """The Markdown and HTML environment list after the target: (label, value)."""
     env = d.environment
     https_server, ssh_server = answered_by(env.server)
-    return [("started", env.started or "-"), ("RTT", fmt_s(env.rtt_s)),
+    return [*(("remote", note) for note in env.remote_notes),
+            ("started", env.started or "-"), ("RTT", fmt_s(env.rtt_s)),
             ("path rate", fmt_rate(env.path_rate_bytes_per_s)),
             ("client versions", ", ".join(f"{k} {v}" for k, v in env.versions.items()) or "-"),
             ("HTTPS server that answered", https_server), ("SSH server", ssh_server),

@@ -1,0 +1,104 @@
+"""``diagnose [REMOTE]``: a remote of the user's checkout, as git itself resolves it.
+
+A remote name is read with ``git remote get-url`` (``--push`` for pushes), so
+``remote.<name>.pushurl`` and the ``url.<base>.insteadOf`` / ``pushInsteadOf`` rewrites
+apply exactly as for the user's own ``git push``. The URL's transport is probed; the other
+transport is derived from it where the host follows the common forms
+(:mod:`gitnetdiag.remotederive`) and kept only when its port accepts a TCP connection
+within :data:`ANSWER_TIMEOUT_S` (a derived URL nothing answers would otherwise be a failed
+protocol the user never asked for). Every choice is a note for the terminal and the report.
+"""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from gitnetdiag.errors import UsageError
+from gitnetdiag.proc import run
+from gitnetdiag.redaction import redact_url
+from gitnetdiag.remotederive import classify, derive, how_to_add
+
+ANSWER_TIMEOUT_S = 3.0
+"""How long a derived transport's port may take to accept a connection."""
+DEFAULT_REMOTE = "origin"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ResolvedRemote:
+    """The URLs a remote gives each transport option, and what was done to get them."""
+
+    name: str
+    """The remote's name as the user knows it (``origin``), "" when a URL was given."""
+    urls: dict[str, str]
+    """``--http`` / ``--ssh`` / ``--git`` -> URL."""
+    notes: tuple[str, ...]
+    """What the terminal and the report say: derived URLs, transports left out and why."""
+
+
+def looks_like_url(text: str) -> bool:
+    """A URL (``scheme://`` or scp-like ``user@host:path``) rather than a remote name."""
+    return "://" in text or (":" in text and classify(text) is not None)
+
+
+def in_checkout(cwd: Path) -> bool:
+    """Whether ``cwd`` is inside a git work tree (or a bare repository)."""
+    proc = run(["git", "rev-parse", "--git-dir"], cwd=cwd, check=False, timeout_s=10,
+               what="git rev-parse")
+    return proc.returncode == 0
+
+
+def remote_url(name: str, *, push: bool, cwd: Path) -> str:
+    """``git remote get-url [--push] NAME`` in ``cwd``, or one usage error."""
+    argv = ["git", "remote", "get-url", *(["--push"] if push else []), name]
+    proc = run(argv, cwd=cwd, check=False, timeout_s=10, what="git remote get-url")
+    if proc.returncode != 0:
+        known = run(["git", "remote"], cwd=cwd, check=False, timeout_s=10, what="git remote")
+        names = known.stdout.split() if known.returncode == 0 else []
+        if not in_checkout(cwd):
+            raise UsageError(f"no remote {name!r}: {cwd} is not a git checkout",
+                             reference="no-remote",
+                             hint="run in the repository that is slow, or give a URL "
+                             "(gitnetdiag diagnose https://host/team/repo.git)")
+        raise UsageError(f"this checkout has no remote {name!r}", reference="no-remote",
+                         hint=("its remotes: " + ", ".join(names)) if names
+                         else "it has no remote: give a URL or --http/--ssh/--git")
+    return proc.stdout.strip()
+
+
+def _answers(host: str, port: int) -> bool:
+    try:
+        socket.create_connection((host, port), timeout=ANSWER_TIMEOUT_S).close()
+    except OSError:
+        return False
+    return True
+
+
+def resolve_remote(remote: str, *, push: bool, cwd: Path,
+                   answers: Callable[[str, int], bool] = _answers) -> ResolvedRemote:
+    """The URLs of ``remote`` (a remote name of the checkout in ``cwd``, or a URL)."""
+    name = "" if looks_like_url(remote) else remote
+    url = remote if not name else remote_url(name, push=push, cwd=cwd)
+    parsed = classify(url)
+    where = f"remote {name!r}" if name else "the URL"
+    if parsed is None:
+        raise UsageError(f"{where} is {redact_url(url)}: not a URL gitnetdiag probes over the "
+                         "network", reference="unsupported-url",
+                         hint="a local path or file:// remote has no network to diagnose; "
+                         "give an https://, ssh:// or git:// URL")
+    urls = {parsed.option: url}
+    notes = [f"{where} {redact_url(url)}" + (" (push URL)" if push and name else "")]
+    derived = derive(parsed)
+    for other in derived:
+        if answers(other.host, other.port):
+            urls[other.option] = other.url
+            notes.append(f"{other.note}: {redact_url(other.url)}")
+        else:
+            notes.append(f"{other.note} ({redact_url(other.url)}) left out: {other.host} "
+                         f"port {other.port} did not answer within {ANSWER_TIMEOUT_S:.0f} s")
+    if not derived:
+        notes.append(how_to_add(parsed.option))
+    return ResolvedRemote(name=name, urls=urls, notes=tuple(notes))
+

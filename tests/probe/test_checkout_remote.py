@@ -1,0 +1,149 @@
+"""``gitnetdiag diagnose [REMOTE]`` from the user's checkout (issue 45 item 1).
+
+The remote's URL comes from git itself (``git remote get-url``: ``pushurl`` for pushes,
+``insteadOf`` rewrites applied), the other transport is derived where the URL has a common
+form and kept only when its port answers, and the report names the remote as the user knows
+it. The pure derivation with crafted URLs, the resolution against real checkouts, and the
+real command against a loopback ``git daemon``.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gitnetdiag.errors import UsageError
+from gitnetdiag.probe.gitremote import looks_like_url, resolve_remote
+from gitnetdiag.remotederive import classify, derive
+
+
+@pytest.mark.parametrize(("url", "option", "host", "path"), [
+    ("https://git.example.test/team/repo.git", "--http", "git.example.test", "/team/repo.git"),
+    ("ssh://git@git.example.test:2222/team/repo.git", "--ssh", "git.example.test",
+     "/team/repo.git"),
+    ("git@git.example.test:team/repo.git", "--ssh", "git.example.test", "/team/repo.git"),
+    ("git://198.18.2.2/lab.git", "--git", "198.18.2.2", "/lab.git"),
+    ("https://[2001:db8::1]/r.git", "--http", "2001:db8::1", "/r.git"),
+])
+def test_a_url_is_read_as_its_transport(url: str, option: str, host: str, path: str) -> None:
+    remote = classify(url)
+    assert remote is not None
+    assert (remote.option, remote.host, remote.path) == (option, host, path)
+
+
+@pytest.mark.parametrize("url", ["/srv/git/repo.git", "file:///srv/repo.git", "../repo",
+                                 "ftp://host/r.git"])
+def test_a_local_or_foreign_url_is_no_network_transport(url: str) -> None:
+    assert classify(url) is None
+
+
+def test_https_and_ssh_derive_each_other_in_the_common_forms() -> None:
+    https = classify("https://git.example.test/team/repo.git")
+    assert https is not None
+    [ssh] = derive(https)
+    assert (ssh.option, ssh.url, ssh.port) == ("--ssh", "ssh://git@git.example.test/team/repo.git",
+                                               22)
+    assert ssh.note == "SSH URL derived from the HTTPS remote"
+    scp = classify("git@git.example.test:team/repo.git")
+    assert scp is not None
+    [http] = derive(scp)
+    assert (http.option, http.url, http.port) == ("--http", "https://git.example.test/team/repo.git",
+                                                  443)
+
+
+@pytest.mark.parametrize("url", ["ssh://git@host.test/~alice/repo.git", "git://host.test/r.git",
+                                 "https://host.test/"])
+def test_a_form_with_no_counterpart_derives_nothing(url: str) -> None:
+    remote = classify(url)
+    assert remote is not None and derive(remote) == ()
+
+
+def test_a_remote_name_is_no_url() -> None:
+    assert not looks_like_url("origin") and not looks_like_url("upstream")
+    assert looks_like_url("git@host.test:team/r.git") and looks_like_url("https://h.test/r")
+
+
+def _checkout(tmp_path: Path, *config: tuple[str, str]) -> Path:
+    checkout = tmp_path / "checkout"
+    subprocess.run(["git", "init", "-q", str(checkout)], check=True)
+    for key, value in config:
+        subprocess.run(["git", "-C", str(checkout), "config", key, value], check=True)
+    return checkout
+
+
+def test_the_url_is_gits_own_pushurl_and_insteadof_applied(tmp_path: Path) -> None:
+    checkout = _checkout(
+        tmp_path, ("remote.origin.url", "corp:team/repo.git"),
+        ("remote.origin.pushurl", "https://push.example.test/team/repo.git"),
+        ("url.https://fetch.example.test/.insteadOf", "corp:"))
+    asked: list[tuple[str, int]] = []
+
+    def answers(host: str, port: int) -> bool:
+        asked.append((host, port))
+        return host == "fetch.example.test"
+
+    push = resolve_remote("origin", push=True, cwd=checkout, answers=answers)
+    assert push.name == "origin"
+    assert push.urls == {"--http": "https://push.example.test/team/repo.git"}
+    assert any("left out: push.example.test port 22 did not answer" in n for n in push.notes)
+    fetch = resolve_remote("origin", push=False, cwd=checkout, answers=answers)
+    assert fetch.urls == {"--http": "https://fetch.example.test/team/repo.git",
+                          "--ssh": "ssh://git@fetch.example.test/team/repo.git"}
+    assert "SSH URL derived from the HTTPS remote: ssh://git@fetch.example.test/team/repo.git" \
+        in fetch.notes
+    assert asked == [("push.example.test", 22), ("fetch.example.test", 22)]
+
+
+def test_no_token_of_the_remote_reaches_a_note(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path, ("remote.origin.url",
+                                    "https://alice:s3cr3tToken@git.example.test/team/repo.git"))
+    resolved = resolve_remote("origin", push=True, cwd=checkout, answers=lambda h, p: False)
+    assert not any("s3cr3tToken" in note for note in resolved.notes), resolved.notes
+
+
+def test_a_missing_remote_names_the_ones_there(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path, ("remote.upstream.url", "https://h.test/r.git"))
+    with pytest.raises(UsageError) as raised:
+        resolve_remote("origin", push=True, cwd=checkout)
+    assert "no remote 'origin'" in str(raised.value)
+    assert "upstream" in (raised.value.hint or "")
+    with pytest.raises(UsageError) as local:
+        subprocess.run(["git", "-C", str(checkout), "remote", "add", "disk", "/srv/r.git"],
+                       check=True)
+        resolve_remote("disk", push=True, cwd=checkout)
+    assert "not a URL gitnetdiag probes over the network" in str(local.value)
+
+
+def test_diagnose_in_a_checkout_probes_its_origin_and_names_it(git_daemon: str,
+                                                               tmp_path: Path) -> None:
+    """No URL option, in a checkout whose origin is a loopback git daemon: the pushes go to
+    origin's URL, the terminal and every report name the remote, and it says that no other
+    transport could be derived from a git:// URL."""
+    checkout = _checkout(tmp_path, ("remote.origin.url", git_daemon))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--size", "1MiB", "--out",
+         str(tmp_path / "run"), "--no-capture", "--format", "json"],
+        capture_output=True, text=True, timeout=300, cwd=checkout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert f"remote: remote 'origin' {git_daemon}" in proc.stderr, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["environment"]["remote_name"] == "origin"
+    assert any("only this transport was probed" in n
+               for n in report["environment"]["remote_notes"])
+    assert [p["protocol"] for p in json.loads(
+        (tmp_path / "run" / "manifest.json").read_text())["protocols"]] == ["git"]
+    markdown = (tmp_path / "run" / "report.md").read_text()
+    assert f"- target: `remote origin: {git_daemon}`" in markdown
+
+
+def test_a_remote_the_checkout_lacks_is_one_line_and_exit_2(tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path)
+    proc = subprocess.run([sys.executable, "-m", "gitnetdiag", "diagnose", "upstream"],
+                          capture_output=True, text=True, timeout=60, cwd=checkout)
+    assert proc.returncode == 2, proc.stderr
+    assert "Traceback" not in proc.stderr
+    assert "this checkout has no remote 'upstream'" in proc.stderr
