@@ -15,6 +15,7 @@ import re
 from collections.abc import Sequence
 
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
+from gitnetdiag.report.htmltext import prose
 from gitnetdiag.report.transfers import WORDS, table_text
 from gitnetdiag.report.units import fmt_s
 
@@ -124,7 +125,7 @@ def html_body(d: Diagnosis, pages: Sequence[str]) -> str:
     parts = [f"<h1>{_esc(TITLE)}</h1>",
              f"<p>{_esc(directions_line(d))}</p>",
              f'<p class="verdict {_esc(d.verdict)}">Verdict: {_esc(d.verdict)}</p>',
-             f"<p>{_esc(d.headline)}</p>", f"<h2>{_esc(RANKING_TITLE)}</h2>",
+             f"<p>{prose(d.headline)}</p>", f"<h2>{_esc(RANKING_TITLE)}</h2>",
              _ranking_html(d, "".join(sections)) if d.findings
              else f"<p>{_esc(NONE_RANKED)}</p>"]
     return "".join(parts + sections)

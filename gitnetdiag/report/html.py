@@ -14,6 +14,7 @@ from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import TITLE as BOTH_TITLE
 from gitnetdiag.report.combined import html_body as both_body
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_line, failure_table
+from gitnetdiag.report.htmltext import prose
 from gitnetdiag.report.plots import Figure, pacing_figure, report_figures, window_figure
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import (
@@ -85,9 +86,9 @@ def _finding(rank: int, f: Finding) -> str:
         f'<section class="culprit" id="{esc(f.id)}"><h3>{rank}. <code>{esc(f.id)}</code>: '
         f"{esc(f.title)}</h3>"
         f"<p><b>Cost</b> ~{esc(fmt_s(f.cost_s))} · <b>confidence</b> {f.score:.2f}</p>"
-        f"<p>{esc(f.summary)}</p>"
+        f"<p>{prose(f.summary)}</p>"
         + html_table(("evidence", "measured", "threshold", "source"), evidence_rows(f))
-        + f'<p class="fix"><b>Fix:</b> {esc(f.fix)}</p></section>'
+        + f'<p class="fix"><b>Fix:</b> {prose(f.fix)}</p></section>'
     )
 
 
@@ -96,14 +97,14 @@ def html_table(cols: Sequence[str], rows: Sequence[Sequence[str]], *,
     """A table of text cells under a header row; column ``code``'s cells as code."""
     head = "".join(f"<th>{esc(c)}</th>" for c in cols)
     body = "".join("<tr>" + "".join(f"<td><code>{esc(cell)}</code></td>" if i == code
-                                    else f"<td>{esc(cell)}</td>" for i, cell in enumerate(row))
+                                    else f"<td>{prose(cell)}</td>" for i, cell in enumerate(row))
                    + "</tr>" for row in rows)
     return f"<table><tr>{head}</tr>{body}</table>"
 
 
 def html_list(lines: Sequence[str]) -> str:
     """Lines of text as a bulleted list."""
-    return "<ul>" + "".join(f"<li>{esc(line)}</li>" for line in lines) + "</ul>"
+    return "<ul>" + "".join(f"<li>{prose(line)}</li>" for line in lines) + "</ul>"
 
 
 def _table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -113,9 +114,9 @@ def _table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> st
 def _sampled_finding(rank: int, finding: Finding) -> str:
     return (f"<h3>{rank}. <code>{esc(finding.id)}</code>: {esc(finding.title)}</h3>"
             f"<p>costs ~{finding.cost_s:.1f} s, score {finding.score:.2f}. "
-            f"{esc(finding.summary)}</p>"
+            f"{prose(finding.summary)}</p>"
             + html_table(("evidence", "value", "threshold", "source"), evidence_rows(finding))
-            + f"<p class=\"fix\">fix: {esc(finding.fix)}</p>")
+            + f"<p class=\"fix\">fix: {prose(finding.fix)}</p>")
 
 
 def _sampled_html(d: Diagnosis) -> str:
@@ -129,7 +130,7 @@ def _sampled_html(d: Diagnosis) -> str:
         f"<p>verdict: <strong>{esc(d.verdict)}</strong></p>",
     ]
     if d.headline:
-        parts.append(f"<p>{esc(d.headline)}</p>")
+        parts.append(f"<p>{prose(d.headline)}</p>")
     parts += [f"<p>{esc(failure_line(f))}</p>" for f in d.measurement_failures]
     rows = [transfer_row(obs) for obs in done]
     parts.append(_table(words.transfers.capitalize(), columns(d.direction), rows)
@@ -165,7 +166,7 @@ def render_html(diagnosis: Diagnosis) -> str:
     parts = [
         "<h1>gitnetdiag report</h1>",
         f'<p class="verdict {esc(d.verdict)}">Verdict: {esc(d.verdict)}</p>',
-        f"<p>{esc(d.headline)}</p>",
+        f"<p>{prose(d.headline)}</p>",
     ]
     if d.measurement_failures:
         parts += [f'<h2 id="measurement-failures">{esc(SECTION_TITLE)}</h2><p>{esc(INTRO)}</p>',

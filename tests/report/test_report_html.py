@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import html
 import re
 import subprocess
 import sys
@@ -45,3 +46,16 @@ def test_other_renderers_do_not_import_matplotlib() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "False"
+
+
+def test_settings_in_the_fix_and_evidence_are_code_not_backticks() -> None:
+    """The findings write settings as Markdown code spans: the page shows them as code, and
+    no backtick of a code span is left in the text (issue 45 item 3)."""
+    d = diagnose(examples.slow_h2_edge())
+    fixes = [f.fix for f in d.findings if "`" in f.fix]
+    assert fixes, [f.fix for f in d.findings]
+    page = render_html(d)
+    spans = re.findall(r"`([^`\n]+)`", fixes[0])
+    assert all(f"<code>{html.escape(span)}</code>" in page for span in spans), spans
+    body = re.sub(r"<[^>]+>", "", page.split("<body>", 1)[1])
+    assert not re.search(r"`[^`\n]+`", body), re.findall(r"`[^`\n]+`", body)[:3]
