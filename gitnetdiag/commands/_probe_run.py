@@ -20,6 +20,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.progress import Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from gitnetdiag.commands._bundle import bundle_run, check_new_bundle
 from gitnetdiag.commands._diagnosis import print_diagnosis
 from gitnetdiag.commands._options import ReportFormat
 from gitnetdiag.commands._output import is_stdout, write_output
@@ -104,6 +105,8 @@ class ProbeArgs:
     fetch_seed: str | None
     host_netns: str | None = None
     host_local: bool = False
+    bundle: Path | None = None
+    """``--bundle FILE``: the ticket's one attachment, written after the diagnosis."""
     remote: str | None = None
     """``diagnose [REMOTE]``: a remote name of the checkout in the working directory, or
     a URL; None: ``origin`` when in a checkout and no URL option was given."""
@@ -244,8 +247,19 @@ def run_probe_command(args: ProbeArgs) -> None:
     )
     fetch_failed: GitnetdiagError | None = None
     clones: MeasuredRun | None = None  # with both and a diagnosis: joined to the pushes'
+    if args.bundle is not None and not args.then_diagnose:
+        raise UsageError("--bundle needs the diagnosis", reference="bundle-needs-diagnosis",
+                         hint="use 'gitnetdiag diagnose ... --bundle FILE' (or probe "
+                         "--diagnose), or 'gitnetdiag report RUN --bundle FILE' afterwards")
+    if args.bundle is not None:
+        check_new_bundle(args.bundle)
     if args.direction is TransferDirection.FETCH:
-        _report_clones(args, _clones(args, options, progress, console, remotes.lab_state))
+        fetched = _clones(args, options, progress, console, remotes.lab_state)
+        try:
+            _report_clones(args, fetched)
+        finally:
+            if args.bundle is not None:
+                bundle_run(fetched.run_dir, fetched.diagnosis, args.bundle, full=args.full)
         return
     if args.direction is TransferDirection.BOTH:
         try:
@@ -274,6 +288,9 @@ def run_probe_command(args: ProbeArgs) -> None:
     diagnosis = print_diagnosis(outcome.run_dir, host, args.report_format,
                                 out_dir=outcome.run_dir, to_stderr=json_to_stdout,
                                 joined=clones.diagnosis if clones else None)
+    if args.bundle is not None:
+        bundle_run(outcome.run_dir, diagnosis, args.bundle, full=args.full,
+                   fetch=clones.diagnosis if clones else None)
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is None and clones is not None:  # a clone's error nothing explains
         failure = fetch_exit_error(clones.diagnosis, clones.error)

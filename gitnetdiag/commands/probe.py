@@ -125,6 +125,11 @@ def probe_command(
         "Without it a fetch writes nothing on the server.")] = None,
     host_netns: FetchServerNetns = None,
     host_local: FetchServerLocal = False,
+    bundle: Annotated[Path | None, typer.Option(
+        "--bundle", metavar="FILE",
+        help="With the diagnosis: also write FILE, one .tgz to attach to a ticket (the "
+        "reports, the records 'gitnetdiag report' re-renders offline, headers-only "
+        "captures, an index; no TLS keys unless --full; at most 20 MiB).")] = None,
 ) -> None:
     """Push or clone the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 

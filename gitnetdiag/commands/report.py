@@ -57,6 +57,13 @@ def report_command(
     reanalyze: bool = typer.Option(
         False, "--reanalyze", help="Parse the captures again instead of reusing "
         "observations.json."),
+    bundle: Path | None = typer.Option(
+        None, "--bundle", metavar="FILE", help="Also write FILE, one .tgz to attach to a "
+        "ticket: the reports, the records to re-render offline, headers-only captures, an "
+        "index (no TLS keys unless --full; at most 20 MiB)."),
+    full: bool = typer.Option(
+        False, "--full", help="With --bundle: include the TLS key logs and decryptable "
+        "captures of a --full run (they decrypt the whole transfer)."),
 ) -> None:
     """Render the ranked diagnosis of a run directory (offline; no network, no root).
 
@@ -67,6 +74,11 @@ def report_command(
     from gitnetdiag.diagnosis.verdict import verdict_error
     from gitnetdiag.report import RENDERERS
 
+    if bundle is not None:
+        from gitnetdiag.commands._bundle import check_new_bundle
+
+        check_new_bundle(bundle)
+    clones: Diagnosis | None = None
     if (run_dir / LOAD_FILE).is_file() and not (run_dir / MANIFEST_NAME).is_file():
         diagnosis = _load_diagnosis(run_dir / LOAD_FILE)
     elif unusable_reason(run_dir / MANIFEST_NAME) == "does not exist" and not (
@@ -81,9 +93,10 @@ def report_command(
             err.print(f"warning: {message}", style="yellow", markup=False)
 
         diagnosis = _run_diagnosis(run_dir, reanalyze, warn)
-        clones = fetch_half_of(run_dir)
-        if clones is not None:  # a --direction both run: one report of both directions
-            diagnosis = combine(diagnosis, _run_diagnosis(clones, reanalyze, warn))
+        half = fetch_half_of(run_dir)
+        if half is not None:  # a --direction both run: one report of both directions
+            clones = _run_diagnosis(half, reanalyze, warn)
+            diagnosis = combine(diagnosis, clones)
     if report_format is ReportFormat.TERMINAL and out is None:
         from gitnetdiag.report.terminal import render_terminal
 
@@ -93,6 +106,10 @@ def report_command(
     else:
         text = RENDERERS[report_format.value](diagnosis)
     emit(text, out)
+    if bundle is not None:
+        from gitnetdiag.commands._bundle import bundle_run
+
+        bundle_run(run_dir, diagnosis, bundle, full=full, fetch=clones)
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is not None:
         raise failure
