@@ -23,7 +23,7 @@ second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
     ├── host: HostEvidence | None         server-side kernel and config evidence
     ├── storage: StorageResult | None     fio on the git data path
     ├── problems: (RunProblem, ...)       steps that did not deliver their measurement
-    ├── dead_paths: (DeadPath, ...)       ports the path check found dead (not transferred)
+    ├── dead_paths: (DeadPath, ...)       ports the path check found dead or refused
     └── transfers: (TransferObservation, ...)  a download's clones, one each
 """
 
@@ -464,14 +464,16 @@ class RunProblem:
 class DeadPath:
     """A protocol's port that the probe's bounded path check found dead before any
     transfer: filtered or TLS stalled (no transfer was tried on it: its one transfer is
-    recorded failed, not started), or no route (git's transfers failed at once)."""
+    recorded failed, not started), no route (git's transfers failed at once), or refused
+    (every connect answered with a TCP reset: ``firewall-reset`` reads it, not
+    ``path-unreachable``)."""
 
     protocol: ProtocolName
     """The protocol whose port it is."""
     endpoint: str
     """``host:port`` checked."""
     reach: PathReach
-    """What the check found (``filtered``, ``no-route``, ``tls-stalled``)."""
+    """What the check found (``filtered``, ``no-route``, ``tls-stalled``, ``refused``)."""
     syns_sent: int | None = None
     """SYNs sent and never answered (``filtered``), on all of the check's connects; None
     when not read."""
@@ -504,7 +506,8 @@ class Observations:
     download detectors read them; ``protocols`` holds the same clones push-shaped
     (:mod:`~gitnetdiag.diagnosis.assembly`). Empty for pushes (not written then)."""
     dead_paths: tuple[DeadPath, ...] = ()
-    """Ports the path check found dead, one per protocol (not written when empty)."""
+    """Ports the path check found dead or refused, one per protocol (not written when
+    empty)."""
 
     def __post_init__(self) -> None:
         unknown = sorted(set(self.protocols) - set(PROTOCOL_ORDER))

@@ -78,3 +78,54 @@ def test_every_port_filtered_is_named_per_protocol_within_30_s(lab_factory: LabF
         assert push["last_line"].startswith("not started: ") and not push["artifacts"]
     assert {p["reach"] for p in manifest["paths"]} == {"filtered"}
     assert wall_s < WITHIN_S, f"{wall_s:.1f} s"
+
+
+REFUSED = "refused-port"
+
+
+@pytest.mark.lab_lane("fail")
+def test_every_port_refused_is_a_filter_named_per_port(lab_factory: LabFactory,
+                                                       tmp_path: Path) -> None:
+    """The router answers every SYN to the server's HTTPS and SSH ports with a TCP reset
+    while haproxy (8443) and sshd (22) listen: ``firewall-reset`` ranks first in both
+    directions, names each port with its protocols, and says a filter rejects them (the
+    listeners in the server's ``ss -ltn`` tell it from a closed port); ``path-unreachable``
+    (no answer at all) does not fire, and every failure is explained."""
+    state = lab_factory(REFUSED)
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", state.instance,
+         "--direction", "both", "--format", "json", "--out", str(tmp_path / "run"),
+         *PATH_FAULT_PROBE_ARGS[REFUSED]],
+        capture_output=True, text=True, timeout=300)
+    wall_s = time.monotonic() - started
+    assert "Traceback" not in proc.stderr, proc.stderr
+    report = json.loads(proc.stdout)
+    print(f"{REFUSED} --direction both: exit {proc.returncode}, {wall_s:.1f} s, "
+          f"verdict {report['verdict']}")
+    assert proc.returncode == EXIT_FAILED, proc.stderr[-2000:]
+    assert report["verdict"] == "failed"
+    for direction, part in report["parts"].items():
+        ids = [c["id"] for c in part["culprits"]]
+        top = part["culprits"][0]
+        print(f"  {direction}: verdict {part['verdict']}, ranked {ids}\n    {top['summary']}"
+              f"\n    fix: {top['fix']}")
+        assert part["verdict"] == "failed", direction
+        assert ids[0] == PATH_FAULT_CULPRIT[REFUSED] and "path-unreachable" not in ids, ids
+        assert PATH_FAULT_FIX_NAMES[REFUSED] in top["fix"]
+        for port in ("8443", "22"):
+            assert f"TCP port {port}" in top["fix"], (port, top["fix"])
+        assert "HTTP/1.1 and HTTP/2 (198.18.2.2:8443): every connection refused" \
+            in top["summary"], top["summary"]
+        assert "SSH (198.18.2.2:22): every connection refused" in top["summary"]
+        assert top["summary"].count("a filter rejects them") == 2, top["summary"]
+        assert "nothing listens" not in top["summary"]
+        checks = [e["value"] for e in top["evidence"] if e["source"].startswith("path check")]
+        assert checks == [2, 2], top["evidence"]
+        failures = part["measurement_failures"]
+        assert {f["protocol"] for f in failures} >= {"h1", "h2", "ssh"}
+        assert all(f["explained_by"] == "firewall-reset" for f in failures
+                   if f["protocol"]), failures
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert {p["reach"] for p in manifest["paths"]} == {"refused"}
+    assert wall_s < WITHIN_S, f"{wall_s:.1f} s"

@@ -36,17 +36,21 @@ def _errors(stderr: str) -> list[str]:
 
 
 def test_refused_port_is_failed_not_healthy(tmp_path: Path) -> None:
-    """Nothing listens: verdict FAILED on stdout, one error line, exit 9, reports kept."""
+    """Nothing listens: verdict FAILED on stdout, one error line, exit 9, reports kept; the
+    port refused the path check's connects and git's, so ``firewall-reset`` names it with
+    both causes (nothing measured tells them apart)."""
     run = tmp_path / "run"
     proc = gitnetdiag("diagnose", "--http", "https://127.0.0.1:1/x.git", "--no-capture",
                       "--no-native", "--size", "64KiB", "--timeout", "20", "--out", str(run),
                       cwd=tmp_path)
     assert "Traceback" not in proc.stderr + proc.stdout
     assert proc.returncode == 9, proc.stderr
-    # Both requested protocols' pushes fail: the headline says so and what was seen.
-    assert proc.stdout.startswith("verdict: FAILED\nHTTP/1.1 and HTTP/2 pushes fail ("), \
-        proc.stdout
-    assert "Couldn't connect to server" in " ".join(proc.stdout.split()[:40])
+    # Both requested protocols' pushes fail: the headline says so, what was seen (the port
+    # refused every connect) and that nothing here tells a closed port from a filter.
+    words = " ".join(proc.stdout.split()[:60])
+    assert words.startswith("verdict: FAILED HTTP/1.1 and HTTP/2 pushes fail (firewall-reset): "
+                            "HTTP/1.1 and HTTP/2 (127.0.0.1:1): every connection refused"), words
+    assert "nothing listens on that port, or a firewall rejects it" in words
     (error,) = _errors(proc.stderr)
     assert error.startswith("error [not-measured]: verdict failed: ")
     report = json.loads((run / "report.json").read_text())

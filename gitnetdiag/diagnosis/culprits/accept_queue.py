@@ -20,6 +20,13 @@ from gitnetdiag.diagnosis.culprits._common import (
     label,
     observed,
 )
+from gitnetdiag.diagnosis.culprits.refused import (
+    check_evidence,
+    refused_fix,
+    refused_ports,
+    refused_protocols,
+    refused_summary,
+)
 from gitnetdiag.diagnosis.culprits.ssh import ssh_maxstartups
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.measures import (
@@ -249,6 +256,10 @@ class _Resets:
     summary: list[str] = field(default_factory=list)
     worst_cost: float = 0.0
     worst_protocol: str | None = None
+    refused: list[str] = field(default_factory=list)
+    """Protocols counted for refusals on a port the path check found refused."""
+    told: dict[str, str] = field(default_factory=dict)
+    """Protocol -> what showed that a filter, not a closed port, refused it."""
 
     def charge(self, cost: float, protocol: str | None) -> None:
         if cost > self.worst_cost:
@@ -274,12 +285,23 @@ def _answered_then_closed(p: ProtocolObservation) -> bool:
     return False
 
 
+def _told(early: Evidence) -> str:
+    """What a filter's evidence says, in words for the summary."""
+    if early.value is None:
+        return f"{early.what} in the server's `ss -ltn`"
+    return (f"{early.what} took {fmt_s(early.value)}, under one round trip "
+            f"({fmt_s(early.threshold or 0.0)}): a hop before the server answered")
+
+
 def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets) -> None:
-    """Pushes reset (or, with a filter rule or an early refusal, refused)."""
+    """Pushes reset (or, with a filter rule, an early refusal or a port the path check found
+    refused, refused)."""
     # Failed HTTP requests (a status) are answers, never resets: only these kinds count.
+    refused_port = refused_protocols(obs)
     for name, p in observed(obs):
         early = _filtered_refusals(obs, p)
-        kinds = {FailureKind.RESET, *REFUSALS} if rules or early else {FailureKind.RESET}
+        kinds = ({FailureKind.RESET, *REFUSALS} if rules or early or name in refused_port
+                 else {FailureKind.RESET})
         c = p.capture
         if c is not None and c.resets_from_server == 0:
             # The capture saw every segment of these pushes and no RST came from the
@@ -293,11 +315,17 @@ def _reset_pushes(obs: Observations, rules: list[ConfigFinding], found: _Resets)
             continue
         found.charge(cost, name)
         found.evidence += early[:1]
+        if early:
+            found.told[name] = _told(early[0])
         first = next(f for f in failed_pushes(p) if (f.error_kind or "other") in kinds)
         found.evidence.append(above_zero(
             f"{label(name)} pushes reset or refused", failed,
             "pushes: " + (first.error_message or first.error_kind or ""), of=total))
-        found.summary.append(f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
+        if name in refused_port and first.error_kind in REFUSALS:
+            found.refused.append(name)
+        else:
+            found.summary.append(
+                f"{failed} of {total} {label(name)} pushes were {first.error_kind}")
         if c is not None and c.resets_from_server:
             found.evidence.append(above_zero(
                 f"{label(name)}: RST segments arriving from the server side",
@@ -336,8 +364,10 @@ def firewall_reset(obs: Observations) -> Hit | None:
     found = _Resets()
     _reset_pushes(obs, rules, found)
     _reset_bursts(obs, found)
-    if not found.summary:
+    if not found.summary and not found.refused:
         return None
+    ports = refused_ports(obs, found.refused)
+    found.evidence += [check_evidence(port) for port in ports]
     tally = Tally("firewall-reset", evidence=found.evidence)
     pushes = any(e.what.endswith("pushes reset or refused") for e in found.evidence)
     tally.add("pushes-reset" if pushes else "bursts-reset")
@@ -352,15 +382,15 @@ def firewall_reset(obs: Observations) -> Hit | None:
         if rules
         else ""
     )
-    return tally.hit(
-        cost_s=found.worst_cost,
-        cost_protocol=found.worst_protocol,
-        summary="; ".join(found.summary)
-        + ": connections are cut by a reset from the path or server.",
-        fix=(
+    summary = [refused_summary(ports, found.told)] if ports else []
+    fix = [refused_fix(ports, found.told, rule_text)] if ports else []
+    if found.summary:
+        summary.append("; ".join(found.summary)
+                       + ": connections are cut by a reset from the path or server")
+        fix.append(
             f"Find and relax the filter that resets the connections{rule_text or ''}: "
             "`iptables -S` / `nft list ruleset` for REJECT `tcp-reset` rules, load-balancer idle "
             "or body-size limits, IDS/IPS and cloud security groups on the path; capture on "
-            "both sides to see which hop sends the RST."
-        ),
-    )
+            "both sides to see which hop sends the RST.")
+    return tally.hit(cost_s=found.worst_cost, cost_protocol=found.worst_protocol,
+                     summary="; ".join(summary) + ".", fix=" ".join(fix))

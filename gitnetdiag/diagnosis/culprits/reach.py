@@ -9,8 +9,9 @@ no route is transferred (git fails on it within a round trip) and named the same
 checks reach the diagnosis as
 :attr:`~gitnetdiag.diagnosis.observations.Observations.dead_paths`: SYNs sent and never
 answered, the seconds waited, the error of a missing route, a TLS handshake that never
-completed. A refused port is not this culprit's: git's own refusal takes milliseconds and
-``firewall-reset`` judges it.
+completed. A refused port is not this culprit's (the check's refusals are in ``dead_paths``
+too, for it): git's own refusal takes milliseconds and ``firewall-reset`` judges it
+(:mod:`~gitnetdiag.diagnosis.culprits.refused`).
 """
 
 from __future__ import annotations
@@ -101,7 +102,7 @@ def _fix(dead: Sequence[DeadPath]) -> str:
 
 
 def path_unreachable(obs: Observations) -> Hit | None:
-    dead = obs.dead_paths
+    dead = [d for d in obs.dead_paths if d.reach != "refused"]  # firewall-reset's
     if not dead:
         return None
     tally = Tally("path-unreachable")

@@ -10,7 +10,9 @@ from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import (
     BurstResult,
     ConfigFinding,
+    DeadPath,
     HostEvidence,
+    Listener,
     Observations,
     PushResult,
 )
@@ -167,3 +169,62 @@ def test_cookie_resets_under_an_overflowing_backlog_are_the_backlogs() -> None:
         k: v for k, v in host.counter_deltas.items() if k != "SyncookiesFailed"}))
     assert "listen-backlog-overflow" not in [f.id for f in diagnose(no_cookies).findings
                                              if f.cost_s > 0.5]
+
+
+def _refused_everywhere(*, checked: bool = True) -> Observations:
+    """HTTP/1.1 and SSH to a host whose ports 8443 and 22 refuse every connect: the path
+    check's two connects per port and git's one push each (0.3 s, above the 50 ms RTT, so
+    the refusal's speed says nothing), no capture, no host evidence."""
+    def refused(message: str) -> PushResult:
+        return PushResult(duration_s=0.3, bytes=0, ok=False, error_kind="refused",
+                          error_message=message)
+    h1 = replace(proto(3.0, n=1), pushes=(refused(
+        "fatal: unable to access 'https://git.example:8443/r.git/': Failed to connect to "
+        "git.example port 8443 after 0 ms: Couldn't connect to server"),))
+    ssh = replace(proto(3.0, n=1), pushes=(refused(
+        "ssh: connect to host git.example port 22: Connection refused"),))
+    dead = tuple(DeadPath(protocol=name, endpoint=f"git.example:{port}", reach="refused",
+                          connects=2, waited_s=0.0, error="refused")
+                 for name, port in (("h1", 8443), ("ssh", 22))) if checked else ()
+    return Observations(run=run(), protocols={"h1": h1, "ssh": ssh}, dead_paths=dead)
+
+
+def test_a_port_that_refuses_every_connect_is_named_with_both_causes() -> None:
+    """Nothing tells a closed port from a REJECT rule: firewall-reset names each port with
+    its protocols and says both, with how to tell them apart; path-unreachable stays out."""
+    result = diagnose(_refused_everywhere())
+    ids = [f.id for f in result.findings]
+    top = result.findings[0]
+    assert ids[0] == "firewall-reset" and "path-unreachable" not in ids, ids
+    for who in ("HTTP/1.1 (git.example:8443)", "SSH (git.example:22)"):
+        assert f"{who}: every connection refused" in top.summary, top.summary
+    assert top.summary.count("nothing listens on that port, or a firewall rejects it") == 2
+    for port in ("8443", "22"):
+        assert f"nothing listens on TCP port {port} at git.example" in top.fix, top.fix
+        assert f"rejects TCP port {port} to git.example" in top.fix
+    assert "ss -ltn" in top.fix and "tcp-reset" in top.fix and "TTL" in top.fix
+    assert "body-size" not in top.fix  # no connection was cut mid-transfer
+    checks = [e for e in top.evidence if e.source.startswith("path check")]
+    assert [(e.value, e.unit) for e in checks] == [(2, "count"), (2, "count")]
+
+
+def test_a_listener_on_the_refused_port_names_the_filter() -> None:
+    """The server's ss -ltn shows haproxy on 8443 and sshd on 22: the service is up, so a
+    filter rejects the SYNs; the fix names the rule to find, not a closed port."""
+    obs = replace(_refused_everywhere(), host=HostEvidence(listeners=(
+        Listener(port=8443, backlog=128, process="haproxy"),
+        Listener(port=22, backlog=128, process="sshd"))))
+    top = diagnose(obs).findings[0]
+    assert top.id == "firewall-reset"
+    assert ("HTTP/1.1 (git.example:8443): every connection refused, the path check's and "
+            "git's pushes alike (a TCP reset to each SYN); a filter rejects them (listener on "
+            "the refused port 8443 (haproxy) in the server's `ss -ltn`)") in top.summary
+    assert "nothing listens" not in top.summary + top.fix
+    assert "Remove or narrow the rule that rejects TCP port 22 to git.example" in top.fix
+
+
+def test_a_refusal_without_the_path_check_still_counts_for_nothing() -> None:
+    """The same refused pushes with no path check behind them (a run recorded before it):
+    a closed port refuses too, so the refusal alone names no culprit, as before."""
+    ids = [f.id for f in diagnose(_refused_everywhere(checked=False)).findings]
+    assert "firewall-reset" not in ids and "path-unreachable" not in ids, ids
