@@ -65,3 +65,15 @@ def test_redaction_keeps_the_recorded_states_typed() -> None:
     clean = redact_tree(record, ["hunter2"])
     assert clean.failure_kind is FailureKind.RESET and clean.cleanup is RefCleanup.LEFTOVER
     assert "hunter2" not in clean.last_line
+
+
+def test_the_bytes_a_push_moved_reach_the_engine() -> None:
+    """A stalled push's moved bytes (the monitor's bytes_acked) reach the engine's push; an
+    observations file written before the field reads as not known."""
+    record = replace(_record("stalled", FailureKind.HUNG), moved_bytes=959)
+    push = push_result(record)
+    assert (push.moved_bytes, push.bytes) == (959, 3_146_449)
+    assert push_result(replace(record, moved_bytes=None)).moved_bytes is None
+    old = to_jsonable(push)
+    del old["moved_bytes"]
+    assert from_jsonable(PushResult, old, where="push").moved_bytes is None

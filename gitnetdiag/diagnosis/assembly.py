@@ -96,14 +96,16 @@ def as_push_result(obs: TransferObservation) -> PushResult:
     it failed."""
     if obs.measured and obs.rate_bytes_per_s:
         return PushResult(duration_s=obs.moved_bytes / obs.rate_bytes_per_s,
-                          bytes=obs.moved_bytes, projected=obs.stopped is not None)
+                          bytes=obs.moved_bytes, projected=obs.stopped is not None,
+                          moved_bytes=obs.moved_bytes)
     finished = (finished_clone_rate(obs.phases, obs.moved_bytes, obs.wall_s)
                 if obs.outcome == "ok" else None)
     if finished is not None:
-        return PushResult(duration_s=finished[1], bytes=finished[0])
+        return PushResult(duration_s=finished[1], bytes=finished[0],
+                          moved_bytes=obs.moved_bytes)
     kind = obs.failure_kind or UNCLASSIFIED_KINDS.get(obs.outcome, FailureKind.OTHER)
     return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes, ok=False, error_kind=kind,
-                      error_message=obs.last_line or obs.outcome)
+                      error_message=obs.last_line or obs.outcome, moved_bytes=obs.moved_bytes)
 
 
 def tcp_info_metrics(obs: TransferObservation) -> CaptureMetrics | None:

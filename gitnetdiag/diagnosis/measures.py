@@ -53,7 +53,7 @@ def fetched_clones(obs: Observations, protocol: str) -> tuple[PushResult, ...] |
     if not clones or any(t.outcome != "ok" or t.stopped is not None for t in clones):
         return None
     return tuple(PushResult(duration_s=t.wall_s - (t.phases.checkout_s or 0.0),
-                            bytes=t.moved_bytes) for t in clones)
+                            bytes=t.moved_bytes, moved_bytes=t.moved_bytes) for t in clones)
 
 
 def ok_pushes(p: ProtocolObservation) -> list[PushResult]:

@@ -126,6 +126,13 @@ class PushResult:
     projected: bool = False
     """A bounded push: ``duration_s`` is the whole pack at the rate its moved bytes went,
     not a wall time (the push was stopped mid-pack on purpose)."""
+    moved_bytes: int | None = None
+    """Bytes the push had moved when it ended, as the probe's monitor saw them (the kernel's
+    ``bytes_acked`` of git's sockets: handshake and request headers included, else git's
+    ``Writing objects`` count), or a capture's client payload; for a hung push how far it
+    got before it stopped (959 B of a 4 MiB pack behind an HTTP/2 window never granted,
+    0.3 MiB of 8.4 MB behind nginx's 64 KiB window granted again and again). None when not
+    known (observations written before this field, runs without the monitor)."""
 
 
 @dataclass(frozen=True, kw_only=True)

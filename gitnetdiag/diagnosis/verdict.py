@@ -492,7 +492,8 @@ def _as_push(obs: TransferObservation) -> PushResult:
     """A clone as the verdict's push: one that finished or was bounded completed (whether it
     measured is :func:`_clone_measured`'s), else how it failed (a stall as a hung push)."""
     if obs.outcome in MEASURED_OUTCOMES:
-        return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes)
+        return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes,
+                          moved_bytes=obs.moved_bytes)
     return as_push_result(obs)
 
 

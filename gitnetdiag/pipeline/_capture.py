@@ -158,8 +158,10 @@ def _push(t: Transfer) -> obs.PushResult:
     cut = _reset_cut(conn)
     if cut is not None:
         return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes, ok=False,
-                              error_kind=FailureKind.RESET, error_message=cut)
-    return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes)
+                              error_kind=FailureKind.RESET, error_message=cut,
+                              moved_bytes=up.payload_bytes)
+    return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes,
+                          moved_bytes=up.payload_bytes)
 
 
 def _server_wait_s(conn: ConnectionAnalysis) -> float | None:

@@ -98,7 +98,8 @@ def push_result(record: PushRecord) -> obs.PushResult:
     if record.outcome == "bounded" and record.rate_bytes_per_s:
         # The pack at the rate its bytes moved: what the whole push would have taken.
         return obs.PushResult(duration_s=record.pack_bytes / record.rate_bytes_per_s,
-                              bytes=record.pack_bytes, projected=True)
+                              bytes=record.pack_bytes, projected=True,
+                              moved_bytes=record.moved_bytes)
     ok = record.outcome == "ok"
     kind = None if ok else (record.failure_kind
                             or UNCLASSIFIED_KINDS.get(record.outcome, FailureKind.OTHER))
@@ -106,7 +107,8 @@ def push_result(record: PushRecord) -> obs.PushResult:
     if kind == FailureKind.HTTP_STATUS:
         message = _answered(record) + message
     return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
-                          error_kind=kind, error_message=message)
+                          error_kind=kind, error_message=message,
+                          moved_bytes=record.moved_bytes)
 
 
 def _answered(record: PushRecord) -> str:

@@ -29,7 +29,11 @@ from gitnetdiag.diagnosis.culprits._common import (
     window_below,
 )
 from gitnetdiag.diagnosis.culprits.edgeresponse import fastest
-from gitnetdiag.diagnosis.culprits.headroom import window_headroom
+from gitnetdiag.diagnosis.culprits.headroom import (
+    StoppedDead,
+    stopped_within_window,
+    window_headroom,
+)
 from gitnetdiag.diagnosis.culprits.libcurlwin import LibcurlWindow, window_for
 from gitnetdiag.diagnosis.measures import (
     best_other_rate,
@@ -368,15 +372,31 @@ def _capture_only(obs: Observations, p: ProtocolObservation) -> Hit | None:
     )
 
 
+def _held_to(h: _H2Push) -> float | None:
+    """The window the pushes were held to: the granted one, else the most the capture saw in
+    flight (the sender cannot have more in flight than its credit)."""
+    if h.window is not None:
+        return h.window
+    return h.p.capture.bytes_in_flight_p95 if h.p.capture is not None else None
+
+
+def _stopped_dead(h: _H2Push) -> StoppedDead | None:
+    """A hung HTTP/2 push that moved no more than one window before it stopped (its credit
+    used up, never granted again); never when its frames show the client stopping with
+    credit left (``client-http-stack``'s)."""
+    if h.p.h2_client_stall is not None:
+        return None
+    return stopped_within_window(h.p.pushes, _held_to(h))
+
+
 def _window_ruled_out(obs: Observations, h: _H2Push) -> bool:
     """The window's own evidence speaks against it: the rate it allows over the RTT is far
     above anything the pushes reached or needed (:mod:`.headroom`), so neither a slow nor
-    a hung HTTP/2 push is its doing. The window is the granted one, else the most the
-    capture saw in flight (the sender cannot have more in flight than its credit)."""
-    window = h.window
-    if window is None and h.p.capture is not None:
-        window = h.p.capture.bytes_in_flight_p95
-    return window_headroom(obs, window, h.rtt) is not None
+    a hung HTTP/2 push is its doing. Not when a hung push stopped within one window
+    (:func:`_stopped_dead`): a push that stopped dead reached no rate to compare."""
+    if _stopped_dead(h) is not None:
+        return False
+    return window_headroom(obs, _held_to(h), h.rtt) is not None
 
 
 def h2_flow_control_window(obs: Observations) -> Hit | None:
@@ -404,6 +424,11 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
         predicted = h.window / h.rtt
         small_window = _window_signals(h, p.h2_ledger, h.rtt, h.window, tally, identity)
     stalled = _stall_signal(obs, p, small_window, tally)
+    if stalled and (dead := _stopped_dead(h)) is not None:
+        held = p.h2_ledger.source if p.h2_ledger is not None else (
+            p.capture.source if p.capture is not None else "")
+        tally.note(dead.evidence("bytes a hung HTTP/2 push moved before it stopped: within "
+                                 "one window (its credit used up, never granted again)", held))
 
     # A slower HTTP/2 push is not blamed on its flow control when the ledger shows a
     # window above the BDP, or when the capture shows TCP bound by the network
