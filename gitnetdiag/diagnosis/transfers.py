@@ -8,6 +8,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Literal
 
@@ -163,6 +164,41 @@ class HttpExchange:
         return f"{self.method} {self.path}"
 
 
+PREPARING = re.compile(r"(Enumerating|Counting) objects:\s+\d+%(?!.*done)")
+"""The server's last progress line while it was still counting the objects to send: the
+pack was not ready, so a stall there is the server's (``server-pack-generation``), not
+segments lost on the way (the counting progress itself got through)."""
+PACK_READY = re.compile(r"Compressing objects:.*done|^Total \d+")
+"""The server's words once its pack is ready to flow: the delta search done (or the pack
+written)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class PackWait:
+    """A clone stopped in the server's pack phase: the server had spoken, no pack byte had
+    come (the record's ``pack_wait``, ``server-stall``)."""
+
+    wait_s: float
+    """Seconds the clone had waited for its first pack byte when it was stopped (from the
+    answer to its fetch request): the server's preparation took at least this long."""
+    server_words: str
+    """The server's last words (``Compressing objects:  90% (1803/2003)``)."""
+    words_only: bool
+    """Stopped by the words-only bound: the server's words advanced to the end."""
+    bound_s: float
+    """The bound that stopped it (the words-only limit, or the stall timeout of silence)."""
+
+    @property
+    def preparing(self) -> bool:
+        """The server was still preparing the pack when the clone was stopped: it talked on
+        (the words-only bound) with no word that its pack was ready, or it fell silent while
+        still counting (:data:`PREPARING`). A silence after the delta search (or amid it:
+        progress that stops coming may be lost on the path) is no evidence of it."""
+        if PACK_READY.search(self.server_words):
+            return False
+        return self.words_only or PREPARING.search(self.server_words) is not None
+
+
 MIN_IDLE_SPAN_S = 2.0
 """A download socket sampled for less than this (0.25 s apart, slow start included) says too
 little to tell how much of its life it sat idle."""
@@ -231,6 +267,14 @@ class TransferObservation:
     git_said: tuple[str, ...] = ()
     """git's own error lines of a failed clone (``error:`` and ``fatal:``), in order: what
     the failure catalogue reads (one line, :attr:`last_line`, may carry only the last)."""
+    pack_wait: PackWait | None = None
+    """A clone stopped in the server's pack phase: its wait for the pack; None otherwise."""
+
+    @property
+    def cut_while_preparing(self) -> bool:
+        """Stopped while the server was still preparing its pack (:attr:`PackWait.preparing`):
+        the wait was the server's, whatever the path."""
+        return self.pack_wait is not None and self.pack_wait.preparing
 
     @property
     def rtt_s(self) -> float | None:

@@ -87,6 +87,7 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
     "edge-response-buffering": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "path-idle-timeout": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "path-unreachable": frozenset({FailureKind.UNREACHABLE, FailureKind.TLS}),
+    "server-pack-generation": frozenset({FailureKind.HUNG}),  # its CLONE_CLAIMS only
 }
 """The one table of culprits whose evidence is a failed request, connection or stalled
 transfer, with the failure kinds they explain (either direction): a protocol whose every
@@ -109,6 +110,12 @@ EXPLAINS_ONLY_ON: dict[str, frozenset[str]] = {
 }
 """Culprits of :data:`EXPLAINED_BY` that live in some protocols only: they explain those
 protocols' failures, never another's (an HTTP/2 window does not stall an SSH push)."""
+
+CLONE_CLAIMS: dict[str, Callable[[TransferObservation], bool]] = {
+    "server-pack-generation": lambda clone: clone.cut_while_preparing,
+}
+"""Culprits that explain a failed clone only when it is theirs (``server-pack-generation``: a
+clone stopped while the server still prepared its pack, never one stalled mid-pack)."""
 
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Failure kinds of a push that stopped making progress."""
@@ -391,12 +398,16 @@ def explains(finding: Finding, protocol: str, kinds: Collection[FailureKind]) ->
             and protocol in EXPLAINS_ONLY_ON.get(finding.id, frozenset({protocol})))
 
 
-def _explaining(protocol: str, pushes: Sequence[PushResult],
-                findings: Sequence[Finding]) -> str | None:
+def _explaining(protocol: str, pushes: Sequence[PushResult], findings: Sequence[Finding],
+                clones: Sequence[TransferObservation] = ()) -> str | None:
     """The first ranked culprit whose evidence is failures of every kind these transfers
-    of ``protocol`` failed by (:func:`judged_transfers`: an interruption is none)."""
+    of ``protocol`` failed by (:func:`judged_transfers`: an interruption is none), and, of
+    a download, that claims every failed clone of them (:data:`CLONE_CLAIMS`)."""
     kinds = {push.error_kind or FailureKind.OTHER for push in pushes if not push.ok}
-    return next((f.id for f in findings if explains(f, protocol, kinds)), None)
+    failed = [c for c in clones if c.outcome not in (*MEASURED_OUTCOMES, "interrupted")]
+    return next((f.id for f in findings if explains(f, protocol, kinds)
+                 and (f.id not in CLONE_CLAIMS
+                      or (bool(failed) and all(map(CLONE_CLAIMS[f.id], failed))))), None)
 
 
 def judge(obs: Observations, findings: Sequence[Finding], *,
@@ -421,7 +432,7 @@ def judge(obs: Observations, findings: Sequence[Finding], *,
         if name in measured:
             continue
         # A clone's failure is explained only when the protocol fails.
-        explained_by = (_explaining(name, pushes.get(name, ()), findings)
+        explained_by = (_explaining(name, pushes.get(name, ()), findings, clones[name])
                         if name in failing or not download else None)
         failures += (_clones_not_measured(name, clones[name], explained_by, hint_of)
                      if download else _push_failures(obs, name, explained_by))
@@ -539,9 +550,10 @@ def _clones_not_measured(name: str, clones: Sequence[TransferObservation], expla
 
 def _clones_in_measured(clones: Sequence[TransferObservation], findings: Sequence[Finding],
                  hint_of: HintOf) -> list[MeasurementFailure]:
-    """The stalled and failed clones of a measured protocol: a stall is the evidence of any
-    culprit that ranks; a failed clone only of one whose evidence is failed connections.
-    With nothing ranked they leave the run inconclusive (the push verdict's rule)."""
+    """The stalled and failed clones of a measured protocol: a stall is the evidence of a
+    ranked culprit (:func:`_stall_culprit`); a failed clone only of one whose evidence is
+    failed connections. With nothing ranked they leave the run inconclusive (the push
+    verdict's rule)."""
     items = []
     for obs in clones:
         push = _as_push(obs)
@@ -549,12 +561,20 @@ def _clones_in_measured(clones: Sequence[TransferObservation], findings: Sequenc
         if kind is None or kind == FailureKind.INTERRUPTED:
             continue
         if kind in MEASURED_FAILURE_KINDS - {FailureKind.RESET}:
-            items.append(_clone_failure(obs, "fetch-stalled", findings[0].id if findings else None,
+            items.append(_clone_failure(obs, "fetch-stalled", _stall_culprit(obs, findings),
                                         lambda kind, message: _CLONE_STALL_HINT))
         else:
             items.append(_clone_failure(obs, "fetch-failures-unexplained",
-                                        _explaining(obs.protocol, [push], findings), hint_of))
+                                        _explaining(obs.protocol, [push], findings, [obs]),
+                                        hint_of))
     return items
+
+
+def _stall_culprit(clone: TransferObservation, findings: Sequence[Finding]) -> str | None:
+    """The first ranked culprit that claims the stalled clone, else the first that claims
+    no clone in particular (:data:`CLONE_CLAIMS`)."""
+    return next((f.id for f in findings if f.id in CLONE_CLAIMS and CLONE_CLAIMS[f.id](clone)),
+                next((f.id for f in findings if f.id not in CLONE_CLAIMS), None))
 
 
 VERDICT_ORDER: tuple[Verdict, ...] = ("healthy", "degraded", "inconclusive", "failed")

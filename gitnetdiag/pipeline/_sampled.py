@@ -36,7 +36,7 @@ from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     RunProblem,
 )
-from gitnetdiag.diagnosis.transfers import HttpExchange, TransferObservation
+from gitnetdiag.diagnosis.transfers import HttpExchange, PackWait, TransferObservation
 from gitnetdiag.diagnosis.verdict import judge
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
@@ -131,8 +131,18 @@ def observe_transfer(run_dir: Path, record: SampledTransfer, rtt_s: float | None
             silence_before_close_s=r.silence_before_close_s, ending=r.ending,
             silence_before_status_s=r.silence_before_status_s) for r in record.http_requests),
         git_said=git_error_lines(_read(run_dir, record, "stderr")) if record.failure_kind else (),
+        pack_wait=_pack_wait(record),
         **_h2_windows(run_dir, record, libcurl),
     )
+
+
+def _pack_wait(record: SampledTransfer) -> PackWait | None:
+    """A clone stopped in the server's pack phase: its wait, as the probe measured it."""
+    w = record.pack_wait
+    if w is None:
+        return None
+    return PackWait(wait_s=w.wait_s, server_words=w.server_words, words_only=w.words_only,
+                    bound_s=w.bound_s)
 
 
 GIT_ERROR_PREFIXES = ("error:", "fatal:", "fetch-pack:")

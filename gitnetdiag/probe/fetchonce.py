@@ -45,7 +45,12 @@ from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
 from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
 from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
-from gitnetdiag.rundir.records import HttpRequestRecord, SampledTransfer, TimelinePoint
+from gitnetdiag.rundir.records import (
+    HttpRequestRecord,
+    PackWaitRecord,
+    SampledTransfer,
+    TimelinePoint,
+)
 from gitnetdiag.safefile import keep_file, replace_file
 from gitnetdiag.vocabulary import TransportKind
 
@@ -131,6 +136,9 @@ class MonitoredClone:
     stall_detail: str = ""
     """What a clone the monitor stopped for no progress saw last, in one line ("" when it
     was not stopped so)."""
+    pack_wait: PackWaitRecord | None = None
+    """A clone stopped in the server's pack phase (``server-stall``): its wait for the
+    pack, the server's last words and the bound that stopped it."""
 
 
 _Sampler = Callable[[int, int, float], list[TcpInfoSample]]
@@ -213,6 +221,19 @@ class _CloneWatch:
             return StopReason.SERVER_STALL if self.before_pack.server_line else StopReason.STALL
         return self.monitor.stop_reason(now, pack_finished=False)
 
+    def pack_wait(self, stopped: StopReason | None) -> PackWaitRecord | None:
+        """A clone stopped in the server's pack phase: how long it had waited for its pack
+        (the words' time: since the last bytes beyond them), the server's last words, and
+        the bound that stopped it; None for any other ending."""
+        watch = self.before_pack
+        if stopped is not StopReason.SERVER_STALL:
+            return None
+        now = self.monitor.points[-1].t_s
+        words_only = watch.words_only(now)
+        bound = watch.words_limit_s if words_only else watch.stall_timeout_s
+        return PackWaitRecord(wait_s=watch.words_s(now), server_words=watch.server_line,
+                              words_only=words_only, bound_s=bound or 0.0)
+
     def stall_detail(self, stopped: StopReason | None) -> str:
         """What a stopped-moving clone had seen last, in one line."""
         now = self.monitor.points[-1].t_s
@@ -284,7 +305,8 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
     return MonitoredClone(run=run, stopped=stopped, monitor=monitor,
                           timeline=tuple(watch.timeline), tcpinfo_samples=watch.samples,
                           server_samples=watch.server_samples,
-                          stall_detail=watch.stall_detail(stopped))
+                          stall_detail=watch.stall_detail(stopped),
+                          pack_wait=watch.pack_wait(stopped))
 
 
 def _drain(stream: object, sink: bytearray) -> None:
@@ -411,7 +433,7 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         full_warning=wire.warning if wire else "",
         clone_removed=removed, artifacts=artifacts,
         http_requests=_curl_requests(paths.get("curl_trace"), failed=not clone.run.ok),
-    )
+        pack_wait=clone.pack_wait)
     state.reporter.done(label, _detail(record, clone.stall_detail),
                         ok=outcome in MEASURED_OUTCOMES and removed)
     return record

@@ -408,6 +408,25 @@ class TimelinePoint:
 
 
 @dataclass(frozen=True, kw_only=True)
+class PackWaitRecord:
+    """A clone the monitor stopped in the server's pack phase (``stopped`` is
+    ``server-stall``: the server had spoken, no pack byte had come): how long it waited for
+    its pack, and what the server said last."""
+
+    wait_s: float
+    """Seconds from the last bytes beyond the server's words (the answer to the fetch
+    request) to the stop: the wait for the first pack byte, so far."""
+    server_words: str
+    """The server's last words, without ``remote:`` (``Counting objects: 45% (450/1000)``)."""
+    words_only: bool
+    """The words-only bound stopped it (the server's words advanced to the end: a server
+    still at work), not a silence of the stall timeout."""
+    bound_s: float
+    """The bound that stopped it: the words-only limit (stall timeout plus budget) or, for
+    a silence, the stall timeout."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SampledTransfer(TransferRecord):
     """One bounded clone into a scratch copy, with the monitor's samples (the progress
     timeline, ``ss -tin`` of both ends), and the removal of that copy. ``artifacts``:
@@ -435,6 +454,9 @@ class SampledTransfer(TransferRecord):
     http_requests: tuple[HttpRequestRecord, ...] = ()
     """An HTTPS clone's HTTP requests, from git's curl trace (``curl_trace``); empty over
     SSH and git:// and in older runs."""
+    pack_wait: PackWaitRecord | None = None
+    """A clone stopped in the server's pack phase: its wait for the pack; None otherwise
+    and in older runs."""
 
 
 @dataclass(frozen=True, kw_only=True)

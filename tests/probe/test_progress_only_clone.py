@@ -1,6 +1,7 @@
 """A server that counts on and never sends a pack is named within the stall timeout plus
 the budget (issue 42 item 6: such a server held the clone for git's own 304 s, whatever
-``--budget`` and ``--stall-timeout`` said).
+``--budget`` and ``--stall-timeout`` said), and the diagnosis names its pack preparation
+(``server-pack-generation``) with the wait the probe measured.
 
 The pure rule (:class:`~gitnetdiag.probe.packphase.PackPhaseWatch` with a words limit)
 with crafted samples, and the real CLI against a loopback smart-HTTP server whose
@@ -93,6 +94,24 @@ def test_progress_and_never_a_pack_is_named_within_the_limit(tmp_path: Path) -> 
     assert took <= LIMIT_S + SAMPLE_SLACK_S + STARTUP_S, took
     assert record["rate_bytes_per_s"] is None
     assert list(scratch.iterdir()) == []
+    # The probe's wait for the pack, and the diagnosis: the server's pack preparation, at
+    # least that long (the bound stopped it), the failure explained by it.
+    wait = record["pack_wait"]
+    assert wait["words_only"] and wait["bound_s"] == LIMIT_S, wait
+    assert LIMIT_S <= wait["wait_s"] <= record["wall_s"], wait
+    assert wait["server_words"].startswith("Counting objects:"), wait
+    diagnosis = json.loads(report.read_text())
+    top = diagnosis["culprits"][0]
+    assert top["id"] == "server-pack-generation", diagnosis["culprits"]
+    assert abs(top["cost_s"] - wait["wait_s"]) < 1e-3, top  # the report keeps 3 decimals
+    assert any(e["unit"] == "s" and abs(e["value"] - wait["wait_s"]) < 1e-3
+               and "stopped by the bound" in e["text"] for e in top["evidence"]), top
+    assert any(e["text"] == f"remote: {wait['server_words']}" for e in top["evidence"]), top
+    assert diagnosis["verdict"] == "failed" and proc.returncode == 9, diagnosis["verdict"]
+    assert [f["explained_by"] for f in diagnosis["measurement_failures"]] == [
+        "server-pack-generation"], diagnosis["measurement_failures"]
+    assert diagnosis["headline"].startswith("HTTP/1.1 clones fail (server-pack-generation): "
+                                            "the server was still preparing the pack")
 
 
 def test_keepalives_after_the_pack_began_are_no_progress() -> None:

@@ -15,8 +15,7 @@ TCP_INFO (``rcv_mss`` against ``advmss``).
 
 from __future__ import annotations
 
-import re
-
+from gitnetdiag.diagnosis.assembly import as_push_result
 from gitnetdiag.diagnosis.culprits._common import (
     MIN_RTO_S,
     Hit,
@@ -28,6 +27,7 @@ from gitnetdiag.diagnosis.culprits._common import (
 from gitnetdiag.diagnosis.measures import push_duration_s
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import CaptureMetrics, Observations
+from gitnetdiag.diagnosis.transfers import PREPARING
 
 MIN_UNACKED_RETRANSMISSIONS = 2
 """Resent at least this often and never acknowledged: the segment does not get through."""
@@ -86,18 +86,16 @@ def starved(c: CaptureMetrics) -> bool:
             <= MAX_PATH_MSS_BYTES)
 
 
-PREPARING = re.compile(r"(Enumerating|Counting) objects:\s+\d+%(?!.*done)")
-"""The server's last progress line while it was still counting the objects to send: the
-pack was not ready, so a stall there is the server's (``server-pack-generation``), not
-segments lost on the way (the counting progress itself got through)."""
-
-
 def _stalled_while_sending(obs: Observations, name: str) -> bool:
     """Some stalled transfer of ``name`` had its pack ready to flow (the server done
-    counting, or no progress seen at all)."""
+    counting, or no progress seen at all): not a clone stopped while the server was still
+    preparing its pack (its words reached the client: ``server-pack-generation``'s)."""
+    stalls = (obs.protocols[name].pushes if obs.run.transfer != "download" else
+              [as_push_result(t) for t in obs.transfers
+               if t.protocol == name and not t.cut_while_preparing])
     return any((push.error_kind or "other") in STALL_KINDS
                and not PREPARING.search(push.error_message or "")
-               for push in obs.protocols[name].pushes if not push.ok)
+               for push in stalls if not push.ok)
 
 
 def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:

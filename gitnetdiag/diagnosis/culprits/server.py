@@ -109,16 +109,22 @@ PACK_GENERATION_SHARE = 0.3
 """The wait for the first pack byte is this share of the clone's time up to its end."""
 
 
+PACK_GENERATION_FIX = (
+    "on the server: 'git repack -adb' (one pack with a reachability bitmap), "
+    "repack.writeBitmaps=true so later repacks keep it, pack.useBitmaps=true (the default); "
+    "for the user: 'git clone --filter=blob:none' (or a shallow clone) asks for less")
+
+
 def server_pack_generation(run: Observations) -> Hit | None:
     """A download: the server's counting and compressing before the first pack byte
-    dominate."""
+    dominate, or outlasted the bound that stopped the clone (:func:`_cut_hit`)."""
     return typical_costliest(run.transfers, _pack_generation_hit)
 
 
 def _pack_generation_hit(obs: TransferObservation) -> Hit | None:
     wait = obs.phases.server_pack_generation_s
     if wait is None:
-        return None
+        return _cut_hit(obs) if obs.cut_while_preparing else None
     work = wait - (obs.rtt_s or 0.0)
     end = obs.phases.total_s or obs.wall_s
     if work < PACK_GENERATION_MIN_S or work < PACK_GENERATION_SHARE * end:
@@ -127,7 +133,23 @@ def _pack_generation_hit(obs: TransferObservation) -> Hit | None:
         what="fetch request to first pack byte", value=wait, unit="s",
         threshold=PACK_GENERATION_SHARE * end, comparison=">=",
         basis="30% of the clone's {}", basis_terms=(Quantity(value=end, unit="s"),),
-        source=f"trace2 negotiation + git progress, fetch {obs.protocol} #{obs.repeat}")]
+        source=f"trace2 negotiation + git progress, fetch {obs.protocol} #{obs.repeat}"),
+        *_objects_evidence(obs)]
+    return Hit(
+        score=_score(work, end), cost_s=work,
+        summary=(f"the server worked {work:.1f} s counting and compressing objects "
+                 f"before the first pack byte of a {end:.1f} s clone"),
+        evidence=tuple(evidence), fix=PACK_GENERATION_FIX, cost_protocol=obs.protocol)
+
+
+def _score(work_s: float, end_s: float) -> float:
+    return min(weight("server-pack-generation", "cap"),
+               weight("server-pack-generation", "base") + work_s / end_s)
+
+
+def _objects_evidence(obs: TransferObservation) -> list[Evidence]:
+    """What the server said it counted and compressed (its ``... done`` lines)."""
+    evidence = []
     if obs.phases.server_objects_counted is not None:
         evidence.append(Evidence(what="objects the server counted",
                                  value=float(obs.phases.server_objects_counted),
@@ -137,16 +159,38 @@ def _pack_generation_hit(obs: TransferObservation) -> Hit | None:
                                  value=float(obs.phases.server_objects_compressed),
                                  unit="count",
                                  source="sideband 'remote: Compressing objects'"))
+    return evidence
+
+
+def _cut_hit(obs: TransferObservation) -> Hit:
+    """A clone the monitor stopped while the server was still preparing its pack
+    (:attr:`~gitnetdiag.diagnosis.transfers.PackWait.preparing`): the server's preparation
+    lasted at least the clone's wait, which is its cost (the lab's CPU-starved upload-pack
+    talked 25.0 s without a pack byte at the defaults' 25 s bound)."""
+    cut = obs.pack_wait
+    assert cut is not None
+    source = f"fetch monitor, fetch {obs.protocol} #{obs.repeat}"
+    how = ("the server's words advanced to the end, no pack byte came: the words-only bound "
+           "(stall timeout + budget)" if cut.words_only else
+           "the server fell silent while counting: the stall timeout")
+    evidence = [
+        Evidence(what="wait for the first pack byte when the clone was stopped",
+                 value=cut.wait_s, unit="s", threshold=cut.bound_s, comparison=">=",
+                 basis=f"the bound that stopped it, {how}",
+                 text="stopped by the bound: the server's pack preparation is at least "
+                 "this long", source=source),
+        Evidence(what="the server's last words", text=f"remote: {cut.server_words}",
+                 source=f"sideband 'remote:' on git's stderr, fetch {obs.protocol} "
+                 f"#{obs.repeat}"),
+        *_objects_evidence(obs)]
     return Hit(
-        score=min(weight("server-pack-generation", "cap"),
-                  weight("server-pack-generation", "base") + work / end),
-        cost_s=work,
-        summary=(f"the server worked {work:.1f} s counting and compressing objects "
-                 f"before the first pack byte of a {end:.1f} s clone"),
+        score=_score(cut.wait_s, obs.wall_s), cost_s=cut.wait_s,
+        summary=(f"the server was still preparing the pack ('remote: {cut.server_words}') "
+                 f"when the clone was stopped after waiting {cut.wait_s:.1f} s for its first "
+                 "pack byte: the server's pack preparation (counting and compressing objects) "
+                 "takes at least that long"),
         evidence=tuple(evidence),
-        fix=("on the server: 'git repack -adb' (one pack with a reachability bitmap), "
-             "repack.writeBitmaps=true so later repacks keep it, pack.useBitmaps=true "
-             "(the default); for the user: 'git clone --filter=blob:none' (or a shallow "
-             "clone) asks for less"),
-        cost_protocol=obs.protocol,
-    )
+        fix=(f"{PACK_GENERATION_FIX}; to measure the whole preparation, raise --budget / "
+             f"--stall-timeout (the clone was stopped at the {cut.bound_s:.0f} s bound: while "
+             "the server only talks, the stall timeout plus the budget)"),
+        cost_protocol=obs.protocol)
