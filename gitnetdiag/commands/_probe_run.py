@@ -70,6 +70,9 @@ class ProbeArgs:
     """The options of ``probe``/``diagnose`` as given (names as the command's parameters;
     see ``gitnetdiag probe --help`` for each)."""
 
+    remote: str | None = None
+    """``diagnose [REMOTE]``: a remote name of the checkout in the working directory, or
+    a URL; None: ``origin`` when in a checkout and no URL option was given."""
     http: str | None
     ssh: str | None
     git: str | None
@@ -107,9 +110,6 @@ class ProbeArgs:
     host_local: bool = False
     bundle: Path | None = None
     """``--bundle FILE``: the ticket's one attachment, written after the diagnosis."""
-    remote: str | None = None
-    """``diagnose [REMOTE]``: a remote name of the checkout in the working directory, or
-    a URL; None: ``origin`` when in a checkout and no URL option was given."""
 
 
 @dataclass(frozen=True, kw_only=True)
