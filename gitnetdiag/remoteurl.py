@@ -2,7 +2,8 @@
 
 Pure: one :class:`~gitnetdiag.errors.UsageError` names what is wrong with a URL (not UTF-8,
 a foreign scheme, no host, a password where the protocol takes none) with a hint, never
-echoing a secret (the URL is shown redacted).
+echoing a secret (the URL is shown redacted). :func:`endpoint_of` is the host and port a URL
+connects to.
 """
 
 from __future__ import annotations
@@ -93,3 +94,27 @@ def _password_in_url(option: str, label: str, without: str) -> UsageError:
 _EXAMPLE_URL = {"--http": "https://git.example.com/team/repo.git",
                 "--ssh": "ssh://git@git.example.com/team/repo.git",
                 "--git": "git://git.example.com/team/repo.git"}
+
+
+DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
+"""The port of each scheme a URL gives none for."""
+
+
+def endpoint_of(url: str) -> tuple[str, int]:
+    """(host, port) a URL connects to; scp-like ``user@host:path`` is SSH on port 22."""
+    if "://" not in url:
+        match = re.fullmatch(r"(?:[^@/:]+@)?([^/:]+):.*", url)
+        if match is None:
+            raise UsageError(f"cannot read the remote URL {redact_url(url)!r}")
+        return match.group(1), 22
+    parts = urlsplit(url)
+    if not parts.hostname or parts.scheme not in DEFAULT_PORTS:
+        raise UsageError(
+            f"cannot read the remote URL {redact_url(url)!r}",
+            hint="use https://host/path, ssh://user@host/path or git://host/path",
+        )
+    try:
+        port = parts.port or DEFAULT_PORTS[parts.scheme]
+    except ValueError as exc:
+        raise UsageError(f"bad port in {redact_url(url)!r}") from exc
+    return parts.hostname, port

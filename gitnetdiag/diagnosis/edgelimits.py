@@ -10,13 +10,13 @@ file stops it with one line naming the entry).
 
 from __future__ import annotations
 
-import tomllib
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
-from gitnetdiag.diagnosis.terminators import BASE, KnowledgeBaseError
+from gitnetdiag.data import KnowledgeBaseError, load_table, require_source, require_text
+from gitnetdiag.diagnosis.terminators import BASE
 
+DATA_FILE = "edge_limits.toml"
 NOT_DOCUMENTED = "not documented"
 NO_LIMIT = "none"
 
@@ -60,14 +60,11 @@ def _default(entry: dict[str, Any], key: str, where: str) -> float | None:
     return value
 
 
-def _entry(entry: dict[str, Any]) -> EdgeLimits:
-    where = f"edge_limits entry {entry.get('id', '?')!r}"
+def _entry(entry: dict[str, Any], where: str) -> EdgeLimits:
     product = BASE.get(entry.get("id", ""))
     if product is None:
         raise KnowledgeBaseError(f"{where}: the id is not a product of h2_terminators.toml")
-    for key in _TEXT_FIELDS:
-        if not isinstance(entry.get(key), str) or not entry[key]:
-            raise KnowledgeBaseError(f"{where}: missing text field `{key}`")
+    require_text(entry, _TEXT_FIELDS, where)
     streamed = entry.get("streamed_body", "")
     settable = entry.get("user_settable")
     if not isinstance(streamed, str) or not isinstance(settable, bool):
@@ -77,9 +74,8 @@ def _entry(entry: dict[str, Any]) -> EdgeLimits:
         raise KnowledgeBaseError(f"{where}: sources must be a table")
     for key in ("body_limit", "idle_timeout", "streamed_body"):
         text = streamed if key == "streamed_body" else entry[key]
-        if text and text != NOT_DOCUMENTED and not str(sources.get(key, "")).startswith(
-                "https://"):
-            raise KnowledgeBaseError(f"{where}: sources.{key} (an https URL) is required")
+        if text and text != NOT_DOCUMENTED:
+            require_source(sources.get(key), where, f"sources.{key}")
     body = _default(entry, "body_limit_default", where)
     return EdgeLimits(
         id=product.id, name=product.name, body_limit=entry["body_limit"],
@@ -91,24 +87,12 @@ def _entry(entry: dict[str, Any]) -> EdgeLimits:
 
 def parse(text: str) -> dict[str, EdgeLimits]:
     """The table in ``text`` (TOML), validated; keyed by product id in file order."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise KnowledgeBaseError(f"edge_limits: not valid TOML ({exc})") from None
-    table: dict[str, EdgeLimits] = {}
-    for raw in data.get("product", ()):
-        entry = _entry(raw)
-        if entry.id in table:
-            raise KnowledgeBaseError(f"edge_limits: product id {entry.id!r} appears twice")
-        table[entry.id] = entry
-    if not table:
-        raise KnowledgeBaseError("edge_limits: no [[product]] entries")
-    return table
+    return load_table(DATA_FILE, "product", _entry, text=text)
 
 
 def load() -> dict[str, EdgeLimits]:
     """The table shipped with gitnetdiag."""
-    return parse(resources.files("gitnetdiag.data").joinpath("edge_limits.toml").read_text())
+    return load_table(DATA_FILE, "product", _entry)
 
 
 LIMITS: dict[str, EdgeLimits] = load()

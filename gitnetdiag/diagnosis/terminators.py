@@ -12,19 +12,17 @@ gitnetdiag starts (a broken file stops it with one line naming the entry at faul
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any
 
+from gitnetdiag.data import KnowledgeBaseError as KnowledgeBaseError
+from gitnetdiag.data import keyed_entries, parse_toml, read_text, require_text
 from gitnetdiag.vocabulary import HTTP2_START_WINDOW_BYTES
+
+DATA_FILE = "h2_terminators.toml"
 
 NOT_DOCUMENTED = "not documented"
 """What the base says where a product's documentation does not give a fact."""
-
-
-class KnowledgeBaseError(ValueError):
-    """The knowledge base file is malformed; the message names the entry and the field."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,11 +166,8 @@ def _names(entry: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-def _entry(entry: dict[str, Any], default_workaround: str) -> Terminator:
-    where = f"h2_terminators entry {entry.get('id', '?')!r}"
-    for key in _REQUIRED_TEXT:
-        if not isinstance(entry.get(key), str) or not entry[key]:
-            raise KnowledgeBaseError(f"{where}: missing text field `{key}`")
+def _entry(entry: dict[str, Any], where: str, default_workaround: str) -> Terminator:
+    require_text(entry, _REQUIRED_TEXT, where)
     settable = entry.get("user_settable")
     if not isinstance(settable, bool):
         raise KnowledgeBaseError(f"{where}: user_settable must be true or false")
@@ -211,28 +206,17 @@ def _entry(entry: dict[str, Any], default_workaround: str) -> Terminator:
 
 def parse(text: str) -> dict[str, Terminator]:
     """The base in ``text`` (TOML), validated; keyed by product id in file order."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise KnowledgeBaseError(f"h2_terminators: not valid TOML ({exc})") from None
+    data = parse_toml(text, DATA_FILE)
     default_workaround = data.get("workaround_default", "")
     if not isinstance(default_workaround, str) or not default_workaround:
-        raise KnowledgeBaseError("h2_terminators: workaround_default is required")
-    base: dict[str, Terminator] = {}
-    for raw in data.get("product", ()):
-        entry = _entry(raw, default_workaround)
-        if entry.id in base:
-            raise KnowledgeBaseError(f"h2_terminators: product id {entry.id!r} appears twice")
-        base[entry.id] = entry
-    if not base:
-        raise KnowledgeBaseError("h2_terminators: no [[product]] entries")
-    return base
+        raise KnowledgeBaseError(f"{DATA_FILE}: workaround_default is required")
+    return keyed_entries(data, DATA_FILE, "product",
+                         lambda raw, where: _entry(raw, where, default_workaround))
 
 
 def load() -> dict[str, Terminator]:
     """The base shipped with gitnetdiag."""
-    text = resources.files("gitnetdiag.data").joinpath("h2_terminators.toml").read_text()
-    return parse(text)
+    return parse(read_text(DATA_FILE))
 
 
 BASE: dict[str, Terminator] = load()

@@ -66,7 +66,7 @@ CLONE_FAULTS: dict[str, str] = {
 
 CLONE_FAULT_CULPRIT: dict[str, str] = {fault: "edge-idle-timeout" for fault in CLONE_FAULTS}
 """The culprit each fault must rank first under ``--direction fetch``, kept apart from
-:data:`~gitnetdiag.lab.spec.FETCH_FAULT_CULPRIT` as :mod:`gitnetdiag.lab.httpfaults` keeps
+:data:`~gitnetdiag.lab.expectations.FETCH_FAULT_CULPRIT` as :mod:`gitnetdiag.lab.httpfaults` keeps
 its own: every fault there is run and re-fitted by the fetch fault matrix
 (``benchmarks/fault_matrix_fetch.py``) and needs a fix of its own in
 :data:`~gitnetdiag.lab.fetchlab.FETCH_FAULT_FIXED_SETTINGS`; these are judged by

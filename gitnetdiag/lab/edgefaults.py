@@ -33,7 +33,7 @@ EDGE_FAULT_CULPRIT: dict[str, str] = {
     "edge-no-backend": "edge-no-backend",
 }
 """The culprit each fault must rank first (kept apart from
-:data:`~gitnetdiag.lab.spec.FAULT_CULPRIT`, which needs a recorded run in ``captures/``)."""
+:data:`~gitnetdiag.lab.expectations.FAULT_CULPRIT`, which needs a recorded run in ``captures/``)."""
 
 EDGE_FAULT_FIX_NAMES: dict[str, str] = {
     "edge-no-backend": "option httpchk",

@@ -68,7 +68,7 @@ HTTP_FAULT_CULPRIT: dict[str, str] = {
     "streamed-body-refused": "streamed-body-refused",
 }
 """The culprit each fault must rank first, kept apart from
-:data:`~gitnetdiag.lab.spec.FAULT_CULPRIT` until the detectors exist: every fault there
+:data:`~gitnetdiag.lab.expectations.FAULT_CULPRIT` until the detectors exist: every fault there
 needs a recorded run in ``captures/`` (``tests/captures/test_recorded_runs.py``) and is
 ranked by ``tests/acceptance/test_diagnose_lab.py``."""
 

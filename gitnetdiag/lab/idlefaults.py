@@ -34,7 +34,7 @@ IDLE_FAULTS: dict[str, str] = {
 
 IDLE_FAULT_CULPRIT: dict[str, str] = {"idle-state-drop": "path-idle-timeout"}
 """The culprit the fault must rank first, kept apart from
-:data:`~gitnetdiag.lab.spec.FAULT_CULPRIT` (which needs a recorded run in ``captures/``)."""
+:data:`~gitnetdiag.lab.expectations.FAULT_CULPRIT` (which needs a recorded run in ``captures/``)."""
 
 IDLE_FAULT_FIX_NAMES: dict[str, str] = {"idle-state-drop": "receive.keepAlive"}
 """A setting the fix of the fault's culprit must name."""

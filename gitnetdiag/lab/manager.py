@@ -20,7 +20,6 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-import pwd
 import shutil
 import signal
 import sys
@@ -30,11 +29,9 @@ from pathlib import Path
 
 from gitnetdiag.errors import GitnetdiagError, LabError
 from gitnetdiag.lab import (
-    config,
     edgefaults,
     fetchlab,
     h2window,
-    httpfaults,
     idlefaults,
     pathfaults,
     slowclient,
@@ -44,6 +41,13 @@ from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.edges import EDGE_PROGRAMS
 from gitnetdiag.lab.httpauth import make_http_auth
 from gitnetdiag.lab.netns import Namespaces
+from gitnetdiag.lab.provision import (
+    ensure_user,
+    make_pki,
+    make_repo,
+    make_ssh_keys,
+    remove_user_if_ours,
+)
 from gitnetdiag.lab.servers import (
     SERVICE_USER,
     alive,
@@ -59,8 +63,6 @@ from gitnetdiag.lab.spec import (
     EDGE_BACKEND_RATE,
     EDGE_TEMP_BYTES_PER_S,
     EDGE_TEMP_IOPS,
-    FETCH_HISTORY_BYTES,
-    FETCH_SIMILAR_BLOBS,
     SLOW_DISK_BYTES_PER_S,
     LabSpec,
 )
@@ -249,97 +251,6 @@ def router_rules(ns: Namespaces, spec: LabSpec) -> None:
         nsexec(ns.router, *ipt, "-j", "NFQUEUE", "--queue-num", str(NFQUEUE_NUM))
 
 
-def _make_pki(paths: LabPaths) -> None:
-    paths.pki.mkdir(parents=True, exist_ok=True)
-    ca_key = paths.pki / "ca.key"
-    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
-    run(["openssl", "req", "-x509", *ec, "-keyout", str(ca_key), "-out", str(paths.ca_cert),
-         "-days", "30", "-subj", "/CN=gitnetdiag lab CA",
-         "-addext", "basicConstraints=critical,CA:TRUE",
-         "-addext", "keyUsage=critical,keyCertSign,cRLSign"])
-    csr = paths.pki / "server.csr"
-    run(["openssl", "req", *ec, "-keyout", str(paths.server_key), "-out", str(csr),
-         "-subj", "/CN=gnd-server"])
-    ext = paths.pki / "server.ext"
-    ext.write_text(
-        f"subjectAltName=IP:{SERVER_IP},DNS:gnd-server\n"
-        "extendedKeyUsage=serverAuth\nbasicConstraints=CA:FALSE\n"
-    )
-    run(["openssl", "x509", "-req", "-in", str(csr), "-CA", str(paths.ca_cert),
-         "-CAkey", str(ca_key), "-CAcreateserial", "-out", str(paths.server_cert),
-         "-days", "30", "-extfile", str(ext)])
-    paths.server_pem.write_text(paths.server_cert.read_text() + paths.server_key.read_text())
-    for secret in (ca_key, paths.server_key, paths.server_pem):
-        secret.chmod(0o600)
-
-
-def _make_ssh_keys(paths: LabPaths) -> None:
-    paths.ssh.mkdir(parents=True, exist_ok=True)
-    for key, comment in ((paths.client_key, "gitnetdiag-lab-client"),
-                         (paths.host_key, "gitnetdiag-lab-host")):
-        run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(key)])
-    paths.authorized_keys.write_text(Path(f"{paths.client_key}.pub").read_text())
-    host_pub = Path(f"{paths.host_key}.pub").read_text().split()
-    paths.known_hosts.write_text(f"{SERVER_IP} {host_pub[0]} {host_pub[1]}\n")
-
-
-def _ensure_user() -> pwd.struct_passwd:
-    try:
-        return pwd.getpwnam(SERVICE_USER)
-    except KeyError:
-        pass
-    home = STATE_ROOT / "home"
-    home.mkdir(parents=True, exist_ok=True)
-    run(["useradd", "--system", "--user-group", "--home-dir", str(home), "--no-create-home",
-         "--shell", "/usr/bin/git-shell", SERVICE_USER], timeout_s=20)
-    # A locked account ("!") is refused by sshd even for keys when PAM is off.
-    run(["usermod", "-p", "*", SERVICE_USER], timeout_s=20)
-    (STATE_ROOT / "user-created").write_text(SERVICE_USER + "\n")
-    account = pwd.getpwnam(SERVICE_USER)
-    os.chown(home, account.pw_uid, account.pw_gid)
-    return account
-
-
-def _remove_user_if_ours() -> None:
-    marker = STATE_ROOT / "user-created"
-    if marker.exists():
-        run(["userdel", SERVICE_USER], timeout_s=20, check=False)
-        marker.unlink()
-
-
-def _make_repo(paths: LabPaths, spec: LabSpec, account: pwd.struct_passwd) -> None:
-    repo = str(paths.repo)
-    git = ("git", "-c", "safe.directory=*", f"--git-dir={repo}")
-    run(["git", "init", "-q", "--bare", "-b", "main", repo])
-    run([*git, "config", "http.receivepack", "true"])
-    run([*git, "config", "receive.denyDeletes", "false"])
-    for key, value in httpfaults.repo_config(spec):
-        run([*git, "config", key, value])
-    tree = run([*git, "hash-object", "-t", "tree", "-w", "/dev/null"]).stdout.strip()
-    env = {
-        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
-        "GIT_AUTHOR_NAME": "gitnetdiag lab", "GIT_AUTHOR_EMAIL": "lab@gitnetdiag.invalid",
-        "GIT_COMMITTER_NAME": "gitnetdiag lab", "GIT_COMMITTER_EMAIL": "lab@gitnetdiag.invalid",
-        "GIT_AUTHOR_DATE": "2026-01-01T00:00:00Z", "GIT_COMMITTER_DATE": "2026-01-01T00:00:00Z",
-    }
-    commit = run([*git, "commit-tree", tree, "-m", "lab: initial commit"], env=env).stdout.strip()
-    run([*git, "update-ref", "refs/heads/main", commit])
-    if spec.slow_disk_iops is not None:  # receive-pack syncs what it stores: slow-storage bites
-        run([*git, "config", "core.fsync", "committed"])
-    if spec.hook_delay_s > 0:
-        hook = paths.repo / "hooks" / "pre-receive"
-        hook.write_text(idlefaults.pre_receive_hook(spec.hook_delay_s)
-                        if idlefaults.drops_idle_state(spec)
-                        else config.pre_receive_hook(spec.hook_delay_s))
-        hook.chmod(0o755)
-    if spec.fetch_history is not None:
-        fetchlab.seed_history(paths.repo, spec.fetch_history, count=FETCH_SIMILAR_BLOBS,
-                              size_bytes=FETCH_HISTORY_BYTES, scratch=paths.root / "seed")
-    if spec.repository_packed:  # lab up --fixed of slow-pack-generation
-        fetchlab.repack(paths.repo)
-    run(["chown", "-R", f"{account.pw_uid}:{account.pw_gid}", str(paths.srv)])
-
-
 def _start_delay(ns: Namespaces, paths: LabPaths, spec: LabSpec) -> int | None:
     if spec.rtt_ms <= 0:
         return None
@@ -432,11 +343,11 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
         progress("network namespaces, veth pairs, routes")
         _build_topology(ns, spec)
         progress("certificate authority and server certificate")
-        _make_pki(paths)
+        make_pki(paths)
         progress("SSH keys, service user, bare repository")
-        _make_ssh_keys(paths)
+        make_ssh_keys(paths)
         with _shared_files_lock():
-            account = _ensure_user()
+            account = ensure_user()
         paths.home.mkdir(exist_ok=True)
         cgroup = ""
         if spec.slow_disk_iops is not None:
@@ -456,7 +367,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
             client_path = h2window.attach(
                 root, spec.client_h2_window,
                 next_git=f"{client_path}/git" if client_path else None)
-        _make_repo(paths, spec, account)
+        make_repo(paths, spec, account)
         files = write_configs(paths, spec)
         if spec.http_auth:
             make_http_auth(paths, account)
@@ -590,7 +501,7 @@ def down(instance: str) -> list[str]:
         if STATE_ROOT.is_dir() and not any(p.is_dir() and p.name != "home"
                                            for p in STATE_ROOT.iterdir()):
             _restore_cubic()
-            _remove_user_if_ours()
+            remove_user_if_ours()
             shutil.rmtree(STATE_ROOT, ignore_errors=True)
             removed.append("service user and shared lab files")
     return removed

@@ -34,7 +34,7 @@ PATH_FAULT_CULPRIT: dict[str, str] = {
     "refused-port": "firewall-reset",
 }
 """The culprit each fault must rank first, kept apart from
-:data:`~gitnetdiag.lab.spec.FAULT_CULPRIT` (every fault there needs a recorded run in
+:data:`~gitnetdiag.lab.expectations.FAULT_CULPRIT` (every fault there needs a recorded run in
 ``captures/`` and a fix); ``tests/acceptance/test_dead_paths_lab.py`` runs them."""
 
 PATH_FAULT_FIX_NAMES: dict[str, str] = {

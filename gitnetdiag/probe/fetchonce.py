@@ -491,7 +491,7 @@ def _warn(state: FetchState, message: str) -> None:
 
 
 def _host(url: str) -> str:
-    from gitnetdiag.probe.runner import endpoint_of
+    from gitnetdiag.remoteurl import endpoint_of
 
     return endpoint_of(url)[0]
 

@@ -29,11 +29,12 @@ from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
 from gitnetdiag.probe.pathinfo import Endpoint, measure_paths
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.repo import new_probe_id
-from gitnetdiag.probe.runner import PATH_ATTEMPTS, endpoint_of
+from gitnetdiag.probe.runner import PATH_ATTEMPTS
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
 from gitnetdiag.probe.versions import collect_versions
 from gitnetdiag.proc import scratch_dir, sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
+from gitnetdiag.remoteurl import endpoint_of
 from gitnetdiag.rundir import PathMeasurement, RunError, ToolVersions, redact_url
 from gitnetdiag.rundir.failures import failure_hint
 from gitnetdiag.rundir.files import FETCH_FILE

@@ -6,31 +6,29 @@ protocol (interleaved, so drift hits all protocols alike), then the bursts.
 The manifest is rewritten after every step. Every push's throwaway branch is
 removed right after it (:mod:`gitnetdiag.probe.pushonce`), also on Ctrl-C or
 SIGTERM, which stop the run once that push is recorded. Every git run reads
-one isolated config (:mod:`gitnetdiag.probe.gitconfig`).
+one isolated config (:mod:`gitnetdiag.probe.gitconfig`). The native ledgers, body probe and
+HTTP/2 sweep that follow the pushes are :mod:`gitnetdiag.probe.nativesteps`.
 """
 
 from __future__ import annotations
 
 import contextlib
-import re
 import signal
 import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
-from urllib.parse import urlsplit
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.budget import native_pack_bytes, stall_detail, swallowed_full_size
+from gitnetdiag.probe.budget import stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.deadpath import dead_by_protocol, dead_error, path_line, skipped_push
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Transport
 from gitnetdiag.probe.h2stop import with_http2_frames
-from gitnetdiag.probe.nativecleanup import GitBranchCleanup
+from gitnetdiag.probe.nativesteps import body_step, native_ledgers, sweep_step
 from gitnetdiag.probe.options import NativeSummary, RawSummary, Reporter, SilentReporter
 
 # ProbeOptions is re-exported: the probe command and its tests take it from the runner.
@@ -39,13 +37,13 @@ from gitnetdiag.probe.pathinfo import Endpoint, measure_paths
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
-from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples, read_samples
+from gitnetdiag.probe.tcpinfo import read_samples
 from gitnetdiag.probe.versions import collect_versions
 from gitnetdiag.proc import received_signal, scratch_dir, sigterm_interrupts
 from gitnetdiag.redaction import SecretSet, redact_error, redact_text, redact_tree
+from gitnetdiag.remoteurl import endpoint_of as endpoint_of
 from gitnetdiag.rundir import (
     MANIFEST_NAME,
-    NATIVE_FILES,
     SCHEMA,
     SWEEP_FILE,
     PathMeasurement,
@@ -58,34 +56,9 @@ from gitnetdiag.rundir import (
     redact_url,
     write_manifest,
 )
-from gitnetdiag.rundir.files import NATIVE_BODY_FILE, sweep_variant_file
-from gitnetdiag.rundir.manifest import write_json_once
-from gitnetdiag.rundir.native import ReportStatus
 from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
 from gitnetdiag.safefile import full_disk_warning
 from gitnetdiag.vocabulary import TransportKind
-
-DEFAULT_PORTS = {"https": 443, "http": 80, "ssh": 22, "git": 9418}
-
-
-def endpoint_of(url: str) -> tuple[str, int]:
-    """(host, port) a URL connects to; scp-like ``user@host:path`` is SSH on port 22."""
-    if "://" not in url:
-        match = re.fullmatch(r"(?:[^@/:]+@)?([^/:]+):.*", url)
-        if match is None:
-            raise UsageError(f"cannot read the remote URL {redact_url(url)!r}")
-        return match.group(1), 22
-    parts = urlsplit(url)
-    if not parts.hostname or parts.scheme not in DEFAULT_PORTS:
-        raise UsageError(
-            f"cannot read the remote URL {redact_url(url)!r}",
-            hint="use https://host/path, ssh://user@host/path or git://host/path",
-        )
-    try:
-        port = parts.port or DEFAULT_PORTS[parts.scheme]
-    except ValueError as exc:
-        raise UsageError(f"bad port in {redact_url(url)!r}") from exc
-    return parts.hostname, port
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -299,12 +272,12 @@ def _run_steps(state: _Run, scratch: Path) -> None:
     idle_probes = start_idle_probes(list(state.protocols.values()) if options.native else [],
                                     options, state.run_dir, endpoint_of)
     if options.native and state.black_hole is None:
-        _native(state, repo_path, oid)
+        native_ledgers(state, repo_path, oid)
         state.save()
     if options.native:
-        _body(state)
+        body_step(state)
     if options.h2_sweep and state.black_hole is None and TransportKind.H2 not in state.failed:
-        _sweep(state, repo_path, oid)
+        sweep_step(state, repo_path, oid)
         state.save()
     idle_probes(state.reporter)  # silent connections held beside the probes above
 
@@ -445,162 +418,7 @@ def _append_push(state: _Run, protocol: TransportKind, record: PushRecord) -> No
     state.protocols[protocol] = replace(run, pushes=(*run.pushes, record))
 
 
-def _native(state: _Run, repo_path: Path, oid: str) -> None:
-    """The native HTTP/2 and SSH pushes: flow-control ledgers with every window update.
-
-    Both run at once: the HTTP/2 ledger is bound by its window (one window per round trip,
-    about 1.3 MB/s at 64 KiB and 50 ms), far below what the path carries beside it, and
-    neither ledger's evidence (SETTINGS, credit, window adjusts) depends on the rate the
-    other leaves. That saves the shorter probe's time (about 2 s of the demo)."""
-    options = state.options
-    wanted = [p for p in (TransportKind.H2, TransportKind.SSH)
-              if p in options.protocols and p not in state.failed]
-    if not wanted:
-        return
-    pack = state.pack if state.pack is not None else pack_for_commit(repo_path, oid)
-    side: list[BaseException | bool] = []
-    stop = threading.Event()  # the worker's HTTP/2 push gets no signal: told by this
-
-    def beside() -> None:
-        try:
-            side.append(_native_one(state, wanted[0], pack, repo_path, oid, stop))
-        except BaseException as exc:  # re-raised in the main thread below
-            side.append(exc)
-
-    worker = threading.Thread(target=beside, name="gitnetdiag-native", daemon=True)
-    if len(wanted) > 1:
-        worker.start()
-    signalled = False
-    try:
-        signalled = _native_one(state, wanted[-1], pack, repo_path, oid, stop)
-    except BaseException:
-        stop.set()  # Ctrl-C or SIGTERM: the worker stops within a second and cleans up
-        raise
-    finally:
-        if worker.is_alive() or side:
-            worker.join()
-    if side and isinstance(side[0], BaseException):
-        raise side[0]
-    if signalled or (side and side[0] is True):
-        raise KeyboardInterrupt
-
-
-def _native_one(state: _Run, protocol: TransportKind, pack: bytes, repo_path: Path,
-                oid: str, stop: threading.Event | None = None) -> bool:
-    """One native probe, its ledger written; whether Ctrl-C or SIGTERM arrived in its
-    clean-up (the caller stops the run then)."""
-    from gitnetdiag.probe.h2native import H2ClientSide, h2_push_probe
-    from gitnetdiag.probe.sshnative import ssh_push_probe
-
-    options = state.options
-    label = f"native {protocol.value} ledger"
-    url = options.urls[protocol]
-    state.reporter.begin(label)
-    rates = [p.rate_bytes_per_s for p in state.protocols[protocol].pushes
-             if p.rate_bytes_per_s]
-    host, port = endpoint_of(url)
-    rtt = next((p.connect_rtt_min_s for p in state.paths if p.endpoint == f"{host}:{port}"),
-               None)
-    sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s, rtt)]
-    samples: list[TcpInfoSample] = []
-    cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s,
-                               until=options.cleanup_until)
-    try:
-        if protocol is TransportKind.H2:
-            push: Any = h2_push_probe(url, ca_file=options.ca_file, pack=sent,
-                                      new_oid=oid, probe_id=new_probe_id(),
-                                      timeout_s=options.timeout_s, cleanup=cleanup,
-                                      verify=False if options.insecure else None,
-                                      client_side=H2ClientSide(tcpinfo_sink=samples, stop=stop))
-            for warning in push.warnings:
-                state.warn(warning)
-        else:
-            push = ssh_push_probe(url, key_file=options.ssh_key,
-                                  known_hosts=options.ssh_known_hosts, pack=sent,
-                                  new_oid=oid, probe_id=new_probe_id(),
-                                  timeout_s=options.timeout_s, cleanup=cleanup,
-                                  tcpinfo_sink=samples)
-        detail = state.native_summary.push(push.events)
-    except GitnetdiagError as exc:
-        if cleanup.result is not None:  # no ledger file: the error tells the branch's end
-            exc.message += f" (its branch: {cleanup.result.status.value})"
-        state.error("native", protocol, exc)
-        state.reporter.done(label, exc.message, ok=False)
-        return cleanup.signalled
-    finally:
-        _native_cleanup_problem(state, protocol, cleanup)
-    if len(sent) < len(pack):
-        detail += f", bounded to {len(sent) / 2**20:.1f} MiB of the pack"
-    write_json_once(state.run_dir / NATIVE_FILES[protocol.value],
-                    replace(push.events, **cleanup.ledger_fields()))
-    append_samples(state.run_dir / NATIVE_FILES[protocol.value].replace(
-        ".json", ".tcpinfo.jsonl"), samples)
-    state.reporter.done(label, detail, ok=True)
-    return cleanup.signalled
-
-
-def _native_cleanup_problem(state: _Run, protocol: TransportKind,
-                            cleanup: GitBranchCleanup) -> None:
-    error, warning = cleanup.problem(redact_url(state.options.urls[protocol]))
-    if error is not None:
-        state.error("cleanup", protocol, error)
-    if warning is not None:
-        state.warn(warning)
-
-
-def _body(state: _Run) -> None:
-    """The native body probe, after an HTTP push failed the way a body limit or a refused
-    streamed body makes it fail (:func:`~gitnetdiag.probe.bodyprobe.body_probe_trigger`)."""
-    from gitnetdiag.probe.bodyprobe import body_probe, body_probe_trigger, progress_line
-
-    http = [p for p in (TransportKind.H1, TransportKind.H2) if p in state.protocols]
-    trigger = body_probe_trigger([state.protocols[p] for p in http])
-    if trigger is None:
-        return
-    options = state.options
-    url = options.urls[http[0]]
-    state.reporter.begin("native body probe")
-    record = body_probe(url, protocols=[p.value for p in http if options.urls[p] == url],
-                        upper_bytes=len(state.pack or b""), trigger=trigger,
-                        ca_file=options.ca_file, verify=False if options.insecure else None)
-    write_json_once(state.run_dir / NATIVE_BODY_FILE, record)
-    state.reporter.done("native body probe", progress_line(record), ok=not record.notes)
-    state.save()
-
-
 SWEEP_ARTIFACT = SWEEP_FILE
-
-
-def _sweep(state: _Run, repo_path: Path, oid: str) -> None:
-    """The native HTTP/2 upload once per client SETTINGS variant."""
-    from gitnetdiag.probe.h2native import h2_sweep
-
-    options = state.options
-    if TransportKind.H2 not in options.urls:
-        state.warn("--h2-sweep skipped: it needs an HTTPS URL (--http)")
-        return
-    label = "h2 sweep of client settings"
-    state.reporter.begin(label)
-    cleanup = GitBranchCleanup(state.transport(TransportKind.H2), repo_path, options.cleanup_wait_s,
-                               until=options.cleanup_until)
-    try:
-        records = h2_sweep(options.urls[TransportKind.H2], ca_file=options.ca_file,
-                           pack=pack_for_commit(repo_path, oid), new_oid=oid,
-                           probe_id_factory=new_probe_id, timeout_s=options.timeout_s,
-                           verify=False if options.insecure else None, cleanup=cleanup)
-    except GitnetdiagError as exc:
-        state.error("h2-sweep", TransportKind.H2, exc)
-        state.reporter.done(label, exc.message, ok=False)
-        return
-    finally:
-        _native_cleanup_problem(state, TransportKind.H2, cleanup)
-    # Raw events only: the rows (native-h2-sweep.json) are derived by the pure side.
-    for n, record in enumerate(records, start=1):
-        write_json_once(state.run_dir / sweep_variant_file(n), record)
-    state.reporter.done(label, state.native_summary.sweep(records),
-                        ok=all(ReportStatus.from_dict(r.report).ok_for(r.ref) for r in records))
-    if cleanup.signalled:
-        raise KeyboardInterrupt
 
 
 def _burst(state: _Run, protocol: TransportKind, repo_path: Path) -> None:

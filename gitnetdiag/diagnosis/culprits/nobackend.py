@@ -18,20 +18,19 @@ The fix names the answering product's pool and health-check settings
 
 from __future__ import annotations
 
-import tomllib
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from importlib import resources
 from typing import Any
 
+from gitnetdiag.data import KnowledgeBaseError, load_table, require_source, require_text
 from gitnetdiag.diagnosis.culprits._common import Hit, Tally, failure_cost_s, label
 from gitnetdiag.diagnosis.culprits.answers import HTTPS_PROTOCOLS, Answer, answers
 from gitnetdiag.diagnosis.measures import ok_pushes
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.servers import answering_server, products_of_files
-from gitnetdiag.diagnosis.terminators import BASE, KnowledgeBaseError, by_fingerprint, by_name
+from gitnetdiag.diagnosis.terminators import BASE, by_fingerprint, by_name
 from gitnetdiag.outcomes import MEASURED_OUTCOMES
 
 CULPRIT = "edge-no-backend"
@@ -64,46 +63,29 @@ class EdgeBackends:
     """The documentation page."""
 
 
-def _entry(raw: dict[str, Any]) -> EdgeBackends:
-    where = f"{DATA_FILE} entry {raw.get('id', '?')!r}"
+def _entry(raw: dict[str, Any], where: str) -> EdgeBackends:
     product = BASE.get(raw.get("id", ""))
     if product is None:
         raise KnowledgeBaseError(f"{where}: the id is not a product of h2_terminators.toml")
-    for key in ("answer", "fix", "source"):
-        if not isinstance(raw.get(key), str) or not raw[key]:
-            raise KnowledgeBaseError(f"{where}: missing text field `{key}`")
+    require_text(raw, ("answer", "fix"), where)
     if not isinstance(raw.get("server"), str):
         raise KnowledgeBaseError(f"{where}: server must be text ('' for no server header)")
-    if not raw["source"].startswith("https://"):
-        raise KnowledgeBaseError(f"{where}: source must be an https URL")
+    source = require_source(raw.get("source"), where)
     statuses = raw.get("statuses")
     if not isinstance(statuses, list) or not statuses or not all(
             isinstance(s, int) and 500 <= s < 600 for s in statuses):
         raise KnowledgeBaseError(f"{where}: statuses must be a list of 5xx statuses")
     return EdgeBackends(id=product.id, name=product.name, statuses=tuple(statuses),
                         answer=raw["answer"], server=raw["server"], fix=raw["fix"],
-                        source=raw["source"])
+                        source=source)
 
 
 def parse(text: str) -> dict[str, EdgeBackends]:
     """The table in ``text`` (TOML), validated; keyed by product id in file order."""
-    try:
-        data = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
-        raise KnowledgeBaseError(f"{DATA_FILE}: not valid TOML ({exc})") from None
-    table: dict[str, EdgeBackends] = {}
-    for raw in data.get("product", ()):
-        entry = _entry(raw)
-        if entry.id in table:
-            raise KnowledgeBaseError(f"{DATA_FILE}: product id {entry.id!r} appears twice")
-        table[entry.id] = entry
-    if not table:
-        raise KnowledgeBaseError(f"{DATA_FILE}: no [[product]] entries")
-    return table
+    return load_table(DATA_FILE, "product", _entry, text=text)
 
 
-BACKENDS: dict[str, EdgeBackends] = parse(
-    resources.files("gitnetdiag.data").joinpath(DATA_FILE).read_text())
+BACKENDS: dict[str, EdgeBackends] = load_table(DATA_FILE, "product", _entry)
 """Every product of the table, keyed by id, in file order."""
 
 
