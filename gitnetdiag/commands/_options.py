@@ -67,3 +67,25 @@ LabName = Annotated[str, typer.Option(
     "--name", help="Lab instance name (1-8 lowercase letters/digits); several instances can "
     "coexist.")]
 LabJson = Annotated[bool, typer.Option("--json", help="Print the lab state as JSON.")]
+
+RemoteArg = Annotated[str | None, typer.Argument(
+    metavar="REMOTE",
+    help="A remote of the checkout you run in (origin, the default there when no URL "
+    "option is given) or a URL: its URL as git resolves it (pushurl, insteadOf), the "
+    "other transport derived from it (HTTPS <-> SSH) and probed when its port answers. "
+    "--http/--ssh/--git override.", show_default=False)]
+"""``diagnose [REMOTE]``."""
+
+BundleFile = Annotated[Path | None, typer.Option(
+    "--bundle", metavar="FILE",
+    help="With the diagnosis: also write FILE, one .tgz to attach to a ticket (the reports, "
+    "the records 'gitnetdiag report' re-renders offline, headers-only captures, an index; no "
+    "TLS keys unless --full; at most 20 MiB).")]
+"""``--bundle FILE`` of ``diagnose``."""
+
+FetchSeed = Annotated[str | None, typer.Option(
+    "--fetch-seed", metavar="SIZE",
+    help="With --direction fetch|both, for a repository too small to measure or empty: "
+    "push SIZE of generated data to a throwaway branch, fetch that branch, delete it. "
+    "Without it a fetch writes nothing on the server.")]
+"""``--fetch-seed SIZE`` of ``probe``/``diagnose``."""

@@ -16,8 +16,10 @@ import typer
 
 from gitnetdiag.commands._options import (
     DEFAULT_TIMEOUT_S,
+    BundleFile,
     CaFile,
     CleanupWait,
+    FetchSeed,
     FetchServerLocal,
     FetchServerNetns,
     GitTimeout,
@@ -26,6 +28,7 @@ from gitnetdiag.commands._options import (
     Lab,
     LabInstance,
     LabWayIn,
+    RemoteArg,
     ReportFormat,
     RunDir,
     SshKey,
@@ -47,12 +50,7 @@ __all__ = ["ReportFormat", "RichReporter", "probe_command", "register"]
 # Typer reads every option from the command function's parameters: that is the reason this
 # function has 35 of them. Its body only packs them into ProbeArgs and hands that on.
 def probe_command(
-    remote: Annotated[str | None, typer.Argument(
-        metavar="[REMOTE]",
-        help="A remote of the checkout you run in (origin, the default there when no URL "
-        "option is given) or a URL: its URL as git resolves it (pushurl, insteadOf), the "
-        "other transport derived from it (HTTPS <-> SSH) and probed when its port answers. "
-        "--http/--ssh/--git override.", show_default=False)] = None,
+    remote: RemoteArg = None,
     http: Annotated[str | None, typer.Option("--http", help="HTTPS smart-HTTP remote URL.")]
     = None,
     ssh: Annotated[str | None, typer.Option("--ssh", help="SSH remote URL.")] = None,
@@ -118,18 +116,10 @@ def probe_command(
         "--direction",
         help="push (to a throwaway branch), fetch (read-only bounded clones of what the URL "
         "serves) or both (fetches land in RUN-fetch).")] = TransferDirection.PUSH,
-    fetch_seed: Annotated[str | None, typer.Option(
-        "--fetch-seed", metavar="SIZE",
-        help="With --direction fetch|both, for a repository too small to measure or empty: "
-        "push SIZE of generated data to a throwaway branch, fetch that branch, delete it. "
-        "Without it a fetch writes nothing on the server.")] = None,
+    fetch_seed: FetchSeed = None,
     host_netns: FetchServerNetns = None,
     host_local: FetchServerLocal = False,
-    bundle: Annotated[Path | None, typer.Option(
-        "--bundle", metavar="FILE",
-        help="With the diagnosis: also write FILE, one .tgz to attach to a ticket (the "
-        "reports, the records 'gitnetdiag report' re-renders offline, headers-only "
-        "captures, an index; no TLS keys unless --full; at most 20 MiB).")] = None,
+    bundle: BundleFile = None,
 ) -> None:
     """Push or clone the same repository over HTTP/1.1, HTTP/2, SSH and git://, captured.
 
