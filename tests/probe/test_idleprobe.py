@@ -255,3 +255,41 @@ def test_a_silent_clone_targets_its_endpoint_with_the_stall_it_waited() -> None:
     protocols, trigger, silence = targets[("h", 8443)]
     # Stalled: it waited the stall timeout (6 s), not its whole wall time.
     assert protocols == ["h1"] and "h1 clone #1" in trigger and silence == 6.0
+
+
+def _fake_rounds(monkeypatch: pytest.MonkeyPatch, first: dict[float, str]) -> list[tuple]:
+    """``_hold`` answering the ladder as ``first`` says and every later round 'answered';
+    the rounds asked for are recorded."""
+    from gitnetdiag.probe import idleprobe
+    from gitnetdiag.rundir.idleprobe import IdleConnection
+
+    asked: list[tuple] = []
+
+    def hold(host: str, port: int, rungs: tuple, clock: object, sleep: object) -> list:
+        asked.append(tuple(rungs))
+        fate = first if len(asked) == 1 else {}
+        return [IdleConnection(idle_s=r, answer=fate.get(r, "answered"))  # type: ignore[arg-type]
+                for r in rungs if fate.get(r, "answered") != "skip"]
+
+    monkeypatch.setattr(idleprobe, "_hold", hold)
+    monkeypatch.setattr(idleprobe, "_new_connection", lambda *a: None)
+    return asked
+
+
+def test_a_bracket_gets_a_finer_round_inside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _fake_rounds(monkeypatch, {4: "unanswered", 5: "skip", 6: "skip"})
+    record = idle_probe("h", 1, silence_s=6.0, protocols=["h1"], trigger="t")
+    assert asked == [(1, 2, 3, 4, 5, 6), (3.25, 3.5, 3.75)]
+    assert record.bracket_s == (3.75, 4)
+    assert [c.idle_s for c in record.connections] == [1, 2, 3, 3.25, 3.5, 3.75, 4]
+
+
+def test_no_finer_round_without_a_bracket_or_past_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _fake_rounds(monkeypatch, {})
+    idle_probe("h", 1, silence_s=3.0, protocols=["h1"], trigger="t")
+    assert asked == [(1, 2, 3)]  # every keepalive answered: nothing to bracket
+    asked = _fake_rounds(monkeypatch, {4: "unanswered"})
+    idle_probe("h", 1, silence_s=4.0, protocols=["h1"], trigger="t",
+               until=time.monotonic() + 5.0)
+    assert asked == [(1, 2, 3, 4)]  # a watch cycle's deadline: no time for another 4 s

@@ -198,9 +198,13 @@ def idle_kept_hint(obs: Observations) -> str | None:
         kept = probe.answered_up_to_s if probe is not None else None
         if (probe is not None and kept is not None and probe.unanswered_from_s is None
                 and kept >= probe.silence_s):
+            clone = obs.run.transfer == "download"
+            work = ("a slow pack preparation, pack-objects" if clone
+                    else "a slow pre-receive hook, receive-pack")
+            bound = "--stall-timeout" if clone else "--timeout"
             return (f"the idle probe of {label(name)}'s port had keepalives answered after "
-                    f"{fmt_s(kept)} of silence, as long as the push waited: the path keeps "
-                    "idle connections, so the server most likely still works (a slow "
-                    "pre-receive hook, receive-pack): run with a --timeout above the "
-                    "server's time, and add 'gitnetdiag host' evidence with --host-report")
+                    f"{fmt_s(kept)} of silence, as long as the {'clone' if clone else 'push'} "
+                    "waited: the path keeps idle connections, so the server most likely "
+                    f"still works ({work}): run with a {bound} above the server's time, and "
+                    "add 'gitnetdiag host' evidence with --host-report")
     return None

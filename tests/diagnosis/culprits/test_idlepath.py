@@ -6,7 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.culprits.idlepath import joint_bracket, matching_middleboxes
+from gitnetdiag.diagnosis.culprits.idlepath import (
+    idle_kept_hint,
+    joint_bracket,
+    matching_middleboxes,
+)
 from gitnetdiag.diagnosis.idletimeouts import MIDDLEBOXES
 from gitnetdiag.diagnosis.observations import (
     IdlePathProbe,
@@ -171,3 +175,13 @@ def test_the_ports_brackets_join_where_they_overlap_else_span() -> None:
     assert joint_bracket([(3.0, 4.0), (3.5, 4.5)]) == (3.5, 4.0)
     # No overlap (each probe's own noise): both together, not an empty bracket.
     assert joint_bracket([(3.0, 3.5), (4.0, 4.5)]) == (3.0, 4.5)
+
+
+def test_a_clone_whose_keepalives_were_answered_is_hinted_at_the_pack_preparation() -> None:
+    obs = case_clones_path_idle_timeout()
+    kept = {name: replace(p, idle_path=replace(p.idle_path, answered_up_to_s=10.0,
+                                               unanswered_from_s=None, unanswered_probes=0))
+            for name, p in obs.protocols.items() if p.idle_path is not None}
+    hint = idle_kept_hint(replace(obs, protocols=kept))
+    assert hint is not None and "as long as the clone waited" in hint
+    assert "pack-objects" in hint and "--stall-timeout" in hint and "pre-receive" not in hint
