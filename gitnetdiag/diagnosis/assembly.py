@@ -66,7 +66,7 @@ from __future__ import annotations
 
 import re
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from gitnetdiag.analysis.trace2 import finished_clone_rate
@@ -77,6 +77,7 @@ from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     DeadPath,
     HostEvidence,
+    IdlePathProbe,
     Observations,
     ProtocolObservation,
     PushResult,
@@ -170,12 +171,14 @@ def download_observations(clones: Sequence[TransferObservation], *,
                           requested: Sequence[str] = (),
                           problems: Sequence[RunProblem] = (),
                           started: str = "", target_url: str = "",
-                          dead_paths: Sequence[DeadPath] = ()) -> Observations:
+                          dead_paths: Sequence[DeadPath] = (),
+                          idle_paths: Mapping[str, IdlePathProbe] = {}) -> Observations:
     """A fetch's clones as one :class:`Observations`: each clone whole in ``transfers``
     (the download detectors' input) and push-shaped per protocol (what the culprits of both
-    directions read), with the fetch's bursts (``--burst``) and the server's host
-    evidence, when there are; ``started`` and ``target_url`` as the push's run info has them
-    (empty for a bare capture)."""
+    directions read), with the fetch's bursts (``--burst``), the idle probe of each
+    protocol's endpoint (``idle_paths``, after a clone that heard nothing) and the server's
+    host evidence, when there are; ``started`` and ``target_url`` as the push's run info has
+    them (empty for a bare capture)."""
     protocols: dict[str, ProtocolObservation] = {}
     for name in PROTOCOL_ORDER:
         mine = [obs for obs in clones if obs.protocol == name]
@@ -187,7 +190,8 @@ def download_observations(clones: Sequence[TransferObservation], *,
             pushes=tuple(as_push_result(obs) for obs in mine),
             capture=_handshakes(_evidence_of(best), mine),
             trace2=_phases(mine),
-            http_requests=tuple(r for obs in mine for r in obs.http_requests))
+            http_requests=tuple(r for obs in mine for r in obs.http_requests),
+            idle_path=idle_paths.get(name))
     rtts = [obs.path_rtt_s for obs in clones if obs.path_rtt_s]
     libcurl = next((obs.libcurl for obs in clones if obs.libcurl), None)
     return Observations(

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from gitnetdiag.lab import clonefaults, edgefaults, httpfaults
+from gitnetdiag.lab import clonefaults, edgefaults, httpfaults, idlefaults
 from gitnetdiag.lab.spec import BAD_MEMBER_STATUS, H2_DEFAULT_WINDOW, LabSpec
 from gitnetdiag.model.lab.state import (
     PORT_HTTP_BACKEND,
@@ -274,7 +274,7 @@ X11Forwarding no
 AllowTcpForwarding no
 PrintMotd no
 {f"MaxStartups {spec.sshd_max_startups}" if spec.sshd_max_startups else ""}
-{clonefaults.sshd_lines(spec, paths.bin)}"""
+{clonefaults.sshd_lines(spec, paths.bin)}{idlefaults.sshd_lines(spec, paths.bin)}"""
 
 
 def http_backend_cgi(paths: LabPaths, before: str = "") -> str:

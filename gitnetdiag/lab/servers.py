@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from gitnetdiag.errors import LabError
-from gitnetdiag.lab import cgroups, clonefaults, config, edges
+from gitnetdiag.lab import cgroups, clonefaults, config, edges, idlefaults
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.netns import Namespaces
 from gitnetdiag.lab.spec import LabSpec
@@ -38,11 +38,15 @@ def write_configs(paths: LabPaths, spec: LabSpec) -> dict[str, Path]:
     paths.bin.mkdir(parents=True, exist_ok=True)
     paths.run.mkdir(parents=True, exist_ok=True)
     cgi = paths.bin / "git-http-backend.cgi"
-    cgi.write_text(config.http_backend_cgi(paths, clonefaults.cgi_lines(spec, paths.bin)))
+    cgi.write_text(config.http_backend_cgi(paths, clonefaults.cgi_lines(spec, paths.bin)
+                                           + idlefaults.cgi_lines(spec, paths.bin)))
     cgi.chmod(0o755)
     slow_pack = paths.bin / clonefaults.SLOW_PACK_SCRIPT
     slow_pack.write_text(clonefaults.slow_pack_script())
     slow_pack.chmod(0o755)
+    idle_pack = paths.bin / idlefaults.IDLE_PACK_SCRIPT
+    idle_pack.write_text(idlefaults.idle_pack_script())
+    idle_pack.chmod(0o755)
     if spec.auth_delay_s > 0:
         keys = paths.bin / "slow-auth-keys"
         keys.write_text(config.slow_auth_keys(paths, spec.auth_delay_s))

@@ -34,6 +34,7 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     BurstResult,
     CaptureMetrics,
+    IdlePathProbe,
     RunProblem,
 )
 from gitnetdiag.diagnosis.transfers import HttpExchange, PackWait, TransferObservation
@@ -43,6 +44,7 @@ from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
 from gitnetdiag.pipeline._connections import burst_result
 from gitnetdiag.pipeline._host import load_host_report
 from gitnetdiag.pipeline._metrics import capture_metrics
+from gitnetdiag.pipeline._native import idle_path
 from gitnetdiag.pipeline._paths import dead_paths
 from gitnetdiag.pipeline._remote import remote_of
 from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_run_dir
@@ -234,7 +236,8 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
         started=manifest.started_at,
         target_url=", ".join(sorted({run.url for run in manifest.protocols})),
         dead_paths=dead_paths(((r.protocol, r.endpoint) for r in manifest.protocols),
-                              manifest.paths))
+                              manifest.paths),
+        idle_paths=_idle_paths(run_dir, manifest))
     obs = replace(obs, run=replace(obs.run, **remote_of(manifest.options)))
     ranked = diagnose(obs)
     # The failures' hints speak of the transfer's direction (a clone's words, not a push's).
@@ -248,6 +251,14 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
             record=manifest, windows=windows,
             h2_pacing=tuple(h2_receiver_pacing(r) for r in manifest.h2_downloads),
             ssh_pacing=tuple(ssh_receiver_pacing(r) for r in manifest.ssh_downloads)))
+
+
+def _idle_paths(run_dir: Path, manifest: SampledManifest) -> dict[str, IdlePathProbe]:
+    """What the idle probe saw of each protocol's endpoint, where it ran (after a clone
+    that asked for its pack and heard nothing: ``native-idle-<n>.json``)."""
+    probes = {run.protocol: idle_path(run_dir, run.protocol).value
+              for run in manifest.protocols}
+    return {name: probe for name, probe in probes.items() if probe is not None}
 
 
 _STAGE_HINTS = {

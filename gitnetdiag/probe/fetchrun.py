@@ -3,7 +3,9 @@
 Order of a run: collect versions, write the isolated git config, measure each
 endpoint's path (connects only), then for each repeat clone once per protocol
 (interleaved, as pushes are) with :func:`gitnetdiag.probe.fetchonce.fetch_once`, then
-the native downloads and, with ``--burst N``, each protocol's burst of ls-remotes.
+the native downloads (beside them, after a clone that asked for its pack and heard
+nothing, the idle probe, :mod:`gitnetdiag.probe.idleprobe`) and, with ``--burst N``, each
+protocol's burst of ls-remotes.
 ``fetch.json`` is rewritten after every step; secrets are removed from every
 file of the run directory at the end. Nothing is ever written on the server:
 no push, no ref update, only upload-pack's reads.
@@ -271,11 +273,17 @@ def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
             if record.outcome == "failed":
                 failed.add(protocol)
             state.save()
+    from gitnetdiag.probe.idleprobe import start_clone_idle_probes
+    # A clone that asked for its pack and heard nothing: is the path still there? The
+    # silent connections are held beside the native downloads.
+    idle_probes = start_clone_idle_probes(list(state.protocols.values()) if options.native
+                                          else [], options, state.run_dir, endpoint_of)
     if options.native and TransportKind.H2 in options.protocols and TransportKind.H2 not in failed:
         _h2_ledgers(state)
     if options.native and TransportKind.SSH in options.protocols \
             and TransportKind.SSH not in failed:
         _ssh_ledger(state)
+    idle_probes(state.reporter)
     if options.burst > 0:
         _bursts(state, failed)
 

@@ -1,21 +1,29 @@
-"""The idle probe: after a push sent its pack and heard nothing, is the server still working,
-or did the path forget the connection?
+"""The idle probe: after a push sent its pack (or a clone asked for its pack) and heard
+nothing, is the server still working, or did the path forget the connection?
 
 A stateful middlebox (NAT gateway, firewall, load balancer) that forgets a connection after
 N s of silence drops whatever comes after, with no RST and no FIN: the server's answer to a
-push whose server worked silently for longer never arrives, and git waits. A slow hook on a
-healthy path looks the same from git's side. So this probe asks the path itself, on
-connections of its own to the same ``host:port``, none of which sends a byte:
+push whose server worked silently for longer never arrives, nor the pack of a clone whose
+server prepared it silently for longer, and git waits. A slow hook or a slow pack
+preparation on a healthy path looks the same from git's side. So this probe asks the path
+itself, on connections of its own to the same ``host:port``, none of which sends a byte:
 
 1. one connection per idle time of a ladder (:func:`idle_ladder`: up to the silence seen,
-   at most :data:`MAX_IDLE_S`), opened together, each with TCP keepalive set to fire
-   after its own idle time (``TCP_KEEPIDLE``; ``TCP_KEEPINTVL`` 1 s);
+   at most :data:`MAX_IDLE_S`), opened together, each with one TCP keepalive due after its
+   own idle time: ``TCP_KEEPIDLE`` 1 s and ``SO_KEEPALIVE`` turned on one second before
+   the idle time is over (the kernel arms the keepalive timer then, and sends the probe
+   when the timer fires with the connection silent that long: a 1 s timer fires within a
+   few ms, where one of several seconds may fire up to half a second late; an idle time
+   need not be whole seconds);
 2. the kernel's ``TCP_INFO`` of each, read once its keepalive was due: ``tcpi_probes`` >= 1
    is a keepalive gone unanswered, an ACK after the keepalive's time an answered one
    (:func:`judge`). All idle times run at once, so the probe lasts about the path's timeout
    (it stops at the first unanswered one: every longer one would be unanswered too) or the
    ladder's top when every keepalive is answered;
-3. a new connection to the same port at the end: it works while the silent ones are gone
+3. when the ladder bracketed the timeout (answered at one idle time, unanswered at the
+   next), a second, finer round between the two (:func:`fine_ladder`: quarters of the gap),
+   so N is known to a quarter of the ladder's step (0.25 s for a 4 s path);
+4. a new connection to the same port at the end: it works while the silent ones are gone
    when the path, not the server, forgot them.
 
 The answers go to ``native-idle-<n>.json`` (:mod:`gitnetdiag.rundir.idleprobe`), one per
@@ -45,16 +53,24 @@ from gitnetdiag.rundir.idleprobe import (
     NewConnection,
 )
 from gitnetdiag.rundir.manifest import write_json_once
-from gitnetdiag.rundir.records import PushRecord
+from gitnetdiag.rundir.records import PushRecord, SampledTransfer
 
 LADDER_S = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30)
 """Idle times tried (whole seconds: ``TCP_KEEPIDLE``'s unit)."""
 MAX_IDLE_S = 30.0
 """The longest silence held: a path that forgets later than this is not bracketed."""
+MAX_PROBE_S = 2 * (MAX_IDLE_S + 5.0) + 10.0
+"""The longest an idle probe takes: both rounds at the ladder's top, and the new connection."""
 KEEPALIVE_INTERVAL_S = 1
 """``TCP_KEEPINTVL``: a second probe follows the first after this."""
 KEEPALIVE_COUNT = 60
 """``TCP_KEEPCNT``: high, so the kernel does not close a connection within the probe."""
+ARM_S = 1
+"""``TCP_KEEPIDLE`` of every connection: ``SO_KEEPALIVE`` goes on this long before its idle
+time is over (a short timer: the kernel's timer wheel rounds a long one up by as much as
+1/8 of it)."""
+FINE_PARTS = 4
+"""The finer round splits the ladder's bracket into this many parts."""
 ANSWER_WAIT_S = 1.5
 """How long after its keepalive was due a connection is judged (an answer takes one RTT)."""
 CONNECT_TIMEOUT_S = 5.0
@@ -110,6 +126,16 @@ def idle_ladder(silence_s: float) -> tuple[int, ...]:
     return tuple(t for t in LADDER_S if t <= max(top, LADDER_S[1]))
 
 
+def fine_ladder(low_s: float | None, high_s: float | None,
+                parts: int = FINE_PARTS) -> tuple[float, ...]:
+    """Idle times between the ladder's last answered one and its first unanswered one
+    (``parts`` - 1 of them, evenly spaced); none when the ladder did not bracket."""
+    if low_s is None or high_s is None or high_s <= low_s:
+        return ()
+    step = (high_s - low_s) / parts
+    return tuple(round(low_s + k * step, 3) for k in range(1, parts))
+
+
 def judge(state: KeepaliveState, *, idle_s: float, elapsed_s: float,
           answer_wait_s: float = ANSWER_WAIT_S) -> KeepaliveAnswer | None:
     """A connection's keepalive fate ``elapsed_s`` after its connect, None while undecided:
@@ -127,13 +153,24 @@ def judge(state: KeepaliveState, *, idle_s: float, elapsed_s: float,
 
 @dataclass
 class _Silent:
-    idle_s: int
+    idle_s: float
     sock: socket.socket | None
     opened_at: float
     result: IdleConnection | None = None
+    armed: bool = False
+    """``SO_KEEPALIVE`` is on (:data:`ARM_S` before the idle time is over)."""
+
+    @property
+    def arm_at(self) -> float:
+        return self.opened_at + max(0.0, self.idle_s - ARM_S)
+
+    def arm(self, now: float) -> None:
+        if not self.armed and self.sock is not None and now >= self.arm_at:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+            self.armed = True
 
 
-def _open(host: str, port: int, idle_s: int, clock: Callable[[], float]) -> _Silent:
+def _open(host: str, port: int, idle_s: float, clock: Callable[[], float]) -> _Silent:
     try:
         sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
     except OSError as exc:
@@ -141,12 +178,14 @@ def _open(host: str, port: int, idle_s: int, clock: Callable[[], float]) -> _Sil
         silent.result = IdleConnection(idle_s=idle_s, answer="failed",
                                        detail=f"connect: {exc.strerror or exc}")
         return silent
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, idle_s)
+    # SO_KEEPALIVE stays off until ARM_S before the idle time (_Silent.arm).
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPIDLE, ARM_S)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPINTVL, KEEPALIVE_INTERVAL_S)
     sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_KEEPCNT, KEEPALIVE_COUNT)
     sock.setblocking(False)
-    return _Silent(idle_s=idle_s, sock=sock, opened_at=clock())
+    silent = _Silent(idle_s=idle_s, sock=sock, opened_at=clock())
+    silent.arm(silent.opened_at)
+    return silent
 
 
 def _closed_by_server(sock: socket.socket) -> str | None:
@@ -209,14 +248,11 @@ def proxy_note(protocols: Sequence[str], env: Mapping[str, str]) -> tuple[str, .
             "gone through that proxy (its first hop then is the proxy's leg)",)
 
 
-def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[str],
-               trigger: str, ladder: Sequence[int] | None = None,
-               notes: tuple[str, ...] = (),
-               clock: Callable[[], float] = time.monotonic,
-               sleep: Callable[[float], None] = time.sleep) -> IdleProbeRecord:
-    """Hold silent connections to ``host:port`` and see which keepalives are answered."""
-    started = clock()
-    rungs = tuple(ladder) if ladder is not None else idle_ladder(silence_s)
+def _hold(host: str, port: int, rungs: Sequence[float], clock: Callable[[], float],
+          sleep: Callable[[float], None]) -> list[IdleConnection]:
+    """One round: a silent connection per idle time, held until each is judged or one
+    keepalive went unanswered (longer idle times would only be unanswered too: they are
+    left unjudged)."""
     silent = [_open(host, port, idle, clock) for idle in rungs]
     try:
         while True:
@@ -226,25 +262,51 @@ def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[st
                 break
             now = clock()
             for s in pending:
+                s.arm(now)
                 _poll(s, now)
-            sleep(POLL_S)
+            arms = [s.arm_at for s in pending if not s.armed]
+            sleep(max(0.0, min([POLL_S, *(at - clock() for at in arms)])))
     finally:
         for s in silent:
             if s.sock is not None:
                 s.sock.close()
-    # Longer idle times than the first unanswered one are left unjudged: they would only
-    # be unanswered too.
-    judged = tuple(s.result for s in silent if s.result is not None)
+    return [s.result for s in silent if s.result is not None]
+
+
+def _bracket(connections: Sequence[IdleConnection]) -> tuple[float | None, float | None]:
+    answered = [c.idle_s for c in connections if c.answer == "answered"]
+    unanswered = [c.idle_s for c in connections if c.answer == "unanswered"]
+    return (max(answered) if answered else None, min(unanswered) if unanswered else None)
+
+
+def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[str],
+               trigger: str, ladder: Sequence[float] | None = None,
+               notes: tuple[str, ...] = (), until: float | None = None,
+               clock: Callable[[], float] = time.monotonic,
+               sleep: Callable[[float], None] = time.sleep) -> IdleProbeRecord:
+    """Hold silent connections to ``host:port`` and see which keepalives are answered: the
+    ladder, then the finer round inside its bracket unless that would end after ``until``
+    (a monotonic deadline)."""
+    started = clock()
+    rungs = tuple(ladder) if ladder is not None else idle_ladder(silence_s)
+    judged = _hold(host, port, rungs, clock, sleep)
+    low, high = _bracket(judged)
+    fine = fine_ladder(low if low is not None else (0.0 if high else None), high)
+    fine = tuple(f for f in fine if f >= 1.0)
+    if fine and high is not None and (
+            until is None or clock() + high + ANSWER_WAIT_S + 2 * KEEPALIVE_INTERVAL_S < until):
+        judged += _hold(host, port, fine, clock, sleep)
     return IdleProbeRecord(
         target=f"{host}:{port}", protocols=tuple(protocols), trigger=trigger,
         silence_s=silence_s, keepalive_interval_s=float(KEEPALIVE_INTERVAL_S),
-        answer_wait_s=ANSWER_WAIT_S, connections=judged,
+        answer_wait_s=ANSWER_WAIT_S,
+        connections=tuple(sorted(judged, key=lambda c: c.idle_s)),
         new_connection=_new_connection(host, port, clock), duration_s=clock() - started,
         notes=notes)
 
 
 # --------------------------------------------------------------------------
-# When it runs (after the pushes)
+# When it runs (after the pushes, after the clones)
 # --------------------------------------------------------------------------
 
 
@@ -278,48 +340,97 @@ def silent_push(push: PushRecord) -> bool:
                  and push.failure_kind.value in ("hung", "timeout"))))
 
 
+class _CloneRun(Protocol):
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+    @property
+    def fetches(self) -> Sequence[SampledTransfer]: ...
+
+
+PACK_PROGRESS = "Receiving objects"
+"""git's progress once pack bytes arrive (``index-pack``)."""
+
+
+def silent_clone(clone: SampledTransfer) -> bool:
+    """The clone reached the server (bytes came: the connect, the ref advertisement) and was
+    given up waiting for its pack: stalled or hung before git counted a pack byte."""
+    return (clone.outcome in ("hung", "stalled") and clone.moved_bytes > 0
+            and PACK_PROGRESS not in clone.last_progress)
+
+
+Targets = dict[tuple[str, int], tuple[list[str], str, float]]
+"""Endpoint -> (its protocols, the trigger, the silence seen)."""
+
+
+def _add_target(targets: Targets, key: tuple[str, int], protocol: str, trigger: str,
+                silence: float, options: _Options) -> None:
+    if options.cleanup_until is not None:  # a watch cycle's deadline bounds it too
+        silence = min(silence, options.cleanup_until - time.monotonic()
+                      - ANSWER_WAIT_S - 2 * KEEPALIVE_INTERVAL_S)
+        if silence < LADDER_S[1]:
+            return
+    if key in targets:
+        targets[key][0].append(protocol)
+        return
+    targets[key] = ([protocol], trigger, silence)
+
+
+def _waited(outcome: str, wall_s: float, options: _Options) -> float:
+    """The silence a transfer given up as ``outcome`` after ``wall_s`` was held."""
+    waited = options.stall_timeout_s if outcome == "stalled" else options.timeout_s
+    return min(wall_s, waited or wall_s)
+
+
 def idle_probe_targets(runs: Sequence[_ProtocolRun], options: _Options,
-                       endpoint: Callable[[str], tuple[str, int]]
-                       ) -> dict[tuple[str, int], tuple[list[str], str, float]]:
-    """Endpoint -> (its protocols, the trigger, the silence seen) for every protocol with a
-    silent push (:func:`silent_push`)."""
-    targets: dict[tuple[str, int], tuple[list[str], str, float]] = {}
+                       endpoint: Callable[[str], tuple[str, int]]) -> Targets:
+    """The endpoint of every protocol with a silent push (:func:`silent_push`)."""
+    targets: Targets = {}
     for run in runs:
         push = next((p for p in run.pushes if silent_push(p)), None)
-        if push is None:
-            continue
-        waited = options.stall_timeout_s if push.outcome == "stalled" else options.timeout_s
-        silence = min(push.wall_s, waited or push.wall_s)
-        if options.cleanup_until is not None:  # a watch cycle's deadline bounds it too
-            silence = min(silence, options.cleanup_until - time.monotonic()
-                          - ANSWER_WAIT_S - 2 * KEEPALIVE_INTERVAL_S)
-            if silence < LADDER_S[1]:
-                continue
-        key = endpoint(run.url)
-        if key in targets:
-            targets[key][0].append(run.protocol)
-            continue
-        targets[key] = ([run.protocol], f"{run.protocol} push #{push.repeat}: the pack went "
-                        f"out and no answer came ({push.outcome})", silence)
+        if push is not None:
+            _add_target(targets, endpoint(run.url), run.protocol,
+                        f"{run.protocol} push #{push.repeat}: the pack went out and no "
+                        f"answer came ({push.outcome})",
+                        _waited(push.outcome, push.wall_s, options), options)
     return targets
 
 
-def run_idle_probes(targets: dict[tuple[str, int], tuple[list[str], str, float]],
-                    run_dir: Path) -> list[IdleProbeRecord]:
-    """The idle probe of every target at once (threads: each mostly waits); files written."""
+def clone_probe_targets(runs: Sequence[_CloneRun], options: _Options,
+                        endpoint: Callable[[str], tuple[str, int]]) -> Targets:
+    """The endpoint of every protocol with a silent clone (:func:`silent_clone`)."""
+    targets: Targets = {}
+    for run in runs:
+        clone = next((c for c in run.fetches if silent_clone(c)), None)
+        if clone is not None:
+            _add_target(targets, endpoint(run.url), run.protocol,
+                        f"{run.protocol} clone #{clone.repeat}: the pack was asked for and "
+                        f"did not come ({clone.outcome})",
+                        _waited(clone.outcome, clone.wall_s, options), options)
+    return targets
+
+
+def run_idle_probes(targets: Targets, run_dir: Path, *,
+                    until: float | None = None) -> list[IdleProbeRecord]:
+    """The idle probe of every target at once (threads: each mostly waits); files written.
+    ``until``: a monotonic deadline the finer round must end before."""
     records: dict[int, IdleProbeRecord] = {}
 
     def one(n: int, host: str, port: int, protocols: list[str], trigger: str,
             silence: float) -> None:
         records[n] = idle_probe(host, port, silence_s=silence, protocols=protocols,
-                                trigger=trigger, notes=proxy_note(protocols, os.environ))
+                                trigger=trigger, notes=proxy_note(protocols, os.environ),
+                                until=until)
 
     threads = [threading.Thread(target=one, args=(n, host, port, *value), daemon=True)
                for n, ((host, port), value) in enumerate(targets.items(), start=1)]
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join(MAX_IDLE_S + 20.0)
+        thread.join(MAX_PROBE_S)
     for n in sorted(records):
         write_json_once(run_dir / IDLE_FILE_PATTERN.format(n=n), records[n])
     return [records[n] for n in sorted(records)]
@@ -344,18 +455,29 @@ def start_idle_probes(runs: Sequence[_ProtocolRun], options: _Options, run_dir: 
     """Start the idle probe in the background when a push sent its pack and heard nothing
     (its connections mostly wait: the run's other probes go on meanwhile); the returned
     call waits for it and reports, from the caller's thread."""
-    targets = idle_probe_targets(runs, options, endpoint)
+    return _start(idle_probe_targets(runs, options, endpoint), options, run_dir)
+
+
+def start_clone_idle_probes(runs: Sequence[_CloneRun], options: _Options, run_dir: Path,
+                            endpoint: Callable[[str], tuple[str, int]]
+                            ) -> Callable[[Reporter], None]:
+    """:func:`start_idle_probes` after the clones: when a clone asked for its pack and heard
+    nothing (:func:`silent_clone`)."""
+    return _start(clone_probe_targets(runs, options, endpoint), options, run_dir)
+
+
+def _start(targets: Targets, options: _Options, run_dir: Path) -> Callable[[Reporter], None]:
     if not targets:
         return lambda reporter: None
     done: list[IdleProbeRecord] = []
-    thread = threading.Thread(target=lambda: done.extend(run_idle_probes(targets, run_dir)),
-                              daemon=True)
+    thread = threading.Thread(target=lambda: done.extend(
+        run_idle_probes(targets, run_dir, until=options.cleanup_until)), daemon=True)
     thread.start()
 
     def finish(reporter: Reporter) -> None:
         label = "idle probe (keepalives on silent connections)"
         reporter.begin(label)
-        thread.join(MAX_IDLE_S + 30.0)
+        thread.join(MAX_PROBE_S + 10.0)
         for record in done:
             reporter.done(label, progress_line(record),
                           ok=bool(record.connections) and record.bracket_s[1] is None)

@@ -43,3 +43,26 @@ def test_the_hook_sleeps_on_a_push_and_not_on_a_delete(tmp_path: Path) -> None:
 
     assert took(f"{zero} {oid} refs/heads/gitnetdiag/probe-x\n") >= 0.3
     assert took(f"{oid} {zero} refs/heads/gitnetdiag/probe-x\n") < 0.3
+
+
+def test_clones_get_a_silent_pack_preparation_longer_than_the_timeout(tmp_path: Path) -> None:
+    """HTTPS (the CGI's environment) and SSH (sshd's SetEnv) alike: git runs the lab's
+    script in place of pack-objects, and upload-pack sends no keepalive packets (0)."""
+    spec = build_spec(instance="a", faults=["idle-state-drop"])
+    cgi = idlefaults.cgi_lines(spec, tmp_path)
+    script = tmp_path / idlefaults.IDLE_PACK_SCRIPT
+    assert f"export GIT_CONFIG_VALUE_0='{script}'" in cgi
+    assert "export GIT_CONFIG_KEY_1='uploadpack.keepAlive'" in cgi
+    assert "export GIT_CONFIG_VALUE_1='0'" in cgi and "GIT_CONFIG_COUNT='2'" in cgi
+    sshd = idlefaults.sshd_lines(spec, tmp_path)
+    assert sshd.startswith("SetEnv GIT_CONFIG_COUNT=2 ") and f"={script} " in sshd
+    assert f"sleep {IDLE_HOOK_S:g}\n" in idlefaults.idle_pack_script()
+    assert IDLE_HOOK_S > IDLE_STATE_TIMEOUT_S
+    healthy = build_spec(instance="a", faults=["healthy"])
+    assert idlefaults.cgi_lines(healthy, tmp_path) == idlefaults.sshd_lines(healthy, tmp_path) == ""
+    # The script passes pack-objects' arguments on after its wait.
+    script.write_text(idlefaults.idle_pack_script().replace(f"sleep {IDLE_HOOK_S:g}", "sleep 0"))
+    script.chmod(0o755)
+    out = subprocess.run([str(script), "echo", "pack-objects", "--stdout"], capture_output=True,
+                         text=True, check=True, timeout=10).stdout
+    assert out == "pack-objects --stdout\n"

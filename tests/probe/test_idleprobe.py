@@ -19,16 +19,19 @@ from gitnetdiag.pipeline._native import idle_path
 from gitnetdiag.probe.idleprobe import (
     IDLE_FILE_PATTERN,
     KeepaliveState,
+    clone_probe_targets,
+    fine_ladder,
     idle_ladder,
     idle_probe,
     idle_probe_targets,
     judge,
     proxy_note,
     run_idle_probes,
+    silent_clone,
     silent_push,
 )
 from gitnetdiag.rundir.idleprobe import idle_probe_record
-from gitnetdiag.rundir.records import PushRecord
+from gitnetdiag.rundir.records import PushRecord, SampledTransfer
 from gitnetdiag.serial import to_jsonable
 
 
@@ -209,3 +212,84 @@ def test_a_server_that_greets_then_closes_is_closed_not_unanswered() -> None:
     thread.join(5)
     server.close()
     assert [c.answer for c in record.connections] == ["closed", "closed"], record.connections
+
+
+def test_the_finer_round_splits_the_ladders_bracket_in_quarters() -> None:
+    assert fine_ladder(3, 4) == (3.25, 3.5, 3.75)
+    assert fine_ladder(25, 30) == (26.25, 27.5, 28.75)
+    assert fine_ladder(None, 4) == () and fine_ladder(4, None) == ()
+    assert fine_ladder(4, 4) == ()
+
+
+def _clone(**kw: object) -> SampledTransfer:
+    base: dict[str, object] = dict(
+        protocol="h1", repeat=1, started_at="2026-12-01T00:00:00Z", outcome="stalled",
+        failure_kind=None, last_line="stalled waiting for the server: nothing for 10.3 s",
+        wall_s=10.8, rate_bytes_per_s=None, started_epoch_s=0.0, moved_bytes=3123,
+        measured_s=10.5, last_progress="Cloning into 'clone'...", tcpinfo_samples=3,
+        clone_removed=True)
+    base.update(kw)
+    return SampledTransfer(**base)  # type: ignore[arg-type]
+
+
+def test_it_runs_after_a_clone_that_asked_for_its_pack_and_heard_nothing() -> None:
+    assert silent_clone(_clone())
+    assert silent_clone(_clone(outcome="hung"))
+    assert not silent_clone(_clone(moved_bytes=0))  # never reached the server
+    assert not silent_clone(_clone(last_progress="Receiving objects:  40% (4/10)"))  # mid-pack
+    assert not silent_clone(_clone(outcome="failed"))
+    assert not silent_clone(_clone(outcome="ok"))
+
+
+class _CloneRun:
+    def __init__(self, protocol: str, url: str, fetches: tuple[SampledTransfer, ...]) -> None:
+        self.protocol, self.url, self.fetches = protocol, url, fetches
+
+
+def test_a_silent_clone_targets_its_endpoint_with_the_stall_it_waited() -> None:
+    runs = [_CloneRun("h1", "https://h:8443/r", (_clone(),)),
+            _CloneRun("ssh", "ssh://u@h/r", (_clone(protocol="ssh", outcome="ok"),))]
+    endpoint = {"https://h:8443/r": ("h", 8443), "ssh://u@h/r": ("h", 22)}.__getitem__
+    targets = clone_probe_targets(runs, _Options(), endpoint)
+    assert list(targets) == [("h", 8443)]
+    protocols, trigger, silence = targets[("h", 8443)]
+    # Stalled: it waited the stall timeout (6 s), not its whole wall time.
+    assert protocols == ["h1"] and "h1 clone #1" in trigger and silence == 6.0
+
+
+def _fake_rounds(monkeypatch: pytest.MonkeyPatch, first: dict[float, str]) -> list[tuple]:
+    """``_hold`` answering the ladder as ``first`` says and every later round 'answered';
+    the rounds asked for are recorded."""
+    from gitnetdiag.probe import idleprobe
+    from gitnetdiag.rundir.idleprobe import IdleConnection
+
+    asked: list[tuple] = []
+
+    def hold(host: str, port: int, rungs: tuple, clock: object, sleep: object) -> list:
+        asked.append(tuple(rungs))
+        fate = first if len(asked) == 1 else {}
+        return [IdleConnection(idle_s=r, answer=fate.get(r, "answered"))  # type: ignore[arg-type]
+                for r in rungs if fate.get(r, "answered") != "skip"]
+
+    monkeypatch.setattr(idleprobe, "_hold", hold)
+    monkeypatch.setattr(idleprobe, "_new_connection", lambda *a: None)
+    return asked
+
+
+def test_a_bracket_gets_a_finer_round_inside_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _fake_rounds(monkeypatch, {4: "unanswered", 5: "skip", 6: "skip"})
+    record = idle_probe("h", 1, silence_s=6.0, protocols=["h1"], trigger="t")
+    assert asked == [(1, 2, 3, 4, 5, 6), (3.25, 3.5, 3.75)]
+    assert record.bracket_s == (3.75, 4)
+    assert [c.idle_s for c in record.connections] == [1, 2, 3, 3.25, 3.5, 3.75, 4]
+
+
+def test_no_finer_round_without_a_bracket_or_past_the_deadline(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    asked = _fake_rounds(monkeypatch, {})
+    idle_probe("h", 1, silence_s=3.0, protocols=["h1"], trigger="t")
+    assert asked == [(1, 2, 3)]  # every keepalive answered: nothing to bracket
+    asked = _fake_rounds(monkeypatch, {4: "unanswered"})
+    idle_probe("h", 1, silence_s=4.0, protocols=["h1"], trigger="t",
+               until=time.monotonic() + 5.0)
+    assert asked == [(1, 2, 3, 4)]  # a watch cycle's deadline: no time for another 4 s

@@ -96,7 +96,7 @@ _CATALOGUE: tuple[tuple[str, str, Detector, frozenset[Direction]], ...] = (
     ("streamed-body-refused", "Streamed request body refused",
      refusals.streamed_body_refused, UPLOAD),
     ("edge-no-backend", "Edge has no working backend", nobackend.edge_no_backend, BOTH),
-    ("path-idle-timeout", "Path forgets idle connections", idlepath.path_idle_timeout, UPLOAD),
+    ("path-idle-timeout", "Path forgets idle connections", idlepath.path_idle_timeout, BOTH),
     # The download direction's own: the client receives, the server sends and works first.
     ("client-tcp-receive-window-clamp", "Client TCP receive window clamped",
      tcp.client_tcp_receive_window_clamp, DOWNLOAD),

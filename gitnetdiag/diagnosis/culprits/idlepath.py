@@ -3,7 +3,10 @@
 A stateful middlebox (NAT gateway, firewall, load balancer) drops its state of a TCP
 connection after N s without a packet and then discards what follows, with no RST and no
 FIN. A push whose server works silently for longer (a hook, index-pack) sends its pack and
-waits for an answer that never comes; from git's side that looks like a slow server. The
+waits for an answer that never comes; a clone whose server prepares its pack silently for
+longer (counting and compressing objects, a pack-objects hook, with no
+``uploadpack.keepAlive`` packets shorter than N) asks for its pack and waits for a pack that
+never comes. From git's side that looks like a slow server. The
 idle probe (:class:`~gitnetdiag.diagnosis.observations.IdlePathProbe`) tells them apart on
 connections of the tool's own to the same port: keepalives answered after a short silence
 and unanswered after a longer one, while a new connection works, say the path forgot the
@@ -76,13 +79,15 @@ def _middlebox_text(low_s: float, high_s: float) -> str:
             "raise it above the server's longest silent phase.")
 
 
-def _evidence(name: str, probe: IdlePathProbe) -> list[Evidence]:
+def _evidence(name: str, probe: IdlePathProbe, clone: bool) -> list[Evidence]:
     high = probe.unanswered_from_s
     assert high is not None
+    what = (f"{label(name)} clone: silence after its pack request until given up" if clone
+            else f"{label(name)} push: silence after its pack until given up")
     items = [
-        Evidence(what=f"{label(name)} push: silence after its pack until given up",
-                 value=probe.silence_s, unit="s", threshold=probe.answered_up_to_s or 0.0,
-                 comparison=">", source=f"the {label(name)} push's monitor"),
+        Evidence(what=what, value=probe.silence_s, unit="s",
+                 threshold=probe.answered_up_to_s or 0.0, comparison=">",
+                 source=f"the {label(name)} {'clone' if clone else 'push'}'s monitor"),
         Evidence(what="keepalive unanswered after this silence", value=high, unit="s",
                  text=f"{probe.unanswered_probes} keepalive probe(s) unanswered "
                  "(TCP_INFO tcpi_probes), no RST or FIN", source=probe.source),
@@ -98,45 +103,77 @@ def _evidence(name: str, probe: IdlePathProbe) -> list[Evidence]:
     return items
 
 
+def joint_bracket(brackets: list[tuple[float, float]]) -> tuple[float, float]:
+    """The path's timeout as every port's probe brackets it (answered up to, unanswered
+    from): where they overlap, the overlap (one point when one port's answered end is
+    another's unanswered one); where they do not (each probe's own noise), their span."""
+    low, high = max(b[0] for b in brackets), min(b[1] for b in brackets)
+    if low > high:
+        return min(b[0] for b in brackets), max(b[1] for b in brackets)
+    return low, high
+
+
+def _fix(low: float, high: float, clone: bool) -> str:
+    """Keepalives more often than the path's timeout, the server's first for the direction
+    that failed; or a longer timeout on the middlebox (the known products' values)."""
+    keep = max(1, int((low or high) / 2))
+    every = fmt_s(low or high)
+    ssh = f"for SSH `ServerAliveInterval {keep}` in the client's ssh config ({SSH_ALIVE})"
+    tcp = ("other long-lived connections: TCP keepalive below it "
+           "(`net.ipv4.tcp_keepalive_time`)")
+    if clone:
+        keepalives = (
+            f"on the git server `git config uploadpack.keepAlive {keep}`: upload-pack then "
+            "sends an empty keepalive packet after that many seconds of pack-objects silence "
+            "while it prepares the pack (git's default is 5 s; 0 turns them off; "
+            f"{UPLOADPACK_KEEPALIVE}); from the client, {ssh}; {tcp}")
+    else:
+        keepalives = (
+            f"on the git server `git config receive.keepAlive {keep}` (pushes; "
+            f"{RECEIVE_KEEPALIVE}) and `git config uploadpack.keepAlive {keep}` (clones; "
+            f"{UPLOADPACK_KEEPALIVE}); {ssh}; {tcp}")
+    return (f"Keep the connection talking more often than every {every}: {keepalives}. Or "
+            "raise the middlebox's idle timeout above the server's longest silent phase. "
+            f"{_middlebox_text(low or high, high)}")
+
+
 def path_idle_timeout(obs: Observations) -> Hit | None:
+    clone = obs.run.transfer == "download"
     failing: list[str] = []
     evidence: list[Evidence] = []
     worst_s, worst_protocol = 0.0, None
-    bracket: tuple[float, float] | None = None
+    brackets: list[tuple[float, float]] = []
     for name, p in observed(obs):
         cost = _silent_protocol(obs, name, p)
         probe = p.idle_path
         if cost <= 0 or probe is None or probe.unanswered_from_s is None:
             continue
         failing.append(name)
-        evidence += _evidence(name, probe)
+        evidence += _evidence(name, probe, clone)
         low, high = probe.answered_up_to_s or 0.0, probe.unanswered_from_s
-        bracket = (low, high) if bracket is None else (max(bracket[0], low),
-                                                      min(bracket[1], high))
+        brackets.append((low, high))
         if cost > worst_s:
             worst_s, worst_protocol = cost, name
-    if bracket is None:
+    if not brackets:
         return None
-    low, high = bracket
-    keep = max(1, int((low or high) / 2))
+    low, high = joint_bracket(brackets)
     which = " and ".join(label(n) for n in failing)
-    between = f"{fmt_s(low)} to {fmt_s(high)}" if low else f"at most {fmt_s(high)}"
-    fix = (f"Keep the connection talking more often than every {fmt_s(low or high)}: on the "
-           f"git server `git config receive.keepAlive {keep}` (pushes; {RECEIVE_KEEPALIVE}) "
-           f"and `git config uploadpack.keepAlive {keep}` (clones; {UPLOADPACK_KEEPALIVE}); "
-           f"for SSH `ServerAliveInterval {keep}` in the client's ssh config ({SSH_ALIVE}); "
-           f"other long-lived connections: TCP keepalive below it "
-           f"(`net.ipv4.tcp_keepalive_time`). Or raise the middlebox's idle timeout above the "
-           f"server's longest silent phase. {_middlebox_text(low or high, high)}")
+    between = (f"about {fmt_s(high)}" if low and low >= high
+               else f"{fmt_s(low)} to {fmt_s(high)}" if low else f"at most {fmt_s(high)}")
     strength = "bracketed" if low else "unanswered-only"
+    what = (f"{which} clones hang after the pack was asked for: the path forgets a "
+            f"connection after {between} of silence and drops what follows (no RST or FIN), "
+            "so the pack the server sends after its silent preparation never arrives"
+            if clone else
+            f"{which} pushes hang after the pack was sent: the path forgets a connection "
+            f"after {between} of silence and drops what follows (no RST or FIN), so the "
+            "server's answer after its silent work never arrives")
     return Hit(
         score=WEIGHTS["path-idle-timeout"][strength], cost_s=worst_s,
         cost_protocol=worst_protocol,
-        summary=f"{which} pushes hang after the pack was sent: the path forgets a connection "
-        f"after {between} of silence and drops what follows (no RST or FIN), so the "
-        "server's answer after its silent work never arrives; keepalives on the tool's own "
-        "silent connections went unanswered while a new connection to the same port worked.",
-        evidence=tuple(evidence), fix=fix)
+        summary=f"{what}; keepalives on the tool's own silent connections went unanswered "
+        "while a new connection to the same port worked.",
+        evidence=tuple(evidence), fix=_fix(low, high, clone))
 
 
 def idle_path_hint(obs: Observations) -> str | None:
@@ -154,15 +191,20 @@ def idle_path_hint(obs: Observations) -> str | None:
 
 def idle_kept_hint(obs: Observations) -> str | None:
     """What to say of such a stall when the idle probe's keepalives were answered after as
-    long a silence as the push waited (the path kept the connection); None otherwise."""
+    long a silence as the push (or clone) waited (the path kept the connection); None
+    otherwise."""
     for name, p in observed(obs):
         probe = p.idle_path
         kept = probe.answered_up_to_s if probe is not None else None
         if (probe is not None and kept is not None and probe.unanswered_from_s is None
                 and kept >= probe.silence_s):
+            clone = obs.run.transfer == "download"
+            work = ("a slow pack preparation, pack-objects" if clone
+                    else "a slow pre-receive hook, receive-pack")
+            bound = "--stall-timeout" if clone else "--timeout"
             return (f"the idle probe of {label(name)}'s port had keepalives answered after "
-                    f"{fmt_s(kept)} of silence, as long as the push waited: the path keeps "
-                    "idle connections, so the server most likely still works (a slow "
-                    "pre-receive hook, receive-pack): run with a --timeout above the "
-                    "server's time, and add 'gitnetdiag host' evidence with --host-report")
+                    f"{fmt_s(kept)} of silence, as long as the {'clone' if clone else 'push'} "
+                    "waited: the path keeps idle connections, so the server most likely "
+                    f"still works ({work}): run with a {bound} above the server's time, and "
+                    "add 'gitnetdiag host' evidence with --host-report")
     return None

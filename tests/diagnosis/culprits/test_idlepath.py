@@ -6,7 +6,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.culprits.idlepath import matching_middleboxes
+from gitnetdiag.diagnosis.culprits.idlepath import (
+    idle_kept_hint,
+    joint_bracket,
+    matching_middleboxes,
+)
 from gitnetdiag.diagnosis.idletimeouts import MIDDLEBOXES
 from gitnetdiag.diagnosis.observations import (
     IdlePathProbe,
@@ -131,3 +135,53 @@ def test_the_middlebox_table_is_sourced_and_says_fixed_or_how() -> None:
 def test_observations_round_trip_with_the_idle_probe() -> None:
     obs = case_path_idle_timeout()
     assert Observations.from_dict(obs.to_dict()) == obs
+
+
+def case_clones_path_idle_timeout() -> Observations:
+    """The same path under a fetch: the server prepares each clone's pack silently for 8 s;
+    HTTPS and SSH clones stall after the pack request; the probe of each port brackets
+    the 4 s timeout to a quarter second (3.75-4 s on one, 4-4.25 s on the other)."""
+    stalled = tuple(replace(p, error_kind="hung", error_message="stalled waiting for the "
+                            "server: nothing for 10.3 s") for p in HUNG)
+    return Observations(
+        run=replace(run(repo_bytes=MB), transfer="download", measured_by="fetch"),
+        protocols={
+            "h1": replace(_hung(_probe("198.18.2.2:8443", low=3.75, high=4.0, silence_s=10.0)),
+                          pushes=stalled),
+            "ssh": replace(_hung(_probe("198.18.2.2:22", low=4.0, high=4.25, silence_s=10.0)),
+                           pushes=stalled),
+        })
+
+
+def test_clones_that_hang_after_the_pack_request_name_the_path_with_n() -> None:
+    """(The verdict of a fetch reads its whole clones, which these push-shaped ones are not:
+    the lab test, tests/acceptance/test_idle_path_lab.py, judges it.)"""
+    result = diagnose(case_clones_path_idle_timeout())
+    assert [f.id for f in result.findings][:1] == ["path-idle-timeout"], result.findings
+    top = result.findings[0]
+    # The two ports' brackets overlap in one point: the path forgets after about 4 s.
+    assert "clones hang after the pack was asked for" in top.summary
+    assert "about 4.0 s" in top.summary and "push" not in top.summary
+    assert [e.what for e in top.evidence][:1] == [
+        "HTTP/1.1 clone: silence after its pack request until given up"]
+    # The server's keepalive during pack preparation first, then the client's own.
+    assert top.fix.index("uploadpack.keepAlive 2") < top.fix.index("ServerAliveInterval 2")
+    assert "receive.keepAlive" not in top.fix and "git's default is 5 s" in top.fix
+    assert "AWS Network Load Balancer, TLS listener 350 s" in top.fix  # the data's values
+
+
+def test_the_ports_brackets_join_where_they_overlap_else_span() -> None:
+    assert joint_bracket([(3.75, 4.0), (4.0, 4.25)]) == (4.0, 4.0)
+    assert joint_bracket([(3.0, 4.0), (3.5, 4.5)]) == (3.5, 4.0)
+    # No overlap (each probe's own noise): both together, not an empty bracket.
+    assert joint_bracket([(3.0, 3.5), (4.0, 4.5)]) == (3.0, 4.5)
+
+
+def test_a_clone_whose_keepalives_were_answered_is_hinted_at_the_pack_preparation() -> None:
+    obs = case_clones_path_idle_timeout()
+    kept = {name: replace(p, idle_path=replace(p.idle_path, answered_up_to_s=10.0,
+                                               unanswered_from_s=None, unanswered_probes=0))
+            for name, p in obs.protocols.items() if p.idle_path is not None}
+    hint = idle_kept_hint(replace(obs, protocols=kept))
+    assert hint is not None and "as long as the clone waited" in hint
+    assert "pack-objects" in hint and "--stall-timeout" in hint and "pre-receive" not in hint
