@@ -100,6 +100,7 @@ its first pack byte: every clone is cut in the pack phase (at the defaults' 25 s
 is now and then)."""
 
 
+@pytest.mark.lab_lane("idle")  # the CPU-starved lab of the idle lane's slow-pack-generation
 def test_a_clone_cut_in_the_pack_phase_is_the_server_s_preparation(
         shared_lab: LabFactory, tmp_path: Path) -> None:
     """slow-pack-generation's clones stopped by the words-only bound: the run fails (every

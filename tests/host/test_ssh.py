@@ -140,7 +140,7 @@ def loopback_sshd(tmp_path: Path) -> Iterator[tuple[int, Path, Path]]:
 
 
 @pytest.mark.lab
-@pytest.mark.lab_lane("idle")  # a loopback sshd, no rate (tests/conftest.py)
+@pytest.mark.lab_lane("fail")  # a loopback sshd, no lab, no rate (tests/conftest.py)
 def test_host_over_ssh_against_a_loopback_sshd(loopback_sshd: tuple[int, Path, Path]) -> None:
     """End to end with paramiko: the remote report sees the sshd's own listener and lints."""
     port, key, known = loopback_sshd
@@ -176,7 +176,7 @@ def test_host_over_ssh_against_a_loopback_sshd(loopback_sshd: tuple[int, Path, P
 
 
 @pytest.mark.lab
-@pytest.mark.lab_lane("idle")  # a loopback sshd, no rate (tests/conftest.py)
+@pytest.mark.lab_lane("fail")  # a loopback sshd, no lab, no rate (tests/conftest.py)
 def test_unknown_host_key_is_refused(loopback_sshd: tuple[int, Path, Path], tmp_path: Path) -> None:
     port, key, _known = loopback_sshd
     empty = tmp_path / "empty_known_hosts"
