@@ -14,7 +14,7 @@ from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import TITLE as BOTH_TITLE
 from gitnetdiag.report.combined import html_body as both_body
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_line, failure_table
-from gitnetdiag.report.htmltext import prose
+from gitnetdiag.report.htmltext import fix_html, prose
 from gitnetdiag.report.plots import Figure, pacing_figure, report_figures, window_figure
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import (
@@ -88,7 +88,7 @@ def _finding(rank: int, f: Finding) -> str:
         f"<p><b>Cost</b> ~{esc(fmt_s(f.cost_s))} · <b>confidence</b> {f.score:.2f}</p>"
         f"<p>{prose(f.summary)}</p>"
         + html_table(("evidence", "measured", "threshold", "source"), evidence_rows(f))
-        + f'<p class="fix"><b>Fix:</b> {prose(f.fix)}</p></section>'
+        + fix_html(f.fix, "<b>Fix:</b>") + "</section>"
     )
 
 
@@ -116,7 +116,7 @@ def _sampled_finding(rank: int, finding: Finding) -> str:
             f"<p>costs ~{finding.cost_s:.1f} s, score {finding.score:.2f}. "
             f"{prose(finding.summary)}</p>"
             + html_table(("evidence", "value", "threshold", "source"), evidence_rows(finding))
-            + f"<p class=\"fix\">fix: {prose(finding.fix)}</p>")
+            + fix_html(finding.fix, "fix:"))
 
 
 def _sampled_html(d: Diagnosis) -> str:

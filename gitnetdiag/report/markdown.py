@@ -6,6 +6,7 @@ from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.combined import render_text as render_both
 from gitnetdiag.report.compare import md_table
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_table
+from gitnetdiag.report.fixtext import fix_layout
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import (
     PROTOCOL_COLUMNS,
@@ -32,9 +33,18 @@ def _finding(rank: int, f: Finding) -> list[str]:
         f.summary,
         "",
         *md_table(("evidence", "measured", "threshold", "source"), evidence_rows(f)),
-        f"**Fix:** {f.fix}",
+        *_fix(f.fix),
         "",
     ]
+
+
+def _fix(fix: str) -> list[str]:
+    """The answering product's lines first, the other products as a list."""
+    layout = fix_layout(fix)
+    lines = [f"**Fix:** {layout.lead}"]
+    if layout.others:
+        lines += ["", f"{layout.heading}:", *(f"- {item}" for item in layout.others)]
+    return lines + (["", layout.tail] if layout.tail else [])
 
 
 def render_markdown(diagnosis: Diagnosis) -> str:

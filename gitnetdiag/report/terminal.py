@@ -18,6 +18,7 @@ from gitnetdiag.report.failures import (
     failure_signature,
     failure_where,
 )
+from gitnetdiag.report.fixtext import fix_lines
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import WORDS, protocol_rows, render_text
 from gitnetdiag.report.units import (
@@ -55,8 +56,9 @@ def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None
                           (("threshold", threshold), ("source", source)) if text)
         line = f"- {what}: {value}" + (f" ({extra})" if extra else "")
         console.print(Padding(Text(line), (0, 0, 0, 3)))
-    fix = Text(f"fix: {finding.fix}", style="green" if color else "")
-    console.print(Padding(fix, (0, 0, 0, 3)))
+    for n, line in enumerate(fix_lines(finding.fix, first="fix: ")):
+        console.print(Padding(Text(line, style="green" if color else ""), (0, 0, 0, 3 if n == 0
+                                                                            else 5)))
 
 
 def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = False) -> str:

@@ -20,6 +20,7 @@ from gitnetdiag.diagnosis.model import Diagnosis, Finding, SampledTransfers
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.report.failures import SIGNATURE_HEADING, failure_line, failure_signature
+from gitnetdiag.report.fixtext import fix_lines
 from gitnetdiag.report.units import (
     evidence_rows,
     fmt_bytes,
@@ -268,7 +269,8 @@ def _finding_lines(rank: int, finding: Finding, *, markdown: bool) -> list[str]:
     lines += [f"   - {what}: {value}" + (f" ({threshold})" if threshold else "")
               + (f" [{source}]" if source else "")
               for what, value, threshold, source in evidence_rows(finding)]
-    lines.append(f"   fix: {finding.fix}")
+    lead, *rest = fix_lines(finding.fix, first="fix: ")
+    lines += [f"   {lead}", *(f"     {line}" for line in rest)]
     return lines
 
 
