@@ -17,7 +17,8 @@ to its package: only its own component imports it (a command imports
     pure side  pipeline -> report, diagnosis -> analysis -> capture
     model      the pure records and parsers of host, lab, load, storage
     rundir     schema, file names, reading/writing the run directory
-    bottom     errors, inputfile, outcomes, redaction, remoteurl, safefile, serial, thresholds,
+    bottom     errors, inputfile, outcomes, redaction, remoteurl, remotederive, safefile, serial,
+               thresholds,
                vocabulary, data (stdlib only)
 """
 
@@ -39,6 +40,7 @@ COMPONENTS: dict[str, str] = {
     "outcomes": BOTTOM,
     "redaction": BOTTOM,
     "remoteurl": BOTTOM,
+    "remotederive": BOTTOM,
     "safefile": BOTTOM,
     "serial": BOTTOM,
     "thresholds": BOTTOM,

@@ -9,6 +9,7 @@ from rich.console import Console
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import UsageError
 from gitnetdiag.rundir.bundle import write_bundle
+from gitnetdiag.tools.editcap import headers_only
 
 BUNDLED_FORMATS = ("md", "html", "json")
 
@@ -39,7 +40,7 @@ def bundle_run(run_dir: Path, diagnosis: Diagnosis, out: Path, *, full: bool,
     fetch_reports = ({fmt: RENDERERS[fmt](fetch) for fmt in BUNDLED_FORMATS}
                      if fetch is not None else None)
     bundle = write_bundle(run_dir, out, reports=reports, fetch_reports=fetch_reports,
-                          full=full)
+                          full=full, cut=headers_only)
     console = Console(stderr=True, highlight=False)
     if bundle.left_out:
         console.print(f"bundle: {len(bundle.left_out)} file(s) left out, listed in its "

@@ -50,6 +50,7 @@ from gitnetdiag.probe.gitremote import (
     DEFAULT_REMOTE,
     ResolvedRemote,
     in_checkout,
+    push_refused,
     resolve_remote,
 )
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
@@ -104,12 +105,17 @@ class ProbeArgs:
     then_diagnose: bool
     host_report: Path | None
     report_format: ReportFormat
-    direction: TransferDirection
+    direction: TransferDirection | None
+    """None: push, or fetch for a checkout's remote that refuses pushes (:meth:`way`)."""
     fetch_seed: str | None
     host_netns: str | None = None
     host_local: bool = False
     bundle: Path | None = None
     """``--bundle FILE``: the ticket's one attachment, written after the diagnosis."""
+
+    def way(self) -> TransferDirection:
+        """The direction the run measures (push unless asked or decided otherwise)."""
+        return self.direction or TransferDirection.PUSH
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -123,6 +129,8 @@ class _Remotes:
     ssh_known_hosts: Path | None
     lab_state: LabState | None = None
     extra: dict[str, object] = field(default_factory=dict)
+    direction: TransferDirection | None = None
+    """Decided from the remote (fetch when it refuses pushes), None: as asked."""
 
 
 def _remotes(args: ProbeArgs) -> _Remotes:
@@ -135,8 +143,9 @@ def _remotes(args: ProbeArgs) -> _Remotes:
     if args.lab and args.remote is not None:
         raise UsageError(f"a remote ({args.remote!r}) and --lab name two targets",
                          hint="give one: the remote, or --lab")
+    direction: TransferDirection | None = None
     if not args.lab:
-        resolved = _checkout_remote(args)
+        resolved, direction = _checkout_remote(args)
         if resolved is not None:
             http = http or resolved.urls.get("--http")
             ssh = ssh or resolved.urls.get("--ssh")
@@ -166,24 +175,37 @@ def _remotes(args: ProbeArgs) -> _Remotes:
         raise UsageError("no remote to probe", hint="run in your checkout (gitnetdiag diagnose "
                          "origin), or give --http, --ssh and/or --git (or --lab)")
     return _Remotes(urls=urls, ssh_command=command, ca_file=ca_file, ssh_key=ssh_key,
-                    ssh_known_hosts=ssh_known_hosts, lab_state=lab_state, extra=extra)
+                    ssh_known_hosts=ssh_known_hosts, lab_state=lab_state, extra=extra,
+                    direction=direction)
 
 
-def _checkout_remote(args: ProbeArgs) -> ResolvedRemote | None:
+def _checkout_remote(args: ProbeArgs
+                     ) -> tuple[ResolvedRemote | None, TransferDirection | None]:
     """The URLs of ``args.remote``, or of ``origin`` when no URL option was given and the
-    working directory is a checkout that has one; each note said on the terminal."""
+    working directory is a checkout that has one; each note said on the terminal. With no
+    ``--direction``, a remote that refuses pushes is diagnosed as clones (the direction
+    returned), saying why."""
     cwd = Path.cwd()
     name = args.remote
     if name is None:
         if args.http or args.ssh or args.git or not in_checkout(cwd):
-            return None
+            return None, None
         name = DEFAULT_REMOTE
-    resolved = resolve_remote(name, push=args.direction is not TransferDirection.FETCH,
+    resolved = resolve_remote(name, push=args.way() is not TransferDirection.FETCH,
                               cwd=cwd)
+    direction: TransferDirection | None = None
+    if args.direction is None:
+        refused = push_refused(next(iter(resolved.urls.values())))
+        if refused is not None:
+            direction = TransferDirection.FETCH
+            again = resolve_remote(name, push=False, cwd=cwd)
+            resolved = replace(again, notes=(
+                f"pushes refused ({refused}): diagnosing clones instead (--direction fetch; "
+                "read-only, nothing is written)", *again.notes))
     console = Console(stderr=True, highlight=False)
     for note in resolved.notes:
-        console.print(f"remote: {note}", markup=False)
-    return resolved
+        console.print(f"remote: {note}", markup=False, soft_wrap=True)
+    return resolved, direction
 
 
 def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
@@ -193,8 +215,8 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
               full=args.full, ca_file=remotes.ca_file, repo=args.repo)
     ca_file = existing(remotes.ca_file, "CA file")
     size_bytes = parse_size(args.size)
-    seed_bytes = fetch_seed_bytes(args.fetch_seed, args.direction)
-    if args.direction is not TransferDirection.FETCH and args.repo is None:
+    seed_bytes = fetch_seed_bytes(args.fetch_seed, args.way())
+    if args.way() is not TransferDirection.FETCH and args.repo is None:
         check_generated_size("--size", args.size, size_bytes)
     if seed_bytes is not None and args.fetch_seed is not None:
         check_generated_size("--fetch-seed", args.fetch_seed, seed_bytes)
@@ -220,7 +242,7 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
         capture=not args.no_capture,
         # A both run's pushes say so: its RUN-fetch belongs to it (report RUN joins them).
         extra_options={**remotes.extra,
-                       **(BOTH_OPTION if args.direction is TransferDirection.BOTH else {})},
+                       **(BOTH_OPTION if args.way() is TransferDirection.BOTH else {})},
         native=args.native,
         h2_sweep=args.h2_sweep,
         ssh_key=str(remotes.ssh_key) if remotes.ssh_key else None,
@@ -238,6 +260,8 @@ def run_probe_command(args: ProbeArgs) -> None:
         raise UsageError(f"unknown --data {args.data!r}",
                          hint="choose " + " or ".join(DATA_KINDS))
     remotes = _remotes(args)
+    if remotes.direction is not None:
+        args = replace(args, direction=remotes.direction)
     options = probe_options(args, remotes)
     host = load_host_report(args.host_report) if args.host_report else None
     console = Console(stderr=True, highlight=False)
@@ -253,7 +277,7 @@ def run_probe_command(args: ProbeArgs) -> None:
                          "--diagnose), or 'gitnetdiag report RUN --bundle FILE' afterwards")
     if args.bundle is not None:
         check_new_bundle(args.bundle)
-    if args.direction is TransferDirection.FETCH:
+    if args.way() is TransferDirection.FETCH:
         fetched = _clones(args, options, progress, console, remotes.lab_state)
         try:
             _report_clones(args, fetched)
@@ -261,7 +285,7 @@ def run_probe_command(args: ProbeArgs) -> None:
             if args.bundle is not None:
                 bundle_run(fetched.run_dir, fetched.diagnosis, args.bundle, full=args.full)
         return
-    if args.direction is TransferDirection.BOTH:
+    if args.way() is TransferDirection.BOTH:
         try:
             clones = _clones(args, options, progress, console, remotes.lab_state)
             if args.then_diagnose:  # the one report below joins them to the pushes'
@@ -320,7 +344,7 @@ def _clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console:
     fetch``, into ``RUN-fetch`` with ``both``. Against the lab, the server's counters are
     snapshot first, so that ``host.json`` holds what the clones and the burst did
     (ListenOverflows, SYN cookies, the kernel log)."""
-    if args.direction is TransferDirection.BOTH:
+    if args.way() is TransferDirection.BOTH:
         options = replace(options, out_dir=fetch_run_dir(options.out_dir))
     with scratch_dir("gitnetdiag-host-") as scratch:
         snapshot = Path(scratch) / "host-before.json"
@@ -335,7 +359,7 @@ def _clones_json(args: ProbeArgs) -> Path | None:
     """Where ``--json F`` puts the clones' report: ``F`` itself, ``F-fetch.json`` with
     ``both`` (``F`` is the pushes' summary)."""
     json_out = args.json_out
-    if json_out is None or args.direction is not TransferDirection.BOTH:
+    if json_out is None or args.way() is not TransferDirection.BOTH:
         return json_out
     return json_out.with_name(f"{json_out.stem}-fetch{json_out.suffix}")
 
@@ -358,7 +382,7 @@ def _report_clones(args: ProbeArgs, clones: MeasuredRun) -> None:
     # With --json - stdout holds the JSON alone, as the push's: the report goes to stderr.
     print_fetch_report(clones, fmt=fmt, json_out=json_out,
                        console=Console(stderr=is_stdout(json_out), highlight=False),
-                       report_in_run_dir=args.direction is TransferDirection.BOTH
+                       report_in_run_dir=args.way() is TransferDirection.BOTH
                        and fmt in ("json", "html"))
 
 

@@ -112,10 +112,11 @@ def probe_command(
         "to add to the diagnosis.")] = None,
     report_format: Annotated[ReportFormat, typer.Option(
         "--format", help="How to print the diagnosis.")] = ReportFormat.TERMINAL,
-    direction: Annotated[TransferDirection, typer.Option(
+    direction: Annotated[TransferDirection | None, typer.Option(
         "--direction",
         help="push (to a throwaway branch), fetch (read-only bounded clones of what the URL "
-        "serves) or both (fetches land in RUN-fetch).")] = TransferDirection.PUSH,
+        "serves) or both (fetches land in RUN-fetch). Default: push; fetch for a checkout's "
+        "remote that refuses pushes (git's words said).", show_default=False)] = None,
     fetch_seed: FetchSeed = None,
     host_netns: FetchServerNetns = None,
     host_local: FetchServerLocal = False,

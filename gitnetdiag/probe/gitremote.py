@@ -11,14 +11,15 @@ protocol the user never asked for). Every choice is a note for the terminal and 
 
 from __future__ import annotations
 
+import os
 import socket
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.proc import run
-from gitnetdiag.redaction import redact_url
+from gitnetdiag.proc import run, scratch_dir
+from gitnetdiag.redaction import redact_text, redact_url
 from gitnetdiag.remotederive import classify, derive, how_to_add
 
 ANSWER_TIMEOUT_S = 3.0
@@ -102,3 +103,37 @@ def resolve_remote(remote: str, *, push: bool, cwd: Path,
         notes.append(how_to_add(parsed.option))
     return ResolvedRemote(name=name, urls=urls, notes=tuple(notes))
 
+
+PUSH_CHECK_REF = "refs/heads/gitnetdiag/push-check"
+"""The ref a push check asks to delete, in a dry run: nothing is sent, nothing changes."""
+PUSH_CHECK_TIMEOUT_S = 20.0
+_MAY_PUSH = "remote ref does not exist"
+"""git's words when receive-pack answered the dry run and checked the ref (others report it
+``[deleted]`` and exit 0)."""
+_REFUSED = ("403", "permission denied", "read only", "read-only", "access denied",
+            "not allowed", "denied to", "forbidden", "write access")
+"""Words of a server refusing receive-pack: an HTTP 403 (``The requested URL returned
+error: 403``), a read-only deploy key's or an SSH server's refusal, git daemon's ``access
+denied or repository not exported`` when receive-pack is not enabled."""
+
+
+def push_refused(url: str) -> str | None:
+    """git's words when the server refuses pushes to ``url``, else None (pushes allowed,
+    or the check could not tell: the run's pushes then say what happens).
+
+    A dry-run delete of a ref that is not there (``git push --dry-run URL :ref``): git
+    opens receive-pack, reads its advertisement and stops; no pack, no ref update. No
+    prompt: a credential the helper does not have is a refusal, not a question. It runs in
+    an empty scratch repository: the user's checkout is not touched."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never", "LC_ALL": "C"}
+    with scratch_dir("gitnetdiag-push-check-") as scratch:
+        run(["git", "init", "-q", str(scratch)], timeout_s=10, what="git init")
+        proc = run(["git", "push", "--dry-run", "--porcelain", url, f":{PUSH_CHECK_REF}"],
+                   cwd=scratch, check=False, timeout_s=PUSH_CHECK_TIMEOUT_S,
+                   what="git push --dry-run", env=env)
+    said = " ".join(line.strip() for line in (proc.stderr or "").splitlines()
+                    if line.strip().startswith(("fatal:", "error:", "remote:", "ERROR")))
+    if proc.returncode == 0 or _MAY_PUSH in said:
+        return None
+    lowered = said.lower()
+    return redact_text(said) if any(word in lowered for word in _REFUSED) else None

@@ -278,7 +278,10 @@ def header(d: Diagnosis) -> tuple[str, str]:
     """The run's status and remotes line, and what the transfers fetched."""
     run = record(d)
     urls = ", ".join(f"{p.protocol} {p.url}" for p in run.protocols)
-    return f"status: {run.status}; remotes: {urls}", seed_line(run.seed)
+    env = d.environment
+    remote = (f" (remote {env.remote_name or 'URL'}: {'; '.join(env.remote_notes)})"
+              if env.remote_notes else "")
+    return f"status: {run.status}; remotes: {urls}{remote}", seed_line(run.seed)
 
 
 def render_text(d: Diagnosis, *, markdown: bool) -> str:
@@ -354,4 +357,6 @@ def report_dict(d: Diagnosis) -> dict[str, Any]:
                          for p in sampled.h2_pacing],
         "ssh_downloads": to_jsonable(list(sampled.ssh_pacing)),
         "bursts": [burst_json(to_jsonable(burst)) for burst in d.observations.bursts],
+        "remote": {"name": d.environment.remote_name,
+                   "notes": list(d.environment.remote_notes)},
     }

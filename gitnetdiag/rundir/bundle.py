@@ -9,7 +9,8 @@ customer cannot judge. The bundle holds, in this order while its size bound allo
    to give the same diagnosis offline, from the unpacked archive;
 2. git's and curl's text records (trace2, curl traces, stderr, TCP_INFO samples);
 3. the captures, headers only: each packet cut to :data:`HEADER_SNAPLEN` bytes with
-   ``editcap -s`` (TCP/IP headers, the TLS record header; no payload).
+   ``editcap -s`` (TCP/IP headers, the TLS record header; no payload), run by the caller's
+   ``cut`` (:mod:`gitnetdiag.tools.editcap`).
 
 Left out, and said in the archive's ``index.md``: TLS key logs and decryptable ``.pcapng``
 files unless ``--full`` asked for them (they decrypt the whole transfer), symbolic links and
@@ -24,12 +25,11 @@ import io
 import tarfile
 import tempfile
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.proc import run
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir.both import fetch_half_of
 from gitnetdiag.rundir.files import FETCH_FILE, MANIFEST_NAME, REPORT_FILES
@@ -100,16 +100,21 @@ def _files(run_dir: Path) -> Iterator[Path]:
             yield path
 
 
-def _headers_only(path: Path, scratch: Path) -> bytes:
+HeadersOnly = Callable[[Path, Path, int], None]
+"""Writes a capture (first path) to the second with each packet cut to N bytes
+(:func:`gitnetdiag.tools.editcap.headers_only`: ``editcap -s``, a program this layer does
+not run itself)."""
+
+
+def _headers_only(path: Path, scratch: Path, cut: HeadersOnly) -> bytes:
     """The capture with each packet cut to :data:`HEADER_SNAPLEN` bytes."""
     out = scratch / (path.name + ".headers")
-    run(["editcap", "-s", str(HEADER_SNAPLEN), str(path), str(out)], timeout_s=120,
-        what="editcap", missing_hint="install tshark (editcap is in wireshark-common)")
+    cut(path, out, HEADER_SNAPLEN)
     return out.read_bytes()
 
 
 def _plan_dir(plan: _Plan, run_dir: Path, prefix: str, *, full: bool, bound: int,
-              reports: Mapping[str, str], scratch: Path) -> None:
+              reports: Mapping[str, str], scratch: Path, cut: HeadersOnly) -> None:
     for kind, text in reports.items():
         plan.add(f"{prefix}/{REPORT_FILES[kind]}", text.encode(), "report", bound)
     rendered = {REPORT_FILES[kind] for kind in reports}
@@ -123,7 +128,7 @@ def _plan_dir(plan: _Plan, run_dir: Path, prefix: str, *, full: bool, bound: int
         elif path.suffix in _SECRET_SUFFIXES + _DECRYPTABLE_SUFFIXES and not full:
             plan.left_out.append((name, "TLS keys or a decryptable capture: only with --full"))
         elif path.suffix in _CAPTURE_SUFFIXES:
-            plan.add(name, _headers_only(path, scratch), "capture (headers only)", bound)
+            plan.add(name, _headers_only(path, scratch, cut), "capture (headers only)", bound)
         elif path.suffix in _SECRET_SUFFIXES + _DECRYPTABLE_SUFFIXES:
             plan.add(name, path.read_bytes(), "keys (--full)", bound)
         else:
@@ -154,7 +159,7 @@ def _index(run_name: str, members: Sequence[Member], left_out: Sequence[tuple[st
     return ("\n".join(lines) + "\n").encode()
 
 
-def write_bundle(run_dir: Path, out: Path, *, reports: Mapping[str, str],
+def write_bundle(run_dir: Path, out: Path, *, reports: Mapping[str, str], cut: HeadersOnly,
                  fetch_reports: Mapping[str, str] | None = None, full: bool = False,
                  max_bytes: int = MAX_BUNDLE_BYTES) -> Bundle:
     """Write ``out`` (a new ``.tgz``) from ``run_dir`` and, for a ``both`` run, its
@@ -166,11 +171,11 @@ def write_bundle(run_dir: Path, out: Path, *, reports: Mapping[str, str],
     plan = _Plan()
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-bundle-") as scratch:
         _plan_dir(plan, run_dir, run_dir.name, full=full, bound=max_bytes, reports=reports,
-                  scratch=Path(scratch))
+                  scratch=Path(scratch), cut=cut)
         fetch = fetch_half_of(run_dir)
         if fetch is not None:
             _plan_dir(plan, fetch, fetch.name, full=full, bound=max_bytes,
-                      reports=fetch_reports or {}, scratch=Path(scratch))
+                      reports=fetch_reports or {}, scratch=Path(scratch), cut=cut)
     members = [member for member, _ in plan.members]
     index = _index(run_dir.name, members, plan.left_out)
     entries = [(Member(name=INDEX_NAME, size_bytes=len(index), what="index"), index),

@@ -10,15 +10,19 @@ real command against a loopback ``git daemon``.
 from __future__ import annotations
 
 import json
+import socket
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.probe.gitremote import looks_like_url, resolve_remote
+from gitnetdiag.probe.gitremote import looks_like_url, push_refused, resolve_remote
 from gitnetdiag.remotederive import classify, derive
+from tests.probe.conftest import _free_port
 
 
 @pytest.mark.parametrize(("url", "option", "host", "path"), [
@@ -147,3 +151,56 @@ def test_a_remote_the_checkout_lacks_is_one_line_and_exit_2(tmp_path: Path) -> N
     assert proc.returncode == 2, proc.stderr
     assert "Traceback" not in proc.stderr
     assert "this checkout has no remote 'upstream'" in proc.stderr
+
+
+@pytest.fixture
+def read_only_daemon(tmp_path: Path) -> Iterator[str]:
+    """git:// URL of a repository served by a git daemon that does not run receive-pack
+    (as a read-only mirror): pushes are refused with 'access denied'."""
+    base = tmp_path / "ro"
+    bare = base / "repo.git"
+    subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
+    port = _free_port()
+    daemon = subprocess.Popen(
+        ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
+         "--listen=127.0.0.1", f"--port={port}", str(base)],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield f"git://127.0.0.1:{port}/repo.git"
+    finally:
+        daemon.terminate()
+        daemon.wait(timeout=10)
+
+
+def test_push_check_tells_a_read_only_server_from_one_that_takes_pushes(
+        read_only_daemon: str, git_daemon: str, tmp_path: Path) -> None:
+    said = push_refused(read_only_daemon)
+    assert said is not None and "access denied" in said, said
+    assert push_refused(git_daemon) is None
+
+
+def test_a_remote_that_refuses_pushes_is_diagnosed_as_clones(read_only_daemon: str,
+                                                             tmp_path: Path) -> None:
+    """No --direction, origin a read-only git daemon: the run is a fetch run (nothing
+    written), and the terminal and the report say why."""
+    checkout = _checkout(tmp_path, ("remote.origin.url", read_only_daemon))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--out", str(tmp_path / "run"),
+         "--no-capture", "--format", "json"],
+        capture_output=True, text=True, timeout=300, cwd=checkout)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "remote: pushes refused (" in proc.stderr and "diagnosing clones instead" in \
+        proc.stderr, proc.stderr
+    assert (tmp_path / "run" / "fetch.json").is_file()
+    assert not (tmp_path / "run" / "manifest.json").exists()
+    report = json.loads(proc.stdout)
+    assert report["direction"] == "fetch"
+    assert report["remote"]["name"] == "origin"
+    assert any(n.startswith("pushes refused") for n in report["remote"]["notes"])
