@@ -82,6 +82,7 @@ def test_fetch_diagnosis_ranks_the_download_fault_first(
     # whose every clone stalled fails the run, explained by it).
     assert all(f["explained_by"] == ids[0] for f in report["measurement_failures"]), (
         report["measurement_failures"])
+    print(f"{fault} fix: {report['culprits'][0]['fix']}")
     assert FETCH_FAULT_FIX_NAMES[fault] in report["culprits"][0]["fix"]
     assert report["culprits"][0]["evidence"]
     if fault == "edge-response-buffering":  # the lab server's config lint backs it
