@@ -235,3 +235,19 @@ def test_a_hop_that_says_it_is_in_front_outranks_the_host_s_listener() -> None:
     hit = server_send_buffer(other_port)
     assert hit is not None
     assert "on the product that answered, Apache httpd" in hit.fix
+
+
+def test_a_direct_clone_not_much_faster_does_not_clear_the_git_server() -> None:
+    """SSH not seen held (a queue on its path here) but only 1.5x the HTTPS clone's rate: no
+    proof the git server sends faster (the lab's server-sndbuf-clamp: SSH at 1.5 MB/s beside
+    HTTP/1.1 at 0.86 MB/s, not always seen held); the edge still leads, and the fix says so."""
+    tcp = SNDBUF.tcp
+    assert tcp is not None
+    ssh = replace(SNDBUF, protocol="ssh", rate_bytes_per_s=750_000.0,
+                  tcp=replace(tcp, median_rtt_s=0.2))
+    assert server_send_buffer(on([ssh])) is None  # not held on its own
+    hit = server_send_buffer(_answered(on([SNDBUF, ssh]), ANSWERS["haproxy"]))
+    assert hit is not None
+    assert "(SSH clones were not seen held but ran at most 1.5x faster: the git server's own " \
+        "buffer may hold them too)" in hit.fix
+    assert "on the product that answered, HAProxy" in hit.fix
