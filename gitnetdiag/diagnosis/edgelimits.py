@@ -1,9 +1,11 @@
-"""The limits by which a server or edge refuses or cuts a push (``data/edge_limits.toml``).
+"""The limits by which a server or edge refuses or cuts a push, or slows a clone it sends
+(``data/edge_limits.toml``).
 
 One entry per product (the ids of :mod:`gitnetdiag.diagnosis.terminators`): the setting
 that limits a request body and its default, the setting that closes a connection while
 the server behind is silent and its default, the setting (if any) that makes it take a
-body without a ``Content-Length``, whether users can change them, and the page of each
+body without a ``Content-Length``, the setting that fixes its sockets' send buffer (a
+clone's ``server-send-buffer``), whether users can change them, and the page of each
 fact. :func:`parse` validates; :data:`LIMITS` is what gitnetdiag loads at start (a broken
 file stops it with one line naming the entry).
 """
@@ -20,7 +22,7 @@ DATA_FILE = "edge_limits.toml"
 NOT_DOCUMENTED = "not documented"
 NO_LIMIT = "none"
 
-_TEXT_FIELDS = ("body_limit", "idle_timeout")
+_TEXT_FIELDS = ("body_limit", "idle_timeout", "send_buffer")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -41,6 +43,9 @@ class EdgeLimits:
     """Its default; None when there is none or it is not documented."""
     streamed_body: str
     """The setting that takes bodies without a ``Content-Length``; empty when none is known."""
+    send_buffer: str
+    """The setting that fixes the send buffer of its sockets to the client; ``not
+    documented``."""
     user_settable: bool
     """False where the provider fixes the limits."""
     sources: dict[str, str]
@@ -72,7 +77,7 @@ def _entry(entry: dict[str, Any], where: str) -> EdgeLimits:
     sources = entry.get("sources", {})
     if not isinstance(sources, dict):
         raise KnowledgeBaseError(f"{where}: sources must be a table")
-    for key in ("body_limit", "idle_timeout", "streamed_body"):
+    for key in ("body_limit", "idle_timeout", "send_buffer", "streamed_body"):
         text = streamed if key == "streamed_body" else entry[key]
         if text and text != NOT_DOCUMENTED:
             require_source(sources.get(key), where, f"sources.{key}")
@@ -82,7 +87,8 @@ def _entry(entry: dict[str, Any], where: str) -> EdgeLimits:
         body_limit_default_bytes=int(body) if body is not None else None,
         idle_timeout=entry["idle_timeout"],
         idle_timeout_default_s=_default(entry, "idle_timeout_default", where),
-        streamed_body=streamed, user_settable=settable, sources=dict(sources))
+        send_buffer=entry["send_buffer"], streamed_body=streamed, user_settable=settable,
+        sources=dict(sources))
 
 
 def parse(text: str) -> dict[str, EdgeLimits]:
@@ -102,3 +108,15 @@ LIMITS: dict[str, EdgeLimits] = load()
 def with_value(setting: str, value: float) -> str:
     """``setting`` with its ``{value}`` filled in (an integer)."""
     return setting.replace("{value}", str(round(value)))
+
+
+def setting_text(product: str, fact: str, value: float = 0) -> str | None:
+    """``product``'s setting for ``fact`` (``body_limit``, ``idle_timeout``,
+    ``streamed_body``, ``send_buffer``) with ``value`` filled in where users can set it, and
+    its page; None where the table has no such setting for it."""
+    limits = LIMITS.get(product)
+    setting = getattr(limits, fact) if limits is not None else ""
+    if limits is None or not setting or setting == NOT_DOCUMENTED:
+        return None
+    text = with_value(setting, value) if limits.user_settable else setting
+    return f"{text} ({limits.source(fact)})"

@@ -29,6 +29,7 @@ first and list the others as alternatives.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from urllib.parse import urlsplit
 
@@ -336,6 +337,53 @@ def ordered(server: str | None) -> tuple[str, ...]:
     return (server, *(s for s in SERVERS if s != server))
 
 
+def knob_holder(identity: ServerIdentity | None) -> str | None:
+    """The base id of the hop that holds the connection's settings: the product that
+    terminates HTTP/2 in front of the server that named itself when the evidence shows one
+    (:func:`terminating_hop`), else the product that answered; None when neither is known,
+    or when another server terminates in front of it that fits no product of the base."""
+    if identity is None or (identity.terminator_basis and identity.terminator is None):
+        return None
+    return identity.terminator or identity.server
+
+
+Knob = Callable[[str], str | None]
+"""A product's setting for one finding, from the data files (with its page), given a base
+id, its text naming the product (``HAProxy: ...``); None where the data documents none."""
+
+
+def answering_fix(identity: ServerIdentity | None, knob: Knob,
+                  candidates: tuple[str, ...] = SERVERS) -> str:
+    """The rule of every fix in a product's terms: the setting of the product that answered
+    and holds it (:func:`knob_holder`) first, then the ``candidates``' as a short list in
+    :func:`ordered` order; where nothing answered by name, that the product is unknown and
+    the candidates' settings. A holder the data documents no setting for is said so."""
+    holder = knob_holder(identity)
+    others = [text for c in (*ordered(holder), *candidates)
+              if c in candidates and c != holder and (text := knob(c)) is not None]
+    listed = "; ".join(dict.fromkeys(others))
+    if identity is not None and identity.terminator_basis and identity.terminator is None:
+        return (f"another server terminates the connection in front of the one that named "
+                f"itself ('{identity.product}'), a product gitnetdiag cannot name "
+                f"({'; '.join(identity.terminator_basis)}); candidates: {listed}")
+    if holder is None or identity is None:
+        said = (f"it calls itself '{identity.unrecognised}', which gitnetdiag has no entry "
+                "for" if identity is not None and identity.unrecognised
+                else "it named itself nowhere")
+        return f"the product that answered is unknown ({said}); candidates: {listed}"
+    name = BASE[holder].name
+    how = (f"{name}, which terminates the connection in front of the server that named "
+           f"itself ('{identity.product}')" if identity.terminator
+           else f"{name} ('{identity.product}')" if identity.product.lower() != name.lower()
+           else name)
+    own = knob(holder)
+    if own is not None and own.startswith(f"{name}: "):
+        own = own[len(name) + 2:]  # the lead names it already
+    lead = (f"on the product that answered, {how}: {own}" if own is not None else
+            f"the product that answered, {how}, has no such setting in gitnetdiag's data")
+    return f"{lead}; others: {listed}" if listed else lead
+
+
 def window_fix(identity: ServerIdentity | None, value: int) -> str:
     """Sentences naming the answering server's window setting first, then the others; an
     unrecognised server is named by what it said and no product is claimed for it. Where
@@ -445,3 +493,32 @@ def answering_server(obs: Observations) -> ServerIdentity | None:
             and not identity.hops):
         return None
     return identity
+
+
+def sending_hop(obs: Observations) -> ServerIdentity | None:
+    """The answering server of a download (:func:`answering_server`), with the product
+    listening on the probed HTTPS port (the host's ``ss -ltnp``, where it was read) as the
+    hop in front when it is another product than the one that named itself: that process
+    owns the client's TCP connection, so its socket's send buffer and its wait on the server
+    behind are the clone's (an HAProxy edge passes Apache's ``server`` header on). Not when
+    a hop says it is in front (a CDN's marker header, a ``via``): the host read may be one
+    behind it. Without the host's listeners, or no product of the base there, the answering
+    server as it is."""
+    identity = answering_server(obs)
+    port = probed_port(obs.run.target_url)
+    listening = [(x, t) for x in (obs.host.listeners if obs.host else ())
+                 if x.port == port and (t := by_process(x.process)) is not None]
+    if not listening:
+        return identity
+    listener, product = listening[0]
+    said = f"port {port} listens as {product.name} (ss -ltnp: {listener.process})"
+    if identity is None or (identity.server is None and not identity.unrecognised):
+        return ServerIdentity(server=product.id, product=product.name, basis=(said,),
+                              ssh_banner=identity.ssh_banner if identity else "")
+    if product.id in (identity.terminator, identity.server) \
+            or any(h.header != "server" for h in identity.hops):
+        return identity  # a hop that says it is in front (a CDN's marker, a via) stays so
+    return replace(identity, terminator=product.id,
+                   terminator_basis=(*identity.terminator_basis, said),
+                   basis=(*identity.basis, f"{product.name} holds the connection in front of "
+                          f"it: {said}"))

@@ -82,8 +82,14 @@ def test_fetch_diagnosis_ranks_the_download_fault_first(
     # whose every clone stalled fails the run, explained by it).
     assert all(f["explained_by"] == ids[0] for f in report["measurement_failures"]), (
         report["measurement_failures"])
+    print(f"{fault} fix: {report['culprits'][0]['fix']}")
     assert FETCH_FAULT_FIX_NAMES[fault] in report["culprits"][0]["fix"]
     assert report["culprits"][0]["evidence"]
+    if fault == "server-sndbuf-clamp":  # HAProxy owns the HTTPS port (the host's listener)
+        fix = report["culprits"][0]["fix"]
+        https_part = fix.partition("Through the HTTPS hop")[2] \
+            if fix.startswith("Raise the git server's send buffer") else fix
+        assert "on the product that answered, HAProxy" in https_part, fix
     if fault == "edge-response-buffering":  # the lab server's config lint backs it
         assert any(e["what"] == "configured proxy_buffering"
                    for e in report["culprits"][0]["evidence"]), report["culprits"][0]

@@ -57,6 +57,7 @@ from gitnetdiag.diagnosis.culprits._common import (
 from gitnetdiag.diagnosis.culprits.weights import weight
 from gitnetdiag.diagnosis.model import Evidence, Finding, Quantity
 from gitnetdiag.diagnosis.observations import ConfigFinding, Observations
+from gitnetdiag.diagnosis.servers import answering_fix, sending_hop
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.diagnosis.units import fmt_rate
 from gitnetdiag.errors import UsageError
@@ -253,20 +254,41 @@ def edge_response_buffering(run: Observations) -> Hit | None:
         f"#{o.repeat}: nothing more for the stall timeout")
         for o in slow if _stalled_with_pack(o)))
     cost = max(0.0, lost[id(worst)])
-    facts = nginx_facts()
     return tally.hit(
         cost_s=cost, cap="cap",
         summary=(f"clones through the HTTPS edge ran at {fmt_rate(rate)} against "
                  f"{fmt_rate(direct_rate)} over {direct.protocol} from the same server, with the "
                  "client's window open and the data in bursts after gaps: as an edge does that "
                  "buffers the pack to a slow disk (nginx proxy_buffering, its temporary files)"),
-        fix=(f"on an nginx edge set '{facts.fix_setting};' {facts.fix_where} (nginx's default "
-             f"is proxy_buffering {facts.defaults.get('proxy_buffering', 'on')}: it spills "
-             f"what the client has not taken to temporary files, up to proxy_max_temp_file_size "
-             f"{facts.defaults.get('proxy_max_temp_file_size', '1024m')}; {facts.fix_source}); "
-             f"or {facts.fix_alternative} ({facts.aio_source})"),
+        fix=response_buffering_fix(run),
         cost_protocol=worst.protocol,
     )
+
+
+RESPONSE_BUFFERING_PRODUCTS = ("nginx",)
+"""Products whose buffering of a response to temporary files the data documents
+(``data/nginx_response_buffering.toml``)."""
+
+
+def response_buffering_knob(product: str) -> str | None:
+    """The setting that streams a clone's pack through ``product`` instead of spilling it to
+    disk, with its pages; None where the data documents none."""
+    if product != "nginx":
+        return None
+    facts = nginx_facts()
+    return (f"nginx: set '{facts.fix_setting};' {facts.fix_where} (nginx's default is "
+            f"proxy_buffering {facts.defaults.get('proxy_buffering', 'on')}: it spills what "
+            "the client has not taken to temporary files, up to proxy_max_temp_file_size "
+            f"{facts.defaults.get('proxy_max_temp_file_size', '1024m')}; {facts.fix_source}); "
+            f"or {facts.fix_alternative} ({facts.aio_source})")
+
+
+def response_buffering_fix(run: Observations) -> str:
+    """Stream the pack: on the product that answered over HTTPS first
+    (:func:`~gitnetdiag.diagnosis.servers.answering_fix`), the others after it."""
+    return ("Stream the clone's pack through the HTTPS edge instead of buffering it to disk: "
+            + answering_fix(sending_hop(run), response_buffering_knob,
+                            RESPONSE_BUFFERING_PRODUCTS) + ".")
 
 
 def with_edge_config(findings: tuple[Finding, ...],

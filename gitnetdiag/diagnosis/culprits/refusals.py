@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from gitnetdiag.diagnosis.culprits._common import Hit, failure_cost_s, label, observed
 from gitnetdiag.diagnosis.culprits.weights import WEIGHTS
-from gitnetdiag.diagnosis.edgelimits import LIMITS, NOT_DOCUMENTED, EdgeLimits, with_value
+from gitnetdiag.diagnosis.edgelimits import LIMITS, setting_text
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import (
     BodyLimitProbe,
@@ -98,14 +98,7 @@ def _products(obs: Observations, said: Iterable[str | None]) -> list[str]:
 
 def _fix_lines(products: list[str], fact: str, value: float) -> str:
     known = products or list(FALLBACK)
-    lines = []
-    for pid in known:
-        limits: EdgeLimits = LIMITS[pid]
-        setting = getattr(limits, fact)
-        if not setting or setting == NOT_DOCUMENTED:
-            continue
-        text = with_value(setting, value) if limits.user_settable else setting
-        lines.append(f"{text} ({limits.source(fact)})")
+    lines = [text for pid in known if (text := setting_text(pid, fact, value)) is not None]
     if not lines:
         return "gitnetdiag has no documented setting for the product that answered"
     lead = "" if products else "gitnetdiag could not tell which product answered; "

@@ -35,9 +35,19 @@ pace) clears the send buffer whatever the client saw. A lossy path keeps the
 flight small too (the sender's congestion window backs off): with the clone's
 capture showing the server's retransmissions at ``packet-loss``'s rate (without a capture,
 the client's out-of-order arrivals at its share), this stays silent.
+
+The fix names the hop whose sockets sent the held clones, as the push side does
+(:func:`~gitnetdiag.diagnosis.servers.answering_fix`): HTTPS clones held while SSH and
+git:// were not come from the sockets of the product that answered over HTTPS (an edge
+with ``tune.sndbuf.client`` or ``listen ... sndbuf=``), so its setting leads; SSH or
+git:// held too reach the git server's own processes, which set no buffer of their own, so
+the git server's ``tcp_wmem`` leads (the lab's ``server-sndbuf-clamp`` clamps the whole
+server namespace: every way in is held).
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 from gitnetdiag.diagnosis.culprits._common import (
     LOSS_RATE,
@@ -45,12 +55,15 @@ from gitnetdiag.diagnosis.culprits._common import (
     Hit,
     Tally,
     flight_in_window,
+    label,
     no_queue,
     typical_costliest,
     unclamped_cost_s,
 )
+from gitnetdiag.diagnosis.edgelimits import setting_text
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.servers import answering_fix, sending_hop
 from gitnetdiag.diagnosis.transfers import IDLE_SHARE, TransferObservation
 
 FLIGHT_BELOW_WINDOW = 0.5
@@ -94,12 +107,21 @@ UNCLAMPED_FLIGHT_BYTES = 3 * 1024 * 1024
 buffer holds the unacknowledged data and its overhead): the rate an unclamped server reaches
 at most, ``3 MiB / RTT``."""
 
-SEND_BUFFER_FIX = (
-    "raise the sending side's buffer: on the git server the third value of sysctl "
-    "net.ipv4.tcp_wmem (Linux's default is 4194304) and net.core.wmem_max where a program "
-    "sets SO_SNDBUF; on an HAProxy edge remove or raise tune.sndbuf.client (and "
-    "tune.sndbuf.server); on an nginx edge remove sndbuf= from the listen line; at least "
-    "twice the path's bandwidth-delay product")
+HOST_FIX = (
+    "the third value of sysctl net.ipv4.tcp_wmem (Linux's default is 4194304) and "
+    "net.core.wmem_max where a program sets SO_SNDBUF, at least twice the path's "
+    "bandwidth-delay product")
+"""The sending host's own limit (the git server's, or the edge's host)."""
+HTTPS_PROTOCOLS = ("h1", "h2")
+"""Clones through the HTTP server or edge that answered."""
+DIRECT_PROTOCOLS = ("ssh", "git")
+"""Clones that reach the git server's own processes (sshd, git daemon): no HTTP product."""
+DIRECT_FASTER = 3.0
+"""SSH or git:// clones not held that ran at least this many times the held HTTPS clones'
+rate show the git server sends faster than the HTTPS hop lets through (the edge's buffer;
+``edge-response-buffering`` asks the same 3x of a direct way in)."""
+SEND_BUFFER_PRODUCTS = ("haproxy", "nginx", "apache")
+"""Products whose send-buffer setting ``data/edge_limits.toml`` documents."""
 
 
 def _flight_signals(obs: TransferObservation, rtt: float, tally: Tally) -> float | None:
@@ -216,7 +238,7 @@ def _send_buffer_hit(obs: TransferObservation) -> Hit | None:
     rate = obs.rate_bytes_per_s or 0.0
     cost = unclamped_cost_s(obs, UNCLAMPED_FLIGHT_BYTES, rtt)
     return tally.hit(cost_s=max(0.0, cost), summary=_summary(obs, flight, rate),
-                     fix=SEND_BUFFER_FIX, cost_protocol=obs.protocol,
+                     fix=HOST_FIX, cost_protocol=obs.protocol,
                      cap="cap" if server is None else "cap-with-sender")
 
 
@@ -233,8 +255,63 @@ def _summary(obs: TransferObservation, flight: float, rate: float) -> str:
 
 def server_send_buffer(obs: Observations) -> Hit | None:
     """A download: the server's (or edge's) send buffer caps its bytes in flight below the
-    client's window."""
-    return typical_costliest(obs.transfers, _send_buffer_hit)
+    client's window; the fix names the hop whose sockets the held clones came from
+    (:func:`send_buffer_fix`)."""
+    hits = {id(t): hit for t in obs.transfers if (hit := _send_buffer_hit(t)) is not None}
+    chosen = typical_costliest(obs.transfers, lambda t: hits.get(id(t)))
+    if chosen is None:
+        return None
+    held = {t.protocol for t in obs.transfers if id(t) in hits}
+    return replace(chosen, fix=send_buffer_fix(obs, held))
+
+
+def send_buffer_knob(product: str) -> str | None:
+    """``product``'s send-buffer setting with its page (``data/edge_limits.toml``)."""
+    return setting_text(product, "send_buffer")
+
+
+def send_buffer_fix(obs: Observations, held: set[str]) -> str:
+    """The fix in the terms of the hop that sent the held clones. HTTPS clones held while
+    SSH and git:// were not (or were not measured): the sockets of the product that answered
+    over HTTPS (:func:`~gitnetdiag.diagnosis.servers.answering_fix`), the host's limit
+    after it. SSH or git:// held too: those reach the git server's own processes, which have
+    no setting of their own: the git server's ``tcp_wmem`` first, the HTTPS hop's after."""
+    edge = answering_fix(sending_hop(obs), send_buffer_knob, SEND_BUFFER_PRODUCTS)
+    https = [p for p in HTTPS_PROTOCOLS if p in held]
+    direct = [p for p in DIRECT_PROTOCOLS if p in held]
+    if https and not direct:
+        return (f"Raise the send buffer of the HTTPS hop the clones came through"
+                f"{_direct_clause(obs, held, https)}: {edge}. On that hop's host, and the git "
+                f"server's: {HOST_FIX}.")
+    which = " and ".join(label(p) for p in direct)
+    lead = (f"Raise the git server's send buffer ({which} clones reach its own processes, "
+            f"which set none of their own): {HOST_FIX}")
+    if https:
+        both = " and ".join(label(p) for p in https)
+        lead += f". Through the HTTPS hop ({both} held too): {edge}"
+    return lead + "."
+
+
+def _direct_clause(obs: Observations, held: set[str], https: list[str]) -> str:
+    """What the SSH and git:// clones that were not held say of the hop: ran at least
+    :data:`DIRECT_FASTER` times the held HTTPS clones' rate from the same server, the buffer
+    is the HTTPS hop's; not that much faster, the git server's own may hold them too (the
+    lab's ``server-sndbuf-clamp`` clamps every way in, and SSH's clone at 1.5 MB/s against
+    HTTP/1.1's 0.86 MB/s was not always seen held)."""
+    slow = max((t.rate_bytes_per_s or 0.0 for t in obs.transfers
+                if t.protocol in https and t.measured), default=0.0)
+    rates = {p: max(r) for p in DIRECT_PROTOCOLS if p not in held and (r := [
+        t.rate_bytes_per_s or 0.0 for t in obs.transfers if t.protocol == p and t.measured])}
+    if not rates or not slow:
+        return ""
+    free = [p for p, r in rates.items() if r >= DIRECT_FASTER * slow]
+    if free:
+        ratio = min(rates[p] for p in free) / slow
+        return (f" ({' and '.join(label(p) for p in free)} clones from the same server were "
+                f"not held and ran {ratio:.1f}x faster: the buffer is the HTTPS hop's)")
+    ratio = max(rates.values()) / slow
+    return (f" ({' and '.join(label(p) for p in rates)} clones were not seen held but ran at "
+            f"most {ratio:.1f}x faster: the git server's own buffer may hold them too)")
 
 
 def _lossy(obs: TransferObservation) -> bool:

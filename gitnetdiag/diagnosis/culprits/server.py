@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TypedDict
 
 from gitnetdiag.diagnosis.culprits._common import (
@@ -15,9 +16,11 @@ from gitnetdiag.diagnosis.culprits._common import (
     typical_costliest,
 )
 from gitnetdiag.diagnosis.culprits.weights import weight
+from gitnetdiag.diagnosis.edgelimits import setting_text
 from gitnetdiag.diagnosis.measures import rtt_s
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.servers import answering_fix, sending_hop
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.diagnosis.units import fmt_s
 
@@ -115,10 +118,37 @@ PACK_GENERATION_FIX = (
     "for the user: 'git clone --filter=blob:none' (or a shallow clone) asks for less")
 
 
+HTTPS_PROTOCOLS = ("h1", "h2")
+"""Clones through the HTTP server or edge that answered, which waits while the server works."""
+TIMEOUT_PRODUCTS = ("haproxy", "nginx", "apache")
+"""The self-hosted edges whose timeout toward the server the fix lists beside the one that
+answered (any product of ``data/edge_limits.toml``, a load balancer or CDN too)."""
+MIN_EDGE_TIMEOUT_S = 60.0
+"""The edge timeout the fix asks for at least (nginx's and Apache's default)."""
+
+
 def server_pack_generation(run: Observations) -> Hit | None:
     """A download: the server's counting and compressing before the first pack byte
-    dominate, or outlasted the bound that stopped the clone (:func:`_cut_hit`)."""
-    return typical_costliest(run.transfers, _pack_generation_hit)
+    dominate, or outlasted the bound that stopped the clone (:func:`_cut_hit`). When the
+    clone priced came over HTTPS, the fix adds the timeout of the product that answered
+    (:func:`edge_wait_fix`)."""
+    hit = typical_costliest(run.transfers, _pack_generation_hit)
+    if hit is None or hit.cost_protocol not in HTTPS_PROTOCOLS:
+        return hit
+    return replace(hit, fix=f"{hit.fix}. {edge_wait_fix(run, hit.cost_s)}")
+
+
+def edge_wait_fix(run: Observations, wait_s: float) -> str:
+    """The HTTPS hop waits silent while the server prepares: its timeout toward the server,
+    the product that answered first (:func:`~gitnetdiag.diagnosis.servers.answering_fix`),
+    kept above twice the wait measured, else the same slow preparation cuts the clone
+    (``edge-idle-timeout``)."""
+    target = max(MIN_EDGE_TIMEOUT_S, 2 * wait_s)
+    settings = answering_fix(sending_hop(run),
+                             lambda p: setting_text(p, "idle_timeout", target), TIMEOUT_PRODUCTS)
+    return (f"Until then the HTTPS edge waits on a silent server: keep its timeout toward the "
+            f"server at {target:.0f} s or more (twice the {wait_s:.1f} s measured), else a "
+            f"slower preparation fails the clone (edge-idle-timeout): {settings}")
 
 
 def _pack_generation_hit(obs: TransferObservation) -> Hit | None:
