@@ -108,7 +108,8 @@ def main() -> None:
         pair = measure(fault, args.out, args.size, args.repeat)
         gain = pair["gain"] or {}
         row = next((r for r in pair["protocols"] if r["protocol"] == gain.get("protocol")), None)
-        slow = row["before"]["duration_median_s"] if row else None
+        # the compared median: a whole one projected when the runs moved different amounts
+        slow = row["before_median_s"] if row else None
         error = gain.get("error_share")
         noise = {True: "beyond", False: "within", None: "not tested"}[gain.get("beyond_noise")]
         print(f"| {fault} | {gain.get('culprit_id', '-')} | {_s(slow)} | "

@@ -6,7 +6,7 @@ and returns a :class:`Comparison`; ``gitnetdiag compare`` renders it.
     Comparison
     ├── runs: (RunSide, ...)             verdict, RTT, top culprit of each run
     └── pairs: (PairComparison, ...)     baseline against each later run
-          ├── protocols: (ProtocolComparison, ...)   durations, rates, noise test
+          ├── protocols: (ProtocolComparison, ...)   durations (or projected), rates, noise
           ├── culprits: (CulpritChange, ...)         gone / stayed / appeared
           ├── bursts: (BurstComparison, ...)          connection bursts of both runs
           ├── gain: GainCheck | None                  baseline's top culprit: predicted
@@ -17,10 +17,19 @@ and returns a :class:`Comparison`; ``gitnetdiag compare`` renders it.
 Runs of one direction: pushes with pushes, clones with clones (else a usage error);
 the words of every summary come from it (:data:`TRANSFER_WORDS`), the numbers do not.
 
+Like with like (:mod:`~gitnetdiag.diagnosis.likeforlike`): runs that moved the
+same amount compare their durations; runs that moved different amounts (a clone
+bounded mid-pack on either side, pushes or clones of different sizes) compare each
+transfer projected to one whole size at its own rate, the projection marked
+(``basis = "projected"``), and the baseline's top culprit's cost is scaled to that
+size, so predicted and measured gain are one quantity. The summary sentences are
+:mod:`~gitnetdiag.diagnosis.comparetext`'s.
+
 Noise: a protocol's change is "beyond the noise" when Welch's t-test on the
-completed transfer durations of the two runs gives p < :data:`ALPHA`, with at
-least :data:`MIN_REPEATS` transfers on each side. With fewer the test is not
-run and the comparison says so (``noise_test = "too-few-repeats"``).
+compared times of the two runs (durations, or the projected ones) gives
+p < :data:`ALPHA`, with at least :data:`MIN_REPEATS` transfers on each side.
+With fewer the test is not run and the comparison says so
+(``noise_test = "too-few-repeats"``).
 
 A burst culprit (``listen-backlog-overflow``, ``syn-drop``, ``ssh-maxstartups``)
 costs connection time, not push time: its measured gain is the seconds a
@@ -36,18 +45,26 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gitnetdiag.diagnosis.burstgain import BurstComparison, burst_loss_s, compare_bursts
-from gitnetdiag.diagnosis.measures import fetched_clones, median, ok_pushes, push_bytes
+from gitnetdiag.diagnosis.comparetext import pair_summary, same_time
+from gitnetdiag.diagnosis.likeforlike import (
+    ALPHA,
+    MIN_REPEATS,
+    Basis,
+    Projection,
+    ProtocolSample,
+    expected_s,
+    projection,
+    protocol_sample,
+    scaled_cost_s,
+)
+from gitnetdiag.diagnosis.measures import median, ok_pushes
 from gitnetdiag.diagnosis.model import Diagnosis, Direction, Finding, Unit, Verdict
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, PROTOCOL_ORDER
 from gitnetdiag.diagnosis.stats import welch_p_value
-from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_s
 from gitnetdiag.errors import UsageError
 from gitnetdiag.serial import to_jsonable
 
-MIN_REPEATS = 3
-"""Completed pushes a side below which no noise test is run."""
-ALPHA = 0.05
-"""Significance level of the noise test."""
 RTT_CHANGE_RATIO = 1.2
 """RTTs, path rates (and a transfer's bytes) that differ by more than this factor differ."""
 
@@ -103,28 +120,6 @@ class RunSide:
 
 
 @dataclass(frozen=True, kw_only=True)
-class ProtocolSample:
-    """One protocol's completed pushes in one run."""
-
-    durations_s: tuple[float, ...]
-    """Duration of each completed push (projected for bounded ones), in push order."""
-    failed: int
-    """Failed or hung pushes."""
-    failed_waits_s: tuple[float, ...] = ()
-    """How long each failed or hung push ran before it ended (its wait), in push order."""
-    bytes: float | None
-    """Bytes of a typical push."""
-    duration_median_s: float | None
-    """Median completed push."""
-    duration_min_s: float | None
-    """Fastest completed push."""
-    duration_max_s: float | None
-    """Slowest completed push."""
-    rate_median_bytes_per_s: float | None
-    """Median rate of the completed pushes, bytes per second."""
-
-
-@dataclass(frozen=True, kw_only=True)
 class ProtocolComparison:
     """One protocol measured in both runs of a pair."""
 
@@ -137,15 +132,38 @@ class ProtocolComparison:
     after: ProtocolSample
     """The other run's pushes."""
     change_s: float | None
-    """Median duration after minus before (negative: faster)."""
+    """Median compared time after minus before (negative: faster)."""
     speedup: float | None
-    """Median duration before over after (above 1: the other run is faster)."""
+    """Median compared time before over after (above 1: the other run is faster); when
+    ``projected``, the ratio of the median rates' inverses."""
     noise_test: NoiseTest
     """How the change was tested against the noise."""
     p_value: float | None
-    """Welch's t-test p-value, when run."""
+    """Welch's t-test p-value on the compared times, when run."""
     beyond_noise: bool | None
     """The change is larger than the repeats' noise; ``None`` when not tested."""
+    basis: Basis = "duration"
+    """What was compared: each transfer's measured ``duration`` (the runs moved the same
+    amount), or each transfer ``projected`` to :attr:`projected_bytes` at its own rate (a
+    clone bounded mid-pack on either side, or transfers of different sizes)."""
+    projected_bytes: float | None = None
+    """The size every transfer was projected to (``projected``), else ``None``."""
+    projected_origin: str | None = None
+    """Whose whole transfer that size is: ``before``, ``after``, or ``larger-moved``
+    (neither run's transfers were whole: the larger amount moved)."""
+    before_s: tuple[float, ...] = ()
+    """The baseline's compared times: its durations, or its transfers projected."""
+    after_s: tuple[float, ...] = ()
+    """The other run's compared times."""
+    before_median_s: float | None = None
+    """Median of :attr:`before_s`."""
+    after_median_s: float | None = None
+    """Median of :attr:`after_s`."""
+
+    @property
+    def projected(self) -> bool:
+        """The runs moved different amounts: the times are projected to one size."""
+        return self.basis == "projected"
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -176,10 +194,11 @@ class GainCheck:
     """Its ``cost_s`` in the baseline: seconds a push or clone (a burst culprit: a
     connection of the burst) would gain without it; ``None`` when it carries no cost."""
     measured_gain_s: float | None
-    """Median push duration before minus after on that protocol; when pushes failed or
-    hung on either side, the mean time per push with each failure as its wait plus a redo
-    (:func:`expected_push_s`), the way the culprits' costs count them. A burst culprit:
-    the seconds a burst connection lost before minus after (:func:`burst_loss_s`)."""
+    """Median push duration before minus after on that protocol (``projected``: the
+    projected medians); when pushes failed or hung on either side, the mean time per push
+    with each failure as its wait plus a redo (:func:`~gitnetdiag.diagnosis.likeforlike.
+    expected_s`), the way the culprits' costs count them. A burst culprit: the seconds a
+    burst connection lost before minus after (:func:`burst_loss_s`)."""
     error_share: float | None
     """(predicted - measured) / measured; ``None`` without a positive measured gain."""
     culprit_gone: bool
@@ -188,6 +207,17 @@ class GainCheck:
     """The measured gain is beyond the noise (``None``: too few repeats)."""
     note: str = ""
     """Why a number is missing."""
+    basis: Basis = "duration"
+    """What the gains are on: the measured durations, or (``projected``: the runs moved
+    different amounts) a whole transfer of :attr:`projected_bytes` at each run's rates;
+    then ``predicted_gain_s`` is the cost scaled to that size and ``measured_gain_s`` the
+    projected medians' difference."""
+    projected_bytes: float | None = None
+    """The size of the projected transfer, else ``None``."""
+    priced_cost_s: float | None = None
+    """The culprit's ``cost_s`` as the diagnosis priced it, on its typical transfer."""
+    priced_bytes: float | None = None
+    """Bytes of the baseline's typical transfer, the one the cost was priced on."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -269,47 +299,28 @@ class Comparison:
         }
 
 
-def protocol_sample(d: Diagnosis, protocol: str) -> ProtocolSample | None:
-    """A protocol's completed pushes in one run; ``None`` when none completed."""
-    observed = d.observations.protocols.get(protocol)
-    if observed is None:
-        return None
-    done = list(fetched_clones(d.observations, protocol) or ok_pushes(observed))
-    if not done:
-        return None
-    durations = tuple(push.duration_s for push in done)
-    rates = [push.bytes / push.duration_s for push in done if push.bytes > 0]
-    return ProtocolSample(
-        durations_s=durations, failed=len(observed.pushes) - len(done),
-        failed_waits_s=tuple(push.duration_s for push in observed.pushes if not push.ok),
-        bytes=push_bytes(observed), duration_median_s=median(durations),
-        duration_min_s=min(durations), duration_max_s=max(durations),
-        rate_median_bytes_per_s=median(rates))
-
-
-def expected_push_s(sample: ProtocolSample) -> float | None:
-    """Mean time a push costs when failures count: a failed push is its wait plus a redo
-    (the median completed push), as the culprits' costs count them."""
-    redo = sample.duration_median_s
-    if redo is None:
-        return None
-    total = sum(sample.durations_s) + sum(wait + redo for wait in sample.failed_waits_s)
-    return total / (len(sample.durations_s) + len(sample.failed_waits_s))
-
-
 def compare_protocol(protocol: str, before: ProtocolSample,
                      after: ProtocolSample) -> ProtocolComparison:
-    """A protocol in both runs; the noise is tested only with MIN_REPEATS pushes a side."""
-    tested = min(len(before.durations_s), len(after.durations_s)) >= MIN_REPEATS
-    p = welch_p_value(before.durations_s, after.durations_s) if tested else None
-    b, a = before.duration_median_s, after.duration_median_s
+    """A protocol in both runs, on their durations or, when they moved different amounts,
+    on each transfer projected to one size (:func:`~gitnetdiag.diagnosis.likeforlike.
+    projection`); the noise is tested on the same times, only with MIN_REPEATS a side."""
+    projected: Projection | None = projection(before, after)
+    times_b, times_a = ((projected.before_s, projected.after_s) if projected is not None
+                        else (before.durations_s, after.durations_s))
+    tested = min(len(times_b), len(times_a)) >= MIN_REPEATS
+    p = welch_p_value(times_b, times_a) if tested else None
+    b, a = median(times_b), median(times_a)
     return ProtocolComparison(
         protocol=protocol, label=PROTOCOL_LABELS.get(protocol, protocol),
         before=before, after=after,
         change_s=a - b if a is not None and b is not None else None,
         speedup=b / a if a and b is not None else None,
         noise_test="welch-t" if tested else "too-few-repeats", p_value=p,
-        beyond_noise=None if p is None else p < ALPHA)
+        beyond_noise=None if p is None else p < ALPHA,
+        basis="duration" if projected is None else "projected",
+        projected_bytes=projected.bytes if projected is not None else None,
+        projected_origin=projected.origin if projected is not None else None,
+        before_s=times_b, after_s=times_a, before_median_s=b, after_median_s=a)
 
 
 def culprit_changes(before: Sequence[Finding], after: Sequence[Finding]) -> list[CulpritChange]:
@@ -352,14 +363,21 @@ def affected_protocol(finding: Finding, measured: Sequence[ProtocolComparison]) 
 
 
 def _gain(top: Finding, protocol: str | None, gone: bool, notes: Sequence[str],
-          measured: float | None = None, beyond_noise: bool | None = None) -> GainCheck:
-    """``top``'s gain check; without a ``measured`` gain its notes say why."""
-    cost = predicted(top)
+          measured: float | None = None, beyond_noise: bool | None = None,
+          row: ProtocolComparison | None = None) -> GainCheck:
+    """``top``'s gain check; without a ``measured`` gain its notes say why. On a ``row``
+    of runs that moved different amounts the cost is scaled to the projected size."""
+    cost = priced = predicted(top)
+    size = row.projected_bytes if row is not None and row.projected else None
+    if cost is not None and size is not None and row is not None:
+        cost = scaled_cost_s(cost, row.before, size)
     return GainCheck(
         culprit_id=top.id, protocol=protocol, predicted_gain_s=cost, measured_gain_s=measured,
         error_share=(cost - measured) / measured
         if cost is not None and measured is not None and measured > 0 else None,
-        culprit_gone=gone, beyond_noise=beyond_noise, note="; ".join(notes))
+        culprit_gone=gone, beyond_noise=beyond_noise, note="; ".join(notes),
+        basis="projected" if size is not None else "duration", projected_bytes=size,
+        priced_cost_s=priced, priced_bytes=row.before.bytes if row is not None else None)
 
 
 def burst_gain_check(top: Finding, before: Diagnosis, after: Diagnosis,
@@ -427,22 +445,39 @@ def gain_check(before: Diagnosis, after: Diagnosis, measured: Sequence[ProtocolC
     measured_gain = -row.change_s
     notes = []
     if row.before.failed or row.after.failed:
-        before_s, after_s = expected_push_s(row.before), expected_push_s(row.after)
+        before_s = expected_s(row.before_s, row.before.failed_waits_s)
+        after_s = expected_s(row.after_s, row.after.failed_waits_s)
         if before_s is not None and after_s is not None:
             measured_gain = before_s - after_s
         notes.append(f"{row.before.failed} failed or hung {words.one}(es) before, "
                      f"{row.after.failed} after: the measured gain counts each as its wait "
                      f"plus a redo, as the cost does (mean time per {words.one})")
-    if (sizes := sorted((row.before.bytes or 0.0, row.after.bytes or 0.0)))[1] \
-            > RTT_CHANGE_RATIO * sizes[0] > 0:
-        notes.append(f"a {words.one} moved {fmt_bytes(row.before.bytes)} before, "
-                     f"{fmt_bytes(row.after.bytes)} after (bounded {words.many} stop mid-pack): "
-                     "durations of different bytes (compare the rates)")
+    if row.projected:
+        notes.append(projected_note(row, top, words))
     if measured_gain <= 0:
         notes.append("nothing was gained: the run is not faster")
     if predicted(top) is None:
         notes.append(f"{top.id} carries no estimated cost: no predicted gain to check")
-    return _gain(top, protocol, gone, notes, measured_gain, row.beyond_noise)
+    return _gain(top, protocol, gone, notes, measured_gain, row.beyond_noise, row)
+
+
+def moved_words(sample: ProtocolSample, words: TransferWords) -> str:
+    """What a typical transfer of a sample moved: ``2.1 MB (bounded)`` or ``24.0 MB``."""
+    return fmt_bytes(sample.bytes) + (f" (bounded: {sample.partial} of "
+                                      f"{len(sample.durations_s)} {words.many} stopped "
+                                      "mid-pack)" if sample.partial else "")
+
+
+def projected_note(row: ProtocolComparison, top: Finding, words: TransferWords) -> str:
+    """How a gain of runs that moved different amounts was measured and predicted."""
+    scaled = (f"; the predicted gain is {top.id}'s cost on a {words.one} of "
+              f"{fmt_bytes(row.before.bytes)} scaled to that size"
+              if predicted(top) is not None else "")
+    return (f"a {words.one} moved {moved_words(row.before, words)} before, "
+            f"{moved_words(row.after, words)} after: compared on a whole {words.one} of "
+            f"{fmt_bytes(row.projected_bytes)} projected at each {words.one}'s rate, "
+            f"{fmt_s(row.before_median_s)} against {fmt_s(row.after_median_s)} "
+            f"(median){scaled}")
 
 
 def _differences(before: Diagnosis, after: Diagnosis) -> list[Difference]:
@@ -470,48 +505,6 @@ def _deciding(rows: Sequence[ProtocolComparison]) -> ProtocolComparison | None:
                default=None)
 
 
-def same_time(row: ProtocolComparison) -> bool:
-    """The two medians are equal as they are shown (``231 ms`` both): neither is slower."""
-    return row.speedup == 1.0 or (
-        fmt_s(row.before.duration_median_s) == fmt_s(row.after.duration_median_s))
-
-
-def _pair_summary(labels: tuple[str, str], row: ProtocolComparison | None,
-                  slower_top: Finding | None, differences: Sequence[Difference],
-                  gone: Sequence[CulpritChange], words: TransferWords) -> str:
-    before, after = labels
-    if row is None or row.speedup is None:
-        return (f"{before} and {after} share no protocol with completed {words.many}: "
-                "nothing to compare.")
-    if same_time(row):  # the largest change: the other protocols changed less
-        return (f"{before} and {after} take the same time: no protocol's median changed as "
-                f"shown ({row.label}: {fmt_s(row.before.duration_median_s)} a {words.one} on "
-                "each); neither is slower.")
-    slow, fast = (before, after) if row.speedup > 1 else (after, before)
-    slow_s = max(row.before.duration_median_s or 0.0, row.after.duration_median_s or 0.0)
-    fast_s = min(row.before.duration_median_s or 0.0, row.after.duration_median_s or 0.0)
-    factor = max(row.speedup, 1 / row.speedup)
-    if row.beyond_noise is None:
-        noise_text = (f"fewer than {MIN_REPEATS} {words.many} a side: not tested against "
-                      "the noise")
-    else:
-        noise_text = (f"{'beyond' if row.beyond_noise else 'within'} the noise, "
-                      f"Welch p = {row.p_value:.2g}")
-    text = (f"{slow} is slower than {fast} on {row.label}: {fmt_s(slow_s)} against "
-            f"{fmt_s(fast_s)} a {words.one} (x{factor:.1f}, {noise_text})")
-    reasons = []
-    for d in differences:
-        if d.unit == "s" and isinstance(d.before, float) and isinstance(d.after, float):
-            reasons.append(f"RTT {fmt_s(d.before)} against {fmt_s(d.after)}")
-        elif d.unit == "B/s" and isinstance(d.before, float) and isinstance(d.after, float):
-            reasons.append(f"path rate {fmt_rate(d.before)} against {fmt_rate(d.after)}")
-    if slower_top is not None:
-        reasons.append(f"{slow}'s top culprit {slower_top.id} costs {fmt_s(slower_top.cost_s)}")
-    if slow == before and gone:
-        reasons.append("gone in " + after + ": " + ", ".join(c.id for c in gone))
-    return text + ("; " + "; ".join(reasons) if reasons else "") + "."
-
-
 def compare_pair(labels: tuple[str, str], before: Diagnosis, after: Diagnosis) -> PairComparison:
     """The baseline ``before`` against ``after`` (runs of one direction)."""
     words = TRANSFER_WORDS[before.direction]
@@ -527,18 +520,19 @@ def compare_pair(labels: tuple[str, str], before: Diagnosis, after: Diagnosis) -
         slower, slower_run = (labels[0], before) if deciding.speedup > 1 else (labels[1], after)
         slower_top = slower_run.findings[0] if slower_run.findings else None
     differences = _differences(before, after)
+    gain = gain_check(before, after, rows, words)
     return PairComparison(
         before=labels[0], after=labels[1], protocols=tuple(rows),
         only_before=tuple(name for name, (b, a) in samples.items() if b and a is None),
         only_after=tuple(name for name, (b, a) in samples.items() if a and b is None),
         culprits=tuple(changes), bursts=tuple(compare_bursts(before, after)),
-        gain=gain_check(before, after, rows, words), slower=slower,
+        gain=gain, slower=slower,
         deciding_protocol=deciding.protocol if deciding else None,
         beyond_noise=deciding.beyond_noise if deciding else None,
         differences=tuple(differences),
         slower_top_culprit=slower_top.id if slower_top else None,
-        summary=_pair_summary(labels, deciding, slower_top, differences,
-                              [c for c in changes if c.status == "gone"], words),
+        summary=pair_summary(labels, deciding, slower_top, differences,
+                             [c for c in changes if c.status == "gone"], words, gain),
     )
 
 

@@ -15,20 +15,19 @@ from rich.table import Table
 from rich.text import Text
 
 from gitnetdiag.diagnosis.burstgain import BurstSide
+from gitnetdiag.diagnosis.comparetext import same_time
 from gitnetdiag.diagnosis.comparison import (
-    MIN_REPEATS,
     Comparison,
     Difference,
     GainCheck,
     PairComparison,
     ProtocolComparison,
-    ProtocolSample,
     TransferWords,
-    same_time,
 )
+from gitnetdiag.diagnosis.likeforlike import MIN_REPEATS, ProtocolSample
 from gitnetdiag.report.console import console_text
 from gitnetdiag.report.transfers import table_text
-from gitnetdiag.report.units import fmt_quantity, fmt_rate, fmt_s
+from gitnetdiag.report.units import fmt_bytes, fmt_quantity, fmt_rate, fmt_s
 
 SCHEMA = "gitnetdiag.compare/2"
 """Schema id of the JSON comparison; bump on any incompatible change."""
@@ -58,12 +57,19 @@ def protocol_header(pair: PairComparison, words: TransferWords) -> tuple[str, ..
             f"{a} rate", f"{b} rate", "change", "noise")
 
 
-def _duration(sample: ProtocolSample) -> str:
-    count = len(sample.durations_s)
+def _duration(sample: ProtocolSample, times: tuple[float, ...], median_s: float | None,
+              projected: bool) -> str:
+    """Median (range, count) of a side's compared times: its durations, or (``projected``)
+    its transfers projected to the pair's size, marked."""
+    count = len(times)
     failed = f", {sample.failed} failed" if sample.failed else ""
-    spread = ("" if sample.duration_min_s == sample.duration_max_s
-              else f"{fmt_s(sample.duration_min_s)} to {fmt_s(sample.duration_max_s)}, ")
-    return f"{fmt_s(sample.duration_median_s)} ({spread}n={count}{failed})"
+    low, high = min(times), max(times)
+    spread = "" if low == high else f"{fmt_s(low)} to {fmt_s(high)}, "
+    mark = " projected" if projected else ""
+    moved = ""
+    if projected:
+        moved = f"; moved {fmt_bytes(sample.bytes)}" + (", bounded" if sample.partial else "")
+    return f"{fmt_s(median_s)}{mark} ({spread}n={count}{failed}{moved})"
 
 
 def _noise(row: ProtocolComparison, words: TransferWords) -> str:
@@ -84,12 +90,33 @@ def _change(row: ProtocolComparison) -> str:
     return f"{sign}{fmt_s(abs(row.change_s))} ({factor})"
 
 
+def _projected(row: ProtocolComparison, side: str) -> bool:
+    """A side's times are projected: the runs moved different amounts and this side's
+    transfers were bounded or of another size than the one compared."""
+    sample = row.before if side == "before" else row.after
+    return row.projected and (bool(sample.partial) or sample.bytes != row.projected_bytes)
+
+
 def protocol_rows(pair: PairComparison, words: TransferWords) -> list[tuple[str, ...]]:
     """One row per protocol measured in both runs."""
-    return [(row.label, _duration(row.before), _duration(row.after),
+    return [(row.label,
+             _duration(row.before, row.before_s, row.before_median_s, _projected(row, "before")),
+             _duration(row.after, row.after_s, row.after_median_s, _projected(row, "after")),
              fmt_rate(row.before.rate_median_bytes_per_s),
              fmt_rate(row.after.rate_median_bytes_per_s),
              _change(row), _noise(row, words)) for row in pair.protocols]
+
+
+def projection_lines(pair: PairComparison, words: TransferWords) -> list[str]:
+    """What a projected row's times are, and the durations measured behind them."""
+    return [f"{row.label}: the runs moved different amounts, so each {words.one} is shown "
+            f"as a whole {words.one} of {fmt_bytes(row.projected_bytes)} at its own rate "
+            + ("(the larger amount moved: neither run's were whole) "
+               if row.projected_origin == "larger-moved" else "")
+            + f"(projected); measured {pair.before} {fmt_s(row.before.duration_median_s)} "
+            f"for {fmt_bytes(row.before.bytes)}, {pair.after} "
+            f"{fmt_s(row.after.duration_median_s)} for {fmt_bytes(row.after.bytes)}"
+            for row in pair.protocols if row.projected]
 
 
 def burst_header(pair: PairComparison) -> tuple[str, ...]:
@@ -135,13 +162,20 @@ def culprit_rows(pair: PairComparison) -> list[tuple[str, ...]]:
             for c in pair.culprits]
 
 
-def gain_lines(gain: GainCheck | None, pair: PairComparison) -> list[str]:
+def gain_lines(gain: GainCheck | None, pair: PairComparison,
+               words: TransferWords) -> list[str]:
     """Predicted against measured gain of the baseline's top culprit, in words."""
     if gain is None:
         return [f"{pair.before} ranked no culprit: no predicted gain to check."]
     where = f" on {gain.protocol}" if gain.protocol else ""
-    cost = (f"{fmt_s(gain.predicted_gain_s)} (its estimated cost in {pair.before})"
-            if gain.predicted_gain_s is not None else f"- (no estimated cost in {pair.before})")
+    if gain.predicted_gain_s is None:
+        cost = f"- (no estimated cost in {pair.before})"
+    elif gain.basis == "projected":
+        cost = (f"{fmt_s(gain.predicted_gain_s)} (its estimated cost in {pair.before}, "
+                f"{fmt_s(gain.priced_cost_s)} on {fmt_bytes(gain.priced_bytes)}, for a whole "
+                f"{words.one} of {fmt_bytes(gain.projected_bytes)})")
+    else:
+        cost = f"{fmt_s(gain.predicted_gain_s)} (its estimated cost in {pair.before})"
     lines = [f"{gain.culprit_id}{where}: predicted gain {cost}, measured gain "
              f"{fmt_s(gain.measured_gain_s) if gain.measured_gain_s is not None else '-'}"
              + (f", prediction off by {gain.error_share:+.0%}" if gain.error_share is not None
@@ -207,6 +241,7 @@ def render_compare_terminal(comparison: Comparison, *, width: int = 100,
             items.append(_table(f"{comparison.words.many.capitalize()} per protocol",
                                 protocol_header(pair, comparison.words),
                                 protocol_rows(pair, comparison.words)))
+        items += [Text(line) for line in projection_lines(pair, comparison.words)]
         items += [Text(line) for line in only_lines(pair)]
         if pair.bursts:
             items.append(_table("Connection bursts", burst_header(pair), burst_rows(pair)))
@@ -214,7 +249,7 @@ def render_compare_terminal(comparison: Comparison, *, width: int = 100,
             items.append(_table("Culprits", culprit_header(pair), culprit_rows(pair)))
         items.append(Text(f"Predicted vs measured gain ({pair.before}'s top culprit)",
                           style="bold"))
-        items += [Text("  " + line) for line in gain_lines(pair.gain, pair)]
+        items += [Text("  " + line) for line in gain_lines(pair.gain, pair, comparison.words)]
         if pair.differences:
             items.append(Text("What differs", style="bold"))
             items += [Text("  " + line) for line in difference_lines(pair)]
@@ -247,13 +282,15 @@ def render_compare_markdown(comparison: Comparison) -> str:
         if pair.protocols:
             lines += md_table(protocol_header(pair, comparison.words),
                               protocol_rows(pair, comparison.words))
+        if projection_lines(pair, comparison.words):
+            lines += [f"- {line}" for line in projection_lines(pair, comparison.words)] + [""]
         lines += [f"- {line}" for line in only_lines(pair)]
         if pair.bursts:
             lines += ["### Connection bursts", "", *md_table(burst_header(pair), burst_rows(pair))]
         if pair.culprits:
             lines += ["### Culprits", "", *md_table(culprit_header(pair), culprit_rows(pair))]
         lines += [f"### Predicted vs measured gain ({pair.before}'s top culprit)", ""]
-        lines += [f"- {line}" for line in gain_lines(pair.gain, pair)] + [""]
+        lines += [f"- {line}" for line in gain_lines(pair.gain, pair, comparison.words)] + [""]
         if pair.differences:
             lines += ["### What differs", ""]
             lines += [f"- {line}" for line in difference_lines(pair)] + [""]

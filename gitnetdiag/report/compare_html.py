@@ -7,7 +7,8 @@ Figures (PNG, matplotlib imported on first use, the conventions of
   run, one line per run, every panel on the same time axis: the run that
   reaches the top first pushed faster, and a flat stretch is a stall;
 - **push durations**, one column of points per run within each protocol
-  (every repeat, the median as a bar): the spread the noise test weighs.
+  (every repeat, the median as a bar): the spread the noise test weighs; for runs
+  that moved different amounts, the projected times the test weighs.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from gitnetdiag.report.compare import (
     gain_lines,
     only_lines,
     pair_intro,
+    projection_lines,
     protocol_header,
     protocol_rows,
     run_rows,
@@ -93,8 +95,9 @@ def durations_figure(comparison: Comparison) -> Figure | None:
     labels = {run.label: index for index, run in enumerate(comparison.runs)}
     columns: dict[tuple[str, str], tuple[float, ...]] = {}
     for pair, row in pair_rows:
-        columns[(row.protocol, pair.before)] = row.before.durations_s
-        columns[(row.protocol, pair.after)] = row.after.durations_s
+        columns[(row.protocol, pair.before)] = row.before_s or row.before.durations_s
+        columns[(row.protocol, pair.after)] = row.after_s or row.after.durations_s
+    projected = any(row.projected for _, row in pair_rows)
     rank: dict[str, int] = {name: index for index, name in enumerate(PROTOCOL_ORDER)}
     order = sorted(columns, key=lambda key: (rank.get(key[0], len(rank)), labels[key[1]]))
     plt = pyplot()
@@ -110,7 +113,8 @@ def durations_figure(comparison: Comparison) -> Figure | None:
     ax.set_ylim(bottom=0)
     ax.grid(True, axis="y", alpha=0.3)
     ax.set_title(f"{one.capitalize()} durations per protocol and run (points: {many}, "
-                 "bar: median)", loc="left", fontsize="medium")
+                 "bar: median" + ("; runs of different amounts: projected to one size"
+                                  if projected else "") + ")", loc="left", fontsize="medium")
     fig.subplots_adjust(top=0.88, bottom=0.2, **MARGINS)
     return Figure(title=f"{one.capitalize()} durations per protocol and run",
                   png=png_bytes(fig))
@@ -130,6 +134,8 @@ def render_compare_html(comparison: Comparison) -> str:
         if pair.protocols:
             parts.append(html_table(protocol_header(pair, comparison.words),
                                 protocol_rows(pair, comparison.words)))
+        if projection_lines(pair, comparison.words):
+            parts.append(html_list(projection_lines(pair, comparison.words)))
         if only_lines(pair):
             parts.append(html_list(only_lines(pair)))
         if pair.culprits:
@@ -138,7 +144,7 @@ def render_compare_html(comparison: Comparison) -> str:
             parts += ["<h3>Connection bursts</h3>",
                       html_table(burst_header(pair), burst_rows(pair))]
         parts += [f"<h3>Predicted vs measured gain ({esc(pair.before)}'s top culprit)</h3>",
-                  html_list(gain_lines(pair.gain, pair))]
+                  html_list(gain_lines(pair.gain, pair, comparison.words))]
         if pair.differences:
             parts += ["<h3>What differs</h3>", html_list(difference_lines(pair))]
     if too_few(comparison):

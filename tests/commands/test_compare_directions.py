@@ -185,8 +185,9 @@ def test_a_culprit_without_a_cost_predicts_no_number(tmp_path: Path) -> None:
     assert "prediction off by" not in text
 
 
-def test_clones_of_different_bytes_are_said_not_like_for_like(tmp_path: Path) -> None:
-    """Bounded clones stop mid-pack: their durations are not those of the whole clone."""
+def test_clones_of_different_bytes_compare_by_rate(tmp_path: Path) -> None:
+    """Clones of different bytes (issue 44): not their durations, a whole clone of the
+    baseline's size at each clone's rate, the sizes said."""
     cut = slow_copy(tmp_path / "cut")
     record = cut / "fetch.json"
     data: dict[str, Any] = json.loads(record.read_text())
@@ -198,7 +199,13 @@ def test_clones_of_different_bytes_are_said_not_like_for_like(tmp_path: Path) ->
     gain = comparison.pairs[0].gain
     assert gain is not None and gain.measured_gain_s is not None
     assert "a clone moved 1.0 MB before, 2.1 MB after" in gain.note, gain.note
-    assert "durations of different bytes" in render_compare_markdown(comparison)
+    assert gain.basis == "projected" and gain.projected_bytes == pytest.approx(1.05e6, rel=0.01)
+    (row,) = comparison.pairs[0].protocols
+    # Half the bytes in three times the time: a sixth of the rate, the 1 MB clone 6x faster.
+    assert row.projected and row.speedup == pytest.approx(6.0, rel=0.05)
+    assert (f"B is faster than A on git://: x{row.speedup:.1f} a whole clone of 1.0 MB "
+            "projected at each run's rate") in comparison.headline
+    assert "A's moved 1.0 MB, B's moved 2.1 MB" in render_compare_markdown(comparison)
     whole = compare([with_top(diagnosis_from_saved(slow_copy(tmp_path / "slow")), 0.5),
                      diagnosis_from_saved(FETCH_HEALTHY)], ["slow", "whole"]).pairs[0].gain
-    assert whole is not None and "different bytes" not in whole.note
+    assert whole is not None and whole.basis == "duration" and "projected" not in whole.note
