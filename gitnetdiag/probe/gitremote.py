@@ -20,10 +20,13 @@ from pathlib import Path
 from gitnetdiag.errors import UsageError
 from gitnetdiag.proc import run, scratch_dir
 from gitnetdiag.redaction import redact_text, redact_url
-from gitnetdiag.remotederive import classify, derive, how_to_add
+from gitnetdiag.remotederive import Derived, classify, derive, how_to_add
 
 ANSWER_TIMEOUT_S = 3.0
 """How long a derived transport's port may take to accept a connection."""
+PUSH_CHECK_REF = "refs/heads/gitnetdiag/push-check"
+"""The ref a push check asks to delete, in a dry run (nothing is sent, nothing changes), and
+a derived transport's ``ls-remote`` asks for (the answer is the refs, none of them)."""
 DEFAULT_REMOTE = "origin"
 
 
@@ -69,16 +72,40 @@ def remote_url(name: str, *, push: bool, cwd: Path) -> str:
     return proc.stdout.strip()
 
 
-def _answers(host: str, port: int) -> bool:
+LS_REMOTE_TIMEOUT_S = 15.0
+"""How long a derived transport's ``git ls-remote`` may take (connect, auth, refs)."""
+
+
+def _git_env() -> dict[str, str]:
+    """git never prompts; ssh runs in batch mode unless the user set their own command."""
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never", "LC_ALL": "C"}
+    configured = run(["git", "config", "--get", "core.sshCommand"], check=False, timeout_s=10,
+                     what="git config")
+    if "GIT_SSH_COMMAND" not in env and not configured.stdout.strip():
+        env["GIT_SSH_COMMAND"] = "ssh -o BatchMode=yes"
+    return env
+
+
+def unreachable(other: Derived) -> str | None:
+    """Why a derived transport is left out, None when it serves the repository to this
+    user: its port answers within :data:`ANSWER_TIMEOUT_S`, then ``git ls-remote`` (read-only;
+    the user's own credentials and SSH keys, no prompt) lists its refs. A derived SSH URL the
+    user has no key for, or an HTTPS one their credential helper cannot answer, is no
+    transport to compare: probed, it would only fail."""
     try:
-        socket.create_connection((host, port), timeout=ANSWER_TIMEOUT_S).close()
+        socket.create_connection((other.host, other.port), timeout=ANSWER_TIMEOUT_S).close()
     except OSError:
-        return False
-    return True
+        return f"{other.host} port {other.port} did not answer within {ANSWER_TIMEOUT_S:.0f} s"
+    proc = run(["git", "ls-remote", "--heads", other.url, PUSH_CHECK_REF], check=False,
+               timeout_s=LS_REMOTE_TIMEOUT_S, what="git ls-remote", env=_git_env())
+    if proc.returncode == 0:
+        return None
+    said = [line.strip() for line in (proc.stderr or "").splitlines() if line.strip()]
+    return "git ls-remote: " + redact_text(said[-1] if said else f"exit {proc.returncode}")
 
 
 def resolve_remote(remote: str, *, push: bool, cwd: Path,
-                   answers: Callable[[str, int], bool] = _answers) -> ResolvedRemote:
+                   left_out: Callable[[Derived], str | None] = unreachable) -> ResolvedRemote:
     """The URLs of ``remote`` (a remote name of the checkout in ``cwd``, or a URL)."""
     name = "" if looks_like_url(remote) else remote
     url = remote if not name else remote_url(name, push=push, cwd=cwd)
@@ -93,19 +120,17 @@ def resolve_remote(remote: str, *, push: bool, cwd: Path,
     notes = [f"{where} {redact_url(url)}" + (" (push URL)" if push and name else "")]
     derived = derive(parsed)
     for other in derived:
-        if answers(other.host, other.port):
+        why = left_out(other)
+        if why is None:
             urls[other.option] = other.url
             notes.append(f"{other.note}: {redact_url(other.url)}")
         else:
-            notes.append(f"{other.note} ({redact_url(other.url)}) left out: {other.host} "
-                         f"port {other.port} did not answer within {ANSWER_TIMEOUT_S:.0f} s")
+            notes.append(f"{other.note} ({redact_url(other.url)}) left out: {why}")
     if not derived:
         notes.append(how_to_add(parsed.option))
     return ResolvedRemote(name=name, urls=urls, notes=tuple(notes))
 
 
-PUSH_CHECK_REF = "refs/heads/gitnetdiag/push-check"
-"""The ref a push check asks to delete, in a dry run: nothing is sent, nothing changes."""
 PUSH_CHECK_TIMEOUT_S = 20.0
 _MAY_PUSH = "remote ref does not exist"
 """git's words when receive-pack answered the dry run and checked the ref (others report it
@@ -125,7 +150,7 @@ def push_refused(url: str) -> str | None:
     opens receive-pack, reads its advertisement and stops; no pack, no ref update. No
     prompt: a credential the helper does not have is a refusal, not a question. It runs in
     an empty scratch repository: the user's checkout is not touched."""
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GCM_INTERACTIVE": "never", "LC_ALL": "C"}
+    env = _git_env()
     with scratch_dir("gitnetdiag-push-check-") as scratch:
         run(["git", "init", "-q", str(scratch)], timeout_s=10, what="git init")
         proc = run(["git", "push", "--dry-run", "--porcelain", url, f":{PUSH_CHECK_REF}"],

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.errors import UsageError
-from gitnetdiag.probe.gitremote import looks_like_url, push_refused, resolve_remote
-from gitnetdiag.remotederive import classify, derive
+from gitnetdiag.probe.gitremote import looks_like_url, push_refused, resolve_remote, unreachable
+from gitnetdiag.remotederive import Derived, classify, derive
 from tests.probe.conftest import _free_port
 
 
@@ -86,15 +86,15 @@ def test_the_url_is_gits_own_pushurl_and_insteadof_applied(tmp_path: Path) -> No
         ("url.https://fetch.example.test/.insteadOf", "corp:"))
     asked: list[tuple[str, int]] = []
 
-    def answers(host: str, port: int) -> bool:
-        asked.append((host, port))
-        return host == "fetch.example.test"
+    def left_out(other: Derived) -> str | None:
+        asked.append((other.host, other.port))
+        return None if other.host == "fetch.example.test" else "port 22 did not answer"
 
-    push = resolve_remote("origin", push=True, cwd=checkout, answers=answers)
+    push = resolve_remote("origin", push=True, cwd=checkout, left_out=left_out)
     assert push.name == "origin"
     assert push.urls == {"--http": "https://push.example.test/team/repo.git"}
-    assert any("left out: push.example.test port 22 did not answer" in n for n in push.notes)
-    fetch = resolve_remote("origin", push=False, cwd=checkout, answers=answers)
+    assert any(n.endswith("left out: port 22 did not answer") for n in push.notes), push.notes
+    fetch = resolve_remote("origin", push=False, cwd=checkout, left_out=left_out)
     assert fetch.urls == {"--http": "https://fetch.example.test/team/repo.git",
                           "--ssh": "ssh://git@fetch.example.test/team/repo.git"}
     assert "SSH URL derived from the HTTPS remote: ssh://git@fetch.example.test/team/repo.git" \
@@ -105,7 +105,7 @@ def test_the_url_is_gits_own_pushurl_and_insteadof_applied(tmp_path: Path) -> No
 def test_no_token_of_the_remote_reaches_a_note(tmp_path: Path) -> None:
     checkout = _checkout(tmp_path, ("remote.origin.url",
                                     "https://alice:s3cr3tToken@git.example.test/team/repo.git"))
-    resolved = resolve_remote("origin", push=True, cwd=checkout, answers=lambda h, p: False)
+    resolved = resolve_remote("origin", push=True, cwd=checkout, left_out=lambda other: "no")
     assert not any("s3cr3tToken" in note for note in resolved.notes), resolved.notes
 
 
@@ -204,3 +204,19 @@ def test_a_remote_that_refuses_pushes_is_diagnosed_as_clones(read_only_daemon: s
     assert report["direction"] == "fetch"
     assert report["remote"]["name"] == "origin"
     assert any(n.startswith("pushes refused") for n in report["remote"]["notes"])
+
+
+def test_a_derived_transport_that_does_not_serve_the_user_is_left_out(
+        git_daemon: str, tmp_path: Path) -> None:
+    """The port answers but the repository is not there for this user (ls-remote fails):
+    left out with git's words, never probed to fail the run."""
+    port = int(git_daemon.rsplit(":", 1)[1].split("/")[0])
+    there = Derived(option="--http", url=git_daemon, host="127.0.0.1", port=port, note="n")
+    assert unreachable(there) is None
+    missing = Derived(option="--http", url=git_daemon.replace("repo.git", "nothing.git"),
+                      host="127.0.0.1", port=port, note="n")
+    why = unreachable(missing)
+    assert why is not None and why.startswith("git ls-remote: "), why
+    closed = Derived(option="--ssh", url="ssh://git@127.0.0.1:1/r.git", host="127.0.0.1",
+                     port=1, note="n")
+    assert unreachable(closed) == "127.0.0.1 port 1 did not answer within 3 s"
