@@ -246,8 +246,9 @@ class LoadArgs:
 def load_command(
     urls: Annotated[list[str] | None, typer.Argument(
         metavar="URL", show_default=False,
-        help="One or more git remotes of one protocol; operations are spread over them round "
-             "robin per operation type (none with --lab or --locust-master).")] = None,
+        help="One or more git remotes of one protocol (URLs, or remote names of the checkout "
+             "you run in: origin); operations are spread over them round robin per operation "
+             "type (none with --lab or --locust-master).")] = None,
     ops: Annotated[str, typer.Option("--ops", help="clone,fetch,push,ls-remote")]
     = "clone,fetch,push",
     mix: Annotated[str | None, typer.Option("--mix", help="Weights per op, e.g. 40:35:25.")]
@@ -358,6 +359,12 @@ def load_options(args: LoadArgs) -> tuple[LoadOptions, tuple[str, ...]]:
         ssh_key, ssh_known_hosts = Path(lab.ssh_key), Path(lab.ssh_known_hosts)
         host_netns = host_netns or state.server_ns
         extra = lab.recorded(with_way_in=False)
+    if urls and not args.lab:  # a remote name of the checkout here, as git resolves it
+        from gitnetdiag.probe.gitremote import looks_like_url, remote_url
+
+        pushes_only = all(str(op).endswith("push") for op in op_list)
+        urls = [url if looks_like_url(url) else remote_url(url, push=pushes_only, cwd=Path.cwd())
+                for url in urls]
     if not urls:
         raise UsageError("no remote to load",
                          hint="give one or more URLs (or --lab, or --locust-master)")

@@ -220,3 +220,14 @@ def test_a_derived_transport_that_does_not_serve_the_user_is_left_out(
     closed = Derived(option="--ssh", url="ssh://git@127.0.0.1:1/r.git", host="127.0.0.1",
                      port=1, note="n")
     assert unreachable(closed) == "127.0.0.1 port 1 did not answer within 3 s"
+
+
+def test_load_takes_a_remote_name_of_the_checkout(git_daemon: str, tmp_path: Path) -> None:
+    checkout = _checkout(tmp_path, ("remote.origin.url", git_daemon))
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "load", "origin", "--ops", "ls-remote",
+         "--concurrency", "1", "--duration", "2s", "--no-live", "--json", "-"],
+        capture_output=True, text=True, timeout=120, cwd=checkout)
+    assert proc.returncode == 0, proc.stderr
+    report = json.loads(proc.stdout)
+    assert report["steps"][0]["ok"] > 0, report["steps"]
