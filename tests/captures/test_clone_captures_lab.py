@@ -132,3 +132,19 @@ def test_a_healthy_clone_captured_at_the_server_stays_healthy(
     assert "captured at the server" in diagnosis.environment.measured_by
     assert diagnosis.verdict == "healthy", [f.id for f in diagnosis.findings]
     assert "verdict: HEALTHY" in _analyze_cli(pcap).stdout
+
+
+@pytest.mark.parametrize("fault", ["slow-pack-generation"])  # the idle lane (5% of a core)
+def test_a_slow_pack_captured_at_the_server_is_not_its_send_buffer(
+        fault: str, shared_lab: LabFactory, tmp_path: Path) -> None:
+    """A CPU-starved upload-pack trickles progress for most of the clone, then sends its
+    pack with a flight as flat as a buffer's (33 kB over 2.1 s of 26.3 s, one run): the
+    bulk's small share of the sending time tells it from a send buffer."""
+    state = shared_lab(fault)
+    pcap = _captured_clone(state, "server", "ssh", tmp_path)
+    diagnosis, _ = diagnose_capture(pcap)
+    print(f"{pcap.name}: {pcap.stat().st_size} B, {diagnosis.verdict}, ranked "
+          f"{[(f.id, round(f.score, 2)) for f in diagnosis.findings]}")
+    assert diagnosis.direction == "fetch"
+    assert "captured at the server" in diagnosis.environment.measured_by
+    assert FETCH_FAULT_CULPRIT[SNDBUF_FAULT] not in [f.id for f in diagnosis.findings]

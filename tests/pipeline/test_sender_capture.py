@@ -128,6 +128,10 @@ def test_the_capture_rule_needs_a_long_plateau_and_no_queue(git_clamped: Path) -
     growing = replace(clone.capture.plateau, growth=2.3)  # a congestion window opening
     assert server_send_buffer(on([replace(clone, capture=replace(
         clone.capture, plateau=growing))])) is None
+    # A server that trickled progress for 25 s before its pack (a CPU-starved upload-pack):
+    # its flight as flat, the bulk a small share of the time it sent data.
+    producing = replace(clone, measured_s=clone.measured_s + 25.0)
+    assert server_send_buffer(on([producing])) is None
     large = replace(clone.capture.plateau, flight_bytes=400_000.0)  # more than a clamp keeps
     assert server_send_buffer(on([replace(clone, capture=replace(
         clone.capture, plateau=large))])) is None

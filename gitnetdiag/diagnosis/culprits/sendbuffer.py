@@ -41,10 +41,12 @@ A bare capture taken at the server (issue 43) shows the sender's own view instea
 :mod:`gitnetdiag.analysis.plateau`): its bytes in flight held flat (within 0.5-1.5x of one
 level for half the pack's bulk and at least 1 s, growing at most 1.5x) at a small level
 below half the client's advertised window, with its data-to-ACK round trips showing no
-queue. That is the send buffer's signature; a flight that grew with slow start or the
-congestion window, or sat at the window, clears it. What a capture cannot show is said:
-the buffer's size and the setting behind it, and that a server program writing no faster
-than that (its own flow-control window, a pace) would look the same (capped at 0.85).
+queue and the bulk taking at least half of the time the server sent data. That is the
+send buffer's signature; a flight that grew with slow start or the congestion window, or
+sat at the window, clears it, and so does a pack sent at the end of a long trickle of
+progress. What a capture cannot show is said: the buffer's size and the setting behind
+it, and that a server program writing no faster than that (its own flow-control window, a
+pace) would look the same (capped at 0.85).
 """
 
 from __future__ import annotations
@@ -251,8 +253,12 @@ def captured_at_sender(obs: TransferObservation, tally: Tally) -> bool | None:
     """A capture taken at the server (its flight's plateau known, :attr:`CaptureMetrics.
     plateau`): True when its bytes in flight held flat at a small level below half the
     client's window for :data:`MIN_PLATEAU_S` or more, with no queue on the path (its own
-    data-to-ACK round trips); False when the capture shows otherwise (a flight that grew
-    with slow start, reached the window, or was held only now and then); None without one.
+    data-to-ACK round trips) and the pack's bulk taking most of the time it sent data;
+    False when the capture shows otherwise (a flight that grew with slow start, reached the
+    window, or was held only now and then; a server that trickled progress for most of the
+    clone and sent the pack at its end, as the lab's ``slow-pack-generation``: its SSH
+    clone's bulk 2.1 s of 26.3 s, its flight flat at 33 kB, against 0.68-0.85 of the time
+    under ``server-sndbuf-clamp``); None without one.
     """
     cap = obs.capture
     plateau = cap.plateau if cap is not None else None
@@ -265,6 +271,11 @@ def captured_at_sender(obs: TransferObservation, tally: Tally) -> bool | None:
         return False
     least, median = cap.min_rtt_s, cap.median_rtt_s
     if not least or median is None or median > RTT_UNINFLATED * least:
+        return False
+    # The bulk's share of the time the server sent data: a server still producing its
+    # pack trickles progress for most of it and sends the pack at the end.
+    idle = max(0.0, 1.0 - plateau.span_s / obs.measured_s) if obs.measured_s > 0 else 1.0
+    if idle >= IDLE_SHARE:
         return False
     source = f"{cap.source}; fetch {obs.protocol} #{obs.repeat}"
     tally.add("sender-flight-plateau", flight_in_window(
@@ -279,7 +290,10 @@ def captured_at_sender(obs: TransferObservation, tally: Tally) -> bool | None:
                  "over its first third's)", value=plateau.growth, unit="ratio",
                  threshold=PLATEAU_GROWTH, comparison="<=", source=source),
         Evidence(what="time the flight held at that level", value=plateau.held_s, unit="s",
-                 threshold=MIN_PLATEAU_S, comparison=">=", source=source))
+                 threshold=MIN_PLATEAU_S, comparison=">=", source=source),
+        Evidence(what="share of the server's sending time outside the pack's bulk (1 - the "
+                 "bulk's time / first to last data byte)", value=idle, unit="ratio",
+                 threshold=IDLE_SHARE, comparison="<", source=source))
     tally.add("no-queue", Evidence(
         what="server's median data-to-ACK RTT (no queue on the path)", value=median, unit="s",
         threshold=RTT_UNINFLATED * least, comparison="<=",
