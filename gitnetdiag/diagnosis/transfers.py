@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from gitnetdiag.analysis.h2ledger import GitH2Window
+from gitnetdiag.analysis.plateau import FlightPlateau
 from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary, SenderTcpSummary
 from gitnetdiag.analysis.trace2 import ReceiverPhases
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, PushOutcome
@@ -99,6 +100,10 @@ class CaptureMetrics:
     """A connection the server's side answered with a reset instead of a SYN-ACK (a refused
     connect): seconds from its SYN to that reset. Sooner than one round trip, a hop before
     the server answered: a filter."""
+    plateau: FlightPlateau | None = None
+    """The level the sender's bytes in flight held over the bulk of its data, against the
+    receiver's window (:func:`~gitnetdiag.analysis.plateau.flight_plateau`): only from a
+    capture at the sender (a clone's server), None otherwise."""
 
     # The window arithmetic every culprit and the cost model share, each rule once.
 

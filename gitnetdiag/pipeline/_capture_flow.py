@@ -24,7 +24,9 @@ A clone's connection becomes one :class:`TransferObservation` per download conne
   receiver: the server's data is ACKed at once there), it is the receiver's view of the
   download (:func:`~gitnetdiag.pipeline._metrics.capture_metrics`, ``receiver="a"``); taken at the
   server (the sender), it is the server's own: its bytes in flight against the client's
-  window, its retransmissions, its limits, as a push captured at its client.
+  window, its retransmissions, its limits, as a push captured at its client, and the level
+  its flight held over the bulk of the pack (:mod:`~gitnetdiag.analysis.plateau`: flat
+  below the client's window when its send buffer is the limit).
 
 What a capture cannot show is said, never filled in: trace2's phases (the negotiation, the
 server's pack generation, index-pack and checkout), the client's TCP_INFO (its receive
@@ -37,6 +39,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
+from gitnetdiag.analysis.plateau import flight_plateau
 from gitnetdiag.analysis.tcp import ConnectionAnalysis
 from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary
 from gitnetdiag.analysis.trace2 import ReceiverPhases
@@ -101,9 +104,16 @@ def how_directed(t: Transfer) -> str:
 
 def swapped(conn: ConnectionAnalysis) -> ConnectionAnalysis:
     """The connection with its ends swapped: ``a`` becomes ``b`` (the server of a clone, the
-    sender of its pack, as ``a``; a capture begun after the SYN turned client first)."""
-    c = conn.connection
-    return replace(conn, a_to_b=conn.b_to_a, b_to_a=conn.a_to_b,
+    sender of its pack, as ``a``; a capture begun after the SYN turned client first). The
+    per-bin series swap with them (index 0 is ``a`` as sender): left as they were, a clone's
+    server-side view read the client's requests and ACKs as the server's flight (a median
+    of 38 B in flight on a 6 MB clone under the lab's ``server-sndbuf-clamp``)."""
+    c, s = conn.connection, conn.series
+    series = replace(s, sent_bytes=s.sent_bytes[::-1], goodput_bytes=s.goodput_bytes[::-1],
+                     retransmitted_bytes=s.retransmitted_bytes[::-1],
+                     max_in_flight_bytes=s.max_in_flight_bytes[::-1],
+                     min_window_bytes=s.min_window_bytes[::-1])
+    return replace(conn, a_to_b=conn.b_to_a, b_to_a=conn.a_to_b, series=series,
                    connection=replace(c, a_addr=c.b_addr, a_port=c.b_port,
                                       b_addr=c.a_addr, b_port=c.a_port))
 
@@ -159,10 +169,12 @@ def clone_observation(t: Transfer, repeat: int, capture_end_ns: int
         if hs.window_scale_known else None,
         receive_buffer_max_bytes=None, rcv_space_max_bytes=None,
         min_rtt_s=rtt, median_rtt_s=None)
-    sent = capture_metrics(swapped(conn), label)
+    server_first = swapped(conn)
+    sent = capture_metrics(server_first, label)
     receiver = at_receiver(sent)
     metrics = capture_metrics(conn, label, receiver="a", tcp=tcp) if receiver else replace(
-        sent, source=sent.source + " (download, at the server)")
+        sent, source=sent.source + " (download, at the server)",
+        plateau=flight_plateau(server_first.series, 0))
     end = ended(t, capture_end_ns)
     clone = TransferObservation(
         protocol=t.protocol, repeat=repeat, outcome=end.outcome,

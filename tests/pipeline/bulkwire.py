@@ -1,8 +1,9 @@
 """A crafted capture of one git transfer held by the receiver's window, seen at either end.
 
 The bulk sender (the server of a clone, the client of a push) sends one window per round
-trip; the receiver acknowledges every second segment the moment it arrives and advertises
-the same small window throughout (a clamped ``tcp_rmem``). The capture point decides when
+trip (or less: its own flight, a clamped send buffer, or a slow-start ramp); the receiver
+acknowledges every second segment the moment it arrives and advertises the same window
+throughout (a clamped ``tcp_rmem`` when it is small). The capture point decides when
 each segment is seen: at the client, the server's segments half a round trip after they
 left and the client's at once; at the server, the other way round.
 """
@@ -25,9 +26,15 @@ Event = tuple[float, str, bytes, str]
 
 def bulk_frames(*, at: str, sender: str, request: bytes, size_bytes: int,
                 window_bytes: int = 32768, client_port: int = 41000, server_port: int = 9418,
-                t0_s: float = 1.0) -> list[tuple[int, bytes]]:
+                t0_s: float = 1.0, flight_bytes: int | None = None,
+                slow_start: bool = False) -> list[tuple[int, bytes]]:
     """Frames of one connection, captured ``at`` ``client`` or ``server``: the client's
-    ``request``, then ``size_bytes`` from ``sender`` (``c`` or ``s``), a window per RTT."""
+    ``request``, then ``size_bytes`` from ``sender`` (``c`` or ``s``), a window per RTT.
+
+    ``flight_bytes``: the sender puts at most this on the path per round trip whatever the
+    window (a sender held by its send buffer); ``slow_start``: it begins at ten segments a
+    round trip and doubles each round trip up to that (a healthy sender's ramp)."""
+    ceiling = min(window_bytes, flight_bytes or window_bytes)
     events: list[Event] = [(t0_s, "c", b"", "S"), (t0_s + RTT_S / 2, "s", b"", "SA"),
                            (t0_s + RTT_S, "c", b"", "A"), (t0_s + RTT_S + 1e-4, "c", request, "PA")]
     receiver = "c" if sender == "s" else "s"
@@ -39,13 +46,14 @@ def bulk_frames(*, at: str, sender: str, request: bytes, size_bytes: int,
         t = start + flight * RTT_S
         in_flight = 0
         segs = 0
-        while in_flight < window_bytes and sent < size_bytes:
-            n = min(MSS, size_bytes - sent, window_bytes - in_flight)
+        per_rtt = min(ceiling, 10 * MSS * 2 ** flight) if slow_start else ceiling
+        while in_flight < per_rtt and sent < size_bytes:
+            n = min(MSS, size_bytes - sent, per_rtt - in_flight)
             events.append((t + segs * 1e-4, sender, b"\x5a" * n, "A"))
             segs += 1
             sent += n
             in_flight += n
-            if segs % 2 == 0 or in_flight >= window_bytes or sent >= size_bytes:
+            if segs % 2 == 0 or in_flight >= per_rtt or sent >= size_bytes:
                 events.append((t + segs * 1e-4 + RTT_S / 2, receiver, b"", "A"))
         flight += 1
     end = start + flight * RTT_S + RTT_S

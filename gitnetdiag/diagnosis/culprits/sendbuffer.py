@@ -43,6 +43,18 @@ with ``tune.sndbuf.client`` or ``listen ... sndbuf=``), so its setting leads; SS
 git:// held too reach the git server's own processes, which set no buffer of their own, so
 the git server's ``tcp_wmem`` leads (the lab's ``server-sndbuf-clamp`` clamps the whole
 server namespace: every way in is held).
+
+A bare capture taken at the server (issue 43) shows the sender's own view instead
+(:attr:`~gitnetdiag.diagnosis.transfers.CaptureMetrics.plateau`,
+:mod:`gitnetdiag.analysis.plateau`): its bytes in flight held flat (within 0.5-1.5x of one
+level for half the pack's bulk and at least 1 s, growing at most 1.5x) at a small level
+below half the client's advertised window, with its data-to-ACK round trips showing no
+queue and the bulk taking at least half of the time the server sent data. That is the
+send buffer's signature; a flight that grew with slow start or the congestion window, or
+sat at the window, clears it, and so does a pack sent at the end of a long trickle of
+progress. What a capture cannot show is said: the buffer's size and the setting behind
+it, and that a server program writing no faster than that (its own flow-control window, a
+pace) would look the same (capped at 0.85).
 """
 
 from __future__ import annotations
@@ -65,6 +77,7 @@ from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.servers import answering_fix, sending_hop
 from gitnetdiag.diagnosis.transfers import IDLE_SHARE, TransferObservation
+from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
 
 FLIGHT_BELOW_WINDOW = 0.5
 """Bytes delivered per RTT at most this share of the advertised window: the window did not
@@ -102,6 +115,19 @@ the demo path's slow start at the default 4 MiB (issue 26): 0.27, the buffer bou
 after the rate had been made."""
 MIN_SENDER_SAMPLES = 3
 """Fewer sending samples of the server's socket (0.25 s apart) say too little."""
+PLATEAU_HELD_SHARE = 0.5
+"""A capture at the server: its flight within 0.5-1.5x of its level for at least this share
+of the pack's bulk (the lab's 64 KiB clamp at 50 ms: 68% over git://, 100% over SSH and
+HTTPS; :mod:`gitnetdiag.analysis.plateau`)."""
+MIN_PLATEAU_S = 1.0
+"""... and for at least this long (20 round trips at 50 ms): an unclamped 6 MB clone at
+50 ms is slow start all through and holds a level for 0.4-0.5 s (lab, server-side
+captures); the clamped ones 1.3-4.8 s."""
+PLATEAU_GROWTH = 1.5
+"""... and the flight of the bulk's last third at most this multiple of its first third's: a
+flight that keeps growing is a congestion window opening (the lab's git:// clones under the
+same clamp, whose server socket queued 0.38-0.69 MB against its 64 KiB buffer in ``ss``:
+100 kB to 370 kB over 2.5 s, a growth of 2.3-2.6), not a buffer holding it."""
 UNCLAMPED_FLIGHT_BYTES = 3 * 1024 * 1024
 """What a sender with Linux's default ``tcp_wmem`` maximum (4 MiB) keeps in flight (the
 buffer holds the unacknowledged data and its overhead): the rate an unclamped server reaches
@@ -223,6 +249,9 @@ def _send_buffer_hit(obs: TransferObservation) -> Hit | None:
         return None  # loss holds the sender's congestion window down: packet-loss's flight
     tally = Tally("server-send-buffer")
     server = _sender_signal(obs, tally)
+    captured = captured_at_sender(obs, tally) if server is None else None
+    if captured is not None:
+        return _captured_hit(obs, rtt, tally) if captured else None
     # Slow start is the congestion window's in the server's own counters, not the buffer's.
     if server is False or (server is None and obs.measured_s < MIN_MEASURED_S):
         return None
@@ -240,6 +269,84 @@ def _send_buffer_hit(obs: TransferObservation) -> Hit | None:
     return tally.hit(cost_s=max(0.0, cost), summary=_summary(obs, flight, rate),
                      fix=HOST_FIX, cost_protocol=obs.protocol,
                      cap="cap" if server is None else "cap-with-sender")
+
+
+def captured_at_sender(obs: TransferObservation, tally: Tally) -> bool | None:
+    """A capture taken at the server (its flight's plateau known, :attr:`CaptureMetrics.
+    plateau`): True when its bytes in flight held flat at a small level below half the
+    client's window for :data:`MIN_PLATEAU_S` or more, with no queue on the path (its own
+    data-to-ACK round trips) and the pack's bulk taking most of the time it sent data;
+    False when the capture shows otherwise (a flight that grew with slow start, reached the
+    window, or was held only now and then; a server that trickled progress for most of the
+    clone and sent the pack at its end, as the lab's ``slow-pack-generation``: its SSH
+    clone's bulk 2.1 s of 26.3 s, its flight flat at 33 kB, against 0.68-0.85 of the time
+    under ``server-sndbuf-clamp``); None without one.
+    """
+    cap = obs.capture
+    plateau = cap.plateau if cap is not None else None
+    if cap is None or plateau is None:
+        return None
+    level, window = plateau.flight_bytes, plateau.window_bytes
+    if (level > SMALL_FLIGHT_BYTES or level > FLIGHT_BELOW_WINDOW * window
+            or plateau.held_share < PLATEAU_HELD_SHARE or plateau.held_s < MIN_PLATEAU_S
+            or plateau.growth > PLATEAU_GROWTH):
+        return False
+    least, median = cap.min_rtt_s, cap.median_rtt_s
+    if not least or median is None or median > RTT_UNINFLATED * least:
+        return False
+    # The bulk's share of the time the server sent data: a server still producing its
+    # pack trickles progress for most of it and sends the pack at the end.
+    idle = max(0.0, 1.0 - plateau.span_s / obs.measured_s) if obs.measured_s > 0 else 1.0
+    if idle >= IDLE_SHARE:
+        return False
+    source = f"{cap.source}; fetch {obs.protocol} #{obs.repeat}"
+    tally.add("sender-flight-plateau", flight_in_window(
+        "server's bytes in flight, the level they held (median of each 100 ms bin's most)",
+        level, window, FLIGHT_BELOW_WINDOW, f"{source}: the server's unacknowledged bytes "
+        "against the client's advertised window over the bins that held"))
+    tally.note(
+        Evidence(what="share of the pack's bulk (5-95% of its bytes) the flight held within "
+                 "0.5-1.5x that level", value=plateau.held_share, unit="ratio",
+                 threshold=PLATEAU_HELD_SHARE, comparison=">=", source=source),
+        Evidence(what="the flight's growth over the bulk (median of its last third of bins "
+                 "over its first third's)", value=plateau.growth, unit="ratio",
+                 threshold=PLATEAU_GROWTH, comparison="<=", source=source),
+        Evidence(what="time the flight held at that level", value=plateau.held_s, unit="s",
+                 threshold=MIN_PLATEAU_S, comparison=">=", source=source),
+        Evidence(what="share of the server's sending time outside the pack's bulk (1 - the "
+                 "bulk's time / first to last data byte)", value=idle, unit="ratio",
+                 threshold=IDLE_SHARE, comparison="<", source=source))
+    tally.add("no-queue", Evidence(
+        what="server's median data-to-ACK RTT (no queue on the path)", value=median, unit="s",
+        threshold=RTT_UNINFLATED * least, comparison="<=",
+        basis=f"{RTT_UNINFLATED:g} x the minimum RTT {{}}",
+        basis_terms=(Quantity(value=least, unit="s"),), source=f"{source}: RTT samples"))
+    return True
+
+
+def _captured_hit(obs: TransferObservation, rtt: float, tally: Tally) -> Hit:
+    """A capture at the server that shows its flight held flat below the client's window:
+    the bytes per round trip against that window beside it, priced as the client's rule."""
+    _flight_signals(obs, rtt, tally)
+    cost = unclamped_cost_s(obs, UNCLAMPED_FLIGHT_BYTES, rtt)
+    # The fix is the hop's, set by server_send_buffer for every hit.
+    return tally.hit(cost_s=max(0.0, cost), summary=captured_summary(obs),
+                     fix="", cost_protocol=obs.protocol, cap="cap-capture")
+
+
+def captured_summary(obs: TransferObservation) -> str:
+    """What a capture at the server shows, and what it cannot."""
+    plateau = obs.capture.plateau if obs.capture is not None else None
+    if plateau is None:
+        return "the server's capture shows no plateau of its bytes in flight"
+    return (f"the server's capture shows its bytes in flight flat at "
+            f"{fmt_bytes(plateau.flight_bytes)} for {fmt_s(plateau.held_s)} while the client "
+            f"advertised {fmt_bytes(plateau.window_bytes)}, with no queue on the path: its "
+            f"send buffer holds the download to {fmt_rate(obs.rate_bytes_per_s)}. Not in a "
+            "capture: the buffer's size and the setting behind it (the server's "
+            "net.ipv4.tcp_wmem, an SO_SNDBUF, an edge's sndbuf); a server program that "
+            "writes no faster than that (its own flow-control window, a pace) would look "
+            "the same")
 
 
 def _summary(obs: TransferObservation, flight: float, rate: float) -> str:

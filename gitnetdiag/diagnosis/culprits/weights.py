@@ -32,6 +32,10 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "cap": 0.85,  # the client alone cannot tell a clamped buffer from slow production
         "sender-sndbuf-limited": 0.45,  # the server's own sockets: buffer-bound, windows open
         "cap-with-sender": 0.95,  # ... and with the server's word on it
+        # A capture at the server (bare captures only: the fault matrix has none, its raw
+        # scores are unchanged): its flight flat below half the client's window, held
+        "sender-flight-plateau": 0.2,
+        "cap-capture": 0.85,  # a capture shows neither the buffer nor a program's own pace
     },
     "edge-response-buffering": {
         "slower-than-direct": 0.45,  # HTTPS through the edge at most 1/3 of SSH's or git://'s
