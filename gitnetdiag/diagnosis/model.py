@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.servers import ServerIdentity
-from gitnetdiag.model.proxy import PathHop
+from gitnetdiag.hops import PathHop
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.serial import to_jsonable
 

@@ -37,7 +37,7 @@ from gitnetdiag.diagnosis.transfers import CaptureMetrics as CaptureMetrics
 from gitnetdiag.diagnosis.transfers import HttpExchange as HttpExchange
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import InputError
-from gitnetdiag.model.proxy import FirstHop
+from gitnetdiag.hops import FirstHop
 from gitnetdiag.outcomes import FailureKind, PathReach
 from gitnetdiag.serial import from_jsonable, to_jsonable
 

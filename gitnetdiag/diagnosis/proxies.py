@@ -6,7 +6,7 @@ probe measures (its window, loss, resets, idle cuts, SYNs) is client <-> proxy, 
 receiver of a push on it is the proxy, not the git server. A proxy names itself in its
 answer to a plain request (tinyproxy 1.11.1 answers ``400`` with
 ``Server: tinyproxy/1.11.1``; Squid ``Server: squid/5.7`` and ``Via: 1.1 host (squid/5.7)``).
-Pure: the probe recorded the hops (:class:`gitnetdiag.model.proxy.FirstHop`).
+Pure: the probe recorded the hops (:class:`gitnetdiag.hops.FirstHop`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 from gitnetdiag.data import KnowledgeBaseError, load_table, require_source, require_text
 from gitnetdiag.diagnosis.model import Evidence, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, Observations
-from gitnetdiag.model.proxy import FirstHop, PathHop, ProxyAnswer
+from gitnetdiag.hops import FirstHop, PathHop, ProxyAnswer
 
 DATA_FILE = "forward_proxies.toml"
 KNOBS = ("receive_buffer", "send_buffer", "connect_timeout", "idle_timeout", "connect_ports")

@@ -20,7 +20,7 @@ from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.model.proxy import FirstHop, ProxyAnswer, parse_proxy_answer, ssh_proxy_of
+from gitnetdiag.hops import FirstHop, ProxyAnswer, parse_proxy_answer, ssh_proxy_of
 from gitnetdiag.probe.credentials import proxy_for, proxy_setting
 from gitnetdiag.proc import run
 

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.model.proxy import FirstHop
+from gitnetdiag.hops import FirstHop
 from gitnetdiag.probe.budget import stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support

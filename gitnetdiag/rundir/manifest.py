@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 from gitnetdiag.errors import InputError
+from gitnetdiag.hops import FirstHop
 from gitnetdiag.inputfile import read_json_input
-from gitnetdiag.model.proxy import FirstHop
 from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.rundir.files import FETCH_FILE, MANIFEST_NAME
 from gitnetdiag.rundir.ledgers import H2CreditLedger, SshCreditLedger

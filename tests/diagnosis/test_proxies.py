@@ -9,7 +9,7 @@ from gitnetdiag.data import KnowledgeBaseError, read_text
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.proxies import PROXIES, identify, load, path_hops, path_text
-from gitnetdiag.model.proxy import FirstHop, ProxyAnswer
+from gitnetdiag.hops import FirstHop, ProxyAnswer
 from gitnetdiag.report.units import target_text
 from tests.diagnosis.culprits.crafted import MB, cap, clamped, proto, run
 

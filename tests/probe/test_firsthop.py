@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.model.proxy import parse_proxy_answer, ssh_proxy_of
+from gitnetdiag.hops import parse_proxy_answer, ssh_proxy_of
 from gitnetdiag.probe.firsthop import ask_proxy, first_hop
 
 SQUID_400 = (b"HTTP/1.1 400 Bad Request\r\nServer: squid/5.7\r\nMime-Version: 1.0\r\n"
