@@ -84,3 +84,4 @@ def test_a_clamp_on_a_direct_leg_is_unchanged() -> None:
     assert direct.id == proxied.id
     assert direct.fix.startswith("On the receiver of the push")
     assert "leg" not in direct.summary
+
