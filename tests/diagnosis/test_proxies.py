@@ -3,6 +3,8 @@ told in the proxy's terms (data/forward_proxies.toml)."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from gitnetdiag.data import KnowledgeBaseError, read_text
@@ -85,3 +87,14 @@ def test_a_clamp_on_a_direct_leg_is_unchanged() -> None:
     assert direct.fix.startswith("On the receiver of the push")
     assert "leg" not in direct.summary
 
+
+def test_the_json_report_shows_the_paths_and_validates() -> None:
+    from gitnetdiag.report.json_report import render_json
+    from tests.report.test_report_json import documented_schema, validate
+
+    report = json.loads(render_json(diagnose(_clamped_through_proxy())))
+    schema = documented_schema()
+    validate(report, schema, schema)
+    assert [(p["protocol"], p["kind"], p["proxy"], p["product"])
+            for p in report["environment"]["paths"]] == [
+        ("h2", "http-proxy", "10.77.0.1:8888", "tinyproxy"), ("ssh", "direct", "", "")]
