@@ -7,7 +7,7 @@ cd "$(dirname "$0")/.."
 
 DEBS=(git gcc apache2 haproxy openssh-server openssh-client tshark tcpdump iperf3
       iptables libnetfilter-queue-dev iproute2 openssl fio ethtool procps kmod apache2-utils
-      prometheus nginx caddy h2o trafficserver
+      prometheus nginx caddy h2o trafficserver tinyproxy
 )
 
 missing=()
@@ -35,7 +35,7 @@ if [ "${#missing[@]}" -gt 0 ]; then
 fi
 # Debian enables these services on install; the lab runs its own copies in namespaces
 # (and the watch tests their own Prometheus).
-for svc in apache2 haproxy ssh prometheus nginx caddy h2o trafficserver; do
+for svc in apache2 haproxy ssh prometheus nginx caddy h2o trafficserver tinyproxy; do
   if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet "$svc" 2>/dev/null; then
     systemctl stop "$svc" >/dev/null 2>&1 || true
     systemctl disable "$svc" >/dev/null 2>&1 || true

@@ -45,6 +45,7 @@ COMPONENTS: dict[str, str] = {
     "serial": BOTTOM,
     "thresholds": BOTTOM,
     "vocabulary": BOTTOM,
+    "hops": BOTTOM,  # each protocol's first hop (forward proxy or direct): records, parsers
     "data": BOTTOM,  # bundled data files (TOML), read with importlib.resources
     "rundir": "rundir",
     "model": "model",

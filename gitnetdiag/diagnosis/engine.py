@@ -45,6 +45,7 @@ from gitnetdiag.diagnosis.observations import (
     Observations,
     ProtocolObservation,
 )
+from gitnetdiag.diagnosis.proxies import on_proxied_legs, path_hops
 from gitnetdiag.diagnosis.servers import answering_server
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 from gitnetdiag.diagnosis.verdict import judge, supported
@@ -117,6 +118,7 @@ def _environment(obs: Observations, min_impact_s: float, min_score: float) -> En
         server=answering_server(obs),
         remote_name=run.remote_name,
         remote_notes=run.remote_notes,
+        paths=path_hops(run.first_hops),
     )
 
 
@@ -160,7 +162,7 @@ def rank_findings(
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """The findings kept (ranked, above the thresholds) and those dropped."""
     fired = fired_findings(obs, culprits)
-    ranked = rank(_in_words(obs, apply_costs(obs, fired), culprits))
+    ranked = rank(on_proxied_legs(obs, _in_words(obs, apply_costs(obs, fired), culprits)))
     kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score
                  and supported(obs, f))
     if obs.host is not None:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from gitnetdiag.diagnosis.observations import Observations
 from gitnetdiag.diagnosis.servers import ServerIdentity
+from gitnetdiag.hops import PathHop
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.serial import to_jsonable
 
@@ -210,6 +211,9 @@ class Environment:
     """The checkout's remote probed (``origin``), "" when URLs were given."""
     remote_notes: tuple[str, ...] = ()
     """How its URLs were found (:attr:`RunInfo.remote_notes`)."""
+    paths: tuple[PathHop, ...] = ()
+    """Each protocol's first hop (a forward proxy, or direct), its proxy identified by what
+    it said of itself; empty when the run did not record them."""
 
 
 Direction = Literal["push", "fetch", "load", "both"]

@@ -37,6 +37,7 @@ from gitnetdiag.diagnosis.transfers import CaptureMetrics as CaptureMetrics
 from gitnetdiag.diagnosis.transfers import HttpExchange as HttpExchange
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import InputError
+from gitnetdiag.hops import FirstHop
 from gitnetdiag.outcomes import FailureKind, PathReach
 from gitnetdiag.serial import from_jsonable, to_jsonable
 
@@ -103,6 +104,10 @@ class RunInfo:
     it to 2^31-1 there, HAProxy only once DATA arrives); None when not recorded."""
     ssh_banner: str = ""
     """The SSH server's identification string (native SSH probe)."""
+    first_hops: tuple[FirstHop, ...] = ()
+    """Each probed protocol's first hop (a forward proxy, or direct) as the probe resolved it
+    the way git does; empty for runs that did not record it (then: unknown, shown as the
+    URLs alone)."""
     transfer: str = "upload"
     """The direction the transfers moved the pack: ``upload`` (pushes) or ``download``
     (a fetch's clones, each in ``Observations.transfers`` and push-shaped in ``protocols``,

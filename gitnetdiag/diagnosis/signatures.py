@@ -58,7 +58,7 @@ KNOWN_CULPRITS: frozenset[str] = frozenset({
     "client-pack-cpu", "client-http-stack", "slow-storage", "path-mtu-blackhole",
     "edge-request-buffering", "edge-backend-errors", "request-body-limit",
     "edge-idle-timeout", "streamed-body-refused", "edge-no-backend", "path-idle-timeout",
-    "path-unreachable",
+    "path-unreachable", "proxy-refused-tunnel",
     # the download direction's own (the DOWNLOAD entries of gitnetdiag.diagnosis.culprits.CULPRITS)
     "client-tcp-receive-window-clamp", "server-send-buffer", "client-http2-window",
     "server-pack-generation", "client-index-pack-cpu", "edge-response-buffering",

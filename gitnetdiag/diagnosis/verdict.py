@@ -87,6 +87,9 @@ EXPLAINED_BY: dict[str, frozenset[FailureKind]] = {
     "edge-response-buffering": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "path-idle-timeout": frozenset({FailureKind.HUNG, FailureKind.TIMEOUT}),
     "path-unreachable": frozenset({FailureKind.UNREACHABLE, FailureKind.TLS}),
+    "proxy-refused-tunnel": frozenset({FailureKind.HTTP_STATUS, FailureKind.OTHER,
+                                       FailureKind.AUTH, FailureKind.REFUSED,
+                                       FailureKind.SERVER_ERROR}),
     "server-pack-generation": frozenset({FailureKind.HUNG}),  # its CLONE_CLAIMS only
 }
 """The one table of culprits whose evidence is a failed request, connection or stalled

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from gitnetdiag.rundir.manifest import RunRecord
+
 
 def remote_of(options: Mapping[str, object]) -> dict[str, Any]:
     """``remote_name`` and ``remote_notes`` of a run started from a checkout's remote
@@ -19,3 +21,9 @@ def remote_of(options: Mapping[str, object]) -> dict[str, Any]:
             or not all(isinstance(note, str) for note in notes):
         return {}
     return {"remote_name": name, "remote_notes": tuple(notes)}
+
+
+def first_hops_of(record: RunRecord) -> dict[str, Any]:
+    """``first_hops`` of the run's protocols that recorded one (none for older runs)."""
+    hops = tuple(run.first_hop for run in record.protocols if run.first_hop is not None)
+    return {"first_hops": hops} if hops else {}

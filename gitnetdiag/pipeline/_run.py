@@ -46,7 +46,7 @@ from gitnetdiag.pipeline._native import (
 )
 from gitnetdiag.pipeline._noted import Noted, Notes
 from gitnetdiag.pipeline._paths import dead_paths
-from gitnetdiag.pipeline._remote import remote_of
+from gitnetdiag.pipeline._remote import first_hops_of, remote_of
 from gitnetdiag.pipeline._sampled import artifact_text, sampled_run
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
@@ -293,6 +293,7 @@ def observations_from_run(run_dir: Path, manifest: RunManifest | None = None, *,
         openssh_version=env.openssh if env else None,
         repo_bytes=pack,
         **remote_of(manifest.options),
+        **first_hops_of(manifest),
         **native_fingerprint(run_dir),
         measured_by=(
             f"gitnetdiag {manifest.tool_version} probe {manifest.run_id}: "

@@ -46,7 +46,7 @@ from gitnetdiag.pipeline._host import load_host_report
 from gitnetdiag.pipeline._metrics import capture_metrics
 from gitnetdiag.pipeline._native import idle_path
 from gitnetdiag.pipeline._paths import dead_paths
-from gitnetdiag.pipeline._remote import remote_of
+from gitnetdiag.pipeline._remote import first_hops_of, remote_of
 from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_run_dir
 from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
@@ -238,7 +238,8 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
         dead_paths=dead_paths(((r.protocol, r.endpoint) for r in manifest.protocols),
                               manifest.paths),
         idle_paths=_idle_paths(run_dir, manifest))
-    obs = replace(obs, run=replace(obs.run, **remote_of(manifest.options)))
+    obs = replace(obs, run=replace(obs.run, **remote_of(manifest.options),
+                                   **first_hops_of(manifest)))
     ranked = diagnose(obs)
     # The failures' hints speak of the transfer's direction (a clone's words, not a push's).
     judged = judge(obs, ranked.findings, hint_of=lambda kind, message: failure_hint(

@@ -35,6 +35,8 @@ from gitnetdiag.redaction import redact_url
 
 GIT_TIMEOUT_S = 30.0
 PROXY_ENV = ("https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY")
+PLAIN_PROXY_ENV = ("http_proxy", "all_proxy", "ALL_PROXY")
+"""An ``http://`` remote's proxy variables: libcurl reads ``http_proxy`` in lower case only."""
 
 
 def _git(
@@ -301,11 +303,20 @@ def _split_header(line: str) -> tuple[str, str] | None:
     return name.strip().lower(), value.strip()
 
 
-def _proxy_for(url: str, env: Mapping[str, str], warnings: list[str]) -> Proxy | None:
-    host = (urlsplit(url).hostname or "").lower()
+def proxy_setting(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
+    """``(proxy URL, the setting it came from)`` git uses for ``url``: ``http[.<url>].proxy``,
+    else the environment's proxy variables; None when none is set."""
     configured = url_config("proxy", url, env)
-    if configured is None:
-        configured = next((env[name] for name in PROXY_ENV if env.get(name)), None)
+    if configured is not None:
+        return configured, "http.proxy"
+    names = PLAIN_PROXY_ENV if url.startswith("http://") else PROXY_ENV
+    return next(((env[name], name) for name in names if env.get(name)), None)
+
+
+def proxy_for(url: str, env: Mapping[str, str], warnings: list[str]) -> Proxy | None:
+    host = (urlsplit(url).hostname or "").lower()
+    setting = proxy_setting(url, env)
+    configured = setting[0] if setting else None
     if not configured:
         return None
     no_proxy = env.get("no_proxy", env.get("NO_PROXY", ""))
@@ -354,7 +365,7 @@ def http_access(url: str, *, ca_file: str | None = None, verify: bool | None = N
     )
     return HttpAccess(
         url=url, ca_file=os.path.expanduser(ca_file) if ca_file else None, ca_source=source,
-        verify=verify, proxy=_proxy_for(plain, environ, warnings), headers=headers,
+        verify=verify, proxy=proxy_for(plain, environ, warnings), headers=headers,
         env=environ, warnings=warnings,
     )
 

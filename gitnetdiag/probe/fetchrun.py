@@ -25,6 +25,7 @@ from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.deadpath import dead_by_protocol, path_line, skipped_clone
 from gitnetdiag.probe.fetchonce import fetch_once
 from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors
+from gitnetdiag.probe.firsthop import first_hop
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
@@ -225,7 +226,8 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
         url = options.urls[protocol]
         host, port = endpoint_of(url)
         state.protocols[protocol] = SampledProtocolRun(
-            protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}")
+            protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}",
+            first_hop=first_hop(protocol.value, url, options.ssh_command))
         endpoints.setdefault((host, port), Endpoint(host=host, port=port,
                                                     tls=url.startswith("https://")))
     for endpoint in endpoints.values():

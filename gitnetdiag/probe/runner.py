@@ -21,10 +21,12 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.hops import FirstHop
 from gitnetdiag.probe.budget import stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.deadpath import dead_by_protocol, dead_error, path_line, skipped_push
+from gitnetdiag.probe.firsthop import first_hop
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Transport
 from gitnetdiag.probe.h2stop import with_http2_frames
@@ -390,9 +392,12 @@ class _PathThread(threading.Thread):
             if all((host, port) != (h, p) for h, p, _ in self.endpoints):
                 self.endpoints.append((host, port, url))
         self.measured: list[PathMeasurement] = []
+        self.hops: list[FirstHop] = []
 
     def run(self) -> None:
         options = self.state.options
+        self.hops = [first_hop(protocol.value, options.urls[protocol], options.ssh_command)
+                     for protocol in options.protocols]
         self.measured = measure_paths(
             [Endpoint(host=host, port=port, tls=url.startswith("https://"))
              for host, port, url in self.endpoints],
@@ -401,6 +406,9 @@ class _PathThread(threading.Thread):
             import gitnetdiag.probe.sshnative  # noqa: F401
 
     def report(self) -> None:
+        for protocol, hop in zip(self.state.options.protocols, self.hops, strict=False):
+            self.state.protocols[protocol] = replace(self.state.protocols[protocol],
+                                                     first_hop=hop)
         for (host, port, url), path in zip(self.endpoints, self.measured, strict=False):
             label = f"path {host}:{port}"
             self.state.reporter.begin(label)

@@ -15,6 +15,7 @@ renderers; every renderer imports them from here.
 from __future__ import annotations
 
 from gitnetdiag.diagnosis.model import Diagnosis, Environment, Evidence, Finding, Unit
+from gitnetdiag.diagnosis.proxies import path_text
 from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
 
@@ -113,7 +114,9 @@ def target_text(env: Environment) -> str:
     """The target as the user knows it: the checkout's remote by name beside its URLs
     (``origin: https://...``), else the URLs."""
     target = env.target_url or "-"
-    return f"remote {env.remote_name}: {target}" if env.remote_name else target
+    named = f"remote {env.remote_name}: {target}" if env.remote_name else target
+    path = path_text(env.paths)
+    return f"{named} (path: {path})" if path else named
 
 
 def environment_items(d: Diagnosis) -> list[tuple[str, str]]:

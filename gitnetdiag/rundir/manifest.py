@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypeVar
 
 from gitnetdiag.errors import InputError
+from gitnetdiag.hops import FirstHop
 from gitnetdiag.inputfile import read_json_input
 from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.rundir.files import FETCH_FILE, MANIFEST_NAME
@@ -60,6 +61,9 @@ class ProtocolTransfers:
     """Remote URL, redacted."""
     endpoint: str
     """``host:port`` the transfers connect to (key into ``RunRecord.paths``)."""
+    first_hop: FirstHop | None = None
+    """Where its connections go first (a forward proxy, or direct), as git resolves it;
+    None in run directories written before it was recorded."""
     burst: BurstRecord | None = None
     """``--burst N``: N ls-remotes at once then N raw connects, after the transfers; None
     without ``--burst`` (and in fetch.json files written before it was added)."""

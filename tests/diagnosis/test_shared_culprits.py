@@ -29,7 +29,7 @@ def test_the_shared_culprits_are_the_direction_independent_ones() -> None:
                       "syn-drop", "listen-backlog-overflow", "ssh-maxstartups",
                       "firewall-reset", "slow-ref-advertisement", "client-http-stack",
                       "edge-backend-errors", "edge-no-backend", "edge-idle-timeout",
-                      "path-unreachable", "path-idle-timeout"} == SHARED
+                      "path-unreachable", "path-idle-timeout", "proxy-refused-tunnel"} == SHARED
 
 
 def test_healthy_clones_rank_no_shared_culprit() -> None:

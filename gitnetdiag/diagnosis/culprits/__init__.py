@@ -33,6 +33,7 @@ from gitnetdiag.diagnosis.culprits import (
     nobackend,
     path,
     pool,
+    proxytunnel,
     reach,
     refusals,
     sendbuffer,
@@ -97,6 +98,8 @@ _CATALOGUE: tuple[tuple[str, str, Detector, frozenset[Direction]], ...] = (
      refusals.streamed_body_refused, UPLOAD),
     ("edge-no-backend", "Edge has no working backend", nobackend.edge_no_backend, BOTH),
     ("path-idle-timeout", "Path forgets idle connections", idlepath.path_idle_timeout, BOTH),
+    ("proxy-refused-tunnel", "Forward proxy refused the CONNECT tunnel",
+     proxytunnel.proxy_refused_tunnel, BOTH),
     # The download direction's own: the client receives, the server sends and works first.
     ("client-tcp-receive-window-clamp", "Client TCP receive window clamped",
      tcp.client_tcp_receive_window_clamp, DOWNLOAD),

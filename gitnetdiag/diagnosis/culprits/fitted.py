@@ -133,5 +133,6 @@ HAND_WEIGHTED: dict[tuple[str, str], str] = {
     ("upload", "streamed-body-refused"): "no lab fault in the matrix produces it",
     ("upload", "edge-no-backend"): "no lab fault in the matrix produces it",
     ("upload", "path-idle-timeout"): "no lab fault in the matrix produces it",
+    ("upload", "proxy-refused-tunnel"): "no lab fault in the matrix produces it",
 }
 """(direction, culprit id) -> why it keeps its hand-set weights."""

@@ -138,6 +138,9 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "server-working": 0.85,  # closed after N s of silence; the server measured busier
         "close-only": 0.55,  # the close alone: the server's working time not measured
     },
+    "proxy-refused-tunnel": {
+        "connect-refused": 0.9,  # curl's words: the proxy answered CONNECT with an error
+    },
     "path-idle-timeout": {
         "bracketed": 0.9,  # keepalives answered below N, unanswered above, new connection ok
         "unanswered-only": 0.75,  # even the shortest silence went unanswered: N not bracketed

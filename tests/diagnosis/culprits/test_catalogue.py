@@ -14,6 +14,7 @@ from tests.diagnosis.culprits import (
     test_nobackend,
     test_path,
     test_pool,
+    test_proxytunnel,
     test_reach,
     test_refusals,
     test_server,
@@ -38,6 +39,7 @@ FAMILIES = (
     test_nobackend,
     test_idlepath,
     test_reach,
+    test_proxytunnel,
 )
 CASES = {culprit_id: case for family in FAMILIES for culprit_id, case in family.CASES.items()}
 
@@ -48,8 +50,8 @@ def test_every_catalogue_id_has_a_case() -> None:
     test_send_buffer_and_client, test_http2_client_window, test_edge_response_buffering)."""
     ids = [c.id for c in CULPRITS]
     upload = [c.id for c in CULPRITS if c.judges("upload")]
-    assert len(ids) == len(set(ids)) == 32
-    assert len(upload) == 26
+    assert len(ids) == len(set(ids)) == 33
+    assert len(upload) == 27
     assert set(CASES) == set(upload)
 
 
