@@ -288,7 +288,9 @@ def run_probe_command(args: ProbeArgs) -> None:
                           markup=False)
     diagnosis = print_diagnosis(outcome.run_dir, host, args.report_format,
                                 out_dir=outcome.run_dir, to_stderr=json_to_stdout,
-                                joined=clones.diagnosis if clones else None)
+                                joined=clones.diagnosis if clones else None,
+                                clones_missing=None if fetch_failed is None
+                                else f"the clones failed: {fetch_failed.one_line()}")
     if args.bundle is not None:
         bundle_run(outcome.run_dir, diagnosis, args.bundle, full=args.full,
                    fetch=clones.diagnosis if clones else None)

@@ -6,6 +6,7 @@ RUN-fetch."""
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -45,3 +46,14 @@ def test_halves_of_two_runs_are_not_refused(tmp_path: Path) -> None:
     refuse_own_halves([tmp_path / "b-fetch", first])  # no error
     with pytest.raises(UsageError, match="two halves"):
         refuse_own_halves([first, tmp_path / "a-fetch", tmp_path / "b"])
+
+
+def test_fetch_runs_show_their_start_time(tmp_path: Path) -> None:
+    """The runs table's ``started`` of a fetch run is its ``fetch.json``'s ``started_at``."""
+    other = shutil.copytree(CLONES, tmp_path / "b")
+    proc = gitnetdiag("compare", str(CLONES), str(other), "--format", "json", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    started = json.loads((CLONES / "fetch.json").read_text())["started_at"]
+    assert [run["started"] for run in json.loads(proc.stdout)["runs"]] == [started, started]
+    table = gitnetdiag("compare", str(CLONES), str(other), cwd=tmp_path).stdout
+    assert table.count(started) == 2, table

@@ -91,3 +91,14 @@ def test_a_both_run_with_damaged_clones_is_said_and_judged(tmp_path: Path) -> No
     assert proc.returncode == INCONCLUSIVE_EXIT, proc.stderr
     assert "fetch.json cannot be read" in " ".join(proc.stdout.split()), proc.stdout
     assert "Traceback" not in proc.stderr
+
+
+def test_analyze_diagnose_of_a_both_run_without_its_clones_says_so(tmp_path: Path) -> None:
+    run = both_run(tmp_path / "run")
+    shutil.rmtree(tmp_path / "run-fetch")
+    out = tmp_path / "out"
+    proc = gitnetdiag("analyze", str(run), "--diagnose", "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == INCONCLUSIVE_EXIT, proc.stderr
+    data = json.loads((out / "report.json").read_text())
+    assert data["verdict"] == "inconclusive" and data["headline"].startswith(
+        "Clones: not measured"), data["headline"]
