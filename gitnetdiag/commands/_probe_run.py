@@ -294,13 +294,13 @@ def run_probe_command(args: ProbeArgs) -> None:
     if args.bundle is not None:
         bundle_run(outcome.run_dir, diagnosis, args.bundle, full=args.full,
                    fetch=clones.diagnosis if clones else None)
+    if fetch_failed is not None and diagnosis.verdict != "failed":
+        raise fetch_failed  # the report says the clones are missing; the exit says why
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is None and clones is not None:  # a clone's error nothing explains
         failure = fetch_exit_error(clones.diagnosis, clones.error)
     if failure is not None:
         raise failure
-    if fetch_failed is not None:
-        raise fetch_failed
 
 
 def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None, since: Path | None,
