@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/fix_gain.py                       # every fault with a fix
     .venv/bin/python benchmarks/fix_gain.py --fault tcp-rmem-clamp --size 8MiB
     .venv/bin/python benchmarks/fix_gain.py --fault syn-drop --fault tiny-backlog
+    .venv/bin/python benchmarks/fix_gain.py --fault client-rmem-clamp   # a fetch fault
 
 For each lab fault whose fix shortens a push, in a private lab instance
 (needs root): ``gitnetdiag diagnose --lab --repeat 3`` (per protocol the
@@ -19,6 +20,14 @@ The faults whose fix buys connection time or working pushes (``tiny-backlog``,
 ls-remote, one 3 MiB push a protocol) and read the gain from ``gitnetdiag
 compare``: a burst culprit's predicted and measured seconds are per burst
 connection; a reset's pushes have no duration before the fix.
+
+The fetch faults (``FETCH_FIXABLE``, every fault of
+:data:`gitnetdiag.lab.fetchlab.FETCH_FAULT_FIXED_SETTINGS`) run ``diagnose --direction
+fetch --complete`` over the protocols of ``benchmarks/fix_compare.py``'s
+``FETCH_PROTOCOLS`` (whole clones of the history the fault serves: ``--size`` does not
+apply) and read the gain from ``gitnetdiag compare``, as the connection faults do: the
+clone's seconds on the protocol the culprit's cost is priced on, predicted beside measured,
+in the one table after the push faults.
 """
 
 from __future__ import annotations
@@ -33,6 +42,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from fix_compare import FETCH_PROTOCOLS  # benchmarks/ is this script's own directory
+
+from gitnetdiag.lab.fetchlab import FETCH_FAULT_FIXED_SETTINGS
 from gitnetdiag.lab.spec import FAULT_PROBE_ARGS
 
 PUSH_FIXABLE = ("h2-small-window", "tcp-rmem-clamp", "window-scaling-off", "loss",
@@ -40,7 +52,9 @@ PUSH_FIXABLE = ("h2-small-window", "tcp-rmem-clamp", "window-scaling-off", "loss
 """Lab faults whose fix shortens a push."""
 CONNECTION_FIXABLE = ("tiny-backlog", "syn-drop", "firewall-reset")
 """Lab faults whose fix buys connection seconds (a burst) or working pushes."""
-FIXABLE = PUSH_FIXABLE + CONNECTION_FIXABLE
+FETCH_FIXABLE = tuple(FETCH_FAULT_FIXED_SETTINGS)
+"""Lab fetch faults whose fix shortens a clone (``lab fix`` applies each)."""
+FIXABLE = PUSH_FIXABLE + CONNECTION_FIXABLE + FETCH_FIXABLE
 PROTOCOLS = "h1,h2,ssh"
 COMPLETE = ("slow-hook", "slow-auth")
 """Faults measured with complete pushes: their cost is outside the upload (a few seconds
@@ -116,6 +130,10 @@ def compare_gain(before: dict[str, Any], after: dict[str, Any], runs: tuple[Path
     bursts = json.loads(proc.stdout)["pairs"][0]["bursts"]
     lost = next((b["before"]["lost_s"] for b in bursts if b["protocol"] == check["protocol"]),
                 None)
+    if lost is None:  # clones: the slow clone's median on the culprit's protocol
+        lost = next((p["before"]["duration_median_s"] for p in
+                     json.loads(proc.stdout)["pairs"][0]["protocols"]
+                     if p["protocol"] == check["protocol"]), None)
     measured = check["measured_gain_s"]
     return {
         "culprit": check["culprit_id"], "protocol": check["protocol"] or "-", "slow_s": lost,
@@ -137,6 +155,9 @@ def run_fault(fault: str, args: argparse.Namespace, in_place: bool,
     size, repeat = args.size, args.repeat
     if fault in CONNECTION_FIXABLE:  # the lab case's own probe: a burst, a small push
         extra, size, repeat = FAULT_PROBE_ARGS[fault], "3MiB", 1
+    if fault in FETCH_FIXABLE:  # whole clones of the fault's history (a later --protocols wins)
+        extra = ("--direction", "fetch", "--complete", "--protocols", FETCH_PROTOCOLS[fault],
+                 "--timeout", "60")
     runs = (scratch / f"{fault}-before", scratch / f"{fault}-after")
     try:
         before = diagnose(instance, size, repeat, runs[0], *extra)
@@ -148,7 +169,7 @@ def run_fault(fault: str, args: argparse.Namespace, in_place: bool,
                            capture_output=True, timeout=600)
             subprocess.run(up, check=True, capture_output=True, timeout=600)
         after = diagnose(instance, size, repeat, runs[1], *extra)
-        if fault in CONNECTION_FIXABLE:
+        if fault in CONNECTION_FIXABLE or fault in FETCH_FIXABLE:
             return compare_gain(before, after, runs)
     finally:
         subprocess.run([*CLI, "lab", "down", "--name", instance], capture_output=True,
@@ -183,21 +204,23 @@ def main() -> int:
     print(f"{', '.join(CONNECTION_FIXABLE)}: their lab case's burst and one 3 MiB push a "
           "protocol; 'slow push' is then the seconds a burst connection lost, the gain "
           "per connection (gitnetdiag compare)")
-    print(f"{'fault':<19} {'first culprit':<26} {'on':<6} {'slow push':>9} {'predicted':>9} "
+    print(f"{', '.join(FETCH_FIXABLE)}: whole clones (--complete) of the history each serves; "
+          "'slow push' is then the slow clone (median), the gain a clone (gitnetdiag compare)")
+    print(f"{'fault':<24} {'first culprit':<32} {'on':<6} {'slow push':>9} {'predicted':>9} "
           f"{'measured':>9} {'error':>7}  gone after fix")
     for fault, row in rows:
         if row["culprit"] is None:
-            print(f"{fault:<19} (no culprit ranked)")
+            print(f"{fault:<24} (no culprit ranked)")
             continue
         error = "-" if row["error"] is None else f"{row['error'] * 100:+.0f}%"
-        print(f"{fault:<19} {row['culprit']:<26} {row['protocol']:<6} {_s(row['slow_s']):>9} "
+        print(f"{fault:<24} {row['culprit']:<32} {row['protocol']:<6} {_s(row['slow_s']):>9} "
               f"{_s(row['predicted_s']):>9} {_s(row['measured_s']):>9} {error:>7}  "
               f"{'yes' if row['gone'] else 'NO: ' + ', '.join(row['after'])}")
         if row.get("note"):
-            print(f"{'':<19}   {row['note']}")
+            print(f"{'':<24}   {row['note']}")
         for other, cost, shares in row["others"]:
             note = f" (amplifies, shares with {shares})" if shares else ""
-            print(f"{'':<19}   also ranked: {other} {_s(cost)}{note}")
+            print(f"{'':<24}   also ranked: {other} {_s(cost)}{note}")
     return 0
 
 

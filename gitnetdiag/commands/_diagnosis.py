@@ -18,11 +18,14 @@ if TYPE_CHECKING:
 
 def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat, *,
                     out_dir: Path | None, to_stderr: bool = False,
-                    joined: Diagnosis | None = None) -> Diagnosis:
+                    joined: Diagnosis | None = None,
+                    clones_missing: str | None = None) -> Diagnosis:
     """Analyse ``run_dir``, print the diagnosis in ``fmt`` (to stderr with ``to_stderr``);
     return it. ``observations.json`` and the reports go to ``out_dir`` (the run directory
     for the run just probed), nowhere when None. ``joined``: the clones' diagnosis of a
-    ``--direction both`` run, joined to the pushes' into the one diagnosis printed.
+    ``--direction both`` run, joined to the pushes' into the one diagnosis printed;
+    ``clones_missing``: why a both run has none (one clause), said and judged
+    (:func:`~gitnetdiag.diagnosis.combined.without_clones`).
 
     A directory the user cannot write (someone else's, read-only) does not stop the
     diagnosis: the saved files are skipped with a warning.
@@ -40,6 +43,10 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat,
         from gitnetdiag.diagnosis.combined import combine
 
         diagnosis = combine(diagnosis, joined)
+    elif clones_missing is not None:
+        from gitnetdiag.diagnosis.combined import without_clones
+
+        diagnosis = without_clones(diagnosis, clones_missing)
     written = {} if out_dir is None else write_reports(
         diagnosis, out_dir, warn=lambda message: console.print(
             f"warning: {message}", style="yellow", markup=False))

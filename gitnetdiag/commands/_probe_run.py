@@ -59,7 +59,7 @@ from gitnetdiag.probe.repo import DATA_KINDS, check_generated_size
 from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOutcome, run_probe
 from gitnetdiag.proc import run, scratch_dir
 from gitnetdiag.remoteurl import check_url
-from gitnetdiag.report.probe import render_probe_summary, render_sweep
+from gitnetdiag.report.probe import render_clone_summary, render_probe_summary, render_sweep
 from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
 from gitnetdiag.rundir.both import BOTH_OPTION, fetch_run_dir
 from gitnetdiag.safefile import write_new_file
@@ -290,8 +290,8 @@ def run_probe_command(args: ProbeArgs) -> None:
             clones = _clones(args, options, progress, console, remotes.lab_state)
             if args.then_diagnose:  # the one report below joins them to the pushes'
                 _keep_clones(args, clones, console)
-            else:
-                _report_clones(args, clones)
+            else:  # one summary below, theirs beside the pushes'
+                fetch_failed = fetch_exit_error(clones.diagnosis, clones.error)
         except GitnetdiagError as exc:  # the pushes still run; the exit code says it
             console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
             fetch_failed = exc
@@ -299,7 +299,8 @@ def run_probe_command(args: ProbeArgs) -> None:
                     warm_plots=args.then_diagnose)
     json_to_stdout = is_stdout(args.json_out)
     _print_summary(outcome, args.json_out,
-                   console if args.then_diagnose or json_to_stdout else Console(highlight=False))
+                   console if args.then_diagnose or json_to_stdout else Console(highlight=False),
+                   clones=None if args.then_diagnose else clones)
     if not args.then_diagnose:
         first_error = outcome.error or fetch_failed
         if first_error is not None:
@@ -311,17 +312,19 @@ def run_probe_command(args: ProbeArgs) -> None:
                           markup=False)
     diagnosis = print_diagnosis(outcome.run_dir, host, args.report_format,
                                 out_dir=outcome.run_dir, to_stderr=json_to_stdout,
-                                joined=clones.diagnosis if clones else None)
+                                joined=clones.diagnosis if clones else None,
+                                clones_missing=None if fetch_failed is None
+                                else f"the clones failed: {fetch_failed.one_line()}")
     if args.bundle is not None:
         bundle_run(outcome.run_dir, diagnosis, args.bundle, full=args.full,
                    fetch=clones.diagnosis if clones else None)
+    if fetch_failed is not None and diagnosis.verdict != "failed":
+        raise fetch_failed  # the report says the clones are missing; the exit says why
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is None and clones is not None:  # a clone's error nothing explains
         failure = fetch_exit_error(clones.diagnosis, clones.error)
     if failure is not None:
         raise failure
-    if fetch_failed is not None:
-        raise fetch_failed
 
 
 def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None, since: Path | None,
@@ -374,16 +377,12 @@ def _keep_clones(args: ProbeArgs, clones: MeasuredRun, console: Console) -> None
 
 
 def _report_clones(args: ProbeArgs, clones: MeasuredRun) -> None:
-    """``--direction fetch``, or ``both`` without a diagnosis (the pushes' summary follows):
-    the clones' own report; with ``both`` and ``--format json|html`` into RUN-fetch, so
-    that stdout holds one document."""
-    fmt = args.report_format.value
-    json_out = _clones_json(args)
+    """``--direction fetch``: the clones' own report (saved in the run directory by
+    :func:`~gitnetdiag.commands.fetch.measure_fetch` whatever ``--format`` prints)."""
+    json_out = args.json_out
     # With --json - stdout holds the JSON alone, as the push's: the report goes to stderr.
-    print_fetch_report(clones, fmt=fmt, json_out=json_out,
-                       console=Console(stderr=is_stdout(json_out), highlight=False),
-                       report_in_run_dir=args.way() is TransferDirection.BOTH
-                       and fmt in ("json", "html"))
+    print_fetch_report(clones, fmt=args.report_format.value, json_out=json_out,
+                       console=Console(stderr=is_stdout(json_out), highlight=False))
 
 
 def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
@@ -413,14 +412,22 @@ def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
     return outcome
 
 
-def _print_summary(outcome: ProbeOutcome, json_out: Path | None, console: Console) -> None:
+def _print_summary(outcome: ProbeOutcome, json_out: Path | None, console: Console, *,
+                   clones: MeasuredRun | None = None) -> None:
     """The per-protocol table, the HTTP/2 sweep (kept as its artifact), the run directory
-    and, with ``--json``, the summary as JSON."""
+    and, with ``--json``, the summary as JSON. ``clones``: a ``--direction both`` run's,
+    their table after the pushes' and their summary under ``fetch`` in the one JSON."""
     from gitnetdiag.pipeline import summarize_run  # numpy: after the lab re-exec
 
     summaries = summarize_run(outcome.manifest)
     console.file.write(render_probe_summary(
         outcome.manifest, summaries=summaries, width=console.width, color=console.is_terminal))
+    if clones is not None:
+        console.file.write(render_clone_summary(
+            clones.diagnosis, clones.run_dir.name, width=console.width,
+            color=console.is_terminal))
+        console.print(f"clones' run directory: {clones.run_dir}", markup=False,
+                      soft_wrap=True)  # a path is not broken over lines
     # The sweep's rows are derived from its raw variant files, and kept next to them.
     records = sweep_records(outcome.run_dir)
     if records:
@@ -439,7 +446,19 @@ def _print_summary(outcome: ProbeOutcome, json_out: Path | None, console: Consol
             "protocols": to_jsonable(summaries),
             "errors": to_jsonable(outcome.manifest.errors),
         }
+        if clones is not None:
+            summary["fetch"] = _clone_summary(clones)
         write_output(json_out, json.dumps(summary, indent=2) + "\n")
+
+
+def _clone_summary(clones: MeasuredRun) -> dict[str, object]:
+    """The clones of a ``--direction both`` probe in its one ``--json`` summary: their run
+    directory, verdict, per-protocol summaries and measurement failures (their whole report
+    is ``report.json`` in that directory)."""
+    diagnosis = clones.diagnosis
+    return {"run_dir": str(clones.run_dir), "verdict": diagnosis.verdict,
+            "headline": diagnosis.headline, "protocols": to_jsonable(diagnosis.protocols),
+            "errors": to_jsonable(diagnosis.measurement_failures)}
 
 
 def _lab_evidence_after(state: LabState, run_dir: Path, before: Path, console: Console) -> bool:

@@ -176,8 +176,11 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
         host = load_host_report(host_report) if host_report else None
         if out_dir is not None:
             _make_out_dir(out_dir)
+        from gitnetdiag.rundir.both import missing_half
+
         diagnosis = print_diagnosis(run_dir, host, ReportFormat.TERMINAL, out_dir=out_dir,
-                                    to_stderr=json_out == "-", joined=_clones_of(run_dir))
+                                    to_stderr=json_out == "-", joined=_clones_of(run_dir),
+                                    clones_missing=missing_half(run_dir))
         failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
         if failure is not None:
             raise failure

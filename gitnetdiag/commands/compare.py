@@ -12,7 +12,7 @@ from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
 from gitnetdiag.diagnosis.comparison import Comparison
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
-from gitnetdiag.errors import VerdictError
+from gitnetdiag.errors import UsageError, VerdictError
 from gitnetdiag.rundir.both import fetch_run_dir
 from gitnetdiag.rundir.files import FETCH_FILE, MANIFEST_NAME
 
@@ -59,6 +59,21 @@ def matching_halves(run_dirs: Sequence[Path],
     return chosen
 
 
+def refuse_own_halves(run_dirs: Sequence[Path]) -> None:
+    """Refuse a ``--direction both`` run given with its own other half: its pushes and its
+    clones are one run, not a before and an after."""
+    given = {d.resolve() for d in run_dirs}
+    for run_dir in run_dirs:
+        half = other_half(run_dir)
+        if half is not None and half.resolve() in given and not is_fetch_run(run_dir):
+            raise UsageError(
+                f"{run_dir} and {half} are the two halves of one --direction both run (its "
+                "pushes and its clones): nothing to compare them by",
+                hint=f"compare {run_dir} with another run (its matching half is taken), or "
+                f"'gitnetdiag report {run_dir}' for both directions in one report",
+                reference="same-run")
+
+
 def nothing_compared(comparison: Comparison) -> VerdictError | None:
     """The error for a pair of runs that share no measured protocol (and no burst): the
     comparison printed says so, and the exit code must too."""
@@ -99,6 +114,7 @@ def compare_command(
     from gitnetdiag.pipeline import compare_runs
     from gitnetdiag.report import COMPARE_RENDERERS, render_compare_terminal
 
+    refuse_own_halves(run_dirs)
     err = Console(stderr=True, highlight=False)
     comparison = compare_runs(
         matching_halves(run_dirs, say=lambda message: err.print(message, markup=False)),

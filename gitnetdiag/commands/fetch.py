@@ -72,22 +72,23 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
     if diagnosis is None:
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
+    # Whatever --format prints: report.md, .html and .json in the run directory, as a
+    # diagnosed push run saves them (a read-only or full directory: a warning, no error).
+    from gitnetdiag.pipeline import write_reports
+
+    err = Console(stderr=True, highlight=False)
+    write_reports(diagnosis, outcome.run_dir, warn=lambda message: err.print(
+        f"warning: {message}", style="yellow", markup=False))
     return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error)
 
 
 def print_fetch_report(measured: MeasuredRun, *, fmt: str, json_out: Path | None,
-                       console: Console, report_in_run_dir: bool = False) -> None:
-    """Print the clones' own report (with ``report_in_run_dir`` into the run directory's
-    ``fetch-report.<fmt>`` instead), write ``--json``; raise the run's error (after the
-    report) so that the exit code says a clone failed."""
+                       console: Console) -> None:
+    """Print the clones' own report, write ``--json``; raise the run's error (after the
+    report) so that the exit code says a clone failed. The run directory keeps its
+    ``report.*`` whatever ``fmt`` (:func:`measure_fetch`)."""
     diagnosis = measured.diagnosis
-    if report_in_run_dir:
-        report_file = measured.run_dir / f"fetch-report.{fmt}"
-        write_output(report_file, render_fetch(diagnosis, fmt))
-        Console(stderr=True, highlight=False).print(
-            f"fetch report: {report_file}", markup=False, highlight=False)
-    else:
-        console.file.write(render_fetch(diagnosis, fmt))
+    console.file.write(render_fetch(diagnosis, fmt))
     # A JSON report on stdout stays parseable: the run directory goes to stderr then.
     where = Console(stderr=True, highlight=False) if fmt == "json" else console
     where.print(f"run directory: {measured.run_dir}", markup=False, highlight=False)

@@ -25,7 +25,7 @@ from gitnetdiag.model.lab.state import DEFAULT_INSTANCE, LabState
 from gitnetdiag.report.lab import render_lab_status
 from gitnetdiag.vocabulary import SIZE_RULE, parse_size
 
-console = Console(highlight=False)
+console = Console(highlight=False, emoji=False)  # "MaxStartups 2:100:2" is no emoji
 
 
 class FetchHistory(enum.StrEnum):

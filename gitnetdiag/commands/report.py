@@ -11,10 +11,10 @@ from rich.console import Console
 from gitnetdiag.commands._options import ReportFormat, ReportOut
 from gitnetdiag.commands._output import emit
 from gitnetdiag.diagnosis.model import Diagnosis
-from gitnetdiag.errors import InputError, UsageError
+from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
 from gitnetdiag.rundir import FETCH_FILE, MANIFEST_NAME
-from gitnetdiag.rundir.both import fetch_half_of
+from gitnetdiag.rundir.both import fetch_half_of, missing_half
 
 LOAD_FILE = "load.json"
 """The report of a ``gitnetdiag load --out`` run directory."""
@@ -47,6 +47,25 @@ def _run_diagnosis(run_dir: Path, reanalyze: bool, warn: Callable[[str], None]) 
     return diagnosis
 
 
+def _joined(run_dir: Path, pushes: Diagnosis, diagnose: Callable[[Path], Diagnosis]
+            ) -> tuple[Diagnosis, Diagnosis | None]:
+    """A ``--direction both`` run's one diagnosis of both directions and its clones'; a
+    both run whose ``RUN-fetch`` is missing or cannot be read: the pushes' judged without
+    the clones (:func:`~gitnetdiag.diagnosis.combined.without_clones`); any other run: its
+    own, and None."""
+    from gitnetdiag.diagnosis.combined import combine, without_clones
+
+    half = fetch_half_of(run_dir)
+    if half is None:
+        reason = missing_half(run_dir)
+        return (pushes if reason is None else without_clones(pushes, reason)), None
+    try:
+        clones = diagnose(half)
+    except GitnetdiagError as exc:
+        return without_clones(pushes, f"{half / FETCH_FILE} cannot be read ({exc.message})"), None
+    return combine(pushes, clones), clones
+
+
 def report_command(
     run_dir: Path = typer.Argument(
         ..., help="A run directory written by probe, diagnose or load --out."),
@@ -70,7 +89,6 @@ def report_command(
     Exits 8 when the diagnosis is inconclusive and 9 when nothing was measured,
     after writing the report (the README lists every exit code).
     """
-    from gitnetdiag.diagnosis.combined import combine
     from gitnetdiag.diagnosis.verdict import verdict_error
     from gitnetdiag.report import RENDERERS
 
@@ -92,11 +110,8 @@ def report_command(
         def warn(message: str) -> None:
             err.print(f"warning: {message}", style="yellow", markup=False)
 
-        diagnosis = _run_diagnosis(run_dir, reanalyze, warn)
-        half = fetch_half_of(run_dir)
-        if half is not None:  # a --direction both run: one report of both directions
-            clones = _run_diagnosis(half, reanalyze, warn)
-            diagnosis = combine(diagnosis, clones)
+        diagnosis, clones = _joined(run_dir, _run_diagnosis(run_dir, reanalyze, warn),
+                                    lambda half: _run_diagnosis(half, reanalyze, warn))
     if report_format is ReportFormat.TERMINAL and out is None:
         from gitnetdiag.report.terminal import render_terminal
 

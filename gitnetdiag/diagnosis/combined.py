@@ -20,7 +20,7 @@ from dataclasses import replace
 
 from gitnetdiag.diagnosis.engine import failure_first, rank
 from gitnetdiag.diagnosis.headline import failure_culprits, headline_prefix
-from gitnetdiag.diagnosis.model import Diagnosis, Finding
+from gitnetdiag.diagnosis.model import Diagnosis, Finding, MeasurementFailure
 from gitnetdiag.diagnosis.observations import PROTOCOL_ORDER
 from gitnetdiag.diagnosis.units import fmt_rate, fmt_s
 from gitnetdiag.diagnosis.verdict import (
@@ -132,3 +132,22 @@ def combine(push: Diagnosis, fetch: Diagnosis) -> Diagnosis:
         direction="both",
         parts=parts,
     )
+
+
+MISSING_HALF_REFERENCE = "fetch-half-missing"
+"""The measurement failure of a ``--direction both`` run whose clones cannot be read."""
+
+
+def without_clones(push: Diagnosis, reason: str) -> Diagnosis:
+    """The pushes' diagnosis of a ``--direction both`` run whose clones' half is missing or
+    damaged (``reason``, one clause): never a plain push run's verdict, at best
+    ``inconclusive``, its headline and measurement failures saying which half is gone."""
+    failure = MeasurementFailure(
+        protocol=None, stage="fetch", reference=MISSING_HALF_REFERENCE, kind=None,
+        message=f"this --direction both run's clones cannot be read: {reason}",
+        hint="keep RUN-fetch beside RUN (they are written together), or diagnose the "
+        "clones again with --direction fetch")
+    verdict = worst_verdict([push.verdict, "inconclusive"])
+    return replace(push, verdict=verdict,
+                   headline=f"Clones: not measured ({reason}). Pushes: {push.headline}",
+                   measurement_failures=(failure, *push.measurement_failures))

@@ -8,8 +8,10 @@ this module makes the running lab match it, touching only what changed:
   the backlog: git daemon's fixed backlog of 5 is replaced by the ``--inetd``
   socket the fix names);
 - the server namespace's ``net.ipv4.tcp_rmem`` max is raised;
-- the router's FORWARD rules are rebuilt without the loss or the reset rule;
+- the router's FORWARD rules are rebuilt without the loss or the reset rule, or with the
+  MSS clamp below a path-MTU black hole (:mod:`gitnetdiag.lab.pmtufix`);
 - the pre-receive hook is removed;
+- sshd restarts with ``MaxStartups 100:30:300`` (``ssh-maxstartups``);
 - Apache's body limit and the edge's 411 rule are removed, the edge's ``timeout server``
   raised (:mod:`gitnetdiag.lab.httpfaults`);
 - the nginx edge restarts with ``proxy_buffering off`` (``edge-response-buffering``);
@@ -30,11 +32,26 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from gitnetdiag.lab import clonefaults, edges, fetchlab, hostfix, httpfaults, manager, servers
+from gitnetdiag.lab import (
+    clonefaults,
+    edges,
+    fetchlab,
+    hostfix,
+    httpfaults,
+    manager,
+    pmtufix,
+    servers,
+)
 from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.manager import Progress
 from gitnetdiag.lab.netns import Namespaces
-from gitnetdiag.lab.spec import LARGE_WINDOW, LabSpec, build_spec, fixed_spec
+from gitnetdiag.lab.spec import (
+    FIXED_MAX_STARTUPS,
+    LARGE_WINDOW,
+    LabSpec,
+    build_spec,
+    fixed_spec,
+)
 from gitnetdiag.model.lab.state import PORT_SSH, LabState, load_state, save_state
 from gitnetdiag.proc import require_root
 
@@ -47,13 +64,18 @@ def spec_of(state: LabState) -> LabSpec:
         apache_h2_window=state.apache_h2_window, edge=state.edge,
         hook_delay_s=state.hook_delay_s, auth_delay_s=state.auth_delay_s,
         reset_after_bytes=state.reset_after_bytes if state.reset_port is not None else None)
-    return replace(spec, fixed=tuple(state.fixed))
+    # sshd's MaxStartups is not in the state: a fixed ssh-maxstartups keeps its fix when
+    # another fix restarts sshd.
+    startups = FIXED_MAX_STARTUPS if "ssh-maxstartups" in state.fixed else spec.sshd_max_startups
+    return replace(spec, fixed=tuple(state.fixed), sshd_max_startups=startups)
 
 
 def _roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
     roles = []
     if after.auth_delay_s != before.auth_delay_s:
         roles += ["apache", "sshd"]
+    if after.sshd_max_startups != before.sshd_max_startups:
+        roles.append("sshd")
     if (after.edge_h2_window, after.edge_health_checks, after.edge_response_buffering) != (
             before.edge_h2_window, before.edge_health_checks, before.edge_response_buffering):
         roles.append("edge")
@@ -89,10 +111,13 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
         servers.nsexec(ns.server, "sysctl", "-qw", "net.ipv4.tcp_window_scaling=1")
         done.append("server net.ipv4.tcp_window_scaling set to 1")
     if (after.loss, after.reset_port, after.syn_drop_share) != (
-            before.loss, before.reset_port, before.syn_drop_share):
+            before.loss, before.reset_port, before.syn_drop_share) or pmtufix.fixed_now(
+            before, after):
         say("router: rebuilding the FORWARD rules")
-        servers.nsexec(ns.router, "iptables-legacy", "-w", "5", "-F", "FORWARD")
+        for table in ("filter", "mangle"):
+            servers.nsexec(ns.router, "iptables-legacy", "-w", "5", "-t", table, "-F", "FORWARD")
         manager.router_rules(ns, after)
+        done += pmtufix.fix_notes(before, after)
         if after.loss != before.loss:
             done.append(f"router loss {before.loss:.1%} removed")
         if after.syn_drop_share != before.syn_drop_share:
@@ -121,6 +146,8 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
                     "the failing member is taken out")
     if "git" in roles:
         done.append(f"git:// listen backlog {before.git_backlog} -> {after.git_backlog}")
+    if after.sshd_max_startups != before.sshd_max_startups:
+        done.append(f"sshd MaxStartups {before.sshd_max_startups} -> {after.sshd_max_startups}")
     if after.auth_delay_s != before.auth_delay_s:
         done.append("slow key lookup and ref advertisement delay removed")
     if before.edge_response_buffering and not after.edge_response_buffering:

@@ -34,6 +34,7 @@ from gitnetdiag.lab import (
     h2window,
     idlefaults,
     pathfaults,
+    pmtufix,
     slowclient,
     slowdisk,
 )
@@ -232,16 +233,12 @@ def router_rules(ns: Namespaces, spec: LabSpec) -> None:
     if spec.syn_drop_share > 0:
         nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "--syn", "-m", "statistic",
                 "--mode", "random", "--probability", f"{spec.syn_drop_share:.6f}", "-j", "DROP")
-    if spec.pmtu_blackhole_bytes is not None:
-        # A narrower link towards the server whose ICMP "fragmentation needed" never comes
-        # back: full-size segments vanish, small ones pass.
-        nsexec(ns.router, *ipt, "-p", "tcp", "-d", SERVER_IP, "-m", "length", "--length",
-                f"{spec.pmtu_blackhole_bytes}:65535", "-j", "DROP")
-    if spec.pmtu_blackhole_client_bytes is not None:
-        # The same towards the client: the download's full-size segments vanish, the
-        # client's requests and ACKs (small) pass.
-        nsexec(ns.router, *ipt, "-p", "tcp", "-s", SERVER_IP, "-m", "length", "--length",
-                f"{spec.pmtu_blackhole_client_bytes}:65535", "-j", "DROP")
+    # The black holes: a narrower link each way whose ICMP "fragmentation needed" never
+    # comes back (full-size segments vanish, small ones pass); fixed, the MSS clamp.
+    for rule in pmtufix.forward_rules(spec):
+        nsexec(ns.router, *ipt, *rule)
+    for rule in pmtufix.mangle_rules(spec):
+        nsexec(ns.router, "iptables-legacy", "-w", "5", "-t", "mangle", "-A", "FORWARD", *rule)
     if spec.loss > 0:
         nsexec(ns.router, *ipt, "-m", "statistic", "--mode", "random",
                "--probability", f"{spec.loss:.6f}", "-j", "DROP")

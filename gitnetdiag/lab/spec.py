@@ -14,6 +14,7 @@ from gitnetdiag.lab import fetchlab as _fetch
 from gitnetdiag.lab import httpfaults as _http
 from gitnetdiag.lab import idlefaults as _idle
 from gitnetdiag.lab import pathfaults as _path
+from gitnetdiag.lab import pmtufix as _pmtu
 from gitnetdiag.lab.expectations import FAULT_CULPRIT as FAULT_CULPRIT
 from gitnetdiag.lab.expectations import FAULT_FIX_NAMES as FAULT_FIX_NAMES
 from gitnetdiag.lab.expectations import FETCH_FAULT_CULPRIT as FETCH_FAULT_CULPRIT
@@ -47,7 +48,9 @@ LARGE_TCP_BUFFER = 64 * 1024 * 1024
 """Client send and server receive buffer max under ``ssh-channel-window``: TCP never binds."""
 SMALL_MAX_STARTUPS = "2:100:2"
 """sshd refuses every unauthenticated connection beyond two."""
-PMTU_BLACKHOLE_BYTES = 1200
+FIXED_MAX_STARTUPS = "100:30:300"
+"""sshd ``MaxStartups`` the ``ssh-maxstartups`` culprit's fix gives as its example."""
+PMTU_BLACKHOLE_BYTES = _pmtu.BLACKHOLE_BYTES
 """Under ``pmtu-blackhole`` the router drops packets to the server from this IP length up
 (under ``pmtu-blackhole-client``, packets to the client)."""
 
@@ -458,15 +461,17 @@ FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
     "window-scaling-off": {"server_window_scaling": True},
     "syn-drop": {"syn_drop_share": 0.0},
     "edge-backend-errors": {"edge_health_checks": True},
+    "ssh-maxstartups": {"sshd_max_startups": FIXED_MAX_STARTUPS},
     **_http.HTTP_FAULT_FIXED_SETTINGS,
     **_fetch.FETCH_FAULT_FIXED_SETTINGS,
     **_clone.CLONE_FAULT_FIXED_SETTINGS,
+    **_pmtu.PMTU_FIXED_SETTINGS,
 }
 """The fix each fault's culprit names, as lab settings: the edge's HTTP/2 window raised,
 ``tcp_rmem`` max raised, the backlog raised (the ``--inetd`` socket of the fix), the
 loss removed, the reset rule removed, the hook removed, the slow key lookup removed, the
-edge's pool health-checked (the bad member is taken out by its failing check); the fetch
-faults' as
+edge's pool health-checked (the bad member is taken out by its failing check), the
+router's MSS clamp below a black hole (:mod:`gitnetdiag.lab.pmtufix`); the fetch faults' as
 :data:`gitnetdiag.lab.fetchlab.FETCH_FAULT_FIXED_SETTINGS`."""
 
 

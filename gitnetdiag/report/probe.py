@@ -12,7 +12,7 @@ from gitnetdiag.outcomes import MEASURED_OUTCOMES
 from gitnetdiag.report.console import console_text
 
 if TYPE_CHECKING:
-    from gitnetdiag.diagnosis.model import ProtocolSummary
+    from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
     from gitnetdiag.rundir import RunManifest
     from gitnetdiag.rundir.records import SweepRow
 
@@ -55,6 +55,30 @@ def render_probe_summary(
             else f"{'~' if row.projected_pushes else ''}{row.duration_s:.2f}",
             versions.most_common(1)[0][0] if versions else "-", failures or "-", burst,
         )
+    return console_text(table, width=width, color=color)
+
+
+def render_clone_summary(diagnosis: Diagnosis, run_name: str, *, width: int = 100,
+                         color: bool = False) -> str:
+    """The clones of a ``--direction both`` probe as the pushes' summary table shows them
+    (one row per protocol: clones completed, median rate with min and max, median wall
+    time, failure kinds), titled with their run directory's name and verdict."""
+    table = Table(
+        title=f"clones {run_name} ({diagnosis.verdict})",
+        caption="MB/s: median rate of the clones (min, max); s: median wall time "
+        "(~: projected for the whole pack from bounded clones)",
+    )
+    for column in ("proto", "ok", "MB/s", "min", "max", "s", "failures"):
+        table.add_column(column, justify="left" if column == "proto" else "right")
+    for row in diagnosis.protocols:
+        kinds = Counter(row.failure_kinds)
+        table.add_row(
+            row.protocol, f"{row.pushes_ok}/{row.pushes_ok + row.pushes_failed}",
+            _mb_s(row.rate_bytes_per_s), _mb_s(row.rate_min_bytes_per_s),
+            _mb_s(row.rate_max_bytes_per_s),
+            "-" if row.duration_s is None or not row.pushes_ok
+            else f"{'~' if row.projected_pushes else ''}{row.duration_s:.2f}",
+            ", ".join(f"{kind} {n}" for kind, n in sorted(kinds.items())) or "-")
     return console_text(table, width=width, color=color)
 
 

@@ -20,6 +20,27 @@ BOTH_OPTION = {"direction": "both"}
 the mark that its ``RUN-fetch`` belongs to it (:func:`fetch_half_of`)."""
 
 
+def is_both_run(run_dir: Path) -> bool:
+    """RUN's manifest records the run as ``--direction both``: its clones belong beside it."""
+    return (run_dir / MANIFEST_NAME).is_file() and load_run(run_dir).options.get(
+        "direction") == BOTH_OPTION["direction"]
+
+
+def missing_half(run_dir: Path) -> str | None:
+    """What is wrong with the clones' half of a ``--direction both`` run, one clause
+    (``RUN-fetch`` gone, or without its ``fetch.json``); None when the half is there or
+    ``run_dir`` is not a both run. A half whose ``fetch.json`` cannot be read is said by
+    its reader."""
+    if not is_both_run(run_dir):
+        return None
+    fetch = fetch_run_dir(run_dir)
+    if not fetch.is_dir():
+        return f"its clones' run directory {fetch} does not exist"
+    if not (fetch / FETCH_FILE).is_file():
+        return f"its clones' run directory {fetch} has no {FETCH_FILE}"
+    return None
+
+
 def fetch_half_of(run_dir: Path) -> Path | None:
     """The clones' run directory of a ``--direction both`` run (``RUN-fetch``, when RUN's
     manifest records the run as ``both`` and ``RUN-fetch`` holds a ``fetch.json``); None

@@ -68,3 +68,37 @@ def test_an_unmarked_sibling_is_not_joined(tmp_path: Path) -> None:
     assert json.loads(proc.stdout)["schema"] == "gitnetdiag.report/4"
     half = gitnetdiag("report", str(tmp_path / "run-fetch"), "--format", "json", cwd=tmp_path)
     assert json.loads(half.stdout)["schema"] == "gitnetdiag.fetch-report/3"
+
+
+def test_a_both_run_without_its_clones_is_said_and_judged(tmp_path: Path) -> None:
+    """RUN-fetch gone: never a plain push run's report and exit 0; the missing half is the
+    headline's first words and the exit's message, the verdict inconclusive."""
+    run = both_run(tmp_path / "run")
+    shutil.rmtree(tmp_path / "run-fetch")
+    proc = gitnetdiag("report", str(run), "--format", "json", cwd=tmp_path)
+    assert proc.returncode == INCONCLUSIVE_EXIT, proc.stderr
+    data = json.loads(proc.stdout)
+    assert data["verdict"] == "inconclusive"
+    assert data["headline"].startswith("Clones: not measured (its clones' run directory "), data
+    assert "fetch-half-missing" in proc.stderr and "does not exist" in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_a_both_run_with_damaged_clones_is_said_and_judged(tmp_path: Path) -> None:
+    run = both_run(tmp_path / "run")
+    (tmp_path / "run-fetch" / "fetch.json").write_text("{not json")
+    proc = gitnetdiag("report", str(run), cwd=tmp_path)
+    assert proc.returncode == INCONCLUSIVE_EXIT, proc.stderr
+    assert "fetch.json cannot be read" in " ".join(proc.stdout.split()), proc.stdout
+    assert "Traceback" not in proc.stderr
+
+
+def test_analyze_diagnose_of_a_both_run_without_its_clones_says_so(tmp_path: Path) -> None:
+    run = both_run(tmp_path / "run")
+    shutil.rmtree(tmp_path / "run-fetch")
+    out = tmp_path / "out"
+    proc = gitnetdiag("analyze", str(run), "--diagnose", "--out", str(out), cwd=tmp_path)
+    assert proc.returncode == INCONCLUSIVE_EXIT, proc.stderr
+    data = json.loads((out / "report.json").read_text())
+    assert data["verdict"] == "inconclusive" and data["headline"].startswith(
+        "Clones: not measured"), data["headline"]

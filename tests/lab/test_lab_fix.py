@@ -10,6 +10,7 @@ import pytest
 
 from gitnetdiag.lab.clonefaults import CLONE_FAULT_FIXED_SETTINGS
 from gitnetdiag.lab.fetchlab import FETCH_FAULT_FIXED_SETTINGS
+from gitnetdiag.lab.pmtufix import PMTU_FIXED_SETTINGS
 from gitnetdiag.lab.spec import FAULT_FIXED_SETTINGS, FIXED_RMEM_MAX_BYTES, LARGE_WINDOW
 from gitnetdiag.model.lab.state import PORT_GIT, load_state
 from tests.conftest import LabFactory
@@ -19,8 +20,11 @@ pytestmark = pytest.mark.lab
 
 # The clone faults are download faults too (their 3 s edge timeout would cut slow-auth's
 # ref advertisement): tests/lab/test_clonefaults.py checks their fix.
+# The black holes stall the TLS handshakes a lab's readiness check makes, and MaxStartups
+# refuses its parallel connections: tests/lab/test_lab_fix_fetch.py checks their fixes.
 PUSH_FIXABLE = tuple(f for f in FAULT_FIXED_SETTINGS if f not in FETCH_FAULT_FIXED_SETTINGS
-                     and f not in CLONE_FAULT_FIXED_SETTINGS)
+                     and f not in CLONE_FAULT_FIXED_SETTINGS and f not in PMTU_FIXED_SETTINGS
+                     and f != "ssh-maxstartups")
 """The faults one HAProxy lab can hold (the fetch faults' fixes: tests/lab/test_hostfix.py)."""
 
 

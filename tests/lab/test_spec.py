@@ -18,6 +18,7 @@ from gitnetdiag.lab.spec import (
     FAULT_PROBE_ARGS,
     FAULTS,
     FETCH_FAULT_CULPRIT,
+    FETCH_SHARED_FAULT_CULPRIT,
     FIXED_RMEM_MAX_BYTES,
     H2_DEFAULT_WINDOW,
     LARGE_WINDOW,
@@ -174,8 +175,9 @@ def test_fixed_spec_applies_the_fix_each_culprit_names() -> None:
     """Each fix belongs to a fault with a culprit; applied, the setting is the healthy one."""
     # Issue 33's faults wait in HTTP_FAULT_CULPRIT until their detectors exist; issue 42's
     # clone faults are judged by their own lab test (CLONE_FAULT_CULPRIT).
+    # pmtu-blackhole-client's culprit is a shared one (FETCH_SHARED_FAULT_CULPRIT).
     culprits = {**FAULT_CULPRIT, **HTTP_FAULT_CULPRIT, **FETCH_FAULT_CULPRIT,
-                **CLONE_FAULT_CULPRIT}
+                **CLONE_FAULT_CULPRIT, **FETCH_SHARED_FAULT_CULPRIT}
     assert set(FAULT_FIXED_SETTINGS) <= {f for f, c in culprits.items() if c is not None}
     assert {"h2-small-window", "tcp-rmem-clamp", "tiny-backlog", "loss", "firewall-reset",
             "slow-hook", "slow-auth", "window-scaling-off", "syn-drop"} <= set(FAULT_FIXED_SETTINGS)
