@@ -6,6 +6,7 @@
     ├── InputError                  a file we were given is unreadable  (EXIT_INPUT)
     │   └── CaptureFormatError      pcap/pcapng damage, with an offset
     ├── NetworkError                unreachable, refused, TLS, auth     (EXIT_NETWORK)
+    │   └── AnsweredError           an HTTP error status, with its page's excerpt
     ├── ExternalCommandError        a program failed or timed out       (EXIT_EXTERNAL)
     ├── LabError                    the reproduction lab                (EXIT_LAB)
     └── VerdictError                diagnosis inconclusive              (EXIT_INCONCLUSIVE)
@@ -18,6 +19,7 @@ one place (:func:`gitnetdiag.cli.main`) and renders reference, message, hint.
 
 from __future__ import annotations
 
+import re
 from enum import IntEnum
 
 
@@ -106,6 +108,35 @@ class CaptureFormatError(InputError):
 class NetworkError(GitnetdiagError):
     reference = "network"
     exit_code = ExitCode.NETWORK
+
+
+class AnsweredError(NetworkError):
+    """A request of gitnetdiag's own answered with an error status.
+
+    ``page`` is a bounded excerpt of the answer's body (its text, tags stripped, at most
+    :data:`PAGE_EXCERPT_CHARS` characters; '' for an empty body): who wrote the answer
+    (an edge's built-in error page, a login wall) is read from it.
+    """
+
+    reference = "http-status"
+
+    def __init__(self, message: str, *, hint: str = "", reference: str | None = None,
+                 body: bytes = b"") -> None:
+        super().__init__(message, hint=hint, reference=reference)
+        self.page = page_excerpt(body)
+
+
+PAGE_EXCERPT_CHARS = 512
+"""The most of an error answer's page that is kept: an edge's own page says who it is in
+its first line (HAProxy's 503 page is 107 B)."""
+_TAG = re.compile(r"<[^<>]{0,2000}>")
+
+
+def page_excerpt(body: bytes) -> str:
+    """The text of an error answer's body, one line: tags stripped, white space collapsed,
+    at most :data:`PAGE_EXCERPT_CHARS` characters (read from its first 16 KiB)."""
+    text = _TAG.sub(" ", body[:16384].decode("utf-8", errors="replace"))
+    return " ".join(text.split())[:PAGE_EXCERPT_CHARS]
 
 
 class ExternalCommandError(GitnetdiagError):

@@ -15,6 +15,11 @@ Two kinds of rule, applied together by :func:`redact_text`:
   Strings shorter than :data:`MIN_SECRET_CHARS` are only removed by the
   context rules: replacing ``pw`` everywhere would destroy the record.
 
+A URL's ``#fragment`` is masked too (a token pasted after the URL stands there), except in
+the documentation addresses the packaged data files cite (``gitnetdiag/data/*.toml``, such
+as ``configuration.html#1.3.1``): those are public, and a fix's link must lead to its
+section. Only the exact address, fragment included, is kept.
+
 :func:`redact_run_dir` is the single pass over a run directory (text files
 through :func:`redact_text`, binary captures through :func:`redact_bytes`,
 which keeps their length so a pcap stays readable). Everything here depends
@@ -36,11 +41,12 @@ import re
 import stat
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from importlib import resources
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote, quote_plus, unquote, unquote_plus, urlsplit
 
-from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.errors import AnsweredError, GitnetdiagError
 from gitnetdiag.safefile import read_regular_file, replace_file
 
 MASK = "***"
@@ -138,8 +144,18 @@ def redact_url(url: str) -> str:
     if parts.query:
         text += "?" + _mask_query(parts.query)
     if parts.fragment:
-        text += "#" + MASK
+        text += "#" + (parts.fragment if url in documentation_urls() else MASK)
     return text
+
+
+@functools.cache
+def documentation_urls() -> frozenset[str]:
+    """Every https:// address written in the packaged data files (their ``source`` pages):
+    public documentation, whose fragments :func:`redact_url` keeps."""
+    folder = resources.files("gitnetdiag").joinpath("data")
+    return frozenset(url for entry in folder.iterdir() if entry.name.endswith(".toml")
+                     for url in _URL.findall(entry.read_text(encoding="utf-8"))
+                     if url.startswith("https://"))
 
 
 def without_fragment(url: str) -> str:
@@ -288,10 +304,12 @@ def redact_bytes(data: bytes, secrets: Iterable[str]) -> bytes:
 
 
 def redact_error(error: GitnetdiagError, secrets: Iterable[str] = ()) -> GitnetdiagError:
-    """The same error with its message and hint redacted (changed in place)."""
+    """The same error with its message, hint and page excerpt redacted (changed in place)."""
     values = frozenset(secrets)
     error.message = redact_text(error.message, values)
     error.hint = redact_text(error.hint, values)
+    if isinstance(error, AnsweredError):
+        error.page = redact_text(error.page, values)
     error.args = (error.message, *error.args[1:])
     return error
 

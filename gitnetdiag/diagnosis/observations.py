@@ -470,6 +470,9 @@ class RunProblem:
     """One line, URLs redacted."""
     hint: str = ""
     """What to do about it."""
+    page: str = ""
+    """The page of an error status a native request got (:attr:`RunError.page`: text, tags
+    stripped, at most 512 characters); '' for none."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -378,7 +378,7 @@ def run_problems(manifest: RunManifest) -> tuple[obs.RunProblem, ...]:
                        for push in run.pushes if push.cleanup_command}
     return tuple(
         obs.RunProblem(stage=e.stage, protocol=e.protocol, reference=e.reference, kind=e.kind,
-                       message=e.message, hint=_hint(e, remove_commands))
+                       message=e.message, hint=_hint(e, remove_commands), page=e.page)
         for e in manifest.errors
     ) + ((obs.RunProblem(**unfinished("manifest.json")),) if manifest.status == "running" else ())
 

@@ -276,7 +276,7 @@ def sampled_problems(manifest: SampledManifest) -> tuple[RunProblem, ...]:
     seed = manifest.seed
     remove = (seed.remove_command or seed.check_command or "") if seed else ""
     problems = [RunProblem(stage=e.stage, protocol=e.protocol, reference=e.reference,
-                           kind=e.kind, message=e.message,
+                           kind=e.kind, message=e.message, page=e.page,
                            hint=f"delete it by hand: {remove}" if e.stage == "cleanup" and remove
                            else _STAGE_HINTS.get(e.stage, ""))
                 for e in manifest.errors]

@@ -32,7 +32,7 @@ from h2.events import DataReceived
 from h2.settings import SettingCodes
 
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
-from gitnetdiag.errors import GitnetdiagError, NetworkError
+from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError
 from gitnetdiag.probe.budget import Progress, RateMonitor
 from gitnetdiag.probe.credentials import HttpAccess, auth_failed
 from gitnetdiag.probe.h2client import H2Client, H2Remote, Response
@@ -159,9 +159,9 @@ def _check(client: DownloadClient, answer: Response, what: str) -> None:
     if answer.status in (401, 403):
         raise auth_failed(client.access, answer.status, what)
     if answer.status != 200:
-        raise NetworkError(f"{client.target.authority}: {what} answered HTTP {answer.status}",
-                           reference="upload-pack-refused",
-                           hint="the native download ledger needs read access over HTTPS")
+        raise AnsweredError(f"{client.target.authority}: {what} answered HTTP {answer.status}",
+                            reference="upload-pack-refused", body=answer.body,
+                            hint="the native download ledger needs read access over HTTPS")
 
 
 def _known(client: DownloadClient, ref: str, oid: str | None) -> str:
@@ -169,6 +169,23 @@ def _known(client: DownloadClient, ref: str, oid: str | None) -> str:
         raise NetworkError(f"{client.target.authority} lists no {ref}", reference="no-ref",
                            hint="an empty repository has nothing to fetch: add --fetch-seed")
     return oid
+
+
+REFS_ANSWER_TIMEOUT_S = 5.0
+"""The most :func:`refs_answer` waits: one request, after the clones already failed."""
+
+
+def refs_answer(url: str, *, access: HttpAccess, timeout_s: float) -> None:
+    """One native ``GET info/refs?service=git-upload-pack`` over HTTP/2, to see who answers
+    when git's clones failed with an HTTP status (git's trace keeps no body): returns when
+    it answered 200, raises :class:`AnsweredError` (with the page's excerpt) for an error
+    status, or the connection's own error. At most ``min(timeout_s, 5 s)``."""
+    client = DownloadClient(H2Remote.from_url(url), access=access,
+                            timeout_s=min(timeout_s, REFS_ANSWER_TIMEOUT_S))
+    try:
+        _check(client, get_info_refs(client, "git-upload-pack", [_V2]), "GET info/refs")
+    finally:
+        client.close()
 
 
 def h2_download(url: str, *, access: HttpAccess, label: str, window_bytes: int,

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitnetdiag import __version__
-from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
@@ -135,7 +135,8 @@ class _FetchRun:
               kind: FailureKind | None = None) -> None:
         redact_error(exc, self.secrets)
         self.errors.append(RunError(stage=stage, protocol=protocol.value if protocol else None,
-                                    reference=exc.reference, kind=kind, message=exc.message))
+                                    reference=exc.reference, kind=kind, message=exc.message,
+                                    page=exc.page if isinstance(exc, AnsweredError) else ""))
         if self.first_error is None:
             self.first_error = exc
 
@@ -282,6 +283,8 @@ def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
                                           else [], options, state.run_dir, endpoint_of)
     if options.native and TransportKind.H2 in options.protocols and TransportKind.H2 not in failed:
         _h2_ledgers(state)
+    elif options.native and TransportKind.H2 in failed - dead and _refused(state):
+        _h2_refs_answer(state)
     if options.native and TransportKind.SSH in options.protocols \
             and TransportKind.SSH not in failed:
         _ssh_ledger(state)
@@ -337,6 +340,35 @@ def _ssh_ledger(state: _FetchRun) -> None:
                           timeout_s=options.timeout_s)
     state.ssh_downloads.append(record)
     _ledger_done(state, name, record, "native SSH download")
+
+
+def _refused(state: _FetchRun) -> bool:
+    """The HTTP/2 clone failed with an HTTP status (git's words keep no page)."""
+    run = state.protocols.get(TransportKind.H2)
+    return run is not None and any(r.failure_kind == "http-status" for r in run.fetches)
+
+
+def _h2_refs_answer(state: _FetchRun) -> None:
+    """The native download's first request alone, once, when the HTTP/2 clones failed with
+    an HTTP status: its answer's status and page (who answered) become a native error of
+    the run; the ledgers are not tried."""
+    from gitnetdiag.probe.credentials import http_access
+    from gitnetdiag.probe.fetchh2 import refs_answer
+
+    options = state.options
+    url = options.urls[TransportKind.H2]
+    name = "native h2 GET info/refs"
+    state.reporter.begin(name)
+    try:
+        refs_answer(url, access=http_access(url, ca_file=options.ca_file,
+                                            verify=False if options.insecure else None),
+                    timeout_s=options.timeout_s)
+    except GitnetdiagError as exc:
+        state.error("native", TransportKind.H2, exc)
+        state.reporter.done(name, exc.message, ok=False)
+    else:
+        state.reporter.done(name, "answered 200", ok=True)
+    state.save()
 
 
 def _h2_ledgers(state: _FetchRun) -> None:

@@ -31,7 +31,7 @@ from typing import Any
 from h2.settings import SettingCodes
 
 from gitnetdiag.analysis.flowcontrol import HTTP2_DEFAULT_WINDOW_BYTES
-from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.credentials import HttpAccess, auth_failed, http_access
 from gitnetdiag.probe.h2client import H2Client, H2Remote, Response
 from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
@@ -172,10 +172,10 @@ def _advertise(client: H2Client) -> RefAdvertisement:
     if response.status in (401, 403):
         raise auth_failed(client.access, response.status, "GET info/refs")
     if response.status != 200:
-        raise NetworkError(
+        raise AnsweredError(
             f"GET info/refs answered HTTP {response.status}",
             hint="check the repository URL and that the server allows pushes (http.receivepack)",
-            reference="http-status",
+            reference="http-status", body=response.body,
         )
     lines, _ = split_pkt_lines(response.body)
     return parse_advertisement(lines)
@@ -217,10 +217,10 @@ def _report_of(client: H2Client, response: Response) -> tuple[ReportStatus, int]
     if response.status in (401, 403):
         raise auth_failed(client.access, response.status, "POST git-receive-pack")
     if response.status != 200:
-        raise NetworkError(
+        raise AnsweredError(
             f"POST git-receive-pack answered HTTP {response.status}",
             hint="the server refused the push; check its error log",
-            reference="http-status",
+            reference="http-status", body=response.body,
         )
     lines, _ = split_pkt_lines(response.body)
     return parse_report_status(lines), response.stream_id

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gitnetdiag import __version__
-from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.hops import FirstHop
 from gitnetdiag.probe.budget import stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_burst
@@ -144,7 +144,8 @@ class _Run:
         redact_error(exc, self.secrets)
         self.errors.append(
             RunError(stage=stage, protocol=protocol.value if protocol else None,
-                     reference=exc.reference, kind=kind, message=exc.message)
+                     reference=exc.reference, kind=kind, message=exc.message,
+                     page=exc.page if isinstance(exc, AnsweredError) else "")
         )
         if self.first_error is None:
             self.first_error = exc

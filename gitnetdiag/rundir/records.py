@@ -236,6 +236,9 @@ class RunError:
     """Failure kind of a git run (``refused``, ``tls``, ``auth``, ...), when one."""
     message: str
     """One line, URLs redacted."""
+    page: str = ""
+    """An error status's page as gitnetdiag's own request got it: its text, tags stripped,
+    at most 512 characters, redacted ('' for none, or a request of git's)."""
 
 
 @dataclass(frozen=True, kw_only=True)

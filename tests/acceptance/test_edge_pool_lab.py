@@ -102,7 +102,7 @@ def test_an_edge_without_backend_fails_the_run_and_is_named_first(lab_factory: L
     """Issue 42: HAProxy's only backend is down (a dead port, its health check marks it
     down): every HTTPS push and clone gets 503 from the edge itself while SSH works. One
     ``--direction both`` run: failed, non-zero exit, ``edge-no-backend`` first in each
-    direction, the fix in HAProxy's terms."""
+    direction, HAProxy named from its own 503 page and the fix in its terms."""
     state = lab_factory("edge-no-backend")
     started = time.monotonic()
     proc = _gitnetdiag("diagnose", "--lab", "--lab-instance", state.instance, "--size", "1MiB",
@@ -120,8 +120,15 @@ def test_an_edge_without_backend_fails_the_run_and_is_named_first(lab_factory: L
         assert part["verdict"] in ("failed", "inconclusive"), part["verdict"]
         assert "ssh-channel-window" not in ids[:1]
         top = part["culprits"][0]
-        assert "HAProxy gives by itself" in top["fix"], top["fix"]
+        # Named from its own 503 page, which the native HTTP/2 probes read (the push's
+        # GET info/refs; on the fetch side, its one GET after the failed clones).
+        assert "On the edge, HAProxy" in top["fix"], top["fix"]
+        assert "could not identify" not in top["fix"], top["fix"]
         assert "option httpchk" in top["fix"], top["fix"]
+        assert "configuration.html#1.3.1" in top["fix"], top["fix"]
+        pages = [e["text"] for e in top["evidence"] if "gitnetdiag's" in e["what"]]
+        assert any("No server is available to handle this request." in t for t in pages), \
+            top["evidence"]
         assert "503" in top["summary"], top["summary"]
     assert report["verdict"] in ("failed", "inconclusive") and proc.returncode != 0
     assert "edge-no-backend" in report["parts"]["push"]["headline"]

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.analysis.nativeledger import h2_receiver_pacing
+from gitnetdiag.errors import AnsweredError
 from gitnetdiag.probe import fetchh2
 from gitnetdiag.probe.credentials import http_access
 from gitnetdiag.probe.fetchh2 import (
@@ -21,6 +22,7 @@ from gitnetdiag.probe.fetchh2 import (
 )
 from gitnetdiag.probe.repo import generate_repo
 from gitnetdiag.rundir.ledgers import H2CreditLedger
+from tests.probe import h2uploadserver
 from tests.probe.h2uploadserver import H2UploadServer, start_h2_upload_server
 
 OID = "a" * 40
@@ -125,3 +127,20 @@ def test_a_bounded_download_is_cancelled(upload_server: tuple[H2UploadServer, st
                                  budget_s=1.0, stall_timeout_s=10.0, timeout_s=60.0)
     assert record.outcome == "bounded" and record.stopped in ("stable", "budget")
     assert 0 < record.received_bytes < 4 * 2**20  # cancelled mid-pack
+
+
+def test_refs_answer_keeps_the_error_page(upload_server: tuple[H2UploadServer, str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """The one GET info/refs after failed clones: 200 passes; an edge's 503 (HAProxy's own
+    page, 107 B) is an AnsweredError whose page is the text, tags stripped."""
+    server, _ = upload_server
+    access = http_access(server.url, ca_file=server.ca_file)
+    fetchh2.refs_answer(server.url, access=access, timeout_s=30.0)
+    page = (b"<html><body><h1>503 Service Unavailable</h1>\nNo server is available to handle "
+            b"this request.\n</body></html>\n")
+    monkeypatch.setattr(h2uploadserver, "_answer", lambda *_: ("503", page))
+    with pytest.raises(AnsweredError) as info:
+        fetchh2.refs_answer(server.url, access=access, timeout_s=30.0)
+    assert "GET info/refs answered HTTP 503" in info.value.message
+    assert info.value.page == ("503 Service Unavailable No server is available to handle this "
+                               "request.")

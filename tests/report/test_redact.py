@@ -13,7 +13,8 @@ import pytest
 from gitnetdiag import redaction
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import PushResult
-from gitnetdiag.errors import UsageError
+from gitnetdiag.errors import AnsweredError, UsageError
+from gitnetdiag.redaction import documentation_urls, redact_error
 from gitnetdiag.report import RENDERERS, redact_text, redact_url
 from tests.diagnosis import examples
 
@@ -223,3 +224,31 @@ def test_redaction_stays_linear_on_long_tokens(piece: str) -> None:
     out = redaction.redact_text(blob, {"longsecret"})
     assert time.monotonic() - started < 2.0
     assert out.endswith("/x?k=***")
+
+
+def test_a_data_files_documentation_link_keeps_its_fragment() -> None:
+    """A fix's link to a section of its product's documentation (edge_backends.toml's
+    HAProxy source) stays whole; any other URL's fragment, the same page's with another
+    fragment included, is masked."""
+    cited = "https://docs.haproxy.org/2.6/configuration.html#1.3.1"
+    assert cited in documentation_urls()
+    assert redact_text(f"health checks ({cited}).") == f"health checks ({cited})."
+    assert redact_url("https://docs.haproxy.org/2.6/configuration.html#glpat-abcdef") == \
+        "https://docs.haproxy.org/2.6/configuration.html#***"
+    assert redact_url("https://h/r.git#1.3.1") == "https://h/r.git#***"
+
+
+def test_an_error_pages_excerpt_is_bounded_stripped_and_redacted() -> None:
+    """A native request's error answer keeps its page's text (tags stripped, one line, at
+    most 512 characters), redacted as its message is."""
+    body = (b"<html><body><h1>503 Service Unavailable</h1>\nNo server is available to "
+            b"handle this request.\n</body></html>\n")
+    assert AnsweredError("GET info/refs answered HTTP 503", body=body).page == \
+        "503 Service Unavailable No server is available to handle this request."
+    long = AnsweredError("x", body=b"<p>" + b"a b " * 1000 + b"</p>")
+    assert len(long.page) == 512 and "<" not in long.page
+    # An address inside a tag goes with the tag.
+    assert AnsweredError("x", body=b"<a href='https://h/r.git?t=abc'>retry</a>").page == "retry"
+    plain = AnsweredError("x", body=b"see https://u:pw@h/r.git?token=abc and tok-secret")
+    redact_error(plain, {"tok-secret"})
+    assert plain.page == "see https://***@h/r.git?token=*** and ***", plain.page

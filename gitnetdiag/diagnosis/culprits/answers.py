@@ -11,7 +11,9 @@ kind (``GET info/refs``, ``POST git-receive-pack``, ``POST git-upload-pack``), w
                      ok clone's GET info/refs and POST git-upload-pack  the GET before it)
     the native       its ledger (it exists only when GET info/refs and  GET, POST 2xx
     HTTP/2 probe     POST git-receive-pack answered 200), else its run
-                     error ("GET info/refs answered HTTP 503")
+                     error ("GET info/refs answered HTTP 503") and the
+                     answer's page (``RunProblem.page``); on a clone,
+                     its one GET info/refs after a failed HTTP/2 clone
     the body probe   its small sized and streamed POSTs                 POST statuses
 
 :mod:`.nobackend` (the same 502/503 to everything) and :mod:`.pool` (a status that
@@ -53,6 +55,9 @@ class Answer:
     """Who made the request."""
     source: str
     """Where it was read (``curl trace of the HTTP/2 pushes``)."""
+    page: str = ""
+    """The text of the answer's page (tags stripped, at most 512 characters): only the
+    native probes read an error answer's body (git's traces keep none); '' else."""
 
     @property
     def ok(self) -> bool:
@@ -114,7 +119,8 @@ def _native(obs: Observations, name: str, p: ProtocolObservation) -> Iterator[An
             yield Answer(protocol=name, kind="GET info/refs", status=200, server="",
                          who="tool", source=source)
         yield Answer(protocol=name, kind=f"{match.group(1)} {match.group(2)}",
-                     status=int(match.group(3)), server="", who="tool", source=source)
+                     status=int(match.group(3)), server="", who="tool", source=source,
+                     page=problem.page)
     probe = p.body_limit
     if probe is not None:
         for status in (probe.sized_status, probe.streamed_status):

@@ -13,7 +13,11 @@ from the same hop, while SSH or git:// to the same host works. The pattern is re
     2xx and the status by turn     a pool member             edge-backend-errors
 
 The fix names the answering product's pool and health-check settings
-(``data/edge_backends.toml``).
+(``data/edge_backends.toml``). Who answered is read from the answers' ``server`` header, the
+TLS terminator's HTTP/2 SETTINGS, the host's config files and, first, the page of the native
+probes' own answers: a product whose built-in page is documented (HAProxy's 503 "No server is
+available to handle this request.", the entry's ``page``) is named when the page holds it; a
+page that differs keeps that product out of the products the answer's shape is like.
 """
 
 from __future__ import annotations
@@ -61,6 +65,10 @@ class EdgeBackends:
     """The settings that give it a working backend, in its own terms."""
     source: str
     """The documentation page."""
+    page: str = ""
+    """A phrase of the error page it writes by itself (tags stripped); '' when unknown."""
+    page_source: str = ""
+    """Where that page is documented or shipped ('' with no ``page``)."""
 
 
 def _entry(raw: dict[str, Any], where: str) -> EdgeBackends:
@@ -75,9 +83,13 @@ def _entry(raw: dict[str, Any], where: str) -> EdgeBackends:
     if not isinstance(statuses, list) or not statuses or not all(
             isinstance(s, int) and 500 <= s < 600 for s in statuses):
         raise KnowledgeBaseError(f"{where}: statuses must be a list of 5xx statuses")
+    page = raw.get("page", "")
+    if not isinstance(page, str) or ("page" in raw and not page.strip()):
+        raise KnowledgeBaseError(f"{where}: page must be a phrase of the product's own page")
+    page_source = require_source(raw.get("page_source"), where, "page_source") if page else ""
     return EdgeBackends(id=product.id, name=product.name, statuses=tuple(statuses),
                         answer=raw["answer"], server=raw["server"], fix=raw["fix"],
-                        source=source)
+                        source=source, page=" ".join(page.split()), page_source=page_source)
 
 
 def parse(text: str) -> dict[str, EdgeBackends]:
@@ -106,10 +118,28 @@ def dead_edge(obs: Observations) -> list[Answer] | None:
     return every
 
 
-def _products(obs: Observations, said: Iterable[str]) -> list[str]:
-    """Product ids of the answering hop: what its answers called themselves, the TLS
-    terminator's HTTP/2 fingerprint, the host's config files, the run's server identity."""
-    ids = [known.id for text in said if text and (known := by_name(text)) is not None]
+def _pages(every: Iterable[Answer]) -> list[str]:
+    """The distinct pages the answers carried (only the native probes read one)."""
+    return list(dict.fromkeys(a.page for a in every if a.page))
+
+
+def wrote(entry: EdgeBackends, page: str) -> bool:
+    """``page`` (an answer's text, tags stripped) holds the product's own page phrase."""
+    return bool(entry.page) and entry.page.casefold() in " ".join(page.split()).casefold()
+
+
+def by_page(pages: Iterable[str]) -> list[str]:
+    """Product ids whose built-in error page one of ``pages`` is (pure)."""
+    seen = list(pages)
+    return [e.id for e in BACKENDS.values() if any(wrote(e, page) for page in seen)]
+
+
+def _products(obs: Observations, said: Iterable[str], pages: Iterable[str] = ()) -> list[str]:
+    """Product ids of the answering hop: whose own page its answers carried, what they
+    called themselves, the TLS terminator's HTTP/2 fingerprint, the host's config files,
+    the run's server identity."""
+    ids = by_page(pages)
+    ids += [known.id for text in said if text and (known := by_name(text)) is not None]
     like = by_fingerprint(obs.run.h2_server_settings or {})
     if like is not None:
         ids.append(like.id)
@@ -121,32 +151,38 @@ def _products(obs: Observations, said: Iterable[str]) -> list[str]:
     return [i for i in dict.fromkeys(ids) if i in BACKENDS]
 
 
-def _fix(products: list[str], status: int, server: str) -> str:
+def _fix(products: list[str], status: int, server: str, pages: list[str]) -> str:
     lead = ("Give the edge a working backend: the pool behind it has no member that answers "
             f"(the {status} is the edge's own answer, not the git server's)")
     matching = [p for p in products if status in BACKENDS[p].statuses] or products
     if matching:
         entry = BACKENDS[matching[0]]
-        return f"{lead}. On the edge, {entry.name}: {entry.fix} ({entry.source})."
+        page = (f"; its page \"{entry.page}\" is {entry.name}'s own ({entry.page_source})"
+                if any(wrote(entry, p) for p in pages) else "")
+        return f"{lead}{page}. On the edge, {entry.name}: {entry.fix} ({entry.source})."
     answering = [e for e in BACKENDS.values() if status in e.statuses]
-    # Not an identification: other products may answer alike; said so, listed first.
-    alike = [e for e in answering if not server and not e.server]
+    # Not an identification: other products may answer alike; said so, listed first. A
+    # product whose own page is known and not the one seen does not answer alike.
+    alike = [e for e in answering if not server and not e.server
+             and not (pages and e.page)]
     others = [e for e in answering if e not in alike]
     listed = "; ".join(f"{e.name} (answers {e.answer}): {e.fix} ({e.source})"
                        for e in (*alike, *others))
     shape = (f"; the answer ({status}, no server header) is the one "
              f"{' and '.join(e.name for e in alike)} gives by itself"
              if alike else "")
-    return f"{lead}; gitnetdiag could not identify the edge{shape}: {listed}."
+    seen = f" (its page: \"{pages[0][:160]}\")" if pages else ""
+    return f"{lead}; gitnetdiag could not identify the edge{seen}{shape}: {listed}."
 
 
 def _evidence(every: list[Answer]) -> list[Evidence]:
-    counted = Counter((a.protocol, a.kind, a.who, a.source) for a in every)
+    counted = Counter((a.protocol, a.kind, a.who, a.source, a.page) for a in every)
     status, server = every[0].status, every[0].server
     return [Evidence(what=f"{label(protocol)} {kind} ({'git' if who == 'git' else 'gitnetdiag'}"
                      f"'s) answered {status}", value=count, unit="count", of=count,
-                     text=_who(server), threshold=0, comparison=">", source=source)
-            for (protocol, kind, who, source), count in counted.items()]
+                     text=_who(server) + (f', page "{page[:160]}"' if page else ""),
+                     threshold=0, comparison=">", source=source)
+            for (protocol, kind, who, source, page), count in counted.items()]
 
 
 def _completed(obs: Observations, name: str) -> tuple[int, int]:
@@ -198,5 +234,5 @@ def edge_no_backend(obs: Observations) -> Hit | None:
         summary=f"{' and '.join(label(n) for n in failing)} {noun} fail: every HTTPS request "
         f"through the edge ({len(every)}: {kinds}) was answered {status} ({_who(server)}) and "
         f"none passed{works}: the edge has no working backend.",
-        fix=_fix(_products(obs, [server]), status, server))
+        fix=_fix(_products(obs, [server], _pages(every)), status, server, _pages(every)))
 

@@ -244,3 +244,64 @@ def test_every_entry_of_the_data_names_a_known_product_and_its_page() -> None:
         nobackend.parse('[[product]]\nid = "haproxy"\nstatuses = [200]\nanswer = "a"\nserver = ""\n'
                         'fix = "b"\nsource = "https://x"\n')
 
+
+HAPROXY_PAGE = "503 Service Unavailable No server is available to handle this request."
+"""HAProxy's built-in 503 (src/http.c, http_err_msgs) once its tags are stripped."""
+
+
+def _with_page(obs: Observations, page: str) -> Observations:
+    return replace(obs, problems=tuple(replace(p, page=page) for p in obs.problems))
+
+
+def test_haproxys_own_page_names_the_edge() -> None:
+    """The native probe's GET info/refs got HAProxy's own 503 page: HAProxy is named from
+    it (no server header, no SETTINGS, no config file), in its terms, with the page's
+    source."""
+    top = diagnose(_with_page(case_edge_no_backend(), HAPROXY_PAGE)).findings[0]
+    print("page:", top.fix)
+    assert top.id == "edge-no-backend"
+    assert "On the edge, HAProxy" in top.fix and "option httpchk" in top.fix
+    assert "could not identify" not in top.fix
+    assert "github.com/haproxy/haproxy" in top.fix
+    tool = next(e for e in top.evidence if "gitnetdiag's" in e.what)
+    assert tool.text == f'no server header, page "{HAPROXY_PAGE}"', tool.text
+
+
+def test_a_page_that_is_not_haproxys_leaves_the_edge_unknown() -> None:
+    """The same 503 with no server header, but the page is another's (a custom
+    ``errorfile`` or another product): not identified, and not "HAProxy gives by itself"."""
+    other = "Maintenance: the service is down, try again later."
+    top = diagnose(_with_page(case_edge_no_backend(), other)).findings[0]
+    assert top.id == "edge-no-backend"
+    assert "could not identify the edge" in top.fix, top.fix
+    assert "HAProxy gives by itself" not in top.fix and "On the edge" not in top.fix
+    assert other in top.fix
+    assert nobackend.by_page([other]) == [] and nobackend.by_page([HAPROXY_PAGE]) == ["haproxy"]
+
+
+def test_a_clone_through_haproxy_without_backend_is_named_from_its_page() -> None:
+    """Download direction: every clone's GET info/refs got 503 (git's words, no page) and
+    the native HTTP/2 GET info/refs after them got HAProxy's page."""
+    failed = replace(HEALTHY, outcome="failed", moved_bytes=0, rate_bytes_per_s=None,
+                     measured_s=0.0, failure_kind="http-status", last_line=GIT_503, tcp=None)
+    clones = [replace(failed, protocol=p, repeat=1) for p in ("h1", "h2")]
+    native = RunProblem(stage="native", protocol="h2", reference="upload-pack-refused",
+                        message="198.18.2.2:8443: GET info/refs answered HTTP 503",
+                        page=HAPROXY_PAGE)
+    obs = replace(on([*clones, replace(HEALTHY, protocol="ssh")]), problems=(native,))
+    top = diagnose(obs).findings[0]
+    assert top.id == "edge-no-backend" and "On the edge, HAProxy" in top.fix, top.fix
+    assert ("HTTP/2 GET info/refs (gitnetdiag's) answered 503", 1) in {
+        (e.what, e.value) for e in top.evidence}
+
+
+def test_a_page_phrase_needs_its_source() -> None:
+    entry = ('[[product]]\nid = "haproxy"\nstatuses = [503]\nanswer = "a"\nserver = ""\n'
+             'fix = "f"\nsource = "https://example.org/doc"\n')
+    assert nobackend.parse(entry + 'page = "No server"\npage_source = '
+                           '"https://example.org/src"\n')["haproxy"].page == "No server"
+    with pytest.raises(KnowledgeBaseError, match="page_source"):
+        nobackend.parse(entry + 'page = "No server"\n')
+    with pytest.raises(KnowledgeBaseError, match="page must be"):
+        nobackend.parse(entry + 'page = " "\npage_source = "https://example.org/src"\n')
+    assert nobackend.BACKENDS["haproxy"].page == "No server is available to handle this request."
