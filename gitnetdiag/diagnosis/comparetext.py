@@ -16,20 +16,17 @@ p = 0.003); A's top culprit client-tcp-receive-window-clamp predicted 31.5 s of 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+from gitnetdiag.diagnosis.comparemodel import (
+    CulpritChange,
+    Difference,
+    GainCheck,
+    ProtocolComparison,
+    TransferWords,
+)
 from gitnetdiag.diagnosis.likeforlike import MIN_REPEATS, ProtocolSample
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
-
-if TYPE_CHECKING:  # the comparison's types; it imports this module
-    from gitnetdiag.diagnosis.comparison import (
-        CulpritChange,
-        Difference,
-        GainCheck,
-        ProtocolComparison,
-        TransferWords,
-    )
 
 
 def same_time(row: ProtocolComparison) -> bool:

@@ -154,8 +154,12 @@ def extra_headers(url: str, env: Mapping[str, str]) -> tuple[str, ...]:
 
 
 def url_config(key: str, url: str, env: Mapping[str, str], *, as_bool: bool = False) -> str | None:
-    """``git config --get-urlmatch http.<key> URL``: the value git uses for ``url``."""
-    args = ["config", *(["--type=bool"] if as_bool else []), "--get-urlmatch", f"http.{key}", url]
+    """``git config --get-urlmatch http.<key> URL``: the value git uses for ``url``. The URL
+    reaches git's argv without its user info, query and fragment (where tokens sit): a
+    urlmatch reads scheme, host, port, path and user name only, and no token may reach
+    another process's argv."""
+    args = ["config", *(["--type=bool"] if as_bool else []), "--get-urlmatch", f"http.{key}",
+            _strip_userinfo(url)]
     proc = _git(args, env)
     value = proc.stdout.strip()
     return value if proc.returncode == 0 and value else None

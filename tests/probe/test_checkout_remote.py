@@ -141,7 +141,7 @@ def test_diagnose_in_a_checkout_probes_its_origin_and_names_it(git_daemon: str,
     assert [p["protocol"] for p in json.loads(
         (tmp_path / "run" / "manifest.json").read_text())["protocols"]] == ["git"]
     markdown = (tmp_path / "run" / "report.md").read_text()
-    assert f"- target: `remote origin: {git_daemon}`" in markdown
+    assert f"- target: `remote origin: {git_daemon} (path: direct)`" in markdown, markdown
 
 
 def test_a_remote_the_checkout_lacks_is_one_line_and_exit_2(tmp_path: Path) -> None:
