@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gitnetdiag.errors import UsageError
+from gitnetdiag.probe.gitpush import secret_config_env, url_credential_split
 from gitnetdiag.proc import run, scratch_dir
 from gitnetdiag.redaction import redact_text, redact_url
 from gitnetdiag.remotederive import Derived, classify, derive, how_to_add
@@ -149,11 +150,16 @@ def push_refused(url: str) -> str | None:
     A dry-run delete of a ref that is not there (``git push --dry-run URL :ref``): git
     opens receive-pack, reads its advertisement and stops; no pack, no ref update. No
     prompt: a credential the helper does not have is a refusal, not a question. It runs in
-    an empty scratch repository: the user's checkout is not touched."""
+    an empty scratch repository: the user's checkout is not touched. A credential in the
+    URL (``https://x-access-token:TOKEN@host/...``) reaches git through its environment and
+    a helper answering from it, as the probes' pushes do
+    (:func:`~gitnetdiag.probe.gitpush.secret_config_env`): no process's argv holds it."""
     env = _git_env()
+    secret_config_env(env, (), url)
+    plain, _user, _password = url_credential_split(url)
     with scratch_dir("gitnetdiag-push-check-") as scratch:
         run(["git", "init", "-q", str(scratch)], timeout_s=10, what="git init")
-        proc = run(["git", "push", "--dry-run", "--porcelain", url, f":{PUSH_CHECK_REF}"],
+        proc = run(["git", "push", "--dry-run", "--porcelain", plain, f":{PUSH_CHECK_REF}"],
                    cwd=scratch, check=False, timeout_s=PUSH_CHECK_TIMEOUT_S,
                    what="git push --dry-run", env=env)
     said = " ".join(line.strip() for line in (proc.stderr or "").splitlines()

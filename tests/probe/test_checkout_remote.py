@@ -22,6 +22,7 @@ import pytest
 from gitnetdiag.errors import UsageError
 from gitnetdiag.probe.gitremote import looks_like_url, push_refused, resolve_remote, unreachable
 from gitnetdiag.remotederive import Derived, classify, derive
+from tests.httpremote import TOKEN, HttpRemote
 from tests.probe.conftest import _free_port
 
 
@@ -231,3 +232,21 @@ def test_load_takes_a_remote_name_of_the_checkout(git_daemon: str, tmp_path: Pat
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert report["steps"][0]["ok"] > 0, report["steps"]
+
+
+def test_the_push_check_puts_no_token_on_a_command_line(http_remote: HttpRemote) -> None:
+    """The remote's URL carries a token (user:token@, as CI remotes do): the dry-run push
+    reaches the server authenticated (it accepts pushes: no refusal), and no process's argv
+    held the token while it ran."""
+    from tests.probe.test_ways_out import _ArgvSampler
+
+    url = http_remote.url.split("?", 1)[0]
+    port = url.rsplit(":", 1)[1].split("/", 1)[0]
+    sampler = _ArgvSampler(TOKEN, port)
+    sampler.start()
+    try:
+        assert push_refused(url) is None
+    finally:
+        sampler.stop.set()
+        sampler.join()
+    assert sampler.samples >= 2 and sampler.hits == set(), sampler.hits
