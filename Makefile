@@ -15,8 +15,9 @@ lint: setup
 	$(BIN)/ruff check gitnetdiag tests benchmarks scripts
 	$(BIN)/mypy gitnetdiag
 
-# Lint first (a failure stops here), then the unit tests on four workers (most of their time
-# is waiting on sleeping hooks and child processes: 173 s on three, 220 s on two here), then the lab tests
+# Lint first (a failure stops here), then the unit tests on six workers (they wait on sleeping
+# hooks and child processes, but the CLI subprocesses' start-ups make them CPU-bound too: 376 s
+# on four, 323 s on eight with 10 min of CPU on this 2-core machine, 2026-12-02), then the lab tests
 # in three lanes (tests/conftest.py): one test that waits (a CPU quota, a sleep, a stall
 # timeout) and one whose transfers fail (a status, a timeout, a dead port) beside one that
 # measures rates, never two that measure. Both test parts always
@@ -27,7 +28,7 @@ LINT := $(BIN)/ruff check gitnetdiag tests benchmarks scripts && $(BIN)/mypy git
 test: setup
 	@t0=$$(date +%s); \
 	$(LINT) || exit 1; lint=0; t1=$$(date +%s); \
-	$(BIN)/pytest -q -p no:cacheprovider -m "not lab" -n 4 --durations=10; unit=$$?; t2=$$(date +%s); \
+	$(BIN)/pytest -q -p no:cacheprovider -m "not lab" -n 6 --durations=10; unit=$$?; t2=$$(date +%s); \
 	$(BIN)/pytest -q -p no:cacheprovider -m lab -n 3 --dist loadgroup --durations=15; lab=$$?; t3=$$(date +%s); \
 	part() { printf 'make test: %-10s exit %s  %3dm%02ds\n' "$$1" "$$2" $$(($$3 / 60)) $$(($$3 % 60)); }; \
 	part lint $$lint $$((t1 - t0)); part unit $$unit $$((t2 - t1)); \
