@@ -10,6 +10,7 @@ the lead comes first and the others are a short list. Pure text handling, for th
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 _OTHERS = re.compile(r"(?:^|(?<=\. ))(Other servers|Other edges|Known servers|Other proxies"
@@ -30,9 +31,8 @@ class FixLayout:
     """What follows the list (a client workaround)."""
 
 
-def _list_end(text: str) -> int:
-    """Where the list of products ends: the first ``. `` (or the final ``.``) outside
-    parentheses and code spans."""
+def _top_level(text: str) -> Iterator[tuple[int, str]]:
+    """``(index, character)`` of ``text`` outside parentheses, brackets and code spans."""
     depth, code = 0, False
     for i, char in enumerate(text):
         if char == "`":
@@ -43,27 +43,22 @@ def _list_end(text: str) -> int:
             depth += 1
         elif char in ")]":
             depth = max(0, depth - 1)
-        elif char == "." and depth == 0 and (i + 1 == len(text) or text[i + 1] == " "):
-            return i
-    return len(text)
+        elif depth == 0:
+            yield i, char
+
+
+def _list_end(text: str) -> int:
+    """Where the list of products ends: the first ``. `` (or the final ``.``) outside
+    parentheses and code spans."""
+    return next((i for i, char in _top_level(text)
+                 if char == "." and (i + 1 == len(text) or text[i + 1] == " ")), len(text))
 
 
 def _items(text: str) -> tuple[str, ...]:
     """``A; B; C`` split at the semicolons outside parentheses and code spans."""
-    items, start, depth, code = [], 0, 0, False
-    for i, char in enumerate(text):
-        if char == "`":
-            code = not code
-        elif code:
-            continue
-        elif char in "([":
-            depth += 1
-        elif char in ")]":
-            depth = max(0, depth - 1)
-        elif char == ";" and depth == 0:
-            items.append(text[start:i].strip())
-            start = i + 1
-    items.append(text[start:].strip())
+    cuts = [i for i, char in _top_level(text) if char == ";"]
+    items = [text[start + 1:end].strip() for start, end in zip([-1, *cuts], [*cuts, len(text)],
+                                                                strict=True)]
     return tuple(item for item in items if item)
 
 

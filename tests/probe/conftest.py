@@ -49,13 +49,20 @@ def git_daemon(tmp_path: Path) -> Iterator[str]:
     subprocess.run(["git", "-C", str(seed), "add", "README"], check=True)
     subprocess.run(["git", "-C", str(seed), "commit", "-qm", "x"], check=True, env=env)
     subprocess.run(["git", "-C", str(seed), "push", "-q", str(bare), "main"], check=True)
+    yield from serve_daemon(base, receive_pack=True)
+
+
+def serve_daemon(base: Path, *, receive_pack: bool) -> Iterator[str]:
+    """Serve the repositories under ``base`` with ``git daemon`` on a free loopback port
+    (receive-pack only when asked: without it pushes are refused with 'access denied');
+    yields ``git://127.0.0.1:PORT/repo.git`` once the port answers."""
     port = _free_port()
     daemon = subprocess.Popen(
         ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
-         "--enable=receive-pack", "--listen=127.0.0.1", f"--port={port}", str(base)],
+         *(["--enable=receive-pack"] if receive_pack else []), "--listen=127.0.0.1",
+         f"--port={port}", str(base)],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
-    url = f"git://127.0.0.1:{port}/repo.git"
     try:
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
@@ -64,7 +71,7 @@ def git_daemon(tmp_path: Path) -> Iterator[str]:
                 break
             except OSError:
                 time.sleep(0.05)
-        yield url
+        yield f"git://127.0.0.1:{port}/repo.git"
     finally:
         daemon.terminate()
         daemon.wait(timeout=10)

@@ -10,10 +10,8 @@ real command against a loopback ``git daemon``.
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -23,7 +21,7 @@ from gitnetdiag.errors import UsageError
 from gitnetdiag.probe.gitremote import looks_like_url, push_refused, resolve_remote, unreachable
 from gitnetdiag.remotederive import Derived, classify, derive
 from tests.httpremote import TOKEN, HttpRemote
-from tests.probe.conftest import _free_port
+from tests.probe.conftest import serve_daemon
 
 
 @pytest.mark.parametrize(("url", "option", "host", "path"), [
@@ -161,23 +159,7 @@ def read_only_daemon(tmp_path: Path) -> Iterator[str]:
     base = tmp_path / "ro"
     bare = base / "repo.git"
     subprocess.run(["git", "init", "-q", "--bare", str(bare)], check=True)
-    port = _free_port()
-    daemon = subprocess.Popen(
-        ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
-         "--listen=127.0.0.1", f"--port={port}", str(base)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                time.sleep(0.05)
-        yield f"git://127.0.0.1:{port}/repo.git"
-    finally:
-        daemon.terminate()
-        daemon.wait(timeout=10)
+    yield from serve_daemon(base, receive_pack=False)
 
 
 def test_push_check_tells_a_read_only_server_from_one_that_takes_pushes(
