@@ -566,6 +566,10 @@ def main() -> int:
             print(f"error: no {INDEX} in {source} (hint: pass a directory this script "
                   f"wrote, or {BUNDLE.relative_to(ROOT)})", file=sys.stderr)
             return 2
+        if args.direction != "both" and (found := source_direction(source)) != args.direction:
+            print(f"error: {source} holds a {found} matrix, not a {args.direction} one "
+                  f"(hint: add --direction {found}, or --direction both)", file=sys.stderr)
+            return 2
     directions = ["push", "fetch"] if args.direction == "both" else [args.direction]
     stamp = dt.datetime.now(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     scores = []

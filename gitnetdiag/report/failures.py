@@ -25,7 +25,7 @@ def failure_note(failure: MeasurementFailure) -> str:
 
 
 def failure_line(failure: MeasurementFailure) -> str:
-    """A failure in a line of a sampled run's report: what explains it, or the hint."""
+    """A failure in a line of a fetch run's report: what explains it, or the hint."""
     return f"{failure.reference}: {failure.message}" + (
         f" (explained by {failure.explained_by})" if failure.explained_by else f"; {failure.hint}")
 

@@ -11,7 +11,7 @@
   below it. A long push holds thousands of WINDOW_UPDATE refills; drawn as a
   raw step line they fill the panel solid.
 - **Push rate per protocol** (median with the min-max range).
-- For sampled transfers (a fetch's clones): the receiver's advertised window against
+- For a fetch's clones: the receiver's advertised window against
   the sender's bytes in flight as the receiver counted them (``rcv_ssthresh`` and
   ``rcv_space`` per RTT, one panel per transfer; where the lines meet, the window was
   the limit), and the native HTTP/2 ledgers' bytes over time under each window.

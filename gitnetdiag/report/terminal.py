@@ -62,12 +62,12 @@ def _finding(console: Console, rank: int, finding: Finding, color: bool) -> None
 
 
 def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = False) -> str:
-    """The report as terminal text; ``color`` adds ANSI styles (not to sampled transfers')."""
+    """The report as terminal text; ``color`` adds ANSI styles (not to a fetch run's)."""
     d = redact_diagnosis(diagnosis)
     if d.parts:  # a both run: one ranking, then each direction's report
         return render_both(d, [render_terminal(p, width=width, color=color)
                                         for p in d.parts], markdown=False)
-    if d.sampled is not None:
+    if d.fetch_details is not None:
         return render_text(d, markdown=False)
     console = text_console(width=width, color=color)
     style = _VERDICT_STYLE.get(d.verdict, "bold") if color else ""

@@ -1,6 +1,6 @@
 """The per-transfer sections of the one report, with the direction's words from data.
 
-A run whose transfers were sampled one by one (``fetch.json``: each clone's phases,
+A fetch run's clones, each sampled as it ran (``fetch.json``: each clone's phases,
 its TCP evidence, the server's socket, the native ledgers) is rendered by the same
 renderers as any other (:data:`gitnetdiag.report.RENDERERS`); this module holds its
 sections, each shown when its evidence is present: the transfers' table, git's own
@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitnetdiag.diagnosis.model import Diagnosis, Finding, SampledTransfers
+from gitnetdiag.diagnosis.model import Diagnosis, FetchDetails, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.report.failures import SIGNATURE_HEADING, failure_line, failure_signature
@@ -33,10 +33,10 @@ from gitnetdiag.serial import to_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.analysis.nativeledger import H2Pacing, SshPacing
-    from gitnetdiag.rundir.manifest import SampledManifest
+    from gitnetdiag.rundir.manifest import FetchManifest
 
 TRANSFER_REPORT_SCHEMA = "gitnetdiag.fetch-report/3"
-"""Schema id of the JSON of a run of sampled transfers (docs/report-schema.md)."""
+"""Schema id of the JSON of a fetch run (its clones) (docs/report-schema.md)."""
 
 
 @dataclass(frozen=True)
@@ -84,15 +84,15 @@ def protocol_rows(d: Diagnosis) -> list[tuple[str, ...]]:
              fmt_rate(s.rate_max_bytes_per_s)) for s in d.protocols]
 
 
-def evidence(d: Diagnosis) -> SampledTransfers:
-    """The per-transfer evidence of a diagnosis of sampled transfers."""
-    assert d.sampled is not None, "not a diagnosis of sampled transfers"
-    return d.sampled
+def evidence(d: Diagnosis) -> FetchDetails:
+    """The per-transfer evidence of a fetch run's diagnosis (its clones)."""
+    assert d.fetch_details is not None, "not a fetch run's diagnosis (its clones)"
+    return d.fetch_details
 
 
-def record(d: Diagnosis) -> SampledManifest:
-    """The run's record (``fetch.json``) of a diagnosis of sampled transfers."""
-    manifest: SampledManifest = evidence(d).record
+def record(d: Diagnosis) -> FetchManifest:
+    """The run's record (``fetch.json``) of a fetch run's diagnosis (its clones)."""
+    manifest: FetchManifest = evidence(d).record
     return manifest
 
 
@@ -285,7 +285,7 @@ def header(d: Diagnosis) -> tuple[str, str]:
 
 
 def render_text(d: Diagnosis, *, markdown: bool) -> str:
-    """The terminal text or the Markdown of a redacted diagnosis of sampled transfers."""
+    """The terminal text or the Markdown of a redacted diagnosis of a fetch run's clones."""
     words, done, bursts = WORDS[d.direction], d.observations.transfers, d.observations.bursts
     title = (f"# gitnetdiag: {words.way} direction ({d.direction})" if markdown else
              f"gitnetdiag: {words.way} direction ({d.direction}, read-only {words.transfers})")
@@ -330,8 +330,8 @@ def _culprit_json(finding: Finding) -> dict[str, Any]:
 
 
 def report_dict(d: Diagnosis) -> dict[str, Any]:
-    """The JSON report of a redacted diagnosis of sampled transfers."""
-    manifest, sampled = record(d), evidence(d)
+    """The JSON report of a redacted diagnosis of a fetch run's clones."""
+    manifest, details = record(d), evidence(d)
     return {
         "schema": TRANSFER_REPORT_SCHEMA,
         "direction": d.direction,
@@ -354,8 +354,8 @@ def report_dict(d: Diagnosis) -> dict[str, Any]:
         "seed": to_jsonable(manifest.seed),
         "h2_downloads": [{key: value for key, value in to_jsonable(p).items()
                           if key not in ("t_s", "cumulative_bytes")}
-                         for p in sampled.h2_pacing],
-        "ssh_downloads": to_jsonable(list(sampled.ssh_pacing)),
+                         for p in details.h2_pacing],
+        "ssh_downloads": to_jsonable(list(details.ssh_pacing)),
         "bursts": [burst_json(to_jsonable(burst)) for burst in d.observations.bursts],
         "remote": {"name": d.environment.remote_name,
                    "notes": list(d.environment.remote_notes)},

@@ -126,3 +126,15 @@ def test_a_source_is_scored_with_its_own_direction(tmp_path: Path) -> None:
     assert fm.source_direction(push_dir) == "push"
     assert fm.source_direction(fm.BUNDLE) == "push"
     assert fm.source_direction(fm.BUNDLE.with_name("fault-matrix-fetch.json.gz")) == "fetch"
+
+
+def test_a_fetch_bundle_scored_as_a_push_matrix_is_one_line_with_the_flag(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """The shipped fetch bundle without ``--direction fetch``: exit 2, the flag named, no
+    traceback (it used to fail deep in the push scorer)."""
+    bundle = fm.ROOT / "benchmarks" / "data" / "fault-matrix-fetch.json.gz"
+    monkeypatch.setattr("sys.argv", ["fault_matrix.py", "--from", str(bundle)])
+    assert fm.main() == 2
+    err = capsys.readouterr().err
+    assert "holds a fetch matrix" in err and "--direction fetch" in err
+    assert "Traceback" not in err
