@@ -23,7 +23,12 @@ itself, on connections of its own to the same ``host:port``, none of which sends
 3. when the ladder bracketed the timeout (answered at one idle time, unanswered at the
    next), a second, finer round between the two (:func:`fine_ladder`: quarters of the gap),
    so N is known to a quarter of the ladder's step (0.25 s for a 4 s path);
-4. a new connection to the same port at the end: it works while the silent ones are gone
+4. positive controls on the tool's own application connections
+   (:mod:`gitnetdiag.probe.idlecontrols`: an HTTP/2 PING on the HTTPS port, OpenSSH's
+   keepalive request on the SSH port): at the ladder's top beside its first round, and,
+   once the keepalives bracketed the timeout, around that bracket after them
+   (:func:`~gitnetdiag.probe.idlecontrols.control_rungs`);
+5. a new connection to the same port at the end: it works while the silent ones are gone
    when the path, not the server, forgot them.
 
 The answers go to ``native-idle-<n>.json`` (:mod:`gitnetdiag.rundir.idleprobe`), one per
@@ -44,13 +49,22 @@ from pathlib import Path
 from typing import Protocol
 
 from gitnetdiag.probe.credentials import PROXY_ENV
+from gitnetdiag.probe.idlecontrols import (
+    CONTROL_WAIT_S,
+    SETUP_TIMEOUT_S,
+    Control,
+    ControlRound,
+    control_rungs,
+)
 from gitnetdiag.probe.options import Reporter
 from gitnetdiag.rundir.files import NATIVE_IDLE_GLOB
 from gitnetdiag.rundir.idleprobe import (
+    AppKeepalive,
     IdleConnection,
     IdleProbeRecord,
     KeepaliveAnswer,
     NewConnection,
+    control_bracket,
 )
 from gitnetdiag.rundir.manifest import write_json_once
 from gitnetdiag.rundir.records import PushRecord, SampledTransfer
@@ -59,8 +73,9 @@ LADDER_S = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30)
 """Idle times tried (whole seconds: ``TCP_KEEPIDLE``'s unit)."""
 MAX_IDLE_S = 30.0
 """The longest silence held: a path that forgets later than this is not bracketed."""
-MAX_PROBE_S = 2 * (MAX_IDLE_S + 5.0) + 10.0
-"""The longest an idle probe takes: both rounds at the ladder's top, and the new connection."""
+MAX_PROBE_S = 3 * (MAX_IDLE_S + 10.0) + 10.0
+"""The longest an idle probe takes: both rounds and the controls' at the ladder's top (and
+a step above), and the new connection."""
 KEEPALIVE_INTERVAL_S = 1
 """``TCP_KEEPINTVL``: a second probe follows the first after this."""
 KEEPALIVE_COUNT = 60
@@ -282,13 +297,16 @@ def _bracket(connections: Sequence[IdleConnection]) -> tuple[float | None, float
 def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[str],
                trigger: str, ladder: Sequence[float] | None = None,
                notes: tuple[str, ...] = (), until: float | None = None,
+               controls: Sequence[Control] = (),
                clock: Callable[[], float] = time.monotonic,
                sleep: Callable[[float], None] = time.sleep) -> IdleProbeRecord:
     """Hold silent connections to ``host:port`` and see which keepalives are answered: the
     ladder, then the finer round inside its bracket unless that would end after ``until``
-    (a monotonic deadline)."""
+    (a monotonic deadline); the ``controls`` at the ladder's top beside the first round,
+    and around the bracket after the second (:func:`_controls`)."""
     started = clock()
     rungs = tuple(ladder) if ladder is not None else idle_ladder(silence_s)
+    beside = ControlRound(controls, control_rungs(None, None, max(rungs))) if controls else None
     judged = _hold(host, port, rungs, clock, sleep)
     low, high = _bracket(judged)
     fine = fine_ladder(low if low is not None else (0.0 if high else None), high)
@@ -296,13 +314,35 @@ def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[st
     if fine and high is not None and (
             until is None or clock() + high + ANSWER_WAIT_S + 2 * KEEPALIVE_INTERVAL_S < until):
         judged += _hold(host, port, fine, clock, sleep)
+    answers = _controls(controls, beside, _bracket(judged), max(rungs), until, clock)
     return IdleProbeRecord(
         target=f"{host}:{port}", protocols=tuple(protocols), trigger=trigger,
         silence_s=silence_s, keepalive_interval_s=float(KEEPALIVE_INTERVAL_S),
         answer_wait_s=ANSWER_WAIT_S,
         connections=tuple(sorted(judged, key=lambda c: c.idle_s)),
         new_connection=_new_connection(host, port, clock), duration_s=clock() - started,
-        notes=notes)
+        controls=tuple(answers), notes=notes)
+
+
+def _controls(controls: Sequence[Control], beside: ControlRound | None,
+              bracket: tuple[float | None, float | None], top_s: float,
+              until: float | None, clock: Callable[[], float]) -> list[AppKeepalive]:
+    """The controls' answers: those held beside the first round when the keepalives found
+    no bracket (the path kept every silence: does the application answer after the
+    longest?); else a round around the bracket, unless it would end after ``until``."""
+    if beside is None:
+        return []
+    low, high = bracket
+    if high is None:
+        return beside.join(top_s + CONTROL_WAIT_S + SETUP_TIMEOUT_S)
+    beside.stop()
+    kept = [a for a in beside.join(SETUP_TIMEOUT_S) if a.answer != "failed"]
+    rungs = control_rungs(low, high, top_s)
+    longest = max(rungs, default=0.0) + CONTROL_WAIT_S
+    if not rungs or (until is not None and clock() + longest + 1.0 >= until):
+        return kept
+    return sorted(kept + ControlRound(controls, rungs).join(longest + SETUP_TIMEOUT_S),
+                  key=lambda a: (a.kind, a.silence_s))
 
 
 # --------------------------------------------------------------------------
@@ -319,6 +359,18 @@ class _Options(Protocol):
 
     @property
     def cleanup_until(self) -> float | None: ...
+
+    @property
+    def ca_file(self) -> str | None: ...
+
+    @property
+    def insecure(self) -> bool: ...
+
+    @property
+    def ssh_key(self) -> str | None: ...
+
+    @property
+    def ssh_known_hosts(self) -> str | None: ...
 
 
 class _ProtocolRun(Protocol):
@@ -413,17 +465,42 @@ def clone_probe_targets(runs: Sequence[_CloneRun], options: _Options,
     return targets
 
 
-def run_idle_probes(targets: Targets, run_dir: Path, *,
-                    until: float | None = None) -> list[IdleProbeRecord]:
+Controls = dict[tuple[str, int], list[Control]]
+"""Endpoint -> the application keepalives to try on it (one per kind)."""
+
+CONTROL_KINDS = {"h1": "h2-ping", "h2": "h2-ping", "ssh": "ssh-keepalive"}
+"""The control each protocol's port gets (HTTPS: HTTP/2 PING; its h1 port offers h2 or
+the control says it failed); git:// has none."""
+
+
+def endpoint_controls(runs: Sequence[_ProtocolRun] | Sequence[_CloneRun], options: _Options,
+                      endpoint: Callable[[str], tuple[str, int]]) -> Controls:
+    """The controls of every protocol's endpoint, reached as the native probes reach it."""
+    controls: Controls = {}
+    for run in runs:
+        kind = CONTROL_KINDS.get(run.protocol)
+        listed = controls.setdefault(endpoint(run.url), [])
+        if kind is None or any(c.kind == kind for c in listed):
+            continue
+        listed.append(Control(kind=kind,  # type: ignore[arg-type]
+                              url=run.url, ca_file=options.ca_file,
+                              insecure=options.insecure, ssh_key=options.ssh_key,
+                              ssh_known_hosts=options.ssh_known_hosts))
+    return controls
+
+
+def run_idle_probes(targets: Targets, run_dir: Path, *, until: float | None = None,
+                    controls: Controls | None = None) -> list[IdleProbeRecord]:
     """The idle probe of every target at once (threads: each mostly waits); files written.
-    ``until``: a monotonic deadline the finer round must end before."""
+    ``until``: a monotonic deadline the finer round must end before; ``controls``: the
+    application keepalives of each endpoint."""
     records: dict[int, IdleProbeRecord] = {}
 
     def one(n: int, host: str, port: int, protocols: list[str], trigger: str,
             silence: float) -> None:
         records[n] = idle_probe(host, port, silence_s=silence, protocols=protocols,
                                 trigger=trigger, notes=proxy_note(protocols, os.environ),
-                                until=until)
+                                until=until, controls=(controls or {}).get((host, port), []))
 
     threads = [threading.Thread(target=one, args=(n, host, port, *value), daemon=True)
                for n, ((host, port), value) in enumerate(targets.items(), start=1)]
@@ -443,10 +520,28 @@ def progress_line(record: IdleProbeRecord) -> str:
     fresh = "a new connection worked" if new and new.ok else "a new connection failed"
     if high is not None:
         return (f"{record.target}: keepalives answered up to {low or 0:g} s of silence, "
-                f"unanswered from {high:g} s; {fresh}")
+                f"unanswered from {high:g} s{_controls_text(record)}; {fresh}")
     if low is not None:
-        return f"{record.target}: keepalives answered after {low:g} s of silence; {fresh}"
-    return f"{record.target}: no keepalive judged; {fresh}"
+        return (f"{record.target}: keepalives answered after {low:g} s of silence"
+                f"{_controls_text(record)}; {fresh}")
+    return f"{record.target}: no keepalive judged{_controls_text(record)}; {fresh}"
+
+
+CONTROL_NAMES = {"h2-ping": "HTTP/2 PING", "ssh-keepalive": "SSH keepalive"}
+
+
+def _controls_text(record: IdleProbeRecord) -> str:
+    """The controls' brackets, one clause per kind ("" without controls)."""
+    parts = []
+    for kind in sorted({c.kind for c in record.controls}):
+        low, high = control_bracket(record.controls, kind)
+        name = CONTROL_NAMES[kind]
+        if low is None and high is None:
+            parts.append(f"{name} not judged")
+        else:
+            parts.append(f"{name} answered up to {low or 0:g} s" + (
+                f", unanswered from {high:g} s" if high is not None else ""))
+    return "".join(f"; {p}" for p in parts)
 
 
 def start_idle_probes(runs: Sequence[_ProtocolRun], options: _Options, run_dir: Path,
@@ -455,7 +550,8 @@ def start_idle_probes(runs: Sequence[_ProtocolRun], options: _Options, run_dir: 
     """Start the idle probe in the background when a push sent its pack and heard nothing
     (its connections mostly wait: the run's other probes go on meanwhile); the returned
     call waits for it and reports, from the caller's thread."""
-    return _start(idle_probe_targets(runs, options, endpoint), options, run_dir)
+    return _start(idle_probe_targets(runs, options, endpoint), options, run_dir,
+                  endpoint_controls(runs, options, endpoint))
 
 
 def start_clone_idle_probes(runs: Sequence[_CloneRun], options: _Options, run_dir: Path,
@@ -463,15 +559,18 @@ def start_clone_idle_probes(runs: Sequence[_CloneRun], options: _Options, run_di
                             ) -> Callable[[Reporter], None]:
     """:func:`start_idle_probes` after the clones: when a clone asked for its pack and heard
     nothing (:func:`silent_clone`)."""
-    return _start(clone_probe_targets(runs, options, endpoint), options, run_dir)
+    return _start(clone_probe_targets(runs, options, endpoint), options, run_dir,
+                  endpoint_controls(runs, options, endpoint))
 
 
-def _start(targets: Targets, options: _Options, run_dir: Path) -> Callable[[Reporter], None]:
+def _start(targets: Targets, options: _Options, run_dir: Path,
+           controls: Controls) -> Callable[[Reporter], None]:
     if not targets:
         return lambda reporter: None
     done: list[IdleProbeRecord] = []
     thread = threading.Thread(target=lambda: done.extend(
-        run_idle_probes(targets, run_dir, until=options.cleanup_until)), daemon=True)
+        run_idle_probes(targets, run_dir, until=options.cleanup_until, controls=controls)),
+        daemon=True)
     thread.start()
 
     def finish(reporter: Reporter) -> None:
