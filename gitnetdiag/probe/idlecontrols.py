@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.rundir.idleprobe import AppKeepalive, ControlKind
 
-CONTROL_WAIT_S = 2.0
+CONTROL_WAIT_S = 1.5
 """How long an answer to a control is waited for: many round trips, and TCP's first
 retransmissions of it."""
 SETUP_TIMEOUT_S = 10.0
@@ -69,16 +69,18 @@ def quiet_s(sock: socket.socket) -> float | None:
 
 def control_rungs(low_s: float | None, high_s: float | None,
                   top_s: float | None) -> tuple[float, ...]:
-    """Silences to hold the controls for. With the keepalives' bracket (answered up to
-    ``low_s``, unanswered from ``high_s``): two steps below ``high_s``, ``high_s`` and one
-    step above (a step: the bracket's width, at least 1/16 and at most 1/4 of ``high_s``),
-    so the controls bracket the timeout too. Without one: ``top_s``, the longest silence
-    the keepalives held (an answer then says the path keeps a connection that long)."""
+    """Silences to hold the controls for. With the keepalives' first bracket (answered up
+    to ``low_s``, unanswered from ``high_s``): a quarter of it below and above each end,
+    so the controls bracket the timeout within a quarter step whichever end it is near
+    (held beside the keepalives' finer round). Without one: ``top_s``, the longest
+    silence the keepalives held (an answer then says the path keeps a connection that
+    long)."""
     if high_s is None:
         return (top_s,) if top_s is not None and top_s >= MIN_CONTROL_S else ()
-    step = min(max(high_s - (low_s or 0.0), high_s / 16), high_s / 4)
-    rungs = (high_s - 2 * step, high_s - step, high_s, high_s + step)
-    return tuple(round(r, 3) for r in rungs if r >= MIN_CONTROL_S)
+    low = low_s or 0.0
+    step = (high_s - low) / 4
+    rungs = (low - step, low + step, high_s - step, high_s + step)
+    return tuple(sorted({round(r, 3) for r in rungs if r >= MIN_CONTROL_S}))
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -309,12 +309,14 @@ def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[st
     beside = ControlRound(controls, control_rungs(None, None, max(rungs))) if controls else None
     judged = _hold(host, port, rungs, clock, sleep)
     low, high = _bracket(judged)
+    around = _controls_around(controls, beside, (low, high), until, clock)
     fine = fine_ladder(low if low is not None else (0.0 if high else None), high)
     fine = tuple(f for f in fine if f >= 1.0)
     if fine and high is not None and (
             until is None or clock() + high + ANSWER_WAIT_S + 2 * KEEPALIVE_INTERVAL_S < until):
         judged += _hold(host, port, fine, clock, sleep)
-    answers = _controls(controls, beside, _bracket(judged), max(rungs), until, clock)
+    answers = around() if high is not None or beside is None else beside.join(
+        max(rungs) + CONTROL_WAIT_S + SETUP_TIMEOUT_S)
     return IdleProbeRecord(
         target=f"{host}:{port}", protocols=tuple(protocols), trigger=trigger,
         silence_s=silence_s, keepalive_interval_s=float(KEEPALIVE_INTERVAL_S),
@@ -324,25 +326,25 @@ def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[st
         controls=tuple(answers), notes=notes)
 
 
-def _controls(controls: Sequence[Control], beside: ControlRound | None,
-              bracket: tuple[float | None, float | None], top_s: float,
-              until: float | None, clock: Callable[[], float]) -> list[AppKeepalive]:
-    """The controls' answers: those held beside the first round when the keepalives found
-    no bracket (the path kept every silence: does the application answer after the
-    longest?); else a round around the bracket, unless it would end after ``until``."""
-    if beside is None:
-        return []
+def _controls_around(controls: Sequence[Control], beside: ControlRound | None,
+                     bracket: tuple[float | None, float | None], until: float | None,
+                     clock: Callable[[], float]) -> Callable[[], list[AppKeepalive]]:
+    """Once the keepalives' first round bracketed the timeout: the controls held at the
+    ladder's top are cancelled (their silence would only go unanswered) and a round
+    around the bracket starts (:func:`control_rungs`), unless it would end after
+    ``until``; the returned call waits for its answers."""
     low, high = bracket
-    if high is None:
-        return beside.join(top_s + CONTROL_WAIT_S + SETUP_TIMEOUT_S)
+    if beside is None or high is None:
+        return list
     beside.stop()
     kept = [a for a in beside.join(SETUP_TIMEOUT_S) if a.answer != "failed"]
-    rungs = control_rungs(low, high, top_s)
+    rungs = control_rungs(low, high, None)
     longest = max(rungs, default=0.0) + CONTROL_WAIT_S
     if not rungs or (until is not None and clock() + longest + 1.0 >= until):
-        return kept
-    return sorted(kept + ControlRound(controls, rungs).join(longest + SETUP_TIMEOUT_S),
-                  key=lambda a: (a.kind, a.silence_s))
+        return lambda: kept
+    around = ControlRound(controls, rungs)
+    return lambda: sorted(kept + around.join(longest + SETUP_TIMEOUT_S),
+                          key=lambda a: (a.kind, a.silence_s))
 
 
 # --------------------------------------------------------------------------
