@@ -31,9 +31,10 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.rundir.idleprobe import AppKeepalive, ControlKind
+from gitnetdiag.rundir.idleprobe import AppKeepalive, ControlKind, IdleProbeRecord, control_bracket
 
 CONTROL_WAIT_S = 1.5
 """How long an answer to a control is waited for: many round trips, and TCP's first
@@ -215,3 +216,66 @@ class ControlRound:
     def stop(self) -> None:
         """Cancel the controls still holding their silence (their answers are dropped)."""
         self.cancel.set()
+
+
+class _Run(Protocol):
+    @property
+    def protocol(self) -> str: ...
+
+    @property
+    def url(self) -> str: ...
+
+
+class _Access(Protocol):
+    @property
+    def ca_file(self) -> str | None: ...
+
+    @property
+    def insecure(self) -> bool: ...
+
+    @property
+    def ssh_key(self) -> str | None: ...
+
+    @property
+    def ssh_known_hosts(self) -> str | None: ...
+
+
+Controls = dict[tuple[str, int], list[Control]]
+"""Endpoint -> the application keepalives to try on it (one per kind)."""
+
+CONTROL_KINDS = {"h1": "h2-ping", "h2": "h2-ping", "ssh": "ssh-keepalive"}
+"""The control each protocol's port gets (HTTPS: HTTP/2 PING; its h1 port offers h2 or
+the control says it failed); git:// has none."""
+
+
+def endpoint_controls(runs: Sequence[_Run], options: _Access,
+                      endpoint: Callable[[str], tuple[str, int]]) -> Controls:
+    """The controls of every protocol's endpoint, reached as the native probes reach it."""
+    controls: Controls = {}
+    for run in runs:
+        kind = CONTROL_KINDS.get(run.protocol)
+        listed = controls.setdefault(endpoint(run.url), [])
+        if kind is None or any(c.kind == kind for c in listed):
+            continue
+        listed.append(Control(kind=kind,  # type: ignore[arg-type]
+                              url=run.url, ca_file=options.ca_file,
+                              insecure=options.insecure, ssh_key=options.ssh_key,
+                              ssh_known_hosts=options.ssh_known_hosts))
+    return controls
+
+
+CONTROL_NAMES = {"h2-ping": "HTTP/2 PING", "ssh-keepalive": "SSH keepalive"}
+
+
+def controls_text(record: IdleProbeRecord) -> str:
+    """The controls' brackets, one clause per kind ("" without controls)."""
+    parts = []
+    for kind in sorted({c.kind for c in record.controls}):
+        low, high = control_bracket(record.controls, kind)
+        name = CONTROL_NAMES[kind]
+        if low is None and high is None:
+            parts.append(f"{name} not judged")
+        else:
+            parts.append(f"{name} answered up to {low or 0:g} s" + (
+                f", unanswered from {high:g} s" if high is not None else ""))
+    return "".join(f"; {p}" for p in parts)

@@ -54,7 +54,10 @@ from gitnetdiag.probe.idlecontrols import (
     SETUP_TIMEOUT_S,
     Control,
     ControlRound,
+    Controls,
     control_rungs,
+    controls_text,
+    endpoint_controls,
 )
 from gitnetdiag.probe.options import Reporter
 from gitnetdiag.rundir.files import NATIVE_IDLE_GLOB
@@ -64,7 +67,6 @@ from gitnetdiag.rundir.idleprobe import (
     IdleProbeRecord,
     KeepaliveAnswer,
     NewConnection,
-    control_bracket,
 )
 from gitnetdiag.rundir.manifest import write_json_once
 from gitnetdiag.rundir.records import PushRecord, SampledTransfer
@@ -295,8 +297,7 @@ def _bracket(connections: Sequence[IdleConnection]) -> tuple[float | None, float
 
 
 def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[str],
-               trigger: str, ladder: Sequence[float] | None = None,
-               notes: tuple[str, ...] = (), until: float | None = None,
+               trigger: str, notes: tuple[str, ...] = (), until: float | None = None,
                controls: Sequence[Control] = (),
                clock: Callable[[], float] = time.monotonic,
                sleep: Callable[[float], None] = time.sleep) -> IdleProbeRecord:
@@ -305,7 +306,7 @@ def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[st
     (a monotonic deadline); the ``controls`` at the ladder's top beside the first round,
     and around the bracket after the second (:func:`_controls`)."""
     started = clock()
-    rungs = tuple(ladder) if ladder is not None else idle_ladder(silence_s)
+    rungs = idle_ladder(silence_s)
     beside = ControlRound(controls, control_rungs(None, None, max(rungs))) if controls else None
     judged = _hold(host, port, rungs, clock, sleep)
     low, high = _bracket(judged)
@@ -467,30 +468,6 @@ def clone_probe_targets(runs: Sequence[_CloneRun], options: _Options,
     return targets
 
 
-Controls = dict[tuple[str, int], list[Control]]
-"""Endpoint -> the application keepalives to try on it (one per kind)."""
-
-CONTROL_KINDS = {"h1": "h2-ping", "h2": "h2-ping", "ssh": "ssh-keepalive"}
-"""The control each protocol's port gets (HTTPS: HTTP/2 PING; its h1 port offers h2 or
-the control says it failed); git:// has none."""
-
-
-def endpoint_controls(runs: Sequence[_ProtocolRun] | Sequence[_CloneRun], options: _Options,
-                      endpoint: Callable[[str], tuple[str, int]]) -> Controls:
-    """The controls of every protocol's endpoint, reached as the native probes reach it."""
-    controls: Controls = {}
-    for run in runs:
-        kind = CONTROL_KINDS.get(run.protocol)
-        listed = controls.setdefault(endpoint(run.url), [])
-        if kind is None or any(c.kind == kind for c in listed):
-            continue
-        listed.append(Control(kind=kind,  # type: ignore[arg-type]
-                              url=run.url, ca_file=options.ca_file,
-                              insecure=options.insecure, ssh_key=options.ssh_key,
-                              ssh_known_hosts=options.ssh_known_hosts))
-    return controls
-
-
 def run_idle_probes(targets: Targets, run_dir: Path, *, until: float | None = None,
                     controls: Controls | None = None) -> list[IdleProbeRecord]:
     """The idle probe of every target at once (threads: each mostly waits); files written.
@@ -522,28 +499,11 @@ def progress_line(record: IdleProbeRecord) -> str:
     fresh = "a new connection worked" if new and new.ok else "a new connection failed"
     if high is not None:
         return (f"{record.target}: keepalives answered up to {low or 0:g} s of silence, "
-                f"unanswered from {high:g} s{_controls_text(record)}; {fresh}")
+                f"unanswered from {high:g} s{controls_text(record)}; {fresh}")
     if low is not None:
         return (f"{record.target}: keepalives answered after {low:g} s of silence"
-                f"{_controls_text(record)}; {fresh}")
-    return f"{record.target}: no keepalive judged{_controls_text(record)}; {fresh}"
-
-
-CONTROL_NAMES = {"h2-ping": "HTTP/2 PING", "ssh-keepalive": "SSH keepalive"}
-
-
-def _controls_text(record: IdleProbeRecord) -> str:
-    """The controls' brackets, one clause per kind ("" without controls)."""
-    parts = []
-    for kind in sorted({c.kind for c in record.controls}):
-        low, high = control_bracket(record.controls, kind)
-        name = CONTROL_NAMES[kind]
-        if low is None and high is None:
-            parts.append(f"{name} not judged")
-        else:
-            parts.append(f"{name} answered up to {low or 0:g} s" + (
-                f", unanswered from {high:g} s" if high is not None else ""))
-    return "".join(f"; {p}" for p in parts)
+                f"{controls_text(record)}; {fresh}")
+    return f"{record.target}: no keepalive judged{controls_text(record)}; {fresh}"
 
 
 def start_idle_probes(runs: Sequence[_ProtocolRun], options: _Options, run_dir: Path,
