@@ -218,7 +218,7 @@ class ControlRound:
         self.cancel.set()
 
 
-class _Run(Protocol):
+class _EndpointRun(Protocol):
     @property
     def protocol(self) -> str: ...
 
@@ -248,7 +248,7 @@ CONTROL_KINDS = {"h1": "h2-ping", "h2": "h2-ping", "ssh": "ssh-keepalive"}
 the control says it failed); git:// has none."""
 
 
-def endpoint_controls(runs: Sequence[_Run], options: _Access,
+def endpoint_controls(runs: Sequence[_EndpointRun], options: _Access,
                       endpoint: Callable[[str], tuple[str, int]]) -> Controls:
     """The controls of every protocol's endpoint, reached as the native probes reach it."""
     controls: Controls = {}
