@@ -73,7 +73,8 @@ def test_a_path_that_forgets_idle_connections_is_named_with_n_bracketed(
     assert len(unanswered) == 2, top["evidence"]  # HTTPS's port and SSH's
     assert max(answered) <= IDLE_STATE_TIMEOUT_S <= min(unanswered), (answered, unanswered)
     assert IDLE_FAULT_FIX_NAMES[FAULT] in top["fix"] and "ServerAliveInterval" in top["fix"]
-    for name in ("HTTP/2 PING", "SSH keepalive"):  # the positive controls agree
+    # The positive controls agree.
+    for name in ("HTTP/2 PING", "SSH keepalive (keepalive@openssh.com)"):
         ok, lost = _evidence(top, f"{name} answered"), _evidence(top, f"{name} unanswered")
         print(f"  {name}: answered after {ok} s, unanswered after {lost} s")
         assert ok and lost and max(ok) < IDLE_STATE_TIMEOUT_S < min(lost), (name, ok, lost)
@@ -123,7 +124,7 @@ def test_clones_that_wait_for_a_pack_through_a_forgetful_path_name_it_with_n(
     assert max(answered) <= IDLE_STATE_TIMEOUT_S + 0.1 and min(unanswered) >= (
         IDLE_STATE_TIMEOUT_S - 0.1), (answered, unanswered)  # within a timer's tick
     # The positive controls on the tool's own connections say the same, each port its own.
-    for name in ("HTTP/2 PING", "SSH keepalive"):
+    for name in ("HTTP/2 PING", "SSH keepalive (keepalive@openssh.com)"):
         ok, lost = _evidence(top, f"{name} answered"), _evidence(top, f"{name} unanswered")
         print(f"  {name}: answered after {ok} s, unanswered after {lost} s")
         assert len(ok) == 1 and len(lost) == 1, top["evidence"]
