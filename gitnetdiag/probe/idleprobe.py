@@ -541,7 +541,8 @@ def _start(targets: Targets, options: _Options, run_dir: Path,
         thread.join(MAX_PROBE_S + 10.0)
         for record in done:
             reporter.done(label, progress_line(record),
-                          ok=bool(record.connections) and record.bracket_s[1] is None)
+                          ok=bool(record.connections) and record.bracket_s[1] is None
+                          and all(c.answer != "unanswered" for c in record.controls))
         if not done:
             reporter.done(label, "no answer from the idle probe", ok=False)
     return finish
