@@ -210,11 +210,11 @@ def drop_stale(index: dict[str, Any], observations: dict[str, Any], missing: lis
 def _observations(run_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """A run's clones and its context (the fetch's bursts and the server's host evidence,
     what ``listen-backlog-overflow`` reads beside the clones), as JSON."""
-    from gitnetdiag.pipeline import diagnose_sampled
+    from gitnetdiag.pipeline import diagnose_clones
     from gitnetdiag.pipeline._host import load_host_report
     from gitnetdiag.rundir import HOST_REPORT_FILE
 
-    diagnosis = diagnose_sampled(run_dir)
+    diagnosis = diagnose_clones(run_dir)
     if diagnosis is None:
         raise FileNotFoundError(f"{run_dir.name}: no fetch.json")
     host_file = run_dir / HOST_REPORT_FILE

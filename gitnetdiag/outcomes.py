@@ -1,7 +1,7 @@
 """How a git run ended: the one vocabulary of outcomes and failure kinds, end to end.
 
 The probes record them (``gitnetdiag.rundir``), the diagnosis reads them
-(``PushResult.error_kind``), the reports print them: the same values at every
+(``PushObservation.error_kind``), the reports print them: the same values at every
 layer, with no mapping between. This module is at the bottom (standard
 library only), so the pure side and the I/O side import it alike. The hints
 that go with each kind are in :mod:`gitnetdiag.rundir.failures`.
@@ -12,7 +12,7 @@ from __future__ import annotations
 from enum import StrEnum
 from typing import Literal
 
-PushOutcome = Literal["ok", "bounded", "stalled", "hung", "failed", "interrupted", "no-data"]
+TransferOutcome = Literal["ok", "bounded", "stalled", "hung", "failed", "interrupted", "no-data"]
 """How a push (or a bounded clone) ended: ``ok`` (it finished), ``bounded`` (stopped
 mid-pack at a stable rate or its time budget: the rate from the bytes moved, nothing
 created), ``stalled`` (no progress for the stall timeout), ``hung`` (killed at the
@@ -20,7 +20,7 @@ timeout), ``failed``, ``interrupted`` (Ctrl-C or SIGTERM), ``no-data`` (git succ
 but sent far less than the planned pack: the server had the objects; no rate). A clone
 never ends ``no-data``."""
 
-MEASURED_OUTCOMES: frozenset[PushOutcome] = frozenset({"ok", "bounded"})
+MEASURED_OUTCOMES: frozenset[TransferOutcome] = frozenset({"ok", "bounded"})
 """Outcomes whose moved bytes and time make a rate."""
 
 

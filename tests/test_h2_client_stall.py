@@ -20,7 +20,7 @@ from gitnetdiag.analysis.h2ledger import (
     parse_tshark_fields,
 )
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.observations import H2ClientStall, PushResult
+from gitnetdiag.diagnosis.observations import H2ClientStall, PushObservation
 from gitnetdiag.pipeline._h2stall import h2_client_stall
 from gitnetdiag.rundir.records import PushRecord
 from tests.diagnosis import examples
@@ -84,7 +84,7 @@ def test_a_broken_frames_file_is_a_warning_not_a_crash(tmp_path: Path) -> None:
 def _stalled_run(*, stall: bool):  # type: ignore[no-untyped-def]
     obs = examples.healthy()
     h2 = obs.protocols["h2"]
-    hung = PushResult(duration_s=20.0, bytes=h2.pushes[0].bytes, ok=False, error_kind="hung",
+    hung = PushObservation(duration_s=20.0, bytes=h2.pushes[0].bytes, ok=False, error_kind="hung",
                       error_message="no progress within 20 s")
     seen = H2ClientStall(source="h2-4.http2.tsv stream 5 (decrypted)", push=4, stream_id=5,
                          sent_bytes=1_048_449, stream_credit_left_bytes=65_535,

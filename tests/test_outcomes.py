@@ -6,16 +6,16 @@ from dataclasses import replace
 
 import pytest
 
-from gitnetdiag.diagnosis.observations import PushResult
+from gitnetdiag.diagnosis.observations import PushObservation
 from gitnetdiag.diagnosis.verdict import EXPLAINED_BY
-from gitnetdiag.outcomes import MEASURED_OUTCOMES, REFUSALS, FailureKind, PushOutcome
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, REFUSALS, FailureKind, TransferOutcome
 from gitnetdiag.pipeline._run import push_result
 from gitnetdiag.redaction import redact_tree
 from gitnetdiag.rundir import PushRecord, from_jsonable, to_jsonable
 from gitnetdiag.rundir.records import RefCleanup
 
 
-def _record(outcome: PushOutcome, kind: FailureKind | None) -> PushRecord:
+def _record(outcome: TransferOutcome, kind: FailureKind | None) -> PushRecord:
     return PushRecord(protocol="ssh", repeat=1, branch="b", started_at="", outcome=outcome,
                       failure_kind=kind, last_line="ssh: connect to host: No route to host",
                       wall_s=0.02, pack_bytes=3_146_449, rate_bytes_per_s=None,
@@ -32,7 +32,7 @@ def test_the_engine_reads_the_kind_the_probe_recorded(kind: FailureKind) -> None
 @pytest.mark.parametrize(("outcome", "expected"), [("hung", FailureKind.HUNG),
                                                    ("failed", FailureKind.OTHER),
                                                    ("interrupted", FailureKind.INTERRUPTED)])
-def test_a_failed_push_recorded_without_a_kind_gets_one(outcome: PushOutcome,
+def test_a_failed_push_recorded_without_a_kind_gets_one(outcome: TransferOutcome,
                                                          expected: FailureKind) -> None:
     assert push_result(_record(outcome, None)).error_kind is expected
 
@@ -52,10 +52,10 @@ def test_an_unreachable_push_counts_as_refused_where_refusals_are_evidence() -> 
 
 
 def test_a_kind_round_trips_through_the_observations_json() -> None:
-    push = PushResult(duration_s=1.0, bytes=5, ok=False, error_kind=FailureKind.HOST_KEY)
+    push = PushObservation(duration_s=1.0, bytes=5, ok=False, error_kind=FailureKind.HOST_KEY)
     data = to_jsonable(push)
     assert data["error_kind"] == "host-key"
-    assert from_jsonable(PushResult, data, where="push").error_kind is FailureKind.HOST_KEY
+    assert from_jsonable(PushObservation, data, where="push").error_kind is FailureKind.HOST_KEY
 
 
 def test_redaction_keeps_the_recorded_states_typed() -> None:
@@ -76,4 +76,4 @@ def test_the_bytes_a_push_moved_reach_the_engine() -> None:
     assert push_result(replace(record, moved_bytes=None)).moved_bytes is None
     old = to_jsonable(push)
     del old["moved_bytes"]
-    assert from_jsonable(PushResult, old, where="push").moved_bytes is None
+    assert from_jsonable(PushObservation, old, where="push").moved_bytes is None

@@ -65,10 +65,10 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
         outcome = run_fetch_probe(options, reporter)
     if before_diagnosis is not None:
         before_diagnosis(outcome.run_dir)
-    from gitnetdiag.pipeline import diagnose_sampled
+    from gitnetdiag.pipeline import diagnose_clones
 
     # A full run directory kept fetch.json at an earlier state: diagnose what was measured.
-    diagnosis = diagnose_sampled(outcome.run_dir, outcome.manifest if outcome.disk_full else None)
+    diagnosis = diagnose_clones(outcome.run_dir, outcome.manifest if outcome.disk_full else None)
     if diagnosis is None:
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
@@ -111,7 +111,7 @@ def fetch_exit_error(diagnosis: Diagnosis, run_error: GitnetdiagError | None
     if error is not None or run_error is None:
         return error
     explained = {f.protocol for f in diagnosis.measurement_failures if f.explained_by}
-    errors = diagnosis.sampled.record.errors if diagnosis.sampled else ()
+    errors = diagnosis.fetch_details.record.errors if diagnosis.fetch_details else ()
     if all(e.stage == "fetch" and e.protocol in explained for e in errors):
         return None
     return run_error

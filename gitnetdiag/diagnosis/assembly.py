@@ -5,7 +5,7 @@ judge the download's evidence with the same detectors (reused, not copied).
 Loss, a full link, latency, SYN drops, the backlog, resets and the path MTU are
 the same physics whichever way the pack flows; only the roles swap: in a fetch
 the server sends and the client receives. So each clone becomes a push-shaped
-record of the transfer (:class:`PushResult`: the bytes received over the
+record of the transfer (:class:`PushObservation`: the bytes received over the
 measured time, or how the clone failed), and the download connection's TCP
 evidence becomes the :class:`CaptureMetrics` those detectors read, seen from
 the *sender of the data* (the server):
@@ -80,7 +80,7 @@ from gitnetdiag.diagnosis.observations import (
     IdlePathProbe,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     RunInfo,
     RunProblem,
     Trace2Phases,
@@ -89,23 +89,23 @@ from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.outcomes import UNCLASSIFIED_KINDS, FailureKind
 
 
-def as_push_result(obs: TransferObservation) -> PushResult:
+def as_push_result(obs: TransferObservation) -> PushObservation:
     """One clone as the push-shaped record the shared detectors read: a measured clone
     moved ``moved_bytes`` at its rate (the transfer, slow start excluded); one that
     finished without a rate (an older run's, its pack between two samples) is still one,
     timed by trace2 or its wall time (:func:`finished_clone_rate`); a failed one says how
     it failed."""
     if obs.measured and obs.rate_bytes_per_s:
-        return PushResult(duration_s=obs.moved_bytes / obs.rate_bytes_per_s,
+        return PushObservation(duration_s=obs.moved_bytes / obs.rate_bytes_per_s,
                           bytes=obs.moved_bytes, projected=obs.stopped is not None,
                           moved_bytes=obs.moved_bytes)
     finished = (finished_clone_rate(obs.phases, obs.moved_bytes, obs.wall_s)
                 if obs.outcome == "ok" else None)
     if finished is not None:
-        return PushResult(duration_s=finished[1], bytes=finished[0],
+        return PushObservation(duration_s=finished[1], bytes=finished[0],
                           moved_bytes=obs.moved_bytes)
     kind = obs.failure_kind or UNCLASSIFIED_KINDS.get(obs.outcome, FailureKind.OTHER)
-    return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes, ok=False, error_kind=kind,
+    return PushObservation(duration_s=obs.wall_s, bytes=obs.moved_bytes, ok=False, error_kind=kind,
                       error_message=obs.last_line or obs.outcome, moved_bytes=obs.moved_bytes)
 
 

@@ -19,7 +19,7 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_LABELS,
     HttpExchange,
     Observations,
-    PushResult,
+    PushObservation,
 )
 from gitnetdiag.diagnosis.signatures import BASE, Catalogue, Description, TcpEnding
 from gitnetdiag.outcomes import FailureKind
@@ -35,7 +35,7 @@ reference and hint; a push that hung or was interrupted said nothing to match.""
 
 
 def _failed_push(obs: Observations, failure: MeasurementFailure
-                 ) -> tuple[int, PushResult] | None:
+                 ) -> tuple[int, PushObservation] | None:
     """The failed push (1-based position, record) a failure speaks of: the first of its
     protocol that failed with the failure's kind, else the first that failed."""
     p = obs.protocols.get(failure.protocol or "")

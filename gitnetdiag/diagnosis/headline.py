@@ -18,7 +18,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import replace
 
 from gitnetdiag.diagnosis.model import Finding, MeasurementFailure
-from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, Observations, PushResult
+from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, Observations, PushObservation
 from gitnetdiag.diagnosis.signatures import NO_ENTRY, without_notes
 from gitnetdiag.diagnosis.verdict import (
     LEFTOVER_REFERENCE,
@@ -52,7 +52,7 @@ def _seen_in_failure(failure: MeasurementFailure) -> str:
     return without_notes(failure.seen.split(": ", 1)[-1]).removesuffix(f"; {NO_ENTRY}")
 
 
-def _seen_in_transfer(push: PushResult) -> str:
+def _seen_in_transfer(push: PushObservation) -> str:
     """A failed transfer's kind and git's words (``refused: ssh: connect to host ...``),
     a stall with the time it was given up after."""
     kind = str(push.error_kind or "failed")

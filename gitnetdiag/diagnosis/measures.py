@@ -13,7 +13,7 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
 )
 
 INITIAL_WINDOW_SEGMENTS = 10
@@ -43,7 +43,7 @@ def median(values: Iterable[float]) -> float | None:
     return statistics.median(items) if items else None
 
 
-def fetched_clones(obs: Observations, protocol: str) -> tuple[PushResult, ...] | None:
+def fetched_clones(obs: Observations, protocol: str) -> tuple[PushObservation, ...] | None:
     """A fetch's complete clones of ``protocol`` timed whole, as a complete push is (its
     wall time), less the checkout: connect, the refs, the server's work before the first
     pack byte, the pack and index-pack are the fetch; writing the working tree is not (a
@@ -52,16 +52,16 @@ def fetched_clones(obs: Observations, protocol: str) -> tuple[PushResult, ...] |
     clones = [t for t in obs.transfers if t.protocol == protocol]
     if not clones or any(t.outcome != "ok" or t.stopped is not None for t in clones):
         return None
-    return tuple(PushResult(duration_s=t.wall_s - (t.phases.checkout_s or 0.0),
+    return tuple(PushObservation(duration_s=t.wall_s - (t.phases.checkout_s or 0.0),
                             bytes=t.moved_bytes, moved_bytes=t.moved_bytes) for t in clones)
 
 
-def ok_pushes(p: ProtocolObservation) -> list[PushResult]:
+def ok_pushes(p: ProtocolObservation) -> list[PushObservation]:
     """Completed pushes with a positive duration."""
     return [push for push in p.pushes if push.ok and push.duration_s > 0]
 
 
-def failed_pushes(p: ProtocolObservation) -> list[PushResult]:
+def failed_pushes(p: ProtocolObservation) -> list[PushObservation]:
     """Failed or hung pushes."""
     return [push for push in p.pushes if not push.ok]
 

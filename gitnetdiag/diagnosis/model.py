@@ -222,13 +222,13 @@ Direction = Literal["push", "fetch", "load", "both"]
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampledTransfers:
+class FetchDetails:
     """What a run of transfers sampled one by one (``fetch.json``: a fetch's clones) shows
     beside the ranking; the reports' extra sections, each shown when present. The
     transfers themselves and the bursts are the diagnosis' ``observations``."""
 
     record: Any
-    """The run's record, a ``gitnetdiag.rundir.manifest.SampledManifest`` (its status,
+    """The run's record, a ``gitnetdiag.rundir.manifest.FetchManifest`` (its status,
     remotes, seed branch and errors); typed loosely because the diagnosis does not import
     the run directory's records (the pipeline sets it, the reports read it)."""
     windows: tuple[ReceiverWindowSeries | None, ...] = ()
@@ -266,7 +266,7 @@ class Diagnosis:
     direction: Direction = "push"
     """What was measured: pushes (``push``), clones (``fetch``), or a ``load`` run's
     concurrent operations (clones, fetches, pushes, ls-remotes, as its observations say)."""
-    sampled: SampledTransfers | None = None
+    sampled: FetchDetails | None = None
     """A fetch run's per-transfer evidence and record (its reports' extra sections and the
     ``fetch-report/3`` JSON); None for a push or load run."""
     parts: tuple[Diagnosis, ...] = ()

@@ -12,7 +12,7 @@ second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
     Observations
     ├── run: RunInfo                      when, what, versions, RTT, path rate
     ├── protocols: {h1|h2|ssh|git: ProtocolObservation}
-    │     ├── pushes: (PushResult, ...)
+    │     ├── pushes: (PushObservation, ...)
     │     ├── trace2: Trace2Phases | None
     │     ├── capture: CaptureMetrics | None     bulk upload TCP connection
     │     ├── h2_ledger: H2Ledger | None         HTTP/2 flow-control credit
@@ -115,7 +115,7 @@ class RunInfo:
 
 
 @dataclass(frozen=True, kw_only=True)
-class PushResult:
+class PushObservation:
     """One measured push."""
 
     duration_s: float
@@ -352,7 +352,7 @@ class IdlePathProbe:
 class ProtocolObservation:
     """Everything measured for one transport."""
 
-    pushes: tuple[PushResult, ...] = ()
+    pushes: tuple[PushObservation, ...] = ()
     """Every push attempted over this protocol, in order."""
     trace2: Trace2Phases | None = None
     """Phase timings of a typical push."""

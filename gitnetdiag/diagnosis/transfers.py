@@ -16,7 +16,7 @@ from gitnetdiag.analysis.h2ledger import GitH2Window
 from gitnetdiag.analysis.plateau import FlightPlateau
 from gitnetdiag.analysis.tcpinfo import ReceiverTcpSummary, SenderTcpSummary
 from gitnetdiag.analysis.trace2 import ReceiverPhases
-from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, PushOutcome
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind, TransferOutcome
 from gitnetdiag.thresholds import MIN_RATE_BYTES
 
 Direction = Literal["upload", "download"]
@@ -230,7 +230,7 @@ class TransferObservation:
     """``h1``, ``h2``, ``ssh`` or ``git``."""
     repeat: int
     """1-based repeat number."""
-    outcome: PushOutcome
+    outcome: TransferOutcome
     """The record's outcome (``ok``, ``bounded``, ``stalled``, ...)."""
     moved_bytes: int
     """Bytes received when it ended."""

@@ -54,7 +54,7 @@ from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     RunProblem,
 )
 from gitnetdiag.diagnosis.transfers import TransferObservation
@@ -167,7 +167,7 @@ class Judgement:
     fails the run, its failures explained by a culprit or not."""
 
 
-def gives_rate(push: PushResult) -> bool:
+def gives_rate(push: PushObservation) -> bool:
     """A completed push whose duration is a rate: positive, finite, above the floor."""
     return (push.ok and math.isfinite(push.duration_s) and push.duration_s > 0
             and push.bytes >= MIN_RATE_BYTES)
@@ -189,7 +189,7 @@ def _no_data(obs: Observations, name: str) -> bool:
                for p in obs.problems)
 
 
-def _judged(pushes: Sequence[PushResult], no_data: bool = False) -> list[PushResult]:
+def _judged(pushes: Sequence[PushObservation], no_data: bool = False) -> list[PushObservation]:
     """The transfers that count for or against the path: all but those interrupted by the
     user and, ``no_data``, a push that sent nothing without a failure kind of its own."""
     return [push for push in pushes if push.error_kind != FailureKind.INTERRUPTED
@@ -197,7 +197,7 @@ def _judged(pushes: Sequence[PushResult], no_data: bool = False) -> list[PushRes
                      and push.error_kind in (None, FailureKind.OTHER))]
 
 
-def judged_transfers(obs: Observations) -> dict[str, list[PushResult]]:
+def judged_transfers(obs: Observations) -> dict[str, list[PushObservation]]:
     """Each protocol's transfers as the verdict weighs them, either direction (a clone as
     a push, :func:`_as_push`), the interrupted ones and the pushes that sent no data left
     out (:func:`_judged`); a protocol with transfers is a key even when none is left."""
@@ -401,7 +401,7 @@ def explains(finding: Finding, protocol: str, kinds: Collection[FailureKind]) ->
             and protocol in EXPLAINS_ONLY_ON.get(finding.id, frozenset({protocol})))
 
 
-def _explaining(protocol: str, pushes: Sequence[PushResult], findings: Sequence[Finding],
+def _explaining(protocol: str, pushes: Sequence[PushObservation], findings: Sequence[Finding],
                 clones: Sequence[TransferObservation] = ()) -> str | None:
     """The first ranked culprit whose evidence is failures of every kind these transfers
     of ``protocol`` failed by (:func:`judged_transfers`: an interruption is none), and, of
@@ -502,11 +502,11 @@ _FETCH_HINT = ("see the clone's stderr file in the run directory and the run's e
                  "fetch.json")
 
 
-def _as_push(obs: TransferObservation) -> PushResult:
+def _as_push(obs: TransferObservation) -> PushObservation:
     """A clone as the verdict's push: one that finished or was bounded completed (whether it
     measured is :func:`_clone_measured`'s), else how it failed (a stall as a hung push)."""
     if obs.outcome in MEASURED_OUTCOMES:
-        return PushResult(duration_s=obs.wall_s, bytes=obs.moved_bytes,
+        return PushObservation(duration_s=obs.wall_s, bytes=obs.moved_bytes,
                           moved_bytes=obs.moved_bytes)
     return as_push_result(obs)
 

@@ -7,7 +7,7 @@ modules (``tests/test_architecture.py`` holds every module of gitnetdiag to that
     _run       a probe's run directory: observations, diagnosis, summaries, comparison,
                the report files
     _capture   a bare capture (no run directory)
-    _sampled   a fetch run directory (``fetch.json``), reached through ``_run``'s entries
+    _clones    a fetch run directory (``fetch.json``), reached through ``_run``'s entries
     _load      a load run's record
     _host      ``gitnetdiag host`` / ``storage`` JSON -> the engine's evidence
     _probe     the native probes' own summaries, replayed from their events
@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from gitnetdiag.pipeline._capture import diagnose_capture as diagnose_capture
     from gitnetdiag.pipeline._capture import observations_from_capture as observations_from_capture
+    from gitnetdiag.pipeline._clones import diagnose_clones as diagnose_clones
     from gitnetdiag.pipeline._host import (
         host_observation_from_report as host_observation_from_report,
     )
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from gitnetdiag.pipeline._run import observations_from_run as observations_from_run
     from gitnetdiag.pipeline._run import summarize_run as summarize_run
     from gitnetdiag.pipeline._run import write_reports as write_reports
-    from gitnetdiag.pipeline._sampled import diagnose_sampled as diagnose_sampled
 
 EXPORTS: dict[str, str] = {name: module for module, names in {
     "_capture": ("diagnose_capture", "observations_from_capture"),
@@ -62,7 +62,7 @@ EXPORTS: dict[str, str] = {name: module for module, names in {
                "ssh_push_ledger", "sweep_records", "sweep_rows"),
     "_run": ("OBSERVATIONS_FILE", "REPORT_FILES", "compare_runs", "diagnose_run",
              "diagnosis_from_saved", "observations_from_run", "summarize_run", "write_reports"),
-    "_sampled": ("diagnose_sampled",),
+    "_clones": ("diagnose_clones",),
 }.items() for name in names}
 """Public name -> the private module that defines it."""
 

@@ -147,7 +147,7 @@ def _reset_cut(conn: ConnectionAnalysis) -> str | None:
     return f"connection reset by {who} before the server answered (capture)"
 
 
-def _push(t: Transfer) -> obs.PushResult:
+def _push(t: Transfer) -> obs.PushObservation:
     """The transfer as a push; failed when an RST cut it short (:func:`_reset_cut`)."""
     conn = t.conn
     up, down = conn.a_to_b, conn.b_to_a
@@ -157,10 +157,10 @@ def _push(t: Transfer) -> obs.PushResult:
     seconds = max(0.0, (last - conn.first_ts_ns) / 1e9)
     cut = _reset_cut(conn)
     if cut is not None:
-        return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes, ok=False,
+        return obs.PushObservation(duration_s=seconds, bytes=up.payload_bytes, ok=False,
                               error_kind=FailureKind.RESET, error_message=cut,
                               moved_bytes=up.payload_bytes)
-    return obs.PushResult(duration_s=seconds, bytes=up.payload_bytes,
+    return obs.PushObservation(duration_s=seconds, bytes=up.payload_bytes,
                           moved_bytes=up.payload_bytes)
 
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 
 from gitnetdiag.analysis.tcp_results import SMALL_SEGMENT_BYTES
 from gitnetdiag.capture.sniff import Sniffed
-from gitnetdiag.outcomes import FailureKind, PushOutcome
+from gitnetdiag.outcomes import FailureKind, TransferOutcome
 
 PROGRESS_ONLY_S = 10.0
 """Only small segments from the server (none above
@@ -56,7 +56,7 @@ NS = 1_000_000_000
 class CloneEnd:
     """How one captured clone ended."""
 
-    outcome: PushOutcome
+    outcome: TransferOutcome
     """``ok``, ``bounded`` (the capture stopped it), ``stalled`` or ``failed``."""
     kind: FailureKind | None = None
     """How it failed; None when it did not."""

@@ -29,6 +29,7 @@ from gitnetdiag.diagnosis.engine import diagnose, summarize_protocol
 from gitnetdiag.diagnosis.model import Diagnosis, ProtocolSummary
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.outcomes import UNCLASSIFIED_KINDS, FailureKind
+from gitnetdiag.pipeline._clones import artifact_text, clone_run_diagnosis
 from gitnetdiag.pipeline._connections import analysis_order, burst_result
 from gitnetdiag.pipeline._h2stall import h2_client_stall
 from gitnetdiag.pipeline._host import load_host_report, load_storage_report
@@ -47,7 +48,6 @@ from gitnetdiag.pipeline._native import (
 from gitnetdiag.pipeline._noted import Noted, Notes
 from gitnetdiag.pipeline._paths import dead_paths
 from gitnetdiag.pipeline._remote import first_hops_of, remote_of
-from gitnetdiag.pipeline._sampled import artifact_text, sampled_run
 from gitnetdiag.rundir import (
     HOST_REPORT_FILE,
     OBSERVATIONS_FILE,
@@ -94,10 +94,10 @@ _UNMEASURED_OUTCOMES = {
 """Pushes that are no measurement at all: never a rate, never a stall."""
 
 
-def push_result(record: PushRecord) -> obs.PushResult:
+def push_result(record: PushRecord) -> obs.PushObservation:
     if record.outcome == "bounded" and record.rate_bytes_per_s:
         # The pack at the rate its bytes moved: what the whole push would have taken.
-        return obs.PushResult(duration_s=record.pack_bytes / record.rate_bytes_per_s,
+        return obs.PushObservation(duration_s=record.pack_bytes / record.rate_bytes_per_s,
                               bytes=record.pack_bytes, projected=True,
                               moved_bytes=record.moved_bytes)
     ok = record.outcome == "ok"
@@ -106,7 +106,7 @@ def push_result(record: PushRecord) -> obs.PushResult:
     message = "" if ok else record.last_line or _UNMEASURED_OUTCOMES.get(record.outcome, "")
     if kind == FailureKind.HTTP_STATUS:
         message = _answered(record) + message
-    return obs.PushResult(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
+    return obs.PushObservation(duration_s=record.wall_s, bytes=record.pack_bytes, ok=ok,
                           error_kind=kind, error_message=message,
                           moved_bytes=record.moved_bytes)
 
@@ -415,9 +415,9 @@ def diagnose_run(run_dir: Path, *, host: obs.HostEvidence | None = None,
 
     A directory the user may not write (another user's run) is diagnosed all
     the same; the unsaved file becomes a warning. A fetch run (``fetch.json``) is
-    diagnosed alike, by :mod:`gitnetdiag.pipeline._sampled`.
+    diagnosed alike, by :mod:`gitnetdiag.pipeline._clones`.
     """
-    if (sampled := sampled_run(run_dir)) is not None:
+    if (sampled := clone_run_diagnosis(run_dir)) is not None:
         return sampled, []
     observations, warnings = observations_from_run(run_dir, host=host, progress=progress)
     if save_to is not None:
@@ -436,7 +436,7 @@ def diagnosis_from_saved(run_dir: Path, warn: Progress = _quiet) -> Diagnosis:
     hide behind a saved diagnosis. Observations saved before the verdict knew
     what was requested get it from the manifest.
     """
-    if (sampled := sampled_run(run_dir)) is not None:
+    if (sampled := clone_run_diagnosis(run_dir)) is not None:
         return sampled
     manifest = load_run(run_dir)
     data = read_json_object(run_dir / OBSERVATIONS_FILE)

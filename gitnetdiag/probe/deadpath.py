@@ -17,10 +17,10 @@ from gitnetdiag.errors import GitnetdiagError, NetworkError
 from gitnetdiag.outcomes import NOT_TRANSFERRED, FailureKind
 from gitnetdiag.rundir.failures import DEAD_PORT_HINT
 from gitnetdiag.rundir.records import (
+    CloneRecord,
     PathMeasurement,
     PushRecord,
     RefCleanup,
-    SampledTransfer,
 )
 
 REFERENCE = "path-unreachable"
@@ -78,9 +78,9 @@ def skipped_push(protocol: str, path: PathMeasurement, started_at: str,
 
 
 def skipped_clone(protocol: str, path: PathMeasurement, started_at: str,
-                  started_epoch_s: float) -> SampledTransfer:
+                  started_epoch_s: float) -> CloneRecord:
     """The clone not made over a dead port: failed, git never ran, nothing to remove."""
-    return SampledTransfer(
+    return CloneRecord(
         protocol=protocol, repeat=1, started_at=started_at, started_epoch_s=started_epoch_s,
         outcome="failed", failure_kind=dead_kind(path),
         last_line=NOT_STARTED + path_line(path), wall_s=path.waited_s or 0.0,

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError
-from gitnetdiag.outcomes import MEASURED_OUTCOMES, PushOutcome
+from gitnetdiag.outcomes import MEASURED_OUTCOMES, TransferOutcome
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, Progress, RateMonitor, StopReason
 from gitnetdiag.probe.capture import Capture
 from gitnetdiag.probe.fetchfull import FetchWire
@@ -46,9 +46,9 @@ from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_sa
 from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
 from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
 from gitnetdiag.rundir.records import (
+    CloneRecord,
     HttpRequestRecord,
     PackWaitRecord,
-    SampledTransfer,
     TimelinePoint,
 )
 from gitnetdiag.safefile import keep_file, replace_file
@@ -325,7 +325,7 @@ def _finish(proc: object, argv: Sequence[str], started: float, killed: bool,
                   stderr=err.decode(errors="replace"), stdout=out.decode(errors="replace"))
 
 
-def _outcome(clone: MonitoredClone) -> PushOutcome:
+def _outcome(clone: MonitoredClone) -> TransferOutcome:
     if clone.stopped in (StopReason.STALL, StopReason.SERVER_STALL):
         return "stalled"
     if clone.stopped is not None:
@@ -358,7 +358,7 @@ def _start_capture(state: FetchState, path: Path, host: str | None, port: int
 
 
 def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: int,
-               host: str | None = None) -> SampledTransfer:
+               host: str | None = None) -> CloneRecord:
     """Clone once over ``protocol`` into a temporary directory, bounded; remove it. With
     ``host`` and captures on, the clone's packets go to ``<stem>.pcap`` (headers only).
 
@@ -418,7 +418,7 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     rate = clone.monitor.rate_bytes_per_s()
     first = clone.monitor.first_data_s()
     last = clone.monitor.points[-1]
-    record = SampledTransfer(
+    record = CloneRecord(
         protocol=protocol.value, repeat=repeat, direction="fetch", started_at=started_at,
         started_epoch_s=started_epoch, outcome=outcome,
         failure_kind=kind,
@@ -476,7 +476,7 @@ def _curl_requests(path: Path | None, *, failed: bool
     return tuple(records)
 
 
-def _detail(record: SampledTransfer, stall: str) -> str:
+def _detail(record: CloneRecord, stall: str) -> str:
     """The clone's line when it ends: outcome, bytes, rate, why it stalled."""
     return (f"{record.outcome}, {record.moved_bytes / 2**20:.1f} MiB"
             + (f", {record.rate_bytes_per_s / 2**20:.2f} MiB/s"

@@ -44,11 +44,11 @@ from gitnetdiag.rundir.files import FETCH_FILE
 from gitnetdiag.rundir.ledgers import H2CreditLedger, SshCreditLedger
 from gitnetdiag.rundir.manifest import (
     FETCH_SCHEMA,
-    SampledManifest,
-    SampledProtocolRun,
+    CloneProtocolRun,
+    FetchManifest,
     write_manifest,
 )
-from gitnetdiag.rundir.records import RunStage, RunStatus, SampledTransfer, SeedBranch
+from gitnetdiag.rundir.records import CloneRecord, RunStage, RunStatus, SeedBranch
 from gitnetdiag.safefile import full_disk_warning
 from gitnetdiag.vocabulary import TransportKind
 
@@ -59,7 +59,7 @@ class FetchOutcome:
 
     run_dir: Path
     """The run directory."""
-    manifest: SampledManifest
+    manifest: FetchManifest
     """``fetch.json`` as last written."""
     error: GitnetdiagError | None
     """The first error that should make the command fail, after the summary."""
@@ -82,7 +82,7 @@ class _FetchRun:
         self.status: RunStatus = "running"
         self.environment: ToolVersions | None = None
         self.git_config: IsolatedConfig | None = None
-        self.protocols: dict[TransportKind, SampledProtocolRun] = {}
+        self.protocols: dict[TransportKind, CloneProtocolRun] = {}
         self.paths: list[PathMeasurement] = []
         self.errors: list[RunError] = []
         self.warnings: list[str] = []
@@ -101,8 +101,8 @@ class _FetchRun:
                        global_config=str(self.git_config.path) if self.git_config else None,
                        secret_config=self.git_config.secret_entries if self.git_config else ())
 
-    def manifest(self) -> SampledManifest:
-        return redact_tree(SampledManifest(
+    def manifest(self) -> FetchManifest:
+        return redact_tree(FetchManifest(
             schema=FETCH_SCHEMA, direction="fetch", tool_version=__version__,
             run_id=self.run_id, started_at=self.started_at, finished_at=self.finished_at,
             status=self.status,
@@ -114,7 +114,7 @@ class _FetchRun:
             h2_downloads=tuple(self.h2_downloads), ssh_downloads=tuple(self.ssh_downloads),
         ), self.secrets)
 
-    def save(self) -> SampledManifest:
+    def save(self) -> FetchManifest:
         """Write ``fetch.json``; on a full filesystem warn once and go on: the file keeps the
         run as of its last write (as the push's manifest does)."""
         manifest = self.manifest()
@@ -140,7 +140,7 @@ class _FetchRun:
         if self.first_error is None:
             self.first_error = exc
 
-    def append(self, protocol: TransportKind, record: SampledTransfer) -> None:
+    def append(self, protocol: TransportKind, record: CloneRecord) -> None:
         run = self.protocols[protocol]
         self.protocols[protocol] = replace(run, fetches=(*run.fetches, record))
         if record.outcome not in MEASURED_OUTCOMES:
@@ -159,7 +159,7 @@ def _server_vantage(options: ProbeOptions) -> dict[str, str]:
     return {"server_tcpinfo": "this host"} if options.server_local else {}
 
 
-def _fetch_error(url: str, record: SampledTransfer) -> GitnetdiagError:
+def _fetch_error(url: str, record: CloneRecord) -> GitnetdiagError:
     what = record.last_line or record.last_progress or record.outcome
     hint = failure_hint(record.failure_kind or "other", what, transfer="download") \
         if record.outcome == "failed" else ""
@@ -226,7 +226,7 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
     for protocol in options.protocols:
         url = options.urls[protocol]
         host, port = endpoint_of(url)
-        state.protocols[protocol] = SampledProtocolRun(
+        state.protocols[protocol] = CloneProtocolRun(
             protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}",
             first_hop=first_hop(protocol.value, url, options.ssh_command))
         endpoints.setdefault((host, port), Endpoint(host=host, port=port,

@@ -69,7 +69,7 @@ from gitnetdiag.rundir.idleprobe import (
     NewConnection,
 )
 from gitnetdiag.rundir.manifest import write_json_once
-from gitnetdiag.rundir.records import PushRecord, SampledTransfer
+from gitnetdiag.rundir.records import CloneRecord, PushRecord
 
 LADDER_S = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30)
 """Idle times tried (whole seconds: ``TCP_KEEPIDLE``'s unit)."""
@@ -403,14 +403,14 @@ class _CloneRun(Protocol):
     def url(self) -> str: ...
 
     @property
-    def fetches(self) -> Sequence[SampledTransfer]: ...
+    def fetches(self) -> Sequence[CloneRecord]: ...
 
 
 PACK_PROGRESS = "Receiving objects"
 """git's progress once pack bytes arrive (``index-pack``)."""
 
 
-def silent_clone(clone: SampledTransfer) -> bool:
+def silent_clone(clone: CloneRecord) -> bool:
     """The clone reached the server (bytes came: the connect, the ref advertisement) and was
     given up waiting for its pack: stalled or hung before git counted a pack byte."""
     return (clone.outcome in ("hung", "stalled") and clone.moved_bytes > 0

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
-from gitnetdiag.outcomes import PushOutcome
+from gitnetdiag.outcomes import TransferOutcome
 from gitnetdiag.probe.budget import MonitoredPush, PushLimits, StopReason, run_monitored_push
 from gitnetdiag.probe.capture import (
     HEADERS_SNAPLEN,
@@ -368,7 +368,7 @@ def _decrypted_capture(state: PushState, attempt: _Attempt) -> None:
 
 
 def _outcome(state: PushState, attempt: _Attempt, url: str, progress: PackProgress,
-             answered: str | None = None) -> tuple[PushOutcome, FailureKind | None, str]:
+             answered: str | None = None) -> tuple[TransferOutcome, FailureKind | None, str]:
     """The push's outcome, failure kind and git's last line; failures told to ``state``.
     ``answered``: the curl trace's last answer, told beside an answer that is not git's."""
     git_run, interrupted, protocol = attempt.git_run, attempt.interrupted, attempt.protocol
@@ -379,7 +379,7 @@ def _outcome(state: PushState, attempt: _Attempt, url: str, progress: PackProgre
     if answered and not_git_protocol(line):
         line = f"{line} ({answered})"  # what answered in git's place, from the curl trace
     pack_bytes = attempt.pack_bytes
-    outcome: PushOutcome
+    outcome: TransferOutcome
     if interrupted:
         outcome = "interrupted"
     elif ok and sent_too_little(progress.objects, progress.written_bytes, pack_bytes):

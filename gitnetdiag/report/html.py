@@ -111,7 +111,7 @@ def _table(title: str, cols: Sequence[str], rows: Sequence[Sequence[str]]) -> st
     return f"<h2>{esc(title)}</h2>{html_table(cols, rows)}" if rows else ""
 
 
-def _sampled_finding(rank: int, finding: Finding) -> str:
+def _clone_finding(rank: int, finding: Finding) -> str:
     return (f"<h3>{rank}. <code>{esc(finding.id)}</code>: {esc(finding.title)}</h3>"
             f"<p>costs ~{finding.cost_s:.1f} s, score {finding.score:.2f}. "
             f"{prose(finding.summary)}</p>"
@@ -119,7 +119,7 @@ def _sampled_finding(rank: int, finding: Finding) -> str:
             + fix_html(finding.fix, "fix:"))
 
 
-def _sampled_html(d: Diagnosis) -> str:
+def _fetch_html(d: Diagnosis) -> str:
     """The page of a redacted diagnosis of sampled transfers: each transfer's row, the
     culprits, the evidence sections present, the window and ledger plots."""
     words, done, sampled = WORDS[d.direction], d.observations.transfers, evidence(d)
@@ -140,7 +140,7 @@ def _sampled_html(d: Diagnosis) -> str:
         parts.append("<h2>Bursts</h2>" + html_list([burst_line(b) for b in d.observations.bursts]))
     parts.append(f"<h2>Culprits ({esc(words.way)} direction)</h2>")
     if d.findings:
-        parts += [_sampled_finding(rank, f) for rank, f in enumerate(d.findings, start=1)]
+        parts += [_clone_finding(rank, f) for rank, f in enumerate(d.findings, start=1)]
     elif any(obs.measured for obs in done):
         parts.append(f"<p>no {esc(words.way)} culprit above the threshold</p>")
     if record(d).errors:
@@ -160,8 +160,8 @@ def render_html(diagnosis: Diagnosis) -> str:
     if d.parts:  # a both run: one ranking, then each direction's report
         return page(f"{BOTH_TITLE}: {d.verdict}",
                     [both_body(d, [render_html(p) for p in d.parts])])
-    if d.sampled is not None:
-        return _sampled_html(d)
+    if d.fetch_details is not None:
+        return _fetch_html(d)
     env = d.environment
     parts = [
         "<h1>gitnetdiag report</h1>",

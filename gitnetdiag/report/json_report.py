@@ -8,7 +8,7 @@ from typing import Any
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
 from gitnetdiag.report.redact import redact_diagnosis
 from gitnetdiag.report.transfers import burst_json
-from gitnetdiag.report.transfers import report_dict as sampled_report_dict
+from gitnetdiag.report.transfers import report_dict as fetch_report_dict
 from gitnetdiag.serial import to_jsonable
 
 SCHEMA = "gitnetdiag.report/4"
@@ -58,8 +58,8 @@ def report_dict(diagnosis: Diagnosis) -> dict[str, Any]:
     d = redact_diagnosis(diagnosis)
     if d.parts:
         return _both_dict(d)
-    if d.sampled is not None:
-        return sampled_report_dict(d)
+    if d.fetch_details is not None:
+        return fetch_report_dict(d)
     protocols = {s.protocol: {key: value for key, value in to_jsonable(s).items()
                               if key != "protocol"} for s in d.protocols}
     observations = d.observations.to_dict()

@@ -52,7 +52,7 @@ def render_markdown(diagnosis: Diagnosis) -> str:
     d = redact_diagnosis(diagnosis)
     if d.parts:  # a both run: one ranking, then each direction's report
         return render_both(d, [render_markdown(p) for p in d.parts], markdown=True)
-    if d.sampled is not None:
+    if d.fetch_details is not None:
         return render_text(d, markdown=True)
     env = d.environment
     lines = [

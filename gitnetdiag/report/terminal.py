@@ -67,7 +67,7 @@ def render_terminal(diagnosis: Diagnosis, *, width: int = 100, color: bool = Fal
     if d.parts:  # a both run: one ranking, then each direction's report
         return render_both(d, [render_terminal(p, width=width, color=color)
                                         for p in d.parts], markdown=False)
-    if d.sampled is not None:
+    if d.fetch_details is not None:
         return render_text(d, markdown=False)
     console = text_console(width=width, color=color)
     style = _VERDICT_STYLE.get(d.verdict, "bold") if color else ""

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from gitnetdiag.diagnosis.model import Diagnosis, Finding, SampledTransfers
+from gitnetdiag.diagnosis.model import Diagnosis, FetchDetails, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.report.failures import SIGNATURE_HEADING, failure_line, failure_signature
@@ -33,7 +33,7 @@ from gitnetdiag.serial import to_jsonable
 
 if TYPE_CHECKING:
     from gitnetdiag.analysis.nativeledger import H2Pacing, SshPacing
-    from gitnetdiag.rundir.manifest import SampledManifest
+    from gitnetdiag.rundir.manifest import FetchManifest
 
 TRANSFER_REPORT_SCHEMA = "gitnetdiag.fetch-report/3"
 """Schema id of the JSON of a run of sampled transfers (docs/report-schema.md)."""
@@ -84,15 +84,15 @@ def protocol_rows(d: Diagnosis) -> list[tuple[str, ...]]:
              fmt_rate(s.rate_max_bytes_per_s)) for s in d.protocols]
 
 
-def evidence(d: Diagnosis) -> SampledTransfers:
+def evidence(d: Diagnosis) -> FetchDetails:
     """The per-transfer evidence of a diagnosis of sampled transfers."""
-    assert d.sampled is not None, "not a diagnosis of sampled transfers"
-    return d.sampled
+    assert d.fetch_details is not None, "not a diagnosis of sampled transfers"
+    return d.fetch_details
 
 
-def record(d: Diagnosis) -> SampledManifest:
+def record(d: Diagnosis) -> FetchManifest:
     """The run's record (``fetch.json``) of a diagnosis of sampled transfers."""
-    manifest: SampledManifest = evidence(d).record
+    manifest: FetchManifest = evidence(d).record
     return manifest
 
 

@@ -1,7 +1,7 @@
 """The manifests of a run directory, written atomically and read back by one loader.
 
 ``manifest.json`` lists the pushes (:class:`RunManifest`), ``fetch.json`` the clones
-(:class:`SampledManifest`); both are a :class:`RunRecord` with a ``direction``, and both are
+(:class:`FetchManifest`); both are a :class:`RunRecord` with a ``direction``, and both are
 read by :func:`read_manifest` with one set of checks (:func:`check_values`). A manifest is
 rewritten after every probe step, so a crash or Ctrl-C leaves a valid, partial one
 (``status`` tells which). Every type is checked and every artifact path kept inside the
@@ -27,6 +27,7 @@ from gitnetdiag.rundir.files import FETCH_FILE, MANIFEST_NAME
 from gitnetdiag.rundir.ledgers import H2CreditLedger, SshCreditLedger
 from gitnetdiag.rundir.records import (
     BurstRecord,
+    CloneRecord,
     Direction,
     EndedBy,
     PathMeasurement,
@@ -34,7 +35,6 @@ from gitnetdiag.rundir.records import (
     RepoInfo,
     RunError,
     RunStatus,
-    SampledTransfer,
     SeedBranch,
     ToolVersions,
     TransferRecord,
@@ -85,11 +85,11 @@ class ProtocolRun(ProtocolTransfers):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampledProtocolRun(ProtocolTransfers):
+class CloneProtocolRun(ProtocolTransfers):
     """Every clone over one protocol."""
 
     transfers_field: ClassVar[str] = "fetches"
-    fetches: tuple[SampledTransfer, ...] = ()
+    fetches: tuple[CloneRecord, ...] = ()
     """Clones in order."""
 
 
@@ -155,7 +155,7 @@ class RunManifest(RunRecord):
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampledManifest(RunRecord):
+class FetchManifest(RunRecord):
     """``fetch.json``: the clones of a run directory (``probe --direction fetch``)."""
 
     file: ClassVar[str] = FETCH_FILE
@@ -163,7 +163,7 @@ class SampledManifest(RunRecord):
     label: ClassVar[str] = "fetch"
 
     direction: Literal["fetch"] = "fetch"
-    protocols: tuple[SampledProtocolRun, ...]
+    protocols: tuple[CloneProtocolRun, ...]
     client_tcp_rmem: tuple[int, ...] | None = None
     """The probing host's ``net.ipv4.tcp_rmem`` (min, default, max receive buffer): the
     ceiling of the window a download can get; None when unreadable."""
@@ -386,7 +386,7 @@ def load_run(path: Path | str) -> RunManifest:
     return manifest
 
 
-def load_sampled(run_dir: Path) -> SampledManifest | None:
+def load_fetch_manifest(run_dir: Path) -> FetchManifest | None:
     """A run directory's ``fetch.json``, read by :func:`read_manifest`; None when the run
     cloned nothing."""
-    return read_manifest(run_dir, SampledManifest)
+    return read_manifest(run_dir, FetchManifest)

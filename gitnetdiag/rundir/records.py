@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Literal
 
-from gitnetdiag.outcomes import FailureKind, PathReach, PushOutcome
+from gitnetdiag.outcomes import FailureKind, PathReach, TransferOutcome
 
 RunStatus = Literal["running", "complete", "stalled", "failed", "interrupted"]
 """Where a run is: ``running``, ``complete``, ``stalled`` (a push hung: an error
@@ -298,7 +298,7 @@ class TransferRecord:
     """One bounded git transfer over one protocol, whichever way it moved the pack.
 
     Subclassed only where the shapes differ: :class:`PushRecord` (a branch pushed and
-    deleted: pack, HTTP requests, capture) and :class:`SampledTransfer` (a clone into a
+    deleted: pack, HTTP requests, capture) and :class:`CloneRecord` (a clone into a
     scratch copy, with the monitor's samples). ``direction`` says which; it is written to
     the record (read with its default from records older than it)."""
 
@@ -315,8 +315,8 @@ class TransferRecord:
     """Which way the pack moved."""
     started_at: str
     """ISO 8601 UTC start time."""
-    outcome: PushOutcome
-    """How git ended (see :data:`~gitnetdiag.outcomes.PushOutcome`): ``ok`` (the whole pack
+    outcome: TransferOutcome
+    """How git ended (see :data:`~gitnetdiag.outcomes.TransferOutcome`): ``ok`` (the whole pack
     moved), ``bounded`` (stopped mid-pack at a stable rate or the time budget: rate from the
     bytes moved), ``stalled``, ``hung``, ``failed``, ``interrupted``, ..."""
     failure_kind: FailureKind | None
@@ -430,7 +430,7 @@ class PackWaitRecord:
 
 
 @dataclass(frozen=True, kw_only=True)
-class SampledTransfer(TransferRecord):
+class CloneRecord(TransferRecord):
     """One bounded clone into a scratch copy, with the monitor's samples (the progress
     timeline, ``ss -tin`` of both ends), and the removal of that copy. ``artifacts``:
     ``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``,

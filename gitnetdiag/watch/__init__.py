@@ -4,7 +4,7 @@
         Scheduler: per target, every interval (or on /probe?target=NAME)
             subprocess ``python -m gitnetdiag.watch.cycle`` (in the lab's client
             namespace when the target is a lab): per direction, run_probe ->
-            diagnose_run (push) and run_fetch_probe -> diagnose_sampled (fetch) ->
+            diagnose_run (push) and run_fetch_probe -> diagnose_clones (fetch) ->
             ProbeSample (JSON on stdout); the run directories stay, pruned by retention
         metrics.WatchCollector: the latest ProbeSample per target -> gauges,
             plus cumulative histograms and counters -> /metrics

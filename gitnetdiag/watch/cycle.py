@@ -4,7 +4,7 @@ Reads a JSON job from stdin (the target, its run directory, the start time and
 the deadline; stdin rather than argv because URLs may carry tokens and argv is
 public in ``ps``), runs the probe and the diagnosis of each direction of the target with
 the library calls (the pushes: ``run_probe``, ``diagnose_run``; the clones, read-only:
-``run_fetch_probe``, ``diagnose_sampled``, as ``diagnose --direction fetch``), and
+``run_fetch_probe``, ``diagnose_clones``, as ``diagnose --direction fetch``), and
 writes one :class:`ProbeSample` as JSON to stdout. Everything else it would
 print goes to stderr. It exits 0 whenever it wrote a sample, failed cycles
 included, and :data:`~gitnetdiag.watch.scheduler.DEADLINE_EXIT` after the sample
@@ -38,7 +38,7 @@ from typing import Any
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.model.lab.state import load_state
-from gitnetdiag.pipeline import diagnose_run, diagnose_sampled, write_reports
+from gitnetdiag.pipeline import diagnose_clones, diagnose_run, write_reports
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
@@ -194,7 +194,7 @@ def _fetch_sample(target: Target, options: ProbeOptions, started_unix_s: float
         if error.stage == "cleanup":  # a scratch clone left on this host, not the server
             print(f"warning: {error.reference}: {error.message}", file=sys.stderr)
     try:
-        diagnosis = diagnose_sampled(outcome.run_dir, manifest if outcome.disk_full else None)
+        diagnosis = diagnose_clones(outcome.run_dir, manifest if outcome.disk_full else None)
     except GitnetdiagError as exc:
         return replace(_failed(target, "fetch", outcome.run_dir, errors.get("*", "analysis"),
                                exc.one_line(), started_unix_s), rtt_s=min(rtts, default=None))

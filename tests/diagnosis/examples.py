@@ -17,7 +17,7 @@ from gitnetdiag.diagnosis.observations import (
     Listener,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     RunInfo,
     TimeSeries,
     Trace2Phases,
@@ -42,9 +42,9 @@ def _run(**overrides: object) -> RunInfo:
     return RunInfo(**base)  # type: ignore[arg-type]
 
 
-def pushes(*durations_s: float, size: int = PUSH_BYTES) -> tuple[PushResult, ...]:
+def pushes(*durations_s: float, size: int = PUSH_BYTES) -> tuple[PushObservation, ...]:
     """Completed pushes of ``size`` bytes with the given durations."""
-    return tuple(PushResult(duration_s=d, bytes=size) for d in durations_s)
+    return tuple(PushObservation(duration_s=d, bytes=size) for d in durations_s)
 
 
 def _flight(duration_s: float, in_flight: float, window: float, ramp_s: float) -> FlightSeries:
@@ -124,9 +124,9 @@ def slow_h2_edge() -> Observations:
     )
     h2 = ProtocolObservation(
         pushes=(
-            PushResult(duration_s=29.2, bytes=PUSH_BYTES),
-            PushResult(duration_s=28.1, bytes=PUSH_BYTES),
-            PushResult(
+            PushObservation(duration_s=29.2, bytes=PUSH_BYTES),
+            PushObservation(duration_s=28.1, bytes=PUSH_BYTES),
+            PushObservation(
                 duration_s=60.0,
                 bytes=PUSH_BYTES,
                 ok=False,

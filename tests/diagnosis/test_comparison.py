@@ -22,7 +22,7 @@ from gitnetdiag.diagnosis.observations import (
     Listener,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
 )
 from tests.diagnosis import examples
 
@@ -178,7 +178,7 @@ def test_maxstartups_gain_leaves_syn_timeouts_out() -> None:
 
 def test_pushes_that_only_failed_before_are_named_not_timed() -> None:
     ssh = examples.healthy().protocols["ssh"]
-    refused = PushResult(duration_s=0.01, bytes=0, ok=False, error_kind="refused",
+    refused = PushObservation(duration_s=0.01, bytes=0, ok=False, error_kind="refused",
                          error_message="ssh: connect to host port 22: Connection refused")
     slow = replace(examples.healthy(), protocols={
         **examples.healthy().protocols, "ssh": replace(ssh, pushes=(refused,) * 3)},

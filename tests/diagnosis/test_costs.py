@@ -16,7 +16,7 @@ from gitnetdiag.diagnosis.observations import (
     H2Ledger,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     SshLedger,
 )
 from tests.diagnosis.culprits.crafted import cap, clamped, proto, run
@@ -34,7 +34,7 @@ def _finding(obs: Observations, culprit_id: str) -> Finding:
 
 def _bounded(rate_bytes_per_s: float, **kw: object) -> ProtocolObservation:
     """Three bounded pushes: the whole pack projected at the rate its bytes moved."""
-    pushes = tuple(PushResult(duration_s=SIZE / rate_bytes_per_s * (1 + 0.01 * i), bytes=SIZE,
+    pushes = tuple(PushObservation(duration_s=SIZE / rate_bytes_per_s * (1 + 0.01 * i), bytes=SIZE,
                               projected=True) for i in range(3))
     return ProtocolObservation(pushes=pushes, **kw)  # type: ignore[arg-type]
 

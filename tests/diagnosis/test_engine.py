@@ -5,7 +5,7 @@ from __future__ import annotations
 from gitnetdiag.diagnosis import Culprit, Evidence, Finding, diagnose, rank
 from gitnetdiag.diagnosis.culprits import Hit
 from gitnetdiag.diagnosis.engine import MIN_IMPACT_S, summarize_protocol
-from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushResult
+from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushObservation
 from tests.diagnosis import examples
 
 
@@ -72,10 +72,10 @@ def test_scores_and_costs_are_clamped() -> None:
 def test_protocol_summary_rates_in_bytes_per_second() -> None:
     p = ProtocolObservation(
         pushes=(
-            PushResult(duration_s=2.0, bytes=1_000_000),
-            PushResult(duration_s=4.0, bytes=1_000_000),
-            PushResult(duration_s=8.0, bytes=1_000_000),
-            PushResult(duration_s=60.0, bytes=1_000_000, ok=False, error_kind="hung"),
+            PushObservation(duration_s=2.0, bytes=1_000_000),
+            PushObservation(duration_s=4.0, bytes=1_000_000),
+            PushObservation(duration_s=8.0, bytes=1_000_000),
+            PushObservation(duration_s=60.0, bytes=1_000_000, ok=False, error_kind="hung"),
         )
     )
     s = summarize_protocol("h2", p)
@@ -88,7 +88,7 @@ def test_protocol_summary_rates_in_bytes_per_second() -> None:
 
 def test_protocol_summary_when_every_push_failed() -> None:
     p = ProtocolObservation(
-        pushes=(PushResult(duration_s=60.0, bytes=10, ok=False, error_kind="hung"),)
+        pushes=(PushObservation(duration_s=60.0, bytes=10, ok=False, error_kind="hung"),)
     )
     s = summarize_protocol("h2", p)
     assert s.rate_bytes_per_s is None

@@ -13,7 +13,7 @@ from gitnetdiag.diagnosis.assembly import download_observations
 from gitnetdiag.diagnosis.combined import combine
 from gitnetdiag.diagnosis.engine import rank_findings
 from gitnetdiag.diagnosis.model import Diagnosis
-from gitnetdiag.diagnosis.observations import CaptureMetrics, ProtocolObservation, PushResult
+from gitnetdiag.diagnosis.observations import CaptureMetrics, ProtocolObservation, PushObservation
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.outcomes import FailureKind
 from tests.diagnosis import examples
@@ -23,7 +23,7 @@ RPC_504 = "error: RPC failed; HTTP 504 curl 22 The requested URL returned error:
 
 
 def _ssh(kind: str, message: str, capture: CaptureMetrics | None = None) -> ProtocolObservation:
-    return ProtocolObservation(pushes=(PushResult(duration_s=0.02, bytes=1_000_000, ok=False,
+    return ProtocolObservation(pushes=(PushObservation(duration_s=0.02, bytes=1_000_000, ok=False,
                                                   error_kind=kind,  # type: ignore[arg-type]
                                                   error_message=message),),
                                capture=capture)

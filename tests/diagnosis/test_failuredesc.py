@@ -11,7 +11,7 @@ from gitnetdiag.diagnosis.observations import (
     HttpExchange,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     RunProblem,
 )
 from gitnetdiag.diagnosis.signatures import NO_ENTRY
@@ -23,7 +23,7 @@ RPC_411 = "error: RPC failed; HTTP 411 curl 22 The requested URL returned error:
 CURL_18 = "error: RPC failed; curl 18 transfer closed with outstanding read data remaining"
 
 
-def _with_failed(name: str, push: PushResult, requests: tuple[HttpExchange, ...] = (),
+def _with_failed(name: str, push: PushObservation, requests: tuple[HttpExchange, ...] = (),
                  reference: str = "http-status") -> Observations:
     """The healthy example with protocol ``name``'s one push failed as given."""
     base = examples.healthy()
@@ -34,8 +34,8 @@ def _with_failed(name: str, push: PushResult, requests: tuple[HttpExchange, ...]
     return replace(base, protocols={**base.protocols, name: protocol}, problems=(problem,))
 
 
-def _failed(error_kind: FailureKind, message: str) -> PushResult:
-    return PushResult(duration_s=1.0, bytes=3 << 20, ok=False, error_kind=error_kind,
+def _failed(error_kind: FailureKind, message: str) -> PushObservation:
+    return PushObservation(duration_s=1.0, bytes=3 << 20, ok=False, error_kind=error_kind,
                       error_message=message)
 
 

@@ -10,17 +10,17 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushResult
+from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushObservation
 from gitnetdiag.thresholds import MIN_RATE_BYTES
 from tests.diagnosis.examples import PUSH_BYTES, healthy, slow_h2_edge
 
 
-def _hung(seconds: float = 2.0) -> tuple[PushResult, ...]:
-    return (PushResult(duration_s=seconds, bytes=PUSH_BYTES, ok=False, error_kind="hung",
+def _hung(seconds: float = 2.0) -> tuple[PushObservation, ...]:
+    return (PushObservation(duration_s=seconds, bytes=PUSH_BYTES, ok=False, error_kind="hung",
                        error_message="no progress until the 2 s timeout"),)
 
 
-def _with_pushes(obs: Observations, **pushes: tuple[PushResult, ...]) -> Observations:
+def _with_pushes(obs: Observations, **pushes: tuple[PushObservation, ...]) -> Observations:
     protocols = {name: replace(p, pushes=pushes.get(name, p.pushes))
                  for name, p in obs.protocols.items()}
     return replace(obs, protocols=protocols)
@@ -29,7 +29,7 @@ def _with_pushes(obs: Observations, **pushes: tuple[PushResult, ...]) -> Observa
 def test_tiny_pushes_are_too_small_not_healthy() -> None:
     """433 B pushes in 0.4 s: the verdict is failed, each protocol too-small with a size."""
     obs = healthy()
-    tiny = {name: (PushResult(duration_s=0.4, bytes=433),) for name in obs.protocols}
+    tiny = {name: (PushObservation(duration_s=0.4, bytes=433),) for name in obs.protocols}
     diagnosis = diagnose(_with_pushes(obs, **tiny))
     assert diagnosis.verdict == "failed"
     assert diagnosis.measured_protocols == ()
@@ -42,9 +42,9 @@ def test_tiny_pushes_are_too_small_not_healthy() -> None:
 def test_a_push_at_the_floor_is_a_measurement() -> None:
     """Exactly the floor is enough; one byte under is not."""
     obs = healthy()
-    at_floor = {name: (PushResult(duration_s=0.4, bytes=MIN_RATE_BYTES),) for name in obs.protocols}
+    at_floor = {name: (PushObservation(duration_s=0.4, bytes=MIN_RATE_BYTES),) for name in obs.protocols}
     assert diagnose(_with_pushes(obs, **at_floor)).verdict != "failed"
-    under = {name: (PushResult(duration_s=0.4, bytes=MIN_RATE_BYTES - 1),)
+    under = {name: (PushObservation(duration_s=0.4, bytes=MIN_RATE_BYTES - 1),)
              for name in obs.protocols}
     assert diagnose(_with_pushes(obs, **under)).verdict == "failed"
 
@@ -53,7 +53,7 @@ def test_invalid_durations_measure_nothing() -> None:
     """A saved observation with a zero or NaN duration is not a healthy measurement."""
     obs = healthy()
     for duration in (0.0, float("nan"), float("inf")):
-        broken = {name: (PushResult(duration_s=duration, bytes=PUSH_BYTES),)
+        broken = {name: (PushObservation(duration_s=duration, bytes=PUSH_BYTES),)
                   for name in obs.protocols}
         diagnosis = diagnose(_with_pushes(obs, **broken))
         assert diagnosis.verdict == "failed", duration

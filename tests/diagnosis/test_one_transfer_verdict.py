@@ -30,7 +30,7 @@ from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     RunInfo,
     RunProblem,
 )
@@ -57,20 +57,20 @@ class Transfer:
     moved), ``auth`` or ``tiny``."""
 
 
-def _push(t: Transfer) -> PushResult:
+def _push(t: Transfer) -> PushObservation:
     if t.how == "ok":
-        return PushResult(duration_s=4.0, bytes=40_000_000)
+        return PushObservation(duration_s=4.0, bytes=40_000_000)
     if t.how == "tiny":
-        return PushResult(duration_s=0.1, bytes=2_000)
+        return PushObservation(duration_s=0.1, bytes=2_000)
     if t.how == "stalled":
-        return PushResult(duration_s=15.0, bytes=300_000, ok=False, error_kind=FailureKind.HUNG,
+        return PushObservation(duration_s=15.0, bytes=300_000, ok=False, error_kind=FailureKind.HUNG,
                           error_message="stalled")
     if t.how == "hung-empty":
-        return PushResult(duration_s=60.0, bytes=3_000_000, ok=False,
+        return PushObservation(duration_s=60.0, bytes=3_000_000, ok=False,
                           error_kind=FailureKind.HUNG, error_message="")
     kind = FailureKind.REFUSED if t.how == "refused" else FailureKind.AUTH
     line = REFUSED_LINE if t.how == "refused" else "Permission denied (publickey)."
-    return PushResult(duration_s=0.05, bytes=0, ok=False, error_kind=kind, error_message=line)
+    return PushObservation(duration_s=0.05, bytes=0, ok=False, error_kind=kind, error_message=line)
 
 
 def _clone(t: Transfer, repeat: int) -> TransferObservation:
@@ -212,7 +212,7 @@ class Verdicts:
 
 
 def _as_pushes(case: Case) -> Verdicts:
-    protocols: dict[str, list[PushResult]] = {}
+    protocols: dict[str, list[PushObservation]] = {}
     for t in case.transfers:
         protocols.setdefault(t.protocol, []).append(_push(t))
     obs = Observations(

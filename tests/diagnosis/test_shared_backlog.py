@@ -11,13 +11,13 @@ from pathlib import Path
 from gitnetdiag.commands.fetch import render_fetch
 from gitnetdiag.diagnosis.observations import BurstResult, HostEvidence, Listener
 from gitnetdiag.outcomes import FailureKind
-from gitnetdiag.pipeline import diagnose_sampled
+from gitnetdiag.pipeline import diagnose_clones
 from gitnetdiag.rundir import HOST_REPORT_FILE
 from gitnetdiag.rundir.files import HOST_REPORT_SCHEMA
 from gitnetdiag.rundir.manifest import (
     FETCH_SCHEMA,
-    SampledManifest,
-    SampledProtocolRun,
+    CloneProtocolRun,
+    FetchManifest,
     write_manifest,
 )
 from gitnetdiag.rundir.records import BurstOp, BurstRecord, ConnectOp
@@ -70,17 +70,17 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
                                error=None if i < 140 else "timeout") for i in range(150))
     burst = BurstRecord(protocol="git", concurrency=150, timeout_s=60.0, ops=ops,
                         connects=connects, capture=None)
-    write_manifest(tmp_path, SampledManifest(
+    write_manifest(tmp_path, FetchManifest(
         schema=FETCH_SCHEMA, direction="fetch", tool_version="0", run_id="r",
         started_at="2026-11-26T22:00:00Z", finished_at=None, status="complete", options={},
         environment=None, paths=(), errors=(), warnings=(),
-        protocols=(SampledProtocolRun(protocol="git", url="git://198.18.2.2/lab.git",
+        protocols=(CloneProtocolRun(protocol="git", url="git://198.18.2.2/lab.git",
                                     endpoint="198.18.2.2:9418", burst=burst),)))
     (tmp_path / HOST_REPORT_FILE).write_text(json.dumps({
         "schema": HOST_REPORT_SCHEMA, "counters": {"ListenOverflows": 570},
         "listeners": [{"port": 9418, "backlog": 5, "process": "git-daemon"}],
         "sysctls": {}, "kernel_log": [], "config_findings": []}))
-    diagnosis = diagnose_sampled(tmp_path)
+    diagnosis = diagnose_clones(tmp_path)
     assert diagnosis is not None
     assert [f.id for f in diagnosis.findings][:1] == ["listen-backlog-overflow"]
     assert "under 150 concurrent git:// connections 130 failed" in diagnosis.findings[0].summary
@@ -97,7 +97,7 @@ def test_a_fetch_run_directory_feeds_its_burst_and_host_report(tmp_path: Path) -
     assert "<h2>Bursts</h2>" in page
     assert "burst git:// x150: 20 ok, 130 failed (timeout 130)" in page
     (tmp_path / HOST_REPORT_FILE).unlink()
-    diagnosis = diagnose_sampled(tmp_path)
+    diagnosis = diagnose_clones(tmp_path)
     assert diagnosis is not None and diagnosis.findings == ()
 
 

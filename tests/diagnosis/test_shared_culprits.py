@@ -11,12 +11,12 @@ from gitnetdiag.commands.fetch import fetch_exit_error
 from gitnetdiag.diagnosis.assembly import download_observations, in_download_words
 from gitnetdiag.diagnosis.culprits import BOTH, CULPRITS
 from gitnetdiag.diagnosis.engine import diagnose
-from gitnetdiag.diagnosis.model import Diagnosis, Evidence, Finding, SampledTransfers
+from gitnetdiag.diagnosis.model import Diagnosis, Evidence, FetchDetails, Finding
 from gitnetdiag.diagnosis.observations import CaptureMetrics
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import ExitCode, NetworkError
 from gitnetdiag.outcomes import FailureKind
-from gitnetdiag.rundir.manifest import SampledManifest
+from gitnetdiag.rundir.manifest import FetchManifest
 from gitnetdiag.rundir.records import RunError
 from tests.diagnosis.test_transfer_culprits import HEALTHY, TCP
 from tests.diagnosis.transfer_cases import judged, judgement, ranked
@@ -232,12 +232,12 @@ def test_fetch_words_keep_id_and_fix() -> None:
 def _diagnosis(clones: list[TransferObservation], errors: tuple[RunError, ...]) -> Diagnosis:
     findings = ranked(clones)
     verdict, failures = judged(clones, findings)
-    manifest = SampledManifest(
+    manifest = FetchManifest(
         schema="gitnetdiag.fetch/1", direction="fetch", tool_version="0", run_id="r",
         started_at="", finished_at="", status="failed", options={}, environment=None,
         protocols=(), paths=(), errors=errors, warnings=())
     return replace(diagnose(download_observations(clones)), direction="fetch",
-                   sampled=SampledTransfers(record=manifest), findings=findings,
+                   fetch_details=FetchDetails(record=manifest), findings=findings,
                    verdict=verdict, measurement_failures=failures)
 
 

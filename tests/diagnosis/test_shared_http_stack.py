@@ -9,7 +9,7 @@ import pytest
 
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.culprits.knownbugs import bugs_for, load_bugs, parse_bugs
-from gitnetdiag.diagnosis.observations import Observations, PushResult
+from gitnetdiag.diagnosis.observations import Observations, PushObservation
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.errors import UsageError
 from gitnetdiag.outcomes import FailureKind
@@ -66,7 +66,7 @@ def test_an_affected_release_with_healthy_clones_costs_nothing() -> None:
 
 
 def test_a_push_on_8_10_0_is_still_judged_with_the_upload_row() -> None:
-    broken = PushResult(duration_s=4.0, bytes=MB, ok=False, error_kind="other",
+    broken = PushObservation(duration_s=4.0, bytes=MB, ok=False, error_kind="other",
                         error_message="error: RPC failed; curl 16 Error in the HTTP2 framing")
     h2 = proto(2.7, capture=cap())
     obs = Observations(run=run(libcurl_version="8.10.0"),

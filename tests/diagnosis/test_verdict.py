@@ -11,7 +11,7 @@ from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     RunProblem,
 )
 from gitnetdiag.diagnosis.verdict import is_measured, verdict_error
@@ -25,7 +25,7 @@ AUTH = RunProblem(stage="push", protocol="h2", reference="auth-failed", kind="au
 
 def _failed(kind: str, message: str = "fatal: nope") -> ProtocolObservation:
     return ProtocolObservation(pushes=(
-        PushResult(duration_s=0.02, bytes=1_000_000, ok=False, error_kind=kind,  # type: ignore[arg-type]
+        PushObservation(duration_s=0.02, bytes=1_000_000, ok=False, error_kind=kind,  # type: ignore[arg-type]
                    error_message=message),))
 
 
@@ -152,7 +152,7 @@ def test_refusal_explained_by_a_ranked_firewall_reset_fails_the_run() -> None:
     says which pushes fail and why."""
     base = examples.healthy()
     refused = ProtocolObservation(
-        pushes=(PushResult(duration_s=0.02, bytes=1_000_000, ok=False, error_kind="refused",
+        pushes=(PushObservation(duration_s=0.02, bytes=1_000_000, ok=False, error_kind="refused",
                            error_message="Connection refused"),),
         capture=CaptureMetrics(source="capture ssh", resets_from_server=1))
     result = diagnose(_with(base, ssh=refused))

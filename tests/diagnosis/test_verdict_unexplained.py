@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.observations import BurstResult, PushResult, RunProblem
+from gitnetdiag.diagnosis.observations import BurstResult, PushObservation, RunProblem
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import ExitCode
 from gitnetdiag.outcomes import FailureKind
@@ -52,7 +52,7 @@ def test_a_failed_push_beside_measured_ones_is_inconclusive() -> None:
     """One of SSH's pushes was refused by auth, the other two measured; nothing ranks."""
     base = examples.healthy()
     ssh = base.protocols["ssh"]
-    refused = PushResult(duration_s=0.3, bytes=ssh.pushes[0].bytes, ok=False,
+    refused = PushObservation(duration_s=0.3, bytes=ssh.pushes[0].bytes, ok=False,
                          error_kind=FailureKind.AUTH, error_message="Permission denied")
     obs = replace(base, protocols={**base.protocols,
                                    "ssh": replace(ssh, pushes=(*ssh.pushes[:2], refused))})
@@ -68,7 +68,7 @@ def test_a_push_that_sent_no_data_is_no_failure() -> None:
     """The server had the objects: no rate, no failure (the run error says so)."""
     base = examples.healthy()
     ssh = base.protocols["ssh"]
-    no_data = PushResult(duration_s=0.3, bytes=ssh.pushes[0].bytes, ok=False,
+    no_data = PushObservation(duration_s=0.3, bytes=ssh.pushes[0].bytes, ok=False,
                          error_kind=FailureKind.OTHER, error_message="sent nothing")
     obs = replace(base, protocols={**base.protocols,
                                    "ssh": replace(ssh, pushes=(*ssh.pushes[:2], no_data))},

@@ -11,7 +11,7 @@ from gitnetdiag.diagnosis.observations import (
     H2Ledger,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
 )
 
 
@@ -50,9 +50,9 @@ def test_largest_window_and_scaling_off() -> None:
 
 
 def _h2(stall: H2ClientStall | None = None) -> Observations:
-    pushes = (PushResult(duration_s=10.0, bytes=1000),
-              PushResult(duration_s=10.0, bytes=1000),
-              PushResult(duration_s=30.0, bytes=1000, ok=False, error_kind="hung"))
+    pushes = (PushObservation(duration_s=10.0, bytes=1000),
+              PushObservation(duration_s=10.0, bytes=1000),
+              PushObservation(duration_s=30.0, bytes=1000, ok=False, error_kind="hung"))
     return Observations(protocols={"h2": ProtocolObservation(pushes=pushes,
                                                              h2_client_stall=stall)})
 

@@ -14,7 +14,7 @@ from gitnetdiag.diagnosis.observations import (
     HostEvidence,
     Listener,
     Observations,
-    PushResult,
+    PushObservation,
 )
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.pipeline._run import push_result
@@ -106,7 +106,7 @@ def test_an_http_status_is_never_a_firewall_reset() -> None:
 
 
 def _refused(duration_s: float, message: str = SSH_REFUSED) -> Observations:
-    refused = PushResult(duration_s=duration_s, bytes=MB, ok=False, error_kind="refused",
+    refused = PushObservation(duration_s=duration_s, bytes=MB, ok=False, error_kind="refused",
                          error_message=message.splitlines()[0])
     return Observations(run=run(rtt_s=0.05), protocols={
         "h1": proto(3.0), "ssh": replace(proto(3.0), pushes=(refused, refused))})

@@ -22,7 +22,7 @@ import pytest
 from gitnetdiag.analysis.trace2 import ReceiverPhases, finished_clone_rate
 from gitnetdiag.diagnosis.assembly import as_push_result
 from gitnetdiag.diagnosis.transfers import TransferObservation
-from gitnetdiag.pipeline import diagnose_sampled
+from gitnetdiag.pipeline import diagnose_clones
 from gitnetdiag.probe import fetchonce
 from gitnetdiag.probe.budget import Progress, RateMonitor
 from gitnetdiag.probe.fetchonce import clone_argv, run_monitored_clone
@@ -193,7 +193,7 @@ def test_fast_clones_from_a_minimal_server_are_never_declared_failed(
         stall_timeout_s=10.0)
     outcome = run_fetch_probe(options)
     assert outcome.error is None, outcome.error
-    diagnosis = diagnose_sampled(tmp_path / "run")
+    diagnosis = diagnose_clones(tmp_path / "run")
     assert diagnosis is not None
     seen = [(obs.outcome, obs.moved_bytes, round(obs.measured_s, 2),
              round((obs.rate_bytes_per_s or 0) / 2**20, 1), obs.phases.received_bytes)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.pipeline import diagnose_sampled
+from gitnetdiag.pipeline import diagnose_clones
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.vocabulary import TransportKind
@@ -84,9 +84,9 @@ def test_fetch_is_read_only_and_leaves_no_clone(
     assert outcome.error is None, outcome.error
     assert tree_digest(bare) == before
     assert list(scratch.iterdir()) == []
-    diagnosis = diagnose_sampled(tmp_path / "run")
-    assert diagnosis is not None and diagnosis.sampled is not None
-    assert diagnosis.direction == "fetch" == diagnosis.sampled.record.direction
+    diagnosis = diagnose_clones(tmp_path / "run")
+    assert diagnosis is not None and diagnosis.fetch_details is not None
+    assert diagnosis.direction == "fetch" == diagnosis.fetch_details.record.direction
     assert len(diagnosis.observations.transfers) == 2
     for obs in diagnosis.observations.transfers:
         assert obs.outcome == "ok" and obs.rate_bytes_per_s
@@ -100,7 +100,7 @@ def test_fetch_is_read_only_and_leaves_no_clone(
         assert phases.index_pack_s is not None and phases.checkout_s is not None
         assert (phases.ref_advertisement_s or 0) <= (phases.first_pack_byte_s or 0)
         assert obs.tcp is not None and obs.tcp.advertised_window_max_bytes
-    for run in diagnosis.sampled.record.protocols:
+    for run in diagnosis.fetch_details.record.protocols:
         assert all(record.clone_removed for record in run.fetches)
         assert run.burst is not None and run.burst.concurrency == 4
         assert run.burst.ok_count == 4 and len(run.burst.connects) == 4

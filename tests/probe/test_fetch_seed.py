@@ -12,13 +12,13 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.pipeline import diagnose_sampled
+from gitnetdiag.pipeline import diagnose_clones
 from gitnetdiag.probe.fetchonce import clone_argv
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.fetchseed import seed_errors
 from gitnetdiag.probe.gitpush import Transport
 from gitnetdiag.probe.options import ProbeOptions
-from gitnetdiag.rundir.manifest import load_sampled
+from gitnetdiag.rundir.manifest import load_fetch_manifest
 from gitnetdiag.rundir.records import SeedBranch
 from gitnetdiag.vocabulary import TransportKind
 from tests.probe.test_fetch_daemon import history_daemon, tree_digest
@@ -53,12 +53,12 @@ def test_seed_branch_is_fetched_then_gone(
     assert seed is not None and seed.pushed and seed.protocol == "git"
     assert seed.branch.startswith("gitnetdiag/probe-")
     assert seed.cleanup == "deleted" and seed.gone_on_server is True
-    diagnosis = diagnose_sampled(tmp_path / "run")
+    diagnosis = diagnose_clones(tmp_path / "run")
     assert diagnosis is not None
     (obs,) = diagnosis.observations.transfers
     assert obs.outcome == "ok"
     assert obs.moved_bytes >= SEED_BYTES
-    manifest = load_sampled(tmp_path / "run")
+    manifest = load_fetch_manifest(tmp_path / "run")
     assert manifest is not None and manifest.seed == seed
     assert manifest.options["fetch_seed_bytes"] == SEED_BYTES
     assert list(scratch.iterdir()) == []

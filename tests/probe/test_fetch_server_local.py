@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gitnetdiag.pipeline import diagnose_sampled
+from gitnetdiag.pipeline import diagnose_clones
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.report import render_markdown, report_dict
@@ -37,7 +37,7 @@ def test_a_local_servers_socket_is_sampled_beside_gits(
     assert rows and all(row["local"].endswith(f":{port}") for row in rows)
     assert {row["peer"] for row in rows} <= client  # the clone's own connection only
     assert max(row["counters"]["bytes_sent"] for row in rows) > 100_000
-    diagnosis = diagnose_sampled(out)
+    diagnosis = diagnose_clones(out)
     assert diagnosis is not None
     (obs,) = diagnosis.observations.transfers
     assert obs.sender is not None and obs.sender.sent_bytes > 100_000

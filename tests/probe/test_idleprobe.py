@@ -31,7 +31,7 @@ from gitnetdiag.probe.idleprobe import (
     silent_push,
 )
 from gitnetdiag.rundir.idleprobe import idle_probe_record
-from gitnetdiag.rundir.records import PushRecord, SampledTransfer
+from gitnetdiag.rundir.records import CloneRecord, PushRecord
 from gitnetdiag.serial import to_jsonable
 
 
@@ -221,7 +221,7 @@ def test_the_finer_round_splits_the_ladders_bracket_in_quarters() -> None:
     assert fine_ladder(4, 4) == ()
 
 
-def _clone(**kw: object) -> SampledTransfer:
+def _clone(**kw: object) -> CloneRecord:
     base: dict[str, object] = dict(
         protocol="h1", repeat=1, started_at="2026-12-01T00:00:00Z", outcome="stalled",
         failure_kind=None, last_line="stalled waiting for the server: nothing for 10.3 s",
@@ -229,7 +229,7 @@ def _clone(**kw: object) -> SampledTransfer:
         measured_s=10.5, last_progress="Cloning into 'clone'...", tcpinfo_samples=3,
         clone_removed=True)
     base.update(kw)
-    return SampledTransfer(**base)  # type: ignore[arg-type]
+    return CloneRecord(**base)  # type: ignore[arg-type]
 
 
 def test_it_runs_after_a_clone_that_asked_for_its_pack_and_heard_nothing() -> None:
@@ -242,7 +242,7 @@ def test_it_runs_after_a_clone_that_asked_for_its_pack_and_heard_nothing() -> No
 
 
 class _CloneRun:
-    def __init__(self, protocol: str, url: str, fetches: tuple[SampledTransfer, ...]) -> None:
+    def __init__(self, protocol: str, url: str, fetches: tuple[CloneRecord, ...]) -> None:
         self.protocol, self.url, self.fetches = protocol, url, fetches
 
 

@@ -33,7 +33,7 @@ from gitnetdiag.probe.repo import generate_repo
 from gitnetdiag.probe.runner import run_probe
 from gitnetdiag.rundir import load_run
 from gitnetdiag.rundir import manifest as manifest_module
-from gitnetdiag.rundir.manifest import load_sampled
+from gitnetdiag.rundir.manifest import load_fetch_manifest
 from gitnetdiag.vocabulary import TransportKind
 
 REPO = Path(__file__).resolve().parents[2]
@@ -168,7 +168,7 @@ def test_a_full_disk_warns_and_keeps_what_the_run_wrote(
     if direction == "push":
         kept = [push.repeat for run in load_run(out).protocols for push in run.pushes]
     else:
-        fetched = load_sampled(out)
+        fetched = load_fetch_manifest(out)
         assert fetched is not None
         kept = [clone.repeat for run in fetched.protocols for clone in run.fetches]
     assert kept == [1]

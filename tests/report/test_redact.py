@@ -12,7 +12,7 @@ import pytest
 
 from gitnetdiag import redaction
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.observations import PushResult
+from gitnetdiag.diagnosis.observations import PushObservation
 from gitnetdiag.errors import AnsweredError, UsageError
 from gitnetdiag.redaction import documentation_urls, redact_error
 from gitnetdiag.report import RENDERERS, redact_text, redact_url
@@ -60,7 +60,7 @@ def test_no_renderer_writes_a_secret(fmt: str) -> None:
     """Target URL and an error message both carry secrets; no format shows them."""
     obs = examples.slow_h2_edge()
     h1 = obs.protocols["h1"]
-    leaky = PushResult(
+    leaky = PushObservation(
         duration_s=2.0,
         bytes=10,
         ok=False,

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from gitnetdiag.diagnosis import Diagnosis, diagnose
-from gitnetdiag.diagnosis.observations import ProtocolObservation, PushResult, RunProblem
+from gitnetdiag.diagnosis.observations import ProtocolObservation, PushObservation, RunProblem
 from gitnetdiag.report import RENDERERS, render_json
 from tests.diagnosis import examples
 from tests.report.test_report_json import documented_schema, validate
@@ -20,7 +20,7 @@ def auth_failed() -> Diagnosis:
     """HTTP/2 rejected with 401 (URL with a token), the other protocols measured: failed
     (a requested protocol whose pushes all fail, issue 42; it was inconclusive)."""
     base = examples.healthy()
-    h2 = ProtocolObservation(pushes=(PushResult(duration_s=0.1, bytes=1, ok=False,
+    h2 = ProtocolObservation(pushes=(PushObservation(duration_s=0.1, bytes=1, ok=False,
                                                 error_kind="auth", error_message="HTTP 401"),))
     problem = RunProblem(stage="push", protocol="h2", reference="auth-failed", kind="auth",
                          message=f"https://user:{SECRET}@git.example.com/r.git: HTTP 401",
@@ -66,11 +66,11 @@ def described() -> Diagnosis:
     base = examples.healthy()
     rpc = "error: RPC failed; HTTP 411 curl 22 The requested URL returned error: 411"
     h1 = ProtocolObservation(
-        pushes=(PushResult(duration_s=1.0, bytes=1, ok=False, error_kind="http-status",
+        pushes=(PushObservation(duration_s=1.0, bytes=1, ok=False, error_kind="http-status",
                            error_message=rpc),),
         http_requests=(HttpExchange(method="POST", path="/r.git/git-receive-pack",
                                     status=411, push=1, streamed=True),))
-    ssh = ProtocolObservation(pushes=(PushResult(duration_s=1.0, bytes=1, ok=False,
+    ssh = ProtocolObservation(pushes=(PushObservation(duration_s=1.0, bytes=1, ok=False,
                                                  error_kind="other",
                                                  error_message="fatal: something new"),))
     return diagnose(replace(base, protocols={**base.protocols, "h1": h1, "ssh": ssh}))

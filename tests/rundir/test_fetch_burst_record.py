@@ -11,9 +11,9 @@ from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.rundir.manifest import (
     FETCH_SCHEMA,
-    SampledManifest,
-    SampledProtocolRun,
-    load_sampled,
+    CloneProtocolRun,
+    FetchManifest,
+    load_fetch_manifest,
     write_manifest,
 )
 from gitnetdiag.rundir.records import BurstOp, BurstRecord, ConnectOp
@@ -28,18 +28,18 @@ BURST = BurstRecord(
     capture="burst-git.pcap")
 
 
-def manifest(burst: BurstRecord | None) -> SampledManifest:
-    return SampledManifest(
+def manifest(burst: BurstRecord | None) -> FetchManifest:
+    return FetchManifest(
         schema=FETCH_SCHEMA, direction="fetch", tool_version="0", run_id="r",
         started_at="2026-11-26T22:00:00Z", finished_at=None, status="complete", options={},
         environment=None, paths=(), errors=(), warnings=(),
-        protocols=(SampledProtocolRun(protocol="git", url="git://h/r.git", endpoint="h:9418",
+        protocols=(CloneProtocolRun(protocol="git", url="git://h/r.git", endpoint="h:9418",
                                     burst=burst),))
 
 
 def test_the_burst_round_trips(tmp_path: Path) -> None:
     write_manifest(tmp_path, manifest(BURST))
-    loaded = load_sampled(tmp_path)
+    loaded = load_fetch_manifest(tmp_path)
     assert loaded is not None and loaded.protocols[0].burst == BURST
     assert loaded.protocols[0].burst.failures_by_kind == {FailureKind.TIMEOUT: 1}
 
@@ -50,7 +50,7 @@ def test_a_fetch_json_without_the_burst_key_loads(tmp_path: Path) -> None:
     for run in data["protocols"]:
         del run["burst"]
     path.write_text(json.dumps(data))
-    loaded = load_sampled(tmp_path)
+    loaded = load_fetch_manifest(tmp_path)
     assert loaded is not None and loaded.protocols[0].burst is None
 
 
@@ -59,7 +59,7 @@ def test_a_burst_capture_outside_the_run_directory_is_refused(tmp_path: Path) ->
         protocol="git", concurrency=0, timeout_s=1.0, ops=(), connects=(),
         capture="../../etc/passwd")))
     with pytest.raises(GitnetdiagError, match=r"burst\.capture"):
-        load_sampled(tmp_path)
+        load_fetch_manifest(tmp_path)
 
 
 @pytest.mark.parametrize(("field", "value", "message"), [
@@ -81,4 +81,4 @@ def test_a_bad_endpoint_or_protocol_is_a_bad_run_directory(
         run[field] = value
     path.write_text(json.dumps(data))
     with pytest.raises(GitnetdiagError, match=message):
-        load_sampled(tmp_path)
+        load_fetch_manifest(tmp_path)

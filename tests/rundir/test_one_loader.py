@@ -15,14 +15,14 @@ import pytest
 from gitnetdiag.errors import InputError
 from gitnetdiag.rundir.ledgers import H2CreditLedger
 from gitnetdiag.rundir.manifest import (
+    FetchManifest,
     RunManifest,
-    SampledManifest,
+    load_fetch_manifest,
     load_run,
-    load_sampled,
     read_manifest,
     write_manifest,
 )
-from gitnetdiag.rundir.records import PushRecord, SampledTransfer
+from gitnetdiag.rundir.records import CloneRecord, PushRecord
 
 REPO = Path(__file__).resolve().parents[2]
 PUSH_RUN = REPO / "captures" / "healthy"
@@ -31,10 +31,10 @@ FETCH_RUN = REPO / "tests" / "data" / "fetch-healthy"
 
 @pytest.mark.parametrize(("run", "cls", "kind", "direction"), [
     (PUSH_RUN, RunManifest, PushRecord, "push"),
-    (FETCH_RUN, SampledManifest, SampledTransfer, "fetch"),
+    (FETCH_RUN, FetchManifest, CloneRecord, "fetch"),
 ])
 def test_both_recorded_runs_read_as_transfers_with_their_direction(
-        run: Path, cls: type[RunManifest] | type[SampledManifest], kind: type, direction: str
+        run: Path, cls: type[RunManifest] | type[FetchManifest], kind: type, direction: str
 ) -> None:
     manifest = read_manifest(run, cls)
     assert manifest is not None and manifest.direction == direction
@@ -59,7 +59,7 @@ def test_a_manifest_without_direction_reads_as_push_and_is_written_with_it(
 
 def _fetch_copy(tmp_path: Path, ledger: H2CreditLedger) -> Path:
     run = Path(shutil.copytree(FETCH_RUN, tmp_path / "run"))
-    manifest = load_sampled(run)
+    manifest = load_fetch_manifest(run)
     assert manifest is not None
     write_manifest(run, replace(manifest, h2_downloads=(ledger,)))
     return run
@@ -72,12 +72,12 @@ LEDGER = H2CreditLedger(label="HTTP/2 default", window_bytes=65_535, outcome="ok
 
 def test_credit_alone_may_be_negative(tmp_path: Path) -> None:
     run = _fetch_copy(tmp_path, LEDGER)
-    manifest = load_sampled(run)
+    manifest = load_fetch_manifest(run)
     assert manifest is not None and manifest.h2_downloads == (LEDGER,)
     run = _fetch_copy(tmp_path / "b", replace(LEDGER, data_bytes=(16_384, -5)))
     with pytest.raises(InputError, match=r"fetch\.h2_downloads\[0\]\.data_bytes\[1\] must be "
                        r"a finite number >= 0, got -5") as caught:
-        load_sampled(run)
+        load_fetch_manifest(run)
     assert caught.value.reference == "bad-run-dir"
 
 
@@ -92,5 +92,5 @@ def test_a_measured_push_needs_a_pack_and_a_clone_only_time(tmp_path: Path) -> N
     data = json.loads((fetch_dir / "fetch.json").read_text())
     data["protocols"][0]["fetches"][0]["moved_bytes"] = 0
     (fetch_dir / "fetch.json").write_text(json.dumps(data))
-    assert load_sampled(fetch_dir) is not None  # a clone of an empty repository moves nothing
-    assert load_sampled(tmp_path) is None  # no fetch.json: the run cloned nothing
+    assert load_fetch_manifest(fetch_dir) is not None  # a clone of an empty repository moves nothing
+    assert load_fetch_manifest(tmp_path) is None  # no fetch.json: the run cloned nothing

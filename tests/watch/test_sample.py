@@ -9,11 +9,11 @@ from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.diagnosis.model import Finding
 from gitnetdiag.rundir import (
+    CloneProtocolRun,
+    CloneRecord,
     ProtocolRun,
     PushRecord,
     RunError,
-    SampledProtocolRun,
-    SampledTransfer,
 )
 from gitnetdiag.watch.cycle import catalogue, merge_samples
 from gitnetdiag.watch.sample import (
@@ -74,8 +74,8 @@ def test_protocol_never_pushed_takes_the_run_error() -> None:
 
 
 def _clone(protocol: str, outcome: str = "ok", rate: float | None = 7e6, wall_s: float = 1.0,
-           kind: str | None = None) -> SampledTransfer:
-    return SampledTransfer(
+           kind: str | None = None) -> CloneRecord:
+    return CloneRecord(
         protocol=protocol, repeat=1, started_at="", outcome=outcome,  # type: ignore[arg-type]
         failure_kind=kind, last_line="", wall_s=wall_s,  # type: ignore[arg-type]
         rate_bytes_per_s=rate, started_epoch_s=0.0, moved_bytes=6 << 20, measured_s=wall_s,
@@ -83,11 +83,11 @@ def _clone(protocol: str, outcome: str = "ok", rate: float | None = 7e6, wall_s:
 
 
 def _clones() -> DirectionSample:
-    runs = [SampledProtocolRun(protocol="h1", url="u", endpoint="h:443",
+    runs = [CloneProtocolRun(protocol="h1", url="u", endpoint="h:443",
                                fetches=(_clone("h1", wall_s=0.8, rate=7.5e6),)),
-            SampledProtocolRun(protocol="h2", url="u", endpoint="h:443",
+            CloneProtocolRun(protocol="h2", url="u", endpoint="h:443",
                                fetches=(_clone("h2", "failed", None, 0.1, "reset"),)),
-            SampledProtocolRun(protocol="ssh", url="u", endpoint="h:22",
+            CloneProtocolRun(protocol="ssh", url="u", endpoint="h:22",
                                fetches=(_clone("ssh", "bounded", 5e6, 10.0),))]
     window = Finding(id="client-http2-window", title="t", score=0.9, cost_s=4.0, summary="s",
                      evidence=(), fix="f")

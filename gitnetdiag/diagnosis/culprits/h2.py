@@ -53,7 +53,7 @@ from gitnetdiag.diagnosis.observations import (
     H2Ledger,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
 )
 from gitnetdiag.diagnosis.servers import (
     ServerIdentity,
@@ -201,7 +201,7 @@ def _window_signals(h: _H2Push, ledger: H2Ledger, rtt: float, window: int, tally
 
 def _stall_signal(
     obs: Observations, p: ProtocolObservation, small_window: bool, tally: Tally
-) -> list[PushResult]:
+) -> list[PushObservation]:
     """Pushes that hung: the HTTP/2 edge story even when nothing else is measured."""
     stalled = [push for push in failed_pushes(p) if push.error_kind in ("hung", "timeout")]
     if p.h2_client_stall is not None:
@@ -247,7 +247,7 @@ def _cost_s(obs: Observations, h: _H2Push) -> float:
     return h2_push_cost_s(obs, p, slow_cost)
 
 
-def _summary(h: _H2Push, predicted: float | None, stalled: list[PushResult]) -> str:
+def _summary(h: _H2Push, predicted: float | None, stalled: list[PushObservation]) -> str:
     parts = []
     if h.h2_rate is not None and h.other is not None:
         parts.append(

@@ -40,7 +40,7 @@ from gitnetdiag.diagnosis.culprits._common import label, observed, term
 from gitnetdiag.diagnosis.culprits.mtu import STALL_KINDS
 from gitnetdiag.diagnosis.measures import path_rate_bytes_per_s, upload_rate_bytes_per_s
 from gitnetdiag.diagnosis.model import Evidence
-from gitnetdiag.diagnosis.observations import Observations, PushResult
+from gitnetdiag.diagnosis.observations import Observations, PushObservation
 
 HEADROOM_RATIO = 4.0
 """A window whose rate (window / RTT) is at least this multiple of the fastest rate a
@@ -123,7 +123,7 @@ class StoppedDead:
     """A hung push that moved no more than one window before it stopped: its credit ran
     out and was never granted again (the window's stall, which its rate does not show)."""
 
-    push: PushResult
+    push: PushObservation
     """The hung push."""
     moved_bytes: int
     """What its sockets moved before it stopped."""
@@ -144,7 +144,7 @@ class StoppedDead:
             source=f"{source}; pushes: {self.push.error_message or self.push.error_kind}")
 
 
-def stopped_within_window(pushes: Iterable[PushResult],
+def stopped_within_window(pushes: Iterable[PushObservation],
                           window: float | None) -> StoppedDead | None:
     """The first hung push (a stall or timeout, its pack larger than ``window``, not
     stopped while git still prepared the pack) whose moved bytes stayed within one window of

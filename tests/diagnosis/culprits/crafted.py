@@ -10,7 +10,7 @@ from gitnetdiag.diagnosis.observations import (
     CaptureMetrics,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     RunInfo,
     Trace2Phases,
 )
@@ -59,7 +59,7 @@ def proto(
     phases = {"pack_objects_s": 0.2, "server_wait_s": 0.15, "ref_advertisement_s": 0.12}
     phases.update(trace or {})
     total = upload_s + sum(phases.values())
-    pushes = tuple(PushResult(duration_s=total * (1 + 0.02 * i), bytes=size) for i in range(n))
+    pushes = tuple(PushObservation(duration_s=total * (1 + 0.02 * i), bytes=size) for i in range(n))
     return ProtocolObservation(
         pushes=pushes,
         trace2=Trace2Phases(upload_s=upload_s, **phases),

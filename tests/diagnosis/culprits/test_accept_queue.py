@@ -14,7 +14,7 @@ from gitnetdiag.diagnosis.observations import (
     HostEvidence,
     Listener,
     Observations,
-    PushResult,
+    PushObservation,
 )
 from tests.diagnosis import examples
 from tests.diagnosis.culprits.crafted import (
@@ -53,7 +53,7 @@ def case_syn_drop() -> Observations:
 
 def case_firewall_reset() -> Observations:
     h1 = proto(3.0, capture=cap(resets_from_server=2))
-    failed = PushResult(
+    failed = PushObservation(
         duration_s=5.0,
         bytes=MB,
         ok=False,
@@ -175,8 +175,8 @@ def _refused_everywhere(*, checked: bool = True) -> Observations:
     """HTTP/1.1 and SSH to a host whose ports 8443 and 22 refuse every connect: the path
     check's two connects per port and git's one push each (0.3 s, above the 50 ms RTT, so
     the refusal's speed says nothing), no capture, no host evidence."""
-    def refused(message: str) -> PushResult:
-        return PushResult(duration_s=0.3, bytes=0, ok=False, error_kind="refused",
+    def refused(message: str) -> PushObservation:
+        return PushObservation(duration_s=0.3, bytes=0, ok=False, error_kind="refused",
                           error_message=message)
     h1 = replace(proto(3.0, n=1), pushes=(refused(
         "fatal: unable to access 'https://git.example:8443/r.git/': Failed to connect to "

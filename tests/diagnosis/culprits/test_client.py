@@ -10,7 +10,7 @@ from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.observations import (
     H2Ledger,
     Observations,
-    PushResult,
+    PushObservation,
 )
 from tests.diagnosis import examples
 from tests.diagnosis.culprits.crafted import (
@@ -33,7 +33,7 @@ def case_client_pack_cpu() -> Observations:
 def case_client_http_stack() -> Observations:
     ledger = H2Ledger(server_initial_window_bytes=16_777_216, connection_window_bytes=16_777_216)
     h2 = proto(2.7, capture=cap(), h2_ledger=ledger)
-    broken = PushResult(
+    broken = PushObservation(
         duration_s=4.0,
         bytes=MB,
         ok=False,

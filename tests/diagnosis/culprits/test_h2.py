@@ -15,7 +15,7 @@ from gitnetdiag.diagnosis.observations import (
     HostEvidence,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
 )
 from gitnetdiag.report.units import fmt_evidence_threshold, fmt_evidence_value
 from tests.diagnosis import examples
@@ -62,7 +62,7 @@ def case_h2_frames() -> Observations:
 def case_h2_buffer_below_a_frame() -> Observations:
     """The lab's h2-frame-settings fault: HAProxy ``tune.bufsize 8192``; every HTTP/2 push
     ends in "Empty reply from server", HTTP/1.1 through the same edge pushes."""
-    failed = PushResult(duration_s=0.2, bytes=MB, ok=False, error_kind="reset",
+    failed = PushObservation(duration_s=0.2, bytes=MB, ok=False, error_kind="reset",
                         error_message="Empty reply from server")
     return Observations(
         run=run(),
@@ -129,7 +129,7 @@ def test_h2_window_without_ledger_still_first() -> None:
 
 def test_http2_that_only_hangs_is_reported_as_a_stall() -> None:
     """Every HTTP/2 push hung (no ledger, no rate): still a finding, worded as a stall."""
-    hung = PushResult(
+    hung = PushObservation(
         duration_s=60.0, bytes=MB, ok=False, error_kind="hung", error_message="no DATA sent"
     )
     obs = Observations(

@@ -29,7 +29,7 @@ from gitnetdiag.diagnosis.observations import (
     H2Ledger,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
     SshLedger,
 )
 from tests.diagnosis.culprits.crafted import MB, cap, clamped, proto, run
@@ -44,8 +44,8 @@ NGINX_MOVED = 315_000
 
 
 def _hung(duration_s: float = 15.41, size: int = NGINX_PACK,
-          moved: int | None = NGINX_MOVED) -> PushResult:
-    return PushResult(duration_s=duration_s, bytes=size, ok=False, error_kind="hung",
+          moved: int | None = NGINX_MOVED) -> PushObservation:
+    return PushObservation(duration_s=duration_s, bytes=size, ok=False, error_kind="hung",
                       error_message="Writing objects:  36% (4/11)", moved_bytes=moved)
 
 
@@ -181,7 +181,7 @@ def loopback_hung_h2(*, moved: int | None = LOOPBACK_MOVED, in_flight: int = 32_
                      message: str = "Writing objects:  57% (4/7)") -> Observations:
     """The reproduction's observations: the hung HTTP/2 push's TCP_INFO caught one
     segment of in flight (32768 B: one loopback MSS), no ledger unless ``ledger_window``."""
-    hung = PushResult(duration_s=15.55, bytes=LOOPBACK_PACK, ok=False, error_kind="hung",
+    hung = PushObservation(duration_s=15.55, bytes=LOOPBACK_PACK, ok=False, error_kind="hung",
                       error_message=message, moved_bytes=moved)
     ledger = None if ledger_window is None else H2Ledger(
         source="native HTTP/2 probe of 127.0.0.1:45927",

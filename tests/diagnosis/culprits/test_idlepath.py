@@ -16,13 +16,13 @@ from gitnetdiag.diagnosis.observations import (
     IdlePathProbe,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
 )
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import ExitCode
 from tests.diagnosis.culprits.crafted import MB, Case, proto, run
 
-HUNG = tuple(PushResult(duration_s=12.0, bytes=MB, ok=False, error_kind="hung",
+HUNG = tuple(PushObservation(duration_s=12.0, bytes=MB, ok=False, error_kind="hung",
                         error_message="made no progress within 12 s") for _ in range(2))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushResult
+from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushObservation
 from tests.diagnosis.culprits.crafted import Case, assert_ranks_first_with_its_fix, cap, run
 
 
@@ -23,7 +23,7 @@ def _blackholed(**kw: object) -> ProtocolObservation:
     }
     capture.update(kw)
     return ProtocolObservation(
-        pushes=(PushResult(duration_s=15.8, bytes=3_146_449, ok=False, error_kind="hung",
+        pushes=(PushObservation(duration_s=15.8, bytes=3_146_449, ok=False, error_kind="hung",
                            error_message="Writing objects:  66% (4/6)"),),
         capture=cap(**capture),
     )

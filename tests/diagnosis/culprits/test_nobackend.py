@@ -18,7 +18,7 @@ from gitnetdiag.diagnosis.observations import (
     H2Ledger,
     HttpExchange,
     Observations,
-    PushResult,
+    PushObservation,
     RunProblem,
 )
 from gitnetdiag.diagnosis.terminators import KnowledgeBaseError
@@ -41,8 +41,8 @@ def _post(status: int, server: str | None = None, push: int = 1, **kw: object) -
                         server=server, push=push, **kw)  # type: ignore[arg-type]
 
 
-def _failed(message: str = GIT_503) -> PushResult:
-    return PushResult(duration_s=0.3, bytes=MB, ok=False, error_kind="http-status",
+def _failed(message: str = GIT_503) -> PushObservation:
+    return PushObservation(duration_s=0.3, bytes=MB, ok=False, error_kind="http-status",
                       error_message=message)
 
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 from gitnetdiag.diagnosis import diagnose
 from gitnetdiag.diagnosis.culprits.pool import mixed_kinds
-from gitnetdiag.diagnosis.observations import HttpExchange, Observations, PushResult
+from gitnetdiag.diagnosis.observations import HttpExchange, Observations, PushObservation
 from tests.diagnosis.culprits.crafted import MB, Case, cap, proto, run
 
 RPC_308 = ("error: RPC failed; HTTP 308 curl 22 The requested URL returned error: 308")
@@ -24,7 +24,7 @@ def _requests(push: int, receive_status: int) -> tuple[HttpExchange, ...]:
 def case_edge_backend_errors(**run_fields: object) -> Observations:
     """Every second receive-pack POST through the edge answered 308; SSH fine. The
     capture saw RSTs from the server side (the edge closing on an unread body)."""
-    failed = PushResult(duration_s=0.4, bytes=MB, ok=False, error_kind="http-status",
+    failed = PushObservation(duration_s=0.4, bytes=MB, ok=False, error_kind="http-status",
                         error_message=RPC_308)
     https = {}
     for name in ("h1", "h2"):

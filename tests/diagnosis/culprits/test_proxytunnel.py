@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gitnetdiag.diagnosis import diagnose
-from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushResult
+from gitnetdiag.diagnosis.observations import Observations, ProtocolObservation, PushObservation
 from gitnetdiag.hops import FirstHop, ProxyAnswer
 from gitnetdiag.outcomes import FailureKind
 from tests.diagnosis.culprits.crafted import (
@@ -22,7 +22,7 @@ TINYPROXY = ProxyAnswer(status=400, status_line="HTTP/1.1 400 Bad Request",
 def case_proxy_refused_tunnel() -> Observations:
     """tinyproxy answers a CONNECT to a port outside its ConnectPort lines 403; curl says
     ``CONNECT tunnel failed, response 403``."""
-    refused = PushResult(duration_s=0.01, bytes=MB, ok=False, error_kind=FailureKind.OTHER,
+    refused = PushObservation(duration_s=0.01, bytes=MB, ok=False, error_kind=FailureKind.OTHER,
                          error_message="fatal: unable to access 'https://git.lab/r.git/': "
                          "CONNECT tunnel failed, response 403")
     hops = (FirstHop(protocol="h2", kind="http-proxy", proxy="10.77.0.1:8888",

@@ -20,7 +20,7 @@ from gitnetdiag.diagnosis.observations import (
     DeadPath,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
 )
 from gitnetdiag.diagnosis.verdict import judge, verdict_error
 from gitnetdiag.errors import ExitCode
@@ -37,7 +37,7 @@ def _filtered(protocol: str, endpoint: str) -> DeadPath:
 
 
 def _not_started(kind: FailureKind = FailureKind.UNREACHABLE) -> ProtocolObservation:
-    return ProtocolObservation(pushes=(PushResult(
+    return ProtocolObservation(pushes=(PushObservation(
         duration_s=3.5, bytes=3_000_000, ok=False, error_kind=kind,
         error_message="not started: no answer from 198.18.2.2:22 to 3 SYNs over 3.5 s"),))
 
@@ -166,7 +166,7 @@ def test_clones_over_dead_ports_are_failed_with_path_unreachable_first() -> None
 def test_no_route_is_named_from_the_check_while_gits_own_transfers_failed_fast() -> None:
     """No route to SSH's host (ICMP net-unreachable): git ran and failed in 20 ms, as the
     check did; the culprit names the route, not the SYN wait, and explains the failure."""
-    failed = ProtocolObservation(pushes=(PushResult(
+    failed = ProtocolObservation(pushes=(PushObservation(
         duration_s=0.02, bytes=3_000_000, ok=False, error_kind=FailureKind.UNREACHABLE,
         error_message="ssh: connect to host 198.18.9.9 port 22: Network is unreachable"),))
     obs = Observations(

@@ -18,7 +18,7 @@ from gitnetdiag.diagnosis.observations import (
     HttpExchange,
     Observations,
     ProtocolObservation,
-    PushResult,
+    PushObservation,
 )
 from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import ExitCode
@@ -44,12 +44,12 @@ def _push_requests(push: int, status: int | None, *, server: str | None = APACHE
     )
 
 
-def _failed(kind: str, message: str, n: int = 3) -> tuple[PushResult, ...]:
-    return tuple(PushResult(duration_s=0.6, bytes=3 * MB, ok=False, error_kind=kind,
+def _failed(kind: str, message: str, n: int = 3) -> tuple[PushObservation, ...]:
+    return tuple(PushObservation(duration_s=0.6, bytes=3 * MB, ok=False, error_kind=kind,
                             error_message=message) for _ in range(n))
 
 
-def _https(pushes: tuple[PushResult, ...], requests: tuple[HttpExchange, ...],
+def _https(pushes: tuple[PushObservation, ...], requests: tuple[HttpExchange, ...],
            **kw: object) -> ProtocolObservation:
     return replace(proto(2.0, size=3 * MB), pushes=pushes, http_requests=requests, **kw)
 

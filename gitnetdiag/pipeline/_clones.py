@@ -29,7 +29,7 @@ from gitnetdiag.diagnosis.culprits.libcurlwin import window_for
 from gitnetdiag.diagnosis.engine import diagnose
 from gitnetdiag.diagnosis.failuredesc import describe_failures
 from gitnetdiag.diagnosis.headline import verdict_headline
-from gitnetdiag.diagnosis.model import Diagnosis, SampledTransfers
+from gitnetdiag.diagnosis.model import Diagnosis, FetchDetails
 from gitnetdiag.diagnosis.observations import (
     PROTOCOL_ORDER,
     BurstResult,
@@ -50,8 +50,8 @@ from gitnetdiag.pipeline._remote import first_hops_of, remote_of
 from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_run_dir
 from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
-from gitnetdiag.rundir.manifest import SampledManifest, check_numbers, load_sampled
-from gitnetdiag.rundir.records import SampledTransfer, TimelinePoint
+from gitnetdiag.rundir.manifest import FetchManifest, check_numbers, load_fetch_manifest
+from gitnetdiag.rundir.records import CloneRecord, TimelinePoint
 from gitnetdiag.rundir.trace2 import json_objects
 from gitnetdiag.serial import Malformed, from_jsonable
 
@@ -71,7 +71,7 @@ def artifact_text(run_dir: Path, name: str | None) -> str | None:
         return None
 
 
-def _read(run_dir: Path, record: SampledTransfer, kind: str) -> str:
+def _read(run_dir: Path, record: CloneRecord, kind: str) -> str:
     """A clone's artifact as text, empty when there is none (:func:`artifact_text`)."""
     return artifact_text(run_dir, record.artifacts.get(kind)) or ""
 
@@ -95,7 +95,7 @@ def _samples(text: str) -> list[dict[str, Any]]:
             and isinstance(row.get("t_s"), int | float)]
 
 
-def _captured(run_dir: Path, record: SampledTransfer, tcp: ReceiverTcpSummary | None
+def _captured(run_dir: Path, record: CloneRecord, tcp: ReceiverTcpSummary | None
               ) -> CaptureMetrics | None:
     """The clone's capture as the sender's view (the connection the server sent most on;
     a clone refused at its SYN has only that), None without one (not root) or empty."""
@@ -107,7 +107,7 @@ def _captured(run_dir: Path, record: SampledTransfer, tcp: ReceiverTcpSummary | 
                            tcp=tcp)
 
 
-def observe_transfer(run_dir: Path, record: SampledTransfer, rtt_s: float | None,
+def observe_transfer(run_dir: Path, record: CloneRecord, rtt_s: float | None,
                   rmem: tuple[int, ...] | None = None,
                   libcurl: str | None = None) -> TransferObservation:
     """One clone's observation from its record and artifacts."""
@@ -138,7 +138,7 @@ def observe_transfer(run_dir: Path, record: SampledTransfer, rtt_s: float | None
     )
 
 
-def _pack_wait(record: SampledTransfer) -> PackWait | None:
+def _pack_wait(record: CloneRecord) -> PackWait | None:
     """A clone stopped in the server's pack phase: its wait, as the probe measured it."""
     w = record.pack_wait
     if w is None:
@@ -160,7 +160,7 @@ def git_error_lines(stderr: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(line for line in lines if line.startswith(GIT_ERROR_PREFIXES)))
 
 
-def _timeline(run_dir: Path, record: SampledTransfer) -> list[TimelinePoint]:
+def _timeline(run_dir: Path, record: CloneRecord) -> list[TimelinePoint]:
     """A clone's progress timeline; a line that is not JSON (cut by a crash) is skipped, one
     with a field missing, of the wrong type or with a number that is negative, NaN or
     absurdly large is a ``bad-run-dir`` naming the file and the line."""
@@ -178,7 +178,7 @@ def _timeline(run_dir: Path, record: SampledTransfer) -> list[TimelinePoint]:
     return points
 
 
-def _h2_windows(run_dir: Path, record: SampledTransfer, libcurl: str | None) -> dict[str, Any]:
+def _h2_windows(run_dir: Path, record: CloneRecord, libcurl: str | None) -> dict[str, Any]:
     """An HTTP/2 clone's windows: git's own (decrypted frames, ``--full``) beside the one its
     libcurl release is documented to advertise."""
     if record.protocol != "h2":
@@ -198,23 +198,23 @@ def _burst(run_dir: Path, burst: BurstRecord, endpoint: str) -> BurstResult:
     return burst_result(burst, endpoint, tuple(analysis.connections) if analysis else None)
 
 
-def sampled_run(run_dir: Path) -> Diagnosis | None:
+def clone_run_diagnosis(run_dir: Path) -> Diagnosis | None:
     """The diagnosis of a fetch run directory (``fetch.json`` and no ``manifest.json``),
     derived again from its files (it keeps no ``observations.json``); None for another."""
     if (run_dir / MANIFEST_NAME).exists() or not (run_dir / FETCH_FILE).exists():
         return None
-    diagnosis = diagnose_sampled(run_dir)
+    diagnosis = diagnose_clones(run_dir)
     if diagnosis is None:
         raise bad_run_dir(f"{run_dir}: no {FETCH_FILE}")
     return diagnosis
 
 
-def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
+def diagnose_clones(run_dir: Path, manifest: FetchManifest | None = None
                      ) -> Diagnosis | None:
     """The diagnosis of the transfers sampled in ``run_dir`` (``fetch.json``); None when
     it has none. ``manifest``: the run's record as the probe holds it, when ``fetch.json``
     could not be brought up to date (a full filesystem); else it is read from ``run_dir``."""
-    manifest = manifest or load_sampled(run_dir)
+    manifest = manifest or load_fetch_manifest(run_dir)
     if manifest is None:
         return None
     rtts = {path.endpoint: path.connect_rtt_min_s for path in manifest.paths}
@@ -232,7 +232,7 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
                    for run in manifest.protocols if run.burst is not None)
     obs = download_observations(
         observations, bursts=bursts, host=host, requested=_requested(manifest),
-        problems=sampled_problems(manifest) + capture_problems(run_dir, manifest),
+        problems=fetch_problems(manifest) + capture_problems(run_dir, manifest),
         started=manifest.started_at,
         target_url=", ".join(sorted({run.url for run in manifest.protocols})),
         dead_paths=dead_paths(((r.protocol, r.endpoint) for r in manifest.protocols),
@@ -248,13 +248,13 @@ def diagnose_sampled(run_dir: Path, manifest: SampledManifest | None = None
         ranked, verdict=judged.verdict, headline=verdict_headline(judged, ranked.findings, obs),
         measurement_failures=describe_failures(obs, judged.failures),
         direction=manifest.direction,
-        sampled=SampledTransfers(
+        fetch_details=FetchDetails(
             record=manifest, windows=windows,
             h2_pacing=tuple(h2_receiver_pacing(r) for r in manifest.h2_downloads),
             ssh_pacing=tuple(ssh_receiver_pacing(r) for r in manifest.ssh_downloads)))
 
 
-def _idle_paths(run_dir: Path, manifest: SampledManifest) -> dict[str, IdlePathProbe]:
+def _idle_paths(run_dir: Path, manifest: FetchManifest) -> dict[str, IdlePathProbe]:
     """What the idle probe saw of each protocol's endpoint, where it ran (after a clone
     that asked for its pack and heard nothing: ``native-idle-<n>.json``)."""
     probes = {run.protocol: idle_path(run_dir, run.protocol).value
@@ -270,7 +270,7 @@ _STAGE_HINTS = {
 """What to do about a fetch run's error of each step (the push's are in ``_run``)."""
 
 
-def sampled_problems(manifest: SampledManifest) -> tuple[RunProblem, ...]:
+def fetch_problems(manifest: FetchManifest) -> tuple[RunProblem, ...]:
     """fetch.json's errors as the verdict reads them, each with what to do about it, and
     a run that never finished (``status`` still ``running``), as for pushes."""
     seed = manifest.seed
@@ -285,7 +285,7 @@ def sampled_problems(manifest: SampledManifest) -> tuple[RunProblem, ...]:
     return tuple(problems)
 
 
-def capture_problems(run_dir: Path, manifest: SampledManifest) -> tuple[RunProblem, ...]:
+def capture_problems(run_dir: Path, manifest: FetchManifest) -> tuple[RunProblem, ...]:
     """A clone's capture the run lists but that is not a regular file (lost, a directory, a
     FIFO): its packet evidence is missing, a problem of the run as a push's capture is."""
     problems = []
@@ -303,7 +303,7 @@ def capture_problems(run_dir: Path, manifest: SampledManifest) -> tuple[RunProbl
     return tuple(problems)
 
 
-def _requested(manifest: SampledManifest) -> tuple[str, ...]:
+def _requested(manifest: FetchManifest) -> tuple[str, ...]:
     """The protocols the run was asked to fetch over: its options' (a run that stopped
     before a protocol's first clone still asked for it), else those it has records of."""
     asked = manifest.options.get("protocols")
