@@ -304,6 +304,23 @@ class BodyLimitProbe:
 
 
 @dataclass(frozen=True, kw_only=True)
+class ControlAnswer:
+    """One application keepalive of the idle probe on a connection of the tool's own: an
+    HTTP/2 PING (``h2-ping``) or OpenSSH's ``keepalive@openssh.com`` (``ssh-keepalive``)."""
+
+    kind: str
+    """``h2-ping`` or ``ssh-keepalive``."""
+    silence_s: float
+    """The connection's silence when it was sent (both ways, TCP_INFO)."""
+    answered: bool
+    """The peer's answer came within ``wait_s``."""
+    round_trip_ms: float | None = None
+    """Milliseconds from the send to the answer; None when none came."""
+    wait_s: float = 0.0
+    """How long an answer was waited for."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class IdlePathProbe:
     """Positive controls after a push went silent (pack sent, no answer): TCP keepalives on
     connections of the tool's own to the same ``host:port``, each held silent for its own
@@ -325,6 +342,10 @@ class IdlePathProbe:
     """A new connection to the same port completed its handshake; None when not tried."""
     new_connection_s: float | None = None
     """Seconds that handshake took."""
+    controls: tuple[ControlAnswer, ...] = ()
+    """Application keepalives after a silence on connections of the tool's own (answered
+    or not; those whose connection failed or was closed are left out), by kind and
+    silence."""
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -156,7 +156,11 @@ def idle_path(run_dir: Path, protocol: str) -> Noted[obs.IdlePathProbe | None]:
             unanswered_probes=first.probes if first else 0,
             closed_by_server=len(record.idle_times("closed")),
             new_connection_ok=new.ok if new else None,
-            new_connection_s=new.connect_s if new else None)
+            new_connection_s=new.connect_s if new else None,
+            controls=tuple(obs.ControlAnswer(kind=c.kind, silence_s=c.silence_s,
+                                             answered=c.answer == "answered",
+                                             round_trip_ms=c.round_trip_ms, wait_s=c.wait_s)
+                           for c in record.controls if c.answer in ("answered", "unanswered")))
         first_protocol = protocol == record.protocols[0]
         return Noted(value=probe, notes=tuple(f"{path.name}: {note}" for note in record.notes
                                               if first_protocol))

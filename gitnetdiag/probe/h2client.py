@@ -23,6 +23,7 @@ from h2.connection import H2Connection
 from h2.events import (
     ConnectionTerminated,
     DataReceived,
+    PingAckReceived,
     RemoteSettingsChanged,
     ResponseReceived,
     StreamEnded,
@@ -164,6 +165,8 @@ class H2Client:
         self._flush()
         self.server_initial_window_bytes = HTTP2_DEFAULT_WINDOW_BYTES
         self._responses: dict[int, dict[str, Any]] = {}
+        self.ping_acks: dict[bytes, int] = {}
+        """PING payload -> t_ns its ACK arrived (:meth:`ping`)."""
 
     def close(self) -> None:
         try:
@@ -246,6 +249,8 @@ class H2Client:
             entry = self._responses.setdefault(event.stream_id, {"body": bytearray()})
             entry["body"] += event.data
             self.conn.acknowledge_received_data(event.flow_controlled_length, event.stream_id)
+        elif isinstance(event, PingAckReceived):
+            self.ping_acks[bytes(event.ping_data)] = t_ns
         elif isinstance(event, StreamEnded):
             self._responses.setdefault(event.stream_id, {"body": bytearray()})["ended"] = True
         elif isinstance(event, StreamReset):
@@ -311,6 +316,25 @@ class H2Client:
             body=bytes(entry["body"]),
             headers=dict(entry.get("headers", {})),
         )
+
+    def pump(self, timeout_s: float) -> bool:
+        """Take in what arrives within ``timeout_s`` (answering the server's PINGs and
+        SETTINGS); False when nothing did."""
+        return self._pump(timeout_s)
+
+    def ping(self, opaque: bytes, wait_s: float) -> float | None:
+        """Send a PING with the 8-byte ``opaque`` and wait up to ``wait_s`` for its ACK:
+        seconds from the send to the ACK, None when none came."""
+        sent_ns = self.recorder.now_ns()
+        self.conn.ping(opaque)
+        self._flush()
+        deadline = time.monotonic() + wait_s
+        while opaque not in self.ping_acks:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            self._pump(min(remaining, 0.05))
+        return (self.ping_acks[opaque] - sent_ns) / 1e9
 
     def _wait(self, deadline: float, what: str) -> None:
         if self.stop is not None and self.stop.is_set():

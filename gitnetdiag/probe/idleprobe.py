@@ -23,7 +23,12 @@ itself, on connections of its own to the same ``host:port``, none of which sends
 3. when the ladder bracketed the timeout (answered at one idle time, unanswered at the
    next), a second, finer round between the two (:func:`fine_ladder`: quarters of the gap),
    so N is known to a quarter of the ladder's step (0.25 s for a 4 s path);
-4. a new connection to the same port at the end: it works while the silent ones are gone
+4. positive controls on the tool's own application connections
+   (:mod:`gitnetdiag.probe.idlecontrols`: an HTTP/2 PING on the HTTPS port, OpenSSH's
+   keepalive request on the SSH port): at the ladder's top beside its first round, and,
+   once the keepalives bracketed the timeout, around that bracket after them
+   (:func:`~gitnetdiag.probe.idlecontrols.control_rungs`);
+5. a new connection to the same port at the end: it works while the silent ones are gone
    when the path, not the server, forgot them.
 
 The answers go to ``native-idle-<n>.json`` (:mod:`gitnetdiag.rundir.idleprobe`), one per
@@ -44,9 +49,20 @@ from pathlib import Path
 from typing import Protocol
 
 from gitnetdiag.probe.credentials import PROXY_ENV
+from gitnetdiag.probe.idlecontrols import (
+    CONTROL_WAIT_S,
+    SETUP_TIMEOUT_S,
+    Control,
+    ControlRound,
+    Controls,
+    control_rungs,
+    controls_text,
+    endpoint_controls,
+)
 from gitnetdiag.probe.options import Reporter
 from gitnetdiag.rundir.files import NATIVE_IDLE_GLOB
 from gitnetdiag.rundir.idleprobe import (
+    AppKeepalive,
     IdleConnection,
     IdleProbeRecord,
     KeepaliveAnswer,
@@ -59,8 +75,9 @@ LADDER_S = (1, 2, 3, 4, 5, 6, 8, 10, 12, 15, 20, 25, 30)
 """Idle times tried (whole seconds: ``TCP_KEEPIDLE``'s unit)."""
 MAX_IDLE_S = 30.0
 """The longest silence held: a path that forgets later than this is not bracketed."""
-MAX_PROBE_S = 2 * (MAX_IDLE_S + 5.0) + 10.0
-"""The longest an idle probe takes: both rounds at the ladder's top, and the new connection."""
+MAX_PROBE_S = 3 * (MAX_IDLE_S + 10.0) + 10.0
+"""The longest an idle probe takes: both rounds and the controls' at the ladder's top (and
+a step above), and the new connection."""
 KEEPALIVE_INTERVAL_S = 1
 """``TCP_KEEPINTVL``: a second probe follows the first after this."""
 KEEPALIVE_COUNT = 60
@@ -280,29 +297,55 @@ def _bracket(connections: Sequence[IdleConnection]) -> tuple[float | None, float
 
 
 def idle_probe(host: str, port: int, *, silence_s: float, protocols: Sequence[str],
-               trigger: str, ladder: Sequence[float] | None = None,
-               notes: tuple[str, ...] = (), until: float | None = None,
+               trigger: str, notes: tuple[str, ...] = (), until: float | None = None,
+               controls: Sequence[Control] = (),
                clock: Callable[[], float] = time.monotonic,
                sleep: Callable[[float], None] = time.sleep) -> IdleProbeRecord:
     """Hold silent connections to ``host:port`` and see which keepalives are answered: the
     ladder, then the finer round inside its bracket unless that would end after ``until``
-    (a monotonic deadline)."""
+    (a monotonic deadline); the ``controls`` at the ladder's top beside the first round,
+    and around the bracket after the second (:func:`_controls`)."""
     started = clock()
-    rungs = tuple(ladder) if ladder is not None else idle_ladder(silence_s)
+    rungs = idle_ladder(silence_s)
+    beside = ControlRound(controls, control_rungs(None, None, max(rungs))) if controls else None
     judged = _hold(host, port, rungs, clock, sleep)
     low, high = _bracket(judged)
+    around = _controls_around(controls, beside, (low, high), until, clock)
     fine = fine_ladder(low if low is not None else (0.0 if high else None), high)
     fine = tuple(f for f in fine if f >= 1.0)
     if fine and high is not None and (
             until is None or clock() + high + ANSWER_WAIT_S + 2 * KEEPALIVE_INTERVAL_S < until):
         judged += _hold(host, port, fine, clock, sleep)
+    answers = around() if high is not None or beside is None else beside.join(
+        max(rungs) + CONTROL_WAIT_S + SETUP_TIMEOUT_S)
     return IdleProbeRecord(
         target=f"{host}:{port}", protocols=tuple(protocols), trigger=trigger,
         silence_s=silence_s, keepalive_interval_s=float(KEEPALIVE_INTERVAL_S),
         answer_wait_s=ANSWER_WAIT_S,
         connections=tuple(sorted(judged, key=lambda c: c.idle_s)),
         new_connection=_new_connection(host, port, clock), duration_s=clock() - started,
-        notes=notes)
+        controls=tuple(answers), notes=notes)
+
+
+def _controls_around(controls: Sequence[Control], beside: ControlRound | None,
+                     bracket: tuple[float | None, float | None], until: float | None,
+                     clock: Callable[[], float]) -> Callable[[], list[AppKeepalive]]:
+    """Once the keepalives' first round bracketed the timeout: the controls held at the
+    ladder's top are cancelled (their silence would only go unanswered) and a round
+    around the bracket starts (:func:`control_rungs`), unless it would end after
+    ``until``; the returned call waits for its answers."""
+    low, high = bracket
+    if beside is None or high is None:
+        return list
+    beside.stop()
+    kept = [a for a in beside.join(SETUP_TIMEOUT_S) if a.answer != "failed"]
+    rungs = control_rungs(low, high, None)
+    longest = max(rungs, default=0.0) + CONTROL_WAIT_S
+    if not rungs or (until is not None and clock() + longest + 1.0 >= until):
+        return lambda: kept
+    around = ControlRound(controls, rungs)
+    return lambda: sorted(kept + around.join(longest + SETUP_TIMEOUT_S),
+                          key=lambda a: (a.kind, a.silence_s))
 
 
 # --------------------------------------------------------------------------
@@ -319,6 +362,18 @@ class _Options(Protocol):
 
     @property
     def cleanup_until(self) -> float | None: ...
+
+    @property
+    def ca_file(self) -> str | None: ...
+
+    @property
+    def insecure(self) -> bool: ...
+
+    @property
+    def ssh_key(self) -> str | None: ...
+
+    @property
+    def ssh_known_hosts(self) -> str | None: ...
 
 
 class _ProtocolRun(Protocol):
@@ -413,17 +468,18 @@ def clone_probe_targets(runs: Sequence[_CloneRun], options: _Options,
     return targets
 
 
-def run_idle_probes(targets: Targets, run_dir: Path, *,
-                    until: float | None = None) -> list[IdleProbeRecord]:
+def run_idle_probes(targets: Targets, run_dir: Path, *, until: float | None = None,
+                    controls: Controls | None = None) -> list[IdleProbeRecord]:
     """The idle probe of every target at once (threads: each mostly waits); files written.
-    ``until``: a monotonic deadline the finer round must end before."""
+    ``until``: a monotonic deadline the finer round must end before; ``controls``: the
+    application keepalives of each endpoint."""
     records: dict[int, IdleProbeRecord] = {}
 
     def one(n: int, host: str, port: int, protocols: list[str], trigger: str,
             silence: float) -> None:
         records[n] = idle_probe(host, port, silence_s=silence, protocols=protocols,
                                 trigger=trigger, notes=proxy_note(protocols, os.environ),
-                                until=until)
+                                until=until, controls=(controls or {}).get((host, port), []))
 
     threads = [threading.Thread(target=one, args=(n, host, port, *value), daemon=True)
                for n, ((host, port), value) in enumerate(targets.items(), start=1)]
@@ -443,10 +499,11 @@ def progress_line(record: IdleProbeRecord) -> str:
     fresh = "a new connection worked" if new and new.ok else "a new connection failed"
     if high is not None:
         return (f"{record.target}: keepalives answered up to {low or 0:g} s of silence, "
-                f"unanswered from {high:g} s; {fresh}")
+                f"unanswered from {high:g} s{controls_text(record)}; {fresh}")
     if low is not None:
-        return f"{record.target}: keepalives answered after {low:g} s of silence; {fresh}"
-    return f"{record.target}: no keepalive judged; {fresh}"
+        return (f"{record.target}: keepalives answered after {low:g} s of silence"
+                f"{controls_text(record)}; {fresh}")
+    return f"{record.target}: no keepalive judged{controls_text(record)}; {fresh}"
 
 
 def start_idle_probes(runs: Sequence[_ProtocolRun], options: _Options, run_dir: Path,
@@ -455,7 +512,8 @@ def start_idle_probes(runs: Sequence[_ProtocolRun], options: _Options, run_dir: 
     """Start the idle probe in the background when a push sent its pack and heard nothing
     (its connections mostly wait: the run's other probes go on meanwhile); the returned
     call waits for it and reports, from the caller's thread."""
-    return _start(idle_probe_targets(runs, options, endpoint), options, run_dir)
+    return _start(idle_probe_targets(runs, options, endpoint), options, run_dir,
+                  endpoint_controls(runs, options, endpoint))
 
 
 def start_clone_idle_probes(runs: Sequence[_CloneRun], options: _Options, run_dir: Path,
@@ -463,15 +521,18 @@ def start_clone_idle_probes(runs: Sequence[_CloneRun], options: _Options, run_di
                             ) -> Callable[[Reporter], None]:
     """:func:`start_idle_probes` after the clones: when a clone asked for its pack and heard
     nothing (:func:`silent_clone`)."""
-    return _start(clone_probe_targets(runs, options, endpoint), options, run_dir)
+    return _start(clone_probe_targets(runs, options, endpoint), options, run_dir,
+                  endpoint_controls(runs, options, endpoint))
 
 
-def _start(targets: Targets, options: _Options, run_dir: Path) -> Callable[[Reporter], None]:
+def _start(targets: Targets, options: _Options, run_dir: Path,
+           controls: Controls) -> Callable[[Reporter], None]:
     if not targets:
         return lambda reporter: None
     done: list[IdleProbeRecord] = []
     thread = threading.Thread(target=lambda: done.extend(
-        run_idle_probes(targets, run_dir, until=options.cleanup_until)), daemon=True)
+        run_idle_probes(targets, run_dir, until=options.cleanup_until, controls=controls)),
+        daemon=True)
     thread.start()
 
     def finish(reporter: Reporter) -> None:
@@ -480,7 +541,8 @@ def _start(targets: Targets, options: _Options, run_dir: Path) -> Callable[[Repo
         thread.join(MAX_PROBE_S + 10.0)
         for record in done:
             reporter.done(label, progress_line(record),
-                          ok=bool(record.connections) and record.bracket_s[1] is None)
+                          ok=bool(record.connections) and record.bracket_s[1] is None
+                          and all(c.answer != "unanswered" for c in record.controls))
         if not done:
             reporter.done(label, "no answer from the idle probe", ok=False)
     return finish

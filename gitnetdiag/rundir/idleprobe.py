@@ -14,7 +14,19 @@ opened at the end tells whether the server and the path are up at all::
                         answer     answered | unanswered | closed | failed
                         probes, backoff, unacked, last_ack_recv_s, judged_at_s, detail
         new_connection  ok, connect_s, detail
+        controls[]      kind       h2-ping | ssh-keepalive: the application's own keepalive
+                        silence_s  the connection's silence when it was sent (TCP_INFO)
+                        answer     answered | unanswered | closed | failed
+                        round_trip_ms, wait_s, detail
         duration_s, notes
+
+The controls (:mod:`gitnetdiag.probe.idlecontrols`) are positive controls on the tool's
+own application connections to the same port, each held silent for its time: an HTTP/2
+PING on a native HTTP/2 connection (its ACK comes from the HTTP/2 server itself), an
+OpenSSH ``keepalive@openssh.com`` global request with want-reply on a native SSH
+connection (sshd answers it, with a failure: any answer is alive). An answer after N s
+says the path and the peer still knew the connection at N; none, while a new connection
+works, says the path dropped that connection's state.
 
 A path that forgets idle connections answers every keepalive sent before its timeout and
 none after it: the timeout lies between the longest answered and the shortest unanswered
@@ -61,6 +73,34 @@ class IdleConnection:
     """Why it failed or closed, else empty."""
 
 
+ControlKind = Literal["h2-ping", "ssh-keepalive"]
+"""An application-level keepalive: an HTTP/2 PING (RFC 9113 section 6.7), or OpenSSH's
+``keepalive@openssh.com`` global request with want-reply (ssh_config
+``ServerAliveInterval``)."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class AppKeepalive:
+    """One positive control: an application keepalive sent after a silence."""
+
+    kind: ControlKind
+    """Which keepalive (see :data:`ControlKind`)."""
+    silence_s: float
+    """Seconds the connection had been silent both ways when it was sent (``TCP_INFO``:
+    the shortest of the times since the last data sent, data received and ACK received);
+    the silence aimed at when it was never sent."""
+    answer: KeepaliveAnswer
+    """``answered`` (the PING ACK or the SSH reply came), ``unanswered`` (nothing within
+    ``wait_s``), ``closed`` (the server closed the connection first), ``failed`` (the
+    connection could not be made; see ``detail``)."""
+    round_trip_ms: float | None = None
+    """Milliseconds from the send to the answer; None when none came."""
+    wait_s: float = 0.0
+    """How long an answer was waited for."""
+    detail: str = ""
+    """Why it failed or closed, else empty."""
+
+
 @dataclass(frozen=True, kw_only=True)
 class NewConnection:
     """A fresh TCP connection to the same ``host:port`` after the silent ones."""
@@ -97,6 +137,8 @@ class IdleProbeRecord:
     """The fresh connection at the end; None when it was not tried."""
     duration_s: float
     """The whole probe, wall time."""
+    controls: tuple[AppKeepalive, ...] = ()
+    """The application keepalives on the tool's own connections, by kind then silence."""
     notes: tuple[str, ...] = ()
     """What could not be measured, one line each."""
 
@@ -110,6 +152,16 @@ class IdleProbeRecord:
         between; either is None when no connection had that fate."""
         answered, unanswered = self.idle_times("answered"), self.idle_times("unanswered")
         return max(answered, default=None), min(unanswered, default=None)
+
+
+def control_bracket(controls: tuple[AppKeepalive, ...], kind: ControlKind
+                    ) -> tuple[float | None, float | None]:
+    """(longest silence answered, shortest unanswered) of one kind of control; either
+    None when no control of that kind had that fate."""
+    answered = [c.silence_s for c in controls if c.kind == kind and c.answer == "answered"]
+    unanswered = [c.silence_s for c in controls
+                  if c.kind == kind and c.answer == "unanswered"]
+    return max(answered, default=None), min(unanswered, default=None)
 
 
 def idle_probe_record(data: dict[str, Any], where: str) -> IdleProbeRecord:

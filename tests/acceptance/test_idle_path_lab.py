@@ -73,6 +73,11 @@ def test_a_path_that_forgets_idle_connections_is_named_with_n_bracketed(
     assert len(unanswered) == 2, top["evidence"]  # HTTPS's port and SSH's
     assert max(answered) <= IDLE_STATE_TIMEOUT_S <= min(unanswered), (answered, unanswered)
     assert IDLE_FAULT_FIX_NAMES[FAULT] in top["fix"] and "ServerAliveInterval" in top["fix"]
+    # The positive controls agree.
+    for name in ("HTTP/2 PING", "SSH keepalive (keepalive@openssh.com)"):
+        ok, lost = _evidence(top, f"{name} answered"), _evidence(top, f"{name} unanswered")
+        print(f"  {name}: answered after {ok} s, unanswered after {lost} s")
+        assert ok and lost and max(ok) < IDLE_STATE_TIMEOUT_S < min(lost), (name, ok, lost)
     hints = " ".join(f["hint"] for f in report["measurement_failures"])
     assert "most likely the server" not in hints, hints
     run = tmp_path / "run"
@@ -118,6 +123,16 @@ def test_clones_that_wait_for_a_pack_through_a_forgetful_path_name_it_with_n(
         assert abs(value - IDLE_STATE_TIMEOUT_S) <= N_MARGIN * IDLE_STATE_TIMEOUT_S, value
     assert max(answered) <= IDLE_STATE_TIMEOUT_S + 0.1 and min(unanswered) >= (
         IDLE_STATE_TIMEOUT_S - 0.1), (answered, unanswered)  # within a timer's tick
+    # The positive controls on the tool's own connections say the same, each port its own.
+    for name in ("HTTP/2 PING", "SSH keepalive (keepalive@openssh.com)"):
+        ok, lost = _evidence(top, f"{name} answered"), _evidence(top, f"{name} unanswered")
+        print(f"  {name}: answered after {ok} s, unanswered after {lost} s")
+        assert len(ok) == 1 and len(lost) == 1, top["evidence"]
+        assert ok[0] < IDLE_STATE_TIMEOUT_S < lost[0], (name, ok, lost)
+        for value in (*ok, *lost):
+            assert abs(value - IDLE_STATE_TIMEOUT_S) <= N_MARGIN * IDLE_STATE_TIMEOUT_S, value
+    # Nothing in this lab drops big packets: the stalled clones are not a black hole's.
+    assert "path-mtu-blackhole" not in ids, ids
     assert "clones hang after the pack was asked for" in top["summary"]
     assert IDLE_FAULT_FETCH_FIX_NAMES[FAULT] in top["fix"] and "ServerAliveInterval" in top["fix"]
     run = tmp_path / "run"

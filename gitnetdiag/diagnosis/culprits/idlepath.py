@@ -13,6 +13,15 @@ and unanswered after a longer one, while a new connection works, say the path fo
 connection; N lies between the two silences. A server that is merely busy answers every
 keepalive (its kernel does), and a server that is down refuses the new connection.
 
+The positive controls ask the application behind the port too
+(:class:`~gitnetdiag.diagnosis.observations.ControlAnswer`): an HTTP/2 PING on a native
+HTTP/2 connection, OpenSSH's keepalive request on a native SSH connection. One unanswered
+after a silence while a new connection works is the path forgetting that connection as
+well; one answered after a silence longer than every unanswered one by more than
+:data:`KEPT_MARGIN` says the path kept the connection (the keepalives alone went
+unanswered: a middlebox that drops keepalive probes), so the path is not blamed; one
+answered after as long a silence as the transfer waited says the server still works.
+
 Facts about managed products' idle timeouts come from ``data/path_idle_timeouts.toml``.
 """
 
@@ -34,23 +43,70 @@ RECEIVE_KEEPALIVE = "https://git-scm.com/docs/git-config#Documentation/git-confi
 UPLOADPACK_KEEPALIVE = ("https://git-scm.com/docs/git-config#Documentation/"
                         "git-config.txt-uploadpackkeepAlive")
 SSH_ALIVE = "https://man.openbsd.org/ssh_config#ServerAliveInterval"
+KEPT_MARGIN = 0.1
+"""An application keepalive answered after a silence this share longer than the shortest
+unanswered one says the path kept the connection (timers' noise stays below it)."""
+CONTROL_NAMES = {"h2-ping": "HTTP/2 PING", "ssh-keepalive": "SSH keepalive (keepalive@openssh.com)"}
+CONTROL_ANSWERS = {"h2-ping": "PING ACK", "ssh-keepalive": "reply from sshd"}
+
+
+def control_bracket(probe: IdlePathProbe, kind: str) -> tuple[float | None, float | None]:
+    """(longest silence after which a control of ``kind`` was answered, shortest after
+    which one was not); either None when none was."""
+    answered = [c.silence_s for c in probe.controls if c.kind == kind and c.answered]
+    unanswered = [c.silence_s for c in probe.controls if c.kind == kind and not c.answered]
+    return max(answered, default=None), min(unanswered, default=None)
+
+
+def _brackets(probe: IdlePathProbe) -> list[tuple[float, float]]:
+    """(answered up to, unanswered from) of the keepalives and of each kind of control that
+    saw a silence go unanswered."""
+    found = []
+    if probe.unanswered_from_s is not None:
+        found.append((probe.answered_up_to_s or 0.0, probe.unanswered_from_s))
+    for kind in sorted({c.kind for c in probe.controls}):
+        low, high = control_bracket(probe, kind)
+        if high is not None:
+            found.append((low or 0.0, high))
+    return found
+
+
+def kept_by_path(probe: IdlePathProbe) -> float | None:
+    """The longest silence after which an application keepalive was answered; None when
+    none was."""
+    return max((c.silence_s for c in probe.controls if c.answered), default=None)
+
+
+def path_bracket(probe: IdlePathProbe | None) -> tuple[float, float] | None:
+    """The path's idle timeout as the keepalives and the controls bracket it (where they
+    overlap, the overlap), when the probe saw the path forget a silent connection: a
+    keepalive or a control unanswered (each after a longer silence than any answered one
+    of its kind), no control answered after a clearly longer silence, and a new
+    connection to the same port worked; None otherwise."""
+    if probe is None or probe.new_connection_ok is not True:
+        return None
+    brackets = [(low, high) for low, high in _brackets(probe) if low < high]
+    if not brackets:
+        return None
+    forgot = min(high for _, high in brackets)
+    kept = kept_by_path(probe)
+    if kept is not None and kept >= forgot * (1 + KEPT_MARGIN):
+        return None
+    return joint_bracket(brackets)
 
 
 def dropped_by_path(probe: IdlePathProbe | None) -> bool:
-    """The idle probe saw the path forget a silent connection: a keepalive unanswered while
-    a new connection to the same port worked."""
-    return (probe is not None and probe.unanswered_from_s is not None
-            and probe.new_connection_ok is True
-            and (probe.answered_up_to_s is None
-                 or probe.answered_up_to_s < probe.unanswered_from_s))
+    """The idle probe saw the path forget a silent connection (:func:`path_bracket`)."""
+    return path_bracket(probe) is not None
 
 
 def _silent_protocol(obs: Observations, name: str, p: ProtocolObservation) -> float:
     """Seconds lost per push to silent failures the probe explains; 0 when none."""
     probe = p.idle_path
-    if not dropped_by_path(probe) or probe is None:
+    bracket = path_bracket(probe)
+    if bracket is None or probe is None:
         return 0.0
-    if probe.silence_s < (probe.answered_up_to_s or 0.0):
+    if probe.silence_s < bracket[0]:
         return 0.0  # the push was not silent long enough for the path to forget it
     cost, failed, _total = failure_cost_s(obs, name, SILENT_KINDS)
     return cost if failed else 0.0
@@ -79,19 +135,43 @@ def _middlebox_text(low_s: float, high_s: float) -> str:
             "raise it above the server's longest silent phase.")
 
 
+def _control_evidence(probe: IdlePathProbe) -> list[Evidence]:
+    """Per kind of control: the longest silence answered (and its round trip), the
+    shortest unanswered."""
+    items = []
+    for kind in sorted({c.kind for c in probe.controls}):
+        name, answer = CONTROL_NAMES.get(kind, kind), CONTROL_ANSWERS.get(kind, "an answer")
+        low, high = control_bracket(probe, kind)
+        if low is not None:
+            first = next(c for c in probe.controls if c.kind == kind and c.silence_s == low)
+            items.append(Evidence(
+                what=f"{name} answered after this silence", value=low, unit="s",
+                text=f"{answer} came", source=f"{probe.source}, a connection of the tool's"))
+            if first.round_trip_ms is not None:
+                items.append(Evidence(what=f"{name} round trip", value=first.round_trip_ms / 1e3,
+                                      unit="s", source=probe.source))
+        if high is not None:
+            wait = next(c.wait_s for c in probe.controls if c.kind == kind
+                        and c.silence_s == high)
+            items.append(Evidence(
+                what=f"{name} unanswered after this silence", value=high, unit="s",
+                text=f"no {answer} within {fmt_s(wait)}", source=probe.source))
+    return items
+
+
 def _evidence(name: str, probe: IdlePathProbe, clone: bool) -> list[Evidence]:
-    high = probe.unanswered_from_s
-    assert high is not None
     what = (f"{label(name)} clone: silence after its pack request until given up" if clone
             else f"{label(name)} push: silence after its pack until given up")
     items = [
         Evidence(what=what, value=probe.silence_s, unit="s",
                  threshold=probe.answered_up_to_s or 0.0, comparison=">",
                  source=f"the {label(name)} {'clone' if clone else 'push'}'s monitor"),
-        Evidence(what="keepalive unanswered after this silence", value=high, unit="s",
-                 text=f"{probe.unanswered_probes} keepalive probe(s) unanswered "
-                 "(TCP_INFO tcpi_probes), no RST or FIN", source=probe.source),
     ]
+    if probe.unanswered_from_s is not None:
+        items.append(Evidence(what="keepalive unanswered after this silence",
+                              value=probe.unanswered_from_s, unit="s",
+                              text=f"{probe.unanswered_probes} keepalive probe(s) unanswered "
+                              "(TCP_INFO tcpi_probes), no RST or FIN", source=probe.source))
     if probe.answered_up_to_s is not None:
         items.append(Evidence(what="keepalive answered after this silence",
                               value=probe.answered_up_to_s, unit="s", source=probe.source))
@@ -100,7 +180,7 @@ def _evidence(name: str, probe: IdlePathProbe, clone: bool) -> list[Evidence]:
                               value=probe.new_connection_s, unit="s",
                               text="completed while the silent ones were forgotten",
                               source=probe.source))
-    return items
+    return items + _control_evidence(probe)
 
 
 def joint_bracket(brackets: list[tuple[float, float]]) -> tuple[float, float]:
@@ -146,12 +226,12 @@ def path_idle_timeout(obs: Observations) -> Hit | None:
     for name, p in observed(obs):
         cost = _silent_protocol(obs, name, p)
         probe = p.idle_path
-        if cost <= 0 or probe is None or probe.unanswered_from_s is None:
+        bracket = path_bracket(probe)
+        if cost <= 0 or probe is None or bracket is None:
             continue
         failing.append(name)
         evidence += _evidence(name, probe, clone)
-        low, high = probe.answered_up_to_s or 0.0, probe.unanswered_from_s
-        brackets.append((low, high))
+        brackets.append(bracket)
         if cost > worst_s:
             worst_s, worst_protocol = cost, name
     if not brackets:
@@ -161,6 +241,7 @@ def path_idle_timeout(obs: Observations) -> Hit | None:
     between = (f"about {fmt_s(high)}" if low and low >= high
                else f"{fmt_s(low)} to {fmt_s(high)}" if low else f"at most {fmt_s(high)}")
     strength = "bracketed" if low else "unanswered-only"
+    controls = _controls_clause(obs, failing)
     what = (f"{which} clones hang after the pack was asked for: the path forgets a "
             f"connection after {between} of silence and drops what follows (no RST or FIN), "
             "so the pack the server sends after its silent preparation never arrives"
@@ -172,39 +253,63 @@ def path_idle_timeout(obs: Observations) -> Hit | None:
         score=WEIGHTS["path-idle-timeout"][strength], cost_s=worst_s,
         cost_protocol=worst_protocol,
         summary=f"{what}; keepalives on the tool's own silent connections went unanswered "
-        "while a new connection to the same port worked.",
+        f"{controls}while a new connection to the same port worked.",
         evidence=tuple(evidence), fix=_fix(low, high, clone))
+
+
+def _controls_clause(obs: Observations, names: list[str]) -> str:
+    """What the application keepalives said, for the summary ("" without any)."""
+    parts = []
+    for name in names:
+        probe = obs.protocols[name].idle_path
+        for kind in sorted({c.kind for c in probe.controls} if probe else ()):
+            assert probe is not None
+            low, high = control_bracket(probe, kind)
+            said = (f"answered after {fmt_s(low)}" if low is not None else "")
+            said += (" and " if said and high is not None else "") + (
+                f"not after {fmt_s(high)}" if high is not None else "")
+            parts.append(f"an {CONTROL_NAMES.get(kind, kind)} of {label(name)} was {said}")
+    return f"and the application's own ({'; '.join(parts)}) " if parts else ""
 
 
 def idle_path_hint(obs: Observations) -> str | None:
     """What to say of a stall nothing ranked explains when the idle probe saw the path
     forget silent connections (the server must not be blamed then); None otherwise."""
     for name, p in observed(obs):
-        probe = p.idle_path
-        if dropped_by_path(probe) and probe is not None:
+        bracket = path_bracket(p.idle_path)
+        if bracket is not None:
             return (f"the idle probe of {label(name)}'s port saw keepalives unanswered after "
-                    f"{fmt_s(probe.unanswered_from_s or 0.0)} of silence while a new "
+                    f"{fmt_s(bracket[1])} of silence while a new "
                     "connection worked: the path forgets idle connections, not the server "
                     "being slow; see path-idle-timeout in docs/culprits.md")
     return None
 
 
 def idle_kept_hint(obs: Observations) -> str | None:
-    """What to say of such a stall when the idle probe's keepalives were answered after as
-    long a silence as the push (or clone) waited (the path kept the connection); None
-    otherwise."""
+    """What to say of such a stall when the idle probe's keepalives (or its application
+    keepalives) were answered after as long a silence as the push (or clone) waited and
+    none said the path forgot (the path kept the connection); None otherwise."""
     for name, p in observed(obs):
         probe = p.idle_path
-        kept = probe.answered_up_to_s if probe is not None else None
-        if (probe is not None and kept is not None and probe.unanswered_from_s is None
-                and kept >= probe.silence_s):
-            clone = obs.run.transfer == "download"
-            work = ("a slow pack preparation, pack-objects" if clone
-                    else "a slow pre-receive hook, receive-pack")
-            bound = "--stall-timeout" if clone else "--timeout"
-            return (f"the idle probe of {label(name)}'s port had keepalives answered after "
-                    f"{fmt_s(kept)} of silence, as long as the {'clone' if clone else 'push'} "
-                    "waited: the path keeps idle connections, so the server most likely "
-                    f"still works ({work}): run with a {bound} above the server's time, and "
-                    "add 'gitnetdiag host' evidence with --host-report")
+        if probe is None or dropped_by_path(probe) or probe.unanswered_from_s is not None:
+            continue
+        app = kept_by_path(probe)
+        kept = max((k for k in (probe.answered_up_to_s, app) if k is not None), default=None)
+        if kept is None or kept < probe.silence_s:
+            continue
+        clone = obs.run.transfer == "download"
+        work = ("a slow pack preparation, pack-objects" if clone
+                else "a slow pre-receive hook, receive-pack")
+        bound = "--stall-timeout" if clone else "--timeout"
+        alive = "; ".join(f"an {CONTROL_NAMES.get(kind, kind)} answered after {fmt_s(low)}"
+                          for kind in sorted({c.kind for c in probe.controls})
+                          if (low := control_bracket(probe, kind)[0]) is not None
+                          and low >= probe.silence_s)
+        return (f"the idle probe of {label(name)}'s port had keepalives answered after "
+                f"{fmt_s(kept)} of silence" + (f" ({alive}: the server's own software "
+                                               "answered)" if alive else "")
+                + f", as long as the {'clone' if clone else 'push'} waited: the path keeps "
+                "idle connections, so the server most likely "
+                f"still works ({work}): run with a {bound} above the server's time, and "
+                "add 'gitnetdiag host' evidence with --host-report")
     return None

@@ -11,6 +11,15 @@ the swallowed segments never reach it, so no capture there shows them resent. Wh
 the receiver sees is a transfer that stalled with only small segments received, the
 largest well below the MSS it advertised (:func:`starved`), which any user reads from
 TCP_INFO (``rcv_mss`` against ``advmss``).
+
+A path that forgets idle connections leaves the same picture at the receiver: a clone
+whose server prepared its pack in silence received only the small segments that came
+before the silence (the ref advertisement, the ``packfile`` line), and the pack that
+followed was dropped for coming late, not for its size. The idle probe tells them apart
+(:func:`forgotten_in_silence`): a black hole passes every small packet after any silence,
+so keepalives and the application keepalives on the tool's own connections stay answered,
+where a forgetful path leaves them unanswered after N s while a new connection works. A
+protocol whose transfers waited longer than that N is no black hole's evidence.
 """
 
 from __future__ import annotations
@@ -24,6 +33,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     failure_cost_s,
     label,
 )
+from gitnetdiag.diagnosis.culprits.idlepath import path_bracket
 from gitnetdiag.diagnosis.measures import push_duration_s
 from gitnetdiag.diagnosis.model import Evidence
 from gitnetdiag.diagnosis.observations import CaptureMetrics, Observations
@@ -98,6 +108,16 @@ def _stalled_while_sending(obs: Observations, name: str) -> bool:
                for push in stalls if not push.ok)
 
 
+def forgotten_in_silence(obs: Observations, name: str) -> bool:
+    """The idle probe of ``name``'s port saw the path forget silent connections after N s
+    (keepalives or application keepalives unanswered, a new connection working) and the
+    stalled transfer waited at least that long: its missing segments were dropped for
+    coming after the silence, not for their size."""
+    probe = obs.protocols[name].idle_path
+    bracket = path_bracket(probe)
+    return probe is not None and bracket is not None and probe.silence_s >= bracket[0]
+
+
 def _swallowed_evidence(name: str, c: CaptureMetrics) -> tuple[Evidence, ...]:
     """The segments that never got through against the largest one that did."""
     return (
@@ -138,6 +158,7 @@ def _starved_hit(obs: Observations) -> Hit | None:
         for name, _, c in captured(obs)
         if starved(c)
         and _stalled_while_sending(obs, name)
+        and not forgotten_in_silence(obs, name)
         and (costs := failure_cost_s(obs, name, set(STALL_KINDS)))[1]
     ]
     if not hits:
