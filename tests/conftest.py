@@ -52,8 +52,11 @@ them).
     Tests of transfers that fail and are named by what was seen (issue 42: statuses, an
     edge's or a path's timeout, a dead port): they spend their time in sleeping hooks,
     timeouts and the lab's set-up, assert no rate, and use labs of their own
-    (``lab_factory``), so a third worker adds no second copy of another lane's shared lab.
-    Only a test marked ``@pytest.mark.lab_lane("fail")`` runs there.
+    (``lab_factory``), so a third worker adds no second copy of another lane's shared lab;
+    also tests that wait on their own labs or none, moved from the idle lane to balance
+    the two (pushes that stall or hang, watch cycles, lost answers: a fresh-clone run gave
+    idle 1202 s, fail 531 s, busy 1166 s before). Only a test marked
+    ``@pytest.mark.lab_lane("fail")`` runs there.
 
 The rule, in one place (:func:`lab_lane`): a test's own ``@pytest.mark.lab_lane("idle")``
 or ``lab_lane("busy")`` (closest marker wins, so a module can set a lane and one test

@@ -21,7 +21,7 @@ from gitnetdiag.model.lab.state import LabState, load_state
 from gitnetdiag.rundir import load_run
 
 # The idle lane (tests/conftest.py): pushes ended by their stall timeout.
-pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("idle")]
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("fail")]
 
 
 @pytest.fixture(scope="module")
