@@ -77,11 +77,15 @@ PROXY_FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
 """How ``diagnose --lab`` exercises each (HTTPS through the proxy beside SSH direct)."""
 
 
-def proxy_kind(spec: FaultSettings) -> str | None:
-    """``buffered``, ``plain`` or None: the forward proxy the faults put on the path."""
-    if "forward-proxy-buffer" in spec.faults:
+def proxy_kind_of(faults: tuple[str, ...]) -> str | None:
+    """``buffered``, ``plain`` or None: the forward proxy ``faults`` put on the path."""
+    if "forward-proxy-buffer" in faults:
         return "buffered"
-    return "plain" if "forward-proxy" in spec.faults else None
+    return "plain" if "forward-proxy" in faults else None
+
+
+def proxy_kind(spec: FaultSettings) -> str | None:
+    return proxy_kind_of(spec.faults)
 
 
 def jump_host(spec: FaultSettings) -> bool:

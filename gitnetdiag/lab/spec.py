@@ -446,7 +446,8 @@ def build_spec(*, instance: str, faults: list[str],
             "similar" if has("slow-pack-generation") or has("client-index-cpu")
             else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
             or has("edge-response-buffering") or has("client-h2-window")
-            or has("pmtu-blackhole-client") or any(map(has, _clone.CLONE_FAULTS)) else None),
+            or has("pmtu-blackhole-client") or any(map(has, _clone.CLONE_FAULTS))
+            or _proxy.proxy_kind_of(active) is not None else None),
         client_h2_window=CLIENT_H2_WINDOW if has("client-h2-window") else None,
         edge_response_buffering=has("edge-response-buffering"),
         edge_bad_member=has("edge-backend-errors"),
