@@ -36,6 +36,7 @@ from gitnetdiag.lab import (
     pathfaults,
     pmtufix,
     proxyfaults,
+    proxyhosts,
     slowclient,
     slowdisk,
 )
@@ -378,7 +379,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
                           if spec.server_cpu_share is not None else io_cgroup)
         pids = start_servers(ns, paths, spec, files, cgroup=servers_cgroup)
         wait_listening(ns, paths, pids, spec.edge)
-        pids |= proxyfaults.start(ns.server, paths, spec, SERVICE_USER)
+        pids |= proxyhosts.start(ns.server, paths, spec, SERVICE_USER)
         state = _lab_state(spec, ns, paths, pids, cgroup, client_path)
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")
