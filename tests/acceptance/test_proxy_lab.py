@@ -122,7 +122,8 @@ def test_ssh_through_a_jump_host_shows_the_jump_on_its_path(lab_factory: LabFact
     ssh = _paths(report)["ssh"]
     run = report["protocols"]["ssh"]
     print(f"{fault}: {wall_s:.1f} s, verdict {report['verdict']}, path {ssh}, "
-          f"SSH push {run['rate_bytes_per_s'] / 1e6:.2f} MB/s")
+          f"SSH push {run['rate_bytes_per_s'] / 1e6:.2f} MB/s, ranked "
+          f"{[(c['id'], c['score'], c['summary']) for c in report['culprits']]}")
     assert ssh["kind"] == "ssh-proxy" and ssh["source"] == "ssh -G proxyjump", ssh
     assert JUMP_IP in ssh["proxy"], ssh
     assert run["pushes_ok"] == 1, run
