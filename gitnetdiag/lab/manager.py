@@ -10,6 +10,8 @@ own namespaces, so they may reuse the same addresses)::
                             tbf rate limit on both legs                TLS edge :8443 (--edge)
                                                                        Apache :8080 on lo
                                                                        sshd :22, git :9418
+                                                      forward-proxy*: tinyproxy 198.18.2.3:8888
+                                                      ssh-jump-host: jump sshd 198.18.2.4:22
 
 198.18.0.0/15 is the range set aside for benchmarking (RFC 2544); it only
 exists inside the lab's namespaces.
