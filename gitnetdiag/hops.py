@@ -139,3 +139,30 @@ class PathHop:
     def text(self) -> str:
         """``client -> proxy 10.0.0.1:8888 (...) -> server``, or ``direct``."""
         return f"client -> {self.proxy_text} -> server" if self.proxied else "direct"
+
+
+def _jump_endpoint(proxyjump: str) -> tuple[str, int] | None:
+    """``(host, port)`` of the first hop of a ``ProxyJump`` value (``[user@]host[:port]``,
+    comma-separated hops, an ``ssh://`` URL), None when it does not read as one."""
+    first = proxyjump.split(",", 1)[0].strip().removeprefix("ssh://")
+    host_port = first.rsplit("@", 1)[-1]
+    match = re.fullmatch(r"\[([^\]]+)\](?::(\d+))?|([^:\[\]\s/]+)(?::(\d+))?", host_port)
+    if match is None:
+        return None
+    host = match.group(1) or match.group(3)
+    port = match.group(2) or match.group(4)
+    return host, int(port) if port else 22
+
+
+def leg_endpoint(hop: FirstHop | None, endpoint: tuple[str, int]) -> tuple[str, int]:
+    """Where the protocol's TCP connection goes (what a client-side capture must watch): the
+    HTTP proxy's ``host:port``, the first ``ProxyJump`` host's, else ``endpoint`` (the
+    server's; a ``ProxyCommand`` is a program, not an address)."""
+    if hop is None or not hop.proxied:
+        return endpoint
+    if hop.kind == "http-proxy":
+        host, sep, port = hop.proxy.rpartition(":")
+        return (host.strip("[]"), int(port)) if sep and port.isdigit() else endpoint
+    if hop.source.endswith("proxyjump") or hop.source == "core.sshCommand":
+        return _jump_endpoint(hop.proxy) or endpoint
+    return endpoint

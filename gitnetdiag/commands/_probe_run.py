@@ -140,6 +140,7 @@ def _remotes(args: ProbeArgs) -> _Remotes:
     ca_file, ssh_key, ssh_known_hosts = args.ca_file, args.ssh_key, args.ssh_known_hosts
     lab_state: LabState | None = None
     extra: dict[str, object] = {}
+    ssh_config: str | None = None
     if args.lab and args.remote is not None:
         raise UsageError(f"a remote ({args.remote!r}) and --lab name two targets",
                          hint="give one: the remote, or --lab")
@@ -159,6 +160,7 @@ def _remotes(args: ProbeArgs) -> _Remotes:
         ca_file = Path(lab.ca_file) if lab.ca_file else None
         ssh_key, ssh_known_hosts = Path(lab.ssh_key), Path(lab.ssh_known_hosts)
         extra = lab.recorded()
+        ssh_config = lab.ssh_config or None
     urls: dict[TransportKind, str] = {}
     command: str | None = None
     if http:
@@ -168,7 +170,7 @@ def _remotes(args: ProbeArgs) -> _Remotes:
         key = check_private_key(ssh_key)
         known_hosts = existing(ssh_known_hosts, "known_hosts file")
         command = ssh_command(str(key) if key else None,
-                              str(known_hosts) if known_hosts else None)
+                              str(known_hosts) if known_hosts else None, ssh_config)
     if git:
         urls[TransportKind.GIT] = check_url("--git", git)
     if not urls:

@@ -10,6 +10,8 @@ own namespaces, so they may reuse the same addresses)::
                             tbf rate limit on both legs                TLS edge :8443 (--edge)
                                                                        Apache :8080 on lo
                                                                        sshd :22, git :9418
+                                                      forward-proxy*: tinyproxy 198.18.2.3:8888
+                                                      ssh-jump-host: jump sshd 198.18.2.4:22
 
 198.18.0.0/15 is the range set aside for benchmarking (RFC 2544); it only
 exists inside the lab's namespaces.
@@ -35,6 +37,8 @@ from gitnetdiag.lab import (
     idlefaults,
     pathfaults,
     pmtufix,
+    proxyfaults,
+    proxyhosts,
     slowclient,
     slowdisk,
 )
@@ -148,6 +152,8 @@ def _build_topology(ns: Namespaces, spec: LabSpec) -> None:
         nsexec(name, "ip", "link", "set", dev, "up")
         # Real segments on the wire: no TSO/GSO super-packets in captures, no GRO in the router.
         nsexec(name, "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
+    for address in proxyfaults.extra_addresses(spec):  # the proxy's, the jump host's
+        nsexec(ns.server, "ip", "addr", "add", f"{address}/24", "dev", "veth-s")
     nsexec(ns.client, "ip", "route", "add", "default", "via", ROUTER_CLIENT_SIDE_IP)
     nsexec(ns.server, "ip", "route", "add", "default", "via", ROUTER_SERVER_SIDE_IP)
     nsexec(ns.router, "sysctl", "-qw", "net.ipv4.ip_forward=1")
@@ -299,6 +305,8 @@ def _lab_state(spec: LabSpec, ns: Namespaces, paths: LabPaths, pids: dict[str, i
         http_credential_store=str(paths.credential_store) if spec.http_auth else "",
         reset_after_bytes=spec.reset_after_bytes, fixed=list(spec.fixed),
         storage_cgroup=cgroup, client_path=client_path,
+        client_env=proxyfaults.client_env(spec),
+        ssh_config=str(paths.root / "ssh_config") if proxyfaults.jump_host(spec) else "",
     )
 
 
@@ -373,6 +381,7 @@ def up(spec: LabSpec, progress: Progress = _quiet) -> LabState:
                           if spec.server_cpu_share is not None else io_cgroup)
         pids = start_servers(ns, paths, spec, files, cgroup=servers_cgroup)
         wait_listening(ns, paths, pids, spec.edge)
+        pids |= proxyhosts.start(ns.server, paths, spec, SERVICE_USER)
         state = _lab_state(spec, ns, paths, pids, cgroup, client_path)
         # Readiness before the faults: a reset port or loss must not fail the check.
         progress("waiting until every endpoint answers git ls-remote")

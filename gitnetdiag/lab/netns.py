@@ -61,6 +61,7 @@ def enter_lab_client(instance: str, command: str) -> LabState:
     if state.client_path and not os.environ.get("PATH", "").startswith(state.client_path + ":"):
         # The lab client's own git (client-pack-cpu: CPU-starved), as a user's PATH gives it.
         os.environ["PATH"] = f"{state.client_path}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    os.environ.update(state.client_env)  # the forward proxy, as the user's shell sets it
     if not in_namespace(state.client_ns):
         require_root(f"gitnetdiag {command} --lab")
         reexec_in_namespace(state.client_ns, [sys.executable, "-m", "gitnetdiag", *sys.argv[1:]])

@@ -15,6 +15,7 @@ from gitnetdiag.lab import httpfaults as _http
 from gitnetdiag.lab import idlefaults as _idle
 from gitnetdiag.lab import pathfaults as _path
 from gitnetdiag.lab import pmtufix as _pmtu
+from gitnetdiag.lab import proxyfaults as _proxy
 from gitnetdiag.lab.expectations import FAULT_CULPRIT as FAULT_CULPRIT
 from gitnetdiag.lab.expectations import FAULT_FIX_NAMES as FAULT_FIX_NAMES
 from gitnetdiag.lab.expectations import FETCH_FAULT_CULPRIT as FETCH_FAULT_CULPRIT
@@ -153,6 +154,7 @@ FAULTS: dict[str, str] = {
     **_edge.EDGE_FAULTS,
     **_idle.IDLE_FAULTS,
     **_path.PATH_FAULTS,
+    **_proxy.PROXY_FAULTS,
 }
 
 
@@ -187,6 +189,7 @@ FAULT_PROBE_ARGS: dict[str, tuple[str, ...]] = {
     **_edge.EDGE_FAULT_PROBE_ARGS,
     **_idle.IDLE_FAULT_PROBE_ARGS,
     **_path.PATH_FAULT_PROBE_ARGS,
+    **_proxy.PROXY_FAULT_PROBE_ARGS,
 }
 """How ``gitnetdiag diagnose --lab`` exercises each fault (a backlog shows under a burst; only
 the protocols a fault needs run)."""
@@ -443,7 +446,8 @@ def build_spec(*, instance: str, faults: list[str],
             "similar" if has("slow-pack-generation") or has("client-index-cpu")
             else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
             or has("edge-response-buffering") or has("client-h2-window")
-            or has("pmtu-blackhole-client") or any(map(has, _clone.CLONE_FAULTS)) else None),
+            or has("pmtu-blackhole-client") or any(map(has, _clone.CLONE_FAULTS))
+            or _proxy.proxy_kind_of(active) is not None else None),
         client_h2_window=CLIENT_H2_WINDOW if has("client-h2-window") else None,
         edge_response_buffering=has("edge-response-buffering"),
         edge_bad_member=has("edge-backend-errors"),

@@ -19,6 +19,7 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.hops import leg_endpoint
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
@@ -267,7 +268,8 @@ def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
             if protocol in failed:
                 continue
             try:
-                host, port = endpoint_of(options.urls[protocol])
+                host, port = leg_endpoint(state.protocols[protocol].first_hop,
+                                          endpoint_of(options.urls[protocol]))
                 record = fetch_once(state, protocol, repeat, port, host)
             except GitInterrupted:
                 state.status = "interrupted"

@@ -49,6 +49,8 @@ class LabRemote:
     """The lab's active faults."""
     rtt_ms: float
     """The round-trip delay the lab's router adds."""
+    ssh_config: str = ""
+    """The ssh config file the lab's SSH runs with (``ssh -F``: its jump host), "" for none."""
 
     def recorded(self, *, with_way_in: bool = True) -> dict[str, object]:
         """What a run records about the lab (the manifest's or load report's extras)."""
@@ -75,19 +77,21 @@ def lab_remote(state: LabState, *, lab_http: LabHttp = LabHttp.EDGE, ca_file: Us
         ssh_key=os.fspath(ssh_key) if ssh_key else state.ssh_key,
         ssh_known_hosts=os.fspath(ssh_known_hosts) if ssh_known_hosts else state.ssh_known_hosts,
         instance=state.instance, lab_http=lab_http, faults=tuple(state.faults),
-        rtt_ms=state.rtt_ms)
+        rtt_ms=state.rtt_ms, ssh_config=state.ssh_config)
 
 
 SSH_CONNECT_TIMEOUT_S = 10
 """ssh's ``ConnectTimeout`` for the probe's git runs: far above any RTT, far below 2 min."""
 
 
-def ssh_command(key: str | None, known_hosts: str | None) -> str:
+def ssh_command(key: str | None, known_hosts: str | None, config: str | None = None) -> str:
     """The ``GIT_SSH_COMMAND`` of a probe: batch mode, a bounded connect, the key alone,
-    strict known_hosts. ``ConnectTimeout`` bounds each of git's ssh connects (without it a
+    strict known_hosts (``config``: an ssh config file read instead of ``~/.ssh/config``, the
+    lab's jump host). ``ConnectTimeout`` bounds each of git's ssh connects (without it a
     port that stops answering after the path check holds a push for the kernel's SYN
     retries, about 2 min)."""
-    parts = ["ssh", "-o", "BatchMode=yes", "-o", f"ConnectTimeout={SSH_CONNECT_TIMEOUT_S}"]
+    parts = ["ssh", *(["-F", config] if config else []), "-o", "BatchMode=yes",
+             "-o", f"ConnectTimeout={SSH_CONNECT_TIMEOUT_S}"]
     if key:
         parts += ["-i", key, "-o", "IdentitiesOnly=yes"]
     if known_hosts:

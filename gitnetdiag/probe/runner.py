@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.hops import FirstHop
+from gitnetdiag.hops import FirstHop, leg_endpoint
 from gitnetdiag.probe.budget import stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
@@ -262,8 +262,10 @@ def _run_steps(state: _Run, scratch: Path) -> None:
             if protocol in state.failed:
                 continue
             with _confirming(state, protocol):
+                leg = leg_endpoint(state.protocols[protocol].first_hop,
+                                   endpoint_of(options.urls[protocol]))  # the proxy's, else
                 record, interrupted = push_once(state, protocol, repeat, repo_path, oid,
-                                                pack_bytes, endpoint_of(options.urls[protocol]))
+                                                pack_bytes, leg)
             record = with_http2_frames(state.run_dir, protocol.value, record, state.warn)
             _append_push(state, protocol, record)
             _look_for_black_hole(state, protocol, record)

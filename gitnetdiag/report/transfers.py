@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from gitnetdiag.diagnosis.model import Diagnosis, FetchDetails, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
+from gitnetdiag.diagnosis.proxies import path_text
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.report.failures import SIGNATURE_HEADING, failure_line, failure_signature
 from gitnetdiag.report.fixtext import fix_lines
@@ -281,7 +282,9 @@ def header(d: Diagnosis) -> tuple[str, str]:
     env = d.environment
     remote = (f" (remote {env.remote_name or 'URL'}: {'; '.join(env.remote_notes)})"
               if env.remote_notes else "")
-    return f"status: {run.status}; remotes: {urls}{remote}", seed_line(run.seed)
+    path = path_text(env.paths)
+    path = f"; path: {path}" if path else ""
+    return f"status: {run.status}; remotes: {urls}{remote}{path}", seed_line(run.seed)
 
 
 def render_text(d: Diagnosis, *, markdown: bool) -> str:
@@ -359,4 +362,5 @@ def report_dict(d: Diagnosis) -> dict[str, Any]:
         "bursts": [burst_json(to_jsonable(burst)) for burst in d.observations.bursts],
         "remote": {"name": d.environment.remote_name,
                    "notes": list(d.environment.remote_notes)},
+        "paths": to_jsonable(list(d.environment.paths)),
     }

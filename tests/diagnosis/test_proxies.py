@@ -98,3 +98,18 @@ def test_the_json_report_shows_the_paths_and_validates() -> None:
     assert [(p["protocol"], p["kind"], p["proxy"], p["product"])
             for p in report["environment"]["paths"]] == [
         ("h2", "http-proxy", "10.77.0.1:8888", "tinyproxy"), ("ssh", "direct", "", "")]
+
+
+def test_a_jump_host_and_a_connect_add_their_round_trips_to_the_first_response() -> None:
+    """Through a ProxyJump host SSH runs a whole session to the jump host first; a CONNECT
+    adds one round trip: neither is the server's slowness."""
+    from gitnetdiag.diagnosis.culprits.server import REF_ADVERTISEMENT_RTTS, hop_rtts
+
+    jump = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="u@[10.0.0.9]:22",
+                    source="ssh -G proxyjump")
+    obs = Observations(run=run(first_hops=(_hops()[0], jump)), protocols={})
+    rtts = hop_rtts(obs, REF_ADVERTISEMENT_RTTS)
+    assert rtts["ssh"] == 2 * REF_ADVERTISEMENT_RTTS["ssh"]
+    assert rtts["h2"] == REF_ADVERTISEMENT_RTTS["*"] + 1
+    assert hop_rtts(Observations(run=run(), protocols={}), REF_ADVERTISEMENT_RTTS) == \
+        REF_ADVERTISEMENT_RTTS

@@ -118,6 +118,12 @@ class LabState:
     """Under ``client-pack-cpu`` (and ``client-index-cpu``, ``client-h2-window``): a
     directory to put first on ``PATH`` in the client namespace; its ``git`` runs in a cgroup
     with a small CPU quota, or with an LD_PRELOAD shim holding libcurl's HTTP/2 window small."""
+    client_env: dict[str, str] = field(default_factory=dict)
+    """Variables the lab client's environment gets (``--lab`` sets them, as a user's shell
+    profile does): ``https_proxy`` under the forward-proxy faults."""
+    ssh_config: str = ""
+    """Under ``ssh-jump-host``: the ssh config file (``ssh -F``) the lab's probe uses, whose
+    ``ProxyJump`` sends SSH through the jump host; empty otherwise."""
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

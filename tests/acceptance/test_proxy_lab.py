@@ -1,0 +1,135 @@
+"""Issue 43's acceptance for forward proxies and jump hosts (:mod:`gitnetdiag.lab.proxyfaults`).
+
+- ``forward-proxy-buffer``: HTTPS goes through tinyproxy whose sockets have a fixed 64 KiB
+  buffer, SSH direct. One ``diagnose --lab --direction both``: the pushes rank
+  ``tcp-receive-window-clamp`` first, the clones ``server-send-buffer``, each naming the
+  proxy (its address and ``tinyproxy``, which it says in its ``Server`` header) as the hop
+  holding the knob with the proxy's setting first in the fix; the path says HTTP/2 through
+  the proxy and SSH direct, in the JSON and on the target line.
+- ``forward-proxy``: the same proxy without the shim: healthy both ways, no TCP window or
+  send-buffer culprit, the same path.
+- ``ssh-jump-host``: SSH by ``ProxyJump`` (the lab's ssh config): the push works and the
+  path shows client -> jump host -> server.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gitnetdiag.lab.proxyfaults import (
+    JUMP_IP,
+    PROXY_FAULT_CULPRIT,
+    PROXY_FAULT_PROBE_ARGS,
+    PROXY_FETCH_CULPRIT,
+    PROXY_IP,
+    PROXY_PORT,
+)
+from tests.conftest import LabFactory
+
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("busy")]
+
+PROXY = f"{PROXY_IP}:{PROXY_PORT}"
+WINDOW_CULPRITS = {"tcp-receive-window-clamp", "tcp-window-scaling-off", "server-send-buffer",
+                   "client-tcp-receive-window-clamp"}
+
+
+def _diagnose(instance: str, fault: str, out: Path, *extra: str) -> tuple[dict[str, Any], float]:
+    started = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
+         "--size", "3MiB", "--format", "json", "--out", str(out),
+         *PROXY_FAULT_PROBE_ARGS[fault], *extra],
+        capture_output=True, text=True, timeout=300)
+    assert "Traceback" not in proc.stderr, proc.stderr
+    report: dict[str, Any] = json.loads(proc.stdout)
+    return report, time.monotonic() - started
+
+
+def _paths(part: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    paths = part["paths"] if "paths" in part else part["environment"]["paths"]
+    return {p["protocol"]: p for p in paths}
+
+
+def _check_path(part: dict[str, Any]) -> None:
+    paths = _paths(part)
+    assert paths["h2"]["kind"] == "http-proxy" and paths["h2"]["proxy"] == PROXY, paths
+    assert paths["h2"]["product"] == "tinyproxy", paths
+    assert paths["h2"]["said"].startswith("tinyproxy/"), paths
+    assert paths["ssh"]["kind"] == "direct", paths
+
+
+def _rates(part: dict[str, Any]) -> str:
+    if "fetches" in part:
+        return ", ".join(f"{f['protocol']} {f['rate_bytes_per_s'] / 1e6:.2f} MB/s"
+                         for f in part["fetches"] if f.get("rate_bytes_per_s"))
+    return ", ".join(f"{name} {p['rate_bytes_per_s'] / 1e6:.2f} MB/s"
+                     for name, p in part["protocols"].items() if p.get("rate_bytes_per_s"))
+
+
+def _target_line(out: Path) -> str:
+    text = (out / "report.md").read_text()
+    return next(line for line in text.splitlines() if "path:" in line)
+
+
+def test_buffered_proxy_is_the_hop_of_the_push_and_clone_culprits(
+        lab_factory: LabFactory, tmp_path: Path) -> None:
+    fault = "forward-proxy-buffer"
+    state = lab_factory(fault)
+    report, wall_s = _diagnose(state.instance, fault, tmp_path / "run", "--direction", "both")
+    print(f"{fault} --direction both: {wall_s:.1f} s")
+    expected = {"push": PROXY_FAULT_CULPRIT[fault], "fetch": PROXY_FETCH_CULPRIT[fault]}
+    for direction, part in report["parts"].items():
+        ranked = [(c["id"], c["score"], round(c["cost_s"], 2)) for c in part["culprits"]]
+        print(f"  {direction}: verdict {part['verdict']}; rates {_rates(part)}; ranked {ranked}")
+        top = part["culprits"][0]
+        assert top["id"] == expected[direction], ranked
+        assert f"Measured on the leg client -> proxy {PROXY} (tinyproxy/" in top["summary"], top
+        assert "SSH went direct, HTTP/2 through the proxy" in top["summary"], top["summary"]
+        assert top["fix"].startswith(f"On the forward proxy {PROXY} (Tinyproxy, tinyproxy/"), top
+        assert "tinyproxy.conf has no buffer setting" in top["fix"], top["fix"]
+        _check_path(part)
+    line = _target_line(tmp_path / "run")
+    print(f"  {line}")
+    assert f"HTTP/2 client -> proxy {PROXY} (tinyproxy/" in line and "SSH direct" in line, line
+
+
+def test_unbuffered_proxy_is_healthy_and_still_on_the_path(lab_factory: LabFactory,
+                                                          tmp_path: Path) -> None:
+    fault = "forward-proxy"
+    state = lab_factory(fault)
+    report, wall_s = _diagnose(state.instance, fault, tmp_path / "run", "--direction", "both")
+    print(f"{fault} --direction both: {wall_s:.1f} s")
+    for direction, part in report["parts"].items():
+        ranked = [(c["id"], c["score"]) for c in part["culprits"]]
+        print(f"  {direction}: verdict {part['verdict']}; rates {_rates(part)}; ranked {ranked}")
+        assert not WINDOW_CULPRITS & {c["id"] for c in part["culprits"]}, ranked
+        assert part["verdict"] == "healthy", ranked
+        _check_path(part)
+
+
+def test_ssh_through_a_jump_host_shows_the_jump_on_its_path(lab_factory: LabFactory,
+                                                            tmp_path: Path) -> None:
+    fault = "ssh-jump-host"
+    state = lab_factory(fault)
+    report, wall_s = _diagnose(state.instance, fault, tmp_path / "run")
+    ssh = _paths(report)["ssh"]
+    run = report["protocols"]["ssh"]
+    print(f"{fault}: {wall_s:.1f} s, verdict {report['verdict']}, path {ssh}, "
+          f"SSH push {run['rate_bytes_per_s'] / 1e6:.2f} MB/s, ranked "
+          f"{[(c['id'], c['score'], c['summary']) for c in report['culprits']]}")
+    assert ssh["kind"] == "ssh-proxy" and ssh["source"] == "ssh -G proxyjump", ssh
+    assert JUMP_IP in ssh["proxy"], ssh
+    assert run["pushes_ok"] == 1, run
+    line = _target_line(tmp_path / "run")
+    print(f"  {line}")
+    assert f"SSH client -> SSH proxy {ssh['proxy']} -> server" in line, line
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    capture = manifest["protocols"][0]["pushes"][0]["artifacts"].get("capture")
+    assert capture, "the SSH leg to the jump host was not captured"
