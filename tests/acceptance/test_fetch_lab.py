@@ -38,6 +38,12 @@ FAULT_ARGS: dict[str, tuple[str, ...]] = {
     # One clone through the edge (12-31 s on its slow temp-file disk) beside the same
     # server over git:// is the comparison; HTTP/2 through the same edge adds a second one.
     "edge-response-buffering": ("--protocols", "h1,git"),
+    # The client's own receive buffer holds every transport alike: two show it (66 s with
+    # four beside other work, the longest test of the busy lane).
+    "client-rmem-clamp": ("--protocols", "h1,ssh"),
+    # The server's send buffer through the HTTPS hop (HAProxy) and to the git server's own
+    # sshd: one transport of each (47 s with four).
+    "server-sndbuf-clamp": ("--protocols", "h1,ssh"),
 }
 """Extra ``diagnose`` arguments per fault (all four protocols otherwise)."""
 
