@@ -63,6 +63,7 @@ from gitnetdiag.report.probe import render_clone_summary, render_probe_summary, 
 from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
 from gitnetdiag.rundir.both import BOTH_OPTION, fetch_run_dir
 from gitnetdiag.safefile import write_new_file
+from gitnetdiag.steps import started, step
 from gitnetdiag.vocabulary import TransportKind, parse_size
 
 
@@ -256,6 +257,7 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
 
 def run_probe_command(args: ProbeArgs) -> None:
     """Probe (and with ``then_diagnose`` diagnose) as the command line asks."""
+    started()
     if args.data not in DATA_KINDS:  # before the lab re-executes this command
         raise UsageError(f"unknown --data {args.data!r}",
                          hint="choose " + " or ".join(DATA_KINDS))
@@ -407,7 +409,8 @@ def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
             if warm_plots:  # the HTML report's plotting library loads meanwhile
                 from gitnetdiag.report.plots import warm_up
 
-                warm_up()
+                with step("plotting library (beside the host evidence)"):
+                    warm_up()
             after.result()
     return outcome
 
@@ -483,7 +486,8 @@ def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Co
             argv += ["--config", str(root / name)]
     if since is not None:
         argv += ["--since", str(since)]
-    return _lab_step(argv, "no host evidence from the lab server", console)
+    with step("host evidence since the snapshot" if since else "host snapshot"):
+        return _lab_step(argv, "no host evidence from the lab server", console)
 
 
 def _lab_step(argv: list[str], failed: str, console: Console) -> bool:
@@ -505,4 +509,5 @@ def _lab_storage_report(state: LabState, out: Path, console: Console) -> bool:
     storage = in_cgroup(state.storage_cgroup, [
         sys.executable, "-m", "gitnetdiag", "storage", str(Path(state.repo_path).parent),
         "--size", "4M", "--runtime", "2s", "--small-files", "10", "--json", str(out)])
-    return _lab_step(storage, "no storage check of the lab's repositories", console)
+    with step("storage check"):
+        return _lab_step(storage, "no storage check of the lab's repositories", console)

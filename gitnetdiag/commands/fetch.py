@@ -21,6 +21,7 @@ from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
+from gitnetdiag.steps import step
 from gitnetdiag.vocabulary import parse_size
 
 if TYPE_CHECKING:
@@ -68,7 +69,9 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
     from gitnetdiag.pipeline import diagnose_clones
 
     # A full run directory kept fetch.json at an earlier state: diagnose what was measured.
-    diagnosis = diagnose_clones(outcome.run_dir, outcome.manifest if outcome.disk_full else None)
+    with step("clones: analysis and diagnosis"):
+        diagnosis = diagnose_clones(outcome.run_dir,
+                                    outcome.manifest if outcome.disk_full else None)
     if diagnosis is None:
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
@@ -77,8 +80,9 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
     from gitnetdiag.pipeline import write_reports
 
     err = Console(stderr=True, highlight=False)
-    write_reports(diagnosis, outcome.run_dir, warn=lambda message: err.print(
-        f"warning: {message}", style="yellow", markup=False))
+    with step("clones: reports (md, html, json)"):
+        write_reports(diagnosis, outcome.run_dir, warn=lambda message: err.print(
+            f"warning: {message}", style="yellow", markup=False))
     return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error)
 
 

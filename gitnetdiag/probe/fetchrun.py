@@ -50,6 +50,7 @@ from gitnetdiag.rundir.manifest import (
 )
 from gitnetdiag.rundir.records import CloneRecord, RunStage, RunStatus, SeedBranch
 from gitnetdiag.safefile import full_disk_warning
+from gitnetdiag.steps import step
 from gitnetdiag.vocabulary import TransportKind
 
 
@@ -218,10 +219,11 @@ def read_tcp_rmem(path: Path = TCP_RMEM) -> tuple[int, ...] | None:
 
 def _steps(state: _FetchRun, scratch: Path) -> None:
     options = state.options
-    state.environment = collect_versions()
-    state.client_tcp_rmem = read_tcp_rmem()
-    state.capture_enabled = options.capture and capture_support().available
-    state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
+    with step("clones: versions, capture support, git config"):
+        state.environment = collect_versions()
+        state.client_tcp_rmem = read_tcp_rmem()
+        state.capture_enabled = options.capture and capture_support().available
+        state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
     endpoints: dict[tuple[str, int], Endpoint] = {}
     for protocol in options.protocols:
         url = options.urls[protocol]
@@ -234,8 +236,9 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
     for endpoint in endpoints.values():
         state.reporter.begin(f"path {endpoint.host}:{endpoint.port}")
     # Every endpoint at once: a dead port's bounded wait beside the others' connects.
-    state.paths = measure_paths(list(endpoints.values()), ca_file=options.ca_file,
-                                insecure=options.insecure, attempts=PATH_ATTEMPTS)
+    with step("paths"):
+        state.paths = measure_paths(list(endpoints.values()), ca_file=options.ca_file,
+                                    insecure=options.insecure, attempts=PATH_ATTEMPTS)
     for path in state.paths:
         checked = path.reach not in (None, "open")
         state.reporter.done(f"path {path.endpoint}", (path_line(path) if checked else path.error)

@@ -60,6 +60,7 @@ from gitnetdiag.rundir import (
 )
 from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
 from gitnetdiag.safefile import full_disk_warning
+from gitnetdiag.steps import step
 from gitnetdiag.vocabulary import TransportKind
 
 
@@ -237,13 +238,13 @@ def _final_status(state: _Run) -> RunStatus:
 
 def _run_steps(state: _Run, scratch: Path) -> None:
     options = state.options
-    support = capture_support()
-    state.capture_enabled = options.capture and support.available
-    if options.capture and not support.available:
-        state.warn(support.reason)
-    state.environment = collect_versions()
-
-    state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
+    with step("pushes: versions, capture support, git config"):
+        support = capture_support()
+        state.capture_enabled = options.capture and support.available
+        if options.capture and not support.available:
+            state.warn(support.reason)
+        state.environment = collect_versions()
+        state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
     # The paths are measured while the repository is made: network waits beside CPU work.
     paths = _PathThread(state)
     paths.start()
@@ -396,6 +397,10 @@ class _PathThread(threading.Thread):
         self.hops: list[FirstHop] = []
 
     def run(self) -> None:
+        with step("paths (beside the repository)"):
+            self._measure()
+
+    def _measure(self) -> None:
         options = self.state.options
         self.hops = [first_hop(protocol.value, options.urls[protocol], options.ssh_command)
                      for protocol in options.protocols]
