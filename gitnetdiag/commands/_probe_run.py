@@ -40,12 +40,10 @@ from gitnetdiag.commands.fetch import (
     print_fetch_report,
     render_fetch,
 )
-from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.lab.cgroups import in_cgroup
 from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.model.lab.state import LabState
-from gitnetdiag.pipeline import NativeProgress, load_host_report, sweep_records, sweep_rows
 from gitnetdiag.probe.gitremote import (
     DEFAULT_REMOTE,
     ResolvedRemote,
@@ -265,7 +263,10 @@ def run_probe_command(args: ProbeArgs) -> None:
     if remotes.direction is not None:
         args = replace(args, direction=remotes.direction)
     options = probe_options(args, remotes)
-    host = load_host_report(args.host_report) if args.host_report else None
+    # The pipeline (numpy, the diagnosis) loads after the lab's re-exec, when first used.
+    from gitnetdiag import pipeline
+
+    host = pipeline.load_host_report(args.host_report) if args.host_report else None
     console = Console(stderr=True, highlight=False)
     progress = Progress(
         SpinnerColumn(finished_text=" "), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -298,7 +299,8 @@ def run_probe_command(args: ProbeArgs) -> None:
             console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
             fetch_failed = exc
     outcome = _push(options, remotes.lab_state, progress, console,
-                    warm_plots=args.then_diagnose)
+                    warm_plots=args.then_diagnose,
+                    snapshot=_still_holds(clones, remotes.lab_state))
     json_to_stdout = is_stdout(args.json_out)
     _print_summary(outcome, args.json_out,
                    console if args.then_diagnose or json_to_stdout else Console(highlight=False),
@@ -322,6 +324,8 @@ def run_probe_command(args: ProbeArgs) -> None:
                    fetch=clones.diagnosis if clones else None)
     if fetch_failed is not None and diagnosis.verdict != "failed":
         raise fetch_failed  # the report says the clones are missing; the exit says why
+    from gitnetdiag.diagnosis.verdict import verdict_error
+
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is None and clones is not None:  # a clone's error nothing explains
         failure = fetch_exit_error(clones.diagnosis, clones.error)
@@ -329,14 +333,15 @@ def run_probe_command(args: ProbeArgs) -> None:
         raise failure
 
 
-def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None, since: Path | None,
-                       console: Console) -> Callable[[Path], object] | None:
+def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None,
+                       since: Callable[[], Path | None], console: Console
+                       ) -> Callable[[Path], object] | None:
     """What puts the server's ``host.json`` into a fetch run: the lab's server collected in
-    its namespace (its counters and kernel log since the snapshot ``since``, when one was
+    its namespace (its counters and kernel log since the snapshot ``since()``, when one was
     taken, and its config lint), or a copy of ``--host-report``."""
     if lab_state is not None:
-        return lambda run_dir: _lab_host_report(lab_state, run_dir / HOST_REPORT_FILE, since,
-                                                console)
+        return lambda run_dir: _lab_host_report(lab_state, run_dir / HOST_REPORT_FILE,
+                                                since(), console)
     if args.host_report:
         given = Path(args.host_report)
         return lambda run_dir: shutil.copyfile(given, run_dir / HOST_REPORT_FILE)
@@ -351,13 +356,20 @@ def _clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console:
     (ListenOverflows, SYN cookies, the kernel log)."""
     if args.way() is TransferDirection.BOTH:
         options = replace(options, out_dir=fetch_run_dir(options.out_dir))
-    with scratch_dir("gitnetdiag-host-") as scratch:
+    with scratch_dir("gitnetdiag-host-") as scratch, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as steps:
         snapshot = Path(scratch) / "host-before.json"
-        before = snapshot if lab_state is not None and _lab_host_report(
-            lab_state, snapshot, None, console) else None
-        return measure_fetch(options, RichReporter(progress, console), progress,
-                             before_diagnosis=_fetch_host_report(args, lab_state, before,
-                                                                 console))
+        # Taken while the run's versions and paths are measured and the seed made; the
+        # seed push and the first clone wait for it (the deltas cover every byte moved).
+        taken: Future[bool] | None = (
+            steps.submit(_lab_host_report, lab_state, snapshot, None, console)
+            if lab_state is not None else None)
+        return measure_fetch(
+            options, RichReporter(progress, console), progress,
+            before_clones=taken.result if taken is not None else None,
+            before_diagnosis=_fetch_host_report(
+                args, lab_state, lambda: snapshot if taken is not None and taken.result()
+                else None, console))
 
 
 def _clones_json(args: ProbeArgs) -> Path | None:
@@ -387,23 +399,38 @@ def _report_clones(args: ProbeArgs, clones: MeasuredRun) -> None:
                        console=Console(stderr=is_stdout(json_out), highlight=False))
 
 
+def _still_holds(clones: MeasuredRun | None, lab_state: LabState | None) -> Path | None:
+    """A ``both`` run's clones' ``host.json``: the lab server's counter totals and kernel
+    log mark right after the clones, with nothing moved on the path since (their analysis
+    only): the pushes' snapshot, where a second one would only repeat it."""
+    if clones is None or lab_state is None:
+        return None
+    report = clones.run_dir / HOST_REPORT_FILE
+    return report if report.is_file() else None
+
+
 def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
-          console: Console, *, warm_plots: bool) -> ProbeOutcome:
+          console: Console, *, warm_plots: bool, snapshot: Path | None = None) -> ProbeOutcome:
     """The pushes; against the lab its server's evidence before and after them, collected
-    in the background while the repository is made and the report's plots load."""
+    in the background while the repository is made and the report's plots load.
+    ``snapshot``: a host report taken since the last byte moved (:func:`_still_holds`),
+    the counters' baseline in place of a new snapshot."""
+    from gitnetdiag.pipeline import NativeProgress
+
     with scratch_dir("gitnetdiag-host-") as scratch, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as steps:
-        before = Path(scratch) / "host-before.json"
+        before = snapshot or Path(scratch) / "host-before.json"
         # The lab's host snapshot is taken while the repository is made and the paths
         # measured; the first push waits for it, so the counter deltas cover every push.
-        snapshot: Future[bool] | None = (
+        taken: Future[bool] | None = (
             steps.submit(_lab_host_report, lab_state, before, None, console)
-            if lab_state is not None else None)
+            if lab_state is not None and snapshot is None else None)
         with progress:
             outcome = run_probe(options, RichReporter(progress, console),
-                                before_pushes=snapshot.result if snapshot else None,
+                                before_pushes=taken.result if taken else None,
                                 native_summary=NativeProgress())
-        if snapshot is not None and snapshot.result() and lab_state is not None:
+        if (snapshot is not None or (taken is not None and taken.result())) \
+                and lab_state is not None:
             after = steps.submit(_lab_evidence_after, lab_state, outcome.run_dir, before,
                                  console)
             if warm_plots:  # the HTML report's plotting library loads meanwhile
@@ -420,7 +447,11 @@ def _print_summary(outcome: ProbeOutcome, json_out: Path | None, console: Consol
     """The per-protocol table, the HTTP/2 sweep (kept as its artifact), the run directory
     and, with ``--json``, the summary as JSON. ``clones``: a ``--direction both`` run's,
     their table after the pushes' and their summary under ``fetch`` in the one JSON."""
-    from gitnetdiag.pipeline import summarize_run  # numpy: after the lab re-exec
+    from gitnetdiag.pipeline import (  # numpy: after the lab re-exec
+        summarize_run,
+        sweep_records,
+        sweep_rows,
+    )
 
     summaries = summarize_run(outcome.manifest)
     console.file.write(render_probe_summary(

@@ -9,6 +9,7 @@ word them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -59,14 +60,24 @@ class MeasuredRun:
 
 
 def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress, *,
+                  before_clones: Callable[[], object] | None = None,
                   before_diagnosis: Callable[[Path], object] | None = None) -> MeasuredRun:
-    """Fetch over each protocol and diagnose the clones. ``before_diagnosis`` gets the run
-    directory first (the server's ``host.json`` goes in)."""
+    """Fetch over each protocol and diagnose the clones. ``before_clones`` is awaited
+    before the first byte moves (:func:`~gitnetdiag.probe.fetchrun.run_fetch_probe`);
+    ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in,
+    while the report's plotting library and the pipeline load)."""
     with progress:
-        outcome = run_fetch_probe(options, reporter)
-    if before_diagnosis is not None:
-        before_diagnosis(outcome.run_dir)
-    from gitnetdiag.pipeline import diagnose_clones
+        outcome = run_fetch_probe(options, reporter, before_clones=before_clones)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as beside:
+        collected = beside.submit(before_diagnosis, outcome.run_dir) \
+            if before_diagnosis is not None else None
+        with step("pipeline and plotting library (beside the host evidence)"):
+            from gitnetdiag.pipeline import diagnose_clones
+            from gitnetdiag.report.plots import warm_up
+
+            warm_up()
+        if collected is not None:
+            collected.result()
 
     # A full run directory kept fetch.json at an earlier state: diagnose what was measured.
     with step("clones: analysis and diagnosis"):

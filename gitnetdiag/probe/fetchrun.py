@@ -14,6 +14,8 @@ no push, no ref update, only upload-pack's reads.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -24,14 +26,14 @@ from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.deadpath import dead_by_protocol, path_line, skipped_clone
 from gitnetdiag.probe.fetchonce import fetch_once
-from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors
+from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors, seed_repository
 from gitnetdiag.probe.firsthop import first_hop
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
 from gitnetdiag.probe.pathinfo import Endpoint, measure_paths
 from gitnetdiag.probe.pushonce import now_iso
-from gitnetdiag.probe.repo import new_probe_id
+from gitnetdiag.probe.repo import GeneratedRepo, new_probe_id
 from gitnetdiag.probe.runner import PATH_ATTEMPTS
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
 from gitnetdiag.probe.versions import collect_versions
@@ -96,6 +98,9 @@ class _FetchRun:
         self.capture_enabled = False
         self.disk_full = False
         """A write of ``fetch.json`` met a full filesystem (warned once)."""
+        self.before_clones: Callable[[], object] | None = None
+        """Called once the paths are measured, before the seed push and the first clone
+        (the lab's host snapshot, taken meanwhile, is awaited there)."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -169,8 +174,10 @@ def _fetch_error(url: str, record: CloneRecord) -> GitnetdiagError:
                         reference=f"fetch-{record.outcome}")
 
 
-def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> FetchOutcome:
+def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
+                    before_clones: Callable[[], object] | None = None) -> FetchOutcome:
     """Clone over each protocol, bounded, and remove each clone (see the module doc).
+    ``before_clones``: see :attr:`_FetchRun.before_clones`.
 
     Raises GitnetdiagError only for problems that stop the whole run; Ctrl-C
     propagates after a final ``fetch.json`` with status ``interrupted``.
@@ -178,6 +185,7 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> 
     if not options.protocols:
         raise UsageError("no protocol to fetch over", hint="give --http, --ssh or --git")
     state = _FetchRun(options, reporter or SilentReporter(), prepare_run(options))
+    state.before_clones = before_clones
     state.save()
     with scratch_dir("gitnetdiag-fetch-") as scratch, \
             sigterm_interrupts():
@@ -219,6 +227,29 @@ def read_tcp_rmem(path: Path = TCP_RMEM) -> tuple[int, ...] | None:
 
 def _steps(state: _FetchRun, scratch: Path) -> None:
     options = state.options
+    # The seed's repository is made while the paths are measured: CPU beside network waits
+    # (as the push's repository), before anything moves on the path.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-seed") as beside:
+        repo = beside.submit(_seed_repository, options, scratch) \
+            if options.fetch_seed_bytes else None
+        dead = _setup(state, scratch)
+    if state.before_clones is not None:
+        state.before_clones()
+    if repo is not None and options.fetch_seed_bytes:
+        _seeded(state, scratch, options.fetch_seed_bytes, dead, repo)
+    else:
+        _fetch_all(state, dead)
+
+
+def _seed_repository(options: ProbeOptions, scratch: Path) -> GeneratedRepo:
+    with step("seed repository (beside the paths)"):
+        return seed_repository(scratch, options.fetch_seed_bytes or 0, options.seed)
+
+
+def _setup(state: _FetchRun, scratch: Path) -> set[TransportKind]:
+    """Versions, the isolated config, each protocol's first hop and every endpoint's path;
+    the protocols whose port is dead."""
+    options = state.options
     with step("clones: versions, capture support, git config"):
         state.environment = collect_versions()
         state.client_tcp_rmem = read_tcp_rmem()
@@ -246,10 +277,7 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
                             ok=path.error is None)
     dead = _skip_dead_ports(state)
     state.save()
-    if options.fetch_seed_bytes:
-        _seeded(state, scratch, options.fetch_seed_bytes, dead)
-    else:
-        _fetch_all(state, dead)
+    return dead
 
 
 def _skip_dead_ports(state: _FetchRun) -> set[TransportKind]:
@@ -394,9 +422,11 @@ def _h2_ledgers(state: _FetchRun) -> None:
         _ledger_done(state, name, record, f"native HTTP/2 download ({label} window)")
 
 
-def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[TransportKind]) -> None:
-    """Push the seed branch over a live protocol, fetch it over each, delete it whatever
-    happened (no live protocol: nothing is pushed)."""
+def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[TransportKind],
+            repo: Future[GeneratedRepo]) -> None:
+    """Push the seed branch (its repository ``repo``, made beside the paths) over a live
+    protocol, fetch it over each, delete it whatever happened (no live protocol: nothing
+    is pushed)."""
     options = state.options
     transports = {protocol: state.transport(protocol) for protocol in options.protocols
                   if protocol not in dead}
@@ -411,7 +441,7 @@ def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[Transpor
         state.reporter.begin("seed branch")
         seed = seed_branch(tuple(transports.values()), scratch, probe_id=state.run_id,
                            size_bytes=size_bytes, seed=options.seed,
-                           timeout_s=options.timeout_s, note=note)
+                           timeout_s=options.timeout_s, note=note, repo=repo.result())
         state.reporter.done("seed branch", f"{seed.branch} over {seed.protocol}, "
                             f"{seed.push_wall_s or 0:.1f} s" if seed.pushed else
                             f"push failed: {seed.push_error}", ok=seed.pushed)
