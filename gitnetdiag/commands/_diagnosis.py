@@ -52,15 +52,16 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat,
         written = {} if out_dir is None else write_reports(
             diagnosis, out_dir, warn=lambda message: console.print(
                 f"warning: {message}", style="yellow", markup=False))
-    if fmt is ReportFormat.TERMINAL:
-        from gitnetdiag.report.terminal import render_terminal
+    with step(f"report printed ({fmt.value})"):
+        if fmt is ReportFormat.TERMINAL:
+            from gitnetdiag.report.terminal import render_terminal
 
-        out = Console(highlight=False, stderr=to_stderr)
-        width = out.width if out.is_terminal else 100  # files and pipes get the full table
-        typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal), nl=False,
-                   err=to_stderr)
-    else:
-        typer.echo(RENDERERS[fmt.value](diagnosis), nl=False, err=to_stderr)
+            out = Console(highlight=False, stderr=to_stderr)
+            width = out.width if out.is_terminal else 100  # files and pipes: the full table
+            typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal),
+                       nl=False, err=to_stderr)
+        else:
+            typer.echo(RENDERERS[fmt.value](diagnosis), nl=False, err=to_stderr)
     if written:
         console.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)
     return diagnosis

@@ -66,18 +66,29 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
     before the first byte moves (:func:`~gitnetdiag.probe.fetchrun.run_fetch_probe`);
     ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in,
     while the report's plotting library and the pipeline load)."""
-    with progress:
-        outcome = run_fetch_probe(options, reporter, before_clones=before_clones)
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as beside:
-        collected = beside.submit(before_diagnosis, outcome.run_dir) \
-            if before_diagnosis is not None else None
-        with step("pipeline and plotting library (beside the host evidence)"):
-            from gitnetdiag.pipeline import diagnose_clones
-            from gitnetdiag.report.plots import warm_up
+    ran: list[bool] = []
 
-            warm_up()
-        if collected is not None:
-            collected.result()
+    def after_clones() -> None:
+        """The server's evidence, and the pipeline and plots loaded meanwhile: beside the
+        seed's clean-up once the last byte was measured."""
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as side:
+            collected = side.submit(before_diagnosis, options.out_dir) \
+                if before_diagnosis is not None else None
+            with step("pipeline and plotting library (beside the host evidence)"):
+                from gitnetdiag.pipeline import diagnose_clones  # noqa: F401
+                from gitnetdiag.report.plots import warm_up
+
+                warm_up()
+            if collected is not None:
+                collected.result()
+        ran.append(True)
+
+    with progress:
+        outcome = run_fetch_probe(options, reporter, before_clones=before_clones,
+                                  after_clones=after_clones)
+    if not ran:  # the run stopped early (an error of its setup)
+        after_clones()
+    from gitnetdiag.pipeline import diagnose_clones
 
     # A full run directory kept fetch.json at an earlier state: diagnose what was measured.
     with step("clones: analysis and diagnosis"):
@@ -103,7 +114,8 @@ def print_fetch_report(measured: MeasuredRun, *, fmt: str, json_out: Path | None
     report) so that the exit code says a clone failed. The run directory keeps its
     ``report.*`` whatever ``fmt`` (:func:`measure_fetch`)."""
     diagnosis = measured.diagnosis
-    console.file.write(render_fetch(diagnosis, fmt))
+    with step(f"report printed ({fmt})"):
+        console.file.write(render_fetch(diagnosis, fmt))
     # A JSON report on stdout stays parseable: the run directory goes to stderr then.
     where = Console(stderr=True, highlight=False) if fmt == "json" else console
     where.print(f"run directory: {measured.run_dir}", markup=False, highlight=False)

@@ -13,6 +13,8 @@ no push, no ref update, only upload-pack's reads.
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -101,6 +103,9 @@ class _FetchRun:
         self.before_clones: Callable[[], object] | None = None
         """Called once the paths are measured, before the seed push and the first clone
         (the lab's host snapshot, taken meanwhile, is awaited there)."""
+        self.after_clones: Callable[[], object] | None = None
+        """Called once the last byte was measured (clones, native downloads, bursts): in a
+        thread beside the seed's clean-up, else at the end (:func:`_after_clones`)."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -175,9 +180,11 @@ def _fetch_error(url: str, record: CloneRecord) -> GitnetdiagError:
 
 
 def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
-                    before_clones: Callable[[], object] | None = None) -> FetchOutcome:
+                    before_clones: Callable[[], object] | None = None,
+                    after_clones: Callable[[], object] | None = None) -> FetchOutcome:
     """Clone over each protocol, bounded, and remove each clone (see the module doc).
-    ``before_clones``: see :attr:`_FetchRun.before_clones`.
+    ``before_clones``, ``after_clones``: see :attr:`_FetchRun.before_clones` and
+    :attr:`_FetchRun.after_clones`.
 
     Raises GitnetdiagError only for problems that stop the whole run; Ctrl-C
     propagates after a final ``fetch.json`` with status ``interrupted``.
@@ -186,6 +193,7 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
         raise UsageError("no protocol to fetch over", hint="give --http, --ssh or --git")
     state = _FetchRun(options, reporter or SilentReporter(), prepare_run(options))
     state.before_clones = before_clones
+    state.after_clones = after_clones
     state.save()
     with scratch_dir("gitnetdiag-fetch-") as scratch, \
             sigterm_interrupts():
@@ -239,6 +247,40 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
         _seeded(state, scratch, options.fetch_seed_bytes, dead, repo)
     else:
         _fetch_all(state, dead)
+    _after_clones(state).join()
+
+
+class _Beside(threading.Thread):
+    """:attr:`_FetchRun.after_clones` run once, in a thread; :meth:`join` re-raises its
+    error."""
+
+    def __init__(self, work: Callable[[], object] | None) -> None:
+        super().__init__(name="gitnetdiag-after-clones", daemon=True)
+        self.work = work
+        self.failed: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            if self.work is not None:
+                self.work()
+        except BaseException as exc:  # re-raised in the caller's thread by join()
+            self.failed = exc
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.ident is not None:  # started
+            super().join(timeout)
+        if self.failed is not None:
+            failed, self.failed = self.failed, None
+            raise failed
+
+
+def _after_clones(state: _FetchRun) -> _Beside:
+    """Start :attr:`_FetchRun.after_clones` (once per run; later calls start nothing)."""
+    beside = _Beside(state.after_clones)
+    state.after_clones = None
+    if beside.work is not None:
+        beside.start()
+    return beside
 
 
 def _seed_repository(options: ProbeOptions, scratch: Path) -> GeneratedRepo:
@@ -449,6 +491,9 @@ def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[Transpor
             state.branch = seed.branch
             _fetch_all(state, dead)
     finally:
+        # Nothing is measured any more: the server's evidence is collected meanwhile.
+        beside = _after_clones(state) if state.seed is not None \
+            and sys.exc_info()[0] is None else None
         if state.seed is not None:
             state.reporter.begin("seed clean-up")
             state.seed = remove_seed(state.seed, transports, scratch,
@@ -459,3 +504,5 @@ def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[Transpor
             state.reporter.done("seed clean-up", f"{state.seed.cleanup}, gone on the server: "
                                 f"{state.seed.gone_on_server}", ok=not problems)
             state.save()
+        if beside is not None:
+            beside.join()
