@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -54,7 +55,14 @@ from gitnetdiag.probe.gitremote import (
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.probe.repo import DATA_KINDS, check_generated_size
-from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOutcome, run_probe
+from gitnetdiag.probe.runner import (
+    SWEEP_ARTIFACT,
+    Prepared,
+    PreparedRepo,
+    ProbeOutcome,
+    prepare_repository,
+    run_probe,
+)
 from gitnetdiag.proc import run, scratch_dir
 from gitnetdiag.remoteurl import check_url
 from gitnetdiag.report.probe import render_clone_summary, render_probe_summary, render_sweep
@@ -288,19 +296,26 @@ def run_probe_command(args: ProbeArgs) -> None:
             if args.bundle is not None:
                 bundle_run(fetched.run_dir, fetched.diagnosis, args.bundle, full=args.full)
         return
-    if args.way() is TransferDirection.BOTH:
-        try:
-            clones = _clones(args, options, progress, console, remotes.lab_state)
-            if args.then_diagnose:  # the one report below joins them to the pushes'
-                _keep_clones(args, clones, console)
-            else:  # one summary below, theirs beside the pushes'
-                fetch_failed = fetch_exit_error(clones.diagnosis, clones.error)
-        except GitnetdiagError as exc:  # the pushes still run; the exit code says it
-            console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
-            fetch_failed = exc
-    outcome = _push(options, remotes.lab_state, progress, console,
-                    warm_plots=args.then_diagnose,
-                    snapshot=_still_holds(clones, remotes.lab_state))
+    ahead = _Ahead(options) if args.way() is TransferDirection.BOTH else None
+    try:
+        if ahead is not None:
+            try:
+                clones = _clones(args, options, progress, console, remotes.lab_state,
+                                 also_after=ahead.start)
+                if args.then_diagnose:  # the one report below joins them to the pushes'
+                    _keep_clones(args, clones, console)
+                else:  # one summary below, theirs beside the pushes'
+                    fetch_failed = fetch_exit_error(clones.diagnosis, clones.error)
+            except GitnetdiagError as exc:  # the pushes still run; the exit code says it
+                console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
+                fetch_failed = exc
+        outcome = _push(options, remotes.lab_state, progress, console,
+                        warm_plots=args.then_diagnose,
+                        snapshot=_still_holds(clones, remotes.lab_state),
+                        prepared=ahead.prepared(clones) if ahead is not None else None)
+    finally:
+        if ahead is not None:
+            ahead.close()
     json_to_stdout = is_stdout(args.json_out)
     _print_summary(outcome, args.json_out,
                    console if args.then_diagnose or json_to_stdout else Console(highlight=False),
@@ -348,8 +363,38 @@ def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None,
     return None
 
 
+class _Ahead:
+    """``--direction both``: the pushes' repository made once the clones' last byte was
+    measured (beside their clean-up and the server's evidence, :func:`measure_fetch`), and
+    the clones' paths: the pushes then start at once, on one path check for both."""
+
+    def __init__(self, options: ProbeOptions) -> None:
+        self.options = options
+        self.scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-repo-"))
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-repo")
+        self.repo: Future[PreparedRepo] | None = None
+
+    def start(self) -> None:
+        if self.repo is None:
+            self.repo = self.pool.submit(self._make)
+
+    def _make(self) -> PreparedRepo:
+        with step("pushes' repository (beside the clones' evidence)"):
+            return prepare_repository(self.options, self.scratch)
+
+    def prepared(self, clones: MeasuredRun | None) -> Prepared:
+        paths = clones.paths if clones is not None else ()
+        return Prepared(repo=self.repo.result if self.repo is not None else None,
+                        paths=paths if all(p.error is None for p in paths) else ())
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
 def _clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
-            lab_state: LabState | None = None) -> MeasuredRun:
+            lab_state: LabState | None = None,
+            also_after: Callable[[], object] | None = None) -> MeasuredRun:
     """The clones, measured and diagnosed: into the run directory with ``--direction
     fetch``, into ``RUN-fetch`` with ``both``. Against the lab, the server's counters are
     snapshot first, so that ``host.json`` holds what the clones and the burst did
@@ -366,7 +411,7 @@ def _clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console:
             if lab_state is not None else None)
         return measure_fetch(
             options, RichReporter(progress, console), progress,
-            before_clones=taken.result if taken is not None else None,
+            before_clones=taken.result if taken is not None else None, also_after=also_after,
             before_diagnosis=_fetch_host_report(
                 args, lab_state, lambda: snapshot if taken is not None and taken.result()
                 else None, console))
@@ -410,7 +455,8 @@ def _still_holds(clones: MeasuredRun | None, lab_state: LabState | None) -> Path
 
 
 def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
-          console: Console, *, warm_plots: bool, snapshot: Path | None = None) -> ProbeOutcome:
+          console: Console, *, warm_plots: bool, snapshot: Path | None = None,
+          prepared: Prepared | None = None) -> ProbeOutcome:
     """The pushes; against the lab its server's evidence before and after them, collected
     in the background while the repository is made and the report's plots load.
     ``snapshot``: a host report taken since the last byte moved (:func:`_still_holds`),
@@ -428,15 +474,15 @@ def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
         with progress:
             outcome = run_probe(options, RichReporter(progress, console),
                                 before_pushes=taken.result if taken else None,
-                                native_summary=NativeProgress())
+                                native_summary=NativeProgress(), prepared=prepared)
         if (snapshot is not None or (taken is not None and taken.result())) \
                 and lab_state is not None:
             after = steps.submit(_lab_evidence_after, lab_state, outcome.run_dir, before,
                                  console)
             if warm_plots:  # the HTML report's plotting library loads meanwhile
-                from gitnetdiag.report.plots import warm_up
+                with step("pipeline and plotting library (beside the host evidence)"):
+                    from gitnetdiag.report.plots import warm_up
 
-                with step("plotting library (beside the host evidence)"):
                     warm_up()
             after.result()
     return outcome

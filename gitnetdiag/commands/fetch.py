@@ -22,6 +22,7 @@ from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
+from gitnetdiag.rundir import PathMeasurement
 from gitnetdiag.steps import step
 from gitnetdiag.vocabulary import parse_size
 
@@ -57,20 +58,26 @@ class MeasuredRun:
     """Its diagnosis (direction ``fetch``)."""
     error: GitnetdiagError | None
     """The run's first error, if any (:func:`fetch_exit_error` weighs it)."""
+    paths: tuple[PathMeasurement, ...] = ()
+    """Its endpoints' paths (a both run's pushes take them)."""
 
 
 def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress, *,
                   before_clones: Callable[[], object] | None = None,
-                  before_diagnosis: Callable[[Path], object] | None = None) -> MeasuredRun:
+                  before_diagnosis: Callable[[Path], object] | None = None,
+                  also_after: Callable[[], object] | None = None) -> MeasuredRun:
     """Fetch over each protocol and diagnose the clones. ``before_clones`` is awaited
     before the first byte moves (:func:`~gitnetdiag.probe.fetchrun.run_fetch_probe`);
     ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in,
-    while the report's plotting library and the pipeline load)."""
+    while the report's plotting library and the pipeline load); ``also_after`` is called
+    then too (it starts work of its own, a both run's pushes' repository)."""
     ran: list[bool] = []
 
     def after_clones() -> None:
         """The server's evidence, and the pipeline and plots loaded meanwhile: beside the
         seed's clean-up once the last byte was measured."""
+        if also_after is not None:
+            also_after()
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as side:
             collected = side.submit(before_diagnosis, options.out_dir) \
                 if before_diagnosis is not None else None
@@ -105,7 +112,8 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
     with step("clones: reports (md, html, json)"):
         write_reports(diagnosis, outcome.run_dir, warn=lambda message: err.print(
             f"warning: {message}", style="yellow", markup=False))
-    return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error)
+    return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error,
+                       paths=outcome.manifest.paths)
 
 
 def print_fetch_report(measured: MeasuredRun, *, fmt: str, json_out: Path | None,
