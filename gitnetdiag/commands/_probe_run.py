@@ -299,16 +299,8 @@ def run_probe_command(args: ProbeArgs) -> None:
     ahead = _Ahead(options) if args.way() is TransferDirection.BOTH else None
     try:
         if ahead is not None:
-            try:
-                clones = _clones(args, options, progress, console, remotes.lab_state,
-                                 also_after=ahead.start)
-                if args.then_diagnose:  # the one report below joins them to the pushes'
-                    _keep_clones(args, clones, console)
-                else:  # one summary below, theirs beside the pushes'
-                    fetch_failed = fetch_exit_error(clones.diagnosis, clones.error)
-            except GitnetdiagError as exc:  # the pushes still run; the exit code says it
-                console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
-                fetch_failed = exc
+            clones, fetch_failed = _both_clones(args, options, progress, console,
+                                                remotes.lab_state, ahead)
         outcome = _push(options, remotes.lab_state, progress, console,
                         warm_plots=args.then_diagnose,
                         snapshot=_still_holds(clones, remotes.lab_state),
@@ -361,6 +353,23 @@ def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None,
         given = Path(args.host_report)
         return lambda run_dir: shutil.copyfile(given, run_dir / HOST_REPORT_FILE)
     return None
+
+
+def _both_clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
+                 lab_state: LabState | None, ahead: _Ahead
+                 ) -> tuple[MeasuredRun | None, GitnetdiagError | None]:
+    """A both run's clones, and what the run exits with for them: with a diagnosis their
+    report joins the pushes' (printed after them), without it one summary holds both."""
+    clones: MeasuredRun | None = None
+    try:
+        clones = _clones(args, options, progress, console, lab_state, also_after=ahead.start)
+        if args.then_diagnose:
+            _keep_clones(args, clones, console)
+            return clones, None
+        return clones, fetch_exit_error(clones.diagnosis, clones.error)
+    except GitnetdiagError as exc:  # the pushes still run; the exit code says it
+        console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
+        return clones, exc
 
 
 class _Ahead:

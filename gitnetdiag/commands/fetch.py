@@ -9,7 +9,7 @@ word them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -20,7 +20,7 @@ from rich.progress import Progress
 
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.fetchrun import run_fetch_probe
+from gitnetdiag.probe.fetchrun import FetchHooks, run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.rundir import PathMeasurement
 from gitnetdiag.steps import step
@@ -81,18 +81,24 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as side:
             collected = side.submit(before_diagnosis, options.out_dir) \
                 if before_diagnosis is not None else None
-            with step("pipeline and plotting library (beside the host evidence)"):
-                from gitnetdiag.pipeline import diagnose_clones  # noqa: F401
-                from gitnetdiag.report.plots import warm_up
-
-                warm_up()
+            _load_report_libraries()
             if collected is not None:
                 collected.result()
         ran.append(True)
 
-    with progress:
-        outcome = run_fetch_probe(options, reporter, before_clones=before_clones,
-                                  after_clones=after_clones)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-load") as side:
+        loading: list[Future[None]] = []
+
+        def ready() -> None:  # the paths are measured: the libraries load beside the seed
+            if before_clones is not None:
+                before_clones()
+            if options.fetch_seed_bytes:  # without a seed the first clone would wait
+                loading.append(side.submit(_load_report_libraries))
+
+        with progress:
+            outcome = run_fetch_probe(options, reporter, FetchHooks(
+                before_clones=ready, after_clones=after_clones,
+                first_clone=lambda: [done.result() for done in loading]))
     if not ran:  # the run stopped early (an error of its setup)
         after_clones()
     from gitnetdiag.pipeline import diagnose_clones
@@ -114,6 +120,16 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
             f"warning: {message}", style="yellow", markup=False))
     return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error,
                        paths=outcome.manifest.paths)
+
+
+def _load_report_libraries() -> None:
+    """The pipeline and the report's plotting library loaded (about a second of CPU) while
+    nothing measured moves: beside the seed push, else beside the server's evidence."""
+    with step("pipeline and plotting library loaded"):
+        from gitnetdiag.pipeline import diagnose_clones  # noqa: F401
+        from gitnetdiag.report.plots import warm_up
+
+        warm_up()
 
 
 def print_fetch_report(measured: MeasuredRun, *, fmt: str, json_out: Path | None,

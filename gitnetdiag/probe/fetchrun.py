@@ -73,6 +73,20 @@ class FetchOutcome:
     :attr:`manifest`."""
 
 
+@dataclass(frozen=True, kw_only=True)
+class FetchHooks:
+    """What the caller runs at a fetch run's turns, beside what moves nothing measured."""
+
+    before_clones: Callable[[], object] | None = None
+    """Called once the paths are measured, before the seed push and the first clone
+    (the lab's host snapshot, taken meanwhile, is awaited there)."""
+    first_clone: Callable[[], object] | None = None
+    """Called right before the first clone (work begun beside the seed push ends there)."""
+    after_clones: Callable[[], object] | None = None
+    """Called once the last byte was measured (clones, native downloads, bursts): in a
+    thread beside the seed's clean-up, else at the end (:func:`_after_clones`)."""
+
+
 class _FetchRun:
     """Mutable state of one fetch run; ``save()`` writes ``fetch.json``."""
 
@@ -101,11 +115,11 @@ class _FetchRun:
         self.disk_full = False
         """A write of ``fetch.json`` met a full filesystem (warned once)."""
         self.before_clones: Callable[[], object] | None = None
-        """Called once the paths are measured, before the seed push and the first clone
-        (the lab's host snapshot, taken meanwhile, is awaited there)."""
+        """:attr:`FetchHooks.before_clones`."""
+        self.first_clone: Callable[[], object] | None = None
+        """:attr:`FetchHooks.first_clone` (called once, then None)."""
         self.after_clones: Callable[[], object] | None = None
-        """Called once the last byte was measured (clones, native downloads, bursts): in a
-        thread beside the seed's clean-up, else at the end (:func:`_after_clones`)."""
+        """:attr:`FetchHooks.after_clones` (called once, then None)."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -179,12 +193,10 @@ def _fetch_error(url: str, record: CloneRecord) -> GitnetdiagError:
                         reference=f"fetch-{record.outcome}")
 
 
-def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
-                    before_clones: Callable[[], object] | None = None,
-                    after_clones: Callable[[], object] | None = None) -> FetchOutcome:
+def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None,
+                    hooks: FetchHooks | None = None) -> FetchOutcome:
     """Clone over each protocol, bounded, and remove each clone (see the module doc).
-    ``before_clones``, ``after_clones``: see :attr:`_FetchRun.before_clones` and
-    :attr:`_FetchRun.after_clones`.
+    ``hooks``: what the caller runs at the run's turns (:class:`FetchHooks`).
 
     Raises GitnetdiagError only for problems that stop the whole run; Ctrl-C
     propagates after a final ``fetch.json`` with status ``interrupted``.
@@ -192,8 +204,9 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
     if not options.protocols:
         raise UsageError("no protocol to fetch over", hint="give --http, --ssh or --git")
     state = _FetchRun(options, reporter or SilentReporter(), prepare_run(options))
-    state.before_clones = before_clones
-    state.after_clones = after_clones
+    hooks = hooks or FetchHooks()
+    state.before_clones, state.first_clone = hooks.before_clones, hooks.first_clone
+    state.after_clones = hooks.after_clones
     state.save()
     with scratch_dir("gitnetdiag-fetch-") as scratch, \
             sigterm_interrupts():
@@ -334,6 +347,9 @@ def _skip_dead_ports(state: _FetchRun) -> set[TransportKind]:
 
 def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
     options = state.options
+    first, state.first_clone = state.first_clone, None
+    if first is not None:
+        first()
     failed: set[TransportKind] = set(dead)
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
