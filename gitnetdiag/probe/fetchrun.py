@@ -80,8 +80,6 @@ class FetchHooks:
     before_clones: Callable[[], object] | None = None
     """Called once the paths are measured, before the seed push and the first clone
     (the lab's host snapshot, taken meanwhile, is awaited there)."""
-    first_clone: Callable[[], object] | None = None
-    """Called right before the first clone (work begun beside the seed push ends there)."""
     after_clones: Callable[[], object] | None = None
     """Called once the last byte was measured (clones, native downloads, bursts): in a
     thread beside the seed's clean-up, else at the end (:func:`_after_clones`)."""
@@ -116,8 +114,6 @@ class _FetchRun:
         """A write of ``fetch.json`` met a full filesystem (warned once)."""
         self.before_clones: Callable[[], object] | None = None
         """:attr:`FetchHooks.before_clones`."""
-        self.first_clone: Callable[[], object] | None = None
-        """:attr:`FetchHooks.first_clone` (called once, then None)."""
         self.after_clones: Callable[[], object] | None = None
         """:attr:`FetchHooks.after_clones` (called once, then None)."""
 
@@ -205,7 +201,7 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None,
         raise UsageError("no protocol to fetch over", hint="give --http, --ssh or --git")
     state = _FetchRun(options, reporter or SilentReporter(), prepare_run(options))
     hooks = hooks or FetchHooks()
-    state.before_clones, state.first_clone = hooks.before_clones, hooks.first_clone
+    state.before_clones = hooks.before_clones
     state.after_clones = hooks.after_clones
     state.save()
     with scratch_dir("gitnetdiag-fetch-") as scratch, \
@@ -347,9 +343,6 @@ def _skip_dead_ports(state: _FetchRun) -> set[TransportKind]:
 
 def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
     options = state.options
-    first, state.first_clone = state.first_clone, None
-    if first is not None:
-        first()
     failed: set[TransportKind] = set(dead)
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
