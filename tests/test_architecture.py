@@ -55,6 +55,7 @@ COMPONENTS: dict[str, str] = {
     "pipeline": "pipeline",
     "report": "report",
     "proc": "proc",
+    "steps": "proc",  # where a command's time goes (GITNETDIAG_STEPS), beside proc
     "tools": "tools",
     "probe": "probe",
     "host": "host",

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.console import Console
 
-from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import UsageError
 from gitnetdiag.rundir.bundle import write_bundle
 from gitnetdiag.tools.editcap import headers_only
+
+if TYPE_CHECKING:  # the diagnosis (numpy) loads when one is bundled, not at start-up
+    from gitnetdiag.diagnosis.model import Diagnosis
 
 BUNDLED_FORMATS = ("md", "html", "json")
 

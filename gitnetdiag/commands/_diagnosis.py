@@ -10,6 +10,7 @@ import typer
 from rich.console import Console
 
 from gitnetdiag.commands._options import ReportFormat
+from gitnetdiag.steps import step
 
 if TYPE_CHECKING:
     from gitnetdiag.diagnosis.model import Diagnosis
@@ -34,7 +35,7 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat,
     from gitnetdiag.report import RENDERERS
 
     console = Console(stderr=True, highlight=False)
-    with console.status("analysing captures") as status:
+    with console.status("analysing captures") as status, step("analysis and diagnosis"):
         diagnosis, warnings = diagnose_run(
             run_dir, host=host, progress=lambda msg: status.update(msg), save_to=out_dir)
     for warning in warnings:
@@ -47,18 +48,20 @@ def print_diagnosis(run_dir: Path, host: HostEvidence | None, fmt: ReportFormat,
         from gitnetdiag.diagnosis.combined import without_clones
 
         diagnosis = without_clones(diagnosis, clones_missing)
-    written = {} if out_dir is None else write_reports(
-        diagnosis, out_dir, warn=lambda message: console.print(
-            f"warning: {message}", style="yellow", markup=False))
-    if fmt is ReportFormat.TERMINAL:
-        from gitnetdiag.report.terminal import render_terminal
+    with step("reports (md, html, json)"):
+        written = {} if out_dir is None else write_reports(
+            diagnosis, out_dir, warn=lambda message: console.print(
+                f"warning: {message}", style="yellow", markup=False))
+    with step(f"report printed ({fmt.value})"):
+        if fmt is ReportFormat.TERMINAL:
+            from gitnetdiag.report.terminal import render_terminal
 
-        out = Console(highlight=False, stderr=to_stderr)
-        width = out.width if out.is_terminal else 100  # files and pipes get the full table
-        typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal), nl=False,
-                   err=to_stderr)
-    else:
-        typer.echo(RENDERERS[fmt.value](diagnosis), nl=False, err=to_stderr)
+            out = Console(highlight=False, stderr=to_stderr)
+            width = out.width if out.is_terminal else 100  # files and pipes: the full table
+            typer.echo(render_terminal(diagnosis, width=width, color=out.is_terminal),
+                       nl=False, err=to_stderr)
+        else:
+            typer.echo(RENDERERS[fmt.value](diagnosis), nl=False, err=to_stderr)
     if written:
         console.print("reports: " + ", ".join(str(p) for p in written.values()), markup=False)
     return diagnosis

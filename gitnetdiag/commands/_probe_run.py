@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import shutil
 import sys
+import tempfile
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
@@ -40,12 +41,10 @@ from gitnetdiag.commands.fetch import (
     print_fetch_report,
     render_fetch,
 )
-from gitnetdiag.diagnosis.verdict import verdict_error
 from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.lab.cgroups import in_cgroup
 from gitnetdiag.lab.netns import enter_lab_client
 from gitnetdiag.model.lab.state import LabState
-from gitnetdiag.pipeline import NativeProgress, load_host_report, sweep_records, sweep_rows
 from gitnetdiag.probe.gitremote import (
     DEFAULT_REMOTE,
     ResolvedRemote,
@@ -56,13 +55,21 @@ from gitnetdiag.probe.gitremote import (
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.options import ProbeOptions
 from gitnetdiag.probe.repo import DATA_KINDS, check_generated_size
-from gitnetdiag.probe.runner import SWEEP_ARTIFACT, ProbeOutcome, run_probe
+from gitnetdiag.probe.runner import (
+    SWEEP_ARTIFACT,
+    Prepared,
+    PreparedRepo,
+    ProbeOutcome,
+    prepare_repository,
+    run_probe,
+)
 from gitnetdiag.proc import run, scratch_dir
 from gitnetdiag.remoteurl import check_url
 from gitnetdiag.report.probe import render_clone_summary, render_probe_summary, render_sweep
 from gitnetdiag.rundir import HOST_REPORT_FILE, STORAGE_REPORT_FILE, to_jsonable
 from gitnetdiag.rundir.both import BOTH_OPTION, fetch_run_dir
 from gitnetdiag.safefile import write_new_file
+from gitnetdiag.steps import started, step
 from gitnetdiag.vocabulary import TransportKind, parse_size
 
 
@@ -258,6 +265,7 @@ def probe_options(args: ProbeArgs, remotes: _Remotes) -> ProbeOptions:
 
 def run_probe_command(args: ProbeArgs) -> None:
     """Probe (and with ``then_diagnose`` diagnose) as the command line asks."""
+    started()
     if args.data not in DATA_KINDS:  # before the lab re-executes this command
         raise UsageError(f"unknown --data {args.data!r}",
                          hint="choose " + " or ".join(DATA_KINDS))
@@ -265,7 +273,10 @@ def run_probe_command(args: ProbeArgs) -> None:
     if remotes.direction is not None:
         args = replace(args, direction=remotes.direction)
     options = probe_options(args, remotes)
-    host = load_host_report(args.host_report) if args.host_report else None
+    # The pipeline (numpy, the diagnosis) loads after the lab's re-exec, when first used.
+    from gitnetdiag import pipeline
+
+    host = pipeline.load_host_report(args.host_report) if args.host_report else None
     console = Console(stderr=True, highlight=False)
     progress = Progress(
         SpinnerColumn(finished_text=" "), TextColumn("{task.description}"), TimeElapsedColumn(),
@@ -287,18 +298,18 @@ def run_probe_command(args: ProbeArgs) -> None:
             if args.bundle is not None:
                 bundle_run(fetched.run_dir, fetched.diagnosis, args.bundle, full=args.full)
         return
-    if args.way() is TransferDirection.BOTH:
-        try:
-            clones = _clones(args, options, progress, console, remotes.lab_state)
-            if args.then_diagnose:  # the one report below joins them to the pushes'
-                _keep_clones(args, clones, console)
-            else:  # one summary below, theirs beside the pushes'
-                fetch_failed = fetch_exit_error(clones.diagnosis, clones.error)
-        except GitnetdiagError as exc:  # the pushes still run; the exit code says it
-            console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
-            fetch_failed = exc
-    outcome = _push(options, remotes.lab_state, progress, console,
-                    warm_plots=args.then_diagnose)
+    ahead = _Ahead(options) if args.way() is TransferDirection.BOTH else None
+    try:
+        if ahead is not None:
+            clones, fetch_failed = _both_clones(args, options, progress, console,
+                                                remotes.lab_state, ahead)
+        outcome = _push(options, remotes.lab_state, progress, console,
+                        warm_plots=args.then_diagnose,
+                        snapshot=_still_holds(clones, remotes.lab_state),
+                        prepared=ahead.prepared(clones) if ahead is not None else None)
+    finally:
+        if ahead is not None:
+            ahead.close()
     json_to_stdout = is_stdout(args.json_out)
     _print_summary(outcome, args.json_out,
                    console if args.then_diagnose or json_to_stdout else Console(highlight=False),
@@ -322,6 +333,8 @@ def run_probe_command(args: ProbeArgs) -> None:
                    fetch=clones.diagnosis if clones else None)
     if fetch_failed is not None and diagnosis.verdict != "failed":
         raise fetch_failed  # the report says the clones are missing; the exit says why
+    from gitnetdiag.diagnosis.verdict import verdict_error
+
     failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
     if failure is None and clones is not None:  # a clone's error nothing explains
         failure = fetch_exit_error(clones.diagnosis, clones.error)
@@ -329,35 +342,90 @@ def run_probe_command(args: ProbeArgs) -> None:
         raise failure
 
 
-def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None, since: Path | None,
-                       console: Console) -> Callable[[Path], object] | None:
+def _fetch_host_report(args: ProbeArgs, lab_state: LabState | None,
+                       since: Callable[[], Path | None], console: Console
+                       ) -> Callable[[Path], object] | None:
     """What puts the server's ``host.json`` into a fetch run: the lab's server collected in
-    its namespace (its counters and kernel log since the snapshot ``since``, when one was
+    its namespace (its counters and kernel log since the snapshot ``since()``, when one was
     taken, and its config lint), or a copy of ``--host-report``."""
     if lab_state is not None:
-        return lambda run_dir: _lab_host_report(lab_state, run_dir / HOST_REPORT_FILE, since,
-                                                console)
+        return lambda run_dir: _lab_host_report(lab_state, run_dir / HOST_REPORT_FILE,
+                                                since(), console)
     if args.host_report:
         given = Path(args.host_report)
         return lambda run_dir: shutil.copyfile(given, run_dir / HOST_REPORT_FILE)
     return None
 
 
+def _both_clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
+                 lab_state: LabState | None, ahead: _Ahead
+                 ) -> tuple[MeasuredRun | None, GitnetdiagError | None]:
+    """A both run's clones, and what the run exits with for them: with a diagnosis their
+    report joins the pushes' (printed after them), without it one summary holds both."""
+    clones: MeasuredRun | None = None
+    try:
+        clones = _clones(args, options, progress, console, lab_state, also_after=ahead.start)
+        if args.then_diagnose:
+            _keep_clones(args, clones, console)
+            return clones, None
+        return clones, fetch_exit_error(clones.diagnosis, clones.error)
+    except GitnetdiagError as exc:  # the pushes still run; the exit code says it
+        console.print(f"error: fetch: {exc.one_line()}", style="red", markup=False)
+        return clones, exc
+
+
+class _Ahead:
+    """``--direction both``: the pushes' repository made once the clones' last byte was
+    measured (beside their clean-up and the server's evidence, :func:`measure_fetch`), and
+    the clones' paths: the pushes then start at once, on one path check for both."""
+
+    def __init__(self, options: ProbeOptions) -> None:
+        self.options = options
+        self.scratch = Path(tempfile.mkdtemp(prefix="gitnetdiag-repo-"))
+        self.pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-repo")
+        self.repo: Future[PreparedRepo] | None = None
+
+    def start(self) -> None:
+        if self.repo is None:
+            self.repo = self.pool.submit(self._make)
+
+    def _make(self) -> PreparedRepo:
+        with step("pushes' repository (beside the clones' evidence)"):
+            return prepare_repository(self.options, self.scratch)
+
+    def prepared(self, clones: MeasuredRun | None) -> Prepared:
+        paths = clones.paths if clones is not None else ()
+        return Prepared(repo=self.repo.result if self.repo is not None else None,
+                        paths=paths if all(p.error is None for p in paths) else ())
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True)
+        shutil.rmtree(self.scratch, ignore_errors=True)
+
+
 def _clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
-            lab_state: LabState | None = None) -> MeasuredRun:
+            lab_state: LabState | None = None,
+            also_after: Callable[[], object] | None = None) -> MeasuredRun:
     """The clones, measured and diagnosed: into the run directory with ``--direction
     fetch``, into ``RUN-fetch`` with ``both``. Against the lab, the server's counters are
     snapshot first, so that ``host.json`` holds what the clones and the burst did
     (ListenOverflows, SYN cookies, the kernel log)."""
     if args.way() is TransferDirection.BOTH:
         options = replace(options, out_dir=fetch_run_dir(options.out_dir))
-    with scratch_dir("gitnetdiag-host-") as scratch:
+    with scratch_dir("gitnetdiag-host-") as scratch, \
+            ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as steps:
         snapshot = Path(scratch) / "host-before.json"
-        before = snapshot if lab_state is not None and _lab_host_report(
-            lab_state, snapshot, None, console) else None
-        return measure_fetch(options, RichReporter(progress, console), progress,
-                             before_diagnosis=_fetch_host_report(args, lab_state, before,
-                                                                 console))
+        # Taken while the run's versions and paths are measured and the seed made; the
+        # seed push and the first clone wait for it (the deltas cover every byte moved).
+        taken: Future[bool] | None = (
+            steps.submit(_lab_host_report, lab_state, snapshot, None, console)
+            if lab_state is not None else None)
+        return measure_fetch(
+            options, RichReporter(progress, console), progress,
+            before_clones=taken.result if taken is not None else None, also_after=also_after,
+            before_diagnosis=_fetch_host_report(
+                args, lab_state, lambda: snapshot if taken is not None and taken.result()
+                else None, console))
 
 
 def _clones_json(args: ProbeArgs) -> Path | None:
@@ -387,29 +455,46 @@ def _report_clones(args: ProbeArgs, clones: MeasuredRun) -> None:
                        console=Console(stderr=is_stdout(json_out), highlight=False))
 
 
+def _still_holds(clones: MeasuredRun | None, lab_state: LabState | None) -> Path | None:
+    """A ``both`` run's clones' ``host.json``: the lab server's counter totals and kernel
+    log mark right after the clones, with nothing moved on the path since (their analysis
+    only): the pushes' snapshot, where a second one would only repeat it."""
+    if clones is None or lab_state is None:
+        return None
+    report = clones.run_dir / HOST_REPORT_FILE
+    return report if report.is_file() else None
+
+
 def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
-          console: Console, *, warm_plots: bool) -> ProbeOutcome:
+          console: Console, *, warm_plots: bool, snapshot: Path | None = None,
+          prepared: Prepared | None = None) -> ProbeOutcome:
     """The pushes; against the lab its server's evidence before and after them, collected
-    in the background while the repository is made and the report's plots load."""
+    in the background while the repository is made and the report's plots load.
+    ``snapshot``: a host report taken since the last byte moved (:func:`_still_holds`),
+    the counters' baseline in place of a new snapshot."""
+    from gitnetdiag.pipeline import NativeProgress
+
     with scratch_dir("gitnetdiag-host-") as scratch, \
             ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as steps:
-        before = Path(scratch) / "host-before.json"
+        before = snapshot or Path(scratch) / "host-before.json"
         # The lab's host snapshot is taken while the repository is made and the paths
         # measured; the first push waits for it, so the counter deltas cover every push.
-        snapshot: Future[bool] | None = (
+        taken: Future[bool] | None = (
             steps.submit(_lab_host_report, lab_state, before, None, console)
-            if lab_state is not None else None)
+            if lab_state is not None and snapshot is None else None)
         with progress:
             outcome = run_probe(options, RichReporter(progress, console),
-                                before_pushes=snapshot.result if snapshot else None,
-                                native_summary=NativeProgress())
-        if snapshot is not None and snapshot.result() and lab_state is not None:
+                                before_pushes=taken.result if taken else None,
+                                native_summary=NativeProgress(), prepared=prepared)
+        if (snapshot is not None or (taken is not None and taken.result())) \
+                and lab_state is not None:
             after = steps.submit(_lab_evidence_after, lab_state, outcome.run_dir, before,
                                  console)
             if warm_plots:  # the HTML report's plotting library loads meanwhile
-                from gitnetdiag.report.plots import warm_up
+                with step("pipeline and plotting library (beside the host evidence)"):
+                    from gitnetdiag.report.plots import warm_up
 
-                warm_up()
+                    warm_up()
             after.result()
     return outcome
 
@@ -419,7 +504,11 @@ def _print_summary(outcome: ProbeOutcome, json_out: Path | None, console: Consol
     """The per-protocol table, the HTTP/2 sweep (kept as its artifact), the run directory
     and, with ``--json``, the summary as JSON. ``clones``: a ``--direction both`` run's,
     their table after the pushes' and their summary under ``fetch`` in the one JSON."""
-    from gitnetdiag.pipeline import summarize_run  # numpy: after the lab re-exec
+    from gitnetdiag.pipeline import (  # numpy: after the lab re-exec
+        summarize_run,
+        sweep_records,
+        sweep_rows,
+    )
 
     summaries = summarize_run(outcome.manifest)
     console.file.write(render_probe_summary(
@@ -485,7 +574,8 @@ def _lab_host_report(state: LabState, out: Path, since: Path | None, console: Co
             argv += ["--config", str(root / name)]
     if since is not None:
         argv += ["--since", str(since)]
-    return _lab_step(argv, "no host evidence from the lab server", console)
+    with step("host evidence since the snapshot" if since else "host snapshot"):
+        return _lab_step(argv, "no host evidence from the lab server", console)
 
 
 def _lab_step(argv: list[str], failed: str, console: Console) -> bool:
@@ -507,4 +597,5 @@ def _lab_storage_report(state: LabState, out: Path, console: Console) -> bool:
     storage = in_cgroup(state.storage_cgroup, [
         sys.executable, "-m", "gitnetdiag", "storage", str(Path(state.repo_path).parent),
         "--size", "4M", "--runtime", "2s", "--small-files", "10", "--json", str(out)])
-    return _lab_step(storage, "no storage check of the lab's repositories", console)
+    with step("storage check"):
+        return _lab_step(storage, "no storage check of the lab's repositories", console)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import contextlib
+import time
 
 from rich.console import Console
 from rich.progress import Progress, TaskID
+
+from gitnetdiag.steps import record_step
 
 
 class RichReporter:
@@ -21,12 +24,15 @@ class RichReporter:
         self.phases: dict[str, str] = {}
         self.moves: dict[str, str] = {}
         """The last bytes-moved text of each running step (``1.0 MiB, 2.00 MiB/s``)."""
+        self.begun: dict[str, float] = {}
+        """When each running step began (:mod:`gitnetdiag.steps` records it when done)."""
 
     def _line(self, text: str) -> None:
         with contextlib.suppress(OSError):  # a log keeps each line whole
             self.progress.console.print(text, highlight=False, soft_wrap=not self.live)
 
     def begin(self, label: str) -> None:
+        self.begun[label] = time.time()
         if not self.live:
             self._line(f"{label} ...")
             return
@@ -34,6 +40,7 @@ class RichReporter:
 
     def done(self, label: str, detail: str, *, ok: bool) -> None:
         task = self.tasks.pop(label, None)
+        record_step(label, self.begun.pop(label, time.time()))
         self.moves.pop(label, None)
         self.phases.pop(label, None)
         mark = "[green]ok[/green]" if ok else "[red]!![/red]"

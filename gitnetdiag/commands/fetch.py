@@ -9,6 +9,7 @@ word them.
 from __future__ import annotations
 
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -19,8 +20,10 @@ from rich.progress import Progress
 
 from gitnetdiag.commands._output import write_output
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.probe.fetchrun import run_fetch_probe
+from gitnetdiag.probe.fetchrun import FetchHooks, run_fetch_probe
 from gitnetdiag.probe.options import ProbeOptions, Reporter
+from gitnetdiag.rundir import PathMeasurement
+from gitnetdiag.steps import step
 from gitnetdiag.vocabulary import parse_size
 
 if TYPE_CHECKING:
@@ -55,20 +58,46 @@ class MeasuredRun:
     """Its diagnosis (direction ``fetch``)."""
     error: GitnetdiagError | None
     """The run's first error, if any (:func:`fetch_exit_error` weighs it)."""
+    paths: tuple[PathMeasurement, ...] = ()
+    """Its endpoints' paths (a both run's pushes take them)."""
 
 
 def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress, *,
-                  before_diagnosis: Callable[[Path], object] | None = None) -> MeasuredRun:
-    """Fetch over each protocol and diagnose the clones. ``before_diagnosis`` gets the run
-    directory first (the server's ``host.json`` goes in)."""
+                  before_clones: Callable[[], object] | None = None,
+                  before_diagnosis: Callable[[Path], object] | None = None,
+                  also_after: Callable[[], object] | None = None) -> MeasuredRun:
+    """Fetch over each protocol and diagnose the clones. ``before_clones`` is awaited
+    before the first byte moves (:func:`~gitnetdiag.probe.fetchrun.run_fetch_probe`);
+    ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in,
+    while the report's plotting library and the pipeline load); ``also_after`` is called
+    then too (it starts work of its own, a both run's pushes' repository)."""
+    ran: list[bool] = []
+
+    def after_clones() -> None:
+        """The server's evidence, and the pipeline and plots loaded meanwhile: beside the
+        seed's clean-up once the last byte was measured."""
+        if also_after is not None:
+            also_after()
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as side:
+            collected = side.submit(before_diagnosis, options.out_dir) \
+                if before_diagnosis is not None else None
+            _load_report_libraries()
+            if collected is not None:
+                collected.result()
+        ran.append(True)
+
+    # Not beside the seed push: its time is in the report ("pushed over h1 in 1.4 s").
     with progress:
-        outcome = run_fetch_probe(options, reporter)
-    if before_diagnosis is not None:
-        before_diagnosis(outcome.run_dir)
+        outcome = run_fetch_probe(options, reporter, FetchHooks(
+            before_clones=before_clones, after_clones=after_clones))
+    if not ran:  # the run stopped early (an error of its setup)
+        after_clones()
     from gitnetdiag.pipeline import diagnose_clones
 
     # A full run directory kept fetch.json at an earlier state: diagnose what was measured.
-    diagnosis = diagnose_clones(outcome.run_dir, outcome.manifest if outcome.disk_full else None)
+    with step("clones: analysis and diagnosis"):
+        diagnosis = diagnose_clones(outcome.run_dir,
+                                    outcome.manifest if outcome.disk_full else None)
     if diagnosis is None:
         raise NetworkError("the fetch run wrote no fetch.json", hint="run it again",
                            reference="fetch-failed")
@@ -77,9 +106,21 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
     from gitnetdiag.pipeline import write_reports
 
     err = Console(stderr=True, highlight=False)
-    write_reports(diagnosis, outcome.run_dir, warn=lambda message: err.print(
-        f"warning: {message}", style="yellow", markup=False))
-    return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error)
+    with step("clones: reports (md, html, json)"):
+        write_reports(diagnosis, outcome.run_dir, warn=lambda message: err.print(
+            f"warning: {message}", style="yellow", markup=False))
+    return MeasuredRun(run_dir=outcome.run_dir, diagnosis=diagnosis, error=outcome.error,
+                       paths=outcome.manifest.paths)
+
+
+def _load_report_libraries() -> None:
+    """The pipeline and the report's plotting library loaded (about a second of CPU) while
+    nothing measured moves: beside the server's evidence and the seed's clean-up."""
+    with step("pipeline and plotting library loaded"):
+        from gitnetdiag.pipeline import diagnose_clones  # noqa: F401
+        from gitnetdiag.report.plots import warm_up
+
+        warm_up()
 
 
 def print_fetch_report(measured: MeasuredRun, *, fmt: str, json_out: Path | None,
@@ -88,7 +129,8 @@ def print_fetch_report(measured: MeasuredRun, *, fmt: str, json_out: Path | None
     report) so that the exit code says a clone failed. The run directory keeps its
     ``report.*`` whatever ``fmt`` (:func:`measure_fetch`)."""
     diagnosis = measured.diagnosis
-    console.file.write(render_fetch(diagnosis, fmt))
+    with step(f"report printed ({fmt})"):
+        console.file.write(render_fetch(diagnosis, fmt))
     # A JSON report on stdout stays parseable: the run directory goes to stderr then.
     where = Console(stderr=True, highlight=False) if fmt == "json" else console
     where.print(f"run directory: {measured.run_dir}", markup=False, highlight=False)

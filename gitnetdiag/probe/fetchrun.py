@@ -13,7 +13,11 @@ no push, no ref update, only upload-pack's reads.
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -25,14 +29,14 @@ from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.deadpath import dead_by_protocol, path_line, skipped_clone
 from gitnetdiag.probe.fetchonce import fetch_once
-from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors
+from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors, seed_repository
 from gitnetdiag.probe.firsthop import first_hop
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
 from gitnetdiag.probe.pathinfo import Endpoint, measure_paths
 from gitnetdiag.probe.pushonce import now_iso
-from gitnetdiag.probe.repo import new_probe_id
+from gitnetdiag.probe.repo import GeneratedRepo, new_probe_id
 from gitnetdiag.probe.runner import PATH_ATTEMPTS
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
 from gitnetdiag.probe.versions import collect_versions
@@ -51,6 +55,7 @@ from gitnetdiag.rundir.manifest import (
 )
 from gitnetdiag.rundir.records import CloneRecord, RunStage, RunStatus, SeedBranch
 from gitnetdiag.safefile import full_disk_warning
+from gitnetdiag.steps import step
 from gitnetdiag.vocabulary import TransportKind
 
 
@@ -67,6 +72,18 @@ class FetchOutcome:
     disk_full: bool = False
     """The run directory's filesystem filled up: ``fetch.json`` holds an earlier state than
     :attr:`manifest`."""
+
+
+@dataclass(frozen=True, kw_only=True)
+class FetchHooks:
+    """What the caller runs at a fetch run's turns, beside what moves nothing measured."""
+
+    before_clones: Callable[[], object] | None = None
+    """Called once the paths are measured, before the seed push and the first clone
+    (the lab's host snapshot, taken meanwhile, is awaited there)."""
+    after_clones: Callable[[], object] | None = None
+    """Called once the last byte was measured (clones, native downloads, bursts): in a
+    thread beside the seed's clean-up, else at the end (:func:`_after_clones`)."""
 
 
 class _FetchRun:
@@ -96,6 +113,10 @@ class _FetchRun:
         self.capture_enabled = False
         self.disk_full = False
         """A write of ``fetch.json`` met a full filesystem (warned once)."""
+        self.before_clones: Callable[[], object] | None = None
+        """:attr:`FetchHooks.before_clones`."""
+        self.after_clones: Callable[[], object] | None = None
+        """:attr:`FetchHooks.after_clones` (called once, then None)."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -169,8 +190,10 @@ def _fetch_error(url: str, record: CloneRecord) -> GitnetdiagError:
                         reference=f"fetch-{record.outcome}")
 
 
-def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> FetchOutcome:
+def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None,
+                    hooks: FetchHooks | None = None) -> FetchOutcome:
     """Clone over each protocol, bounded, and remove each clone (see the module doc).
+    ``hooks``: what the caller runs at the run's turns (:class:`FetchHooks`).
 
     Raises GitnetdiagError only for problems that stop the whole run; Ctrl-C
     propagates after a final ``fetch.json`` with status ``interrupted``.
@@ -178,6 +201,9 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None) -> 
     if not options.protocols:
         raise UsageError("no protocol to fetch over", hint="give --http, --ssh or --git")
     state = _FetchRun(options, reporter or SilentReporter(), prepare_run(options))
+    hooks = hooks or FetchHooks()
+    state.before_clones = hooks.before_clones
+    state.after_clones = hooks.after_clones
     state.save()
     with scratch_dir("gitnetdiag-fetch-") as scratch, \
             sigterm_interrupts():
@@ -219,10 +245,68 @@ def read_tcp_rmem(path: Path = TCP_RMEM) -> tuple[int, ...] | None:
 
 def _steps(state: _FetchRun, scratch: Path) -> None:
     options = state.options
-    state.environment = collect_versions()
-    state.client_tcp_rmem = read_tcp_rmem()
-    state.capture_enabled = options.capture and capture_support().available
-    state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
+    # The seed's repository is made while the paths are measured: CPU beside network waits
+    # (as the push's repository), before anything moves on the path.
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-seed") as beside:
+        repo = beside.submit(_seed_repository, options, scratch) \
+            if options.fetch_seed_bytes else None
+        dead = _setup(state, scratch)
+    if state.before_clones is not None:
+        state.before_clones()
+    if repo is not None and options.fetch_seed_bytes:
+        _seeded(state, scratch, options.fetch_seed_bytes, dead, repo)
+    else:
+        _fetch_all(state, dead)
+    _after_clones(state).join()
+
+
+class _Beside(threading.Thread):
+    """:attr:`_FetchRun.after_clones` run once, in a thread; :meth:`join` re-raises its
+    error."""
+
+    def __init__(self, work: Callable[[], object] | None) -> None:
+        super().__init__(name="gitnetdiag-after-clones", daemon=True)
+        self.work = work
+        self.failed: BaseException | None = None
+
+    def run(self) -> None:
+        try:
+            if self.work is not None:
+                self.work()
+        except BaseException as exc:  # re-raised in the caller's thread by join()
+            self.failed = exc
+
+    def join(self, timeout: float | None = None) -> None:
+        if self.ident is not None:  # started
+            super().join(timeout)
+        if self.failed is not None:
+            failed, self.failed = self.failed, None
+            raise failed
+
+
+def _after_clones(state: _FetchRun) -> _Beside:
+    """Start :attr:`_FetchRun.after_clones` (once per run; later calls start nothing)."""
+    beside = _Beside(state.after_clones)
+    state.after_clones = None
+    if beside.work is not None:
+        beside.start()
+    return beside
+
+
+def _seed_repository(options: ProbeOptions, scratch: Path) -> GeneratedRepo:
+    with step("seed repository (beside the paths)"):
+        return seed_repository(scratch, options.fetch_seed_bytes or 0, options.seed)
+
+
+def _setup(state: _FetchRun, scratch: Path) -> set[TransportKind]:
+    """Versions, the isolated config, each protocol's first hop and every endpoint's path;
+    the protocols whose port is dead."""
+    options = state.options
+    with step("clones: versions, capture support, git config"):
+        state.environment = collect_versions()
+        state.client_tcp_rmem = read_tcp_rmem()
+        state.capture_enabled = options.capture and capture_support().available
+        state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
     endpoints: dict[tuple[str, int], Endpoint] = {}
     for protocol in options.protocols:
         url = options.urls[protocol]
@@ -235,8 +319,9 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
     for endpoint in endpoints.values():
         state.reporter.begin(f"path {endpoint.host}:{endpoint.port}")
     # Every endpoint at once: a dead port's bounded wait beside the others' connects.
-    state.paths = measure_paths(list(endpoints.values()), ca_file=options.ca_file,
-                                insecure=options.insecure, attempts=PATH_ATTEMPTS)
+    with step("paths"):
+        state.paths = measure_paths(list(endpoints.values()), ca_file=options.ca_file,
+                                    insecure=options.insecure, attempts=PATH_ATTEMPTS)
     for path in state.paths:
         checked = path.reach not in (None, "open")
         state.reporter.done(f"path {path.endpoint}", (path_line(path) if checked else path.error)
@@ -244,10 +329,7 @@ def _steps(state: _FetchRun, scratch: Path) -> None:
                             ok=path.error is None)
     dead = _skip_dead_ports(state)
     state.save()
-    if options.fetch_seed_bytes:
-        _seeded(state, scratch, options.fetch_seed_bytes, dead)
-    else:
-        _fetch_all(state, dead)
+    return dead
 
 
 def _skip_dead_ports(state: _FetchRun) -> set[TransportKind]:
@@ -393,9 +475,11 @@ def _h2_ledgers(state: _FetchRun) -> None:
         _ledger_done(state, name, record, f"native HTTP/2 download ({label} window)")
 
 
-def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[TransportKind]) -> None:
-    """Push the seed branch over a live protocol, fetch it over each, delete it whatever
-    happened (no live protocol: nothing is pushed)."""
+def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[TransportKind],
+            repo: Future[GeneratedRepo]) -> None:
+    """Push the seed branch (its repository ``repo``, made beside the paths) over a live
+    protocol, fetch it over each, delete it whatever happened (no live protocol: nothing
+    is pushed)."""
     options = state.options
     transports = {protocol: state.transport(protocol) for protocol in options.protocols
                   if protocol not in dead}
@@ -410,7 +494,7 @@ def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[Transpor
         state.reporter.begin("seed branch")
         seed = seed_branch(tuple(transports.values()), scratch, probe_id=state.run_id,
                            size_bytes=size_bytes, seed=options.seed,
-                           timeout_s=options.timeout_s, note=note)
+                           timeout_s=options.timeout_s, note=note, repo=repo.result())
         state.reporter.done("seed branch", f"{seed.branch} over {seed.protocol}, "
                             f"{seed.push_wall_s or 0:.1f} s" if seed.pushed else
                             f"push failed: {seed.push_error}", ok=seed.pushed)
@@ -418,6 +502,9 @@ def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[Transpor
             state.branch = seed.branch
             _fetch_all(state, dead)
     finally:
+        # Nothing is measured any more: the server's evidence is collected meanwhile.
+        beside = _after_clones(state) if state.seed is not None \
+            and sys.exc_info()[0] is None else None
         if state.seed is not None:
             state.reporter.begin("seed clean-up")
             state.seed = remove_seed(state.seed, transports, scratch,
@@ -428,3 +515,5 @@ def _seeded(state: _FetchRun, scratch: Path, size_bytes: int, dead: set[Transpor
             state.reporter.done("seed clean-up", f"{state.seed.cleanup}, gone on the server: "
                                 f"{state.seed.gone_on_server}", ok=not problems)
             state.save()
+        if beside is not None:
+            beside.join()

@@ -35,7 +35,7 @@ from gitnetdiag.probe.gitpush import (
     push_argv,
     run_git,
 )
-from gitnetdiag.probe.repo import generate_repo, probe_branch_name
+from gitnetdiag.probe.repo import GeneratedRepo, generate_repo, probe_branch_name
 from gitnetdiag.rundir.records import RunStage, SeedBranch
 from gitnetdiag.vocabulary import TransportKind
 
@@ -59,17 +59,25 @@ def seed_file_bytes(size_bytes: int) -> int:
     return max(1, -(-size_bytes // SEED_FILES))
 
 
+def seed_repository(scratch: Path, size_bytes: int, seed: int) -> GeneratedRepo:
+    """The seed's repository: ``size_bytes`` of random data in :data:`SEED_FILES` files
+    (CPU and disk only: the fetch run makes it while the paths are measured)."""
+    return generate_repo(scratch / SEED_DIR, size_bytes, seed, "random",
+                         file_bytes=seed_file_bytes(size_bytes))
+
+
 def seed_branch(transports: tuple[Transport, ...], scratch: Path, *, probe_id: str,
                 size_bytes: int, seed: int, timeout_s: float,
-                note: Callable[[SeedBranch], None]) -> SeedBranch:
-    """Generate ``size_bytes`` of random data and push it whole to a throwaway branch over
+                note: Callable[[SeedBranch], None],
+                repo: GeneratedRepo | None = None) -> SeedBranch:
+    """Generate ``size_bytes`` of random data (unless ``repo`` is it, made by
+    :func:`seed_repository`) and push it whole to a throwaway branch over
     the first transport that takes it; ``pushed`` False when every transport refused.
 
     ``note`` is given the record before each push (as ``may-land``: a push cut by Ctrl-C
     may still create the branch) and after it, so the clean-up always knows the object id
     its lease needs and what the server may still do."""
-    repo = generate_repo(scratch / SEED_DIR, size_bytes, seed, "random",
-                         file_bytes=seed_file_bytes(size_bytes))
+    repo = repo if repo is not None else seed_repository(scratch, size_bytes, seed)
     record = SeedBranch(branch=probe_branch_name(probe_id), oid=repo.head_oid,
                        size_bytes=size_bytes)
     for transport in transports:

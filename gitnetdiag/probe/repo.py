@@ -21,12 +21,14 @@ import tempfile
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from gitnetdiag.errors import ExternalCommandError, UsageError
 from gitnetdiag.proc import OnTimeout, run_binary, start
 from gitnetdiag.thresholds import MAX_GENERATED_BYTES
+
+if TYPE_CHECKING:  # numpy loads where a repository is generated, not at start-up
+    import numpy as np
 
 FILE_SIZE_BYTES = 1024 * 1024
 """Size of each data file in a generated repository (the last one may be smaller)."""
@@ -172,6 +174,8 @@ def generate_repo(dest: Path, size_bytes: int, seed: int = 1, data: str = "rando
     data_dir.mkdir(parents=True, exist_ok=True)
     _git(["init", "--quiet", "--initial-branch", BRANCH, str(dest)], cwd=dest)
     _git(["config", "core.looseCompression", "0"], cwd=dest)
+    import numpy as np
+
     rng = np.random.default_rng(seed)
     if data == "text":
         for index, text in enumerate(_text_files(rng, size_bytes)):

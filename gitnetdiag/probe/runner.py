@@ -60,6 +60,7 @@ from gitnetdiag.rundir import (
 )
 from gitnetdiag.rundir.records import ENDED_BY, EndedBy, RunStage, RunStatus
 from gitnetdiag.safefile import full_disk_warning
+from gitnetdiag.steps import step
 from gitnetdiag.vocabulary import TransportKind
 
 
@@ -109,6 +110,8 @@ class _Run:
         """Protocols pushed on the short confirming budget."""
         self.disk_full = False
         """A write of ``manifest.json`` met a full filesystem (warned once)."""
+        self.prepared = Prepared()
+        """What was made or measured before the run (:class:`Prepared`)."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         """The protocol's transport, reading the run's isolated git config."""
@@ -157,13 +160,15 @@ class _Run:
 
 def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
               before_pushes: Callable[[], object] | None = None,
-              native_summary: NativeSummary | None = None) -> ProbeOutcome:
+              native_summary: NativeSummary | None = None,
+              prepared: Prepared | None = None) -> ProbeOutcome:
     """Run the probe; returns the outcome (errors of single steps are inside it).
 
     ``before_pushes`` is called once the repository and paths are ready, right before
     the first push (the lab's host snapshot, taken meanwhile, is awaited there).
     ``native_summary`` words the progress line of the native pushes from their raw
     events (the command passes the pure side's replay; default: :class:`RawSummary`).
+    ``prepared``: the repository and paths made and measured before (:class:`Prepared`).
 
     Raises GitnetdiagError only for problems that stop the whole run (bad
     options, unwritable directory); KeyboardInterrupt propagates after the
@@ -179,6 +184,7 @@ def run_probe(options: ProbeOptions, reporter: Reporter | None = None, *,
     state = _Run(options, reporter or SilentReporter(), prepare_run(options))
     state.before_pushes = before_pushes
     state.native_summary = native_summary or RawSummary()
+    state.prepared = prepared or Prepared()
     state.save()
     with scratch_dir("gitnetdiag-repo-") as scratch, sigterm_interrupts():
         try:
@@ -237,13 +243,13 @@ def _final_status(state: _Run) -> RunStatus:
 
 def _run_steps(state: _Run, scratch: Path) -> None:
     options = state.options
-    support = capture_support()
-    state.capture_enabled = options.capture and support.available
-    if options.capture and not support.available:
-        state.warn(support.reason)
-    state.environment = collect_versions()
-
-    state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
+    with step("pushes: versions, capture support, git config"):
+        support = capture_support()
+        state.capture_enabled = options.capture and support.available
+        if options.capture and not support.available:
+            state.warn(support.reason)
+        state.environment = collect_versions()
+        state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
     # The paths are measured while the repository is made: network waits beside CPU work.
     paths = _PathThread(state)
     paths.start()
@@ -345,10 +351,30 @@ def _confirming(state: _Run, protocol: TransportKind) -> Iterator[None]:
         state.options = asked
 
 
-def _repository(state: _Run, scratch: Path) -> tuple[Path, str]:
-    """Make (or salt) the probe repository and its pack; the path and commit pushed."""
-    options = state.options
-    state.reporter.begin("repository")
+@dataclass(frozen=True, kw_only=True)
+class PreparedRepo:
+    """The probe repository, made before the run (:func:`prepare_repository`)."""
+
+    path: Path
+    oid: str
+    pack: bytes
+    info: RepoInfo
+
+
+@dataclass(frozen=True, kw_only=True)
+class Prepared:
+    """What a run may take as made or measured before it (``--direction both``: while the
+    clones' evidence was collected, and their paths): the pushes start at once."""
+
+    repo: Callable[[], PreparedRepo] | None = None
+    """The repository (awaited where the run would make it)."""
+    paths: tuple[PathMeasurement, ...] = ()
+    """Paths measured just before, by endpoint (each endpoint not among them is measured)."""
+
+
+def prepare_repository(options: ProbeOptions, scratch: Path) -> PreparedRepo:
+    """Make (or salt) the probe repository under ``scratch`` and its pack (CPU and disk
+    only, nothing on the path)."""
     if options.repo is not None:
         # The server may hold this history already (the usual case): pushing it would
         # send nothing. Its HEAD tree, every blob salted, sends what it really weighs.
@@ -360,16 +386,25 @@ def _repository(state: _Run, scratch: Path) -> tuple[Path, str]:
                                        options.data)
         repo_path, oid, generated = generated_repo.path, generated_repo.head_oid, True
         source_oid = None
-    state.pack = pack_for_commit(repo_path, oid)
-    pack_bytes = len(state.pack)
-    state.repo_info = RepoInfo(
+    pack = pack_for_commit(repo_path, oid)
+    return PreparedRepo(path=repo_path, oid=oid, pack=pack, info=RepoInfo(
         generated=generated, seed=options.seed if generated else None,
-        size_bytes=options.size_bytes if generated else None, head_oid=oid, pack_bytes=pack_bytes,
-        source_oid=source_oid,
-    )
-    state.reporter.done("repository", f"{oid[:12]}, pack {pack_bytes / 2**20:.1f} MiB", ok=True)
+        size_bytes=options.size_bytes if generated else None, head_oid=oid,
+        pack_bytes=len(pack), source_oid=source_oid,
+    ))
+
+
+def _repository(state: _Run, scratch: Path) -> tuple[Path, str]:
+    """Make (or salt) the probe repository and its pack, or take the one prepared; the
+    path and commit pushed."""
+    state.reporter.begin("repository")
+    made = state.prepared.repo() if state.prepared.repo is not None \
+        else prepare_repository(state.options, scratch)
+    state.pack, state.repo_info = made.pack, made.info
+    state.reporter.done("repository", f"{made.oid[:12]}, pack {len(made.pack) / 2**20:.1f} MiB",
+                        ok=True)
     state.save()
-    return repo_path, oid
+    return made.path, made.oid
 
 
 PATH_ATTEMPTS = 10
@@ -398,15 +433,29 @@ class _PathThread(threading.Thread):
         self.hops: list[FirstHop] = []
 
     def run(self) -> None:
+        known = {p.endpoint: p for p in self.state.prepared.paths}
+        if self.endpoints and all(f"{h}:{p}" in known for h, p, _ in self.endpoints):
+            # Measured just before on the same endpoints (the clones of a both run).
+            self.hops = self._hops()
+            self.measured = [known[f"{h}:{p}"] for h, p, _ in self.endpoints]
+        else:
+            with step("paths (beside the repository)"):
+                self._measure()
+        if self.state.options.native:  # their libraries (paramiko) load here, not between
+            import gitnetdiag.probe.sshnative  # noqa: F401  # the probes
+
+    def _hops(self) -> list[FirstHop]:
         options = self.state.options
-        self.hops = [first_hop(protocol.value, options.urls[protocol], options.ssh_command)
-                     for protocol in options.protocols]
+        return [first_hop(protocol.value, options.urls[protocol], options.ssh_command)
+                for protocol in options.protocols]
+
+    def _measure(self) -> None:
+        options = self.state.options
+        self.hops = self._hops()
         self.measured = measure_paths(
             [Endpoint(host=host, port=port, tls=url.startswith("https://"))
              for host, port, url in self.endpoints],
             ca_file=options.ca_file, insecure=options.insecure, attempts=PATH_ATTEMPTS)
-        if options.native:  # their libraries (paramiko) load here, not between the probes
-            import gitnetdiag.probe.sshnative  # noqa: F401
 
     def report(self) -> None:
         for protocol, hop in zip(self.state.options.protocols, self.hops, strict=False):
