@@ -4,6 +4,7 @@
     .venv/bin/python benchmarks/fix_gain.py --fault tcp-rmem-clamp --size 8MiB
     .venv/bin/python benchmarks/fix_gain.py --fault syn-drop --fault tiny-backlog
     .venv/bin/python benchmarks/fix_gain.py --fault client-rmem-clamp   # a fetch fault
+    .venv/bin/python benchmarks/fix_gain.py --fault loss --out runs/fg   # keep the runs
 
 For each lab fault whose fix shortens a push, in a private lab instance
 (needs root): ``gitnetdiag diagnose --lab --repeat 3`` (per protocol the
@@ -189,12 +190,16 @@ def main() -> int:
     parser.add_argument("--rtt", default="50ms", help="lab round-trip time")
     parser.add_argument("--loss", default="1%", help="drop rate of the loss fault")
     parser.add_argument("--repeat", type=int, default=3, help="pushes per protocol and run")
+    parser.add_argument("--out", type=Path, metavar="DIR",
+                        help="keep each fault's runs in DIR (FAULT-before, FAULT-after)")
     args = parser.parse_args()
     in_place = lab_has_fix()
     rows = []
     with tempfile.TemporaryDirectory(prefix="gitnetdiag-fixgain-") as scratch:
+        where = Path(scratch) if args.out is None else args.out
+        where.mkdir(parents=True, exist_ok=True)
         for fault in args.fault or FIXABLE:
-            row = run_fault(fault, args, in_place, Path(scratch))
+            row = run_fault(fault, args, in_place, where)
             print(f"{fault}: {row}", file=sys.stderr)
             rows.append((fault, row))
     how = "gitnetdiag lab fix" if in_place else "the lab brought up again without the fault"
