@@ -22,7 +22,7 @@ from rich.text import Text
 
 from gitnetdiag.analysis.capture_analysis import CaptureAnalysis, analyze_capture
 from gitnetdiag.commands._output import emit, write_output
-from gitnetdiag.errors import UsageError
+from gitnetdiag.errors import GitnetdiagError, UsageError
 from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.report.capture import print_capture_analysis
 
@@ -176,30 +176,34 @@ def _analyze_run(run_dir: Path, json_out: str | None, then_diagnose: bool,
         host = load_host_report(host_report) if host_report else None
         if out_dir is not None:
             _make_out_dir(out_dir)
-        from gitnetdiag.rundir.both import missing_half
-
+        clones, clones_missing = _clones_of(run_dir)
         diagnosis = print_diagnosis(run_dir, host, ReportFormat.TERMINAL, out_dir=out_dir,
-                                    to_stderr=json_out == "-", joined=_clones_of(run_dir),
-                                    clones_missing=missing_half(run_dir))
+                                    to_stderr=json_out == "-", joined=clones,
+                                    clones_missing=clones_missing)
         failure = verdict_error(diagnosis.verdict, diagnosis.measurement_failures)
         if failure is not None:
             raise failure
 
 
-def _clones_of(run_dir: Path) -> Diagnosis | None:
+def _clones_of(run_dir: Path) -> tuple[Diagnosis | None, str | None]:
     """The clones' diagnosis of a ``--direction both`` run (its ``RUN-fetch``), to be joined
-    to the pushes' into the one report, as ``report RUN`` does; None for any other run."""
+    to the pushes' into the one report, as ``report RUN`` does, or why there is none (the
+    half missing, or its ``fetch.json`` damaged: the pushes are still reported, the half
+    said and judged); (None, None) for any other run."""
     from gitnetdiag.pipeline import diagnose_run
-    from gitnetdiag.rundir.both import fetch_half_of
+    from gitnetdiag.rundir.both import fetch_half_of, missing_half, unreadable_half
 
     clones = fetch_half_of(run_dir)
     if clones is None:
-        return None
-    diagnosis, warnings = diagnose_run(clones)
+        return None, missing_half(run_dir)
+    try:
+        diagnosis, warnings = diagnose_run(clones)
+    except GitnetdiagError as exc:
+        return None, unreadable_half(clones, exc.message)
     err = Console(stderr=True, highlight=False)
     for warning in warnings:
         err.print(f"warning: {warning}", style="yellow", markup=False)
-    return diagnosis
+    return diagnosis, None
 
 
 def _analyze_fetch_run(run_dir: Path, json_out: str | None, out_dir: Path | None) -> None:

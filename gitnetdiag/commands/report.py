@@ -14,7 +14,7 @@ from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.inputfile import read_json_input, unusable_reason
 from gitnetdiag.rundir import FETCH_FILE, MANIFEST_NAME
-from gitnetdiag.rundir.both import fetch_half_of, missing_half
+from gitnetdiag.rundir.both import fetch_half_of, missing_half, unreadable_half
 
 LOAD_FILE = "load.json"
 """The report of a ``gitnetdiag load --out`` run directory."""
@@ -62,7 +62,7 @@ def _joined(run_dir: Path, pushes: Diagnosis, diagnose: Callable[[Path], Diagnos
     try:
         clones = diagnose(half)
     except GitnetdiagError as exc:
-        return without_clones(pushes, f"{half / FETCH_FILE} cannot be read ({exc.message})"), None
+        return without_clones(pushes, unreadable_half(half, exc.message)), None
     return combine(pushes, clones), clones
 
 

@@ -51,3 +51,9 @@ def fetch_half_of(run_dir: Path) -> Path | None:
     if load_run(run_dir).options.get("direction") != BOTH_OPTION["direction"]:
         return None
     return fetch
+
+
+def unreadable_half(fetch_dir: Path, why: str) -> str:
+    """What is wrong with a both run's clones' half whose ``fetch.json`` its reader refused
+    (``why``), one clause: ``report`` and ``analyze --diagnose`` say it alike."""
+    return f"{fetch_dir / FETCH_FILE} cannot be read ({why})"

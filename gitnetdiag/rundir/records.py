@@ -441,10 +441,12 @@ class CloneRecord(TransferRecord):
     direction: Literal["fetch"] = "fetch"
     started_epoch_s: float
     """The start as Unix seconds (aligns the timeline with trace2's clock)."""
-    moved_bytes: int
+    # ``field()``: required, not the None of TransferRecord's class attributes (a clone
+    # record without them is a damaged fetch.json, said as one).
+    moved_bytes: int = field()
     """Bytes received when it ended (the kernel's ``bytes_received`` when sampled)."""
-    measured_s: float
-    last_progress: str
+    measured_s: float = field()
+    last_progress: str = field()
     tcpinfo_samples: int
     """``ss -tin`` samples of git's sockets recorded."""
     clone_removed: bool

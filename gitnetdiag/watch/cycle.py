@@ -35,7 +35,9 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from gitnetdiag.diagnosis.combined import combine, without_clones
 from gitnetdiag.diagnosis.culprits import CULPRITS
+from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.model.lab.state import load_state
 from gitnetdiag.pipeline import diagnose_clones, diagnose_run, write_reports
@@ -150,35 +152,44 @@ def probe_options(target: Target, run_dir: Path, seed: int,
     )
 
 
-def _push_sample(target: Target, options: ProbeOptions, started_unix_s: float
-                 ) -> ProbeSample:
-    """Push over each protocol (branches created and deleted), diagnose, summarise."""
+CLONES_NOT_RUN = "the cycle's clones did not finish"
+"""Why a both cycle's pushes' saved report has no clones until they are joined to it (the
+cycle stopped by its deadline in the clones keeps this report)."""
+
+Part = tuple[ProbeSample, Diagnosis | None]
+"""One direction of a cycle: its sample, and its diagnosis when one was made."""
+
+
+def _push_sample(target: Target, options: ProbeOptions, started_unix_s: float) -> Part:
+    """Push over each protocol (branches created and deleted), diagnose, summarise. A both
+    cycle's pushes save their report without the clones (:data:`CLONES_NOT_RUN`) until
+    :func:`_save_joined` joins them."""
     try:
         # The server's sockets are sampled for the clones only, as diagnose does.
         outcome = run_probe(replace(options, server_netns=None))
     except GitnetdiagError as exc:
         return _failed(target, "push", options.out_dir, exc.reference, exc.one_line(),
-                       started_unix_s)
+                       started_unix_s), None
     errors = transfer_errors_of(outcome.manifest.protocols, outcome.manifest.errors)
     leftovers = cleanup_failures_of(outcome.manifest.errors, outcome.manifest.protocols)
     try:
         diagnosis, warnings = diagnose_run(outcome.run_dir, save_to=outcome.run_dir)
-        write_reports(diagnosis, outcome.run_dir)
+        write_reports(diagnosis if target.direction != "both"
+                      else without_clones(diagnosis, CLONES_NOT_RUN), outcome.run_dir)
     except GitnetdiagError as exc:
         sample = _failed(target, "push", outcome.run_dir, errors.get("*", "analysis"),
                          exc.one_line(), started_unix_s)
-        return replace(sample, cleanup_failures=leftovers)
+        return replace(sample, cleanup_failures=leftovers), None
     for warning in warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return sample_from_diagnosis(
         diagnosis, target=target.name, protocols=target.protocols, push_errors=errors,
         catalogue=catalogue("upload"), started_unix_s=started_unix_s,
         duration_s=time.time() - started_unix_s, run_dir=str(outcome.run_dir),
-        cleanup_failures=leftovers)
+        cleanup_failures=leftovers), diagnosis
 
 
-def _fetch_sample(target: Target, options: ProbeOptions, started_unix_s: float
-                  ) -> ProbeSample:
+def _fetch_sample(target: Target, options: ProbeOptions, started_unix_s: float) -> Part:
     """Clone over each protocol (read-only: no seed branch, nothing written on the server;
     each scratch clone removed), diagnose, summarise: a sample with the ``fetch`` direction
     and the path's RTT."""
@@ -186,7 +197,7 @@ def _fetch_sample(target: Target, options: ProbeOptions, started_unix_s: float
         outcome = run_fetch_probe(replace(options, fetch_seed_bytes=None))
     except GitnetdiagError as exc:
         return _failed(target, "fetch", options.out_dir, exc.reference, exc.one_line(),
-                       started_unix_s)
+                       started_unix_s), None
     manifest = outcome.manifest
     errors = transfer_errors_of(manifest.protocols, manifest.errors)
     rtts = [p.connect_rtt_min_s for p in manifest.paths if p.connect_rtt_min_s is not None]
@@ -197,10 +208,10 @@ def _fetch_sample(target: Target, options: ProbeOptions, started_unix_s: float
         diagnosis = diagnose_clones(outcome.run_dir, manifest if outcome.disk_full else None)
     except GitnetdiagError as exc:
         return replace(_failed(target, "fetch", outcome.run_dir, errors.get("*", "analysis"),
-                               exc.one_line(), started_unix_s), rtt_s=min(rtts, default=None))
+                               exc.one_line(), started_unix_s), rtt_s=min(rtts, default=None)), None
     if diagnosis is None:
         return _failed(target, "fetch", outcome.run_dir, errors.get("*", "fetch-failed"),
-                       "the fetch run wrote no fetch.json", started_unix_s)
+                       "the fetch run wrote no fetch.json", started_unix_s), None
     write_reports(diagnosis, outcome.run_dir,  # the one set of renderers: clones too
                   warn=lambda message: print(f"warning: {message}", file=sys.stderr))
     part = sample_from_fetch(
@@ -209,7 +220,7 @@ def _fetch_sample(target: Target, options: ProbeOptions, started_unix_s: float
         run_dir=str(outcome.run_dir))
     return ProbeSample(target=target.name, started_unix_s=started_unix_s,
                        duration_s=time.time() - started_unix_s, directions=(part,),
-                       rtt_s=min(rtts, default=None))
+                       rtt_s=min(rtts, default=None)), diagnosis
 
 
 def catalogue(transfer: str) -> list[str]:
@@ -247,13 +258,34 @@ def run_cycle(target: Target, run_dir: Path, started_unix_s: float,
     seed = int(started_unix_s) & 0xFFFFFF
     cleanup_until = deadline.cleanup_until if deadline is not None else None
     runners = {"push": _push_sample, "fetch": _fetch_sample}
-    samples = [runners[direction](target, probe_options(target, directory, seed, cleanup_until),
-                                  started_unix_s)
-               for direction, directory in target.run_dirs(run_dir).items()]
+    directories = target.run_dirs(run_dir)
+    parts = {direction: runners[direction](
+        target, probe_options(target, directory, seed, cleanup_until), started_unix_s)
+        for direction, directory in directories.items()}
     if deadline is not None:
         deadline.probed()
-    sample = merge_samples(*samples)
+    if target.direction == "both":
+        _save_joined(parts, directories["push"])
+    sample = merge_samples(*(part[0] for part in parts.values()))
     return replace(sample, duration_s=time.time() - started_unix_s)
+
+
+def _save_joined(parts: dict[str, Part], push_run_dir: Path) -> None:
+    """A both cycle's saved ``report.*`` in RUN: the one report of both directions, as
+    ``diagnose --direction both`` writes it (the clones' own stay in RUN-fetch); clones
+    that failed or were not diagnosed are said and judged (``without_clones``). Nothing
+    when the pushes have no diagnosis (their failed sample says why)."""
+    pushes, clones = parts["push"][1], parts["fetch"][1]
+    if pushes is None:
+        return
+    if clones is not None:
+        joined = combine(pushes, clones)
+    else:
+        error = parts["fetch"][0].error
+        joined = without_clones(pushes, f"the clones failed: {error}" if error
+                                else CLONES_NOT_RUN)
+    write_reports(joined, push_run_dir,
+                  warn=lambda message: print(f"warning: {message}", file=sys.stderr))
 
 
 def deadline_sample(target: Target, run_dir: Path, started_unix_s: float,

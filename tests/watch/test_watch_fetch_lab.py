@@ -13,6 +13,7 @@ same bytes (and the same set of files) after the exporter stopped as before it s
 from __future__ import annotations
 
 import hashlib
+import json
 import shutil
 import sys
 from pathlib import Path
@@ -125,3 +126,12 @@ scrape_configs:
                         for p in runs), runs
     both = sorted(p.name for p in (tmp_path / "runs" / "writer").iterdir() if p.is_dir())
     assert any(name.endswith("-fetch") for name in both), both
+    # A both cycle's RUN saves the one report of both directions (the clones' own beside it
+    # in RUN-fetch), never the pushes' alone: a cycle the exporter stopped in its clones
+    # keeps the pushes' report that says the clones did not finish.
+    saved = [json.loads(report.read_text()) for name in both if not name.endswith("-fetch")
+             if (report := tmp_path / "runs" / "writer" / name / "report.json").is_file()]
+    assert any(d["schema"] == "gitnetdiag.both-report/1" and set(d["parts"]) == {
+        "push", "fetch"} for d in saved), [d.get("schema") for d in saved]
+    assert all(d["schema"] == "gitnetdiag.both-report/1"
+               or d["headline"].startswith("Clones: not measured (") for d in saved), saved
