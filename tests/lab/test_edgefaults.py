@@ -10,9 +10,9 @@ from gitnetdiag.errors import UsageError
 from gitnetdiag.lab.config import LabPaths, haproxy_cfg
 from gitnetdiag.lab.edgefaults import (
     DEAD_BACKEND_PORT,
-    EDGE_SNDBUF_CLIENT_BYTES,
     EDGE_FAULT_CULPRIT,
     EDGE_FAULTS,
+    EDGE_SNDBUF_CLIENT_BYTES,
     edge_unanswered,
 )
 from gitnetdiag.lab.spec import (
@@ -65,9 +65,9 @@ def test_the_edge_send_buffer_is_haproxy_s_global_setting_and_its_fix_removes_it
     """``edge-sndbuf-clamp``: ``tune.sndbuf.client`` in HAProxy's ``global`` section, a
     clone to fetch, ranked as a download's send buffer; the fix leaves the line out."""
     lines = _haproxy(["edge-sndbuf-clamp"]).splitlines()
-    assert f"    tune.sndbuf.client {EDGE_SNDBUF_CLIENT_BYTES}" in lines
-    assert lines.index("global") < lines.index(f"    tune.sndbuf.client "
-                                               f"{EDGE_SNDBUF_CLIENT_BYTES}") < lines.index("defaults")
+    line = f"    tune.sndbuf.client {EDGE_SNDBUF_CLIENT_BYTES}"
+    assert line in lines
+    assert lines.index("global") < lines.index(line) < lines.index("defaults")
     assert "tune.sndbuf" not in _haproxy([])
     spec = build_spec(instance="a", faults=["edge-sndbuf-clamp"])
     assert spec.fetch_history == "random" and spec.server_wmem is None
