@@ -204,6 +204,7 @@ def haproxy_cfg(paths: LabPaths, spec: LabSpec, *, server_ip: str) -> str:
     )
     if spec.edge_bufsize is not None:
         window += f"    tune.bufsize {spec.edge_bufsize}\n"
+    window += edgefaults.haproxy_global_lines(spec.edge_sndbuf_client)
     server_timeout_s = (clonefaults.edge_server_timeout_s(spec)
                         or httpfaults.edge_server_timeout_s(spec))
     return f"""# gitnetdiag lab: HAProxy TLS edge

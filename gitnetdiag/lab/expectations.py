@@ -80,6 +80,7 @@ FETCH_FAULT_CULPRIT: dict[str, str] = {
     "client-h2-window": "client-http2-window",
 
     "edge-response-buffering": "edge-response-buffering",
+    **_edge.EDGE_FETCH_FAULT_CULPRIT,
 }
 """The download culprit each fetch fault must rank first under ``--direction fetch``
 (their push diagnosis is not theirs to rank: they are not in :data:`FAULT_CULPRIT`)."""
@@ -91,6 +92,7 @@ FETCH_FAULT_FIX_NAMES: dict[str, str] = {
     "client-h2-window": "http.version HTTP/1.1",
 
     "edge-response-buffering": "proxy_buffering off",
+    **_edge.EDGE_FETCH_FAULT_FIX_NAMES,
 }
 """A setting or step the fix of each fetch fault's culprit must name."""
 

@@ -38,13 +38,15 @@ FETCH_FAULT_FIXED_SETTINGS: dict[str, dict[str, object]] = {
     "client-index-cpu": {"client_cpu_share": None},
     "client-h2-window": {"client_h2_window": None},
     "edge-response-buffering": {"edge_response_buffering": False},
+    "edge-sndbuf-clamp": {"edge_sndbuf_client": None},
 }
 """What each fetch fault's culprit tells the user to do, as lab settings: the client's
 ``tcp_rmem`` and the server's ``tcp_wmem`` back to Linux's defaults; the repository repacked
 into one pack with a bitmap (``git repack -adb``: the servers' CPU quota stays, the fix
 does not make a busy server idle); the client's git out of its CPU-starved cgroup (a runner
 without a quota); the client's git without the shim that holds its HTTP/2 window small (a
-libcurl with a large window); the nginx edge with ``proxy_buffering off``."""
+libcurl with a large window); the nginx edge with ``proxy_buffering off``; the HAProxy edge
+without ``tune.sndbuf.client`` (:mod:`gitnetdiag.lab.edgefaults`)."""
 
 _BLOB_BYTES = 32 * 1024
 _RANDOM_BLOBS = 6

@@ -15,6 +15,7 @@ this module makes the running lab match it, touching only what changed:
 - Apache's body limit and the edge's 411 rule are removed, the edge's ``timeout server``
   raised (:mod:`gitnetdiag.lab.httpfaults`);
 - the nginx edge restarts with ``proxy_buffering off`` (``edge-response-buffering``);
+- HAProxy restarts without ``tune.sndbuf.client`` (``edge-sndbuf-clamp``);
 - the client's ``tcp_rmem`` and the server's ``tcp_wmem`` go back to Linux's defaults, the
   repository is repacked with a bitmap, the client's git leaves its CPU-starved cgroup and
   its HTTP/2 shim (:mod:`gitnetdiag.lab.hostfix`).
@@ -34,6 +35,7 @@ from pathlib import Path
 
 from gitnetdiag.lab import (
     clonefaults,
+    edgefaults,
     edges,
     fetchlab,
     hostfix,
@@ -76,8 +78,10 @@ def _roles_to_restart(before: LabSpec, after: LabSpec) -> tuple[str, ...]:
         roles += ["apache", "sshd"]
     if after.sshd_max_startups != before.sshd_max_startups:
         roles.append("sshd")
-    if (after.edge_h2_window, after.edge_health_checks, after.edge_response_buffering) != (
-            before.edge_h2_window, before.edge_health_checks, before.edge_response_buffering):
+    if (after.edge_h2_window, after.edge_health_checks, after.edge_response_buffering,
+            after.edge_sndbuf_client) != (
+            before.edge_h2_window, before.edge_health_checks, before.edge_response_buffering,
+            before.edge_sndbuf_client):
         roles.append("edge")
     if (after.git_backlog, after.real_git_daemon) != (before.git_backlog, before.real_git_daemon):
         roles.append("git")
@@ -153,6 +157,9 @@ def fix(instance: str, faults: Sequence[str] | None = None, *, h2_window: int = 
     if before.edge_response_buffering and not after.edge_response_buffering:
         done.append("nginx edge proxy_buffering off: responses streamed, not spilled to its "
                     "temp files")
+    if before.edge_sndbuf_client is not None and after.edge_sndbuf_client is None:
+        done.append(f"HAProxy edge restarted without {edgefaults.EDGE_SNDBUF_SETTING} "
+                    f"{before.edge_sndbuf_client}: the kernel autotunes its send buffers")
     done += httpfaults.fix_notes(before, after) + clonefaults.fix_notes(before, after)
     client_path, host_done = hostfix.apply(state, before, after)
     done += host_done

@@ -136,6 +136,7 @@ def _server_command(role: str, paths: LabPaths, spec: LabSpec,
         sys.executable, "-m", "gitnetdiag.lab.inetd", "--listen", SERVER_IP,
         "--port", str(PORT_GIT), "--backlog", str(spec.git_backlog),
         "--user", SERVICE_USER, "--base-path", srv,
+        *(["--relay"] if spec.server_wmem is not None else []),
     ], "git-inetd.log", {**env, "PYTHONPATH": package_parent()})
 
 

@@ -152,6 +152,7 @@ FAULTS: dict[str, str] = {
     **_http.HTTP_FAULTS,
     **_clone.CLONE_FAULTS,
     **_edge.EDGE_FAULTS,
+    **_edge.EDGE_FETCH_FAULTS,
     **_idle.IDLE_FAULTS,
     **_path.PATH_FAULTS,
     **_proxy.PROXY_FAULTS,
@@ -300,6 +301,9 @@ class LabSpec:
     edge_bad_member: bool = False
     """The HAProxy edge's pool has a second member that answers :data:`BAD_MEMBER_STATUS`
     to every request (``edge-backend-errors``)."""
+    edge_sndbuf_client: int | None = None
+    """HAProxy ``tune.sndbuf.client`` (``edge-sndbuf-clamp``); None leaves the edge's send
+    buffers to the kernel."""
     edge_health_checks: bool = False
     """The edge health-checks its pool members (``option httpchk``, ``check``): the fix
     of ``edge-backend-errors``, which takes the bad member out."""
@@ -446,11 +450,13 @@ def build_spec(*, instance: str, faults: list[str],
             "similar" if has("slow-pack-generation") or has("client-index-cpu")
             else "random" if has("client-rmem-clamp") or has("server-sndbuf-clamp")
             or has("edge-response-buffering") or has("client-h2-window")
-            or has("pmtu-blackhole-client") or any(map(has, _clone.CLONE_FAULTS))
+            or has("pmtu-blackhole-client") or has("edge-sndbuf-clamp")
+            or any(map(has, _clone.CLONE_FAULTS))
             or _proxy.proxy_kind_of(active) is not None else None),
         client_h2_window=CLIENT_H2_WINDOW if has("client-h2-window") else None,
         edge_response_buffering=has("edge-response-buffering"),
         edge_bad_member=has("edge-backend-errors"),
+        edge_sndbuf_client=_edge.EDGE_SNDBUF_CLIENT_BYTES if has("edge-sndbuf-clamp") else None,
     )
 
 

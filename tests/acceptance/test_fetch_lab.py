@@ -44,6 +44,9 @@ FAULT_ARGS: dict[str, tuple[str, ...]] = {
     # The server's send buffer through the HTTPS hop (HAProxy) and to the git server's own
     # sshd: one transport of each (47 s with four).
     "server-sndbuf-clamp": ("--protocols", "h1,ssh"),
+    # Both HTTP versions through the edge's fixed send buffer; SSH from the same server is
+    # the clone that is not held (no edge on its path).
+    "edge-sndbuf-clamp": ("--protocols", "h1,h2,ssh"),
 }
 """Extra ``diagnose`` arguments per fault (all four protocols otherwise)."""
 
@@ -96,6 +99,8 @@ def test_fetch_diagnosis_ranks_the_download_fault_first(
         https_part = fix.partition("Through the HTTPS hop")[2] \
             if fix.startswith("Raise the git server's send buffer") else fix
         assert "on the product that answered, HAProxy" in https_part, fix
+    if fault == "edge-sndbuf-clamp":  # the edge's own setting first, the host's after it
+        _assert_edge_send_buffer_fix(report)
     if fault == "edge-response-buffering":  # the lab server's config lint backs it
         assert any(e["what"] == "configured proxy_buffering"
                    for e in report["culprits"][0]["evidence"]), report["culprits"][0]
@@ -104,6 +109,21 @@ def test_fetch_diagnosis_ranks_the_download_fault_first(
                    for e in report["culprits"][0]["evidence"]), report["culprits"][0]
     assert tree_digest(Path(state.repo_path)) == before
     assert list((tmp_path / "tmp").glob("gitnetdiag-clone-*")) == []
+
+
+def _assert_edge_send_buffer_fix(report: dict[str, Any]) -> None:
+    """Issue 43's acceptance: HTTPS clones held at the HAProxy edge's send buffer and SSH
+    not; the fix leads with HAProxy's ``tune.sndbuf.client``, the git server's
+    ``net.ipv4.tcp_wmem`` and the other products' settings after it."""
+    rates = {f["protocol"]: f["rate_bytes_per_s"] for f in report["fetches"]}
+    print("ranked", [(c["id"], c.get("score")) for c in report["culprits"]], "rates", rates)
+    assert rates["ssh"] > 2 * max(rates["h1"], rates["h2"]), rates
+    fix = report["culprits"][0]["fix"]
+    assert fix.startswith("Raise the send buffer of the HTTPS hop"), fix
+    assert "on the product that answered, HAProxy" in fix, fix
+    lead = fix.index("tune.sndbuf.client")
+    assert all(lead < fix.index(other) for other in ("net.ipv4.tcp_wmem", "SendBufferSize",
+                                                     "sndbuf=")), fix
 
 
 CUT_ARGS = ("--protocols", "h1,git", "--stall-timeout", "10", "--budget", "5")

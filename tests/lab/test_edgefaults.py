@@ -12,6 +12,7 @@ from gitnetdiag.lab.edgefaults import (
     DEAD_BACKEND_PORT,
     EDGE_FAULT_CULPRIT,
     EDGE_FAULTS,
+    EDGE_SNDBUF_CLIENT_BYTES,
     edge_unanswered,
 )
 from gitnetdiag.lab.spec import (
@@ -20,6 +21,8 @@ from gitnetdiag.lab.spec import (
     FAULT_FIXED_SETTINGS,
     FAULT_PROBE_ARGS,
     FAULTS,
+    FETCH_FAULT_CULPRIT,
+    FETCH_FAULT_FIX_NAMES,
     build_spec,
     fixed_spec,
 )
@@ -56,3 +59,23 @@ def test_it_needs_the_haproxy_edge_and_has_no_fix_to_apply() -> None:
         build_spec(instance="a", faults=["edge-no-backend"], edge="nginx")
     with pytest.raises(UsageError, match="no fault with a fix"):
         fixed_spec(build_spec(instance="a", faults=["edge-no-backend"]))
+
+
+def test_the_edge_send_buffer_is_haproxy_s_global_setting_and_its_fix_removes_it() -> None:
+    """``edge-sndbuf-clamp``: ``tune.sndbuf.client`` in HAProxy's ``global`` section, a
+    clone to fetch, ranked as a download's send buffer; the fix leaves the line out."""
+    lines = _haproxy(["edge-sndbuf-clamp"]).splitlines()
+    line = f"    tune.sndbuf.client {EDGE_SNDBUF_CLIENT_BYTES}"
+    assert line in lines
+    assert lines.index("global") < lines.index(line) < lines.index("defaults")
+    assert "tune.sndbuf" not in _haproxy([])
+    spec = build_spec(instance="a", faults=["edge-sndbuf-clamp"])
+    assert spec.fetch_history == "random" and spec.server_wmem is None
+    assert FETCH_FAULT_CULPRIT["edge-sndbuf-clamp"] == "server-send-buffer"
+    assert FETCH_FAULT_FIX_NAMES["edge-sndbuf-clamp"] == "tune.sndbuf.client"
+    fixed = fixed_spec(spec)
+    assert fixed.edge_sndbuf_client is None and fixed.fixed == ("edge-sndbuf-clamp",)
+    assert "tune.sndbuf" not in haproxy_cfg(LabPaths(root=Path("/lab")), fixed,
+                                            server_ip="198.18.2.2")
+    with pytest.raises(UsageError, match="needs the haproxy edge"):
+        build_spec(instance="a", faults=["edge-sndbuf-clamp"], edge="nginx")

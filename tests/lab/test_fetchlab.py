@@ -2,10 +2,16 @@
 
 from __future__ import annotations
 
+import os
+import socket
 import subprocess
+import threading
 from pathlib import Path
 
+from gitnetdiag.lab.config import LabPaths
 from gitnetdiag.lab.fetchlab import seed_history
+from gitnetdiag.lab.inetd import _relay
+from gitnetdiag.lab.servers import _server_command
 from gitnetdiag.lab.spec import (
     CLIENT_RMEM_CLAMP,
     FAULTS,
@@ -75,3 +81,43 @@ def test_sender_and_client_fetch_faults_in_the_spec() -> None:
     assert index.client_cpu_share == 0.05 and index.fetch_history == "similar"
     assert index.server_cpu_share is None
     assert build_spec(instance="x", faults=["healthy"]).server_wmem is None
+
+
+def test_git_daemon_s_output_is_relayed_only_under_the_send_buffer_clamp() -> None:
+    """Under ``server-sndbuf-clamp`` the lab's inetd relays git daemon's output (poll, then
+    send), so the clamp holds git:// as it holds sshd and HAProxy (gitnetdiag/lab/inetd.py)."""
+    paths = LabPaths(root=Path("/lab"))
+    for faults, relayed in ((["server-sndbuf-clamp"], True), (["healthy"], False),
+                            (["client-rmem-clamp"], False)):
+        argv, log, _ = _server_command("git", paths, build_spec(instance="x", faults=faults), {})
+        assert log == "git-inetd.log" and ("--relay" in argv) == relayed, (faults, argv)
+
+
+def test_the_relay_copies_every_byte_and_ends_with_its_source() -> None:
+    """The relay's copy: 1 MiB written to a pipe arrives whole at the socket's peer, and the
+    relay returns when the pipe's writer closes it."""
+    payload = os.urandom(1 << 20)
+    read_end, write_end = os.pipe()
+    ours, theirs = socket.socketpair()
+
+    def feed() -> None:
+        with os.fdopen(write_end, "wb") as pipe:
+            pipe.write(payload)
+
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := theirs.recv(65536):
+            received.extend(chunk)
+
+    threads = [threading.Thread(target=feed), threading.Thread(target=drain)]
+    for thread in threads:
+        thread.start()
+    _relay(read_end, ours)
+    ours.shutdown(socket.SHUT_WR)
+    for thread in threads:
+        thread.join(timeout=10)
+    os.close(read_end)
+    ours.close()
+    theirs.close()
+    assert bytes(received) == payload

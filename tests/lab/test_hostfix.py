@@ -28,6 +28,7 @@ def test_every_fetch_fault_has_a_fix() -> None:
     ("client-index-cpu", "client_cpu_share", 0.05, None),
     ("client-h2-window", "client_h2_window", 65535, None),
     ("edge-response-buffering", "edge_response_buffering", True, False),
+    ("edge-sndbuf-clamp", "edge_sndbuf_client", 32768, None),
 ])
 def test_fixed_spec_of_each_fetch_fault(fault: str, field: str, faulty: object,
                                         fixed: object) -> None:
@@ -60,7 +61,10 @@ def test_only_the_edge_restarts_and_with_proxy_buffering_off() -> None:
     assert "proxy_buffering off;" in conf
     before = edges.nginx_conf(LabPaths(root=Path("/x")), spec, server_ip="198.18.2.2", user="u")
     assert "proxy_buffering" not in before
-    for fault in set(FETCH_FAULT_FIXED_SETTINGS) - {"edge-response-buffering"}:
+    sndbuf = build_spec(instance="a", faults=["edge-sndbuf-clamp"])
+    assert fix._roles_to_restart(sndbuf, fixed_spec(sndbuf)) == ("edge",)
+    for fault in set(FETCH_FAULT_FIXED_SETTINGS) - {"edge-response-buffering",
+                                                   "edge-sndbuf-clamp"}:
         spec = build_spec(instance="a", faults=[fault])
         assert fix._roles_to_restart(spec, fixed_spec(spec)) == (), fault
 

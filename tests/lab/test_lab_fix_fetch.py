@@ -3,6 +3,8 @@ report's fix names, applied in place; no test undoes a fault by hand.
 
 - ``client-rmem-clamp``: the client namespace's ``net.ipv4.tcp_rmem`` back to Linux's
   default ``4096 131072 6291456``.
+- ``edge-sndbuf-clamp``: HAProxy restarted without ``tune.sndbuf.client``; an HTTP/1.1 clone
+  through the edge runs at least twice as fast after.
 - ``pmtu-blackhole-client`` with ``ssh-maxstartups``: a git:// clone of the 6 MiB history
   stalls before (nothing moves once the full-size segments start); after the router's MSS
   clamp it completes, the black hole's rule still in place; sshd restarts with
@@ -13,10 +15,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
+from gitnetdiag.lab.edgefaults import EDGE_SNDBUF_CLIENT_BYTES
 from gitnetdiag.lab.fetchlab import LINUX_TCP_RMEM
 from gitnetdiag.lab.pmtufix import MSS_CLAMP_BYTES
 from gitnetdiag.lab.spec import FIXED_MAX_STARTUPS
@@ -53,6 +57,33 @@ def test_lab_fix_sets_the_client_receive_buffer_back(lab_factory: LabFactory) ->
     rmem = _ns(state.client_ns, "sysctl", "-n", "net.ipv4.tcp_rmem")
     assert tuple(map(int, rmem.split())) == LINUX_TCP_RMEM
     assert load_state(state.instance).fixed == ["client-rmem-clamp"]
+
+
+def _edge_clone_s(state: LabState, where: Path) -> float:
+    """Seconds of one HTTP/1.1 clone of the 6 MiB history through the HAProxy edge."""
+    started = time.monotonic()
+    git = in_client(state, "git", "-c", "http.version=HTTP/1.1", "clone", "-q", "--bare",
+                    state.endpoints.https_edge, str(where), timeout_s=120)
+    assert git.returncode == 0, git.stderr
+    return time.monotonic() - started
+
+
+@pytest.mark.lab_lane("busy")  # the clones' times are the assertion
+def test_lab_fix_takes_the_edge_s_fixed_send_buffer_out(lab_factory: LabFactory,
+                                                        tmp_path: Path) -> None:
+    state = lab_factory("edge-sndbuf-clamp")
+    config = Path(state.state_dir) / "haproxy.cfg"
+    line = f"tune.sndbuf.client {EDGE_SNDBUF_CLIENT_BYTES}"
+    assert line in config.read_text()
+    before_s = _edge_clone_s(state, tmp_path / "before")
+    said = _cli("lab", "fix", "--name", state.instance)
+    assert f"HAProxy edge restarted without {line}" in said, said
+    assert "faults left: healthy" in said, said
+    assert "tune.sndbuf" not in config.read_text()
+    after_s = _edge_clone_s(state, tmp_path / "after")
+    print(f"HTTP/1.1 clone through the edge: {before_s:.2f} s before, {after_s:.2f} s after")
+    assert after_s * 2 < before_s, (before_s, after_s)
+    assert load_state(state.instance).fixed == ["edge-sndbuf-clamp"]
 
 
 def _clone(state: LabState, where: Path, timeout_s: float
