@@ -7,6 +7,7 @@ modules (``tests/test_architecture.py`` holds every module of gitnetdiag to that
     _run       a probe's run directory: observations, diagnosis, summaries, comparison,
                the report files
     _capture   a bare capture (no run directory)
+    _both      a --direction both run's two diagnoses -> one (used by ``watch``)
     _clones    a fetch run directory (``fetch.json``), reached through ``_run``'s entries
     _load      a load run's record
     _host      ``gitnetdiag host`` / ``storage`` JSON -> the engine's evidence
@@ -24,6 +25,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from gitnetdiag.pipeline._both import joined_diagnosis as joined_diagnosis
     from gitnetdiag.pipeline._capture import diagnose_capture as diagnose_capture
     from gitnetdiag.pipeline._capture import observations_from_capture as observations_from_capture
     from gitnetdiag.pipeline._clones import diagnose_clones as diagnose_clones
@@ -54,6 +56,7 @@ if TYPE_CHECKING:
     from gitnetdiag.pipeline._run import write_reports as write_reports
 
 EXPORTS: dict[str, str] = {name: module for module, names in {
+    "_both": ("joined_diagnosis",),
     "_capture": ("diagnose_capture", "observations_from_capture"),
     "_host": ("host_observation_from_report", "load_host_report", "load_storage_report",
               "storage_observation_from_report"),

@@ -35,12 +35,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from gitnetdiag.diagnosis.combined import combine, without_clones
 from gitnetdiag.diagnosis.culprits import CULPRITS
 from gitnetdiag.diagnosis.model import Diagnosis
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.model.lab.state import load_state
-from gitnetdiag.pipeline import diagnose_clones, diagnose_run, write_reports
+from gitnetdiag.pipeline import diagnose_clones, diagnose_run, joined_diagnosis, write_reports
 from gitnetdiag.probe.fetchrun import run_fetch_probe
 from gitnetdiag.probe.labremote import LabHttp, lab_remote, ssh_command
 from gitnetdiag.probe.runner import ProbeOptions, run_probe
@@ -175,7 +174,7 @@ def _push_sample(target: Target, options: ProbeOptions, started_unix_s: float) -
     try:
         diagnosis, warnings = diagnose_run(outcome.run_dir, save_to=outcome.run_dir)
         write_reports(diagnosis if target.direction != "both"
-                      else without_clones(diagnosis, CLONES_NOT_RUN), outcome.run_dir)
+                      else joined_diagnosis(diagnosis, None, CLONES_NOT_RUN), outcome.run_dir)
     except GitnetdiagError as exc:
         sample = _failed(target, "push", outcome.run_dir, errors.get("*", "analysis"),
                          exc.one_line(), started_unix_s)
@@ -278,12 +277,9 @@ def _save_joined(parts: dict[str, Part], push_run_dir: Path) -> None:
     pushes, clones = parts["push"][1], parts["fetch"][1]
     if pushes is None:
         return
-    if clones is not None:
-        joined = combine(pushes, clones)
-    else:
-        error = parts["fetch"][0].error
-        joined = without_clones(pushes, f"the clones failed: {error}" if error
-                                else CLONES_NOT_RUN)
+    error = parts["fetch"][0].error
+    joined = joined_diagnosis(pushes, clones,
+                              f"the clones failed: {error}" if error else CLONES_NOT_RUN)
     write_reports(joined, push_run_dir,
                   warn=lambda message: print(f"warning: {message}", file=sys.stderr))
 
