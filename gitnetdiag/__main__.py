@@ -28,9 +28,17 @@ def _status(code: object) -> int:
 
 
 def _exit_now(status: int) -> None:
-    for thread in threading.enumerate():  # what the interpreter's own shutdown waits for
-        if thread is not threading.current_thread() and not thread.daemon:
-            thread.join()
+    # What the interpreter's own shutdown does first: the hooks that tell executors' worker
+    # threads to stop (concurrent.futures registers them there), then the non-daemon
+    # threads joined. A plain join of every thread would wait forever on a pool's idle
+    # worker whose executor was never shut down.
+    shutdown = getattr(threading, "_shutdown", None)
+    if shutdown is not None:
+        shutdown()
+    else:
+        for thread in threading.enumerate():
+            if thread is not threading.current_thread() and not thread.daemon:
+                thread.join()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         try:

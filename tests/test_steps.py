@@ -50,3 +50,19 @@ def test_the_quick_exit_keeps_output_and_status(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "gitnetdiag", "no-such-command"],
                          capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
     assert bad.returncode == 2 and "No such command" in bad.stderr
+
+
+def test_the_quick_exit_does_not_wait_on_an_executor_left_open(tmp_path: Path) -> None:
+    """A thread pool whose executor was never shut down: its idle worker is told to stop
+    (the interpreter's own shutdown order) rather than joined forever."""
+    root = Path(__file__).resolve().parent.parent
+    script = tmp_path / "left_open.py"
+    script.write_text(
+        "import concurrent.futures, runpy, sys\n"
+        "pool = concurrent.futures.ThreadPoolExecutor(2)\n"
+        "assert pool.submit(lambda: 1).result() == 1\n"
+        "sys.argv = ['gitnetdiag', '--version']\n"
+        "runpy.run_module('gitnetdiag', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, str(script)], capture_output=True, text=True,
+                          timeout=30, env={**os.environ, "PYTHONPATH": str(root)})
+    assert proc.returncode == 0 and "gitnetdiag" in proc.stdout, proc.stderr
