@@ -226,7 +226,9 @@ class _EndpointRun(Protocol):
     def url(self) -> str: ...
 
 
-class _Access(Protocol):
+class ControlAccess(Protocol):
+    """What a control needs of the run's options to reach the server (TLS, SSH key)."""
+
     @property
     def ca_file(self) -> str | None: ...
 
@@ -248,7 +250,7 @@ CONTROL_KINDS = {"h1": "h2-ping", "h2": "h2-ping", "ssh": "ssh-keepalive"}
 the control says it failed); git:// has none."""
 
 
-def endpoint_controls(runs: Sequence[_EndpointRun], options: _Access,
+def endpoint_controls(runs: Sequence[_EndpointRun], options: ControlAccess,
                       endpoint: Callable[[str], tuple[str, int]]) -> Controls:
     """The controls of every protocol's endpoint, reached as the native probes reach it."""
     controls: Controls = {}

@@ -53,6 +53,7 @@ from gitnetdiag.probe.idlecontrols import (
     CONTROL_WAIT_S,
     SETUP_TIMEOUT_S,
     Control,
+    ControlAccess,
     ControlRound,
     Controls,
     control_rungs,
@@ -353,7 +354,7 @@ def _controls_around(controls: Sequence[Control], beside: ControlRound | None,
 # --------------------------------------------------------------------------
 
 
-class _Options(Protocol):
+class _Options(ControlAccess, Protocol):
     @property
     def stall_timeout_s(self) -> float | None: ...
 
@@ -362,18 +363,6 @@ class _Options(Protocol):
 
     @property
     def cleanup_until(self) -> float | None: ...
-
-    @property
-    def ca_file(self) -> str | None: ...
-
-    @property
-    def insecure(self) -> bool: ...
-
-    @property
-    def ssh_key(self) -> str | None: ...
-
-    @property
-    def ssh_known_hosts(self) -> str | None: ...
 
 
 class _ProtocolRun(Protocol):
