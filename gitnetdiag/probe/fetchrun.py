@@ -25,6 +25,7 @@ from gitnetdiag import __version__
 from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.hops import leg_endpoint
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
+from gitnetdiag.probe.budget import native_download_budget
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.deadpath import dead_by_protocol, path_line, skipped_clone
@@ -81,6 +82,10 @@ class FetchHooks:
     before_clones: Callable[[], object] | None = None
     """Called once the paths are measured, before the seed push and the first clone
     (the lab's host snapshot, taken meanwhile, is awaited there)."""
+    beside_clones: Callable[[], object] | None = None
+    """Called in a thread as the first clone starts: work that moves nothing on the path
+    (CPU and disk: the next repository, the report's libraries), beside git's clones; awaited
+    after the last clone, before the native downloads (this process's own reads)."""
     after_clones: Callable[[], object] | None = None
     """Called once the last byte was measured (clones, native downloads, bursts): in a
     thread beside the seed's clean-up, else at the end (:func:`_after_clones`)."""
@@ -117,6 +122,10 @@ class _FetchRun:
         """:attr:`FetchHooks.before_clones`."""
         self.after_clones: Callable[[], object] | None = None
         """:attr:`FetchHooks.after_clones` (called once, then None)."""
+        self.beside_clones: Callable[[], object] | None = None
+        """:attr:`FetchHooks.beside_clones` (started once, then None)."""
+        self.beside_running: _Beside | None = None
+        """:attr:`beside_clones` started, until :func:`_after_clones` awaits it."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -204,6 +213,7 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None,
     hooks = hooks or FetchHooks()
     state.before_clones = hooks.before_clones
     state.after_clones = hooks.after_clones
+    state.beside_clones = hooks.beside_clones
     state.save()
     with scratch_dir("gitnetdiag-fetch-") as scratch, \
             sigterm_interrupts():
@@ -264,8 +274,9 @@ class _Beside(threading.Thread):
     """:attr:`_FetchRun.after_clones` run once, in a thread; :meth:`join` re-raises its
     error."""
 
-    def __init__(self, work: Callable[[], object] | None) -> None:
-        super().__init__(name="gitnetdiag-after-clones", daemon=True)
+    def __init__(self, work: Callable[[], object] | None,
+                 name: str = "gitnetdiag-after-clones") -> None:
+        super().__init__(name=name, daemon=True)
         self.work = work
         self.failed: BaseException | None = None
 
@@ -285,12 +296,38 @@ class _Beside(threading.Thread):
 
 
 def _after_clones(state: _FetchRun) -> _Beside:
-    """Start :attr:`_FetchRun.after_clones` (once per run; later calls start nothing)."""
-    beside = _Beside(state.after_clones)
-    state.after_clones = None
+    """Start :attr:`_FetchRun.after_clones` (once per run; later calls start nothing), once
+    the work beside the clones is done."""
+    work, running = state.after_clones, state.beside_running
+    state.after_clones = state.beside_running = None
+
+    def after() -> None:
+        if running is not None:
+            running.join()
+        if work is not None:
+            work()
+
+    beside = _Beside(after if work is not None or running is not None else None)
     if beside.work is not None:
         beside.start()
     return beside
+
+
+def _await_beside(state: _FetchRun) -> None:
+    """Wait for :attr:`_FetchRun.beside_clones` (started by :func:`_beside_clones`); its
+    error is raised here."""
+    running, state.beside_running = state.beside_running, None
+    if running is not None:
+        running.join()
+
+
+def _beside_clones(state: _FetchRun) -> None:
+    """Start :attr:`_FetchRun.beside_clones` in a thread (once per run)."""
+    if state.beside_clones is None:
+        return
+    state.beside_running = _Beside(state.beside_clones, name="gitnetdiag-beside-clones")
+    state.beside_clones = None
+    state.beside_running.start()
 
 
 def _seed_repository(options: ProbeOptions, scratch: Path) -> GeneratedRepo:
@@ -345,6 +382,7 @@ def _skip_dead_ports(state: _FetchRun) -> set[TransportKind]:
 def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
     options = state.options
     failed: set[TransportKind] = set(dead)
+    _beside_clones(state)  # off the path: beside git's clones, before the native downloads
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
             if protocol in failed:
@@ -360,6 +398,8 @@ def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
             if record.outcome == "failed":
                 failed.add(protocol)
             state.save()
+    # The work beside git's clones is done before this process reads a native download.
+    _await_beside(state)
     from gitnetdiag.probe.idleprobe import start_clone_idle_probes
     # A clone that asked for its pack and heard nothing: is the path still there? The
     # silent connections are held beside the native downloads.
@@ -418,10 +458,11 @@ def _ssh_ledger(state: _FetchRun) -> None:
     options = state.options
     name = "native ssh download"
     state.reporter.begin(name)
-    record = ssh_download(options.urls[TransportKind.SSH], key_file=options.ssh_key,
+    url = options.urls[TransportKind.SSH]
+    record = ssh_download(url, key_file=options.ssh_key,
                           known_hosts=options.ssh_known_hosts, branch=state.branch,
-                          budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s,
-                          timeout_s=options.timeout_s)
+                          budget_s=native_download_budget(options.budget_s),
+                          stall_timeout_s=options.stall_timeout_s, timeout_s=options.timeout_s)
     state.ssh_downloads.append(record)
     _ledger_done(state, name, record, "native SSH download")
 
@@ -468,7 +509,7 @@ def _h2_ledgers(state: _FetchRun) -> None:
         name = f"native h2 download, {label} window"
         state.reporter.begin(name)
         record = h2_download(url, access=access, label=label, window_bytes=window,
-                             branch=state.branch, budget_s=options.budget_s,
+                             branch=state.branch, budget_s=native_download_budget(options.budget_s),
                              stall_timeout_s=options.stall_timeout_s,
                              timeout_s=options.timeout_s)
         state.h2_downloads.append(record)
