@@ -13,6 +13,8 @@ no push, no ref update, only upload-pack's reads.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import threading
 import time
@@ -275,12 +277,16 @@ class _Beside(threading.Thread):
     error."""
 
     def __init__(self, work: Callable[[], object] | None,
-                 name: str = "gitnetdiag-after-clones") -> None:
+                 name: str = "gitnetdiag-after-clones", nice: int = 0) -> None:
         super().__init__(name=name, daemon=True)
         self.work = work
+        self.nice = nice
         self.failed: BaseException | None = None
 
     def run(self) -> None:
+        if self.nice:  # this thread alone (Linux: a thread's nice value is its own),
+            with contextlib.suppress(OSError):  # and what it starts inherits it
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         try:
             if self.work is not None:
                 self.work()
@@ -321,13 +327,39 @@ def _await_beside(state: _FetchRun) -> None:
         running.join()
 
 
+BESIDE_NICE = 10
+"""The nice value of the work beside git's clones: the clones and the server they read from
+get the CPU first (at nice 10 a thread weighs a tenth of one at 0)."""
+
+
 def _beside_clones(state: _FetchRun) -> None:
-    """Start :attr:`_FetchRun.beside_clones` in a thread (once per run)."""
-    if state.beside_clones is None:
-        return
-    state.beside_running = _Beside(state.beside_clones, name="gitnetdiag-beside-clones")
+    """Start :attr:`_FetchRun.beside_clones` in a thread (once per run), and the native
+    downloads' libraries (h2, paramiko: 0.2-0.3 s each) loaded there too."""
+    work, options = state.beside_clones, state.options
     state.beside_clones = None
+    natives = options.native and bool({TransportKind.H2, TransportKind.SSH}
+                                      & set(options.protocols))
+    if work is None and not natives:
+        return
+
+    def beside() -> None:
+        if work is not None:
+            work()
+        if natives:
+            with step("native downloads' libraries (beside the clones)"):
+                _load_native_libraries(options.protocols)
+
+    state.beside_running = _Beside(beside, name="gitnetdiag-beside-clones", nice=BESIDE_NICE)
     state.beside_running.start()
+
+
+def _load_native_libraries(protocols: tuple[TransportKind, ...]) -> None:
+    """Import what the native downloads run on, ahead of them."""
+    if TransportKind.H2 in protocols:
+        import gitnetdiag.probe.credentials
+        import gitnetdiag.probe.fetchh2
+    if TransportKind.SSH in protocols:
+        import gitnetdiag.probe.sshfetch  # noqa: F401
 
 
 def _seed_repository(options: ProbeOptions, scratch: Path) -> GeneratedRepo:
