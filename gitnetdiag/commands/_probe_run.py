@@ -13,7 +13,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Callable
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -364,7 +364,8 @@ def _both_clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, con
     report joins the pushes' (printed after them), without it one summary holds both."""
     clones: MeasuredRun | None = None
     try:
-        clones = _clones(args, options, progress, console, lab_state, also_after=ahead.start)
+        clones = _clones(args, options, progress, console, lab_state,
+                         beside_clones=ahead.made)
         if args.then_diagnose:
             _keep_clones(args, clones, console)
             return clones, None
@@ -375,8 +376,8 @@ def _both_clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, con
 
 
 class _Ahead:
-    """``--direction both``: the pushes' repository made once the clones' last byte was
-    measured (beside their clean-up and the server's evidence, :func:`measure_fetch`), and
+    """``--direction both``: the pushes' repository made beside git's clones (CPU and disk,
+    nothing on the path: :func:`measure_fetch`), and
     the clones' paths: the pushes then start at once, on one path check for both."""
 
     def __init__(self, options: ProbeOptions) -> None:
@@ -389,8 +390,14 @@ class _Ahead:
         if self.repo is None:
             self.repo = self.pool.submit(self._make)
 
+    def made(self) -> None:
+        """Start the repository and wait until it is made (its error is the pushes')."""
+        self.start()
+        if self.repo is not None:
+            wait([self.repo])
+
     def _make(self) -> PreparedRepo:
-        with step("pushes' repository (beside the clones' evidence)"):
+        with step("pushes' repository (beside the clones)"):
             return prepare_repository(self.options, self.scratch)
 
     def prepared(self, clones: MeasuredRun | None) -> Prepared:
@@ -405,7 +412,7 @@ class _Ahead:
 
 def _clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console: Console,
             lab_state: LabState | None = None,
-            also_after: Callable[[], object] | None = None) -> MeasuredRun:
+            beside_clones: Callable[[], object] | None = None) -> MeasuredRun:
     """The clones, measured and diagnosed: into the run directory with ``--direction
     fetch``, into ``RUN-fetch`` with ``both``. Against the lab, the server's counters are
     snapshot first, so that ``host.json`` holds what the clones and the burst did
@@ -422,7 +429,8 @@ def _clones(args: ProbeArgs, options: ProbeOptions, progress: Progress, console:
             if lab_state is not None else None)
         return measure_fetch(
             options, RichReporter(progress, console), progress,
-            before_clones=taken.result if taken is not None else None, also_after=also_after,
+            before_clones=taken.result if taken is not None else None,
+            beside_clones=beside_clones,
             before_diagnosis=_fetch_host_report(
                 args, lab_state, lambda: snapshot if taken is not None and taken.result()
                 else None, console))

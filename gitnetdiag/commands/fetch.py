@@ -9,7 +9,6 @@ word them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -65,32 +64,36 @@ class MeasuredRun:
 def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress, *,
                   before_clones: Callable[[], object] | None = None,
                   before_diagnosis: Callable[[Path], object] | None = None,
-                  also_after: Callable[[], object] | None = None) -> MeasuredRun:
+                  beside_clones: Callable[[], object] | None = None) -> MeasuredRun:
     """Fetch over each protocol and diagnose the clones. ``before_clones`` is awaited
     before the first byte moves (:func:`~gitnetdiag.probe.fetchrun.run_fetch_probe`);
-    ``before_diagnosis`` gets the run directory first (the server's ``host.json`` goes in,
-    while the report's plotting library and the pipeline load); ``also_after`` is called
-    then too (it starts work of its own, a both run's pushes' repository)."""
-    ran: list[bool] = []
+    ``beside_clones`` is called as the first clone starts, while the report's plotting
+    library and the pipeline load (it starts work of its own, a both run's pushes'
+    repository: CPU and disk, nothing on the path); ``before_diagnosis`` gets the run
+    directory once the last byte was measured (the server's ``host.json`` goes in)."""
+    ran: list[str] = []
+
+    def beside() -> None:
+        """Beside git's clones: what moves nothing on the path (issue 47)."""
+        ran.append("beside")
+        if beside_clones is not None:
+            beside_clones()
+        _load_report_libraries()
 
     def after_clones() -> None:
-        """The server's evidence, and the pipeline and plots loaded meanwhile: beside the
-        seed's clean-up once the last byte was measured."""
-        if also_after is not None:
-            also_after()
-        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gitnetdiag-host") as side:
-            collected = side.submit(before_diagnosis, options.out_dir) \
-                if before_diagnosis is not None else None
-            _load_report_libraries()
-            if collected is not None:
-                collected.result()
-        ran.append(True)
+        """The server's evidence: beside the seed's clean-up once the last byte was
+        measured."""
+        if before_diagnosis is not None:
+            before_diagnosis(options.out_dir)
+        ran.append("after")
 
     # Not beside the seed push: its time is in the report ("pushed over h1 in 1.4 s").
     with progress:
         outcome = run_fetch_probe(options, reporter, FetchHooks(
-            before_clones=before_clones, after_clones=after_clones))
-    if not ran:  # the run stopped early (an error of its setup)
+            before_clones=before_clones, beside_clones=beside, after_clones=after_clones))
+    if "beside" not in ran:  # the run stopped before any clone (an error of its setup)
+        beside()
+    if "after" not in ran:
         after_clones()
     from gitnetdiag.pipeline import diagnose_clones
 
@@ -114,9 +117,9 @@ def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress,
 
 
 def _load_report_libraries() -> None:
-    """The pipeline and the report's plotting library loaded (about a second of CPU) while
-    nothing measured moves: beside the server's evidence and the seed's clean-up."""
-    with step("pipeline and plotting library loaded"):
+    """The pipeline and the report's plotting library loaded (about a second of CPU) beside
+    git's clones: this process's CPU, nothing on the path."""
+    with step("pipeline and plotting library loaded (beside the clones)"):
         from gitnetdiag.pipeline import diagnose_clones  # noqa: F401
         from gitnetdiag.report.plots import warm_up
 

@@ -13,6 +13,8 @@ no push, no ref update, only upload-pack's reads.
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import threading
 import time
@@ -25,6 +27,7 @@ from gitnetdiag import __version__
 from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
 from gitnetdiag.hops import leg_endpoint
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
+from gitnetdiag.probe.budget import native_download_budget
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
 from gitnetdiag.probe.deadpath import dead_by_protocol, path_line, skipped_clone
@@ -81,6 +84,10 @@ class FetchHooks:
     before_clones: Callable[[], object] | None = None
     """Called once the paths are measured, before the seed push and the first clone
     (the lab's host snapshot, taken meanwhile, is awaited there)."""
+    beside_clones: Callable[[], object] | None = None
+    """Called in a thread as the first clone starts: work that moves nothing on the path
+    (CPU and disk: the next repository, the report's libraries), beside git's clones; awaited
+    after the last clone, before the native downloads (this process's own reads)."""
     after_clones: Callable[[], object] | None = None
     """Called once the last byte was measured (clones, native downloads, bursts): in a
     thread beside the seed's clean-up, else at the end (:func:`_after_clones`)."""
@@ -117,6 +124,10 @@ class _FetchRun:
         """:attr:`FetchHooks.before_clones`."""
         self.after_clones: Callable[[], object] | None = None
         """:attr:`FetchHooks.after_clones` (called once, then None)."""
+        self.beside_clones: Callable[[], object] | None = None
+        """:attr:`FetchHooks.beside_clones` (started once, then None)."""
+        self.beside_running: _Beside | None = None
+        """:attr:`beside_clones` started, until :func:`_after_clones` awaits it."""
 
     def transport(self, protocol: TransportKind) -> Transport:
         return replace(self.options.transport(protocol),
@@ -204,6 +215,7 @@ def run_fetch_probe(options: ProbeOptions, reporter: Reporter | None = None,
     hooks = hooks or FetchHooks()
     state.before_clones = hooks.before_clones
     state.after_clones = hooks.after_clones
+    state.beside_clones = hooks.beside_clones
     state.save()
     with scratch_dir("gitnetdiag-fetch-") as scratch, \
             sigterm_interrupts():
@@ -264,12 +276,17 @@ class _Beside(threading.Thread):
     """:attr:`_FetchRun.after_clones` run once, in a thread; :meth:`join` re-raises its
     error."""
 
-    def __init__(self, work: Callable[[], object] | None) -> None:
-        super().__init__(name="gitnetdiag-after-clones", daemon=True)
+    def __init__(self, work: Callable[[], object] | None,
+                 name: str = "gitnetdiag-after-clones", nice: int = 0) -> None:
+        super().__init__(name=name, daemon=True)
         self.work = work
+        self.nice = nice
         self.failed: BaseException | None = None
 
     def run(self) -> None:
+        if self.nice:  # this thread alone (Linux: a thread's nice value is its own),
+            with contextlib.suppress(OSError):  # and what it starts inherits it
+                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         try:
             if self.work is not None:
                 self.work()
@@ -285,12 +302,64 @@ class _Beside(threading.Thread):
 
 
 def _after_clones(state: _FetchRun) -> _Beside:
-    """Start :attr:`_FetchRun.after_clones` (once per run; later calls start nothing)."""
-    beside = _Beside(state.after_clones)
-    state.after_clones = None
+    """Start :attr:`_FetchRun.after_clones` (once per run; later calls start nothing), once
+    the work beside the clones is done."""
+    work, running = state.after_clones, state.beside_running
+    state.after_clones = state.beside_running = None
+
+    def after() -> None:
+        if running is not None:
+            running.join()
+        if work is not None:
+            work()
+
+    beside = _Beside(after if work is not None or running is not None else None)
     if beside.work is not None:
         beside.start()
     return beside
+
+
+def _await_beside(state: _FetchRun) -> None:
+    """Wait for :attr:`_FetchRun.beside_clones` (started by :func:`_beside_clones`); its
+    error is raised here."""
+    running, state.beside_running = state.beside_running, None
+    if running is not None:
+        running.join()
+
+
+BESIDE_NICE = 10
+"""The nice value of the work beside git's clones: the clones and the server they read from
+get the CPU first (at nice 10 a thread weighs a tenth of one at 0)."""
+
+
+def _beside_clones(state: _FetchRun) -> None:
+    """Start :attr:`_FetchRun.beside_clones` in a thread (once per run), and the native
+    downloads' libraries (h2, paramiko: 0.2-0.3 s each) loaded there too."""
+    work, options = state.beside_clones, state.options
+    state.beside_clones = None
+    natives = options.native and bool({TransportKind.H2, TransportKind.SSH}
+                                      & set(options.protocols))
+    if work is None and not natives:
+        return
+
+    def beside() -> None:
+        if work is not None:
+            work()
+        if natives:
+            with step("native downloads' libraries (beside the clones)"):
+                _load_native_libraries(options.protocols)
+
+    state.beside_running = _Beside(beside, name="gitnetdiag-beside-clones", nice=BESIDE_NICE)
+    state.beside_running.start()
+
+
+def _load_native_libraries(protocols: tuple[TransportKind, ...]) -> None:
+    """Import what the native downloads run on, ahead of them."""
+    if TransportKind.H2 in protocols:
+        import gitnetdiag.probe.credentials
+        import gitnetdiag.probe.fetchh2
+    if TransportKind.SSH in protocols:
+        import gitnetdiag.probe.sshfetch  # noqa: F401
 
 
 def _seed_repository(options: ProbeOptions, scratch: Path) -> GeneratedRepo:
@@ -345,6 +414,7 @@ def _skip_dead_ports(state: _FetchRun) -> set[TransportKind]:
 def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
     options = state.options
     failed: set[TransportKind] = set(dead)
+    _beside_clones(state)  # off the path: beside git's clones, before the native downloads
     for repeat in range(1, options.repeat + 1):
         for protocol in options.protocols:
             if protocol in failed:
@@ -360,6 +430,8 @@ def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
             if record.outcome == "failed":
                 failed.add(protocol)
             state.save()
+    # The work beside git's clones is done before this process reads a native download.
+    _await_beside(state)
     from gitnetdiag.probe.idleprobe import start_clone_idle_probes
     # A clone that asked for its pack and heard nothing: is the path still there? The
     # silent connections are held beside the native downloads.
@@ -418,10 +490,11 @@ def _ssh_ledger(state: _FetchRun) -> None:
     options = state.options
     name = "native ssh download"
     state.reporter.begin(name)
-    record = ssh_download(options.urls[TransportKind.SSH], key_file=options.ssh_key,
+    url = options.urls[TransportKind.SSH]
+    record = ssh_download(url, key_file=options.ssh_key,
                           known_hosts=options.ssh_known_hosts, branch=state.branch,
-                          budget_s=options.budget_s, stall_timeout_s=options.stall_timeout_s,
-                          timeout_s=options.timeout_s)
+                          budget_s=native_download_budget(options.budget_s),
+                          stall_timeout_s=options.stall_timeout_s, timeout_s=options.timeout_s)
     state.ssh_downloads.append(record)
     _ledger_done(state, name, record, "native SSH download")
 
@@ -468,7 +541,7 @@ def _h2_ledgers(state: _FetchRun) -> None:
         name = f"native h2 download, {label} window"
         state.reporter.begin(name)
         record = h2_download(url, access=access, label=label, window_bytes=window,
-                             branch=state.branch, budget_s=options.budget_s,
+                             branch=state.branch, budget_s=native_download_budget(options.budget_s),
                              stall_timeout_s=options.stall_timeout_s,
                              timeout_s=options.timeout_s)
         state.h2_downloads.append(record)

@@ -7,9 +7,11 @@ from pathlib import Path
 import pytest
 
 from gitnetdiag.probe.budget import (
+    NATIVE_DOWNLOAD_BUDGET_S,
     Progress,
     RateMonitor,
     StopReason,
+    native_download_budget,
     native_pack_bytes,
     swallowed_full_size,
 )
@@ -244,3 +246,25 @@ def test_samples_read_back_from_the_run_directory(tmp_path: Path) -> None:
         handle.write('{"t_s": 7.0, "local": "198.18.1.2:4')
     assert read_samples(path) == _socket(BLACK_HOLE)
     assert read_samples(tmp_path / "missing.jsonl") == []
+
+
+def test_a_native_download_gets_2_s_of_pack_whose_rate_leaves_slow_start_out() -> None:
+    """A native download stops after 2.1 s of pack (never more than the run's budget; the
+    whole pack in a complete run), and a rate measured over that long leaves the first
+    second out, as the whole pack's did."""
+    assert native_download_budget(10.0) == NATIVE_DOWNLOAD_BUDGET_S == 2.1
+    assert native_download_budget(1.0) == 1.0
+    assert native_download_budget(None) is None
+    monitor = RateMonitor(budget_s=native_download_budget(10.0), stall_timeout_s=15.0)
+    # 64 kB of preamble, then a slow second (slow start) and a steady 1 MB per 0.25 s
+    moved = [0, 60_000, 100_000, 200_000, 400_000, 800_000]
+    moved += [moved[-1] + 1_000_000 * n for n in range(1, 10)]
+    stop = None
+    for n, value in enumerate(moved):
+        t_s = 0.25 * n
+        monitor.add(Progress(t_s=t_s, moved_bytes=value))
+        stop = monitor.stop_reason(t_s, pack_finished=False)
+        if stop is not None:
+            break
+    assert stop is StopReason.BUDGET and monitor.points[-1].t_s == pytest.approx(2.5)
+    assert monitor.rate_bytes_per_s() == pytest.approx(4_000_000, rel=0.05)
