@@ -116,7 +116,7 @@ LEG_KNOBS: dict[str, str | None] = {
 proxy's knob that holds it (None: the proxy's host and the network up to it)."""
 
 
-def _protocols_of(finding: Finding, obs: Observations) -> list[str]:
+def finding_protocols(finding: Finding, obs: Observations) -> list[str]:
     """The protocols a finding was measured on: its cost's, else those its summary names,
     else every protocol of the run."""
     if finding.cost_protocol:
@@ -149,7 +149,7 @@ def _proxy_fix(hop: PathHop, knob: str | None) -> str:
 
 def _on_leg(finding: Finding, obs: Observations, paths: Sequence[PathHop]) -> Finding:
     hops = {p.protocol: p for p in paths}
-    measured = _protocols_of(finding, obs)
+    measured = finding_protocols(finding, obs)
     proxied = [hops[name] for name in measured if name in hops and hops[name].proxied]
     if not proxied:
         return finding
