@@ -92,6 +92,7 @@ def path_hops(hops: Sequence[FirstHop]) -> tuple[PathHop, ...]:
         product = identify(hop.answer)
         found.append(PathHop(protocol=hop.protocol, kind=hop.kind, proxy=hop.proxy,
                              source=hop.source, product=product.id if product else "",
+                             leg_endpoint=hop.leg_endpoint, leg_rtt_s=hop.leg_rtt_s,
                              said=(hop.answer.server or hop.answer.via) if product and hop.answer
                              else _said(hop.answer)))
     return tuple(found)
