@@ -32,7 +32,7 @@ from dataclasses import replace
 
 from gitnetdiag.diagnosis.model import Evidence, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, Observations
-from gitnetdiag.diagnosis.proxies import LEG_KNOBS, finding_protocols, path_hops
+from gitnetdiag.diagnosis.proxies import LEG_KNOBS, as_sentence, finding_protocols, path_hops
 from gitnetdiag.diagnosis.units import fmt_s
 from gitnetdiag.hops import PathHop
 
@@ -104,7 +104,7 @@ def _told(finding: Finding, hops: dict[str, PathHop]) -> Finding:
     judged, reference = finding.compares or ("", "")
     return replace(
         finding,
-        summary=(f"{finding.summary.rstrip()} The comparison is across different first hops "
+        summary=(f"{as_sentence(finding.summary)} The comparison is across different first hops "
                  f"({_hops_sentence(judged, reference, hops)}): a difference between them may "
                  "be the proxy's."),
         evidence=(*finding.evidence, _hops_evidence(judged, reference, hops)))
@@ -122,7 +122,7 @@ def _set_aside(finding: Finding, leg: Finding, hops: dict[str, PathHop]) -> Find
     judged = finding.compares[0] if finding.compares else ""
     return replace(
         finding,
-        summary=(f"{finding.summary.rstrip()} Not ranked: {_leg_clause(finding, leg, hops)}; "
+        summary=(f"{as_sentence(finding.summary)} Not ranked: {_leg_clause(finding, leg, hops)}; "
                  f"beside only the protocols of {_label(judged)}'s own first hop it does not "
                  "fire."),
         evidence=(*finding.evidence, _hops_evidence(*(finding.compares or ("", "")), hops)))
@@ -134,7 +134,7 @@ def _rejudged(again: Finding, before: Finding, leg: Finding,
     judged = before.compares[0] if before.compares else ""
     return replace(
         again,
-        summary=(f"{again.summary.rstrip()} Judged beside only the protocols of "
+        summary=(f"{as_sentence(again.summary)} Judged beside only the protocols of "
                  f"{_label(judged)}'s own first hop: {_leg_clause(before, leg, hops)}."),
         evidence=(*again.evidence, _hops_evidence(*(before.compares or ("", "")), hops)))
 

@@ -148,6 +148,12 @@ def _proxy_fix(hop: PathHop, knob: str | None) -> str:
             "sees this connection. ")
 
 
+def as_sentence(text: str) -> str:
+    """``text`` ending as a sentence (a detector's summary may end without a full stop)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def _on_leg(finding: Finding, obs: Observations, paths: Sequence[PathHop]) -> Finding:
     hops = {p.protocol: p for p in paths}
     measured = finding_protocols(finding, obs)
@@ -165,7 +171,8 @@ def _on_leg(finding: Finding, obs: Observations, paths: Sequence[PathHop]) -> Fi
                    source="first hop as git resolves it")
     return replace(
         finding,
-        summary=f"{finding.summary} Measured on the leg client -> {hop.proxy_text}.{ab}",
+        summary=(f"{as_sentence(finding.summary)} Measured on the leg client -> "
+                 f"{hop.proxy_text}.{ab}"),
         evidence=(*finding.evidence, leg),
         fix=_proxy_fix(hop, LEG_KNOBS[finding.id]) + "Else: " + finding.fix)
 
