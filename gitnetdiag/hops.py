@@ -61,6 +61,13 @@ class FirstHop:
     ``core.sshCommand``), "" when direct."""
     answer: ProxyAnswer | None = None
     """What an HTTP proxy said of itself; None when it was not asked (SSH, direct)."""
+    leg_endpoint: str = ""
+    """The ``host:port`` the path check timed for this leg (:func:`leg_endpoint`); "" when
+    direct or not measured."""
+    leg_rtt_s: float | None = None
+    """The smallest TCP connect time to it (the leg client -> proxy); None when direct or not
+    measured. Both are filled from the run's path checks when the run is read
+    (``PathMeasurement.first_hop_of``), not recorded with the hop."""
 
     @property
     def proxied(self) -> bool:
@@ -121,6 +128,10 @@ class PathHop:
     """Knowledge-base id of the proxy product, "" when unknown or not asked."""
     said: str = ""
     """What the proxy said of itself (``Server: tinyproxy/1.11.1``), or why it said nothing."""
+    leg_endpoint: str = ""
+    """The ``host:port`` the path check timed for this leg, "" when it timed none."""
+    leg_rtt_s: float | None = None
+    """Its smallest TCP connect time (the leg client -> proxy's RTT), None when not measured."""
 
     @property
     def proxied(self) -> bool:

@@ -186,6 +186,11 @@ class SenderTcpSummary:
     """Largest send buffer (``skmem tb``)."""
     peer_window_median_bytes: int | None
     """Median of the receiver's advertised window as the sender held it (``snd_wnd``)."""
+    local: str = ""
+    """The sampled socket's local ``address:port`` (``198.18.2.3:8888``: a forward proxy's,
+    when the clone's leg ends there), "" when not recorded."""
+    peer: str = ""
+    """Its peer's ``address:port`` (git's end of the connection), "" when not recorded."""
     buffer_full_s: float = 0.0
     """Seconds the samples classified as send-buffer bound stand for (each, the time since
     the sample before): how long the buffer was seen to hold, beside the share of bytes
@@ -336,6 +341,7 @@ def _server_summary(sending: _Sending) -> SenderTcpSummary:
         send_buffer_max_bytes=_largest(sending.counters, "snd_buf_bytes"),
         peer_window_median_bytes=int(statistics.median(windows)) if windows else None,
         buffer_full_s=caps.buffer_full_s,
+        local=str(rows[0].get("local") or ""), peer=str(rows[0].get("peer") or ""),
     )
 
 

@@ -26,6 +26,7 @@ from dataclasses import replace
 from gitnetdiag import __version__
 from gitnetdiag.diagnosis.assembly import in_download_words
 from gitnetdiag.diagnosis.costs import apply_costs
+from gitnetdiag.diagnosis.crosshop import across_first_hops
 from gitnetdiag.diagnosis.culprits import CULPRITS, Culprit
 from gitnetdiag.diagnosis.culprits.edgeresponse import with_edge_config
 from gitnetdiag.diagnosis.failuredesc import describe_failures
@@ -162,13 +163,27 @@ def rank_findings(
 ) -> tuple[tuple[Finding, ...], tuple[Finding, ...]]:
     """The findings kept (ranked, above the thresholds) and those dropped."""
     fired = fired_findings(obs, culprits)
-    ranked = rank(on_proxied_legs(obs, _in_words(obs, apply_costs(obs, fired), culprits)))
+    told, set_aside = across_first_hops(
+        obs, on_proxied_legs(obs, _in_words(obs, apply_costs(obs, fired), culprits)),
+        lambda culprit_id, same_hop: _rejudge(same_hop, culprit_id, culprits))
+    ranked = rank(told)
     kept = tuple(f for f in ranked if f.impact_s >= min_impact_s and f.score >= min_score
                  and supported(obs, f))
     if obs.host is not None:
         kept = with_edge_config(kept, obs.host.config_findings)
-    dropped = tuple(f for f in ranked if f.id not in {k.id for k in kept})
+    dropped = tuple(f for f in ranked if f.id not in {k.id for k in kept}) + tuple(
+        rank(set_aside))
     return kept, dropped
+
+
+def _rejudge(obs: Observations, culprit_id: str, culprits: Sequence[Culprit]) -> Finding | None:
+    """One culprit judged and priced again on ``obs`` (the protocols of one first hop:
+    :func:`~gitnetdiag.diagnosis.crosshop.across_first_hops`), None when it does not fire."""
+    culprit = next((c for c in culprits if c.id == culprit_id), None)
+    found = culprit(obs) if culprit is not None and culprit.judges(obs.run.transfer) else None
+    if found is None:
+        return None
+    return on_proxied_legs(obs, _in_words(obs, apply_costs(obs, [found]), culprits))[0]
 
 
 def diagnose(

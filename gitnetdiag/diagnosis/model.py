@@ -104,6 +104,11 @@ class Finding:
     shares_with: str | None = None
     """Id of another culprit whose cost holds the seconds this one only amplifies
     (``path-latency`` over a small window); ``cost_s`` is then the remainder."""
+    compares: tuple[str, str] | None = None
+    """``(judged, reference)``: the protocol whose rate its evidence holds against another's
+    (``("h2", "ssh")``: HTTP/2 slower than SSH), None when its evidence compares none. Two
+    protocols that took different first hops (one through a forward proxy) are said so
+    (:mod:`gitnetdiag.diagnosis.crosshop`)."""
     direction: Direction | None = None
     """The direction whose transfers it was found on, set where findings of both directions
     are ranked together (:mod:`gitnetdiag.diagnosis.combined`); None: its diagnosis' own."""

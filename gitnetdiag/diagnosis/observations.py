@@ -428,6 +428,8 @@ class Listener:
     """Connections waiting in the accept queue (Recv-Q) when sampled."""
     process: str = ""
     """Owning process, e.g. ``git-daemon``."""
+    address: str = ""
+    """Local address it listens on (``198.18.2.3``), "" when not recorded (any)."""
 
 
 @dataclass(frozen=True, kw_only=True)

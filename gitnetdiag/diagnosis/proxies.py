@@ -92,6 +92,7 @@ def path_hops(hops: Sequence[FirstHop]) -> tuple[PathHop, ...]:
         product = identify(hop.answer)
         found.append(PathHop(protocol=hop.protocol, kind=hop.kind, proxy=hop.proxy,
                              source=hop.source, product=product.id if product else "",
+                             leg_endpoint=hop.leg_endpoint, leg_rtt_s=hop.leg_rtt_s,
                              said=(hop.answer.server or hop.answer.via) if product and hop.answer
                              else _said(hop.answer)))
     return tuple(found)
@@ -116,7 +117,7 @@ LEG_KNOBS: dict[str, str | None] = {
 proxy's knob that holds it (None: the proxy's host and the network up to it)."""
 
 
-def _protocols_of(finding: Finding, obs: Observations) -> list[str]:
+def finding_protocols(finding: Finding, obs: Observations) -> list[str]:
     """The protocols a finding was measured on: its cost's, else those its summary names,
     else every protocol of the run."""
     if finding.cost_protocol:
@@ -147,9 +148,15 @@ def _proxy_fix(hop: PathHop, knob: str | None) -> str:
             "sees this connection. ")
 
 
+def as_sentence(text: str) -> str:
+    """``text`` ending as a sentence (a detector's summary may end without a full stop)."""
+    text = text.rstrip()
+    return text if text.endswith((".", "!", "?")) else text + "."
+
+
 def _on_leg(finding: Finding, obs: Observations, paths: Sequence[PathHop]) -> Finding:
     hops = {p.protocol: p for p in paths}
-    measured = _protocols_of(finding, obs)
+    measured = finding_protocols(finding, obs)
     proxied = [hops[name] for name in measured if name in hops and hops[name].proxied]
     if not proxied:
         return finding
@@ -164,7 +171,8 @@ def _on_leg(finding: Finding, obs: Observations, paths: Sequence[PathHop]) -> Fi
                    source="first hop as git resolves it")
     return replace(
         finding,
-        summary=f"{finding.summary} Measured on the leg client -> {hop.proxy_text}.{ab}",
+        summary=(f"{as_sentence(finding.summary)} Measured on the leg client -> "
+                 f"{hop.proxy_text}.{ab}"),
         evidence=(*finding.evidence, leg),
         fix=_proxy_fix(hop, LEG_KNOBS[finding.id]) + "Else: " + finding.fix)
 
@@ -176,3 +184,58 @@ def on_proxied_legs(obs: Observations, findings: Sequence[Finding]) -> list[Find
     if not any(p.proxied for p in paths):
         return list(findings)
     return [_on_leg(f, obs, paths) if f.id in LEG_KNOBS else f for f in findings]
+
+
+@dataclass(frozen=True, kw_only=True)
+class SocketHolder:
+    """Whose sampled socket a server-side TCP_INFO sample is (the sender of a clone)."""
+
+    proxy: PathHop | None = None
+    """The forward proxy whose leg it is, None when it is not a proxy's."""
+    process: str = ""
+    """The process listening on its local address per the host snapshot, "" when unknown."""
+    local: str = ""
+    """Its local ``address:port``."""
+
+    @property
+    def text(self) -> str:
+        """``the forward proxy 10.0.0.1:8888's socket (tinyproxy/1.11.1; ...)``, or the
+        server's (with its owner when the snapshot names one)."""
+        where = [f"local {self.local}"] if self.local else []
+        where += [f"{self.process} per the host snapshot"] if self.process else []
+        if self.proxy is not None:
+            said = self.proxy.said if self.proxy.product else "unknown product"
+            detail = "; ".join([said, *where])
+            return (f"the forward proxy {self.proxy.proxy}'s socket ({detail}), not the git "
+                    "server's,")
+        return (f"the server's own socket ({'; '.join(where)})" if where
+                else "the server's own socket")
+
+
+def _host_port(text: str) -> tuple[str, str]:
+    host, _, port = text.rpartition(":")
+    host = host.strip("[]")
+    return host.removeprefix("::ffff:"), port
+
+
+def socket_holder(obs: Observations, local: str) -> SocketHolder:
+    """Whose socket the server-side sample with local address ``local`` is: a forward
+    proxy's when that address is a proxy hop's ``host:port`` or the process listening on
+    it is a proxy product (``data/forward_proxies.toml`` names), else the server's."""
+    address, port = _host_port(local) if local else ("", "")
+    owner = ""
+    if obs.host is not None and port.isdigit():
+        listening = [item for item in obs.host.listeners if item.port == int(port)]
+        exact = [item for item in listening if _host_port(f"{item.address}:0")[0] == address]
+        owner = next((item.process for item in exact or listening if item.process), "")
+    hops = [hop for hop in path_hops(obs.run.first_hops) if hop.kind == "http-proxy"]
+    proxy = next((hop for hop in hops if local and _host_port(hop.proxy) == (address, port)),
+                 None)
+    if proxy is None and owner:
+        named = [product.id for product in PROXIES.values()
+                 if any(re.search(name, owner, re.IGNORECASE) for name in product.names)]
+        proxy = next((hop for hop in hops if hop.product in named), None) if named else None
+        if proxy is None and named:
+            proxy = PathHop(protocol="", kind="http-proxy", proxy=local, product=named[0],
+                            said=owner)
+    return SocketHolder(proxy=proxy, process=owner, local=local)

@@ -51,7 +51,7 @@ from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_
 from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
 from gitnetdiag.rundir.manifest import FetchManifest, check_numbers, load_fetch_manifest
-from gitnetdiag.rundir.records import CloneRecord, TimelinePoint
+from gitnetdiag.rundir.records import CloneRecord, TimelinePoint, reached_through
 from gitnetdiag.rundir.trace2 import json_objects
 from gitnetdiag.serial import Malformed, from_jsonable
 
@@ -218,8 +218,11 @@ def diagnose_clones(run_dir: Path, manifest: FetchManifest | None = None
     if manifest is None:
         return None
     rtts = {path.endpoint: path.connect_rtt_min_s for path in manifest.paths}
+    # A proxied protocol's connections end at its first hop: its leg's RTT, when checked.
+    leg = {run.protocol: reached_through(run.protocol, run.endpoint, manifest.paths)
+           for run in manifest.protocols}
     libcurl = manifest.environment.libcurl if manifest.environment else None
-    observations = tuple(observe_transfer(run_dir, record, rtts.get(run.endpoint),
+    observations = tuple(observe_transfer(run_dir, record, rtts.get(leg[run.protocol]),
                                           manifest.client_tcp_rmem, libcurl)
                          for run in manifest.protocols for record in run.fetches)
     windows = tuple(receiver_window_series(_samples(_read(run_dir, record, "tcpinfo")))

@@ -55,6 +55,7 @@ def _listeners(items: Any) -> tuple[Listener, ...]:
                     _int(item.get("accept_queue_max", 0), f"{where}.accept_queue_max"),
                 ),
                 process=str(item.get("process") or ""),
+                address=str(item.get("address") or ""),
             )
         )
     return tuple(result)

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
+from gitnetdiag.hops import FirstHop
 from gitnetdiag.rundir.manifest import RunRecord
 
 
@@ -25,5 +27,14 @@ def remote_of(options: Mapping[str, object]) -> dict[str, Any]:
 
 def first_hops_of(record: RunRecord) -> dict[str, Any]:
     """``first_hops`` of the run's protocols that recorded one (none for older runs)."""
-    hops = tuple(run.first_hop for run in record.protocols if run.first_hop is not None)
+    hops = tuple(_timed(run.first_hop, record) for run in record.protocols
+                 if run.first_hop is not None)
     return {"first_hops": hops} if hops else {}
+
+
+def _timed(hop: FirstHop, record: RunRecord) -> FirstHop:
+    """The hop with its leg's connect RTT from the run's path check of it, when one was made."""
+    leg = next((p for p in record.paths if hop.protocol in p.first_hop_of), None)
+    if leg is None:
+        return hop
+    return replace(hop, leg_endpoint=leg.endpoint, leg_rtt_s=leg.connect_rtt_min_s)

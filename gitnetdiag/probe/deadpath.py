@@ -21,6 +21,7 @@ from gitnetdiag.rundir.records import (
     PathMeasurement,
     PushRecord,
     RefCleanup,
+    reached_through,
 )
 
 REFERENCE = "path-unreachable"
@@ -32,6 +33,15 @@ NOT_STARTED = "not started: "
 def dead_kind(path: PathMeasurement | None) -> FailureKind | None:
     """The failure kind of a port no transfer is tried on, None for a live (or unchecked) one."""
     return NOT_TRANSFERRED.get(path.reach) if path is not None and path.reach else None
+
+
+def path_label(endpoint: str, first_hop_of: tuple[str, ...] = ()) -> str:
+    """The progress line's label of one path check: which endpoint it measured, and for a
+    proxied protocol's first hop whose it is (``path 10.0.0.1:8888 (first hop of h2: the
+    proxy, TCP connects)``)."""
+    if not first_hop_of:
+        return f"path {endpoint}"
+    return f"path {endpoint} (first hop of {', '.join(first_hop_of)}: the proxy, TCP connects)"
 
 
 def path_line(path: PathMeasurement) -> str:
@@ -54,8 +64,11 @@ def dead_by_protocol(endpoints: Mapping[str, str], paths: Iterable[PathMeasureme
                      ) -> dict[str, PathMeasurement]:
     """Protocol -> the dead path of its endpoint, for the protocols whose port is dead
     (``endpoints``: protocol -> ``host:port``)."""
+    paths = list(paths)
     by_endpoint = {path.endpoint: path for path in paths}
-    return {protocol: by_endpoint[endpoint] for protocol, endpoint in endpoints.items()
+    first = {protocol: reached_through(protocol, endpoint, paths)
+             for protocol, endpoint in endpoints.items()}
+    return {protocol: by_endpoint[endpoint] for protocol, endpoint in first.items()
             if dead_kind(by_endpoint.get(endpoint)) is not None}
 
 

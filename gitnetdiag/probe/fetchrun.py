@@ -30,14 +30,14 @@ from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.budget import native_download_budget
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
-from gitnetdiag.probe.deadpath import dead_by_protocol, path_line, skipped_clone
+from gitnetdiag.probe.deadpath import dead_by_protocol, path_label, path_line, skipped_clone
 from gitnetdiag.probe.fetchonce import fetch_once
 from gitnetdiag.probe.fetchseed import remove_seed, seed_branch, seed_errors, seed_repository
 from gitnetdiag.probe.firsthop import first_hop
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
-from gitnetdiag.probe.pathinfo import Endpoint, measure_paths
+from gitnetdiag.probe.pathinfo import Endpoint, measure_paths, with_first_hops
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.repo import GeneratedRepo, new_probe_id
 from gitnetdiag.probe.runner import PATH_ATTEMPTS
@@ -377,6 +377,7 @@ def _setup(state: _FetchRun, scratch: Path) -> set[TransportKind]:
         state.capture_enabled = options.capture and capture_support().available
         state.git_config = write_isolated_config(scratch / "gitconfig", options.repo)
     endpoints: dict[tuple[str, int], Endpoint] = {}
+    servers: dict[str, tuple[str, int]] = {}
     for protocol in options.protocols:
         url = options.urls[protocol]
         host, port = endpoint_of(url)
@@ -385,15 +386,20 @@ def _setup(state: _FetchRun, scratch: Path) -> set[TransportKind]:
             first_hop=first_hop(protocol.value, url, options.ssh_command))
         endpoints.setdefault((host, port), Endpoint(host=host, port=port,
                                                     tls=url.startswith("https://")))
-    for endpoint in endpoints.values():
-        state.reporter.begin(f"path {endpoint.host}:{endpoint.port}")
+        servers[protocol.value] = (host, port)
+    # A proxied protocol's leg to its proxy too: its connections go there, not to the server.
+    checks = with_first_hops(list(endpoints.values()), [
+        run.first_hop for run in state.protocols.values() if run.first_hop is not None], servers)
+    for endpoint in checks:
+        state.reporter.begin(path_label(f"{endpoint.host}:{endpoint.port}", endpoint.first_hop_of))
     # Every endpoint at once: a dead port's bounded wait beside the others' connects.
     with step("paths"):
-        state.paths = measure_paths(list(endpoints.values()), ca_file=options.ca_file,
+        state.paths = measure_paths(checks, ca_file=options.ca_file,
                                     insecure=options.insecure, attempts=PATH_ATTEMPTS)
     for path in state.paths:
         checked = path.reach not in (None, "open")
-        state.reporter.done(f"path {path.endpoint}", (path_line(path) if checked else path.error)
+        state.reporter.done(path_label(path.endpoint, path.first_hop_of),
+                            (path_line(path) if checked else path.error)
                             or f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms",
                             ok=path.error is None)
     dead = _skip_dead_ports(state)

@@ -19,8 +19,9 @@ import struct
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from gitnetdiag.hops import FirstHop, leg_endpoint
 from gitnetdiag.outcomes import PathReach
 from gitnetdiag.rundir.records import PathMeasurement
 
@@ -241,6 +242,26 @@ class Endpoint:
     host: str
     port: int
     tls: bool
+    first_hop_of: tuple[str, ...] = ()
+    """The protocols whose first hop (a forward proxy, a jump host) this is: checked with
+    TCP connects only (:attr:`PathMeasurement.first_hop_of`); empty for the server's."""
+
+
+def with_first_hops(endpoints: Sequence[Endpoint], hops: Sequence[FirstHop],
+                    servers: dict[str, tuple[str, int]]) -> list[Endpoint]:
+    """``endpoints`` (the servers') and, after them, the first hop of each proxied protocol
+    of ``hops`` (``servers``: protocol -> its server's ``(host, port)``), once per proxy:
+    the leg client -> proxy its connections really take, timed with TCP connects."""
+    legs: dict[tuple[str, int], list[str]] = {}
+    for hop in hops:
+        server = servers.get(hop.protocol)
+        if server is None or not hop.proxied:
+            continue
+        leg = leg_endpoint(hop, server)
+        if leg != server:
+            legs.setdefault(leg, []).append(hop.protocol)
+    return [*endpoints, *(Endpoint(host=host, port=port, tls=False, first_hop_of=tuple(names))
+                          for (host, port), names in legs.items())]
 
 
 def measure_paths(endpoints: Sequence[Endpoint], *, ca_file: str | None, insecure: bool,
@@ -251,6 +272,6 @@ def measure_paths(endpoints: Sequence[Endpoint], *, ca_file: str | None, insecur
         return []
     with ThreadPoolExecutor(max_workers=len(endpoints),
                             thread_name_prefix="gitnetdiag-path") as pool:
-        return list(pool.map(lambda e: measure_path(e.host, e.port, tls=e.tls, ca_file=ca_file,
-                                                    insecure=insecure, attempts=attempts),
-                             endpoints))
+        return list(pool.map(lambda e: replace(
+            measure_path(e.host, e.port, tls=e.tls, ca_file=ca_file, insecure=insecure,
+                         attempts=attempts), first_hop_of=e.first_hop_of), endpoints))

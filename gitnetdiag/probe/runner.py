@@ -25,7 +25,13 @@ from gitnetdiag.hops import FirstHop, leg_endpoint
 from gitnetdiag.probe.budget import stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
-from gitnetdiag.probe.deadpath import dead_by_protocol, dead_error, path_line, skipped_push
+from gitnetdiag.probe.deadpath import (
+    dead_by_protocol,
+    dead_error,
+    path_label,
+    path_line,
+    skipped_push,
+)
 from gitnetdiag.probe.firsthop import first_hop
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Transport
@@ -35,7 +41,7 @@ from gitnetdiag.probe.options import NativeSummary, RawSummary, Reporter, Silent
 
 # ProbeOptions is re-exported: the probe command and its tests take it from the runner.
 from gitnetdiag.probe.options import ProbeOptions as ProbeOptions
-from gitnetdiag.probe.pathinfo import Endpoint, measure_paths
+from gitnetdiag.probe.pathinfo import Endpoint, measure_paths, with_first_hops
 from gitnetdiag.probe.pushonce import now_iso, push_once
 from gitnetdiag.probe.repo import generate_repo, new_probe_id, pack_for_commit, salted_copy
 from gitnetdiag.probe.safety import RedactingReporter, prepare_run, redact_run_files
@@ -421,9 +427,11 @@ class _PathThread(threading.Thread):
         super().__init__(name="gitnetdiag-paths", daemon=True)
         self.state = state
         self.endpoints: list[tuple[str, int, str]] = []
+        self.servers: dict[str, tuple[str, int]] = {}
         for protocol in state.options.protocols:
             url = state.options.urls[protocol]
             host, port = endpoint_of(url)
+            self.servers[protocol.value] = (host, port)
             state.protocols[protocol] = ProtocolRun(
                 protocol=protocol.value, url=redact_url(url), endpoint=f"{host}:{port}"
             )
@@ -437,7 +445,8 @@ class _PathThread(threading.Thread):
         if self.endpoints and all(f"{h}:{p}" in known for h, p, _ in self.endpoints):
             # Measured just before on the same endpoints (the clones of a both run).
             self.hops = self._hops()
-            self.measured = [known[f"{h}:{p}"] for h, p, _ in self.endpoints]
+            self.measured = [known[f"{h}:{p}"] for h, p, _ in self.endpoints] + [
+                p for p in self.state.prepared.paths if p.first_hop_of]
         else:
             with step("paths (beside the repository)"):
                 self._measure()
@@ -452,22 +461,25 @@ class _PathThread(threading.Thread):
     def _measure(self) -> None:
         options = self.state.options
         self.hops = self._hops()
-        self.measured = measure_paths(
+        # A proxied protocol's leg to its proxy too: its connections go there.
+        self.measured = measure_paths(with_first_hops(
             [Endpoint(host=host, port=port, tls=url.startswith("https://"))
-             for host, port, url in self.endpoints],
+             for host, port, url in self.endpoints], self.hops, self.servers),
             ca_file=options.ca_file, insecure=options.insecure, attempts=PATH_ATTEMPTS)
 
     def report(self) -> None:
         for protocol, hop in zip(self.state.options.protocols, self.hops, strict=False):
             self.state.protocols[protocol] = replace(self.state.protocols[protocol],
                                                      first_hop=hop)
-        for (host, port, url), path in zip(self.endpoints, self.measured, strict=False):
-            label = f"path {host}:{port}"
+        tls = {f"{h}:{p}" for h, p, url in self.endpoints if url.startswith("https://")}
+        for path in self.measured:
+            label = path_label(path.endpoint, path.first_hop_of)
             self.state.reporter.begin(label)
             self.state.paths.append(path)
             detail = (path_line(path) if path.reach not in (None, "open") else path.error) or (
                 f"rtt {1000 * (path.connect_rtt_min_s or 0):.1f} ms, mss {path.mss_bytes}"
-                + (f", alpn {path.alpn}" if url.startswith("https://") else "")
+                + (f", alpn {path.alpn}" if path.endpoint in tls and not path.first_hop_of
+                   else "")
             )
             self.state.reporter.done(label, detail, ok=path.error is None)
         self.state.save()

@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any
 
 from gitnetdiag.diagnosis.model import Diagnosis, FetchDetails, Finding
 from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS, BurstResult
-from gitnetdiag.diagnosis.proxies import path_text
 from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.report.failures import SIGNATURE_HEADING, failure_line, failure_signature
 from gitnetdiag.report.fixtext import fix_lines
@@ -28,6 +27,7 @@ from gitnetdiag.report.units import (
     fmt_push_duration,
     fmt_quantity,
     fmt_rate,
+    paths_line,
 )
 from gitnetdiag.rundir.records import RefCleanup, SeedBranch
 from gitnetdiag.serial import to_jsonable
@@ -282,7 +282,7 @@ def header(d: Diagnosis) -> tuple[str, str]:
     env = d.environment
     remote = (f" (remote {env.remote_name or 'URL'}: {'; '.join(env.remote_notes)})"
               if env.remote_notes else "")
-    path = path_text(env.paths)
+    path = paths_line(env.paths)
     path = f"; path: {path}" if path else ""
     return f"status: {run.status}; remotes: {urls}{remote}{path}", seed_line(run.seed)
 

@@ -14,10 +14,14 @@ renderers; every renderer imports them from here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from gitnetdiag.diagnosis.model import Diagnosis, Environment, Evidence, Finding, Unit
+from gitnetdiag.diagnosis.observations import PROTOCOL_LABELS
 from gitnetdiag.diagnosis.proxies import path_text
 from gitnetdiag.diagnosis.servers import ServerIdentity
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s, fmt_share
+from gitnetdiag.hops import PathHop
 
 __all__ = [
     "answered_by",
@@ -110,12 +114,23 @@ def answered_by(identity: ServerIdentity | None) -> tuple[str, str]:
     return https, identity.ssh_banner or "-"
 
 
+def paths_line(paths: Sequence[PathHop]) -> str:
+    """Each protocol's path (:func:`~gitnetdiag.diagnosis.proxies.path_text`), then which
+    first hops the path check timed: ``...; checked: HTTP/2's leg to 10.0.0.1:8888, TCP
+    connect RTT 50.4 ms`` ("" without paths)."""
+    path = path_text(paths)
+    legs = [f"{PROTOCOL_LABELS.get(p.protocol, p.protocol)}'s leg to {p.leg_endpoint}, TCP "
+            f"connect RTT {fmt_s(p.leg_rtt_s)}"
+            for p in paths if p.proxied and p.leg_endpoint and p.leg_rtt_s is not None]
+    return f"{path}; checked: {', '.join(legs)}" if path and legs else path
+
+
 def target_text(env: Environment) -> str:
     """The target as the user knows it: the checkout's remote by name beside its URLs
     (``origin: https://...``), else the URLs."""
     target = env.target_url or "-"
     named = f"remote {env.remote_name}: {target}" if env.remote_name else target
-    path = path_text(env.paths)
+    path = paths_line(env.paths)
     return f"{named} (path: {path})" if path else named
 
 

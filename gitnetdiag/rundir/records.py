@@ -10,6 +10,7 @@ a probe.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import ClassVar, Literal
@@ -120,6 +121,18 @@ class PathMeasurement:
     waited_s: float | None = None
     """Seconds the check waited for the port before it said ``reach`` (the connect, and for
     ``tls-stalled`` the handshake); None for an open port."""
+    first_hop_of: tuple[str, ...] = ()
+    """The protocols whose first hop this endpoint is (a forward proxy's ``host:port``, a
+    ``ProxyJump`` host's): the leg client -> proxy, checked and timed with plain TCP
+    connects (no TLS: the proxy speaks HTTP, the tunnel's TLS is the server's); empty for
+    the remote's own endpoint (measured directly, also when a protocol is proxied)."""
+
+
+def reached_through(protocol: str, endpoint: str, paths: Iterable[PathMeasurement]) -> str:
+    """The endpoint whose check speaks for ``protocol``'s connections: its first hop's
+    (a measurement whose :attr:`PathMeasurement.first_hop_of` names it), else ``endpoint``
+    (the server's, direct)."""
+    return next((path.endpoint for path in paths if protocol in path.first_hop_of), endpoint)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -5,7 +5,11 @@
   ``tcp-receive-window-clamp`` first, the clones ``server-send-buffer``, each naming the
   proxy (its address and ``tinyproxy``, which it says in its ``Server`` header) as the hop
   holding the knob with the proxy's setting first in the fix; the path says HTTP/2 through
-  the proxy and SSH direct, in the JSON and on the target line.
+  the proxy and SSH direct, in the JSON and on the target line. No culprit is ranked on
+  the HTTP/2-vs-SSH difference alone (``h2-frame-settings`` is set aside, its summary saying
+  the first hops differ and the proxy's leg explains it; a comparing culprit still ranked
+  says the first hops differ); the clone's summary names the proxy's socket, not the
+  server's; the path check timed the leg to the proxy (manifest and target line).
 - ``forward-proxy``: the same proxy without the shim: healthy both ways, no TCP window or
   send-buffer culprit, the same path.
 - ``ssh-jump-host``: SSH by ``ProxyJump`` (the lab's ssh config): the push works and the
@@ -65,6 +69,31 @@ def _check_path(part: dict[str, Any]) -> None:
     assert paths["ssh"]["kind"] == "direct", paths
 
 
+COMPARING = {"h2-flow-control-window", "h2-frame-settings", "ssh-channel-window",
+             "client-http-stack", "client-http2-window", "edge-response-buffering"}
+"""The culprits whose evidence compares two protocols' rates (``Finding.compares``)."""
+
+
+def _check_comparisons(part: dict[str, Any]) -> None:
+    """HTTP/2 went through the proxy, SSH direct: no comparing culprit ranks without saying
+    the first hops differ, and h2-frame-settings is not ranked on that difference."""
+    for culprit in part["culprits"]:
+        assert culprit["id"] != "h2-frame-settings", culprit["summary"]
+        if culprit["id"] in COMPARING:
+            assert "first hop" in culprit["summary"], culprit["summary"]
+
+
+def _check_leg_timed(run_dir: Path) -> None:
+    """Both halves' records hold a TCP-connect check of the leg to the proxy, for HTTP/2."""
+    for record in (run_dir / "manifest.json", run_dir.with_name("run-fetch") / "fetch.json"):
+        paths = json.loads(record.read_text())["paths"]
+        seen = [(p["endpoint"], p["connect_rtt_min_s"], p.get("first_hop_of")) for p in paths]
+        print(f"  {record.parent.name}/{record.name}: paths {seen}")
+        leg = [p for p in paths if p.get("first_hop_of")]
+        assert [(p["endpoint"], p["first_hop_of"]) for p in leg] == [(PROXY, ["h2"])], seen
+        assert leg[0]["reach"] == "open" and leg[0]["connect_rtt_min_s"] > 0.04, leg
+
+
 def _rates(part: dict[str, Any]) -> str:
     if "fetches" in part:
         return ", ".join(f"{f['protocol']} {f['rate_bytes_per_s'] / 1e6:.2f} MB/s"
@@ -87,7 +116,11 @@ def test_buffered_proxy_is_the_hop_of_the_push_and_clone_culprits(
     expected = {"push": PROXY_FAULT_CULPRIT[fault], "fetch": PROXY_FETCH_CULPRIT[fault]}
     for direction, part in report["parts"].items():
         ranked = [(c["id"], c["score"], round(c["cost_s"], 2)) for c in part["culprits"]]
-        print(f"  {direction}: verdict {part['verdict']}; rates {_rates(part)}; ranked {ranked}")
+        aside = [(c["id"], c["score"]) for c in part.get("dropped", [])
+                 if "Not ranked: " in c["summary"]]
+        print(f"  {direction}: verdict {part['verdict']}; rates {_rates(part)}; ranked {ranked}; "
+              f"set aside {aside}")
+        _check_comparisons(part)
         top = part["culprits"][0]
         assert top["id"] == expected[direction], ranked
         assert f"Measured on the leg client -> proxy {PROXY} (tinyproxy/" in top["summary"], top
@@ -95,9 +128,15 @@ def test_buffered_proxy_is_the_hop_of_the_push_and_clone_culprits(
         assert top["fix"].startswith(f"On the forward proxy {PROXY} (Tinyproxy, tinyproxy/"), top
         assert "tinyproxy.conf has no buffer setting" in top["fix"], top["fix"]
         _check_path(part)
+    fetch_top = report["parts"]["fetch"]["culprits"][0]
+    assert fetch_top["summary"].startswith(f"the forward proxy {PROXY}'s socket (tinyproxy/"), \
+        fetch_top["summary"]
+    assert "the server's own socket" not in fetch_top["summary"], fetch_top["summary"]
     line = _target_line(tmp_path / "run")
     print(f"  {line}")
     assert f"HTTP/2 client -> proxy {PROXY} (tinyproxy/" in line and "SSH direct" in line, line
+    assert f"checked: HTTP/2's leg to {PROXY}, TCP connect RTT " in line, line
+    _check_leg_timed(tmp_path / "run")
 
 
 def test_unbuffered_proxy_is_healthy_and_still_on_the_path(lab_factory: LabFactory,
@@ -111,6 +150,7 @@ def test_unbuffered_proxy_is_healthy_and_still_on_the_path(lab_factory: LabFacto
         print(f"  {direction}: verdict {part['verdict']}; rates {_rates(part)}; ranked {ranked}")
         assert not WINDOW_CULPRITS & {c["id"] for c in part["culprits"]}, ranked
         assert part["verdict"] == "healthy", ranked
+        _check_comparisons(part)
         _check_path(part)
 
 

@@ -35,6 +35,8 @@ def test_the_clamped_send_buffer_holds_most_of_the_bytes_sent() -> None:
     assert sender.peer_window_median_bytes is not None
     assert sender.peer_window_median_bytes > 20 * sender.send_buffer_max_bytes
     assert sender.samples == 7 and sender.source.startswith("ss -tin, server (netns ")
+    # whose socket it is (a forward proxy's when its leg ends there): git daemon's port
+    assert sender.local == "198.18.2.2:9418" and sender.peer.startswith("198.18.1.2:")
 
 
 def test_a_sender_at_the_clients_window_is_window_bound() -> None:

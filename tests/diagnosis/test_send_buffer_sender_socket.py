@@ -10,6 +10,9 @@ import pytest
 
 from gitnetdiag.analysis.tcpinfo import SERVER, SenderTcpSummary, summarize_sender
 from gitnetdiag.diagnosis.culprits.sendbuffer import server_send_buffer
+from gitnetdiag.diagnosis.observations import HostEvidence, Listener, Observations
+from gitnetdiag.diagnosis.proxies import socket_holder
+from gitnetdiag.hops import FirstHop, ProxyAnswer
 from tests.analysis.test_tcpinfo_sender import RECORDED
 from tests.diagnosis.test_send_buffer_and_client import SNDBUF
 from tests.diagnosis.test_transfer_culprits import HEALTHY
@@ -106,3 +109,42 @@ def test_a_buffer_far_above_what_arrived_per_round_trip_did_not_hold_the_rate() 
     assert server_send_buffer(on([replace(DEMO_H2, sender=long_enough)])) is None
     near = replace(long_enough, send_buffer_max_bytes=2_000_000)
     assert server_send_buffer(on([replace(DEMO_H2, sender=near)])) is not None
+
+
+PROXY_HOP = FirstHop(protocol="h2", kind="http-proxy", proxy="198.18.2.3:8888",
+                     source="https_proxy",
+                     answer=ProxyAnswer(status=400, server="tinyproxy/1.11.1"))
+LISTENERS = HostEvidence(listeners=(
+    Listener(port=8888, backlog=1024, process="tinyproxy", address="198.18.2.3"),
+    Listener(port=8443, backlog=4096, process="haproxy", address="198.18.2.2")))
+
+
+def _proxied(local: str, *, host: HostEvidence | None = LISTENERS,
+             hops: tuple[FirstHop, ...] = (PROXY_HOP,)) -> Observations:
+    obs = on([replace(SNDBUF, protocol="h2", sender=replace(CLAMPED, local=local))])
+    return replace(obs, host=host, run=replace(obs.run, first_hops=hops))
+
+
+def test_a_socket_at_the_proxys_address_is_said_to_be_the_proxys() -> None:
+    """The lab's forward-proxy-buffer clone: the server namespace's sampled socket is
+    tinyproxy's (198.18.2.3:8888), not the git server's: the summary says whose."""
+    hit = server_send_buffer(_proxied("198.18.2.3:8888"))
+    assert hit is not None
+    assert hit.summary.startswith(
+        "the forward proxy 198.18.2.3:8888's socket (tinyproxy/1.11.1; local 198.18.2.3:8888; "
+        "tinyproxy per the host snapshot), not the git server's, was held by its send buffer")
+    assert "the server's own socket" not in hit.summary
+    assert any(e.what == "whose socket sent the clone" for e in hit.evidence)
+
+
+def test_the_owner_alone_names_a_proxy_and_a_server_socket_stays_the_servers() -> None:
+    """No proxy hop recorded, but the process listening on the sampled port is tinyproxy
+    per the host snapshot: a proxy's socket. HAProxy's port is the server side's."""
+    by_owner = socket_holder(_proxied("[::ffff:198.18.2.3]:8888", hops=()), "198.18.2.3:8888")
+    assert by_owner.proxy is not None and by_owner.process == "tinyproxy"
+    edge = server_send_buffer(_proxied("198.18.2.2:8443"))
+    assert edge is not None
+    assert edge.summary.startswith(
+        "the server's own socket (local 198.18.2.2:8443; haproxy per the host snapshot) was")
+    bare = server_send_buffer(_proxied("", host=None, hops=()))
+    assert bare is not None and bare.summary.startswith("the server's own socket was held")

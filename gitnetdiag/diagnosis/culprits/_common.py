@@ -86,6 +86,10 @@ class Hit:
     """The change, naming the setting."""
     cost_protocol: str | None = None
     """The protocol whose push ``cost_s`` was measured on, when it is one protocol's."""
+    compares: tuple[str, str] | None = None
+    """``(judged, reference)`` when its evidence compares one protocol's rate with another's
+    (HTTP/2 against SSH): the engine checks their first hops (:mod:`~gitnetdiag.diagnosis.
+    crosshop`); None when it compares none."""
 
 
 @dataclass
@@ -119,12 +123,12 @@ class Tally:
         self.evidence.extend(items)
 
     def hit(self, *, cost_s: float, summary: str, fix: str, cost_protocol: str | None = None,
-            cap: str | None = None) -> Hit:
+            cap: str | None = None, compares: tuple[str, str] | None = None) -> Hit:
         """The :class:`Hit` of the score and facts gathered; ``cap`` names the weight the
         score may reach at most (then rounded to two places)."""
         score = self.score if cap is None else round(min(weight(self.culprit, cap), self.score), 2)
         return Hit(score=score, cost_s=cost_s, summary=summary, evidence=tuple(self.evidence),
-                   fix=fix, cost_protocol=cost_protocol)
+                   fix=fix, cost_protocol=cost_protocol, compares=compares)
 
 
 Detector = Callable[[Observations], Hit | None]
@@ -198,6 +202,7 @@ class Culprit:
             evidence=hit.evidence,
             fix=hit.fix,
             cost_protocol=hit.cost_protocol,
+            compares=hit.compares,
         )
 
 

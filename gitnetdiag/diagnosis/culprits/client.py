@@ -185,7 +185,8 @@ def _bug_hit(obs: Observations, bug: KnownBug, version: str) -> Hit | None:
         score=score, cost_s=cost,
         summary=(f"The client's {bug.component} {version} has a known bug: {bug.what} "
                  f"({bug.reference}){told}"),
-        evidence=tuple(evidence), fix=_fix(bug))
+        evidence=tuple(evidence), fix=_fix(bug),
+        compares=(bug.protocol, other[0]) if slow and other is not None else None)
 
 
 def client_http_stack(obs: Observations) -> Hit | None:

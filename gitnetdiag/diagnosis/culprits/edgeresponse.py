@@ -262,6 +262,7 @@ def edge_response_buffering(run: Observations) -> Hit | None:
                  "buffers the pack to a slow disk (nginx proxy_buffering, its temporary files)"),
         fix=response_buffering_fix(run),
         cost_protocol=worst.protocol,
+        compares=(worst.protocol, direct.protocol),
     )
 
 

@@ -445,6 +445,7 @@ def h2_flow_control_window(obs: Observations) -> Hit | None:
         cost_s=_cost_s(obs, h),
         summary=_summary(h, predicted, stalled),
         fix=_fix(h.bdp, identity),
+        compares=("h2", h.other[0]) if h.other is not None else None,
     )
 
 
@@ -556,7 +557,7 @@ def client_http2_window(run: Observations) -> Hit | None:
         return None
     cost = h2.measured_s - h2.moved_bytes / h1_rate if h1_rate > h2_rate else 0.0
     return tally.hit(cost_s=max(0.0, cost), summary=_client_summary(h2, h1_rate, window, entry),
-                     fix=H2_WINDOW_FIX, cost_protocol="h2", cap="cap")
+                     fix=H2_WINDOW_FIX, cost_protocol="h2", cap="cap", compares=("h2", "h1"))
 
 
 def _client_summary(h2: TransferObservation, h1_rate: float, window: int,

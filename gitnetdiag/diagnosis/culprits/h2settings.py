@@ -157,4 +157,5 @@ def h2_frame_settings(obs: Observations) -> Hit | None:
             *hops(identity),
         ),
         fix=frame_fix(identity),
+        compares=("h2", other[0]),
     )

@@ -75,6 +75,7 @@ from gitnetdiag.diagnosis.culprits._common import (
 from gitnetdiag.diagnosis.edgelimits import setting_text
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
+from gitnetdiag.diagnosis.proxies import SocketHolder, path_hops, socket_holder
 from gitnetdiag.diagnosis.servers import answering_fix, sending_hop
 from gitnetdiag.diagnosis.transfers import IDLE_SHARE, TransferObservation
 from gitnetdiag.diagnosis.units import fmt_bytes, fmt_rate, fmt_s
@@ -240,7 +241,7 @@ def _sender_signal(obs: TransferObservation, tally: Tally) -> bool | None:
     return True
 
 
-def _send_buffer_hit(obs: TransferObservation) -> Hit | None:
+def _send_buffer_hit(obs: TransferObservation, holder: SocketHolder) -> Hit | None:
     rtt = obs.rtt_s
     if not obs.measured or (obs.tcp is None and obs.sender is None) or not rtt \
             or rtt < MIN_RTT_S:
@@ -266,7 +267,14 @@ def _send_buffer_hit(obs: TransferObservation) -> Hit | None:
                                 source=f"fetch monitor, {obs.protocol} #{obs.repeat}"))
     rate = obs.rate_bytes_per_s or 0.0
     cost = unclamped_cost_s(obs, UNCLAMPED_FLIGHT_BYTES, rtt)
-    return tally.hit(cost_s=max(0.0, cost), summary=_summary(obs, flight, rate),
+    if holder.proxy is not None:
+        tally.note(Evidence(
+            what="whose socket sent the clone", text=holder.text.removesuffix(","),
+            basis="its local address is the forward proxy's, or the process listening there is "
+                  "a proxy (host snapshot)",
+            source=f"{obs.sender.source if obs.sender else 'first hop'}; fetch {obs.protocol} "
+                   f"#{obs.repeat}"))
+    return tally.hit(cost_s=max(0.0, cost), summary=_summary(obs, flight, rate, holder),
                      fix=HOST_FIX, cost_protocol=obs.protocol,
                      cap="cap" if server is None else "cap-with-sender")
 
@@ -349,13 +357,16 @@ def captured_summary(obs: TransferObservation) -> str:
             "the same")
 
 
-def _summary(obs: TransferObservation, flight: float, rate: float) -> str:
+def _summary(obs: TransferObservation, flight: float, rate: float, holder: SocketHolder) -> str:
+    """What held the clone, said of whose socket it was (:func:`~gitnetdiag.diagnosis.proxies.
+    socket_holder`: a forward proxy's when the sampled socket is the proxy's)."""
     if obs.sender is not None and obs.sender.sndbuf_limited_share >= SNDBUF_SHARE:
-        return (f"the server's own socket was held by its send buffer for "
+        return (f"{holder.text} was held by its send buffer for "
                 f"{100 * obs.sender.sndbuf_limited_share:.0f}% of the bytes it sent, the "
                 f"client's window and its congestion window open: the buffer holds the "
                 f"download to {rate:.0f} B/s")
-    return (f"the server kept only {flight:.0f} B in flight per round trip although the "
+    sender = f"the forward proxy {holder.proxy.proxy}" if holder.proxy else "the server"
+    return (f"{sender} kept only {flight:.0f} B in flight per round trip although the "
             f"client's window allowed more, with no queue on the path: its send buffer "
             f"holds the download to {rate:.0f} B/s")
 
@@ -364,12 +375,23 @@ def server_send_buffer(obs: Observations) -> Hit | None:
     """A download: the server's (or edge's) send buffer caps its bytes in flight below the
     client's window; the fix names the hop whose sockets the held clones came from
     (:func:`send_buffer_fix`)."""
-    hits = {id(t): hit for t in obs.transfers if (hit := _send_buffer_hit(t)) is not None}
+    hits = {id(t): hit for t in obs.transfers
+            if (hit := _send_buffer_hit(t, _holder(obs, t))) is not None}
     chosen = typical_costliest(obs.transfers, lambda t: hits.get(id(t)))
     if chosen is None:
         return None
     held = {t.protocol for t in obs.transfers if id(t) in hits}
     return replace(chosen, fix=send_buffer_fix(obs, held))
+
+
+def _holder(run: Observations, t: TransferObservation) -> SocketHolder:
+    """Whose socket sent the clone: the sampled server-side socket's holder, else (the
+    client's view alone) the forward proxy the clone's protocol went through, if any."""
+    if t.sender is not None:
+        return socket_holder(run, t.sender.local)
+    hop = next((h for h in path_hops(run.run.first_hops)
+                if h.protocol == t.protocol and h.kind == "http-proxy"), None)
+    return SocketHolder(proxy=hop)
 
 
 def send_buffer_knob(product: str) -> str | None:

@@ -109,6 +109,7 @@ def ssh_channel_window(obs: Observations) -> Hit | None:
             "(dynamic windows) on the server and client, or push large repositories over "
             "HTTPS from far-away sites (fewer round trips per window)."
         ),
+        compares=("ssh", other[0]) if slower and other is not None else None,
     )
 
 
