@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.hops import leg_endpoint
+from gitnetdiag.hops import leg_endpoint, unplaced_text
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
@@ -350,8 +350,11 @@ def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
             if protocol in failed:
                 continue
             try:
-                host, port = leg_endpoint(state.protocols[protocol].first_hop,
-                                          endpoint_of(options.urls[protocol]))
+                hop = state.protocols[protocol].first_hop
+                leg = leg_endpoint(hop, endpoint_of(options.urls[protocol]))
+                if leg is None and repeat == 1 and hop is not None:
+                    state.warnings.append(f"{protocol.value}: {unplaced_text(hop)}")
+                host, port = leg or (None, 0)  # unplaced: not captured, the clone's sockets
                 record = fetch_once(state, protocol, repeat, port, host)
             except GitInterrupted:
                 state.status = "interrupted"
