@@ -245,6 +245,17 @@ def unplaced_text(hop: FirstHop) -> str:
             "whatever their address")
 
 
+def native_ssh_note(hop: FirstHop | None, what: str) -> str:
+    """The warning of a native SSH probe (paramiko: no ``ProxyJump`` / ``ProxyCommand``) run
+    where git's SSH went through a proxy hop: it measured the direct path, not git's; ""
+    when git's SSH went direct."""
+    if hop is None or not hop.proxied:
+        return ""
+    return (f"the {what} connected directly to the server: it does not follow git's SSH "
+            f"hop ({hop.source}: {hop.proxy}), so its ledger is of the direct path, not of "
+            "the path git's SSH transfers took")
+
+
 # --------------------------------------------------------------------------
 # Proxy commands: ssh's ProxyCommand, the script core.gitProxy runs
 # --------------------------------------------------------------------------

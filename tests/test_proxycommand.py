@@ -253,3 +253,14 @@ def test_an_unplaced_hop_from_an_older_record_is_not_captured_at_the_server() ->
     old = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="nc -x p %h %p",
                    source="ssh -G proxycommand")
     assert leg_endpoint(old, ("git.example", 22)) is None
+
+
+def test_a_native_ssh_probe_beside_a_proxied_ssh_path_says_it_went_direct() -> None:
+    from gitnetdiag.hops import native_ssh_note
+
+    assert native_ssh_note(None, "native SSH probe") == ""
+    assert native_ssh_note(FirstHop(protocol="ssh"), "native SSH probe") == ""
+    jump = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="u@jump", source="ssh -G proxyjump")
+    note = native_ssh_note(jump, "native SSH probe")
+    assert note.startswith("the native SSH probe connected directly to the server")
+    assert "ssh -G proxyjump: u@jump" in note and "not of the path git's SSH" in note

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.hops import leg_endpoint, unplaced_text
+from gitnetdiag.hops import leg_endpoint, native_ssh_note, unplaced_text
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
@@ -420,6 +420,9 @@ def _ssh_ledger(state: _FetchRun) -> None:
 
     options = state.options
     name = "native ssh download"
+    if note := native_ssh_note(state.protocols[TransportKind.SSH].first_hop,
+                               "native SSH download"):
+        state.warnings.append(note)
     state.reporter.begin(name)
     record = ssh_download(options.urls[TransportKind.SSH], key_file=options.ssh_key,
                           known_hosts=options.ssh_known_hosts, branch=state.branch,

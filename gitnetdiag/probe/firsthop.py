@@ -115,11 +115,10 @@ def _ssh_g_value(output: str, key: str) -> str:
                  if line.lower().startswith(key + " ")), "")
 
 
-def _jump_resolved(argv: list[str], found: CommandHop, env: Mapping[str, str]) -> CommandHop:
-    """``ssh -W``'s jump host as its ssh reaches it: ``ssh -G`` with the outer command's
-    options and the inner's (HostName, Port; its own ProxyJump's first host)."""
-    options = [a for a in argv[1:] if a != "-G"]
-    output = _ssh_g(["ssh", *options, *found.jump_options], [found.host], env)
+def _jump_resolved(found: CommandHop, env: Mapping[str, str]) -> CommandHop:
+    """``ssh -W``'s jump host as that ssh (a process of its own: its options alone) reaches
+    it: ``ssh -G`` with its ``-F`` / ``-o`` (HostName, Port; its own ProxyJump's first host)."""
+    output = _ssh_g(["ssh", *found.jump_options], [found.host], env)
     if not output:
         return found
     jump = ssh_proxy_of(output)
@@ -175,7 +174,7 @@ def ssh_first_hop(url: str, ssh_command: str | None, env: Mapping[str, str]) -> 
                              _ssh_g_value(output, "user"))
     parsed = parse_proxy_command(expanded)
     if parsed.placed and parsed.proxy_type == "ssh":
-        parsed = _jump_resolved(argv, parsed, env)
+        parsed = _jump_resolved(parsed, env)
     return command_hop("ssh", "ssh-proxy", value, parsed, source)
 
 
