@@ -167,8 +167,10 @@ def ssh_first_hop(url: str, ssh_command: str | None, env: Mapping[str, str]) -> 
     via_command = command and any(key in arg.lower() or arg == "-J" for arg in argv)
     source = "core.sshCommand" if via_command else f"ssh -G {key}"
     if key == "proxyjump":
-        return FirstHop(protocol="ssh", kind="ssh-proxy", proxy=value, source=source,
-                        proxy_type="ssh")
+        hop = FirstHop(protocol="ssh", kind="ssh-proxy", proxy=value, source=source,
+                       proxy_type="ssh")
+        first = leg_endpoint(hop, ("", 0))
+        return replace(hop, leg=endpoint_text(*first)) if first else hop
     host, port = _ssh_g_value(output, "hostname"), _ssh_g_value(output, "port")
     expanded = expand_tokens(value, host, int(port) if port.isdigit() else 22,
                              _ssh_g_value(output, "user"))
