@@ -176,7 +176,8 @@ class PathHop:
         or an unrecognised command said as such."""
         words = TYPE_WORDS.get(self.proxy_type, "proxy")
         if self.kind in ("ssh-proxy", "git-proxy"):
-            setting = "SSH ProxyCommand" if self.kind == "ssh-proxy" else "core.gitProxy"
+            setting = ("core.gitProxy" if self.kind == "git-proxy" else "core.sshCommand"
+                       if self.source == "core.sshCommand" else "SSH ProxyCommand")
             if self.unplaced:
                 return f"{setting} `{self.proxy}` ({self.unplaced})"
             if self.program:

@@ -264,3 +264,14 @@ def test_a_native_ssh_probe_beside_a_proxied_ssh_path_says_it_went_direct() -> N
     note = native_ssh_note(jump, "native SSH probe")
     assert note.startswith("the native SSH probe connected directly to the server")
     assert "ssh -G proxyjump: u@jump" in note and "not of the path git's SSH" in note
+
+
+def test_an_ssh_command_that_is_not_ssh_is_unplaced_not_read_as_a_jump_host() -> None:
+    hop = first_hop("ssh", "ssh://git.example/r.git", ssh_command="plink -batch",
+                    env={"PATH": "/usr/bin:/bin"})
+    assert (hop.kind, hop.source, hop.leg) == ("ssh-proxy", "core.sshCommand", "")
+    assert leg_endpoint(hop, ("git.example", 22)) is None
+    shown = PathHop(protocol="ssh", kind=hop.kind, proxy=hop.proxy, source=hop.source,
+                    unplaced=hop.unplaced)
+    assert shown.proxy_text == ("core.sshCommand `plink -batch` (core.sshCommand is not ssh: "
+                                "first hop unknown, not captured)")
