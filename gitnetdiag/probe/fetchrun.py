@@ -420,8 +420,8 @@ def _ssh_ledger(state: _FetchRun) -> None:
 
     options = state.options
     name = "native ssh download"
-    if note := native_ssh_note(state.protocols[TransportKind.SSH].first_hop,
-                               "native SSH download"):
+    run = state.protocols.get(TransportKind.SSH)
+    if note := native_ssh_note(run.first_hop if run else None, "native SSH download"):
         state.warnings.append(note)
     state.reporter.begin(name)
     record = ssh_download(options.urls[TransportKind.SSH], key_file=options.ssh_key,
