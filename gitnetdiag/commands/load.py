@@ -346,6 +346,7 @@ def load_options(args: LoadArgs) -> tuple[LoadOptions, tuple[str, ...]]:
     urls, protocol, host_netns = args.urls, args.protocol, args.host_netns
     ca_file, ssh_key, ssh_known_hosts = args.ca_file, args.ssh_key, args.ssh_known_hosts
     extra: dict[str, Any] = {}
+    ssh_config = ""
     if args.lab:
         from gitnetdiag.lab.netns import enter_lab_client
 
@@ -359,6 +360,7 @@ def load_options(args: LoadArgs) -> tuple[LoadOptions, tuple[str, ...]]:
         ssh_key, ssh_known_hosts = Path(lab.ssh_key), Path(lab.ssh_known_hosts)
         host_netns = host_netns or state.server_ns
         extra = lab.recorded(with_way_in=False)
+        ssh_config = lab.ssh_config  # its jump host (ssh-jump-host), as diagnose --lab
     if urls and not args.lab:  # a remote name of the checkout here, as git resolves it
         from gitnetdiag.probe.gitremote import looks_like_url, remote_url
 
@@ -380,7 +382,8 @@ def load_options(args: LoadArgs) -> tuple[LoadOptions, tuple[str, ...]]:
             protocol=chosen_protocol, url=url, ca_file=str(ca_file) if ca_file else None,
             insecure=args.insecure,
             ssh_command=ssh_command(str(ssh_key) if ssh_key else None,
-                                    str(ssh_known_hosts) if ssh_known_hosts else None)
+                                    str(ssh_known_hosts) if ssh_known_hosts else None,
+                                    ssh_config or None)
             if chosen_protocol is TransportKind.SSH else None,
         )
         for url in remotes

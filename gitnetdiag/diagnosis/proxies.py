@@ -94,7 +94,8 @@ def path_hops(hops: Sequence[FirstHop]) -> tuple[PathHop, ...]:
                              source=hop.source, product=product.id if product else "",
                              leg_endpoint=hop.leg_endpoint, leg_rtt_s=hop.leg_rtt_s,
                              said=(hop.answer.server or hop.answer.via) if product and hop.answer
-                             else _said(hop.answer)))
+                             else _said(hop.answer), leg=hop.leg, proxy_type=hop.proxy_type,
+                             program=hop.program, unplaced=hop.unplaced))
     return tuple(found)
 
 
@@ -131,10 +132,13 @@ def finding_protocols(finding: Finding, obs: Observations) -> list[str]:
 def _proxy_fix(hop: PathHop, knob: str | None) -> str:
     product = PROXIES.get(hop.product)
     where = f"On the forward proxy {hop.proxy}"
-    if hop.kind == "ssh-proxy":
-        return (f"{where} (the SSH jump host / ProxyCommand, {hop.source}), which holds this "
-                "leg's TCP connection: check its host's TCP settings first (the git server "
-                "behind it does not see this connection). ")
+    if hop.kind in ("ssh-proxy", "git-proxy", "socks-proxy"):
+        first = hop.leg or hop.proxy
+        what = (hop.proxy_text if hop.kind != "ssh-proxy" or hop.program
+                else f"the SSH jump host, {hop.source}")
+        return (f"On the first hop {first} ({what}), which holds this leg's TCP connection: "
+                "check its host's TCP settings first (`net.ipv4.tcp_rmem`/`tcp_wmem`; the git "
+                "server behind it does not see this connection). ")
     if product is None:
         return (f"{where} (unknown product: {hop.said or 'it did not name itself'}), which "
                 "terminates this TCP connection (git tunnels through it with CONNECT): look "

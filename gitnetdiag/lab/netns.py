@@ -76,6 +76,16 @@ def reexec_in_namespace(netns: str, argv: list[str]) -> None:
     os.execvp("ip", ["ip", "netns", "exec", netns, *argv])
 
 
+def apply_client_env(state: LabState) -> None:
+    """This process's environment as the lab client's (``probe``, ``diagnose``, ``load`` and
+    ``watch`` cycles alike): its ``PATH`` first (the client's own git under
+    ``client-pack-cpu``, as a user's PATH gives it) and its variables (the forward proxy's
+    ``https_proxy``, as the user's shell sets it)."""
+    if state.client_path and not os.environ.get("PATH", "").startswith(state.client_path + ":"):
+        os.environ["PATH"] = f"{state.client_path}:{os.environ.get('PATH', '/usr/bin:/bin')}"
+    os.environ.update(state.client_env)
+
+
 def enter_lab_client(instance: str, command: str) -> LabState:
     """The lab's state, with this process running in its client namespace.
 
@@ -89,10 +99,7 @@ def enter_lab_client(instance: str, command: str) -> LabState:
     from gitnetdiag.proc import require_root
 
     state = load_state(instance)
-    if state.client_path and not os.environ.get("PATH", "").startswith(state.client_path + ":"):
-        # The lab client's own git (client-pack-cpu: CPU-starved), as a user's PATH gives it.
-        os.environ["PATH"] = f"{state.client_path}:{os.environ.get('PATH', '/usr/bin:/bin')}"
-    os.environ.update(state.client_env)  # the forward proxy, as the user's shell sets it
+    apply_client_env(state)
     if not in_namespace(state.client_ns):
         require_root(f"gitnetdiag {command} --lab")
         if not os.path.exists(f"/run/netns/{state.client_ns}"):

@@ -238,6 +238,12 @@ class Proxy:
     """``Proxy-Authorization`` value from the proxy URL's userinfo (secret)."""
     display: str
     """The proxy URL without credentials."""
+    scheme: str = "http"
+    """``http`` (CONNECT) or a SOCKS scheme (:data:`SOCKS_SCHEMES`)."""
+    username: str | None = field(default=None, repr=False)
+    """A SOCKS proxy's user name from the URL (SOCKS5 RFC 1929, SOCKS4 user id)."""
+    password: str | None = field(default=None, repr=False)
+    """A SOCKS5 proxy's password from the URL (secret)."""
 
 
 @dataclass(kw_only=True)
@@ -317,32 +323,56 @@ def proxy_setting(url: str, env: Mapping[str, str]) -> tuple[str, str] | None:
     return next(((env[name], name) for name in names if env.get(name)), None)
 
 
-def proxy_for(url: str, env: Mapping[str, str], warnings: list[str]) -> Proxy | None:
+def bypassed(url: str, env: Mapping[str, str]) -> bool:
+    """``url``'s host is in ``no_proxy`` / ``NO_PROXY`` (a suffix at a dot, or ``*``)."""
     host = (urlsplit(url).hostname or "").lower()
+    no_proxy = env.get("no_proxy", env.get("NO_PROXY", ""))
+    return any(entry == "*" or (entry and (host == entry or host.endswith("." + entry)))
+               for entry in (item.strip().lower().lstrip(".") for item in no_proxy.split(",")))
+
+
+SOCKS_SCHEMES = ("socks4", "socks4a", "socks5", "socks5h")
+"""The SOCKS proxy schemes libcurl takes in a proxy string (``socks5h``: the proxy resolves
+the host name; ``socks5``: the client does)."""
+
+
+def proxy_url_parts(configured: str) -> tuple[str, str, int]:
+    """``(scheme, host, port)`` of a proxy string as libcurl reads it: ``http`` when it has
+    no scheme, port 1080 when it has none (curl(1) ``--proxy``); host "" when unreadable."""
+    text = configured if "://" in configured else "http://" + configured
+    try:
+        parts = urlsplit(text)
+        port = parts.port
+    except ValueError:
+        return "", "", 0
+    return parts.scheme.lower(), parts.hostname or "", port or 1080
+
+
+def proxy_for(url: str, env: Mapping[str, str], warnings: list[str]) -> Proxy | None:
     setting = proxy_setting(url, env)
     configured = setting[0] if setting else None
-    if not configured:
+    if not configured or bypassed(url, env):
         return None
-    no_proxy = env.get("no_proxy", env.get("NO_PROXY", ""))
-    for entry in (item.strip().lower().lstrip(".") for item in no_proxy.split(",")):
-        if entry == "*" or (entry and (host == entry or host.endswith("." + entry))):
-            return None
     if "://" not in configured:
         configured = "http://" + configured
-    parts = urlsplit(configured)
+    scheme, host, port = proxy_url_parts(configured)
     display = redact_url(configured)
-    if parts.scheme != "http" or not parts.hostname:
+    if scheme not in ("http", *SOCKS_SCHEMES) or not host:
         warnings.append(
-            f"the native HTTP/2 probe cannot use the proxy {display} (only http:// proxies "
-            "with CONNECT): it connected directly"
+            f"the native probes cannot use the proxy {display} (only http:// proxies with "
+            "CONNECT and SOCKS): they connected directly, not through it as git did"
         )
         return None
+    parts = urlsplit(configured)
+    username = unquote(parts.username) if parts.username is not None else None
+    password = unquote(parts.password or "") if parts.username is not None else None
     authorization = None
-    if parts.username is not None:
-        pair = f"{unquote(parts.username)}:{unquote(parts.password or '')}"
+    if username is not None and scheme == "http":
+        pair = f"{username}:{password}"
         authorization = "Basic " + base64.b64encode(pair.encode()).decode()
-    return Proxy(host=parts.hostname, port=parts.port or 1080, authorization=authorization,
-                 display=display)
+    return Proxy(host=host, port=port, authorization=authorization, display=display,
+                 scheme=scheme, username=username if scheme != "http" else None,
+                 password=password if scheme != "http" else None)
 
 
 def http_access(url: str, *, ca_file: str | None = None, verify: bool | None = None,

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.hops import leg_endpoint
+from gitnetdiag.hops import leg_endpoint, native_ssh_note, unplaced_text
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, FailureKind
 from gitnetdiag.probe.budget import native_download_budget
 from gitnetdiag.probe.burst import run_burst
@@ -426,8 +426,11 @@ def _fetch_all(state: _FetchRun, dead: set[TransportKind]) -> None:
             if protocol in failed:
                 continue
             try:
-                host, port = leg_endpoint(state.protocols[protocol].first_hop,
-                                          endpoint_of(options.urls[protocol]))
+                hop = state.protocols[protocol].first_hop
+                leg = leg_endpoint(hop, endpoint_of(options.urls[protocol]))
+                if leg is None and repeat == 1 and hop is not None:
+                    state.warnings.append(f"{protocol.value}: {unplaced_text(hop)}")
+                host, port = leg or (None, 0)  # unplaced: not captured, the clone's sockets
                 record = fetch_once(state, protocol, repeat, port, host)
             except GitInterrupted:
                 state.status = "interrupted"
@@ -495,6 +498,9 @@ def _ssh_ledger(state: _FetchRun) -> None:
 
     options = state.options
     name = "native ssh download"
+    run = state.protocols.get(TransportKind.SSH)
+    if note := native_ssh_note(run.first_hop if run else None, "native SSH download"):
+        state.warnings.append(note)
     state.reporter.begin(name)
     url = options.urls[TransportKind.SSH]
     record = ssh_download(url, key_file=options.ssh_key,

@@ -367,8 +367,8 @@ def tls_context(access: HttpAccess) -> ssl.SSLContext:
 
 
 def open_socket(target: H2Remote, proxy: Proxy | None, timeout_s: float) -> socket.socket:
-    """A TCP connection to the server, through the proxy's CONNECT tunnel if there is one
-    (also the body probe's, :mod:`gitnetdiag.probe.bodyprobe`)."""
+    """A TCP connection to the server, through the proxy's CONNECT tunnel or SOCKS tunnel
+    if there is one (also the body probe's, :mod:`gitnetdiag.probe.bodyprobe`)."""
     host, port = (proxy.host, proxy.port) if proxy else (target.host, target.port)
     try:
         raw = socket.create_connection((host, port), timeout=timeout_s)
@@ -382,7 +382,13 @@ def open_socket(target: H2Remote, proxy: Proxy | None, timeout_s: float) -> sock
         ) from exc
     if proxy is not None:
         try:
-            _connect_tunnel(raw, target, proxy)
+            if proxy.scheme == "http":
+                _connect_tunnel(raw, target, proxy)
+            else:
+                from gitnetdiag.probe.socks import socks_connect
+                socks_connect(raw, proxy.scheme, target.host, target.port,
+                              display=proxy.display, username=proxy.username,
+                              password=proxy.password)
         except BaseException:
             raw.close()
             raise

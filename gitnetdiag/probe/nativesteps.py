@@ -13,6 +13,7 @@ from typing import Any
 from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.hops import native_ssh_note
 from gitnetdiag.probe.budget import native_pack_bytes
 from gitnetdiag.probe.nativecleanup import GitBranchCleanup
 from gitnetdiag.probe.options import NativeSummary
@@ -108,6 +109,8 @@ def native_one(state: NativeState, protocol: TransportKind, pack: bytes, repo_pa
             for warning in push.warnings:
                 state.warn(warning)
         else:
+            if note := native_ssh_note(state.protocols[protocol].first_hop, "native SSH probe"):
+                state.warn(note)
             push = ssh_push_probe(url, key_file=options.ssh_key,
                                   known_hosts=options.ssh_known_hosts, pack=sent,
                                   new_oid=oid, probe_id=new_probe_id(),

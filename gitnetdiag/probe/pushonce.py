@@ -135,7 +135,7 @@ class _Attempt:
 
 def push_once(
     state: PushState, protocol: TransportKind, repeat: int, repo_path: Path, oid: str,
-    pack_bytes: int, endpoint: tuple[str, int],
+    pack_bytes: int, endpoint: tuple[str, int] | None,
 ) -> tuple[PushRecord, bool]:
     """Push ``oid`` to a fresh throwaway branch, clean up; return the record and whether
     Ctrl-C or SIGTERM arrived (the caller saves the record, then stops the run).
@@ -178,13 +178,14 @@ def _trace_env(state: PushState, attempt: _Attempt) -> dict[str, str]:
 
 
 def _captured_push(state: PushState, attempt: _Attempt, repo_path: Path,
-                   endpoint: tuple[str, int], extra_env: dict[str, str]) -> None:
-    """The push, watched (budget, stalls, TCP_INFO) and captured when it may be."""
+                   endpoint: tuple[str, int] | None, extra_env: dict[str, str]) -> None:
+    """The push, watched (budget, stalls, TCP_INFO) and captured when it may be (``endpoint``
+    None: its first hop is not known, so no capture, and TCP_INFO of any port)."""
     options, run_dir, artifacts = state.options, state.run_dir, attempt.artifacts
     label, transport = attempt.label, attempt.transport
     capture: Capture | None = None
     try:
-        if state.capture_enabled:
+        if state.capture_enabled and endpoint is not None:
             host, port = endpoint
             artifacts["capture"] = f"{attempt.stem}.pcap"
             capture = Capture(
@@ -203,7 +204,7 @@ def _captured_push(state: PushState, attempt: _Attempt, repo_path: Path,
             cwd=repo_path,
             limits=PushLimits(timeout_s=options.timeout_s, budget_s=options.budget_s,
                               stall_timeout_s=options.stall_timeout_s),
-            port=endpoint[1],
+            port=endpoint[1] if endpoint else 0,
             stderr_path=run_dir / artifacts["stderr"],
             tcpinfo_path=run_dir / artifacts["tcpinfo"],
             on_progress=lambda moved, rate: state.reporter.moved(label, moved, rate),

@@ -21,7 +21,7 @@ from pathlib import Path
 
 from gitnetdiag import __version__
 from gitnetdiag.errors import AnsweredError, GitnetdiagError, NetworkError, UsageError
-from gitnetdiag.hops import FirstHop, leg_endpoint
+from gitnetdiag.hops import FirstHop, leg_endpoint, unplaced_text
 from gitnetdiag.probe.budget import stall_detail, swallowed_full_size
 from gitnetdiag.probe.burst import run_burst
 from gitnetdiag.probe.capture import capture_support
@@ -247,6 +247,16 @@ def _final_status(state: _Run) -> RunStatus:
     return "stalled" if state.errors else "complete"
 
 
+def _leg(state: _Run, protocol: TransportKind, repeat: int) -> tuple[str, int] | None:
+    """Where the protocol's connection goes first; None (said once) when its first hop is an
+    unrecognised proxy command: nothing to capture at, TCP_INFO of the push's own sockets."""
+    hop = state.protocols[protocol].first_hop
+    leg = leg_endpoint(hop, endpoint_of(state.options.urls[protocol]))
+    if leg is None and repeat == 1 and hop is not None:
+        state.warn(f"{protocol.value}: {unplaced_text(hop)}")
+    return leg
+
+
 def _run_steps(state: _Run, scratch: Path) -> None:
     options = state.options
     with step("pushes: versions, capture support, git config"):
@@ -274,8 +284,7 @@ def _run_steps(state: _Run, scratch: Path) -> None:
             if protocol in state.failed:
                 continue
             with _confirming(state, protocol):
-                leg = leg_endpoint(state.protocols[protocol].first_hop,
-                                   endpoint_of(options.urls[protocol]))  # the proxy's, else
+                leg = _leg(state, protocol, repeat)  # the proxy's, else the server's
                 record, interrupted = push_once(state, protocol, repeat, repo_path, oid,
                                                 pack_bytes, leg)
             record = with_http2_frames(state.run_dir, protocol.value, record, state.warn)

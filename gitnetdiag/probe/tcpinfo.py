@@ -184,12 +184,14 @@ def session_pids(session_id: int) -> set[int]:
 
 
 def sample_ss(port: int, session_id: int, t_s: float) -> list[TcpInfoSample]:
-    """TCP_INFO of the sockets to ``port`` owned by the session's processes (via ``ss``).
+    """TCP_INFO of the sockets to ``port`` owned by the session's processes (via ``ss``);
+    port 0: to any port (a leg whose first hop is not known: an unrecognised proxy command's
+    connection is still the session's).
 
     A missing or failing ``ss`` gives no samples: the push goes on without them.
     """
     try:
-        proc = subprocess.run(["ss", "-tinmpH", "dport", f"= :{port}"],
+        proc = subprocess.run(["ss", "-tinmpH", *(["dport", f"= :{port}"] if port else [])],
                               capture_output=True, text=True, timeout=_SS_TIMEOUT_S)
     except (OSError, subprocess.TimeoutExpired):
         return []

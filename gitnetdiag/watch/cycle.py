@@ -24,6 +24,7 @@ The deadline covers the clean-up (:class:`CycleDeadline`)::
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -130,6 +131,7 @@ def probe_options(target: Target, run_dir: Path, seed: int,
     extra: dict[str, Any] = {"watch_target": target.name,
                              **(BOTH_OPTION if target.direction == "both" else {})}
     server_netns = None
+    ssh_config = ""
     if target.lab is not None:
         state = load_state(target.lab)
         lab = lab_remote(state, lab_http=LabHttp(target.lab_http), ca_file=ca_file,
@@ -138,12 +140,14 @@ def probe_options(target: Target, run_dir: Path, seed: int,
         ca_file, key, known_hosts = lab.ca_file, lab.ssh_key, lab.ssh_known_hosts
         extra |= lab.recorded()
         server_netns = state.server_ns
+        ssh_config = lab.ssh_config  # its jump host (ssh-jump-host), as diagnose --lab
     protocols = tuple(TransportKind(p) for p in target.protocols)
     return ProbeOptions(
         urls={TransportKind(p): u for p, u in urls.items() if TransportKind(p) in protocols},
         protocols=protocols, size_bytes=target.size_bytes, seed=seed, repo=None, repeat=1,
         ca_file=ca_file, insecure=target.insecure,
-        ssh_command=ssh_command(key, known_hosts) if TransportKind.SSH in protocols else None,
+        ssh_command=ssh_command(key, known_hosts, ssh_config or None)
+        if TransportKind.SSH in protocols else None,
         out_dir=run_dir, full=False, burst=0, timeout_s=target.timeout_s,
         capture=target.capture, extra_options=extra, native=target.native,
         ssh_key=key, ssh_known_hosts=known_hosts, cleanup_until=cleanup_until,
@@ -310,6 +314,10 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)
     deadline = (CycleDeadline.of_job(started, float(deadline_s)) if deadline_s is not None
                 else None)
+    if target.lab is not None:  # the lab client's environment, as --lab gives the probe
+        from gitnetdiag.lab.netns import apply_client_env
+        with contextlib.suppress(GitnetdiagError):  # the cycle's sample says what failed
+            apply_client_env(load_state(target.lab))
     try:
         sample = run_cycle(target, run_dir, started, deadline)
         if deadline is not None:

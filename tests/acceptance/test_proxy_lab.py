@@ -173,3 +173,45 @@ def test_ssh_through_a_jump_host_shows_the_jump_on_its_path(lab_factory: LabFact
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     capture = manifest["protocols"][0]["pushes"][0]["artifacts"].get("capture")
     assert capture, "the SSH leg to the jump host was not captured"
+    _through_proxy_commands(state.instance, Path(state.ssh_config), tmp_path)
+
+
+def _through_proxy_commands(instance: str, config: Path, tmp_path: Path) -> None:
+    """The same jump host reached by ``ProxyCommand ssh -W %h:%p`` (recognised: its leg is
+    the jump host's, captured there), then by the same command behind ``sh -c``
+    (unrecognised: said so, not captured, TCP_INFO of git's own sockets: the jump's)."""
+    original = config.read_text()
+    jump = next(line.split()[1] for line in original.splitlines()
+                if line.strip().startswith("ProxyJump"))
+    user, address = jump.split("@", 1)
+    forward = f"ssh -F {config} -W %h:%p {user}@{address.rsplit(':', 1)[0]}"
+    try:
+        for name, command in (("w", forward), ("sh", f"/bin/sh -c 'exec {forward}'")):
+            config.write_text(original.replace(f"ProxyJump {jump}", f"ProxyCommand {command}"))
+            out = tmp_path / f"run-{name}"
+            report, wall_s = _diagnose(instance, "ssh-jump-host", out, "--no-native")
+            ssh = _paths(report)["ssh"]
+            run = report["protocols"]["ssh"]
+            manifest = json.loads((out / "manifest.json").read_text())
+            push = manifest["protocols"][0]["pushes"][0]
+            line = _target_line(out)
+            print(f"ProxyCommand {name}: {wall_s:.1f} s, {line}, SSH push "
+                  f"{(run['rate_bytes_per_s'] or 0) / 1e6:.2f} MB/s, "
+                  f"artifacts {sorted(push['artifacts'])}")
+            assert run["pushes_ok"] == 1, run
+            assert ssh["kind"] == "ssh-proxy" and ssh["source"] == "ssh -G proxycommand", ssh
+            peers = {json.loads(row)["peer"].rsplit(":", 1)[0].strip("[]") for row in
+                     (out / push["artifacts"]["tcpinfo"]).read_text().splitlines()}
+            print(f"  TCP_INFO peers {sorted(peers)}")
+            assert peers == {JUMP_IP}, peers  # the leg git's ssh really used
+            if name == "w":
+                assert (ssh["leg"], ssh["proxy_type"]) == (f"{JUMP_IP}:22", "ssh"), ssh
+                assert push["artifacts"].get("capture"), "the leg to the jump was not captured"
+                assert f"SSH client -> SSH jump host {JUMP_IP}:22 (SSH ProxyCommand: OpenSSH" \
+                    in line, line
+            else:
+                assert ssh["leg"] == "" and "first hop unknown, not captured" in ssh["unplaced"]
+                assert "capture" not in push["artifacts"], push["artifacts"]
+                assert "SSH ProxyCommand `/bin/sh -c" in line and "not captured" in line, line
+    finally:
+        config.write_text(original)

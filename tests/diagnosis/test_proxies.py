@@ -113,3 +113,33 @@ def test_a_jump_host_and_a_connect_add_their_round_trips_to_the_first_response()
     assert rtts["h2"] == REF_ADVERTISEMENT_RTTS["*"] + 1
     assert hop_rtts(Observations(run=run(), protocols={}), REF_ADVERTISEMENT_RTTS) == \
         REF_ADVERTISEMENT_RTTS
+
+
+def test_socks_and_proxy_command_hops_on_the_target_line_in_the_json_and_the_fix() -> None:
+    """A SOCKS leg's clamp leads with the SOCKS proxy's host; an unrecognised ProxyCommand
+    and a core.gitProxy hop are shown as they were read; the JSON validates."""
+    from gitnetdiag.report.json_report import render_json
+    from tests.report.test_report_json import documented_schema, validate
+
+    hops = (FirstHop(protocol="h2", kind="socks-proxy", proxy="10.77.0.5:1080",
+                     source="all_proxy", leg="10.77.0.5:1080", proxy_type="socks5h"),
+            FirstHop(protocol="ssh", kind="ssh-proxy", proxy="my-tunnel %h %p",
+                     source="ssh -G proxycommand",
+                     unplaced="not a proxy command gitnetdiag recognises: first hop "
+                     "unknown, not captured"))
+    base = _clamped_through_proxy()
+    obs = Observations(run=run(path_rate_bytes_per_s=50e6, target_url="https://git.lab/r.git",
+                               first_hops=hops), protocols=base.protocols)
+    d = diagnose(obs)
+    assert target_text(d.environment) == (
+        "https://git.lab/r.git (path: HTTP/2 client -> SOCKS5 proxy 10.77.0.5:1080 (socks5h, "
+        "all_proxy) -> server, SSH client -> SSH ProxyCommand `my-tunnel %h %p` (not a proxy "
+        "command gitnetdiag recognises: first hop unknown, not captured) -> server)")
+    top = d.findings[0]
+    assert top.id == "tcp-receive-window-clamp"
+    assert top.fix.startswith("On the first hop 10.77.0.5:1080 (SOCKS5 proxy 10.77.0.5:1080")
+    report = json.loads(render_json(d))
+    schema = documented_schema()
+    validate(report, schema, schema)
+    assert [(p["kind"], p["leg"], p["unplaced"] != "") for p in report["environment"]["paths"]
+            ] == [("socks-proxy", "10.77.0.5:1080", False), ("ssh-proxy", "", True)]

@@ -59,6 +59,14 @@ def test_a_proxied_leg_is_captured_at_its_first_hop() -> None:
         hop = FirstHop(protocol="ssh", kind="ssh-proxy", proxy=value,
                        source="ssh -G proxyjump")
         assert leg_endpoint(hop, ("198.18.2.2", 22)) == expected, value
-    command = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="nc -X connect %h %p",
-                       source="ssh -G proxycommand")
-    assert leg_endpoint(command, ("198.18.2.2", 22)) == ("198.18.2.2", 22)
+    # A ProxyCommand is a program: its first hop is the one its words name (recorded as the
+    # hop's leg), and never the server's address when they name none.
+    command = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="nc -X connect -x gate:3128 %h %p",
+                       source="ssh -G proxycommand", leg="gate:3128", proxy_type="http")
+    assert leg_endpoint(command, ("198.18.2.2", 22)) == ("gate", 3128)
+    unknown = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="my-tunnel %h %p",
+                       source="ssh -G proxycommand", unplaced="not recognised")
+    assert leg_endpoint(unknown, ("198.18.2.2", 22)) is None
+    legacy = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="nc -X connect %h %p",
+                      source="ssh -G proxycommand")  # recorded before the command was read
+    assert leg_endpoint(legacy, ("198.18.2.2", 22)) is None

@@ -160,8 +160,10 @@ def test_env_proxy_no_proxy_and_unsupported_proxy(tmp_path: Path) -> None:
                                     "no_proxy": "example.invalid"})
     assert skipped.proxy is None
     socks = http_access(url, env={**env, "https_proxy": "socks5://127.0.0.1:1080"})
-    assert socks.proxy is None
-    assert socks.warnings and "cannot use the proxy socks5://127.0.0.1:1080" in socks.warnings[0]
+    assert socks.proxy is not None and socks.proxy.scheme == "socks5" and not socks.warnings
+    tls = http_access(url, env={**env, "https_proxy": "https://127.0.0.1:3129"})
+    assert tls.proxy is None  # TLS to the proxy: the native probes cannot, and say so
+    assert tls.warnings and "cannot use the proxy https://127.0.0.1:3129" in tls.warnings[0]
 
 
 # ---------------------------------------------------------------- against a server

@@ -40,7 +40,7 @@ def _state(tmp_path: Path) -> Any:
         ssh_key=None, ssh_known_hosts=None, budget_s=10.0, stall_timeout_s=5.0,
         timeout_s=30.0, ca_file=None, insecure=True, out_dir=tmp_path)
     return _State(options=options, reporter=_Reporter(), warnings=[], branch="b",
-                  ssh_downloads=[], h2_downloads=[])
+                  ssh_downloads=[], h2_downloads=[], protocols={})
 
 
 def test_native_ssh_download_is_reported_and_saved(tmp_path: Path,
@@ -77,3 +77,17 @@ def test_a_failed_native_h2_download_is_a_warning(tmp_path: Path,
         ("native h2 download, large window", "ok, 1.0 MiB, 0.50 MiB/s", True)]
     assert state.warnings == ["native HTTP/2 download (small window): connection reset"]
     assert state.saves == 2
+
+
+def test_a_native_ssh_download_beside_a_jump_host_says_it_went_direct(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from gitnetdiag.hops import FirstHop
+
+    record = SshCreditLedger(target="127.0.0.1:2222", outcome="ok")
+    monkeypatch.setattr(sshfetch, "ssh_download", lambda url, **_: record)
+    state = _state(tmp_path)
+    state.protocols = {TransportKind.SSH: SimpleNamespace(first_hop=FirstHop(
+        protocol="ssh", kind="ssh-proxy", proxy="u@jump", source="ssh -G proxyjump"))}
+    fetchrun._ssh_ledger(state)
+    assert any(w.startswith("the native SSH download connected directly to the server")
+               for w in state.warnings), state.warnings

@@ -90,6 +90,7 @@ def test_ssh_proxyjump_from_ssh_g_with_the_ssh_command_options() -> None:
                     ssh_command="ssh -F /dev/null -J jump@bastion.example")
     assert (hop.kind, hop.proxy, hop.source) == ("ssh-proxy", "jump@bastion.example",
                                                  "core.sshCommand")
+    assert (hop.leg, hop.proxy_type) == ("bastion.example:22", "ssh")
     direct = first_hop("ssh", "git@git.example:repo.git", ssh_command="ssh -F /dev/null")
     assert direct.kind == "direct"
 

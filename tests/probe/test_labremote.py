@@ -81,3 +81,46 @@ targets:
     assert options.extra_options == {"watch_target": "lab", "lab_instance": "t1",
                                      "lab_http": "direct", "lab_faults": ["h2-small-window"],
                                      "lab_rtt_ms": 40.0}
+
+
+def test_load_and_watch_use_the_labs_ssh_config_and_client_env(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Under ssh-jump-host the lab's SSH goes through its ssh config's ProxyJump: ``load
+    --lab`` and a watch lab target's ssh command read it (``-F``) as ``diagnose --lab`` does;
+    a watch cycle's environment gets the lab client's variables (the forward proxy's
+    ``https_proxy``) as ``--lab`` gives the probe."""
+    from dataclasses import replace
+
+    from gitnetdiag.commands.load import LoadArgs, load_options
+    from gitnetdiag.lab import netns
+
+    key, known, ca = tmp_path / "key", tmp_path / "known_hosts", tmp_path / "ca.pem"
+    for path in (key, known, ca):
+        path.write_text("x")
+    state = replace(_state(), ssh_config="/lab/ssh_config", ssh_key=str(key), ca_file=str(ca),
+                    ssh_known_hosts=str(known),
+                    client_env={"https_proxy": "http://198.18.2.3:8888"})
+    monkeypatch.setattr("gitnetdiag.model.lab.state.STATE_ROOT", tmp_path / "labs")
+    (tmp_path / "labs" / "t1").mkdir(parents=True)
+    (tmp_path / "labs" / "t1" / "state.json").write_text(json.dumps(state.to_dict()))
+    config = parse_config(f"runs_dir: {tmp_path / 'runs'}\ntargets:\n  - name: lab\n"
+                          "    lab: t1\n    protocols: [ssh]\n")
+    options = probe_options(config.targets[0], tmp_path / "run", seed=1)
+    assert options.ssh_command is not None
+    assert options.ssh_command.startswith("ssh -F /lab/ssh_config ")
+    monkeypatch.setattr(netns, "enter_lab_client", lambda instance, command: state)
+    args = LoadArgs(
+        urls=None, ops="clone", mix=None, concurrency="1", duration="1s", protocol="ssh",
+        timeout=10.0, push_size="1KiB", cleanup_wait=0.0, min_ops_per_hour=None,
+        max_error_ratio=0.5, out=None, json_out=None, ca_file=None, insecure=False,
+        ssh_key=None, ssh_known_hosts=None, host_netns=None, host_local=False, lab=True,
+        lab_instance="t1", lab_http=LabHttp.EDGE, locust_master=None, locust_results=None,
+        wait=0.0, no_live=True, then_diagnose=False)
+    monkeypatch.setattr("gitnetdiag.commands.load._counters", lambda netns, local: None)
+    loaded, _ = load_options(args)
+    assert loaded.transport.ssh_command is not None
+    assert loaded.transport.ssh_command.startswith("ssh -F /lab/ssh_config ")
+    monkeypatch.delenv("https_proxy", raising=False)
+    netns.apply_client_env(state)
+    import os
+    assert os.environ["https_proxy"] == "http://198.18.2.3:8888"

@@ -46,6 +46,11 @@ CONNECT_RTTS = 1
 before TLS (RFC 9110 section 9.3.6)."""
 
 
+SOCKS_RTTS = {"socks5": 2, "socks5h": 2, "socks4": 1, "socks4a": 1}
+"""Round trips a SOCKS tunnel adds before the server's first byte: SOCKS5 its method
+selection, then its CONNECT (RFC 1928 sections 3-4); SOCKS4 its one CONNECT request."""
+
+
 def hop_rtts(obs: Observations, rtts: Mapping[str, float]) -> dict[str, float]:
     """``rtts`` with each protocol's first hop's own round trips added: a CONNECT through an
     HTTP proxy; through an SSH jump host (``ProxyJump``) a whole SSH session to the jump
@@ -54,10 +59,12 @@ def hop_rtts(obs: Observations, rtts: Mapping[str, float]) -> dict[str, float]:
     added = dict(rtts)
     for hop in obs.run.first_hops:
         count = added.get(hop.protocol, rtts["*"])
-        if hop.kind == "http-proxy":
-            added[hop.protocol] = count + CONNECT_RTTS
-        elif hop.kind == "ssh-proxy" and hop.source.endswith("proxyjump"):
+        kind = hop.proxy_type or ("ssh" if hop.source.endswith("proxyjump") else
+                                  "http" if hop.kind == "http-proxy" else "")
+        if kind == "ssh":
             added[hop.protocol] = count + rtts.get("ssh", rtts["*"])
+        elif kind in SOCKS_RTTS or kind in ("http", "https"):
+            added[hop.protocol] = count + SOCKS_RTTS.get(kind, CONNECT_RTTS)
     return added
 
 
