@@ -222,6 +222,67 @@ names the wait)."""
 
 
 @dataclass(frozen=True, kw_only=True)
+class CpuQuota:
+    """What the CPU quota of the cgroup git ran in did over one clone: the differences of its
+    ``cpu.stat`` counters from before git started to the start of its checkout (what
+    ``compare`` times of a clone), or to its end without a checkout
+    (:mod:`gitnetdiag.rundir.cgroupcpu`, :mod:`gitnetdiag.pipeline._cpuquota`)."""
+
+    source: str
+    """The file read and the cgroup (``/sys/fs/cgroup/ci/cpu.stat, cgroup v2 /ci``)."""
+    quota_us: int | None
+    """CPU time allowed per period; None: no quota set, or not readable."""
+    period_us: int | None
+    """The quota's period."""
+    periods: float | None
+    """Periods that elapsed with the cgroup runnable; None when not counted (interpolated
+    between two readings at the checkout's start: a fraction)."""
+    throttled_periods: float | None
+    """Periods in which it ran out of quota and was throttled."""
+    throttled_s: float | None
+    """Time its run queues were throttled, summed over CPUs (two threads held at once count
+    twice); None when not counted."""
+    usage_s: float | None = None
+    """CPU time its processes used over the clone; None when not counted."""
+    from_git_start: bool = True
+    """``before`` was read before git started; False: when git was first seen in its cgroup
+    (up to a few milliseconds later)."""
+    until_s: float | None = None
+    """Where the span ends, seconds from git's start: the checkout's start; None: the
+    clone's end (no checkout)."""
+    checkout_throttled_s: float | None = None
+    """The run queues' throttled time from the checkout's start to git's exit (outside the
+    span); None without a checkout or the counts."""
+    readings: int = 2
+    """Readings of the counters over the clone (before, the samples, after)."""
+
+    @property
+    def quota_cores(self) -> float | None:
+        """The quota in cores (quota / period: 0.05 is 5% of one core)."""
+        if self.quota_us is None or not self.period_us:
+            return None
+        return self.quota_us / self.period_us
+
+    @property
+    def throttled_wall_s(self) -> float | None:
+        """Wall seconds the quota held the clone: ``throttled periods x (period - quota)``.
+        A throttled period is one whose quota ran out with work left; the work waits to the
+        period's end, and the next period starts with it runnable, so a run of throttled
+        periods holds the cgroup all but the quota's CPU time of each (one thread; two run
+        it out in half the time: up to ``quota / 2`` more a period). The run queues'
+        throttled time is not that wall time: it leaves out the wait for a busy CPU after
+        each unthrottle (1.4 s of 14 s on a loaded machine) and counts two held threads
+        twice. Over-counted: the first period of each run of them, when the work came in
+        mid-period (at most one period a run). None without the counts, or with a quota of
+        a core or more (held threads on several CPUs: the wall time is not told apart)."""
+        cores = self.quota_cores
+        if (self.throttled_periods is None or cores is None or self.period_us is None
+                or cores >= 1.0):
+            return None
+        return self.throttled_periods * self.period_us * (1.0 - cores) / 1e6
+
+
+@dataclass(frozen=True, kw_only=True)
 class TransferObservation:
     """One transfer of a download (a clone) as the fetch pipeline saw it: the download
     detectors' input, one per clone in :attr:`Observations.transfers`."""
@@ -274,6 +335,9 @@ class TransferObservation:
     the failure catalogue reads (one line, :attr:`last_line`, may carry only the last)."""
     pack_wait: PackWait | None = None
     """A clone stopped in the server's pack phase: its wait for the pack; None otherwise."""
+    cpu_quota: CpuQuota | None = None
+    """The CPU quota of the cgroup git ran in over this clone; None when its counters were
+    not read (older runs, no cgroup, an unreadable ``cpu.stat``)."""
 
     @property
     def cut_while_preparing(self) -> bool:

@@ -37,17 +37,23 @@ from gitnetdiag.diagnosis.observations import (
     IdlePathProbe,
     RunProblem,
 )
-from gitnetdiag.diagnosis.transfers import HttpExchange, PackWait, TransferObservation
+from gitnetdiag.diagnosis.transfers import (
+    HttpExchange,
+    PackWait,
+    TransferObservation,
+)
 from gitnetdiag.diagnosis.verdict import judge
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_input, unusable_reason
 from gitnetdiag.pipeline._connections import burst_result
+from gitnetdiag.pipeline._cpuquota import cpu_quota
 from gitnetdiag.pipeline._host import load_host_report
 from gitnetdiag.pipeline._metrics import capture_metrics
 from gitnetdiag.pipeline._native import idle_path
 from gitnetdiag.pipeline._paths import dead_paths
 from gitnetdiag.pipeline._remote import first_hops_of, remote_of
 from gitnetdiag.rundir import HOST_REPORT_FILE, MANIFEST_NAME, BurstRecord, bad_run_dir
+from gitnetdiag.rundir.cgroupcpu import CpuStatSample
 from gitnetdiag.rundir.failures import failure_hint, unfinished
 from gitnetdiag.rundir.files import FETCH_FILE
 from gitnetdiag.rundir.manifest import FetchManifest, check_numbers, load_fetch_manifest
@@ -134,8 +140,31 @@ def observe_transfer(run_dir: Path, record: CloneRecord, rtt_s: float | None,
             silence_before_status_s=r.silence_before_status_s) for r in record.http_requests),
         git_said=git_error_lines(_read(run_dir, record, "stderr")) if record.failure_kind else (),
         pack_wait=_pack_wait(record),
+        cpu_quota=cpu_quota(record.cgroup_cpu, _cpu_samples(run_dir, record),
+                            until_s=_checkout_start_s(record, phases)),
         **_h2_windows(run_dir, record, libcurl),
     )
+
+
+def _checkout_start_s(record: CloneRecord, phases: ReceiverPhases) -> float | None:
+    """When the clone's checkout began on the probe's clock (the clone's end less its
+    checkout, the last phase); None without a checkout (the whole clone counts)."""
+    if phases.checkout_s is None:
+        return None
+    return max(0.0, record.wall_s - phases.checkout_s)
+
+
+def _cpu_samples(run_dir: Path, record: CloneRecord) -> list[CpuStatSample]:
+    """The cgroup counters read while the clone ran; a line that is not such a reading is
+    skipped (the before and after readings in the record are what the price needs)."""
+    samples = []
+    for row in json_objects(_read(run_dir, record, "cgroup_cpu").splitlines()):
+        try:
+            samples.append(from_jsonable(CpuStatSample, row, where="cgroup_cpu",
+                                         unknown="ignore"))
+        except Malformed:
+            continue
+    return samples
 
 
 def _pack_wait(record: CloneRecord) -> PackWait | None:

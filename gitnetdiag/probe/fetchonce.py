@@ -36,6 +36,7 @@ from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, TransferOutcome
 from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, Progress, RateMonitor, StopReason
 from gitnetdiag.probe.capture import Capture
+from gitnetdiag.probe.cgroupcpu import CgroupCpuWatch
 from gitnetdiag.probe.fetchfull import FetchWire
 from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_line
 from gitnetdiag.probe.options import ProbeOptions, Reporter
@@ -45,6 +46,7 @@ from gitnetdiag.probe.servertcp import ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
 from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
 from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
+from gitnetdiag.rundir.cgroupcpu import CgroupCpuRecord, CpuStatSample
 from gitnetdiag.rundir.records import (
     CloneRecord,
     HttpRequestRecord,
@@ -52,6 +54,7 @@ from gitnetdiag.rundir.records import (
     TimelinePoint,
 )
 from gitnetdiag.safefile import keep_file, replace_file
+from gitnetdiag.serial import to_jsonable
 from gitnetdiag.vocabulary import TransportKind
 
 FETCH_SAFETY_CONFIG = (
@@ -139,6 +142,10 @@ class MonitoredClone:
     pack_wait: PackWaitRecord | None = None
     """A clone stopped in the server's pack phase (``server-stall``): its wait for the
     pack, the server's last words and the bound that stopped it."""
+    cgroup_cpu: CgroupCpuRecord | None = None
+    """The CPU counters of git's cgroup before and after (:mod:`~gitnetdiag.probe.cgroupcpu`)."""
+    cpu_samples: tuple[CpuStatSample, ...] = ()
+    """Those counters at each sample while git ran."""
 
 
 _Sampler = Callable[[int, int, float], list[TcpInfoSample]]
@@ -262,7 +269,10 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
                         tcpinfo_path: Path, on_progress: Callable[[int, float | None], None],
                         sampler: _Sampler = sample_ss,
                         server: ServerWatch | None = None) -> MonitoredClone:
-    """Run ``git clone --progress`` under a :class:`RateMonitor` (see the module doc)."""
+    """Run ``git clone --progress`` under a :class:`RateMonitor` (see the module doc); the
+    CPU counters of git's cgroup are read around it (:class:`CgroupCpuWatch`)."""
+    cpu = CgroupCpuWatch()
+    cpu.before_start()
     started = time.monotonic()
     proc = start(argv, isolate="session", cwd="/", env=env,
                  missing_hint="install the Debian package 'git'")
@@ -278,10 +288,15 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
     stopped: StopReason | None = None
     killed = False
     try:
+        # The first interval also looks for git's cgroup (a wrapper may move it at once).
+        cpu.settle(proc.pid, lambda: proc.poll() is None, SAMPLE_INTERVAL_S,
+                   lambda: time.monotonic() - started)
         while proc.poll() is None:
-            time.sleep(SAMPLE_INTERVAL_S)
+            if watch.timeline:
+                time.sleep(SAMPLE_INTERVAL_S)
             now = time.monotonic() - started
             stopped = watch.sample(now, err)
+            cpu.sample(now)
             on_progress(monitor.points[-1].moved_bytes, monitor.rate_bytes_per_s())
             if stopped is not None or now >= timeout_s:
                 killed = True
@@ -306,7 +321,8 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
                           timeline=tuple(watch.timeline), tcpinfo_samples=watch.samples,
                           server_samples=watch.server_samples,
                           stall_detail=watch.stall_detail(stopped),
-                          pack_wait=watch.pack_wait(stopped))
+                          pack_wait=watch.pack_wait(stopped), cgroup_cpu=cpu.finish(run.wall_s),
+                          cpu_samples=tuple(cpu.samples))
 
 
 def _drain(stream: object, sink: bytearray) -> None:
@@ -370,7 +386,8 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
     artifacts = {"trace2": f"{stem}.trace2.json", "stderr": f"{stem}.stderr.txt",
                  "packet_trace": f"{stem}.packet.txt", "timeline": f"{stem}.timeline.jsonl",
                  "tcpinfo": f"{stem}.tcpinfo.jsonl",
-                 "server_tcpinfo": f"{stem}.server-tcpinfo.jsonl"}
+                 "server_tcpinfo": f"{stem}.server-tcpinfo.jsonl",
+                 "cgroup_cpu": f"{stem}.cgroup-cpu.jsonl"}
     if protocol.is_http:  # the requests, their statuses and silences (no data lines)
         artifacts["curl_trace"] = f"{stem}.curl.txt"
     paths = {kind: (state.run_dir / name).resolve() for kind, name in artifacts.items()}
@@ -404,12 +421,7 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         if capture is not None:
             capture.stop()
         removed = remove_clone(scratch)
-    # A full run directory: the clone is still recorded, without these files (a warning).
-    keep_file(paths["stderr"], clone.run.stderr.encode(), lambda m: _warn(state, m))
-    keep_file(paths["timeline"], "".join(
-        json.dumps({"t_s": p.t_s, "stderr_bytes": p.stderr_bytes,
-                    "received_bytes": p.received_bytes}) + "\n" for p in clone.timeline).encode(),
-        lambda m: _warn(state, m))
+    _keep_artifacts(state, paths, clone)
     artifacts = {kind: name for kind, name in artifacts.items() if paths[kind].exists()}
     if wire is not None:
         artifacts.update(wire.frames())
@@ -433,10 +445,25 @@ def fetch_once(state: FetchState, protocol: TransportKind, repeat: int, port: in
         full_warning=wire.warning if wire else "",
         clone_removed=removed, artifacts=artifacts,
         http_requests=_curl_requests(paths.get("curl_trace"), failed=not clone.run.ok),
-        pack_wait=clone.pack_wait)
+        pack_wait=clone.pack_wait, cgroup_cpu=clone.cgroup_cpu)
     state.reporter.done(label, _detail(record, clone.stall_detail),
                         ok=outcome in MEASURED_OUTCOMES and removed)
     return record
+
+
+def _keep_artifacts(state: FetchState, paths: Mapping[str, Path], clone: MonitoredClone
+                    ) -> None:
+    """git's stderr, the progress timeline and the cgroup's counters at each sample. A full
+    run directory: the clone is still recorded, without these files (a warning)."""
+    keep_file(paths["stderr"], clone.run.stderr.encode(), lambda m: _warn(state, m))
+    keep_file(paths["timeline"], "".join(
+        json.dumps({"t_s": p.t_s, "stderr_bytes": p.stderr_bytes,
+                    "received_bytes": p.received_bytes}) + "\n" for p in clone.timeline).encode(),
+        lambda m: _warn(state, m))
+    if clone.cpu_samples:
+        keep_file(paths["cgroup_cpu"], "".join(
+            json.dumps(to_jsonable(sample)) + "\n" for sample in clone.cpu_samples).encode(),
+            lambda m: _warn(state, m))
 
 
 def _curl_env(path: Path | None) -> dict[str, str]:

@@ -16,6 +16,7 @@ from enum import StrEnum
 from typing import ClassVar, Literal
 
 from gitnetdiag.outcomes import FailureKind, PathReach, TransferOutcome
+from gitnetdiag.rundir.cgroupcpu import CgroupCpuRecord
 
 RunStatus = Literal["running", "complete", "stalled", "failed", "interrupted"]
 """Where a run is: ``running``, ``complete``, ``stalled`` (a push hung: an error
@@ -447,7 +448,9 @@ class CloneRecord(TransferRecord):
     """One bounded clone into a scratch copy, with the monitor's samples (the progress
     timeline, ``ss -tin`` of both ends), and the removal of that copy. ``artifacts``:
     ``trace2``, ``stderr``, ``packet_trace``, ``timeline``, ``tcpinfo``,
-    ``server_tcpinfo`` (``keylog``, ``capture``, ``http2_frames`` with ``--full``)."""
+    ``server_tcpinfo``, ``cgroup_cpu`` (the counters of git's cgroup at each sample: one
+    :class:`~gitnetdiag.rundir.cgroupcpu.CpuStatSample` a line, when they could be read;
+    ``keylog``, ``capture``, ``http2_frames`` with ``--full``)."""
 
     noun: ClassVar[str] = "clone"
 
@@ -475,6 +478,9 @@ class CloneRecord(TransferRecord):
     pack_wait: PackWaitRecord | None = None
     """A clone stopped in the server's pack phase: its wait for the pack; None otherwise
     and in older runs."""
+    cgroup_cpu: CgroupCpuRecord | None = None
+    """The CPU quota and counters of the cgroup git ran in, before and after the clone
+    (:mod:`gitnetdiag.rundir.cgroupcpu`); None in older runs."""
 
 
 @dataclass(frozen=True, kw_only=True)

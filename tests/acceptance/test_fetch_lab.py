@@ -107,8 +107,29 @@ def test_fetch_diagnosis_ranks_the_download_fault_first(
     if fault == "client-h2-window":  # libcurl 7.88.1's table says 32 MiB; the rate says less
         assert any("documented" in e["what"] and e["value"] == 33_554_432
                    for e in report["culprits"][0]["evidence"]), report["culprits"][0]
+    if fault == "client-index-cpu":  # the clone's cgroup counters price the quota
+        _assert_quota_priced(report, tmp_path / "run")
     assert tree_digest(Path(state.repo_path)) == before
     assert list((tmp_path / "tmp").glob("gitnetdiag-clone-*")) == []
+
+
+def _assert_quota_priced(report: dict[str, Any], run: Path) -> None:
+    """Every clone recorded the lab's 5% quota (the wrapper's cgroup, read once git moved
+    there) and its throttling; the culprit's cost is the throttled wall time, above
+    index-pack's alone."""
+    fetch = json.loads((run / "fetch.json").read_text())
+    for clone in (c for p in fetch["protocols"] for c in p["fetches"]):
+        cpu = clone["cgroup_cpu"]
+        assert cpu["quota_us"] == 5000 and cpu["period_us"] == 100_000, cpu
+        assert not cpu["git_in_probe_cgroup"] and cpu["missing"] == "", cpu
+        assert cpu["after"]["nr_throttled"] > cpu["before"]["nr_throttled"], cpu
+        assert (run / clone["artifacts"]["cgroup_cpu"]).is_file()
+    top = report["culprits"][0]
+    facts = {e["what"]: e for e in top["evidence"]}
+    wall = facts["wall time the quota held the clone throttled before its checkout"]["value"]
+    index = facts["index-pack resolving deltas and checking objects"]["value"]
+    print(f"client-index-cpu: cost {top['cost_s']} s, throttled {wall} s, index-pack {index} s")
+    assert top["cost_s"] == pytest.approx(wall, abs=0.01) and wall > index
 
 
 def _assert_edge_send_buffer_fix(report: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ from gitnetdiag.diagnosis.culprits.client import client_index_pack_cpu
 from gitnetdiag.diagnosis.culprits.h2 import client_http2_window
 from gitnetdiag.diagnosis.culprits.libcurlwin import load_windows, parse_version, window_for
 from gitnetdiag.diagnosis.culprits.sendbuffer import server_send_buffer
+from gitnetdiag.diagnosis.transfers import CpuQuota
 from tests.diagnosis.test_transfer_culprits import HEALTHY, PHASES, TCP
 from tests.diagnosis.transfer_cases import on, ranked
 
@@ -64,6 +65,46 @@ def test_index_pack_cpu_ranks_first() -> None:
     assert top.cost_s == 8.5 and top.score >= 0.8
     assert "index-pack" in top.fix and "--filter=blob:none" in top.fix
     assert any("fastest protocol" in e.what for e in top.evidence)
+
+
+# The lab's quota: 5 ms per 100 ms period; 110 periods throttled over the clone.
+QUOTA = CpuQuota(source="/run/lab/cpu/client/cpu.stat, cgroup v1 /client", quota_us=5000,
+                 period_us=100_000, periods=130, throttled_periods=110, throttled_s=11.2)
+
+
+def test_index_pack_cpu_prices_the_quota_s_throttled_time() -> None:
+    """With the cgroup's counters the cost is the whole clone's throttled wall time (the
+    wait for the pack and the work after index-pack are held too), not index-pack's."""
+    throttled = replace(INDEX, cpu_quota=QUOTA)
+    hit = client_index_pack_cpu(on([throttled]))
+    assert hit is not None
+    assert hit.cost_s == pytest.approx(110 * 0.095)  # 10.45 s (the run queues': 11.2 s)
+    assert "5% of one core" in hit.summary and "throttled 10.4 s before its checkout" in hit.summary
+    facts = {e.what: e for e in hit.evidence}
+    assert facts["CPU quota of git's cgroup (share of one core)"].value == 0.05
+    wall = facts["wall time the quota held the clone throttled before its checkout"]
+    assert wall.unit == "s" and wall.of == 12.0 and "cgroup v1 /client" in wall.source
+    assert facts["run-queue time throttled before the checkout (summed over CPUs)"].value == 11.2
+    # The periods price it, not the run queues' time (a CPU's wait after each unthrottle
+    # is left out of that one, two threads held count twice).
+    one_queue = replace(QUOTA, throttled_s=5.0)
+    assert client_index_pack_cpu(on([replace(INDEX, cpu_quota=one_queue)])).cost_s == \
+        pytest.approx(10.45)  # type: ignore[union-attr]
+
+
+def test_index_pack_cpu_keeps_index_pack_s_price_without_throttling() -> None:
+    """No quota, a quota that never bound, a quota of whole cores or no counters: the
+    price is index-pack's, as before, and the quota's facts are still shown."""
+    for quota in (replace(QUOTA, quota_us=None), replace(QUOTA, throttled_periods=0,
+                                                         throttled_s=0.0),
+                  replace(QUOTA, quota_us=200_000), replace(QUOTA, throttled_periods=None),
+                  None):
+        hit = client_index_pack_cpu(on([replace(INDEX, cpu_quota=quota)]))
+        assert hit is not None and hit.cost_s == 8.5, quota
+        assert "throttled" not in hit.summary
+    unlimited = client_index_pack_cpu(on([replace(INDEX, cpu_quota=replace(QUOTA,
+                                                                            quota_us=None))]))
+    assert any(e.text.startswith("none set") for e in unlimited.evidence)  # type: ignore[union-attr]
 
 
 def test_index_pack_cpu_silent_on_a_quick_index_pack() -> None:

@@ -32,7 +32,7 @@ from gitnetdiag.diagnosis.measures import (
 )
 from gitnetdiag.diagnosis.model import Evidence, Quantity
 from gitnetdiag.diagnosis.observations import Observations
-from gitnetdiag.diagnosis.transfers import TransferObservation
+from gitnetdiag.diagnosis.transfers import CpuQuota, TransferObservation
 from gitnetdiag.diagnosis.units import fmt_s
 from gitnetdiag.outcomes import REFUSALS
 
@@ -226,6 +226,42 @@ INDEX_PACK_FIX = (
     "'git repack -adf --depth=50' keeps delta chains short")
 
 
+def _quota_evidence(quota: CpuQuota, throttled_s: float | None, total_s: float
+                    ) -> list[Evidence]:
+    """What the CPU quota of git's cgroup did over the clone before its checkout (the span
+    compare times), from its ``cpu.stat``."""
+    cores = quota.quota_cores
+    late = "" if quota.from_git_start else " from git's move into its cgroup"
+    span = "to the checkout" if quota.until_s is not None else "to git's exit"
+    source = (f"cgroup cpu.stat{late} {span} ({quota.readings} readings): {quota.source}")
+    if cores is None:
+        return [Evidence(what="CPU quota of git's cgroup", text="none set (or not readable)",
+                         source=source)]
+    period = (quota.period_us or 0) / 1e6
+    facts = [Evidence(what="CPU quota of git's cgroup (share of one core)", value=cores,
+                      unit="ratio", text=f"{quota.quota_us} us per {quota.period_us} us period",
+                      source=source)]
+    if throttled_s is not None:
+        facts.append(Evidence(
+            what="wall time the quota held the clone throttled before its checkout",
+            value=throttled_s, unit="s", of=total_s,
+            basis="throttled periods x (period - quota) = {} x ({} - {})",
+            basis_terms=(Quantity(value=float(quota.throttled_periods or 0), unit="count"),
+                         Quantity(value=period, unit="s"),
+                         Quantity(value=period * cores, unit="s")),
+            source=source))
+    if quota.throttled_s is not None:
+        facts.append(Evidence(what="run-queue time throttled before the checkout (summed over "
+                              "CPUs)", value=quota.throttled_s, unit="s", source=source))
+    if quota.usage_s is not None:
+        facts.append(Evidence(what="CPU time the clone's cgroup used before its checkout",
+                              value=quota.usage_s, unit="s", source=source))
+    if quota.checkout_throttled_s is not None:
+        facts.append(Evidence(what="run-queue time throttled during the checkout (not priced)",
+                              value=quota.checkout_throttled_s, unit="s", source=source))
+    return facts
+
+
 def _index_pack_hit(obs: TransferObservation, peers: Sequence[float]) -> Hit | None:
     phases = obs.phases
     index_s = phases.index_pack_s
@@ -256,12 +292,24 @@ def _index_pack_hit(obs: TransferObservation, peers: Sequence[float]) -> Hit | N
     if phases.checkout_s is not None:
         tally.note(Evidence(what="checkout (unpack_trees)", value=phases.checkout_s,
                                 unit="s", source="trace2"))
-    return tally.hit(
-        cost_s=index_s, cap="cap",
-        summary=(f"the client's index-pack took {index_s:.1f} s of the clone's {total:.1f} s "
-                 "before checkout, resolving deltas: the client's CPU, not the network, set "
-                 "the clone's time"),
-        fix=INDEX_PACK_FIX, cost_protocol=obs.protocol)
+    # A CPU quota that throttled the clone: its price is the clone's throttled time up to
+    # its checkout (the wait for the first pack byte and the work after index-pack are held
+    # too), not index-pack's alone; without the counters (or a quota that never bound)
+    # index-pack's. The checkout is outside, as in the clone's time compare measures.
+    quota = obs.cpu_quota
+    throttled = quota.throttled_wall_s if quota is not None else None
+    if quota is not None:
+        tally.note(*_quota_evidence(quota, throttled, quota.until_s or obs.wall_s))
+    summary = (f"the client's index-pack took {index_s:.1f} s of the clone's {total:.1f} s "
+               "before checkout, resolving deltas: the client's CPU, not the network, set "
+               "the clone's time")
+    cost = index_s
+    if throttled and quota is not None and quota.quota_cores is not None:
+        cost = throttled
+        summary += (f"; its cgroup's CPU quota ({quota.quota_cores:.0%} of one core) held the "
+                    f"clone throttled {throttled:.1f} s before its checkout")
+    return tally.hit(cost_s=cost, cap="cap", summary=summary, fix=INDEX_PACK_FIX,
+                     cost_protocol=obs.protocol)
 
 
 def client_index_pack_cpu(run: Observations) -> Hit | None:
