@@ -258,7 +258,7 @@ def with_first_hops(endpoints: Sequence[Endpoint], hops: Sequence[FirstHop],
         if server is None or not hop.proxied:
             continue
         leg = leg_endpoint(hop, server)
-        if leg != server:
+        if leg is not None and leg != server:  # an unplaced command's leg: nothing to time
             legs.setdefault(leg, []).append(hop.protocol)
     return [*endpoints, *(Endpoint(host=host, port=port, tls=False, first_hop_of=tuple(names))
                           for (host, port), names in legs.items())]
