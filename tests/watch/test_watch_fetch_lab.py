@@ -24,8 +24,9 @@ from gitnetdiag.model.lab.state import LabState
 from tests.conftest import LabFactory
 from tests.watch.test_watch_lab import Prometheus, Vector, free_port, running
 
-# Busy: its cycles clone and push without pause; about a minute with both labs' set-up.
-pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("busy")]
+# The fail lane: two labs of its own (lab_factory); it asserts that every rate is there
+# (above zero) and that a fetch writes nothing, no rate's value (77 s off the busy lane)
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("fail")]
 
 PROTOCOLS = ("h1", "h2", "ssh")
 
