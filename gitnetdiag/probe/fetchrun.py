@@ -13,8 +13,6 @@ no push, no ref update, only upload-pack's reads.
 
 from __future__ import annotations
 
-import contextlib
-import os
 import sys
 import threading
 import time
@@ -277,16 +275,12 @@ class _Beside(threading.Thread):
     error."""
 
     def __init__(self, work: Callable[[], object] | None,
-                 name: str = "gitnetdiag-after-clones", nice: int = 0) -> None:
+                 name: str = "gitnetdiag-after-clones") -> None:
         super().__init__(name=name, daemon=True)
         self.work = work
-        self.nice = nice
         self.failed: BaseException | None = None
 
     def run(self) -> None:
-        if self.nice:  # this thread alone (Linux: a thread's nice value is its own),
-            with contextlib.suppress(OSError):  # and what it starts inherits it
-                os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), self.nice)
         try:
             if self.work is not None:
                 self.work()
@@ -327,13 +321,6 @@ def _await_beside(state: _FetchRun) -> None:
         running.join()
 
 
-BESIDE_NICE = 0
-"""The nice value of the work beside git's clones: 0. At nice 10 (a tenth of a thread at 0's
-weight) that work starved on a busy machine and the native downloads, which wait for it,
-started late: a 0.6 s clone's diagnosis took 41 s beside six CPU-bound processes, 11 s at
-nice 0 (2026-12-02)."""
-
-
 def _beside_clones(state: _FetchRun) -> None:
     """Start :attr:`_FetchRun.beside_clones` in a thread (once per run), and the native
     downloads' libraries (h2, paramiko: 0.2-0.3 s each) loaded there too."""
@@ -351,7 +338,10 @@ def _beside_clones(state: _FetchRun) -> None:
             with step("native downloads' libraries (beside the clones)"):
                 _load_native_libraries(options.protocols)
 
-    state.beside_running = _Beside(beside, name="gitnetdiag-beside-clones", nice=BESIDE_NICE)
+    # At the process's own priority: at nice 10 this work starved on a busy machine and the
+    # native downloads, which wait for it, started late (a 0.6 s clone's diagnosis took 41 s
+    # beside six CPU-bound processes, 11 s at nice 0; 2026-12-02).
+    state.beside_running = _Beside(beside, name="gitnetdiag-beside-clones")
     state.beside_running.start()
 
 
