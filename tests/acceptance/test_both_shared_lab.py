@@ -51,11 +51,15 @@ def test_both_directions_share_one_path_check_and_one_snapshot(shared_lab: LabFa
     assert names.count("pushes' repository (beside the clones)") == 1
     made = next(s for s in steps if s["step"].startswith("pushes' repository"))
     first_push = min(s["start"] for s in steps if s["step"].startswith("push "))
-    first_clone = min(s["start"] for s in steps if s["step"].startswith("fetch "))
-    # beside git's clones, done before this process reads a native download
+    clones = [s for s in steps if s["step"].startswith("fetch ")]
+    seed = next(s for s in steps if s["step"] == "seed branch")
+    # beside git's clones: started once the seed branch is pushed (the thread may start a
+    # few ms before the first clone records its own start) and before that clone ended;
+    # done before this process reads a native download
     natives = [s["start"] for s in steps
                if s["step"].startswith("native ") and "download" in s["step"]]
-    assert first_clone <= made["start"] and made["end"] <= min(natives, default=first_push)
+    assert seed["end"] <= made["start"] <= min(s["end"] for s in clones)
+    assert made["end"] <= min(natives, default=first_push)
     assert made["end"] <= first_push
     # the pushes' run directory holds the clones' paths, measured once
     fetch_paths = json.loads((tmp_path / "run-fetch" / "fetch.json").read_text())["paths"]
