@@ -30,6 +30,7 @@ def _finding(rank: int | None, f: Finding) -> dict[str, Any]:
         "fix": f.fix,
         "cost_protocol": f.cost_protocol,
         "shares_with": f.shares_with,
+        "compares": list(f.compares) if f.compares is not None else None,
     }
 
 

@@ -117,6 +117,18 @@ def test_culprits_in_rank_order_with_protocol_rates() -> None:
     assert h2["failure_kinds"] == ["hung"]
 
 
+def test_a_culprit_says_which_protocols_its_evidence_compares() -> None:
+    """Issue 43: the A/B pair a rate-comparing culprit judged (HTTP/2 against SSH here) is in
+    the JSON, so a reader can set it beside the report's per-protocol ``paths``."""
+    report = json.loads(render_json(diagnose(examples.slow_h2_edge())))
+    schema = documented_schema()
+    validate(report, schema, schema)
+    assert report["culprits"][0]["compares"] == ["h2", "ssh"]
+    backlog = json.loads(render_json(diagnose(examples.git_daemon_backlog())))
+    assert [(c["id"], c["compares"]) for c in backlog["culprits"]] == [
+        ("listen-backlog-overflow", None)]
+
+
 def test_healthy_report_has_no_culprits() -> None:
     report = json.loads(render_json(diagnose(examples.healthy())))
     assert report["verdict"] == "healthy"
