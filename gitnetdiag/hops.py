@@ -258,15 +258,68 @@ def unplaced_text(hop: FirstHop) -> str:
             "whatever their address")
 
 
+@dataclass(frozen=True, kw_only=True)
+class JumpHost:
+    """The one jump host of a ``ProxyJump`` (``[user@]host[:port]``, ``ssh://`` form too) that
+    the native SSH probes follow as OpenSSH does (a TCP connection to it, SSH, then a
+    ``direct-tcpip`` channel to the server)."""
+
+    host: str
+    """The jump host as written (an address, or a name the ssh config may resolve)."""
+    port: int = 0
+    """Its port, 0 when the spec gives none (the ssh config's ``Port``, else 22)."""
+    user: str = ""
+    """Its user, "" when the spec gives none (the ssh config's ``User``, else the target's)."""
+
+    @property
+    def text(self) -> str:
+        """``user@host:port`` as given (the parts the spec left out left out)."""
+        where = endpoint_text(self.host, self.port) if self.port else self.host
+        return f"{self.user}@{where}" if self.user else where
+
+
+def jump_spec(value: str) -> JumpHost | None:
+    """The jump host of a single-hop ``ProxyJump`` value; None for a chain (``a,b``), ``none``
+    or a value that does not read as ``[user@]host[:port]``."""
+    value = value.strip()
+    if not value or "," in value or value.lower() == "none":
+        return None
+    user, at, rest = value.removeprefix("ssh://").rstrip("/").rpartition("@")
+    found = _host_port(rest, 0)
+    if found is None or (at and not user):
+        return None
+    return JumpHost(host=found[0], port=found[1], user=user)
+
+
+def _is_proxyjump(hop: FirstHop) -> bool:
+    """The hop is a ``ProxyJump`` (``ssh -G proxyjump``, or ``-J`` in ``core.sshCommand``),
+    not a ``ProxyCommand`` (whose program, if recognised, is recorded)."""
+    return (hop.kind == "ssh-proxy" and not hop.program and not hop.unplaced
+            and (hop.source.endswith("proxyjump") or hop.proxy_type == "ssh"))
+
+
+def followed_jump(hop: FirstHop | None) -> JumpHost | None:
+    """The jump host the native SSH probes go through: git's SSH first hop when it is a
+    single ``ProxyJump`` host; None when git's SSH goes direct, through a chain of jump
+    hosts or a ``ProxyCommand`` (the native probes then connect directly:
+    :func:`native_ssh_note`)."""
+    if hop is None or not _is_proxyjump(hop):
+        return None
+    return jump_spec(hop.proxy)
+
+
 def native_ssh_note(hop: FirstHop | None, what: str) -> str:
-    """The warning of a native SSH probe (paramiko: no ``ProxyJump`` / ``ProxyCommand``) run
-    where git's SSH went through a proxy hop: it measured the direct path, not git's; ""
-    when git's SSH went direct."""
-    if hop is None or not hop.proxied:
+    """The warning of a native SSH probe (paramiko) that did not take git's SSH path: git's
+    SSH went through a proxy hop it does not follow (a ``ProxyCommand``, a chain of
+    ``ProxyJump`` hosts), so it measured the direct path; "" when git's SSH went direct or
+    through the single jump host the probe followed (:func:`followed_jump`)."""
+    if hop is None or not hop.proxied or followed_jump(hop) is not None:
         return ""
-    return (f"the {what} connected directly to the server: it does not follow git's SSH "
-            f"hop ({hop.source}: {hop.proxy}), so its ledger is of the direct path, not of "
-            "the path git's SSH transfers took")
+    why = ("it follows a single ProxyJump host, not a chain" if _is_proxyjump(hop)
+           else "it does not follow a ProxyCommand or another ssh command")
+    return (f"the {what} connected directly to the server: {why} ({hop.source}: "
+            f"{hop.proxy}), so its ledger is of the direct path, not of the path git's SSH "
+            "transfers took")
 
 
 # --------------------------------------------------------------------------

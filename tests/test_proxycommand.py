@@ -255,15 +255,120 @@ def test_an_unplaced_hop_from_an_older_record_is_not_captured_at_the_server() ->
     assert leg_endpoint(old, ("git.example", 22)) is None
 
 
-def test_a_native_ssh_probe_beside_a_proxied_ssh_path_says_it_went_direct() -> None:
+def test_a_native_ssh_probe_says_it_went_direct_where_it_does_not_follow_git() -> None:
     from gitnetdiag.hops import native_ssh_note
 
     assert native_ssh_note(None, "native SSH probe") == ""
     assert native_ssh_note(FirstHop(protocol="ssh"), "native SSH probe") == ""
-    jump = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="u@jump", source="ssh -G proxyjump")
-    note = native_ssh_note(jump, "native SSH probe")
-    assert note.startswith("the native SSH probe connected directly to the server")
-    assert "ssh -G proxyjump: u@jump" in note and "not of the path git's SSH" in note
+    chain = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="u@a,b:2222",
+                     source="ssh -G proxyjump", proxy_type="ssh")
+    note = native_ssh_note(chain, "native SSH probe")
+    assert note.startswith("the native SSH probe connected directly to the server: it "
+                           "follows a single ProxyJump host, not a chain")
+    assert "ssh -G proxyjump: u@a,b:2222" in note and "not of the path git's SSH" in note
+    command = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="ssh -W %h:%p jump",
+                       source="ssh -G proxycommand", leg="jump:22", proxy_type="ssh",
+                       program="OpenSSH (-W stdio forwarding)")
+    assert "it does not follow a ProxyCommand" in native_ssh_note(command, "native SSH download")
+    unplaced = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="plink -batch",
+                        source="core.sshCommand", unplaced="core.sshCommand is not ssh")
+    assert native_ssh_note(unplaced, "native SSH probe").startswith(
+        "the native SSH probe connected directly")
+
+
+def test_a_single_proxyjump_host_is_followed_and_not_warned_of() -> None:
+    from gitnetdiag.hops import JumpHost, followed_jump, native_ssh_note
+
+    for source in ("ssh -G proxyjump", "core.sshCommand"):
+        hop = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="gnd-git@[198.18.2.4]:22",
+                       source=source, proxy_type="ssh", leg="198.18.2.4:22")
+        assert followed_jump(hop) == JumpHost(host="198.18.2.4", port=22, user="gnd-git")
+        assert native_ssh_note(hop, "native SSH probe") == ""
+    older = FirstHop(protocol="ssh", kind="ssh-proxy", proxy="jump", source="ssh -G proxyjump")
+    assert followed_jump(older) == JumpHost(host="jump")  # recorded before proxy_type
+    for direct in (None, FirstHop(protocol="ssh")):
+        assert followed_jump(direct) is None
+    http = FirstHop(protocol="h2", kind="http-proxy", proxy="p:3128", source="https_proxy")
+    assert followed_jump(http) is None
+
+
+def test_proxyjump_values_read_as_one_jump_host_or_none() -> None:
+    from gitnetdiag.hops import JumpHost, jump_spec
+
+    assert jump_spec("jump") == JumpHost(host="jump")
+    assert jump_spec("u@jump:2222") == JumpHost(host="jump", port=2222, user="u")
+    assert jump_spec("ssh://u@jump:2222") == JumpHost(host="jump", port=2222, user="u")
+    assert jump_spec("me@corp@jump") == JumpHost(host="jump", user="me@corp")
+    assert jump_spec("u@[2001:db8::1]:22") == JumpHost(host="2001:db8::1", port=22, user="u")
+    assert jump_spec("u@[2001:db8::1]:22").text == "u@[2001:db8::1]:22"  # type: ignore[union-attr]
+    assert jump_spec("jump").text == "jump"  # type: ignore[union-attr]
+    for unread in ("", "none", "a,b", "u@a:22,v@b", "@jump", "jump:port", "a b"):
+        assert jump_spec(unread) is None, unread
+
+
+def test_the_jump_host_target_takes_its_user_from_the_spec_else_config_else_the_target(
+        tmp_path: Path) -> None:
+    import paramiko
+
+    from gitnetdiag.hops import JumpHost
+    from gitnetdiag.probe.sshauth import SshTarget
+
+    config = paramiko.SSHConfig.from_text(
+        "Host gate\n    HostName 10.0.0.9\n    Port 2200\n    User gateuser\n"
+        "    IdentityFile /keys/gate\n    UserKnownHostsFile /kh/gate\n")
+    target = SshTarget.from_url("ssh://git@server.example/r.git", config)
+    hop = target.via(JumpHost(host="gate"), config)
+    assert (hop.host, hop.port, hop.user, hop.alias) == ("10.0.0.9", 2200, "gateuser", "gate")
+    assert hop.identity_files == ("/keys/gate",) and hop.known_hosts_files == ("/kh/gate",)
+    assert target.via(JumpHost(host="gate", port=22, user="me"), config).port == 22
+    assert target.via(JumpHost(host="gate", user="me"), config).user == "me"
+    other = target.via(JumpHost(host="198.18.2.4"), None)
+    assert (other.host, other.port, other.user) == ("198.18.2.4", 22, "git")
+    assert other.known_hosts_name == "198.18.2.4"
+
+
+def test_an_unreachable_jump_host_is_one_network_error_naming_it() -> None:
+    from gitnetdiag.hops import JumpHost
+    from gitnetdiag.probe.sshauth import SshTarget
+    from gitnetdiag.probe.sshnative import _Connection
+
+    with socket.socket() as probe:  # a loopback port nobody listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    target = SshTarget.from_url("ssh://git@127.0.0.1:1/r.git", None)
+    with pytest.raises(NetworkError) as raised:
+        _Connection(target, key_file=None, known_hosts=None, timeout_s=2,
+                    jump=JumpHost(host="127.0.0.1", port=port, user="hop"))
+    assert raised.value.message.startswith(
+        f"cannot connect to the SSH jump host hop@127.0.0.1:{port} (127.0.0.1:{port})")
+    assert "ProxyJump" in (raised.value.hint or "")
+
+
+def test_a_jump_host_that_is_not_sshd_is_one_network_error_naming_it() -> None:
+    from gitnetdiag.hops import JumpHost
+    from gitnetdiag.probe.sshauth import SshTarget
+    from gitnetdiag.probe.sshnative import _Connection
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def answer() -> None:
+        conn, _ = listener.accept()
+        conn.sendall(b"HTTP/1.1 400 Bad Request\r\n\r\n")
+        conn.close()
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    target = SshTarget.from_url("ssh://git@127.0.0.1:1/r.git", None)
+    try:
+        with pytest.raises(NetworkError) as raised:
+            _Connection(target, key_file=None, known_hosts=None, timeout_s=5,
+                        jump=JumpHost(host="127.0.0.1", port=port))
+    finally:
+        thread.join(5)
+        listener.close()
+    assert raised.value.message.startswith(f"SSH to the jump host git@127.0.0.1:{port} failed")
+    assert raised.value.reference == "ssh-jump-failed"
 
 
 def test_an_ssh_command_that_is_not_ssh_is_unplaced_not_read_as_a_jump_host() -> None:

@@ -223,6 +223,9 @@ class SshPacing:
     least_credit_bytes: int | None
     """The least the server can have had left to send (granted minus read, after each
     read); None without reads."""
+    via: str = ""
+    """The SSH jump host the download went through (git's single ``ProxyJump`` host,
+    ``user@host:port``), "" when straight to ``target``."""
 
 
 def granted_channel_ledger(record: SshCreditLedger) -> CreditLedger:
@@ -251,4 +254,4 @@ def ssh_receiver_pacing(record: SshCreditLedger) -> SshPacing:
         adjusts=len(record.adjust_bytes),
         median_adjust_bytes=(statistics.median(record.adjust_bytes)
                              if record.adjust_bytes else None),
-        least_credit_bytes=max(0, least) if least is not None else None)
+        least_credit_bytes=max(0, least) if least is not None else None, via=record.via)

@@ -296,7 +296,10 @@ def _lab_state(spec: LabSpec, ns: Namespaces, paths: LabPaths, pids: dict[str, i
             git=f"git://{SERVER_IP}:{PORT_GIT}/lab.git",
         ),
         ca_file=str(paths.ca_cert), ssh_key=str(paths.client_key),
-        ssh_known_hosts=str(paths.known_hosts), ssh_user=SERVICE_USER,
+        # under ssh-jump-host the file that lists the jump host too: the native SSH probes
+        # go through it, checking its key in the --ssh-known-hosts file
+        ssh_known_hosts=str(proxyhosts.jump_known_hosts(paths) if proxyfaults.jump_host(spec)
+                            else paths.known_hosts), ssh_user=SERVICE_USER,
         repo_path=str(paths.repo), edge_h2_window=spec.edge_h2_window,
         apache_h2_window=spec.apache_h2_window, hook_delay_s=spec.hook_delay_s,
         auth_delay_s=spec.auth_delay_s, reset_port=spec.reset_port, pids=pids,

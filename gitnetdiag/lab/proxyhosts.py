@@ -72,12 +72,17 @@ def proxy_command(paths: LabPaths, spec: LabSpec) -> tuple[list[str], dict[str, 
     return [tinyproxy, "-d", "-c", str(conf)], env
 
 
+def jump_known_hosts(paths: LabPaths) -> Path:
+    """The known_hosts of the server and the jump host (both sshds share the host key)."""
+    return paths.root / "jump_known_hosts"
+
+
 def write_jump_files(paths: LabPaths, user: str) -> tuple[Path, Path]:
     """The jump sshd's config and the client's ssh config; returns their paths."""
     base = paths.root / "sshd_config"
     jump_conf = paths.root / "jump_sshd_config"
     jump_conf.write_text(jump_sshd_config(base.read_text(), paths.run))
-    known = paths.root / "jump_known_hosts"
+    known = jump_known_hosts(paths)
     server_line = paths.known_hosts.read_text().strip()
     known.write_text(f"{server_line}\n{JUMP_IP} {server_line.split(' ', 1)[1]}\n")
     client_conf = paths.root / "ssh_config"

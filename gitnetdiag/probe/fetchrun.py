@@ -498,7 +498,8 @@ def _ssh_ledger(state: _FetchRun) -> None:
     record = ssh_download(url, key_file=options.ssh_key,
                           known_hosts=options.ssh_known_hosts, branch=state.branch,
                           budget_s=native_download_budget(options.budget_s),
-                          stall_timeout_s=options.stall_timeout_s, timeout_s=options.timeout_s)
+                          stall_timeout_s=options.stall_timeout_s, timeout_s=options.timeout_s,
+                          first_hop=run.first_hop if run else None)
     state.ssh_downloads.append(record)
     _ledger_done(state, name, record, "native SSH download")
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.hops import FirstHop, followed_jump
 from gitnetdiag.rundir.idleprobe import AppKeepalive, ControlKind, IdleProbeRecord, control_bracket
 
 CONTROL_WAIT_S = 1.5
@@ -95,6 +96,9 @@ class Control:
     insecure: bool = False
     ssh_key: str | None = None
     ssh_known_hosts: str | None = None
+    first_hop: FirstHop | None = None
+    """The protocol's first hop as git resolves it: ``ssh-keepalive`` goes through a single
+    ``ProxyJump`` host as the native SSH probes do (:func:`~gitnetdiag.hops.followed_jump`)."""
 
 
 def _hold(sock: socket.socket, silence_s: float, cancel: threading.Event,
@@ -155,7 +159,8 @@ def ssh_keepalive(control: Control, silence_s: float,
     try:
         target = SshTarget.from_url(control.url, load_ssh_config())
         conn = _Connection(target, key_file=control.ssh_key,
-                           known_hosts=control.ssh_known_hosts, timeout_s=SETUP_TIMEOUT_S)
+                           known_hosts=control.ssh_known_hosts, timeout_s=SETUP_TIMEOUT_S,
+                           jump=followed_jump(control.first_hop))
     except GitnetdiagError as exc:
         return _result(control, silence_s, answer="failed", detail=str(exc))
     try:
@@ -225,6 +230,9 @@ class _EndpointRun(Protocol):
     @property
     def url(self) -> str: ...
 
+    @property
+    def first_hop(self) -> FirstHop | None: ...
+
 
 class ControlAccess(Protocol):
     """What a control needs of the run's options to reach the server (TLS, SSH key)."""
@@ -262,7 +270,8 @@ def endpoint_controls(runs: Sequence[_EndpointRun], options: ControlAccess,
         listed.append(Control(kind=kind,  # type: ignore[arg-type]
                               url=run.url, ca_file=options.ca_file,
                               insecure=options.insecure, ssh_key=options.ssh_key,
-                              ssh_known_hosts=options.ssh_known_hosts))
+                              ssh_known_hosts=options.ssh_known_hosts,
+                              first_hop=run.first_hop))
     return controls
 
 

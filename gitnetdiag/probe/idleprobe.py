@@ -48,6 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from gitnetdiag.hops import FirstHop
 from gitnetdiag.probe.credentials import PROXY_ENV
 from gitnetdiag.probe.idlecontrols import (
     CONTROL_WAIT_S,
@@ -373,6 +374,9 @@ class _ProtocolRun(Protocol):
     def url(self) -> str: ...
 
     @property
+    def first_hop(self) -> FirstHop | None: ...
+
+    @property
     def pushes(self) -> Sequence[PushRecord]: ...
 
 
@@ -390,6 +394,9 @@ class _CloneRun(Protocol):
 
     @property
     def url(self) -> str: ...
+
+    @property
+    def first_hop(self) -> FirstHop | None: ...
 
     @property
     def fetches(self) -> Sequence[CloneRecord]: ...

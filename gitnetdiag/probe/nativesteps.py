@@ -109,13 +109,14 @@ def native_one(state: NativeState, protocol: TransportKind, pack: bytes, repo_pa
             for warning in push.warnings:
                 state.warn(warning)
         else:
-            if note := native_ssh_note(state.protocols[protocol].first_hop, "native SSH probe"):
+            hop = state.protocols[protocol].first_hop
+            if note := native_ssh_note(hop, "native SSH probe"):
                 state.warn(note)
             push = ssh_push_probe(url, key_file=options.ssh_key,
                                   known_hosts=options.ssh_known_hosts, pack=sent,
                                   new_oid=oid, probe_id=new_probe_id(),
                                   timeout_s=options.timeout_s, cleanup=cleanup,
-                                  tcpinfo_sink=samples)
+                                  tcpinfo_sink=samples, first_hop=hop)
         detail = state.native_summary.push(push.events)
     except GitnetdiagError as exc:
         if cleanup.result is not None:  # no ledger file: the error tells the branch's end

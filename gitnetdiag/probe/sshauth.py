@@ -10,6 +10,9 @@ pushes, so it resolves the URL the way ``ssh`` does::
                           IdentityFile  >  ~/.ssh/id_ed25519, id_ecdsa, id_rsa
     host key              --ssh-known-hosts  >  UserKnownHostsFile  >
                           ~/.ssh/known_hosts, /etc/ssh/ssh_known_hosts
+    ProxyJump host        the same, looked up under its own name: its key offered the
+                          same candidates, its host key checked in the same files
+                          (--ssh-known-hosts must then list it too)
 
 Explicit options keep priority over the config, as ``ssh -i``/``-o`` do.
 """
@@ -26,6 +29,7 @@ from urllib.parse import unquote, urlsplit
 import paramiko
 
 from gitnetdiag.errors import NetworkError, UsageError
+from gitnetdiag.hops import JumpHost
 from gitnetdiag.redaction import redact_url
 
 DEFAULT_IDENTITIES = ("id_ed25519", "id_ecdsa", "id_rsa")
@@ -61,13 +65,19 @@ class SshTarget:
         if parts.scheme not in ("ssh", "git+ssh", "ssh+git") or not parts.hostname:
             raise UsageError(f"not an ssh://[user@]host/path URL: {redact_url(url)}",
                              hint="write it like ssh://git@host/path/repo.git")
-        alias = parts.hostname
+        return cls._resolved(parts.hostname, url_port, unquote(parts.username or ""),
+                             unquote(parts.path), config)
+
+    @classmethod
+    def _resolved(cls, alias: str, port: int | None, user: str, path: str,
+                  config: paramiko.SSHConfig | None, default_user: str = "") -> SshTarget:
+        """``alias`` looked up in ``config``; ``port`` and ``user`` (when given) win over it,
+        ``default_user`` (else the local user) stands in for a user neither names."""
         entry = config.lookup(alias) if config is not None else {"hostname": alias}
-        port = url_port or int(entry.get("port", 22))
-        user = unquote(parts.username) if parts.username else entry.get("user")
         return cls(
-            host=entry.get("hostname", alias), port=port, user=user or getpass.getuser(),
-            path=unquote(parts.path), alias=alias,
+            host=entry.get("hostname", alias), port=port or int(entry.get("port", 22)),
+            user=user or entry.get("user") or default_user or getpass.getuser(),
+            path=path, alias=alias,
             identity_files=tuple(os.path.expanduser(p) for p in entry.get("identityfile", [])),
             known_hosts_files=tuple(
                 os.path.expanduser(p)
@@ -76,6 +86,13 @@ class SshTarget:
             ),
             identities_only=str(entry.get("identitiesonly", "no")).lower() == "yes",
         )
+
+    def via(self, jump: JumpHost, config: paramiko.SSHConfig | None) -> SshTarget:
+        """The jump host this target is reached through, as a target of its own: its host
+        looked up in ``config`` (HostName, Port, User, IdentityFile, UserKnownHostsFile),
+        its user the spec's, else the config's, else this target's."""
+        return SshTarget._resolved(jump.host, jump.port or None, jump.user, "", config,
+                                   default_user=self.user)
 
     @property
     def known_hosts_name(self) -> str:

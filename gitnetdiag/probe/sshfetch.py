@@ -31,6 +31,7 @@ from collections.abc import Mapping
 import paramiko
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError
+from gitnetdiag.hops import FirstHop, followed_jump
 from gitnetdiag.probe.budget import Progress, RateMonitor
 from gitnetdiag.probe.receivepack import FLUSH_PKT, parse_advertisement, pkt_line
 from gitnetdiag.probe.sshauth import SshTarget, load_ssh_config
@@ -85,13 +86,15 @@ class _GrantLedger:
 
 def ssh_download(url: str, *, key_file: str | None, known_hosts: str | None,
                  branch: str | None, budget_s: float | None, stall_timeout_s: float | None,
-                 timeout_s: float) -> SshCreditLedger:
-    """One bounded native fetch over SSH; failures end up in the record (see the module doc)."""
+                 timeout_s: float, first_hop: FirstHop | None = None) -> SshCreditLedger:
+    """One bounded native fetch over SSH; failures end up in the record (see the module doc).
+    Through git's single ``ProxyJump`` host when ``first_hop`` is one
+    (:func:`~gitnetdiag.hops.followed_jump`)."""
     target = SshTarget.from_url(url, load_ssh_config())
     record = SshCreditLedger(target=f"{target.host}:{target.port}", outcome="failed")
     try:
         conn = _Connection(target, key_file=key_file, known_hosts=known_hosts,
-                           timeout_s=min(timeout_s, 30.0))
+                           timeout_s=min(timeout_s, 30.0), jump=followed_jump(first_hop))
     except GitnetdiagError as exc:
         return _failed(record, exc)
     try:
@@ -142,7 +145,7 @@ def _fetch(conn: _Connection, target: SshTarget, branch: str | None, *,
         target=f"{target.host}:{target.port}",
         outcome="ok" if stopped is None else ("bounded" if stopped in ("stable", "budget")
                                               else "stalled"),
-        stopped=stopped, server_banner=conn.banner, connect_s=conn.connect_s,
+        stopped=stopped, server_banner=conn.banner, via=conn.via, connect_s=conn.connect_s,
         kex_s=conn.kex_s, auth_s=conn.auth_s, client_window_bytes=granted,
         client_max_packet_bytes=packet, server_window_bytes=int(channel.out_window_size),
         wants=len(tips), request_t_s=rel(request_ns),

@@ -27,6 +27,7 @@ import paramiko
 from paramiko.common import MSG_CHANNEL_WINDOW_ADJUST
 
 from gitnetdiag.errors import GitnetdiagError, NetworkError, UsageError
+from gitnetdiag.hops import FirstHop, JumpHost, endpoint_text, followed_jump
 from gitnetdiag.probe.nativecleanup import BranchCleanup, end_branch
 from gitnetdiag.probe.receivepack import (
     ZERO_OID,
@@ -134,43 +135,113 @@ def _exec_receive_pack(transport: paramiko.Transport, path: str) -> paramiko.Cha
     return channel
 
 
+def _tcp_connect(host: str, port: int, timeout_s: float, *, jump: str = "") -> socket.socket:
+    try:
+        return socket.create_connection((host, port), timeout=timeout_s)
+    except OSError as exc:
+        if jump:
+            raise NetworkError(
+                f"cannot connect to the SSH jump host {jump} ({host}:{port}): {exc}",
+                hint="check the ProxyJump host and port git's ssh uses (ssh -G <host>)",
+                reference="connect-failed") from exc
+        raise NetworkError(
+            f"cannot connect to {host}:{port}: {exc}",
+            hint="check the host and port (and HostName/Port in ~/.ssh/config)",
+            reference="connect-failed",
+        ) from exc
+
+
+def _start_ssh(transport: paramiko.Transport, target: SshTarget, *, key_file: str | None,
+               known_hosts: str | None, timeout_s: float) -> tuple[float, float]:
+    """Key exchange, host key checked in known_hosts, public-key auth: their times."""
+    started = time.monotonic()
+    transport.start_client(timeout=timeout_s)
+    verify_host_key(target, transport.get_remote_server_key(),
+                    known_hosts_files(target, known_hosts))
+    kex_s = time.monotonic() - started
+    started = time.monotonic()
+    authenticate(transport, target, candidate_keys(target, key_file))
+    return kex_s, time.monotonic() - started
+
+
+def _through_jump(jump: SshTarget, spec: str, target: SshTarget, *, key_file: str | None,
+                  known_hosts: str | None, timeout_s: float
+                  ) -> tuple[paramiko.Transport, paramiko.Channel]:
+    """An authenticated transport to the jump host on ``jump``'s socket, and its
+    ``direct-tcpip`` channel to the server (what ``ssh -J`` does); a failure is one
+    NetworkError naming the jump host, the transport closed."""
+    sock = _tcp_connect(jump.host, jump.port, timeout_s, jump=spec)
+    transport = paramiko.Transport(sock)
+    try:
+        _start_ssh(transport, jump, key_file=key_file, known_hosts=known_hosts,
+                   timeout_s=timeout_s)
+        channel = transport.open_channel("direct-tcpip", (target.host, target.port),
+                                         sock.getsockname()[:2], timeout=timeout_s)
+    except paramiko.ChannelException as exc:
+        transport.close()
+        raise NetworkError(
+            f"the SSH jump host {spec} refused to forward to {target.host}:{target.port}: "
+            f"{exc.text or exc}",
+            hint="the jump host's sshd must allow it (AllowTcpForwarding, PermitOpen)",
+            reference="ssh-jump-failed") from exc
+    except NetworkError as exc:
+        transport.close()
+        raise NetworkError(f"through the SSH jump host {spec}: {exc.message}", hint=exc.hint,
+                           reference=exc.reference) from exc
+    except (paramiko.SSHException, OSError) as exc:
+        transport.close()
+        raise NetworkError(f"SSH to the jump host {spec} failed: {exc or type(exc).__name__}",
+                           hint="check that the ProxyJump host runs sshd on that port",
+                           reference="ssh-jump-failed") from exc
+    except BaseException:
+        transport.close()
+        raise
+    return transport, channel
+
+
 class _Connection:
+    """An authenticated SSH connection to ``target``, straight or (``jump``) through a
+    ProxyJump host as OpenSSH goes: ``sock`` is the TCP socket this client owns either
+    way (to the server, or the leg to the jump host), ``transport`` the server's."""
+
     def __init__(self, target: SshTarget, *, key_file: str | None, known_hosts: str | None,
-                 timeout_s: float):
+                 timeout_s: float, jump: JumpHost | None = None):
+        self.jump_transport: paramiko.Transport | None = None
+        self.via = ""
+        """The jump host gone through (``user@host:port``), "" when straight."""
         started = time.monotonic()
-        try:
-            self.sock = socket.create_connection((target.host, target.port), timeout=timeout_s)
-        except OSError as exc:
-            raise NetworkError(
-                f"cannot connect to {target.host}:{target.port}: {exc}",
-                hint="check the host and port (and HostName/Port in ~/.ssh/config)",
-                reference="connect-failed",
-            ) from exc
+        if jump is None:
+            self.sock = _tcp_connect(target.host, target.port, timeout_s)
+            stream: socket.socket | paramiko.Channel = self.sock
+        else:
+            hop = target.via(jump, load_ssh_config())
+            self.via = f"{hop.user}@{endpoint_text(hop.host, hop.port)}"
+            self.jump_transport, stream = _through_jump(
+                hop, self.via, target, key_file=key_file, known_hosts=known_hosts,
+                timeout_s=timeout_s)
+            self.sock = self.jump_transport.sock
         self.connect_s = time.monotonic() - started
-        self.transport = LedgerTransport(self.sock)
+        self.transport = LedgerTransport(stream)
         try:
-            started = time.monotonic()
-            self.transport.start_client(timeout=timeout_s)
-            verify_host_key(target, self.transport.get_remote_server_key(),
-                            known_hosts_files(target, known_hosts))
-            self.kex_s = time.monotonic() - started
-            started = time.monotonic()
-            authenticate(self.transport, target, candidate_keys(target, key_file))
-            self.auth_s = time.monotonic() - started
+            self.kex_s, self.auth_s = _start_ssh(self.transport, target, key_file=key_file,
+                                                 known_hosts=known_hosts, timeout_s=timeout_s)
         except paramiko.SSHException as exc:
-            self.transport.close()
+            self.close()
             raise NetworkError(
-                f"SSH to {target.host}:{target.port} failed: {exc}",
+                f"SSH to {target.host}:{target.port}"
+                f"{' through ' + self.via if self.via else ''} failed: {exc}",
                 hint="check that the server runs sshd on that port",
                 reference="ssh-failed",
             ) from exc
         except BaseException:
-            self.transport.close()
+            self.close()
             raise
         self.banner = str(self.transport.remote_version)
 
     def close(self) -> None:
         self.transport.close()
+        if self.jump_transport is not None:
+            self.jump_transport.close()
 
 
 def delete_probe_branch_ssh(conn: _Connection, target: SshTarget, ref: str, oid: str) -> bool:
@@ -250,6 +321,7 @@ def ssh_push_probe(
     timeout_s: float = 120.0,
     tcpinfo_sink: list[TcpInfoSample] | None = None,
     cleanup: BranchCleanup | None = None,
+    first_hop: FirstHop | None = None,
 ) -> SshPush:
     """Push ``pack`` over SSH to a fresh probe branch, recording the channel window.
 
@@ -258,13 +330,15 @@ def ssh_push_probe(
 
     The server is reached as ``ssh`` would (:mod:`gitnetdiag.probe.sshauth`):
     ``~/.ssh/config``, ssh-agent, known_hosts; ``key_file`` and ``known_hosts``,
-    when given, win over them.
+    when given, win over them. When git's SSH goes through a single ``ProxyJump`` host
+    (``first_hop``), the push goes through it too (:func:`~gitnetdiag.hops.followed_jump`):
+    the TCP_INFO samples are then of the leg to the jump host.
     """
     target = SshTarget.from_url(url, load_ssh_config())
     ref = f"refs/heads/{probe_branch_name(probe_id)}"
     check_safe_ref(ref)
     conn = _Connection(target, key_file=key_file or None, known_hosts=known_hosts or None,
-                       timeout_s=timeout_s)
+                       timeout_s=timeout_s, jump=followed_jump(first_hop))
     pushed = sent_all = False
     answer: ReportStatus | None = None
     try:
@@ -298,6 +372,7 @@ def ssh_push_probe(
     events = SshNativeRecord(
         target=f"{target.host}:{target.port}",
         server_banner=conn.banner,
+        via=conn.via,
         connect_s=conn.connect_s,
         kex_s=conn.kex_s,
         auth_s=conn.auth_s,

@@ -57,8 +57,11 @@ class SshCreditLedger(NativeLedger):
     """``host:port``."""
     server_banner: str = ""
     """The server's SSH version string."""
+    via: str = ""
+    """The SSH jump host (``user@host:port``) gone through (git's single ``ProxyJump``
+    host), "" when straight to ``target``."""
     connect_s: float | None = None
-    """TCP connect time."""
+    """TCP connect time; through a jump host, until the channel to the server was open."""
     kex_s: float | None = None
     """Key exchange and host-key check."""
     auth_s: float | None = None

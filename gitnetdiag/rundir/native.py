@@ -247,8 +247,13 @@ class SshNativeRecord(NativePush):
     """Always :data:`SSH_SCHEMA`."""
     server_banner: str
     """The server's identification string."""
+    via: str = ""
+    """The SSH jump host (``user@host:port``) the connection went through, following git's
+    single ``ProxyJump`` host as ``ssh -J`` does; "" when it went straight to ``target``
+    (and in files written before it was recorded)."""
     connect_s: float
-    """TCP connect time."""
+    """TCP connect time; through a jump host, until the channel to the server was open
+    (TCP to the jump host, its key exchange and auth, the ``direct-tcpip`` channel)."""
     kex_s: float
     """Key exchange (and host-key verification) time."""
     auth_s: float

@@ -13,7 +13,9 @@
 - ``forward-proxy``: the same proxy without the shim: healthy both ways, no TCP window or
   send-buffer culprit, the same path.
 - ``ssh-jump-host``: SSH by ``ProxyJump`` (the lab's ssh config): the push works and the
-  path shows client -> jump host -> server.
+  path shows client -> jump host -> server; the native SSH push and download go through the
+  jump host too (their records say ``via`` it, the push's TCP_INFO is of the leg to it, no
+  "connected directly" warning).
 """
 
 from __future__ import annotations
@@ -155,7 +157,7 @@ def test_unbuffered_proxy_is_healthy_and_still_on_the_path(lab_factory: LabFacto
 
 
 @pytest.mark.lab_lane("fail")  # the path, the capture and TCP_INFO peers: no rate asserted;
-# its own lab (lab_factory), 52 s off the busy lane
+# its own lab (lab_factory), about 42 s (4 diagnose runs, native probes on in two) off the busy lane
 def test_ssh_through_a_jump_host_shows_the_jump_on_its_path(lab_factory: LabFactory,
                                                             tmp_path: Path) -> None:
     fault = "ssh-jump-host"
@@ -175,7 +177,45 @@ def test_ssh_through_a_jump_host_shows_the_jump_on_its_path(lab_factory: LabFact
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
     capture = manifest["protocols"][0]["pushes"][0]["artifacts"].get("capture")
     assert capture, "the SSH leg to the jump host was not captured"
+    _native_through_the_jump(tmp_path / "run", f"{state.ssh_user}@{JUMP_IP}:22", run)
+    _download_through_the_jump(state.instance, tmp_path, f"{state.ssh_user}@{JUMP_IP}:22")
     _through_proxy_commands(state.instance, Path(state.ssh_config), tmp_path)
+
+
+def _download_through_the_jump(instance: str, tmp_path: Path, via: str) -> None:
+    """The native SSH download follows the ProxyJump too (``fetch.json``'s ledger)."""
+    out = tmp_path / "run-fetch"
+    report, wall_s = _diagnose(instance, "ssh-jump-host", out, "--direction", "fetch",
+                               "--fetch-seed", "3MiB")
+    record = json.loads((out / "fetch.json").read_text())
+    ledger = record["ssh_downloads"][0]
+    clones = [f["rate_bytes_per_s"] for f in report["fetches"] if f.get("rate_bytes_per_s")]
+    print(f"  fetch: {wall_s:.1f} s, verdict {report['verdict']}, git's SSH clones "
+          f"{[round(r / 1e6, 2) for r in clones]} MB/s, native SSH download via "
+          f"{ledger.get('via')!r}: {ledger['outcome']}, {ledger['received_bytes']} B at "
+          f"{(ledger['rate_bytes_per_s'] or 0) / 1e6:.2f} MB/s, warnings {record['warnings']}")
+    assert (ledger["via"], ledger["outcome"]) in ((via, "ok"), (via, "bounded")), ledger
+    assert report["verdict"] != "failed" and ledger["received_bytes"] > 2**20, ledger
+    assert not [w for w in record["warnings"] if "connected directly" in w], record["warnings"]
+
+
+def _native_through_the_jump(out: Path, via: str, run: dict[str, Any]) -> None:
+    """The native SSH push followed git's ProxyJump: its ledger says so, no "connected
+    directly" warning, its TCP_INFO is of the leg to the jump host."""
+    warnings = json.loads((out / "manifest.json").read_text())["warnings"]
+    native = json.loads((out / "native-ssh.json").read_text())
+    rate = native["request_bytes"] / ((native["ended_t_ns"] - native["first_data_t_ns"]) / 1e9)
+    rows = [json.loads(row) for row in
+            (out / "native-ssh.tcpinfo.jsonl").read_text().splitlines()]
+    peers = {row["peer"].rsplit(":", 1)[0].strip("[]") for row in rows}
+    print(f"  native SSH push via {native.get('via')!r}: {native['request_bytes']} B at "
+          f"{rate / 1e6:.2f} MB/s (git's SSH push {run['rate_bytes_per_s'] / 1e6:.2f} MB/s), "
+          f"connect {native['connect_s'] * 1000:.0f} ms, kex {native['kex_s'] * 1000:.0f} ms, "
+          f"TCP_INFO peers {sorted(peers)} ({len(rows)} samples), warnings {warnings}")
+    assert native["via"] == via, native["via"]
+    assert native["report"], native
+    assert not [w for w in warnings if "connected directly" in w], warnings
+    assert rows and peers == {JUMP_IP}, peers
 
 
 def _through_proxy_commands(instance: str, config: Path, tmp_path: Path) -> None:

@@ -79,15 +79,19 @@ def test_a_failed_native_h2_download_is_a_warning(tmp_path: Path,
     assert state.saves == 2
 
 
-def test_a_native_ssh_download_beside_a_jump_host_says_it_went_direct(
+def test_a_native_ssh_download_follows_a_single_jump_host_and_warns_of_a_chain(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     from gitnetdiag.hops import FirstHop
 
     record = SshCreditLedger(target="127.0.0.1:2222", outcome="ok")
-    monkeypatch.setattr(sshfetch, "ssh_download", lambda url, **_: record)
-    state = _state(tmp_path)
-    state.protocols = {TransportKind.SSH: SimpleNamespace(first_hop=FirstHop(
-        protocol="ssh", kind="ssh-proxy", proxy="u@jump", source="ssh -G proxyjump"))}
-    fetchrun._ssh_ledger(state)
-    assert any(w.startswith("the native SSH download connected directly to the server")
-               for w in state.warnings), state.warnings
+    given: list[FirstHop | None] = []
+    monkeypatch.setattr(sshfetch, "ssh_download",
+                        lambda url, **kw: given.append(kw["first_hop"]) or record)
+    for proxy, warned in (("u@jump", False), ("u@jump,v@other", True)):
+        state = _state(tmp_path)
+        hop = FirstHop(protocol="ssh", kind="ssh-proxy", proxy=proxy, source="ssh -G proxyjump")
+        state.protocols = {TransportKind.SSH: SimpleNamespace(first_hop=hop)}
+        fetchrun._ssh_ledger(state)
+        assert given[-1] is hop  # the download decides from git's first hop
+        assert any(w.startswith("the native SSH download connected directly to the server")
+                   for w in state.warnings) is warned, state.warnings

@@ -84,6 +84,7 @@ def test_a_record_of_before_the_controls_still_reads() -> None:
 class _Run:
     def __init__(self, protocol: str, url: str) -> None:
         self.protocol, self.url, self.pushes = protocol, url, ()
+        self.first_hop = None
 
 
 class _Options:
