@@ -55,7 +55,11 @@ them).
     (``lab_factory``), so a third worker adds no second copy of another lane's shared lab;
     also tests that wait on their own labs or none, moved from the idle lane to balance
     the two (pushes that stall or hang, watch cycles, lost answers: a fresh-clone run gave
-    idle 1202 s, fail 531 s, busy 1166 s before). Only a test marked
+    idle 1202 s, fail 531 s, busy 1166 s before); and tests whose assertion is an order,
+    a clean server or no culprit rather than a rate, moved off the busy lane when it was the
+    longest (a load ramp, a healthy listener's load, a seed branch, a both run's steps:
+    busy 1095 s, idle 833 s, fail 652 s before, 2026-12-03; a lab of the shared ones it
+    asks for then goes up once more, in 1.6 s). Only a test marked
     ``@pytest.mark.lab_lane("fail")`` runs there.
 
 The rule, in one place (:func:`lab_lane`): a test's own ``@pytest.mark.lab_lane("idle")``

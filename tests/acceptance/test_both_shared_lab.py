@@ -17,9 +17,10 @@ import pytest
 from gitnetdiag.steps import STEPS_ENV
 from tests.conftest import LabFactory
 
-# The busy lane (the default): it moves 1 MiB each way and reads the steps' order, nothing
-# that a busy CPU bends.
-pytestmark = pytest.mark.lab
+# The fail lane (tests/conftest.py), with test_fetch_seed_lab's healthy lab: it moves 1 MiB
+# each way and reads the steps' order, nothing that a busy CPU bends (off the busy lane, the
+# longest, 2026-12-03).
+pytestmark = [pytest.mark.lab, pytest.mark.lab_lane("fail")]
 
 
 def test_both_directions_share_one_path_check_and_one_snapshot(shared_lab: LabFactory,

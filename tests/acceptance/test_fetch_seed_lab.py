@@ -30,6 +30,9 @@ def _server_branches(repo: str) -> list[str]:
     return out.split()
 
 
+# The fail lane (tests/conftest.py): a branch pushed, cloned and gone: no rate
+# (moved off the busy lane, the longest, 2026-12-03)
+@pytest.mark.lab_lane("fail")
 def test_fetch_seed_branch_is_measured_then_deleted(shared_lab: LabFactory,
                                                     tmp_path: Path) -> None:
     state = shared_lab()

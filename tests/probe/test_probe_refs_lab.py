@@ -149,7 +149,7 @@ def test_load_timeout_shorter_than_the_hook(hook_lab: LabState, tmp_path: Path) 
     assert list((tmp_path / "tmp").iterdir()) == []
 
 
-@pytest.mark.lab_lane("busy")  # the healthy lab of the busy lane's load tests
+@pytest.mark.lab_lane("fail")  # the healthy lab of the fail lane's load tests: bytes, no rate
 def test_repo_the_server_holds_is_sent_in_full(
     shared_lab: LabFactory, tmp_path: Path
 ) -> None:
