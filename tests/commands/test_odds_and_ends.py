@@ -19,6 +19,8 @@ import pytest
 
 from gitnetdiag.rundir import load_run
 from tests.httpremote import TOKEN, HttpRemote
+from tests.ports import closed_port as _closed_port
+from tests.ports import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 FRAGMENT = "FRAGSECRET4711"
@@ -35,13 +37,6 @@ def gitnetdiag(tmp_path: Path, *args: str, timeout_s: float = 120
                ) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "gitnetdiag", *args], capture_output=True,
                           text=True, timeout=timeout_s, cwd=tmp_path, env=_env(tmp_path))
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.mark.parametrize(("args", "first_line"), [
@@ -135,7 +130,7 @@ def empty_daemon(tmp_path: Path) -> Iterator[int]:
     """A loopback git daemon serving an empty base path: every repository is missing."""
     base = tmp_path / "srv"
     base.mkdir()
-    port = _closed_port()
+    port = free_port()  # the daemon listens on it
     daemon = subprocess.Popen(
         ["git", "daemon", "--reuseaddr", f"--base-path={base}", "--export-all",
          "--listen=127.0.0.1", f"--port={port}", str(base)],

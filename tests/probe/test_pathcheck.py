@@ -10,12 +10,7 @@ import time
 from gitnetdiag.outcomes import FailureKind
 from gitnetdiag.probe.deadpath import dead_by_protocol, dead_kind, skipped_clone, skipped_push
 from gitnetdiag.probe.pathinfo import Endpoint, measure_path, measure_paths
-
-
-def _closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.ports import closed_port as _closed_port
 
 
 def test_a_closed_port_is_refused_at_once_and_not_skipped() -> None:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -12,17 +11,12 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.ports import closed_port, free_port
+
 
 def gitnetdiag(*args: str, timeout_s: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "gitnetdiag", *args], capture_output=True,
                           text=True, timeout=timeout_s)
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 def test_bad_config_is_one_line_with_the_key(tmp_path: Path) -> None:
@@ -89,7 +83,7 @@ def test_once_fetch_target_against_a_closed_port_reports_refused(tmp_path: Path)
 
 
 def test_serves_metrics_and_stops_on_sigterm(tmp_path: Path) -> None:
-    port = closed_port()
+    port = free_port()  # the exporter listens on it
     config = tmp_path / "watch.yaml"
     config.write_text(f"listen: 127.0.0.1:{port}\nruns_dir: {tmp_path / 'runs'}\n"
                       "targets:\n  - name: idle\n    urls: {h1: 'https://127.0.0.1:1/r.git'}\n"
