@@ -14,9 +14,14 @@ So until git counts the pack aloud (``Receiving objects``, when the
 
 - the server says something it had not said last (a new ``remote:`` line), or
 - one sample interval brought at least :data:`NEWS_BYTES` that are not the server's
-  words: the kernel's bytes received beyond what git's stderr grew by (the handshakes,
-  the ref advertisement, a pack git does not count aloud; a keepalive is 5 bytes, with
-  its TLS, HTTP or SSH framing under 100).
+  words: the kernel's bytes received beyond what git's stderr grew by (the handshakes, the
+  ref advertisement, a pack git does not count aloud; a keepalive is 5 bytes, with its TLS,
+  HTTP or SSH framing under 100), and the next interval did not take them back. The
+  kernel counts a progress line before git has written it: on a busy machine one sample
+  saw 452 B received against 106 B of stderr, and the next sample's stderr caught up (a
+  git:// clone of the CPU-starved lab, 2026-12-03, whose words-only bound then never
+  came); a rise that the next sample takes back was git's lag, not bytes. While such a
+  rise waits for its second sample nothing is called stalled.
 
 Nothing of that for the stall timeout is a stall; once the server has spoken it is a
 stall in the server's pack phase (its last words are :attr:`PackPhaseWatch.server_line`).
@@ -76,24 +81,38 @@ class PackPhaseWatch:
         """The server's last words (``remote: ...``), "" while it said nothing."""
         self._received = 0
         self._stderr_bytes = 0
+        self._rising: tuple[float, int] | None = None
+        """(when, how many): a sample's :data:`NEWS_BYTES` or more beyond the words,
+        awaiting the next sample to hold them."""
 
     def see(self, t_s: float, *, stderr: str, stderr_bytes: int, received_bytes: int) -> None:
         """One sample: git's stderr so far (``stderr_bytes`` long) and the bytes the kernel
         counted as received on git's sockets."""
         line = last_server_line(stderr)
-        beyond_words = ((received_bytes - self._received)
-                        - max(0, stderr_bytes - self._stderr_bytes))
-        if line != self.server_line or beyond_words >= NEWS_BYTES:
+        if line != self.server_line:
             self.last_news_s = t_s
-        if beyond_words >= NEWS_BYTES:
-            self.last_bytes_s = t_s
+        self._bytes_news(t_s, (received_bytes - self._received)
+                         - max(0, stderr_bytes - self._stderr_bytes))
         self.server_line = line
         self._received = max(self._received, received_bytes)
         self._stderr_bytes = stderr_bytes
 
+    def _bytes_news(self, t_s: float, beyond: int) -> None:
+        """This sample's bytes beyond the server's words ``beyond``: news when a sample
+        brought :data:`NEWS_BYTES` and the next did not take them back (git writing the
+        words late), dated at the first."""
+        rising, self._rising = self._rising, None
+        if rising is not None and rising[1] + beyond >= NEWS_BYTES:
+            self.last_news_s = max(self.last_news_s, rising[0])
+            self.last_bytes_s = rising[0]
+        if beyond >= NEWS_BYTES:
+            self._rising = (t_s, beyond)
+
     def stalled(self, t_s: float) -> bool:
         """Nothing new for the stall timeout (never without one), or only the server's
         words for :attr:`words_limit_s` (:attr:`words_only`)."""
+        if self._rising is not None:
+            return False  # bytes beyond the words, to be held by the next sample
         return ((self.stall_timeout_s is not None
                  and t_s - self.last_news_s >= self.stall_timeout_s)
                 or self.words_only(t_s))
@@ -102,7 +121,7 @@ class PackPhaseWatch:
         """The server said something new all along, yet for :attr:`words_limit_s` nothing
         but its words came: progress and no pack."""
         return (self.words_limit_s is not None and bool(self.server_line)
-                and t_s - self.last_bytes_s >= self.words_limit_s)
+                and self._rising is None and t_s - self.last_bytes_s >= self.words_limit_s)
 
     def words_s(self, t_s: float) -> float:
         """Seconds the server's words were the clone's only news."""

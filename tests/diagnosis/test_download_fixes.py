@@ -12,7 +12,11 @@ import pytest
 
 from gitnetdiag.data import KnowledgeBaseError, read_text
 from gitnetdiag.diagnosis.culprits.edgeresponse import edge_response_buffering
-from gitnetdiag.diagnosis.culprits.sendbuffer import server_send_buffer
+from gitnetdiag.diagnosis.culprits.sendbuffer import (
+    DIRECT_FASTER,
+    send_buffer_fix,
+    server_send_buffer,
+)
 from gitnetdiag.diagnosis.culprits.server import server_pack_generation
 from gitnetdiag.diagnosis.edgelimits import DATA_FILE, LIMITS, NOT_DOCUMENTED, parse
 from gitnetdiag.diagnosis.observations import HostEvidence, Listener, Observations
@@ -251,3 +255,20 @@ def test_a_direct_clone_not_much_faster_does_not_clear_the_git_server() -> None:
     assert "(SSH clones were not seen held but ran at most 1.5x faster: the git server's own " \
         "buffer may hold them too)" in hit.fix
     assert "on the product that answered, HAProxy" in hit.fix
+
+
+def test_a_direct_clone_much_faster_is_not_held_by_the_https_hop_s_buffer() -> None:
+    """A fresh-clone run under load: HTTP/1.1 and HTTP/2 held at HAProxy's
+    ``tune.sndbuf.client`` at 1.1-1.2 MB/s, the SSH clone's flight seen flat from the client
+    (its socket never buffer-bound) at 4.3 MB/s. A buffer that holds the HTTPS clones to a
+    third of SSH's rate on the same path does not hold SSH: the edge's setting leads."""
+    rate = SNDBUF.rate_bytes_per_s or 0.0
+    fast = replace(SNDBUF, protocol="ssh", rate_bytes_per_s=DIRECT_FASTER * rate * 1.2)
+    fix = send_buffer_fix(_answered(on([SNDBUF, fast]), ANSWERS["haproxy"]), {"h1", "ssh"})
+    assert fix.startswith("Raise the send buffer of the HTTPS hop"), fix
+    assert "SSH clones from the same server were not held and ran 3.6x faster" in fix, fix
+    assert fix.index(SEND_BUFFER["haproxy"]) < fix.index(TCP_WMEM), fix
+    # not that much faster: still held by the git server's own buffer, which leads
+    slow = replace(fast, rate_bytes_per_s=1.5 * rate)
+    held = send_buffer_fix(_answered(on([SNDBUF, slow]), ANSWERS["haproxy"]), {"h1", "ssh"})
+    assert held.startswith("Raise the git server's send buffer (SSH clones reach its own"), held

@@ -60,7 +60,35 @@ def test_bytes_beyond_the_servers_words_are_news_and_keepalives_are_not() -> Non
     watch = PackPhaseWatch(stall_timeout_s=1.0)
     _feed(watch, 0.25, ADVERTISED, 10)
     _feed(watch, 0.5, ADVERTISED, 10 + NEWS_BYTES)
-    assert watch.last_news_s == 0.5
+    assert watch.last_news_s == 0.0 and not watch.stalled(1.5)  # held by the next sample?
     _feed(watch, 0.75, ADVERTISED, 10 + NEWS_BYTES + 60)
-    assert watch.last_news_s == 0.5 and watch.stalled(1.5)
+    assert watch.last_news_s == 0.5 and watch.last_bytes_s == 0.5  # yes: news since 0.5
+    _feed(watch, 1.0, ADVERTISED, 10 + NEWS_BYTES + 65)
+    assert watch.stalled(1.5)
     assert not PackPhaseWatch(stall_timeout_s=None).stalled(1e6)
+
+
+def test_git_s_lag_behind_the_kernel_is_no_bytes_beyond_the_words() -> None:
+    """A busy machine: the kernel counted a progress line's 452 B before git wrote it (its
+    stderr 106 B longer), the next sample's stderr caught up. That is git's lag, not a pack:
+    the words-only bound still comes (before: the rise reset it, and a CPU-starved git://
+    clone waited 23 s for its pack past the 15 s bound)."""
+    watch = PackPhaseWatch(stall_timeout_s=10.0, words_limit_s=15.0)
+    stderr, received = ADVERTISED + "remote: Enumerating objects: 2004, done.\n", 3412
+    t, n, lagged = 0.25, 0, ""
+    _feed(watch, t, stderr, received)
+    while t < 16.0:
+        t += 0.5
+        n += 1
+        line = f"remote: Counting objects: {n}% ({n}/2004)        \r"
+        received += len(line) - 12  # on the wire: no "remote: " nor padding, a pkt header
+        if n == 20:  # the kernel has the line and 400 B more of them, git wrote none yet
+            lagged, received = line, received + 400
+            _feed(watch, t, stderr, received)
+            assert not watch.stalled(t)  # to be held by the next sample
+            continue
+        stderr += lagged + line + "x" * (400 if lagged else 0)
+        lagged = ""
+        _feed(watch, t, stderr, received)
+    # the ref advertisement at 0.25 s was the last bytes beyond the words
+    assert watch.last_bytes_s == 0.25 and watch.words_only(t) and watch.stalled(t)
