@@ -32,7 +32,7 @@ test: setup
 	@t0=$$(date +%s); \
 	$(LINT) || exit 1; lint=0; t1=$$(date +%s); \
 	log=$$(mktemp /tmp/gitnetdiag-unit.XXXXXX); \
-	( nice -n 19 $(BIN)/pytest -q -p no:cacheprovider -m "not lab" -n 4 --durations=10 \
+	( nice -n 19 $(BIN)/pytest -q -p no:cacheprovider -m "not lab" -n 3 --durations=10 \
 	  >"$$log" 2>&1; echo "$$? $$(date +%s)" >"$$log.rc" ) & unitpid=$$!; \
 	$(BIN)/pytest -q -p no:cacheprovider -m lab -n 3 --dist loadgroup --durations=15; lab=$$?; t3=$$(date +%s); \
 	wait $$unitpid; echo "---- unit tests (run beside the lab tests at nice 19) ----"; cat "$$log"; \
