@@ -195,6 +195,19 @@ def _down_all(instances: list[str]) -> None:
         list(pool.map(manager.down, instances))
 
 
+@pytest.fixture(autouse=True)
+def _environment_restored() -> Iterator[None]:
+    """Every test leaves ``os.environ`` as it found it. The code under test may change it on
+    purpose (``lab.netns.apply_client_env``: the lab client's ``https_proxy`` and ``PATH``,
+    as the user's shell sets them); left behind, that proxy sent a later test's clone of a
+    closed port through a CONNECT that answered 404 (a fresh-clone run, 2026-12-03)."""
+    saved = dict(os.environ)
+    yield
+    if os.environ != saved:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 @pytest.fixture
 def lab_factory() -> Iterator[LabFactory]:
     """Bring up lab instances with unique names; every one is taken down afterwards."""
