@@ -446,8 +446,7 @@ def _direct_clause(obs: Observations, held: set[str], https: list[str]) -> str:
     is the HTTPS hop's; not that much faster, the git server's own may hold them too (the
     lab's ``server-sndbuf-clamp`` clamps every way in, and SSH's clone at 1.5 MB/s against
     HTTP/1.1's 0.86 MB/s was not always seen held)."""
-    slow = max((t.rate_bytes_per_s or 0.0 for t in obs.transfers
-                if t.protocol in https and t.measured), default=0.0)
+    slow = max((_best_rate(obs, p) for p in https), default=0.0)
     rates = {p: max(r) for p in DIRECT_PROTOCOLS if p not in held and (r := [
         t.rate_bytes_per_s or 0.0 for t in obs.transfers if t.protocol == p and t.measured])}
     if not rates or not slow:
