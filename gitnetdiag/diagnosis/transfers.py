@@ -255,6 +255,11 @@ class CpuQuota:
     span); None without a checkout or the counts."""
     readings: int = 2
     """Readings of the counters over the clone (before, the samples, after)."""
+    waiting_throttled_periods: float | None = None
+    """Of :attr:`throttled_periods`, those in the server's wait (the fetch request sent to
+    the first pack byte): the clone waits on the server there whatever its CPU, so the fix
+    gains nothing of them (1-3 periods a clone in the lab's quota runs, 0.5-0.8 s waits
+    before and after the fix alike); None when the wait is not known."""
 
     @property
     def quota_cores(self) -> float | None:
@@ -265,7 +270,8 @@ class CpuQuota:
 
     @property
     def throttled_wall_s(self) -> float | None:
-        """Wall seconds the quota held the clone: ``throttled periods x (period - quota)``.
+        """Wall seconds the quota held the clone: ``throttled periods x (period - quota)``,
+        the periods in the server's wait left out (:attr:`priced_periods`).
         A throttled period is one whose quota ran out with work left; the work waits to the
         period's end, and the next period starts with it runnable, so a run of throttled
         periods holds the cgroup all but the quota's CPU time of each (one thread; two run
@@ -279,7 +285,14 @@ class CpuQuota:
         if (self.throttled_periods is None or cores is None or self.period_us is None
                 or cores >= 1.0):
             return None
-        return self.throttled_periods * self.period_us * (1.0 - cores) / 1e6
+        return self.priced_periods * self.period_us * (1.0 - cores) / 1e6
+
+    @property
+    def priced_periods(self) -> float:
+        """The throttled periods outside the server's wait (all of them when it is not
+        known): the ones the fix gives back."""
+        held = self.throttled_periods or 0.0
+        return max(0.0, held - (self.waiting_throttled_periods or 0.0))
 
 
 @dataclass(frozen=True, kw_only=True)

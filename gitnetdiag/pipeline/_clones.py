@@ -141,7 +141,8 @@ def observe_transfer(run_dir: Path, record: CloneRecord, rtt_s: float | None,
         git_said=git_error_lines(_read(run_dir, record, "stderr")) if record.failure_kind else (),
         pack_wait=_pack_wait(record),
         cpu_quota=cpu_quota(record.cgroup_cpu, _cpu_samples(run_dir, record),
-                            until_s=_checkout_start_s(record, phases)),
+                            until_s=_checkout_start_s(record, phases),
+                            server_wait=_server_wait_span(record, phases)),
         **_h2_windows(run_dir, record, libcurl),
     )
 
@@ -152,6 +153,17 @@ def _checkout_start_s(record: CloneRecord, phases: ReceiverPhases) -> float | No
     if phases.checkout_s is None:
         return None
     return max(0.0, record.wall_s - phases.checkout_s)
+
+
+def _server_wait_span(record: CloneRecord, phases: ReceiverPhases
+                      ) -> tuple[float, float] | None:
+    """The fetch request sent to the first pack byte on the probe's clock (git's trace2
+    times placed by its end, as the checkout's start is); None when either is unknown."""
+    sent, first, total = phases.request_sent_s, phases.first_pack_byte_s, phases.total_s
+    if sent is None or first is None or total is None:
+        return None
+    offset = record.wall_s - total
+    return sent + offset, first + offset
 
 
 def _cpu_samples(run_dir: Path, record: CloneRecord) -> list[CpuStatSample]:

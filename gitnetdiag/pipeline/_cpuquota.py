@@ -35,10 +35,12 @@ def counter_at(readings: Sequence[CpuStatSample], name: str, t_s: float) -> floa
 
 
 def cpu_quota(record: CgroupCpuRecord | None, samples: Sequence[CpuStatSample] = (),
-              until_s: float | None = None) -> CpuQuota | None:
+              until_s: float | None = None,
+              server_wait: tuple[float, float] | None = None) -> CpuQuota | None:
     """The counters' differences from ``before`` to ``until_s`` (the checkout's start; None:
     to ``after``); None without both readings. A counter missing from a reading, or one that
-    went backwards (a cgroup made again), is None."""
+    went backwards (a cgroup made again), is None. ``server_wait``: the fetch request sent
+    and the first pack byte on the same clock, whose throttled periods are counted apart."""
     if record is None or record.before is None or record.after is None:
         return None
     before, after = record.before, record.after
@@ -52,6 +54,10 @@ def cpu_quota(record: CgroupCpuRecord | None, samples: Sequence[CpuStatSample] =
     spans = {name: delta(name, before.t_s, end) for name in _COUNTERS}
     throttled, usage = spans["throttled_usec"], spans["usage_usec"]
     rest = delta("throttled_usec", end, after.t_s) if until_s is not None else None
+    waiting = None
+    if server_wait is not None and server_wait[1] > server_wait[0]:
+        start, stop = (min(max(t, before.t_s), end) for t in server_wait)
+        waiting = delta("nr_throttled", start, stop)
     return CpuQuota(
         source=f"{record.stat_file}, cgroup {record.version} {record.stat_cgroup}",
         quota_us=record.quota_us, period_us=record.period_us,
@@ -61,4 +67,4 @@ def cpu_quota(record: CgroupCpuRecord | None, samples: Sequence[CpuStatSample] =
         from_git_start=record.git_in_probe_cgroup,
         until_s=end if until_s is not None else None,
         checkout_throttled_s=rest / 1e6 if rest is not None else None,
-        readings=len(readings))
+        readings=len(readings), waiting_throttled_periods=waiting)

@@ -92,6 +92,19 @@ def test_index_pack_cpu_prices_the_quota_s_throttled_time() -> None:
         pytest.approx(10.45)  # type: ignore[union-attr]
 
 
+def test_index_pack_cpu_leaves_the_server_s_wait_out_of_the_price() -> None:
+    """Periods throttled while the clone waited for the server's first pack byte are not
+    priced: a quiet machine's lab run (before 5.72 s a clone, after the fix 1.15 s; the
+    server's wait 0.49-0.76 s in both) priced 5.06 s for 4.57 s gained (+11%) with them."""
+    waited = replace(QUOTA, waiting_throttled_periods=3.0)
+    hit = client_index_pack_cpu(on([replace(INDEX, cpu_quota=waited)]))
+    assert hit is not None and hit.cost_s == pytest.approx(107 * 0.095)
+    facts = {e.what: e for e in hit.evidence}
+    assert facts["wall time the quota held the clone throttled before its checkout"
+                 ].basis_terms[0].value == 107
+    assert any("server's wait" in e.what and e.value == 3.0 for e in hit.evidence)
+
+
 def test_index_pack_cpu_keeps_index_pack_s_price_without_throttling() -> None:
     """No quota, a quota that never bound, a quota of whole cores or no counters: the
     price is index-pack's, as before, and the quota's facts are still shown."""

@@ -170,6 +170,15 @@ def test_the_checkout_s_throttling_is_left_out_of_the_span(tmp_path: Path) -> No
     assert quota.until_s == 6.0 and not quota.from_git_start
     whole = cpu_quota(record, samples)
     assert whole is not None and whole.throttled_periods == 20 and whole.until_s is None
+    assert whole.waiting_throttled_periods is None and whole.priced_periods == 20
+    # The server's wait, 5.9 s to 6.1 s: its 2 throttled periods are not priced (the clone
+    # waits on the server there whatever its CPU); a wait past the span is cut at its end.
+    waited = cpu_quota(record, samples, until_s=6.0, server_wait=(5.9, 6.1))
+    assert waited is not None and waited.waiting_throttled_periods == pytest.approx(1.0)
+    assert waited.throttled_wall_s == pytest.approx(11 * 0.095)
+    inside = cpu_quota(record, samples, server_wait=(5.9, 6.1))
+    assert inside is not None and inside.waiting_throttled_periods == pytest.approx(2.0)
+    assert inside.throttled_wall_s == pytest.approx(18 * 0.095)
     # A counter the kernel does not give (v2 without the cpu controller) stays None.
     bare = replace(record, before=CpuStatSample(t_s=0.0, usage_usec=1),
                    after=CpuStatSample(t_s=10.0, usage_usec=9))

@@ -245,11 +245,17 @@ def _quota_evidence(quota: CpuQuota, throttled_s: float | None, total_s: float
         facts.append(Evidence(
             what="wall time the quota held the clone throttled before its checkout",
             value=throttled_s, unit="s", of=total_s,
-            basis="throttled periods x (period - quota) = {} x ({} - {})",
-            basis_terms=(Quantity(value=float(quota.throttled_periods or 0), unit="count"),
+            basis=("throttled periods outside the server's wait x (period - quota) = "
+                   "{} x ({} - {})"),
+            basis_terms=(Quantity(value=quota.priced_periods, unit="count"),
                          Quantity(value=period, unit="s"),
                          Quantity(value=period * cores, unit="s")),
             source=source))
+    if quota.waiting_throttled_periods:
+        facts.append(Evidence(
+            what="throttled periods in the server's wait (not priced: the clone waits on the "
+                 "server whatever its CPU)", value=quota.waiting_throttled_periods,
+            unit="count", source=source))
     if quota.throttled_s is not None:
         facts.append(Evidence(what="run-queue time throttled before the checkout (summed over "
                               "CPUs)", value=quota.throttled_s, unit="s", source=source))
