@@ -7,7 +7,11 @@ from functools import partial
 
 import pytest
 
-from gitnetdiag.analysis.trace2 import count_advertised_refs, receiver_phases
+from gitnetdiag.analysis.trace2 import (
+    count_advertised_refs,
+    pack_packet_epoch_s,
+    receiver_phases,
+)
 from gitnetdiag.rundir.records import TimelinePoint
 
 T0 = 1_700_000_000.0
@@ -81,6 +85,57 @@ def test_stopped_clone_has_no_late_phases() -> None:
     assert phases.first_pack_byte_s is not None
     assert phases.pack_received_s is None and phases.received_bytes is None
     assert phases.index_pack_s is None and phases.checkout_s is None and phases.total_s is None
+
+
+def test_a_sample_after_the_pack_was_received_dates_nothing() -> None:
+    """A starved monitor whose first sample past the server's words and the first object
+    came after git's own clock says the pack was all received (6.0 s): those phases are not
+    known, and no server wait longer than the clone is made of them."""
+    late = [TimelinePoint(t_s=0.25, stderr_bytes=20, received_bytes=0),
+            TimelinePoint(t_s=6.5, stderr_bytes=len(STDERR), received_bytes=0)]
+    phases = receiver_phases(trace2=TRACE2, stderr=STDERR, timeline=late,
+                             packet_trace="", started_epoch_s=T0 - 0.02)
+    assert phases.first_pack_byte_s is None and phases.server_pack_generation_s is None
+    assert phases.server_counting_done_s is None and phases.server_compressing_done_s is None
+    assert phases.pack_received_s == approx(6.0) and phases.request_sent_s == approx(0.35)
+    # Without a Receiving region's end (stopped), git's exit bounds it; with neither, none.
+    stopped = receiver_phases(trace2=TRACE2[:7], stderr=STDERR, timeline=late,
+                              packet_trace="", started_epoch_s=T0 - 0.02)
+    assert stopped.first_pack_byte_s == approx(6.48)
+
+
+def _packet_line(at: float, text: str) -> str:
+    from datetime import datetime
+
+    stamp = datetime.fromtimestamp(T0 + at).strftime("%H:%M:%S.%f")
+    return f"{stamp} pkt-line.c:80           packet:     {text}\n"
+
+
+def test_the_packet_trace_dates_the_first_pack_byte() -> None:
+    """git stamps its ``PACK ...`` packet to the microsecond: the first pack byte is that
+    stamp on trace2's clock, not the sample that saw the first count (3.98 s here), and a
+    late sample does not undo it."""
+    trace = (_packet_line(0.2, "clone< version 2") + _packet_line(0.36, "clone< packfile")
+             + _packet_line(2.5, "sideband< PACK ...") + _packet_line(2.6, "sideband< 0002"))
+    phases = receiver_phases(trace2=TRACE2, stderr=STDERR, timeline=_timeline(),
+                             packet_trace=trace, started_epoch_s=T0 - 0.02)
+    assert phases.first_pack_byte_s == approx(2.5)
+    assert phases.server_pack_generation_s == approx(2.15)
+    # A stamp after the pack was all received (6.0 s) is not this clone's: the sample's date.
+    late = _packet_line(6.5, "sideband< PACK ...")
+    fallback = receiver_phases(trace2=TRACE2, stderr=STDERR, timeline=_timeline(),
+                               packet_trace=late, started_epoch_s=T0 - 0.02)
+    assert fallback.first_pack_byte_s == approx(3.98)
+
+
+def test_a_pack_packet_across_midnight_is_on_the_next_day() -> None:
+    from datetime import datetime
+
+    start = datetime(2026, 12, 3, 23, 59, 59, 500000).timestamp()
+    line = "00:00:00.250000 pkt-line.c:80 packet:        clone< PACK ...\n"
+    assert pack_packet_epoch_s(line, start) == pytest.approx(start + 0.75)
+    assert pack_packet_epoch_s("no pack here\n", start) is None
+    assert pack_packet_epoch_s("25:61:00.000000 x packet: clone< PACK ...\n", start) is None
 
 
 def test_advertised_refs_counted_from_the_client_side() -> None:
