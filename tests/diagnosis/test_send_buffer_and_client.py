@@ -149,6 +149,21 @@ def test_http2_window_of_an_old_libcurl_ranks_first() -> None:
     assert any("issues/1102" in e.source for e in top.evidence)
 
 
+def test_an_http2_clone_http1_outran_is_its_window_not_the_send_buffer() -> None:
+    """A loaded fresh-clone run of the lab's client-h2-window: HTTP/1.1 2.83 MB/s, HTTP/2 at
+    1.22 MB/s steady, 61.6 kB per round trip with the client's window open: the same hop's
+    buffer let HTTP/1.1 carry 141 kB, so the send buffer is not it (it ranked first, cost
+    2.2 s, over client-http2-window's 1.5 s); alone, the same HTTP/2 clone is still held."""
+    h2 = replace(SNDBUF, protocol="h2", libcurl="7.88.1")  # 25 kB per round trip, held
+    h1 = replace(HEALTHY, protocol="h1", rate_bytes_per_s=2_829_427.0, moved_bytes=6_291_456,
+                 measured_s=2.2, outcome="ok", stopped=None)
+    assert server_send_buffer(on([h2])) is not None
+    assert server_send_buffer(on([h1, h2])) is None
+    # HTTP/1.1 only a little faster (under 1.5x the bytes per round trip): still held.
+    near = replace(h1, rate_bytes_per_s=600_000.0)
+    assert server_send_buffer(on([near, h2])) is not None
+
+
 def test_http2_window_silent_for_a_large_window_or_a_fast_h2() -> None:
     # 32 MiB window and 150 kB per round trip: HTTP/2 slower, but not at a small window
     assert client_http2_window(on(_h1_h2("7.88.1", 3_000_000.0))) is None
