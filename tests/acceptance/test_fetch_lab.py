@@ -51,7 +51,21 @@ FAULT_ARGS: dict[str, tuple[str, ...]] = {
 """Extra ``diagnose`` arguments per fault (all four protocols otherwise)."""
 
 
-def _diagnose_fetch(instance: str, out: Path, tmp: Path, *extra: str) -> dict[str, Any]:
+def _edge_stalled_it(report: dict[str, Any]) -> bool:
+    """Every failure of the run is a clone through the edge that stalled: the run is
+    ``failed`` (exit 9) by the verdict rule, its cause asserted by the caller."""
+    failures = report.get("measurement_failures") or []
+    stalled = {f["protocol"] for f in report["fetches"] if f["outcome"] == "stalled"}
+    return (report.get("verdict") == "failed" and bool(failures)
+            and all(f["protocol"] in EDGE_PROTOCOLS and f["protocol"] in stalled
+                    for f in failures))
+
+
+def _diagnose_fetch(instance: str, out: Path, tmp: Path, *extra: str,
+                    edge_may_stall: bool = False) -> dict[str, Any]:
+    """``edge_may_stall``: a run whose only clone through the edge stalled (the
+    edge-response-buffering lab at its worst: no byte for 15 s after 1.86 MB on a loaded CI
+    run) may exit 9, when its failures are that stall alone."""
     tmp.mkdir(exist_ok=True)
     started = time.monotonic()
     proc = subprocess.run(
@@ -61,9 +75,11 @@ def _diagnose_fetch(instance: str, out: Path, tmp: Path, *extra: str) -> dict[st
         capture_output=True, text=True, timeout=600, env={**os.environ, "TMPDIR": str(tmp)})
     print(f"diagnose --direction fetch: {time.monotonic() - started:.1f} s wall")
     assert "Traceback" not in proc.stderr, proc.stderr
-    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.returncode in ((0, 9) if edge_may_stall else (0,)), proc.stderr[-3000:]
     report: dict[str, Any] = json.loads(proc.stdout)
     assert report["direction"] == "fetch"
+    if proc.returncode == 9:
+        assert _edge_stalled_it(report), proc.stderr[-3000:]
     return report
 
 
@@ -83,7 +99,8 @@ def test_fetch_diagnosis_ranks_the_download_fault_first(
     state = shared_lab(fault)
     before = tree_digest(Path(state.repo_path))
     report = _diagnose_fetch(state.instance, tmp_path / "run", tmp_path / "tmp",
-                             *FAULT_ARGS.get(fault, ()))
+                             *FAULT_ARGS.get(fault, ()),
+                             edge_may_stall=fault == "edge-response-buffering")
     for fetch in report["fetches"]:
         phases = fetch["phases"]
         print(f"{fault} {fetch['protocol']}: {fetch['outcome']}, {fetch['moved_bytes']} B, "
