@@ -74,7 +74,11 @@ def test_getsockopt_tcp_info_of_an_own_socket_counts_the_bytes_it_sent() -> None
     assert sample is not None and sample.source == "getsockopt TCP_INFO"
     c = sample.counters
     assert len(received) == 300_000
-    # bytes_acked counts the SYN and the FIN too
-    assert c["bytes_sent"] == 300_000 and 300_000 <= c["bytes_acked"] <= 300_002
+    # bytes_acked counts the SYN and the FIN too, and nothing twice. bytes_sent counts every
+    # segment the stack sent, again when it goes again: a loaded fresh-clone run's loopback
+    # gave 314,875 for 300,000 read; segments dropped in the namespace's own OUTPUT chain,
+    # 309,211-367,584 with bytes_retrans 0 (counted before the device took them).
+    assert 300_000 <= c["bytes_acked"] <= 300_002
+    assert c["bytes_sent"] - c["bytes_retrans"] >= 300_000, (c["bytes_sent"], c["bytes_retrans"])
     assert c["snd_mss"] > 0 and c["rtt_us"] > 0 and "busy_time_us" in c
     assert c["advmss"] >= c["rcv_mss"] > 0
