@@ -42,7 +42,7 @@ from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.packphase import PackPhaseWatch, words_limit
 from gitnetdiag.probe.pushonce import now_iso
-from gitnetdiag.probe.servertcp import ServerVantage, sample_server
+from gitnetdiag.probe.servertcp import SampleAhead, ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
 from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
 from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
@@ -196,6 +196,10 @@ class _CloneWatch:
         size = len(err)
         stderr = bytes(err[:size]).decode(errors="replace")
         from_git, pack_finished = received_from_progress(stderr)
+        server = self.server if self.finished_s is None else None  # the sender, during the pack
+        # git's sockets as last seen: the server's ss runs beside the client's
+        ahead = SampleAhead(server.sampler, self.port, set(self.seen), now) \
+            if server is not None and self.seen else None
         found = self.sampler(self.port, self.session_id, now)
         append_samples(self.tcpinfo_path, found)
         self.samples += len(found)
@@ -204,9 +208,10 @@ class _CloneWatch:
         # read: the larger is the download so far (the kernel's count stays behind once
         # the socket is closed, or when it was last seen before the pack came).
         moved = max(kernel, from_git or 0)
-        if self.server is not None and self.finished_s is None:  # the sender, during the pack
-            sent = self.server.sampler(self.port, set(self.seen), now)
-            append_samples(self.server.path, sent)
+        if server is not None:
+            sent = (ahead.result() if ahead is not None
+                    else server.sampler(self.port, set(self.seen), now))
+            append_samples(server.path, sent)
             self.server_samples += len(sent)
         if self.finished_s is None:  # after the pack, index-pack and checkout are not transfer
             if not self.begun and pack_begun(stderr):

@@ -8,9 +8,13 @@ daemon's listening socket."""
 
 from __future__ import annotations
 
+import threading
+from collections.abc import Collection
 from pathlib import Path
 
+from gitnetdiag.probe.fetchonce import ServerWatch, _CloneWatch
 from gitnetdiag.probe.servertcp import ServerVantage, sample_server, server_samples
+from gitnetdiag.probe.tcpinfo import TcpInfoSample
 
 SS_TEXT = (Path(__file__).parent / "data" / "ss_server_sndbuf.txt").read_text()
 CLONE = "198.18.1.2:36760"
@@ -54,3 +58,43 @@ def test_the_vantage_reads_ss_in_the_servers_namespace_or_here() -> None:
 def test_a_namespace_that_cannot_be_entered_gives_no_samples() -> None:
     assert sample_server(ServerVantage(netns="gnd-no-such-ns"), 9418, {CLONE}, 0.0) == []
     assert sample_server(ServerVantage(netns=None), 9418, set(), 0.0) == []
+
+
+def test_the_servers_sample_runs_beside_the_clients(tmp_path: Path) -> None:
+    """Once git's sockets are known, a sample's two ``ss`` run at once (one after the other,
+    a loaded run got 2 server samples in a 3.4 s pack): the two samplers meet."""
+    git_socket = TcpInfoSample(t_s=0.0, local="198.18.1.2:40000", peer="198.18.2.2:8443",
+                               source="ss -tin", counters={"bytes_received": 1000.0})
+    meet = threading.Barrier(2, timeout=2.0)  # the two samplers at once, or neither
+    beside: list[bool] = []
+    asked: list[set[str]] = []
+
+    def both_at_once() -> bool:
+        try:
+            meet.wait()
+        except threading.BrokenBarrierError:
+            meet.reset()
+            return False
+        return True
+
+    def client(port: int, session: int, t_s: float) -> list[TcpInfoSample]:
+        if asked:  # git's socket is known: the server's sample should be under way
+            beside.append(both_at_once())
+        return [git_socket]
+
+    def server(port: int, peers: Collection[str], t_s: float) -> list[TcpInfoSample]:
+        if asked:
+            both_at_once()
+        asked.append(set(peers))
+        return [TcpInfoSample(t_s=t_s, local="198.18.2.2:8443", peer="198.18.1.2:40000",
+                              source="ss -tin, server (netns x)", counters={})]
+
+    watch = _CloneWatch(budget_s=None, stall_timeout_s=None, port=8443, session_id=1,
+                        tcpinfo_path=tmp_path / "c.jsonl", sampler=client,
+                        server=ServerWatch(sampler=server, path=tmp_path / "s.jsonl"))
+    watch.sample(0.0, bytearray())  # finds git's socket, then asks the server
+    watch.sample(0.25, bytearray())
+    watch.sample(0.5, bytearray())
+    assert beside == [True, True]
+    assert asked == [{"198.18.1.2:40000"}] * 3 and watch.server_samples == 3
+    assert len((tmp_path / "s.jsonl").read_text().splitlines()) == 3
