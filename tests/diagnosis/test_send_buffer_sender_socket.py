@@ -49,6 +49,28 @@ def test_a_sender_held_by_the_clients_window_clears_the_send_buffer() -> None:
     assert server_send_buffer(on([replace(SNDBUF, sender=few)])) is not None
 
 
+# A loaded fresh-clone run's HTTP/1.1 clone through the edge (client-h2-window lab): two
+# server samples, the kernel's sndbuf_limited chronograph at 0 of 1.8 s busy, congestion
+# window bound, 143 kB in flight in a 456 kB buffer; ranked over client-http2-window on the
+# client's evidence alone (126.5 kB per round trip against a 491.6 kB window).
+NEVER_FULL = SenderTcpSummary(
+    source="ss -tin, server (netns gnd-s123bf7-server)", samples=2, sent_bytes=2_077_559,
+    busy_s=1.824, rwnd_limited_s=0.0, sndbuf_limited_s=0.0, buffer_full_share=0.0,
+    window_full_share=0.0, cwnd_full_share=1.0, app_share=0.0, flight_median_bytes=118_012,
+    flight_max_bytes=143_352, send_buffer_max_bytes=456_192,
+    peer_window_median_bytes=354_304)
+
+
+def test_two_samples_of_a_buffer_that_never_held_clear_the_send_buffer() -> None:
+    assert server_send_buffer(on([replace(SNDBUF, sender=NEVER_FULL)])) is None
+    # each of these says the buffer held at some point: the client's evidence decides
+    for held in (replace(NEVER_FULL, sndbuf_limited_s=0.3),
+                 replace(NEVER_FULL, buffer_full_share=0.5),
+                 replace(NEVER_FULL, flight_max_bytes=400_000),
+                 replace(NEVER_FULL, sndbuf_limited_s=None)):
+        assert server_send_buffer(on([replace(SNDBUF, sender=held)])) is not None, held
+
+
 def test_the_server_sampled_while_the_client_was_not() -> None:
     findings = ranked([replace(SNDBUF, tcp=None, sender=CLAMPED)])
     assert [f.id for f in findings][:1] == ["server-send-buffer"]

@@ -61,6 +61,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gitnetdiag.analysis.tcpinfo import SenderTcpSummary
 from gitnetdiag.diagnosis.culprits._common import (
     LOSS_RATE,
     OUT_OF_ORDER_SHARE,
@@ -115,7 +116,15 @@ tb``; Linux charges each segment's overhead to it too). The lab's 64 KiB clamp: 
 the demo path's slow start at the default 4 MiB (issue 26): 0.27, the buffer bound only
 after the rate had been made."""
 MIN_SENDER_SAMPLES = 3
-"""Fewer sending samples of the server's socket (0.25 s apart) say too little."""
+"""Fewer sending samples of the server's socket (0.25 s apart) say too little, except that
+the buffer never held (:func:`_never_buffer_bound`)."""
+NEVER_HELD_S = 0.05
+"""The kernel's ``sndbuf_limited`` chronograph at most this (it counts from the connection's
+start, so one sample carries it): with no sample of a full buffer and the flight at most half
+the buffer, the send buffer never held the clone. A loaded run's HTTP/1.1 clone through the
+edge (2 samples, 2.5 MB/s against HTTP/2's 1.0 MB/s): 0.0 s of 1.8 s busy, congestion window
+bound, 143 kB in flight against a 456 kB buffer; ranked over ``client-http2-window`` on the
+client's evidence alone. The lab's 64 KiB clamp: 0.51 s, the flight 55 kB in a 64 kB buffer."""
 PLATEAU_HELD_SHARE = 0.5
 """A capture at the server: its flight within 0.5-1.5x of its level for at least this share
 of the pack's bulk (the lab's 64 KiB clamp at 50 ms: 68% over git://, 100% over SSH and
@@ -205,8 +214,10 @@ def _sender_signal(obs: TransferObservation, tally: Tally) -> bool | None:
     most of the transfer, False when something else did, None when the server's sockets
     were not sampled (a remote server)."""
     sender = obs.sender
-    if sender is None or sender.samples < MIN_SENDER_SAMPLES:
+    if sender is None or sender.samples < 1:
         return None
+    if sender.samples < MIN_SENDER_SAMPLES:
+        return False if _never_buffer_bound(sender) else None
     share = sender.sndbuf_limited_share
     held_s = max(sender.buffer_full_s, sender.sndbuf_limited_s or 0.0)
     per_rtt = (obs.rate_bytes_per_s or 0.0) * (obs.rtt_s or 0.0)
@@ -239,6 +250,15 @@ def _sender_signal(obs: TransferObservation, tally: Tally) -> bool | None:
             basis_terms=(Quantity(value=float(sender.send_buffer_max_bytes), unit="B"),),
             source=source))
     return True
+
+
+def _never_buffer_bound(sender: SenderTcpSummary) -> bool:
+    """The server's counters, however few its samples, say its send buffer never held the
+    clone (see :data:`NEVER_HELD_S`)."""
+    flight, buffer = sender.flight_max_bytes, sender.send_buffer_max_bytes
+    return (sender.sndbuf_limited_s is not None and sender.sndbuf_limited_s <= NEVER_HELD_S
+            and sender.buffer_full_share == 0.0 and flight is not None and bool(buffer)
+            and flight <= 0.5 * (buffer or 0))
 
 
 def _send_buffer_hit(obs: TransferObservation, holder: SocketHolder) -> Hit | None:
