@@ -27,7 +27,7 @@ import re
 import shutil
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol as TypingProtocol
@@ -42,7 +42,7 @@ from gitnetdiag.probe.gitpush import GitInterrupted, GitRun, Transport, failure_
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.packphase import PackPhaseWatch, words_limit
 from gitnetdiag.probe.pushonce import now_iso
-from gitnetdiag.probe.servertcp import SampleAhead, ServerVantage, sample_server
+from gitnetdiag.probe.servertcp import SampleAhead, ServerSampler, ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
 from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
 from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
@@ -149,8 +149,6 @@ class MonitoredClone:
 
 
 _Sampler = Callable[[int, int, float], list[TcpInfoSample]]
-ServerSampler = Callable[[int, Collection[str], float], list[TcpInfoSample]]
-"""``(port, git's local addresses, t_s)`` -> the server's samples of those connections."""
 
 
 @dataclass(frozen=True, kw_only=True)

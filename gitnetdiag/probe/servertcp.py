@@ -30,6 +30,9 @@ from gitnetdiag.probe.tcpinfo import TcpInfoSample, parse_ss_output
 
 _SS_TIMEOUT_S = 2.0
 
+ServerSampler = Callable[[int, Collection[str], float], list[TcpInfoSample]]
+"""``(port, git's local addresses, t_s)`` -> the server's samples of those connections."""
+
 
 @dataclass(frozen=True, kw_only=True)
 class ServerVantage:
@@ -83,8 +86,8 @@ class SampleAhead:
     """One server sample taken in a thread beside the client's (each an ``ss`` of its own:
     taken one after the other, a starved loaded run got 2 server samples in a 3.4 s pack)."""
 
-    def __init__(self, sampler: Callable[[int, Collection[str], float], list[TcpInfoSample]],
-                 port: int, peers: Collection[str], t_s: float) -> None:
+    def __init__(self, sampler: ServerSampler, port: int, peers: Collection[str],
+                 t_s: float) -> None:
         self._found: list[TcpInfoSample] = []
         self._thread = threading.Thread(
             target=lambda: self._found.extend(sampler(port, peers, t_s)), daemon=True)

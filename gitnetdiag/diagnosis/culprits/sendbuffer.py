@@ -257,8 +257,8 @@ def _never_buffer_bound(sender: SenderTcpSummary) -> bool:
     clone (see :data:`NEVER_HELD_S`)."""
     flight, buffer = sender.flight_max_bytes, sender.send_buffer_max_bytes
     return (sender.sndbuf_limited_s is not None and sender.sndbuf_limited_s <= NEVER_HELD_S
-            and sender.buffer_full_share == 0.0 and flight is not None and bool(buffer)
-            and flight <= 0.5 * (buffer or 0))
+            and sender.buffer_full_share == 0.0 and flight is not None and buffer is not None
+            and buffer > 0 and flight <= 0.5 * buffer)
 
 
 def _send_buffer_hit(obs: TransferObservation, holder: SocketHolder) -> Hit | None:
