@@ -169,9 +169,16 @@ scrape_configs:
         assert all(float(r["value"][1]) > 0 for r in rates), rates
         # Degraded while its HTTP/2 push passes; failed when that push (the protocol's only
         # one of the cycle) hung: a protocol whose transfers all failed fails the run.
-        verdicts = {r["metric"]["verdict"] for r in prom.query(
-            'gitnetdiag_verdict{target="small-window"} == 1')}
-        assert verdicts == {"degraded"} or (verdicts == {"failed"} and hung_small_h2()), verdicts
+        # A 2 MiB push's window cost sits near the verdict's noticeable time: a loaded
+        # fresh-clone run's cycle (HTTP/1.1 2.07 MB/s, HTTP/2 1.57 MB/s) priced the window at
+        # 0.51 s and dropped it, healthy. So the verdict is awaited over the next cycles.
+
+        def verdict_shown(vector: Vector) -> bool:
+            verdicts = {r["metric"]["verdict"] for r in vector}
+            return verdicts == {"degraded"} or (verdicts == {"failed"} and hung_small_h2())
+
+        prom.wait('gitnetdiag_verdict{target="small-window"} == 1', verdict_shown, 60,
+                  "small-window's verdict neither degraded nor failed with a hung HTTP/2 push")
         assert prom.query('gitnetdiag_h2_window_bytes{target="small-window",window="stream"}')[
             0]["value"][1] == "65535"
         rate_histogram = prom.query(
