@@ -65,6 +65,12 @@ __all__ = [
 
 RECEIVE_PACK_REQUEST = "application/x-git-receive-pack-request"
 RECEIVE_PACK_RESULT = "application/x-git-receive-pack-result"
+DELETE_CONNECT_ATTEMPTS = 2
+"""Connections the probe branch's delete tries when one is lost before any answer."""
+CONNECTION_LOST = frozenset({"connect-failed", "tls-failed", "connection-closed",
+                             "recv-failed", "send-failed"})
+"""Error references of a connection lost before the server answered (a refusal, a
+401, a GOAWAY are answers: asking again would be told the same)."""
 
 
 # --------------------------------------------------------------------------
@@ -256,13 +262,26 @@ def _delete_quietly(
     target: H2Remote, access: HttpAccess, ref: str, oid: str, keylog_file: str | None,
     timeout_s: float,
 ) -> bool:
-    """Delete the probe branch; a failure here must not hide the push's own error."""
-    try:
-        return delete_probe_branch_h2(target, access=access, ref=ref, pushed_oid=oid,
-                                      keylog_file=keylog_file, timeout_s=timeout_s)
-    except GitnetdiagError as exc:
-        print(f"warning: could not delete {ref}: {exc.one_line()}", file=sys.stderr)
-        return False
+    """Delete the probe branch; a failure here must not hide the push's own error.
+
+    A connection that failed before the server answered (refused, reset, a TLS
+    handshake that went wrong) says nothing about the branch: the delete is asked
+    again once on a new connection (a compare-and-swap, so asking twice is safe)."""
+    for attempt in range(DELETE_CONNECT_ATTEMPTS):
+        try:
+            return delete_probe_branch_h2(target, access=access, ref=ref, pushed_oid=oid,
+                                          keylog_file=keylog_file, timeout_s=timeout_s)
+        except AnsweredError as exc:  # the server's own word: asking again changes nothing
+            print(f"warning: could not delete {ref}: {exc.one_line()}", file=sys.stderr)
+            return False
+        except GitnetdiagError as exc:
+            again = (isinstance(exc, NetworkError) and exc.reference in CONNECTION_LOST
+                     and attempt + 1 < DELETE_CONNECT_ATTEMPTS)
+            print(f"warning: could not delete {ref}: {exc.one_line()}"
+                  + ("; asking again on a new connection" if again else ""), file=sys.stderr)
+            if not again:
+                return False
+    return False
 
 
 @dataclass(frozen=True, kw_only=True)

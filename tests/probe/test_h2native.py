@@ -218,6 +218,44 @@ def test_sweep_rows_follow_server_window(
     assert seeded_server.refs() == before, seeded_server.errors
 
 
+@pytest.mark.parametrize("seeded_server", [(16_777_216, 0.0)], indirect=True)
+@pytest.mark.parametrize(("lost", "asks", "deleted"), [
+    (NetworkError("TLS handshake failed: wrong version number", reference="tls-failed"),
+     2, True),
+    (NetworkError("cannot connect: refused", reference="connect-failed"), 2, True),
+    (NetworkError("POST git-receive-pack answered HTTP 401", reference="auth-failed"),
+     1, False),
+])
+def test_a_delete_whose_connection_was_lost_asks_again_on_a_new_one(
+    seeded_server: H2GitServer, probe_pack: tuple[bytes, str], lost: NetworkError, asks: int,
+    deleted: bool, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A delete's connection lost before any answer says nothing about the branch (a
+    fresh-CI unit run's delete got a TLS 'wrong version number' once and reported the
+    branch left): asked again once; an answer (a 401) is not asked twice."""
+    import gitnetdiag.probe.h2native as h2native
+
+    real = h2native.delete_probe_branch_h2
+    calls: list[int] = []
+
+    def first_lost(*args: object, **kwargs: object) -> bool:
+        calls.append(1)
+        if len(calls) == 1:
+            raise lost
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(h2native, "delete_probe_branch_h2", first_lost)
+    before = seeded_server.refs()
+    pack, oid = probe_pack
+    ledger = h2_push_ledger(h2_push_probe(seeded_server.url, ca_file=seeded_server.ca_file,
+                                          pack=pack, new_oid=oid, probe_id="again").events)
+    assert len(calls) == asks
+    assert ledger.ref_deleted is deleted
+    assert (seeded_server.refs() == before) is deleted, seeded_server.errors
+    err = capsys.readouterr().err
+    assert ("asking again on a new connection" in err) is (asks == 2), err
+
+
 @pytest.mark.parametrize("seeded_server", [(65_535, 0.0)], indirect=True)
 def test_existing_probe_branch_is_refused_and_kept(
     seeded_server: H2GitServer, probe_pack: tuple[bytes, str]
