@@ -18,6 +18,7 @@ second, ``_share`` a fraction 0..1 of the measured time. ``to_dict`` and
     │     ├── h2_ledger: H2Ledger | None         HTTP/2 flow-control credit
     │     ├── ssh_ledger: SshLedger | None       SSH channel window
     │     ├── h2_client_stall: H2ClientStall | None   hung push, client had credit
+    │     ├── h2_spoiled_body: H2SpoiledBody | None   failed push, its pack not git's
     │     └── flight: FlightSeries | None        in flight vs advertised window
     ├── bursts: (BurstResult, ...)        many concurrent connections
     ├── host: HostEvidence | None         server-side kernel and config evidence
@@ -131,6 +132,9 @@ class PushObservation:
     projected: bool = False
     """A bounded push: ``duration_s`` is the whole pack at the rate its moved bytes went,
     not a wall time (the push was stopped mid-pack on purpose)."""
+    body_spoiled: bool = False
+    """The request body the client sent whole is not the pack git built (its SHA-1 trailer
+    does not match, :mod:`gitnetdiag.analysis.packbody`): the failure is the client's."""
     moved_bytes: int | None = None
     """Bytes the push had moved when it ended, as the probe's monitor saw them (the kernel's
     ``bytes_acked`` of git's sockets: handshake and request headers included, else git's
@@ -259,6 +263,25 @@ class H2ClientStall:
 
 
 @dataclass(frozen=True, kw_only=True)
+class H2SpoiledBody:
+    """A failed git HTTP/2 push whose decrypted request body ended (END_STREAM) with a pack
+    that fails its own SHA-1 trailer: git's HTTP stack changed the bytes git wrote."""
+
+    source: str
+    """Where it was read (``h2-2.packcheck.json stream 3 (decrypted capture)``)."""
+    push: int
+    """Which push (1-based repeat)."""
+    body_bytes: int
+    """DATA bytes the client sent on the request's stream."""
+    pack_bytes: int
+    """Of those, from ``PACK`` to the end."""
+    objects: int | None = None
+    """The object count the pack's header states."""
+    built_pack_bytes: int | None = None
+    """The pack the probe built for the push (git builds the same from the same objects)."""
+
+
+@dataclass(frozen=True, kw_only=True)
 class SshLedger:
     """Summary of the SSH channel window for the upload."""
 
@@ -363,6 +386,8 @@ class ProtocolObservation:
     ssh_ledger: SshLedger | None = None
     """SSH channel-window summary (``ssh`` only)."""
     h2_client_stall: H2ClientStall | None = None
+    h2_spoiled_body: H2SpoiledBody | None = None
+    """The first failed HTTP/2 push whose client sent a pack that fails its own trailer."""
     """A hung git HTTP/2 push whose client stopped with credit left (``h2``, needs the
     push's TLS keys: ``probe --full``)."""
     flight: FlightSeries | None = None

@@ -120,6 +120,13 @@ CLONE_CLAIMS: dict[str, Callable[[TransferObservation], bool]] = {
 """Culprits that explain a failed clone only when it is theirs (``server-pack-generation``: a
 clone stopped while the server still prepared its pack, never one stalled mid-pack)."""
 
+PUSH_CLAIMS: dict[str, Callable[[PushObservation], bool]] = {
+    "client-http-stack": lambda push: push.body_spoiled,
+}
+"""Culprits that explain a failed push of any kind when it is theirs (``client-http-stack``:
+a push whose client sent a pack that fails its own trailer, whatever the server or an edge
+then answered, a 502 as well as a reset)."""
+
 STALL_KINDS = frozenset({"hung", "timeout"})
 """Failure kinds of a push that stopped making progress."""
 
@@ -401,14 +408,25 @@ def explains(finding: Finding, protocol: str, kinds: Collection[FailureKind]) ->
             and protocol in EXPLAINS_ONLY_ON.get(finding.id, frozenset({protocol})))
 
 
+def _explains_pushes(finding: Finding, protocol: str,
+                     pushes: Sequence[PushObservation]) -> bool:
+    """Whether ``finding`` explains every failed push of ``protocol``: each one it claims
+    (:data:`PUSH_CLAIMS`), and the kinds of the rest (:func:`explains`)."""
+    failed = [push for push in pushes if not push.ok]
+    claims = PUSH_CLAIMS.get(finding.id)
+    rest = [push for push in failed if claims is None or not claims(push)]
+    if failed and not rest:
+        return protocol in EXPLAINS_ONLY_ON.get(finding.id, frozenset({protocol}))
+    return explains(finding, protocol, {push.error_kind or FailureKind.OTHER for push in rest})
+
+
 def _explaining(protocol: str, pushes: Sequence[PushObservation], findings: Sequence[Finding],
                 clones: Sequence[TransferObservation] = ()) -> str | None:
     """The first ranked culprit whose evidence is failures of every kind these transfers
     of ``protocol`` failed by (:func:`judged_transfers`: an interruption is none), and, of
     a download, that claims every failed clone of them (:data:`CLONE_CLAIMS`)."""
-    kinds = {push.error_kind or FailureKind.OTHER for push in pushes if not push.ok}
     failed = [c for c in clones if c.outcome not in (*MEASURED_OUTCOMES, "interrupted")]
-    return next((f.id for f in findings if explains(f, protocol, kinds)
+    return next((f.id for f in findings if _explains_pushes(f, protocol, pushes)
                  and (f.id not in CLONE_CLAIMS
                       or (bool(failed) and all(map(CLONE_CLAIMS[f.id], failed))))), None)
 

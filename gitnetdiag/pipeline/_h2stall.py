@@ -1,8 +1,10 @@
 """A hung git HTTP/2 push whose client stopped with credit left, derived from the HTTP/2
-frames the probe kept after decrypting its capture (:mod:`gitnetdiag.probe.h2stop`)."""
+frames the probe kept after decrypting its capture, and a failed one whose client sent a
+pack that fails its own trailer, from the probe's check of it (:mod:`gitnetdiag.probe.h2stop`)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -12,13 +14,16 @@ from gitnetdiag.analysis.h2ledger import (
     parse_tshark_fields,
 )
 from gitnetdiag.diagnosis import observations as obs
-from gitnetdiag.errors import GitnetdiagError
+from gitnetdiag.errors import GitnetdiagError, InputError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_text_input
 from gitnetdiag.pipeline._noted import Noted
 from gitnetdiag.rundir.records import PushRecord
 
 ARTIFACT = "http2_frames"
 """The probe's artifact kind for the frames file."""
+PACK_ARTIFACT = "pack_check"
+"""The probe's artifact kind for its check of the packs a push's capture carried."""
+PACK_CHECK_SCHEMA = "gitnetdiag.pack-check/1"
 
 
 def h2_client_stall(run_dir: Path,
@@ -51,3 +56,46 @@ def h2_client_stall(run_dir: Path,
                 connection_credit_left_bytes=stop.connection_credit_left_bytes,
                 idle_s=max(0.0, idle) if idle is not None else None))
     return Noted(value=None, notes=tuple(notes))
+
+
+def h2_spoiled_bodies(run_dir: Path, records: Sequence[PushRecord]
+                      ) -> Noted[tuple[obs.H2SpoiledBody, ...]]:
+    """Every failed push whose client sent a whole pack that fails its own SHA-1 trailer."""
+    notes: list[str] = []
+    found: list[obs.H2SpoiledBody] = []
+    for record in records:
+        name = record.artifacts.get(PACK_ARTIFACT)
+        if not name:
+            continue
+        try:
+            streams = _pack_streams(read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES))
+        except OSError as exc:
+            notes.append(f"{name}: not read ({exc.__class__.__name__})")
+            continue
+        except GitnetdiagError as exc:
+            notes.append(f"{name}: not read ({exc.message})")
+            continue
+        for stream in streams:
+            body, pack, objects = (stream.get(key) for key in ("body_bytes", "pack_bytes",
+                                                               "objects"))
+            if stream.get("trailer_ok") is False and isinstance(pack, int):
+                found.append(obs.H2SpoiledBody(
+                    source=f"{name} stream {stream.get('stream_id')} (decrypted capture)",
+                    push=record.repeat, body_bytes=body if isinstance(body, int) else pack,
+                    pack_bytes=pack, objects=objects if isinstance(objects, int) else None,
+                    built_pack_bytes=record.pack_bytes or None))
+                break
+    return Noted(value=tuple(found), notes=tuple(notes))
+
+
+def _pack_streams(text: str) -> list[dict[str, object]]:
+    """The checks of a ``pack_check`` file; an InputError when it is not one."""
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise InputError(f"not JSON ({exc})", hint="the probe writes this file") from exc
+    streams = data.get("streams") if isinstance(data, dict) else None
+    if (not isinstance(data, dict) or data.get("schema") != PACK_CHECK_SCHEMA
+            or not isinstance(streams, list)):
+        raise InputError(f"not a {PACK_CHECK_SCHEMA} file", hint="the probe writes this file")
+    return [s for s in streams if isinstance(s, dict)]

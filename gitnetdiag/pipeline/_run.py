@@ -31,7 +31,7 @@ from gitnetdiag.errors import GitnetdiagError, InputError, UsageError
 from gitnetdiag.outcomes import UNCLASSIFIED_KINDS, FailureKind
 from gitnetdiag.pipeline._clones import artifact_text, clone_run_diagnosis
 from gitnetdiag.pipeline._connections import analysis_order, burst_result
-from gitnetdiag.pipeline._h2stall import h2_client_stall
+from gitnetdiag.pipeline._h2stall import h2_client_stall, h2_spoiled_bodies
 from gitnetdiag.pipeline._host import load_host_report, load_storage_report
 from gitnetdiag.pipeline._metrics import (
     capture_metrics,
@@ -247,13 +247,17 @@ def _protocol_observation(run_dir: Path, run: ProtocolRun,
         capture_m = gathered.take(tcpinfo_metrics(run_dir, run.protocol, records))
     h2_ledger, ssh_ledger = native_ledgers(run_dir, run.protocol)
     stall = gathered.take(h2_client_stall(run_dir, records)) if run.protocol == "h2" else None
+    spoiled = gathered.take(h2_spoiled_bodies(run_dir, records)) if run.protocol == "h2" else ()
+    spoiled_pushes = {body.push for body in spoiled}
     observation = obs.ProtocolObservation(
-        pushes=tuple(push_result(r) for r in records),
+        pushes=tuple(replace(push_result(r), body_spoiled=r.repeat in spoiled_pushes)
+                     for r in records),
         trace2=gathered.take(trace2_phases(records, run_dir)),
         capture=capture_m,
         h2_ledger=h2_ledger,
         ssh_ledger=ssh_ledger,
         h2_client_stall=stall,
+        h2_spoiled_body=spoiled[0] if spoiled else None,
         flight=flight,
         http_requests=http_exchanges(records),
         body_limit=gathered.take(body_limit(run_dir, run.protocol)),

@@ -44,7 +44,7 @@ from gitnetdiag.probe.packphase import PackPhaseWatch, words_limit
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.servertcp import SampleAhead, ServerSampler, ServerVantage, sample_server
 from gitnetdiag.probe.tcpinfo import SAMPLE_INTERVAL_S, TcpInfoSample, append_samples, sample_ss
-from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
+from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace, request_endings
 from gitnetdiag.proc import kill_group, make_scratch, scratch_removed, start
 from gitnetdiag.rundir.cgroupcpu import CgroupCpuRecord, CpuStatSample
 from gitnetdiag.rundir.records import (
@@ -492,12 +492,8 @@ def _curl_requests(path: Path | None, *, failed: bool
     replace_file(path, text.encode())
     requests = parse_curl_trace(text).requests
     records = []
-    for number, r in enumerate(requests, 1):
-        silence, ending = r.silence_before_close_s, r.ending
-        answered = r.status is not None and r.status >= 300  # an error page ends the request
-        if failed and number == len(requests) and not ending and not answered \
-                and r.silence_before_finish_s:
-            silence, ending = r.silence_before_finish_s, FINISHED_EARLY
+    endings = request_endings(requests, failed=failed, early=FINISHED_EARLY)
+    for r, (silence, ending) in zip(requests, endings, strict=True):
         records.append(HttpRequestRecord(
             method=r.method, path=r.path, status=r.status, server=r.server,
             content_length_bytes=r.content_length_bytes, streamed=r.streamed,

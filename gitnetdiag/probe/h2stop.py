@@ -1,5 +1,8 @@
 """After a hung HTTP/2 push kept with its TLS keys (``probe --full``): decrypt its capture
-and keep its HTTP/2 frames, so the pipeline can tell who stopped the upload.
+and keep its HTTP/2 frames, so the pipeline can tell who stopped the upload; after any
+failed one, check the pack its request body carried against the pack's own SHA-1 trailer
+(:mod:`gitnetdiag.analysis.packbody`), so a body the client's HTTP stack spoiled is not
+blamed on the server that refused it.
 
 A push through an edge with a small HTTP/2 window can hang for good with libcurl 7.88.1:
 the client stops a few KB short of the request body's end, without END_STREAM, while
@@ -10,6 +13,7 @@ here, on the probe's side; the pipeline derives the ledger from the text written
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +21,7 @@ from pathlib import Path
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.rundir.records import PushRecord
 from gitnetdiag.safefile import replace_file
+from gitnetdiag.serial import to_jsonable
 
 STALLED_OUTCOMES = frozenset({"hung", "stalled"})
 """Push outcomes whose capture is worth decrypting."""
@@ -25,6 +30,12 @@ TSHARK_TIMEOUT_S = 60.0
 ARTIFACT = "http2_frames"
 """Artifact kind of the file written: ``<stem>.http2.tsv``, tshark's fields of every
 HTTP/2 frame (:data:`gitnetdiag.analysis.h2ledger.TSHARK_FIELDS`)."""
+FAILED_OUTCOMES = frozenset({"failed", "hung", "stalled"})
+"""Push outcomes whose request body is worth checking (a bounded push is cut on purpose)."""
+PACK_ARTIFACT = "pack_check"
+"""Artifact kind of ``<stem>.packcheck.json``: :data:`PACK_CHECK_SCHEMA`, one check per
+receive-pack POST of the capture (:class:`gitnetdiag.analysis.packbody.PackCheck`)."""
+PACK_CHECK_SCHEMA = "gitnetdiag.pack-check/1"
 
 
 def with_http2_frames(run_dir: Path, protocol: str, record: PushRecord,
@@ -46,3 +57,28 @@ def with_http2_frames(run_dir: Path, protocol: str, record: PushRecord,
     name = Path(record.capture.path).with_suffix(".http2.tsv").name
     replace_file(run_dir / name, text.encode())
     return replace(record, artifacts={**record.artifacts, ARTIFACT: name})
+
+
+def with_pack_check(run_dir: Path, protocol: str, record: PushRecord,
+                    warn: Callable[[str], None]) -> PushRecord:
+    """``record`` with the ``pack_check`` artifact when it is a failed HTTP/2 push with a
+    capture and its TLS keys; unchanged otherwise (and when tshark cannot read it)."""
+    keylog = record.artifacts.get("keylog")
+    if (protocol != "h2" or record.outcome not in FAILED_OUTCOMES or record.capture is None
+            or not keylog or not (run_dir / keylog).is_file()
+            or (run_dir / keylog).stat().st_size == 0):
+        return record
+    from gitnetdiag.tools import tshark
+
+    try:
+        checks = tshark.pack_checks_from_capture(run_dir / record.capture.path,
+                                                 run_dir / keylog, timeout_s=TSHARK_TIMEOUT_S)
+    except GitnetdiagError as exc:
+        warn(f"h2 push {record.repeat}: the pack it sent was not checked ({exc.message})")
+        return record
+    name = Path(record.capture.path).with_suffix(".packcheck.json").name
+    body = {"schema": PACK_CHECK_SCHEMA,
+            "streams": [{"tcp_stream": tcp, "stream_id": sid, **to_jsonable(check)}
+                        for tcp, sid, check in checks]}
+    replace_file(run_dir / name, json.dumps(body, indent=1).encode())
+    return replace(record, artifacts={**record.artifacts, PACK_ARTIFACT: name})

@@ -55,7 +55,12 @@ from gitnetdiag.probe.gitpush import (
 )
 from gitnetdiag.probe.options import ProbeOptions, Reporter
 from gitnetdiag.probe.repo import new_probe_id
-from gitnetdiag.probe.trace2 import last_answer, parse_curl_trace, redact_curl_trace
+from gitnetdiag.probe.trace2 import (
+    last_answer,
+    parse_curl_trace,
+    redact_curl_trace,
+    request_endings,
+)
 from gitnetdiag.proc import received_signal
 from gitnetdiag.redaction import redact_text
 from gitnetdiag.rundir import CaptureResult, PushRecord, redact_url
@@ -323,8 +328,18 @@ class _CurlFacts:
     """The last answered request with its status and Content-Type (:func:`last_answer`)."""
 
 
+FINISHED_EARLY = ("the response ended (curl: connection left intact) before git had its "
+                  "status report")
+"""How a failed push's last request ended when curl saw nothing wrong with it: an HTTP/2
+edge that ends the stream at its timeout (HAProxy's ``timeout server`` during a silent
+hook) leaves curl content and git saying ``unexpected disconnect while reading sideband
+packet``."""
+
+
 def _curl_facts(attempt: _Attempt, run_dir: Path) -> _CurlFacts:
-    """The curl trace, redacted in place, and what it says."""
+    """The curl trace, redacted in place, and what it says (the last request of a failed
+    push ended early as :func:`~gitnetdiag.probe.trace2.request_endings` tells)."""
+    failed = attempt.git_run is None or not attempt.git_run.ok or attempt.interrupted
     curl_path = run_dir / attempt.artifacts.get("curl_trace", "-")
     if not (attempt.protocol.is_http and curl_path.is_file()):
         return _CurlFacts()
@@ -340,8 +355,10 @@ def _curl_facts(attempt: _Attempt, run_dir: Path) -> _CurlFacts:
         requests=tuple(HttpRequestRecord(
             method=r.method, path=r.path, status=r.status, server=r.server,
             content_length_bytes=r.content_length_bytes, streamed=r.streamed,
-            silence_before_close_s=r.silence_before_close_s, ending=r.ending)
-            for r in curl.requests), last_answer=last_answer(curl))
+            silence_before_close_s=silence, ending=ending)
+            for r, (silence, ending) in zip(curl.requests, request_endings(
+                curl.requests, failed=failed, early=FINISHED_EARLY), strict=True)),
+        last_answer=last_answer(curl))
 
 
 def _trace2_phases(attempt: _Attempt, run_dir: Path) -> Trace2Record | None:

@@ -35,7 +35,7 @@ from gitnetdiag.probe.deadpath import (
 from gitnetdiag.probe.firsthop import first_hop
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import FailureKind, Transport
-from gitnetdiag.probe.h2stop import with_http2_frames
+from gitnetdiag.probe.h2stop import with_http2_frames, with_pack_check
 from gitnetdiag.probe.nativesteps import body_step, native_ledgers, sweep_step
 from gitnetdiag.probe.options import NativeSummary, RawSummary, Reporter, SilentReporter
 
@@ -288,6 +288,7 @@ def _run_steps(state: _Run, scratch: Path) -> None:
                 record, interrupted = push_once(state, protocol, repeat, repo_path, oid,
                                                 pack_bytes, leg)
             record = with_http2_frames(state.run_dir, protocol.value, record, state.warn)
+            record = with_pack_check(state.run_dir, protocol.value, record, state.warn)
             _append_push(state, protocol, record)
             _look_for_black_hole(state, protocol, record)
             state.save()

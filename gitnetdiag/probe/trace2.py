@@ -9,7 +9,7 @@ as it records the push, the analysis again from the file).
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -113,6 +113,24 @@ UPLOAD_DONE = ("we are completely uploaded and fine", "upload completely sent of
 first from its transfer loop (7.x to 8.6 at least; 7.88.1 logs it on HTTP/1.1 and HTTP/2),
 the second where the body went out with the headers or, in older and newer releases, in
 its place. A body without a ``Content-Length`` gets neither."""
+
+
+def request_endings(requests: Sequence[CurlRequest], *, failed: bool, early: str
+                    ) -> list[tuple[float | None, str]]:
+    """(silence before the close, curl's words for the ending) of each request. Of a
+    ``failed`` transfer, the last request that curl saw end well after a silence, with a 2xx
+    (or no) status, ended by the server side after that silence, in the words ``early``:
+    an HTTP/2 edge that ends the stream at its timeout leaves curl content and git short
+    of its pack or its status report."""
+    endings = []
+    for number, r in enumerate(requests, 1):
+        silence, ending = r.silence_before_close_s, r.ending
+        answered = r.status is not None and r.status >= 300  # an error page ends the request
+        if failed and number == len(requests) and not ending and not answered \
+                and r.silence_before_finish_s:
+            silence, ending = r.silence_before_finish_s, early
+        endings.append((silence, ending))
+    return endings
 
 
 @dataclass(frozen=True, kw_only=True)

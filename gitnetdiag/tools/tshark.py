@@ -11,6 +11,7 @@ error mapping (docs/architecture.md, "Why no pyshark").
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,6 +21,13 @@ from gitnetdiag.analysis.h2ledger import (
     H2WireLedger,
     h2_ledgers_from_rows,
     parse_tshark_fields,
+)
+from gitnetdiag.analysis.packbody import (
+    STREAM_FIELDS,
+    PackCheck,
+    check_pack,
+    client_body,
+    receive_pack_streams,
 )
 from gitnetdiag.errors import CaptureFormatError, InputError
 from gitnetdiag.inputfile import unusable_reason
@@ -93,3 +101,42 @@ def h2_ledgers_from_capture(
     """Decrypt ``pcap`` (with ``keylog``, or secrets embedded in a pcapng) and build ledgers."""
     text = http2_fields(pcap, keylog, timeout_s=timeout_s)
     return h2_ledgers_from_rows(parse_tshark_fields(text))
+
+
+def receive_pack_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
+    """The tshark command line that prints, per packet with a request HEADERS frame, the
+    fields :func:`gitnetdiag.analysis.packbody.receive_pack_streams` reads."""
+    argv = [tshark, "-n", "-r", str(pcap)]
+    if keylog is not None:
+        argv += ["-o", f"tls.keylog_file:{keylog}"]
+    argv += ["-Y", "http2.headers.method", "-T", "fields", "-E", "separator=/t",
+             "-E", "occurrence=a", "-E", "aggregator=|"]
+    for name in STREAM_FIELDS:
+        argv += ["-e", name]
+    return argv
+
+
+def pack_checks_from_capture(pcap: Path, keylog: Path | None, *,
+                             timeout_s: float = 60.0) -> list[tuple[int, int, PackCheck]]:
+    """(TCP stream, HTTP/2 stream, check) of the pack in every receive-pack POST of
+    ``pcap``, each body followed by tshark (``-z follow,http2,raw``) within ``timeout_s``
+    in all."""
+    deadline = time.monotonic() + timeout_s
+    streams = receive_pack_streams(_fields(pcap, keylog, receive_pack_argv,
+                                           timeout_s=timeout_s))
+    checks = []
+    for tcp, stream in streams:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            break
+
+        def follow(tshark: str, path: Path, keys: Path | None, tcp: int = tcp,
+                   stream: int = stream) -> list[str]:
+            argv = [tshark, "-n", "-r", str(path)]
+            if keys is not None:
+                argv += ["-o", f"tls.keylog_file:{keys}"]
+            return [*argv, "-q", "-z", f"follow,http2,raw,{tcp},{stream}"]
+
+        text = _fields(pcap, keylog, follow, timeout_s=left)
+        checks.append((tcp, stream, check_pack(client_body(text))))
+    return checks

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace
+from gitnetdiag.probe.trace2 import parse_curl_trace, redact_curl_trace, request_endings
 from gitnetdiag.rundir.trace2 import push_phases
 
 DATA = Path(__file__).parent / "data"
@@ -151,6 +151,23 @@ def test_a_failed_clone_records_the_http2_end_after_silence_as_the_server_sides(
     (*_, gateway) = _curl_requests(answered, failed=True)
     assert gateway.status == 504 and gateway.ending == ""  # the 504 page was the whole answer
     assert gateway.silence_before_status_s == pytest.approx(3.05, abs=0.02)
+
+
+def test_a_failed_push_records_the_http2_end_after_silence_as_the_server_sides() -> None:
+    """edge-idle-timeout over HTTP/2 (recorded in the lab): HAProxy ends the pack POST's
+    stream 5.0 s after its 200 headers, while the hook works in silence; curl leaves the
+    connection intact and git says 'unexpected disconnect while reading sideband packet'.
+    The push's record says the server side ended it after 5.0 s; a push that passed not."""
+    from gitnetdiag.probe.pushonce import FINISHED_EARLY
+
+    requests = parse_curl_trace((DATA / "push-edge-timeout-h2.curl.txt").read_text()).requests
+    assert [(r.method, r.status, r.ending) for r in requests] == [
+        ("GET", 200, ""), ("POST", 200, ""), ("POST", 200, "")]
+    failed = request_endings(requests, failed=True, early=FINISHED_EARLY)
+    assert failed[:2] == [(None, ""), (None, "")]
+    silence, ending = failed[-1]
+    assert ending == FINISHED_EARLY and silence == pytest.approx(5.0, abs=0.02)
+    assert request_endings(requests, failed=False, early=FINISHED_EARLY)[-1] == (None, "")
 
 
 LOGIN_WALL = """\

@@ -5,7 +5,7 @@ pushes, connection bursts and trace2 phases."""
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
@@ -29,6 +29,7 @@ from gitnetdiag.diagnosis.observations import (
     ConfigFinding,
     Observations,
     ProtocolObservation,
+    PushObservation,
 )
 from gitnetdiag.diagnosis.transfers import Direction, TransferObservation
 from gitnetdiag.outcomes import FailureKind
@@ -291,16 +292,23 @@ def failure_cost_s(obs: Observations, name: str,
     """Expected seconds lost per push to failures of ``kinds``: share x (time lost + redo)."""
     p = obs.protocols[name]
     failed = [push for push in failed_pushes(p) if (push.error_kind or "other") in kinds]
+    return lost_pushes_cost_s(obs, name, failed), len(failed), len(p.pushes)
+
+
+def lost_pushes_cost_s(obs: Observations, name: str, failed: Sequence[PushObservation]
+                       ) -> float:
+    """Expected seconds lost per push of ``name`` to the ``failed`` ones among them."""
+    p = obs.protocols[name]
     if not p.pushes or not failed:
-        return 0.0, 0, len(p.pushes)
+        return 0.0
     redo = push_duration_s(p)
     if redo is None:
         durations = [d for d in (push_duration_s(o) for o in obs.protocols.values()) if d]
         redo = min(durations) if durations else 0.0
     # As with burst connections: whoever retries waits at least one initial RTO,
     # however fast the refusal came.
-    lost = sum(max(push.duration_s, SYN_RTO_S) + redo for push in failed)
-    return lost / len(p.pushes), len(failed), len(p.pushes)
+    lost: float = sum(max(push.duration_s, SYN_RTO_S) + redo for push in failed)
+    return lost / len(p.pushes)
 
 
 def burst_cost_s(burst: BurstResult, rtt: float | None, *, syn: bool = True) -> float:

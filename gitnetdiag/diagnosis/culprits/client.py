@@ -14,6 +14,7 @@ from gitnetdiag.diagnosis.culprits._common import (
     above_zero,
     failure_cost_s,
     label,
+    lost_pushes_cost_s,
     phase_evidence,
     phase_values,
     term,
@@ -189,12 +190,68 @@ def _bug_hit(obs: Observations, bug: KnownBug, version: str) -> Hit | None:
         compares=(bug.protocol, other[0]) if slow and other is not None else None)
 
 
+def _spoiled_body(obs: Observations) -> Hit | None:
+    """Failed HTTP/2 pushes whose decrypted request body ended with a pack that fails its
+    own SHA-1 trailer: git's HTTP stack changed what git wrote (the server and any edge
+    only refused what they were sent)."""
+    p = obs.protocols.get("h2")
+    body = p.h2_spoiled_body if p is not None else None
+    if p is None or body is None:
+        return None
+    spoiled = [push for push in p.pushes if push.body_spoiled]
+    if not spoiled:
+        return None
+    cost = lost_pushes_cost_s(obs, "h2", spoiled)
+    version = obs.run.libcurl_version
+    client = f"libcurl {version}" if version else "the client's HTTP stack"
+    evidence = [
+        above_zero("HTTP/2 pushes failed with a pack not git's", len(spoiled),
+                   "pushes: " + (spoiled[0].error_message or str(spoiled[0].error_kind)),
+                   of=len(p.pushes)),
+        Evidence(what=f"HTTP/2 push {body.push}: request body sent whole (END_STREAM)",
+                 value=body.body_bytes, unit="B", source=body.source),
+        Evidence(what=f"HTTP/2 push {body.push}: pack in it, its SHA-1 trailer wrong",
+                 value=body.pack_bytes, unit="B",
+                 basis="git ends a pack with the SHA-1 of every byte before it "
+                 "(gitformat-pack(5)); it is computed over what git wrote",
+                 source=body.source),
+    ]
+    extra = body.pack_bytes - body.built_pack_bytes if body.built_pack_bytes else None
+    if extra:
+        evidence.append(Evidence(
+            what=f"HTTP/2 push {body.push}: pack sent minus the pack built", value=extra,
+            unit="B", basis=f"the probe built {body.built_pack_bytes} B from the same objects",
+            source=body.source))
+    if version:
+        evidence.append(Evidence(what="libcurl version", text=version, source="run metadata"))
+    return Hit(
+        score=weight("client-http-stack", "spoiled-body"),
+        cost_s=cost,
+        cost_protocol="h2",
+        summary=(
+            f"{len(spoiled)} of {len(p.pushes)} HTTP/2 pushes failed with a request body "
+            f"that is not the pack git built: in push {body.push}'s, decrypted, {client} sent "
+            f"{body.body_bytes} B whose pack ({body.pack_bytes} B) fails its own SHA-1 "
+            "trailer. The server could not read it, so it (and any edge before it) refused "
+            "the push: the failure is the client's, not theirs."
+        ),
+        evidence=tuple(evidence),
+        fix=(
+            "Upgrade libcurl (git uses the system libcurl; this lab's 7.88.1 was seen "
+            "sending one 65,535 B window of a body twice under CPU load, docs/lab.md); "
+            "meanwhile `git config http.version HTTP/1.1` avoids the HTTP/2 path. Retrying "
+            "the push usually works: the bytes change only now and then."
+        ),
+    )
+
+
 def client_http_stack(obs: Observations) -> Hit | None:
-    """A client stack seen stalling with credit (an upload), else a release with a known bug
-    in the direction measured (``obs.run.transfer``) whose protocol was measured."""
-    seen = _stopped_with_credit(obs)
-    if seen is not None:
-        return seen
+    """A client stack seen spoiling a request body or stalling with credit (an upload),
+    else a release with a known bug in the direction measured (``obs.run.transfer``) whose
+    protocol was measured."""
+    for seen in (_spoiled_body(obs), _stopped_with_credit(obs)):
+        if seen is not None:
+            return seen
     for bug in bugs_for(obs.run.transfer):
         version = _version(obs, bug.component)
         if version is None or version not in bug.versions:

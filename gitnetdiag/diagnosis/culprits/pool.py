@@ -206,7 +206,10 @@ def edge_backend_errors(obs: Observations) -> Hit | None:
     members: set[str] = set()
     noun = "clones" if obs.run.transfer == "download" else "pushes"
     for name, p in observed(obs, HTTPS_PROTOCOLS):
-        mixed = mixed_kinds(p.http_requests) or across_requesters(obs, name)
+        # git's POST refused where the tool's passed proves nothing of the pool when the
+        # body git's HTTP stack sent was not git's pack (client-http-stack's evidence).
+        mixed = mixed_kinds(p.http_requests) or (
+            [] if p.h2_spoiled_body is not None else across_requesters(obs, name))
         if not mixed:
             continue
         evidence += _evidence(name, mixed, noun)

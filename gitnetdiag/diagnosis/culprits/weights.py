@@ -195,6 +195,7 @@ WEIGHTS: dict[str, dict[str, float]] = {
         "slow-pack-objects": 0.6,  # pack-objects took SLOW_PHASE_S and a share of the push
     },
     "client-http-stack": {
+        "spoiled-body": 0.85,  # a failed push's body held a pack that fails its trailer
         "stall-with-credit": 0.8,  # a hung push's frames show credit left
         "bug-failed": 0.75,  # a known-bad version, and its pushes failed
         "bug-slow": 0.45,  # a known-bad version, and its pushes were slow
