@@ -10,8 +10,6 @@ EOF`` and the edge answered 502, while the tool's own native POST passed, which 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 from dataclasses import replace
 from pathlib import Path
 
@@ -28,26 +26,12 @@ from gitnetdiag.pipeline._h2stall import h2_spoiled_bodies
 from gitnetdiag.rundir.records import PushRecord
 from gitnetdiag.tools import tshark
 from tests.diagnosis.culprits.test_nobackend import _failed, _redirecting_pool
+from tests.h2packs import random_pack
 
 RECORDED = Path(__file__).parent / "analysis" / "data" / "h2_small_window_push.pcapng"
 """A git HTTP/2 push through the lab's 64 KiB edge window, its TLS secrets embedded."""
 WINDOW = 65_535
 COMMAND = b"0" * 40 + b" " + b"1" * 40 + b" refs/heads/gitnetdiag/probe-x\0 report-status"
-
-
-def _pack(tmp_path: Path) -> bytes:
-    repo = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "blob").write_bytes(os.urandom(300_000))
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", "-C", str(repo), "add", "blob"], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "c"], check=True, env=env)
-    objects = subprocess.run(["git", "-C", str(repo), "rev-list", "--objects", "HEAD"],
-                             capture_output=True, check=True).stdout
-    return subprocess.run(["git", "-C", str(repo), "pack-objects", "--stdout", "-q"],
-                          input=b"\n".join(line.split(b" ")[0] for line in objects.splitlines()),
-                          capture_output=True, check=True).stdout
 
 
 def _follow_text(body: bytes, *, end: bool = True, frame_bytes: int = 16_384) -> str:
@@ -75,7 +59,7 @@ def _body(pack: bytes) -> bytes:
 
 
 def test_the_pack_git_built_passes_and_one_window_sent_twice_does_not(tmp_path: Path) -> None:
-    pack = _pack(tmp_path)
+    pack = random_pack(tmp_path)
     whole = check_pack(client_body(_follow_text(_body(pack))))
     assert (whole.pack_bytes, whole.objects, whole.ended) == (len(pack), 3, True)
     assert whole.trailer_ok is True and not whole.spoiled

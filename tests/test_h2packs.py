@@ -4,37 +4,21 @@ load) does not, and the pack is found after the pkt-line commands."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
+from gitnetdiag.analysis.packbody import pack_of
 from tests import h2packs
 
 WINDOW = 65535
 
 
-def _pack(tmp_path: Path) -> bytes:
-    repo = tmp_path / "repo"
-    subprocess.run(["git", "init", "-q", str(repo)], check=True)
-    (repo / "blob").write_bytes(os.urandom(300_000))
-    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t",
-           "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
-    subprocess.run(["git", "-C", str(repo), "add", "blob"], check=True)
-    subprocess.run(["git", "-C", str(repo), "commit", "-qm", "c"], check=True, env=env)
-    objects = subprocess.run(["git", "-C", str(repo), "rev-list", "--objects", "HEAD"],
-                             capture_output=True, check=True).stdout
-    return subprocess.run(["git", "-C", str(repo), "pack-objects", "--stdout", "-q"],
-                          input=b"\n".join(line.split(b" ")[0] for line in objects.splitlines()),
-                          capture_output=True, check=True).stdout
-
-
 def test_a_pack_with_one_window_sent_twice_is_rejected_and_the_real_one_taken(
         tmp_path: Path) -> None:
-    pack = _pack(tmp_path)
+    pack = h2packs.random_pack(tmp_path)
     command = b"0" * 40 + b" " + b"1" * 40 + b" refs/heads/x\0 report-status"
     body = b"%04x" % (len(command) + 4) + command + b"0000" + pack
-    assert h2packs._pack_of(body) == pack
-    assert h2packs._pack_of(b"%04x" % (len(command) + 4) + command + b"0000") is None
+    assert pack_of(body) == pack
+    assert pack_of(b"%04x" % (len(command) + 4) + command + b"0000") is None
     assert h2packs.pack_error(pack) is None
     spoiled = pack[:2 * WINDOW] + pack[WINDOW:2 * WINDOW] + pack[2 * WINDOW:]
     error = h2packs.pack_error(spoiled)

@@ -101,6 +101,12 @@ def client_body(follow_text: str) -> RequestBody:
     return RequestBody(data=bytes(data), ended=ended, frames=frames)
 
 
+def pack_of(body: bytes) -> bytes | None:
+    """The pack after a receive-pack request's commands, None when none follows them."""
+    start = _pack_offset(body)
+    return body[start:] if start is not None else None
+
+
 def _pack_offset(body: bytes) -> int | None:
     """Where the pack starts: after the pkt-line commands and their flush-pkt."""
     at = 0

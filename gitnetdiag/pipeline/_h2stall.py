@@ -5,8 +5,9 @@ pack that fails its own trailer, from the probe's check of it (:mod:`gitnetdiag.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TypeVar
 
 from gitnetdiag.analysis.h2ledger import (
     client_stopped_with_credit,
@@ -24,6 +25,7 @@ ARTIFACT = "http2_frames"
 PACK_ARTIFACT = "pack_check"
 """The probe's artifact kind for its check of the packs a push's capture carried."""
 PACK_CHECK_SCHEMA = "gitnetdiag.pack-check/1"
+T = TypeVar("T")
 
 
 def h2_client_stall(run_dir: Path,
@@ -34,14 +36,10 @@ def h2_client_stall(run_dir: Path,
         name = record.artifacts.get(ARTIFACT)
         if not name:
             continue
-        try:
-            text = read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES)
-            ledgers = h2_ledgers_from_rows(parse_tshark_fields(text))
-        except OSError as exc:
-            notes.append(f"{name}: not read ({exc.__class__.__name__})")
-            continue
-        except GitnetdiagError as exc:
-            notes.append(f"{name}: not read ({exc.message})")
+        read = _read(run_dir, name, lambda text: h2_ledgers_from_rows(parse_tshark_fields(text)))
+        notes += read.notes
+        ledgers = read.value
+        if ledgers is None:
             continue
         for ledger in sorted(ledgers, key=lambda g: -g.data_bytes_to_server):
             stop = client_stopped_with_credit(ledger)
@@ -67,13 +65,10 @@ def h2_spoiled_bodies(run_dir: Path, records: Sequence[PushRecord]
         name = record.artifacts.get(PACK_ARTIFACT)
         if not name:
             continue
-        try:
-            streams = _pack_streams(read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES))
-        except OSError as exc:
-            notes.append(f"{name}: not read ({exc.__class__.__name__})")
-            continue
-        except GitnetdiagError as exc:
-            notes.append(f"{name}: not read ({exc.message})")
+        loaded = _read(run_dir, name, _pack_streams)
+        notes += loaded.notes
+        streams = loaded.value
+        if streams is None:
             continue
         for stream in streams:
             body, pack, objects = (stream.get(key) for key in ("body_bytes", "pack_bytes",
@@ -99,3 +94,14 @@ def _pack_streams(text: str) -> list[dict[str, object]]:
             or not isinstance(streams, list)):
         raise InputError(f"not a {PACK_CHECK_SCHEMA} file", hint="the probe writes this file")
     return [s for s in streams if isinstance(s, dict)]
+
+
+def _read(run_dir: Path, name: str, parse: Callable[[str], T]) -> Noted[T | None]:
+    """``parse`` of the run directory's file ``name``; None, with a note, when it is
+    unreadable or not what ``parse`` expects."""
+    try:
+        return Noted(value=parse(read_text_input(run_dir / name, max_bytes=MAX_JSON_BYTES)))
+    except OSError as exc:
+        return Noted(value=None, notes=(f"{name}: not read ({exc.__class__.__name__})",))
+    except GitnetdiagError as exc:
+        return Noted(value=None, notes=(f"{name}: not read ({exc.message})",))

@@ -25,6 +25,7 @@ from gitnetdiag.analysis.h2ledger import (
 from gitnetdiag.analysis.packbody import (
     STREAM_FIELDS,
     PackCheck,
+    RequestBody,
     check_pack,
     client_body,
     receive_pack_streams,
@@ -121,10 +122,18 @@ def pack_checks_from_capture(pcap: Path, keylog: Path | None, *,
     """(TCP stream, HTTP/2 stream, check) of the pack in every receive-pack POST of
     ``pcap``, each body followed by tshark (``-z follow,http2,raw``) within ``timeout_s``
     in all."""
+    return [(tcp, stream, check_pack(body))
+            for tcp, stream, body in receive_pack_bodies(pcap, keylog, timeout_s=timeout_s)]
+
+
+def receive_pack_bodies(pcap: Path, keylog: Path | None, *,
+                        timeout_s: float = 60.0) -> list[tuple[int, int, RequestBody]]:
+    """(TCP stream, HTTP/2 stream, the client's DATA) of every receive-pack POST of
+    ``pcap``, within ``timeout_s`` in all (the streams not reached by then are left out)."""
     deadline = time.monotonic() + timeout_s
     streams = receive_pack_streams(_fields(pcap, keylog, receive_pack_argv,
                                            timeout_s=timeout_s))
-    checks = []
+    bodies = []
     for tcp, stream in streams:
         left = deadline - time.monotonic()
         if left <= 0:
@@ -137,6 +146,5 @@ def pack_checks_from_capture(pcap: Path, keylog: Path | None, *,
                 argv += ["-o", f"tls.keylog_file:{keys}"]
             return [*argv, "-q", "-z", f"follow,http2,raw,{tcp},{stream}"]
 
-        text = _fields(pcap, keylog, follow, timeout_s=left)
-        checks.append((tcp, stream, check_pack(client_body(text))))
-    return checks
+        bodies.append((tcp, stream, client_body(_fields(pcap, keylog, follow, timeout_s=left))))
+    return bodies
