@@ -126,7 +126,12 @@ def test_describe_says_what_was_seen_and_what_it_may_be() -> None:
                      git_line="error: RPC failed; HTTP 502 curl 22 The requested URL returned "
                      "error: 502")
     assert twice.ids == ("http-502", "h2-cancel")  # each entry once, where it first came
-    assert twice.culprits == ("edge-backend-errors", "edge-no-backend")
+    # a push's 502 may also be a pack the client's stack spoiled (listed last, the rarest)
+    assert twice.culprits == ("edge-backend-errors", "edge-no-backend", "client-http-stack")
+    download = describe(operation="HTTP/2 clone", status=502, h2_code=8, direction="download",
+                        git_line="error: RPC failed; HTTP 502 curl 22 The requested URL "
+                        "returned error: 502")
+    assert "client-http-stack" not in download.culprits, "a clone sends no pack"
     closed = describe(operation="HTTP/1.1 push", request="POST git-receive-pack", status=200,
                       tcp=TcpEnding(side="server", silence_s=3.2, ending="fin"),
                       h2_code="NO_ERROR")
