@@ -10,6 +10,7 @@ EOF`` and the edge answered 502, while the tool's own native POST passed, which 
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import replace
 from pathlib import Path
 
@@ -174,3 +175,31 @@ def test_only_the_spoiled_pushes_are_claimed(spoiled_pushes: int) -> None:
     assert top.id == "client-http-stack", result.findings
     assert top.summary.startswith(f"{spoiled_pushes} of 3 HTTP/2 pushes failed with a "
                                   "request body that is not the pack git built"), top.summary
+
+
+def test_the_probe_checks_a_failed_http2_pushs_pack_within_its_bound(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed HTTP/2 push kept with its keys gets ``h2-1.packcheck.json`` (the recorded
+    push: its pack whole and git's); an ok push, an SSH push and a capture above the bound
+    are left as they are, the last with a warning."""
+    from gitnetdiag.probe import h2stop
+    from gitnetdiag.rundir.records import CaptureResult
+
+    shutil.copy(RECORDED, tmp_path / "h2-1.pcapng")
+    (tmp_path / "h2-1.keylog").write_text("# the secrets are in the capture\n")
+    record = replace(_record(1, None), capture=CaptureResult(
+        path="h2-1.pcapng", filter="", snaplen=0, packets_captured=None, packets_dropped=0),
+        artifacts={"keylog": "h2-1.keylog"})
+    warnings: list[str] = []
+    checked = h2stop.with_pack_check(tmp_path, "h2", record, warnings.append)
+    assert checked.artifacts["pack_check"] == "h2-1.packcheck.json" and warnings == []
+    streams = json.loads((tmp_path / "h2-1.packcheck.json").read_text())["streams"]
+    assert [(s["stream_id"], s["trailer_ok"], s["pack_bytes"]) for s in streams] == [
+        (3, True, 100_367), (3, None, None)]
+    assert h2_spoiled_bodies(tmp_path, [checked]).value == ()
+    assert h2stop.with_pack_check(tmp_path, "ssh", record, warnings.append) is record
+    assert h2stop.with_pack_check(tmp_path, "h2", replace(record, outcome="ok"),
+                                  warnings.append).outcome == "ok"
+    monkeypatch.setattr(h2stop, "PACK_CHECK_MAX_CAPTURE_BYTES", 100_000)
+    assert h2stop.with_pack_check(tmp_path, "h2", record, warnings.append) is record
+    assert len(warnings) == 1 and "above the 100000 B bound" in warnings[0], warnings
