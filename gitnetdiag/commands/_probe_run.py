@@ -490,21 +490,36 @@ def _push(options: ProbeOptions, lab_state: LabState | None, progress: Progress,
         taken: Future[bool] | None = (
             steps.submit(_lab_host_report, lab_state, before, None, console)
             if lab_state is not None and snapshot is None else None)
+        warmed: list[Future[None]] = []
+
+        def before_pushes() -> None:
+            """The snapshot awaited; then the report's plotting library loads on the same
+            worker beside the pushes: this process's CPU, nothing on the path (issue 47)."""
+            if taken is not None:
+                taken.result()
+            if warm_plots:
+                warmed.append(steps.submit(_warm_plots))
+
         with progress:
             outcome = run_probe(options, RichReporter(progress, console),
-                                before_pushes=taken.result if taken else None,
+                                before_pushes=before_pushes,
                                 native_summary=NativeProgress(), prepared=prepared)
+        for loading in warmed:
+            loading.result()
         if (snapshot is not None or (taken is not None and taken.result())) \
                 and lab_state is not None:
-            after = steps.submit(_lab_evidence_after, lab_state, outcome.run_dir, before,
-                                 console)
-            if warm_plots:  # the HTML report's plotting library loads meanwhile
-                with step("pipeline and plotting library (beside the host evidence)"):
-                    from gitnetdiag.report.plots import warm_up
-
-                    warm_up()
-            after.result()
+            steps.submit(_lab_evidence_after, lab_state, outcome.run_dir, before,
+                         console).result()
     return outcome
+
+
+def _warm_plots() -> None:
+    """The pipeline and the HTML report's plotting library, loaded while git pushes."""
+    with step("pipeline and plotting library (beside the pushes)"):
+        import gitnetdiag.pipeline  # noqa: F401
+        from gitnetdiag.report.plots import warm_up
+
+        warm_up()
 
 
 def _print_summary(outcome: ProbeOutcome, json_out: Path | None, console: Console, *,
