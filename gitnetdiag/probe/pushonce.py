@@ -357,7 +357,8 @@ def _curl_facts(attempt: _Attempt, run_dir: Path) -> _CurlFacts:
             content_length_bytes=r.content_length_bytes, streamed=r.streamed,
             silence_before_close_s=silence, ending=ending)
             for r, (silence, ending) in zip(curl.requests, request_endings(
-                curl.requests, failed=failed, early=FINISHED_EARLY), strict=True)),
+                curl.requests, failed=failed, early=FINISHED_EARLY, headers_first=True),
+                strict=True)),
         last_answer=last_answer(curl))
 
 

@@ -115,18 +115,21 @@ the second where the body went out with the headers or, in older and newer relea
 its place. A body without a ``Content-Length`` gets neither."""
 
 
-def request_endings(requests: Sequence[CurlRequest], *, failed: bool, early: str
-                    ) -> list[tuple[float | None, str]]:
+def request_endings(requests: Sequence[CurlRequest], *, failed: bool, early: str,
+                    headers_first: bool = False) -> list[tuple[float | None, str]]:
     """(silence before the close, curl's words for the ending) of each request. Of a
     ``failed`` transfer, the last request that curl saw end well after a silence, with a 2xx
     (or no) status, ended by the server side after that silence, in the words ``early``:
     an HTTP/2 edge that ends the stream at its timeout leaves curl content and git short
-    of its pack or its status report."""
+    of its pack or its status report. ``headers_first``: only after a 2xx status (a push's
+    pack POST answered 200 before the silence; a request never answered may be the
+    client's own stop, libcurl ending an HTTP/2 upload with no reply)."""
     endings = []
     for number, r in enumerate(requests, 1):
         silence, ending = r.silence_before_close_s, r.ending
         answered = r.status is not None and r.status >= 300  # an error page ends the request
         if failed and number == len(requests) and not ending and not answered \
+                and (r.status is not None or not headers_first) \
                 and r.silence_before_finish_s:
             silence, ending = r.silence_before_finish_s, early
         endings.append((silence, ending))

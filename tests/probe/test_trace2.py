@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -168,6 +169,13 @@ def test_a_failed_push_records_the_http2_end_after_silence_as_the_server_sides()
     silence, ending = failed[-1]
     assert ending == FINISHED_EARLY and silence == pytest.approx(5.0, abs=0.02)
     assert request_endings(requests, failed=False, early=FINISHED_EARLY)[-1] == (None, "")
+    pushed = request_endings(requests, failed=True, early=FINISHED_EARLY, headers_first=True)
+    assert pushed[-1][1] == FINISHED_EARLY, "the 200 came before the silence"
+    unanswered = [*requests[:-1], replace(requests[-1], status=None)]
+    assert request_endings(unanswered, failed=True, early=FINISHED_EARLY,
+                           headers_first=True)[-1] == (None, ""), "no answer: not the edge's"
+    assert request_endings(unanswered, failed=True, early=FINISHED_EARLY)[-1][1] == (
+        FINISHED_EARLY), "a clone's request keeps the rule without a status"
 
 
 LOGIN_WALL = """\
