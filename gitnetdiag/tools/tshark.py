@@ -35,11 +35,18 @@ from gitnetdiag.inputfile import unusable_reason
 from gitnetdiag.proc import require_program, run
 
 
-def tshark_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
-    """The tshark command line that prints :data:`TSHARK_FIELDS` for every HTTP/2 frame."""
+def _reading(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
+    """The start of every tshark command line here: read ``pcap``, no name resolution,
+    TLS decrypted with ``keylog`` when given."""
     argv = [tshark, "-n", "-r", str(pcap)]
     if keylog is not None:
         argv += ["-o", f"tls.keylog_file:{keylog}"]
+    return argv
+
+
+def tshark_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
+    """The tshark command line that prints :data:`TSHARK_FIELDS` for every HTTP/2 frame."""
+    argv = _reading(tshark, pcap, keylog)
     argv += ["-Y", "http2", "-T", "fields", "-E", "separator=/t", "-E", "occurrence=a"]
     argv += ["-E", "aggregator=,"]
     for name in TSHARK_FIELDS:
@@ -50,9 +57,7 @@ def tshark_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
 def http1_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
     """The tshark command line that prints :data:`H1_TSHARK_FIELDS` for every HTTP/1.1
     response head (body reassembly off: a response cut short is dissected too)."""
-    argv = [tshark, "-n", "-r", str(pcap)]
-    if keylog is not None:
-        argv += ["-o", f"tls.keylog_file:{keylog}"]
+    argv = _reading(tshark, pcap, keylog)
     argv += ["-o", "http.desegment_body:FALSE", "-Y", "http.response", "-T", "fields",
              "-E", "separator=/t", "-E", "occurrence=f"]
     for name in H1_TSHARK_FIELDS:
@@ -107,9 +112,7 @@ def h2_ledgers_from_capture(
 def receive_pack_argv(tshark: str, pcap: Path, keylog: Path | None) -> list[str]:
     """The tshark command line that prints, per packet with a request HEADERS frame, the
     fields :func:`gitnetdiag.analysis.packbody.receive_pack_streams` reads."""
-    argv = [tshark, "-n", "-r", str(pcap)]
-    if keylog is not None:
-        argv += ["-o", f"tls.keylog_file:{keylog}"]
+    argv = _reading(tshark, pcap, keylog)
     argv += ["-Y", "http2.headers.method", "-T", "fields", "-E", "separator=/t",
              "-E", "occurrence=a", "-E", "aggregator=|"]
     for name in STREAM_FIELDS:
@@ -141,10 +144,8 @@ def receive_pack_bodies(pcap: Path, keylog: Path | None, *,
 
         def follow(tshark: str, path: Path, keys: Path | None, tcp: int = tcp,
                    stream: int = stream) -> list[str]:
-            argv = [tshark, "-n", "-r", str(path)]
-            if keys is not None:
-                argv += ["-o", f"tls.keylog_file:{keys}"]
-            return [*argv, "-q", "-z", f"follow,http2,raw,{tcp},{stream}"]
+            return [*_reading(tshark, path, keys), "-q", "-z",
+                    f"follow,http2,raw,{tcp},{stream}"]
 
         bodies.append((tcp, stream, client_body(_fields(pcap, keylog, follow, timeout_s=left))))
     return bodies
