@@ -21,6 +21,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 
+PACK_CHECK_SCHEMA = "gitnetdiag.pack-check/1"
+"""Schema of the probe's ``<stem>.packcheck.json``: one :class:`PackCheck` per receive-pack
+POST of a push's capture, with its TCP and HTTP/2 stream."""
 TRAILER_BYTES = 20
 """The SHA-1 trailer of a pack."""
 PACK_HEADER_BYTES = 12

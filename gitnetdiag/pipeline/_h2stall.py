@@ -14,6 +14,7 @@ from gitnetdiag.analysis.h2ledger import (
     h2_ledgers_from_rows,
     parse_tshark_fields,
 )
+from gitnetdiag.analysis.packbody import PACK_CHECK_SCHEMA
 from gitnetdiag.diagnosis import observations as obs
 from gitnetdiag.errors import GitnetdiagError, InputError
 from gitnetdiag.inputfile import MAX_JSON_BYTES, read_text_input
@@ -24,7 +25,6 @@ ARTIFACT = "http2_frames"
 """The probe's artifact kind for the frames file."""
 PACK_ARTIFACT = "pack_check"
 """The probe's artifact kind for its check of the packs a push's capture carried."""
-PACK_CHECK_SCHEMA = "gitnetdiag.pack-check/1"
 T = TypeVar("T")
 
 

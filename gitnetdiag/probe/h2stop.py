@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
+from gitnetdiag.analysis.packbody import PACK_CHECK_SCHEMA
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.rundir.records import PushRecord
 from gitnetdiag.safefile import replace_file
@@ -35,7 +36,6 @@ FAILED_OUTCOMES = frozenset({"failed", "hung", "stalled"})
 PACK_ARTIFACT = "pack_check"
 """Artifact kind of ``<stem>.packcheck.json``: :data:`PACK_CHECK_SCHEMA`, one check per
 receive-pack POST of the capture (:class:`gitnetdiag.analysis.packbody.PackCheck`)."""
-PACK_CHECK_SCHEMA = "gitnetdiag.pack-check/1"
 PACK_CHECK_MAX_CAPTURE_BYTES = 64 * 1024 * 1024
 """Captures above this are not followed for the check: tshark decrypts about 4 MB a second
 here (a 3.6 MB capture in 0.8 s, 2026-12-04) and its text of a body is twice the body."""
