@@ -232,15 +232,16 @@ def _spoiled_body(obs: Observations) -> Hit | None:
             f"{len(spoiled)} of {len(p.pushes)} HTTP/2 pushes failed with a request body "
             f"that is not the pack git built: in push {body.push}'s, decrypted, {client} sent "
             f"{body.body_bytes} B whose pack ({body.pack_bytes} B) fails its own SHA-1 "
-            "trailer. The server could not read it, so it (and any edge before it) refused "
-            "the push: the failure is the client's, not theirs."
+            "trailer: the pack was broken before it left the client, so whatever answered "
+            "the push (server or edge) answered a pack no git can read; the failure is the "
+            "client's, not theirs."
         ),
         evidence=tuple(evidence),
         fix=(
             "Upgrade libcurl (git uses the system libcurl; this lab's 7.88.1 was seen "
             "sending one 65,535 B window of a body twice under CPU load, docs/lab.md); "
-            "meanwhile `git config http.version HTTP/1.1` avoids the HTTP/2 path. Retrying "
-            "the push usually works: the bytes change only now and then."
+            "meanwhile `git config http.version HTTP/1.1` avoids the HTTP/2 path. In the lab "
+            "it struck 1 push of 6 under load and none unloaded, so a retry may pass."
         ),
     )
 
