@@ -6,6 +6,7 @@ tcpdump); when it is not, the probe runs without captures and says so once.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shutil
@@ -29,7 +30,15 @@ BUFFER_KIB = 65536
 push lost most packets on a busy 2-core machine."""
 START_TIMEOUT_S = 5.0
 SETTLE_S = 0.3
-"""Pause before stopping tcpdump so the last packets (FIN, ACK) are in the file."""
+"""The longest pause before stopping tcpdump so the last packets (FIN, ACK) are in the file:
+the whole of it when the sockets cannot be listed, else until they are closed (below)."""
+DRAIN_S = 0.1
+"""After the last socket to the remote closed (none left but TIME-WAIT: every FIN and
+ACK of the close was sent or received), the time tcpdump is given to read them from the
+kernel's ring before it is stopped."""
+_POLL_S = 0.02
+_OPEN_STATES = ("state", "connected", "exclude", "time-wait")
+"""``ss`` states of a socket whose close has not ended: all but TIME-WAIT (and listeners)."""
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -77,6 +86,7 @@ class Capture:
 
     def __init__(self, path: Path, *, host: str, port: int, snaplen: int = HEADERS_SNAPLEN) -> None:
         self.path = path
+        self.host, self.port = host, port
         self.filter = capture_filter(host, port)
         self.snaplen = snaplen
         self._proc: subprocess.Popen[bytes] | None = None
@@ -132,7 +142,7 @@ class Capture:
     def stop(self) -> CaptureResult:
         if self.result is not None:
             return self.result
-        time.sleep(SETTLE_S)
+        settle(self.host, self.port)
         self._terminate()
         if self._reader is not None:
             self._reader.join(timeout=2.0)
@@ -154,6 +164,57 @@ class Capture:
         tb: TracebackType | None,
     ) -> None:
         self.stop()
+
+
+def open_sockets(ss_output: str, host: str, port: int) -> int | None:
+    """How many of ``ss -tnH``'s sockets (pure) have ``host:port`` as their peer; any peer
+    on ``port`` when ``host`` is a name, not an address. None: a line not understood."""
+    try:
+        literal = ipaddress.ip_address(host.split("%", 1)[0])
+    except ValueError:
+        literal = None
+    count = 0
+    for line in ss_output.splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) < 5 or ":" not in fields[4]:
+            return None
+        address, _, peer_port = fields[4].rpartition(":")
+        if peer_port != str(port):
+            continue
+        address = address.strip("[]").split("%", 1)[0]
+        try:
+            peer = ipaddress.ip_address(address)
+        except ValueError:
+            return None
+        mapped = getattr(peer, "ipv4_mapped", None)
+        if literal is None or literal in (peer, mapped):
+            count += 1
+    return count
+
+
+def settle(host: str, port: int, *, longest_s: float = SETTLE_S) -> float:
+    """Wait until no socket of this network namespace to ``host:port`` is still closing,
+    then :data:`DRAIN_S`; never longer than ``longest_s`` in all, and the whole of it when
+    ``ss`` cannot tell. The seconds waited."""
+    started = time.monotonic()
+    deadline = started + longest_s
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            proc = subprocess.run(["ss", "-tnH", *_OPEN_STATES, "dport", "=", f":{port}"],
+                                  capture_output=True, text=True, timeout=left)
+        except (OSError, subprocess.TimeoutExpired):
+            break
+        count = open_sockets(proc.stdout, host, port) if proc.returncode == 0 else None
+        if count is None:
+            break
+        if count == 0:
+            time.sleep(max(0.0, min(DRAIN_S, deadline - time.monotonic())))
+            return time.monotonic() - started
+        time.sleep(min(_POLL_S, max(0.0, deadline - time.monotonic())))
+    time.sleep(max(0.0, deadline - time.monotonic()))
+    return time.monotonic() - started
 
 
 def inject_secrets(pcap: Path, keylog: Path, out: Path) -> None:
