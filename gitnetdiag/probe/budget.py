@@ -324,7 +324,7 @@ def run_monitored_push(
     timed_out = False
     phase: str | None = None
     try:
-        while not _exited(proc, SAMPLE_INTERVAL_S):
+        while not exited(proc, SAMPLE_INTERVAL_S):
             now = time.monotonic() - started
             progress, moved = watch.sample(now, err, monitor)
             if on_progress is not None:
@@ -359,7 +359,8 @@ def run_monitored_push(
     )
 
 
-def _exited(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+def exited(proc: subprocess.Popen[bytes], wait_s: float) -> bool:
+    """Whether ``proc`` exited within ``wait_s`` (the wait ends when it does)."""
     try:
         proc.wait(timeout=wait_s)
     except subprocess.TimeoutExpired:

@@ -34,7 +34,7 @@ from typing import Protocol as TypingProtocol
 
 from gitnetdiag.errors import GitnetdiagError
 from gitnetdiag.outcomes import MEASURED_OUTCOMES, TransferOutcome
-from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, Progress, RateMonitor, StopReason
+from gitnetdiag.probe.budget import DEFAULT_BUDGET_S, Progress, RateMonitor, StopReason, exited
 from gitnetdiag.probe.capture import Capture
 from gitnetdiag.probe.cgroupcpu import CgroupCpuWatch
 from gitnetdiag.probe.fetchfull import FetchWire
@@ -295,8 +295,10 @@ def run_monitored_clone(argv: Sequence[str], *, env: Mapping[str, str], timeout_
         cpu.settle(proc.pid, lambda: proc.poll() is None, SAMPLE_INTERVAL_S,
                    lambda: time.monotonic() - started)
         while proc.poll() is None:
-            if watch.timeline:
-                time.sleep(SAMPLE_INTERVAL_S)
+            # git's exit ends the wait at once: its wall time is when it exited, not the
+            # next sample's (up to a sample interval later).
+            if watch.timeline and exited(proc, SAMPLE_INTERVAL_S):
+                break
             now = time.monotonic() - started
             stopped = watch.sample(now, err)
             cpu.sample(now)
