@@ -65,11 +65,11 @@ def _diagnose(instance: str, fault: str, size: str, out: Path,
     argv = [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance", instance,
             "--size", size, "--format", "json", "--out", str(out),
             *FAULT_PROBE_ARGS.get(fault, ()), *extra]
-    started, wall_started = time.monotonic(), time.time()
+    started = time.monotonic()
     proc = subprocess.run(argv, capture_output=True, text=True, timeout=1800,
                           env={**os.environ, STEPS_ENV: str(steps)})
     wall = time.monotonic() - started
-    _step_table(" ".join(argv[3:]), steps, wall_started, wall)
+    _step_table(" ".join(argv[3:]), steps, started, wall)
     reports = _json_documents(proc.stdout)
     if not reports:
         return wall, f"error: {proc.stderr.strip().splitlines()[-1:]}", ""
@@ -88,7 +88,7 @@ def _diagnose(instance: str, fault: str, size: str, out: Path,
     return wall, "; ".join(firsts), evidence
 
 
-def _step_table(title: str, steps: Path, wall_started: float, wall: float) -> None:
+def _step_table(title: str, steps: Path, started: float, wall: float) -> None:
     """Each step of the run: when it began and ended (seconds from the command's start)
     and how long it took; steps that overlap ran side by side (threads, or the lab's
     server collected in its namespace while the client works)."""
@@ -100,10 +100,10 @@ def _step_table(title: str, steps: Path, wall_started: float, wall: float) -> No
     print(f"  {'from s':>6} {'to s':>6} {'took s':>6}  step")
     pids = list(dict.fromkeys(row["pid"] for row in rows))
     for row in sorted(rows, key=lambda r: (r["start"], r["end"])):
-        start, end = row["start"] - wall_started, row["end"] - wall_started
+        start, end = row["start"] - started, row["end"] - started
         where = f" (process {pids.index(row['pid']) + 1})" if len(pids) > 1 else ""
         print(f"  {start:>6.1f} {end:>6.1f} {end - start:>6.1f}  {row['step']}{where}")
-    last = max((row["end"] - wall_started for row in rows), default=0.0)
+    last = max((row["end"] - started for row in rows), default=0.0)
     print(f"  {last:>6.1f} {wall:>6.1f} {wall - last:>6.1f}  exit (after the last step)")
     print(f"  {'':>6} {wall:>6.1f} {'':>6}  wall time")
     sys.stdout.flush()

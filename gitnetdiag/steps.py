@@ -2,9 +2,11 @@
 environment variable ``GITNETDIAG_STEPS`` names (``benchmarks/time_to_diagnosis.py`` sets it
 and prints the table). Unset, nothing is recorded or written.
 
-Each line: ``{"step": NAME, "start": S, "end": S, "pid": N}``, wall-clock seconds
-(``time.time()``), so that the steps of the re-executed process (``--lab`` enters the lab's
-client namespace) and of the threads beside the transfers line up on one time axis.
+Each line: ``{"step": NAME, "start": S, "end": S, "pid": N}``, seconds of the system's
+monotonic clock (``time.monotonic()``: one clock for every process of the machine, which a
+step of the wall clock does not move), so that the steps of the re-executed process (``--lab``
+enters the lab's client namespace) and of the threads beside the transfers line up on one
+time axis.
 """
 
 from __future__ import annotations
@@ -23,8 +25,8 @@ def record_step(name: str, start: float, end: float | None = None) -> None:
     path = os.environ.get(STEPS_ENV)
     if not path:
         return
-    line = json.dumps({"step": name, "start": start, "end": time.time() if end is None else end,
-                       "pid": os.getpid()})
+    end = time.monotonic() if end is None else end
+    line = json.dumps({"step": name, "start": start, "end": end, "pid": os.getpid()})
     with contextlib.suppress(OSError), open(path, "a", encoding="utf-8") as out:
         out.write(line + "\n")  # one write of one line: processes and threads interleave whole
 
@@ -32,7 +34,7 @@ def record_step(name: str, start: float, end: float | None = None) -> None:
 @contextlib.contextmanager
 def step(name: str) -> Iterator[None]:
     """Record the block as the step ``name``."""
-    start = time.time()
+    start = time.monotonic()
     try:
         yield
     finally:
@@ -49,4 +51,4 @@ def started() -> None:
         with open("/proc/uptime", encoding="ascii") as uptime:
             up = float(uptime.read().split()[0])
         age = up - ticks / os.sysconf("SC_CLK_TCK")
-        record_step("start-up (interpreter, imports, options)", time.time() - age)
+        record_step("start-up (interpreter, imports, options)", time.monotonic() - age)

@@ -32,7 +32,7 @@ class RichReporter:
             self.progress.console.print(text, highlight=False, soft_wrap=not self.live)
 
     def begin(self, label: str) -> None:
-        self.begun[label] = time.time()
+        self.begun[label] = time.monotonic()
         if not self.live:
             self._line(f"{label} ...")
             return
@@ -40,7 +40,7 @@ class RichReporter:
 
     def done(self, label: str, detail: str, *, ok: bool) -> None:
         task = self.tasks.pop(label, None)
-        record_step(label, self.begun.pop(label, time.time()))
+        record_step(label, self.begun.pop(label, time.monotonic()))
         self.moves.pop(label, None)
         self.phases.pop(label, None)
         mark = "[green]ok[/green]" if ok else "[red]!![/red]"
