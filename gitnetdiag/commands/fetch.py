@@ -63,21 +63,17 @@ class MeasuredRun:
 
 def measure_fetch(options: ProbeOptions, reporter: Reporter, progress: Progress, *,
                   before_clones: Callable[[], object] | None = None,
-                  before_diagnosis: Callable[[Path], object] | None = None,
-                  beside_clones: Callable[[], object] | None = None) -> MeasuredRun:
+                  before_diagnosis: Callable[[Path], object] | None = None) -> MeasuredRun:
     """Fetch over each protocol and diagnose the clones. ``before_clones`` is awaited
-    before the first byte moves (:func:`~gitnetdiag.probe.fetchrun.run_fetch_probe`);
-    ``beside_clones`` is called as the first clone starts, while the report's plotting
-    library and the pipeline load (it starts work of its own, a both run's pushes'
-    repository: CPU and disk, nothing on the path); ``before_diagnosis`` gets the run
-    directory once the last byte was measured (the server's ``host.json`` goes in)."""
+    before the first byte moves (:func:`~gitnetdiag.probe.fetchrun.run_fetch_probe`); the
+    report's plotting library and the pipeline load as the first clone starts (this
+    process's CPU, nothing on the path); ``before_diagnosis`` gets the run directory once
+    the last byte was measured (the server's ``host.json`` goes in)."""
     ran: list[str] = []
 
     def beside() -> None:
         """Beside git's clones: what moves nothing on the path (issue 47)."""
         ran.append("beside")
-        if beside_clones is not None:
-            beside_clones()
         _load_report_libraries()
 
     def after_clones() -> None:
