@@ -7,10 +7,14 @@ on first use (Agg backend), so the other renderers and the CLI start fast.
 from __future__ import annotations
 
 import base64
+import functools
 import html
 from collections.abc import Sequence
 
+from gitnetdiag.analysis.nativeledger import H2Pacing
+from gitnetdiag.analysis.window import ReceiverWindowSeries
 from gitnetdiag.diagnosis.model import Diagnosis, Finding
+from gitnetdiag.diagnosis.transfers import TransferObservation
 from gitnetdiag.report.combined import TITLE as BOTH_TITLE
 from gitnetdiag.report.combined import html_body as both_body
 from gitnetdiag.report.failures import INTRO, SECTION_TITLE, failure_line, failure_table
@@ -149,9 +153,28 @@ def _fetch_html(d: Diagnosis) -> str:
             for e in record(d).errors) + "</ul>")
     ssh = (SSH_LEDGER_TITLE, SSH_LEDGER_COLUMNS, [ssh_ledger_row(p) for p in details.ssh_pacing])
     parts += [_table(title, cols, rows) for title, cols, rows in [*sections(d), ssh]]
-    figures = [window_figure(done, details.windows), pacing_figure(details.h2_pacing)]
-    parts.append(plots_section([figure for figure in figures if figure is not None]))
+    parts.append(plots_section(_clone_figures(tuple(done), tuple(details.windows),
+                                              tuple(details.h2_pacing))))
     return page(f"gitnetdiag report: {d.direction}", parts)
+
+
+def _clone_figures(done: tuple[TransferObservation, ...],
+                   windows: tuple[ReceiverWindowSeries | None, ...],
+                   pacing: tuple[H2Pacing, ...]) -> list[Figure]:
+    """The clones' window and ledger figures; drawn once for the same data (a both run's
+    clones are on their own page and again on the joined one: 0.2 s of drawing each)."""
+    try:
+        return list(_drawn(done, windows, pacing))
+    except TypeError:  # data that cannot be a cache key: drawn again
+        return list(_drawn.__wrapped__(done, windows, pacing))
+
+
+@functools.lru_cache(maxsize=2)
+def _drawn(done: tuple[TransferObservation, ...],
+           windows: tuple[ReceiverWindowSeries | None, ...],
+           pacing: tuple[H2Pacing, ...]) -> tuple[Figure, ...]:
+    figures = (window_figure(done, windows), pacing_figure(pacing))
+    return tuple(figure for figure in figures if figure is not None)
 
 
 def render_html(diagnosis: Diagnosis) -> str:

@@ -59,3 +59,29 @@ def test_settings_in_the_fix_and_evidence_are_code_not_backticks() -> None:
     assert all(f"<code>{html.escape(span)}</code>" in page for span in spans), spans
     body = re.sub(r"<[^>]+>", "", page.split("<body>", 1)[1])
     assert not re.search(r"`[^`\n]+`", body), re.findall(r"`[^`\n]+`", body)[:3]
+
+
+def test_the_clones_figures_are_drawn_once_for_the_same_data(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """A both run renders its clones' page twice (their own, and in the joined one)."""
+    from gitnetdiag.report import html as page
+    from gitnetdiag.report.plots import Figure
+
+    drawn: list[object] = []
+
+    def window(done, windows):  # type: ignore[no-untyped-def]
+        drawn.append(done)
+        return Figure(title="w", png=b"w")
+
+    monkeypatch.setattr(page, "window_figure", window)
+    monkeypatch.setattr(page, "pacing_figure", lambda pacing: None)
+    page._drawn.cache_clear()
+    first = page._clone_figures(("a",), (None,), ())  # type: ignore[arg-type]
+    again = page._clone_figures(("a",), (None,), ())  # type: ignore[arg-type]
+    other = page._clone_figures(("b",), (None,), ())  # type: ignore[arg-type]
+    assert first == again == other == [Figure(title="w", png=b"w")]
+    assert drawn == [("a",), ("b",)]
+    # data that cannot be a key (a list inside) is drawn each time, not refused
+    page._clone_figures((["c"],), (None,), ())  # type: ignore[arg-type]
+    page._clone_figures((["c"],), (None,), ())  # type: ignore[arg-type]
+    assert drawn[2:] == [(["c"],), (["c"],)]
+    page._drawn.cache_clear()
