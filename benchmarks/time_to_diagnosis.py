@@ -106,7 +106,35 @@ def _step_table(title: str, steps: Path, started: float, wall: float) -> None:
     last = max((row["end"] - started for row in rows), default=0.0)
     print(f"  {last:>6.1f} {wall:>6.1f} {wall - last:>6.1f}  exit (after the last step)")
     print(f"  {'':>6} {wall:>6.1f} {'':>6}  wall time")
+    on_path = on_path_s(rows)
+    print(f"  {'':>6} {'':>6} {on_path:>6.1f}  of it with bytes on the path (path checks, the "
+          f"seed's push and clean-up, transfers and their clean-ups); {wall - on_path:.1f} s "
+          "without")
     sys.stdout.flush()
+
+
+ON_PATH = ("path", "seed branch", "seed clean-up", "fetch ", "push ", "native h2 ",
+           "native ssh ")
+"""Steps that move bytes on the measured path (their names start so: the path checks, one
+row each or one for all, the seed's push and clean-up, the clones, the pushes with their
+clean-ups, the native probes; not the native probes' library imports): the part of a run's
+time no overlap can take away while transfers run one at a time (issue 47)."""
+
+
+def on_path_s(rows: list[dict[str, Any]]) -> float:
+    """Seconds during which at least one step of :data:`ON_PATH` ran (the union of their
+    intervals: side-by-side steps count once)."""
+    spans = sorted((row["start"], row["end"]) for row in rows
+                   if str(row["step"]).startswith(ON_PATH) and row["end"] > row["start"])
+    total, reach = 0.0, None
+    for start, end in spans:
+        if reach is None or start > reach:
+            total += end - start
+            reach = end
+        elif end > reach:
+            total += end - reach
+            reach = end
+    return total
 
 
 def _json_documents(text: str) -> list[dict[str, Any]]:
