@@ -143,6 +143,34 @@ def test_a_lossy_reference_does_not_bound_the_loss_culprit() -> None:
     assert finding.cost_s == pytest.approx(60.0 - predicted[0], abs=0.01)
 
 
+def test_loss_too_few_segments_to_bound_still_makes_no_reference() -> None:
+    """CI, 2026-12-04, TCP_INFO alone (no capture, no MSS): the HTTP/1.1 push resent
+    14,480 B (2.4%), 9.9 segments at the default MSS, below the ten that let a loss rate
+    bound the model; its 187.5 kB/s, itself the loss's, was the reference that priced the
+    other pushes' loss at 0 s, and the verdict was healthy at 0.19-0.26 MB/s."""
+    def lossy(resent: int, rate: float) -> object:
+        return cap(retransmission_rate=rate, retransmitted_bytes=resent, mss_bytes=None,
+                   network_limited_share=1.0, self_limited_share=None)
+
+    obs = Observations(run=run(rtt_s=RTT), protocols={
+        "h1": proto(SIZE / 187_500, size=SIZE, capture=lossy(14_480, 0.0244)),
+        "h2": proto(SIZE / 255_700, size=SIZE, capture=lossy(56_448, 0.0181)),
+        "ssh": proto(SIZE / 233_300, size=SIZE, capture=lossy(30_828, 0.0174)),
+    })
+    assert ("packet-loss",) not in [lim.culprits for lim in protocol_limits(obs, "h1")]
+    predicted = predicted_upload_s(obs, "h2", {"packet-loss"})
+    assert predicted is not None and "HTTP/1.1" not in predicted[1]
+    result = diagnose(obs)
+    assert [f.id for f in result.findings][:1] == ["packet-loss"]
+    assert result.findings[0].cost_s > 60.0  # most of h2's 131 s upload
+    assert result.verdict != "healthy"
+    # a push with no loss of its own still bounds the fix as the reference it is
+    clean = replace(obs, protocols={**obs.protocols, "h1": proto(
+        SIZE / 187_500, size=SIZE, capture=lossy(0, 0.0))})
+    bound = predicted_upload_s(clean, "h2", {"packet-loss"})
+    assert bound is not None and "HTTP/1.1" in bound[1]
+
+
 def test_bounded_pushes_keep_their_basis() -> None:
     """A projected push has no trace2: the cost subtracts from the projection itself."""
     obs = clamp_lab()
