@@ -40,7 +40,7 @@ Counters are cumulative, windows levels; a transfer's socket is the one that mov
 from __future__ import annotations
 
 import statistics
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -451,6 +451,9 @@ class ReceiverTcpSummary:
     """The MSS the socket sends with (``snd_mss``): the sender's MSS option, capped by the
     receiver's own path. A sender with a smaller MSS than ``advmss`` (a 1400 B MTU, a
     tunnel) never sends a segment above it, path hole or not."""
+    longest_gap_s: float | None = None
+    """The longest time between two samples that read the same bytes received, with more
+    arriving later: no byte arrived in it, mid-transfer (:func:`longest_gap_s`)."""
 
     @property
     def full_segment_bytes(self) -> int | None:
@@ -510,7 +513,28 @@ def summarize_receiver(samples: Iterable[Row]) -> ReceiverTcpSummary | None:
         rcv_mss_max_bytes=_largest(counters, "rcv_mss"),
         advmss_bytes=_largest(counters, "advmss"),
         peer_mss_bytes=_largest(counters, "snd_mss"),
+        longest_gap_s=longest_gap_s(rows),
     )
+
+
+def longest_gap_s(rows: Sequence[Row]) -> float | None:
+    """Of one socket's samples in time order: the longest span from the first sample that
+    read a count of bytes received to the last that read the same count, where a later
+    sample read more (a gap mid-transfer, not the idle tail after the last byte); None
+    without such a gap. No byte arrived in it."""
+    longest: float | None = None
+    since_t, since_bytes, last_same_t = None, None, None
+    for row in rows:
+        t, got = float(row["t_s"]), float(row["counters"].get("bytes_received", 0.0))
+        if since_bytes is None or got != since_bytes:
+            if since_bytes is not None and since_bytes > 0 and got > since_bytes \
+                    and last_same_t is not None and since_t is not None:
+                gap = last_same_t - since_t
+                longest = gap if longest is None or gap > longest else longest
+            since_t, since_bytes, last_same_t = t, got, None
+        else:
+            last_same_t = t
+    return longest
 
 
 def _out_of_order(counters: list[Mapping[str, Any]]) -> int | None:

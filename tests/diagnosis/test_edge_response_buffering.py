@@ -211,3 +211,20 @@ def test_the_edge_config_backs_a_fired_culprit_and_fires_nothing_alone() -> None
     assert with_edge_config(findings, [off]) == findings
     healthy = ranked([_clone(p, 10e6, 3.0) for p in ("h1", "ssh")])
     assert with_edge_config(healthy, [default_on]) == healthy == ()
+
+
+def test_gaps_without_a_byte_are_bursts_when_rcv_space_stays_under_its_bound() -> None:
+    """A fresh-clone CI run (2026-12-04): HTTP/1.1 through the edge at 748 kB/s, git:// at
+    8.6 MB/s; its largest rcv_space 289,600 B, just under 8 x its 37,557 B per round trip, but
+    1.34 s without a byte mid-pack. Without the gap, nothing ranked (healthy)."""
+    tcp = replace(_tcp(6_000_000, 289_600), longest_gap_s=1.34)
+    ci = [_clone("h1", 748_145.7, 9.35, wall_s=10.05, tcp=tcp, outcome="ok",
+                 server_wait_s=0.37),
+          _clone("git", 8_572_577.0, 0.73, wall_s=1.30, outcome="ok", server_wait_s=0.25)]
+    findings = ranked(ci)
+    assert [f.id for f in findings][:1] == ["edge-response-buffering"]
+    assert any(e.what == "longest time without a byte mid-pack through the edge"
+               and e.value == 1.34 for e in findings[0].evidence)
+    # the same clone steady (no gap of ten round trips): no bursts, nothing for the edge
+    steady = [replace(ci[0], tcp=replace(tcp, longest_gap_s=0.3)), ci[1]]
+    assert edge_response_buffering(on(steady)) is None

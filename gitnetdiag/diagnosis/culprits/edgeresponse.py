@@ -77,6 +77,14 @@ BURST_FACTOR = 8.0
 per round trip: the data came in bursts after gaps (the lab's fault: 15x to 65x over four
 clones; a steady sender delivers a few times its average: 1.6x to 3.8x on the HTTPS clones
 of ``server-sndbuf-clamp``, whose git:// ran 3.4x faster than HTTPS)."""
+GAP_RTTS = 10
+"""A gap without a byte of at least this many round trips mid-pack is a burst's other side:
+a sender paced by a window or a send buffer delivers every round trip."""
+GAP_MIN_S = 0.5
+"""...and at least this long: two samples of the socket (every 0.25-0.3 s) read the same bytes
+received across it. A fresh-clone CI run's HTTP/1.1 clone through the lab's edge (748 kB/s
+against 8.6 MB/s over git://) had gaps of 1.3 s and 0.9 s with no byte, its largest
+``rcv_space`` 289,600 B just under 8 x its 37,557 B average per round trip (2026-12-04)."""
 WINDOW_OPEN_SHARE = 0.5
 """Bytes per round trip at most this share of the client's advertised window: it did not bind."""
 RTT_UNINFLATED = 1.5
@@ -159,19 +167,35 @@ def fastest(observations: Sequence[TransferObservation], protocols: tuple[str, .
 
 def _bursts(obs: TransferObservation, rtt: float) -> Evidence | None:
     """The data came in bursts after gaps: the most delivered in one round trip far above
-    the average per round trip (what a sender paced by a buffer or a window does not do)."""
+    the average per round trip, or a gap without a byte of many round trips mid-pack (what a
+    sender paced by a buffer or a window does not do)."""
     tcp = obs.tcp
     flight = _rate(obs) * rtt
-    if tcp is None or tcp.rcv_space_max_bytes is None or flight <= 0:
+    if tcp is None or flight <= 0:
         return None
-    if tcp.rcv_space_max_bytes < BURST_FACTOR * flight:
-        return None
+    if tcp.rcv_space_max_bytes is None or tcp.rcv_space_max_bytes < BURST_FACTOR * flight:
+        return _gap(obs, rtt)
     return Evidence(
         what="most the edge delivered in one round trip (rcv_space)",
         value=float(tcp.rcv_space_max_bytes), unit="B", threshold=BURST_FACTOR * flight,
         comparison=">=", basis="8 x the average per round trip {}",
         basis_terms=(Quantity(value=flight, unit="B"),),
         source=f"{tcp.source} rcv_space; fetch {obs.protocol} #{obs.repeat}")
+
+
+def _gap(obs: TransferObservation, rtt: float) -> Evidence | None:
+    """A gap without a byte mid-pack of :data:`GAP_MIN_S` and :data:`GAP_RTTS` round trips
+    at least (the socket's samples read the same bytes received across it)."""
+    tcp = obs.tcp
+    threshold = max(GAP_MIN_S, GAP_RTTS * rtt)
+    if tcp is None or tcp.longest_gap_s is None or tcp.longest_gap_s < threshold:
+        return None
+    return Evidence(
+        what="longest time without a byte mid-pack through the edge", value=tcp.longest_gap_s,
+        unit="s", threshold=threshold, comparison=">=",
+        basis="the larger of {} and {} round trips",
+        basis_terms=(Quantity(value=GAP_MIN_S, unit="s"), Quantity(value=GAP_RTTS, unit="count")),
+        source=f"{tcp.source} bytes_received; fetch {obs.protocol} #{obs.repeat}")
 
 
 def _path_signals(obs: TransferObservation, rtt: float, tally: Tally) -> None:
