@@ -517,17 +517,25 @@ def summarize_receiver(samples: Iterable[Row]) -> ReceiverTcpSummary | None:
     )
 
 
+PACK_STARTED_BYTES = 64 * 1024
+"""Bytes received past which a clone's pack is flowing: what comes before it (TLS, the ref
+advertisement, the negotiation's answers) is a few kB, and the server's wait while it counts
+and compresses is no gap of the transfer."""
+
+
 def longest_gap_s(rows: Sequence[Row]) -> float | None:
     """Of one socket's samples in time order: the longest span from the first sample that
-    read a count of bytes received to the last that read the same count, where a later
-    sample read more (a gap mid-transfer, not the idle tail after the last byte); None
-    without such a gap. No byte arrived in it."""
+    read a count of bytes received (past :data:`PACK_STARTED_BYTES`) to the last that read
+    the same count, where a later sample read more (a gap mid-pack: not the server's wait
+    before it, nor the idle tail after the last byte); None without such a gap. No byte
+    arrived in it."""
     longest: float | None = None
     since_t, since_bytes, last_same_t = None, None, None
     for row in rows:
         t, got = float(row["t_s"]), float(row["counters"].get("bytes_received", 0.0))
         if since_bytes is None or got != since_bytes:
-            if since_bytes is not None and since_bytes > 0 and got > since_bytes \
+            if since_bytes is not None and since_bytes > PACK_STARTED_BYTES \
+                    and got > since_bytes \
                     and last_same_t is not None and since_t is not None:
                 gap = last_same_t - since_t
                 longest = gap if longest is None or gap > longest else longest

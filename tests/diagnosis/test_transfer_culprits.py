@@ -107,16 +107,21 @@ def test_small_window_still_growing_is_not_a_clamp() -> None:
     assert [f.id for f in ranked([offline])] == ["client-tcp-receive-window-clamp"]
 
 
-def test_longest_gap_is_mid_transfer_only() -> None:
-    """Samples that read the same bytes received with more later: a gap; the idle tail after
-    the last byte and the wait before the first are not."""
+def test_longest_gap_is_mid_pack_only() -> None:
+    """Samples that read the same bytes received with more later: a gap; the server's wait
+    before the pack (a few kB of refs received), and the idle tail after the last byte, are
+    not."""
     from gitnetdiag.analysis.tcpinfo import longest_gap_s
 
     def rows(*points: tuple[float, float]) -> list[dict[str, object]]:
         return [{"t_s": t, "counters": {"bytes_received": b}} for t, b in points]
 
-    got = longest_gap_s(rows((0.0, 0), (0.3, 0), (0.6, 100), (0.9, 100), (1.2, 100),
-                             (1.5, 500), (1.8, 500), (2.1, 900), (2.4, 900), (2.7, 900)))
-    assert got is not None and abs(got - 0.6) < 1e-9  # 0.6 -> 1.2 at 100 B; the tail is not
-    assert longest_gap_s(rows((0.0, 100), (0.3, 200), (0.6, 300))) is None
-    assert longest_gap_s(rows((0.0, 100), (0.3, 100), (0.6, 100))) is None  # never more
+    kb = 1024
+    got = longest_gap_s(rows((0.0, 0), (0.3, 2 * kb), (0.6, 2 * kb), (0.9, 2 * kb),
+                             (1.2, 2 * kb), (1.5, 100 * kb), (1.8, 100 * kb), (2.1, 100 * kb),
+                             (2.4, 500 * kb), (2.7, 500 * kb), (3.0, 900 * kb),
+                             (3.3, 900 * kb), (3.6, 900 * kb), (3.9, 900 * kb)))
+    # 1.5 -> 2.1 at 100 kB; the 0.9 s wait at 2 kB is before the pack, the tail after it
+    assert got is not None and abs(got - 0.6) < 1e-9
+    assert longest_gap_s(rows((0.0, 100 * kb), (0.3, 200 * kb), (0.6, 300 * kb))) is None
+    assert longest_gap_s(rows((0.0, 100 * kb), (0.3, 100 * kb), (0.6, 100 * kb))) is None
