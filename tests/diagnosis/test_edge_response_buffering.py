@@ -86,13 +86,25 @@ def test_silent_when_the_server_wait_dominates() -> None:
     assert ranked(busy)[0].id == "server-pack-generation"
 
 
-def test_silent_when_only_the_edge_clone_waited() -> None:
-    """A wait for the first pack byte the direct clone did not have is not the edge's
-    buffering (its first buffers leave from memory): with bursts, still not this culprit."""
-    waited = [_clone("h1", 200_000.0, 4.0, wall_s=12.0, server_wait_s=7.0,
+def test_a_wait_only_the_edge_clone_had_does_not_acquit_the_edge() -> None:
+    """A fresh-clone fault-matrix run: a clone through the buffering edge waited 5.77 s for
+    its first pack byte, the direct clones well under a second, and it then crawled in
+    bursts to its budget. The wait acquitted the edge and server-pack-generation ranked
+    first; the edge's slow transfer (10 s at 0.23 MB/s) ranks first now, priced without the
+    wait, and the wait stays server-pack-generation's, ranked below."""
+    waited = [_clone("h1", 230_000.0, 10.0, wall_s=16.5, server_wait_s=5.77,
                      tcp=_tcp(1_081_444, 263_296, 0.0507)),
-              _clone("git", 6_000_000.0, 1.0, wall_s=1.5, server_wait_s=0.3, outcome="ok")]
-    assert edge_response_buffering(on(waited)) is None
+              _clone("ssh", 8_700_000.0, 0.72, wall_s=1.8, server_wait_s=0.35, outcome="ok"),
+              _clone("git", 8_600_000.0, 0.73, wall_s=1.3, server_wait_s=0.3, outcome="ok")]
+    findings = ranked(waited)
+    ids = [f.id for f in findings]
+    assert ids[0] == "edge-response-buffering" and "server-pack-generation" in ids, ids
+    # 10 s less 2.3 MB at git://'s 8.6 MB/s: the wait is not in the edge's cost.
+    assert 9.6 < findings[0].cost_s < 9.8
+    # Without the bursts the edge is not it (a steady flight is a send buffer's).
+    steady = [replace(waited[0], tcp=_tcp(1_081_444, 2 * int(230_000 * RTT) + 1)), *waited[1:]]
+    assert edge_response_buffering(on(steady)) is None
+    assert "server-pack-generation" in [f.id for f in ranked(steady)]
 
 
 def test_a_slow_server_beside_the_edge_does_not_acquit_the_edge() -> None:
