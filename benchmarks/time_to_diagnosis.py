@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/time_to_diagnosis.py --fault loss --size 32MiB --rtt 50ms
     .venv/bin/python benchmarks/time_to_diagnosis.py --fetch-fault client-rmem-clamp
     .venv/bin/python benchmarks/time_to_diagnosis.py --demo     # fetch and both, demo path
+    .venv/bin/python benchmarks/time_to_diagnosis.py --demo --keep /tmp/keep  # runs kept
     .venv/bin/python benchmarks/time_to_diagnosis.py --failure-fault edge-no-backend
 
 For each push fault it brings up a private lab instance (needs root), runs
@@ -29,6 +30,7 @@ time from start to the named failure, the verdict and the exit code.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import subprocess
@@ -36,6 +38,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -192,13 +195,26 @@ Result = tuple[float, str, str]
 
 
 NOT_RUN: Result = (float("nan"), "(not run: --bounded-only)", "")
+KEEP: list[Path] = []
+"""``--keep DIR``: the run directories stay under it (for ``native_bound_replay.py``)."""
+
+
+@contextlib.contextmanager
+def _scratch() -> Iterator[str]:
+    """A directory for one lab's runs: removed after, unless ``--keep`` named a parent."""
+    if KEEP:
+        KEEP[0].mkdir(parents=True, exist_ok=True)
+        yield tempfile.mkdtemp(prefix="gitnetdiag-ttd-", dir=KEEP[0])
+        return
+    with tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+        yield scratch
 
 
 def _pushes(faults: list[str], size: str, rtt: str, *, complete_too: bool = True) -> None:
     rows = []
     for fault in faults:
         with _Lab(fault, rtt) as instance, \
-                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+                _scratch() as scratch:
             bounded = _diagnose(instance, fault, size, Path(scratch) / "bounded")
             complete = _diagnose(instance, fault, size, Path(scratch) / "complete",
                                  "--complete") if complete_too else NOT_RUN
@@ -212,7 +228,7 @@ def _fetches(faults: list[str], rtt: str) -> None:
     rows = []
     for fault in faults:
         with _Lab(fault, rtt) as instance, \
-                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+                _scratch() as scratch:
             fetch = ("--direction", "fetch")
             bounded = _diagnose(instance, fault, "1MiB", Path(scratch) / "bounded", *fetch)
             complete = _diagnose(instance, fault, "1MiB", Path(scratch) / "complete", *fetch,
@@ -249,7 +265,7 @@ def _failures(faults: list[str], rtt: str) -> None:
     print(f"{'fault':<21} {'expected':<24} {'wall s':>7}  {'exit':>4}  first culprit")
     for fault in ["healthy", *faults]:
         with _Lab(fault, rtt) as instance, \
-                tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+                _scratch() as scratch:
             started = time.monotonic()
             proc = subprocess.run(
                 [sys.executable, "-m", "gitnetdiag", "diagnose", "--lab", "--lab-instance",
@@ -272,7 +288,7 @@ def _demo(size: str, rtt: str) -> None:
     """``--direction fetch`` and ``both`` on the demo's lab, against their targets."""
     rows = []
     with _Lab(DEMO_FAULT, rtt) as instance, \
-            tempfile.TemporaryDirectory(prefix="gitnetdiag-ttd-") as scratch:
+            _scratch() as scratch:
         for direction in ("fetch", "both"):
             result = _diagnose(instance, DEMO_FAULT, size, Path(scratch) / direction,
                                "--protocols", DEMO_PROTOCOLS, "--direction", direction,
@@ -302,9 +318,12 @@ def main() -> int:
     parser.add_argument("--size", default="24MiB",
                         help="generated repository size (and the demo's --fetch-seed)")
     parser.add_argument("--rtt", default="50ms", help="lab round-trip time")
+    parser.add_argument("--keep", type=Path, help="keep the run directories under this one")
     parser.add_argument("--bounded-only", action="store_true",
                         help="push faults: the bounded run alone (no --complete beside it)")
     args = parser.parse_args()
+    if args.keep is not None:
+        KEEP.append(args.keep)
     everything = not (args.fault or args.fetch_fault or args.demo or args.failure_fault)
     if args.fault or everything:
         _pushes(args.fault or list(FAULT_CULPRIT), args.size, args.rtt,

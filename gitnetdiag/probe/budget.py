@@ -472,22 +472,35 @@ def native_pack_bytes(pack_bytes: int, git_rates_bytes_per_s: Sequence[float],
 NATIVE_DOWNLOAD_BUDGET_S = 2 * SLOW_START_S + 0.1
 """Seconds of pack a native download gets: just over the span from which its rate leaves
 slow start out (:meth:`RateMonitor.rate_bytes_per_s`), as the whole pack's did."""
+NATIVE_PACK_RTTS = 20
+"""Round trips of pack a native download gets on a measured path: ten of slow start (from
+10 segments, doubling each round trip, the flight passes 5 MB by then) and ten more."""
+NATIVE_MIN_BUDGET_S = 0.6
+"""...and at least this long (a few of the monitor's 0.25 s samples)."""
 
 
-def native_download_budget(budget_s: float | None) -> float | None:
-    """The time budget of a native download (pure): :data:`NATIVE_DOWNLOAD_BUDGET_S`, never
-    more than the run's ``budget_s``; None (a complete run): the whole pack.
+def native_download_budget(budget_s: float | None, rtt_s: float | None, *,
+                           rtts: int = NATIVE_PACK_RTTS) -> float | None:
+    """The time budget of a native download (pure): ``rtts`` round trips of the path plus
+    0.1 s, between :data:`NATIVE_MIN_BUDGET_S` and
+    :data:`NATIVE_DOWNLOAD_BUDGET_S` (that alone when the RTT is unknown), never more than
+    the run's ``budget_s``; None (a complete run): the whole pack. Its rate is measured as
+    before (:meth:`RateMonitor.rate_bytes_per_s`: over the whole span under 2 s).
 
     Under the run's budget a slow download (a 65535 B window, 0.9 MB/s at 50 ms RTT) ran
-    until its rate was stable (2.5 s of pack at the least, 2.8-3.0 s in all); a fast one
-    runs to its end either way (24 MiB at 12-20 MB/s: under 2.1 s of pack). Replayed on two
-    recorded demo runs' ledgers, 2.1 s gives the default window's rate within 2% of the
-    stable one (0.90 against 0.88 MB/s), 0.25-0.5 s sooner, and the large window's and the
-    SSH download's unchanged; 1 s (:func:`native_seconds`, a native push's upload) would be
-    12-25% under, slow start included (issue 47)."""
+    until its rate was stable (2.5 s of pack at the least, 2.8-3.0 s in all); 2.1 s of pack
+    gave the default window's rate within 2% of the stable one (replayed on two recorded
+    demo runs' ledgers), a fixed 1 s 12-25% under. Twenty round trips, replayed on the
+    ledgers of three demo runs at 20, 50 and 100 ms (``benchmarks/native_bound_replay.py``,
+    2026-12-06): every rate within 3.8% of the 2.1 s rule's (the default window's +3.1% and
+    -1.3%, the SSH download's -3.8% at 50 ms), 2.9 s of pack fewer in all, 1.4 s at 50 ms
+    (1.1 s of pack instead of 2.1; issue 47)."""
     if budget_s is None:
         return None
-    return min(budget_s, NATIVE_DOWNLOAD_BUDGET_S)
+    if not rtt_s or rtt_s <= 0:
+        return min(budget_s, NATIVE_DOWNLOAD_BUDGET_S)
+    paced = max(NATIVE_MIN_BUDGET_S, rtts * rtt_s + 0.1)
+    return round(min(budget_s, NATIVE_DOWNLOAD_BUDGET_S, paced), 3)
 
 
 def stall_detail(push: PushRecord, env: ToolVersions | None) -> str:

@@ -35,7 +35,7 @@ from gitnetdiag.probe.firsthop import first_hop
 from gitnetdiag.probe.gitconfig import IsolatedConfig, write_isolated_config
 from gitnetdiag.probe.gitpush import GitInterrupted, Transport
 from gitnetdiag.probe.options import ProbeOptions, Reporter, SilentReporter
-from gitnetdiag.probe.pathinfo import Endpoint, measure_paths, with_first_hops
+from gitnetdiag.probe.pathinfo import Endpoint, measure_paths, path_rtt, with_first_hops
 from gitnetdiag.probe.pushonce import now_iso
 from gitnetdiag.probe.repo import GeneratedRepo, new_probe_id
 from gitnetdiag.probe.runner import PATH_ATTEMPTS
@@ -497,7 +497,8 @@ def _ssh_ledger(state: _FetchRun) -> None:
     url = options.urls[TransportKind.SSH]
     record = ssh_download(url, key_file=options.ssh_key,
                           known_hosts=options.ssh_known_hosts, branch=state.branch,
-                          budget_s=native_download_budget(options.budget_s),
+                          budget_s=native_download_budget(options.budget_s,
+                                                          path_rtt(state.paths, url)),
                           stall_timeout_s=options.stall_timeout_s, timeout_s=options.timeout_s,
                           first_hop=run.first_hop if run else None)
     state.ssh_downloads.append(record)
@@ -542,11 +543,12 @@ def _h2_ledgers(state: _FetchRun) -> None:
     url = options.urls[TransportKind.H2]
     access = http_access(url, ca_file=options.ca_file,
                          verify=False if options.insecure else None)
+    budget = native_download_budget(options.budget_s, path_rtt(state.paths, url))
     for label, window in DOWNLOAD_WINDOWS:
         name = f"native h2 download, {label} window"
         state.reporter.begin(name)
         record = h2_download(url, access=access, label=label, window_bytes=window,
-                             branch=state.branch, budget_s=native_download_budget(options.budget_s),
+                             branch=state.branch, budget_s=budget,
                              stall_timeout_s=options.stall_timeout_s,
                              timeout_s=options.timeout_s)
         state.h2_downloads.append(record)

@@ -17,10 +17,10 @@ from gitnetdiag.hops import native_ssh_note
 from gitnetdiag.probe.budget import native_pack_bytes
 from gitnetdiag.probe.nativecleanup import GitBranchCleanup
 from gitnetdiag.probe.options import NativeSummary
+from gitnetdiag.probe.pathinfo import path_rtt
 from gitnetdiag.probe.pushonce import PushState
 from gitnetdiag.probe.repo import new_probe_id, pack_for_commit
 from gitnetdiag.probe.tcpinfo import TcpInfoSample, append_samples
-from gitnetdiag.remoteurl import endpoint_of
 from gitnetdiag.rundir import NATIVE_FILES, PathMeasurement, ProtocolRun, redact_url
 from gitnetdiag.rundir.files import NATIVE_BODY_FILE, sweep_variant_file
 from gitnetdiag.rundir.manifest import write_json_once
@@ -92,9 +92,7 @@ def native_one(state: NativeState, protocol: TransportKind, pack: bytes, repo_pa
     state.reporter.begin(label)
     rates = [p.rate_bytes_per_s for p in state.protocols[protocol].pushes
              if p.rate_bytes_per_s]
-    host, port = endpoint_of(url)
-    rtt = next((p.connect_rtt_min_s for p in state.paths if p.endpoint == f"{host}:{port}"),
-               None)
+    rtt = path_rtt(state.paths, url)
     sent = pack[:native_pack_bytes(len(pack), rates, options.budget_s, rtt)]
     samples: list[TcpInfoSample] = []
     cleanup = GitBranchCleanup(state.transport(protocol), repo_path, options.cleanup_wait_s,

@@ -23,6 +23,7 @@ from dataclasses import dataclass, replace
 
 from gitnetdiag.hops import FirstHop, leg_endpoint
 from gitnetdiag.outcomes import PathReach
+from gitnetdiag.remoteurl import endpoint_of
 from gitnetdiag.rundir.records import PathMeasurement
 
 CONNECT_ATTEMPTS = 5
@@ -245,6 +246,12 @@ class Endpoint:
     first_hop_of: tuple[str, ...] = ()
     """The protocols whose first hop (a forward proxy, a jump host) this is: checked with
     TCP connects only (:attr:`PathMeasurement.first_hop_of`); empty for the server's."""
+
+
+def path_rtt(paths: Sequence[PathMeasurement], url: str) -> float | None:
+    """The least connect RTT measured to ``url``'s endpoint; None when not measured."""
+    host, port = endpoint_of(url)
+    return next((p.connect_rtt_min_s for p in paths if p.endpoint == f"{host}:{port}"), None)
 
 
 def with_first_hops(endpoints: Sequence[Endpoint], hops: Sequence[FirstHop],
