@@ -70,7 +70,9 @@ def test_fetch_seed_branch_is_measured_then_deleted(shared_lab: LabFactory,
               f"{ledger['rate_bytes_per_s']} B/s, {ledger['frames']} frames, median burst "
               f"{ledger['median_burst_bytes']} B, longest pause {ledger['longest_gap_s']} s")
         assert ledger["outcome"] in ("ok", "bounded"), ledger
-        assert ledger["received_bytes"] > 2**20
+        # pack data, not the preamble: twenty round trips of the path (1.1 s at 50 ms) at
+        # the default window's ~0.9 MB/s are about 1 MB (issue 47)
+        assert ledger["received_bytes"] > 2**19
     small, large = ledgers["HTTP/2 default"], ledgers["large"]
     # 65535 B per 50 ms round trip allows ~1.3 MB/s; the large window is not held to it
     assert small["rate_bytes_per_s"] < 1.6e6

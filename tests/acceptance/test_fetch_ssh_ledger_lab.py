@@ -41,7 +41,8 @@ def test_an_ssh_fetch_records_the_window_the_client_grants_and_the_pacing(
     assert ledger["outcome"] in ("ok", "bounded"), ledger
     assert ledger["client_window_bytes"] == paramiko.common.DEFAULT_WINDOW_SIZE
     assert ledger["client_max_packet_bytes"] == paramiko.common.DEFAULT_MAX_PACKET_SIZE
-    assert ledger["received_bytes"] > 1_000_000 and ledger["reads"] > 20
+    # pack data, not the preamble: the download gets twenty round trips of the path
+    assert ledger["received_bytes"] > 2**19 and ledger["reads"] > 20
     assert ledger["adjusts"] >= 1 and ledger["rate_bytes_per_s"] > 0
     (raw,) = json.loads((out / "fetch.json").read_text())["ssh_downloads"]
     assert sum(raw["read_bytes"]) == raw["received_bytes"] == ledger["received_bytes"]
