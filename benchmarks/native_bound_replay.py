@@ -30,6 +30,7 @@ from gitnetdiag.probe.budget import (
     RateMonitor,
     native_download_budget,
 )
+from gitnetdiag.probe.pathinfo import path_rtt
 from gitnetdiag.rundir.manifest import load_fetch_manifest
 
 
@@ -74,18 +75,22 @@ def _cumulative(times: Sequence[float], sizes: Sequence[int], origin: float
 
 
 def ledgers(run_dir: Path) -> list[Ledger]:
-    """The native downloads of one run directory, with the path's least connect RTT."""
+    """The native downloads of one run directory, each with its path's least connect RTT
+    (:func:`~gitnetdiag.probe.pathinfo.path_rtt`, as the probe bounded it)."""
     manifest = load_fetch_manifest(run_dir)
     if manifest is None:
         print(f"{run_dir}: no fetch.json (hint: a --direction fetch or both run's directory)",
               file=sys.stderr)
         return []
-    rtts = [p.connect_rtt_min_s for p in manifest.paths if p.connect_rtt_min_s]
-    rtt = min(rtts) if rtts else None
-    found = [Ledger(f"{run_dir.parent.name[-8:]} h2 {h2.label}", rtt,
+    urls = {run.protocol: run.url for run in manifest.protocols}
+
+    def rtt(protocol: str) -> float | None:  # as the probe reads it
+        return path_rtt(manifest.paths, urls[protocol]) if protocol in urls else None
+
+    found = [Ledger(f"{run_dir.parent.name[-8:]} h2 {h2.label}", rtt("h2"),
                     _cumulative(h2.data_t_s, h2.data_bytes, h2.request_t_s))
              for h2 in manifest.h2_downloads if h2.data_t_s]
-    found += [Ledger(f"{run_dir.parent.name[-8:]} ssh", rtt,
+    found += [Ledger(f"{run_dir.parent.name[-8:]} ssh", rtt("ssh"),
                      _cumulative(ssh.read_t_s, ssh.read_bytes, ssh.request_t_s or 0.0))
               for ssh in manifest.ssh_downloads if ssh.read_t_s]
     return found
